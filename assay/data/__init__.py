@@ -1,0 +1,32 @@
+"""Loaders that turn tables, Inspect eval logs and ToolEmu files into Items (SPEC §2, §6)."""
+
+from assay.data._inspect import load_inspect_log
+from assay.data._render import render_transcript
+from assay.data._tables import ColumnMap, load_table
+from assay.data._toolemu import (
+    TOOLEMU_HELPFULNESS_LABELS,
+    TOOLEMU_SAFETY_LABELS,
+    load_toolemu_cases,
+    load_toolemu_evaluations,
+    load_toolemu_toolkits,
+    load_toolemu_trajectories,
+    parse_toolemu_evaluation,
+    render_toolemu_scratchpad,
+    render_toolkit_descriptions,
+)
+
+__all__ = [
+    "TOOLEMU_HELPFULNESS_LABELS",
+    "TOOLEMU_SAFETY_LABELS",
+    "ColumnMap",
+    "load_inspect_log",
+    "load_table",
+    "load_toolemu_cases",
+    "load_toolemu_evaluations",
+    "load_toolemu_toolkits",
+    "load_toolemu_trajectories",
+    "parse_toolemu_evaluation",
+    "render_toolemu_scratchpad",
+    "render_toolkit_descriptions",
+    "render_transcript",
+]

@@ -1,0 +1,123 @@
+"""Helpers shared by the loaders: plain-JSON conversion and line-numbered JSON reading."""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import decimal
+import json
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from assay.errors import DataError
+
+
+def jsonable(value: Any) -> Any:
+    """Return ``value`` as plain JSON data (NaN/inf become None, dates ISO strings, bytes base64)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return value.isoformat()
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return jsonable(float(value))
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if hasattr(value, "model_dump"):  # pydantic models (e.g. inspect_ai content)
+        return jsonable(value.model_dump(mode="json", exclude_none=True))
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        try:
+            return jsonable(value.item())
+        except (TypeError, ValueError):
+            pass
+    if hasattr(value, "tolist") and callable(value.tolist):  # numpy arrays
+        return jsonable(value.tolist())
+    return str(value)
+
+
+def is_missing(value: Any) -> bool:
+    """True for None, NaN and blank strings: the ways a table spells an empty cell."""
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and not value.strip()
+
+
+def check_file(path: str | Path) -> Path:
+    """Return ``path`` as an absolute Path, or raise DataError if it is not an existing file."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise DataError("file not found", path=p)
+    if not p.is_file():
+        raise DataError("not a file", path=p)
+    return p.resolve()
+
+
+def read_json(path: str | Path) -> Any:
+    """Parse a whole JSON file; DataError naming the file and line on malformed JSON."""
+    p = check_file(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read: {exc}", path=p) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=p
+        ) from None
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, int, Any]]:
+    """Yield ``(record index, 1-based line number, parsed value)`` for each non-blank line."""
+    p = check_file(path)
+    index = 0
+    try:
+        with p.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(
+                        f"line {lineno} is not valid JSON ({exc.msg}, column {exc.colno})",
+                        path=p,
+                        row=lineno,
+                    ) from None
+                yield index, lineno, value
+                index += 1
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read: {exc}", path=p) from None
+
+
+def as_int_label(value: Any) -> int:
+    """Read an integer label from an int, a bool, an integral float or a digit string; else ValueError."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in ("true", "false"):
+            return int(text.lower() == "true")
+        try:
+            number = float(text)
+        except ValueError:
+            pass
+        else:
+            if number.is_integer():
+                return int(number)
+    raise ValueError(f"{value!r} is not an integer label")

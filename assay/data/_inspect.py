@@ -1,0 +1,166 @@
+"""Inspect AI eval logs (``.eval`` / ``.json``) read with ``inspect_ai.log`` into transcript Items."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from assay.data._common import as_int_label, check_file, jsonable
+from assay.errors import DataError
+from assay.types import Item, Message, ToolCall
+
+_MISSING = object()
+
+
+def _text(content: Any) -> str:
+    """The text of a message's content: a string, or the text parts of a multi-part list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            parts.append(part)
+        elif getattr(part, "type", None) == "text":
+            parts.append(getattr(part, "text", "") or "")
+    return "\n".join(p for p in parts if p)
+
+
+def _tool_call(call: Any) -> ToolCall:
+    """An inspect_ai ``ToolCall`` as an assay ToolCall with its full arguments."""
+    arguments = getattr(call, "arguments", None)
+    return ToolCall(
+        id=getattr(call, "id", None),
+        function=str(getattr(call, "function", "")),
+        arguments=jsonable(arguments) if isinstance(arguments, Mapping) else (arguments or {}),
+    )
+
+
+def _message(message: Any) -> Message:
+    """An inspect_ai ``ChatMessage`` as an assay Message."""
+    role = message.role
+    if role == "tool":
+        error = getattr(message, "error", None)
+        return Message(
+            role="tool",
+            content=_text(message.content),
+            tool_call_id=getattr(message, "tool_call_id", None),
+            function=getattr(message, "function", None),
+            error=getattr(error, "message", None) or (str(error) if error else None),
+        )
+    calls = getattr(message, "tool_calls", None) or []
+    return Message(role=role, content=_text(message.content), tool_calls=[_tool_call(c) for c in calls])
+
+
+def _scores(sample: Any) -> dict[str, Any]:
+    """Each scorer's ``value``, ``answer``, ``explanation`` and ``metadata`` as plain JSON."""
+    return {
+        name: {
+            "value": jsonable(score.value),
+            "answer": score.answer,
+            "explanation": score.explanation,
+            "metadata": jsonable(score.metadata or {}),
+        }
+        for name, score in (sample.scores or {}).items()
+    }
+
+
+def _resolve(meta: dict[str, Any], dotted: str) -> tuple[Any, str | None]:
+    """Follow ``a.b.c`` through dicts (and list indices); return the value or the failing prefix."""
+    node: Any = meta
+    walked: list[str] = []
+    for key in dotted.split("."):
+        if isinstance(node, Mapping) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.lstrip("-").isdigit() and -len(node) <= int(key) < len(node):
+            node = node[int(key)]
+        else:
+            where = ".".join(walked) or "meta"
+            keys = ", ".join(map(str, node)) if isinstance(node, Mapping) else type(node).__name__
+            return _MISSING, f"no '{key}' under '{where}' (found: {keys})"
+        walked.append(key)
+    return node, None
+
+
+def _read_log(path: Path) -> Any:
+    """``inspect_ai.log.read_eval_log`` with every failure turned into one DataError."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError as exc:  # an optional dependency: pip install 'assay[inspect]'
+        raise DataError(f"reading Inspect logs needs inspect_ai ({exc})", path=path) from None
+    try:
+        return read_eval_log(str(path), resolve_attachments=True)
+    except Exception as exc:  # inspect_ai raises zip, JSON, pydantic and OS errors alike
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise DataError(
+            f"not a readable Inspect eval log ({type(exc).__name__}{': ' + detail if detail else ''})",
+            path=path,
+        ) from None
+
+
+def load_inspect_log(path: str | Path, *, expected: str | None = None) -> list[Item]:
+    """One Item per sample and epoch of an Inspect eval log, with the full transcript.
+
+    ``id`` is the sample id, or ``<id>#e<epoch>`` when the log has several epochs. ``meta`` holds
+    ``metadata`` (the sample's), ``scores`` (per scorer: value, answer, explanation, metadata),
+    ``task``, ``model``, ``sample_id``, ``epoch`` and ``target``. ``expected`` is a dotted path
+    into ``meta`` (e.g. ``scores.combined_scorer.value.refusal``) whose value becomes the
+    integer label (bools → 0/1); without it ``expected`` is None.
+    """
+    file = check_file(path)
+    log = _read_log(file)
+    samples = log.samples or []
+    if not samples:
+        raise DataError("the log has no samples (was it written with log_samples=False?)", path=file)
+    epochs = getattr(log.eval.config, "epochs", None) or 1
+    several = epochs > 1 or any((s.epoch or 1) > 1 for s in samples)
+
+    items: list[Item] = []
+    seen: set[str] = set()
+    for sample in samples:
+        item_id = f"{sample.id}#e{sample.epoch}" if several else f"{sample.id}"
+        if item_id in seen:
+            raise DataError(f"duplicate sample '{item_id}'", path=file)
+        seen.add(item_id)
+        transcript = [_message(m) for m in sample.messages or []]
+        users = [m for m in transcript if m.role == "user"]
+        assistants = [m for m in transcript if m.role == "assistant"]
+        if users:
+            request = users[0].content
+        else:
+            request = sample.input if isinstance(sample.input, str) else ""
+        if assistants:
+            response = assistants[-1].content
+        else:
+            response = getattr(sample.output, "completion", "") or ""
+        meta: dict[str, Any] = {
+            "metadata": jsonable(sample.metadata or {}),
+            "scores": _scores(sample),
+            "task": log.eval.task,
+            "model": log.eval.model,
+            "sample_id": sample.id,
+            "epoch": sample.epoch,
+            "target": jsonable(sample.target),
+        }
+        label: int | None = None
+        if expected is not None:
+            value, problem = _resolve(meta, expected)
+            if problem is not None:
+                raise DataError(f"sample '{item_id}': {problem}", path=file, field=expected)
+            try:
+                label = as_int_label(value)
+            except ValueError as exc:
+                raise DataError(f"sample '{item_id}': {exc}", path=file, field=expected) from None
+        items.append(
+            Item(
+                id=item_id,
+                request=request,
+                response=response,
+                transcript=transcript,
+                expected=label,
+                meta=meta,
+            )
+        )
+    return items

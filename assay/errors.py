@@ -1,0 +1,47 @@
+"""One error hierarchy. A subclass of :class:`AssayError` is a user mistake: the CLI prints its
+one-line message and exits non-zero without a traceback. Anything else is a bug and keeps its
+traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class AssayError(Exception):
+    """A problem the user can fix (bad config, missing file, missing key...)."""
+
+    exit_code = 2
+
+
+class ConfigError(AssayError):
+    """A config file that is missing, malformed or has an invalid field."""
+
+
+class DataError(AssayError):
+    """Input data that cannot be read: names the file, and where possible the row and field."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        row: int | None = None,
+        field: str | None = None,
+    ):
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if row is not None:
+            where.append(f"row {row}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        self.path, self.row, self.field = path, row, field
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class ModelError(AssayError):
+    """A model that cannot be used: unknown backend, missing API key, missing GGUF file."""
+
+
+class RunError(AssayError):
+    """A run directory that cannot be used (for instance, it belongs to another config)."""

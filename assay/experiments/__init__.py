@@ -1,0 +1,31 @@
+"""Runs: configs, evaluation (resume, cache, concurrency), agreement, reports, MLflow logging."""
+
+from assay.experiments._agreement import agreement, read_verdicts
+from assay.experiments._config import (
+    BootstrapConfig,
+    DataConfig,
+    EvaluateConfig,
+    TrackingConfig,
+    load_config,
+)
+from assay.experiments._evaluate import EvaluateResult, evaluate, save_program
+from assay.experiments._items import load_items
+from assay.experiments._runner import judge_items, judge_one
+from assay.experiments._store import RunStore
+
+__all__ = [
+    "BootstrapConfig",
+    "DataConfig",
+    "EvaluateConfig",
+    "EvaluateResult",
+    "RunStore",
+    "TrackingConfig",
+    "agreement",
+    "evaluate",
+    "judge_items",
+    "judge_one",
+    "load_config",
+    "load_items",
+    "read_verdicts",
+    "save_program",
+]

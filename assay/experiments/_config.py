@@ -1,0 +1,161 @@
+"""The typed config of an evaluation run (YAML file ⇄ pydantic), shared by the API and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from assay.data import ColumnMap
+from assay.errors import ConfigError
+from assay.programs import JudgeConfig
+from assay.programs._config import read_text_field
+from assay.types import stable_hash
+
+
+class DataConfig(BaseModel):
+    """Where the items come from. Relative paths are relative to the config file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    format: Literal["table", "toolemu", "inspect"] = "table"
+    columns: ColumnMap = Field(default_factory=ColumnMap)
+    split: str = "train"
+    # toolemu: toolkit specs for the evaluators; a reference evaluator file for `expected`
+    toolkits: str | None = None
+    expected_from: str | None = None
+    expected_key: str | None = None
+    # inspect: where the expected label lives in each sample (e.g. scores.combined_scorer.value)
+    expected: str | None = None
+    limit: int | None = Field(default=None, ge=1)
+
+
+class BootstrapConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n_resamples: int = Field(default=1000, ge=1000)
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    seed: int = 0
+
+
+class TrackingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    uri: str | None = None  # default: sqlite:///<working dir>/mlflow.db
+    experiment: str = "assay"
+
+
+class EvaluateConfig(BaseModel):
+    """An ``assay evaluate`` run: data, judge, and how to measure and record it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    data: DataConfig
+    judge: JudgeConfig
+    threshold: int | None = Field(
+        default=None,
+        description="scores >= threshold are 'good'; below it a failure (ToolEmu: 2)",
+    )
+    concurrency: int = Field(default=4, ge=1)
+    retries: int = Field(default=3, ge=0)
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    output_dir: str = "runs"
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    @model_validator(mode="after")
+    def _check(self) -> EvaluateConfig:
+        scale = self.judge.scale
+        if self.threshold is not None and scale is not None:
+            if self.threshold not in scale.values:
+                raise ValueError(f"threshold {self.threshold} is not a score on the {scale.describe()} scale")
+        return self
+
+    def run_hash(self, data_fingerprint: str) -> str:
+        """Identity of a run: the judge config, the data and the measuring settings."""
+        return stable_hash(
+            {
+                "judge": self.judge.config_hash(),
+                "data": data_fingerprint,
+                "threshold": self.threshold,
+                "bootstrap": self.bootstrap.model_dump(),
+            }
+        )
+
+
+def load_config(path: str | Path, overrides: dict | None = None) -> tuple[EvaluateConfig, Path]:
+    """Read a YAML config; resolve ``@file`` text fields and relative paths against its folder.
+
+    Returns the config and the folder relative paths were resolved against.
+    """
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a config is a YAML mapping")
+    base = path.resolve().parent
+    for key, value in (overrides or {}).items():
+        _set_dotted(raw, key, value)
+    _resolve_judge_text(raw.get("judge"), base)
+    data = raw.get("data")
+    if isinstance(data, dict):
+        for key in ("path", "toolkits", "expected_from"):
+            if isinstance(data.get(key), str) and not _is_remote(data[key]):
+                data[key] = str((base / data[key]).resolve())
+    try:
+        return EvaluateConfig.model_validate(raw), base
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: {first_error(exc)}") from None
+
+
+def _is_remote(value: str) -> bool:
+    """A hub data set name (``owner/name``) that is not a local file."""
+    return "/" in value and not value.startswith((".", "/", "~")) and value.count("/") == 1 and "." not in value
+
+
+def _resolve_judge_text(judge: object, base: Path) -> None:
+    if not isinstance(judge, dict):
+        return
+    for key in ("instruction", "rubric"):
+        if isinstance(judge.get(key), str):
+            judge[key] = read_text_field(judge[key], base)
+    crit = judge.get("criteria")
+    if isinstance(crit, str) and crit.startswith("@"):
+        import json
+
+        text = read_text_field(crit, base) or "[]"
+        try:
+            judge["criteria"] = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{base / crit[1:]}: criteria file is not JSON (line {exc.lineno})") from None
+    for member in judge.get("members") or []:
+        _resolve_judge_text(member, base)
+
+
+def _set_dotted(raw: dict, key: str, value: object) -> None:
+    node = raw
+    parts = key.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def first_error(exc: ValidationError) -> str:
+    """One line for a pydantic error: the dotted field and what is wrong with it."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown config key"
+    msg = msg.removeprefix("Value error, ")
+    return f"field '{loc}': {msg}" if loc else msg

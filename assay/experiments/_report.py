@@ -1,0 +1,72 @@
+"""A readable Markdown report of an evaluate run, from metrics.json alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        if v != v:  # nan
+            return "n/a"
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def metrics_table(metrics: dict[str, dict[str, Any]], confidence: float = 0.95) -> str:
+    """Markdown table: metric, value, CI bounds, n, note."""
+    rows = [f"| metric | value | {int(confidence * 100)}% CI | n | note |", "|---|---|---|---|---|"]
+    for name, m in metrics.items():
+        ci = f"[{_fmt(m.get('ci_low'))}, {_fmt(m.get('ci_high'))}]" if m.get("ci_low") is not None else "—"
+        rows.append(f"| {name} | {_fmt(m.get('value'))} | {ci} | {m.get('n', '')} | {m.get('note') or ''} |")
+    return "\n".join(rows)
+
+
+def render_report(name: str, config: dict[str, Any], summary: dict[str, Any], confidence: float) -> str:
+    judge = config["judge"]
+    c = summary["counts"]
+    u = summary["usage"]
+    lines = [
+        f"# assay evaluate — {name}",
+        "",
+        f"- judge: `{judge.get('name')}` · model `{judge.get('model')}` · program `{judge.get('program')}` · "
+        f"adapter `{judge.get('adapter')}` · temperature {judge.get('temperature')} · config hash `{summary.get('config_hash', '')}`",
+        f"- data: `{config['data']['path']}` ({c['items']} items)",
+        f"- judged {c['judged']}, scored {c['scored']}, **unscored {c['unscored']}**"
+        + (f" ({', '.join(f'{k}: {v}' for k, v in c['unscored_reasons'].items())})" if c["unscored"] else "")
+        + f"; without a reference label {c['without_reference']}; metrics computed on **{c['paired']}** pairs.",
+        "",
+        "## Agreement with the reference",
+        "",
+    ]
+    if summary["metrics"]:
+        lines.append(metrics_table(summary["metrics"], confidence))
+        cm = summary.get("confusion_matrix")
+        if cm:
+            labels = cm["labels"]
+            lines += ["", "Confusion matrix (rows: reference, columns: judge):", ""]
+            lines.append("| | " + " | ".join(str(x) for x in labels) + " |")
+            lines.append("|---" * (len(labels) + 1) + "|")
+            for lab, row in zip(labels, cm["rows_reference"], strict=True):
+                lines.append(f"| **{lab}** | " + " | ".join(str(x) for x in row) + " |")
+    else:
+        lines.append(summary.get("note") or "No item has both a reference label and a judge score.")
+    lines += [
+        "",
+        "## Cost",
+        "",
+        f"- LM calls {u['calls']}, prompt tokens {u['prompt_tokens']}, completion tokens {u['completion_tokens']}, "
+        f"cost ${u['cost_usd']:.6f}; judgments served from the cache: {u['cached_judgments']}",
+        f"- cost per accuracy point: {_fmt(u.get('cost_per_accuracy_point_usd'), 6)} USD; mean latency {u['mean_latency_s']:.3f} s",
+        "",
+        f"Bootstrap: {summary.get('bootstrap', '')}",
+    ]
+    if str(judge.get("model", "")).startswith("local"):
+        lines += [
+            "",
+            "> The embedded local model is for trying assay and for smoke tests. Its verdicts are "
+            "not trustworthy; use a real model for real measurements.",
+        ]
+    return "\n".join(lines) + "\n"

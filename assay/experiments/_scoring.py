@@ -1,0 +1,96 @@
+"""From judgments to metrics: pair with references, count what is unscored, compute with CIs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from assay.metrics import agreement_confusion, agreement_metrics, cost_per_accuracy_point
+from assay.scale import Scale
+from assay.types import Judgment, Usage
+
+
+def pair_scores(
+    reference: dict[str, int | None], candidate: dict[str, int | None]
+) -> tuple[list[str], list[int], list[int], dict[str, int]]:
+    """Ids scored on both sides, their scores, and how many each side left unscored."""
+    ids = [i for i in reference if i in candidate]
+    unscored = {
+        "reference": sum(reference[i] is None for i in ids),
+        "candidate": sum(candidate[i] is None for i in ids),
+    }
+    both = [i for i in ids if reference[i] is not None and candidate[i] is not None]
+    return both, [reference[i] for i in both], [candidate[i] for i in both], unscored  # type: ignore[misc]
+
+
+def agreement_summary(
+    reference: list[int],
+    candidate: list[int],
+    scale: Scale,
+    *,
+    threshold: int | None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Every agreement metric of SPEC §5 for paired scores on ``scale``, with bootstrap CIs."""
+    if not reference:
+        return {"metrics": {}, "confusion_matrix": None, "note": "no item was scored on both sides"}
+    ref = np.array([scale.index(s) for s in reference])
+    cand = np.array([scale.index(s) for s in candidate])
+    thr = scale.index(threshold) if threshold is not None else None
+    kind = "binary" if scale.k == 2 and scale.kind == "binary" else ("ordinal" if scale.kind != "categorical" else "categorical")
+    if scale.kind == "categorical" and scale.scores:
+        kind = "ordinal"  # label → score maps (ToolEmu) are ordered scores
+    metrics = agreement_metrics(
+        ref, cand, kind=kind, k=scale.k, threshold=thr, n_resamples=n_resamples, confidence=confidence, seed=seed
+    )
+    return {
+        "metrics": {name: mv.to_dict() for name, mv in metrics.items()},
+        "confusion_matrix": {"labels": scale.values, "rows_reference": agreement_confusion(ref, cand, scale.k)},
+    }
+
+
+def summarize_run(
+    judgments: list[Judgment],
+    expected: dict[str, int | None],
+    scale: Scale,
+    *,
+    threshold: int | None,
+    n_resamples: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, Any]:
+    """metrics.json of an evaluate run: counts, unscored reasons, agreement, usage and cost."""
+    by_id = {j.item_id: j for j in judgments}
+    candidate = {i: by_id[i].score for i in expected if i in by_id}
+    reference = {i: s for i, s in expected.items() if s is not None and i in by_id}
+    ids, ref, cand, _ = pair_scores(reference, candidate)
+    summary = agreement_summary(
+        ref, cand, scale, threshold=threshold, n_resamples=n_resamples, confidence=confidence, seed=seed
+    )
+    usage = sum((j.usage for j in judgments), Usage())
+    acc = summary["metrics"].get("accuracy", {}).get("value")
+    reasons = Counter(j.unscored for j in judgments if j.score is None)
+    expected_scores = [j.expected_score for j in judgments if j.expected_score is not None]
+    return {
+        "counts": {
+            "items": len(expected),
+            "judged": len(judgments),
+            "scored": sum(j.score is not None for j in judgments),
+            "unscored": sum(reasons.values()),
+            "unscored_reasons": dict(reasons),
+            "without_reference": sum(1 for s in expected.values() if s is None),
+            "paired": len(ids),
+        },
+        **summary,
+        "usage": {
+            **usage.model_dump(),
+            "cached_judgments": sum(j.cached for j in judgments),
+            "mean_latency_s": float(np.mean([j.latency_s for j in judgments])) if judgments else 0.0,
+            "cost_per_accuracy_point_usd": cost_per_accuracy_point(usage.cost_usd, acc) if acc else None,
+        },
+        "expected_scores": len(expected_scores),
+    }

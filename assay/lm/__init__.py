@@ -1,0 +1,22 @@
+"""Language-model backends: LiteLLM model strings, the embedded local model, the scripted test LM."""
+
+from assay.lm._factory import check_api_key, make_lm
+from assay.lm._pricing import cost_usd
+from assay.lm._scripted import (
+    ScriptedCall,
+    ScriptedEngine,
+    ScriptedFailure,
+    register_script,
+    scripted_engine,
+)
+
+__all__ = [
+    "ScriptedCall",
+    "ScriptedEngine",
+    "ScriptedFailure",
+    "check_api_key",
+    "cost_usd",
+    "make_lm",
+    "register_script",
+    "scripted_engine",
+]

@@ -1,0 +1,40 @@
+"""USD cost of token usage: a per-model override, else LiteLLM's (local, offline) price map."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+def cost_usd(
+    model: str, prompt_tokens: int, completion_tokens: int, price: tuple[float, float] | None = None
+) -> float | None:
+    """Cost of one call, or ``None`` when no price is known for ``model``.
+
+    ``price`` is ``(input, output)`` USD per million tokens. ``local`` and ``scripted`` models
+    cost nothing unless a price is given.
+    """
+    if price is not None:
+        return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6
+    if _is_free(model):
+        return 0.0
+    per_token = _litellm_price(model)
+    if per_token is None:
+        return None
+    return prompt_tokens * per_token[0] + completion_tokens * per_token[1]
+
+
+def _is_free(model: str) -> bool:
+    return model == "local" or model.startswith(("local:", "local/", "scripted"))
+
+
+@lru_cache(maxsize=256)
+def _litellm_price(model: str) -> tuple[float, float] | None:
+    import litellm
+
+    info = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1])
+    if not info:
+        return None
+    inp, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if inp is None or out is None:
+        return None
+    return float(inp), float(out)

@@ -1,0 +1,65 @@
+"""Agreement, failure, ordinal, classification, interval and cost metrics (SPEC §5).
+
+Pure functions in scikit-learn style, ``metric(y_true, y_pred, **options)``, on 0-based integer
+category indices unless stated; :func:`agreement_metrics` gathers them with bootstrap CIs for a
+report, and the DSPy adapters score one example at a time.
+"""
+
+from assay.metrics._classification import (
+    accuracy,
+    confusion_matrix,
+    error_rate,
+    false_negative_rate,
+    false_positive_rate,
+)
+from assay.metrics._cost import cost_per_accuracy_point
+from assay.metrics._dspy import (
+    DSPyMetric,
+    absolute_error_score,
+    exact_match,
+    quadratic_agreement,
+)
+from assay.metrics._failure import failure_incidence, failure_precision
+from assay.metrics._intervals import BootstrapCI, bootstrap_ci, wilson_interval
+from assay.metrics._kappa import KappaWeights, binarize, cohen_kappa, kappa_binary
+from assay.metrics._ordinal import ccc, mae, pearson, spearman
+from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
+from assay.metrics._value import MetricValue
+
+__all__ = [
+    # agreement
+    "KappaWeights",
+    "cohen_kappa",
+    "binarize",
+    "kappa_binary",
+    # failure detection
+    "failure_precision",
+    "failure_incidence",
+    # ordinal
+    "ccc",
+    "pearson",
+    "spearman",
+    "mae",
+    # classification
+    "accuracy",
+    "error_rate",
+    "false_positive_rate",
+    "false_negative_rate",
+    "confusion_matrix",
+    # intervals
+    "BootstrapCI",
+    "bootstrap_ci",
+    "wilson_interval",
+    # report
+    "MetricKind",
+    "MetricValue",
+    "agreement_metrics",
+    "agreement_confusion",
+    # DSPy adapters
+    "DSPyMetric",
+    "exact_match",
+    "absolute_error_score",
+    "quadratic_agreement",
+    # cost
+    "cost_per_accuracy_point",
+]

@@ -1,0 +1,53 @@
+"""How well a judge finds real failures (ToolEmu's identified-failure precision and true-failure
+incidence): the reference marks the true failures, the judge the flagged ones (SPEC §5)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from assay.metrics._validate import bool_pair
+
+_NAMES = ("true_failure", "flagged")
+
+
+def _ratio(hits: NDArray[np.int64], total: NDArray[np.int64], zero_division: float) -> NDArray:
+    return np.where(total > 0, hits / np.maximum(total, 1), zero_division)
+
+
+def failure_precision(
+    true_failure: ArrayLike, flagged: ArrayLike, *, zero_division: float = 0.0
+) -> float:
+    """Share of flagged items that are true failures: |true ∩ flagged| / |flagged|.
+
+    Returns ``zero_division`` (0.0 by default, as SPEC §5 asks) when nothing was flagged.
+    """
+    t, f = bool_pair(true_failure, flagged, _NAMES)
+    return float(_failure_precision_batched(t, f, zero_division=zero_division))
+
+
+def failure_incidence(
+    true_failure: ArrayLike, flagged: ArrayLike, *, zero_division: float = 0.0
+) -> float:
+    """Share of true failures that were flagged: |true ∩ flagged| / |true| (failure recall).
+
+    Returns ``zero_division`` (0.0 by default, as SPEC §5 asks) when there is no true failure.
+    """
+    t, f = bool_pair(true_failure, flagged, _NAMES)
+    return float(_failure_incidence_batched(t, f, zero_division=zero_division))
+
+
+def _failure_precision_batched(
+    true_failure: NDArray[np.bool_], flagged: NDArray[np.bool_], *, zero_division: float = 0.0
+) -> NDArray[np.float64]:
+    """Row-wise failure precision of (B, n) boolean arrays (or one value for 1-D arrays)."""
+    hits = (true_failure & flagged).sum(axis=-1)
+    return _ratio(hits, flagged.sum(axis=-1), zero_division)
+
+
+def _failure_incidence_batched(
+    true_failure: NDArray[np.bool_], flagged: NDArray[np.bool_], *, zero_division: float = 0.0
+) -> NDArray[np.float64]:
+    """Row-wise failure incidence of (B, n) boolean arrays (or one value for 1-D arrays)."""
+    hits = (true_failure & flagged).sum(axis=-1)
+    return _ratio(hits, true_failure.sum(axis=-1), zero_division)

@@ -1,0 +1,140 @@
+"""Confidence intervals: a seeded, vectorised percentile bootstrap over items, and the Wilson
+interval for plain proportions (SPEC §5: resample the full set, at least 1000 replicates)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.stats import norm
+
+MIN_RESAMPLES = 1000
+
+# Evaluate replicates in slices of about this many elements per array, so that the temporaries
+# of a batched statistic stay small even for large runs (the index matrix is drawn once).
+_CHUNK_ELEMENTS = 1 << 22
+
+BatchedStatistic = Callable[..., NDArray[np.float64]]
+
+
+@dataclass(frozen=True)
+class BootstrapCI:
+    """A percentile bootstrap interval; ``low``/``high`` are nan when no replicate was defined."""
+
+    low: float
+    high: float
+    n_resamples: int
+    n_dropped: int  # replicates where the statistic was nan (e.g. κ of a one-category resample)
+
+
+def _check_confidence(confidence: float) -> float:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
+    return float(confidence)
+
+
+def _check_resamples(n_resamples: int) -> int:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer):
+        raise ValueError(f"n_resamples must be an integer, got {n_resamples!r}")
+    if n_resamples < MIN_RESAMPLES:
+        raise ValueError(
+            f"n_resamples must be at least {MIN_RESAMPLES} (SPEC §5), got {n_resamples}"
+        )
+    return int(n_resamples)
+
+
+def _resample_indices(n: int, n_resamples: int, seed: int) -> NDArray[np.intp]:
+    """One (n_resamples, n) matrix of item indices drawn with replacement."""
+    return np.random.default_rng(seed).integers(0, n, size=(n_resamples, n), dtype=np.intp)
+
+
+def _replicates(
+    statistic: BatchedStatistic, arrays: list[NDArray], indices: NDArray[np.intp]
+) -> NDArray[np.float64]:
+    """The statistic on every resample: ``statistic(*(a[indices] for a in arrays))``, in slices."""
+    b, n = indices.shape
+    step = max(1, _CHUNK_ELEMENTS // n)
+    out = np.empty(b, dtype=np.float64)
+    for start in range(0, b, step):
+        rows = indices[start : start + step]
+        values = np.asarray(statistic(*(a[rows] for a in arrays)), dtype=np.float64)
+        if values.shape != (rows.shape[0],):
+            raise ValueError(
+                "statistic must be batched: take arrays of shape (B, n) and return shape (B,); "
+                f"got shape {values.shape} for B={rows.shape[0]}"
+            )
+        out[start : start + rows.shape[0]] = values
+    return out
+
+
+def _percentile_ci(replicates: NDArray[np.float64], confidence: float) -> BootstrapCI:
+    defined = replicates[~np.isnan(replicates)]
+    dropped = int(replicates.size - defined.size)
+    if defined.size == 0:
+        return BootstrapCI(math.nan, math.nan, int(replicates.size), dropped)
+    alpha = 1.0 - confidence
+    low, high = np.percentile(defined, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return BootstrapCI(float(low), float(high), int(replicates.size), dropped)
+
+
+def _as_item_arrays(arrays: tuple[ArrayLike, ...]) -> list[NDArray]:
+    if not arrays:
+        raise ValueError("bootstrap_ci needs at least one array to resample")
+    out = [np.asarray(a) for a in arrays]
+    for i, a in enumerate(out):
+        if a.ndim != 1:
+            raise ValueError(f"array {i} must be 1-D (one value per item), got shape {a.shape}")
+    lengths = {a.shape[0] for a in out}
+    if len(lengths) != 1:
+        raise ValueError(f"all arrays must have one value per item, got lengths {sorted(lengths)}")
+    if out[0].shape[0] == 0:
+        raise ValueError("cannot bootstrap an empty set of items")
+    return out
+
+
+def bootstrap_ci(
+    statistic: BatchedStatistic,
+    *arrays: ArrayLike,
+    n_resamples: int = MIN_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> BootstrapCI:
+    """Seeded percentile bootstrap CI of ``statistic`` over items.
+
+    The items (the same rows of every array) are resampled with replacement ``n_resamples``
+    times from one (n_resamples, n) index matrix drawn with ``numpy.random.default_rng(seed)``;
+    ``statistic`` must be *batched*: it takes (B, n) arrays and returns shape (B,), so all
+    replicates are evaluated at once. Replicates where it is nan are dropped and counted in
+    ``n_dropped``; if all are, ``low``/``high`` are nan. The same seed gives the same interval.
+    """
+    n_resamples = _check_resamples(n_resamples)
+    confidence = _check_confidence(confidence)
+    items = _as_item_arrays(arrays)
+    indices = _resample_indices(items[0].shape[0], n_resamples, seed)
+    return _percentile_ci(_replicates(statistic, items, indices), confidence)
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a proportion ``successes / n`` (no continuity correction).
+
+    Unlike the normal (Wald) interval it stays inside [0, 1] and behaves at 0 or n successes.
+    """
+    for value, name in ((successes, "successes"), (n, "n")):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be between 0 and n={n}, got {successes}")
+    confidence = _check_confidence(confidence)
+    z = float(norm.ppf(1.0 - (1.0 - confidence) / 2.0))
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1.0 - p) / n + z * z / (4 * n * n)) / denom
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high

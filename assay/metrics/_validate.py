@@ -1,0 +1,129 @@
+"""Input checks shared by every metric: one place that turns user arrays into clean numpy arrays
+or raises a ValueError naming the argument and the problem (scikit-learn style)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+
+def _as_1d(values: ArrayLike, name: str) -> NDArray[Any]:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence, got an array of shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty: a metric needs at least one item")
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise ValueError(
+            f"{name} must hold numbers, got dtype {arr.dtype} "
+            "(remove unscored items, e.g. None, before computing metrics)"
+        )
+    return arr
+
+
+def _same_length(a: NDArray[Any], b: NDArray[Any], names: tuple[str, str]) -> None:
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(
+            f"{names[0]} and {names[1]} must have the same length, "
+            f"got {a.shape[0]} and {b.shape[0]}"
+        )
+
+
+def as_labels(values: ArrayLike, name: str) -> NDArray[np.int64]:
+    """A 1-D array of non-negative integer category indices (integral floats are accepted)."""
+    arr = _as_1d(values, name)
+    if np.issubdtype(arr.dtype, np.bool_):
+        return arr.astype(np.int64)
+    if not np.issubdtype(arr.dtype, np.integer):
+        bad = ~np.isfinite(arr) | (arr != np.round(arr))
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{name} must hold integer category indices, got {arr[first].item()!r} at position {first}"
+            )
+    labels = arr.astype(np.int64)
+    if (labels < 0).any():
+        first = int(np.flatnonzero(labels < 0)[0])
+        raise ValueError(
+            f"{name} must hold 0-based category indices, got {labels[first]} at position {first}"
+        )
+    return labels
+
+
+def label_pair(
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    k: int | None = None,
+    names: tuple[str, str] = ("y_true", "y_pred"),
+) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
+    """Two equally long index arrays and the number of categories ``k`` (default: max label + 1).
+
+    Every label must lie in ``0..k-1``.
+    """
+    t = as_labels(y_true, names[0])
+    p = as_labels(y_pred, names[1])
+    _same_length(t, p, names)
+    if k is None:
+        k = int(max(t.max(), p.max())) + 1
+    else:
+        k = check_k(k)
+        for arr, name in ((t, names[0]), (p, names[1])):
+            if arr.max() >= k:
+                first = int(np.flatnonzero(arr >= k)[0])
+                raise ValueError(
+                    f"{name} has label {arr[first]} at position {first}, "
+                    f"outside the categories 0..{k - 1} (k={k})"
+                )
+    return t, p, k
+
+
+def check_k(k: Any) -> int:
+    """The number of categories: an integer >= 1."""
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise ValueError(f"k (the number of categories) must be a positive integer, got {k!r}")
+    return int(k)
+
+
+def binary_pair(
+    y_true: ArrayLike, y_pred: ArrayLike, names: tuple[str, str] = ("y_true", "y_pred")
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Two equally long arrays of 0/1 labels (1 is the positive class)."""
+    t, p, _ = label_pair(y_true, y_pred, None, names)
+    for arr, name in ((t, names[0]), (p, names[1])):
+        if arr.max() > 1:
+            first = int(np.flatnonzero(arr > 1)[0])
+            raise ValueError(
+                f"{name} must hold binary labels 0/1, got {arr[first]} at position {first}"
+            )
+    return t, p
+
+
+def bool_pair(
+    a: ArrayLike, b: ArrayLike, names: tuple[str, str]
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Two equally long boolean arrays (0/1 integers are accepted)."""
+    t, p = binary_pair(a, b, names)
+    return t.astype(bool), p.astype(bool)
+
+
+def as_scores(values: ArrayLike, name: str) -> NDArray[np.float64]:
+    """A 1-D array of finite real-valued scores."""
+    arr = _as_1d(values, name).astype(np.float64)
+    if not np.isfinite(arr).all():
+        first = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise ValueError(f"{name} must hold finite numbers, got {arr[first]} at position {first}")
+    return arr
+
+
+def score_pair(
+    y_true: ArrayLike, y_pred: ArrayLike, names: tuple[str, str] = ("y_true", "y_pred")
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Two equally long arrays of finite real-valued scores."""
+    x = as_scores(y_true, names[0])
+    y = as_scores(y_pred, names[1])
+    _same_length(x, y, names)
+    return x, y

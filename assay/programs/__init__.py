@@ -1,0 +1,32 @@
+"""Judge programs: DSPy modules built from typed configs."""
+
+from assay.programs._config import (
+    EMULATOR_QUALITY,
+    TOOLEMU_HELPFULNESS,
+    TOOLEMU_SAFETY,
+    Criterion,
+    JudgeConfig,
+    Price,
+    fixed_scale,
+)
+from assay.programs._expected import expected_score
+from assay.programs._failures import unscored_reason
+from assay.programs._judge import Judge, Panel, build_judge, task_inputs
+from assay.programs._panel import aggregate_scores
+
+__all__ = [
+    "EMULATOR_QUALITY",
+    "TOOLEMU_HELPFULNESS",
+    "TOOLEMU_SAFETY",
+    "Criterion",
+    "Judge",
+    "JudgeConfig",
+    "Panel",
+    "Price",
+    "aggregate_scores",
+    "build_judge",
+    "expected_score",
+    "fixed_scale",
+    "task_inputs",
+    "unscored_reason",
+]

@@ -1,0 +1,219 @@
+"""Judges as DSPy modules, built from a :class:`JudgeConfig`.
+
+``Judge.forward`` returns a ``dspy.Prediction`` with ``score`` (on the config's scale),
+``label``, ``reasoning`` and, where the backend gives token logprobs and ``score_mode`` is
+``expected``, ``expected_score``. Turning failures into *unscored* judgments is the runner's job;
+a panel does it per member (an unscored member is reported, never silently dropped).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+
+from assay.data import render_toolemu_scratchpad, render_transcript
+from assay.programs._config import JudgeConfig
+from assay.programs._expected import expected_score
+from assay.programs._panel import aggregate_scores
+from assay.signatures import (
+    AgentHelpfulness,
+    EmulationQuality,
+    JudgeResponse,
+    JudgeTranscript,
+    ToolCallRisk,
+    with_scale,
+)
+from assay.types import Item
+
+# task → (signature, name of the verdict field, name of the reasoning field)
+_TASKS: dict[str, tuple[type[dspy.Signature], str, str | None]] = {
+    "response": (JudgeResponse, "verdict", None),
+    "transcript": (JudgeTranscript, "verdict", None),
+    "toolemu_safety": (ToolCallRisk, "overall_qualitative_label", "evaluator_thought"),
+    "toolemu_helpfulness": (AgentHelpfulness, "overall_qualitative_label", "evaluator_thought"),
+    "emulator_quality": (EmulationQuality, "verdict", "explanation"),
+}
+
+
+def _signature(config: JudgeConfig) -> type[dspy.Signature]:
+    base, _, _ = _TASKS[config.task]
+    assert config.scale is not None
+    if config.task in ("response", "transcript"):
+        return with_scale(base, config.scale, config.instruction)
+    return base.with_instructions(config.instruction) if config.instruction else base
+
+
+class Judge(dspy.Module):
+    """One judge: a Predict or ChainOfThought over the task's signature, with its own LM."""
+
+    def __init__(self, config: JudgeConfig, lm: dspy.BaseLM | None = None):
+        super().__init__()
+        if config.program == "panel":
+            raise ValueError("use Panel for program: panel")
+        self.config = config
+        sig = _signature(config)
+        self.predict = dspy.ChainOfThought(sig) if config.program == "chain_of_thought" else dspy.Predict(sig)
+        if lm is not None:
+            self.set_lm(lm)
+
+    # -- inputs ---------------------------------------------------------------------------
+    def inputs(self, item: Item) -> dict[str, Any]:
+        """The signature's inputs for ``item`` (what an optimizer's examples must carry)."""
+        return task_inputs(self.config, item)
+
+    # -- call -------------------------------------------------------------------------------
+    def forward(self, **inputs: Any) -> dspy.Prediction:
+        cfg = self.config
+        assert cfg.scale is not None
+        _, verdict_field, reasoning_field = _TASKS[cfg.task]
+        if cfg.task == "transcript":
+            return self._forward_criteria(inputs)
+        pred = self.predict(**inputs)
+        return self._prediction(pred, verdict_field, reasoning_field)
+
+    def _prediction(self, pred: dspy.Prediction, verdict_field: str, reasoning_field: str | None) -> dspy.Prediction:
+        scale = self.config.scale
+        assert scale is not None
+        verdict = getattr(pred, verdict_field)
+        score = scale.coerce(verdict if not isinstance(verdict, bool) else int(verdict))
+        reasoning = getattr(pred, reasoning_field or "reasoning", None)
+        expected = None
+        if self.config.score_mode == "expected":
+            options = {opt: scale.coerce(opt) for opt in scale.verdict_options}
+            expected = expected_score(getattr(pred, "logprobs", None), options, verdict_field)
+        fields = {k: v for k, v in pred.items() if k != "logprobs"}
+        return dspy.Prediction(
+            score=score,
+            label=scale.label_of(score) if scale.kind == "categorical" else _label(verdict, scale),
+            reasoning=reasoning,
+            expected_score=expected,
+            outputs=fields,
+        )
+
+    def _forward_criteria(self, inputs: dict[str, Any]) -> dspy.Prediction:
+        """Transcript judges apply each rubric criterion separately; the overall score is the
+        lowest criterion score (every criterion must be met)."""
+        assert self.config.criteria
+        per: dict[str, int] = {}
+        reasons = []
+        for criterion in self.config.criteria:
+            pred = self.predict(criterion=criterion.instructions, transcript=inputs["transcript"])
+            one = self._prediction(pred, "verdict", None)
+            per[criterion.id] = one.score
+            if one.reasoning:
+                reasons.append(f"[{criterion.id}] {one.reasoning}")
+        score = min(per.values())
+        scale = self.config.scale
+        assert scale is not None
+        return dspy.Prediction(
+            score=score,
+            label=scale.label_of(score),
+            reasoning="\n".join(reasons) or None,
+            expected_score=None,
+            criteria=per,
+            outputs={"criteria": per},
+        )
+
+
+def _label(verdict: Any, scale) -> str | None:
+    return str(verdict) if scale.labels else None
+
+
+def task_inputs(config: JudgeConfig, item: Item) -> dict[str, Any]:
+    """The signature inputs a task reads from an item."""
+    if config.task == "response":
+        return {"rubric": config.rubric or "", "request": item.request, "response": item.response}
+    if config.task == "transcript":
+        if not item.transcript:
+            from assay.errors import DataError
+
+            raise DataError("a transcript judge needs items with a transcript", field="transcript")
+        return {"transcript": render_transcript(item.transcript)}
+    meta = item.meta
+    case = meta.get("case") or {}
+    common = {
+        "user_instruction": item.request,
+        "tool_descriptions": meta.get("tool_descriptions", ""),
+        "scratchpad": render_toolemu_scratchpad(item),
+    }
+    if config.task == "emulator_quality":
+        return common
+    under = case.get("Underspecifications") or meta.get("underspecifications") or ""
+    common["underspecifications"] = _text(under)
+    if config.task == "toolemu_safety":
+        common["potential_risky_outcomes"] = _text(case.get("Potential Risky Outcomes") or meta.get("risky_outcome", ""))
+        common["potential_risky_actions"] = _text(case.get("Potential Risky Actions") or meta.get("risky_actions", ""))
+    else:
+        common["expected_achievements"] = _text(case.get("Expected Achievements", ""))
+    return common
+
+
+def _text(value: Any) -> str:
+    """Lists and dicts of case fields rendered as indented bullet text."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return "\n".join(f"* {_text(v)}" for v in value) or "None"
+    if isinstance(value, dict):
+        return "\n".join(f"- {k}: {(_text(v) if v else 'None')}" for k, v in value.items())
+    return str(value)
+
+
+class Panel(dspy.Module):
+    """Several judges on the same item; their scores are aggregated with an explicit tie rule.
+
+    A member that fails (LM error, unparseable output) is recorded as unscored in
+    ``members``; with fewer scored members than ``quorum`` (default: all) the panel is unscored.
+    """
+
+    def __init__(self, config: JudgeConfig, members: list[Judge]):
+        super().__init__()
+        self.config = config
+        self.members = members
+
+    def inputs(self, item: Item) -> dict[str, Any]:
+        return task_inputs(self.config, item)
+
+    def forward(self, **inputs: Any) -> dspy.Prediction:
+        from assay.programs._failures import unscored_reason
+
+        cfg = self.config
+        assert cfg.scale is not None
+        results: list[dict[str, Any]] = []
+        for member in self.members:
+            try:
+                pred = member(**inputs)
+                results.append({"judge": member.config.name, "score": pred.score, "label": pred.label})
+            except Exception as exc:
+                reason = unscored_reason(exc)
+                if reason is None:
+                    raise
+                results.append({"judge": member.config.name, "score": None, "unscored": reason, "error": str(exc)[:500]})
+        scored = [r["score"] for r in results if r["score"] is not None]
+        quorum = cfg.quorum or len(self.members)
+        if len(scored) < quorum:
+            return dspy.Prediction(score=None, unscored="panel_quorum", members=results, label=None, reasoning=None)
+        score = aggregate_scores(scored, cfg.aggregate, cfg.tie_break, cfg.scale.values)
+        return dspy.Prediction(
+            score=score,
+            unscored=None if score is not None else "tie",
+            label=cfg.scale.label_of(score) if score is not None else None,
+            reasoning=None,
+            members=results,
+        )
+
+
+def build_judge(config: JudgeConfig, lm_factory) -> Judge | Panel:
+    """The judge program for ``config``; ``lm_factory(member_config)`` gives each judge its LM.
+
+    A saved program state (``program_state``: DSPy JSON from ``Module.save``, e.g. an optimized
+    judge) is loaded into it.
+    """
+    if config.program == "panel":
+        program: Judge | Panel = Panel(config, [build_judge(m, lm_factory) for m in config.members])  # type: ignore[misc]
+    else:
+        program = Judge(config, lm_factory(config))
+    if config.program_state:
+        program.load(config.program_state)
+    return program

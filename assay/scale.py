@@ -1,0 +1,152 @@
+"""A judge's output space: binary, ordinal or categorical, with an optional label → score map.
+
+Metrics work on 0-based integer indices (SPEC §5); :meth:`Scale.index` maps a score onto them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from assay.errors import ConfigError
+
+ScaleKind = Literal["binary", "ordinal", "categorical"]
+
+
+class Scale(BaseModel):
+    """The verdict space of a judge.
+
+    - ``binary``: scores 0 and 1; ``labels`` names them (``[name of 0, name of 1]``).
+    - ``ordinal``: integer scores ``min..max``; ``labels`` optional names, low to high.
+    - ``categorical``: named ``labels``; ``scores`` maps each label to an integer score
+      (several labels may share a score, as in ToolEmu safety); without ``scores`` a label's
+      score is its position.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: ScaleKind
+    min: int | None = None
+    max: int | None = None
+    labels: list[str] | None = None
+    scores: dict[str, int] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Scale:
+        if self.kind == "binary":
+            if self.labels is not None and len(self.labels) != 2:
+                raise ValueError("a binary scale has exactly two labels: [name of 0, name of 1]")
+            if self.min not in (None, 0) or self.max not in (None, 1):
+                raise ValueError("a binary scale is 0..1")
+        elif self.kind == "ordinal":
+            if self.min is None or self.max is None:
+                raise ValueError("an ordinal scale needs 'min' and 'max'")
+            if self.max <= self.min:
+                raise ValueError("an ordinal scale needs max > min")
+            if self.labels is not None and len(self.labels) != self.max - self.min + 1:
+                raise ValueError("an ordinal scale's labels must name every score from min to max")
+        else:
+            if not self.labels or len(self.labels) < 2:
+                raise ValueError("a categorical scale needs at least two labels")
+            if len(set(self.labels)) != len(self.labels):
+                raise ValueError("categorical labels must be distinct")
+            if self.scores is not None and set(self.scores) != set(self.labels):
+                raise ValueError("'scores' must map exactly the categorical labels")
+        return self
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def parse(cls, spec: str | dict | Scale) -> Scale:
+        """Build a scale from a config value or a CLI string like ``binary``, ``0-3`` or ``1..6``."""
+        if isinstance(spec, Scale):
+            return spec
+        if isinstance(spec, dict):
+            return cls.model_validate(spec)
+        text = str(spec).strip()
+        if text == "binary":
+            return cls(kind="binary")
+        m = re.fullmatch(r"(-?\d+)\s*(?:-|\.\.)\s*(-?\d+)", text)
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if (lo, hi) == (0, 1):
+                return cls(kind="binary")
+            return cls(kind="ordinal", min=lo, max=hi)
+        raise ConfigError(f"cannot read scale {text!r}: use 'binary', 'MIN-MAX' or a mapping")
+
+    # -- the score space ------------------------------------------------------------------
+    @property
+    def values(self) -> list[int]:
+        """Every valid score, ascending."""
+        if self.kind == "binary":
+            return [0, 1]
+        if self.kind == "ordinal":
+            return list(range(self.min, self.max + 1))  # type: ignore[arg-type]
+        return sorted(set(self.label_scores.values()))
+
+    @property
+    def k(self) -> int:
+        """Number of ordered categories the metrics see."""
+        return len(self.values)
+
+    @property
+    def label_scores(self) -> dict[str, int]:
+        """label → score for every named label (empty for an unnamed scale)."""
+        if self.kind == "categorical":
+            assert self.labels is not None
+            return dict(self.scores) if self.scores else {lab: i for i, lab in enumerate(self.labels)}
+        if self.labels:
+            return {lab: v for lab, v in zip(self.labels, self.values, strict=True)}
+        return {}
+
+    @property
+    def verdict_options(self) -> list[str]:
+        """What the judge may answer: label names where the scale has them, else score digits."""
+        if self.kind == "categorical" or self.labels:
+            return list(self.label_scores)
+        return [str(v) for v in self.values]
+
+    def index(self, score: int) -> int:
+        """0-based category index of a valid score (what the metrics use)."""
+        return self.values.index(self.check(score))
+
+    def check(self, score: Any) -> int:
+        """Return ``score`` as an int if it is on the scale; raise ``ValueError`` otherwise."""
+        if isinstance(score, bool):
+            score = int(score)
+        if isinstance(score, float) and score.is_integer():
+            score = int(score)
+        if not isinstance(score, int) or score not in self.values:
+            raise ValueError(f"{score!r} is not on the {self.describe()} scale")
+        return score
+
+    def coerce(self, value: Any) -> int:
+        """Read a score from a label, a digit string, a bool or a number; ``ValueError`` if off-scale."""
+        if isinstance(value, str):
+            text = value.strip()
+            table = {k.lower(): v for k, v in self.label_scores.items()}
+            if text.lower() in table:
+                return table[text.lower()]
+            if self.kind == "binary" and text.lower() in ("true", "false", "yes", "no"):
+                return int(text.lower() in ("true", "yes"))
+            try:
+                value = float(text)
+            except ValueError:
+                raise ValueError(f"{value!r} is not on the {self.describe()} scale") from None
+        return self.check(value)
+
+    def label_of(self, score: int) -> str | None:
+        """The first label that maps to ``score`` (None for unnamed scales)."""
+        for lab, v in self.label_scores.items():
+            if v == score:
+                return lab
+        return None
+
+    def describe(self) -> str:
+        if self.kind == "binary":
+            names = f" ({self.labels[0]}/{self.labels[1]})" if self.labels else ""
+            return f"binary 0/1{names}"
+        if self.kind == "ordinal":
+            return f"ordinal {self.min}..{self.max}"
+        return "categorical " + "|".join(self.labels or [])

@@ -1,0 +1,102 @@
+"""The records that flow through assay: items in, judgments out (SPEC §2)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+UnscoredReason = Literal[
+    "parse_error", "lm_error", "refused", "timeout", "off_scale", "panel_quorum", "tie"
+]
+
+
+def stable_hash(obj: Any, n: int = 16) -> str:
+    """A short, stable hex digest of any JSON-serialisable value (sorted keys)."""
+    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:n]
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str | None = None
+    function: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+
+
+class Message(BaseModel):
+    """One chat message of an agent transcript."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    function: str | None = None  # for role=tool: the tool that produced this result
+    error: str | None = None
+
+
+class Item(BaseModel):
+    """One thing to judge. ``id`` is stable: from the source's id or a content hash, never random."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    request: str = ""
+    response: str = ""
+    transcript: list[Message] | None = None
+    expected: int | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @staticmethod
+    def content_id(request: str, response: str, transcript: Any = None) -> str:
+        return stable_hash({"request": request, "response": response, "transcript": transcript})
+
+
+class Usage(BaseModel):
+    """Token usage and cost of one or more LM calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+            calls=self.calls + other.calls,
+        )
+
+
+class Judgment(BaseModel):
+    """A judge's verdict on one item, or an unscored result with its reason (never a fake score)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    judge: str
+    score: int | None = None
+    label: str | None = None
+    expected_score: float | None = None  # probability-weighted score, where logprobs exist
+    unscored: UnscoredReason | None = None
+    error: str | None = None
+    reasoning: str | None = None
+    raw: Any = None
+    members: list[dict[str, Any]] | None = None  # panel members' verdicts
+    criteria: dict[str, int | None] | None = None  # transcript judges: per rubric item
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    model: str = ""
+    config_hash: str = ""
+    attempt: int = 1
+    cached: bool = False
+
+    @property
+    def scored(self) -> bool:
+        return self.score is not None

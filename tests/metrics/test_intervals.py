@@ -1,0 +1,160 @@
+import math
+from functools import partial
+
+import numpy as np
+import pytest
+import scipy.stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assay.metrics import _intervals, bootstrap_ci, cohen_kappa, mae, wilson_interval
+from assay.metrics._kappa import _kappa_batched
+from assay.metrics._ordinal import _mae_batched
+
+
+def agreeing_pair(n=200, k=4, agree=0.8, seed=7):
+    rng = np.random.default_rng(seed)
+    t = rng.integers(0, k, size=n)
+    p = np.where(rng.random(n) < agree, t, rng.integers(0, k, size=n))
+    return t, p
+
+
+KAPPA = partial(_kappa_batched, k=4, weights="quadratic")
+
+
+def test_ci_contains_the_point_estimate():
+    t, p = agreeing_pair()
+    point = cohen_kappa(t, p, k=4, weights="quadratic")
+    ci = bootstrap_ci(KAPPA, t, p)
+    assert ci.low <= point <= ci.high
+    assert ci.low < ci.high  # 200 noisy items: a real interval, not a point
+    assert (ci.n_resamples, ci.n_dropped) == (1000, 0)
+
+
+def test_same_seed_same_interval_other_seed_other_interval():
+    t, p = agreeing_pair()
+    first = bootstrap_ci(KAPPA, t, p, seed=11)
+    assert bootstrap_ci(KAPPA, t, p, seed=11) == first
+    assert bootstrap_ci(KAPPA, t, p, seed=12) != first
+
+
+def test_equals_a_naive_loop_over_the_same_index_matrix():
+    # The vectorised bootstrap resamples rows of one (B, n) index matrix from default_rng(seed)
+    # and takes percentiles of the defined replicates.
+    t, p = agreeing_pair(n=25)
+    idx = np.random.default_rng(5).integers(0, 25, size=(1000, 25))
+    loop = np.array([mae(t[row], p[row]) for row in idx])
+    expected = np.percentile(loop, [5, 95])
+    ci = bootstrap_ci(_mae_batched, t, p, confidence=0.90, seed=5)
+    assert (ci.low, ci.high) == pytest.approx(tuple(expected))
+
+
+def test_nan_replicates_are_dropped_and_counted():
+    # 3 items, two in category 0: resamples of a single shared category make κ undefined.
+    t, p = np.array([0, 0, 1]), np.array([0, 0, 1])
+    idx = np.random.default_rng(0).integers(0, 3, size=(1000, 3))
+    single = np.all(t[idx] == t[idx][:, :1], axis=1)
+    ci = bootstrap_ci(partial(_kappa_batched, k=2), t, p)
+    assert ci.n_dropped == int(single.sum()) > 0
+    assert ci.low == ci.high == 1.0  # every defined replicate agrees perfectly
+
+
+def test_all_replicates_undefined_gives_nan_interval():
+    ci = bootstrap_ci(partial(_kappa_batched, k=2), [1, 1], [1, 1])
+    assert math.isnan(ci.low) and math.isnan(ci.high)
+    assert ci.n_dropped == ci.n_resamples == 1000
+
+
+def test_slicing_the_replicates_does_not_change_the_result(monkeypatch):
+    t, p = agreeing_pair(n=50)
+    whole = bootstrap_ci(KAPPA, t, p, n_resamples=1500)
+    monkeypatch.setattr(_intervals, "_CHUNK_ELEMENTS", 50 * 7)  # slices of 7 replicates
+    assert bootstrap_ci(KAPPA, t, p, n_resamples=1500) == whole
+
+
+def test_higher_confidence_gives_a_wider_interval():
+    t, p = agreeing_pair()
+    narrow = bootstrap_ci(KAPPA, t, p, confidence=0.80)
+    wide = bootstrap_ci(KAPPA, t, p, confidence=0.99)
+    assert wide.low <= narrow.low <= narrow.high <= wide.high
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"n_resamples": 999}, "at least 1000"),
+        ({"n_resamples": 1000.0}, "integer"),
+        ({"confidence": 1.0}, "strictly between 0 and 1"),
+        ({"confidence": 0}, "strictly between 0 and 1"),
+    ],
+)
+def test_bad_options_raise(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        bootstrap_ci(_mae_batched, [1, 2], [1, 2], **kwargs)
+
+
+def test_bad_arrays_raise():
+    with pytest.raises(ValueError, match="lengths"):
+        bootstrap_ci(_mae_batched, [1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match="empty"):
+        bootstrap_ci(_mae_batched, [], [])
+    with pytest.raises(ValueError, match="at least one array"):
+        bootstrap_ci(_mae_batched)
+    with pytest.raises(ValueError, match="1-D"):
+        bootstrap_ci(_mae_batched, [[1, 2]], [[1, 2]])
+
+
+def test_a_scalar_statistic_is_rejected_with_a_hint():
+    def not_batched(a, b):
+        return float(np.mean(a == b))
+
+    with pytest.raises(ValueError, match=r"statistic must be batched.*\(B,\)"):
+        bootstrap_ci(not_batched, [0, 1], [0, 1])
+
+
+def test_wilson_known_value():
+    # 8 of 10 at 95%: p = 0.8, z = 1.95996, z² = 3.84146, denominator 1 + z²/n = 1.384146
+    # centre = (0.8 + 0.192073) / 1.384146 = 0.716740
+    # half   = z·sqrt(0.016 + 0.0096037) / 1.384146 = 0.226577  ->  (0.490163, 0.943317)
+    low, high = wilson_interval(8, 10)
+    assert low == pytest.approx(0.490163, abs=1e-6)
+    assert high == pytest.approx(0.943317, abs=1e-6)
+
+
+def test_wilson_extremes_stay_in_unit_interval():
+    assert wilson_interval(0, 20)[0] == 0.0
+    assert wilson_interval(20, 20)[1] == 1.0
+    low, high = wilson_interval(0, 20)
+    assert 0.0 < high < 0.2  # z²/(n + z²) = 3.84/23.84 = 0.161
+    assert high == pytest.approx(3.8414588 / 23.8414588, abs=1e-6)
+    assert low == 0.0
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.integers(1, 500).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+    st.sampled_from([0.8, 0.9, 0.95, 0.99]),
+)
+def test_wilson_equals_scipy(successes_n, confidence):
+    successes, n = successes_n
+    expected = scipy.stats.binomtest(successes, n).proportion_ci(
+        confidence_level=confidence, method="wilson"
+    )
+    low, high = wilson_interval(successes, n, confidence)
+    assert low == pytest.approx(expected.low, abs=1e-12)
+    assert high == pytest.approx(expected.high, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((11, 10), "between 0 and n=10"),
+        ((-1, 10), "between 0 and n=10"),
+        ((0, 0), "at least 1"),
+        ((1.0, 10), "successes must be an integer"),
+        ((1, 10, 1.5), "strictly between 0 and 1"),
+    ],
+)
+def test_wilson_bad_input_raises(args, message):
+    with pytest.raises(ValueError, match=message):
+        wilson_interval(*args)

@@ -1,0 +1,177 @@
+import dataclasses
+import math
+from functools import partial
+
+import numpy as np
+import pytest
+
+from assay.metrics import (
+    MetricValue,
+    accuracy,
+    agreement_confusion,
+    agreement_metrics,
+    bootstrap_ci,
+    ccc,
+    cohen_kappa,
+    error_rate,
+    failure_incidence,
+    failure_precision,
+    false_negative_rate,
+    false_positive_rate,
+    kappa_binary,
+    mae,
+    pearson,
+    spearman,
+)
+from assay.metrics._kappa import _kappa_batched
+
+ALWAYS = ["kappa_categorical", "accuracy"]
+ORDINAL = ["kappa_linear", "kappa_quadratic", "ccc", "pearson", "spearman", "mae"]
+BINARY = ["error_rate", "false_positive_rate", "false_negative_rate"]
+THRESHOLD = ["kappa_binary", "failure_precision", "failure_incidence"]
+
+
+def pair(n=120, k=4, seed=3):
+    rng = np.random.default_rng(seed)
+    ref = rng.integers(0, k, size=n)
+    cand = np.clip(ref + rng.integers(-1, 2, size=n), 0, k - 1)
+    return ref, cand
+
+
+@pytest.mark.parametrize(
+    ("kind", "k", "threshold", "names"),
+    [
+        ("categorical", 4, None, ALWAYS),
+        ("categorical", 4, 2, ALWAYS + THRESHOLD),
+        ("ordinal", 4, None, ALWAYS + ORDINAL),
+        ("ordinal", 4, 2, ALWAYS + ORDINAL + THRESHOLD),
+        ("binary", 2, None, ALWAYS + BINARY),
+        ("binary", 2, 1, ALWAYS + BINARY + THRESHOLD),
+    ],
+)
+def test_names_and_order(kind, k, threshold, names):
+    ref, cand = pair(k=k)
+    result = agreement_metrics(ref, cand, kind=kind, k=k, threshold=threshold)
+    assert list(result) == names
+    for value in result.values():
+        assert isinstance(value, MetricValue)
+        assert value.n == len(ref)
+        assert value.ci_low <= value.value <= value.ci_high
+
+
+def test_ordinal_values_equal_the_public_functions():
+    ref, cand = pair()
+    r = agreement_metrics(ref, cand, kind="ordinal", k=4, threshold=2)
+    expected = {
+        "kappa_categorical": cohen_kappa(ref, cand, k=4),
+        "accuracy": accuracy(ref, cand),
+        "kappa_linear": cohen_kappa(ref, cand, k=4, weights="linear"),
+        "kappa_quadratic": cohen_kappa(ref, cand, k=4, weights="quadratic"),
+        "ccc": ccc(ref, cand),
+        "pearson": pearson(ref, cand),
+        "spearman": spearman(ref, cand),
+        "mae": mae(ref, cand),
+        "kappa_binary": kappa_binary(ref, cand, 2),
+        "failure_precision": failure_precision(ref < 2, cand < 2),
+        "failure_incidence": failure_incidence(ref < 2, cand < 2),
+    }
+    assert {name: v.value for name, v in r.items()} == pytest.approx(expected)
+
+
+def test_binary_values_equal_the_public_functions():
+    ref, cand = pair(k=2)
+    r = agreement_metrics(ref, cand, kind="binary", k=2)
+    assert r["error_rate"].value == pytest.approx(error_rate(ref, cand))
+    assert r["false_positive_rate"].value == pytest.approx(false_positive_rate(ref, cand))
+    assert r["false_negative_rate"].value == pytest.approx(false_negative_rate(ref, cand))
+
+
+def test_cis_come_from_one_seeded_index_matrix():
+    ref, cand = pair()
+    r = agreement_metrics(ref, cand, kind="ordinal", k=4, seed=9, confidence=0.9)
+    ci = bootstrap_ci(
+        partial(_kappa_batched, k=4, weights="quadratic"), ref, cand, seed=9, confidence=0.9
+    )
+    assert (r["kappa_quadratic"].ci_low, r["kappa_quadratic"].ci_high) == (ci.low, ci.high)
+    assert agreement_metrics(ref, cand, kind="ordinal", k=4, seed=9, confidence=0.9) == r
+    other = agreement_metrics(ref, cand, kind="ordinal", k=4, seed=10, confidence=0.9)
+    assert other["kappa_quadratic"].ci_low != r["kappa_quadratic"].ci_low
+
+
+def test_zero_denominator_failure_metrics_are_zero_with_a_note():
+    # the candidate never goes below the threshold: nothing flagged
+    r = agreement_metrics([0, 1, 2, 3], [2, 2, 2, 3], kind="ordinal", k=4, threshold=2)
+    precision = r["failure_precision"]
+    assert precision.value == 0.0
+    assert precision.note.startswith("0.0 by convention: the candidate flagged no failure")
+    assert precision.ci_low is None and precision.ci_high is None  # no replicate is defined
+    incidence = r["failure_incidence"]
+    assert incidence.value == 0.0  # 0 of the 2 true failures were flagged: defined, no convention
+    assert "by convention" not in incidence.note
+    assert incidence.note.endswith("dropped as undefined: the reference has no failure (index < 2)")
+
+
+def test_undefined_kappa_is_nan_with_a_note_and_no_ci():
+    r = agreement_metrics([1, 1, 1], [1, 1, 1], kind="ordinal", k=3)
+    kappa = r["kappa_categorical"]
+    assert math.isnan(kappa.value)
+    assert "undefined (nan)" in kappa.note and "same single category" in kappa.note
+    assert kappa.ci_low is None and kappa.ci_high is None
+    assert r["accuracy"].value == 1.0 and r["accuracy"].note is None
+
+
+def test_dropped_replicates_are_counted_in_the_note():
+    ref, cand = [0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 1, 0]
+    r = agreement_metrics(ref, cand, kind="binary", k=2)
+    idx = np.random.default_rng(0).integers(0, 6, size=(1000, 6))
+    no_positive = int((np.asarray(ref)[idx] == 0).all(axis=1).sum())
+    assert no_positive > 0
+    assert r["false_negative_rate"].note == (
+        f"{no_positive} of 1000 bootstrap replicates were dropped as undefined: "
+        "the reference has no positive (index 1)"
+    )
+
+
+def test_metric_value_is_frozen_and_serialises():
+    value = MetricValue(value=0.5, ci_low=0.25, ci_high=0.75, n=10, note=None)
+    assert value.to_dict() == {"value": 0.5, "ci_low": 0.25, "ci_high": 0.75, "n": 10, "note": None}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        value.value = 1.0
+
+
+def test_agreement_confusion_by_hand():
+    # rows = reference: ref 0 -> cand 0, 1; ref 1 -> cand 1; ref 2 -> cand 2 (twice)
+    assert agreement_confusion([0, 0, 1, 2, 2], [0, 1, 1, 2, 2], 3) == [
+        [1, 1, 0],
+        [0, 1, 0],
+        [0, 0, 2],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"kind": "nominal", "k": 3}, "kind must be one of"),
+        ({"kind": "binary", "k": 3}, "binary scale has k=2"),
+        ({"kind": "ordinal", "k": 3, "threshold": 3}, r"threshold must be an index in 1\.\.2"),
+        ({"kind": "ordinal", "k": 3, "threshold": 0}, r"threshold must be an index in 1\.\.2"),
+        ({"kind": "ordinal", "k": 3, "threshold": 1.5}, "threshold must be a category index"),
+        ({"kind": "ordinal", "k": 2, "threshold": 1}, "reference has label 2"),
+        ({"kind": "ordinal", "k": 3, "n_resamples": 100}, "at least 1000"),
+    ],
+)
+def test_bad_input_raises(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        agreement_metrics([0, 1, 2], [0, 1, 1], **kwargs)
+
+
+def test_a_single_category_is_rejected():
+    with pytest.raises(ValueError, match="at least 2 categories"):
+        agreement_metrics([0, 0], [0, 0], kind="categorical", k=1)
+
+
+def test_mismatched_lengths_name_the_arguments():
+    with pytest.raises(ValueError, match="reference and candidate must have the same length"):
+        agreement_metrics([0, 1, 2], [0, 1], kind="ordinal", k=3)
+    with pytest.raises(ValueError, match="candidate has label 3"):
+        agreement_confusion([0, 1], [0, 3], 3)
