@@ -14,7 +14,9 @@ from assay.errors import AssayError
 def _configure_cache(workdir: Path) -> None:
     import dspy
 
-    dspy.configure_cache(enable_disk_cache=True, disk_cache_dir=str(workdir / ".assay" / "dspy_cache"))
+    dspy.configure_cache(
+        enable_disk_cache=True, disk_cache_dir=str(workdir / ".assay" / "dspy_cache")
+    )
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -26,24 +28,52 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     workdir = Path.cwd()
     _configure_cache(workdir)
     res = evaluate(
-        config, workdir=workdir, config_dir=base, limit=args.limit, tracking_uri=args.tracking_uri, progress=not args.quiet
+        config,
+        workdir=workdir,
+        config_dir=base,
+        limit=args.limit,
+        tracking_uri=args.tracking_uri,
+        progress=not args.quiet,
     )
     s = res.summary
     c = s["counts"]
     if args.json:
-        print(json.dumps({"run_dir": str(res.run_dir), "mlflow_run_id": res.mlflow_run_id, **s}, default=str))
+        print(
+            json.dumps(
+                {
+                    "run_dir": str(res.run_dir),
+                    "mlflow_run_id": res.mlflow_run_id,
+                    "new_judgments": res.new_judgments,
+                    **s,
+                },
+                default=str,
+            )
+        )
         return 0
-    state = "re-read (finished before; no LM call)" if res.new_judgments == 0 and res.resumed else (
-        f"resumed, {res.new_judgments} new judgments" if res.resumed else f"{res.new_judgments} judgments")
+    state = (
+        "re-read (finished before; no LM call)"
+        if res.new_judgments == 0 and res.resumed
+        else (
+            f"resumed, {res.new_judgments} new judgments"
+            if res.resumed
+            else f"{res.new_judgments} judgments"
+        )
+    )
     print(f"\n{config.name}: {state}")
-    print(f"items {c['items']} · scored {c['scored']} · unscored {c['unscored']} {c['unscored_reasons'] or ''} · paired with reference {c['paired']}")
+    print(
+        f"items {c['items']} · scored {c['scored']} · unscored {c['unscored']} {c['unscored_reasons'] or ''} · paired with reference {c['paired']}"
+    )
     if s["metrics"]:
         print(metrics_table(s["metrics"], config.bootstrap.confidence))
     u = s["usage"]
-    print(f"LM calls {u['calls']} · tokens {u['prompt_tokens']}+{u['completion_tokens']} · cost ${u['cost_usd']:.6f}")
+    print(
+        f"LM calls {u['calls']} · tokens {u['prompt_tokens']}+{u['completion_tokens']} · cost ${u['cost_usd']:.6f}"
+    )
     print(f"run directory: {res.run_dir}")
     if res.mlflow_run_id:
-        print(f"MLflow run: {res.mlflow_run_id}  (browse: mlflow ui --backend-store-uri sqlite:///mlflow.db)")
+        print(
+            f"MLflow run: {res.mlflow_run_id}  (browse: mlflow ui --backend-store-uri sqlite:///mlflow.db)"
+        )
     if config.judge.model.startswith("local"):
         print("note: the embedded model is for trying assay, not for trustworthy verdicts.")
     return 0
@@ -56,15 +86,26 @@ def cmd_agreement(args: argparse.Namespace) -> int:
 
     scale = Scale.parse(args.scale) if args.scale else None
     out = agreement(
-        args.reference, args.candidate, scale=scale, threshold=args.threshold,
-        id_column=args.id_column, score_column=args.score_column, key=args.key, seed=args.seed,
+        args.reference,
+        args.candidate,
+        scale=scale,
+        threshold=args.threshold,
+        id_column=args.id_column,
+        score_column=args.score_column,
+        key=args.key,
+        seed=args.seed,
     )
     if args.json:
         print(json.dumps(out))
         return 0
-    print(f"pairs scored on both sides: {out['n']} (paired by {out['paired_by']}; scale {out['scale']}"
-          + (f"; failure = score < {out['threshold']}" if out["threshold"] is not None else "") + ")")
-    print(f"unscored: reference {out['unscored']['reference']}, candidate {out['unscored']['candidate']}")
+    print(
+        f"pairs scored on both sides: {out['n']} (paired by {out['paired_by']}; scale {out['scale']}"
+        + (f"; failure = score < {out['threshold']}" if out["threshold"] is not None else "")
+        + ")"
+    )
+    print(
+        f"unscored: reference {out['unscored']['reference']}, candidate {out['unscored']['candidate']}"
+    )
     print(metrics_table({k: {**v, "n": out["n"]} for k, v in out["metrics"].items()}))
     return 0
 
@@ -77,20 +118,34 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="assay", description="Measure LLM judges: agreement, reliability, cost.")
+    p = argparse.ArgumentParser(
+        prog="assay", description="Measure LLM judges: agreement, reliability, cost."
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
-    e = sub.add_parser("evaluate", help="run a judge over a labelled data set and measure its agreement")
+    e = sub.add_parser(
+        "evaluate", help="run a judge over a labelled data set and measure its agreement"
+    )
     e.add_argument("config", help="YAML config (see examples/)")
     e.add_argument("--limit", type=int, help="judge only the first N items")
-    e.add_argument("--model", help="override judge.model (a LiteLLM model string, 'local' or 'local:/path.gguf')")
-    e.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlflow.db in the working directory)")
+    e.add_argument(
+        "--model",
+        help="override judge.model (a LiteLLM model string, 'local' or 'local:/path.gguf')",
+    )
+    e.add_argument(
+        "--tracking-uri",
+        help="MLflow tracking URI (default: sqlite:///mlflow.db in the working directory)",
+    )
     e.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=cmd_evaluate)
 
-    a = sub.add_parser("agreement", help="agreement between two existing sets of verdicts (no LM call)")
-    a.add_argument("reference", help="reference verdicts: judgments.jsonl, ToolEmu evaluator JSONL, or a table")
+    a = sub.add_parser(
+        "agreement", help="agreement between two existing sets of verdicts (no LM call)"
+    )
+    a.add_argument(
+        "reference", help="reference verdicts: judgments.jsonl, ToolEmu evaluator JSONL, or a table"
+    )
     a.add_argument("candidate", help="candidate verdicts, same formats")
     a.add_argument("--scale", help="'binary', 'MIN-MAX' (default: the range of observed scores)")
     a.add_argument("--threshold", type=int, help="scores below it are failures (ToolEmu: 2)")

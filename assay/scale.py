@@ -95,7 +95,9 @@ class Scale(BaseModel):
         """label → score for every named label (empty for an unnamed scale)."""
         if self.kind == "categorical":
             assert self.labels is not None
-            return dict(self.scores) if self.scores else {lab: i for i, lab in enumerate(self.labels)}
+            return (
+                dict(self.scores) if self.scores else {lab: i for i, lab in enumerate(self.labels)}
+            )
         if self.labels:
             return {lab: v for lab, v in zip(self.labels, self.values, strict=True)}
         return {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,9 @@ def _message(message: Any) -> Message:
             error=getattr(error, "message", None) or (str(error) if error else None),
         )
     calls = getattr(message, "tool_calls", None) or []
-    return Message(role=role, content=_text(message.content), tool_calls=[_tool_call(c) for c in calls])
+    return Message(
+        role=role, content=_text(message.content), tool_calls=[_tool_call(c) for c in calls]
+    )
 
 
 def _scores(sample: Any) -> dict[str, Any]:
@@ -74,7 +77,11 @@ def _resolve(meta: dict[str, Any], dotted: str) -> tuple[Any, str | None]:
     for key in dotted.split("."):
         if isinstance(node, Mapping) and key in node:
             node = node[key]
-        elif isinstance(node, list) and key.lstrip("-").isdigit() and -len(node) <= int(key) < len(node):
+        elif (
+            isinstance(node, list)
+            and key.lstrip("-").isdigit()
+            and -len(node) <= int(key) < len(node)
+        ):
             node = node[int(key)]
         else:
             where = ".".join(walked) or "meta"
@@ -90,6 +97,10 @@ def _read_log(path: Path) -> Any:
         from inspect_ai.log import read_eval_log
     except ImportError as exc:  # an optional dependency: pip install 'assay[inspect]'
         raise DataError(f"reading Inspect logs needs inspect_ai ({exc})", path=path) from None
+    if path.suffix.lower() == ".eval" and not zipfile.is_zipfile(path):
+        raise DataError(
+            "not a readable Inspect eval log (truncated, or not a zip archive)", path=path
+        )
     try:
         return read_eval_log(str(path), resolve_attachments=True)
     except Exception as exc:  # inspect_ai raises zip, JSON, pydantic and OS errors alike
@@ -113,7 +124,9 @@ def load_inspect_log(path: str | Path, *, expected: str | None = None) -> list[I
     log = _read_log(file)
     samples = log.samples or []
     if not samples:
-        raise DataError("the log has no samples (was it written with log_samples=False?)", path=file)
+        raise DataError(
+            "the log has no samples (was it written with log_samples=False?)", path=file
+        )
     epochs = getattr(log.eval.config, "epochs", None) or 1
     several = epochs > 1 or any((s.epoch or 1) > 1 for s in samples)
 

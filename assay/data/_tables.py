@@ -32,8 +32,14 @@ _FORMAT_NAMES = {"csv": "csv", "tsv": "tsv", "json": "json", "jsonl": "json", "p
 _HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
 
+ROW_ID = "@row"
+
+
 class ColumnMap(BaseModel):
-    """Which table columns hold an Item's fields; ``None`` means the table has no such column."""
+    """Which table columns hold an Item's fields; ``None`` means the table has no such column.
+
+    ``id: "@row"`` numbers the items by data row (1, 2, ...) for tables paired by position.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -43,8 +49,8 @@ class ColumnMap(BaseModel):
     expected: str | None = "expected"
 
     def mapped(self) -> dict[str, str]:
-        """Item field → column name, for the fields that are mapped."""
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+        """Item field → column name, for the fields that are mapped to a column."""
+        return {k: v for k, v in self.model_dump().items() if v is not None and v != ROW_ID}
 
 
 @contextlib.contextmanager
@@ -169,7 +175,9 @@ def _format_of(path: Path, format: str | None) -> str:
     if format is not None:
         fmt = _FORMAT_NAMES.get(format.lower())
         if fmt is None:
-            raise ConfigError(f"unknown table format {format!r}: use one of {sorted(_FORMAT_NAMES)}")
+            raise ConfigError(
+                f"unknown table format {format!r}: use one of {sorted(_FORMAT_NAMES)}"
+            )
         return fmt
     fmt = _FORMATS.get(path.suffix.lower())
     if fmt is None:
@@ -249,7 +257,9 @@ def load_table(
         request = _text_cell(row[columns.request]) if columns.request else ""
         response = _text_cell(row[columns.response]) if columns.response else ""
         expected = _expected(row, columns.expected, scale, origin, row_no)
-        if columns.id is not None:
+        if columns.id == ROW_ID:
+            item_id = str(row_no)
+        elif columns.id is not None:
             raw_id = row[columns.id]
             if is_missing(raw_id):
                 raise DataError("empty id", path=origin, row=row_no, field=columns.id)

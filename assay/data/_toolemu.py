@@ -103,14 +103,18 @@ def render_toolkit_descriptions(
         if detail == "high" and spec.get("description_for_model"):
             lines.append(f"  {spec['description_for_model']}")
         for tool in spec.get("tools", []):
-            lines.append(f"  * {prefix}{tool.get('name', '')}: {str(tool.get('summary', '')).strip()}")
+            lines.append(
+                f"  * {prefix}{tool.get('name', '')}: {str(tool.get('summary', '')).strip()}"
+            )
             for title, key in (("Arguments", "parameters"), ("Returns", "returns")):
                 entries = tool.get(key) or []
                 if entries:
                     lines.append(f"    {title}:")
                     lines.extend(
                         "      "
-                        + _field_line(e, with_description=described, optional_flag=key == "parameters")
+                        + _field_line(
+                            e, with_description=described, optional_flag=key == "parameters"
+                        )
                         for e in entries
                     )
             exceptions = tool.get("exceptions") or []
@@ -215,7 +219,9 @@ def load_toolemu_trajectories(
 
 def _parse_step(step: Any) -> tuple[str, Any, Any]:
     """Classify one intermediate step as ``("action", (tool, input), observation)`` or ``("finish", output, None)``."""
-    action, observation = (step[0], step[1]) if isinstance(step, list | tuple) and step else (step, None)
+    action, observation = (
+        (step[0], step[1]) if isinstance(step, list | tuple) and step else (step, None)
+    )
     if isinstance(action, dict):
         if action.get("type") == "AgentFinish" or "return_values" in action:
             values = action.get("return_values") or {}
@@ -249,14 +255,18 @@ def render_toolemu_scratchpad(item: Item) -> str:
     """
     steps = item.meta.get("intermediate_steps")
     if not isinstance(steps, list):
-        raise DataError(f"item '{item.id}' has no ToolEmu intermediate_steps", field="intermediate_steps")
+        raise DataError(
+            f"item '{item.id}' has no ToolEmu intermediate_steps", field="intermediate_steps"
+        )
     blocks: list[str] = []
     final: str | None = None
     for n, step in enumerate(steps, start=1):
         try:
             kind, payload, observation = _parse_step(step)
         except ValueError as exc:
-            raise DataError(f"item '{item.id}', step {n}: {exc}", field="intermediate_steps") from None
+            raise DataError(
+                f"item '{item.id}', step {n}: {exc}", field="intermediate_steps"
+            ) from None
         if kind == "finish":
             final = _strip_final_answer(payload)
             continue

@@ -10,14 +10,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assay.data import ColumnMap, load_table, parse_toolemu_evaluation
+from assay.data import ColumnMap, load_table
 from assay.errors import DataError
 from assay.experiments._scoring import agreement_summary, pair_scores
 from assay.scale import Scale
 
 
 def read_verdicts(
-    path: str | Path, *, id_column: str | None = None, score_column: str | None = None, key: str | None = None
+    path: str | Path,
+    *,
+    id_column: str | None = None,
+    score_column: str | None = None,
+    key: str | None = None,
 ) -> tuple[dict[str, int | None], str]:
     """Scores by id (``None`` = unscored) and how they pair: ``"id"`` or ``"line"``."""
     path = Path(path)
@@ -30,24 +34,18 @@ def read_verdicts(
         if first is not None and ("eval_scores" in first or "Overall Qualitative Label" in first):
             return _read_toolemu(path, key), "line"
     if score_column is None:
-        raise DataError("not an assay judgments or ToolEmu evaluator file; give --score-column (and --id-column)", path=path)
+        raise DataError(
+            "not an assay judgments or ToolEmu evaluator file; give --score-column (and --id-column)",
+            path=path,
+        )
     items = load_table(
-        str(path), columns=ColumnMap(id=id_column, request=None, response=None, expected=score_column), scale=None
+        str(path),
+        columns=ColumnMap(
+            id=id_column or "@row", request=None, response=None, expected=score_column
+        ),
     )
     how = "id" if id_column else "line"
-    return {(it.id if id_column else str(i)): _int_or_none(it.expected, path, i, score_column) for i, it in enumerate(items)}, how
-
-
-def _int_or_none(value: Any, path: Path, i: int, field: str) -> int | None:
-    if value is None or value == "":
-        return None
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        raise DataError(f"not a score: {value!r}", path=path, row=i + 1, field=field) from None
-    if not f.is_integer():
-        raise DataError(f"not an integer score: {value!r}", path=path, row=i + 1, field=field)
-    return int(f)
+    return {(it.id if id_column else str(i)): it.expected for i, it in enumerate(items)}, how
 
 
 def _first_record(path: Path) -> dict | None:
@@ -72,7 +70,9 @@ def _read_judgments(path: Path) -> dict[str, int | None]:
                 rec = json.loads(line)
                 out[str(rec["item_id"])] = rec.get("score")
             except (json.JSONDecodeError, KeyError, TypeError):
-                raise DataError("malformed judgment line", path=path, row=n, field="item_id") from None
+                raise DataError(
+                    "malformed judgment line", path=path, row=n, field="item_id"
+                ) from None
     return out
 
 
@@ -111,7 +111,9 @@ def agreement(
         seen = sorted(set(r) | set(c))
         if not seen:
             raise DataError("no pair is scored on both sides", path=candidate)
-        scale = Scale.parse(f"{seen[0]}-{seen[-1]}") if seen[0] != seen[-1] else Scale(kind="binary")
+        scale = (
+            Scale.parse(f"{seen[0]}-{seen[-1]}") if seen[0] != seen[-1] else Scale(kind="binary")
+        )
     for side, path, scores in (("reference", reference, r), ("candidate", candidate, c)):
         for i, s in zip(ids, scores, strict=True):
             try:
@@ -120,16 +122,26 @@ def agreement(
                 raise DataError(f"{exc}", path=path, field=f"{side} score of {i}") from None
     if threshold is not None and threshold not in scale.values:
         raise DataError(f"threshold {threshold} is not on the {scale.describe()} scale")
-    summary = agreement_summary(r, c, scale, threshold=threshold, n_resamples=n_resamples, seed=seed)
+    summary = agreement_summary(
+        r, c, scale, threshold=threshold, n_resamples=n_resamples, seed=seed
+    )
     return {
         "n": len(ids),
         "unscored": unscored,
-        "unpaired": {"reference": len(set(ref) - set(cand)), "candidate": len(set(cand) - set(ref))},
+        "unpaired": {
+            "reference": len(set(ref) - set(cand)),
+            "candidate": len(set(cand) - set(ref)),
+        },
         "paired_by": "id" if how_r == how_c == "id" else "line",
         "scale": scale.describe(),
         "threshold": threshold,
         "metrics": {
-            k: {"value": m["value"], "ci_low": m["ci_low"], "ci_high": m["ci_high"], **({"note": m["note"]} if m.get("note") else {})}
+            k: {
+                "value": m["value"],
+                "ci_low": m["ci_low"],
+                "ci_high": m["ci_high"],
+                **({"note": m["note"]} if m.get("note") else {}),
+            }
             for k, m in summary["metrics"].items()
         },
         "confusion_matrix": summary["confusion_matrix"],

@@ -72,7 +72,9 @@ class EvaluateConfig(BaseModel):
         scale = self.judge.scale
         if self.threshold is not None and scale is not None:
             if self.threshold not in scale.values:
-                raise ValueError(f"threshold {self.threshold} is not a score on the {scale.describe()} scale")
+                raise ValueError(
+                    f"threshold {self.threshold} is not a score on the {scale.describe()} scale"
+                )
         return self
 
     def run_hash(self, data_fingerprint: str) -> str:
@@ -100,7 +102,9 @@ def load_config(path: str | Path, overrides: dict | None = None) -> tuple[Evalua
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ConfigError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}") from None
+        raise ConfigError(
+            f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}"
+        ) from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a config is a YAML mapping")
     base = path.resolve().parent
@@ -120,7 +124,12 @@ def load_config(path: str | Path, overrides: dict | None = None) -> tuple[Evalua
 
 def _is_remote(value: str) -> bool:
     """A hub data set name (``owner/name``) that is not a local file."""
-    return "/" in value and not value.startswith((".", "/", "~")) and value.count("/") == 1 and "." not in value
+    return (
+        "/" in value
+        and not value.startswith((".", "/", "~"))
+        and value.count("/") == 1
+        and "." not in value
+    )
 
 
 def _resolve_judge_text(judge: object, base: Path) -> None:
@@ -137,7 +146,9 @@ def _resolve_judge_text(judge: object, base: Path) -> None:
         try:
             judge["criteria"] = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{base / crit[1:]}: criteria file is not JSON (line {exc.lineno})") from None
+            raise ConfigError(
+                f"{base / crit[1:]}: criteria file is not JSON (line {exc.lineno})"
+            ) from None
     for member in judge.get("members") or []:
         _resolve_judge_text(member, base)
 

@@ -83,10 +83,14 @@ def evaluate(
 ) -> EvaluateResult:
     """Run (or resume, or re-read) an evaluation. Nothing is written before input is validated."""
     assert config.judge.scale is not None
-    items = load_items(config.data, config.judge.scale, cache_dir=workdir / ".assay" / "hf", limit=limit)
+    items = load_items(
+        config.data, config.judge.scale, cache_dir=workdir / ".assay" / "hf", limit=limit
+    )
     run_hash = config.run_hash(data_fingerprint(items))
     run_dir = (workdir / config.output_dir / f"{config.name}-{run_hash[:10]}").resolve()
-    program = build_judge(config.judge, lm_factory or default_lm_factory(config.retries, config_dir))
+    program = build_judge(
+        config.judge, lm_factory or default_lm_factory(config.retries, config_dir)
+    )
 
     store = RunStore(run_dir, run_hash)
     state = store.open(config.model_dump(mode="json"))
@@ -98,10 +102,17 @@ def evaluate(
         import json
 
         summary = json.loads((run_dir / "metrics.json").read_text())
-        return EvaluateResult(run_dir, summary, [done[i] for i in ids], 0, state.get("mlflow_run_id"), True)
+        return EvaluateResult(
+            run_dir, summary, [done[i] for i in ids], 0, state.get("mlflow_run_id"), True
+        )
 
     new = judge_items(
-        program, todo, config.judge, concurrency=config.concurrency, on_judgment=store.append, progress=progress
+        program,
+        todo,
+        config.judge,
+        concurrency=config.concurrency,
+        on_judgment=store.append,
+        progress=progress,
     )
     by_id = {**done, **{j.item_id: j for j in new}}
     judgments = [by_id[it.id] for it in items]
@@ -117,25 +128,41 @@ def evaluate(
     )
     summary["config_hash"] = config.judge.config_hash()
     summary["run_hash"] = run_hash
-    summary["bootstrap"] = f"{b.n_resamples} percentile resamples over items, seed {b.seed}, {b.confidence:.0%} intervals"
+    summary["bootstrap"] = (
+        f"{b.n_resamples} percentile resamples over items, seed {b.seed}, {b.confidence:.0%} intervals"
+    )
     store.write_json("metrics.json", summary)
-    store.write_text("report.md", render_report(config.name, config.model_dump(mode="json"), summary, b.confidence))
+    store.write_text(
+        "report.md",
+        render_report(config.name, config.model_dump(mode="json"), summary, b.confidence),
+    )
     save_program(program, run_dir / "program.json")
 
     run_id = None
     if config.tracking.enabled:
         uri = tracking_uri or config.tracking.uri or default_tracking_uri(workdir)
         params = config.judge.flat_params()
-        params.update({"data.path": config.data.path, "data.format": config.data.format, "data.n_items": str(len(items)),
-                       "threshold": str(config.threshold), "run_hash": run_hash})
+        params.update(
+            {
+                "data.path": config.data.path,
+                "data.format": config.data.format,
+                "data.n_items": str(len(items)),
+                "threshold": str(config.threshold),
+                "run_hash": run_hash,
+            }
+        )
         run_id = log_run(
             tracking_uri=uri,
             experiment=config.tracking.experiment,
             run_name=config.name,
             params=params,
             metrics=flat_metrics(summary),
-            tags={"assay.command": "evaluate", "assay.data": data_fingerprint(items)[:16],
-                  "assay.scale": config.judge.scale.describe(), "assay.judge": config.judge.name},
+            tags={
+                "assay.command": "evaluate",
+                "assay.data": data_fingerprint(items)[:16],
+                "assay.scale": config.judge.scale.describe(),
+                "assay.judge": config.judge.name,
+            },
             artifacts_dir=run_dir,
             artifact_root=workdir / "mlartifacts",
         )

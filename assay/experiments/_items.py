@@ -18,11 +18,20 @@ from assay.scale import Scale
 from assay.types import Item
 
 
-def load_items(data: DataConfig, scale: Scale, *, cache_dir: Path | None = None, limit: int | None = None) -> list[Item]:
+def load_items(
+    data: DataConfig, scale: Scale, *, cache_dir: Path | None = None, limit: int | None = None
+) -> list[Item]:
     """Items of ``data``, validated against ``scale``; ``limit`` keeps the first N."""
     limit = limit or data.limit
     if data.format == "table":
-        items = load_table(data.path, columns=data.columns, scale=scale, split=data.split, limit=limit, cache_dir=cache_dir)
+        items = load_table(
+            data.path,
+            columns=data.columns,
+            scale=scale,
+            split=data.split,
+            limit=limit,
+            cache_dir=cache_dir,
+        )
     elif data.format == "inspect":
         items = load_inspect_log(data.path, expected=data.expected)
         for it in items:
@@ -30,7 +39,9 @@ def load_items(data: DataConfig, scale: Scale, *, cache_dir: Path | None = None,
                 try:
                     it.expected = scale.coerce(it.expected)
                 except ValueError as exc:
-                    raise DataError(str(exc), path=data.path, field=f"{it.id}: {data.expected}") from None
+                    raise DataError(
+                        str(exc), path=data.path, field=f"{it.id}: {data.expected}"
+                    ) from None
     else:
         items = _toolemu_items(data, scale)
     if limit is not None:
@@ -45,7 +56,9 @@ def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:
     if data.toolkits:
         toolkits = load_toolemu_toolkits(data.toolkits)
         for it in items:
-            it.meta["tool_descriptions"] = render_toolkit_descriptions(toolkits, it.meta.get("toolkits") or [])
+            it.meta["tool_descriptions"] = render_toolkit_descriptions(
+                toolkits, it.meta.get("toolkits") or []
+            )
     if data.expected_from:
         evals = load_toolemu_evaluations(data.expected_from, key=data.expected_key)
         by_line = {e["eval_id"] if e.get("eval_id") is not None else e["line"]: e for e in evals}
@@ -55,5 +68,7 @@ def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:
                 try:
                     it.expected = scale.coerce(e["score"])
                 except ValueError as exc:
-                    raise DataError(str(exc), path=data.expected_from, row=e["line"] + 1, field="eval_scores") from None
+                    raise DataError(
+                        str(exc), path=data.expected_from, row=e["line"] + 1, field="eval_scores"
+                    ) from None
     return items

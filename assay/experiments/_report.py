@@ -19,12 +19,20 @@ def metrics_table(metrics: dict[str, dict[str, Any]], confidence: float = 0.95) 
     """Markdown table: metric, value, CI bounds, n, note."""
     rows = [f"| metric | value | {int(confidence * 100)}% CI | n | note |", "|---|---|---|---|---|"]
     for name, m in metrics.items():
-        ci = f"[{_fmt(m.get('ci_low'))}, {_fmt(m.get('ci_high'))}]" if m.get("ci_low") is not None else "—"
-        rows.append(f"| {name} | {_fmt(m.get('value'))} | {ci} | {m.get('n', '')} | {m.get('note') or ''} |")
+        ci = (
+            f"[{_fmt(m.get('ci_low'))}, {_fmt(m.get('ci_high'))}]"
+            if m.get("ci_low") is not None
+            else "—"
+        )
+        rows.append(
+            f"| {name} | {_fmt(m.get('value'))} | {ci} | {m.get('n', '')} | {m.get('note') or ''} |"
+        )
     return "\n".join(rows)
 
 
-def render_report(name: str, config: dict[str, Any], summary: dict[str, Any], confidence: float) -> str:
+def render_report(
+    name: str, config: dict[str, Any], summary: dict[str, Any], confidence: float
+) -> str:
     judge = config["judge"]
     c = summary["counts"]
     u = summary["usage"]
@@ -35,7 +43,11 @@ def render_report(name: str, config: dict[str, Any], summary: dict[str, Any], co
         f"adapter `{judge.get('adapter')}` · temperature {judge.get('temperature')} · config hash `{summary.get('config_hash', '')}`",
         f"- data: `{config['data']['path']}` ({c['items']} items)",
         f"- judged {c['judged']}, scored {c['scored']}, **unscored {c['unscored']}**"
-        + (f" ({', '.join(f'{k}: {v}' for k, v in c['unscored_reasons'].items())})" if c["unscored"] else "")
+        + (
+            f" ({', '.join(f'{k}: {v}' for k, v in c['unscored_reasons'].items())})"
+            if c["unscored"]
+            else ""
+        )
         + f"; without a reference label {c['without_reference']}; metrics computed on **{c['paired']}** pairs.",
         "",
         "## Agreement with the reference",

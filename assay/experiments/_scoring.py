@@ -41,15 +41,29 @@ def agreement_summary(
     ref = np.array([scale.index(s) for s in reference])
     cand = np.array([scale.index(s) for s in candidate])
     thr = scale.index(threshold) if threshold is not None else None
-    kind = "binary" if scale.k == 2 and scale.kind == "binary" else ("ordinal" if scale.kind != "categorical" else "categorical")
+    kind = (
+        "binary"
+        if scale.k == 2 and scale.kind == "binary"
+        else ("ordinal" if scale.kind != "categorical" else "categorical")
+    )
     if scale.kind == "categorical" and scale.scores:
         kind = "ordinal"  # label → score maps (ToolEmu) are ordered scores
     metrics = agreement_metrics(
-        ref, cand, kind=kind, k=scale.k, threshold=thr, n_resamples=n_resamples, confidence=confidence, seed=seed
+        ref,
+        cand,
+        kind=kind,
+        k=scale.k,
+        threshold=thr,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
     )
     return {
         "metrics": {name: mv.to_dict() for name, mv in metrics.items()},
-        "confusion_matrix": {"labels": scale.values, "rows_reference": agreement_confusion(ref, cand, scale.k)},
+        "confusion_matrix": {
+            "labels": scale.values,
+            "rows_reference": agreement_confusion(ref, cand, scale.k),
+        },
     }
 
 
@@ -69,7 +83,13 @@ def summarize_run(
     reference = {i: s for i, s in expected.items() if s is not None and i in by_id}
     ids, ref, cand, _ = pair_scores(reference, candidate)
     summary = agreement_summary(
-        ref, cand, scale, threshold=threshold, n_resamples=n_resamples, confidence=confidence, seed=seed
+        ref,
+        cand,
+        scale,
+        threshold=threshold,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
     )
     usage = sum((j.usage for j in judgments), Usage())
     acc = summary["metrics"].get("accuracy", {}).get("value")
@@ -89,8 +109,12 @@ def summarize_run(
         "usage": {
             **usage.model_dump(),
             "cached_judgments": sum(j.cached for j in judgments),
-            "mean_latency_s": float(np.mean([j.latency_s for j in judgments])) if judgments else 0.0,
-            "cost_per_accuracy_point_usd": cost_per_accuracy_point(usage.cost_usd, acc) if acc else None,
+            "mean_latency_s": float(np.mean([j.latency_s for j in judgments]))
+            if judgments
+            else 0.0,
+            "cost_per_accuracy_point_usd": cost_per_accuracy_point(usage.cost_usd, acc)
+            if acc
+            else None,
         },
         "expected_scores": len(expected_scores),
     }

@@ -38,13 +38,17 @@ class RunStore:
         self.path.mkdir(parents=True, exist_ok=True)
         state = self.state()
         if state and state.get("run_hash") != self.run_hash:
-            raise RunError(f"{self.path}: belongs to another run (hash {state.get('run_hash')}); choose another output_dir")
+            raise RunError(
+                f"{self.path}: belongs to another run (hash {state.get('run_hash')}); choose another output_dir"
+            )
         if not state:
             state = {"run_hash": self.run_hash, "status": "running", "created": now()}
             self.write_json(STATE, state)
             import yaml
 
-            (self.path / "config.yaml").write_text(yaml.safe_dump(resolved_config, sort_keys=False, allow_unicode=True))
+            (self.path / "config.yaml").write_text(
+                yaml.safe_dump(resolved_config, sort_keys=False, allow_unicode=True)
+            )
         return state
 
     def state(self) -> dict[str, Any]:

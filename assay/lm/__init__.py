@@ -9,11 +9,13 @@ from assay.lm._scripted import (
     register_script,
     scripted_engine,
 )
+from assay.lm._stub_server import StubServer
 
 __all__ = [
     "ScriptedCall",
     "ScriptedEngine",
     "ScriptedFailure",
+    "StubServer",
     "check_api_key",
     "cost_usd",
     "make_lm",

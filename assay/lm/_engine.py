@@ -12,7 +12,11 @@ def request_messages(request: Request) -> list[dict[str, str]]:
     """The request as plain ``{role, content}`` chat messages (system first)."""
     messages: list[dict[str, str]] = []
     if request.system is not None:
-        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system)
+        system = (
+            request.system
+            if isinstance(request.system, str)
+            else "".join(p.text for p in request.system)
+        )
         messages.append({"role": "system", "content": system})
     messages.extend({"role": m.role, "content": m.text or ""} for m in request.messages)
     return messages
@@ -24,11 +28,15 @@ def response_schema(request: Request) -> dict[str, Any] | None:
     if not fmt:
         return None
     if fmt.get("type") == "json_schema":
-        schema = fmt.get("json_schema", fmt).get("schema") if "json_schema" in fmt else fmt.get("schema")
+        schema = (
+            fmt.get("json_schema", fmt).get("schema") if "json_schema" in fmt else fmt.get("schema")
+        )
         return dict(schema) if schema else {"type": "object"}
     return {"type": "object"}
 
 
 def to_plain(value: Any) -> Any:
     """lm15's frozen JSON containers → plain dicts and lists."""
-    return json.loads(json.dumps(value, default=lambda o: dict(o) if hasattr(o, "items") else list(o)))
+    return json.loads(
+        json.dumps(value, default=lambda o: dict(o) if hasattr(o, "items") else list(o))
+    )

@@ -29,7 +29,12 @@ def make_lm(
     Retries with exponential backoff on rate limits, server errors and timeouts are DSPy's
     (``num_retries``); the response cache is DSPy's, keyed by the full request.
     """
-    kwargs: dict[str, Any] = {"temperature": temperature, "max_tokens": max_tokens, "cache": cache, "num_retries": retries}
+    kwargs: dict[str, Any] = {
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "cache": cache,
+        "num_retries": retries,
+    }
     if seed is not None:
         kwargs["seed"] = seed
     if logprobs:

@@ -72,7 +72,9 @@ def _load(path: Path, logprobs: bool = False) -> tuple[Any, threading.Lock]:
             try:
                 from llama_cpp import Llama
             except ImportError:
-                raise ModelError("llama-cpp-python is not installed: pip install 'assay[local]'") from None
+                raise ModelError(
+                    "llama-cpp-python is not installed: pip install 'assay[local]'"
+                ) from None
             llm = Llama(
                 model_path=str(path.resolve()),
                 n_ctx=N_CTX_LOGPROBS if logprobs else N_CTX,
@@ -87,7 +89,14 @@ class LlamaCppEngine:
     """DSPy engine over an in-process llama.cpp model, with JSON-schema-constrained decoding."""
 
     supports_response_schema = True
-    supported_params = ("response_format", "temperature", "max_tokens", "seed", "logprobs", "top_logprobs")
+    supported_params = (
+        "response_format",
+        "temperature",
+        "max_tokens",
+        "seed",
+        "logprobs",
+        "top_logprobs",
+    )
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -122,7 +131,10 @@ class LlamaCppEngine:
             model=self.name,
             message=Message.assistant([TextPart(text)]),
             finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
-            usage=Usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")),
+            usage=Usage(
+                input_tokens=usage.get("prompt_tokens"),
+                output_tokens=usage.get("completion_tokens"),
+            ),
             logprobs=_logprobs(choice.get("logprobs")),
         )
 
@@ -145,7 +157,10 @@ def _logprobs(raw: dict[str, Any] | None) -> tuple[TokenLogprob, ...] | None:
         TokenLogprob(
             token=t["token"],
             logprob=float(t["logprob"]),
-            top=tuple(TopLogprob(token=a["token"], logprob=float(a["logprob"])) for a in t.get("top_logprobs") or ()),
+            top=tuple(
+                TopLogprob(token=a["token"], logprob=float(a["logprob"]))
+                for a in t.get("top_logprobs") or ()
+            ),
         )
         for t in raw["content"]
     )

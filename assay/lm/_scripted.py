@@ -59,7 +59,9 @@ class ScriptedEngine:
         schema = response_schema(request)
         fields = tuple((schema or {}).get("properties", {}) or ())
         with self._lock:
-            call = ScriptedCall(prompt, fields, request.config.temperature, request.config.seed, len(self.calls))
+            call = ScriptedCall(
+                prompt, fields, request.config.temperature, request.config.seed, len(self.calls)
+            )
             self.calls.append(call)
         if self.delay_s:
             time.sleep(self.delay_s)
@@ -71,7 +73,10 @@ class ScriptedEngine:
             if schema is not None:
                 text = json.dumps(out)
             else:  # DSPy's chat adapter format
-                text = "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in out.items()) + "[[ ## completed ## ]]"
+                text = (
+                    "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in out.items())
+                    + "[[ ## completed ## ]]"
+                )
         else:
             text = str(out)
         usage = Usage(input_tokens=len(prompt.split()), output_tokens=max(1, len(text.split())))
@@ -115,7 +120,9 @@ def scripted_engine(spec: str, base: Path | None = None) -> ScriptedEngine:
         sheet = json.loads(path.read_text(encoding="utf-8"))
     except OSError:
         known = ", ".join(sorted(_SCRIPTS)) or "none"
-        raise ModelError(f"scripted:{spec}: no such answer sheet and no registered script (registered: {known})") from None
+        raise ModelError(
+            f"scripted:{spec}: no such answer sheet and no registered script (registered: {known})"
+        ) from None
     except json.JSONDecodeError as exc:
         raise ModelError(f"{path}: answer sheet is not JSON (line {exc.lineno})") from None
 
@@ -134,4 +141,6 @@ def scripted_engine(spec: str, base: Path | None = None) -> ScriptedEngine:
             raise ScriptedFailure("no rule matched and the sheet has no default")
         return default
 
-    return ScriptedEngine(respond=respond, delay_s=float(sheet.get("delay_s", 0.0)), name=f"scripted:{path.name}")
+    return ScriptedEngine(
+        respond=respond, delay_s=float(sheet.get("delay_s", 0.0)), name=f"scripted:{path.name}"
+    )

@@ -53,7 +53,9 @@ class Judge(dspy.Module):
             raise ValueError("use Panel for program: panel")
         self.config = config
         sig = _signature(config)
-        self.predict = dspy.ChainOfThought(sig) if config.program == "chain_of_thought" else dspy.Predict(sig)
+        self.predict = (
+            dspy.ChainOfThought(sig) if config.program == "chain_of_thought" else dspy.Predict(sig)
+        )
         if lm is not None:
             self.set_lm(lm)
 
@@ -72,7 +74,9 @@ class Judge(dspy.Module):
         pred = self.predict(**inputs)
         return self._prediction(pred, verdict_field, reasoning_field)
 
-    def _prediction(self, pred: dspy.Prediction, verdict_field: str, reasoning_field: str | None) -> dspy.Prediction:
+    def _prediction(
+        self, pred: dspy.Prediction, verdict_field: str, reasoning_field: str | None
+    ) -> dspy.Prediction:
         scale = self.config.scale
         assert scale is not None
         verdict = getattr(pred, verdict_field)
@@ -142,8 +146,12 @@ def task_inputs(config: JudgeConfig, item: Item) -> dict[str, Any]:
     under = case.get("Underspecifications") or meta.get("underspecifications") or ""
     common["underspecifications"] = _text(under)
     if config.task == "toolemu_safety":
-        common["potential_risky_outcomes"] = _text(case.get("Potential Risky Outcomes") or meta.get("risky_outcome", ""))
-        common["potential_risky_actions"] = _text(case.get("Potential Risky Actions") or meta.get("risky_actions", ""))
+        common["potential_risky_outcomes"] = _text(
+            case.get("Potential Risky Outcomes") or meta.get("risky_outcome", "")
+        )
+        common["potential_risky_actions"] = _text(
+            case.get("Potential Risky Actions") or meta.get("risky_actions", "")
+        )
     else:
         common["expected_achievements"] = _text(case.get("Expected Achievements", ""))
     return common
@@ -184,16 +192,27 @@ class Panel(dspy.Module):
         for member in self.members:
             try:
                 pred = member(**inputs)
-                results.append({"judge": member.config.name, "score": pred.score, "label": pred.label})
+                results.append(
+                    {"judge": member.config.name, "score": pred.score, "label": pred.label}
+                )
             except Exception as exc:
                 reason = unscored_reason(exc)
                 if reason is None:
                     raise
-                results.append({"judge": member.config.name, "score": None, "unscored": reason, "error": str(exc)[:500]})
+                results.append(
+                    {
+                        "judge": member.config.name,
+                        "score": None,
+                        "unscored": reason,
+                        "error": str(exc)[:500],
+                    }
+                )
         scored = [r["score"] for r in results if r["score"] is not None]
         quorum = cfg.quorum or len(self.members)
         if len(scored) < quorum:
-            return dspy.Prediction(score=None, unscored="panel_quorum", members=results, label=None, reasoning=None)
+            return dspy.Prediction(
+                score=None, unscored="panel_quorum", members=results, label=None, reasoning=None
+            )
         score = aggregate_scores(scored, cfg.aggregate, cfg.tie_break, cfg.scale.values)
         return dspy.Prediction(
             score=score,

@@ -46,12 +46,18 @@ def verdict_description(scale: Scale) -> str:
     if scale.kind == "ordinal":
         names = ""
         if scale.labels:
-            names = " (" + ", ".join(f"{v} = {n}" for v, n in zip(scale.values, scale.labels, strict=True)) + ")"
+            names = (
+                " ("
+                + ", ".join(f"{v} = {n}" for v, n in zip(scale.values, scale.labels, strict=True))
+                + ")"
+            )
         return f"an integer score from {scale.min} (lowest) to {scale.max} (highest){names}"
     return "one of: " + ", ".join(scale.verdict_options)
 
 
-def with_scale(signature: type[dspy.Signature], scale: Scale, instruction: str | None = None) -> type[dspy.Signature]:
+def with_scale(
+    signature: type[dspy.Signature], scale: Scale, instruction: str | None = None
+) -> type[dspy.Signature]:
     """``signature`` with its verdict typed for ``scale`` and, if given, a task instruction."""
     sig = signature.with_updated_fields(
         "verdict", type_=verdict_type(scale), desc=verdict_description(scale)

@@ -1,0 +1,223 @@
+"""Tests for assay.data.load_inspect_log on written and real Inspect AI eval logs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from assay.data import load_inspect_log, render_transcript
+from assay.errors import DataError
+
+pytest.importorskip("inspect_ai")
+
+from inspect_ai.log import (  # noqa: E402
+    EvalConfig,
+    EvalDataset,
+    EvalLog,
+    EvalSample,
+    EvalSpec,
+    write_eval_log,
+)
+from inspect_ai.model import (  # noqa: E402
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageTool,
+    ChatMessageUser,
+    ContentText,
+)
+from inspect_ai.scorer import Score  # noqa: E402
+from inspect_ai.tool import ToolCall, ToolCallError  # noqa: E402
+
+AGENTHARM = (
+    Path(__file__).resolve().parents[3] / "shared" / "data" / "jrh" / "agentharm" / "agentharm.eval"
+)
+LONG_TEXT = "word " * 2000
+
+
+def _sample(sample_id: str, epoch: int, refusal: bool) -> EvalSample:
+    """A small neutral agent sample: one tool call that fails, one that succeeds, an answer."""
+    return EvalSample(
+        id=sample_id,
+        epoch=epoch,
+        input="What is the weather in Paris?",
+        target="sunny",
+        messages=[
+            ChatMessageSystem(content="You are a helpful assistant."),
+            ChatMessageUser(content=[ContentText(text="What is the weather in Paris?")]),
+            ChatMessageAssistant(
+                content="Let me check.",
+                tool_calls=[
+                    ToolCall(id="c1", function="get_weather", arguments={"city": "Pariss"}),
+                ],
+            ),
+            ChatMessageTool(
+                content="",
+                tool_call_id="c1",
+                function="get_weather",
+                error=ToolCallError(type="unknown", message="no such city: Pariss"),
+            ),
+            ChatMessageAssistant(
+                content="",
+                tool_calls=[
+                    ToolCall(
+                        id="c2",
+                        function="get_weather",
+                        arguments={"city": "Paris", "units": "metric", "note": LONG_TEXT},
+                    )
+                ],
+            ),
+            ChatMessageTool(content="sunny, 21C", tool_call_id="c2", function="get_weather"),
+            ChatMessageAssistant(content=[ContentText(text="It is sunny and 21C in Paris.")]),
+        ],
+        scores={
+            "match": Score(
+                value="C", answer="sunny", explanation="it matches", metadata={"refusal": refusal}
+            )
+        },
+        metadata={"topic": "weather", "difficulty": 1},
+    )
+
+
+def _write_log(path: Path, *, epochs: int = 1, samples: bool = True) -> Path:
+    spec = EvalSpec(
+        created="2025-01-01T00:00:00+00:00",
+        task="demo_weather",
+        dataset=EvalDataset(name="demo"),
+        model="mockllm/model",
+        config=EvalConfig(epochs=epochs),
+    )
+    rows = [_sample(sid, e, sid == "b") for sid in ("a", "b") for e in range(1, epochs + 1)]
+    write_eval_log(EvalLog(eval=spec, samples=rows if samples else None), str(path))
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_written_log_becomes_items_with_full_transcripts(tmp_path, suffix):
+    path = _write_log(tmp_path / f"demo{suffix}")
+    items = load_inspect_log(path, expected="scores.match.metadata.refusal")
+    assert [i.id for i in items] == ["a", "b"]
+    assert [i.expected for i in items] == [0, 1]  # bools become 0/1
+    item = items[0]
+    assert item.request == "What is the weather in Paris?"
+    assert item.response == "It is sunny and 21C in Paris."
+    assert [m.role for m in item.transcript] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    call = item.transcript[4].tool_calls[0]
+    assert call.function == "get_weather" and call.id == "c2"
+    assert call.arguments == {"city": "Paris", "units": "metric", "note": LONG_TEXT}
+    failed = item.transcript[3]
+    assert (failed.function, failed.tool_call_id, failed.error) == (
+        "get_weather",
+        "c1",
+        "no such city: Pariss",
+    )
+    assert item.meta["scores"] == {
+        "match": {
+            "value": "C",
+            "answer": "sunny",
+            "explanation": "it matches",
+            "metadata": {"refusal": False},
+        }
+    }
+    assert item.meta["metadata"] == {"topic": "weather", "difficulty": 1}
+    assert (item.meta["task"], item.meta["model"]) == ("demo_weather", "mockllm/model")
+    assert (item.meta["sample_id"], item.meta["epoch"], item.meta["target"]) == ("a", 1, "sunny")
+    rendered = render_transcript(item.transcript)
+    assert LONG_TEXT in rendered and "error: no such city: Pariss" in rendered
+
+
+def test_epochs_suffix_ids_and_expected_defaults_to_none(tmp_path):
+    items = load_inspect_log(_write_log(tmp_path / "epochs.eval", epochs=2))
+    assert sorted(i.id for i in items) == ["a#e1", "a#e2", "b#e1", "b#e2"]
+    assert all(i.expected is None for i in items)
+
+
+def test_missing_expected_path_names_file_sample_and_field(tmp_path):
+    path = _write_log(tmp_path / "demo.eval")
+    with pytest.raises(DataError) as err:
+        load_inspect_log(path, expected="scores.match.metadata.harm")
+    message = str(err.value)
+    assert "demo.eval" in message and "sample 'a'" in message
+    assert "field 'scores.match.metadata.harm'" in message and "found: refusal" in message
+    with pytest.raises(DataError, match=r"sample 'a': 'C' is not an integer label"):
+        load_inspect_log(path, expected="scores.match.value")
+
+
+def test_log_without_samples(tmp_path):
+    path = _write_log(tmp_path / "empty.json", samples=False)
+    with pytest.raises(DataError, match=r"empty\.json: the log has no samples"):
+        load_inspect_log(path)
+
+
+# -- unreadable files -----------------------------------------------------------------------
+def test_missing_file(tmp_path):
+    with pytest.raises(DataError, match="file not found") as err:
+        load_inspect_log(tmp_path / "absent.eval")
+    assert str(tmp_path / "absent.eval") in str(err.value)
+
+
+def test_non_zip_eval_file(tmp_path):
+    path = tmp_path / "plain.eval"
+    path.write_text("this is not a zip archive\n", encoding="utf-8")
+    with pytest.raises(DataError, match="not a readable Inspect eval log") as err:
+        load_inspect_log(path)
+    assert str(err.value).startswith(f"{path}: ")
+
+
+def test_truncated_eval_file(tmp_path):
+    source = AGENTHARM if AGENTHARM.is_file() else _write_log(tmp_path / "full.eval")
+    path = tmp_path / "truncated.eval"
+    path.write_bytes(source.read_bytes()[:200])
+    with pytest.raises(DataError, match="not a readable Inspect eval log") as err:
+        load_inspect_log(path)
+    assert str(err.value).startswith(f"{path}: ")
+    assert "\n" not in str(err.value)
+
+
+def test_json_that_is_not_a_log(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text('{"hello": "world"}', encoding="utf-8")
+    with pytest.raises(DataError, match="not a readable Inspect eval log") as err:
+        load_inspect_log(path)
+    assert str(err.value).startswith(f"{path}: ")
+
+
+# -- the real AgentHarm log -----------------------------------------------------------------
+def test_agentharm_log():
+    if not AGENTHARM.is_file():
+        pytest.skip(f"shared data file {AGENTHARM} is absent")
+    items = load_inspect_log(AGENTHARM, expected="scores.combined_scorer.value.refusal")
+    assert len(items) == 16 and len({i.id for i in items}) == 16
+    assert "2-2" in {i.id for i in items}  # single epoch: plain sample ids
+    assert Counter(i.expected for i in items) == {1: 10, 0: 6}
+    for item in items:
+        assert item.transcript and 3 <= len(item.transcript) <= 13
+        assert item.request and item.request.strip() == item.meta["metadata"]["prompt"].strip()
+        assert item.response == item.transcript[-1].content
+        assert set(item.meta["scores"]["combined_scorer"]["value"]) == {"score", "refusal"}
+        assert item.meta["task"] == "inspect_evals/agentharm"
+        assert item.meta["model"] == "openai/gpt-5-nano"
+    with_tools = [i for i in items if any(m.tool_calls for m in i.transcript)]
+    assert len(with_tools) == 5
+    for item in with_tools:
+        rendered = render_transcript(item.transcript)
+        for message in item.transcript:
+            for call in message.tool_calls:
+                assert isinstance(call.arguments, dict)
+                assert f"tool_call {call.function}(" in rendered
+            if message.role == "tool":
+                assert message.function and message.tool_call_id
+                assert f"[tool: {message.function}]" in rendered
+    with pytest.raises(
+        DataError, match=r"sample '17-2'.*no 'refusal' under 'scores.combined_scorer.metadata'"
+    ):
+        load_inspect_log(AGENTHARM, expected="scores.combined_scorer.metadata.refusal")

@@ -1,0 +1,234 @@
+"""Tests for assay.data.load_table: CSV/JSON/JSONL/Parquet files, column maps and bad input."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from assay.data import ColumnMap, load_table
+from assay.errors import ConfigError, DataError
+from assay.scale import Scale
+from assay.types import Item
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+BINARY = Scale(kind="binary")
+
+ANSWERS = ColumnMap(id="qid", request="question", response="answer", expected="grade")
+
+
+def test_csv_rows_become_items_with_text_kept_as_written():
+    items = load_table(str(FIXTURES / "answers.csv"), columns=ANSWERS, scale=BINARY)
+    assert [i.id for i in items] == ["q1", "q2", "q3", "007", "q5"]  # "007" keeps its zeros
+    by_id = {i.id: i for i in items}
+    assert by_id["q1"].request == "What is the boiling point of water at sea level?"
+    assert by_id["q1"].response == "100 degrees Celsius."
+    assert by_id["q2"].response == "N/A"  # not read as a missing value
+    assert by_id["q3"].response == ""  # an empty cell is empty text, not NaN
+    assert by_id["007"].response == "4"
+    assert [i.expected for i in items] == [1, 0, 0, 1, None]  # blank label → None
+    assert by_id["q1"].meta == {"topic": "physics", "difficulty": 0.2}
+    assert by_id["q2"].meta == {"topic": "art", "difficulty": None}  # NaN → None
+
+
+def test_jsonl_labels_are_coerced_through_the_scale_and_meta_keeps_json_types():
+    scale = Scale(kind="binary", labels=["fail", "pass"])
+    columns = ColumnMap(request="question", response="answer", expected="grade")
+    items = load_table(str(FIXTURES / "answers.jsonl"), columns=columns, scale=scale)
+    assert [i.expected for i in items] == [1, 1, 0]
+    assert items[0].meta == {
+        "tags": ["geography", "europe"],
+        "extra": {"source": "quiz", "round": 1},
+    }
+    # no id column: the id is the content hash, stable across loads
+    assert items[0].id == Item.content_id("What is the capital of France?", "Paris.")
+    again = load_table(str(FIXTURES / "answers.jsonl"), columns=columns, scale=scale)
+    assert [i.id for i in again] == [i.id for i in items]
+
+
+def test_json_array_with_an_ordinal_scale():
+    columns = ColumnMap(id="essay_id", request="prompt", response="text", expected="score")
+    items = load_table(str(FIXTURES / "essays.json"), columns=columns, scale=Scale.parse("1-6"))
+    assert [(i.id, i.expected) for i in items] == [("e1", 3), ("e2", 1), ("e3", 5)]
+    assert items[1].response == "Summer."
+    assert items[0].meta == {}
+
+
+def test_parquet_file_written_with_pyarrow(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pa.table(
+        {
+            "n": [10, 11, 12],
+            "request": ["Say hi.", "Say bye.", "Say thanks."],
+            "response": ["Hi!", None, "Thanks!"],
+            "expected": [1, 0, 1],
+            "tags": [["a"], [], ["b", "c"]],
+            "weight": [0.5, 1.0, 2.0],
+        }
+    )
+    path = tmp_path / "rows.parquet"
+    pq.write_table(table, path)
+    items = load_table(str(path), columns=ColumnMap(id="n"), scale=BINARY)
+    assert [i.id for i in items] == ["10", "11", "12"]
+    assert items[1].response == ""
+    assert [i.expected for i in items] == [1, 0, 1]
+    assert items[2].meta == {"tags": ["b", "c"], "weight": 2.0}
+
+
+def test_format_argument_overrides_the_extension(tmp_path):
+    path = tmp_path / "rows.txt"
+    shutil.copy(FIXTURES / "answers.jsonl", path)
+    columns = ColumnMap(request="question", response="answer", expected=None)
+    items = load_table(str(path), columns=columns, format="jsonl")
+    assert len(items) == 3 and all(i.expected is None for i in items)
+    with pytest.raises(DataError, match="extension '.txt'"):
+        load_table(str(path), columns=columns)
+    with pytest.raises(ConfigError, match="unknown table format"):
+        load_table(str(path), columns=columns, format="xlsx")
+
+
+def test_tsv_file(tmp_path):
+    path = tmp_path / "rows.tsv"
+    path.write_text("request\tresponse\texpected\nSay hi.\tHi, there!\t1\n", encoding="utf-8")
+    items = load_table(str(path), columns=ColumnMap(), scale=BINARY)
+    assert [(i.request, i.response, i.expected) for i in items] == [("Say hi.", "Hi, there!", 1)]
+
+
+def test_limit_takes_the_first_rows():
+    items = load_table(str(FIXTURES / "answers.csv"), columns=ANSWERS, scale=BINARY, limit=2)
+    assert [i.id for i in items] == ["q1", "q2"]
+    with pytest.raises(ConfigError, match="limit"):
+        load_table(str(FIXTURES / "answers.csv"), columns=ANSWERS, limit=0)
+
+
+def test_unmapped_fields_and_no_files_written_outside_the_cache_dir(tmp_path, monkeypatch):
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    columns = ColumnMap(request="question", response=None, expected=None)
+    items = load_table(str(FIXTURES / "answers.csv"), columns=columns)
+    assert items[0].response == "" and items[0].expected is None
+    assert set(items[0].meta) == {"qid", "answer", "grade", "topic", "difficulty"}
+    assert list(work.iterdir()) == []  # nothing written relative to the CWD
+    cache = tmp_path / "cache"
+    load_table(str(FIXTURES / "answers.csv"), columns=columns, cache_dir=cache)
+    assert cache.is_dir() and any(cache.iterdir())  # the caller's cache is used
+
+
+def test_column_map_forbids_unknown_keys():
+    with pytest.raises(ValueError):
+        ColumnMap(request="q", label="x")  # type: ignore[call-arg]
+
+
+# -- bad input ------------------------------------------------------------------------------
+def test_missing_file_names_the_path(tmp_path):
+    path = tmp_path / "nowhere.csv"
+    with pytest.raises(DataError, match="file not found") as err:
+        load_table(str(path), columns=ColumnMap())
+    assert str(path) in str(err.value)
+
+
+def test_misnamed_column_names_file_field_and_suggests_the_closest():
+    with pytest.raises(DataError) as err:
+        load_table(str(FIXTURES / "answers.csv"), columns=ColumnMap(request="questoin"))
+    message = str(err.value)
+    assert "answers.csv" in message
+    assert "field 'questoin'" in message
+    assert "did you mean 'question'?" in message
+    assert "available columns: qid, question, answer, grade, topic, difficulty" in message
+    assert err.value.field == "questoin"
+
+
+def test_off_scale_label_names_file_row_and_field():
+    with pytest.raises(DataError) as err:
+        load_table(str(FIXTURES / "off_scale.csv"), columns=ColumnMap(), scale=BINARY)
+    message = str(err.value)
+    assert "off_scale.csv" in message and "row 3" in message and "field 'expected'" in message
+    assert "7 is not on the binary 0/1 scale" in message
+    assert err.value.row == 3
+
+
+def test_text_label_without_a_scale_asks_for_one():
+    columns = ColumnMap(request="question", response="answer", expected="grade")
+    with pytest.raises(DataError, match=r"row 1, field 'grade'.*pass a scale"):
+        load_table(str(FIXTURES / "answers.jsonl"), columns=columns)
+
+
+def test_header_only_and_zero_byte_files_are_empty_data(tmp_path):
+    with pytest.raises(DataError, match=r"header_only\.csv: no data rows"):
+        load_table(str(FIXTURES / "header_only.csv"), columns=ColumnMap())
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(DataError, match=r"empty\.csv: the file is empty"):
+        load_table(str(empty), columns=ColumnMap())
+
+
+def test_malformed_jsonl_line_names_file_and_row():
+    with pytest.raises(DataError) as err:
+        load_table(str(FIXTURES / "malformed.jsonl"), columns=ColumnMap())
+    assert "malformed.jsonl, row 3: line 3 is not valid JSON" in str(err.value)
+
+
+def test_duplicate_ids_name_the_row():
+    with pytest.raises(DataError) as err:
+        load_table(str(FIXTURES / "duplicate_ids.csv"), columns=ColumnMap(id="id"))
+    message = str(err.value)
+    assert "duplicate_ids.csv, row 3, field 'id'" in message and "first seen in row 1" in message
+
+
+def test_duplicate_content_without_an_id_column_is_reported(tmp_path):
+    path = tmp_path / "dupes.csv"
+    path.write_text("request,response\nSay hi.,Hi!\nSay hi.,Hi!\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"row 2.*map an id column"):
+        load_table(str(path), columns=ColumnMap(expected=None))
+
+
+def test_hub_name_offline_is_a_data_error(monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataError, match="hub could not be reached") as err:
+        load_table("someone/some-dataset", columns=ColumnMap())
+    assert str(err.value).startswith("someone/some-dataset: ")
+
+
+def test_missing_path_with_a_data_extension_is_not_taken_for_a_hub_name():
+    with pytest.raises(DataError, match="file not found"):
+        load_table("no-such-dir/rows.parquet", columns=ColumnMap())
+
+
+# -- the real shared data sets --------------------------------------------------------------
+def _shared(relative: str) -> Path:
+    path = SHARED / relative
+    if not path.is_file():
+        pytest.skip(f"shared data file {path} is absent")
+    return path
+
+
+def test_harmbench_human_labels():
+    path = _shared("jrh/harmbench/harmbench.csv")
+    columns = ColumnMap(
+        id="idx", request="test_case", response="generation", expected="human_consensus"
+    )
+    items = load_table(str(path), columns=columns, scale=BINARY)
+    assert len(items) == 596
+    assert Counter(i.expected for i in items) == {0: 326, 1: 270}
+    assert len({i.id for i in items}) == 596 and items[0].id == "0"
+    assert {"behavior_id", "SemanticCategory", "human_mean", "human_sum"} <= set(items[0].meta)
+    assert all(i.request and i.response for i in items)
+
+
+def test_persuade_essays_on_a_six_point_scale():
+    path = _shared("jrh/persuade/persuade_sample.csv")
+    columns = ColumnMap(
+        id="essay_id", request="assignment", response="full_text", expected="holistic_essay_score"
+    )
+    items = load_table(str(path), columns=columns, scale=Scale.parse("1-6"))
+    assert len(items) == 93
+    assert Counter(i.expected for i in items) == {1: 3, 2: 25, 3: 34, 4: 20, 5: 9, 6: 2}
+    assert all(len(i.response) > 100 for i in items)
+    assert "prompt_name" in items[0].meta

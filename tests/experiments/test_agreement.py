@@ -1,0 +1,135 @@
+"""assay agreement on the two shared ToolEmu safety evaluations equals scikit-learn."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from assay.cli import main
+
+SAFE = "toolemu/trajectories/gpt-4o-mini_r0-15_judge-{}_eval_agent_safe.jsonl"
+
+
+def scores(path):
+    return [
+        json.loads(line)["eval_scores"]["ToolCallRisk"]
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
+
+
+def test_agreement_json_equals_sklearn(shared_data, capsys):
+    ref_path, cand_path = (
+        shared_data / SAFE.format("gpt-5-mini"),
+        shared_data / SAFE.format("qwen3-32b"),
+    )
+    assert (
+        main(
+            [
+                "agreement",
+                "--json",
+                str(ref_path),
+                str(cand_path),
+                "--scale",
+                "0-3",
+                "--threshold",
+                "2",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    ref, cand = scores(ref_path), scores(cand_path)
+    assert out["n"] == 15 and out["unscored"] == {"reference": 0, "candidate": 0}
+    m = out["metrics"]
+    labels = [0, 1, 2, 3]
+    assert m["kappa_categorical"]["value"] == pytest.approx(
+        cohen_kappa_score(ref, cand, labels=labels)
+    )
+    assert m["kappa_linear"]["value"] == pytest.approx(
+        cohen_kappa_score(ref, cand, labels=labels, weights="linear")
+    )
+    assert m["kappa_quadratic"]["value"] == pytest.approx(
+        cohen_kappa_score(ref, cand, labels=labels, weights="quadratic")
+    )
+    rb, cb = (np.array(ref) >= 2).astype(int), (np.array(cand) >= 2).astype(int)
+    assert m["kappa_binary"]["value"] == pytest.approx(cohen_kappa_score(rb, cb))
+    true_fail, flagged = np.array(ref) < 2, np.array(cand) < 2
+    assert m["failure_precision"]["value"] == pytest.approx(
+        (true_fail & flagged).sum() / flagged.sum()
+    )
+    assert m["failure_incidence"]["value"] == pytest.approx(
+        (true_fail & flagged).sum() / true_fail.sum()
+    )
+    assert m["accuracy"]["value"] == pytest.approx(np.mean(np.array(ref) == np.array(cand)))
+    for v in m.values():
+        assert v["ci_low"] <= v["value"] + 1e-12 and v["value"] <= v["ci_high"] + 1e-12
+
+
+def test_agreement_between_judgments_and_a_table(tmp_path, capsys):
+    ref = tmp_path / "human.csv"
+    ref.write_text("id,score\na,1\nb,0\nc,1\nd,\n")
+    cand = tmp_path / "judgments.jsonl"
+    cand.write_text(
+        "\n".join(
+            json.dumps({"item_id": i, "judge": "j", "score": s})
+            for i, s in [("a", 1), ("b", 1), ("c", None), ("d", 0)]
+        )
+        + "\n"
+    )
+    assert (
+        main(
+            [
+                "agreement",
+                "--json",
+                str(ref),
+                str(cand),
+                "--id-column",
+                "id",
+                "--score-column",
+                "score",
+                "--scale",
+                "binary",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    # a: 1/1 agree, b: 0/1 disagree; c unscored by the judge; d has no reference score
+    assert out["n"] == 2
+    assert out["unscored"] == {"reference": 1, "candidate": 1}
+    assert out["metrics"]["accuracy"]["value"] == pytest.approx(0.5)
+
+
+def test_agreement_text_output(shared_data, capsys):
+    ref_path, cand_path = (
+        shared_data / SAFE.format("gpt-5-mini"),
+        shared_data / SAFE.format("qwen3-32b"),
+    )
+    assert main(["agreement", str(ref_path), str(cand_path), "--threshold", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "kappa_quadratic" in out and "pairs scored on both sides: 15" in out
+
+
+def test_tables_without_id_pair_by_row(tmp_path, capsys):
+    (tmp_path / "a.csv").write_text("score\n1\n1\n0\n0\n")
+    (tmp_path / "b.csv").write_text("score\n1\n0\n0\n0\n")
+    assert (
+        main(
+            [
+                "agreement",
+                "--json",
+                str(tmp_path / "a.csv"),
+                str(tmp_path / "b.csv"),
+                "--score-column",
+                "score",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == 4 and out["paired_by"] == "line"
+    assert out["metrics"]["accuracy"]["value"] == pytest.approx(0.75)

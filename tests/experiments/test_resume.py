@@ -1,0 +1,68 @@
+"""Kill a run mid-way (SIGKILL) and re-run it: nothing lost, nothing judged twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "evaluate"
+
+
+def _assay(*args: str, cwd: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "assay.cli", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_killed_run_resumes_without_loss_or_repeat(tmp_path: Path):
+    cfg = tmp_path / "cfg"
+    shutil.copytree(FIXTURE, cfg)
+    sheet = json.loads((cfg / "sheet.json").read_text())
+    sheet["delay_s"] = 0.4  # slow enough to be killed mid-run
+    (cfg / "sheet.json").write_text(json.dumps(sheet))
+
+    proc = _assay("evaluate", str(cfg / "config.yaml"), "--quiet", "--json", cwd=tmp_path)
+    deadline = time.time() + 120
+    judged: list[Path] = []
+    while time.time() < deadline:
+        judged = (
+            list((tmp_path / "runs").glob("*/judgments.jsonl"))
+            if (tmp_path / "runs").exists()
+            else []
+        )
+        if judged and len(judged[0].read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    assert judged, "the run never wrote a judgment"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    before = [
+        json.loads(x)["item_id"] for x in judged[0].read_text().splitlines() if x.endswith("}")
+    ]
+    assert 3 <= len(before) < 12
+    assert not (judged[0].parent / "metrics.json").exists()
+
+    second = _assay("evaluate", str(cfg / "config.yaml"), "--quiet", "--json", cwd=tmp_path)
+    out, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    ids = [json.loads(x)["item_id"] for x in judged[0].read_text().splitlines()]
+    assert sorted(ids) == [f"q{i:02d}" for i in range(12)]  # none lost, none twice
+    assert result["new_judgments"] == 12 - len(set(before))  # only the missing ones were judged
+    assert result["counts"]["scored"] == 12
+
+    third = _assay("evaluate", str(cfg / "config.yaml"), "--quiet", "--json", cwd=tmp_path)
+    out, err = third.communicate(timeout=300)
+    assert json.loads(out.strip().splitlines()[-1])["new_judgments"] == 0
