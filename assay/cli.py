@@ -110,6 +110,110 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     return 0
 
 
+def _split(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def cmd_harness(args: argparse.Namespace) -> int:
+    from assay.experiments import load_config
+    from assay.experiments.reliability import HarnessConfig, run_harness
+    from assay.experiments.reliability._report import _ci
+
+    config, base = load_config(args.config, model=HarnessConfig)
+    workdir = Path.cwd()
+    _configure_cache(workdir)
+    res = run_harness(
+        config,
+        workdir=workdir,
+        config_dir=base,
+        limit=args.limit,
+        tests=_split(args.tests),
+        judges=_split(args.judges),
+        tracking_uri=args.tracking_uri,
+        progress=not args.quiet,
+    )
+    m = res.metrics
+    if args.json:
+        print(
+            json.dumps(
+                {"run_dir": str(res.run_dir), "mlflow_run_id": res.mlflow_run_id, **m}, default=str
+            )
+        )
+        return 0
+    print(
+        f"\n{config.name}: {m['seeds']} seeds · probes "
+        + ", ".join(f"{k} {v}" for k, v in m["probes"].items())
+    )
+    for name, r in m["judges"].items():
+        print(f"\njudge {name} ({r['model']})")
+        for t, tm in r["tests"].items():
+            print(
+                f"  {t:22s} pass {_ci(tm.get('pass_rate')):24s} consistency {_ci(tm.get('consistency')):24s} unscored {tm['unscored']}"
+            )
+    if m["review"].get("required"):
+        print(f"\nreview: {m['review']}")
+    print(f"\nreport: {res.run_dir / 'report.md'}")
+    if res.mlflow_run_id:
+        print(f"MLflow run: {res.mlflow_run_id}")
+    return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from assay.errors import RunError
+    from assay.experiments.reliability import export_review, import_review
+    from assay.scale import Scale
+
+    run = Path(args.run)
+    try:
+        import yaml
+
+        scale = Scale.parse(yaml.safe_load((run / "config.yaml").read_text())["scale"])
+    except (OSError, KeyError, TypeError):
+        raise RunError(
+            f"{run}: not a harness run directory (no config.yaml with a scale)"
+        ) from None
+    if args.action == "export":
+        out = Path(args.output or run / "review.yaml")
+        n = export_review(run, out, scale, include_reviewed=args.all)
+        print(
+            f"{n} probes to review written to {out}: fill in 'decision' (accept / edit / reject) and 'reviewer',"
+        )
+        print(f"then: assay review import {run} {out}")
+    else:
+        counts = import_review(run, Path(args.file), scale, reviewer=args.reviewer)
+        print("imported: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return 0
+
+
+def cmd_selftest(args: argparse.Namespace) -> int:
+    from assay.experiments.reliability._selftest import run_selftest
+
+    workdir = Path.cwd()
+    _configure_cache(workdir)
+    res = run_selftest(workdir, progress=not args.quiet and not args.json, tracking=args.tracking)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "ok": res["ok"],
+                    "judges": {
+                        n: {k: j[k] for k in ("defect", "flagged", "tests")}
+                        for n, j in res["judges"].items()
+                    },
+                }
+            )
+        )
+    else:
+        print("| judge | implanted defect | meant to be caught by | flagged by |")
+        print("|---|---|---|---|")
+        for n, j in res["judges"].items():
+            print(
+                f"| {n} | {j['defect']} | {', '.join(j['meant_for']) or '—'} | {', '.join(j['flagged']) or 'none'} |"
+            )
+        print("\nself-test " + ("passed" if res["ok"] else "FAILED") + f" (run: {res['run_dir']})")
+    return 0 if res["ok"] else 1
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from assay.experiments import EvaluateConfig
 
@@ -155,6 +259,38 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     a.set_defaults(func=cmd_agreement)
+
+    h = sub.add_parser(
+        "harness", help="generate reliability probes from a benchmark and score judges on them"
+    )
+    h.add_argument("config", help="YAML harness config (see examples/*_harness.yaml)")
+    h.add_argument("--limit", type=int, help="use only the first N seed items")
+    h.add_argument("--tests", help="comma-separated tests to run (default: all in the config)")
+    h.add_argument("--judges", help="comma-separated judges to run (default: all in the config)")
+    h.add_argument("--tracking-uri", help="MLflow tracking URI")
+    h.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    h.add_argument("--quiet", action="store_true", help="no progress bars")
+    h.set_defaults(func=cmd_harness)
+
+    r = sub.add_parser("review", help="review generated probes without a browser")
+    rsub = r.add_subparsers(dest="action", required=True)
+    rex = rsub.add_parser("export", help="write the pending probes to a YAML file to edit")
+    rex.add_argument("run", help="the harness run directory")
+    rex.add_argument("-o", "--output", help="file to write (default: RUN/review.yaml)")
+    rex.add_argument("--all", action="store_true", help="include probes already reviewed")
+    rim = rsub.add_parser("import", help="apply the decisions of an edited review file")
+    rim.add_argument("run", help="the harness run directory")
+    rim.add_argument("file", help="the edited review file")
+    rim.add_argument("--reviewer", help="reviewer name for entries that have none")
+    r.set_defaults(func=cmd_review)
+
+    st = sub.add_parser(
+        "selftest", help="run the harness on judges with implanted defects (scripted, offline)"
+    )
+    st.add_argument("--json", action="store_true", help="print one JSON object")
+    st.add_argument("--tracking", action="store_true", help="also log the run to MLflow")
+    st.add_argument("--quiet", action="store_true", help="no progress bars")
+    st.set_defaults(func=cmd_selftest)
 
     s = sub.add_parser("schema", help="print the JSON schema of an evaluate config")
     s.set_defaults(func=cmd_schema)

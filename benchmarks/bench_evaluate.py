@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import multiprocessing
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -174,47 +175,93 @@ def bench_scripted(table: Path, workdir: Path, n: int, concurrency: int) -> dict
     return out
 
 
+class StubProcess:
+    """The stub in a child process, so its HTTP threads do not share the client's GIL (as a
+    real API server would not). Same surface as :class:`StubServer` for what (b) reads."""
+
+    def __init__(self, latency_s: float):
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve_stub, args=(child, latency_s), daemon=True)
+
+    def __enter__(self) -> StubProcess:
+        self._proc.start()
+        self.base_url = self._conn.recv()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._ask("stop")
+        self._proc.join(timeout=10)
+
+    def _ask(self, command: str) -> Any:
+        self._conn.send(command)
+        return self._conn.recv()
+
+    def reset(self) -> None:
+        self._ask("reset")
+
+    @property
+    def n_requests(self) -> int:
+        return self._ask("stats")["n_requests"]
+
+    @property
+    def max_in_flight(self) -> int:
+        return self._ask("stats")["max_in_flight"]
+
+
+def _serve_stub(conn: Any, latency_s: float) -> None:
+    with StubServer(latency_s=latency_s) as stub:
+        conn.send(stub.base_url)
+        while (command := conn.recv()) != "stop":
+            if command == "reset":
+                stub.reset()
+            conn.send({"n_requests": stub.n_requests, "max_in_flight": stub.max_in_flight})
+        conn.send(None)
+
+
 def bench_stub(
-    table: Path, workdir: Path, n: int, latency: float, concurrency: int
+    table: Path, workdir: Path, n: int, latency: float, concurrency: int, *, separate: bool
 ) -> dict[str, float]:
+    where = "its own process" if separate else "this process (shares the GIL)"
     print(
-        f"\n(b) loopback stub via LiteLLM: {n} items, latency {latency}s, concurrency {concurrency}"
+        f"\n(b) loopback stub in {where} via LiteLLM: {n} items, latency {latency}s, "
+        f"concurrency {concurrency}"
     )
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
     off = {"enabled": False}
-    with StubServer(latency_s=latency) as stub:
+    tag = "proc" if separate else "thread"
+    with StubProcess(latency) if separate else StubServer(latency_s=latency) as stub:
         judge = {"model": "openai/stub", "api_base": stub.base_url}
         # warm-up: LiteLLM is imported lazily on the first call (seconds); keep it out of the ratio
-        warm_table = write_table(workdir / "warm.csv", concurrency)
-        wall, _, _ = run(
-            config(warm_table, judge, concurrency=concurrency, output_dir="b-warm", tracking=off),
-            workdir,
+        warm_table = write_table(workdir / f"warm-{tag}.csv", concurrency)
+        warm = config(
+            warm_table, judge, concurrency=concurrency, output_dir=f"b-warm-{tag}", tracking=off
         )
-        print(f"    cold start-up (first LiteLLM call, {concurrency} items): {wall:.2f}s")
+        wall, _, _ = run(warm, workdir)
+        print(f"    start-up (first evaluate of {concurrency} items, LiteLLM import): {wall:.2f}s")
         stub.reset()
-        cfg = config(table, judge, concurrency=concurrency, output_dir="b-run", tracking=off)
+        cfg = config(table, judge, concurrency=concurrency, output_dir=f"b-{tag}", tracking=off)
         wall, spent, result = run(cfg, workdir)
-        calls = stub.n_requests
-        judging = spent["judge_items"]
-        limit = calls * latency / concurrency
-        ratio = judging / limit if limit else float("nan")
-        scored = sum(j.score is not None for j in result.judgments)
-        rest = wall - judging
-        print(
-            f"    calls {calls}  judging wall {judging:.2f}s  limit calls×L÷C {limit:.2f}s  "
-            f"ratio {ratio:.3f} (target ≤ {TARGET_RATIO})  max_in_flight {stub.max_in_flight}"
-        )
-        print(f"    outside judging {rest:.2f}s ({fmt_stages(spent)}); scored {scored}/{n}")
-        cpu_ms = spent["judge_items_cpu"] / calls * 1e3
-        print(
-            f"    per call: {(judging * concurrency / calls - latency) * 1e3:.1f} ms of thread time "
-            f"beyond L; {cpu_ms:.1f} ms of process CPU (GIL-bound: the ratio grows past 1 "
-            f"once CPU per call approaches L÷C = {latency / concurrency * 1e3:.1f} ms)"
-        )
+        calls, in_flight = stub.n_requests, stub.max_in_flight
+    judging = spent["judge_items"]
+    limit = calls * latency / concurrency
+    ratio = judging / limit if limit else float("nan")
+    scored = sum(j.score is not None for j in result.judgments)
+    print(
+        f"    calls {calls}  judging wall {judging:.2f}s  limit calls×L÷C {limit:.2f}s  "
+        f"ratio {ratio:.3f} (target ≤ {TARGET_RATIO})  max_in_flight {in_flight}"
+    )
+    print(f"    outside judging {wall - judging:.2f}s ({fmt_stages(spent)}); scored {scored}/{n}")
+    cpu_ms = spent["judge_items_cpu"] / calls * 1e3
+    print(
+        f"    per call: {(judging * concurrency / calls - latency) * 1e3:.1f} ms of thread time "
+        f"beyond L; {cpu_ms:.1f} ms of process CPU (GIL-bound: the ratio grows past 1 "
+        f"once CPU per call approaches L÷C = {latency / concurrency * 1e3:.1f} ms)"
+    )
     return {
-        "stub_ratio": ratio,
-        "stub_max_in_flight": stub.max_in_flight,
-        "stub_cpu_ms_per_call": cpu_ms,
+        f"stub_{tag}_ratio": ratio,
+        f"stub_{tag}_max_in_flight": in_flight,
+        f"stub_{tag}_cpu_ms_per_call": cpu_ms,
     }
 
 
@@ -232,11 +279,21 @@ def main() -> None:
         if args.only in (None, "scripted"):
             results.update(bench_scripted(table, workdir, args.items, args.concurrency))
         if args.only in (None, "stub"):
-            results.update(bench_stub(table, workdir, args.items, args.latency, args.concurrency))
+            for separate in (True, False):
+                results.update(
+                    bench_stub(
+                        table,
+                        workdir,
+                        args.items,
+                        args.latency,
+                        args.concurrency,
+                        separate=separate,
+                    )
+                )
     print("\nsummary")
     for key, value in results.items():
         flag = ""
-        if key == "stub_ratio":
+        if key.endswith("_ratio"):
             flag = "  ok" if value <= TARGET_RATIO else f"  ABOVE TARGET {TARGET_RATIO}"
         print(f"    {key:<26} {value:8.3f}{flag}")
     print(json.dumps({k: round(v, 4) for k, v in results.items()}))

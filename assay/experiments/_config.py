@@ -89,8 +89,11 @@ class EvaluateConfig(BaseModel):
         )
 
 
-def load_config(path: str | Path, overrides: dict | None = None) -> tuple[EvaluateConfig, Path]:
-    """Read a YAML config; resolve ``@file`` text fields and relative paths against its folder.
+def load_config(
+    path: str | Path, overrides: dict | None = None, model: type[BaseModel] | None = None
+):
+    """Read a YAML config (an :class:`EvaluateConfig`, or ``model``); resolve ``@file`` text
+    fields and relative paths against its folder.
 
     Returns the config and the folder relative paths were resolved against.
     """
@@ -111,13 +114,15 @@ def load_config(path: str | Path, overrides: dict | None = None) -> tuple[Evalua
     for key, value in (overrides or {}).items():
         _set_dotted(raw, key, value)
     _resolve_judge_text(raw.get("judge"), base)
+    for judge in raw.get("judges") or []:
+        _resolve_judge_text(judge, base)
     data = raw.get("data")
     if isinstance(data, dict):
         for key in ("path", "toolkits", "expected_from"):
             if isinstance(data.get(key), str) and not _is_remote(data[key]):
                 data[key] = str((base / data[key]).resolve())
     try:
-        return EvaluateConfig.model_validate(raw), base
+        return (model or EvaluateConfig).model_validate(raw), base
     except ValidationError as exc:
         raise ConfigError(f"{path}: {first_error(exc)}") from None
 

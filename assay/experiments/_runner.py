@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 from typing import Any
 
 import dspy
@@ -19,26 +20,26 @@ def make_adapter(kind: str) -> dspy.Adapter:
     return dspy.JSONAdapter() if kind == "json" else dspy.ChatAdapter()
 
 
-def usage_of(tracker: Any, config: JudgeConfig) -> Usage:
-    """Tokens and cost of every LM call made under ``tracker`` (cache hits count zero)."""
-    price = (config.price.input_per_mtok, config.price.output_per_mtok) if config.price else None
+def usage_of_tracker(tracker: Any, price: tuple[float, float] | None = None) -> Usage:
+    """Tokens and cost of every LM call recorded by a ``dspy.track_usage`` tracker.
+
+    Cache hits report no tokens and count as no call. ``price`` (USD per million input and
+    output tokens) overrides LiteLLM's price map.
+    """
     total = Usage()
     for model, entries in tracker.usage_data.items():
         for entry in entries:
             p = int(entry.get("prompt_tokens") or 0)
             c = int(entry.get("completion_tokens") or 0)
             if not p and not c:
-                continue  # a cache hit: no call was made
-            cost = cost_usd(_model_name(model, config), p, c, price) or 0.0
+                continue
+            cost = cost_usd(model, p, c, price) or 0.0
             total = total + Usage(prompt_tokens=p, completion_tokens=c, cost_usd=cost, calls=1)
     return total
 
 
-def _model_name(tracked: str, config: JudgeConfig) -> str:
-    for cfg in [config, *config.members]:
-        if tracked.endswith(cfg.model) or cfg.model.endswith(tracked):
-            return cfg.model
-    return tracked
+def judge_price(config: JudgeConfig) -> tuple[float, float] | None:
+    return (config.price.input_per_mtok, config.price.output_per_mtok) if config.price else None
 
 
 def judge_one(program: dspy.Module, item: Item, config: JudgeConfig) -> Judgment:
@@ -69,7 +70,7 @@ def judge_one(program: dspy.Module, item: Item, config: JudgeConfig) -> Judgment
                 "criteria": pred.get("criteria"),
                 "raw": pred.get("outputs"),
             }
-    usage = usage_of(tracker, config)
+    usage = usage_of_tracker(tracker, judge_price(config))
     return Judgment(
         **base,
         **result,
@@ -77,6 +78,53 @@ def judge_one(program: dspy.Module, item: Item, config: JudgeConfig) -> Judgment
         latency_s=round(time.perf_counter() - start, 4),
         cached=usage.calls == 0,
     )
+
+
+@dataclass(frozen=True)
+class JudgeTask:
+    """One item for one judge program; ``key`` tells the caller where the judgment belongs."""
+
+    program: dspy.Module
+    item: Item
+    config: JudgeConfig
+    key: str = ""
+
+
+def run_tasks(
+    tasks: list[JudgeTask],
+    *,
+    concurrency: int = 4,
+    on_judgment: Callable[[JudgeTask, Judgment], None] | None = None,
+    progress: bool = True,
+    desc: str = "judging",
+) -> list[Judgment]:
+    """Judge every task with up to ``concurrency`` calls in flight, in one pool (items, tests and
+    judges interleave). ``on_judgment`` sees each judgment as it finishes, so the caller can
+    persist it before the next; a bug stops the pool (pending tasks are cancelled)."""
+    out: list[Judgment | None] = [None] * len(tasks)
+    bar = tqdm(total=len(tasks), desc=desc, unit="call", disable=not progress, dynamic_ncols=True)
+    unscored = 0
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    try:
+        futures = {
+            pool.submit(judge_one, t.program, t.item, t.config): i for i, t in enumerate(tasks)
+        }
+        for fut in as_completed(futures):
+            i = futures[fut]
+            j = fut.result()
+            if on_judgment is not None:
+                on_judgment(tasks[i], j)
+            out[i] = j
+            unscored += j.score is None
+            bar.set_postfix(unscored=unscored, refresh=False)
+            bar.update(1)
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        bar.close()
+    return [j for j in out if j is not None]
 
 
 def judge_items(
@@ -89,24 +137,9 @@ def judge_items(
     progress: bool = True,
     desc: str = "judging",
 ) -> list[Judgment]:
-    """Judge ``items`` with up to ``concurrency`` calls in flight; ``on_judgment`` sees each
-    finished judgment (the run store appends it) before the next is reported."""
-    items = list(items)
-    out: list[Judgment] = []
-    bar = tqdm(total=len(items), desc=desc, unit="item", disable=not progress, dynamic_ncols=True)
-    unscored = 0
-    try:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            futures = [pool.submit(judge_one, program, item, config) for item in items]
-            for fut in as_completed(futures):
-                j = fut.result()
-                if on_judgment is not None:
-                    on_judgment(j)
-                out.append(j)
-                unscored += j.score is None
-                bar.set_postfix(unscored=unscored, refresh=False)
-                bar.update(1)
-    finally:
-        bar.close()
-    order = {item.id: i for i, item in enumerate(items)}
-    return sorted(out, key=lambda j: order[j.item_id])
+    """Judge ``items`` with one program; judgments come back in item order."""
+    tasks = [JudgeTask(program, it, config) for it in items]
+    callback = (lambda _t, j: on_judgment(j)) if on_judgment is not None else None
+    return run_tasks(
+        tasks, concurrency=concurrency, on_judgment=callback, progress=progress, desc=desc
+    )

@@ -11,11 +11,14 @@ import os
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from assay.errors import DataError, RunError
 from assay.types import Judgment
 
+T = TypeVar("T", bound=BaseModel)
 JUDGMENTS = "judgments.jsonl"
 STATE = "run.json"
 
@@ -75,35 +78,46 @@ class RunStore:
         os.replace(tmp, p)
         return p
 
-    # -- judgments --------------------------------------------------------------------------
-    def judgments(self) -> dict[str, Judgment]:
-        """Finished judgments by item id; a torn final line (killed mid-write) is discarded."""
-        p = self.path / JUDGMENTS
+    # -- append-only records ------------------------------------------------------------------
+    def records(self, name: str, model: type[T]) -> list[T]:
+        """Records of an append-only JSONL file; a torn final line (the run was killed while
+        writing it) is discarded and removed from the file."""
+        p = self.path / name
         if not p.exists():
-            return {}
-        out: dict[str, Judgment] = {}
-        lines = p.read_text(encoding="utf-8").splitlines(keepends=True)
-        good: list[str] = []
+            return []
+        lines = [ln for ln in p.read_text(encoding="utf-8").splitlines(keepends=True) if ln.strip()]
+        out: list[T] = []
         for i, line in enumerate(lines):
-            if not line.strip():
-                continue
             try:
-                j = Judgment.model_validate_json(line)
+                rec = model.model_validate_json(line)
             except ValueError:
-                if i == len(lines) - 1:  # the line being written when the run was killed
+                if i == len(lines) - 1:
                     break
-                raise DataError("malformed judgment line", path=p, row=i + 1) from None
+                raise DataError("malformed record", path=p, row=i + 1) from None
             if not line.endswith("\n"):
                 break
-            good.append(line)
-            out.setdefault(j.item_id, j)
-        if len(good) != len([ln for ln in lines if ln.strip()]):
-            self.write_text(JUDGMENTS, "".join(good))
+            out.append(rec)
+        if len(out) != len(lines):
+            self.write_text(name, "".join(lines[: len(out)]))
         return out
 
-    def append(self, judgment: Judgment) -> None:
-        line = judgment.model_dump_json() + "\n"
-        with self._lock, open(self.path / JUDGMENTS, "a", encoding="utf-8") as fh:
+    def append_record(self, name: str, record: BaseModel) -> None:
+        """Append one record as a JSON line, flushed and fsynced (thread-safe)."""
+        line = record.model_dump_json() + "\n"
+        path = self.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock, open(path, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
+
+    # -- judgments --------------------------------------------------------------------------
+    def judgments(self, name: str = JUDGMENTS) -> dict[str, Judgment]:
+        """Finished judgments by item id (the first one wins)."""
+        out: dict[str, Judgment] = {}
+        for j in self.records(name, Judgment):
+            out.setdefault(j.item_id, j)
+        return out
+
+    def append(self, judgment: Judgment, name: str = JUDGMENTS) -> None:
+        self.append_record(name, judgment)

@@ -20,6 +20,7 @@ def make_lm(
     api_base: str | None = None,
     api_key_env: str | None = None,
     logprobs: bool = False,
+    rollout: int | None = None,
     retries: int = 3,
     cache: bool = True,
     base: Path | None = None,
@@ -37,6 +38,8 @@ def make_lm(
     }
     if seed is not None:
         kwargs["seed"] = seed
+    if rollout is not None:
+        kwargs["rollout_id"] = rollout  # a distinct cache entry: a fresh sample of the same prompt
     if logprobs:
         kwargs["logprobs"] = True
         kwargs["top_logprobs"] = 10

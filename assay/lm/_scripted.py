@@ -30,6 +30,21 @@ class ScriptedCall:
     seed: int | None
     index: int
 
+    def field(self, name: str) -> str | None:
+        """The value of input field ``name`` in the prompt (DSPy's ``[[ ## name ## ]]`` blocks;
+        the last occurrence, i.e. the actual input rather than the format description)."""
+        marker = f"[[ ## {name} ## ]]\n"
+        at = self.prompt.rfind(marker)
+        if at < 0:
+            return None
+        rest = self.prompt[at + len(marker) :]
+        end = len(rest)
+        for stop in ("\n\n[[ ## ", "\n\nRespond with"):
+            i = rest.find(stop)
+            if i >= 0:
+                end = min(end, i)
+        return rest[:end]
+
 
 Responder = Callable[[ScriptedCall], dict[str, Any] | str]
 

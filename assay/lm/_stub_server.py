@@ -29,9 +29,10 @@ def default_respond(request: dict[str, Any]) -> str:
 
     With ``response_format: json_schema`` (a model LiteLLM knows supports schemas), a JSON
     object giving each schema property its first ``enum``/``const`` value. With ``json_object``
-    (what DSPy's JSONAdapter sends for a model LiteLLM does not know, such as ``openai/stub``),
-    the same object built from the output fields the DSPy prompt lists. Without a response
-    format, the chat adapter's ``[[ ## field ## ]]`` form. ``"ok"`` when no field is known.
+    (what DSPy's JSONAdapter sends for a model LiteLLM does not know, such as ``openai/stub``)
+    or when the prompt asks for a JSON object, the same object built from the output fields the
+    DSPy prompt lists; otherwise the chat adapter's ``[[ ## field ## ]]`` form. ``"ok"`` when
+    no field is known.
     """
     fmt = request.get("response_format")
     fmt = fmt if isinstance(fmt, dict) else {}
@@ -42,7 +43,7 @@ def default_respond(request: dict[str, Any]) -> str:
     fields = prompt_output_fields(request)
     if not fields:
         return "ok"
-    if fmt:
+    if fmt or _asks_for_json(request):
         return json.dumps(fields)
     return "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in fields.items()) + "[[ ## completed ## ]]"
 
@@ -51,6 +52,14 @@ def default_respond(request: dict[str, Any]) -> str:
 _OUTPUTS_HEADER = "Your output fields are:"
 _FIELD_LINE = re.compile(r"^\d+\. `(\w+)` \(([^)]*)\)", re.MULTILINE)
 _LITERAL = re.compile(r"Literal\[\s*(?:'([^']*)'|\"([^\"]*)\"|(-?\d+))")
+
+
+def _asks_for_json(request: dict[str, Any]) -> bool:
+    """DSPy's JSONAdapter prompt ("Respond with a JSON object ...") without a response format."""
+    return any(
+        isinstance(m.get("content"), str) and "with a JSON object" in m["content"]
+        for m in request.get("messages") or []
+    )
 
 
 def prompt_output_fields(request: dict[str, Any]) -> dict[str, Any]:
@@ -152,9 +161,7 @@ class StubServer:
     def start(self) -> StubServer:
         if self._server is not None:
             return self
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        server.daemon_threads = True
-        server.request_queue_size = 128  # many clients connect at once in the benchmark
+        server = _Server(("127.0.0.1", 0), _handler_for(self))
         self._server = server
         # serve_forever polls for shutdown every poll_interval (0.5 s by default): every
         # `with StubServer()` block would end half a second late.
@@ -221,6 +228,11 @@ class StubServer:
             self.statuses.append(int(status))
             return index, int(status)
 
+    def _record_status(self, index: int, status: int) -> None:
+        with self._lock:
+            if index < len(self.statuses):
+                self.statuses[index] = int(status)
+
     def _release(self) -> None:
         with self._lock:
             self._in_flight -= 1
@@ -248,6 +260,13 @@ class StubServer:
         return completion
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # listen() backlog, read at bind time: the default 5 drops connections when dozens of
+    # client threads connect at once (LiteLLM then reports "Connection error").
+    request_queue_size = 256
+
+
 def _handler_for(stub: StubServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as a real API server does
@@ -273,7 +292,16 @@ def _handler_for(stub: StubServer) -> type[BaseHTTPRequestHandler]:
                 if stub.latency_s:
                     time.sleep(stub.latency_s)
                 if status == HTTPStatus.OK:
-                    self._send(status, stub._completion(body, index))
+                    try:
+                        completion = stub._completion(body, index)
+                    except Exception as exc:  # a broken responder: answer 500, keep serving
+                        stub._record_status(index, HTTPStatus.INTERNAL_SERVER_ERROR)
+                        message = f"stub responder failed: {type(exc).__name__}: {exc}"
+                        self._send(
+                            HTTPStatus.INTERNAL_SERVER_ERROR, _error("server_error", message)
+                        )
+                    else:
+                        self._send(status, completion)
                     return
                 headers = (
                     {} if stub.retry_after is None else {"Retry-After": f"{stub.retry_after:g}"}

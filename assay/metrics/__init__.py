@@ -23,10 +23,12 @@ from assay.metrics._failure import failure_incidence, failure_precision
 from assay.metrics._intervals import BootstrapCI, bootstrap_ci, wilson_interval
 from assay.metrics._kappa import KappaWeights, binarize, cohen_kappa, kappa_binary
 from assay.metrics._ordinal import ccc, mae, pearson, spearman
+from assay.metrics._rates import rate
 from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
 from assay.metrics._value import MetricValue
 
 __all__ = [
+    "rate",
     # agreement
     "KappaWeights",
     "cohen_kappa",

@@ -1,9 +1,23 @@
 """Typed DSPy signatures: what goes into a judge and what must come out."""
 
 from assay.signatures._judge import JudgeResponse, JudgeTranscript, verdict_type, with_scale
+from assay.signatures._perturb import (
+    CheckEquivalence,
+    Condense,
+    ConfirmVerdict,
+    Expand,
+    FlipVerdict,
+    Paraphrase,
+)
 from assay.signatures._toolemu import AgentHelpfulness, EmulationQuality, ToolCallRisk
 
 __all__ = [
+    "CheckEquivalence",
+    "Condense",
+    "ConfirmVerdict",
+    "Expand",
+    "FlipVerdict",
+    "Paraphrase",
     "AgentHelpfulness",
     "EmulationQuality",
     "JudgeResponse",

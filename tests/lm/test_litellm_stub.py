@@ -298,3 +298,15 @@ def test_stub_uses_a_custom_responder_and_tracks_requests_in_flight(tmp_path, it
         result = run(config, tmp_path)
     assert [j.score for j in result.judgments] == [1] * N_ITEMS
     assert 3 <= stub.max_in_flight <= N_ITEMS
+
+
+def test_a_broken_responder_is_a_500_not_a_hung_connection():
+    def respond(request: dict[str, Any]) -> str:
+        raise KeyError("boom")
+
+    with StubServer(respond=respond, retry_after=None) as stub:
+        req = urllib.request.Request(stub.base_url + "/chat/completions", data=b"{}")
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(req, timeout=5)
+    assert err.value.code == 500 and "boom" in err.value.read().decode()
+    assert stub.statuses == [500]

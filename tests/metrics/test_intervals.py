@@ -158,3 +158,14 @@ def test_wilson_equals_scipy(successes_n, confidence):
 def test_wilson_bad_input_raises(args, message):
     with pytest.raises(ValueError, match=message):
         wilson_interval(*args)
+
+
+def test_rate_is_the_mean_with_a_bootstrap_interval():
+    from assay.metrics import rate
+
+    outcomes = [1, 1, 1, 0, 1, 0, 1, 1, 1, 1]
+    m = rate(outcomes, seed=3)
+    assert m.value == pytest.approx(0.8) and m.n == 10
+    assert m.ci_low <= 0.8 <= m.ci_high
+    assert rate(outcomes, seed=3) == m
+    assert rate([]) is None

@@ -1,0 +1,46 @@
+"""Reliability harness: registered tests generate probes from seed items; judges are scored on
+them against the probe target and against their own verdict on the source (SPEC §4)."""
+
+from assay.experiments.reliability._config import HarnessConfig, LMRole, ReviewConfig, SampleConfig
+from assay.experiments.reliability._harness import HarnessResult, run_harness
+from assay.experiments.reliability._probe import Dropped, Generation, Probe, Review, Validation
+from assay.experiments.reliability._registry import (
+    GenerationContext,
+    ReliabilityTest,
+    TestSettings,
+    Unit,
+    get_test,
+    known_tests,
+    reliability_test,
+)
+from assay.experiments.reliability._review import (
+    apply_reviews,
+    export_review,
+    import_review,
+    read_reviews,
+)
+
+__all__ = [
+    "Dropped",
+    "Generation",
+    "GenerationContext",
+    "HarnessConfig",
+    "HarnessResult",
+    "LMRole",
+    "Probe",
+    "ReliabilityTest",
+    "Review",
+    "ReviewConfig",
+    "SampleConfig",
+    "TestSettings",
+    "Unit",
+    "Validation",
+    "apply_reviews",
+    "export_review",
+    "get_test",
+    "import_review",
+    "known_tests",
+    "read_reviews",
+    "reliability_test",
+    "run_harness",
+]

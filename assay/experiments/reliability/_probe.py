@@ -1,0 +1,88 @@
+"""Probes: perturbed copies of seed items with the verdict a reliable judge should give (SPEC §2, §4)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.types import Item, Message, Usage, stable_hash
+
+TargetSource = Literal["human", "validator", "construction"]
+ReviewStatus = Literal["pending", "accepted", "edited", "rejected"]
+
+
+class Generation(BaseModel):
+    """How an LLM-made probe was produced: enough to reproduce and audit it."""
+
+    model: str
+    temperature: float | None = None
+    prompt: str = ""  # the generator program's instruction (signature docstring)
+    attempt: int = 1
+    usage: Usage = Field(default_factory=Usage)
+
+
+class Validation(BaseModel):
+    """The validator's verdict on a generated probe."""
+
+    model: str
+    verdict: bool
+    score: int | None = None  # for validators that score (synthetic_ordinal)
+    reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+class Review(BaseModel):
+    """A person's decision on a probe; edits keep the original text and target."""
+
+    status: ReviewStatus = "pending"
+    reviewer: str | None = None
+    note: str | None = None
+    timestamp: str | None = None
+    original_response: str | None = None
+    original_target: int | None = None
+
+
+class Probe(BaseModel):
+    """One probe. ``id`` is stable: a hash of the test, source, variant and test settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    test: str
+    source_id: str
+    request: str = ""
+    response: str = ""
+    transcript: list[Message] | None = None
+    target: int | None = None
+    target_source: TargetSource = "construction"
+    generation: Generation | None = None
+    validation: Validation | None = None
+    review: Review = Field(default_factory=Review)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @staticmethod
+    def make_id(test: str, source_id: str, variant: Any, settings: Any = None) -> str:
+        return f"{test}:{source_id}:{stable_hash([variant, settings], 10)}"
+
+    def as_item(self) -> Item:
+        """The probe as an item to judge (its id is the probe id, its expected the target)."""
+        return Item(
+            id=self.id,
+            request=self.request,
+            response=self.response,
+            transcript=self.transcript,
+            expected=self.target,
+            meta={"test": self.test, "source_id": self.source_id, **self.meta},
+        )
+
+
+class Dropped(BaseModel):
+    """A probe that could not be made or was not confirmed: counted, never judged."""
+
+    test: str
+    source_id: str
+    variant: Any = None
+    reason: Literal["generation_failed", "validator_rejected", "not_applicable", "duplicate"]
+    detail: str | None = None
+    usage: Usage = Field(default_factory=Usage)

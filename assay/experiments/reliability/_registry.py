@@ -1,0 +1,194 @@
+"""The registry of reliability tests: one test = one file + its ``@reliability_test`` registration.
+
+A test turns seed items into probes. Its settings are a typed pydantic model, recorded whole
+in the run's config, so any run can be rebuilt exactly from what it logged.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import dspy
+from pydantic import BaseModel, ConfigDict
+
+from assay.errors import ConfigError
+from assay.experiments.reliability._probe import Dropped, Probe
+from assay.scale import Scale
+from assay.types import Item, Usage
+
+Scoring = Literal["invariance", "flip", "stability", "ordinal"]
+
+
+class TestSettings(BaseModel):
+    """Settings every test accepts; subclasses add their own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    __test__ = False  # not a pytest class
+
+
+@dataclass
+class Unit:
+    """One independent piece of generation work (usually one seed item)."""
+
+    id: str
+    sources: list[Item]
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class GenerationContext:
+    """What a test may use to make probes: the scale, LMs by role, and usage accounting.
+
+    ``lm(role, temperature=None, rollout=None)`` returns the DSPy LM of ``generator`` or
+    ``validator`` with that temperature actually sent to the model; ``rollout`` gives a distinct
+    cache entry (a fresh sample) for the same prompt.
+    """
+
+    scale: Scale
+    lm: Callable[..., dspy.LM]
+    models: dict[str, str] = field(default_factory=dict)
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    adapters: dict[str, str] = field(default_factory=dict)
+    temperatures: dict[str, float | None] = field(default_factory=dict)
+    rubric: str = ""
+    seed: int = 0
+    usage: dict[str, Usage] = field(default_factory=dict)
+
+    def call(
+        self,
+        role: str,
+        signature: type[dspy.Signature],
+        *,
+        stage: str,
+        temperature: float | None = None,
+        rollout: int | None = None,
+        **inputs: Any,
+    ) -> tuple[dspy.Prediction, Usage]:
+        """Run ``signature`` with the ``role``'s LM; count its usage under ``stage`` (also
+        when the call fails) and return the prediction with the usage of this call."""
+        from assay.experiments._runner import make_adapter, usage_of_tracker
+
+        program = dspy.Predict(signature)
+        program.lm = self.lm(role, temperature=temperature, rollout=rollout)
+        usage = Usage()
+        try:
+            with (
+                dspy.track_usage() as tracker,
+                dspy.context(adapter=make_adapter(self.adapters.get(role, "json"))),
+            ):
+                pred = program(**inputs)
+        finally:
+            usage = usage_of_tracker(tracker, self.prices.get(role))
+            self.usage[stage] = self.usage.get(stage, Usage()) + usage
+        return pred, usage
+
+    def model_of(self, role: str) -> str:
+        return self.models.get(role, role)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Count the tokens and cost of every LM call made inside under ``name``."""
+        from assay.experiments._runner import usage_of_tracker
+
+        with dspy.track_usage() as tracker:
+            yield
+        role = "validator" if name == "validate" else "generator"
+        price = self.prices.get(role)
+        self.usage[name] = self.usage.get(name, Usage()) + usage_of_tracker(tracker, price)
+
+
+class ReliabilityTest(ABC):
+    """Base class. ``scoring`` says how probe verdicts are scored (SPEC §4):
+
+    - ``invariance``: pass = verdict equals the target; consistency = equals the judge's own
+      verdict on the source;
+    - ``flip``: pass = verdict equals the (flipped) target; consistency = differs from the own
+      source verdict;
+    - ``stability``: k samples of the source; an item passes when all k agree;
+    - ``ordinal``: generated items per scale bucket; exact match, CCC, Pearson, Spearman, MAE.
+    """
+
+    __test__ = False  # not a pytest class
+
+    name: ClassVar[str]
+    scoring: ClassVar[Scoring]
+    uses_llm: ClassVar[bool] = True
+    needs_labels: ClassVar[bool] = True
+    Settings: ClassVar[type[TestSettings]] = TestSettings
+
+    def __init__(self, settings: TestSettings | None = None):
+        self.settings = settings or self.Settings()
+
+    def check(self, items: list[Item], scale: Scale) -> None:
+        """Raise :class:`ConfigError` when the test cannot run on these items/scale."""
+        if self.needs_labels and any(it.expected is None for it in items):
+            missing = sum(it.expected is None for it in items)
+            raise ConfigError(
+                f"test '{self.name}' needs reference labels; {missing} seed items have none"
+            )
+
+    def units(self, items: list[Item]) -> list[Unit]:
+        """Independent pieces of work; by default one per seed item."""
+        return [Unit(id=f"{self.name}:{it.id}", sources=[it]) for it in items]
+
+    @abstractmethod
+    def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
+        """Probes (and dropped attempts) for one unit. Must not raise on LM failures: a failed
+        generation is a :class:`Dropped` with reason ``generation_failed``."""
+
+
+_REGISTRY: dict[str, type[ReliabilityTest]] = {}
+
+
+def reliability_test(name: str) -> Callable[[type[ReliabilityTest]], type[ReliabilityTest]]:
+    """Register a test class under ``name``."""
+
+    def register(cls: type[ReliabilityTest]) -> type[ReliabilityTest]:
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"reliability test {name!r} is already registered")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return register
+
+
+def known_tests() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def get_test(name: str, settings: dict[str, Any] | None = None) -> ReliabilityTest:
+    """An instance of the registered test ``name`` with validated settings."""
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise ConfigError(
+            f"unknown reliability test '{name}'; known tests: {', '.join(sorted(_REGISTRY))}"
+        )
+    cls = _REGISTRY[name]
+    try:
+        return cls(cls.Settings.model_validate(settings or {}))
+    except Exception as exc:  # pydantic ValidationError
+        from pydantic import ValidationError
+
+        from assay.experiments._config import first_error
+
+        if isinstance(exc, ValidationError):
+            raise ConfigError(f"tests.{name}: {first_error(exc)}") from None
+        raise
+
+
+def _load_builtin() -> None:
+    """Import the built-in tests (each registers itself)."""
+    import importlib
+    import pkgutil
+
+    import assay.experiments.reliability.tests as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        importlib.import_module(f"{pkg.__name__}.{mod.name}")

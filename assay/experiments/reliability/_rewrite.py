@@ -1,0 +1,175 @@
+"""Shared machinery of the LLM rewrite tests: generate a rewrite, have a validator check it,
+keep it only if confirmed; every failure is a counted :class:`Dropped`, never probe text."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import dspy
+
+from assay.experiments.reliability._probe import Dropped, Generation, Probe, Validation
+from assay.experiments.reliability._registry import (
+    GenerationContext,
+    ReliabilityTest,
+    TestSettings,
+    Unit,
+)
+from assay.programs import unscored_reason
+from assay.signatures import CheckEquivalence
+from assay.types import Item, Usage
+
+
+class RewriteSettings(TestSettings):
+    variants: int = 1
+    validate_probes: bool = True
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+class Failed(Exception):
+    """A generation or validation call that failed (LM error, unparseable output)."""
+
+    def __init__(self, detail: str, usage: Usage):
+        super().__init__(detail)
+        self.usage = usage
+
+
+def guarded_call(
+    ctx: GenerationContext, role: str, signature, *, stage: str, **kw
+) -> tuple[dspy.Prediction, Usage]:
+    """``ctx.call`` with LM and parse failures turned into :class:`Failed` (bugs propagate)."""
+    before = ctx.usage.get(stage, Usage())
+    try:
+        return ctx.call(role, signature, stage=stage, **kw)
+    except Exception as exc:
+        if unscored_reason(exc) is None:
+            raise
+        spent = ctx.usage.get(stage, Usage())
+        used = Usage(
+            prompt_tokens=spent.prompt_tokens - before.prompt_tokens,
+            completion_tokens=spent.completion_tokens - before.completion_tokens,
+            cost_usd=spent.cost_usd - before.cost_usd,
+            calls=spent.calls - before.calls,
+        )
+        raise Failed(f"{type(exc).__name__}: {exc}"[:500], used) from None
+
+
+class RewriteTest(ReliabilityTest):
+    """A probe = an LLM rewrite of the source response that must not change its verdict."""
+
+    scoring = "invariance"
+    Settings = RewriteSettings
+    rewriter: ClassVar[type[dspy.Signature]]
+    change: ClassVar[str]
+
+    def target(self, src: Item, ctx: GenerationContext) -> int | None:
+        return src.expected
+
+    def rewrite_inputs(self, src: Item, ctx: GenerationContext) -> dict:
+        return {"request": src.request, "response": src.response}
+
+    def validate(
+        self, src: Item, text: str, target: int | None, ctx: GenerationContext
+    ) -> tuple[bool, str | None, Usage]:
+        pred, usage = guarded_call(
+            ctx,
+            "validator",
+            CheckEquivalence,
+            stage="validate",
+            request=src.request,
+            original=src.response,
+            rewritten=text,
+            change=self.change,
+        )
+        return bool(pred.equivalent), pred.get("reason"), usage
+
+    def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
+        src = unit.sources[0]
+        if not src.response.strip():
+            return [
+                Dropped(
+                    test=self.name,
+                    source_id=src.id,
+                    reason="not_applicable",
+                    detail="empty response",
+                )
+            ]
+        out: list[Probe | Dropped] = []
+        target = self.target(src, ctx)
+        for i in range(self.settings.variants):  # type: ignore[attr-defined]
+            dropped = dict(test=self.name, source_id=src.id, variant=i)
+            try:
+                pred, gen_usage = guarded_call(
+                    ctx,
+                    "generator",
+                    self.rewriter,
+                    stage="generate",
+                    rollout=i,
+                    **self.rewrite_inputs(src, ctx),
+                )
+            except Failed as f:
+                out.append(
+                    Dropped(**dropped, reason="generation_failed", detail=str(f), usage=f.usage)
+                )
+                continue
+            text = (pred.get("rewritten") or "").strip()
+            if not text or collapse(text) == collapse(src.response):
+                out.append(
+                    Dropped(
+                        **dropped,
+                        reason="generation_failed",
+                        detail="empty or unchanged rewrite",
+                        usage=gen_usage,
+                    )
+                )
+                continue
+            validation = None
+            if self.settings.validate_probes:  # type: ignore[attr-defined]
+                try:
+                    ok, reason, val_usage = self.validate(src, text, target, ctx)
+                except Failed as f:
+                    out.append(
+                        Dropped(
+                            **dropped,
+                            reason="generation_failed",
+                            detail=f"validator: {f}",
+                            usage=gen_usage + f.usage,
+                        )
+                    )
+                    continue
+                if not ok:
+                    out.append(
+                        Dropped(
+                            **dropped,
+                            reason="validator_rejected",
+                            detail=reason,
+                            usage=gen_usage + val_usage,
+                        )
+                    )
+                    continue
+                validation = Validation(
+                    model=ctx.model_of("validator"), verdict=True, reason=reason, usage=val_usage
+                )
+            out.append(
+                Probe(
+                    id=Probe.make_id(self.name, src.id, i, self.settings.model_dump()),
+                    test=self.name,
+                    source_id=src.id,
+                    request=src.request,
+                    response=text,
+                    target=target,
+                    target_source="human" if self.scoring == "invariance" else "construction",
+                    generation=Generation(
+                        model=ctx.model_of("generator"),
+                        temperature=ctx.temperatures.get("generator"),
+                        prompt=self.rewriter.instructions,
+                        attempt=i + 1,
+                        usage=gen_usage,
+                    ),
+                    validation=validation,
+                    meta={"variant": i},
+                )
+            )
+        return out

@@ -1,0 +1,102 @@
+"""Score probe verdicts per test and judge (SPEC §4): accuracy against the probe's target and
+consistency with the same judge's verdict on the unperturbed source, each with a bootstrap CI."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import numpy as np
+
+from assay.experiments.reliability._probe import Probe
+from assay.metrics import agreement_metrics, rate
+from assay.scale import Scale
+from assay.types import Judgment
+
+
+def _mv(m) -> dict[str, Any] | None:
+    return None if m is None else m.to_dict()
+
+
+def score_test(
+    scoring: str,
+    probes: list[Probe],
+    verdicts: dict[str, Judgment],
+    source_verdicts: dict[str, int | None],
+    scale: Scale,
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Metrics of one test for one judge. ``verdicts`` maps probe id → judgment,
+    ``source_verdicts`` maps source id → the judge's score on the source (None = unscored)."""
+    boot = dict(n_resamples=n_resamples, confidence=confidence, seed=seed)
+    judged = [p for p in probes if p.id in verdicts]
+    unscored = Counter(verdicts[p.id].unscored for p in judged if verdicts[p.id].score is None)
+    scored = [p for p in judged if verdicts[p.id].score is not None]
+    out: dict[str, Any] = {
+        "probes": len(probes),
+        "judged": len(judged),
+        "unscored": sum(unscored.values()),
+        "unscored_reasons": dict(unscored),
+    }
+    if scoring == "stability":
+        return {**out, **_stability(scored, verdicts, source_verdicts, boot)}
+    if scoring == "ordinal":
+        return {**out, **_ordinal(scored, verdicts, scale, boot)}
+    passes = [verdicts[p.id].score == p.target for p in scored if p.target is not None]
+    consistent = []
+    source_unscored = 0
+    for p in scored:
+        own = source_verdicts.get(p.source_id)
+        if own is None:
+            source_unscored += 1
+            continue
+        same = verdicts[p.id].score == own
+        consistent.append(not same if scoring == "flip" else same)
+    out["pass_rate"] = _mv(rate(passes, **boot))
+    out["consistency"] = _mv(rate(consistent, **boot))
+    out["source_unscored"] = source_unscored
+    return out
+
+
+def _stability(scored, verdicts, source_verdicts, boot) -> dict[str, Any]:
+    by_source: dict[str, list] = defaultdict(list)
+    targets: dict[str, int | None] = {}
+    for p in scored:
+        by_source[p.source_id].append(verdicts[p.id].score)
+        targets[p.source_id] = p.target
+    stable, majority_right, agree_with_source, flips = [], [], [], []
+    for sid, scores in by_source.items():
+        counts = Counter(scores)
+        stable.append(len(counts) == 1)
+        flips.append(1.0 - counts.most_common(1)[0][1] / len(scores))
+        top = counts.most_common()
+        if targets[sid] is not None and (len(top) == 1 or top[0][1] > top[1][1]):
+            majority_right.append(top[0][0] == targets[sid])
+        own = source_verdicts.get(sid)
+        if own is not None:
+            agree_with_source.extend(s == own for s in scores)
+    return {
+        "items": len(by_source),
+        "pass_rate": _mv(rate(stable, **boot)),  # share of items whose k verdicts all agree
+        "flip_rate": float(np.mean(flips)) if flips else None,  # mean share of minority verdicts
+        "majority_accuracy": _mv(rate(majority_right, **boot)),
+        "consistency": _mv(rate(agree_with_source, **boot)),
+    }
+
+
+def _ordinal(scored, verdicts, scale: Scale, boot) -> dict[str, Any]:
+    with_target = [p for p in scored if p.target is not None]
+    if not with_target:
+        return {"pass_rate": None, "consistency": None}
+    ref = np.array([scale.index(p.target) for p in with_target])
+    cand = np.array([scale.index(verdicts[p.id].score) for p in with_target])
+    m = agreement_metrics(ref, cand, kind="ordinal", k=scale.k, **boot)
+    metrics = {
+        k: v.to_dict()
+        for k, v in m.items()
+        if k in ("accuracy", "ccc", "pearson", "spearman", "mae", "kappa_quadratic")
+    }
+    return {"pass_rate": metrics.pop("accuracy"), "consistency": None, **metrics}

@@ -1,0 +1,1 @@
+"""Built-in reliability tests, one per file."""
