@@ -64,6 +64,7 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     calls: int = 0
+    unpriced_calls: int = 0  # calls of a model with no known price (not counted in cost_usd)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -71,6 +72,7 @@ class Usage(BaseModel):
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
             calls=self.calls + other.calls,
+            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
         )
 
 

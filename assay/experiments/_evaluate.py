@@ -96,14 +96,13 @@ def evaluate(
     state = store.open(config.model_dump(mode="json"))
     done = store.judgments()
     resumed = bool(done)
-    ids = {it.id for it in items}
     todo = [it for it in items if it.id not in done]
     if not todo and state.get("status") == "finished":
         import json
 
         summary = json.loads((run_dir / "metrics.json").read_text())
         return EvaluateResult(
-            run_dir, summary, [done[i] for i in ids], 0, state.get("mlflow_run_id"), True
+            run_dir, summary, [done[it.id] for it in items], 0, state.get("mlflow_run_id"), True
         )
 
     new = judge_items(

@@ -71,6 +71,14 @@ def render_report(
         "",
         f"- LM calls {u['calls']}, prompt tokens {u['prompt_tokens']}, completion tokens {u['completion_tokens']}, "
         f"cost ${u['cost_usd']:.6f}; judgments served from the cache: {u['cached_judgments']}",
+        *(
+            [
+                f"- **{u['unpriced_calls']} calls have no known price** (the model is not in LiteLLM's price map): "
+                "their cost is not included; set `judge.price`."
+            ]
+            if u.get("unpriced_calls")
+            else []
+        ),
         f"- cost per accuracy point: {_fmt(u.get('cost_per_accuracy_point_usd'), 6)} USD; mean latency {u['mean_latency_s']:.3f} s",
         "",
         f"Bootstrap: {summary.get('bootstrap', '')}",

@@ -33,8 +33,14 @@ def usage_of_tracker(tracker: Any, price: tuple[float, float] | None = None) -> 
             c = int(entry.get("completion_tokens") or 0)
             if not p and not c:
                 continue
-            cost = cost_usd(model, p, c, price) or 0.0
-            total = total + Usage(prompt_tokens=p, completion_tokens=c, cost_usd=cost, calls=1)
+            cost = cost_usd(model, p, c, price)
+            total = total + Usage(
+                prompt_tokens=p,
+                completion_tokens=c,
+                cost_usd=cost or 0.0,
+                calls=1,
+                unpriced_calls=int(cost is None),
+            )
     return total
 
 
@@ -76,7 +82,7 @@ def judge_one(program: dspy.Module, item: Item, config: JudgeConfig) -> Judgment
         **result,
         usage=usage,
         latency_s=round(time.perf_counter() - start, 4),
-        cached=usage.calls == 0,
+        cached=usage.calls == 0 and "error" not in result,
     )
 
 

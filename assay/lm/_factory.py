@@ -67,7 +67,9 @@ def make_lm(
         check_api_key(model)
     if api_base:
         kwargs["api_base"] = api_base
-        kwargs.setdefault("api_key", os.environ.get("OPENAI_API_KEY", "not-needed"))
+        # A keyless local server still needs a placeholder; a real key is never sent to an
+        # api_base unless named by api_key_env.
+        kwargs.setdefault("api_key", "no-key")
     return dspy.LM(model, engine="litellm", **kwargs)
 
 

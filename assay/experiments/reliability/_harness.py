@@ -113,19 +113,19 @@ def select(names: list[str] | None, available: list[str], what: str) -> list[str
 
 
 def prepare(config: HarnessConfig, *, workdir: Path, limit: int | None, tests: list[str] | None):
-    """Seeds and test instances, validated before anything is written."""
-    items = load_items(config.data, config.scale, cache_dir=workdir / ".assay" / "hf")
+    """The seed pool, the seeds to perturb (the first ``limit`` of the pool) and the test
+    instances, validated before anything is written."""
+    pool = load_items(config.data, config.scale, cache_dir=workdir / ".assay" / "hf")
     if config.sample:
-        items = stratified_sample(
-            items, config.sample.n, stratify=config.sample.stratify, seed=config.sample.seed
+        pool = stratified_sample(
+            pool, config.sample.n, stratify=config.sample.stratify, seed=config.sample.seed
         )
-    if limit:
-        items = items[:limit]
+    seeds = pool[:limit] if limit else pool
     names = select(tests, list(config.tests), "test(s)")
     instances = [get_test(n, config.tests[n]) for n in names]
     for t in instances:
-        t.check(items, config.scale)
-    return items, instances
+        t.check(pool if t.pool_based else seeds, config.scale)
+    return pool, seeds, instances
 
 
 def run_harness(
@@ -139,7 +139,7 @@ def run_harness(
     tracking_uri: str | None = None,
     progress: bool = True,
 ) -> HarnessResult:
-    seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests)
+    pool, seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests)
     judge_names = select(judges, [j.name for j in config.judges], "judge(s)")
     judge_cfgs = [j for j in config.judges if j.name in judge_names]
     base_programs = {
@@ -151,7 +151,7 @@ def run_harness(
         gen_lm("generator")
         val_lm("validator")
 
-    run_hash = config.probes_hash(data_fingerprint(seeds) + f"|limit={limit}")
+    run_hash = config.probes_hash(data_fingerprint(pool) + f"|limit={limit}")
     store = RunStore(
         (workdir / config.output_dir / f"{config.name}-{run_hash[:10]}").resolve(), run_hash
     )
@@ -160,7 +160,7 @@ def run_harness(
         store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
     # -- generate + validate -----------------------------------------------------------------
-    records = _generate(config, instances, seeds, store, gen_lm, val_lm, progress)
+    records = _generate(config, instances, pool, seeds, store, gen_lm, val_lm, progress)
     wanted = {t.name for t in instances}
     probes = [p for r in records if r.test in wanted for p in r.probes]
     dropped = [d for r in records if r.test in wanted for d in r.dropped]
@@ -203,6 +203,7 @@ def run_harness(
 def _generate(
     config,
     instances: list[ReliabilityTest],
+    pool: list[Item],
     seeds: list[Item],
     store: RunStore,
     gen_lm,
@@ -210,9 +211,8 @@ def _generate(
     progress,
 ):
     done = {r.unit_id: r for r in store.records("units.jsonl", UnitRecord)}
-    work: list[tuple[ReliabilityTest, Unit]] = [
-        (t, u) for t in instances for u in t.units(seeds) if u.id not in done
-    ]
+    units = [(t, u) for t in instances for u in t.units(pool if t.pool_based else seeds)]
+    work = [(t, u) for t, u in units if u.id not in done]
 
     def lm(role: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
         return (gen_lm if role == "generator" else val_lm)(role, temperature, rollout)
@@ -267,7 +267,7 @@ def _generate(
         finally:
             pool.shutdown(wait=True)
             bar.close()
-    order = {u.id: i for i, (t, u) in enumerate((t, u) for t in instances for u in t.units(seeds))}
+    order = {u.id: i for i, (_, u) in enumerate(units)}
     return sorted((r for r in done.values() if r.unit_id in order), key=lambda r: order[r.unit_id])
 
 

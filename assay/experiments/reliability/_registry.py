@@ -119,6 +119,9 @@ class ReliabilityTest(ABC):
     scoring: ClassVar[Scoring]
     uses_llm: ClassVar[bool] = True
     needs_labels: ClassVar[bool] = True
+    # A pool-based test draws on the whole seed sample (e.g. few-shot examples per bucket)
+    # instead of perturbing seeds one by one; ``--limit`` does not shrink its pool.
+    pool_based: ClassVar[bool] = False
     Settings: ClassVar[type[TestSettings]] = TestSettings
 
     def __init__(self, settings: TestSettings | None = None):

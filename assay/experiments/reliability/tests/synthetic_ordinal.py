@@ -75,6 +75,7 @@ def bucket_values(scale: Scale) -> list[int]:
 class SyntheticOrdinal(ReliabilityTest):
     scoring = "ordinal"
     needs_labels = True
+    pool_based = True
     Settings = SyntheticOrdinalSettings
 
     def __init__(self, settings: TestSettings | None = None):
