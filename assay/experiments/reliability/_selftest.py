@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,11 @@ def _format_noise(text: str) -> bool:
 
 
 def judge_responder(defect: str):
+    # Sampling noise for the unstable judge: one seeded stream per judge, shared by its
+    # rollouts (as a server's sampler would be), so repeated samples of an item differ.
+    noise = random.Random(f"selftest:{defect}")
+    lock = threading.Lock()
+
     def respond(call: ScriptedCall) -> dict[str, Any]:
         response = call.field("response") or ""
         v = _clean(call)
@@ -81,7 +87,8 @@ def judge_responder(defect: str):
         elif defect == "length_loving" and len(response.split()) > 12:
             v = 1
         elif defect == "unstable" and (call.temperature or 0) > 0:
-            v = random.Random(f"{call.index}:{response}").randint(0, 1)
+            with lock:
+                v = noise.randint(0, 1)
         elif defect == "label_blind":
             v = 1
         return _verdict(v)
@@ -127,10 +134,11 @@ def register() -> None:
         "assay-selftest-validator",
         lambda: ScriptedEngine(respond=validator, name="selftest-validator"),
     )
+    responders = {name: judge_responder(name) for name in DEFECTS}
     for name in DEFECTS:
         register_script(
             f"assay-selftest-{name}",
-            lambda n=name: ScriptedEngine(respond=judge_responder(n), name=n),
+            lambda n=name: ScriptedEngine(respond=responders[n], name=n),
         )
 
 
@@ -162,7 +170,7 @@ def selftest_config(data_path: Path, *, tracking: bool = False) -> HarnessConfig
     ]
     return HarnessConfig(
         name="selftest",
-        data=DataConfig(path=str(data_path)),
+        data=DataConfig(path=str(data_path), columns={"id": "id"}),
         scale={"kind": "binary", "labels": ["incorrect", "correct"]},
         generator=LMRole(model="scripted:assay-selftest-generator", temperature=0.7),
         validator=LMRole(model="scripted:assay-selftest-validator", temperature=0.0),

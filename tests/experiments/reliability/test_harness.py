@@ -197,6 +197,9 @@ def test_selftest_flags_each_defect_with_its_test(tmp_path, capsys):
     )
     assert "verbosity_long" in j["length_loving"]["flagged"]
     assert "stochastic_stability" in j["unstable"]["flagged"]
+    # k random verdicts per item rarely all agree; the clean judge always does
+    assert j["unstable"]["tests"]["stochastic_stability"]["pass_rate"] < 0.5
+    assert j["clean"]["tests"]["stochastic_stability"]["pass_rate"] == 1.0
     assert "label_flip" in j["label_blind"]["flagged"]
     for name in ("clean", "format_sensitive", "length_loving", "unstable", "label_blind"):
         for t in j[name]["tests"].values():
