@@ -214,6 +214,44 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     return 0 if res["ok"] else 1
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from assay.experiments import load_config
+    from assay.experiments._calibrate import calibrate
+    from assay.experiments._report import metrics_table
+
+    overrides = {"judge.model": args.model} if args.model else {}
+    config, base = load_config(args.config, overrides)
+    workdir = Path.cwd()
+    _configure_cache(workdir)
+    out = calibrate(
+        config,
+        workdir=workdir,
+        config_dir=base,
+        fraction=args.fraction,
+        seed=args.seed,
+        limit=args.limit,
+        tracking_uri=args.tracking_uri,
+        progress=not args.quiet,
+    )
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    ev = out["evaluation"]
+    print(
+        f"\nthreshold on P(positive verdict): {out['threshold']:.4f} "
+        f"(fitted on {out['calibration']['n']} items, kappa there {out['calibration']['kappa']:.3f})"
+    )
+    print(f"evaluation split: {ev['n']} items, AUC {ev['auc']:.3f}")
+    shown = ("kappa_categorical", "accuracy", "false_positive_rate", "false_negative_rate")
+    for side in ("argmax", "calibrated"):
+        print(f"\n{side}:")
+        print(metrics_table({k: {**v, "n": ev["n"]} for k, v in ev[side].items() if k in shown}))
+    t = out["use"]["judge"]["decision_threshold"]
+    print(f"\nuse it: add to the judge config  score_mode: expected, decision_threshold: {t}")
+    print(f"details: {out['run_dir']}/calibration.json")
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     from assay.experiments import EvaluateConfig
 
@@ -283,6 +321,24 @@ def build_parser() -> argparse.ArgumentParser:
     rim.add_argument("file", help="the edited review file")
     rim.add_argument("--reviewer", help="reviewer name for entries that have none")
     r.set_defaults(func=cmd_review)
+
+    c = sub.add_parser(
+        "calibrate", help="fit a probability threshold for a binary judge on a labelled split"
+    )
+    c.add_argument("config", help="YAML evaluate config with a binary judge")
+    c.add_argument(
+        "--fraction",
+        type=float,
+        default=0.5,
+        help="share of labelled items used to fit (default 0.5)",
+    )
+    c.add_argument("--seed", type=int, default=0, help="seed of the stratified split")
+    c.add_argument("--limit", type=int, help="use only the first N items")
+    c.add_argument("--model", help="override judge.model")
+    c.add_argument("--tracking-uri", help="MLflow tracking URI")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.set_defaults(func=cmd_calibrate)
 
     st = sub.add_parser(
         "selftest", help="run the harness on judges with implanted defects (scripted, offline)"

@@ -9,7 +9,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 UnscoredReason = Literal[
-    "parse_error", "lm_error", "refused", "timeout", "off_scale", "panel_quorum", "tie"
+    "parse_error",
+    "lm_error",
+    "refused",
+    "timeout",
+    "off_scale",
+    "panel_quorum",
+    "tie",
+    "no_logprobs",
 ]
 
 

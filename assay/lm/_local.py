@@ -45,10 +45,16 @@ def default_gguf_path() -> Path:
 
 
 def resolve_gguf(spec: str) -> Path:
-    """``local`` → the packaged default; ``local:/path/model.gguf`` → that file."""
+    """``local`` → the packaged default; ``local:qwen2.5-coder-1.5b`` → a chunk-packaged model;
+    ``local:/path/model.gguf`` → that file."""
     if spec in ("local", "local:", "local:default"):
         return default_gguf_path()
-    path = Path(spec.split(":", 1)[1]).expanduser()
+    name = spec.split(":", 1)[1]
+    from assay.lm._packaged import CHUNKED, packaged_gguf
+
+    if name in CHUNKED:
+        return packaged_gguf(name)
+    path = Path(name).expanduser()
     if not path.is_file():
         raise ModelError(f"{path}: GGUF model file not found")
     return path

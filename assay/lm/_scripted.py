@@ -53,14 +53,22 @@ Responder = Callable[[ScriptedCall], dict[str, Any] | str]
 class ScriptedEngine:
     """DSPy engine answering with ``respond(call)``: a dict of output fields, or raw text.
 
-    Raising :class:`ScriptedFailure` inside ``respond`` simulates a provider error.
+    A dict may carry ``"_probs": {verdict text: probability}``: when logprobs are requested,
+    the verdict token then comes with those alternatives (a real model's top-k). Raising :class:`ScriptedFailure` inside ``respond`` simulates a provider error.
     """
 
     respond: Responder
     delay_s: float = 0.0
     name: str = "scripted"
     supports_response_schema: bool = True
-    supported_params: tuple[str, ...] = ("response_format", "temperature", "max_tokens", "seed")
+    supported_params: tuple[str, ...] = (
+        "response_format",
+        "temperature",
+        "max_tokens",
+        "seed",
+        "logprobs",
+        "top_logprobs",
+    )
     calls: list[ScriptedCall] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -84,6 +92,14 @@ class ScriptedEngine:
             out = self.respond(call)
         except ScriptedFailure as exc:
             raise ServerError(str(exc)) from None
+        logprobs = None
+        if isinstance(out, dict) and "_probs" in out:
+            out = dict(out)
+            logprobs = (
+                _verdict_logprobs(out, out.pop("_probs"))
+                if request.config.logprobs is not None
+                else None
+            )
         if isinstance(out, dict):
             if schema is not None:
                 text = json.dumps(out)
@@ -101,10 +117,27 @@ class ScriptedEngine:
             message=Message.assistant([TextPart(text)]),
             finish_reason="stop",
             usage=usage,
+            logprobs=logprobs,
         )
 
     def close(self) -> None:
         pass
+
+
+def _verdict_logprobs(out: dict[str, Any], probs: dict[str, float]):
+    """Token logprobs for a JSON answer whose ``verdict`` token has the alternatives ``probs``
+    (what a real model's top-k would show), for testing probability-weighted scores."""
+    import math
+
+    from dspy.lm15 import TokenLogprob, TopLogprob
+
+    value = str(out["verdict"])
+    top = tuple(TopLogprob(token=k, logprob=math.log(v)) for k, v in probs.items() if v > 0)
+    return (
+        TokenLogprob(token='{"verdict": "', logprob=0.0),
+        TokenLogprob(token=value, logprob=math.log(max(probs.get(value, 1e-9), 1e-9)), top=top),
+        TokenLogprob(token='"}', logprob=0.0),
+    )
 
 
 class ScriptedFailure(Exception):

@@ -25,9 +25,11 @@ from assay.metrics._kappa import KappaWeights, binarize, cohen_kappa, kappa_bina
 from assay.metrics._ordinal import ccc, mae, pearson, spearman
 from assay.metrics._rates import rate
 from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
+from assay.metrics._threshold import fit_threshold
 from assay.metrics._value import MetricValue
 
 __all__ = [
+    "fit_threshold",
     "rate",
     # agreement
     "KappaWeights",

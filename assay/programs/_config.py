@@ -60,6 +60,8 @@ class JudgeConfig(BaseModel):
     seed: int | None = 0
     max_tokens: int = 512
     score_mode: Literal["argmax", "expected"] = "argmax"
+    # binary + expected: verdict = 1 when P(1) >= decision_threshold (from `assay calibrate`)
+    decision_threshold: float | None = Field(default=None, ge=0, le=1)
     price: Price | None = None
     program_state: str | None = None
     # panels
@@ -101,6 +103,10 @@ class JudgeConfig(BaseModel):
             raise ValueError("a transcript judge needs 'criteria' (a rubric list)")
         if self.score_mode == "expected" and self.scale.kind == "categorical":
             raise ValueError("score_mode 'expected' needs a binary or ordinal scale")
+        if self.decision_threshold is not None and (
+            self.score_mode != "expected" or self.scale.kind != "binary"
+        ):
+            raise ValueError("'decision_threshold' needs a binary scale and score_mode 'expected'")
         return self
 
     def config_hash(self) -> str:

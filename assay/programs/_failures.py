@@ -16,8 +16,12 @@ def unscored_reason(exc: BaseException) -> UnscoredReason | None:
         LMError = ()  # type: ignore[assignment]
     from dspy.lm15 import LM15Error
 
+    from assay.programs._judge import MissingLogprobs
+
     if isinstance(exc, AdapterParseError):
         return "parse_error"
+    if isinstance(exc, MissingLogprobs):
+        return "no_logprobs"
     if isinstance(exc, TimeoutError):
         return "timeout"
     if isinstance(exc, LMError | LM15Error):  # type: ignore[arg-type]

@@ -26,6 +26,11 @@ from assay.signatures import (
 )
 from assay.types import Item
 
+
+class MissingLogprobs(Exception):
+    """A calibrated judge needs token probabilities the backend did not return."""
+
+
 # task → (signature, name of the verdict field, name of the reasoning field)
 _TASKS: dict[str, tuple[type[dspy.Signature], str, str | None]] = {
     "response": (JudgeResponse, "verdict", None),
@@ -86,6 +91,13 @@ class Judge(dspy.Module):
         if self.config.score_mode == "expected":
             options = {opt: scale.coerce(opt) for opt in scale.verdict_options}
             expected = expected_score(getattr(pred, "logprobs", None), options, verdict_field)
+            if self.config.decision_threshold is not None:
+                if expected is None:
+                    raise MissingLogprobs(
+                        "the backend returned no token probabilities for the verdict"
+                    )
+                score = int(expected >= self.config.decision_threshold)
+                verdict = scale.label_of(score) if scale.labels else score
         fields = {k: v for k, v in pred.items() if k != "logprobs"}
         return dspy.Prediction(
             score=score,

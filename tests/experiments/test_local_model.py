@@ -66,3 +66,24 @@ def test_examples_run_on_the_local_model(tmp_path, shared_data, example):
     # every item ends as a judgment: scored, or unscored with a reason
     for j in res.judgments:
         assert (j.score is not None) != (j.unscored is not None)
+
+
+@pytest.mark.parametrize("example", ["harmbench_harness.yaml", "persuade_harness.yaml"])
+def test_harness_examples_run_on_the_local_model(tmp_path, shared_data, example):
+    from assay.experiments.reliability import HarnessConfig, run_harness
+
+    config, base = load_config(EXAMPLES / example, model=HarnessConfig)
+    config.tracking.enabled = False
+    res = run_harness(config, workdir=tmp_path, config_dir=base, limit=2, progress=False)
+    m = res.metrics
+    assert m["seeds"] == 2
+    assert set(m["probes"]) == set(config.tests)
+    # deterministic format probes always exist; LLM probes may be dropped, but are counted
+    for t in ("format_vertical", "format_intraline", "format_indent"):
+        assert m["probes"][t] + sum(m["dropped"].get(t, {}).values()) >= 1
+    for judge in config.judges:
+        r = m["judges"][judge.name]
+        for t, tm in r["tests"].items():
+            assert tm["judged"] == m["probes"][t] or m["review"]["required"]
+    for f in ("report.md", "metrics.json", "heatmap.png", "cost_accuracy.png", "probes.jsonl"):
+        assert (res.run_dir / f).exists()

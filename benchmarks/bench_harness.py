@@ -1,0 +1,399 @@
+"""How close does ``assay harness`` come to the LM-bound limit? (issue #3's performance check)
+
+The HarmBench example (``examples/harmbench_harness.yaml``: seeds stratified by
+SemanticCategory, all 8 tests, 2 judges) with every model — generator, validator, both judges —
+pointed at ONE loopback OpenAI-compatible stub (in its own process, as a real server would be)
+with a fixed latency L, ``concurrency`` C, DSPy's cache and MLflow tracking off, in a temp
+workdir. The stub answers each DSPy request sensibly from its JSON body (a rewrite of the
+response, ``true`` from the validators, a hashed verdict from the judges).
+
+Prints the LM calls by stage and test, checks that the format tests made no generation or
+validation call, splits the wall time into start-up (until the first request reaches the stub)
+and the rest, and compares the rest with two bounds:
+
+- naive: ``calls × L ÷ C``;
+- stage-aware: the pipeline judges only after every unit is generated and validated, and a
+  unit makes its calls one after another, so each stage needs at least
+  ``max(stage calls × L ÷ C, longest chain of calls × L)``; the bound is their sum.
+
+Then runs the same config into the same workdir again: it must make no LM call.
+
+    python benchmarks/bench_harness.py [--latency 0.2] [--concurrency 8] [--seeds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import dspy
+from _common import StubProcess, TimedRespond
+
+import assay  # noqa: F401  (offline environment defaults before DSPy and LiteLLM load)
+from assay.experiments import load_config
+from assay.experiments.reliability import _harness as harness_module
+from assay.experiments.reliability import _report as report_module
+from assay.experiments.reliability._config import HarnessConfig
+from assay.lm import StubServer
+from assay.lm._stub_server import prompt_output_fields
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "harmbench_harness.yaml"
+TARGET_RATIO = 1.15
+# Issue #3: RAND's JRH on the same 8 tests x 10 items.
+JRH = {"calls": 220, "wall_s": 20.9, "limit_x": 3.8, "startup_s": 9.0}
+# What the harness calls, in the order the pipeline runs it (module, function name).
+STAGES = (
+    (harness_module, "prepare"),
+    (harness_module, "_generate"),
+    (harness_module, "_judge"),
+    (harness_module, "_score"),
+    (report_module, "write_report"),
+)
+
+
+# -- the stub's answers ----------------------------------------------------------------------
+
+_FIELD_HEADER = re.compile(r"^\[\[ ## (\w+) ## \]\]$", re.MULTILINE)
+
+
+def input_fields(request: dict[str, Any]) -> dict[str, str]:
+    """The ``[[ ## name ## ]]`` sections of the last user message (DSPy's JSON adapter)."""
+    users = [m for m in request.get("messages") or [] if m.get("role") == "user"]
+    text = users[-1].get("content") if users else ""
+    if not isinstance(text, str):
+        return {}
+    text = text.rsplit("\n\nRespond with", 1)[0]  # the adapter's closing instruction
+    parts = _FIELD_HEADER.split(text)
+    return {parts[i]: parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+
+
+def _system(request: dict[str, Any]) -> str:
+    return " ".join(
+        m["content"]
+        for m in request.get("messages") or []
+        if m.get("role") == "system" and isinstance(m.get("content"), str)
+    )
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
+
+
+def rewrite(inputs: dict[str, str], system: str) -> str:
+    """What a compliant generator would write: a flip, an expansion, a condensation or a
+    rewording of ``response`` (always different from it once whitespace is collapsed)."""
+    text = inputs.get("response", "")
+    if "target_verdict" in inputs:
+        return f"Sure, here is exactly what you asked for. {text}"
+    if "twice as long" in system:
+        return f"{text}\n\nTo put the same answer another way: {text}"
+    if "half as long" in system:
+        sentences = _sentences(text)
+        return " ".join(sentences[: max(1, len(sentences) // 2)]) + " That is all."
+    return text.replace("I cannot", "I can't").replace("I am", "I'm") + " In short: no."
+
+
+def verdict(text: str) -> str:
+    """A deterministic verdict from a hash of the judged response."""
+    return "True" if hashlib.sha256(text.encode()).digest()[0] % 2 else "False"
+
+
+def respond(request: dict[str, Any]) -> str:
+    """The stub's answer to one DSPy request, read from the output fields its system prompt
+    lists: ``rewritten``; ``equivalent``/``confirmed`` + ``reason``; ``[reasoning,] verdict``."""
+    outputs = prompt_output_fields(request)
+    inputs = input_fields(request)
+    answer: dict[str, Any] = {}
+    if "rewritten" in outputs:
+        answer["rewritten"] = rewrite(inputs, _system(request))
+    elif "equivalent" in outputs:
+        answer = {"equivalent": True, "reason": "Same meaning; the requested change was made."}
+    elif "confirmed" in outputs:
+        answer = {"confirmed": True, "reason": "The response deserves this verdict."}
+    elif "verdict" in outputs:
+        if "reasoning" in outputs:
+            answer["reasoning"] = "I read the response against the rubric, step by step."
+        answer["verdict"] = verdict(inputs.get("response", ""))
+    else:
+        raise ValueError(f"unexpected output fields {sorted(outputs)}")
+    return json.dumps(answer)
+
+
+# -- timing ----------------------------------------------------------------------------------
+
+
+@contextmanager
+def timed_stages() -> Iterator[dict[str, list[tuple[float, float]]]]:
+    """Wall-clock spans (``time.time()``, comparable with the stub's) of every call of the
+    harness stages while the block runs; nothing in assay is changed."""
+    spans: dict[str, list[tuple[float, float]]] = {name: [] for _, name in STAGES}
+
+    def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spans[name].append((start, time.time()))
+
+        return timed
+
+    originals = [(module, name, getattr(module, name)) for module, name in STAGES]
+    for module, name, fn in originals:
+        setattr(module, name, wrap(name, fn))
+    try:
+        yield spans
+    finally:
+        for module, name, fn in originals:
+            setattr(module, name, fn)
+
+
+def in_flight(spans: list[tuple[float, float]], start: float, end: float) -> float:
+    """Time-weighted mean number of requests in flight between ``start`` and ``end``."""
+    if end <= start:
+        return 0.0
+    busy = sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
+    return busy / (end - start)
+
+
+def timeline(spans: list[tuple[float, float]], start: float, end: float, step: float) -> str:
+    """Requests in flight at the middle of every ``step`` seconds (9 = nine or more)."""
+    out = []
+    t = start + step / 2
+    while t < end:
+        n = sum(a <= t < b for a, b in spans)
+        out.append(str(min(n, 9)))
+        t += step
+    return "".join(out)
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+def harness_config(
+    base_url: str, *, seeds: int, concurrency: int
+) -> tuple[HarnessConfig, Path, float]:
+    """The example config (paths resolved as ``assay harness`` does) on the stub; the seconds
+    loading it took."""
+    start = time.perf_counter()
+    config, base = load_config(EXAMPLE, model=HarnessConfig)
+    stub = {"model": "openai/stub", "api_base": base_url}
+    update: dict[str, Any] = {
+        "generator": config.generator.model_copy(update=stub),
+        "validator": config.validator.model_copy(update=stub),
+        "judges": [j.model_copy(update=stub) for j in config.judges],
+        "concurrency": concurrency,
+        "tracking": config.tracking.model_copy(update={"enabled": False}),
+    }
+    if config.sample is not None:
+        update["sample"] = config.sample.model_copy(update={"n": seeds})
+    config = HarnessConfig.model_validate(config.model_copy(update=update).model_dump())
+    return config, base, time.perf_counter() - start
+
+
+def run(config: HarnessConfig, base: Path, workdir: Path) -> tuple[Any, float, float, dict]:
+    """One ``run_harness``: its result, wall-clock start and end, and the stage spans."""
+    with timed_stages() as spans:
+        start = time.time()
+        result = harness_module.run_harness(
+            config, workdir=workdir, config_dir=base, progress=False
+        )
+        end = time.time()
+    return result, start, end, spans
+
+
+def unit_chains(run_dir: Path) -> dict[str, int]:
+    """Test → the most LM calls one of its generation units made (one after another)."""
+    out: dict[str, int] = {}
+    for line in (run_dir / "units.jsonl").read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        calls = sum(u.get("calls", 0) for u in rec.get("usage", {}).values())
+        out[rec["test"]] = max(out.get(rec["test"], 0), calls)
+    return out
+
+
+def judge_chain(run_dir: Path) -> int:
+    """The most LM calls one judgment made."""
+    most = 0
+    for path in (run_dir / "judgments").glob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            most = max(most, json.loads(line).get("usage", {}).get("calls", 0))
+    return most
+
+
+def print_calls(lm_calls: dict[str, int], n_requests: int, tests: list[str]) -> int:
+    total = sum(lm_calls.values())
+    print("\nLM calls by stage and test (metrics['lm_calls'])")
+    for test in tests:
+        gen, val = lm_calls.get(f"generate:{test}", 0), lm_calls.get(f"validate:{test}", 0)
+        print(f"    {test:<22} generate {gen:4d}  validate {val:4d}")
+    for key, value in lm_calls.items():
+        if key.startswith("judge:"):
+            print(f"    {key:<22} {value:4d}")
+    check = "ok" if total == n_requests else "MISMATCH"
+    print(f"    total {total}  stub requests {n_requests}  ({check})")
+    fmt = {k: v for k, v in lm_calls.items() if k.split(":", 1)[-1].startswith("format_")}
+    made = {k: v for k, v in fmt.items() if not k.startswith("judge:") and v}
+    print(
+        "    format tests: "
+        + ("no generation or validation call (ok)" if not made else f"CALLS MADE {made}")
+    )
+    return total
+
+
+def report_timing(
+    args: argparse.Namespace,
+    config_s: float,
+    start: float,
+    end: float,
+    spans: dict[str, list[tuple[float, float]]],
+    requests: list[tuple[float, float]],
+    lm_calls: dict[str, int],
+    run_dir: Path,
+) -> dict[str, float]:
+    latency, conc = args.latency, args.concurrency
+    calls = len(requests)
+    wall = end - start + config_s
+    first, last = requests[0][0], max(b for _, b in requests)
+    startup = first - start + config_s
+    (gen_a, gen_b), (judge_a, judge_b) = spans["_generate"][0], spans["_judge"][0]
+    gen_calls = sum(v for k, v in lm_calls.items() if not k.startswith("judge:"))
+    judge_calls = calls - gen_calls
+    chains = unit_chains(run_dir)
+    gen_chain, j_chain = max(chains.values(), default=0), judge_chain(run_dir)
+    gen_bound = max(gen_calls * latency / conc, gen_chain * latency) if gen_calls else 0.0
+    judge_bound = max(judge_calls * latency / conc, j_chain * latency) if judge_calls else 0.0
+    limit = calls * latency / conc
+    staged = gen_bound + judge_bound
+    prep_s = sum(b - a for a, b in spans["prepare"])
+
+    print("\nwall time")
+    print(
+        f"    total {wall:.2f}s = start-up {startup:.2f}s (config {config_s:.2f}s, "
+        f"prepare {prep_s:.2f}s, first request {first - gen_a:.2f}s after generation began) "
+        f"+ LM-bound {last - first:.2f}s + after the last answer {end - last:.2f}s "
+        f"(score {sum(b - a for a, b in spans['_score']):.2f}s, "
+        f"report {sum(b - a for a, b in spans['write_report']):.2f}s)"
+    )
+    rows = (
+        ("generate+validate", gen_a, gen_b, gen_calls, gen_bound, f"longest unit chain {gen_chain}"),
+        ("judge", judge_a, judge_b, judge_calls, judge_bound, f"longest chain {j_chain}"),
+    )
+    print("\nper stage (stage wall from its first request to its end)")
+    for name, a, b, n, bound, chain in rows:
+        inside = [s for s in requests if a <= s[0] < b]
+        lm_a = inside[0][0] if inside else a
+        stage = b - lm_a
+        beyond = (stage * conc / n - latency) * 1e3 if n else 0.0
+        print(
+            f"    {name:<18} calls {n:4d}  wall {stage:6.2f}s  bound {bound:5.2f}s "
+            f"(max({n}×L÷C, {chain}×L))  ratio {stage / bound if bound else float('nan'):.3f}  "
+            f"mean in flight {in_flight(requests, lm_a, b):.2f}  "
+            f"thread time beyond L {beyond:.0f} ms/call"
+        )
+    print(f"\nin flight every {args.step:g}s (first request → end of judging; 9 = 9+)")
+    line = timeline(requests, first, judge_b, args.step)
+    gen_len = int((gen_b - first) / args.step + 0.5)
+    print(f"    generate {line[:gen_len]}\n    judge    {line[gen_len:]}")
+
+    naive = (wall - startup) / limit
+    stage_ratio = (wall - startup) / staged
+    lm_ratio = (last - first) / limit
+    print("\nagainst the limit")
+    print(f"    limit calls×L÷C = {calls}×{latency}÷{conc} = {limit:.2f}s")
+    print(
+        f"    stage-aware bound = generate {gen_bound:.2f}s + judge {judge_bound:.2f}s "
+        f"= {staged:.2f}s"
+    )
+    flag = "ok" if naive <= TARGET_RATIO else f"ABOVE TARGET {TARGET_RATIO}"
+    print(f"    (wall − start-up) ÷ limit        = {naive:.3f}  ({flag})")
+    print(f"    (wall − start-up) ÷ stage bound  = {stage_ratio:.3f}")
+    print(f"    LM-bound part ÷ limit            = {lm_ratio:.3f}")
+    print(
+        f"    JRH (issue #3): {JRH['calls']} calls in {JRH['wall_s']}s = {JRH['limit_x']}× its "
+        f"limit {JRH['calls'] * latency / conc:.2f}s, ~{JRH['startup_s']:.0f}s of it start-up"
+    )
+    return {
+        "calls": calls,
+        "wall_s": wall,
+        "startup_s": startup,
+        "limit_s": limit,
+        "stage_bound_s": staged,
+        "ratio": naive,
+        "stage_ratio": stage_ratio,
+        "lm_ratio": lm_ratio,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--step", type=float, default=0.25, help="timeline resolution (s)")
+    parser.add_argument(
+        "--in-process", action="store_true", help="run the stub in this process (shares the GIL)"
+    )
+    args = parser.parse_args()
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+
+    timed = TimedRespond(respond, args.latency)
+    stub_cm = (
+        StubServer(latency_s=args.latency, respond=timed)
+        if args.in_process
+        else StubProcess(args.latency, respond)
+    )
+
+    def stats(stub: Any) -> tuple[int, int, list[tuple[float, float]]]:
+        if args.in_process:
+            return stub.n_requests, stub.max_in_flight, sorted(timed.spans)
+        s = stub.stats()
+        return s["n_requests"], s["max_in_flight"], [tuple(x) for x in s["spans"]]
+
+    where = "this process" if args.in_process else "its own process"
+    print(
+        f"assay harness, {EXAMPLE.name}: {args.seeds} seeds, stub in {where}, "
+        f"latency {args.latency}s, concurrency {args.concurrency}, DSPy cache off"
+    )
+    with tempfile.TemporaryDirectory(prefix="assay-bench-") as tmp, stub_cm as stub:
+        workdir = Path(tmp)
+        config, base, config_s = harness_config(
+            stub.base_url, seeds=args.seeds, concurrency=args.concurrency
+        )
+        result, start, end, spans = run(config, base, workdir)
+        n_requests, max_in_flight, requests = stats(stub)
+        tests = list(config.tests)
+        print_calls(result.lm_calls, n_requests, tests)
+        print(f"    stub max_in_flight {max_in_flight} (concurrency {args.concurrency})")
+        out = report_timing(
+            args, config_s, start, end, spans, requests, result.lm_calls, result.run_dir
+        )
+
+        config2, base2, config2_s = harness_config(
+            stub.base_url, seeds=args.seeds, concurrency=args.concurrency
+        )
+        result2, start2, end2, _ = run(config2, base2, workdir)
+        n_after = stats(stub)[0]
+        same = result2.run_dir == result.run_dir
+        print("\nsecond run, same config and workdir")
+        print(
+            f"    LM calls {n_after - n_requests} (stub requests {n_requests} → {n_after}); "
+            f"same run directory: {same}; wall {end2 - start2 + config2_s:.2f}s "
+            f"({'ok' if n_after == n_requests and same else 'NOT RESUMED'})"
+        )
+    out["rerun_calls"] = n_after - n_requests
+    print(json.dumps({k: round(v, 4) for k, v in out.items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""assay calibrate: a threshold fitted on P(positive) recovers a judge whose argmax is useless."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import dspy
+import pytest
+
+from assay.cli import main
+from assay.errors import ConfigError
+from assay.experiments import EvaluateConfig
+from assay.experiments._calibrate import calibrate, split_ids
+from assay.lm import ScriptedEngine, register_script
+
+
+def make_data(tmp_path, n=40):
+    rng = random.Random(1)
+    rows = ["id,request,response,expected"]
+    for i in range(n):
+        y = i % 2
+        rows.append(
+            f"c{i:02d},Question {i},{'HARMFUL' if y else 'benign'} answer {rng.random():.3f},{y}"
+        )
+    path = tmp_path / "items.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def timid_judge(call):
+    """Always *says* False, but puts more probability on True for harmful answers."""
+    harmful = "HARMFUL" in (call.field("response") or "")
+    noise = random.Random(call.field("response")).uniform(-0.04, 0.04)
+    p_true = (0.3 if harmful else 0.1) + noise
+    return {"verdict": "False", "_probs": {"True": p_true, "False": 1 - p_true}}
+
+
+@pytest.fixture
+def config(tmp_path):
+    register_script("timid", lambda: ScriptedEngine(respond=timid_judge))
+    return EvaluateConfig.model_validate(
+        {
+            "name": "cal",
+            "data": {"path": str(make_data(tmp_path))},
+            "judge": {
+                "model": "scripted:timid",
+                "scale": {"kind": "binary", "labels": ["False", "True"]},
+            },
+            "tracking": {"enabled": False},
+        }
+    )
+
+
+def test_calibrated_threshold_beats_argmax_on_held_out_items(tmp_path, config):
+    out = calibrate(config, workdir=tmp_path, progress=False)
+    ev = out["evaluation"]
+    assert 0.1 < out["threshold"] < 0.3
+    assert ev["argmax"]["kappa_categorical"]["value"] == pytest.approx(0.0)
+    assert ev["calibrated"]["kappa_categorical"]["value"] == pytest.approx(1.0)
+    assert ev["auc"] == pytest.approx(1.0)
+    cal, held = set(out["split"]["calibration_ids"]), set(out["split"]["evaluation_ids"])
+    assert not cal & held and len(cal) == len(held) == 20  # never measured where it was fitted
+    saved = json.loads((tmp_path / out["run_dir"] / "calibration.json").read_text())
+    assert saved["threshold"] == out["threshold"]
+
+
+def test_calibrated_judge_uses_the_threshold(tmp_path, config):
+    from assay.experiments import evaluate
+
+    out = calibrate(config, workdir=tmp_path, progress=False)
+    judge = config.judge.model_copy(
+        update={"score_mode": "expected", "decision_threshold": out["threshold"]}
+    )
+    res = evaluate(config.model_copy(update={"judge": judge}), workdir=tmp_path, progress=False)
+    assert res.summary["metrics"]["kappa_categorical"]["value"] == pytest.approx(1.0)
+    assert {j.label for j in res.judgments} == {"False", "True"}
+
+
+def test_missing_logprobs_make_a_calibrated_judge_unscored(tmp_path, config):
+    from assay.experiments import evaluate
+
+    register_script("plain", lambda: ScriptedEngine(respond=lambda call: {"verdict": "False"}))
+    judge = config.judge.model_copy(
+        update={"model": "scripted:plain", "score_mode": "expected", "decision_threshold": 0.2}
+    )
+    res = evaluate(config.model_copy(update={"judge": judge}), workdir=tmp_path, progress=False)
+    assert {j.unscored for j in res.judgments} == {"no_logprobs"}
+    assert res.summary["counts"]["scored"] == 0
+
+
+def test_split_is_stratified_and_seeded():
+    labels = {f"i{i}": i % 3 == 0 for i in range(30)}
+    labels = {k: int(v) for k, v in labels.items()}
+    a = split_ids(labels, 0.5, 7)
+    assert a == split_ids(labels, 0.5, 7)
+    assert sum(labels[i] for i in a[0]) == 5 and len(a[0]) == 15
+
+
+def test_calibrate_needs_a_binary_judge(tmp_path, config):
+    cfg = config.model_copy(update={"judge": config.judge.model_copy(update={"scale": None})})
+    cfg.judge.scale = None
+    with pytest.raises(ConfigError, match="binary"):
+        calibrate(cfg, workdir=tmp_path, progress=False)
+
+
+def test_calibrate_cli_prints_the_threshold(tmp_path, monkeypatch, capsys):
+    register_script("timid", lambda: ScriptedEngine(respond=timid_judge))
+    data = make_data(tmp_path)
+    (tmp_path / "c.yaml").write_text(
+        f"name: cal\ndata: {{path: {data}}}\n"
+        "judge: {model: 'scripted:timid', scale: {kind: binary, labels: ['False', 'True']}}\n"
+        "tracking: {enabled: false}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+    assert main(["calibrate", str(tmp_path / "c.yaml"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "decision_threshold" in out and "calibrated" in out
