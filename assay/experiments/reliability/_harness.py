@@ -185,6 +185,7 @@ def run_harness(
     metrics = _score(
         config, instances, judge_cfgs, seeds, to_judge, judgments, records, dropped, reviewed
     )
+    metrics["data_fingerprint"] = data_fingerprint(seeds)
     store.write_json("metrics.json", metrics)
     from assay.experiments.reliability._report import write_report
 

@@ -60,6 +60,12 @@ def log_harness(
     mlflow.set_tracking_uri(uri)
     client = mlflow.MlflowClient()
     exp_id = _experiment(client, config.tracking.experiment, workdir, uri)
+    tags = {
+        "assay.command": "harness",
+        "assay.data": metrics.get("data_fingerprint", "")[:16],
+        "assay.probes": run_dir.name,
+        "assay.scale": config.scale.describe(),
+    }
     params = {
         "data.path": config.data.path,
         "scale": config.scale.describe(),
@@ -72,7 +78,7 @@ def log_harness(
     for test, settings in config.tests.items():
         params[f"test.{test}"] = str(settings or {})
     with mlflow.start_run(
-        experiment_id=exp_id, run_name=config.name, tags={"assay.command": "harness"}
+        experiment_id=exp_id, run_name=config.name, tags={**tags, "assay.role": "parent"}
     ) as parent:
         mlflow.log_params({_key(k): v[:6000] for k, v in params.items()})
         parent_metrics = {f"probes.{t}": float(n) for t, n in metrics["probes"].items()}
@@ -98,7 +104,7 @@ def log_harness(
                 experiment_id=exp_id,
                 run_name=f"{config.name}/{cfg.name}",
                 nested=True,
-                tags={"assay.command": "harness", "assay.judge": cfg.name},
+                tags={**tags, "assay.role": "judge", "assay.judge": cfg.name},
             ):
                 jp = cfg.flat_params()
                 jp.update(

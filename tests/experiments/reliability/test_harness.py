@@ -294,3 +294,28 @@ print(json.dumps(res.metrics["judges"]["j"]["tests"]))
     assert len(log.read_text().splitlines()) == len(calls_before) + len(
         calls_after
     )  # third run: zero calls
+
+
+def test_mlflow_parent_run_and_a_child_run_per_judge(tmp_path, engines):
+    import mlflow
+
+    register()
+    cfg = config(tmp_path, {"paraphrase": {}, "format_indent": {}})
+    cfg.judges.append(cfg.judges[0].model_copy(update={"name": "clean", "model": "scripted:assay-selftest-clean"}))
+    cfg.tracking.enabled = True
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    res = run_harness(cfg, workdir=tmp_path, progress=False, tracking_uri=uri)
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    parent = client.get_run(res.mlflow_run_id)
+    assert parent.data.metrics["probes.paraphrase"] == 6
+    assert parent.data.params["generator.model"] == "scripted:t-gen"
+    children = client.search_runs(
+        [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{res.mlflow_run_id}'"
+    )
+    assert {c.data.tags["assay.judge"] for c in children} == {"j", "clean"}
+    clean = next(c for c in children if c.data.tags["assay.judge"] == "clean")
+    assert clean.data.metrics["paraphrase.pass_rate"] == 1.0
+    assert "paraphrase.consistency_ci_low" in clean.data.metrics
+    assert clean.data.params["judge.model"] == "scripted:assay-selftest-clean"
+    artifacts = {a.path for a in client.list_artifacts(res.mlflow_run_id)}
+    assert {"report.md", "heatmap.png", "cost_accuracy.png", "probes.jsonl"} <= artifacts
