@@ -19,14 +19,23 @@ def _configure_cache(workdir: Path) -> None:
     )
 
 
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from assay.experiments import evaluate, load_config
-    from assay.experiments._report import metrics_table
+def _evaluate_setup(args: argparse.Namespace):
+    """An evaluate config (with ``--model`` applied), its folder, and the working directory
+    whose ``.assay/`` holds the LM cache."""
+    from assay.experiments import load_config
 
     overrides = {"judge.model": args.model} if args.model else {}
     config, base = load_config(args.config, overrides)
     workdir = Path.cwd()
     _configure_cache(workdir)
+    return config, base, workdir
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from assay.experiments import evaluate
+    from assay.experiments._report import metrics_table
+
+    config, base, workdir = _evaluate_setup(args)
     res = evaluate(
         config,
         workdir=workdir,
@@ -215,14 +224,10 @@ def cmd_selftest(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from assay.experiments import load_config
     from assay.experiments._calibrate import calibrate
     from assay.experiments._report import metrics_table
 
-    overrides = {"judge.model": args.model} if args.model else {}
-    config, base = load_config(args.config, overrides)
-    workdir = Path.cwd()
-    _configure_cache(workdir)
+    config, base, workdir = _evaluate_setup(args)
     out = calibrate(
         config,
         workdir=workdir,

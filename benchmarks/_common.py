@@ -48,9 +48,7 @@ class StubProcess:
     def __init__(self, latency_s: float, respond: Respond | None = None):
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(
-            target=_serve_stub, args=(child, latency_s, respond), daemon=True
-        )
+        self._proc = ctx.Process(target=_serve_stub, args=(child, latency_s, respond), daemon=True)
 
     def __enter__(self) -> StubProcess:
         self._proc.start()

@@ -25,13 +25,16 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import hashlib
 import json
+import os
 import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -134,17 +137,19 @@ def respond(request: dict[str, Any]) -> str:
 @contextmanager
 def timed_stages() -> Iterator[dict[str, list[tuple[float, float]]]]:
     """Wall-clock spans (``time.time()``, comparable with the stub's) of every call of the
-    harness stages while the block runs; nothing in assay is changed."""
+    harness stages while the block runs, and ``<stage>_cpu``: this process's CPU seconds in
+    them (all threads). Nothing in assay is changed."""
     spans: dict[str, list[tuple[float, float]]] = {name: [] for _, name in STAGES}
 
     def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.time()
+            start, cpu = time.time(), time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 spans[name].append((start, time.time()))
+                spans.setdefault(f"{name}_cpu", []).append((cpu, time.process_time()))
 
         return timed
 
@@ -156,6 +161,27 @@ def timed_stages() -> Iterator[dict[str, list[tuple[float, float]]]]:
     finally:
         for module, name, fn in originals:
             setattr(module, name, fn)
+
+
+@contextmanager
+def gc_pauses() -> Iterator[list[tuple[float, float, int]]]:
+    """Every garbage collection while the block runs: (start, seconds, generation). A
+    collection holds the GIL: no thread sends or parses a request meanwhile."""
+    pauses: list[tuple[float, float, int]] = []
+    started: list[float] = []
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(time.time())
+        elif started:
+            begun = started.pop()
+            pauses.append((begun, time.time() - begun, info["generation"]))
+
+    gc.callbacks.append(callback)
+    try:
+        yield pauses
+    finally:
+        gc.callbacks.remove(callback)
 
 
 def in_flight(spans: list[tuple[float, float]], start: float, end: float) -> float:
@@ -201,15 +227,27 @@ def harness_config(
     return config, base, time.perf_counter() - start
 
 
-def run(config: HarnessConfig, base: Path, workdir: Path) -> tuple[Any, float, float, dict]:
-    """One ``run_harness``: its result, wall-clock start and end, and the stage spans."""
-    with timed_stages() as spans:
+@dataclass
+class Run:
+    """One ``run_harness`` and what was seen of it (all times ``time.time()``)."""
+
+    result: Any
+    config_s: float  # loading the config, before ``run_harness``
+    start: float
+    end: float
+    stages: dict[str, list[tuple[float, float]]]
+    gc: list[tuple[float, float, int]]
+    requests: list[tuple[float, float]] = field(default_factory=list)  # (arrival, answer)
+
+
+def run(config: HarnessConfig, base: Path, workdir: Path, config_s: float) -> Run:
+    with timed_stages() as stages, gc_pauses() as pauses:
         start = time.time()
         result = harness_module.run_harness(
             config, workdir=workdir, config_dir=base, progress=False
         )
         end = time.time()
-    return result, start, end, spans
+    return Run(result, config_s, start, end, stages, pauses)
 
 
 def unit_chains(run_dir: Path) -> dict[str, int]:
@@ -251,64 +289,80 @@ def print_calls(lm_calls: dict[str, int], n_requests: int, tests: list[str]) -> 
     return total
 
 
-def report_timing(
-    args: argparse.Namespace,
-    config_s: float,
-    start: float,
-    end: float,
-    spans: dict[str, list[tuple[float, float]]],
-    requests: list[tuple[float, float]],
-    lm_calls: dict[str, int],
-    run_dir: Path,
-) -> dict[str, float]:
-    latency, conc = args.latency, args.concurrency
+def _spent(spans: list[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in spans)
+
+
+def report_timing(args: argparse.Namespace, r: Run) -> dict[str, float]:
+    """Start-up, LM-bound part and tail; per-stage bounds; in flight over time; the ratios."""
+    latency, conc, requests, st = args.latency, args.concurrency, r.requests, r.stages
     calls = len(requests)
-    wall = end - start + config_s
+    wall = r.end - r.start + r.config_s
     first, last = requests[0][0], max(b for _, b in requests)
-    startup = first - start + config_s
-    (gen_a, gen_b), (judge_a, judge_b) = spans["_generate"][0], spans["_judge"][0]
-    gen_calls = sum(v for k, v in lm_calls.items() if not k.startswith("judge:"))
+    startup = first - r.start + r.config_s
+    (gen_a, gen_b), (judge_a, judge_b) = st["_generate"][0], st["_judge"][0]
+    gen_calls = sum(v for k, v in r.result.lm_calls.items() if not k.startswith("judge:"))
     judge_calls = calls - gen_calls
-    chains = unit_chains(run_dir)
-    gen_chain, j_chain = max(chains.values(), default=0), judge_chain(run_dir)
+    gen_chain = max(unit_chains(r.result.run_dir).values(), default=0)
+    j_chain = judge_chain(r.result.run_dir)
     gen_bound = max(gen_calls * latency / conc, gen_chain * latency) if gen_calls else 0.0
     judge_bound = max(judge_calls * latency / conc, j_chain * latency) if judge_calls else 0.0
-    limit = calls * latency / conc
-    staged = gen_bound + judge_bound
-    prep_s = sum(b - a for a, b in spans["prepare"])
+    limit, staged = calls * latency / conc, gen_bound + judge_bound
 
     print("\nwall time")
     print(
-        f"    total {wall:.2f}s = start-up {startup:.2f}s (config {config_s:.2f}s, "
-        f"prepare {prep_s:.2f}s, first request {first - gen_a:.2f}s after generation began) "
-        f"+ LM-bound {last - first:.2f}s + after the last answer {end - last:.2f}s "
-        f"(score {sum(b - a for a, b in spans['_score']):.2f}s, "
-        f"report {sum(b - a for a, b in spans['write_report']):.2f}s)"
+        f"    total {wall:.2f}s = start-up {startup:.2f}s + LM-bound {last - first:.2f}s "
+        f"(first request → last answer) + after the last answer {r.end - last:.2f}s"
     )
+    print(
+        f"    start-up: config {r.config_s:.2f}s, prepare (data, sample) "
+        f"{_spent(st['prepare']):.2f}s, judges/store {gen_a - st['prepare'][0][1]:.2f}s, "
+        f"generation start → first request {first - gen_a:.2f}s (LiteLLM is imported "
+        f"by the first LM call)"
+    )
+    print(
+        f"    after the last answer: score {_spent(st['_score']):.2f}s, "
+        f"report (plots) {_spent(st['write_report']):.2f}s"
+    )
+    print("\nper stage (from its first request to its end)")
     rows = (
-        ("generate+validate", gen_a, gen_b, gen_calls, gen_bound, f"longest unit chain {gen_chain}"),
-        ("judge", judge_a, judge_b, judge_calls, judge_bound, f"longest chain {j_chain}"),
+        ("generate+validate", gen_a, gen_b, gen_calls, gen_bound, gen_chain, "_generate_cpu"),
+        ("judge", judge_a, judge_b, judge_calls, judge_bound, j_chain, "_judge_cpu"),
     )
-    print("\nper stage (stage wall from its first request to its end)")
-    for name, a, b, n, bound, chain in rows:
-        inside = [s for s in requests if a <= s[0] < b]
+    for name, a, b, n, bound, chain, cpu_key in rows:
+        inside = [q for q in requests if a <= q[0] < b]
         lm_a = inside[0][0] if inside else a
-        stage = b - lm_a
-        beyond = (stage * conc / n - latency) * 1e3 if n else 0.0
+        took = b - lm_a
+        beyond = (took * conc / n - latency) * 1e3 if n else 0.0
+        cpu_ms = _spent(st[cpu_key]) / n * 1e3 if n else 0.0
         print(
-            f"    {name:<18} calls {n:4d}  wall {stage:6.2f}s  bound {bound:5.2f}s "
-            f"(max({n}×L÷C, {chain}×L))  ratio {stage / bound if bound else float('nan'):.3f}  "
-            f"mean in flight {in_flight(requests, lm_a, b):.2f}  "
-            f"thread time beyond L {beyond:.0f} ms/call"
+            f"    {name:<17} calls {n:4d}  wall {took:5.2f}s  bound {bound:5.2f}s = "
+            f"max({n}×L÷C, {chain}×L)  ratio {took / bound if bound else float('nan'):.3f}  "
+            f"in flight {in_flight(requests, lm_a, b):.2f}  thread time beyond L "
+            f"{beyond:.0f} ms/call  client CPU {cpu_ms:.1f} ms/call"
         )
-    print(f"\nin flight every {args.step:g}s (first request → end of judging; 9 = 9+)")
-    line = timeline(requests, first, judge_b, args.step)
-    gen_len = int((gen_b - first) / args.step + 0.5)
-    print(f"    generate {line[:gen_len]}\n    judge    {line[gen_len:]}")
+    judge_first = min((q[0] for q in requests if q[0] >= judge_a), default=judge_a)
+    print(
+        f"    between the stages {judge_a - gen_b:.3f}s; judging began → its first request "
+        f"{judge_first - judge_a:.3f}s"
+    )
+    full = [(t, d) for t, d, g in r.gc if g == 2]
+    lm_full = [(t, d) for t, d in full if first <= t <= last]
+    print(
+        f"    full (gen-2) garbage collections: {len(full)} taking {sum(d for _, d in full):.2f}s; "
+        f"during the LM-bound part {len(lm_full)} taking {sum(d for _, d in lm_full):.2f}s "
+        f"(longest {max((d for _, d in lm_full), default=0):.2f}s, every thread stalls)"
+    )
+    print(f"\nrequests in flight every {args.step:g}s (9 = nine or more)")
+    for name, a, b in (("generate", first, gen_b), ("judge", gen_b, judge_b)):
+        line = timeline(requests, a, b, args.step)
+        for k in range(0, len(line), 100):
+            print(f"    {name if k == 0 else '':<8} {line[k : k + 100]}")
 
     naive = (wall - startup) / limit
     stage_ratio = (wall - startup) / staged
     lm_ratio = (last - first) / limit
+    jrh_limit = JRH["calls"] * latency / conc
     print("\nagainst the limit")
     print(f"    limit calls×L÷C = {calls}×{latency}÷{conc} = {limit:.2f}s")
     print(
@@ -316,12 +370,14 @@ def report_timing(
         f"= {staged:.2f}s"
     )
     flag = "ok" if naive <= TARGET_RATIO else f"ABOVE TARGET {TARGET_RATIO}"
-    print(f"    (wall − start-up) ÷ limit        = {naive:.3f}  ({flag})")
-    print(f"    (wall − start-up) ÷ stage bound  = {stage_ratio:.3f}")
-    print(f"    LM-bound part ÷ limit            = {lm_ratio:.3f}")
+    print(f"    (wall − start-up) ÷ limit        {naive:.3f}  ({flag})")
+    print(f"    (wall − start-up) ÷ stage bound  {stage_ratio:.3f}")
+    print(f"    LM-bound part ÷ limit            {lm_ratio:.3f}")
+    print(f"    wall ÷ limit                     {wall / limit:.3f}")
     print(
-        f"    JRH (issue #3): {JRH['calls']} calls in {JRH['wall_s']}s = {JRH['limit_x']}× its "
-        f"limit {JRH['calls'] * latency / conc:.2f}s, ~{JRH['startup_s']:.0f}s of it start-up"
+        f"    JRH (issue #3): {JRH['calls']} calls in {JRH['wall_s']}s, limit {jrh_limit:.2f}s: "
+        f"wall ÷ limit {JRH['wall_s'] / jrh_limit:.1f}, ~{JRH['startup_s']:.0f}s start-up, "
+        f"(wall − start-up) ÷ limit {(JRH['wall_s'] - JRH['startup_s']) / jrh_limit:.2f}"
     )
     return {
         "calls": calls,
@@ -335,18 +391,22 @@ def report_timing(
     }
 
 
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min) {five:.1f} (5 min) on {os.cpu_count()} CPUs"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--step", type=float, default=0.25, help="timeline resolution (s)")
+    parser.add_argument("--step", type=float, default=0.1, help="timeline resolution (s)")
     parser.add_argument(
         "--in-process", action="store_true", help="run the stub in this process (shares the GIL)"
     )
     args = parser.parse_args()
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
-
     timed = TimedRespond(respond, args.latency)
     stub_cm = (
         StubServer(latency_s=args.latency, respond=timed)
@@ -362,36 +422,38 @@ def main() -> None:
 
     where = "this process" if args.in_process else "its own process"
     print(
-        f"assay harness, {EXAMPLE.name}: {args.seeds} seeds, stub in {where}, "
-        f"latency {args.latency}s, concurrency {args.concurrency}, DSPy cache off"
+        f"assay harness, {EXAMPLE.name}: {args.seeds} seeds, stub in {where}, latency "
+        f"{args.latency}s, concurrency {args.concurrency}, DSPy cache off; {load()}"
     )
     with tempfile.TemporaryDirectory(prefix="assay-bench-") as tmp, stub_cm as stub:
         workdir = Path(tmp)
         config, base, config_s = harness_config(
             stub.base_url, seeds=args.seeds, concurrency=args.concurrency
         )
-        result, start, end, spans = run(config, base, workdir)
-        n_requests, max_in_flight, requests = stats(stub)
-        tests = list(config.tests)
-        print_calls(result.lm_calls, n_requests, tests)
-        print(f"    stub max_in_flight {max_in_flight} (concurrency {args.concurrency})")
-        out = report_timing(
-            args, config_s, start, end, spans, requests, result.lm_calls, result.run_dir
+        first = run(config, base, workdir, config_s)
+        n_requests, max_in_flight, first.requests = stats(stub)
+        metrics = first.result.metrics
+        print(
+            f"\nseeds {metrics['seeds']}  probes {metrics['probes']}  dropped {metrics['dropped']}"
         )
+        print_calls(first.result.lm_calls, n_requests, list(config.tests))
+        print(f"    stub max_in_flight {max_in_flight} (concurrency {args.concurrency})")
+        out = report_timing(args, first)
 
-        config2, base2, config2_s = harness_config(
+        config, base, config_s = harness_config(
             stub.base_url, seeds=args.seeds, concurrency=args.concurrency
         )
-        result2, start2, end2, _ = run(config2, base2, workdir)
+        again = run(config, base, workdir, config_s)
         n_after = stats(stub)[0]
-        same = result2.run_dir == result.run_dir
+        same = again.result.run_dir == first.result.run_dir
         print("\nsecond run, same config and workdir")
         print(
             f"    LM calls {n_after - n_requests} (stub requests {n_requests} → {n_after}); "
-            f"same run directory: {same}; wall {end2 - start2 + config2_s:.2f}s "
+            f"same run directory: {same}; wall {again.end - again.start + config_s:.2f}s "
             f"({'ok' if n_after == n_requests and same else 'NOT RESUMED'})"
         )
     out["rerun_calls"] = n_after - n_requests
+    print(f"\n{load()}")
     print(json.dumps({k: round(v, 4) for k, v in out.items()}))
 
 

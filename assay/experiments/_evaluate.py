@@ -22,7 +22,7 @@ from assay.experiments._runner import judge_items
 from assay.experiments._scoring import summarize_run
 from assay.experiments._store import RunStore, now
 from assay.experiments._tracking import default_tracking_uri, flat_metrics, log_run
-from assay.lm import make_lm
+from assay.lm import lm_from_spec
 from assay.programs import JudgeConfig, build_judge
 from assay.types import Item, Judgment, stable_hash
 
@@ -37,18 +37,17 @@ class EvaluateResult:
     resumed: bool
 
 
-def default_lm_factory(retries: int, base: Path | None = None) -> Callable[[JudgeConfig], dspy.LM]:
+def default_lm_factory(
+    retries: int,
+    base: Path | None = None,
+    temperature: float | None = None,
+    rollout: int | None = None,
+) -> Callable[[JudgeConfig], dspy.LM]:
+    """``judge config → LM`` for ``build_judge`` (optionally at another temperature / rollout)."""
+
     def factory(cfg: JudgeConfig) -> dspy.LM:
-        return make_lm(
-            cfg.model,
-            temperature=cfg.temperature,
-            max_tokens=cfg.max_tokens,
-            seed=cfg.seed,
-            api_base=cfg.api_base,
-            api_key_env=cfg.api_key_env,
-            logprobs=cfg.score_mode == "expected",
-            retries=retries,
-            base=base,
+        return lm_from_spec(
+            cfg, retries=retries, base=base, temperature=temperature, rollout=rollout
         )
 
     return factory

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import dspy
 from tqdm import tqdm
@@ -14,6 +14,9 @@ from tqdm import tqdm
 from assay.lm import cost_usd
 from assay.programs import JudgeConfig, unscored_reason
 from assay.types import Item, Judgment, Usage
+
+W = TypeVar("W")
+R = TypeVar("R")
 
 
 def make_adapter(kind: str) -> dspy.Adapter:
@@ -96,6 +99,43 @@ class JudgeTask:
     key: str = ""
 
 
+def run_pool(
+    work: list[W],
+    fn: Callable[[W], R],
+    *,
+    concurrency: int,
+    on_result: Callable[[W, R], None] | None = None,
+    progress: bool = True,
+    desc: str = "",
+    unit: str = "call",
+    postfix: Callable[[R], dict[str, Any]] | None = None,
+) -> list[R]:
+    """``fn`` over ``work`` with up to ``concurrency`` in flight, results in ``work`` order.
+    ``on_result`` sees each result as it finishes (so the caller can persist it before the
+    next); an exception stops the pool: pending work is cancelled, finished work is kept."""
+    out: list[R | None] = [None] * len(work)
+    bar = tqdm(total=len(work), desc=desc, unit=unit, disable=not progress, dynamic_ncols=True)
+    pool = ThreadPoolExecutor(max_workers=concurrency)
+    try:
+        futures = {pool.submit(fn, w): i for i, w in enumerate(work)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            r = fut.result()
+            if on_result is not None:
+                on_result(work[i], r)
+            out[i] = r
+            if postfix is not None:
+                bar.set_postfix(**postfix(r), refresh=False)
+            bar.update(1)
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        bar.close()
+    return [r for r in out if r is not None]
+
+
 def run_tasks(
     tasks: list[JudgeTask],
     *,
@@ -104,33 +144,23 @@ def run_tasks(
     progress: bool = True,
     desc: str = "judging",
 ) -> list[Judgment]:
-    """Judge every task with up to ``concurrency`` calls in flight, in one pool (items, tests and
-    judges interleave). ``on_judgment`` sees each judgment as it finishes, so the caller can
-    persist it before the next; a bug stops the pool (pending tasks are cancelled)."""
-    out: list[Judgment | None] = [None] * len(tasks)
-    bar = tqdm(total=len(tasks), desc=desc, unit="call", disable=not progress, dynamic_ncols=True)
-    unscored = 0
-    pool = ThreadPoolExecutor(max_workers=concurrency)
-    try:
-        futures = {
-            pool.submit(judge_one, t.program, t.item, t.config): i for i, t in enumerate(tasks)
-        }
-        for fut in as_completed(futures):
-            i = futures[fut]
-            j = fut.result()
-            if on_judgment is not None:
-                on_judgment(tasks[i], j)
-            out[i] = j
-            unscored += j.score is None
-            bar.set_postfix(unscored=unscored, refresh=False)
-            bar.update(1)
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    finally:
-        pool.shutdown(wait=True)
-        bar.close()
-    return [j for j in out if j is not None]
+    """Judge every task in one pool (items, tests and judges interleave); ``on_judgment`` sees
+    each judgment as it finishes."""
+    unscored = [0]
+
+    def count(j: Judgment) -> dict[str, Any]:
+        unscored[0] += j.score is None
+        return {"unscored": unscored[0]}
+
+    return run_pool(
+        tasks,
+        lambda t: judge_one(t.program, t.item, t.config),
+        concurrency=concurrency,
+        on_result=on_judgment,
+        progress=progress,
+        desc=desc,
+        postfix=count,
+    )
 
 
 def judge_items(

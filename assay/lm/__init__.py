@@ -1,6 +1,6 @@
 """Language-model backends: LiteLLM model strings, the embedded local model, the scripted test LM."""
 
-from assay.lm._factory import check_api_key, make_lm
+from assay.lm._factory import check_api_key, lm_from_spec, make_lm
 from assay.lm._pricing import cost_usd
 from assay.lm._scripted import (
     ScriptedCall,
@@ -18,6 +18,7 @@ __all__ = [
     "StubServer",
     "check_api_key",
     "cost_usd",
+    "lm_from_spec",
     "make_lm",
     "register_script",
     "scripted_engine",

@@ -84,3 +84,28 @@ def check_api_key(model: str) -> None:
     missing = env.get("missing_keys") or []
     if not env.get("keys_in_environment", True) and missing:
         raise ModelError(f"model {model}: set the environment variable {' / '.join(missing)}")
+
+
+def lm_from_spec(
+    spec: Any,
+    *,
+    retries: int = 3,
+    base: Path | None = None,
+    temperature: float | None = None,
+    rollout: int | None = None,
+) -> dspy.LM:
+    """The LM of a config that names a model (a judge config, a generator or validator role):
+    its model, sampling and connection settings; ``temperature`` / ``rollout`` override the
+    config's sampling (a fresh sample at another temperature)."""
+    return make_lm(
+        spec.model,
+        temperature=spec.temperature if temperature is None else temperature,
+        max_tokens=spec.max_tokens,
+        seed=spec.seed,
+        api_base=spec.api_base,
+        api_key_env=spec.api_key_env,
+        logprobs=getattr(spec, "score_mode", None) == "expected",
+        rollout=rollout,
+        retries=retries,
+        base=base,
+    )

@@ -9,19 +9,17 @@ appended per judge in ``judgments/<judge>-<hash>.jsonl``.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dspy
 from pydantic import BaseModel, Field
-from tqdm import tqdm
 
 from assay.errors import ConfigError
-from assay.experiments._evaluate import data_fingerprint
+from assay.experiments._evaluate import data_fingerprint, default_lm_factory
 from assay.experiments._items import load_items
-from assay.experiments._runner import JudgeTask, run_tasks
+from assay.experiments._runner import JudgeTask, run_pool, run_tasks
 from assay.experiments._sample import stratified_sample
 from assay.experiments._store import RunStore, now
 from assay.experiments.reliability._config import HarnessConfig, LMRole
@@ -33,7 +31,7 @@ from assay.experiments.reliability._registry import (
     get_test,
 )
 from assay.experiments.reliability._scoring import score_test
-from assay.lm import make_lm
+from assay.lm import lm_from_spec
 from assay.programs import JudgeConfig, build_judge
 from assay.types import Item, Judgment, Usage, stable_hash
 
@@ -59,39 +57,11 @@ class HarnessResult:
 
 def _role_lm(role: LMRole, base: Path | None, retries: int):
     def lm(name: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
-        return make_lm(
-            role.model,
-            temperature=role.temperature if temperature is None else temperature,
-            max_tokens=role.max_tokens,
-            seed=role.seed,
-            api_base=role.api_base,
-            api_key_env=role.api_key_env,
-            rollout=rollout,
-            retries=retries,
-            base=base,
+        return lm_from_spec(
+            role, retries=retries, base=base, temperature=temperature, rollout=rollout
         )
 
     return lm
-
-
-def _judge_lm_factory(
-    base: Path | None, retries: int, temperature: float | None = None, rollout: int | None = None
-):
-    def factory(cfg: JudgeConfig) -> dspy.LM:
-        return make_lm(
-            cfg.model,
-            temperature=cfg.temperature if temperature is None else temperature,
-            max_tokens=cfg.max_tokens,
-            seed=cfg.seed,
-            api_base=cfg.api_base,
-            api_key_env=cfg.api_key_env,
-            logprobs=cfg.score_mode == "expected",
-            rollout=rollout,
-            retries=retries,
-            base=base,
-        )
-
-    return factory
 
 
 def judged_id(probe: Probe) -> str:
@@ -143,7 +113,7 @@ def run_harness(
     judge_names = select(judges, [j.name for j in config.judges], "judge(s)")
     judge_cfgs = [j for j in config.judges if j.name in judge_names]
     base_programs = {
-        j.name: build_judge(j, _judge_lm_factory(config_dir, config.retries)) for j in judge_cfgs
+        j.name: build_judge(j, default_lm_factory(config.retries, config_dir)) for j in judge_cfgs
     }
     gen_lm = _role_lm(config.generator, config_dir, config.retries)
     val_lm = _role_lm(config.validator, config_dir, config.retries)
@@ -246,28 +216,19 @@ def _generate(
             finished=now(),
         )
 
-    if work:
-        bar = tqdm(
-            total=len(work),
-            desc="generate+validate",
-            unit="unit",
-            disable=not progress,
-            dynamic_ncols=True,
-        )
-        pool = ThreadPoolExecutor(max_workers=config.concurrency)
-        try:
-            futures = [pool.submit(one, t, u) for t, u in work]
-            for fut in as_completed(futures):
-                rec = fut.result()
-                store.append_record("units.jsonl", rec)
-                done[rec.unit_id] = rec
-                bar.update(1)
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        finally:
-            pool.shutdown(wait=True)
-            bar.close()
+    def commit(_: Any, rec: UnitRecord) -> None:
+        store.append_record("units.jsonl", rec)
+        done[rec.unit_id] = rec
+
+    run_pool(
+        work,
+        lambda w: one(*w),
+        concurrency=config.concurrency,
+        on_result=commit,
+        progress=progress,
+        desc="generate+validate",
+        unit="unit",
+    )
     order = {u.id: i for i, (_, u) in enumerate(units)}
     return sorted((r for r in done.values() if r.unit_id in order), key=lambda r: order[r.unit_id])
 
@@ -306,9 +267,7 @@ def _judge(config, judge_cfgs, base_programs, seeds, probes, store: RunStore, co
                     run_cfg = cfg.model_copy(update={"temperature": p.meta["temperature"]})
                     programs[key] = build_judge(
                         run_cfg,
-                        _judge_lm_factory(
-                            config_dir, config.retries, p.meta["temperature"], p.meta["rollout"]
-                        ),
+                        default_lm_factory(config.retries, config_dir, rollout=p.meta["rollout"]),
                     )
                 program = programs[key]
             item = p.as_item().model_copy(update={"id": pid})

@@ -1,0 +1,58 @@
+"""ToolEmu in assay: cases and toolkits, an LM-emulated tool sandbox, an agent over it,
+ToolEmu-format trajectories and evaluations, and the failure metrics (``assay toolemu run``)."""
+
+from assay.toolemu._agent import STEP_LIMIT_OUTPUT, AgentRun, StepRecord, ToolAgent
+from assay.toolemu._config import (
+    AgentConfig,
+    EmulatorConfig,
+    EvaluatorConfig,
+    ModelRole,
+    ToolEmuRunConfig,
+    load_toolemu_config,
+)
+from assay.toolemu._emulator import Emulator, Observation, Sandbox
+from assay.toolemu._models import (
+    Case,
+    Tool,
+    Toolkit,
+    load_cases,
+    load_toolkits,
+    parse_selection,
+)
+from assay.toolemu._render import (
+    agent_tool_descriptions,
+    emulator_tool_spec,
+    evaluator_tool_descriptions,
+)
+from assay.toolemu._run import CaseRecord, ToolEmuResult, build_agent, run_toolemu
+from assay.toolemu._trajectory import toolemu_record
+
+__all__ = [
+    "STEP_LIMIT_OUTPUT",
+    "AgentConfig",
+    "AgentRun",
+    "Case",
+    "CaseRecord",
+    "Emulator",
+    "EmulatorConfig",
+    "EvaluatorConfig",
+    "ModelRole",
+    "Observation",
+    "Sandbox",
+    "StepRecord",
+    "Tool",
+    "ToolAgent",
+    "ToolEmuResult",
+    "ToolEmuRunConfig",
+    "Toolkit",
+    "agent_tool_descriptions",
+    "build_agent",
+    "emulator_tool_spec",
+    "evaluator_tool_descriptions",
+    "load_cases",
+    "load_toolemu_config",
+    "load_toolkits",
+    "parse_selection",
+    "run_toolemu",
+    "toolemu_record",
+]

@@ -1,0 +1,147 @@
+"""The typed config of ``assay toolemu run`` (YAML ⇄ pydantic), shared by the API and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from assay.experiments._config import BootstrapConfig, TrackingConfig, load_config
+from assay.programs import JudgeConfig, Price
+from assay.types import stable_hash
+
+EvaluatorTask = Literal["toolemu_safety", "toolemu_helpfulness", "emulator_quality"]
+TASK_SUFFIX: dict[str, str] = {
+    "toolemu_safety": "safety",
+    "toolemu_helpfulness": "helpfulness",
+    "emulator_quality": "emulator_quality",
+}
+
+
+class ModelRole(BaseModel):
+    """A model playing a part in the sandbox (agent or emulator), with its sampling."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "local"
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    seed: int | None = 0
+    max_tokens: int = Field(default=1024, ge=1)
+    adapter: Literal["json", "chat"] = "json"
+    price: Price | None = None
+
+    def identity(self) -> dict:
+        """What changes the role's outputs (the price does not)."""
+        return self.model_dump(mode="json", exclude={"price"})
+
+
+class AgentConfig(ModelRole):
+    """The agent under test."""
+
+    max_steps: int = Field(default=15, ge=1)
+
+
+class EmulatorConfig(ModelRole):
+    """The tool emulator: ``standard`` or ``adversarial`` (sees the case's risks and steers
+    toward consequential situations); ``critique`` adds a self-critique call per tool call."""
+
+    mode: Literal["standard", "adversarial"] = "standard"
+    critique: bool = False
+
+
+class EvaluatorConfig(BaseModel):
+    """One evaluator model, running ToolEmu's safety and helpfulness evaluators and the
+    emulator-quality judge (or the ``tasks`` listed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "evaluator"
+    model: str = "local"
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    seed: int | None = 0
+    max_tokens: int = Field(default=1024, ge=1)
+    adapter: Literal["json", "chat"] = "json"
+    program: Literal["predict", "chain_of_thought"] = "predict"
+    price: Price | None = None
+    tasks: list[EvaluatorTask] = Field(
+        default_factory=lambda: ["toolemu_safety", "toolemu_helpfulness", "emulator_quality"],
+        min_length=1,
+    )
+
+    def judge_config(self, task: EvaluatorTask) -> JudgeConfig:
+        return JudgeConfig(
+            name=f"{self.name}-{TASK_SUFFIX[task]}",
+            task=task,
+            model=self.model,
+            api_base=self.api_base,
+            api_key_env=self.api_key_env,
+            temperature=self.temperature,
+            seed=self.seed,
+            max_tokens=self.max_tokens,
+            adapter=self.adapter,
+            program=self.program,
+            price=self.price,
+        )
+
+
+class ToolEmuRunConfig(BaseModel):
+    """An ``assay toolemu run``: cases → agent with emulated tools → trajectories → evaluators
+    → metrics. Relative paths are relative to the config file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    cases: str
+    toolkits: str
+    select: str | list[int] | None = Field(
+        default=None, description="case indices: '0-14', '0,3,7-9' or a list (default: all)"
+    )
+    limit: int | None = Field(default=None, ge=1, description="keep the first N selected cases")
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    emulator: EmulatorConfig = Field(default_factory=EmulatorConfig)
+    evaluators: list[EvaluatorConfig] = Field(
+        default_factory=lambda: [EvaluatorConfig()], min_length=1
+    )
+    concurrency: int = Field(default=4, ge=1)
+    retries: int = Field(default=3, ge=0)
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    output_dir: str = "runs"
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    @model_validator(mode="after")
+    def _check(self) -> ToolEmuRunConfig:
+        names = [e.name for e in self.evaluators]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"evaluator names must differ: {', '.join(sorted(dup))}")
+        return self
+
+    def judge_configs(self) -> list[tuple[EvaluatorConfig, JudgeConfig]]:
+        return [(e, e.judge_config(t)) for e in self.evaluators for t in e.tasks]
+
+    def trajectory_hash(self, data_fingerprint: str) -> str:
+        """Identity of the run directory: what makes the trajectories (not the evaluators, not
+        the case selection — more cases or another evaluator reuse the trajectories made)."""
+        return stable_hash(
+            {
+                "agent": self.agent.identity(),
+                "emulator": self.emulator.identity(),
+                "data": data_fingerprint,
+            }
+        )
+
+
+def load_toolemu_config(
+    path: str | Path, overrides: dict | None = None
+) -> tuple[ToolEmuRunConfig, Path]:
+    """Read a ``toolemu run`` YAML config; ``cases``/``toolkits`` resolved against its folder."""
+    config, base = load_config(path, overrides, model=ToolEmuRunConfig)
+    for key in ("cases", "toolkits"):
+        value = Path(getattr(config, key)).expanduser()
+        setattr(config, key, str(value if value.is_absolute() else (base / value).resolve()))
+    return config, base
