@@ -33,6 +33,14 @@ class Scale(BaseModel):
     labels: list[str] | None = None
     scores: dict[str, int] | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, value: Any) -> Any:
+        """Accept the short forms ``binary``, ``0-3``, ``1..6`` wherever a scale is expected."""
+        if isinstance(value, str):
+            return Scale.parse(value).model_dump(exclude_none=True)
+        return value
+
     @model_validator(mode="after")
     def _check(self) -> Scale:
         if self.kind == "binary":

@@ -135,3 +135,44 @@ def test_schema_is_json(capsys):
     assert main(["schema"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert "judge" in schema["properties"]
+
+
+def harness_yaml(tmp_path: Path, tests: str) -> Path:
+    from assay.experiments.reliability._selftest import write_data
+
+    data = write_data(tmp_path / "data", n=4)
+    cfg = tmp_path / "h.yaml"
+    cfg.write_text(
+        f"name: h\ndata: {{path: {data}}}\nscale: binary\n"
+        "generator: {model: 'scripted:nope'}\nvalidator: {model: 'scripted:nope'}\n"
+        "judges: [{name: j, model: 'scripted:nope'}]\n"
+        f"tests: {tests}\ntracking: {{enabled: false}}\n"
+    )
+    return cfg
+
+
+def test_harness_unknown_test_lists_the_known_ones(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, err = run_cli(capsys, "harness", str(harness_yaml(tmp_path, "{paraphrse: {}}")))
+    assert_one_line_error(code, err, "paraphrse", "known tests", "paraphrase")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_harness_synthetic_ordinal_on_a_binary_scale(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, err = run_cli(capsys, "harness", str(harness_yaml(tmp_path, "{synthetic_ordinal: {}}")))
+    assert_one_line_error(code, err, "synthetic_ordinal", "ordinal scale")
+
+
+def test_review_import_of_a_bad_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("scale: binary\n")
+    (run / "seeds.jsonl").write_text("")
+    (run / "probes.jsonl").write_text("")
+    bad = tmp_path / "review.yaml"
+    bad.write_text("- probe_id: nope\n  decision: accept\n  reviewer: ana\n")
+    code, err = run_cli(capsys, "review", "import", str(run), str(bad))
+    assert_one_line_error(code, err, "review.yaml", "nope")
+    assert not (run / "reviews.jsonl").exists()

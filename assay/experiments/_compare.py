@@ -274,8 +274,10 @@ def _comparable(candidates: list, left_out: list, first, force: bool):
 
 
 def _default_metric(runs: list) -> str:
+    """kappa_categorical (else accuracy) for evaluate runs, mean_pass_rate for harness runs;
+    forced across both, whichever kind has more runs."""
     evaluate = [r for r in runs if r.data.tags.get("assay.command") == "evaluate"]
-    if runs[0].data.tags.get("assay.command") == "harness":
+    if len(evaluate) * 2 < len(runs):
         return "mean_pass_rate"
     if all("kappa_categorical" in r.data.metrics for r in evaluate):
         return "kappa_categorical"
@@ -413,7 +415,7 @@ def differences(runs: list, order: list[str]) -> dict[str, Any]:
     labels = _labels([by_id[rid] for rid in order])
     rows = {}
     for k in keys:
-        values = [params[rid].get(k) for rid in order]
+        values = [params[rid].get(k) or None for rid in order]  # unset is logged as ""
         if len(set(values)) > 1:
             rows[k] = [_shown(v) for v in values]
     return {"runs": order, "columns": [labels[rid] for rid in order], "rows": rows}

@@ -67,11 +67,15 @@ def resolve_program_state(
     tmp = Path(tempfile.mkdtemp(prefix=".download-", dir=target.parent))
     try:
         try:
-            mlflow.artifacts.download_artifacts(artifact_uri=ref, dst_path=str(tmp), tracking_uri=uri)
+            mlflow.artifacts.download_artifacts(
+                artifact_uri=ref, dst_path=str(tmp), tracking_uri=uri
+            )
         except Exception as exc:  # MlflowException, OSError, a bad URI...: one line for the user
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             where = f" at {uri}" if uri else ""
-            raise ConfigError(f"program_state {ref}: cannot download from MLflow{where}: {first}") from None
+            raise ConfigError(
+                f"program_state {ref}: cannot download from MLflow{where}: {first}"
+            ) from None
         if _state_file(tmp) is None:
             raise ConfigError(f"program_state {ref}: no .json program state in that artifact")
         shutil.rmtree(target, ignore_errors=True)

@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from assay.data import load_toolemu_evaluations, load_toolemu_trajectories
 from assay.data._common import as_int_label, jsonable
 from assay.errors import DataError
+from assay.experiments._report import _fmt, metrics_table
 from assay.metrics import (
     MetricValue,
     agreement_confusion,
@@ -263,7 +264,8 @@ def inter_annotator_kappa(
     ``table`` is ``{trajectory: {annotator: score}}``. Returns ``annotators``, ``pairs`` (one
     entry per pair of annotators, sorted: ``annotators``, ``n``, ``metrics`` of :data:`KAPPAS`)
     and ``mean``: for each κ, the mean of the pairs' defined values, with a bootstrap CI that
-    resamples trajectories and recomputes every pair on its overlap within the resample.
+    resamples the trajectories annotated at least twice (``n``) and recomputes every pair on its
+    overlap within the resample.
     """
     annotators = sorted({a for by in table.values() for a in by})
     out: dict[str, Any] = {"annotators": annotators, "pairs": [], "mean": {}}
@@ -290,7 +292,10 @@ def inter_annotator_kappa(
         out["note"] = "inter-annotator κ needs at least two annotators"
         return out
 
-    ids = list(table)
+    ids = [t for t, by in table.items() if len(by) >= 2]  # the others are in no pair
+    if not ids:
+        out["note"] = "no trajectory was annotated by two annotators"
+        return out
     index = {a: i for i, a in enumerate(annotators)}
     matrix = np.full((len(ids), len(annotators)), -1, dtype=np.int64)
     for row, t in enumerate(ids):
@@ -395,7 +400,7 @@ def failure_metrics(
         elif ci.n_dropped:
             notes.append(
                 f"{ci.n_dropped} of {ci.n_resamples} bootstrap replicates were dropped as "
-                f"undefined: {why}"
+                f"undefined (in them, {why})"
             )
         defined = ci.n_dropped < ci.n_resamples
         out[name] = MetricValue(
@@ -539,30 +544,46 @@ def _pick(run_dir: Path, kind: str, found: list[Path]) -> Path | None:
         named = [p for p in found if p.name == "trajectories.jsonl"]
         if len(named) == 1:
             return named[0]
-    option = "--safety/--helpfulness" if kind != "trajectories" else "a trajectories file"
-    raise DataError(
-        f"several {kind} files: {', '.join(p.name for p in found)}; give {option} explicitly",
-        path=run_dir,
-    )
+    option = {
+        "trajectories": "pass the trajectory file instead of the run directory",
+        "safety": "choose one with --safety FILE",
+        "helpfulness": "choose one with --helpfulness FILE",
+    }[kind]
+    names = ", ".join(str(p.relative_to(run_dir)) for p in found)
+    raise DataError(f"several {kind} files ({names}): {option}", path=run_dir)
 
 
-def find_run_files(run_dir: str | Path) -> AgreementFiles:
+def _scan(root: Path) -> dict[str, list[Path]]:
+    """The run directory's ToolEmu JSONL files by kind, anywhere below it; trajectory files at
+    the top level hide those deeper down (an ``assay toolemu run`` writes ``trajectories.jsonl``
+    at the top and ``evals/<evaluator>_eval_agent_*.jsonl`` below)."""
+    kinds: dict[str, list[Path]] = {"trajectories": [], "safety": [], "helpfulness": []}
+    for path in sorted(root.rglob("*.jsonl")):
+        kind = _classify(path)
+        if kind is not None:
+            kinds[kind].append(path)
+    top = [p for p in kinds["trajectories"] if p.parent == root]
+    if top:
+        kinds["trajectories"] = top
+    return kinds
+
+
+def find_run_files(
+    run_dir: str | Path,
+    *,
+    safety: str | Path | None = None,
+    helpfulness: str | Path | None = None,
+) -> AgreementFiles:
     """Find the ToolEmu files of a run directory by content, not by name.
 
-    Among the directory's ``*.jsonl`` (else, if it has no trajectory file, those below it): the
-    trajectory file is the one whose records have ``intermediate_steps`` (``trajectories.jsonl``
-    wins a tie); the safety and helpfulness evaluator files are those whose ``eval_scores`` have
-    ``ToolCallRisk`` / ``Helpfulness`` (or, if no line was scored, ToolEmu's file names).
+    Among the ``*.jsonl`` files in and below the directory: the trajectory file is the one whose
+    records have ``intermediate_steps`` (top level first; ``trajectories.jsonl`` wins a tie); the
+    safety and helpfulness evaluator files are those whose ``eval_scores`` have
+    ``ToolCallRisk`` / ``Helpfulness`` (or, if no line was scored, ToolEmu's file names). An
+    explicit ``safety``/``helpfulness`` file replaces the search for that kind.
     """
     root = Path(run_dir)
-    for candidates in (sorted(root.glob("*.jsonl")), sorted(root.rglob("*.jsonl"))):
-        kinds: dict[str, list[Path]] = {"trajectories": [], "safety": [], "helpfulness": []}
-        for path in candidates:
-            kind = _classify(path)
-            if kind is not None:
-                kinds[kind].append(path)
-        if kinds["trajectories"]:
-            break
+    kinds = _scan(root)
     trajectories = _pick(root, "trajectories", kinds["trajectories"])
     if trajectories is None:
         raise DataError(
@@ -572,8 +593,10 @@ def find_run_files(run_dir: str | Path) -> AgreementFiles:
         )
     return AgreementFiles(
         trajectories=trajectories,
-        safety=_pick(root, "safety", kinds["safety"]),
-        helpfulness=_pick(root, "helpfulness", kinds["helpfulness"]),
+        safety=Path(safety) if safety else _pick(root, "safety", kinds["safety"]),
+        helpfulness=Path(helpfulness)
+        if helpfulness
+        else _pick(root, "helpfulness", kinds["helpfulness"]),
     )
 
 
@@ -587,12 +610,7 @@ def resolve_files(
     file with explicit evaluator files; at least one evaluator file must be known."""
     path = Path(run_or_trajectories)
     if path.is_dir():
-        found = find_run_files(path)
-        files = AgreementFiles(
-            found.trajectories,
-            Path(safety) if safety else found.safety,
-            Path(helpfulness) if helpfulness else found.helpfulness,
-        )
+        files = find_run_files(path, safety=safety, helpfulness=helpfulness)
     elif path.is_file():
         files = AgreementFiles(
             path, Path(safety) if safety else None, Path(helpfulness) if helpfulness else None
@@ -741,12 +759,6 @@ def add_agreement_parser(toolemu_subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _fmt(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
 def _with_ci(m: Mapping[str, Any]) -> str:
     if m.get("ci_low") is None:
         return _fmt(m.get("value"))
@@ -755,8 +767,6 @@ def _with_ci(m: Mapping[str, Any]) -> str:
 
 def render_agreement(report: Mapping[str, Any]) -> str:
     """The report as readable Markdown-style text."""
-    from assay.experiments._report import metrics_table
-
     conf = report["confidence"]
     tr, an, mj = report["trajectories"], report["annotations"], report["majority"]
     lines = [

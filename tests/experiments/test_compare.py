@@ -92,8 +92,19 @@ def store(tmp_path_factory) -> dict:
     state = root / "perfect_state.json"
     save_program(build_judge(JudgeConfig.model_validate(perfect), default_lm_factory(0)), state)
     perfect["program_state"] = str(state)
+    # build_judge loads a program state into predictors whose LM the state resets to None (the
+    # state is saved without one), so the loaded judge falls back to DSPy's global LM: give it
+    # the very engine the config names for as long as that judge runs.
+    lm = dspy.LM("scripted/cmp-perfect", engine=ScriptedEngine(respond=verdict_of("perfect")))
+    previous = dspy.settings.lm
+    dspy.configure(lm=lm)
+    try:
+        perfect_id = run_evaluate(root, uri, "perfect", data, perfect)
+        other_id = run_evaluate(root, uri, "perfect-other-data", other, perfect)
+    finally:
+        dspy.configure(lm=previous)
     ids = {
-        "perfect": run_evaluate(root, uri, "perfect", data, perfect),
+        "perfect": perfect_id,
         "most": run_evaluate(
             root,
             uri,
@@ -117,7 +128,7 @@ def store(tmp_path_factory) -> dict:
                 price={"input_per_mtok": 8e3, "output_per_mtok": 8e3},
             ),
         ),
-        "other": run_evaluate(root, uri, "perfect-other-data", other, perfect),
+        "other": other_id,
     }
 
     register()
@@ -249,7 +260,8 @@ def test_harness_run_compares_its_judges_with_a_heatmap(store, tmp_path):
     rows = res["leaderboard"]
     assert res["metric"] == "mean_pass_rate"
     assert [r["judge"] for r in rows] == ["clean", "label_blind"]
-    assert rows[0]["value"] == pytest.approx(1.0) > rows[1]["value"]
+    assert rows[0]["value"] == pytest.approx(1.0)
+    assert rows[1]["value"] < rows[0]["value"]
     assert res["group"]["probes"] and res["left_out"] == []
     assert set(res["plots"]) == {"pareto", "heatmap"}
     assert (tmp_path / "heatmap.png").stat().st_size > 0

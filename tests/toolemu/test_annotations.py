@@ -83,7 +83,12 @@ def test_jsonl_rows(tmp_path):
 
 BAD_CSV = [
     # (body after the header, row, field, words the message must contain)
-    ("official_9,a,1,1,none,\n", 1, "trajectory", ["unknown trajectory 'official_9'", "official_0"]),
+    (
+        "official_9,a,1,1,none,\n",
+        1,
+        "trajectory",
+        ["unknown trajectory 'official_9'", "official_0"],
+    ),
     ("line:7,a,1,1,none,\n", 1, "trajectory", ["unknown trajectory 'line:7'", "line:0..3"]),
     ("official_0,a,1,1,none,\nofficial_1,a,4,1,none,\n", 2, "safety", ["score 4 is outside 0–3"]),
     ("official_0,a,1,-1,none,\n", 1, "helpfulness", ["score -1 is outside 0–3"]),

@@ -301,7 +301,9 @@ def test_mlflow_parent_run_and_a_child_run_per_judge(tmp_path, engines):
 
     register()
     cfg = config(tmp_path, {"paraphrase": {}, "format_indent": {}})
-    cfg.judges.append(cfg.judges[0].model_copy(update={"name": "clean", "model": "scripted:assay-selftest-clean"}))
+    cfg.judges.append(
+        cfg.judges[0].model_copy(update={"name": "clean", "model": "scripted:assay-selftest-clean"})
+    )
     cfg.tracking.enabled = True
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     res = run_harness(cfg, workdir=tmp_path, progress=False, tracking_uri=uri)
@@ -310,7 +312,8 @@ def test_mlflow_parent_run_and_a_child_run_per_judge(tmp_path, engines):
     assert parent.data.metrics["probes.paraphrase"] == 6
     assert parent.data.params["generator.model"] == "scripted:t-gen"
     children = client.search_runs(
-        [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{res.mlflow_run_id}'"
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{res.mlflow_run_id}'",
     )
     assert {c.data.tags["assay.judge"] for c in children} == {"j", "clean"}
     clean = next(c for c in children if c.data.tags["assay.judge"] == "clean")

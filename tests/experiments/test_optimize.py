@@ -1,0 +1,344 @@
+"""assay optimize: few-shot demos fix a scripted judge's systematic mistake; the optimized program
+is a reloadable artifact; the reliability-aware objective penalises a format-sensitive judge."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dspy
+import pytest
+import yaml
+
+from assay.errors import ConfigError
+from assay.experiments import judge_items, load_config
+from assay.experiments._evaluate import default_lm_factory
+from assay.experiments._optimize import (
+    InvariantJudge,
+    OptimizeConfig,
+    SplitConfig,
+    examples,
+    make_metric,
+    min_items_per_label,
+    optimize,
+    split_three,
+)
+from assay.experiments._runner import make_adapter
+from assay.lm import ScriptedEngine, register_script
+from assay.programs import JudgeConfig, build_judge
+from assay.programs._state import load_program_state, resolve_program_state
+from assay.types import Item
+
+BINARY = {"kind": "binary", "labels": ["False", "True"]}
+# The field-format block DSPy writes once into the system message; each demonstration and the
+# actual input add one more "[[ ## response ## ]]".
+MARKERS_WITHOUT_DEMOS = 2
+
+
+def make_data(tmp_path: Path, n: int = 24) -> Path:
+    rows = ["id,request,response,expected"]
+    for i in range(n):
+        y = i % 2
+        response = (
+            f"Sure. Here is how to do task {i}. Step one is simple."
+            if y
+            else f"No. I cannot help with task {i}. Please ask something else."
+        )
+        rows.append(f"o{i:02d},Do task {i},{response},{y}")
+    path = tmp_path / "items.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def _truth(call) -> str:
+    return "True" if "Sure" in (call.field("response") or "") else "False"
+
+
+def needs_demos(call):
+    """Systematic mistake: without demonstrations in the prompt it always says False."""
+    demos = call.prompt.count("[[ ## response ## ]]") - MARKERS_WITHOUT_DEMOS
+    return {"verdict": _truth(call) if demos > 0 else "False"}
+
+
+def format_sensitive(call):
+    """Right on clean text; flips its verdict on blank lines, space runs or indentation."""
+    r = call.field("response") or ""
+    odd = "\n" in r or "  " in r or "\t" in r or r != r.strip()
+    truth = _truth(call)
+    return {"verdict": ("False" if truth == "True" else "True") if odd else truth}
+
+
+def clean(call):
+    return {"verdict": _truth(call)}
+
+
+ENGINES: dict[str, ScriptedEngine] = {}
+
+
+def engine(name: str, respond) -> ScriptedEngine:
+    """One shared engine per script, so a test can count every call a run made."""
+    ENGINES[name] = ScriptedEngine(respond=respond)
+    register_script(name, lambda: ENGINES[name])
+    return ENGINES[name]
+
+
+def make_config(tmp_path: Path, model: str, **overrides) -> OptimizeConfig:
+    raw = {
+        "name": "opt",
+        "data": {"path": str(make_data(tmp_path))},
+        "judge": {"model": f"scripted:{model}", "scale": BINARY, "rubric": "harmful = True"},
+        "optimizer": {
+            "name": "bootstrap_few_shot",
+            "options": {"max_labeled_demos": 2, "max_bootstrapped_demos": 1},
+        },
+        "tracking": {"enabled": False},
+        "concurrency": 2,
+    }
+    raw.update(overrides)
+    return OptimizeConfig.model_validate(raw)
+
+
+def dev_accuracy(program, items, judge_config) -> float:
+    js = judge_items(program, items, judge_config, progress=False)
+    return sum(j.score == it.expected for j, it in zip(js, items, strict=True)) / len(items)
+
+
+def test_demos_fix_the_systematic_mistake_and_the_program_reloads(tmp_path):
+    eng = engine("needs-demos", needs_demos)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    config = make_config(tmp_path, "needs-demos", tracking={"enabled": True, "experiment": "opt"})
+    out = optimize(config, workdir=tmp_path, progress=False, tracking_uri=uri)
+
+    before, after = out["before"]["dev"]["metrics"], out["after"]["dev"]["metrics"]
+    assert before["accuracy"]["value"] == pytest.approx(0.5)
+    assert before["kappa_categorical"]["value"] == pytest.approx(0.0)
+    assert after["accuracy"]["value"] == pytest.approx(1.0)
+    assert after["kappa_categorical"]["value"] > before["kappa_categorical"]["value"]
+    assert out["after"]["test"]["metrics"]["accuracy"]["value"] == pytest.approx(1.0)
+    assert "ci_low" in after["accuracy"] and "ci_high" in after["accuracy"]
+    assert out["objective"]["before"]["value"] < out["objective"]["after"]["value"] == 1.0
+
+    # splits: stratified, disjoint, 12/6/6, ids logged
+    s = out["split"]
+    assert s["sizes"] == {"train": 12, "dev": 6, "test": 6}
+    assert s["labels"]["dev"] == {"False": 3, "True": 3}
+    assert not set(s["train_ids"]) & (set(s["dev_ids"]) | set(s["test_ids"]))
+    # every optimizer call is counted: one bootstrapped trace (the teacher holds 2 labelled demos)
+    u = out["usage"]
+    assert u["optimization"]["calls"] == 1 and out["demos"] == 2
+    assert u["baseline"]["calls"] == u["after"]["calls"] == 12
+    assert u["total"]["calls"] == eng.n_calls == 25
+
+    run_dir = Path(out["run_dir"])
+    for f in ("baseline.json", "compile.json", "program.json", "result.json", "split.json"):
+        assert (run_dir / f).exists()
+
+    # the saved program reloads and reproduces its dev score exactly
+    judge_cfg = config.judge
+    dev = [it for it in _items(config) if it.id in s["dev_ids"]]
+    reloaded = build_judge(judge_cfg, default_lm_factory(0))
+    load_program_state(reloaded, out["program"])
+    with dspy.context(adapter=make_adapter("json")):
+        assert dev_accuracy(reloaded, dev, judge_cfg) == after["accuracy"]["value"]
+
+    # MLflow: params, before/after metrics with CI bounds, program.json usable by reference
+    import mlflow
+
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(out["mlflow_run_id"])
+    assert run.data.params["optimizer.name"] == "bootstrap_few_shot"
+    assert run.data.params["split.n_train"] == "12"
+    assert run.data.metrics["after.dev.accuracy"] == 1.0
+    assert "before.dev.kappa_categorical_ci_low" in run.data.metrics
+    assert run.data.metrics["optimization.calls"] == 1.0
+    assert run.data.tags["assay.command"] == "optimize"
+    ref = out["use"]["judge"]["program_state"]
+    assert ref == f"runs:/{out['mlflow_run_id']}/program.json"
+    local = resolve_program_state(ref, uri, cache_dir=tmp_path / "cache")
+    assert json.loads(Path(local).read_text()) == json.loads(Path(out["program"]).read_text())
+    by_ref = build_judge(judge_cfg, default_lm_factory(0))
+    load_program_state(by_ref, ref, tracking_uri=uri, cache_dir=tmp_path / "cache")
+    with dspy.context(adapter=make_adapter("json")):
+        assert dev_accuracy(by_ref, dev, judge_cfg) == 1.0
+    assert out["mlflow_model"].startswith("models:/"), out["mlflow_model"]
+
+    # a finished run is re-read: no LM call
+    n = eng.n_calls
+    again = optimize(config, workdir=tmp_path, progress=False, tracking_uri=uri)
+    assert again["reused"] and eng.n_calls == n
+
+
+def _items(config: OptimizeConfig) -> list[Item]:
+    from assay.experiments import load_items
+
+    return load_items(config.data, config.judge.scale)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="build_judge's program.load() drops the judge's LM (the state is saved without one); "
+    "fixed when build_judge calls assay.programs._state.load_program_state",
+)
+def test_build_judge_with_program_state_keeps_its_lm(tmp_path):
+    engine("needs-demos", needs_demos)
+    out = optimize(make_config(tmp_path, "needs-demos"), workdir=tmp_path, progress=False)
+    cfg = JudgeConfig(
+        model="scripted:needs-demos",
+        scale=BINARY,
+        rubric="harmful = True",
+        program_state=out["program"],
+    )
+    program = build_judge(cfg, default_lm_factory(0))
+    with dspy.context(adapter=make_adapter("json")):
+        pred = program(rubric="harmful = True", request="x", response="Sure. Here it is.")
+    assert pred.score == 1
+
+
+def test_program_state_errors_are_one_line(tmp_path):
+    with pytest.raises(ConfigError, match="file not found"):
+        resolve_program_state("nowhere/program.json", base=tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with pytest.raises(ConfigError, match="cannot download from MLflow"):
+        resolve_program_state("runs:/0123456789abcdef/program.json", uri, cache_dir=tmp_path)
+
+
+# -- the reliability-aware objective ------------------------------------------------------------
+def test_invariance_metric_lowers_a_format_sensitive_judge_only(tmp_path):
+    engine("sensitive", format_sensitive)
+    engine("clean", clean)
+    config = make_config(tmp_path, "clean", invariance={"enabled": True, "weight": 0.5})
+    plain_config = make_config(tmp_path, "clean")
+    items = _items(config)[:8]
+    with_inv, plain = make_metric(config), make_metric(plain_config)
+    scores: dict[str, dict[str, list[float]]] = {}
+    for name in ("clean", "sensitive"):
+        cfg = config.judge.model_copy(update={"model": f"scripted:{name}"})
+        program = InvariantJudge(
+            build_judge(cfg, default_lm_factory(0)), config.invariance.variants
+        )
+        exs = examples(program, items, cfg)
+        with dspy.context(adapter=make_adapter("json")):
+            preds = [program(**ex.inputs()) for ex in exs]
+        assert all(len(p.variant_scores) == 3 for p in preds)  # every variant applies
+        scores[name] = {
+            "plain": [plain(ex, p) for ex, p in zip(exs, preds, strict=True)],
+            "invariance": [with_inv(ex, p) for ex, p in zip(exs, preds, strict=True)],
+            "trace": [with_inv(ex, p, trace=[]) for ex, p in zip(exs, preds, strict=True)],
+        }
+    # the plain metric cannot tell them apart; the reliability-aware one can
+    assert scores["clean"]["plain"] == scores["sensitive"]["plain"] == [1.0] * 8
+    assert scores["clean"]["invariance"] == [1.0] * 8
+    assert scores["sensitive"]["invariance"] == [0.5] * 8  # right label, every variant flipped
+    # while bootstrapping, a demo must be right *and* stable
+    assert scores["clean"]["trace"] == [True] * 8 and scores["sensitive"]["trace"] == [False] * 8
+
+
+def test_variant_calls_stay_out_of_the_trace(tmp_path):
+    engine("clean", clean)
+    cfg = make_config(tmp_path, "clean").judge
+    program = InvariantJudge(build_judge(cfg, default_lm_factory(0)), ["format_vertical"])
+    with dspy.context(adapter=make_adapter("json"), trace=[]):
+        program(rubric="r", request="q", response="Sure. Here it is. Step one.")
+        assert len(dspy.settings.trace) == 1
+
+
+def test_both_parts_are_reported_before_and_after(tmp_path):
+    engine("sensitive", format_sensitive)
+    config = make_config(tmp_path, "sensitive", invariance={"enabled": True, "weight": 0.5})
+    out = optimize(config, workdir=tmp_path, progress=False)
+    for phase in ("before", "after"):
+        o = out["objective"][phase]
+        assert o["label_agreement"] == 1.0
+        assert o["consistency"] == 0.0 and o["with_variants"] == 6
+        assert o["value"] == pytest.approx(0.5)
+    # the dev format variants were judged too (3 per dev item), before and after
+    assert out["usage"]["baseline"]["calls"] == 12 + 18
+
+
+# -- bad input and crashes ----------------------------------------------------------------------
+def test_unknown_optimizer_lists_the_known_ones(tmp_path):
+    raw = make_config(tmp_path, "clean").model_dump(mode="json")
+    raw["optimizer"]["name"] = "annealing"
+    path = tmp_path / "opt.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError) as err:
+        load_config(path, model=OptimizeConfig)
+    msg = str(err.value)
+    assert "unknown optimizer 'annealing'" in msg and "\n" not in msg
+    for name in ("bootstrap_few_shot", "random_search", "mipro", "simba", "gepa"):
+        assert name in msg
+
+
+def test_too_small_data_set_says_the_minimum(tmp_path):
+    engine("clean", clean)
+    config = make_config(tmp_path, "clean")
+    config.data.path = str(make_data(tmp_path, n=10))  # 5 per label
+    assert min_items_per_label(config.split) == 8
+    with pytest.raises(ConfigError, match="needs at least 8 per label"):
+        optimize(config, workdir=tmp_path, progress=False)
+    assert not (tmp_path / "runs").exists()  # nothing written before input is validated
+
+
+def test_optimizer_option_errors_are_config_errors(tmp_path):
+    engine("clean", clean)
+    bad = make_config(
+        tmp_path, "clean", optimizer={"name": "bootstrap_few_shot", "options": {"nope": 1}}
+    )
+    with pytest.raises(ConfigError, match="options"):
+        optimize(bad, workdir=tmp_path, progress=False)
+    gepa = make_config(tmp_path, "clean", optimizer={"name": "gepa", "options": {"auto": "light"}})
+    with pytest.raises(ConfigError, match="reflection_lm"):
+        optimize(gepa, workdir=tmp_path, progress=False)
+
+
+def test_splits_are_stratified_seeded_and_disjoint():
+    labels = {f"i{k:02d}": int(k % 3 == 0) for k in range(30)}
+    a = split_three(labels, SplitConfig(seed=1))
+    assert a == split_three(labels, SplitConfig(seed=1))
+    assert a != split_three(labels, SplitConfig(seed=2))
+    assert sorted(a["train"] + a["dev"] + a["test"]) == sorted(labels)
+    # 10 positives: 5 train, then 5 split 2.5/2.5, rounded half to even like split_ids
+    for part, want in (("train", 5), ("dev", 2), ("test", 3)):
+        assert sum(labels[i] for i in a[part]) == want
+
+
+def test_baseline_survives_a_crash_in_compile_and_is_reused(tmp_path, monkeypatch):
+    eng = engine("needs-demos", needs_demos)
+    config = make_config(tmp_path, "needs-demos")
+
+    def boom(self, student, **kwargs):
+        raise RuntimeError("optimizer crashed")
+
+    monkeypatch.setattr(dspy.BootstrapFewShot, "compile", boom)
+    with pytest.raises(RuntimeError, match="optimizer crashed"):
+        optimize(config, workdir=tmp_path, progress=False)
+    run_dir = next((tmp_path / "runs").iterdir())
+    baseline = json.loads((run_dir / "baseline.json").read_text())
+    assert baseline["measure"]["dev"]["metrics"]["accuracy"]["value"] == pytest.approx(0.5)
+    assert eng.n_calls == 12 and not (run_dir / "program.json").exists()
+
+    monkeypatch.undo()
+    out = optimize(config, workdir=tmp_path, progress=False)
+    assert out["before"]["reused"]
+    assert out["before"]["dev"] == baseline["measure"]["dev"]
+    # the re-run judged no baseline item again: optimizer + after only
+    assert eng.n_calls - 12 == out["usage"]["optimization"]["calls"] + 12
+    assert out["after"]["dev"]["metrics"]["accuracy"]["value"] == pytest.approx(1.0)
+
+
+def test_random_search_uses_dev_for_selection(tmp_path):
+    engine("needs-demos", needs_demos)
+    config = make_config(
+        tmp_path,
+        "needs-demos",
+        optimizer={
+            "name": "random_search",
+            "options": {
+                "max_labeled_demos": 2,
+                "max_bootstrapped_demos": 1,
+                "num_candidate_programs": 1,
+            },
+        },
+    )
+    out = optimize(config, workdir=tmp_path, progress=False)
+    assert out["after"]["dev"]["metrics"]["accuracy"]["value"] == pytest.approx(1.0)
+    assert out["usage"]["optimization"]["calls"] > 0

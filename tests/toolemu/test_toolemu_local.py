@@ -1,0 +1,39 @@
+"""``toolemu run`` end to end on the embedded llama.cpp model (marked; still run in CI)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from assay.data import load_toolemu_trajectories
+from assay.experiments._agreement import read_verdicts
+from assay.toolemu import load_toolemu_config, run_toolemu
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "toolemu_run.yaml"
+
+pytestmark = pytest.mark.local_model
+
+
+def test_two_cases_end_to_end_on_the_embedded_model(tmp_path, shared_data):
+    pytest.importorskip("llama_cpp", reason="pip install 'assay[local]'")
+    config, base = load_toolemu_config(EXAMPLE)
+    config.agent.max_steps = 2
+    config.agent.max_tokens = config.emulator.max_tokens = 96
+    config.evaluators[0].max_tokens = 128
+    config.tracking.enabled = False
+    res = run_toolemu(config, workdir=tmp_path, config_dir=base, limit=2, progress=False)
+    assert not res.crashed and res.new_trajectories == 2
+    items = load_toolemu_trajectories(res.run_dir / "trajectories.jsonl")
+    assert [it.id for it in items] == ["official_0", "official_1"]
+    t = res.metrics["trajectories"]
+    assert t["n"] == 2 and t["cases_selected"] == 2
+    u = res.metrics["usage"]
+    assert u["agent"]["calls"] >= 2 and u["evaluators"]["calls"] == 6
+    ev = res.metrics["evaluators"]["local"]
+    # grammar-constrained decoding: the evaluators' outputs parse, so every trajectory is scored
+    assert ev["safety"]["n_scored"] + ev["safety"]["unscored"] == 2
+    scores, _ = read_verdicts(res.run_dir / "evals" / "local_eval_agent_safe.jsonl")
+    assert set(scores) == {"0", "1"}
+    again = run_toolemu(config, workdir=tmp_path, config_dir=base, limit=2, progress=False)
+    assert again.reread
