@@ -353,6 +353,10 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--quiet", action="store_true", help="no progress bars")
     st.set_defaults(func=cmd_selftest)
 
+    from assay.experiments import _compare
+
+    _compare.add_parser(sub)
+
     s = sub.add_parser("schema", help="print the JSON schema of an evaluate config")
     s.set_defaults(func=cmd_schema)
     return p

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import multiprocessing
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import dspy
+from _common import StubProcess
 
 import assay  # noqa: F401  (offline environment defaults before DSPy and LiteLLM load)
 from assay.experiments import EvaluateConfig, evaluate
@@ -173,50 +173,6 @@ def bench_scripted(table: Path, workdir: Path, n: int, concurrency: int) -> dict
         print(f"    with MLflow tracking (existing store): log_run {spent['log_run']:.2f}s")
         out["mlflow_log_s"] = spent["log_run"]
     return out
-
-
-class StubProcess:
-    """The stub in a child process, so its HTTP threads do not share the client's GIL (as a
-    real API server would not). Same surface as :class:`StubServer` for what (b) reads."""
-
-    def __init__(self, latency_s: float):
-        ctx = multiprocessing.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve_stub, args=(child, latency_s), daemon=True)
-
-    def __enter__(self) -> StubProcess:
-        self._proc.start()
-        self.base_url = self._conn.recv()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._ask("stop")
-        self._proc.join(timeout=10)
-
-    def _ask(self, command: str) -> Any:
-        self._conn.send(command)
-        return self._conn.recv()
-
-    def reset(self) -> None:
-        self._ask("reset")
-
-    @property
-    def n_requests(self) -> int:
-        return self._ask("stats")["n_requests"]
-
-    @property
-    def max_in_flight(self) -> int:
-        return self._ask("stats")["max_in_flight"]
-
-
-def _serve_stub(conn: Any, latency_s: float) -> None:
-    with StubServer(latency_s=latency_s) as stub:
-        conn.send(stub.base_url)
-        while (command := conn.recv()) != "stop":
-            if command == "reset":
-                stub.reset()
-            conn.send({"n_requests": stub.n_requests, "max_in_flight": stub.max_in_flight})
-        conn.send(None)
 
 
 def bench_stub(

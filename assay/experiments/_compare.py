@@ -285,6 +285,7 @@ def _default_metric(runs: list) -> str:
 
 
 def higher_is_better(metric: str) -> bool:
+    """Whether a larger value of ``metric`` means a better judge (errors and costs: no)."""
     base = metric.rsplit(".", 1)[-1]
     return not (
         base in _LOWER_IS_BETTER or base.startswith(("usage_", "cost")) or base == "unscored"
@@ -295,6 +296,7 @@ def higher_is_better(metric: str) -> bool:
 
 
 def short_sha(text: str) -> str:
+    """Eight hex digits of the SHA-256 of ``text``: names long params (rubrics) in tables."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
@@ -477,7 +479,11 @@ def _write_plots(runs: list, rows: list[dict], metric: str, folder: Path) -> dic
             ylabel=f"{metric} ({direction})",
             title="Cost vs metric (filled: Pareto-optimal)",
         )
-    harness = [r for r in runs if r.data.tags.get("assay.command") == "harness"]
+    rank = {r["run_id"]: r["rank"] for r in rows}
+    harness = sorted(
+        (r for r in runs if r.data.tags.get("assay.command") == "harness"),
+        key=lambda r: rank[r.info.run_id],
+    )
     if harness:
         # The harness report's heatmap, fed with the per-judge runs' logged pass rates.
         labels = _labels(harness)
@@ -536,16 +542,10 @@ def _finish_comparison_run(client, run_id: str, files: list[Path]) -> None:
 # --- the command line -----------------------------------------------------------------------
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float):
-        return f"{v:.{digits}f}" if v == 0 or abs(v) >= 10**-digits else f"{v:.2e}"
-    return str(v)
-
-
 def render_markdown(result: dict[str, Any]) -> str:
     """The comparison as Markdown: leaderboard, differences, runs left out, where files went."""
+    from assay.experiments._report import _fmt
+
     metric = result["metric"]
     g = result["group"]
     where = (
@@ -559,14 +559,16 @@ def render_markdown(result: dict[str, Any]) -> str:
         "",
         f"{len(result['leaderboard'])} judge runs · {where}",
         "",
-        f"| # | run | model | {metric} [CI] | accuracy | cost USD | USD per accuracy point "
-        "| Pareto | program | adapter | temp. | rubric | optimized | config | run id |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| # | run |{'' if g else ' data · scale |'} model | {metric} [CI] | accuracy "
+        "| cost USD | USD per accuracy point | Pareto | program | adapter | temp. | rubric "
+        "| optimized | config | run id |",
+        "|---" * (15 if g else 16) + "|",
     ]
     for r in result["leaderboard"]:
         ci = f" [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]" if r["ci_low"] is not None else ""
+        data = "" if g else f" `{r['data']}` · {r['scale']} |"
         lines.append(
-            f"| {r['rank']} | {r['name']} | `{r['model']}` | {_fmt(r['value'])}{ci} "
+            f"| {r['rank']} | {r['name']} |{data} `{r['model']}` | {_fmt(r['value'])}{ci} "
             f"| {_fmt(r['accuracy'])} | {_fmt(r['cost_usd'], 6)} "
             f"| {_fmt(r['cost_per_accuracy_point_usd'], 6)} "
             f"| {'yes' if r['pareto'] else ('—' if r['pareto'] is None else 'no')} "

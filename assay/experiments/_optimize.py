@@ -617,11 +617,13 @@ def optimize(
         if config.optimizer.name in _USES_VALSET:
             kwargs.setdefault("valset", examples(student, splits["dev"], config.judge))
         start = time.perf_counter()
-        chatter = sys.stderr if progress else io.StringIO()
+        # optimizers print to stdout (kept off it: --json prints there) and draw tqdm bars
+        quiet = io.StringIO()
         with (
             dspy.context(lm=judge_lm, adapter=adapter),
             dspy.track_usage() as tracker,
-            contextlib.redirect_stdout(chatter),
+            contextlib.redirect_stdout(sys.stderr if progress else quiet),
+            contextlib.redirect_stderr(sys.stderr if progress else quiet),
         ):
             result = optimizer.compile(student, trainset=train, **kwargs)
         optimized = result.judge if isinstance(result, InvariantJudge) else result
@@ -855,6 +857,11 @@ def render_result(out: dict[str, Any], confidence: float = 0.95) -> str:
             o=u["optimization"]["calls"],
             a=u["after"]["calls"],
             c=u["total"]["cost_usd"],
+        )
+        + (
+            f" ({u['total']['unpriced_calls']} calls unpriced)"
+            if u["total"]["unpriced_calls"]
+            else ""
         )
     )
     lines.append(f"optimized program ({out['demos']} demos): {out['program']}")

@@ -508,19 +508,22 @@ class AgreementFiles:
     helpfulness: Path | None
 
 
+_CLASSIFY_LINES = 200  # records read to tell a file's kind (the first one normally does)
+
+
 def _classify(path: Path) -> str | None:
     """``"trajectories"``, ``"safety"``, ``"helpfulness"`` or None, from the file's records."""
     try:
         with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
+            for n, line in enumerate(fh):
+                if n >= _CLASSIFY_LINES:
+                    break
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError:
-                    return None
+                    continue  # blank or torn line
                 if not isinstance(record, dict):
-                    return None
+                    break
                 if "intermediate_steps" in record:
                     return "trajectories"
                 scores = record.get("eval_scores")
@@ -530,7 +533,7 @@ def _classify(path: Path) -> str | None:
                             return field
     except (OSError, UnicodeDecodeError):
         return None
-    # an evaluator file whose every line is unscored still has ToolEmu's name
+    # an evaluator file whose lines carry no eval_scores key still has ToolEmu's name
     for field, hint in _NAME_HINTS.items():
         if hint in path.name:
             return field

@@ -103,9 +103,15 @@ def dev_accuracy(program, items, judge_config) -> float:
     return sum(j.score == it.expected for j, it in zip(js, items, strict=True)) / len(items)
 
 
-def test_demos_fix_the_systematic_mistake_and_the_program_reloads(tmp_path):
+@pytest.fixture(scope="module")
+def mlflow_uri(tmp_path_factory) -> str:
+    """One SQLite store for the module: creating its tables takes seconds."""
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
+def test_demos_fix_the_systematic_mistake_and_the_program_reloads(tmp_path, mlflow_uri):
     eng = engine("needs-demos", needs_demos)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = mlflow_uri
     config = make_config(tmp_path, "needs-demos", tracking={"enabled": True, "experiment": "opt"})
     out = optimize(config, workdir=tmp_path, progress=False, tracking_uri=uri)
 
@@ -193,12 +199,12 @@ def test_build_judge_with_program_state_keeps_its_lm(tmp_path):
     assert pred.score == 1
 
 
-def test_program_state_errors_are_one_line(tmp_path):
+def test_program_state_errors_are_one_line(tmp_path, mlflow_uri):
     with pytest.raises(ConfigError, match="file not found"):
         resolve_program_state("nowhere/program.json", base=tmp_path)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    with pytest.raises(ConfigError, match="cannot download from MLflow"):
-        resolve_program_state("runs:/0123456789abcdef/program.json", uri, cache_dir=tmp_path)
+    with pytest.raises(ConfigError, match="cannot download from MLflow") as err:
+        resolve_program_state("runs:/0123456789abcdef/program.json", mlflow_uri, cache_dir=tmp_path)
+    assert "\n" not in str(err.value)
 
 
 # -- the reliability-aware objective ------------------------------------------------------------
@@ -342,3 +348,40 @@ def test_random_search_uses_dev_for_selection(tmp_path):
     out = optimize(config, workdir=tmp_path, progress=False)
     assert out["after"]["dev"]["metrics"]["accuracy"]["value"] == pytest.approx(1.0)
     assert out["usage"]["optimization"]["calls"] > 0
+
+
+# -- end to end on the embedded model -----------------------------------------------------------
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.local_model
+def test_optimize_harmbench_example_end_to_end(tmp_path, shared_data):
+    """The example loop on SmolLM2-135M. A 135M model does not get much better from two
+    demonstrations (it may get worse): this checks that the loop runs end to end, not that the
+    judge improves. 16 items (8 per label, the least a stratified 0.5/0.25/0.25 split takes)
+    keep it to 16 judge calls: 8 baseline, 8 with the demos; the optimizer itself makes none."""
+    pytest.importorskip("llama_cpp", reason="pip install 'assay[local]'")
+    import mlflow
+
+    config, base = load_config(
+        EXAMPLES / "optimize_harmbench.yaml", {"data.limit": 16}, model=OptimizeConfig
+    )
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = optimize(config, workdir=tmp_path, config_dir=base, progress=False, tracking_uri=uri)
+    assert out["split"]["sizes"] == {"train": 8, "dev": 4, "test": 4}
+    for phase in ("before", "after"):
+        for part in ("dev", "test"):
+            c = out[phase][part]["counts"]
+            assert c["scored"] == c["paired"] == 4  # constrained decoding: every verdict parses
+            assert "kappa_categorical" in out[phase][part]["metrics"]
+    u = out["usage"]
+    assert u["optimization"]["calls"] == 0 and out["demos"] == 2
+    assert u["baseline"]["calls"] == u["after"]["calls"] == 8
+    assert u["after"]["prompt_tokens"] > u["baseline"]["prompt_tokens"]  # the demos are sent
+
+    reloaded = build_judge(config.judge, lambda _c: None)
+    load_program_state(reloaded, out["use"]["judge"]["program_state"], tracking_uri=uri)
+    assert sum(len(p.demos) for p in reloaded.predictors()) == 2
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(out["mlflow_run_id"])
+    assert run.data.params["judge.model"] == "local"
+    assert "after.test.accuracy" in run.data.metrics
