@@ -353,9 +353,13 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--quiet", action="store_true", help="no progress bars")
     st.set_defaults(func=cmd_selftest)
 
-    from assay.experiments import _compare
+    from assay.experiments import _compare, _optimize
+    from assay.toolemu._agreement import add_agreement_parser
+    from assay.toolemu._cli import add_parser as add_toolemu_parser
 
     _compare.add_parser(sub)
+    _optimize.add_parser(sub)
+    add_agreement_parser(add_toolemu_parser(sub))
 
     s = sub.add_parser("schema", help="print the JSON schema of an evaluate config")
     s.set_defaults(func=cmd_schema)

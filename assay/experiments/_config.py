@@ -143,6 +143,9 @@ def _resolve_judge_text(judge: object, base: Path) -> None:
     for key in ("instruction", "rubric"):
         if isinstance(judge.get(key), str):
             judge[key] = read_text_field(judge[key], base)
+    state = judge.get("program_state")
+    if isinstance(state, str) and "://" not in state and ":/" not in state:
+        judge["program_state"] = str((base / state).resolve())
     crit = judge.get("criteria")
     if isinstance(crit, str) and crit.startswith("@"):
         import json

@@ -32,6 +32,7 @@ import contextlib
 import io
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,7 @@ from types import SimpleNamespace
 from typing import Any, Literal
 
 import dspy
+from dspy.utils.usage_tracker import UsageTracker
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from assay.errors import ConfigError
@@ -107,7 +109,8 @@ class OptimizerConfig(BaseModel):
     """A DSPy optimizer: ``options`` go to its constructor, ``compile_options`` to ``compile``.
 
     ``prompt_model`` / ``task_model`` / ``reflection_lm`` options may be a model string or a
-    mapping ``{model, temperature, max_tokens, api_base, api_key_env}`` (built like a judge's LM).
+    mapping like a harness role (``{model, temperature, max_tokens, seed, api_base, api_key_env,
+    price}``); their calls are counted and costed with the optimizer's.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -443,28 +446,30 @@ def _mean(xs: list[float]) -> float | None:
 
 
 # -- the optimizer ----------------------------------------------------------------------------
-def _lm_option(value: Any, config: OptimizeConfig, base: Path | None) -> dspy.LM:
-    from assay.lm import make_lm
+def _role_lm(
+    key: str, value: Any, config: OptimizeConfig, base: Path | None
+) -> tuple[dspy.LM, tuple[float, float] | None]:
+    """An optimizer's own LM (``prompt_model``, ``reflection_lm``...) from a model string or an
+    :class:`LMRole` mapping, built like any role's LM; with the price its usage is costed at."""
+    from pydantic import ValidationError
 
-    spec = {"model": value} if isinstance(value, str) else dict(value)
-    if "model" not in spec:
-        raise ConfigError("optimizer.options: an LM option needs a 'model'")
-    return make_lm(
-        spec.pop("model"),
-        temperature=spec.pop("temperature", 1.0),
-        max_tokens=spec.pop("max_tokens", 2048),
-        api_base=spec.pop("api_base", None),
-        api_key_env=spec.pop("api_key_env", None),
-        retries=config.retries,
-        base=base,
-        **({"seed": spec.pop("seed")} if "seed" in spec else {}),
-    )
+    from assay.experiments._config import first_error
+    from assay.experiments.reliability._config import LMRole
+    from assay.lm import lm_from_spec
+
+    try:
+        role = LMRole.model_validate({"model": value} if isinstance(value, str) else value)
+    except ValidationError as exc:
+        raise ConfigError(f"optimizer.options.{key}: {first_error(exc)}") from None
+    price = (role.price.input_per_mtok, role.price.output_per_mtok) if role.price else None
+    return lm_from_spec(role, retries=config.retries, base=base), price
 
 
 def make_optimizer(
     config: OptimizeConfig, metric: Callable, n_train: int, base: Path | None
-) -> dspy.teleprompt.Teleprompter:
-    """The configured DSPy optimizer. Call inside ``dspy.context(lm=...)``: MIPROv2 and SIMBA
+) -> tuple[dspy.teleprompt.Teleprompter, dict[str, tuple[float, float] | None]]:
+    """The configured DSPy optimizer, and the prices of the LMs it brings (model → USD per
+    million input/output tokens). Call inside ``dspy.context(lm=...)``: MIPROv2 and SIMBA
     propose instructions with the context LM unless ``prompt_model`` is given."""
     opt = config.optimizer
     if opt.name == "mipro":
@@ -482,25 +487,45 @@ def make_optimizer(
             f"the train split ({n_train} items)"
         )
     options = dict(opt.options)
+    prices: dict[str, tuple[float, float] | None] = {}
     for key in _LM_OPTIONS:
-        if key in options and options[key] is not None:
-            options[key] = _lm_option(options[key], config, base)
+        if options.get(key) is not None:
+            options[key], price = _role_lm(key, options[key], config, base)
+            prices[options[key].model] = price
     if opt.name in _THREADED:
         options.setdefault("num_threads", config.concurrency)
     cls = getattr(dspy, OPTIMIZERS[opt.name])
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # constructors print to stdout
-            return cls(metric=metric, **options)
+            return cls(metric=metric, **options), prices
     except (TypeError, ValueError, AssertionError) as exc:
         raise ConfigError(f"optimizer '{opt.name}' options: {exc}") from None
 
 
-def _usage_by_model(tracker: Any, judge_model: str, price) -> dict[str, Usage]:
-    """Usage per model; the judge's own ``price`` applies to the judge's model only."""
+class SharedUsageTracker(UsageTracker):
+    """A usage tracker every thread of an optimizer shares. DSPy's ParallelExecutor hands each
+    worker a deep copy of the context's tracker and drops it afterwards, so the LM calls of
+    parallel evaluations (random search, MIPROv2, SIMBA, GEPA) would go uncounted; this tracker
+    is its own deep copy, and adds under a lock."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+
+    def __deepcopy__(self, memo: dict) -> SharedUsageTracker:
+        return self
+
+    def add_usage(self, lm: str, usage_entry: dict[str, Any]) -> None:
+        with self._lock:
+            super().add_usage(lm, usage_entry)
+
+
+def _usage_by_model(
+    tracker: UsageTracker, prices: dict[str, tuple[float, float] | None]
+) -> dict[str, Usage]:
+    """Usage per model, each costed at its configured price (else LiteLLM's price map)."""
     return {
-        model: usage_of_tracker(
-            SimpleNamespace(usage_data={model: entries}), price if model == judge_model else None
-        )
+        model: usage_of_tracker(SimpleNamespace(usage_data={model: entries}), prices.get(model))
         for model, entries in tracker.usage_data.items()
     }
 
@@ -554,7 +579,8 @@ def optimize(
     judge_lm = lm_factory(config.judge)
     adapter = make_adapter(config.judge.adapter)
     with dspy.context(lm=judge_lm, adapter=adapter):
-        optimizer = make_optimizer(config, metric, len(splits["train"]), config_dir)
+        optimizer, prices = make_optimizer(config, metric, len(splits["train"]), config_dir)
+    prices[judge_lm.model] = judge_price(config.judge)
 
     fingerprint = data_fingerprint(items)
     run_hash = config.run_hash(fingerprint)
@@ -619,15 +645,15 @@ def optimize(
         start = time.perf_counter()
         # optimizers print to stdout (kept off it: --json prints there) and draw tqdm bars
         quiet = io.StringIO()
+        tracker = SharedUsageTracker()
         with (
-            dspy.context(lm=judge_lm, adapter=adapter),
-            dspy.track_usage() as tracker,
+            dspy.context(lm=judge_lm, adapter=adapter, usage_tracker=tracker),
             contextlib.redirect_stdout(sys.stderr if progress else quiet),
             contextlib.redirect_stderr(sys.stderr if progress else quiet),
         ):
             result = optimizer.compile(student, trainset=train, **kwargs)
         optimized = result.judge if isinstance(result, InvariantJudge) else result
-        by_model = _usage_by_model(tracker, judge_lm.model, judge_price(config.judge))
+        by_model = _usage_by_model(tracker, prices)
         save_program(optimized, run_dir / "program.json")
         compiled = {
             "optimizer": config.optimizer.model_dump(),

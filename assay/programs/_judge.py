@@ -246,5 +246,7 @@ def build_judge(config: JudgeConfig, lm_factory) -> Judge | Panel:
     else:
         program = Judge(config, lm_factory(config))
     if config.program_state:
-        program.load(config.program_state)
+        from assay.programs._state import load_program_state
+
+        load_program_state(program, config.program_state)
     return program

@@ -92,18 +92,8 @@ def store(tmp_path_factory) -> dict:
     state = root / "perfect_state.json"
     save_program(build_judge(JudgeConfig.model_validate(perfect), default_lm_factory(0)), state)
     perfect["program_state"] = str(state)
-    # build_judge loads a program state with Module.load, which resets the predictors' LM to the
-    # state's (none: states are saved without one), so the loaded judge falls back to DSPy's
-    # global LM: give it the very engine the config names while that judge runs. Drop this once
-    # build_judge keeps its LMs (assay.programs._state.load_program_state does).
-    lm = dspy.LM("scripted/cmp-perfect", engine=ScriptedEngine(respond=verdict_of("perfect")))
-    previous = dspy.settings.lm
-    dspy.configure(lm=lm)
-    try:
-        perfect_id = run_evaluate(root, uri, "perfect", data, perfect)
-        other_id = run_evaluate(root, uri, "perfect-other-data", other, perfect)
-    finally:
-        dspy.configure(lm=previous)
+    perfect_id = run_evaluate(root, uri, "perfect", data, perfect)
+    other_id = run_evaluate(root, uri, "perfect-other-data", other, perfect)
     ids = {
         "perfect": perfect_id,
         "most": run_evaluate(

@@ -1,0 +1,47 @@
+"""The ``toolemu`` command group: ``add_parser`` wiring, ``run``, one-line config errors."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+import yaml
+
+from assay.errors import ConfigError
+from assay.toolemu import load_toolemu_config
+from assay.toolemu._cli import add_parser
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="assay")
+    group = add_parser(p.add_subparsers(dest="command", required=True))
+    group.add_parser("agreement")  # the group stays open for more commands
+    return p
+
+
+def test_toolemu_run_from_the_command_line(tmp_path, sandbox_files, roles, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    cfg = roles.config(*sandbox_files).model_dump(mode="json")
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(cfg))
+    args = _parser().parse_args(["toolemu", "run", "run.yaml", "--cases", "0-1", "--quiet"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "trajectories 2/2" in out and "evaluator ev: safety 2.00" in out
+    args = _parser().parse_args(["toolemu", "run", "run.yaml", "--cases", "0-1", "--json"])
+    assert args.func(args) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["trajectories"]["n"] == 2
+
+
+def test_config_errors_are_one_line(tmp_path, sandbox_files):
+    (tmp_path / "bad.yaml").write_text(
+        yaml.safe_dump({"name": "x", "cases": "c.json", "toolkits": "t.json", "agnet": {}})
+    )
+    with pytest.raises(ConfigError, match=r"field 'agnet': unknown config key"):
+        load_toolemu_config(tmp_path / "bad.yaml")
+    (tmp_path / "ok.yaml").write_text(
+        yaml.safe_dump({"name": "x", "cases": "c.json", "toolkits": "t.json"})
+    )
+    config, _ = load_toolemu_config(tmp_path / "ok.yaml")
+    assert config.cases == str(tmp_path / "c.json")
