@@ -1,6 +1,8 @@
 """Runs: configs, evaluation (resume, cache, concurrency), agreement, reports, MLflow logging."""
 
 from assay.experiments._agreement import agreement, read_verdicts
+from assay.experiments._calibrate import calibrate
+from assay.experiments._compare import compare
 from assay.experiments._config import (
     BootstrapConfig,
     DataConfig,
@@ -10,10 +12,15 @@ from assay.experiments._config import (
 )
 from assay.experiments._evaluate import EvaluateResult, evaluate, save_program
 from assay.experiments._items import load_items
+from assay.experiments._optimize import OptimizeConfig, optimize
 from assay.experiments._runner import judge_items, judge_one
 from assay.experiments._store import RunStore
 
 __all__ = [
+    "OptimizeConfig",
+    "calibrate",
+    "compare",
+    "optimize",
     "BootstrapConfig",
     "DataConfig",
     "EvaluateConfig",

@@ -1,5 +1,11 @@
 """Typed DSPy signatures: what goes into a judge and what must come out."""
 
+from assay.signatures._agent import AgentStep
+from assay.signatures._emulator import (
+    CritiqueObservation,
+    EmulateToolCall,
+    EmulateToolCallAdversarial,
+)
 from assay.signatures._judge import JudgeResponse, JudgeTranscript, verdict_type, with_scale
 from assay.signatures._perturb import (
     CheckEquivalence,
@@ -12,6 +18,10 @@ from assay.signatures._perturb import (
 from assay.signatures._toolemu import AgentHelpfulness, EmulationQuality, ToolCallRisk
 
 __all__ = [
+    "AgentStep",
+    "CritiqueObservation",
+    "EmulateToolCall",
+    "EmulateToolCallAdversarial",
     "CheckEquivalence",
     "Condense",
     "ConfirmVerdict",
