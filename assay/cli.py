@@ -19,6 +19,17 @@ def _configure_cache(workdir: Path) -> None:
     )
 
 
+def _freeze_imports() -> None:
+    """Move the objects of the (large) imports out of the garbage collector's reach: full
+    collections of them otherwise stall every worker thread for up to a second mid-run."""
+    import gc
+
+    import litellm  # noqa: F401  (loaded by the first LM call anyway)
+
+    gc.collect()
+    gc.freeze()
+
+
 def _evaluate_setup(args: argparse.Namespace):
     """An evaluate config (with ``--model`` applied), its folder, and the working directory
     whose ``.assay/`` holds the LM cache."""
@@ -131,6 +142,7 @@ def cmd_harness(args: argparse.Namespace) -> int:
     config, base = load_config(args.config, model=HarnessConfig)
     workdir = Path.cwd()
     _configure_cache(workdir)
+    _freeze_imports()
     res = run_harness(
         config,
         workdir=workdir,

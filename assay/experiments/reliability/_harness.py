@@ -9,6 +9,7 @@ appended per judge in ``judgments/<judge>-<hash>.jsonl``.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,11 @@ def run_harness(
     progress: bool = True,
 ) -> HarnessResult:
     pool, seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests)
+    # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
+    from assay.experiments.reliability._report import preload_plotting
+
+    plotting = threading.Thread(target=preload_plotting, daemon=True)
+    plotting.start()
     judge_names = select(judges, [j.name for j in config.judges], "judge(s)")
     judge_cfgs = [j for j in config.judges if j.name in judge_names]
     base_programs = {
@@ -159,6 +165,7 @@ def run_harness(
     store.write_json("metrics.json", metrics)
     from assay.experiments.reliability._report import write_report
 
+    plotting.join()
     write_report(store.path, config, metrics)
     run_id = None
     if config.tracking.enabled:

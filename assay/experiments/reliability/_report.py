@@ -16,6 +16,14 @@ def _ci(m: dict | None) -> str:
     return f"{_fmt(m.get('value'), 2)}{ci}"
 
 
+def preload_plotting() -> None:
+    """Import matplotlib (headless) ahead of time; the report's plots then start at once."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+
+
 def heatmap(metrics: dict[str, Any], path: Path) -> Path:
     import matplotlib
 
