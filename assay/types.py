@@ -26,6 +26,24 @@ def stable_hash(obj: Any, n: int = 16) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:n]
 
 
+def flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    """A nested config as ``{"a.b.0.c": "text"}`` (lists of mappings by index): MLflow params."""
+    out: dict[str, str] = {}
+
+    def walk(key: str, v: Any) -> None:
+        if isinstance(v, dict):
+            for k, sub in v.items():
+                walk(f"{key}.{k}" if key else str(k), sub)
+        elif isinstance(v, list) and v and isinstance(v[0], dict):
+            for i, sub in enumerate(v):
+                walk(f"{key}.{i}", sub)
+        else:
+            out[key] = "" if v is None else str(v)
+
+    walk(prefix, value)
+    return out
+
+
 class ToolCall(BaseModel):
     model_config = ConfigDict(extra="allow")
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from assay.scale import Scale
-from assay.types import stable_hash
+from assay.types import flatten, stable_hash
 
 Task = Literal[
     "response", "transcript", "toolemu_safety", "toolemu_helpfulness", "emulator_quality"
@@ -115,19 +115,7 @@ class JudgeConfig(BaseModel):
 
     def flat_params(self) -> dict[str, str]:
         """The config flattened to ``key.sub → str`` for MLflow params."""
-        out: dict[str, str] = {}
-
-        def walk(prefix: str, value: Any) -> None:
-            if isinstance(value, dict):
-                for k, v in value.items():
-                    walk(f"{prefix}.{k}" if prefix else str(k), v)
-            elif isinstance(value, list) and value and isinstance(value[0], dict):
-                for i, v in enumerate(value):
-                    walk(f"{prefix}.{i}", v)
-            else:
-                out[prefix] = "" if value is None else str(value)
-
-        walk("judge", self.model_dump(mode="json"))
+        out = flatten(self.model_dump(mode="json"), "judge")
         out["judge.config_hash"] = self.config_hash()
         return out
 

@@ -45,7 +45,7 @@ from assay.toolemu._models import Case, Toolkit, load_cases, load_toolkits, pars
 from assay.toolemu._render import evaluator_tool_descriptions
 from assay.toolemu._report import render_report
 from assay.toolemu._trajectory import toolemu_jsonl, toolemu_record
-from assay.types import Item, Judgment, Usage, stable_hash
+from assay.types import Item, Judgment, Usage, flatten, stable_hash
 
 UNITS = "units.jsonl"
 TRAJECTORIES = "trajectories.jsonl"
@@ -440,19 +440,7 @@ def _summarize(config, cases, done, items, judges, existing, crashed) -> dict[st
 
 
 def _params(config: ToolEmuRunConfig, chosen: list[int], run_hash: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-        elif isinstance(value, list) and value and isinstance(value[0], dict):
-            for i, v in enumerate(value):
-                walk(f"{prefix}.{i}", v)
-        else:
-            out[prefix] = "" if value is None else str(value)
-
-    walk("", config.model_dump(mode="json"))
+    out = flatten(config.model_dump(mode="json"))
     out["cases.selected"] = ",".join(map(str, chosen))
     out["run_hash"] = run_hash
     return out
