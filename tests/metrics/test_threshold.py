@@ -26,6 +26,7 @@ def test_shifted_probabilities_get_a_shifted_threshold():
     assert cohen_kappa_score(y, (np.array(p) >= 0.5).astype(int)) == 0.0
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.UndefinedMetricWarning")
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(st.floats(0, 1), st.integers(0, 1)), min_size=2, max_size=30))
 def test_no_threshold_beats_the_fitted_one(rows):
