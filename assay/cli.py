@@ -379,6 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import logging
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # not "creating database tables..."
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
