@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 
@@ -29,6 +29,7 @@ def test_shifted_probabilities_get_a_shifted_threshold():
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.UndefinedMetricWarning")
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.tuples(st.floats(0, 1), st.integers(0, 1)), min_size=2, max_size=30))
+@example(rows=[(0.0, 0), (5e-324, 1)])  # the midpoint of these underflows to 0.0
 def test_no_threshold_beats_the_fitted_one(rows):
     p = np.array([r[0] for r in rows])
     y = np.array([r[1] for r in rows])
