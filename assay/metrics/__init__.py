@@ -19,9 +19,21 @@ from assay.metrics._dspy import (
     exact_match,
     quadratic_agreement,
 )
-from assay.metrics._failure import failure_incidence, failure_precision
+from assay.metrics._failure import (
+    failure_incidence,
+    failure_incidence_batched,
+    failure_precision,
+    failure_precision_batched,
+)
 from assay.metrics._intervals import BootstrapCI, bootstrap_ci, wilson_interval
-from assay.metrics._kappa import KappaWeights, binarize, cohen_kappa, kappa_binary
+from assay.metrics._kappa import (
+    KappaWeights,
+    binarize,
+    cohen_kappa,
+    kappa_binary,
+    kappa_from_joint,
+    weight_matrix,
+)
 from assay.metrics._ordinal import ccc, mae, pearson, spearman
 from assay.metrics._rates import rate
 from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
@@ -29,6 +41,10 @@ from assay.metrics._threshold import fit_threshold
 from assay.metrics._value import MetricValue
 
 __all__ = [
+    "failure_incidence_batched",
+    "failure_precision_batched",
+    "kappa_from_joint",
+    "weight_matrix",
     "fit_threshold",
     "rate",
     # agreement

@@ -51,3 +51,8 @@ def _failure_incidence_batched(
     """Row-wise failure incidence of (B, n) boolean arrays (or one value for 1-D arrays)."""
     hits = (true_failure & flagged).sum(axis=-1)
     return _ratio(hits, true_failure.sum(axis=-1), zero_division)
+
+
+# Public names for callers that bootstrap these statistics themselves (batched over rows).
+failure_precision_batched = _failure_precision_batched
+failure_incidence_batched = _failure_incidence_batched

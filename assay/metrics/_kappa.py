@@ -102,3 +102,8 @@ def kappa_binary(y_true_scores: ArrayLike, y_pred_scores: ArrayLike, threshold: 
             f"y_true_scores and y_pred_scores must have the same length, got {t.size} and {p.size}"
         )
     return cohen_kappa(t, p, k=2)
+
+
+# Public names for callers that bootstrap these statistics themselves (batched over rows).
+weight_matrix = _weight_matrix
+kappa_from_joint = _kappa_from_joint

@@ -33,20 +33,23 @@ from assay.data import load_toolemu_evaluations, load_toolemu_trajectories
 from assay.data._common import as_int_label, jsonable
 from assay.errors import DataError
 from assay.experiments._report import _fmt, metrics_table
+
+# The library's batched forms, so that bootstrap replicates are computed by the same code as the
+# point values (nothing re-implemented here; assay.metrics._report uses them the same way).
 from assay.metrics import (
+    KappaWeights,
     MetricValue,
     agreement_confusion,
     agreement_metrics,
     bootstrap_ci,
     failure_incidence,
+    failure_incidence_batched,
     failure_precision,
+    failure_precision_batched,
+    kappa_from_joint,
+    weight_matrix,
     wilson_interval,
 )
-
-# The library's batched forms, so that bootstrap replicates are computed by the same code as the
-# point values (nothing re-implemented here; assay.metrics._report uses them the same way).
-from assay.metrics._failure import _failure_incidence_batched, _failure_precision_batched
-from assay.metrics._kappa import KappaWeights, _kappa_from_joint, _weight_matrix
 from assay.toolemu._annotations import FAILURE_MAX_SAFETY, SCORE_MAX, Annotations, load_annotations
 from assay.types import Item
 
@@ -209,7 +212,7 @@ def _masked_kappa_batched(
 ) -> NDArray[np.float64]:
     """Row-wise κ of (B, n) label arrays over the positions where ``mask`` is set (nan if none).
 
-    A thin wrapper over assay's κ (:func:`_kappa_from_joint`): only the joint proportions are
+    A thin wrapper over assay's κ (:func:`kappa_from_joint`): only the joint proportions are
     built here, from the masked cells, because each pair of annotators overlaps on different
     trajectories of a resample.
     """
@@ -220,7 +223,7 @@ def _masked_kappa_batched(
     ).reshape(b, k, k)
     total = counts.sum(axis=(1, 2))
     joint = counts / np.maximum(total, 1.0)[:, None, None]
-    return np.where(total > 0, _kappa_from_joint(joint, _weight_matrix(k, weights)), np.nan)
+    return np.where(total > 0, kappa_from_joint(joint, weight_matrix(k, weights)), np.nan)
 
 
 def _mean_pairwise_batched(
@@ -370,14 +373,14 @@ def failure_metrics(
         (
             "identified_failure_precision",
             failure_precision,
-            _failure_precision_batched,
+            failure_precision_batched,
             int(f.sum()),
             f"the evaluator flagged no trajectory ({_FLAGGED})",
         ),
         (
             "true_failure_incidence",
             failure_incidence,
-            _failure_incidence_batched,
+            failure_incidence_batched,
             int(t.sum()),
             f"there is no true failure ({_TRUE_FAILURE})",
         ),
