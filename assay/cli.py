@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import assay  # noqa: F401  (sets offline-safe environment defaults first)
 from assay.errors import AssayError
@@ -17,6 +18,12 @@ def _configure_cache(workdir: Path) -> None:
     dspy.configure_cache(
         enable_disk_cache=True, disk_cache_dir=str(workdir / ".assay" / "dspy_cache")
     )
+
+
+def print_run_json(res: Any, payload: dict[str, Any]) -> None:
+    """A run's ``--json`` output: its directory, its MLflow run id, then ``payload``."""
+    body = {"run_dir": str(res.run_dir), "mlflow_run_id": res.mlflow_run_id, **payload}
+    print(json.dumps(body, default=str))
 
 
 def _freeze_imports() -> None:
@@ -58,17 +65,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     s = res.summary
     c = s["counts"]
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "run_dir": str(res.run_dir),
-                    "mlflow_run_id": res.mlflow_run_id,
-                    "new_judgments": res.new_judgments,
-                    **s,
-                },
-                default=str,
-            )
-        )
+        print_run_json(res, {"new_judgments": res.new_judgments, **s})
         return 0
     state = (
         "re-read (finished before; no LM call)"
@@ -155,11 +152,7 @@ def cmd_harness(args: argparse.Namespace) -> int:
     )
     m = res.metrics
     if args.json:
-        print(
-            json.dumps(
-                {"run_dir": str(res.run_dir), "mlflow_run_id": res.mlflow_run_id, **m}, default=str
-            )
-        )
+        print_run_json(res, m)
         return 0
     print(
         f"\n{config.name}: {m['seeds']} seeds · probes "

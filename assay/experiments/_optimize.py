@@ -48,6 +48,7 @@ from assay.experiments._calibrate import split_ids
 from assay.experiments._config import BootstrapConfig, DataConfig, TrackingConfig
 from assay.experiments._evaluate import data_fingerprint, default_lm_factory, save_program
 from assay.experiments._items import load_items
+from assay.experiments._report import _fmt, fmt_ci
 from assay.experiments._runner import (
     JudgeTask,
     judge_price,
@@ -862,20 +863,20 @@ def render_result(out: dict[str, Any], confidence: float = 0.95) -> str:
         ]
         for name in b:
             lines.append(
-                f"| {name} | {_ci(b.get(name))} | {_ci(a.get(name))} | {_delta(b.get(name), a.get(name))} |"
+                f"| {name} | {fmt_ci(b.get(name))} | {fmt_ci(a.get(name))} | {_delta(b.get(name), a.get(name))} |"
             )
     ob, oa = out["objective"]["before"], out["objective"]["after"]
     lines += [
         f"\nobjective on dev ({ob['metric']}):",
         "| part | before | after |",
         "|---|---|---|",
-        f"| label agreement | {_f(ob['label_agreement'])} | {_f(oa['label_agreement'])} |",
+        f"| label agreement | {_fmt(ob['label_agreement'])} | {_fmt(oa['label_agreement'])} |",
     ]
     if ob["consistency"] is not None:
         lines.append(
-            f"| consistency ({ob['with_variants']} items with variants) | {_f(ob['consistency'])} | {_f(oa['consistency'])} |"
+            f"| consistency ({ob['with_variants']} items with variants) | {_fmt(ob['consistency'])} | {_fmt(oa['consistency'])} |"
         )
-    lines.append(f"| objective | {_f(ob['value'])} | {_f(oa['value'])} |")
+    lines.append(f"| objective | {_fmt(ob['value'])} | {_fmt(oa['value'])} |")
     u = out["usage"]
     lines.append(
         "\nLM calls: baseline {b} · optimizer {o} · after {a} · total cost ${c:.6f}".format(
@@ -896,18 +897,6 @@ def render_result(out: dict[str, Any], confidence: float = 0.95) -> str:
             f"MLflow run: {out['mlflow_run_id']} · use it: judge: {{program_state: runs:/{out['mlflow_run_id']}/program.json}}"
         )
     return "\n".join(lines)
-
-
-def _f(v: float | None) -> str:
-    return "—" if v is None or v != v else f"{v:.3f}"
-
-
-def _ci(m: dict[str, Any] | None) -> str:
-    if not m:
-        return "—"
-    if m.get("ci_low") is None:
-        return _f(m.get("value"))
-    return f"{_f(m.get('value'))} [{_f(m['ci_low'])}, {_f(m['ci_high'])}]"
 
 
 def _delta(b: dict[str, Any] | None, a: dict[str, Any] | None) -> str:

@@ -15,6 +15,15 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return str(v)
 
 
+def fmt_ci(m: dict[str, Any] | None, digits: int = 3) -> str:
+    """``value [ci_low, ci_high]`` of a metric dict (just the value when it has no interval)."""
+    if not m:
+        return "—"
+    lo, hi = m.get("ci_low"), m.get("ci_high")
+    ci = f" [{_fmt(lo, digits)}, {_fmt(hi, digits)}]" if lo is not None else ""
+    return f"{_fmt(m.get('value'), digits)}{ci}"
+
+
 def metrics_table(metrics: dict[str, dict[str, Any]], confidence: float = 0.95) -> str:
     """Markdown table: metric, value, CI bounds, n, note."""
     rows = [f"| metric | value | {int(confidence * 100)}% CI | n | note |", "|---|---|---|---|---|"]

@@ -4,7 +4,6 @@ its ``run`` command and returns the group's sub-parsers, so more commands can jo
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 
@@ -29,7 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAc
 
 def run(args: argparse.Namespace) -> int:
     """``assay toolemu run CONFIG``."""
-    from assay.cli import _configure_cache
+    from assay.cli import _configure_cache, print_run_json
     from assay.toolemu._config import load_toolemu_config
     from assay.toolemu._run import run_toolemu
 
@@ -47,11 +46,7 @@ def run(args: argparse.Namespace) -> int:
     )
     m = res.metrics
     if args.json:
-        print(
-            json.dumps(
-                {"run_dir": str(res.run_dir), "mlflow_run_id": res.mlflow_run_id, **m}, default=str
-            )
-        )
+        print_run_json(res, m)
         return 0 if not res.crashed else 1
     t = m["trajectories"]
     state = (

@@ -5,15 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.experiments._report import _fmt
+from assay.experiments._report import _fmt, fmt_ci
 
 
 def _ci(m: dict | None) -> str:
-    if not m:
-        return "—"
-    lo, hi = m.get("ci_low"), m.get("ci_high")
-    ci = f" [{_fmt(lo, 2)}, {_fmt(hi, 2)}]" if lo is not None else ""
-    return f"{_fmt(m.get('value'), 2)}{ci}"
+    return fmt_ci(m, 2)
 
 
 def preload_plotting() -> None:
