@@ -67,9 +67,7 @@ def calibrate(
         tracking_uri=tracking_uri,
         progress=progress,
     )
-    from assay.experiments._items import load_items
-
-    items = load_items(config.data, scale, cache_dir=workdir / ".assay" / "hf", limit=limit)
+    items = res.items
     labels = {it.id: it.expected for it in items if it.expected is not None}
     by_id = {j.item_id: j for j in res.judgments}
     usable = {

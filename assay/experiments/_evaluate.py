@@ -35,6 +35,7 @@ class EvaluateResult:
     new_judgments: int
     mlflow_run_id: str | None
     resumed: bool
+    items: list[Item]
 
 
 def default_lm_factory(
@@ -101,7 +102,13 @@ def evaluate(
 
         summary = json.loads((run_dir / "metrics.json").read_text())
         return EvaluateResult(
-            run_dir, summary, [done[it.id] for it in items], 0, state.get("mlflow_run_id"), True
+            run_dir,
+            summary,
+            [done[it.id] for it in items],
+            0,
+            state.get("mlflow_run_id"),
+            True,
+            items,
         )
 
     new = judge_items(
@@ -165,4 +172,4 @@ def evaluate(
             artifact_root=workdir / "mlartifacts",
         )
     store.update_state(status="finished", finished=now(), mlflow_run_id=run_id, n_items=len(items))
-    return EvaluateResult(run_dir, summary, judgments, len(new), run_id, resumed)
+    return EvaluateResult(run_dir, summary, judgments, len(new), run_id, resumed, items)
