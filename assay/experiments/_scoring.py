@@ -41,13 +41,12 @@ def agreement_summary(
     ref = np.array([scale.index(s) for s in reference])
     cand = np.array([scale.index(s) for s in candidate])
     thr = scale.index(threshold) if threshold is not None else None
-    kind = (
-        "binary"
-        if scale.k == 2 and scale.kind == "binary"
-        else ("ordinal" if scale.kind != "categorical" else "categorical")
-    )
-    if scale.kind == "categorical" and scale.scores:
-        kind = "ordinal"  # label → score maps (ToolEmu) are ordered scores
+    if scale.kind == "binary":
+        kind = "binary"
+    elif scale.kind == "ordinal" or scale.scores:
+        kind = "ordinal"  # label → score maps (ToolEmu) are ordered scores too
+    else:
+        kind = "categorical"
     metrics = agreement_metrics(
         ref,
         cand,
