@@ -8,7 +8,7 @@ import pytest
 
 import assay  # noqa: F401  (offline-safe environment defaults)
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+EXAMPLE_DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 
 
 @pytest.fixture(autouse=True)
@@ -22,7 +22,7 @@ def _no_dspy_cache():
 
 
 @pytest.fixture
-def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared data not found at {SHARED_DATA}")
-    return SHARED_DATA
+def example_data() -> Path:
+    """The real data sets copied into the repository (``examples/data``, with their licences)."""
+    assert EXAMPLE_DATA.is_dir(), f"example data missing from the repository: {EXAMPLE_DATA}"
+    return EXAMPLE_DATA

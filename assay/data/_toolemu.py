@@ -30,6 +30,8 @@ TOOLEMU_HELPFULNESS_LABELS: dict[str, int] = {
 """ToolEmu's helpfulness labels and their scores."""
 
 _DETAIL_LEVELS = ("low", "medium", "high")
+SCORE_RANGE = (0, 1, 2, 3)
+"""ToolEmu's quantitative scores."""
 
 
 # -- cases and toolkits -------------------------------------------------------------------------
@@ -341,24 +343,56 @@ def parse_toolemu_evaluation(
 
     if isinstance(scores, dict) and key is not None and scores.get(key) is not None:
         try:
-            return as_int_label(scores[key]), label
+            value = as_int_label(scores[key])
         except ValueError:
-            pass
+            value = None
+        if value is not None:
+            # an off-scale number (``ToolCallRisk: 5``) is no score at all, never clamped
+            return (value if value in SCORE_RANGE else None), label
     quantitative = record.get("Overall Quantitative Score")
     if quantitative is not None and not isinstance(quantitative, bool):
-        if isinstance(quantitative, int | float) and float(quantitative) in (0, 1, 2, 3):
+        if isinstance(quantitative, int | float) and float(quantitative) in SCORE_RANGE:
             return int(quantitative), label
         score = _score_in(str(quantitative))
         if score is not None:
             return score, label
+    if label_score is None and label is None:
+        return _from_thought(record.get("Evaluator Thought"), maps)
     return label_score, label
+
+
+def _from_thought(thought: Any, maps: list[dict[str, int]]) -> tuple[int | None, str | None]:
+    """The label / score stated only inside ``Evaluator Thought`` (``**Overall Qualitative
+    Label:** Likely Severe Risk (0)``): the last statement wins, as it is the conclusion."""
+    if not isinstance(thought, str) or not thought.strip():
+        return None, None
+    text = _clean(thought)
+    for name_re in (r"qualitative label", r"quantitative score"):
+        found = list(re.finditer(rf"(?i)overall {name_re}\s*:?\s*(.{{0,60}})", text))
+        if not found:
+            continue
+        tail = found[-1].group(1)
+        label = None
+        for table in maps:
+            for name in sorted(table, key=len, reverse=True):
+                if re.search(rf"\b{re.escape(name.lower())}\b", tail.lower()):
+                    label = name
+                    score = _score_in(tail)
+                    return (score if score is not None else table[name]), label
+        score = _score_in(tail[:8])
+        if score is not None:
+            return score, None
+    return None, None
 
 
 def load_toolemu_evaluations(path: str | Path, *, key: str | None = None) -> list[dict[str, Any]]:
     """Parse an evaluator JSONL file: one dict per line with ``line``, ``eval_id``, ``score``, ``label``, ``raw``.
 
     ``line`` is the 0-based record index (line *i* scores trajectory line *i*); ``score`` is None
-    when the evaluator's output could not be read.
+    when the evaluator's output could not be read or is off ToolEmu's 0–3 scale. Pair the rows
+    with :func:`pair_evaluations` (or :func:`align_evaluation_files`), never through a dict
+    keyed by ``eval_id``: ToolEmu restarts ``eval_id`` at 0 for every agent run, so files that
+    concatenate runs repeat it.
     """
     rows: list[dict[str, Any]] = []
     for index, lineno, record in iter_jsonl(path):
@@ -375,3 +409,105 @@ def load_toolemu_evaluations(path: str | Path, *, key: str | None = None) -> lis
             }
         )
     return rows
+
+
+# -- pairing evaluator lines with trajectories (or with each other) -----------------------------
+def _eval_ids(rows: list[dict[str, Any]]) -> list[int] | None:
+    """The rows' ``eval_id`` values when every row has an integer one, else None."""
+    out = []
+    for r in rows:
+        try:
+            out.append(as_int_label(r["eval_id"]) if "eval_id" in r["raw"] else None)
+        except (ValueError, TypeError):
+            return None
+    return None if any(v is None for v in out) else out  # type: ignore[return-value]
+
+
+def _repeated(ids: list[int]) -> list[int]:
+    seen: set[int] = set()
+    dup: list[int] = []
+    for i in ids:
+        if i in seen and i not in dup:
+            dup.append(i)
+        seen.add(i)
+    return dup
+
+
+def _describe(ids: list[int]) -> str:
+    shown = ", ".join(str(i) for i in ids[:5])
+    return shown + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+
+
+def pair_evaluations(
+    rows: list[dict[str, Any]], n_trajectories: int, *, path: str | Path
+) -> tuple[dict[int, dict[str, Any]], str]:
+    """``{trajectory line: evaluator row}`` and how they were paired: ``"eval_id"`` or ``"line"``.
+
+    ``eval_id`` is the key where every row has one and none repeats (each must name a line of
+    the trajectory file). Where they repeat — files concatenating several agent runs, each
+    restarting at 0 — and the file has exactly one row per trajectory, row *i* scores line *i*.
+    Anything else cannot be paired without losing or inventing pairs: a one-line error naming
+    the repeated ids.
+    """
+    ids = _eval_ids(rows)
+    if ids is not None and not _repeated(ids):
+        out: dict[int, dict[str, Any]] = {}
+        for r, i in zip(rows, ids, strict=True):
+            if not 0 <= i < n_trajectories:
+                raise DataError(
+                    f"eval_id {i} has no trajectory (the trajectory file has lines "
+                    f"0..{n_trajectories - 1})",
+                    path=path,
+                    row=r["line"] + 1,
+                    field="eval_id",
+                )
+            out[i] = r
+        return out, "eval_id"
+    if len(rows) == n_trajectories:
+        return {r["line"]: r for r in rows}, "line"
+    why = (
+        f"eval_id repeats ({_describe(_repeated(ids))})"
+        if ids is not None
+        else "some lines have no integer eval_id"
+    )
+    raise DataError(
+        f"{why} and the file has {len(rows)} lines for {n_trajectories} trajectories, so its "
+        "lines cannot be paired with them (split it per agent run, or give one line per trajectory)",
+        path=path,
+    )
+
+
+def align_evaluation_files(
+    reference: list[dict[str, Any]],
+    candidate: list[dict[str, Any]],
+    *,
+    paths: tuple[str | Path, str | Path],
+) -> tuple[list[tuple[str, dict[str, Any] | None, dict[str, Any] | None]], str]:
+    """Pair two evaluator files of the same trajectories: ``[(key, reference row or None,
+    candidate row or None)]`` in reference order, and ``"eval_id"`` or ``"line"``.
+
+    By ``eval_id`` where both files have unique ones (a key missing on one side is unpaired);
+    by line where ids repeat and the files have the same length and the same ``eval_id``
+    sequence (they come from the same concatenated trajectory file); otherwise a one-line error.
+    """
+    ids_r, ids_c = _eval_ids(reference), _eval_ids(candidate)
+    if ids_r is not None and ids_c is not None and not _repeated(ids_r) and not _repeated(ids_c):
+        by_c = dict(zip(ids_c, candidate, strict=True))
+        by_r = dict(zip(ids_r, reference, strict=True))
+        keys = list(ids_r) + [i for i in ids_c if i not in by_r]
+        return [(str(i), by_r.get(i), by_c.get(i)) for i in keys], "eval_id"
+    if len(reference) == len(candidate) and (ids_r is None or ids_c is None or ids_r == ids_c):
+        return [(str(r["line"]), r, c) for r, c in zip(reference, candidate, strict=True)], "line"
+    for ids, path in ((ids_r, paths[0]), (ids_c, paths[1])):
+        if ids is not None and _repeated(ids):
+            raise DataError(
+                f"eval_id repeats ({_describe(_repeated(ids))}) and the two files differ in "
+                f"length or eval_id order ({len(reference)} vs {len(candidate)} lines), so they "
+                "cannot be paired line by line",
+                path=path,
+            )
+    raise DataError(
+        f"the two evaluator files cannot be paired: no unique eval_id and {len(reference)} vs "
+        f"{len(candidate)} lines",
+        path=paths[1],
+    )

@@ -1,19 +1,37 @@
 """``assay agreement``: agreement between two existing sets of verdicts, with no LM call.
 
 Reads assay ``judgments.jsonl`` (paired by item id), ToolEmu evaluator JSONL (``eval_scores``;
-paired by line: line *i* scores trajectory *i*) and tables with an id and a score column.
+paired by ``eval_id`` where unique, else line by line where the files align) and tables with
+an id and a score column (or paired by row without one). ``unpaired`` counts the keys only one
+side has; ``paired_by`` says how the pairs were made.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from assay.data import ColumnMap, load_table
 from assay.errors import DataError
-from assay.experiments._scoring import agreement_summary, pair_scores
+from assay.experiments._scoring import agreement_summary
 from assay.scale import Scale
+
+
+@dataclass
+class Verdicts:
+    """One side of an agreement: its rows in file order, each ``(key, score or None)``.
+
+    ``kind`` says how its keys pair: ``"id"`` (assay judgments, tables with an id column),
+    ``"toolemu"`` (evaluator files: see :func:`assay.data.align_evaluation_files`) or ``"line"``
+    (tables without ids).
+    """
+
+    path: Path
+    kind: Literal["id", "toolemu", "line"]
+    rows: list[tuple[str, int | None]]
+    raw: list[dict[str, Any]] | None = None  # ToolEmu evaluator rows
 
 
 def read_verdicts(
@@ -22,17 +40,20 @@ def read_verdicts(
     id_column: str | None = None,
     score_column: str | None = None,
     key: str | None = None,
-) -> tuple[dict[str, int | None], str]:
-    """Scores by id (``None`` = unscored) and how they pair: ``"id"`` or ``"line"``."""
+) -> Verdicts:
+    """The verdicts of a judgments file, a ToolEmu evaluator file or a table."""
     path = Path(path)
     if not path.is_file():
         raise DataError("file not found", path=path)
     if path.suffix == ".jsonl":
         first = _first_record(path)
         if first is not None and "item_id" in first and "judge" in first:
-            return _read_judgments(path), "id"
+            return Verdicts(path, "id", _read_judgments(path))
         if first is not None and ("eval_scores" in first or "Overall Qualitative Label" in first):
-            return _read_toolemu(path, key), "line"
+            from assay.data import load_toolemu_evaluations
+
+            rows = load_toolemu_evaluations(path, key=key)
+            return Verdicts(path, "toolemu", [(str(r["line"]), r["score"]) for r in rows], rows)
     if score_column is None:
         raise DataError(
             "not an assay judgments or ToolEmu evaluator file; give --score-column (and --id-column)",
@@ -44,8 +65,9 @@ def read_verdicts(
             id=id_column or "@row", request=None, response=None, expected=score_column
         ),
     )
-    how = "id" if id_column else "line"
-    return {(it.id if id_column else str(i)): it.expected for i, it in enumerate(items)}, how
+    if id_column:
+        return Verdicts(path, "id", [(it.id, it.expected) for it in items])
+    return Verdicts(path, "line", [(str(i), it.expected) for i, it in enumerate(items)])
 
 
 def _first_record(path: Path) -> dict | None:
@@ -60,30 +82,67 @@ def _first_record(path: Path) -> dict | None:
     raise DataError("empty file", path=path)
 
 
-def _read_judgments(path: Path) -> dict[str, int | None]:
-    out: dict[str, int | None] = {}
+def _read_judgments(path: Path) -> list[tuple[str, int | None]]:
+    out: list[tuple[str, int | None]] = []
+    seen: dict[str, int] = {}
     with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
-                out[str(rec["item_id"])] = rec.get("score")
+                item_id, score = str(rec["item_id"]), rec.get("score")
             except (json.JSONDecodeError, KeyError, TypeError):
                 raise DataError(
                     "malformed judgment line", path=path, row=n, field="item_id"
                 ) from None
+            if item_id in seen:
+                raise DataError(
+                    f"second judgment of item '{item_id}' (first in row {seen[item_id]})",
+                    path=path,
+                    row=n,
+                    field="item_id",
+                )
+            seen[item_id] = n
+            out.append((item_id, score))
     return out
 
 
-def _read_toolemu(path: Path, key: str | None) -> dict[str, int | None]:
-    from assay.data import load_toolemu_evaluations
+def pair_verdicts(
+    ref: Verdicts, cand: Verdicts
+) -> tuple[list[tuple[str, int | None, int | None]], dict[str, int], str]:
+    """``[(key, reference score, candidate score)]`` for keys on both sides, how many keys only
+    one side has, and how they were paired (``id``, ``eval_id`` or ``line``). Nothing is paired
+    by a guess: files that cannot be paired exactly are a one-line error."""
+    if ref.kind == cand.kind == "toolemu":
+        from assay.data import align_evaluation_files
 
-    out: dict[str, int | None] = {}
-    for rec in load_toolemu_evaluations(path, key=key):
-        line = rec["eval_id"] if rec.get("eval_id") is not None else rec["line"]
-        out[str(line)] = rec["score"]
-    return out
+        assert ref.raw is not None and cand.raw is not None
+        rows, how = align_evaluation_files(ref.raw, cand.raw, paths=(ref.path, cand.path))
+        both = [(k, r["score"], c["score"]) for k, r, c in rows if r is not None and c is not None]
+        unpaired = {
+            "reference": sum(c is None for _, _, c in rows),
+            "candidate": sum(r is None for _, r, _ in rows),
+        }
+        return both, unpaired, how
+    if ref.kind == cand.kind == "id":
+        r, c = dict(ref.rows), dict(cand.rows)
+        both = [(k, r[k], c[k]) for k in r if k in c]
+        return both, {"reference": len(set(r) - set(c)), "candidate": len(set(c) - set(r))}, "id"
+    if "id" in (ref.kind, cand.kind):
+        by_id = ref if ref.kind == "id" else cand
+        raise DataError(
+            "verdicts keyed by item id cannot be paired with a file paired by position "
+            "(give both sides ids, e.g. --id-column)",
+            path=by_id.path,
+        )
+    if len(ref.rows) != len(cand.rows):
+        raise DataError(
+            f"files paired by line differ in length ({len(ref.rows)} vs {len(cand.rows)} rows)",
+            path=cand.path,
+        )
+    both = [(k, s, t) for (k, s), (_, t) in zip(ref.rows, cand.rows, strict=True)]
+    return both, {"reference": 0, "candidate": 0}, "line"
 
 
 def agreement(
@@ -99,14 +158,19 @@ def agreement(
     key: str | None = None,
 ) -> dict[str, Any]:
     """The agreement report between two verdict files (reference defines true failures)."""
-    ref, how_r = read_verdicts(reference, id_column=id_column, score_column=score_column, key=key)
-    cand, how_c = read_verdicts(candidate, id_column=id_column, score_column=score_column, key=key)
-    if how_r != how_c:
-        if how_r == "id":
-            ref = {str(i): v for i, v in enumerate(ref.values())}
-        else:
-            cand = {str(i): v for i, v in enumerate(cand.values())}
-    ids, r, c, unscored = pair_scores(ref, cand)
+    sides = [
+        read_verdicts(p, id_column=id_column, score_column=score_column, key=key)
+        for p in (reference, candidate)
+    ]
+    pairs, unpaired, paired_by = pair_verdicts(*sides)
+    unscored = {
+        "reference": sum(s is None for _, s, _ in pairs),
+        "candidate": sum(t is None for _, _, t in pairs),
+    }
+    scored = [(k, s, t) for k, s, t in pairs if s is not None and t is not None]
+    ids = [k for k, _, _ in scored]
+    r = [s for _, s, _ in scored]
+    c = [t for _, _, t in scored]
     if scale is None:
         seen = sorted(set(r) | set(c))
         if not seen:
@@ -128,11 +192,8 @@ def agreement(
     return {
         "n": len(ids),
         "unscored": unscored,
-        "unpaired": {
-            "reference": len(set(ref) - set(cand)),
-            "candidate": len(set(cand) - set(ref)),
-        },
-        "paired_by": "id" if how_r == how_c == "id" else "line",
+        "unpaired": unpaired,
+        "paired_by": paired_by,
         "scale": scale.describe(),
         "threshold": threshold,
         "metrics": {

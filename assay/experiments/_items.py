@@ -10,6 +10,7 @@ from assay.data import (
     load_toolemu_evaluations,
     load_toolemu_toolkits,
     load_toolemu_trajectories,
+    pair_evaluations,
     render_toolkit_descriptions,
 )
 from assay.errors import DataError
@@ -61,7 +62,7 @@ def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:
             )
     if data.expected_from:
         evals = load_toolemu_evaluations(data.expected_from, key=data.expected_key)
-        by_line = {e["eval_id"] if e.get("eval_id") is not None else e["line"]: e for e in evals}
+        by_line, _ = pair_evaluations(evals, len(items), path=data.expected_from)
         for it in items:
             e = by_line.get(it.meta["line"])
             if e is not None and e["score"] is not None:

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from assay.data import load_toolemu_evaluations, load_toolemu_trajectories
-from assay.data._common import as_int_label, jsonable
+from assay.data import load_toolemu_evaluations, load_toolemu_trajectories, pair_evaluations
+from assay.data._common import jsonable
 from assay.errors import DataError
 from assay.experiments._report import _fmt, metrics_table
 
@@ -634,45 +634,12 @@ def resolve_files(
 def read_evaluator_scores(
     path: str | Path, trajectories: Sequence[Item], *, key: str
 ) -> dict[str, int | None]:
-    """Evaluator scores by trajectory id (None = unscored), paired by ``eval_id`` (else line)."""
+    """Evaluator scores by trajectory id (None = unscored or off the 0–3 scale), paired by
+    :func:`assay.data.pair_evaluations` (``eval_id`` where unique, else line by line)."""
     by_line = {int(t.meta.get("line", i)): t.id for i, t in enumerate(trajectories)}
-    out: dict[str, int | None] = {}
-    first: dict[int, int] = {}
-    for record in load_toolemu_evaluations(path, key=key):
-        row = record["line"] + 1
-        eval_id = record.get("eval_id")
-        try:
-            line = as_int_label(eval_id) if eval_id is not None else record["line"]
-        except ValueError:
-            raise DataError(
-                f"'{eval_id}' is not a line index", path=path, row=row, field="eval_id"
-            ) from None
-        if line not in by_line:
-            raise DataError(
-                f"eval_id {line} has no trajectory (the trajectory file has lines "
-                f"0..{len(trajectories) - 1})",
-                path=path,
-                row=row,
-                field="eval_id",
-            )
-        if line in first:
-            raise DataError(
-                f"second evaluation of trajectory line {line} (first in row {first[line]})",
-                path=path,
-                row=row,
-                field="eval_id",
-            )
-        first[line] = row
-        score = record["score"]
-        if score is not None and not 0 <= score <= SCORE_MAX:
-            raise DataError(
-                f"score {score} is outside 0–{SCORE_MAX}",
-                path=path,
-                row=row,
-                field=f"eval_scores.{key}",
-            )
-        out[by_line[line]] = score
-    return out
+    rows = load_toolemu_evaluations(path, key=key)
+    paired, _ = pair_evaluations(rows, len(trajectories), path=path)
+    return {by_line[line]: row["score"] for line, row in paired.items()}
 
 
 def toolemu_agreement(

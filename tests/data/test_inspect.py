@@ -31,7 +31,12 @@ from inspect_ai.scorer import Score  # noqa: E402
 from inspect_ai.tool import ToolCall, ToolCallError  # noqa: E402
 
 AGENTHARM = (
-    Path(__file__).resolve().parents[3] / "shared" / "data" / "jrh" / "agentharm" / "agentharm.eval"
+    Path(__file__).resolve().parents[2]
+    / "examples"
+    / "data"
+    / "jrh"
+    / "agentharm"
+    / "agentharm.eval"
 )
 LONG_TEXT = "word " * 2000
 
@@ -193,8 +198,7 @@ def test_json_that_is_not_a_log(tmp_path):
 
 # -- the real AgentHarm log -----------------------------------------------------------------
 def test_agentharm_log():
-    if not AGENTHARM.is_file():
-        pytest.skip(f"shared data file {AGENTHARM} is absent")
+    assert AGENTHARM.is_file(), f"example data file {AGENTHARM} is missing from the repository"
     items = load_inspect_log(AGENTHARM, expected="scores.combined_scorer.value.refusal")
     assert len(items) == 16 and len({i.id for i in items}) == 16
     assert "2-2" in {i.id for i in items}  # single epoch: plain sample ids

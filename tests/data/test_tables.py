@@ -14,7 +14,7 @@ from assay.scale import Scale
 from assay.types import Item
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "data"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[2] / "examples" / "data"
 BINARY = Scale(kind="binary")
 
 ANSWERS = ColumnMap(id="qid", request="question", response="answer", expected="grade")
@@ -204,8 +204,7 @@ def test_missing_path_with_a_data_extension_is_not_taken_for_a_hub_name():
 # -- the real shared data sets --------------------------------------------------------------
 def _shared(relative: str) -> Path:
     path = SHARED / relative
-    if not path.is_file():
-        pytest.skip(f"shared data file {path} is absent")
+    assert path.is_file(), f"example data file {path} is missing from the repository"
     return path
 
 

@@ -22,15 +22,14 @@ from assay.errors import DataError
 from assay.types import Item
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "data"
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "toolemu"
+SHARED = Path(__file__).resolve().parents[2] / "examples" / "data" / "toolemu"
 TRAJECTORIES = FIXTURES / "toolemu_trajectories.jsonl"
 TOOLKITS = FIXTURES / "toolemu_toolkits.json"
 
 
 def _shared(relative: str) -> Path:
     path = SHARED / relative
-    if not path.is_file():
-        pytest.skip(f"shared data file {path} is absent")
+    assert path.is_file(), f"example data file {path} is missing from the repository"
     return path
 
 

@@ -21,10 +21,10 @@ def scores(path):
     ]
 
 
-def test_agreement_json_equals_sklearn(shared_data, capsys):
+def test_agreement_json_equals_sklearn(example_data, capsys):
     ref_path, cand_path = (
-        shared_data / SAFE.format("gpt-5-mini"),
-        shared_data / SAFE.format("qwen3-32b"),
+        example_data / SAFE.format("gpt-5-mini"),
+        example_data / SAFE.format("qwen3-32b"),
     )
     assert (
         main(
@@ -104,10 +104,10 @@ def test_agreement_between_judgments_and_a_table(tmp_path, capsys):
     assert out["metrics"]["accuracy"]["value"] == pytest.approx(0.5)
 
 
-def test_agreement_text_output(shared_data, capsys):
+def test_agreement_text_output(example_data, capsys):
     ref_path, cand_path = (
-        shared_data / SAFE.format("gpt-5-mini"),
-        shared_data / SAFE.format("qwen3-32b"),
+        example_data / SAFE.format("gpt-5-mini"),
+        example_data / SAFE.format("qwen3-32b"),
     )
     assert main(["agreement", str(ref_path), str(cand_path), "--threshold", "2"]) == 0
     out = capsys.readouterr().out

@@ -18,7 +18,7 @@ def _needs_local_model():
     pytest.importorskip("llama_cpp", reason="pip install 'assay[local]'")
 
 
-def test_harmbench_three_items_complete_run_and_mlflow(tmp_path, shared_data):
+def test_harmbench_three_items_complete_run_and_mlflow(tmp_path, example_data):
     import mlflow
 
     config, base = load_config(EXAMPLES / "harmbench.yaml")
@@ -47,7 +47,7 @@ def test_harmbench_three_items_complete_run_and_mlflow(tmp_path, shared_data):
     assert "accuracy" in run.data.metrics
 
 
-def test_expected_score_from_local_logprobs(tmp_path, shared_data):
+def test_expected_score_from_local_logprobs(tmp_path, example_data):
     config, base = load_config(EXAMPLES / "harmbench.yaml")
     config.judge.score_mode = "expected"
     config.tracking.enabled = False
@@ -58,7 +58,7 @@ def test_expected_score_from_local_logprobs(tmp_path, shared_data):
 
 
 @pytest.mark.parametrize("example", ["persuade.yaml", "toolemu_safety.yaml", "agentharm.yaml"])
-def test_examples_run_on_the_local_model(tmp_path, shared_data, example):
+def test_examples_run_on_the_local_model(tmp_path, example_data, example):
     config, base = load_config(EXAMPLES / example)
     config.tracking.enabled = False
     res = evaluate(config, workdir=tmp_path, config_dir=base, limit=2, progress=False)
@@ -69,7 +69,7 @@ def test_examples_run_on_the_local_model(tmp_path, shared_data, example):
 
 
 @pytest.mark.parametrize("example", ["harmbench_harness.yaml", "persuade_harness.yaml"])
-def test_harness_examples_run_on_the_local_model(tmp_path, shared_data, example):
+def test_harness_examples_run_on_the_local_model(tmp_path, example_data, example):
     from assay.experiments.reliability import HarnessConfig, run_harness
 
     config, base = load_config(EXAMPLES / example, model=HarnessConfig)

@@ -385,7 +385,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.mark.local_model
-def test_optimize_harmbench_example_end_to_end(tmp_path, shared_data):
+def test_optimize_harmbench_example_end_to_end(tmp_path, example_data):
     """The example loop on SmolLM2-135M. A 135M model does not get much better from two
     demonstrations (it may get worse): this checks that the loop runs end to end, not that the
     judge improves. 16 items (8 per label, the least a stratified 0.5/0.25/0.25 split takes)

@@ -23,8 +23,8 @@ from assay.toolemu._render import (
 from tests.toolemu.conftest import NOTES_TOOLKIT, make_case
 
 
-def test_shared_cases_and_toolkits_load_typed_and_match_trajectory_records(shared_data):
-    base = shared_data / "toolemu"
+def test_shared_cases_and_toolkits_load_typed_and_match_trajectory_records(example_data):
+    base = example_data / "toolemu"
     toolkits = load_toolkits(base / "all_toolkits.json")
     cases = load_cases(base / "all_cases.json", toolkits)
     assert len(cases) == 144 and len(toolkits) == 38

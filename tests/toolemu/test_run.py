@@ -27,8 +27,10 @@ def test_evaluations_are_written_in_toolemu_format_and_read_back(tmp_path, sandb
         "eval_scores": {"ToolCallRisk": 2},
         "eval_id": 0,
     }
-    assert read_verdicts(safe) == ({"0": 2, "1": 2, "2": 2}, "line")
-    assert read_verdicts(help_, key="Helpfulness") == ({"0": 2, "1": 2, "2": 2}, "line")
+    v = read_verdicts(safe)
+    assert (dict(v.rows), v.kind) == ({"0": 2, "1": 2, "2": 2}, "toolemu")
+    v = read_verdicts(help_, key="Helpfulness")
+    assert (dict(v.rows), v.kind) == ({"0": 2, "1": 2, "2": 2}, "toolemu")
     rows = load_toolemu_evaluations(help_)
     assert [(r["score"], r["label"]) for r in rows] == [(2, "Good")] * 3
 
@@ -63,7 +65,7 @@ def test_unparseable_evaluator_output_is_unscored_with_reason(tmp_path, sandbox_
     safe = res.run_dir / "evals" / "ev_eval_agent_safe.jsonl"
     line = json.loads(safe.read_text().splitlines()[0])
     assert line["unscored"] == "parse_error" and line["eval_scores"] == {"ToolCallRisk": None}
-    assert read_verdicts(safe)[0] == {"0": None, "1": None}
+    assert dict(read_verdicts(safe).rows) == {"0": None, "1": None}
 
 
 def test_failures_counted_per_risk_type(tmp_path, sandbox_files, roles):

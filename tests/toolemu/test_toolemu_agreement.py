@@ -415,16 +415,16 @@ def parse(argv):
     return parser.parse_args(argv)
 
 
-def test_shared_files_with_the_example_annotations_json(shared_data, capsys):
+def test_shared_files_with_the_example_annotations_json(example_data, capsys):
     args = parse(
         [
             "agreement",
-            str(shared_data / SHARED.format("trajectories")),
+            str(example_data / SHARED.format("trajectories")),
             str(EXAMPLE / "toolemu_annotations.csv"),
             "--safety",
-            str(shared_data / SHARED.format("judge-gpt-5-mini_eval_agent_safe")),
+            str(example_data / SHARED.format("judge-gpt-5-mini_eval_agent_safe")),
             "--helpfulness",
-            str(shared_data / SHARED.format("judge-gpt-5-mini_eval_agent_help_ignore_safety")),
+            str(example_data / SHARED.format("judge-gpt-5-mini_eval_agent_help_ignore_safety")),
             "--seed",
             "0",
             "--json",
@@ -462,31 +462,31 @@ def test_shared_files_with_the_example_annotations_json(shared_data, capsys):
     assert fa["true_failures"] >= 1 and fa["excluded_critical"] >= 1
     assert {"identified_failure_precision", "true_failure_incidence"} <= set(fa)
     # the evaluator's safety κ equals scikit-learn on the reported majority
-    trajectories = [json.loads(x) for x in open(shared_data / SHARED.format("trajectories"))]
+    trajectories = [json.loads(x) for x in open(example_data / SHARED.format("trajectories"))]
     order = [t["case"]["name"] for t in trajectories]
     ann = load_annotations(
         EXAMPLE / "toolemu_annotations.csv",
-        load_toolemu_trajectories(shared_data / SHARED.format("trajectories")),
+        load_toolemu_trajectories(example_data / SHARED.format("trajectories")),
     )
     majority = human_majorities(ann, seed=0)["safety"].values
     human = [majority[name] for name in order]
     evaluator = [
         json.loads(x)["eval_scores"]["ToolCallRisk"]
-        for x in open(shared_data / SHARED.format("judge-gpt-5-mini_eval_agent_safe"))
+        for x in open(example_data / SHARED.format("judge-gpt-5-mini_eval_agent_safe"))
     ]
     assert out["evaluator_vs_human"]["safety"]["metrics"]["kappa_quadratic"][
         "value"
     ] == pytest.approx(cohen_kappa_score(human, evaluator, labels=LABELS, weights="quadratic"))
 
 
-def test_shared_files_readable_table(shared_data, capsys):
+def test_shared_files_readable_table(example_data, capsys):
     args = parse(
         [
             "agreement",
-            str(shared_data / SHARED.format("trajectories")),
+            str(example_data / SHARED.format("trajectories")),
             str(EXAMPLE / "toolemu_annotations.csv"),
             "--safety",
-            str(shared_data / SHARED.format("judge-qwen3-32b_eval_agent_safe")),
+            str(example_data / SHARED.format("judge-qwen3-32b_eval_agent_safe")),
         ]
     )
     assert args.func(args) == 0

@@ -15,7 +15,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "toolemu_run.yaml"
 pytestmark = pytest.mark.local_model
 
 
-def test_two_cases_end_to_end_on_the_embedded_model(tmp_path, shared_data):
+def test_two_cases_end_to_end_on_the_embedded_model(tmp_path, example_data):
     pytest.importorskip("llama_cpp", reason="pip install 'assay[local]'")
     config, base = load_toolemu_config(EXAMPLE)
     # small budgets keep it to a few minutes on a CPU: two agent steps, short outputs, the two
@@ -36,7 +36,7 @@ def test_two_cases_end_to_end_on_the_embedded_model(tmp_path, shared_data):
     ev = res.metrics["evaluators"]["local"]
     # grammar-constrained decoding: the evaluators' outputs parse, so every trajectory is scored
     assert ev["safety"]["n_scored"] + ev["safety"]["unscored"] == 2
-    scores, _ = read_verdicts(res.run_dir / "evals" / "local_eval_agent_safe.jsonl")
+    scores = dict(read_verdicts(res.run_dir / "evals" / "local_eval_agent_safe.jsonl").rows)
     assert set(scores) == {"0", "1"}
     again = run_toolemu(config, workdir=tmp_path, config_dir=base, limit=2, progress=False)
     assert again.reread
