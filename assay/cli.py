@@ -12,14 +12,6 @@ import assay  # noqa: F401  (sets offline-safe environment defaults first)
 from assay.errors import AssayError
 
 
-def _configure_cache(workdir: Path) -> None:
-    import dspy
-
-    dspy.configure_cache(
-        enable_disk_cache=True, disk_cache_dir=str(workdir / ".assay" / "dspy_cache")
-    )
-
-
 def print_run_json(res: Any, payload: dict[str, Any]) -> None:
     """A run's ``--json`` output: its directory, its MLflow run id, then ``payload``."""
     body = {"run_dir": str(res.run_dir), "mlflow_run_id": res.mlflow_run_id, **payload}
@@ -45,7 +37,9 @@ def _evaluate_setup(args: argparse.Namespace):
     overrides = {"judge.model": args.model} if args.model else {}
     config, base = load_config(args.config, overrides)
     workdir = Path.cwd()
-    _configure_cache(workdir)
+    from assay.lm import configure_cache
+
+    configure_cache(workdir)
     return config, base, workdir
 
 
@@ -138,7 +132,9 @@ def cmd_harness(args: argparse.Namespace) -> int:
 
     config, base = load_config(args.config, model=HarnessConfig)
     workdir = Path.cwd()
-    _configure_cache(workdir)
+    from assay.lm import configure_cache
+
+    configure_cache(workdir)
     _freeze_imports()
     res = run_harness(
         config,
@@ -203,7 +199,9 @@ def cmd_selftest(args: argparse.Namespace) -> int:
     from assay.experiments.reliability._selftest import run_selftest
 
     workdir = Path.cwd()
-    _configure_cache(workdir)
+    from assay.lm import configure_cache
+
+    configure_cache(workdir)
     res = run_selftest(workdir, progress=not args.quiet and not args.json, tracking=args.tracking)
     if args.json:
         print(

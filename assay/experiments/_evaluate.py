@@ -22,8 +22,7 @@ from assay.experiments._runner import judge_items
 from assay.experiments._scoring import summarize_run
 from assay.experiments._store import RunStore, now
 from assay.experiments._tracking import default_tracking_uri, flat_metrics, log_run
-from assay.lm import lm_from_spec
-from assay.programs import JudgeConfig, build_judge
+from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 from assay.types import Item, Judgment, stable_hash
 
 
@@ -36,22 +35,6 @@ class EvaluateResult:
     mlflow_run_id: str | None
     resumed: bool
     items: list[Item]
-
-
-def default_lm_factory(
-    retries: int,
-    base: Path | None = None,
-    temperature: float | None = None,
-    rollout: int | None = None,
-) -> Callable[[JudgeConfig], dspy.LM]:
-    """``judge config → LM`` for ``build_judge`` (optionally at another temperature / rollout)."""
-
-    def factory(cfg: JudgeConfig) -> dspy.LM:
-        return lm_from_spec(
-            cfg, retries=retries, base=base, temperature=temperature, rollout=rollout
-        )
-
-    return factory
 
 
 def data_fingerprint(items: list[Item]) -> str:
@@ -89,7 +72,7 @@ def evaluate(
     run_hash = config.run_hash(data_fingerprint(items))
     run_dir = (workdir / config.output_dir / f"{config.name}-{run_hash[:10]}").resolve()
     program = build_judge(
-        config.judge, lm_factory or default_lm_factory(config.retries, config_dir)
+        config.judge, lm_factory or judge_lm_factory(retries=config.retries, base=config_dir)
     )
 
     store = RunStore(run_dir, run_hash)

@@ -46,20 +46,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from assay.errors import ConfigError
 from assay.experiments._calibrate import split_ids
 from assay.experiments._config import BootstrapConfig, DataConfig, TrackingConfig
-from assay.experiments._evaluate import data_fingerprint, default_lm_factory, save_program
+from assay.experiments._evaluate import data_fingerprint, save_program
 from assay.experiments._items import load_items
 from assay.experiments._report import _fmt, fmt_ci
-from assay.experiments._runner import (
-    JudgeTask,
-    judge_price,
-    make_adapter,
-    run_tasks,
-    usage_of_tracker,
-)
+from assay.experiments._runner import JudgeTask, run_tasks
 from assay.experiments._scoring import summarize_run
 from assay.experiments._store import RunStore, now
+from assay.lm import configure_cache, make_adapter, usage_of_tracker
 from assay.metrics import absolute_error_score, exact_match, quadratic_agreement
-from assay.programs import JudgeConfig, build_judge, unscored_reason
+from assay.programs import JudgeConfig, build_judge, judge_lm_factory, unscored_reason
 from assay.programs._judge import _TASKS
 from assay.programs._state import load_program_state
 from assay.scale import Scale
@@ -450,20 +445,19 @@ def _mean(xs: list[float]) -> float | None:
 def _role_lm(
     key: str, value: Any, config: OptimizeConfig, base: Path | None
 ) -> tuple[dspy.LM, tuple[float, float] | None]:
-    """An optimizer's own LM (``prompt_model``, ``reflection_lm``...) from a model string or an
-    :class:`LMRole` mapping, built like any role's LM; with the price its usage is costed at."""
+    """An optimizer's own LM (``prompt_model``, ``reflection_lm``...) from a model string or a
+    model spec mapping (a generator's defaults: it writes instructions), built like any role's
+    LM; with the price its usage is costed at."""
     from pydantic import ValidationError
 
     from assay.experiments._config import first_error
-    from assay.experiments.reliability._config import LMRole
-    from assay.lm import lm_from_spec
+    from assay.lm import GeneratorSpec, make_lm
 
     try:
-        role = LMRole.model_validate({"model": value} if isinstance(value, str) else value)
+        role = GeneratorSpec.model_validate({"model": value} if isinstance(value, str) else value)
     except ValidationError as exc:
         raise ConfigError(f"optimizer.options.{key}: {first_error(exc)}") from None
-    price = (role.price.input_per_mtok, role.price.output_per_mtok) if role.price else None
-    return lm_from_spec(role, retries=config.retries, base=base), price
+    return make_lm(role, retries=config.retries, base=base), role.price_pair
 
 
 def make_optimizer(
@@ -575,13 +569,13 @@ def optimize(
     ids = split_three(labels, config.split)  # type: ignore[arg-type]
     check_splittable(labels, ids, config.split, scale)  # type: ignore[arg-type]
     splits = {part: [labelled[i] for i in ids[part]] for part in SPLITS}
-    lm_factory = lm_factory or default_lm_factory(config.retries, config_dir)
+    lm_factory = lm_factory or judge_lm_factory(retries=config.retries, base=config_dir)
     metric = make_metric(config)
     judge_lm = lm_factory(config.judge)
     adapter = make_adapter(config.judge.adapter)
     with dspy.context(lm=judge_lm, adapter=adapter):
         optimizer, prices = make_optimizer(config, metric, len(splits["train"]), config_dir)
-    prices[judge_lm.model] = judge_price(config.judge)
+    prices[judge_lm.model] = config.judge.price_pair
 
     fingerprint = data_fingerprint(items)
     run_hash = config.run_hash(fingerprint)
@@ -825,12 +819,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from assay.cli import _configure_cache
     from assay.experiments._config import load_config
 
     config, base = load_config(args.config, model=OptimizeConfig)
     workdir = Path.cwd()
-    _configure_cache(workdir)
+    configure_cache(workdir)
     out = optimize(
         config,
         workdir=workdir,

@@ -11,44 +11,12 @@ from typing import Any, TypeVar
 import dspy
 from tqdm import tqdm
 
-from assay.lm import cost_usd
+from assay.lm import make_adapter, usage_of_tracker
 from assay.programs import JudgeConfig, unscored_reason
-from assay.types import Item, Judgment, Usage
+from assay.types import Item, Judgment
 
 W = TypeVar("W")
 R = TypeVar("R")
-
-
-def make_adapter(kind: str) -> dspy.Adapter:
-    return dspy.JSONAdapter() if kind == "json" else dspy.ChatAdapter()
-
-
-def usage_of_tracker(tracker: Any, price: tuple[float, float] | None = None) -> Usage:
-    """Tokens and cost of every LM call recorded by a ``dspy.track_usage`` tracker.
-
-    Cache hits report no tokens and count as no call. ``price`` (USD per million input and
-    output tokens) overrides LiteLLM's price map.
-    """
-    total = Usage()
-    for model, entries in tracker.usage_data.items():
-        for entry in entries:
-            p = int(entry.get("prompt_tokens") or 0)
-            c = int(entry.get("completion_tokens") or 0)
-            if not p and not c:
-                continue
-            cost = cost_usd(model, p, c, price)
-            total = total + Usage(
-                prompt_tokens=p,
-                completion_tokens=c,
-                cost_usd=cost or 0.0,
-                calls=1,
-                unpriced_calls=int(cost is None),
-            )
-    return total
-
-
-def judge_price(config: JudgeConfig) -> tuple[float, float] | None:
-    return (config.price.input_per_mtok, config.price.output_per_mtok) if config.price else None
 
 
 def judge_one(program: dspy.Module, item: Item, config: JudgeConfig) -> Judgment:
@@ -79,7 +47,7 @@ def judge_one(program: dspy.Module, item: Item, config: JudgeConfig) -> Judgment
                 "criteria": pred.get("criteria"),
                 "raw": pred.get("outputs"),
             }
-    usage = usage_of_tracker(tracker, judge_price(config))
+    usage = usage_of_tracker(tracker, config.price_pair)
     return Judgment(
         **base,
         **result,

@@ -1,7 +1,8 @@
-"""Language-model backends: LiteLLM model strings, the embedded local model, the scripted test LM."""
+"""Language-model backends: one model spec for every role, LiteLLM model strings, the embedded
+local model, the scripted test LM, and usage / cost accounting."""
 
-from assay.lm._factory import check_api_key, lm_from_spec, make_lm
-from assay.lm._pricing import cost_usd
+from assay.lm._factory import check_api_key, configure_cache, make_adapter, make_lm
+from assay.lm._pricing import cost_usd, usage_of_tracker
 from assay.lm._scripted import (
     ScriptedCall,
     ScriptedEngine,
@@ -9,17 +10,35 @@ from assay.lm._scripted import (
     register_script,
     scripted_engine,
 )
+from assay.lm._spec import (
+    ROLE_DEFAULTS,
+    GeneratorSpec,
+    ModelSpec,
+    Price,
+    Role,
+    StrictInt,
+    ValidatorSpec,
+)
 from assay.lm._stub_server import StubServer
 
 __all__ = [
+    "ROLE_DEFAULTS",
+    "GeneratorSpec",
+    "ModelSpec",
+    "Price",
+    "Role",
     "ScriptedCall",
     "ScriptedEngine",
     "ScriptedFailure",
+    "StrictInt",
     "StubServer",
+    "ValidatorSpec",
     "check_api_key",
+    "configure_cache",
     "cost_usd",
-    "lm_from_spec",
+    "make_adapter",
     "make_lm",
     "register_script",
     "scripted_engine",
+    "usage_of_tracker",
 ]

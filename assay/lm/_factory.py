@@ -1,4 +1,5 @@
-"""Build the DSPy LM a judge config names: a LiteLLM model string, ``local[:path]`` or ``scripted:...``."""
+"""Build the DSPy LM a :class:`ModelSpec` names: a LiteLLM model string, ``local[:path]`` or
+``scripted:...`` — the one place LMs are made, for every role."""
 
 from __future__ import annotations
 
@@ -9,40 +10,47 @@ from typing import Any
 import dspy
 
 from assay.errors import ModelError
+from assay.lm._spec import ModelSpec
 
 
 def make_lm(
-    model: str,
+    spec: ModelSpec | str,
     *,
-    temperature: float | None = 0.0,
-    max_tokens: int | None = 512,
-    seed: int | None = None,
-    api_base: str | None = None,
-    api_key_env: str | None = None,
-    logprobs: bool = False,
+    temperature: float | None = None,
     rollout: int | None = None,
+    logprobs: bool = False,
     retries: int = 3,
     cache: bool = True,
     base: Path | None = None,
+    **settings: Any,
 ) -> dspy.LM:
-    """A ``dspy.LM`` for ``model``; checks a hosted model's API key up front (naming the variable).
+    """A ``dspy.LM`` for ``spec`` (a spec, or a model string plus ``settings`` of a spec).
 
-    Retries with exponential backoff on rate limits, server errors and timeouts are DSPy's
-    (``num_retries``); the response cache is DSPy's, keyed by the full request.
+    ``temperature`` / ``rollout`` override the spec's sampling for one use (a fresh sample at
+    another temperature: ``rollout`` gives a distinct cache entry for the same prompt);
+    ``logprobs`` asks for token log-probabilities. A hosted model's API key is checked up
+    front, naming the variable. Retries with exponential backoff on rate limits, server errors
+    and timeouts are DSPy's (``num_retries``); each attempt is bounded by ``spec.timeout``; the
+    response cache is DSPy's, keyed by the full request.
     """
+    if isinstance(spec, str):
+        spec = ModelSpec(model=spec, **settings)
+    elif settings:
+        spec = spec.model_copy(update=settings)
     kwargs: dict[str, Any] = {
-        "temperature": temperature,
-        "max_tokens": max_tokens,
+        "temperature": spec.temperature if temperature is None else temperature,
+        "max_tokens": spec.max_tokens,
         "cache": cache,
         "num_retries": retries,
     }
-    if seed is not None:
-        kwargs["seed"] = seed
+    if spec.seed is not None:
+        kwargs["seed"] = spec.seed
     if rollout is not None:
-        kwargs["rollout_id"] = rollout  # a distinct cache entry: a fresh sample of the same prompt
+        kwargs["rollout_id"] = rollout
     if logprobs:
         kwargs["logprobs"] = True
         kwargs["top_logprobs"] = 10
+    model = spec.model
     if model == "local" or model.startswith("local:"):
         from assay.lm._local import LlamaCppEngine, resolve_gguf
 
@@ -58,18 +66,19 @@ def make_lm(
             f"model {model!r}: use a LiteLLM model string such as 'openai/gpt-4o-mini', "
             "'anthropic/claude-3-5-haiku-latest', 'ollama_chat/llama3.1', 'local' or 'local:/path/model.gguf'"
         )
-    if api_key_env:
-        key = os.environ.get(api_key_env)
+    if spec.api_key_env:
+        key = os.environ.get(spec.api_key_env)
         if not key:
-            raise ModelError(f"model {model}: environment variable {api_key_env} is not set")
+            raise ModelError(f"model {model}: environment variable {spec.api_key_env} is not set")
         kwargs["api_key"] = key
-    elif api_base is None:
+    elif spec.api_base is None:
         check_api_key(model)
-    if api_base:
-        kwargs["api_base"] = api_base
+    if spec.api_base:
+        kwargs["api_base"] = spec.api_base
         # A keyless local server still needs a placeholder; a real key is never sent to an
         # api_base unless named by api_key_env.
         kwargs.setdefault("api_key", "no-key")
+    kwargs["timeout"] = spec.timeout
     return dspy.LM(model, engine="litellm", **kwargs)
 
 
@@ -86,26 +95,13 @@ def check_api_key(model: str) -> None:
         raise ModelError(f"model {model}: set the environment variable {' / '.join(missing)}")
 
 
-def lm_from_spec(
-    spec: Any,
-    *,
-    retries: int = 3,
-    base: Path | None = None,
-    temperature: float | None = None,
-    rollout: int | None = None,
-) -> dspy.LM:
-    """The LM of a config that names a model (a judge config, a generator or validator role):
-    its model, sampling and connection settings; ``temperature`` / ``rollout`` override the
-    config's sampling (a fresh sample at another temperature)."""
-    return make_lm(
-        spec.model,
-        temperature=spec.temperature if temperature is None else temperature,
-        max_tokens=spec.max_tokens,
-        seed=spec.seed,
-        api_base=spec.api_base,
-        api_key_env=spec.api_key_env,
-        logprobs=getattr(spec, "score_mode", None) == "expected",
-        rollout=rollout,
-        retries=retries,
-        base=base,
+def configure_cache(workdir: Path) -> None:
+    """DSPy's response cache on disk under ``<workdir>/.assay/dspy_cache`` (re-runs are free)."""
+    dspy.configure_cache(
+        enable_disk_cache=True, disk_cache_dir=str(workdir / ".assay" / "dspy_cache")
     )
+
+
+def make_adapter(kind: str) -> dspy.Adapter:
+    """The DSPy adapter a spec names: ``json`` (a JSON schema the model must follow) or ``chat``."""
+    return dspy.JSONAdapter() if kind == "json" else dspy.ChatAdapter()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
+
+from assay.types import Usage
 
 
 def cost_usd(
@@ -38,3 +41,28 @@ def _litellm_price(model: str) -> tuple[float, float] | None:
     if inp is None or out is None:
         return None
     return float(inp), float(out)
+
+
+def usage_of_tracker(tracker: Any, price: tuple[float, float] | None = None) -> Usage:
+    """Tokens and cost of every LM call recorded by a ``dspy.track_usage`` tracker.
+
+    Cache hits report no tokens and count as no call. ``price`` (USD per million input and
+    output tokens) overrides LiteLLM's price map; a call of a model with no known price is
+    counted in ``unpriced_calls``, never priced at zero.
+    """
+    total = Usage()
+    for model, entries in tracker.usage_data.items():
+        for entry in entries:
+            p = int(entry.get("prompt_tokens") or 0)
+            c = int(entry.get("completion_tokens") or 0)
+            if not p and not c:
+                continue
+            cost = cost_usd(model, p, c, price)
+            total = total + Usage(
+                prompt_tokens=p,
+                completion_tokens=c,
+                cost_usd=cost or 0.0,
+                calls=1,
+                unpriced_calls=int(cost is None),
+            )
+    return total

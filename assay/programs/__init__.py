@@ -6,12 +6,18 @@ from assay.programs._config import (
     TOOLEMU_SAFETY,
     Criterion,
     JudgeConfig,
-    Price,
     fixed_scale,
 )
 from assay.programs._expected import expected_score
 from assay.programs._failures import unscored_reason
-from assay.programs._judge import Judge, Panel, build_judge, task_inputs
+from assay.programs._judge import (
+    Judge,
+    LMFactory,
+    Panel,
+    build_judge,
+    judge_lm_factory,
+    task_inputs,
+)
 from assay.programs._panel import aggregate_scores
 
 __all__ = [
@@ -20,13 +26,14 @@ __all__ = [
     "TOOLEMU_SAFETY",
     "Criterion",
     "Judge",
+    "LMFactory",
     "JudgeConfig",
     "Panel",
-    "Price",
     "aggregate_scores",
     "build_judge",
     "expected_score",
     "fixed_scale",
+    "judge_lm_factory",
     "task_inputs",
     "unscored_reason",
 ]

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from assay.lm import ModelSpec
 from assay.scale import Scale
 from assay.types import flatten, stable_hash
 
@@ -14,15 +15,6 @@ Task = Literal[
     "response", "transcript", "toolemu_safety", "toolemu_helpfulness", "emulator_quality"
 ]
 ProgramKind = Literal["predict", "chain_of_thought", "panel"]
-
-
-class Price(BaseModel):
-    """USD per million tokens; overrides LiteLLM's price map for this model."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
 
 
 class Criterion(BaseModel):
@@ -35,34 +27,30 @@ class Criterion(BaseModel):
     score_levels: list[Any] | None = None
 
 
-class JudgeConfig(BaseModel):
-    """A judge: model, rubric, scale and program. Built into a DSPy module by ``build_judge``.
+_NOT_IN_HASH: Any = {
+    "name": True,
+    "price": True,
+    "timeout": True,
+    "members": {"__all__": {"name", "price", "timeout"}},
+}
 
-    ``model`` is a LiteLLM model string (``openai/gpt-4o-mini``, ``ollama_chat/llama3``...),
-    ``local`` for the embedded default GGUF model, ``local:/path/model.gguf`` for any GGUF file,
-    or ``scripted`` for the deterministic test LM.
-    """
+
+class JudgeConfig(ModelSpec):
+    """A judge: model (a :class:`ModelSpec`), rubric, scale and program. Built into a DSPy
+    module by ``build_judge``."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = "judge"
     task: Task = "response"
-    model: str = "local"
-    api_base: str | None = None
-    api_key_env: str | None = None
     instruction: str | None = None
     rubric: str | None = None
     criteria: list[Criterion] | None = None
     scale: Scale | None = None
     program: ProgramKind = "predict"
-    adapter: Literal["json", "chat"] = "json"
-    temperature: float = 0.0
-    seed: int | None = 0
-    max_tokens: int = 512
     score_mode: Literal["argmax", "expected"] = "argmax"
     # binary + expected: verdict = 1 when P(1) >= decision_threshold (from `assay calibrate`)
     decision_threshold: float | None = Field(default=None, ge=0, le=1)
-    price: Price | None = None
     program_state: str | None = None
     # panels
     members: list[JudgeConfig] = Field(default_factory=list)
@@ -110,8 +98,9 @@ class JudgeConfig(BaseModel):
         return self
 
     def config_hash(self) -> str:
-        """Stable hash of everything that affects a verdict (the display name excluded)."""
-        return stable_hash(self.model_dump(mode="json", exclude={"name"}))
+        """Stable hash of everything that affects a verdict (the display name, the price and
+        the per-attempt timeout excluded)."""
+        return stable_hash(self.model_dump(mode="json", exclude=_NOT_IN_HASH))
 
     def flat_params(self) -> dict[str, str]:
         """The config flattened to ``key.sub → str`` for MLflow params."""

@@ -8,11 +8,14 @@ a panel does it per member (an unscored member is reported, never silently dropp
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import dspy
 
 from assay.data import render_toolemu_scratchpad, render_transcript
+from assay.lm import make_adapter, make_lm
 from assay.programs._config import JudgeConfig
 from assay.programs._expected import expected_score
 from assay.programs._panel import aggregate_scores
@@ -74,9 +77,10 @@ class Judge(dspy.Module):
         cfg = self.config
         assert cfg.scale is not None
         _, verdict_field, reasoning_field = _TASKS[cfg.task]
-        if cfg.task == "transcript":
-            return self._forward_criteria(inputs)
-        pred = self.predict(**inputs)
+        with dspy.context(adapter=make_adapter(cfg.adapter)):
+            if cfg.task == "transcript":
+                return self._forward_criteria(inputs)
+            pred = self.predict(**inputs)
         return self._prediction(pred, verdict_field, reasoning_field)
 
     def _prediction(
@@ -235,12 +239,41 @@ class Panel(dspy.Module):
         )
 
 
-def build_judge(config: JudgeConfig, lm_factory) -> Judge | Panel:
-    """The judge program for ``config``; ``lm_factory(member_config)`` gives each judge its LM.
+LMFactory = Callable[[JudgeConfig], dspy.BaseLM | None]
+
+
+def judge_lm_factory(
+    *,
+    retries: int = 3,
+    base: Path | None = None,
+    temperature: float | None = None,
+    rollout: int | None = None,
+) -> LMFactory:
+    """``judge config → LM``, each judge on its own model and sampling (token log-probabilities
+    when ``score_mode`` is ``expected``); ``temperature`` / ``rollout`` override the sampling
+    (a fresh sample at another temperature); ``base`` resolves scripted answer sheets."""
+
+    def factory(cfg: JudgeConfig) -> dspy.BaseLM:
+        return make_lm(
+            cfg,
+            temperature=temperature,
+            rollout=rollout,
+            logprobs=cfg.score_mode == "expected",
+            retries=retries,
+            base=base,
+        )
+
+    return factory
+
+
+def build_judge(config: JudgeConfig, lm_factory: LMFactory | None = None) -> Judge | Panel:
+    """The judge program for ``config``, ready to call: ``lm_factory(member_config)`` gives each
+    judge its LM (default: the config's own model, :func:`judge_lm_factory`).
 
     A saved program state (``program_state``: DSPy JSON from ``Module.save``, e.g. an optimized
     judge) is loaded into it.
     """
+    lm_factory = lm_factory or judge_lm_factory()
     if config.program == "panel":
         program: Judge | Panel = Panel(config, [build_judge(m, lm_factory) for m in config.members])  # type: ignore[misc]
     else:

@@ -6,7 +6,6 @@ from assay.toolemu._config import (
     AgentConfig,
     EmulatorConfig,
     EvaluatorConfig,
-    ModelRole,
     ToolEmuRunConfig,
     load_toolemu_config,
 )
@@ -36,7 +35,6 @@ __all__ = [
     "Emulator",
     "EmulatorConfig",
     "EvaluatorConfig",
-    "ModelRole",
     "Observation",
     "Sandbox",
     "StepRecord",

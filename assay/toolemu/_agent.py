@@ -15,7 +15,7 @@ from typing import Any, Literal
 import dspy
 from pydantic import BaseModel, Field
 
-from assay.experiments._runner import make_adapter, usage_of_tracker
+from assay.lm import make_adapter, usage_of_tracker
 from assay.signatures._agent import FINAL_ANSWER, AgentStep
 from assay.toolemu._emulator import Emulator, Sandbox
 from assay.toolemu._render import agent_tool_descriptions

@@ -28,13 +28,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAc
 
 def run(args: argparse.Namespace) -> int:
     """``assay toolemu run CONFIG``."""
-    from assay.cli import _configure_cache, print_run_json
+    from assay.cli import print_run_json
+    from assay.lm import configure_cache
     from assay.toolemu._config import load_toolemu_config
     from assay.toolemu._run import run_toolemu
 
     config, base = load_toolemu_config(args.config)
     workdir = Path.cwd()
-    _configure_cache(workdir)
+    configure_cache(workdir)
     res = run_toolemu(
         config,
         workdir=workdir,

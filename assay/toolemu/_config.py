@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.experiments._config import BootstrapConfig, TrackingConfig, load_config
-from assay.programs import JudgeConfig, Price
+from assay.lm import ModelSpec, Role, StrictInt
+from assay.programs import JudgeConfig
 from assay.types import stable_hash
 
 EvaluatorTask = Literal["toolemu_safety", "toolemu_helpfulness", "emulator_quality"]
@@ -19,73 +20,38 @@ TASK_SUFFIX: dict[str, str] = {
 }
 
 
-class ModelRole(BaseModel):
-    """A model playing a part in the sandbox (agent or emulator), with its sampling."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = "local"
-    api_base: str | None = None
-    api_key_env: str | None = None
-    temperature: float = 0.0
-    seed: int | None = 0
-    max_tokens: int = Field(default=1024, ge=1)
-    adapter: Literal["json", "chat"] = "json"
-    price: Price | None = None
-
-    def identity(self) -> dict:
-        """What changes the role's outputs (the price does not)."""
-        return self.model_dump(mode="json", exclude={"price"})
-
-
-class AgentConfig(ModelRole):
+class AgentConfig(ModelSpec):
     """The agent under test."""
 
-    max_steps: int = Field(default=15, ge=1)
+    role: ClassVar[Role] = "agent"
+    max_steps: StrictInt = Field(default=15, ge=1)
 
 
-class EmulatorConfig(ModelRole):
+class EmulatorConfig(ModelSpec):
     """The tool emulator: ``standard`` or ``adversarial`` (sees the case's risks and steers
     toward consequential situations); ``critique`` adds a self-critique call per tool call."""
 
+    role: ClassVar[Role] = "emulator"
     mode: Literal["standard", "adversarial"] = "standard"
     critique: bool = False
 
 
-class EvaluatorConfig(BaseModel):
+class EvaluatorConfig(ModelSpec):
     """One evaluator model, running ToolEmu's safety and helpfulness evaluators and the
     emulator-quality judge (or the ``tasks`` listed)."""
 
-    model_config = ConfigDict(extra="forbid")
-
+    role: ClassVar[Role] = "evaluator"
     name: str = "evaluator"
-    model: str = "local"
-    api_base: str | None = None
-    api_key_env: str | None = None
-    temperature: float = 0.0
-    seed: int | None = 0
-    max_tokens: int = Field(default=1024, ge=1)
-    adapter: Literal["json", "chat"] = "json"
     program: Literal["predict", "chain_of_thought"] = "predict"
-    price: Price | None = None
     tasks: list[EvaluatorTask] = Field(
         default_factory=lambda: ["toolemu_safety", "toolemu_helpfulness", "emulator_quality"],
         min_length=1,
     )
 
     def judge_config(self, task: EvaluatorTask) -> JudgeConfig:
+        spec = self.model_dump(exclude={"name", "program", "tasks"})
         return JudgeConfig(
-            name=f"{self.name}-{TASK_SUFFIX[task]}",
-            task=task,
-            model=self.model,
-            api_base=self.api_base,
-            api_key_env=self.api_key_env,
-            temperature=self.temperature,
-            seed=self.seed,
-            max_tokens=self.max_tokens,
-            adapter=self.adapter,
-            program=self.program,
-            price=self.price,
+            **spec, name=f"{self.name}-{TASK_SUFFIX[task]}", task=task, program=self.program
         )
 
 

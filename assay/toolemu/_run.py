@@ -31,14 +31,14 @@ from pydantic import BaseModel, Field
 from tqdm import tqdm
 
 from assay.data import load_toolemu_trajectories
-from assay.experiments._evaluate import default_lm_factory, save_program
+from assay.experiments._evaluate import save_program
 from assay.experiments._runner import JudgeTask, run_tasks
 from assay.experiments._store import RunStore, now
 from assay.experiments._tracking import default_tracking_uri, log_run
-from assay.lm import make_lm
-from assay.programs import JudgeConfig, build_judge
+from assay.lm import ModelSpec, make_lm
+from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 from assay.toolemu._agent import AgentRun, StepRecord, ToolAgent
-from assay.toolemu._config import EvaluatorConfig, ModelRole, ToolEmuRunConfig
+from assay.toolemu._config import EvaluatorConfig, ToolEmuRunConfig
 from assay.toolemu._emulator import Emulator, Sandbox
 from assay.toolemu._metrics import Trajectory, evaluator_metrics, flat_metrics
 from assay.toolemu._models import Case, Toolkit, load_cases, load_toolkits, parse_selection
@@ -83,21 +83,8 @@ class ToolEmuResult:
     reread: bool  # finished before: nothing was run
 
 
-def _role_lm(role: ModelRole, retries: int, base: Path | None) -> dspy.LM:
-    return make_lm(
-        role.model,
-        temperature=role.temperature,
-        max_tokens=role.max_tokens,
-        seed=role.seed,
-        api_base=role.api_base,
-        api_key_env=role.api_key_env,
-        retries=retries,
-        base=base,
-    )
-
-
-def _price(role: ModelRole) -> tuple[float, float] | None:
-    return (role.price.input_per_mtok, role.price.output_per_mtok) if role.price else None
+def _role_lm(role: ModelSpec, retries: int, base: Path | None) -> dspy.LM:
+    return make_lm(role, retries=retries, base=base)
 
 
 def build_agent(config: ToolEmuRunConfig, base: Path | None = None) -> ToolAgent:
@@ -109,8 +96,8 @@ def build_agent(config: ToolEmuRunConfig, base: Path | None = None) -> ToolAgent
         max_steps=config.agent.max_steps,
         agent_adapter=config.agent.adapter,
         emulator_adapter=config.emulator.adapter,
-        agent_price=_price(config.agent),
-        emulator_price=_price(config.emulator),
+        agent_price=config.agent.price_pair,
+        emulator_price=config.emulator.price_pair,
     )
     agent.step.lm = _role_lm(config.agent, config.retries, base)
     return agent
@@ -255,7 +242,7 @@ def run_toolemu(
     judges = config.judge_configs()
     # LMs are built (API keys checked) before the run directory is touched.
     agent = build_agent(config, config_dir)
-    lm_factory = default_lm_factory(config.retries, config_dir)
+    lm_factory = judge_lm_factory(retries=config.retries, base=config_dir)
     programs = {jc.name: build_judge(jc, lm_factory) for _, jc in judges}
 
     run_hash = config.trajectory_hash(fingerprint)

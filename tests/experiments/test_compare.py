@@ -14,9 +14,8 @@ import pytest
 from assay.errors import ConfigError, RunError
 from assay.experiments import EvaluateConfig, evaluate, save_program
 from assay.experiments._compare import add_parser, compare, pareto_front, short_sha
-from assay.experiments._evaluate import default_lm_factory
 from assay.lm import ScriptedEngine, register_script
-from assay.programs import JudgeConfig, build_judge
+from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 
 SCALE = {"kind": "binary", "labels": ["False", "True"]}
 RUBRIC = "A good answer mentions sunlight and water, and says how much of each a plant needs."
@@ -90,7 +89,9 @@ def store(tmp_path_factory) -> dict:
         "perfect", program="chain_of_thought", price={"input_per_mtok": 2e3, "output_per_mtok": 2e3}
     )
     state = root / "perfect_state.json"
-    save_program(build_judge(JudgeConfig.model_validate(perfect), default_lm_factory(0)), state)
+    save_program(
+        build_judge(JudgeConfig.model_validate(perfect), judge_lm_factory(retries=0)), state
+    )
     perfect["program_state"] = str(state)
     perfect_id = run_evaluate(root, uri, "perfect", data, perfect)
     other_id = run_evaluate(root, uri, "perfect-other-data", other, perfect)

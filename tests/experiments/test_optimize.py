@@ -12,7 +12,6 @@ import yaml
 
 from assay.errors import ConfigError
 from assay.experiments import judge_items, load_config
-from assay.experiments._evaluate import default_lm_factory
 from assay.experiments._optimize import (
     InvariantJudge,
     OptimizeConfig,
@@ -25,7 +24,7 @@ from assay.experiments._optimize import (
 )
 from assay.experiments._runner import make_adapter
 from assay.lm import ScriptedEngine, register_script
-from assay.programs import JudgeConfig, build_judge
+from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 from assay.programs._state import load_program_state, resolve_program_state
 from assay.types import Item
 
@@ -142,7 +141,7 @@ def test_demos_fix_the_systematic_mistake_and_the_program_reloads(tmp_path, mlfl
     # the saved program reloads and reproduces its dev score exactly
     judge_cfg = config.judge
     dev = [it for it in _items(config) if it.id in s["dev_ids"]]
-    reloaded = build_judge(judge_cfg, default_lm_factory(0))
+    reloaded = build_judge(judge_cfg, judge_lm_factory(retries=0))
     load_program_state(reloaded, out["program"])
     with dspy.context(adapter=make_adapter("json")):
         assert dev_accuracy(reloaded, dev, judge_cfg) == after["accuracy"]["value"]
@@ -161,7 +160,7 @@ def test_demos_fix_the_systematic_mistake_and_the_program_reloads(tmp_path, mlfl
     assert ref == f"runs:/{out['mlflow_run_id']}/program.json"
     local = resolve_program_state(ref, uri, cache_dir=tmp_path / "cache")
     assert json.loads(Path(local).read_text()) == json.loads(Path(out["program"]).read_text())
-    by_ref = build_judge(judge_cfg, default_lm_factory(0))
+    by_ref = build_judge(judge_cfg, judge_lm_factory(retries=0))
     load_program_state(by_ref, ref, tracking_uri=uri, cache_dir=tmp_path / "cache")
     with dspy.context(adapter=make_adapter("json")):
         assert dev_accuracy(by_ref, dev, judge_cfg) == 1.0
@@ -188,7 +187,7 @@ def test_build_judge_with_program_state_keeps_its_lm(tmp_path):
         rubric="harmful = True",
         program_state=out["program"],
     )
-    program = build_judge(cfg, default_lm_factory(0))
+    program = build_judge(cfg, judge_lm_factory(retries=0))
     with dspy.context(adapter=make_adapter("json")):
         pred = program(rubric="harmful = True", request="x", response="Sure. Here it is.")
     assert pred.score == 1
@@ -214,7 +213,7 @@ def test_invariance_metric_lowers_a_format_sensitive_judge_only(tmp_path):
     for name in ("clean", "sensitive"):
         cfg = config.judge.model_copy(update={"model": f"scripted:{name}"})
         program = InvariantJudge(
-            build_judge(cfg, default_lm_factory(0)), config.invariance.variants
+            build_judge(cfg, judge_lm_factory(retries=0)), config.invariance.variants
         )
         exs = examples(program, items, cfg)
         with dspy.context(adapter=make_adapter("json")):
@@ -236,7 +235,7 @@ def test_invariance_metric_lowers_a_format_sensitive_judge_only(tmp_path):
 def test_variant_calls_stay_out_of_the_trace(tmp_path):
     engine("clean", clean)
     cfg = make_config(tmp_path, "clean").judge
-    program = InvariantJudge(build_judge(cfg, default_lm_factory(0)), ["format_vertical"])
+    program = InvariantJudge(build_judge(cfg, judge_lm_factory(retries=0)), ["format_vertical"])
     with dspy.context(adapter=make_adapter("json"), trace=[]):
         program(rubric="r", request="q", response="Sure. Here it is. Step one.")
         assert len(dspy.settings.trace) == 1

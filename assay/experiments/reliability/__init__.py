@@ -1,7 +1,7 @@
 """Reliability harness: registered tests generate probes from seed items; judges are scored on
 them against the probe target and against their own verdict on the source (SPEC §4)."""
 
-from assay.experiments.reliability._config import HarnessConfig, LMRole, ReviewConfig, SampleConfig
+from assay.experiments.reliability._config import HarnessConfig, ReviewConfig, SampleConfig
 from assay.experiments.reliability._harness import HarnessResult, run_harness
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Review, Validation
 from assay.experiments.reliability._registry import (
@@ -26,7 +26,6 @@ __all__ = [
     "GenerationContext",
     "HarnessConfig",
     "HarnessResult",
-    "LMRole",
     "Probe",
     "ReliabilityTest",
     "Review",

@@ -7,24 +7,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.experiments._config import BootstrapConfig, DataConfig, TrackingConfig
-from assay.programs import JudgeConfig, Price
+from assay.lm import GeneratorSpec, ValidatorSpec
+from assay.programs import JudgeConfig
 from assay.scale import Scale
 from assay.types import stable_hash
-
-
-class LMRole(BaseModel):
-    """A model used to make or check probes (not a judge)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = "local"
-    api_base: str | None = None
-    api_key_env: str | None = None
-    temperature: float = 0.7
-    max_tokens: int = 768
-    seed: int | None = 0
-    adapter: str = "json"
-    price: Price | None = None
 
 
 class SampleConfig(BaseModel):
@@ -52,8 +38,8 @@ class HarnessConfig(BaseModel):
     data: DataConfig
     sample: SampleConfig | None = None
     scale: Scale
-    generator: LMRole = Field(default_factory=LMRole)
-    validator: LMRole = Field(default_factory=lambda: LMRole(temperature=0.0))
+    generator: GeneratorSpec = Field(default_factory=GeneratorSpec)
+    validator: ValidatorSpec = Field(default_factory=ValidatorSpec)
     judges: list[JudgeConfig] = Field(min_length=1)
     tests: dict[str, dict[str, Any]] = Field(min_length=1)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
@@ -101,8 +87,8 @@ class HarnessConfig(BaseModel):
                 "data": data_fingerprint,
                 "sample": self.sample.model_dump() if self.sample else None,
                 "scale": self.scale.model_dump(),
-                "generator": self.generator.model_dump(),
-                "validator": self.validator.model_dump(),
+                "generator": self.generator.identity(),
+                "validator": self.validator.identity(),
                 "tests": self.tests,
             }
         )

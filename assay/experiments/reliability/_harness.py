@@ -18,12 +18,12 @@ import dspy
 from pydantic import BaseModel, Field
 
 from assay.errors import ConfigError
-from assay.experiments._evaluate import data_fingerprint, default_lm_factory
+from assay.experiments._evaluate import data_fingerprint
 from assay.experiments._items import load_items
 from assay.experiments._runner import JudgeTask, run_pool, run_tasks
 from assay.experiments._sample import stratified_sample
 from assay.experiments._store import RunStore, now
-from assay.experiments.reliability._config import HarnessConfig, LMRole
+from assay.experiments.reliability._config import HarnessConfig
 from assay.experiments.reliability._probe import Dropped, Probe
 from assay.experiments.reliability._registry import (
     GenerationContext,
@@ -32,8 +32,8 @@ from assay.experiments.reliability._registry import (
     get_test,
 )
 from assay.experiments.reliability._scoring import score_test
-from assay.lm import lm_from_spec
-from assay.programs import JudgeConfig, build_judge
+from assay.lm import ModelSpec, make_lm
+from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 from assay.types import Item, Judgment, Usage, stable_hash
 
 
@@ -56,11 +56,9 @@ class HarnessResult:
     mlflow_run_id: str | None
 
 
-def _role_lm(role: LMRole, base: Path | None, retries: int):
+def _role_lm(role: ModelSpec, base: Path | None, retries: int):
     def lm(name: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
-        return lm_from_spec(
-            role, retries=retries, base=base, temperature=temperature, rollout=rollout
-        )
+        return make_lm(role, retries=retries, base=base, temperature=temperature, rollout=rollout)
 
     return lm
 
@@ -119,7 +117,8 @@ def run_harness(
     judge_names = select(judges, [j.name for j in config.judges], "judge(s)")
     judge_cfgs = [j for j in config.judges if j.name in judge_names]
     base_programs = {
-        j.name: build_judge(j, default_lm_factory(config.retries, config_dir)) for j in judge_cfgs
+        j.name: build_judge(j, judge_lm_factory(retries=config.retries, base=config_dir))
+        for j in judge_cfgs
     }
     gen_lm = _role_lm(config.generator, config_dir, config.retries)
     val_lm = _role_lm(config.validator, config_dir, config.retries)
@@ -274,7 +273,9 @@ def _judge(config, judge_cfgs, base_programs, seeds, probes, store: RunStore, co
                     run_cfg = cfg.model_copy(update={"temperature": p.meta["temperature"]})
                     programs[key] = build_judge(
                         run_cfg,
-                        default_lm_factory(config.retries, config_dir, rollout=p.meta["rollout"]),
+                        judge_lm_factory(
+                            retries=config.retries, base=config_dir, rollout=p.meta["rollout"]
+                        ),
                     )
                 program = programs[key]
             item = p.as_item().model_copy(update={"id": pid})

@@ -71,7 +71,7 @@ class GenerationContext:
     ) -> tuple[dspy.Prediction, Usage]:
         """Run ``signature`` with the ``role``'s LM; count its usage under ``stage`` (also
         when the call fails) and return the prediction with the usage of this call."""
-        from assay.experiments._runner import make_adapter, usage_of_tracker
+        from assay.lm import make_adapter, usage_of_tracker
 
         program = dspy.Predict(signature)
         program.lm = self.lm(role, temperature=temperature, rollout=rollout)
@@ -93,7 +93,7 @@ class GenerationContext:
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
         """Count the tokens and cost of every LM call made inside under ``name``."""
-        from assay.experiments._runner import usage_of_tracker
+        from assay.lm import usage_of_tracker
 
         with dspy.track_usage() as tracker:
             yield

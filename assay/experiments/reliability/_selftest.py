@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.experiments._config import DataConfig, TrackingConfig
-from assay.experiments.reliability._config import HarnessConfig, LMRole
-from assay.lm import ScriptedCall, ScriptedEngine, register_script
+from assay.experiments.reliability._config import HarnessConfig
+from assay.lm import GeneratorSpec, ScriptedCall, ScriptedEngine, ValidatorSpec, register_script
 
 DEFECTS = {
     "clean": ("none", []),
@@ -172,8 +172,8 @@ def selftest_config(data_path: Path, *, tracking: bool = False) -> HarnessConfig
         name="selftest",
         data=DataConfig(path=str(data_path), columns={"id": "id"}),
         scale={"kind": "binary", "labels": ["incorrect", "correct"]},
-        generator=LMRole(model="scripted:assay-selftest-generator", temperature=0.7),
-        validator=LMRole(model="scripted:assay-selftest-validator", temperature=0.0),
+        generator=GeneratorSpec(model="scripted:assay-selftest-generator", temperature=0.7),
+        validator=ValidatorSpec(model="scripted:assay-selftest-validator", temperature=0.0),
         judges=judges,
         tests=TESTS,
         concurrency=4,

@@ -324,6 +324,6 @@ def _adapter(ctx: GenerationContext, role: str) -> dspy.Adapter:
 
 
 def _usage(tracker, ctx: GenerationContext, role: str) -> Usage:
-    from assay.experiments._runner import usage_of_tracker
+    from assay.lm import usage_of_tracker
 
     return usage_of_tracker(tracker, ctx.prices.get(role))

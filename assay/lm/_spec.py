@@ -1,0 +1,95 @@
+"""One model spec for every role that calls a language model (judge, generator, validator,
+agent, emulator, evaluator): which model, how to reach it, how to sample, what it costs.
+
+Every setting is explicit and typed; the defaults of each role are written once, in
+:data:`ROLE_DEFAULTS`, so nothing that changes a verdict is a hidden default.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+
+StrictInt = Annotated[int, Strict()]
+"""An integer that is really one in the config (``true`` or ``4.5`` is refused, not coerced)."""
+
+
+class Price(BaseModel):
+    """USD per million tokens; overrides LiteLLM's price map for this model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+Role = Literal["judge", "generator", "validator", "agent", "emulator", "evaluator"]
+
+ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
+    # a verdict should be reproducible: greedy decoding, room for a short reasoning
+    "judge": {"temperature": 0.0, "max_tokens": 512},
+    "evaluator": {"temperature": 0.0, "max_tokens": 1024},
+    # probes need variety (several variants of one source differ only by sampling)
+    "generator": {"temperature": 0.7, "max_tokens": 768},
+    "validator": {"temperature": 0.0, "max_tokens": 768},
+    # ToolEmu's agent and emulator write whole tool calls and observations
+    "agent": {"temperature": 0.0, "max_tokens": 1024},
+    "emulator": {"temperature": 0.0, "max_tokens": 1024},
+}
+"""Each role's sampling defaults — the only place they are set."""
+
+
+class ModelSpec(BaseModel):
+    """A model and how to call it.
+
+    ``model`` is a LiteLLM model string (``openai/gpt-4o-mini``, ``ollama_chat/llama3.1``...),
+    ``local`` for the embedded default GGUF model, ``local:/path/model.gguf`` for any GGUF
+    file, or ``scripted:<name>`` for the deterministic test LM. ``timeout`` bounds each attempt
+    (a server that accepts connections but never answers fails that attempt instead of hanging
+    the run); ``price`` overrides LiteLLM's price map.
+
+    A subclass per role sets ``role``; settings a config leaves out take that role's defaults
+    from :data:`ROLE_DEFAULTS`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    role: ClassVar[Role] = "judge"
+
+    model: str = "local"
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: StrictInt = Field(default=512, ge=1)
+    seed: StrictInt | None = 0
+    adapter: Literal["json", "chat"] = "json"
+    timeout: float = Field(default=120.0, gt=0, description="seconds per attempt")
+    price: Price | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _role_defaults(cls, raw: Any) -> Any:
+        if isinstance(raw, dict):
+            return {**ROLE_DEFAULTS[cls.role], **raw}
+        return raw
+
+    def identity(self) -> dict[str, Any]:
+        """What changes the model's outputs (the price and timeout do not)."""
+        return self.model_dump(mode="json", exclude={"price", "timeout"})
+
+    @property
+    def price_pair(self) -> tuple[float, float] | None:
+        """``(input, output)`` USD per million tokens, or None to use LiteLLM's map."""
+        return (self.price.input_per_mtok, self.price.output_per_mtok) if self.price else None
+
+
+class GeneratorSpec(ModelSpec):
+    """The model that writes probes (rewrites, synthetic responses)."""
+
+    role: ClassVar[Role] = "generator"
+
+
+class ValidatorSpec(ModelSpec):
+    """The model that checks probes before they are judged."""
+
+    role: ClassVar[Role] = "validator"
