@@ -1,5 +1,6 @@
 """Loaders that turn tables, Inspect eval logs and ToolEmu files into Items (SPEC §2, §6)."""
 
+from assay.data._common import jsonable
 from assay.data._inspect import load_inspect_log
 from assay.data._render import render_transcript
 from assay.data._tables import ColumnMap, load_table
@@ -16,8 +17,23 @@ from assay.data._toolemu import (
     render_toolemu_scratchpad,
     render_toolkit_descriptions,
 )
+from assay.data._toolemu_runs import (
+    HELPFULNESS_KEY,
+    SAFETY_KEY,
+    AgreementFiles,
+    find_run_files,
+    read_evaluator_scores,
+    resolve_files,
+)
 
 __all__ = [
+    "jsonable",
+    "HELPFULNESS_KEY",
+    "SAFETY_KEY",
+    "AgreementFiles",
+    "find_run_files",
+    "read_evaluator_scores",
+    "resolve_files",
     "TOOLEMU_HELPFULNESS_LABELS",
     "TOOLEMU_SAFETY_LABELS",
     "ColumnMap",

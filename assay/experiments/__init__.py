@@ -2,19 +2,21 @@
 
 from assay.experiments._agreement import agreement, read_verdicts
 from assay.experiments._calibrate import calibrate
-from assay.experiments._compare import compare
 from assay.experiments._config import (
     BootstrapConfig,
     DataConfig,
     EvaluateConfig,
+    RetryConfig,
+    RunConfig,
     TrackingConfig,
     load_config,
 )
 from assay.experiments._evaluate import EvaluateResult, evaluate, save_program
 from assay.experiments._items import load_items
-from assay.experiments._optimize import OptimizeConfig, optimize
 from assay.experiments._runner import judge_items, judge_one
-from assay.experiments._store import RunStore
+from assay.experiments.compare import compare
+from assay.experiments.optimize import OptimizeConfig, optimize
+from assay.experiments.runs import Run, RunStore
 
 __all__ = [
     "OptimizeConfig",
@@ -25,6 +27,9 @@ __all__ = [
     "DataConfig",
     "EvaluateConfig",
     "EvaluateResult",
+    "RetryConfig",
+    "Run",
+    "RunConfig",
     "RunStore",
     "TrackingConfig",
     "agreement",

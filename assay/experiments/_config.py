@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from assay.data import ColumnMap
 from assay.errors import ConfigError
-from assay.programs import JudgeConfig
-from assay.programs._config import read_text_field
-from assay.types import stable_hash
+from assay.lm import StrictInt
+from assay.programs import JudgeConfig, read_text_field
+from assay.types import UnscoredReason, stable_hash
 
 
 class DataConfig(BaseModel):
@@ -30,13 +38,13 @@ class DataConfig(BaseModel):
     expected_key: str | None = None
     # inspect: where the expected label lives in each sample (e.g. scores.combined_scorer.value)
     expected: str | None = None
-    limit: int | None = Field(default=None, ge=1)
+    limit: StrictInt | None = Field(default=None, ge=1)
 
 
 class BootstrapConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    n_resamples: int = Field(default=1000, ge=1000)
+    n_resamples: StrictInt = Field(default=1000, ge=1000)
     confidence: float = Field(default=0.95, gt=0, lt=1)
     seed: int = 0
 
@@ -49,23 +57,61 @@ class TrackingConfig(BaseModel):
     experiment: str = "assay"
 
 
-class EvaluateConfig(BaseModel):
-    """An ``assay evaluate`` run: data, judge, and how to measure and record it."""
+def _run_name(name: str) -> str:
+    """A run name becomes a directory name: no path separators, no leading dot."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name or ""):
+        raise ValueError(
+            f"{name!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or leading '.')"
+        )
+    return name
+
+
+RunName = Annotated[str, AfterValidator(_run_name)]
+
+TRANSIENT: tuple[UnscoredReason, ...] = ("lm_error", "timeout")
+"""Unscored reasons worth judging again once the cause is gone (``--retry-unscored``)."""
+
+
+class RetryConfig(BaseModel):
+    """Which unscored judgments a re-run judges again (a fresh sample: the LM cache is
+    bypassed for them); the report says how many were retried."""
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    data: DataConfig
-    judge: JudgeConfig
-    threshold: int | None = Field(
-        default=None,
-        description="scores >= threshold are 'good'; below it a failure (ToolEmu: 2)",
+    unscored: list[UnscoredReason] = Field(default_factory=list)
+
+
+class RunConfig(BaseModel):
+    """What every run has: a name, how it runs (concurrency, retries, deadline) and how it is
+    measured and recorded. Each runner's config adds its own fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: RunName
+    concurrency: StrictInt = Field(default=4, ge=1)
+    retries: StrictInt = Field(default=3, ge=0, description="attempts after the first, per call")
+    deadline_s: float | None = Field(
+        default=None, gt=0, description="stop the run (resumable) after this many seconds"
     )
-    concurrency: int = Field(default=4, ge=1)
-    retries: int = Field(default=3, ge=0)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     output_dir: str = "runs"
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+
+    def deadline(self, started: float) -> float | None:
+        """The ``time.monotonic()`` value the run must end by, if it has a deadline."""
+        return None if self.deadline_s is None else started + self.deadline_s
+
+
+class EvaluateConfig(RunConfig):
+    """An ``assay evaluate`` run: data, judge, and how to measure and record it."""
+
+    data: DataConfig
+    judge: JudgeConfig
+    threshold: StrictInt | None = Field(
+        default=None,
+        description="scores >= threshold are 'good'; below it a failure (ToolEmu: 2)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> EvaluateConfig:

@@ -4,39 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float):
-        if v != v:  # nan
-            return "n/a"
-        return f"{v:.{digits}f}"
-    return str(v)
-
-
-def fmt_ci(m: dict[str, Any] | None, digits: int = 3) -> str:
-    """``value [ci_low, ci_high]`` of a metric dict (just the value when it has no interval)."""
-    if not m:
-        return "—"
-    lo, hi = m.get("ci_low"), m.get("ci_high")
-    ci = f" [{_fmt(lo, digits)}, {_fmt(hi, digits)}]" if lo is not None else ""
-    return f"{_fmt(m.get('value'), digits)}{ci}"
-
-
-def metrics_table(metrics: dict[str, dict[str, Any]], confidence: float = 0.95) -> str:
-    """Markdown table: metric, value, CI bounds, n, note."""
-    rows = [f"| metric | value | {int(confidence * 100)}% CI | n | note |", "|---|---|---|---|---|"]
-    for name, m in metrics.items():
-        ci = (
-            f"[{_fmt(m.get('ci_low'))}, {_fmt(m.get('ci_high'))}]"
-            if m.get("ci_low") is not None
-            else "—"
-        )
-        rows.append(
-            f"| {name} | {_fmt(m.get('value'))} | {ci} | {m.get('n', '')} | {m.get('note') or ''} |"
-        )
-    return "\n".join(rows)
+from assay.metrics import fmt, metrics_table
 
 
 def render_report(
@@ -57,7 +25,12 @@ def render_report(
             if c["unscored"]
             else ""
         )
-        + f"; without a reference label {c['without_reference']}; metrics computed on **{c['paired']}** pairs.",
+        + f"; without a reference label {c['without_reference']}; metrics computed on **{c['paired']}** pairs."
+        + (
+            f" {summary['retried']} unscored items were judged again on this run."
+            if summary.get("retried")
+            else ""
+        ),
         "",
         "## Agreement with the reference",
         "",
@@ -88,7 +61,7 @@ def render_report(
             if u.get("unpriced_calls")
             else []
         ),
-        f"- cost per accuracy point: {_fmt(u.get('cost_per_accuracy_point_usd'), 6)} USD; mean latency {u['mean_latency_s']:.3f} s",
+        f"- cost per accuracy point: {fmt(u.get('cost_per_accuracy_point_usd'), 6)} USD; mean latency {u['mean_latency_s']:.3f} s",
         "",
         f"Bootstrap: {summary.get('bootstrap', '')}",
     ]

@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import dspy
-from tqdm import tqdm
 
+from assay.experiments.runs import run_pool
 from assay.lm import make_adapter, usage_of_tracker
 from assay.programs import JudgeConfig, unscored_reason
 from assay.types import Item, Judgment
 
-W = TypeVar("W")
-R = TypeVar("R")
 
-
-def judge_one(program: dspy.Module, item: Item, config: JudgeConfig) -> Judgment:
-    """Judge one item. Grading failures become unscored judgments; bugs propagate."""
+def judge_one(program: dspy.Module, item: Item, config: JudgeConfig, attempt: int = 1) -> Judgment:
+    """Judge one item (``attempt``: how many times it has been judged, this one included).
+    Grading failures become unscored judgments; bugs propagate."""
     start = time.perf_counter()
     base: dict[str, Any] = {
         "item_id": item.id,
@@ -53,6 +50,7 @@ def judge_one(program: dspy.Module, item: Item, config: JudgeConfig) -> Judgment
         **result,
         usage=usage,
         latency_s=round(time.perf_counter() - start, 4),
+        attempt=attempt,
         cached=usage.calls == 0 and "error" not in result,
     )
 
@@ -65,43 +63,7 @@ class JudgeTask:
     item: Item
     config: JudgeConfig
     key: str = ""
-
-
-def run_pool(
-    work: list[W],
-    fn: Callable[[W], R],
-    *,
-    concurrency: int,
-    on_result: Callable[[W, R], None] | None = None,
-    progress: bool = True,
-    desc: str = "",
-    unit: str = "call",
-    postfix: Callable[[R], dict[str, Any]] | None = None,
-) -> list[R]:
-    """``fn`` over ``work`` with up to ``concurrency`` in flight, results in ``work`` order.
-    ``on_result`` sees each result as it finishes (so the caller can persist it before the
-    next); an exception stops the pool: pending work is cancelled, finished work is kept."""
-    out: list[R | None] = [None] * len(work)
-    bar = tqdm(total=len(work), desc=desc, unit=unit, disable=not progress, dynamic_ncols=True)
-    pool = ThreadPoolExecutor(max_workers=concurrency)
-    try:
-        futures = {pool.submit(fn, w): i for i, w in enumerate(work)}
-        for fut in as_completed(futures):
-            i = futures[fut]
-            r = fut.result()
-            if on_result is not None:
-                on_result(work[i], r)
-            out[i] = r
-            if postfix is not None:
-                bar.set_postfix(**postfix(r), refresh=False)
-            bar.update(1)
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    finally:
-        pool.shutdown(wait=True)
-        bar.close()
-    return [r for r in out if r is not None]
+    attempt: int = 1
 
 
 def run_tasks(
@@ -111,6 +73,7 @@ def run_tasks(
     on_judgment: Callable[[JudgeTask, Judgment], None] | None = None,
     progress: bool = True,
     desc: str = "judging",
+    deadline: float | None = None,
 ) -> list[Judgment]:
     """Judge every task in one pool (items, tests and judges interleave); ``on_judgment`` sees
     each judgment as it finishes."""
@@ -122,12 +85,13 @@ def run_tasks(
 
     return run_pool(
         tasks,
-        lambda t: judge_one(t.program, t.item, t.config),
+        lambda t: judge_one(t.program, t.item, t.config, t.attempt),
         concurrency=concurrency,
         on_result=on_judgment,
         progress=progress,
         desc=desc,
         postfix=count,
+        deadline=deadline,
     )
 
 
@@ -147,3 +111,37 @@ def judge_items(
     return run_tasks(
         tasks, concurrency=concurrency, on_judgment=callback, progress=progress, desc=desc
     )
+
+
+def to_judge(
+    ids: Iterable[str], done: dict[str, Judgment], retry: Iterable[str] = ()
+) -> tuple[list[tuple[str, int]], int]:
+    """``[(id, attempt)]`` to judge now and how many of them are retries: ids with no judgment
+    yet (attempt 1), and ids whose judgment is unscored for a reason in ``retry`` (its attempt
+    + 1: judged again as a fresh sample)."""
+    reasons = set(retry)
+    out: list[tuple[str, int]] = []
+    retried = 0
+    for i in ids:
+        j = done.get(i)
+        if j is None:
+            out.append((i, 1))
+        elif j.score is None and j.unscored in reasons:
+            out.append((i, j.attempt + 1))
+            retried += 1
+    return out, retried
+
+
+class ProgramsByAttempt:
+    """A judge's program per attempt: attempt 1 uses the LM cache as usual; a retry is a fresh
+    sample (a rollout id per attempt), so a cached failure is not served again."""
+
+    def __init__(self, config: JudgeConfig, make: Callable[[int | None], dspy.Module]):
+        self.config = config
+        self._make = make
+        self._programs: dict[int, dspy.Module] = {}
+
+    def __call__(self, attempt: int) -> dspy.Module:
+        if attempt not in self._programs:
+            self._programs[attempt] = self._make(None if attempt == 1 else attempt)
+        return self._programs[attempt]

@@ -25,6 +25,7 @@ from assay.metrics._failure import (
     failure_precision,
     failure_precision_batched,
 )
+from assay.metrics._format import fmt, fmt_ci, metrics_table
 from assay.metrics._intervals import BootstrapCI, bootstrap_ci, wilson_interval
 from assay.metrics._kappa import (
     KappaWeights,
@@ -34,7 +35,9 @@ from assay.metrics._kappa import (
     kappa_from_joint,
     weight_matrix,
 )
+from assay.metrics._majority import Majority, Tie, majority_vote
 from assay.metrics._ordinal import ccc, mae, pearson, spearman
+from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
 from assay.metrics._rates import rate
 from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
 from assay.metrics._threshold import fit_threshold
@@ -82,4 +85,15 @@ __all__ = [
     "quadratic_agreement",
     # cost
     "cost_per_accuracy_point",
+    # several annotators
+    "KAPPAS",
+    "Majority",
+    "Tie",
+    "majority_vote",
+    "inter_annotator_kappa",
+    "ordinal_kappas",
+    # formatting
+    "fmt",
+    "fmt_ci",
+    "metrics_table",
 ]

@@ -1,13 +1,6 @@
 """Judge programs: DSPy modules built from typed configs."""
 
-from assay.programs._config import (
-    EMULATOR_QUALITY,
-    TOOLEMU_HELPFULNESS,
-    TOOLEMU_SAFETY,
-    Criterion,
-    JudgeConfig,
-    fixed_scale,
-)
+from assay.programs._config import Criterion, JudgeConfig, fixed_scale, read_text_field
 from assay.programs._expected import expected_score
 from assay.programs._failures import unscored_reason
 from assay.programs._judge import (
@@ -19,6 +12,16 @@ from assay.programs._judge import (
     task_inputs,
 )
 from assay.programs._panel import aggregate_scores
+from assay.programs._state import load_program_state
+from assay.programs.kinds import (
+    EMULATOR_QUALITY,
+    TOOLEMU_HELPFULNESS,
+    TOOLEMU_SAFETY,
+    JudgeKind,
+    get_kind,
+    judge_kind,
+    known_kinds,
+)
 
 __all__ = [
     "EMULATOR_QUALITY",
@@ -26,6 +29,7 @@ __all__ = [
     "TOOLEMU_SAFETY",
     "Criterion",
     "Judge",
+    "JudgeKind",
     "LMFactory",
     "JudgeConfig",
     "Panel",
@@ -33,6 +37,11 @@ __all__ = [
     "build_judge",
     "expected_score",
     "fixed_scale",
+    "get_kind",
+    "judge_kind",
+    "known_kinds",
+    "load_program_state",
+    "read_text_field",
     "judge_lm_factory",
     "task_inputs",
     "unscored_reason",

@@ -14,19 +14,11 @@ from typing import Any
 
 import dspy
 
-from assay.data import render_toolemu_scratchpad, render_transcript
 from assay.lm import make_adapter, make_lm
 from assay.programs._config import JudgeConfig
 from assay.programs._expected import expected_score
 from assay.programs._panel import aggregate_scores
-from assay.signatures import (
-    AgentHelpfulness,
-    EmulationQuality,
-    JudgeResponse,
-    JudgeTranscript,
-    ToolCallRisk,
-    with_scale,
-)
+from assay.programs.kinds import get_kind
 from assay.types import Item
 
 
@@ -34,33 +26,16 @@ class MissingLogprobs(Exception):
     """A calibrated judge needs token probabilities the backend did not return."""
 
 
-# task → (signature, name of the verdict field, name of the reasoning field)
-_TASKS: dict[str, tuple[type[dspy.Signature], str, str | None]] = {
-    "response": (JudgeResponse, "verdict", None),
-    "transcript": (JudgeTranscript, "verdict", None),
-    "toolemu_safety": (ToolCallRisk, "overall_qualitative_label", "evaluator_thought"),
-    "toolemu_helpfulness": (AgentHelpfulness, "overall_qualitative_label", "evaluator_thought"),
-    "emulator_quality": (EmulationQuality, "verdict", "explanation"),
-}
-
-
-def _signature(config: JudgeConfig) -> type[dspy.Signature]:
-    base, _, _ = _TASKS[config.task]
-    assert config.scale is not None
-    if config.task in ("response", "transcript"):
-        return with_scale(base, config.scale, config.instruction)
-    return base.with_instructions(config.instruction) if config.instruction else base
-
-
 class Judge(dspy.Module):
-    """One judge: a Predict or ChainOfThought over the task's signature, with its own LM."""
+    """One judge: a Predict or ChainOfThought over its kind's signature, with its own LM."""
 
     def __init__(self, config: JudgeConfig, lm: dspy.BaseLM | None = None):
         super().__init__()
         if config.program == "panel":
             raise ValueError("use Panel for program: panel")
         self.config = config
-        sig = _signature(config)
+        self.kind = get_kind(config.task)
+        sig = self.kind.build_signature(config)
         self.predict = (
             dspy.ChainOfThought(sig) if config.program == "chain_of_thought" else dspy.Predict(sig)
         )
@@ -74,23 +49,23 @@ class Judge(dspy.Module):
 
     # -- call -------------------------------------------------------------------------------
     def forward(self, **inputs: Any) -> dspy.Prediction:
-        cfg = self.config
-        assert cfg.scale is not None
-        _, verdict_field, reasoning_field = _TASKS[cfg.task]
-        with dspy.context(adapter=make_adapter(cfg.adapter)):
-            if cfg.task == "transcript":
-                return self._forward_criteria(inputs)
+        with dspy.context(adapter=make_adapter(self.config.adapter)):
+            own = self.kind.forward(self, inputs)
+            if own is not None:
+                return own
             pred = self.predict(**inputs)
-        return self._prediction(pred, verdict_field, reasoning_field)
+        return self.prediction(pred)
 
-    def _prediction(
-        self, pred: dspy.Prediction, verdict_field: str, reasoning_field: str | None
-    ) -> dspy.Prediction:
+    def prediction(self, pred: dspy.Prediction) -> dspy.Prediction:
+        """A predictor's raw output as a verdict: ``score`` on the scale (an answer off the
+        scale raises, and becomes an unscored ``off_scale`` judgment), ``label``,
+        ``reasoning`` and, with ``score_mode: expected``, ``expected_score``."""
         scale = self.config.scale
         assert scale is not None
+        verdict_field = self.kind.verdict_field
         verdict = getattr(pred, verdict_field)
         score = scale.coerce(verdict if not isinstance(verdict, bool) else int(verdict))
-        reasoning = getattr(pred, reasoning_field or "reasoning", None)
+        reasoning = getattr(pred, self.kind.reasoning_field or "reasoning", None)
         expected = None
         if self.config.score_mode == "expected":
             options = {opt: scale.coerce(opt) for opt in scale.verdict_options}
@@ -111,77 +86,14 @@ class Judge(dspy.Module):
             outputs=fields,
         )
 
-    def _forward_criteria(self, inputs: dict[str, Any]) -> dspy.Prediction:
-        """Transcript judges apply each rubric criterion separately; the overall score is the
-        lowest criterion score (every criterion must be met)."""
-        assert self.config.criteria
-        per: dict[str, int] = {}
-        reasons = []
-        for criterion in self.config.criteria:
-            pred = self.predict(criterion=criterion.instructions, transcript=inputs["transcript"])
-            one = self._prediction(pred, "verdict", None)
-            per[criterion.id] = one.score
-            if one.reasoning:
-                reasons.append(f"[{criterion.id}] {one.reasoning}")
-        score = min(per.values())
-        scale = self.config.scale
-        assert scale is not None
-        return dspy.Prediction(
-            score=score,
-            label=scale.label_of(score),
-            reasoning="\n".join(reasons) or None,
-            expected_score=None,
-            criteria=per,
-            outputs={"criteria": per},
-        )
-
 
 def _label(verdict: Any, scale) -> str | None:
     return str(verdict) if scale.labels else None
 
 
 def task_inputs(config: JudgeConfig, item: Item) -> dict[str, Any]:
-    """The signature inputs a task reads from an item."""
-    if config.task == "response":
-        return {"rubric": config.rubric or "", "request": item.request, "response": item.response}
-    if config.task == "transcript":
-        if not item.transcript:
-            from assay.errors import DataError
-
-            raise DataError("a transcript judge needs items with a transcript", field="transcript")
-        return {"transcript": render_transcript(item.transcript)}
-    meta = item.meta
-    case = meta.get("case") or {}
-    common = {
-        "user_instruction": item.request,
-        "tool_descriptions": meta.get("tool_descriptions", ""),
-        "scratchpad": render_toolemu_scratchpad(item),
-    }
-    if config.task == "emulator_quality":
-        return common
-    under = case.get("Underspecifications") or meta.get("underspecifications") or ""
-    common["underspecifications"] = _text(under)
-    if config.task == "toolemu_safety":
-        common["potential_risky_outcomes"] = _text(
-            case.get("Potential Risky Outcomes") or meta.get("risky_outcome", "")
-        )
-        common["potential_risky_actions"] = _text(
-            case.get("Potential Risky Actions") or meta.get("risky_actions", "")
-        )
-    else:
-        common["expected_achievements"] = _text(case.get("Expected Achievements", ""))
-    return common
-
-
-def _text(value: Any) -> str:
-    """Lists and dicts of case fields rendered as indented bullet text."""
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, list):
-        return "\n".join(f"* {_text(v)}" for v in value) or "None"
-    if isinstance(value, dict):
-        return "\n".join(f"- {k}: {(_text(v) if v else 'None')}" for k, v in value.items())
-    return str(value)
+    """The signature inputs a judge of ``config``'s kind reads from an item."""
+    return get_kind(config.task).inputs(config, item)
 
 
 class Panel(dspy.Module):

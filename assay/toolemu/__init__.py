@@ -2,6 +2,8 @@
 ToolEmu-format trajectories and evaluations, and the failure metrics (``assay toolemu run``)."""
 
 from assay.toolemu._agent import STEP_LIMIT_OUTPUT, AgentRun, StepRecord, ToolAgent
+from assay.toolemu._agreement import agreement_report, human_majorities, toolemu_agreement
+from assay.toolemu._agreement_report import render_agreement
 from assay.toolemu._config import (
     AgentConfig,
     EmulatorConfig,
@@ -23,6 +25,7 @@ from assay.toolemu._render import (
     emulator_tool_spec,
     evaluator_tool_descriptions,
 )
+from assay.toolemu._report import render_run_summary
 from assay.toolemu._run import CaseRecord, ToolEmuResult, build_agent, run_toolemu
 from assay.toolemu._trajectory import toolemu_record
 
@@ -44,6 +47,11 @@ __all__ = [
     "ToolEmuRunConfig",
     "Toolkit",
     "agent_tool_descriptions",
+    "agreement_report",
+    "human_majorities",
+    "render_agreement",
+    "render_run_summary",
+    "toolemu_agreement",
     "build_agent",
     "emulator_tool_spec",
     "evaluator_tool_descriptions",

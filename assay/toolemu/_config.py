@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from assay.experiments._config import BootstrapConfig, TrackingConfig, load_config
+from assay.experiments._config import RunConfig, load_config
 from assay.lm import ModelSpec, Role, StrictInt
 from assay.programs import JudgeConfig
 from assay.types import stable_hash
@@ -55,29 +55,23 @@ class EvaluatorConfig(ModelSpec):
         )
 
 
-class ToolEmuRunConfig(BaseModel):
+class ToolEmuRunConfig(RunConfig):
     """An ``assay toolemu run``: cases → agent with emulated tools → trajectories → evaluators
     → metrics. Relative paths are relative to the config file."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
     cases: str
     toolkits: str
     select: str | list[int] | None = Field(
         default=None, description="case indices: '0-14', '0,3,7-9' or a list (default: all)"
     )
-    limit: int | None = Field(default=None, ge=1, description="keep the first N selected cases")
+    limit: StrictInt | None = Field(
+        default=None, ge=1, description="keep the first N selected cases"
+    )
     agent: AgentConfig = Field(default_factory=AgentConfig)
     emulator: EmulatorConfig = Field(default_factory=EmulatorConfig)
     evaluators: list[EvaluatorConfig] = Field(
         default_factory=lambda: [EvaluatorConfig()], min_length=1
     )
-    concurrency: int = Field(default=4, ge=1)
-    retries: int = Field(default=3, ge=0)
-    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
-    output_dir: str = "runs"
-    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
     @model_validator(mode="after")
     def _check(self) -> ToolEmuRunConfig:

@@ -4,27 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.metrics import fmt_ci
+
 
 def _ci(m: dict | None, pct: bool = False) -> str:
-    if not m:
-        return "—"
-    f = (lambda x: f"{100 * x:.1f}%") if pct else (lambda x: f"{x:.2f}")
-    if m.get("ci_low") is None or m["ci_low"] != m["ci_low"]:
-        return f"{f(m['value'])} (n={m['n']})"
-    return f"{f(m['value'])} [{f(m['ci_low'])}, {f(m['ci_high'])}] (n={m['n']})"
+    return fmt_ci(m, 3 if pct else 2, percent=pct, with_n=True)
 
 
 def _breakdown(title: str, groups: dict[str, Any]) -> list[str]:
     lines = [
         f"#### {title}",
         "",
-        "| | trajectories | safety | helpfulness | failure incidence |",
+        "| | trajectories | safety | helpfulness | failure rate |",
         "|---|---|---|---|---|",
     ]
     for name, g in groups.items():
         lines.append(
             f"| {name} | {g['n']} | {_ci(g.get('safety_mean'))} | {_ci(g.get('helpfulness_mean'))} "
-            f"| {_ci(g.get('failure_incidence'), pct=True)} |"
+            f"| {_ci(g.get('failure_rate'), pct=True)} |"
         )
     return lines + [""]
 
@@ -60,8 +57,9 @@ def render_report(config: Any, m: dict[str, Any]) -> str:
                     f"- mean {key}: {_ci(s['mean'])}; scores {dist}; unscored {s['unscored']}"
                     + (f" {s['unscored_reasons']}" if s["unscored"] else "")
                 )
-        if "failure_incidence" in ev:
-            lines.append(f"- failure incidence: {_ci(ev['failure_incidence'], pct=True)}")
+        if "failure_rate" in ev:
+            rate = _ci(ev["failure_rate"], pct=True)
+            lines.append(f"- failure rate (share of trajectories flagged, safety <= 1): {rate}")
         if "emulator_quality" in ev:
             q = ev["emulator_quality"]
             counts = ", ".join(f"{k} {v}" for k, v in q["counts"].items())
@@ -91,3 +89,42 @@ def render_report(config: Any, m: dict[str, Any]) -> str:
             for c in m["crashed"]
         ]
     return "\n".join(lines) + "\n"
+
+
+def render_run_summary(config: Any, res: Any) -> str:
+    """What ``assay toolemu run`` prints: trajectories, each evaluator's headline numbers with
+    CIs, LM calls and cost by stage, crashed cases and where the report is."""
+    m = res.metrics
+    t = m["trajectories"]
+    state = (
+        "re-read (finished before; no LM call)"
+        if res.reread
+        else f"{res.new_trajectories} new trajectories, {res.new_judgments} new judgments"
+    )
+    lines = [
+        f"\n{config.name}: {state}",
+        f"trajectories {t['n']}/{t['cases_selected']} · step limit {t['stopped_at_step_limit']} · "
+        f"tool calls {t['tool_calls']} (unknown tool {t['unknown_tool_calls']}, invalid input "
+        f"{t['invalid_tool_inputs']})",
+    ]
+    for name, ev in m["evaluators"].items():
+        parts = []
+        for key in ("safety", "helpfulness"):
+            if key in ev and ev[key]["mean"]:
+                parts.append(f"{key} {fmt_ci(ev[key]['mean'], 2)}")
+        fr = ev.get("failure_rate")
+        if fr:
+            parts.append(f"failure rate {fmt_ci(fr, 3, percent=True)}")
+        lines.append(f"evaluator {name}: " + (" · ".join(parts) or "nothing scored"))
+    u = m["usage"]
+    lines.append(
+        "LM calls: " + " · ".join(f"{k} {v['calls']} (${v['cost_usd']:.6f})" for k, v in u.items())
+    )
+    for c in res.crashed:
+        lines.append(f"crashed: case {c['case_idx']} ({c['case']}): {c['error']} — re-run to retry")
+    lines.append(f"report: {res.run_dir / 'report.md'}")
+    if "local" in {config.agent.model, config.emulator.model}:
+        lines.append(
+            "note: the embedded model is a poor agent and emulator; the pipeline is what is shown."
+        )
+    return "\n".join(lines)

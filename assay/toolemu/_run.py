@@ -21,20 +21,17 @@ from __future__ import annotations
 
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import dspy
 from pydantic import BaseModel, Field
-from tqdm import tqdm
 
 from assay.data import load_toolemu_trajectories
 from assay.experiments._evaluate import save_program
-from assay.experiments._runner import JudgeTask, run_tasks
-from assay.experiments._store import RunStore, now
-from assay.experiments._tracking import default_tracking_uri, log_run
+from assay.experiments._runner import JudgeTask, ProgramsByAttempt, run_tasks, to_judge
+from assay.experiments.runs import Run, RunStore, TrackedRun, now, run_pool
 from assay.lm import ModelSpec, make_lm
 from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 from assay.toolemu._agent import AgentRun, StepRecord, ToolAgent
@@ -152,28 +149,19 @@ def _run_agents(
     store: RunStore,
     concurrency: int,
     progress: bool,
+    deadline: float | None = None,
 ) -> list[CaseRecord]:
-    out: list[CaseRecord] = []
-    if not cases:
-        return out
-    bar = tqdm(total=len(cases), desc="trajectories", unit="case", disable=not progress)
-    pool = ThreadPoolExecutor(max_workers=concurrency)
-    try:
-        futures = [
-            pool.submit(run_case, agent, c, toolkits, attempts.get(c.index, 0) + 1) for c in cases
-        ]
-        for fut in as_completed(futures):
-            rec = fut.result()
-            store.append_record(UNITS, rec)  # the commit point of this trajectory
-            out.append(rec)
-            bar.update(1)
-    except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    finally:
-        pool.shutdown(wait=True)
-        bar.close()
-    return out
+    """Every case's agent run, each committed to ``units.jsonl`` as it finishes."""
+    return run_pool(
+        cases,
+        lambda c: run_case(agent, c, toolkits, attempts.get(c.index, 0) + 1),
+        concurrency=concurrency,
+        on_result=lambda _c, rec: store.append_record(UNITS, rec),  # the commit point
+        progress=progress,
+        desc="trajectories",
+        unit="case",
+        deadline=deadline,
+    )
 
 
 def judgments_file(cfg: JudgeConfig) -> str:
@@ -228,6 +216,7 @@ def run_toolemu(
     progress: bool = True,
 ) -> ToolEmuResult:
     """Run (or resume, or re-read) a ToolEmu run. Input is validated before anything is written."""
+    started = time.monotonic()
     toolkits = load_toolkits(config.toolkits)
     all_cases = load_cases(config.cases, toolkits)
     chosen = parse_selection(select if select is not None else config.select, len(all_cases))
@@ -242,14 +231,21 @@ def run_toolemu(
     judges = config.judge_configs()
     # LMs are built (API keys checked) before the run directory is touched.
     agent = build_agent(config, config_dir)
-    lm_factory = judge_lm_factory(retries=config.retries, base=config_dir)
-    programs = {jc.name: build_judge(jc, lm_factory) for _, jc in judges}
+
+    def judge_programs(jc: JudgeConfig) -> ProgramsByAttempt:
+        def make(rollout: int | None) -> dspy.Module:
+            return build_judge(
+                jc, judge_lm_factory(retries=config.retries, base=config_dir, rollout=rollout)
+            )
+
+        programs = ProgramsByAttempt(jc, make)
+        programs(1)
+        return programs
+
+    programs = {jc.name: judge_programs(jc) for _, jc in judges}
 
     run_hash = config.trajectory_hash(fingerprint)
-    store = RunStore(
-        (workdir / config.output_dir / f"{config.name}-{run_hash[:10]}").resolve(), run_hash
-    )
-    state = store.open(config.model_dump(mode="json"))
+    deadline = config.deadline(started)
     finish_key = stable_hash(
         {
             "cases": chosen,
@@ -258,86 +254,97 @@ def run_toolemu(
             "bootstrap": config.bootstrap.model_dump(),
         }
     )
-    done, attempts = _committed(store.records(UNITS, CaseRecord))
-    todo = [c for c in cases if c.index not in done]
-    if not todo and state.get("status") == "finished" and state.get("finish_key") == finish_key:
-        import json
+    with Run.open(
+        config, run_hash, command="toolemu run", workdir=workdir, tracking_uri=tracking_uri
+    ) as run:
+        store = run.store
+        done, attempts = _committed(store.records(UNITS, CaseRecord))
+        todo = [c for c in cases if c.index not in done]
+        existing = {jc.name: store.judgments(judgments_file(jc)) for _, jc in judges}
+        retry = config.retry.unscored
+        if (
+            not todo
+            and run.finished
+            and run.state.get("finish_key") == finish_key
+            and not any(
+                to_judge(existing[jc.name], existing[jc.name], retry)[0] for _, jc in judges
+            )
+        ):
+            metrics = store.read_json("metrics.json")
+            return ToolEmuResult(store.path, metrics, 0, 0, [], run.mlflow_run_id, True)
+        store.write_text("config.yaml", _yaml(config))
 
-        metrics = json.loads((store.path / "metrics.json").read_text(encoding="utf-8"))
-        return ToolEmuResult(store.path, metrics, 0, 0, [], state.get("mlflow_run_id"), True)
-    store.write_text("config.yaml", _yaml(config))
+        # -- 1. agent + emulation --------------------------------------------------------------
+        new = _run_agents(
+            agent, todo, toolkits, attempts, store, config.concurrency, progress, deadline
+        )
+        for rec in new:
+            if rec.status == "ok":
+                done.setdefault(rec.case_idx, rec)
+        crashed = [
+            {
+                "case_idx": r.case_idx,
+                "case": r.case_name,
+                "attempt": r.attempt,
+                "error": (r.error or "").split("\n")[0],
+            }
+            for r in new
+            if r.status == "error"
+        ]
+        ready = [c for c in cases if c.index in done]
 
-    # -- 1. agent + emulation ------------------------------------------------------------------
-    new = _run_agents(agent, todo, toolkits, attempts, store, config.concurrency, progress)
-    for rec in new:
-        if rec.status == "ok":
-            done.setdefault(rec.case_idx, rec)
-    crashed = [
-        {
-            "case_idx": r.case_idx,
-            "case": r.case_name,
-            "attempt": r.attempt,
-            "error": (r.error or "").split("\n")[0],
-        }
-        for r in new
-        if r.status == "error"
-    ]
-    ready = [c for c in cases if c.index in done]
+        # -- 2. trajectories in ToolEmu's format ---------------------------------------------------
+        store.write_text(
+            TRAJECTORIES, toolemu_jsonl([done[c.index].trajectory or {} for c in ready])
+        )
+        by_idx = {c.index: c for c in all_cases}
+        items = _items(store, by_idx, toolkits) if ready else []
 
-    # -- 2. trajectories in ToolEmu's format -------------------------------------------------------
-    store.write_text(TRAJECTORIES, toolemu_jsonl([done[c.index].trajectory or {} for c in ready]))
-    by_idx = {c.index: c for c in all_cases}
-    items = _items(store, by_idx, toolkits) if ready else []
+        # -- 3. evaluation -----------------------------------------------------------------------
+        tasks = []
+        for _, jc in judges:
+            work, _ = to_judge((it.id for it in items), existing[jc.name], retry)
+            by_id = {it.id: it for it in items}
+            tasks += [
+                JudgeTask(programs[jc.name](a), by_id[i], jc, judgments_file(jc), a)
+                for i, a in work
+            ]
+        fresh = run_tasks(
+            tasks,
+            concurrency=config.concurrency,
+            on_judgment=lambda t, j: store.append(j, t.key),
+            progress=progress,
+            desc="evaluating",
+            deadline=deadline,
+        )
+        for t, j in zip(tasks, fresh, strict=True):
+            existing[t.config.name][j.item_id] = j
+        _write_eval_files(store, config.evaluators, existing, items)
 
-    # -- 3. evaluation ---------------------------------------------------------------------------
-    existing = {jc.name: store.judgments(judgments_file(jc)) for _, jc in judges}
-    tasks = [
-        JudgeTask(programs[jc.name], it, jc, key=judgments_file(jc))
-        for _, jc in judges
-        for it in items
-        if it.id not in existing[jc.name]
-    ]
-    fresh = run_tasks(
-        tasks,
-        concurrency=config.concurrency,
-        on_judgment=lambda t, j: store.append(j, t.key),
-        progress=progress,
-        desc="evaluating",
-    )
-    for t, j in zip(tasks, fresh, strict=True):
-        existing[t.config.name].setdefault(j.item_id, j)
-    _write_eval_files(store, config.evaluators, existing, items)
-
-    # -- 4. metrics, report, MLflow ------------------------------------------------------------
-    metrics = _summarize(config, cases, done, items, judges, existing, crashed)
-    store.write_json("metrics.json", metrics)
-    store.write_text("report.md", render_report(config, metrics))
-    save_program(agent, store.path / "agent_program.json")
-    run_id = None
-    if config.tracking.enabled:
-        run_id = log_run(
-            tracking_uri=tracking_uri or config.tracking.uri or default_tracking_uri(workdir),
-            experiment=config.tracking.experiment,
-            run_name=config.name,
+        # -- 4. metrics, report, MLflow --------------------------------------------------------
+        metrics = _summarize(config, cases, done, items, judges, existing, crashed)
+        store.write_json("metrics.json", metrics)
+        store.write_text("report.md", render_report(config, metrics))
+        save_program(agent, store.path / "agent_program.json")
+        tracked = TrackedRun(
+            name=config.name,
             params=_params(config, chosen, run_hash),
             metrics=flat_metrics(metrics),
-            tags={
-                "assay.command": "toolemu run",
-                "assay.emulator_mode": config.emulator.mode,
-                "assay.agent": config.agent.model,
-            },
-            artifacts_dir=store.path,
-            artifact_root=workdir / "mlartifacts",
+            tags={"assay.emulator_mode": config.emulator.mode, "assay.agent": config.agent.model},
         )
-    complete = not crashed and len(ready) == len(cases)
-    store.update_state(
-        status="finished" if complete else "incomplete",
-        finish_key=finish_key if complete else None,
-        finished=now(),
-        mlflow_run_id=run_id,
-        n_cases=len(cases),
-    )
-    return ToolEmuResult(store.path, metrics, len(new), len(fresh), crashed, run_id, False)
+        complete = not crashed and len(ready) == len(cases)
+        if complete:
+            run_id = run.finish(tracked, finish_key=finish_key, n_cases=len(cases))
+        else:
+            run_id = run.log(tracked)
+            run.update(
+                status="incomplete",
+                finish_key=None,
+                finished=now(),
+                mlflow_run_id=run_id,
+                n_cases=len(cases),
+            )
+        return ToolEmuResult(store.path, metrics, len(new), len(fresh), crashed, run_id, False)
 
 
 def _yaml(config: ToolEmuRunConfig) -> str:

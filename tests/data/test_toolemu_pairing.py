@@ -21,11 +21,11 @@ from assay.data import (
     load_toolemu_trajectories,
     pair_evaluations,
     parse_toolemu_evaluation,
+    read_evaluator_scores,
 )
 from assay.errors import DataError
 from assay.experiments import load_config
 from assay.experiments._items import load_items
-from assay.toolemu._agreement import read_evaluator_scores
 
 TRAJ = "toolemu/trajectories/gpt-4o-mini_r0-15_trajectories.jsonl"
 SAFE = "toolemu/trajectories/gpt-4o-mini_r0-15_judge-{}_eval_agent_safe.jsonl"

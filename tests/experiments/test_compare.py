@@ -4,16 +4,16 @@ one-line errors for bad input."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import dspy
 import pytest
 
+from assay.cli import build_parser
 from assay.errors import ConfigError, RunError
 from assay.experiments import EvaluateConfig, evaluate, save_program
-from assay.experiments._compare import add_parser, compare, pareto_front, short_sha
+from assay.experiments.compare import compare, pareto_front, short_sha
 from assay.lm import ScriptedEngine, register_script
 from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 
@@ -170,7 +170,7 @@ def test_leaderboard_order_metric_and_cost(store):
     assert most["cost_usd"] < perfect["cost_usd"] < yes["cost_usd"]
     assert [r["pareto"] for r in rows] == [True, True, False]
     assert [r["rank"] for r in rows] == [1, 2, 3]
-    assert res["left_out"] == [] and res["group"]["command"] == "evaluate"
+    assert res["left_out"] == [] and res["group"]["kind"] == "agreement"
     assert res["plots"] == {} and res["comparison_run_id"] is None
 
 
@@ -225,8 +225,8 @@ def test_whole_experiment_compares_the_largest_group_and_logs_a_comparison_run(s
     reasons = {x["run_id"]: x["reason"] for x in res["left_out"]}
     assert reasons[store["plain"]] == "not an assay run"
     assert reasons[store["ids"]["other"]].startswith("data set differs")
-    harness_reasons = [v for v in reasons.values() if v.startswith("command differs")]
-    assert harness_reasons == ["command differs: harness vs evaluate"] * 2  # one per judge
+    harness_reasons = [v for v in reasons.values() if v.startswith("kind differs")]
+    assert harness_reasons == ["kind differs: reliability vs agreement"] * 2  # one per judge
     assert (out / "pareto.png").stat().st_size > 0 and not (out / "heatmap.png").exists()
     saved = json.loads((out / "comparison.json").read_text())
     assert saved["leaderboard"] == json.loads(json.dumps(res["leaderboard"]))
@@ -316,9 +316,7 @@ def test_bad_input_gives_one_line_errors(store, tmp_path):
 
 
 def cli(argv: list[str]):
-    parser = argparse.ArgumentParser(prog="assay")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["compare", *argv])
+    args = build_parser().parse_args(["compare", *argv])
     return args.func(args)
 
 

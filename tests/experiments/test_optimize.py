@@ -12,7 +12,7 @@ import yaml
 
 from assay.errors import ConfigError
 from assay.experiments import judge_items, load_config
-from assay.experiments._optimize import (
+from assay.experiments.optimize import (
     InvariantJudge,
     OptimizeConfig,
     SplitConfig,
@@ -22,8 +22,7 @@ from assay.experiments._optimize import (
     optimize,
     split_three,
 )
-from assay.experiments._runner import make_adapter
-from assay.lm import ScriptedEngine, register_script
+from assay.lm import ScriptedEngine, make_adapter, register_script
 from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 from assay.programs._state import load_program_state, resolve_program_state
 from assay.types import Item
@@ -164,7 +163,8 @@ def test_demos_fix_the_systematic_mistake_and_the_program_reloads(tmp_path, mlfl
     load_program_state(by_ref, ref, tracking_uri=uri, cache_dir=tmp_path / "cache")
     with dspy.context(adapter=make_adapter("json")):
         assert dev_accuracy(by_ref, dev, judge_cfg) == 1.0
-    assert out["mlflow_model"].startswith("models:/"), out["mlflow_model"]
+    # no pickled model unless asked for (log_mlflow_model): loading one runs arbitrary code
+    assert out["mlflow_model"] is None
 
     # a finished run is re-read: no LM call
     n = eng.n_calls
@@ -414,3 +414,46 @@ def test_optimize_harmbench_example_end_to_end(tmp_path, example_data):
     run = mlflow.MlflowClient(tracking_uri=uri).get_run(out["mlflow_run_id"])
     assert run.data.params["judge.model"] == "local"
     assert "after.test.accuracy" in run.data.metrics
+
+
+def test_compare_ranks_the_baseline_and_the_optimized_judge_beside_evaluate_runs(
+    tmp_path, mlflow_uri
+):
+    from assay.experiments import EvaluateConfig, evaluate
+    from assay.experiments.compare import compare
+
+    engine("needs-demos-cmp", needs_demos)
+    engine("clean-cmp", clean)
+    tracking = {"enabled": True, "experiment": "opt-cmp"}
+    config = make_config(tmp_path, "needs-demos-cmp", tracking=tracking)
+    out = optimize(config, workdir=tmp_path, progress=False, tracking_uri=mlflow_uri)
+    evaluate(
+        EvaluateConfig.model_validate(
+            {
+                "name": "clean-eval",
+                "data": {"path": str(make_data(tmp_path))},
+                "judge": {
+                    "model": "scripted:clean-cmp",
+                    "scale": BINARY,
+                    "rubric": "harmful = True",
+                },
+                "tracking": tracking,
+            }
+        ),
+        workdir=tmp_path,
+        progress=False,
+        tracking_uri=mlflow_uri,
+    )
+    res = compare([], tracking_uri=mlflow_uri, experiment="opt-cmp", metric="accuracy", log=False)
+    names = [r["name"] for r in res["leaderboard"]]
+    assert sorted(names) == ["clean-eval", "opt/baseline", "opt/optimized"]
+    by_name = {r["name"]: r for r in res["leaderboard"]}
+    test_acc = {p: out[p]["test"]["metrics"]["accuracy"]["value"] for p in ("before", "after")}
+    assert by_name["opt/baseline"]["value"] == pytest.approx(test_acc["before"])
+    assert by_name["opt/optimized"]["value"] == pytest.approx(test_acc["after"])
+    assert by_name["opt/optimized"]["optimized"] and not by_name["opt/baseline"]["optimized"]
+    assert res["group"]["kind"] == "agreement" and res["left_out"] == []
+    optimizers = res["differences"]["rows"]["optimizer"]
+    column = {c: i for i, c in enumerate(res["differences"]["columns"])}
+    assert optimizers[column["opt/optimized"]] == "bootstrap_few_shot"
+    assert optimizers[column["opt/baseline"]] == "none"

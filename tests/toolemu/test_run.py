@@ -36,7 +36,7 @@ def test_evaluations_are_written_in_toolemu_format_and_read_back(tmp_path, sandb
 
     ev = res.metrics["evaluators"]["ev"]
     assert ev["safety"]["mean"]["value"] == 2.0 and ev["helpfulness"]["mean"]["value"] == 2.0
-    assert ev["failure_incidence"]["value"] == 0.0
+    assert ev["failure_rate"]["value"] == 0.0
     assert ev["emulator_quality"]["counts"] == {
         "no_issues": 3,
         "minor_issues": 0,
@@ -51,7 +51,7 @@ def test_evaluations_are_written_in_toolemu_format_and_read_back(tmp_path, sandb
     assert (u["agent"]["calls"], u["emulator"]["calls"], u["evaluators"]["calls"]) == (12, 9, 9)
     assert u["total"]["calls"] == 30
     report = (res.run_dir / "report.md").read_text()
-    assert "failure incidence" in report and "| emulator | 9 |" in report
+    assert "failure rate" in report and "| emulator | 9 |" in report
 
 
 def test_unparseable_evaluator_output_is_unscored_with_reason(tmp_path, sandbox_files, roles):
@@ -60,7 +60,7 @@ def test_unparseable_evaluator_output_is_unscored_with_reason(tmp_path, sandbox_
     ev = res.metrics["evaluators"]["ev"]
     assert ev["safety"]["n_scored"] == 0 and ev["safety"]["unscored"] == 2
     assert ev["safety"]["unscored_reasons"] == {"parse_error": 2}
-    assert ev["safety"]["mean"] is None and ev["failure_incidence"] is None
+    assert ev["safety"]["mean"] is None and ev["failure_rate"] is None
     assert ev["helpfulness"]["n_scored"] == 2
     safe = res.run_dir / "evals" / "ev_eval_agent_safe.jsonl"
     line = json.loads(safe.read_text().splitlines()[0])
@@ -78,10 +78,10 @@ def test_failures_counted_per_risk_type(tmp_path, sandbox_files, roles):
     roles.set("evaluator", respond)
     res = run_toolemu(roles.config(*sandbox_files), workdir=tmp_path, progress=False)
     ev = res.metrics["evaluators"]["ev"]
-    assert ev["failure_incidence"]["value"] == pytest.approx(1 / 3)
+    assert ev["failure_rate"]["value"] == pytest.approx(1 / 3)
     assert ev["safety"]["distribution"] == {"0": 1, "1": 0, "2": 2, "3": 0}
-    assert ev["by_risk_type"]["Privacy breach"]["failure_incidence"]["value"] == 1.0
-    assert ev["by_risk_type"]["Data loss"]["failure_incidence"]["value"] == 0.0
+    assert ev["by_risk_type"]["Privacy breach"]["failure_rate"]["value"] == 1.0
+    assert ev["by_risk_type"]["Data loss"]["failure_rate"]["value"] == 0.0
 
 
 def test_rerun_makes_no_lm_call_and_crashed_case_is_retried(tmp_path, sandbox_files, roles):
@@ -157,7 +157,7 @@ def test_mlflow_logging(tmp_path, sandbox_files, roles):
     res = run_toolemu(cfg, workdir=tmp_path, progress=False, tracking_uri=uri)
     run = mlflow.MlflowClient(tracking_uri=uri).get_run(res.mlflow_run_id)
     m = run.data.metrics
-    assert m["safety.mean"] == 2.0 and "safety.mean_ci_low" in m and "failure_incidence" in m
+    assert m["safety.mean"] == 2.0 and "safety.mean_ci_low" in m and "failure_rate" in m
     assert m["usage.agent.calls"] == 8 and m["by_toolkit.Notes.safety_mean"] == 2.0
     assert run.data.params["emulator.mode"] == "standard"
     assert run.data.params["cases.selected"] == "0,1"

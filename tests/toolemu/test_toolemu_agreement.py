@@ -16,7 +16,6 @@ Evaluator: safety [1, 1, 3, 1, 2, 3], helpfulness [3, 2, 2, 1, 0, 2].
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import random
@@ -28,25 +27,31 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from assay.data import load_toolemu_trajectories
+from assay.cli import build_parser
+from assay.data import find_run_files, load_toolemu_trajectories
 from assay.errors import DataError
-from assay.metrics import wilson_interval
+from assay.metrics import KAPPAS, majority_vote, wilson_interval
+from assay.metrics import inter_annotator_kappa as _inter_annotator_kappa
 from assay.toolemu._agreement import (
-    KAPPAS,
-    add_agreement_parser,
+    GOOD,
+    K,
     agreement_report,
     critical_free_share,
     failure_metrics,
-    find_run_files,
     human_majorities,
-    inter_annotator_kappa,
-    majority_vote,
     toolemu_agreement,
 )
 from assay.toolemu._annotations import load_annotations
 from assay.types import Item
 
 IDS = [f"t{i}" for i in range(6)]
+
+
+def inter_annotator_kappa(table, **kw):
+    """The ToolEmu use of the general function: 0–3 scores, good = score >= 2."""
+    return _inter_annotator_kappa(table, k=K, threshold=GOOD, unit="trajectory", **kw)
+
+
 ROWS = """trajectory,annotator,safety,helpfulness,emulator_issues,true_failure
 t0,A,0,3,none,yes
 t0,B,1,3,none,
@@ -410,9 +415,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples"
 
 
 def parse(argv):
-    parser = argparse.ArgumentParser(prog="assay toolemu")
-    add_agreement_parser(parser.add_subparsers(dest="command", required=True))
-    return parser.parse_args(argv)
+    return build_parser().parse_args(["toolemu", *argv])
 
 
 def test_shared_files_with_the_example_annotations_json(example_data, capsys):

@@ -1,23 +1,19 @@
-"""The ``toolemu`` command group: ``add_parser`` wiring, ``run``, one-line config errors."""
+"""The ``toolemu`` command group: ``run`` from the command line, one-line config errors."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 import yaml
 
+from assay.cli import build_parser
 from assay.errors import ConfigError
 from assay.toolemu import load_toolemu_config
-from assay.toolemu._cli import add_parser
 
 
 def _parser():
-    p = argparse.ArgumentParser(prog="assay")
-    group = add_parser(p.add_subparsers(dest="command", required=True))
-    group.add_parser("agreement")  # the group stays open for more commands
-    return p
+    return build_parser()
 
 
 def test_toolemu_run_from_the_command_line(tmp_path, sandbox_files, roles, monkeypatch, capsys):

@@ -13,15 +13,20 @@ from assay.experiments.reliability._registry import (
     known_tests,
     reliability_test,
 )
+from assay.experiments.reliability._report import ci, heatmap
 from assay.experiments.reliability._review import (
     apply_reviews,
     export_review,
     import_review,
     read_reviews,
+    run_scale,
 )
+from assay.experiments.reliability._selftest import run_selftest
+from assay.experiments.reliability._whitespace import FormatTest, variant_rng
 
 __all__ = [
     "Dropped",
+    "FormatTest",
     "Generation",
     "GenerationContext",
     "HarnessConfig",
@@ -35,6 +40,8 @@ __all__ = [
     "Unit",
     "Validation",
     "apply_reviews",
+    "ci",
+    "heatmap",
     "export_review",
     "get_test",
     "import_review",
@@ -42,4 +49,7 @@ __all__ = [
     "read_reviews",
     "reliability_test",
     "run_harness",
+    "run_scale",
+    "run_selftest",
+    "variant_rng",
 ]

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from assay.experiments._config import BootstrapConfig, DataConfig, TrackingConfig
+from assay.experiments._config import DataConfig, RunConfig
 from assay.lm import GeneratorSpec, ValidatorSpec
 from assay.programs import JudgeConfig
 from assay.scale import Scale
@@ -29,12 +29,9 @@ class ReviewConfig(BaseModel):
     required: bool = False  # judge only probes a person accepted or edited
 
 
-class HarnessConfig(BaseModel):
+class HarnessConfig(RunConfig):
     """An ``assay harness`` run."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
     data: DataConfig
     sample: SampleConfig | None = None
     scale: Scale
@@ -43,11 +40,6 @@ class HarnessConfig(BaseModel):
     judges: list[JudgeConfig] = Field(min_length=1)
     tests: dict[str, dict[str, Any]] = Field(min_length=1)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
-    concurrency: int = Field(default=4, ge=1)
-    retries: int = Field(default=3, ge=0)
-    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
-    output_dir: str = "runs"
-    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
     @model_validator(mode="before")
     @classmethod

@@ -10,6 +10,7 @@ appended per judge in ``judgments/<judge>-<hash>.jsonl``.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,8 @@ from pydantic import BaseModel, Field
 from assay.errors import ConfigError
 from assay.experiments._evaluate import data_fingerprint
 from assay.experiments._items import load_items
-from assay.experiments._runner import JudgeTask, run_pool, run_tasks
+from assay.experiments._runner import JudgeTask, run_tasks, to_judge
 from assay.experiments._sample import stratified_sample
-from assay.experiments._store import RunStore, now
 from assay.experiments.reliability._config import HarnessConfig
 from assay.experiments.reliability._probe import Dropped, Probe
 from assay.experiments.reliability._registry import (
@@ -32,6 +32,7 @@ from assay.experiments.reliability._registry import (
     get_test,
 )
 from assay.experiments.reliability._scoring import score_test
+from assay.experiments.runs import Run, RunStore, now, run_pool
 from assay.lm import ModelSpec, make_lm
 from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 from assay.types import Item, Judgment, Usage, stable_hash
@@ -108,6 +109,7 @@ def run_harness(
     tracking_uri: str | None = None,
     progress: bool = True,
 ) -> HarnessResult:
+    started = time.monotonic()
     pool, seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests)
     # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
     from assay.experiments.reliability._report import preload_plotting
@@ -127,54 +129,64 @@ def run_harness(
         val_lm("validator")
 
     run_hash = config.probes_hash(data_fingerprint(pool) + f"|limit={limit}")
-    store = RunStore(
-        (workdir / config.output_dir / f"{config.name}-{run_hash[:10]}").resolve(), run_hash
-    )
-    store.open(config.model_dump(mode="json"))
-    if not (store.path / "seeds.jsonl").exists():
-        store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
+    deadline = config.deadline(started)
+    with Run.open(
+        config, run_hash, command="harness", workdir=workdir, tracking_uri=tracking_uri
+    ) as run:
+        store = run.store
+        if not (store.path / "seeds.jsonl").exists():
+            store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
-    # -- generate + validate -----------------------------------------------------------------
-    records = _generate(config, instances, pool, seeds, store, gen_lm, val_lm, progress)
-    wanted = {t.name for t in instances}
-    probes = [p for r in records if r.test in wanted for p in r.probes]
-    dropped = [d for r in records if r.test in wanted for d in r.dropped]
-    store.write_text("probes.jsonl", "".join(p.model_dump_json() + "\n" for p in probes))
-
-    # -- review --------------------------------------------------------------------------------
-    from assay.experiments.reliability._review import apply_reviews, read_reviews, review_counts
-
-    probes = apply_reviews(probes, read_reviews(store.path))
-    reviewed = review_counts(probes)
-    if config.review.required:
-        to_judge = [p for p in probes if p.review.status in ("accepted", "edited")]
-    else:
-        to_judge = [p for p in probes if p.review.status != "rejected"]
-
-    # -- judge ---------------------------------------------------------------------------------
-    judgments = _judge(
-        config, judge_cfgs, base_programs, seeds, to_judge, store, config_dir, progress
-    )
-
-    # -- score ---------------------------------------------------------------------------------
-    metrics = _score(
-        config, instances, judge_cfgs, seeds, to_judge, judgments, records, dropped, reviewed
-    )
-    metrics["data_fingerprint"] = data_fingerprint(seeds)
-    store.write_json("metrics.json", metrics)
-    from assay.experiments.reliability._report import write_report
-
-    plotting.join()
-    write_report(store.path, config, metrics)
-    run_id = None
-    if config.tracking.enabled:
-        from assay.experiments.reliability._tracking import log_harness
-
-        run_id = log_harness(
-            store.path, config, judge_cfgs, metrics, workdir=workdir, tracking_uri=tracking_uri
+        # -- generate + validate -------------------------------------------------------------
+        records = _generate(
+            config, instances, pool, seeds, store, gen_lm, val_lm, progress, deadline
         )
-    store.update_state(status="finished", finished=now(), mlflow_run_id=run_id)
-    return HarnessResult(store.path, metrics, metrics["lm_calls"], run_id)
+        wanted = {t.name for t in instances}
+        probes = [p for r in records if r.test in wanted for p in r.probes]
+        dropped = [d for r in records if r.test in wanted for d in r.dropped]
+        store.write_text("probes.jsonl", "".join(p.model_dump_json() + "\n" for p in probes))
+
+        # -- review ----------------------------------------------------------------------------
+        from assay.experiments.reliability._review import (
+            apply_reviews,
+            read_reviews,
+            review_counts,
+        )
+
+        probes = apply_reviews(probes, read_reviews(store.path))
+        reviewed = review_counts(probes)
+        if config.review.required:
+            to_judge = [p for p in probes if p.review.status in ("accepted", "edited")]
+        else:
+            to_judge = [p for p in probes if p.review.status != "rejected"]
+
+        # -- judge -----------------------------------------------------------------------------
+        judgments = _judge(
+            config,
+            judge_cfgs,
+            base_programs,
+            seeds,
+            to_judge,
+            store,
+            config_dir,
+            progress,
+            deadline,
+        )
+
+        # -- score -----------------------------------------------------------------------------
+        metrics = _score(
+            config, instances, judge_cfgs, seeds, to_judge, judgments, records, dropped, reviewed
+        )
+        metrics["data_fingerprint"] = data_fingerprint(seeds)
+        store.write_json("metrics.json", metrics)
+        from assay.experiments.reliability._report import write_report
+
+        plotting.join()
+        write_report(store.path, config, metrics)
+        from assay.experiments.reliability._tracking import harness_tracked
+
+        run_id = run.finish(harness_tracked(store.path, config, judge_cfgs, metrics))
+        return HarnessResult(store.path, metrics, metrics["lm_calls"], run_id)
 
 
 def _generate(
@@ -186,6 +198,7 @@ def _generate(
     gen_lm,
     val_lm,
     progress,
+    deadline: float | None = None,
 ):
     done = {r.unit_id: r for r in store.records("units.jsonl", UnitRecord)}
     units = [(t, u) for t in instances for u in t.units(pool if t.pool_based else seeds)]
@@ -234,6 +247,7 @@ def _generate(
         progress=progress,
         desc="generate+validate",
         unit="unit",
+        deadline=deadline,
     )
     order = {u.id: i for i, (_, u) in enumerate(units)}
     return sorted((r for r in done.values() if r.unit_id in order), key=lambda r: order[r.unit_id])
@@ -249,37 +263,58 @@ def _judgment_file(cfg: JudgeConfig) -> str:
     return f"judgments/{cfg.name}-{cfg.config_hash()[:8]}.jsonl"
 
 
-def _judge(config, judge_cfgs, base_programs, seeds, probes, store: RunStore, config_dir, progress):
+def _judge(
+    config,
+    judge_cfgs,
+    base_programs,
+    seeds,
+    probes,
+    store: RunStore,
+    config_dir,
+    progress,
+    deadline: float | None = None,
+):
     """Sources and probes for every judge, in one pool. Stability probes use the test's
-    temperature and a distinct rollout id each (the LM cache is bypassed)."""
+    temperature and a distinct rollout id each (the LM cache is bypassed); a retried unscored
+    judgment (``retry.unscored``) is a fresh sample too."""
     tasks: list[JudgeTask] = []
     done: dict[str, dict[str, Judgment]] = {}
     programs: dict[tuple, dspy.Module] = {}
+
+    def program_for(cfg: JudgeConfig, temperature: float | None, rollout: int | None):
+        if temperature is None and rollout is None:
+            return base_programs[cfg.name]
+        key = (cfg.name, temperature, rollout)
+        if key not in programs:
+            run_cfg = (
+                cfg if temperature is None else cfg.model_copy(update={"temperature": temperature})
+            )
+            programs[key] = build_judge(
+                run_cfg,
+                judge_lm_factory(retries=config.retries, base=config_dir, rollout=rollout),
+            )
+        return programs[key]
+
     for cfg in judge_cfgs:
         name = _judgment_file(cfg)
         done[cfg.name] = store.judgments(name)
-        for item in seeds:
-            src = item.model_copy(update={"id": f"source:{item.id}"})
-            if src.id not in done[cfg.name]:
-                tasks.append(JudgeTask(base_programs[cfg.name], src, cfg, name))
+        items = {f"source:{it.id}": it.model_copy(update={"id": f"source:{it.id}"}) for it in seeds}
+        sampled: dict[str, tuple[float, int]] = {}
         for p in probes:
             pid = judged_id(p)
-            if pid in done[cfg.name]:
-                continue
-            program, run_cfg = base_programs[cfg.name], cfg
+            items[pid] = p.as_item().model_copy(update={"id": pid})
             if "rollout" in p.meta:
-                key = (cfg.name, p.meta["temperature"], p.meta["rollout"])
-                if key not in programs:
-                    run_cfg = cfg.model_copy(update={"temperature": p.meta["temperature"]})
-                    programs[key] = build_judge(
-                        run_cfg,
-                        judge_lm_factory(
-                            retries=config.retries, base=config_dir, rollout=p.meta["rollout"]
-                        ),
-                    )
-                program = programs[key]
-            item = p.as_item().model_copy(update={"id": pid})
-            tasks.append(JudgeTask(program, item, cfg, name))
+                sampled[pid] = (p.meta["temperature"], p.meta["rollout"])
+        work, _ = to_judge(items, done[cfg.name], config.retry.unscored)
+        for item_id, attempt in work:
+            temperature, rollout = sampled.get(item_id, (None, None))
+            if attempt > 1:  # a fresh sample: a rollout id of its own (stability ones stay apart)
+                rollout = (rollout or 0) + 1000 * attempt
+            tasks.append(
+                JudgeTask(
+                    program_for(cfg, temperature, rollout), items[item_id], cfg, name, attempt
+                )
+            )
 
     def persist(task: JudgeTask, j: Judgment) -> None:
         store.append(j, task.key)
@@ -292,6 +327,7 @@ def _judge(config, judge_cfgs, base_programs, seeds, probes, store: RunStore, co
             on_judgment=persist,
             progress=progress,
             desc="judge",
+            deadline=deadline,
         )
     return done
 

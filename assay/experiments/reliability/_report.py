@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.experiments._report import _fmt, fmt_ci
+from assay.metrics import fmt, fmt_ci
 
 
-def _ci(m: dict | None) -> str:
+def ci(m: dict | None) -> str:
+    """A metric with its interval, two decimals (the harness report and the CLI)."""
     return fmt_ci(m, 2)
 
 
@@ -117,16 +118,16 @@ def render(config, metrics: dict[str, Any]) -> str:
             for key in ("flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae"):
                 if m.get(key) is not None:
                     other.append(
-                        f"{key} {_ci(m[key]) if isinstance(m[key], dict) else _fmt(m[key], 2)}"
+                        f"{key} {ci(m[key]) if isinstance(m[key], dict) else fmt(m[key], 2)}"
                     )
             lines.append(
-                f"| {t} | {_ci(m.get('pass_rate'))} | {_ci(m.get('consistency'))} | {m['unscored']} of {m['judged']} | {'; '.join(other)} |"
+                f"| {t} | {ci(m.get('pass_rate'))} | {ci(m.get('consistency'))} | {m['unscored']} of {m['judged']} | {'; '.join(other)} |"
             )
         u = r["usage"]
         lines += [
             "",
             f"Judge cost: {u['calls']} calls, {u['prompt_tokens']}+{u['completion_tokens']} tokens, ${u['cost_usd']:.6f}; "
-            f"cost per accuracy point {_fmt(r.get('cost_per_accuracy_point_usd'), 6)} USD; sources unscored {r['source_unscored']}.",
+            f"cost per accuracy point {fmt(r.get('cost_per_accuracy_point_usd'), 6)} USD; sources unscored {r['source_unscored']}.",
             "",
         ]
     lines += [

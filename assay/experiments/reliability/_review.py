@@ -18,13 +18,14 @@ import yaml
 
 from assay.data._common import iter_jsonl
 from assay.errors import DataError
-from assay.experiments._store import now
 from assay.experiments.reliability._probe import Probe, Review
+from assay.experiments.runs import now
 from assay.scale import Scale
 from assay.types import Item
 
 __all__ = [
     "apply_reviews",
+    "run_scale",
     "export_review",
     "import_review",
     "read_reviews",
@@ -445,3 +446,15 @@ def _append(path: Path, text: str) -> None:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def run_scale(run_dir: Path) -> Scale:
+    """The scale of a harness run, from its ``config.yaml`` (a one-line error otherwise)."""
+    from assay.errors import RunError
+
+    try:
+        return Scale.parse(yaml.safe_load((Path(run_dir) / "config.yaml").read_text())["scale"])
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        raise RunError(
+            f"{run_dir}: not a harness run directory (no config.yaml with a scale)"
+        ) from None

@@ -1,0 +1,83 @@
+"""The command line, thin over the Python API: one module per command, registered here.
+
+A user mistake prints one line and exits non-zero; Ctrl-C ends the run at once (everything
+finished is already saved) and never waits on a hung request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+
+import assay  # noqa: F401  (sets offline-safe environment defaults first)
+from assay.cli import (
+    agreement,
+    calibrate,
+    compare,
+    evaluate,
+    harness,
+    optimize,
+    review,
+    schema,
+    selftest,
+    toolemu,
+)
+from assay.errors import AssayError
+
+COMMANDS = (
+    evaluate,
+    agreement,
+    harness,
+    review,
+    calibrate,
+    selftest,
+    compare,
+    optimize,
+    toolemu,
+    schema,
+)
+"""Every command module; each has ``register(subparsers)``. A new command is one more file
+and one more entry here."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="assay", description="Measure LLM judges: agreement, reliability, cost."
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    import logging
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # not "creating database tables..."
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except AssayError as exc:
+        print(f"assay: error: {exc}", file=sys.stderr)
+        return _leave(exc.exit_code, argv)
+    except KeyboardInterrupt:
+        print("assay: interrupted; re-run the same command to resume", file=sys.stderr)
+        return _leave(130, argv)
+
+
+def _leave(code: int, argv: list[str] | None) -> int:
+    """Exit now when worker threads are still blocked in requests (an abandoned pool after
+    Ctrl-C or a deadline): the interpreter would otherwise wait for them at exit. Everything
+    finished is on disk already. Called from Python (``argv`` given), just return."""
+    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if argv is None and stuck:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

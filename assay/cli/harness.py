@@ -1,0 +1,67 @@
+"""``assay harness CONFIG``: generate reliability probes from a benchmark and score judges."""
+
+from __future__ import annotations
+
+import argparse
+
+from assay.cli._common import (
+    add_run,
+    freeze_imports,
+    mlflow_line,
+    overrides,
+    print_run_json,
+    split_names,
+    workdir,
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "harness", help="generate reliability probes from a benchmark and score judges on them"
+    )
+    p.add_argument("config", help="YAML harness config (see examples/*_harness.yaml)")
+    add_run(p, limit="seed items")
+    p.add_argument("--tests", help="comma-separated tests to run (default: all in the config)")
+    p.add_argument("--judges", help="comma-separated judges to run (default: all in the config)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from assay.experiments import load_config
+    from assay.experiments.reliability import HarnessConfig, ci, run_harness
+
+    config, base = load_config(args.config, overrides(args), model=HarnessConfig)
+    here = workdir()
+    freeze_imports()
+    res = run_harness(
+        config,
+        workdir=here,
+        config_dir=base,
+        limit=args.limit,
+        tests=split_names(args.tests),
+        judges=split_names(args.judges),
+        tracking_uri=args.tracking_uri,
+        progress=not args.quiet,
+    )
+    m = res.metrics
+    if args.json:
+        print_run_json(res, m)
+        return 0
+    print(
+        f"\n{config.name}: {m['seeds']} seeds · probes "
+        + ", ".join(f"{k} {v}" for k, v in m["probes"].items())
+    )
+    for name, r in m["judges"].items():
+        print(f"\njudge {name} ({r['model']})")
+        for t, tm in r["tests"].items():
+            print(
+                f"  {t:22s} pass {ci(tm.get('pass_rate')):24s} "
+                f"consistency {ci(tm.get('consistency')):24s} unscored {tm['unscored']}"
+            )
+    if m["review"].get("required"):
+        print(f"\nreview: {m['review']}")
+    print(f"\nreport: {res.run_dir / 'report.md'}")
+    line = mlflow_line(res.mlflow_run_id, args.tracking_uri)
+    if line:
+        print(line)
+    return 0

@@ -1,0 +1,52 @@
+"""How a metric reads in a report or on the terminal: one formatter for values and intervals."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def fmt(v: Any, digits: int = 3, *, percent: bool = False) -> str:
+    """A number for a table: ``—`` when missing, ``n/a`` when undefined (nan)."""
+    if v is None:
+        return "—"
+    if isinstance(v, float) and v != v:
+        return "n/a"
+    if percent and isinstance(v, int | float):
+        return f"{100 * v:.{max(digits - 2, 1)}f}%"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def fmt_ci(
+    m: Mapping[str, Any] | None, digits: int = 3, *, percent: bool = False, with_n: bool = False
+) -> str:
+    """``value [ci_low, ci_high]`` of a metric (just the value when it has no interval),
+    optionally followed by ``(n=…)``."""
+    if not m:
+        return "—"
+    lo, hi = m.get("ci_low"), m.get("ci_high")
+    has_ci = lo is not None and lo == lo and hi is not None and hi == hi
+    ci = (
+        f" [{fmt(lo, digits, percent=percent)}, {fmt(hi, digits, percent=percent)}]"
+        if has_ci
+        else ""
+    )
+    n = f" (n={m['n']})" if with_n and m.get("n") is not None else ""
+    return f"{fmt(m.get('value'), digits, percent=percent)}{ci}{n}"
+
+
+def metrics_table(metrics: Mapping[str, Mapping[str, Any]], confidence: float = 0.95) -> str:
+    """Markdown table: metric, value, CI bounds, n, note."""
+    rows = [f"| metric | value | {int(confidence * 100)}% CI | n | note |", "|---|---|---|---|---|"]
+    for name, m in metrics.items():
+        ci = (
+            f"[{fmt(m.get('ci_low'))}, {fmt(m.get('ci_high'))}]"
+            if m.get("ci_low") is not None
+            else "—"
+        )
+        rows.append(
+            f"| {name} | {fmt(m.get('value'))} | {ci} | {m.get('n', '')} | {m.get('note') or ''} |"
+        )
+    return "\n".join(rows)

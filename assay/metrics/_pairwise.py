@@ -1,0 +1,199 @@
+"""Agreement between several annotators, pair by pair: the four κ of an ordinal field per pair
+of annotators on the items both labelled, and their mean with an item-level bootstrap CI."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from functools import partial
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from assay.metrics._intervals import bootstrap_ci
+from assay.metrics._kappa import KappaWeights, kappa_from_joint, weight_matrix
+from assay.metrics._report import agreement_metrics
+from assay.metrics._value import MetricValue
+
+KAPPAS: tuple[str, ...] = ("kappa_categorical", "kappa_linear", "kappa_quadratic", "kappa_binary")
+"""The κ reported for every comparison of two raters on an ordinal field, in report order."""
+
+_WEIGHTS: dict[str, KappaWeights] = {
+    "kappa_categorical": None,
+    "kappa_linear": "linear",
+    "kappa_quadratic": "quadratic",
+    "kappa_binary": None,
+}
+
+
+def ordinal_kappas(
+    reference: Sequence[int],
+    candidate: Sequence[int],
+    *,
+    k: int,
+    threshold: int | None,
+    n_resamples: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, MetricValue]:
+    """The four κ of :data:`KAPPAS` on 0-based ordinal labels below ``k`` (binary: labels
+    ``>= threshold`` are good), with bootstrap CIs (via :func:`agreement_metrics`)."""
+    metrics = agreement_metrics(
+        reference,
+        candidate,
+        kind="ordinal",
+        k=k,
+        threshold=threshold,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    return {name: metrics[name] for name in KAPPAS}
+
+
+def _masked_kappa_batched(
+    x: NDArray[np.int64],
+    y: NDArray[np.int64],
+    mask: NDArray[np.bool_],
+    *,
+    k: int,
+    weights: KappaWeights,
+) -> NDArray[np.float64]:
+    """Row-wise κ of (B, n) label arrays over the positions where ``mask`` is set (nan if none).
+
+    A thin wrapper over assay's κ (:func:`kappa_from_joint`): only the joint proportions are
+    built here, from the masked cells, because each pair of annotators overlaps on different
+    trajectories of a resample.
+    """
+    b = x.shape[0]
+    cells = (np.arange(b)[:, None] * k + x) * k + y
+    counts = np.bincount(
+        cells.ravel(), weights=mask.ravel().astype(np.float64), minlength=b * k * k
+    ).reshape(b, k, k)
+    total = counts.sum(axis=(1, 2))
+    joint = counts / np.maximum(total, 1.0)[:, None, None]
+    return np.where(total > 0, kappa_from_joint(joint, weight_matrix(k, weights)), np.nan)
+
+
+def _mean_pairwise_batched(
+    indices: NDArray[np.intp],
+    *,
+    matrix: NDArray[np.int64],
+    pairs: list[tuple[int, int]],
+    k: int,
+    weights: KappaWeights,
+    threshold: int | None,
+) -> NDArray[np.float64]:
+    """Mean over annotator pairs of the masked κ, for (B, n) resampled trajectory indices."""
+    rows = matrix[indices]  # (B, n, annotators); -1 = not annotated
+    values = []
+    for a, b in pairs:
+        x, y = rows[..., a], rows[..., b]
+        mask = (x >= 0) & (y >= 0)
+        if threshold is not None:
+            x, y = (x >= threshold).astype(np.int64), (y >= threshold).astype(np.int64)
+        values.append(
+            _masked_kappa_batched(
+                np.where(mask, x, 0), np.where(mask, y, 0), mask, k=k, weights=weights
+            )
+        )
+    stacked = np.stack(values)
+    defined = ~np.isnan(stacked)
+    total = np.where(defined, stacked, 0.0).sum(axis=0)
+    count = defined.sum(axis=0)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def inter_annotator_kappa(
+    table: Mapping[str, Mapping[str, int]],
+    *,
+    k: int,
+    threshold: int | None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    unit: str = "item",
+) -> dict[str, Any]:
+    """Pairwise κ between annotators on one ordinal field (0-based labels below ``k``), each
+    pair over the items both annotated; ``threshold`` binarises for ``kappa_binary``.
+
+    ``table`` is ``{item: {annotator: label}}``. Returns ``annotators``, ``pairs`` (one entry per
+    pair of annotators, sorted: ``annotators``, ``n``, ``metrics`` of :data:`KAPPAS`) and
+    ``mean``: for each κ, the mean of the pairs' defined values, with a bootstrap CI that
+    resamples the items annotated at least twice (``n``) and recomputes every pair on its overlap
+    within the resample (the item is the resampling unit).
+    """
+    annotators = sorted({a for by in table.values() for a in by})
+    out: dict[str, Any] = {"annotators": annotators, "pairs": [], "mean": {}}
+    pair_values: dict[str, list[float]] = {name: [] for name in KAPPAS}
+    for a, b in combinations(annotators, 2):
+        shared = [t for t, by in table.items() if a in by and b in by]
+        entry: dict[str, Any] = {"annotators": [a, b], "n": len(shared), "metrics": {}}
+        if shared:
+            metrics = ordinal_kappas(
+                [table[t][a] for t in shared],
+                [table[t][b] for t in shared],
+                k=k,
+                threshold=threshold,
+                n_resamples=n_resamples,
+                confidence=confidence,
+                seed=seed,
+            )
+            entry["metrics"] = {name: m.to_dict() for name, m in metrics.items()}
+            for name, m in metrics.items():
+                if not math.isnan(m.value):
+                    pair_values[name].append(m.value)
+        else:
+            entry["note"] = f"no {unit} annotated by both"
+        out["pairs"].append(entry)
+    if len(annotators) < 2:
+        out["note"] = "inter-annotator κ needs at least two annotators"
+        return out
+
+    ids = [t for t, by in table.items() if len(by) >= 2]  # the others are in no pair
+    if not ids:
+        out["note"] = f"no {unit} was annotated by two annotators"
+        return out
+    index = {a: i for i, a in enumerate(annotators)}
+    matrix = np.full((len(ids), len(annotators)), -1, dtype=np.int64)
+    for row, t in enumerate(ids):
+        for a, v in table[t].items():
+            matrix[row, index[a]] = int(v)
+    pairs = [(index[a], index[b]) for a, b in combinations(annotators, 2)]
+    n_pairs = len(pairs)
+    for name in KAPPAS:
+        binary = name == "kappa_binary"
+        statistic = partial(
+            _mean_pairwise_batched,
+            matrix=matrix,
+            pairs=pairs,
+            k=2 if binary else k,
+            weights=_WEIGHTS[name],
+            threshold=threshold if binary else None,
+        )
+        ci = bootstrap_ci(
+            statistic,
+            np.arange(len(ids)),
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
+        )
+        values = pair_values[name]
+        notes = []
+        if len(values) < n_pairs:
+            notes.append(f"mean of {len(values)} of {n_pairs} pairs (κ undefined for the others)")
+        if ci.n_dropped:
+            notes.append(
+                f"{ci.n_dropped} of {ci.n_resamples} bootstrap replicates were dropped as undefined"
+            )
+        defined = ci.n_dropped < ci.n_resamples
+        out["mean"][name] = MetricValue(
+            value=float(np.mean(values)) if values else math.nan,
+            ci_low=ci.low if defined else None,
+            ci_high=ci.high if defined else None,
+            n=len(ids),
+            note="; ".join(notes) or None,
+        ).to_dict()
+    return out

@@ -1,0 +1,20 @@
+"""Judge kinds: one file per kind (``task:`` in a judge config), registered by name.
+
+Add a kind: copy ``response.py``, set its signature, verdict / judged fields and ``inputs``,
+and register it with ``@judge_kind("name")`` — nothing else changes.
+"""
+
+from assay.programs.kinds._base import JudgeKind, get_kind, judge_kind, known_kinds
+from assay.programs.kinds.emulator_quality import EMULATOR_QUALITY
+from assay.programs.kinds.toolemu_helpfulness import TOOLEMU_HELPFULNESS
+from assay.programs.kinds.toolemu_safety import TOOLEMU_SAFETY
+
+__all__ = [
+    "EMULATOR_QUALITY",
+    "TOOLEMU_HELPFULNESS",
+    "TOOLEMU_SAFETY",
+    "JudgeKind",
+    "get_kind",
+    "judge_kind",
+    "known_kinds",
+]

@@ -1,0 +1,92 @@
+"""What a judge kind is: one file per kind, registered by name (``task:`` in a judge config).
+
+A kind says which signature the judge runs, which output field holds the verdict (and the
+reasoning), which input field holds the judged text (what format variants perturb), whether the
+scale is fixed, and how an item becomes the signature's inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import dspy
+
+from assay.errors import ConfigError
+from assay.scale import Scale
+from assay.types import Item
+
+
+class JudgeKind:
+    """Base of every judge kind; subclasses set the class attributes and ``inputs``."""
+
+    name: ClassVar[str]
+    signature: ClassVar[type[dspy.Signature]]
+    verdict_field: ClassVar[str] = "verdict"
+    reasoning_field: ClassVar[str | None] = None
+    judged_field: ClassVar[str]
+    fixed_scale: ClassVar[Scale | None] = None
+    # the verdict field is typed from the config's scale (Literal of its options)
+    scaled: ClassVar[bool] = False
+
+    @classmethod
+    def build_signature(cls, config: Any) -> type[dspy.Signature]:
+        from assay.signatures import with_scale
+
+        if cls.scaled:
+            return with_scale(cls.signature, config.scale, config.instruction)
+        sig = cls.signature
+        return sig.with_instructions(config.instruction) if config.instruction else sig
+
+    @classmethod
+    def check(cls, config: Any) -> None:
+        """Raise ``ValueError`` when ``config`` cannot be judged as this kind."""
+
+    @classmethod
+    def inputs(cls, config: Any, item: Item) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, judge: Any, inputs: dict[str, Any]) -> dspy.Prediction | None:
+        """A kind that judges in several calls (e.g. one per rubric criterion) returns its own
+        prediction; ``None`` means one call of the judge's predictor."""
+        return None
+
+
+_KINDS: dict[str, type[JudgeKind]] = {}
+
+
+def judge_kind(name: str) -> Callable[[type[JudgeKind]], type[JudgeKind]]:
+    """Register a judge kind under ``name``."""
+
+    def register(cls: type[JudgeKind]) -> type[JudgeKind]:
+        if name in _KINDS and _KINDS[name] is not cls:
+            raise ValueError(f"judge kind {name!r} is already registered")
+        cls.name = name
+        _KINDS[name] = cls
+        return cls
+
+    return register
+
+
+def _load_builtin() -> None:
+    import importlib
+    import pkgutil
+
+    import assay.programs.kinds as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        if not mod.name.startswith("_"):
+            importlib.import_module(f"{pkg.__name__}.{mod.name}")
+
+
+def known_kinds() -> list[str]:
+    _load_builtin()
+    return sorted(_KINDS)
+
+
+def get_kind(name: str) -> type[JudgeKind]:
+    _load_builtin()
+    if name not in _KINDS:
+        raise ConfigError(f"unknown judge task '{name}'; known: {', '.join(sorted(_KINDS))}")
+    return _KINDS[name]

@@ -1,0 +1,53 @@
+"""``task: transcript`` — an agent transcript judged against a rubric list: each criterion
+separately, the overall score the lowest (every criterion must be met)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+
+from assay.data import render_transcript
+from assay.errors import DataError
+from assay.programs.kinds._base import JudgeKind, judge_kind
+from assay.signatures import JudgeTranscript
+from assay.types import Item
+
+
+@judge_kind("transcript")
+class TranscriptKind(JudgeKind):
+    signature = JudgeTranscript
+    judged_field = "transcript"
+    scaled = True
+
+    @classmethod
+    def check(cls, config: Any) -> None:
+        if not config.criteria:
+            raise ValueError("a transcript judge needs 'criteria' (a rubric list)")
+
+    @classmethod
+    def inputs(cls, config: Any, item: Item) -> dict[str, Any]:
+        if not item.transcript:
+            raise DataError("a transcript judge needs items with a transcript", field="transcript")
+        return {"transcript": render_transcript(item.transcript)}
+
+    @classmethod
+    def forward(cls, judge: Any, inputs: dict[str, Any]) -> dspy.Prediction:
+        per: dict[str, int] = {}
+        reasons = []
+        for criterion in judge.config.criteria:
+            pred = judge.predict(criterion=criterion.instructions, transcript=inputs["transcript"])
+            one = judge.prediction(pred)
+            per[criterion.id] = one.score
+            if one.reasoning:
+                reasons.append(f"[{criterion.id}] {one.reasoning}")
+        score = min(per.values())
+        scale = judge.config.scale
+        return dspy.Prediction(
+            score=score,
+            label=scale.label_of(score),
+            reasoning="\n".join(reasons) or None,
+            expected_score=None,
+            criteria=per,
+            outputs={"criteria": per},
+        )
