@@ -5,6 +5,26 @@ category indices unless stated; :func:`agreement_metrics` gathers them with boot
 report, and the DSPy adapters score one example at a time.
 """
 
+from assay.metrics._calibration import (
+    BinStrategy,
+    ReliabilityBin,
+    brier_score,
+    calibration_metrics,
+    expected_calibration_error,
+    log_loss,
+    plot_reliability_diagram,
+    reliability_bins,
+    to_unit_interval,
+)
+from assay.metrics._calibration_maps import (
+    CalibrationKind,
+    CalibrationMap,
+    IsotonicMap,
+    PlattMap,
+    ThresholdMap,
+    fit_calibration,
+    load_calibration,
+)
 from assay.metrics._classification import (
     accuracy,
     confusion_matrix,
@@ -82,4 +102,21 @@ __all__ = [
     "quadratic_agreement",
     # cost
     "cost_per_accuracy_point",
+    # calibration
+    "BinStrategy",
+    "ReliabilityBin",
+    "expected_calibration_error",
+    "brier_score",
+    "log_loss",
+    "reliability_bins",
+    "calibration_metrics",
+    "plot_reliability_diagram",
+    "to_unit_interval",
+    "CalibrationKind",
+    "CalibrationMap",
+    "IsotonicMap",
+    "PlattMap",
+    "ThresholdMap",
+    "fit_calibration",
+    "load_calibration",
 ]
