@@ -55,6 +55,7 @@ from assay.metrics._kappa import (
     weight_matrix,
 )
 from assay.metrics._ordinal import ccc, mae, pearson, spearman
+from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
 from assay.metrics._rates import rate
 from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
 from assay.metrics._threshold import fit_threshold
@@ -119,4 +120,8 @@ __all__ = [
     "ThresholdMap",
     "fit_calibration",
     "load_calibration",
+    # prevalence correction
+    "PrevalenceEstimate",
+    "corrected_prevalence",
+    "rogan_gladen",
 ]
