@@ -5,6 +5,15 @@ category indices unless stated; :func:`agreement_metrics` gathers them with boot
 report, and the DSPy adapters score one example at a time.
 """
 
+from assay.metrics._alt_test import AltTestResult, AnnotatorComparison, alt_test
+from assay.metrics._annotators import (
+    AlphaLevel,
+    AnnotationMatrix,
+    annotator_agreement,
+    count_table,
+    fleiss_kappa,
+    krippendorff_alpha,
+)
 from assay.metrics._calibration import (
     BinStrategy,
     ReliabilityBin,
@@ -124,4 +133,14 @@ __all__ = [
     "PrevalenceEstimate",
     "corrected_prevalence",
     "rogan_gladen",
+    # several annotators
+    "AnnotationMatrix",
+    "AlphaLevel",
+    "count_table",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "annotator_agreement",
+    "alt_test",
+    "AltTestResult",
+    "AnnotatorComparison",
 ]
