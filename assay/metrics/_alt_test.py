@@ -135,11 +135,17 @@ def alt_test(
     keep = judged & (annotations.counts >= min_annotators_per_item)
     values = annotations.values[keep]
     labelled = ~np.isnan(values)
-    judge_labels = np.array(
-        [float(judge[i]) for i, k in zip(annotations.item_ids, keep, strict=True) if k]
-    )
-    if np.isnan(judge_labels).any():
-        raise ValueError("judge labels must be numbers (decide unscored items before the test)")
+    judge_labels = np.empty(int(keep.sum()))
+    for n, item in enumerate(i for i, k in zip(annotations.item_ids, keep, strict=True) if k):
+        label = judge[item]
+        if isinstance(label, bool) or not isinstance(label, int | float | np.number):
+            raise ValueError(
+                f"the judge's label of item {item!r} must be a number, got {label!r} "
+                "(decide what an unscored judgment means before the test)"
+            )
+        judge_labels[n] = label
+    if not np.isfinite(judge_labels).all():
+        raise ValueError("the judge's labels must be finite numbers")
 
     comparisons: list[tuple[Hashable, int, float, float, float]] = []
     skipped = []
