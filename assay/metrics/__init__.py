@@ -41,6 +41,12 @@ from assay.metrics._classification import (
     false_negative_rate,
     false_positive_rate,
 )
+from assay.metrics._cluster import (
+    WeightedStatistic,
+    cluster_bootstrap_ci,
+    cluster_mean,
+    weighted_mean,
+)
 from assay.metrics._cost import cost_per_accuracy_point
 from assay.metrics._dspy import (
     DSPyMetric,
@@ -100,6 +106,10 @@ __all__ = [
     "BootstrapCI",
     "bootstrap_ci",
     "wilson_interval",
+    "cluster_bootstrap_ci",
+    "cluster_mean",
+    "weighted_mean",
+    "WeightedStatistic",
     # report
     "MetricKind",
     "MetricValue",

@@ -30,8 +30,7 @@ def with_ci(
     value: float, ci: BootstrapCI, n: int, *, why_undefined: str, notes: Iterable[str] = ()
 ) -> MetricValue:
     """A :class:`MetricValue` from a point estimate and its bootstrap interval; the note says
-    when the value is undefined, how many replicates were dropped and which unit was resampled
-    when it is not the item."""
+    when the value is undefined and how many replicates were dropped (then ``notes``)."""
     out = list(notes)
     if math.isnan(value):
         out.insert(0, f"undefined (nan): {why_undefined}")
@@ -43,8 +42,6 @@ def with_ci(
             f"{ci.n_dropped} of {ci.n_resamples} bootstrap replicates were dropped as "
             f"undefined: {why_undefined}"
         )
-    if ci.unit != "item":
-        out.append(f"bootstrap resampled {ci.unit}s")
     return MetricValue(
         value=float(value),
         ci_low=ci.low if defined else None,
