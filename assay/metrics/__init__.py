@@ -48,6 +48,7 @@ from assay.metrics._cluster import (
     weighted_mean,
 )
 from assay.metrics._cost import cost_per_accuracy_point
+from assay.metrics._disagreements import Disagreement, disagreements
 from assay.metrics._dspy import (
     DSPyMetric,
     absolute_error_score,
@@ -153,4 +154,7 @@ __all__ = [
     "alt_test",
     "AltTestResult",
     "AnnotatorComparison",
+    # where judge and reference disagree
+    "Disagreement",
+    "disagreements",
 ]
