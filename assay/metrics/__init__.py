@@ -53,7 +53,9 @@ from assay.metrics._dspy import (
     DSPyMetric,
     absolute_error_score,
     exact_match,
+    log_loss_score,
     quadratic_agreement,
+    within_one,
 )
 from assay.metrics._failure import (
     failure_incidence,
@@ -121,6 +123,8 @@ __all__ = [
     "exact_match",
     "absolute_error_score",
     "quadratic_agreement",
+    "within_one",
+    "log_loss_score",
     # cost
     "cost_per_accuracy_point",
     # calibration
