@@ -37,7 +37,7 @@ def _cluster_index(clusters: ArrayLike, n: int) -> tuple[NDArray[np.intp], int]:
     ids = np.asarray(clusters)
     if ids.ndim != 1 or ids.shape[0] != n:
         raise ValueError(f"clusters must give one cluster id per unit ({n}), got shape {ids.shape}")
-    if ids.dtype == object:
+    if ids.dtype == object:  # mixed id types are told apart by their text (so 1 == "1")
         ids = ids.astype(str)
     _, inverse = np.unique(ids, return_inverse=True)
     return inverse.astype(np.intp), int(inverse.max()) + 1

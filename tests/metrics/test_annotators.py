@@ -73,6 +73,7 @@ def equal_count_labels(draw):
     return np.array(draw(cells)).reshape(n, raters), k
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # statsmodels on one category
 @settings(max_examples=40, deadline=None)
 @given(equal_count_labels())
 def test_fleiss_kappa_equals_statsmodels_with_equal_counts(labels_k):
