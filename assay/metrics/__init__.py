@@ -5,6 +5,35 @@ category indices unless stated; :func:`agreement_metrics` gathers them with boot
 report, and the DSPy adapters score one example at a time.
 """
 
+from assay.metrics._alt_test import AltTestResult, AnnotatorComparison, alt_test
+from assay.metrics._annotators import (
+    AlphaLevel,
+    AnnotationMatrix,
+    annotator_agreement,
+    count_table,
+    fleiss_kappa,
+    krippendorff_alpha,
+)
+from assay.metrics._calibration import (
+    BinStrategy,
+    ReliabilityBin,
+    brier_score,
+    calibration_metrics,
+    expected_calibration_error,
+    log_loss,
+    plot_reliability_diagram,
+    reliability_bins,
+    to_unit_interval,
+)
+from assay.metrics._calibration_maps import (
+    CalibrationKind,
+    CalibrationMap,
+    IsotonicMap,
+    PlattMap,
+    ThresholdMap,
+    fit_calibration,
+    load_calibration,
+)
 from assay.metrics._classification import (
     accuracy,
     confusion_matrix,
@@ -12,12 +41,21 @@ from assay.metrics._classification import (
     false_negative_rate,
     false_positive_rate,
 )
+from assay.metrics._cluster import (
+    WeightedStatistic,
+    cluster_bootstrap_ci,
+    cluster_mean,
+    weighted_mean,
+)
 from assay.metrics._cost import cost_per_accuracy_point
+from assay.metrics._disagreements import Disagreement, disagreements
 from assay.metrics._dspy import (
     DSPyMetric,
     absolute_error_score,
     exact_match,
+    log_loss_score,
     quadratic_agreement,
+    within_one,
 )
 from assay.metrics._failure import (
     failure_incidence,
@@ -38,6 +76,7 @@ from assay.metrics._kappa import (
 from assay.metrics._majority import Majority, Tie, majority_vote
 from assay.metrics._ordinal import ccc, mae, pearson, spearman
 from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
+from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
 from assay.metrics._rates import rate
 from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
 from assay.metrics._threshold import fit_threshold
@@ -73,6 +112,10 @@ __all__ = [
     "BootstrapCI",
     "bootstrap_ci",
     "wilson_interval",
+    "cluster_bootstrap_ci",
+    "cluster_mean",
+    "weighted_mean",
+    "WeightedStatistic",
     # report
     "MetricKind",
     "MetricValue",
@@ -83,6 +126,8 @@ __all__ = [
     "exact_match",
     "absolute_error_score",
     "quadratic_agreement",
+    "within_one",
+    "log_loss_score",
     # cost
     "cost_per_accuracy_point",
     # several annotators
@@ -96,4 +141,38 @@ __all__ = [
     "fmt",
     "fmt_ci",
     "metrics_table",
+    # calibration
+    "BinStrategy",
+    "ReliabilityBin",
+    "expected_calibration_error",
+    "brier_score",
+    "log_loss",
+    "reliability_bins",
+    "calibration_metrics",
+    "plot_reliability_diagram",
+    "to_unit_interval",
+    "CalibrationKind",
+    "CalibrationMap",
+    "IsotonicMap",
+    "PlattMap",
+    "ThresholdMap",
+    "fit_calibration",
+    "load_calibration",
+    # prevalence correction
+    "PrevalenceEstimate",
+    "corrected_prevalence",
+    "rogan_gladen",
+    # several annotators
+    "AnnotationMatrix",
+    "AlphaLevel",
+    "count_table",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "annotator_agreement",
+    "alt_test",
+    "AltTestResult",
+    "AnnotatorComparison",
+    # where judge and reference disagree
+    "Disagreement",
+    "disagreements",
 ]

@@ -5,6 +5,7 @@ int score, or None when the judgment is unscored) by attribute access, so DSPy i
 imported. An unscored prediction is worth 0.0: it is a miss, never a neutral value. When
 ``trace`` is not None (DSPy is bootstrapping demonstrations) every metric returns a bool —
 exact match — because DSPy keeps a trace only when the metric says it passed.
+:func:`log_loss_score` also reads ``pred.expected_score``, a binary judge's P(verdict 1).
 """
 
 from __future__ import annotations
@@ -112,3 +113,57 @@ def quadratic_agreement(scale_min: int, scale_max: int) -> DSPyMetric:
         return 1.0 - distance**2
 
     return _scaled_metric(scale_min, scale_max, "quadratic_agreement", closeness)
+
+
+def within_one(example: Any, pred: Any, trace: Any = None) -> float | bool:
+    """1.0 when the judge's score is within one point of the expected score (``|y − ŷ| ≤ 1``),
+    the usual lenient agreement on ordinal scales; unscored: 0.0."""
+    expected, predicted = _expected(example), _predicted(pred)
+    if trace is not None:
+        return predicted == expected
+    return float(predicted is not None and abs(predicted - expected) <= 1)
+
+
+def _probability(pred: Any) -> float | None:
+    value = getattr(pred, "expected_score", None)
+    if value is None:
+        return None
+    try:
+        p = float(value) if not isinstance(value, bool | str | bytes) else math.nan
+    except (TypeError, ValueError):
+        p = math.nan
+    if not 0.0 <= p <= 1.0:  # also nan, and anything that is not a number
+        raise ValueError(f"pred.expected_score must be a probability in [0, 1], got {value!r}")
+    return p
+
+
+def log_loss_score(eps: float = 0.01) -> DSPyMetric:
+    """A DSPy metric for binary judges that give ``pred.expected_score`` = P(verdict 1):
+    ``1 − min(−log p_correct, log(1/eps)) / log(1/eps)``, where ``p_correct`` is the probability
+    the judge gave the expected verdict (``example.expected`` is 0 or 1).
+
+    It lies in [0, 1]: 1 for full confidence in the right verdict, 0 at or below ``eps`` on it.
+    Its mean is an affine function of the log loss with the correct-verdict probability clipped
+    below at ``eps``, so maximising it minimises that (bounded) log loss: a calibrated-confidence
+    target for ``assay optimize``. The cap keeps one confident miss from dominating the mean.
+    No probability (unscored, or a backend without token probabilities) scores 0.0; under a
+    trace it is exact match on ``pred.score`` like the other metrics.
+    """
+    if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0.0 < eps < 0.5:
+        raise ValueError(f"eps must be a number in (0, 0.5), got {eps!r}")
+    cap = -math.log(eps)
+
+    def metric(example: Any, pred: Any, trace: Any = None) -> float | bool:
+        expected = _expected(example)
+        if expected not in (0, 1):
+            raise ValueError(f"log_loss_score needs binary references 0/1, got {expected}")
+        if trace is not None:
+            return _predicted(pred) == expected
+        p = _probability(pred)
+        if p is None:
+            return 0.0
+        p_correct = p if expected == 1 else 1.0 - p
+        return 1.0 - min(-math.log(max(p_correct, eps)), cap) / cap
+
+    metric.__name__ = metric.__qualname__ = "log_loss_score"
+    return metric

@@ -22,12 +22,15 @@ BatchedStatistic = Callable[..., NDArray[np.float64]]
 
 @dataclass(frozen=True)
 class BootstrapCI:
-    """A percentile bootstrap interval; ``low``/``high`` are nan when no replicate was defined."""
+    """A percentile bootstrap interval; ``low``/``high`` are nan when no replicate was defined.
+    ``unit`` names what was resampled: ``"item"`` or, for :func:`cluster_bootstrap_ci`,
+    ``"cluster"`` (whole source items with all their probes)."""
 
     low: float
     high: float
     n_resamples: int
     n_dropped: int  # replicates where the statistic was nan (e.g. κ of a one-category resample)
+    unit: str = "item"
 
 
 def _check_confidence(confidence: float) -> float:
@@ -70,14 +73,16 @@ def _replicates(
     return out
 
 
-def _percentile_ci(replicates: NDArray[np.float64], confidence: float) -> BootstrapCI:
+def _percentile_ci(
+    replicates: NDArray[np.float64], confidence: float, unit: str = "item"
+) -> BootstrapCI:
     defined = replicates[~np.isnan(replicates)]
     dropped = int(replicates.size - defined.size)
     if defined.size == 0:
-        return BootstrapCI(math.nan, math.nan, int(replicates.size), dropped)
+        return BootstrapCI(math.nan, math.nan, int(replicates.size), dropped, unit)
     alpha = 1.0 - confidence
     low, high = np.percentile(defined, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return BootstrapCI(float(low), float(high), int(replicates.size), dropped)
+    return BootstrapCI(float(low), float(high), int(replicates.size), dropped, unit)
 
 
 def _as_item_arrays(arrays: tuple[ArrayLike, ...]) -> list[NDArray]:

@@ -127,3 +127,35 @@ def score_pair(
     y = as_scores(y_pred, names[1])
     _same_length(x, y, names)
     return x, y
+
+
+def _first_non_number(values: Any) -> tuple[int, Any] | None:
+    """The position and value of the first entry that is not a real number (e.g. None)."""
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+            return i, v
+    return None
+
+
+def as_probabilities(values: ArrayLike, name: str) -> NDArray[np.float64]:
+    """A 1-D array of probabilities in [0, 1]; nan, None or a value outside [0, 1] raises a
+    ValueError naming the first bad index. Missing probabilities are never imputed: drop those
+    items (and report them) before calling."""
+    arr = np.asarray(values)
+    if arr.dtype == object and arr.ndim == 1:
+        bad = _first_non_number(arr)
+        if bad is not None:
+            raise ValueError(
+                f"{name} must hold probabilities in [0, 1], got {bad[1]!r} at index {bad[0]} "
+                "(items without a probability are the caller's to drop and report; never imputed)"
+            )
+        arr = arr.astype(np.float64)
+    arr = _as_1d(arr, name).astype(np.float64)
+    bad_mask = ~((arr >= 0.0) & (arr <= 1.0))  # also true for nan
+    if bad_mask.any():
+        first = int(np.flatnonzero(bad_mask)[0])
+        raise ValueError(
+            f"{name} must hold probabilities in [0, 1], got {arr[first]} at index {first}"
+            + (" (missing probabilities are never imputed)" if np.isnan(arr[first]) else "")
+        )
+    return arr

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from assay.metrics._intervals import BootstrapCI
 
 
 @dataclass(frozen=True)
@@ -20,3 +24,28 @@ class MetricValue:
     def to_dict(self) -> dict[str, Any]:
         """A plain dict with the same fields (nan values stay float nan)."""
         return asdict(self)
+
+
+def with_ci(
+    value: float, ci: BootstrapCI, n: int, *, why_undefined: str, notes: Iterable[str] = ()
+) -> MetricValue:
+    """A :class:`MetricValue` from a point estimate and its bootstrap interval; the note says
+    when the value is undefined and how many replicates were dropped (then ``notes``)."""
+    out = list(notes)
+    if math.isnan(value):
+        out.insert(0, f"undefined (nan): {why_undefined}")
+    defined = ci.n_dropped < ci.n_resamples
+    if not defined:
+        out.append("no bootstrap replicate was defined, so there is no CI")
+    elif ci.n_dropped:
+        out.append(
+            f"{ci.n_dropped} of {ci.n_resamples} bootstrap replicates were dropped as "
+            f"undefined: {why_undefined}"
+        )
+    return MetricValue(
+        value=float(value),
+        ci_low=ci.low if defined else None,
+        ci_high=ci.high if defined else None,
+        n=int(n),
+        note="; ".join(out) or None,
+    )

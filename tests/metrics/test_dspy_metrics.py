@@ -70,3 +70,70 @@ def test_bad_input_raises():
         exact_match(ex(2), pred(2.5))
     with pytest.raises(ValueError, match="outside the scale 0..3"):
         quadratic_agreement(0, 3)(ex(7), pred(1))
+
+
+def test_within_one_by_hand():
+    from assay.metrics import within_one
+
+    assert within_one(ex(3), pred(3)) == 1.0
+    assert within_one(ex(3), pred(4)) == 1.0
+    assert within_one(ex(3), pred(2)) == 1.0
+    assert within_one(ex(3), pred(5)) == 0.0
+    assert within_one(ex(3), pred(None)) == 0.0  # unscored is a miss
+    assert within_one(ex(3), pred(4), trace=[("step", {}, {})]) is False  # exact under a trace
+    assert within_one(ex(3), pred(3), trace=[("step", {}, {})]) is True
+
+
+def prob(p, score=None):
+    return SimpleNamespace(expected_score=p, score=score)
+
+
+def test_log_loss_score_by_hand():
+    import math
+
+    from assay.metrics import log_loss_score
+
+    metric = log_loss_score(eps=0.01)  # cap log(100) = 4.605 nats
+    assert metric(ex(1), prob(1.0)) == 1.0
+    assert metric(ex(0), prob(0.0)) == 1.0
+    assert metric(ex(1), prob(0.5)) == pytest.approx(1 - math.log(2) / math.log(100))  # 0.8495
+    assert metric(ex(0), prob(0.9)) == pytest.approx(1 - math.log(10) / math.log(100))  # 0.5
+    assert metric(ex(1), prob(0.01)) == 0.0 and metric(ex(1), prob(0.0)) == 0.0  # capped
+    assert metric(ex(1), prob(None)) == 0.0  # no probability: a miss
+    assert metric(ex(1), prob(0.2, score=1), trace=[1]) is True  # exact match on pred.score
+    assert metric(ex(1), prob(0.9, score=0), trace=[1]) is False
+    assert metric.__name__ == "log_loss_score"
+
+
+def test_log_loss_score_mean_is_an_affine_function_of_sklearn_log_loss():
+    import math
+
+    import numpy as np
+    import sklearn.metrics
+
+    from assay.metrics import log_loss_score
+
+    eps = 0.01
+    rng = np.random.default_rng(0)
+    p = rng.random(200) ** 2
+    p[:5] = [0.0, 1.0, 0.001, 0.999, 0.5]
+    y = (rng.random(200) < 0.4).astype(int)
+    metric = log_loss_score(eps)
+    mean_score = np.mean([metric(ex(int(t)), prob(float(q))) for t, q in zip(y, p, strict=True)])
+    # clip the probability of the expected verdict from below at eps, then take sklearn's loss
+    clipped = np.where(y == 1, np.maximum(p, eps), np.minimum(p, 1 - eps))
+    loss = sklearn.metrics.log_loss(y, clipped, labels=[0, 1])
+    assert mean_score == pytest.approx(1 - loss / math.log(1 / eps))
+
+
+def test_log_loss_score_bad_input():
+    from assay.metrics import log_loss_score
+
+    with pytest.raises(ValueError, match="eps must be"):
+        log_loss_score(0.0)
+    with pytest.raises(ValueError, match="binary references 0/1, got 3"):
+        log_loss_score()(ex(3), prob(0.5))
+    with pytest.raises(ValueError, match=r"probability in \[0, 1\], got 1.2"):
+        log_loss_score()(ex(1), prob(1.2))
+    with pytest.raises(ValueError, match="got 'high'"):
+        log_loss_score()(ex(1), prob("high"))
