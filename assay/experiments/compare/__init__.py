@@ -1,0 +1,28 @@
+"""``assay compare``: judge configs side by side, read back from MLflow (store, selection,
+tables, plots, report, run — one module each)."""
+
+from assay.experiments.compare._report import render_markdown
+from assay.experiments.compare._run import compare
+from assay.experiments.compare._select import DEFAULT_EXPERIMENT, JUDGE_COMMANDS, kind_of
+from assay.experiments.compare._store import open_store
+from assay.experiments.compare._tables import (
+    differences,
+    higher_is_better,
+    leaderboard,
+    pareto_front,
+    short_sha,
+)
+
+__all__ = [
+    "DEFAULT_EXPERIMENT",
+    "JUDGE_COMMANDS",
+    "compare",
+    "differences",
+    "higher_is_better",
+    "kind_of",
+    "leaderboard",
+    "open_store",
+    "pareto_front",
+    "render_markdown",
+    "short_sha",
+]

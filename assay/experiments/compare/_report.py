@@ -1,0 +1,61 @@
+"""A comparison as Markdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.experiments.compare._tables import higher_is_better
+
+
+def render_markdown(result: dict[str, Any]) -> str:
+    """The comparison as Markdown: leaderboard, differences, runs left out, where files went."""
+    from assay.metrics import fmt
+
+    metric = result["metric"]
+    g = result["group"]
+    where = (
+        f"data `{g['data']}` · scale {g['scale']}"
+        + (f" · probes `{g['probes']}`" if g["probes"] else "")
+        if g
+        else "forced across data sets/scales"
+    )
+    lines = [
+        f"## Leaderboard — {metric} ({'higher' if higher_is_better(metric) else 'lower'} is better)",
+        "",
+        f"{len(result['leaderboard'])} judge runs · {where}",
+        "",
+        f"| # | run |{'' if g else ' data · scale |'} model | {metric} [CI] | accuracy "
+        "| cost USD | USD per accuracy point | Pareto | program | adapter | temp. | rubric "
+        "| optimized | config | run id |",
+        "|---" * (15 if g else 16) + "|",
+    ]
+    for r in result["leaderboard"]:
+        ci = f" [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]" if r["ci_low"] is not None else ""
+        data = "" if g else f" `{r['data']}` · {r['scale']} |"
+        lines.append(
+            f"| {r['rank']} | {r['name']} |{data} `{r['model']}` | {fmt(r['value'])}{ci} "
+            f"| {fmt(r['accuracy'])} | {fmt(r['cost_usd'], 6)} "
+            f"| {fmt(r['cost_per_accuracy_point_usd'], 6)} "
+            f"| {'yes' if r['pareto'] else ('—' if r['pareto'] is None else 'no')} "
+            f"| {r['program']} | {r['adapter']} | {r['temperature']} | {r['rubric'] or '—'} "
+            f"| {'yes' if r['optimized'] else 'no'} | {r['config_hash']} | `{r['run_id']}` |"
+        )
+    d = result["differences"]
+    lines += ["", "## Config differences", ""]
+    if d["rows"]:
+        lines += [
+            "| judge param | " + " | ".join(d["columns"]) + " |",
+            "|---" * (len(d["columns"]) + 1) + "|",
+        ]
+        lines += [f"| {k} | " + " | ".join(v) + " |" for k, v in d["rows"].items()]
+    else:
+        lines.append("The compared runs share every judge param.")
+    lines += ["", "## Left out", ""]
+    lines += [f"- `{x['run_id']}` {x['name']}: {x['reason']}" for x in result["left_out"]] or [
+        "none"
+    ]
+    if result["plots"]:
+        lines += ["", "Plots: " + ", ".join(str(p) for p in result["plots"].values())]
+    if result["comparison_run_id"]:
+        lines.append(f"MLflow comparison run: {result['comparison_run_id']}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,112 @@
+"""``assay compare``: judge configs side by side, read back from MLflow.
+
+Runs are selected by id or experiment name, reduced to judge runs (an evaluate run, or the
+per-judge child of a harness run), and grouped by what they were measured on: the data set
+fingerprint, the scale and, for harness runs, the probe set. One group is compared — a
+leaderboard with CIs and cost, the judge params that differ, a Pareto plot of cost against the
+metric and, for harness runs, a tests × judges heatmap. Every other run is listed with the
+reason it was left out; ``force`` compares them all anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from assay.errors import RunError
+from assay.experiments.compare._plots import write_plots
+from assay.experiments.compare._select import comparable, default_metric, select
+from assay.experiments.compare._store import open_store
+from assay.experiments.compare._tables import differences, leaderboard
+
+
+def compare(
+    selectors: list[str],
+    *,
+    tracking_uri: str,
+    metric: str | None = None,
+    force: bool = False,
+    experiment: str | None = None,
+    tags: dict[str, str] | None = None,
+    out_dir: Path | None = None,
+    log: bool = True,
+) -> dict[str, Any]:
+    """Compare the judge runs named by ``selectors`` (run ids or experiment names; none: every
+    run of ``experiment``, default ``"assay"``).
+
+    ``experiment`` given together with selectors, and ``tags``, filter: runs outside them are
+    left out with a reason. Plots are written to ``out_dir`` (none written when it is ``None``
+    and ``log`` is off); with ``log`` a comparison run is logged next to the first compared run.
+    Returns the leaderboard, the differences table, the runs left out and where things went.
+    """
+    client = open_store(tracking_uri)
+    candidates, left_out, first = select(client, tracking_uri, selectors, experiment, tags or {})
+    compared, key = comparable(candidates, left_out, first, force)
+    if not compared:
+        why = "; ".join(f"{x['run_id']} ({x['name']}): {x['reason']}" for x in left_out)
+        raise RunError(f"nothing to compare in {tracking_uri}: {why or 'no judge run found'}")
+    metric = metric or default_metric(compared)
+    if not any(metric in r.data.metrics for r in compared):
+        known = sorted({m for r in compared for m in r.data.metrics if "_ci_" not in m})
+        raise RunError(
+            f"metric '{metric}' is logged by none of the compared runs; they have: {', '.join(known)}"
+        )
+    rows = leaderboard(compared, metric)
+    result: dict[str, Any] = {
+        "tracking_uri": tracking_uri,
+        "metric": metric,
+        "forced": force,
+        "group": dict(zip(("kind", "data", "scale", "probes"), key, strict=True))
+        if key
+        else None,
+        "leaderboard": rows,
+        "differences": differences(compared, [r["run_id"] for r in rows]),
+        "left_out": left_out,
+        "plots": {},
+        "comparison_run_id": None,
+    }
+    if out_dir is None and not log:
+        return result
+    with tempfile.TemporaryDirectory(prefix="assay-compare-") as tmp:
+        folder = Path(out_dir) if out_dir is not None else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        files = write_plots(compared, rows, metric, folder)
+        if out_dir is not None:
+            result["plots"] = {k: str(p) for k, p in files.items()}
+        run_id = None
+        if log:
+            run_id = _start_comparison_run(client, compared, rows, metric, key, force)
+            result["comparison_run_id"] = run_id
+        (folder / "comparison.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+        if run_id is not None:
+            _finish_comparison_run(client, run_id, [*files.values(), folder / "comparison.json"])
+    return result
+
+
+def _start_comparison_run(client, runs, rows, metric, key, force) -> str:
+    from mlflow.entities import Param
+
+    tags = {"assay.command": "compare", "assay.metric": metric}
+    if key:
+        for name, value in zip(("assay.data", "assay.scale", "assay.probes"), key[1:], strict=True):
+            if value:
+                tags[name] = value
+    run = client.create_run(
+        runs[0].info.experiment_id, run_name=f"compare-{len(rows)}-runs", tags=tags
+    )
+    params = [Param(f"run.{i}", r["run_id"]) for i, r in enumerate(rows)]
+    params += [Param("metric", metric), Param("force", str(force))]
+    client.log_batch(run.info.run_id, params=params)
+    return run.info.run_id
+
+
+def _finish_comparison_run(client, run_id: str, files: list[Path]) -> None:
+    try:
+        for f in files:
+            client.log_artifact(run_id, str(f))
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    client.set_terminated(run_id)

@@ -1,0 +1,150 @@
+"""Which runs are judge runs, and which of them were measured on the same thing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.errors import RunError
+from assay.experiments.compare._store import search
+
+JUDGE_COMMANDS = ("evaluate", "harness", "optimize")
+DEFAULT_EXPERIMENT = "assay"
+_GROUP_FIELDS = ("kind", "data set", "scale", "probe set")
+
+
+def _left(run, reason: str) -> dict[str, str]:
+    return {"run_id": run.info.run_id, "name": run.info.run_name or "", "reason": reason}
+
+
+def select(client, uri: str, selectors: list[str], experiment: str | None, tags: dict):
+    """Judge runs to consider, runs left out on the way, and the judge run whose group is
+    compared when the first selector is a run id (else ``None``: the largest group is)."""
+    from mlflow.exceptions import MlflowException
+
+    picked: list[tuple[Any, bool]] = []  # (run, named by its id)
+    for sel in selectors:
+        try:
+            picked.append((client.get_run(sel), True))
+            continue
+        except MlflowException:
+            pass
+        exp = client.get_experiment_by_name(sel)
+        if exp is None:
+            raise RunError(f"{sel}: no such run id or experiment name in {uri}")
+        picked += [(r, False) for r in search(client, [exp.experiment_id])]
+    only_exp = None
+    if not selectors:
+        name = experiment or DEFAULT_EXPERIMENT
+        only_exp = client.get_experiment_by_name(name)
+        if only_exp is None:
+            raise RunError(
+                f"no experiment '{name}' in {uri}: name the runs or experiments to compare"
+            )
+        picked = [(r, False) for r in search(client, [only_exp.experiment_id])]
+    elif experiment:
+        only_exp = client.get_experiment_by_name(experiment)
+        if only_exp is None:
+            raise RunError(f"no experiment '{experiment}' in {uri}")
+
+    candidates, left_out, seen, first = [], [], set(), None
+    for i, (run, named) in enumerate(picked):
+        for r in _judge_runs(client, run, named, left_out):
+            if r.info.run_id in seen:
+                continue
+            seen.add(r.info.run_id)
+            reason = _filtered_out(r, only_exp, tags)
+            if reason:
+                left_out.append(_left(r, reason))
+                continue
+            candidates.append(r)
+            if i == 0 and named and first is None:
+                first = r
+    return candidates, left_out, first
+
+
+def _judge_runs(client, run, explicit: bool, left_out: list) -> list:
+    """A run as judge runs: itself, a harness parent's per-judge children, or nothing."""
+    t = run.data.tags
+    command = t.get("assay.command")
+    if run.info.lifecycle_stage == "deleted":
+        left_out.append(_left(run, "run deleted"))
+        return []
+    if command not in JUDGE_COMMANDS:
+        # Inside an experiment, assay's own comparison runs are not judges and not noise.
+        if command == "compare" and not explicit:
+            return []
+        left_out.append(
+            _left(run, f"an '{command}' run, not a judge run" if command else "not an assay run")
+        )
+        return []
+    if t.get("assay.role") == "parent":  # harness: one child per judge; optimize: two
+        if not explicit:
+            return []  # its children are in the same experiment
+        children = search(
+            client, [run.info.experiment_id], f"tags.mlflow.parentRunId = '{run.info.run_id}'"
+        )
+        if not children:
+            left_out.append(_left(run, f"{command} run without per-judge runs"))
+        return children
+    return [run]
+
+
+def _filtered_out(run, experiment, tags: dict[str, str]) -> str | None:
+    if experiment is not None and run.info.experiment_id != experiment.experiment_id:
+        return f"not in experiment '{experiment.name}'"
+    for k, want in tags.items():
+        have = run.data.tags.get(k)
+        if have != want:
+            return f"tag {k} is {have!r}, not {want!r}"
+    return None
+
+
+def kind_of(run) -> str:
+    """What a judge run measured: ``agreement`` with labels (evaluate, and an optimize run's
+    baseline and optimized judges) or ``reliability`` (harness)."""
+    return "reliability" if run.data.tags.get("assay.command") == "harness" else "agreement"
+
+
+def _group_key(run) -> tuple[str, str, str, str]:
+    t = run.data.tags
+    return (
+        kind_of(run),
+        t.get("assay.data", ""),
+        t.get("assay.scale", ""),
+        t.get("assay.probes", ""),
+    )
+
+
+def comparable(candidates: list, left_out: list, first, force: bool):
+    """The compared runs and their group key (``None`` when forced across groups)."""
+    if not candidates:
+        return [], None
+    groups: dict[tuple, list] = {}
+    for r in candidates:
+        groups.setdefault(_group_key(r), []).append(r)
+    if force:
+        return candidates, next(iter(groups)) if len(groups) == 1 else None
+    if first is not None:
+        key = _group_key(first)
+    else:  # the largest group; on a tie, the one with the most recent run
+        key = max(groups, key=lambda k: (len(groups[k]), max(r.info.start_time for r in groups[k])))
+    for k, runs in groups.items():
+        if k == key:
+            continue
+        name, a, b = next(
+            (n, a, b) for n, a, b in zip(_GROUP_FIELDS, k, key, strict=True) if a != b
+        )
+        for r in runs:
+            left_out.append(_left(r, f"{name} differs: {a or '—'} vs {b or '—'}"))
+    return groups[key], key
+
+
+def default_metric(runs: list) -> str:
+    """kappa_categorical (else accuracy) for evaluate runs, mean_pass_rate for harness runs;
+    forced across both, whichever kind has more runs."""
+    evaluate = [r for r in runs if kind_of(r) == "agreement"]
+    if len(evaluate) * 2 < len(runs):
+        return "mean_pass_rate"
+    if all("kappa_categorical" in r.data.metrics for r in evaluate):
+        return "kappa_categorical"
+    return "accuracy"

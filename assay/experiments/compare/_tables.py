@@ -1,0 +1,159 @@
+"""The leaderboard and the table of judge params that differ."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+# Metrics where a lower value is the better judge (sorting and the Pareto front follow this).
+_LOWER_IS_BETTER = ("mae", "error_rate", "false_positive_rate", "false_negative_rate", "flip_rate")
+# Judge params shown first in the differences table, in this order; the rest follow by name.
+_PARAM_ORDER = (
+    "model",
+    "program",
+    "adapter",
+    "temperature",
+    "rubric",
+    "instruction",
+    "optimized",
+    "optimizer",
+)
+
+
+def higher_is_better(metric: str) -> bool:
+    """Whether a larger value of ``metric`` means a better judge (errors and costs: no)."""
+    base = metric.rsplit(".", 1)[-1]
+    return not (
+        base in _LOWER_IS_BETTER or base.startswith(("usage_", "cost")) or base == "unscored"
+    )
+
+
+def short_sha(text: str) -> str:
+    """Eight hex digits of the SHA-256 of ``text``: names long params (rubrics) in tables."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def _shown(value: str | None) -> str:
+    """A param value for a table: long or multi-line text as a short sha and its first words."""
+    if value is None or value == "":
+        return "—"
+    if len(value) > 40 or "\n" in value:
+        head = " ".join(value.split())[:24]
+        return f"sha {short_sha(value)} “{head}…”"
+    return value
+
+
+def _judge_params(run) -> dict[str, str]:
+    """``judge.*`` params without the prefix; ``program_state`` becomes ``optimized``."""
+    p = {k.removeprefix("judge."): v for k, v in run.data.params.items() if k.startswith("judge.")}
+    state = p.pop("program_state", "")
+    p["optimized"] = f"yes (state {short_sha(state)})" if state else "no"
+    p.pop("name", None)  # the display name, not part of the config
+    return p
+
+
+def labels_of(runs: list) -> dict[str, str]:
+    names = [r.info.run_name or r.info.run_id[:8] for r in runs]
+    dup = {n for n, c in Counter(names).items() if c > 1}
+    return {
+        r.info.run_id: f"{n} · {r.info.run_id[:6]}" if n in dup else n
+        for r, n in zip(runs, names, strict=True)
+    }
+
+
+def _num(metrics: dict[str, float], key: str) -> float | None:
+    v = metrics.get(key)
+    return float(v) if v is not None and math.isfinite(v) else None
+
+
+def pareto_front(points: list[tuple[float | None, float | None]], higher: bool = True) -> list:
+    """For each (cost, value): is it Pareto-optimal? No other point is at most as costly and at
+    least as good, and strictly better in one of the two. ``None`` where a coordinate is missing.
+    """
+    sign = 1 if higher else -1
+    out: list[bool | None] = []
+    for i, (c, v) in enumerate(points):
+        if c is None or v is None:
+            out.append(None)
+            continue
+        dominated = any(
+            j != i
+            and c2 is not None
+            and v2 is not None
+            and c2 <= c
+            and sign * v2 >= sign * v
+            and (c2 < c or sign * v2 > sign * v)
+            for j, (c2, v2) in enumerate(points)
+        )
+        out.append(not dominated)
+    return out
+
+
+def leaderboard(runs: list, metric: str) -> list[dict[str, Any]]:
+    """One row per judge run, best first (ties: cheaper first, then the earlier run)."""
+    higher = higher_is_better(metric)
+    labels = labels_of(runs)
+    rows = []
+    for r in runs:
+        m, t, p = r.data.metrics, r.data.tags, _judge_params(r)
+        rows.append(
+            {
+                "run_id": r.info.run_id,
+                "name": labels[r.info.run_id],
+                "judge": t.get("assay.judge", ""),
+                "command": t.get("assay.command", ""),
+                "experiment_id": r.info.experiment_id,
+                "metric": metric,
+                "value": _num(m, metric),
+                "ci_low": _num(m, f"{metric}_ci_low"),
+                "ci_high": _num(m, f"{metric}_ci_high"),
+                "accuracy": _num(m, "accuracy"),
+                "cost_usd": _num(m, "usage_cost_usd"),
+                "cost_per_accuracy_point_usd": _num(m, "cost_per_accuracy_point_usd"),
+                "model": p.get("model", ""),
+                "program": p.get("program", ""),
+                "adapter": p.get("adapter", ""),
+                "temperature": p.get("temperature", ""),
+                "rubric": short_sha(p["rubric"]) if p.get("rubric") else "",
+                "optimized": p["optimized"] != "no",
+                "config_hash": p.get("config_hash", "")[:10],
+                "data": t.get("assay.data", ""),
+                "scale": t.get("assay.scale", ""),
+                "probes": t.get("assay.probes", ""),
+                "start_time": datetime.fromtimestamp(r.info.start_time / 1000, UTC).isoformat(),
+            }
+        )
+    inf = math.inf
+
+    def order(row):
+        v = row["value"]
+        by_value = inf if v is None else (-v if higher else v)
+        cost = inf if row["cost_usd"] is None else row["cost_usd"]
+        return (by_value, cost, row["start_time"])
+
+    rows.sort(key=order)
+    front = pareto_front([(x["cost_usd"], x["value"]) for x in rows], higher)
+    for i, (row, best) in enumerate(zip(rows, front, strict=True), start=1):
+        row["rank"] = i
+        row["pareto"] = best
+    return rows
+
+
+def differences(runs: list, order: list[str]) -> dict[str, Any]:
+    """The judge params whose values differ between ``runs``, one column per run (in ``order``)."""
+    by_id = {r.info.run_id: r for r in runs}
+    params = {rid: _judge_params(by_id[rid]) for rid in order}
+    keys = sorted(
+        {k for p in params.values() for k in p} - {"config_hash"},
+        key=lambda k: (_PARAM_ORDER.index(k) if k in _PARAM_ORDER else len(_PARAM_ORDER), k),
+    )
+    labels = labels_of([by_id[rid] for rid in order])
+    rows = {}
+    for k in keys:
+        values = [params[rid].get(k) or None for rid in order]  # unset is logged as ""
+        if len(set(values)) > 1:
+            rows[k] = [_shown(v) for v in values]
+    return {"runs": order, "columns": [labels[rid] for rid in order], "rows": rows}

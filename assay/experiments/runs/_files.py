@@ -1,0 +1,57 @@
+"""Crash-safe files: atomic rewrites, fsynced appends, and JSONL reads that survive a kill.
+
+A kill can leave at most one torn line at the end of an append-only file: reads ignore it and
+the next append first cuts it off, so a record is either whole or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` via a temp file and a rename: never half a file."""
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    return write_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def append_lines(path: Path, text: str) -> None:
+    """Append whole lines (``text`` ends with a newline), flushed and fsynced. A torn last line
+    left by a killed writer is cut off first, so it never glues onto the new record."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            if size:
+                fh.seek(size - 1)
+                torn = fh.read(1) != b"\n"
+        if size and torn:
+            data = path.read_bytes()
+            with open(path, "r+b") as fh:
+                fh.truncate(data.rfind(b"\n") + 1)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def jsonl_lines(path: Path) -> tuple[list[str], bool]:
+    """The complete lines of a JSONL file (blank ones dropped) and whether a torn final line
+    (no newline: its writer was killed) was left out."""
+    if not path.exists():
+        return [], False
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    torn = bool(lines) and not lines[-1].endswith("\n")
+    if torn:
+        lines = lines[:-1]
+    return [ln for ln in lines if ln.strip()], torn

@@ -1,0 +1,139 @@
+"""The run lifecycle every runner shares: open the run directory (named from the config and a
+hash of what determines its results), hold it against a second writer, keep its files, and log
+it to MLflow once at the end with one flattener.
+
+    with Run.open(config, run_hash, command="evaluate", workdir=workdir) as run:
+        if run.finished: ...read back, no LM call...
+        run.store.append(...)                    # as results finish
+        run.finish(tracked=TrackedRun(...))      # metrics written, MLflow, state "finished"
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.errors import RunError
+from assay.experiments.runs._lock import RunLock
+from assay.experiments.runs._store import RunStore, now
+from assay.experiments.runs._tracking import TrackedRun, default_tracking_uri, log_tracked
+
+
+def run_directory(workdir: Path, output_dir: str, name: str, run_hash: str) -> Path:
+    """``<workdir>/<output_dir>/<name>-<hash[:10]>``; refuses an ``output_dir`` that is a file."""
+    root = (workdir / output_dir).resolve()
+    if root.exists() and not root.is_dir():
+        raise RunError(f"{root}: output_dir is a file, not a directory")
+    return root / f"{name}-{run_hash[:10]}"
+
+
+class Run:
+    """One run directory from open to finish. Use :meth:`open` as a context manager."""
+
+    def __init__(
+        self,
+        *,
+        command: str,
+        name: str,
+        run_hash: str,
+        workdir: Path,
+        output_dir: str = "runs",
+        tracking: Any = None,
+        tracking_uri: str | None = None,
+    ):
+        self.command = command
+        self.name = name
+        self.run_hash = run_hash
+        self.workdir = workdir
+        self.dir = run_directory(workdir, output_dir, name, run_hash)
+        self.store = RunStore(self.dir, run_hash)
+        self.tracking = tracking
+        self.tracking_uri = (
+            tracking_uri
+            or (getattr(tracking, "uri", None) if tracking is not None else None)
+            or default_tracking_uri(workdir)
+        )
+        self._lock = RunLock(self.dir)
+        self.state: dict[str, Any] = {}
+
+    @classmethod
+    def open(
+        cls,
+        config: Any,
+        run_hash: str,
+        *,
+        command: str,
+        workdir: Path,
+        tracking_uri: str | None = None,
+        resolved: dict[str, Any] | None = None,
+    ) -> Run:
+        """The run of ``config`` (a :class:`~assay.experiments.RunConfig`): directory created,
+        locked against a second writer, resolved config written on first open."""
+        run = cls(
+            command=command,
+            name=config.name,
+            run_hash=run_hash,
+            workdir=workdir,
+            output_dir=config.output_dir,
+            tracking=config.tracking,
+            tracking_uri=tracking_uri,
+        )
+        run.dir.mkdir(parents=True, exist_ok=True)
+        run._lock.acquire()
+        try:
+            run.state = run.store.open(resolved or config.model_dump(mode="json"))
+        except BaseException:
+            run._lock.release()
+            raise
+        return run
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._lock.release()
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        return self.state.get("status") == "finished"
+
+    @property
+    def mlflow_run_id(self) -> str | None:
+        return self.state.get("mlflow_run_id")
+
+    @property
+    def tracking_enabled(self) -> bool:
+        return self.tracking is None or bool(getattr(self.tracking, "enabled", True))
+
+    def update(self, **changes: Any) -> None:
+        self.state.update(changes)
+        self.store.update_state(**changes)
+
+    # -- the end ----------------------------------------------------------------------------
+    def log(self, tracked: TrackedRun) -> str | None:
+        """Log ``tracked`` to MLflow (when tracking is enabled); returns the MLflow run id.
+
+        ``assay.command`` and ``assay.run_hash`` tags are added; the run directory is its
+        artifacts unless ``tracked.artifacts`` says otherwise."""
+        if not self.tracking_enabled:
+            return None
+        tracked.tags = {"assay.command": self.command, "assay.run_hash": self.run_hash, **tracked.tags}
+        if not tracked.artifacts:
+            tracked.artifacts = [self.dir]
+        experiment = getattr(self.tracking, "experiment", "assay") if self.tracking else "assay"
+        return log_tracked(
+            tracked,
+            tracking_uri=self.tracking_uri,
+            experiment=experiment,
+            artifact_root=self.workdir / "mlartifacts",
+        )
+
+    def finish(self, tracked: TrackedRun | None = None, **state: Any) -> str | None:
+        """Log to MLflow (if ``tracked``) and mark the run finished; returns the MLflow run id."""
+        run_id = self.log(tracked) if tracked is not None else None
+        self.update(status="finished", finished=now(), mlflow_run_id=run_id, **state)
+        return run_id

@@ -1,0 +1,110 @@
+"""The files of one run directory: resolved config, state, append-only records, metrics.
+
+Records (judgments, generation units) are appended one JSON line at a time, flushed and
+fsynced, so a killed run keeps every finished record; a torn last line is dropped on the next
+read and its work done again.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from assay.errors import DataError, RunError
+from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
+from assay.types import Judgment
+
+T = TypeVar("T", bound=BaseModel)
+JUDGMENTS = "judgments.jsonl"
+STATE = "run.json"
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class RunStore:
+    """Files of one run. Created only after the config and data have been validated."""
+
+    def __init__(self, path: Path, run_hash: str):
+        self.path = path
+        self.run_hash = run_hash
+        self._lock = threading.Lock()
+
+    # -- state ------------------------------------------------------------------------------
+    def open(self, resolved_config: dict[str, Any]) -> dict[str, Any]:
+        """Create or reopen the run; refuses a directory that belongs to another run."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        state = self.state()
+        if state and state.get("run_hash") != self.run_hash:
+            raise RunError(
+                f"{self.path}: belongs to another run (hash {state.get('run_hash')}); choose another output_dir"
+            )
+        if not state:
+            state = {"run_hash": self.run_hash, "status": "running", "created": now()}
+            self.write_json(STATE, state)
+            import yaml
+
+            self.write_text(
+                "config.yaml", yaml.safe_dump(resolved_config, sort_keys=False, allow_unicode=True)
+            )
+        return state
+
+    def state(self) -> dict[str, Any]:
+        p = self.path / STATE
+        return json.loads(p.read_text()) if p.exists() else {}
+
+    def update_state(self, **changes: Any) -> None:
+        state = self.state()
+        state.update(changes)
+        self.write_json(STATE, state)
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        """Write atomically (temp file + rename): a kill never leaves half a file."""
+        return write_json(self.path / name, obj)
+
+    def write_text(self, name: str, text: str) -> Path:
+        return write_atomic(self.path / name, text)
+
+    def read_json(self, name: str) -> Any:
+        p = self.path / name
+        return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+
+    # -- append-only records ------------------------------------------------------------------
+    def records(self, name: str, model: type[T]) -> list[T]:
+        """Records of an append-only JSONL file; a torn final line (the run was killed while
+        writing it) is discarded and removed from the file."""
+        p = self.path / name
+        lines, torn = jsonl_lines(p)
+        out: list[T] = []
+        for i, line in enumerate(lines):
+            try:
+                out.append(model.model_validate_json(line))
+            except ValueError:
+                if i == len(lines) - 1 and not torn:
+                    # a last line that is complete JSON-wise but not a record: also torn
+                    self.write_text(name, "".join(lines[:i]))
+                    break
+                raise DataError("malformed record", path=p, row=i + 1) from None
+        if torn:
+            self.write_text(name, "".join(lines))
+        return out
+
+    def append_record(self, name: str, record: BaseModel) -> None:
+        """Append one record as a JSON line, flushed and fsynced (thread-safe)."""
+        line = record.model_dump_json() + "\n"
+        with self._lock:
+            append_lines(self.path / name, line)
+
+    # -- judgments --------------------------------------------------------------------------
+    def judgments(self, name: str = JUDGMENTS) -> dict[str, Judgment]:
+        """Judgments by item id; a retried item's latest judgment wins."""
+        return {j.item_id: j for j in self.records(name, Judgment)}
+
+    def append(self, judgment: Judgment, name: str = JUDGMENTS) -> None:
+        self.append_record(name, judgment)

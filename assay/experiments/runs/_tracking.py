@@ -1,0 +1,123 @@
+"""MLflow logging for every runner: one flattener, one logger, parent and child runs.
+
+A local SQLite store is created (and migrated) under an inter-process lock, so two runs started
+together in a fresh folder cannot leave it half-made.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.experiments.runs._lock import file_lock
+
+
+def default_tracking_uri(workdir: Path) -> str:
+    return f"sqlite:///{(workdir / 'mlflow.db').resolve()}"
+
+
+def _is_metric_value(value: Any) -> bool:
+    return isinstance(value, dict) and "value" in value and "ci_low" in value
+
+
+def flatten_metrics(value: Any, prefix: str = "") -> dict[str, float]:
+    """Every number in a nested result, as MLflow metrics.
+
+    A metric with an interval (``{value, ci_low, ci_high, ...}``) gives ``name``,
+    ``name_ci_low`` and ``name_ci_high``; nested mappings join their keys with ``.`` (after a
+    ``prefix`` ending in ``_`` or ``.``, directly); nan, booleans, text and lists are left out.
+    """
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json")
+    out: dict[str, float] = {}
+
+    def join(name: str, key: str) -> str:
+        return f"{name}{key}" if not name or name.endswith(("_", ".")) else f"{name}.{key}"
+
+    def put(name: str, v: Any) -> None:
+        if hasattr(v, "model_dump"):
+            v = v.model_dump(mode="json")
+        if _is_metric_value(v):
+            for key, suffix in (("value", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")):
+                x = v.get(key)
+                if isinstance(x, int | float) and not isinstance(x, bool) and x == x:
+                    out[f"{name}{suffix}"] = float(x)
+        elif isinstance(v, dict):
+            for k, sub in v.items():
+                put(join(name, str(k)), sub)
+        elif isinstance(v, int | float) and not isinstance(v, bool) and v == v and name:
+            out[name] = float(v)
+
+    put(prefix, value)
+    return out
+
+
+@dataclass
+class TrackedRun:
+    """What one MLflow run records; ``children`` become nested runs of it."""
+
+    name: str
+    params: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)
+    artifacts: list[Path | tuple[Path, str]] = field(default_factory=list)  # (file, artifact dir)
+    children: list[TrackedRun] = field(default_factory=list)
+
+
+def mlflow_key(name: str) -> str:
+    """MLflow keys allow alphanumerics, ``_ - . space /`` only."""
+    return re.sub(r"[^A-Za-z0-9_\-. /]", "_", name)[:250]
+
+
+def _store_lock(uri: str) -> Path | None:
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///") :])
+        return db.with_name(db.name + ".lock")
+    return None
+
+
+def log_tracked(
+    run: TrackedRun, *, tracking_uri: str, experiment: str, artifact_root: Path
+) -> str:
+    """Log ``run`` (and its children) to MLflow; returns the top run's id."""
+    import contextlib
+
+    import mlflow
+
+    lock = _store_lock(tracking_uri)
+    guard = file_lock(lock) if lock is not None else contextlib.nullcontext()
+    with guard:
+        mlflow.set_tracking_uri(tracking_uri)
+        client = mlflow.MlflowClient()
+        exp = client.get_experiment_by_name(experiment)
+        if exp is None:
+            location = (
+                artifact_root.resolve().as_uri() if tracking_uri.startswith("sqlite:") else None
+            )
+            exp_id = client.create_experiment(experiment, artifact_location=location)
+        else:
+            exp_id = exp.experiment_id
+        return _log(run, exp_id, nested=False)
+
+
+def _log(run: TrackedRun, exp_id: str, *, nested: bool) -> str:
+    import mlflow
+
+    with mlflow.start_run(
+        experiment_id=exp_id, run_name=run.name, tags=run.tags, nested=nested
+    ) as active:
+        if run.params:
+            mlflow.log_params({mlflow_key(k): str(v)[:6000] for k, v in run.params.items()})
+        if run.metrics:
+            mlflow.log_metrics({mlflow_key(k): v for k, v in run.metrics.items()})
+        for art in run.artifacts:
+            path, where = art if isinstance(art, tuple) else (art, None)
+            if path.is_dir():
+                mlflow.log_artifacts(str(path), artifact_path=where)
+            elif path.exists():
+                mlflow.log_artifact(str(path), artifact_path=where)
+        for child in run.children:
+            _log(child, exp_id, nested=True)
+        return active.info.run_id
