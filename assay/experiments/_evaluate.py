@@ -21,7 +21,7 @@ from assay.experiments._report import render_report
 from assay.experiments._runner import JudgeTask, ProgramsByAttempt, run_tasks, to_judge
 from assay.experiments._scoring import summarize_run
 from assay.experiments.runs import Run, TrackedRun, flatten_metrics
-from assay.programs import LMFactory, build_judge, judge_lm_factory
+from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
 from assay.types import Item, Judgment, stable_hash
 
 
@@ -39,19 +39,6 @@ class EvaluateResult:
 
 def data_fingerprint(items: list[Item]) -> str:
     return stable_hash([it.model_dump(mode="json") for it in items])
-
-
-def save_program(program: dspy.Module, path: Path) -> None:
-    """Save the judge program's DSPy state (instructions, demos) without its LM objects."""
-    predictors = program.predictors()
-    lms = [p.lm for p in predictors]
-    try:
-        for p in predictors:
-            p.lm = None
-        program.save(str(path))
-    finally:
-        for p, lm in zip(predictors, lms, strict=True):
-            p.lm = lm
 
 
 def evaluate(

@@ -12,7 +12,9 @@ from assay.programs._judge import (
     task_inputs,
 )
 from assay.programs._panel import aggregate_scores
-from assay.programs._state import load_program_state
+from assay.programs._perturb import Perturber, ProbeValidator
+from assay.programs._state import load_program_state, save_program
+from assay.programs._synthetic import ScoreGenerator, ScoreValidator
 from assay.programs.kinds import (
     EMULATOR_QUALITY,
     TOOLEMU_HELPFULNESS,
@@ -33,6 +35,10 @@ __all__ = [
     "LMFactory",
     "JudgeConfig",
     "Panel",
+    "Perturber",
+    "ProbeValidator",
+    "ScoreGenerator",
+    "ScoreValidator",
     "aggregate_scores",
     "build_judge",
     "expected_score",
@@ -42,6 +48,7 @@ __all__ = [
     "known_kinds",
     "load_program_state",
     "read_text_field",
+    "save_program",
     "judge_lm_factory",
     "task_inputs",
     "unscored_reason",

@@ -122,3 +122,16 @@ def load_program_state(
         if p.lm is None:
             p.lm = lm
     return path
+
+
+def save_program(program: dspy.Module, path: Path | str) -> None:
+    """Save a program's DSPy state (instructions, demos) as JSON, without its LM objects."""
+    predictors = program.predictors()
+    lms = [p.lm for p in predictors]
+    try:
+        for p in predictors:
+            p.lm = None
+        program.save(str(path))
+    finally:
+        for p, lm in zip(predictors, lms, strict=True):
+            p.lm = lm

@@ -29,11 +29,10 @@ import dspy
 from pydantic import BaseModel, Field
 
 from assay.data import load_toolemu_trajectories
-from assay.experiments._evaluate import save_program
 from assay.experiments._runner import JudgeTask, ProgramsByAttempt, run_tasks, to_judge
 from assay.experiments.runs import Run, RunStore, TrackedRun, now, run_pool
 from assay.lm import ModelSpec, make_lm
-from assay.programs import JudgeConfig, build_judge, judge_lm_factory
+from assay.programs import JudgeConfig, build_judge, judge_lm_factory, save_program
 from assay.toolemu._agent import AgentRun, StepRecord, ToolAgent
 from assay.toolemu._config import EvaluatorConfig, ToolEmuRunConfig
 from assay.toolemu._emulator import Emulator, Sandbox

@@ -58,9 +58,7 @@ def compare(
         "tracking_uri": tracking_uri,
         "metric": metric,
         "forced": force,
-        "group": dict(zip(("kind", "data", "scale", "probes"), key, strict=True))
-        if key
-        else None,
+        "group": dict(zip(("kind", "data", "scale", "probes"), key, strict=True)) if key else None,
         "leaderboard": rows,
         "differences": differences(compared, [r["run_id"] for r in rows]),
         "left_out": left_out,

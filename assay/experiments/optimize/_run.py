@@ -37,7 +37,7 @@ from typing import Any
 
 import dspy
 
-from assay.experiments._evaluate import data_fingerprint, save_program
+from assay.experiments._evaluate import data_fingerprint
 from assay.experiments._items import load_items
 from assay.experiments.optimize._config import USES_VALSET, OptimizeConfig
 from assay.experiments.optimize._measure import measure
@@ -50,7 +50,14 @@ from assay.experiments.optimize._optimizers import (
 from assay.experiments.optimize._splits import SPLITS, check_splittable, label_counts, split_three
 from assay.experiments.runs import Run, RunStore, TrackedRun, flatten_metrics, now
 from assay.lm import make_adapter
-from assay.programs import JudgeConfig, LMFactory, build_judge, judge_lm_factory, load_program_state
+from assay.programs import (
+    JudgeConfig,
+    LMFactory,
+    build_judge,
+    judge_lm_factory,
+    load_program_state,
+    save_program,
+)
 from assay.types import Item, Usage, stable_hash
 
 

@@ -6,6 +6,7 @@ from assay.experiments.reliability._harness import HarnessResult, run_harness
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Review, Validation
 from assay.experiments.reliability._registry import (
     GenerationContext,
+    ProgramSettings,
     ReliabilityTest,
     TestSettings,
     Unit,
@@ -32,6 +33,7 @@ __all__ = [
     "HarnessConfig",
     "HarnessResult",
     "Probe",
+    "ProgramSettings",
     "ReliabilityTest",
     "Review",
     "ReviewConfig",

@@ -34,7 +34,13 @@ from assay.experiments.reliability._registry import (
 from assay.experiments.reliability._scoring import score_test
 from assay.experiments.runs import Run, RunStore, now, run_pool
 from assay.lm import ModelSpec, make_lm
-from assay.programs import JudgeConfig, build_judge, judge_lm_factory
+from assay.programs import (
+    JudgeConfig,
+    build_judge,
+    judge_lm_factory,
+    load_program_state,
+    save_program,
+)
 from assay.types import Item, Judgment, Usage, stable_hash
 
 
@@ -111,6 +117,7 @@ def run_harness(
 ) -> HarnessResult:
     started = time.monotonic()
     pool, seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests)
+    _load_programs(instances, config_dir, tracking_uri or config.tracking.uri)
     # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
     from assay.experiments.reliability._report import preload_plotting
 
@@ -141,6 +148,7 @@ def run_harness(
         records = _generate(
             config, instances, pool, seeds, store, gen_lm, val_lm, progress, deadline
         )
+        _save_programs(instances, store.path / "programs")
         wanted = {t.name for t in instances}
         probes = [p for r in records if r.test in wanted for p in r.probes]
         dropped = [d for r in records if r.test in wanted for d in r.dropped]
@@ -187,6 +195,25 @@ def run_harness(
 
         run_id = run.finish(harness_tracked(store.path, config, judge_cfgs, metrics))
         return HarnessResult(store.path, metrics, metrics["lm_calls"], run_id)
+
+
+def _load_programs(
+    instances: list[ReliabilityTest], base: Path | None, tracking_uri: str | None
+) -> None:
+    """Load each test's generator / validator state named in its settings (before any work)."""
+    for test in instances:
+        for role, program in test.programs().items():
+            ref = getattr(test.settings, f"{role}_state", None)
+            if ref:
+                load_program_state(program, ref, tracking_uri=tracking_uri, base=base)
+
+
+def _save_programs(instances: list[ReliabilityTest], folder: Path) -> None:
+    """Every test's programs as DSPy JSON state: ``programs/<test>.<role>.json``."""
+    for test in instances:
+        for role, program in test.programs().items():
+            folder.mkdir(parents=True, exist_ok=True)
+            save_program(program, folder / f"{test.name}.{role}.json")
 
 
 def _generate(

@@ -31,6 +31,15 @@ class TestSettings(BaseModel):
     __test__ = False  # not a pytest class
 
 
+class ProgramSettings(TestSettings):
+    """Settings of a test whose probes an LLM writes and checks: where to load the state of its
+    generator and validator programs from (a DSPy JSON file or an MLflow URI, e.g. an optimized
+    perturber saved by an earlier run); by default the programs as declared."""
+
+    generator_state: str | None = None
+    validator_state: str | None = None
+
+
 @dataclass
 class Unit:
     """One independent piece of generation work (usually one seed item)."""
@@ -62,24 +71,24 @@ class GenerationContext:
     def call(
         self,
         role: str,
-        signature: type[dspy.Signature],
+        program: dspy.Module,
         *,
         stage: str,
         temperature: float | None = None,
         rollout: int | None = None,
         **inputs: Any,
     ) -> tuple[dspy.Prediction, Usage]:
-        """Run ``signature`` with the ``role``'s LM; count its usage under ``stage`` (also
-        when the call fails) and return the prediction with the usage of this call."""
+        """Run ``program`` (a test's generator or validator) on the ``role``'s LM; count its
+        usage under ``stage`` (also when the call fails) and return the prediction with the
+        usage of this call."""
         from assay.lm import make_adapter, usage_of_tracker
 
-        program = dspy.Predict(signature)
-        program.lm = self.lm(role, temperature=temperature, rollout=rollout)
+        lm = self.lm(role, temperature=temperature, rollout=rollout)
         usage = Usage()
         try:
             with (
                 dspy.track_usage() as tracker,
-                dspy.context(adapter=make_adapter(self.adapters.get(role, "json"))),
+                dspy.context(lm=lm, adapter=make_adapter(self.adapters.get(role, "json"))),
             ):
                 pred = program(**inputs)
         finally:
@@ -134,6 +143,11 @@ class ReliabilityTest(ABC):
             raise ConfigError(
                 f"test '{self.name}' needs reference labels; {missing} seed items have none"
             )
+
+    def programs(self) -> dict[str, dspy.Module]:
+        """The test's DSPy programs by role (``generator``, ``validator``): their state is
+        loaded from the settings' ``*_state`` and saved with the run. None by default."""
+        return {}
 
     def units(self, items: list[Item]) -> list[Unit]:
         """Independent pieces of work; by default one per seed item."""

@@ -6,21 +6,23 @@ from __future__ import annotations
 from typing import ClassVar
 
 import dspy
+from pydantic import Field
 
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Validation
 from assay.experiments.reliability._registry import (
     GenerationContext,
+    ProgramSettings,
     ReliabilityTest,
     TestSettings,
     Unit,
 )
-from assay.programs import unscored_reason
+from assay.programs import Perturber, ProbeValidator, unscored_reason
 from assay.signatures import CheckEquivalence
 from assay.types import Item, Usage
 
 
-class RewriteSettings(TestSettings):
-    variants: int = 1
+class RewriteSettings(ProgramSettings):
+    variants: int = Field(default=1, ge=1)
     validate_probes: bool = True
 
 
@@ -37,12 +39,12 @@ class Failed(Exception):
 
 
 def guarded_call(
-    ctx: GenerationContext, role: str, signature, *, stage: str, **kw
+    ctx: GenerationContext, role: str, program: dspy.Module, *, stage: str, **kw
 ) -> tuple[dspy.Prediction, Usage]:
     """``ctx.call`` with LM and parse failures turned into :class:`Failed` (bugs propagate)."""
     before = ctx.usage.get(stage, Usage())
     try:
-        return ctx.call(role, signature, stage=stage, **kw)
+        return ctx.call(role, program, stage=stage, **kw)
     except Exception as exc:
         if unscored_reason(exc) is None:
             raise
@@ -57,12 +59,25 @@ def guarded_call(
 
 
 class RewriteTest(ReliabilityTest):
-    """A probe = an LLM rewrite of the source response that must not change its verdict."""
+    """A probe = an LLM rewrite of the source response that must not change its verdict.
+
+    Its programs: a :class:`Perturber` over ``rewriter`` and a :class:`ProbeValidator` over
+    ``checker`` (whose boolean output ``verdict_field`` confirms the probe)."""
 
     scoring = "invariance"
     Settings = RewriteSettings
     rewriter: ClassVar[type[dspy.Signature]]
+    checker: ClassVar[type[dspy.Signature]] = CheckEquivalence
+    verdict_field: ClassVar[str] = "equivalent"
     change: ClassVar[str]
+
+    def __init__(self, settings: TestSettings | None = None):
+        super().__init__(settings)
+        self.generator = Perturber(self.rewriter)
+        self.validator = ProbeValidator(self.checker, self.verdict_field)
+
+    def programs(self) -> dict[str, dspy.Module]:
+        return {"generator": self.generator, "validator": self.validator}
 
     def target(self, src: Item, ctx: GenerationContext) -> int | None:
         return src.expected
@@ -76,14 +91,14 @@ class RewriteTest(ReliabilityTest):
         pred, usage = guarded_call(
             ctx,
             "validator",
-            CheckEquivalence,
+            self.validator,
             stage="validate",
             request=src.request,
             original=src.response,
             rewritten=text,
             change=self.change,
         )
-        return bool(pred.equivalent), pred.get("reason"), usage
+        return pred.ok, pred.reason, usage
 
     def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
         src = unit.sources[0]
@@ -104,7 +119,7 @@ class RewriteTest(ReliabilityTest):
                 pred, gen_usage = guarded_call(
                     ctx,
                     "generator",
-                    self.rewriter,
+                    self.generator,
                     stage="generate",
                     rollout=i,
                     **self.rewrite_inputs(src, ctx),
@@ -114,7 +129,7 @@ class RewriteTest(ReliabilityTest):
                     Dropped(**dropped, reason="generation_failed", detail=str(f), usage=f.usage)
                 )
                 continue
-            text = (pred.get("rewritten") or "").strip()
+            text = pred.rewritten
             if not text or collapse(text) == collapse(src.response):
                 out.append(
                     Dropped(
@@ -164,7 +179,7 @@ class RewriteTest(ReliabilityTest):
                     generation=Generation(
                         model=ctx.model_of("generator"),
                         temperature=ctx.temperatures.get("generator"),
-                        prompt=self.rewriter.instructions,
+                        prompt=self.generator.instruction,
                         attempt=i + 1,
                         usage=gen_usage,
                     ),

@@ -63,7 +63,8 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, metrics: dict[str, Any]) 
             "usage.",
         ),
     }
-    artifacts: list[Path | tuple[Path, str]] = [
+    artifacts: list[Path | tuple[Path, str]] = [(run_dir / "programs", "programs")]
+    artifacts += [
         run_dir / f
         for f in (
             "report.md",

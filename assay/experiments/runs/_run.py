@@ -121,7 +121,11 @@ class Run:
         artifacts unless ``tracked.artifacts`` says otherwise."""
         if not self.tracking_enabled:
             return None
-        tracked.tags = {"assay.command": self.command, "assay.run_hash": self.run_hash, **tracked.tags}
+        tracked.tags = {
+            "assay.command": self.command,
+            "assay.run_hash": self.run_hash,
+            **tracked.tags,
+        }
         if not tracked.artifacts:
             tracked.artifacts = [self.dir]
         experiment = getattr(self.tracking, "experiment", "assay") if self.tracking else "assay"

@@ -78,9 +78,7 @@ def _store_lock(uri: str) -> Path | None:
     return None
 
 
-def log_tracked(
-    run: TrackedRun, *, tracking_uri: str, experiment: str, artifact_root: Path
-) -> str:
+def log_tracked(run: TrackedRun, *, tracking_uri: str, experiment: str, artifact_root: Path) -> str:
     """Log ``run`` (and its children) to MLflow; returns the top run's id."""
     import contextlib
 

@@ -322,3 +322,31 @@ def test_mlflow_parent_run_and_a_child_run_per_judge(tmp_path, engines):
     assert clean.data.params["judge.model"] == "scripted:assay-selftest-clean"
     artifacts = {a.path for a in client.list_artifacts(res.mlflow_run_id)}
     assert {"report.md", "heatmap.png", "cost_accuracy.png", "probes.jsonl"} <= artifacts
+
+
+def test_perturber_programs_are_saved_and_a_saved_state_is_what_generates(tmp_path, engines):
+    """The generator and validator of a rewrite test are DSPy programs: their state is saved with
+    the run, and a config can point a test at a saved (e.g. optimized) state."""
+    cfg = config(tmp_path, {"paraphrase": {}})
+    res = run_harness(cfg, workdir=tmp_path, progress=False)
+    saved = res.run_dir / "programs" / "paraphrase.generator.json"
+    assert saved.is_file() and (res.run_dir / "programs" / "paraphrase.validator.json").is_file()
+    state = json.loads(saved.read_text())
+    assert "Reword the response" in json.dumps(state)
+
+    # a hand-edited state: another instruction reaches the generator's prompt
+    state["rewrite"]["signature"]["instructions"] = "Reword the response. MARKER-7731"
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(state))
+    engines["gen"].calls.clear()
+    cfg2 = config(tmp_path, {"paraphrase": {"generator_state": str(edited)}})
+    res2 = run_harness(cfg2, workdir=tmp_path, progress=False)
+    assert res2.run_dir != res.run_dir  # another generator, another probe set
+    assert engines["gen"].calls and all("MARKER-7731" in c.prompt for c in engines["gen"].calls)
+
+
+def test_a_missing_program_state_is_a_one_line_error_before_anything_runs(tmp_path, engines):
+    cfg = config(tmp_path, {"paraphrase": {"validator_state": str(tmp_path / "nope.json")}})
+    with pytest.raises(ConfigError, match="program_state .*nope.json: file not found"):
+        run_harness(cfg, workdir=tmp_path, progress=False)
+    assert engines["gen"].n_calls == 0 and not (tmp_path / "runs").exists()

@@ -32,6 +32,8 @@ def verdict_text(score: int, scale: Scale) -> str:
 class LabelFlipTest(RewriteTest):
     scoring = "flip"
     rewriter = FlipVerdict
+    checker = ConfirmVerdict
+    verdict_field = "confirmed"
     change = "flip the verdict"
 
     def target(self, src: Item, ctx: GenerationContext) -> int | None:
@@ -55,11 +57,11 @@ class LabelFlipTest(RewriteTest):
         pred, usage = guarded_call(
             ctx,
             "validator",
-            ConfirmVerdict,
+            self.validator,
             stage="validate",
             rubric=ctx.rubric,
             request=src.request,
             response=text,
             verdict=verdict_text(target, ctx.scale),
         )
-        return bool(pred.confirmed), pred.get("reason"), usage
+        return pred.ok, pred.reason, usage

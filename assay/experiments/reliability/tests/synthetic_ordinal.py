@@ -26,13 +26,13 @@ from assay.experiments.reliability._diversity import Embedder, make_embedder, ma
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Validation
 from assay.experiments.reliability._registry import (
     GenerationContext,
+    ProgramSettings,
     ReliabilityTest,
     TestSettings,
     Unit,
     reliability_test,
 )
-from assay.programs._failures import unscored_reason
-from assay.programs._synthetic import ScoreGenerator, ScoreValidator
+from assay.programs import ScoreGenerator, ScoreValidator, unscored_reason
 from assay.scale import Scale
 from assay.types import Item, Usage
 
@@ -42,7 +42,7 @@ NAME = "synthetic_ordinal"
 DEFAULT_RUBRIC = "Rate the overall quality of the response to the request."
 
 
-class SyntheticOrdinalSettings(TestSettings):
+class SyntheticOrdinalSettings(ProgramSettings):
     per_bucket: int = Field(default=2, ge=1)
     initial_temperature: float = Field(default=0.3, ge=0)
     temperature_step: float = Field(default=0.2, ge=0)
@@ -81,6 +81,14 @@ class SyntheticOrdinal(ReliabilityTest):
     def __init__(self, settings: TestSettings | None = None):
         super().__init__(settings)
         self._scale: Scale | None = None
+        self.generator = ScoreGenerator()
+        self.validator: ScoreValidator | None = None
+
+    def programs(self) -> dict[str, dspy.Module]:
+        out: dict[str, dspy.Module] = {"generator": self.generator}
+        if self.validator is not None:
+            out["validator"] = self.validator
+        return out
 
     # -- set-up -----------------------------------------------------------------------------
     def check(self, items: list[Item], scale: Scale) -> None:
@@ -97,6 +105,8 @@ class SyntheticOrdinal(ReliabilityTest):
                 f"{scale.describe()} scale, to draw requests and few-shot examples from; "
                 f"got {len(items)}"
             )
+        if self._scale != scale or self.validator is None:
+            self.validator = ScoreValidator(scale)
         self._scale = scale
 
     def units(self, items: list[Item]) -> list[Unit]:
@@ -180,8 +190,8 @@ class _Run:
         self.rubric = ctx_rubric or next(
             (str(it.meta["rubric"]) for it in self.seeds if it.meta.get("rubric")), DEFAULT_RUBRIC
         )
-        self.generator = ScoreGenerator()
-        self.validator = ScoreValidator(scale)
+        self.generator = self.test.generator
+        self.validator = self.test.validator
 
     def attempt(self, score: int, attempt: int, temperature: float, k: int) -> Probe | Dropped:
         """One candidate for bucket ``score``: generate, filter duplicates, validate."""
@@ -318,7 +328,7 @@ def _with_legend(rubric: str, scale: Scale) -> str:
 
 def _adapter(ctx: GenerationContext, role: str) -> dspy.Adapter:
     """The role's configured adapter (JSON unless set), as :meth:`GenerationContext.call` uses."""
-    from assay.experiments._runner import make_adapter
+    from assay.lm import make_adapter
 
     return make_adapter(ctx.adapters.get(role, "json"))
 
