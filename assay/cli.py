@@ -199,6 +199,13 @@ def cmd_review(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_review_serve(args: argparse.Namespace) -> int:
+    from assay.web import serve
+
+    serve(Path(args.run), host=args.host, port=args.port, allow_remote=args.allow_remote)
+    return 0
+
+
 def cmd_selftest(args: argparse.Namespace) -> int:
     from assay.experiments.reliability._selftest import run_selftest
 
@@ -331,6 +338,12 @@ def build_parser() -> argparse.ArgumentParser:
     rim.add_argument("file", help="the edited review file")
     rim.add_argument("--reviewer", help="reviewer name for entries that have none")
     r.set_defaults(func=cmd_review)
+    rsv = rsub.add_parser("serve", help="review the probes in a browser (assay.web)")
+    rsv.add_argument("run", help="the harness run directory")
+    rsv.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    rsv.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    rsv.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+    rsv.set_defaults(func=cmd_review_serve)
 
     c = sub.add_parser(
         "calibrate", help="fit a probability threshold for a binary judge on a labelled split"
