@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError, RunError
+from assay.web import write_html_report
 
 JUDGE_COMMANDS = ("evaluate", "harness")
 DEFAULT_EXPERIMENT = "assay"
@@ -90,6 +91,7 @@ def compare(
             run_id = _start_comparison_run(client, compared, rows, metric, key, force)
             result["comparison_run_id"] = run_id
         (folder / "comparison.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+        files["report"] = write_html_report(folder)
         if run_id is not None:
             _finish_comparison_run(client, run_id, [*files.values(), folder / "comparison.json"])
     return result

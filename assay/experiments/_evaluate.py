@@ -25,6 +25,7 @@ from assay.experiments._tracking import default_tracking_uri, flat_metrics, log_
 from assay.lm import lm_from_spec
 from assay.programs import JudgeConfig, build_judge
 from assay.types import Item, Judgment, stable_hash
+from assay.web import write_html_report
 
 
 @dataclass
@@ -141,6 +142,7 @@ def evaluate(
         "report.md",
         render_report(config.name, config.model_dump(mode="json"), summary, b.confidence),
     )
+    write_html_report(run_dir, items=items)
     save_program(program, run_dir / "program.json")
 
     run_id = None

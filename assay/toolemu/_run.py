@@ -46,6 +46,7 @@ from assay.toolemu._render import evaluator_tool_descriptions
 from assay.toolemu._report import render_report
 from assay.toolemu._trajectory import toolemu_jsonl, toolemu_record
 from assay.types import Item, Judgment, Usage, flatten, stable_hash
+from assay.web import write_html_report
 
 UNITS = "units.jsonl"
 TRAJECTORIES = "trajectories.jsonl"
@@ -325,6 +326,7 @@ def run_toolemu(
     metrics = _summarize(config, cases, done, items, judges, existing, crashed)
     store.write_json("metrics.json", metrics)
     store.write_text("report.md", render_report(config, metrics))
+    write_html_report(store.path)
     save_program(agent, store.path / "agent_program.json")
     run_id = None
     if config.tracking.enabled:

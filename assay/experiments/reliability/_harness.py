@@ -35,6 +35,7 @@ from assay.experiments.reliability._scoring import score_test
 from assay.lm import lm_from_spec
 from assay.programs import JudgeConfig, build_judge
 from assay.types import Item, Judgment, Usage, stable_hash
+from assay.web import write_html_report
 
 
 class UnitRecord(BaseModel):
@@ -167,6 +168,7 @@ def run_harness(
 
     plotting.join()
     write_report(store.path, config, metrics)
+    write_html_report(store.path)
     run_id = None
     if config.tracking.enabled:
         from assay.experiments.reliability._tracking import log_harness

@@ -90,6 +90,7 @@ def log_harness(
         mlflow.log_metrics({_key(k): v for k, v in parent_metrics.items()})
         for f in (
             "report.md",
+            "report.html",
             "metrics.json",
             "probes.jsonl",
             "heatmap.png",
