@@ -9,6 +9,7 @@ the only script is ``static/review.js``, served by the app.
 from __future__ import annotations
 
 import re
+from html import unescape
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -189,7 +190,7 @@ def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys
         html = path.read_text(encoding="utf-8")
         # The report's own policy (inline style and script allowed by hash only) replaces ours.
         m = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
-        csp = m.group(1) if m else "default-src 'none'; img-src data:"
+        csp = unescape(m.group(1)) if m else "default-src 'none'; img-src data:"
         return HTMLResponse(html, headers={**HEADERS, "Content-Security-Policy": csp})
 
     def static(request: Request) -> Response:

@@ -136,3 +136,40 @@ def harness_run(tmp_path_factory) -> Path:
 def server(harness_run: Path) -> Iterator[Server]:
     with Server(harness_run) as s:
         yield s
+
+
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Debian chromium for the session (never a downloaded browser build)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not found: install it with `apt-get install -y chromium`")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright not installed: pip install playwright"
+    )
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    """Where screenshots go: ``$ASSAY_SCREENSHOTS`` (e.g. docs/img, to refresh the README's
+    pictures) or the test's temporary folder."""
+    import os
+
+    folder = Path(os.environ.get("ASSAY_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

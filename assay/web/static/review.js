@@ -12,7 +12,7 @@
   let locked = false;
 
   reviewer.value = localStorage.getItem("assay-reviewer") || "";
-  reviewer.addEventListener("change", () => localStorage.setItem("assay-reviewer", reviewer.value.trim()));
+  reviewer.addEventListener("input", () => localStorage.setItem("assay-reviewer", reviewer.value.trim()));
 
   function say(text, kind) {
     message.textContent = text;
@@ -189,4 +189,5 @@
       default: return;
     }
   });
+  document.body.dataset.ready = "1"; // shortcuts are live (tests wait for this)
 })();
