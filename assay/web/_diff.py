@@ -73,8 +73,7 @@ def diff_texts(source: str, probe: str) -> tuple[list[Segment], list[Segment]]:
         a, b = (source or "").splitlines(keepends=True), (probe or "").splitlines(keepends=True)
     left: list[Segment] = []
     right: list[Segment] = []
-    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+    for op, i1, i2, j1, j2 in _opcodes(a, b):
         if op == "equal":
             text = "".join(a[i1:i2])
             left.append(Segment("same", text))
@@ -85,6 +84,22 @@ def diff_texts(source: str, probe: str) -> tuple[list[Segment], list[Segment]]:
         if j2 > j1:
             right.append(_segment("ins", "".join(b[j1:j2])))
     return _merge(left), _merge(right)
+
+
+def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes, with a lone run of whitespace kept between two changes folded into
+    them, so a rewritten sentence reads as one change, not as every word struck separately."""
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    out: list[list] = []
+    for k, (op, i1, i2, j1, j2) in enumerate(ops):
+        between = 0 < k < len(ops) - 1 and ops[k - 1][0] != "equal" and ops[k + 1][0] != "equal"
+        if op == "equal" and between and not "".join(a[i1:i2]).strip():
+            op = "replace"
+        if out and op != "equal" and out[-1][0] != "equal":
+            out[-1] = ["replace", out[-1][1], i2, out[-1][3], j2]
+        else:
+            out.append([op, i1, i2, j1, j2])
+    return [tuple(o) for o in out]
 
 
 def message_text(message: Message) -> str:

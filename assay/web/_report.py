@@ -25,7 +25,6 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from assay.errors import RunError
-from assay.experiments._report import _fmt, fmt_ci
 from assay.types import Item, Judgment
 from assay.web._diff import Segment, diff_texts
 
@@ -77,6 +76,19 @@ class Report:
 
 
 # -- helpers -----------------------------------------------------------------------------------
+def _fmt(v: Any, digits: int = 3) -> str:
+    # imported here: the runners import this module while assay.experiments is loading
+    from assay.experiments._report import _fmt
+
+    return _fmt(v, digits)
+
+
+def fmt_ci(m: dict[str, Any] | None, digits: int = 3) -> str:
+    from assay.experiments._report import fmt_ci
+
+    return fmt_ci(m, digits)
+
+
 def _load_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))

@@ -88,6 +88,20 @@ def test_hostile_text_renders_as_text_and_runs_nothing(page, server, harness_run
     assert page.dialogs == [] and page.errors == []
 
 
+def test_a_probe_a_judge_gets_wrong_is_found_by_the_filter(page, server, shots):
+    page.goto(f"{server.base}/?flag=disagrees&test=verbosity_long")
+    rows = page.locator("table.queue tbody tr")
+    assert rows.count() >= 1 and "≠ target" in rows.first.inner_text()
+    with page.expect_navigation():
+        page.keyboard.press("j")  # the first probe of the filtered queue
+    page.wait_for_selector("body[data-ready]")
+    assert "verbosity_long" in page.get_attribute("#decide", "data-probe")
+    assert "disagrees" in page.text_content(".verdicts")
+    assert page.locator("#probe-text ins").count() >= 1  # the expansion is highlighted
+    page.fill("#reviewer", "ana")
+    page.screenshot(path=str(shots / "review.png"))
+
+
 def test_requests_without_token_or_csrf_are_refused_and_change_nothing(
     browser, page, server, harness_run
 ):
@@ -169,8 +183,7 @@ def test_report_opens_offline_with_no_external_request(browser, harness_run, ser
     tests = page.eval_on_selector_all("details.row", "ds => ds.map(d => d.dataset.k1)")
     assert tests == sorted(tests, reverse=True) and tests[0] == "verbosity_long"
     page.click("button.sort[data-col='0']")
-    row = page.locator("details.row").first
-    row.locator("summary").click()
+    page.evaluate("() => window.scrollTo(0, 0)")
     page.screenshot(path=str(shots / "report.html.png"))
     assert all(u.startswith(("file:", "data:")) for u in requests), requests
     assert errors == []

@@ -229,3 +229,13 @@ def test_remote_host_needs_allow_remote_and_warns(run, monkeypatch, capsys):
     out = capsys.readouterr()
     assert "warning: listening on 192.0.2.1" in out.err
     assert re.search(r"open: http://192\.0\.2\.1:\d+/\?token=[\w-]{20,}", out.out)
+
+
+def test_assay_web_imports_first_without_a_cycle():
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    for module in ("assay.web", "assay.web._app"):
+        done = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=root)
+        assert done.returncode == 0, module

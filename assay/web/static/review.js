@@ -133,8 +133,9 @@
   }
 
   function go(id) {
-    const link = document.getElementById(id);
-    if (link) location.assign(link.getAttribute("href"));
+    // on a probe page: the next / previous probe; on the queue: its first probe
+    const link = document.getElementById(id) || (id === "next" && document.querySelector("tr[data-href]"));
+    if (link) location.assign(link.getAttribute(link.dataset.href ? "data-href" : "href"));
   }
 
   if (form) {
