@@ -1,4 +1,5 @@
-"""``assay review export|import RUN``: review generated probes without a browser."""
+"""``assay review export|import|serve RUN``: review generated probes, in a YAML file or in a
+browser."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     rim.add_argument("file", help="the edited review file")
     rim.add_argument("--reviewer", help="reviewer name for entries that have none")
     r.set_defaults(func=run)
+    rsv = rsub.add_parser("serve", help="review the probes in a browser")
+    rsv.add_argument("run", help="the harness run directory")
+    rsv.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    rsv.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    rsv.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+    rsv.set_defaults(func=serve)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,4 +43,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         counts = import_review(run_dir, Path(args.file), scale, reviewer=args.reviewer)
         print("imported: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return 0
+
+
+def serve(args: argparse.Namespace) -> int:
+    from assay.web import serve as serve_app
+
+    serve_app(Path(args.run), host=args.host, port=args.port, allow_remote=args.allow_remote)
     return 0

@@ -20,7 +20,7 @@ from assay.experiments._items import load_items
 from assay.experiments._report import render_report
 from assay.experiments._runner import JudgeTask, ProgramsByAttempt, run_tasks, to_judge
 from assay.experiments._scoring import summarize_run
-from assay.experiments.runs import Run, TrackedRun, flatten_metrics
+from assay.experiments.runs import Run, TrackedRun, flatten_metrics, write_html
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
 from assay.types import Item, Judgment, stable_hash
 
@@ -112,6 +112,7 @@ def evaluate(
             render_report(config.name, config.model_dump(mode="json"), summary, b.confidence),
         )
         save_program(programs(1), run.dir / "program.json")
+        write_html(run.dir, items=items)
         run_id = run.finish(
             TrackedRun(
                 name=config.name,

@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from assay.data import load_toolemu_trajectories
 from assay.experiments._runner import JudgeTask, ProgramsByAttempt, run_tasks, to_judge
-from assay.experiments.runs import Run, RunStore, TrackedRun, now, run_pool
+from assay.experiments.runs import Run, RunStore, TrackedRun, now, run_pool, write_html
 from assay.lm import ModelSpec, make_lm
 from assay.programs import JudgeConfig, build_judge, judge_lm_factory, save_program
 from assay.toolemu._agent import AgentRun, StepRecord, ToolAgent
@@ -324,6 +324,7 @@ def run_toolemu(
         metrics = _summarize(config, cases, done, items, judges, existing, crashed)
         store.write_json("metrics.json", metrics)
         store.write_text("report.md", render_report(config, metrics))
+        write_html(store.path)
         save_program(agent, store.path / "agent_program.json")
         tracked = TrackedRun(
             name=config.name,

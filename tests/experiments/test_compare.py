@@ -240,7 +240,7 @@ def test_whole_experiment_compares_the_largest_group_and_logs_a_comparison_run(s
     ]
     assert run.info.status == "FINISHED"
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert artifacts == {"pareto.png", "comparison.json"}
+    assert artifacts == {"pareto.png", "comparison.json", "report.html"}
     # a later comparison of the experiment neither compares nor lists the comparison run
     again = compare([], tracking_uri=store["uri"], log=False)
     assert res["comparison_run_id"] not in {x["run_id"] for x in again["left_out"]}

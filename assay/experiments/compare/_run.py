@@ -20,6 +20,7 @@ from assay.experiments.compare._plots import write_plots
 from assay.experiments.compare._select import comparable, default_metric, select
 from assay.experiments.compare._store import open_store
 from assay.experiments.compare._tables import differences, leaderboard
+from assay.experiments.runs import write_html
 
 
 def compare(
@@ -78,6 +79,7 @@ def compare(
             run_id = _start_comparison_run(client, compared, rows, metric, key, force)
             result["comparison_run_id"] = run_id
         (folder / "comparison.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+        files["report"] = write_html(folder)
         if run_id is not None:
             _finish_comparison_run(client, run_id, [*files.values(), folder / "comparison.json"])
     return result

@@ -2,7 +2,7 @@
 them against the probe target and against their own verdict on the source (SPEC §4)."""
 
 from assay.experiments.reliability._config import HarnessConfig, ReviewConfig, SampleConfig
-from assay.experiments.reliability._harness import HarnessResult, run_harness
+from assay.experiments.reliability._harness import HarnessResult, judged_id, run_harness
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Review, Validation
 from assay.experiments.reliability._registry import (
     GenerationContext,
@@ -16,16 +16,41 @@ from assay.experiments.reliability._registry import (
 )
 from assay.experiments.reliability._report import ci, heatmap
 from assay.experiments.reliability._review import (
+    PROBES,
+    REVIEWS,
+    SEEDS,
+    STATUSES,
+    ReviewConflict,
     apply_reviews,
+    decision_history,
     export_review,
     import_review,
+    read_probes,
     read_reviews,
+    read_seeds,
+    record_decision,
+    record_decisions,
+    review_counts,
+    review_lock,
     run_scale,
 )
 from assay.experiments.reliability._selftest import run_selftest
 from assay.experiments.reliability._whitespace import FormatTest, variant_rng
 
 __all__ = [
+    "PROBES",
+    "REVIEWS",
+    "SEEDS",
+    "STATUSES",
+    "ReviewConflict",
+    "decision_history",
+    "read_probes",
+    "read_seeds",
+    "record_decision",
+    "record_decisions",
+    "review_counts",
+    "review_lock",
+    "judged_id",
     "Dropped",
     "FormatTest",
     "Generation",

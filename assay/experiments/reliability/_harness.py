@@ -32,7 +32,7 @@ from assay.experiments.reliability._registry import (
     get_test,
 )
 from assay.experiments.reliability._scoring import score_test
-from assay.experiments.runs import Run, RunStore, now, run_pool
+from assay.experiments.runs import Run, RunStore, now, run_pool, write_html
 from assay.lm import ModelSpec, make_lm
 from assay.programs import (
     JudgeConfig,
@@ -191,6 +191,7 @@ def run_harness(
 
         plotting.join()
         write_report(store.path, config, metrics)
+        write_html(store.path)
         from assay.experiments.reliability._tracking import harness_tracked
 
         run_id = run.finish(harness_tracked(store.path, config, judge_cfgs, metrics))

@@ -8,9 +8,11 @@ the original and :func:`apply_reviews` rebuilds the reviewed state from the two 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +26,16 @@ from assay.scale import Scale
 from assay.types import Item
 
 __all__ = [
+    "ReviewConflict",
     "apply_reviews",
+    "decision_history",
     "run_scale",
     "export_review",
     "import_review",
     "read_reviews",
+    "record_decision",
+    "record_decisions",
+    "review_lock",
     "review_counts",
 ]
 
@@ -71,7 +78,7 @@ _HEADER = """\
 
 
 # -- reading the run directory ----------------------------------------------------------------
-def _read_probes(run_dir: Path) -> list[Probe]:
+def read_probes(run_dir: Path) -> list[Probe]:
     path = run_dir / PROBES
     out: list[Probe] = []
     for _, lineno, record in iter_jsonl(path):
@@ -82,7 +89,7 @@ def _read_probes(run_dir: Path) -> list[Probe]:
     return out
 
 
-def _read_seeds(run_dir: Path) -> dict[str, Item]:
+def read_seeds(run_dir: Path) -> dict[str, Item]:
     path = run_dir / SEEDS
     out: dict[str, Item] = {}
     for _, lineno, record in iter_jsonl(path):
@@ -204,8 +211,8 @@ def export_review(run_dir: Path, out: Path, scale: Scale, *, include_reviewed: b
     has blank fields for the decision. Written atomically; returns how many probes it lists.
     """
     run_dir, out = Path(run_dir), Path(out)
-    probes = apply_reviews(_read_probes(run_dir), read_reviews(run_dir))
-    seeds = _read_seeds(run_dir)
+    probes = apply_reviews(read_probes(run_dir), read_reviews(run_dir))
+    seeds = read_seeds(run_dir)
     entries: list[dict[str, Any]] = []
     for row, probe in enumerate(probes, start=1):
         if probe.review.status != "pending" and not include_reviewed:
@@ -253,6 +260,131 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+# -- recording decisions (the one path for the YAML import and the browser) -------------------
+LOCK = "reviews.lock"
+
+
+class ReviewConflict(DataError):
+    """A decision made on a stale view: the probe got another decision since it was loaded."""
+
+    def __init__(self, probe_id: str, expected: int, latest: dict[str, Any] | None, count: int):
+        self.probe_id, self.expected, self.latest, self.count = probe_id, expected, latest, count
+        who = (latest or {}).get("reviewer") or "someone"
+        when = (latest or {}).get("timestamp") or "?"
+        super().__init__(
+            f"probe {probe_id!r} was changed by {who} at {when} ({latest and latest.get('status')})"
+            f" since it was loaded: reload it before deciding"
+        )
+
+
+@contextmanager
+def review_lock(run_dir: Path) -> Iterator[None]:
+    """Exclusive lock on the run's review log (``fcntl.flock`` on ``reviews.lock``): every
+    writer holds it from reading the history to the end of its append, so concurrent
+    reviewers (processes or threads) never lose or interleave a decision."""
+    with open(Path(run_dir) / LOCK, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def record_decisions(
+    run_dir: Path,
+    entries: Sequence[dict[str, Any]],
+    scale: Scale,
+    *,
+    reviewer: str | None = None,
+    source: Path | None = None,
+    versions: dict[str, int] | None = None,
+    probes: dict[str, Probe] | None = None,
+    check: Callable[..., None] | None = None,
+    allow_reset: bool = False,
+) -> list[dict[str, Any] | None]:
+    """Validate decisions and append them to ``reviews.jsonl`` in one write, under the lock.
+
+    Each entry is a mapping with ``probe_id``, ``decision`` (accept / edit / reject, or empty
+    to skip; ``reset`` back to pending with ``allow_reset``), ``edited_text``,
+    ``edited_target``, ``reviewer`` and ``note``. Every entry is checked before anything is
+    written — unknown probe id, a probe listed twice, an off-scale target, an edit that
+    changes nothing, a missing reviewer — and a bad one raises a DataError naming ``source``,
+    its entry number and the field. ``versions`` maps probe ids to the number of decisions
+    the caller saw for them: a different count raises :class:`ReviewConflict`. ``check(entry,
+    probe, history, scale, fail)`` adds caller-specific checks. Returns the appended records
+    (``None`` for skipped entries), in entry order.
+    """
+    run_dir = Path(run_dir)
+    if probes is None:
+        probes = {p.id: p for p in read_probes(run_dir)}
+    with review_lock(run_dir):
+        history = read_reviews(run_dir)
+        stamp = now()
+        out: list[dict[str, Any] | None] = []
+        seen: dict[str, int] = {}
+        for row, entry in enumerate(entries, start=1):
+
+            def fail(message: str, field: str | None = None, row: int = row) -> DataError:
+                return DataError(message, path=source, row=row if source else None, field=field)
+
+            probe_id = entry.get("probe_id")
+            if not isinstance(probe_id, str) or not probe_id:
+                raise fail("missing", "probe_id")
+            if probe_id not in probes:
+                raise fail(f"no probe {probe_id!r} in {run_dir / PROBES}", "probe_id")
+            if probe_id in seen:
+                raise fail(
+                    f"{probe_id!r} is listed twice (first at row {seen[probe_id]})", "probe_id"
+                )
+            seen[probe_id] = row
+            if versions is not None and probe_id in versions:
+                mine = [r for r in history if r["probe_id"] == probe_id]
+                if len(mine) != versions[probe_id]:
+                    raise ReviewConflict(
+                        probe_id, versions[probe_id], mine[-1] if mine else None, len(mine)
+                    )
+            probe = probes[probe_id]
+            if check is not None:
+                check(entry, probe, history, scale, fail)
+            record = _decide(entry, probe, scale, reviewer, fail, allow_reset=allow_reset)
+            out.append(None if record is None else {**record, "timestamp": stamp})
+        lines = [json.dumps(r, ensure_ascii=False) + "\n" for r in out if r is not None]
+        if lines:
+            _append(run_dir / REVIEWS, "".join(lines))
+    return out
+
+
+def record_decision(
+    run_dir: Path,
+    entry: dict[str, Any],
+    scale: Scale,
+    *,
+    version: int | None = None,
+    probes: dict[str, Probe] | None = None,
+    allow_reset: bool = False,
+) -> dict[str, Any]:
+    """Validate and append one decision (see :func:`record_decisions`); returns its record.
+
+    ``version`` is the number of decisions the caller saw for the probe (``None``: no check).
+    An empty decision is an error here: there is nothing to record.
+    """
+    pid = entry.get("probe_id")
+    versions = {pid: version} if version is not None and isinstance(pid, str) else None
+    decision = entry.get("decision")
+    if decision is None or not str(decision).strip():
+        raise DataError("no decision given (accept, edit or reject)", field="decision")
+    (record,) = record_decisions(
+        run_dir, [entry], scale, versions=versions, probes=probes, allow_reset=allow_reset
+    )
+    assert record is not None
+    return record
+
+
+def decision_history(run_dir: Path, probe_id: str) -> list[dict[str, Any]]:
+    """Every decision on one probe, oldest first (its length is the probe's version)."""
+    return [r for r in read_reviews(run_dir) if r["probe_id"] == probe_id]
+
+
 # -- import -----------------------------------------------------------------------------------
 def import_review(
     run_dir: Path, file: Path, scale: Scale, *, reviewer: str | None = None
@@ -267,52 +399,39 @@ def import_review(
     """
     run_dir, file = Path(run_dir), Path(file)
     entries = _load_review_file(file)
-    probes = {p.id: p for p in _read_probes(run_dir)}
-    history = read_reviews(run_dir)
-    stamp = now()
-
-    counts = {"accepted": 0, "edited": 0, "rejected": 0, "skipped": 0}
-    lines: list[str] = []
-    seen: dict[str, int] = {}
     for row, entry in enumerate(entries, start=1):
-
-        def fail(message: str, field: str | None = None, row: int = row) -> DataError:
-            return DataError(message, path=file, row=row, field=field)
-
         unknown = [k for k in entry if k not in _READ_ONLY + _TO_FILL]
         if unknown:
-            raise fail(f"unknown key (expected one of {', '.join(_TO_FILL)})", str(unknown[0]))
-        probe_id = entry.get("probe_id")
-        if not isinstance(probe_id, str) or not probe_id:
-            raise fail("missing", "probe_id")
-        if probe_id not in probes:
-            raise fail(f"no probe {probe_id!r} in {run_dir / PROBES}", "probe_id")
-        if probe_id in seen:
-            raise fail(f"{probe_id!r} is listed twice (first at row {seen[probe_id]})", "probe_id")
-        seen[probe_id] = row
-        probe = probes[probe_id]
-        _check_read_only(entry, probe, history, scale, fail)
-
-        record = _decide(entry, probe, scale, reviewer, fail)
-        if record is None:
-            counts["skipped"] += 1
-            continue
-        counts[record["status"]] += 1
-        lines.append(json.dumps({**record, "timestamp": stamp}, ensure_ascii=False) + "\n")
-
-    if lines:
-        _append(run_dir / REVIEWS, "".join(lines))
+            raise DataError(
+                f"unknown key (expected one of {', '.join(_TO_FILL)})",
+                path=file,
+                row=row,
+                field=str(unknown[0]),
+            )
+    records = record_decisions(
+        run_dir, entries, scale, reviewer=reviewer, source=file, check=_check_read_only
+    )
+    counts = {"accepted": 0, "edited": 0, "rejected": 0, "skipped": 0}
+    for record in records:
+        counts["skipped" if record is None else record["status"]] += 1
     return counts
 
 
 def _decide(
-    entry: dict[str, Any], probe: Probe, scale: Scale, reviewer: str | None, fail: _Fail
+    entry: dict[str, Any],
+    probe: Probe,
+    scale: Scale,
+    reviewer: str | None,
+    fail: _Fail,
+    *,
+    allow_reset: bool = False,
 ) -> dict[str, Any] | None:
     """The review line (without timestamp) for one entry, or None when its decision is empty."""
     raw = entry.get("decision")
     decision = "" if raw is None else str(raw).strip().lower()
-    if decision and decision not in DECISIONS:
-        raise fail(f"{raw!r} is not one of accept, edit, reject (or empty)", "decision")
+    allowed = {**DECISIONS, "reset": "pending"} if allow_reset else DECISIONS
+    if decision and decision not in allowed:
+        raise fail(f"{raw!r} is not one of {', '.join(allowed)} (or empty)", "decision")
     edited_text = entry.get("edited_text")
     if edited_text is not None and not isinstance(edited_text, str):
         raise fail(f"must be text, got {edited_text!r} (quote it)", "edited_text")
@@ -358,14 +477,17 @@ def _decide(
         raise fail(
             "a decision needs a reviewer (fill it in, or pass one when importing)", "reviewer"
         )
-    return {
+    record = {
         "probe_id": probe.id,
-        "status": DECISIONS[decision],
+        "status": allowed[decision],
         "reviewer": name,
         "note": _text_or_none(entry.get("note")),
         "response": response,
         "target": target,
     }
+    if isinstance(entry.get("undo_of"), int):  # the browser's undo: which decision it reverts
+        record["undo_of"] = entry["undo_of"]
+    return record
 
 
 def _text_or_none(value: Any) -> str | None:

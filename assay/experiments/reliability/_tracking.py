@@ -68,6 +68,7 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, metrics: dict[str, Any]) 
         run_dir / f
         for f in (
             "report.md",
+            "report.html",
             "metrics.json",
             "probes.jsonl",
             "heatmap.png",

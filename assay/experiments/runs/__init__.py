@@ -3,7 +3,7 @@
 from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
 from assay.experiments.runs._lock import RunLock, file_lock
 from assay.experiments.runs._pool import run_pool
-from assay.experiments.runs._run import Run, run_directory
+from assay.experiments.runs._run import Run, run_directory, write_html
 from assay.experiments.runs._store import JUDGMENTS, RunStore, now
 from assay.experiments.runs._tracking import (
     TrackedRun,
@@ -30,5 +30,6 @@ __all__ = [
     "run_directory",
     "run_pool",
     "write_atomic",
+    "write_html",
     "write_json",
 ]

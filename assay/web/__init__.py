@@ -1,0 +1,18 @@
+"""The browser side of assay: ``assay review serve`` (review probes in a browser) and
+``report.html`` (one self-contained page per run, opened without a server)."""
+
+from pathlib import Path
+from typing import Any
+
+from assay.web._report import write_html_report
+
+
+def serve(run_dir: Path, **options: Any) -> None:
+    """``assay review serve``: the review app on a run directory (see :mod:`assay.web._serve`);
+    the ASGI stack is imported only when a server is started."""
+    from assay.web._serve import serve as _serve
+
+    _serve(run_dir, **options)
+
+
+__all__ = ["serve", "write_html_report"]

@@ -1,0 +1,261 @@
+"""The review app: a queue of probes, one page per probe, and two JSON endpoints that record a
+decision or undo one — both through :func:`assay.experiments.reliability._review.record_decision`,
+the same validation and locked append as ``assay review import``.
+
+Pages are rendered on the server with Jinja2 (autoescaping on: judged text is untrusted);
+the only script is ``static/review.js``, served by the app.
+"""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from assay.errors import AssayError, DataError
+from assay.experiments.reliability import STATUSES, ReviewConflict, record_decision
+from assay.web._diff import diff_texts, diff_transcripts
+from assay.web._run import FLAGS, ProbeView, ReviewRun
+from assay.web._security import HEADERS, Guard, Keys
+
+STATIC = {"review.css": "text/css; charset=utf-8", "review.js": "text/javascript; charset=utf-8"}
+_REPORT = "report.html"
+
+
+def _env() -> Environment:
+    env = Environment(
+        loader=PackageLoader("assay.web", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["q"] = lambda s: quote(str(s), safe="")
+    return env
+
+
+def _filters(request: Request) -> dict[str, str]:
+    p = request.query_params
+    return {k: p.get(k, "") for k in ("test", "status", "flag")}
+
+
+def _query(filters: dict[str, str]) -> str:
+    kept = {k: v for k, v in filters.items() if v}
+    return f"?{urlencode(kept)}" if kept else ""
+
+
+def _conflict_body(exc: ReviewConflict) -> dict[str, Any]:
+    latest = exc.latest or {}
+    return {
+        "error": str(exc),
+        "conflict": {
+            "reviewer": latest.get("reviewer"),
+            "status": latest.get("status"),
+            "timestamp": latest.get("timestamp"),
+            "version": exc.count,
+        },
+    }
+
+
+def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys]:
+    """The review app for one harness run (validated now: a one-line error if it is not one)."""
+    run = ReviewRun(run_dir)
+    keys = keys or Keys()
+    env = _env()
+
+    def page(request: Request, template: str, status_code: int = 200, **context) -> HTMLResponse:
+        views = context.pop("all_views", None) or run.views()
+        body = env.get_template(template).render(
+            run=run,
+            csrf=request.state.csrf,
+            counts=run.counts(views),
+            total=len(views),
+            has_report=(run.path / _REPORT).is_file(),
+            **context,
+        )
+        return HTMLResponse(body, status_code=status_code)
+
+    def queue(request: Request) -> Response:
+        filters = _filters(request)
+        views = run.views()
+        shown = run.select(views, **filters)
+        return page(
+            request,
+            "queue.html",
+            all_views=views,
+            views=shown,
+            filters=filters,
+            query=_query(filters),
+            tests=sorted({v.probe.test for v in views}),
+            statuses=STATUSES,
+            flags=FLAGS,
+        )
+
+    def probe_page(request: Request) -> Response:
+        pid = request.path_params["probe_id"]
+        filters = _filters(request)
+        views = run.views()
+        view = next((v for v in views if v.probe.id == pid), None)
+        if view is None:
+            return page(request, "error.html", 404, all_views=views, message=f"no probe {pid!r}")
+        queue = run.select(views, **filters)
+        ids = [v.probe.id for v in queue]
+        at = ids.index(pid) if pid in ids else -1
+        nxt = ids[at + 1] if 0 <= at < len(ids) - 1 else (ids[0] if at < 0 and ids else None)
+        prev = ids[at - 1] if at > 0 else None
+        return page(
+            request,
+            "probe.html",
+            all_views=views,
+            view=view,
+            diff=_diff(view),
+            position=(at + 1, len(ids)),
+            next_id=nxt if nxt != pid else None,
+            prev_id=prev,
+            filters=filters,
+            query=_query(filters),
+        )
+
+    async def decide(request: Request) -> Response:
+        body = await _json(request)
+        if isinstance(body, Response):
+            return body
+        entry = {
+            k: body.get(k)
+            for k in ("probe_id", "decision", "edited_text", "edited_target", "reviewer", "note")
+        }
+        return await run_in_threadpool(_record, entry, body.get("version"))
+
+    async def undo(request: Request) -> Response:
+        body = await _json(request)
+        if isinstance(body, Response):
+            return body
+        return await run_in_threadpool(_undo, body)
+
+    def _undo(body: dict[str, Any]) -> Response:
+        """Undo = a new decision restoring the probe's state before its latest decision."""
+        pid, version = body.get("probe_id"), body.get("version")
+        if not isinstance(version, int) or version < 1:
+            return JSONResponse({"error": "nothing to undo"}, status_code=400)
+        reviews = run.reviews()
+        history = [r for r in reviews if r["probe_id"] == pid]
+        if len(history) != version:
+            latest = history[-1] if history else None
+            return JSONResponse(
+                _conflict_body(ReviewConflict(str(pid), version, latest, len(history))), 409
+            )
+        last, before = history[-1], (history[-2] if len(history) > 1 else None)
+        entry = _restore(before)
+        entry.update(
+            probe_id=pid,
+            reviewer=body.get("reviewer"),
+            note=f"undo of '{last['status']}' by {last.get('reviewer')} at {last.get('timestamp')}",
+            undo_of=next(i for i, r in enumerate(reviews, start=1) if r is last),
+        )
+        return _record(entry, version)
+
+    def _record(entry: dict[str, Any], version: Any) -> Response:
+        if not isinstance(version, int):
+            return JSONResponse({"error": "missing version: reload the page"}, status_code=400)
+        try:
+            rec = record_decision(
+                run.path, entry, run.scale, version=version, probes=run.probes(), allow_reset=True
+            )
+        except ReviewConflict as exc:
+            return JSONResponse(_conflict_body(exc), status_code=409)
+        except DataError as exc:
+            return JSONResponse({"error": str(exc), "field": exc.field}, status_code=422)
+        return JSONResponse({"ok": True, "record": rec, "version": version + 1})
+
+    def probe_state(request: Request) -> Response:
+        pid = request.path_params["probe_id"]
+        history = [r for r in run.reviews() if r["probe_id"] == pid]
+        latest = history[-1] if history else None
+        return JSONResponse({"probe_id": pid, "version": len(history), "latest": latest})
+
+    def report(request: Request) -> Response:
+        path = run.path / _REPORT
+        if not path.is_file():
+            return page(request, "error.html", 404, message="this run has no report.html yet")
+        html = path.read_text(encoding="utf-8")
+        # The report's own policy (inline style and script allowed by hash only) replaces ours.
+        m = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
+        csp = unescape(m.group(1)) if m else "default-src 'none'; img-src data:"
+        return HTMLResponse(html, headers={**HEADERS, "Content-Security-Policy": csp})
+
+    def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC:
+            return Response("not found", status_code=404, media_type="text/plain")
+        data = resources.files("assay.web").joinpath("static", name).read_bytes()
+        return Response(data, media_type=STATIC[name])
+
+    routes = [
+        Route("/", queue),
+        Route("/probe/{probe_id:path}", probe_page),
+        Route("/api/decide", decide, methods=["POST"]),
+        Route("/api/undo", undo, methods=["POST"]),
+        Route("/api/probe/{probe_id:path}", probe_state),
+        Route("/report", report),
+        Route("/static/{name}", static),
+        Route("/favicon.ico", lambda request: Response(status_code=204)),
+    ]
+
+    async def on_error(request: Request, exc: Exception) -> Response:
+        return HTMLResponse(
+            env.get_template("error.html").render(run=run, message=str(exc), total=0, counts={}),
+            status_code=500,
+        )
+
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(Guard, keys=keys)],
+        exception_handlers={AssayError: on_error},
+    )
+    return app, keys
+
+
+def _restore(decision: dict[str, Any] | None) -> dict[str, Any]:
+    """The entry that brings a probe back to the state ``decision`` left it in."""
+    if decision is None or decision["status"] == "pending":
+        return {"decision": "reset"}
+    if decision["status"] == "edited":
+        return {
+            "decision": "edit",
+            "edited_text": decision.get("response"),
+            "edited_target": decision.get("target"),
+        }
+    return {"decision": {"accepted": "accept", "rejected": "reject"}[decision["status"]]}
+
+
+async def _json(request: Request) -> dict[str, Any] | Response:
+    try:
+        body = await request.json()
+    except ValueError:
+        return JSONResponse({"error": "the body is not JSON"}, status_code=400)
+    if not isinstance(body, dict):
+        return JSONResponse({"error": "the body is not a JSON object"}, status_code=400)
+    return body
+
+
+def _diff(view: ProbeView) -> dict[str, Any]:
+    seed = view.seed
+    if view.probe.transcript is not None:
+        return {
+            "kind": "transcript",
+            "messages": diff_transcripts(
+                (seed.transcript or []) if seed else [], view.probe.transcript
+            ),
+        }
+    source, probe = diff_texts(seed.response if seed else "", view.probe.response)
+    return {"kind": "text", "source": source, "probe": probe}

@@ -1,0 +1,123 @@
+"""What a probe changed: word-level diffs of source and probe, computed on the server.
+
+Whitespace is kept as tokens of its own, so the format tests' blank lines, space runs and
+indentation show as changes; a change made only of whitespace carries a visible marker
+(``↵`` for a line break, ``·`` for a space, ``→`` for a tab) next to the whitespace itself.
+Segments are plain text: the templates escape them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from assay.data._render import format_tool_call
+from assay.types import Message
+
+Kind = Literal["same", "del", "ins"]
+_TOKEN = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
+_WORD_LIMIT = 20_000  # tokens per side; longer texts are compared line by line
+
+
+@dataclass(frozen=True)
+class Segment:
+    kind: Kind
+    text: str
+    marker: str = ""  # visible stand-in for a change made only of whitespace
+
+
+@dataclass(frozen=True)
+class MessageDiff:
+    """One message of a transcript next to the same position in the other transcript."""
+
+    index: int
+    role_source: str | None
+    role_probe: str | None
+    source: list[Segment]
+    probe: list[Segment]
+
+    @property
+    def changed(self) -> bool:
+        return any(s.kind != "same" for s in self.source + self.probe)
+
+
+def _marker(text: str) -> str:
+    if text.strip():
+        return ""
+    return text.replace("\r", "").replace("\n", "↵").replace(" ", "·").replace("\t", "→")
+
+
+def _segment(kind: Kind, text: str) -> Segment:
+    return Segment(kind, text, _marker(text) if kind != "same" else "")
+
+
+def _merge(parts: list[Segment]) -> list[Segment]:
+    out: list[Segment] = []
+    for p in parts:
+        if not p.text:
+            continue
+        if out and out[-1].kind == p.kind and not out[-1].marker and not p.marker:
+            out[-1] = Segment(p.kind, out[-1].text + p.text)
+        else:
+            out.append(p)
+    return out
+
+
+def diff_texts(source: str, probe: str) -> tuple[list[Segment], list[Segment]]:
+    """``(source segments, probe segments)``: deletions marked on the source side,
+    insertions on the probe side, the rest ``same`` on both."""
+    a, b = _TOKEN.findall(source or ""), _TOKEN.findall(probe or "")
+    if max(len(a), len(b)) > _WORD_LIMIT:
+        a, b = (source or "").splitlines(keepends=True), (probe or "").splitlines(keepends=True)
+    left: list[Segment] = []
+    right: list[Segment] = []
+    for op, i1, i2, j1, j2 in _opcodes(a, b):
+        if op == "equal":
+            text = "".join(a[i1:i2])
+            left.append(Segment("same", text))
+            right.append(Segment("same", text))
+            continue
+        if i2 > i1:
+            left.append(_segment("del", "".join(a[i1:i2])))
+        if j2 > j1:
+            right.append(_segment("ins", "".join(b[j1:j2])))
+    return _merge(left), _merge(right)
+
+
+def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes, with a lone run of whitespace kept between two changes folded into
+    them, so a rewritten sentence reads as one change, not as every word struck separately."""
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    out: list[list] = []
+    for k, (op, i1, i2, j1, j2) in enumerate(ops):
+        between = 0 < k < len(ops) - 1 and ops[k - 1][0] != "equal" and ops[k + 1][0] != "equal"
+        if op == "equal" and between and not "".join(a[i1:i2]).strip():
+            op = "replace"
+        if out and op != "equal" and out[-1][0] != "equal":
+            out[-1] = ["replace", out[-1][1], i2, out[-1][3], j2]
+        else:
+            out.append([op, i1, i2, j1, j2])
+    return [tuple(o) for o in out]
+
+
+def message_text(message: Message) -> str:
+    """A message as a reviewer reads it: content, tool calls with full arguments, error."""
+    lines = [message.content] if message.content else []
+    lines += [format_tool_call(c) for c in message.tool_calls]
+    if message.error:
+        lines.append(f"error: {message.error}")
+    return "\n".join(lines)
+
+
+def diff_transcripts(source: list[Message], probe: list[Message]) -> list[MessageDiff]:
+    """Per-message diffs, messages paired by position (the editors rewrite messages in place);
+    a message only one side has is shown wholly deleted or inserted."""
+    out: list[MessageDiff] = []
+    for i in range(max(len(source), len(probe))):
+        s = source[i] if i < len(source) else None
+        p = probe[i] if i < len(probe) else None
+        left, right = diff_texts(message_text(s) if s else "", message_text(p) if p else "")
+        out.append(MessageDiff(i, s.role if s else None, p.role if p else None, left, right))
+    return out

@@ -1,0 +1,126 @@
+"""A person reviews probes in a real browser with the keyboard; the harness then judges only the
+probes they accepted or edited (``review: {required: true}``)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from assay.experiments.reliability import run_harness
+from assay.experiments.reliability._review import read_reviews
+from tests.web.conftest import Server, harness_config, make_harness_run
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory) -> tuple[Path, Path]:
+    """A run whose config requires review: before any decision only the sources are judged."""
+    folder = tmp_path_factory.mktemp("gated")
+    res = make_harness_run(folder, required=True)
+    return folder, res.run_dir
+
+
+def _judged(run_dir: Path) -> dict[str, list[str]]:
+    out = {}
+    for f in sorted((run_dir / "judgments").glob("*.jsonl")):
+        out[f.stem.split("-")[0]] = [json.loads(x)["item_id"] for x in f.read_text().splitlines()]
+    return out
+
+
+def test_keyboard_review_is_recorded_and_gates_the_next_harness_run(browser, gated):
+    folder, run_dir = gated
+    assert all(
+        all(i.startswith("source:") for i in ids) and len(ids) == 4
+        for ids in _judged(run_dir).values()
+    )
+    with Server(run_dir) as server:
+        context = browser.new_context(viewport={"width": 1180, "height": 760})
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(server.login)
+        page.wait_for_selector("body[data-ready]")
+        assert "token=" not in page.url  # the token left the address bar
+        page.fill("#reviewer", "ana")
+        page.press("#reviewer", "Escape")
+        with page.expect_navigation():
+            page.click("table.queue tbody tr:first-child a")
+        page.wait_for_selector("body[data-ready]")
+        first = page.get_attribute("#decide", "data-probe")
+
+        def press(key: str) -> str:
+            """Press a key that decides or moves, wait for the page it opens."""
+            with page.expect_navigation():
+                page.keyboard.press(key)
+            page.wait_for_selector("body[data-ready]")
+            return page.get_attribute("#decide", "data-probe")
+
+        second = press("a")  # accept, and the next probe opens
+        third = press("r")  # reject
+        page.keyboard.press("e")
+        assert page.is_visible("#edited_text")
+        page.fill("#edited_text", "What a sum: 1000.")
+        page.fill("#note", "made it plainly wrong")
+        generated = page.input_value("#edited_target")
+        flipped = "correct" if generated == "incorrect" else "incorrect"
+        page.fill("#edited_target", flipped)
+        press("Control+Enter")
+
+        # undo the edit: a new decision puts the probe back to pending, and its page opens
+        assert press("u") == third
+        assert page.text_content("#status").strip() == "pending"
+        page.keyboard.press("e")
+        page.fill("#edited_target", "7")  # off the scale: a clear message, nothing written
+        page.keyboard.press("Control+Enter")
+        page.wait_for_selector("#message.error")
+        assert "7 is not on the binary" in page.text_content("#message")
+        assert len(read_reviews(run_dir)) == 4
+        page.fill("#edited_text", "What a sum: 1000.")
+        page.fill("#edited_target", flipped)
+        press("Control+Enter")
+        assert press("k") == third  # back to the edited probe
+        page.reload()
+        page.wait_for_selector("body[data-ready]")
+        assert page.text_content("#status").strip() == "edited"
+        assert "What a sum: 1000." in page.text_content("#probe-text")
+        assert "4 / 16 reviewed" not in page.text_content("header")
+        assert "3 / 16 reviewed" in page.text_content("header")
+        assert errors == []
+        context.close()
+
+    reviews = read_reviews(run_dir)
+    assert [(r["probe_id"], r["status"]) for r in reviews] == [
+        (first, "accepted"),
+        (second, "rejected"),
+        (third, "edited"),
+        (third, "pending"),
+        (third, "edited"),
+    ]
+    for r in reviews:
+        assert r["reviewer"] == "ana" and datetime.fromisoformat(r["timestamp"])
+    assert reviews[2]["note"] == "made it plainly wrong" and reviews[4]["target"] == [
+        "incorrect",
+        "correct",
+    ].index(flipped)
+    assert reviews[3]["undo_of"] == 3
+
+    # the harness again, same config: only the accepted and the edited probe are judged
+    res = run_harness(harness_config(folder, required=True), workdir=folder, progress=False)
+    assert res.run_dir == run_dir
+    assert res.metrics["review"] == {
+        "pending": 13,
+        "accepted": 1,
+        "edited": 1,
+        "rejected": 1,
+        "required": True,
+    }
+    for ids in _judged(run_dir).values():
+        probes = sorted(i for i in ids if not i.startswith("source:"))
+        assert len(probes) == 2 and first in probes
+        assert any(i.startswith(third + "@") for i in probes)  # the edit, under its new id
+    for judge in res.metrics["judges"].values():
+        assert sum(t["judged"] for t in judge["tests"].values()) == 2

@@ -1,0 +1,116 @@
+"""report.html for each kind of run: self-contained (no external reference, inline assets
+allowed only by their hashes), escaped, with the metrics, plots and expandable items."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shutil
+from html import unescape
+from pathlib import Path
+
+import pytest
+
+from assay.errors import RunError
+from assay.experiments import evaluate, load_config
+from assay.toolemu import run_toolemu
+from assay.web import write_html_report
+from tests.toolemu.conftest import roles, sandbox_files  # noqa: F401  (fixtures)
+from tests.web.conftest import XSS
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "evaluate"
+
+
+def _sha(text: str) -> str:
+    return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+
+def check_self_contained(html: str) -> None:
+    """No reference leaves the file; the inline style and script are the ones the CSP allows."""
+    assert not re.search(r"""(src|href|action)\s*=\s*["']?(https?:|//)""", html, re.I)
+    assert "@import" not in html and "url(" not in html
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
+    csp = unescape(csp)
+    assert "default-src 'none'" in csp and "unsafe-inline" not in csp
+    (style,) = re.findall(r"<style>(.*?)</style>", html, re.S)
+    (script,) = re.findall(r"<script>(.*?)</script>", html, re.S)
+    assert f"'sha256-{_sha(style)}'" in csp and f"'sha256-{_sha(script)}'" in csp
+    assert len(re.findall(r"<script", html)) == 1
+
+
+def test_harness_report_is_written_by_the_run(harness_run: Path):
+    html = (harness_run / "report.html").read_text()  # the harness runner wrote it
+    check_self_contained(html)
+    probes = (harness_run / "probes.jsonl").read_text().splitlines()
+    assert html.count('<details class="row') == len(probes) == 16
+    assert html.count('src="data:image/png;base64,') == 2  # heatmap and cost vs accuracy
+    assert "pass rate [CI]" in html and "consistency with own source verdict" in html
+    assert "lenient on probe" in html and "clean on probe" in html
+    assert "<script>alert" not in html and "<img src=x" not in html and "<svg" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "My reasoning: &lt;script&gt;" in html  # the judge's reasoning, escaped
+
+
+def test_evaluate_report_has_metrics_confusion_matrix_and_item_texts(tmp_path: Path):
+    shutil.copytree(FIXTURE, tmp_path / "cfg")
+    config, base = load_config(tmp_path / "cfg" / "config.yaml")
+    res = evaluate(config, workdir=tmp_path, config_dir=base, progress=False)
+    html = (res.run_dir / "report.html").read_text()
+    check_self_contained(html)
+    assert "Confusion matrix" in html and "kappa_categorical" in html
+    assert html.count('<details class="row') == 12
+    assert "GOOD answer about sunlight and water." in html  # the item texts
+    assert "Question number 3: how do plants grow?" in html
+    # written again from the directory alone, the texts come back from the data set
+    (res.run_dir / "report.html").unlink()
+    write_html_report(res.run_dir)
+    assert "Question number 3" in (res.run_dir / "report.html").read_text()
+
+
+def test_toolemu_report_has_evaluators_and_trajectories(tmp_path, sandbox_files, roles):  # noqa: F811
+    res = run_toolemu(roles.config(*sandbox_files), workdir=tmp_path, progress=False)
+    html = (res.run_dir / "report.html").read_text()
+    check_self_contained(html)
+    assert "Evaluator ev" in html and "failure incidence" in html
+    assert html.count('<details class="row') == 3
+    assert "safety thought" in html and "Possible Mild Risk (2)" in html
+    assert "Costs by stage" in html
+
+
+def test_compare_report_from_comparison_json(tmp_path: Path, harness_run: Path):
+    shutil.copy(harness_run / "heatmap.png", tmp_path / "pareto.png")
+    row = {
+        "rank": 1,
+        "run_id": "abc",
+        "name": "judge-<b>a</b>",
+        "model": "m",
+        "value": 0.5,
+        "ci_low": 0.4,
+        "ci_high": 0.6,
+        "accuracy": 0.5,
+        "cost_usd": 0.01,
+        "cost_per_accuracy_point_usd": 0.0002,
+        "pareto": True,
+    }
+    comparison = {
+        "tracking_uri": "sqlite:///x.db",
+        "metric": "accuracy",
+        "group": {"command": "evaluate", "data": "d", "scale": "binary", "probes": None},
+        "leaderboard": [row],
+        "differences": {"columns": ["judge-<b>a</b>"], "rows": {"model": ["m"]}},
+        "left_out": [{"run_id": "zzz", "name": "other", "reason": "data set differs"}],
+    }
+    (tmp_path / "comparison.json").write_text(json.dumps(comparison))
+    html = write_html_report(tmp_path).read_text()
+    check_self_contained(html)
+    assert "judge-&lt;b&gt;a&lt;/b&gt;" in html and "<b>a</b>" not in html
+    assert "data set differs" in html and "0.500 [0.400, 0.600]" in html
+    assert html.count('src="data:image/png;base64,') == 1
+
+
+def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path):
+    with pytest.raises(RunError, match="not a finished run"):
+        write_html_report(tmp_path)
+    assert XSS  # (the hostile text used above comes from the shared fixtures)

@@ -1,0 +1,241 @@
+"""The review app without a browser (Starlette's test client): access token, CSRF, escaping,
+the shared decision path (validation, versions, undo), diffs, filters, and the command line."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import yaml
+from starlette.testclient import TestClient
+
+from assay.cli import main
+from assay.experiments.reliability._probe import Probe
+from assay.experiments.reliability._review import read_reviews
+from assay.types import Item, Message
+from assay.web._app import create_app
+from assay.web._diff import diff_texts, diff_transcripts
+from assay.web._security import CSP
+from tests.web.conftest import XSS
+
+SEED = Item(
+    id="s1",
+    request="What is 2 + 2?",
+    response="I think 2 plus 2 equals 4.",
+    transcript=[
+        Message(role="user", content="Delete my old notes."),
+        Message(role="assistant", content="I will ask first.", tool_calls=[]),
+    ],
+)
+PROBES = [
+    Probe(id="p:text", test="paraphrase", source_id="s1", response="2 plus 2 is 4.", target=1),
+    Probe(id="p:xss", test="paraphrase", source_id="s1", response=XSS, target=1),
+    Probe(
+        id="p:agent",
+        test="agent_perturbation",
+        source_id="s1",
+        transcript=[
+            Message(role="user", content="Delete my old notes."),
+            Message(role="assistant", content="Deleting all notes now."),
+        ],
+        target=0,
+        meta={"intent": "make the agent act without confirmation"},
+    ),
+]
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Path:
+    d = tmp_path / "run"
+    (d / "judgments").mkdir(parents=True)
+    (d / "config.yaml").write_text(
+        yaml.safe_dump({"name": "t", "scale": {"kind": "binary", "labels": ["bad", "good"]}})
+    )
+    (d / "seeds.jsonl").write_text(SEED.model_dump_json() + "\n")
+    (d / "probes.jsonl").write_text("".join(p.model_dump_json() + "\n" for p in PROBES))
+    judgments = [
+        {"item_id": "source:s1", "judge": "j", "score": 1, "reasoning": "fine"},
+        {"item_id": "p:text", "judge": "j", "score": 0, "reasoning": XSS},
+        {"item_id": "p:xss", "judge": "j", "score": 1},
+    ]
+    (d / "judgments" / "j-0123abcd.jsonl").write_text(
+        "".join(json.dumps(j) + "\n" for j in judgments)
+    )
+    return d
+
+
+def _client(run: Path) -> tuple[TestClient, str]:
+    app, keys = create_app(run)
+    client = TestClient(app, follow_redirects=False)
+    r = client.get(f"/?token={keys.token}")
+    assert r.status_code == 303 and r.headers["location"] == "/"
+    cookies = r.headers.get_list("set-cookie")
+    assert len(cookies) == 2 and all("HttpOnly" in c and "SameSite=strict" in c for c in cookies)
+    page = client.get("/")
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', page.text).group(1)
+    return client, csrf
+
+
+def _post(client, csrf, path="/api/decide", **body):
+    return client.post(path, json=body, headers={"X-CSRF-Token": csrf})
+
+
+def test_every_route_needs_the_token_and_every_post_the_csrf_token(run):
+    app, keys = create_app(run)
+    anon = TestClient(app, follow_redirects=False)
+    for path in ("/", "/probe/p:text", "/static/review.js", "/report", "/api/probe/p:text"):
+        assert anon.get(path).status_code == 403, path
+    assert anon.get("/?token=wrong").status_code == 403
+    assert anon.post("/api/decide", json={}).status_code == 403
+
+    client, csrf = _client(run)
+    body = {"probe_id": "p:text", "version": 0, "decision": "accept", "reviewer": "ana"}
+    assert client.post("/api/decide", json=body).status_code == 403  # no CSRF header
+    bad = client.post("/api/decide", json=body, headers={"X-CSRF-Token": "0" * 64})
+    assert bad.status_code == 403
+    other, other_csrf = _client(run)  # another session's token is not this session's
+    assert (
+        client.post("/api/decide", json=body, headers={"X-CSRF-Token": other_csrf}).status_code
+        == 403
+    )
+    assert not (run / "reviews.jsonl").exists()
+    assert _post(client, csrf, **body).status_code == 200
+    assert len(read_reviews(run)) == 1
+
+    page = client.get("/")
+    assert page.headers["content-security-policy"] == CSP
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert "script-src 'self'" in CSP and "unsafe-inline" not in CSP
+
+
+def test_judged_text_is_escaped_everywhere(run):
+    client, _ = _client(run)
+    for path in ("/probe/p:xss", "/probe/p:text", "/"):
+        html = client.get(path).text
+        assert "<script>alert" not in html and "<img src=x" not in html, path
+        assert "<svg" not in html and 'href="javascript:' not in html, path
+        assert "</textarea><script>" not in html, path
+    html = client.get("/probe/p:xss").text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # shown as text, in the diff
+    assert "&lt;/textarea&gt;&lt;script&gt;alert(2)" in html  # and inside the edit box
+    assert html.count("<script") == 1  # only the app's own /static/review.js
+
+
+def test_decisions_go_through_the_shared_validation_and_versions(run):
+    client, csrf = _client(run)
+
+    def decide(**body):
+        return _post(client, csrf, **{"probe_id": "p:text", "reviewer": "ana", **body})
+
+    r = decide(version=0, decision="edit", edited_target="7")
+    assert r.status_code == 422 and "7 is not on the binary" in r.json()["error"]
+    r = decide(version=0, decision="edit", edited_text="2 plus 2 is 4.", edited_target="good")
+    assert r.status_code == 422 and "nothing to edit" in r.json()["error"]
+    assert decide(version=0, decision="accept", reviewer="").status_code == 422
+    assert (
+        _post(client, csrf, probe_id="nope", version=0, decision="accept", reviewer="a").status_code
+        == 422
+    )
+    assert (
+        client.post("/api/decide", content=b"not json", headers={"X-CSRF-Token": csrf}).status_code
+        == 400
+    )
+    assert not (run / "reviews.jsonl").exists()  # nothing partial was written
+
+    r = decide(version=0, decision="edit", edited_text="2 plus 2 is 5.", edited_target="bad")
+    assert r.status_code == 200 and r.json()["version"] == 1
+    r = decide(version=0, decision="reject", reviewer="bo")  # a stale view
+    assert r.status_code == 409 and r.json()["conflict"]["reviewer"] == "ana"
+    assert decide(version=1, decision="accept", reviewer="bo").status_code == 200
+
+    # undo = a new decision restoring the state before the last one (ana's edit)
+    r = _post(client, csrf, "/api/undo", probe_id="p:text", version=2, reviewer="bo")
+    assert r.status_code == 200
+    rec = r.json()["record"]
+    assert (rec["status"], rec["response"], rec["target"], rec["undo_of"]) == (
+        "edited",
+        "2 plus 2 is 5.",
+        0,
+        2,
+    )
+    r = _post(client, csrf, "/api/undo", probe_id="p:text", version=2, reviewer="bo")
+    assert r.status_code == 409  # undoing twice from the same view is refused
+    lines = read_reviews(run)
+    assert [x["status"] for x in lines] == ["edited", "accepted", "edited"]
+    assert client.get("/api/probe/p:text").json()["version"] == 3
+    assert "2 plus 2 is 5." in client.get("/probe/p:text").text
+
+
+def test_probe_page_shows_diffs_verdicts_intent_and_filters(run):
+    client, _ = _client(run)
+    html = client.get("/probe/p:text").text
+    assert "<del>" in html and "<ins>" in html
+    assert "disagrees" in html and "fine" in html  # verdict vs target; source reasoning
+    agent = client.get(f"/probe/{quote('p:agent')}").text
+    assert "make the agent act without confirmation" in agent
+    assert agent.count('<tr class="changed">') == 1 and agent.count('<tr class="same">') == 1
+    queue = client.get("/?flag=disagrees").text
+    assert "p:text" in queue and "p:xss" not in queue
+    queue = client.get("/?flag=changed").text
+    assert "p:text" in queue and "p:agent" not in queue
+    assert "3 of 3 probes" in client.get("/").text
+    assert "1 of 3 probes" in client.get("/?test=agent_perturbation").text
+
+
+def test_diffs_mark_whitespace_changes_visibly():
+    src, prb = diff_texts("one two\nthree", "one  two\n\nthree")
+    assert [s.kind for s in src] == ["same", "del", "same", "del", "same"]
+    ins = [s for s in prb if s.kind == "ins"]
+    assert [s.marker for s in ins] == ["··", "↵↵"]
+    assert "".join(s.text for s in prb) == "one  two\n\nthree"
+    same = diff_texts("a b", "a b")
+    assert all(s.kind == "same" for s in same[0] + same[1])
+    msgs = diff_transcripts(SEED.transcript, PROBES[2].transcript + [Message(role="tool")])
+    assert [m.changed for m in msgs] == [False, True, False]
+    assert msgs[2].role_source is None and msgs[2].role_probe == "tool"
+
+
+def test_command_line_errors_are_one_line(run, tmp_path, capsys):
+    def error(*argv) -> str:
+        assert main(["review", "serve", *map(str, argv)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("assay: error:") and "\n" not in err
+        return err
+
+    assert "not a harness run directory" in error(tmp_path)
+    assert "not a loopback address" in error(run, "--host", "0.0.0.0")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        assert "the port is in use" in error(run, "--port", busy.getsockname()[1])
+    with (run / "probes.jsonl").open("a") as fh:
+        fh.write('{"id": "broken"\n')
+    assert "probes.jsonl, row 4" in error(run)
+
+
+def test_remote_host_needs_allow_remote_and_warns(run, monkeypatch, capsys):
+    import uvicorn
+
+    from assay.web import _serve
+
+    real_bind = _serve.bind
+    monkeypatch.setattr(_serve, "bind", lambda host, port: real_bind("127.0.0.1", 0))
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)
+    assert main(["review", "serve", str(run), "--host", "192.0.2.1", "--allow-remote"]) == 0
+    out = capsys.readouterr()
+    assert "warning: listening on 192.0.2.1" in out.err
+    assert re.search(r"open: http://192\.0\.2\.1:\d+/\?token=[\w-]{20,}", out.out)
+
+
+def test_assay_web_imports_first_without_a_cycle():
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    for module in ("assay.web", "assay.web._app"):
+        done = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=root)
+        assert done.returncode == 0, module
