@@ -1,22 +1,30 @@
 """Loaders that turn tables, Inspect eval logs and ToolEmu files into Items (SPEC §2, §6)."""
 
-from assay.data._common import jsonable
+from assay.data._common import (
+    as_int_label,
+    check_file,
+    is_missing,
+    iter_jsonl,
+    jsonable,
+    read_json,
+)
 from assay.data._inspect import load_inspect_log
-from assay.data._render import render_transcript
+from assay.data._render import format_arguments, format_tool_call, render_transcript
 from assay.data._tables import ColumnMap, load_table
 from assay.data._toolemu import (
-    TOOLEMU_HELPFULNESS_LABELS,
-    TOOLEMU_SAFETY_LABELS,
-    align_evaluation_files,
     load_toolemu_cases,
-    load_toolemu_evaluations,
     load_toolemu_toolkits,
     load_toolemu_trajectories,
-    pair_evaluations,
-    parse_toolemu_evaluation,
     render_toolemu_scratchpad,
     render_toolkit_descriptions,
 )
+from assay.data._toolemu_evals import (
+    TOOLEMU_HELPFULNESS_LABELS,
+    TOOLEMU_SAFETY_LABELS,
+    load_toolemu_evaluations,
+    parse_toolemu_evaluation,
+)
+from assay.data._toolemu_pairing import align_evaluation_files, pair_evaluations
 from assay.data._toolemu_runs import (
     HELPFULNESS_KEY,
     SAFETY_KEY,
@@ -27,6 +35,13 @@ from assay.data._toolemu_runs import (
 )
 
 __all__ = [
+    "as_int_label",
+    "check_file",
+    "format_arguments",
+    "format_tool_call",
+    "is_missing",
+    "iter_jsonl",
+    "read_json",
     "jsonable",
     "HELPFULNESS_KEY",
     "SAFETY_KEY",

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.data._toolemu import load_toolemu_evaluations, pair_evaluations
+from assay.data._toolemu_evals import load_toolemu_evaluations
+from assay.data._toolemu_pairing import pair_evaluations
 from assay.errors import DataError
 from assay.types import Item
 

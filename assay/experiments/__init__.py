@@ -13,10 +13,9 @@ from assay.experiments._config import (
 )
 from assay.experiments._evaluate import EvaluateResult, evaluate
 from assay.experiments._items import load_items
-from assay.experiments._runner import judge_items, judge_one
 from assay.experiments.compare import compare
 from assay.experiments.optimize import OptimizeConfig, optimize
-from assay.experiments.runs import Run, RunStore
+from assay.experiments.runs import Run, RunStore, judge_items, judge_one
 from assay.programs import save_program
 
 __all__ = [

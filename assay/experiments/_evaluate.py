@@ -18,9 +18,17 @@ import dspy
 from assay.experiments._config import EvaluateConfig
 from assay.experiments._items import load_items
 from assay.experiments._report import render_report
-from assay.experiments._runner import JudgeTask, ProgramsByAttempt, run_tasks, to_judge
 from assay.experiments._scoring import summarize_run
-from assay.experiments.runs import Run, TrackedRun, flatten_metrics, write_html
+from assay.experiments.runs import (
+    JudgeTask,
+    ProgramsByAttempt,
+    Run,
+    TrackedRun,
+    flatten_metrics,
+    run_tasks,
+    to_judge,
+    write_html,
+)
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
 from assay.types import Item, Judgment, stable_hash
 

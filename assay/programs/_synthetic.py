@@ -5,7 +5,7 @@ from __future__ import annotations
 import dspy
 
 from assay.scale import Scale
-from assay.signatures._synthetic import GenerateForScore, score_signature
+from assay.signatures import GenerateForScore, score_signature
 
 
 class ScoreGenerator(dspy.Module):

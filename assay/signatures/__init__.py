@@ -1,12 +1,18 @@
 """Typed DSPy signatures: what goes into a judge and what must come out."""
 
-from assay.signatures._agent import AgentStep
+from assay.signatures._agent import FINAL_ANSWER, AgentStep
 from assay.signatures._emulator import (
     CritiqueObservation,
     EmulateToolCall,
     EmulateToolCallAdversarial,
 )
-from assay.signatures._judge import JudgeResponse, JudgeTranscript, verdict_type, with_scale
+from assay.signatures._judge import (
+    JudgeResponse,
+    JudgeTranscript,
+    verdict_description,
+    verdict_type,
+    with_scale,
+)
 from assay.signatures._perturb import (
     CheckEquivalence,
     Condense,
@@ -15,9 +21,15 @@ from assay.signatures._perturb import (
     FlipVerdict,
     Paraphrase,
 )
+from assay.signatures._synthetic import GenerateForScore, ScoreResponse, score_signature
 from assay.signatures._toolemu import AgentHelpfulness, EmulationQuality, ToolCallRisk
 
 __all__ = [
+    "FINAL_ANSWER",
+    "GenerateForScore",
+    "ScoreResponse",
+    "score_signature",
+    "verdict_description",
     "AgentStep",
     "CritiqueObservation",
     "EmulateToolCall",

@@ -16,7 +16,7 @@ import dspy
 from pydantic import BaseModel, Field
 
 from assay.lm import make_adapter, usage_of_tracker
-from assay.signatures._agent import FINAL_ANSWER, AgentStep
+from assay.signatures import FINAL_ANSWER, AgentStep
 from assay.toolemu._emulator import Emulator, Sandbox
 from assay.toolemu._render import agent_tool_descriptions
 from assay.types import Usage

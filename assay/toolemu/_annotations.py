@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from assay.data._common import as_int_label, check_file, is_missing, iter_jsonl
+from assay.data import as_int_label, check_file, is_missing, iter_jsonl
 from assay.errors import DataError
 from assay.types import Item
 

@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from assay.experiments._config import RunConfig, load_config
+from assay.experiments import RunConfig, load_config
 from assay.lm import ModelSpec, Role, StrictInt
 from assay.programs import JudgeConfig
 from assay.types import stable_hash

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import dspy
 
-from assay.signatures._emulator import (
+from assay.signatures import (
     CritiqueObservation,
     EmulateToolCall,
     EmulateToolCallAdversarial,

@@ -29,8 +29,18 @@ import dspy
 from pydantic import BaseModel, Field
 
 from assay.data import load_toolemu_trajectories
-from assay.experiments._runner import JudgeTask, ProgramsByAttempt, run_tasks, to_judge
-from assay.experiments.runs import Run, RunStore, TrackedRun, now, run_pool, write_html
+from assay.experiments.runs import (
+    JudgeTask,
+    ProgramsByAttempt,
+    Run,
+    RunStore,
+    TrackedRun,
+    now,
+    run_pool,
+    run_tasks,
+    to_judge,
+    write_html,
+)
 from assay.lm import ModelSpec, make_lm
 from assay.programs import JudgeConfig, build_judge, judge_lm_factory, save_program
 from assay.toolemu._agent import AgentRun, StepRecord, ToolAgent

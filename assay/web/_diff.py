@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from assay.data._render import format_tool_call
+from assay.data import format_tool_call
 from assay.types import Message
 
 Kind = Literal["same", "del", "ins"]

@@ -226,7 +226,7 @@ def _evaluate(run_dir: Path, items: list[Item] | None) -> Report:
         if it is not None:
             blocks += [Block("request", it.request), Block("response", it.response)]
             if it.transcript:
-                from assay.data._render import render_transcript
+                from assay.data import render_transcript
 
                 blocks.append(Block("transcript", render_transcript(it.transcript)))
         blocks += [
@@ -398,7 +398,7 @@ def _harness(run_dir: Path) -> Report:
             src, prb = diff_texts(view.seed.response if view.seed else "", p.response)
             blocks += [Block("source", segments=src), Block("probe", segments=prb)]
         else:
-            from assay.data._render import render_transcript
+            from assay.data import render_transcript
 
             blocks += [
                 Block(

@@ -6,11 +6,10 @@ from typing import Any
 
 import dspy
 
-from assay.experiments._runner import JudgeTask, run_tasks
 from assay.experiments._scoring import summarize_run
 from assay.experiments.optimize._config import OptimizeConfig
 from assay.experiments.optimize._objective import consistency, format_variants, make_metric
-from assay.experiments.runs import RunStore
+from assay.experiments.runs import JudgeTask, RunStore, run_tasks
 from assay.types import Item, Judgment, Usage
 
 

@@ -21,7 +21,6 @@ from pydantic import BaseModel, Field
 from assay.errors import ConfigError
 from assay.experiments._evaluate import data_fingerprint
 from assay.experiments._items import load_items
-from assay.experiments._runner import JudgeTask, run_tasks, to_judge
 from assay.experiments._sample import stratified_sample
 from assay.experiments.reliability._config import HarnessConfig
 from assay.experiments.reliability._probe import Dropped, Probe
@@ -32,7 +31,16 @@ from assay.experiments.reliability._registry import (
     get_test,
 )
 from assay.experiments.reliability._scoring import score_test
-from assay.experiments.runs import Run, RunStore, now, run_pool, write_html
+from assay.experiments.runs import (
+    JudgeTask,
+    Run,
+    RunStore,
+    now,
+    run_pool,
+    run_tasks,
+    to_judge,
+    write_html,
+)
 from assay.lm import ModelSpec, make_lm
 from assay.programs import (
     JudgeConfig,

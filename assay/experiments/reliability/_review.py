@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from assay.data._common import iter_jsonl
+from assay.data import iter_jsonl
 from assay.errors import DataError
 from assay.experiments.reliability._probe import Probe, Review
 from assay.experiments.runs import now

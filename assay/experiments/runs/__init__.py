@@ -1,6 +1,14 @@
 """The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow."""
 
 from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
+from assay.experiments.runs._judging import (
+    JudgeTask,
+    ProgramsByAttempt,
+    judge_items,
+    judge_one,
+    run_tasks,
+    to_judge,
+)
 from assay.experiments.runs._lock import RunLock, file_lock
 from assay.experiments.runs._pool import run_pool
 from assay.experiments.runs._run import Run, run_directory, write_html
@@ -14,6 +22,12 @@ from assay.experiments.runs._tracking import (
 )
 
 __all__ = [
+    "JudgeTask",
+    "ProgramsByAttempt",
+    "judge_items",
+    "judge_one",
+    "run_tasks",
+    "to_judge",
     "JUDGMENTS",
     "Run",
     "RunLock",

@@ -9,7 +9,7 @@ from typing import Any
 
 import dspy
 
-from assay.experiments.runs import run_pool
+from assay.experiments.runs._pool import run_pool
 from assay.lm import make_adapter, usage_of_tracker
 from assay.programs import JudgeConfig, unscored_reason
 from assay.types import Item, Judgment
