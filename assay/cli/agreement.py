@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from assay.cli._common import add_output, non_negative_int
 
@@ -43,17 +42,17 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     if args.json:
-        print(json.dumps(out))
+        print(out.model_dump_json())
         return 0
     print(
-        f"pairs scored on both sides: {out['n']} (paired by {out['paired_by']}; scale {out['scale']}"
-        + (f"; failure = score < {out['threshold']}" if out["threshold"] is not None else "")
+        f"pairs scored on both sides: {out.n} (paired by {out.paired_by}; scale {out.scale}"
+        + (f"; failure = score < {out.threshold}" if out.threshold is not None else "")
         + ")"
     )
-    unpaired = out["unpaired"]
     print(
-        f"unscored: reference {out['unscored']['reference']}, candidate {out['unscored']['candidate']}"
-        f" · only in reference {unpaired['reference']}, only in candidate {unpaired['candidate']}"
+        f"unscored: reference {out.unscored['reference']}, candidate {out.unscored['candidate']}"
+        f" · only in reference {out.unpaired['reference']}, "
+        f"only in candidate {out.unpaired['candidate']}"
     )
-    print(metrics_table({k: {**v, "n": out["n"]} for k, v in out["metrics"].items()}))
+    print(metrics_table(out.model_dump()["metrics"]))
     return 0

@@ -4,7 +4,6 @@ split and measure it on a held-out split."""
 from __future__ import annotations
 
 import argparse
-import json
 
 from assay.cli._common import add_run, overrides, workdir
 
@@ -41,19 +40,19 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     if args.json:
-        print(json.dumps(out))
+        print(out.model_dump_json())
         return 0
-    ev = out["evaluation"]
+    ev = out.model_dump()["evaluation"]
     print(
-        f"\nthreshold on P(positive verdict): {out['threshold']:.4f} "
-        f"(fitted on {out['calibration']['n']} items, kappa there {out['calibration']['kappa']:.3f})"
+        f"\nthreshold on P(positive verdict): {out.threshold:.4f} "
+        f"(fitted on {out.calibration.n} items, kappa there {out.calibration.kappa:.3f})"
     )
     print(f"evaluation split: {ev['n']} items, AUC {ev['auc']:.3f}")
     shown = ("kappa_categorical", "accuracy", "false_positive_rate", "false_negative_rate")
     for side in ("argmax", "calibrated"):
         print(f"\n{side}:")
-        print(metrics_table({k: {**v, "n": ev["n"]} for k, v in ev[side].items() if k in shown}))
-    t = out["use"]["judge"]["decision_threshold"]
+        print(metrics_table({k: v for k, v in ev[side].items() if k in shown}))
+    t = out.use["judge"]["decision_threshold"]
     print(f"\nuse it: add to the judge config  score_mode: expected, decision_threshold: {t}")
-    print(f"details: {out['run_dir']}/calibration.json")
+    print(f"details: {out.run_dir}/calibration.json")
     return 0

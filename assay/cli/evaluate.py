@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from assay.cli._common import add_run, mlflow_line, overrides, print_run_json, workdir
+
+if TYPE_CHECKING:
+    from assay.experiments import Counts
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,9 +34,9 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     s = res.summary
-    c = s["counts"]
+    c = s.counts
     if args.json:
-        print_run_json(res, {"new_judgments": res.new_judgments, **s})
+        print_run_json(res, {"new_judgments": res.new_judgments, **s.model_dump(mode="json")})
         return _exit_code(c)
     if res.new_judgments == 0 and res.resumed:
         state = "re-read (finished before; no LM call)"
@@ -44,21 +48,21 @@ def run(args: argparse.Namespace) -> int:
         state += f" ({res.retried} unscored items judged again)"
     print(f"\n{config.name}: {state}")
     print(
-        f"items {c['items']} · scored {c['scored']} · unscored {c['unscored']} "
-        f"{c['unscored_reasons'] or ''} · paired with reference {c['paired']}"
+        f"items {c.items} · scored {c.scored} · unscored {c.unscored} "
+        f"{c.unscored_reasons or ''} · paired with reference {c.paired}"
     )
-    if s["metrics"]:
-        print(metrics_table(s["metrics"], config.bootstrap.confidence))
-    u = s["usage"]
+    if s.metrics:
+        print(metrics_table(s.model_dump()["metrics"], config.bootstrap.confidence))
+    u = s.usage
     print(
-        f"LM calls {u['calls']} · tokens {u['prompt_tokens']}+{u['completion_tokens']} · "
-        f"cost ${u['cost_usd']:.6f}"
+        f"LM calls {u.calls} · tokens {u.prompt_tokens}+{u.completion_tokens} · "
+        f"cost ${u.cost_usd:.6f}"
     )
     print(f"run directory: {res.run_dir}")
     line = mlflow_line(res.mlflow_run_id, args.tracking_uri)
     if line:
         print(line)
-    transient = sum(c["unscored_reasons"].get(r, 0) for r in ("lm_error", "timeout"))
+    transient = sum(c.unscored_reasons.get(r, 0) for r in ("lm_error", "timeout"))
     if transient:
         print(
             f"note: {transient} items are unscored by LM errors or timeouts; once the cause is "
@@ -69,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     return _exit_code(c)
 
 
-def _exit_code(counts: dict) -> int:
+def _exit_code(counts: Counts) -> int:
     """1 when no item could be judged at all (every judgment an LM error or timeout)."""
-    failed = sum(counts["unscored_reasons"].get(r, 0) for r in ("lm_error", "timeout"))
-    return 1 if counts["judged"] and failed == counts["judged"] else 0
+    failed = sum(counts.unscored_reasons.get(r, 0) for r in ("lm_error", "timeout"))
+    return 1 if counts.judged and failed == counts.judged else 0

@@ -11,14 +11,31 @@ from assay.experiments._config import (
     TrackingConfig,
     load_config,
 )
-from assay.experiments._evaluate import EvaluateResult, evaluate
+from assay.experiments._evaluate import evaluate
 from assay.experiments._items import load_items
+from assay.experiments._results import (
+    Agreement,
+    AgreementResult,
+    CalibrationResult,
+    ConfusionMatrix,
+    Counts,
+    EvaluateResult,
+    EvaluateSummary,
+    RunUsage,
+)
 from assay.experiments.compare import compare
 from assay.experiments.optimize import OptimizeConfig, optimize
 from assay.experiments.runs import Run, RunStore, judge_items, judge_one
 from assay.programs import save_program
 
 __all__ = [
+    "Agreement",
+    "AgreementResult",
+    "CalibrationResult",
+    "ConfusionMatrix",
+    "Counts",
+    "EvaluateSummary",
+    "RunUsage",
     "OptimizeConfig",
     "calibrate",
     "compare",

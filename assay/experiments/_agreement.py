@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from assay.data import ColumnMap, load_table
 from assay.errors import DataError
+from assay.experiments._results import AgreementResult
 from assay.experiments._scoring import agreement_summary
 from assay.scale import Scale
 
@@ -156,7 +157,7 @@ def agreement(
     id_column: str | None = None,
     score_column: str | None = None,
     key: str | None = None,
-) -> dict[str, Any]:
+) -> AgreementResult:
     """The agreement report between two verdict files (reference defines true failures)."""
     sides = [
         read_verdicts(p, id_column=id_column, score_column=score_column, key=key)
@@ -189,21 +190,12 @@ def agreement(
     summary = agreement_summary(
         r, c, scale, threshold=threshold, n_resamples=n_resamples, seed=seed
     )
-    return {
-        "n": len(ids),
-        "unscored": unscored,
-        "unpaired": unpaired,
-        "paired_by": paired_by,
-        "scale": scale.describe(),
-        "threshold": threshold,
-        "metrics": {
-            k: {
-                "value": m["value"],
-                "ci_low": m["ci_low"],
-                "ci_high": m["ci_high"],
-                **({"note": m["note"]} if m.get("note") else {}),
-            }
-            for k, m in summary["metrics"].items()
-        },
-        "confusion_matrix": summary["confusion_matrix"],
-    }
+    return AgreementResult(
+        **summary.model_dump(),
+        n=len(ids),
+        unscored=unscored,
+        unpaired=unpaired,
+        paired_by=paired_by,
+        scale=scale.describe(),
+        threshold=threshold,
+    )

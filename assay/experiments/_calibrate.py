@@ -11,15 +11,17 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from assay.errors import ConfigError
 from assay.experiments._config import EvaluateConfig
 from assay.experiments._evaluate import evaluate
+from assay.experiments._results import CalibrationEvaluation, CalibrationFit, CalibrationResult
 from assay.experiments._scoring import agreement_summary
+from assay.experiments.runs import default_tracking_uri, flatten_metrics, write_json
 from assay.metrics import fit_threshold
+from assay.types import Judgment
 
 
 def split_ids(labels: dict[str, int], fraction: float, seed: int) -> tuple[list[str], list[str]]:
@@ -49,7 +51,7 @@ def calibrate(
     limit: int | None = None,
     tracking_uri: str | None = None,
     progress: bool = True,
-) -> dict[str, Any]:
+) -> CalibrationResult:
     """Judge every item (cached, resumable, like ``evaluate``), fit the threshold on the
     calibration split, and report argmax vs calibrated agreement on the evaluation split."""
     scale = config.judge.scale
@@ -67,8 +69,7 @@ def calibrate(
         tracking_uri=tracking_uri,
         progress=progress,
     )
-    items = res.items
-    labels = {it.id: it.expected for it in items if it.expected is not None}
+    labels = {it.id: it.expected for it in res.items if it.expected is not None}
     by_id = {j.item_id: j for j in res.judgments}
     usable = {
         i: y for i, y in labels.items() if by_id.get(i) and by_id[i].expected_score is not None
@@ -79,65 +80,80 @@ def calibrate(
             "each split needs both labels: use more items (--limit) or another --fraction"
         )
     t, cal_kappa = fit_threshold([by_id[i].expected_score for i in cal], [usable[i] for i in cal])
+    out = CalibrationResult(
+        threshold=t,
+        calibration=CalibrationFit(n=len(cal), kappa=cal_kappa),
+        evaluation=_measure(config, ev, usable, by_id, t),
+        excluded={
+            "no_reference": len(res.items) - len(labels),
+            "no_probability": len(labels) - len(usable),
+        },
+        split={"fraction": fraction, "seed": seed, "calibration_ids": cal, "evaluation_ids": ev},
+        run_dir=str(res.run_dir),
+        use={"judge": {"score_mode": "expected", "decision_threshold": round(t, 6)}},
+    )
+    write_json(res.run_dir / "calibration.json", out.model_dump(mode="json"))
+    if config.tracking.enabled and res.mlflow_run_id:
+        _log(
+            out,
+            res.mlflow_run_id,
+            tracking_uri or config.tracking.uri or default_tracking_uri(workdir),
+        )
+    return out
+
+
+def _measure(
+    config: EvaluateConfig,
+    ids: list[str],
+    labels: dict[str, int],
+    by_id: dict[str, Judgment],
+    threshold: float,
+) -> CalibrationEvaluation:
+    """Agreement on the evaluation split by argmax and by the threshold, and the AUC of P."""
+    from sklearn.metrics import roc_auc_score
+
+    assert config.judge.scale is not None
     b = config.bootstrap
-    ref = [usable[i] for i in ev]
-    argmax_scored = [i for i in ev if by_id[i].score is not None]
+    boot = {"n_resamples": b.n_resamples, "confidence": b.confidence, "seed": b.seed}
+    ref = [labels[i] for i in ids]
+    scored = [i for i in ids if by_id[i].score is not None]
     argmax = agreement_summary(
-        [usable[i] for i in argmax_scored],
-        [by_id[i].score for i in argmax_scored],
-        scale,
+        [labels[i] for i in scored],
+        [by_id[i].score for i in scored],  # type: ignore[misc]
+        config.judge.scale,
         threshold=None,
-        n_resamples=b.n_resamples,
-        confidence=b.confidence,
-        seed=b.seed,
+        **boot,
     )
     thresholded = agreement_summary(
         ref,
-        [int(by_id[i].expected_score >= t) for i in ev],
-        scale,
+        [int(by_id[i].expected_score >= threshold) for i in ids],  # type: ignore[operator]
+        config.judge.scale,
         threshold=None,
-        n_resamples=b.n_resamples,
-        confidence=b.confidence,
-        seed=b.seed,
+        **boot,
     )
-    from sklearn.metrics import roc_auc_score
+    probs = np.array([by_id[i].expected_score for i in ids])
+    return CalibrationEvaluation(
+        n=len(ids),
+        auc=float(roc_auc_score(ref, probs)),
+        argmax=argmax.metrics,
+        calibrated=thresholded.metrics,
+    )
 
-    probs = np.array([by_id[i].expected_score for i in ev])
-    out = {
-        "threshold": t,
-        "calibration": {"n": len(cal), "kappa": cal_kappa},
-        "evaluation": {
-            "n": len(ev),
-            "auc": float(roc_auc_score(ref, probs)),
-            "argmax": argmax["metrics"],
-            "calibrated": thresholded["metrics"],
-        },
-        "excluded": {
-            "no_reference": len(items) - len(labels),
-            "no_probability": len(labels) - len(usable),
-        },
-        "split": {"fraction": fraction, "seed": seed, "calibration_ids": cal, "evaluation_ids": ev},
-        "run_dir": str(res.run_dir),
-        "use": {"judge": {"score_mode": "expected", "decision_threshold": round(t, 6)}},
-    }
-    import json
 
-    (res.run_dir / "calibration.json").write_text(json.dumps(out, indent=2))
-    if config.tracking.enabled and res.mlflow_run_id:
-        import mlflow
+def _log(out: CalibrationResult, run_id: str, tracking_uri: str) -> None:
+    """The threshold and the held-out figures on the evaluate run it came from."""
+    import mlflow
 
-        from assay.experiments._tracking import default_tracking_uri
-
-        mlflow.set_tracking_uri(
-            tracking_uri or config.tracking.uri or default_tracking_uri(workdir)
-        )
-        client = mlflow.MlflowClient()
-        client.log_metric(res.mlflow_run_id, "calibrated_threshold", t)
-        client.log_metric(res.mlflow_run_id, "eval_auc", out["evaluation"]["auc"])
-        for name in ("kappa_categorical", "accuracy"):
-            for side in ("argmax", "calibrated"):
-                m = out["evaluation"][side].get(name)
-                if m and m["value"] == m["value"]:
-                    client.log_metric(res.mlflow_run_id, f"eval_{side}_{name}", m["value"])
-        client.log_artifact(res.mlflow_run_id, str(res.run_dir / "calibration.json"))
-    return out
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri)
+    metrics = {"calibrated_threshold": out.threshold, "eval_auc": out.evaluation.auc}
+    for side in ("argmax", "calibrated"):
+        chosen = {
+            k: v
+            for k, v in getattr(out.evaluation, side).items()
+            if k in ("kappa_categorical", "accuracy")
+        }
+        metrics.update(flatten_metrics(chosen, f"eval_{side}_"))
+    for name, value in metrics.items():
+        if not name.endswith(("_ci_low", "_ci_high")):
+            client.log_metric(run_id, name, value)
+    client.log_artifact(run_id, str(Path(out.run_dir) / "calibration.json"))

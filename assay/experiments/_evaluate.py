@@ -9,7 +9,6 @@ what is missing; ``retry.unscored`` judges the items left unscored for those rea
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import dspy
 from assay.experiments._config import EvaluateConfig
 from assay.experiments._items import load_items
 from assay.experiments._report import render_report
+from assay.experiments._results import EvaluateResult, EvaluateSummary
 from assay.experiments._scoring import summarize_run
 from assay.experiments.runs import (
     JudgeTask,
@@ -31,18 +31,6 @@ from assay.experiments.runs import (
 )
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
 from assay.types import Item, Judgment, stable_hash
-
-
-@dataclass
-class EvaluateResult:
-    run_dir: Path
-    summary: dict[str, Any]
-    judgments: list[Judgment]
-    new_judgments: int
-    mlflow_run_id: str | None
-    resumed: bool
-    items: list[Item]
-    retried: int = 0
 
 
 def data_fingerprint(items: list[Item]) -> str:
@@ -81,12 +69,18 @@ def evaluate(
         config, run_hash, command="evaluate", workdir=workdir, tracking_uri=tracking_uri
     ) as run:
         done = run.store.judgments()
-        resumed = bool(done)
         work, retried = to_judge((it.id for it in items), done, config.retry.unscored)
         if not work and run.finished:
-            summary = run.store.read_json("metrics.json")
+            summary = EvaluateSummary.model_validate(run.store.read_json("metrics.json"))
+            judgments = [done[it.id] for it in items]
             return EvaluateResult(
-                run.dir, summary, [done[it.id] for it in items], 0, run.mlflow_run_id, True, items
+                run_dir=run.dir,
+                summary=summary,
+                judgments=judgments,
+                new_judgments=0,
+                mlflow_run_id=run.mlflow_run_id,
+                resumed=True,
+                items=items,
             )
         by_id = {it.id: it for it in items}
         new = run_tasks(
@@ -98,63 +92,94 @@ def evaluate(
         )
         judged = {**done, **{j.item_id: j for j in new}}
         judgments = [judged[it.id] for it in items]
-        b = config.bootstrap
-        summary = summarize_run(
-            judgments,
-            {it.id: it.expected for it in items},
-            config.judge.scale,
-            threshold=config.threshold,
-            n_resamples=b.n_resamples,
-            confidence=b.confidence,
-            seed=b.seed,
-        )
-        summary["retried"] = retried
-        summary["config_hash"] = config.judge.config_hash()
-        summary["run_hash"] = run_hash
-        summary["bootstrap"] = (
-            f"{b.n_resamples} percentile resamples over items, seed {b.seed}, {b.confidence:.0%} intervals"
-        )
-        run.store.write_json("metrics.json", summary)
+        summary = _summarize(config, items, judgments, run_hash, retried)
+        run.store.write_json("metrics.json", summary.model_dump(mode="json"))
         run.store.write_text(
             "report.md",
-            render_report(config.name, config.model_dump(mode="json"), summary, b.confidence),
+            render_report(
+                config.name, config.model_dump(mode="json"), summary, config.bootstrap.confidence
+            ),
         )
         save_program(programs(1), run.dir / "program.json")
         write_html(run.dir, items=items)
         run_id = run.finish(
-            TrackedRun(
-                name=config.name,
-                params={
-                    **config.judge.flat_params(),
-                    "data.path": config.data.path,
-                    "data.format": config.data.format,
-                    "data.n_items": str(len(items)),
-                    "threshold": str(config.threshold),
-                    "run_hash": run_hash,
-                },
-                metrics=evaluate_metrics(summary),
-                tags={
-                    "assay.data": fingerprint[:16],
-                    "assay.scale": config.judge.scale.describe(),
-                    "assay.judge": config.judge.name,
-                },
-            ),
-            n_items=len(items),
+            _tracked(config, items, fingerprint, run_hash, summary), n_items=len(items)
         )
         return EvaluateResult(
-            run.dir, summary, judgments, len(new), run_id, resumed, items, retried
+            run_dir=run.dir,
+            summary=summary,
+            judgments=judgments,
+            new_judgments=len(new),
+            mlflow_run_id=run_id,
+            resumed=bool(done),
+            items=items,
+            retried=retried,
         )
 
 
-def evaluate_metrics(summary: dict[str, Any]) -> dict[str, float]:
+def _summarize(
+    config: EvaluateConfig,
+    items: list[Item],
+    judgments: list[Judgment],
+    run_hash: str,
+    retried: int,
+) -> EvaluateSummary:
+    b = config.bootstrap
+    assert config.judge.scale is not None
+    summary = summarize_run(
+        judgments,
+        {it.id: it.expected for it in items},
+        config.judge.scale,
+        threshold=config.threshold,
+        n_resamples=b.n_resamples,
+        confidence=b.confidence,
+        seed=b.seed,
+    )
+    return summary.model_copy(
+        update={
+            "retried": retried,
+            "config_hash": config.judge.config_hash(),
+            "run_hash": run_hash,
+            "bootstrap": f"{b.n_resamples} percentile resamples over items, seed {b.seed}, "
+            f"{b.confidence:.0%} intervals",
+        }
+    )
+
+
+def _tracked(
+    config: EvaluateConfig,
+    items: list[Item],
+    fingerprint: str,
+    run_hash: str,
+    summary: EvaluateSummary,
+) -> TrackedRun:
+    assert config.judge.scale is not None
+    return TrackedRun(
+        name=config.name,
+        params={
+            **config.judge.flat_params(),
+            "data.path": config.data.path,
+            "data.format": config.data.format,
+            "data.n_items": str(len(items)),
+            "threshold": str(config.threshold),
+            "run_hash": run_hash,
+        },
+        metrics=evaluate_metrics(summary),
+        tags={
+            "assay.data": fingerprint[:16],
+            "assay.scale": config.judge.scale.describe(),
+            "assay.judge": config.judge.name,
+        },
+    )
+
+
+def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, float]:
     """An evaluate summary as MLflow metrics: every metric with its CI bounds (unprefixed),
     counts as ``n_*``, usage as ``usage_*`` and the cost per accuracy point."""
-    usage = summary["usage"]
+    s = EvaluateSummary.model_validate(summary) if isinstance(summary, dict) else summary
     return {
-        **flatten_metrics(summary.get("metrics", {})),
-        **flatten_metrics(summary["counts"], "n_"),
-        **flatten_metrics(usage, "usage_"),
-        **flatten_metrics(
-            {"cost_per_accuracy_point_usd": usage.get("cost_per_accuracy_point_usd")}
-        ),
+        **flatten_metrics(s.metrics),
+        **flatten_metrics(s.counts, "n_"),
+        **flatten_metrics(s.usage, "usage_"),
+        **flatten_metrics({"cost_per_accuracy_point_usd": s.usage.cost_per_accuracy_point_usd}),
     }

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.experiments._results import EvaluateSummary
 from assay.metrics import fmt, metrics_table
 
 
 def render_report(
-    name: str, config: dict[str, Any], summary: dict[str, Any], confidence: float
+    name: str, config: dict[str, Any], summary: EvaluateSummary, confidence: float
 ) -> str:
     judge = config["judge"]
-    c = summary["counts"]
-    u = summary["usage"]
+    s = summary.model_dump()
+    c = s["counts"]
+    u = s["usage"]
     lines = [
         f"# assay evaluate — {name}",
         "",
         f"- judge: `{judge.get('name')}` · model `{judge.get('model')}` · program `{judge.get('program')}` · "
-        f"adapter `{judge.get('adapter')}` · temperature {judge.get('temperature')} · config hash `{summary.get('config_hash', '')}`",
+        f"adapter `{judge.get('adapter')}` · temperature {judge.get('temperature')} · config hash `{summary.config_hash}`",
         f"- data: `{config['data']['path']}` ({c['items']} items)",
         f"- judged {c['judged']}, scored {c['scored']}, **unscored {c['unscored']}**"
         + (
@@ -27,17 +29,17 @@ def render_report(
         )
         + f"; without a reference label {c['without_reference']}; metrics computed on **{c['paired']}** pairs."
         + (
-            f" {summary['retried']} unscored items were judged again on this run."
-            if summary.get("retried")
+            f" {summary.retried} unscored items were judged again on this run."
+            if summary.retried
             else ""
         ),
         "",
         "## Agreement with the reference",
         "",
     ]
-    if summary["metrics"]:
-        lines.append(metrics_table(summary["metrics"], confidence))
-        cm = summary.get("confusion_matrix")
+    if s["metrics"]:
+        lines.append(metrics_table(s["metrics"], confidence))
+        cm = s.get("confusion_matrix")
         if cm:
             labels = cm["labels"]
             lines += ["", "Confusion matrix (rows: reference, columns: judge):", ""]
@@ -46,7 +48,7 @@ def render_report(
             for lab, row in zip(labels, cm["rows_reference"], strict=True):
                 lines.append(f"| **{lab}** | " + " | ".join(str(x) for x in row) + " |")
     else:
-        lines.append(summary.get("note") or "No item has both a reference label and a judge score.")
+        lines.append(summary.note or "No item has both a reference label and a judge score.")
     lines += [
         "",
         "## Cost",
@@ -63,7 +65,7 @@ def render_report(
         ),
         f"- cost per accuracy point: {fmt(u.get('cost_per_accuracy_point_usd'), 6)} USD; mean latency {u['mean_latency_s']:.3f} s",
         "",
-        f"Bootstrap: {summary.get('bootstrap', '')}",
+        f"Bootstrap: {summary.bootstrap}",
     ]
     if str(judge.get("model", "")).startswith("local"):
         lines += [

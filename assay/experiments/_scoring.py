@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import numpy as np
 
+from assay.experiments._results import (
+    Agreement,
+    ConfusionMatrix,
+    Counts,
+    EvaluateSummary,
+    RunUsage,
+)
 from assay.metrics import agreement_confusion, agreement_metrics, cost_per_accuracy_point
 from assay.scale import Scale
 from assay.types import Judgment, Usage
@@ -34,10 +40,10 @@ def agreement_summary(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> Agreement:
     """Every agreement metric of SPEC §5 for paired scores on ``scale``, with bootstrap CIs."""
     if not reference:
-        return {"metrics": {}, "confusion_matrix": None, "note": "no item was scored on both sides"}
+        return Agreement(note="no item was scored on both sides")
     ref = np.array([scale.index(s) for s in reference])
     cand = np.array([scale.index(s) for s in candidate])
     thr = scale.index(threshold) if threshold is not None else None
@@ -57,13 +63,12 @@ def agreement_summary(
         confidence=confidence,
         seed=seed,
     )
-    return {
-        "metrics": {name: mv.to_dict() for name, mv in metrics.items()},
-        "confusion_matrix": {
-            "labels": scale.values,
-            "rows_reference": agreement_confusion(ref, cand, scale.k),
-        },
-    }
+    return Agreement(
+        metrics=metrics,
+        confusion_matrix=ConfusionMatrix(
+            labels=scale.values, rows_reference=agreement_confusion(ref, cand, scale.k)
+        ),
+    )
 
 
 def summarize_run(
@@ -75,13 +80,13 @@ def summarize_run(
     n_resamples: int,
     confidence: float,
     seed: int,
-) -> dict[str, Any]:
+) -> EvaluateSummary:
     """metrics.json of an evaluate run: counts, unscored reasons, agreement, usage and cost."""
     by_id = {j.item_id: j for j in judgments}
     candidate = {i: by_id[i].score for i in expected if i in by_id}
     reference = {i: s for i, s in expected.items() if s is not None and i in by_id}
     ids, ref, cand, _ = pair_scores(reference, candidate)
-    summary = agreement_summary(
+    agreement = agreement_summary(
         ref,
         cand,
         scale,
@@ -91,29 +96,27 @@ def summarize_run(
         seed=seed,
     )
     usage = sum((j.usage for j in judgments), Usage())
-    acc = summary["metrics"].get("accuracy", {}).get("value")
+    accuracy = agreement.metrics.get("accuracy")
+    acc = accuracy.value if accuracy is not None else None
     reasons = Counter(j.unscored for j in judgments if j.score is None)
-    expected_scores = [j.expected_score for j in judgments if j.expected_score is not None]
-    return {
-        "counts": {
-            "items": len(expected),
-            "judged": len(judgments),
-            "scored": sum(j.score is not None for j in judgments),
-            "unscored": sum(reasons.values()),
-            "unscored_reasons": dict(reasons),
-            "without_reference": sum(1 for s in expected.values() if s is None),
-            "paired": len(ids),
-        },
-        **summary,
-        "usage": {
+    return EvaluateSummary(
+        **agreement.model_dump(),
+        counts=Counts(
+            items=len(expected),
+            judged=len(judgments),
+            scored=sum(j.score is not None for j in judgments),
+            unscored=sum(reasons.values()),
+            unscored_reasons=dict(reasons),
+            without_reference=sum(1 for s in expected.values() if s is None),
+            paired=len(ids),
+        ),
+        usage=RunUsage(
             **usage.model_dump(),
-            "cached_judgments": sum(j.cached for j in judgments),
-            "mean_latency_s": float(np.mean([j.latency_s for j in judgments]))
-            if judgments
-            else 0.0,
-            "cost_per_accuracy_point_usd": cost_per_accuracy_point(usage.cost_usd, acc)
+            cached_judgments=sum(j.cached for j in judgments),
+            mean_latency_s=float(np.mean([j.latency_s for j in judgments])) if judgments else 0.0,
+            cost_per_accuracy_point_usd=cost_per_accuracy_point(usage.cost_usd, acc)
             if acc
             else None,
-        },
-        "expected_scores": len(expected_scores),
-    }
+        ),
+        expected_scores=sum(j.expected_score is not None for j in judgments),
+    )

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
+
+from pydantic import ConfigDict
+from pydantic.dataclasses import dataclass
 
 from assay.metrics._intervals import BootstrapCI
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
 class MetricValue:
     """One reported metric. ``value`` may be nan when the metric is undefined (``note`` says why);
     ``ci_low``/``ci_high`` are None when no interval could be computed; ``n`` counts the items."""

@@ -53,7 +53,7 @@ def config(tmp_path):
 
 
 def test_calibrated_threshold_beats_argmax_on_held_out_items(tmp_path, config):
-    out = calibrate(config, workdir=tmp_path, progress=False)
+    out = calibrate(config, workdir=tmp_path, progress=False).model_dump()
     ev = out["evaluation"]
     assert 0.1 < out["threshold"] < 0.3
     assert ev["argmax"]["kappa_categorical"]["value"] == pytest.approx(0.0)
@@ -68,12 +68,12 @@ def test_calibrated_threshold_beats_argmax_on_held_out_items(tmp_path, config):
 def test_calibrated_judge_uses_the_threshold(tmp_path, config):
     from assay.experiments import evaluate
 
-    out = calibrate(config, workdir=tmp_path, progress=False)
+    out = calibrate(config, workdir=tmp_path, progress=False).model_dump()
     judge = config.judge.model_copy(
         update={"score_mode": "expected", "decision_threshold": out["threshold"]}
     )
     res = evaluate(config.model_copy(update={"judge": judge}), workdir=tmp_path, progress=False)
-    assert res.summary["metrics"]["kappa_categorical"]["value"] == pytest.approx(1.0)
+    assert res.summary.metrics["kappa_categorical"].value == pytest.approx(1.0)
     assert {j.label for j in res.judgments} == {"False", "True"}
 
 
@@ -86,7 +86,7 @@ def test_missing_logprobs_make_a_calibrated_judge_unscored(tmp_path, config):
     )
     res = evaluate(config.model_copy(update={"judge": judge}), workdir=tmp_path, progress=False)
     assert {j.unscored for j in res.judgments} == {"no_logprobs"}
-    assert res.summary["counts"]["scored"] == 0
+    assert res.summary.counts.scored == 0
 
 
 def test_split_is_stratified_and_seeded():

@@ -51,8 +51,8 @@ def sheet_engine(**overrides) -> ScriptedEngine:
 def test_known_answer_sheet_gives_exact_metrics(project: Path):
     config, base = load_config(project / "cfg" / "config.yaml")
     res = evaluate(config, workdir=project, config_dir=base, progress=False)
-    m = res.summary["metrics"]
-    assert res.summary["counts"] == {
+    m = res.summary.model_dump()["metrics"]
+    assert res.summary.counts.model_dump() == {
         "items": 12,
         "judged": 12,
         "scored": 12,
@@ -68,7 +68,7 @@ def test_known_answer_sheet_gives_exact_metrics(project: Path):
     assert m["false_negative_rate"]["value"] == pytest.approx(1 / 6)
     for v in m.values():
         assert v["ci_low"] <= v["value"] <= v["ci_high"]
-    assert res.summary["confusion_matrix"]["rows_reference"] == [[5, 1], [1, 5]]
+    assert res.summary.confusion_matrix.rows_reference == [[5, 1], [1, 5]]
     files = {p.name for p in res.run_dir.iterdir()}
     assert {
         "config.yaml",
@@ -81,8 +81,8 @@ def test_known_answer_sheet_gives_exact_metrics(project: Path):
     lines = (res.run_dir / "judgments.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["item_id"] for x in lines) == [f"q{i:02d}" for i in range(12)]
     # scripted usage: every call counted, local/scripted models cost nothing
-    assert res.summary["usage"]["calls"] == 12
-    assert res.summary["usage"]["prompt_tokens"] > 0
+    assert res.summary.usage.calls == 12
+    assert res.summary.usage.prompt_tokens > 0
     assert "kappa_categorical" in (res.run_dir / "report.md").read_text()
 
 
@@ -107,7 +107,7 @@ def test_rerun_of_finished_config_makes_no_lm_call(project: Path):
     assert engine.n_calls == 12
     assert again.new_judgments == 0
     assert again.run_dir == first.run_dir
-    assert again.summary["metrics"] == first.summary["metrics"]
+    assert again.summary.metrics == first.summary.metrics
 
 
 def test_lm_errors_and_parse_errors_are_unscored_not_scores(project: Path):
@@ -132,11 +132,11 @@ def test_lm_errors_and_parse_errors_are_unscored_not_scores(project: Path):
     by_id = {j.item_id: j for j in res.judgments}
     assert by_id["q02"].score is None and by_id["q02"].unscored == "lm_error"
     assert by_id["q04"].score is None and by_id["q04"].unscored == "parse_error"
-    c = res.summary["counts"]
+    c = res.summary.counts.model_dump()
     assert c["unscored"] == 2 and c["paired"] == 10
     assert c["unscored_reasons"] == {"lm_error": 1, "parse_error": 1}
     keep = [i for i in range(12) if i not in (2, 4)]
-    assert res.summary["metrics"]["accuracy"]["value"] == pytest.approx(
+    assert res.summary.metrics["accuracy"].value == pytest.approx(
         np.mean([EXPECTED[i] == SAYS[i] for i in keep])
     )
     assert len((res.run_dir / "judgments.jsonl").read_text().splitlines()) == 12
@@ -145,7 +145,7 @@ def test_lm_errors_and_parse_errors_are_unscored_not_scores(project: Path):
 def test_limit_and_model_override_change_the_run(project: Path):
     config, base = load_config(project / "cfg" / "config.yaml")
     res = evaluate(config, workdir=project, config_dir=base, limit=4, progress=False)
-    assert res.summary["counts"]["items"] == 4
+    assert res.summary.counts.items == 4
     full = evaluate(config, workdir=project, config_dir=base, progress=False)
     assert full.run_dir != res.run_dir
 

@@ -26,7 +26,7 @@ def test_harmbench_three_items_complete_run_and_mlflow(tmp_path, example_data):
     res = evaluate(
         config, workdir=tmp_path, config_dir=base, limit=3, progress=False, tracking_uri=uri
     )
-    c = res.summary["counts"]
+    c = res.summary.counts.model_dump()
     assert c["items"] == 3 and c["judged"] == 3
     # grammar-constrained decoding: the tiny model's output always parses
     assert c["scored"] == 3, res.summary
@@ -62,7 +62,7 @@ def test_examples_run_on_the_local_model(tmp_path, example_data, example):
     config, base = load_config(EXAMPLES / example)
     config.tracking.enabled = False
     res = evaluate(config, workdir=tmp_path, config_dir=base, limit=2, progress=False)
-    assert res.summary["counts"]["judged"] == 2
+    assert res.summary.counts.judged == 2
     # every item ends as a judgment: scored, or unscored with a reason
     for j in res.judgments:
         assert (j.score is not None) != (j.unscored is not None)

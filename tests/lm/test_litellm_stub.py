@@ -98,11 +98,11 @@ def test_every_item_scored_with_the_stub_usage_and_priced_cost(tmp_path, items_c
     # the stub answers the first label of the scale: "False" -> 0
     assert [j.score for j in result.judgments] == [0] * N_ITEMS
     assert all(j.unscored is None and not j.cached for j in result.judgments)
-    assert result.summary["counts"]["scored"] == N_ITEMS
+    assert result.summary.counts.scored == N_ITEMS
 
     prompt, completion = reported_tokens(stub)
     assert prompt > 0 and completion == 2 * N_ITEMS  # '{"verdict": "False"}': two words
-    usage = result.summary["usage"]
+    usage = result.summary.usage.model_dump()
     assert (usage["prompt_tokens"], usage["completion_tokens"], usage["calls"]) == (
         prompt,
         completion,
@@ -172,7 +172,7 @@ def test_a_rate_limited_first_request_is_retried_and_still_scored(tmp_path, item
     assert stub.statuses.count(429) == 1
     assert all(j.score == 0 and j.unscored is None for j in result.judgments)
     # the failed attempt reported no usage, so it costs nothing
-    assert result.summary["usage"]["prompt_tokens"] == reported_tokens(stub)[0]
+    assert result.summary.usage.prompt_tokens == reported_tokens(stub)[0]
 
 
 def test_a_persistent_server_error_is_an_unscored_lm_error(tmp_path, items_csv):
@@ -183,8 +183,8 @@ def test_a_persistent_server_error_is_an_unscored_lm_error(tmp_path, items_csv):
     assert [j.score for j in result.judgments] == [None] * N_ITEMS
     assert {j.unscored for j in result.judgments} == {"lm_error"}
     assert all("500" in (j.error or "") for j in result.judgments)
-    assert result.summary["counts"]["unscored_reasons"] == {"lm_error": N_ITEMS}
-    assert result.summary["usage"]["cost_usd"] == 0.0
+    assert result.summary.counts.unscored_reasons == {"lm_error": N_ITEMS}
+    assert result.summary.usage.cost_usd == 0.0
 
 
 def test_one_server_error_then_success_is_scored(tmp_path, items_csv):
@@ -216,7 +216,7 @@ def test_a_repeated_evaluation_is_served_from_the_dspy_cache(tmp_path, items_csv
     assert first.run_dir != second.run_dir and second.new_judgments == N_ITEMS
     assert [j.score for j in second.judgments] == [j.score for j in first.judgments]
     assert all(j.cached and j.usage.calls == 0 for j in second.judgments)
-    assert second.summary["usage"]["cost_usd"] == 0.0
+    assert second.summary.usage.cost_usd == 0.0
     assert not any(j.cached for j in first.judgments)
 
 

@@ -76,7 +76,7 @@ def measure(
             n_resamples=b.n_resamples,
             confidence=b.confidence,
             seed=b.seed,
-        )
+        ).model_dump()
     out["objective"] = objective_parts(splits["dev"], by_id, variants_of, config)
     out["usage"] = sum((by_id[t.item.id].usage for t in tasks), Usage()).model_dump()
     return out

@@ -6,6 +6,7 @@ together in a fresh folder cannot leave it half-made.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,15 @@ from assay.experiments.runs._lock import file_lock
 
 def default_tracking_uri(workdir: Path) -> str:
     return f"sqlite:///{(workdir / 'mlflow.db').resolve()}"
+
+
+def _plain(value: Any) -> Any:
+    """A pydantic model or dataclass as its dict of fields; anything else as it is."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
 
 
 def _is_metric_value(value: Any) -> bool:
@@ -29,16 +39,13 @@ def flatten_metrics(value: Any, prefix: str = "") -> dict[str, float]:
     ``name_ci_low`` and ``name_ci_high``; nested mappings join their keys with ``.`` (after a
     ``prefix`` ending in ``_`` or ``.``, directly); nan, booleans, text and lists are left out.
     """
-    if hasattr(value, "model_dump"):
-        value = value.model_dump(mode="json")
     out: dict[str, float] = {}
 
     def join(name: str, key: str) -> str:
         return f"{name}{key}" if not name or name.endswith(("_", ".")) else f"{name}.{key}"
 
     def put(name: str, v: Any) -> None:
-        if hasattr(v, "model_dump"):
-            v = v.model_dump(mode="json")
+        v = _plain(v)
         if _is_metric_value(v):
             for key, suffix in (("value", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")):
                 x = v.get(key)

@@ -1,0 +1,116 @@
+"""Typed results of the agreement runners (evaluate, agreement, calibrate): what a run measured,
+serialised once (``metrics.json``, ``--json``) and read back from the same models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.metrics import MetricValue
+from assay.types import Item, Judgment, Usage
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+
+class ConfusionMatrix(_Model):
+    """Counts of (reference, judge) pairs; rows are the reference's scale values."""
+
+    labels: list[int]
+    rows_reference: list[list[int]]
+
+
+class Agreement(_Model):
+    """Every agreement metric of SPEC §5 on the scored pairs, each with its interval."""
+
+    metrics: dict[str, MetricValue] = Field(default_factory=dict)
+    confusion_matrix: ConfusionMatrix | None = None
+    note: str | None = None
+
+
+class Counts(_Model):
+    """What happened to the items: judged, scored, unscored (by reason), paired with a reference."""
+
+    items: int
+    judged: int
+    scored: int
+    unscored: int
+    unscored_reasons: dict[str, int]
+    without_reference: int
+    paired: int
+
+
+class RunUsage(Usage):
+    """Tokens and cost of a run's judge calls, with cache hits, latency and cost per point."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cached_judgments: int = 0
+    mean_latency_s: float = 0.0
+    cost_per_accuracy_point_usd: float | None = None
+
+
+class EvaluateSummary(Agreement):
+    """``metrics.json`` of an evaluate run."""
+
+    counts: Counts
+    usage: RunUsage
+    expected_scores: int = 0
+    retried: int = 0
+    config_hash: str = ""
+    run_hash: str = ""
+    bootstrap: str = ""
+
+
+class EvaluateResult(_Model):
+    """What :func:`assay.experiments.evaluate` returns."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    run_dir: Path
+    summary: EvaluateSummary
+    judgments: list[Judgment]
+    new_judgments: int
+    mlflow_run_id: str | None
+    resumed: bool
+    items: list[Item]
+    retried: int = 0
+
+
+class AgreementResult(Agreement):
+    """What ``assay agreement`` measures between two sets of verdicts."""
+
+    n: int
+    unscored: dict[str, int]
+    unpaired: dict[str, int]
+    paired_by: Literal["id", "eval_id", "line"]
+    scale: str
+    threshold: int | None = None
+
+
+class CalibrationFit(_Model):
+    n: int
+    kappa: float
+
+
+class CalibrationEvaluation(_Model):
+    n: int
+    auc: float
+    argmax: dict[str, MetricValue]
+    calibrated: dict[str, MetricValue]
+
+
+class CalibrationResult(_Model):
+    """``calibration.json`` of ``assay calibrate``: the threshold, fitted on one split and
+    measured on the other."""
+
+    threshold: float
+    calibration: CalibrationFit
+    evaluation: CalibrationEvaluation
+    excluded: dict[str, int]
+    split: dict[str, object]
+    run_dir: str
+    use: dict[str, dict[str, object]]
