@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 
@@ -70,5 +69,5 @@ def run(args: argparse.Namespace) -> int:
         out_dir=(Path(args.out) if args.out else Path.cwd() / "compare").resolve(),
         log=not args.no_log,
     )
-    print(json.dumps(result, default=str) if args.json else render_markdown(result), end="\n")
+    print(result.model_dump_json() if args.json else render_markdown(result), end="\n")
     return 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from assay.cli._common import add_output, add_tracking, workdir
 
@@ -32,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         tracking_uri=args.tracking_uri,
     )
     if args.json:
-        print(json.dumps(out, default=str))
+        print(out.model_dump_json())
         return 0
     print(render_result(out, config.bootstrap.confidence))
     return 0

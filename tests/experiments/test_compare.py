@@ -154,7 +154,7 @@ def three(store) -> list[str]:
 
 
 def test_leaderboard_order_metric_and_cost(store):
-    res = compare(three(store), tracking_uri=store["uri"], log=False)
+    res = compare(three(store), tracking_uri=store["uri"], log=False).model_dump()
     rows = res["leaderboard"]
     assert [r["judge"] for r in rows] == ["perfect", "most", "yes"]
     assert res["metric"] == "kappa_categorical"
@@ -175,7 +175,7 @@ def test_leaderboard_order_metric_and_cost(store):
 
 
 def test_differences_show_only_the_changed_judge_params(store):
-    res = compare(three(store), tracking_uri=store["uri"], log=False)
+    res = compare(three(store), tracking_uri=store["uri"], log=False).model_dump()
     d = res["differences"]
     assert d["columns"] == ["perfect", "most", "yes"]
     rows = d["rows"]
@@ -198,7 +198,7 @@ def test_differences_show_only_the_changed_judge_params(store):
 
 def test_other_data_set_is_left_out_with_a_reason_unless_forced(store):
     ids = store["ids"]
-    res = compare([*three(store), ids["other"]], tracking_uri=store["uri"], log=False)
+    res = compare([*three(store), ids["other"]], tracking_uri=store["uri"], log=False).model_dump()
     assert [r["judge"] for r in res["leaderboard"]] == ["perfect", "most", "yes"]
     (out,) = res["left_out"]
     assert out["run_id"] == ids["other"]
@@ -206,12 +206,14 @@ def test_other_data_set_is_left_out_with_a_reason_unless_forced(store):
     assert out["reason"].startswith("data set differs: ") and out["reason"].endswith(f" vs {data}")
     forced = compare(
         [*three(store), ids["other"]], tracking_uri=store["uri"], force=True, log=False
-    )
+    ).model_dump()
     assert forced["left_out"] == [] and forced["group"] is None
     assert {r["run_id"] for r in forced["leaderboard"]} == {*three(store), ids["other"]}
     assert forced["leaderboard"][0]["value"] == pytest.approx(1.0)
     # the first run named decides which group is compared
-    first_other = compare([ids["other"], *three(store)], tracking_uri=store["uri"], log=False)
+    first_other = compare(
+        [ids["other"], *three(store)], tracking_uri=store["uri"], log=False
+    ).model_dump()
     assert [r["run_id"] for r in first_other["leaderboard"]] == [ids["other"]]
     assert len(first_other["left_out"]) == 3
 
@@ -220,7 +222,7 @@ def test_whole_experiment_compares_the_largest_group_and_logs_a_comparison_run(s
     import mlflow
 
     out = tmp_path / "cmp"
-    res = compare([], tracking_uri=store["uri"], out_dir=out)
+    res = compare([], tracking_uri=store["uri"], out_dir=out).model_dump()
     assert [r["judge"] for r in res["leaderboard"]] == ["perfect", "most", "yes"]
     reasons = {x["run_id"]: x["reason"] for x in res["left_out"]}
     assert reasons[store["plain"]] == "not an assay run"
@@ -242,13 +244,15 @@ def test_whole_experiment_compares_the_largest_group_and_logs_a_comparison_run(s
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert artifacts == {"pareto.png", "comparison.json", "report.html"}
     # a later comparison of the experiment neither compares nor lists the comparison run
-    again = compare([], tracking_uri=store["uri"], log=False)
+    again = compare([], tracking_uri=store["uri"], log=False).model_dump()
     assert res["comparison_run_id"] not in {x["run_id"] for x in again["left_out"]}
     assert len(again["leaderboard"]) == 3
 
 
 def test_harness_run_compares_its_judges_with_a_heatmap(store, tmp_path):
-    res = compare([store["harness"]], tracking_uri=store["uri"], out_dir=tmp_path, log=False)
+    res = compare(
+        [store["harness"]], tracking_uri=store["uri"], out_dir=tmp_path, log=False
+    ).model_dump()
     rows = res["leaderboard"]
     assert res["metric"] == "mean_pass_rate"
     assert [r["judge"] for r in rows] == ["clean", "label_blind"]
@@ -262,7 +266,7 @@ def test_harness_run_compares_its_judges_with_a_heatmap(store, tmp_path):
         tracking_uri=store["uri"],
         metric="label_flip.pass_rate",
         log=False,
-    )
+    ).model_dump()
     assert per_test["leaderboard"][0]["ci_low"] is not None
 
 
@@ -273,7 +277,7 @@ def test_filters_by_experiment_and_tag(store):
         tracking_uri=store["uri"],
         tags={"assay.judge": "most"},
         log=False,
-    )
+    ).model_dump()
     assert [r["run_id"] for r in res["leaderboard"]] == [ids["most"]]
     assert any(x["reason"] == "tag assay.judge is 'yes', not 'most'" for x in res["left_out"])
     with pytest.raises(RunError, match="no experiment 'elsewhere'"):

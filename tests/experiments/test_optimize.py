@@ -111,7 +111,7 @@ def test_demos_fix_the_systematic_mistake_and_the_program_reloads(tmp_path, mlfl
     eng = engine("needs-demos", needs_demos)
     uri = mlflow_uri
     config = make_config(tmp_path, "needs-demos", tracking={"enabled": True, "experiment": "opt"})
-    out = optimize(config, workdir=tmp_path, progress=False, tracking_uri=uri)
+    out = optimize(config, workdir=tmp_path, progress=False, tracking_uri=uri).model_dump()
 
     before, after = out["before"]["dev"]["metrics"], out["after"]["dev"]["metrics"]
     assert before["accuracy"]["value"] == pytest.approx(0.5)
@@ -168,7 +168,7 @@ def test_demos_fix_the_systematic_mistake_and_the_program_reloads(tmp_path, mlfl
 
     # a finished run is re-read: no LM call
     n = eng.n_calls
-    again = optimize(config, workdir=tmp_path, progress=False, tracking_uri=uri)
+    again = optimize(config, workdir=tmp_path, progress=False, tracking_uri=uri).model_dump()
     assert again["reused"] and eng.n_calls == n
 
 
@@ -180,7 +180,9 @@ def _items(config: OptimizeConfig) -> list[Item]:
 
 def test_build_judge_with_program_state_keeps_its_lm(tmp_path):
     engine("needs-demos", needs_demos)
-    out = optimize(make_config(tmp_path, "needs-demos"), workdir=tmp_path, progress=False)
+    out = optimize(
+        make_config(tmp_path, "needs-demos"), workdir=tmp_path, progress=False
+    ).model_dump()
     cfg = JudgeConfig(
         model="scripted:needs-demos",
         scale=BINARY,
@@ -244,7 +246,7 @@ def test_variant_calls_stay_out_of_the_trace(tmp_path):
 def test_both_parts_are_reported_before_and_after(tmp_path):
     engine("sensitive", format_sensitive)
     config = make_config(tmp_path, "sensitive", invariance={"enabled": True, "weight": 0.5})
-    out = optimize(config, workdir=tmp_path, progress=False)
+    out = optimize(config, workdir=tmp_path, progress=False).model_dump()
     for phase in ("before", "after"):
         o = out["objective"][phase]
         assert o["label_agreement"] == 1.0
@@ -317,7 +319,7 @@ def test_baseline_survives_a_crash_in_compile_and_is_reused(tmp_path, monkeypatc
     assert eng.n_calls == 12 and not (run_dir / "program.json").exists()
 
     monkeypatch.undo()
-    out = optimize(config, workdir=tmp_path, progress=False)
+    out = optimize(config, workdir=tmp_path, progress=False).model_dump()
     assert out["before"]["reused"]
     assert out["before"]["dev"] == baseline["measure"]["dev"]
     # the re-run judged no baseline item again: optimizer + after only
@@ -344,7 +346,7 @@ def test_gepa_rewrites_the_instruction_and_counts_the_reflection_lm(tmp_path):
         "max_metric_calls": 40,
     }
     config = make_config(tmp_path, "needs-marker", optimizer={"name": "gepa", "options": options})
-    out = optimize(config, workdir=tmp_path, progress=False)
+    out = optimize(config, workdir=tmp_path, progress=False).model_dump()
     assert out["before"]["dev"]["metrics"]["accuracy"]["value"] == pytest.approx(0.5)
     assert out["after"]["dev"]["metrics"]["accuracy"]["value"] == pytest.approx(1.0)
     state = json.loads(Path(out["program"]).read_text())
@@ -373,7 +375,7 @@ def test_random_search_uses_dev_for_selection(tmp_path):
             },
         },
     )
-    out = optimize(config, workdir=tmp_path, progress=False)
+    out = optimize(config, workdir=tmp_path, progress=False).model_dump()
     assert out["after"]["dev"]["metrics"]["accuracy"]["value"] == pytest.approx(1.0)
     # its candidate evaluations run in DSPy worker threads: every call is still counted
     assert out["usage"]["optimization"]["calls"] == eng.n_calls - 24 > 12
@@ -396,7 +398,9 @@ def test_optimize_harmbench_example_end_to_end(tmp_path, example_data):
         EXAMPLES / "optimize_harmbench.yaml", {"data.limit": 16}, model=OptimizeConfig
     )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    out = optimize(config, workdir=tmp_path, config_dir=base, progress=False, tracking_uri=uri)
+    out = optimize(
+        config, workdir=tmp_path, config_dir=base, progress=False, tracking_uri=uri
+    ).model_dump()
     assert out["split"]["sizes"] == {"train": 8, "dev": 4, "test": 4}
     for phase in ("before", "after"):
         for part in ("dev", "test"):
@@ -426,7 +430,7 @@ def test_compare_ranks_the_baseline_and_the_optimized_judge_beside_evaluate_runs
     engine("clean-cmp", clean)
     tracking = {"enabled": True, "experiment": "opt-cmp"}
     config = make_config(tmp_path, "needs-demos-cmp", tracking=tracking)
-    out = optimize(config, workdir=tmp_path, progress=False, tracking_uri=mlflow_uri)
+    out = optimize(config, workdir=tmp_path, progress=False, tracking_uri=mlflow_uri).model_dump()
     evaluate(
         EvaluateConfig.model_validate(
             {
@@ -444,7 +448,9 @@ def test_compare_ranks_the_baseline_and_the_optimized_judge_beside_evaluate_runs
         progress=False,
         tracking_uri=mlflow_uri,
     )
-    res = compare([], tracking_uri=mlflow_uri, experiment="opt-cmp", metric="accuracy", log=False)
+    res = compare(
+        [], tracking_uri=mlflow_uri, experiment="opt-cmp", metric="accuracy", log=False
+    ).model_dump()
     names = [r["name"] for r in res["leaderboard"]]
     assert sorted(names) == ["clean-eval", "opt/baseline", "opt/optimized"]
     by_name = {r["name"]: r for r in res["leaderboard"]}

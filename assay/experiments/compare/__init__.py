@@ -2,6 +2,13 @@
 tables, plots, report, run — one module each)."""
 
 from assay.experiments.compare._report import render_markdown
+from assay.experiments.compare._results import (
+    Comparison,
+    Differences,
+    Group,
+    LeaderboardRow,
+    LeftOut,
+)
 from assay.experiments.compare._run import compare
 from assay.experiments.compare._select import DEFAULT_EXPERIMENT, JUDGE_COMMANDS, kind_of
 from assay.experiments.compare._store import open_store
@@ -14,6 +21,11 @@ from assay.experiments.compare._tables import (
 )
 
 __all__ = [
+    "Comparison",
+    "Differences",
+    "Group",
+    "LeaderboardRow",
+    "LeftOut",
     "DEFAULT_EXPERIMENT",
     "JUDGE_COMMANDS",
     "compare",

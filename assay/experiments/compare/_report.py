@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from assay.experiments.compare._results import Comparison
 from assay.experiments.compare._tables import higher_is_better
+from assay.metrics import fmt
 
 
-def render_markdown(result: dict[str, Any]) -> str:
+def render_markdown(comparison: Comparison) -> str:
     """The comparison as Markdown: leaderboard, differences, runs left out, where files went."""
-    from assay.metrics import fmt
-
+    result = comparison.model_dump()
     metric = result["metric"]
     g = result["group"]
     where = (

@@ -10,13 +10,13 @@ reason it was left out; ``force`` compares them all anyway.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from assay.errors import RunError
 from assay.experiments.compare._plots import write_plots
+from assay.experiments.compare._results import Comparison
 from assay.experiments.compare._select import comparable, default_metric, select
 from assay.experiments.compare._store import open_store
 from assay.experiments.compare._tables import differences, leaderboard
@@ -33,7 +33,7 @@ def compare(
     tags: dict[str, str] | None = None,
     out_dir: Path | None = None,
     log: bool = True,
-) -> dict[str, Any]:
+) -> Comparison:
     """Compare the judge runs named by ``selectors`` (run ids or experiment names; none: every
     run of ``experiment``, default ``"assay"``).
 
@@ -67,7 +67,7 @@ def compare(
         "comparison_run_id": None,
     }
     if out_dir is None and not log:
-        return result
+        return Comparison.model_validate(result)
     with tempfile.TemporaryDirectory(prefix="assay-compare-") as tmp:
         folder = Path(out_dir) if out_dir is not None else Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
@@ -78,11 +78,13 @@ def compare(
         if log:
             run_id = _start_comparison_run(client, compared, rows, metric, key, force)
             result["comparison_run_id"] = run_id
-        (folder / "comparison.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+        (folder / "comparison.json").write_text(
+            Comparison.model_validate(result).model_dump_json(indent=2) + "\n"
+        )
         files["report"] = write_html(folder)
         if run_id is not None:
             _finish_comparison_run(client, run_id, [*files.values(), folder / "comparison.json"])
-    return result
+    return Comparison.model_validate(result)
 
 
 def _start_comparison_run(client, runs, rows, metric, key, force) -> str:

@@ -23,6 +23,12 @@ from assay.experiments.optimize._optimizers import (
     usage_by_model,
 )
 from assay.experiments.optimize._report import render_result
+from assay.experiments.optimize._results import (
+    Measurement,
+    ObjectiveParts,
+    OptimizeResult,
+    OptimizeUsage,
+)
 from assay.experiments.optimize._run import optimize
 from assay.experiments.optimize._splits import (
     MIN_PER_LABEL,
@@ -34,6 +40,10 @@ from assay.experiments.optimize._splits import (
 )
 
 __all__ = [
+    "Measurement",
+    "ObjectiveParts",
+    "OptimizeResult",
+    "OptimizeUsage",
     "MIN_PER_LABEL",
     "OPTIMIZERS",
     "SPLITS",

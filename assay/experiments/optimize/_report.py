@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.experiments.optimize._results import OptimizeResult
 from assay.metrics import fmt, fmt_ci
 
 
-def render_result(out: dict[str, Any], confidence: float = 0.95) -> str:
+def render_result(result: OptimizeResult, confidence: float = 0.95) -> str:
     """Before/after tables (dev and test), the objective's parts, costs and where things are."""
+    out = result.model_dump()
     s = out["split"]
     lines = [
         f"\n{out['name']}: {out['optimizer']['name']} on {s['sizes']['train']} train items "

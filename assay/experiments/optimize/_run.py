@@ -47,6 +47,7 @@ from assay.experiments.optimize._optimizers import (
     make_optimizer,
     usage_by_model,
 )
+from assay.experiments.optimize._results import OptimizeResult
 from assay.experiments.optimize._splits import SPLITS, check_splittable, label_counts, split_three
 from assay.experiments.runs import Run, RunStore, TrackedRun, flatten_metrics, now
 from assay.lm import make_adapter
@@ -87,7 +88,7 @@ def optimize(
     progress: bool = True,
     tracking_uri: str | None = None,
     lm_factory: LMFactory | None = None,
-) -> dict[str, Any]:
+) -> OptimizeResult:
     """Split, measure the baseline, compile, measure again, save and log (see the module doc).
 
     Re-running a finished run reads ``result.json``; a crashed one resumes at the stage it
@@ -117,7 +118,9 @@ def optimize(
         tracking_uri=tracking_uri,
     ) as run:
         if run.finished and run.store.read_json("result.json") is not None:
-            return {**run.store.read_json("result.json"), "reused": True}
+            return OptimizeResult.model_validate(
+                {**run.store.read_json("result.json"), "reused": True}
+            )
         split_record = {
             **config.split.model_dump(),
             **{f"{p}_ids": ids[p] for p in SPLITS},
@@ -160,7 +163,7 @@ def optimize(
                 out["mlflow_model"] = _log_dspy_model(config, run_id, run.dir / "program.json")
             run.store.write_json("result.json", out)
         run.update(status="finished", finished=now(), mlflow_run_id=run_id)
-        return out
+        return OptimizeResult.model_validate(out)
 
 
 def _baseline(

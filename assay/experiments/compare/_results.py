@@ -1,0 +1,74 @@
+"""Typed result of ``assay compare`` (``comparison.json``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+
+class Group(_Model):
+    """What the compared runs were measured on."""
+
+    kind: str
+    data: str
+    scale: str
+    probes: str
+
+
+class LeaderboardRow(_Model):
+    run_id: str
+    name: str
+    judge: str
+    command: str
+    experiment_id: str
+    metric: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    accuracy: float | None
+    cost_usd: float | None
+    cost_per_accuracy_point_usd: float | None
+    model: str
+    program: str
+    adapter: str
+    temperature: str
+    rubric: str
+    optimized: bool
+    config_hash: str
+    data: str
+    scale: str
+    probes: str
+    start_time: str
+    rank: int
+    pareto: bool | None
+
+
+class Differences(_Model):
+    """The judge params whose values differ, one column per run."""
+
+    runs: list[str]
+    columns: list[str]
+    rows: dict[str, list[str]]
+
+
+class LeftOut(_Model):
+    run_id: str
+    name: str
+    reason: str
+
+
+class Comparison(_Model):
+    """A leaderboard of judge runs, what differs between them, and what was left out (why)."""
+
+    tracking_uri: str
+    metric: str
+    forced: bool
+    group: Group | None
+    leaderboard: list[LeaderboardRow]
+    differences: Differences
+    left_out: list[LeftOut]
+    plots: dict[str, str]
+    comparison_run_id: str | None
