@@ -11,3 +11,22 @@ _os.environ.setdefault("HF_DATASETS_OFFLINE", "0")
 _os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 __version__ = "0.1.0"
+
+_API = ("evaluate", "calibrate", "harness", "toolemu", "optimize", "agreement", "compare")
+
+
+def __getattr__(name: str):
+    """``assay.evaluate(...)`` and the other runners (:mod:`assay.api`), loaded on first use so
+    that ``import assay`` stays cheap."""
+    if name in _API:
+        from assay import api
+
+        return getattr(api, name)
+    if name in ("JudgeConfig", "build_judge"):
+        from assay import programs
+
+        return getattr(programs, name)
+    raise AttributeError(f"module 'assay' has no attribute {name!r}")
+
+
+__all__ = [*_API, "JudgeConfig", "build_judge", "__version__"]

@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("assay.experiments.runs",),
     ("assay.experiments", "assay.toolemu"),
     ("assay.web",),
-    ("assay.cli",),
+    ("assay.cli", "assay.api"),
 ]
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
