@@ -82,6 +82,7 @@ def calibrate(
     limit: int | None = None,
     tracking_uri: str | None = None,
     progress: bool = True,
+    method: str = "threshold",
 ) -> CalibrationResult:
     """``assay calibrate``."""
     from assay.experiments import calibrate as run
@@ -96,6 +97,7 @@ def calibrate(
         limit=limit,
         tracking_uri=tracking_uri,
         progress=progress,
+        method=method,
     )
 
 

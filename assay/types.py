@@ -111,6 +111,7 @@ class Judgment(BaseModel):
     score: int | None = None
     label: str | None = None
     expected_score: float | None = None  # probability-weighted score, where logprobs exist
+    calibrated_probability: float | None = None  # P(positive) through the judge's calibration map
     unscored: UnscoredReason | None = None
     error: str | None = None
     reasoning: str | None = None

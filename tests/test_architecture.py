@@ -14,9 +14,8 @@ ROOT = Path(__file__).resolve().parents[1] / "assay"
 # layers, left to right: a module imports (at load time) only from its own layer or to the left
 LAYERS: list[tuple[str, ...]] = [
     ("assay", "assay.errors", "assay.types", "assay.scale"),
-    ("assay.lm", "assay.data", "assay.signatures"),
+    ("assay.lm", "assay.data", "assay.signatures", "assay.metrics"),
     ("assay.programs",),
-    ("assay.metrics",),
     ("assay.experiments.runs",),
     ("assay.experiments", "assay.toolemu"),
     ("assay.web",),

@@ -17,10 +17,15 @@ import numpy as np
 from assay.errors import ConfigError
 from assay.experiments._config import EvaluateConfig
 from assay.experiments._evaluate import evaluate
-from assay.experiments._results import CalibrationEvaluation, CalibrationFit, CalibrationResult
+from assay.experiments._results import (
+    CalibrationEvaluation,
+    CalibrationFit,
+    CalibrationResult,
+    MapOutcome,
+)
 from assay.experiments._scoring import agreement_summary
 from assay.experiments.runs import default_tracking_uri, flatten_metrics, write_json
-from assay.metrics import fit_threshold
+from assay.metrics import MetricValue, calibration_metrics, fit_calibration, fit_threshold
 from assay.types import Judgment
 
 
@@ -51,9 +56,13 @@ def calibrate(
     limit: int | None = None,
     tracking_uri: str | None = None,
     progress: bool = True,
+    method: str = "threshold",
 ) -> CalibrationResult:
-    """Judge every item (cached, resumable, like ``evaluate``), fit the threshold on the
-    calibration split, and report argmax vs calibrated agreement on the evaluation split."""
+    """Judge every item (cached, resumable, like ``evaluate``); fit the κ-optimal threshold and
+    the isotonic and Platt maps on the calibration split; report argmax vs each map on the
+    evaluation split. ``method`` is the one the result suggests using."""
+    if method not in METHODS:
+        raise ConfigError(f"unknown calibration method '{method}'; known: {', '.join(METHODS)}")
     scale = config.judge.scale
     if scale is None or scale.kind != "binary":
         raise ConfigError("calibrate needs a binary judge (scale: binary)")
@@ -80,17 +89,29 @@ def calibrate(
             "each split needs both labels: use more items (--limit) or another --fraction"
         )
     t, cal_kappa = fit_threshold([by_id[i].expected_score for i in cal], [usable[i] for i in cal])
+    maps = {kind: _fit(kind, cal, ev, usable, by_id, config) for kind in METHODS}
+    chosen = maps[method].map
+    use: dict[str, object] = (
+        {"score_mode": "expected", "decision_threshold": round(t, 6)}
+        if method == "threshold"
+        else {"score_mode": "expected", "calibration": chosen.model_dump(mode="json")}
+    )
     out = CalibrationResult(
         threshold=t,
         calibration=CalibrationFit(n=len(cal), kappa=cal_kappa),
         evaluation=_measure(config, ev, usable, by_id, t),
+        raw_probabilities=_probability_metrics(
+            config, [usable[i] for i in ev], [by_id[i].expected_score for i in ev]
+        ),
+        maps=maps,
+        method=method,
         excluded={
             "no_reference": len(res.items) - len(labels),
             "no_probability": len(labels) - len(usable),
         },
         split={"fraction": fraction, "seed": seed, "calibration_ids": cal, "evaluation_ids": ev},
         run_dir=str(res.run_dir),
-        use={"judge": {"score_mode": "expected", "decision_threshold": round(t, 6)}},
+        use={"judge": use},
     )
     write_json(res.run_dir / "calibration.json", out.model_dump(mode="json"))
     if config.tracking.enabled and res.mlflow_run_id:
@@ -138,6 +159,57 @@ def _measure(
         argmax=argmax.metrics,
         calibrated=thresholded.metrics,
     )
+
+
+METHODS = ("threshold", "isotonic", "platt")
+
+
+def _probability_metrics(
+    config: EvaluateConfig, labels: list[int], probabilities: list[float | None]
+) -> dict[str, MetricValue]:
+    b = config.bootstrap
+    return calibration_metrics(
+        labels,
+        probabilities,
+        n_resamples=b.n_resamples,
+        confidence=b.confidence,
+        seed=b.seed,
+    )
+
+
+def _fit(
+    kind: str,
+    cal: list[str],
+    ev: list[str],
+    labels: dict[str, int],
+    by_id: dict[str, Judgment],
+    config: EvaluateConfig,
+) -> MapOutcome:
+    """One map fitted on ``cal`` and measured on ``ev`` (never on what it was fitted on)."""
+    assert config.judge.scale is not None
+    fitted = fit_calibration(
+        [labels[i] for i in cal],
+        [by_id[i].expected_score for i in cal],
+        kind,  # type: ignore[arg-type]
+    )
+    probs = [by_id[i].expected_score for i in ev]
+    ref = [labels[i] for i in ev]
+    b = config.bootstrap
+    verdicts = agreement_summary(
+        ref,
+        [int(v) for v in fitted.predict(probs)],
+        config.judge.scale,
+        threshold=None,
+        n_resamples=b.n_resamples,
+        confidence=b.confidence,
+        seed=b.seed,
+    ).metrics
+    probabilities = (
+        None
+        if kind == "threshold"
+        else _probability_metrics(config, ref, list(fitted.transform(probs)))
+    )
+    return MapOutcome(map=fitted, verdicts=verdicts, probabilities=probabilities)
 
 
 def _log(out: CalibrationResult, run_id: str, tracking_uri: str) -> None:

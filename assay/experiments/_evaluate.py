@@ -29,6 +29,7 @@ from assay.experiments.runs import (
     to_judge,
     write_html,
 )
+from assay.metrics import plot_reliability_diagram
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
 from assay.types import Item, Judgment, stable_hash
 
@@ -93,15 +94,7 @@ def evaluate(
         judged = {**done, **{j.item_id: j for j in new}}
         judgments = [judged[it.id] for it in items]
         summary = _summarize(config, items, judgments, run_hash, retried)
-        run.store.write_json("metrics.json", summary.model_dump(mode="json"))
-        run.store.write_text(
-            "report.md",
-            render_report(
-                config.name, config.model_dump(mode="json"), summary, config.bootstrap.confidence
-            ),
-        )
-        save_program(programs(1), run.dir / "program.json")
-        write_html(run.dir, items=items)
+        _write_outputs(run, config, summary, programs(1), items)
         run_id = run.finish(
             _tracked(config, items, fingerprint, run_hash, summary), n_items=len(items)
         )
@@ -115,6 +108,32 @@ def evaluate(
             items=items,
             retried=retried,
         )
+
+
+def _write_outputs(
+    run: Run,
+    config: EvaluateConfig,
+    summary: EvaluateSummary,
+    program: dspy.Module,
+    items: list[Item],
+) -> None:
+    """metrics.json, report.md, the judge program's state, the reliability diagram (judges with
+    probabilities) and report.html."""
+    run.store.write_json("metrics.json", summary.model_dump(mode="json"))
+    run.store.write_text(
+        "report.md",
+        render_report(
+            config.name, config.model_dump(mode="json"), summary, config.bootstrap.confidence
+        ),
+    )
+    save_program(program, run.dir / "program.json")
+    if summary.calibration is not None:
+        plot_reliability_diagram(
+            summary.calibration.reliability,  # type: ignore[arg-type]
+            run.dir / "reliability.png",
+            title=f"{config.name}: {summary.calibration.probability}",
+        )
+    write_html(run.dir, items=items)
 
 
 def _summarize(
@@ -182,4 +201,10 @@ def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, flo
         **flatten_metrics(s.counts, "n_"),
         **flatten_metrics(s.usage, "usage_"),
         **flatten_metrics({"cost_per_accuracy_point_usd": s.usage.cost_per_accuracy_point_usd}),
+        **(flatten_metrics(s.calibration.metrics, "calibration_") if s.calibration else {}),
+        **(
+            flatten_metrics(s.calibration.calibrated, "calibrated_")
+            if s.calibration and s.calibration.calibrated
+            else {}
+        ),
     }

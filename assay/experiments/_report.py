@@ -49,6 +49,7 @@ def render_report(
                 lines.append(f"| **{lab}** | " + " | ".join(str(x) for x in row) + " |")
     else:
         lines.append(summary.note or "No item has both a reference label and a judge score.")
+    lines += _calibration_section(summary, confidence)
     lines += [
         "",
         "## Cost",
@@ -74,3 +75,27 @@ def render_report(
             "not trustworthy; use a real model for real measurements.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _calibration_section(summary: EvaluateSummary, confidence: float) -> list[str]:
+    cal = summary.calibration
+    if cal is None:
+        return []
+    lines = [
+        "",
+        "## Calibration of the judge's probabilities",
+        "",
+        f"{cal.probability} against the reference on {cal.n} items "
+        f"({cal.bins} {cal.strategy.replace('_', '-')} bins; {cal.without_probability} labelled "
+        "items had no probability and are left out). Reliability diagram: `reliability.png`.",
+        "",
+        metrics_table(summary.model_dump()["calibration"]["metrics"], confidence),
+    ]
+    if cal.calibrated:
+        lines += [
+            "",
+            "After the judge's calibration map:",
+            "",
+            metrics_table(summary.model_dump()["calibration"]["calibrated"], confidence),
+        ]
+    return lines

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.metrics import MetricValue
+from assay.metrics import CalibrationMap, MetricValue
 from assay.types import Item, Judgment, Usage
 
 
@@ -53,11 +53,35 @@ class RunUsage(Usage):
     cost_per_accuracy_point_usd: float | None = None
 
 
+class ReliabilityBinRecord(_Model):
+    lower: float
+    upper: float
+    mean_predicted: float
+    observed: float
+    count: int
+
+
+class CalibrationReport(_Model):
+    """How well a judge's probabilities are calibrated (``score_mode: expected``), on the items
+    with both a probability and a reference; items without a probability are counted, never
+    imputed."""
+
+    n: int
+    without_probability: int
+    probability: str
+    bins: int
+    strategy: str
+    metrics: dict[str, MetricValue]
+    reliability: list[ReliabilityBinRecord]
+    calibrated: dict[str, MetricValue] | None = None  # after the judge's calibration map
+
+
 class EvaluateSummary(Agreement):
     """``metrics.json`` of an evaluate run."""
 
     counts: Counts
     usage: RunUsage
+    calibration: CalibrationReport | None = None
     expected_scores: int = 0
     retried: int = 0
     config_hash: str = ""
@@ -103,13 +127,25 @@ class CalibrationEvaluation(_Model):
     calibrated: dict[str, MetricValue]
 
 
+class MapOutcome(_Model):
+    """A calibration map fitted on the calibration split, measured on the evaluation split:
+    agreement of its verdicts and (isotonic, Platt) the calibration of its probabilities."""
+
+    map: CalibrationMap
+    verdicts: dict[str, MetricValue]
+    probabilities: dict[str, MetricValue] | None = None
+
+
 class CalibrationResult(_Model):
-    """``calibration.json`` of ``assay calibrate``: the threshold, fitted on one split and
-    measured on the other."""
+    """``calibration.json`` of ``assay calibrate``: the κ-optimal threshold and the isotonic and
+    Platt maps, each fitted on one split and measured on the other."""
 
     threshold: float
     calibration: CalibrationFit
     evaluation: CalibrationEvaluation
+    raw_probabilities: dict[str, MetricValue] = Field(default_factory=dict)
+    maps: dict[str, MapOutcome] = Field(default_factory=dict)
+    method: str = "threshold"
     excluded: dict[str, int]
     split: dict[str, object]
     run_dir: str

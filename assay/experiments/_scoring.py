@@ -8,12 +8,21 @@ import numpy as np
 
 from assay.experiments._results import (
     Agreement,
+    CalibrationReport,
     ConfusionMatrix,
     Counts,
     EvaluateSummary,
+    ReliabilityBinRecord,
     RunUsage,
 )
-from assay.metrics import agreement_confusion, agreement_metrics, cost_per_accuracy_point
+from assay.metrics import (
+    agreement_confusion,
+    agreement_metrics,
+    calibration_metrics,
+    cost_per_accuracy_point,
+    reliability_bins,
+    to_unit_interval,
+)
 from assay.scale import Scale
 from assay.types import Judgment, Usage
 
@@ -119,4 +128,57 @@ def summarize_run(
             else None,
         ),
         expected_scores=sum(j.expected_score is not None for j in judgments),
+        calibration=calibration_report(
+            judgments,
+            expected,
+            scale,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
+        ),
+    )
+
+
+CALIBRATION_BINS = 10
+
+
+def calibration_report(
+    judgments: list[Judgment],
+    expected: dict[str, int | None],
+    scale: Scale,
+    *,
+    n_resamples: int,
+    confidence: float,
+    seed: int,
+) -> CalibrationReport | None:
+    """ECE (equal-mass bins), Brier score and log loss of the judge's probabilities against the
+    reference, with CIs, and the reliability-diagram bins — for a binary judge's P(positive)
+    or an ordinal judge's expected score rescaled to [0, 1]. None when no judgment carries a
+    probability (``score_mode: argmax``)."""
+    labelled = [j for j in judgments if expected.get(j.item_id) is not None]
+    with_p = [j for j in labelled if j.expected_score is not None]
+    if not with_p or scale.kind == "categorical" or len(scale.values) < 2:
+        return None
+    ref = [scale.index(expected[j.item_id]) for j in with_p]  # type: ignore[arg-type]
+    if scale.kind == "binary":
+        y_true, y_prob, what = ref, [j.expected_score for j in with_p], "P(positive verdict)"
+    else:
+        lo, hi = min(scale.values), max(scale.values)
+        y_true = list(to_unit_interval([expected[j.item_id] for j in with_p], lo, hi))
+        y_prob = list(to_unit_interval([j.expected_score for j in with_p], lo, hi))
+        what = f"expected score rescaled from {lo}..{hi} to [0, 1]"
+    boot = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+    bins = reliability_bins(y_true, y_prob, n_bins=CALIBRATION_BINS)
+    calibrated = [j.calibrated_probability for j in with_p]
+    return CalibrationReport(
+        n=len(with_p),
+        without_probability=len(labelled) - len(with_p),
+        probability=what,
+        bins=CALIBRATION_BINS,
+        strategy="equal_mass",
+        metrics=calibration_metrics(y_true, y_prob, n_bins=CALIBRATION_BINS, **boot),
+        reliability=[ReliabilityBinRecord(**vars(b)) for b in bins],
+        calibrated=calibration_metrics(y_true, calibrated, n_bins=CALIBRATION_BINS, **boot)
+        if all(c is not None for c in calibrated)
+        else None,
     )

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from assay.lm import ModelSpec
+from assay.metrics import CalibrationMap
 from assay.scale import Scale
 from assay.types import flatten, stable_hash
 
@@ -48,6 +49,9 @@ class JudgeConfig(ModelSpec):
     score_mode: Literal["argmax", "expected"] = "argmax"
     # binary + expected: verdict = 1 when P(1) >= decision_threshold (from `assay calibrate`)
     decision_threshold: float | None = Field(default=None, ge=0, le=1)
+    # binary + expected: a calibration map fitted by `assay calibrate` (isotonic, platt or
+    # threshold); the verdict comes from the calibrated probability (or the threshold)
+    calibration: CalibrationMap | None = None
     program_state: str | None = None
     # panels
     members: list[JudgeConfig] = Field(default_factory=list)
@@ -102,6 +106,11 @@ class JudgeConfig(ModelSpec):
             self.score_mode != "expected" or self.scale.kind != "binary"
         ):
             raise ValueError("'decision_threshold' needs a binary scale and score_mode 'expected'")
+        if self.calibration is not None:
+            if self.score_mode != "expected" or self.scale.kind != "binary":
+                raise ValueError("'calibration' needs a binary scale and score_mode 'expected'")
+            if self.decision_threshold is not None:
+                raise ValueError("give 'calibration' or 'decision_threshold', not both")
         return self
 
     def config_hash(self) -> str:

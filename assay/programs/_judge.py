@@ -66,16 +66,13 @@ class Judge(dspy.Module):
         verdict = getattr(pred, verdict_field)
         score = scale.coerce(verdict if not isinstance(verdict, bool) else int(verdict))
         reasoning = getattr(pred, self.kind.reasoning_field or "reasoning", None)
-        expected = None
+        expected = calibrated = None
         if self.config.score_mode == "expected":
             options = {opt: scale.coerce(opt) for opt in scale.verdict_options}
             expected = expected_score(getattr(pred, "logprobs", None), options, verdict_field)
-            if self.config.decision_threshold is not None:
-                if expected is None:
-                    raise MissingLogprobs(
-                        "the backend returned no token probabilities for the verdict"
-                    )
-                score = int(expected >= self.config.decision_threshold)
+            calibrated, decided = self._calibrate(expected)
+            if decided is not None:
+                score = decided
                 verdict = scale.label_of(score) if scale.labels else score
         fields = {k: v for k, v in pred.items() if k != "logprobs"}
         return dspy.Prediction(
@@ -83,8 +80,25 @@ class Judge(dspy.Module):
             label=scale.label_of(score) if scale.kind == "categorical" else _label(verdict, scale),
             reasoning=reasoning,
             expected_score=expected,
+            calibrated_probability=calibrated,
             outputs=fields,
         )
+
+    def _calibrate(self, probability: float | None) -> tuple[float | None, int | None]:
+        """``(calibrated probability, verdict)`` from P(positive) by the config's calibration
+        map or decision threshold; ``(None, None)`` when it has neither. Without a probability
+        a calibrated judge cannot decide: :class:`MissingLogprobs` (an unscored judgment)."""
+        cfg = self.config
+        if cfg.calibration is None and cfg.decision_threshold is None:
+            return None, None
+        if probability is None:
+            raise MissingLogprobs("the backend returned no token probabilities for the verdict")
+        if cfg.calibration is None:
+            return None, int(probability >= cfg.decision_threshold)  # type: ignore[operator]
+        verdict = int(cfg.calibration.predict([probability])[0])
+        if cfg.calibration.kind == "threshold":
+            return None, verdict
+        return float(cfg.calibration.transform([probability])[0]), verdict
 
 
 def _label(verdict: Any, scale) -> str | None:

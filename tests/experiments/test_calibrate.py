@@ -117,3 +117,61 @@ def test_calibrate_cli_prints_the_threshold(tmp_path, monkeypatch, capsys):
     assert main(["calibrate", str(tmp_path / "c.yaml"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "decision_threshold" in out and "calibrated" in out
+
+
+def test_evaluate_reports_the_calibration_of_the_judges_probabilities(tmp_path, config):
+    """score_mode: expected → ECE / Brier / log loss of P(True) with CIs, the reliability bins
+    and diagram; Brier and log loss equal scikit-learn's on the judgments' probabilities."""
+    from sklearn.metrics import brier_score_loss
+    from sklearn.metrics import log_loss as sk_log_loss
+
+    from assay.experiments import evaluate
+
+    cfg = config.model_copy(
+        update={"judge": config.judge.model_copy(update={"score_mode": "expected"})}
+    )
+    res = evaluate(cfg, workdir=tmp_path, progress=False)
+    cal = res.summary.calibration
+    assert cal is not None and cal.n == 40 and cal.without_probability == 0
+    expected = {it.id: it.expected for it in res.items}
+    y = [expected[j.item_id] for j in res.judgments]
+    p = [j.expected_score for j in res.judgments]
+    assert cal.metrics["brier"].value == pytest.approx(brier_score_loss(y, p))
+    assert cal.metrics["log_loss"].value == pytest.approx(sk_log_loss(y, p))
+    m = cal.metrics["ece"]
+    assert m.ci_low <= m.value <= m.ci_high and m.value > 0.2  # P(True) of 0.3 on harmful items
+    assert sum(b.count for b in cal.reliability) == 40
+    assert (res.run_dir / "reliability.png").stat().st_size > 0
+    assert "## Calibration of the judge's probabilities" in (res.run_dir / "report.md").read_text()
+
+
+def test_calibrate_fits_isotonic_and_platt_maps_and_a_judge_uses_one(tmp_path, config):
+    from assay.experiments import evaluate
+
+    out = calibrate(config, workdir=tmp_path, progress=False, method="isotonic")
+    assert set(out.maps) == {"threshold", "isotonic", "platt"}
+    iso = out.maps["isotonic"]
+    # the map is fitted on one split and measured on the other: far better calibrated there
+    assert iso.probabilities["ece"].value < out.raw_probabilities["ece"].value / 2
+    assert iso.verdicts["kappa_categorical"].value > 0.5
+    assert out.maps["threshold"].probabilities is None
+    use = out.use["judge"]
+    assert use["score_mode"] == "expected" and use["calibration"]["kind"] == "isotonic"
+
+    # a judge configured with the map gives its verdicts: the argmax said False for every item
+    judge = config.judge.model_copy(update={"score_mode": "expected"}).model_dump()
+    judge["calibration"] = use["calibration"]
+    cfg = EvaluateConfig.model_validate({**config.model_dump(), "name": "cal-iso", "judge": judge})
+    res = evaluate(cfg, workdir=tmp_path, progress=False)
+    assert {j.score for j in res.judgments} == {0, 1}
+    assert all(j.calibrated_probability is not None for j in res.judgments)
+    assert res.summary.calibration.calibrated is not None
+    kappa = res.summary.metrics["kappa_categorical"].value
+    assert kappa > 0.5
+
+
+def test_a_calibration_map_needs_expected_scores_on_a_binary_scale(config):
+    bad = config.judge.model_dump()
+    bad["calibration"] = {"kind": "threshold", "threshold": 0.2, "kappa": 0.5, "n_fit": 10}
+    with pytest.raises(ValueError, match="'calibration' needs a binary scale and score_mode"):
+        EvaluateConfig.model_validate({**config.model_dump(), "judge": bad})

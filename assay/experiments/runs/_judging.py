@@ -40,6 +40,7 @@ def judge_one(program: dspy.Module, item: Item, config: JudgeConfig, attempt: in
                 "unscored": pred.get("unscored"),
                 "reasoning": pred.get("reasoning"),
                 "expected_score": pred.get("expected_score"),
+                "calibrated_probability": pred.get("calibrated_probability"),
                 "members": pred.get("members"),
                 "criteria": pred.get("criteria"),
                 "raw": pred.get("outputs"),
