@@ -21,6 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--score-column", help="tables: the score column")
     p.add_argument("--key", help="ToolEmu files: the eval_scores key (default: the only one)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed")
+    p.add_argument(
+        "--disagreements",
+        type=non_negative_int,
+        default=10,
+        metavar="N",
+        help="list the N pairs that differ most on the scale (default 10)",
+    )
     add_output(p, quiet=False)
     p.set_defaults(func=run)
 
@@ -40,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         score_column=args.score_column,
         key=args.key,
         seed=args.seed,
+        disagreements=args.disagreements,
     )
     if args.json:
         print(out.model_dump_json())
@@ -55,4 +63,12 @@ def run(args: argparse.Namespace) -> int:
         f"only in candidate {out.unpaired['candidate']}"
     )
     print(metrics_table(out.model_dump()["metrics"]))
+    if out.disagreements:
+        print(f"\nwhere they disagree most ({len(out.disagreements)} shown):")
+        print("| id | reference | candidate | distance |\n|---|---|---|---|")
+        for d in out.disagreements:
+            print(
+                f"| {d.id} | {d.reference_label or d.reference} | {d.judge_label or d.judge} "
+                f"| {d.distance:g} |"
+            )
     return 0

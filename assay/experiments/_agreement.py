@@ -16,7 +16,7 @@ from typing import Any, Literal
 from assay.data import ColumnMap, load_table
 from assay.errors import DataError
 from assay.experiments._results import AgreementResult
-from assay.experiments._scoring import agreement_summary
+from assay.experiments._scoring import agreement_summary, disagreement_records
 from assay.scale import Scale
 
 
@@ -157,8 +157,10 @@ def agreement(
     id_column: str | None = None,
     score_column: str | None = None,
     key: str | None = None,
+    disagreements: int = 10,
 ) -> AgreementResult:
-    """The agreement report between two verdict files (reference defines true failures)."""
+    """The agreement report between two verdict files (reference defines true failures), with
+    the ``disagreements`` pairs that differ most on the scale."""
     sides = [
         read_verdicts(p, id_column=id_column, score_column=score_column, key=key)
         for p in (reference, candidate)
@@ -198,4 +200,5 @@ def agreement(
         paired_by=paired_by,
         scale=scale.describe(),
         threshold=threshold,
+        disagreements=disagreement_records(ids, r, c, scale, top=disagreements),
     )

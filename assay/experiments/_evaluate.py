@@ -17,8 +17,8 @@ import dspy
 from assay.experiments._config import EvaluateConfig
 from assay.experiments._items import load_items
 from assay.experiments._report import render_report
-from assay.experiments._results import EvaluateResult, EvaluateSummary
-from assay.experiments._scoring import summarize_run
+from assay.experiments._results import DisagreementRecord, EvaluateResult, EvaluateSummary
+from assay.experiments._scoring import disagreement_records, summarize_run
 from assay.experiments.runs import (
     JudgeTask,
     ProgramsByAttempt,
@@ -94,7 +94,7 @@ def evaluate(
         judged = {**done, **{j.item_id: j for j in new}}
         judgments = [judged[it.id] for it in items]
         summary = _summarize(config, items, judgments, run_hash, retried)
-        _write_outputs(run, config, summary, programs(1), items)
+        _write_outputs(run, config, summary, programs(1), items, judgments)
         run_id = run.finish(
             _tracked(config, items, fingerprint, run_hash, summary), n_items=len(items)
         )
@@ -116,14 +116,21 @@ def _write_outputs(
     summary: EvaluateSummary,
     program: dspy.Module,
     items: list[Item],
+    judgments: list[Judgment],
 ) -> None:
-    """metrics.json, report.md, the judge program's state, the reliability diagram (judges with
-    probabilities) and report.html."""
+    """metrics.json, disagreements.jsonl, report.md, the judge program's state, the reliability
+    diagram (judges with probabilities) and report.html."""
     run.store.write_json("metrics.json", summary.model_dump(mode="json"))
+    worst = _disagreements(config, items, judgments)
+    run.store.write_text("disagreements.jsonl", "".join(d.model_dump_json() + "\n" for d in worst))
     run.store.write_text(
         "report.md",
         render_report(
-            config.name, config.model_dump(mode="json"), summary, config.bootstrap.confidence
+            config.name,
+            config.model_dump(mode="json"),
+            summary,
+            config.bootstrap.confidence,
+            disagreements=worst[:10],
         ),
     )
     save_program(program, run.dir / "program.json")
@@ -134,6 +141,27 @@ def _write_outputs(
             title=f"{config.name}: {summary.calibration.probability}",
         )
     write_html(run.dir, items=items)
+
+
+def _disagreements(
+    config: EvaluateConfig, items: list[Item], judgments: list[Judgment]
+) -> list[DisagreementRecord]:
+    """Every scored item whose verdict differs from its reference, most distant first."""
+    assert config.judge.scale is not None
+    by_item = {it.id: it for it in items}
+    pairs = [
+        (j.item_id, by_item[j.item_id].expected, j.score)
+        for j in judgments
+        if j.score is not None and by_item[j.item_id].expected is not None
+    ]
+    return disagreement_records(
+        [i for i, _, _ in pairs],
+        [r for _, r, _ in pairs],  # type: ignore[misc]
+        [c for _, _, c in pairs],  # type: ignore[misc]
+        config.judge.scale,
+        items=by_item,
+        judgments={j.item_id: j for j in judgments},
+    )
 
 
 def _summarize(

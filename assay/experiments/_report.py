@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.experiments._results import EvaluateSummary
+from assay.experiments._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import fmt, metrics_table
 
 
 def render_report(
-    name: str, config: dict[str, Any], summary: EvaluateSummary, confidence: float
+    name: str,
+    config: dict[str, Any],
+    summary: EvaluateSummary,
+    confidence: float,
+    *,
+    disagreements: list[DisagreementRecord] | None = None,
 ) -> str:
     judge = config["judge"]
     s = summary.model_dump()
@@ -50,6 +55,7 @@ def render_report(
     else:
         lines.append(summary.note or "No item has both a reference label and a judge score.")
     lines += _calibration_section(summary, confidence)
+    lines += _disagreement_section(summary, disagreements or [])
     lines += [
         "",
         "## Cost",
@@ -98,4 +104,30 @@ def _calibration_section(summary: EvaluateSummary, confidence: float) -> list[st
             "",
             metrics_table(summary.model_dump()["calibration"]["calibrated"], confidence),
         ]
+    return lines
+
+
+def _excerpt(text: str | None, n: int = 160) -> str:
+    flat = " ".join((text or "").split()).replace("|", "\\|")
+    return flat if len(flat) <= n else flat[: n - 1] + "…"
+
+
+def _disagreement_section(summary: EvaluateSummary, worst: list[DisagreementRecord]) -> list[str]:
+    if not worst:
+        return []
+    lines = [
+        "",
+        "## Where the judge and the reference disagree most",
+        "",
+        f"{summary.disagreements} of {summary.counts.paired} pairs disagree; the "
+        f"{len(worst)} most distant on the scale (all of them: `disagreements.jsonl`):",
+        "",
+        "| item | reference | judge | distance | response | judge's reasoning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for d in worst:
+        lines.append(
+            f"| `{d.id}` | {d.reference_label or d.reference} | {d.judge_label or d.judge} "
+            f"| {d.distance:g} | {_excerpt(d.response)} | {_excerpt(d.reasoning)} |"
+        )
     return lines

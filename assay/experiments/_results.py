@@ -76,12 +76,28 @@ class CalibrationReport(_Model):
     calibrated: dict[str, MetricValue] | None = None  # after the judge's calibration map
 
 
+class DisagreementRecord(_Model):
+    """An item where judge and reference differ, by its distance on the scale; evaluate runs
+    keep the texts and the judge's reasoning so a person can read why."""
+
+    id: str
+    reference: int
+    judge: int
+    distance: float
+    reference_label: str | None = None
+    judge_label: str | None = None
+    request: str | None = None
+    response: str | None = None
+    reasoning: str | None = None
+
+
 class EvaluateSummary(Agreement):
     """``metrics.json`` of an evaluate run."""
 
     counts: Counts
     usage: RunUsage
     calibration: CalibrationReport | None = None
+    disagreements: int = 0  # pairs where judge and reference differ (disagreements.jsonl)
     expected_scores: int = 0
     retried: int = 0
     config_hash: str = ""
@@ -113,6 +129,7 @@ class AgreementResult(Agreement):
     paired_by: Literal["id", "eval_id", "line"]
     scale: str
     threshold: int | None = None
+    disagreements: list[DisagreementRecord] = Field(default_factory=list)
 
 
 class CalibrationFit(_Model):

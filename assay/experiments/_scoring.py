@@ -11,6 +11,7 @@ from assay.experiments._results import (
     CalibrationReport,
     ConfusionMatrix,
     Counts,
+    DisagreementRecord,
     EvaluateSummary,
     ReliabilityBinRecord,
     RunUsage,
@@ -20,11 +21,12 @@ from assay.metrics import (
     agreement_metrics,
     calibration_metrics,
     cost_per_accuracy_point,
+    disagreements,
     reliability_bins,
     to_unit_interval,
 )
 from assay.scale import Scale
-from assay.types import Judgment, Usage
+from assay.types import Item, Judgment, Usage
 
 
 def pair_scores(
@@ -128,6 +130,7 @@ def summarize_run(
             else None,
         ),
         expected_scores=sum(j.expected_score is not None for j in judgments),
+        disagreements=sum(r != c for r, c in zip(ref, cand, strict=True)),
         calibration=calibration_report(
             judgments,
             expected,
@@ -182,3 +185,36 @@ def calibration_report(
         if all(c is not None for c in calibrated)
         else None,
     )
+
+
+def disagreement_records(
+    ids: list[str],
+    reference: list[int],
+    judge: list[int],
+    scale: Scale,
+    *,
+    top: int | None = None,
+    items: dict[str, Item] | None = None,
+    judgments: dict[str, Judgment] | None = None,
+) -> list[DisagreementRecord]:
+    """The pairs where ``judge`` differs from ``reference``, most distant on the scale first
+    (ties by id), with the texts and the judge's reasoning where given."""
+    ranked = disagreements(ids, reference, judge, scale=scale.values, top=top)
+    out = []
+    for d in ranked:
+        item = (items or {}).get(str(d.id))
+        j = (judgments or {}).get(str(d.id))
+        out.append(
+            DisagreementRecord(
+                id=str(d.id),
+                reference=int(d.reference),
+                judge=int(d.judge),
+                distance=d.distance,
+                reference_label=scale.label_of(int(d.reference)),
+                judge_label=scale.label_of(int(d.judge)),
+                request=item.request if item else None,
+                response=item.response if item else None,
+                reasoning=j.reasoning if j else None,
+            )
+        )
+    return out

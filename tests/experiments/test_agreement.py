@@ -133,3 +133,22 @@ def test_tables_without_id_pair_by_row(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["n"] == 4 and out["paired_by"] == "line"
     assert out["metrics"]["accuracy"]["value"] == pytest.approx(0.75)
+
+
+def test_disagreements_are_the_most_distant_pairs_first(example_data, capsys):
+    ref_path, cand_path = (
+        example_data / SAFE.format("gpt-5-mini"),
+        example_data / SAFE.format("qwen3-32b"),
+    )
+    argv = ["agreement", "--json", str(ref_path), str(cand_path), "--scale", "0-3"]
+    assert main([*argv, "--disagreements", "100"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    ref, cand = scores(ref_path), scores(cand_path)
+    by_hand = sorted(
+        ((abs(r - c), str(i)) for i, (r, c) in enumerate(zip(ref, cand, strict=True)) if r != c),
+        key=lambda x: (-x[0], x[1]),
+    )
+    got = [(d["distance"], d["id"]) for d in out["disagreements"]]
+    assert got == [(float(d), i) for d, i in by_hand]
+    assert main([*argv, "--disagreements", "2"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["disagreements"]) == 2

@@ -165,3 +165,20 @@ def test_mlflow_run_has_params_metrics_and_artifacts(project: Path):
     assert "accuracy_ci_low" in run.data.metrics and "kappa_categorical_ci_high" in run.data.metrics
     artifacts = {a.path for a in client.list_artifacts(res.mlflow_run_id)}
     assert {"judgments.jsonl", "metrics.json", "report.md", "program.json"} <= artifacts
+
+
+def test_disagreements_are_written_with_texts_and_shown_in_the_report(project: Path):
+    config, base = load_config(project / "cfg" / "config.yaml")
+    res = evaluate(config, workdir=project, config_dir=base, progress=False)
+    lines = (res.run_dir / "disagreements.jsonl").read_text().splitlines()
+    wrong = [i for i, (e, s) in enumerate(zip(EXPECTED, SAYS, strict=True)) if e != s]
+    assert len(lines) == len(wrong) == res.summary.disagreements == 2
+    records = [json.loads(x) for x in lines]
+    by_id = {it.id: it for it in res.items}
+    for r in records:
+        item = by_id[r["id"]]
+        assert (r["reference"], r["distance"]) == (item.expected, 1.0)
+        assert r["judge"] != item.expected and r["response"] == item.response
+    report = (res.run_dir / "report.md").read_text()
+    assert "## Where the judge and the reference disagree most" in report
+    assert all(f"`{r['id']}`" in report for r in records)
