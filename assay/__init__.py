@@ -12,7 +12,16 @@ _os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 __version__ = "0.1.0"
 
-_API = ("evaluate", "calibrate", "harness", "toolemu", "optimize", "agreement", "compare")
+_API = (
+    "evaluate",
+    "calibrate",
+    "estimate",
+    "harness",
+    "toolemu",
+    "optimize",
+    "agreement",
+    "compare",
+)
 
 
 def __getattr__(name: str):

@@ -21,6 +21,7 @@ from assay.experiments import (
     CalibrationResult,
     EvaluateConfig,
     EvaluateResult,
+    PrevalenceResult,
     load_config,
 )
 from assay.experiments.compare import Comparison
@@ -191,3 +192,10 @@ def compare(
 
     here = Path(workdir) if workdir is not None else Path.cwd()
     return run(selectors or [], tracking_uri=tracking_uri or default_tracking_uri(here), **options)
+
+
+def estimate(run: str | Path, validation: str | Path, **options: Any) -> PrevalenceResult:
+    """``assay estimate`` (no LM call): a verdict's rate corrected for the judge's errors."""
+    from assay.experiments import estimate as run_estimate
+
+    return run_estimate(run, validation, **options)

@@ -16,6 +16,7 @@ from assay.cli import (
     agreement,
     calibrate,
     compare,
+    estimate,
     evaluate,
     harness,
     optimize,
@@ -29,6 +30,7 @@ from assay.errors import AssayError
 COMMANDS = (
     evaluate,
     agreement,
+    estimate,
     harness,
     review,
     calibrate,

@@ -11,6 +11,7 @@ from assay.experiments._config import (
     TrackingConfig,
     load_config,
 )
+from assay.experiments._estimate import PrevalenceResult, estimate
 from assay.experiments._evaluate import evaluate
 from assay.experiments._items import load_items
 from assay.experiments._results import (
@@ -29,6 +30,8 @@ from assay.experiments.runs import Run, RunStore, judge_items, judge_one
 from assay.programs import save_program
 
 __all__ = [
+    "PrevalenceResult",
+    "estimate",
     "Agreement",
     "AgreementResult",
     "CalibrationResult",
