@@ -20,7 +20,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--id-column", help="tables: the id column (default: pair by row)")
     p.add_argument("--score-column", help="tables: the score column")
     p.add_argument("--key", help="ToolEmu files: the eval_scores key (default: the only one)")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed")
+    p.add_argument(
+        "--annotator-column",
+        help="the reference is a long table of several annotators per item (with --id-column "
+        "and --score-column): compare with their majority, report their agreement and the Alt-Test",
+    )
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        default=0.2,
+        help="Alt-Test advantage allowed for the judge's lower cost (default 0.2)",
+    )
+    p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap and tie seed")
     p.add_argument(
         "--disagreements",
         type=non_negative_int,
@@ -48,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
         key=args.key,
         seed=args.seed,
         disagreements=args.disagreements,
+        annotator_column=args.annotator_column,
+        epsilon=args.epsilon,
     )
     if args.json:
         print(out.model_dump_json())
@@ -63,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         f"only in candidate {out.unpaired['candidate']}"
     )
     print(metrics_table(out.model_dump()["metrics"]))
+    if out.annotators is not None:
+        _print_annotators(out.annotators)
     if out.disagreements:
         print(f"\nwhere they disagree most ({len(out.disagreements)} shown):")
         print("| id | reference | candidate | distance |\n|---|---|---|---|")
@@ -72,3 +87,24 @@ def run(args: argparse.Namespace) -> int:
                 f"| {d.distance:g} |"
             )
     return 0
+
+
+def _print_annotators(a) -> None:
+    from assay.metrics import metrics_table
+
+    print(
+        f"\nannotators: {len(a.annotators)} ({', '.join(a.annotators)}), {a.items} items, "
+        f"{a.labels} labels; the reference is their majority ({a.majority_ties} ties broken "
+        f"at random, seed {a.majority_seed})"
+    )
+    print(metrics_table(a.model_dump()["agreement"]))
+    t = a.alt_test
+    if t is not None:
+        verdict = "passes" if t.passed else "does not pass"
+        print(
+            f"Alt-Test (epsilon {t.epsilon}, {t.fdr.upper()} q={t.q}, {t.scoring}): winning rate "
+            f"{t.winning_rate:.2f}, advantage probability {t.advantage_probability:.2f} — the "
+            f"judge {verdict} (can stand in for an annotator when the winning rate >= 0.5)"
+        )
+    if a.note:
+        print(f"note: {a.note}")

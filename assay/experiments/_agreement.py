@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from assay.data import ColumnMap, load_table
 from assay.errors import DataError
+from assay.experiments._annotations import annotators_report, majority, read_annotations
 from assay.experiments._results import AgreementResult
 from assay.experiments._scoring import agreement_summary, disagreement_records
 from assay.scale import Scale
@@ -158,12 +159,35 @@ def agreement(
     score_column: str | None = None,
     key: str | None = None,
     disagreements: int = 10,
+    annotator_column: str | None = None,
+    epsilon: float = 0.2,
 ) -> AgreementResult:
     """The agreement report between two verdict files (reference defines true failures), with
-    the ``disagreements`` pairs that differ most on the scale."""
+    the ``disagreements`` pairs that differ most on the scale.
+
+    With ``annotator_column`` the reference is a long table of several annotators per item
+    (``id_column``, ``annotator_column``, ``score_column``): the candidate is compared with the
+    annotators' majority, and the report adds their own agreement and the Alt-Test."""
+    annotations = None
+    if annotator_column is not None:
+        if id_column is None or score_column is None:
+            raise DataError(
+                "--annotator-column needs --id-column and --score-column", path=reference
+            )
+        annotations = read_annotations(
+            reference,
+            id_column=id_column,
+            annotator_column=annotator_column,
+            score_column=score_column,
+        )
+        ref_side = Verdicts(
+            Path(reference), "id", list(majority(annotations, seed=seed)[0].items())
+        )
+    else:
+        ref_side = read_verdicts(reference, id_column=id_column, score_column=score_column, key=key)
     sides = [
-        read_verdicts(p, id_column=id_column, score_column=score_column, key=key)
-        for p in (reference, candidate)
+        ref_side,
+        read_verdicts(candidate, id_column=id_column, score_column=score_column, key=key),
     ]
     pairs, unpaired, paired_by = pair_verdicts(*sides)
     unscored = {
@@ -201,4 +225,14 @@ def agreement(
         scale=scale.describe(),
         threshold=threshold,
         disagreements=disagreement_records(ids, r, c, scale, top=disagreements),
+        annotators=annotators_report(
+            annotations,
+            dict(sides[1].rows),
+            scale,
+            seed=seed,
+            n_resamples=n_resamples,
+            epsilon=epsilon,
+        )
+        if annotations is not None
+        else None,
     )

@@ -120,6 +120,36 @@ class EvaluateResult(_Model):
     retried: int = 0
 
 
+class AltTestOutcome(_Model):
+    """The Alternative Annotator Test (Calderon et al. 2025): can the judge replace an annotator?"""
+
+    winning_rate: float
+    advantage_probability: float
+    passed: bool
+    epsilon: float
+    q: float
+    fdr: str
+    scoring: str
+    n_items: int
+    n_items_dropped: int
+    comparisons: list[dict[str, object]]
+    skipped_annotators: list[str]
+
+
+class AnnotatorsReport(_Model):
+    """Agreement among several annotators, the majority the judge was compared with, and the
+    Alt-Test of the judge against them."""
+
+    annotators: list[str]
+    items: int
+    labels: int
+    agreement: dict[str, MetricValue]
+    majority_ties: int
+    majority_seed: int
+    alt_test: AltTestOutcome | None = None
+    note: str | None = None
+
+
 class AgreementResult(Agreement):
     """What ``assay agreement`` measures between two sets of verdicts."""
 
@@ -130,6 +160,7 @@ class AgreementResult(Agreement):
     scale: str
     threshold: int | None = None
     disagreements: list[DisagreementRecord] = Field(default_factory=list)
+    annotators: AnnotatorsReport | None = None
 
 
 class CalibrationFit(_Model):

@@ -152,3 +152,66 @@ def test_disagreements_are_the_most_distant_pairs_first(example_data, capsys):
     assert got == [(float(d), i) for d, i in by_hand]
     assert main([*argv, "--disagreements", "2"]) == 0
     assert len(json.loads(capsys.readouterr().out)["disagreements"]) == 2
+
+
+def test_several_annotators_majority_agreement_and_alt_test(tmp_path, capsys):
+    """A long annotation table (5 annotators): the judge is compared with their majority, their
+    own agreement equals statsmodels' Fleiss κ and krippendorff's α, and the Alt-Test runs."""
+    import krippendorff
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
+    from assay.metrics import AnnotationMatrix, alt_test
+
+    rng = np.random.default_rng(7)
+    truth = rng.integers(0, 2, size=60)
+    labels = {}
+    rows = ["item,annotator,label"]
+    for a in range(5):
+        noisy = np.where(rng.random(60) < 0.15, 1 - truth, truth)
+        for i in range(60):
+            labels[(i, a)] = int(noisy[i])
+            rows.append(f"i{i},ann{a},{noisy[i]}")
+    (tmp_path / "ann.csv").write_text("\n".join(rows) + "\n")
+    judge = np.where(rng.random(60) < 0.1, 1 - truth, truth)
+    (tmp_path / "judge.jsonl").write_text(
+        "".join(
+            json.dumps({"item_id": f"i{i}", "judge": "j", "score": int(judge[i])}) + "\n"
+            for i in range(60)
+        )
+    )
+    argv = ["agreement", "--json", str(tmp_path / "ann.csv"), str(tmp_path / "judge.jsonl")]
+    argv += ["--id-column", "item", "--score-column", "label", "--annotator-column", "annotator"]
+    assert main([*argv, "--scale", "binary"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    matrix = np.array([[labels[(i, a)] for a in range(5)] for i in range(60)])
+    majority = (matrix.sum(axis=1) >= 3).astype(int)  # 5 annotators: no tie
+    assert out["n"] == 60
+    assert out["metrics"]["kappa_categorical"]["value"] == pytest.approx(
+        cohen_kappa_score(majority, judge)
+    )
+    a = out["annotators"]
+    assert a["annotators"] == [f"ann{k}" for k in range(5)] and a["majority_ties"] == 0
+    counts = np.stack([(matrix == 0).sum(axis=1), (matrix == 1).sum(axis=1)], axis=1)
+    assert a["agreement"]["fleiss_kappa"]["value"] == pytest.approx(fleiss_kappa(counts))
+    assert a["agreement"]["krippendorff_alpha_nominal"]["value"] == pytest.approx(
+        krippendorff.alpha(reliability_data=matrix.T, level_of_measurement="nominal")
+    )
+    direct = alt_test(
+        AnnotationMatrix.from_long(
+            [f"i{i}" for i in range(60) for _ in range(5)],
+            [f"ann{k}" for _ in range(60) for k in range(5)],
+            [labels[(i, k)] for i in range(60) for k in range(5)],
+        ),
+        {f"i{i}": float(judge[i]) for i in range(60)},
+        epsilon=0.2,
+    )
+    assert a["alt_test"]["winning_rate"] == pytest.approx(direct.winning_rate)
+    assert a["alt_test"]["passed"] == direct.passed
+
+    # two annotators: agreement, but no Alt-Test (it needs three), said plainly
+    two = [r for r in rows if not r.split(",")[1].startswith(("ann2", "ann3", "ann4"))]
+    (tmp_path / "two.csv").write_text("\n".join(two) + "\n")
+    argv[2] = str(tmp_path / "two.csv")
+    assert main([*argv, "--scale", "binary"]) == 0
+    two_out = json.loads(capsys.readouterr().out)["annotators"]
+    assert two_out["alt_test"] is None and "at least 3 annotators" in two_out["note"]
