@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import dspy
+import numpy as np
 import pytest
 import yaml
 
@@ -463,3 +464,26 @@ def test_compare_ranks_the_baseline_and_the_optimized_judge_beside_evaluate_runs
     column = {c: i for i, c in enumerate(res["differences"]["columns"])}
     assert optimizers[column["opt/optimized"]] == "bootstrap_few_shot"
     assert optimizers[column["opt/baseline"]] == "none"
+
+
+def test_within_one_and_log_loss_objectives(tmp_path):
+    """The per-example surrogates an optimizer can target: within-one on an ordinal scale, and
+    the bounded log loss of the probability a binary judge gives the right verdict."""
+    ordinal = make_config(
+        tmp_path, "x", metric="within_one", judge={"model": "scripted:x", "scale": "1-6"}
+    )
+    metric = make_metric(ordinal)
+    ex = dspy.Example(expected=3)
+    assert [metric(ex, dspy.Prediction(score=s)) for s in (2, 3, 4, 5, None)] == [1, 1, 1, 0, 0]
+    binary = make_config(
+        tmp_path,
+        "x",
+        metric="log_loss",
+        judge={"model": "scripted:x", "scale": BINARY, "score_mode": "expected"},
+    )
+    metric = make_metric(binary)
+    right = metric(dspy.Example(expected=1), dspy.Prediction(score=1, expected_score=0.9))
+    assert right == pytest.approx(1 + np.log(0.9) / np.log(100))
+    assert metric(dspy.Example(expected=0), dspy.Prediction(score=1, expected_score=0.999)) == 0.0
+    with pytest.raises(ValueError, match="metric 'log_loss' needs a binary judge"):
+        make_config(tmp_path, "x", metric="log_loss")

@@ -92,7 +92,7 @@ class OptimizeConfig(RunConfig):
     judge: JudgeConfig
     split: SplitConfig = Field(default_factory=SplitConfig)
     optimizer: OptimizerConfig
-    metric: Literal["exact", "absolute", "quadratic"] = "exact"
+    metric: Literal["exact", "absolute", "quadratic", "within_one", "log_loss"] = "exact"
     invariance: InvarianceConfig = Field(default_factory=InvarianceConfig)
     log_mlflow_model: bool = Field(
         default=False,
@@ -107,6 +107,13 @@ class OptimizeConfig(RunConfig):
         scale = self.judge.scale
         if scale and self.metric != "exact" and scale.kind == "categorical" and not scale.scores:
             raise ValueError(f"metric '{self.metric}' needs ordered scores; use metric: exact")
+        if self.metric == "log_loss" and (
+            scale is None or scale.kind != "binary" or self.judge.score_mode != "expected"
+        ):
+            raise ValueError(
+                "metric 'log_loss' needs a binary judge with score_mode: expected "
+                "(it scores the probability given to the right verdict)"
+            )
         return self
 
     def run_hash(self, data_fingerprint: str) -> str:

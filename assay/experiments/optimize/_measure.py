@@ -94,7 +94,11 @@ def objective_parts(
     for it in items:
         variant_scores = [by_id[v].score for v in variants_of.get(it.id, [])]
         ex = dspy.Example(expected=it.expected)
-        pred = dspy.Prediction(score=by_id[it.id].score, variant_scores=variant_scores)
+        pred = dspy.Prediction(
+            score=by_id[it.id].score,
+            expected_score=by_id[it.id].expected_score,
+            variant_scores=variant_scores,
+        )
         label.append(float(metric.label_metric(ex, pred)))  # type: ignore[attr-defined]
         values.append(float(metric(ex, pred)))
         c = consistency(pred.score, variant_scores)

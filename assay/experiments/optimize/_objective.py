@@ -9,7 +9,13 @@ from typing import Any
 import dspy
 
 from assay.experiments.optimize._config import OptimizeConfig
-from assay.metrics import absolute_error_score, exact_match, quadratic_agreement
+from assay.metrics import (
+    absolute_error_score,
+    exact_match,
+    log_loss_score,
+    quadratic_agreement,
+    within_one,
+)
 from assay.programs import JudgeConfig, get_kind, unscored_reason
 from assay.types import Item, stable_hash
 
@@ -89,6 +95,8 @@ def make_metric(config: OptimizeConfig) -> Callable[..., float | bool]:
         "exact": exact_match,
         "absolute": absolute_error_score(lo, hi) if hi > lo else exact_match,
         "quadratic": quadratic_agreement(lo, hi) if hi > lo else exact_match,
+        "within_one": within_one,
+        "log_loss": log_loss_score(),
     }[config.metric]
     inv = config.invariance
 
