@@ -88,8 +88,12 @@ def _store_lock(uri: str) -> Path | None:
 def log_tracked(run: TrackedRun, *, tracking_uri: str, experiment: str, artifact_root: Path) -> str:
     """Log ``run`` (and its children) to MLflow; returns the top run's id."""
     import contextlib
+    import logging
 
     import mlflow
+
+    # MLflow sets its logger to INFO on import ("Updating database tables..."): not for users
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
 
     lock = _store_lock(tracking_uri)
     guard = file_lock(lock) if lock is not None else contextlib.nullcontext()
