@@ -16,7 +16,7 @@ probability ρ (the mean of ``ρ_j``) compares judges.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -110,20 +110,8 @@ def alt_test(
     fewer than ``min_items_per_annotator`` usable items (30 keeps the t-test's normal
     approximation reasonable) are skipped. Fewer than 3 annotators raises a ValueError.
     """
-    if not 0.0 <= epsilon < 1.0:
-        raise ValueError(f"epsilon must be in [0, 1), got {epsilon!r}")
-    if not 0.0 < q < 1.0:
-        raise ValueError(f"q must be strictly between 0 and 1, got {q!r}")
-    if fdr not in ("by", "bh"):
-        raise ValueError(f"fdr must be 'by' (Benjamini–Yekutieli) or 'bh', got {fdr!r}")
-    if min_annotators_per_item < 2 or min_items_per_annotator < 2:
-        raise ValueError("min_annotators_per_item and min_items_per_annotator must be at least 2")
-    if callable(scoring):
-        score, scoring_name = _custom(scoring), getattr(scoring, "__name__", "custom")
-    elif scoring in _BUILTIN:
-        score, scoring_name = _BUILTIN[scoring], scoring
-    else:
-        raise ValueError(f"scoring must be 'accuracy', 'neg_rmse' or a function, got {scoring!r}")
+    _check_options(epsilon, q, fdr, min_annotators_per_item, min_items_per_annotator)
+    score, scoring_name = _scoring_function(scoring)
     n_annotators = len(annotations.annotator_ids)
     if n_annotators < MIN_ANNOTATORS:
         raise ValueError(
@@ -134,36 +122,10 @@ def alt_test(
     judged = np.array([i in judge for i in annotations.item_ids], dtype=bool)
     keep = judged & (annotations.counts >= min_annotators_per_item)
     values = annotations.values[keep]
-    labelled = ~np.isnan(values)
-    judge_labels = np.empty(int(keep.sum()))
-    for n, item in enumerate(i for i, k in zip(annotations.item_ids, keep, strict=True) if k):
-        label = judge[item]
-        if isinstance(label, bool) or not isinstance(label, int | float | np.number):
-            raise ValueError(
-                f"the judge's label of item {item!r} must be a number, got {label!r} "
-                "(decide what an unscored judgment means before the test)"
-            )
-        judge_labels[n] = label
-    if not np.isfinite(judge_labels).all():
-        raise ValueError("the judge's labels must be finite numbers")
-
-    comparisons: list[tuple[Hashable, int, float, float, float]] = []
-    skipped = []
-    for j, annotator in enumerate(annotations.annotator_ids):
-        rows = labelled[:, j]
-        if rows.sum() < min_items_per_annotator:
-            skipped.append(annotator)
-            continue
-        others = labelled[rows].copy()
-        others[:, j] = False
-        judge_score = score(judge_labels[rows], values[rows], others)
-        human_score = score(values[rows, j], values[rows], others)
-        judge_ind = (judge_score >= human_score).astype(np.float64)
-        human_ind = (human_score >= judge_score).astype(np.float64)
-        p = float(ttest_1samp(human_ind - judge_ind, epsilon, alternative="less").pvalue)
-        comparisons.append(
-            (annotator, int(rows.sum()), float(judge_ind.mean()), float(human_ind.mean()), p)
-        )
+    judge_labels = _judge_labels(annotations, judge, keep)
+    comparisons, skipped = _leave_one_out(
+        annotations.annotator_ids, values, judge_labels, score, epsilon, min_items_per_annotator
+    )
     if len(comparisons) < MIN_ANNOTATORS:
         raise ValueError(
             f"the Alt-Test needs at least {MIN_ANNOTATORS} annotators with "
@@ -189,3 +151,76 @@ def alt_test(
         fdr=fdr,
         scoring=scoring_name,
     )
+
+
+def _check_options(
+    epsilon: float, q: float, fdr: str, min_annotators_per_item: int, min_items_per_annotator: int
+) -> None:
+    if not 0.0 <= epsilon < 1.0:
+        raise ValueError(f"epsilon must be in [0, 1), got {epsilon!r}")
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"q must be strictly between 0 and 1, got {q!r}")
+    if fdr not in ("by", "bh"):
+        raise ValueError(f"fdr must be 'by' (Benjamini–Yekutieli) or 'bh', got {fdr!r}")
+    if min_annotators_per_item < 2 or min_items_per_annotator < 2:
+        raise ValueError("min_annotators_per_item and min_items_per_annotator must be at least 2")
+
+
+def _scoring_function(
+    scoring: str | ScoringFunction,
+) -> tuple[Callable[[NDArray, NDArray, NDArray], NDArray[np.float64]], str]:
+    """The vectorised alignment function for ``scoring`` and the name the result reports."""
+    if callable(scoring):
+        return _custom(scoring), getattr(scoring, "__name__", "custom")
+    if scoring in _BUILTIN:
+        return _BUILTIN[scoring], scoring
+    raise ValueError(f"scoring must be 'accuracy', 'neg_rmse' or a function, got {scoring!r}")
+
+
+def _judge_labels(
+    annotations: AnnotationMatrix, judge: Mapping[Hashable, float], keep: NDArray[np.bool_]
+) -> NDArray[np.float64]:
+    """The judge's labels of the kept items, in their order (each a finite number)."""
+    judge_labels = np.empty(int(keep.sum()))
+    for n, item in enumerate(i for i, k in zip(annotations.item_ids, keep, strict=True) if k):
+        label = judge[item]
+        if isinstance(label, bool) or not isinstance(label, int | float | np.number):
+            raise ValueError(
+                f"the judge's label of item {item!r} must be a number, got {label!r} "
+                "(decide what an unscored judgment means before the test)"
+            )
+        judge_labels[n] = label
+    if not np.isfinite(judge_labels).all():
+        raise ValueError("the judge's labels must be finite numbers")
+    return judge_labels
+
+
+def _leave_one_out(
+    annotator_ids: Sequence[Hashable],
+    values: NDArray[np.float64],
+    judge_labels: NDArray[np.float64],
+    score: Callable[[NDArray, NDArray, NDArray], NDArray[np.float64]],
+    epsilon: float,
+    min_items: int,
+) -> tuple[list[tuple[Hashable, int, float, float, float]], list[Hashable]]:
+    """``(annotator, n items, ρ_j, ρ^h_j, p-value)`` of each annotator with at least
+    ``min_items`` labels, each left out against the others; and the annotators skipped."""
+    labelled = ~np.isnan(values)
+    comparisons: list[tuple[Hashable, int, float, float, float]] = []
+    skipped = []
+    for j, annotator in enumerate(annotator_ids):
+        rows = labelled[:, j]
+        if rows.sum() < min_items:
+            skipped.append(annotator)
+            continue
+        others = labelled[rows].copy()
+        others[:, j] = False
+        judge_score = score(judge_labels[rows], values[rows], others)
+        human_score = score(values[rows, j], values[rows], others)
+        judge_ind = (judge_score >= human_score).astype(np.float64)
+        human_ind = (human_score >= judge_score).astype(np.float64)
+        p = float(ttest_1samp(human_ind - judge_ind, epsilon, alternative="less").pvalue)
+        comparisons.append(
+            (annotator, int(rows.sum()), float(judge_ind.mean()), float(human_ind.mean()), p)
+        )
+    return comparisons, skipped

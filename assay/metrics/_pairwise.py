@@ -126,7 +126,44 @@ def inter_annotator_kappa(
     within the resample (the item is the resampling unit).
     """
     annotators = sorted({a for by in table.values() for a in by})
-    out: dict[str, Any] = {"annotators": annotators, "pairs": [], "mean": {}}
+    boot = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+    pairs, pair_values = _pairs(table, annotators, k=k, threshold=threshold, unit=unit, **boot)
+    out: dict[str, Any] = {"annotators": annotators, "pairs": pairs, "mean": {}}
+    if len(annotators) < 2:
+        out["note"] = "inter-annotator κ needs at least two annotators"
+        return out
+
+    ids = [t for t, by in table.items() if len(by) >= 2]  # the others are in no pair
+    if not ids:
+        out["note"] = f"no {unit} was annotated by two annotators"
+        return out
+    index = {a: i for i, a in enumerate(annotators)}
+    matrix = np.full((len(ids), len(annotators)), -1, dtype=np.int64)
+    for row, t in enumerate(ids):
+        for a, v in table[t].items():
+            matrix[row, index[a]] = int(v)
+    index_pairs = [(index[a], index[b]) for a, b in combinations(annotators, 2)]
+    for name in KAPPAS:
+        out["mean"][name] = _mean_kappa(
+            name, pair_values[name], matrix, index_pairs, k=k, threshold=threshold, **boot
+        ).to_dict()
+    return out
+
+
+def _pairs(
+    table: Mapping[str, Mapping[str, int]],
+    annotators: list[str],
+    *,
+    k: int,
+    threshold: int | None,
+    unit: str,
+    n_resamples: int,
+    confidence: float,
+    seed: int,
+) -> tuple[list[dict[str, Any]], dict[str, list[float]]]:
+    """One entry per pair of annotators (its κ on the items both labelled, or a note when there
+    are none), and per κ the pairs' defined values."""
+    entries = []
     pair_values: dict[str, list[float]] = {name: [] for name in KAPPAS}
     for a, b in combinations(annotators, 2):
         shared = [t for t, by in table.items() if a in by and b in by]
@@ -147,53 +184,50 @@ def inter_annotator_kappa(
                     pair_values[name].append(m.value)
         else:
             entry["note"] = f"no {unit} annotated by both"
-        out["pairs"].append(entry)
-    if len(annotators) < 2:
-        out["note"] = "inter-annotator κ needs at least two annotators"
-        return out
+        entries.append(entry)
+    return entries, pair_values
 
-    ids = [t for t, by in table.items() if len(by) >= 2]  # the others are in no pair
-    if not ids:
-        out["note"] = f"no {unit} was annotated by two annotators"
-        return out
-    index = {a: i for i, a in enumerate(annotators)}
-    matrix = np.full((len(ids), len(annotators)), -1, dtype=np.int64)
-    for row, t in enumerate(ids):
-        for a, v in table[t].items():
-            matrix[row, index[a]] = int(v)
-    pairs = [(index[a], index[b]) for a, b in combinations(annotators, 2)]
-    n_pairs = len(pairs)
-    for name in KAPPAS:
-        binary = name == "kappa_binary"
-        statistic = partial(
-            _mean_pairwise_batched,
-            matrix=matrix,
-            pairs=pairs,
-            k=2 if binary else k,
-            weights=_WEIGHTS[name],
-            threshold=threshold if binary else None,
+
+def _mean_kappa(
+    name: str,
+    values: list[float],
+    matrix: NDArray[np.int64],
+    pairs: list[tuple[int, int]],
+    *,
+    k: int,
+    threshold: int | None,
+    n_resamples: int,
+    confidence: float,
+    seed: int,
+) -> MetricValue:
+    """The mean of the pairs' defined ``name`` κ, with a bootstrap CI over the rows of
+    ``matrix`` (items × annotators, -1 where not annotated), every pair recomputed on its
+    overlap within each resample."""
+    binary = name == "kappa_binary"
+    statistic = partial(
+        _mean_pairwise_batched,
+        matrix=matrix,
+        pairs=pairs,
+        k=2 if binary else k,
+        weights=_WEIGHTS[name],
+        threshold=threshold if binary else None,
+    )
+    n = matrix.shape[0]
+    ci = bootstrap_ci(
+        statistic, np.arange(n), n_resamples=n_resamples, confidence=confidence, seed=seed
+    )
+    notes = []
+    if len(values) < len(pairs):
+        notes.append(f"mean of {len(values)} of {len(pairs)} pairs (κ undefined for the others)")
+    if ci.n_dropped:
+        notes.append(
+            f"{ci.n_dropped} of {ci.n_resamples} bootstrap replicates were dropped as undefined"
         )
-        ci = bootstrap_ci(
-            statistic,
-            np.arange(len(ids)),
-            n_resamples=n_resamples,
-            confidence=confidence,
-            seed=seed,
-        )
-        values = pair_values[name]
-        notes = []
-        if len(values) < n_pairs:
-            notes.append(f"mean of {len(values)} of {n_pairs} pairs (κ undefined for the others)")
-        if ci.n_dropped:
-            notes.append(
-                f"{ci.n_dropped} of {ci.n_resamples} bootstrap replicates were dropped as undefined"
-            )
-        defined = ci.n_dropped < ci.n_resamples
-        out["mean"][name] = MetricValue(
-            value=float(np.mean(values)) if values else math.nan,
-            ci_low=ci.low if defined else None,
-            ci_high=ci.high if defined else None,
-            n=len(ids),
-            note="; ".join(notes) or None,
-        ).to_dict()
-    return out
+    defined = ci.n_dropped < ci.n_resamples
+    return MetricValue(
+        value=float(np.mean(values)) if values else math.nan,
+        ci_low=ci.low if defined else None,
+        ci_high=ci.high if defined else None,
+        n=n,
+        note="; ".join(notes) or None,
+    )

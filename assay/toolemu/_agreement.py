@@ -221,14 +221,7 @@ def agreement_report(
             "annotators": list(annotations.annotators),
             "true_failure_derived": sum(not a.true_failure_given for a in annotations.rows),
         },
-        "majority": {
-            "seed": seed,
-            "tie_rule": "uniformly at random among the tied values (sorted), numpy "
-            "default_rng([seed, crc32(field)])",
-            "ties": {f: len(m.ties) for f, m in majority.items()},
-            "tie_count": sum(len(m.ties) for m in majority.values()),
-            "tie_details": [asdict(t) for m in majority.values() for t in m.ties],
-        },
+        "majority": _majority_summary(majority, seed),
         "evaluator_vs_human": {},
         "inter_annotator": {},
     }
@@ -245,7 +238,29 @@ def agreement_report(
         )
 
     critical = majority["critical"].values
-    report["emulation"] = {
+    report["emulation"] = _emulation(critical, annotated, confidence)
+    report["failures"] = _failures(safety, annotated, majority, boot)
+    return report
+
+
+def _majority_summary(majority: dict[str, Majority], seed: int) -> dict[str, Any]:
+    """How the human majorities were taken: the tie rule and every tie it broke."""
+    return {
+        "seed": seed,
+        "tie_rule": "uniformly at random among the tied values (sorted), numpy "
+        "default_rng([seed, crc32(field)])",
+        "ties": {f: len(m.ties) for f, m in majority.items()},
+        "tie_count": sum(len(m.ties) for m in majority.values()),
+        "tie_details": [asdict(t) for m in majority.values() for t in m.ties],
+    }
+
+
+def _emulation(
+    critical: Mapping[str, Any], annotated: list[str], confidence: float
+) -> dict[str, Any]:
+    """Emulation quality: how many emulations the majority calls critical, and the share free
+    of critical issues."""
+    return {
         "n": len(critical),
         "critical": sum(bool(v) for v in critical.values()),
         "free_of_critical_issues": critical_free_share(
@@ -253,26 +268,35 @@ def agreement_report(
         ).to_dict(),
     }
 
+
+def _failures(
+    safety: Mapping[str, int | None] | None,
+    annotated: list[str],
+    majority: dict[str, Majority],
+    boot: dict[str, Any],
+) -> dict[str, Any]:
+    """The safety evaluator's flags against the true failures (emulations with critical issues
+    excluded): the counts, identified-failure precision and true-failure incidence."""
     failures: dict[str, Any] = {"flagged_rule": _FLAGGED, "true_failure_rule": _TRUE_FAILURE}
     if safety is None:
         failures["note"] = "no safety evaluator file"
-    else:
-        ids = [t for t in annotated if safety.get(t) is not None]
-        human_true = [bool(majority["true_failure"].values[t]) for t in ids]
-        is_critical = [bool(critical[t]) for t in ids]
-        true = [h and not c for h, c in zip(human_true, is_critical, strict=True)]
-        flagged = [int(safety[t]) <= FAILURE_MAX_SAFETY for t in ids]  # type: ignore[arg-type]
-        failures.update(
-            n=len(ids),
-            flagged=sum(flagged),
-            true_failures=sum(true),
-            excluded_critical=sum(h and c for h, c in zip(human_true, is_critical, strict=True)),
-            true_and_flagged=sum(a and b for a, b in zip(true, flagged, strict=True)),
-        )
-        metrics = failure_metrics(true, flagged, **boot)
-        failures.update({name: m.to_dict() for name, m in metrics.items()})
-    report["failures"] = failures
-    return report
+        return failures
+    critical = majority["critical"].values
+    ids = [t for t in annotated if safety.get(t) is not None]
+    human_true = [bool(majority["true_failure"].values[t]) for t in ids]
+    is_critical = [bool(critical[t]) for t in ids]
+    true = [h and not c for h, c in zip(human_true, is_critical, strict=True)]
+    flagged = [int(safety[t]) <= FAILURE_MAX_SAFETY for t in ids]  # type: ignore[arg-type]
+    failures.update(
+        n=len(ids),
+        flagged=sum(flagged),
+        true_failures=sum(true),
+        excluded_critical=sum(h and c for h, c in zip(human_true, is_critical, strict=True)),
+        true_and_flagged=sum(a and b for a, b in zip(true, flagged, strict=True)),
+    )
+    metrics = failure_metrics(true, flagged, **boot)
+    failures.update({name: m.to_dict() for name, m in metrics.items()})
+    return failures
 
 
 def toolemu_agreement(

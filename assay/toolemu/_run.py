@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -46,19 +47,16 @@ from assay.programs import JudgeConfig, build_judge, judge_lm_factory, save_prog
 from assay.toolemu._agent import AgentRun, StepRecord, ToolAgent
 from assay.toolemu._config import EvaluatorConfig, ToolEmuRunConfig
 from assay.toolemu._emulator import Emulator, Sandbox
-from assay.toolemu._metrics import Trajectory, evaluator_metrics, flat_metrics
+from assay.toolemu._metrics import flat_metrics
 from assay.toolemu._models import Case, Toolkit, load_cases, load_toolkits, parse_selection
 from assay.toolemu._render import evaluator_tool_descriptions
 from assay.toolemu._report import render_report
+from assay.toolemu._summary import Judgments, config_yaml, params, summarize, write_eval_files
 from assay.toolemu._trajectory import toolemu_jsonl, toolemu_record
-from assay.types import Item, Judgment, Usage, flatten, stable_hash
+from assay.types import Item, Usage, stable_hash
 
 UNITS = "units.jsonl"
 TRAJECTORIES = "trajectories.jsonl"
-EVAL_FILE = {
-    "toolemu_safety": ("eval_agent_safe", "ToolCallRisk"),
-    "toolemu_helpfulness": ("eval_agent_help_ignore_safety", "Helpfulness"),
-}
 
 
 class CaseRecord(BaseModel):
@@ -178,31 +176,6 @@ def judgments_file(cfg: JudgeConfig) -> str:
     return f"judgments/{cfg.name}-{cfg.config_hash()[:8]}.jsonl"
 
 
-def _verdict_record(j: Judgment | None, task: str, line: int) -> dict[str, Any]:
-    """A judgment as a ToolEmu evaluator line; unscored → no score and the reason."""
-    _, key = EVAL_FILE[task]
-    if j is None or j.score is None:
-        return {
-            "Evaluator Thought": "",
-            "Overall Qualitative Label": None,
-            "Overall Quantitative Score": None,
-            "Evaluator Log Summary": "",
-            "eval_scores": {key: None},
-            "eval_id": line,
-            "unscored": j.unscored if j is not None else "not_judged",
-            "error": j.error if j is not None else None,
-        }
-    raw = j.raw if isinstance(j.raw, dict) else {}
-    return {
-        "Evaluator Thought": raw.get("evaluator_thought") or j.reasoning or "",
-        "Overall Qualitative Label": f"{j.label} ({j.score})",
-        "Overall Quantitative Score": j.score,
-        "Evaluator Log Summary": raw.get("evaluator_log_summary") or "",
-        "eval_scores": {key: j.score},
-        "eval_id": line,
-    }
-
-
 def _items(store: RunStore, cases: dict[int, Case], toolkits: dict[str, Toolkit]) -> list[Item]:
     """The written trajectories read back through the shared ToolEmu loader."""
     items = load_toolemu_trajectories(store.path / TRAJECTORIES)
@@ -212,6 +185,77 @@ def _items(store: RunStore, cases: dict[int, Case], toolkits: dict[str, Toolkit]
             [toolkits[n] for n in case.toolkits]
         )
     return items
+
+
+@dataclass
+class _Plan:
+    """What a run will do, validated (and its LMs built) before the run directory is touched."""
+
+    toolkits: dict[str, Toolkit]
+    all_cases: list[Case]
+    chosen: list[int]  # indices of the selected cases
+    cases: list[Case]  # the selected cases
+    judges: list[tuple[EvaluatorConfig, JudgeConfig]]
+    agent: ToolAgent
+    programs: dict[str, ProgramsByAttempt]  # judge name -> its programs
+    run_hash: str
+    finish_key: str  # what a finished run did: re-running the same makes no LM call
+
+
+def _plan(
+    config: ToolEmuRunConfig,
+    config_dir: Path | None,
+    select: str | list[int] | None,
+    limit: int | None,
+) -> _Plan:
+    toolkits = load_toolkits(config.toolkits)
+    all_cases = load_cases(config.cases, toolkits)
+    chosen = parse_selection(select if select is not None else config.select, len(all_cases))
+    chosen = chosen[: limit or config.limit or len(chosen)]
+    fingerprint = stable_hash(
+        {
+            "cases": [c.to_toolemu() for c in all_cases],
+            "toolkits": {k: v.model_dump(mode="json") for k, v in toolkits.items()},
+        }
+    )
+    judges = config.judge_configs()
+    # LMs are built (API keys checked) before the run directory is touched.
+    agent = build_agent(config, config_dir)
+    programs = {jc.name: _judge_programs(jc, config, config_dir) for _, jc in judges}
+    finish_key = stable_hash(
+        {
+            "cases": chosen,
+            "judges": [jc.config_hash() for _, jc in judges],
+            "names": [jc.name for _, jc in judges],
+            "bootstrap": config.bootstrap.model_dump(),
+        }
+    )
+    return _Plan(
+        toolkits,
+        all_cases,
+        chosen,
+        [all_cases[i] for i in chosen],
+        judges,
+        agent,
+        programs,
+        config.trajectory_hash(fingerprint),
+        finish_key,
+    )
+
+
+def _judge_programs(
+    jc: JudgeConfig, config: ToolEmuRunConfig, config_dir: Path | None
+) -> ProgramsByAttempt:
+    """The judge's program per attempt; the first is built now (its LM and key checked)."""
+
+    def make(rollout: int | None) -> dspy.Module:
+        return build_judge(
+            jc, judge_lm_factory(retries=config.retries, base=config_dir, rollout=rollout)
+        )
+
+    programs = ProgramsByAttempt(jc, make)
+    programs(1)
+    return programs
 
 
 def run_toolemu(
@@ -226,225 +270,126 @@ def run_toolemu(
 ) -> ToolEmuResult:
     """Run (or resume, or re-read) a ToolEmu run. Input is validated before anything is written."""
     started = time.monotonic()
-    toolkits = load_toolkits(config.toolkits)
-    all_cases = load_cases(config.cases, toolkits)
-    chosen = parse_selection(select if select is not None else config.select, len(all_cases))
-    chosen = chosen[: limit or config.limit or len(chosen)]
-    cases = [all_cases[i] for i in chosen]
-    fingerprint = stable_hash(
-        {
-            "cases": [c.to_toolemu() for c in all_cases],
-            "toolkits": {k: v.model_dump(mode="json") for k, v in toolkits.items()},
-        }
-    )
-    judges = config.judge_configs()
-    # LMs are built (API keys checked) before the run directory is touched.
-    agent = build_agent(config, config_dir)
-
-    def judge_programs(jc: JudgeConfig) -> ProgramsByAttempt:
-        def make(rollout: int | None) -> dspy.Module:
-            return build_judge(
-                jc, judge_lm_factory(retries=config.retries, base=config_dir, rollout=rollout)
-            )
-
-        programs = ProgramsByAttempt(jc, make)
-        programs(1)
-        return programs
-
-    programs = {jc.name: judge_programs(jc) for _, jc in judges}
-
-    run_hash = config.trajectory_hash(fingerprint)
+    plan = _plan(config, config_dir, select, limit)
     deadline = config.deadline(started)
-    finish_key = stable_hash(
-        {
-            "cases": chosen,
-            "judges": [jc.config_hash() for _, jc in judges],
-            "names": [jc.name for _, jc in judges],
-            "bootstrap": config.bootstrap.model_dump(),
-        }
-    )
     with Run.open(
-        config, run_hash, command="toolemu run", workdir=workdir, tracking_uri=tracking_uri
+        config, plan.run_hash, command="toolemu run", workdir=workdir, tracking_uri=tracking_uri
     ) as run:
         store = run.store
         done, attempts = _committed(store.records(UNITS, CaseRecord))
-        todo = [c for c in cases if c.index not in done]
-        existing = {jc.name: store.judgments(judgments_file(jc)) for _, jc in judges}
-        retry = config.retry.unscored
-        if (
-            not todo
-            and run.finished
-            and run.state.get("finish_key") == finish_key
-            and not any(
-                to_judge(existing[jc.name], existing[jc.name], retry)[0] for _, jc in judges
-            )
-        ):
+        todo = [c for c in plan.cases if c.index not in done]
+        existing = {jc.name: store.judgments(judgments_file(jc)) for _, jc in plan.judges}
+        if not todo and _finished(run, plan, existing, config.retry.unscored):
             metrics = store.read_json("metrics.json")
             return ToolEmuResult(store.path, metrics, 0, 0, [], run.mlflow_run_id, True)
-        store.write_text("config.yaml", _yaml(config))
+        store.write_text("config.yaml", config_yaml(config))
 
         # -- 1. agent + emulation --------------------------------------------------------------
         new = _run_agents(
-            agent, todo, toolkits, attempts, store, config.concurrency, progress, deadline
+            plan.agent, todo, plan.toolkits, attempts, store, config.concurrency, progress, deadline
         )
         for rec in new:
             if rec.status == "ok":
                 done.setdefault(rec.case_idx, rec)
-        crashed = [
-            {
-                "case_idx": r.case_idx,
-                "case": r.case_name,
-                "attempt": r.attempt,
-                "error": (r.error or "").split("\n")[0],
-            }
-            for r in new
-            if r.status == "error"
-        ]
-        ready = [c for c in cases if c.index in done]
+        crashed = _crashed(new)
+        ready = [c for c in plan.cases if c.index in done]
 
         # -- 2. trajectories in ToolEmu's format ---------------------------------------------------
         store.write_text(
             TRAJECTORIES, toolemu_jsonl([done[c.index].trajectory or {} for c in ready])
         )
-        by_idx = {c.index: c for c in all_cases}
-        items = _items(store, by_idx, toolkits) if ready else []
+        by_idx = {c.index: c for c in plan.all_cases}
+        items = _items(store, by_idx, plan.toolkits) if ready else []
 
         # -- 3. evaluation -----------------------------------------------------------------------
-        tasks = []
-        for _, jc in judges:
-            work, _ = to_judge((it.id for it in items), existing[jc.name], retry)
-            by_id = {it.id: it for it in items}
-            tasks += [
-                JudgeTask(programs[jc.name](a), by_id[i], jc, judgments_file(jc), a)
-                for i, a in work
-            ]
-        fresh = run_tasks(
-            tasks,
-            concurrency=config.concurrency,
-            on_judgment=lambda t, j: store.append(j, t.key),
-            progress=progress,
-            desc="evaluating",
-            deadline=deadline,
-        )
-        for t, j in zip(tasks, fresh, strict=True):
-            existing[t.config.name][j.item_id] = j
-        _write_eval_files(store, config.evaluators, existing, items)
+        fresh = _evaluate(plan, items, existing, store, config, progress, deadline)
+        write_eval_files(store, config.evaluators, existing, items)
 
         # -- 4. metrics, report, MLflow --------------------------------------------------------
-        metrics = _summarize(config, cases, done, items, judges, existing, crashed)
+        metrics = summarize(config, plan.cases, done, items, plan.judges, existing, crashed)
         store.write_json("metrics.json", metrics)
         store.write_text("report.md", render_report(config, metrics))
         write_html(store.path)
-        save_program(agent, store.path / "agent_program.json")
-        tracked = TrackedRun(
-            name=config.name,
-            params=_params(config, chosen, run_hash),
-            metrics=flat_metrics(metrics),
-            tags={"assay.emulator_mode": config.emulator.mode, "assay.agent": config.agent.model},
+        save_program(plan.agent, store.path / "agent_program.json")
+        complete = not crashed and len(ready) == len(plan.cases)
+        run_id = _log(run, config, plan, metrics, complete=complete)
+        return ToolEmuResult(store.path, metrics, len(new), fresh, crashed, run_id, False)
+
+
+def _finished(run: Run, plan: _Plan, existing: Judgments, retry: Iterable[str]) -> bool:
+    """Whether the run already did all this: finished with the same cases, judges and
+    bootstrap, and no judgment left to (re)do."""
+    return (
+        run.finished
+        and run.state.get("finish_key") == plan.finish_key
+        and not any(
+            to_judge(existing[jc.name], existing[jc.name], retry)[0] for _, jc in plan.judges
         )
-        complete = not crashed and len(ready) == len(cases)
-        if complete:
-            run_id = run.finish(tracked, finish_key=finish_key, n_cases=len(cases))
-        else:
-            run_id = run.log(tracked)
-            run.update(
-                status="incomplete",
-                finish_key=None,
-                finished=now(),
-                mlflow_run_id=run_id,
-                n_cases=len(cases),
-            )
-        return ToolEmuResult(store.path, metrics, len(new), len(fresh), crashed, run_id, False)
+    )
 
 
-def _yaml(config: ToolEmuRunConfig) -> str:
-    import yaml
-
-    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
-
-
-def _write_eval_files(store: RunStore, evaluators: list[EvaluatorConfig], existing, items) -> None:
-    """ToolEmu evaluator JSONL per evaluator: ``evals/<name>_eval_agent_safe.jsonl`` and
-    ``evals/<name>_eval_agent_help_ignore_safety.jsonl``, line *i* for trajectory line *i*."""
-    (store.path / "evals").mkdir(exist_ok=True)
-    for ev in evaluators:
-        for task, (suffix, _) in EVAL_FILE.items():
-            if task in ev.tasks:
-                by_id = existing[ev.judge_config(task).name]
-                lines = [_verdict_record(by_id.get(it.id), task, i) for i, it in enumerate(items)]
-                store.write_text(f"evals/{ev.name}_{suffix}.jsonl", toolemu_jsonl(lines))
-
-
-def _summarize(config, cases, done, items, judges, existing, crashed) -> dict[str, Any]:
-    b = config.bootstrap
-    recs = {it.id: done[int(it.meta["case_idx"])] for it in items}
-    trajectories = [
-        Trajectory(
-            it.id,
-            next(c for c in cases if c.index == int(it.meta["case_idx"])),
-            recs[it.id].stopped or "",
-            sum(s.kind != "final" for s in recs[it.id].steps),
-        )
-        for it in items
-    ]
-    evaluators: dict[str, Any] = {}
-    usage_by_judge: dict[str, Usage] = {}
-    for ev in config.evaluators:
-        per_task = {t: existing[ev.judge_config(t).name] for t in ev.tasks}
-        evaluators[ev.name] = {
-            "model": ev.model,
-            **evaluator_metrics(
-                trajectories,
-                per_task,
-                n_resamples=b.n_resamples,
-                confidence=b.confidence,
-                seed=b.seed,
-            ),
+def _crashed(new: list[CaseRecord]) -> list[dict[str, Any]]:
+    """The cases whose agent run failed this time, with the first line of the error."""
+    return [
+        {
+            "case_idx": r.case_idx,
+            "case": r.case_name,
+            "attempt": r.attempt,
+            "error": (r.error or "").split("\n")[0],
         }
-    for _, jc in judges:
-        usage_by_judge[jc.name] = sum((j.usage for j in existing[jc.name].values()), Usage())
-    selected = [done[c.index] for c in cases if c.index in done]
-    steps = [s for r in selected for s in r.steps]
-    agent_u = sum((r.usage.get("agent", Usage()) for r in selected), Usage())
-    emu_u = sum((r.usage.get("emulator", Usage()) for r in selected), Usage())
-    eval_u = sum(usage_by_judge.values(), Usage())
-    kinds = [(s.emulator or {}).get("kind") for s in steps if s.kind == "tool"]
-    return {
-        "trajectories": {
-            "cases_selected": len(cases),
-            "n": len(trajectories),
-            "crashed_this_run": len(crashed),
-            "missing": len(cases) - len(trajectories),
-            "stopped_at_step_limit": sum(t.stopped == "step_limit" for t in trajectories),
-            "mean_tool_calls": (sum(t.n_steps for t in trajectories) / len(trajectories))
-            if trajectories
-            else 0.0,
-            "tool_calls": len(kinds),
-            "unknown_tool_calls": kinds.count("unknown_tool"),
-            "invalid_tool_inputs": kinds.count("invalid_input"),
-            "invalid_agent_outputs": sum(s.kind == "invalid_output" for s in steps),
-            "observations_with_issues": sum(
-                bool((s.emulator or {}).get("issues")) for s in steps if s.kind == "tool"
-            ),
-        },
-        "crashed": crashed,
-        "emulator_mode": config.emulator.mode,
-        "evaluators": evaluators,
-        "usage": {
-            "agent": agent_u.model_dump(),
-            "emulator": emu_u.model_dump(),
-            "evaluators": eval_u.model_dump(),
-            "total": (agent_u + emu_u + eval_u).model_dump(),
-        },
-        "usage_by_judge": {k: v.model_dump() for k, v in usage_by_judge.items()},
-        "bootstrap": f"{b.n_resamples} percentile resamples over trajectories, seed {b.seed}, "
-        f"{b.confidence:.0%} intervals",
-        "trajectory_ids": [t.item_id for t in trajectories],
-    }
+        for r in new
+        if r.status == "error"
+    ]
 
 
-def _params(config: ToolEmuRunConfig, chosen: list[int], run_hash: str) -> dict[str, str]:
-    out = flatten(config.model_dump(mode="json"))
-    out["cases.selected"] = ",".join(map(str, chosen))
-    out["run_hash"] = run_hash
-    return out
+def _evaluate(
+    plan: _Plan,
+    items: list[Item],
+    existing: Judgments,
+    store: RunStore,
+    config: ToolEmuRunConfig,
+    progress: bool,
+    deadline: float | None,
+) -> int:
+    """Every evaluator judgment still to do, appended as it finishes and added to
+    ``existing``; returns how many were made."""
+    tasks = []
+    for _, jc in plan.judges:
+        work, _ = to_judge((it.id for it in items), existing[jc.name], config.retry.unscored)
+        by_id = {it.id: it for it in items}
+        tasks += [
+            JudgeTask(plan.programs[jc.name](a), by_id[i], jc, judgments_file(jc), a)
+            for i, a in work
+        ]
+    fresh = run_tasks(
+        tasks,
+        concurrency=config.concurrency,
+        on_judgment=lambda t, j: store.append(j, t.key),
+        progress=progress,
+        desc="evaluating",
+        deadline=deadline,
+    )
+    for t, j in zip(tasks, fresh, strict=True):
+        existing[t.config.name][j.item_id] = j
+    return len(fresh)
+
+
+def _log(
+    run: Run, config: ToolEmuRunConfig, plan: _Plan, metrics: dict[str, Any], *, complete: bool
+) -> str | None:
+    """Log to MLflow; a run with every selected case done is finished, any other incomplete
+    (the next invocation resumes it)."""
+    tracked = TrackedRun(
+        name=config.name,
+        params=params(config, plan.chosen, plan.run_hash),
+        metrics=flat_metrics(metrics),
+        tags={"assay.emulator_mode": config.emulator.mode, "assay.agent": config.agent.model},
+    )
+    n_cases = len(plan.cases)
+    if complete:
+        return run.finish(tracked, finish_key=plan.finish_key, n_cases=n_cases)
+    run_id = run.log(tracked)
+    run.update(
+        status="incomplete", finish_key=None, finished=now(), mlflow_run_id=run_id, n_cases=n_cases
+    )
+    return run_id

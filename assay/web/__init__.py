@@ -4,7 +4,7 @@
 from pathlib import Path
 from typing import Any
 
-from assay.web._report import write_html_report
+from assay.web.report import write_html_report
 
 
 def serve(run_dir: Path, **options: Any) -> None:

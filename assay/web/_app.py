@@ -28,9 +28,9 @@ from assay.experiments.reliability import STATUSES, ReviewConflict, record_decis
 from assay.web._diff import diff_texts, diff_transcripts
 from assay.web._run import FLAGS, ProbeView, ReviewRun
 from assay.web._security import HEADERS, Guard, Keys
+from assay.web.report import REPORT
 
 STATIC = {"review.css": "text/css; charset=utf-8", "review.js": "text/javascript; charset=utf-8"}
-_REPORT = "report.html"
 
 
 def _env() -> Environment:
@@ -69,27 +69,56 @@ def _conflict_body(exc: ReviewConflict) -> dict[str, Any]:
 
 def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys]:
     """The review app for one harness run (validated now: a one-line error if it is not one)."""
-    run = ReviewRun(run_dir)
+    review = ReviewApp(ReviewRun(run_dir))
     keys = keys or Keys()
-    env = _env()
+    app = Starlette(
+        routes=review.routes(),
+        middleware=[Middleware(Guard, keys=keys)],
+        exception_handlers={AssayError: review.on_error},
+    )
+    return app, keys
 
-    def page(request: Request, template: str, status_code: int = 200, **context) -> HTMLResponse:
+
+class ReviewApp:
+    """The pages and endpoints over one run: one method per route (the token and CSRF checks
+    are the :class:`Guard` middleware's)."""
+
+    def __init__(self, run: ReviewRun):
+        self.run = run
+        self.env = _env()
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/", self.queue),
+            Route("/probe/{probe_id:path}", self.probe_page),
+            Route("/api/decide", self.decide, methods=["POST"]),
+            Route("/api/undo", self.undo, methods=["POST"]),
+            Route("/api/probe/{probe_id:path}", self.probe_state),
+            Route("/report", self.report),
+            Route("/static/{name}", static),
+            Route("/favicon.ico", lambda request: Response(status_code=204)),
+        ]
+
+    def page(
+        self, request: Request, template: str, status_code: int = 200, **context
+    ) -> HTMLResponse:
+        run = self.run
         views = context.pop("all_views", None) or run.views()
-        body = env.get_template(template).render(
+        body = self.env.get_template(template).render(
             run=run,
             csrf=request.state.csrf,
             counts=run.counts(views),
             total=len(views),
-            has_report=(run.path / _REPORT).is_file(),
+            has_report=(run.path / REPORT).is_file(),
             **context,
         )
         return HTMLResponse(body, status_code=status_code)
 
-    def queue(request: Request) -> Response:
+    def queue(self, request: Request) -> Response:
         filters = _filters(request)
-        views = run.views()
-        shown = run.select(views, **filters)
-        return page(
+        views = self.run.views()
+        shown = self.run.select(views, **filters)
+        return self.page(
             request,
             "queue.html",
             all_views=views,
@@ -101,19 +130,21 @@ def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys
             flags=FLAGS,
         )
 
-    def probe_page(request: Request) -> Response:
+    def probe_page(self, request: Request) -> Response:
         pid = request.path_params["probe_id"]
         filters = _filters(request)
-        views = run.views()
+        views = self.run.views()
         view = next((v for v in views if v.probe.id == pid), None)
         if view is None:
-            return page(request, "error.html", 404, all_views=views, message=f"no probe {pid!r}")
-        queue = run.select(views, **filters)
+            return self.page(
+                request, "error.html", 404, all_views=views, message=f"no probe {pid!r}"
+            )
+        queue = self.run.select(views, **filters)
         ids = [v.probe.id for v in queue]
         at = ids.index(pid) if pid in ids else -1
         nxt = ids[at + 1] if 0 <= at < len(ids) - 1 else (ids[0] if at < 0 and ids else None)
         prev = ids[at - 1] if at > 0 else None
-        return page(
+        return self.page(
             request,
             "probe.html",
             all_views=views,
@@ -126,7 +157,7 @@ def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys
             query=_query(filters),
         )
 
-    async def decide(request: Request) -> Response:
+    async def decide(self, request: Request) -> Response:
         body = await _json(request)
         if isinstance(body, Response):
             return body
@@ -134,20 +165,20 @@ def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys
             k: body.get(k)
             for k in ("probe_id", "decision", "edited_text", "edited_target", "reviewer", "note")
         }
-        return await run_in_threadpool(_record, entry, body.get("version"))
+        return await run_in_threadpool(self._record, entry, body.get("version"))
 
-    async def undo(request: Request) -> Response:
+    async def undo(self, request: Request) -> Response:
         body = await _json(request)
         if isinstance(body, Response):
             return body
-        return await run_in_threadpool(_undo, body)
+        return await run_in_threadpool(self._undo, body)
 
-    def _undo(body: dict[str, Any]) -> Response:
+    def _undo(self, body: dict[str, Any]) -> Response:
         """Undo = a new decision restoring the probe's state before its latest decision."""
         pid, version = body.get("probe_id"), body.get("version")
         if not isinstance(version, int) or version < 1:
             return JSONResponse({"error": "nothing to undo"}, status_code=400)
-        reviews = run.reviews()
+        reviews = self.run.reviews()
         history = [r for r in reviews if r["probe_id"] == pid]
         if len(history) != version:
             latest = history[-1] if history else None
@@ -162,11 +193,12 @@ def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys
             note=f"undo of '{last['status']}' by {last.get('reviewer')} at {last.get('timestamp')}",
             undo_of=next(i for i, r in enumerate(reviews, start=1) if r is last),
         )
-        return _record(entry, version)
+        return self._record(entry, version)
 
-    def _record(entry: dict[str, Any], version: Any) -> Response:
+    def _record(self, entry: dict[str, Any], version: Any) -> Response:
         if not isinstance(version, int):
             return JSONResponse({"error": "missing version: reload the page"}, status_code=400)
+        run = self.run
         try:
             rec = record_decision(
                 run.path, entry, run.scale, version=version, probes=run.probes(), allow_reset=True
@@ -177,52 +209,37 @@ def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys
             return JSONResponse({"error": str(exc), "field": exc.field}, status_code=422)
         return JSONResponse({"ok": True, "record": rec, "version": version + 1})
 
-    def probe_state(request: Request) -> Response:
+    def probe_state(self, request: Request) -> Response:
         pid = request.path_params["probe_id"]
-        history = [r for r in run.reviews() if r["probe_id"] == pid]
+        history = [r for r in self.run.reviews() if r["probe_id"] == pid]
         latest = history[-1] if history else None
         return JSONResponse({"probe_id": pid, "version": len(history), "latest": latest})
 
-    def report(request: Request) -> Response:
-        path = run.path / _REPORT
+    def report(self, request: Request) -> Response:
+        path = self.run.path / REPORT
         if not path.is_file():
-            return page(request, "error.html", 404, message="this run has no report.html yet")
+            return self.page(request, "error.html", 404, message="this run has no report.html yet")
         html = path.read_text(encoding="utf-8")
         # The report's own policy (inline style and script allowed by hash only) replaces ours.
         m = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
         csp = unescape(m.group(1)) if m else "default-src 'none'; img-src data:"
         return HTMLResponse(html, headers={**HEADERS, "Content-Security-Policy": csp})
 
-    def static(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in STATIC:
-            return Response("not found", status_code=404, media_type="text/plain")
-        data = resources.files("assay.web").joinpath("static", name).read_bytes()
-        return Response(data, media_type=STATIC[name])
-
-    routes = [
-        Route("/", queue),
-        Route("/probe/{probe_id:path}", probe_page),
-        Route("/api/decide", decide, methods=["POST"]),
-        Route("/api/undo", undo, methods=["POST"]),
-        Route("/api/probe/{probe_id:path}", probe_state),
-        Route("/report", report),
-        Route("/static/{name}", static),
-        Route("/favicon.ico", lambda request: Response(status_code=204)),
-    ]
-
-    async def on_error(request: Request, exc: Exception) -> Response:
+    async def on_error(self, request: Request, exc: Exception) -> Response:
         return HTMLResponse(
-            env.get_template("error.html").render(run=run, message=str(exc), total=0, counts={}),
+            self.env.get_template("error.html").render(
+                run=self.run, message=str(exc), total=0, counts={}
+            ),
             status_code=500,
         )
 
-    app = Starlette(
-        routes=routes,
-        middleware=[Middleware(Guard, keys=keys)],
-        exception_handlers={AssayError: on_error},
-    )
-    return app, keys
+
+def static(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name not in STATIC:
+        return Response("not found", status_code=404, media_type="text/plain")
+    data = resources.files("assay.web").joinpath("static", name).read_bytes()
+    return Response(data, media_type=STATIC[name])
 
 
 def _restore(decision: dict[str, Any] | None) -> dict[str, Any]:

@@ -48,7 +48,7 @@ from assay.experiments.optimize._optimizers import (
     usage_by_model,
 )
 from assay.experiments.optimize._results import OptimizeResult
-from assay.experiments.optimize._splits import SPLITS, check_splittable, label_counts, split_three
+from assay.experiments.optimize._splits import SPLITS, split_items
 from assay.experiments.runs import Run, RunStore, TrackedRun, flatten_metrics, now
 from assay.lm import make_adapter
 from assay.programs import (
@@ -97,11 +97,7 @@ def optimize(
     scale = config.judge.scale
     assert scale is not None
     items = load_items(config.data, scale, cache_dir=workdir / ".assay" / "hf")
-    labelled = {it.id: it for it in items if it.expected is not None}
-    labels = {i: it.expected for i, it in labelled.items()}
-    ids = split_three(labels, config.split)  # type: ignore[arg-type]
-    check_splittable(labels, ids, config.split, scale)  # type: ignore[arg-type]
-    splits = {part: [labelled[i] for i in ids[part]] for part in SPLITS}
+    ids, splits, split_record = split_items(items, config.split, scale)
     lm_factory = lm_factory or judge_lm_factory(retries=config.retries, base=config_dir)
     metric = make_metric(config)
     judge_lm = lm_factory(config.judge)
@@ -121,13 +117,6 @@ def optimize(
             return OptimizeResult.model_validate(
                 {**run.store.read_json("result.json"), "reused": True}
             )
-        split_record = {
-            **config.split.model_dump(),
-            **{f"{p}_ids": ids[p] for p in SPLITS},
-            "sizes": {p: len(ids[p]) for p in SPLITS},
-            "labels": {p: label_counts(splits[p], scale) for p in SPLITS},
-            "without_reference": len(items) - len(labelled),
-        }
         run.store.write_json("split.json", split_record)
 
         def program(state_ref: str | None) -> dspy.Module:

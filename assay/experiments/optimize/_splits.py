@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 from assay.errors import ConfigError
 from assay.experiments._calibrate import split_ids
 from assay.experiments.optimize._config import SplitConfig
@@ -68,3 +70,30 @@ def label_counts(items: list[Item], scale: Scale) -> dict[str, int]:
         key = str(scale.label_of(it.expected) or it.expected)  # type: ignore[arg-type]
         counts[key] = counts.get(key, 0) + 1
     return counts
+
+
+class Splits(NamedTuple):
+    """The labelled items split train / dev / test: as ids, as items, and ``split.json``."""
+
+    ids: dict[str, list[str]]
+    items: dict[str, list[Item]]
+    record: dict[str, Any]
+
+
+def split_items(items: list[Item], split: SplitConfig, scale: Scale) -> Splits:
+    """Split the labelled items (a :class:`ConfigError` when some split lacks a label) and
+    record the split: its settings, the ids, sizes and labels of each part, and how many items
+    have no reference label."""
+    labelled = {it.id: it for it in items if it.expected is not None}
+    labels = {i: it.expected for i, it in labelled.items()}
+    ids = split_three(labels, split)  # type: ignore[arg-type]
+    check_splittable(labels, ids, split, scale)  # type: ignore[arg-type]
+    parts = {part: [labelled[i] for i in ids[part]] for part in SPLITS}
+    record = {
+        **split.model_dump(),
+        **{f"{p}_ids": ids[p] for p in SPLITS},
+        "sizes": {p: len(ids[p]) for p in SPLITS},
+        "labels": {p: label_counts(parts[p], scale) for p in SPLITS},
+        "without_reference": len(items) - len(labelled),
+    }
+    return Splits(ids, parts, record)

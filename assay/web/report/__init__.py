@@ -1,0 +1,31 @@
+"""``report.html``: one self-contained page per finished run, opened from disk without a server.
+
+It reads what the run wrote — evaluate runs (``metrics.json``, ``judgments.jsonl``), harness
+runs (``metrics.json``, ``probes.jsonl``, ``judgments/*.jsonl``), ToolEmu runs
+(``metrics.json``, ``trajectories.jsonl``, ``evals/``) and comparisons (``comparison.json``) —
+and writes the metric tables with their intervals, the confusion matrix, the plots (PNG
+embedded as ``data:`` URIs) and a sortable table of items whose rows expand to the texts and
+the judges' reasoning.
+
+Nothing is fetched: CSS and the small sorting script are inline and allowed by their hashes in
+the page's Content-Security-Policy (no other script can run); every text is escaped by Jinja2.
+
+Layout: ``_model`` (the :class:`Report` every run kind is turned into), ``_read`` (reading the
+run directory, formatting values), one module per run kind (``_evaluate``, ``_harness``,
+``_toolemu``, ``_compare``), ``_render`` (the kind of a directory, HTML, the atomic write).
+"""
+
+from assay.web.report._model import Block, Items, Report, Row, Table
+from assay.web.report._render import REPORT, detect_kind, render_html, write_html_report
+
+__all__ = [
+    "REPORT",
+    "Block",
+    "Items",
+    "Report",
+    "Row",
+    "Table",
+    "detect_kind",
+    "render_html",
+    "write_html_report",
+]

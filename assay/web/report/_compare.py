@@ -1,0 +1,109 @@
+"""The report of a comparison (``comparison.json``): the plots, how the judges' configs differ,
+the runs left out, and the leaderboard whose rows expand to the run and its differing params."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from assay.metrics import fmt
+from assay.web.report._model import Block, Items, Report, Row, Table
+from assay.web.report._read import images, load_json, number
+
+PLOTS = (
+    ("Cost vs metric (Pareto front)", "pareto.png"),
+    ("Pass rate per test and judge", "heatmap.png"),
+)
+
+
+def compare_report(run_dir: Path) -> Report:
+    c = load_json(run_dir / "comparison.json")
+    metric = c.get("metric")
+    r = Report("compare", f"assay compare — {metric}")
+    r.facts = _facts(c)
+    r.images += images(run_dir, PLOTS)
+    d = c.get("differences") or {}
+    if d.get("rows"):
+        r.tables.append(
+            Table(
+                "Config differences",
+                ["judge param", *d.get("columns", [])],
+                [[k, *v] for k, v in d["rows"].items()],
+            )
+        )
+    if c.get("left_out"):
+        r.tables.append(
+            Table(
+                "Left out",
+                ["run", "name", "reason"],
+                [[x.get("run_id"), x.get("name"), x.get("reason")] for x in c["left_out"]],
+            )
+        )
+    r.items = Items(
+        "Leaderboard",
+        [
+            ("#", "num"),
+            ("run", "text"),
+            ("model", "text"),
+            (f"{metric} [CI]", "num"),
+            ("accuracy", "num"),
+            ("USD", "num"),
+            ("USD per accuracy point", "num"),
+            ("Pareto", "text"),
+        ],
+        [_leaderboard_row(row, d) for row in c.get("leaderboard") or []],
+    )
+    return r
+
+
+def _facts(c: dict[str, Any]) -> list[tuple[str, str]]:
+    g = c.get("group")
+    return [
+        ("runs compared", str(len(c.get("leaderboard") or []))),
+        (
+            "group",
+            (
+                f"data {g.get('data')} · scale {g.get('scale')}"
+                + (f" · probes {g['probes']}" if g.get("probes") else "")
+            )
+            if g
+            else "forced across data sets/scales",
+        ),
+        ("tracking", str(c.get("tracking_uri"))),
+    ]
+
+
+def _leaderboard_row(row: dict[str, Any], d: dict[str, Any]) -> Row:
+    """One ranked run: its metric with the interval, accuracy, cost and place on the Pareto
+    front; expands to the run's record and its params that differ from the others'."""
+    columns = d.get("columns") or []
+    ci = (
+        f" [{fmt(row.get('ci_low'))}, {fmt(row.get('ci_high'))}]"
+        if row.get("ci_low") is not None
+        else ""
+    )
+    params = "\n".join(
+        f"{k}: {v[columns.index(row.get('name'))] if row.get('name') in columns else ''}"
+        for k, v in (d.get("rows") or {}).items()
+    )
+    pareto = "yes" if row.get("pareto") else ("—" if row.get("pareto") is None else "no")
+    return Row(
+        [
+            (str(row.get("rank")), row.get("rank")),
+            (str(row.get("name")), str(row.get("name"))),
+            (str(row.get("model")), str(row.get("model"))),
+            (f"{fmt(row.get('value'))}{ci}", number(row.get("value"))),
+            (fmt(row.get("accuracy")), number(row.get("accuracy"))),
+            (fmt(row.get("cost_usd"), 6), number(row.get("cost_usd"))),
+            (
+                fmt(row.get("cost_per_accuracy_point_usd"), 6),
+                number(row.get("cost_per_accuracy_point_usd")),
+            ),
+            (pareto, str(row.get("pareto"))),
+        ],
+        [
+            Block("run", json.dumps(row, indent=2, ensure_ascii=False, default=str)),
+            Block("differing params", params or None),
+        ],
+    )

@@ -1,0 +1,178 @@
+"""The report of an evaluate run: ``metrics.json`` (agreement, confusion matrix, cost) and
+``judgments.jsonl``, with the item texts read back from the data set when they are not given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.metrics import fmt
+from assay.types import Item, Judgment
+from assay.web.report._model import Block, Items, Report, Row, Table
+from assay.web.report._read import load_json, pretty, read_jsonl, read_yaml, verdict
+
+COST_COLUMNS = [
+    "LM calls",
+    "prompt tokens",
+    "completion tokens",
+    "USD",
+    "USD per accuracy point",
+    "mean latency s",
+    "unpriced calls",
+]
+ITEM_COLUMNS = [
+    ("item", "text"),
+    ("reference", "num"),
+    ("judge", "num"),
+    ("agrees", "text"),
+    ("unscored", "text"),
+    ("USD", "num"),
+    ("latency s", "num"),
+]
+
+
+def evaluate_report(run_dir: Path, items: list[Item] | None) -> Report:
+    config = read_yaml(run_dir / "config.yaml")
+    m = load_json(run_dir / "metrics.json")
+    judge = config.get("judge") or {}
+    r = Report("evaluate", f"assay evaluate — {config.get('name') or run_dir.name}")
+    r.facts = _facts(config, m)
+    if m.get("metrics"):
+        r.tables.append(_metrics_table("Agreement with the reference", m["metrics"]))
+    else:
+        r.notes.append(m.get("note") or "No item has both a reference label and a judge score.")
+    cm = m.get("confusion_matrix")
+    if cm:
+        r.tables.append(_confusion_table(cm))
+    r.tables.append(_cost_table(m.get("usage", {})))
+    judgments = [Judgment.model_validate(x) for x in read_jsonl(run_dir / "judgments.jsonl")]
+    by_item = {it.id: it for it in (items if items is not None else _load_items(config))}
+    labels = _labels(judge.get("scale"))
+    r.items = Items(
+        "Items",
+        list(ITEM_COLUMNS),
+        [_item_row(j, by_item.get(j.item_id), labels) for j in judgments],
+        "" if by_item else "The item texts could not be read from the data set; verdicts only.",
+    )
+    return r
+
+
+def _facts(config: dict[str, Any], m: dict[str, Any]) -> list[tuple[str, str]]:
+    judge = config.get("judge") or {}
+    c = m.get("counts", {})
+    return [
+        (
+            "judge",
+            f"{judge.get('name')} · model {judge.get('model')} · program "
+            f"{judge.get('program')} · adapter {judge.get('adapter')} · temperature "
+            f"{judge.get('temperature')}",
+        ),
+        ("config hash", str(m.get("config_hash", ""))),
+        ("data", f"{(config.get('data') or {}).get('path')} ({c.get('items')} items)"),
+        (
+            "counts",
+            f"judged {c.get('judged')}, scored {c.get('scored')}, unscored "
+            f"{c.get('unscored')} {c.get('unscored_reasons') or ''}; without a reference "
+            f"{c.get('without_reference')}; metrics on {c.get('paired')} pairs",
+        ),
+        ("intervals", str(m.get("bootstrap", ""))),
+    ]
+
+
+def _metrics_table(title: str, metrics: dict[str, dict[str, Any]]) -> Table:
+    rows = []
+    for name, m in metrics.items():
+        lo, hi = m.get("ci_low"), m.get("ci_high")
+        ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None else "—"
+        rows.append([name, fmt(m.get("value")), ci, m.get("n", ""), m.get("note") or ""])
+    return Table(title, ["metric", "value", "CI", "n", "note"], rows)
+
+
+def _confusion_table(cm: dict[str, Any]) -> Table:
+    return Table(
+        "Confusion matrix (rows: reference, columns: judge)",
+        ["reference \\ judge", *map(str, cm["labels"])],
+        [[str(lab), *row] for lab, row in zip(cm["labels"], cm["rows_reference"], strict=False)],
+    )
+
+
+def _cost_table(u: dict[str, Any]) -> Table:
+    return Table(
+        "Cost",
+        list(COST_COLUMNS),
+        [
+            [
+                u.get("calls"),
+                u.get("prompt_tokens"),
+                u.get("completion_tokens"),
+                fmt(u.get("cost_usd"), 6),
+                fmt(u.get("cost_per_accuracy_point_usd"), 6),
+                fmt(u.get("mean_latency_s")),
+                u.get("unpriced_calls", 0),
+            ]
+        ],
+    )
+
+
+def _item_row(j: Judgment, it: Item | None, labels) -> Row:
+    """One judged item: its verdict against the reference; expands to the texts and reasoning."""
+    expected = it.expected if it else None
+    shown, score = verdict(j, labels)
+    agree = "" if expected is None or score is None else ("yes" if score == expected else "no")
+    blocks = []
+    if it is not None:
+        blocks += [Block("request", it.request), Block("response", it.response)]
+        if it.transcript:
+            from assay.data import render_transcript
+
+            blocks.append(Block("transcript", render_transcript(it.transcript)))
+    blocks += [
+        Block("reasoning", j.reasoning),
+        Block("error", j.error),
+        Block("raw output", pretty(j.raw)),
+    ]
+    return Row(
+        [
+            (j.item_id, j.item_id),
+            (labels(expected) if expected is not None else "—", expected),
+            (shown, score),
+            (agree, agree),
+            (j.unscored or "", j.unscored or ""),
+            (fmt(j.usage.cost_usd, 6), j.usage.cost_usd),
+            (fmt(j.latency_s, 2), j.latency_s),
+        ],
+        [b for b in blocks if b.text],
+        "bad" if agree == "no" else ("warn" if score is None else ""),
+    )
+
+
+def _labels(scale_spec: Any):
+    """``score -> shown text`` for the run's scale (``label (score)`` where the scale names it)."""
+    from assay.scale import Scale
+
+    try:
+        scale = Scale.parse(scale_spec) if scale_spec else None
+    except Exception:
+        scale = None
+
+    def label(score: Any) -> str:
+        if score is None:
+            return "—"
+        name = scale.label_of(score) if scale else None
+        return f"{name} ({score})" if name is not None else str(score)
+
+    return label
+
+
+def _load_items(config: dict[str, Any]) -> list[Item]:
+    """The run's items read back from its data set, when that is a local file (best effort: the
+    report shows verdicts without texts otherwise)."""
+    try:
+        from assay.experiments import EvaluateConfig, load_items
+
+        cfg = EvaluateConfig.model_validate(config)
+        if not Path(cfg.data.path).is_file():
+            return []
+        return load_items(cfg.data, cfg.judge.scale)
+    except Exception:  # noqa: BLE001 - a report never fails for want of texts
+        return []

@@ -1,0 +1,194 @@
+"""The report of a harness run: per judge and reliability test, pass rate and consistency with
+the judge's own source verdict; the cost of generation; every probe beside its source, with each
+judge's verdicts and the review."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.metrics import fmt
+from assay.web._diff import diff_texts
+from assay.web.report._model import Block, Items, Report, Row, Table
+from assay.web.report._read import images, load_json, read_yaml, verdict, with_ci
+
+if TYPE_CHECKING:  # imported when a report is built (as the review app's run model)
+    from assay.web._run import ProbeView, ReviewRun
+
+PLOTS = (
+    ("Pass rate per test and judge", "heatmap.png"),
+    ("Cost vs accuracy per judge", "cost_accuracy.png"),
+)
+OTHER_METRICS = ("flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae")
+JUDGE_COLUMNS = (
+    "test",
+    "pass rate [CI]",
+    "consistency with own source verdict [CI]",
+    "unscored",
+    "other",
+)
+PROBE_COLUMNS = (
+    ("probe", "text"),
+    ("test", "text"),
+    ("source", "text"),
+    ("target", "num"),
+    ("review", "text"),
+)
+
+
+def harness_report(run_dir: Path) -> Report:
+    from assay.web._run import ReviewRun
+
+    run = ReviewRun(run_dir)
+    m = load_json(run_dir / "metrics.json")
+    config = read_yaml(run_dir / "config.yaml")
+    r = Report("harness", f"assay harness — {run.name}")
+    r.facts = _facts(run, m, config)
+    r.images += images(run_dir, PLOTS)
+    for name, j in (m.get("judges") or {}).items():
+        r.tables.append(_judge_table(name, j))
+    gu = m.get("generation_usage") or {}
+    if gu:
+        r.tables.append(_generation_table(gu))
+    r.items = _probes(run)
+    return r
+
+
+def _facts(run: ReviewRun, m: dict[str, Any], config: dict[str, Any]) -> list[tuple[str, str]]:
+    gen, val = config.get("generator") or {}, config.get("validator") or {}
+    dropped = ", ".join(
+        f"{t}: " + ", ".join(f"{k} {n}" for k, n in d.items())
+        for t, d in m.get("dropped", {}).items()
+    )
+    return [
+        ("seeds", f"{m.get('seeds')} · scale {run.scale.describe()}"),
+        (
+            "generator",
+            f"{gen.get('model')} (temperature {gen.get('temperature')}) · validator {val.get('model')}",
+        ),
+        ("probes per test", ", ".join(f"{k} {v}" for k, v in m.get("probes", {}).items())),
+        ("dropped (never judged)", dropped or "none"),
+        ("review", ", ".join(f"{k} {v}" for k, v in (m.get("review") or {}).items())),
+        ("intervals", str(m.get("bootstrap", ""))),
+    ]
+
+
+def _judge_table(name: str, j: dict[str, Any]) -> Table:
+    """One judge: a row per reliability test, its usage and cost in the note."""
+    rows = []
+    for t, tm in j.get("tests", {}).items():
+        other = "; ".join(
+            f"{k} {with_ci(tm[k], 2)}" for k in OTHER_METRICS if tm.get(k) is not None
+        )
+        rows.append(
+            [
+                t,
+                with_ci(tm.get("pass_rate"), 2),
+                with_ci(tm.get("consistency"), 2),
+                f"{tm.get('unscored')} of {tm.get('judged')}",
+                other,
+            ]
+        )
+    u = j.get("usage", {})
+    return Table(
+        f"Judge {name} — {j.get('model')} (config {str(j.get('config_hash', ''))[:10]})",
+        list(JUDGE_COLUMNS),
+        rows,
+        f"{u.get('calls')} calls, {u.get('prompt_tokens')}+{u.get('completion_tokens')} tokens, "
+        f"${fmt(u.get('cost_usd'), 6)}; cost per accuracy point "
+        f"{fmt(j.get('cost_per_accuracy_point_usd'), 6)} USD; sources unscored {j.get('source_unscored')}",
+    )
+
+
+def _generation_table(gu: dict[str, dict[str, Any]]) -> Table:
+    return Table(
+        "Cost of generation and validation",
+        ["stage:test", "calls", "tokens", "USD"],
+        [
+            [
+                k,
+                v["calls"],
+                f"{v['prompt_tokens']}+{v['completion_tokens']}",
+                fmt(v["cost_usd"], 6),
+            ]
+            for k, v in gu.items()
+        ],
+    )
+
+
+def _probes(run: ReviewRun) -> Items:
+    views = run.views()
+    judges = sorted({v.judge for view in views for v in view.verdicts})
+    return Items(
+        "Probes",
+        [*PROBE_COLUMNS] + [(f"{j} on probe", "num") for j in judges],
+        [_probe_row(run, view, judges) for view in views],
+    )
+
+
+def _probe_row(run: ReviewRun, view: ProbeView, judges: list[str]) -> Row:
+    """One probe: its target and review, each judge's verdict on it (``bad`` when one misses
+    the target); expands to the texts, the validator, the review note and the reasoning."""
+    p = view.probe
+    cells = [
+        (p.id, p.id),
+        (p.test, p.test),
+        (p.source_id, p.source_id),
+        (run.label(p.target), p.target),
+        (p.review.status, p.review.status),
+    ]
+    blocks = _probe_blocks(view)
+    by_judge = {v.judge: v for v in view.verdicts}
+    css = ""
+    for name in judges:
+        v = by_judge.get(name)
+        shown, score = verdict(v.probe if v else None, run.label)
+        if score is not None and p.target is not None and score != p.target:
+            css = "bad"
+        cells.append((shown, score))
+        if v and v.source is not None:
+            blocks.append(
+                Block(
+                    f"{name} on the source: {verdict(v.source, run.label)[0]}",
+                    v.source.reasoning or "(no reasoning)",
+                )
+            )
+        if v and v.probe is not None:
+            blocks.append(
+                Block(f"{name} on the probe: {shown}", v.probe.reasoning or "(no reasoning)")
+            )
+    return Row(cells, [b for b in blocks if b.text or b.segments], css)
+
+
+def _probe_blocks(view: ProbeView) -> list[Block]:
+    """The probe beside its source (a diff, or both transcripts), the planner's intent, the
+    validator's reason and the review note."""
+    p = view.probe
+    blocks: list[Block] = []
+    if p.request:
+        blocks.append(Block("request", p.request))
+    if p.transcript is None:
+        src, prb = diff_texts(view.seed.response if view.seed else "", p.response)
+        blocks += [Block("source", segments=src), Block("probe", segments=prb)]
+    else:
+        from assay.data import render_transcript
+
+        blocks += [
+            Block(
+                "source transcript",
+                render_transcript(view.seed.transcript or []) if view.seed else None,
+            ),
+            Block("probe transcript", render_transcript(p.transcript)),
+        ]
+    if view.intent:
+        blocks.append(Block("planner's intent", view.intent))
+    if p.validation and p.validation.reason:
+        blocks.append(
+            Block(
+                f"validator ({'confirmed' if p.validation.verdict else 'not confirmed'})",
+                p.validation.reason,
+            )
+        )
+    if p.review.note:
+        blocks.append(Block(f"review note ({p.review.reviewer})", p.review.note))
+    return blocks

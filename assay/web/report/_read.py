@@ -1,0 +1,87 @@
+"""Reading a run directory and formatting its values, shared by every kind of report."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from assay.errors import RunError
+from assay.metrics import fmt, fmt_ci
+from assay.types import Judgment
+
+
+def load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RunError(f"{path}: cannot read ({exc})") from None
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The readable lines of a JSONL file (a torn last line is skipped)."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+    return out
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def png_uri(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def images(run_dir: Path, plots: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+    """``(caption, data URI)`` of each ``(caption, file name)`` plot the run wrote."""
+    out = []
+    for caption, name in plots:
+        uri = png_uri(run_dir / name)
+        if uri:
+            out.append((caption, uri))
+    return out
+
+
+def with_ci(m: Any, digits: int = 3) -> str:
+    """A metric with its interval (a ``{value, ci_low, ci_high}`` dict) or a bare number."""
+    return fmt_ci(m, digits) if isinstance(m, dict) else fmt(m, digits)
+
+
+def number(v: Any) -> float | None:
+    """``v`` as a sort key: a float, or ``None`` for anything else (and NaN)."""
+    return float(v) if isinstance(v, int | float) and v == v else None
+
+
+def verdict(j: Judgment | dict | None, label=None) -> tuple[str, Any]:
+    """``(shown, sort key)`` of a judgment: its label and score, or why it has none."""
+    if j is None:
+        return ("not judged", None)
+    if isinstance(j, dict):
+        j = Judgment.model_validate(j)
+    if j.score is None:
+        return (f"unscored: {j.unscored}", None)
+    shown = label(j.score) if label else (f"{j.label} ({j.score})" if j.label else str(j.score))
+    return (shown, j.score)
+
+
+def pretty(raw: Any) -> str | None:
+    if raw is None or raw == "":
+        return None
+    return raw if isinstance(raw, str) else json.dumps(raw, indent=2, ensure_ascii=False)

@@ -1,0 +1,175 @@
+"""The report of a ToolEmu run: each evaluator's safety, helpfulness, failure incidence and
+emulator quality (overall, per toolkit and per risk type), the cost of each stage, and every
+trajectory with its scratchpad and the evaluators' thoughts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.metrics import fmt
+from assay.web.report._model import Block, Items, Report, Row, Table
+from assay.web.report._read import load_json, pretty, read_jsonl, read_yaml, with_ci
+
+FAILURE_NOTE = (
+    "Failure = a safety score of 0 or 1 (ToolEmu). Unscored evaluations are counted and left out "
+    "of the means."
+)
+GROUPS = (("per toolkit", "by_toolkit"), ("per risk type", "by_risk_type"))
+
+
+def toolemu_report(run_dir: Path) -> Report:
+    m = load_json(run_dir / "metrics.json")
+    config = read_yaml(run_dir / "config.yaml")
+    r = Report("toolemu", f"ToolEmu run — {config.get('name') or run_dir.name}")
+    r.facts = _facts(m, config)
+    r.notes.append(FAILURE_NOTE)
+    for name, ev in (m.get("evaluators") or {}).items():
+        r.tables += _evaluator_tables(name, ev)
+    r.tables.append(_cost_table(m.get("usage") or {}))
+    r.items = _trajectories(run_dir)
+    return r
+
+
+def _facts(m: dict[str, Any], config: dict[str, Any]) -> list[tuple[str, str]]:
+    t = m.get("trajectories", {})
+    return [
+        ("agent", str((config.get("agent") or {}).get("model"))),
+        (
+            "emulator",
+            f"{(config.get('emulator') or {}).get('model')}, {m.get('emulator_mode')} mode",
+        ),
+        (
+            "trajectories",
+            f"{t.get('n')} of {t.get('cases_selected')} selected cases; missing {t.get('missing')}; "
+            f"stopped at the step limit {t.get('stopped_at_step_limit')}; tool calls {t.get('tool_calls')} "
+            f"(unknown tool {t.get('unknown_tool_calls')}, invalid input {t.get('invalid_tool_inputs')})",
+        ),
+        ("intervals", str(m.get("bootstrap", ""))),
+    ]
+
+
+def _evaluator_tables(name: str, ev: dict[str, Any]) -> list[Table]:
+    """One evaluator's metrics, then its breakdowns per toolkit and per risk type."""
+    rows = []
+    for key in ("safety", "helpfulness"):
+        if key in ev:
+            s = ev[key]
+            rows.append(
+                [
+                    f"mean {key}",
+                    with_ci(s.get("mean"), 2),
+                    ", ".join(f"{k}: {v}" for k, v in (s.get("distribution") or {}).items()),
+                    s.get("unscored"),
+                ]
+            )
+    if "failure_incidence" in ev:
+        rows.append(["failure incidence", with_ci(ev["failure_incidence"], 3), "", ""])
+    if "emulator_quality" in ev:
+        q = ev["emulator_quality"]
+        rows.append(
+            [
+                "emulations without critical issues",
+                with_ci(q.get("share_without_critical_issues"), 3),
+                ", ".join(f"{k} {v}" for k, v in (q.get("counts") or {}).items()),
+                q.get("unscored"),
+            ]
+        )
+    tables = [
+        Table(
+            f"Evaluator {name} ({ev.get('model')})",
+            ["metric", "value [CI]", "scores", "unscored"],
+            rows,
+        )
+    ]
+    for title, key in GROUPS:
+        groups = ev.get(key) or {}
+        if groups:
+            tables.append(_group_table(f"{name}: {title}", groups))
+    return tables
+
+
+def _group_table(title: str, groups: dict[str, dict[str, Any]]) -> Table:
+    return Table(
+        title,
+        ["", "trajectories", "safety", "helpfulness", "failure incidence"],
+        [
+            [
+                g,
+                x.get("n"),
+                with_ci(x.get("safety_mean"), 2),
+                with_ci(x.get("helpfulness_mean"), 2),
+                with_ci(x.get("failure_incidence"), 3),
+            ]
+            for g, x in groups.items()
+        ],
+    )
+
+
+def _cost_table(usage: dict[str, dict[str, Any]]) -> Table:
+    return Table(
+        "Costs by stage",
+        ["stage", "LM calls", "tokens in", "tokens out", "USD"],
+        [
+            [
+                k,
+                u.get("calls"),
+                u.get("prompt_tokens"),
+                u.get("completion_tokens"),
+                fmt(u.get("cost_usd"), 6),
+            ]
+            for k, u in usage.items()
+        ],
+    )
+
+
+def _trajectories(run_dir: Path) -> Items:
+    trajectories = read_jsonl(run_dir / "trajectories.jsonl")
+    evals: dict[str, list[dict[str, Any]]] = {}
+    for f in sorted((run_dir / "evals").glob("*.jsonl")) if (run_dir / "evals").is_dir() else []:
+        evals[f.stem] = read_jsonl(f)
+    return Items(
+        "Trajectories",
+        [("#", "num"), ("case", "text"), ("toolkits", "text")] + [(n, "num") for n in evals],
+        [_trajectory_row(i, tr, evals) for i, tr in enumerate(trajectories)],
+    )
+
+
+def _trajectory_row(i: int, tr: dict[str, Any], evals: dict[str, list[dict[str, Any]]]) -> Row:
+    """Trajectory ``i``: its case and each evaluator's label; expands to the instruction, the
+    scratchpad, the final answer and the evaluators' thoughts."""
+    case = tr.get("case") or {}
+    cells = [
+        (str(tr.get("case_idx", i)), tr.get("case_idx", i)),
+        (str(case.get("name", "")), str(case.get("name", ""))),
+        (", ".join(case.get("Toolkits") or []), ", ".join(case.get("Toolkits") or [])),
+    ]
+    blocks = [
+        Block("user instruction", tr.get("input")),
+        Block("underspecifications", pretty(tr.get("underspecifications"))),
+        Block("potential risky outcomes", pretty(tr.get("risky_outcome"))),
+        Block("scratchpad", _scratchpad(tr.get("intermediate_steps") or [])),
+        Block("final answer", pretty(tr.get("output"))),
+    ]
+    for name, lines in evals.items():
+        e = lines[i] if i < len(lines) else {}
+        score = e.get("Overall Quantitative Score")
+        cells.append((str(e.get("Overall Qualitative Label") or e.get("unscored") or "—"), score))
+        blocks.append(Block(f"{name}: thought", e.get("Evaluator Thought")))
+        blocks.append(Block(f"{name}: summary", e.get("Evaluator Log Summary")))
+    return Row(cells, [b for b in blocks if b.text])
+
+
+def _scratchpad(steps: list[Any]) -> str:
+    """The agent's steps as ToolEmu shows them: each action's log and its observation."""
+    out = []
+    for step in steps:
+        if not isinstance(step, list) or not step:
+            continue
+        action = step[0]
+        if isinstance(action, dict):  # AgentFinish
+            out.append(str(action.get("log") or ""))
+        elif isinstance(action, list) and len(action) >= 3:
+            obs = step[1][0] if len(step) > 1 and isinstance(step[1], list) and step[1] else ""
+            out.append(f"{action[2]}Observation: {obs}\n")
+    return "\n".join(out)
