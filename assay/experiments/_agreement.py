@@ -168,44 +168,81 @@ def agreement(
     With ``annotator_column`` the reference is a long table of several annotators per item
     (``id_column``, ``annotator_column``, ``score_column``): the candidate is compared with the
     annotators' majority, and the report adds their own agreement and the Alt-Test."""
+    columns = {"id_column": id_column, "score_column": score_column, "key": key}
     annotations = None
     if annotator_column is not None:
-        if id_column is None or score_column is None:
-            raise DataError(
-                "--annotator-column needs --id-column and --score-column", path=reference
-            )
-        annotations = read_annotations(
-            reference,
-            id_column=id_column,
-            annotator_column=annotator_column,
-            score_column=score_column,
-        )
-        ref_side = Verdicts(
-            Path(reference), "id", list(majority(annotations, seed=seed)[0].items())
-        )
+        annotations = _annotations(reference, id_column, annotator_column, score_column)
+        majority_scores = majority(annotations, seed=seed)[0]
+        ref_side = Verdicts(Path(reference), "id", list(majority_scores.items()))
     else:
-        ref_side = read_verdicts(reference, id_column=id_column, score_column=score_column, key=key)
-    sides = [
-        ref_side,
-        read_verdicts(candidate, id_column=id_column, score_column=score_column, key=key),
-    ]
-    pairs, unpaired, paired_by = pair_verdicts(*sides)
-    unscored = {
-        "reference": sum(s is None for _, s, _ in pairs),
-        "candidate": sum(t is None for _, _, t in pairs),
-    }
+        ref_side = read_verdicts(reference, **columns)
+    cand_side = read_verdicts(candidate, **columns)
+    pairs, unpaired, paired_by = pair_verdicts(ref_side, cand_side)
     scored = [(k, s, t) for k, s, t in pairs if s is not None and t is not None]
-    ids = [k for k, _, _ in scored]
-    r = [s for _, s, _ in scored]
-    c = [t for _, _, t in scored]
+    ids, r, c = [k for k, _, _ in scored], [s for _, s, _ in scored], [t for _, _, t in scored]
+    scale = _checked_scale(scale, r, c, ids, (reference, candidate), threshold)
+    summary = agreement_summary(
+        r, c, scale, threshold=threshold, n_resamples=n_resamples, seed=seed
+    )
+    return AgreementResult(
+        **summary.model_dump(),
+        n=len(ids),
+        unscored={
+            "reference": sum(s is None for _, s, _ in pairs),
+            "candidate": sum(t is None for _, _, t in pairs),
+        },
+        unpaired=unpaired,
+        paired_by=paired_by,
+        scale=scale.describe(),
+        threshold=threshold,
+        disagreements=disagreement_records(ids, r, c, scale, top=disagreements),
+        annotators=None
+        if annotations is None
+        else annotators_report(
+            annotations,
+            dict(cand_side.rows),
+            scale,
+            seed=seed,
+            n_resamples=n_resamples,
+            epsilon=epsilon,
+        ),
+    )
+
+
+def _annotations(
+    reference: str | Path,
+    id_column: str | None,
+    annotator_column: str,
+    score_column: str | None,
+) -> list[tuple[str, str, int | None]]:
+    if id_column is None or score_column is None:
+        raise DataError("--annotator-column needs --id-column and --score-column", path=reference)
+    return read_annotations(
+        reference, id_column=id_column, annotator_column=annotator_column, score_column=score_column
+    )
+
+
+def _checked_scale(
+    scale: Scale | None,
+    reference: list[int],
+    candidate: list[int],
+    ids: list[str],
+    paths: tuple[str | Path, str | Path],
+    threshold: int | None,
+) -> Scale:
+    """The given scale (default: the range of the observed scores), with every score and the
+    threshold checked against it (a one-line error naming the file and item)."""
     if scale is None:
-        seen = sorted(set(r) | set(c))
+        seen = sorted(set(reference) | set(candidate))
         if not seen:
-            raise DataError("no pair is scored on both sides", path=candidate)
+            raise DataError("no pair is scored on both sides", path=paths[1])
         scale = (
             Scale.parse(f"{seen[0]}-{seen[-1]}") if seen[0] != seen[-1] else Scale(kind="binary")
         )
-    for side, path, scores in (("reference", reference, r), ("candidate", candidate, c)):
+    for side, path, scores in (
+        ("reference", paths[0], reference),
+        ("candidate", paths[1], candidate),
+    ):
         for i, s in zip(ids, scores, strict=True):
             try:
                 scale.check(s)
@@ -213,26 +250,4 @@ def agreement(
                 raise DataError(f"{exc}", path=path, field=f"{side} score of {i}") from None
     if threshold is not None and threshold not in scale.values:
         raise DataError(f"threshold {threshold} is not on the {scale.describe()} scale")
-    summary = agreement_summary(
-        r, c, scale, threshold=threshold, n_resamples=n_resamples, seed=seed
-    )
-    return AgreementResult(
-        **summary.model_dump(),
-        n=len(ids),
-        unscored=unscored,
-        unpaired=unpaired,
-        paired_by=paired_by,
-        scale=scale.describe(),
-        threshold=threshold,
-        disagreements=disagreement_records(ids, r, c, scale, top=disagreements),
-        annotators=annotators_report(
-            annotations,
-            dict(sides[1].rows),
-            scale,
-            seed=seed,
-            n_resamples=n_resamples,
-            epsilon=epsilon,
-        )
-        if annotations is not None
-        else None,
-    )
+    return scale
