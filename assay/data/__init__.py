@@ -2,6 +2,7 @@
 
 from assay.data._common import jsonable
 from assay.data._inspect import load_inspect_log
+from assay.data._pairs import PairsConfig, build_pairs
 from assay.data._render import render_transcript
 from assay.data._tables import ColumnMap, load_table
 from assay.data._toolemu import (
@@ -28,6 +29,8 @@ from assay.data._toolemu_runs import (
 
 __all__ = [
     "jsonable",
+    "PairsConfig",
+    "build_pairs",
     "HELPFULNESS_KEY",
     "SAFETY_KEY",
     "AgreementFiles",

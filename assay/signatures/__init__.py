@@ -7,6 +7,7 @@ from assay.signatures._emulator import (
     EmulateToolCallAdversarial,
 )
 from assay.signatures._judge import JudgeResponse, JudgeTranscript, verdict_type, with_scale
+from assay.signatures._pairwise import CheckInversion, InvertTask, JudgePair
 from assay.signatures._perturb import (
     CheckEquivalence,
     Condense,
@@ -19,6 +20,9 @@ from assay.signatures._toolemu import AgentHelpfulness, EmulationQuality, ToolCa
 
 __all__ = [
     "AgentStep",
+    "CheckInversion",
+    "InvertTask",
+    "JudgePair",
     "CritiqueObservation",
     "EmulateToolCall",
     "EmulateToolCallAdversarial",
