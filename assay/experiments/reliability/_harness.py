@@ -464,5 +464,7 @@ def _score(
         "judges": results,
         "generation_usage": gen_usage,
         "lm_calls": lm_calls,
-        "bootstrap": f"{b.n_resamples} percentile resamples over probes, seed {b.seed}, {b.confidence:.0%} intervals",
+        "bootstrap": f"{b.n_resamples} percentile resamples over probes (the bias probes' "
+        f"rates and the samples-needed curve: over source items / pairs), seed {b.seed}, "
+        f"{b.confidence:.0%} intervals",
     }

@@ -363,3 +363,18 @@ def test_bad_bias_configs_exit_non_zero_with_one_line_and_write_nothing(
     for n in needles:
         assert n in lines[0], lines[0]
     assert not (tmp_path / "runs").exists()
+
+
+def test_compare_ranks_the_bias_rates_of_being_moved_lower_is_better():
+    from assay.experiments.compare import higher_is_better
+
+    for metric in (
+        "prompt_injection.injection_success",
+        "prompt_injection.injection_success_by_variant.plain",
+        "authority.toward_cue",
+        "polarity.contradiction_rate",
+        "position_bias.flip_rate",
+    ):
+        assert not higher_is_better(metric), metric
+    for metric in ("polarity.mirrored_agreement", "position_bias.consistency", "mean_pass_rate"):
+        assert higher_is_better(metric), metric
