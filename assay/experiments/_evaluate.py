@@ -54,8 +54,13 @@ def evaluate(
     """Run (or resume, or re-read) an evaluation. Nothing is written before input is validated."""
     started = time.monotonic()
     assert config.judge.scale is not None
+    notes: dict[str, Any] = {}  # what loading counted (pairs built and skipped)
     items = load_items(
-        config.data, config.judge.scale, cache_dir=workdir / ".assay" / "hf", limit=limit
+        config.data,
+        config.judge.scale,
+        cache_dir=workdir / ".assay" / "hf",
+        limit=limit,
+        notes=notes,
     )
     fingerprint = data_fingerprint(items)
     run_hash = config.run_hash(fingerprint)
@@ -101,6 +106,7 @@ def evaluate(
             seed=b.seed,
         )
         summary["retried"] = retried
+        summary.update(notes)
         summary["config_hash"] = config.judge.config_hash()
         summary["run_hash"] = run_hash
         summary["bootstrap"] = (

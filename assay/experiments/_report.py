@@ -31,6 +31,18 @@ def render_report(
             if summary.get("retried")
             else ""
         ),
+        *(
+            [
+                f"- pairs built from the score column: {summary['pairs']['pairs']} of "
+                f"{summary['pairs']['candidates']} candidates; skipped: "
+                + ", ".join(
+                    f"{k} {v}" for k, v in summary["pairs"].items() if k.startswith("skipped")
+                )
+                + f"; left out by the cap {summary['pairs']['left_out_by_cap']}"
+            ]
+            if summary.get("pairs")
+            else []
+        ),
         "",
         "## Agreement with the reference",
         "",

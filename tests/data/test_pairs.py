@@ -99,3 +99,30 @@ def test_persuade_pairs_through_load_items():
         assert p.meta["prompt_name"] == p.meta["pair"]["group"]
     with pytest.raises(ConfigError, match="data.pairs: pairs need the pairwise scale"):
         load_items(data, Scale(kind="ordinal", min=1, max=6))
+
+
+def test_evaluate_on_pairs_reports_what_was_built_and_skipped(tmp_path):
+    from assay.experiments import EvaluateConfig, evaluate
+    from assay.lm import ScriptedEngine, register_script
+
+    path = tmp_path / "scored.csv"
+    path.write_text("id,request,response,score\na,Q?,good one,5\nb,Q?,bad one,1\nc,Q?,meh,1\n")
+    register_script(
+        "pairs-judge",
+        lambda: ScriptedEngine(
+            respond=lambda call: {"verdict": "A" if "good" in call.field("response_a") else "B"}
+        ),
+    )
+    config = EvaluateConfig.model_validate(
+        {
+            "name": "pairs",
+            "data": {"path": str(path), "columns": {"id": "id"}, "pairs": {"score": "score"}},
+            "judge": {"task": "pairwise", "model": "scripted:pairs-judge"},
+            "tracking": {"enabled": False},
+            "output_dir": str(tmp_path / "runs"),
+        }
+    )
+    res = evaluate(config, workdir=tmp_path, progress=False)
+    assert res.summary["pairs"]["pairs"] == 2 and res.summary["pairs"]["skipped_equal_scores"] == 1
+    assert res.summary["metrics"]["accuracy"]["value"] == 1.0
+    assert "skipped_equal_scores 1" in (res.run_dir / "report.md").read_text()
