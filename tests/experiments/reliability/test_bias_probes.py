@@ -263,6 +263,18 @@ def test_polarity_runs_the_judge_on_the_inverted_task_and_mirrors_its_verdict(tm
     assert judged["config_hash"]  # the inverted task's config, recorded with each judgment
     assert (res.run_dir / "programs" / "polarity.generator.json").is_file()
     assert "Inverted rubric" in (res.run_dir / "report.md").read_text()
+    # reviewable like any probe: the review file shows the inverted task; a rejection imports
+    import yaml
+
+    from assay.experiments.reliability import export_review, import_review
+
+    out = tmp_path / "review.yaml"
+    assert export_review(res.run_dir, out, BINARY) == 4
+    entries = yaml.safe_load(out.read_text())
+    assert entries[0]["judge_task"]["rubric"] == "Flag a wrong sum."
+    entries[0].update(decision="reject", reviewer="ana")
+    out.write_text(yaml.safe_dump(entries))
+    assert import_review(res.run_dir, out, BINARY)["rejected"] == 1
 
 
 def test_a_rejected_inversion_drops_every_probe_and_is_counted(tmp_path):
