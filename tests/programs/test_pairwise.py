@@ -157,3 +157,26 @@ def test_a_pairwise_judge_in_a_harness_on_another_scale_is_a_config_error():
                 "tests": {"format_vertical": {}},
             }
         )
+
+
+def test_a_pairwise_panel_aggregates_canonical_verdicts_and_records_each_members_order():
+    register_script("pw-first", lambda: ScriptedEngine(respond=lambda c: {"verdict": "A"}))
+    register_script(
+        "pw-content",
+        lambda: ScriptedEngine(
+            respond=lambda c: {"verdict": "A" if "one" in c.field("response_a") else "B"}
+        ),
+    )
+    members = [
+        {"name": n, "task": "pairwise", "model": f"scripted:{m}"}
+        for n, m in (("m1", "pw-content"), ("m2", "pw-content"), ("m3", "pw-first"))
+    ]
+    cfg = JudgeConfig(name="panel", task="pairwise", program="panel", members=members)
+    assert cfg.scale == PAIRWISE
+    for order in ("AB", "BA"):
+        j = judge_one(build_judge(cfg), pair(2, order=order), cfg)
+        # the two content judges prefer "answer one" (canonical A) in both orders: majority A
+        assert j.score == A
+        assert [m["order"] for m in j.members] == [order] * 3
+        first = j.members[2]["score"]
+        assert first == (A if order == "AB" else B)  # the first-shown judge follows the order
