@@ -129,6 +129,28 @@ def test_position_bias_statistics_equal_a_hand_computation(tmp_path, sheet_judge
     assert "position_bias" in report and "first-position" in report
 
 
+def test_position_bias_reaches_the_mlflow_child_run_of_its_judge(tmp_path, sheet_judge):
+    import mlflow
+
+    judge = {"name": "pj", "task": "pairwise", "model": "scripted:pos-sheet", "rubric": "r"}
+    cfg = harness(tmp_path, pair_table(tmp_path), {"position_bias": {}}, [judge])
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg.tracking.enabled = True
+    res = run_harness(cfg, workdir=tmp_path, progress=False, tracking_uri=uri)
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    parent = client.get_run(res.mlflow_run_id)
+    assert parent.data.metrics["probes.position_bias"] == 6
+    (child,) = client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{res.mlflow_run_id}'",
+    )
+    got = child.data.metrics
+    assert got["position_bias.flip_rate"] == pytest.approx(2 / 5)
+    assert got["position_bias.first_position_rate"] == pytest.approx(5 / 11)
+    assert "position_bias.accuracy_order_averaged_ci_low" in got
+    assert got["position_bias.pass_rate"] == pytest.approx(7 / 12)
+
+
 def exact_curve(samples: list[int], m: int) -> float:
     """Brute force over every m-subset (by position): share whose strict majority is the
     majority of all samples, a tie counting 1/(tied)."""
