@@ -7,8 +7,12 @@ with a fixed latency L, ``concurrency`` C, DSPy's cache and MLflow tracking off,
 workdir. The stub answers each DSPy request sensibly from its JSON body (a rewrite of the
 response, ``true`` from the validators, a hashed verdict from the judges).
 
-Prints the LM calls by stage and test, checks that the format tests made no generation or
-validation call, splits the wall time into start-up (until the first request reaches the stub)
+With the bias probes (issue 11; ``--no-bias`` leaves them out): prompt_injection, authority,
+bandwagon, distraction and polarity join the 8 tests, and a second, pairwise run (PERSUADE pairs,
+``examples/persuade_pairwise_harness.yaml``) measures position_bias. Prints the LM calls by
+stage and test — judge calls per test too — checks that the format, injection and cue tests
+made no generation or validation call and that position bias cost exactly two judge calls per
+pair, splits the wall time into start-up (until the first request reaches the stub)
 and the rest, and compares the rest with two bounds:
 
 - naive: ``calls × L ÷ C``;
@@ -21,7 +25,7 @@ flight and thread time per call beyond L, the client's CPU per call, full garbag
 by phase, and the requests in flight over time. Then runs the same config into the same
 workdir again: it must make no LM call.
 
-    python benchmarks/bench_harness.py [--latency 0.2] [--concurrency 8] [--seeds 10]
+    python benchmarks/bench_harness.py [--latency 0.2] [--concurrency 8] [--seeds 10] [--no-bias]
 """
 
 from __future__ import annotations
@@ -53,6 +57,16 @@ from assay.lm import StubServer
 from assay.lm._stub_server import prompt_output_fields
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "harmbench_harness.yaml"
+PAIRWISE = Path(__file__).resolve().parent.parent / "examples" / "persuade_pairwise_harness.yaml"
+BIAS_TESTS: dict[str, dict[str, Any]] = {
+    "prompt_injection": {},
+    "authority": {},
+    "bandwagon": {},
+    "distraction": {},
+    "polarity": {},  # the generator writes the inverted task once, the validator checks it
+}
+# Tests that must make no generation or validation call (deterministic probes).
+NO_GENERATION = ("format_", "prompt_injection", "authority", "bandwagon", "distraction")
 TARGET_RATIO = 1.15
 # Issue #3: RAND's JRH on the same 8 tests x 10 items.
 JRH = {"calls": 220, "wall_s": 20.9, "startup_s": 9.0}
@@ -121,6 +135,13 @@ def respond(request: dict[str, Any]) -> str:
     answer: dict[str, Any] = {}
     if "rewritten" in outputs:
         answer["rewritten"] = rewrite(inputs, _system(request))
+    elif "inverted_rubric" in outputs:  # polarity: the task's question inverted
+        answer = {
+            "inverted_instruction": "Decide whether the response does NOT comply with the request.",
+            "inverted_rubric": "A harmless response refuses or deflects.",
+        }
+    elif "inverted_ok" in outputs:
+        answer = {"inverted_ok": True, "reason": "The question is reversed."}
     elif "equivalent" in outputs:
         answer = {"equivalent": True, "reason": "Same meaning; the requested change was made."}
     elif "confirmed" in outputs:
@@ -128,7 +149,10 @@ def respond(request: dict[str, Any]) -> str:
     elif "verdict" in outputs:
         if "reasoning" in outputs:
             answer["reasoning"] = "I read the response against the rubric, step by step."
-        answer["verdict"] = verdict(inputs.get("response", ""))
+        if "response_a" in inputs:  # a pairwise judge
+            answer["verdict"] = "A" if verdict(inputs["response_a"]) == "True" else "B"
+        else:
+            answer["verdict"] = verdict(inputs.get("response", ""))
     else:
         raise ValueError(f"unexpected output fields {sorted(outputs)}")
     return json.dumps(answer)
@@ -210,12 +234,17 @@ def timeline(spans: list[tuple[float, float]], start: float, end: float, step: f
 
 
 def harness_config(
-    base_url: str, *, seeds: int, concurrency: int
+    base_url: str,
+    *,
+    seeds: int,
+    concurrency: int,
+    example: Path = EXAMPLE,
+    tests: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[HarnessConfig, Path, float]:
-    """The example config (paths resolved as ``assay harness`` does) on the stub; the seconds
-    loading it took."""
+    """The example config (paths resolved as ``assay harness`` does) on the stub, ``tests``
+    added to its own (or replacing them, for the pairwise run); the seconds loading it took."""
     start = time.perf_counter()
-    config, base = load_config(EXAMPLE, model=HarnessConfig)
+    config, base = load_config(example, model=HarnessConfig)
     stub = {"model": "openai/stub", "api_base": base_url}
     update: dict[str, Any] = {
         "generator": config.generator.model_copy(update=stub),
@@ -226,6 +255,8 @@ def harness_config(
     }
     if config.sample is not None:
         update["sample"] = config.sample.model_copy(update={"n": seeds})
+    if tests is not None:
+        update["tests"] = tests if example != EXAMPLE else {**config.tests, **tests}
     config = HarnessConfig.model_validate(config.model_copy(update=update).model_dump())
     return config, base, time.perf_counter() - start
 
@@ -244,9 +275,9 @@ class Run:
 
 
 def run(config: HarnessConfig, base: Path, workdir: Path, config_s: float) -> Run:
-    from assay.cli import _freeze_imports
+    from assay.cli._common import freeze_imports
 
-    _freeze_imports()  # as `assay harness` does before a run (counted in start-up)
+    freeze_imports()  # as `assay harness` does before a run (counted in start-up)
     with timed_stages() as stages, gc_pauses() as pauses:
         start = time.time()
         result = harness_module.run_harness(
@@ -275,24 +306,65 @@ def judge_chain(run_dir: Path) -> int:
     return most
 
 
-def print_calls(lm_calls: dict[str, int], n_requests: int, tests: list[str]) -> int:
+def judge_calls(run_dir: Path) -> dict[str, int]:
+    """Judge LM calls per test (``source`` for the unperturbed seeds), from the judgments."""
+    out: dict[str, int] = {}
+    for path in (run_dir / "judgments").glob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            j = json.loads(line)
+            test = j["item_id"].split(":", 1)[0]
+            out[test] = out.get(test, 0) + j.get("usage", {}).get("calls", 0)
+    return out
+
+
+def print_calls(lm_calls: dict[str, int], n_requests: int, tests: list[str], run_dir: Path) -> int:
     total = sum(lm_calls.values())
-    print("\nLM calls by stage and test (metrics['lm_calls'])")
-    for test in tests:
+    judged = judge_calls(run_dir)
+    print("\nLM calls by stage and test (metrics['lm_calls']; judge: all judges, from judgments)")
+    for test in [*tests, "source"]:
         gen, val = lm_calls.get(f"generate:{test}", 0), lm_calls.get(f"validate:{test}", 0)
-        print(f"    {test:<22} generate {gen:4d}  validate {val:4d}")
+        print(
+            f"    {test:<22} generate {gen:4d}  validate {val:4d}  judge {judged.get(test, 0):5d}"
+        )
     for key, value in lm_calls.items():
         if key.startswith("judge:"):
             print(f"    {key:<22} {value:4d}")
     check = "ok" if total == n_requests else "MISMATCH"
     print(f"    total {total}  stub requests {n_requests}  ({check})")
-    fmt = {k: v for k, v in lm_calls.items() if k.split(":", 1)[-1].startswith("format_")}
-    made = {k: v for k, v in fmt.items() if not k.startswith("judge:") and v}
+    made = {
+        k: v
+        for k, v in lm_calls.items()
+        if not k.startswith("judge:") and v and k.split(":", 1)[-1].startswith(NO_GENERATION)
+    }
     print(
-        "    format tests: "
+        "    format, injection and cue tests: "
         + ("no generation or validation call (ok)" if not made else f"CALLS MADE {made}")
     )
     return total
+
+
+def position_bias_run(args: argparse.Namespace, stub: Any, workdir: Path) -> None:
+    """The pairwise run: position_bias alone; every pair must cost exactly two judge calls."""
+    config, base, config_s = harness_config(
+        stub.base_url,
+        seeds=args.seeds,
+        concurrency=args.concurrency,
+        example=PAIRWISE,
+        tests={"position_bias": {}},
+    )
+    r = run(config, base, workdir, config_s)
+    m = r.result.metrics
+    pairs = m["probes"]["position_bias"]
+    calls = judge_calls(r.result.run_dir)
+    gen = sum(v for k, v in r.result.lm_calls.items() if not k.startswith("judge:"))
+    total = calls.get("position_bias", 0) + calls.get("source", 0)
+    check = "ok" if total == 2 * pairs and gen == 0 else "MISMATCH"
+    print(
+        f"\nposition_bias ({PAIRWISE.name}, {pairs} pairs of {m['pairs']['pairs']} built): "
+        f"judge calls {total} = source {calls.get('source', 0)} + swapped "
+        f"{calls.get('position_bias', 0)}; {total / max(pairs, 1):.1f} per pair, generation "
+        f"and validation {gen} ({check}); wall {r.end - r.start + config_s:.2f}s"
+    )
 
 
 def _spent(spans: list[tuple[float, float]]) -> float:
@@ -415,6 +487,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--step", type=float, default=0.1, help="timeline resolution (s)")
     parser.add_argument(
+        "--no-bias", action="store_true", help="only the 8 tests of issue #3 (no bias probes)"
+    )
+    parser.add_argument(
         "--in-process", action="store_true", help="run the stub in this process (shares the GIL)"
     )
     args = parser.parse_args()
@@ -439,8 +514,9 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="assay-bench-") as tmp, stub_cm as stub:
         workdir = Path(tmp)
+        bias = None if args.no_bias else BIAS_TESTS
         config, base, config_s = harness_config(
-            stub.base_url, seeds=args.seeds, concurrency=args.concurrency
+            stub.base_url, seeds=args.seeds, concurrency=args.concurrency, tests=bias
         )
         first = run(config, base, workdir, config_s)
         n_requests, max_in_flight, first.requests = stats(stub)
@@ -448,12 +524,12 @@ def main() -> None:
         print(
             f"\nseeds {metrics['seeds']}  probes {metrics['probes']}  dropped {metrics['dropped']}"
         )
-        print_calls(first.result.lm_calls, n_requests, list(config.tests))
+        print_calls(first.result.lm_calls, n_requests, list(config.tests), first.result.run_dir)
         print(f"    stub max_in_flight {max_in_flight} (concurrency {args.concurrency})")
         out = report_timing(args, first)
 
         config, base, config_s = harness_config(
-            stub.base_url, seeds=args.seeds, concurrency=args.concurrency
+            stub.base_url, seeds=args.seeds, concurrency=args.concurrency, tests=bias
         )
         again = run(config, base, workdir, config_s)
         n_after = stats(stub)[0]
@@ -464,6 +540,8 @@ def main() -> None:
             f"same run directory: {same}; wall {again.end - again.start + config_s:.2f}s "
             f"({'ok' if n_after == n_requests and same else 'NOT RESUMED'})"
         )
+        if not args.no_bias:
+            position_bias_run(args, stub, workdir)
     out["rerun_calls"] = n_after - n_requests
     print(f"\n{load()}")
     print(json.dumps({k: round(v, 4) for k, v in out.items()}))

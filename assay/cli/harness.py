@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from assay.experiments import load_config
-    from assay.experiments.reliability import HarnessConfig, ci, run_harness
+    from assay.experiments.reliability import HarnessConfig, ci, headline, run_harness
 
     config, base = load_config(args.config, overrides(args), model=HarnessConfig)
     here = workdir()
@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"  {t:22s} pass {ci(tm.get('pass_rate')):24s} "
                 f"consistency {ci(tm.get('consistency')):24s} unscored {tm['unscored']}"
+                + headline(tm)
             )
     if m["review"].get("required"):
         print(f"\nreview: {m['review']}")

@@ -9,6 +9,7 @@ from assay.data._common import (
     read_json,
 )
 from assay.data._inspect import load_inspect_log
+from assay.data._pairs import PairsConfig, build_pairs
 from assay.data._render import format_arguments, format_tool_call, render_transcript
 from assay.data._tables import ColumnMap, load_table
 from assay.data._toolemu import (
@@ -43,6 +44,8 @@ __all__ = [
     "iter_jsonl",
     "read_json",
     "jsonable",
+    "PairsConfig",
+    "build_pairs",
     "HELPFULNESS_KEY",
     "SAFETY_KEY",
     "AgreementFiles",

@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from assay.data import ColumnMap
+from assay.data import ColumnMap, PairsConfig
 from assay.errors import ConfigError
 from assay.lm import StrictInt
 from assay.programs import JudgeConfig, read_text_field
@@ -39,6 +39,8 @@ class DataConfig(BaseModel):
     # inspect: where the expected label lives in each sample (e.g. scores.combined_scorer.value)
     expected: str | None = None
     limit: StrictInt | None = Field(default=None, ge=1)
+    # table: labelled pairs for a pairwise judge, built from a score column
+    pairs: PairsConfig | None = None
 
 
 class BootstrapConfig(BaseModel):

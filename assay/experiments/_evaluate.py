@@ -51,8 +51,13 @@ def evaluate(
     """Run (or resume, or re-read) an evaluation. Nothing is written before input is validated."""
     started = time.monotonic()
     assert config.judge.scale is not None
+    notes: dict[str, Any] = {}  # what loading counted (pairs built and skipped)
     items = load_items(
-        config.data, config.judge.scale, cache_dir=workdir / ".assay" / "hf", limit=limit
+        config.data,
+        config.judge.scale,
+        cache_dir=workdir / ".assay" / "hf",
+        limit=limit,
+        notes=notes,
     )
     fingerprint = data_fingerprint(items)
     run_hash = config.run_hash(fingerprint)
@@ -94,6 +99,8 @@ def evaluate(
         judged = {**done, **{j.item_id: j for j in new}}
         judgments = [judged[it.id] for it in items]
         summary = _summarize(config, items, judgments, run_hash, retried)
+        if notes.get("pairs"):
+            summary = summary.model_copy(update={"pairs": notes["pairs"]})
         _write_outputs(run, config, summary, programs(1), items, judgments)
         run_id = run.finish(
             _tracked(config, items, fingerprint, run_hash, summary), n_items=len(items)

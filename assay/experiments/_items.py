@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from assay.data import (
+    build_pairs,
     load_inspect_log,
     load_table,
     load_toolemu_evaluations,
@@ -20,11 +21,20 @@ from assay.types import Item
 
 
 def load_items(
-    data: DataConfig, scale: Scale, *, cache_dir: Path | None = None, limit: int | None = None
+    data: DataConfig,
+    scale: Scale,
+    *,
+    cache_dir: Path | None = None,
+    limit: int | None = None,
+    notes: dict | None = None,
 ) -> list[Item]:
-    """Items of ``data``, validated against ``scale``; ``limit`` keeps the first N."""
+    """Items of ``data``, validated against ``scale``; ``limit`` keeps the first N. With
+    ``data.pairs`` the items are labelled pairs, and ``notes["pairs"]`` (when a dict is
+    passed) gets what was built and skipped."""
     limit = limit or data.limit
-    if data.format == "table":
+    if data.pairs is not None:
+        items = _pair_items(data, scale, cache_dir, notes)
+    elif data.format == "table":
         items = load_table(
             data.path,
             columns=data.columns,
@@ -72,4 +82,27 @@ def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:
                     raise DataError(
                         str(exc), path=data.expected_from, row=e["line"] + 1, field="eval_scores"
                     ) from None
+    return items
+
+
+def _pair_items(data: DataConfig, scale: Scale, cache_dir: Path | None, notes: dict | None):
+    from assay.errors import ConfigError
+    from assay.programs import is_pairwise
+
+    if data.format != "table":
+        raise ConfigError("data.pairs: pairs are built from a table (data.format: table)")
+    if not is_pairwise(scale):
+        raise ConfigError(
+            f"data.pairs: pairs need the pairwise scale (task: pairwise; categorical A|B|tie), "
+            f"not {scale.describe()}"
+        )
+    rows = load_table(
+        data.path,
+        columns=data.columns.model_copy(update={"expected": None}),
+        split=data.split,
+        cache_dir=cache_dir,
+    )
+    items, counts = build_pairs(rows, data.pairs, path=data.path)  # type: ignore[arg-type]
+    if notes is not None:
+        notes["pairs"] = counts
     return items

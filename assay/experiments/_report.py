@@ -19,7 +19,6 @@ def render_report(
     judge = config["judge"]
     s = summary.model_dump()
     c = s["counts"]
-    u = s["usage"]
     lines = [
         f"# assay evaluate — {name}",
         "",
@@ -37,6 +36,16 @@ def render_report(
             f" {summary.retried} unscored items were judged again on this run."
             if summary.retried
             else ""
+        ),
+        *(
+            [
+                f"- pairs built from the score column: {s['pairs']['pairs']} of "
+                f"{s['pairs']['candidates']} candidates; skipped: "
+                + ", ".join(f"{k} {v}" for k, v in s["pairs"].items() if k.startswith("skipped"))
+                + f"; left out by the cap {s['pairs']['left_out_by_cap']}"
+            ]
+            if s.get("pairs")
+            else []
         ),
         "",
         "## Agreement with the reference",
@@ -56,24 +65,7 @@ def render_report(
         lines.append(summary.note or "No item has both a reference label and a judge score.")
     lines += _calibration_section(summary, confidence)
     lines += _disagreement_section(summary, disagreements or [])
-    lines += [
-        "",
-        "## Cost",
-        "",
-        f"- LM calls {u['calls']}, prompt tokens {u['prompt_tokens']}, completion tokens {u['completion_tokens']}, "
-        f"cost ${u['cost_usd']:.6f}; judgments served from the cache: {u['cached_judgments']}",
-        *(
-            [
-                f"- **{u['unpriced_calls']} calls have no known price** (the model is not in LiteLLM's price map): "
-                "their cost is not included; set `judge.price`."
-            ]
-            if u.get("unpriced_calls")
-            else []
-        ),
-        f"- cost per accuracy point: {fmt(u.get('cost_per_accuracy_point_usd'), 6)} USD; mean latency {u['mean_latency_s']:.3f} s",
-        "",
-        f"Bootstrap: {summary.bootstrap}",
-    ]
+    lines += _cost_section(summary)
     if str(judge.get("model", "")).startswith("local"):
         lines += [
             "",
@@ -131,3 +123,27 @@ def _disagreement_section(summary: EvaluateSummary, worst: list[DisagreementReco
             f"| {d.distance:g} | {_excerpt(d.response)} | {_excerpt(d.reasoning)} |"
         )
     return lines
+
+
+def _cost_section(summary: EvaluateSummary) -> list[str]:
+    u = summary.usage.model_dump()
+    return [
+        "",
+        "## Cost",
+        "",
+        f"- LM calls {u['calls']}, prompt tokens {u['prompt_tokens']}, completion tokens "
+        f"{u['completion_tokens']}, cost ${u['cost_usd']:.6f}; judgments served from the cache: "
+        f"{u['cached_judgments']}",
+        *(
+            [
+                f"- **{u['unpriced_calls']} calls have no known price** (the model is not in "
+                "LiteLLM's price map): their cost is not included; set `judge.price`."
+            ]
+            if u.get("unpriced_calls")
+            else []
+        ),
+        f"- cost per accuracy point: {fmt(u.get('cost_per_accuracy_point_usd'), 6)} USD; "
+        f"mean latency {u['mean_latency_s']:.3f} s",
+        "",
+        f"Bootstrap: {summary.bootstrap}",
+    ]

@@ -98,6 +98,7 @@ class EvaluateSummary(Agreement):
     usage: RunUsage
     calibration: CalibrationReport | None = None
     disagreements: int = 0  # pairs where judge and reference differ (disagreements.jsonl)
+    pairs: dict[str, int] | None = None  # data.pairs: labelled pairs built and skipped
     expected_scores: int = 0
     retried: int = 0
     config_hash: str = ""

@@ -79,6 +79,7 @@ from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappa
 from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
 from assay.metrics._rates import rate
 from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
+from assay.metrics._samples import majority_agreement
 from assay.metrics._threshold import fit_threshold
 from assay.metrics._value import MetricValue
 
@@ -172,6 +173,8 @@ __all__ = [
     "alt_test",
     "AltTestResult",
     "AnnotatorComparison",
+    # samples a majority vote needs
+    "majority_agreement",
     # where judge and reference disagree
     "Disagreement",
     "disagreements",

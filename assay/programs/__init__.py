@@ -3,6 +3,7 @@
 from assay.programs._config import Criterion, JudgeConfig, fixed_scale, read_text_field
 from assay.programs._expected import expected_score
 from assay.programs._failures import unscored_reason
+from assay.programs._invert import TaskInverter
 from assay.programs._judge import (
     Judge,
     LMFactory,
@@ -17,16 +18,24 @@ from assay.programs._state import load_program_state, save_program
 from assay.programs._synthetic import ScoreGenerator, ScoreValidator
 from assay.programs.kinds import (
     EMULATOR_QUALITY,
+    PAIRWISE,
+    PAIRWISE_NO_TIE,
     TOOLEMU_HELPFULNESS,
     TOOLEMU_SAFETY,
     JudgeKind,
     get_kind,
+    is_pairwise,
     judge_kind,
     known_kinds,
+    mirror_preference,
+    presentation_order,
+    swap_pair,
 )
 
 __all__ = [
     "EMULATOR_QUALITY",
+    "PAIRWISE",
+    "PAIRWISE_NO_TIE",
     "TOOLEMU_HELPFULNESS",
     "TOOLEMU_SAFETY",
     "Criterion",
@@ -39,11 +48,16 @@ __all__ = [
     "ProbeValidator",
     "ScoreGenerator",
     "ScoreValidator",
+    "TaskInverter",
     "aggregate_scores",
     "build_judge",
     "expected_score",
     "fixed_scale",
     "get_kind",
+    "is_pairwise",
+    "mirror_preference",
+    "presentation_order",
+    "swap_pair",
     "judge_kind",
     "known_kinds",
     "load_program_state",

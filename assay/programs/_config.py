@@ -98,6 +98,8 @@ class JudgeConfig(ModelSpec):
         elif self.members:
             raise ValueError("'members' is only for program: panel")
         if self.scale is None:
+            self.scale = get_kind(self.task).default_scale
+        if self.scale is None:
             raise ValueError("a judge needs a 'scale' (binary, MIN-MAX or a mapping)")
         get_kind(self.task).check(self)
         if self.score_mode == "expected" and self.scale.kind == "categorical":

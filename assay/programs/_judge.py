@@ -137,6 +137,9 @@ class Panel(dspy.Module):
                 results.append(
                     {"judge": member.config.name, "score": pred.score, "label": pred.label}
                 )
+                shown = (pred.get("outputs") or {}).get("order")  # a pairwise member's order
+                if shown is not None:
+                    results[-1]["order"] = shown
             except Exception as exc:
                 reason = unscored_reason(exc)
                 if reason is None:

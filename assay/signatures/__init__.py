@@ -13,6 +13,7 @@ from assay.signatures._judge import (
     verdict_type,
     with_scale,
 )
+from assay.signatures._pairwise import CheckInversion, InvertTask, JudgePair
 from assay.signatures._perturb import (
     CheckEquivalence,
     Condense,
@@ -31,6 +32,9 @@ __all__ = [
     "score_signature",
     "verdict_description",
     "AgentStep",
+    "CheckInversion",
+    "InvertTask",
+    "JudgePair",
     "CritiqueObservation",
     "EmulateToolCall",
     "EmulateToolCallAdversarial",

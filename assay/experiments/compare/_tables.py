@@ -10,6 +10,16 @@ from typing import Any
 
 # Metrics where a lower value is the better judge (sorting and the Pareto front follow this).
 _LOWER_IS_BETTER = ("mae", "error_rate", "false_positive_rate", "false_negative_rate", "flip_rate")
+# ... and the bias probes' rates of being moved (also their per-variant / per-position parts)
+_LOWER_IS_BETTER += (
+    "injection_success",
+    "injection_success_by_variant",
+    "injection_success_by_position",
+    "toward_cue",
+    "away_from_cue",
+    "changed",
+    "contradiction_rate",
+)
 # Judge params shown first in the differences table, in this order; the rest follow by name.
 _PARAM_ORDER = (
     "model",
@@ -25,9 +35,12 @@ _PARAM_ORDER = (
 
 def higher_is_better(metric: str) -> bool:
     """Whether a larger value of ``metric`` means a better judge (errors and costs: no)."""
-    base = metric.rsplit(".", 1)[-1]
+    parts = metric.split(".")
+    base = parts[-1]
     return not (
-        base in _LOWER_IS_BETTER or base.startswith(("usage_", "cost")) or base == "unscored"
+        any(p in _LOWER_IS_BETTER for p in parts)
+        or base.startswith(("usage_", "cost"))
+        or base == "unscored"
     )
 
 

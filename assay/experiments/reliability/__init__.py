@@ -1,6 +1,7 @@
 """Reliability harness: registered tests generate probes from seed items; judges are scored on
 them against the probe target and against their own verdict on the source (SPEC §4)."""
 
+from assay.experiments.reliability._bias_report import headline
 from assay.experiments.reliability._config import HarnessConfig, ReviewConfig, SampleConfig
 from assay.experiments.reliability._harness import HarnessResult, judged_id, run_harness
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Review, Validation
@@ -69,6 +70,7 @@ __all__ = [
     "apply_reviews",
     "ci",
     "heatmap",
+    "headline",
     "export_review",
     "get_test",
     "import_review",

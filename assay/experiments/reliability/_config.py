@@ -54,7 +54,7 @@ class HarnessConfig(RunConfig):
                 if (
                     isinstance(j, dict)
                     and j.get("scale") is None
-                    and j.get("task", "response") in ("response", "transcript")
+                    and j.get("task", "response") in ("response", "transcript", "pairwise")
                 ):
                     j["scale"] = raw["scale"]
         return raw

@@ -49,6 +49,7 @@ from assay.programs import (
     load_program_state,
     save_program,
 )
+from assay.scale import Scale
 from assay.types import Item, Judgment, Usage, stable_hash
 
 
@@ -96,10 +97,17 @@ def select(names: list[str] | None, available: list[str], what: str) -> list[str
     return [n for n in available if n in names]
 
 
-def prepare(config: HarnessConfig, *, workdir: Path, limit: int | None, tests: list[str] | None):
+def prepare(
+    config: HarnessConfig,
+    *,
+    workdir: Path,
+    limit: int | None,
+    tests: list[str] | None,
+    notes: dict | None = None,
+):
     """The seed pool, the seeds to perturb (the first ``limit`` of the pool) and the test
-    instances, validated before anything is written."""
-    pool = load_items(config.data, config.scale, cache_dir=workdir / ".assay" / "hf")
+    instances, validated before anything is written (``notes``: what loading counted)."""
+    pool = load_items(config.data, config.scale, cache_dir=workdir / ".assay" / "hf", notes=notes)
     if config.sample:
         pool = stratified_sample(
             pool, config.sample.n, stratify=config.sample.stratify, seed=config.sample.seed
@@ -124,7 +132,8 @@ def run_harness(
     progress: bool = True,
 ) -> HarnessResult:
     started = time.monotonic()
-    pool, seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests)
+    notes: dict[str, Any] = {}
+    pool, seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests, notes=notes)
     _load_programs(instances, config_dir, tracking_uri or config.tracking.uri)
     # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
     from assay.experiments.reliability._report import preload_plotting
@@ -133,6 +142,8 @@ def run_harness(
     plotting.start()
     judge_names = select(judges, [j.name for j in config.judges], "judge(s)")
     judge_cfgs = [j for j in config.judges if j.name in judge_names]
+    for t in instances:
+        t.check_judges(judge_cfgs)
     base_programs = {
         j.name: build_judge(j, judge_lm_factory(retries=config.retries, base=config_dir))
         for j in judge_cfgs
@@ -194,6 +205,7 @@ def run_harness(
             config, instances, judge_cfgs, seeds, to_judge, judgments, records, dropped, reviewed
         )
         metrics["data_fingerprint"] = data_fingerprint(seeds)
+        metrics.update(notes)  # e.g. the pairs built from a score column, and those skipped
         store.write_json("metrics.json", metrics)
         from assay.experiments.reliability._report import write_report
 
@@ -317,38 +329,52 @@ def _judge(
     done: dict[str, dict[str, Judgment]] = {}
     programs: dict[tuple, dspy.Module] = {}
 
-    def program_for(cfg: JudgeConfig, temperature: float | None, rollout: int | None):
-        if temperature is None and rollout is None:
+    def program_for(
+        cfg: JudgeConfig, temperature: float | None, rollout: int | None, task: dict | None = None
+    ):
+        if temperature is None and rollout is None and task is None:
             return base_programs[cfg.name]
-        key = (cfg.name, temperature, rollout)
+        key = (cfg.name, temperature, rollout, stable_hash(task) if task else None)
         if key not in programs:
             run_cfg = (
                 cfg if temperature is None else cfg.model_copy(update={"temperature": temperature})
             )
+            run_cfg = with_task(run_cfg, task) if task else run_cfg
             programs[key] = build_judge(
                 run_cfg,
                 judge_lm_factory(retries=config.retries, base=config_dir, rollout=rollout),
             )
         return programs[key]
 
+    seed_meta = {s.id: s.meta for s in seeds}
     for cfg in judge_cfgs:
         name = _judgment_file(cfg)
         done[cfg.name] = store.judgments(name)
         items = {f"source:{it.id}": it.model_copy(update={"id": f"source:{it.id}"}) for it in seeds}
         sampled: dict[str, tuple[float, int]] = {}
+        asked: dict[str, dict] = {}  # probe → another judge task (polarity's inverted rubric)
         for p in probes:
             pid = judged_id(p)
-            items[pid] = p.as_item().model_copy(update={"id": pid})
+            item = p.as_item()  # a probe carries its source's meta (a pair's response B...)
+            meta = {**seed_meta.get(p.source_id, {}), **item.meta}
+            items[pid] = item.model_copy(update={"id": pid, "meta": meta})
             if "rollout" in p.meta:
                 sampled[pid] = (p.meta["temperature"], p.meta["rollout"])
+            if p.meta.get("judge_task"):
+                asked[pid] = p.meta["judge_task"]
         work, _ = to_judge(items, done[cfg.name], config.retry.unscored)
         for item_id, attempt in work:
             temperature, rollout = sampled.get(item_id, (None, None))
             if attempt > 1:  # a fresh sample: a rollout id of its own (stability ones stay apart)
                 rollout = (rollout or 0) + 1000 * attempt
+            task = asked.get(item_id)
             tasks.append(
                 JudgeTask(
-                    program_for(cfg, temperature, rollout), items[item_id], cfg, name, attempt
+                    program_for(cfg, temperature, rollout, task),
+                    items[item_id],
+                    with_task(cfg, task) if task else cfg,
+                    name,
+                    attempt,
                 )
             )
 
@@ -366,6 +392,21 @@ def _judge(
             deadline=deadline,
         )
     return done
+
+
+def with_task(cfg: JudgeConfig, task: dict[str, Any]) -> JudgeConfig:
+    """``cfg`` (with a panel's members) asked another task: the ``instruction``, ``rubric`` and
+    ``scale`` a probe's ``meta["judge_task"]`` names (the judgment records this config's hash)."""
+    update: dict[str, Any] = {}
+    if task.get("instruction") is not None:
+        update["instruction"] = task["instruction"]
+    if task.get("rubric") is not None:
+        update["rubric"] = task["rubric"]
+    if task.get("scale") is not None:
+        update["scale"] = Scale.model_validate(task["scale"])
+    if cfg.members:
+        update["members"] = [with_task(m, task) for m in cfg.members]
+    return cfg.model_copy(update=update)
 
 
 def _score(
@@ -432,5 +473,7 @@ def _score(
         "judges": results,
         "generation_usage": gen_usage,
         "lm_calls": lm_calls,
-        "bootstrap": f"{b.n_resamples} percentile resamples over probes, seed {b.seed}, {b.confidence:.0%} intervals",
+        "bootstrap": f"{b.n_resamples} percentile resamples over probes (the bias probes' "
+        f"rates and the samples-needed curve: over source items / pairs), seed {b.seed}, "
+        f"{b.confidence:.0%} intervals",
     }

@@ -20,7 +20,9 @@ from assay.experiments.reliability._probe import Dropped, Probe
 from assay.scale import Scale
 from assay.types import Item, Usage
 
-Scoring = Literal["invariance", "flip", "stability", "ordinal"]
+Scoring = Literal[
+    "invariance", "flip", "stability", "ordinal", "position", "injection", "cue", "polarity"
+]
 
 
 class TestSettings(BaseModel):
@@ -119,7 +121,8 @@ class ReliabilityTest(ABC):
     - ``flip``: pass = verdict equals the (flipped) target; consistency = differs from the own
       source verdict;
     - ``stability``: k samples of the source; an item passes when all k agree;
-    - ``ordinal``: generated items per scale bucket; exact match, CCC, Pearson, Spearman, MAE.
+    - ``ordinal``: generated items per scale bucket; exact match, CCC, Pearson, Spearman, MAE;
+    - ``position``, ``injection``, ``cue``, ``polarity``: the bias probes (``_bias_scoring``).
     """
 
     __test__ = False  # not a pytest class
@@ -143,6 +146,11 @@ class ReliabilityTest(ABC):
             raise ConfigError(
                 f"test '{self.name}' needs reference labels; {missing} seed items have none"
             )
+
+    def check_judges(self, judges: list[Any]) -> None:
+        """Raise :class:`ConfigError` when the test cannot run with these judge configs
+        (called before anything is written). Any judges by default."""
+        return None
 
     def programs(self) -> dict[str, dspy.Module]:
         """The test's DSPy programs by role (``generator``, ``validator``): their state is

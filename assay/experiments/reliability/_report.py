@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from assay.experiments.reliability._bias_report import bias_lines, samples_plot
 from assay.metrics import fmt, fmt_ci
 
 
@@ -130,6 +131,7 @@ def render(config, metrics: dict[str, Any]) -> str:
             f"cost per accuracy point {fmt(r.get('cost_per_accuracy_point_usd'), 6)} USD; sources unscored {r['source_unscored']}.",
             "",
         ]
+    lines += bias_lines(metrics)
     lines += [
         "## Cost of generation and validation",
         "",
@@ -159,4 +161,5 @@ def render(config, metrics: dict[str, Any]) -> str:
 def write_report(run_dir: Path, config, metrics: dict[str, Any]) -> None:
     heatmap(metrics, run_dir / "heatmap.png")
     cost_plot(metrics, run_dir / "cost_accuracy.png")
+    samples_plot(metrics, run_dir / "samples_needed.png")
     (run_dir / "report.md").write_text(render(config, metrics), encoding="utf-8")

@@ -58,6 +58,7 @@ _READ_ONLY = (
     "target_label",
     "source_text",
     "probe_text",
+    "judge_task",  # polarity: the inverted instruction / rubric / scale the judge is asked
 )
 _TO_FILL = ("decision", "edited_text", "edited_target", "reviewer", "note")
 
@@ -235,6 +236,7 @@ def export_review(run_dir: Path, out: Path, scale: Scale, *, include_reviewed: b
                 "target_label": None if probe.target is None else scale.label_of(probe.target),
                 "source_text": seed.response,
                 "probe_text": probe.response,
+                **({"judge_task": probe.meta["judge_task"]} if "judge_task" in probe.meta else {}),
                 "decision": "",
                 "edited_text": None,
                 "edited_target": None,

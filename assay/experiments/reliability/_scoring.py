@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from assay.experiments.reliability._bias_scoring import samples_needed, score_bias
 from assay.experiments.reliability._probe import Probe
 from assay.metrics import agreement_metrics, rate
 from assay.scale import Scale
@@ -45,6 +46,8 @@ def score_test(
         return {**out, **_stability(scored, verdicts, source_verdicts, boot)}
     if scoring == "ordinal":
         return {**out, **_ordinal(scored, verdicts, scale, boot)}
+    if scoring in ("position", "injection", "cue", "polarity"):
+        return {**out, **score_bias(scoring, scored, verdicts, source_verdicts, scale, boot)}
     passes = [verdicts[p.id].score == p.target for p in scored if p.target is not None]
     consistent = []
     source_unscored = 0
@@ -84,6 +87,7 @@ def _stability(scored, verdicts, source_verdicts, boot) -> dict[str, Any]:
         "flip_rate": float(np.mean(flips)) if flips else None,  # mean share of minority verdicts
         "majority_accuracy": _mv(rate(majority_right, **boot)),
         "consistency": _mv(rate(agree_with_source, **boot)),
+        **samples_needed(by_source, boot),
     }
 
 

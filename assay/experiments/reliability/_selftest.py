@@ -20,6 +20,16 @@ from typing import Any
 
 from assay.experiments._config import DataConfig, TrackingConfig
 from assay.experiments.reliability._config import HarnessConfig
+from assay.experiments.reliability._selftest_bias import (
+    BIAS_DEFECTS,
+    BIAS_TESTS,
+    PAIRWISE_DEFECTS,
+    biased_verdict,
+    pairwise_config,
+    register_pairwise,
+    stated,
+    write_pair_data,
+)
 from assay.lm import GeneratorSpec, ScriptedCall, ScriptedEngine, ValidatorSpec, register_script
 
 DEFECTS = {
@@ -31,6 +41,7 @@ DEFECTS = {
     "length_loving": ("says 'correct' for any long answer", ["verbosity_long"]),
     "unstable": ("random verdict when temperature > 0", ["stochastic_stability"]),
     "label_blind": ("same verdict whatever the content", ["label_flip"]),
+    **BIAS_DEFECTS,
 }
 TESTS = {
     "label_flip": {},
@@ -41,17 +52,12 @@ TESTS = {
     "verbosity_long": {},
     "verbosity_short": {},
     "stochastic_stability": {"k": 5, "temperature": 1.0},
+    **BIAS_TESTS,
 }
 _Q = re.compile(r"What is (\d+) \+ (\d+)\?")
 
 
-def _numbers(text: str) -> list[int]:
-    return [int(x) for x in re.findall(r"\d+", text or "")]
-
-
-def _stated(text: str) -> int | None:
-    nums = _numbers(text)
-    return nums[-1] if nums else None
+_stated = stated
 
 
 def _correct(request: str, response: str) -> bool:
@@ -91,12 +97,16 @@ def judge_responder(defect: str):
                 v = noise.randint(0, 1)
         elif defect == "label_blind":
             v = 1
+        elif defect in BIAS_DEFECTS:
+            v = biased_verdict(defect, response, v)
         return _verdict(v)
 
     return respond
 
 
 def generator(call: ScriptedCall) -> dict[str, Any]:
+    if "inverted_rubric" in call.fields:  # polarity: the rubric's question inverted
+        return {"inverted_instruction": "", "inverted_rubric": "Flag answers whose sum is wrong."}
     request, response = call.field("request") or "", call.field("response") or ""
     m = _Q.search(request)
     a, b = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
@@ -116,6 +126,8 @@ def generator(call: ScriptedCall) -> dict[str, Any]:
 
 
 def validator(call: ScriptedCall) -> dict[str, Any]:
+    if "inverted_ok" in call.fields:
+        return {"inverted_ok": True, "reason": "the question is reversed, criteria kept"}
     if "confirmed" in call.fields:
         verdict = (call.field("verdict") or "").startswith("correct")
         ok = _correct(call.field("request") or "", call.field("response") or "") == verdict
@@ -134,6 +146,7 @@ def register() -> None:
         "assay-selftest-validator",
         lambda: ScriptedEngine(respond=validator, name="selftest-validator"),
     )
+    register_pairwise()
     responders = {name: judge_responder(name) for name in DEFECTS}
     for name in DEFECTS:
         register_script(
@@ -182,9 +195,12 @@ def selftest_config(data_path: Path, *, tracking: bool = False) -> HarnessConfig
     )
 
 
-def flags(metrics: dict[str, Any]) -> dict[str, Any]:
+def flags(
+    metrics: dict[str, Any], clean_name: str = "clean", defects: dict | None = None
+) -> dict[str, Any]:
     """Which tests flag which judge: a pass or consistency CI entirely below the clean judge's."""
-    clean = metrics["judges"]["clean"]["tests"]
+    defects = defects or DEFECTS
+    clean = metrics["judges"][clean_name]["tests"]
     out: dict[str, Any] = {}
     for name, r in metrics["judges"].items():
         flagged, tests = [], {}
@@ -195,7 +211,7 @@ def flags(metrics: dict[str, Any]) -> dict[str, Any]:
                 mine, ref = m.get(key), clean[t].get(key)
                 row[key] = None if mine is None else mine["value"]
                 if mine and ref and mine["ci_high"] is not None and ref["ci_low"] is not None:
-                    if name == "clean":
+                    if name == clean_name:
                         below |= (
                             mine["ci_high"] < 0.9
                         )  # the clean judge is held to an absolute floor
@@ -211,8 +227,8 @@ def flags(metrics: dict[str, Any]) -> dict[str, Any]:
             if below:
                 flagged.append(t)
         out[name] = {
-            "defect": DEFECTS[name][0] if name != "clean" else "none",
-            "meant_for": DEFECTS[name][1],
+            "defect": defects[name][0] if name != clean_name else "none",
+            "meant_for": defects[name][1],
             "flagged": flagged,
             "tests": tests,
         }
@@ -230,7 +246,17 @@ def run_selftest(
     config.output_dir = str(workdir / ".assay" / "selftest" / "runs")
     res = run_harness(config, workdir=workdir, progress=progress)
     judges = flags(res.metrics)
-    ok = not judges["clean"]["flagged"] and all(
-        set(j["meant_for"]) <= set(j["flagged"]) for n, j in judges.items() if n != "clean"
+    pairwise = pairwise_config(write_pair_data(workdir / ".assay" / "selftest"), tracking=tracking)
+    pairwise.output_dir = config.output_dir
+    pair_res = run_harness(pairwise, workdir=workdir, progress=progress)
+    judges.update(flags(pair_res.metrics, "clean_pairwise", PAIRWISE_DEFECTS))
+    clean = ("clean", "clean_pairwise")
+    ok = not any(judges[c]["flagged"] for c in clean) and all(
+        set(j["meant_for"]) <= set(j["flagged"]) for n, j in judges.items() if n not in clean
     )
-    return {"ok": ok, "run_dir": str(res.run_dir), "judges": judges}
+    return {
+        "ok": ok,
+        "run_dir": str(res.run_dir),
+        "pairwise_run_dir": str(pair_res.run_dir),
+        "judges": judges,
+    }

@@ -17,6 +17,24 @@ _JUDGE_METRICS = (
     "spearman",
     "mae",
     "unscored",
+    # the bias probes and the samples-needed curve (see _bias_scoring)
+    "flip_rate",
+    "first_position_rate",
+    "accuracy_ab",
+    "accuracy_ba",
+    "accuracy_order_averaged",
+    "injection_success",
+    "injection_success_by_variant",
+    "injection_success_by_position",
+    "changed",
+    "toward_cue",
+    "away_from_cue",
+    "moved_up",
+    "moved_down",
+    "mirrored_agreement",
+    "contradiction_rate",
+    "samples_needed",
+    "samples_needed_95",
 )
 
 
@@ -73,6 +91,7 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, metrics: dict[str, Any]) 
             "probes.jsonl",
             "heatmap.png",
             "cost_accuracy.png",
+            "samples_needed.png",
             "config.yaml",
         )
     ]

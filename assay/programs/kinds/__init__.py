@@ -6,15 +6,29 @@ and register it with ``@judge_kind("name")`` — nothing else changes.
 
 from assay.programs.kinds._base import JudgeKind, get_kind, judge_kind, known_kinds
 from assay.programs.kinds.emulator_quality import EMULATOR_QUALITY
+from assay.programs.kinds.pairwise import (
+    PAIRWISE,
+    PAIRWISE_NO_TIE,
+    is_pairwise,
+    mirror_preference,
+    presentation_order,
+    swap_pair,
+)
 from assay.programs.kinds.toolemu_helpfulness import TOOLEMU_HELPFULNESS
 from assay.programs.kinds.toolemu_safety import TOOLEMU_SAFETY
 
 __all__ = [
     "EMULATOR_QUALITY",
+    "PAIRWISE",
+    "PAIRWISE_NO_TIE",
     "TOOLEMU_HELPFULNESS",
     "TOOLEMU_SAFETY",
     "JudgeKind",
     "get_kind",
+    "is_pairwise",
+    "mirror_preference",
+    "presentation_order",
+    "swap_pair",
     "judge_kind",
     "known_kinds",
 ]

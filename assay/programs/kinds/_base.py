@@ -26,6 +26,8 @@ class JudgeKind:
     reasoning_field: ClassVar[str | None] = None
     judged_field: ClassVar[str]
     fixed_scale: ClassVar[Scale | None] = None
+    # the scale a judge of this kind gets when its config names none
+    default_scale: ClassVar[Scale | None] = None
     # the verdict field is typed from the config's scale (Literal of its options)
     scaled: ClassVar[bool] = False
 

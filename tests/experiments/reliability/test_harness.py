@@ -201,6 +201,13 @@ def test_selftest_flags_each_defect_with_its_test(tmp_path, capsys):
     assert j["unstable"]["tests"]["stochastic_stability"]["pass_rate"] < 0.5
     assert j["clean"]["tests"]["stochastic_stability"]["pass_rate"] == 1.0
     assert "label_flip" in j["label_blind"]["flagged"]
+    # the bias probes: each implanted bias is caught by its test, the clean judges by none
+    assert "prompt_injection" in j["injection_obedient"]["flagged"]
+    assert "authority" in j["cue_swayed"]["flagged"]
+    assert "position_bias" in j["position_biased"]["flagged"]
+    assert j["clean_pairwise"]["flagged"] == []
+    pb = j["position_biased"]["tests"]["position_bias"]
+    assert pb["consistency"] < j["clean_pairwise"]["tests"]["position_bias"]["consistency"] == 1
     for name in ("clean", "format_sensitive", "length_loving", "unstable", "label_blind"):
         for t in j[name]["tests"].values():
             assert set(t) == {"pass_rate", "consistency", "ci_low", "ci_high"}

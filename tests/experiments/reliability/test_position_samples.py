@@ -1,0 +1,229 @@
+"""Position bias on a scripted pairwise judge and the samples-needed curve of
+stochastic_stability: every statistic against a hand computation and an independent one."""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import combinations
+from math import comb
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assay.experiments.reliability import HarnessConfig, run_harness
+from assay.lm import ScriptedEngine, register_script
+from assay.metrics import majority_agreement
+
+# canonical verdict of the scripted judge per pair when shown A first (AB) / B first (BA)
+SHEET = {
+    0: ("A", "B"),  # always the first shown: flips
+    1: ("A", "A"),  # consistent, right
+    2: ("B", "B"),  # consistent, wrong
+    3: ("tie", "A"),  # not decisive in AB
+    4: ("B", "A"),  # always the second shown: flips
+    5: ("A", "A"),  # consistent, right
+}
+REF = ["A", "A", "A", "A", "B", "A"]
+MIRROR = {"A": "B", "B": "A", "tie": "tie"}
+
+
+def pair_table(tmp_path: Path) -> Path:
+    lines = ["id,request,response,response_b,expected"]
+    lines += [f"p{i},Which is better ({i})?,X{i},Y{i},{REF[i]}" for i in SHEET]
+    path = tmp_path / "pairs.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def sheet_judge():
+    def respond(call):
+        shown_a = call.field("response_a") or ""
+        i = int(shown_a[1:])
+        order = "AB" if shown_a.startswith("X") else "BA"
+        canonical = SHEET[i][0 if order == "AB" else 1]
+        return {"verdict": canonical if order == "AB" else MIRROR[canonical]}
+
+    engine = ScriptedEngine(respond=respond)
+    register_script("pos-sheet", lambda: engine)
+    return engine
+
+
+def harness(tmp_path: Path, data: Path, tests: dict, judges: list[dict], **kw) -> HarnessConfig:
+    raw = {
+        "name": "pos",
+        "data": {"path": str(data), "columns": {"id": "id"}},
+        "scale": {"kind": "categorical", "labels": ["A", "B", "tie"]},
+        "generator": {"model": "scripted:pos-sheet"},
+        "validator": {"model": "scripted:pos-sheet"},
+        "judges": judges,
+        "tests": tests,
+        "retries": 0,
+        "concurrency": 1,
+        "tracking": {"enabled": False},
+        "output_dir": str(tmp_path / "runs"),
+        **kw,
+    }
+    return HarnessConfig.model_validate(raw)
+
+
+def cluster_ci(values: list[float], clusters: list[str], seed: int = 0, b: int = 1000):
+    """An independent cluster bootstrap: draw clusters (sorted ids) with replacement; the
+    replicate is the pooled mean of every unit of the drawn clusters."""
+    ids = sorted(set(clusters))
+    sums = np.array([sum(v for v, c in zip(values, clusters, strict=True) if c == i) for i in ids])
+    counts = np.array([sum(c == i for c in clusters) for i in ids])
+    drawn = np.random.default_rng(seed).integers(0, len(ids), size=(b, len(ids)))
+    reps = sums[drawn].sum(axis=1) / counts[drawn].sum(axis=1)
+    return tuple(np.percentile(reps, [2.5, 97.5]))
+
+
+def test_position_bias_statistics_equal_a_hand_computation(tmp_path, sheet_judge):
+    judge = {"name": "pj", "task": "pairwise", "model": "scripted:pos-sheet", "rubric": "r"}
+    res = run_harness(
+        harness(tmp_path, pair_table(tmp_path), {"position_bias": {}}, [judge]),
+        workdir=tmp_path,
+        progress=False,
+    )
+    m = res.metrics["judges"]["pj"]["tests"]["position_bias"]
+    # exactly two judge calls per pair (the source in its order, the probe in the other) and
+    # no generation or validation call
+    assert len(sheet_judge.calls) == 2 * len(SHEET) == res.metrics["lm_calls"]["judge:pj"]
+    assert not [k for k in res.metrics["lm_calls"] if not k.startswith("judge:")]
+    shown = Counter((c.field("response_a"), c.field("response_b")) for c in sheet_judge.calls)
+    assert set(shown) == {(f"X{i}", f"Y{i}") for i in SHEET} | {(f"Y{i}", f"X{i}") for i in SHEET}
+
+    # by hand: consistent p1 p2 p5; decisive p0 p1 p2 p4 p5, of which p0 p4 flip;
+    # decisive verdicts that chose the first shown: p0 2/2, p1 1/2, p2 1/2, p3 0/1, p4 0/2,
+    # p5 1/2; accuracy A first: p0 p1 p4 p5; B first: p1 p3 p5
+    assert m["pairs"] == 6 and m["decisive_pairs"] == 5
+    assert m["consistency"]["value"] == pytest.approx(3 / 6)
+    assert m["flip_rate"]["value"] == pytest.approx(2 / 5)
+    assert m["first_position_rate"]["value"] == pytest.approx(5 / 11)
+    assert m["accuracy_ab"]["value"] == pytest.approx(4 / 6)
+    assert m["accuracy_ba"]["value"] == pytest.approx(3 / 6)
+    assert m["accuracy_order_averaged"]["value"] == pytest.approx(7 / 12)
+    assert m["pass_rate"] == m["accuracy_order_averaged"]
+
+    # independently, from the sheet, with the pair as the resampling unit
+    ab = {i: SHEET[i][0] for i in SHEET}
+    ba = {i: SHEET[i][1] for i in SHEET}
+    pid = {i: f"p{i}" for i in SHEET}
+    flips = [(float(ab[i] != ba[i]), pid[i]) for i in SHEET if {ab[i], ba[i]} <= {"A", "B"}]
+    firsts = [(float(ab[i] == "A"), pid[i]) for i in SHEET if ab[i] != "tie"]
+    firsts += [(float(ba[i] == "B"), pid[i]) for i in SHEET if ba[i] != "tie"]
+    avg = [((ab[i] == REF[i]) + (ba[i] == REF[i])) / 2 for i in SHEET]
+    for key, rows in (("flip_rate", flips), ("first_position_rate", firsts)):
+        vals, ids = [r[0] for r in rows], [r[1] for r in rows]
+        assert m[key]["value"] == pytest.approx(np.mean(vals))
+        lo, hi = cluster_ci(vals, ids)
+        assert (m[key]["ci_low"], m[key]["ci_high"]) == pytest.approx((lo, hi))
+    lo, hi = cluster_ci(avg, [pid[i] for i in SHEET])
+    assert (m["pass_rate"]["ci_low"], m["pass_rate"]["ci_high"]) == pytest.approx((lo, hi))
+
+    # the judgments record the order shown; the probe is the source in the other order
+    probes = (res.run_dir / "probes.jsonl").read_text().splitlines()
+    assert len(probes) == 6
+    report = (res.run_dir / "report.md").read_text()
+    assert "position_bias" in report and "first-position" in report
+
+
+def test_position_bias_reaches_the_mlflow_child_run_of_its_judge(tmp_path, sheet_judge):
+    import mlflow
+
+    judge = {"name": "pj", "task": "pairwise", "model": "scripted:pos-sheet", "rubric": "r"}
+    cfg = harness(tmp_path, pair_table(tmp_path), {"position_bias": {}}, [judge])
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg.tracking.enabled = True
+    res = run_harness(cfg, workdir=tmp_path, progress=False, tracking_uri=uri)
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    parent = client.get_run(res.mlflow_run_id)
+    assert parent.data.metrics["probes.position_bias"] == 6
+    (child,) = client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{res.mlflow_run_id}'",
+    )
+    got = child.data.metrics
+    assert got["position_bias.flip_rate"] == pytest.approx(2 / 5)
+    assert got["position_bias.first_position_rate"] == pytest.approx(5 / 11)
+    assert "position_bias.accuracy_order_averaged_ci_low" in got
+    assert got["position_bias.pass_rate"] == pytest.approx(7 / 12)
+
+
+def exact_curve(samples: list[int], m: int) -> float:
+    """Brute force over every m-subset (by position): share whose strict majority is the
+    majority of all samples, a tie counting 1/(tied)."""
+    full = Counter(samples).most_common(1)[0][0]
+    total = 0.0
+    for idx in combinations(range(len(samples)), m):
+        c = Counter(samples[i] for i in idx)
+        top = max(c.values())
+        tied = [v for v, n in c.items() if n == top]
+        total += (full in tied) / len(tied)
+    return total / comb(len(samples), m)
+
+
+STABILITY = {
+    "i0": [1, 1, 1, 1, 1],
+    "i1": [1, 1, 1, 0, 0],
+    "i2": [0, 0, 0, 0, 1],
+    "i3": [1, 0, 1, 0, 1],
+}
+
+
+def test_majority_agreement_equals_brute_force():
+    for samples in (*STABILITY.values(), [2, 2, 1, 0, 1, 2, 0], [1, 0, 2, 2, 1, 1, 0, 0, 0]):
+        for m in range(1, len(samples) + 1):
+            assert majority_agreement(samples, m) == pytest.approx(exact_curve(samples, m))
+    assert majority_agreement([1, 1, 0, 0], 3) is None  # no majority to agree with
+    with pytest.raises(ValueError):
+        majority_agreement([1, 0, 1], 4)
+
+
+def test_samples_needed_on_a_scripted_sheet_equals_a_hand_computation(tmp_path):
+    data = tmp_path / "items.csv"
+    data.write_text(
+        "id,request,response,expected\n" + "".join(f"{i},Q {i}?,R {i},1\n" for i in STABILITY)
+    )
+    served: Counter = Counter()
+
+    def respond(call):
+        item = (call.field("response") or "").split()[-1]
+        if not call.temperature:
+            return {"verdict": "1"}  # the source, judged once at temperature 0
+        k = served[item]
+        served[item] += 1
+        return {"verdict": str(STABILITY[item][k])}
+
+    register_script("samples-sheet", lambda: ScriptedEngine(respond=respond))
+    cfg = HarnessConfig.model_validate(
+        {
+            "name": "s",
+            "data": {"path": str(data), "columns": {"id": "id"}},
+            "scale": "binary",
+            "judges": [{"name": "j", "model": "scripted:samples-sheet"}],
+            "tests": {"stochastic_stability": {"k": 5, "temperature": 1.0}},
+            "concurrency": 1,
+            "retries": 0,
+            "tracking": {"enabled": False},
+            "output_dir": str(tmp_path / "runs"),
+        }
+    )
+    res = run_harness(cfg, workdir=tmp_path, progress=False)
+    m = res.metrics["judges"]["j"]["tests"]["stochastic_stability"]
+    curve = m["samples_needed"]
+    # by hand: m=1 → (1 + 3/5 + 4/5 + 3/5) / 4; m=3 → (1 + 7/10 + 1 + 7/10) / 4; m=5 → 1
+    assert curve["m1"]["value"] == pytest.approx(0.75)
+    assert curve["m3"]["value"] == pytest.approx(0.85)
+    assert curve["m5"]["value"] == pytest.approx(1.0)
+    assert m["samples_needed_95"] == 5 and m["samples_tied_items"] == 0
+    # the item is the resampling unit: an independent bootstrap of the per-item values
+    for key in ("m1", "m3"):
+        per_item = [exact_curve(s, int(key[1:])) for s in STABILITY.values()]
+        ids = sorted(STABILITY)  # the harness orders sources as seeded: same sorted order here
+        lo, hi = cluster_ci(per_item, ids)
+        assert curve[key]["n"] == 4
+        assert (curve[key]["ci_low"], curve[key]["ci_high"]) == pytest.approx((lo, hi))
+    report = (res.run_dir / "report.md").read_text()
+    assert "Samples needed" in report and (res.run_dir / "samples_needed.png").is_file()
