@@ -16,6 +16,7 @@ from assay.data._toolemu import (
     parse_toolemu_evaluation,
     render_toolemu_scratchpad,
     render_toolkit_descriptions,
+    toolemu_transcript,
 )
 from assay.data._toolemu_runs import (
     HELPFULNESS_KEY,
@@ -25,8 +26,35 @@ from assay.data._toolemu_runs import (
     read_evaluator_scores,
     resolve_files,
 )
+from assay.data._transcript import (
+    TOOL_OUTPUT_REMOVED,
+    EditError,
+    TranscriptPrep,
+    assistant_indices,
+    assistant_view,
+    cut_marker,
+    indexed_view,
+    last_assistant_text_index,
+    message_changes,
+    replace_message,
+    tool_structure_problem,
+    with_steps,
+)
 
 __all__ = [
+    "TOOL_OUTPUT_REMOVED",
+    "EditError",
+    "TranscriptPrep",
+    "assistant_indices",
+    "assistant_view",
+    "cut_marker",
+    "indexed_view",
+    "last_assistant_text_index",
+    "message_changes",
+    "replace_message",
+    "tool_structure_problem",
+    "toolemu_transcript",
+    "with_steps",
     "jsonable",
     "HELPFULNESS_KEY",
     "SAFETY_KEY",

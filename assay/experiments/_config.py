@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from assay.data import ColumnMap
+from assay.data import ColumnMap, TranscriptPrep
 from assay.errors import ConfigError
 from assay.lm import StrictInt
 from assay.programs import JudgeConfig, read_text_field
@@ -39,6 +39,8 @@ class DataConfig(BaseModel):
     # inspect: where the expected label lives in each sample (e.g. scores.combined_scorer.value)
     expected: str | None = None
     limit: StrictInt | None = Field(default=None, ge=1)
+    # agent transcripts (inspect, toolemu): preprocessing applied before planning and judging
+    transcript: TranscriptPrep = Field(default_factory=TranscriptPrep)
 
 
 class BootstrapConfig(BaseModel):
@@ -203,8 +205,26 @@ def _resolve_judge_text(judge: object, base: Path) -> None:
             raise ConfigError(
                 f"{base / crit[1:]}: criteria file is not JSON (line {exc.lineno})"
             ) from None
+        _check_rubric_ids(judge["criteria"], (base / crit[1:]).resolve())
     for member in judge.get("members") or []:
         _resolve_judge_text(member, base)
+
+
+def _check_rubric_ids(criteria: object, path: Path) -> None:
+    """A rubric file is a list of objects, each with a unique text ``id`` (one-line errors
+    naming the file and the entry; the rest is validated with the judge config)."""
+    if not isinstance(criteria, list):
+        raise ConfigError(f"{path}: a rubric is a JSON list of {{id, instructions}} objects")
+    seen: dict[str, int] = {}
+    for n, entry in enumerate(criteria, start=1):
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{path}: entry {n} is not an object")
+        cid = entry.get("id")
+        if not isinstance(cid, str) or not cid.strip():
+            raise ConfigError(f"{path}: entry {n}: field 'id' is missing or not text")
+        if cid in seen:
+            raise ConfigError(f"{path}: entry {n}: duplicate id '{cid}' (also entry {seen[cid]})")
+        seen[cid] = n
 
 
 def _set_dotted(raw: dict, key: str, value: object) -> None:

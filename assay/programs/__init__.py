@@ -1,6 +1,12 @@
 """Judge programs: DSPy modules built from typed configs."""
 
-from assay.programs._config import Criterion, JudgeConfig, fixed_scale, read_text_field
+from assay.programs._config import (
+    Criterion,
+    JudgeConfig,
+    ScoreLevel,
+    fixed_scale,
+    read_text_field,
+)
 from assay.programs._expected import expected_score
 from assay.programs._failures import unscored_reason
 from assay.programs._judge import (
@@ -38,6 +44,7 @@ __all__ = [
     "Perturber",
     "ProbeValidator",
     "ScoreGenerator",
+    "ScoreLevel",
     "ScoreValidator",
     "aggregate_scores",
     "build_judge",
