@@ -1,5 +1,16 @@
 """Judge programs: DSPy modules built from typed configs."""
 
+from assay.programs._agent_perturb import (
+    AgentPerturber,
+    CriterionVerifier,
+    EditRecord,
+    MessageEditor,
+    Outcome,
+    StageRunner,
+    TranscriptPlanner,
+    TranscriptSummarizer,
+)
+from assay.programs._agent_plan import Objective, objective, sanitize_plan
 from assay.programs._config import (
     Criterion,
     JudgeConfig,
@@ -32,6 +43,17 @@ from assay.programs.kinds import (
 )
 
 __all__ = [
+    "AgentPerturber",
+    "CriterionVerifier",
+    "EditRecord",
+    "MessageEditor",
+    "Objective",
+    "Outcome",
+    "StageRunner",
+    "TranscriptPlanner",
+    "TranscriptSummarizer",
+    "objective",
+    "sanitize_plan",
     "EMULATOR_QUALITY",
     "TOOLEMU_HELPFULNESS",
     "TOOLEMU_SAFETY",

@@ -16,8 +16,22 @@ from assay.signatures._perturb import (
     Paraphrase,
 )
 from assay.signatures._toolemu import AgentHelpfulness, EmulationQuality, ToolCallRisk
+from assay.signatures._transcript_edit import (
+    EditMessage,
+    PlanStep,
+    PlanTranscriptEdits,
+    ScoreCriterion,
+    SummarizeTranscript,
+    VerifyCriterion,
+)
 
 __all__ = [
+    "EditMessage",
+    "PlanStep",
+    "PlanTranscriptEdits",
+    "ScoreCriterion",
+    "SummarizeTranscript",
+    "VerifyCriterion",
     "AgentStep",
     "CritiqueObservation",
     "EmulateToolCall",

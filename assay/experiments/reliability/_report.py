@@ -102,6 +102,7 @@ def render(config, metrics: dict[str, Any]) -> str:
             or "none"
         ),
         f"- review: {metrics['review']}",
+        *[f"- note: {n}" for n in metrics.get("notes", [])],
         "",
         "![pass rate per test and judge](heatmap.png)",
         "",
@@ -123,6 +124,7 @@ def render(config, metrics: dict[str, Any]) -> str:
             lines.append(
                 f"| {t} | {ci(m.get('pass_rate'))} | {ci(m.get('consistency'))} | {m['unscored']} of {m['judged']} | {'; '.join(other)} |"
             )
+        lines += _criterion_tables(r["tests"])
         u = r["usage"]
         lines += [
             "",
@@ -154,6 +156,39 @@ def render(config, metrics: dict[str, Any]) -> str:
             "> The embedded local model makes poor probes and poor verdicts: this run shows the pipeline, not a trustworthy measurement.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _criterion_tables(tests: dict[str, Any]) -> list[str]:
+    """Agent tests: pass rate and consistency per rubric criterion; exact / within one / MAE
+    per target score of an ordinal criterion."""
+    rows, targets = [], []
+    for t, m in tests.items():
+        for c, cm in (m.get("criteria") or {}).items():
+            rows.append(
+                f"| {t} | {c} | {cm['probes']} | {ci(cm.get('pass_rate'))} | "
+                f"{ci(cm.get('consistency'))} ({cm['consistency_undefined']} already at target) |"
+            )
+        for target, tm in (m.get("by_target") or {}).items():
+            targets.append(
+                f"| {t} | {target} | {tm['probes']} | {ci(tm['exact'])} | "
+                f"{ci(tm['within_one'])} | {ci(tm['mae'])} |"
+            )
+    out: list[str] = []
+    if rows:
+        out += [
+            "",
+            "| test | criterion | probes | pass rate [CI] | verdict moved toward the target [CI] |",
+            "|---|---|---|---|---|",
+            *rows,
+        ]
+    if targets:
+        out += [
+            "",
+            "| test | target score | probes | exact [CI] | within one [CI] | MAE [CI] |",
+            "|---|---|---|---|---|---|",
+            *targets,
+        ]
+    return out
 
 
 def write_report(run_dir: Path, config, metrics: dict[str, Any]) -> None:

@@ -17,6 +17,8 @@ _JUDGE_METRICS = (
     "spearman",
     "mae",
     "unscored",
+    "criteria",  # agent tests: per rubric criterion
+    "by_target",  # agent tests, ordinal criteria: per target score
 )
 
 

@@ -2,7 +2,7 @@
 
 from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
 from assay.experiments.runs._lock import RunLock, file_lock
-from assay.experiments.runs._pool import run_pool
+from assay.experiments.runs._pool import CallSlots, run_pool
 from assay.experiments.runs._run import Run, run_directory
 from assay.experiments.runs._store import JUDGMENTS, RunStore, now
 from assay.experiments.runs._tracking import (
@@ -14,6 +14,7 @@ from assay.experiments.runs._tracking import (
 )
 
 __all__ = [
+    "CallSlots",
     "JUDGMENTS",
     "Run",
     "RunLock",
