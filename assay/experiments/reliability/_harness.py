@@ -95,8 +95,8 @@ def prepare(config: HarnessConfig, *, workdir: Path, limit: int | None, tests: l
     names = select(tests, list(config.tests), "test(s)")
     instances = [get_test(n, config.tests[n]) for n in names]
     for t in instances:
-        t.check(pool if t.pool_based else seeds, config.scale)
         t.check_judges(config.judges)
+        t.check(pool if t.pool_based else seeds, config.scale)
     return pool, seeds, instances
 
 

@@ -503,6 +503,8 @@ def _check_read_only(
     if "probe_text" in entry and entry["probe_text"] is not None:
         texts = {_normalize(probe.response)}
         texts |= {_normalize(r["response"]) for r in earlier if r.get("response") is not None}
+        # a hand-edited final message of a transcript probe is its text too
+        texts |= {_normalize(t) for r in earlier for t in (r.get("messages") or {}).values()}
         if not isinstance(entry["probe_text"], str) or _normalize(entry["probe_text"]) not in texts:
             raise fail(
                 "is read-only: put the corrected text in edited_text (decision: edit)", "probe_text"

@@ -182,7 +182,7 @@ def selftest_config(data_path: Path, *, tracking: bool = False) -> HarnessConfig
     )
 
 
-def flags(metrics: dict[str, Any]) -> dict[str, Any]:
+def flags(metrics: dict[str, Any], defects: dict[str, Any] = DEFECTS) -> dict[str, Any]:
     """Which tests flag which judge: a pass or consistency CI entirely below the clean judge's."""
     clean = metrics["judges"]["clean"]["tests"]
     out: dict[str, Any] = {}
@@ -211,8 +211,8 @@ def flags(metrics: dict[str, Any]) -> dict[str, Any]:
             if below:
                 flagged.append(t)
         out[name] = {
-            "defect": DEFECTS[name][0] if name != "clean" else "none",
-            "meant_for": DEFECTS[name][1],
+            "defect": defects[name][0] if name != "clean" else "none",
+            "meant_for": defects[name][1],
             "flagged": flagged,
             "tests": tests,
         }
@@ -222,15 +222,32 @@ def flags(metrics: dict[str, Any]) -> dict[str, Any]:
 def run_selftest(
     workdir: Path, *, progress: bool = False, tracking: bool = False
 ) -> dict[str, Any]:
+    from assay.experiments.reliability import _selftest_agent as agent
     from assay.experiments.reliability._harness import run_harness
 
     register()
-    data = write_data(workdir / ".assay" / "selftest")
-    config = selftest_config(data, tracking=tracking)
-    config.output_dir = str(workdir / ".assay" / "selftest" / "runs")
+    agent.register()
+    folder = workdir / ".assay" / "selftest"
+    config = selftest_config(write_data(folder), tracking=tracking)
+    config.output_dir = str(folder / "runs")
     res = run_harness(config, workdir=workdir, progress=progress)
     judges = flags(res.metrics)
+    # the agent tests: transcript judges on agent transcripts, a run of their own
+    agent_config = agent.selftest_config(agent.write_data(folder), tracking=tracking)
+    agent_config.output_dir = str(folder / "runs")
+    agent_res = run_harness(agent_config, workdir=workdir, progress=progress)
+    for name, j in flags(agent_res.metrics, agent.DEFECTS).items():
+        if name in judges:  # the clean judge: one row for both runs
+            judges[name]["flagged"] += j["flagged"]
+            judges[name]["tests"].update(j["tests"])
+        else:
+            judges[name] = j
     ok = not judges["clean"]["flagged"] and all(
         set(j["meant_for"]) <= set(j["flagged"]) for n, j in judges.items() if n != "clean"
     )
-    return {"ok": ok, "run_dir": str(res.run_dir), "judges": judges}
+    return {
+        "ok": ok,
+        "run_dir": str(res.run_dir),
+        "agent_run_dir": str(agent_res.run_dir),
+        "judges": judges,
+    }
