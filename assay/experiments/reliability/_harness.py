@@ -392,5 +392,6 @@ def _score(
         "judges": results,
         "generation_usage": gen_usage,
         "lm_calls": lm_calls,
-        "bootstrap": f"{b.n_resamples} percentile resamples over probes, seed {b.seed}, {b.confidence:.0%} intervals",
+        "bootstrap": f"{b.n_resamples} percentile resamples over probes (agent tests: over source "
+        f"items, with all their probes), seed {b.seed}, {b.confidence:.0%} intervals",
     }

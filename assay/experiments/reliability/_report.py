@@ -166,7 +166,7 @@ def _criterion_tables(tests: dict[str, Any]) -> list[str]:
         for c, cm in (m.get("criteria") or {}).items():
             rows.append(
                 f"| {t} | {c} | {cm['probes']} | {ci(cm.get('pass_rate'))} | "
-                f"{ci(cm.get('consistency'))} ({cm['consistency_undefined']} already at target) |"
+                f"{ci(cm.get('consistency'))} ({cm['consistency_undefined']} undefined: already at the target, or untouched) |"
             )
         for target, tm in (m.get("by_target") or {}).items():
             targets.append(

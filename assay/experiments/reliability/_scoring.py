@@ -109,8 +109,8 @@ def _ordinal(scored, verdicts, scale: Scale, boot) -> dict[str, Any]:
 def _criterion(scored, verdicts, source_verdicts, source_criteria, boot) -> dict[str, Any]:
     """Agent probes, each made for one rubric criterion (``meta['criterion']``), scored on the
     judge's verdict for that criterion: pass = the target; consistency (defined where the
-    judge's own verdict on the unperturbed transcript is not already the target) = the verdict
-    moved toward the target. Per criterion too; ordinal targets also exact / within one / MAE
+    judge's own verdict on the unperturbed transcript is not already the target, and the probe
+    is not that transcript untouched) = the verdict moved toward the target. Per criterion too; ordinal targets also exact / within one / MAE
     per target score. CIs resample source items (a source's probes come along)."""
     rows = []
     source_unscored = 0
@@ -123,7 +123,9 @@ def _criterion(scored, verdicts, source_verdicts, source_criteria, boot) -> dict
         if v is None or p.target is None:
             continue
         source_unscored += own is None
-        moved = None if own is None or own == p.target else abs(v - p.target) < abs(own - p.target)
+        # an untouched probe is the source itself: its verdict cannot move
+        undefined = own is None or own == p.target or p.meta.get("untouched")
+        moved = None if undefined else abs(v - p.target) < abs(own - p.target)
         rows.append((p, c, v, moved))
 
     def block(sub) -> dict[str, Any]:
