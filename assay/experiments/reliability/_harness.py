@@ -92,6 +92,13 @@ def prepare(config: HarnessConfig, *, workdir: Path, limit: int | None, tests: l
             pool, config.sample.n, stratify=config.sample.stratify, seed=config.sample.seed
         )
     seeds = pool[:limit] if limit else pool
+    for j in config.judges:  # refused now rather than stopping mid-run
+        missing = [s.id for s in seeds if j.task == "transcript" and not s.transcript]
+        if missing:
+            raise ConfigError(
+                f"judge '{j.name}' reads agent transcripts, but {len(missing)} seed items have "
+                f"none (e.g. {missing[0]}): use data.format inspect or toolemu"
+            )
     names = select(tests, list(config.tests), "test(s)")
     instances = [get_test(n, config.tests[n]) for n in names]
     for t in instances:

@@ -3,9 +3,10 @@ they finish, and an exit that never waits on a hung request."""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -83,28 +84,33 @@ def run_pool(
 
 
 class CallSlots:
-    """At most ``n`` LM calls in flight across the threads of a run. A caller waits for a free
-    slot; while a caller of a higher priority (a lower number) waits, lower ones let it go
-    first — so calls on a dependency chain (generation) go before leaves (judging)."""
+    """At most ``n`` LM calls in flight across the threads of a run. A freed slot goes straight
+    to the waiting caller of the highest priority (the lowest number; first come, first served
+    within a priority) — so calls on a dependency chain (generation) go before leaves (judging),
+    and a release wakes one thread, not all of them."""
 
     def __init__(self, n: int):
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._free = max(1, n)
-        self._waiting: Counter[int] = Counter()
+        self._waiting: list[tuple[int, int, threading.Event]] = []  # a heap
+        self._order = itertools.count()
 
     @contextmanager
     def hold(self, priority: int = 0) -> Iterator[None]:
-        with self._cond:
-            self._waiting[priority] += 1
-            try:
-                while self._free == 0 or any(n for p, n in self._waiting.items() if p < priority):
-                    self._cond.wait()
-            finally:
-                self._waiting[priority] -= 1
-            self._free -= 1
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                granted = None
+            else:
+                granted = threading.Event()
+                heapq.heappush(self._waiting, (priority, next(self._order), granted))
+        if granted is not None:
+            granted.wait()  # the releasing thread has handed this caller its slot
         try:
             yield
         finally:
-            with self._cond:
-                self._free += 1
-                self._cond.notify_all()
+            with self._lock:
+                if self._waiting:
+                    heapq.heappop(self._waiting)[2].set()
+                else:
+                    self._free += 1

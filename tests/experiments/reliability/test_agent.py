@@ -262,6 +262,20 @@ def test_tests_that_cannot_measure_the_judges_are_refused_before_anything_runs(
     assert all(e.n_calls == 0 for e in engines.values())
 
 
+def test_a_transcript_judge_on_items_without_transcripts_is_refused_before_the_run(
+    tmp_path, engines
+):
+    from assay.experiments.reliability._selftest import write_data as write_table
+
+    cfg = config(tmp_path, {"format_vertical": {}})
+    raw = cfg.model_dump(mode="json")
+    raw["data"] = {"path": str(write_table(tmp_path / "table", n=3))}
+    raw["scale"] = raw["judges"][0]["scale"] = {"kind": "binary", "labels": ["a", "b"]}
+    with pytest.raises(ConfigError, match="reads agent transcripts, but 3 seed items have none"):
+        run_harness(HarnessConfig.model_validate(raw), workdir=tmp_path, progress=False)
+    assert engines["judge"].n_calls == 0
+
+
 def test_rewrite_tests_on_transcript_judges_rewrite_the_final_message(
     tmp_path, engines, example_data
 ):
@@ -419,3 +433,19 @@ print(json.dumps(res.metrics["judges"]["j"]["tests"]))
     assert len(judged) == len(set(judged)) == 12  # 6 sources, 6 probes, each once
     first = json.loads(out.strip().splitlines()[-1])
     assert first["agent_perturbation"]["probes"] == 6
+
+
+def test_the_perturber_is_saved_with_the_run_and_a_saved_state_is_what_runs(tmp_path, engines):
+    cfg = config(tmp_path, {"agent_perturbation": {}}, n=1)
+    res = run_harness(cfg, workdir=tmp_path, progress=False)
+    saved = res.run_dir / "programs" / "agent_perturbation.perturber.json"
+    state = json.loads(saved.read_text())
+    assert {"planner.plan", "editor.edit", "summarizer.summarize", "verifier.check"} <= set(state)
+    state["planner.plan"]["signature"]["instructions"] = "PLAN LIKE AN OPTIMIZED PLANNER."
+    tuned = tmp_path / "tuned.json"
+    tuned.write_text(json.dumps(state))
+    cfg = config(tmp_path, {"agent_perturbation": {"perturber_state": str(tuned)}}, n=1)
+    run_harness(cfg, workdir=tmp_path, progress=False)
+    plans = [c for c in engines["gen"].calls if "steps" in c.fields]
+    assert "PLAN LIKE AN OPTIMIZED PLANNER." in plans[-1].prompt
+    assert "PLAN LIKE AN OPTIMIZED PLANNER." not in plans[0].prompt
