@@ -244,7 +244,7 @@ class Run:
 
 
 def run(config: HarnessConfig, base: Path, workdir: Path, config_s: float) -> Run:
-    from assay.cli import _freeze_imports
+    from assay.cli._common import freeze_imports as _freeze_imports
 
     _freeze_imports()  # as `assay harness` does before a run (counted in start-up)
     with timed_stages() as stages, gc_pauses() as pauses:
