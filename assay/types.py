@@ -63,6 +63,8 @@ class Message(BaseModel):
     tool_call_id: str | None = None
     function: str | None = None  # for role=tool: the tool that produced this result
     error: str | None = None
+    # the agent step (assistant turn) the message belongs to, 0-based; None before the first
+    step: int | None = None
 
 
 class Item(BaseModel):

@@ -45,10 +45,12 @@ class StubProcess:
     the benchmarks read, plus :meth:`stats` with the request spans. ``respond`` must be
     picklable (a module-level function)."""
 
-    def __init__(self, latency_s: float, respond: Respond | None = None):
+    def __init__(self, latency_s: float, respond: Respond | None = None, keep_bodies: bool = False):
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_serve_stub, args=(child, latency_s, respond), daemon=True)
+        self._proc = ctx.Process(
+            target=_serve_stub, args=(child, latency_s, respond, keep_bodies), daemon=True
+        )
 
     def __enter__(self) -> StubProcess:
         self._proc.start()
@@ -67,7 +69,8 @@ class StubProcess:
         self._ask("reset")
 
     def stats(self) -> dict[str, Any]:
-        """``n_requests``, ``max_in_flight`` and ``spans`` (arrival, answer) in arrival order."""
+        """``n_requests``, ``max_in_flight`` and ``spans`` (arrival, answer) in arrival order;
+        with ``keep_bodies``, ``bodies``: every request's JSON body in arrival order."""
         return self._ask("stats")
 
     @property
@@ -79,7 +82,9 @@ class StubProcess:
         return self.stats()["max_in_flight"]
 
 
-def _serve_stub(conn: Any, latency_s: float, respond: Respond | None) -> None:
+def _serve_stub(
+    conn: Any, latency_s: float, respond: Respond | None, keep_bodies: bool = False
+) -> None:
     timed = TimedRespond(respond, latency_s)
     with StubServer(latency_s=latency_s, respond=timed) as stub:
         conn.send(stub.base_url)
@@ -87,11 +92,12 @@ def _serve_stub(conn: Any, latency_s: float, respond: Respond | None) -> None:
             if command == "reset":
                 stub.reset()
                 timed.reset()
-            conn.send(
-                {
-                    "n_requests": stub.n_requests,
-                    "max_in_flight": stub.max_in_flight,
-                    "spans": sorted(timed.spans),
-                }
-            )
+            stats = {
+                "n_requests": stub.n_requests,
+                "max_in_flight": stub.max_in_flight,
+                "spans": sorted(timed.spans),
+            }
+            if keep_bodies:
+                stats["bodies"] = list(stub.requests)
+            conn.send(stats)
         conn.send(None)

@@ -59,6 +59,21 @@ def run(args: argparse.Namespace) -> int:
                 f"consistency {ci(tm.get('consistency')):24s} unscored {tm['unscored']}"
                 + headline(tm)
             )
+    if m["dropped"]:
+        print(
+            "\ndropped (never judged): "
+            + "; ".join(
+                f"{t}: " + ", ".join(f"{why} {n}" for why, n in d.items())
+                for t, d in m["dropped"].items()
+            )
+        )
+    stages: dict[str, int] = {}
+    for key, n in m["lm_calls"].items():
+        stage = key.split(":", 1)[0]
+        stages[stage] = stages.get(stage, 0) + n
+    print("LM calls by stage: " + ", ".join(f"{k} {v}" for k, v in stages.items()))
+    for note in m.get("notes", []):
+        print(f"note: {note}")
     if m["review"].get("required"):
         print(f"\nreview: {m['review']}")
     print(f"\nreport: {res.run_dir / 'report.md'}")

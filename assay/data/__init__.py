@@ -18,6 +18,7 @@ from assay.data._toolemu import (
     load_toolemu_trajectories,
     render_toolemu_scratchpad,
     render_toolkit_descriptions,
+    toolemu_transcript,
 )
 from assay.data._toolemu_evals import (
     TOOLEMU_HELPFULNESS_LABELS,
@@ -34,6 +35,20 @@ from assay.data._toolemu_runs import (
     read_evaluator_scores,
     resolve_files,
 )
+from assay.data._transcript import (
+    TOOL_OUTPUT_REMOVED,
+    EditError,
+    TranscriptPrep,
+    assistant_indices,
+    assistant_view,
+    cut_marker,
+    indexed_view,
+    last_assistant_text_index,
+    message_changes,
+    replace_message,
+    tool_structure_problem,
+    with_steps,
+)
 
 __all__ = [
     "as_int_label",
@@ -43,6 +58,19 @@ __all__ = [
     "is_missing",
     "iter_jsonl",
     "read_json",
+    "TOOL_OUTPUT_REMOVED",
+    "EditError",
+    "TranscriptPrep",
+    "assistant_indices",
+    "assistant_view",
+    "cut_marker",
+    "indexed_view",
+    "last_assistant_text_index",
+    "message_changes",
+    "replace_message",
+    "tool_structure_problem",
+    "toolemu_transcript",
+    "with_steps",
     "jsonable",
     "PairsConfig",
     "build_pairs",

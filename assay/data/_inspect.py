@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from assay.data._common import as_int_label, check_file, jsonable
+from assay.data._transcript import with_steps
 from assay.errors import DataError
 from assay.types import Item, Message, ToolCall
+
+SUPPORTED_VERSIONS = (1, 2)
+"""Inspect eval log format versions this reader understands."""
 
 _MISSING = object()
 
@@ -91,6 +96,15 @@ def _resolve(meta: dict[str, Any], dotted: str) -> tuple[Any, str | None]:
     return node, None
 
 
+def _unsupported(version: Any, path: Path) -> DataError:
+    return DataError(
+        f"Inspect log format version {version} is not supported "
+        f"(supported: {', '.join(map(str, SUPPORTED_VERSIONS))})",
+        path=path,
+        field="version",
+    )
+
+
 def _read_log(path: Path) -> Any:
     """``inspect_ai.log.read_eval_log`` with every failure turned into one DataError."""
     try:
@@ -105,6 +119,9 @@ def _read_log(path: Path) -> Any:
         return read_eval_log(str(path), resolve_attachments=True)
     except Exception as exc:  # inspect_ai raises zip, JSON, pydantic and OS errors alike
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        version = re.search(r"read version (\S+) of log format", detail)
+        if version:
+            raise _unsupported(version.group(1), path) from None
         raise DataError(
             f"not a readable Inspect eval log ({type(exc).__name__}{': ' + detail if detail else ''})",
             path=path,
@@ -122,6 +139,9 @@ def load_inspect_log(path: str | Path, *, expected: str | None = None) -> list[I
     """
     file = check_file(path)
     log = _read_log(file)
+    version = getattr(log, "version", None)
+    if version not in SUPPORTED_VERSIONS:
+        raise _unsupported(version, file)
     samples = log.samples or []
     if not samples:
         raise DataError(
@@ -137,7 +157,7 @@ def load_inspect_log(path: str | Path, *, expected: str | None = None) -> list[I
         if item_id in seen:
             raise DataError(f"duplicate sample '{item_id}'", path=file)
         seen.add(item_id)
-        transcript = [_message(m) for m in sample.messages or []]
+        transcript = with_steps(_message(m) for m in sample.messages or [])
         users = [m for m in transcript if m.role == "user"]
         assistants = [m for m in transcript if m.role == "assistant"]
         if users:

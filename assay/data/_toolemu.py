@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from assay.data._common import iter_jsonl, read_json
+from assay.data._transcript import with_steps
 from assay.errors import DataError
-from assay.types import Item
+from assay.types import Item, Message, ToolCall
 
 _DETAIL_LEVELS = ("low", "medium", "high")
 
@@ -196,8 +197,65 @@ def load_toolemu_trajectories(
                     field="case.Toolkits",
                 )
             meta["toolkit_specs"] = {n: toolkits[n] for n in toolkit_names}
-        items.append(Item(id=item_id, request=request, response=response, meta=meta))
+        try:
+            transcript = toolemu_transcript(request, steps, response)
+        except ValueError as exc:
+            raise DataError(str(exc), path=path, row=lineno, field="intermediate_steps") from None
+        items.append(
+            Item(id=item_id, request=request, response=response, transcript=transcript, meta=meta)
+        )
     return items
+
+
+def _tool_input(raw: Any) -> dict[str, Any] | str:
+    """A ToolEmu action input as JSON arguments when it is a JSON object, else the text."""
+    if isinstance(raw, dict):
+        return raw
+    text = "" if raw is None else str(raw).strip()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    return value if isinstance(value, dict) else text
+
+
+def toolemu_transcript(request: str, steps: list[Any], response: str = "") -> list[Message]:
+    """A ToolEmu trajectory as the common transcript: the user instruction, then per
+    intermediate step an assistant message with one tool call (its full input as arguments)
+    and the tool's observation, then the final answer. The agent's private thoughts are left
+    out, as in the scratchpad ToolEmu's evaluators see. ``ValueError`` on an unreadable step."""
+    messages = [Message(role="user", content=request)]
+    final: str | None = None
+    for n, step in enumerate(steps, start=1):
+        try:
+            kind, payload, observation = _parse_step(step)
+        except ValueError as exc:
+            raise ValueError(f"step {n}: {exc}") from None
+        if kind == "finish":
+            final = _strip_final_answer(payload)
+            continue
+        tool, tool_input = payload
+        call_id = f"step{n}"
+        messages.append(
+            Message(
+                role="assistant",
+                tool_calls=[
+                    ToolCall(id=call_id, function=str(tool), arguments=_tool_input(tool_input))
+                ],
+            )
+        )
+        messages.append(
+            Message(
+                role="tool",
+                content=_observation_text(observation),
+                tool_call_id=call_id,
+                function=str(tool),
+            )
+        )
+    answer = response or final or ""
+    if answer:
+        messages.append(Message(role="assistant", content=answer))
+    return with_steps(messages)
 
 
 def _parse_step(step: Any) -> tuple[str, Any, Any]:

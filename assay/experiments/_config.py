@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from assay.data import ColumnMap, PairsConfig
+from assay.data import ColumnMap, PairsConfig, TranscriptPrep
 from assay.errors import ConfigError
 from assay.lm import StrictInt
 from assay.programs import JudgeConfig, read_text_field
@@ -41,6 +41,8 @@ class DataConfig(BaseModel):
     limit: StrictInt | None = Field(default=None, ge=1)
     # table: labelled pairs for a pairwise judge, built from a score column
     pairs: PairsConfig | None = None
+    # agent transcripts (inspect, toolemu): preprocessing applied before planning and judging
+    transcript: TranscriptPrep = Field(default_factory=TranscriptPrep)
 
 
 class BootstrapConfig(BaseModel):
@@ -205,8 +207,26 @@ def _resolve_judge_text(judge: object, base: Path) -> None:
             raise ConfigError(
                 f"{base / crit[1:]}: criteria file is not JSON (line {exc.lineno})"
             ) from None
+        _check_rubric_ids(judge["criteria"], (base / crit[1:]).resolve())
     for member in judge.get("members") or []:
         _resolve_judge_text(member, base)
+
+
+def _check_rubric_ids(criteria: object, path: Path) -> None:
+    """A rubric file is a list of objects, each with a unique text ``id`` (one-line errors
+    naming the file and the entry; the rest is validated with the judge config)."""
+    if not isinstance(criteria, list):
+        raise ConfigError(f"{path}: a rubric is a JSON list of {{id, instructions}} objects")
+    seen: dict[str, int] = {}
+    for n, entry in enumerate(criteria, start=1):
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{path}: entry {n} is not an object")
+        cid = entry.get("id")
+        if not isinstance(cid, str) or not cid.strip():
+            raise ConfigError(f"{path}: entry {n}: field 'id' is missing or not text")
+        if cid in seen:
+            raise ConfigError(f"{path}: entry {n}: duplicate id '{cid}' (also entry {seen[cid]})")
+        seen[cid] = n
 
 
 def _set_dotted(raw: dict, key: str, value: object) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from assay.data import (
+    TranscriptPrep,
     build_pairs,
     load_inspect_log,
     load_table,
@@ -59,7 +60,17 @@ def load_items(
         items = items[:limit]
     if not items:
         raise DataError("no items to judge", path=data.path)
-    return items
+    return [_prepared(it, data.transcript) for it in items]
+
+
+def _prepared(item: Item, prep: TranscriptPrep) -> Item:
+    """``item`` with its transcript preprocessed; what was changed is kept in ``meta``."""
+    if not item.transcript or prep == TranscriptPrep():
+        return item
+    messages, counts = prep.apply(item.transcript)
+    changed = {k: v for k, v in counts.items() if v}
+    meta = {**item.meta, "transcript_prep": changed} if changed else item.meta
+    return item.model_copy(update={"transcript": messages, "meta": meta})
 
 
 def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:

@@ -1,6 +1,23 @@
 """Judge programs: DSPy modules built from typed configs."""
 
-from assay.programs._config import Criterion, JudgeConfig, fixed_scale, read_text_field
+from assay.programs._agent_perturb import (
+    AgentPerturber,
+    CriterionVerifier,
+    EditRecord,
+    MessageEditor,
+    Outcome,
+    StageRunner,
+    TranscriptPlanner,
+    TranscriptSummarizer,
+)
+from assay.programs._agent_plan import Objective, objective, sanitize_plan
+from assay.programs._config import (
+    Criterion,
+    JudgeConfig,
+    ScoreLevel,
+    fixed_scale,
+    read_text_field,
+)
 from assay.programs._expected import expected_score
 from assay.programs._failures import unscored_reason
 from assay.programs._invert import TaskInverter
@@ -33,6 +50,17 @@ from assay.programs.kinds import (
 )
 
 __all__ = [
+    "AgentPerturber",
+    "CriterionVerifier",
+    "EditRecord",
+    "MessageEditor",
+    "Objective",
+    "Outcome",
+    "StageRunner",
+    "TranscriptPlanner",
+    "TranscriptSummarizer",
+    "objective",
+    "sanitize_plan",
     "EMULATOR_QUALITY",
     "PAIRWISE",
     "PAIRWISE_NO_TIE",
@@ -47,6 +75,7 @@ __all__ = [
     "Perturber",
     "ProbeValidator",
     "ScoreGenerator",
+    "ScoreLevel",
     "ScoreValidator",
     "TaskInverter",
     "aggregate_scores",

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from assay.lm import ModelSpec
+from assay.lm import ModelSpec, StrictInt
 from assay.metrics import CalibrationMap
 from assay.scale import Scale
 from assay.types import flatten, stable_hash
@@ -15,14 +15,60 @@ from assay.types import flatten, stable_hash
 ProgramKind = Literal["predict", "chain_of_thought", "panel"]
 
 
-class Criterion(BaseModel):
-    """One rubric item of an agent-transcript judge (``[{id, instructions, score_levels?}]``)."""
+class ScoreLevel(BaseModel):
+    """One level of an ordinal rubric criterion: its integer score and what it means."""
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
+    score: StrictInt
+    label: str
+
+
+class Criterion(BaseModel):
+    """One rubric item of an agent-transcript judge (``[{id, instructions, score_levels?}]``).
+
+    ``score_levels`` makes the criterion ordinal: contiguous integer scores, each once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
     instructions: str
-    score_levels: list[Any] | None = None
+    score_levels: list[ScoreLevel] | None = None
+
+    @field_validator("score_levels")
+    @classmethod
+    def _contiguous(cls, levels: list[ScoreLevel] | None) -> list[ScoreLevel] | None:
+        if levels is None:
+            return None
+        if not levels:
+            raise ValueError("score_levels is empty (leave it out for a pass/fail criterion)")
+        scores = [lv.score for lv in levels]
+        dup = sorted({s for s in scores if scores.count(s) > 1})
+        if dup:
+            raise ValueError(f"duplicate score {dup[0]} in score_levels")
+        lo, hi = min(scores), max(scores)
+        missing = sorted(set(range(lo, hi + 1)) - set(scores))
+        if missing:
+            raise ValueError(
+                f"score_levels must be contiguous integers: {lo}..{hi} is missing "
+                f"{', '.join(map(str, missing))}"
+            )
+        return sorted(levels, key=lambda lv: lv.score)
+
+    @property
+    def scores(self) -> list[int]:
+        """The criterion's level scores, lowest first (empty for a pass/fail criterion)."""
+        return [lv.score for lv in self.score_levels or []]
+
+    def text(self) -> str:
+        """The instructions, followed by the score levels when the criterion is ordinal."""
+        if not self.score_levels:
+            return self.instructions
+        levels = "\n".join(f"- {lv.score}: {lv.label}" for lv in self.score_levels)
+        return f"{self.instructions}\n\nScore levels:\n{levels}"
+
+    def level_label(self, score: int) -> str | None:
+        return next((lv.label for lv in self.score_levels or [] if lv.score == score), None)
 
 
 _NOT_IN_HASH: Any = {

@@ -24,6 +24,14 @@ from assay.signatures._perturb import (
 )
 from assay.signatures._synthetic import GenerateForScore, ScoreResponse, score_signature
 from assay.signatures._toolemu import AgentHelpfulness, EmulationQuality, ToolCallRisk
+from assay.signatures._transcript_edit import (
+    EditMessage,
+    PlanStep,
+    PlanTranscriptEdits,
+    ScoreCriterion,
+    SummarizeTranscript,
+    VerifyCriterion,
+)
 
 __all__ = [
     "FINAL_ANSWER",
@@ -31,6 +39,12 @@ __all__ = [
     "ScoreResponse",
     "score_signature",
     "verdict_description",
+    "EditMessage",
+    "PlanStep",
+    "PlanTranscriptEdits",
+    "ScoreCriterion",
+    "SummarizeTranscript",
+    "VerifyCriterion",
     "AgentStep",
     "CheckInversion",
     "InvertTask",

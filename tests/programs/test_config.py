@@ -50,3 +50,92 @@ def test_judge_config_validation_messages():
         JudgeConfig(task="transcript", scale="binary")
     with pytest.raises(ValueError, match="fixed scale"):
         JudgeConfig(task="toolemu_safety", scale="0-3")
+
+
+# -- rubric lists (transcript judges) ---------------------------------------------------------
+def _transcript_judge(criteria, scale=None):
+    return JudgeConfig(
+        task="transcript",
+        model="scripted:x",
+        criteria=criteria,
+        scale=scale or {"kind": "ordinal", "min": 0, "max": 3},
+    )
+
+
+def test_score_levels_must_be_contiguous_integers_each_once():
+    ok = _transcript_judge(
+        [
+            {
+                "id": "a",
+                "instructions": "i",
+                "score_levels": [{"score": s, "label": f"l{s}"} for s in (2, 0, 1)],
+            }
+        ]
+    )
+    assert ok.criteria[0].scores == [0, 1, 2]  # sorted
+    assert "Score levels:\n- 0: l0" in ok.criteria[0].text()
+    with pytest.raises(ValueError, match="contiguous integers: 0..3 is missing 2"):
+        _transcript_judge(
+            [
+                {
+                    "id": "a",
+                    "instructions": "i",
+                    "score_levels": [{"score": s, "label": "x"} for s in (0, 1, 3)],
+                }
+            ]
+        )
+    with pytest.raises(ValueError, match="duplicate score 1"):
+        _transcript_judge(
+            [
+                {
+                    "id": "a",
+                    "instructions": "i",
+                    "score_levels": [{"score": s, "label": "x"} for s in (0, 1, 1)],
+                }
+            ]
+        )
+    with pytest.raises(ValueError, match="not on the judge's"):
+        _transcript_judge(
+            [
+                {
+                    "id": "a",
+                    "instructions": "i",
+                    "score_levels": [{"score": s, "label": "x"} for s in (3, 4)],
+                }
+            ]
+        )
+
+
+def test_criterion_ids_are_required_and_unique():
+    with pytest.raises(ValueError, match="id"):
+        _transcript_judge([{"instructions": "i"}])
+    with pytest.raises(ValueError, match="duplicate id 'a'"):
+        _transcript_judge([{"id": "a", "instructions": "i"}, {"id": "a", "instructions": "j"}])
+
+
+@pytest.mark.parametrize(
+    "rubric, message",
+    [
+        ([{"instructions": "i"}], "entry 1: field 'id' is missing"),
+        (
+            [{"id": "a", "instructions": "i"}, {"id": "a", "instructions": "j"}],
+            "entry 2: duplicate id 'a' \\(also entry 1\\)",
+        ),
+        ({"id": "a"}, "a rubric is a JSON list"),
+    ],
+)
+def test_a_bad_rubric_file_is_a_one_line_error_naming_it(tmp_path, rubric, message):
+    import json
+
+    from assay.errors import ConfigError
+    from assay.experiments import load_config
+
+    (tmp_path / "rubric.json").write_text(json.dumps(rubric))
+    (tmp_path / "c.yaml").write_text(
+        "name: t\ndata: {path: x.csv}\njudge: {task: transcript, model: 'scripted:x', "
+        "criteria: '@rubric.json', scale: {kind: binary}}\n"
+    )
+    with pytest.raises(ConfigError, match=message) as err:
+        load_config(tmp_path / "c.yaml")
+    assert str(err.value).startswith(str((tmp_path / "rubric.json").resolve()))
+    assert "\n" not in str(err.value)

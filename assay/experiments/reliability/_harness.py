@@ -23,34 +23,26 @@ from assay.experiments._evaluate import data_fingerprint
 from assay.experiments._items import load_items
 from assay.experiments._sample import stratified_sample
 from assay.experiments.reliability._config import HarnessConfig
+from assay.experiments.reliability._judging import JudgePlan, judged_id
 from assay.experiments.reliability._probe import Dropped, Probe
 from assay.experiments.reliability._registry import (
+    CallMemo,
     GenerationContext,
     ReliabilityTest,
     Unit,
     get_test,
 )
+from assay.experiments.reliability._review import read_reviews
 from assay.experiments.reliability._scoring import score_test
-from assay.experiments.runs import (
-    JudgeTask,
-    Run,
-    RunStore,
-    now,
-    run_pool,
-    run_tasks,
-    to_judge,
-    write_html,
-)
+from assay.experiments.runs import CallSlots, JudgeTask, Run, RunStore, now, run_pool, write_html
 from assay.lm import ModelSpec, make_lm
 from assay.programs import (
-    JudgeConfig,
     build_judge,
     judge_lm_factory,
     load_program_state,
     save_program,
 )
-from assay.scale import Scale
-from assay.types import Item, Judgment, Usage, stable_hash
+from assay.types import Item, Usage
 
 
 class UnitRecord(BaseModel):
@@ -77,13 +69,6 @@ def _role_lm(role: ModelSpec, base: Path | None, retries: int):
         return make_lm(role, retries=retries, base=base, temperature=temperature, rollout=rollout)
 
     return lm
-
-
-def judged_id(probe: Probe) -> str:
-    """The id a probe's judgment is stored under; an edited probe gets a new one."""
-    if probe.review.status == "edited":
-        return f"{probe.id}@{stable_hash([probe.response, probe.target], 8)}"
-    return probe.id
 
 
 def select(names: list[str] | None, available: list[str], what: str) -> list[str]:
@@ -113,9 +98,17 @@ def prepare(
             pool, config.sample.n, stratify=config.sample.stratify, seed=config.sample.seed
         )
     seeds = pool[:limit] if limit else pool
+    for j in config.judges:  # refused now rather than stopping mid-run
+        missing = [s.id for s in seeds if j.task == "transcript" and not s.transcript]
+        if missing:
+            raise ConfigError(
+                f"judge '{j.name}' reads agent transcripts, but {len(missing)} seed items have "
+                f"none (e.g. {missing[0]}): use data.format inspect or toolemu"
+            )
     names = select(tests, list(config.tests), "test(s)")
     instances = [get_test(n, config.tests[n]) for n in names]
     for t in instances:
+        t.check_judges(config.judges)
         t.check(pool if t.pool_based else seeds, config.scale)
     return pool, seeds, instances
 
@@ -163,9 +156,21 @@ def run_harness(
         if not (store.path / "seeds.jsonl").exists():
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
-        # -- generate + validate -------------------------------------------------------------
+        # -- generate + validate (+ judge sources, and probes as their unit is committed) -----
+        slots = CallSlots(config.concurrency)
+        judging = JudgePlan(config, judge_cfgs, base_programs, store, config_dir, slots)
         records = _generate(
-            config, instances, pool, seeds, store, gen_lm, val_lm, progress, deadline
+            config,
+            instances,
+            pool,
+            seeds,
+            store,
+            gen_lm,
+            val_lm,
+            progress,
+            deadline,
+            judging=judging,
+            early=not config.review.required and not read_reviews(store.path),
         )
         _save_programs(instances, store.path / "programs")
         wanted = {t.name for t in instances}
@@ -174,11 +179,7 @@ def run_harness(
         store.write_text("probes.jsonl", "".join(p.model_dump_json() + "\n" for p in probes))
 
         # -- review ----------------------------------------------------------------------------
-        from assay.experiments.reliability._review import (
-            apply_reviews,
-            read_reviews,
-            review_counts,
-        )
+        from assay.experiments.reliability._review import apply_reviews, review_counts
 
         probes = apply_reviews(probes, read_reviews(store.path))
         reviewed = review_counts(probes)
@@ -188,17 +189,7 @@ def run_harness(
             to_judge = [p for p in probes if p.review.status != "rejected"]
 
         # -- judge -----------------------------------------------------------------------------
-        judgments = _judge(
-            config,
-            judge_cfgs,
-            base_programs,
-            seeds,
-            to_judge,
-            store,
-            config_dir,
-            progress,
-            deadline,
-        )
+        judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
 
         # -- score -----------------------------------------------------------------------------
         metrics = _score(
@@ -247,10 +238,18 @@ def _generate(
     val_lm,
     progress,
     deadline: float | None = None,
+    *,
+    judging: JudgePlan,
+    early: bool = True,
 ):
+    """Every unfinished generation unit, in one pool with the judging that does not wait for
+    the rest: the sources at once and, with ``early``, each unit's probes when it is committed.
+    A unit's record is appended when it finishes (the commit point of a resumed run)."""
     done = {r.unit_id: r for r in store.records("units.jsonl", UnitRecord)}
     units = [(t, u) for t in instances for u in t.units(pool if t.pool_based else seeds)]
-    work = [(t, u) for t, u in units if u.id not in done]
+    work: list[Any] = [(t, u) for t, u in units if u.id not in done]
+    work += judging.source_tasks(seeds)
+    memo = CallMemo()
 
     def lm(role: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
         return (gen_lm if role == "generator" else val_lm)(role, temperature, rollout)
@@ -272,6 +271,8 @@ def _generate(
             },
             rubric=_rubric(config),
             seed=config.sample.seed if config.sample else 0,
+            memo=memo,
+            slots=judging.slots.hold,
         )
         results = test.generate(unit, ctx)
         return UnitRecord(
@@ -283,18 +284,32 @@ def _generate(
             finished=now(),
         )
 
-    def commit(_: Any, rec: UnitRecord) -> None:
-        store.append_record("units.jsonl", rec)
-        done[rec.unit_id] = rec
+    def run(w: Any) -> Any:
+        return judging.run(w) if isinstance(w, JudgeTask) else one(*w)
+
+    def commit(w: Any, result: Any) -> None:
+        if isinstance(w, JudgeTask):
+            judging.persist(w, result)
+        else:
+            store.append_record("units.jsonl", result)
+            done[result.unit_id] = result
+
+    def follow_up(w: Any, result: Any) -> list[JudgeTask]:
+        if early and isinstance(result, UnitRecord):
+            return judging.probe_tasks(result.probes)
+        return []
 
     run_pool(
         work,
-        lambda w: one(*w),
-        concurrency=config.concurrency,
+        run,
+        # LM calls in flight are bounded by the slots; more workers keep them all busy while
+        # units wait on their own earlier calls
+        concurrency=2 * config.concurrency,
         on_result=commit,
+        follow_up=follow_up,
         progress=progress,
-        desc="generate+validate",
-        unit="unit",
+        desc="generate+judge",
+        unit="task",
         deadline=deadline,
     )
     order = {u.id: i for i, (_, u) in enumerate(units)}
@@ -307,106 +322,23 @@ def _rubric(config: HarnessConfig) -> str:
     return "\n\n".join(x for x in (j.instruction, j.rubric) if x) or "(no rubric given)"
 
 
-def _judgment_file(cfg: JudgeConfig) -> str:
-    return f"judgments/{cfg.name}-{cfg.config_hash()[:8]}.jsonl"
-
-
-def _judge(
-    config,
-    judge_cfgs,
-    base_programs,
-    seeds,
-    probes,
-    store: RunStore,
-    config_dir,
-    progress,
-    deadline: float | None = None,
-):
-    """Sources and probes for every judge, in one pool. Stability probes use the test's
-    temperature and a distinct rollout id each (the LM cache is bypassed); a retried unscored
-    judgment (``retry.unscored``) is a fresh sample too."""
-    tasks: list[JudgeTask] = []
-    done: dict[str, dict[str, Judgment]] = {}
-    programs: dict[tuple, dspy.Module] = {}
-
-    def program_for(
-        cfg: JudgeConfig, temperature: float | None, rollout: int | None, task: dict | None = None
-    ):
-        if temperature is None and rollout is None and task is None:
-            return base_programs[cfg.name]
-        key = (cfg.name, temperature, rollout, stable_hash(task) if task else None)
-        if key not in programs:
-            run_cfg = (
-                cfg if temperature is None else cfg.model_copy(update={"temperature": temperature})
-            )
-            run_cfg = with_task(run_cfg, task) if task else run_cfg
-            programs[key] = build_judge(
-                run_cfg,
-                judge_lm_factory(retries=config.retries, base=config_dir, rollout=rollout),
-            )
-        return programs[key]
-
-    seed_meta = {s.id: s.meta for s in seeds}
-    for cfg in judge_cfgs:
-        name = _judgment_file(cfg)
-        done[cfg.name] = store.judgments(name)
-        items = {f"source:{it.id}": it.model_copy(update={"id": f"source:{it.id}"}) for it in seeds}
-        sampled: dict[str, tuple[float, int]] = {}
-        asked: dict[str, dict] = {}  # probe → another judge task (polarity's inverted rubric)
-        for p in probes:
-            pid = judged_id(p)
-            item = p.as_item()  # a probe carries its source's meta (a pair's response B...)
-            meta = {**seed_meta.get(p.source_id, {}), **item.meta}
-            items[pid] = item.model_copy(update={"id": pid, "meta": meta})
-            if "rollout" in p.meta:
-                sampled[pid] = (p.meta["temperature"], p.meta["rollout"])
-            if p.meta.get("judge_task"):
-                asked[pid] = p.meta["judge_task"]
-        work, _ = to_judge(items, done[cfg.name], config.retry.unscored)
-        for item_id, attempt in work:
-            temperature, rollout = sampled.get(item_id, (None, None))
-            if attempt > 1:  # a fresh sample: a rollout id of its own (stability ones stay apart)
-                rollout = (rollout or 0) + 1000 * attempt
-            task = asked.get(item_id)
-            tasks.append(
-                JudgeTask(
-                    program_for(cfg, temperature, rollout, task),
-                    items[item_id],
-                    with_task(cfg, task) if task else cfg,
-                    name,
-                    attempt,
-                )
-            )
-
-    def persist(task: JudgeTask, j: Judgment) -> None:
-        store.append(j, task.key)
-        done[task.config.name][j.item_id] = j
-
+def _judge(config, judging: JudgePlan, seeds, probes, progress, deadline: float | None = None):
+    """What is left to judge after generation (reviewed, edited or retried items; everything
+    when review is required), then the untouched agent probes' copies of their source's
+    verdict. Returns each judge's judgments by item id."""
+    tasks = judging.source_tasks(seeds) + judging.probe_tasks(probes)
     if tasks:
-        run_tasks(
+        run_pool(
             tasks,
+            judging.run,
             concurrency=config.concurrency,
-            on_judgment=persist,
+            on_result=judging.persist,
             progress=progress,
             desc="judge",
             deadline=deadline,
         )
-    return done
-
-
-def with_task(cfg: JudgeConfig, task: dict[str, Any]) -> JudgeConfig:
-    """``cfg`` (with a panel's members) asked another task: the ``instruction``, ``rubric`` and
-    ``scale`` a probe's ``meta["judge_task"]`` names (the judgment records this config's hash)."""
-    update: dict[str, Any] = {}
-    if task.get("instruction") is not None:
-        update["instruction"] = task["instruction"]
-    if task.get("rubric") is not None:
-        update["rubric"] = task["rubric"]
-    if task.get("scale") is not None:
-        update["scale"] = Scale.model_validate(task["scale"])
-    if cfg.members:
-        update["members"] = [with_task(m, task) for m in cfg.members]
-    return cfg.model_copy(update=update)
+    judging.copy_untouched(probes)
+    return judging.done
 
 
 def _score(
@@ -422,6 +354,9 @@ def _score(
         sources = {
             s.id: js[f"source:{s.id}"].score if f"source:{s.id}" in js else None for s in seeds
         }
+        source_criteria = {
+            s.id: js[f"source:{s.id}"].criteria or {} for s in seeds if f"source:{s.id}" in js
+        }
         verdicts = {p.id: js[judged_id(p)] for p in probes if judged_id(p) in js}
         per_test = {}
         for t in instances:
@@ -431,6 +366,7 @@ def _score(
                 verdicts,
                 sources,
                 config.scale,
+                source_criteria=source_criteria,
                 n_resamples=b.n_resamples,
                 confidence=b.confidence,
                 seed=b.seed,
@@ -467,6 +403,7 @@ def _score(
         lm_calls[f"judge:{name}"] = r["usage"]["calls"]
     return {
         "seeds": len(seeds),
+        "notes": [n for t in instances for n in t.notes()],
         "probes": {t.name: len(by_test.get(t.name, [])) for t in instances},
         "dropped": drop_counts,
         "review": {**reviewed, "required": config.review.required},
@@ -474,6 +411,6 @@ def _score(
         "generation_usage": gen_usage,
         "lm_calls": lm_calls,
         "bootstrap": f"{b.n_resamples} percentile resamples over probes (the bias probes' "
-        f"rates and the samples-needed curve: over source items / pairs), seed {b.seed}, "
-        f"{b.confidence:.0%} intervals",
+        f"rates, the samples-needed curve and the agent tests: over source items, with all "
+        f"their probes), seed {b.seed}, {b.confidence:.0%} intervals",
     }

@@ -41,6 +41,8 @@ class Review(BaseModel):
     timestamp: str | None = None
     original_response: str | None = None
     original_target: int | None = None
+    # an edited transcript probe: message index → its content before the person's edit
+    original_messages: dict[int, str] | None = None
 
 
 class Probe(BaseModel):
@@ -83,6 +85,18 @@ class Dropped(BaseModel):
     test: str
     source_id: str
     variant: Any = None
-    reason: Literal["generation_failed", "validator_rejected", "not_applicable", "duplicate"]
+    reason: Literal[
+        "generation_failed",
+        "validator_rejected",
+        "not_applicable",
+        "duplicate",
+        # agent tests: why a transcript yielded no probe
+        "no_assistant_message",
+        "empty_plan",
+        "planner_failed",
+        "editor_failed",
+        "summarizer_failed",
+        "verifier_failed",
+    ]
     detail: str | None = None
     usage: Usage = Field(default_factory=Usage)

@@ -6,9 +6,11 @@ in the run's config, so any run can be rebuilt exactly from what it logged.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from concurrent.futures import Future
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -17,11 +19,20 @@ from pydantic import BaseModel, ConfigDict
 
 from assay.errors import ConfigError
 from assay.experiments.reliability._probe import Dropped, Probe
+from assay.programs import JudgeConfig
 from assay.scale import Scale
-from assay.types import Item, Usage
+from assay.types import Item, Usage, stable_hash
 
 Scoring = Literal[
-    "invariance", "flip", "stability", "ordinal", "position", "injection", "cue", "polarity"
+    "invariance",
+    "flip",
+    "stability",
+    "ordinal",
+    "position",
+    "injection",
+    "cue",
+    "polarity",
+    "criterion",
 ]
 
 
@@ -69,6 +80,9 @@ class GenerationContext:
     rubric: str = ""
     seed: int = 0
     usage: dict[str, Usage] = field(default_factory=dict)
+    # shared by every unit of a run: identical shared calls made once, LM calls in flight capped
+    memo: CallMemo | None = None
+    slots: Callable[[], AbstractContextManager[Any]] | None = None
 
     def call(
         self,
@@ -78,17 +92,34 @@ class GenerationContext:
         stage: str,
         temperature: float | None = None,
         rollout: int | None = None,
+        shared: bool = False,
         **inputs: Any,
     ) -> tuple[dspy.Prediction, Usage]:
         """Run ``program`` (a test's generator or validator) on the ``role``'s LM; count its
         usage under ``stage`` (also when the call fails) and return the prediction with the
-        usage of this call."""
+        usage of this call.
+
+        With ``shared``, a call identical to one another unit of the run already made (same
+        role, sampling, program state and inputs) is not sent again: it gets that call's
+        prediction (or failure) and no usage, as from a cache — also while the first is still
+        in flight."""
+        if shared and self.memo is not None:
+            key = _call_key(role, program, temperature, rollout, inputs)
+            return self.memo.once(
+                key, lambda: self._call(role, program, stage, temperature, rollout, inputs)
+            )
+        return self._call(role, program, stage, temperature, rollout, inputs)
+
+    def _call(
+        self, role, program, stage, temperature, rollout, inputs
+    ) -> tuple[dspy.Prediction, Usage]:
         from assay.lm import make_adapter, usage_of_tracker
 
         lm = self.lm(role, temperature=temperature, rollout=rollout)
         usage = Usage()
         try:
             with (
+                self.slots() if self.slots is not None else nullcontext(),
                 dspy.track_usage() as tracker,
                 dspy.context(lm=lm, adapter=make_adapter(self.adapters.get(role, "json"))),
             ):
@@ -103,14 +134,49 @@ class GenerationContext:
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        """Count the tokens and cost of every LM call made inside under ``name``."""
+        """Count the tokens and cost of every LM call made inside under ``name`` (one call at a
+        time: it holds one of the run's LM-call slots)."""
         from assay.lm import usage_of_tracker
 
-        with dspy.track_usage() as tracker:
+        with (
+            self.slots() if self.slots is not None else nullcontext(),
+            dspy.track_usage() as tracker,
+        ):
             yield
         role = "validator" if name == "validate" else "generator"
         price = self.prices.get(role)
         self.usage[name] = self.usage.get(name, Usage()) + usage_of_tracker(tracker, price)
+
+
+def _call_key(role, program, temperature, rollout, inputs) -> str:
+    return stable_hash(
+        [role, temperature, rollout, type(program).__name__, program.dump_state(), inputs]
+    )
+
+
+class CallMemo:
+    """Single-flight memo of identical LM calls across the units of one run: the first caller
+    makes the call, the others wait for it and get its result with no usage."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: dict[str, Future] = {}
+
+    def once(self, key: str, call: Callable[[], tuple[Any, Usage]]) -> tuple[Any, Usage]:
+        with self._lock:
+            future = self._calls.get(key)
+            first = future is None
+            if first:
+                future = self._calls[key] = Future()
+        if not first:
+            return future.result()[0], Usage()
+        try:
+            result = call()
+        except BaseException as exc:
+            future.set_exception(exc)
+            raise
+        future.set_result(result)
+        return result
 
 
 class ReliabilityTest(ABC):
@@ -123,6 +189,9 @@ class ReliabilityTest(ABC):
     - ``stability``: k samples of the source; an item passes when all k agree;
     - ``ordinal``: generated items per scale bucket; exact match, CCC, Pearson, Spearman, MAE;
     - ``position``, ``injection``, ``cue``, ``polarity``: the bias probes (``_bias_scoring``).
+    - ``criterion``: agent probes, each for one rubric criterion, scored on the judge's verdict
+      for that criterion (pass = the target; consistency = the verdict moved from the judge's
+      own verdict on the unperturbed transcript toward the target), per criterion.
     """
 
     __test__ = False  # not a pytest class
@@ -147,10 +216,14 @@ class ReliabilityTest(ABC):
                 f"test '{self.name}' needs reference labels; {missing} seed items have none"
             )
 
-    def check_judges(self, judges: list[Any]) -> None:
-        """Raise :class:`ConfigError` when the test cannot run with these judge configs
-        (called before anything is written). Any judges by default."""
+    def check_judges(self, judges: list[JudgeConfig]) -> None:
+        """Raise :class:`ConfigError` when the test cannot measure these judges (checked with
+        the config, before anything runs). Nothing by default."""
         return None
+
+    def notes(self) -> list[str]:
+        """What the report must say about how this test treated the judged items."""
+        return []
 
     def programs(self) -> dict[str, dspy.Module]:
         """The test's DSPy programs by role (``generator``, ``validator``): their state is

@@ -15,11 +15,22 @@ def ci(m: dict | None) -> str:
 
 
 def preload_plotting() -> None:
-    """Import matplotlib (headless) ahead of time; the report's plots then start at once."""
+    """Import matplotlib (headless) and render a throw-away figure ahead of time (fonts, the
+    Agg canvas, the PNG writer load on first use); the report's plots then start at once."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot  # noqa: F401
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(1, 1))
+    ax = fig.add_subplot()
+    ax.imshow([[0.0, 1.0]], cmap="RdYlGn")
+    ax.set_title("warm-up")
+    ax.text(0, 0, "0.00")
+    fig.colorbar(ax.images[0], ax=ax, label="x")
+    fig.savefig(io.BytesIO(), format="png", dpi=20)
 
 
 def heatmap(metrics: dict[str, Any], path: Path) -> Path:
@@ -103,6 +114,7 @@ def render(config, metrics: dict[str, Any]) -> str:
             or "none"
         ),
         f"- review: {metrics['review']}",
+        *[f"- note: {n}" for n in metrics.get("notes", [])],
         "",
         "![pass rate per test and judge](heatmap.png)",
         "",
@@ -124,6 +136,7 @@ def render(config, metrics: dict[str, Any]) -> str:
             lines.append(
                 f"| {t} | {ci(m.get('pass_rate'))} | {ci(m.get('consistency'))} | {m['unscored']} of {m['judged']} | {'; '.join(other)} |"
             )
+        lines += _criterion_tables(r["tests"])
         u = r["usage"]
         lines += [
             "",
@@ -156,6 +169,39 @@ def render(config, metrics: dict[str, Any]) -> str:
             "> The embedded local model makes poor probes and poor verdicts: this run shows the pipeline, not a trustworthy measurement.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _criterion_tables(tests: dict[str, Any]) -> list[str]:
+    """Agent tests: pass rate and consistency per rubric criterion; exact / within one / MAE
+    per target score of an ordinal criterion."""
+    rows, targets = [], []
+    for t, m in tests.items():
+        for c, cm in (m.get("criteria") or {}).items():
+            rows.append(
+                f"| {t} | {c} | {cm['probes']} | {ci(cm.get('pass_rate'))} | "
+                f"{ci(cm.get('consistency'))} ({cm['consistency_undefined']} undefined: already at the target, or untouched) |"
+            )
+        for target, tm in (m.get("by_target") or {}).items():
+            targets.append(
+                f"| {t} | {target} | {tm['probes']} | {ci(tm['exact'])} | "
+                f"{ci(tm['within_one'])} | {ci(tm['mae'])} |"
+            )
+    out: list[str] = []
+    if rows:
+        out += [
+            "",
+            "| test | criterion | probes | pass rate [CI] | verdict moved toward the target [CI] |",
+            "|---|---|---|---|---|",
+            *rows,
+        ]
+    if targets:
+        out += [
+            "",
+            "| test | target score | probes | exact [CI] | within one [CI] | MAE [CI] |",
+            "|---|---|---|---|---|---|",
+            *targets,
+        ]
+    return out
 
 
 def write_report(run_dir: Path, config, metrics: dict[str, Any]) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from assay.data import iter_jsonl
+from assay.data import iter_jsonl, last_assistant_text_index, replace_message
 from assay.errors import DataError
 from assay.experiments.reliability._probe import Probe, Review
 from assay.experiments.runs import now
@@ -59,8 +59,9 @@ _READ_ONLY = (
     "source_text",
     "probe_text",
     "judge_task",  # polarity: the inverted instruction / rubric / scale the judge is asked
+    "edits",
 )
-_TO_FILL = ("decision", "edited_text", "edited_target", "reviewer", "note")
+_TO_FILL = ("decision", "edited_text", "edited_target", "edited_messages", "reviewer", "note")
 
 _HEADER = """\
 # Review of generated probes ({n} listed). Fill in, save, then import this file.
@@ -69,6 +70,10 @@ _HEADER = """\
 #   decision:       accept | edit | reject   (leave "" to decide later; the probe stays pending)
 #   edited_text:    with decision: edit, the corrected probe text (copy probe_text and change it)
 #   edited_target:  with decision: edit, the corrected target: a score or a label ({scale})
+#   edited_messages: agent transcript probes (they list their `edits`: each edited message's
+#                   index, the planner's intent, the original and the edited text): with
+#                   decision: edit, a mapping  <message index>: <corrected text>  (edited_text
+#                   is not used for them)
 #   reviewer:       your name (required for every decision; or pass a reviewer when importing)
 #   note:           optional: why
 #
@@ -174,6 +179,15 @@ def apply_reviews(probes: list[Probe], reviews: Iterable[dict[str, Any]]) -> lis
                     review.original_target = probe.target
                     copy.target = decision["target"]
                     copy.target_source = "human"
+                if decision.get("messages") and copy.transcript:
+                    review.original_messages = {}
+                    for key, text in decision["messages"].items():
+                        i = int(key)
+                        review.original_messages[i] = copy.transcript[i].content
+                        copy.transcript = replace_message(copy.transcript, i, content=text)
+                    final = last_assistant_text_index(copy.transcript)
+                    if final is not None:
+                        copy.response = copy.transcript[final].content
             copy.review = review
         out.append(copy)
     return out
@@ -237,9 +251,11 @@ def export_review(run_dir: Path, out: Path, scale: Scale, *, include_reviewed: b
                 "source_text": seed.response,
                 "probe_text": probe.response,
                 **({"judge_task": probe.meta["judge_task"]} if "judge_task" in probe.meta else {}),
+                **_edits_entry(probe),
                 "decision": "",
                 "edited_text": None,
                 "edited_target": None,
+                **({"edited_messages": None} if probe.transcript else {}),
                 "reviewer": "",
                 "note": "",
             }
@@ -254,6 +270,27 @@ def export_review(run_dir: Path, out: Path, scale: Scale, *, include_reviewed: b
     header = _HEADER.format(n=len(entries), scale=scale.describe())
     _write_atomic(out, header + "\n" + body)
     return len(entries)
+
+
+def _edits_entry(probe: Probe) -> dict[str, Any]:
+    """A transcript probe's edits as a per-message diff: index, the planner's intent, the
+    original and the edited message (and tool-call arguments, where they changed)."""
+    edits = probe.meta.get("edits")
+    if not probe.transcript or not isinstance(edits, list):
+        return {}
+    out = []
+    for e in edits:
+        row = {
+            "message_index": e.get("message_index"),
+            "intent": e.get("intent"),
+            "original": e.get("original"),
+            "edited": e.get("replacement"),
+        }
+        if "replacement_tool_calls" in e:
+            row["original_tool_calls"] = e.get("original_tool_calls")
+            row["edited_tool_calls"] = e.get("replacement_tool_calls")
+        out.append(row)
+    return {"edits": out}
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -448,6 +485,17 @@ def _decide(
         except ValueError as exc:
             raise fail(str(exc), "edited_target") from None
 
+    edited_messages = _edited_messages(entry.get("edited_messages"), probe, fail)
+    if edited_text is not None and probe.transcript:
+        raise fail(
+            "a transcript probe is edited message by message: use edited_messages", "edited_text"
+        )
+    if decision != "edit" and edited_messages:
+        said = f"is {decision!r}" if decision else "is empty"
+        raise fail(
+            f"is filled but the decision {said}: set decision: edit, or clear it",
+            "edited_messages",
+        )
     if decision != "edit" and (edited_text is not None or edited_target is not None):
         field = "edited_text" if edited_text is not None else "edited_target"
         said = f"is {decision!r}" if decision else "is empty"
@@ -456,11 +504,18 @@ def _decide(
         return None
 
     response = target = None
+    messages: dict[str, str] | None = None
     if decision == "edit":
-        if edited_text is None and edited_target is None:
+        if edited_text is None and edited_target is None and edited_messages is None:
             raise fail(
                 "decision is 'edit' but edited_text and edited_target are both empty", "decision"
             )
+        if edited_messages:
+            messages = {
+                str(i): text
+                for i, text in edited_messages.items()
+                if probe.transcript and text != probe.transcript[i].content
+            } or None
         if edited_text is not None:
             if not probe.response.endswith("\n"):
                 edited_text = edited_text.rstrip("\n")  # a block literal adds a final newline
@@ -468,10 +523,14 @@ def _decide(
                 response = edited_text
         if edited_target is not None and edited_target != probe.target:
             target = edited_target
-        if response is None and target is None:
+        if response is None and target is None and messages is None:
             raise fail(
                 "is the same as the generated probe: nothing to edit (to keep it, use accept)",
-                "edited_text" if edited_target is None else "edited_target",
+                "edited_messages"
+                if edited_messages
+                else "edited_text"
+                if edited_target is None
+                else "edited_target",
             )
 
     name = _text_or_none(entry.get("reviewer")) or _text_or_none(reviewer)
@@ -486,10 +545,35 @@ def _decide(
         "note": _text_or_none(entry.get("note")),
         "response": response,
         "target": target,
+        **({"messages": messages} if messages else {}),
     }
     if isinstance(entry.get("undo_of"), int):  # the browser's undo: which decision it reverts
         record["undo_of"] = entry["undo_of"]
     return record
+
+
+def _edited_messages(raw: Any, probe: Probe, fail: _Fail) -> dict[int, str] | None:
+    """``edited_messages`` checked: assistant message indices of the probe's transcript, each
+    with non-empty text (a block literal's final newline dropped)."""
+    if raw is None or raw == {} or raw == "":
+        return None
+    if not probe.transcript:
+        raise fail("only agent transcript probes have messages to edit", "edited_messages")
+    if not isinstance(raw, dict):
+        raise fail("must be a mapping  <message index>: <text>", "edited_messages")
+    out: dict[int, str] = {}
+    for key, text in raw.items():
+        index = int(key) if isinstance(key, int) or str(key).strip().isdigit() else None
+        if index is None or not 0 <= index < len(probe.transcript):
+            raise fail(f"{key!r} is not a message index of this transcript", "edited_messages")
+        if probe.transcript[index].role != "assistant":
+            raise fail(f"message {index} is not an assistant message", "edited_messages")
+        if not isinstance(text, str) or not text.strip():
+            raise fail(f"message {index}: the text must not be empty", "edited_messages")
+        if not probe.transcript[index].content.endswith("\n"):
+            text = text.rstrip("\n")
+        out[index] = text
+    return out
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -542,6 +626,8 @@ def _check_read_only(
     if "probe_text" in entry and entry["probe_text"] is not None:
         texts = {_normalize(probe.response)}
         texts |= {_normalize(r["response"]) for r in earlier if r.get("response") is not None}
+        # a hand-edited final message of a transcript probe is its text too
+        texts |= {_normalize(t) for r in earlier for t in (r.get("messages") or {}).values()}
         if not isinstance(entry["probe_text"], str) or _normalize(entry["probe_text"]) not in texts:
             raise fail(
                 "is read-only: put the corrected text in edited_text (decision: edit)", "probe_text"
@@ -557,6 +643,26 @@ def _check_read_only(
             raise fail(
                 "is read-only: put the corrected target in edited_target (decision: edit)", "target"
             )
+    rows = entry.get("edits")
+    if isinstance(rows, list) and probe.transcript:
+        for row in rows:
+            if not isinstance(row, dict) or not isinstance(row.get("edited"), str):
+                continue
+            i = row.get("message_index")
+            if not isinstance(i, int) or not 0 <= i < len(probe.transcript):
+                continue
+            texts = {_normalize(probe.transcript[i].content)}
+            texts |= {
+                _normalize(r["messages"][str(i)])
+                for r in earlier
+                if str(i) in (r.get("messages") or {})
+            }
+            if _normalize(row["edited"]) not in texts:
+                raise fail(
+                    f"is read-only: put the corrected text of message {i} in edited_messages "
+                    "(decision: edit)",
+                    "edits",
+                )
 
 
 def _append(path: Path, text: str) -> None:

@@ -8,6 +8,7 @@ from typing import ClassVar
 import dspy
 from pydantic import Field
 
+from assay.data import last_assistant_text_index, message_changes, replace_message
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Validation
 from assay.experiments.reliability._registry import (
     GenerationContext,
@@ -16,7 +17,7 @@ from assay.experiments.reliability._registry import (
     TestSettings,
     Unit,
 )
-from assay.programs import Perturber, ProbeValidator, unscored_reason
+from assay.programs import JudgeConfig, Perturber, ProbeValidator, unscored_reason
 from assay.signatures import CheckEquivalence
 from assay.types import Item, Usage
 
@@ -100,8 +101,32 @@ class RewriteTest(ReliabilityTest):
         )
         return pred.ok, pred.reason, usage
 
+    def check_judges(self, judges: list[JudgeConfig]) -> None:
+        self._transcripts = any(j.task == "transcript" for j in judges)
+
+    def notes(self) -> list[str]:
+        if not getattr(self, "_transcripts", False):
+            return []
+        return [
+            f"{self.name}: on transcripts, only the final assistant message is rewritten (and "
+            "validated); every other message is kept as it was"
+        ]
+
     def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
         src = unit.sources[0]
+        final: int | None = None
+        if src.transcript:  # rewrite the final assistant message, keep the rest
+            final = last_assistant_text_index(src.transcript)
+            if final is None:
+                return [
+                    Dropped(
+                        test=self.name,
+                        source_id=src.id,
+                        reason="not_applicable",
+                        detail="the transcript has no assistant message with text to rewrite",
+                    )
+                ]
+            src = src.model_copy(update={"response": src.transcript[final].content})
         if not src.response.strip():
             return [
                 Dropped(
@@ -167,6 +192,16 @@ class RewriteTest(ReliabilityTest):
                 validation = Validation(
                     model=ctx.model_of("validator"), verdict=True, reason=reason, usage=val_usage
                 )
+            transcript, meta = None, {"variant": i}
+            if final is not None and src.transcript:
+                transcript = replace_message(src.transcript, final, content=text)
+                meta["edits"] = [
+                    {
+                        "message_index": final,
+                        "intent": self.change,
+                        **message_changes(src.transcript[final], transcript[final]),
+                    }
+                ]
             out.append(
                 Probe(
                     id=Probe.make_id(self.name, src.id, i, self.settings.model_dump()),
@@ -174,6 +209,7 @@ class RewriteTest(ReliabilityTest):
                     source_id=src.id,
                     request=src.request,
                     response=text,
+                    transcript=transcript,
                     target=target,
                     target_source="human" if self.scoring == "invariance" else "construction",
                     generation=Generation(
@@ -184,7 +220,7 @@ class RewriteTest(ReliabilityTest):
                         usage=gen_usage,
                     ),
                     validation=validation,
-                    meta={"variant": i},
+                    meta=meta,
                 )
             )
         return out

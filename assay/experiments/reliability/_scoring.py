@@ -10,7 +10,7 @@ import numpy as np
 
 from assay.experiments.reliability._bias_scoring import samples_needed, score_bias
 from assay.experiments.reliability._probe import Probe
-from assay.metrics import agreement_metrics, rate
+from assay.metrics import agreement_metrics, cluster_mean, rate
 from assay.scale import Scale
 from assay.types import Judgment
 
@@ -26,12 +26,14 @@ def score_test(
     source_verdicts: dict[str, int | None],
     scale: Scale,
     *,
+    source_criteria: dict[str, dict[str, int | None]] | None = None,
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Metrics of one test for one judge. ``verdicts`` maps probe id → judgment,
-    ``source_verdicts`` maps source id → the judge's score on the source (None = unscored)."""
+    ``source_verdicts`` maps source id → the judge's score on the source (None = unscored),
+    ``source_criteria`` source id → its per-criterion scores (transcript judges)."""
     boot = dict(n_resamples=n_resamples, confidence=confidence, seed=seed)
     judged = [p for p in probes if p.id in verdicts]
     unscored = Counter(verdicts[p.id].unscored for p in judged if verdicts[p.id].score is None)
@@ -48,6 +50,8 @@ def score_test(
         return {**out, **_ordinal(scored, verdicts, scale, boot)}
     if scoring in ("position", "injection", "cue", "polarity"):
         return {**out, **score_bias(scoring, scored, verdicts, source_verdicts, scale, boot)}
+    if scoring == "criterion":
+        return {**out, **_criterion(scored, verdicts, source_verdicts, source_criteria, boot)}
     passes = [verdicts[p.id].score == p.target for p in scored if p.target is not None]
     consistent = []
     source_unscored = 0
@@ -104,3 +108,62 @@ def _ordinal(scored, verdicts, scale: Scale, boot) -> dict[str, Any]:
         if k in ("accuracy", "ccc", "pearson", "spearman", "mae", "kappa_quadratic")
     }
     return {"pass_rate": metrics.pop("accuracy"), "consistency": None, **metrics}
+
+
+def _criterion(scored, verdicts, source_verdicts, source_criteria, boot) -> dict[str, Any]:
+    """Agent probes, each made for one rubric criterion (``meta['criterion']``), scored on the
+    judge's verdict for that criterion: pass = the target; consistency (defined where the
+    judge's own verdict on the unperturbed transcript is not already the target, and the probe
+    is not that transcript untouched) = the verdict moved toward the target. Per criterion too; ordinal targets also exact / within one / MAE
+    per target score. CIs resample source items (a source's probes come along)."""
+    rows = []
+    source_unscored = 0
+    for p in scored:
+        c = p.meta.get("criterion")
+        j = verdicts[p.id]
+        v = (j.criteria or {}).get(c, j.score) if c else j.score
+        per_source = (source_criteria or {}).get(p.source_id) or {}
+        own = per_source.get(c) if c in per_source else source_verdicts.get(p.source_id)
+        if v is None or p.target is None:
+            continue
+        source_unscored += own is None
+        # an untouched probe is the source itself: its verdict cannot move
+        undefined = own is None or own == p.target or p.meta.get("untouched")
+        moved = None if undefined else abs(v - p.target) < abs(own - p.target)
+        rows.append((p, c, v, moved))
+
+    def block(sub) -> dict[str, Any]:
+        passes = [float(v == p.target) for p, _, v, _ in sub]
+        moved = [(float(m), p.source_id) for p, _, _, m in sub if m is not None]
+        return {
+            "pass_rate": _cluster(passes, [p.source_id for p, *_ in sub], boot),
+            "consistency": _cluster([m for m, _ in moved], [s for _, s in moved], boot),
+            "consistency_undefined": len(sub) - len(moved),
+        }
+
+    out = {**block(rows), "source_unscored": source_unscored}
+    out["criteria"] = {
+        c: {"probes": len(sub), **block(sub)}
+        for c in sorted({c for _, c, _, _ in rows if c})
+        for sub in [[r for r in rows if r[1] == c]]
+    }
+    ordinal = [r for r in rows if r[0].meta.get("objective") == "score"]
+    if ordinal:
+        out["by_target"] = {}
+        for t in sorted({p.target for p, *_ in ordinal}):
+            sub = [r for r in ordinal if r[0].target == t]
+            sources = [p.source_id for p, *_ in sub]
+            err = [abs(v - t) for _, _, v, _ in sub]
+            out["by_target"][str(t)] = {
+                "probes": len(sub),
+                "exact": _cluster([float(e == 0) for e in err], sources, boot),
+                "within_one": _cluster([float(e <= 1) for e in err], sources, boot),
+                "mae": _cluster([float(e) for e in err], sources, boot),
+            }
+    return out
+
+
+def _cluster(values: list[float], sources: list[str], boot) -> dict[str, Any] | None:
+    if not values:
+        return None
+    return cluster_mean(values, sources, **boot).to_dict()

@@ -238,18 +238,30 @@ def flags(
 def run_selftest(
     workdir: Path, *, progress: bool = False, tracking: bool = False
 ) -> dict[str, Any]:
+    from assay.experiments.reliability import _selftest_agent as agent
     from assay.experiments.reliability._harness import run_harness
 
     register()
-    data = write_data(workdir / ".assay" / "selftest")
-    config = selftest_config(data, tracking=tracking)
-    config.output_dir = str(workdir / ".assay" / "selftest" / "runs")
+    agent.register()
+    folder = workdir / ".assay" / "selftest"
+    config = selftest_config(write_data(folder), tracking=tracking)
+    config.output_dir = str(folder / "runs")
     res = run_harness(config, workdir=workdir, progress=progress)
     judges = flags(res.metrics)
     pairwise = pairwise_config(write_pair_data(workdir / ".assay" / "selftest"), tracking=tracking)
     pairwise.output_dir = config.output_dir
     pair_res = run_harness(pairwise, workdir=workdir, progress=progress)
     judges.update(flags(pair_res.metrics, "clean_pairwise", PAIRWISE_DEFECTS))
+    # the agent tests: transcript judges on agent transcripts, a run of their own
+    agent_config = agent.selftest_config(agent.write_data(folder), tracking=tracking)
+    agent_config.output_dir = str(folder / "runs")
+    agent_res = run_harness(agent_config, workdir=workdir, progress=progress)
+    for name, j in flags(agent_res.metrics, defects=agent.DEFECTS).items():
+        if name in judges:  # the clean judge: one row for both runs
+            judges[name]["flagged"] += j["flagged"]
+            judges[name]["tests"].update(j["tests"])
+        else:
+            judges[name] = j
     clean = ("clean", "clean_pairwise")
     ok = not any(judges[c]["flagged"] for c in clean) and all(
         set(j["meant_for"]) <= set(j["flagged"]) for n, j in judges.items() if n not in clean
@@ -258,5 +270,6 @@ def run_selftest(
         "ok": ok,
         "run_dir": str(res.run_dir),
         "pairwise_run_dir": str(pair_res.run_dir),
+        "agent_run_dir": str(agent_res.run_dir),
         "judges": judges,
     }

@@ -35,6 +35,8 @@ _JUDGE_METRICS = (
     "contradiction_rate",
     "samples_needed",
     "samples_needed_95",
+    "criteria",  # agent tests: per rubric criterion
+    "by_target",  # agent tests, ordinal criteria: per target score
 )
 
 

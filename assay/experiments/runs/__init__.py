@@ -10,7 +10,7 @@ from assay.experiments.runs._judging import (
     to_judge,
 )
 from assay.experiments.runs._lock import RunLock, file_lock
-from assay.experiments.runs._pool import run_pool
+from assay.experiments.runs._pool import CallSlots, run_pool
 from assay.experiments.runs._run import Run, run_directory, write_html
 from assay.experiments.runs._store import JUDGMENTS, RunStore, now
 from assay.experiments.runs._tracking import (
@@ -28,6 +28,7 @@ __all__ = [
     "judge_one",
     "run_tasks",
     "to_judge",
+    "CallSlots",
     "JUDGMENTS",
     "Run",
     "RunLock",

@@ -24,19 +24,39 @@ class TranscriptKind(JudgeKind):
     def check(cls, config: Any) -> None:
         if not config.criteria:
             raise ValueError("a transcript judge needs 'criteria' (a rubric list)")
+        seen: set[str] = set()
+        for c in config.criteria:
+            if c.id in seen:
+                raise ValueError(f"criteria: duplicate id '{c.id}'")
+            seen.add(c.id)
+            off = [s for s in c.scores if s not in config.scale.values]
+            if off:
+                raise ValueError(
+                    f"criteria '{c.id}': score_levels {off} are not on the judge's "
+                    f"{config.scale.describe()} scale"
+                )
 
     @classmethod
     def inputs(cls, config: Any, item: Item) -> dict[str, Any]:
         if not item.transcript:
             raise DataError("a transcript judge needs items with a transcript", field="transcript")
-        return {"transcript": render_transcript(item.transcript)}
+        out: dict[str, Any] = {"transcript": render_transcript(item.transcript)}
+        # a probe made for one criterion is judged on that criterion only (the others are
+        # judged, call for call the same, on its source)
+        only = item.meta.get("criterion")
+        if isinstance(only, str) and any(c.id == only for c in config.criteria):
+            out["criteria"] = [only]
+        return out
 
     @classmethod
     def forward(cls, judge: Any, inputs: dict[str, Any]) -> dspy.Prediction:
         per: dict[str, int] = {}
         reasons = []
+        only = inputs.get("criteria")
         for criterion in judge.config.criteria:
-            pred = judge.predict(criterion=criterion.instructions, transcript=inputs["transcript"])
+            if only is not None and criterion.id not in only:
+                continue
+            pred = judge.predict(criterion=criterion.text(), transcript=inputs["transcript"])
             one = judge.prediction(pred)
             per[criterion.id] = one.score
             if one.reasoning:

@@ -255,11 +255,14 @@ print(json.dumps(res.metrics["judges"]["j"]["tests"]))
 """
     )
     log = tmp_path / "calls.log"
+    # this checkout's assay, not whichever one is installed
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     proc = subprocess.Popen(
         [sys.executable, str(script), "0.15"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     deadline = time.time() + 120
     judged = None
@@ -269,7 +272,12 @@ print(json.dumps(res.metrics["judges"]["j"]["tests"]))
             if (tmp_path / "runs").exists()
             else []
         )
-        if files and len(files[0].read_text().splitlines()) >= 4:
+        # sources are judged while probes are generated: wait until generation is done
+        if (
+            files
+            and len(files[0].read_text().splitlines()) >= 4
+            and (files[0].parents[1] / "probes.jsonl").exists()
+        ):
             judged = files[0]
             break
         time.sleep(0.05)
@@ -285,6 +293,7 @@ print(json.dumps(res.metrics["judges"]["j"]["tests"]))
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     ).communicate(timeout=300)
     assert out.strip(), err
     calls_after = log.read_text().splitlines()[len(calls_before) :]
@@ -295,7 +304,7 @@ print(json.dumps(res.metrics["judges"]["j"]["tests"]))
     assert len(calls_after) == len(ids) - done_before
     first = json.loads(out.strip().splitlines()[-1])
     out2, _ = subprocess.Popen(
-        [sys.executable, str(script), "0"], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(script), "0"], stdout=subprocess.PIPE, text=True, env=env
     ).communicate(timeout=300)
     assert json.loads(out2.strip().splitlines()[-1]) == first
     assert len(log.read_text().splitlines()) == len(calls_before) + len(

@@ -32,7 +32,7 @@ from assay.experiments.reliability._registry import (
     Unit,
     reliability_test,
 )
-from assay.programs import ScoreGenerator, ScoreValidator, unscored_reason
+from assay.programs import JudgeConfig, ScoreGenerator, ScoreValidator, unscored_reason
 from assay.scale import Scale
 from assay.types import Item, Usage
 
@@ -108,6 +108,14 @@ class SyntheticOrdinal(ReliabilityTest):
         if self._scale != scale or self.validator is None:
             self.validator = ScoreValidator(scale)
         self._scale = scale
+
+    def check_judges(self, judges: list[JudgeConfig]) -> None:
+        transcript = [j.name for j in judges if j.task == "transcript"]
+        if transcript:
+            raise ConfigError(
+                f"{NAME} writes new responses, not agent transcripts: transcript judge "
+                f"{', '.join(transcript)} cannot be tested with it (remove the test or the judge)"
+            )
 
     def units(self, items: list[Item]) -> list[Unit]:
         """One unit per bucket (score), each with every seed as a source."""
