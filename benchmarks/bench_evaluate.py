@@ -34,7 +34,7 @@ from assay.experiments import _evaluate as evaluate_module
 from assay.lm import ScriptedCall, ScriptedEngine, StubServer
 from assay.programs import JudgeConfig
 
-STAGES = ("load_items", "build_judge", "judge_items", "summarize_run", "log_run")
+STAGES = ("load_items", "build_judge", "run_tasks", "summarize_run", "write_html")
 TARGET_RATIO = 1.15
 
 
@@ -147,7 +147,7 @@ def bench_scripted(table: Path, workdir: Path, n: int, concurrency: int) -> dict
     for c in sorted({1, concurrency}):
         cfg = config(table, judge, concurrency=c, output_dir=f"a-c{c}", tracking=off)
         wall, spent, result = run(cfg, workdir, factory)
-        judging = spent["judge_items"]
+        judging = spent["run_tasks"]
         scored = sum(j.score is not None for j in result.judgments)
         print(
             f"    concurrency {c}: {n / judging:7.1f} items/s judging, "
@@ -199,7 +199,7 @@ def bench_stub(
         cfg = config(table, judge, concurrency=concurrency, output_dir=f"b-{tag}", tracking=off)
         wall, spent, result = run(cfg, workdir)
         calls, in_flight = stub.n_requests, stub.max_in_flight
-    judging = spent["judge_items"]
+    judging = spent["run_tasks"]
     limit = calls * latency / concurrency
     ratio = judging / limit if limit else float("nan")
     scored = sum(j.score is not None for j in result.judgments)
@@ -208,7 +208,7 @@ def bench_stub(
         f"ratio {ratio:.3f} (target ≤ {TARGET_RATIO})  max_in_flight {in_flight}"
     )
     print(f"    outside judging {wall - judging:.2f}s ({fmt_stages(spent)}); scored {scored}/{n}")
-    cpu_ms = spent["judge_items_cpu"] / calls * 1e3
+    cpu_ms = spent["run_tasks_cpu"] / calls * 1e3
     print(
         f"    per call: {(judging * concurrency / calls - latency) * 1e3:.1f} ms of thread time "
         f"beyond L; {cpu_ms:.1f} ms of process CPU (GIL-bound: the ratio grows past 1 "

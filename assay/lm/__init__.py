@@ -11,6 +11,7 @@ from assay.lm._scripted import (
     scripted_engine,
 )
 from assay.lm._spec import (
+    NOT_IN_IDENTITY,
     ROLE_DEFAULTS,
     GeneratorSpec,
     ModelSpec,
@@ -22,6 +23,7 @@ from assay.lm._spec import (
 from assay.lm._stub_server import StubServer
 
 __all__ = [
+    "NOT_IN_IDENTITY",
     "ROLE_DEFAULTS",
     "GeneratorSpec",
     "ModelSpec",

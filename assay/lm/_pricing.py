@@ -1,4 +1,5 @@
-"""USD cost of token usage: a per-model override, else LiteLLM's (local, offline) price map."""
+"""USD cost of token usage: a per-model override, else LiteLLM's price map (DSPy's bundled,
+offline copy of it: pricing never imports LiteLLM)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ def _is_free(model: str) -> bool:
 
 @lru_cache(maxsize=256)
 def _litellm_price(model: str) -> tuple[float, float] | None:
-    import litellm
+    from dspy.clients.model_metadata import model_info
 
-    info = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1])
+    provider, _, name = model.partition("/")
+    info = model_info(provider, name) if name else {}
     if not info:
         return None
     inp, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")

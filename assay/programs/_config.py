@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from assay.lm import ModelSpec
+from assay.lm import NOT_IN_IDENTITY, ModelSpec
 from assay.scale import Scale
 from assay.types import flatten, stable_hash
 
@@ -24,11 +24,11 @@ class Criterion(BaseModel):
     score_levels: list[Any] | None = None
 
 
+# the display name and how the model is called (price, timeout, client, rate limits)
 _NOT_IN_HASH: Any = {
     "name": True,
-    "price": True,
-    "timeout": True,
-    "members": {"__all__": {"name", "price", "timeout"}},
+    **dict.fromkeys(NOT_IN_IDENTITY, True),
+    "members": {"__all__": {"name", *NOT_IN_IDENTITY}},
 }
 
 
@@ -105,8 +105,8 @@ class JudgeConfig(ModelSpec):
         return self
 
     def config_hash(self) -> str:
-        """Stable hash of everything that affects a verdict (the display name, the price and
-        the per-attempt timeout excluded)."""
+        """Stable hash of everything that affects a verdict (the display name, the price, the
+        per-attempt timeout, the client and the rate limits excluded)."""
         return stable_hash(self.model_dump(mode="json", exclude=_NOT_IN_HASH))
 
     def flat_params(self) -> dict[str, str]:
