@@ -125,11 +125,9 @@ def mlflow_line(run_id: str | None, tracking_uri: str | None = None) -> str | No
 
 
 def freeze_imports() -> None:
-    """Move the objects of the (large) imports out of the garbage collector's reach: full
-    collections of them otherwise stall every worker thread for up to a second mid-run."""
+    """Move the objects of the imports so far out of the garbage collector's reach: full
+    collections of them otherwise stall every worker thread for up to a second mid-run. (No
+    collection first: it costs half a second of start-up and import-time garbage is small.)"""
     import gc
 
-    import litellm  # noqa: F401  (loaded by the first LM call anyway)
-
-    gc.collect()
     gc.freeze()

@@ -1,10 +1,11 @@
-"""The native client: an OpenAI-compatible chat-completions endpoint over httpx, as a DSPy engine.
+"""The native client: an OpenAI-compatible chat-completions endpoint over HTTP, as a DSPy engine.
 
 ``client: native`` in a :class:`~assay.lm.ModelSpec` (the default for ``openai/...`` models).
 DSPy still owns everything around the request — its adapters, the response cache, usage
 tracking, history and the retry loop (``num_retries``, waiting ``Retry-After`` on a 429) — the
 engine makes one attempt. What it changes is the cost: no LiteLLM import (seconds of start-up)
-and a fraction of the CPU per call, with pooled keep-alive connections and an async twin.
+and a fraction of the CPU per call: ``http.client`` on a keep-alive connection per thread
+(httpx behind a proxy), and an async twin on ``httpx.AsyncClient``.
 
 The body sent is what LiteLLM sends an OpenAI-compatible server for the same call: ``model``
 without its ``openai/`` prefix, ``messages``, ``temperature``, ``max_tokens``, ``seed``,
@@ -25,7 +26,6 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-import httpx
 from dspy.lm15 import (
     AuthError,
     InvalidRequestError,
@@ -101,7 +101,7 @@ def request_body(request: Any, wire_model: str) -> dict[str, Any]:
     return body
 
 
-def retry_after(headers: httpx.Headers) -> float | None:
+def retry_after(headers: Any) -> float | None:
     """``Retry-After`` in seconds (a number, or an HTTP date), if the server sent one."""
     value = headers.get("retry-after")
     if value is None:
@@ -113,7 +113,7 @@ def retry_after(headers: httpx.Headers) -> float | None:
         return None if when is None else max(0.0, when.timestamp() - time.time())
 
 
-def error_for(status: int, text: str, headers: httpx.Headers) -> ProviderError:
+def error_for(status: int, text: str, headers: Any) -> ProviderError:
     """The DSPy (lm15) error of a failed answer: DSPy's retry loop retries 429, 5xx, timeouts
     and transport errors, waiting ``retry_after`` when given."""
     try:
@@ -169,7 +169,7 @@ class _Endpoint:
         estimate = _estimate_tokens(body) if self.limiter and self.limiter.tpm else 0
         return json.dumps(body).encode(), estimate
 
-    def _answer(self, status: int, text: str, headers: httpx.Headers, estimate: int) -> Response:
+    def _answer(self, status: int, text: str, headers: Any, estimate: int) -> Response:
         """The response of one finished exchange (its limiter slot released), or its error."""
         if status != 200:
             err = error_for(status, text, headers)
@@ -192,11 +192,13 @@ class _Endpoint:
     def _failed(self, exc: Exception) -> Exception:
         if self.limiter is not None:
             self.limiter.release(ok=False)
-        if isinstance(exc, httpx.TimeoutException | TimeoutError):
+        if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
             return LMTimeout(f"no answer within {self.timeout:g}s", provider=PROVIDER)
         return TransportError(f"{type(exc).__name__}: {exc}", provider=PROVIDER)
 
-    def _limits(self) -> httpx.Limits:
+    def _limits(self) -> Any:
+        import httpx
+
         return httpx.Limits(max_connections=None, max_keepalive_connections=512)
 
 
@@ -214,7 +216,7 @@ class HttpEngine(_Endpoint):
         proxied = urllib.request.getproxies().get(parts.scheme)
         self._proxy = bool(proxied) and not urllib.request.proxy_bypass(self._host)
         self._local = threading.local()
-        self._client: httpx.Client | None = None
+        self._client: Any = None  # httpx.Client, behind a proxy only
         self._lock = threading.Lock()
 
     def complete(self, request: Any) -> Response:
@@ -223,11 +225,11 @@ class HttpEngine(_Endpoint):
             self.limiter.acquire(estimate)
         try:
             status, text, headers = (self._via_httpx if self._proxy else self._post)(content)
-        except (OSError, http.client.HTTPException, httpx.HTTPError) as exc:
+        except Exception as exc:  # socket, http.client or httpx: the attempt failed in transit
             raise self._failed(exc) from None
         return self._answer(status, text, headers, estimate)
 
-    def _post(self, content: bytes) -> tuple[int, str, httpx.Headers]:
+    def _post(self, content: bytes) -> tuple[int, str, Any]:
         """POST on this thread's connection; a kept-alive connection the server has closed
         meanwhile is reopened once (nothing was processed on it)."""
         for attempt in (0, 1):
@@ -258,10 +260,12 @@ class HttpEngine(_Endpoint):
             if r.will_close:
                 conn.close()
                 self._local.conn = None
-            return r.status, data.decode("utf-8", "replace"), httpx.Headers(r.getheaders())
+            return r.status, data.decode("utf-8", "replace"), r.msg  # headers, case-insensitive
         raise AssertionError("unreachable")
 
-    def _via_httpx(self, content: bytes) -> tuple[int, str, httpx.Headers]:
+    def _via_httpx(self, content: bytes) -> tuple[int, str, Any]:
+        import httpx
+
         if self._client is None:
             with self._lock:
                 if self._client is None:
@@ -280,9 +284,11 @@ class AsyncHttpEngine(_Endpoint):
 
     def __init__(self, **kw: Any):
         super().__init__(**kw)
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self) -> Any:
+        import httpx
+
         loop = asyncio.get_running_loop()
         entry = self._clients.get(id(loop))
         if entry is None or entry[0] is not loop:
@@ -299,7 +305,7 @@ class AsyncHttpEngine(_Endpoint):
             await self.limiter.aacquire(estimate)
         try:
             r = await self._http().post(self.url, content=content, headers=self.headers)
-        except httpx.HTTPError as exc:
+        except Exception as exc:  # httpx: the attempt failed in transit
             raise self._failed(exc) from None
         return self._answer(r.status_code, r.text, r.headers, estimate)
 

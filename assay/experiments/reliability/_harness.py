@@ -126,11 +126,6 @@ def run_harness(
     started = time.monotonic()
     pool, seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests)
     _load_programs(instances, config_dir, tracking_uri or config.tracking.uri)
-    # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
-    from assay.experiments.reliability._report import preload_plotting
-
-    plotting = threading.Thread(target=preload_plotting, daemon=True)
-    plotting.start()
     judge_names = select(judges, [j.name for j in config.judges], "judge(s)")
     judge_cfgs = [j for j in config.judges if j.name in judge_names]
     base_programs = {
@@ -149,6 +144,17 @@ def run_harness(
         config, run_hash, command="harness", workdir=workdir, tracking_uri=tracking_uri
     ) as run:
         store = run.store
+        from assay.experiments.reliability._rerun import finish_key, finished_unchanged
+
+        key = finish_key(config, store.path, tests=[t.name for t in instances], judges=judge_names)
+        if finished_unchanged(run, key):  # re-read: no LM call, no new report or MLflow run
+            metrics = store.read_json("metrics.json")
+            return HarnessResult(store.path, metrics, metrics["lm_calls"], run.mlflow_run_id)
+        # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
+        from assay.experiments.reliability._report import preload_plotting
+
+        plotting = threading.Thread(target=preload_plotting, daemon=True)
+        plotting.start()
         if not (store.path / "seeds.jsonl").exists():
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
@@ -202,7 +208,12 @@ def run_harness(
         write_html(store.path)
         from assay.experiments.reliability._tracking import harness_tracked
 
-        run_id = run.finish(harness_tracked(store.path, config, judge_cfgs, metrics))
+        run_id = run.finish(
+            harness_tracked(store.path, config, judge_cfgs, metrics),
+            finish_key=finish_key(
+                config, store.path, tests=[t.name for t in instances], judges=judge_names
+            ),
+        )
         return HarnessResult(store.path, metrics, metrics["lm_calls"], run_id)
 
 

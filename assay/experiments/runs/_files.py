@@ -50,7 +50,10 @@ def jsonl_lines(path: Path) -> tuple[list[str], bool]:
     (no newline: its writer was killed) was left out."""
     if not path.exists():
         return [], False
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    # split on "\n" only: str.splitlines also splits on U+2028, U+0085..., which JSON leaves
+    # unescaped inside strings (a judge's reasoning, a response) — one record would become two
+    parts = path.read_text(encoding="utf-8").split("\n")
+    lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
     torn = bool(lines) and not lines[-1].endswith("\n")
     if torn:
         lines = lines[:-1]

@@ -78,8 +78,10 @@ def _store_lock(uri: str) -> Path | None:
     return None
 
 
-def log_tracked(run: TrackedRun, *, tracking_uri: str, experiment: str, artifact_root: Path) -> str:
-    """Log ``run`` (and its children) to MLflow; returns the top run's id."""
+def prepare_store(tracking_uri: str, experiment: str, artifact_root: Path) -> str:
+    """Import MLflow, create (and migrate) the store if new, and return the experiment's id —
+    the slow part of logging (seconds on a new SQLite store), done once per run and safe to run
+    in a background thread while the LM calls are in flight."""
     import contextlib
 
     import mlflow
@@ -87,17 +89,29 @@ def log_tracked(run: TrackedRun, *, tracking_uri: str, experiment: str, artifact
     lock = _store_lock(tracking_uri)
     guard = file_lock(lock) if lock is not None else contextlib.nullcontext()
     with guard:
-        mlflow.set_tracking_uri(tracking_uri)
-        client = mlflow.MlflowClient()
+        client = mlflow.MlflowClient(tracking_uri=tracking_uri)
         exp = client.get_experiment_by_name(experiment)
-        if exp is None:
-            location = (
-                artifact_root.resolve().as_uri() if tracking_uri.startswith("sqlite:") else None
-            )
-            exp_id = client.create_experiment(experiment, artifact_location=location)
-        else:
-            exp_id = exp.experiment_id
-        return _log(run, exp_id, nested=False)
+        if exp is not None:
+            return exp.experiment_id
+        location = artifact_root.resolve().as_uri() if tracking_uri.startswith("sqlite:") else None
+        return client.create_experiment(experiment, artifact_location=location)
+
+
+def log_tracked(
+    run: TrackedRun,
+    *,
+    tracking_uri: str,
+    experiment: str,
+    artifact_root: Path,
+    experiment_id: str | None = None,
+) -> str:
+    """Log ``run`` (and its children) to MLflow; returns the top run's id. ``experiment_id``
+    from :func:`prepare_store` skips looking the experiment up again."""
+    import mlflow
+
+    exp_id = experiment_id or prepare_store(tracking_uri, experiment, artifact_root)
+    mlflow.set_tracking_uri(tracking_uri)
+    return _log(run, exp_id, nested=False)
 
 
 def _log(run: TrackedRun, exp_id: str, *, nested: bool) -> str:
