@@ -138,10 +138,47 @@ def check_api_key(model: str) -> None:
 
 
 def configure_cache(workdir: Path) -> None:
-    """DSPy's response cache on disk under ``<workdir>/.assay/dspy_cache`` (re-runs are free)."""
-    dspy.configure_cache(
-        enable_disk_cache=True, disk_cache_dir=str(workdir / ".assay" / "dspy_cache")
-    )
+    """DSPy's response cache on disk under ``<workdir>/.assay/dspy_cache`` (re-runs are free).
+
+    Opening it the first time creates 16 SQLite shards (a second of start-up, mostly waiting on
+    the disk): it is opened in a background thread while the config and data load, and the
+    first cache lookup waits for it."""
+    import threading
+
+    from dspy.clients.cache import Cache
+
+    built: dict[str, Any] = {}
+
+    def build() -> None:
+        try:
+            built["cache"] = Cache(
+                enable_disk_cache=True,
+                enable_memory_cache=True,
+                disk_cache_dir=str(workdir / ".assay" / "dspy_cache"),
+                disk_size_limit_bytes=int(os.environ.get("DSPY_CACHE_LIMIT", 3e10)),
+                memory_max_entries=1000000,
+            )
+        except BaseException as exc:  # raised again on first use
+            built["error"] = exc
+
+    thread = threading.Thread(target=build, name="assay-dspy-cache", daemon=True)
+    thread.start()
+    with dspy._cache_lock:
+        dspy.cache = _OpeningCache(thread, built)
+
+
+class _OpeningCache:
+    """Stands for DSPy's cache until the background thread has opened it."""
+
+    def __init__(self, thread: Any, built: dict[str, Any]):
+        self._thread = thread
+        self._built = built
+
+    def __getattr__(self, name: str) -> Any:
+        self._thread.join()
+        if "error" in self._built:
+            raise self._built["error"]
+        return getattr(self._built["cache"], name)
 
 
 def make_adapter(kind: str) -> dspy.Adapter:

@@ -9,7 +9,6 @@ appended per judge in ``judgments/<judge>-<hash>.jsonl``.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from assay.experiments.reliability._registry import (
 )
 from assay.experiments.reliability._scoring import score_test
 from assay.experiments.runs import (
+    Background,
     JudgeTask,
     Run,
     RunStore,
@@ -153,8 +153,7 @@ def run_harness(
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         from assay.experiments.reliability._report import preload_plotting
 
-        plotting = threading.Thread(target=preload_plotting, daemon=True)
-        plotting.start()
+        plotting = Background(preload_plotting, name="assay-plotting")
         if not (store.path / "seeds.jsonl").exists():
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 

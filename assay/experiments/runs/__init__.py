@@ -1,5 +1,6 @@
 """The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow."""
 
+from assay.experiments.runs._background import Background
 from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
 from assay.experiments.runs._judging import (
     JudgeTask,
@@ -22,6 +23,7 @@ from assay.experiments.runs._tracking import (
 )
 
 __all__ = [
+    "Background",
     "JudgeTask",
     "ProgramsByAttempt",
     "judge_items",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import RunError
+from assay.experiments.runs._background import Background
 from assay.experiments.runs._lock import RunLock
 from assay.experiments.runs._store import RunStore, now
 from assay.experiments.runs._tracking import (
@@ -105,24 +106,13 @@ class Run:
         return run
 
     def _prepare_tracking(self) -> None:
-        """Import MLflow and create its store in a background thread while the run works (the
-        store of a new folder takes seconds); :meth:`log` joins it. A failure here is raised
-        again by :meth:`log`, where it always surfaced."""
-        import threading
-
-        result: dict[str, Any] = {}
-
-        def prepare() -> None:
-            try:
-                result["id"] = prepare_store(
-                    self.tracking_uri, self.experiment, self.workdir / "mlartifacts"
-                )
-            except BaseException as exc:  # re-raised by log()
-                result["error"] = exc
-
-        thread = threading.Thread(target=prepare, name="assay-mlflow-store", daemon=True)
-        thread.start()
-        self._store_ready = (thread, result)
+        """Import MLflow and create its store in the background while the run works (the store
+        of a new folder takes seconds); :meth:`log` joins it. A failure here is raised again by
+        :meth:`log`, where it always surfaced."""
+        self._store_ready = Background(
+            lambda: prepare_store(self.tracking_uri, self.experiment, self.workdir / "mlartifacts"),
+            name="assay-mlflow-store",
+        )
 
     @property
     def experiment(self) -> str:
@@ -171,12 +161,8 @@ class Run:
             tracked.artifacts = [self.dir]
         experiment_id = None
         if self._store_ready is not None:
-            thread, result = self._store_ready
-            thread.join()
-            self._store_ready = None
-            if "error" in result:
-                raise result["error"]
-            experiment_id = result["id"]
+            ready, self._store_ready = self._store_ready, None
+            experiment_id = ready.join()
         return log_tracked(
             tracked,
             tracking_uri=self.tracking_uri,
