@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from assay.cli._common import add_run, mlflow_line, overrides, print_run_json, workdir
+from assay.cli._common import add_ray, add_run, mlflow_line, overrides, print_run_json, workdir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,6 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("config", help="YAML config (see examples/)")
     add_run(p, model=True)
+    add_ray(p)
     p.set_defaults(func=run)
 
 

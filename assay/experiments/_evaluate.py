@@ -21,6 +21,7 @@ from assay.experiments._report import render_report
 from assay.experiments._scoring import summarize_run
 from assay.experiments.runs import (
     JudgeTask,
+    ProgramRecipe,
     ProgramsByAttempt,
     Run,
     TrackedRun,
@@ -75,6 +76,16 @@ def evaluate(
         return build_judge(config.judge, factory)
 
     programs = ProgramsByAttempt(config.judge, make)
+
+    def recipe(attempt: int) -> ProgramRecipe | None:
+        """How a Ray worker rebuilds the attempt's program (not a custom ``lm_factory``'s)."""
+        if lm_factory is not None:
+            return None
+        rollout = None if attempt == 1 else attempt
+        return ProgramRecipe.of(
+            config.judge, rollout=rollout, retries=config.retries, base=config_dir
+        )
+
     programs(1)  # built (API keys checked, program state loaded) before anything is written
 
     with Run.open(
@@ -90,11 +101,15 @@ def evaluate(
             )
         by_id = {it.id: it for it in items}
         new = run_tasks(
-            [JudgeTask(programs(a), by_id[i], config.judge, attempt=a) for i, a in work],
+            [
+                JudgeTask(programs(a), by_id[i], config.judge, attempt=a, recipe=recipe(a))
+                for i, a in work
+            ],
             concurrency=config.concurrency,
             on_judgment=lambda _t, j: run.store.append(j),
             progress=progress,
             deadline=config.deadline(started),
+            execution=config.execution,
         )
         judged = {**done, **{j.item_id: j for j in new}}
         judgments = [judged[it.id] for it in items]

@@ -33,6 +33,7 @@ from assay.experiments.reliability._scoring import score_test
 from assay.experiments.runs import (
     Background,
     JudgeTask,
+    ProgramRecipe,
     Run,
     RunStore,
     now,
@@ -356,9 +357,20 @@ def _judge(
             temperature, rollout = sampled.get(item_id, (None, None))
             if attempt > 1:  # a fresh sample: a rollout id of its own (stability ones stay apart)
                 rollout = (rollout or 0) + 1000 * attempt
+            run_cfg = (
+                cfg if temperature is None else cfg.model_copy(update={"temperature": temperature})
+            )
+            recipe = ProgramRecipe.of(
+                run_cfg, rollout=rollout, retries=config.retries, base=config_dir
+            )
             tasks.append(
                 JudgeTask(
-                    program_for(cfg, temperature, rollout), items[item_id], cfg, name, attempt
+                    program_for(cfg, temperature, rollout),
+                    items[item_id],
+                    cfg,
+                    name,
+                    attempt,
+                    recipe,
                 )
             )
 
@@ -374,6 +386,7 @@ def _judge(
             progress=progress,
             desc="judge",
             deadline=deadline,
+            execution=config.execution,
         )
     return done
 

@@ -12,6 +12,7 @@ from assay.experiments.runs._judging import (
 )
 from assay.experiments.runs._lock import RunLock, file_lock
 from assay.experiments.runs._pool import run_pool
+from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
 from assay.experiments.runs._run import Run, run_directory, write_html
 from assay.experiments.runs._store import JUDGMENTS, RunStore, now
 from assay.experiments.runs._tracking import (
@@ -23,6 +24,8 @@ from assay.experiments.runs._tracking import (
 )
 
 __all__ = [
+    "ExecutionConfig",
+    "ProgramRecipe",
     "Background",
     "JudgeTask",
     "ProgramsByAttempt",

@@ -10,6 +10,7 @@ from typing import Any
 import dspy
 
 from assay.experiments.runs._pool import run_pool
+from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
 from assay.lm import make_adapter, usage_of_tracker
 from assay.programs import JudgeConfig, unscored_reason
 from assay.types import Item, Judgment
@@ -64,6 +65,7 @@ class JudgeTask:
     config: JudgeConfig
     key: str = ""
     attempt: int = 1
+    recipe: ProgramRecipe | None = None  # how to rebuild ``program`` elsewhere (Ray workers)
 
 
 def run_tasks(
@@ -74,14 +76,30 @@ def run_tasks(
     progress: bool = True,
     desc: str = "judging",
     deadline: float | None = None,
+    execution: ExecutionConfig | None = None,
 ) -> list[Judgment]:
     """Judge every task in one pool (items, tests and judges interleave); ``on_judgment`` sees
-    each judgment as it finishes."""
+    each judgment as it finishes. ``execution.engine: ray`` judges on Ray actors instead (each
+    task's ``recipe`` rebuilds its program there); ``on_judgment`` still runs here."""
     unscored = [0]
 
     def count(j: Judgment) -> dict[str, Any]:
         unscored[0] += j.score is None
         return {"unscored": unscored[0]}
+
+    if execution is not None and execution.engine == "ray" and tasks:
+        from assay.experiments.runs._ray import run_on_ray
+
+        return run_on_ray(
+            tasks,
+            execution=execution,
+            concurrency=concurrency,
+            on_judgment=on_judgment,
+            progress=progress,
+            desc=desc,
+            deadline=deadline,
+            postfix=count,
+        )
 
     return run_pool(
         tasks,
