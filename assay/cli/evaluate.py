@@ -55,6 +55,11 @@ def run(args: argparse.Namespace) -> int:
         f"LM calls {u['calls']} · tokens {u['prompt_tokens']}+{u['completion_tokens']} · "
         f"cost ${u['cost_usd']:.6f}"
     )
+    if u.get("limit_wait_s") or u.get("rate_limited"):
+        print(
+            f"rate limits: {u['limit_wait_s']:.1f}s waited over all calls · "
+            f"{u['rate_limited']} HTTP 429 answers (waited out and retried)"
+        )
     print(f"run directory: {res.run_dir}")
     line = mlflow_line(res.mlflow_run_id, args.tracking_uri)
     if line:

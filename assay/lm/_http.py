@@ -177,6 +177,10 @@ class _Endpoint:
                 self.limiter.release(
                     ok=False, rate_limited=status == 429, retry_after=err.retry_after
                 )
+                if status == 429:
+                    # the limiter now holds every caller (this one's retry too) for Retry-After
+                    # and counts it as waiting on limits; DSPy's retry loop must not sleep again
+                    err.retry_after = 0.0
             raise err
         try:
             response = response_from_openai_chat(json.loads(text), model=self.wire_model)

@@ -58,9 +58,11 @@ class RateLimiter:
     server has said 429: halved on each 429 (never below 1), raised by one after each cap's
     worth of successes, dropped again once it has grown past what is actually in flight."""
 
-    def __init__(self, rpm: int | None = None, tpm: int | None = None):
+    def __init__(self, rpm: int | None = None, tpm: int | None = None, *, window_s: float = 60.0):
         self.rpm = rpm
         self.tpm = tpm
+        self.window_s = window_s  # "per minute" (shorter in tests)
+        self._consecutive = 0  # 429s since the last success (backoff without Retry-After)
         self._lock = threading.Condition()
         self._starts: deque[float] = deque()  # admission times in the last minute
         self._tokens: deque[tuple[float, int]] = deque()  # (time, tokens) in the last minute
@@ -78,13 +80,13 @@ class RateLimiter:
             return self._paused_until - now
         if self._cap is not None and self._in_flight >= int(self._cap):
             return _POLL_S
-        minute = now - 60.0
+        minute = now - self.window_s
         while self._starts and self._starts[0] <= minute:
             self._starts.popleft()
         while self._tokens and self._tokens[0][0] <= minute:
             self._tokens.popleft()
         if self.rpm is not None and len(self._starts) >= self.rpm:
-            return self._starts[0] + 60.0 - now
+            return self._starts[0] + self.window_s - now
         if self.tpm is not None and self._tokens:
             used = sum(n for _, n in self._tokens)
             if used + tokens > self.tpm:
@@ -96,7 +98,7 @@ class RateLimiter:
                     if need <= 0:
                         at = t
                         break
-                return (at if at is not None else self._tokens[-1][0]) + 60.0 - now
+                return (at if at is not None else self._tokens[-1][0]) + self.window_s - now
         self._starts.append(now)
         if self.tpm is not None:
             self._tokens.append((now, tokens))
@@ -136,31 +138,40 @@ class RateLimiter:
         retry_after: float | None = None,
         tokens: int | None = None,
         estimate: int = 0,
-    ) -> None:
-        """End one admitted call: a 429 halves the cap and pauses admission for Retry-After;
-        a success grows the cap additively. ``tokens`` (what the call really used) beyond its
-        admission ``estimate`` is added to the tpm window."""
+    ) -> float:
+        """End one admitted call: a 429 halves the cap and pauses admission for ``retry_after``
+        (the server's Retry-After; without one 1, 2, 4 ... 60 s over consecutive 429s) — every
+        caller waits it out, the retried call too; a success grows the cap additively.
+        ``tokens`` (what the call really used) beyond its ``estimate`` joins the tpm window.
+        Returns the pause set (seconds)."""
         with self._lock:
             self._in_flight -= 1
             now = time.monotonic()
             if self.tpm is not None and tokens is not None and tokens > estimate:
                 self._tokens.append((now, tokens - estimate))
+            pause = 0.0
             if rate_limited:
                 self.rate_limited += 1
+                self._consecutive += 1
                 _record(limited=1)
+                if retry_after is None:
+                    retry_after = float(min(2 ** (self._consecutive - 1), 60))
+                pause = max(0.0, retry_after)
                 current = self._in_flight + 1
                 base = current if self._cap is None else min(self._cap, current)
                 self._cap = max(1.0, math.floor(base / 2))
                 self.min_cap = (
                     int(self._cap) if self.min_cap is None else min(self.min_cap, int(self._cap))
                 )
-                if retry_after is not None and retry_after > 0:
-                    self._paused_until = max(self._paused_until, now + retry_after)
-            elif ok and self._cap is not None:
-                self._cap += 1.0 / self._cap
-                if self._cap > 2 * (self._in_flight + 1) + 8:
-                    self._cap = None  # the cap no longer binds: back to unlimited
+                self._paused_until = max(self._paused_until, now + pause)
+            elif ok:
+                self._consecutive = 0
+                if self._cap is not None:
+                    self._cap += 1.0 / self._cap
+                    if self._cap > 2 * (self._in_flight + 1) + 8:
+                        self._cap = None  # the cap no longer binds: back to unlimited
             self._lock.notify_all()
+            return pause
 
     @property
     def cap(self) -> int | None:

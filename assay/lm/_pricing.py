@@ -45,14 +45,19 @@ def _litellm_price(model: str) -> tuple[float, float] | None:
     return float(inp), float(out)
 
 
-def usage_of_tracker(tracker: Any, price: tuple[float, float] | None = None) -> Usage:
+def usage_of_tracker(
+    tracker: Any, price: tuple[float, float] | None = None, limits: Any = None
+) -> Usage:
     """Tokens and cost of every LM call recorded by a ``dspy.track_usage`` tracker.
 
     Cache hits report no tokens and count as no call. ``price`` (USD per million input and
     output tokens) overrides LiteLLM's price map; a call of a model with no known price is
-    counted in ``unpriced_calls``, never priced at zero.
+    counted in ``unpriced_calls``, never priced at zero. ``limits`` (from
+    :func:`~assay.lm.track_limits`) adds the time the calls waited on rate limits.
     """
     total = Usage()
+    if limits is not None:
+        total = Usage(limit_wait_s=round(limits.waited_s, 4), rate_limited=limits.rate_limited)
     for model, entries in tracker.usage_data.items():
         for entry in entries:
             p = int(entry.get("prompt_tokens") or 0)

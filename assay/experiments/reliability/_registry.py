@@ -81,18 +81,19 @@ class GenerationContext:
         """Run ``program`` (a test's generator or validator) on the ``role``'s LM; count its
         usage under ``stage`` (also when the call fails) and return the prediction with the
         usage of this call."""
-        from assay.lm import make_adapter, usage_of_tracker
+        from assay.lm import make_adapter, track_limits, usage_of_tracker
 
         lm = self.lm(role, temperature=temperature, rollout=rollout)
         usage = Usage()
         try:
             with (
                 dspy.track_usage() as tracker,
+                track_limits() as waits,
                 dspy.context(lm=lm, adapter=make_adapter(self.adapters.get(role, "json"))),
             ):
                 pred = program(**inputs)
         finally:
-            usage = usage_of_tracker(tracker, self.prices.get(role))
+            usage = usage_of_tracker(tracker, self.prices.get(role), waits)
             self.usage[stage] = self.usage.get(stage, Usage()) + usage
         return pred, usage
 

@@ -11,7 +11,7 @@ import dspy
 
 from assay.experiments.runs._pool import run_pool
 from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
-from assay.lm import make_adapter, usage_of_tracker
+from assay.lm import make_adapter, track_limits, usage_of_tracker
 from assay.programs import JudgeConfig, unscored_reason
 from assay.types import Item, Judgment
 
@@ -26,7 +26,11 @@ def judge_one(program: dspy.Module, item: Item, config: JudgeConfig, attempt: in
         "model": config.model,
         "config_hash": config.config_hash(),
     }
-    with dspy.context(adapter=make_adapter(config.adapter)), dspy.track_usage() as tracker:
+    with (
+        dspy.context(adapter=make_adapter(config.adapter)),
+        dspy.track_usage() as tracker,
+        track_limits() as waits,
+    ):
         try:
             pred = program(**program.inputs(item))
         except Exception as exc:
@@ -45,7 +49,7 @@ def judge_one(program: dspy.Module, item: Item, config: JudgeConfig, attempt: in
                 "criteria": pred.get("criteria"),
                 "raw": pred.get("outputs"),
             }
-    usage = usage_of_tracker(tracker, config.price_pair)
+    usage = usage_of_tracker(tracker, config.price_pair, waits)
     return Judgment(
         **base,
         **result,
