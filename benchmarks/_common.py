@@ -92,6 +92,7 @@ def _serve_stub(conn: Any, latency_s: float, respond: Respond | None) -> None:
                     "n_requests": stub.n_requests,
                     "max_in_flight": stub.max_in_flight,
                     "spans": sorted(timed.spans),
+                    "cpu_s": time.process_time(),  # the stub's own CPU (it shares the cores)
                 }
             )
         conn.send(None)

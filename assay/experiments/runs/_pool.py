@@ -3,17 +3,20 @@ they finish, and an exit that never waits on a hung request."""
 
 from __future__ import annotations
 
+import queue
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from tqdm import tqdm
 
 from assay.errors import RunError
+from assay.experiments.runs._files import group_commit
 
 W = TypeVar("W")
 R = TypeVar("R")
+_TICK_S = 0.5  # the longest the pool waits without looking at Ctrl-C and the deadline
 
 
 def run_pool(
@@ -30,7 +33,9 @@ def run_pool(
 ) -> list[R]:
     """``fn`` over ``work`` with up to ``concurrency`` in flight, results in ``work`` order.
 
-    ``on_result`` sees each result as it finishes (so the caller persists it before the next).
+    ``on_result`` sees each result as it finishes, in this thread; the records it appends
+    (:func:`~assay.experiments.runs.append_lines`) are committed together for every batch of
+    results that finished meanwhile — one fsync per batch, before the next result is looked at.
     An exception — a bug, Ctrl-C, or the ``deadline`` (a ``time.monotonic()`` value) passing —
     stops the pool at once: pending work is cancelled, finished work is kept, and calls still
     in flight are abandoned rather than waited for (a hung server cannot hold the run).
@@ -38,31 +43,56 @@ def run_pool(
     out: list[R | None] = [None] * len(work)
     bar = tqdm(total=len(work), desc=desc, unit=unit, disable=not progress, dynamic_ncols=True)
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+    finished: queue.SimpleQueue[tuple[int, Future[R]]] = queue.SimpleQueue()
     clean = False
     try:
-        futures: dict[Future[R], int] = {pool.submit(fn, w): i for i, w in enumerate(work)}
-        pending = set(futures)
-        while pending:
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            done, pending = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
-            if not done:
-                finished = sum(r is not None for r in out)
-                raise RunError(
-                    f"deadline reached with {len(work) - finished} of {len(work)} {unit}s "
-                    "unfinished; everything finished is saved: re-run to resume"
-                )
-            for fut in done:
-                i = futures[fut]
-                r = fut.result()
-                if on_result is not None:
-                    on_result(work[i], r)
-                out[i] = r
-                if postfix is not None:
-                    bar.set_postfix(**postfix(r), refresh=False)
-                bar.update(1)
+        for i, w in enumerate(work):
+            # a completion queue: O(1) per result (waiting on a set of futures is O(pending))
+            pool.submit(fn, w).add_done_callback(lambda f, i=i: finished.put((i, f)))
+        left = len(work)
+        while left:
+            batch = [_next(finished, deadline, len(work), left, unit)]
+            while True:  # everything else that has finished meanwhile joins the batch
+                try:
+                    batch.append(finished.get_nowait())
+                except queue.Empty:
+                    break
+            with group_commit():
+                for i, fut in batch:
+                    r = fut.result()
+                    if on_result is not None:
+                        on_result(work[i], r)
+                    out[i] = r
+                    left -= 1
+                    if postfix is not None:
+                        bar.set_postfix(**postfix(r), refresh=False)
+            bar.update(len(batch))
         clean = True
     finally:
         # on success every future is done; on failure do not wait for calls in flight
         pool.shutdown(wait=clean, cancel_futures=True)
         bar.close()
     return [r for r in out if r is not None]
+
+
+def _next(finished: queue.SimpleQueue, deadline: float | None, total: int, left: int, unit: str):
+    """The next finished ``(index, future)``, waking every tick for Ctrl-C; RunError once the
+    deadline has passed."""
+    while True:
+        try:  # what has finished is kept, even past the deadline
+            return finished.get_nowait()
+        except queue.Empty:
+            pass
+        wait = _TICK_S
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RunError(
+                    f"deadline reached with {left} of {total} {unit}s unfinished; everything "
+                    "finished is saved: re-run to resume"
+                )
+            wait = min(wait, remaining)
+        try:
+            return finished.get(timeout=wait)
+        except queue.Empty:
+            continue
