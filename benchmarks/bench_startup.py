@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -103,9 +104,12 @@ def evaluate_config(
     return path
 
 
-def command(args: list[str], cwd: Path) -> tuple[float, float, str]:
-    """Run ``python -m assay.cli <args>`` in ``cwd``; (start time, wall seconds, stderr tail)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+def command(args: list[str], cwd: Path, root: Path) -> tuple[float, float, float]:
+    """Run ``python -m assay.cli <args>`` in ``cwd`` with the assay of ``root``; (start time,
+    wall seconds, CPU seconds of the command: load-independent, unlike its wall time)."""
+    env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime
     start = time.time()
     proc = subprocess.run(
         [sys.executable, "-m", "assay.cli", *args],
@@ -117,7 +121,8 @@ def command(args: list[str], cwd: Path) -> tuple[float, float, str]:
     wall = time.time() - start
     if proc.returncode != 0:
         raise SystemExit(f"assay {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
-    return start, wall, proc.stderr[-2000:]
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return start, wall, usage.ru_utime + usage.ru_stime - cpu
 
 
 def one_suite(
@@ -132,7 +137,7 @@ def one_suite(
     if opts.ray:
         args.append("--ray")
     stub.reset()
-    start, wall, _ = command(args, folder)
+    start, wall, cpu = command(args, folder, opts.root)
     stats = stub.stats()
     spans = stats["spans"]
     calls = stats["n_requests"]
@@ -140,7 +145,7 @@ def one_suite(
     last = max(b for _, b in spans) - start if spans else float("nan")
     limit = calls * latency / concurrency
     stub.reset()
-    _, rerun, _ = command(args, folder)
+    _, rerun, rerun_cpu = command(args, folder, opts.root)
     rerun_calls = stub.stats()["n_requests"]
     return {
         "calls": calls,
@@ -152,7 +157,9 @@ def one_suite(
         "tail_s": wall - last,
         "max_in_flight": stats["max_in_flight"],
         "rerun_s": rerun,
+        "rerun_cpu_s": rerun_cpu,
         "rerun_calls": rerun_calls,
+        "cpu_s": cpu,
     }
 
 
@@ -167,10 +174,12 @@ def show(title: str, runs: list[dict[str, float]], jrh: bool) -> dict[str, float
         f"    calls {m['calls']:.0f}  first request after {m['first_request_s']:.2f}s  "
         f"last answer {m['last_answer_s']:.2f}s  wall {m['wall_s']:.2f}s  "
         f"limit calls×L÷C {m['limit_s']:.2f}s  wall ÷ limit {m['wall_over_limit']:.2f}  "
-        f"(after the last answer {m['tail_s']:.2f}s; max in flight {m['max_in_flight']:.0f})"
+        f"(after the last answer {m['tail_s']:.2f}s; max in flight {m['max_in_flight']:.0f}; "
+        f"CPU {m['cpu_s']:.1f}s)"
     )
     print(
-        f"    zero-call re-run: {m['rerun_s']:.2f}s ({m['rerun_calls']:.0f} calls)   "
+        f"    zero-call re-run: {m['rerun_s']:.2f}s, CPU {m['rerun_cpu_s']:.2f}s "
+        f"({m['rerun_calls']:.0f} calls)   "
         "each run: "
         + ", ".join(
             f"{r['wall_s']:.1f}s/{r['first_request_s']:.2f}s/{r['rerun_s']:.2f}s" for r in runs
@@ -195,11 +204,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--client", choices=["litellm", "native"], default=None)
     parser.add_argument("--ray", action="store_true", help="judge on Ray (--ray)")
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="the checkout whose assay runs (compare commits)"
+    )
     opts = parser.parse_args()
     one, five, _ = os.getloadavg()
     print(
         f"assay from the command line, stub L = {opts.latency}s in its own process, "
-        f"C = {opts.concurrency}, client {opts.client or 'default'}; load average {one:.1f} / "
+        f"C = {opts.concurrency}, client {opts.client or 'default'}, assay from {opts.root}; "
+        f"load average {one:.1f} / "
         f"{five:.1f} on {os.cpu_count()} CPUs"
     )
     suites = ["jrh", "evaluate"] if opts.suite == "both" else [opts.suite]

@@ -9,6 +9,7 @@ Segments are plain text: the templates escape them.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -67,8 +68,22 @@ def _merge(parts: list[Segment]) -> list[Segment]:
 
 def diff_texts(source: str, probe: str) -> tuple[list[Segment], list[Segment]]:
     """``(source segments, probe segments)``: deletions marked on the source side,
-    insertions on the probe side, the rest ``same`` on both."""
-    a, b = _TOKEN.findall(source or ""), _TOKEN.findall(probe or "")
+    insertions on the probe side, the rest ``same`` on both. Remembered per pair of texts (a
+    word diff of two long responses takes tens of milliseconds; the harness computes its
+    probes' diffs in the background while the judges run, see :func:`warm_diffs`)."""
+    left, right = _diff_texts(source or "", probe or "")
+    return list(left), list(right)
+
+
+def warm_diffs(pairs: list[tuple[str, str]]) -> None:
+    """Compute (and remember) the diffs of ``pairs`` ahead of the report that shows them."""
+    for source, probe in pairs:
+        _diff_texts(source or "", probe or "")
+
+
+@functools.lru_cache(maxsize=4096)
+def _diff_texts(source: str, probe: str) -> tuple[tuple[Segment, ...], tuple[Segment, ...]]:
+    a, b = _TOKEN.findall(source), _TOKEN.findall(probe)
     if max(len(a), len(b)) > _WORD_LIMIT:
         a, b = (source or "").splitlines(keepends=True), (probe or "").splitlines(keepends=True)
     left: list[Segment] = []
@@ -83,7 +98,7 @@ def diff_texts(source: str, probe: str) -> tuple[list[Segment], list[Segment]]:
             left.append(_segment("del", "".join(a[i1:i2])))
         if j2 > j1:
             right.append(_segment("ins", "".join(b[j1:j2])))
-    return _merge(left), _merge(right)
+    return tuple(_merge(left)), tuple(_merge(right))
 
 
 def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:

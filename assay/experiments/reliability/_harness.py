@@ -182,7 +182,8 @@ def run_harness(
         else:
             to_judge = [p for p in probes if p.review.status != "rejected"]
 
-        # -- judge -----------------------------------------------------------------------------
+        # -- judge (report.html's source/probe diffs computed meanwhile) ------------------------
+        diffs = Background(lambda: _warm_diffs(seeds, probes), delay=0.0, name="assay-diffs")
         judgments = _judge(
             config,
             judge_cfgs,
@@ -205,6 +206,7 @@ def run_harness(
 
         plotting.join()
         write_report(store.path, config, metrics)
+        diffs.join()
         write_html(store.path)
         from assay.experiments.reliability._tracking import harness_tracked
 
@@ -215,6 +217,14 @@ def run_harness(
             ),
         )
         return HarnessResult(store.path, metrics, metrics["lm_calls"], run_id)
+
+
+def _warm_diffs(seeds: list[Item], probes: list[Probe]) -> None:
+    """The word diffs report.html shows (tens of ms each), computed while the judges run."""
+    from assay.web import warm_diffs
+
+    responses = {s.id: s.response for s in seeds}
+    warm_diffs([(responses.get(p.source_id, ""), p.response) for p in probes])
 
 
 def _load_programs(
