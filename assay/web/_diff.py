@@ -9,7 +9,6 @@ Segments are plain text: the templates escape them.
 from __future__ import annotations
 
 import difflib
-import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -71,18 +70,49 @@ def diff_texts(source: str, probe: str) -> tuple[list[Segment], list[Segment]]:
     insertions on the probe side, the rest ``same`` on both. Remembered per pair of texts (a
     word diff of two long responses takes tens of milliseconds; the harness computes its
     probes' diffs in the background while the judges run, see :func:`warm_diffs`)."""
-    left, right = _diff_texts(source or "", probe or "")
-    return list(left), list(right)
+    key = (source or "", probe or "")
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _remember(key, _diff_texts(*key))
+    return list(hit[0]), list(hit[1])
+
+
+Diff = tuple[tuple[Segment, ...], tuple[Segment, ...]]
+_CACHE: dict[tuple[str, str], Diff] = {}
+_CACHE_MAX = 4096
+
+
+def _remember(key: tuple[str, str], value: Diff) -> Diff:
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[key] = value
+    return value
 
 
 def warm_diffs(pairs: list[tuple[str, str]]) -> None:
-    """Compute (and remember) the diffs of ``pairs`` ahead of the report that shows them."""
-    for source, probe in pairs:
-        _diff_texts(source or "", probe or "")
+    """Compute (and remember) the diffs of ``pairs`` ahead of the report that shows them — in
+    another process: the word diffs are pure-Python CPU (seconds for a harness run), which
+    would otherwise hold the GIL the LM calls of this process need."""
+    todo = sorted({(s or "", p or "") for s, p in pairs} - set(_CACHE))
+    if not todo:
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")  # never fork a process with threads running
+    try:
+        with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+            for key, value in zip(todo, pool.map(_diff_pair, todo, chunksize=16), strict=True):
+                _remember(key, value)
+    except Exception:  # noqa: BLE001 - no helper process here: the report diffs them itself
+        return
 
 
-@functools.lru_cache(maxsize=4096)
-def _diff_texts(source: str, probe: str) -> tuple[tuple[Segment, ...], tuple[Segment, ...]]:
+def _diff_pair(pair: tuple[str, str]) -> Diff:
+    return _diff_texts(*pair)
+
+
+def _diff_texts(source: str, probe: str) -> Diff:
     a, b = _TOKEN.findall(source), _TOKEN.findall(probe)
     if max(len(a), len(b)) > _WORD_LIMIT:
         a, b = (source or "").splitlines(keepends=True), (probe or "").splitlines(keepends=True)
