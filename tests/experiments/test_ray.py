@@ -116,3 +116,39 @@ def test_a_ray_run_resumes_and_re_runs_like_a_local_one(tmp_path, items_csv, loc
         assert stub.n_requests == calls
     assert again.run_dir == full.run_dir and again.new_judgments == 0
     assert comparable(again.judgments) == comparable(full.judgments)
+
+
+def test_the_command_line_judges_on_ray(tmp_path, items_csv, local_ray):
+    """``--ray`` from the command line joins the running cluster (address auto)."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    with StubServer(respond=verdict) as stub:
+        cfg = config(items_csv, stub, "cli", "local").model_dump(mode="json")
+        path = tmp_path / "config.yaml"
+        path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "assay.cli",
+                "evaluate",
+                str(path),
+                "--ray",
+                "--json",
+                "--quiet",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert stub.n_requests == N_ITEMS
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["new_judgments"] == N_ITEMS and out["counts"]["scored"] == N_ITEMS

@@ -70,12 +70,17 @@ class ProgramRecipe(BaseModel):
 
 
 def _connect(execution: ExecutionConfig) -> Any:
-    try:
-        import ray
-    except ImportError:
+    import importlib.util
+    import sys
+
+    if importlib.util.find_spec("ray") is None:
         raise ConfigError(
             "execution engine ray needs Ray: pip install 'assay[ray]' (or run without --ray)"
-        ) from None
+        )
+    if "IPython" in sys.modules and sys.modules["IPython"] is None:
+        del sys.modules["IPython"]  # the command line marked it absent; Ray imports it as is
+    import ray
+
     if not ray.is_initialized():
         # workers import assay from where this process does (a checkout, an editable install)
         here = str(Path(__file__).resolve().parents[3])
