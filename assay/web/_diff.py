@@ -91,25 +91,37 @@ def _remember(key: tuple[str, str], value: Diff) -> Diff:
 
 def warm_diffs(pairs: list[tuple[str, str]]) -> None:
     """Compute (and remember) the diffs of ``pairs`` ahead of the report that shows them — in
-    another process: the word diffs are pure-Python CPU (seconds for a harness run), which
-    would otherwise hold the GIL the LM calls of this process need."""
+    a helper interpreter: the word diffs are pure-Python CPU (seconds for a harness run), which
+    would otherwise hold the GIL the LM calls of this process need. (A plain subprocess, not
+    multiprocessing: that re-runs the caller's main script, guarded or not.)"""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
     todo = sorted({(s or "", p or "") for s, p in pairs} - set(_CACHE))
     if not todo:
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    ctx = multiprocessing.get_context("spawn")  # never fork a process with threads running
+    root = str(Path(__file__).resolve().parents[2])  # this assay, wherever it is installed
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); "
+        "from assay.web._diff import _diff_texts; "
+        "print(json.dumps([[[[g.kind, g.text, g.marker] for g in side] "
+        "for side in _diff_texts(s, p)] for s, p in json.load(sys.stdin)]))"
+    )
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-            for key, value in zip(todo, pool.map(_diff_pair, todo, chunksize=16), strict=True):
-                _remember(key, value)
-    except Exception:  # noqa: BLE001 - no helper process here: the report diffs them itself
-        return
-
-
-def _diff_pair(pair: tuple[str, str]) -> Diff:
-    return _diff_texts(*pair)
+        proc = subprocess.run(
+            [sys.executable, "-c", code, root],
+            input=json.dumps(todo),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        results = json.loads(proc.stdout) if proc.returncode == 0 else []
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return  # no helper: the report diffs them itself
+    for key, (left, right) in zip(todo, results, strict=False):
+        _remember(key, (tuple(Segment(*g) for g in left), tuple(Segment(*g) for g in right)))
 
 
 def _diff_texts(source: str, probe: str) -> Diff:
