@@ -92,6 +92,8 @@ class Usage(BaseModel):
     cost_usd: float = 0.0
     calls: int = 0
     unpriced_calls: int = 0  # calls of a model with no known price (not counted in cost_usd)
+    limit_wait_s: float = 0.0  # time spent waiting on rate limits (rpm, tpm, 429 back-off)
+    rate_limited: int = 0  # HTTP 429 answers (each waited out and retried)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -100,6 +102,8 @@ class Usage(BaseModel):
             cost_usd=self.cost_usd + other.cost_usd,
             calls=self.calls + other.calls,
             unpriced_calls=self.unpriced_calls + other.unpriced_calls,
+            limit_wait_s=self.limit_wait_s + other.limit_wait_s,
+            rate_limited=self.rate_limited + other.rate_limited,
         )
 
 

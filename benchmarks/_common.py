@@ -96,6 +96,7 @@ def _serve_stub(
                 "n_requests": stub.n_requests,
                 "max_in_flight": stub.max_in_flight,
                 "spans": sorted(timed.spans),
+                "cpu_s": time.process_time(),  # the stub's own CPU (it shares the cores)
             }
             if keep_bodies:
                 stats["bodies"] = list(stub.requests)

@@ -68,7 +68,8 @@ BIAS_TESTS: dict[str, dict[str, Any]] = {
 # Tests that must make no generation or validation call (deterministic probes).
 NO_GENERATION = ("format_", "prompt_injection", "authority", "bandwagon", "distraction")
 TARGET_RATIO = 1.15
-# Issue #3: RAND's JRH on the same 8 tests x 10 items.
+# Issue #3: RAND's JRH on the same 8 tests x 10 items (issue 14 measured 220 calls in 18.8 s on
+# one judge; benchmarks/bench_startup.py runs that comparison from the command line).
 JRH = {"calls": 220, "wall_s": 20.9, "startup_s": 9.0}
 # What the harness calls, in the order the pipeline runs it (module, function name).
 STAGES = (
@@ -395,8 +396,7 @@ def report_timing(args: argparse.Namespace, r: Run) -> dict[str, float]:
     print(
         f"    start-up: config {r.config_s:.2f}s, prepare (data, sample) "
         f"{_spent(st['prepare']):.2f}s, judges/store {gen_a - st['prepare'][0][1]:.2f}s, "
-        f"generation start → first request {first - gen_a:.2f}s (LiteLLM is imported "
-        f"by the first LM call)"
+        f"generation start → first request {first - gen_a:.2f}s"
     )
     print(
         f"    after the last answer: score {_spent(st['_score']):.2f}s, "
@@ -414,7 +414,7 @@ def report_timing(args: argparse.Namespace, r: Run) -> dict[str, float]:
         beyond = (took * conc / n - latency) * 1e3 if n else 0.0
         cpu = f"{_spent(st[cpu_key]) / n * 1e3:.1f} ms/call" if n else "-"
         if cpu_key == "_generate_cpu":
-            cpu += " (with the LiteLLM import)"
+            cpu += " (with first-use costs)"
         print(
             f"    {name:<17} calls {n:4d}  wall {took:5.2f}s  bound {bound:5.2f}s = "
             f"max({n}×L÷C, {chain}×L)  ratio {took / bound if bound else float('nan'):.3f}  "

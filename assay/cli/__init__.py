@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     import logging
 
+    if argv is None:
+        _no_notebook_display()
+
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # not "creating database tables..."
     args = build_parser().parse_args(argv)
     try:
@@ -67,6 +70,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("assay: interrupted; re-run the same command to resume", file=sys.stderr)
         return _leave(130, argv)
+
+
+def _no_notebook_display() -> None:
+    """A command never runs in a notebook, yet DSPy imports IPython's display helpers whenever
+    IPython happens to be installed (none of assay's dependencies needs it): a third of DSPy's
+    import, on the path to a command's first LM call. Marked absent for this process only —
+    DSPy, matplotlib and tqdm all fall back to plain output, as without IPython."""
+    if "IPython" not in sys.modules:
+        sys.modules["IPython"] = None  # type: ignore[assignment]
 
 
 def _leave(code: int, argv: list[str] | None) -> int:

@@ -50,9 +50,21 @@ def add_run(p: argparse.ArgumentParser, *, model: bool = False, limit: str = "it
     add_output(p)
 
 
+def add_ray(p: argparse.ArgumentParser) -> None:
+    """``--ray``: the judging stage on Ray (``execution.engine: ray``)."""
+    p.add_argument(
+        "--ray",
+        action="store_true",
+        help="judge on a Ray cluster (execution.engine: ray; execution.address from the config, "
+        "default auto); needs pip install 'assay[ray]'",
+    )
+
+
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """Config overrides from the common run options."""
     out: dict[str, Any] = {}
+    if getattr(args, "ray", False):
+        out["execution.engine"] = "ray"
     if getattr(args, "model", None):
         out["judge.model"] = args.model
     if getattr(args, "deadline", None):
@@ -125,11 +137,9 @@ def mlflow_line(run_id: str | None, tracking_uri: str | None = None) -> str | No
 
 
 def freeze_imports() -> None:
-    """Move the objects of the (large) imports out of the garbage collector's reach: full
-    collections of them otherwise stall every worker thread for up to a second mid-run."""
+    """Move the objects of the imports so far out of the garbage collector's reach: full
+    collections of them otherwise stall every worker thread for up to a second mid-run. (No
+    collection first: it costs half a second of start-up and import-time garbage is small.)"""
     import gc
 
-    import litellm  # noqa: F401  (loaded by the first LM call anyway)
-
-    gc.collect()
     gc.freeze()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from assay.cli._common import add_run, mlflow_line, overrides, print_run_json, workdir
+from assay.cli._common import add_ray, add_run, mlflow_line, overrides, print_run_json, workdir
 
 if TYPE_CHECKING:
     from assay.experiments import Counts
@@ -17,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("config", help="YAML config (see examples/)")
     add_run(p, model=True)
+    add_ray(p)
     p.set_defaults(func=run)
 
 
@@ -58,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
         f"LM calls {u.calls} · tokens {u.prompt_tokens}+{u.completion_tokens} · "
         f"cost ${u.cost_usd:.6f}"
     )
+    if u.limit_wait_s or u.rate_limited:
+        print(
+            f"rate limits: {u.limit_wait_s:.1f}s waited over all calls · "
+            f"{u.rate_limited} HTTP 429 answers (waited out and retried)"
+        )
     print(f"run directory: {res.run_dir}")
     line = mlflow_line(res.mlflow_run_id, args.tracking_uri)
     if line:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from assay.cli._common import (
+    add_ray,
     add_run,
     freeze_imports,
     mlflow_line,
@@ -23,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_run(p, limit="seed items")
     p.add_argument("--tests", help="comma-separated tests to run (default: all in the config)")
     p.add_argument("--judges", help="comma-separated judges to run (default: all in the config)")
+    add_ray(p)
     p.set_defaults(func=run)
 
 

@@ -122,13 +122,51 @@ def _csv_options(path: Path, sep: str, columns: ColumnMap) -> dict[str, Any]:
     }
 
 
+class _Rows:
+    """The rows of a table read with pandas, with the part of ``datasets.Dataset``'s surface
+    that :func:`load_table` uses."""
+
+    def __init__(self, rows: list[dict[str, Any]], column_names: list[str]):
+        self._rows = rows
+        self.column_names = column_names
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def select(self, indices: range) -> _Rows:
+        return _Rows([self._rows[i] for i in indices], self.column_names)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return self._rows
+
+
+_DIRECT_MAX_BYTES = 32 * 1024 * 1024  # datasets reads in 10,000-row chunks; stay well below
+
+
+def _read_csv(path: Path, kwargs: dict[str, Any]) -> _Rows:
+    """A CSV/TSV file read with pandas directly — what ``datasets``' csv builder does, with the
+    same options, minus ``datasets``' import and caching (a second of every first run). NaN
+    cells become None as in the Arrow round trip (they read as missing either way)."""
+    import pandas as pd
+
+    frame = pd.read_csv(path, **kwargs)
+    rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return _Rows(rows, [str(c) for c in frame.columns])
+
+
 def _load_local(path: Path, fmt: str, columns: ColumnMap, cache_dir: str | Path | None) -> Any:
-    """Read one local file with ``datasets.load_dataset`` into an in-memory Dataset."""
+    """Read one local file into an in-memory table: a CSV/TSV with pandas, any other format
+    (or a very large CSV) with ``datasets.load_dataset``."""
     builder = "csv" if fmt == "tsv" else fmt
     kwargs: dict[str, Any] = {}
     if builder == "csv":
         kwargs["sep"] = "\t" if fmt == "tsv" else ","
         kwargs.update(_csv_options(path, kwargs["sep"], columns))
+        if path.stat().st_size <= _DIRECT_MAX_BYTES:
+            try:
+                return _read_csv(path, kwargs)
+            except Exception:  # read it the datasets way, which reports what is wrong
+                pass
     with _quiet_datasets() as datasets, _cache(cache_dir) as cache:
         try:
             return datasets.load_dataset(

@@ -1,63 +1,121 @@
-"""Runs: configs, evaluation (resume, cache, concurrency), agreement, reports, MLflow logging."""
+"""Runs: configs, evaluation (resume, cache, concurrency), agreement, reports, MLflow logging.
 
-from assay.experiments._agreement import agreement, read_verdicts
-from assay.experiments._calibrate import calibrate
-from assay.experiments._config import (
-    BootstrapConfig,
-    DataConfig,
-    EvaluateConfig,
-    RetryConfig,
-    RunConfig,
-    TrackingConfig,
-    load_config,
-)
-from assay.experiments._estimate import PrevalenceResult, estimate
-from assay.experiments._evaluate import evaluate
-from assay.experiments._items import load_items
-from assay.experiments._results import (
-    Agreement,
-    AgreementResult,
-    CalibrationResult,
-    ConfusionMatrix,
-    Counts,
-    EvaluateResult,
-    EvaluateSummary,
-    RunUsage,
-)
-from assay.experiments.compare import compare
-from assay.experiments.optimize import OptimizeConfig, optimize
-from assay.experiments.runs import Run, RunStore, judge_items, judge_one
-from assay.programs import save_program
+Names are loaded on first use: a command imports only the runner it runs (``assay evaluate``
+never loads the optimizer, the comparison or the agreement statistics before its first call).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_RESULTS = "assay.experiments._results"
+_WHERE = {
+    "agreement": "assay.experiments._agreement",
+    "read_verdicts": "assay.experiments._agreement",
+    "calibrate": "assay.experiments._calibrate",
+    "BootstrapConfig": "assay.experiments._config",
+    "DataConfig": "assay.experiments._config",
+    "EvaluateConfig": "assay.experiments._config",
+    "RetryConfig": "assay.experiments._config",
+    "RunConfig": "assay.experiments._config",
+    "TrackingConfig": "assay.experiments._config",
+    "load_config": "assay.experiments._config",
+    "PrevalenceResult": "assay.experiments._estimate",
+    "estimate": "assay.experiments._estimate",
+    "evaluate": "assay.experiments._evaluate",
+    "load_items": "assay.experiments._items",
+    "Agreement": _RESULTS,
+    "AgreementResult": _RESULTS,
+    "CalibrationResult": _RESULTS,
+    "ConfusionMatrix": _RESULTS,
+    "Counts": _RESULTS,
+    "EvaluateResult": _RESULTS,
+    "EvaluateSummary": _RESULTS,
+    "RunUsage": _RESULTS,
+    "compare": "assay.experiments.compare",
+    "OptimizeConfig": "assay.experiments.optimize",
+    "optimize": "assay.experiments.optimize",
+    "Run": "assay.experiments.runs",
+    "RunStore": "assay.experiments.runs",
+    "judge_items": "assay.experiments.runs",
+    "judge_one": "assay.experiments.runs",
+    "save_program": "assay.programs",
+}
 
 __all__ = [
-    "PrevalenceResult",
-    "estimate",
     "Agreement",
     "AgreementResult",
+    "BootstrapConfig",
     "CalibrationResult",
     "ConfusionMatrix",
     "Counts",
-    "EvaluateSummary",
-    "RunUsage",
-    "OptimizeConfig",
-    "calibrate",
-    "compare",
-    "optimize",
-    "BootstrapConfig",
     "DataConfig",
     "EvaluateConfig",
     "EvaluateResult",
+    "EvaluateSummary",
+    "OptimizeConfig",
+    "PrevalenceResult",
     "RetryConfig",
     "Run",
     "RunConfig",
     "RunStore",
+    "RunUsage",
     "TrackingConfig",
     "agreement",
+    "calibrate",
+    "compare",
+    "estimate",
     "evaluate",
     "judge_items",
     "judge_one",
     "load_config",
     "load_items",
+    "optimize",
     "read_verdicts",
     "save_program",
 ]
+assert sorted(__all__) == sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'assay.experiments' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from assay.experiments._agreement import agreement, read_verdicts
+    from assay.experiments._calibrate import calibrate
+    from assay.experiments._config import (
+        BootstrapConfig,
+        DataConfig,
+        EvaluateConfig,
+        RetryConfig,
+        RunConfig,
+        TrackingConfig,
+        load_config,
+    )
+    from assay.experiments._estimate import PrevalenceResult, estimate
+    from assay.experiments._evaluate import evaluate
+    from assay.experiments._items import load_items
+    from assay.experiments._results import (
+        Agreement,
+        AgreementResult,
+        CalibrationResult,
+        ConfusionMatrix,
+        Counts,
+        EvaluateResult,
+        EvaluateSummary,
+        RunUsage,
+    )
+    from assay.experiments.compare import compare
+    from assay.experiments.optimize import OptimizeConfig, optimize
+    from assay.experiments.runs import Run, RunStore, judge_items, judge_one
+    from assay.programs import save_program

@@ -18,6 +18,7 @@ from pydantic import (
 
 from assay.data import ColumnMap, PairsConfig, TranscriptPrep
 from assay.errors import ConfigError
+from assay.experiments.runs import ExecutionConfig
 from assay.lm import StrictInt
 from assay.programs import JudgeConfig, read_text_field
 from assay.types import UnscoredReason, stable_hash
@@ -101,6 +102,7 @@ class RunConfig(BaseModel):
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     output_dir: str = "runs"
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
 
     def deadline(self, started: float) -> float | None:
         """The ``time.monotonic()`` value the run must end by, if it has a deadline."""

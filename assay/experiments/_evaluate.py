@@ -21,6 +21,7 @@ from assay.experiments._results import DisagreementRecord, EvaluateResult, Evalu
 from assay.experiments._scoring import disagreement_records, summarize_run
 from assay.experiments.runs import (
     JudgeTask,
+    ProgramRecipe,
     ProgramsByAttempt,
     Run,
     TrackedRun,
@@ -62,13 +63,7 @@ def evaluate(
     fingerprint = data_fingerprint(items)
     run_hash = config.run_hash(fingerprint)
 
-    def make(rollout: int | None) -> dspy.Module:
-        factory = lm_factory or judge_lm_factory(
-            retries=config.retries, base=config_dir, rollout=rollout
-        )
-        return build_judge(config.judge, factory)
-
-    programs = ProgramsByAttempt(config.judge, make)
+    programs, recipe = _judge_programs(config, config_dir, lm_factory)
     programs(1)  # built (API keys checked, program state loaded) before anything is written
 
     with Run.open(
@@ -90,17 +85,19 @@ def evaluate(
             )
         by_id = {it.id: it for it in items}
         new = run_tasks(
-            [JudgeTask(programs(a), by_id[i], config.judge, attempt=a) for i, a in work],
+            [
+                JudgeTask(programs(a), by_id[i], config.judge, attempt=a, recipe=recipe(a))
+                for i, a in work
+            ],
             concurrency=config.concurrency,
             on_judgment=lambda _t, j: run.store.append(j),
             progress=progress,
             deadline=config.deadline(started),
+            execution=config.execution,
         )
         judged = {**done, **{j.item_id: j for j in new}}
         judgments = [judged[it.id] for it in items]
-        summary = _summarize(config, items, judgments, run_hash, retried)
-        if notes.get("pairs"):
-            summary = summary.model_copy(update={"pairs": notes["pairs"]})
+        summary = _summarize(config, items, judgments, run_hash, retried, notes)
         _write_outputs(run, config, summary, programs(1), items, judgments)
         run_id = run.finish(
             _tracked(config, items, fingerprint, run_hash, summary), n_items=len(items)
@@ -115,6 +112,29 @@ def evaluate(
             items=items,
             retried=retried,
         )
+
+
+def _judge_programs(
+    config: EvaluateConfig, config_dir: Path | None, lm_factory: LMFactory | None
+) -> tuple[ProgramsByAttempt, Any]:
+    """The judge's program per attempt, and how a Ray worker rebuilds it (``recipe(attempt)``;
+    None with a custom ``lm_factory``, which cannot travel)."""
+
+    def make(rollout: int | None) -> dspy.Module:
+        factory = lm_factory or judge_lm_factory(
+            retries=config.retries, base=config_dir, rollout=rollout
+        )
+        return build_judge(config.judge, factory)
+
+    def recipe(attempt: int) -> ProgramRecipe | None:
+        if lm_factory is not None:
+            return None
+        rollout = None if attempt == 1 else attempt
+        return ProgramRecipe.of(
+            config.judge, rollout=rollout, retries=config.retries, base=config_dir
+        )
+
+    return ProgramsByAttempt(config.judge, make), recipe
 
 
 def _write_outputs(
@@ -177,6 +197,7 @@ def _summarize(
     judgments: list[Judgment],
     run_hash: str,
     retried: int,
+    notes: dict[str, Any] | None = None,
 ) -> EvaluateSummary:
     b = config.bootstrap
     assert config.judge.scale is not None
@@ -196,6 +217,7 @@ def _summarize(
             "run_hash": run_hash,
             "bootstrap": f"{b.n_resamples} percentile resamples over items, seed {b.seed}, "
             f"{b.confidence:.0%} intervals",
+            "pairs": (notes or {}).get("pairs"),
         }
     )
 

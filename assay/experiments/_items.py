@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import assay
 from assay.data import (
     TranscriptPrep,
     build_pairs,
@@ -17,8 +18,9 @@ from assay.data import (
 )
 from assay.errors import DataError
 from assay.experiments._config import DataConfig
+from assay.experiments.runs import write_atomic
 from assay.scale import Scale
-from assay.types import Item
+from assay.types import Item, stable_hash
 
 
 def load_items(
@@ -36,14 +38,7 @@ def load_items(
     if data.pairs is not None:
         items = _pair_items(data, scale, cache_dir, notes)
     elif data.format == "table":
-        items = load_table(
-            data.path,
-            columns=data.columns,
-            scale=scale,
-            split=data.split,
-            limit=limit,
-            cache_dir=cache_dir,
-        )
+        items = _cached_table(data, scale, cache_dir, limit)
     elif data.format == "inspect":
         items = load_inspect_log(data.path, expected=data.expected)
         for it in items:
@@ -71,6 +66,57 @@ def _prepared(item: Item, prep: TranscriptPrep) -> Item:
     changed = {k: v for k, v in counts.items() if v}
     meta = {**item.meta, "transcript_prep": changed} if changed else item.meta
     return item.model_copy(update={"transcript": messages, "meta": meta})
+
+
+def _cached_table(
+    data: DataConfig, scale: Scale, cache_dir: Path | None, limit: int | None
+) -> list[Item]:
+    """A local table's items, read once per version of the file: reading a table goes through
+    ``datasets`` (pandas, pyarrow: a second or two of imports), so the items are kept in
+    ``<cache_dir>/../items/<key>.jsonl``, keyed by the file's path, size and modification time,
+    the column map, scale and limit, and the assay version (a changed file is read again)."""
+
+    def read() -> list[Item]:
+        return load_table(
+            data.path,
+            columns=data.columns,
+            scale=scale,
+            split=data.split,
+            limit=limit,
+            cache_dir=cache_dir,
+        )
+
+    path = Path(data.path).expanduser()
+    if cache_dir is None or not path.is_file():
+        return read()
+    st = path.stat()
+    key = stable_hash(
+        [
+            str(path.resolve()),
+            st.st_size,
+            st.st_mtime_ns,
+            data.columns.model_dump(),
+            scale.model_dump(mode="json"),
+            limit,
+            assay.__version__,
+            _ITEMS_FORMAT,
+        ]
+    )
+    cached = Path(cache_dir).parent / "items" / f"{key}.jsonl"
+    if cached.is_file():
+        try:
+            # split on newlines only: JSON leaves U+2028 and friends unescaped in strings
+            lines = cached.read_text("utf-8").split("\n")
+            return [Item.model_validate_json(line) for line in lines if line]
+        except ValueError:
+            pass  # a damaged cache file: read the table again
+    items = read()
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(cached, "".join(it.model_dump_json() + "\n" for it in items))
+    return items
+
+
+_ITEMS_FORMAT = 1  # bump when reading a table changes what its items are
 
 
 def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:

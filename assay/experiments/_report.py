@@ -144,6 +144,8 @@ def _cost_section(summary: EvaluateSummary) -> list[str]:
         ),
         f"- cost per accuracy point: {fmt(u.get('cost_per_accuracy_point_usd'), 6)} USD; "
         f"mean latency {u['mean_latency_s']:.3f} s",
+        f"- waiting on rate limits: {u.get('limit_wait_s', 0.0):.1f} s over all calls; "
+        f"HTTP 429 answers {u.get('rate_limited', 0)} (each waited out and retried)",
         "",
         f"Bootstrap: {summary.bootstrap}",
     ]

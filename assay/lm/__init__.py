@@ -2,6 +2,7 @@
 local model, the scripted test LM, and usage / cost accounting."""
 
 from assay.lm._factory import check_api_key, configure_cache, make_adapter, make_lm
+from assay.lm._limits import LimitStats, RateLimiter, limiter_for, track_limits
 from assay.lm._pricing import cost_usd, usage_of_tracker
 from assay.lm._scripted import (
     ScriptedCall,
@@ -11,6 +12,7 @@ from assay.lm._scripted import (
     scripted_engine,
 )
 from assay.lm._spec import (
+    NOT_IN_IDENTITY,
     ROLE_DEFAULTS,
     GeneratorSpec,
     ModelSpec,
@@ -22,6 +24,11 @@ from assay.lm._spec import (
 from assay.lm._stub_server import StubServer
 
 __all__ = [
+    "LimitStats",
+    "RateLimiter",
+    "limiter_for",
+    "track_limits",
+    "NOT_IN_IDENTITY",
     "ROLE_DEFAULTS",
     "GeneratorSpec",
     "ModelSpec",

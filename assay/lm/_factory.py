@@ -66,11 +66,14 @@ def make_lm(
             f"model {model!r}: use a LiteLLM model string such as 'openai/gpt-4o-mini', "
             "'anthropic/claude-3-5-haiku-latest', 'ollama_chat/llama3.1', 'local' or 'local:/path/model.gguf'"
         )
+    if spec.resolved_client == "native":
+        return _native_lm(spec, kwargs)
+    if spec.rpm or spec.tpm:
+        raise ModelError(
+            f"model {model}: rpm / tpm limits need client: native (an openai/<model> endpoint)"
+        )
     if spec.api_key_env:
-        key = os.environ.get(spec.api_key_env)
-        if not key:
-            raise ModelError(f"model {model}: environment variable {spec.api_key_env} is not set")
-        kwargs["api_key"] = key
+        kwargs["api_key"] = _env_key(model, spec.api_key_env)
     elif spec.api_base is None:
         check_api_key(model)
     if spec.api_base:
@@ -82,8 +85,47 @@ def make_lm(
     return dspy.LM(model, engine="litellm", **kwargs)
 
 
+def _env_key(model: str, variable: str) -> str:
+    key = os.environ.get(variable)
+    if not key:
+        raise ModelError(f"model {model}: environment variable {variable} is not set")
+    return key
+
+
+def _native_lm(spec: ModelSpec, kwargs: dict[str, Any]) -> dspy.LM:
+    """An ``openai/<model>`` LM on assay's native client (:mod:`assay.lm._http`): DSPy's
+    adapters, cache, usage and retries around one httpx request per attempt."""
+    from assay.lm._http import http_engines
+    from assay.lm._limits import limiter_for
+
+    model = spec.model
+    if not model.startswith("openai/"):
+        raise ModelError(
+            f"model {model}: client native speaks the OpenAI chat-completions wire; use "
+            "openai/<model> (with api_base for vLLM, llama.cpp or another compatible server) "
+            "or client: litellm"
+        )
+    if spec.api_key_env:
+        key = _env_key(model, spec.api_key_env)
+    elif spec.api_base:
+        key = "no-key"  # a real key is never sent to an api_base unless named by api_key_env
+    else:
+        key = _env_key(model, "OPENAI_API_KEY").strip()
+    wire = model.split("/", 1)[1]
+    endpoint = spec.api_base or "openai"
+    sync, aio = http_engines(
+        wire_model=wire,
+        api_base=spec.api_base,
+        api_key=key,
+        timeout=spec.timeout,
+        limiter=limiter_for(endpoint, wire, spec.rpm, spec.tpm),
+    )
+    return dspy.LM(model, engine=sync, async_engine=aio, **kwargs)
+
+
 def check_api_key(model: str) -> None:
-    """Raise a one-line :class:`ModelError` naming the env var a hosted model is missing."""
+    """Raise a one-line :class:`ModelError` naming the env var a hosted model is missing
+    (LiteLLM's list of each provider's variables: imported here, by the LiteLLM client only)."""
     import litellm
 
     try:
@@ -96,12 +138,52 @@ def check_api_key(model: str) -> None:
 
 
 def configure_cache(workdir: Path) -> None:
-    """DSPy's response cache on disk under ``<workdir>/.assay/dspy_cache`` (re-runs are free)."""
-    dspy.configure_cache(
-        enable_disk_cache=True, disk_cache_dir=str(workdir / ".assay" / "dspy_cache")
-    )
+    """DSPy's response cache on disk under ``<workdir>/.assay/dspy_cache`` (re-runs are free).
+
+    Opening it the first time creates 16 SQLite shards (a second of start-up, mostly waiting on
+    the disk): it is opened in a background thread while the config and data load, and the
+    first cache lookup waits for it."""
+    import threading
+
+    from dspy.clients.cache import Cache
+
+    built: dict[str, Any] = {}
+
+    def build() -> None:
+        try:
+            built["cache"] = Cache(
+                enable_disk_cache=True,
+                enable_memory_cache=True,
+                disk_cache_dir=str(workdir / ".assay" / "dspy_cache"),
+                disk_size_limit_bytes=int(os.environ.get("DSPY_CACHE_LIMIT", 3e10)),
+                memory_max_entries=1000000,
+            )
+        except BaseException as exc:  # raised again on first use
+            built["error"] = exc
+
+    thread = threading.Thread(target=build, name="assay-dspy-cache", daemon=True)
+    thread.start()
+    with dspy._cache_lock:
+        dspy.cache = _OpeningCache(thread, built)
+
+
+class _OpeningCache:
+    """Stands for DSPy's cache until the background thread has opened it."""
+
+    def __init__(self, thread: Any, built: dict[str, Any]):
+        self._thread = thread
+        self._built = built
+
+    def __getattr__(self, name: str) -> Any:
+        self._thread.join()
+        if "error" in self._built:
+            raise self._built["error"]
+        return getattr(self._built["cache"], name)
 
 
 def make_adapter(kind: str) -> dspy.Adapter:
-    """The DSPy adapter a spec names: ``json`` (a JSON schema the model must follow) or ``chat``."""
-    return dspy.JSONAdapter() if kind == "json" else dspy.ChatAdapter()
+    """The DSPy adapter a spec names: ``json`` (a JSON schema the model must follow) or ``chat``.
+    One shared instance per kind: its system message is built once per signature."""
+    from assay.lm._adapters import shared_adapter
+
+    return shared_adapter(kind)

@@ -1,4 +1,5 @@
-"""USD cost of token usage: a per-model override, else LiteLLM's (local, offline) price map."""
+"""USD cost of token usage: a per-model override, else LiteLLM's price map (DSPy's bundled,
+offline copy of it: pricing never imports LiteLLM)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ def _is_free(model: str) -> bool:
 
 @lru_cache(maxsize=256)
 def _litellm_price(model: str) -> tuple[float, float] | None:
-    import litellm
+    from dspy.clients.model_metadata import model_info
 
-    info = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1])
+    provider, _, name = model.partition("/")
+    info = model_info(provider, name) if name else {}
     if not info:
         return None
     inp, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
@@ -43,14 +45,19 @@ def _litellm_price(model: str) -> tuple[float, float] | None:
     return float(inp), float(out)
 
 
-def usage_of_tracker(tracker: Any, price: tuple[float, float] | None = None) -> Usage:
+def usage_of_tracker(
+    tracker: Any, price: tuple[float, float] | None = None, limits: Any = None
+) -> Usage:
     """Tokens and cost of every LM call recorded by a ``dspy.track_usage`` tracker.
 
     Cache hits report no tokens and count as no call. ``price`` (USD per million input and
     output tokens) overrides LiteLLM's price map; a call of a model with no known price is
-    counted in ``unpriced_calls``, never priced at zero.
+    counted in ``unpriced_calls``, never priced at zero. ``limits`` (from
+    :func:`~assay.lm.track_limits`) adds the time the calls waited on rate limits.
     """
     total = Usage()
+    if limits is not None:
+        total = Usage(limit_wait_s=round(limits.waited_s, 4), rate_limited=limits.rate_limited)
     for model, entries in tracker.usage_data.items():
         for entry in entries:
             p = int(entry.get("prompt_tokens") or 0)

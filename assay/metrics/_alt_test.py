@@ -22,7 +22,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import false_discovery_control, ttest_1samp
 
 from assay.metrics._annotators import AnnotationMatrix
 
@@ -85,6 +84,8 @@ def _custom(fn: ScoringFunction) -> Callable[[NDArray, NDArray, NDArray], NDArra
 def _rejected(p_values: NDArray[np.float64], q: float, fdr: str) -> NDArray[np.bool_]:
     """Step-up FDR control: adjusted p-values ≤ q (BY or BH); a nan p-value is never rejected."""
     p = np.where(np.isnan(p_values), 1.0, p_values)
+    from scipy.stats import false_discovery_control  # a second to import: on first use
+
     return false_discovery_control(p, method=fdr) <= q
 
 
@@ -219,6 +220,8 @@ def _leave_one_out(
         human_score = score(values[rows, j], values[rows], others)
         judge_ind = (judge_score >= human_score).astype(np.float64)
         human_ind = (human_score >= judge_score).astype(np.float64)
+        from scipy.stats import ttest_1samp  # a second to import: on first use
+
         p = float(ttest_1samp(human_ind - judge_ind, epsilon, alternative="less").pvalue)
         comparisons.append(
             (annotator, int(rows.sum()), float(judge_ind.mean()), float(human_ind.mean()), p)

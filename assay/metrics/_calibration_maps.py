@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
-from scipy.special import expit, logit
 
 from assay.metrics._calibration import _outcomes_and_probs, binary_outcomes
 from assay.metrics._threshold import fit_threshold
@@ -81,6 +80,8 @@ class PlattMap(_Map):
     def transform(self, y_prob: ArrayLike) -> NDArray[np.float64]:
         """Calibrated probabilities through the fitted logistic curve."""
         p = np.clip(as_probabilities(y_prob, "y_prob"), self.eps, 1.0 - self.eps)
+        from scipy.special import expit, logit  # scipy: imported on first use
+
         return expit(self.slope * logit(p) + self.intercept)
 
 
@@ -156,6 +157,8 @@ def fit_calibration(
             raise ValueError(f"eps must be in (0, 0.5), got {eps!r}")
         y, p = binary_outcomes(y_true, y_prob)
         _both_classes(y, kind)
+        from scipy.special import logit  # scipy: imported on first use
+
         features = logit(np.clip(p, eps, 1.0 - eps))[:, None]
         model = LogisticRegression(C=math.inf if C is None else C, max_iter=1000)
         model.fit(features, y.astype(np.int64))

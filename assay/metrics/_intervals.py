@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import norm
 
 MIN_RESAMPLES = 1000
 
@@ -135,6 +134,8 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     if not 0 <= successes <= n:
         raise ValueError(f"successes must be between 0 and n={n}, got {successes}")
     confidence = _check_confidence(confidence)
+    from scipy.stats import norm  # scipy.stats takes a second to import: on first use
+
     z = float(norm.ppf(1.0 - (1.0 - confidence) / 2.0))
     p = successes / n
     denom = 1.0 + z * z / n

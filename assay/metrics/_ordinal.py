@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import rankdata
 
 from assay.metrics._validate import score_pair
 
@@ -46,6 +45,8 @@ def _pearson_batched(x: NDArray, y: NDArray) -> NDArray[np.float64]:
 
 def _spearman_batched(x: NDArray, y: NDArray) -> NDArray[np.float64]:
     # Average ranks for ties, as scipy.stats.spearmanr.
+    from scipy.stats import rankdata  # scipy.stats takes a second to import: on first use
+
     return _pearson_batched(rankdata(x, axis=-1), rankdata(y, axis=-1))
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from assay.lm import ModelSpec, StrictInt
+from assay.lm import NOT_IN_IDENTITY, ModelSpec, StrictInt
 from assay.metrics import CalibrationMap
 from assay.scale import Scale
 from assay.types import flatten, stable_hash
@@ -71,11 +71,11 @@ class Criterion(BaseModel):
         return next((lv.label for lv in self.score_levels or [] if lv.score == score), None)
 
 
+# the display name and how the model is called (price, timeout, client, rate limits)
 _NOT_IN_HASH: Any = {
     "name": True,
-    "price": True,
-    "timeout": True,
-    "members": {"__all__": {"name", "price", "timeout"}},
+    **dict.fromkeys(NOT_IN_IDENTITY, True),
+    "members": {"__all__": {"name", *NOT_IN_IDENTITY}},
 }
 
 
@@ -162,8 +162,8 @@ class JudgeConfig(ModelSpec):
         return self
 
     def config_hash(self) -> str:
-        """Stable hash of everything that affects a verdict (the display name, the price and
-        the per-attempt timeout excluded)."""
+        """Stable hash of everything that affects a verdict (the display name, the price, the
+        per-attempt timeout, the client and the rate limits excluded)."""
         return stable_hash(self.model_dump(mode="json", exclude=_NOT_IN_HASH))
 
     def flat_params(self) -> dict[str, str]:

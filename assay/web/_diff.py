@@ -67,8 +67,65 @@ def _merge(parts: list[Segment]) -> list[Segment]:
 
 def diff_texts(source: str, probe: str) -> tuple[list[Segment], list[Segment]]:
     """``(source segments, probe segments)``: deletions marked on the source side,
-    insertions on the probe side, the rest ``same`` on both."""
-    a, b = _TOKEN.findall(source or ""), _TOKEN.findall(probe or "")
+    insertions on the probe side, the rest ``same`` on both. Remembered per pair of texts (a
+    word diff of two long responses takes tens of milliseconds; the harness computes its
+    probes' diffs in the background while the judges run, see :func:`warm_diffs`)."""
+    key = (source or "", probe or "")
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _remember(key, _diff_texts(*key))
+    return list(hit[0]), list(hit[1])
+
+
+Diff = tuple[tuple[Segment, ...], tuple[Segment, ...]]
+_CACHE: dict[tuple[str, str], Diff] = {}
+_CACHE_MAX = 4096
+
+
+def _remember(key: tuple[str, str], value: Diff) -> Diff:
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[key] = value
+    return value
+
+
+def warm_diffs(pairs: list[tuple[str, str]]) -> None:
+    """Compute (and remember) the diffs of ``pairs`` ahead of the report that shows them — in
+    a helper interpreter: the word diffs are pure-Python CPU (seconds for a harness run), which
+    would otherwise hold the GIL the LM calls of this process need. (A plain subprocess, not
+    multiprocessing: that re-runs the caller's main script, guarded or not.)"""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    todo = sorted({(s or "", p or "") for s, p in pairs} - set(_CACHE))
+    if not todo:
+        return
+    root = str(Path(__file__).resolve().parents[2])  # this assay, wherever it is installed
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); "
+        "from assay.web._diff import _diff_texts; "
+        "print(json.dumps([[[[g.kind, g.text, g.marker] for g in side] "
+        "for side in _diff_texts(s, p)] for s, p in json.load(sys.stdin)]))"
+    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, root],
+            input=json.dumps(todo),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        results = json.loads(proc.stdout) if proc.returncode == 0 else []
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return  # no helper: the report diffs them itself
+    for key, (left, right) in zip(todo, results, strict=False):
+        _remember(key, (tuple(Segment(*g) for g in left), tuple(Segment(*g) for g in right)))
+
+
+def _diff_texts(source: str, probe: str) -> Diff:
+    a, b = _TOKEN.findall(source), _TOKEN.findall(probe)
     if max(len(a), len(b)) > _WORD_LIMIT:
         a, b = (source or "").splitlines(keepends=True), (probe or "").splitlines(keepends=True)
     left: list[Segment] = []
@@ -83,7 +140,7 @@ def diff_texts(source: str, probe: str) -> tuple[list[Segment], list[Segment]]:
             left.append(_segment("del", "".join(a[i1:i2])))
         if j2 > j1:
             right.append(_segment("ins", "".join(b[j1:j2])))
-    return _merge(left), _merge(right)
+    return tuple(_merge(left)), tuple(_merge(right))
 
 
 def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:

@@ -66,3 +66,17 @@ def test_killed_run_resumes_without_loss_or_repeat(tmp_path: Path):
     third = _assay("evaluate", str(cfg / "config.yaml"), "--quiet", "--json", cwd=tmp_path)
     out, err = third.communicate(timeout=300)
     assert json.loads(out.strip().splitlines()[-1])["new_judgments"] == 0
+
+
+def test_records_with_unicode_line_separators_read_back_whole(tmp_path: Path):
+    """U+2028, U+0085 and friends stay raw inside JSON strings: a record holding one (a judge's
+    reasoning, a HarmBench response) is still one line, not two torn ones."""
+    from assay.experiments.runs import RunStore
+    from assay.types import Judgment
+
+    store = RunStore(tmp_path, "h")
+    store.open({})
+    first = Judgment(item_id="a", judge="j", score=1, reasoning="one\u2028two\x85three\u2029")
+    store.append(first)
+    store.append(first.model_copy(update={"item_id": "b"}))
+    assert store.judgments() == {"a": first, "b": first.model_copy(update={"item_id": "b"})}

@@ -1,4 +1,6 @@
-"""The LiteLLM path end to end, offline: an assay judge calls a loopback OpenAI-compatible stub.
+"""Both clients end to end, offline: an assay judge calls a loopback OpenAI-compatible stub
+through LiteLLM (``client: litellm``) and through assay's native httpx client
+(``client: native``, the default for ``openai/...``) — every test runs on both.
 
 What reaches the wire (model, temperature, seed), what comes back (usage, cost), and what
 failures become (a retried 429 is still scored; a persistent 500 is ``lm_error``), plus DSPy's
@@ -22,6 +24,15 @@ from assay.lm import StubServer, make_lm
 
 N_ITEMS = 5
 PRICE_IN, PRICE_OUT = 1.5, 6.0  # USD per million tokens, the config's override
+CLIENTS = ("native", "litellm")
+_client = {"name": "native"}
+
+
+@pytest.fixture(autouse=True, params=CLIENTS)
+def client(request) -> str:
+    """Every test of this file runs once per client; ``make_config`` uses it."""
+    _client["name"] = request.param
+    return request.param
 
 
 @pytest.fixture
@@ -63,6 +74,7 @@ def make_config(
                 "rubric": "A good response names a colour.",
                 "scale": {"kind": "binary", "labels": ["False", "True"]},
                 "price": {"input_per_mtok": PRICE_IN, "output_per_mtok": PRICE_OUT},
+                "client": _client["name"],
                 **judge,
             },
             "concurrency": 3,
@@ -230,16 +242,39 @@ def test_without_the_cache_a_repeated_evaluation_calls_again(tmp_path, items_csv
 # -- hosted models without their key -------------------------------------------------------------
 
 
-def test_a_hosted_model_without_its_key_names_the_variable(monkeypatch):
+def test_a_hosted_model_without_its_key_names_the_variable(monkeypatch, client):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ModelError, match="ANTHROPIC_API_KEY"):
-        make_lm("anthropic/claude-3-5-haiku-latest")
+        make_lm("anthropic/claude-3-5-haiku-latest", client="litellm")
+    with pytest.raises(ModelError, match="OPENAI_API_KEY"):
+        make_lm("openai/gpt-4o-mini", client=client)
 
 
-def test_a_custom_key_variable_unset_is_named(monkeypatch):
+def test_a_custom_key_variable_unset_is_named(monkeypatch, client):
     monkeypatch.delenv("MY_KEY", raising=False)
     with pytest.raises(ModelError, match="MY_KEY"):
-        make_lm("openai/gpt-4o-mini", api_key_env="MY_KEY")
+        make_lm("openai/gpt-4o-mini", api_key_env="MY_KEY", client=client)
+
+
+def test_the_native_client_speaks_only_the_openai_wire():
+    with pytest.raises(ModelError, match="client native"):
+        make_lm("anthropic/claude-3-5-haiku-latest", client="native", api_base="http://x")
+    with pytest.raises(ModelError, match="client: native"):
+        make_lm("anthropic/claude-3-5-haiku-latest", client="litellm", rpm=10)
+
+
+def test_both_clients_send_the_same_body(tmp_path, items_csv):
+    """The native client sends what LiteLLM sends (model, messages, sampling, JSON mode)."""
+    bodies = {}
+    for name in CLIENTS:
+        _client["name"] = name
+        with StubServer() as stub:
+            cfg = make_config(items_csv, stub, output_dir=name, temperature=0.3, seed=7)
+            run(cfg, tmp_path)
+        bodies[name] = sorted(stub.requests, key=lambda b: b["messages"][-1]["content"])
+    assert bodies["native"] == bodies["litellm"]
+    assert bodies["native"][0]["response_format"] == {"type": "json_object"}
 
 
 # -- the stub itself ------------------------------------------------------------------------------

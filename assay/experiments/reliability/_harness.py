@@ -9,7 +9,6 @@ appended per judge in ``judgments/<judge>-<hash>.jsonl``.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +33,17 @@ from assay.experiments.reliability._registry import (
 )
 from assay.experiments.reliability._review import read_reviews
 from assay.experiments.reliability._scoring import score_test
-from assay.experiments.runs import CallSlots, JudgeTask, Run, RunStore, now, run_pool, write_html
+from assay.experiments.runs import (
+    Background,
+    CallSlots,
+    JudgeTask,
+    Run,
+    RunStore,
+    now,
+    run_pool,
+    run_tasks,
+    write_html,
+)
 from assay.lm import ModelSpec, make_lm
 from assay.programs import (
     build_judge,
@@ -128,11 +137,6 @@ def run_harness(
     notes: dict[str, Any] = {}
     pool, seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests, notes=notes)
     _load_programs(instances, config_dir, tracking_uri or config.tracking.uri)
-    # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
-    from assay.experiments.reliability._report import preload_plotting
-
-    plotting = threading.Thread(target=preload_plotting, daemon=True)
-    plotting.start()
     judge_names = select(judges, [j.name for j in config.judges], "judge(s)")
     judge_cfgs = [j for j in config.judges if j.name in judge_names]
     for t in instances:
@@ -153,6 +157,16 @@ def run_harness(
         config, run_hash, command="harness", workdir=workdir, tracking_uri=tracking_uri
     ) as run:
         store = run.store
+        from assay.experiments.reliability._rerun import finish_key, finished_unchanged
+
+        key = finish_key(config, store.path, tests=[t.name for t in instances], judges=judge_names)
+        if finished_unchanged(run, key):  # re-read: no LM call, no new report or MLflow run
+            metrics = store.read_json("metrics.json")
+            return HarnessResult(store.path, metrics, metrics["lm_calls"], run.mlflow_run_id)
+        # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
+        from assay.experiments.reliability._report import preload_plotting
+
+        plotting = Background(preload_plotting, name="assay-plotting")
         if not (store.path / "seeds.jsonl").exists():
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
@@ -170,7 +184,10 @@ def run_harness(
             progress,
             deadline,
             judging=judging,
-            early=not config.review.required and not read_reviews(store.path),
+            # on Ray, everything is judged after generation by the actors
+            early=not config.review.required
+            and not read_reviews(store.path)
+            and config.execution.engine != "ray",
         )
         _save_programs(instances, store.path / "programs")
         wanted = {t.name for t in instances}
@@ -188,7 +205,8 @@ def run_harness(
         else:
             to_judge = [p for p in probes if p.review.status != "rejected"]
 
-        # -- judge -----------------------------------------------------------------------------
+        # -- judge (report.html's source/probe diffs computed meanwhile) ------------------------
+        diffs = Background(lambda: _warm_diffs(seeds, probes), delay=0.0, name="assay-diffs")
         judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
 
         # -- score -----------------------------------------------------------------------------
@@ -202,11 +220,25 @@ def run_harness(
 
         plotting.join()
         write_report(store.path, config, metrics)
+        diffs.join()
         write_html(store.path)
         from assay.experiments.reliability._tracking import harness_tracked
 
-        run_id = run.finish(harness_tracked(store.path, config, judge_cfgs, metrics))
+        run_id = run.finish(
+            harness_tracked(store.path, config, judge_cfgs, metrics),
+            finish_key=finish_key(
+                config, store.path, tests=[t.name for t in instances], judges=judge_names
+            ),
+        )
         return HarnessResult(store.path, metrics, metrics["lm_calls"], run_id)
+
+
+def _warm_diffs(seeds: list[Item], probes: list[Probe]) -> None:
+    """The word diffs report.html shows (tens of ms each), computed while the judges run."""
+    from assay.web import warm_diffs
+
+    responses = {s.id: s.response for s in seeds}
+    warm_diffs([(responses.get(p.source_id, ""), p.response) for p in probes])
 
 
 def _load_programs(
@@ -248,7 +280,8 @@ def _generate(
     done = {r.unit_id: r for r in store.records("units.jsonl", UnitRecord)}
     units = [(t, u) for t in instances for u in t.units(pool if t.pool_based else seeds)]
     work: list[Any] = [(t, u) for t, u in units if u.id not in done]
-    work += judging.source_tasks(seeds)
+    if early:
+        work += judging.source_tasks(seeds)
     memo = CallMemo()
 
     def lm(role: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
@@ -327,7 +360,17 @@ def _judge(config, judging: JudgePlan, seeds, probes, progress, deadline: float 
     when review is required), then the untouched agent probes' copies of their source's
     verdict. Returns each judge's judgments by item id."""
     tasks = judging.source_tasks(seeds) + judging.probe_tasks(probes)
-    if tasks:
+    if tasks and config.execution.engine == "ray":  # judged by Ray actors, persisted here
+        run_tasks(
+            tasks,
+            concurrency=config.concurrency,
+            on_judgment=judging.persist,
+            progress=progress,
+            desc="judge",
+            deadline=deadline,
+            execution=config.execution,
+        )
+    elif tasks:
         run_pool(
             tasks,
             judging.run,

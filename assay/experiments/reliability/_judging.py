@@ -21,7 +21,14 @@ from typing import Any
 import dspy
 
 from assay.experiments.reliability._probe import Probe
-from assay.experiments.runs import CallSlots, JudgeTask, RunStore, judge_one, to_judge
+from assay.experiments.runs import (
+    CallSlots,
+    JudgeTask,
+    ProgramRecipe,
+    RunStore,
+    judge_one,
+    to_judge,
+)
 from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 from assay.scale import Scale
 from assay.types import Item, Judgment, Usage, stable_hash
@@ -112,13 +119,25 @@ class JudgePlan:
                     rollout = (rollout or 0) + 1000 * attempt
                 self.tasked.add((cfg.name, item_id))
                 task = asked.get(item_id)
+                asked_cfg = with_task(cfg, task) if task else cfg
+                run_cfg = (
+                    asked_cfg
+                    if temperature is None
+                    else asked_cfg.model_copy(update={"temperature": temperature})
+                )
                 out.append(
                     JudgeTask(
                         self._program(cfg, temperature, rollout, task),
                         items[item_id],
-                        with_task(cfg, task) if task else cfg,
+                        asked_cfg,
                         judgment_file(cfg),
                         attempt,
+                        ProgramRecipe.of(
+                            run_cfg,
+                            rollout=rollout,
+                            retries=self.config.retries,
+                            base=self.config_dir,
+                        ),
                     )
                 )
         return out

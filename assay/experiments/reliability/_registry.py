@@ -113,7 +113,7 @@ class GenerationContext:
     def _call(
         self, role, program, stage, temperature, rollout, inputs
     ) -> tuple[dspy.Prediction, Usage]:
-        from assay.lm import make_adapter, usage_of_tracker
+        from assay.lm import make_adapter, track_limits, usage_of_tracker
 
         lm = self.lm(role, temperature=temperature, rollout=rollout)
         usage = Usage()
@@ -121,11 +121,12 @@ class GenerationContext:
             with (
                 self.slots() if self.slots is not None else nullcontext(),
                 dspy.track_usage() as tracker,
+                track_limits() as waits,
                 dspy.context(lm=lm, adapter=make_adapter(self.adapters.get(role, "json"))),
             ):
                 pred = program(**inputs)
         finally:
-            usage = usage_of_tracker(tracker, self.prices.get(role))
+            usage = usage_of_tracker(tracker, self.prices.get(role), waits)
             self.usage[stage] = self.usage.get(stage, Usage()) + usage
         return pred, usage
 

@@ -141,7 +141,8 @@ def render(config, metrics: dict[str, Any]) -> str:
         lines += [
             "",
             f"Judge cost: {u['calls']} calls, {u['prompt_tokens']}+{u['completion_tokens']} tokens, ${u['cost_usd']:.6f}; "
-            f"cost per accuracy point {fmt(r.get('cost_per_accuracy_point_usd'), 6)} USD; sources unscored {r['source_unscored']}.",
+            f"cost per accuracy point {fmt(r.get('cost_per_accuracy_point_usd'), 6)} USD; sources unscored {r['source_unscored']}; "
+            f"waiting on rate limits {u.get('limit_wait_s', 0.0):.1f} s, HTTP 429 answers {u.get('rate_limited', 0)}.",
             "",
         ]
     lines += bias_lines(metrics)

@@ -1,5 +1,6 @@
 """The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow."""
 
+from assay.experiments.runs._background import Background
 from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
 from assay.experiments.runs._judging import (
     JudgeTask,
@@ -11,6 +12,7 @@ from assay.experiments.runs._judging import (
 )
 from assay.experiments.runs._lock import RunLock, file_lock
 from assay.experiments.runs._pool import CallSlots, run_pool
+from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
 from assay.experiments.runs._run import Run, run_directory, write_html
 from assay.experiments.runs._store import JUDGMENTS, RunStore, now
 from assay.experiments.runs._tracking import (
@@ -22,6 +24,9 @@ from assay.experiments.runs._tracking import (
 )
 
 __all__ = [
+    "ExecutionConfig",
+    "ProgramRecipe",
+    "Background",
     "JudgeTask",
     "ProgramsByAttempt",
     "judge_items",

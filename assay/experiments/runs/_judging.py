@@ -10,7 +10,8 @@ from typing import Any
 import dspy
 
 from assay.experiments.runs._pool import run_pool
-from assay.lm import make_adapter, usage_of_tracker
+from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
+from assay.lm import make_adapter, track_limits, usage_of_tracker
 from assay.programs import JudgeConfig, unscored_reason
 from assay.types import Item, Judgment
 
@@ -25,7 +26,11 @@ def judge_one(program: dspy.Module, item: Item, config: JudgeConfig, attempt: in
         "model": config.model,
         "config_hash": config.config_hash(),
     }
-    with dspy.context(adapter=make_adapter(config.adapter)), dspy.track_usage() as tracker:
+    with (
+        dspy.context(adapter=make_adapter(config.adapter)),
+        dspy.track_usage() as tracker,
+        track_limits() as waits,
+    ):
         try:
             pred = program(**program.inputs(item))
         except Exception as exc:
@@ -45,7 +50,7 @@ def judge_one(program: dspy.Module, item: Item, config: JudgeConfig, attempt: in
                 "criteria": pred.get("criteria"),
                 "raw": pred.get("outputs"),
             }
-    usage = usage_of_tracker(tracker, config.price_pair)
+    usage = usage_of_tracker(tracker, config.price_pair, waits)
     return Judgment(
         **base,
         **result,
@@ -65,6 +70,7 @@ class JudgeTask:
     config: JudgeConfig
     key: str = ""
     attempt: int = 1
+    recipe: ProgramRecipe | None = None  # how to rebuild ``program`` elsewhere (Ray workers)
 
 
 def run_tasks(
@@ -75,14 +81,30 @@ def run_tasks(
     progress: bool = True,
     desc: str = "judging",
     deadline: float | None = None,
+    execution: ExecutionConfig | None = None,
 ) -> list[Judgment]:
     """Judge every task in one pool (items, tests and judges interleave); ``on_judgment`` sees
-    each judgment as it finishes."""
+    each judgment as it finishes. ``execution.engine: ray`` judges on Ray actors instead (each
+    task's ``recipe`` rebuilds its program there); ``on_judgment`` still runs here."""
     unscored = [0]
 
     def count(j: Judgment) -> dict[str, Any]:
         unscored[0] += j.score is None
         return {"unscored": unscored[0]}
+
+    if execution is not None and execution.engine == "ray" and tasks:
+        from assay.experiments.runs._ray import run_on_ray
+
+        return run_on_ray(
+            tasks,
+            execution=execution,
+            concurrency=concurrency,
+            on_judgment=on_judgment,
+            progress=progress,
+            desc=desc,
+            deadline=deadline,
+            postfix=count,
+        )
 
     return run_pool(
         tasks,

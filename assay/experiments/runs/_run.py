@@ -14,9 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import RunError
+from assay.experiments.runs._background import Background
 from assay.experiments.runs._lock import RunLock
 from assay.experiments.runs._store import RunStore, now
-from assay.experiments.runs._tracking import TrackedRun, default_tracking_uri, log_tracked
+from assay.experiments.runs._tracking import (
+    TrackedRun,
+    default_tracking_uri,
+    log_tracked,
+    prepare_store,
+)
 
 
 def write_html(run_dir: Path, **options: Any) -> Path:
@@ -64,6 +70,7 @@ class Run:
         )
         self._lock = RunLock(self.dir)
         self.state: dict[str, Any] = {}
+        self._store_ready: Any = None  # the MLflow store prepared in the background
 
     @classmethod
     def open(
@@ -94,7 +101,22 @@ class Run:
         except BaseException:
             run._lock.release()
             raise
+        if not run.finished and run.tracking_enabled:
+            run._prepare_tracking()
         return run
+
+    def _prepare_tracking(self) -> None:
+        """Import MLflow and create its store in the background while the run works (the store
+        of a new folder takes seconds); :meth:`log` joins it. A failure here is raised again by
+        :meth:`log`, where it always surfaced."""
+        self._store_ready = Background(
+            lambda: prepare_store(self.tracking_uri, self.experiment, self.workdir / "mlartifacts"),
+            name="assay-mlflow-store",
+        )
+
+    @property
+    def experiment(self) -> str:
+        return getattr(self.tracking, "experiment", "assay") if self.tracking else "assay"
 
     def __enter__(self) -> Run:
         return self
@@ -137,12 +159,16 @@ class Run:
         }
         if not tracked.artifacts:
             tracked.artifacts = [self.dir]
-        experiment = getattr(self.tracking, "experiment", "assay") if self.tracking else "assay"
+        experiment_id = None
+        if self._store_ready is not None:
+            ready, self._store_ready = self._store_ready, None
+            experiment_id = ready.join()
         return log_tracked(
             tracked,
             tracking_uri=self.tracking_uri,
-            experiment=experiment,
+            experiment=self.experiment,
             artifact_root=self.workdir / "mlartifacts",
+            experiment_id=experiment_id,
         )
 
     def finish(self, tracked: TrackedRun | None = None, **state: Any) -> str | None:

@@ -85,8 +85,10 @@ def _store_lock(uri: str) -> Path | None:
     return None
 
 
-def log_tracked(run: TrackedRun, *, tracking_uri: str, experiment: str, artifact_root: Path) -> str:
-    """Log ``run`` (and its children) to MLflow; returns the top run's id."""
+def prepare_store(tracking_uri: str, experiment: str, artifact_root: Path) -> str:
+    """Import MLflow, create (and migrate) the store if new, and return the experiment's id —
+    the slow part of logging (seconds on a new SQLite store), done once per run and safe to run
+    in a background thread while the LM calls are in flight."""
     import contextlib
     import logging
 
@@ -98,17 +100,71 @@ def log_tracked(run: TrackedRun, *, tracking_uri: str, experiment: str, artifact
     lock = _store_lock(tracking_uri)
     guard = file_lock(lock) if lock is not None else contextlib.nullcontext()
     with guard:
-        mlflow.set_tracking_uri(tracking_uri)
-        client = mlflow.MlflowClient()
+        _from_template(tracking_uri)
+        client = mlflow.MlflowClient(tracking_uri=tracking_uri)
         exp = client.get_experiment_by_name(experiment)
-        if exp is None:
-            location = (
-                artifact_root.resolve().as_uri() if tracking_uri.startswith("sqlite:") else None
+        if exp is not None:
+            return exp.experiment_id
+        location = artifact_root.resolve().as_uri() if tracking_uri.startswith("sqlite:") else None
+        return client.create_experiment(experiment, artifact_location=location)
+
+
+def _from_template(tracking_uri: str) -> None:
+    """A new SQLite store starts as a copy of an empty one made once per MLflow version (in
+    ``$ASSAY_CACHE_DIR``, default ``~/.cache/assay``): creating a store runs MLflow's ~50 schema
+    migrations, seconds of work that every new working folder would otherwise repeat. Any
+    failure falls back to MLflow creating the store itself."""
+    if not tracking_uri.startswith("sqlite:///"):
+        return
+    db = Path(tracking_uri[len("sqlite:///") :])
+    if db.exists():
+        return
+    import contextlib
+    import os
+    import shutil
+    import sqlite3
+
+    import mlflow
+
+    folder = Path(os.environ.get("ASSAY_CACHE_DIR") or Path.home() / ".cache" / "assay")
+    template = folder / f"mlflow-{mlflow.__version__}.db"
+    try:
+        if not template.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            with file_lock(folder / (template.name + ".lock")):
+                if not template.exists():
+                    scratch = template.with_name(f"{template.name}.{os.getpid()}.tmp")
+                    scratch.unlink(missing_ok=True)
+                    mlflow.MlflowClient(tracking_uri=f"sqlite:///{scratch}").search_experiments()
+                    os.replace(scratch, template)
+        db.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, db)
+        # MLflow's Default experiment points where the creating process stood: here, not
+        # where the template was made
+        with contextlib.closing(sqlite3.connect(db)) as con, con:
+            con.execute(
+                "UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0",
+                (str(Path("mlruns").resolve() / "0"),),
             )
-            exp_id = client.create_experiment(experiment, artifact_location=location)
-        else:
-            exp_id = exp.experiment_id
-        return _log(run, exp_id, nested=False)
+    except (OSError, sqlite3.Error):
+        db.unlink(missing_ok=True)  # MLflow creates the store itself
+
+
+def log_tracked(
+    run: TrackedRun,
+    *,
+    tracking_uri: str,
+    experiment: str,
+    artifact_root: Path,
+    experiment_id: str | None = None,
+) -> str:
+    """Log ``run`` (and its children) to MLflow; returns the top run's id. ``experiment_id``
+    from :func:`prepare_store` skips looking the experiment up again."""
+    import mlflow
+
+    exp_id = experiment_id or prepare_store(tracking_uri, experiment, artifact_root)
+    mlflow.set_tracking_uri(tracking_uri)
+    return _log(run, exp_id, nested=False)
 
 
 def _log(run: TrackedRun, exp_id: str, *, nested: bool) -> str:

@@ -71,7 +71,12 @@ def judge_kind(name: str) -> Callable[[type[JudgeKind]], type[JudgeKind]]:
     return register
 
 
+_LOADED: list[bool] = []  # the built-in kinds are imported once (looked up on every judgment)
+
+
 def _load_builtin() -> None:
+    if _LOADED:
+        return
     import importlib
     import pkgutil
 
@@ -80,6 +85,7 @@ def _load_builtin() -> None:
     for mod in pkgutil.iter_modules(pkg.__path__):
         if not mod.name.startswith("_"):
             importlib.import_module(f"{pkg.__name__}.{mod.name}")
+    _LOADED.append(True)
 
 
 def known_kinds() -> list[str]:

@@ -1,0 +1,39 @@
+"""A finished harness run re-read, not re-done: when nothing that its metrics depend on has
+changed since it finished — the whole config, the tests and judges selected, and the run's
+units, judgments and review decisions — a re-run returns the stored metrics and MLflow run at
+once, with no LM call, no scoring, no report and no new MLflow run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from assay.experiments.reliability._review import REVIEWS
+from assay.types import stable_hash
+
+
+def finish_key(config: Any, run_dir: Path, *, tests: list[str], judges: list[str]) -> str:
+    """What a finished run's metrics are a function of: the config, the selection, and the
+    bytes of every file the scoring reads (units, judgments, reviews)."""
+    files = [run_dir / "units.jsonl", run_dir / REVIEWS, *sorted(run_dir.glob("judgments/*.jsonl"))]
+    digests = {}
+    for path in files:
+        if path.is_file():
+            digests[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return stable_hash(
+        {
+            "config": config.model_dump(mode="json"),
+            "tests": tests,
+            "judges": judges,
+            "files": digests,
+        }
+    )
+
+
+def finished_unchanged(run: Any, key: str) -> bool:
+    """The run finished before with this very key (its metrics.json is what it would write)."""
+    return (
+        run.finished and run.state.get("finish_key") == key and (run.dir / "metrics.json").exists()
+    )

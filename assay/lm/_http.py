@@ -1,0 +1,350 @@
+"""The native client: an OpenAI-compatible chat-completions endpoint over HTTP, as a DSPy engine.
+
+``client: native`` in a :class:`~assay.lm.ModelSpec` (the default for ``openai/...`` models).
+DSPy still owns everything around the request — its adapters, the response cache, usage
+tracking, history and the retry loop (``num_retries``, waiting ``Retry-After`` on a 429) — the
+engine makes one attempt. What it changes is the cost: no LiteLLM import (seconds of start-up)
+and a fraction of the CPU per call: ``http.client`` on a keep-alive connection per thread
+(httpx behind a proxy), and an async twin on ``httpx.AsyncClient``.
+
+The body sent is what LiteLLM sends an OpenAI-compatible server for the same call: ``model``
+without its ``openai/`` prefix, ``messages``, ``temperature``, ``max_tokens``, ``seed``,
+``response_format`` (``json_object``, or ``json_schema`` for a model the price map says
+supports schemas — LiteLLM's rule), ``logprobs`` / ``top_logprobs`` when asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import http.client
+import json
+import socket
+import threading
+import time
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from dspy.lm15 import (
+    AuthError,
+    InvalidRequestError,
+    ProviderError,
+    RateLimitError,
+    Response,
+    ServerError,
+    TransportError,
+    response_from_openai_chat,
+)
+from dspy.lm15 import TimeoutError as LMTimeout
+
+from assay.lm._engine import request_messages, to_plain
+from assay.lm._limits import RateLimiter
+
+OPENAI_BASE = "https://api.openai.com/v1"
+PROVIDER = "openai-compatible"
+# Params the OpenAI chat wire takes (what DSPy's adapters may set; LiteLLM's list for openai/).
+SUPPORTED = (
+    "temperature",
+    "max_tokens",
+    "top_p",
+    "stop",
+    "seed",
+    "response_format",
+    "logprobs",
+    "top_logprobs",
+    "presence_penalty",
+    "frequency_penalty",
+)
+
+
+def supports_schema(wire_model: str) -> bool:
+    """What LiteLLM answers for ``openai/<model>``: the price map's ``supports_response_schema``
+    (an unknown model — a vLLM or llama.cpp server's — gets JSON mode, not a schema)."""
+    from dspy.clients.model_metadata import model_info
+
+    return model_info("openai", wire_model).get("supports_response_schema") is True
+
+
+def request_body(request: Any, wire_model: str) -> dict[str, Any]:
+    """The chat-completions body for a canonical DSPy request."""
+    body: dict[str, Any] = {"model": wire_model, "messages": request_messages(request)}
+    c = request.config
+    if c.temperature is not None:
+        body["temperature"] = c.temperature
+    if c.max_tokens is not None:
+        body["max_tokens"] = c.max_tokens
+    if c.top_p is not None:
+        body["top_p"] = c.top_p
+    if c.stop:
+        body["stop"] = list(c.stop)
+    if c.seed is not None:
+        body["seed"] = c.seed
+    for key in ("presence_penalty", "frequency_penalty"):
+        if getattr(c, key) is not None:
+            body[key] = getattr(c, key)
+    fmt = c.response_format
+    if fmt:
+        if fmt.get("type") == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        else:
+            inner = {"name": fmt.get("name") or "response", "schema": to_plain(fmt["schema"])}
+            if "strict" in fmt:
+                inner["strict"] = fmt["strict"]
+            body["response_format"] = {"type": "json_schema", "json_schema": inner}
+    if c.logprobs is not None:
+        body["logprobs"] = True
+        if c.logprobs > 0:
+            body["top_logprobs"] = c.logprobs
+    if c.extensions:
+        body.update(to_plain(c.extensions))
+    return body
+
+
+def retry_after(headers: Any) -> float | None:
+    """``Retry-After`` in seconds (a number, or an HTTP date), if the server sent one."""
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value) if value else None
+        return None if when is None else max(0.0, when.timestamp() - time.time())
+
+
+def error_for(status: int, text: str, headers: Any) -> ProviderError:
+    """The DSPy (lm15) error of a failed answer: DSPy's retry loop retries 429, 5xx, timeouts
+    and transport errors, waiting ``retry_after`` when given."""
+    try:
+        message = json.loads(text)["error"]["message"]
+    except Exception:
+        message = text[:500] or f"HTTP {status}"
+    kw: dict[str, Any] = {"provider": PROVIDER, "status": status}
+    if status == 429:
+        return RateLimitError(message, retry_after=retry_after(headers), **kw)
+    if status in (408, 504):
+        return LMTimeout(message, **kw)
+    if status >= 500:
+        return ServerError(message, retry_after=retry_after(headers), **kw)
+    if status in (401, 403):
+        return AuthError(message, **kw)
+    if status in (400, 404, 413, 422):
+        return InvalidRequestError(message, **kw)
+    return ProviderError(message, **kw)
+
+
+def _estimate_tokens(body: dict[str, Any]) -> int:
+    """Tokens a call may use, for a tpm limit: ~4 characters a token, plus max_tokens."""
+    chars = sum(len(str(m.get("content") or "")) for m in body["messages"])
+    return chars // 4 + int(body.get("max_tokens") or 0)
+
+
+class _Endpoint:
+    """What both engines share: the address, the key, the limiter and how answers are read."""
+
+    supports_function_calling = False
+    supports_reasoning = False
+    supported_params = SUPPORTED
+
+    def __init__(
+        self,
+        *,
+        wire_model: str,
+        api_base: str | None,
+        api_key: str,
+        timeout: float,
+        limiter: RateLimiter | None = None,
+        schema: bool = False,
+    ):
+        self.wire_model = wire_model
+        self.url = (api_base or OPENAI_BASE).rstrip("/") + "/chat/completions"
+        self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+        self.timeout = timeout
+        self.limiter = limiter
+        self.supports_response_schema = schema
+
+    def _prepare(self, request: Any) -> tuple[bytes, int]:
+        body = request_body(request, self.wire_model)
+        estimate = _estimate_tokens(body) if self.limiter and self.limiter.tpm else 0
+        return json.dumps(body).encode(), estimate
+
+    def _answer(self, status: int, text: str, headers: Any, estimate: int) -> Response:
+        """The response of one finished exchange (its limiter slot released), or its error."""
+        if status != 200:
+            err = error_for(status, text, headers)
+            if self.limiter is not None:
+                self.limiter.release(
+                    ok=False, rate_limited=status == 429, retry_after=err.retry_after
+                )
+                if status == 429:
+                    # the limiter now holds every caller (this one's retry too) for Retry-After
+                    # and counts it as waiting on limits; DSPy's retry loop must not sleep again
+                    err.retry_after = 0.0
+            raise err
+        try:
+            response = response_from_openai_chat(json.loads(text), model=self.wire_model)
+        except Exception:
+            if self.limiter is not None:
+                self.limiter.release(ok=False)
+            raise
+        if self.limiter is not None:
+            used = (response.usage.input_tokens or 0) + (response.usage.output_tokens or 0)
+            self.limiter.release(ok=True, tokens=used, estimate=estimate)
+        return response
+
+    def _failed(self, exc: Exception) -> Exception:
+        if self.limiter is not None:
+            self.limiter.release(ok=False)
+        if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
+            return LMTimeout(f"no answer within {self.timeout:g}s", provider=PROVIDER)
+        return TransportError(f"{type(exc).__name__}: {exc}", provider=PROVIDER)
+
+    def _limits(self) -> Any:
+        import httpx
+
+        return httpx.Limits(max_connections=None, max_keepalive_connections=512)
+
+
+class HttpEngine(_Endpoint):
+    """One synchronous attempt on a keep-alive connection per thread (``http.client``: a fifth
+    of httpx's CPU per request; httpx is used instead when a proxy applies to the endpoint)."""
+
+    def __init__(self, **kw: Any):
+        super().__init__(**kw)
+        parts = urllib.parse.urlsplit(self.url)
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname or "localhost"
+        self._port = parts.port
+        self._path = parts.path
+        proxied = urllib.request.getproxies().get(parts.scheme)
+        self._proxy = bool(proxied) and not urllib.request.proxy_bypass(self._host)
+        self._local = threading.local()
+        self._client: Any = None  # httpx.Client, behind a proxy only
+        self._lock = threading.Lock()
+
+    def complete(self, request: Any) -> Response:
+        content, estimate = self._prepare(request)
+        if self.limiter is not None:
+            self.limiter.acquire(estimate)
+        try:
+            status, text, headers = (self._via_httpx if self._proxy else self._post)(content)
+        except Exception as exc:  # socket, http.client or httpx: the attempt failed in transit
+            raise self._failed(exc) from None
+        return self._answer(status, text, headers, estimate)
+
+    def _post(self, content: bytes) -> tuple[int, str, Any]:
+        """POST on this thread's connection; a kept-alive connection the server has closed
+        meanwhile is reopened once (nothing was processed on it)."""
+        for attempt in (0, 1):
+            conn = getattr(self._local, "conn", None)
+            fresh = conn is None
+            if fresh:
+                cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+                conn = cls(self._host, self._port, timeout=self.timeout)
+                conn.connect()
+                # headers and body go out in two writes: without this the body can wait for
+                # the server's delayed ACK of the headers
+                conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self._local.conn = conn
+            try:
+                conn.request("POST", self._path, content, self.headers)
+                r = conn.getresponse()
+                data = r.read()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                conn.close()
+                self._local.conn = None
+                if fresh or attempt:
+                    raise
+                continue
+            except BaseException:
+                conn.close()
+                self._local.conn = None
+                raise
+            if r.will_close:
+                conn.close()
+                self._local.conn = None
+            return r.status, data.decode("utf-8", "replace"), r.msg  # headers, case-insensitive
+        raise AssertionError("unreachable")
+
+    def _via_httpx(self, content: bytes) -> tuple[int, str, Any]:
+        import httpx
+
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = httpx.Client(timeout=self.timeout, limits=self._limits())
+        r = self._client.post(self.url, content=content, headers=self.headers)
+        return r.status_code, r.text, r.headers
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+class AsyncHttpEngine(_Endpoint):
+    """One async attempt, on an ``httpx.AsyncClient`` per event loop."""
+
+    def __init__(self, **kw: Any):
+        super().__init__(**kw)
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
+
+    def _http(self) -> Any:
+        import httpx
+
+        loop = asyncio.get_running_loop()
+        entry = self._clients.get(id(loop))
+        if entry is None or entry[0] is not loop:
+            for key, (old, _) in list(self._clients.items()):
+                if old.is_closed():
+                    del self._clients[key]
+            entry = (loop, httpx.AsyncClient(timeout=self.timeout, limits=self._limits()))
+            self._clients[id(loop)] = entry
+        return entry[1]
+
+    async def complete(self, request: Any) -> Response:
+        content, estimate = self._prepare(request)
+        if self.limiter is not None:
+            await self.limiter.aacquire(estimate)
+        try:
+            r = await self._http().post(self.url, content=content, headers=self.headers)
+        except Exception as exc:  # httpx: the attempt failed in transit
+            raise self._failed(exc) from None
+        return self._answer(r.status_code, r.text, r.headers, estimate)
+
+    async def aclose(self) -> None:
+        loop = asyncio.get_running_loop()
+        entry = self._clients.pop(id(loop), None)
+        if entry is not None:
+            await entry[1].aclose()
+
+
+# Engines (and their connection pools) shared by every LM on the same endpoint, key and timeout:
+# rollouts, retries and role copies reuse the same keep-alive connections.
+_ENGINES: dict[tuple, tuple[HttpEngine, AsyncHttpEngine]] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def http_engines(
+    *,
+    wire_model: str,
+    api_base: str | None,
+    api_key: str,
+    timeout: float,
+    limiter: RateLimiter | None,
+) -> tuple[HttpEngine, AsyncHttpEngine]:
+    """The (sync, async) engine pair for one endpoint and model, made once per process."""
+    key = (wire_model, api_base, api_key, timeout, id(limiter) if limiter else None)
+    with _ENGINES_LOCK:
+        if key not in _ENGINES:
+            kw = {
+                "wire_model": wire_model,
+                "api_base": api_base,
+                "api_key": api_key,
+                "timeout": timeout,
+                "limiter": limiter,
+                "schema": supports_schema(wire_model),
+            }
+            _ENGINES[key] = (HttpEngine(**kw), AsyncHttpEngine(**kw))
+        return _ENGINES[key]

@@ -1,0 +1,239 @@
+"""Fast at both ends, measured as a new user runs assay: the command line in a fresh process.
+
+Each run is ``python -m assay.cli <command> <config> --quiet`` in a new interpreter with a fresh
+working directory (MLflow tracking on, as by default: ``sqlite:///mlflow.db`` there), every
+model pointed at the loopback stub in its own process (latency L). The stub records when each
+request arrived, so the command's timeline is read from the server's side:
+
+- time to first request: command start → the first request reaching the stub;
+- wall and wall ÷ limit, where limit = calls × L ÷ C (start-up and the tail included);
+- a zero-call re-run of the finished config: its wall time (the fixed cost of the command).
+
+Suites:
+
+- ``jrh``: the HarmBench JRH suite of ``examples/harmbench_harness.yaml`` (label flip, three
+  format tests, paraphrase, verbosity long / short, stochastic stability; 10 seeds) with ONE
+  judge (``--judges predict``), concurrency 8, beside RAND JRH's figures on the same work;
+- ``evaluate``: ``assay evaluate`` of N synthetic items at concurrency C.
+
+Nothing is asserted: figures vary with the machine's load; repeat (``--repeat``) and read the
+medians.
+
+    python benchmarks/bench_startup.py [--suite jrh|evaluate|both] [--repeat 3] [--client native]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from _common import StubProcess
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "harmbench_harness.yaml"
+# RAND's JRH on the same suite and stub (issue 14): 220 calls in 18.8 s at C = 8, L = 0.2 s.
+JRH = {"calls": 220, "wall_s": 18.8}
+
+
+def _respond(request: dict[str, Any]) -> str:
+    from bench_harness import respond
+
+    return respond(request)
+
+
+def jrh_config(folder: Path, base_url: str, concurrency: int, client: str | None) -> Path:
+    """The example harness config, every model on the stub, paths made absolute."""
+    raw = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    here = EXAMPLE.parent
+    raw["data"]["path"] = str(here / raw["data"]["path"])
+    stub = {"model": "openai/stub", "api_base": base_url}
+    if client:
+        stub["client"] = client
+    raw["generator"].update(stub)
+    raw["validator"].update(stub)
+    for judge in raw["judges"]:
+        judge.update(stub)
+        for key in ("instruction", "rubric"):
+            if str(judge.get(key, "")).startswith("@"):
+                judge[key] = "@" + str(here / judge[key][1:])
+    raw["concurrency"] = concurrency
+    path = folder / "harness.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def evaluate_config(
+    folder: Path, base_url: str, n: int, concurrency: int, client: str | None
+) -> Path:
+    lines = ["id,request,response,expected"]
+    for k in range(n):
+        good = k % 3 == 0
+        answer = f"Answer {k}. {'GOOD answer about sunlight and water' if good else 'Not sure.'}"
+        lines.append(f"i{k:05d},Question {k}: how do plants grow?,{answer},{int(good)}")
+    (folder / "items.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    judge: dict[str, Any] = {
+        "name": "bench-judge",
+        "model": "openai/stub",
+        "api_base": base_url,
+        "instruction": "Decide whether the answer is good.",
+        "rubric": "A good answer mentions sunlight and water.",
+        "scale": {"kind": "binary", "labels": ["False", "True"]},
+        "max_tokens": 32,
+    }
+    if client:
+        judge["client"] = client
+    raw = {
+        "name": "bench",
+        "data": {"path": "items.csv", "columns": {"id": "id"}},
+        "judge": judge,
+        "concurrency": concurrency,
+    }
+    path = folder / "evaluate.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def command(args: list[str], cwd: Path, root: Path) -> tuple[float, float, float]:
+    """Run ``python -m assay.cli <args>`` in ``cwd`` with the assay of ``root``; (start time,
+    wall seconds, CPU seconds of the command: load-independent, unlike its wall time)."""
+    env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime
+    start = time.time()
+    proc = subprocess.run(
+        [sys.executable, "-m", "assay.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    wall = time.time() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"assay {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return start, wall, usage.ru_utime + usage.ru_stime - cpu
+
+
+def one_suite(
+    stub: StubProcess, kind: str, folder: Path, latency: float, concurrency: int, opts
+) -> dict[str, float]:
+    if kind == "jrh":
+        cfg = jrh_config(folder, stub.base_url, concurrency, opts.client)
+        args = ["harness", str(cfg), "--judges", "predict", "--quiet"]
+    else:
+        cfg = evaluate_config(folder, stub.base_url, opts.items, concurrency, opts.client)
+        args = ["evaluate", str(cfg), "--quiet"]
+    if opts.ray:
+        args.append("--ray")
+    stub.reset()
+    start, wall, cpu = command(args, folder, opts.root)
+    stats = stub.stats()
+    spans = stats["spans"]
+    calls = stats["n_requests"]
+    first = spans[0][0] - start if spans else float("nan")
+    last = max(b for _, b in spans) - start if spans else float("nan")
+    limit = calls * latency / concurrency
+    stub.reset()
+    _, rerun, rerun_cpu = command(args, folder, opts.root)
+    rerun_calls = stub.stats()["n_requests"]
+    return {
+        "calls": calls,
+        "first_request_s": first,
+        "last_answer_s": last,
+        "wall_s": wall,
+        "limit_s": limit,
+        "wall_over_limit": wall / limit if limit else float("nan"),
+        "tail_s": wall - last,
+        "max_in_flight": stats["max_in_flight"],
+        "rerun_s": rerun,
+        "rerun_cpu_s": rerun_cpu,
+        "rerun_calls": rerun_calls,
+        "cpu_s": cpu,
+    }
+
+
+def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def show(title: str, runs: list[dict[str, float]], jrh: bool) -> dict[str, float]:
+    m = median_of(runs)
+    print(f"\n{title} (median of {len(runs)})")
+    print(
+        f"    calls {m['calls']:.0f}  first request after {m['first_request_s']:.2f}s  "
+        f"last answer {m['last_answer_s']:.2f}s  wall {m['wall_s']:.2f}s  "
+        f"limit calls×L÷C {m['limit_s']:.2f}s  wall ÷ limit {m['wall_over_limit']:.2f}  "
+        f"(after the last answer {m['tail_s']:.2f}s; max in flight {m['max_in_flight']:.0f}; "
+        f"CPU {m['cpu_s']:.1f}s)"
+    )
+    print(
+        f"    zero-call re-run: {m['rerun_s']:.2f}s, CPU {m['rerun_cpu_s']:.2f}s "
+        f"({m['rerun_calls']:.0f} calls)   "
+        "each run: "
+        + ", ".join(
+            f"{r['wall_s']:.1f}s/{r['first_request_s']:.2f}s/{r['rerun_s']:.2f}s" for r in runs
+        )
+        + "  (wall/first request/re-run)"
+    )
+    if jrh:
+        print(
+            f"    JRH on the same suite: {JRH['calls']} calls, {JRH['wall_s']}s → assay "
+            f"{JRH['wall_s'] / m['wall_s']:.2f}× faster with {m['calls'] / JRH['calls']:.2f}× "
+            "its calls"
+        )
+    return m
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suite", choices=["jrh", "evaluate", "both"], default="both")
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--items", type=int, default=200, help="evaluate suite: items")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--client", choices=["litellm", "native"], default=None)
+    parser.add_argument("--ray", action="store_true", help="judge on Ray (--ray)")
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="the checkout whose assay runs (compare commits)"
+    )
+    opts = parser.parse_args()
+    one, five, _ = os.getloadavg()
+    print(
+        f"assay from the command line, stub L = {opts.latency}s in its own process, "
+        f"C = {opts.concurrency}, client {opts.client or 'default'}, assay from {opts.root}; "
+        f"load average {one:.1f} / "
+        f"{five:.1f} on {os.cpu_count()} CPUs"
+    )
+    suites = ["jrh", "evaluate"] if opts.suite == "both" else [opts.suite]
+    out: dict[str, Any] = {}
+    with StubProcess(opts.latency, _respond) as stub:
+        for kind in suites:
+            runs = []
+            for _ in range(opts.repeat):
+                folder = Path(tempfile.mkdtemp(prefix=f"assay-startup-{kind}-"))
+                try:
+                    runs.append(one_suite(stub, kind, folder, opts.latency, opts.concurrency, opts))
+                finally:
+                    shutil.rmtree(folder, ignore_errors=True)
+            title = (
+                "HarmBench JRH suite, one judge (assay harness --judges predict)"
+                if kind == "jrh"
+                else f"assay evaluate, {opts.items} items"
+            )
+            out[kind] = show(title, runs, kind == "jrh")
+    print(json.dumps({k: {n: round(v, 3) for n, v in m.items()} for k, m in out.items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""The judging stage on Ray gives the judgments and metrics of a local run (a local Ray
+instance started by the test: ``ray.init(num_cpus=2)``), and a Ray run resumes like a local one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.experiments import EvaluateConfig, evaluate
+from assay.lm import StubServer
+
+ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
+pytestmark = pytest.mark.ray
+ROOT = Path(__file__).resolve().parents[2]
+N_ITEMS = 12
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A two-CPU Ray instance on this machine; its workers import this checkout's assay."""
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+    )
+    yield ray
+    ray.shutdown()
+
+
+def verdict(request: dict[str, Any]) -> str:
+    """A verdict that depends on the item (so a mix-up between items would show)."""
+    text = request["messages"][-1]["content"]
+    return json.dumps({"verdict": "True" if "blue" in text else "False"})
+
+
+@pytest.fixture
+def items_csv(tmp_path: Path) -> Path:
+    rows = ["id,request,response,expected"]
+    for k in range(N_ITEMS):
+        colour = "blue" if k % 3 == 0 else "red"
+        rows.append(f"i{k},What colour is item {k}?,Item {k} is {colour}.,{int(k % 2 == 0)}")
+    path = tmp_path / "items.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def config(csv: Path, stub: StubServer, output_dir: str, engine: str) -> EvaluateConfig:
+    return EvaluateConfig.model_validate(
+        {
+            "name": "ray-eval",
+            "data": {"path": str(csv), "columns": {"id": "id"}},
+            "judge": {
+                "name": "stub-judge",
+                "model": "openai/stub-model",
+                "api_base": stub.base_url,
+                "instruction": "Is the item blue?",
+                "scale": {"kind": "binary", "labels": ["False", "True"]},
+                "price": {"input_per_mtok": 1.0, "output_per_mtok": 2.0},
+            },
+            "concurrency": 4,
+            "output_dir": output_dir,
+            "tracking": {"enabled": False},
+            "execution": {"engine": engine},
+        }
+    )
+
+
+def comparable(judgments) -> list[dict[str, Any]]:
+    return [j.model_dump(exclude={"latency_s"}) for j in judgments]
+
+
+def without_timing(summary: Any) -> dict[str, Any]:
+    """A summary without what wall-clock time sets (the mean latency)."""
+    summary = summary.model_dump(mode="json")
+    return {
+        **summary,
+        "usage": {k: v for k, v in summary["usage"].items() if k != "mean_latency_s"},
+    }
+
+
+def test_ray_run_gives_the_judgments_and_metrics_of_a_local_run(tmp_path, items_csv, local_ray):
+    with StubServer(respond=verdict) as stub:
+        local = evaluate(
+            config(items_csv, stub, "local", "local"), workdir=tmp_path, progress=False
+        )
+        assert stub.n_requests == N_ITEMS
+        remote = evaluate(config(items_csv, stub, "ray", "ray"), workdir=tmp_path, progress=False)
+        assert stub.n_requests == 2 * N_ITEMS  # every item judged once more, in the workers
+
+    assert remote.new_judgments == N_ITEMS
+    assert comparable(remote.judgments) == comparable(local.judgments)
+    assert {j.score for j in remote.judgments} == {0, 1}
+    assert without_timing(remote.summary) == without_timing(local.summary)
+    assert remote.summary.usage.calls == N_ITEMS and remote.summary.usage.cost_usd > 0
+    # the driver wrote them, one line per judgment, in the same store layout
+    lines = (remote.run_dir / "judgments.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["item_id"] for x in lines) == sorted(
+        f"i{k}" for k in range(N_ITEMS)
+    )
+
+
+def test_a_ray_run_resumes_and_re_runs_like_a_local_one(tmp_path, items_csv, local_ray):
+    with StubServer(respond=verdict) as stub:
+        cfg = config(items_csv, stub, "runs", "ray")
+        first = evaluate(cfg, workdir=tmp_path, progress=False, limit=N_ITEMS // 2)
+        # the rest, on Ray; then a local re-run of the finished config makes no call
+        # (execution is not part of the run's identity: the same run directory either way)
+        lines = (first.run_dir / "judgments.jsonl").read_text().splitlines()
+        assert len(lines) == N_ITEMS // 2
+        full = evaluate(cfg, workdir=tmp_path, progress=False)
+        calls = stub.n_requests
+        again = evaluate(config(items_csv, stub, "runs", "local"), workdir=tmp_path, progress=False)
+        assert stub.n_requests == calls
+    assert again.run_dir == full.run_dir and again.new_judgments == 0
+    assert comparable(again.judgments) == comparable(full.judgments)
+
+
+def test_the_command_line_judges_on_ray(tmp_path, items_csv, local_ray):
+    """``--ray`` from the command line joins the running cluster (address auto)."""
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    with StubServer(respond=verdict) as stub:
+        cfg = config(items_csv, stub, "cli", "local").model_dump(mode="json")
+        path = tmp_path / "config.yaml"
+        path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "assay.cli",
+                "evaluate",
+                str(path),
+                "--ray",
+                "--json",
+                "--quiet",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert stub.n_requests == N_ITEMS
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["new_judgments"] == N_ITEMS and out["counts"]["scored"] == N_ITEMS
