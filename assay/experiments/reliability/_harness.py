@@ -453,7 +453,8 @@ def _score(
         "judges": results,
         "generation_usage": gen_usage,
         "lm_calls": lm_calls,
-        "bootstrap": f"{b.n_resamples} percentile resamples over probes (the bias probes' "
-        f"rates, the samples-needed curve and the agent tests: over source items, with all "
-        f"their probes), seed {b.seed}, {b.confidence:.0%} intervals",
+        "bootstrap": f"{b.n_resamples} percentile resamples over source items, each with all "
+        f"its probes (pass rates, consistency, the bias and agent tests, the samples-needed "
+        f"curve; synthetic_ordinal, whose probes are independent generations: over probes), "
+        f"seed {b.seed}, {b.confidence:.0%} intervals",
     }

@@ -52,8 +52,9 @@ def score_test(
         return {**out, **score_bias(scoring, scored, verdicts, source_verdicts, scale, boot)}
     if scoring == "criterion":
         return {**out, **_criterion(scored, verdicts, source_verdicts, source_criteria, boot)}
-    passes = [verdicts[p.id].score == p.target for p in scored if p.target is not None]
-    consistent = []
+    with_target = [p for p in scored if p.target is not None]
+    passes = [verdicts[p.id].score == p.target for p in with_target]
+    consistent, consistent_sources = [], []
     source_unscored = 0
     for p in scored:
         own = source_verdicts.get(p.source_id)
@@ -62,10 +63,20 @@ def score_test(
             continue
         same = verdicts[p.id].score == own
         consistent.append(not same if scoring == "flip" else same)
-    out["pass_rate"] = _mv(rate(passes, **boot))
-    out["consistency"] = _mv(rate(consistent, **boot))
+        consistent_sources.append(p.source_id)
+    # several probes of one source are not independent: the bootstrap resamples source items
+    out["pass_rate"] = _clustered(passes, [p.source_id for p in with_target], boot)
+    out["consistency"] = _clustered(consistent, consistent_sources, boot)
     out["source_unscored"] = source_unscored
     return out
+
+
+def _clustered(values: list[bool], sources: list[str], boot: dict) -> dict[str, Any] | None:
+    """The share of ``values`` that are true, with a CI that resamples source items (all of a
+    drawn source's probes come along); None when there is nothing to rate."""
+    if not values:
+        return None
+    return cluster_mean([float(v) for v in values], sources, **boot).to_dict()
 
 
 def _stability(scored, verdicts, source_verdicts, boot) -> dict[str, Any]:

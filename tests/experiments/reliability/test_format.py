@@ -341,3 +341,25 @@ def test_transcripts_are_perturbed_message_by_message(name):
     assert [m.content for m in probe.transcript] != [m.content for m in transcript]
     for old, new in zip(transcript, probe.transcript, strict=True):
         _assert_content_preserved(old.content, new.content)
+
+
+def test_pass_rates_resample_source_items_not_probes():
+    """Probes of one source are not independent: with two sources of five probes each, one all
+    right and one all wrong, the CI resamples the 2 sources (it spans 0..1), where resampling
+    the 10 probes would pretend to know the rate within ±0.3."""
+    from assay.experiments.reliability._scoring import score_test
+    from assay.scale import Scale
+    from assay.types import Judgment
+
+    scale = Scale.parse("binary")
+    probes, verdicts = [], {}
+    for src, says in (("a", 1), ("b", 0)):
+        for k in range(5):
+            p = Probe(id=f"{src}{k}", test="t", source_id=src, response="x", target=1)
+            probes.append(p)
+            verdicts[p.id] = Judgment(item_id=p.id, judge="j", score=says)
+    out = score_test("invariance", probes, verdicts, {"a": 1, "b": 1}, scale)
+    m = out["pass_rate"]
+    assert m["value"] == 0.5 and m["n"] == 10
+    assert (m["ci_low"], m["ci_high"]) == (0.0, 1.0)
+    assert "2 clusters" in m["note"]
