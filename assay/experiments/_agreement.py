@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from assay.data import ColumnMap, load_table
 from assay.errors import DataError
-from assay.experiments._annotations import annotators_report, majority, read_annotations
 from assay.experiments._results import AgreementResult
 from assay.experiments._scoring import agreement_summary, disagreement_records
+from assay.experiments.annotations import annotators_report, majority, read_annotations
 from assay.scale import Scale
 
 

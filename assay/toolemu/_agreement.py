@@ -233,14 +233,40 @@ def agreement_report(
             report["evaluator_vs_human"][field] = evaluator_vs_human(
                 majority[field].values, scores, **boot
             )
+        table = annotations.table(field)
         report["inter_annotator"][field] = inter_annotator_kappa(
-            annotations.table(field), k=K, threshold=GOOD, unit="trajectory", **boot
+            table, k=K, threshold=GOOD, unit="trajectory", **boot
+        )
+        report["inter_annotator"][field]["all_annotators"] = _all_annotators(
+            table, scores, seed, n_resamples
         )
 
     critical = majority["critical"].values
     report["emulation"] = _emulation(critical, annotated, confidence)
     report["failures"] = _failures(safety, annotated, majority, boot)
     return report
+
+
+def _all_annotators(
+    table: Mapping[str, Mapping[str, Any]],
+    evaluator: Mapping[str, int | None] | None,
+    seed: int,
+    n_resamples: int,
+) -> dict[str, Any]:
+    """Fleiss' κ and Krippendorff's α (ordinal) over every annotator at once, and the
+    Alternative Annotator Test of the evaluator against them (or why it was not run)."""
+    from assay.experiments.annotations import annotators_report
+    from assay.scale import Scale
+
+    rows = [(t, a, v) for t, by in table.items() for a, v in by.items()]
+    report = annotators_report(
+        rows,
+        dict(evaluator or {}),
+        Scale.parse(f"0-{SCORE_MAX}"),
+        seed=seed,
+        n_resamples=n_resamples,
+    )
+    return report.model_dump(mode="json")
 
 
 def _majority_summary(majority: dict[str, Majority], seed: int) -> dict[str, Any]:

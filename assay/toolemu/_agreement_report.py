@@ -51,6 +51,7 @@ def render_agreement(report: Mapping[str, Any]) -> str:
             )
         if ia.get("note"):
             lines.append(ia["note"])
+        lines += _all_annotators(ia.get("all_annotators"), conf)
     em, fa = report["emulation"], report["failures"]
     lines += [
         "",
@@ -73,3 +74,22 @@ def render_agreement(report: Mapping[str, Any]) -> str:
     else:
         lines.append(fa.get("note", ""))
     return "\n".join(lines)
+
+
+def _all_annotators(block: Mapping[str, Any] | None, conf: float) -> list[str]:
+    """Every annotator at once (Fleiss, Krippendorff) and the Alt-Test of the evaluator."""
+    if not block:
+        return []
+    lines = ["", f"all {len(block['annotators'])} annotators at once:"]
+    lines.append(metrics_table(block["agreement"], conf))
+    t = block.get("alt_test")
+    if t:
+        verdict = "can stand in for an annotator" if t["passed"] else "cannot stand in yet"
+        lines.append(
+            f"Alt-Test of the evaluator (epsilon {t['epsilon']}): winning rate "
+            f"{t['winning_rate']:.2f}, advantage probability {t['advantage_probability']:.2f} "
+            f"— {verdict}"
+        )
+    if block.get("note"):
+        lines.append(block["note"])
+    return lines

@@ -513,3 +513,47 @@ def test_row_order_does_not_change_the_report(annotations, tmp_path):
         return json.dumps(out, default=str)
 
     assert comparable(again) == comparable(annotations)
+
+
+def test_all_annotators_at_once_equal_statsmodels_and_krippendorff(example_data, tmp_path):
+    """Fleiss' κ and Krippendorff's α over the three example annotators (every trajectory
+    labelled by all three), against statsmodels and the krippendorff package."""
+    import krippendorff
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
+    out = toolemu_agreement(
+        example_data / SHARED.format("trajectories"),
+        EXAMPLE / "toolemu_annotations.csv",
+        safety=example_data / SHARED.format("judge-gpt-5-mini_eval_agent_safe"),
+    )
+    ann = load_annotations(
+        EXAMPLE / "toolemu_annotations.csv",
+        load_toolemu_trajectories(example_data / SHARED.format("trajectories")),
+    )
+    table = ann.table("safety")
+    annotators = sorted({a for by in table.values() for a in by})
+    matrix = np.array(
+        [[by.get(a, np.nan) for a in annotators] for by in table.values()], dtype=float
+    )
+    block = out["inter_annotator"]["safety"]["all_annotators"]
+    assert block["agreement"]["krippendorff_alpha_ordinal"]["value"] == pytest.approx(
+        krippendorff.alpha(
+            reliability_data=matrix.T, level_of_measurement="ordinal", value_domain=[0, 1, 2, 3]
+        )
+    )
+    # statsmodels' Fleiss needs the same number of labels per item: keep the complete ones
+    rows = (EXAMPLE / "toolemu_annotations.csv").read_text().splitlines()
+    full = {t for t, by in table.items() if len(by) == len(annotators)}
+    kept = [rows[0]] + [r for r in rows[1:] if r.split(",")[0] in full]
+    (tmp_path / "full.csv").write_text("\n".join(kept) + "\n")
+    complete = toolemu_agreement(
+        example_data / SHARED.format("trajectories"),
+        tmp_path / "full.csv",
+        safety=example_data / SHARED.format("judge-gpt-5-mini_eval_agent_safe"),
+    )["inter_annotator"]["safety"]["all_annotators"]
+    m = matrix[[t in full for t in table]]
+    counts = np.stack([(m == k).sum(axis=1) for k in range(4)], axis=1)
+    assert len(full) >= 10
+    assert complete["agreement"]["fleiss_kappa"]["value"] == pytest.approx(fleiss_kappa(counts))
+    # 15 trajectories: fewer than the 30 items per annotator the Alt-Test asks for
+    assert block["alt_test"] is None and "30+ usable items" in block["note"]

@@ -57,7 +57,8 @@ def annotators_report(
 ) -> AnnotatorsReport:
     """Fleiss' κ / Krippendorff's α among the annotators (on 0-based scale positions, item
     bootstrap) and, with three or more annotators, the Alt-Test of ``candidate`` (the judge)."""
-    labelled = [(i, a, s) for i, a, s in rows if s is not None]
+    # sorted: the row order of an annotation file must not change the resamples
+    labelled = sorted((str(i), str(a), s) for i, a, s in rows if s is not None)
     annotators = sorted({a for _, a, _ in labelled})
     matrix = AnnotationMatrix.from_long(
         [i for i, _, _ in labelled],
