@@ -2,6 +2,13 @@
 local model, the scripted test LM, and usage / cost accounting."""
 
 from assay.lm._factory import check_api_key, configure_cache, make_adapter, make_lm
+from assay.lm._outputs import (
+    AssayLM,
+    OffScaleOutput,
+    StrictChatAdapter,
+    StrictJSONAdapter,
+    TruncatedOutput,
+)
 from assay.lm._pricing import cost_usd, usage_of_tracker
 from assay.lm._scripted import (
     ScriptedCall,
@@ -15,6 +22,7 @@ from assay.lm._spec import (
     GeneratorSpec,
     ModelSpec,
     Price,
+    Real,
     Role,
     StrictInt,
     ValidatorSpec,
@@ -22,10 +30,16 @@ from assay.lm._spec import (
 from assay.lm._stub_server import StubServer
 
 __all__ = [
+    "AssayLM",
+    "OffScaleOutput",
+    "StrictChatAdapter",
+    "StrictJSONAdapter",
+    "TruncatedOutput",
     "ROLE_DEFAULTS",
     "GeneratorSpec",
     "ModelSpec",
     "Price",
+    "Real",
     "Role",
     "ScriptedCall",
     "ScriptedEngine",
