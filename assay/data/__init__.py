@@ -10,7 +10,7 @@ from assay.data._common import (
 )
 from assay.data._inspect import load_inspect_log
 from assay.data._render import format_arguments, format_tool_call, render_transcript
-from assay.data._tables import ColumnMap, load_table
+from assay.data._tables import ColumnMap, load_table, missing_labels_error
 from assay.data._toolemu import (
     load_toolemu_cases,
     load_toolemu_toolkits,
@@ -54,6 +54,7 @@ __all__ = [
     "ColumnMap",
     "load_inspect_log",
     "load_table",
+    "missing_labels_error",
     "align_evaluation_files",
     "load_toolemu_cases",
     "load_toolemu_evaluations",

@@ -10,7 +10,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -122,9 +122,67 @@ def _csv_options(path: Path, sep: str, columns: ColumnMap) -> dict[str, Any]:
     }
 
 
+def _check_utf8(path: Path) -> None:
+    """DataError naming the line (and data row) of the first byte that is not UTF-8."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror}", path=path) from None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DataError(
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line}, column {column}; "
+            "save the file as UTF-8",
+            path=path,
+            row=line - 1 if line > 1 else None,
+        ) from None
+
+
+def _check_json_rows(path: Path) -> None:
+    """A JSON table is a list of objects or JSON Lines: refuse a single object (it would be
+    read as a one-row table) and a list of anything but objects."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return  # JSON Lines, or an error the loader reports with its line
+    lines = sum(1 for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip())
+    one_record = path.suffix.lower() in (".jsonl", ".ndjson") and lines == 1
+    if isinstance(value, dict) and not one_record:
+        raise DataError(
+            "a single JSON object, not a table: use a list of row objects ([{...}, {...}]) "
+            "or JSON Lines (one object per line, .jsonl)",
+            path=path,
+        )
+    if isinstance(value, list):
+        for i, row in enumerate(value, start=1):
+            if not isinstance(row, dict):
+                raise DataError(
+                    f"row is a JSON {type(row).__name__}, not an object", path=path, row=i
+                )
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception ``exc`` was raised from (datasets wraps pandas' and pyarrow's)."""
+    seen = {id(exc)}
+    while (exc.__cause__ or exc.__context__) is not None:
+        nxt = exc.__cause__ or exc.__context__
+        if id(nxt) in seen or isinstance(nxt, UnicodeDecodeError):
+            break
+        seen.add(id(nxt))
+        exc = nxt  # type: ignore[assignment]
+    return exc
+
+
 def _load_local(path: Path, fmt: str, columns: ColumnMap, cache_dir: str | Path | None) -> Any:
     """Read one local file with ``datasets.load_dataset`` into an in-memory Dataset."""
     builder = "csv" if fmt == "tsv" else fmt
+    if builder in ("csv", "json"):
+        _check_utf8(path)
+    if builder == "json":
+        _check_json_rows(path)
     kwargs: dict[str, Any] = {}
     if builder == "csv":
         kwargs["sep"] = "\t" if fmt == "tsv" else ","
@@ -150,9 +208,13 @@ def _load_local(path: Path, fmt: str, columns: ColumnMap, cache_dir: str | Path 
                 raise DataError("the file is empty", path=path) from None
             if "corresponds to no data" in str(exc):
                 raise DataError("no data rows", path=path) from None
-            detail = " ".join(str(exc).split())[:300]
+            cause = _root_cause(exc)
+            detail = " ".join(str(cause).split())[:300]
+            line = re.search(r"\bline (\d+)", detail) if builder == "csv" else None
             raise DataError(
-                f"cannot read as {fmt} ({type(exc).__name__}: {detail})", path=path
+                f"cannot read as {fmt} ({type(cause).__name__}: {detail})",
+                path=path,
+                row=int(line.group(1)) - 1 if line and int(line.group(1)) > 1 else None,
             ) from None
 
 
@@ -211,11 +273,14 @@ def load_table(
     limit: int | None = None,
     cache_dir: str | Path | None = None,
     format: str | None = None,
+    missing_expected: Literal["keep", "error"] = "keep",
 ) -> list[Item]:
     """Read a CSV/TSV/JSON/JSONL/Parquet file or a hub data set (``owner/name``) into Items.
 
     Rows are numbered from 1 (the first data row) in error messages. ``expected`` is read with
-    ``scale.coerce`` (an empty cell gives None); ids come from the id column or a content hash;
+    ``scale.coerce``; an empty cell gives None (the item has no reference label) with
+    ``missing_expected="keep"``, and a DataError naming the first such row with ``"error"``
+    (what ``assay evaluate`` uses unless told otherwise); ids come from the id column or a content hash;
     every unmapped column goes to ``meta``. ``split`` applies to hub data sets only. Without a
     ``cache_dir`` the ``datasets`` cache lives in a temporary directory that is removed.
     """
@@ -253,10 +318,13 @@ def load_table(
     mapped = set(columns.mapped().values())
     items: list[Item] = []
     first_row: dict[str, int] = {}
+    unlabelled: list[int] = []
     for row_no, row in enumerate(dataset.to_list(), start=1):
         request = _text_cell(row[columns.request]) if columns.request else ""
         response = _text_cell(row[columns.response]) if columns.response else ""
         expected = _expected(row, columns.expected, scale, origin, row_no)
+        if expected is None and columns.expected is not None:
+            unlabelled.append(row_no)
         if columns.id == ROW_ID:
             item_id = str(row_no)
         elif columns.id is not None:
@@ -279,7 +347,23 @@ def load_table(
         items.append(
             Item(id=item_id, request=request, response=response, expected=expected, meta=meta)
         )
+    if unlabelled and missing_expected == "error":
+        raise missing_labels_error(unlabelled, len(items), origin, columns.expected)
     return items
+
+
+def missing_labels_error(
+    rows: list[int], total: int, origin: str | Path, field: str | None
+) -> DataError:
+    """The one-line error for reference labels that are empty in some rows."""
+    shown = ", ".join(map(str, rows[:5])) + (", ..." if len(rows) > 5 else "")
+    return DataError(
+        f"empty reference label in {len(rows)} of {total} rows (rows {shown}); fill them in, or "
+        "set data.missing_expected: keep to judge those items without a reference",
+        path=origin,
+        row=rows[0],
+        field=field,
+    )
 
 
 def _expected(

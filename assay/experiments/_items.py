@@ -10,10 +10,11 @@ from assay.data import (
     load_toolemu_evaluations,
     load_toolemu_toolkits,
     load_toolemu_trajectories,
+    missing_labels_error,
     pair_evaluations,
     render_toolkit_descriptions,
 )
-from assay.errors import DataError
+from assay.errors import ConfigError, DataError
 from assay.experiments._config import DataConfig
 from assay.scale import Scale
 from assay.types import Item
@@ -22,8 +23,11 @@ from assay.types import Item
 def load_items(
     data: DataConfig, scale: Scale, *, cache_dir: Path | None = None, limit: int | None = None
 ) -> list[Item]:
-    """Items of ``data``, validated against ``scale``; ``limit`` keeps the first N."""
-    limit = limit or data.limit
+    """Items of ``data``, validated against ``scale``; ``limit`` (else ``data.limit``) keeps the
+    first N, and must be at least 1."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"limit must be a positive number of items, not {limit!r}")
+    limit = limit if limit is not None else data.limit
     if data.format == "table":
         items = load_table(
             data.path,
@@ -32,6 +36,7 @@ def load_items(
             split=data.split,
             limit=limit,
             cache_dir=cache_dir,
+            missing_expected=data.missing_expected,
         )
     elif data.format == "inspect":
         items = load_inspect_log(data.path, expected=data.expected)
@@ -63,6 +68,13 @@ def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:
     if data.expected_from:
         evals = load_toolemu_evaluations(data.expected_from, key=data.expected_key)
         by_line, _ = pair_evaluations(evals, len(items), path=data.expected_from)
+        missing = [
+            it.meta["line"] + 1
+            for it in items
+            if (by_line.get(it.meta["line"]) or {}).get("score") is None
+        ]
+        if missing and data.missing_expected == "error":
+            raise missing_labels_error(missing, len(items), data.expected_from, "eval_scores")
         for it in items:
             e = by_line.get(it.meta["line"])
             if e is not None and e["score"] is not None:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from assay.lm import ModelSpec
+from assay.lm import ModelSpec, Real, StrictInt
 from assay.scale import Scale
 from assay.types import flatten, stable_hash
 
@@ -22,6 +22,36 @@ class Criterion(BaseModel):
     id: str
     instructions: str
     score_levels: list[Any] | None = None
+
+    @field_validator("score_levels")
+    @classmethod
+    def _levels(cls, levels: list[Any] | None) -> list[Any] | None:
+        """Each level is a score or ``{score, ...}``; together consecutive integers, each once."""
+        if levels is None:
+            return levels
+        scores = [_level_score(i, level) for i, level in enumerate(levels)]
+        repeated = sorted({x for x in scores if scores.count(x) > 1})
+        if repeated:
+            raise ValueError(f"score {', '.join(map(str, repeated))} listed more than once")
+        gaps = sorted(set(range(min(scores), max(scores) + 1)) - set(scores)) if scores else []
+        if gaps:
+            raise ValueError(f"scores {sorted(scores)} have a gap (missing {gaps})")
+        return levels
+
+    def level_scores(self) -> list[int] | None:
+        """The scores of ``score_levels``, ascending (None when the criterion has none)."""
+        if self.score_levels is None:
+            return None
+        return sorted(_level_score(i, x) for i, x in enumerate(self.score_levels))
+
+
+def _level_score(index: int, level: Any) -> int:
+    value = level.get("score") if isinstance(level, dict) else level
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"level {index} has no integer score (a number, or {{score: N, ...}})")
+    return value
 
 
 _NOT_IN_HASH: Any = {
@@ -47,18 +77,30 @@ class JudgeConfig(ModelSpec):
     program: ProgramKind = "predict"
     score_mode: Literal["argmax", "expected"] = "argmax"
     # binary + expected: verdict = 1 when P(1) >= decision_threshold (from `assay calibrate`)
-    decision_threshold: float | None = Field(default=None, ge=0, le=1)
+    decision_threshold: Real | None = Field(default=None, ge=0, le=1)
     program_state: str | None = None
     # panels
     members: list[JudgeConfig] = Field(default_factory=list)
     aggregate: Literal["majority", "mean", "median", "min"] = "majority"
     tie_break: Literal["lower", "higher", "unscored"] = "lower"
-    quorum: int | None = None
+    quorum: StrictInt | None = None
 
     @field_validator("scale", mode="before")
     @classmethod
     def _scale(cls, v: Any) -> Any:
         return None if v is None else Scale.parse(v)
+
+    @field_validator("criteria")
+    @classmethod
+    def _unique_criteria(cls, v: list[Criterion] | None) -> list[Criterion] | None:
+        ids = [c.id for c in v or []]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(
+                f"criterion id {', '.join(repr(i) for i in repeated)} is used more than once "
+                "(each criterion is judged and reported under its id)"
+            )
+        return v
 
     @field_validator("task")
     @classmethod
@@ -96,6 +138,13 @@ class JudgeConfig(ModelSpec):
         if self.scale is None:
             raise ValueError("a judge needs a 'scale' (binary, MIN-MAX or a mapping)")
         get_kind(self.task).check(self)
+        for c in self.criteria or []:
+            levels = c.level_scores()
+            if levels is not None and levels != self.scale.values:
+                raise ValueError(
+                    f"criterion '{c.id}': score_levels {levels} are not the scale's scores "
+                    f"{self.scale.values} ({self.scale.describe()})"
+                )
         if self.score_mode == "expected" and self.scale.kind == "categorical":
             raise ValueError("score_mode 'expected' needs a binary or ordinal scale")
         if self.decision_threshold is not None and (
