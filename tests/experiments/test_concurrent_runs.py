@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # separate processes, each importing assay
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "evaluate"
 REPO = Path(__file__).resolve().parents[2]
 

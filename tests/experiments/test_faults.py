@@ -132,6 +132,7 @@ def test_a_server_that_never_answers_times_out_every_item(tmp_path, items_csv, b
     assert result.summary["counts"]["unscored_reasons"] == {"timeout": N_ITEMS}
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_the_command_at_once_while_requests_hang(tmp_path, items_csv, black_hole):
     """Workers blocked in requests (default 120 s timeout) do not keep the process alive."""
     cfg = stub_yaml(tmp_path, items_csv, black_hole.base_url)
@@ -155,6 +156,7 @@ def test_ctrl_c_ends_the_command_at_once_while_requests_hang(tmp_path, items_csv
     assert lines == ["assay: interrupted; re-run the same command to resume"], err
 
 
+@pytest.mark.slow
 def test_a_deadline_stops_the_run_and_a_rerun_resumes(tmp_path, monkeypatch, capsys):
     """``--deadline`` on a slow model: one line, the finished judgments kept, a re-run judges
     only the rest."""

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "evaluate"
 
 
@@ -26,6 +28,7 @@ def _assay(*args: str, cwd: Path) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_without_loss_or_repeat(tmp_path: Path):
     cfg = tmp_path / "cfg"
     shutil.copytree(FIXTURE, cfg)
