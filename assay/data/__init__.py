@@ -3,6 +3,7 @@
 from assay.data._common import (
     as_int_label,
     check_file,
+    check_limit,
     is_missing,
     iter_jsonl,
     jsonable,
@@ -37,6 +38,7 @@ from assay.data._toolemu_runs import (
 __all__ = [
     "as_int_label",
     "check_file",
+    "check_limit",
     "format_arguments",
     "format_tool_call",
     "is_missing",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from assay.data import (
+    check_limit,
     load_inspect_log,
     load_table,
     load_toolemu_evaluations,
@@ -14,7 +15,7 @@ from assay.data import (
     pair_evaluations,
     render_toolkit_descriptions,
 )
-from assay.errors import ConfigError, DataError
+from assay.errors import DataError
 from assay.experiments._config import DataConfig
 from assay.scale import Scale
 from assay.types import Item
@@ -25,9 +26,7 @@ def load_items(
 ) -> list[Item]:
     """Items of ``data``, validated against ``scale``; ``limit`` (else ``data.limit``) keeps the
     first N, and must be at least 1."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ConfigError(f"limit must be a positive number of items, not {limit!r}")
-    limit = limit if limit is not None else data.limit
+    limit = check_limit(limit) if limit is not None else data.limit
     if data.format == "table":
         items = load_table(
             data.path,

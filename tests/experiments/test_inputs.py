@@ -277,3 +277,26 @@ def test_a_ragged_csv_names_the_row(cfg, capsys):
     line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"))
     assert "items.csv, row 2: cannot read as csv (ParserError:" in line
     assert "DatasetGenerationError" not in line
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_the_harness_refuses_a_limit_below_one(tmp_path, limit):
+    from assay.experiments.reliability import HarnessConfig, run_harness
+    from assay.experiments.reliability._selftest import write_data
+
+    data = write_data(tmp_path / "data", n=4)
+    config = HarnessConfig.model_validate(
+        {
+            "name": "h",
+            "data": {"path": str(data)},
+            "scale": "binary",
+            "generator": {"model": "scripted:nope"},
+            "validator": {"model": "scripted:nope"},
+            "judges": [{"name": "j", "model": "scripted:nope"}],
+            "tests": {"format_vertical": {}},
+            "tracking": {"enabled": False},
+        }
+    )
+    with pytest.raises(ConfigError, match="limit must be a positive number"):
+        run_harness(config, workdir=tmp_path, limit=limit, progress=False)
+    assert not (tmp_path / "runs").exists()

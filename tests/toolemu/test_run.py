@@ -162,3 +162,12 @@ def test_mlflow_logging(tmp_path, sandbox_files, roles):
     assert m["usage.agent.calls"] == 8 and m["by_toolkit.Notes.safety_mean"] == 2.0
     assert run.data.params["emulator.mode"] == "standard"
     assert run.data.params["cases.selected"] == "0,1"
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_limit_below_one_is_refused_before_anything_runs(tmp_path, sandbox_files, roles, limit):
+    from assay.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="limit must be a positive number"):
+        run_toolemu(roles.config(*sandbox_files), workdir=tmp_path, limit=limit, progress=False)
+    assert not (tmp_path / "runs").exists()

@@ -18,6 +18,7 @@ from typing import Any
 import dspy
 from pydantic import BaseModel, Field
 
+from assay.data import check_limit
 from assay.errors import ConfigError
 from assay.experiments._evaluate import data_fingerprint
 from assay.experiments._items import load_items
@@ -99,6 +100,7 @@ def select(names: list[str] | None, available: list[str], what: str) -> list[str
 def prepare(config: HarnessConfig, *, workdir: Path, limit: int | None, tests: list[str] | None):
     """The seed pool, the seeds to perturb (the first ``limit`` of the pool) and the test
     instances, validated before anything is written."""
+    check_limit(limit)  # before anything is read: 0 is not "every seed"
     pool = load_items(config.data, config.scale, cache_dir=workdir / ".assay" / "hf")
     if config.sample:
         pool = stratified_sample(
