@@ -325,15 +325,7 @@ def load_table(
         expected = _expected(row, columns.expected, scale, origin, row_no)
         if expected is None and columns.expected is not None:
             unlabelled.append(row_no)
-        if columns.id == ROW_ID:
-            item_id = str(row_no)
-        elif columns.id is not None:
-            raw_id = row[columns.id]
-            if is_missing(raw_id):
-                raise DataError("empty id", path=origin, row=row_no, field=columns.id)
-            item_id = _text_cell(raw_id).strip()
-        else:
-            item_id = Item.content_id(request, response)
+        item_id = _item_id(row, columns, row_no, origin, request, response)
         if item_id in first_row:
             how = "" if columns.id else " (same request and response; map an id column)"
             raise DataError(
@@ -350,6 +342,24 @@ def load_table(
     if unlabelled and missing_expected == "error":
         raise missing_labels_error(unlabelled, len(items), origin, columns.expected)
     return items
+
+
+def _item_id(
+    row: dict[str, Any],
+    columns: ColumnMap,
+    row_no: int,
+    origin: str | Path,
+    request: str,
+    response: str,
+) -> str:
+    """The row's id: its number (``@row``), its id column, or a hash of its content."""
+    if columns.id == ROW_ID:
+        return str(row_no)
+    if columns.id is None:
+        return Item.content_id(request, response)
+    if is_missing(row[columns.id]):
+        raise DataError("empty id", path=origin, row=row_no, field=columns.id)
+    return _text_cell(row[columns.id]).strip()
 
 
 def missing_labels_error(
