@@ -126,8 +126,8 @@ def test_harness_examples_run_on_the_local_model(tmp_path, example_data, example
 
     overrides = {
         "data.path": short_copy(tmp_path, *HARNESS_DATA[example]),
-        "generator.max_tokens": 96,
-        "validator.max_tokens": 32,
+        "generator.max_tokens": 64,
+        "validator.max_tokens": 24,
     }
     config, base = load_config(EXAMPLES / example, overrides, model=HarnessConfig)
     config.tracking.enabled = False
