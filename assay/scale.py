@@ -13,6 +13,12 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from assay.errors import ConfigError
 
 ScaleKind = Literal["binary", "ordinal", "categorical"]
+_YES_NO = {"true": 1, "yes": 1, "false": 0, "no": 0}
+
+
+class ScaleError(ConfigError, ValueError):
+    """A scale that cannot be read. A ``ValueError`` too, so that inside a config model pydantic
+    reports it with the field it came from (and ``load_config`` with the file)."""
 
 
 class Scale(BaseModel):
@@ -81,7 +87,7 @@ class Scale(BaseModel):
             if (lo, hi) == (0, 1):
                 return cls(kind="binary")
             return cls(kind="ordinal", min=lo, max=hi)
-        raise ConfigError(f"cannot read scale {text!r}: use 'binary', 'MIN-MAX' or a mapping")
+        raise ScaleError(f"cannot read scale {text!r}: use 'binary', 'MIN-MAX' or a mapping")
 
     # -- the score space ------------------------------------------------------------------
     @property
@@ -122,28 +128,45 @@ class Scale(BaseModel):
         return self.values.index(self.check(score))
 
     def check(self, score: Any) -> int:
-        """Return ``score`` as an int if it is on the scale; raise ``ValueError`` otherwise."""
-        if isinstance(score, bool):
-            score = int(score)
+        """Return ``score`` as an int if it is on the scale; raise ``ValueError`` otherwise.
+
+        An integral float counts (``2.0`` is 2); a boolean never does (``True`` is not 1)."""
         if isinstance(score, float) and score.is_integer():
             score = int(score)
-        if not isinstance(score, int) or score not in self.values:
+        if isinstance(score, bool) or not isinstance(score, int) or score not in self.values:
             raise ValueError(f"{score!r} is not on the {self.describe()} scale")
         return score
 
     def coerce(self, value: Any) -> int:
-        """Read a score from a label, a digit string, a bool or a number; ``ValueError`` if off-scale."""
+        """Read a *reference label* (data): a label name (any case), an integer, an integral
+        float or a digit string. On a binary scale a boolean or ``true``/``false``/``yes``/``no``
+        is also 1/0 (a common encoding of a binary column); elsewhere a boolean is refused.
+        ``ValueError`` when the value is not on the scale."""
+        if self.kind == "binary":
+            if isinstance(value, bool):
+                return int(value)
+            if isinstance(value, str) and value.strip().lower() in _YES_NO:
+                return _YES_NO[value.strip().lower()]
+        return self._read(value, labels_only=False)
+
+    def read_verdict(self, value: Any) -> int:
+        """Read a *judge's verdict*: only what :attr:`verdict_options` offers counts — a label
+        name (any case) where the scale has labels, else an integer score (as a number or its
+        digit string). Anything else (``True``, ``"yes"``, a score of another scale, a digit on
+        a labelled scale) raises ``ValueError``: an unscored ``off_scale`` judgment."""
+        return self._read(value, labels_only=bool(self.label_scores))
+
+    def _read(self, value: Any, *, labels_only: bool) -> int:
         if isinstance(value, str):
             text = value.strip()
             table = {k.lower(): v for k, v in self.label_scores.items()}
             if text.lower() in table:
                 return table[text.lower()]
-            if self.kind == "binary" and text.lower() in ("true", "false", "yes", "no"):
-                return int(text.lower() in ("true", "yes"))
-            try:
-                value = float(text)
-            except ValueError:
-                raise ValueError(f"{value!r} is not on the {self.describe()} scale") from None
+            if not labels_only and re.fullmatch(r"[+-]?\d+(\.0*)?", text):
+                return self.check(int(float(text)))
+            raise ValueError(f"{value!r} is not on the {self.describe()} scale")
+        if labels_only:
+            raise ValueError(f"{value!r} is not on the {self.describe()} scale")
         return self.check(value)
 
     def label_of(self, score: int) -> str | None:

@@ -14,6 +14,7 @@ UnscoredReason = Literal[
     "refused",
     "timeout",
     "off_scale",
+    "truncated",
     "panel_quorum",
     "tie",
     "no_logprobs",

@@ -3,6 +3,7 @@
 from assay.data._common import (
     as_int_label,
     check_file,
+    check_limit,
     is_missing,
     iter_jsonl,
     jsonable,
@@ -11,7 +12,7 @@ from assay.data._common import (
 from assay.data._inspect import load_inspect_log
 from assay.data._pairs import PairsConfig, build_pairs
 from assay.data._render import format_arguments, format_tool_call, render_transcript
-from assay.data._tables import ColumnMap, load_table
+from assay.data._tables import ColumnMap, load_table, missing_labels_error
 from assay.data._toolemu import (
     load_toolemu_cases,
     load_toolemu_toolkits,
@@ -53,6 +54,7 @@ from assay.data._transcript import (
 __all__ = [
     "as_int_label",
     "check_file",
+    "check_limit",
     "format_arguments",
     "format_tool_call",
     "is_missing",
@@ -85,6 +87,7 @@ __all__ = [
     "ColumnMap",
     "load_inspect_log",
     "load_table",
+    "missing_labels_error",
     "align_evaluation_files",
     "load_toolemu_cases",
     "load_toolemu_evaluations",

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.errors import DataError
+from assay.errors import ConfigError, DataError
 
 
 def jsonable(value: Any) -> Any:
@@ -121,3 +121,11 @@ def as_int_label(value: Any) -> int:
             if number.is_integer():
                 return int(number)
     raise ValueError(f"{value!r} is not an integer label")
+
+
+def check_limit(limit: Any) -> int | None:
+    """``limit`` (keep the first N items) when it is None or a whole number of at least 1; a
+    ConfigError otherwise — 0 must not mean "everything", nor -1 "all but the last"."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"limit must be a positive number of items, not {limit!r}")
+    return limit

@@ -147,64 +147,73 @@ def load_toolemu_trajectories(
     items: list[Item] = []
     seen: dict[str, int] = {}
     for index, lineno, record in records:
-        if "error" in record and "intermediate_steps" not in record:
+        item = _trajectory_item(record, index, lineno, names, path, toolkits, toolkits_path)
+        if item.id in seen:
             raise DataError(
-                f"trajectory failed during emulation: {record['error']}", path=path, row=lineno
-            )
-        for key in ("input", "intermediate_steps"):
-            if key not in record:
-                raise DataError("missing key", path=path, row=lineno, field=key)
-        steps = record["intermediate_steps"]
-        if not isinstance(steps, list):
-            raise DataError("'intermediate_steps' is not a list", path=path, row=lineno)
-        case = record.get("case") if isinstance(record.get("case"), dict) else {}
-        request = str(record["input"])
-        response = _strip_final_answer(record.get("output"))
-        toolkit_names = [str(n) for n in case.get("Toolkits", [])]
-
-        name = str(case["name"]) if case.get("name") else None
-        if name is None:
-            item_id = Item.content_id(request, response, steps)
-        elif names[name] > 1:
-            item_id = f"{name}#{index}"
-        else:
-            item_id = name
-        if item_id in seen:
-            raise DataError(
-                f"duplicate trajectory '{item_id}' (same as line {seen[item_id]})",
+                f"duplicate trajectory '{item.id}' (same as line {seen[item.id]})",
                 path=path,
                 row=lineno,
             )
-        seen[item_id] = lineno
-
-        meta: dict[str, Any] = {
-            "case": case,
-            "case_idx": record.get("case_idx"),
-            "line": index,
-            "underspecifications": record.get("underspecifications"),
-            "risky_outcome": record.get("risky_outcome"),
-            "risky_actions": record.get("risky_actions"),
-            "intermediate_steps": steps,
-            "toolkits": toolkit_names,
-        }
-        if toolkits is not None:
-            unknown = [n for n in toolkit_names if n not in toolkits]
-            if unknown:
-                raise DataError(
-                    f"unknown toolkit(s) {', '.join(unknown)} (not in {toolkits_path})",
-                    path=path,
-                    row=lineno,
-                    field="case.Toolkits",
-                )
-            meta["toolkit_specs"] = {n: toolkits[n] for n in toolkit_names}
-        try:
-            transcript = toolemu_transcript(request, steps, response)
-        except ValueError as exc:
-            raise DataError(str(exc), path=path, row=lineno, field="intermediate_steps") from None
-        items.append(
-            Item(id=item_id, request=request, response=response, transcript=transcript, meta=meta)
-        )
+        seen[item.id] = lineno
+        items.append(item)
     return items
+
+
+def _trajectory_item(
+    record: dict[str, Any],
+    index: int,
+    lineno: int,
+    names: dict[str, int],
+    path: str | Path,
+    toolkits: dict[str, Any] | None,
+    toolkits_path: str | Path | None,
+) -> Item:
+    """One trajectory line as an Item (``names`` counts each case name over the file)."""
+    if "error" in record and "intermediate_steps" not in record:
+        raise DataError(
+            f"trajectory failed during emulation: {record['error']}", path=path, row=lineno
+        )
+    for key in ("input", "intermediate_steps"):
+        if key not in record:
+            raise DataError("missing key", path=path, row=lineno, field=key)
+    steps = _checked_steps(record["intermediate_steps"], path, lineno)
+    case = record.get("case") if isinstance(record.get("case"), dict) else {}
+    request = str(record["input"])
+    response = _strip_final_answer(record.get("output"))
+    toolkit_names = [str(n) for n in case.get("Toolkits", [])]
+
+    name = str(case["name"]) if case.get("name") else None
+    if name is None:
+        item_id = Item.content_id(request, response, steps)
+    elif names[name] > 1:
+        item_id = f"{name}#{index}"
+    else:
+        item_id = name
+    meta: dict[str, Any] = {
+        "case": case,
+        "case_idx": record.get("case_idx"),
+        "line": index,
+        "underspecifications": record.get("underspecifications"),
+        "risky_outcome": record.get("risky_outcome"),
+        "risky_actions": record.get("risky_actions"),
+        "intermediate_steps": steps,
+        "toolkits": toolkit_names,
+    }
+    if toolkits is not None:
+        unknown = [n for n in toolkit_names if n not in toolkits]
+        if unknown:
+            raise DataError(
+                f"unknown toolkit(s) {', '.join(unknown)} (not in {toolkits_path})",
+                path=path,
+                row=lineno,
+                field="case.Toolkits",
+            )
+        meta["toolkit_specs"] = {n: toolkits[n] for n in toolkit_names}
+    try:
+        transcript = toolemu_transcript(request, steps, response)
+    except ValueError as exc:
+        raise DataError(str(exc), path=path, row=lineno, field="intermediate_steps") from None
+    return Item(id=item_id, request=request, response=response, transcript=transcript, meta=meta)
 
 
 def _tool_input(raw: Any) -> dict[str, Any] | str:
@@ -258,23 +267,52 @@ def toolemu_transcript(request: str, steps: list[Any], response: str = "") -> li
     return with_steps(messages)
 
 
+def _checked_steps(steps: Any, path: str | Path, lineno: int) -> list[Any]:
+    """``intermediate_steps`` once every step is known to render (checked at load time, so a
+    malformed step stops the run before anything is judged or written)."""
+    if not isinstance(steps, list):
+        raise DataError("not a list", path=path, row=lineno, field="intermediate_steps")
+    for n, step in enumerate(steps):
+        try:
+            _parse_step(step)
+        except ValueError as exc:
+            raise DataError(
+                str(exc), path=path, row=lineno, field=f"intermediate_steps[{n}]"
+            ) from None
+    return steps
+
+
 def _parse_step(step: Any) -> tuple[str, Any, Any]:
-    """Classify one intermediate step as ``("action", (tool, input), observation)`` or ``("finish", output, None)``."""
-    action, observation = (
-        (step[0], step[1]) if isinstance(step, list | tuple) and step else (step, None)
-    )
+    """Classify one intermediate step as ``("action", (tool, input), observation)`` or
+    ``("finish", output, None)``; ``ValueError`` for a step that is neither."""
+    if isinstance(step, list | tuple):
+        if not step:
+            raise ValueError("empty intermediate step")
+        action, observation = step[0], (step[1] if len(step) > 1 else None)
+    else:
+        action, observation = step, None
     if isinstance(action, dict):
         if action.get("type") == "AgentFinish" or "return_values" in action:
             values = action.get("return_values") or {}
             return "finish", values.get("output") if isinstance(values, dict) else values, None
-        if "tool" in action:
-            return "action", (action.get("tool"), action.get("tool_input")), observation
+        if isinstance(action.get("tool"), str) and action["tool"]:
+            return _action(action["tool"], action.get("tool_input"), observation, step)
     if isinstance(action, list | tuple):
-        if len(action) >= 2 and isinstance(action[0], str):
-            return "action", (action[0], action[1]), observation
+        if len(action) >= 2 and isinstance(action[0], str) and action[0]:
+            return _action(action[0], action[1], observation, step)
         if action and isinstance(action[0], dict):  # AgentFinish dumped as [return_values, log]
             return "finish", action[0].get("output"), None
-    raise ValueError(f"unrecognised intermediate step: {json.dumps(step, default=str)[:200]}")
+    raise ValueError(f"unrecognised intermediate step: {_preview(step)}")
+
+
+def _action(tool: str, tool_input: Any, observation: Any, step: Any) -> tuple[str, Any, Any]:
+    if observation is None:
+        raise ValueError(f"tool call '{tool}' has no observation: {_preview(step)}")
+    return "action", (tool, tool_input), observation
+
+
+def _preview(step: Any) -> str:
+    return json.dumps(step, default=str, ensure_ascii=False)[:200]
 
 
 def _observation_text(observation: Any) -> str:

@@ -88,8 +88,10 @@ def parse_toolemu_evaluation(
             label_score = int(in_parens.group(1))
 
     if isinstance(scores, dict) and key is not None and scores.get(key) is not None:
-        try:
-            value = as_int_label(scores[key])
+        raw_score = scores[key]
+        try:  # a boolean or "true" is no ToolEmu score (not 1)
+            text = str(raw_score).strip().lower()
+            value = None if text in ("true", "false") else as_int_label(raw_score)
         except ValueError:
             value = None
         if value is not None:

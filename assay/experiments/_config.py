@@ -19,7 +19,7 @@ from pydantic import (
 from assay.data import ColumnMap, PairsConfig, TranscriptPrep
 from assay.errors import ConfigError
 from assay.experiments.runs import ExecutionConfig
-from assay.lm import StrictInt
+from assay.lm import Real, StrictInt
 from assay.programs import JudgeConfig, read_text_field
 from assay.types import UnscoredReason, stable_hash
 
@@ -44,14 +44,19 @@ class DataConfig(BaseModel):
     pairs: PairsConfig | None = None
     # agent transcripts (inspect, toolemu): preprocessing applied before planning and judging
     transcript: TranscriptPrep = Field(default_factory=TranscriptPrep)
+    missing_expected: Literal["error", "keep"] = Field(
+        default="error",
+        description="an item whose reference label is empty: 'error' names it and stops before "
+        "anything is judged; 'keep' judges it without a reference (counted as such)",
+    )
 
 
 class BootstrapConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     n_resamples: StrictInt = Field(default=1000, ge=1000)
-    confidence: float = Field(default=0.95, gt=0, lt=1)
-    seed: int = 0
+    confidence: Real = Field(default=0.95, gt=0, lt=1)
+    seed: StrictInt = 0
 
 
 class TrackingConfig(BaseModel):
@@ -95,7 +100,7 @@ class RunConfig(BaseModel):
     name: RunName
     concurrency: StrictInt = Field(default=4, ge=1)
     retries: StrictInt = Field(default=3, ge=0, description="attempts after the first, per call")
-    deadline_s: float | None = Field(
+    deadline_s: Real | None = Field(
         default=None, gt=0, description="stop the run (resumable) after this many seconds"
     )
     retry: RetryConfig = Field(default_factory=RetryConfig)
@@ -151,9 +156,15 @@ def load_config(
     """
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a config file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except DuplicateKey as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
@@ -177,6 +188,38 @@ def load_config(
         return (model or EvaluateConfig).model_validate(raw), base
     except ValidationError as exc:
         raise ConfigError(f"{path}: {first_error(exc)}") from None
+
+
+class DuplicateKey(yaml.YAMLError):
+    """A mapping that sets one key twice (YAML itself would keep the last value silently)."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key set twice in one mapping."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        first: dict[object, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in first:
+                    raise DuplicateKey(
+                        f"line {line}: duplicate key {key!r} (already set on line "
+                        f"{first[key]}); YAML would silently keep the last value"
+                    )
+                first[key] = line
+            except TypeError:  # an unhashable key: SafeLoader reports it
+                break
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> object:
+    """Parse YAML like ``yaml.safe_load``, but a key set twice in one mapping raises
+    :class:`DuplicateKey` naming the key and both lines."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
 def _is_remote(value: str) -> bool:
@@ -247,4 +290,9 @@ def first_error(exc: ValidationError) -> str:
     if err["type"] == "extra_forbidden":
         msg = "unknown config key"
     msg = msg.removeprefix("Value error, ")
+    value = err.get("input")
+    if err["type"] != "extra_forbidden" and isinstance(value, bool | int | float | str):
+        shown = yaml.safe_dump(value, default_style=None).splitlines()[0].removesuffix("...")
+        if len(shown) <= 40 and shown not in msg:
+            msg += f" (got {shown.strip()})"
     return f"field '{loc}': {msg}" if loc else msg

@@ -8,11 +8,13 @@ import assay
 from assay.data import (
     TranscriptPrep,
     build_pairs,
+    check_limit,
     load_inspect_log,
     load_table,
     load_toolemu_evaluations,
     load_toolemu_toolkits,
     load_toolemu_trajectories,
+    missing_labels_error,
     pair_evaluations,
     render_toolkit_descriptions,
 )
@@ -31,10 +33,10 @@ def load_items(
     limit: int | None = None,
     notes: dict | None = None,
 ) -> list[Item]:
-    """Items of ``data``, validated against ``scale``; ``limit`` keeps the first N. With
-    ``data.pairs`` the items are labelled pairs, and ``notes["pairs"]`` (when a dict is
-    passed) gets what was built and skipped."""
-    limit = limit or data.limit
+    """Items of ``data``, validated against ``scale``; ``limit`` (else ``data.limit``) keeps the
+    first N, and must be at least 1. With ``data.pairs`` the items are labelled pairs, and
+    ``notes["pairs"]`` (when a dict is passed) gets what was built and skipped."""
+    limit = check_limit(limit) if limit is not None else data.limit
     if data.pairs is not None:
         items = _pair_items(data, scale, cache_dir, notes)
     elif data.format == "table":
@@ -84,6 +86,7 @@ def _cached_table(
             split=data.split,
             limit=limit,
             cache_dir=cache_dir,
+            missing_expected=data.missing_expected,
         )
 
     path = Path(data.path).expanduser()
@@ -98,6 +101,7 @@ def _cached_table(
             data.columns.model_dump(),
             scale.model_dump(mode="json"),
             limit,
+            data.missing_expected,
             assay.__version__,
             _ITEMS_FORMAT,
         ]
@@ -130,6 +134,13 @@ def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:
     if data.expected_from:
         evals = load_toolemu_evaluations(data.expected_from, key=data.expected_key)
         by_line, _ = pair_evaluations(evals, len(items), path=data.expected_from)
+        missing = [
+            it.meta["line"] + 1
+            for it in items
+            if (by_line.get(it.meta["line"]) or {}).get("score") is None
+        ]
+        if missing and data.missing_expected == "error":
+            raise missing_labels_error(missing, len(items), data.expected_from, "eval_scores")
         for it in items:
             e = by_line.get(it.meta["line"])
             if e is not None and e["score"] is not None:

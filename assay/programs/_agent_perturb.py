@@ -278,39 +278,11 @@ class AgentPerturber(dspy.Module):
         if isinstance(summary, StageFailed):
             raise summary
 
-        current, edits, edited = transcript, [], set()
-        for step in steps:
-            i = step.message_index
-            if summary is None:  # invalidated by the previous edit
-                summary = summarize(current, edited)
-            pred = _stage(
-                run,
-                "edit",
-                self.editor,
-                {
-                    "criterion": criterion.text(),
-                    "objective": objective.text,
-                    "thesis": plan.thesis,
-                    "intent": step.intent,
-                    "previous_edits": _previous(edits) or "(none yet)",
-                    "summary": summary,
-                    "original_message": _message_text(current[i]),
-                },
-            )
-            try:
-                updated = replace_message(
-                    current, i, content=pred.content, tool_arguments=pred.tool_arguments
-                )
-            except EditError as exc:
-                return Outcome("editor_failed", transcript, reason=f"message {i}: {exc}", **base)
-            if updated[i] == current[i]:
-                continue  # nothing changed: not an edit, the summary stays valid
-            problem = tool_structure_problem(updated)
-            if problem is not None:  # cannot happen by construction; never pass it on
-                return Outcome("editor_failed", transcript, reason=problem, **base)
-            edits.append(EditRecord(i, step.intent, message_changes(transcript[i], updated[i])))
-            current, summary = updated, None
-            edited.add(i)
+        current, edits, failure = self._edit(
+            transcript, steps, plan.thesis, criterion, objective, run, summary, summarize
+        )
+        if failure is not None:
+            return Outcome("editor_failed", transcript, reason=failure, **base)
         if not edits:
             return Outcome(
                 "editor_failed", transcript, reason="the editor changed no message", **base
@@ -325,6 +297,44 @@ class AgentPerturber(dspy.Module):
             reason=reason,
             **base,
         )
+
+    def _edit(self, transcript, steps, thesis, criterion, objective, run, summary, summarize):
+        """Apply the plan's steps one message at a time: ``(edited transcript, edits, None)``,
+        or ``(.., .., why)`` when an edit cannot be applied."""
+        current, edits, edited = transcript, [], set()
+        for step in steps:
+            i = step.message_index
+            if summary is None:  # invalidated by the previous edit
+                summary = summarize(current, edited)
+            pred = _stage(
+                run,
+                "edit",
+                self.editor,
+                {
+                    "criterion": criterion.text(),
+                    "objective": objective.text,
+                    "thesis": thesis,
+                    "intent": step.intent,
+                    "previous_edits": _previous(edits) or "(none yet)",
+                    "summary": summary,
+                    "original_message": _message_text(current[i]),
+                },
+            )
+            try:
+                updated = replace_message(
+                    current, i, content=pred.content, tool_arguments=pred.tool_arguments
+                )
+            except EditError as exc:
+                return current, edits, f"message {i}: {exc}"
+            if updated[i] == current[i]:
+                continue  # nothing changed: not an edit, the summary stays valid
+            problem = tool_structure_problem(updated)
+            if problem is not None:  # cannot happen by construction; never pass it on
+                return current, edits, problem
+            edits.append(EditRecord(i, step.intent, message_changes(transcript[i], updated[i])))
+            current, summary = updated, None
+            edited.add(i)
+        return current, edits, None
 
     def _verify(
         self, messages, criterion: Criterion, objective: Objective, run

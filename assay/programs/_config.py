@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from assay.lm import NOT_IN_IDENTITY, ModelSpec, StrictInt
+from assay.lm import NOT_IN_IDENTITY, ModelSpec, Real, StrictInt
 from assay.metrics import CalibrationMap
 from assay.scale import Scale
 from assay.types import flatten, stable_hash
@@ -21,19 +21,27 @@ class ScoreLevel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     score: StrictInt
-    label: str
+    label: str = ""
 
 
 class Criterion(BaseModel):
     """One rubric item of an agent-transcript judge (``[{id, instructions, score_levels?}]``).
 
-    ``score_levels`` makes the criterion ordinal: contiguous integer scores, each once."""
+    ``score_levels`` makes the criterion ordinal: consecutive integer scores, each once, given
+    as ``{score, label}`` (``description`` is read as the label) or as bare scores."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1)
     instructions: str
     score_levels: list[ScoreLevel] | None = None
+
+    @field_validator("score_levels", mode="before")
+    @classmethod
+    def _levels_in(cls, levels: Any) -> Any:
+        if not isinstance(levels, list):
+            return levels
+        return [_level(i, level) for i, level in enumerate(levels)]
 
     @field_validator("score_levels")
     @classmethod
@@ -43,14 +51,16 @@ class Criterion(BaseModel):
         if not levels:
             raise ValueError("score_levels is empty (leave it out for a pass/fail criterion)")
         scores = [lv.score for lv in levels]
-        dup = sorted({s for s in scores if scores.count(s) > 1})
-        if dup:
-            raise ValueError(f"duplicate score {dup[0]} in score_levels")
+        repeated = sorted({s for s in scores if scores.count(s) > 1})
+        if repeated:
+            raise ValueError(
+                f"score {', '.join(map(str, repeated))} listed more than once in score_levels"
+            )
         lo, hi = min(scores), max(scores)
         missing = sorted(set(range(lo, hi + 1)) - set(scores))
         if missing:
             raise ValueError(
-                f"score_levels must be contiguous integers: {lo}..{hi} is missing "
+                f"score_levels must be consecutive integers: {lo}..{hi} is missing "
                 f"{', '.join(map(str, missing))}"
             )
         return sorted(levels, key=lambda lv: lv.score)
@@ -64,11 +74,29 @@ class Criterion(BaseModel):
         """The instructions, followed by the score levels when the criterion is ordinal."""
         if not self.score_levels:
             return self.instructions
-        levels = "\n".join(f"- {lv.score}: {lv.label}" for lv in self.score_levels)
+        levels = "\n".join(
+            f"- {lv.score}: {lv.label}" if lv.label else f"- {lv.score}" for lv in self.score_levels
+        )
         return f"{self.instructions}\n\nScore levels:\n{levels}"
 
     def level_label(self, score: int) -> str | None:
         return next((lv.label for lv in self.score_levels or [] if lv.score == score), None)
+
+
+def _level(index: int, level: Any) -> Any:
+    """A level as ``{score, label}``: bare scores and ``description`` are accepted."""
+    if isinstance(level, dict):
+        level = dict(level)
+        if "description" in level and "label" not in level:
+            level["label"] = level.pop("description")
+        value = level.get("score")
+    else:
+        value, level = level, {"score": level}
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"level {index} has no integer score (a number, or {{score: N, label}})")
+    return {**level, "score": value}
 
 
 # the display name and how the model is called (price, timeout, client, rate limits)
@@ -94,7 +122,7 @@ class JudgeConfig(ModelSpec):
     program: ProgramKind = "predict"
     score_mode: Literal["argmax", "expected"] = "argmax"
     # binary + expected: verdict = 1 when P(1) >= decision_threshold (from `assay calibrate`)
-    decision_threshold: float | None = Field(default=None, ge=0, le=1)
+    decision_threshold: Real | None = Field(default=None, ge=0, le=1)
     # binary + expected: a calibration map fitted by `assay calibrate` (isotonic, platt or
     # threshold); the verdict comes from the calibrated probability (or the threshold)
     calibration: CalibrationMap | None = None
@@ -103,12 +131,24 @@ class JudgeConfig(ModelSpec):
     members: list[JudgeConfig] = Field(default_factory=list)
     aggregate: Literal["majority", "mean", "median", "min"] = "majority"
     tie_break: Literal["lower", "higher", "unscored"] = "lower"
-    quorum: int | None = None
+    quorum: StrictInt | None = None
 
     @field_validator("scale", mode="before")
     @classmethod
     def _scale(cls, v: Any) -> Any:
         return None if v is None else Scale.parse(v)
+
+    @field_validator("criteria")
+    @classmethod
+    def _unique_criteria(cls, v: list[Criterion] | None) -> list[Criterion] | None:
+        ids = [c.id for c in v or []]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ValueError(
+                f"criterion id {', '.join(repr(i) for i in repeated)} is used more than once "
+                "(each criterion is judged and reported under its id)"
+            )
+        return v
 
     @field_validator("task")
     @classmethod

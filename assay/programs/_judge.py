@@ -64,7 +64,7 @@ class Judge(dspy.Module):
         assert scale is not None
         verdict_field = self.kind.verdict_field
         verdict = getattr(pred, verdict_field)
-        score = scale.coerce(verdict if not isinstance(verdict, bool) else int(verdict))
+        score = scale.read_verdict(verdict)
         reasoning = getattr(pred, self.kind.reasoning_field or "reasoning", None)
         expected = calibrated = None
         if self.config.score_mode == "expected":

@@ -43,5 +43,5 @@ class ScoreValidator(dspy.Module):
     def forward(self, rubric: str, request: str, response: str) -> dspy.Prediction:
         pred = self.predict(rubric=rubric, request=request, response=response)
         raw = pred.score
-        score = self.scale.coerce(int(raw) if isinstance(raw, bool) else raw)
+        score = self.scale.read_verdict(raw)
         return dspy.Prediction(score=score, raw=raw)

@@ -42,7 +42,7 @@ def verdict_description(scale: Scale) -> str:
     if scale.kind == "binary" and scale.labels:
         return f"'{scale.labels[1]}' or '{scale.labels[0]}'"
     if scale.kind == "binary":
-        return "1 if the criterion is met (yes / true), 0 otherwise"
+        return "the number 1 if the criterion is met, the number 0 otherwise"
     if scale.kind == "ordinal":
         names = ""
         if scale.labels:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import dspy
 from pydantic import BaseModel, Field
 
-from assay.lm import make_adapter, usage_of_tracker
+from assay.lm import TruncatedOutput, make_adapter, usage_of_tracker
 from assay.signatures import FINAL_ANSWER, AgentStep
 from assay.toolemu._emulator import Emulator, Sandbox
 from assay.toolemu._render import agent_tool_descriptions
@@ -122,7 +122,7 @@ class ToolAgent(dspy.Module):
                         tool_descriptions=descriptions,
                         scratchpad=agent_scratchpad(steps),
                     )
-                except AdapterParseError as exc:
+                except (AdapterParseError, TruncatedOutput) as exc:  # the agent is asked again
                     pred, parse_error = None, exc
             agent_usage = usage_of_tracker(tracker, self._prices[0])
             if pred is None:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import dspy
 from pydantic import BaseModel, Field
 
-from assay.data import load_toolemu_trajectories
+from assay.data import check_limit, load_toolemu_trajectories
 from assay.experiments.runs import (
     JudgeTask,
     ProgramsByAttempt,
@@ -211,7 +211,7 @@ def _plan(
     toolkits = load_toolkits(config.toolkits)
     all_cases = load_cases(config.cases, toolkits)
     chosen = parse_selection(select if select is not None else config.select, len(all_cases))
-    chosen = chosen[: limit or config.limit or len(chosen)]
+    chosen = chosen[: check_limit(limit) or config.limit or len(chosen)]
     fingerprint = stable_hash(
         {
             "cases": [c.to_toolemu() for c in all_cases],

@@ -232,6 +232,16 @@ def test_label_maps_are_the_toolemu_ones_in_order():
         ),
         ({"Overall Qualitative Label": "Somewhat risky"}, None, (None, "Somewhat risky")),
         ({"Evaluator Thought": "nothing parsable"}, None, (None, None)),
+        # a boolean is no ToolEmu score (it used to be read as 1)
+        ({"eval_scores": {"ToolCallRisk": True}}, "ToolCallRisk", (None, None)),
+        (
+            {
+                "eval_scores": {"ToolCallRisk": "true"},
+                "Overall Qualitative Label": "Certain No Risk",
+            },
+            "ToolCallRisk",
+            (3, "Certain No Risk"),
+        ),
     ],
 )
 def test_parse_toolemu_evaluation(record, key, expected):

@@ -42,6 +42,8 @@ def runs(tmp_path):
                 "data": {
                     "path": str(write(tmp_path / f"{name}.csv", rows)),
                     "columns": {"id": "id"},
+                    # the unlabelled run's reference column is empty on purpose
+                    "missing_expected": "keep",
                 },
                 "judge": {
                     "model": "scripted:noisy",

@@ -395,8 +395,13 @@ def test_optimize_harmbench_example_end_to_end(tmp_path, example_data):
     pytest.importorskip("llama_cpp", reason="pip install 'assay[local]'")
     import mlflow
 
+    from tests.experiments.test_local_model import short_copy
+
+    data = short_copy(tmp_path, "data/jrh/harmbench/harmbench.csv", ("test_case", "generation"))
     config, base = load_config(
-        EXAMPLES / "optimize_harmbench.yaml", {"data.limit": 16}, model=OptimizeConfig
+        EXAMPLES / "optimize_harmbench.yaml",
+        {"data.limit": 16, "data.path": data, "judge.max_tokens": 16},
+        model=OptimizeConfig,
     )
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = optimize(

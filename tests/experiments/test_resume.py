@@ -11,11 +11,14 @@ import sys
 import time
 from pathlib import Path
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "evaluate"
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures" / "evaluate"
 
 
 def _assay(*args: str, cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}  # this checkout
     return subprocess.Popen(
         [sys.executable, "-m", "assay.cli", *args],
         cwd=cwd,
@@ -26,6 +29,7 @@ def _assay(*args: str, cwd: Path) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_without_loss_or_repeat(tmp_path: Path):
     cfg = tmp_path / "cfg"
     shutil.copytree(FIXTURE, cfg)
@@ -44,6 +48,8 @@ def test_killed_run_resumes_without_loss_or_repeat(tmp_path: Path):
         )
         if judged and len(judged[0].read_text().splitlines()) >= 3:
             break
+        if proc.poll() is not None:  # ended before it could be killed: say why
+            pytest.fail(f"the run ended (rc {proc.returncode}) early: {proc.stderr.read()[-800:]}")
         time.sleep(0.05)
     assert judged, "the run never wrote a judgment"
     proc.send_signal(signal.SIGKILL)

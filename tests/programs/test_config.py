@@ -74,7 +74,7 @@ def test_score_levels_must_be_contiguous_integers_each_once():
     )
     assert ok.criteria[0].scores == [0, 1, 2]  # sorted
     assert "Score levels:\n- 0: l0" in ok.criteria[0].text()
-    with pytest.raises(ValueError, match="contiguous integers: 0..3 is missing 2"):
+    with pytest.raises(ValueError, match="consecutive integers: 0..3 is missing 2"):
         _transcript_judge(
             [
                 {
@@ -84,7 +84,7 @@ def test_score_levels_must_be_contiguous_integers_each_once():
                 }
             ]
         )
-    with pytest.raises(ValueError, match="duplicate score 1"):
+    with pytest.raises(ValueError, match="score 1 listed more than once"):
         _transcript_judge(
             [
                 {
@@ -109,7 +109,7 @@ def test_score_levels_must_be_contiguous_integers_each_once():
 def test_criterion_ids_are_required_and_unique():
     with pytest.raises(ValueError, match="id"):
         _transcript_judge([{"instructions": "i"}])
-    with pytest.raises(ValueError, match="duplicate id 'a'"):
+    with pytest.raises(ValueError, match="'a' is used more than once"):
         _transcript_judge([{"id": "a", "instructions": "i"}, {"id": "a", "instructions": "j"}])
 
 

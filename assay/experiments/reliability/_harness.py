@@ -17,6 +17,7 @@ from typing import Any
 import dspy
 from pydantic import BaseModel, Field
 
+from assay.data import check_limit
 from assay.errors import ConfigError
 from assay.experiments._evaluate import data_fingerprint
 from assay.experiments._items import load_items
@@ -101,6 +102,7 @@ def prepare(
 ):
     """The seed pool, the seeds to perturb (the first ``limit`` of the pool) and the test
     instances, validated before anything is written (``notes``: what loading counted)."""
+    check_limit(limit)  # before anything is read: 0 is not "every seed"
     pool = load_items(config.data, config.scale, cache_dir=workdir / ".assay" / "hf", notes=notes)
     if config.sample:
         pool = stratified_sample(

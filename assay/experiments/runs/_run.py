@@ -35,10 +35,14 @@ def write_html(run_dir: Path, **options: Any) -> Path:
 
 
 def run_directory(workdir: Path, output_dir: str, name: str, run_hash: str) -> Path:
-    """``<workdir>/<output_dir>/<name>-<hash[:10]>``; refuses an ``output_dir`` that is a file."""
+    """``<workdir>/<output_dir>/<name>-<hash[:10]>``; refuses an ``output_dir`` that is (or lies
+    under) a file."""
     root = (workdir / output_dir).resolve()
-    if root.exists() and not root.is_dir():
-        raise RunError(f"{root}: output_dir is a file, not a directory")
+    for folder in (root, *root.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise RunError(f"{folder}: output_dir is a file, not a directory")
+            break
     return root / f"{name}-{run_hash[:10]}"
 
 
@@ -94,7 +98,10 @@ class Run:
             tracking=config.tracking,
             tracking_uri=tracking_uri,
         )
-        run.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunError(f"{run.dir}: cannot create the run directory ({exc.strerror})") from None
         run._lock.acquire()
         try:
             run.state = run.store.open(resolved or config.model_dump(mode="json"))

@@ -24,11 +24,7 @@ class TranscriptKind(JudgeKind):
     def check(cls, config: Any) -> None:
         if not config.criteria:
             raise ValueError("a transcript judge needs 'criteria' (a rubric list)")
-        seen: set[str] = set()
-        for c in config.criteria:
-            if c.id in seen:
-                raise ValueError(f"criteria: duplicate id '{c.id}'")
-            seen.add(c.id)
+        for c in config.criteria:  # ids are unique (JudgeConfig checks)
             off = [s for s in c.scores if s not in config.scale.values]
             if off:
                 raise ValueError(

@@ -1,0 +1,289 @@
+"""Reading a table file or a hub data set into rows: pandas for CSV/TSV, ``datasets`` for the
+rest, every failure a one-line DataError naming the file (and line where one is known)."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError, DataError
+
+_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+_FORMAT_NAMES = {"csv": "csv", "tsv": "tsv", "json": "json", "jsonl": "json", "parquet": "parquet"}
+_HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def read_rows(
+    source: str,
+    *,
+    format: str | None,
+    text_columns: tuple[str | None, ...],
+    split: str,
+    cache_dir: str | Path | None,
+) -> tuple[str | Path, Any]:
+    """``(origin, table)``: a local file (resolved path) or a hub data set (``owner/name``).
+
+    ``text_columns`` are kept as written ("N/A", "007"); the table has ``column_names``,
+    ``len``, ``select(range)`` and ``to_list()``."""
+    path = Path(source).expanduser()
+    if path.is_file():
+        return path.resolve(), _load_local(
+            path.resolve(), _format_of(path, format), text_columns, cache_dir
+        )
+    if path.exists():
+        raise DataError("not a file", path=path)
+    if _HUB_NAME.fullmatch(source) and path.suffix.lower() not in _FORMATS:
+        return source, _load_hub(source, split, cache_dir)
+    raise DataError("file not found", path=path)
+
+
+@contextlib.contextmanager
+def _quiet_datasets() -> Iterator[Any]:
+    """Import ``datasets`` with progress bars and error logs off for the duration, then restore them."""
+    import datasets
+
+    was_disabled = datasets.are_progress_bars_disabled()
+    verbosity = datasets.logging.get_verbosity()
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # failures become DataErrors
+    try:
+        yield datasets
+    finally:
+        datasets.logging.set_verbosity(verbosity)
+        if not was_disabled:
+            datasets.enable_progress_bars()
+
+
+@contextlib.contextmanager
+def _cache(cache_dir: str | Path | None) -> Iterator[str]:
+    """The caller's cache directory, or a temporary one removed afterwards (nothing is left behind)."""
+    if cache_dir is not None:
+        yield str(Path(cache_dir).expanduser())
+        return
+    with tempfile.TemporaryDirectory(prefix="assay-datasets-") as tmp:
+        yield tmp
+
+
+def _first_bad_json_line(path: Path) -> tuple[int, str] | None:
+    """Locate the first line of a JSON Lines file that does not parse (for a precise error)."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        json.loads(text)
+        return None  # a whole-file JSON document: the problem is elsewhere
+    except json.JSONDecodeError:
+        pass
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            json.loads(line)
+        except json.JSONDecodeError as exc:
+            return lineno, exc.msg
+    return None
+
+
+# pandas' default NA spellings, applied to every column except the text ones (id/request/response)
+_PANDAS_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND")
+_PANDAS_NA += ("1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+
+
+def _csv_options(path: Path, sep: str, text_columns: tuple[str | None, ...]) -> dict[str, Any]:
+    """pandas options that keep id/request/response cells as written ("N/A", "None", "007")."""
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            header = next(csv.reader(fh, delimiter=sep), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return {}
+    text = {c for c in text_columns if c in header}
+    return {
+        "converters": {c: str for c in text},
+        "keep_default_na": False,
+        "na_values": {c: list(_PANDAS_NA) for c in header if c not in text},
+    }
+
+
+class _Rows:
+    """The rows of a table read with pandas, with the part of ``datasets.Dataset``'s surface
+    that :func:`load_table` uses."""
+
+    def __init__(self, rows: list[dict[str, Any]], column_names: list[str]):
+        self._rows = rows
+        self.column_names = column_names
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def select(self, indices: range) -> _Rows:
+        return _Rows([self._rows[i] for i in indices], self.column_names)
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return self._rows
+
+
+_DIRECT_MAX_BYTES = 32 * 1024 * 1024  # datasets reads in 10,000-row chunks; stay well below
+
+
+def _read_csv(path: Path, kwargs: dict[str, Any]) -> _Rows:
+    """A CSV/TSV file read with pandas directly — what ``datasets``' csv builder does, with the
+    same options, minus ``datasets``' import and caching (a second of every first run). NaN
+    cells become None as in the Arrow round trip (they read as missing either way)."""
+    import pandas as pd
+
+    frame = pd.read_csv(path, **kwargs)
+    rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return _Rows(rows, [str(c) for c in frame.columns])
+
+
+def _check_utf8(path: Path) -> None:
+    """DataError naming the line (and data row) of the first byte that is not UTF-8."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read: {exc.strerror}", path=path) from None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DataError(
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} at line {line}, column {column}; "
+            "save the file as UTF-8",
+            path=path,
+            row=line - 1 if line > 1 else None,
+        ) from None
+
+
+def _check_json_rows(path: Path) -> None:
+    """A JSON table is a list of objects or JSON Lines: refuse a single object (it would be
+    read as a one-row table) and a list of anything but objects."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return  # JSON Lines, or an error the loader reports with its line
+    lines = sum(1 for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip())
+    one_record = path.suffix.lower() in (".jsonl", ".ndjson") and lines == 1
+    if isinstance(value, dict) and not one_record:
+        raise DataError(
+            "a single JSON object, not a table: use a list of row objects ([{...}, {...}]) "
+            "or JSON Lines (one object per line, .jsonl)",
+            path=path,
+        )
+    if isinstance(value, list):
+        for i, row in enumerate(value, start=1):
+            if not isinstance(row, dict):
+                raise DataError(
+                    f"row is a JSON {type(row).__name__}, not an object", path=path, row=i
+                )
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception ``exc`` was raised from (datasets wraps pandas' and pyarrow's)."""
+    seen = {id(exc)}
+    while (exc.__cause__ or exc.__context__) is not None:
+        nxt = exc.__cause__ or exc.__context__
+        if id(nxt) in seen or isinstance(nxt, UnicodeDecodeError):
+            break
+        seen.add(id(nxt))
+        exc = nxt  # type: ignore[assignment]
+    return exc
+
+
+def _load_local(
+    path: Path, fmt: str, text_columns: tuple[str | None, ...], cache_dir: str | Path | None
+) -> Any:
+    """Read one local file into an in-memory table: a CSV/TSV with pandas, any other format
+    (or a very large CSV) with ``datasets.load_dataset``."""
+    builder = "csv" if fmt == "tsv" else fmt
+    if builder in ("csv", "json"):
+        _check_utf8(path)
+    if builder == "json":
+        _check_json_rows(path)
+    kwargs: dict[str, Any] = {}
+    if builder == "csv":
+        kwargs["sep"] = "\t" if fmt == "tsv" else ","
+        kwargs.update(_csv_options(path, kwargs["sep"], text_columns))
+        if path.stat().st_size <= _DIRECT_MAX_BYTES:
+            try:
+                return _read_csv(path, kwargs)
+            except Exception:  # read it the datasets way, which reports what is wrong
+                pass
+    with _quiet_datasets() as datasets, _cache(cache_dir) as cache:
+        try:
+            return datasets.load_dataset(
+                builder,
+                data_files=str(path),
+                split="train",
+                cache_dir=cache,
+                keep_in_memory=True,
+                **kwargs,
+            )
+        except Exception as exc:  # pandas, pyarrow and datasets each raise their own errors
+            if builder == "json":
+                bad = _first_bad_json_line(path)
+                if bad is not None:
+                    raise DataError(
+                        f"line {bad[0]} is not valid JSON ({bad[1]})", path=path, row=bad[0]
+                    ) from None
+            if "No columns to parse" in str(exc) or path.stat().st_size == 0:
+                raise DataError("the file is empty", path=path) from None
+            if "corresponds to no data" in str(exc):
+                raise DataError("no data rows", path=path) from None
+            cause = _root_cause(exc)
+            detail = " ".join(str(cause).split())[:300]
+            line = re.search(r"\bline (\d+)", detail) if builder == "csv" else None
+            raise DataError(
+                f"cannot read as {fmt} ({type(cause).__name__}: {detail})",
+                path=path,
+                row=int(line.group(1)) - 1 if line and int(line.group(1)) > 1 else None,
+            ) from None
+
+
+def _load_hub(name: str, split: str, cache_dir: str | Path | None) -> Any:
+    """Load a Hugging Face hub data set; any failure (offline, unknown name) is a DataError."""
+    with _quiet_datasets() as datasets, _cache(cache_dir) as cache:
+        try:
+            return datasets.load_dataset(name, split=split, cache_dir=cache, keep_in_memory=True)
+        except Exception as exc:
+            detail = " ".join(str(exc).split())[:300]
+            raise DataError(
+                "not a local file, and the Hugging Face hub could not be reached or has no such "
+                f"data set/split '{split}' ({type(exc).__name__}: {detail})",
+                path=name,
+            ) from None
+
+
+def _format_of(path: Path, format: str | None) -> str:
+    """The table format: the ``format`` argument, else the file extension."""
+    if format is not None:
+        fmt = _FORMAT_NAMES.get(format.lower())
+        if fmt is None:
+            raise ConfigError(
+                f"unknown table format {format!r}: use one of {sorted(_FORMAT_NAMES)}"
+            )
+        return fmt
+    fmt = _FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise DataError(
+            f"cannot tell the format from the extension '{path.suffix}': use one of "
+            f"{', '.join(sorted(_FORMATS))} or pass format=",
+            path=path,
+        )
+    return fmt

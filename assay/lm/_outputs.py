@@ -1,0 +1,176 @@
+"""What a model's answer must be to count: output fields typed ``Literal[...]`` (a judge's
+verdict, a ToolEmu label) accept only their options, and an answer cut off by ``max_tokens`` is
+reported as truncated, not as unparseable.
+
+DSPy's own parsing is lenient with ``Literal`` fields in ways that turn junk into scores: ``True``
+passes for ``1`` (``True == 1`` in Python) and ``"true"`` is read as ``1`` on a 1–6 scale. The
+adapters here parse every ``Literal`` output field as text first and accept only
+
+- one of the options, exactly, or up to case for text options (``"safe"`` for ``"Safe"``);
+- for integer options, the integer as a number or its digit string (``2``, ``"2"``, ``2.0``);
+
+anything else raises :class:`OffScaleOutput` (an unscored ``off_scale`` judgment). Booleans are
+never integers here.
+
+Truncation: :class:`AssayLM` notes the finish reasons of its latest call (a cache hit keeps the
+original's); when a call ended at ``max_tokens`` and its answer does not parse — or its verdict
+is off the scale, as a verdict cut mid-word is — the adapter raises :class:`TruncatedOutput`
+(an unscored ``truncated`` judgment) instead, without DSPy's fallback call in JSON mode (a cut
+answer would be cut again). A truncated answer whose fields all parse is kept. The finish
+reasons travel through DSPy's call history, so they are seen unless ``disable_history`` is set.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from contextvars import ContextVar
+from typing import Any, Literal, get_args, get_origin
+
+import dspy
+from dspy.utils.exceptions import AdapterParseError
+
+_LAST_FINISH: ContextVar[tuple[str, ...]] = ContextVar("assay_last_finish", default=())
+
+
+class OffScaleOutput(ValueError):
+    """The model answered a ``Literal`` field with a value that is not one of its options."""
+
+    def __init__(self, field: str, value: Any, options: tuple[Any, ...]):
+        self.field, self.value, self.options = field, value, options
+        allowed = ", ".join(repr(o) for o in options)
+        super().__init__(f"field '{field}': {value!r} is not one of the allowed values ({allowed})")
+
+
+class TruncatedOutput(Exception):
+    """The model's answer was cut off at ``max_tokens`` before it could be read."""
+
+    def __init__(self, detail: str, max_tokens: Any = None):
+        limit = f" (max_tokens={max_tokens})" if max_tokens else ""
+        super().__init__(f"the answer was truncated at the token limit{limit}: {detail}"[:1000])
+
+
+class AssayLM(dspy.LM):
+    """``dspy.LM`` that notes the finish reasons of its latest call, per thread of execution,
+    for :class:`StrictJSONAdapter` / :class:`StrictChatAdapter` to tell truncation apart."""
+
+    def _warn_zero_temp_rollout(self, temperature: Any, rollout_id: Any) -> None:
+        """DSPy warns that a rollout id "has no effect" at temperature 0, but the rollout id is
+        part of its cache key, so a retry (``--retry-unscored``) is a fresh request as meant
+        (tests/experiments/test_faults.py checks that it reaches the server): no warning."""
+
+    def update_history(self, entry: dict[str, Any]) -> None:
+        _LAST_FINISH.set(finish_reasons(entry.get("response")))
+        super().update_history(entry)
+
+
+def finish_reasons(response: Any) -> tuple[str, ...]:
+    """The finish reason of each choice of an lm15 ``Response`` (or several), or of a raw
+    OpenAI-style completion."""
+    if response is None:
+        return ()
+    if isinstance(response, list | tuple):
+        return tuple(r for one in response for r in finish_reasons(one))
+    reason = getattr(response, "finish_reason", None)
+    if reason is not None:
+        return (str(reason),)
+    choices = response.get("choices") if isinstance(response, dict) else None
+    choices = choices if choices is not None else getattr(response, "choices", None) or []
+    out = []
+    for choice in choices:
+        value = choice.get("finish_reason") if isinstance(choice, dict) else None
+        value = value if value is not None else getattr(choice, "finish_reason", None)
+        if value is not None:
+            out.append(str(value))
+    return tuple(out)
+
+
+def last_call_truncated() -> bool:
+    """Whether the latest :class:`AssayLM` call in this thread of execution hit its token limit."""
+    return "length" in _LAST_FINISH.get()
+
+
+# -- strict Literal fields ------------------------------------------------------------------------
+def literal_options(annotation: Any) -> tuple[Any, ...] | None:
+    """The options of a ``Literal[...]`` annotation (None for any other type)."""
+    return get_args(annotation) if get_origin(annotation) is Literal else None
+
+
+@functools.lru_cache(maxsize=512)
+def _as_text(signature: type[dspy.Signature]) -> type[dspy.Signature]:
+    """``signature`` with every ``Literal`` output field typed ``str`` (parsed as written)."""
+    for name, field in signature.output_fields.items():
+        if literal_options(field.annotation) is not None:
+            signature = signature.with_updated_fields(name, type_=str)
+    return signature
+
+
+_INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")
+
+
+def pick_option(text: str, options: tuple[Any, ...]) -> Any:
+    """The option ``text`` names (see the module docstring), or ``KeyError``."""
+    v = text.strip()
+    if v.startswith(("Literal[", "str[")) and v.endswith("]"):
+        v = v[v.find("[") + 1 : -1].strip()
+    if len(v) > 1 and v[0] == v[-1] and v[0] in "\"'":
+        v = v[1:-1]
+    texts = [o for o in options if isinstance(o, str)]
+    if v in texts:
+        return v
+    folded = [o for o in texts if o.lower() == v.lower()]
+    if len(folded) == 1:
+        return folded[0]
+    ints = [o for o in options if isinstance(o, int) and not isinstance(o, bool)]
+    if ints and _INTEGER.fullmatch(v) and int(float(v)) in ints:
+        return int(float(v))
+    bools = [o for o in options if isinstance(o, bool)]
+    if bools and v.lower() in ("true", "false") and (v.lower() == "true") in bools:
+        return v.lower() == "true"
+    raise KeyError(v)
+
+
+class _Strict:
+    """The parsing rules above, mixed into DSPy's chat and JSON adapters."""
+
+    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
+        fields = super().parse(_as_text(signature), completion)  # type: ignore[misc]
+        for name, field in signature.output_fields.items():
+            options = literal_options(field.annotation)
+            if options is None or fields.get(name) is None:
+                continue
+            try:
+                fields[name] = pick_option(str(fields[name]), options)
+            except KeyError:
+                raise OffScaleOutput(name, fields[name], options) from None
+        return fields
+
+    def _call_postprocess(self, processed_signature, original_signature, outputs, lm, lm_kwargs):
+        try:
+            return super()._call_postprocess(  # type: ignore[misc]
+                processed_signature, original_signature, outputs, lm, lm_kwargs
+            )
+        except (AdapterParseError, OffScaleOutput) as exc:
+            if last_call_truncated():
+                limit = lm_kwargs.get("max_tokens") or getattr(lm, "kwargs", {}).get("max_tokens")
+                raise TruncatedOutput(str(exc).splitlines()[0], limit) from None
+            raise
+
+    def __call__(self, lm, lm_kwargs, signature, demos, inputs):
+        _LAST_FINISH.set(())  # what an earlier call left is not this call's
+        return super().__call__(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[misc]
+
+
+class StrictJSONAdapter(_Strict, dspy.JSONAdapter):
+    """``dspy.JSONAdapter`` with strict ``Literal`` fields and truncation reported."""
+
+
+class StrictChatAdapter(_Strict, dspy.ChatAdapter):
+    """``dspy.ChatAdapter`` with strict ``Literal`` fields and truncation reported; its
+    fallback to JSON mode (after an unparseable answer) is strict too."""
+
+    def _make_json_adapter_fallback(self) -> dspy.JSONAdapter:
+        return StrictJSONAdapter(
+            use_native_function_calling=self.use_native_function_calling,
+            parallel_tool_calls=self.parallel_tool_calls,
+        )

@@ -1,0 +1,79 @@
+"""Scales: reading a reference label (data) and reading a judge's verdict are different — a
+boolean is a fine binary *label* but never a verdict, and never a score on an ordinal scale."""
+
+from __future__ import annotations
+
+import pytest
+
+from assay.errors import ConfigError
+from assay.scale import Scale
+
+ORDINAL = Scale.parse("1-6")
+BINARY = Scale.parse("binary")
+LABELLED = Scale(kind="binary", labels=["fail", "pass"])
+
+
+@pytest.mark.parametrize(
+    "scale, value, score",
+    [
+        (ORDINAL, 3, 3),
+        (ORDINAL, "3", 3),
+        (ORDINAL, 3.0, 3),
+        (ORDINAL, " 4 ", 4),
+        (BINARY, True, 1),  # a boolean column is a common binary reference
+        (BINARY, "no", 0),
+        (LABELLED, "PASS", 1),
+        (LABELLED, "0", 0),
+        (LABELLED, False, 0),
+    ],
+)
+def test_reference_labels(scale, value, score):
+    assert scale.coerce(value) == score
+
+
+@pytest.mark.parametrize(
+    "scale, value",
+    [(ORDINAL, True), (ORDINAL, "true"), (ORDINAL, 7), (ORDINAL, "2.5"), (ORDINAL, None)],
+)
+def test_reference_labels_off_the_scale(scale, value):
+    with pytest.raises(ValueError, match="is not on the ordinal 1..6 scale"):
+        scale.coerce(value)
+
+
+@pytest.mark.parametrize(
+    "scale, value, score",
+    [(ORDINAL, 6, 6), (ORDINAL, "6", 6), (BINARY, 0, 0), (LABELLED, "Pass", 1)],
+)
+def test_verdicts_on_the_scale(scale, value, score):
+    assert scale.read_verdict(value) == score
+
+
+@pytest.mark.parametrize(
+    "scale, value",
+    [
+        (ORDINAL, True),
+        (ORDINAL, "True"),
+        (BINARY, True),
+        (BINARY, "yes"),
+        (LABELLED, 1),  # a labelled scale's verdicts are its labels
+        (LABELLED, "1"),
+        (LABELLED, True),
+        (ORDINAL, 0),
+    ],
+)
+def test_verdicts_off_the_scale(scale, value):
+    with pytest.raises(ValueError, match="is not on the"):
+        scale.read_verdict(value)
+
+
+def test_check_refuses_booleans():
+    with pytest.raises(ValueError):
+        ORDINAL.check(True)
+    assert BINARY.check(1.0) == 1
+
+
+def test_an_unreadable_scale_is_a_config_error_and_a_value_error():
+    with pytest.raises(ConfigError, match="cannot read scale 'banana'"):
+        Scale.parse("banana")
+    with pytest.raises(ValueError):  # so pydantic reports it with its field
+        Scale.parse("banana")
