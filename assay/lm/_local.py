@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,18 @@ def _close_models() -> None:
         _MODELS.clear()
 
 
+def _threads() -> int:
+    """CPU threads for llama.cpp: every core this process may use (``ASSAY_LLAMA_THREADS``
+    overrides). llama-cpp-python's default is half the cores; one call at a time holds the
+    model's lock, so the other half would sit idle — measured 2× slower on two cores."""
+    env = os.environ.get("ASSAY_LLAMA_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise ModelError(f"ASSAY_LLAMA_THREADS must be a positive integer, not {env!r}")
+        return int(env)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _load(path: Path) -> tuple[Any, threading.Lock]:
     """The shared model for ``path`` and its lock (loaded on first use)."""
     key = str(path.resolve())
@@ -90,7 +103,15 @@ def _load(path: Path) -> tuple[Any, threading.Lock]:
                 raise ModelError(
                     "llama-cpp-python is not installed: pip install 'assay[local]'"
                 ) from None
-            _MODELS[key] = (Llama(model_path=key, n_ctx=N_CTX, verbose=False), threading.Lock())
+            threads = _threads()
+            llm = Llama(
+                model_path=key,
+                n_ctx=N_CTX,
+                n_threads=threads,
+                n_threads_batch=threads,
+                verbose=False,
+            )
+            _MODELS[key] = (llm, threading.Lock())
         return _MODELS[key]
 
 
