@@ -1,6 +1,7 @@
 """The review app: a queue of probes, one page per probe, and two JSON endpoints that record a
-decision or undo one — both through :func:`assay.experiments.reliability._review.record_decision`,
-the same validation and locked append as ``assay review import``.
+decision or undo one — both through
+:func:`assay.experiments.reliability._review_decisions.record_decision`, the same validation and
+locked append as ``assay review import``.
 
 Pages are rendered on the server with Jinja2 (autoescaping on: judged text is untrusted);
 the only script is ``static/review.js``, served by the app.

@@ -21,20 +21,21 @@ from assay.experiments.reliability._review import (
     REVIEWS,
     SEEDS,
     STATUSES,
-    ReviewConflict,
     apply_reviews,
-    decision_history,
-    export_review,
-    import_review,
     read_probes,
     read_reviews,
     read_seeds,
-    record_decision,
-    record_decisions,
     review_counts,
-    review_lock,
     run_scale,
 )
+from assay.experiments.reliability._review_decisions import (
+    ReviewConflict,
+    decision_history,
+    record_decision,
+    record_decisions,
+    review_lock,
+)
+from assay.experiments.reliability._review_files import export_review, import_review
 from assay.experiments.reliability._selftest import run_selftest
 from assay.experiments.reliability._whitespace import FormatTest, variant_rng
 

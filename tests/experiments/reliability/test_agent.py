@@ -13,7 +13,7 @@ import yaml
 
 from assay.errors import ConfigError
 from assay.experiments.reliability import HarnessConfig, run_harness
-from assay.experiments.reliability._review import export_review, import_review
+from assay.experiments.reliability._review_files import export_review, import_review
 from assay.experiments.reliability._selftest_agent import (
     CRITERION,
     generator,
