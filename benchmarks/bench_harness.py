@@ -74,9 +74,9 @@ JRH = {"calls": 220, "wall_s": 20.9, "startup_s": 9.0}
 # What the harness calls, in the order the pipeline runs it (module, function name).
 STAGES = (
     (harness_module, "prepare"),
-    (harness_module, "_generate"),
+    (harness_module, "generate_units"),
     (harness_module, "_judge"),
-    (harness_module, "_score"),
+    (harness_module, "harness_metrics"),
     (report_module, "write_report"),
 )
 
@@ -379,7 +379,7 @@ def report_timing(args: argparse.Namespace, r: Run) -> dict[str, float]:
     wall = r.end - r.start + r.config_s
     first, last = requests[0][0], max(b for _, b in requests)
     startup = first - r.start + r.config_s
-    (gen_a, gen_b), (judge_a, judge_b) = st["_generate"][0], st["_judge"][0]
+    (gen_a, gen_b), (judge_a, judge_b) = st["generate_units"][0], st["_judge"][0]
     gen_calls = sum(v for k, v in r.result.lm_calls.items() if not k.startswith("judge:"))
     judge_calls = calls - gen_calls
     gen_chain = max(unit_chains(r.result.run_dir).values(), default=0)
@@ -399,12 +399,12 @@ def report_timing(args: argparse.Namespace, r: Run) -> dict[str, float]:
         f"generation start → first request {first - gen_a:.2f}s"
     )
     print(
-        f"    after the last answer: score {_spent(st['_score']):.2f}s, "
+        f"    after the last answer: score {_spent(st['harness_metrics']):.2f}s, "
         f"report (plots) {_spent(st['write_report']):.2f}s"
     )
     print("\nper stage (from its first request to its end)")
     rows = (
-        ("generate+validate", gen_a, gen_b, gen_calls, gen_bound, gen_chain, "_generate_cpu"),
+        ("generate+validate", gen_a, gen_b, gen_calls, gen_bound, gen_chain, "generate_units_cpu"),
         ("judge", judge_a, judge_b, judge_calls, judge_bound, j_chain, "_judge_cpu"),
     )
     for name, a, b, n, bound, chain, cpu_key in rows:
@@ -413,7 +413,7 @@ def report_timing(args: argparse.Namespace, r: Run) -> dict[str, float]:
         took = b - lm_a
         beyond = (took * conc / n - latency) * 1e3 if n else 0.0
         cpu = f"{_spent(st[cpu_key]) / n * 1e3:.1f} ms/call" if n else "-"
-        if cpu_key == "_generate_cpu":
+        if cpu_key == "generate_units_cpu":
             cpu += " (with first-use costs)"
         print(
             f"    {name:<17} calls {n:4d}  wall {took:5.2f}s  bound {bound:5.2f}s = "

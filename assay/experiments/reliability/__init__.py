@@ -3,7 +3,8 @@ them against the probe target and against their own verdict on the source (SPEC 
 
 from assay.experiments.reliability._bias_report import headline
 from assay.experiments.reliability._config import HarnessConfig, ReviewConfig, SampleConfig
-from assay.experiments.reliability._harness import HarnessResult, judged_id, run_harness
+from assay.experiments.reliability._harness import HarnessResult, run_harness
+from assay.experiments.reliability._judging import judged_id
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Review, Validation
 from assay.experiments.reliability._registry import (
     GenerationContext,

@@ -3,8 +3,9 @@ resumable. Data flows one way: seeds → probes (+ dropped, counted) → reviewe
 judgments per judge → metrics → report, plots and MLflow.
 
 Generation is logged one unit per line in ``units.jsonl`` (a unit's probes, dropped attempts
-and LM usage in one atomic append), so a killed run repeats no finished unit; judgments are
-appended per judge in ``judgments/<judge>-<hash>.jsonl``.
+and LM usage in one atomic append; ``_generation.py``), so a killed run repeats no finished
+unit; judgments are appended per judge in ``judgments/<judge>-<hash>.jsonl`` (``_judging.py``);
+the metrics are ``_harness_metrics.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import dspy
-from pydantic import BaseModel, Field
 
 from assay.data import check_limit
 from assay.errors import ConfigError
@@ -23,47 +23,30 @@ from assay.experiments._evaluate import data_fingerprint
 from assay.experiments._items import load_items
 from assay.experiments._sample import stratified_sample
 from assay.experiments.reliability._config import HarnessConfig
-from assay.experiments.reliability._judging import JudgePlan, judged_id
+from assay.experiments.reliability._generation import RoleLM, UnitRecord, generate_units
+from assay.experiments.reliability._harness_metrics import harness_metrics
+from assay.experiments.reliability._judging import JudgePlan
 from assay.experiments.reliability._probe import Dropped, Probe
-from assay.experiments.reliability._registry import (
-    CallMemo,
-    GenerationContext,
-    ReliabilityTest,
-    Unit,
-    get_test,
-)
-from assay.experiments.reliability._review import read_reviews
-from assay.experiments.reliability._scoring import score_test
+from assay.experiments.reliability._registry import ReliabilityTest, get_test
+from assay.experiments.reliability._review import apply_reviews, read_reviews, review_counts
 from assay.experiments.runs import (
     Background,
     CallSlots,
-    JudgeTask,
     Run,
     RunStore,
-    now,
     run_pool,
     run_tasks,
     write_html,
 )
 from assay.lm import ModelSpec, make_lm
 from assay.programs import (
+    JudgeConfig,
     build_judge,
     judge_lm_factory,
     load_program_state,
     save_program,
 )
-from assay.types import Item, Usage
-
-
-class UnitRecord(BaseModel):
-    """Everything one generation unit produced, appended as one line (the commit point)."""
-
-    unit_id: str
-    test: str
-    probes: list[Probe] = Field(default_factory=list)
-    dropped: list[Dropped] = Field(default_factory=list)
-    usage: dict[str, Usage] = Field(default_factory=dict)
-    finished: str = ""
+from assay.types import Item, Judgment
 
 
 @dataclass
@@ -74,7 +57,7 @@ class HarnessResult:
     mlflow_run_id: str | None
 
 
-def _role_lm(role: ModelSpec, base: Path | None, retries: int):
+def _role_lm(role: ModelSpec, base: Path | None, retries: int) -> RoleLM:
     def lm(name: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
         return make_lm(role, retries=retries, base=base, temperature=temperature, rollout=rollout)
 
@@ -135,18 +118,13 @@ def run_harness(
     tracking_uri: str | None = None,
     progress: bool = True,
 ) -> HarnessResult:
+    """Generate, review, judge and score ``config``'s tests in a run under ``workdir`` that
+    resumes where a killed one stopped (and, finished and unchanged, is only re-read)."""
     started = time.monotonic()
     notes: dict[str, Any] = {}
     pool, seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests, notes=notes)
     _load_programs(instances, config_dir, tracking_uri or config.tracking.uri)
-    judge_names = select(judges, [j.name for j in config.judges], "judge(s)")
-    judge_cfgs = [j for j in config.judges if j.name in judge_names]
-    for t in instances:
-        t.check_judges(judge_cfgs)
-    base_programs = {
-        j.name: build_judge(j, judge_lm_factory(retries=config.retries, base=config_dir))
-        for j in judge_cfgs
-    }
+    judge_names, judge_cfgs, base_programs = _judges(config, judges, instances, config_dir)
     gen_lm = _role_lm(config.generator, config_dir, config.retries)
     val_lm = _role_lm(config.validator, config_dir, config.retries)
     if any(t.uses_llm for t in instances):  # fail on a missing key before writing anything
@@ -161,8 +139,9 @@ def run_harness(
         store = run.store
         from assay.experiments.reliability._rerun import finish_key, finished_unchanged
 
-        key = finish_key(config, store.path, tests=[t.name for t in instances], judges=judge_names)
-        if finished_unchanged(run, key):  # re-read: no LM call, no new report or MLflow run
+        selected = {"tests": [t.name for t in instances], "judges": judge_names}
+        if finished_unchanged(run, finish_key(config, store.path, **selected)):
+            # re-read: no LM call, no new report or MLflow run
             metrics = store.read_json("metrics.json")
             return HarnessResult(store.path, metrics, metrics["lm_calls"], run.mlflow_run_id)
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
@@ -173,66 +152,122 @@ def run_harness(
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
         # -- generate + validate (+ judge sources, and probes as their unit is committed) -----
-        slots = CallSlots(config.concurrency)
-        judging = JudgePlan(config, judge_cfgs, base_programs, store, config_dir, slots)
-        records = _generate(
-            config,
-            instances,
-            pool,
-            seeds,
-            store,
-            gen_lm,
-            val_lm,
-            progress,
-            deadline,
-            judging=judging,
-            # on Ray, everything is judged after generation by the actors
-            early=not config.review.required
-            and not read_reviews(store.path)
-            and config.execution.engine != "ray",
+        judging = JudgePlan(
+            config, judge_cfgs, base_programs, store, config_dir, CallSlots(config.concurrency)
         )
-        _save_programs(instances, store.path / "programs")
-        wanted = {t.name for t in instances}
-        probes = [p for r in records if r.test in wanted for p in r.probes]
-        dropped = [d for r in records if r.test in wanted for d in r.dropped]
-        store.write_text("probes.jsonl", "".join(p.model_dump_json() + "\n" for p in probes))
-
-        # -- review ----------------------------------------------------------------------------
-        from assay.experiments.reliability._review import apply_reviews, review_counts
-
-        probes = apply_reviews(probes, read_reviews(store.path))
-        reviewed = review_counts(probes)
-        if config.review.required:
-            to_judge = [p for p in probes if p.review.status in ("accepted", "edited")]
-        else:
-            to_judge = [p for p in probes if p.review.status != "rejected"]
-
-        # -- judge (report.html's source/probe diffs computed meanwhile) ------------------------
+        records, probes, dropped = _generate_probes(
+            config, instances, pool, seeds, store, gen_lm, val_lm, progress, deadline, judging
+        )
+        # -- review, then judge (report.html's source/probe diffs computed meanwhile) ----------
+        probes, reviewed, to_judge = _apply_review(config, store.path, probes)
         diffs = Background(lambda: _warm_diffs(seeds, probes), delay=0.0, name="assay-diffs")
         judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
 
-        # -- score -----------------------------------------------------------------------------
-        metrics = _score(
+        # -- score and report ------------------------------------------------------------------
+        metrics = harness_metrics(
             config, instances, judge_cfgs, seeds, to_judge, judgments, records, dropped, reviewed
         )
         metrics["data_fingerprint"] = data_fingerprint(seeds)
         metrics.update(notes)  # e.g. the pairs built from a score column, and those skipped
         store.write_json("metrics.json", metrics)
-        from assay.experiments.reliability._report import write_report
-
-        plotting.join()
-        write_report(store.path, config, metrics)
-        diffs.join()
-        write_html(store.path)
+        _write_reports(store.path, config, metrics, plotting, diffs)
         from assay.experiments.reliability._tracking import harness_tracked
 
         run_id = run.finish(
             harness_tracked(store.path, config, judge_cfgs, metrics),
-            finish_key=finish_key(
-                config, store.path, tests=[t.name for t in instances], judges=judge_names
-            ),
+            finish_key=finish_key(config, store.path, **selected),
         )
         return HarnessResult(store.path, metrics, metrics["lm_calls"], run_id)
+
+
+def _judges(
+    config: HarnessConfig,
+    names: list[str] | None,
+    instances: list[ReliabilityTest],
+    config_dir: Path | None,
+) -> tuple[list[str], list[JudgeConfig], dict[str, dspy.Module]]:
+    """The judges selected by name (all by default), vetted by every test, and their programs."""
+    judge_names = select(names, [j.name for j in config.judges], "judge(s)")
+    judge_cfgs = [j for j in config.judges if j.name in judge_names]
+    for t in instances:
+        t.check_judges(judge_cfgs)
+    base_programs: dict[str, dspy.Module] = {
+        j.name: build_judge(j, judge_lm_factory(retries=config.retries, base=config_dir))
+        for j in judge_cfgs
+    }
+    return judge_names, judge_cfgs, base_programs
+
+
+def _generate_probes(
+    config: HarnessConfig,
+    instances: list[ReliabilityTest],
+    pool: list[Item],
+    seeds: list[Item],
+    store: RunStore,
+    gen_lm: RoleLM,
+    val_lm: RoleLM,
+    progress: bool,
+    deadline: float | None,
+    judging: JudgePlan,
+) -> tuple[list[UnitRecord], list[Probe], list[Dropped]]:
+    """Every unit generated (or read back), the programs saved and ``probes.jsonl`` written.
+
+    The judging that does not wait for generation runs in the same pool, unless the probes
+    must be reviewed first (or were reviewed already), or the judges are Ray actors (which
+    judge everything after generation)."""
+    early = (
+        not config.review.required
+        and not read_reviews(store.path)
+        and config.execution.engine != "ray"
+    )
+    records = generate_units(
+        config,
+        instances,
+        pool,
+        seeds,
+        store,
+        gen_lm,
+        val_lm,
+        progress,
+        deadline,
+        judging=judging,
+        early=early,
+    )
+    _save_programs(instances, store.path / "programs")
+    wanted = {t.name for t in instances}
+    probes = [p for r in records if r.test in wanted for p in r.probes]
+    dropped = [d for r in records if r.test in wanted for d in r.dropped]
+    store.write_text("probes.jsonl", "".join(p.model_dump_json() + "\n" for p in probes))
+    return records, probes, dropped
+
+
+def _apply_review(
+    config: HarnessConfig, run_dir: Path, probes: list[Probe]
+) -> tuple[list[Probe], dict[str, int], list[Probe]]:
+    """The probes with the review decisions applied, their counts by status, and those to judge
+    (accepted or edited ones when review is required; else all but the rejected)."""
+    probes = apply_reviews(probes, read_reviews(run_dir))
+    if config.review.required:
+        to_judge = [p for p in probes if p.review.status in ("accepted", "edited")]
+    else:
+        to_judge = [p for p in probes if p.review.status != "rejected"]
+    return probes, review_counts(probes), to_judge
+
+
+def _write_reports(
+    run_dir: Path,
+    config: HarnessConfig,
+    metrics: dict[str, Any],
+    plotting: Background,
+    diffs: Background,
+) -> None:
+    """``report.md`` with its plots, then ``report.html``, once their warm-ups are done."""
+    from assay.experiments.reliability._report import write_report
+
+    plotting.join()
+    write_report(run_dir, config, metrics)
+    diffs.join()
+    write_html(run_dir)
 
 
 def _warm_diffs(seeds: list[Item], probes: list[Probe]) -> None:
@@ -262,102 +297,14 @@ def _save_programs(instances: list[ReliabilityTest], folder: Path) -> None:
             save_program(program, folder / f"{test.name}.{role}.json")
 
 
-def _generate(
-    config,
-    instances: list[ReliabilityTest],
-    pool: list[Item],
-    seeds: list[Item],
-    store: RunStore,
-    gen_lm,
-    val_lm,
-    progress,
-    deadline: float | None = None,
-    *,
+def _judge(
+    config: HarnessConfig,
     judging: JudgePlan,
-    early: bool = True,
-):
-    """Every unfinished generation unit, in one pool with the judging that does not wait for
-    the rest: the sources at once and, with ``early``, each unit's probes when it is committed.
-    A unit's record is appended when it finishes (the commit point of a resumed run)."""
-    done = {r.unit_id: r for r in store.records("units.jsonl", UnitRecord)}
-    units = [(t, u) for t in instances for u in t.units(pool if t.pool_based else seeds)]
-    work: list[Any] = [(t, u) for t, u in units if u.id not in done]
-    if early:
-        work += judging.source_tasks(seeds)
-    memo = CallMemo()
-
-    def lm(role: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
-        return (gen_lm if role == "generator" else val_lm)(role, temperature, rollout)
-
-    def one(test: ReliabilityTest, unit: Unit) -> UnitRecord:
-        ctx = GenerationContext(
-            scale=config.scale,
-            lm=lm,
-            models={"generator": config.generator.model, "validator": config.validator.model},
-            prices={
-                r: (c.price.input_per_mtok, c.price.output_per_mtok)
-                for r, c in (("generator", config.generator), ("validator", config.validator))
-                if c.price
-            },
-            adapters={"generator": config.generator.adapter, "validator": config.validator.adapter},
-            temperatures={
-                "generator": config.generator.temperature,
-                "validator": config.validator.temperature,
-            },
-            rubric=_rubric(config),
-            seed=config.sample.seed if config.sample else 0,
-            memo=memo,
-            slots=judging.slots.hold,
-        )
-        results = test.generate(unit, ctx)
-        return UnitRecord(
-            unit_id=unit.id,
-            test=test.name,
-            probes=[r for r in results if isinstance(r, Probe)],
-            dropped=[r for r in results if isinstance(r, Dropped)],
-            usage=ctx.usage,
-            finished=now(),
-        )
-
-    def run(w: Any) -> Any:
-        return judging.run(w) if isinstance(w, JudgeTask) else one(*w)
-
-    def commit(w: Any, result: Any) -> None:
-        if isinstance(w, JudgeTask):
-            judging.persist(w, result)
-        else:
-            store.append_record("units.jsonl", result)
-            done[result.unit_id] = result
-
-    def follow_up(w: Any, result: Any) -> list[JudgeTask]:
-        if early and isinstance(result, UnitRecord):
-            return judging.probe_tasks(result.probes)
-        return []
-
-    run_pool(
-        work,
-        run,
-        # LM calls in flight are bounded by the slots; more workers keep them all busy while
-        # units wait on their own earlier calls
-        concurrency=2 * config.concurrency,
-        on_result=commit,
-        follow_up=follow_up,
-        progress=progress,
-        desc="generate+judge",
-        unit="task",
-        deadline=deadline,
-    )
-    order = {u.id: i for i, (_, u) in enumerate(units)}
-    return sorted((r for r in done.values() if r.unit_id in order), key=lambda r: order[r.unit_id])
-
-
-def _rubric(config: HarnessConfig) -> str:
-    """The benchmark's rubric for generators/validators: the first judge's rubric and instruction."""
-    j = config.judges[0]
-    return "\n\n".join(x for x in (j.instruction, j.rubric) if x) or "(no rubric given)"
-
-
-def _judge(config, judging: JudgePlan, seeds, probes, progress, deadline: float | None = None):
+    seeds: list[Item],
+    probes: list[Probe],
+    progress: bool,
+    deadline: float | None = None,
+) -> dict[str, dict[str, Judgment]]:
     """What is left to judge after generation (reviewed, edited or retried items; everything
     when review is required), then the untouched agent probes' copies of their source's
     verdict. Returns each judge's judgments by item id."""
@@ -384,79 +331,3 @@ def _judge(config, judging: JudgePlan, seeds, probes, progress, deadline: float 
         )
     judging.copy_untouched(probes)
     return judging.done
-
-
-def _score(
-    config, instances, judge_cfgs, seeds, probes, judgments, records, dropped, reviewed
-) -> dict[str, Any]:
-    b = config.bootstrap
-    by_test: dict[str, list[Probe]] = {}
-    for p in probes:
-        by_test.setdefault(p.test, []).append(p)
-    results: dict[str, Any] = {}
-    for cfg in judge_cfgs:
-        js = judgments[cfg.name]
-        sources = {
-            s.id: js[f"source:{s.id}"].score if f"source:{s.id}" in js else None for s in seeds
-        }
-        source_criteria = {
-            s.id: js[f"source:{s.id}"].criteria or {} for s in seeds if f"source:{s.id}" in js
-        }
-        verdicts = {p.id: js[judged_id(p)] for p in probes if judged_id(p) in js}
-        per_test = {}
-        for t in instances:
-            per_test[t.name] = score_test(
-                t.scoring,
-                by_test.get(t.name, []),
-                verdicts,
-                sources,
-                config.scale,
-                source_criteria=source_criteria,
-                n_resamples=b.n_resamples,
-                confidence=b.confidence,
-                seed=b.seed,
-            )
-        judge_usage = sum((j.usage for j in js.values()), Usage())
-        pass_values = [m["pass_rate"]["value"] for m in per_test.values() if m.get("pass_rate")]
-        mean_pass = sum(pass_values) / len(pass_values) if pass_values else None
-        results[cfg.name] = {
-            "model": cfg.model,
-            "config_hash": cfg.config_hash(),
-            "tests": per_test,
-            "source_unscored": sum(v is None for v in sources.values()),
-            "usage": judge_usage.model_dump(),
-            "mean_pass_rate": mean_pass,
-            "cost_per_accuracy_point_usd": (judge_usage.cost_usd / (mean_pass * 100))
-            if mean_pass
-            else None,
-        }
-    gen_usage: dict[str, dict[str, Any]] = {}
-    for r in records:
-        for stage, u in r.usage.items():
-            key = f"{stage}:{r.test}"
-            gen_usage[key] = (
-                (Usage.model_validate(gen_usage[key]) + u).model_dump()
-                if key in gen_usage
-                else u.model_dump()
-            )
-    drop_counts: dict[str, dict[str, int]] = {}
-    for d in dropped:
-        drop_counts.setdefault(d.test, {}).setdefault(d.reason, 0)
-        drop_counts[d.test][d.reason] += 1
-    lm_calls = {k: v["calls"] for k, v in gen_usage.items()}
-    for name, r in results.items():
-        lm_calls[f"judge:{name}"] = r["usage"]["calls"]
-    return {
-        "seeds": len(seeds),
-        "notes": [n for t in instances for n in t.notes()],
-        "probes": {t.name: len(by_test.get(t.name, [])) for t in instances},
-        "dropped": drop_counts,
-        "review": {**reviewed, "required": config.review.required},
-        "judges": results,
-        "generation_usage": gen_usage,
-        "lm_calls": lm_calls,
-        "bootstrap": f"{b.n_resamples} percentile resamples over source items, each with all "
-        f"its probes (pass rates, consistency, the bias and agent tests, the samples-needed "
-        f"curve; synthetic_ordinal, whose probes are independent generations: over probes), "
-        f"seed {b.seed}, {b.confidence:.0%} intervals",
-    }
