@@ -113,114 +113,125 @@ class RewriteTest(ReliabilityTest):
         ]
 
     def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
-        src = unit.sources[0]
+        source = self._rewritable(unit.sources[0])
+        if isinstance(source, Dropped):
+            return [source]
+        src, final = source
+        target = self.target(src, ctx)
+        return [
+            self._variant(src, final, target, i, ctx)
+            for i in range(self.settings.variants)  # type: ignore[attr-defined]
+        ]
+
+    def _rewritable(self, src: Item) -> tuple[Item, int | None] | Dropped:
+        """The source with the text to rewrite as its response — on a transcript, the final
+        assistant message (whose index comes along) — or why there is none."""
         final: int | None = None
         if src.transcript:  # rewrite the final assistant message, keep the rest
             final = last_assistant_text_index(src.transcript)
             if final is None:
-                return [
-                    Dropped(
-                        test=self.name,
-                        source_id=src.id,
-                        reason="not_applicable",
-                        detail="the transcript has no assistant message with text to rewrite",
-                    )
-                ]
-            src = src.model_copy(update={"response": src.transcript[final].content})
-        if not src.response.strip():
-            return [
-                Dropped(
+                return Dropped(
                     test=self.name,
                     source_id=src.id,
                     reason="not_applicable",
-                    detail="empty response",
+                    detail="the transcript has no assistant message with text to rewrite",
                 )
-            ]
-        out: list[Probe | Dropped] = []
-        target = self.target(src, ctx)
-        for i in range(self.settings.variants):  # type: ignore[attr-defined]
-            dropped = dict(test=self.name, source_id=src.id, variant=i)
-            try:
-                pred, gen_usage = guarded_call(
-                    ctx,
-                    "generator",
-                    self.generator,
-                    stage="generate",
-                    rollout=i,
-                    **self.rewrite_inputs(src, ctx),
-                )
-            except Failed as f:
-                out.append(
-                    Dropped(**dropped, reason="generation_failed", detail=str(f), usage=f.usage)
-                )
-                continue
-            text = pred.rewritten
-            if not text or collapse(text) == collapse(src.response):
-                out.append(
-                    Dropped(
-                        **dropped,
-                        reason="generation_failed",
-                        detail="empty or unchanged rewrite",
-                        usage=gen_usage,
-                    )
-                )
-                continue
-            validation = None
-            if self.settings.validate_probes:  # type: ignore[attr-defined]
-                try:
-                    ok, reason, val_usage = self.validate(src, text, target, ctx)
-                except Failed as f:
-                    out.append(
-                        Dropped(
-                            **dropped,
-                            reason="generation_failed",
-                            detail=f"validator: {f}",
-                            usage=gen_usage + f.usage,
-                        )
-                    )
-                    continue
-                if not ok:
-                    out.append(
-                        Dropped(
-                            **dropped,
-                            reason="validator_rejected",
-                            detail=reason,
-                            usage=gen_usage + val_usage,
-                        )
-                    )
-                    continue
-                validation = Validation(
-                    model=ctx.model_of("validator"), verdict=True, reason=reason, usage=val_usage
-                )
-            transcript, meta = None, {"variant": i}
-            if final is not None and src.transcript:
-                transcript = replace_message(src.transcript, final, content=text)
-                meta["edits"] = [
-                    {
-                        "message_index": final,
-                        "intent": self.change,
-                        **message_changes(src.transcript[final], transcript[final]),
-                    }
-                ]
-            out.append(
-                Probe(
-                    id=Probe.make_id(self.name, src.id, i, self.settings.model_dump()),
-                    test=self.name,
-                    source_id=src.id,
-                    request=src.request,
-                    response=text,
-                    transcript=transcript,
-                    target=target,
-                    target_source="human" if self.scoring == "invariance" else "construction",
-                    generation=Generation(
-                        model=ctx.model_of("generator"),
-                        temperature=ctx.temperatures.get("generator"),
-                        prompt=self.generator.instruction,
-                        attempt=i + 1,
-                        usage=gen_usage,
-                    ),
-                    validation=validation,
-                    meta=meta,
-                )
+            src = src.model_copy(update={"response": src.transcript[final].content})
+        if not src.response.strip():
+            return Dropped(
+                test=self.name,
+                source_id=src.id,
+                reason="not_applicable",
+                detail="empty response",
             )
-        return out
+        return src, final
+
+    def _variant(
+        self, src: Item, final: int | None, target: int | None, i: int, ctx: GenerationContext
+    ) -> Probe | Dropped:
+        """Variant ``i``: a rewrite, confirmed by the validator (if asked), or why not."""
+        dropped = dict(test=self.name, source_id=src.id, variant=i)
+        try:
+            pred, gen_usage = guarded_call(
+                ctx,
+                "generator",
+                self.generator,
+                stage="generate",
+                rollout=i,
+                **self.rewrite_inputs(src, ctx),
+            )
+        except Failed as f:
+            return Dropped(**dropped, reason="generation_failed", detail=str(f), usage=f.usage)
+        text = pred.rewritten
+        if not text or collapse(text) == collapse(src.response):
+            return Dropped(
+                **dropped,
+                reason="generation_failed",
+                detail="empty or unchanged rewrite",
+                usage=gen_usage,
+            )
+        validation = None
+        if self.settings.validate_probes:  # type: ignore[attr-defined]
+            try:
+                ok, reason, val_usage = self.validate(src, text, target, ctx)
+            except Failed as f:
+                return Dropped(
+                    **dropped,
+                    reason="generation_failed",
+                    detail=f"validator: {f}",
+                    usage=gen_usage + f.usage,
+                )
+            if not ok:
+                return Dropped(
+                    **dropped,
+                    reason="validator_rejected",
+                    detail=reason,
+                    usage=gen_usage + val_usage,
+                )
+            validation = Validation(
+                model=ctx.model_of("validator"), verdict=True, reason=reason, usage=val_usage
+            )
+        return self._probe(src, final, target, i, text, gen_usage, validation, ctx)
+
+    def _probe(
+        self,
+        src: Item,
+        final: int | None,
+        target: int | None,
+        i: int,
+        text: str,
+        gen_usage: Usage,
+        validation: Validation | None,
+        ctx: GenerationContext,
+    ) -> Probe:
+        """The kept rewrite as a probe; on a transcript, the source transcript with its final
+        assistant message replaced (the edit listed in ``meta["edits"]``, for the review)."""
+        transcript, meta = None, {"variant": i}
+        if final is not None and src.transcript:
+            transcript = replace_message(src.transcript, final, content=text)
+            meta["edits"] = [
+                {
+                    "message_index": final,
+                    "intent": self.change,
+                    **message_changes(src.transcript[final], transcript[final]),
+                }
+            ]
+        return Probe(
+            id=Probe.make_id(self.name, src.id, i, self.settings.model_dump()),
+            test=self.name,
+            source_id=src.id,
+            request=src.request,
+            response=text,
+            transcript=transcript,
+            target=target,
+            target_source="human" if self.scoring == "invariance" else "construction",
+            generation=Generation(
+                model=ctx.model_of("generator"),
+                temperature=ctx.temperatures.get("generator"),
+                prompt=self.generator.instruction,
+                attempt=i + 1,
+                usage=gen_usage,
+            ),
+            validation=validation,
+            meta=meta,
+        )
