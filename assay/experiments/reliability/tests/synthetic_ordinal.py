@@ -14,8 +14,9 @@ Work is per bucket: :meth:`units` gives one unit per score, each with all seeds 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import dspy
 from pydantic import Field, model_validator
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 
 NAME = "synthetic_ordinal"
 DEFAULT_RUBRIC = "Rate the overall quality of the response to the request."
+_STAGES = {"generator": "generate", "validator": "validate"}  # usage is counted by stage
 
 
 class SyntheticOrdinalSettings(ProgramSettings):
@@ -204,14 +206,12 @@ class _Run:
     def attempt(self, score: int, attempt: int, temperature: float, k: int) -> Probe | Dropped:
         """One candidate for bucket ``score``: generate, filter duplicates, validate."""
         ctx, s = self.ctx, self.settings
-        source_id = f"bucket:{score}"
-        variant = {"bucket": score, "attempt": attempt}
 
         def dropped(reason, detail: str, usage: Usage) -> Dropped:
             return Dropped(
                 test=NAME,
-                source_id=source_id,
-                variant=variant,
+                source_id=f"bucket:{score}",
+                variant={"bucket": score, "attempt": attempt},
                 reason=reason,
                 detail=detail,
                 usage=usage,
@@ -219,22 +219,7 @@ class _Run:
 
         seed = self._request_seed(score, k)
         gen_lm = ctx.lm("generator", temperature=temperature, rollout=attempt)
-        with ctx.stage("generate"), dspy.track_usage() as tracker:
-            try:
-                with dspy.context(lm=gen_lm, adapter=_adapter(ctx, "generator")):
-                    response = self.generator(
-                        request=seed.request,
-                        rubric=_with_legend(self.rubric, ctx.scale),
-                        target_score=score,
-                        examples=self._examples(score),
-                    ).response
-                error = None
-            except Exception as exc:
-                reason = unscored_reason(exc)
-                if reason is None:
-                    raise
-                response, error = "", f"generator {reason}: {exc}"
-        gen_usage = _usage(tracker, ctx, "generator")
+        response, error, gen_usage = self._generate(gen_lm, seed, score)
         if error is not None or not response:
             return dropped(
                 "generation_failed", (error or "generator gave an empty response")[:500], gen_usage
@@ -249,19 +234,7 @@ class _Run:
             )
 
         val_lm = ctx.lm("validator")
-        with ctx.stage("validate"), dspy.track_usage() as tracker:
-            try:
-                with dspy.context(lm=val_lm, adapter=_adapter(ctx, "validator")):
-                    verdict = self.validator(
-                        rubric=self.rubric, request=seed.request, response=response
-                    )
-                error = None
-            except Exception as exc:
-                reason = unscored_reason(exc)
-                if reason is None:
-                    raise
-                verdict, error = None, f"validator {reason}: {exc}"
-        val_usage = _usage(tracker, ctx, "validator")
+        verdict, error, val_usage = self._validate(val_lm, seed, response)
         if verdict is None:
             return dropped("generation_failed", str(error)[:500], gen_usage + val_usage)
         if abs(verdict.score - score) > s.tolerance:
@@ -271,32 +244,90 @@ class _Run:
                 gen_usage + val_usage,
             )
 
-        settings = s.model_dump()
+        generation = Generation(
+            model=ctx.models.get("generator") or gen_lm.model,
+            temperature=temperature,
+            prompt=self.generator.instruction,
+            attempt=attempt,
+            usage=gen_usage,
+        )
+        validation = Validation(
+            model=ctx.models.get("validator") or val_lm.model,
+            verdict=True,
+            score=verdict.score,
+            usage=val_usage,
+        )
+        return self._probe(score, k, seed, response, similarity, generation, validation)
+
+    def _generate(
+        self, lm: dspy.LM, seed: Item, score: int
+    ) -> tuple[str | None, str | None, Usage]:
+        """A response to the seed's request aimed at ``score``, or why there is none."""
+        return self._call(
+            "generator",
+            lm,
+            lambda: (
+                self.generator(
+                    request=seed.request,
+                    rubric=_with_legend(self.rubric, self.ctx.scale),
+                    target_score=score,
+                    examples=self._examples(score),
+                ).response
+            ),
+        )
+
+    def _validate(
+        self, lm: dspy.LM, seed: Item, response: str
+    ) -> tuple[dspy.Prediction | None, str | None, Usage]:
+        """The validator's score of the candidate, or why there is none."""
+        return self._call(
+            "validator",
+            lm,
+            lambda: self.validator(rubric=self.rubric, request=seed.request, response=response),
+        )
+
+    def _call(
+        self, role: str, lm: dspy.LM, call: Callable[[], Any]
+    ) -> tuple[Any | None, str | None, Usage]:
+        """``call()`` on the role's LM and adapter, its usage counted under the role's stage;
+        an LM or parse failure comes back as text instead of the result (a bug propagates)."""
+        ctx = self.ctx
+        with ctx.stage(_STAGES[role]), dspy.track_usage() as tracker:
+            try:
+                with dspy.context(lm=lm, adapter=_adapter(ctx, role)):
+                    result, error = call(), None
+            except Exception as exc:
+                reason = unscored_reason(exc)
+                if reason is None:
+                    raise
+                result, error = None, f"{role} {reason}: {exc}"
+        return result, error, _usage(tracker, ctx, role)
+
+    def _probe(
+        self,
+        score: int,
+        k: int,
+        seed: Item,
+        response: str,
+        similarity: float,
+        generation: Generation,
+        validation: Validation,
+    ) -> Probe:
+        """The kept candidate: the ``k``-th probe of its bucket, its target the validator's."""
         return Probe(
-            id=Probe.make_id(NAME, f"bucket{score}", k, settings),
+            id=Probe.make_id(NAME, f"bucket{score}", k, self.settings.model_dump()),
             test=NAME,
-            source_id=source_id,
+            source_id=f"bucket:{score}",
             request=seed.request,
             response=response,
-            target=verdict.score,
+            target=validation.score,
             target_source="validator",
-            generation=Generation(
-                model=ctx.models.get("generator") or gen_lm.model,
-                temperature=temperature,
-                prompt=self.generator.instruction,
-                attempt=attempt,
-                usage=gen_usage,
-            ),
-            validation=Validation(
-                model=ctx.models.get("validator") or val_lm.model,
-                verdict=True,
-                score=verdict.score,
-                usage=val_usage,
-            ),
+            generation=generation,
+            validation=validation,
             meta={
                 "bucket": score,
-                "attempt": attempt,
-                "temperature": temperature,
+                "attempt": generation.attempt,
+                "temperature": generation.temperature,
                 "similarity": round(similarity, 4),
                 "embedder": self.embedder.name,
                 "seed_id": seed.id,
