@@ -101,12 +101,16 @@ def test_examples_run_on_the_local_model(tmp_path, example_data, example, overri
         assert (j.score is not None) != (j.unscored is not None)
 
 
+PERSUADE_RUBRIC = (
+    "Score the essay from 1 (no viable point of view, disorganised, pervasive errors) to "
+    "6 (insightful point of view, well organised, skilful language, almost no errors)."
+)
 HARNESS_DATA = {
     "harmbench_harness.yaml": ("data/jrh/harmbench/harmbench.csv", ("test_case", "generation")),
     "persuade_harness.yaml": ("data/jrh/persuade/persuade_sample.csv", ("full_text",)),
 }
 # one test of each machinery: LLM flip + validator, deterministic format, LLM rewrite +
-# validator, sampling (harmbench); generated ordinal probes (persuade, with its 4 kB rubric)
+# validator, sampling (harmbench); generated ordinal probes (persuade)
 HARNESS_TESTS = {
     "harmbench_harness.yaml": [
         "label_flip",
@@ -133,6 +137,11 @@ def test_harness_examples_run_on_the_local_model(tmp_path, example_data, example
     config.tracking.enabled = False
     for judge in config.judges:
         judge.max_tokens = 64 if judge.program == "chain_of_thought" else 16
+    if example == "persuade_harness.yaml":
+        # the example's instruction and 4 kB rubric are ~1,000 tokens in every generator,
+        # validator and judge prompt: ~6 s of prompt evaluation per call on two cores
+        config.judges[0].instruction = None
+        config.judges[0].rubric = PERSUADE_RUBRIC
     stability = config.tests.get("stochastic_stability")
     if stability is not None:
         stability["k"] = 2
