@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from assay.errors import DataError
+from assay.experiments._config import DuplicateKey, load_yaml
 from assay.experiments.reliability._probe import Probe
 from assay.experiments.reliability._review import (
     PROBES,
@@ -202,7 +203,9 @@ def _load_review_file(file: Path) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"cannot read: {exc}", path=file) from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
+    except DuplicateKey as exc:  # a decision or an edit given twice: which one was meant?
+        raise DataError(str(exc), path=file) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

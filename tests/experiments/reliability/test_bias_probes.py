@@ -336,6 +336,13 @@ PAIRS = "id,request,response,response_b,expected\np1,Q?,one,two,A\n"
             ["tests.position_bias", "judge 'r' is not pairwise"],
         ),
         (
+            "{kind: categorical, labels: [A, B, tie]}",
+            "[{name: p, task: pairwise, model: 'scripted:x'}]",
+            "{label_flip: {}}",
+            PAIRS,
+            ["tests.label_flip", "for pairwise judges use position_bias"],
+        ),
+        (
             "{kind: categorical, labels: [ok, fine], scores: {ok: 1, fine: 1}}",
             "[{name: r, model: 'scripted:x'}]",
             "{prompt_injection: {}}",

@@ -261,6 +261,22 @@ def test_a_file_that_is_not_a_list_of_entries_is_refused(run, tmp_path, content)
     assert (run / "reviews.jsonl").read_bytes() == before
 
 
+def test_a_decision_given_twice_in_one_entry_is_refused_with_both_lines(run, tmp_path):
+    """YAML keeps the last of two equal keys silently; a reviewer who wrote ``decision``
+    twice meant one of them, and guessing which would record the wrong verdict."""
+    out, entries = _exported(run, tmp_path)
+    _write(out, _filled(entries))
+    text = out.read_text()
+    first = text.index("decision: accept")
+    out.write_text(text[:first] + "decision: reject\n  " + text[first:])
+    before = (run / "reviews.jsonl").read_bytes()
+    with pytest.raises(DataError) as err:
+        import_review(run, out, SCALE, reviewer="cy")
+    message = str(err.value)
+    assert str(out) in message and "duplicate key 'decision'" in message and "\n" not in message
+    assert (run / "reviews.jsonl").read_bytes() == before
+
+
 def test_a_torn_last_line_is_ignored_then_replaced(run, tmp_path):
     with (run / "reviews.jsonl").open("a") as fh:
         fh.write('{"probe_id": "p1", "sta')  # killed mid-write

@@ -7,8 +7,10 @@ probes are dropped and counted.
 
 from __future__ import annotations
 
+from assay.errors import ConfigError
 from assay.experiments.reliability._registry import GenerationContext, reliability_test
 from assay.experiments.reliability._rewrite import RewriteTest, guarded_call
+from assay.programs import is_pairwise
 from assay.scale import Scale
 from assay.signatures import ConfirmVerdict, FlipVerdict
 from assay.types import Item, Usage
@@ -35,6 +37,16 @@ class LabelFlipTest(RewriteTest):
     checker = ConfirmVerdict
     verdict_field = "confirmed"
     change = "flip the verdict"
+
+    def check(self, items: list[Item], scale: Scale) -> None:
+        """A preference has no "other side" to rewrite one response toward (A → tie?), and the
+        rewrite would touch only the first answer: refused for pairwise judges."""
+        if is_pairwise(scale):
+            raise ConfigError(
+                "tests.label_flip: rewrites a single judged response toward the opposite "
+                "verdict; for pairwise judges use position_bias"
+            )
+        super().check(items, scale)
 
     def target(self, src: Item, ctx: GenerationContext) -> int | None:
         assert src.expected is not None
