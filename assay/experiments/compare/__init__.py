@@ -14,6 +14,8 @@ from assay.experiments.compare._select import DEFAULT_EXPERIMENT, JUDGE_COMMANDS
 from assay.experiments.compare._store import open_store
 from assay.experiments.compare._tables import (
     differences,
+    direction,
+    goodness,
     higher_is_better,
     leaderboard,
     pareto_front,
@@ -30,6 +32,8 @@ __all__ = [
     "JUDGE_COMMANDS",
     "compare",
     "differences",
+    "direction",
+    "goodness",
     "higher_is_better",
     "kind_of",
     "leaderboard",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from assay.experiments.compare._tables import higher_is_better, labels_of
+from assay.experiments.compare._tables import direction, labels_of
 
 
 def pareto_plot(
@@ -53,11 +53,10 @@ def write_plots(runs: list, rows: list[dict], metric: str, folder: Path) -> dict
         if r["pareto"] is not None
     ]
     if points:
-        direction = "higher is better" if higher_is_better(metric) else "lower is better"
         files["pareto"] = pareto_plot(
             points,
             folder / "pareto.png",
-            ylabel=f"{metric} ({direction})",
+            ylabel=f"{metric} ({direction(metric)})",
             title="Cost vs metric (filled: Pareto-optimal)",
         )
     rank = {r["run_id"]: r["rank"] for r in rows}

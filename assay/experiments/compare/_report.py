@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assay.experiments.compare._results import Comparison
-from assay.experiments.compare._tables import higher_is_better
+from assay.experiments.compare._tables import direction
 from assay.metrics import fmt
 
 
@@ -19,7 +19,7 @@ def render_markdown(comparison: Comparison) -> str:
         else "forced across data sets/scales"
     )
     lines = [
-        f"## Leaderboard — {metric} ({'higher' if higher_is_better(metric) else 'lower'} is better)",
+        f"## Leaderboard — {metric} ({direction(metric)})",
         "",
         f"{len(result['leaderboard'])} judge runs · {where}",
         "",

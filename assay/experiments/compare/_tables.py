@@ -20,6 +20,9 @@ _LOWER_IS_BETTER += (
     "changed",
     "contradiction_rate",
 )
+# Metrics best at a point rather than at an end: a position-blind pairwise judge prefers the
+# answer shown first half the time, so 0.3 and 0.7 are equally biased and both worse than 0.5.
+_BEST_AT = {"first_position_rate": 0.5}
 # Judge params shown first in the differences table, in this order; the rest follow by name.
 _PARAM_ORDER = (
     "model",
@@ -42,6 +45,28 @@ def higher_is_better(metric: str) -> bool:
         or base.startswith(("usage_", "cost"))
         or base == "unscored"
     )
+
+
+def best_at(metric: str) -> float | None:
+    """The value a perfect judge has on ``metric`` when that is neither end of its range."""
+    return next((_BEST_AT[p] for p in metric.split(".") if p in _BEST_AT), None)
+
+
+def direction(metric: str) -> str:
+    """How to read ``metric`` in a leaderboard: ``higher is better``, ``lower is better`` or
+    ``closest to 0.5 is better``."""
+    target = best_at(metric)
+    if target is not None:
+        return f"closest to {target:g} is better"
+    return "higher is better" if higher_is_better(metric) else "lower is better"
+
+
+def goodness(metric: str, value: float) -> float:
+    """``value`` oriented so that larger is better: the leaderboard's and the front's order."""
+    target = best_at(metric)
+    if target is not None:
+        return -abs(value - target)
+    return value if higher_is_better(metric) else -value
 
 
 def short_sha(text: str) -> str:
@@ -107,7 +132,6 @@ def pareto_front(points: list[tuple[float | None, float | None]], higher: bool =
 
 def leaderboard(runs: list, metric: str) -> list[dict[str, Any]]:
     """One row per judge run, best first (ties: cheaper first, then the earlier run)."""
-    higher = higher_is_better(metric)
     labels = labels_of(runs)
     rows = []
     for r in runs:
@@ -143,12 +167,17 @@ def leaderboard(runs: list, metric: str) -> list[dict[str, Any]]:
 
     def order(row):
         v = row["value"]
-        by_value = inf if v is None else (-v if higher else v)
+        by_value = inf if v is None else -goodness(metric, v)
         cost = inf if row["cost_usd"] is None else row["cost_usd"]
         return (by_value, cost, row["start_time"])
 
     rows.sort(key=order)
-    front = pareto_front([(x["cost_usd"], x["value"]) for x in rows], higher)
+    front = pareto_front(
+        [
+            (x["cost_usd"], None if x["value"] is None else goodness(metric, x["value"]))
+            for x in rows
+        ]
+    )
     for i, (row, best) in enumerate(zip(rows, front, strict=True), start=1):
         row["rank"] = i
         row["pareto"] = best

@@ -397,3 +397,32 @@ def test_compare_ranks_the_bias_rates_of_being_moved_lower_is_better():
         assert not higher_is_better(metric), metric
     for metric in ("polarity.mirrored_agreement", "position_bias.consistency", "mean_pass_rate"):
         assert higher_is_better(metric), metric
+
+
+def test_compare_ranks_first_position_preference_by_its_distance_from_one_half():
+    """0.5 is a position-blind judge; 0.3 and 0.7 are equally biased, 0.9 more so."""
+    from types import SimpleNamespace
+
+    from assay.experiments.compare import direction, leaderboard
+
+    metric = "position_bias.first_position_rate"
+    assert direction(metric) == "closest to 0.5 is better"
+
+    def run(rid: str, value: float, cost: float, start: int) -> SimpleNamespace:
+        return SimpleNamespace(
+            info=SimpleNamespace(run_id=rid, run_name=rid, experiment_id="0", start_time=start),
+            data=SimpleNamespace(
+                metrics={metric: value, "usage_cost_usd": cost}, params={}, tags={}
+            ),
+        )
+
+    runs = [
+        run("a", 0.9, 1.0, 1),
+        run("b", 0.3, 2.0, 2),
+        run("c", 0.52, 3.0, 3),
+        run("d", 0.7, 1.5, 4),
+    ]
+    rows = leaderboard(runs, metric)
+    assert [r["run_id"] for r in rows] == ["c", "d", "b", "a"]  # 0.7 and 0.3 as biased; d cheaper
+    # the front: a (cheapest), d (better than a, cheaper than c), c (best); b is dominated by d
+    assert {r["run_id"]: r["pareto"] for r in rows} == {"a": True, "b": False, "c": True, "d": True}
