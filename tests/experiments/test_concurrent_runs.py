@@ -4,31 +4,18 @@ E): separate ``assay evaluate`` processes on one fresh folder, with a slow scrip
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.processes import assay_process
+
 pytestmark = pytest.mark.slow  # separate processes, each importing assay
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "evaluate"
-REPO = Path(__file__).resolve().parents[2]
-
-
-def assay_process(*args: str, cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "assay.cli", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str, str]:

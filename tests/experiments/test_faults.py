@@ -8,12 +8,9 @@ Servers are on the loopback interface only: the project's stub (``assay.lm.StubS
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,9 +20,9 @@ import pytest
 from assay.cli import main
 from assay.experiments import EvaluateConfig, evaluate
 from assay.lm import StubServer
+from tests.processes import assay_process
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "evaluate"
-REPO = Path(__file__).resolve().parents[2]
 N_ITEMS = 4
 
 
@@ -94,18 +91,6 @@ def stub_yaml(folder: Path, csv: Path, api_base: str, **extra: object) -> Path:
     path = folder / "config.yaml"
     path.write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML
     return path
-
-
-def assay_process(*args: str, cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "assay.cli", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 # -- D: timeouts --------------------------------------------------------------------------------

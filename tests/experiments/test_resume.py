@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.processes import REPO, assay_process
+
 FIXTURE = REPO / "tests" / "fixtures" / "evaluate"
-
-
-def _assay(*args: str, cwd: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}  # this checkout
-    return subprocess.Popen(
-        [sys.executable, "-m", "assay.cli", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 @pytest.mark.slow
@@ -37,7 +23,7 @@ def test_killed_run_resumes_without_loss_or_repeat(tmp_path: Path):
     sheet["delay_s"] = 0.4  # slow enough to be killed mid-run
     (cfg / "sheet.json").write_text(json.dumps(sheet))
 
-    proc = _assay("evaluate", str(cfg / "config.yaml"), "--quiet", "--json", cwd=tmp_path)
+    proc = assay_process("evaluate", str(cfg / "config.yaml"), "--quiet", "--json", cwd=tmp_path)
     deadline = time.time() + 120
     judged: list[Path] = []
     while time.time() < deadline:
@@ -60,7 +46,7 @@ def test_killed_run_resumes_without_loss_or_repeat(tmp_path: Path):
     assert 3 <= len(before) < 12
     assert not (judged[0].parent / "metrics.json").exists()
 
-    second = _assay("evaluate", str(cfg / "config.yaml"), "--quiet", "--json", cwd=tmp_path)
+    second = assay_process("evaluate", str(cfg / "config.yaml"), "--quiet", "--json", cwd=tmp_path)
     out, err = second.communicate(timeout=300)
     assert second.returncode == 0, err
     result = json.loads(out.strip().splitlines()[-1])
@@ -69,7 +55,7 @@ def test_killed_run_resumes_without_loss_or_repeat(tmp_path: Path):
     assert result["new_judgments"] == 12 - len(set(before))  # only the missing ones were judged
     assert result["counts"]["scored"] == 12
 
-    third = _assay("evaluate", str(cfg / "config.yaml"), "--quiet", "--json", cwd=tmp_path)
+    third = assay_process("evaluate", str(cfg / "config.yaml"), "--quiet", "--json", cwd=tmp_path)
     out, err = third.communicate(timeout=300)
     assert json.loads(out.strip().splitlines()[-1])["new_judgments"] == 0
 

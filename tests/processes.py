@@ -1,0 +1,24 @@
+"""``assay`` as a user starts it: a separate process running this checkout's code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def assay_process(*args: str, cwd: Path) -> subprocess.Popen:
+    """``python -m assay.cli *args`` in ``cwd``, unbuffered, with pipes for stdout and stderr
+    (``PYTHONPATH``: this checkout's assay, not whichever one is installed)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "assay.cli", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
