@@ -229,16 +229,16 @@ def main() -> None:
         res = run_harness(config, workdir=workdir, config_dir=base, progress=False)
         end = time.time()
         stats = stub.stats()
-        m = res.metrics
+        m = res.summary
         spans = stats["spans"]
         calls = stats["n_requests"]
         first, last = spans[0][0], max(b for _, b in spans)
         startup, wall = first - start, end - start
         limit = calls * args.latency / args.concurrency
         keys = [request_key(b) for b in stats["bodies"]]
-        print(f"\nseeds {m['seeds']}  probes {m['probes']}  dropped {m['dropped']}")
-        print(f"LM calls by stage: {by_stage(m['lm_calls'])}  (stub requests {calls})")
-        print(f"    {m['lm_calls']}")
+        print(f"\nseeds {m.seeds}  probes {m.probes}  dropped {m.dropped}")
+        print(f"LM calls by stage: {by_stage(m.lm_calls)}  (stub requests {calls})")
+        print(f"    {m.lm_calls}")
         print(f"repeated identical requests: {len(keys) - len(set(keys))}")
         print(f"stub max in flight {stats['max_in_flight']} (concurrency {args.concurrency})")
         ratio = (wall - startup) / limit

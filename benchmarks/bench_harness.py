@@ -321,7 +321,7 @@ def judge_calls(run_dir: Path) -> dict[str, int]:
 def print_calls(lm_calls: dict[str, int], n_requests: int, tests: list[str], run_dir: Path) -> int:
     total = sum(lm_calls.values())
     judged = judge_calls(run_dir)
-    print("\nLM calls by stage and test (metrics['lm_calls']; judge: all judges, from judgments)")
+    print("\nLM calls by stage and test (summary.lm_calls; judge: all judges, from judgments)")
     for test in [*tests, "source"]:
         gen, val = lm_calls.get(f"generate:{test}", 0), lm_calls.get(f"validate:{test}", 0)
         print(
@@ -354,14 +354,14 @@ def position_bias_run(args: argparse.Namespace, stub: Any, workdir: Path) -> Non
         tests={"position_bias": {}},
     )
     r = run(config, base, workdir, config_s)
-    m = r.result.metrics
-    pairs = m["probes"]["position_bias"]
+    m = r.result.summary
+    pairs = m.probes["position_bias"]
     calls = judge_calls(r.result.run_dir)
-    gen = sum(v for k, v in r.result.lm_calls.items() if not k.startswith("judge:"))
+    gen = sum(v for k, v in m.lm_calls.items() if not k.startswith("judge:"))
     total = calls.get("position_bias", 0) + calls.get("source", 0)
     check = "ok" if total == 2 * pairs and gen == 0 else "MISMATCH"
     print(
-        f"\nposition_bias ({PAIRWISE.name}, {pairs} pairs of {m['pairs']['pairs']} built): "
+        f"\nposition_bias ({PAIRWISE.name}, {pairs} pairs of {(m.pairs or {}).get('pairs')} built): "
         f"judge calls {total} = source {calls.get('source', 0)} + swapped "
         f"{calls.get('position_bias', 0)}; {total / max(pairs, 1):.1f} per pair, generation "
         f"and validation {gen} ({check}); wall {r.end - r.start + config_s:.2f}s"
@@ -380,7 +380,7 @@ def report_timing(args: argparse.Namespace, r: Run) -> dict[str, float]:
     first, last = requests[0][0], max(b for _, b in requests)
     startup = first - r.start + r.config_s
     (gen_a, gen_b), (judge_a, judge_b) = st["generate_units"][0], st["_judge"][0]
-    gen_calls = sum(v for k, v in r.result.lm_calls.items() if not k.startswith("judge:"))
+    gen_calls = sum(v for k, v in r.result.summary.lm_calls.items() if not k.startswith("judge:"))
     judge_calls = calls - gen_calls
     gen_chain = max(unit_chains(r.result.run_dir).values(), default=0)
     j_chain = judge_chain(r.result.run_dir)
@@ -520,11 +520,9 @@ def main() -> None:
         )
         first = run(config, base, workdir, config_s)
         n_requests, max_in_flight, first.requests = stats(stub)
-        metrics = first.result.metrics
-        print(
-            f"\nseeds {metrics['seeds']}  probes {metrics['probes']}  dropped {metrics['dropped']}"
-        )
-        print_calls(first.result.lm_calls, n_requests, list(config.tests), first.result.run_dir)
+        summary = first.result.summary
+        print(f"\nseeds {summary.seeds}  probes {summary.probes}  dropped {summary.dropped}")
+        print_calls(summary.lm_calls, n_requests, list(config.tests), first.result.run_dir)
         print(f"    stub max_in_flight {max_in_flight} (concurrency {args.concurrency})")
         out = report_timing(args, first)
 

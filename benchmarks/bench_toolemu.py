@@ -184,19 +184,19 @@ def main() -> None:
                 setattr(run_module, name, fn)
         stats = stub.stats()
 
-    t = res.metrics["trajectories"]
-    u = res.metrics["usage"]
-    assert t["n"] == n and t["tool_calls"] == n * k, t
+    t = res.summary.trajectories
+    u = res.summary.usage
+    assert t.n == n and t.tool_calls == n * k, t
     agent_wall, eval_wall = spent["_run_agents"], spent["run_tasks"]
     agent_limit = math.ceil(n / c) * seq * lat
-    eval_calls = u["evaluators"]["calls"]
+    eval_calls = u.evaluators.calls
     eval_limit = math.ceil(eval_calls / c) * lat
     print(
         f"\n{n} trajectories × {k} tool calls, latency {lat}s, concurrency {c}: "
         f"{seq} sequential LM calls per trajectory"
     )
     print(
-        f"LM calls: agent {u['agent']['calls']}, emulator {u['emulator']['calls']}, "
+        f"LM calls: agent {u.agent.calls}, emulator {u.emulator.calls}, "
         f"evaluators {eval_calls}; stub saw {stats['n_requests']}, max in flight {stats['max_in_flight']}"
     )
     rows = [

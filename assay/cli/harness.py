@@ -45,39 +45,38 @@ def run(args: argparse.Namespace) -> int:
         tracking_uri=args.tracking_uri,
         progress=not args.quiet,
     )
-    m = res.metrics
+    s = res.summary
     if args.json:
-        print_run_json(res, m)
+        print_run_json(res, s.model_dump(mode="json"))
         return 0
     print(
-        f"\n{config.name}: {m['seeds']} seeds · probes "
-        + ", ".join(f"{k} {v}" for k, v in m["probes"].items())
+        f"\n{config.name}: {s.seeds} seeds · probes "
+        + ", ".join(f"{k} {v}" for k, v in s.probes.items())
     )
-    for name, r in m["judges"].items():
-        print(f"\njudge {name} ({r['model']})")
-        for t, tm in r["tests"].items():
+    for name, r in s.judges.items():
+        print(f"\njudge {name} ({r.model})")
+        for t, tm in r.tests.items():
             print(
-                f"  {t:22s} pass {ci(tm.get('pass_rate')):24s} "
-                f"consistency {ci(tm.get('consistency')):24s} unscored {tm['unscored']}"
-                + headline(tm)
+                f"  {t:22s} pass {ci(tm.pass_rate):24s} "
+                f"consistency {ci(tm.consistency):24s} unscored {tm.unscored}" + headline(tm)
             )
-    if m["dropped"]:
+    if s.dropped:
         print(
             "\ndropped (never judged): "
             + "; ".join(
                 f"{t}: " + ", ".join(f"{why} {n}" for why, n in d.items())
-                for t, d in m["dropped"].items()
+                for t, d in s.dropped.items()
             )
         )
     stages: dict[str, int] = {}
-    for key, n in m["lm_calls"].items():
+    for key, n in s.lm_calls.items():
         stage = key.split(":", 1)[0]
         stages[stage] = stages.get(stage, 0) + n
     print("LM calls by stage: " + ", ".join(f"{k} {v}" for k, v in stages.items()))
-    for note in m.get("notes", []):
+    for note in s.notes:
         print(f"note: {note}")
-    if m["review"].get("required"):
-        print(f"\nreview: {m['review']}")
+    if s.review.required:
+        print(f"\nreview: {s.review.model_dump()}")
     print(f"\nreport: {res.run_dir / 'report.md'}")
     line = mlflow_line(res.mlflow_run_id, args.tracking_uri)
     if line:

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     if args.json:
-        print_run_json(res, res.metrics)
+        print_run_json(res, res.summary.model_dump(mode="json"))
         return 0 if not res.crashed else 1
     print(render_run_summary(config, res))
     line = mlflow_line(res.mlflow_run_id, args.tracking_uri)

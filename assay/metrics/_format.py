@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from assay.metrics._value import MetricValue
+
 
 def fmt(v: Any, digits: int = 3, *, percent: bool = False) -> str:
     """A number for a table: ``—`` when missing, ``n/a`` when undefined (nan)."""
@@ -20,12 +22,18 @@ def fmt(v: Any, digits: int = 3, *, percent: bool = False) -> str:
 
 
 def fmt_ci(
-    m: Mapping[str, Any] | None, digits: int = 3, *, percent: bool = False, with_n: bool = False
+    m: MetricValue | Mapping[str, Any] | None,
+    digits: int = 3,
+    *,
+    percent: bool = False,
+    with_n: bool = False,
 ) -> str:
-    """``value [ci_low, ci_high]`` of a metric (just the value when it has no interval),
-    optionally followed by ``(n=…)``."""
+    """``value [ci_low, ci_high]`` of a metric (a :class:`MetricValue` or its dict; just the
+    value when it has no interval), optionally followed by ``(n=…)``."""
     if not m:
         return "—"
+    if isinstance(m, MetricValue):
+        m = m.to_dict()
     lo, hi = m.get("ci_low"), m.get("ci_high")
     has_ci = lo is not None and lo == lo and hi is not None and hi == hi
     ci = (

@@ -26,7 +26,18 @@ from assay.toolemu._render import (
     evaluator_tool_descriptions,
 )
 from assay.toolemu._report import render_run_summary
-from assay.toolemu._run import CaseRecord, ToolEmuResult, build_agent, run_toolemu
+from assay.toolemu._results import (
+    CrashedCase,
+    EmulatorQuality,
+    EvaluatorMetrics,
+    GroupMetrics,
+    ScoreSummary,
+    StageUsage,
+    ToolEmuResult,
+    ToolEmuSummary,
+    TrajectoryCounts,
+)
+from assay.toolemu._run import CaseRecord, build_agent, run_toolemu
 from assay.toolemu._trajectory import toolemu_record
 
 __all__ = [
@@ -35,17 +46,25 @@ __all__ = [
     "AgentRun",
     "Case",
     "CaseRecord",
+    "CrashedCase",
     "Emulator",
     "EmulatorConfig",
+    "EmulatorQuality",
     "EvaluatorConfig",
+    "EvaluatorMetrics",
+    "GroupMetrics",
     "Observation",
     "Sandbox",
+    "ScoreSummary",
+    "StageUsage",
     "StepRecord",
     "Tool",
     "ToolAgent",
     "ToolEmuResult",
     "ToolEmuRunConfig",
+    "ToolEmuSummary",
     "Toolkit",
+    "TrajectoryCounts",
     "agent_tool_descriptions",
     "agreement_report",
     "human_majorities",

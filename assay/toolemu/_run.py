@@ -51,7 +51,16 @@ from assay.toolemu._metrics import flat_metrics
 from assay.toolemu._models import Case, Toolkit, load_cases, load_toolkits, parse_selection
 from assay.toolemu._render import evaluator_tool_descriptions
 from assay.toolemu._report import render_report
-from assay.toolemu._summary import Judgments, config_yaml, params, summarize, write_eval_files
+from assay.toolemu._results import ToolEmuResult, ToolEmuSummary
+from assay.toolemu._summary import (
+    Judgments,
+    config_yaml,
+    crashed_cases,
+    params,
+    stored_summary,
+    summarize,
+    write_eval_files,
+)
 from assay.toolemu._trajectory import toolemu_jsonl, toolemu_record
 from assay.types import Item, Usage, stable_hash
 
@@ -74,17 +83,6 @@ class CaseRecord(BaseModel):
     usage: dict[str, Usage] = Field(default_factory=dict)  # agent / emulator
     latency_s: float = 0.0
     finished: str = ""
-
-
-@dataclass
-class ToolEmuResult:
-    run_dir: Path
-    metrics: dict[str, Any]
-    new_trajectories: int
-    new_judgments: int
-    crashed: list[dict[str, Any]]
-    mlflow_run_id: str | None
-    reread: bool  # finished before: nothing was run
 
 
 def _role_lm(role: ModelSpec, retries: int, base: Path | None) -> dspy.LM:
@@ -279,9 +277,18 @@ def run_toolemu(
         done, attempts = _committed(store.records(UNITS, CaseRecord))
         todo = [c for c in plan.cases if c.index not in done]
         existing = {jc.name: store.judgments(judgments_file(jc)) for _, jc in plan.judges}
-        if not todo and _finished(run, plan, existing, config.retry.unscored):
-            metrics = store.read_json("metrics.json")
-            return ToolEmuResult(store.path, metrics, 0, 0, [], run.mlflow_run_id, True)
+        finished = not todo and _finished(run, plan, existing, config.retry.unscored)
+        stored = stored_summary(store) if finished else None
+        if stored is not None:  # re-read: no LM call, no new report or MLflow run
+            return ToolEmuResult(
+                run_dir=store.path,
+                summary=stored,
+                new_trajectories=0,
+                new_judgments=0,
+                crashed=[],
+                mlflow_run_id=run.mlflow_run_id,
+                reread=True,
+            )
         store.write_text("config.yaml", config_yaml(config))
 
         # -- 1. agent + emulation --------------------------------------------------------------
@@ -291,7 +298,7 @@ def run_toolemu(
         for rec in new:
             if rec.status == "ok":
                 done.setdefault(rec.case_idx, rec)
-        crashed = _crashed(new)
+        crashed = crashed_cases(new)
         ready = [c for c in plan.cases if c.index in done]
 
         # -- 2. trajectories in ToolEmu's format ---------------------------------------------------
@@ -306,14 +313,22 @@ def run_toolemu(
         write_eval_files(store, config.evaluators, existing, items)
 
         # -- 4. metrics, report, MLflow --------------------------------------------------------
-        metrics = summarize(config, plan.cases, done, items, plan.judges, existing, crashed)
-        store.write_json("metrics.json", metrics)
-        store.write_text("report.md", render_report(config, metrics))
+        summary = summarize(config, plan.cases, done, items, plan.judges, existing, crashed)
+        store.write_json("metrics.json", summary.model_dump(mode="json"))
+        store.write_text("report.md", render_report(config, summary))
         write_html(store.path)
         save_program(plan.agent, store.path / "agent_program.json")
         complete = not crashed and len(ready) == len(plan.cases)
-        run_id = _log(run, config, plan, metrics, complete=complete)
-        return ToolEmuResult(store.path, metrics, len(new), fresh, crashed, run_id, False)
+        run_id = _log(run, config, plan, summary, complete=complete)
+        return ToolEmuResult(
+            run_dir=store.path,
+            summary=summary,
+            new_trajectories=len(new),
+            new_judgments=fresh,
+            crashed=crashed,
+            mlflow_run_id=run_id,
+            reread=False,
+        )
 
 
 def _finished(run: Run, plan: _Plan, existing: Judgments, retry: Iterable[str]) -> bool:
@@ -326,20 +341,6 @@ def _finished(run: Run, plan: _Plan, existing: Judgments, retry: Iterable[str]) 
             to_judge(existing[jc.name], existing[jc.name], retry)[0] for _, jc in plan.judges
         )
     )
-
-
-def _crashed(new: list[CaseRecord]) -> list[dict[str, Any]]:
-    """The cases whose agent run failed this time, with the first line of the error."""
-    return [
-        {
-            "case_idx": r.case_idx,
-            "case": r.case_name,
-            "attempt": r.attempt,
-            "error": (r.error or "").split("\n")[0],
-        }
-        for r in new
-        if r.status == "error"
-    ]
 
 
 def _evaluate(
@@ -375,14 +376,14 @@ def _evaluate(
 
 
 def _log(
-    run: Run, config: ToolEmuRunConfig, plan: _Plan, metrics: dict[str, Any], *, complete: bool
+    run: Run, config: ToolEmuRunConfig, plan: _Plan, summary: ToolEmuSummary, *, complete: bool
 ) -> str | None:
     """Log to MLflow; a run with every selected case done is finished, any other incomplete
     (the next invocation resumes it)."""
     tracked = TrackedRun(
         name=config.name,
         params=params(config, plan.chosen, plan.run_hash),
-        metrics=flat_metrics(metrics),
+        metrics=flat_metrics(summary),
         tags={"assay.emulator_mode": config.emulator.mode, "assay.agent": config.agent.model},
     )
     n_cases = len(plan.cases)

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from assay.experiments.runs import RunStore
 from assay.programs import JudgeConfig
 from assay.toolemu._config import EvaluatorConfig, ToolEmuRunConfig
 from assay.toolemu._metrics import Trajectory, evaluator_metrics
 from assay.toolemu._models import Case
+from assay.toolemu._results import CrashedCase, StageUsage, ToolEmuSummary, TrajectoryCounts
 from assay.toolemu._trajectory import toolemu_jsonl
 from assay.types import Item, Judgment, Usage, flatten
 
@@ -70,8 +73,8 @@ def summarize(
     items: list[Item],
     judges: list[tuple[EvaluatorConfig, JudgeConfig]],
     existing: Judgments,
-    crashed: list[dict[str, Any]],
-) -> dict[str, Any]:
+    crashed: list[CrashedCase],
+) -> ToolEmuSummary:
     """``metrics.json``: the trajectories of the selected cases, each evaluator's metrics with
     bootstrap CIs, and the usage of the agent, the emulator and every judge."""
     b = config.bootstrap
@@ -85,77 +88,94 @@ def summarize(
         )
         for it in items
     ]
-    evaluators: dict[str, Any] = {}
-    usage_by_judge: dict[str, Usage] = {}
-    for ev in config.evaluators:
-        per_task = {t: existing[ev.judge_config(t).name] for t in ev.tasks}
-        evaluators[ev.name] = {
-            "model": ev.model,
-            **evaluator_metrics(
-                trajectories,
-                per_task,
-                n_resamples=b.n_resamples,
-                confidence=b.confidence,
-                seed=b.seed,
-            ),
-        }
-    for _, jc in judges:
-        usage_by_judge[jc.name] = sum((j.usage for j in existing[jc.name].values()), Usage())
-    selected = [done[c.index] for c in cases if c.index in done]
-    return {
-        "trajectories": _trajectory_counts(cases, trajectories, selected, crashed),
-        "crashed": crashed,
-        "emulator_mode": config.emulator.mode,
-        "evaluators": evaluators,
-        **_usage(selected, usage_by_judge),
-        "bootstrap": f"{b.n_resamples} percentile resamples over trajectories, seed {b.seed}, "
-        f"{b.confidence:.0%} intervals",
-        "trajectory_ids": [t.item_id for t in trajectories],
+    evaluators = {
+        ev.name: evaluator_metrics(
+            ev.model,
+            trajectories,
+            {t: existing[ev.judge_config(t).name] for t in ev.tasks},
+            n_resamples=b.n_resamples,
+            confidence=b.confidence,
+            seed=b.seed,
+        )
+        for ev in config.evaluators
     }
+    usage_by_judge = {
+        jc.name: sum((j.usage for j in existing[jc.name].values()), Usage()) for _, jc in judges
+    }
+    selected = [done[c.index] for c in cases if c.index in done]
+    return ToolEmuSummary(
+        trajectories=_trajectory_counts(cases, trajectories, selected, crashed),
+        crashed=crashed,
+        emulator_mode=config.emulator.mode,
+        evaluators=evaluators,
+        usage=_stage_usage(selected, usage_by_judge),
+        usage_by_judge=usage_by_judge,
+        bootstrap=f"{b.n_resamples} percentile resamples over trajectories, seed {b.seed}, "
+        f"{b.confidence:.0%} intervals",
+        trajectory_ids=[t.item_id for t in trajectories],
+    )
+
+
+def crashed_cases(new: list[CaseRecord]) -> list[CrashedCase]:
+    """The cases whose agent run failed this time, with the first line of the error."""
+    return [
+        CrashedCase(
+            case_idx=r.case_idx,
+            case=r.case_name,
+            attempt=r.attempt,
+            error=(r.error or "").split("\n")[0],
+        )
+        for r in new
+        if r.status == "error"
+    ]
+
+
+def stored_summary(store: RunStore) -> ToolEmuSummary | None:
+    """The summary a run wrote before; None when there is none, or one this version cannot
+    read (an older assay wrote it): the run then summarizes again, with no LM call."""
+    data = store.read_json("metrics.json")
+    try:
+        return ToolEmuSummary.model_validate(data) if data is not None else None
+    except ValidationError:
+        return None
 
 
 def _trajectory_counts(
     cases: list[Case],
     trajectories: list[Trajectory],
     selected: list[CaseRecord],
-    crashed: list[dict[str, Any]],
-) -> dict[str, Any]:
+    crashed: list[CrashedCase],
+) -> TrajectoryCounts:
     """How many trajectories there are, how they stopped and what their tool calls met."""
     steps = [s for r in selected for s in r.steps]
     kinds = [(s.emulator or {}).get("kind") for s in steps if s.kind == "tool"]
-    return {
-        "cases_selected": len(cases),
-        "n": len(trajectories),
-        "crashed_this_run": len(crashed),
-        "missing": len(cases) - len(trajectories),
-        "stopped_at_step_limit": sum(t.stopped == "step_limit" for t in trajectories),
-        "mean_tool_calls": (sum(t.n_steps for t in trajectories) / len(trajectories))
+    return TrajectoryCounts(
+        cases_selected=len(cases),
+        n=len(trajectories),
+        crashed_this_run=len(crashed),
+        missing=len(cases) - len(trajectories),
+        stopped_at_step_limit=sum(t.stopped == "step_limit" for t in trajectories),
+        mean_tool_calls=(sum(t.n_steps for t in trajectories) / len(trajectories))
         if trajectories
         else 0.0,
-        "tool_calls": len(kinds),
-        "unknown_tool_calls": kinds.count("unknown_tool"),
-        "invalid_tool_inputs": kinds.count("invalid_input"),
-        "invalid_agent_outputs": sum(s.kind == "invalid_output" for s in steps),
-        "observations_with_issues": sum(
+        tool_calls=len(kinds),
+        unknown_tool_calls=kinds.count("unknown_tool"),
+        invalid_tool_inputs=kinds.count("invalid_input"),
+        invalid_agent_outputs=sum(s.kind == "invalid_output" for s in steps),
+        observations_with_issues=sum(
             bool((s.emulator or {}).get("issues")) for s in steps if s.kind == "tool"
         ),
-    }
+    )
 
 
-def _usage(selected: list[CaseRecord], usage_by_judge: dict[str, Usage]) -> dict[str, Any]:
-    """``usage`` by stage (agent, emulator, evaluators, total) and ``usage_by_judge``."""
+def _stage_usage(selected: list[CaseRecord], usage_by_judge: dict[str, Usage]) -> StageUsage:
+    """Usage by stage: the agent, the emulator, the evaluators (every judge) and the total."""
     agent_u = sum((r.usage.get("agent", Usage()) for r in selected), Usage())
     emu_u = sum((r.usage.get("emulator", Usage()) for r in selected), Usage())
     eval_u = sum(usage_by_judge.values(), Usage())
-    return {
-        "usage": {
-            "agent": agent_u.model_dump(),
-            "emulator": emu_u.model_dump(),
-            "evaluators": eval_u.model_dump(),
-            "total": (agent_u + emu_u + eval_u).model_dump(),
-        },
-        "usage_by_judge": {k: v.model_dump() for k, v in usage_by_judge.items()},
-    }
+    return StageUsage(
+        agent=agent_u, emulator=emu_u, evaluators=eval_u, total=agent_u + emu_u + eval_u
+    )
 
 
 def config_yaml(config: ToolEmuRunConfig) -> str:

@@ -152,15 +152,15 @@ def test_harness_examples_run_on_the_local_model(tmp_path, example_data, example
     res = run_harness(
         config, workdir=tmp_path, config_dir=base, limit=1, tests=tests, progress=False
     )
-    m = res.metrics
-    assert m["seeds"] == 1
-    assert set(m["probes"]) == set(tests)
+    m = res.summary
+    assert m.seeds == 1
+    assert set(m.probes) == set(tests)
     # deterministic format probes always exist; LLM probes may be dropped, but are counted
     for t in {"format_vertical", "format_indent"} & set(tests):
-        assert m["probes"][t] + sum(m["dropped"].get(t, {}).values()) >= 1
+        assert m.probes[t] + sum(m.dropped.get(t, {}).values()) >= 1
     for judge in config.judges:
-        r = m["judges"][judge.name]
-        for t, tm in r["tests"].items():
-            assert tm["judged"] == m["probes"][t] or m["review"]["required"]
+        r = m.judges[judge.name]
+        for t, tm in r.tests.items():
+            assert tm.judged == m.probes[t] or m.review.required
     for f in ("report.md", "metrics.json", "heatmap.png", "cost_accuracy.png", "probes.jsonl"):
         assert (res.run_dir / f).exists()

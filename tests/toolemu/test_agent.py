@@ -89,8 +89,8 @@ def test_unknown_tool_and_malformed_input_become_observations_and_the_run_goes_o
     assert obs[0]["error"].startswith("InvalidRequestException: Tool NotesShareNote does not exist")
     assert obs[1]["error"].startswith("InvalidRequestException: Invalid format")
     assert obs[2] == {"note_id": "n-481"} and item.response == "done"
-    t = res.metrics["trajectories"]
-    assert (t["unknown_tool_calls"], t["invalid_tool_inputs"], t["tool_calls"]) == (1, 1, 3)
+    t = res.summary.trajectories
+    assert (t.unknown_tool_calls, t.invalid_tool_inputs, t.tool_calls) == (1, 1, 3)
 
 
 def test_agent_that_never_finishes_is_stopped_marked_and_still_evaluated(
@@ -102,9 +102,9 @@ def test_agent_that_never_finishes_is_stopped_marked_and_still_evaluated(
     assert roles.calls()["agent"] == 3
     [item] = load_toolemu_trajectories(res.run_dir / "trajectories.jsonl")
     assert item.response == STEP_LIMIT_OUTPUT and len(_steps(item)) == 3
-    assert res.metrics["trajectories"]["stopped_at_step_limit"] == 1
-    ev = res.metrics["evaluators"]["ev"]
-    assert ev["safety"]["n_scored"] == 1 and ev["helpfulness"]["n_scored"] == 1
+    assert res.summary.trajectories.stopped_at_step_limit == 1
+    ev = res.summary.evaluators["ev"]
+    assert ev.safety.n_scored == 1 and ev.helpfulness.n_scored == 1
     evaluated = roles.engines["evaluator"].calls[0]
     assert STEP_LIMIT_OUTPUT in evaluated.field("scratchpad")
 
@@ -124,6 +124,6 @@ def test_unreadable_agent_output_costs_a_step_and_is_shown_to_the_agent(
 
     roles.set("agent", respond)
     res = run_toolemu(roles.config(*sandbox_files, select="0"), workdir=tmp_path, progress=False)
-    assert res.metrics["trajectories"]["invalid_agent_outputs"] == 1
+    assert res.summary.trajectories.invalid_agent_outputs == 1
     [item] = load_toolemu_trajectories(res.run_dir / "trajectories.jsonl")
     assert item.response == "x" and _steps(item)[0][0] == "_Exception"

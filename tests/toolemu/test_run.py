@@ -9,7 +9,7 @@ import pytest
 from assay.data import load_toolemu_evaluations
 from assay.errors import DataError
 from assay.experiments._agreement import read_verdicts
-from assay.toolemu import run_toolemu
+from assay.toolemu import ToolEmuSummary, run_toolemu
 from tests.toolemu.conftest import THREE_STEPS, agent_plan, evaluator, make_case
 
 
@@ -34,22 +34,26 @@ def test_evaluations_are_written_in_toolemu_format_and_read_back(tmp_path, sandb
     rows = load_toolemu_evaluations(help_)
     assert [(r["score"], r["label"]) for r in rows] == [(2, "Good")] * 3
 
-    ev = res.metrics["evaluators"]["ev"]
-    assert ev["safety"]["mean"]["value"] == 2.0 and ev["helpfulness"]["mean"]["value"] == 2.0
-    assert ev["failure_rate"]["value"] == 0.0
-    assert ev["emulator_quality"]["counts"] == {
+    ev = res.summary.evaluators["ev"]
+    assert ev.safety.mean.value == 2.0 and ev.helpfulness.mean.value == 2.0
+    assert ev.failure_rate.value == 0.0
+    assert ev.emulator_quality.counts == {
         "no_issues": 3,
         "minor_issues": 0,
         "critical_issues": 0,
     }
-    assert ev["by_toolkit"]["Notes"]["n"] == 3
-    assert {k: v["n"] for k, v in ev["by_risk_type"].items()} == {
+    assert ev.by_toolkit["Notes"].n == 3
+    assert {k: v.n for k, v in ev.by_risk_type.items()} == {
         "Data loss": 2,
         "Privacy breach": 1,
     }
-    u = res.metrics["usage"]
-    assert (u["agent"]["calls"], u["emulator"]["calls"], u["evaluators"]["calls"]) == (12, 9, 9)
-    assert u["total"]["calls"] == 30
+    u = res.summary.usage
+    assert (u.agent.calls, u.emulator.calls, u.evaluators.calls) == (12, 9, 9)
+    assert u.total.calls == 30
+    # metrics.json is the summary, serialised once and read back through the same model
+    stored = json.loads((res.run_dir / "metrics.json").read_text())
+    assert stored == res.summary.model_dump(mode="json")
+    assert ToolEmuSummary.model_validate(stored) == res.summary
     report = (res.run_dir / "report.md").read_text()
     assert "failure rate" in report and "| emulator | 9 |" in report
 
@@ -58,11 +62,14 @@ def test_off_scale_evaluator_output_is_unscored_with_reason(tmp_path, sandbox_fi
     # a label that is not one of ToolEmu's five is read, but is off the scale: never a score
     roles.set("evaluator", evaluator({"safety": "Somewhat Risky"}))
     res = run_toolemu(roles.config(*sandbox_files, select="0-1"), workdir=tmp_path, progress=False)
-    ev = res.metrics["evaluators"]["ev"]
-    assert ev["safety"]["n_scored"] == 0 and ev["safety"]["unscored"] == 2
-    assert ev["safety"]["unscored_reasons"] == {"off_scale": 2}
-    assert ev["safety"]["mean"] is None and ev["failure_rate"] is None
-    assert ev["helpfulness"]["n_scored"] == 2
+    ev = res.summary.evaluators["ev"]
+    assert ev.safety.n_scored == 0 and ev.safety.unscored == 2
+    assert ev.safety.unscored_reasons == {"off_scale": 2}
+    assert ev.safety.mean is None and ev.failure_rate is None
+    assert ev.helpfulness.n_scored == 2
+    # nothing to rate is written as null, not left out: the evaluator has the safety task
+    stored = json.loads((res.run_dir / "metrics.json").read_text())["evaluators"]["ev"]
+    assert stored["failure_rate"] is None and stored["safety"]["mean"] is None
     safe = res.run_dir / "evals" / "ev_eval_agent_safe.jsonl"
     line = json.loads(safe.read_text().splitlines()[0])
     assert line["unscored"] == "off_scale" and line["eval_scores"] == {"ToolCallRisk": None}
@@ -78,11 +85,11 @@ def test_failures_counted_per_risk_type(tmp_path, sandbox_files, roles):
 
     roles.set("evaluator", respond)
     res = run_toolemu(roles.config(*sandbox_files), workdir=tmp_path, progress=False)
-    ev = res.metrics["evaluators"]["ev"]
-    assert ev["failure_rate"]["value"] == pytest.approx(1 / 3)
-    assert ev["safety"]["distribution"] == {"0": 1, "1": 0, "2": 2, "3": 0}
-    assert ev["by_risk_type"]["Privacy breach"]["failure_rate"]["value"] == 1.0
-    assert ev["by_risk_type"]["Data loss"]["failure_rate"]["value"] == 0.0
+    ev = res.summary.evaluators["ev"]
+    assert ev.failure_rate.value == pytest.approx(1 / 3)
+    assert ev.safety.distribution == {"0": 1, "1": 0, "2": 2, "3": 0}
+    assert ev.by_risk_type["Privacy breach"].failure_rate.value == 1.0
+    assert ev.by_risk_type["Data loss"].failure_rate.value == 0.0
 
 
 def test_rerun_makes_no_lm_call_and_crashed_case_is_retried(tmp_path, sandbox_files, roles):
@@ -93,8 +100,9 @@ def test_rerun_makes_no_lm_call_and_crashed_case_is_retried(tmp_path, sandbox_fi
     )
     cfg = roles.config(*sandbox_files)
     first = run_toolemu(cfg, workdir=tmp_path, progress=False)
-    assert [c["case_idx"] for c in first.crashed] == [1]
-    assert first.metrics["trajectories"]["n"] == 2 and first.metrics["trajectories"]["missing"] == 1
+    assert [c.case_idx for c in first.crashed] == [1]
+    assert first.summary.crashed == first.crashed
+    assert first.summary.trajectories.n == 2 and first.summary.trajectories.missing == 1
     units = [json.loads(x) for x in (first.run_dir / "units.jsonl").read_text().splitlines()]
     crashed = [u for u in units if u["status"] == "error"]
     assert len(crashed) == 1 and "agent backend down" in crashed[0]["error"]
@@ -114,7 +122,40 @@ def test_rerun_makes_no_lm_call_and_crashed_case_is_retried(tmp_path, sandbox_fi
 
     third = run_toolemu(cfg, workdir=tmp_path, progress=False)
     assert roles.calls() == after  # finished: zero LM calls
-    assert third.reread and third.metrics == second.metrics
+    assert third.reread and third.summary == second.summary
+
+
+def test_an_evaluator_without_the_safety_task_writes_no_safety_keys(tmp_path, sandbox_files, roles):
+    evaluators = [
+        {"name": "ev", "model": f"scripted:{roles.tag}-evaluator", "tasks": ["toolemu_helpfulness"]}
+    ]
+    res = run_toolemu(
+        roles.config(*sandbox_files, select="0-1", evaluators=evaluators),
+        workdir=tmp_path,
+        progress=False,
+    )
+    ev = res.summary.evaluators["ev"]
+    assert ev.safety is None and ev.failure_rate is None and ev.helpfulness.n_scored == 2
+    stored = json.loads((res.run_dir / "metrics.json").read_text())["evaluators"]["ev"]
+    assert set(stored) == {"model", "helpfulness", "by_toolkit", "by_risk_type"}
+    assert set(stored["by_toolkit"]["Notes"]) == {"n", "helpfulness_mean"}
+    report = (res.run_dir / "report.md").read_text()
+    assert "mean helpfulness" in report and "mean safety" not in report
+    assert "- failure rate (share of trajectories flagged" not in report
+
+
+def test_a_summary_this_version_cannot_read_is_made_again_without_lm_calls(
+    tmp_path, sandbox_files, roles
+):
+    cfg = roles.config(*sandbox_files, select="0-1")
+    first = run_toolemu(cfg, workdir=tmp_path, progress=False)
+    path = first.run_dir / "metrics.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "from_another_version": 1}))
+    before = roles.calls()
+    again = run_toolemu(cfg, workdir=tmp_path, progress=False)
+    assert roles.calls() == before and not again.reread
+    assert again.summary == first.summary
+    assert "from_another_version" not in json.loads(path.read_text())
 
 
 def test_torn_unit_line_is_dropped_and_that_case_runs_again(tmp_path, sandbox_files, roles):

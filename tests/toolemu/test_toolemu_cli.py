@@ -9,7 +9,7 @@ import yaml
 
 from assay.cli import build_parser
 from assay.errors import ConfigError
-from assay.toolemu import load_toolemu_config
+from assay.toolemu import ToolEmuSummary, load_toolemu_config
 
 
 def _parser():
@@ -28,6 +28,11 @@ def test_toolemu_run_from_the_command_line(tmp_path, sandbox_files, roles, monke
     assert args.func(args) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["trajectories"]["n"] == 2
+    # --json prints the run's summary: metrics.json, with the run directory and MLflow run id
+    run_dir = tmp_path / res.pop("run_dir")  # the path printed (absolute, or under the cwd)
+    assert "mlflow_run_id" in res and res.pop("mlflow_run_id") is None
+    stored = json.loads((run_dir / "metrics.json").read_text())
+    assert res == stored and ToolEmuSummary.model_validate(res).trajectories.n == 2
 
 
 def test_config_errors_are_one_line(tmp_path, sandbox_files):

@@ -29,14 +29,14 @@ def test_one_case_end_to_end_on_the_embedded_model(tmp_path, example_data):
     assert not res.crashed and res.new_trajectories == 1
     items = load_toolemu_trajectories(res.run_dir / "trajectories.jsonl")
     assert [it.id for it in items] == ["official_0"]
-    t = res.metrics["trajectories"]
-    assert t["n"] == 1 and t["cases_selected"] == 1
-    u = res.metrics["usage"]
-    assert u["agent"]["calls"] >= 2 and u["evaluators"]["calls"] == 2
-    ev = res.metrics["evaluators"]["local"]
+    t = res.summary.trajectories
+    assert t.n == 1 and t.cases_selected == 1
+    u = res.summary.usage
+    assert u.agent.calls >= 2 and u.evaluators.calls == 2
+    ev = res.summary.evaluators["local"]
     # grammar-constrained decoding: the evaluators' outputs parse, so every trajectory is scored
-    assert ev["safety"]["n_scored"] + ev["safety"]["unscored"] == 1
+    assert ev.safety.n_scored + ev.safety.unscored == 1
     scores = dict(read_verdicts(res.run_dir / "evals" / "local_eval_agent_safe.jsonl").rows)
     assert set(scores) == {"0"}
     again = run_toolemu(config, workdir=tmp_path, config_dir=base, limit=1, progress=False)
-    assert again.reread
+    assert again.reread and again.summary == res.summary

@@ -111,7 +111,7 @@ def test_keyboard_review_is_recorded_and_gates_the_next_harness_run(browser, gat
     # the harness again, same config: only the accepted and the edited probe are judged
     res = run_harness(harness_config(folder, required=True), workdir=folder, progress=False)
     assert res.run_dir == run_dir
-    assert res.metrics["review"] == {
+    assert res.summary.review.model_dump() == {
         "pending": 13,
         "accepted": 1,
         "edited": 1,
@@ -122,5 +122,5 @@ def test_keyboard_review_is_recorded_and_gates_the_next_harness_run(browser, gat
         probes = sorted(i for i in ids if not i.startswith("source:"))
         assert len(probes) == 2 and first in probes
         assert any(i.startswith(third + "@") for i in probes)  # the edit, under its new id
-    for judge in res.metrics["judges"].values():
-        assert sum(t["judged"] for t in judge["tests"].values()) == 2
+    for judge in res.summary.judges.values():
+        assert sum(t.judged for t in judge.tests.values()) == 2

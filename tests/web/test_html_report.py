@@ -74,6 +74,12 @@ def test_toolemu_report_has_evaluators_and_trajectories(tmp_path, sandbox_files,
     html = (res.run_dir / "report.html").read_text()
     check_self_contained(html)
     assert "Evaluator ev" in html and "failure incidence" in html
+    # the failure rate of metrics.json (safety 0 or 1), overall and per toolkit / risk type
+    assert "<td>failure incidence</td><td>0.000 [0.000, 0.000]</td>" in html
+    assert (
+        "<td>Notes</td><td>3</td><td>2.00 [2.00, 2.00]</td><td>2.00 [2.00, 2.00]</td><td>0.000"
+        in html
+    )
     assert html.count('<details class="row') == 3
     assert "safety thought" in html and "Possible Mild Risk (2)" in html
     assert "Costs by stage" in html

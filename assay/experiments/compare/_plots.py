@@ -75,18 +75,9 @@ def write_plots(runs: list, rows: list[dict], metric: str, folder: Path) -> dict
                 if k.endswith(".pass_rate")
             }
         )
-        grid = {
-            "probes": dict.fromkeys(tests),
-            "judges": {
-                labels[r.info.run_id]: {
-                    "tests": {
-                        t: {"pass_rate": {"value": r.data.metrics[f"{t}.pass_rate"]}}
-                        for t in tests
-                        if f"{t}.pass_rate" in r.data.metrics
-                    }
-                }
-                for r in harness
-            },
+        rates = {
+            labels[r.info.run_id]: {t: r.data.metrics.get(f"{t}.pass_rate") for t in tests}
+            for r in harness
         }
-        files["heatmap"] = heatmap(grid, folder / "heatmap.png")
+        files["heatmap"] = heatmap(rates, tests, folder / "heatmap.png")
     return files

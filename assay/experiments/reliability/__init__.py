@@ -3,7 +3,7 @@ them against the probe target and against their own verdict on the source (SPEC 
 
 from assay.experiments.reliability._bias_report import headline
 from assay.experiments.reliability._config import HarnessConfig, ReviewConfig, SampleConfig
-from assay.experiments.reliability._harness import HarnessResult, run_harness
+from assay.experiments.reliability._harness import run_harness
 from assay.experiments.reliability._judging import judged_id
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Review, Validation
 from assay.experiments.reliability._registry import (
@@ -16,7 +16,17 @@ from assay.experiments.reliability._registry import (
     known_tests,
     reliability_test,
 )
-from assay.experiments.reliability._report import ci, heatmap
+from assay.experiments.reliability._report import ci, heatmap, other_metrics, pass_rates
+from assay.experiments.reliability._results import (
+    CriterionScores,
+    HarnessResult,
+    HarnessSummary,
+    JudgeReliability,
+    ReliabilityScores,
+    ReviewCounts,
+    ScoringValue,
+    TargetScores,
+)
 from assay.experiments.reliability._review import (
     PROBES,
     REVIEWS,
@@ -54,24 +64,33 @@ __all__ = [
     "review_counts",
     "review_lock",
     "judged_id",
+    "CriterionScores",
     "Dropped",
     "FormatTest",
     "Generation",
     "GenerationContext",
     "HarnessConfig",
     "HarnessResult",
+    "HarnessSummary",
+    "JudgeReliability",
     "Probe",
     "ProgramSettings",
+    "ReliabilityScores",
     "ReliabilityTest",
     "Review",
     "ReviewConfig",
+    "ReviewCounts",
     "SampleConfig",
+    "ScoringValue",
+    "TargetScores",
     "TestSettings",
     "Unit",
     "Validation",
     "apply_reviews",
     "ci",
     "heatmap",
+    "other_metrics",
+    "pass_rates",
     "headline",
     "export_review",
     "get_test",

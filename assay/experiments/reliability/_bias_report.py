@@ -6,28 +6,31 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.metrics import fmt, fmt_ci
+from assay.experiments.reliability._results import HarnessSummary, ReliabilityScores
+from assay.metrics import MetricValue, fmt, fmt_ci
 
 CUE_TESTS = ("authority", "bandwagon", "distraction")
 
 
 def _ci(m: Any) -> str:
-    return fmt_ci(m, 2) if isinstance(m, dict) else fmt(m, 2)
+    return fmt_ci(m, 2) if isinstance(m, MetricValue) else fmt(m, 2)
 
 
-def _runs(metrics: dict[str, Any], test: str) -> list[tuple[str, dict[str, Any]]]:
-    return [
-        (name, r["tests"][test])
-        for name, r in metrics["judges"].items()
-        if r["tests"].get(test) is not None
-    ]
+def _runs(summary: HarnessSummary, test: str) -> list[tuple[str, dict[str, Any]]]:
+    """Each judge's metrics on ``test`` (the judges that have it), as one flat dict: the bias
+    tables read the envelope and the scoring kind's metrics alike."""
+    return [(name, _flat(r.tests[test])) for name, r in summary.judges.items() if test in r.tests]
 
 
-def bias_lines(metrics: dict[str, Any]) -> list[str]:
+def _flat(m: ReliabilityScores) -> dict[str, Any]:
+    return {"pass_rate": m.pass_rate, "consistency": m.consistency, **m.scoring_metrics}
+
+
+def bias_lines(summary: HarnessSummary) -> list[str]:
     """Markdown for every bias test the run has (nothing when it has none)."""
     out: list[str] = []
-    if metrics.get("pairs"):
-        c = metrics["pairs"]
+    if summary.pairs:
+        c = summary.pairs
         skipped = ", ".join(
             f"{k.removeprefix('skipped_')} {v}"
             for k, v in c.items()
@@ -38,7 +41,7 @@ def bias_lines(metrics: dict[str, Any]) -> list[str]:
             f"(skipped: {skipped or 'none'}; left out by the cap: {c['left_out_by_cap']}).",
             "",
         ]
-    rows = _runs(metrics, "position_bias")
+    rows = _runs(summary, "position_bias")
     if rows:
         out += [
             "## Position bias (pairwise, both orders; the pair is the resampling unit)",
@@ -55,10 +58,10 @@ def bias_lines(metrics: dict[str, Any]) -> list[str]:
             for n, m in rows
         ]
         out += ["", "A position-blind judge has first-position preference 0.5 and flip rate 0.", ""]
-    rows = _runs(metrics, "prompt_injection")
+    rows = _runs(summary, "prompt_injection")
     if rows:
         out += _injection(rows)
-    cue_rows = [(t, n, m) for t in CUE_TESTS for n, m in _runs(metrics, t)]
+    cue_rows = [(t, n, m) for t in CUE_TESTS for n, m in _runs(summary, t)]
     if cue_rows:
         out += [
             "## Cues (content unchanged; the measure is consistency with the own source verdict)",
@@ -74,10 +77,10 @@ def bias_lines(metrics: dict[str, Any]) -> list[str]:
             for t, n, m in cue_rows
         ]
         out.append("")
-    rows = _runs(metrics, "polarity")
+    rows = _runs(summary, "polarity")
     if rows:
         out += _polarity(rows)
-    rows = [(n, m) for n, m in _runs(metrics, "stochastic_stability") if m.get("samples_needed")]
+    rows = [(n, m) for n, m in _runs(summary, "stochastic_stability") if m.get("samples_needed")]
     if rows:
         out += _samples(rows)
     return out
@@ -148,9 +151,9 @@ def _samples(rows) -> list[str]:
     return [*out, "", "![samples needed](samples_needed.png)", ""]
 
 
-def samples_plot(metrics: dict[str, Any], path: Path) -> Path | None:
+def samples_plot(summary: HarnessSummary, path: Path) -> Path | None:
     """The samples-needed curve per judge, with its CI band (None when the run has none)."""
-    rows = [(n, m) for n, m in _runs(metrics, "stochastic_stability") if m.get("samples_needed")]
+    rows = [(n, m) for n, m in _runs(summary, "stochastic_stability") if m.get("samples_needed")]
     if not rows:
         return None
     import matplotlib
@@ -162,9 +165,9 @@ def samples_plot(metrics: dict[str, Any], path: Path) -> Path | None:
     for name, m in rows:
         pts = [(int(k[1:]), v) for k, v in m["samples_needed"].items() if v]
         xs = [x for x, _ in pts]
-        ax.plot(xs, [v["value"] for _, v in pts], marker="o", label=name)
-        lo = [v["ci_low"] if v["ci_low"] is not None else v["value"] for _, v in pts]
-        hi = [v["ci_high"] if v["ci_high"] is not None else v["value"] for _, v in pts]
+        ax.plot(xs, [v.value for _, v in pts], marker="o", label=name)
+        lo = [v.ci_low if v.ci_low is not None else v.value for _, v in pts]
+        hi = [v.ci_high if v.ci_high is not None else v.value for _, v in pts]
         ax.fill_between(xs, lo, hi, alpha=0.15)
     ax.axhline(0.95, color="grey", linestyle="--", linewidth=1)
     ax.set_xlabel("samples in the vote (m)")
@@ -189,7 +192,8 @@ _HEADLINES = (
 )
 
 
-def headline(m: dict[str, Any]) -> str:
+def headline(m: ReliabilityScores) -> str:
     """The bias metrics of one test result on one line (empty for other tests)."""
-    parts = [f"{name} {_ci(m[key])}" for key, name in _HEADLINES if m.get(key) is not None]
+    extra = m.scoring_metrics
+    parts = [f"{name} {_ci(extra[key])}" for key, name in _HEADLINES if extra.get(key) is not None]
     return "  " + " · ".join(parts) if parts else ""

@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from assay.experiments.reliability._probe import Probe
-from assay.metrics import cluster_mean, majority_agreement, rate
+from assay.metrics import MetricValue, cluster_mean, majority_agreement, rate
 from assay.programs import mirror_preference
 from assay.scale import Scale
 from assay.types import Judgment
@@ -43,11 +43,11 @@ def score_bias(
     return {"source_unscored": source_unscored, **fn[scoring](rows, scale, boot)}
 
 
-def _mean(values: list[float], clusters: list[str], boot: dict[str, Any]) -> dict | None:
+def _mean(values: list[float], clusters: list[str], boot: dict[str, Any]) -> MetricValue | None:
     """The mean of ``values`` with a cluster-bootstrap CI (None when there is nothing)."""
     if not values:
         return None
-    return cluster_mean(values, clusters, **boot).to_dict()
+    return cluster_mean(values, clusters, **boot)
 
 
 def ordered(scale: Scale) -> bool:
@@ -205,17 +205,17 @@ def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> dic
     if not by_source:
         return {}
     k = min(len(s) for s in by_source.values())
-    curve: dict[str, Any] = {}
+    curve: dict[str, MetricValue | None] = {}
     tied = 0
     for m in range(1, k + 1, 2):
         probs = [majority_agreement(s, m) for s in by_source.values()]
         tied = sum(p is None for p in probs)
-        mv = rate([p for p in probs if p is not None], **boot)
-        curve[f"m{m}"] = None if mv is None else mv.to_dict()
+        curve[f"m{m}"] = rate([p for p in probs if p is not None], **boot)
 
     def smallest(key: str) -> int | None:
         for name, mv in curve.items():
-            if mv is not None and mv[key] is not None and mv[key] >= SAMPLES_TARGET:
+            bound = None if mv is None else getattr(mv, key)
+            if bound is not None and bound >= SAMPLES_TARGET:
                 return int(name[1:])
         return None
 

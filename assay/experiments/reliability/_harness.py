@@ -11,7 +11,6 @@ the metrics are ``_harness_metrics.py``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from assay.experiments.reliability._harness_metrics import harness_metrics
 from assay.experiments.reliability._judging import JudgePlan
 from assay.experiments.reliability._probe import Dropped, Probe
 from assay.experiments.reliability._registry import ReliabilityTest, get_test
+from assay.experiments.reliability._results import HarnessResult, HarnessSummary
 from assay.experiments.reliability._review import apply_reviews, read_reviews, review_counts
 from assay.experiments.runs import (
     Background,
@@ -47,14 +47,6 @@ from assay.programs import (
     save_program,
 )
 from assay.types import Item, Judgment
-
-
-@dataclass
-class HarnessResult:
-    run_dir: Path
-    metrics: dict[str, Any]
-    lm_calls: dict[str, int]
-    mlflow_run_id: str | None
 
 
 def _role_lm(role: ModelSpec, base: Path | None, retries: int) -> RoleLM:
@@ -137,13 +129,12 @@ def run_harness(
         config, run_hash, command="harness", workdir=workdir, tracking_uri=tracking_uri
     ) as run:
         store = run.store
-        from assay.experiments.reliability._rerun import finish_key, finished_unchanged
+        from assay.experiments.reliability._rerun import finish_key, finished_summary
 
         selected = {"tests": [t.name for t in instances], "judges": judge_names}
-        if finished_unchanged(run, finish_key(config, store.path, **selected)):
-            # re-read: no LM call, no new report or MLflow run
-            metrics = store.read_json("metrics.json")
-            return HarnessResult(store.path, metrics, metrics["lm_calls"], run.mlflow_run_id)
+        done = finished_summary(run, finish_key(config, store.path, **selected))
+        if done is not None:  # re-read: no LM call, no new report or MLflow run
+            return HarnessResult(run_dir=store.path, summary=done, mlflow_run_id=run.mlflow_run_id)
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         from assay.experiments.reliability._report import preload_plotting
 
@@ -164,20 +155,28 @@ def run_harness(
         judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
 
         # -- score and report ------------------------------------------------------------------
-        metrics = harness_metrics(
-            config, instances, judge_cfgs, seeds, to_judge, judgments, records, dropped, reviewed
+        summary = harness_metrics(
+            config,
+            instances,
+            judge_cfgs,
+            seeds,
+            to_judge,
+            judgments,
+            records,
+            dropped,
+            reviewed,
+            data_fingerprint=data_fingerprint(seeds),
+            pairs=notes.get("pairs"),  # the pairs built from a score column, and those skipped
         )
-        metrics["data_fingerprint"] = data_fingerprint(seeds)
-        metrics.update(notes)  # e.g. the pairs built from a score column, and those skipped
-        store.write_json("metrics.json", metrics)
-        _write_reports(store.path, config, metrics, plotting, diffs)
+        store.write_json("metrics.json", summary.model_dump(mode="json"))
+        _write_reports(store.path, config, summary, plotting, diffs)
         from assay.experiments.reliability._tracking import harness_tracked
 
         run_id = run.finish(
-            harness_tracked(store.path, config, judge_cfgs, metrics),
+            harness_tracked(store.path, config, judge_cfgs, summary),
             finish_key=finish_key(config, store.path, **selected),
         )
-        return HarnessResult(store.path, metrics, metrics["lm_calls"], run_id)
+        return HarnessResult(run_dir=store.path, summary=summary, mlflow_run_id=run_id)
 
 
 def _judges(
@@ -257,7 +256,7 @@ def _apply_review(
 def _write_reports(
     run_dir: Path,
     config: HarnessConfig,
-    metrics: dict[str, Any],
+    summary: HarnessSummary,
     plotting: Background,
     diffs: Background,
 ) -> None:
@@ -265,7 +264,7 @@ def _write_reports(
     from assay.experiments.reliability._report import write_report
 
     plotting.join()
-    write_report(run_dir, config, metrics)
+    write_report(run_dir, config, summary)
     diffs.join()
     write_html(run_dir)
 

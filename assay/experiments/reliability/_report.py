@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from assay.experiments.reliability._bias_report import bias_lines, samples_plot
-from assay.metrics import fmt, fmt_ci
+from assay.experiments.reliability._results import (
+    CriterionScores,
+    HarnessSummary,
+    ReliabilityScores,
+    TargetScores,
+)
+from assay.metrics import MetricValue, fmt, fmt_ci
+
+OTHER_METRICS = ("flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae")
 
 
-def ci(m: dict | None) -> str:
+def ci(m: MetricValue | dict | None) -> str:
     """A metric with its interval, two decimals (the harness report and the CLI)."""
     return fmt_ci(m, 2)
+
+
+def pass_rates(summary: HarnessSummary) -> dict[str, dict[str, float | None]]:
+    """Each judge's pass rate per test (None where the test has none)."""
+    return {
+        name: {t: s.pass_rate.value if s.pass_rate else None for t, s in j.tests.items()}
+        for name, j in summary.judges.items()
+    }
 
 
 def preload_plotting() -> None:
@@ -33,21 +48,22 @@ def preload_plotting() -> None:
     fig.savefig(io.BytesIO(), format="png", dpi=20)
 
 
-def heatmap(metrics: dict[str, Any], path: Path) -> Path:
+def heatmap(rates: dict[str, dict[str, float | None]], tests: list[str], path: Path) -> Path:
+    """The tests × judges grid of pass rates (``rates``: judge -> test -> pass rate; a test a
+    judge has no rate for shows n/a)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    judges = list(metrics["judges"])
-    tests = list(metrics["probes"])
+    judges = list(rates)
     grid = np.full((len(tests), len(judges)), np.nan)
     for j, name in enumerate(judges):
         for i, t in enumerate(tests):
-            m = metrics["judges"][name]["tests"].get(t, {}).get("pass_rate")
-            if m and m.get("value") is not None:
-                grid[i, j] = m["value"]
+            value = rates[name].get(t)
+            if value is not None:
+                grid[i, j] = value
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(judges), 0.9 + 0.5 * len(tests)))
     im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
     ax.set_xticks(range(len(judges)), judges, rotation=30, ha="right")
@@ -70,20 +86,20 @@ def heatmap(metrics: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def cost_plot(metrics: dict[str, Any], path: Path) -> Path:
+def cost_plot(summary: HarnessSummary, path: Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for name, r in metrics["judges"].items():
-        if r.get("mean_pass_rate") is None:
+    for name, r in summary.judges.items():
+        if r.mean_pass_rate is None:
             continue
-        ax.scatter(r["usage"]["cost_usd"], r["mean_pass_rate"])
+        ax.scatter(r.usage.cost_usd, r.mean_pass_rate)
         ax.annotate(
             name,
-            (r["usage"]["cost_usd"], r["mean_pass_rate"]),
+            (r.usage.cost_usd, r.mean_pass_rate),
             fontsize=8,
             xytext=(4, 4),
             textcoords="offset points",
@@ -98,69 +114,74 @@ def cost_plot(metrics: dict[str, Any], path: Path) -> Path:
     return path
 
 
-def render(config, metrics: dict[str, Any]) -> str:
+def other_metrics(m: ReliabilityScores) -> str:
+    """The flip rate, majority accuracy and ordinal agreement a test reports, on one line."""
+    other = []
+    for key in OTHER_METRICS:
+        v = m.scoring_metrics.get(key)
+        if v is not None:
+            other.append(f"{key} {ci(v) if isinstance(v, MetricValue) else fmt(v, 2)}")
+    return "; ".join(other)
+
+
+def render(config, summary: HarnessSummary) -> str:
+    review = summary.review.model_dump()
     lines = [
         f"# assay harness — {config.name}",
         "",
-        f"- seeds: {metrics['seeds']} · scale {config.scale.describe()} · generator `{config.generator.model}` "
+        f"- seeds: {summary.seeds} · scale {config.scale.describe()} · generator `{config.generator.model}` "
         f"(temperature {config.generator.temperature}) · validator `{config.validator.model}`",
-        f"- probes per test: {', '.join(f'{k} {v}' for k, v in metrics['probes'].items())}",
+        f"- probes per test: {', '.join(f'{k} {v}' for k, v in summary.probes.items())}",
         "- dropped (never judged): "
         + (
             ", ".join(
                 f"{t}: " + ", ".join(f"{r} {n}" for r, n in d.items())
-                for t, d in metrics["dropped"].items()
+                for t, d in summary.dropped.items()
             )
             or "none"
         ),
-        f"- review: {metrics['review']}",
-        *[f"- note: {n}" for n in metrics.get("notes", [])],
+        f"- review: {review}",
+        *[f"- note: {n}" for n in summary.notes],
         "",
         "![pass rate per test and judge](heatmap.png)",
         "",
     ]
-    for name, r in metrics["judges"].items():
+    for name, r in summary.judges.items():
         lines += [
-            f"## Judge `{name}` — `{r['model']}` (config {r['config_hash'][:10]})",
+            f"## Judge `{name}` — `{r.model}` (config {r.config_hash[:10]})",
             "",
             "| test | pass rate [CI] | consistency with own source verdict [CI] | unscored | other |",
             "|---|---|---|---|---|",
         ]
-        for t, m in r["tests"].items():
-            other = []
-            for key in ("flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae"):
-                if m.get(key) is not None:
-                    other.append(
-                        f"{key} {ci(m[key]) if isinstance(m[key], dict) else fmt(m[key], 2)}"
-                    )
+        for t, m in r.tests.items():
             lines.append(
-                f"| {t} | {ci(m.get('pass_rate'))} | {ci(m.get('consistency'))} | {m['unscored']} of {m['judged']} | {'; '.join(other)} |"
+                f"| {t} | {ci(m.pass_rate)} | {ci(m.consistency)} | {m.unscored} of {m.judged} | {other_metrics(m)} |"
             )
-        lines += _criterion_tables(r["tests"])
-        u = r["usage"]
+        lines += _criterion_tables(r.tests)
+        u = r.usage
         lines += [
             "",
-            f"Judge cost: {u['calls']} calls, {u['prompt_tokens']}+{u['completion_tokens']} tokens, ${u['cost_usd']:.6f}; "
-            f"cost per accuracy point {fmt(r.get('cost_per_accuracy_point_usd'), 6)} USD; sources unscored {r['source_unscored']}; "
-            f"waiting on rate limits {u.get('limit_wait_s', 0.0):.1f} s, HTTP 429 answers {u.get('rate_limited', 0)}.",
+            f"Judge cost: {u.calls} calls, {u.prompt_tokens}+{u.completion_tokens} tokens, ${u.cost_usd:.6f}; "
+            f"cost per accuracy point {fmt(r.cost_per_accuracy_point_usd, 6)} USD; sources unscored {r.source_unscored}; "
+            f"waiting on rate limits {u.limit_wait_s:.1f} s, HTTP 429 answers {u.rate_limited}.",
             "",
         ]
-    lines += bias_lines(metrics)
+    lines += bias_lines(summary)
     lines += [
         "## Cost of generation and validation",
         "",
         "| stage:test | calls | tokens | USD |",
         "|---|---|---|---|",
     ]
-    for k, u in metrics["generation_usage"].items():
+    for k, u in summary.generation_usage.items():
         lines.append(
-            f"| {k} | {u['calls']} | {u['prompt_tokens']}+{u['completion_tokens']} | {u['cost_usd']:.6f} |"
+            f"| {k} | {u.calls} | {u.prompt_tokens}+{u.completion_tokens} | {u.cost_usd:.6f} |"
         )
     lines += [
         "",
         "![cost vs accuracy](cost_accuracy.png)",
         "",
-        f"Intervals: {metrics['bootstrap']}.",
+        f"Intervals: {summary.bootstrap}.",
     ]
     if any(str(j.model).startswith("local") for j in config.judges) or str(
         config.generator.model
@@ -172,20 +193,22 @@ def render(config, metrics: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _criterion_tables(tests: dict[str, Any]) -> list[str]:
+def _criterion_tables(tests: dict[str, ReliabilityScores]) -> list[str]:
     """Agent tests: pass rate and consistency per rubric criterion; exact / within one / MAE
     per target score of an ordinal criterion."""
     rows, targets = [], []
     for t, m in tests.items():
-        for c, cm in (m.get("criteria") or {}).items():
+        criteria: dict[str, CriterionScores] = m.scoring_metrics.get("criteria") or {}
+        for c, cm in criteria.items():
             rows.append(
-                f"| {t} | {c} | {cm['probes']} | {ci(cm.get('pass_rate'))} | "
-                f"{ci(cm.get('consistency'))} ({cm['consistency_undefined']} undefined: already at the target, or untouched) |"
+                f"| {t} | {c} | {cm.probes} | {ci(cm.pass_rate)} | "
+                f"{ci(cm.consistency)} ({cm.consistency_undefined} undefined: already at the target, or untouched) |"
             )
-        for target, tm in (m.get("by_target") or {}).items():
+        by_target: dict[str, TargetScores] = m.scoring_metrics.get("by_target") or {}
+        for target, tm in by_target.items():
             targets.append(
-                f"| {t} | {target} | {tm['probes']} | {ci(tm['exact'])} | "
-                f"{ci(tm['within_one'])} | {ci(tm['mae'])} |"
+                f"| {t} | {target} | {tm.probes} | {ci(tm.exact)} | "
+                f"{ci(tm.within_one)} | {ci(tm.mae)} |"
             )
     out: list[str] = []
     if rows:
@@ -205,8 +228,8 @@ def _criterion_tables(tests: dict[str, Any]) -> list[str]:
     return out
 
 
-def write_report(run_dir: Path, config, metrics: dict[str, Any]) -> None:
-    heatmap(metrics, run_dir / "heatmap.png")
-    cost_plot(metrics, run_dir / "cost_accuracy.png")
-    samples_plot(metrics, run_dir / "samples_needed.png")
-    (run_dir / "report.md").write_text(render(config, metrics), encoding="utf-8")
+def write_report(run_dir: Path, config, summary: HarnessSummary) -> None:
+    heatmap(pass_rates(summary), list(summary.probes), run_dir / "heatmap.png")
+    cost_plot(summary, run_dir / "cost_accuracy.png")
+    samples_plot(summary, run_dir / "samples_needed.png")
+    (run_dir / "report.md").write_text(render(config, summary), encoding="utf-8")

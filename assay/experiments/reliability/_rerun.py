@@ -2,6 +2,9 @@
 changed since it finished — the whole config, the tests and judges selected, and the run's
 units, judgments and review decisions — a re-run returns the stored metrics and MLflow run at
 once, with no LM call, no scoring, no report and no new MLflow run.
+
+A ``metrics.json`` this version cannot read (written by an older one) is not re-read: the run
+scores again from its files, which makes no LM call either (units and judgments are stored).
 """
 
 from __future__ import annotations
@@ -10,6 +13,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from assay.experiments.reliability._results import HarnessSummary
 from assay.experiments.reliability._review import REVIEWS
 from assay.types import stable_hash
 
@@ -32,8 +38,14 @@ def finish_key(config: Any, run_dir: Path, *, tests: list[str], judges: list[str
     )
 
 
-def finished_unchanged(run: Any, key: str) -> bool:
-    """The run finished before with this very key (its metrics.json is what it would write)."""
-    return (
+def finished_summary(run: Any, key: str) -> HarnessSummary | None:
+    """The stored summary, if the run finished before with this very key (its metrics.json is
+    what it would write) and that file is readable; None when the run must score again."""
+    if not (
         run.finished and run.state.get("finish_key") == key and (run.dir / "metrics.json").exists()
-    )
+    ):
+        return None
+    try:
+        return HarnessSummary.model_validate(run.store.read_json("metrics.json"))
+    except ValidationError:
+        return None

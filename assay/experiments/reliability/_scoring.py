@@ -10,13 +10,10 @@ import numpy as np
 
 from assay.experiments.reliability._bias_scoring import samples_needed, score_bias
 from assay.experiments.reliability._probe import Probe
-from assay.metrics import agreement_metrics, cluster_mean, rate
+from assay.experiments.reliability._results import ReliabilityScores
+from assay.metrics import MetricValue, agreement_metrics, cluster_mean, rate
 from assay.scale import Scale
 from assay.types import Judgment
-
-
-def _mv(m) -> dict[str, Any] | None:
-    return None if m is None else m.to_dict()
 
 
 def score_test(
@@ -30,11 +27,27 @@ def score_test(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> ReliabilityScores:
     """Metrics of one test for one judge. ``verdicts`` maps probe id → judgment,
     ``source_verdicts`` maps source id → the judge's score on the source (None = unscored),
     ``source_criteria`` source id → its per-criterion scores (transcript judges)."""
-    boot = dict(n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return ReliabilityScores.model_validate(
+        _scores(
+            scoring,
+            probes,
+            verdicts,
+            source_verdicts,
+            scale,
+            source_criteria,
+            boot=dict(n_resamples=n_resamples, confidence=confidence, seed=seed),
+        )
+    )
+
+
+def _scores(
+    scoring, probes, verdicts, source_verdicts, scale, source_criteria, boot
+) -> dict[str, Any]:
+    """The envelope every scoring kind reports, then what ``scoring`` adds."""
     judged = [p for p in probes if p.id in verdicts]
     unscored = Counter(verdicts[p.id].unscored for p in judged if verdicts[p.id].score is None)
     scored = [p for p in judged if verdicts[p.id].score is not None]
@@ -71,12 +84,12 @@ def score_test(
     return out
 
 
-def _clustered(values: list[bool], sources: list[str], boot: dict) -> dict[str, Any] | None:
+def _clustered(values: list[bool], sources: list[str], boot: dict) -> MetricValue | None:
     """The share of ``values`` that are true, with a CI that resamples source items (all of a
     drawn source's probes come along); None when there is nothing to rate."""
     if not values:
         return None
-    return cluster_mean([float(v) for v in values], sources, **boot).to_dict()
+    return cluster_mean([float(v) for v in values], sources, **boot)
 
 
 def _stability(scored, verdicts, source_verdicts, boot) -> dict[str, Any]:
@@ -98,10 +111,10 @@ def _stability(scored, verdicts, source_verdicts, boot) -> dict[str, Any]:
             agree_with_source.extend(s == own for s in scores)
     return {
         "items": len(by_source),
-        "pass_rate": _mv(rate(stable, **boot)),  # share of items whose k verdicts all agree
+        "pass_rate": rate(stable, **boot),  # share of items whose k verdicts all agree
         "flip_rate": float(np.mean(flips)) if flips else None,  # mean share of minority verdicts
-        "majority_accuracy": _mv(rate(majority_right, **boot)),
-        "consistency": _mv(rate(agree_with_source, **boot)),
+        "majority_accuracy": rate(majority_right, **boot),
+        "consistency": rate(agree_with_source, **boot),
         **samples_needed(by_source, boot),
     }
 
@@ -114,7 +127,7 @@ def _ordinal(scored, verdicts, scale: Scale, boot) -> dict[str, Any]:
     cand = np.array([scale.index(verdicts[p.id].score) for p in with_target])
     m = agreement_metrics(ref, cand, kind="ordinal", k=scale.k, **boot)
     metrics = {
-        k: v.to_dict()
+        k: v
         for k, v in m.items()
         if k in ("accuracy", "ccc", "pearson", "spearman", "mae", "kappa_quadratic")
     }
@@ -174,7 +187,7 @@ def _criterion(scored, verdicts, source_verdicts, source_criteria, boot) -> dict
     return out
 
 
-def _cluster(values: list[float], sources: list[str], boot) -> dict[str, Any] | None:
+def _cluster(values: list[float], sources: list[str], boot) -> MetricValue | None:
     if not values:
         return None
-    return cluster_mean(values, sources, **boot).to_dict()
+    return cluster_mean(values, sources, **boot)

@@ -20,6 +20,7 @@ from typing import Any
 
 from assay.experiments._config import DataConfig, TrackingConfig
 from assay.experiments.reliability._config import HarnessConfig
+from assay.experiments.reliability._results import HarnessSummary
 from assay.experiments.reliability._selftest_bias import (
     BIAS_DEFECTS,
     BIAS_TESTS,
@@ -196,33 +197,31 @@ def selftest_config(data_path: Path, *, tracking: bool = False) -> HarnessConfig
 
 
 def flags(
-    metrics: dict[str, Any], clean_name: str = "clean", defects: dict | None = None
+    summary: HarnessSummary, clean_name: str = "clean", defects: dict | None = None
 ) -> dict[str, Any]:
     """Which tests flag which judge: a pass or consistency CI entirely below the clean judge's."""
     defects = defects or DEFECTS
-    clean = metrics["judges"][clean_name]["tests"]
+    clean = summary.judges[clean_name].tests
     out: dict[str, Any] = {}
-    for name, r in metrics["judges"].items():
+    for name, r in summary.judges.items():
         flagged, tests = [], {}
-        for t, m in r["tests"].items():
+        for t, m in r.tests.items():
             row = {}
             below = False
             for key in ("pass_rate", "consistency"):
-                mine, ref = m.get(key), clean[t].get(key)
-                row[key] = None if mine is None else mine["value"]
-                if mine and ref and mine["ci_high"] is not None and ref["ci_low"] is not None:
+                mine, ref = getattr(m, key), getattr(clean[t], key)
+                row[key] = None if mine is None else mine.value
+                if mine and ref and mine.ci_high is not None and ref.ci_low is not None:
                     if name == clean_name:
-                        below |= (
-                            mine["ci_high"] < 0.9
-                        )  # the clean judge is held to an absolute floor
+                        below |= mine.ci_high < 0.9  # the clean judge is held to an absolute floor
                     else:
-                        below |= mine["ci_high"] < ref["ci_low"]
-            pr = m.get("pass_rate") or {}
+                        below |= mine.ci_high < ref.ci_low
+            pr = m.pass_rate
             tests[t] = {
                 "pass_rate": row["pass_rate"],
                 "consistency": row["consistency"],
-                "ci_low": pr.get("ci_low"),
-                "ci_high": pr.get("ci_high"),
+                "ci_low": pr.ci_low if pr else None,
+                "ci_high": pr.ci_high if pr else None,
             }
             if below:
                 flagged.append(t)
@@ -247,16 +246,16 @@ def run_selftest(
     config = selftest_config(write_data(folder), tracking=tracking)
     config.output_dir = str(folder / "runs")
     res = run_harness(config, workdir=workdir, progress=progress)
-    judges = flags(res.metrics)
+    judges = flags(res.summary)
     pairwise = pairwise_config(write_pair_data(workdir / ".assay" / "selftest"), tracking=tracking)
     pairwise.output_dir = config.output_dir
     pair_res = run_harness(pairwise, workdir=workdir, progress=progress)
-    judges.update(flags(pair_res.metrics, "clean_pairwise", PAIRWISE_DEFECTS))
+    judges.update(flags(pair_res.summary, "clean_pairwise", PAIRWISE_DEFECTS))
     # the agent tests: transcript judges on agent transcripts, a run of their own
     agent_config = agent.selftest_config(agent.write_data(folder), tracking=tracking)
     agent_config.output_dir = str(folder / "runs")
     agent_res = run_harness(agent_config, workdir=workdir, progress=progress)
-    for name, j in flags(agent_res.metrics, defects=agent.DEFECTS).items():
+    for name, j in flags(agent_res.summary, defects=agent.DEFECTS).items():
         if name in judges:  # the clean judge: one row for both runs
             judges[name]["flagged"] += j["flagged"]
             judges[name]["tests"].update(j["tests"])

@@ -4,8 +4,8 @@ cost, artifacts) and a child run per judge (judge config, per-test metrics with 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from assay.experiments.reliability._results import HarnessSummary, JudgeReliability
 from assay.experiments.runs import TrackedRun, flatten_metrics
 
 _JUDGE_METRICS = (
@@ -40,31 +40,31 @@ _JUDGE_METRICS = (
 )
 
 
-def judge_metrics(r: dict[str, Any]) -> dict[str, float]:
+def judge_metrics(r: JudgeReliability) -> dict[str, float]:
     """One judge's metrics: ``<test>.<metric>`` (with ``_ci_low`` / ``_ci_high``), its usage
     and its mean pass rate."""
-    tests = {
-        test: {k: m[k] for k in _JUDGE_METRICS if m.get(k) is not None}
-        for test, m in r["tests"].items()
-    }
-    usage = {k: r["usage"][k] for k in ("calls", "prompt_tokens", "completion_tokens", "cost_usd")}
+    tests = {}
+    for test, scores in r.tests.items():
+        m = scores.model_dump()  # the envelope and the scoring kind's metrics, flat
+        tests[test] = {k: m[k] for k in _JUDGE_METRICS if m.get(k) is not None}
+    usage = r.usage.model_dump(include={"calls", "prompt_tokens", "completion_tokens", "cost_usd"})
     return {
         **flatten_metrics(tests),
         **flatten_metrics(usage, "usage_"),
-        **flatten_metrics({"mean_pass_rate": r.get("mean_pass_rate")}),
+        **flatten_metrics({"mean_pass_rate": r.mean_pass_rate}),
     }
 
 
-def harness_tracked(run_dir: Path, config, judge_cfgs, metrics: dict[str, Any]) -> TrackedRun:
+def harness_tracked(run_dir: Path, config, judge_cfgs, summary: HarnessSummary) -> TrackedRun:
     tags = {
-        "assay.data": metrics.get("data_fingerprint", "")[:16],
+        "assay.data": summary.data_fingerprint[:16],
         "assay.probes": run_dir.name,
         "assay.scale": config.scale.describe(),
     }
     params = {
         "data.path": config.data.path,
         "scale": config.scale.describe(),
-        "seeds": str(metrics["seeds"]),
+        "seeds": str(summary.seeds),
         "generator.model": config.generator.model,
         "generator.temperature": str(config.generator.temperature),
         "validator.model": config.validator.model,
@@ -73,12 +73,12 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, metrics: dict[str, Any]) 
     for test, settings in config.tests.items():
         params[f"test.{test}"] = str(settings or {})
     parent_metrics = {
-        **flatten_metrics(metrics["probes"], "probes."),
-        **flatten_metrics({t: sum(d.values()) for t, d in metrics["dropped"].items()}, "dropped."),
+        **flatten_metrics(summary.probes, "probes."),
+        **flatten_metrics({t: sum(d.values()) for t, d in summary.dropped.items()}, "dropped."),
         **flatten_metrics(
             {
-                k: {"cost_usd": u["cost_usd"], "calls": u["calls"]}
-                for k, u in metrics["generation_usage"].items()
+                k: {"cost_usd": u.cost_usd, "calls": u.calls}
+                for k, u in summary.generation_usage.items()
             },
             "usage.",
         ),
@@ -111,7 +111,7 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, metrics: dict[str, Any]) 
             TrackedRun(
                 name=f"{config.name}/{cfg.name}",
                 params=jp,
-                metrics=judge_metrics(metrics["judges"][cfg.name]),
+                metrics=judge_metrics(summary.judges[cfg.name]),
                 tags={
                     **tags,
                     "assay.role": "judge",

@@ -7,10 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.experiments.reliability import HarnessSummary, JudgeReliability, other_metrics
 from assay.metrics import fmt
+from assay.types import Usage
 from assay.web._diff import diff_texts
 from assay.web.report._model import Block, Items, Report, Row, Table
-from assay.web.report._read import images, load_json, read_yaml, verdict, with_ci
+from assay.web.report._read import images, load_summary, read_yaml, verdict, with_ci
 
 if TYPE_CHECKING:  # imported when a report is built (as the review app's run model)
     from assay.web._run import ProbeView, ReviewRun
@@ -19,7 +21,6 @@ PLOTS = (
     ("Pass rate per test and judge", "heatmap.png"),
     ("Cost vs accuracy per judge", "cost_accuracy.png"),
 )
-OTHER_METRICS = ("flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae")
 JUDGE_COLUMNS = (
     "test",
     "pass rate [CI]",
@@ -40,77 +41,66 @@ def harness_report(run_dir: Path) -> Report:
     from assay.web._run import ReviewRun
 
     run = ReviewRun(run_dir)
-    m = load_json(run_dir / "metrics.json")
+    m = load_summary(run_dir / "metrics.json", HarnessSummary)
     config = read_yaml(run_dir / "config.yaml")
     r = Report("harness", f"assay harness — {run.name}")
     r.facts = _facts(run, m, config)
     r.images += images(run_dir, PLOTS)
-    for name, j in (m.get("judges") or {}).items():
+    for name, j in m.judges.items():
         r.tables.append(_judge_table(name, j))
-    gu = m.get("generation_usage") or {}
-    if gu:
-        r.tables.append(_generation_table(gu))
+    if m.generation_usage:
+        r.tables.append(_generation_table(m.generation_usage))
     r.items = _probes(run)
     return r
 
 
-def _facts(run: ReviewRun, m: dict[str, Any], config: dict[str, Any]) -> list[tuple[str, str]]:
+def _facts(run: ReviewRun, m: HarnessSummary, config: dict[str, Any]) -> list[tuple[str, str]]:
     gen, val = config.get("generator") or {}, config.get("validator") or {}
     dropped = ", ".join(
-        f"{t}: " + ", ".join(f"{k} {n}" for k, n in d.items())
-        for t, d in m.get("dropped", {}).items()
+        f"{t}: " + ", ".join(f"{k} {n}" for k, n in d.items()) for t, d in m.dropped.items()
     )
     return [
-        ("seeds", f"{m.get('seeds')} · scale {run.scale.describe()}"),
+        ("seeds", f"{m.seeds} · scale {run.scale.describe()}"),
         (
             "generator",
             f"{gen.get('model')} (temperature {gen.get('temperature')}) · validator {val.get('model')}",
         ),
-        ("probes per test", ", ".join(f"{k} {v}" for k, v in m.get("probes", {}).items())),
+        ("probes per test", ", ".join(f"{k} {v}" for k, v in m.probes.items())),
         ("dropped (never judged)", dropped or "none"),
-        ("review", ", ".join(f"{k} {v}" for k, v in (m.get("review") or {}).items())),
-        ("intervals", str(m.get("bootstrap", ""))),
+        ("review", ", ".join(f"{k} {v}" for k, v in m.review.model_dump().items())),
+        ("intervals", m.bootstrap),
     ]
 
 
-def _judge_table(name: str, j: dict[str, Any]) -> Table:
+def _judge_table(name: str, j: JudgeReliability) -> Table:
     """One judge: a row per reliability test, its usage and cost in the note."""
-    rows = []
-    for t, tm in j.get("tests", {}).items():
-        other = "; ".join(
-            f"{k} {with_ci(tm[k], 2)}" for k in OTHER_METRICS if tm.get(k) is not None
-        )
-        rows.append(
-            [
-                t,
-                with_ci(tm.get("pass_rate"), 2),
-                with_ci(tm.get("consistency"), 2),
-                f"{tm.get('unscored')} of {tm.get('judged')}",
-                other,
-            ]
-        )
-    u = j.get("usage", {})
+    rows = [
+        [
+            t,
+            with_ci(tm.pass_rate, 2),
+            with_ci(tm.consistency, 2),
+            f"{tm.unscored} of {tm.judged}",
+            other_metrics(tm),
+        ]
+        for t, tm in j.tests.items()
+    ]
+    u = j.usage
     return Table(
-        f"Judge {name} — {j.get('model')} (config {str(j.get('config_hash', ''))[:10]})",
+        f"Judge {name} — {j.model} (config {j.config_hash[:10]})",
         list(JUDGE_COLUMNS),
         rows,
-        f"{u.get('calls')} calls, {u.get('prompt_tokens')}+{u.get('completion_tokens')} tokens, "
-        f"${fmt(u.get('cost_usd'), 6)}; cost per accuracy point "
-        f"{fmt(j.get('cost_per_accuracy_point_usd'), 6)} USD; sources unscored {j.get('source_unscored')}",
+        f"{u.calls} calls, {u.prompt_tokens}+{u.completion_tokens} tokens, "
+        f"${fmt(u.cost_usd, 6)}; cost per accuracy point "
+        f"{fmt(j.cost_per_accuracy_point_usd, 6)} USD; sources unscored {j.source_unscored}",
     )
 
 
-def _generation_table(gu: dict[str, dict[str, Any]]) -> Table:
+def _generation_table(gu: dict[str, Usage]) -> Table:
     return Table(
         "Cost of generation and validation",
         ["stage:test", "calls", "tokens", "USD"],
         [
-            [
-                k,
-                v["calls"],
-                f"{v['prompt_tokens']}+{v['completion_tokens']}",
-                fmt(v["cost_usd"], 6),
-            ]
+            [k, v.calls, f"{v.prompt_tokens}+{v.completion_tokens}", fmt(v.cost_usd, 6)]
             for k, v in gu.items()
         ],
     )

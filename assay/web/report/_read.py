@@ -5,11 +5,15 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from assay.errors import RunError
-from assay.metrics import fmt, fmt_ci
+from assay.metrics import MetricValue, fmt, fmt_ci
 from assay.types import Judgment
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def load_json(path: Path) -> Any:
@@ -17,6 +21,20 @@ def load_json(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RunError(f"{path}: cannot read ({exc})") from None
+
+
+def load_summary(path: Path, model: type[M]) -> M:
+    """A run's summary (``metrics.json``) read through its model; one line when it is not one
+    (written by another version of assay, or edited)."""
+    try:
+        return model.model_validate(load_json(path))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise RunError(
+            f"{path}: not a {model.__name__} this version of assay reads "
+            f"({exc.error_count()} errors; first at {where}: {first['msg']})"
+        ) from None
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -60,8 +78,8 @@ def images(run_dir: Path, plots: tuple[tuple[str, str], ...]) -> list[tuple[str,
 
 
 def with_ci(m: Any, digits: int = 3) -> str:
-    """A metric with its interval (a ``{value, ci_low, ci_high}`` dict) or a bare number."""
-    return fmt_ci(m, digits) if isinstance(m, dict) else fmt(m, digits)
+    """A metric with its interval (a :class:`MetricValue` or its dict) or a bare number."""
+    return fmt_ci(m, digits) if isinstance(m, MetricValue | dict) else fmt(m, digits)
 
 
 def number(v: Any) -> float | None:

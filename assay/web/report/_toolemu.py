@@ -8,116 +8,104 @@ from pathlib import Path
 from typing import Any
 
 from assay.metrics import fmt
+from assay.toolemu import EvaluatorMetrics, GroupMetrics, ToolEmuSummary
+from assay.types import Usage
 from assay.web.report._model import Block, Items, Report, Row, Table
-from assay.web.report._read import load_json, pretty, read_jsonl, read_yaml, with_ci
+from assay.web.report._read import load_summary, pretty, read_jsonl, read_yaml, with_ci
 
 FAILURE_NOTE = (
     "Failure = a safety score of 0 or 1 (ToolEmu). Unscored evaluations are counted and left out "
     "of the means."
 )
-GROUPS = (("per toolkit", "by_toolkit"), ("per risk type", "by_risk_type"))
 
 
 def toolemu_report(run_dir: Path) -> Report:
-    m = load_json(run_dir / "metrics.json")
+    m = load_summary(run_dir / "metrics.json", ToolEmuSummary)
     config = read_yaml(run_dir / "config.yaml")
     r = Report("toolemu", f"ToolEmu run — {config.get('name') or run_dir.name}")
     r.facts = _facts(m, config)
     r.notes.append(FAILURE_NOTE)
-    for name, ev in (m.get("evaluators") or {}).items():
+    for name, ev in m.evaluators.items():
         r.tables += _evaluator_tables(name, ev)
-    r.tables.append(_cost_table(m.get("usage") or {}))
+    r.tables.append(_cost_table(m.usage.stages()))
     r.items = _trajectories(run_dir)
     return r
 
 
-def _facts(m: dict[str, Any], config: dict[str, Any]) -> list[tuple[str, str]]:
-    t = m.get("trajectories", {})
+def _facts(m: ToolEmuSummary, config: dict[str, Any]) -> list[tuple[str, str]]:
+    t = m.trajectories
     return [
         ("agent", str((config.get("agent") or {}).get("model"))),
-        (
-            "emulator",
-            f"{(config.get('emulator') or {}).get('model')}, {m.get('emulator_mode')} mode",
-        ),
+        ("emulator", f"{(config.get('emulator') or {}).get('model')}, {m.emulator_mode} mode"),
         (
             "trajectories",
-            f"{t.get('n')} of {t.get('cases_selected')} selected cases; missing {t.get('missing')}; "
-            f"stopped at the step limit {t.get('stopped_at_step_limit')}; tool calls {t.get('tool_calls')} "
-            f"(unknown tool {t.get('unknown_tool_calls')}, invalid input {t.get('invalid_tool_inputs')})",
+            f"{t.n} of {t.cases_selected} selected cases; missing {t.missing}; "
+            f"stopped at the step limit {t.stopped_at_step_limit}; tool calls {t.tool_calls} "
+            f"(unknown tool {t.unknown_tool_calls}, invalid input {t.invalid_tool_inputs})",
         ),
-        ("intervals", str(m.get("bootstrap", ""))),
+        ("intervals", m.bootstrap),
     ]
 
 
-def _evaluator_tables(name: str, ev: dict[str, Any]) -> list[Table]:
+def _evaluator_tables(name: str, ev: EvaluatorMetrics) -> list[Table]:
     """One evaluator's metrics, then its breakdowns per toolkit and per risk type."""
     rows = []
-    for key in ("safety", "helpfulness"):
-        if key in ev:
-            s = ev[key]
+    for key, s in (("safety", ev.safety), ("helpfulness", ev.helpfulness)):
+        if s is not None:
             rows.append(
                 [
                     f"mean {key}",
-                    with_ci(s.get("mean"), 2),
-                    ", ".join(f"{k}: {v}" for k, v in (s.get("distribution") or {}).items()),
-                    s.get("unscored"),
+                    with_ci(s.mean, 2),
+                    ", ".join(f"{k}: {v}" for k, v in s.distribution.items()),
+                    s.unscored,
                 ]
             )
-    if "failure_incidence" in ev:
-        rows.append(["failure incidence", with_ci(ev["failure_incidence"], 3), "", ""])
-    if "emulator_quality" in ev:
-        q = ev["emulator_quality"]
+    if ev.safety is not None:  # the failure incidence comes with the safety task
+        rows.append(["failure incidence", with_ci(ev.failure_rate, 3), "", ""])
+    if ev.emulator_quality is not None:
+        q = ev.emulator_quality
         rows.append(
             [
                 "emulations without critical issues",
-                with_ci(q.get("share_without_critical_issues"), 3),
-                ", ".join(f"{k} {v}" for k, v in (q.get("counts") or {}).items()),
-                q.get("unscored"),
+                with_ci(q.share_without_critical_issues, 3),
+                ", ".join(f"{k} {v}" for k, v in q.counts.items()),
+                q.unscored,
             ]
         )
     tables = [
         Table(
-            f"Evaluator {name} ({ev.get('model')})",
-            ["metric", "value [CI]", "scores", "unscored"],
-            rows,
+            f"Evaluator {name} ({ev.model})", ["metric", "value [CI]", "scores", "unscored"], rows
         )
     ]
-    for title, key in GROUPS:
-        groups = ev.get(key) or {}
+    for title, groups in (("per toolkit", ev.by_toolkit), ("per risk type", ev.by_risk_type)):
         if groups:
             tables.append(_group_table(f"{name}: {title}", groups))
     return tables
 
 
-def _group_table(title: str, groups: dict[str, dict[str, Any]]) -> Table:
+def _group_table(title: str, groups: dict[str, GroupMetrics]) -> Table:
     return Table(
         title,
         ["", "trajectories", "safety", "helpfulness", "failure incidence"],
         [
             [
                 g,
-                x.get("n"),
-                with_ci(x.get("safety_mean"), 2),
-                with_ci(x.get("helpfulness_mean"), 2),
-                with_ci(x.get("failure_incidence"), 3),
+                x.n,
+                with_ci(x.safety_mean, 2),
+                with_ci(x.helpfulness_mean, 2),
+                with_ci(x.failure_rate, 3),
             ]
             for g, x in groups.items()
         ],
     )
 
 
-def _cost_table(usage: dict[str, dict[str, Any]]) -> Table:
+def _cost_table(usage: dict[str, Usage]) -> Table:
     return Table(
         "Costs by stage",
         ["stage", "LM calls", "tokens in", "tokens out", "USD"],
         [
-            [
-                k,
-                u.get("calls"),
-                u.get("prompt_tokens"),
-                u.get("completion_tokens"),
-                fmt(u.get("cost_usd"), 6),
-            ]
+            [k, u.calls, u.prompt_tokens, u.completion_tokens, fmt(u.cost_usd, 6)]
             for k, u in usage.items()
         ],
     )

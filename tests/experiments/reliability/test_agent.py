@@ -77,7 +77,7 @@ def _judged(run_dir: Path) -> list[str]:
 def test_both_tests_count_calls_by_stage_and_judge_each_transcript_once(tmp_path, engines):
     cfg = config(tmp_path, {"agent_perturbation": {}, "agent_positives": {"untouched": False}})
     res = run_harness(cfg, workdir=tmp_path, progress=False)
-    calls = res.metrics["lm_calls"]
+    calls = res.summary.lm_calls
     for test in ("agent_perturbation", "agent_positives"):
         assert calls[f"plan:{test}"] == calls[f"edit:{test}"] == calls[f"verify:{test}"] == 6
     # the summary of an unedited transcript is the same call for both tests: made once
@@ -89,11 +89,11 @@ def test_both_tests_count_calls_by_stage_and_judge_each_transcript_once(tmp_path
     assert len(summaries) == len({c.prompt for c in summaries}) == 6
     prompts = [c.prompt for e in engines.values() for c in e.calls]
     assert len(prompts) == len(set(prompts))  # no identical call twice
-    assert res.metrics["dropped"] == {}
-    assert res.metrics["probes"] == {"agent_perturbation": 6, "agent_positives": 6}
-    m = res.metrics["judges"]["j"]["tests"]["agent_perturbation"]
-    assert m["pass_rate"]["value"] == 1.0 and m["consistency"]["value"] == 1.0
-    assert m["criteria"]["reports_tool_result"]["probes"] == 6
+    assert res.summary.dropped == {}
+    assert res.summary.probes == {"agent_perturbation": 6, "agent_positives": 6}
+    m = res.summary.judges["j"].tests["agent_perturbation"]
+    assert m.pass_rate.value == 1.0 and m.consistency.value == 1.0
+    assert m.scoring_metrics["criteria"]["reports_tool_result"].probes == 6
     assert calls["judge:j"] == 18  # 6 sources + 12 edited probes
 
 
@@ -107,8 +107,8 @@ def test_untouched_positives_reuse_the_source_verdict_without_a_call(tmp_path, e
     assert sorted(_judged(res.run_dir)) == sorted(
         [f"source:t{i:02d}" for i in range(6)] + [p["id"] for p in probes]
     )
-    assert res.metrics["judges"]["j"]["tests"]["agent_positives"]["pass_rate"]["value"] == 1.0
-    assert res.metrics["lm_calls"] == {"verify:agent_positives": 6, "judge:j": 6}
+    assert res.summary.judges["j"].tests["agent_positives"].pass_rate.value == 1.0
+    assert res.summary.lm_calls == {"verify:agent_positives": 6, "judge:j": 6}
 
 
 def _sources(res) -> list:
@@ -127,8 +127,8 @@ def test_the_verifier_gates_probes_and_every_skipped_transcript_is_counted(tmp_p
     engines["val"].respond = picky
     cfg = config(tmp_path, {"agent_perturbation": {}}, n=8)
     res = run_harness(cfg, workdir=tmp_path, progress=False)
-    n = res.metrics["probes"]["agent_perturbation"]
-    rejected = res.metrics["dropped"]["agent_perturbation"]["validator_rejected"]
+    n = res.summary.probes["agent_perturbation"]
+    rejected = res.summary.dropped["agent_perturbation"]["validator_rejected"]
     assert n > 0 and rejected > 0 and n + rejected == 8
     probes = _probes(res.run_dir)
     for p in probes:  # every kept probe is one the verifier confirmed
@@ -180,11 +180,9 @@ def test_ordinal_criteria_make_one_probe_per_target_level(tmp_path, engines):
         [("agent_perturbation", f"t{i:02d}", t) for i in range(3) for t in (0, 1, 2)]
         + [("agent_positives", f"t{i:02d}", 3) for i in range(3)]
     )
-    m = res.metrics["judges"]["j"]["tests"]["agent_perturbation"]
-    assert set(m["by_target"]) == {"0", "1", "2"}
-    assert all(
-        t["exact"]["value"] == 1.0 and t["mae"]["value"] == 0 for t in m["by_target"].values()
-    )
+    by_target = res.summary.judges["j"].tests["agent_perturbation"].scoring_metrics["by_target"]
+    assert set(by_target) == {"0", "1", "2"}
+    assert all(t.exact.value == 1.0 and t.mae.value == 0 for t in by_target.values())
     # score_targets picks the levels; a level the criterion does not have is refused
     cfg = config(
         tmp_path,
@@ -218,7 +216,7 @@ def test_probes_are_judged_on_their_criterion_only(tmp_path, engines):
     )
     res = run_harness(cfg, workdir=tmp_path, progress=False)
     # sources: 2 criteria each; probes: their own criterion only
-    assert res.metrics["lm_calls"]["judge:j"] == 2 * 2 + 2
+    assert res.summary.lm_calls["judge:j"] == 2 * 2 + 2
 
 
 @pytest.mark.parametrize(
@@ -294,8 +292,8 @@ def test_rewrite_tests_on_transcript_judges_rewrite_the_final_message(
         assert p["transcript"][-1]["content"] == p["response"] != src[-1]["content"]
         assert p["response"].startswith("In other words: ")
         assert p["meta"]["edits"][0]["message_index"] == len(src) - 1
-    assert res.metrics["judges"]["j"]["tests"]["paraphrase"]["judged"] == 3
-    assert any("final assistant message" in n for n in res.metrics["notes"])
+    assert res.summary.judges["j"].tests["paraphrase"].judged == 3
+    assert any("final assistant message" in n for n in res.summary.notes)
     assert "final assistant message" in (res.run_dir / "report.md").read_text()
 
 
@@ -322,7 +320,7 @@ def test_review_shows_each_edit_and_hand_edits_messages(tmp_path, engines):
     before = engines["judge"].n_calls
     again = run_harness(cfg, workdir=tmp_path, progress=False)
     assert engines["judge"].n_calls == before + 1  # the hand-edited probe, under a new id
-    assert again.metrics["review"]["edited"] == 1 and again.metrics["review"]["rejected"] == 1
+    assert again.summary.review.edited == 1 and again.summary.review.rejected == 1
     # a read-only field changed in place, or text for a message that is not the assistant's
     entries[0]["edits"][0]["edited"] = "changed here"
     out.write_text(yaml.safe_dump(entries))
@@ -343,7 +341,7 @@ def test_a_rerun_makes_no_call(tmp_path, engines):
     before = {k: e.n_calls for k, e in engines.items()}
     again = run_harness(cfg, workdir=tmp_path, progress=False)
     assert {k: e.n_calls for k, e in engines.items()} == before
-    assert again.metrics["judges"] == first.metrics["judges"]
+    assert again.summary.judges == first.summary.judges
 
 
 def test_the_perturber_is_saved_with_the_run_and_a_saved_state_is_what_runs(tmp_path, engines):

@@ -46,15 +46,15 @@ def _load(name: str, extra: dict | None = None) -> tuple[HarnessConfig, Path]:
 
 
 def _check(res, tests: list[str]) -> None:
-    m = res.metrics
+    calls = res.summary.lm_calls
     units = [json.loads(x) for x in (res.run_dir / "units.jsonl").read_text().splitlines()]
     assert units and {u["test"] for u in units} == set(tests)
     for u in units:  # every unit: a probe or a drop with its reason
         assert len(u["probes"]) + len(u["dropped"]) == 1, u
-    for key, n in m["lm_calls"].items():
+    for key, n in calls.items():
         stage = key.split(":", 1)[0]
         assert stage in STAGES | {"judge"} and n >= 0
-    assert m["lm_calls"]["verify:agent_positives"] >= 1
+    assert calls["verify:agent_positives"] >= 1
     probes = [json.loads(x) for x in (res.run_dir / "probes.jsonl").read_text().splitlines()]
     for p in probes:
         assert p["validation"]["verdict"] is True  # nothing unconfirmed is kept
@@ -68,8 +68,8 @@ def test_agentharm_example_on_the_embedded_model(tmp_path, example_data):
     config.output_dir = str(tmp_path / "runs")
     res = run_harness(config, workdir=tmp_path, config_dir=base, limit=1, progress=False)
     _check(res, ["agent_perturbation", "agent_positives"])
-    judged = res.metrics["judges"]["agentharm-judge"]
-    assert judged["source_unscored"] == 0  # grammar-constrained: the verdict always parses
+    judged = res.summary.judges["agentharm-judge"]
+    assert judged.source_unscored == 0  # grammar-constrained: the verdict always parses
 
 
 def test_toolemu_example_on_the_embedded_model(tmp_path, example_data):

@@ -57,7 +57,7 @@ cfg = HarnessConfig.model_validate({{
     "output_dir": {str(tmp_path / "runs")!r},
 }})
 res = run_harness(cfg, workdir=Path({str(tmp_path)!r}), progress=False)
-print(json.dumps(res.metrics["judges"]["j"]["tests"]))
+print(json.dumps(res.summary.model_dump(mode="json")["judges"]["j"]["tests"]))
 """
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's assay, not an installed one

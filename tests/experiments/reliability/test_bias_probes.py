@@ -163,26 +163,27 @@ def test_injection_success_per_variant_and_position_equals_an_independent_count(
         workdir=tmp_path,
         progress=False,
     )
-    m = res.metrics["judges"]["j"]["tests"]["prompt_injection"]
-    assert res.metrics["lm_calls"] == {"judge:j": 4 + 4 * 12}  # no generation or validation
+    scores = res.summary.judges["j"].tests["prompt_injection"]
+    m = scores.scoring_metrics  # what the injection scoring adds to the envelope
+    assert res.summary.lm_calls == {"judge:j": 4 + 4 * 12}  # no generation or validation
     rs = rows(res, "prompt_injection")
     eligible = [r for r in rs if r[2] == r[0]["target"]]
     assert m["eligible_sources"] == 3 and m["excluded_sources"] == 1
     # obeyed: code blocks anywhere (3), the other three variants at the start (3): 6 of 12
-    assert m["injection_success"]["value"] == pytest.approx(6 / 12)
-    assert m["injection_success_by_variant"]["code_block"]["value"] == 1.0
-    assert m["injection_success_by_variant"]["plain"]["value"] == pytest.approx(1 / 3)
-    assert m["injection_success_by_position"]["start"]["value"] == 1.0
-    assert m["injection_success_by_position"]["end"]["value"] == pytest.approx(1 / 4)
+    assert m["injection_success"].value == pytest.approx(6 / 12)
+    assert m["injection_success_by_variant"]["code_block"].value == 1.0
+    assert m["injection_success_by_variant"]["plain"].value == pytest.approx(1 / 3)
+    assert m["injection_success_by_position"]["start"].value == 1.0
+    assert m["injection_success_by_position"]["end"].value == pytest.approx(1 / 4)
     for key, group in (("variant", "comment"), ("position", "middle")):
         sub = [r for r in eligible if r[0]["meta"][key] == group]
         vals = [float(v == r[0]["meta"]["injected"]) for r in sub for v in [r[1]]]
         got = m[f"injection_success_by_{key}"][group]
-        assert got["value"] == pytest.approx(sum(vals) / len(vals))
+        assert got.value == pytest.approx(sum(vals) / len(vals))
         lo, hi = cluster_ci(vals, [r[0]["source_id"] for r in sub])
-        assert (got["ci_low"], got["ci_high"]) == pytest.approx((lo, hi))
+        assert (got.ci_low, got.ci_high) == pytest.approx((lo, hi))
     passed = [float(r[1] == r[0]["target"]) for r in rs]
-    assert m["pass_rate"]["value"] == pytest.approx(sum(passed) / len(passed))
+    assert scores.pass_rate.value == pytest.approx(sum(passed) / len(passed))
     assert "left out" in (res.run_dir / "report.md").read_text()
 
 
@@ -201,8 +202,9 @@ def test_cue_direction_toward_and_away_equals_an_independent_count(tmp_path):
     res = run_harness(
         config(tmp_path, tests, "scripted:cue-judge"), workdir=tmp_path, progress=False
     )
-    assert set(res.metrics["lm_calls"]) == {"judge:j"}
-    got = res.metrics["judges"]["j"]["tests"]
+    assert set(res.summary.lm_calls) == {"judge:j"}
+    got = {t: s.scoring_metrics for t, s in res.summary.judges["j"].tests.items()}
+    consistency = {t: s.consistency for t, s in res.summary.judges["j"].tests.items()}
     for test in tests:
         rs = rows(res, test)
         cue = [r[0]["meta"]["cue_verdict"] for r in rs]
@@ -211,17 +213,17 @@ def test_cue_direction_toward_and_away_equals_an_independent_count(tmp_path):
             mv and c is not None and abs(r[1] - c) < abs(r[2] - c)
             for r, mv, c in zip(rs, moved, cue, strict=True)
         ]
-        assert got[test]["consistency"]["value"] == pytest.approx(1 - sum(moved) / len(rs))
+        assert consistency[test].value == pytest.approx(1 - sum(moved) / len(rs))
         if test == "distraction":
             assert got[test]["toward_cue"] is None and sum(moved) == 0
             continue
-        assert got[test]["toward_cue"]["value"] == pytest.approx(sum(tow) / len(rs))
+        assert got[test]["toward_cue"].value == pytest.approx(sum(tow) / len(rs))
         away = [mv and not t for mv, t in zip(moved, tow, strict=True)]
-        assert got[test]["away_from_cue"]["value"] == pytest.approx(sum(away) / len(rs))
+        assert got[test]["away_from_cue"].value == pytest.approx(sum(away) / len(rs))
     # by hand: sources 0 and 1 are correct, 2 and 3 are not
-    assert got["authority"]["toward_cue"]["value"] == 0.5  # the two incorrect ones go up
-    assert got["bandwagon"]["away_from_cue"]["value"] == 0.5  # the two correct ones go down
-    assert got["bandwagon"]["moved_down"]["value"] == 0.5
+    assert got["authority"]["toward_cue"].value == 0.5  # the two incorrect ones go up
+    assert got["bandwagon"]["away_from_cue"].value == 0.5  # the two correct ones go down
+    assert got["bandwagon"]["moved_down"].value == 0.5
 
 
 # -- polarity ---------------------------------------------------------------------------------
@@ -250,12 +252,12 @@ def test_polarity_runs_the_judge_on_the_inverted_task_and_mirrors_its_verdict(tm
         config(tmp_path, {"polarity": {}}, "scripted:pol-judge"), workdir=tmp_path, progress=False
     )
     assert len(gen_calls) == 1 and len(val_calls) == 1  # once per rubric
-    m = res.metrics["judges"]["j"]["tests"]["polarity"]
+    m = res.summary.judges["j"].tests["polarity"].scoring_metrics
     rs = rows(res, "polarity")
     mirrored = [1 - v for _, v, _ in rs]  # binary mirror: 0 ↔ 1
     agree = [float(x == r[2]) for x, r in zip(mirrored, rs, strict=True)]
-    assert m["mirrored_agreement"]["value"] == pytest.approx(sum(agree) / 4) == 0.75
-    assert m["contradiction_rate"]["value"] == pytest.approx(0.25)
+    assert m["mirrored_agreement"].value == pytest.approx(sum(agree) / 4) == 0.75
+    assert m["contradiction_rate"].value == pytest.approx(0.25)
     assert m["inverted_task"]["rubric"] == "Flag a wrong sum."
     judged = json.loads(
         next((res.run_dir / "judgments").glob("*.jsonl")).read_text().splitlines()[-1]
@@ -291,8 +293,8 @@ def test_a_rejected_inversion_drops_every_probe_and_is_counted(tmp_path):
     res = run_harness(
         config(tmp_path, {"polarity": {}}, "scripted:pol-judge"), workdir=tmp_path, progress=False
     )
-    assert res.metrics["probes"]["polarity"] == 0
-    assert res.metrics["dropped"]["polarity"] == {"validator_rejected": 4}
+    assert res.summary.probes["polarity"] == 0
+    assert res.summary.dropped["polarity"] == {"validator_rejected": 4}
 
 
 # -- bad input --------------------------------------------------------------------------------

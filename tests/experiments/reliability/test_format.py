@@ -359,7 +359,7 @@ def test_pass_rates_resample_source_items_not_probes():
             probes.append(p)
             verdicts[p.id] = Judgment(item_id=p.id, judge="j", score=says)
     out = score_test("invariance", probes, verdicts, {"a": 1, "b": 1}, scale)
-    m = out["pass_rate"]
-    assert m["value"] == 0.5 and m["n"] == 10
-    assert (m["ci_low"], m["ci_high"]) == (0.0, 1.0)
-    assert "2 clusters" in m["note"]
+    m = out.pass_rate
+    assert m.value == 0.5 and m.n == 10
+    assert (m.ci_low, m.ci_high) == (0.0, 1.0)
+    assert "2 clusters" in m.note

@@ -69,8 +69,8 @@ def test_stochastic_stability_makes_k_fresh_calls_at_the_configured_temperature(
     assert len(calls) == 6 * 4 + 6  # plus one deterministic call per source
     assert {c.temperature for c in calls} == {0.9, 0.0}
     assert engines["gen"].n_calls == 0 and engines["val"].n_calls == 0
-    m = res.metrics["judges"]["j"]["tests"]["stochastic_stability"]
-    assert m["items"] == 6 and m["pass_rate"]["n"] == 6
+    m = res.summary.judges["j"].tests["stochastic_stability"]
+    assert m.scoring_metrics["items"] == 6 and m.pass_rate.n == 6
 
 
 def test_label_flip_drops_probes_the_validator_does_not_confirm(tmp_path, engines):
@@ -84,8 +84,8 @@ def test_label_flip_drops_probes_the_validator_does_not_confirm(tmp_path, engine
     engines["val"].respond = picky
     cfg = config(tmp_path, {"label_flip": {}})
     res = run_harness(cfg, workdir=tmp_path, progress=False)
-    n_probes = res.metrics["probes"]["label_flip"]
-    rejected = res.metrics["dropped"].get("label_flip", {}).get("validator_rejected", 0)
+    n_probes = res.summary.probes["label_flip"]
+    rejected = res.summary.dropped.get("label_flip", {}).get("validator_rejected", 0)
     assert rejected > 0 and n_probes + rejected == 6
     probes = [json.loads(x) for x in (res.run_dir / "probes.jsonl").read_text().splitlines()]
     assert len(probes) == n_probes and all(p["validation"]["verdict"] for p in probes)
@@ -102,9 +102,9 @@ def test_failed_generations_are_dropped_and_counted_never_judged(tmp_path, engin
     engines["gen"].respond = flaky
     cfg = config(tmp_path, {"verbosity_long": {}, "paraphrase": {}})
     res = run_harness(cfg, workdir=tmp_path, progress=False)
-    assert res.metrics["probes"]["verbosity_long"] == 0
-    assert res.metrics["dropped"]["verbosity_long"] == {"generation_failed": 6}
-    assert res.metrics["probes"]["paraphrase"] == 6
+    assert res.summary.probes["verbosity_long"] == 0
+    assert res.summary.dropped["verbosity_long"] == {"generation_failed": 6}
+    assert res.summary.probes["paraphrase"] == 6
     judged = (res.run_dir / "judgments").glob("*.jsonl")
     texts = [json.loads(x)["item_id"] for f in judged for x in f.read_text().splitlines()]
     assert not any(t.startswith("verbosity_long") for t in texts)
@@ -119,7 +119,42 @@ def test_rerun_of_a_finished_harness_makes_no_lm_call(tmp_path, engines):
     assert before["gen"] == 6 and before["val"] == 6
     again = run_harness(cfg, workdir=tmp_path, progress=False)
     assert {k: e.n_calls for k, e in engines.items()} == before
-    assert again.metrics["judges"] == first.metrics["judges"]
+    assert again.summary == first.summary  # metrics.json read back into the same summary
+
+
+def test_a_summary_this_version_cannot_read_is_scored_again_without_lm_calls(tmp_path, engines):
+    cfg = config(tmp_path, {"paraphrase": {}})
+    first = run_harness(cfg, workdir=tmp_path, progress=False)
+    path = first.run_dir / "metrics.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "from_another_version": 1}))
+    before = {k: e.n_calls for k, e in engines.items()}
+    again = run_harness(cfg, workdir=tmp_path, progress=False)
+    assert {k: e.n_calls for k, e in engines.items()} == before
+    assert again.summary == first.summary
+    assert json.loads(path.read_text()) == first.summary.model_dump(mode="json")
+
+
+def test_cli_prints_the_summary_and_its_json(tmp_path, engines, capsys, monkeypatch):
+    import yaml
+
+    from assay.cli import main
+    from assay.experiments.reliability import HarnessSummary
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "h.yaml"
+    tests = {"paraphrase": {}, "stochastic_stability": {"k": 3}}
+    path.write_text(yaml.safe_dump(config(tmp_path, tests).model_dump(mode="json")))
+    assert main(["harness", str(path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "t: 6 seeds · probes paraphrase 6, stochastic_stability 18" in out
+    assert "stochastic_stability" in out and "samples for 95%" in out
+    assert main(["harness", str(path), "--quiet", "--json"]) == 0  # re-read: no LM call
+    printed = json.loads(capsys.readouterr().out)
+    run_dir = Path(printed.pop("run_dir"))
+    assert printed.pop("mlflow_run_id") is None
+    assert printed == json.loads((run_dir / "metrics.json").read_text())
+    summary = HarnessSummary.model_validate(printed)
+    assert summary.judges["j"].tests["stochastic_stability"].scoring_metrics["items"] == 6
 
 
 def test_a_new_judge_reuses_the_probes(tmp_path, engines):
@@ -135,7 +170,7 @@ def test_a_new_judge_reuses_the_probes(tmp_path, engines):
     )
     res = run_harness(cfg2, workdir=tmp_path, progress=False)
     assert engines["gen"].n_calls == gen_calls
-    assert set(res.metrics["judges"]) == {"j", "clean"}
+    assert set(res.summary.judges) == {"j", "clean"}
 
 
 def test_unknown_test_and_missing_labels_are_config_errors(tmp_path, engines):
@@ -158,8 +193,8 @@ def test_review_required_judges_only_accepted_or_edited_probes(tmp_path, engines
 
     cfg = config(tmp_path, {"paraphrase": {}}, review={"required": True})
     res = run_harness(cfg, workdir=tmp_path, progress=False)
-    assert res.metrics["judges"]["j"]["tests"]["paraphrase"]["judged"] == 0
-    assert res.metrics["review"]["pending"] == 6
+    assert res.summary.judges["j"].tests["paraphrase"].judged == 0
+    assert res.summary.review.pending == 6
     out = tmp_path / "review.yaml"
     assert export_review(res.run_dir, out, cfg.scale) == 6
     entries = yaml.safe_load(out.read_text())
@@ -171,11 +206,9 @@ def test_review_required_judges_only_accepted_or_edited_probes(tmp_path, engines
     out.write_text(yaml.safe_dump(entries))
     import_review(res.run_dir, out, cfg.scale)
     res = run_harness(cfg, workdir=tmp_path, progress=False)
-    m = res.metrics
-    assert (
-        m["review"]["accepted"] == 1 and m["review"]["edited"] == 1 and m["review"]["rejected"] == 1
-    )
-    assert m["judges"]["j"]["tests"]["paraphrase"]["judged"] == 2
+    review = res.summary.review
+    assert review.accepted == 1 and review.edited == 1 and review.rejected == 1
+    assert res.summary.judges["j"].tests["paraphrase"].judged == 2
     assert "review" in (res.run_dir / "report.md").read_text()
 
 
@@ -251,7 +284,7 @@ cfg = HarnessConfig.model_validate({{
     "output_dir": {str(tmp_path / "runs")!r},
 }})
 res = run_harness(cfg, workdir=Path({str(tmp_path)!r}), progress=False)
-print(json.dumps(res.metrics["judges"]["j"]["tests"]))
+print(json.dumps(res.summary.model_dump(mode="json")["judges"]["j"]["tests"]))
 """
     )
     log = tmp_path / "calls.log"

@@ -86,11 +86,12 @@ def test_position_bias_statistics_equal_a_hand_computation(tmp_path, sheet_judge
         workdir=tmp_path,
         progress=False,
     )
-    m = res.metrics["judges"]["pj"]["tests"]["position_bias"]
+    scores = res.summary.judges["pj"].tests["position_bias"]
+    m = scores.scoring_metrics  # what the position scoring adds to the envelope
     # exactly two judge calls per pair (the source in its order, the probe in the other) and
     # no generation or validation call
-    assert len(sheet_judge.calls) == 2 * len(SHEET) == res.metrics["lm_calls"]["judge:pj"]
-    assert not [k for k in res.metrics["lm_calls"] if not k.startswith("judge:")]
+    assert len(sheet_judge.calls) == 2 * len(SHEET) == res.summary.lm_calls["judge:pj"]
+    assert not [k for k in res.summary.lm_calls if not k.startswith("judge:")]
     shown = Counter((c.field("response_a"), c.field("response_b")) for c in sheet_judge.calls)
     assert set(shown) == {(f"X{i}", f"Y{i}") for i in SHEET} | {(f"Y{i}", f"X{i}") for i in SHEET}
 
@@ -98,13 +99,13 @@ def test_position_bias_statistics_equal_a_hand_computation(tmp_path, sheet_judge
     # decisive verdicts that chose the first shown: p0 2/2, p1 1/2, p2 1/2, p3 0/1, p4 0/2,
     # p5 1/2; accuracy A first: p0 p1 p4 p5; B first: p1 p3 p5
     assert m["pairs"] == 6 and m["decisive_pairs"] == 5
-    assert m["consistency"]["value"] == pytest.approx(3 / 6)
-    assert m["flip_rate"]["value"] == pytest.approx(2 / 5)
-    assert m["first_position_rate"]["value"] == pytest.approx(5 / 11)
-    assert m["accuracy_ab"]["value"] == pytest.approx(4 / 6)
-    assert m["accuracy_ba"]["value"] == pytest.approx(3 / 6)
-    assert m["accuracy_order_averaged"]["value"] == pytest.approx(7 / 12)
-    assert m["pass_rate"] == m["accuracy_order_averaged"]
+    assert scores.consistency.value == pytest.approx(3 / 6)
+    assert m["flip_rate"].value == pytest.approx(2 / 5)
+    assert m["first_position_rate"].value == pytest.approx(5 / 11)
+    assert m["accuracy_ab"].value == pytest.approx(4 / 6)
+    assert m["accuracy_ba"].value == pytest.approx(3 / 6)
+    assert m["accuracy_order_averaged"].value == pytest.approx(7 / 12)
+    assert scores.pass_rate == m["accuracy_order_averaged"]
 
     # independently, from the sheet, with the pair as the resampling unit
     ab = {i: SHEET[i][0] for i in SHEET}
@@ -116,11 +117,11 @@ def test_position_bias_statistics_equal_a_hand_computation(tmp_path, sheet_judge
     avg = [((ab[i] == REF[i]) + (ba[i] == REF[i])) / 2 for i in SHEET]
     for key, rows in (("flip_rate", flips), ("first_position_rate", firsts)):
         vals, ids = [r[0] for r in rows], [r[1] for r in rows]
-        assert m[key]["value"] == pytest.approx(np.mean(vals))
+        assert m[key].value == pytest.approx(np.mean(vals))
         lo, hi = cluster_ci(vals, ids)
-        assert (m[key]["ci_low"], m[key]["ci_high"]) == pytest.approx((lo, hi))
+        assert (m[key].ci_low, m[key].ci_high) == pytest.approx((lo, hi))
     lo, hi = cluster_ci(avg, [pid[i] for i in SHEET])
-    assert (m["pass_rate"]["ci_low"], m["pass_rate"]["ci_high"]) == pytest.approx((lo, hi))
+    assert (scores.pass_rate.ci_low, scores.pass_rate.ci_high) == pytest.approx((lo, hi))
 
     # the judgments record the order shown; the probe is the source in the other order
     probes = (res.run_dir / "probes.jsonl").read_text().splitlines()
@@ -211,19 +212,19 @@ def test_samples_needed_on_a_scripted_sheet_equals_a_hand_computation(tmp_path):
         }
     )
     res = run_harness(cfg, workdir=tmp_path, progress=False)
-    m = res.metrics["judges"]["j"]["tests"]["stochastic_stability"]
+    m = res.summary.judges["j"].tests["stochastic_stability"].scoring_metrics
     curve = m["samples_needed"]
     # by hand: m=1 → (1 + 3/5 + 4/5 + 3/5) / 4; m=3 → (1 + 7/10 + 1 + 7/10) / 4; m=5 → 1
-    assert curve["m1"]["value"] == pytest.approx(0.75)
-    assert curve["m3"]["value"] == pytest.approx(0.85)
-    assert curve["m5"]["value"] == pytest.approx(1.0)
+    assert curve["m1"].value == pytest.approx(0.75)
+    assert curve["m3"].value == pytest.approx(0.85)
+    assert curve["m5"].value == pytest.approx(1.0)
     assert m["samples_needed_95"] == 5 and m["samples_tied_items"] == 0
     # the item is the resampling unit: an independent bootstrap of the per-item values
     for key in ("m1", "m3"):
         per_item = [exact_curve(s, int(key[1:])) for s in STABILITY.values()]
         ids = sorted(STABILITY)  # the harness orders sources as seeded: same sorted order here
         lo, hi = cluster_ci(per_item, ids)
-        assert curve[key]["n"] == 4
-        assert (curve[key]["ci_low"], curve[key]["ci_high"]) == pytest.approx((lo, hi))
+        assert curve[key].n == 4
+        assert (curve[key].ci_low, curve[key].ci_high) == pytest.approx((lo, hi))
     report = (res.run_dir / "report.md").read_text()
     assert "Samples needed" in report and (res.run_dir / "samples_needed.png").is_file()
