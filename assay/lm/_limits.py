@@ -107,24 +107,28 @@ class RateLimiter:
 
     def acquire(self, tokens: int = 0) -> float:
         """Block until admitted; returns the seconds waited."""
-        start = time.monotonic()
+        start, blocked = time.monotonic(), False
         with self._lock:
             while (wait := self._try(tokens, time.monotonic())) > 0:
+                blocked = True
                 self._lock.wait(min(wait, 1.0))
-            return self._admitted(start)
+            return self._admitted(start if blocked else None)
 
     async def aacquire(self, tokens: int = 0) -> float:
         """Wait (without blocking the event loop) until admitted; returns the seconds waited."""
-        start = time.monotonic()
+        start: float | None = None
         while True:
             with self._lock:
                 wait = self._try(tokens, time.monotonic())
                 if wait <= 0:
                     return self._admitted(start)
+            start = time.monotonic() if start is None else start
             await asyncio.sleep(min(wait, 1.0))
 
-    def _admitted(self, start: float) -> float:
-        waited = time.monotonic() - start
+    def _admitted(self, start: float | None) -> float:
+        """Record the wait of a call that was held back (``start``: when it was first told to
+        wait); a call admitted at once waited 0, whatever taking the lock cost."""
+        waited = 0.0 if start is None else time.monotonic() - start
         self.waited_s += waited
         _record(waited=waited)
         return waited

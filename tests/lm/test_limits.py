@@ -28,6 +28,26 @@ def test_rpm_spreads_admissions_over_the_window():
     assert stats.waited_s == pytest.approx(limiter.waited_s) and stats.waited_s >= 0.3
 
 
+def test_a_call_admitted_at_once_waited_nothing_however_busy_the_lock():
+    """Time waiting on limits is the time a call was held back, not the cost of taking the
+    limiter's lock among eight threads (it made identical runs report different waits)."""
+    limiter = RateLimiter()
+    waits: list[float] = []
+
+    def calls() -> None:
+        for _ in range(200):
+            waits.append(limiter.acquire())
+            limiter.release(ok=True)
+
+    threads = [threading.Thread(target=calls) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(waits) == 1600 and set(waits) == {0.0}
+    assert limiter.waited_s == 0.0
+
+
 def test_tpm_admits_what_fits_and_counts_real_usage():
     limiter = RateLimiter(tpm=100, window_s=0.3)
     limiter.acquire(60)
