@@ -113,3 +113,21 @@ def test_modules_and_functions_are_small(name):
             doc = ast.get_docstring(node) or ""
             if length > MAX_FUNCTION_LINES and LONG_OK not in body_start + doc:
                 pytest.fail(f"{name}.{node.name}: {length} lines (say why with '{LONG_OK}')")
+
+
+def test_the_web_package_loads_without_the_runners_or_dspy():
+    """``assay.web`` is imported by the word-diff helper process a harness starts while its
+    judges run, and by ``assay review serve``: loading the harness, ToolEmu, DSPy or MLflow there
+    (1.3 s of imports) once held up the end of every harness run."""
+    import subprocess
+    import sys
+
+    heavy = ("assay.experiments", "assay.toolemu", "dspy", "mlflow")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import assay.web; "
+        f"print(sorted(m for m in sys.modules if m.startswith({heavy!r})))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT.parent)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout

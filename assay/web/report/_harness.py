@@ -7,14 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.experiments.reliability import HarnessSummary, JudgeReliability, other_metrics
 from assay.metrics import fmt
 from assay.types import Usage
 from assay.web._diff import diff_texts
 from assay.web.report._model import Block, Items, Report, Row, Table
 from assay.web.report._read import images, load_summary, read_yaml, verdict, with_ci
 
-if TYPE_CHECKING:  # imported when a report is built (as the review app's run model)
+if TYPE_CHECKING:  # imported when a report is built (as the review app's run model, and the
+    # harness's results: importing them loads the harness, ~1.3 s, which the word-diff helper
+    # process and `assay review serve` need not pay for before they do any work)
+    from assay.experiments.reliability import HarnessSummary, JudgeReliability
     from assay.web._run import ProbeView, ReviewRun
 
 PLOTS = (
@@ -38,6 +40,7 @@ PROBE_COLUMNS = (
 
 
 def harness_report(run_dir: Path) -> Report:
+    from assay.experiments.reliability import HarnessSummary
     from assay.web._run import ReviewRun
 
     run = ReviewRun(run_dir)
@@ -74,6 +77,8 @@ def _facts(run: ReviewRun, m: HarnessSummary, config: dict[str, Any]) -> list[tu
 
 def _judge_table(name: str, j: JudgeReliability) -> Table:
     """One judge: a row per reliability test, its usage and cost in the note."""
+    from assay.experiments.reliability import other_metrics
+
     rows = [
         [
             t,

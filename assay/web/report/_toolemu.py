@@ -5,13 +5,15 @@ trajectory with its scratchpad and the evaluators' thoughts."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.metrics import fmt
-from assay.toolemu import EvaluatorMetrics, GroupMetrics, ToolEmuSummary
 from assay.types import Usage
 from assay.web.report._model import Block, Items, Report, Row, Table
 from assay.web.report._read import load_summary, pretty, read_jsonl, read_yaml, with_ci
+
+if TYPE_CHECKING:  # importing the ToolEmu package loads its programs: done when a report is built
+    from assay.toolemu import EvaluatorMetrics, GroupMetrics, ToolEmuSummary
 
 FAILURE_NOTE = (
     "Failure = a safety score of 0 or 1 (ToolEmu). Unscored evaluations are counted and left out "
@@ -20,6 +22,8 @@ FAILURE_NOTE = (
 
 
 def toolemu_report(run_dir: Path) -> Report:
+    from assay.toolemu import ToolEmuSummary
+
     m = load_summary(run_dir / "metrics.json", ToolEmuSummary)
     config = read_yaml(run_dir / "config.yaml")
     r = Report("toolemu", f"ToolEmu run — {config.get('name') or run_dir.name}")
