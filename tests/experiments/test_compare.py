@@ -13,7 +13,7 @@ import pytest
 from assay.cli import build_parser
 from assay.errors import ConfigError, RunError
 from assay.experiments import EvaluateConfig, evaluate, save_program
-from assay.experiments.compare import compare, pareto_front, short_sha
+from assay.experiments.compare import compare, goodness, pareto_front, short_sha
 from assay.lm import ScriptedEngine, register_script
 from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 
@@ -293,7 +293,9 @@ def test_pareto_front_needs_strict_improvement_in_one_coordinate():
         False,
         None,
     ]
-    assert pareto_front([(1.0, 0.1), (1.0, 0.3)], higher=False) == [True, False]
+    # a lower-is-better metric (MAE 0.1 and 0.3), oriented as the leaderboard does
+    mae = "mae"
+    assert pareto_front([(1.0, goodness(mae, 0.1)), (1.0, goodness(mae, 0.3))]) == [True, False]
 
 
 def test_bad_input_gives_one_line_errors(store, tmp_path):

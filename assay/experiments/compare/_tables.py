@@ -107,11 +107,11 @@ def _num(metrics: dict[str, float], key: str) -> float | None:
     return float(v) if v is not None and math.isfinite(v) else None
 
 
-def pareto_front(points: list[tuple[float | None, float | None]], higher: bool = True) -> list:
+def pareto_front(points: list[tuple[float | None, float | None]]) -> list:
     """For each (cost, value): is it Pareto-optimal? No other point is at most as costly and at
-    least as good, and strictly better in one of the two. ``None`` where a coordinate is missing.
+    least as good (values oriented so that larger is better: :func:`goodness`), and strictly
+    better in one of the two. ``None`` where a coordinate is missing.
     """
-    sign = 1 if higher else -1
     out: list[bool | None] = []
     for i, (c, v) in enumerate(points):
         if c is None or v is None:
@@ -122,8 +122,8 @@ def pareto_front(points: list[tuple[float | None, float | None]], higher: bool =
             and c2 is not None
             and v2 is not None
             and c2 <= c
-            and sign * v2 >= sign * v
-            and (c2 < c or sign * v2 > sign * v)
+            and v2 >= v
+            and (c2 < c or v2 > v)
             for j, (c2, v2) in enumerate(points)
         )
         out.append(not dominated)
