@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 pytestmark = pytest.mark.local_model
@@ -57,3 +59,17 @@ def test_a_bad_cache_size_is_one_line(monkeypatch):
     monkeypatch.setenv("ASSAY_LLAMA_CACHE_MB", "lots")
     with pytest.raises(ModelError, match="ASSAY_LLAMA_CACHE_MB must be a whole number"):
         _prefix_cache(object())
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_a_bad_thread_count_is_one_line(monkeypatch, value):
+    from assay.errors import ModelError
+    from assay.lm._local import _threads
+
+    monkeypatch.setenv("ASSAY_LLAMA_THREADS", value)
+    with pytest.raises(ModelError, match="ASSAY_LLAMA_THREADS must be a positive integer"):
+        _threads()
+    monkeypatch.setenv("ASSAY_LLAMA_THREADS", "3")
+    assert _threads() == 3
+    monkeypatch.delenv("ASSAY_LLAMA_THREADS")
+    assert _threads() == len(os.sched_getaffinity(0))  # every core this process may use
