@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 import assay  # noqa: F401  (offline-safe environment defaults)
+
+# Runs started in this process end here, as in a notebook: a helper interpreter per run would
+# cost the suite seconds each (tests/experiments/runs/test_sidecar.py covers the sidecar, and
+# the commands tests start as processes use it as a user's do: see tests/processes.py).
+os.environ["ASSAY_SIDECAR"] = "0"
 
 EXAMPLE_DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 

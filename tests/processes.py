@@ -12,8 +12,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 def assay_process(*args: str, cwd: Path) -> subprocess.Popen:
     """``python -m assay.cli *args`` in ``cwd``, unbuffered, with pipes for stdout and stderr
-    (``PYTHONPATH``: this checkout's assay, not whichever one is installed)."""
+    (``PYTHONPATH``: this checkout's assay, not whichever one is installed; the run's sidecar
+    as by default)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
+    env.pop("ASSAY_SIDECAR", None)  # the command's own default, as a user runs it
     return subprocess.Popen(
         [sys.executable, "-m", "assay.cli", *args],
         cwd=cwd,

@@ -89,6 +89,15 @@ def _remember(key: tuple[str, str], value: Diff) -> Diff:
     return value
 
 
+def remember_diffs(pairs: list[tuple[str, str]] | list[list[str]]) -> int:
+    """Compute the diffs of ``pairs`` in this process and remember them (the run's sidecar
+    does this as probes are made, then writes report.html); returns how many were new."""
+    todo = {(s or "", p or "") for s, p in pairs} - set(_CACHE)
+    for key in sorted(todo):
+        _remember(key, _diff_texts(*key))
+    return len(todo)
+
+
 def warm_diffs(pairs: list[tuple[str, str]]) -> None:
     """Compute (and remember) the diffs of ``pairs`` ahead of the report that shows them — in
     a helper interpreter: the word diffs are pure-Python CPU (seconds for a harness run), which

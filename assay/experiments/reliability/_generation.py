@@ -52,10 +52,12 @@ def generate_units(
     *,
     judging: JudgePlan,
     early: bool = True,
+    on_unit: Callable[[UnitRecord], None] | None = None,
 ) -> list[UnitRecord]:
     """Every unfinished generation unit, in one pool with the judging that does not wait for
     the rest: the sources at once and, with ``early``, each unit's probes when it is committed.
-    A unit's record is appended when it finishes (the commit point of a resumed run)."""
+    A unit's record is appended when it finishes (the commit point of a resumed run), then
+    given to ``on_unit``."""
     done = {r.unit_id: r for r in store.records("units.jsonl", UnitRecord)}
     units = [(t, u) for t in instances for u in t.units(pool if t.pool_based else seeds)]
     work: list[Any] = [(t, u) for t, u in units if u.id not in done]
@@ -78,6 +80,8 @@ def generate_units(
         else:
             store.append_record("units.jsonl", result)
             done[result.unit_id] = result
+            if on_unit is not None:
+                on_unit(result)
 
     def follow_up(w: Any, result: Any) -> list[JudgeTask]:
         if early and isinstance(result, UnitRecord):

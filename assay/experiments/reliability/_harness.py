@@ -11,6 +11,7 @@ the metrics are ``_harness_metrics.py``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,6 @@ from assay.experiments.runs import (
     Background,
     CallSlots,
     Run,
-    RunStore,
     run_pool,
     run_tasks,
     write_html,
@@ -136,9 +136,8 @@ def run_harness(
         if done is not None:  # re-read: no LM call, no new report or MLflow run
             return HarnessResult(run_dir=store.path, summary=done, mlflow_run_id=run.mlflow_run_id)
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
-        from assay.experiments.reliability._report import preload_plotting
-
-        plotting = Background(preload_plotting, name="assay-plotting")
+        # (in the sidecar, which writes the reports, or else in a thread here)
+        plotting = _preload_plotting(run)
         if not (store.path / "seeds.jsonl").exists():
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
@@ -147,11 +146,11 @@ def run_harness(
             config, judge_cfgs, base_programs, store, config_dir, CallSlots(config.concurrency)
         )
         records, probes, dropped = _generate_probes(
-            config, instances, pool, seeds, store, gen_lm, val_lm, progress, deadline, judging
+            config, instances, pool, seeds, run, gen_lm, val_lm, progress, deadline, judging
         )
         # -- review, then judge (report.html's source/probe diffs computed meanwhile) ----------
         probes, reviewed, to_judge = _apply_review(config, store.path, probes)
-        diffs = Background(lambda: _warm_diffs(seeds, probes), delay=0.0, name="assay-diffs")
+        diffs = _warm_diffs_here(run, seeds, probes)
         judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
 
         # -- score and report ------------------------------------------------------------------
@@ -169,7 +168,7 @@ def run_harness(
             pairs=notes.get("pairs"),  # the pairs built from a score column, and those skipped
         )
         store.write_json("metrics.json", summary.model_dump(mode="json"))
-        _write_reports(store.path, config, summary, plotting, diffs)
+        _write_reports(run, config, summary, plotting, diffs)
         from assay.experiments.reliability._tracking import harness_tracked
 
         run_id = run.finish(
@@ -202,7 +201,7 @@ def _generate_probes(
     instances: list[ReliabilityTest],
     pool: list[Item],
     seeds: list[Item],
-    store: RunStore,
+    run: Run,
     gen_lm: RoleLM,
     val_lm: RoleLM,
     progress: bool,
@@ -214,6 +213,7 @@ def _generate_probes(
     The judging that does not wait for generation runs in the same pool, unless the probes
     must be reviewed first (or were reviewed already), or the judges are Ray actors (which
     judge everything after generation)."""
+    store = run.store
     early = (
         not config.review.required
         and not read_reviews(store.path)
@@ -231,6 +231,7 @@ def _generate_probes(
         deadline,
         judging=judging,
         early=early,
+        on_unit=_diffs_in(run, seeds),
     )
     _save_programs(instances, store.path / "programs")
     wanted = {t.name for t in instances}
@@ -253,20 +254,60 @@ def _apply_review(
     return probes, review_counts(probes), to_judge
 
 
+def _preload_plotting(run: Run) -> Background | None:
+    """matplotlib loaded ahead of the report: in the sidecar, or else in a thread here."""
+    target = "assay.experiments.reliability._report:preload_plotting"
+    if run.sidecar is not None:
+        run.warm(target)
+        return None
+    from assay.experiments.reliability._report import preload_plotting
+
+    return Background(preload_plotting, name="assay-plotting")
+
+
+def _diffs_in(run: Run, seeds: list[Item]) -> Callable[[UnitRecord], None] | None:
+    """With a sidecar: each committed unit's source/probe word diffs computed there as the
+    run goes (report.html shows them); without one they are warmed after generation."""
+    if run.sidecar is None:
+        return None
+    responses = {s.id: s.response for s in seeds}
+
+    def send(record: UnitRecord) -> None:
+        pairs = [(responses.get(p.source_id, ""), p.response) for p in record.probes]
+        if pairs:
+            run.warm("assay.web._diff:remember_diffs", pairs=pairs)
+
+    return send
+
+
 def _write_reports(
-    run_dir: Path,
+    run: Run,
     config: HarnessConfig,
     summary: HarnessSummary,
-    plotting: Background,
-    diffs: Background,
+    plotting: Background | None,
+    diffs: Background | None,
 ) -> None:
-    """``report.md`` with its plots, then ``report.html``, once their warm-ups are done."""
+    """``report.md`` with its plots, then ``report.html``, once their warm-ups are done — in
+    the sidecar when there is one."""
+    if run.sidecar is not None:
+        run.offload("assay.experiments.reliability._report:write_reports", run_dir=str(run.dir))
+        return
     from assay.experiments.reliability._report import write_report
 
-    plotting.join()
-    write_report(run_dir, config, summary)
-    diffs.join()
-    write_html(run_dir)
+    if plotting is not None:
+        plotting.join()
+    write_report(run.dir, config, summary)
+    if diffs is not None:
+        diffs.join()
+    write_html(run.dir)
+
+
+def _warm_diffs_here(run: Run, seeds: list[Item], probes: list[Probe]) -> Background | None:
+    """Without a sidecar: the probes' word diffs computed in a helper interpreter while the
+    judges run (with one, they were sent to it as units were committed)."""
+    if run.sidecar is not None:
+        return None
+    return Background(lambda: _warm_diffs(seeds, probes), delay=0.0, name="assay-diffs")
 
 
 def _warm_diffs(seeds: list[Item], probes: list[Probe]) -> None:

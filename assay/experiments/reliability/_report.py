@@ -228,6 +228,27 @@ def _criterion_tables(tests: dict[str, ReliabilityScores]) -> list[str]:
     return out
 
 
+def write_reports(run_dir: str) -> None:
+    """``report.md`` with its plots and ``report.html`` of a run directory whose
+    ``config.yaml`` and ``metrics.json`` are written (the run's sidecar does this)."""
+    import json
+
+    import yaml
+
+    from assay.experiments.reliability._config import HarnessConfig
+    from assay.web import write_html_report
+
+    folder = Path(run_dir)
+    config = HarnessConfig.model_validate(
+        yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
+    )
+    summary = HarnessSummary.model_validate(
+        json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+    )
+    write_report(folder, config, summary)
+    write_html_report(folder)
+
+
 def write_report(run_dir: Path, config, summary: HarnessSummary) -> None:
     heatmap(pass_rates(summary), list(summary.probes), run_dir / "heatmap.png")
     cost_plot(summary, run_dir / "cost_accuracy.png")

@@ -16,12 +16,14 @@ from typing import Any
 from assay.errors import RunError
 from assay.experiments.runs._background import Background
 from assay.experiments.runs._lock import RunLock
+from assay.experiments.runs._sidecar import Sidecar, SidecarGone
 from assay.experiments.runs._store import RunStore, now
 from assay.experiments.runs._tracking import (
     TrackedRun,
     default_tracking_uri,
     log_tracked,
     prepare_store,
+    tracked_json,
 )
 
 
@@ -75,6 +77,7 @@ class Run:
         self._lock = RunLock(self.dir)
         self.state: dict[str, Any] = {}
         self._store_ready: Any = None  # the MLflow store prepared in the background
+        self.sidecar: Sidecar | None = None  # the end of the run, loaded meanwhile
 
     @classmethod
     def open(
@@ -108,18 +111,44 @@ class Run:
         except BaseException:
             run._lock.release()
             raise
-        if not run.finished and run.tracking_enabled:
-            run._prepare_tracking()
+        if not run.finished:
+            run.sidecar = Sidecar.start()
+            if run.tracking_enabled:
+                run._prepare_tracking()
         return run
 
     def _prepare_tracking(self) -> None:
-        """Import MLflow and create its store in the background while the run works (the store
-        of a new folder takes seconds); :meth:`log` joins it. A failure here is raised again by
-        :meth:`log`, where it always surfaced."""
-        self._store_ready = Background(
-            lambda: prepare_store(self.tracking_uri, self.experiment, self.workdir / "mlartifacts"),
-            name="assay-mlflow-store",
-        )
+        """Import MLflow and create its store while the run works (the store of a new folder
+        takes seconds): in the sidecar, or else a background thread; :meth:`log` joins it. A
+        failure here is raised again by :meth:`log`, where it always surfaced."""
+        where = {
+            "tracking_uri": self.tracking_uri,
+            "experiment": self.experiment,
+            "artifact_root": str(self.workdir / "mlartifacts"),
+        }
+        if self.sidecar is not None:
+            self._store_ready = self.sidecar.submit(
+                "assay.experiments.runs._tracking:prepare_store", **where
+            )
+        else:
+            self._store_ready = Background(
+                lambda: prepare_store(**where), name="assay-mlflow-store"
+            )
+
+    def offload(self, target: str, **kwargs: Any) -> Any:
+        """``module:function(**kwargs)`` (JSON arguments and result) in the run's sidecar, in
+        the order submitted, or here when there is none."""
+        if self.sidecar is not None:
+            return self.sidecar.call(target, **kwargs)
+        from assay.experiments.runs._sidecar import run_target
+
+        return run_target(target, kwargs)
+
+    def warm(self, target: str, **kwargs: Any) -> None:
+        """Queue ``target(**kwargs)`` in the sidecar ahead of the end of the run (loading what
+        the end needs, computing what it will show); nothing without a sidecar."""
+        if self.sidecar is not None:
+            self.sidecar.submit(target, **kwargs)
 
     @property
     def experiment(self) -> str:
@@ -132,6 +161,8 @@ class Run:
         self.close()
 
     def close(self) -> None:
+        if self.sidecar is not None:
+            self.sidecar.close()
         self._lock.release()
 
     # -- state ------------------------------------------------------------------------------
@@ -169,14 +200,23 @@ class Run:
         experiment_id = None
         if self._store_ready is not None:
             ready, self._store_ready = self._store_ready, None
-            experiment_id = ready.join()
-        return log_tracked(
-            tracked,
-            tracking_uri=self.tracking_uri,
-            experiment=self.experiment,
-            artifact_root=self.workdir / "mlartifacts",
-            experiment_id=experiment_id,
-        )
+            try:
+                experiment_id = ready.join() if isinstance(ready, Background) else ready.result()
+            except SidecarGone:
+                pass  # prepared again below
+        where = {
+            "tracking_uri": self.tracking_uri,
+            "experiment": self.experiment,
+            "artifact_root": str(self.workdir / "mlartifacts"),
+            "experiment_id": experiment_id,
+        }
+        if self.sidecar is not None:
+            return self.sidecar.call(
+                "assay.experiments.runs._tracking:log_tracked_json",
+                run=tracked_json(tracked),
+                **where,
+            )
+        return log_tracked(tracked, **where)
 
     def finish(self, tracked: TrackedRun | None = None, **state: Any) -> str | None:
         """Log to MLflow (if ``tracked``) and mark the run finished; returns the MLflow run id."""

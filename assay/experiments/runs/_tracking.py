@@ -85,10 +85,10 @@ def _store_lock(uri: str) -> Path | None:
     return None
 
 
-def prepare_store(tracking_uri: str, experiment: str, artifact_root: Path) -> str:
+def prepare_store(tracking_uri: str, experiment: str, artifact_root: Path | str) -> str:
     """Import MLflow, create (and migrate) the store if new, and return the experiment's id —
-    the slow part of logging (seconds on a new SQLite store), done once per run and safe to run
-    in a background thread while the LM calls are in flight."""
+    the slow part of logging (seconds on a new SQLite store), done once per run while the LM
+    calls are in flight (in the run's sidecar, or a background thread)."""
     import contextlib
     import logging
 
@@ -105,7 +105,9 @@ def prepare_store(tracking_uri: str, experiment: str, artifact_root: Path) -> st
         exp = client.get_experiment_by_name(experiment)
         if exp is not None:
             return exp.experiment_id
-        location = artifact_root.resolve().as_uri() if tracking_uri.startswith("sqlite:") else None
+        location = (
+            Path(artifact_root).resolve().as_uri() if tracking_uri.startswith("sqlite:") else None
+        )
         return client.create_experiment(experiment, artifact_location=location)
 
 
@@ -128,7 +130,8 @@ def _from_template(tracking_uri: str) -> None:
 
     folder = Path(os.environ.get("ASSAY_CACHE_DIR") or Path.home() / ".cache" / "assay")
     template = folder / f"mlflow-{mlflow.__version__}.db"
-    try:
+    copy = db.with_name(f"{db.name}.{os.getpid()}.tmp")  # renamed into place: a killed copy
+    try:  # leaves no half-made store
         if not template.exists():
             folder.mkdir(parents=True, exist_ok=True)
             with file_lock(folder / (template.name + ".lock")):
@@ -138,16 +141,17 @@ def _from_template(tracking_uri: str) -> None:
                     mlflow.MlflowClient(tracking_uri=f"sqlite:///{scratch}").search_experiments()
                     os.replace(scratch, template)
         db.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(template, db)
+        shutil.copyfile(template, copy)
         # MLflow's Default experiment points where the creating process stood: here, not
         # where the template was made
-        with contextlib.closing(sqlite3.connect(db)) as con, con:
+        with contextlib.closing(sqlite3.connect(copy)) as con, con:
             con.execute(
                 "UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0",
                 (str(Path("mlruns").resolve() / "0"),),
             )
+        os.replace(copy, db)
     except (OSError, sqlite3.Error):
-        db.unlink(missing_ok=True)  # MLflow creates the store itself
+        copy.unlink(missing_ok=True)  # MLflow creates the store itself
 
 
 def log_tracked(
@@ -155,7 +159,7 @@ def log_tracked(
     *,
     tracking_uri: str,
     experiment: str,
-    artifact_root: Path,
+    artifact_root: Path | str,
     experiment_id: str | None = None,
 ) -> str:
     """Log ``run`` (and its children) to MLflow; returns the top run's id. ``experiment_id``
@@ -165,6 +169,36 @@ def log_tracked(
     exp_id = experiment_id or prepare_store(tracking_uri, experiment, artifact_root)
     mlflow.set_tracking_uri(tracking_uri)
     return _log(run, exp_id, nested=False)
+
+
+def tracked_json(run: TrackedRun) -> dict[str, Any]:
+    """``run`` as JSON (to log it from the run's sidecar): paths as text."""
+    return {
+        "name": run.name,
+        "params": run.params,
+        "metrics": run.metrics,
+        "tags": run.tags,
+        "artifacts": [[str(a[0]), a[1]] if isinstance(a, tuple) else str(a) for a in run.artifacts],
+        "children": [tracked_json(c) for c in run.children],
+    }
+
+
+def tracked_from_json(data: dict[str, Any]) -> TrackedRun:
+    return TrackedRun(
+        name=data["name"],
+        params=data["params"],
+        metrics=data["metrics"],
+        tags=data["tags"],
+        artifacts=[
+            (Path(a[0]), a[1]) if isinstance(a, list) else Path(a) for a in data["artifacts"]
+        ],
+        children=[tracked_from_json(c) for c in data["children"]],
+    )
+
+
+def log_tracked_json(run: dict[str, Any], **where: Any) -> str:
+    """:func:`log_tracked` of a run given as :func:`tracked_json` (the sidecar's job)."""
+    return log_tracked(tracked_from_json(run), **where)
 
 
 def _log(run: TrackedRun, exp_id: str, *, nested: bool) -> str:

@@ -1,0 +1,217 @@
+"""The end of a run in a helper interpreter, loaded while the LM calls are in flight.
+
+The end of a run needs MLflow (seconds to import and to open a new store), matplotlib and the
+report page. Loaded in this process, that is pure-Python work under the GIL the LM calls of the
+run need (measured: a harness run's LM traffic stalled for ~1 s while MLflow loaded in a
+thread). The sidecar is a second interpreter, started when the run opens: it loads them on
+another core while this process drives the calls, then runs the jobs the end of the run sends
+it — the report, report.html, the MLflow run.
+
+    sidecar = Sidecar.start()                       # None when not wanted (see :func:`wanted`)
+    ready = sidecar.submit("pkg.mod:prepare", x=1)  # queued; the child runs jobs in order
+    sidecar.call("pkg.mod:log", run=...)            # waits for the reply
+    sidecar.close()
+
+Jobs are ``module:function`` with JSON keyword arguments and a JSON result. An error in a job
+is raised here as :class:`SidecarError` with its message. A sidecar that died (or never
+started) is not an error: :meth:`Sidecar.call` then runs the job in this process, so the work
+is done either way. The child exits when its stdin closes — when this process ends, however it
+ends — and is in a session of its own, so a Ctrl-C in the terminal reaches this process only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from assay.errors import RunError
+
+# niced: what it loads while the run works takes the cycles this process (and, on one machine,
+# the model server) leaves idle; at the end of the run, nothing else wants them
+_BOOT = (
+    "import json, os, sys; sys.argv = json.loads(sys.argv[1]); "
+    "hasattr(os, 'nice') and os.nice(10); "
+    "from assay.experiments.runs._sidecar import serve; serve()"
+)
+
+
+class SidecarError(RunError):
+    """A job failed in the sidecar (its exception's type and message)."""
+
+
+class SidecarGone(Exception):
+    """The sidecar exited before it answered: the caller does the job itself."""
+
+
+def wanted() -> bool:
+    """``ASSAY_SIDECAR``: ``1`` always, ``0`` never; by default, when this process has not
+    loaded MLflow yet (a command line). A process that has (a notebook, a test suite, a second
+    run) pays nothing more to end its runs itself."""
+    flag = os.environ.get("ASSAY_SIDECAR", "").strip().lower()
+    if flag in ("1", "true", "yes", "on"):
+        return True
+    if flag in ("0", "false", "no", "off"):
+        return False
+    return "mlflow" not in sys.modules
+
+
+def run_target(target: str, kwargs: dict[str, Any]) -> Any:
+    """``module:function(**kwargs)`` — in the sidecar, or here when there is none."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)(**kwargs)
+
+
+class Pending:
+    """The reply to one job, when it comes."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._reply: dict[str, Any] = {}
+
+    def resolve(self, reply: dict[str, Any]) -> None:
+        self._reply = reply
+        self._done.set()
+
+    def result(self) -> Any:
+        """The job's value; :class:`SidecarError` if it failed, :class:`SidecarGone` if the
+        sidecar exited first."""
+        self._done.wait()
+        if "gone" in self._reply:
+            raise SidecarGone(self._reply["gone"])
+        if "error" in self._reply:
+            raise SidecarError(f"{self._reply['error']} (in the run's helper process)")
+        return self._reply.get("value")
+
+
+class Sidecar:
+    """One helper interpreter; see the module's docstring."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self._proc = proc
+        self._lock = threading.Lock()
+        self._pending: dict[int, Pending] = {}
+        self._next = 0
+        self._gone: str | None = None
+        # jobs are written by a thread of their own: a child busy loading fills the pipe,
+        # and a caller (a pool worker committing a unit) must not wait for it
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._writer = threading.Thread(target=self._write, name="assay-sidecar-in", daemon=True)
+        self._reader = threading.Thread(target=self._read, name="assay-sidecar", daemon=True)
+        self._writer.start()
+        self._reader.start()
+
+    @classmethod
+    def start(cls) -> Sidecar | None:
+        """A sidecar running this checkout of assay, or None when not wanted or it cannot start."""
+        if not wanted():
+            return None
+        root = str(Path(__file__).resolve().parents[3])
+        path = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, json.dumps(sys.argv)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError:
+            return None
+        return cls(proc)
+
+    def submit(self, target: str, **kwargs: Any) -> Pending:
+        """Queue ``target(**kwargs)``; the child runs jobs in the order they were submitted."""
+        pending = Pending()
+        line = json.dumps({"target": target, "kwargs": kwargs}, default=str)
+        with self._lock:
+            if self._gone is not None:
+                pending.resolve({"gone": self._gone})
+                return pending
+            job_id, self._next = self._next, self._next + 1
+            self._pending[job_id] = pending
+        self._outbox.put((json.dumps({"id": job_id}) + "\t" + line + "\n").encode())
+        return pending
+
+    def call(self, target: str, **kwargs: Any) -> Any:
+        """``target(**kwargs)`` in the sidecar, or here if the sidecar is gone."""
+        try:
+            return self.submit(target, **kwargs).result()
+        except SidecarGone:
+            return run_target(target, kwargs)
+
+    def _write(self) -> None:
+        stdin = self._proc.stdin
+        assert stdin is not None
+        try:
+            while (data := self._outbox.get()) is not None:
+                stdin.write(data)
+                stdin.flush()
+            stdin.close()
+        except (OSError, ValueError):
+            pass  # the child is gone: the reader fails what is pending
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for raw in self._proc.stdout:
+            try:
+                reply = json.loads(raw)
+            except ValueError:
+                continue
+            with self._lock:
+                pending = self._pending.pop(reply.pop("id", -1), None)
+            if pending is not None:
+                pending.resolve(reply)
+        code = self._proc.wait()
+        with self._lock:
+            self._gone = f"the helper process exited (code {code})"
+            left, self._pending = list(self._pending.values()), {}
+        for pending in left:
+            pending.resolve({"gone": self._gone})
+
+    def close(self) -> None:
+        """End the child: at once if jobs are still queued (nobody waits for them), else by
+        closing its input and letting it finish."""
+        with self._lock:
+            busy = bool(self._pending)
+        self._outbox.put(None)
+        try:
+            if busy:
+                self._proc.kill()
+            self._proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self._proc.kill()
+            self._proc.wait()
+        self._writer.join(timeout=5)
+        self._reader.join(timeout=5)
+
+
+def serve() -> None:
+    """The child's loop: one job per line of stdin, one reply per line on the original stdout
+    (anything a job prints goes to stderr instead), until stdin closes. Then it exits at once:
+    every job has answered, and an interpreter holding MLflow, SQLAlchemy and matplotlib
+    takes over a second to shut down, which the command would wait for."""
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    if "IPython" not in sys.modules:
+        sys.modules["IPython"] = None  # type: ignore[assignment]  # as the command line does
+    for raw in sys.stdin.buffer:
+        head, _, body = raw.decode("utf-8").partition("\t")
+        job_id = json.loads(head)["id"]
+        job = json.loads(body)
+        try:
+            value = run_target(job["target"], job["kwargs"])
+            reply = {"id": job_id, "value": json.loads(json.dumps(value, default=str))}
+        except BaseException as exc:  # reported to the caller, which raises it
+            reply = {"id": job_id, "error": f"{type(exc).__name__}: {exc}"}
+        replies.write(json.dumps(reply) + "\n")
+    replies.flush()
+    sys.stderr.flush()
+    os._exit(0)

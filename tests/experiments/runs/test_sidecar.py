@@ -1,0 +1,191 @@
+"""The run's sidecar: jobs answered in order from another process, errors raised here, a dead
+sidecar's work done here, the child ended with the run; and a harness / evaluate run ending in
+a sidecar writes what one ending in-process writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from assay.experiments.runs._sidecar import Sidecar, SidecarError, wanted
+
+
+@pytest.fixture
+def sidecar(monkeypatch):
+    monkeypatch.setenv("ASSAY_SIDECAR", "1")
+    car = Sidecar.start()
+    assert car is not None
+    yield car
+    car.close()
+
+
+def test_jobs_run_in_another_process_in_the_order_sent(sidecar):
+    first = sidecar.submit("os:getpid")
+    second = sidecar.submit("json:dumps", obj={"b": 1, "a": [2]}, sort_keys=True)
+    assert first.result() != os.getpid()
+    assert second.result() == '{"a": [2], "b": 1}'
+    assert sidecar.call("os:getpid") == first.result()  # one child, kept
+
+
+def test_a_failing_job_raises_its_type_and_message_here(sidecar):
+    with pytest.raises(SidecarError, match=r"JSONDecodeError: Expecting.*helper process"):
+        sidecar.call("json:loads", s="{")
+    assert sidecar.call("json:loads", s="[1]") == [1]  # the child lives on
+
+
+def test_what_a_job_prints_does_not_reach_the_replies(sidecar):
+    assert sidecar.call("builtins:print", *(), end="\n") is None
+    noise = json.dumps({"id": 1, "value": "forged"})
+    assert sidecar.call("builtins:print", sep="", end=noise + "\n") is None
+    assert sidecar.call("json:loads", s='"real"') == "real"
+
+
+def test_a_dead_sidecar_means_the_job_runs_here(sidecar):
+    sidecar._proc.kill()
+    sidecar._proc.wait()
+    deadline = time.monotonic() + 10
+    while sidecar._gone is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sidecar.call("os:getpid") == os.getpid()
+    with pytest.raises(Exception, match="exited"):
+        sidecar.submit("os:getpid").result()
+
+
+def test_close_ends_the_child_even_in_the_middle_of_a_job(monkeypatch):
+    monkeypatch.setenv("ASSAY_SIDECAR", "1")
+    car = Sidecar.start()
+    assert car is not None
+    car.submit("time:sleep", secs=60)
+    started = time.monotonic()
+    car.close()
+    assert car._proc.poll() is not None
+    assert time.monotonic() - started < 30  # killed, not waited for
+
+
+@pytest.mark.parametrize(
+    ("flag", "expected"), [("1", True), ("on", True), ("0", False), ("off", False)]
+)
+def test_the_flag_decides(monkeypatch, flag, expected):
+    monkeypatch.setenv("ASSAY_SIDECAR", flag)
+    assert wanted() is expected
+
+
+def test_by_default_only_a_process_without_mlflow_loaded_starts_one(monkeypatch):
+    import sys
+
+    monkeypatch.delenv("ASSAY_SIDECAR", raising=False)
+    monkeypatch.setitem(sys.modules, "mlflow", sys.modules.get("mlflow") or object())
+    assert wanted() is False
+    monkeypatch.delitem(sys.modules, "mlflow")
+    assert wanted() is True
+
+
+def _mlflow_run(uri: str, run_id: str) -> tuple[dict, dict, set[str]]:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    run = client.get_run(run_id)
+    artifacts = {a.path for a in client.list_artifacts(run_id)}
+    # what differs between any two runs: where the data was copied to, how long calls took
+    params = {k: v for k, v in run.data.params.items() if k != "data.path"}
+    metrics = {k: v for k, v in run.data.metrics.items() if "latency" not in k}
+    return params, metrics, artifacts
+
+
+def test_a_harness_ending_in_the_sidecar_writes_what_one_ending_here_writes(tmp_path, monkeypatch):
+    from assay.experiments.reliability import run_harness
+    from assay.experiments.reliability._selftest import register, selftest_config, write_data
+
+    register()
+    data = write_data(tmp_path / "data", n=6)
+    out = {}
+    for flag in ("0", "1"):
+        monkeypatch.setenv("ASSAY_SIDECAR", flag)
+        workdir = tmp_path / f"sidecar-{flag}"
+        workdir.mkdir()
+        uri = f"sqlite:///{workdir / 'mlflow.db'}"
+        res = run_harness(
+            selftest_config(data, tracking=True),
+            workdir=workdir,
+            tests=["paraphrase", "format_indent"],
+            judges=["clean", "format_sensitive"],
+            progress=False,
+            tracking_uri=uri,
+        )
+        out[flag] = (res, _mlflow_run(uri, res.mlflow_run_id))
+    (here, (p0, m0, a0)), (there, (p1, m1, a1)) = out["0"], out["1"]
+    assert there.summary == here.summary
+    assert (there.run_dir / "report.md").read_text() == (here.run_dir / "report.md").read_text()
+    for name in ("heatmap.png", "cost_accuracy.png", "report.html"):
+        assert (there.run_dir / name).stat().st_size > 0
+    page = (there.run_dir / "report.html").read_text()
+    assert 'class="ins"' in page or "<ins" in page  # the probes' word diffs, made in the sidecar
+    assert (p1, m1) == (p0, m0)
+    assert {"report.md", "report.html", "heatmap.png", "probes.jsonl"} <= a1 == a0
+
+
+def test_an_evaluate_run_logs_the_same_mlflow_run_from_the_sidecar(tmp_path, monkeypatch):
+    import shutil
+    from pathlib import Path
+
+    from assay.experiments import evaluate, load_config
+
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "evaluate"
+    logged = {}
+    for flag in ("0", "1"):
+        monkeypatch.setenv("ASSAY_SIDECAR", flag)
+        project = tmp_path / f"sidecar-{flag}"
+        shutil.copytree(fixture, project / "cfg")
+        config, base = load_config(project / "cfg" / "config.yaml")
+        config.tracking.enabled = True
+        uri = f"sqlite:///{project / 'mlflow.db'}"
+        res = evaluate(config, workdir=project, config_dir=base, progress=False, tracking_uri=uri)
+        logged[flag] = _mlflow_run(uri, res.mlflow_run_id)
+    assert logged["1"] == logged["0"]
+    assert logged["1"][1]["accuracy"] == pytest.approx(10 / 12)
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its new parent to reap it has exited)."""
+    from pathlib import Path
+
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.slow
+def test_a_killed_run_takes_its_sidecar_with_it(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from tests.processes import REPO
+
+    script = tmp_path / "hold.py"
+    script.write_text(
+        "import time\n"
+        "from assay.experiments.runs._sidecar import Sidecar\n"
+        "car = Sidecar.start()\n"
+        "car.call('os:getpid')\n"
+        "print(car._proc.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    env = {**os.environ, "ASSAY_SIDECAR": "1", "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    assert _alive(child)
+    proc.send_signal(signal.SIGKILL)  # no cleanup runs: the child sees its input close
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
