@@ -150,13 +150,16 @@ def configure_cache(workdir: Path) -> None:
     from dspy.clients.cache import Cache
 
     built: dict[str, Any] = {}
+    settings = {
+        "enable_disk_cache": True,
+        "enable_memory_cache": True,
+        "disk_cache_dir": str(workdir / ".assay" / "dspy_cache"),
+    }
 
     def build() -> None:
         try:
             built["cache"] = Cache(
-                enable_disk_cache=True,
-                enable_memory_cache=True,
-                disk_cache_dir=str(workdir / ".assay" / "dspy_cache"),
+                **settings,
                 disk_size_limit_bytes=int(os.environ.get("DSPY_CACHE_LIMIT", 3e10)),
                 memory_max_entries=1000000,
             )
@@ -166,15 +169,18 @@ def configure_cache(workdir: Path) -> None:
     thread = threading.Thread(target=build, name="assay-dspy-cache", daemon=True)
     thread.start()
     with dspy._cache_lock:
-        dspy.cache = _OpeningCache(thread, built)
+        dspy.cache = _OpeningCache(thread, built, settings)
 
 
 class _OpeningCache:
-    """Stands for DSPy's cache until the background thread has opened it."""
+    """Stands for DSPy's cache until the background thread has opened it. Its settings are
+    answered at once (a judge task's recipe reads them before the first call: waiting for the
+    shards there held up the first requests by up to a second)."""
 
-    def __init__(self, thread: Any, built: dict[str, Any]):
+    def __init__(self, thread: Any, built: dict[str, Any], settings: dict[str, Any]):
         self._thread = thread
         self._built = built
+        self.__dict__.update(settings)
 
     def __getattr__(self, name: str) -> Any:
         self._thread.join()
