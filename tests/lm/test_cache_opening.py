@@ -36,9 +36,7 @@ def test_a_recipe_reads_the_cache_settings_without_waiting_for_it_to_open(tmp_pa
     configure_cache(tmp_path)
     got = {}
     worker = threading.Thread(
-        target=lambda: got.update(
-            recipe=ProgramRecipe.of(None, rollout=None, retries=0, base=None)
-        )
+        target=lambda: got.update(recipe=ProgramRecipe.of(None, rollout=None, retries=0, base=None))
     )
     worker.start()
     worker.join(timeout=30)  # a recipe that waited would still be blocked on the held cache
