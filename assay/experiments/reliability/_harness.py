@@ -125,9 +125,9 @@ def run_harness(
 
     run_hash = config.probes_hash(data_fingerprint(pool) + f"|limit={limit}")
     deadline = config.deadline(started)
-    with Run.open(
-        config, run_hash, command="harness", workdir=workdir, tracking_uri=tracking_uri
-    ) as run:
+    # a sidecar, tracked or not: it writes the reports and report.html
+    where = {"workdir": workdir, "tracking_uri": tracking_uri, "sidecar": True}
+    with Run.open(config, run_hash, command="harness", **where) as run:
         store = run.store
         from assay.experiments.reliability._rerun import finish_key, finished_summary
 

@@ -16,7 +16,7 @@ from typing import Any
 from assay.errors import RunError
 from assay.experiments.runs._background import Background
 from assay.experiments.runs._lock import RunLock
-from assay.experiments.runs._sidecar import Sidecar, SidecarGone
+from assay.experiments.runs._sidecar import Sidecar, SidecarError, SidecarGone
 from assay.experiments.runs._store import RunStore, now
 from assay.experiments.runs._tracking import (
     TrackedRun,
@@ -89,9 +89,12 @@ class Run:
         workdir: Path,
         tracking_uri: str | None = None,
         resolved: dict[str, Any] | None = None,
+        sidecar: bool | None = None,
     ) -> Run:
         """The run of ``config`` (a :class:`~assay.experiments.RunConfig`): directory created,
-        locked against a second writer, resolved config written on first open."""
+        locked against a second writer, resolved config written on first open. An unfinished
+        run starts its sidecar (where wanted: :func:`~._sidecar.wanted`) when it will log to
+        MLflow, or when ``sidecar`` asks for one (a runner that offloads its reports)."""
         run = cls(
             command=command,
             name=config.name,
@@ -112,7 +115,8 @@ class Run:
             run._lock.release()
             raise
         if not run.finished:
-            run.sidecar = Sidecar.start()
+            if run.tracking_enabled if sidecar is None else sidecar:
+                run.sidecar = Sidecar.start()
             if run.tracking_enabled:
                 run._prepare_tracking()
         return run
@@ -187,9 +191,18 @@ class Run:
         """Log ``tracked`` to MLflow (when tracking is enabled); returns the MLflow run id.
 
         ``assay.command`` and ``assay.run_hash`` tags are added; the run directory is its
-        artifacts unless ``tracked.artifacts`` says otherwise."""
+        artifacts unless ``tracked.artifacts`` says otherwise. A failure is one line naming the
+        store, logged here or in the sidecar (the run stays unfinished: fixed, a re-run logs
+        it without LM calls)."""
         if not self.tracking_enabled:
             return None
+        try:
+            return self._log(tracked)
+        except Exception as exc:
+            what = str(exc) if isinstance(exc, SidecarError) else f"{type(exc).__name__}: {exc}"
+            raise RunError(f"MLflow at {self.tracking_uri}: {what}") from exc
+
+    def _log(self, tracked: TrackedRun) -> str | None:
         tracked.tags = {
             "assay.command": self.command,
             "assay.run_hash": self.run_hash,

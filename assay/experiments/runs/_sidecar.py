@@ -86,7 +86,7 @@ class Pending:
         if "gone" in self._reply:
             raise SidecarGone(self._reply["gone"])
         if "error" in self._reply:
-            raise SidecarError(f"{self._reply['error']} (in the run's helper process)")
+            raise SidecarError(self._reply["error"])
         return self._reply.get("value")
 
 

@@ -31,7 +31,7 @@ def test_jobs_run_in_another_process_in_the_order_sent(sidecar):
 
 
 def test_a_failing_job_raises_its_type_and_message_here(sidecar):
-    with pytest.raises(SidecarError, match=r"JSONDecodeError: Expecting.*helper process"):
+    with pytest.raises(SidecarError, match=r"^JSONDecodeError: Expecting"):
         sidecar.call("json:loads", s="{")
     assert sidecar.call("json:loads", s="[1]") == [1]  # the child lives on
 
@@ -189,3 +189,59 @@ def test_a_killed_run_takes_its_sidecar_with_it(tmp_path):
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child)
+
+
+def test_a_run_starts_one_when_it_logs_to_mlflow_or_offloads_its_reports(tmp_path, monkeypatch):
+    import shutil
+    from pathlib import Path
+
+    from assay.experiments import evaluate, load_config
+    from assay.experiments.reliability import run_harness
+    from assay.experiments.reliability._selftest import register, selftest_config, write_data
+
+    started: list[int] = []
+    monkeypatch.setattr(Sidecar, "start", classmethod(lambda cls: started.append(1)))  # None
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "evaluate"
+    for tracked in (False, True):
+        project = tmp_path / f"evaluate-{tracked}"
+        shutil.copytree(fixture, project / "cfg")
+        config, base = load_config(project / "cfg" / "config.yaml")
+        config.tracking.enabled = tracked
+        uri = f"sqlite:///{project / 'mlflow.db'}"
+        evaluate(config, workdir=project, config_dir=base, progress=False, tracking_uri=uri)
+        assert len(started) == int(tracked)
+    register()
+    data = write_data(tmp_path / "data", n=4)
+    run_harness(  # untracked, but its reports are the sidecar's work
+        selftest_config(data),
+        workdir=tmp_path,
+        tests=["format_indent"],
+        judges=["clean"],
+        progress=False,
+    )
+    assert len(started) == 2
+
+
+@pytest.mark.parametrize("flag", ["0", "1"])
+def test_an_mlflow_failure_is_one_line_naming_the_store_and_a_rerun_logs_without_calls(
+    tmp_path, monkeypatch, flag
+):
+    import shutil
+    from pathlib import Path
+
+    from assay.errors import RunError
+    from assay.experiments import evaluate, load_config
+
+    monkeypatch.setenv("ASSAY_SIDECAR", flag)
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "evaluate", tmp_path / "c")
+    config, base = load_config(tmp_path / "c" / "config.yaml")
+    config.tracking.enabled = True
+    run = {"workdir": tmp_path, "config_dir": base, "progress": False}
+    with pytest.raises(RunError) as failed:
+        evaluate(config, tracking_uri="bogus://nowhere", **run)
+    assert str(failed.value).startswith(
+        "MLflow at bogus://nowhere: UnsupportedModelRegistryStoreURIException:"
+    )
+    assert "\n" not in str(failed.value).strip()
+    again = evaluate(config, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", **run)
+    assert again.new_judgments == 0 and again.mlflow_run_id
