@@ -16,7 +16,7 @@ from typing import Any
 from assay.errors import RunError
 from assay.experiments.runs._background import Background
 from assay.experiments.runs._lock import RunLock
-from assay.experiments.runs._sidecar import Sidecar, SidecarError, SidecarGone
+from assay.experiments.runs._sidecar import Sidecar, SidecarError, SidecarGone, run_target
 from assay.experiments.runs._store import RunStore, now
 from assay.experiments.runs._tracking import (
     TrackedRun,
@@ -144,8 +144,6 @@ class Run:
         the order submitted, or here when there is none."""
         if self.sidecar is not None:
             return self.sidecar.call(target, **kwargs)
-        from assay.experiments.runs._sidecar import run_target
-
         return run_target(target, kwargs)
 
     def warm(self, target: str, **kwargs: Any) -> None:

@@ -110,8 +110,8 @@ def test_a_harness_ending_in_the_sidecar_writes_what_one_ending_here_writes(tmp_
         res = run_harness(
             selftest_config(data, tracking=True),
             workdir=workdir,
-            tests=["paraphrase", "format_indent"],
-            judges=["clean", "format_sensitive"],
+            tests=["format_indent"],
+            judges=["clean"],
             progress=False,
             tracking_uri=uri,
         )
@@ -243,5 +243,6 @@ def test_an_mlflow_failure_is_one_line_naming_the_store_and_a_rerun_logs_without
         "MLflow at bogus://nowhere: UnsupportedModelRegistryStoreURIException:"
     )
     assert "\n" not in str(failed.value).strip()
+    monkeypatch.setenv("ASSAY_SIDECAR", "0")  # the re-run's own path is not the point here
     again = evaluate(config, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", **run)
     assert again.new_judgments == 0 and again.mlflow_run_id
