@@ -103,12 +103,26 @@ def prepare_store(tracking_uri: str, experiment: str, artifact_root: Path | str)
         _from_template(tracking_uri)
         client = mlflow.MlflowClient(tracking_uri=tracking_uri)
         exp = client.get_experiment_by_name(experiment)
-        if exp is not None:
-            return exp.experiment_id
-        location = (
-            Path(artifact_root).resolve().as_uri() if tracking_uri.startswith("sqlite:") else None
-        )
-        return client.create_experiment(experiment, artifact_location=location)
+        if exp is None:
+            root = Path(artifact_root).resolve().as_uri()
+            location = root if tracking_uri.startswith("sqlite:") else None
+            exp_id = client.create_experiment(experiment, artifact_location=location)
+        else:
+            exp_id = exp.experiment_id
+    _warm_run_tags()
+    return exp_id
+
+
+def _warm_run_tags() -> None:
+    """MLflow resolves a run's source tags (entry point, user, git commit) when the run
+    starts; the first time loads GitPython and friends (~0.25 s), done here rather than at
+    the end of the run."""
+    try:
+        from mlflow.tracking.context.registry import resolve_tags
+
+        resolve_tags()
+    except Exception:  # only a warm-up: starting the run resolves them again
+        pass
 
 
 def _from_template(tracking_uri: str) -> None:
