@@ -270,12 +270,10 @@ def _diffs_in(run: Run, seeds: list[Item]) -> Callable[[UnitRecord], None] | Non
     run goes (report.html shows them); without one they are warmed after generation."""
     if run.sidecar is None:
         return None
-    responses = {s.id: s.response for s in seeds}
 
     def send(record: UnitRecord) -> None:
-        pairs = [(responses.get(p.source_id, ""), p.response) for p in record.probes]
-        if pairs:
-            run.warm("assay.web._diff:remember_diffs", pairs=pairs)
+        if record.probes:
+            run.warm("assay.web._diff:remember_diffs", pairs=_diff_pairs(seeds, record.probes))
 
     return send
 
@@ -314,8 +312,13 @@ def _warm_diffs(seeds: list[Item], probes: list[Probe]) -> None:
     """The word diffs report.html shows (tens of ms each), computed while the judges run."""
     from assay.web import warm_diffs
 
+    warm_diffs(_diff_pairs(seeds, probes))
+
+
+def _diff_pairs(seeds: list[Item], probes: list[Probe]) -> list[tuple[str, str]]:
+    """(source response, probe response) of each probe: the texts report.html diffs."""
     responses = {s.id: s.response for s in seeds}
-    warm_diffs([(responses.get(p.source_id, ""), p.response) for p in probes])
+    return [(responses.get(p.source_id, ""), p.response) for p in probes]
 
 
 def _load_programs(
