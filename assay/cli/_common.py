@@ -48,6 +48,7 @@ def add_run(p: argparse.ArgumentParser, *, model: bool = False, limit: str = "it
     )
     add_tracking(p)
     add_output(p)
+    p.set_defaults(opens_run=True)  # main() starts the run's sidecar before the imports
 
 
 def add_ray(p: argparse.ArgumentParser) -> None:

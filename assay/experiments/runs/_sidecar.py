@@ -21,6 +21,7 @@ ends — and is in a session of its own, so a Ctrl-C in the terminal reaches thi
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
 import os
@@ -42,6 +43,9 @@ _BOOT = (
 )
 
 
+_spare: Sidecar | None = None  # started by prestart(), not yet taken by a run
+
+
 class SidecarError(RunError):
     """A job failed in the sidecar (its exception's type and message)."""
 
@@ -60,6 +64,12 @@ def wanted() -> bool:
     if flag in ("0", "false", "no", "off"):
         return False
     return "mlflow" not in sys.modules
+
+
+def preload(modules: list[str]) -> None:
+    """Import ``modules`` (the sidecar's first job when a command prestarts it)."""
+    for name in modules:
+        importlib.import_module(name)
 
 
 def run_target(target: str, kwargs: dict[str, Any]) -> Any:
@@ -99,6 +109,7 @@ class Sidecar:
         self._pending: dict[int, Pending] = {}
         self._next = 0
         self._gone: str | None = None
+        self._closed = False
         # jobs are written by a thread of their own: a child busy loading fills the pipe,
         # and a caller (a pool worker committing a unit) must not wait for it
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
@@ -108,8 +119,30 @@ class Sidecar:
         self._reader.start()
 
     @classmethod
+    def prestart(cls) -> None:
+        """Start a sidecar now for the run a command is about to open, loading MLflow at once
+        (the command line calls this before its own imports); :meth:`start` hands it over,
+        and one no run took is ended when the process exits."""
+        global _spare
+        if _spare is None and (car := cls._spawn()) is not None:
+            car.submit("assay.experiments.runs._sidecar:preload", modules=["mlflow"])
+            atexit.register(car.close)
+            _spare = car
+
+    @classmethod
     def start(cls) -> Sidecar | None:
-        """A sidecar running this checkout of assay, or None when not wanted or it cannot start."""
+        """A sidecar running this checkout of assay (the one :meth:`prestart` made, if any),
+        or None when not wanted or it cannot start."""
+        global _spare
+        if not wanted():
+            return None
+        if _spare is not None:
+            car, _spare = _spare, None
+            return car
+        return cls._spawn()
+
+    @classmethod
+    def _spawn(cls) -> Sidecar | None:
         if not wanted():
             return None
         root = str(Path(__file__).resolve().parents[3])
@@ -178,8 +211,11 @@ class Sidecar:
 
     def close(self) -> None:
         """End the child: at once if jobs are still queued (nobody waits for them), else by
-        closing its input and letting it finish."""
+        closing its input and letting it finish. Closing twice does nothing."""
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             busy = bool(self._pending)
         self._outbox.put(None)
         try:

@@ -246,3 +246,41 @@ def test_an_mlflow_failure_is_one_line_naming_the_store_and_a_rerun_logs_without
     monkeypatch.setenv("ASSAY_SIDECAR", "0")  # the re-run's own path is not the point here
     again = evaluate(config, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", **run)
     assert again.new_judgments == 0 and again.mlflow_run_id
+
+
+def test_a_prestarted_sidecar_is_the_one_the_next_run_takes(monkeypatch):
+    import assay.experiments.runs._sidecar as module
+
+    monkeypatch.setenv("ASSAY_SIDECAR", "1")
+    monkeypatch.setattr(module, "_spare", None)
+    Sidecar.prestart()
+    spare = module._spare
+    assert spare is not None
+    try:
+        assert Sidecar.start() is spare and module._spare is None
+        assert spare.call("json:loads", s="1") == 1  # after its preload of MLflow
+    finally:
+        spare.close()
+        spare.close()  # twice is harmless (the exit handler closes it again)
+
+
+@pytest.mark.slow
+def test_a_prestarted_sidecar_no_run_took_ends_with_the_process(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.processes import REPO
+
+    script = tmp_path / "spare.py"
+    script.write_text(
+        "from assay.experiments.runs import _sidecar\n"
+        "_sidecar.Sidecar.prestart()\n"
+        "print(_sidecar._spare._proc.pid, flush=True)\n"  # then exit, as a zero-call re-run
+    )
+    env = {**os.environ, "ASSAY_SIDECAR": "1", "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
+    child = int(out.stdout)
+    deadline = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
