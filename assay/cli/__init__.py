@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None and getattr(args, "opens_run", False):
         # the run's sidecar loads MLflow on the other core while this process imports DSPy
         # and reads the data (the second core is idle until the first LM calls)
-        from assay.experiments.runs._sidecar import Sidecar
+        from assay.experiments.runs import Sidecar
 
         Sidecar.prestart()
     try:

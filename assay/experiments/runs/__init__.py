@@ -1,55 +1,108 @@
-"""The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow."""
+"""The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow,
+and the sidecar that ends a run.
 
-from assay.experiments.runs._background import Background
-from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
-from assay.experiments.runs._judging import (
-    JudgeTask,
-    ProgramsByAttempt,
-    judge_items,
-    judge_one,
-    run_tasks,
-    to_judge,
-)
-from assay.experiments.runs._lock import RunLock, file_lock
-from assay.experiments.runs._pool import CallSlots, run_pool
-from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
-from assay.experiments.runs._run import Run, run_directory, write_html
-from assay.experiments.runs._store import JUDGMENTS, RunStore, now
-from assay.experiments.runs._tracking import (
-    TrackedRun,
-    default_tracking_uri,
-    flatten_metrics,
-    log_tracked,
-    mlflow_key,
-)
+Names load on first use (PEP 562): the command line starts the sidecar before anything heavy is
+imported, and the sidecar itself needs none of DSPy to load MLflow."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    "Background": "_background",
+    "append_lines": "_files",
+    "jsonl_lines": "_files",
+    "write_atomic": "_files",
+    "write_json": "_files",
+    "JudgeTask": "_judging",
+    "ProgramsByAttempt": "_judging",
+    "judge_items": "_judging",
+    "judge_one": "_judging",
+    "run_tasks": "_judging",
+    "to_judge": "_judging",
+    "RunLock": "_lock",
+    "file_lock": "_lock",
+    "CallSlots": "_pool",
+    "run_pool": "_pool",
+    "ExecutionConfig": "_ray",
+    "ProgramRecipe": "_ray",
+    "Run": "_run",
+    "run_directory": "_run",
+    "write_html": "_run",
+    "Sidecar": "_sidecar",
+    "JUDGMENTS": "_store",
+    "RunStore": "_store",
+    "now": "_store",
+    "TrackedRun": "_tracking",
+    "default_tracking_uri": "_tracking",
+    "flatten_metrics": "_tracking",
+    "log_tracked": "_tracking",
+    "mlflow_key": "_tracking",
+}
+
+if TYPE_CHECKING:
+    from assay.experiments.runs._background import Background
+    from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
+    from assay.experiments.runs._judging import (
+        JudgeTask,
+        ProgramsByAttempt,
+        judge_items,
+        judge_one,
+        run_tasks,
+        to_judge,
+    )
+    from assay.experiments.runs._lock import RunLock, file_lock
+    from assay.experiments.runs._pool import CallSlots, run_pool
+    from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
+    from assay.experiments.runs._run import Run, run_directory, write_html
+    from assay.experiments.runs._sidecar import Sidecar
+    from assay.experiments.runs._store import JUDGMENTS, RunStore, now
+    from assay.experiments.runs._tracking import (
+        TrackedRun,
+        default_tracking_uri,
+        flatten_metrics,
+        log_tracked,
+        mlflow_key,
+    )
 
 __all__ = [
-    "ExecutionConfig",
-    "ProgramRecipe",
     "Background",
-    "JudgeTask",
-    "ProgramsByAttempt",
-    "judge_items",
-    "judge_one",
-    "run_tasks",
-    "to_judge",
     "CallSlots",
+    "ExecutionConfig",
     "JUDGMENTS",
+    "JudgeTask",
+    "ProgramRecipe",
+    "ProgramsByAttempt",
     "Run",
     "RunLock",
     "RunStore",
+    "Sidecar",
     "TrackedRun",
     "append_lines",
     "default_tracking_uri",
     "file_lock",
     "flatten_metrics",
     "jsonl_lines",
+    "judge_items",
+    "judge_one",
     "log_tracked",
     "mlflow_key",
     "now",
     "run_directory",
     "run_pool",
+    "run_tasks",
+    "to_judge",
     "write_atomic",
     "write_html",
     "write_json",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value

@@ -247,7 +247,10 @@ def serve() -> None:
             reply = {"id": job_id, "value": json.loads(json.dumps(value, default=str))}
         except BaseException as exc:  # reported to the caller, which raises it
             reply = {"id": job_id, "error": f"{type(exc).__name__}: {exc}"}
-        replies.write(json.dumps(reply) + "\n")
+        try:
+            replies.write(json.dumps(reply) + "\n")
+        except OSError:  # the command is gone (killed, interrupted): nobody reads the replies
+            os._exit(0)
     replies.flush()
     sys.stderr.flush()
     os._exit(0)
