@@ -258,7 +258,7 @@ def test_a_prestarted_sidecar_is_the_one_the_next_run_takes(monkeypatch):
     assert spare is not None
     try:
         assert Sidecar.start() is spare and module._spare is None
-        assert spare.call("json:loads", s="1") == 1  # after its preload of MLflow
+        assert spare.call("json:loads", s="1") == 1
     finally:
         spare.close()
         spare.close()  # twice is harmless (the exit handler closes it again)
