@@ -129,8 +129,6 @@ class Sidecar:
         """A sidecar running this checkout of assay (the one :meth:`prestart` made, if any),
         or None when not wanted or it cannot start."""
         global _spare
-        if not wanted():
-            return None
         if _spare is not None:
             car, _spare = _spare, None
             return car
