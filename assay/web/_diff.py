@@ -92,10 +92,15 @@ def _remember(key: tuple[str, str], value: Diff) -> Diff:
 def remember_diffs(pairs: list[tuple[str, str]] | list[list[str]]) -> int:
     """Compute the diffs of ``pairs`` in this process and remember them (the run's sidecar
     does this as probes are made, then writes report.html); returns how many were new."""
-    todo = {(s or "", p or "") for s, p in pairs} - set(_CACHE)
-    for key in sorted(todo):
+    todo = _not_remembered(pairs)
+    for key in todo:
         _remember(key, _diff_texts(*key))
     return len(todo)
+
+
+def _not_remembered(pairs: list[tuple[str, str]] | list[list[str]]) -> list[tuple[str, str]]:
+    """The distinct pairs (None read as empty text) whose diff is not remembered yet, sorted."""
+    return sorted({(s or "", p or "") for s, p in pairs} - set(_CACHE))
 
 
 def warm_diffs(pairs: list[tuple[str, str]]) -> None:
@@ -108,7 +113,7 @@ def warm_diffs(pairs: list[tuple[str, str]]) -> None:
     import sys
     from pathlib import Path
 
-    todo = sorted({(s or "", p or "") for s, p in pairs} - set(_CACHE))
+    todo = _not_remembered(pairs)
     if not todo:
         return
     root = str(Path(__file__).resolve().parents[2])  # this assay, wherever it is installed
