@@ -125,11 +125,7 @@ class Run:
         """Import MLflow and create its store while the run works (the store of a new folder
         takes seconds): in the sidecar, or else a background thread; :meth:`log` joins it. A
         failure here is raised again by :meth:`log`, where it always surfaced."""
-        where = {
-            "tracking_uri": self.tracking_uri,
-            "experiment": self.experiment,
-            "artifact_root": str(self.workdir / "mlartifacts"),
-        }
+        where = self._mlflow_where
         if self.sidecar is not None:
             self._store_ready = self.sidecar.submit(
                 "assay.experiments.runs._tracking:prepare_store", **where
@@ -151,6 +147,16 @@ class Run:
         the end needs, computing what it will show); nothing without a sidecar."""
         if self.sidecar is not None:
             self.sidecar.submit(target, **kwargs)
+
+    @property
+    def _mlflow_where(self) -> dict[str, str]:
+        """Where this run logs: the MLflow store, experiment and artifact root (JSON, for the
+        sidecar)."""
+        return {
+            "tracking_uri": self.tracking_uri,
+            "experiment": self.experiment,
+            "artifact_root": str(self.workdir / "mlartifacts"),
+        }
 
     @property
     def experiment(self) -> str:
@@ -215,12 +221,7 @@ class Run:
                 experiment_id = ready.join() if isinstance(ready, Background) else ready.result()
             except SidecarGone:
                 pass  # prepared again below
-        where = {
-            "tracking_uri": self.tracking_uri,
-            "experiment": self.experiment,
-            "artifact_root": str(self.workdir / "mlartifacts"),
-            "experiment_id": experiment_id,
-        }
+        where = {**self._mlflow_where, "experiment_id": experiment_id}
         if self.sidecar is not None:
             return self.sidecar.call(
                 "assay.experiments.runs._tracking:log_tracked_json",
