@@ -62,12 +62,12 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # not "creating database tables..."
     args = build_parser().parse_args(argv)
-    if argv is None and getattr(args, "opens_run", False):
-        # the run's sidecar loads MLflow on the other core while this process imports DSPy
-        # and reads the data (the second core is idle until the first LM calls)
+    if argv is None and getattr(args, "opens_run", ()):
+        # the run's sidecars (MLflow; a harness's reports) start while this process imports
+        # DSPy and reads the data, and load what the end of the run needs while it works
         from assay.experiments.runs import Sidecar
 
-        Sidecar.prestart()
+        Sidecar.prestart(args.opens_run)
     try:
         return args.func(args)
     except AssayError as exc:

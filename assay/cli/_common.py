@@ -48,7 +48,8 @@ def add_run(p: argparse.ArgumentParser, *, model: bool = False, limit: str = "it
     )
     add_tracking(p)
     add_output(p)
-    p.set_defaults(opens_run=True)  # main() starts the run's sidecar before the imports
+    # main() starts the run's sidecars (their lanes) before the imports
+    p.set_defaults(opens_run=("tracking",))
 
 
 def add_ray(p: argparse.ArgumentParser) -> None:

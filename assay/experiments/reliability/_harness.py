@@ -142,9 +142,8 @@ def run_harness(
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
         # -- generate + validate (+ judge sources, and probes as their unit is committed) -----
-        judging = JudgePlan(
-            config, judge_cfgs, base_programs, store, config_dir, CallSlots(config.concurrency)
-        )
+        slots = CallSlots(config.concurrency, after_first_call=run.calls_flowing)
+        judging = JudgePlan(config, judge_cfgs, base_programs, store, config_dir, slots)
         records, probes, dropped = _generate_probes(
             config, instances, pool, seeds, run, gen_lm, val_lm, progress, deadline, judging
         )

@@ -121,13 +121,18 @@ class CallSlots:
     """At most ``n`` LM calls in flight across the threads of a run. A freed slot goes straight
     to the waiting caller of the highest priority (the lowest number; first come, first served
     within a priority) — so calls on a dependency chain (generation) go before leaves (judging),
-    and a release wakes one thread, not all of them."""
+    and a release wakes one thread, not all of them.
 
-    def __init__(self, n: int):
+    ``after_first_call`` runs once, in the thread whose call ended first: by then the first
+    wave of requests has left and the run is waiting on the network (the run's sidecars start
+    their warm-ups then, not while this process is still busy sending)."""
+
+    def __init__(self, n: int, after_first_call: Callable[[], None] | None = None):
         self._lock = threading.Lock()
         self._free = max(1, n)
         self._waiting: list[tuple[int, int, threading.Event]] = []  # a heap
         self._order = itertools.count()
+        self._after_first_call = after_first_call
 
     @contextmanager
     def hold(self, priority: int = 0) -> Iterator[None]:
@@ -148,3 +153,6 @@ class CallSlots:
                     heapq.heappop(self._waiting)[2].set()
                 else:
                     self._free += 1
+                first, self._after_first_call = self._after_first_call, None
+            if first is not None:
+                first()

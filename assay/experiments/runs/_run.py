@@ -10,6 +10,7 @@ it to MLflow once at the end with one flattener.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,10 @@ class Run:
         self._lock = RunLock(self.dir)
         self.state: dict[str, Any] = {}
         self._store_ready: Any = None  # the MLflow store prepared in the background
-        self.sidecar: Sidecar | None = None  # the end of the run, loaded meanwhile
+        self.sidecar: Sidecar | None = None  # the reports lane: what offload / warm run in
+        self.tracker: Sidecar | None = None  # the tracking lane: MLflow, loaded meanwhile
+        self._held: list[tuple[str, dict[str, Any]]] | None = []  # warm-ups until calls flow
+        self._held_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -89,12 +93,13 @@ class Run:
         workdir: Path,
         tracking_uri: str | None = None,
         resolved: dict[str, Any] | None = None,
-        sidecar: bool | None = None,
+        sidecar: bool = False,
     ) -> Run:
         """The run of ``config`` (a :class:`~assay.experiments.RunConfig`): directory created,
         locked against a second writer, resolved config written on first open. An unfinished
-        run starts its sidecar (where wanted: :func:`~._sidecar.wanted`) when it will log to
-        MLflow, or when ``sidecar`` asks for one (a runner that offloads its reports)."""
+        run starts its sidecars (where wanted: :func:`~._sidecar.wanted`): one that loads
+        MLflow when it will log there, and one for its reports when ``sidecar`` asks for it (a
+        runner that offloads its reports with :meth:`offload` and :meth:`warm`)."""
         run = cls(
             command=command,
             name=config.name,
@@ -115,9 +120,10 @@ class Run:
             run._lock.release()
             raise
         if not run.finished:
-            if run.tracking_enabled if sidecar is None else sidecar:
-                run.sidecar = Sidecar.start()
+            if sidecar:
+                run.sidecar = Sidecar.start("reports")
             if run.tracking_enabled:
+                run.tracker = Sidecar.start("tracking")
                 run._prepare_tracking()
         return run
 
@@ -126,8 +132,8 @@ class Run:
         takes seconds): in the sidecar, or else a background thread; :meth:`log` joins it. A
         failure here is raised again by :meth:`log`, where it always surfaced."""
         where = self._mlflow_where
-        if self.sidecar is not None:
-            self._store_ready = self.sidecar.submit(
+        if self.tracker is not None:
+            self._store_ready = self.tracker.submit(
                 "assay.experiments.runs._tracking:prepare_store", **where
             )
         else:
@@ -136,17 +142,35 @@ class Run:
             )
 
     def offload(self, target: str, **kwargs: Any) -> Any:
-        """``module:function(**kwargs)`` (JSON arguments and result) in the run's sidecar, in
-        the order submitted, or here when there is none."""
+        """``module:function(**kwargs)`` (JSON arguments and result) in the run's reports
+        sidecar, after the warm-ups sent before it, or here when there is none."""
         if self.sidecar is not None:
+            self.calls_flowing()  # warm-ups still held go first: the job may need them
             return self.sidecar.call(target, **kwargs)
         return run_target(target, kwargs)
 
     def warm(self, target: str, **kwargs: Any) -> None:
-        """Queue ``target(**kwargs)`` in the sidecar ahead of the end of the run (loading what
-        the end needs, computing what it will show); nothing without a sidecar."""
+        """Queue ``target(**kwargs)`` in the reports sidecar ahead of the end of the run
+        (loading what the end needs, computing what it will show); nothing without a sidecar.
+        Held back until :meth:`calls_flowing`: before the first LM answer this process is
+        still busy (reading data, sending the first requests), and a sidecar loading matplotlib
+        on the other core slowed that (first request 2.7 -> 3.1 s on the JRH suite)."""
+        if self.sidecar is None:
+            return
+        with self._held_lock:
+            if self._held is not None:
+                self._held.append((target, kwargs))
+                return
+        self.sidecar.submit(target, **kwargs)
+
+    def calls_flowing(self) -> None:
+        """The run now waits on its LM calls: the held warm-ups go to the sidecar (the first
+        call's end calls this — :class:`~._pool.CallSlots` ``after_first_call``)."""
+        with self._held_lock:
+            held, self._held = self._held or [], None
         if self.sidecar is not None:
-            self.sidecar.submit(target, **kwargs)
+            for target, kwargs in held:
+                self.sidecar.submit(target, **kwargs)
 
     @property
     def _mlflow_where(self) -> dict[str, str]:
@@ -169,8 +193,9 @@ class Run:
         self.close()
 
     def close(self) -> None:
-        if self.sidecar is not None:
-            self.sidecar.close()
+        for car in (self.sidecar, self.tracker):
+            if car is not None:
+                car.close()
         self._lock.release()
 
     # -- state ------------------------------------------------------------------------------
@@ -222,8 +247,8 @@ class Run:
             except SidecarGone:
                 pass  # prepared again below
         where = {**self._mlflow_where, "experiment_id": experiment_id}
-        if self.sidecar is not None:
-            return self.sidecar.call(
+        if self.tracker is not None:
+            return self.tracker.call(
                 "assay.experiments.runs._tracking:log_tracked_json",
                 run=tracked_json(tracked),
                 **where,

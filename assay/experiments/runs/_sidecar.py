@@ -17,6 +17,11 @@ is raised here as :class:`SidecarError` with its message. A sidecar that died (o
 started) is not an error: :meth:`Sidecar.call` then runs the job in this process, so the work
 is done either way. The child exits when its stdin closes — when this process ends, however it
 ends — and is in a session of its own, so a Ctrl-C in the terminal reaches this process only.
+
+A run may have two, one per *lane*: ``tracking`` (MLflow: seconds of imports and store set-up)
+and ``reports`` (matplotlib, the word diffs, report.md and report.html). In one interpreter they
+queued behind each other and the last of them ended seconds after the last LM answer; in two,
+they use both cores while this process mostly waits on the network.
 """
 
 from __future__ import annotations
@@ -43,7 +48,10 @@ _BOOT = (
 )
 
 
-_spare: Sidecar | None = None  # started by prestart(), not yet taken by a run
+LANES = ("tracking", "reports")
+"""What a sidecar is for: MLflow (prepare the store, log the run), or the run's reports."""
+
+_spares: dict[str, Sidecar] = {}  # started by prestart(), not yet taken by a run
 
 
 class SidecarError(RunError):
@@ -113,26 +121,25 @@ class Sidecar:
         self._reader.start()
 
     @classmethod
-    def prestart(cls) -> None:
-        """Start a sidecar now for the run a command is about to open (the command line calls
-        this before its own imports); :meth:`start` hands it over, and one no run took is
-        ended when the process exits. It loads nothing until the run sends its first job:
-        loading MLflow beside this process's own imports slowed them (measured on the JRH
+    def prestart(cls, lanes: tuple[str, ...] = ("tracking",)) -> None:
+        """Start a sidecar per lane now, for the run a command is about to open (the command
+        line calls this before its own imports); :meth:`start` hands them over, and one no run
+        took is ended when the process exits. They load nothing until the run sends its first
+        job: loading MLflow beside this process's own imports slowed them (measured on the JRH
         suite: first request 1.6 -> 2.1-2.25 s, a zero-call re-run 1.2-1.3 -> 1.7-1.85 s)."""
-        global _spare
-        if _spare is None and (car := cls._spawn()) is not None:
-            atexit.register(car.close)
-            _spare = car
+        for lane in lanes:
+            if lane not in _spares and (car := cls._spawn()) is not None:
+                atexit.register(car.close)
+                _spares[lane] = car
 
     @classmethod
-    def start(cls) -> Sidecar | None:
-        """A sidecar running this checkout of assay (the one :meth:`prestart` made, if any),
-        or None when not wanted or it cannot start."""
-        global _spare
-        if _spare is not None:
-            car, _spare = _spare, None
-            return car
-        return cls._spawn()
+    def start(cls, lane: str = "tracking") -> Sidecar | None:
+        """A sidecar running this checkout of assay for ``lane`` (the one :meth:`prestart`
+        made, if any), or None when not wanted or it cannot start."""
+        if lane not in LANES:
+            raise ValueError(f"unknown sidecar lane {lane!r}; lanes: {', '.join(LANES)}")
+        car = _spares.pop(lane, None)
+        return car if car is not None else cls._spawn()
 
     @classmethod
     def _spawn(cls) -> Sidecar | None:

@@ -56,3 +56,27 @@ def test_slots_bound_calls_in_flight_and_serve_higher_priority_first():
         t.join()
     assert state["most"] == 2
     assert order.index("judge") > max(order.index("gen0"), order.index("gen1"))
+
+
+def test_after_first_call_runs_once_when_the_first_call_has_ended():
+    seen: list[tuple[str, int]] = []
+    slots = CallSlots(2, after_first_call=lambda: seen.append(("after", len(ended))))
+    ended: list[str] = []
+    started = threading.Barrier(2)
+
+    def call(name: str, hold_s: float) -> None:
+        with slots.hold():
+            started.wait()  # both calls are in flight before either ends
+            assert seen == []  # nothing while the calls are only being sent
+            time.sleep(hold_s)
+        ended.append(name)
+
+    threads = [threading.Thread(target=call, args=(n, s)) for n, s in (("a", 0.01), ("b", 0.2))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with slots.hold():  # a later call does not run it again
+        pass
+    assert seen == [("after", 0)]  # once, before the first caller went on
+    assert ended == ["a", "b"]

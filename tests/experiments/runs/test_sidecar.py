@@ -199,8 +199,10 @@ def test_a_run_starts_one_when_it_logs_to_mlflow_or_offloads_its_reports(tmp_pat
     from assay.experiments.reliability import run_harness
     from assay.experiments.reliability._selftest import register, selftest_config, write_data
 
-    started: list[int] = []
-    monkeypatch.setattr(Sidecar, "start", classmethod(lambda cls: started.append(1)))  # None
+    started: list[str] = []
+    monkeypatch.setattr(  # returns None: the run then does the work itself
+        Sidecar, "start", classmethod(lambda cls, lane="tracking": started.append(lane))
+    )
     fixture = Path(__file__).resolve().parents[2] / "fixtures" / "evaluate"
     for tracked in (False, True):
         project = tmp_path / f"evaluate-{tracked}"
@@ -209,17 +211,74 @@ def test_a_run_starts_one_when_it_logs_to_mlflow_or_offloads_its_reports(tmp_pat
         config.tracking.enabled = tracked
         uri = f"sqlite:///{project / 'mlflow.db'}"
         evaluate(config, workdir=project, config_dir=base, progress=False, tracking_uri=uri)
-        assert len(started) == int(tracked)
+    assert started == ["tracking"]  # evaluate writes its reports itself
     register()
     data = write_data(tmp_path / "data", n=4)
-    run_harness(  # untracked, but its reports are the sidecar's work
-        selftest_config(data),
+    for tracked in (False, True):
+        run_harness(  # its reports are the sidecar's work, tracked or not
+            selftest_config(data, tracking=tracked),
+            workdir=tmp_path / f"harness-{tracked}",
+            tests=["format_indent"],
+            judges=["clean"],
+            progress=False,
+            tracking_uri=f"sqlite:///{tmp_path / f'harness-{tracked}.db'}",
+        )
+    assert started == ["tracking", "reports", "reports", "tracking"]
+
+
+def test_unknown_lane_is_refused():
+    with pytest.raises(ValueError, match="lanes: tracking, reports"):
+        Sidecar.start("plots")
+
+
+def _open_run(tmp_path, *, sidecar: bool, tracked: bool):
+    from assay.experiments import RunConfig
+    from assay.experiments.runs import Run
+
+    config = RunConfig(name="lanes", tracking={"enabled": tracked})
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    return Run.open(
+        config,
+        "0123456789abcdef",
+        command="test",
         workdir=tmp_path,
-        tests=["format_indent"],
-        judges=["clean"],
-        progress=False,
+        tracking_uri=uri,
+        sidecar=sidecar,
     )
-    assert len(started) == 2
+
+
+def test_tracking_and_reports_run_in_two_processes_side_by_side(tmp_path, monkeypatch):
+    """MLflow's seconds of set-up do not queue in front of the reports' warm-ups."""
+    monkeypatch.setenv("ASSAY_SIDECAR", "1")
+    with _open_run(tmp_path, sidecar=True, tracked=True) as run:
+        assert run.sidecar is not None and run.tracker is not None
+        pids = {os.getpid(), run.sidecar._proc.pid, run.tracker._proc.pid}
+        assert len(pids) == 3
+        # the tracking lane is busy preparing the store; the reports lane answers meanwhile
+        run.calls_flowing()
+        assert run.offload("os:getpid") == run.sidecar._proc.pid
+        assert run.tracker.call("os:getpid") == run.tracker._proc.pid
+        assert (tmp_path / "mlflow.db").is_file()  # prepare_store ran before it in that lane
+
+
+def test_warm_ups_wait_for_the_calls_and_go_before_an_offloaded_job(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASSAY_SIDECAR", "1")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    src = tmp_path / "src.txt"
+    src.write_text("x")
+    with _open_run(tmp_path, sidecar=True, tracked=False) as run:
+        assert run.tracker is None
+        run.warm("shutil:copyfile", src=str(src), dst=str(marks / "warm"))
+        assert run.sidecar.call("os:listdir", path=str(marks)) == []  # held, not sent
+        run.calls_flowing()
+        run.warm("shutil:copyfile", src=str(src), dst=str(marks / "later"))  # sent at once
+        assert sorted(run.sidecar.call("os:listdir", path=str(marks))) == ["later", "warm"]
+    with _open_run(tmp_path / "b", sidecar=True, tracked=False) as run:
+        run.warm("shutil:copyfile", src=str(src), dst=str(marks / "held"))
+        # no call ever ended (a resumed run with nothing left to send): the offloaded job
+        # still finds its warm-ups done before it
+        assert "held" in run.offload("os:listdir", path=str(marks))
 
 
 @pytest.mark.parametrize("flag", ["0", "1"])
@@ -252,16 +311,19 @@ def test_a_prestarted_sidecar_is_the_one_the_next_run_takes(monkeypatch):
     import assay.experiments.runs._sidecar as module
 
     monkeypatch.setenv("ASSAY_SIDECAR", "1")
-    monkeypatch.setattr(module, "_spare", None)
-    Sidecar.prestart()
-    spare = module._spare
-    assert spare is not None
+    monkeypatch.setattr(module, "_spares", {})
+    Sidecar.prestart(("tracking", "reports"))
+    spares = dict(module._spares)
+    assert set(spares) == {"tracking", "reports"}
     try:
-        assert Sidecar.start() is spare and module._spare is None
-        assert spare.call("json:loads", s="1") == 1
+        assert Sidecar.start("reports") is spares["reports"]
+        assert Sidecar.start("tracking") is spares["tracking"] and module._spares == {}
+        assert spares["tracking"].call("json:loads", s="1") == 1
+        assert spares["reports"].call("os:getpid") != spares["tracking"].call("os:getpid")
     finally:
-        spare.close()
-        spare.close()  # twice is harmless (the exit handler closes it again)
+        for car in spares.values():
+            car.close()
+            car.close()  # twice is harmless (the exit handler closes it again)
 
 
 @pytest.mark.slow
@@ -274,13 +336,14 @@ def test_a_prestarted_sidecar_no_run_took_ends_with_the_process(tmp_path):
     script = tmp_path / "spare.py"
     script.write_text(
         "from assay.experiments.runs import _sidecar\n"
-        "_sidecar.Sidecar.prestart()\n"
-        "print(_sidecar._spare._proc.pid, flush=True)\n"  # then exit, as a zero-call re-run
+        "_sidecar.Sidecar.prestart(('tracking', 'reports'))\n"
+        "print(*(c._proc.pid for c in _sidecar._spares.values()), flush=True)\n"  # then exit
     )
     env = {**os.environ, "ASSAY_SIDECAR": "1", "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
-    child = int(out.stdout)
+    children = [int(pid) for pid in out.stdout.split()]
+    assert len(children) == 2  # as a zero-call re-run of the harness: two spares, none taken
     deadline = time.monotonic() + 30
-    while _alive(child) and time.monotonic() < deadline:
+    while any(_alive(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child)
+    assert not any(_alive(c) for c in children)
