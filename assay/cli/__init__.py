@@ -7,9 +7,11 @@ finished is already saved) and never waits on a hung request.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import threading
+from collections.abc import Iterator
 
 import assay  # noqa: F401  (sets offline-safe environment defaults first)
 from assay.cli import (
@@ -62,13 +64,10 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # not "creating database tables..."
     args = build_parser().parse_args(argv)
-    if argv is None and getattr(args, "opens_run", ()):
-        # the run's sidecars (MLflow; a harness's reports) start while this process imports
-        # DSPy and reads the data, and load what the end of the run needs while it works
-        from assay.experiments.runs import Sidecar
-
-        Sidecar.prestart(args.opens_run)
     try:
+        if argv is None and getattr(args, "opens_run", ()):
+            with _sidecar_started(args.opens_run):
+                return args.func(args)
         return args.func(args)
     except AssayError as exc:
         print(f"assay: error: {exc}", file=sys.stderr)
@@ -76,6 +75,26 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("assay: interrupted; re-run the same command to resume", file=sys.stderr)
         return _leave(130, argv)
+
+
+@contextlib.contextmanager
+def _sidecar_started(lanes: tuple[str, ...]) -> Iterator[None]:
+    """The run's MLflow sidecar, started before this process imports DSPy: it imports pandas
+    (MLflow's first dependency) on the other core meanwhile, and reads the command's CSV table
+    with it, so that this process needs neither on its way to the first LM call; then it loads
+    MLflow while the run works."""
+    from assay.experiments.runs import Sidecar
+
+    Sidecar.prestart(lanes)
+    car = Sidecar.spare("tracking")
+    if car is None:
+        yield
+        return
+    from assay.data import csv_read_by
+
+    car.submit("importlib:import_module", name="pandas")
+    with csv_read_by(lambda **where: car.call("assay.data._reading:csv_rows", **where)):
+        yield
 
 
 def _no_notebook_display() -> None:

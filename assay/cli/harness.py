@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tests", help="comma-separated tests to run (default: all in the config)")
     p.add_argument("--judges", help="comma-separated judges to run (default: all in the config)")
     add_ray(p)
-    p.set_defaults(func=run, opens_run=("tracking", "reports"))  # the harness offloads its reports
+    # its reports sidecar is started when the run opens: it waits for the first LM answer anyway
+    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

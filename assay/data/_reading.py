@@ -8,7 +8,8 @@ import csv
 import json
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,49 @@ def _read_csv(path: Path, kwargs: dict[str, Any]) -> _Rows:
     return _Rows(rows, [str(c) for c in frame.columns])
 
 
+CsvReader = Callable[..., dict[str, Any]]
+"""Reads a CSV as :func:`csv_rows` does, elsewhere: ``reader(path=, sep=, text_columns=)``."""
+
+_CSV_READER: ContextVar[CsvReader | None] = ContextVar("assay_csv_reader", default=None)
+
+
+@contextlib.contextmanager
+def csv_read_by(reader: CsvReader) -> Iterator[None]:
+    """Within: a local CSV/TSV is read by ``reader`` — the command line's MLflow helper
+    process, which imports pandas anyway and has done so by the time the table is read (~0.5 s
+    of this process's start-up otherwise, on the way to the first LM call). If ``reader``
+    fails for any reason, the file is read here as without it (and its errors reported so)."""
+    token = _CSV_READER.set(reader)
+    try:
+        yield
+    finally:
+        _CSV_READER.reset(token)
+
+
+def csv_rows(path: str, sep: str, text_columns: list[str | None]) -> dict[str, Any]:
+    """``{"rows", "columns"}`` of a CSV/TSV read with pandas as :func:`read_rows` reads it —
+    the job a :func:`csv_read_by` reader runs. Refuses (``TypeError``) a cell that would not
+    survive a JSON round trip unchanged, so that the caller reads the file itself."""
+    file = Path(path)
+    rows = _read_csv(file, {"sep": sep, **_csv_options(file, sep, tuple(text_columns))})
+    for row in rows.to_list():
+        for value in row.values():
+            if value is not None and type(value) not in (str, int, float, bool):
+                raise TypeError(f"a {type(value).__name__} cell")
+    return {"rows": rows.to_list(), "columns": rows.column_names}
+
+
+def _read_csv_elsewhere(path: Path, sep: str, text_columns: tuple[str | None, ...]) -> _Rows | None:
+    reader = _CSV_READER.get()
+    if reader is None:
+        return None
+    try:
+        table = reader(path=str(path), sep=sep, text_columns=list(text_columns))
+        return _Rows(table["rows"], table["columns"])
+    except Exception:  # read here, as without it
+        return None
+
+
 def _check_utf8(path: Path) -> None:
     """DataError naming the line (and data row) of the first byte that is not UTF-8."""
     try:
@@ -221,6 +265,8 @@ def _load_local(
         kwargs["sep"] = "\t" if fmt == "tsv" else ","
         kwargs.update(_csv_options(path, kwargs["sep"], text_columns))
         if path.stat().st_size <= _DIRECT_MAX_BYTES:
+            if (rows := _read_csv_elsewhere(path, kwargs["sep"], text_columns)) is not None:
+                return rows
             try:
                 return _read_csv(path, kwargs)
             except Exception:  # read it the datasets way, which reports what is wrong

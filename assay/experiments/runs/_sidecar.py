@@ -133,6 +133,11 @@ class Sidecar:
                 _spares[lane] = car
 
     @classmethod
+    def spare(cls, lane: str = "tracking") -> Sidecar | None:
+        """The sidecar :meth:`prestart` made for ``lane``, not yet taken by a run (or None)."""
+        return _spares.get(lane)
+
+    @classmethod
     def start(cls, lane: str = "tracking") -> Sidecar | None:
         """A sidecar running this checkout of assay for ``lane`` (the one :meth:`prestart`
         made, if any), or None when not wanted or it cannot start."""
@@ -244,11 +249,11 @@ def serve() -> None:
         job = json.loads(body)
         try:
             value = run_target(job["target"], job["kwargs"])
-            reply = {"id": job_id, "value": json.loads(json.dumps(value, default=str))}
+            line = json.dumps({"id": job_id, "value": value}, default=str)  # once: a table
         except BaseException as exc:  # reported to the caller, which raises it
-            reply = {"id": job_id, "error": f"{type(exc).__name__}: {exc}"}
+            line = json.dumps({"id": job_id, "error": f"{type(exc).__name__}: {exc}"})
         try:
-            replies.write(json.dumps(reply) + "\n")
+            replies.write(line + "\n")
         except OSError:  # the command is gone (killed, interrupted): nobody reads the replies
             os._exit(0)
     replies.flush()
