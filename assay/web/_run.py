@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from assay._yaml import load as load_yaml
 from assay.errors import DataError, RunError
 from assay.experiments.reliability import (
     PROBES,
@@ -116,7 +117,7 @@ class ReviewRun:
         if not self.path.is_dir():
             raise RunError(f"{run_dir}: not a directory")
         try:
-            config = yaml.safe_load((self.path / "config.yaml").read_text(encoding="utf-8"))
+            config = load_yaml((self.path / "config.yaml").read_text(encoding="utf-8"))
             self.scale = Scale.parse(config["scale"])
         except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError):
             raise RunError(

@@ -54,8 +54,10 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 def read_yaml(path: Path) -> dict[str, Any]:
     import yaml
 
+    from assay._yaml import load as load_yaml
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return {}
     return data if isinstance(data, dict) else {}
