@@ -53,6 +53,9 @@ def preload_plotting() -> None:
     fig.tight_layout()
     fig.savefig(io.BytesIO(), format="png", dpi=20)
     plt.close(fig)
+    from assay.web import preload_page
+
+    preload_page()  # and report.html's template
 
 
 def heatmap(rates: dict[str, dict[str, float | None]], tests: list[str], path: Path) -> Path:

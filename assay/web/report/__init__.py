@@ -16,7 +16,13 @@ run directory, formatting values), one module per run kind (``_evaluate``, ``_ha
 """
 
 from assay.web.report._model import Block, Items, Report, Row, Table
-from assay.web.report._render import REPORT, detect_kind, render_html, write_html_report
+from assay.web.report._render import (
+    REPORT,
+    detect_kind,
+    preload_page,
+    render_html,
+    write_html_report,
+)
 
 __all__ = [
     "REPORT",
@@ -26,6 +32,7 @@ __all__ = [
     "Row",
     "Table",
     "detect_kind",
+    "preload_page",
     "render_html",
     "write_html_report",
 ]
