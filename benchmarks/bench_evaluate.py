@@ -14,6 +14,7 @@ run_tasks, summarize_run, write_html) — nothing in assay is changed. Nothing i
 figures vary with the machine's load; read the medians (``--repeat``).
 
     python benchmarks/bench_evaluate.py [--concurrency 8,32,128] [--clients native,litellm]
+                                        [--wire-model stub|gpt-4o-mini]
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ def stub_run(
     stub: Any, table: Path, workdir: Path, *, client: str, concurrency: int, tag: str
 ) -> tuple[float, float, int, int]:
     """One evaluate on the stub; (judging wall, process CPU in judging, calls, max in flight)."""
-    judge = {"model": "openai/stub", "api_base": stub.base_url, "client": client}
+    judge = {"model": f"openai/{WIRE['model']}", "api_base": stub.base_url, "client": client}
     cfg = config(table, judge, concurrency=concurrency, output_dir=tag, tracking={"enabled": False})
     stub.reset()
     cpu = stub.stats()["cpu_s"]
@@ -198,6 +199,10 @@ def stub_run(
 
 
 STUB_CPU: list[float] = []  # the stub's CPU seconds per request, per run
+# the model name sent to the stub: "stub" is unknown to the price map (JSON mode, as a vLLM or
+# llama.cpp server gets); "gpt-4o-mini" has structured outputs (a JSON schema per request, as a
+# hosted model gets) — the adapter's work differs
+WIRE = {"model": "stub"}
 
 
 def bench_stub(
@@ -207,7 +212,9 @@ def bench_stub(
     zero-latency stub) and wall ÷ (calls × L ÷ C) of the judging stage at each concurrency."""
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
     out: dict[str, float] = {}
-    print(f"\n(b) loopback stub in its own process; medians of {repeat}")
+    print(
+        f"\n(b) loopback stub in its own process, model openai/{WIRE['model']}; medians of {repeat}"
+    )
     with StubProcess(0.0) as fast:
         table = write_table(workdir / "ceiling.csv", 1000)
         for client in clients:
@@ -273,7 +280,13 @@ def main() -> None:
     parser.add_argument("--clients", default="native,litellm", help="comma-separated")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", choices=["scripted", "stub"], default=None)
+    parser.add_argument(
+        "--wire-model",
+        default="stub",
+        help="model name on the stub: stub (JSON mode) or gpt-4o-mini (structured outputs)",
+    )
     args = parser.parse_args()
+    WIRE["model"] = args.wire_model
     one, five, _ = os.getloadavg()
     print(f"load average {one:.1f} / {five:.1f} on {os.cpu_count()} CPUs (figures are noisy)")
     results: dict[str, float] = {}
