@@ -217,6 +217,17 @@ def main() -> None:
         f"load average {one:.1f} / "
         f"{five:.1f} on {os.cpu_count()} CPUs"
     )
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        # every command would compile the checkout's modules from source at start (~0.4 s on a
+        # slow machine): a property of this shell, not of assay; compile them once instead
+        import compileall
+
+        compileall.compile_dir(str(opts.root / "assay"), quiet=1)
+        print(
+            "note: PYTHONDONTWRITEBYTECODE is set here; the checkout was compiled once and the "
+            "commands run without it, as a user's would"
+        )
+        os.environ.pop("PYTHONDONTWRITEBYTECODE")
     suites = ["jrh", "evaluate"] if opts.suite == "both" else [opts.suite]
     out: dict[str, Any] = {}
     with StubProcess(opts.latency, _respond) as stub:
