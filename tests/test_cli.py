@@ -176,3 +176,29 @@ def test_review_import_of_a_bad_file(tmp_path, capsys, monkeypatch):
     code, err = run_cli(capsys, "review", "import", str(run), str(bad))
     assert_one_line_error(code, err, "review.yaml", "nope")
     assert not (run / "reviews.jsonl").exists()
+
+
+def test_a_finished_command_runs_the_exit_handlers_then_skips_the_teardown(monkeypatch):
+    import assay.cli as cli
+
+    events: list[object] = []
+    monkeypatch.setattr(cli.atexit, "_run_exitfuncs", lambda: events.append("exit handlers"))
+    monkeypatch.setattr(cli.os, "_exit", lambda code: events.append(("exit", code)))
+    assert cli._end(0, ["evaluate"]) == 0 and events == []  # from Python: just returned
+    cli._end(3, None)  # the command line
+    assert events == ["exit handlers", ("exit", 3)]
+
+
+@pytest.mark.slow
+def test_the_command_line_prints_its_whole_result_and_its_exit_code(cfg, tmp_path):
+    import json
+
+    from tests.processes import assay_process
+
+    proc = assay_process("evaluate", str(cfg / "config.yaml"), "--quiet", "--json", cwd=tmp_path)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert json.loads(out)["counts"]["scored"] > 0  # all of it, flushed
+    proc = assay_process("evaluate", str(tmp_path / "nope.yaml"), cwd=tmp_path)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2 and err.startswith("assay: error:") and err.count("\n") == 1

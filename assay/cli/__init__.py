@@ -7,6 +7,7 @@ finished is already saved) and never waits on a hung request.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import os
 import sys
@@ -67,14 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv is None and getattr(args, "opens_run", ()):
             with _sidecar_started(args.opens_run):
-                return args.func(args)
-        return args.func(args)
+                code = args.func(args)
+        else:
+            code = args.func(args)
     except AssayError as exc:
         print(f"assay: error: {exc}", file=sys.stderr)
         return _leave(exc.exit_code, argv)
     except KeyboardInterrupt:
         print("assay: interrupted; re-run the same command to resume", file=sys.stderr)
         return _leave(130, argv)
+    return _end(code, argv)
 
 
 @contextlib.contextmanager
@@ -105,6 +108,20 @@ def _no_notebook_display() -> None:
     DSPy, matplotlib and tqdm all fall back to plain output, as without IPython."""
     if "IPython" not in sys.modules:
         sys.modules["IPython"] = None  # type: ignore[assignment]
+
+
+def _end(code: int, argv: list[str] | None) -> int:
+    """A command that ran to its end (its result printed, its files written and closed) exits
+    without the interpreter's teardown of DSPy, pydantic and the rest — 0.15-0.2 s measured
+    after the work was done. The exit handlers still run (the sidecars closed, a Ray session
+    shut down, the embedded model freed, logs flushed). Called from Python, just return."""
+    if argv is not None:
+        return code
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to keep
+            stream.flush()
+    os._exit(code)
 
 
 def _leave(code: int, argv: list[str] | None) -> int:
