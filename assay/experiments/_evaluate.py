@@ -67,7 +67,7 @@ def evaluate(
     programs(1)  # built (API keys checked, program state loaded) before anything is written
 
     with Run.open(
-        config, run_hash, command="evaluate", workdir=workdir, tracking_uri=tracking_uri
+        config, run_hash, command="evaluate", workdir=workdir, tracking_uri=tracking_uri, hold=True
     ) as run:
         done = run.store.judgments()
         work, retried = to_judge((it.id for it in items), done, config.retry.unscored)
@@ -84,13 +84,18 @@ def evaluate(
                 items=items,
             )
         by_id = {it.id: it for it in items}
+
+        def persist(_task: JudgeTask, judgment: Judgment) -> None:
+            run.calls_flowing()  # the first answer: the sidecar's warm-up may start now
+            run.store.append(judgment)
+
         new = run_tasks(
             [
                 JudgeTask(programs(a), by_id[i], config.judge, attempt=a, recipe=recipe(a))
                 for i, a in work
             ],
             concurrency=config.concurrency,
-            on_judgment=lambda _t, j: run.store.append(j),
+            on_judgment=persist,
             progress=progress,
             deadline=config.deadline(started),
             execution=config.execution,

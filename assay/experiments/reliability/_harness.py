@@ -126,7 +126,8 @@ def run_harness(
     run_hash = config.probes_hash(data_fingerprint(pool) + f"|limit={limit}")
     deadline = config.deadline(started)
     # a sidecar, tracked or not: it writes the reports and report.html
-    where = {"workdir": workdir, "tracking_uri": tracking_uri, "sidecar": True}
+    # (its warm-ups, and MLflow's, wait for the first LM call to end: slots' after_first_call)
+    where = {"workdir": workdir, "tracking_uri": tracking_uri, "sidecar": True, "hold": True}
     with Run.open(config, run_hash, command="harness", **where) as run:
         store = run.store
         from assay.experiments.reliability._rerun import finish_key, finished_summary

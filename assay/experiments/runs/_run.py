@@ -80,7 +80,8 @@ class Run:
         self._store_ready: Any = None  # the MLflow store prepared in the background
         self.sidecar: Sidecar | None = None  # the reports lane: what offload / warm run in
         self.tracker: Sidecar | None = None  # the tracking lane: MLflow, loaded meanwhile
-        self._held: list[tuple[str, dict[str, Any]]] | None = []  # warm-ups until calls flow
+        # sidecar jobs held until the run's LM calls flow (see open's ``hold``); None: sent
+        self._held: list[tuple[Sidecar, str, dict[str, Any], Any]] | None = None
         self._held_lock = threading.Lock()
 
     @classmethod
@@ -94,12 +95,19 @@ class Run:
         tracking_uri: str | None = None,
         resolved: dict[str, Any] | None = None,
         sidecar: bool = False,
+        hold: bool = False,
     ) -> Run:
         """The run of ``config`` (a :class:`~assay.experiments.RunConfig`): directory created,
         locked against a second writer, resolved config written on first open. An unfinished
         run starts its sidecars (where wanted: :func:`~._sidecar.wanted`): one that loads
         MLflow when it will log there, and one for its reports when ``sidecar`` asks for it (a
-        runner that offloads its reports with :meth:`offload` and :meth:`warm`)."""
+        runner that offloads its reports with :meth:`offload` and :meth:`warm`).
+
+        ``hold``: the runner calls :meth:`calls_flowing` once its first LM call has ended; the
+        sidecars' warm-ups (MLflow's store, the reports') wait for it. Before it, this process
+        is still reading data and sending the first requests, and a sidecar loading MLflow or
+        matplotlib on the other core slowed that (JRH suite: first request 2.3-2.7 s -> 2.3 s,
+        wall -0.25 s)."""
         run = cls(
             command=command,
             name=config.name,
@@ -120,6 +128,7 @@ class Run:
             run._lock.release()
             raise
         if not run.finished:
+            run._held = [] if hold else None
             if sidecar:
                 run.sidecar = Sidecar.start("reports")
             if run.tracking_enabled:
@@ -133,8 +142,11 @@ class Run:
         failure here is raised again by :meth:`log`, where it always surfaced."""
         where = self._mlflow_where
         if self.tracker is not None:
-            self._store_ready = self.tracker.submit(
-                "assay.experiments.runs._tracking:prepare_store", **where
+            self._send(
+                self.tracker,
+                "assay.experiments.runs._tracking:prepare_store",
+                where,
+                keep=lambda pending: setattr(self, "_store_ready", pending),
             )
         else:
             self._store_ready = Background(
@@ -152,25 +164,31 @@ class Run:
     def warm(self, target: str, **kwargs: Any) -> None:
         """Queue ``target(**kwargs)`` in the reports sidecar ahead of the end of the run
         (loading what the end needs, computing what it will show); nothing without a sidecar.
-        Held back until :meth:`calls_flowing`: before the first LM answer this process is
-        still busy (reading data, sending the first requests), and a sidecar loading matplotlib
-        on the other core slowed that (first request 2.7 -> 3.1 s on the JRH suite)."""
-        if self.sidecar is None:
-            return
-        with self._held_lock:
+        With ``hold``, sent once the calls flow."""
+        if self.sidecar is not None:
+            self._send(self.sidecar, target, kwargs)
+
+    def _send(self, car: Sidecar, target: str, kwargs: dict[str, Any], keep: Any = None) -> None:
+        """Submit a job to ``car`` now, or when the calls flow; ``keep(pending)`` on submit."""
+        with self._held_lock:  # under the lock: a held job is never sent late or kept late
             if self._held is not None:
-                self._held.append((target, kwargs))
+                self._held.append((car, target, kwargs, keep))
                 return
-        self.sidecar.submit(target, **kwargs)
+            pending = car.submit(target, **kwargs)
+            if keep is not None:
+                keep(pending)
 
     def calls_flowing(self) -> None:
-        """The run now waits on its LM calls: the held warm-ups go to the sidecar (the first
-        call's end calls this — :class:`~._pool.CallSlots` ``after_first_call``)."""
+        """The run now waits on its LM calls: the held jobs go to their sidecars, in order.
+        Called by a runner opened with ``hold`` (the harness from its first call's end —
+        :class:`~._pool.CallSlots` ``after_first_call`` —, evaluate at its first judgment);
+        the end of the run calls it too, for a run that made no call."""
         with self._held_lock:
             held, self._held = self._held or [], None
-        if self.sidecar is not None:
-            for target, kwargs in held:
-                self.sidecar.submit(target, **kwargs)
+            for car, target, kwargs, keep in held:
+                pending = car.submit(target, **kwargs)
+                if keep is not None:
+                    keep(pending)
 
     @property
     def _mlflow_where(self) -> dict[str, str]:
@@ -239,6 +257,7 @@ class Run:
         }
         if not tracked.artifacts:
             tracked.artifacts = [self.dir]
+        self.calls_flowing()  # a run that made no LM call: its store is prepared now
         experiment_id = None
         if self._store_ready is not None:
             ready, self._store_ready = self._store_ready, None

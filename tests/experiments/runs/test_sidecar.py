@@ -232,7 +232,7 @@ def test_unknown_lane_is_refused():
         Sidecar.start("plots")
 
 
-def _open_run(tmp_path, *, sidecar: bool, tracked: bool):
+def _open_run(tmp_path, *, sidecar: bool, tracked: bool, hold: bool = False):
     from assay.experiments import RunConfig
     from assay.experiments.runs import Run
 
@@ -245,6 +245,7 @@ def _open_run(tmp_path, *, sidecar: bool, tracked: bool):
         workdir=tmp_path,
         tracking_uri=uri,
         sidecar=sidecar,
+        hold=hold,
     )
 
 
@@ -267,14 +268,14 @@ def test_warm_ups_wait_for_the_calls_and_go_before_an_offloaded_job(tmp_path, mo
     marks.mkdir()
     src = tmp_path / "src.txt"
     src.write_text("x")
-    with _open_run(tmp_path, sidecar=True, tracked=False) as run:
+    with _open_run(tmp_path, sidecar=True, tracked=False, hold=True) as run:
         assert run.tracker is None
         run.warm("shutil:copyfile", src=str(src), dst=str(marks / "warm"))
         assert run.sidecar.call("os:listdir", path=str(marks)) == []  # held, not sent
         run.calls_flowing()
         run.warm("shutil:copyfile", src=str(src), dst=str(marks / "later"))  # sent at once
         assert sorted(run.sidecar.call("os:listdir", path=str(marks))) == ["later", "warm"]
-    with _open_run(tmp_path / "b", sidecar=True, tracked=False) as run:
+    with _open_run(tmp_path / "b", sidecar=True, tracked=False, hold=True) as run:
         run.warm("shutil:copyfile", src=str(src), dst=str(marks / "held"))
         # no call ever ended (a resumed run with nothing left to send): the offloaded job
         # still finds its warm-ups done before it
@@ -347,3 +348,28 @@ def test_a_prestarted_sidecar_no_run_took_ends_with_the_process(tmp_path):
     while any(_alive(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(c) for c in children)
+
+
+def test_without_hold_the_warm_ups_go_at_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASSAY_SIDECAR", "1")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    with _open_run(tmp_path, sidecar=True, tracked=False) as run:
+        run.warm("shutil:copyfile", src=__file__, dst=str(marks / "now"))
+        assert run.sidecar.call("os:listdir", path=str(marks)) == ["now"]
+
+
+def test_held_mlflow_store_is_prepared_when_the_calls_flow_or_at_the_end(tmp_path, monkeypatch):
+    from assay.experiments.runs import TrackedRun
+
+    monkeypatch.setenv("ASSAY_SIDECAR", "1")
+    with _open_run(tmp_path / "a", sidecar=True, tracked=True, hold=True) as run:
+        assert run._store_ready is None  # held: MLflow is not loading beside the first calls
+        run.calls_flowing()
+        assert run._store_ready is not None
+    with _open_run(tmp_path / "b", sidecar=False, tracked=True, hold=True) as run:
+        assert run._store_ready is None
+        # a run that made no LM call: the end prepares the store, and logs
+        run_id = run.finish(TrackedRun(name="no-calls", params={"a": "1"}))
+    assert run_id
+    assert (tmp_path / "b" / "mlflow.db").is_file()
