@@ -33,6 +33,20 @@ class JudgeKind:
 
     @classmethod
     def build_signature(cls, config: Any) -> type[dspy.Signature]:
+        """The kind's signature for ``config`` (its scale and instruction): one class per
+        distinct pair, shared by every judge built for it — a stability probe's judge at its
+        own rollout reuses its source's signature, and with it the adapters' per-signature
+        system message, response format and parsing signature (rebuilt, they cost a few ms of
+        CPU per probe). Signatures are immutable classes, so sharing one is safe."""
+        scale = config.scale.model_dump_json() if cls.scaled and config.scale else None
+        key = (cls, cls.signature, scale, config.instruction)
+        sig = _SIGNATURES.get(key)
+        if sig is None:
+            sig = _SIGNATURES[key] = cls._signature_for(config)
+        return sig
+
+    @classmethod
+    def _signature_for(cls, config: Any) -> type[dspy.Signature]:
         from assay.signatures import with_scale
 
         if cls.scaled:
@@ -56,6 +70,7 @@ class JudgeKind:
 
 
 _KINDS: dict[str, type[JudgeKind]] = {}
+_SIGNATURES: dict[tuple[Any, ...], type[dspy.Signature]] = {}  # JudgeKind.build_signature's
 
 
 def judge_kind(name: str) -> Callable[[type[JudgeKind]], type[JudgeKind]]:
