@@ -1,14 +1,16 @@
 """assay's JSON and chat adapters (strict verdicts, truncation reported) with their system
 message (and the JSON adapter's response format) built once per signature.
 
-The system message (field descriptions, structure, task) depends on the signature alone, yet
-DSPy rebuilds it — with a pydantic schema per field — on every call: a third of a millisecond
-of CPU per LM call. The user message, demos and parsing are DSPy's own, unchanged.
+The system message (field descriptions, structure, task) and the response format depend on the
+signature alone (and on what the LM supports), yet DSPy rebuilds them — with pydantic schemas —
+on every call. The user message is DSPy's, but for a text input, which goes in as it is (DSPy
+gives it back unchanged too, after a pydantic round trip); demos and parsing are DSPy's own.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import dspy
@@ -17,18 +19,29 @@ from dspy.adapters.utils import format_field_value
 from assay.lm._outputs import StrictChatAdapter, StrictJSONAdapter
 
 
+def _per_signature(
+    adapter: dspy.Adapter,
+    name: str,
+    signature: type[dspy.Signature],
+    key: tuple[Any, ...],
+    build: Callable[[], Any],
+) -> Any:
+    """``build()`` once per ``signature`` (and ``key``), kept on ``adapter`` under ``name``.
+    Signatures are immutable classes (a new instruction is a new class), so a kept value never
+    goes stale; the entry holds the class, so its id is never reused for another."""
+    cache = adapter.__dict__.setdefault(name, {})
+    hit = cache.get((id(signature), *key))
+    if hit is None or hit[0] is not signature:
+        hit = cache[(id(signature), *key)] = (signature, build())
+    return hit[1]
+
+
 class _SystemOnce:
-    """Memoize ``format_system_message`` by signature (signatures are immutable classes: a new
-    instruction is a new class, so a cached text can never go stale)."""
+    """``format_system_message`` once per signature."""
 
     def format_system_message(self, signature: type[dspy.Signature]) -> str:
-        cache = self.__dict__.setdefault("_assay_system", {})
-        hit = cache.get(id(signature))
-        if hit is not None and hit[0] is signature:
-            return hit[1]
-        text = super().format_system_message(signature)  # type: ignore[misc]
-        cache[id(signature)] = (signature, text)  # holds the class: its id is never reused
-        return text
+        build = super().format_system_message  # type: ignore[misc]
+        return _per_signature(self, "_assay_system", signature, (), lambda: build(signature))
 
 
 class _PlainText:
@@ -69,21 +82,21 @@ class _FormatOnce:
     third of all the client does (the JSON mode of an unknown model costs nothing)."""
 
     def _prepare_response_format(self, lm, lm_kwargs, signature) -> None:
-        key = (
-            id(signature),
+        prepare = super()._prepare_response_format  # type: ignore[misc]
+
+        def build() -> Any:
+            chosen: dict[str, Any] = {}
+            prepare(lm, chosen, signature)
+            return chosen.get("response_format", _NO_FORMAT)
+
+        supports = (
             "response_format" in lm.supported_params,
             bool(lm.supports_response_schema),
             self.use_native_function_calling,  # type: ignore[attr-defined]
         )
-        cache = self.__dict__.setdefault("_assay_format", {})
-        hit = cache.get(key)
-        if hit is None or hit[0] is not signature:
-            chosen: dict = {}
-            super()._prepare_response_format(lm, chosen, signature)  # type: ignore[misc]
-            hit = (signature, chosen.get("response_format", _NO_FORMAT))
-            cache[key] = hit  # holds the class: its id is never reused
-        if hit[1] is not _NO_FORMAT:
-            lm_kwargs["response_format"] = hit[1]
+        chosen = _per_signature(self, "_assay_format", signature, supports, build)
+        if chosen is not _NO_FORMAT:
+            lm_kwargs["response_format"] = chosen
 
 
 class JSONAdapter(_FormatOnce, _PlainText, _SystemOnce, StrictJSONAdapter):
