@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # not "creating database tables..."
     args = build_parser().parse_args(argv)
     try:
-        if argv is None and getattr(args, "opens_run", ()):
-            with _sidecar_started(args.opens_run):
+        if argv is None and getattr(args, "opens_run", False):
+            with _sidecar_started():
                 code = args.func(args)
         else:
             code = args.func(args)
@@ -81,15 +81,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def _sidecar_started(lanes: tuple[str, ...]) -> Iterator[None]:
+def _sidecar_started() -> Iterator[None]:
     """The run's MLflow sidecar, started before this process imports DSPy: it imports pandas
     (MLflow's first dependency) on the other core meanwhile, and reads the command's CSV table
     with it, so that this process needs neither on its way to the first LM call; then it loads
     MLflow while the run works."""
     from assay.experiments.runs import Sidecar
 
-    Sidecar.prestart(lanes)
-    car = Sidecar.spare("tracking")
+    Sidecar.prestart()
+    car = Sidecar.spare()
     if car is None:
         yield
         return

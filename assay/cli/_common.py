@@ -48,10 +48,7 @@ def add_run(p: argparse.ArgumentParser, *, model: bool = False, limit: str = "it
     )
     add_tracking(p)
     add_output(p)
-    # main() starts the run's MLflow sidecar before the imports (a harness's reports sidecar,
-    # which waits for the first LM answer anyway, starts when its run opens: a zero-call re-run
-    # then starts one interpreter, not two)
-    p.set_defaults(opens_run=("tracking",))
+    p.set_defaults(opens_run=True)  # main() starts the run's MLflow sidecar before the imports
 
 
 def add_ray(p: argparse.ArgumentParser) -> None:

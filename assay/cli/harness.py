@@ -25,7 +25,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tests", help="comma-separated tests to run (default: all in the config)")
     p.add_argument("--judges", help="comma-separated judges to run (default: all in the config)")
     add_ray(p)
-    # its reports sidecar is started when the run opens: it waits for the first LM answer anyway
     p.set_defaults(func=run)
 
 

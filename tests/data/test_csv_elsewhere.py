@@ -98,7 +98,7 @@ def test_the_command_line_reads_its_table_in_the_mlflow_sidecar(monkeypatch):
     from assay.cli import _sidecar_started
 
     monkeypatch.setenv("ASSAY_SIDECAR", "1")
-    monkeypatch.setattr(module, "_spares", {})
+    monkeypatch.setattr(module, "_spare", None)
     sent: list[str] = []
     call = Sidecar.call
 
@@ -110,11 +110,11 @@ def test_the_command_line_reads_its_table_in_the_mlflow_sidecar(monkeypatch):
     path = REPO / "examples" / "data" / "jrh" / "persuade" / "persuade_sample.csv"
     here = _read(path, ())
     try:
-        with _sidecar_started(("tracking",)):
-            car = module._spares["tracking"]
+        with _sidecar_started():
+            car = module._spare
             assert _read(path, ()) == here
         assert sent == ["assay.data._reading:csv_rows"]
         assert car.call("os:getpid") == car._proc.pid  # read there, not here
     finally:
-        for spare in module._spares.values():
-            spare.close()
+        if module._spare is not None:
+            module._spare.close()

@@ -51,7 +51,7 @@ _BOOT = (
 LANES = ("tracking", "reports")
 """What a sidecar is for: MLflow (prepare the store, log the run), or the run's reports."""
 
-_spares: dict[str, Sidecar] = {}  # started by prestart(), not yet taken by a run
+_spare: Sidecar | None = None  # the tracking lane's, started by prestart(), not yet taken
 
 
 class SidecarError(RunError):
@@ -121,30 +121,35 @@ class Sidecar:
         self._reader.start()
 
     @classmethod
-    def prestart(cls, lanes: tuple[str, ...] = ("tracking",)) -> None:
-        """Start a sidecar per lane now, for the run a command is about to open (the command
-        line calls this before its own imports); :meth:`start` hands them over, and one no run
-        took is ended when the process exits. They load nothing until the run sends its first
-        job: loading MLflow beside this process's own imports slowed them (measured on the JRH
-        suite: first request 1.6 -> 2.1-2.25 s, a zero-call re-run 1.2-1.3 -> 1.7-1.85 s)."""
-        for lane in lanes:
-            if lane not in _spares and (car := cls._spawn()) is not None:
-                atexit.register(car.close)
-                _spares[lane] = car
+    def prestart(cls) -> None:
+        """Start the tracking lane's sidecar now, for the run a command is about to open (the
+        command line calls this before its own imports); :meth:`start` hands it over, and one no
+        run took is ended when the process exits. It loads only what the command asks of it
+        until the run's first LM answer: loading MLflow beside this process's own imports slowed
+        them (measured on the JRH suite: first request 1.6 -> 2.1-2.25 s, a zero-call re-run
+        1.2-1.3 -> 1.7-1.85 s). (A harness's reports sidecar waits for that answer anyway, so it
+        is started when its run opens: a zero-call re-run starts one interpreter, not two.)"""
+        global _spare
+        if _spare is None and (car := cls._spawn()) is not None:
+            atexit.register(car.close)
+            _spare = car
 
     @classmethod
-    def spare(cls, lane: str = "tracking") -> Sidecar | None:
-        """The sidecar :meth:`prestart` made for ``lane``, not yet taken by a run (or None)."""
-        return _spares.get(lane)
+    def spare(cls) -> Sidecar | None:
+        """The sidecar :meth:`prestart` made, not yet taken by a run (or None)."""
+        return _spare
 
     @classmethod
     def start(cls, lane: str = "tracking") -> Sidecar | None:
-        """A sidecar running this checkout of assay for ``lane`` (the one :meth:`prestart`
-        made, if any), or None when not wanted or it cannot start."""
+        """A sidecar running this checkout of assay for ``lane`` (for tracking, the one
+        :meth:`prestart` made, if any), or None when not wanted or it cannot start."""
+        global _spare
         if lane not in LANES:
             raise ValueError(f"unknown sidecar lane {lane!r}; lanes: {', '.join(LANES)}")
-        car = _spares.pop(lane, None)
-        return car if car is not None else cls._spawn()
+        if lane == "tracking" and _spare is not None:
+            car, _spare = _spare, None
+            return car
+        return cls._spawn()
 
     @classmethod
     def _spawn(cls) -> Sidecar | None:

@@ -312,17 +312,18 @@ def test_a_prestarted_sidecar_is_the_one_the_next_run_takes(monkeypatch):
     import assay.experiments.runs._sidecar as module
 
     monkeypatch.setenv("ASSAY_SIDECAR", "1")
-    monkeypatch.setattr(module, "_spares", {})
-    Sidecar.prestart(("tracking", "reports"))
-    spares = dict(module._spares)
-    assert set(spares) == {"tracking", "reports"}
+    monkeypatch.setattr(module, "_spare", None)
+    Sidecar.prestart()
+    spare = module._spare
+    assert spare is not None and Sidecar.spare() is spare
+    reports = Sidecar.start("reports")  # a lane of its own: not the tracking lane's spare
     try:
-        assert Sidecar.start("reports") is spares["reports"]
-        assert Sidecar.start("tracking") is spares["tracking"] and module._spares == {}
-        assert spares["tracking"].call("json:loads", s="1") == 1
-        assert spares["reports"].call("os:getpid") != spares["tracking"].call("os:getpid")
+        assert reports is not None and reports is not spare and module._spare is spare
+        assert Sidecar.start("tracking") is spare and module._spare is None
+        assert spare.call("json:loads", s="1") == 1
+        assert reports.call("os:getpid") != spare.call("os:getpid")
     finally:
-        for car in spares.values():
+        for car in (spare, reports):
             car.close()
             car.close()  # twice is harmless (the exit handler closes it again)
 
@@ -337,17 +338,16 @@ def test_a_prestarted_sidecar_no_run_took_ends_with_the_process(tmp_path):
     script = tmp_path / "spare.py"
     script.write_text(
         "from assay.experiments.runs import _sidecar\n"
-        "_sidecar.Sidecar.prestart(('tracking', 'reports'))\n"
-        "print(*(c._proc.pid for c in _sidecar._spares.values()), flush=True)\n"  # then exit
+        "_sidecar.Sidecar.prestart()\n"
+        "print(_sidecar._spare._proc.pid, flush=True)\n"  # then exit, as a zero-call re-run
     )
     env = {**os.environ, "ASSAY_SIDECAR": "1", "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
-    children = [int(pid) for pid in out.stdout.split()]
-    assert len(children) == 2  # as a zero-call re-run of the harness: two spares, none taken
+    child = int(out.stdout)
     deadline = time.monotonic() + 30
-    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+    while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(c) for c in children)
+    assert not _alive(child)
 
 
 def test_without_hold_the_warm_ups_go_at_once(tmp_path, monkeypatch):
