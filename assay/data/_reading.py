@@ -177,12 +177,13 @@ def csv_rows(path: str, sep: str, text_columns: list[str | None]) -> dict[str, A
     the job a :func:`csv_read_by` reader runs. Refuses (``TypeError``) a cell that would not
     survive a JSON round trip unchanged, so that the caller reads the file itself."""
     file = Path(path)
-    rows = _read_csv(file, {"sep": sep, **_csv_options(file, sep, tuple(text_columns))})
-    for row in rows.to_list():
+    table = _read_csv(file, {"sep": sep, **_csv_options(file, sep, tuple(text_columns))})
+    rows = table.to_list()
+    for row in rows:
         for value in row.values():
             if value is not None and type(value) not in (str, int, float, bool):
                 raise TypeError(f"a {type(value).__name__} cell")
-    return {"rows": rows.to_list(), "columns": rows.column_names}
+    return {"rows": rows, "columns": table.column_names}
 
 
 def _read_csv_elsewhere(path: Path, sep: str, text_columns: tuple[str | None, ...]) -> _Rows | None:
