@@ -185,10 +185,17 @@ def bench_scripted(table: Path, workdir: Path, n: int, concurrency: int) -> dict
 
 
 def stub_run(
-    stub: Any, table: Path, workdir: Path, *, client: str, concurrency: int, tag: str
+    stub: Any,
+    table: Path,
+    workdir: Path,
+    *,
+    model: str,
+    client: str,
+    concurrency: int,
+    tag: str,
 ) -> tuple[float, float, int, int]:
     """One evaluate on the stub; (judging wall, process CPU in judging, calls, max in flight)."""
-    judge = {"model": f"openai/{WIRE['model']}", "api_base": stub.base_url, "client": client}
+    judge = {"model": model, "api_base": stub.base_url, "client": client}
     cfg = config(table, judge, concurrency=concurrency, output_dir=tag, tracking={"enabled": False})
     stub.reset()
     cpu = stub.stats()["cpu_s"]
@@ -199,26 +206,30 @@ def stub_run(
 
 
 STUB_CPU: list[float] = []  # the stub's CPU seconds per request, per run
-# the model name sent to the stub: "stub" is unknown to the price map (JSON mode, as a vLLM or
-# llama.cpp server gets); "gpt-4o-mini" has structured outputs (a JSON schema per request, as a
-# hosted model gets) — the adapter's work differs
-WIRE = {"model": "stub"}
 
 
 def bench_stub(
-    workdir: Path, latency: float, concurrencies: list[int], clients: list[str], repeat: int
+    workdir: Path,
+    latency: float,
+    concurrencies: list[int],
+    clients: list[str],
+    repeat: int,
+    wire_model: str = "stub",
 ) -> dict[str, float]:
     """(b) The loopback stub in its own process, both clients: the calls/s ceiling (a
-    zero-latency stub) and wall ÷ (calls × L ÷ C) of the judging stage at each concurrency."""
+    zero-latency stub) and wall ÷ (calls × L ÷ C) of the judging stage at each concurrency.
+
+    ``wire_model``, the model name sent to the stub: ``stub`` is unknown to the price map (JSON
+    mode, as a vLLM or llama.cpp server gets); ``gpt-4o-mini`` has structured outputs (a JSON
+    schema per request, as a hosted model gets) — the adapter's work differs."""
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
     out: dict[str, float] = {}
-    print(
-        f"\n(b) loopback stub in its own process, model openai/{WIRE['model']}; medians of {repeat}"
-    )
+    on_stub = functools.partial(stub_run, model=f"openai/{wire_model}")
+    print(f"\n(b) loopback stub in its own process, model openai/{wire_model}; medians of {repeat}")
     with StubProcess(0.0) as fast:
         table = write_table(workdir / "ceiling.csv", 1000)
         for client in clients:
-            stub_run(
+            on_stub(
                 fast,
                 write_table(workdir / "w.csv", 32),
                 workdir,
@@ -227,7 +238,7 @@ def bench_stub(
                 tag=f"warm-{client}",
             )  # imports, first-use costs
             rows = [
-                stub_run(fast, table, workdir, client=client, concurrency=32, tag=f"c-{client}-{r}")
+                on_stub(fast, table, workdir, client=client, concurrency=32, tag=f"c-{client}-{r}")
                 for r in range(repeat)
             ]
             rate = statistics.median(calls / wall for wall, _, calls, _ in rows)
@@ -247,7 +258,7 @@ def bench_stub(
                 n = max(400, 16 * c)
                 table = write_table(workdir / f"t{n}.csv", n)
                 rows = [
-                    stub_run(
+                    on_stub(
                         stub,
                         table,
                         workdir,
@@ -286,7 +297,6 @@ def main() -> None:
         help="model name on the stub: stub (JSON mode) or gpt-4o-mini (structured outputs)",
     )
     args = parser.parse_args()
-    WIRE["model"] = args.wire_model
     one, five, _ = os.getloadavg()
     print(f"load average {one:.1f} / {five:.1f} on {os.cpu_count()} CPUs (figures are noisy)")
     results: dict[str, float] = {}
@@ -298,7 +308,11 @@ def main() -> None:
             results.update(bench_scripted(table, workdir, args.items, concurrencies[0]))
         if args.only in (None, "stub"):
             clients = args.clients.split(",")
-            results.update(bench_stub(workdir, args.latency, concurrencies, clients, args.repeat))
+            results.update(
+                bench_stub(
+                    workdir, args.latency, concurrencies, clients, args.repeat, args.wire_model
+                )
+            )
     print(json.dumps({k: round(v, 4) for k, v in results.items()}))
 
 
