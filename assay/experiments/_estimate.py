@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from assay._yaml import load as load_yaml
 from assay.errors import ConfigError, RunError
 from assay.experiments._config import EvaluateConfig
 from assay.experiments._items import load_items
@@ -45,7 +46,7 @@ class PrevalenceResult(BaseModel):
 def _read(run_dir: Path) -> tuple[EvaluateConfig, dict[str, Judgment]]:
     path = Path(run_dir)
     try:
-        raw = yaml.safe_load((path / "config.yaml").read_text(encoding="utf-8"))
+        raw = load_yaml((path / "config.yaml").read_text(encoding="utf-8"))
         config = EvaluateConfig.model_validate(raw)
     except (OSError, yaml.YAMLError, ValueError):
         raise RunError(f"{path}: not an evaluate run directory (no valid config.yaml)") from None

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from assay._yaml import load as load_yaml
 from assay.data import iter_jsonl, last_assistant_text_index, replace_message
 from assay.errors import DataError
 from assay.experiments.reliability._probe import Probe, Review
@@ -165,7 +166,7 @@ def run_scale(run_dir: Path) -> Scale:
     from assay.errors import RunError
 
     try:
-        return Scale.parse(yaml.safe_load((Path(run_dir) / "config.yaml").read_text())["scale"])
+        return Scale.parse(load_yaml((Path(run_dir) / "config.yaml").read_text())["scale"])
     except (OSError, KeyError, TypeError, yaml.YAMLError):
         raise RunError(
             f"{run_dir}: not a harness run directory (no config.yaml with a scale)"
