@@ -122,7 +122,7 @@ def _native_lm(spec: ModelSpec, kwargs: dict[str, Any]) -> dspy.LM:
         timeout=spec.timeout,
         limiter=limiter_for(endpoint, wire, spec.rpm, spec.tpm),
     )
-    return dspy.LM(model, engine=sync, async_engine=aio, **kwargs)
+    return AssayLM(model, engine=sync, async_engine=aio, **kwargs)
 
 
 def check_api_key(model: str) -> None:

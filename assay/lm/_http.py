@@ -5,7 +5,7 @@ DSPy still owns everything around the request — its adapters, the response cac
 tracking, history and the retry loop (``num_retries``, waiting ``Retry-After`` on a 429) — the
 engine makes one attempt. What it changes is the cost: no LiteLLM import (seconds of start-up)
 and a fraction of the CPU per call: ``http.client`` on a keep-alive connection per thread
-(httpx behind a proxy), and an async twin on ``httpx.AsyncClient``.
+(httpx behind a proxy), and an async twin on ``aiohttp``.
 
 The body sent is what LiteLLM sends an OpenAI-compatible server for the same call: ``model``
 without its ``openai/`` prefix, ``messages``, ``temperature``, ``max_tokens``, ``seed``,
@@ -24,6 +24,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import AsyncIterator
 from typing import Any
 
 from dspy.lm15 import (
@@ -284,40 +285,61 @@ class HttpEngine(_Endpoint):
 
 
 class AsyncHttpEngine(_Endpoint):
-    """One async attempt, on an ``httpx.AsyncClient`` per event loop."""
+    """One async attempt, on an ``aiohttp`` session per event loop (its C HTTP parser: about
+    2 ms of CPU per DSPy call at 128 in flight, where ``httpx.AsyncClient`` took 7-9 ms —
+    measured against the loopback stub). Proxies from the environment apply (``trust_env``)."""
 
     def __init__(self, **kw: Any):
         super().__init__(**kw)
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
+        self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, Any, Any]] = {}
 
-    def _http(self) -> Any:
-        import httpx
+    async def _session(self) -> Any:
+        """This event loop's session, made on its first call and closed when the loop shuts
+        down (``asyncio.run`` ends: its async generators are closed, this one with them)."""
+        import aiohttp
 
         loop = asyncio.get_running_loop()
-        entry = self._clients.get(id(loop))
+        entry = self._sessions.get(id(loop))
         if entry is None or entry[0] is not loop:
-            for key, (old, _) in list(self._clients.items()):
-                if old.is_closed():
-                    del self._clients[key]
-            entry = (loop, httpx.AsyncClient(timeout=self.timeout, limits=self._limits()))
-            self._clients[id(loop)] = entry
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                trust_env=True,
+            )
+            closer = self._close_at_shutdown(id(loop), session)
+            await closer.__anext__()
+            entry = (loop, session, closer)
+            self._sessions[id(loop)] = entry
         return entry[1]
+
+    async def _close_at_shutdown(self, key: int, session: Any) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            self._sessions.pop(key, None)
+            await session.close()
 
     async def complete(self, request: Any) -> Response:
         content, estimate = self._prepare(request)
         if self.limiter is not None:
             await self.limiter.aacquire(estimate)
         try:
-            r = await self._http().post(self.url, content=content, headers=self.headers)
-        except Exception as exc:  # httpx: the attempt failed in transit
+            session = await self._session()
+            async with session.post(self.url, data=content, headers=self.headers) as r:
+                status, text, headers = r.status, await r.text(errors="replace"), r.headers
+        except asyncio.CancelledError:
+            if self.limiter is not None:
+                self.limiter.release(ok=False)
+            raise
+        except Exception as exc:  # aiohttp or the socket: the attempt failed in transit
             raise self._failed(exc) from None
-        return self._answer(r.status_code, r.text, r.headers, estimate)
+        return self._answer(status, text, headers, estimate)
 
     async def aclose(self) -> None:
-        loop = asyncio.get_running_loop()
-        entry = self._clients.pop(id(loop), None)
+        """Close this event loop's session now (else it closes when the loop shuts down)."""
+        entry = self._sessions.get(id(asyncio.get_running_loop()))
         if entry is not None:
-            await entry[1].aclose()
+            await entry[2].aclose()
 
 
 # Engines (and their connection pools) shared by every LM on the same endpoint, key and timeout:
@@ -348,3 +370,4 @@ def http_engines(
             }
             _ENGINES[key] = (HttpEngine(**kw), AsyncHttpEngine(**kw))
         return _ENGINES[key]
+

@@ -160,6 +160,10 @@ class _Strict:
         _LAST_FINISH.set(())  # what an earlier call left is not this call's
         return super().__call__(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[misc]
 
+    async def acall(self, lm, lm_kwargs, signature, demos, inputs):
+        _LAST_FINISH.set(())
+        return await super().acall(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[misc]
+
 
 class StrictJSONAdapter(_Strict, dspy.JSONAdapter):
     """``dspy.JSONAdapter`` with strict ``Literal`` fields and truncation reported."""

@@ -55,9 +55,8 @@ def usage_of_tracker(
     counted in ``unpriced_calls``, never priced at zero. ``limits`` (from
     :func:`~assay.lm.track_limits`) adds the time the calls waited on rate limits.
     """
-    total = Usage()
-    if limits is not None:
-        total = Usage(limit_wait_s=round(limits.waited_s, 4), rate_limited=limits.rate_limited)
+    prompt = completion = calls = unpriced = 0
+    cost_sum = 0.0
     for model, entries in tracker.usage_data.items():
         for entry in entries:
             p = int(entry.get("prompt_tokens") or 0)
@@ -65,11 +64,15 @@ def usage_of_tracker(
             if not p and not c:
                 continue
             cost = cost_usd(model, p, c, price)
-            total = total + Usage(
-                prompt_tokens=p,
-                completion_tokens=c,
-                cost_usd=cost or 0.0,
-                calls=1,
-                unpriced_calls=int(cost is None),
-            )
-    return total
+            prompt, completion, calls = prompt + p, completion + c, calls + 1
+            cost_sum += cost or 0.0
+            unpriced += cost is None
+    return Usage(  # one model built per judgment: this runs once per LM call
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost_usd=cost_sum,
+        calls=calls,
+        unpriced_calls=unpriced,
+        limit_wait_s=round(limits.waited_s, 4) if limits is not None else 0.0,
+        rate_limited=limits.rate_limited if limits is not None else 0,
+    )

@@ -16,15 +16,24 @@ from assay.programs import JudgeConfig, unscored_reason
 from assay.types import Item, Judgment
 
 
-def judge_one(program: dspy.Module, item: Item, config: JudgeConfig, attempt: int = 1) -> Judgment:
+def judge_one(
+    program: dspy.Module,
+    item: Item,
+    config: JudgeConfig,
+    attempt: int = 1,
+    *,
+    config_hash: str | None = None,
+) -> Judgment:
     """Judge one item (``attempt``: how many times it has been judged, this one included).
-    Grading failures become unscored judgments; bugs propagate."""
+    Grading failures become unscored judgments; bugs propagate. ``config_hash``: the config's
+    :meth:`~assay.programs.JudgeConfig.config_hash` when the caller has it (a pool of many
+    items computes it once, not per item)."""
     start = time.perf_counter()
     base: dict[str, Any] = {
         "item_id": item.id,
         "judge": config.name,
         "model": config.model,
-        "config_hash": config.config_hash(),
+        "config_hash": config_hash or config.config_hash(),
     }
     with (
         dspy.context(adapter=make_adapter(config.adapter)),
@@ -106,9 +115,17 @@ def run_tasks(
             postfix=count,
         )
 
+    hashes: dict[int, str] = {}  # per config (alive as long as its tasks): once, not per item
+
+    def judge(t: JudgeTask) -> Judgment:
+        digest = hashes.get(id(t.config))
+        if digest is None:
+            digest = hashes[id(t.config)] = t.config.config_hash()
+        return judge_one(t.program, t.item, t.config, t.attempt, config_hash=digest)
+
     return run_pool(
         tasks,
-        lambda t: judge_one(t.program, t.item, t.config, t.attempt),
+        judge,
         concurrency=concurrency,
         on_result=on_judgment,
         progress=progress,
