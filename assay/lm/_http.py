@@ -370,4 +370,3 @@ def http_engines(
             }
             _ENGINES[key] = (HttpEngine(**kw), AsyncHttpEngine(**kw))
         return _ENGINES[key]
-

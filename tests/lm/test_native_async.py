@@ -66,7 +66,10 @@ def test_async_calls_send_and_read_what_sync_calls_do():
 
 
 def test_async_errors_are_the_sync_errors():
-    with StubServer(respond=_verdict, status_sequence=[400]) as stub, dspy.context(adapter=make_adapter("json")):
+    with (
+        StubServer(respond=_verdict, status_sequence=[400]) as stub,
+        dspy.context(adapter=make_adapter("json")),
+    ):
         program = _program(stub, retries=0)
         with pytest.raises(Exception) as sync_error:
             program(answer="x")
@@ -79,7 +82,10 @@ def test_async_errors_are_the_sync_errors():
 
 
 def test_async_timeout_is_an_lm_timeout():
-    with StubServer(respond=_verdict, latency_s=2.0) as stub, dspy.context(adapter=make_adapter("json")):
+    with (
+        StubServer(respond=_verdict, latency_s=2.0) as stub,
+        dspy.context(adapter=make_adapter("json")),
+    ):
         program = _program(stub, timeout=0.3, retries=0)
         with pytest.raises(Exception, match="no answer within 0.3s"):
             asyncio.run(program.acall(answer="x"))
