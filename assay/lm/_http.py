@@ -320,6 +320,9 @@ class AsyncHttpEngine(_Endpoint):
         loop = asyncio.get_running_loop()
         entry = self._sessions.get(id(loop))
         if entry is None or entry[0] is not loop:
+            for key, (old, *_) in list(self._sessions.items()):
+                if old.is_closed():  # a loop closed without shutting down its async generators
+                    del self._sessions[key]
             session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
                 timeout=aiohttp.ClientTimeout(total=self.timeout),

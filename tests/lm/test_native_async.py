@@ -54,6 +54,8 @@ def test_async_calls_send_and_read_what_sync_calls_do():
             first = asyncio.run(judge_all())
             second = asyncio.run(judge_all())  # a new loop: a new session, same answers
         async_bodies = stub.requests[: len(answers)]
+        # each asyncio.run closed its loop's session on the way out: none is left behind
+        assert program.lm._async_engine_spec._sessions == {}
 
     key = lambda b: b["messages"][-1]["content"]  # noqa: E731
     assert sorted(async_bodies, key=key) == sorted(sync_bodies, key=key)
@@ -112,3 +114,15 @@ def test_a_cut_verdict_is_truncated_on_both_paths():
             program(answer="x")
         with pytest.raises(TruncatedOutput):
             asyncio.run(program.acall(answer="y"))
+
+
+def test_a_loop_closed_by_hand_leaves_no_session_behind():
+    with StubServer(respond=_verdict) as stub, dspy.context(adapter=make_adapter("json")):
+        program = _program(stub)
+        engine = program.lm._async_engine_spec
+        loop = asyncio.new_event_loop()
+        assert loop.run_until_complete(program.acall(answer="Sunlight")).verdict is True
+        loop.close()  # without shutting its async generators down: its session stays open
+        assert len(engine._sessions) == 1
+        assert asyncio.run(program.acall(answer="No idea.")).verdict is False
+    assert engine._sessions == {}  # the closed loop's entry dropped, the new one closed
