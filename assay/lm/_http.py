@@ -201,11 +201,6 @@ class _Endpoint:
             return LMTimeout(f"no answer within {self.timeout:g}s", provider=PROVIDER)
         return TransportError(f"{type(exc).__name__}: {exc}", provider=PROVIDER)
 
-    def _limits(self) -> Any:
-        import httpx
-
-        return httpx.Limits(max_connections=None, max_keepalive_connections=512)
-
 
 class HttpEngine(_Endpoint):
     """One synchronous attempt on a keep-alive connection per thread (``http.client``: a fifth
@@ -254,7 +249,7 @@ class HttpEngine(_Endpoint):
         ``http.client`` connects (TLS included) and reads the answer; the request goes out in
         one write — its request line and headers are the same for every call to this
         endpoint, made once — where ``HTTPConnection.request`` validates and sends the headers
-        and then the body in two (a sixth of the client's HTTP time, measured)."""
+        and then the body in two (89 -> 64 µs of client CPU per POST, measured alone)."""
         request = self._head + str(len(content)).encode() + self._tail + content
         for attempt in (0, 1):
             conn = getattr(self._local, "conn", None)
@@ -293,7 +288,8 @@ class HttpEngine(_Endpoint):
         if self._client is None:
             with self._lock:
                 if self._client is None:
-                    self._client = httpx.Client(timeout=self.timeout, limits=self._limits())
+                    limits = httpx.Limits(max_connections=None, max_keepalive_connections=512)
+                    self._client = httpx.Client(timeout=self.timeout, limits=limits)
         r = self._client.post(self.url, content=content, headers=self.headers)
         return r.status_code, r.text, r.headers
 
