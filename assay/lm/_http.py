@@ -40,7 +40,7 @@ from dspy.lm15 import (
 from dspy.lm15 import TimeoutError as LMTimeout
 
 from assay.lm._engine import request_messages, to_plain
-from assay.lm._limits import RateLimiter
+from assay.lm._limits import RateLimiter, on_the_wire
 
 OPENAI_BASE = "https://api.openai.com/v1"
 PROVIDER = "openai-compatible"
@@ -232,14 +232,17 @@ class HttpEngine(_Endpoint):
         self._tail = ("\r\n" + "\r\n".join(after) + "\r\n\r\n").encode("latin-1")
         self._lock = threading.Lock()
 
+    gates_wire = True  # holds a run's call slot around the exchange only (see gate_calls)
+
     def complete(self, request: Any) -> Response:
         content, estimate = self._prepare(request)
-        if self.limiter is not None:
-            self.limiter.acquire(estimate)
-        try:
-            status, text, headers = (self._via_httpx if self._proxy else self._post)(content)
-        except Exception as exc:  # socket, http.client or httpx: the attempt failed in transit
-            raise self._failed(exc) from None
+        with on_the_wire():
+            if self.limiter is not None:
+                self.limiter.acquire(estimate)
+            try:
+                status, text, headers = (self._via_httpx if self._proxy else self._post)(content)
+            except Exception as exc:  # socket, http.client or httpx: failed in transit
+                raise self._failed(exc) from None
         return self._answer(status, text, headers, estimate)
 
     def _post(self, content: bytes) -> tuple[int, str, Any]:

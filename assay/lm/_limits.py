@@ -15,8 +15,8 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -43,6 +43,41 @@ def track_limits() -> Iterator[LimitStats]:
         yield stats
     finally:
         _current.reset(token)
+
+
+_wire_gate: ContextVar[Callable[[], AbstractContextManager[object]] | None] = ContextVar(
+    "assay_wire_gate", default=None
+)
+
+
+@contextmanager
+def gate_calls(hold: Callable[[], AbstractContextManager[object]]) -> Iterator[None]:
+    """Each LM call made inside holds ``hold()`` — one of a run's slots of calls in flight —
+    while it is on the wire. An engine that marks itself ``gates_wire`` (the native client)
+    takes it around the HTTP exchange alone: the prompt is built, the cache looked up, the
+    answer parsed and priced outside it, so a freed slot goes to a call that is ready to send,
+    and a cache hit takes none. Any other engine's call holds it throughout (:class:`AssayLM`)."""
+    token = _wire_gate.set(hold)
+    try:
+        yield
+    finally:
+        _wire_gate.reset(token)
+
+
+@contextmanager
+def on_the_wire() -> Iterator[None]:
+    """Hold the slot of the enclosing :func:`gate_calls`, if any, for one exchange; a call made
+    inside it (an engine calling another) holds no second slot."""
+    hold = _wire_gate.get()
+    if hold is None:
+        yield
+        return
+    token = _wire_gate.set(None)
+    try:
+        with hold():
+            yield
+    finally:
+        _wire_gate.reset(token)
 
 
 def _record(waited: float = 0.0, limited: int = 0) -> None:

@@ -30,6 +30,8 @@ from typing import Any, Literal, get_args, get_origin
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from assay.lm._limits import on_the_wire
+
 _LAST_FINISH: ContextVar[tuple[str, ...]] = ContextVar("assay_last_finish", default=())
 
 
@@ -58,6 +60,14 @@ class AssayLM(dspy.LM):
         """DSPy warns that a rollout id "has no effect" at temperature 0, but the rollout id is
         part of its cache key, so a retry (``--retry-unscored``) is a fresh request as meant
         (tests/experiments/test_faults.py checks that it reaches the server): no warning."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """A call made inside :func:`~assay.lm._limits.gate_calls` holds its slot for the whole
+        call, unless the engine holds it around the exchange alone (``gates_wire``)."""
+        if getattr(self._engine_spec, "gates_wire", False):
+            return super().__call__(*args, **kwargs)
+        with on_the_wire():
+            return super().__call__(*args, **kwargs)
 
     def update_history(self, entry: dict[str, Any]) -> None:
         _LAST_FINISH.set(finish_reasons(entry.get("response")))

@@ -288,6 +288,7 @@ def _handler_for(stub: StubServer) -> type[BaseHTTPRequestHandler]:
                 )
                 return
             index, status = stub._admit(body)
+            self._admitted = True
             try:
                 if stub.latency_s:
                     time.sleep(stub.latency_s)
@@ -311,6 +312,13 @@ def _handler_for(stub: StubServer) -> type[BaseHTTPRequestHandler]:
                 else:
                     self._send(status, _error("server_error", f"stub status {status}"), headers)
             finally:
+                self._leave()
+
+        def _leave(self) -> None:
+            """No longer in flight — counted before the answer goes out, so that a client that
+            sends its next request as soon as it has this answer is never seen over its limit."""
+            if getattr(self, "_admitted", False):
+                self._admitted = False
                 stub._release()
 
         def _send(
@@ -322,6 +330,7 @@ def _handler_for(stub: StubServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
+            self._leave()
             self.end_headers()
             self.wfile.write(data)
 

@@ -4,9 +4,9 @@ judgment appended as it finishes — sources and probes alike, in the same pool 
 Judging a source does not depend on any probe, and judging a probe depends only on its own
 generation unit, so the harness starts the sources at once and each probe as soon as its unit
 is committed (unless review is required); a final sweep judges whatever is left (reviewed,
-edited or retried items). Every LM call holds one of the run's :class:`CallSlots`, judging at a
-lower priority than generation, so ``concurrency`` bounds the calls in flight and the long
-generation chains go first.
+edited or retried items). Every LM call holds one of the run's :class:`CallSlots` while it is on
+the wire (:func:`assay.lm.gate_calls`), judging at a lower priority than generation, so
+``concurrency`` bounds the calls in flight and the long generation chains go first.
 
 An agent probe that is the untouched source transcript (``meta['untouched']``) is not judged
 again: its judgment is the source's verdict on the probe's criterion, copied without a call.
@@ -167,8 +167,13 @@ class JudgePlan:
 
     # -- running -----------------------------------------------------------------------------
     def run(self, task: JudgeTask) -> Judgment:
-        with self.slots.hold(JUDGE_PRIORITY):
+        from assay.lm import gate_calls
+
+        with gate_calls(self._hold):
             return judge_one(task.program, task.item, task.config, task.attempt)
+
+    def _hold(self) -> Any:
+        return self.slots.hold(JUDGE_PRIORITY)
 
     def persist(self, task: JudgeTask, judgment: Judgment) -> None:
         self.store.append(judgment, task.key)

@@ -113,13 +113,13 @@ class GenerationContext:
     def _call(
         self, role, program, stage, temperature, rollout, inputs
     ) -> tuple[dspy.Prediction, Usage]:
-        from assay.lm import make_adapter, track_limits, usage_of_tracker
+        from assay.lm import gate_calls, make_adapter, track_limits, usage_of_tracker
 
         lm = self.lm(role, temperature=temperature, rollout=rollout)
         usage = Usage()
         try:
             with (
-                self.slots() if self.slots is not None else nullcontext(),
+                gate_calls(self.slots) if self.slots is not None else nullcontext(),
                 dspy.track_usage() as tracker,
                 track_limits() as waits,
                 dspy.context(lm=lm, adapter=make_adapter(self.adapters.get(role, "json"))),
@@ -135,12 +135,12 @@ class GenerationContext:
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
-        """Count the tokens and cost of every LM call made inside under ``name`` (one call at a
-        time: it holds one of the run's LM-call slots)."""
-        from assay.lm import usage_of_tracker
+        """Count the tokens and cost of every LM call made inside under ``name`` (each holds one
+        of the run's LM-call slots while on the wire)."""
+        from assay.lm import gate_calls, usage_of_tracker
 
         with (
-            self.slots() if self.slots is not None else nullcontext(),
+            gate_calls(self.slots) if self.slots is not None else nullcontext(),
             dspy.track_usage() as tracker,
         ):
             yield
