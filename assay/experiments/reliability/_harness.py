@@ -168,11 +168,11 @@ def run_harness(
             pairs=notes.get("pairs"),  # the pairs built from a score column, and those skipped
         )
         store.write_json("metrics.json", summary.model_dump(mode="json"))
-        _write_reports(run, config, summary, plotting, diffs)
         from assay.experiments.reliability._tracking import harness_tracked
 
-        run_id = run.finish(
+        run_id = run.finish(  # MLflow logs the rest while the reports are written
             harness_tracked(store.path, config, judge_cfgs, summary),
+            meanwhile=lambda: _write_reports(run, config, summary, plotting, diffs),
             finish_key=finish_key(config, store.path, **selected),
         )
         return HarnessResult(run_dir=store.path, summary=summary, mlflow_run_id=run_id)

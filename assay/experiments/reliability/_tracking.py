@@ -84,18 +84,11 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, summary: HarnessSummary) 
         ),
     }
     artifacts: list[Path | tuple[Path, str]] = [(run_dir / "programs", "programs")]
-    artifacts += [
+    artifacts += [run_dir / f for f in ("metrics.json", "probes.jsonl", "config.yaml")]
+    # written by the reports while the rest is logged (Run.log's ``meanwhile``)
+    late = [
         run_dir / f
-        for f in (
-            "report.md",
-            "report.html",
-            "metrics.json",
-            "probes.jsonl",
-            "heatmap.png",
-            "cost_accuracy.png",
-            "samples_needed.png",
-            "config.yaml",
-        )
+        for f in ("report.md", "report.html", "heatmap.png", "cost_accuracy.png", "samples_needed.png")
     ]
     children = []
     for cfg in judge_cfgs:
@@ -133,4 +126,5 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, summary: HarnessSummary) 
         tags={**tags, "assay.role": "parent"},
         artifacts=artifacts,
         children=children,
+        late=late,
     )

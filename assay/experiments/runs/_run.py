@@ -10,7 +10,9 @@ it to MLflow once at the end with one flattener.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -234,22 +236,60 @@ class Run:
         self.store.update_state(**changes)
 
     # -- the end ----------------------------------------------------------------------------
-    def log(self, tracked: TrackedRun) -> str | None:
+    def log(
+        self, tracked: TrackedRun, meanwhile: Callable[[], None] | None = None
+    ) -> str | None:
         """Log ``tracked`` to MLflow (when tracking is enabled); returns the MLflow run id.
 
         ``assay.command`` and ``assay.run_hash`` tags are added; the run directory is its
         artifacts unless ``tracked.artifacts`` says otherwise. A failure is one line naming the
         store, logged here or in the sidecar (the run stays unfinished: fixed, a re-run logs
-        it without LM calls)."""
+        it without LM calls).
+
+        ``meanwhile`` writes ``tracked.late`` (the reports): with the tracking sidecar, MLflow
+        logs the rest while it runs and those files once it has returned (the end of a run
+        waits for the longer of the two, not both); otherwise it runs first. When it raises,
+        the MLflow run it raced is marked FAILED and its error goes on."""
+        if meanwhile is not None and (self.tracker is None or not self.tracking_enabled):
+            meanwhile()
+            meanwhile = None
         if not self.tracking_enabled:
             return None
         try:
-            return self._log(tracked)
+            logging = self._log(tracked, wait=meanwhile is None)
         except Exception as exc:
-            what = str(exc) if isinstance(exc, SidecarError) else f"{type(exc).__name__}: {exc}"
-            raise RunError(f"MLflow at {self.tracking_uri}: {what}") from exc
+            raise self._log_error(exc) from exc
+        if meanwhile is None:
+            return logging
+        try:
+            meanwhile()
+        except BaseException:
+            with contextlib.suppress(Exception):  # best effort: the files' error is the news
+                self.tracker.call(  # type: ignore[union-attr]
+                    "assay.experiments.runs._tracking:mark_failed",
+                    run_id=logging.result(),
+                    tracking_uri=self.tracking_uri,
+                )
+            raise
+        try:
+            run_id = logging.result()
+            self.tracker.call(  # type: ignore[union-attr]
+                "assay.experiments.runs._tracking:log_late_json",
+                run_id=run_id,
+                paths=[str(p) for p in tracked.late],
+                tracking_uri=self.tracking_uri,
+            )
+        except Exception as exc:
+            raise self._log_error(exc) from exc
+        return run_id
 
-    def _log(self, tracked: TrackedRun) -> str | None:
+    def _log_error(self, exc: Exception) -> RunError:
+        what = str(exc) if isinstance(exc, SidecarError) else f"{type(exc).__name__}: {exc}"
+        return RunError(f"MLflow at {self.tracking_uri}: {what}")
+
+    def _log(self, tracked: TrackedRun, *, wait: bool = True) -> Any:
+        """The run id; without ``wait`` (the tracking sidecar only), the pending job that
+        returns it, with ``tracked.late`` left for :meth:`log` to add."""
         tracked.tags = {
             "assay.command": self.command,
             "assay.run_hash": self.run_hash,
@@ -267,15 +307,23 @@ class Run:
                 pass  # prepared again below
         where = {**self._mlflow_where, "experiment_id": experiment_id}
         if self.tracker is not None:
-            return self.tracker.call(
-                "assay.experiments.runs._tracking:log_tracked_json",
-                run=tracked_json(tracked),
-                **where,
-            )
+            payload = tracked_json(tracked)
+            target = "assay.experiments.runs._tracking:log_tracked_json"
+            if wait:
+                return self.tracker.call(target, run=payload, **where)
+            return self.tracker.submit(target, run={**payload, "late": []}, **where)
         return log_tracked(tracked, **where)
 
-    def finish(self, tracked: TrackedRun | None = None, **state: Any) -> str | None:
-        """Log to MLflow (if ``tracked``) and mark the run finished; returns the MLflow run id."""
-        run_id = self.log(tracked) if tracked is not None else None
+    def finish(
+        self,
+        tracked: TrackedRun | None = None,
+        meanwhile: Callable[[], None] | None = None,
+        **state: Any,
+    ) -> str | None:
+        """Log to MLflow (if ``tracked``; ``meanwhile`` as in :meth:`log`) and mark the run
+        finished; returns the MLflow run id."""
+        if tracked is None and meanwhile is not None:
+            meanwhile()
+        run_id = self.log(tracked, meanwhile) if tracked is not None else None
         self.update(status="finished", finished=now(), mlflow_run_id=run_id, **state)
         return run_id

@@ -71,6 +71,8 @@ class TrackedRun:
     tags: dict[str, str] = field(default_factory=dict)
     artifacts: list[Path | tuple[Path, str]] = field(default_factory=list)  # (file, artifact dir)
     children: list[TrackedRun] = field(default_factory=list)
+    # files the run's end writes while the rest is logged (its reports: see Run.log), logged last
+    late: list[Path] = field(default_factory=list)
 
 
 def mlflow_key(name: str) -> str:
@@ -194,6 +196,7 @@ def tracked_json(run: TrackedRun) -> dict[str, Any]:
         "tags": run.tags,
         "artifacts": [[str(a[0]), a[1]] if isinstance(a, tuple) else str(a) for a in run.artifacts],
         "children": [tracked_json(c) for c in run.children],
+        "late": [str(p) for p in run.late],
     }
 
 
@@ -207,12 +210,30 @@ def tracked_from_json(data: dict[str, Any]) -> TrackedRun:
             (Path(a[0]), a[1]) if isinstance(a, list) else Path(a) for a in data["artifacts"]
         ],
         children=[tracked_from_json(c) for c in data["children"]],
+        late=[Path(p) for p in data.get("late", [])],
     )
 
 
 def log_tracked_json(run: dict[str, Any], **where: Any) -> str:
     """:func:`log_tracked` of a run given as :func:`tracked_json` (the sidecar's job)."""
     return log_tracked(tracked_from_json(run), **where)
+
+
+def log_late_json(run_id: str, paths: list[str], *, tracking_uri: str) -> None:
+    """The ``late`` files of a logged run, added to its artifacts once they are written."""
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri)
+    for path in paths:
+        if Path(path).exists():
+            client.log_artifact(run_id, path)
+
+
+def mark_failed(run_id: str, *, tracking_uri: str) -> None:
+    """A logged run whose late files were never written: FAILED, not FINISHED."""
+    import mlflow
+
+    mlflow.MlflowClient(tracking_uri=tracking_uri).set_terminated(run_id, "FAILED")
 
 
 def _log(run: TrackedRun, exp_id: str, *, nested: bool) -> str:
@@ -225,7 +246,7 @@ def _log(run: TrackedRun, exp_id: str, *, nested: bool) -> str:
             mlflow.log_params({mlflow_key(k): str(v)[:6000] for k, v in run.params.items()})
         if run.metrics:
             mlflow.log_metrics({mlflow_key(k): v for k, v in run.metrics.items()})
-        for art in run.artifacts:
+        for art in [*run.artifacts, *run.late]:
             path, where = art if isinstance(art, tuple) else (art, None)
             if path.is_dir():
                 mlflow.log_artifacts(str(path), artifact_path=where)

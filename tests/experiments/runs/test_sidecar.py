@@ -373,3 +373,50 @@ def test_held_mlflow_store_is_prepared_when_the_calls_flow_or_at_the_end(tmp_pat
         run_id = run.finish(TrackedRun(name="no-calls", params={"a": "1"}))
     assert run_id
     assert (tmp_path / "b" / "mlflow.db").is_file()
+
+
+@pytest.mark.parametrize("flag", ["0", "1"])
+def test_files_written_meanwhile_are_logged_and_a_failure_marks_the_mlflow_run_failed(
+    tmp_path, monkeypatch, flag
+):
+    """Run.log(meanwhile=...): MLflow logs the rest while the reports are written (with the
+    tracking sidecar; without it, the reports first), then the reports; reports that raise
+    leave a FAILED MLflow run (never one FINISHED without them) and their own error."""
+    import mlflow
+
+    from assay.experiments.runs import TrackedRun
+
+    monkeypatch.setenv("ASSAY_SIDECAR", flag)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with _open_run(tmp_path, sidecar=False, tracked=True) as run:
+        assert (run.tracker is not None) == (flag == "1")
+        (run.dir / "metrics.json").write_text("{}")
+        report = run.dir / "report.md"
+        tracked = TrackedRun(
+            name="lanes",
+            params={"p": "1"},
+            metrics={"m": 0.5},
+            artifacts=[run.dir / "metrics.json"],
+            late=[report],
+        )
+        run_id = run.finish(tracked, meanwhile=lambda: report.write_text("# report"))
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    logged = client.get_run(run_id)
+    assert logged.info.status == "FINISHED"
+    assert logged.data.params == {"p": "1"} and logged.data.metrics == {"m": 0.5}
+    assert {a.path for a in client.list_artifacts(run_id)} == {"metrics.json", "report.md"}
+
+    def broken() -> None:
+        raise OSError("disk full")
+
+    with _open_run(tmp_path / "b", sidecar=False, tracked=True) as run:
+        tracked = TrackedRun(name="broken", late=[run.dir / "report.md"])
+        with pytest.raises(OSError, match="disk full"):
+            run.finish(tracked, meanwhile=broken)
+        assert not run.finished  # a re-run writes the reports and logs again
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}")
+    exp = client.get_experiment_by_name(run.tracking.experiment)
+    broken_runs = [] if exp is None else client.search_runs([exp.experiment_id], "attributes.run_name = 'broken'")
+    # with the sidecar, the MLflow run raced the reports: it exists, FAILED; without it, the
+    # reports went first and nothing was logged
+    assert [r.info.status for r in broken_runs] == (["FAILED"] if flag == "1" else [])
