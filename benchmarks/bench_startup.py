@@ -13,7 +13,14 @@ Suites:
 
 - ``jrh``: the HarmBench JRH suite of ``examples/harmbench_harness.yaml`` (label flip, three
   format tests, paraphrase, verbosity long / short, stochastic stability; 10 seeds) with ONE
-  judge (``--judges predict``), concurrency 8, beside RAND JRH's figures on the same work;
+  judge (``--judges predict``), concurrency 8, beside RAND JRH's figures on the same work. Its
+  220 calls (issue 14) are JRH's default config: all seven perturbations, the three format
+  tests included, are LLM rewrites, each generated and validated (7 × 10 × 2 = 140), the 70
+  probes judged, and ``stochastic_stability`` judged once per item (``number_of_seeds: 1``,
+  ``repetitions: 1``: 10). assay's format tests are deterministic (no call), it judges each
+  source too (consistency needs the judge's own source verdict), and stability samples each
+  item k ≥ 2 times: ``--stability-k 2`` is the nearest to JRH's one judgment per item (still
+  twice its stability calls), ``--stability-k 5`` the example's own setting;
 - ``evaluate``: ``assay evaluate`` of N synthetic items at concurrency C.
 
 Nothing is asserted: figures vary with the machine's load; repeat (``--repeat``) and read the
@@ -46,16 +53,21 @@ from bench_harness import respond as _harness_respond
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "harmbench_harness.yaml"
-# RAND's JRH on the same suite and stub (issue 14): 220 calls in 18.8 s at C = 8, L = 0.2 s.
+# RAND's JRH on the same suite and stub (issue 14): 220 calls in 18.8 s at C = 8, L = 0.2 s;
+# the calls by kind follow from its default config (src/configs/default_config.yml)
 JRH = {"calls": 220, "wall_s": 18.8}
+JRH_CALLS = "140 generation + validation (7 LLM perturbations × 10), 70 probes, 10 stability"
 
 
 def _respond(request: dict[str, Any]) -> str:
     return _harness_respond(request)
 
 
-def jrh_config(folder: Path, base_url: str, concurrency: int, client: str | None) -> Path:
-    """The example harness config, every model on the stub, paths made absolute."""
+def jrh_config(
+    folder: Path, base_url: str, concurrency: int, client: str | None, stability_k: int | None
+) -> Path:
+    """The example harness config, every model on the stub, paths made absolute; ``stability_k``
+    replaces the example's k of ``stochastic_stability`` when given."""
     raw = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     here = EXAMPLE.parent
     raw["data"]["path"] = str(here / raw["data"]["path"])
@@ -70,6 +82,8 @@ def jrh_config(folder: Path, base_url: str, concurrency: int, client: str | None
             if str(judge.get(key, "")).startswith("@"):
                 judge[key] = "@" + str(here / judge[key][1:])
     raw["concurrency"] = concurrency
+    if stability_k is not None:
+        raw["tests"]["stochastic_stability"]["k"] = stability_k
     path = folder / "harness.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     return path
@@ -131,7 +145,7 @@ def one_suite(
     stub: StubProcess, kind: str, folder: Path, latency: float, concurrency: int, opts
 ) -> dict[str, float]:
     if kind == "jrh":
-        cfg = jrh_config(folder, stub.base_url, concurrency, opts.client)
+        cfg = jrh_config(folder, stub.base_url, concurrency, opts.client, opts.stability_k)
         args = ["harness", str(cfg), "--judges", "predict", "--quiet"]
     else:
         cfg = evaluate_config(folder, stub.base_url, opts.items, concurrency, opts.client)
@@ -194,6 +208,7 @@ def show(title: str, runs: list[dict[str, float]], jrh: bool) -> dict[str, float
             f"{JRH['wall_s'] / m['wall_s']:.2f}× faster with {m['calls'] / JRH['calls']:.2f}× "
             "its calls"
         )
+        print(f"    JRH's calls: {JRH_CALLS}")
     return m
 
 
@@ -205,6 +220,13 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=200, help="evaluate suite: items")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--client", choices=["litellm", "native"], default=None)
+    parser.add_argument(
+        "--stability-k",
+        type=int,
+        default=None,
+        help="jrh suite: samples per item of stochastic_stability (default: the example's 5; "
+        "2 is the nearest to JRH's one judgment per item)",
+    )
     parser.add_argument("--ray", action="store_true", help="judge on Ray (--ray)")
     parser.add_argument(
         "--root", type=Path, default=ROOT, help="the checkout whose assay runs (compare commits)"
@@ -239,8 +261,9 @@ def main() -> None:
                     runs.append(one_suite(stub, kind, folder, opts.latency, opts.concurrency, opts))
                 finally:
                     shutil.rmtree(folder, ignore_errors=True)
+            k = opts.stability_k or "5 (the example's)"
             title = (
-                "HarmBench JRH suite, one judge (assay harness --judges predict)"
+                f"HarmBench JRH suite, one judge (assay harness --judges predict), stability k={k}"
                 if kind == "jrh"
                 else f"assay evaluate, {opts.items} items"
             )
