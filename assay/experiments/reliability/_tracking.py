@@ -88,7 +88,13 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, summary: HarnessSummary) 
     # written by the reports while the rest is logged (Run.log's ``meanwhile``)
     late = [
         run_dir / f
-        for f in ("report.md", "report.html", "heatmap.png", "cost_accuracy.png", "samples_needed.png")
+        for f in (
+            "report.md",
+            "report.html",
+            "heatmap.png",
+            "cost_accuracy.png",
+            "samples_needed.png",
+        )
     ]
     children = []
     for cfg in judge_cfgs:

@@ -236,9 +236,7 @@ class Run:
         self.store.update_state(**changes)
 
     # -- the end ----------------------------------------------------------------------------
-    def log(
-        self, tracked: TrackedRun, meanwhile: Callable[[], None] | None = None
-    ) -> str | None:
+    def log(self, tracked: TrackedRun, meanwhile: Callable[[], None] | None = None) -> str | None:
         """Log ``tracked`` to MLflow (when tracking is enabled); returns the MLflow run id.
 
         ``assay.command`` and ``assay.run_hash`` tags are added; the run directory is its

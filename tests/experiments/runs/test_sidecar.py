@@ -416,7 +416,11 @@ def test_files_written_meanwhile_are_logged_and_a_failure_marks_the_mlflow_run_f
         assert not run.finished  # a re-run writes the reports and logs again
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}")
     exp = client.get_experiment_by_name(run.tracking.experiment)
-    broken_runs = [] if exp is None else client.search_runs([exp.experiment_id], "attributes.run_name = 'broken'")
+    broken_runs = (
+        []
+        if exp is None
+        else client.search_runs([exp.experiment_id], "attributes.run_name = 'broken'")
+    )
     # with the sidecar, the MLflow run raced the reports: it exists, FAILED; without it, the
     # reports went first and nothing was logged
     assert [r.info.status for r in broken_runs] == (["FAILED"] if flag == "1" else [])
