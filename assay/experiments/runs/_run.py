@@ -247,7 +247,8 @@ class Run:
         ``meanwhile`` writes ``tracked.late`` (the reports): with the tracking sidecar, MLflow
         logs the rest while it runs and those files once it has returned (the end of a run
         waits for the longer of the two, not both); otherwise it runs first. When it raises,
-        the MLflow run it raced is marked FAILED and its error goes on."""
+        the MLflow run it raced is marked FAILED and its error goes on; when MLflow fails
+        first, it still runs before that error is raised."""
         if meanwhile is not None and (self.tracker is None or not self.tracking_enabled):
             meanwhile()
             meanwhile = None
@@ -256,6 +257,8 @@ class Run:
         try:
             logging = self._log(tracked, wait=meanwhile is None)
         except Exception as exc:
+            if meanwhile is not None:
+                meanwhile()  # the reports are written whatever MLflow says
             raise self._log_error(exc) from exc
         if meanwhile is None:
             return logging

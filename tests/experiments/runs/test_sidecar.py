@@ -424,3 +424,22 @@ def test_files_written_meanwhile_are_logged_and_a_failure_marks_the_mlflow_run_f
     # with the sidecar, the MLflow run raced the reports: it exists, FAILED; without it, the
     # reports went first and nothing was logged
     assert [r.info.status for r in broken_runs] == (["FAILED"] if flag == "1" else [])
+
+
+@pytest.mark.parametrize("flag", ["0", "1"])
+def test_the_reports_are_written_even_when_mlflow_fails(tmp_path, monkeypatch, flag):
+    from assay.errors import RunError
+    from assay.experiments import RunConfig
+    from assay.experiments.runs import Run, TrackedRun
+
+    monkeypatch.setenv("ASSAY_SIDECAR", flag)
+    config = RunConfig(name="bogus", tracking={"enabled": True})
+    with Run.open(
+        config, "0123456789abcdef", command="test", workdir=tmp_path, tracking_uri="bogus://x"
+    ) as run:
+        report = run.dir / "report.md"
+        tracked = TrackedRun(name="bogus", late=[report])
+        with pytest.raises(RunError, match="^MLflow at bogus://x: "):
+            run.finish(tracked, meanwhile=lambda: report.write_text("# report"))
+        assert report.read_text() == "# report"
+        assert not run.finished
