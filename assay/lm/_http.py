@@ -206,6 +206,8 @@ class HttpEngine(_Endpoint):
     """One synchronous attempt on a keep-alive connection per thread (``http.client``: a fifth
     of httpx's CPU per request; httpx is used instead when a proxy applies to the endpoint)."""
 
+    gates_wire = True  # holds a run's call slot around the exchange only (see gate_calls)
+
     def __init__(self, **kw: Any):
         super().__init__(**kw)
         parts = urllib.parse.urlsplit(self.url)
@@ -231,8 +233,6 @@ class HttpEngine(_Endpoint):
         self._head = ("\r\n".join(before) + "\r\nContent-Length: ").encode("latin-1")
         self._tail = ("\r\n" + "\r\n".join(after) + "\r\n\r\n").encode("latin-1")
         self._lock = threading.Lock()
-
-    gates_wire = True  # holds a run's call slot around the exchange only (see gate_calls)
 
     def complete(self, request: Any) -> Response:
         content, estimate = self._prepare(request)
