@@ -11,17 +11,10 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import dspy
-import pytest
 
 from assay.lm import StubServer, make_adapter, make_lm
 from assay.lm._http import _ENGINES
-
-
-class Verdict(dspy.Signature):
-    """Is the answer good?"""
-
-    answer: str = dspy.InputField()
-    verdict: bool = dspy.OutputField()
+from tests.lm.conftest import Verdict, verdict_for
 
 
 class ForwardProxy:
@@ -71,21 +64,8 @@ class ForwardProxy:
         self._server.server_close()
 
 
-@pytest.fixture(autouse=True)
-def _no_cache():
-    previous = dspy.cache
-    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
-    yield
-    dspy.cache = previous
-
-
-def _verdict(request) -> str:
-    asked = request["messages"][-1]["content"]
-    return '{"verdict": %s}' % ("true" if "Sunlight" in asked else "false")
-
-
 def test_a_proxy_from_the_environment_carries_sync_and_async_calls(monkeypatch):
-    with StubServer(respond=_verdict) as stub, ForwardProxy() as proxy:
+    with StubServer(respond=verdict_for) as stub, ForwardProxy() as proxy:
         for var in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
             monkeypatch.delenv(var, raising=False)
         program = dspy.Predict(Verdict)

@@ -15,7 +15,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import dspy
 import pytest
 
 from assay.errors import ModelError
@@ -42,15 +41,6 @@ def items_csv(tmp_path: Path) -> Path:
     rows += [f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}" for k in range(N_ITEMS)]
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
-
-
-@pytest.fixture
-def memory_cache():
-    """DSPy's in-memory response cache on for one test; the previous cache restored after."""
-    previous = dspy.cache
-    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True)
-    yield dspy.cache
-    dspy.cache = previous
 
 
 def make_config(

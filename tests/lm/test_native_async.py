@@ -10,19 +10,7 @@ import pytest
 
 from assay.lm import StubServer, TruncatedOutput, make_adapter, make_lm
 from assay.lm._http import AsyncHttpEngine
-
-
-class Verdict(dspy.Signature):
-    """Is the answer good?"""
-
-    answer: str = dspy.InputField()
-    verdict: bool = dspy.OutputField()
-
-
-@pytest.fixture(autouse=True)
-def _no_cache():
-    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
-    yield
+from tests.lm.conftest import Verdict, verdict_for
 
 
 def _program(stub: StubServer, **settings) -> dspy.Predict:
@@ -31,14 +19,9 @@ def _program(stub: StubServer, **settings) -> dspy.Predict:
     return program
 
 
-def _verdict(request) -> str:
-    asked = request["messages"][-1]["content"]
-    return '{"verdict": %s}' % ("true" if "Sunlight" in asked else "false")
-
-
 def test_async_calls_send_and_read_what_sync_calls_do():
     answers = ["The sky is blue.", "Sunlight and water.", "No idea."]
-    with StubServer(respond=_verdict) as stub, dspy.context(adapter=make_adapter("json")):
+    with StubServer(respond=verdict_for) as stub, dspy.context(adapter=make_adapter("json")):
         program = _program(stub, temperature=0.3, seed=7, max_tokens=32)
         assert isinstance(program.lm._async_engine_spec, AsyncHttpEngine)
         with dspy.track_usage() as sync_usage:
@@ -69,7 +52,7 @@ def test_async_calls_send_and_read_what_sync_calls_do():
 
 def test_async_errors_are_the_sync_errors():
     with (
-        StubServer(respond=_verdict, status_sequence=[400]) as stub,
+        StubServer(respond=verdict_for, status_sequence=[400]) as stub,
         dspy.context(adapter=make_adapter("json")),
     ):
         program = _program(stub, retries=0)
@@ -85,7 +68,7 @@ def test_async_errors_are_the_sync_errors():
 
 def test_async_timeout_is_an_lm_timeout():
     with (
-        StubServer(respond=_verdict, latency_s=2.0) as stub,
+        StubServer(respond=verdict_for, latency_s=2.0) as stub,
         dspy.context(adapter=make_adapter("json")),
     ):
         program = _program(stub, timeout=0.3, retries=0)
@@ -117,7 +100,7 @@ def test_a_cut_verdict_is_truncated_on_both_paths():
 
 
 def test_a_loop_closed_by_hand_leaves_no_session_behind():
-    with StubServer(respond=_verdict) as stub, dspy.context(adapter=make_adapter("json")):
+    with StubServer(respond=verdict_for) as stub, dspy.context(adapter=make_adapter("json")):
         program = _program(stub)
         engine = program.lm._async_engine_spec
         loop = asyncio.new_event_loop()

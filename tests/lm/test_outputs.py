@@ -173,22 +173,13 @@ def test_the_same_unparseable_text_without_truncation_is_a_parse_error():
     assert (j.score, j.unscored) == (None, "parse_error")
 
 
-def test_truncation_is_recognised_on_a_cache_hit(tmp_path):
-    import dspy
-
-    previous = dspy.cache
-    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True)
-    try:
-        engine = CutEngine('{"reasoning": "cut')
-        cfg = JudgeConfig(
-            model="scripted:x", scale=LABELLED, rubric="r", program="chain_of_thought"
-        )
-        lm = AssayLM("cut/model", engine=engine, num_retries=0, cache=True)
-        program = build_judge(cfg, lambda _c: lm)
-        first = judge_one(program, ITEM, cfg)
-        again = judge_one(program, ITEM, cfg)
-    finally:
-        dspy.cache = previous
+def test_truncation_is_recognised_on_a_cache_hit(memory_cache):
+    engine = CutEngine('{"reasoning": "cut')
+    cfg = JudgeConfig(model="scripted:x", scale=LABELLED, rubric="r", program="chain_of_thought")
+    lm = AssayLM("cut/model", engine=engine, num_retries=0, cache=True)
+    program = build_judge(cfg, lambda _c: lm)
+    first = judge_one(program, ITEM, cfg)
+    again = judge_one(program, ITEM, cfg)
     assert len(engine.calls) == 1
     assert first.unscored == again.unscored == "truncated"
 

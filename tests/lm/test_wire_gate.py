@@ -12,24 +12,15 @@ import pytest
 
 from assay.experiments.runs import CallSlots
 from assay.lm import AssayLM, ScriptedEngine, StubServer, gate_calls, make_adapter, make_lm
-
-
-class Verdict(dspy.Signature):
-    """Is the answer good?"""
-
-    answer: str = dspy.InputField()
-    verdict: bool = dspy.OutputField()
+from tests.lm.conftest import Verdict
 
 
 @pytest.fixture
-def memory_cache():
+def json_adapter(memory_cache):
     """DSPy's in-memory cache on, and the JSON adapter (one request per call: the stub answers
     JSON)."""
-    previous = dspy.cache
-    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True)
     with dspy.context(adapter=make_adapter("json")):
         yield
-    dspy.cache = previous
 
 
 class CountingHold:
@@ -55,7 +46,7 @@ def _program(lm: dspy.LM) -> dspy.Predict:
     return program
 
 
-def test_a_native_call_holds_its_slot_on_the_wire_and_a_cache_hit_holds_none(memory_cache):
+def test_a_native_call_holds_its_slot_on_the_wire_and_a_cache_hit_holds_none(json_adapter):
     with StubServer(respond=lambda r: '{"verdict": true}') as stub:
         program = _program(make_lm("openai/stub", api_base=stub.base_url))
         hold = CountingHold(stub)
@@ -69,7 +60,7 @@ def test_a_native_call_holds_its_slot_on_the_wire_and_a_cache_hit_holds_none(mem
         assert hold.seen_at_take == [0, 1]  # each taken just before its own request
 
 
-def test_an_engine_that_does_not_gate_the_wire_holds_the_slot_for_the_whole_call(memory_cache):
+def test_an_engine_that_does_not_gate_the_wire_holds_the_slot_for_the_whole_call(json_adapter):
     engine = ScriptedEngine(respond=lambda call: {"verdict": True})
     program = _program(AssayLM("scripted/gate", engine=engine))
     hold = CountingHold()
@@ -80,7 +71,7 @@ def test_an_engine_that_does_not_gate_the_wire_holds_the_slot_for_the_whole_call
     assert hold.taken == 2
 
 
-def test_calls_in_flight_never_exceed_the_slots(memory_cache):
+def test_calls_in_flight_never_exceed_the_slots(json_adapter):
     slots = CallSlots(2)
     with StubServer(latency_s=0.05, respond=lambda r: '{"verdict": false}') as stub:
         program = _program(make_lm("openai/stub", api_base=stub.base_url))
