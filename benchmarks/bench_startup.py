@@ -224,7 +224,7 @@ def main() -> None:
         "--stability-k",
         type=int,
         default=None,
-        help="jrh suite: samples per item of stochastic_stability (default: the example's 5; "
+        help="jrh suite: samples per item of stochastic_stability (default: the example's; "
         "2 is the nearest to JRH's one judgment per item)",
     )
     parser.add_argument("--ray", action="store_true", help="judge on Ray (--ray)")
@@ -261,7 +261,7 @@ def main() -> None:
                     runs.append(one_suite(stub, kind, folder, opts.latency, opts.concurrency, opts))
                 finally:
                     shutil.rmtree(folder, ignore_errors=True)
-            k = opts.stability_k or "5 (the example's)"
+            k = opts.stability_k or "as in the example"
             title = (
                 f"HarmBench JRH suite, one judge (assay harness --judges predict), stability k={k}"
                 if kind == "jrh"
