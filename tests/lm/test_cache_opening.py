@@ -46,3 +46,36 @@ def test_a_recipe_reads_the_cache_settings_without_waiting_for_it_to_open(tmp_pa
     dspy.cache.put({"model": "m", "messages": [{"role": "user", "content": "x"}]}, "answer")
     hit = dspy.cache.get({"model": "m", "messages": [{"role": "user", "content": "x"}]})
     assert hit == "answer"  # once open, the real cache behind it
+
+
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+
+
+def _get_in_thread() -> tuple[threading.Thread, dict]:
+    got: dict = {}
+    worker = threading.Thread(target=lambda: got.update(hit=dspy.cache.get(REQUEST)), daemon=True)
+    worker.start()
+    worker.join(timeout=2)
+    return worker, got
+
+
+def test_a_lookup_in_a_new_cache_folder_is_a_miss_without_waiting_for_it_to_open(
+    tmp_path, held_open
+):
+    configure_cache(tmp_path)  # no .assay/dspy_cache yet: nothing can be in it
+    worker, got = _get_in_thread()
+    assert not worker.is_alive() and got == {"hit": None}
+    held_open.set()
+    dspy.cache.put(REQUEST, "answer")  # a write waits for the opening, then lands on disk
+    assert dspy.cache.get(REQUEST) == "answer"
+    assert any((tmp_path / ".assay" / "dspy_cache").iterdir())
+
+
+def test_a_lookup_in_an_existing_cache_folder_waits_for_it_to_open(tmp_path, held_open):
+    (tmp_path / ".assay" / "dspy_cache").mkdir(parents=True)  # a re-run: entries may be there
+    configure_cache(tmp_path)
+    worker, got = _get_in_thread()
+    assert worker.is_alive() and got == {}  # held: it must read the disk before answering
+    held_open.set()
+    worker.join(timeout=30)
+    assert not worker.is_alive() and got == {"hit": None}
