@@ -331,8 +331,11 @@ def _handler_for(stub: StubServer) -> type[BaseHTTPRequestHandler]:
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
             self._leave()
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             pass  # quiet: tests and benchmarks read stub.requests instead
