@@ -53,6 +53,7 @@ from _common import StubProcess, TimedRespond
 import assay  # noqa: F401  (offline environment defaults before DSPy and LiteLLM load)
 from assay.experiments import load_config
 from assay.experiments.reliability import _harness as harness_module
+from assay.experiments.reliability import _harness_metrics as harness_metrics_module
 from assay.experiments.reliability import _report as report_module
 from assay.experiments.reliability._config import HarnessConfig
 from assay.lm import StubServer
@@ -78,7 +79,7 @@ STAGES = (
     (harness_module, "prepare"),
     (harness_module, "generate_units"),
     (harness_module, "_judge"),
-    (harness_module, "harness_metrics"),
+    (harness_metrics_module, "harness_metrics"),
     (report_module, "write_report"),
 )
 

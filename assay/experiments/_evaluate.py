@@ -15,10 +15,9 @@ from typing import Any
 import dspy
 
 from assay.experiments._config import EvaluateConfig
-from assay.experiments._items import load_items
+from assay.experiments._items import data_fingerprint, load_items
 from assay.experiments._report import render_report
 from assay.experiments._results import DisagreementRecord, EvaluateResult, EvaluateSummary
-from assay.experiments._scoring import disagreement_records, summarize_run
 from assay.experiments.runs import (
     JudgeTask,
     ProgramRecipe,
@@ -26,17 +25,13 @@ from assay.experiments.runs import (
     Run,
     TrackedRun,
     flatten_metrics,
+    preload,
     run_tasks,
     to_judge,
     write_html,
 )
-from assay.metrics import plot_reliability_diagram
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
-from assay.types import Item, Judgment, stable_hash
-
-
-def data_fingerprint(items: list[Item]) -> str:
-    return stable_hash([it.model_dump(mode="json") for it in items])
+from assay.types import Item, Judgment
 
 
 def evaluate(
@@ -84,6 +79,7 @@ def evaluate(
                 items=items,
             )
         by_id = {it.id: it for it in items}
+        scoring = preload("assay.experiments._scoring")  # NumPy, the bootstrap: for the end
 
         def persist(_task: JudgeTask, judgment: Judgment) -> None:
             run.calls_flowing()  # the first answer: the sidecar's warm-up may start now
@@ -102,6 +98,7 @@ def evaluate(
         )
         judged = {**done, **{j.item_id: j for j in new}}
         judgments = [judged[it.id] for it in items]
+        scoring.join()
         summary = _summarize(config, items, judgments, run_hash, retried, notes)
         _write_outputs(run, config, summary, programs(1), items, judgments)
         run_id = run.finish(
@@ -167,6 +164,8 @@ def _write_outputs(
     )
     save_program(program, run.dir / "program.json")
     if summary.calibration is not None:
+        from assay.metrics import plot_reliability_diagram
+
         plot_reliability_diagram(
             summary.calibration.reliability,  # type: ignore[arg-type]
             run.dir / "reliability.png",
@@ -179,6 +178,8 @@ def _disagreements(
     config: EvaluateConfig, items: list[Item], judgments: list[Judgment]
 ) -> list[DisagreementRecord]:
     """Every scored item whose verdict differs from its reference, most distant first."""
+    from assay.experiments._scoring import disagreement_records
+
     assert config.judge.scale is not None
     by_item = {it.id: it for it in items}
     pairs = [
@@ -204,6 +205,8 @@ def _summarize(
     retried: int,
     notes: dict[str, Any] | None = None,
 ) -> EvaluateSummary:
+    from assay.experiments._scoring import summarize_run
+
     b = config.bootstrap
     assert config.judge.scale is not None
     summary = summarize_run(

@@ -25,6 +25,12 @@ from assay.scale import Scale
 from assay.types import Item, stable_hash
 
 
+def data_fingerprint(items: list[Item]) -> str:
+    """The hash of the items' content: part of a run's identity (same config, other data: a new
+    run)."""
+    return stable_hash([it.model_dump(mode="json") for it in items])
+
+
 def load_items(
     data: DataConfig,
     scale: Scale,

@@ -3,86 +3,92 @@
 Pure functions in scikit-learn style, ``metric(y_true, y_pred, **options)``, on 0-based integer
 category indices unless stated; :func:`agreement_metrics` gathers them with bootstrap CIs for a
 report, and the DSPy adapters score one example at a time.
+
+Names are loaded on first use: a command that only reads a config or a result (a judge's
+``CalibrationMap``, a ``MetricValue``) does not import NumPy, SciPy or scikit-learn on its way
+to the first LM call; the statistics load when they are computed.
 """
 
-from assay.metrics._alt_test import AltTestResult, AnnotatorComparison, alt_test
-from assay.metrics._annotators import (
-    AlphaLevel,
-    AnnotationMatrix,
-    annotator_agreement,
-    count_table,
-    fleiss_kappa,
-    krippendorff_alpha,
-)
-from assay.metrics._calibration import (
-    BinStrategy,
-    ReliabilityBin,
-    brier_score,
-    calibration_metrics,
-    expected_calibration_error,
-    log_loss,
-    plot_reliability_diagram,
-    reliability_bins,
-    to_unit_interval,
-)
-from assay.metrics._calibration_maps import (
-    CalibrationKind,
-    CalibrationMap,
-    IsotonicMap,
-    PlattMap,
-    ThresholdMap,
-    fit_calibration,
-    load_calibration,
-)
-from assay.metrics._classification import (
-    accuracy,
-    confusion_matrix,
-    error_rate,
-    false_negative_rate,
-    false_positive_rate,
-)
-from assay.metrics._cluster import (
-    WeightedStatistic,
-    cluster_bootstrap_ci,
-    cluster_mean,
-    weighted_mean,
-)
-from assay.metrics._cost import cost_per_accuracy_point
-from assay.metrics._disagreements import Disagreement, disagreements
-from assay.metrics._dspy import (
-    DSPyMetric,
-    absolute_error_score,
-    exact_match,
-    log_loss_score,
-    quadratic_agreement,
-    within_one,
-)
-from assay.metrics._failure import (
-    failure_incidence,
-    failure_incidence_batched,
-    failure_precision,
-    failure_precision_batched,
-)
-from assay.metrics._format import fmt, fmt_ci, metrics_table
-from assay.metrics._intervals import BootstrapCI, bootstrap_ci, wilson_interval
-from assay.metrics._kappa import (
-    KappaWeights,
-    binarize,
-    cohen_kappa,
-    kappa_binary,
-    kappa_from_joint,
-    weight_matrix,
-)
-from assay.metrics._majority import Majority, Tie, majority_vote
-from assay.metrics._ordinal import ccc, mae, pearson, spearman
-from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
-from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
-from assay.metrics._rates import rate
-from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
-from assay.metrics._samples import majority_agreement
-from assay.metrics._threshold import fit_threshold
-from assay.metrics._value import MetricValue
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_NAMES = {
+    "_alt_test": ("AltTestResult", "AnnotatorComparison", "alt_test"),
+    "_annotators": (
+        "AlphaLevel",
+        "AnnotationMatrix",
+        "annotator_agreement",
+        "count_table",
+        "fleiss_kappa",
+        "krippendorff_alpha",
+    ),
+    "_calibration": (
+        "BinStrategy",
+        "ReliabilityBin",
+        "brier_score",
+        "calibration_metrics",
+        "expected_calibration_error",
+        "log_loss",
+        "plot_reliability_diagram",
+        "reliability_bins",
+        "to_unit_interval",
+    ),
+    "_calibration_maps": (
+        "CalibrationKind",
+        "CalibrationMap",
+        "IsotonicMap",
+        "PlattMap",
+        "ThresholdMap",
+        "fit_calibration",
+        "load_calibration",
+    ),
+    "_classification": (
+        "accuracy",
+        "confusion_matrix",
+        "error_rate",
+        "false_negative_rate",
+        "false_positive_rate",
+    ),
+    "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
+    "_cost": ("cost_per_accuracy_point",),
+    "_disagreements": ("Disagreement", "disagreements"),
+    "_dspy": (
+        "DSPyMetric",
+        "absolute_error_score",
+        "exact_match",
+        "log_loss_score",
+        "quadratic_agreement",
+        "within_one",
+    ),
+    "_failure": (
+        "failure_incidence",
+        "failure_incidence_batched",
+        "failure_precision",
+        "failure_precision_batched",
+    ),
+    "_format": ("fmt", "fmt_ci", "metrics_table"),
+    "_intervals": ("bootstrap_ci", "wilson_interval"),
+    "_kappa": (
+        "KappaWeights",
+        "binarize",
+        "cohen_kappa",
+        "kappa_binary",
+        "kappa_from_joint",
+        "weight_matrix",
+    ),
+    "_majority": ("Majority", "Tie", "majority_vote"),
+    "_ordinal": ("ccc", "mae", "pearson", "spearman"),
+    "_pairwise": ("KAPPAS", "inter_annotator_kappa", "ordinal_kappas"),
+    "_prevalence": ("PrevalenceEstimate", "corrected_prevalence", "rogan_gladen"),
+    "_rates": ("rate",),
+    "_report": ("MetricKind", "agreement_confusion", "agreement_metrics"),
+    "_samples": ("majority_agreement",),
+    "_threshold": ("fit_threshold",),
+    "_value": ("BootstrapCI", "MetricValue"),
+}
+_WHERE = {name: f"assay.metrics.{module}" for module, names in _NAMES.items() for name in names}
 __all__ = [
     "failure_incidence_batched",
     "failure_precision_batched",
@@ -179,3 +185,96 @@ __all__ = [
     "Disagreement",
     "disagreements",
 ]
+assert sorted(__all__) == sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'assay.metrics' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from assay.metrics._alt_test import AltTestResult, AnnotatorComparison, alt_test
+    from assay.metrics._annotators import (
+        AlphaLevel,
+        AnnotationMatrix,
+        annotator_agreement,
+        count_table,
+        fleiss_kappa,
+        krippendorff_alpha,
+    )
+    from assay.metrics._calibration import (
+        BinStrategy,
+        ReliabilityBin,
+        brier_score,
+        calibration_metrics,
+        expected_calibration_error,
+        log_loss,
+        plot_reliability_diagram,
+        reliability_bins,
+        to_unit_interval,
+    )
+    from assay.metrics._calibration_maps import (
+        CalibrationKind,
+        CalibrationMap,
+        IsotonicMap,
+        PlattMap,
+        ThresholdMap,
+        fit_calibration,
+        load_calibration,
+    )
+    from assay.metrics._classification import (
+        accuracy,
+        confusion_matrix,
+        error_rate,
+        false_negative_rate,
+        false_positive_rate,
+    )
+    from assay.metrics._cluster import (
+        WeightedStatistic,
+        cluster_bootstrap_ci,
+        cluster_mean,
+        weighted_mean,
+    )
+    from assay.metrics._cost import cost_per_accuracy_point
+    from assay.metrics._disagreements import Disagreement, disagreements
+    from assay.metrics._dspy import (
+        DSPyMetric,
+        absolute_error_score,
+        exact_match,
+        log_loss_score,
+        quadratic_agreement,
+        within_one,
+    )
+    from assay.metrics._failure import (
+        failure_incidence,
+        failure_incidence_batched,
+        failure_precision,
+        failure_precision_batched,
+    )
+    from assay.metrics._format import fmt, fmt_ci, metrics_table
+    from assay.metrics._intervals import bootstrap_ci, wilson_interval
+    from assay.metrics._kappa import (
+        KappaWeights,
+        binarize,
+        cohen_kappa,
+        kappa_binary,
+        kappa_from_joint,
+        weight_matrix,
+    )
+    from assay.metrics._majority import Majority, Tie, majority_vote
+    from assay.metrics._ordinal import ccc, mae, pearson, spearman
+    from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
+    from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
+    from assay.metrics._rates import rate
+    from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
+    from assay.metrics._samples import majority_agreement
+    from assay.metrics._threshold import fit_threshold
+    from assay.metrics._value import BootstrapCI, MetricValue

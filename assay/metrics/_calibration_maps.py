@@ -4,20 +4,19 @@ Platt scaling (logistic regression on the logit) and the κ-optimal threshold.
 A fitted map is a small frozen pydantic model — its kind and its parameters, e.g. the isotonic
 breakpoints — so it can be stored in a judge config or a run directory as JSON and re-applied
 without scikit-learn or a pickle: ``load_calibration(m.model_dump(mode="json"))`` rebuilds it.
+The models load without NumPy (a judge config holds one); applying or fitting a map imports it.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from assay.metrics._calibration import _outcomes_and_probs, binary_outcomes
-from assay.metrics._threshold import fit_threshold
-from assay.metrics._validate import as_probabilities
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 CalibrationKind = Literal["isotonic", "platt", "threshold"]
 
@@ -33,6 +32,8 @@ class _Map(BaseModel):
 
     def predict(self, y_prob: ArrayLike) -> NDArray[np.int64]:
         """0/1 verdicts: calibrated probability ≥ 0.5."""
+        import numpy as np
+
         return (self.transform(y_prob) >= 0.5).astype(np.int64)
 
     def transform(self, y_prob: ArrayLike) -> NDArray[np.float64]:  # pragma: no cover
@@ -49,19 +50,23 @@ class IsotonicMap(_Map):
 
     @model_validator(mode="after")
     def _check(self) -> IsotonicMap:
-        x, y = np.asarray(self.x), np.asarray(self.y)
-        if x.shape != y.shape:
-            raise ValueError(f"x and y must have the same length, got {x.size} and {y.size}")
-        if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        x, y = self.x, self.y
+        if len(x) != len(y):
+            raise ValueError(f"x and y must have the same length, got {len(x)} and {len(y)}")
+        if not all(math.isfinite(v) for v in (*x, *y)):
             raise ValueError("isotonic breakpoints must be finite")
-        if (np.diff(x) <= 0).any():
+        if any(b <= a for a, b in zip(x, x[1:], strict=False)):
             raise ValueError("isotonic breakpoints x must be strictly increasing")
-        if (np.diff(y) < 0).any() or y.min() < 0 or y.max() > 1:
+        if any(b < a for a, b in zip(y, y[1:], strict=False)) or min(y) < 0 or max(y) > 1:
             raise ValueError("isotonic values y must be non-decreasing and within [0, 1]")
         return self
 
     def transform(self, y_prob: ArrayLike) -> NDArray[np.float64]:
         """Calibrated probabilities by linear interpolation between the breakpoints."""
+        import numpy as np
+
+        from assay.metrics._validate import as_probabilities
+
         return np.interp(as_probabilities(y_prob, "y_prob"), self.x, self.y)
 
 
@@ -79,8 +84,12 @@ class PlattMap(_Map):
 
     def transform(self, y_prob: ArrayLike) -> NDArray[np.float64]:
         """Calibrated probabilities through the fitted logistic curve."""
+        import numpy as np
+        from scipy.special import expit, logit  # imported on first use
+
+        from assay.metrics._validate import as_probabilities
+
         p = np.clip(as_probabilities(y_prob, "y_prob"), self.eps, 1.0 - self.eps)
-        from scipy.special import expit, logit  # scipy: imported on first use
 
         return expit(self.slope * logit(p) + self.intercept)
 
@@ -95,6 +104,10 @@ class ThresholdMap(_Map):
 
     def predict(self, y_prob: ArrayLike) -> NDArray[np.int64]:
         """0/1 verdicts: ``p ≥ threshold``."""
+        import numpy as np
+
+        from assay.metrics._validate import as_probabilities
+
         return (as_probabilities(y_prob, "y_prob") >= self.threshold).astype(np.int64)
 
     def transform(self, y_prob: ArrayLike) -> NDArray[np.float64]:
@@ -112,6 +125,8 @@ def load_calibration(data: dict[str, Any]) -> IsotonicMap | PlattMap | Threshold
 
 
 def _both_classes(y: NDArray[np.float64], kind: str) -> None:
+    import numpy as np
+
     if np.unique(y).size < 2:
         raise ValueError(
             f"fitting a {kind} map needs both labels 0 and 1 in the fitting split, "
@@ -137,6 +152,11 @@ def fit_calibration(
       ``C=None`` fits without penalty (Platt's maximum likelihood).
     - ``threshold``: the κ-optimal threshold of :func:`assay.metrics.fit_threshold` (0/1 labels).
     """
+    import numpy as np
+
+    from assay.metrics._calibration import _outcomes_and_probs, binary_outcomes
+    from assay.metrics._threshold import fit_threshold
+
     if kind == "isotonic":
         from sklearn.isotonic import IsotonicRegression
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from assay.metrics._value import BootstrapCI  # here too: where the bootstrap is
 
 MIN_RESAMPLES = 1000
 
@@ -17,19 +18,6 @@ MIN_RESAMPLES = 1000
 _CHUNK_ELEMENTS = 1 << 22
 
 BatchedStatistic = Callable[..., NDArray[np.float64]]
-
-
-@dataclass(frozen=True)
-class BootstrapCI:
-    """A percentile bootstrap interval; ``low``/``high`` are nan when no replicate was defined.
-    ``unit`` names what was resampled: ``"item"`` or, for :func:`cluster_bootstrap_ci`,
-    ``"cluster"`` (whole source items with all their probes)."""
-
-    low: float
-    high: float
-    n_resamples: int
-    n_dropped: int  # replicates where the statistic was nan (e.g. κ of a one-category resample)
-    unit: str = "item"
 
 
 def _check_confidence(confidence: float) -> float:

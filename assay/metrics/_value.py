@@ -1,16 +1,29 @@
-"""The value of one aggregate metric as reported: point estimate, interval, size and a note."""
+"""The value of one aggregate metric as reported: point estimate, interval, size and a note; and
+the bootstrap interval it is built from (plain data, no NumPy: configs and results load without it)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
 from dataclasses import asdict
+from dataclasses import dataclass as plain_dataclass
 from typing import Any
 
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
-from assay.metrics._intervals import BootstrapCI
+
+@plain_dataclass(frozen=True)
+class BootstrapCI:
+    """A percentile bootstrap interval; ``low``/``high`` are nan when no replicate was defined.
+    ``unit`` names what was resampled: ``"item"`` or, for :func:`cluster_bootstrap_ci`,
+    ``"cluster"`` (whole source items with all their probes)."""
+
+    low: float
+    high: float
+    n_resamples: int
+    n_dropped: int  # replicates where the statistic was nan (e.g. κ of a one-category resample)
+    unit: str = "item"
 
 
 @dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))

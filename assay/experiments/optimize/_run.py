@@ -37,8 +37,7 @@ from typing import Any
 
 import dspy
 
-from assay.experiments._evaluate import data_fingerprint
-from assay.experiments._items import load_items
+from assay.experiments._items import data_fingerprint, load_items
 from assay.experiments.optimize._config import USES_VALSET, OptimizeConfig
 from assay.experiments.optimize._measure import measure
 from assay.experiments.optimize._objective import InvariantJudge, examples, make_metric

@@ -19,12 +19,10 @@ import dspy
 
 from assay.data import check_limit
 from assay.errors import ConfigError
-from assay.experiments._evaluate import data_fingerprint
-from assay.experiments._items import load_items
+from assay.experiments._items import data_fingerprint, load_items
 from assay.experiments._sample import stratified_sample
 from assay.experiments.reliability._config import HarnessConfig
 from assay.experiments.reliability._generation import RoleLM, UnitRecord, generate_units
-from assay.experiments.reliability._harness_metrics import harness_metrics
 from assay.experiments.reliability._judging import JudgePlan
 from assay.experiments.reliability._probe import Dropped, Probe
 from assay.experiments.reliability._registry import ReliabilityTest, get_test
@@ -34,6 +32,7 @@ from assay.experiments.runs import (
     Background,
     CallSlots,
     Run,
+    preload,
     run_pool,
     run_tasks,
     write_html,
@@ -139,6 +138,7 @@ def run_harness(
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         # (in the sidecar, which writes the reports, or else in a thread here)
         plotting = _preload_plotting(run)
+        scoring = preload("assay.experiments.reliability._harness_metrics")  # NumPy, bootstrap
         if not (store.path / "seeds.jsonl").exists():
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
@@ -154,7 +154,7 @@ def run_harness(
         judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
 
         # -- score and report ------------------------------------------------------------------
-        summary = harness_metrics(
+        summary = scoring.join().harness_metrics(
             config,
             instances,
             judge_cfgs,

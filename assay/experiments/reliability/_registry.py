@@ -264,7 +264,8 @@ def known_tests() -> list[str]:
 
 def get_test(name: str, settings: dict[str, Any] | None = None) -> ReliabilityTest:
     """An instance of the registered test ``name`` with validated settings."""
-    _load_builtin()
+    if name not in _REGISTRY:
+        _load_builtin(name)
     if name not in _REGISTRY:
         raise ConfigError(
             f"unknown reliability test '{name}'; known tests: {', '.join(sorted(_REGISTRY))}"
@@ -282,12 +283,20 @@ def get_test(name: str, settings: dict[str, Any] | None = None) -> ReliabilityTe
         raise
 
 
-def _load_builtin() -> None:
-    """Import the built-in tests (each registers itself)."""
+def _load_builtin(name: str | None = None) -> None:
+    """Import the built-in tests (each registers itself, in a file of its own name): only
+    ``name``'s when it is one — a run loads the tests it runs, not every test's dependencies
+    (NumPy for ``synthetic_ordinal``'s embedder, on the way to the first LM call) — else all."""
     import importlib
+    import importlib.util
     import pkgutil
 
     import assay.experiments.reliability.tests as pkg
 
+    if name is not None and name.isidentifier():
+        if importlib.util.find_spec(f"{pkg.__name__}.{name}") is not None:
+            importlib.import_module(f"{pkg.__name__}.{name}")
+        if name in _REGISTRY:
+            return
     for mod in pkgutil.iter_modules(pkg.__path__):
         importlib.import_module(f"{pkg.__name__}.{mod.name}")

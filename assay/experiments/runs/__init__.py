@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 _WHERE = {
     "Background": "_background",
+    "preload": "_background",
     "append_lines": "_files",
     "jsonl_lines": "_files",
     "write_atomic": "_files",
@@ -42,7 +43,7 @@ _WHERE = {
 }
 
 if TYPE_CHECKING:
-    from assay.experiments.runs._background import Background
+    from assay.experiments.runs._background import Background, preload
     from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
     from assay.experiments.runs._judging import (
         JudgeTask,
@@ -89,6 +90,7 @@ __all__ = [
     "log_tracked",
     "mlflow_key",
     "now",
+    "preload",
     "run_directory",
     "run_pool",
     "run_tasks",

@@ -3,8 +3,10 @@ background thread while the LM calls are in flight — not before the first call
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 
@@ -35,3 +37,14 @@ class Background:
         if "error" in self._result:
             raise self._result["error"]
         return self._result.get("value")
+
+
+def preload(module: str) -> Background:
+    """``module`` imported in the background while the LM calls are in flight — what only the
+    end of a run needs (the statistics: NumPy, the bootstrap), kept off the way to the first
+    request; ``join()`` returns the module."""
+
+    def load() -> ModuleType:
+        return importlib.import_module(module)
+
+    return Background(load, name="assay-preload")
