@@ -23,10 +23,20 @@ Suites:
   twice its stability calls), ``--stability-k 5`` the example's own setting;
 - ``evaluate``: ``assay evaluate`` of N synthetic items at concurrency C.
 
+With ``--jrh PATH`` (a checkout of RAND's JRH, run by its own interpreter: ``--jrh-python``,
+by default the checkout's ``.venv`` that ``uv sync`` makes, else ``jrhvenv`` beside the
+checkout), the jrh suite measures JRH instead of quoting issue 14: after each assay run, one JRH
+run of the same work (``benchmarks/_jrh.py``: HarmBench, 10 items, the seven perturbation tests
+and stochastic stability, one judge, HITL review off, 8 workers) from its command line on the
+same stub, read from the stub's spans exactly as assay's; its calls are counted by kind from
+the stub's requests. The stub then answers JRH's forced tool calls as tool calls (JRH calls its
+models through instructor's tools mode) and DSPy's requests as before.
+
 Nothing is asserted: figures vary with the machine's load; repeat (``--repeat``) and read the
 medians.
 
     python benchmarks/bench_startup.py [--suite jrh|evaluate|both] [--repeat 3] [--client native]
+        [--jrh PATH [--jrh-python PYTHON]]
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ from typing import Any
 
 import yaml
 from _common import StubProcess
+from _jrh import calls_by_kind, run_jrh, tool_stub
 
 # at module level: the stub's child process imports it (DSPy included, ~2 s) when it starts,
 # not on the first request of the first timed run, which it would hold up
@@ -179,6 +190,45 @@ def one_suite(
     }
 
 
+def jrh_python(checkout: Path, python: Path | None) -> Path:
+    """JRH's interpreter: ``python`` if given, else the checkout's ``.venv`` (``uv sync``), else
+    ``jrhvenv`` beside the checkout."""
+    if python is not None:
+        return python
+    for candidate in (checkout / ".venv", checkout.parent / "jrhvenv"):
+        if (candidate / "bin" / "python").exists():
+            return candidate / "bin" / "python"
+    raise SystemExit(f"no interpreter for JRH at {checkout}: give --jrh-python")
+
+
+def one_jrh(
+    stub: StubProcess, folder: Path, latency: float, concurrency: int, opts
+) -> dict[str, float]:
+    """One JRH run of the suite on the stub, read from the stub's spans as :func:`one_suite`
+    reads assay's (no zero-call re-run: a JRH run into a finished output folder does not
+    resume, it starts over)."""
+    stub.reset()
+    start, wall, cpu = run_jrh(opts.jrh, opts.jrh_python, stub.base_url, folder, concurrency)
+    stats = stub.stats()
+    spans = stats["spans"]
+    calls = stats["n_requests"]
+    last = max(b for _, b in spans) - start if spans else float("nan")
+    limit = calls * latency / concurrency
+    kinds = calls_by_kind(stats["bodies"], opts.jrh)
+    return {
+        "calls": calls,
+        "first_request_s": spans[0][0] - start if spans else float("nan"),
+        "last_answer_s": last,
+        "wall_s": wall,
+        "limit_s": limit,
+        "wall_over_limit": wall / limit if limit else float("nan"),
+        "tail_s": wall - last,
+        "max_in_flight": stats["max_in_flight"],
+        "cpu_s": cpu,
+        **{f"calls_{kind}": n for kind, n in kinds.items()},
+    }
+
+
 def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
@@ -212,6 +262,33 @@ def show(title: str, runs: list[dict[str, float]], jrh: bool) -> dict[str, float
     return m
 
 
+def show_jrh(runs: list[dict[str, float]], assay: dict[str, float]) -> dict[str, float]:
+    """JRH's measured medians beside assay's (``assay``: the medians :func:`show` returned)."""
+    m = median_of(runs)
+    print(f"\nRAND JRH on the same suite and stub, measured (median of {len(runs)})")
+    print(
+        f"    calls {m['calls']:.0f}  first request after {m['first_request_s']:.2f}s  "
+        f"last answer {m['last_answer_s']:.2f}s  wall {m['wall_s']:.2f}s  "
+        f"limit calls×L÷C {m['limit_s']:.2f}s  wall ÷ limit {m['wall_over_limit']:.2f}  "
+        f"(after the last answer {m['tail_s']:.2f}s; max in flight {m['max_in_flight']:.0f}; "
+        f"CPU {m['cpu_s']:.1f}s)"
+    )
+    other = f", {m['calls_other']:.0f} not JRH's" if m["calls_other"] else ""
+    print(
+        f"    JRH's calls (the stub's requests): {m['calls_generation']:.0f} generation + "
+        f"{m['calls_validation']:.0f} validation, {m['calls_probes']:.0f} probes judged, "
+        f"{m['calls_stability']:.0f} stability{other}   each run: "
+        + ", ".join(f"{r['wall_s']:.1f}s/{r['first_request_s']:.2f}s" for r in runs)
+        + "  (wall/first request)"
+    )
+    print(
+        f"    → assay {m['wall_s'] / assay['wall_s']:.2f}× faster than JRH (wall) with "
+        f"{assay['calls'] / m['calls']:.2f}× its calls; first request "
+        f"{m['first_request_s'] / assay['first_request_s']:.1f}× sooner"
+    )
+    return m
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", choices=["jrh", "evaluate", "both"], default="both")
@@ -231,7 +308,25 @@ def main() -> None:
     parser.add_argument(
         "--root", type=Path, default=ROOT, help="the checkout whose assay runs (compare commits)"
     )
+    parser.add_argument(
+        "--jrh",
+        type=Path,
+        default=None,
+        help="jrh suite: a checkout of RAND's JRH, measured after each assay run on the same "
+        "stub (default: issue 14's figures are quoted)",
+    )
+    parser.add_argument(
+        "--jrh-python",
+        type=Path,
+        default=None,
+        help="JRH's interpreter (Python >= 3.13 with its dependencies; default: the checkout's "
+        ".venv, else jrhvenv beside the checkout)",
+    )
     opts = parser.parse_args()
+    if opts.jrh is not None:
+        opts.jrh = opts.jrh.resolve()
+        # absolute, not resolved: a venv's python is a symlink to its base interpreter
+        opts.jrh_python = jrh_python(opts.jrh, opts.jrh_python).absolute()
     one, five, _ = os.getloadavg()
     print(
         f"assay from the command line, stub L = {opts.latency}s in its own process, "
@@ -239,35 +334,50 @@ def main() -> None:
         f"load average {one:.1f} / "
         f"{five:.1f} on {os.cpu_count()} CPUs"
     )
+    suites = ["jrh", "evaluate"] if opts.suite == "both" else [opts.suite]
+    measure_jrh = opts.jrh is not None and "jrh" in suites
+    if measure_jrh:
+        print(f"JRH from {opts.jrh} with {opts.jrh_python}, one run after each assay run")
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         # every command would compile the checkout's modules from source at start (~0.4 s on a
         # slow machine): a property of this shell, not of assay; compile them once instead
         import compileall
 
         compileall.compile_dir(str(opts.root / "assay"), quiet=1)
+        if measure_jrh:
+            compileall.compile_dir(str(opts.jrh / "src"), quiet=1)
         print(
             "note: PYTHONDONTWRITEBYTECODE is set here; the checkout was compiled once and the "
             "commands run without it, as a user's would"
         )
         os.environ.pop("PYTHONDONTWRITEBYTECODE")
-    suites = ["jrh", "evaluate"] if opts.suite == "both" else [opts.suite]
     out: dict[str, Any] = {}
-    with StubProcess(opts.latency, _respond) as stub:
+    # with --jrh, one stub serves both: JRH's tool calls answered as tool calls, its bodies kept
+    stub_cm = tool_stub(opts.latency) if measure_jrh else StubProcess(opts.latency, _respond)
+    with stub_cm as stub:
         for kind in suites:
-            runs = []
+            runs, jrh_runs = [], []
             for _ in range(opts.repeat):
                 folder = Path(tempfile.mkdtemp(prefix=f"assay-startup-{kind}-"))
                 try:
                     runs.append(one_suite(stub, kind, folder, opts.latency, opts.concurrency, opts))
                 finally:
                     shutil.rmtree(folder, ignore_errors=True)
+                if kind == "jrh" and measure_jrh:
+                    folder = Path(tempfile.mkdtemp(prefix="jrh-startup-"))
+                    try:
+                        jrh_runs.append(one_jrh(stub, folder, opts.latency, opts.concurrency, opts))
+                    finally:
+                        shutil.rmtree(folder, ignore_errors=True)
             k = opts.stability_k or "as in the example"
             title = (
                 f"HarmBench JRH suite, one judge (assay harness --judges predict), stability k={k}"
                 if kind == "jrh"
                 else f"assay evaluate, {opts.items} items"
             )
-            out[kind] = show(title, runs, kind == "jrh")
+            out[kind] = show(title, runs, kind == "jrh" and not measure_jrh)
+            if jrh_runs:
+                out["jrh_measured"] = show_jrh(jrh_runs, out[kind])
     print(json.dumps({k: {n: round(v, 3) for n, v in m.items()} for k, m in out.items()}))
 
 
