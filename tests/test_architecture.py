@@ -131,3 +131,39 @@ def test_the_web_package_loads_without_the_runners_or_dspy():
         [sys.executable, "-c", code, str(ROOT.parent)], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_a_run_reaches_its_first_lm_call_without_the_statistics_libraries():
+    """NumPy, SciPy and scikit-learn load while the calls are in flight (``runs.preload``), not
+    on the way to the first request (~0.1 s of it): loading a harness config, a judge config
+    with a calibration map and the tests a run runs, and importing both runners, needs none."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from assay.experiments import load_config
+from assay.experiments.reliability import HarnessConfig
+from assay.experiments.reliability._registry import get_test
+import assay.experiments._evaluate, assay.experiments.reliability._harness
+from assay.programs import JudgeConfig
+config, _ = load_config(Path(sys.argv[2]), {}, model=HarnessConfig)
+tests = [get_test(name, settings) for name, settings in config.tests.items()]
+judge = JudgeConfig.model_validate({
+    **config.judges[0].model_dump(mode="json"),
+    "score_mode": "expected",
+    "calibration": {"kind": "isotonic", "x": [0.2, 0.8], "y": [0.1, 0.9], "n_fit": 20},
+})
+assert judge.calibration is not None and len(tests) == len(config.tests)
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "scipy", "sklearn")))
+"""
+    example = ROOT.parent / "examples" / "harmbench_harness.yaml"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT.parent), str(example)],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", out.stdout

@@ -231,8 +231,19 @@ def test_maps_fitted_on_one_split_calibrate_another():
 def test_invalid_stored_maps_are_rejected():
     with pytest.raises(ValueError, match="strictly increasing"):
         load_calibration({"kind": "isotonic", "x": [0.5, 0.2], "y": [0.1, 0.2], "n_fit": 3})
+    with pytest.raises(ValueError, match="strictly increasing"):  # a tie is not increasing
+        load_calibration({"kind": "isotonic", "x": [0.2, 0.2], "y": [0.1, 0.2], "n_fit": 3})
     with pytest.raises(ValueError, match="non-decreasing"):
         load_calibration({"kind": "isotonic", "x": [0.2, 0.5], "y": [0.3, 0.2], "n_fit": 3})
+    for y in ([-0.1, 0.2], [0.5, 1.2]):
+        with pytest.raises(ValueError, match="within \\[0, 1\\]"):
+            load_calibration({"kind": "isotonic", "x": [0.2, 0.5], "y": y, "n_fit": 3})
+    with pytest.raises(ValueError, match="same length"):
+        load_calibration({"kind": "isotonic", "x": [0.2, 0.5], "y": [0.3], "n_fit": 3})
+    with pytest.raises(ValueError, match="finite"):
+        load_calibration({"kind": "isotonic", "x": [0.2, math.inf], "y": [0.3, 0.4], "n_fit": 3})
+    flat = load_calibration({"kind": "isotonic", "x": [0.2, 0.5], "y": [0.3, 0.3], "n_fit": 3})
+    assert list(flat.transform([0.0, 0.35, 1.0])) == [0.3, 0.3, 0.3]  # ties in y are allowed
     with pytest.raises(ValueError, match="kind"):
         load_calibration({"kind": "beta", "n_fit": 3})
     with pytest.raises(ValueError, match="extra"):

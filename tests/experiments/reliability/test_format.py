@@ -363,3 +363,24 @@ def test_pass_rates_resample_source_items_not_probes():
     assert m.value == 0.5 and m.n == 10
     assert (m.ci_low, m.ci_high) == (0.0, 1.0)
     assert "2 clusters" in m.note
+
+
+def test_a_fresh_process_loads_only_the_tests_it_asks_for_and_names_all_on_a_typo():
+    """A run imports the files of the tests it runs; an unknown name still lists every test."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from assay.errors import ConfigError
+from assay.experiments.reliability._registry import get_test
+get_test("label_flip")
+loaded = sorted(m.rsplit(".", 1)[1] for m in sys.modules
+                if m.startswith("assay.experiments.reliability.tests."))
+try:
+    get_test("label_flip_typo")
+except ConfigError as exc:
+    print(loaded, "synthetic_ordinal" in str(exc) and "verbosity_short" in str(exc))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["['label_flip']", "True"], out.stdout + out.stderr
