@@ -166,26 +166,35 @@ def one_suite(
     stub.reset()
     start, wall, cpu = command(args, folder, opts.root)
     stats = stub.stats()
-    spans = stats["spans"]
-    calls = stats["n_requests"]
-    first = spans[0][0] - start if spans else float("nan")
-    last = max(b for _, b in spans) - start if spans else float("nan")
-    limit = calls * latency / concurrency
     stub.reset()
     _, rerun, rerun_cpu = command(args, folder, opts.root)
-    rerun_calls = stub.stats()["n_requests"]
+    return {
+        **timeline(stats, start, wall, cpu, latency, concurrency),
+        "rerun_s": rerun,
+        "rerun_cpu_s": rerun_cpu,
+        "rerun_calls": stub.stats()["n_requests"],
+    }
+
+
+def timeline(
+    stats: dict[str, Any], start: float, wall: float, cpu: float, latency: float, concurrency: int
+) -> dict[str, float]:
+    """A command's figures read from the stub's side: its calls, when the first request arrived
+    and the last answer left (from the command's start), wall ÷ limit, the time after the last
+    answer."""
+    spans = stats["spans"]
+    calls = stats["n_requests"]
+    last = max(b for _, b in spans) - start if spans else float("nan")
+    limit = calls * latency / concurrency
     return {
         "calls": calls,
-        "first_request_s": first,
+        "first_request_s": spans[0][0] - start if spans else float("nan"),
         "last_answer_s": last,
         "wall_s": wall,
         "limit_s": limit,
         "wall_over_limit": wall / limit if limit else float("nan"),
         "tail_s": wall - last,
         "max_in_flight": stats["max_in_flight"],
-        "rerun_s": rerun,
-        "rerun_cpu_s": rerun_cpu,
-        "rerun_calls": rerun_calls,
         "cpu_s": cpu,
     }
 
@@ -210,21 +219,9 @@ def one_jrh(
     stub.reset()
     start, wall, cpu = run_jrh(opts.jrh, opts.jrh_python, stub.base_url, folder, concurrency)
     stats = stub.stats()
-    spans = stats["spans"]
-    calls = stats["n_requests"]
-    last = max(b for _, b in spans) - start if spans else float("nan")
-    limit = calls * latency / concurrency
     kinds = calls_by_kind(stats["bodies"], opts.jrh)
     return {
-        "calls": calls,
-        "first_request_s": spans[0][0] - start if spans else float("nan"),
-        "last_answer_s": last,
-        "wall_s": wall,
-        "limit_s": limit,
-        "wall_over_limit": wall / limit if limit else float("nan"),
-        "tail_s": wall - last,
-        "max_in_flight": stats["max_in_flight"],
-        "cpu_s": cpu,
+        **timeline(stats, start, wall, cpu, latency, concurrency),
         **{f"calls_{kind}": n for kind, n in kinds.items()},
     }
 
@@ -233,9 +230,8 @@ def median_of(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
-def show(title: str, runs: list[dict[str, float]], jrh: bool) -> dict[str, float]:
-    m = median_of(runs)
-    print(f"\n{title} (median of {len(runs)})")
+def print_timeline(m: dict[str, float]) -> None:
+    """The line of :func:`timeline`'s figures (medians)."""
     print(
         f"    calls {m['calls']:.0f}  first request after {m['first_request_s']:.2f}s  "
         f"last answer {m['last_answer_s']:.2f}s  wall {m['wall_s']:.2f}s  "
@@ -243,6 +239,12 @@ def show(title: str, runs: list[dict[str, float]], jrh: bool) -> dict[str, float
         f"(after the last answer {m['tail_s']:.2f}s; max in flight {m['max_in_flight']:.0f}; "
         f"CPU {m['cpu_s']:.1f}s)"
     )
+
+
+def show(title: str, runs: list[dict[str, float]], jrh: bool) -> dict[str, float]:
+    m = median_of(runs)
+    print(f"\n{title} (median of {len(runs)})")
+    print_timeline(m)
     print(
         f"    zero-call re-run: {m['rerun_s']:.2f}s, CPU {m['rerun_cpu_s']:.2f}s "
         f"({m['rerun_calls']:.0f} calls)   "
@@ -266,13 +268,7 @@ def show_jrh(runs: list[dict[str, float]], assay: dict[str, float]) -> dict[str,
     """JRH's measured medians beside assay's (``assay``: the medians :func:`show` returned)."""
     m = median_of(runs)
     print(f"\nRAND JRH on the same suite and stub, measured (median of {len(runs)})")
-    print(
-        f"    calls {m['calls']:.0f}  first request after {m['first_request_s']:.2f}s  "
-        f"last answer {m['last_answer_s']:.2f}s  wall {m['wall_s']:.2f}s  "
-        f"limit calls×L÷C {m['limit_s']:.2f}s  wall ÷ limit {m['wall_over_limit']:.2f}  "
-        f"(after the last answer {m['tail_s']:.2f}s; max in flight {m['max_in_flight']:.0f}; "
-        f"CPU {m['cpu_s']:.1f}s)"
-    )
+    print_timeline(m)
     other = f", {m['calls_other']:.0f} not JRH's" if m["calls_other"] else ""
     print(
         f"    JRH's calls (the stub's requests): {m['calls_generation']:.0f} generation + "

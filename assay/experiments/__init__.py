@@ -6,8 +6,9 @@ never loads the optimizer, the comparison or the agreement statistics before its
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from assay._lazy import lazy_names
 
 _RESULTS = "assay.experiments._results"
 _WHERE = {
@@ -78,16 +79,7 @@ __all__ = [
 assert sorted(__all__) == sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'assay.experiments' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
 
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly

@@ -11,8 +11,9 @@ to the first LM call; the statistics load when they are computed.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from assay._lazy import lazy_names
 
 _NAMES = {
     "_alt_test": ("AltTestResult", "AnnotatorComparison", "alt_test"),
@@ -188,16 +189,7 @@ __all__ = [
 assert sorted(__all__) == sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module 'assay.metrics' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
 
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly

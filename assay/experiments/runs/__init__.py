@@ -6,8 +6,9 @@ imported, and the sidecar itself needs none of DSPy to load MLflow."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from assay._lazy import lazy_names
 
 _WHERE = {
     "Background": "_background",
@@ -101,10 +102,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # once loaded, a plain attribute
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
