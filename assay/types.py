@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -95,6 +97,19 @@ class Usage(BaseModel):
     unpriced_calls: int = 0  # calls of a model with no known price (not counted in cost_usd)
     limit_wait_s: float = 0.0  # time spent waiting on rate limits (rpm, tpm, 429 back-off)
     rate_limited: int = 0  # HTTP 429 answers (each waited out and retried)
+
+    @classmethod
+    def total(cls, usages: Iterable[Usage]) -> Usage:
+        """The sum of ``usages``, the same whatever their order: costs and waits are summed
+        exactly (``math.fsum``), so a run whose calls finished in another order (threads, Ray
+        actors, a resume) reports the very same totals."""
+        us = list(usages)
+        return cls(
+            **{
+                k: (math.fsum if isinstance(f.default, float) else sum)(getattr(u, k) for u in us)
+                for k, f in cls.model_fields.items()
+            }
+        )
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(

@@ -106,7 +106,7 @@ def summarize_run(
         confidence=confidence,
         seed=seed,
     )
-    usage = sum((j.usage for j in judgments), Usage())
+    usage = Usage.total(j.usage for j in judgments)
     accuracy = agreement.metrics.get("accuracy")
     acc = accuracy.value if accuracy is not None else None
     reasons = Counter(j.unscored for j in judgments if j.score is None)

@@ -127,8 +127,8 @@ def run_case(
         steps=steps,
         emulator_mode=agent.emulator.mode,
         usage={
-            "agent": sum((s.agent_usage for s in steps), Usage()),
-            "emulator": sum((s.emulator_usage for s in steps), Usage()),
+            "agent": Usage.total(s.agent_usage for s in steps),
+            "emulator": Usage.total(s.emulator_usage for s in steps),
         },
         latency_s=round(time.perf_counter() - start, 4),
         finished=now(),

@@ -100,7 +100,7 @@ def summarize(
         for ev in config.evaluators
     }
     usage_by_judge = {
-        jc.name: sum((j.usage for j in existing[jc.name].values()), Usage()) for _, jc in judges
+        jc.name: Usage.total(j.usage for j in existing[jc.name].values()) for _, jc in judges
     }
     selected = [done[c.index] for c in cases if c.index in done]
     return ToolEmuSummary(
@@ -170,9 +170,9 @@ def _trajectory_counts(
 
 def _stage_usage(selected: list[CaseRecord], usage_by_judge: dict[str, Usage]) -> StageUsage:
     """Usage by stage: the agent, the emulator, the evaluators (every judge) and the total."""
-    agent_u = sum((r.usage.get("agent", Usage()) for r in selected), Usage())
-    emu_u = sum((r.usage.get("emulator", Usage()) for r in selected), Usage())
-    eval_u = sum(usage_by_judge.values(), Usage())
+    agent_u = Usage.total(r.usage.get("agent", Usage()) for r in selected)
+    emu_u = Usage.total(r.usage.get("emulator", Usage()) for r in selected)
+    eval_u = Usage.total(usage_by_judge.values())
     return StageUsage(
         agent=agent_u, emulator=emu_u, evaluators=eval_u, total=agent_u + emu_u + eval_u
     )

@@ -4,6 +4,7 @@ instance started by the test: ``ray.init(num_cpus=2)``), and a Ray run resumes l
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,100 @@ def test_the_command_line_judges_on_ray(tmp_path, items_csv, local_ray):
         assert stub.n_requests == N_ITEMS
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["new_judgments"] == N_ITEMS and out["counts"]["scored"] == N_ITEMS
+
+
+# -- the harness --------------------------------------------------------------------------------
+SUM = re.compile(r"What is (\d+) \+ (\d+)\?")
+
+
+def sum_verdict(request: dict[str, Any]) -> str:
+    """A judge on the wire: 'correct' when the response states the sum the request asks for
+    (its last number; read from the prompt DSPy built), so each probe's verdict follows its text."""
+    text = request["messages"][-1]["content"]
+    asked = SUM.search(text)
+    response = text.split("[[ ## response ## ]]", 1)[1].split("Respond with", 1)[0]
+    stated = re.findall(r"-?\d+", response)
+    ok = bool(asked and stated and int(stated[-1]) == int(asked[1]) + int(asked[2]))
+    return json.dumps({"verdict": "correct" if ok else "incorrect"})
+
+
+def harness_config(tmp_path: Path, stub: StubServer, output_dir: str, engine: str):
+    from assay.experiments.reliability import HarnessConfig
+    from assay.experiments.reliability._selftest import register, write_data
+
+    register()  # the generator and validator are scripted: they run here, in the driver
+    return HarnessConfig.model_validate(
+        {
+            "name": "ray-harness",
+            "data": {"path": str(write_data(tmp_path / "data", n=6)), "columns": {"id": "id"}},
+            "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
+            "generator": {"model": "scripted:assay-selftest-generator", "temperature": 0.7},
+            "validator": {"model": "scripted:assay-selftest-validator"},
+            "judges": [
+                {
+                    "name": "wire",
+                    "model": "openai/stub-model",
+                    "api_base": stub.base_url,
+                    "rubric": "The answer must state the correct sum.",
+                    "price": {"input_per_mtok": 1.0, "output_per_mtok": 2.0},
+                }
+            ],
+            "tests": {
+                "label_flip": {},
+                "format_intraline": {},
+                "verbosity_long": {},
+                "stochastic_stability": {"k": 2, "temperature": 1.0},
+            },
+            "retries": 0,
+            "concurrency": 4,
+            "output_dir": str(tmp_path / output_dir),
+            "tracking": {"enabled": False},
+            "execution": {"engine": engine},
+        }
+    )
+
+
+def harness_metrics(summary: Any) -> dict[str, Any]:
+    """The harness summary without what wall-clock time sets."""
+    out = summary.model_dump(mode="json")
+    for usage in [*out["generation_usage"].values()] + [
+        j["usage"] for j in out["judges"].values() if "usage" in j
+    ]:
+        usage.pop("mean_latency_s", None)
+    return out
+
+
+def test_a_ray_harness_gives_the_judgments_and_metrics_of_a_local_one(tmp_path, local_ray):
+    from assay.experiments.reliability import run_harness
+
+    with StubServer(respond=sum_verdict) as stub:
+        local = run_harness(
+            harness_config(tmp_path, stub, "local", "local"), progress=False, workdir=tmp_path
+        )
+        calls = stub.n_requests
+        remote = run_harness(
+            harness_config(tmp_path, stub, "ray", "ray"), progress=False, workdir=tmp_path
+        )
+        assert stub.n_requests == 2 * calls  # every judgment made again, by the actors
+        again = run_harness(
+            harness_config(tmp_path, stub, "ray", "local"), progress=False, workdir=tmp_path
+        )
+        assert stub.n_requests == 2 * calls  # a finished Ray run re-run here: no call
+
+    # 6 sources, 6 label flips, 6 intraline, 6 long, 12 stability samples
+    assert calls == 36
+
+    def judged(res: Any) -> list[dict[str, Any]]:
+        lines = (res.run_dir / "judgments").glob("*.jsonl")
+        rows = [json.loads(x) for f in lines for x in f.read_text().splitlines()]
+        return sorted(
+            ({k: v for k, v in r.items() if k != "latency_s"} for r in rows),
+            key=lambda r: r["item_id"],
+        )
+
+    assert judged(remote) == judged(local) and len(judged(local)) == calls
+    assert {r["label"] for r in judged(local)} == {"correct", "incorrect"}
+    assert harness_metrics(remote.summary) == harness_metrics(local.summary)
+    assert harness_metrics(again.summary) == harness_metrics(remote.summary)
+    flips = local.summary.judges["wire"].tests["label_flip"]
+    assert flips.pass_rate.n == 6 and flips.pass_rate.value == 1.0  # the wire judge reads the sum

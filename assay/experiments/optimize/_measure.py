@@ -78,7 +78,7 @@ def measure(
             seed=b.seed,
         ).model_dump()
     out["objective"] = objective_parts(splits["dev"], by_id, variants_of, config)
-    out["usage"] = sum((by_id[t.item.id].usage for t in tasks), Usage()).model_dump()
+    out["usage"] = Usage.total(by_id[t.item.id].usage for t in tasks).model_dump()
     return out
 
 

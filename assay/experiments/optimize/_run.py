@@ -229,7 +229,7 @@ def _compile(
         "optimizer": config.optimizer.model_dump(),
         "seconds": round(time.perf_counter() - start, 3),
         "demos": _demos(optimized),
-        "usage": sum(by_model.values(), Usage()).model_dump(),
+        "usage": Usage.total(by_model.values()).model_dump(),
         "usage_by_model": {m: u.model_dump() for m, u in by_model.items()},
         "finished": now(),
     }

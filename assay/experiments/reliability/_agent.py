@@ -185,7 +185,7 @@ class AgentTest(ReliabilityTest):
             try_untouched=self.try_untouched,
             run=run,
         ).outcome
-        generated = sum((u for k, u in ctx.usage.items() if k != "verify"), Usage())
+        generated = Usage.total(u for k, u in ctx.usage.items() if k != "verify")
         verified = ctx.usage.get("verify", Usage())
         kept = outcome.status == "confirmed" or (
             outcome.status == "rejected" and self.keep_rejected()

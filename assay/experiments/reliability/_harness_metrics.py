@@ -90,7 +90,7 @@ def _judge_metrics(
         )
         for t in instances
     }
-    judge_usage = sum((j.usage for j in js.values()), Usage())
+    judge_usage = Usage.total(j.usage for j in js.values())
     pass_values = [m.pass_rate.value for m in per_test.values() if m.pass_rate]
     mean_pass = sum(pass_values) / len(pass_values) if pass_values else None
     return JudgeReliability(
