@@ -43,20 +43,18 @@ class TimedRespond:
 class StubProcess:
     """The stub in a child process (``spawn``). Same surface as :class:`StubServer` for what
     the benchmarks read, plus :meth:`stats` with the request spans. ``respond`` must be
-    picklable (a module-level function); ``server``, a :class:`StubServer` subclass the child
-    serves (a module-level class)."""
+    picklable (a module-level function)."""
 
     def __init__(
         self,
         latency_s: float,
         respond: Respond | None = None,
         keep_bodies: bool = False,
-        server: type[StubServer] = StubServer,
     ):
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(
-            target=_serve_stub, args=(child, latency_s, respond, keep_bodies, server), daemon=True
+            target=_serve_stub, args=(child, latency_s, respond, keep_bodies), daemon=True
         )
 
     def __enter__(self) -> StubProcess:
@@ -94,10 +92,9 @@ def _serve_stub(
     latency_s: float,
     respond: Respond | None,
     keep_bodies: bool = False,
-    server: type[StubServer] = StubServer,
 ) -> None:
     timed = TimedRespond(respond, latency_s)
-    with server(latency_s=latency_s, respond=timed) as stub:
+    with StubServer(latency_s=latency_s, respond=timed) as stub:
         conn.send(stub.base_url)
         while (command := conn.recv()) != "stop":
             if command == "reset":

@@ -13,10 +13,10 @@ What this module brings:
   asks), and its validator and judge requests (``judge/single_judge``: a verdict hashed from the
   judged response, as ``bench_harness.verdict`` does for assay) — and to assay's DSPy prompts
   (``bench_harness.respond``), so ONE stub process serves both tools;
-- :func:`tool_stub`, the stub process whose server (:class:`ToolStubServer`) answers a request
-  that forces a function tool (``tool_choice``) with that tool call, as an OpenAI-compatible
-  server does: JRH calls its models through ``instructor`` in its tools mode, which reads the
-  answer from ``tool_calls`` only; every other request is answered exactly as before;
+- :func:`tool_stub`, the stub process for both, keeping every request body: assay's
+  :class:`~assay.lm.StubServer` answers a request that forces a function tool (``tool_choice``)
+  with that tool call, as an OpenAI-compatible server does (JRH calls its models through
+  ``instructor`` in its tools mode, which reads the answer from ``tool_calls`` only);
 - :func:`run_jrh`, one JRH run of the HarmBench suite (label flip, the three format tests,
   paraphrase, verbosity long / short, stochastic stability; 10 items; one judge) into a fresh
   folder, checked afterwards: every test reported, no call that failed into JRH's results.
@@ -41,7 +41,7 @@ from _common import StubProcess
 from bench_harness import respond as _harness_respond
 from bench_harness import verdict as _verdict
 
-from assay.lm import StubServer
+from assay.lm._stub_server import forced_tool
 
 # The suite of issue 14, in JRH's names: seven LLM perturbations (each item generated, then
 # validated), and stochastic stability (each item judged again, no generation).
@@ -60,15 +60,6 @@ MODEL = "openai/stub"  # JRH's provider/model form; the OpenAI client goes to OP
 
 
 # -- the stub's answers ----------------------------------------------------------------------
-
-
-def forced_tool(request: dict[str, Any]) -> str | None:
-    """The function a request forces with ``tool_choice`` (instructor's tools mode), if any."""
-    choice = request.get("tool_choice")
-    if isinstance(choice, dict) and choice.get("type") == "function":
-        name = (choice.get("function") or {}).get("name")
-        return name if isinstance(name, str) else None
-    return None
 
 
 def _user_text(request: dict[str, Any]) -> str:
@@ -145,34 +136,10 @@ def respond(request: dict[str, Any]) -> str:
 # -- the stub process ------------------------------------------------------------------------
 
 
-class ToolStubServer(StubServer):
-    """:class:`StubServer` that answers a request forcing a function tool with that call: the
-    responder's text becomes the call's JSON arguments, ``finish_reason`` ``tool_calls``."""
-
-    def _completion(self, body: dict[str, Any], index: int) -> dict[str, Any]:
-        completion = super()._completion(body, index)
-        name = forced_tool(body)
-        if name is not None:
-            choice = completion["choices"][0]
-            arguments = choice["message"]["content"]
-            choice["message"] = {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_stub_{index}",
-                        "type": "function",
-                        "function": {"name": name, "arguments": arguments},
-                    }
-                ],
-            }
-            choice["finish_reason"] = "tool_calls"
-        return completion
-
-
 def tool_stub(latency_s: float, keep_bodies: bool = True) -> StubProcess:
-    """The stub process for both tools: :func:`respond` behind a :class:`ToolStubServer`."""
-    return StubProcess(latency_s, respond, keep_bodies=keep_bodies, server=ToolStubServer)
+    """The stub process for both tools: :func:`respond` (the stub answers JRH's forced tool
+    calls as tool calls)."""
+    return StubProcess(latency_s, respond, keep_bodies=keep_bodies)
 
 
 # -- one JRH run -----------------------------------------------------------------------------

@@ -19,8 +19,10 @@ Suites:
   probes judged, and ``stochastic_stability`` judged once per item (``number_of_seeds: 1``,
   ``repetitions: 1``: 10). assay's format tests are deterministic (no call), it judges each
   source too (consistency needs the judge's own source verdict), and stability samples each
-  item k ≥ 2 times: ``--stability-k 2`` is the nearest to JRH's one judgment per item (still
-  twice its stability calls), ``--stability-k 5`` the example's own setting;
+  item k ≥ 2 times. So the suite runs twice: with k = 2, the nearest to JRH's one judgment per
+  item (still twice its stability calls) and the line issue 14's targets are read on, and with
+  the example as shipped (k = 5: 40 more stability samples than JRH takes). ``--stability-k N``
+  runs k = N alone;
 - ``evaluate``: ``assay evaluate`` of N synthetic items at concurrency C.
 
 With ``--jrh PATH`` (a checkout of RAND's JRH, run by its own interpreter: ``--jrh-python``,
@@ -153,10 +155,16 @@ def command(args: list[str], cwd: Path, root: Path) -> tuple[float, float, float
 
 
 def one_suite(
-    stub: StubProcess, kind: str, folder: Path, latency: float, concurrency: int, opts
+    stub: StubProcess,
+    kind: str,
+    folder: Path,
+    latency: float,
+    concurrency: int,
+    opts,
+    stability_k: int | None = None,
 ) -> dict[str, float]:
     if kind == "jrh":
-        cfg = jrh_config(folder, stub.base_url, concurrency, opts.client, opts.stability_k)
+        cfg = jrh_config(folder, stub.base_url, concurrency, opts.client, stability_k)
         args = ["harness", str(cfg), "--judges", "predict", "--quiet"]
     else:
         cfg = evaluate_config(folder, stub.base_url, opts.items, concurrency, opts.client)
@@ -241,7 +249,11 @@ def print_timeline(m: dict[str, float]) -> None:
     )
 
 
-def show(title: str, runs: list[dict[str, float]], jrh: bool) -> dict[str, float]:
+def show(
+    title: str, runs: list[dict[str, float]], jrh: bool, targets: bool = True
+) -> dict[str, float]:
+    """Print the medians of ``runs``; ``jrh``: beside issue 14's JRH figures, with its targets
+    unless ``targets`` is false (the example's k = 5 is more work than JRH's)."""
     m = median_of(runs)
     print(f"\n{title} (median of {len(runs)})")
     print_timeline(m)
@@ -255,10 +267,12 @@ def show(title: str, runs: list[dict[str, float]], jrh: bool) -> dict[str, float
         + "  (wall/first request/re-run)"
     )
     if jrh:
+        speed, calls = ("(target ≥ 2.5) ", " (target ≤ 0.9)") if targets else ("", "")
         print(
             f"    JRH on the same suite: {JRH['calls']} calls, {JRH['wall_s']}s → assay "
-            f"{JRH['wall_s'] / m['wall_s']:.2f}× faster with {m['calls'] / JRH['calls']:.2f}× "
-            "its calls"
+            f"{JRH['wall_s'] / m['wall_s']:.2f}× faster {speed}with "
+            f"{m['calls'] / JRH['calls']:.2f}× its calls{calls}"
+            + ("" if targets else "; k = 5 takes 50 stability samples to JRH's 10")
         )
         print(f"    JRH's calls: {JRH_CALLS}")
     return m
@@ -285,6 +299,21 @@ def show_jrh(runs: list[dict[str, float]], assay: dict[str, float]) -> dict[str,
     return m
 
 
+def variants(suites: list[str], opts) -> list[tuple[str, str, int | None, str]]:
+    """(output key, suite, stability k or None for the example's, title) of each measurement."""
+    out = []
+    if "jrh" in suites:
+        head = "HarmBench JRH suite, one judge (assay harness --judges predict)"
+        if opts.stability_k is not None:
+            out.append(("jrh", "jrh", opts.stability_k, f"{head}, stability k={opts.stability_k}"))
+        else:
+            out.append(("jrh", "jrh", 2, f"{head}, stability k=2: JRH's work (issue 14's line)"))
+            out.append(("jrh_example", "jrh", None, f"{head}, the example as shipped (k=5)"))
+    if "evaluate" in suites:
+        out.append(("evaluate", "evaluate", None, f"assay evaluate, {opts.items} items"))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", choices=["jrh", "evaluate", "both"], default="both")
@@ -297,8 +326,8 @@ def main() -> None:
         "--stability-k",
         type=int,
         default=None,
-        help="jrh suite: samples per item of stochastic_stability (default: the example's; "
-        "2 is the nearest to JRH's one judgment per item)",
+        help="jrh suite: samples per item of stochastic_stability, run alone (default: k = 2, "
+        "the nearest to JRH's one judgment per item, then the example's k = 5)",
     )
     parser.add_argument("--ray", action="store_true", help="judge on Ray (--ray)")
     parser.add_argument(
@@ -351,29 +380,25 @@ def main() -> None:
     # with --jrh, one stub serves both: JRH's tool calls answered as tool calls, its bodies kept
     stub_cm = tool_stub(opts.latency) if measure_jrh else StubProcess(opts.latency, _respond)
     with stub_cm as stub:
-        for kind in suites:
+        for key, kind, k, title in variants(suites, opts):
             runs, jrh_runs = [], []
             for _ in range(opts.repeat):
                 folder = Path(tempfile.mkdtemp(prefix=f"assay-startup-{kind}-"))
                 try:
-                    runs.append(one_suite(stub, kind, folder, opts.latency, opts.concurrency, opts))
+                    runs.append(
+                        one_suite(stub, kind, folder, opts.latency, opts.concurrency, opts, k)
+                    )
                 finally:
                     shutil.rmtree(folder, ignore_errors=True)
-                if kind == "jrh" and measure_jrh:
+                if key == "jrh" and measure_jrh:  # beside the run of JRH's work
                     folder = Path(tempfile.mkdtemp(prefix="jrh-startup-"))
                     try:
                         jrh_runs.append(one_jrh(stub, folder, opts.latency, opts.concurrency, opts))
                     finally:
                         shutil.rmtree(folder, ignore_errors=True)
-            k = opts.stability_k or "as in the example"
-            title = (
-                f"HarmBench JRH suite, one judge (assay harness --judges predict), stability k={k}"
-                if kind == "jrh"
-                else f"assay evaluate, {opts.items} items"
-            )
-            out[kind] = show(title, runs, kind == "jrh" and not measure_jrh)
+            out[key] = show(title, runs, kind == "jrh" and not measure_jrh, key != "jrh_example")
             if jrh_runs:
-                out["jrh_measured"] = show_jrh(jrh_runs, out[kind])
+                out["jrh_measured"] = show_jrh(jrh_runs, out[key])
     print(json.dumps({k: {n: round(v, 3) for n, v in m.items()} for k, m in out.items()}))
 
 

@@ -1,7 +1,8 @@
 """A loopback OpenAI-compatible chat server for tests and benchmarks: no network, no key.
 
 It answers ``POST /v1/chat/completions`` (and ``/chat/completions``) after a fixed latency,
-with content from a ``respond(request_json)`` callable and deterministic token usage. It can
+with content from a ``respond(request_json)`` callable and deterministic token usage (a request
+that forces a function tool gets that call, the content as its arguments). It can
 fail on purpose (HTTP 429 with ``Retry-After: 0`` for the first N requests, or any status
 sequence), and records what it saw: every request body, the request count and the largest
 number of requests in flight at once — so a test can check what reached the wire and a
@@ -52,6 +53,15 @@ def default_respond(request: dict[str, Any]) -> str:
 _OUTPUTS_HEADER = "Your output fields are:"
 _FIELD_LINE = re.compile(r"^\d+\. `(\w+)` \(([^)]*)\)", re.MULTILINE)
 _LITERAL = re.compile(r"Literal\[\s*(?:'([^']*)'|\"([^\"]*)\"|(-?\d+))")
+
+
+def forced_tool(request: dict[str, Any]) -> str | None:
+    """The function a request forces with ``tool_choice`` (instructor's tools mode, say)."""
+    choice = request.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        name = (choice.get("function") or {}).get("name")
+        return name if isinstance(name, str) else None
+    return None
 
 
 def _asks_for_json(request: dict[str, Any]) -> bool:
@@ -240,18 +250,23 @@ class StubServer:
     def _completion(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         content = self.respond(body)
         p, c = prompt_tokens(body), max(1, count_tokens(content))
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        finish = "stop"
+        tool = forced_tool(body)
+        if tool is not None:  # as an OpenAI server answers a forced function: that call
+            message["content"] = None
+            call = {"name": tool, "arguments": content}
+            message["tool_calls"] = [
+                {"id": f"call_stub_{index}", "type": "function", "function": call}
+            ]
+            finish = "tool_calls"
         completion = {
             "id": f"chatcmpl-stub-{index}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or self.model,
             "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
-                    "logprobs": None,
-                }
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
             ],
             "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
         }

@@ -314,6 +314,27 @@ def test_stub_answers_a_json_schema_with_first_enum_values():
     assert stub.statuses == [503, 200] and stub.requests[1] == body
 
 
+def test_stub_answers_a_forced_function_with_that_tool_call():
+    """As an OpenAI server does (instructor's tools mode reads only ``tool_calls``); a request
+    that forces nothing, or offers tools without forcing one, gets plain content."""
+    tools = [{"type": "function", "function": {"name": "Verdict", "parameters": {}}}]
+    forced = {"type": "function", "function": {"name": "Verdict"}}
+    base = {"model": "m", "messages": [{"role": "user", "content": "judge this"}]}
+    with StubServer(respond=lambda _: '{"verdict": "safe"}') as stub:
+        _, called = post(stub, {**base, "tools": tools, "tool_choice": forced})
+        _, offered = post(stub, {**base, "tools": tools, "tool_choice": "auto"})
+    choice = called["choices"][0]
+    assert choice["finish_reason"] == "tool_calls" and choice["message"]["content"] is None
+    [call] = choice["message"]["tool_calls"]
+    assert call["type"] == "function" and call["function"]["name"] == "Verdict"
+    assert json.loads(call["function"]["arguments"]) == {"verdict": "safe"}
+    assert offered["choices"][0]["message"] == {
+        "role": "assistant",
+        "content": '{"verdict": "safe"}',
+    }
+    assert called["usage"]["completion_tokens"] == offered["usage"]["completion_tokens"] == 2
+
+
 def test_stub_uses_a_custom_responder_and_tracks_requests_in_flight(tmp_path, items_csv):
     def respond(request: dict[str, Any]) -> str:
         return json.dumps({"verdict": "True"})
