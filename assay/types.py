@@ -112,15 +112,7 @@ class Usage(BaseModel):
         )
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cost_usd=self.cost_usd + other.cost_usd,
-            calls=self.calls + other.calls,
-            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
-            limit_wait_s=self.limit_wait_s + other.limit_wait_s,
-            rate_limited=self.rate_limited + other.rate_limited,
-        )
+        return Usage.total((self, other))  # fsum of two floats is their IEEE sum
 
 
 class Judgment(BaseModel):
