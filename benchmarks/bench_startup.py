@@ -250,10 +250,10 @@ def print_timeline(m: dict[str, float]) -> None:
 
 
 def show(
-    title: str, runs: list[dict[str, float]], jrh: bool, targets: bool = True
+    title: str, runs: list[dict[str, float]], jrh: bool, note: str | None = None
 ) -> dict[str, float]:
-    """Print the medians of ``runs``; ``jrh``: beside issue 14's JRH figures, with its targets
-    unless ``targets`` is false (the example's k = 5 is more work than JRH's)."""
+    """Print the medians of ``runs``; ``jrh``: beside issue 14's JRH figures, with its targets,
+    or with ``note`` instead where the work is not JRH's (the example's own k)."""
     m = median_of(runs)
     print(f"\n{title} (median of {len(runs)})")
     print_timeline(m)
@@ -267,12 +267,11 @@ def show(
         + "  (wall/first request/re-run)"
     )
     if jrh:
-        speed, calls = ("(target ≥ 2.5) ", " (target ≤ 0.9)") if targets else ("", "")
+        speed, calls = ("(target ≥ 2.5) ", " (target ≤ 0.9)") if note is None else ("", "")
         print(
             f"    JRH on the same suite: {JRH['calls']} calls, {JRH['wall_s']}s → assay "
             f"{JRH['wall_s'] / m['wall_s']:.2f}× faster {speed}with "
-            f"{m['calls'] / JRH['calls']:.2f}× its calls{calls}"
-            + ("" if targets else "; k = 5 takes 50 stability samples to JRH's 10")
+            f"{m['calls'] / JRH['calls']:.2f}× its calls{calls}" + (f"; {note}" if note else "")
         )
         print(f"    JRH's calls: {JRH_CALLS}")
     return m
@@ -299,18 +298,25 @@ def show_jrh(runs: list[dict[str, float]], assay: dict[str, float]) -> dict[str,
     return m
 
 
-def variants(suites: list[str], opts) -> list[tuple[str, str, int | None, str]]:
-    """(output key, suite, stability k or None for the example's, title) of each measurement."""
-    out = []
+def variants(suites: list[str], opts) -> list[tuple[str, str, int | None, str, str | None]]:
+    """(output key, suite, stability k, title, note in place of issue 14's targets) of each
+    measurement."""
+    out: list[tuple[str, str, int | None, str, str | None]] = []
     if "jrh" in suites:
         head = "HarmBench JRH suite, one judge (assay harness --judges predict)"
         if opts.stability_k is not None:
-            out.append(("jrh", "jrh", opts.stability_k, f"{head}, stability k={opts.stability_k}"))
+            k = opts.stability_k
+            out.append(("jrh", "jrh", k, f"{head}, stability k={k}", None))
         else:
-            out.append(("jrh", "jrh", 2, f"{head}, stability k=2: JRH's work (issue 14's line)"))
-            out.append(("jrh_example", "jrh", None, f"{head}, the example as shipped (k=5)"))
+            raw = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+            k, seeds = raw["tests"]["stochastic_stability"]["k"], raw["sample"]["n"]
+            out.append(
+                ("jrh", "jrh", 2, f"{head}, stability k=2: JRH's work (issue 14's line)", None)
+            )
+            note = f"k = {k} takes {k * seeds} stability samples to JRH's {seeds}"
+            out.append(("jrh_example", "jrh", k, f"{head}, the example as shipped (k={k})", note))
     if "evaluate" in suites:
-        out.append(("evaluate", "evaluate", None, f"assay evaluate, {opts.items} items"))
+        out.append(("evaluate", "evaluate", None, f"assay evaluate, {opts.items} items", None))
     return out
 
 
@@ -380,7 +386,7 @@ def main() -> None:
     # with --jrh, one stub serves both: JRH's tool calls answered as tool calls, its bodies kept
     stub_cm = tool_stub(opts.latency) if measure_jrh else StubProcess(opts.latency, _respond)
     with stub_cm as stub:
-        for key, kind, k, title in variants(suites, opts):
+        for key, kind, k, title, note in variants(suites, opts):
             runs, jrh_runs = [], []
             for _ in range(opts.repeat):
                 folder = Path(tempfile.mkdtemp(prefix=f"assay-startup-{kind}-"))
@@ -396,7 +402,7 @@ def main() -> None:
                         jrh_runs.append(one_jrh(stub, folder, opts.latency, opts.concurrency, opts))
                     finally:
                         shutil.rmtree(folder, ignore_errors=True)
-            out[key] = show(title, runs, kind == "jrh" and not measure_jrh, key != "jrh_example")
+            out[key] = show(title, runs, kind == "jrh" and not measure_jrh, note)
             if jrh_runs:
                 out["jrh_measured"] = show_jrh(jrh_runs, out[key])
     print(json.dumps({k: {n: round(v, 3) for n, v in m.items()} for k, m in out.items()}))
