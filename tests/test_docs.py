@@ -1,0 +1,99 @@
+"""The README and docs/ say what a user types: every `assay …` line in their code blocks parses
+with the CLI's own parser, every example config they name exists and loads, and every relative
+link points at a file of the repository."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from assay.api import _config
+from assay.cli import build_parser
+from assay.experiments import EvaluateConfig
+from assay.experiments.optimize import OptimizeConfig
+from assay.experiments.reliability import HarnessConfig
+from assay.toolemu import ToolEmuRunConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _code_blocks(text: str) -> list[str]:
+    return re.findall(r"^```[a-z]*\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def _command_lines(page: Path) -> list[str]:
+    """`assay …` lines of the page's code blocks, continuations joined, prompts and comments
+    dropped."""
+    lines = []
+    for block in _code_blocks(page.read_text(encoding="utf-8")):
+        joined = block.replace("\\\n", " ")
+        for line in joined.splitlines():
+            line = line.strip().removeprefix("$ ")
+            if line.startswith("assay "):
+                lines.append(line)
+    return lines
+
+
+COMMANDS = [(page.name, line) for page in PAGES for line in _command_lines(page)]
+
+
+def test_the_pages_show_commands():
+    names = {line.split()[1] for _, line in COMMANDS}
+    assert {"evaluate", "harness", "agreement", "review", "compare"} <= names
+
+
+@pytest.mark.parametrize(("page", "line"), COMMANDS, ids=[f"{p}:{c[:60]}" for p, c in COMMANDS])
+def test_every_command_line_parses(page, line):
+    words = shlex.split(line, comments=True)
+    try:
+        build_parser().parse_args(words[1:])
+    except SystemExit as exc:  # argparse's way of refusing
+        pytest.fail(f"{page}: `{line}` does not parse (exit {exc.code})")
+
+
+def _kind(path: str) -> type:
+    name = Path(path).stem
+    if name.startswith("optimize"):
+        return OptimizeConfig
+    if name == "toolemu_run":
+        return ToolEmuRunConfig
+    if name.endswith(("_harness", "_bias")):
+        return HarnessConfig
+    return EvaluateConfig
+
+
+CONFIGS = sorted(
+    {
+        m
+        for page in PAGES
+        for m in re.findall(r"examples/[\w./-]+\.yaml", page.read_text(encoding="utf-8"))
+    }
+)
+
+
+def test_the_pages_name_example_configs():
+    assert "examples/harmbench.yaml" in CONFIGS
+
+
+@pytest.mark.parametrize("path", CONFIGS)
+def test_every_named_example_config_loads(path):
+    file = ROOT / path
+    assert file.is_file(), f"{path} is named in the docs but does not exist"
+    config, _ = _config(file, _kind(path), {})
+    assert config.name
+
+
+LINKS = [
+    (page, target)
+    for page in PAGES
+    for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8"))
+]
+
+
+@pytest.mark.parametrize(("page", "target"), LINKS, ids=[f"{p.name}->{t}" for p, t in LINKS])
+def test_every_relative_link_points_at_a_file(page, target):
+    assert (page.parent / target).exists(), f"{page.name} links to {target}, which is missing"
