@@ -67,7 +67,7 @@ class ModelSpec(BaseModel):
     the OpenAI chat-completions wire: ``openai/<model>``, with ``api_base`` for vLLM, llama.cpp
     or any OpenAI-compatible server), ``litellm`` (every provider LiteLLM knows), or ``auto``:
     native for ``openai/...``, LiteLLM for the rest. Both send the same request; native starts
-    seconds sooner and costs a fraction of the CPU per call (README, Performance figures).
+    seconds sooner and costs a fraction of the CPU per call (docs/performance.md).
     ``rpm`` / ``tpm`` cap requests and tokens per minute for this model (native client); on a
     429 the client waits the server's ``Retry-After`` and halves its concurrency, then grows it
     back one call at a time. None of these change a verdict: they are not in the config hash.
