@@ -18,7 +18,7 @@ from assay.experiments.reliability._results import (
 from assay.metrics import MetricValue, fmt, fmt_ci
 from assay.report import Table, markdown
 
-OTHER_METRICS = ("flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae")
+OTHER_METRICS = ("items", "flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae")
 JUDGE_COLUMNS = (
     "test",
     "pass rate [CI]",
@@ -192,8 +192,7 @@ def report_tables(summary: HarnessSummary) -> list[Table]:
                 f"Judge {name} — {r.model} (config {r.config_hash[:10]})",
                 list(JUDGE_COLUMNS),
                 [
-                    [t, ci(m.pass_rate), ci(m.consistency), f"{m.unscored} of {m.judged}"]
-                    + [other_metrics(m)]
+                    [t, ci(m.pass_rate), ci(m.consistency), _unscored(m), other_metrics(m)]
                     for t, m in r.tests.items()
                 ],
                 note=f"Judge cost: {u.calls} calls, {u.prompt_tokens}+{u.completion_tokens} "
@@ -216,6 +215,16 @@ def report_tables(summary: HarnessSummary) -> list[Table]:
         )
     )
     return out
+
+
+def _unscored(m: ReliabilityScores) -> str:
+    """How many probe verdicts are unscored, and why; how many probes' sources are."""
+    reasons = m.unscored_reasons
+    why = f" ({', '.join(f'{r} {n}' for r, n in reasons.items())})" if reasons else ""
+    sources = m.scoring_metrics.get("source_unscored")
+    return f"{m.unscored} of {m.judged}{why}" + (
+        f"; {sources} with an unscored source" if sources else ""
+    )
 
 
 def _criterion_tables(judge: str, tests: dict[str, ReliabilityScores]) -> list[Table]:
