@@ -26,6 +26,7 @@ _WHERE = {
     "estimate": "assay.experiments._estimate",
     "evaluate": "assay.experiments._evaluate",
     "load_items": "assay.experiments._items",
+    "evaluate_tables": "assay.experiments._report",
     "Agreement": _RESULTS,
     "AgreementResult": _RESULTS,
     "CalibrationResult": _RESULTS,
@@ -68,6 +69,7 @@ __all__ = [
     "compare",
     "estimate",
     "evaluate",
+    "evaluate_tables",
     "judge_items",
     "judge_one",
     "load_config",
@@ -97,6 +99,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from assay.experiments._estimate import PrevalenceResult, estimate
     from assay.experiments._evaluate import evaluate
     from assay.experiments._items import load_items
+    from assay.experiments._report import evaluate_tables
     from assay.experiments._results import (
         Agreement,
         AgreementResult,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from assay.experiments._results import DisagreementRecord, EvaluateSummary
-from assay.metrics import fmt, metrics_table
+from assay.metrics import fmt, metric_table
+from assay.report import Table, markdown
 
 
 def render_report(
@@ -48,22 +49,8 @@ def render_report(
             else []
         ),
         "",
-        "## Agreement with the reference",
-        "",
     ]
-    if s["metrics"]:
-        lines.append(metrics_table(s["metrics"], confidence))
-        cm = s.get("confusion_matrix")
-        if cm:
-            labels = cm["labels"]
-            lines += ["", "Confusion matrix (rows: reference, columns: judge):", ""]
-            lines.append("| | " + " | ".join(str(x) for x in labels) + " |")
-            lines.append("|---" * (len(labels) + 1) + "|")
-            for lab, row in zip(labels, cm["rows_reference"], strict=True):
-                lines.append(f"| **{lab}** | " + " | ".join(str(x) for x in row) + " |")
-    else:
-        lines.append(summary.note or "No item has both a reference label and a judge score.")
-    lines += _calibration_section(summary, confidence)
+    lines += markdown(evaluate_tables(summary, confidence))
     lines += _disagreement_section(summary, disagreements or [])
     lines += _cost_section(summary)
     if str(judge.get("model", "")).startswith("local"):
@@ -75,28 +62,51 @@ def render_report(
     return "\n".join(lines) + "\n"
 
 
-def _calibration_section(summary: EvaluateSummary, confidence: float) -> list[str]:
+def evaluate_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
+    """What the run measured against the reference: agreement, the confusion matrix and, for a
+    judge with probabilities, their calibration (with the reliability diagram) — report.md and
+    report.html both show these."""
+    s = summary.model_dump()
+    out = []
+    if s["metrics"]:
+        out.append(metric_table("Agreement with the reference", s["metrics"], confidence))
+        cm = s.get("confusion_matrix")
+        if cm:
+            out.append(
+                Table(
+                    "Confusion matrix (rows: reference, columns: judge)",
+                    ["reference \\ judge", *map(str, cm["labels"])],
+                    [
+                        [str(lab), *row]
+                        for lab, row in zip(cm["labels"], cm["rows_reference"], strict=True)
+                    ],
+                )
+            )
+    else:
+        note = summary.note or "No item has both a reference label and a judge score."
+        out.append(Table("Agreement with the reference", [], [], lead=note))
     cal = summary.calibration
-    if cal is None:
-        return []
-    lines = [
-        "",
-        "## Calibration of the judge's probabilities",
-        "",
-        f"{cal.probability} against the reference on {cal.n} items "
-        f"({cal.bins} {cal.strategy.replace('_', '-')} bins; {cal.without_probability} labelled "
-        "items had no probability and are left out). Reliability diagram: `reliability.png`.",
-        "",
-        metrics_table(summary.model_dump()["calibration"]["metrics"], confidence),
-    ]
-    if cal.calibrated:
-        lines += [
-            "",
-            "After the judge's calibration map:",
-            "",
-            metrics_table(summary.model_dump()["calibration"]["calibrated"], confidence),
-        ]
-    return lines
+    if cal is not None:
+        out.append(
+            metric_table(
+                "Calibration of the judge's probabilities",
+                s["calibration"]["metrics"],
+                confidence,
+                lead=f"{cal.probability} against the reference on {cal.n} items ({cal.bins} "
+                f"{cal.strategy.replace('_', '-')} bins; {cal.without_probability} labelled items "
+                "had no probability and are left out).",
+                figure=("Reliability diagram", "reliability.png"),
+            )
+        )
+        if cal.calibrated:
+            out.append(
+                metric_table(
+                    "Calibration after the judge's calibration map",
+                    s["calibration"]["calibrated"],
+                    confidence,
+                )
+            )
+    return out
 
 
 def _excerpt(text: str | None, n: int = 160) -> str:

@@ -69,7 +69,7 @@ _NAMES = {
         "failure_precision",
         "failure_precision_batched",
     ),
-    "_format": ("fmt", "fmt_ci", "metrics_table"),
+    "_format": ("fmt", "fmt_ci", "metric_table", "metrics_table"),
     "_intervals": ("bootstrap_ci", "wilson_interval"),
     "_kappa": (
         "KappaWeights",
@@ -85,7 +85,7 @@ _NAMES = {
     "_prevalence": ("PrevalenceEstimate", "corrected_prevalence", "rogan_gladen"),
     "_rates": ("rate",),
     "_report": ("MetricKind", "agreement_confusion", "agreement_metrics"),
-    "_samples": ("majority_agreement",),
+    "_samples": ("held_out_majority_agreement",),
     "_threshold": ("fit_threshold",),
     "_value": ("BootstrapCI", "MetricValue"),
 }
@@ -148,6 +148,7 @@ __all__ = [
     # formatting
     "fmt",
     "fmt_ci",
+    "metric_table",
     "metrics_table",
     # calibration
     "BinStrategy",
@@ -181,7 +182,7 @@ __all__ = [
     "AltTestResult",
     "AnnotatorComparison",
     # samples a majority vote needs
-    "majority_agreement",
+    "held_out_majority_agreement",
     # where judge and reference disagree
     "Disagreement",
     "disagreements",
@@ -251,7 +252,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         failure_precision,
         failure_precision_batched,
     )
-    from assay.metrics._format import fmt, fmt_ci, metrics_table
+    from assay.metrics._format import fmt, fmt_ci, metric_table, metrics_table
     from assay.metrics._intervals import bootstrap_ci, wilson_interval
     from assay.metrics._kappa import (
         KappaWeights,
@@ -267,6 +268,6 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
     from assay.metrics._rates import rate
     from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
-    from assay.metrics._samples import majority_agreement
+    from assay.metrics._samples import held_out_majority_agreement
     from assay.metrics._threshold import fit_threshold
     from assay.metrics._value import BootstrapCI, MetricValue

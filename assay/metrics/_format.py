@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.metrics._value import MetricValue
+from assay.report import Table, markdown_table
 
 
 def fmt(v: Any, digits: int = 3, *, percent: bool = False) -> str:
@@ -45,16 +46,23 @@ def fmt_ci(
     return f"{fmt(m.get('value'), digits, percent=percent)}{ci}{n}"
 
 
-def metrics_table(metrics: Mapping[str, Mapping[str, Any]], confidence: float = 0.95) -> str:
-    """Markdown table: metric, value, CI bounds, n, note."""
-    rows = [f"| metric | value | {int(confidence * 100)}% CI | n | note |", "|---|---|---|---|---|"]
+def metric_table(
+    title: str, metrics: Mapping[str, Mapping[str, Any]], confidence: float = 0.95, **more: Any
+) -> Table:
+    """A report's table of ``metrics``: metric, value, CI bounds, n, note (``more``: the
+    :class:`~assay.report.Table`'s lead, note, figure)."""
+    rows = []
     for name, m in metrics.items():
         ci = (
             f"[{fmt(m.get('ci_low'))}, {fmt(m.get('ci_high'))}]"
             if m.get("ci_low") is not None
             else "—"
         )
-        rows.append(
-            f"| {name} | {fmt(m.get('value'))} | {ci} | {m.get('n', '')} | {m.get('note') or ''} |"
-        )
-    return "\n".join(rows)
+        rows.append([name, fmt(m.get("value")), ci, m.get("n", ""), m.get("note") or ""])
+    columns = ["metric", "value", f"{int(confidence * 100)}% CI", "n", "note"]
+    return Table(title, columns, rows, **more)
+
+
+def metrics_table(metrics: Mapping[str, Mapping[str, Any]], confidence: float = 0.95) -> str:
+    """Markdown table: metric, value, CI bounds, n, note."""
+    return "\n".join(markdown_table(metric_table("", metrics, confidence)))

@@ -16,7 +16,13 @@ from assay.experiments.reliability._registry import (
     known_tests,
     reliability_test,
 )
-from assay.experiments.reliability._report import ci, heatmap, other_metrics, pass_rates
+from assay.experiments.reliability._report import (
+    ci,
+    heatmap,
+    other_metrics,
+    pass_rates,
+    report_tables,
+)
 from assay.experiments.reliability._results import (
     CriterionScores,
     HarnessResult,
@@ -91,6 +97,7 @@ __all__ = [
     "heatmap",
     "other_metrics",
     "pass_rates",
+    "report_tables",
     "headline",
     "export_review",
     "get_test",

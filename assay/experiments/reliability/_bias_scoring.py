@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from assay.experiments.reliability._probe import Probe
-from assay.metrics import MetricValue, cluster_mean, majority_agreement, rate
+from assay.metrics import MetricValue, cluster_mean, held_out_majority_agreement, rate
 from assay.programs import mirror_preference
 from assay.scale import Scale
 from assay.types import Judgment
@@ -198,19 +198,19 @@ def _polarity(rows, scale: Scale, boot) -> dict[str, Any]:
 
 # -- samples needed (stochastic_stability) -------------------------------------------------------
 def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> dict[str, Any]:
-    """For m = 1, 3, 5, … up to the fewest scored samples of an item: the probability that a majority of m
-    samples agrees with the majority of all k (exact per item, averaged over items, item
-    bootstrap CI), and the smallest m whose estimate (and whose CI's lower bound) reaches 95%.
-    Items whose k samples have a tied majority have no reference and are counted apart."""
+    """For m = 1, 3, 5, … below k, the fewest scored samples of an item: the probability that a
+    majority of m samples agrees with the majority of the item's *other* samples (out of
+    sample, exact per item — :func:`assay.metrics.held_out_majority_agreement` —, averaged over
+    items, item bootstrap CI), and the smallest m whose estimate (and whose CI's lower bound)
+    reaches 95%: ``None`` when no m below k does ("not reached within k")."""
     if not by_source:
         return {}
     k = min(len(s) for s in by_source.values())
     curve: dict[str, MetricValue | None] = {}
-    tied = 0
-    for m in range(1, k + 1, 2):
-        probs = [majority_agreement(s, m) for s in by_source.values()]
-        tied = sum(p is None for p in probs)
-        curve[f"m{m}"] = rate([p for p in probs if p is not None], **boot)
+    for m in range(1, k, 2):
+        curve[f"m{m}"] = rate(
+            [held_out_majority_agreement(s, m) for s in by_source.values()], **boot
+        )
 
     def smallest(key: str) -> int | None:
         for name, mv in curve.items():
@@ -223,5 +223,5 @@ def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> dic
         "samples_needed": curve,
         "samples_needed_95": smallest("value"),
         "samples_needed_95_ci_low": smallest("ci_low"),
-        "samples_tied_items": tied,
+        "samples_k": k,
     }

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from assay.experiments.reliability._bias_report import bias_lines, samples_plot
+from assay.experiments.reliability._bias_report import bias_tables, samples_plot
 from assay.experiments.reliability._results import (
     CriterionScores,
     HarnessSummary,
@@ -16,8 +16,16 @@ from assay.experiments.reliability._results import (
     TargetScores,
 )
 from assay.metrics import MetricValue, fmt, fmt_ci
+from assay.report import Table, markdown
 
-OTHER_METRICS = ("flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae")
+OTHER_METRICS = ("items", "flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae")
+JUDGE_COLUMNS = (
+    "test",
+    "pass rate [CI]",
+    "consistency with own source verdict [CI]",
+    "unscored",
+    "other",
+)
 
 
 def ci(m: MetricValue | dict | None) -> str:
@@ -156,39 +164,8 @@ def render(config, summary: HarnessSummary) -> str:
         "![pass rate per test and judge](heatmap.png)",
         "",
     ]
-    for name, r in summary.judges.items():
-        lines += [
-            f"## Judge `{name}` — `{r.model}` (config {r.config_hash[:10]})",
-            "",
-            "| test | pass rate [CI] | consistency with own source verdict [CI] | unscored | other |",
-            "|---|---|---|---|---|",
-        ]
-        for t, m in r.tests.items():
-            lines.append(
-                f"| {t} | {ci(m.pass_rate)} | {ci(m.consistency)} | {m.unscored} of {m.judged} | {other_metrics(m)} |"
-            )
-        lines += _criterion_tables(r.tests)
-        u = r.usage
-        lines += [
-            "",
-            f"Judge cost: {u.calls} calls, {u.prompt_tokens}+{u.completion_tokens} tokens, ${u.cost_usd:.6f}; "
-            f"cost per accuracy point {fmt(r.cost_per_accuracy_point_usd, 6)} USD; sources unscored {r.source_unscored}; "
-            f"waiting on rate limits {u.limit_wait_s:.1f} s, HTTP 429 answers {u.rate_limited}.",
-            "",
-        ]
-    lines += bias_lines(summary)
+    lines += markdown(report_tables(summary))
     lines += [
-        "## Cost of generation and validation",
-        "",
-        "| stage:test | calls | tokens | USD |",
-        "|---|---|---|---|",
-    ]
-    for k, u in summary.generation_usage.items():
-        lines.append(
-            f"| {k} | {u.calls} | {u.prompt_tokens}+{u.completion_tokens} | {u.cost_usd:.6f} |"
-        )
-    lines += [
-        "",
         "![cost vs accuracy](cost_accuracy.png)",
         "",
         f"Intervals: {summary.bootstrap}.",
@@ -203,7 +180,54 @@ def render(config, summary: HarnessSummary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _criterion_tables(tests: dict[str, ReliabilityScores]) -> list[str]:
+def report_tables(summary: HarnessSummary) -> list[Table]:
+    """Everything the run measured, as tables: each judge's tests (and, for agent tests, per
+    criterion and target score), the bias tests, the cost of generation. report.md and
+    report.html both show these."""
+    out: list[Table] = []
+    for name, r in summary.judges.items():
+        u = r.usage
+        out.append(
+            Table(
+                f"Judge {name} — {r.model} (config {r.config_hash[:10]})",
+                list(JUDGE_COLUMNS),
+                [
+                    [t, ci(m.pass_rate), ci(m.consistency), _unscored(m), other_metrics(m)]
+                    for t, m in r.tests.items()
+                ],
+                note=f"Judge cost: {u.calls} calls, {u.prompt_tokens}+{u.completion_tokens} "
+                f"tokens, ${u.cost_usd:.6f}; cost per accuracy point "
+                f"{fmt(r.cost_per_accuracy_point_usd, 6)} USD; sources unscored "
+                f"{r.source_unscored}; waiting on rate limits {u.limit_wait_s:.1f} s, HTTP 429 "
+                f"answers {u.rate_limited}.",
+            )
+        )
+        out += _criterion_tables(name, r.tests)
+    out += bias_tables(summary)
+    out.append(
+        Table(
+            "Cost of generation and validation",
+            ["stage:test", "calls", "tokens", "USD"],
+            [
+                [k, u.calls, f"{u.prompt_tokens}+{u.completion_tokens}", f"{u.cost_usd:.6f}"]
+                for k, u in summary.generation_usage.items()
+            ],
+        )
+    )
+    return out
+
+
+def _unscored(m: ReliabilityScores) -> str:
+    """How many probe verdicts are unscored, and why; how many probes' sources are."""
+    reasons = m.unscored_reasons
+    why = f" ({', '.join(f'{r} {n}' for r, n in reasons.items())})" if reasons else ""
+    sources = m.scoring_metrics.get("source_unscored")
+    return f"{m.unscored} of {m.judged}{why}" + (
+        f"; {sources} with an unscored source" if sources else ""
+    )
+
+
+def _criterion_tables(judge: str, tests: dict[str, ReliabilityScores]) -> list[Table]:
     """Agent tests: pass rate and consistency per rubric criterion; exact / within one / MAE
     per target score of an ordinal criterion."""
     rows, targets = [], []
@@ -211,30 +235,33 @@ def _criterion_tables(tests: dict[str, ReliabilityScores]) -> list[str]:
         criteria: dict[str, CriterionScores] = m.scoring_metrics.get("criteria") or {}
         for c, cm in criteria.items():
             rows.append(
-                f"| {t} | {c} | {cm.probes} | {ci(cm.pass_rate)} | "
-                f"{ci(cm.consistency)} ({cm.consistency_undefined} undefined: already at the target, or untouched) |"
+                [t, c, cm.probes, ci(cm.pass_rate)]
+                + [
+                    f"{ci(cm.consistency)} ({cm.consistency_undefined} undefined: already at "
+                    "the target, or untouched)"
+                ]
             )
         by_target: dict[str, TargetScores] = m.scoring_metrics.get("by_target") or {}
         for target, tm in by_target.items():
-            targets.append(
-                f"| {t} | {target} | {tm.probes} | {ci(tm.exact)} | "
-                f"{ci(tm.within_one)} | {ci(tm.mae)} |"
-            )
-    out: list[str] = []
+            targets.append([t, target, tm.probes, ci(tm.exact), ci(tm.within_one), ci(tm.mae)])
+    out: list[Table] = []
     if rows:
-        out += [
-            "",
-            "| test | criterion | probes | pass rate [CI] | verdict moved toward the target [CI] |",
-            "|---|---|---|---|---|",
-            *rows,
-        ]
+        out.append(
+            Table(
+                f"Judge {judge}: per rubric criterion",
+                ["test", "criterion", "probes", "pass rate [CI]"]
+                + ["verdict moved toward the target [CI]"],
+                rows,
+            )
+        )
     if targets:
-        out += [
-            "",
-            "| test | target score | probes | exact [CI] | within one [CI] | MAE [CI] |",
-            "|---|---|---|---|---|---|",
-            *targets,
-        ]
+        out.append(
+            Table(
+                f"Judge {judge}: per target score",
+                ["test", "target score", "probes", "exact [CI]", "within one [CI]", "MAE [CI]"],
+                targets,
+            )
+        )
     return out
 
 

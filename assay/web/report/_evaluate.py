@@ -9,7 +9,15 @@ from typing import Any
 from assay.metrics import fmt
 from assay.types import Item, Judgment
 from assay.web.report._model import Block, Items, Report, Row, Table
-from assay.web.report._read import load_json, pretty, read_jsonl, read_yaml, verdict
+from assay.web.report._read import (
+    figures,
+    load_json,
+    load_summary,
+    pretty,
+    read_jsonl,
+    read_yaml,
+    verdict,
+)
 
 COST_COLUMNS = [
     "LM calls",
@@ -37,13 +45,13 @@ def evaluate_report(run_dir: Path, items: list[Item] | None) -> Report:
     judge = config.get("judge") or {}
     r = Report("evaluate", f"assay evaluate — {config.get('name') or run_dir.name}")
     r.facts = _facts(config, m)
-    if m.get("metrics"):
-        r.tables.append(_metrics_table("Agreement with the reference", m["metrics"]))
-    else:
-        r.notes.append(m.get("note") or "No item has both a reference label and a judge score.")
-    cm = m.get("confusion_matrix")
-    if cm:
-        r.tables.append(_confusion_table(cm))
+    # the tables report.md shows, built once (agreement, confusion matrix, calibration)
+    from assay.experiments import EvaluateSummary, evaluate_tables
+
+    summary = load_summary(run_dir / "metrics.json", EvaluateSummary)
+    confidence = (config.get("bootstrap") or {}).get("confidence", 0.95)
+    r.tables = evaluate_tables(summary, confidence)
+    r.figures = figures(run_dir, r.tables)
     r.tables.append(_cost_table(m.get("usage", {})))
     judgments = [Judgment.model_validate(x) for x in read_jsonl(run_dir / "judgments.jsonl")]
     by_item = {it.id: it for it in (items if items is not None else _load_items(config))}
@@ -77,23 +85,6 @@ def _facts(config: dict[str, Any], m: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("intervals", str(m.get("bootstrap", ""))),
     ]
-
-
-def _metrics_table(title: str, metrics: dict[str, dict[str, Any]]) -> Table:
-    rows = []
-    for name, m in metrics.items():
-        lo, hi = m.get("ci_low"), m.get("ci_high")
-        ci = f"[{fmt(lo)}, {fmt(hi)}]" if lo is not None else "—"
-        rows.append([name, fmt(m.get("value")), ci, m.get("n", ""), m.get("note") or ""])
-    return Table(title, ["metric", "value", "CI", "n", "note"], rows)
-
-
-def _confusion_table(cm: dict[str, Any]) -> Table:
-    return Table(
-        "Confusion matrix (rows: reference, columns: judge)",
-        ["reference \\ judge", *map(str, cm["labels"])],
-        [[str(lab), *row] for lab, row in zip(cm["labels"], cm["rows_reference"], strict=False)],
-    )
 
 
 def _cost_table(u: dict[str, Any]) -> Table:

@@ -7,28 +7,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.metrics import fmt
-from assay.types import Usage
 from assay.web._diff import diff_texts
-from assay.web.report._model import Block, Items, Report, Row, Table
-from assay.web.report._read import images, load_summary, read_yaml, verdict, with_ci
+from assay.web.report._model import Block, Items, Report, Row
+from assay.web.report._read import figures, images, load_summary, read_yaml, verdict
 
 if TYPE_CHECKING:  # imported when a report is built (as the review app's run model, and the
     # harness's results: importing them loads the harness, ~1.3 s, which the word-diff helper
     # process and `assay review serve` need not pay for before they do any work)
-    from assay.experiments.reliability import HarnessSummary, JudgeReliability
+    from assay.experiments.reliability import HarnessSummary
     from assay.web._run import ProbeView, ReviewRun
 
 PLOTS = (
     ("Pass rate per test and judge", "heatmap.png"),
     ("Cost vs accuracy per judge", "cost_accuracy.png"),
-)
-JUDGE_COLUMNS = (
-    "test",
-    "pass rate [CI]",
-    "consistency with own source verdict [CI]",
-    "unscored",
-    "other",
 )
 PROBE_COLUMNS = (
     ("probe", "text"),
@@ -40,7 +31,7 @@ PROBE_COLUMNS = (
 
 
 def harness_report(run_dir: Path) -> Report:
-    from assay.experiments.reliability import HarnessSummary
+    from assay.experiments.reliability import HarnessSummary, report_tables
     from assay.web._run import ReviewRun
 
     run = ReviewRun(run_dir)
@@ -48,11 +39,10 @@ def harness_report(run_dir: Path) -> Report:
     config = read_yaml(run_dir / "config.yaml")
     r = Report("harness", f"assay harness — {run.name}")
     r.facts = _facts(run, m, config)
+    r.notes = list(m.notes)  # what the tests say about how they treated the items
     r.images += images(run_dir, PLOTS)
-    for name, j in m.judges.items():
-        r.tables.append(_judge_table(name, j))
-    if m.generation_usage:
-        r.tables.append(_generation_table(m.generation_usage))
+    r.tables = report_tables(m)  # the tables report.md shows, built once
+    r.figures = figures(run_dir, r.tables)
     r.items = _probes(run)
     return r
 
@@ -73,42 +63,6 @@ def _facts(run: ReviewRun, m: HarnessSummary, config: dict[str, Any]) -> list[tu
         ("review", ", ".join(f"{k} {v}" for k, v in m.review.model_dump().items())),
         ("intervals", m.bootstrap),
     ]
-
-
-def _judge_table(name: str, j: JudgeReliability) -> Table:
-    """One judge: a row per reliability test, its usage and cost in the note."""
-    from assay.experiments.reliability import other_metrics
-
-    rows = [
-        [
-            t,
-            with_ci(tm.pass_rate, 2),
-            with_ci(tm.consistency, 2),
-            f"{tm.unscored} of {tm.judged}",
-            other_metrics(tm),
-        ]
-        for t, tm in j.tests.items()
-    ]
-    u = j.usage
-    return Table(
-        f"Judge {name} — {j.model} (config {j.config_hash[:10]})",
-        list(JUDGE_COLUMNS),
-        rows,
-        f"{u.calls} calls, {u.prompt_tokens}+{u.completion_tokens} tokens, "
-        f"${fmt(u.cost_usd, 6)}; cost per accuracy point "
-        f"{fmt(j.cost_per_accuracy_point_usd, 6)} USD; sources unscored {j.source_unscored}",
-    )
-
-
-def _generation_table(gu: dict[str, Usage]) -> Table:
-    return Table(
-        "Cost of generation and validation",
-        ["stage:test", "calls", "tokens", "USD"],
-        [
-            [k, v.calls, f"{v.prompt_tokens}+{v.completion_tokens}", fmt(v.cost_usd, 6)]
-            for k, v in gu.items()
-        ],
-    )
 
 
 def _probes(run: ReviewRun) -> Items:

@@ -6,15 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.report import Table  # one table model for report.md and report.html
 from assay.web._diff import Segment
-
-
-@dataclass
-class Table:
-    title: str
-    columns: list[str]
-    rows: list[list[Any]]
-    note: str = ""
 
 
 @dataclass
@@ -48,5 +41,6 @@ class Report:
     facts: list[tuple[str, str]] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
     images: list[tuple[str, str]] = field(default_factory=list)  # (caption, data URI)
+    figures: dict[str, str] = field(default_factory=dict)  # a table's figure: file -> data URI
     items: Items | None = None
     notes: list[str] = field(default_factory=list)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from assay.errors import RunError
 from assay.metrics import MetricValue, fmt, fmt_ci
+from assay.report import Table
 from assay.types import Judgment
 
 M = TypeVar("M", bound=BaseModel)
@@ -76,6 +77,16 @@ def images(run_dir: Path, plots: tuple[tuple[str, str], ...]) -> list[tuple[str,
         uri = png_uri(run_dir / name)
         if uri:
             out.append((caption, uri))
+    return out
+
+
+def figures(run_dir: Path, tables: list[Table]) -> dict[str, str]:
+    """``file name -> data URI`` of the figure of each table, where the run wrote it."""
+    out = {}
+    for t in tables:
+        uri = png_uri(run_dir / t.figure[1]) if t.figure else None
+        if t.figure and uri:
+            out[t.figure[1]] = uri
     return out
 
 

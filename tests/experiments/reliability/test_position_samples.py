@@ -3,6 +3,8 @@ stochastic_stability: every statistic against a hand computation and an independ
 
 from __future__ import annotations
 
+import json
+import random
 from collections import Counter
 from itertools import combinations
 from math import comb
@@ -13,7 +15,7 @@ import pytest
 
 from assay.experiments.reliability import HarnessConfig, run_harness
 from assay.lm import ScriptedEngine, register_script
-from assay.metrics import majority_agreement
+from assay.metrics import held_out_majority_agreement
 
 # canonical verdict of the scripted judge per pair when shown A first (AB) / B first (BA)
 SHEET = {
@@ -153,15 +155,14 @@ def test_position_bias_reaches_the_mlflow_child_run_of_its_judge(tmp_path, sheet
 
 
 def exact_curve(samples: list[int], m: int) -> float:
-    """Brute force over every m-subset (by position): share whose strict majority is the
-    majority of all samples, a tie counting 1/(tied)."""
-    full = Counter(samples).most_common(1)[0][0]
+    """Brute force over every m-subset (by position): the share whose majority is the majority
+    of the other samples, a tie on either side broken fairly (each tied verdict 1/(tied))."""
     total = 0.0
     for idx in combinations(range(len(samples)), m):
-        c = Counter(samples[i] for i in idx)
-        top = max(c.values())
-        tied = [v for v, n in c.items() if n == top]
-        total += (full in tied) / len(tied)
+        drawn = Counter(samples[i] for i in idx)
+        rest = Counter(samples[i] for i in range(len(samples)) if i not in idx)
+        tops = [[v for v, n in c.items() if n == max(c.values())] for c in (drawn, rest)]
+        total += sum((v in tops[1]) / (len(tops[0]) * len(tops[1])) for v in tops[0])
     return total / comb(len(samples), m)
 
 
@@ -173,20 +174,57 @@ STABILITY = {
 }
 
 
-def test_majority_agreement_equals_brute_force():
+def test_held_out_majority_agreement_equals_brute_force():
     for samples in (*STABILITY.values(), [2, 2, 1, 0, 1, 2, 0], [1, 0, 2, 2, 1, 1, 0, 0, 0]):
-        for m in range(1, len(samples) + 1):
-            assert majority_agreement(samples, m) == pytest.approx(exact_curve(samples, m))
-    assert majority_agreement([1, 1, 0, 0], 3) is None  # no majority to agree with
-    with pytest.raises(ValueError):
-        majority_agreement([1, 0, 1], 4)
+        for m in range(1, len(samples)):
+            got = held_out_majority_agreement(samples, m)
+            assert got == pytest.approx(exact_curve(samples, m))
+            # the split is symmetric: m drawn against k - m is k - m drawn against m
+            assert got == pytest.approx(held_out_majority_agreement(samples, len(samples) - m))
+    assert held_out_majority_agreement([1, 1, 0, 0], 2) == pytest.approx(
+        (1 * 0 + 4 * 0.5 + 1 * 0) / 6  # 1100|..: 1 vs 0; 1010 (4 ways): tie vs tie → 1/2
+    )
+    for m in (0, 3, 4):  # m = k leaves nothing held out: the in-sample estimate that cannot fail
+        with pytest.raises(ValueError):
+            held_out_majority_agreement([1, 0, 1], m)
+
+
+def stability_config(tmp_path: Path, model: str, k: int, items: list[str]) -> HarnessConfig:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    data = tmp_path / "items.csv"
+    data.write_text(
+        "id,request,response,expected\n" + "".join(f"{i},Q {i}?,R {i},1\n" for i in items)
+    )
+    return HarnessConfig.model_validate(
+        {
+            "name": "s",
+            "data": {"path": str(data), "columns": {"id": "id"}},
+            "scale": "binary",
+            "judges": [{"name": "j", "model": model}],
+            "tests": {"stochastic_stability": {"k": k, "temperature": 1.0}},
+            "concurrency": 1,
+            "retries": 0,
+            "tracking": {"enabled": False},
+            "output_dir": str(tmp_path / "runs"),
+        }
+    )
+
+
+def sampled(res) -> dict[str, list[int]]:
+    """Each source's sampled verdicts, as the run recorded them."""
+    probes = {
+        p["id"]: p["source_id"]
+        for p in map(json.loads, (res.run_dir / "probes.jsonl").read_text().splitlines())
+    }
+    out: dict[str, list[int]] = {}
+    for f in (res.run_dir / "judgments").glob("*.jsonl"):
+        for j in map(json.loads, f.read_text().splitlines()):
+            if j["item_id"] in probes:
+                out.setdefault(probes[j["item_id"]], []).append(j["score"])
+    return out
 
 
 def test_samples_needed_on_a_scripted_sheet_equals_a_hand_computation(tmp_path):
-    data = tmp_path / "items.csv"
-    data.write_text(
-        "id,request,response,expected\n" + "".join(f"{i},Q {i}?,R {i},1\n" for i in STABILITY)
-    )
     served: Counter = Counter()
 
     def respond(call):
@@ -198,27 +236,17 @@ def test_samples_needed_on_a_scripted_sheet_equals_a_hand_computation(tmp_path):
         return {"verdict": str(STABILITY[item][k])}
 
     register_script("samples-sheet", lambda: ScriptedEngine(respond=respond))
-    cfg = HarnessConfig.model_validate(
-        {
-            "name": "s",
-            "data": {"path": str(data), "columns": {"id": "id"}},
-            "scale": "binary",
-            "judges": [{"name": "j", "model": "scripted:samples-sheet"}],
-            "tests": {"stochastic_stability": {"k": 5, "temperature": 1.0}},
-            "concurrency": 1,
-            "retries": 0,
-            "tracking": {"enabled": False},
-            "output_dir": str(tmp_path / "runs"),
-        }
-    )
+    cfg = stability_config(tmp_path, "scripted:samples-sheet", 5, list(STABILITY))
     res = run_harness(cfg, workdir=tmp_path, progress=False)
     m = res.summary.judges["j"].tests["stochastic_stability"].scoring_metrics
     curve = m["samples_needed"]
-    # by hand: m=1 → (1 + 3/5 + 4/5 + 3/5) / 4; m=3 → (1 + 7/10 + 1 + 7/10) / 4; m=5 → 1
-    assert curve["m1"].value == pytest.approx(0.75)
-    assert curve["m3"].value == pytest.approx(0.85)
-    assert curve["m5"].value == pytest.approx(1.0)
-    assert m["samples_needed_95"] == 5 and m["samples_tied_items"] == 0
+    # by hand, against the held-out rest: i0 1, 1; i1 (1 1 1 0 0) m=1 → 3/5 · 1/2 (the rest
+    # 1 1 0 0 ties), m=3 → 6/10 · 1/2 (drawn 1 1 0, rest 1 0 ties); i2 m=1 → 4/5, m=3 → 6/10
+    # + 4/10 · 1/2; i3 as i1
+    assert curve["m1"].value == pytest.approx((1 + 0.3 + 0.8 + 0.3) / 4)
+    assert curve["m3"].value == pytest.approx((1 + 0.3 + 0.8 + 0.3) / 4)
+    assert set(curve) == {"m1", "m3"}  # m = k = 5 would agree with itself
+    assert m["samples_needed_95"] is None and m["samples_k"] == 5
     # the item is the resampling unit: an independent bootstrap of the per-item values
     for key in ("m1", "m3"):
         per_item = [exact_curve(s, int(key[1:])) for s in STABILITY.values()]
@@ -228,3 +256,45 @@ def test_samples_needed_on_a_scripted_sheet_equals_a_hand_computation(tmp_path):
         assert (curve[key].ci_low, curve[key].ci_high) == pytest.approx((lo, hi))
     report = (res.run_dir / "report.md").read_text()
     assert "Samples needed" in report and (res.run_dir / "samples_needed.png").is_file()
+    assert "not reached within k = 5" in report
+
+
+def test_a_coin_flip_judge_never_reaches_the_target_and_a_steady_one_needs_one_sample(tmp_path):
+    """A judge answering at random (seeded) through the harness: no m below k reaches 95%, in
+    the metrics, the report and report.html; every point of its curve equals a brute force over
+    the samples the run recorded. A judge that always answers the same needs one sample."""
+    rng = random.Random(7)
+
+    def coin(call):
+        if not call.temperature:
+            return {"verdict": "1"}
+        return {"verdict": str(rng.randint(0, 1))}
+
+    register_script("coin-flip", lambda: ScriptedEngine(respond=coin))
+    items = [f"c{i:02d}" for i in range(12)]
+    res = run_harness(
+        stability_config(tmp_path / "coin", "scripted:coin-flip", 9, items),
+        workdir=tmp_path,
+        progress=False,
+    )
+    m = res.summary.judges["j"].tests["stochastic_stability"].scoring_metrics
+    samples = sampled(res)
+    assert sorted(samples) == items and {len(s) for s in samples.values()} == {9}
+    assert set(m["samples_needed"]) == {"m1", "m3", "m5", "m7"}
+    for key, mv in m["samples_needed"].items():
+        brute = [exact_curve(samples[i], int(key[1:])) for i in items]
+        assert mv.value == pytest.approx(float(np.mean(brute)))
+        assert mv.value < 0.8 and mv.ci_low < 0.95
+    assert m["samples_needed_95"] is None and m["samples_needed_95_ci_low"] is None
+    for page in ("report.md", "report.html"):
+        assert "not reached within k = 9" in (res.run_dir / page).read_text()
+
+    register_script("steady", lambda: ScriptedEngine(respond=lambda c: {"verdict": "1"}))
+    res = run_harness(
+        stability_config(tmp_path / "steady", "scripted:steady", 9, items),
+        workdir=tmp_path,
+        progress=False,
+    )
+    m = res.summary.judges["j"].tests["stochastic_stability"].scoring_metrics
+    assert m["samples_needed_95"] == 1 and m["samples_needed_95_ci_low"] == 1
+    assert all(mv.value == 1.0 for mv in m["samples_needed"].values())
