@@ -316,7 +316,6 @@ def _tracked(
     assert scale is not None
     # Two judge entries for ``assay compare``, measured on the test split: the baseline and the
     # optimized program, ranked beside runs measured on exactly these items (``assay.items``).
-    n_data = sum(len(v) for v in ids.values())
     children = []
     for phase, optimizer, state in (
         ("baseline", "none", config.judge.program_state or ""),
@@ -335,7 +334,7 @@ def _tracked(
                     "assay.role": "judge",
                     "assay.phase": phase,
                     "assay.data": fingerprint[:16],
-                    **item_set_tags(test_items, split="test", of=n_data),
+                    **item_set_tags(test_items, split="test", of=sum(map(len, ids.values()))),
                     "assay.scale": scale.describe(),
                     "assay.judge": f"{config.judge.name} ({phase})",
                 },

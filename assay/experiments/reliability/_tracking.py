@@ -60,8 +60,7 @@ def judge_metrics(r: JudgeReliability) -> dict[str, float]:
 def harness_tracked(
     run_dir: Path, config, judge_cfgs, summary: HarnessSummary, *, judged: list[Item]
 ) -> TrackedRun:
-    """``judged``: the probes sent to the judges, as items — the exact set the judges were
-    measured on (``assay.items``, what ``assay compare`` groups by)."""
+    """``judged``: the probes judged, as items (``assay.items``)."""  # long: parent + children
     tags = {
         "assay.data": summary.data_fingerprint[:16],
         "assay.probes": run_dir.name,
