@@ -262,7 +262,7 @@ def test_harness_run_compares_its_judges_with_a_heatmap(store, tmp_path):
     assert (rows[1]["value"], rows[1]["worst_of"]) == (0.0, "label_flip.consistency")
     assert rows[0]["n"] == rows[1]["n"] > 0  # the probes judged
     assert rows[0]["measured_on"] == f"{rows[0]['n']} probes of 6 source items"
-    assert res["group"]["probes"] and res["left_out"] == []
+    assert res["group"]["probes"] and res["left_out"] == [] and res["notes"] == []
     assert set(res["plots"]) == {"pareto", "heatmap"}
     assert (tmp_path / "heatmap.png").stat().st_size > 0
     per_test = compare(
@@ -334,6 +334,24 @@ def test_selftest_defect_judges_cannot_lead_the_default_reliability_leaderboard(
     assert first.judge != "clean" and first.pareto
     by_judge = {r.judge: r.value for r in mean.leaderboard}
     assert by_judge["label_blind"] > by_judge["clean"]
+
+
+def test_worst_test_rate_says_when_no_test_requires_the_verdict_to_move():
+    """Invariance tests alone cannot tell a constant judge from a good one: the comparison says
+    so (label_flip, or an agent test, is what keeps a judge that ignores content off the top)."""
+    from types import SimpleNamespace
+
+    from assay.experiments.compare._select import notes
+
+    def run(**metrics) -> SimpleNamespace:
+        return SimpleNamespace(data=SimpleNamespace(metrics=metrics))
+
+    invariant = run(**{"format_indent.pass_rate": 1.0, "format_indent.consistency": 1.0})
+    flips = run(**{"label_flip.pass_rate": 0.5, "label_flip.consistency": 0.0})
+    (note,) = notes([invariant], "worst_test_rate")
+    assert note.startswith("no compared run has a test whose verdict must move")
+    assert notes([invariant, flips], "worst_test_rate") == []
+    assert notes([invariant], "mean_pass_rate") == []
 
 
 def test_runs_logged_without_an_item_fingerprint_stand_in_a_labelled_group(store):

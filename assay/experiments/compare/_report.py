@@ -23,6 +23,8 @@ def render_markdown(comparison: Comparison) -> str:
         "",
         f"{len(result['leaderboard'])} judge runs · {where}",
         "",
+        *[f"Note: {n}." for n in result["notes"]],
+        *([""] if result["notes"] else []),
         f"| # | run | n |{'' if g else ' items · scale |'} model | {metric} [CI] | accuracy "
         "| cost USD | USD per accuracy point | Pareto | program | adapter | temp. | rubric "
         "| optimized | config | run id |",

@@ -77,5 +77,6 @@ class Comparison(_Model):
     leaderboard: list[LeaderboardRow]
     differences: Differences
     left_out: list[LeftOut]
+    notes: list[str] = []  # what the ranking cannot show (see compare._select.notes)
     plots: dict[str, str]
     comparison_run_id: str | None

@@ -19,7 +19,13 @@ from typing import Any
 from assay.errors import RunError
 from assay.experiments.compare._plots import write_plots
 from assay.experiments.compare._results import Comparison
-from assay.experiments.compare._select import comparable, default_metric, group_of, select
+from assay.experiments.compare._select import (
+    comparable,
+    default_metric,
+    group_of,
+    notes,
+    select,
+)
 from assay.experiments.compare._store import open_store
 from assay.experiments.compare._tables import differences, leaderboard, metric_value
 from assay.experiments.runs import write_html
@@ -65,6 +71,7 @@ def compare(
         "leaderboard": rows,
         "differences": differences(compared, [r["run_id"] for r in rows]),
         "left_out": left_out,
+        "notes": notes(compared, metric),
         "plots": {},
         "comparison_run_id": None,
     }

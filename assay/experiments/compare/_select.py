@@ -192,6 +192,31 @@ def group_of(runs: list, key: tuple | None) -> dict[str, str] | None:
     }
 
 
+def notes(runs: list, metric: str) -> list[str]:
+    """What a reader must know to trust the ranking: ``worst_test_rate`` keeps a judge that
+    ignores the response off the top only through a test whose verdict must move (scoring
+    ``flip`` or ``criterion``: ``label_flip``, the agent tests) — say so when no run has one."""
+    if metric != WORST_TEST:
+        return []
+    from assay.errors import ConfigError
+    from assay.experiments.reliability import get_test
+
+    def moves(test: str) -> bool:
+        try:
+            return get_test(test).scoring in ("flip", "criterion")
+        except ConfigError:  # a plug-in test this process has not registered
+            return False
+
+    tests = {k.split(".")[0] for r in runs for k in r.data.metrics if k.endswith(".consistency")}
+    if any(moves(t) for t in tests):
+        return []
+    return [
+        "no compared run has a test whose verdict must move (label_flip, agent_perturbation, "
+        "agent_positives): worst_test_rate cannot tell a judge that ignores the response from "
+        "one that reads it"
+    ]
+
+
 def default_metric(runs: list) -> str:
     """kappa_categorical (else accuracy) for evaluate runs; for harness runs the worst test's
     rate (``worst_test_rate``), which a judge that ignores content cannot win — the mean pass

@@ -72,6 +72,7 @@ def _facts(c: dict[str, Any]) -> list[tuple[str, str]]:
             else "forced across item sets/scales: not comparable, n per row",
         ),
         ("tracking", str(c.get("tracking_uri"))),
+        *(("note", n) for n in c.get("notes") or []),
     ]
 
 
