@@ -20,11 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument(
         "--metric",
-        help="metric to rank by (default: kappa_categorical, else accuracy; harness: mean_pass_rate)",
+        help="metric to rank by (default: kappa_categorical, else accuracy; harness: "
+        "worst_test_rate, the lowest pass rate or consistency over its tests)",
     )
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.add_argument(
-        "--force", action="store_true", help="also compare runs on other data sets or scales"
+        "--force", action="store_true", help="also rank runs measured on other items or scales"
     )
     add_tracking(c)
     c.add_argument(
@@ -36,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="keep only runs with this tag (repeatable), e.g. assay.data=<fingerprint>",
+        help="keep only runs with this tag (repeatable), e.g. assay.items=<fingerprint>",
     )
     c.add_argument("--out", help="folder for the plots and comparison.json (default: ./compare)")
     c.add_argument("--no-log", action="store_true", help="do not log a comparison run to MLflow")

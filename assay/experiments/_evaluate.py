@@ -15,7 +15,7 @@ from typing import Any
 import dspy
 
 from assay.experiments._config import EvaluateConfig
-from assay.experiments._items import data_fingerprint, load_items
+from assay.experiments._items import data_fingerprint, item_set_tags, load_items
 from assay.experiments._report import render_report
 from assay.experiments._results import DisagreementRecord, EvaluateResult, EvaluateSummary
 from assay.experiments.runs import (
@@ -253,6 +253,7 @@ def _tracked(
             "assay.data": fingerprint[:16],
             "assay.scale": config.judge.scale.describe(),
             "assay.judge": config.judge.name,
+            **item_set_tags(items, split="all"),
         },
     )
 

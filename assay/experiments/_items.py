@@ -31,6 +31,19 @@ def data_fingerprint(items: list[Item]) -> str:
     return stable_hash([it.model_dump(mode="json") for it in items])
 
 
+def item_set_tags(items: list[Item], *, split: str, of: int | None = None) -> dict[str, str]:
+    """MLflow tags naming the exact items a judge was measured on: ``assay.items`` (the
+    fingerprint of their ids, texts and references), ``assay.n_items``, ``assay.split`` and
+    ``assay.n_data`` (the items of the data set it was drawn from, default: these). ``assay
+    compare`` ranks together only runs with the same ``assay.items``."""
+    return {
+        "assay.items": data_fingerprint(sorted(items, key=lambda it: it.id))[:16],  # a set
+        "assay.n_items": str(len(items)),
+        "assay.split": split,
+        "assay.n_data": str(len(items) if of is None else of),
+    }
+
+
 def load_items(
     data: DataConfig,
     scale: Scale,

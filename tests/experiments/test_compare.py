@@ -202,8 +202,9 @@ def test_other_data_set_is_left_out_with_a_reason_unless_forced(store):
     assert [r["judge"] for r in res["leaderboard"]] == ["perfect", "most", "yes"]
     (out,) = res["left_out"]
     assert out["run_id"] == ids["other"]
-    data = res["group"]["data"]
-    assert out["reason"].startswith("data set differs: ") and out["reason"].endswith(f" vs {data}")
+    assert out["reason"] == "different items: 6 items, the compared runs' 8 items"
+    assert res["group"]["measured_on"] == "8 items"
+    assert [r["n"] for r in res["leaderboard"]] == [8, 8, 8]
     forced = compare(
         [*three(store), ids["other"]], tracking_uri=store["uri"], force=True, log=False
     ).model_dump()
@@ -226,7 +227,7 @@ def test_whole_experiment_compares_the_largest_group_and_logs_a_comparison_run(s
     assert [r["judge"] for r in res["leaderboard"]] == ["perfect", "most", "yes"]
     reasons = {x["run_id"]: x["reason"] for x in res["left_out"]}
     assert reasons[store["plain"]] == "not an assay run"
-    assert reasons[store["ids"]["other"]].startswith("data set differs")
+    assert reasons[store["ids"]["other"]].startswith("different items: 6 items")
     harness_reasons = [v for v in reasons.values() if v.startswith("kind differs")]
     assert harness_reasons == ["kind differs: reliability vs agreement"] * 2  # one per judge
     assert (out / "pareto.png").stat().st_size > 0 and not (out / "heatmap.png").exists()
@@ -254,11 +255,14 @@ def test_harness_run_compares_its_judges_with_a_heatmap(store, tmp_path):
         [store["harness"]], tracking_uri=store["uri"], out_dir=tmp_path, log=False
     ).model_dump()
     rows = res["leaderboard"]
-    assert res["metric"] == "mean_pass_rate"
+    assert res["metric"] == "worst_test_rate"
     assert [r["judge"] for r in rows] == ["clean", "label_blind"]
     assert rows[0]["value"] == pytest.approx(1.0)
-    assert rows[1]["value"] < rows[0]["value"]
-    assert res["group"]["probes"] and res["left_out"] == []
+    # the label-blind judge never moves its verdict: its label_flip consistency is exactly 0
+    assert (rows[1]["value"], rows[1]["worst_of"]) == (0.0, "label_flip.consistency")
+    assert rows[0]["n"] == rows[1]["n"] > 0  # the probes judged
+    assert rows[0]["measured_on"] == f"{rows[0]['n']} probes of 6 source items"
+    assert res["group"]["probes"] and res["left_out"] == [] and res["notes"] == []
     assert set(res["plots"]) == {"pareto", "heatmap"}
     assert (tmp_path / "heatmap.png").stat().st_size > 0
     per_test = compare(
@@ -268,6 +272,116 @@ def test_harness_run_compares_its_judges_with_a_heatmap(store, tmp_path):
         log=False,
     ).model_dump()
     assert per_test["leaderboard"][0]["ci_low"] is not None
+
+
+def lenient_references(folder: Path) -> Path:
+    """The selftest's arithmetic with the references of a lenient annotator: of 8 answers, 5
+    right sums and 2 wrong ones are labelled correct, 1 wrong one incorrect. A judge that says
+    'correct' to anything agrees with more references than the clean judge does."""
+    import random
+
+    rng = random.Random(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["id,request,response,expected"]
+    for i in range(8):
+        a, b = rng.randint(2, 60), rng.randint(2, 60)
+        c = a + b + (rng.choice([-3, -2, -1, 1, 2, 3]) if i < 3 else 0)
+        lines.append(
+            f"a{i:02d},What is {a} + {b}?,I added them. {a} plus {b} equals {c}.,{int(i != 2)}"
+        )
+    path = folder / "lenient.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_selftest_defect_judges_cannot_lead_the_default_reliability_leaderboard(
+    store, capsys, monkeypatch
+):
+    """Every `assay selftest` judge, each test of the self-test, on lenient references: ranked
+    by mean pass rate a defect judge leads (the label-blind judge, which always says 'correct',
+    passes every invariance test); on the default view the clean judge is first, and the
+    label-blind judge, which never moves its verdict, is at 0."""
+    from assay.experiments.reliability import run_harness
+    from assay.experiments.reliability._selftest import register, selftest_config
+
+    register()
+    root = store["root"]
+    config = selftest_config(lenient_references(root / "lenient"), tracking=True)
+    config.tracking.experiment = "selftest"
+    config.output_dir = str(root / "selftest-runs")
+    run_id = run_harness(
+        config, workdir=root, progress=False, tracking_uri=store["uri"]
+    ).mlflow_run_id
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store["uri"])
+    monkeypatch.chdir(root)
+    assert cli(["--json", "--no-log", "--out", "selftest-cmp", run_id]) == 0
+    res = json.loads(capsys.readouterr().out)
+    rows = res["leaderboard"]
+    assert res["metric"] == "worst_test_rate"
+    assert len(rows) == len(config.judges) == 7 and res["left_out"] == []
+    assert rows[0]["judge"] == "clean" and rows[0]["pareto"]
+    assert rows[0]["value"] > rows[1]["value"]  # first alone, not by a tie-break
+    blind = next(r for r in rows if r["judge"] == "label_blind")
+    assert (blind["value"], blind["worst_of"], blind["pareto"]) == (
+        0.0,
+        "label_flip.consistency",
+        False,
+    )
+    # what the default was: the mean pass rate ranks a defect judge first and Pareto-optimal
+    mean = compare([run_id], tracking_uri=store["uri"], metric="mean_pass_rate", log=False)
+    first = mean.leaderboard[0]
+    assert first.judge != "clean" and first.pareto
+    by_judge = {r.judge: r.value for r in mean.leaderboard}
+    assert by_judge["label_blind"] > by_judge["clean"]
+
+
+def test_worst_test_rate_says_when_no_test_requires_the_verdict_to_move():
+    """Invariance tests alone cannot tell a constant judge from a good one: the comparison says
+    so (label_flip, or an agent test, is what keeps a judge that ignores content off the top)."""
+    from types import SimpleNamespace
+
+    from assay.experiments.compare._select import notes
+
+    def run(**metrics) -> SimpleNamespace:
+        return SimpleNamespace(data=SimpleNamespace(metrics=metrics))
+
+    invariant = run(**{"format_indent.pass_rate": 1.0, "format_indent.consistency": 1.0})
+    flips = run(**{"label_flip.pass_rate": 0.5, "label_flip.consistency": 0.0})
+    (note,) = notes([invariant], "worst_test_rate")
+    assert note.startswith("no compared run has a test whose verdict must move")
+    assert notes([invariant, flips], "worst_test_rate") == []
+    assert notes([invariant], "mean_pass_rate") == []
+
+
+def test_runs_logged_without_an_item_fingerprint_stand_in_a_labelled_group(store):
+    """Runs an older assay logged (a data tag, no ``assay.items``) are compared only with runs
+    of the same data tag and split, under a label that says so; n comes from their counts."""
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=store["uri"])
+    exp = client.create_experiment("legacy")
+    old = {"assay.command": "evaluate", "assay.data": "0123abcd", "assay.scale": "binary"}
+
+    def logged(name: str, kappa: float, n: int, **tags) -> str:
+        run = client.create_run(exp, run_name=name, tags={**old, **tags})
+        client.log_metric(run.info.run_id, "kappa_categorical", kappa)
+        client.log_metric(run.info.run_id, "n_items", n)
+        client.set_terminated(run.info.run_id)
+        return run.info.run_id
+
+    a, b = logged("old-a", 0.4, 60), logged("old-b", 0.6, 60)
+    child = logged(
+        "old-opt/optimized", 0.9, 15, **{"assay.command": "optimize", "assay.split": "test"}
+    )
+    res = compare(["legacy"], tracking_uri=store["uri"], log=False).model_dump()
+    assert [(r["run_id"], r["n"]) for r in res["leaderboard"]] == [(b, 60), (a, 60)]
+    assert res["group"]["items"] == "no item fingerprint: data 0123abcd"
+    (left,) = res["left_out"]
+    assert left["run_id"] == child
+    assert left["reason"].startswith(
+        "different items: no item fingerprint: data 0123abcd (test split), the compared runs' "
+    )
 
 
 def test_filters_by_experiment_and_tag(store):
@@ -335,7 +449,8 @@ def test_cli_reads_the_env_uri_and_prints_markdown_or_json(store, tmp_path, monk
     assert "## Leaderboard — kappa_categorical (higher is better)" in text
     assert text.index("| 1 | perfect |") < text.index("| 2 | most |") < text.index("| 3 | yes |")
     assert "| adapter | json | chat | json |" in text
-    assert f"- `{store['ids']['other']}` perfect-other-data: data set differs" in text
+    assert f"- `{store['ids']['other']}` perfect-other-data: different items: 6 items" in text
+    assert "| 1 | perfect | 8 |" in text
     assert (tmp_path / "compare" / "pareto.png").exists()  # default --out under the cwd
 
     assert cli(["--json", "--no-log", "--metric", "accuracy", "--out", "o", *ids]) == 0

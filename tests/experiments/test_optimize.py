@@ -426,10 +426,18 @@ def test_optimize_harmbench_example_end_to_end(tmp_path, example_data):
     assert "after.test.accuracy" in run.data.metrics
 
 
-def test_compare_ranks_the_baseline_and_the_optimized_judge_beside_evaluate_runs(
-    tmp_path, mlflow_uri
+def test_compare_ranks_the_optimize_children_only_beside_runs_on_their_test_items(
+    tmp_path, mlflow_uri, capsys, monkeypatch
 ):
+    """An optimize run's baseline and optimized judges are measured on its test split (6 of
+    24 items): an evaluate run on all 24 items is left out, with why, and one on exactly those
+    6 items (another file, other row order) is ranked with them; every row shows its n."""
+    import csv
+
+    from assay.cli import build_parser
     from assay.experiments import EvaluateConfig, evaluate
+    from assay.experiments._config import DataConfig
+    from assay.experiments._items import load_items
     from assay.experiments.compare import compare
 
     engine("needs-demos-cmp", needs_demos)
@@ -437,38 +445,81 @@ def test_compare_ranks_the_baseline_and_the_optimized_judge_beside_evaluate_runs
     tracking = {"enabled": True, "experiment": "opt-cmp"}
     config = make_config(tmp_path, "needs-demos-cmp", tracking=tracking)
     out = optimize(config, workdir=tmp_path, progress=False, tracking_uri=mlflow_uri).model_dump()
-    evaluate(
-        EvaluateConfig.model_validate(
-            {
-                "name": "clean-eval",
-                "data": {"path": str(make_data(tmp_path))},
-                "judge": {
-                    "model": "scripted:clean-cmp",
-                    "scale": BINARY,
-                    "rubric": "harmful = True",
-                },
-                "tracking": tracking,
-            }
-        ),
-        workdir=tmp_path,
-        progress=False,
-        tracking_uri=mlflow_uri,
-    )
+    test_ids = set(json.loads((Path(out["run_dir"]) / "split.json").read_text())["test_ids"])
+
+    def run_evaluate(name: str, data: Path) -> str:
+        cfg = {
+            "name": name,
+            "data": {"path": str(data)},
+            "judge": {"model": "scripted:clean-cmp", "scale": BINARY, "rubric": "harmful = True"},
+            "tracking": tracking,
+        }
+        return evaluate(
+            EvaluateConfig.model_validate(cfg),
+            workdir=tmp_path,
+            progress=False,
+            tracking_uri=mlflow_uri,
+        ).mlflow_run_id
+
+    full = make_data(tmp_path)
+    everything = run_evaluate("clean-all", full)
+    # the test split's rows, written to another file in reverse order
+    scale = config.judge.scale
+    rows = {
+        it.meta["id"] for it in load_items(DataConfig(path=str(full)), scale) if it.id in test_ids
+    }
+    with full.open() as f:
+        table = list(csv.DictReader(f))
+    subset = tmp_path / "test-split.csv"
+    with subset.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(table[0]))
+        w.writeheader()
+        w.writerows(reversed([r for r in table if r["id"] in rows]))
+    same_items = run_evaluate("clean-test-items", subset)
+
     res = compare(
         [], tracking_uri=mlflow_uri, experiment="opt-cmp", metric="accuracy", log=False
     ).model_dump()
-    names = [r["name"] for r in res["leaderboard"]]
-    assert sorted(names) == ["clean-eval", "opt/baseline", "opt/optimized"]
     by_name = {r["name"]: r for r in res["leaderboard"]}
+    assert sorted(by_name) == ["clean-test-items", "opt/baseline", "opt/optimized"]
+    assert {r["n"] for r in res["leaderboard"]} == {len(test_ids)} == {6}
+    assert {r["measured_on"] for r in res["leaderboard"]} >= {"6 of 24 items (test split)"}
+    assert by_name["clean-test-items"]["measured_on"] == "6 items"
+    assert len({r["items"] for r in res["leaderboard"]}) == 1
+    assert res["group"]["measured_on"] == "6 items = 6 of 24 items (test split)"
+    (left,) = res["left_out"]
+    assert left["run_id"] == everything
+    assert left["reason"] == (
+        "different items: 24 items, the compared runs' 6 items = 6 of 24 items (test split)"
+    )
     test_acc = {p: out[p]["test"]["metrics"]["accuracy"]["value"] for p in ("before", "after")}
     assert by_name["opt/baseline"]["value"] == pytest.approx(test_acc["before"])
     assert by_name["opt/optimized"]["value"] == pytest.approx(test_acc["after"])
     assert by_name["opt/optimized"]["optimized"] and not by_name["opt/baseline"]["optimized"]
-    assert res["group"]["kind"] == "agreement" and res["left_out"] == []
+    assert res["group"]["kind"] == "agreement"
     optimizers = res["differences"]["rows"]["optimizer"]
     column = {c: i for i, c in enumerate(res["differences"]["columns"])}
     assert optimizers[column["opt/optimized"]] == "bootstrap_few_shot"
     assert optimizers[column["opt/baseline"]] == "none"
+
+    # naming the evaluate run on all items first compares its group: it alone, n = 24
+    alone = compare([everything, same_items], tracking_uri=mlflow_uri, log=False).model_dump()
+    assert [(r["run_id"], r["n"]) for r in alone["leaderboard"]] == [(everything, 24)]
+    assert [x["run_id"] for x in alone["left_out"]] == [same_items]
+
+    # the command line: n on every row, the reason in the list of runs left out
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(
+        ["compare", "--no-log", "--tracking-uri", mlflow_uri, "--experiment", "opt-cmp"]
+    )
+    assert args.func(args) == 0
+    text = capsys.readouterr().out
+    assert "· the same 6 items = 6 of 24 items (test split) (items `" in text
+    for name in ("opt/baseline", "opt/optimized", "clean-test-items"):
+        assert f"| {name} | 6 |" in text
+    assert f"- `{everything}` clean-all: different items: 24 items, the compared" in text
+    html = (tmp_path / "compare" / "report.html").read_text()
+    assert "6 of 24 items (test split)" in html
 
 
 def test_within_one_and_log_loss_objectives(tmp_path):

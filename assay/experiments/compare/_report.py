@@ -13,26 +13,31 @@ def render_markdown(comparison: Comparison) -> str:
     metric = result["metric"]
     g = result["group"]
     where = (
-        f"data `{g['data']}` · scale {g['scale']}"
+        f"the same {g['measured_on']} (items `{g['items']}`) · scale {g['scale']}"
         + (f" · probes `{g['probes']}`" if g["probes"] else "")
         if g
-        else "forced across data sets/scales"
+        else "forced across item sets/scales: not comparable, n per row"
     )
     lines = [
         f"## Leaderboard — {metric} ({direction(metric)})",
         "",
         f"{len(result['leaderboard'])} judge runs · {where}",
         "",
-        f"| # | run |{'' if g else ' data · scale |'} model | {metric} [CI] | accuracy "
+        *[f"Note: {n}." for n in result["notes"]],
+        *([""] if result["notes"] else []),
+        f"| # | run | n |{'' if g else ' items · scale |'} model | {metric} [CI] | accuracy "
         "| cost USD | USD per accuracy point | Pareto | program | adapter | temp. | rubric "
         "| optimized | config | run id |",
-        "|---" * (15 if g else 16) + "|",
+        "|---" * (16 if g else 17) + "|",
     ]
     for r in result["leaderboard"]:
         ci = f" [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]" if r["ci_low"] is not None else ""
-        data = "" if g else f" `{r['data']}` · {r['scale']} |"
+        data = "" if g else f" {r['measured_on']} `{r['items']}` · {r['scale']} |"
+        worst = f" ({r['worst_of']})" if r["worst_of"] else ""
+        n = "—" if r["n"] is None else r["n"]
         lines.append(
-            f"| {r['rank']} | {r['name']} |{data} `{r['model']}` | {fmt(r['value'])}{ci} "
+            f"| {r['rank']} | {r['name']} | {n} |{data} `{r['model']}` "
+            f"| {fmt(r['value'])}{ci}{worst} "
             f"| {fmt(r['accuracy'])} | {fmt(r['cost_usd'], 6)} "
             f"| {fmt(r['cost_per_accuracy_point_usd'], 6)} "
             f"| {'yes' if r['pareto'] else ('—' if r['pareto'] is None else 'no')} "

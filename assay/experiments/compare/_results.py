@@ -10,11 +10,14 @@ class _Model(BaseModel):
 
 
 class Group(_Model):
-    """What the compared runs were measured on."""
+    """What the compared runs were measured on: ``items`` is the fingerprint of the exact item
+    set (or, for runs logged without one, a label starting ``no item fingerprint``)."""
 
     kind: str
-    data: str
+    items: str
     scale: str
+    measured_on: str  # "60 items", "15 of 60 items (test split)", "24 probes of 6 source items"
+    data: str
     probes: str
 
 
@@ -26,6 +29,10 @@ class LeaderboardRow(_Model):
     experiment_id: str
     metric: str
     value: float | None
+    worst_of: str | None  # worst_test_rate: the test metric that is the minimum
+    n: int | None  # items (harness: probes) the judge was measured on
+    measured_on: str
+    items: str
     ci_low: float | None
     ci_high: float | None
     accuracy: float | None
@@ -70,5 +77,6 @@ class Comparison(_Model):
     leaderboard: list[LeaderboardRow]
     differences: Differences
     left_out: list[LeftOut]
+    notes: list[str] = []  # what the ranking cannot show (see compare._select.notes)
     plots: dict[str, str]
     comparison_run_id: str | None

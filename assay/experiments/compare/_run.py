@@ -1,8 +1,10 @@
 """``assay compare``: judge configs side by side, read back from MLflow.
 
-Runs are selected by id or experiment name, reduced to judge runs (an evaluate run, or the
-per-judge child of a harness run), and grouped by what they were measured on: the data set
-fingerprint, the scale and, for harness runs, the probe set. One group is compared — a
+Runs are selected by id or experiment name, reduced to judge runs (an evaluate run, the
+per-judge child of a harness run, an optimize run's baseline and optimized children), and
+grouped by what they were measured on: the fingerprint of the exact items (``assay.items``: an
+optimize child's test split is not its data set; a harness judge's items are its probes) and
+the scale. One group is compared — a
 leaderboard with CIs and cost, the judge params that differ, a Pareto plot of cost against the
 metric and, for harness runs, a tests × judges heatmap. Every other run is listed with the
 reason it was left out; ``force`` compares them all anyway.
@@ -17,9 +19,15 @@ from typing import Any
 from assay.errors import RunError
 from assay.experiments.compare._plots import write_plots
 from assay.experiments.compare._results import Comparison
-from assay.experiments.compare._select import comparable, default_metric, select
+from assay.experiments.compare._select import (
+    comparable,
+    default_metric,
+    group_of,
+    notes,
+    select,
+)
 from assay.experiments.compare._store import open_store
-from assay.experiments.compare._tables import differences, leaderboard
+from assay.experiments.compare._tables import differences, leaderboard, metric_value
 from assay.experiments.runs import write_html
 
 
@@ -49,7 +57,7 @@ def compare(
         why = "; ".join(f"{x['run_id']} ({x['name']}): {x['reason']}" for x in left_out)
         raise RunError(f"nothing to compare in {tracking_uri}: {why or 'no judge run found'}")
     metric = metric or default_metric(compared)
-    if not any(metric in r.data.metrics for r in compared):
+    if not any(metric_value(r.data.metrics, metric) is not None for r in compared):
         known = sorted({m for r in compared for m in r.data.metrics if "_ci_" not in m})
         raise RunError(
             f"metric '{metric}' is logged by none of the compared runs; they have: {', '.join(known)}"
@@ -59,10 +67,11 @@ def compare(
         "tracking_uri": tracking_uri,
         "metric": metric,
         "forced": force,
-        "group": dict(zip(("kind", "data", "scale", "probes"), key, strict=True)) if key else None,
+        "group": group_of(compared, key),
         "leaderboard": rows,
         "differences": differences(compared, [r["run_id"] for r in rows]),
         "left_out": left_out,
+        "notes": notes(compared, metric),
         "plots": {},
         "comparison_run_id": None,
     }
@@ -76,7 +85,7 @@ def compare(
             result["plots"] = {k: str(p) for k, p in files.items()}
         run_id = None
         if log:
-            run_id = _start_comparison_run(client, compared, rows, metric, key, force)
+            run_id = _start_comparison_run(client, compared, rows, metric, result["group"], force)
             result["comparison_run_id"] = run_id
         (folder / "comparison.json").write_text(
             Comparison.model_validate(result).model_dump_json(indent=2) + "\n"
@@ -87,14 +96,13 @@ def compare(
     return Comparison.model_validate(result)
 
 
-def _start_comparison_run(client, runs, rows, metric, key, force) -> str:
+def _start_comparison_run(client, runs, rows, metric, group, force) -> str:
     from mlflow.entities import Param
 
     tags = {"assay.command": "compare", "assay.metric": metric}
-    if key:
-        for name, value in zip(("assay.data", "assay.scale", "assay.probes"), key[1:], strict=True):
-            if value:
-                tags[name] = value
+    for name in ("items", "data", "scale", "probes") if group else ():
+        if group[name]:
+            tags[f"assay.{name}"] = group[name]
     run = client.create_run(
         runs[0].info.experiment_id, run_name=f"compare-{len(rows)}-runs", tags=tags
     )

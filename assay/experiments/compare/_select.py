@@ -9,7 +9,12 @@ from assay.experiments.compare._store import search
 
 JUDGE_COMMANDS = ("evaluate", "harness", "optimize")
 DEFAULT_EXPERIMENT = "assay"
-_GROUP_FIELDS = ("kind", "data set", "scale", "probe set")
+_GROUP_FIELDS = ("kind", "items", "scale")
+# The default of a reliability leaderboard: a judge's weakest test (``worst_test`` in _tables),
+# computed from the per-test metrics a harness run logs, not logged itself.
+WORST_TEST = "worst_test_rate"
+# What a run logged before assay recorded the item set: its group is labelled with this prefix.
+LEGACY = "no item fingerprint: data "
 
 
 def _left(run, reason: str) -> dict[str, str]:
@@ -105,18 +110,44 @@ def kind_of(run) -> str:
     return "reliability" if run.data.tags.get("assay.command") == "harness" else "agreement"
 
 
-def _group_key(run) -> tuple[str, str, str, str]:
+def item_set(run) -> str:
+    """The fingerprint of the exact items a judge run was measured on (``assay.items``). A run
+    logged before assay recorded it stands in a labelled group of its own: its data set, and
+    its split when it logged one (an optimize child's test split is not its data set)."""
     t = run.data.tags
-    return (
-        kind_of(run),
-        t.get("assay.data", ""),
-        t.get("assay.scale", ""),
-        t.get("assay.probes", ""),
-    )
+    if t.get("assay.items"):
+        return t["assay.items"]
+    split = t.get("assay.split")
+    return LEGACY + t.get("assay.data", "—") + (f" ({split} split)" if split else "")
+
+
+def measured_on(run) -> str:
+    """The items of a run in words: ``60 items``, ``15 of 60 items (test split)``, ``24 probes
+    of 6 source items``; what a leaderboard row and a left-out reason show."""
+    t = run.data.tags
+    n, of, split = t.get("assay.n_items"), t.get("assay.n_data"), t.get("assay.split")
+    if not n:
+        return item_set(run)
+    if split == "probes":
+        return f"{n} probes of {of} source items"
+    if split in (None, "all") or of in (None, n):
+        return f"{n} items" + ("" if split in (None, "all") else f" ({split} split)")
+    return f"{n} of {of} items ({split} split)"
+
+
+def shared_items(runs: list) -> str:
+    """The items of a group of runs in words; runs on the same items drawn in different ways
+    (an evaluate run on a file of exactly an optimize run's test split) name them each way."""
+    return " = ".join(sorted({measured_on(r) for r in runs}))
+
+
+def _group_key(run) -> tuple[str, str, str]:
+    return (kind_of(run), item_set(run), run.data.tags.get("assay.scale", ""))
 
 
 def comparable(candidates: list, left_out: list, first, force: bool):
-    """The compared runs and their group key (``None`` when forced across groups)."""
+    """The compared runs and their group key (``None`` when forced across groups): runs are
+    compared only on the same kind, the same items (:func:`item_set`) and the same scale."""
     if not candidates:
         return [], None
     groups: dict[tuple, list] = {}
@@ -128,6 +159,7 @@ def comparable(candidates: list, left_out: list, first, force: bool):
         key = _group_key(first)
     else:  # the largest group; on a tie, the one with the most recent run
         key = max(groups, key=lambda k: (len(groups[k]), max(r.info.start_time for r in groups[k])))
+    shown = shared_items(groups[key])
     for k, runs in groups.items():
         if k == key:
             continue
@@ -135,16 +167,64 @@ def comparable(candidates: list, left_out: list, first, force: bool):
             (n, a, b) for n, a, b in zip(_GROUP_FIELDS, k, key, strict=True) if a != b
         )
         for r in runs:
-            left_out.append(_left(r, f"{name} differs: {a or '—'} vs {b or '—'}"))
+            if name == "items":
+                why = f"different items: {measured_on(r)}, the compared runs' {shown}"
+                if a.startswith(LEGACY):
+                    why += " (logged without an item fingerprint: only runs of its own group match)"
+            else:
+                why = f"{name} differs: {a or '—'} vs {b or '—'}"
+            left_out.append(_left(r, why))
     return groups[key], key
 
 
+def group_of(runs: list, key: tuple | None) -> dict[str, str] | None:
+    """What the compared runs share (``None`` when forced across groups)."""
+    if key is None:
+        return None
+    t = runs[0].data.tags
+    return {
+        "kind": key[0],
+        "items": key[1],
+        "scale": key[2],
+        "measured_on": shared_items(runs),
+        "data": t.get("assay.data", ""),
+        "probes": t.get("assay.probes", ""),
+    }
+
+
+def notes(runs: list, metric: str) -> list[str]:
+    """What a reader must know to trust the ranking: ``worst_test_rate`` keeps a judge that
+    ignores the response off the top only through a test whose verdict must move (scoring
+    ``flip`` or ``criterion``: ``label_flip``, the agent tests) — say so when no run has one."""
+    if metric != WORST_TEST:
+        return []
+    from assay.errors import ConfigError
+    from assay.experiments.reliability import get_test
+
+    def moves(test: str) -> bool:
+        try:
+            return get_test(test).scoring in ("flip", "criterion")
+        except ConfigError:  # a plug-in test this process has not registered
+            return False
+
+    tests = {k.split(".")[0] for r in runs for k in r.data.metrics if k.endswith(".consistency")}
+    if any(moves(t) for t in tests):
+        return []
+    return [
+        "no compared run has a test whose verdict must move (label_flip, agent_perturbation, "
+        "agent_positives): worst_test_rate cannot tell a judge that ignores the response from "
+        "one that reads it"
+    ]
+
+
 def default_metric(runs: list) -> str:
-    """kappa_categorical (else accuracy) for evaluate runs, mean_pass_rate for harness runs;
-    forced across both, whichever kind has more runs."""
+    """kappa_categorical (else accuracy) for evaluate runs; for harness runs the worst test's
+    rate (``worst_test_rate``), which a judge that ignores content cannot win — the mean pass
+    rate can be led by a constant judge, whose invariance tests all pass; forced across both
+    kinds, whichever kind has more runs."""
     evaluate = [r for r in runs if kind_of(r) == "agreement"]
     if len(evaluate) * 2 < len(runs):
-        return "mean_pass_rate"
+        return WORST_TEST
     if all("kappa_categorical" in r.data.metrics for r in evaluate):
         return "kappa_categorical"
     return "accuracy"

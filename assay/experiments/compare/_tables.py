@@ -8,6 +8,8 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from assay.experiments.compare._select import WORST_TEST, item_set, measured_on
+
 # Metrics where a lower value is the better judge (sorting and the Pareto front follow this).
 _LOWER_IS_BETTER = ("mae", "error_rate", "false_positive_rate", "false_negative_rate", "flip_rate")
 # ... and the bias probes' rates of being moved (also their per-variant / per-position parts)
@@ -34,6 +36,36 @@ _PARAM_ORDER = (
     "optimized",
     "optimizer",
 )
+
+
+def worst_test(metrics: dict[str, float]) -> tuple[float, str] | None:
+    """The lowest pass rate or consistency over a harness judge's tests, and which it is.
+
+    Consistency is each test's own "did the right thing relative to the judge's verdict on the
+    unperturbed source": stay for the invariance tests, *move* for ``label_flip`` (and toward
+    the target for the agent tests, away from it under ``polarity``'s inverted question). A
+    judge whose verdict does not depend on the judged response — a constant judge, a
+    label-blind one — never moves between a source and its probe, so its ``label_flip``
+    consistency is exactly 0 and so is this minimum: it can at best tie a judge that never
+    moves either. ``None`` when the run logged no per-test rate.
+    """
+    rates = [
+        (v, k)
+        for k, v in metrics.items()
+        if k.count(".") == 1
+        and k.split(".")[1] in ("pass_rate", "consistency")
+        and v is not None
+        and math.isfinite(v)
+    ]
+    return min(rates) if rates else None
+
+
+def metric_value(metrics: dict[str, float], metric: str) -> float | None:
+    """``metric`` of a run: as logged, or (``worst_test_rate``) computed from what it logged."""
+    if metric == WORST_TEST:
+        worst = worst_test(metrics)
+        return None if worst is None else float(worst[0])
+    return _num(metrics, metric)
 
 
 def higher_is_better(metric: str) -> bool:
@@ -136,6 +168,8 @@ def leaderboard(runs: list, metric: str) -> list[dict[str, Any]]:
     rows = []
     for r in runs:
         m, t, p = r.data.metrics, r.data.tags, _judge_params(r)
+        worst = worst_test(m) if metric == WORST_TEST else None
+        n = t.get("assay.n_items") or m.get("n_items")  # tag; older agreement runs: the count
         rows.append(
             {
                 "run_id": r.info.run_id,
@@ -144,7 +178,11 @@ def leaderboard(runs: list, metric: str) -> list[dict[str, Any]]:
                 "command": t.get("assay.command", ""),
                 "experiment_id": r.info.experiment_id,
                 "metric": metric,
-                "value": _num(m, metric),
+                "value": metric_value(m, metric),
+                "worst_of": worst[1] if worst else None,
+                "n": None if n is None else int(n),
+                "measured_on": measured_on(r),
+                "items": item_set(r),
                 "ci_low": _num(m, f"{metric}_ci_low"),
                 "ci_high": _num(m, f"{metric}_ci_high"),
                 "accuracy": _num(m, "accuracy"),

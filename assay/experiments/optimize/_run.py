@@ -37,7 +37,7 @@ from typing import Any
 
 import dspy
 
-from assay.experiments._items import data_fingerprint, load_items
+from assay.experiments._items import data_fingerprint, item_set_tags, load_items
 from assay.experiments.optimize._config import USES_VALSET, OptimizeConfig
 from assay.experiments.optimize._measure import measure
 from assay.experiments.optimize._objective import InvariantJudge, examples, make_metric
@@ -143,7 +143,7 @@ def optimize(
         )
         out = _result(config, run.dir, split_record, before, before_reused, after, compiled)
         run.store.write_json("result.json", out)
-        run_id = run.log(_tracked(config, out, ids, fingerprint))
+        run_id = run.log(_tracked(config, out, ids, fingerprint, splits["test"]))
         if run_id:
             out["mlflow_run_id"] = run_id
             out["use"] = {"judge": {"program_state": f"runs:/{run_id}/program.json"}}
@@ -276,7 +276,11 @@ def _result(
 
 
 def _tracked(
-    config: OptimizeConfig, out: dict[str, Any], ids: dict[str, list[str]], fingerprint: str
+    config: OptimizeConfig,
+    out: dict[str, Any],
+    ids: dict[str, list[str]],
+    fingerprint: str,
+    test_items: list[Item],
 ) -> TrackedRun:
     """MLflow: params = judge config, optimizer, objective, split sizes; metrics = before/after
     per split with CI bounds (after-on-test also unprefixed, like an evaluate run); artifacts =
@@ -311,7 +315,7 @@ def _tracked(
     scale = config.judge.scale
     assert scale is not None
     # Two judge entries for ``assay compare``, measured on the test split: the baseline and the
-    # optimized program, beside evaluate runs of the same data set and scale.
+    # optimized program, ranked beside runs measured on exactly these items (``assay.items``).
     children = []
     for phase, optimizer, state in (
         ("baseline", "none", config.judge.program_state or ""),
@@ -329,8 +333,8 @@ def _tracked(
                     "assay.command": "optimize",
                     "assay.role": "judge",
                     "assay.phase": phase,
-                    "assay.split": "test",
                     "assay.data": fingerprint[:16],
+                    **item_set_tags(test_items, split="test", of=sum(map(len, ids.values()))),
                     "assay.scale": scale.describe(),
                     "assay.judge": f"{config.judge.name} ({phase})",
                 },

@@ -171,7 +171,9 @@ def run_harness(
         from assay.experiments.reliability._tracking import harness_tracked
 
         run_id = run.finish(  # MLflow logs the rest while the reports are written
-            harness_tracked(store.path, config, judge_cfgs, summary),
+            harness_tracked(
+                store.path, config, judge_cfgs, summary, judged=[p.as_item() for p in to_judge]
+            ),
             meanwhile=lambda: _write_reports(run, config, summary, plotting, diffs),
             finish_key=finish_key(config, store.path, **selected),
         )

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from assay.experiments._items import item_set_tags
 from assay.experiments.reliability._results import HarnessSummary, JudgeReliability
 from assay.experiments.runs import TrackedRun, flatten_metrics
+from assay.types import Item
 
 _JUDGE_METRICS = (
     "pass_rate",
@@ -55,11 +57,15 @@ def judge_metrics(r: JudgeReliability) -> dict[str, float]:
     }
 
 
-def harness_tracked(run_dir: Path, config, judge_cfgs, summary: HarnessSummary) -> TrackedRun:
+def harness_tracked(
+    run_dir: Path, config, judge_cfgs, summary: HarnessSummary, *, judged: list[Item]
+) -> TrackedRun:
+    """``judged``: the probes judged, as items (``assay.items``)."""  # long: parent + children
     tags = {
         "assay.data": summary.data_fingerprint[:16],
         "assay.probes": run_dir.name,
         "assay.scale": config.scale.describe(),
+        **item_set_tags(judged, split="probes", of=summary.seeds),
     }
     params = {
         "data.path": config.data.path,

@@ -45,6 +45,7 @@ def compare_report(run_dir: Path) -> Report:
         [
             ("#", "num"),
             ("run", "text"),
+            ("n", "num"),
             ("model", "text"),
             (f"{metric} [CI]", "num"),
             ("accuracy", "num"),
@@ -64,13 +65,14 @@ def _facts(c: dict[str, Any]) -> list[tuple[str, str]]:
         (
             "group",
             (
-                f"data {g.get('data')} · scale {g.get('scale')}"
+                f"the same {g.get('measured_on')} (items {g.get('items')}) · scale {g.get('scale')}"
                 + (f" · probes {g['probes']}" if g.get("probes") else "")
             )
             if g
-            else "forced across data sets/scales",
+            else "forced across item sets/scales: not comparable, n per row",
         ),
         ("tracking", str(c.get("tracking_uri"))),
+        *(("note", n) for n in c.get("notes") or []),
     ]
 
 
@@ -87,13 +89,15 @@ def _leaderboard_row(row: dict[str, Any], d: dict[str, Any]) -> Row:
         f"{k}: {v[columns.index(row.get('name'))] if row.get('name') in columns else ''}"
         for k, v in (d.get("rows") or {}).items()
     )
+    worst = f" ({row['worst_of']})" if row.get("worst_of") else ""
     pareto = "yes" if row.get("pareto") else ("—" if row.get("pareto") is None else "no")
     return Row(
         [
             (str(row.get("rank")), row.get("rank")),
             (str(row.get("name")), str(row.get("name"))),
+            ("—" if row.get("n") is None else str(row["n"]), number(row.get("n"))),
             (str(row.get("model")), str(row.get("model"))),
-            (f"{fmt(row.get('value'))}{ci}", number(row.get("value"))),
+            (f"{fmt(row.get('value'))}{ci}{worst}", number(row.get("value"))),
             (fmt(row.get("accuracy")), number(row.get("accuracy"))),
             (fmt(row.get("cost_usd"), 6), number(row.get("cost_usd"))),
             (
