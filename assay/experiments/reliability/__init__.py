@@ -16,7 +16,13 @@ from assay.experiments.reliability._registry import (
     known_tests,
     reliability_test,
 )
-from assay.experiments.reliability._report import ci, heatmap, other_metrics, pass_rates
+from assay.experiments.reliability._report import (
+    ci,
+    generation_models,
+    heatmap,
+    other_metrics,
+    pass_rates,
+)
 from assay.experiments.reliability._results import (
     CriterionScores,
     HarnessResult,
@@ -89,6 +95,7 @@ __all__ = [
     "apply_reviews",
     "ci",
     "heatmap",
+    "generation_models",
     "other_metrics",
     "pass_rates",
     "headline",
