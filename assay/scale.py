@@ -118,6 +118,12 @@ class Scale(BaseModel):
         return sorted(set(self.label_scores.values()))
 
     @property
+    def ordered(self) -> bool:
+        """Whether the scores are ordered: binary, ordinal, and a categorical scale with a
+        label → score map (ToolEmu's). A categorical scale without one is nominal."""
+        return self.kind != "categorical" or bool(self.scores)
+
+    @property
     def k(self) -> int:
         """Number of ordered categories the metrics see."""
         return len(self.values)

@@ -72,7 +72,7 @@ def annotators_report(
         [a for _, a, _ in labelled],
         [scale.index(s) for *_, s in labelled],
     )
-    level = "ordinal" if scale.kind == "ordinal" or scale.scores else "nominal"
+    level = "ordinal" if scale.ordered and scale.kind != "binary" else "nominal"
     agreement = annotator_agreement(
         matrix,
         level=level,

@@ -272,8 +272,13 @@ def test_a_nominal_scale_uses_nominal_alpha_and_the_accuracy_alt_test(tmp_path, 
     assert t["scoring"] == "accuracy"
     assert [c["p_value"] for c in t["comparisons"]] == pytest.approx(p_values, rel=1e-9)
     assert (t["winning_rate"], t["advantage_probability"]) == pytest.approx((omega, rho))
-    # the judge is compared with the annotators' majority on unordered classes: no weighted κ
+    # the judge is compared with the annotators' majority on unordered classes: no weighted κ,
+    # and no disagreement is "more distant" than another (bird is not further from cat than dog)
     assert "kappa_categorical" in out["metrics"] and "kappa_linear" not in out["metrics"]
+    shown = out["disagreements"]
+    assert shown and {d["distance"] for d in shown} == {1.0}
+    assert [d["id"] for d in shown] == sorted(d["id"] for d in shown)
+    assert {d["reference_label"] for d in shown} <= set(CLASSES)
 
     # the same classes coded 1, 2, 3: '--scale 1,2,3' reads each number as its label
     _three_classes(tmp_path, names=["1", "2", "3"])
