@@ -12,8 +12,8 @@ adapters here parse every ``Literal`` output field as text first and accept only
   ``int`` reads them);
 
 anything else raises :class:`OffScaleOutput` (an unscored ``off_scale`` judgment). Booleans are
-never integers here. An answer holding several JSON objects with output fields is a
-``parse_error``, not its first (or last) object.
+never integers here. An answer holding several JSON objects with output fields, or giving a
+field twice in the chat format, is a ``parse_error``, not its first (or last) answer.
 
 Truncation: :class:`AssayLM` notes the finish reasons of its latest call (a cache hit keeps the
 original's); when a call ended at ``max_tokens`` and its answer does not parse — or its verdict
@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import functools
 import json
+from collections import Counter
 from contextvars import ContextVar
 from typing import Any, Literal, get_args, get_origin
 
 import dspy
+from dspy.adapters.chat_adapter import field_header_pattern
 from dspy.utils.exceptions import AdapterParseError
 
 from assay.lm._limits import on_the_wire
@@ -213,7 +215,25 @@ class StrictJSONAdapter(_Strict, dspy.JSONAdapter):
 
 class StrictChatAdapter(_Strict, dspy.ChatAdapter):
     """``dspy.ChatAdapter`` with strict ``Literal`` fields and truncation reported; its
-    fallback to JSON mode (after an unparseable answer) is strict too."""
+    fallback to JSON mode (after an unparseable answer) is strict too. An answer that gives an
+    output field twice (two ``[[ ## verdict ## ]]`` sections) is unparseable, as two JSON
+    answers are: DSPy would keep the first."""
+
+    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
+        headers = Counter(
+            m.group(1)
+            for line in completion.splitlines()
+            if (m := field_header_pattern.match(line.strip()))
+        )
+        repeated = [name for name in signature.output_fields if headers[name] > 1]
+        if repeated:
+            raise AdapterParseError(
+                adapter_name=type(self).__name__,
+                signature=signature,
+                lm_response=completion,
+                message=f"the answer gives '{repeated[0]}' {headers[repeated[0]]} times, not once",
+            )
+        return super().parse(signature, completion)
 
     def _make_json_adapter_fallback(self) -> dspy.JSONAdapter:
         return StrictJSONAdapter(

@@ -202,7 +202,7 @@ def test_reason_of_every_grading_failure():
 ANSWERS = {
     "fullwidth": "３",  # FULLWIDTH DIGIT THREE: int("３") == 3 in Python
     "arabic": "٣",  # ARABIC-INDIC DIGIT THREE
-    "two": None,  # two JSON answers: {"verdict": 1}{"verdict": 2}
+    "two": None,  # two answers: {"verdict": 1}{"verdict": 2}, or two [[ ## verdict ## ]] sections
     "plain": "3",
 }
 REASONS = {"fullwidth": "off_scale", "arabic": "off_scale", "two": "parse_error", "plain": None}
@@ -218,12 +218,19 @@ def _stub_answer(request) -> str:
     asked = request["messages"][-1]["content"]
     item = next(name for name in ANSWERS if f"response of {name}" in asked)
     fields = prompt_output_fields(request)
-    if ANSWERS[item] is None:  # in chat mode too: the chat adapter falls back to JSON
-        return json.dumps({**fields, "verdict": 1}) + json.dumps({**fields, "verdict": 2})
-    fields["verdict"] = ANSWERS[item]
-    if request.get("response_format") or "JSON" in json.dumps(request["messages"]):
-        return json.dumps(fields)
-    return "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in fields.items()) + "[[ ## completed ## ]]"
+    as_json = request.get("response_format") or "JSON" in json.dumps(request["messages"])
+
+    def answer(verdict) -> str:
+        out = {**fields, "verdict": verdict}
+        if as_json:
+            return json.dumps(out)
+        return (
+            "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in out.items()) + "[[ ## completed ## ]]"
+        )
+
+    if ANSWERS[item] is None:  # two answers in one, in the form asked for
+        return answer(1) + ("" if as_json else "\n") + answer(2)
+    return answer(ANSWERS[item])
 
 
 @pytest.mark.parametrize("adapter", ["json", "chat"])
