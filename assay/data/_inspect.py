@@ -95,11 +95,11 @@ def _resolve(meta: dict[str, Any], dotted: str) -> tuple[Any, str | None]:
 
 def _unsupported(version: Any, path: Path) -> DataError:
     """The installed ``inspect_ai`` cannot read this log format version (a newer one)."""
-    from importlib.metadata import version as installed
+    from inspect_ai import __version__ as installed
 
     return DataError(
         f"Inspect log format version {version} is not supported by the installed "
-        f"inspect_ai {installed('inspect_ai')} (a newer inspect_ai may read it)",
+        f"inspect_ai {installed} (a newer inspect_ai may read it)",
         path=path,
         field="version",
     )
