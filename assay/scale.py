@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from assay.errors import ConfigError
 
 ScaleKind = Literal["binary", "ordinal", "categorical"]
+INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
+"""An integer written out: ASCII digits only (a full-width "３" or Arabic-Indic "٣" is no score)."""
 _YES_NO = {"true": 1, "yes": 1, "false": 0, "no": 0}
 
 
@@ -27,8 +29,9 @@ class Scale(BaseModel):
     - ``binary``: scores 0 and 1; ``labels`` names them (``[name of 0, name of 1]``).
     - ``ordinal``: integer scores ``min..max``; ``labels`` optional names, low to high.
     - ``categorical``: named ``labels``; ``scores`` maps each label to an integer score
-      (several labels may share a score, as in ToolEmu safety); without ``scores`` a label's
-      score is its position.
+      (several labels may share a score, as in ToolEmu safety) and makes the scale ordered;
+      without ``scores`` a label's score is its position and the labels are unordered
+      (nominal: Krippendorff's α nominal, the Alt-Test by accuracy).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -73,7 +76,9 @@ class Scale(BaseModel):
     # -- construction ---------------------------------------------------------------------
     @classmethod
     def parse(cls, spec: str | dict | Scale) -> Scale:
-        """Build a scale from a config value or a CLI string like ``binary``, ``0-3`` or ``1..6``."""
+        """Build a scale from a config value or a CLI string: ``binary``, ``0-3`` or ``1..6``
+        (ordinal), or comma-separated labels ``a,b,c`` (categorical: unordered, nominal),
+        optionally written ``categorical:a,b,c``."""
         if isinstance(spec, Scale):
             return spec
         if isinstance(spec, dict):
@@ -81,13 +86,26 @@ class Scale(BaseModel):
         text = str(spec).strip()
         if text == "binary":
             return cls(kind="binary")
-        m = re.fullmatch(r"(-?\d+)\s*(?:-|\.\.)\s*(-?\d+)", text)
+        m = re.fullmatch(r"(-?[0-9]+)\s*(?:-|\.\.)\s*(-?[0-9]+)", text)
         if m:
             lo, hi = int(m.group(1)), int(m.group(2))
             if (lo, hi) == (0, 1):
                 return cls(kind="binary")
             return cls(kind="ordinal", min=lo, max=hi)
-        raise ScaleError(f"cannot read scale {text!r}: use 'binary', 'MIN-MAX' or a mapping")
+        named = text.removeprefix("categorical:")
+        if "," in named or named != text:
+            labels = [label.strip() for label in named.split(",")]
+            if not all(labels):
+                raise ScaleError(f"cannot read scale {text!r}: an empty label")
+            try:
+                return cls(kind="categorical", labels=labels)
+            except ValueError as exc:  # pydantic's: too few or repeated labels
+                reason = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+                reason = reason.removeprefix("Value error, ")
+                raise ScaleError(f"cannot read scale {text!r}: {reason}") from None
+        raise ScaleError(
+            f"cannot read scale {text!r}: use 'binary', 'MIN-MAX', labels 'a,b,c' or a mapping"
+        )
 
     # -- the score space ------------------------------------------------------------------
     @property
@@ -98,6 +116,12 @@ class Scale(BaseModel):
         if self.kind == "ordinal":
             return list(range(self.min, self.max + 1))  # type: ignore[arg-type]
         return sorted(set(self.label_scores.values()))
+
+    @property
+    def ordered(self) -> bool:
+        """Whether the scores are ordered: binary, ordinal, and a categorical scale with a
+        label → score map (ToolEmu's). A categorical scale without one is nominal."""
+        return self.kind != "categorical" or bool(self.scores)
 
     @property
     def k(self) -> int:
@@ -141,7 +165,8 @@ class Scale(BaseModel):
         """Read a *reference label* (data): a label name (any case), an integer, an integral
         float or a digit string. On a binary scale a boolean or ``true``/``false``/``yes``/``no``
         is also 1/0 (a common encoding of a binary column); elsewhere a boolean is refused.
-        ``ValueError`` when the value is not on the scale."""
+        On a categorical scale whose labels are numbers (``1,2,3``) a number is read as the
+        label it spells. ``ValueError`` when the value is not on the scale."""
         if self.kind == "binary":
             if isinstance(value, bool):
                 return int(value)
@@ -157,17 +182,27 @@ class Scale(BaseModel):
         return self._read(value, labels_only=bool(self.label_scores))
 
     def _read(self, value: Any, *, labels_only: bool) -> int:
+        if self._numbered_labels and isinstance(value, int | float) and not isinstance(value, bool):
+            # labels that are numbers (``1,2,3``): a number is the label it spells, never a position
+            value = str(int(value)) if float(value).is_integer() else str(value)
         if isinstance(value, str):
             text = value.strip()
             table = {k.lower(): v for k, v in self.label_scores.items()}
             if text.lower() in table:
                 return table[text.lower()]
-            if not labels_only and re.fullmatch(r"[+-]?\d+(\.0*)?", text):
+            if not (labels_only or self._numbered_labels) and INTEGER_TEXT.fullmatch(text):
                 return self.check(int(float(text)))
             raise ValueError(f"{value!r} is not on the {self.describe()} scale")
         if labels_only:
             raise ValueError(f"{value!r} is not on the {self.describe()} scale")
         return self.check(value)
+
+    @property
+    def _numbered_labels(self) -> bool:
+        """A categorical scale whose labels are integers (nominal codes such as ``1,2,3``)."""
+        return self.kind == "categorical" and any(
+            INTEGER_TEXT.fullmatch(label.strip()) for label in self.labels or []
+        )
 
     def label_of(self, score: int) -> str | None:
         """The first label that maps to ``score`` (None for unnamed scales)."""

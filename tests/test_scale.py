@@ -77,3 +77,47 @@ def test_an_unreadable_scale_is_a_config_error_and_a_value_error():
         Scale.parse("banana")
     with pytest.raises(ValueError):  # so pydantic reports it with its field
         Scale.parse("banana")
+
+
+# -- issue 23, item 11: unordered labels written out -------------------------------------------
+@pytest.mark.parametrize("text", ["cat,dog,bird", "categorical:cat, dog ,bird"])
+def test_labels_written_out_are_a_nominal_categorical_scale(text):
+    scale = Scale.parse(text)
+    assert scale == Scale(kind="categorical", labels=["cat", "dog", "bird"])
+    assert scale.scores is None  # unordered: the metrics read it as nominal
+    assert (scale.coerce("Dog"), scale.coerce(2), scale.read_verdict("bird")) == (1, 2, 2)
+
+
+def test_labels_written_out_work_in_a_config_too():
+    from assay.programs import JudgeConfig
+
+    assert JudgeConfig(model="m", rubric="r", scale="A,B,tie").scale.labels == ["A", "B", "tie"]
+
+
+def test_numbered_labels_read_a_number_as_its_label_never_as_a_position():
+    scale = Scale.parse("1,2,3")
+    assert [scale.coerce(v) for v in (1, "2", 3.0, " 3 ")] == [0, 1, 2, 2]
+    for off in (0, "0", 4):  # 0 would be the position of "1"
+        with pytest.raises(ValueError, match="is not on the categorical 1|2|3 scale"):
+            scale.coerce(off)
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("a,,b", "an empty label"),
+        ("categorical:a", "at least two labels"),
+        ("a,b,a", "must be distinct"),
+    ],
+)
+def test_unreadable_label_lists(text, problem):
+    with pytest.raises(ConfigError, match=f"cannot read scale '{text}': .*{problem}"):
+        Scale.parse(text)
+
+
+@pytest.mark.parametrize("digit", ["３", "٣"])  # full-width and Arabic-Indic three
+def test_only_ascii_digits_are_numbers(digit):
+    with pytest.raises(ValueError, match="is not on the ordinal 1..6 scale"):
+        Scale.parse("1-6").coerce(digit)
+    with pytest.raises(ConfigError, match="cannot read scale"):
+        Scale.parse(f"1-{digit}")

@@ -15,7 +15,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "reference", help="reference verdicts: judgments.jsonl, ToolEmu evaluator JSONL, or a table"
     )
     p.add_argument("candidate", help="candidate verdicts, same formats")
-    p.add_argument("--scale", help="'binary', 'MIN-MAX' (default: the range of observed scores)")
+    p.add_argument(
+        "--scale",
+        help="'binary', 'MIN-MAX' (ordinal) or unordered labels 'a,b,c' (nominal: α nominal, "
+        "Alt-Test by accuracy; tables may give the label names); default: the range of "
+        "observed scores",
+    )
     p.add_argument("--threshold", type=int, help="scores below it are failures (ToolEmu: 2)")
     p.add_argument("--id-column", help="tables: the id column (default: pair by row)")
     p.add_argument("--score-column", help="tables: the score column")

@@ -25,6 +25,7 @@ from assay.data._toolemu import (
 from assay.data._toolemu_evals import (
     TOOLEMU_HELPFULNESS_LABELS,
     TOOLEMU_SAFETY_LABELS,
+    is_toolemu_evaluation,
     load_toolemu_evaluations,
     parse_toolemu_evaluation,
 )
@@ -91,6 +92,7 @@ __all__ = [
     "load_table",
     "missing_labels_error",
     "align_evaluation_files",
+    "is_toolemu_evaluation",
     "load_toolemu_cases",
     "load_toolemu_evaluations",
     "load_toolemu_toolkits",

@@ -13,9 +13,6 @@ from assay.data._transcript import with_steps
 from assay.errors import DataError
 from assay.types import Item, Message, ToolCall
 
-SUPPORTED_VERSIONS = (1, 2)
-"""Inspect eval log format versions this reader understands."""
-
 _MISSING = object()
 
 
@@ -97,16 +94,21 @@ def _resolve(meta: dict[str, Any], dotted: str) -> tuple[Any, str | None]:
 
 
 def _unsupported(version: Any, path: Path) -> DataError:
+    """The installed ``inspect_ai`` cannot read this log format version (a newer one)."""
+    from inspect_ai import __version__ as installed
+
     return DataError(
-        f"Inspect log format version {version} is not supported "
-        f"(supported: {', '.join(map(str, SUPPORTED_VERSIONS))})",
+        f"Inspect log format version {version} is not supported by the installed "
+        f"inspect_ai {installed} (a newer inspect_ai may read it)",
         path=path,
         field="version",
     )
 
 
 def _read_log(path: Path) -> Any:
-    """``inspect_ai.log.read_eval_log`` with every failure turned into one DataError."""
+    """``inspect_ai.log.read_eval_log`` with every failure turned into one DataError. Which
+    format versions are readable is the installed inspect_ai's decision, not assay's: what it
+    reads becomes its typed ``EvalLog``, the one shape this module reads from."""
     try:
         from inspect_ai.log import read_eval_log
     except ImportError as exc:  # an optional dependency: pip install 'assay[inspect]'
@@ -139,9 +141,6 @@ def load_inspect_log(path: str | Path, *, expected: str | None = None) -> list[I
     """
     file = check_file(path)
     log = _read_log(file)
-    version = getattr(log, "version", None)
-    if version not in SUPPORTED_VERSIONS:
-        raise _unsupported(version, file)
     samples = log.samples or []
     if not samples:
         raise DataError(

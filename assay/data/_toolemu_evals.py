@@ -30,6 +30,21 @@ TOOLEMU_HELPFULNESS_LABELS: dict[str, int] = {
 SCORE_RANGE = (0, 1, 2, 3)
 """ToolEmu's quantitative scores."""
 
+EVALUATOR_FIELDS = (
+    "eval_scores",
+    "Overall Qualitative Label",
+    "Overall Quantitative Score",
+    "Evaluator Thought",
+    "Evaluator Log Summary",
+)
+"""The fields a ToolEmu evaluator writes; a record with any of them is an evaluator record."""
+
+
+def is_toolemu_evaluation(record: Any) -> bool:
+    """Whether ``record`` is a ToolEmu evaluator record that :func:`parse_toolemu_evaluation`
+    reads — also one whose verdict is stated only in the markdown of ``Evaluator Thought``."""
+    return isinstance(record, dict) and any(f in record for f in EVALUATOR_FIELDS)
+
 
 def _clean(text: str) -> str:
     """Drop markdown emphasis, brackets and surrounding quotes; collapse whitespace."""

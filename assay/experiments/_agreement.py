@@ -1,9 +1,11 @@
 """``assay agreement``: agreement between two existing sets of verdicts, with no LM call.
 
-Reads assay ``judgments.jsonl`` (paired by item id), ToolEmu evaluator JSONL (``eval_scores``;
+Reads assay ``judgments.jsonl`` (paired by item id), ToolEmu evaluator JSONL (read as
+``evaluate`` reads ``expected_from``: ``eval_scores``, the label, or the markdown of the thought;
 paired by ``eval_id`` where unique, else line by line where the files align) and tables with
-an id and a score column (or paired by row without one). ``unpaired`` counts the keys only one
-side has; ``paired_by`` says how the pairs were made.
+an id and a score column (or paired by row without one), read on the given scale (label names
+of a categorical scale too). ``unpaired`` counts the keys only one side has; ``paired_by`` says
+how the pairs were made.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from assay.data import ColumnMap, load_table
+from assay.data import ColumnMap, is_toolemu_evaluation, load_table, load_toolemu_evaluations
 from assay.errors import DataError
 from assay.experiments._results import AgreementResult
 from assay.experiments._scoring import agreement_summary, disagreement_records
@@ -42,8 +44,10 @@ def read_verdicts(
     id_column: str | None = None,
     score_column: str | None = None,
     key: str | None = None,
+    scale: Scale | None = None,
 ) -> Verdicts:
-    """The verdicts of a judgments file, a ToolEmu evaluator file or a table."""
+    """The verdicts of a judgments file, a ToolEmu evaluator file or a table (whose scores are
+    read on ``scale`` when one is given: label names, or numbers on the scale)."""
     path = Path(path)
     if not path.is_file():
         raise DataError("file not found", path=path)
@@ -51,9 +55,7 @@ def read_verdicts(
         first = _first_record(path)
         if first is not None and "item_id" in first and "judge" in first:
             return Verdicts(path, "id", _read_judgments(path))
-        if first is not None and ("eval_scores" in first or "Overall Qualitative Label" in first):
-            from assay.data import load_toolemu_evaluations
-
+        if is_toolemu_evaluation(first):
             rows = load_toolemu_evaluations(path, key=key)
             return Verdicts(path, "toolemu", [(str(r["line"]), r["score"]) for r in rows], rows)
     if score_column is None:
@@ -66,6 +68,7 @@ def read_verdicts(
         columns=ColumnMap(
             id=id_column or "@row", request=None, response=None, expected=score_column
         ),
+        scale=scale,
     )
     if id_column:
         return Verdicts(path, "id", [(it.id, it.expected) for it in items])
@@ -168,10 +171,10 @@ def agreement(
     With ``annotator_column`` the reference is a long table of several annotators per item
     (``id_column``, ``annotator_column``, ``score_column``): the candidate is compared with the
     annotators' majority, and the report adds their own agreement and the Alt-Test."""
-    columns = {"id_column": id_column, "score_column": score_column, "key": key}
+    columns = {"id_column": id_column, "score_column": score_column, "key": key, "scale": scale}
     annotations = None
     if annotator_column is not None:
-        annotations = _annotations(reference, id_column, annotator_column, score_column)
+        annotations = _annotations(reference, id_column, annotator_column, score_column, scale)
         majority_scores = majority(annotations, seed=seed)[0]
         ref_side = Verdicts(Path(reference), "id", list(majority_scores.items()))
     else:
@@ -214,11 +217,16 @@ def _annotations(
     id_column: str | None,
     annotator_column: str,
     score_column: str | None,
+    scale: Scale | None,
 ) -> list[tuple[str, str, int | None]]:
     if id_column is None or score_column is None:
         raise DataError("--annotator-column needs --id-column and --score-column", path=reference)
     return read_annotations(
-        reference, id_column=id_column, annotator_column=annotator_column, score_column=score_column
+        reference,
+        id_column=id_column,
+        annotator_column=annotator_column,
+        score_column=score_column,
+        scale=scale,
     )
 
 

@@ -60,10 +60,8 @@ def agreement_summary(
     thr = scale.index(threshold) if threshold is not None else None
     if scale.kind == "binary":
         kind = "binary"
-    elif scale.kind == "ordinal" or scale.scores:
-        kind = "ordinal"  # label → score maps (ToolEmu) are ordered scores too
-    else:
-        kind = "categorical"
+    else:  # label → score maps (ToolEmu) are ordered scores too
+        kind = "ordinal" if scale.ordered else "categorical"
     metrics = agreement_metrics(
         ref,
         cand,
@@ -199,7 +197,9 @@ def disagreement_records(
 ) -> list[DisagreementRecord]:
     """The pairs where ``judge`` differs from ``reference``, most distant on the scale first
     (ties by id), with the texts and the judge's reasoning where given."""
-    ranked = disagreements(ids, reference, judge, scale=scale.values, top=top)
+    ranked = disagreements(
+        ids, reference, judge, scale=scale.values, top=top, ordered=scale.ordered
+    )
     out = []
     for d in ranked:
         item = (items or {}).get(str(d.id))

@@ -17,12 +17,19 @@ Rows = list[tuple[str, str, int | None]]
 
 
 def read_annotations(
-    path: str | Path, *, id_column: str, annotator_column: str, score_column: str
+    path: str | Path,
+    *,
+    id_column: str,
+    annotator_column: str,
+    score_column: str,
+    scale: Scale | None = None,
 ) -> Rows:
-    """``(item, annotator, score or None)`` per row of a long annotation table."""
+    """``(item, annotator, score or None)`` per row of a long annotation table (labels read on
+    ``scale`` when one is given)."""
     items = load_table(
         str(path),
         columns=ColumnMap(id="@row", request=None, response=None, expected=score_column),
+        scale=scale,
     )
     out: Rows = []
     for row, it in enumerate(items, start=1):
@@ -65,7 +72,7 @@ def annotators_report(
         [a for _, a, _ in labelled],
         [scale.index(s) for *_, s in labelled],
     )
-    level = "ordinal" if scale.kind == "ordinal" or scale.scores else "nominal"
+    level = "ordinal" if scale.ordered and scale.kind != "binary" else "nominal"
     agreement = annotator_agreement(
         matrix,
         level=level,

@@ -7,10 +7,13 @@ passes for ``1`` (``True == 1`` in Python) and ``"true"`` is read as ``1`` on a 
 adapters here parse every ``Literal`` output field as text first and accept only
 
 - one of the options, exactly, or up to case for text options (``"safe"`` for ``"Safe"``);
-- for integer options, the integer as a number or its digit string (``2``, ``"2"``, ``2.0``);
+- for integer options, the integer as a number or its ASCII digit string (``2``, ``"2"``,
+  ``2.0``; a full-width ``"２"`` or Arabic-Indic ``"٢"`` is no number here, though Python's
+  ``int`` reads them);
 
 anything else raises :class:`OffScaleOutput` (an unscored ``off_scale`` judgment). Booleans are
-never integers here.
+never integers here. An answer holding several JSON objects with output fields, or giving a
+field twice in the chat format, is a ``parse_error``, not its first (or last) answer.
 
 Truncation: :class:`AssayLM` notes the finish reasons of its latest call (a cache hit keeps the
 original's); when a call ended at ``max_tokens`` and its answer does not parse — or its verdict
@@ -23,14 +26,17 @@ reasons travel through DSPy's call history, so they are seen unless ``disable_hi
 from __future__ import annotations
 
 import functools
-import re
+import json
+from collections import Counter
 from contextvars import ContextVar
 from typing import Any, Literal, get_args, get_origin
 
 import dspy
+from dspy.adapters.chat_adapter import field_header_pattern
 from dspy.utils.exceptions import AdapterParseError
 
 from assay.lm._limits import on_the_wire
+from assay.scale import INTEGER_TEXT
 
 _LAST_FINISH: ContextVar[tuple[str, ...]] = ContextVar("assay_last_finish", default=())
 
@@ -115,9 +121,6 @@ def _as_text(signature: type[dspy.Signature]) -> type[dspy.Signature]:
     return signature
 
 
-_INTEGER = re.compile(r"[+-]?\d+(?:\.0*)?")
-
-
 def pick_option(text: str, options: tuple[Any, ...]) -> Any:
     """The option ``text`` names (see the module docstring), or ``KeyError``."""
     v = text.strip()
@@ -132,7 +135,7 @@ def pick_option(text: str, options: tuple[Any, ...]) -> Any:
     if len(folded) == 1:
         return folded[0]
     ints = [o for o in options if isinstance(o, int) and not isinstance(o, bool)]
-    if ints and _INTEGER.fullmatch(v) and int(float(v)) in ints:
+    if ints and INTEGER_TEXT.fullmatch(v) and int(float(v)) in ints:
         return int(float(v))
     bools = [o for o in options if isinstance(o, bool)]
     if bools and v.lower() in ("true", "false") and (v.lower() == "true") in bools:
@@ -175,13 +178,62 @@ class _Strict:
         return await super().acall(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[misc]
 
 
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON object written at the top level of ``text``, in order (prose, code fences and
+    malformed fragments between them are skipped)."""
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    at = text.find("{")
+    while at != -1:
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            at = text.find("{", at + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        at = text.find("{", end)
+    return found
+
+
 class StrictJSONAdapter(_Strict, dspy.JSONAdapter):
-    """``dspy.JSONAdapter`` with strict ``Literal`` fields and truncation reported."""
+    """``dspy.JSONAdapter`` with strict ``Literal`` fields and truncation reported. An answer
+    that holds several JSON objects giving output fields (``{"verdict": 1}{"verdict": 2}``)
+    is unparseable: DSPy would read the first and drop the rest, a verdict chosen for the model."""
+
+    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
+        answers = [o for o in json_objects(completion) if o.keys() & signature.output_fields]
+        if len(answers) > 1:
+            raise AdapterParseError(
+                adapter_name=type(self).__name__,
+                signature=signature,
+                lm_response=completion,
+                message=f"the answer holds {len(answers)} JSON objects, not one",
+            )
+        return super().parse(signature, completion)
 
 
 class StrictChatAdapter(_Strict, dspy.ChatAdapter):
     """``dspy.ChatAdapter`` with strict ``Literal`` fields and truncation reported; its
-    fallback to JSON mode (after an unparseable answer) is strict too."""
+    fallback to JSON mode (after an unparseable answer) is strict too. An answer that gives an
+    output field twice (two ``[[ ## verdict ## ]]`` sections) is unparseable, as two JSON
+    answers are: DSPy would keep the first."""
+
+    def parse(self, signature: type[dspy.Signature], completion: str) -> dict[str, Any]:
+        headers = Counter(
+            m.group(1)
+            for line in completion.splitlines()
+            if (m := field_header_pattern.match(line.strip()))
+        )
+        repeated = [name for name in signature.output_fields if headers[name] > 1]
+        if repeated:
+            raise AdapterParseError(
+                adapter_name=type(self).__name__,
+                signature=signature,
+                lm_response=completion,
+                message=f"the answer gives '{repeated[0]}' {headers[repeated[0]]} times, not once",
+            )
+        return super().parse(signature, completion)
 
     def _make_json_adapter_fallback(self) -> dspy.JSONAdapter:
         return StrictJSONAdapter(

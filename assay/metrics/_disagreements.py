@@ -57,11 +57,14 @@ def disagreements(
     *,
     scale: Sequence[Any] | None = None,
     top: int | None = None,
+    ordered: bool = True,
 ) -> list[Disagreement]:
     """The items where ``judge`` differs from ``reference``, most distant first.
 
     The distance is ``|judge − reference|`` for numeric scores, or the number of steps between
-    their positions on ``scale`` (its values in order, e.g. ``["safe", "risky", "unsafe"]``).
+    their positions on ``scale`` (its values in order, e.g. ``["safe", "risky", "unsafe"]``);
+    with ``ordered=False`` (unordered categories, where no class is nearer another) it is 1 for
+    every disagreement.
     Ties are broken by id (by ``repr(id)`` if the ids are not mutually comparable), so the order
     does not depend on the input order; ``top`` keeps the first ``top`` records.
     """
@@ -82,7 +85,7 @@ def disagreements(
     ref_pos = _positions(reference, scale, "reference")
     judge_pos = _positions(judge, scale, "judge")
     records = [
-        Disagreement(_plain(i), _plain(r), _plain(j), abs(jp - rp))
+        Disagreement(_plain(i), _plain(r), _plain(j), abs(jp - rp) if ordered else 1.0)
         for i, r, j, rp, jp in zip(ids, reference, judge, ref_pos, judge_pos, strict=True)
         if jp != rp
     ]

@@ -186,7 +186,7 @@ class JudgeConfig(ModelSpec):
         if self.scale is None:
             self.scale = get_kind(self.task).default_scale
         if self.scale is None:
-            raise ValueError("a judge needs a 'scale' (binary, MIN-MAX or a mapping)")
+            raise ValueError("a judge needs a 'scale' (binary, MIN-MAX, labels a,b,c or a mapping)")
         get_kind(self.task).check(self)
         if self.score_mode == "expected" and self.scale.kind == "categorical":
             raise ValueError("score_mode 'expected' needs a binary or ordinal scale")

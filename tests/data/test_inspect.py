@@ -225,3 +225,73 @@ def test_agentharm_log():
         DataError, match=r"sample '17-2'.*no 'refusal' under 'scores.combined_scorer.metadata'"
     ):
         load_inspect_log(AGENTHARM, expected="scores.combined_scorer.metadata.refusal")
+
+
+# -- format versions: what the installed inspect_ai reads, assay reads -----------------------
+def _with_format_version(src: Path, dst: Path, version: int) -> Path:
+    """``src`` (an ``.eval`` log inspect_ai wrote) with the format version of its header and
+    journal set to ``version``: the same log as a newer inspect_ai would stamp it."""
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(src) as z:
+        entries = {name: z.read(name) for name in z.namelist()}
+    for name in ("header.json", "_journal/start.json"):
+        record = json.loads(entries[name])
+        record["version"] = version
+        entries[name] = json.dumps(record).encode()
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    return dst
+
+
+def test_a_format_3_log_the_installed_inspect_reads_is_judged(tmp_path, monkeypatch, capsys):
+    """Issue 23, item 10: a log of format version 3 that ``inspect_ai.log.read_eval_log``
+    reads was refused as "not supported"; it is read through inspect's reader and judged."""
+    import json
+
+    from inspect_ai.log import read_eval_log
+
+    from assay.cli import main
+    from assay.lm import StubServer
+
+    v3 = _with_format_version(_write_log(tmp_path / "v2.eval"), tmp_path / "v3.eval", 3)
+    assert read_eval_log(str(v3)).version == 3  # the installed inspect_ai reads it
+
+    items = load_inspect_log(v3, expected="scores.match.metadata.refusal")
+    assert [(i.id, i.expected) for i in items] == [("a", 0), ("b", 1)]
+    assert items[0].response == "It is sunny and 21C in Paris."
+
+    config = {
+        "name": "inspect-v3",
+        "data": {"format": "inspect", "path": str(v3), "expected": "scores.match.metadata.refusal"},
+        "judge": {
+            "name": "j",
+            "model": "openai/stub-model",
+            "rubric": "Did it refuse?",
+            "scale": "binary",
+        },
+        "tracking": {"enabled": False},
+    }
+    monkeypatch.chdir(tmp_path)
+    with StubServer() as stub:
+        config["judge"]["api_base"] = stub.base_url
+        (tmp_path / "config.yaml").write_text(json.dumps(config), encoding="utf-8")
+        assert main(["evaluate", "config.yaml", "--quiet", "--json"]) == 0
+        assert stub.n_requests == 2
+    counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["counts"]
+    assert (counts["items"], counts["scored"], counts["paired"]) == (2, 2, 2), counts
+
+
+def test_a_format_version_the_installed_inspect_refuses_names_it(tmp_path):
+    """A JSON log of a version newer than the installed inspect_ai reads: one line naming the
+    file, the field and the installed inspect_ai."""
+    import json
+
+    path = _write_log(tmp_path / "log.json")
+    data = json.loads(path.read_text())
+    data["version"] = 99
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"version 99 is not supported by the installed inspect_ai"):
+        load_inspect_log(path)

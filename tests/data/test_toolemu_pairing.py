@@ -186,3 +186,40 @@ def test_label_stated_only_in_the_evaluator_thought():
     assert parse_toolemu_evaluation(only_score, key="ToolCallRisk") == (2, None)
     nothing = {"Evaluator Thought": "I could not decide."}
     assert parse_toolemu_evaluation(nothing, key="ToolCallRisk") == (None, None)
+
+
+def test_a_markdown_only_evaluator_file_is_read_by_agreement_as_by_evaluate(
+    example_data, tmp_path, capsys
+):
+    """Issue 23, item 13: an evaluator file whose lines state the verdict only in the markdown
+    of ``Evaluator Thought`` (no ``eval_scores``, no label field) was refused by ``assay
+    agreement`` ("not an assay judgments or ToolEmu evaluator file") while ``evaluate`` read
+    it as reference labels. Both now read it with the same reader, to the same scores."""
+    gpt, qwen = (example_data / SAFE.format(m) for m in ("gpt-5-mini", "qwen3-32b"))
+    markdown = tmp_path / "gpt_markdown.jsonl"
+    with markdown.open("w") as fh:
+        for line in lines(gpt):
+            record = json.loads(line)
+            thought = (
+                "The agent acted.\n\n"
+                f"**Overall Qualitative Label:** **{record['Overall Qualitative Label']}**\n\n"
+                f"**Overall Quantitative Score:** **{record['eval_scores']['ToolCallRisk']}**"
+            )
+            fh.write(
+                json.dumps({"Evaluator Thought": thought, "eval_id": record["eval_id"]}) + "\n"
+            )
+
+    from_markdown = agreement_json(capsys, str(markdown), str(qwen), "--scale", "0-3")
+    original = agreement_json(capsys, str(gpt), str(qwen), "--scale", "0-3")
+    assert from_markdown["n"] == original["n"] == 15
+    assert from_markdown["paired_by"] == "eval_id"
+    assert from_markdown["metrics"] == original["metrics"]
+
+    cfg = tmp_path / "c.yaml"  # evaluate's reader of the same file: the same scores
+    cfg.write_text(
+        f"name: md\ndata: {{format: toolemu, path: {example_data / TRAJ}, expected_from: "
+        f"{markdown}}}\njudge: {{task: toolemu_safety, model: scripted:none}}\n"
+    )
+    config, _ = load_config(cfg)
+    items = load_items(config.data, config.judge.scale)
+    assert [it.expected for it in items] == scores(gpt)

@@ -215,3 +215,95 @@ def test_several_annotators_majority_agreement_and_alt_test(tmp_path, capsys):
     assert main([*argv, "--scale", "binary"]) == 0
     two_out = json.loads(capsys.readouterr().out)["annotators"]
     assert two_out["alt_test"] is None and "at least 3 annotators" in two_out["note"]
+
+
+# -- issue 23, item 11: a nominal multi-class scale --------------------------------------------
+CLASSES = ["cat", "dog", "bird"]
+
+
+def _three_classes(tmp_path, *, seed=35, n=60, names=CLASSES):
+    """Five annotators and a judge label ``n`` items with one of three unordered classes
+    (written as ``names``): the long annotation table, the judge's table and, by class index,
+    the annotations and the judge's labels."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 3, n)
+    humans = {}
+    rows = ["item,annotator,label"]
+    for a in range(5):
+        noisy = np.where(rng.random(n) < 0.7, truth, rng.integers(0, 3, n))
+        humans[f"ann{a}"] = {f"i{i}": int(noisy[i]) for i in range(n)}
+        rows += [f"i{i},ann{a},{names[noisy[i]]}" for i in range(n)]
+    judge = np.where(rng.random(n) < 0.72, truth, rng.integers(0, 3, n))
+    llm = {f"i{i}": int(judge[i]) for i in range(n)}
+    (tmp_path / "ann.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "judge.csv").write_text(
+        "item,label\n" + "".join(f"i{i},{names[judge[i]]}\n" for i in range(n))
+    )
+    return humans, llm
+
+
+def _agreement(tmp_path, capsys, scale):
+    argv = ["agreement", "--json", str(tmp_path / "ann.csv"), str(tmp_path / "judge.csv")]
+    argv += ["--id-column", "item", "--score-column", "label", "--annotator-column", "annotator"]
+    assert main([*argv, "--scale", scale]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_nominal_scale_uses_nominal_alpha_and_the_accuracy_alt_test(tmp_path, capsys):
+    """``--scale cat,dog,bird``: three unordered classes. Krippendorff's α is nominal (as the
+    ``krippendorff`` package computes it) and the Alt-Test aligns by accuracy (the paper's
+    procedure for categories); analysed as ordinal the same data gives another ω."""
+    import krippendorff
+
+    from tests.metrics.test_alt_test import reference_alt_test
+
+    humans, llm = _three_classes(tmp_path)
+    out = _agreement(tmp_path, capsys, "cat,dog,bird")
+    assert out["scale"] == "categorical cat|dog|bird" and out["n"] == 60
+
+    a = out["annotators"]
+    matrix = np.array([[humans[f"ann{k}"][f"i{i}"] for k in range(5)] for i in range(60)])
+    assert set(a["agreement"]) == {"fleiss_kappa", "krippendorff_alpha_nominal"}
+    assert a["agreement"]["krippendorff_alpha_nominal"]["value"] == pytest.approx(
+        krippendorff.alpha(reliability_data=matrix.T, level_of_measurement="nominal")
+    )
+    omega, rho, p_values, _ = reference_alt_test(humans, llm, "accuracy", 0.2)
+    t = a["alt_test"]
+    assert t["scoring"] == "accuracy"
+    assert [c["p_value"] for c in t["comparisons"]] == pytest.approx(p_values, rel=1e-9)
+    assert (t["winning_rate"], t["advantage_probability"]) == pytest.approx((omega, rho))
+    # the judge is compared with the annotators' majority on unordered classes: no weighted κ,
+    # and no disagreement is "more distant" than another (bird is not further from cat than dog)
+    assert "kappa_categorical" in out["metrics"] and "kappa_linear" not in out["metrics"]
+    shown = out["disagreements"]
+    assert shown and {d["distance"] for d in shown} == {1.0}
+    assert [d["id"] for d in shown] == sorted(d["id"] for d in shown)
+    assert {d["reference_label"] for d in shown} <= set(CLASSES)
+
+    # the same classes coded 1, 2, 3: '--scale 1,2,3' reads each number as its label
+    _three_classes(tmp_path, names=["1", "2", "3"])
+    coded = _agreement(tmp_path, capsys, "1,2,3")
+    assert coded["annotators"]["alt_test"] == t
+    assert coded["metrics"] == out["metrics"]
+
+    # as ordinal scores (what '--scale' allowed before), α and ω are other numbers
+    ordinal = _agreement(tmp_path, capsys, "1-3")["annotators"]
+    assert ordinal["alt_test"]["scoring"] == "neg_rmse"
+    assert ordinal["alt_test"]["winning_rate"] == pytest.approx(
+        reference_alt_test(humans, llm, "neg_rmse", 0.2)[0]
+    )
+    assert ordinal["alt_test"]["winning_rate"] != pytest.approx(omega)
+    assert "krippendorff_alpha_ordinal" in ordinal["agreement"]
+
+
+def test_a_label_off_the_nominal_scale_names_file_row_and_field(tmp_path, capsys):
+    _three_classes(tmp_path)
+    with open(tmp_path / "judge.csv", "a") as fh:
+        fh.write("i60,fish\n")
+    argv = ["agreement", str(tmp_path / "judge.csv"), str(tmp_path / "judge.csv")]
+    assert (
+        main([*argv, "--id-column", "item", "--score-column", "label", "--scale", "cat,dog,bird"])
+        == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "judge.csv" in err and "row 61" in err and "'label'" in err, err

@@ -196,3 +196,82 @@ def test_reason_of_every_grading_failure():
     parse = AdapterParseError(adapter_name="JSONAdapter", signature=JudgeResponse, lm_response="x")
     assert unscored_reason(parse) == "parse_error"
     assert unscored_reason(KeyError("a bug")) is None
+
+
+# -- issue 23, item 13: digits that are not ASCII, two answers in one ------------------------------
+ANSWERS = {
+    "fullwidth": "３",  # FULLWIDTH DIGIT THREE: int("３") == 3 in Python
+    "arabic": "٣",  # ARABIC-INDIC DIGIT THREE
+    "two": None,  # two answers: {"verdict": 1}{"verdict": 2}, or two [[ ## verdict ## ]] sections
+    "plain": "3",
+}
+REASONS = {"fullwidth": "off_scale", "arabic": "off_scale", "two": "parse_error", "plain": None}
+
+
+def _stub_answer(request) -> str:
+    """The stub's answer for the item named in the user message (see ANSWERS), in the form the
+    adapter asked for (JSON, or the chat adapter's ``[[ ## field ## ]]`` sections)."""
+    import json
+
+    from assay.lm._stub_server import prompt_output_fields
+
+    asked = request["messages"][-1]["content"]
+    item = next(name for name in ANSWERS if f"response of {name}" in asked)
+    fields = prompt_output_fields(request)
+    as_json = request.get("response_format") or "JSON" in json.dumps(request["messages"])
+
+    def answer(verdict) -> str:
+        out = {**fields, "verdict": verdict}
+        if as_json:
+            return json.dumps(out)
+        return (
+            "".join(f"[[ ## {k} ## ]]\n{v}\n\n" for k, v in out.items()) + "[[ ## completed ## ]]"
+        )
+
+    if ANSWERS[item] is None:  # two answers in one, in the form asked for
+        return answer(1) + ("" if as_json else "\n") + answer(2)
+    return answer(ANSWERS[item])
+
+
+@pytest.mark.parametrize("adapter", ["json", "chat"])
+def test_foreign_digits_and_two_answers_are_unscored_with_their_reason(
+    tmp_path, monkeypatch, capsys, adapter
+):
+    """``assay evaluate`` against the loopback stub: a verdict written in full-width or
+    Arabic-Indic digits is ``off_scale`` and an answer holding two JSON objects is a
+    ``parse_error`` — neither is scored (they were scored 3 and 1)."""
+    import json
+
+    from assay.cli import main
+    from assay.lm import StubServer
+
+    rows = "".join(f"{name},question {name},response of {name}\n" for name in ANSWERS)
+    (tmp_path / "items.csv").write_text("id,request,response\n" + rows, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with StubServer(respond=_stub_answer) as stub:
+        config = {
+            "name": "digits",
+            "data": {"path": "items.csv", "columns": {"id": "id", "expected": None}},
+            "judge": {
+                "name": "j",
+                "model": "openai/stub-model",
+                "api_base": stub.base_url,
+                "rubric": "Rate the response.",
+                "scale": "1-6",
+                "adapter": adapter,
+            },
+            "retries": 0,
+            "tracking": {"enabled": False},
+        }
+        (tmp_path / "config.yaml").write_text(json.dumps(config), encoding="utf-8")
+        code = main(["evaluate", "config.yaml", "--quiet"])
+    err = capsys.readouterr().err
+    assert code in (0, 1), err  # 1: some items unscored
+    (judgments,) = (tmp_path / "runs").glob("*/judgments.jsonl")
+    got = {
+        j["item_id"]: (j["score"], j["unscored"])
+        for j in map(json.loads, judgments.read_text().splitlines())
+    }
+    assert got == {
+        name: (3 if reason is None else None, reason) for name, reason in REASONS.items()
+    }, got

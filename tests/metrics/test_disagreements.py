@@ -83,3 +83,14 @@ def test_independent_of_input_order_and_equal_to_a_brute_force_ranking(pairs, rn
 def test_bad_input(args, kwargs, message):
     with pytest.raises(ValueError, match=message):
         disagreements(*args, **kwargs)
+
+
+def test_unordered_categories_are_all_one_step_apart():
+    out = disagreements(
+        ["x", "y", "z"],
+        ["cat", "cat", "dog"],
+        ["bird", "dog", "dog"],
+        scale=["cat", "dog", "bird"],
+        ordered=False,
+    )
+    assert [(d.id, d.distance) for d in out] == [("x", 1.0), ("y", 1.0)]  # by id, not by position

@@ -18,6 +18,7 @@ from assay.experiments.reliability._registry import (
 )
 from assay.experiments.reliability._report import (
     ci,
+    generation_models,
     heatmap,
     other_metrics,
     pass_rates,
@@ -95,6 +96,7 @@ __all__ = [
     "apply_reviews",
     "ci",
     "heatmap",
+    "generation_models",
     "other_metrics",
     "pass_rates",
     "report_tables",

@@ -142,13 +142,26 @@ def other_metrics(m: ReliabilityScores) -> str:
     return "; ".join(other)
 
 
+def generation_models(summary: HarnessSummary, generator: dict, validator: dict) -> str:
+    """Which models made and checked the probes (``generator``/``validator``: their configs as
+    dicts) — or, for a run whose tests generate nothing with a model (``position_bias``,
+    format and whitespace tests, stability), that there was no generator: the config's default
+    roles did nothing and the report must not name them."""
+    if not summary.generation_usage:
+        return "no generator or validator (no probe of this run was made or checked by a model)"
+    return (
+        f"generator `{generator.get('model')}` (temperature {generator.get('temperature')}) · "
+        f"validator `{validator.get('model')}`"
+    )
+
+
 def render(config, summary: HarnessSummary) -> str:
     review = summary.review.model_dump()
     lines = [
         f"# assay harness — {config.name}",
         "",
-        f"- seeds: {summary.seeds} · scale {config.scale.describe()} · generator `{config.generator.model}` "
-        f"(temperature {config.generator.temperature}) · validator `{config.validator.model}`",
+        f"- seeds: {summary.seeds} · scale {config.scale.describe()} · "
+        + generation_models(summary, config.generator.model_dump(), config.validator.model_dump()),
         f"- probes per test: {', '.join(f'{k} {v}' for k, v in summary.probes.items())}",
         "- dropped (never judged): "
         + (
@@ -170,9 +183,9 @@ def render(config, summary: HarnessSummary) -> str:
         "",
         f"Intervals: {summary.bootstrap}.",
     ]
-    if any(str(j.model).startswith("local") for j in config.judges) or str(
-        config.generator.model
-    ).startswith("local"):
+    if any(str(j.model).startswith("local") for j in config.judges) or (
+        summary.generation_usage and str(config.generator.model).startswith("local")
+    ):
         lines += [
             "",
             "> The embedded local model makes poor probes and poor verdicts: this run shows the pipeline, not a trustworthy measurement.",

@@ -48,16 +48,15 @@ def harness_report(run_dir: Path) -> Report:
 
 
 def _facts(run: ReviewRun, m: HarnessSummary, config: dict[str, Any]) -> list[tuple[str, str]]:
+    from assay.experiments.reliability import generation_models
+
     gen, val = config.get("generator") or {}, config.get("validator") or {}
     dropped = ", ".join(
         f"{t}: " + ", ".join(f"{k} {n}" for k, n in d.items()) for t, d in m.dropped.items()
     )
     return [
         ("seeds", f"{m.seeds} · scale {run.scale.describe()}"),
-        (
-            "generator",
-            f"{gen.get('model')} (temperature {gen.get('temperature')}) · validator {val.get('model')}",
-        ),
+        ("models", generation_models(m, gen, val).replace("`", "")),
         ("probes per test", ", ".join(f"{k} {v}" for k, v in m.probes.items())),
         ("dropped (never judged)", dropped or "none"),
         ("review", ", ".join(f"{k} {v}" for k, v in m.review.model_dump().items())),

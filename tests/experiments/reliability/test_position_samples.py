@@ -298,3 +298,33 @@ def test_a_coin_flip_judge_never_reaches_the_target_and_a_steady_one_needs_one_s
     m = res.summary.judges["j"].tests["stochastic_stability"].scoring_metrics
     assert m["samples_needed_95"] == 1 and m["samples_needed_95_ci_low"] == 1
     assert all(mv.value == 1.0 for mv in m["samples_needed"].values())
+
+
+def test_a_run_without_a_generator_does_not_name_one(tmp_path, sheet_judge, capsys):
+    """Issue 23, item 13: a position-bias run (no probe made by a model) said "generator
+    `local`" — the config's default — and warned about the embedded model's poor probes. Both
+    reports now say there was no generator or validator."""
+    import json
+
+    from assay.cli import main
+
+    config = {
+        "name": "pos-no-generator",
+        "data": {"path": str(pair_table(tmp_path)), "columns": {"id": "id"}},
+        "scale": {"kind": "categorical", "labels": ["A", "B", "tie"]},
+        "judges": [
+            {"name": "pj", "task": "pairwise", "model": "scripted:pos-sheet", "rubric": "r"}
+        ],
+        "tests": {"position_bias": {}},  # no generator or validator in the config: the defaults
+        "tracking": {"enabled": False},
+        "output_dir": str(tmp_path / "runs"),
+    }
+    (tmp_path / "config.yaml").write_text(json.dumps(config), encoding="utf-8")
+    assert main(["harness", str(tmp_path / "config.yaml"), "--quiet"]) == 0
+    capsys.readouterr()
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    md = (run_dir / "report.md").read_text()
+    html = (run_dir / "report.html").read_text()
+    assert "no generator or validator" in md and "no generator or validator" in html
+    assert "local" not in md, [line for line in md.splitlines() if "local" in line]
+    assert "generator `" not in md and "embedded local model" not in md
