@@ -6,6 +6,7 @@ from typing import Any
 
 from assay.experiments._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import fmt, metrics_table
+from assay.types import spend_line
 
 
 def render_report(
@@ -134,6 +135,7 @@ def _cost_section(summary: EvaluateSummary) -> list[str]:
         f"- LM calls {u['calls']}, prompt tokens {u['prompt_tokens']}, completion tokens "
         f"{u['completion_tokens']}, cost ${u['cost_usd']:.6f}; judgments served from the cache: "
         f"{u['cached_judgments']}",
+        f"- {spend_line(summary.spend)}",
         *(
             [
                 f"- **{u['unpriced_calls']} calls have no known price** (the model is not in "

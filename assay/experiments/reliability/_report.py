@@ -16,6 +16,7 @@ from assay.experiments.reliability._results import (
     TargetScores,
 )
 from assay.metrics import MetricValue, fmt, fmt_ci
+from assay.types import spend_line
 
 OTHER_METRICS = ("flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae")
 
@@ -188,6 +189,8 @@ def render(config, summary: HarnessSummary) -> str:
             f"| {k} | {u.calls} | {u.prompt_tokens}+{u.completion_tokens} | {u.cost_usd:.6f} |"
         )
     lines += [
+        "",
+        f"All calls of the run: {spend_line(summary.spend)}.",
         "",
         "![cost vs accuracy](cost_accuracy.png)",
         "",

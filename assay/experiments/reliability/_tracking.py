@@ -82,6 +82,7 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, summary: HarnessSummary) 
             },
             "usage.",
         ),
+        **flatten_metrics(summary.spend, "spend_"),  # the run's calls as the server answered
     }
     artifacts: list[Path | tuple[Path, str]] = [(run_dir / "programs", "programs")]
     artifacts += [run_dir / f for f in ("metrics.json", "probes.jsonl", "config.yaml")]

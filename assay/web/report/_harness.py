@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.metrics import fmt
-from assay.types import Usage
+from assay.types import Usage, spend_line
 from assay.web._diff import diff_texts
 from assay.web.report._model import Block, Items, Report, Row, Table
 from assay.web.report._read import images, load_summary, read_yaml, verdict, with_ci
@@ -72,6 +72,7 @@ def _facts(run: ReviewRun, m: HarnessSummary, config: dict[str, Any]) -> list[tu
         ("dropped (never judged)", dropped or "none"),
         ("review", ", ".join(f"{k} {v}" for k, v in m.review.model_dump().items())),
         ("intervals", m.bootstrap),
+        ("calls answered", spend_line(m.spend)),
     ]
 
 

@@ -1,0 +1,132 @@
+"""The call ledger: every request the server answered, noted as it is answered.
+
+A run's numbers say what its results cost (each judgment and probe carries its usage), but a
+run also pays for answers it never keeps: a result replaced by ``--retry-unscored``, calls in
+flight when the run was killed. So every answer with usage (one per HTTP 200, whatever engine
+made it: DSPy hands its usage to the usage tracker, and :class:`~assay.lm.AssayLM` passes each
+of its calls through :func:`ledger_tracker`) and every attempt answered with an error status or
+lost in transit (the native client's retries of a 429 or a 500: no usage, not paid) goes to the
+sinks registered with :func:`record_calls` — a run's ``calls.jsonl`` — at once.
+
+The sinks are process-wide, like the rate limiters of :mod:`~assay.lm._limits`: the calls are
+made on the threads of a pool (and by DSPy's retry loop inside them), which share nothing else
+with the run that opened the ledger.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pydantic import BaseModel
+
+from assay.lm._pricing import cost_usd
+from assay.types import Usage
+
+
+class CallRecord(BaseModel):
+    """One line of a run's call ledger: an answer with its usage, or a failed attempt."""
+
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0  # None: no price known for the model (counted as unpriced)
+    failed: str | None = None  # "HTTP 500", "transport", ...: an attempt with no answer to pay
+
+
+Sink = Callable[[CallRecord], None]
+_SINKS: list[Sink] = []
+_SINKS_LOCK = threading.Lock()
+
+
+@contextmanager
+def record_calls(sink: Sink) -> Iterator[None]:
+    """Send every call answered (and every attempt failed) in this process to ``sink`` while
+    the block runs."""
+    with _SINKS_LOCK:
+        _SINKS.append(sink)
+    try:
+        yield
+    finally:
+        with _SINKS_LOCK:
+            _SINKS.remove(sink)
+
+
+def recording() -> bool:
+    """Whether any sink wants calls now (else nothing is noted: no cost per call)."""
+    return bool(_SINKS)
+
+
+def _emit(record: CallRecord) -> None:
+    for sink in list(_SINKS):
+        sink(record)
+
+
+def note_failed(model: str, reason: str) -> None:
+    """An attempt answered with an error status (or lost in transit): sent, not paid."""
+    if _SINKS:
+        _emit(CallRecord(model=model, cost_usd=0.0, failed=reason))
+
+
+class _LedgerTracker:
+    """A DSPy usage tracker for one LM call: each usage DSPy accounts (a served answer; a cache
+    hit has none) is priced and noted in the ledger, and handed on to the tracker of the
+    enclosing ``dspy.track_usage`` block, if any."""
+
+    def __init__(self, parent: Any, price: tuple[float, float] | None):
+        self.parent = parent
+        self.price = price
+
+    def add_usage(self, lm: str, usage_entry: dict[str, Any]) -> None:
+        if self.parent is not None:
+            self.parent.add_usage(lm, usage_entry)
+        p = int(usage_entry.get("prompt_tokens") or 0)
+        c = int(usage_entry.get("completion_tokens") or 0)
+        if p or c:  # what usage_of_tracker counts as a call
+            _emit(
+                CallRecord(
+                    model=lm,
+                    prompt_tokens=p,
+                    completion_tokens=c,
+                    cost_usd=cost_usd(lm, p, c, self.price),
+                )
+            )
+
+    def __getattr__(self, name: str) -> Any:  # anything else a tracker offers: the parent's
+        if self.parent is None:
+            raise AttributeError(name)
+        return getattr(self.parent, name)
+
+
+@contextmanager
+def ledger_tracker(price: tuple[float, float] | None) -> Iterator[None]:
+    """Around one LM call: its answers are noted in the ledger (when one is recording)."""
+    if not _SINKS:
+        yield
+        return
+    import dspy
+
+    tracker = _LedgerTracker(dspy.settings.usage_tracker, price)
+    with dspy.settings.context(usage_tracker=tracker):
+        yield
+
+
+def ledger_usage(records: Iterable[CallRecord]) -> tuple[Usage, int]:
+    """The usage of the answered calls of ``records`` (tokens, cost, calls, unpriced calls),
+    and how many attempts failed."""
+    records = list(records)
+    paid = [r for r in records if r.failed is None]
+    failed = len(records) - len(paid)
+    usage = Usage.total(
+        Usage(
+            prompt_tokens=r.prompt_tokens,
+            completion_tokens=r.completion_tokens,
+            cost_usd=r.cost_usd or 0.0,
+            calls=1,
+            unpriced_calls=int(r.cost_usd is None),
+        )
+        for r in paid
+    )
+    return usage, failed
