@@ -174,3 +174,87 @@ def test_calls_answered_before_a_kill_are_paid_not_used_after_the_resume(
         spend = assert_spend_is_what_was_served(summary, stub)
     assert summary["counts"]["scored"] == n_items
     assert spend["paid_not_used"]["calls"] >= 1  # the first member's answer before the kill
+
+
+HARNESS_SCRIPT = """
+import json, os, signal, sys
+from pathlib import Path
+import dspy
+dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)  # every call is real
+from assay.experiments.reliability import HarnessConfig, run_harness
+from assay.experiments.reliability._selftest import generator, judge_responder, validator, write_data
+from assay.lm import ScriptedEngine, register_script
+folder, kill_at = Path(sys.argv[1]), int(sys.argv[2])
+validations = {"n": 0}
+
+class Served(ScriptedEngine):
+    # the model server: each answer it gives, with its usage, in served.log
+    def complete(self, request):
+        response = super().complete(request)
+        with open(folder / "served.log", "a") as fh:
+            fh.write(f"{response.usage.input_tokens} {response.usage.output_tokens}\\n")
+        return response
+
+def validate(call):
+    validations["n"] += 1
+    if validations["n"] == kill_at:  # killed while this unit's validation is on the wire
+        os.kill(os.getpid(), signal.SIGKILL)
+    return validator(call)
+
+register_script("a-gen", lambda: Served(respond=generator))
+register_script("a-val", lambda: Served(respond=validate))
+register_script("a-judge", lambda: Served(respond=judge_responder("clean")))
+price = {"input_per_mtok": 3.0, "output_per_mtok": 7.0}
+cfg = HarnessConfig.model_validate({
+    "name": "a", "data": {"path": str(write_data(folder / "data", n=4))},
+    "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
+    "generator": {"model": "scripted:a-gen", "price": price},
+    "validator": {"model": "scripted:a-val", "price": price},
+    "judges": [{"name": "j", "model": "scripted:a-judge", "price": price}],
+    "tests": {"paraphrase": {}},
+    "concurrency": 1, "retries": 0, "tracking": {"enabled": False},
+    "output_dir": str(folder / "runs"),
+})
+res = run_harness(cfg, workdir=folder, progress=False)
+print(json.dumps(res.summary.model_dump(mode="json")))
+"""
+
+
+@pytest.mark.slow
+def test_a_harness_killed_during_generation_reports_every_call_it_paid(tmp_path):
+    """A paraphrase unit is a generation call, then a validation: the run is killed while the
+    second validation is on the wire, so a generation answer was paid and no unit holds it.
+    After the resume the harness's spend is every answer the model gave, tokens and cost."""
+    import subprocess
+    import sys
+
+    from tests.processes import REPO
+
+    script = tmp_path / "run.py"
+    script.write_text(HARNESS_SCRIPT, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def run(kill_at: int) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, str(script), str(tmp_path), str(kill_at)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+
+    killed = run(kill_at=2)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-800:]
+    resumed = run(kill_at=0)
+    assert resumed.returncode == 0, resumed.stderr[-800:]
+    summary = json.loads(resumed.stdout.strip().splitlines()[-1])
+    served_calls = [line.split() for line in (tmp_path / "served.log").read_text().splitlines()]
+    p, c = (sum(int(x[i]) for x in served_calls) for i in (0, 1))
+    spend = summary["spend"]
+    assert spend["paid"]["calls"] == len(served_calls)
+    assert (spend["paid"]["prompt_tokens"], spend["paid"]["completion_tokens"]) == (p, c)
+    want_cost = (p * PRICE["input_per_mtok"] + c * PRICE["output_per_mtok"]) / 1e6
+    assert math.isclose(spend["paid"]["cost_usd"], want_cost, rel_tol=1e-9)
+    used = [*summary["generation_usage"].values(), summary["judges"]["j"]["usage"]]
+    assert sum(u["calls"] for u in used) + spend["paid_not_used"]["calls"] == len(served_calls)
+    assert spend["paid_not_used"]["calls"] >= 1  # the generation answer the kill orphaned
