@@ -148,7 +148,7 @@ def spend_line(spend: Spend | None) -> str:
     if spend is None:
         return (
             "paid, not used: not known (the run's call ledger holds fewer calls than its "
-            "results: it began before assay kept one, or its calls ran on Ray)"
+            "results: the run began before assay kept one)"
         )
     n, p = spend.paid_not_used, spend.paid
     line = (

@@ -27,13 +27,17 @@ from assay.types import Usage
 
 
 class CallRecord(BaseModel):
-    """One line of a run's call ledger: an answer with its usage, or a failed attempt."""
+    """One line of a run's call ledger: an answer with its usage, or a failed attempt (or, from
+    another process — a Ray actor —, the calls of one result as it arrived)."""
 
     model: str
+    calls: int = 1
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float | None = 0.0  # None: no price known for the model (counted as unpriced)
-    failed: str | None = None  # "HTTP 500", "transport", ...: an attempt with no answer to pay
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0  # calls of a model with no known price (not in cost_usd)
+    failed: str | None = None  # "HTTP 500", "no answer": an attempt with no answer to pay
+    via: str | None = None  # "ray": counted from the result an actor sent back
 
 
 Sink = Callable[[CallRecord], None]
@@ -67,7 +71,15 @@ def _emit(record: CallRecord) -> None:
 def note_failed(model: str, reason: str) -> None:
     """An attempt answered with an error status (or lost in transit): sent, not paid."""
     if _SINKS:
-        _emit(CallRecord(model=model, cost_usd=0.0, failed=reason))
+        _emit(CallRecord(model=model, calls=0, failed=reason))
+
+
+def note_usage(model: str, usage: Usage, via: str) -> None:
+    """The calls of a result made in another process (``via``: ``"ray"``), whose answers no
+    sink of this one saw: counted as the result arrives."""
+    if _SINKS and usage.calls:
+        fields = ("calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
+        _emit(CallRecord(model=model, via=via, **usage.model_dump(include=set(fields))))
 
 
 class _LedgerTracker:
@@ -85,19 +97,22 @@ class _LedgerTracker:
         p = int(usage_entry.get("prompt_tokens") or 0)
         c = int(usage_entry.get("completion_tokens") or 0)
         if p or c:  # what usage_of_tracker counts as a call
+            cost = cost_usd(lm, p, c, self.price)
             _emit(
                 CallRecord(
                     model=lm,
                     prompt_tokens=p,
                     completion_tokens=c,
-                    cost_usd=cost_usd(lm, p, c, self.price),
+                    cost_usd=cost or 0.0,
+                    unpriced_calls=int(cost is None),
                 )
             )
 
     def __getattr__(self, name: str) -> Any:  # anything else a tracker offers: the parent's
-        if self.parent is None:
+        parent = self.__dict__.get("parent")  # (absent while copy/pickle rebuild the object)
+        if parent is None:
             raise AttributeError(name)
-        return getattr(self.parent, name)
+        return getattr(parent, name)
 
 
 @contextmanager
@@ -116,17 +131,7 @@ def ledger_tracker(price: tuple[float, float] | None) -> Iterator[None]:
 def ledger_usage(records: Iterable[CallRecord]) -> tuple[Usage, int]:
     """The usage of the answered calls of ``records`` (tokens, cost, calls, unpriced calls),
     and how many attempts failed."""
-    records = list(records)
-    paid = [r for r in records if r.failed is None]
-    failed = len(records) - len(paid)
-    usage = Usage.total(
-        Usage(
-            prompt_tokens=r.prompt_tokens,
-            completion_tokens=r.completion_tokens,
-            cost_usd=r.cost_usd or 0.0,
-            calls=1,
-            unpriced_calls=int(r.cost_usd is None),
-        )
-        for r in paid
-    )
-    return usage, failed
+    records = list(records)  # read twice
+    fields = ("calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
+    paid = [Usage(**r.model_dump(include=set(fields))) for r in records if r.failed is None]
+    return Usage.total(paid), sum(r.failed is not None for r in records)
