@@ -148,7 +148,7 @@ def spend_line(spend: Spend | None) -> str:
     if spend is None:
         return (
             "paid, not used: not known (the run's call ledger holds fewer calls than its "
-            "results: the run began before assay kept one)"
+            "results: the run began before assay kept one, or an LM not made by assay judged)"
         )
     n, p = spend.paid_not_used, spend.paid
     line = (

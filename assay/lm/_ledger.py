@@ -99,7 +99,7 @@ class _LedgerTracker:
         if p or c:  # what usage_of_tracker counts as a call
             cost = cost_usd(lm, p, c, self.price)
             _emit(
-                CallRecord(
+                CallRecord.model_construct(  # the fields are known good: no validation per call
                     model=lm,
                     prompt_tokens=p,
                     completion_tokens=c,
