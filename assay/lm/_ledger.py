@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from assay.lm._pricing import cost_usd
+from assay.lm._pricing import priced_entry
 from assay.types import Usage
 
 
@@ -58,11 +58,6 @@ def record_calls(sink: Sink) -> Iterator[None]:
             _SINKS.remove(sink)
 
 
-def recording() -> bool:
-    """Whether any sink wants calls now (else nothing is noted: no cost per call)."""
-    return bool(_SINKS)
-
-
 def _emit(record: CallRecord) -> None:
     for sink in list(_SINKS):
         sink(record)
@@ -94,10 +89,9 @@ class _LedgerTracker:
     def add_usage(self, lm: str, usage_entry: dict[str, Any]) -> None:
         if self.parent is not None:
             self.parent.add_usage(lm, usage_entry)
-        p = int(usage_entry.get("prompt_tokens") or 0)
-        c = int(usage_entry.get("completion_tokens") or 0)
-        if p or c:  # what usage_of_tracker counts as a call
-            cost = cost_usd(lm, p, c, self.price)
+        priced = priced_entry(lm, usage_entry, self.price)  # a call, as usage_of_tracker counts
+        if priced is not None:
+            p, c, cost = priced
             _emit(
                 CallRecord.model_construct(  # the fields are known good: no validation per call
                     model=lm,
