@@ -115,6 +115,56 @@ class Usage(BaseModel):
         return Usage.total((self, other))  # fsum of two floats is their IEEE sum
 
 
+_PAID = ("prompt_tokens", "completion_tokens", "cost_usd", "calls", "unpriced_calls")
+
+
+class Spend(BaseModel):
+    """What a run's calls cost as the server answered them (its call ledger, ``calls.jsonl``),
+    next to what its results use: ``paid`` is every answered call, ``paid_not_used`` the part
+    no result of the run holds (a result replaced by ``--retry-unscored``, calls in flight when
+    a run was killed), ``failed_attempts`` the requests answered with an error status (429,
+    5xx) or lost in transit and retried — no usage, not paid, counted apart."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paid: Usage
+    paid_not_used: Usage
+    failed_attempts: int = 0
+
+    @classmethod
+    def of(cls, paid: Usage, used: Usage, failed_attempts: int) -> Spend | None:
+        """``paid`` (the ledger's answered calls) beside ``used`` (the usage the run's results
+        carry); None when the ledger holds fewer calls than the results (a run begun before
+        calls were ledgered: what it paid is not known)."""
+        if paid.calls < used.calls:
+            return None
+        rest = {k: getattr(paid, k) - getattr(used, k) for k in _PAID}
+        rest["cost_usd"] = max(0.0, round(rest["cost_usd"], 12))  # fsum − fsum: no -1e-19
+        return cls(paid=paid, paid_not_used=Usage(**rest), failed_attempts=failed_attempts)
+
+
+def spend_line(spend: Spend | None) -> str:
+    """The one line every report and the console print about what was paid and not used."""
+    if spend is None:
+        return (
+            "paid, not used: not known (the run's call ledger holds fewer calls than its "
+            "results: the run began before assay kept one, or an LM not made by assay judged)"
+        )
+    n, p = spend.paid_not_used, spend.paid
+    line = (
+        f"paid, not used: {n.calls} calls · tokens {n.prompt_tokens}+{n.completion_tokens} · "
+        f"cost ${n.cost_usd:.6f} (results replaced by a retry, calls in flight when a run was "
+        f"stopped) · paid in all: {p.calls} calls · tokens {p.prompt_tokens}+"
+        f"{p.completion_tokens} · cost ${p.cost_usd:.6f}"
+    )
+    if spend.failed_attempts:
+        line += (
+            f" · {spend.failed_attempts} failed attempts (answered with an HTTP error or "
+            "not at all; retried; no usage, not paid)"
+        )
+    return line
+
+
 class Judgment(BaseModel):
     """A judge's verdict on one item, or an unscored result with its reason (never a fake score)."""
 

@@ -24,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from assay.experiments import evaluate, load_config
     from assay.metrics import metrics_table
+    from assay.types import spend_line
 
     config, base = load_config(args.config, overrides(args))
     res = evaluate(
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         f"LM calls {u.calls} · tokens {u.prompt_tokens}+{u.completion_tokens} · "
         f"cost ${u.cost_usd:.6f}"
     )
+    print(spend_line(s.spend))
     if u.limit_wait_s or u.rate_limited:
         print(
             f"rate limits: {u.limit_wait_s:.1f}s waited over all calls · "

@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from assay.experiments import load_config
     from assay.experiments.reliability import HarnessConfig, ci, headline, run_harness
+    from assay.types import spend_line
 
     config, base = load_config(args.config, overrides(args), model=HarnessConfig)
     here = workdir()
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         stage = key.split(":", 1)[0]
         stages[stage] = stages.get(stage, 0) + n
     print("LM calls by stage: " + ", ".join(f"{k} {v}" for k, v in stages.items()))
+    print(spend_line(s.spend))
     for note in s.notes:
         print(f"note: {note}")
     if s.review.required:

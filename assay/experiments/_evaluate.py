@@ -99,7 +99,7 @@ def evaluate(
         judged = {**done, **{j.item_id: j for j in new}}
         judgments = [judged[it.id] for it in items]
         scoring.join()
-        summary = _summarize(config, items, judgments, run_hash, retried, notes)
+        summary = _summarize(config, items, judgments, run_hash, retried, notes, run)
         _write_outputs(run, config, summary, programs(1), items, judgments)
         run_id = run.finish(
             _tracked(config, items, fingerprint, run_hash, summary), n_items=len(items)
@@ -204,7 +204,9 @@ def _summarize(
     run_hash: str,
     retried: int,
     notes: dict[str, Any] | None = None,
+    run: Run | None = None,
 ) -> EvaluateSummary:
+    """The run's metrics; ``run``: whose call ledger says what the server answered."""
     from assay.experiments._scoring import summarize_run
 
     b = config.bootstrap
@@ -226,6 +228,7 @@ def _summarize(
             "bootstrap": f"{b.n_resamples} percentile resamples over items, seed {b.seed}, "
             f"{b.confidence:.0%} intervals",
             "pairs": (notes or {}).get("pairs"),
+            "spend": run.spend(summary.usage) if run is not None else None,
         }
     )
 
@@ -260,12 +263,14 @@ def _tracked(
 
 def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, float]:
     """An evaluate summary as MLflow metrics: every metric with its CI bounds (unprefixed),
-    counts as ``n_*``, usage as ``usage_*`` and the cost per accuracy point."""
+    counts as ``n_*``, usage as ``usage_*`` (what the judgments hold), what the server answered
+    as ``spend_*`` (paid, paid and not used, failed attempts) and the cost per accuracy point."""
     s = EvaluateSummary.model_validate(summary) if isinstance(summary, dict) else summary
     return {
         **flatten_metrics(s.metrics),
         **flatten_metrics(s.counts, "n_"),
         **flatten_metrics(s.usage, "usage_"),
+        **flatten_metrics(s.spend, "spend_"),  # spend_paid.calls, spend_paid_not_used.cost_usd
         **flatten_metrics({"cost_per_accuracy_point_usd": s.usage.cost_per_accuracy_point_usd}),
         **(flatten_metrics(s.calibration.metrics, "calibration_") if s.calibration else {}),
         **(

@@ -7,6 +7,7 @@ from typing import Any
 from assay.experiments._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import fmt, metric_table
 from assay.report import Table, markdown
+from assay.types import spend_line
 
 
 def render_report(
@@ -144,6 +145,7 @@ def _cost_section(summary: EvaluateSummary) -> list[str]:
         f"- LM calls {u['calls']}, prompt tokens {u['prompt_tokens']}, completion tokens "
         f"{u['completion_tokens']}, cost ${u['cost_usd']:.6f}; judgments served from the cache: "
         f"{u['cached_judgments']}",
+        f"- {spend_line(summary.spend)}",
         *(
             [
                 f"- **{u['unpriced_calls']} calls have no known price** (the model is not in "

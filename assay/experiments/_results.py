@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.metrics import CalibrationMap, MetricValue
-from assay.types import Item, Judgment, Usage
+from assay.types import Item, Judgment, Spend, Usage
 
 
 class _Model(BaseModel):
@@ -95,7 +95,8 @@ class EvaluateSummary(Agreement):
     """``metrics.json`` of an evaluate run."""
 
     counts: Counts
-    usage: RunUsage
+    usage: RunUsage  # the calls the judgments hold
+    spend: Spend | None = None  # every call the server answered (the run's call ledger)
     calibration: CalibrationReport | None = None
     disagreements: int = 0  # pairs where judge and reference differ (disagreements.jsonl)
     pairs: dict[str, int] | None = None  # data.pairs: labelled pairs built and skipped

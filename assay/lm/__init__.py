@@ -2,6 +2,7 @@
 local model, the scripted test LM, and usage / cost accounting."""
 
 from assay.lm._factory import check_api_key, configure_cache, make_adapter, make_lm
+from assay.lm._ledger import CallRecord, ledger_usage, note_usage, record_calls
 from assay.lm._limits import LimitStats, RateLimiter, gate_calls, limiter_for, track_limits
 from assay.lm._outputs import (
     AssayLM,
@@ -32,6 +33,10 @@ from assay.lm._spec import (
 from assay.lm._stub_server import StubServer
 
 __all__ = [
+    "CallRecord",
+    "ledger_usage",
+    "note_usage",
+    "record_calls",
     "LimitStats",
     "RateLimiter",
     "gate_calls",

@@ -45,6 +45,7 @@ def make_lm(
         "cache": cache,
         "num_retries": retries,
     }
+    kwargs["price"] = spec.price_pair  # AssayLM's: what the call ledger prices answers at
     if spec.seed is not None:
         kwargs["seed"] = spec.seed
     if rollout is not None:

@@ -40,6 +40,7 @@ from dspy.lm15 import (
 from dspy.lm15 import TimeoutError as LMTimeout
 
 from assay.lm._engine import request_messages, to_plain
+from assay.lm._ledger import note_failed
 from assay.lm._limits import RateLimiter, on_the_wire
 
 OPENAI_BASE = "https://api.openai.com/v1"
@@ -159,6 +160,7 @@ class _Endpoint:
         schema: bool = False,
     ):
         self.wire_model = wire_model
+        self.ledger_model = f"openai/{wire_model}"  # the model, as the call ledger names it
         self.url = (api_base or OPENAI_BASE).rstrip("/") + "/chat/completions"
         self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
         self.timeout = timeout
@@ -173,6 +175,7 @@ class _Endpoint:
     def _answer(self, status: int, text: str, headers: Any, estimate: int) -> Response:
         """The response of one finished exchange (its limiter slot released), or its error."""
         if status != 200:
+            note_failed(self.ledger_model, f"HTTP {status}")  # sent, answered, not paid
             err = error_for(status, text, headers)
             if self.limiter is not None:
                 self.limiter.release(
@@ -195,6 +198,7 @@ class _Endpoint:
         return response
 
     def _failed(self, exc: Exception) -> Exception:
+        note_failed(self.ledger_model, "no answer")  # lost in transit or timed out: not paid
         if self.limiter is not None:
             self.limiter.release(ok=False)
         if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:

@@ -35,6 +35,7 @@ import dspy
 from dspy.adapters.chat_adapter import field_header_pattern
 from dspy.utils.exceptions import AdapterParseError
 
+from assay.lm._ledger import ledger_tracker
 from assay.lm._limits import on_the_wire
 from assay.scale import INTEGER_TEXT
 
@@ -67,13 +68,25 @@ class AssayLM(dspy.LM):
         part of its cache key, so a retry (``--retry-unscored``) is a fresh request as meant
         (tests/experiments/test_faults.py checks that it reaches the server): no warning."""
 
+    def __init__(self, *args: Any, price: tuple[float, float] | None = None, **kwargs: Any):
+        """``price``: the spec's USD per million (input, output) tokens, if it overrides the
+        price map — what the call ledger prices this LM's answers at (never sent)."""
+        super().__init__(*args, **kwargs)
+        self.price = price
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """A call made inside :func:`~assay.lm._limits.gate_calls` holds its slot for the whole
-        call, unless the engine holds it around the exchange alone (``gates_wire``)."""
-        if getattr(self._engine_spec, "gates_wire", False):
-            return super().__call__(*args, **kwargs)
-        with on_the_wire():
-            return super().__call__(*args, **kwargs)
+        call, unless the engine holds it around the exchange alone (``gates_wire``). Its
+        answers are noted in the call ledger (:mod:`assay.lm._ledger`) as they come."""
+        with ledger_tracker(getattr(self, "price", None)):
+            if getattr(self._engine_spec, "gates_wire", False):
+                return super().__call__(*args, **kwargs)
+            with on_the_wire():
+                return super().__call__(*args, **kwargs)
+
+    async def acall(self, *args: Any, **kwargs: Any) -> Any:
+        with ledger_tracker(getattr(self, "price", None)):
+            return await super().acall(*args, **kwargs)
 
     def update_history(self, entry: dict[str, Any]) -> None:
         _LAST_FINISH.set(finish_reasons(entry.get("response")))

@@ -45,6 +45,18 @@ def _litellm_price(model: str) -> tuple[float, float] | None:
     return float(inp), float(out)
 
 
+def priced_entry(
+    model: str, entry: dict[str, Any], price: tuple[float, float] | None = None
+) -> tuple[int, int, float | None] | None:
+    """``(prompt, completion, cost)`` of one DSPy usage entry — one call — or None for an
+    entry with no tokens (a cache hit: no call)."""
+    p = int(entry.get("prompt_tokens") or 0)
+    c = int(entry.get("completion_tokens") or 0)
+    if not p and not c:
+        return None
+    return p, c, cost_usd(model, p, c, price)
+
+
 def usage_of_tracker(
     tracker: Any, price: tuple[float, float] | None = None, limits: Any = None
 ) -> Usage:
@@ -59,11 +71,10 @@ def usage_of_tracker(
     cost_sum = 0.0
     for model, entries in tracker.usage_data.items():
         for entry in entries:
-            p = int(entry.get("prompt_tokens") or 0)
-            c = int(entry.get("completion_tokens") or 0)
-            if not p and not c:
+            priced = priced_entry(model, entry, price)
+            if priced is None:
                 continue
-            cost = cost_usd(model, p, c, price)
+            p, c, cost = priced
             prompt, completion, calls = prompt + p, completion + c, calls + 1
             cost_sum += cost or 0.0
             unpriced += cost is None

@@ -149,6 +149,7 @@ def flat_metrics(summary: ToolEmuSummary) -> dict[str, float]:
             include={"calls", "cost_usd", "prompt_tokens", "completion_tokens"}
         )
         out.update(flatten_metrics(counted, f"usage.{stage}"))
+    out.update(flatten_metrics(summary.spend, "spend_"))  # the calls as the server answered
     for i, (name, block) in enumerate(summary.evaluators.items()):
         out.update(flatten_metrics(block, "" if i == 0 else name))
     return out

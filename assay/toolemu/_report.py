@@ -6,6 +6,7 @@ from typing import Any
 
 from assay.metrics import MetricValue, fmt_ci
 from assay.toolemu._results import EvaluatorMetrics, GroupMetrics, ToolEmuResult, ToolEmuSummary
+from assay.types import spend_line
 
 
 def _ci(m: MetricValue | None, pct: bool = False) -> str:
@@ -62,6 +63,7 @@ def render_report(config: Any, m: ToolEmuSummary) -> str:
             f"| {stage} | {u.calls} | {u.prompt_tokens} | {u.completion_tokens} "
             f"| {u.cost_usd:.6f}{unpriced} |"
         )
+    lines += ["", f"All calls of the run: {spend_line(m.spend)}."]
     if m.crashed:
         lines += ["", "## Crashed cases (run again to retry)", ""]
         lines += [
@@ -125,6 +127,7 @@ def render_run_summary(config: Any, res: ToolEmuResult) -> str:
     lines.append(
         "LM calls: " + " · ".join(f"{k} {v.calls} (${v.cost_usd:.6f})" for k, v in u.items())
     )
+    lines.append(spend_line(m.spend))
     for c in res.crashed:
         lines.append(f"crashed: case {c.case_idx} ({c.case}): {c.error} — re-run to retry")
     lines.append(f"report: {res.run_dir / 'report.md'}")

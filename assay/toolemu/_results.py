@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from assay.metrics import MetricValue
-from assay.types import Usage
+from assay.types import Spend, Usage
 
 
 class _Model(BaseModel):
@@ -123,6 +123,7 @@ class ToolEmuSummary(_Model):
     usage_by_judge: dict[str, Usage]
     bootstrap: str
     trajectory_ids: list[str]
+    spend: Spend | None = None  # every call the server answered (the run's call ledger)
 
 
 class ToolEmuResult(_Model):

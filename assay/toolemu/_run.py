@@ -314,6 +314,7 @@ def run_toolemu(
 
         # -- 4. metrics, report, MLflow --------------------------------------------------------
         summary = summarize(config, plan.cases, done, items, plan.judges, existing, crashed)
+        summary = summary.model_copy(update={"spend": run.spend(summary.usage.total)})
         store.write_json("metrics.json", summary.model_dump(mode="json"))
         store.write_text("report.md", render_report(config, summary))
         write_html(store.path)

@@ -6,6 +6,7 @@ from typing import Any
 
 from assay.experiments.optimize._results import OptimizeResult
 from assay.metrics import fmt, fmt_ci
+from assay.types import Spend, spend_line
 
 
 def render_result(result: OptimizeResult, confidence: float = 0.95) -> str:
@@ -55,6 +56,7 @@ def render_result(result: OptimizeResult, confidence: float = 0.95) -> str:
             else ""
         )
     )
+    lines.append(spend_line(Spend.model_validate(out["spend"]) if out.get("spend") else None))
     lines.append(f"optimized program ({out['demos']} demos): {out['program']}")
     if out.get("mlflow_run_id"):
         lines.append(

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from assay.experiments._results import EvaluateSummary
-from assay.types import Usage
+from assay.types import Spend, Usage
 
 
 class _Model(BaseModel):
@@ -64,3 +64,4 @@ class OptimizeResult(_Model):
     mlflow_model: str | None = None
     use: dict[str, dict[str, Any]] | None = None
     reused: bool = False
+    spend: Spend | None = None  # every call the server answered (the run's call ledger)

@@ -142,6 +142,7 @@ def optimize(
             desc="optimized",
         )
         out = _result(config, run.dir, split_record, before, before_reused, after, compiled)
+        out["spend"] = (spend := run.spend(Usage(**out["usage"]["total"]))) and spend.model_dump()
         run.store.write_json("result.json", out)
         run_id = run.log(_tracked(config, out, ids, fingerprint, splits["test"]))
         if run_id:
@@ -311,6 +312,7 @@ def _tracked(
         }
         metrics.update(flatten_metrics(objective, f"{phase}.objective."))
     metrics.update(flatten_metrics(out["usage"]["optimization"], "optimization."))
+    metrics.update(flatten_metrics(out.get("spend"), "spend_"))  # as the server answered
     metrics["optimization.demos"] = float(out["demos"])
     scale = config.judge.scale
     assert scale is not None

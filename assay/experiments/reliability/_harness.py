@@ -45,7 +45,7 @@ from assay.programs import (
     load_program_state,
     save_program,
 )
-from assay.types import Item, Judgment
+from assay.types import Item, Judgment, Usage
 
 
 def _role_lm(role: ModelSpec, base: Path | None, retries: int) -> RoleLM:
@@ -167,6 +167,8 @@ def run_harness(
             data_fingerprint=data_fingerprint(seeds),
             pairs=notes.get("pairs"),  # the pairs built from a score column, and those skipped
         )
+        used = [*summary.generation_usage.values(), *(r.usage for r in summary.judges.values())]
+        summary = summary.model_copy(update={"spend": run.spend(Usage.total(used))})
         store.write_json("metrics.json", summary.model_dump(mode="json"))
         from assay.experiments.reliability._tracking import harness_tracked
 

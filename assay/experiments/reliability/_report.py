@@ -17,6 +17,7 @@ from assay.experiments.reliability._results import (
 )
 from assay.metrics import MetricValue, fmt, fmt_ci
 from assay.report import Table, markdown
+from assay.types import spend_line
 
 OTHER_METRICS = ("items", "flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae")
 JUDGE_COLUMNS = (
@@ -179,6 +180,8 @@ def render(config, summary: HarnessSummary) -> str:
     ]
     lines += markdown(report_tables(summary))
     lines += [
+        f"All calls of the run: {spend_line(summary.spend)}.",
+        "",
         "![cost vs accuracy](cost_accuracy.png)",
         "",
         f"Intervals: {summary.bootstrap}.",

@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from assay.metrics import MetricValue
-from assay.types import Usage
+from assay.types import Spend, Usage
 
 
 class _Model(BaseModel):
@@ -122,6 +122,7 @@ class HarnessSummary(_Model):
     judges: dict[str, JudgeReliability]
     generation_usage: dict[str, Usage]  # "<stage>:<test>" -> usage
     lm_calls: dict[str, int]  # "<stage>:<test>" and "judge:<name>" -> calls
+    spend: Spend | None = None  # every call the server answered (the run's call ledger)
     bootstrap: str
     data_fingerprint: str
     # data.pairs: the labelled pairs built from a score column, and those skipped (absent else)

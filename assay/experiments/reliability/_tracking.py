@@ -60,7 +60,7 @@ def judge_metrics(r: JudgeReliability) -> dict[str, float]:
 def harness_tracked(
     run_dir: Path, config, judge_cfgs, summary: HarnessSummary, *, judged: list[Item]
 ) -> TrackedRun:
-    """``judged``: the probes judged, as items (``assay.items``)."""  # long: parent + children
+    """``judged``: the probes judged, as items (``assay.items``)."""
     tags = {
         "assay.data": summary.data_fingerprint[:16],
         "assay.probes": run_dir.name,
@@ -88,6 +88,7 @@ def harness_tracked(
             },
             "usage.",
         ),
+        **flatten_metrics(summary.spend, "spend_"),  # the run's calls as the server answered
     }
     artifacts: list[Path | tuple[Path, str]] = [(run_dir / "programs", "programs")]
     artifacts += [run_dir / f for f in ("metrics.json", "probes.jsonl", "config.yaml")]

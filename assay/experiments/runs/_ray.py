@@ -167,6 +167,8 @@ def run_on_ray(
         )
     from tqdm import tqdm
 
+    from assay.lm import note_usage  # the calls of each judgment, in the run's call ledger
+
     ray = _connect(execution)
     cpus = int(ray.cluster_resources().get("CPU", 1))
     n_actors = max(1, min(execution.actors or cpus, concurrency, len(tasks) or 1))
@@ -194,6 +196,7 @@ def run_on_ray(
             for ref in done:
                 i = refs[ref]
                 judgment = ray.get(ref)
+                note_usage(judgment.model, judgment.usage, via="ray")  # the run's call ledger
                 if on_judgment is not None:
                     on_judgment(tasks[i], judgment)
                 out[i] = judgment

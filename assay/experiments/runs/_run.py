@@ -28,6 +28,7 @@ from assay.experiments.runs._tracking import (
     prepare_store,
     tracked_json,
 )
+from assay.types import Spend, Usage
 
 
 def write_html(run_dir: Path, **options: Any) -> Path:
@@ -85,6 +86,7 @@ class Run:
         # sidecar jobs held until the run's LM calls flow (see open's ``hold``); None: sent
         self._held: list[tuple[Sidecar, str, dict[str, Any], Any]] | None = None
         self._held_lock = threading.Lock()
+        self._ledger = contextlib.ExitStack()  # calls.jsonl, recording while the run is open
 
     @classmethod
     def open(
@@ -126,7 +128,9 @@ class Run:
         run._lock.acquire()
         try:
             run.state = run.store.open(resolved or config.model_dump(mode="json"))
+            run._record_calls()
         except BaseException:
+            run._ledger.close()
             run._lock.release()
             raise
         if not run.finished:
@@ -216,7 +220,25 @@ class Run:
         for car in (self.sidecar, self.tracker):
             if car is not None:
                 car.close()
+        self._ledger.close()
         self._lock.release()
+
+    # -- what the calls cost ----------------------------------------------------------------
+    def _record_calls(self) -> None:
+        """Every LM call this process makes while the run is open goes to its call ledger."""
+        from assay.lm import record_calls
+
+        ledger = self.store.open_ledger()
+        self._ledger.callback(ledger.close)
+        self._ledger.enter_context(record_calls(ledger.write))
+
+    def spend(self, used: Usage) -> Spend | None:
+        """What the run's calls cost as the server answered them (its ledger, across every
+        process that worked on it), beside ``used``: the usage its results carry."""
+        from assay.lm import ledger_usage
+
+        paid, failed = ledger_usage(self.store.calls())
+        return Spend.of(paid, used, failed)
 
     # -- state ------------------------------------------------------------------------------
     @property

@@ -8,7 +8,9 @@ read and its work done again.
 from __future__ import annotations
 
 import json
+import os
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +24,8 @@ from assay.types import Judgment
 T = TypeVar("T", bound=BaseModel)
 JUDGMENTS = "judgments.jsonl"
 STATE = "run.json"
+CALLS = "calls.jsonl"  # the call ledger: every answer the server gave, as it gave it
+_LEDGER_FSYNC_S = 0.5  # the ledger's fsyncs, at most this often (and when the run closes)
 
 
 def now() -> str:
@@ -108,3 +112,47 @@ class RunStore:
 
     def append(self, judgment: Judgment, name: str = JUDGMENTS) -> None:
         self.append_record(name, judgment)
+
+    # -- the call ledger --------------------------------------------------------------------
+    def open_ledger(self) -> CallLedger:
+        """``calls.jsonl`` opened for appending (a torn last line, left by a kill, cut off)."""
+        from assay.lm import CallRecord
+
+        self.records(CALLS, CallRecord)  # cuts a torn last line
+        return CallLedger(self.path / CALLS)
+
+    def calls(self) -> list[Any]:
+        """The call ledger's records (:class:`~assay.lm._ledger.CallRecord`), read without
+        touching the file: calls abandoned in flight may still be writing to it."""
+        from assay.lm import CallRecord
+
+        lines, _torn = jsonl_lines(self.path / CALLS)
+        return [CallRecord.model_validate_json(line) for line in lines]
+
+
+class CallLedger:
+    """The writer of ``calls.jsonl``: each record goes out at once in one ``write`` to a file
+    opened for appending — a killed process loses none of them — and is fsynced (as the
+    other records are) at most every half second, and when the run closes."""
+
+    def __init__(self, path: Path):
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock = threading.Lock()
+        self._synced = time.monotonic()
+
+    def write(self, record: BaseModel) -> None:
+        data = (record.model_dump_json() + "\n").encode()
+        with self._lock:
+            if self._fd is None:  # a call that outlived its run: the run has closed
+                return
+            os.write(self._fd, data)
+            if time.monotonic() - self._synced >= _LEDGER_FSYNC_S:
+                os.fsync(self._fd)
+                self._synced = time.monotonic()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.fsync(self._fd)
+                os.close(self._fd)
+                self._fd = None

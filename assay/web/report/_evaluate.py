@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.metrics import fmt
-from assay.types import Item, Judgment
+from assay.types import Item, Judgment, Spend, spend_line
 from assay.web.report._model import Block, Items, Report, Row, Table
 from assay.web.report._read import (
     figures,
@@ -84,6 +84,10 @@ def _facts(config: dict[str, Any], m: dict[str, Any]) -> list[tuple[str, str]]:
             f"{c.get('without_reference')}; metrics on {c.get('paired')} pairs",
         ),
         ("intervals", str(m.get("bootstrap", ""))),
+        (
+            "calls answered",
+            spend_line(Spend.model_validate(m["spend"]) if m.get("spend") else None),
+        ),
     ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.types import spend_line
 from assay.web._diff import diff_texts
 from assay.web.report._model import Block, Items, Report, Row
 from assay.web.report._read import figures, images, load_summary, read_yaml, verdict
@@ -61,6 +62,7 @@ def _facts(run: ReviewRun, m: HarnessSummary, config: dict[str, Any]) -> list[tu
         ("dropped (never judged)", dropped or "none"),
         ("review", ", ".join(f"{k} {v}" for k, v in m.review.model_dump().items())),
         ("intervals", m.bootstrap),
+        ("calls answered", spend_line(m.spend)),
     ]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.metrics import fmt
-from assay.types import Usage
+from assay.types import Usage, spend_line
 from assay.web.report._model import Block, Items, Report, Row, Table
 from assay.web.report._read import load_summary, pretty, read_jsonl, read_yaml, with_ci
 
@@ -48,6 +48,7 @@ def _facts(m: ToolEmuSummary, config: dict[str, Any]) -> list[tuple[str, str]]:
             f"(unknown tool {t.unknown_tool_calls}, invalid input {t.invalid_tool_inputs})",
         ),
         ("intervals", m.bootstrap),
+        ("calls answered", spend_line(m.spend)),
     ]
 
 
