@@ -22,7 +22,12 @@ from assay.errors import ConfigError
 from assay.experiments._items import data_fingerprint, load_items
 from assay.experiments._sample import stratified_sample
 from assay.experiments.reliability._config import HarnessConfig
-from assay.experiments.reliability._generation import RoleLM, UnitRecord, generate_units
+from assay.experiments.reliability._generation import (
+    Generated,
+    RoleLM,
+    UnitRecord,
+    generate_units,
+)
 from assay.experiments.reliability._judging import JudgePlan
 from assay.experiments.reliability._probe import Dropped, Probe
 from assay.experiments.reliability._registry import ReliabilityTest, get_test
@@ -45,7 +50,7 @@ from assay.programs import (
     load_program_state,
     save_program,
 )
-from assay.types import Item, Judgment
+from assay.types import Item, Judgment, stable_hash
 
 
 def _role_lm(role: ModelSpec, base: Path | None, retries: int) -> RoleLM:
@@ -123,6 +128,11 @@ def run_harness(
         val_lm("validator")
 
     run_hash = config.probes_hash(data_fingerprint(pool) + f"|limit={limit}")
+    # what a finished run's metrics depend on besides its config: the tests' programs as
+    # loaded (a *_state file's content, not its path)
+    states = stable_hash(
+        {t.name: {r: p.dump_state() for r, p in t.programs().items()} for t in instances}
+    )
     deadline = config.deadline(started)
     # a sidecar, tracked or not: it writes the reports and report.html
     # (its warm-ups, and MLflow's, wait for the first LM call to end: slots' after_first_call)
@@ -131,10 +141,13 @@ def run_harness(
         store = run.store
         from assay.experiments.reliability._rerun import finish_key, finished_summary
 
-        selected = {"tests": [t.name for t in instances], "judges": judge_names}
+        selected = {"tests": [t.name for t in instances], "judges": judge_names, "states": states}
         done = finished_summary(run, finish_key(config, store.path, **selected))
         if done is not None:  # re-read: no LM call, no new report or MLflow run
             return HarnessResult(run_dir=store.path, summary=done, mlflow_run_id=run.mlflow_run_id)
+        # the directory outlives an edit of the judges (not part of its hash): config.yaml is
+        # the config these results come from, @file texts as read now
+        store.write_config(config.model_dump(mode="json"))
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         # (in the sidecar, which writes the reports, or else in a thread here)
         plotting = _preload_plotting(run)
@@ -145,7 +158,7 @@ def run_harness(
         # -- generate + validate (+ judge sources, and probes as their unit is committed) -----
         slots = CallSlots(config.concurrency, after_first_call=run.calls_flowing)
         judging = JudgePlan(config, judge_cfgs, base_programs, store, config_dir, slots)
-        records, probes, dropped = _generate_probes(
+        generated, probes, dropped = _generate_probes(
             config, instances, pool, seeds, run, gen_lm, val_lm, progress, deadline, judging
         )
         # -- review, then judge (report.html's source/probe diffs computed meanwhile) ----------
@@ -161,9 +174,10 @@ def run_harness(
             seeds,
             to_judge,
             judgments,
-            records,
+            generated.records,
             dropped,
             reviewed,
+            reused=generated.reused_probes(),
             data_fingerprint=data_fingerprint(seeds),
             pairs=notes.get("pairs"),  # the pairs built from a score column, and those skipped
         )
@@ -207,8 +221,8 @@ def _generate_probes(
     progress: bool,
     deadline: float | None,
     judging: JudgePlan,
-) -> tuple[list[UnitRecord], list[Probe], list[Dropped]]:
-    """Every unit generated (or read back), the programs saved and ``probes.jsonl`` written.
+) -> tuple[Generated, list[Probe], list[Dropped]]:
+    """Every unit generated (or reused), the programs saved and ``probes.jsonl`` written.
 
     The judging that does not wait for generation runs in the same pool, unless the probes
     must be reviewed first (or were reviewed already), or the judges are Ray actors (which
@@ -219,7 +233,7 @@ def _generate_probes(
         and not read_reviews(store.path)
         and config.execution.engine != "ray"
     )
-    records = generate_units(
+    generated = generate_units(
         config,
         instances,
         pool,
@@ -235,10 +249,10 @@ def _generate_probes(
     )
     _save_programs(instances, store.path / "programs")
     wanted = {t.name for t in instances}
-    probes = [p for r in records if r.test in wanted for p in r.probes]
-    dropped = [d for r in records if r.test in wanted for d in r.dropped]
+    probes = [p for r in generated.records if r.test in wanted for p in r.probes]
+    dropped = [d for r in generated.records if r.test in wanted for d in r.dropped]
     store.write_text("probes.jsonl", "".join(p.model_dump_json() + "\n" for p in probes))
-    return records, probes, dropped
+    return generated, probes, dropped
 
 
 def _apply_review(

@@ -20,9 +20,12 @@ from assay.experiments.reliability._review import REVIEWS
 from assay.types import stable_hash
 
 
-def finish_key(config: Any, run_dir: Path, *, tests: list[str], judges: list[str]) -> str:
-    """What a finished run's metrics are a function of: the config, the selection, and the
-    bytes of every file the scoring reads (units, judgments, reviews)."""
+def finish_key(
+    config: Any, run_dir: Path, *, tests: list[str], judges: list[str], states: str = ""
+) -> str:
+    """What a finished run's metrics are a function of: the config, the selection, the
+    programs' states as loaded (``states``: a digest) and the bytes of every file the scoring
+    reads (units, judgments, reviews)."""
     files = [run_dir / "units.jsonl", run_dir / REVIEWS, *sorted(run_dir.glob("judgments/*.jsonl"))]
     digests = {}
     for path in files:
@@ -33,6 +36,7 @@ def finish_key(config: Any, run_dir: Path, *, tests: list[str], judges: list[str
             "config": config.model_dump(mode="json"),
             "tests": tests,
             "judges": judges,
+            "states": states,
             "files": digests,
         }
     )

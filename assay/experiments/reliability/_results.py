@@ -117,6 +117,9 @@ class HarnessSummary(_Model):
     seeds: int
     notes: list[str]  # what the tests say about how they treated the items
     probes: dict[str, int]  # test -> probes made
+    # test -> of those probes, the ones reused from an earlier run of this directory: made
+    # from the same inputs (sources, settings, programs, models, the rubric text they read)
+    probes_reused: dict[str, int] = Field(default_factory=dict)
     dropped: dict[str, dict[str, int]]  # test -> reason -> attempts dropped (never judged)
     review: ReviewCounts
     judges: dict[str, JudgeReliability]

@@ -74,6 +74,7 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, summary: HarnessSummary) 
         params[f"test.{test}"] = str(settings or {})
     parent_metrics = {
         **flatten_metrics(summary.probes, "probes."),
+        **flatten_metrics(summary.probes_reused, "probes_reused."),
         **flatten_metrics({t: sum(d.values()) for t, d in summary.dropped.items()}, "dropped."),
         **flatten_metrics(
             {
