@@ -50,7 +50,7 @@ from assay.programs import (
     load_program_state,
     save_program,
 )
-from assay.types import Item, Judgment, stable_hash
+from assay.types import Item, Judgment
 
 
 def _role_lm(role: ModelSpec, base: Path | None, retries: int) -> RoleLM:
@@ -128,11 +128,6 @@ def run_harness(
         val_lm("validator")
 
     run_hash = config.probes_hash(data_fingerprint(pool) + f"|limit={limit}")
-    # what a finished run's metrics depend on besides its config: the tests' programs as
-    # loaded (a *_state file's content, not its path)
-    states = stable_hash(
-        {t.name: {r: p.dump_state() for r, p in t.programs().items()} for t in instances}
-    )
     deadline = config.deadline(started)
     # a sidecar, tracked or not: it writes the reports and report.html
     # (its warm-ups, and MLflow's, wait for the first LM call to end: slots' after_first_call)
@@ -141,13 +136,11 @@ def run_harness(
         store = run.store
         from assay.experiments.reliability._rerun import finish_key, finished_summary
 
-        selected = {"tests": [t.name for t in instances], "judges": judge_names, "states": states}
+        selected = {"tests": instances, "judges": judge_names}
         done = finished_summary(run, finish_key(config, store.path, **selected))
         if done is not None:  # re-read: no LM call, no new report or MLflow run
             return HarnessResult(run_dir=store.path, summary=done, mlflow_run_id=run.mlflow_run_id)
-        # the directory outlives an edit of the judges (not part of its hash): config.yaml is
-        # the config these results come from, @file texts as read now
-        store.write_config(config.model_dump(mode="json"))
+        store.write_config(config.model_dump(mode="json"))  # judges' edits: same directory
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         # (in the sidecar, which writes the reports, or else in a thread here)
         plotting = _preload_plotting(run)

@@ -205,3 +205,48 @@ def test_shared_stage_calls_to_different_models_are_not_one_memo_entry(a, b):
         "generator", program, stage="s", shared=True, question="q"
     )
     assert [e.n_calls for e in engines] == [1, 1]
+
+
+def test_a_program_state_file_edited_in_place_regenerates(tmp_path, monkeypatch, capsys):
+    """``perturber_state`` names a file: its content, not its path, is what generation used."""
+    engines = _engines("pi-s", generator, validator, {"judge": judge_responder("clean")})
+    monkeypatch.chdir(tmp_path)
+    write_data(tmp_path / "data", n=1)
+    config = {
+        "name": "ps",
+        "data": {"path": "data/agent_trajectories.jsonl", "format": "toolemu"},
+        "scale": {"kind": "binary", "labels": ["fails", "passes"]},
+        "generator": {"model": "scripted:pi-s-gen"},
+        "validator": {"model": "scripted:pi-s-val"},
+        "judges": [
+            {
+                "name": "j",
+                "task": "transcript",
+                "model": "scripted:pi-s-judge",
+                "criteria": [CRITERION],
+            }
+        ],
+        "tests": {"agent_perturbation": {}},
+        "retries": 0,
+        "tracking": {"enabled": False},
+    }
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump(config))
+    _, run_dir = _run(path, capsys)
+    state = json.loads(
+        (Path(run_dir) / "programs" / "agent_perturbation.perturber.json").read_text()
+    )
+    tuned = tmp_path / "tuned.json"
+    tuned.write_text(json.dumps(state))
+    config["tests"] = {"agent_perturbation": {"perturber_state": "tuned.json"}}
+    path.write_text(yaml.safe_dump(config))
+    _, run_dir = _run(path, capsys)  # another config (the state's path): another directory
+    before = len(engines["gen"].calls)
+
+    state["planner.plan"]["signature"]["instructions"] = "PLAN LIKE AN OPTIMIZED PLANNER."
+    tuned.write_text(json.dumps(state))  # the same path, another content
+    again, again_dir = _run(path, capsys)
+    assert again_dir == run_dir
+    plans = [c for c in engines["gen"].calls[before:] if "steps" in c.fields]
+    assert len(plans) == 1 and "PLAN LIKE AN OPTIMIZED PLANNER." in plans[0].prompt
+    assert again["probes_reused"] == {"agent_perturbation": 0}
