@@ -58,9 +58,10 @@ class Generated:
     records: list[UnitRecord]
     reused: set[str]
 
-    def reused_probes(self) -> set[str]:
-        """The ids of the probes taken unchanged from an earlier run of this directory."""
-        return {p.id for r in self.records if r.unit_id in self.reused for p in r.probes}
+    def count_reused(self, probes: list[Probe], tests: list[str]) -> dict[str, int]:
+        """Per test, how many of ``probes`` were taken unchanged from an earlier run."""
+        reused = {p.id for r in self.records if r.unit_id in self.reused for p in r.probes}
+        return {t: sum(p.test == t and p.id in reused for p in probes) for t in tests}
 
 
 def generate_units(

@@ -139,7 +139,7 @@ def run_harness(
         selected = {"tests": instances, "judges": judge_names}
         done = finished_summary(run, finish_key(config, store.path, **selected))
         if done is not None:  # re-read: no LM call, no new report or MLflow run
-            return HarnessResult(run_dir=store.path, summary=done, mlflow_run_id=run.mlflow_run_id)
+            return _result(store.path, done, run.mlflow_run_id)
         store.write_config(config.model_dump(mode="json"))  # judges' edits: same directory
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         # (in the sidecar, which writes the reports, or else in a thread here)
@@ -170,19 +170,29 @@ def run_harness(
             generated.records,
             dropped,
             reviewed,
-            reused=generated.reused_probes(),
             data_fingerprint=data_fingerprint(seeds),
             pairs=notes.get("pairs"),  # the pairs built from a score column, and those skipped
         )
         store.write_json("metrics.json", summary.model_dump(mode="json"))
         from assay.experiments.reliability._tracking import harness_tracked
 
+        reused = generated.count_reused(to_judge, list(summary.probes))
         run_id = run.finish(  # MLflow logs the rest while the reports are written
-            harness_tracked(store.path, config, judge_cfgs, summary),
+            harness_tracked(store.path, config, judge_cfgs, summary, reused),
             meanwhile=lambda: _write_reports(run, config, summary, plotting, diffs),
             finish_key=finish_key(config, store.path, **selected),
         )
-        return HarnessResult(run_dir=store.path, summary=summary, mlflow_run_id=run_id)
+        return _result(store.path, summary, run_id, reused)
+
+
+def _result(
+    run_dir: Path, summary: HarnessSummary, run_id: str | None, reused: dict[str, int] | None = None
+) -> HarnessResult:
+    """What the run returns; ``reused`` None: a finished run re-read, every probe reused."""
+    reused = dict(summary.probes) if reused is None else reused
+    return HarnessResult(
+        run_dir=run_dir, summary=summary, mlflow_run_id=run_id, probes_reused=reused
+    )
 
 
 def _judges(

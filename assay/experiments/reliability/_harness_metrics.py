@@ -28,11 +28,9 @@ def harness_metrics(
     *,
     data_fingerprint: str,
     pairs: dict[str, int] | None = None,
-    reused: set[str] | None = None,
 ) -> HarnessSummary:
     """The run's metrics from what it judged (``probes``: those sent to the judges);
-    ``pairs``: what building labelled pairs from a score column counted, if it did;
-    ``reused``: the ids of the probes taken unchanged from an earlier run."""
+    ``pairs``: what building labelled pairs from a score column counted, if it did."""
     b = config.bootstrap
     by_test = _by_test(probes)
     results = {
@@ -47,10 +45,6 @@ def harness_metrics(
         seeds=len(seeds),
         notes=[n for t in instances for n in t.notes()],
         probes={t.name: len(by_test.get(t.name, [])) for t in instances},
-        probes_reused={
-            t.name: sum(p.id in (reused or set()) for p in by_test.get(t.name, []))
-            for t in instances
-        },
         dropped=_drop_counts(dropped),
         review=ReviewCounts(**reviewed, required=config.review.required),
         judges=results,

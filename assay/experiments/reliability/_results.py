@@ -117,9 +117,6 @@ class HarnessSummary(_Model):
     seeds: int
     notes: list[str]  # what the tests say about how they treated the items
     probes: dict[str, int]  # test -> probes made
-    # test -> of those probes, the ones reused from an earlier run of this directory: made
-    # from the same inputs (sources, settings, programs, models, the rubric text they read)
-    probes_reused: dict[str, int] = Field(default_factory=dict)
     dropped: dict[str, dict[str, int]]  # test -> reason -> attempts dropped (never judged)
     review: ReviewCounts
     judges: dict[str, JudgeReliability]
@@ -137,3 +134,8 @@ class HarnessResult(_Model):
     run_dir: Path
     summary: HarnessSummary
     mlflow_run_id: str | None
+    # this invocation, per test: of the summary's probes, those taken unchanged from an earlier
+    # run of the directory (the same inputs: sources, settings, programs, models, the rubric
+    # text they read) — all of them when a finished run is re-read; the rest were made now.
+    # Not in metrics.json, which stays a function of the run's files.
+    probes_reused: dict[str, int] = Field(default_factory=dict)

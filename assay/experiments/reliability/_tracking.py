@@ -55,7 +55,25 @@ def judge_metrics(r: JudgeReliability) -> dict[str, float]:
     }
 
 
-def harness_tracked(run_dir: Path, config, judge_cfgs, summary: HarnessSummary) -> TrackedRun:
+def parent_metrics(summary: HarnessSummary, reused: dict[str, int]) -> dict[str, float]:
+    """The parent run's metrics: probes per test, those taken unchanged from an earlier run
+    (``probes_reused.<test>``), drops, and what generation spent."""
+    return {
+        **flatten_metrics({"probes": summary.probes, "probes_reused": reused}),
+        **flatten_metrics({t: sum(d.values()) for t, d in summary.dropped.items()}, "dropped."),
+        **flatten_metrics(
+            {
+                k: {"cost_usd": u.cost_usd, "calls": u.calls}
+                for k, u in summary.generation_usage.items()
+            },
+            "usage.",
+        ),
+    }
+
+
+def harness_tracked(
+    run_dir: Path, config, judge_cfgs, summary: HarnessSummary, reused: dict[str, int]
+) -> TrackedRun:
     tags = {
         "assay.data": summary.data_fingerprint[:16],
         "assay.probes": run_dir.name,
@@ -72,18 +90,6 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, summary: HarnessSummary) 
     }
     for test, settings in config.tests.items():
         params[f"test.{test}"] = str(settings or {})
-    parent_metrics = {
-        **flatten_metrics(summary.probes, "probes."),
-        **flatten_metrics(summary.probes_reused, "probes_reused."),
-        **flatten_metrics({t: sum(d.values()) for t, d in summary.dropped.items()}, "dropped."),
-        **flatten_metrics(
-            {
-                k: {"cost_usd": u.cost_usd, "calls": u.calls}
-                for k, u in summary.generation_usage.items()
-            },
-            "usage.",
-        ),
-    }
     artifacts: list[Path | tuple[Path, str]] = [(run_dir / "programs", "programs")]
     artifacts += [run_dir / f for f in ("metrics.json", "probes.jsonl", "config.yaml")]
     # written by the reports while the rest is logged (Run.log's ``meanwhile``)
@@ -129,7 +135,7 @@ def harness_tracked(run_dir: Path, config, judge_cfgs, summary: HarnessSummary) 
     return TrackedRun(
         name=config.name,
         params=params,
-        metrics=parent_metrics,
+        metrics=parent_metrics(summary, reused),
         tags={**tags, "assay.role": "parent"},
         artifacts=artifacts,
         children=children,

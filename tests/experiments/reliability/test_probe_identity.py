@@ -14,6 +14,7 @@ import dspy
 import pytest
 import yaml
 
+from assay import api
 from assay.cli import main
 from assay.experiments.reliability import _selftest as rewrite
 from assay.experiments.reliability._registry import CallMemo, GenerationContext
@@ -39,11 +40,13 @@ def _engines(prefix: str, gen, val, judges: dict) -> dict[str, ScriptedEngine]:
     return e
 
 
-def _run(path: Path, capsys) -> tuple[dict, str]:
-    """``assay harness CONFIG --json`` in-process: the printed summary and run directory."""
-    assert main(["harness", str(path), "--quiet", "--json"]) == 0
-    printed = json.loads(capsys.readouterr().out)
-    return printed, printed["run_dir"]
+def _run(path: Path) -> tuple[dict, str]:
+    """``assay.api.harness(CONFIG)``, as a user calls it (``@file`` texts read from the
+    config's folder): the summary and what was reused, and the run directory."""
+    res = api.harness(path, workdir=path.parent, progress=False)
+    return {**res.summary.model_dump(mode="json"), "probes_reused": res.probes_reused}, str(
+        res.run_dir
+    )
 
 
 def _probe_ids(run_dir: str) -> dict[str, str]:
@@ -55,7 +58,7 @@ def _probe_ids(run_dir: str) -> dict[str, str]:
     return out
 
 
-def test_editing_a_criterion_regenerates_exactly_its_probes(tmp_path, monkeypatch, capsys):
+def test_editing_a_criterion_regenerates_exactly_its_probes(tmp_path, monkeypatch):
     engines = _engines("pi-a", generator, validator, {"judge": judge_responder("clean")})
     monkeypatch.chdir(tmp_path)
     write_data(tmp_path / "data", n=3)
@@ -81,7 +84,7 @@ def test_editing_a_criterion_regenerates_exactly_its_probes(tmp_path, monkeypatc
     }
     path = tmp_path / "h.yaml"
     path.write_text(yaml.safe_dump(config))
-    first, run_dir = _run(path, capsys)
+    first, run_dir = _run(path)
     assert first["probes"] == {"agent_perturbation": 6}
     assert first["probes_reused"] == {"agent_perturbation": 0}
     before = len(engines["gen"].calls)
@@ -89,7 +92,7 @@ def test_editing_a_criterion_regenerates_exactly_its_probes(tmp_path, monkeypatc
 
     # the same criterion id, another text: its 3 units are planned, edited and verified anew
     rubric.write_text(json.dumps([CRITERION, {"id": "polite", "instructions": POLITE_EDITED}]))
-    second, again_dir = _run(path, capsys)
+    second, again_dir = _run(path)
     assert again_dir == run_dir  # the judges are not part of the probes' directory
     plans = [c for c in engines["gen"].calls[before:] if "steps" in c.fields]
     assert len(plans) == 3
@@ -104,9 +107,10 @@ def test_editing_a_criterion_regenerates_exactly_its_probes(tmp_path, monkeypatc
 
     # (c) unchanged: a re-run makes no call at all
     calls = {k: e.n_calls for k, e in engines.items()}
-    third, _ = _run(path, capsys)
+    third, _ = _run(path)
     assert {k: e.n_calls for k, e in engines.items()} == calls
-    assert third == second
+    assert third.pop("probes_reused") == {"agent_perturbation": 6}  # re-read: all reused
+    assert third == {k: v for k, v in second.items() if k != "probes_reused"}
 
 
 def _rubric_reader(call):
@@ -144,30 +148,31 @@ def test_a_rubric_file_edit_regenerates_the_probes_that_read_it(tmp_path, monkey
     }
     path = tmp_path / "h.yaml"
     path.write_text(yaml.safe_dump(config))
-    first, run_dir = _run(path, capsys)
-    flips = first["probes"]["label_flip"]
-    assert flips > 0 and first["probes"]["paraphrase"] == 6
+    first, run_dir = _run(path)
+    assert first["probes_reused"] == {"label_flip": 0, "paraphrase": 0}
     gen_before, k_before = len(engines["gen"].calls), engines["k"].n_calls
 
     (tmp_path / "rubric.txt").write_text("State the correct sum, in words.\n")  # only the file
-    second, _ = _run(path, capsys)
+    assert main(["harness", str(path), "--quiet"]) == 0  # the command line says what it reused
+    second = json.loads((Path(run_dir) / "metrics.json").read_text())
+    flips = second["probes"]["label_flip"]
+    assert flips > 0 and second["probes"]["paraphrase"] == 6
+    assert f"probes reused from an earlier run (same inputs): 6 of {flips + 6}: paraphrase 6" in (
+        capsys.readouterr().out
+    )
     made = engines["gen"].calls[gen_before:]
     assert len(made) == 6  # one label_flip rewrite per seed; no paraphrase made again
     assert all("State the correct sum, in words." in c.prompt for c in made)
-    assert second["probes_reused"] == {"label_flip": 0, "paraphrase": 6}
     # judge k (unchanged) judges the new label_flip probes: no verdict on the old text reused
-    assert engines["k"].n_calls - k_before == second["probes"]["label_flip"] > 0
+    assert engines["k"].n_calls - k_before == flips
     judged = [c.field("response") for c in engines["k"].calls[k_before:]]
     assert all(r.endswith("(Sum written in words.)") for r in judged)
     assert "State the correct sum, in words." in (Path(run_dir) / "config.yaml").read_text()
 
     calls = {k: e.n_calls for k, e in engines.items()}
-    assert main(["harness", str(path), "--quiet"]) == 0  # (c) unchanged: no call
+    third, _ = _run(path)  # (c) unchanged: no call
     assert {k: e.n_calls for k, e in engines.items()} == calls
-    total = second["probes"]["label_flip"] + 6
-    assert f"probes reused from an earlier run (same inputs): 6 of {total}: paraphrase 6" in (
-        capsys.readouterr().out
-    )
+    assert third["probes_reused"] == {"label_flip": flips, "paraphrase": 6}
 
 
 @pytest.mark.parametrize(
@@ -207,7 +212,7 @@ def test_shared_stage_calls_to_different_models_are_not_one_memo_entry(a, b):
     assert [e.n_calls for e in engines] == [1, 1]
 
 
-def test_a_program_state_file_edited_in_place_regenerates(tmp_path, monkeypatch, capsys):
+def test_a_program_state_file_edited_in_place_regenerates(tmp_path, monkeypatch):
     """``perturber_state`` names a file: its content, not its path, is what generation used."""
     engines = _engines("pi-s", generator, validator, {"judge": judge_responder("clean")})
     monkeypatch.chdir(tmp_path)
@@ -232,7 +237,7 @@ def test_a_program_state_file_edited_in_place_regenerates(tmp_path, monkeypatch,
     }
     path = tmp_path / "h.yaml"
     path.write_text(yaml.safe_dump(config))
-    _, run_dir = _run(path, capsys)
+    _, run_dir = _run(path)
     state = json.loads(
         (Path(run_dir) / "programs" / "agent_perturbation.perturber.json").read_text()
     )
@@ -240,12 +245,12 @@ def test_a_program_state_file_edited_in_place_regenerates(tmp_path, monkeypatch,
     tuned.write_text(json.dumps(state))
     config["tests"] = {"agent_perturbation": {"perturber_state": "tuned.json"}}
     path.write_text(yaml.safe_dump(config))
-    _, run_dir = _run(path, capsys)  # another config (the state's path): another directory
+    _, run_dir = _run(path)  # another config (the state's path): another directory
     before = len(engines["gen"].calls)
 
     state["planner.plan"]["signature"]["instructions"] = "PLAN LIKE AN OPTIMIZED PLANNER."
     tuned.write_text(json.dumps(state))  # the same path, another content
-    again, again_dir = _run(path, capsys)
+    again, again_dir = _run(path)
     assert again_dir == run_dir
     plans = [c for c in engines["gen"].calls[before:] if "steps" in c.fields]
     assert len(plans) == 1 and "PLAN LIKE AN OPTIMIZED PLANNER." in plans[0].prompt
