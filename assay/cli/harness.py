@@ -54,6 +54,13 @@ def run(args: argparse.Namespace) -> int:
         f"\n{config.name}: {s.seeds} seeds · probes "
         + ", ".join(f"{k} {v}" for k, v in s.probes.items())
     )
+    reused = sum(res.probes_reused.values())
+    if reused:  # the rest were made in this run (from inputs that changed, or new ones)
+        print(
+            f"probes reused from an earlier run (same inputs): {reused} of "
+            f"{sum(s.probes.values())}: "
+            + ", ".join(f"{k} {v}" for k, v in res.probes_reused.items() if v)
+        )
     for name, r in s.judges.items():
         print(f"\njudge {name} ({r.model})")
         for t, tm in r.tests.items():

@@ -143,7 +143,8 @@ class AgentTest(ReliabilityTest):
             Unit(
                 id=f"{self.name}:{it.id}:{c.id}:{obj.variant}",
                 sources=[it],
-                payload={"criterion": c.id, "objective": obj},
+                # the criterion whole: its text is what generation reads (the unit's identity)
+                payload={"criterion": c, "objective": obj},
             )
             for it in items
             for c in self.criteria.values()
@@ -158,7 +159,7 @@ class AgentTest(ReliabilityTest):
 
     def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
         src = unit.sources[0]
-        criterion = self.criteria[unit.payload["criterion"]]
+        criterion: Criterion = unit.payload["criterion"]
         obj: Objective = unit.payload["objective"]
         variant = [criterion.id, obj.variant]
         if not src.transcript:

@@ -72,7 +72,9 @@ class HarnessConfig(RunConfig):
     def probes_hash(self, data_fingerprint: str) -> str:
         """Identity of the probe set: data, sample, scale, generator, validator, test settings.
 
-        Judges are not part of it, so adding a judge to a finished run re-uses its probes.
+        Judges are not part of it, so adding a judge to a finished run re-uses its probes;
+        what a unit's generation read from them (the first judge's rubric, a criterion) is
+        part of that unit's key instead (``_generation.unit_key``): an edit regenerates it.
         """
         return stable_hash(
             {

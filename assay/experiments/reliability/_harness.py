@@ -22,7 +22,12 @@ from assay.errors import ConfigError
 from assay.experiments._items import data_fingerprint, load_items
 from assay.experiments._sample import stratified_sample
 from assay.experiments.reliability._config import HarnessConfig
-from assay.experiments.reliability._generation import RoleLM, UnitRecord, generate_units
+from assay.experiments.reliability._generation import (
+    Generated,
+    RoleLM,
+    UnitRecord,
+    generate_units,
+)
 from assay.experiments.reliability._judging import JudgePlan
 from assay.experiments.reliability._probe import Dropped, Probe
 from assay.experiments.reliability._registry import ReliabilityTest, get_test
@@ -131,10 +136,11 @@ def run_harness(
         store = run.store
         from assay.experiments.reliability._rerun import finish_key, finished_summary
 
-        selected = {"tests": [t.name for t in instances], "judges": judge_names}
+        selected = {"tests": instances, "judges": judge_names}
         done = finished_summary(run, finish_key(config, store.path, **selected))
         if done is not None:  # re-read: no LM call, no new report or MLflow run
-            return HarnessResult(run_dir=store.path, summary=done, mlflow_run_id=run.mlflow_run_id)
+            return _result(store.path, done, run.mlflow_run_id)
+        store.write_config(config.model_dump(mode="json"))  # judges' edits: same directory
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         # (in the sidecar, which writes the reports, or else in a thread here)
         plotting = _preload_plotting(run)
@@ -145,7 +151,7 @@ def run_harness(
         # -- generate + validate (+ judge sources, and probes as their unit is committed) -----
         slots = CallSlots(config.concurrency, after_first_call=run.calls_flowing)
         judging = JudgePlan(config, judge_cfgs, base_programs, store, config_dir, slots)
-        records, probes, dropped = _generate_probes(
+        generated, probes, dropped = _generate_probes(
             config, instances, pool, seeds, run, gen_lm, val_lm, progress, deadline, judging
         )
         # -- review, then judge (report.html's source/probe diffs computed meanwhile) ----------
@@ -161,7 +167,7 @@ def run_harness(
             seeds,
             to_judge,
             judgments,
-            records,
+            generated.records,
             dropped,
             reviewed,
             data_fingerprint=data_fingerprint(seeds),
@@ -172,14 +178,30 @@ def run_harness(
         store.write_json("metrics.json", summary.model_dump(mode="json"))
         from assay.experiments.reliability._tracking import harness_tracked
 
+        reused = generated.count_reused(to_judge, list(summary.probes))
         run_id = run.finish(  # MLflow logs the rest while the reports are written
             harness_tracked(
-                store.path, config, judge_cfgs, summary, judged=[p.as_item() for p in to_judge]
+                store.path,
+                config,
+                judge_cfgs,
+                summary,
+                reused,
+                judged=[p.as_item() for p in to_judge],
             ),
             meanwhile=lambda: _write_reports(run, config, summary, plotting, diffs),
             finish_key=finish_key(config, store.path, **selected),
         )
-        return HarnessResult(run_dir=store.path, summary=summary, mlflow_run_id=run_id)
+        return _result(store.path, summary, run_id, reused)
+
+
+def _result(
+    run_dir: Path, summary: HarnessSummary, run_id: str | None, reused: dict[str, int] | None = None
+) -> HarnessResult:
+    """What the run returns; ``reused`` None: a finished run re-read, every probe reused."""
+    reused = dict(summary.probes) if reused is None else reused
+    return HarnessResult(
+        run_dir=run_dir, summary=summary, mlflow_run_id=run_id, probes_reused=reused
+    )
 
 
 def _judges(
@@ -211,8 +233,8 @@ def _generate_probes(
     progress: bool,
     deadline: float | None,
     judging: JudgePlan,
-) -> tuple[list[UnitRecord], list[Probe], list[Dropped]]:
-    """Every unit generated (or read back), the programs saved and ``probes.jsonl`` written.
+) -> tuple[Generated, list[Probe], list[Dropped]]:
+    """Every unit generated (or reused), the programs saved and ``probes.jsonl`` written.
 
     The judging that does not wait for generation runs in the same pool, unless the probes
     must be reviewed first (or were reviewed already), or the judges are Ray actors (which
@@ -223,7 +245,7 @@ def _generate_probes(
         and not read_reviews(store.path)
         and config.execution.engine != "ray"
     )
-    records = generate_units(
+    generated = generate_units(
         config,
         instances,
         pool,
@@ -239,10 +261,10 @@ def _generate_probes(
     )
     _save_programs(instances, store.path / "programs")
     wanted = {t.name for t in instances}
-    probes = [p for r in records if r.test in wanted for p in r.probes]
-    dropped = [d for r in records if r.test in wanted for d in r.dropped]
+    probes = [p for r in generated.records if r.test in wanted for p in r.probes]
+    dropped = [d for r in generated.records if r.test in wanted for d in r.dropped]
     store.write_text("probes.jsonl", "".join(p.model_dump_json() + "\n" for p in probes))
-    return records, probes, dropped
+    return generated, probes, dropped
 
 
 def _apply_review(

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 
 import dspy
 from pydantic import BaseModel, ConfigDict
+from pydantic_core import to_jsonable_python
 
 from assay.errors import ConfigError
 from assay.experiments.reliability._probe import Dropped, Probe
@@ -55,7 +56,12 @@ class ProgramSettings(TestSettings):
 
 @dataclass
 class Unit:
-    """One independent piece of generation work (usually one seed item)."""
+    """One independent piece of generation work (usually one seed item).
+
+    Its identity — what decides whether a stored unit is reused — is its id, its sources, its
+    ``payload`` and what the harness adds (the test's settings and programs, the generator and
+    validator, the context's inputs it read): whatever else ``generate`` reads from outside the
+    unit (a judge's rubric criterion) goes in ``payload``, so an edit makes it anew."""
 
     id: str
     sources: list[Item]
@@ -69,6 +75,10 @@ class GenerationContext:
     ``lm(role, temperature=None, rollout=None)`` returns the DSPy LM of ``generator`` or
     ``validator`` with that temperature actually sent to the model; ``rollout`` gives a distinct
     cache entry (a fresh sample) for the same prompt.
+
+    ``inputs`` are texts of the run a test may read (``rubric``: the benchmark's rubric); the
+    names a unit read are recorded in ``read`` and become part of its identity, so editing one
+    regenerates exactly the units whose generation read it.
     """
 
     scale: Scale
@@ -77,12 +87,22 @@ class GenerationContext:
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
     adapters: dict[str, str] = field(default_factory=dict)
     temperatures: dict[str, float | None] = field(default_factory=dict)
-    rubric: str = ""
+    # each role's ModelSpec.identity(): endpoint, sampling, adapter (the shared calls' memo key)
+    identities: dict[str, dict[str, Any]] = field(default_factory=dict)
+    inputs: dict[str, str] = field(default_factory=dict)
+    read: set[str] = field(default_factory=set)
     seed: int = 0
     usage: dict[str, Usage] = field(default_factory=dict)
     # shared by every unit of a run: identical shared calls made once, LM calls in flight capped
     memo: CallMemo | None = None
     slots: Callable[[], AbstractContextManager[Any]] | None = None
+
+    @property
+    def rubric(self) -> str:
+        """The benchmark's rubric (the first judge's instruction and rubric); reading it makes
+        it part of the unit's identity."""
+        self.read.add("rubric")
+        return self.inputs.get("rubric", "")
 
     def call(
         self,
@@ -100,11 +120,17 @@ class GenerationContext:
         usage of this call.
 
         With ``shared``, a call identical to one another unit of the run already made (same
-        role, sampling, program state and inputs) is not sent again: it gets that call's
-        prediction (or failure) and no usage, as from a cache — also while the first is still
-        in flight."""
+        model identity — endpoint, sampling, adapter —, temperature, rollout, program state and
+        inputs) is not sent again: it gets that call's prediction (or failure) and no usage, as
+        from a cache — also while the first is still in flight."""
         if shared and self.memo is not None:
-            key = _call_key(role, program, temperature, rollout, inputs)
+            key = _call_key(
+                [role, self.identities.get(role), self.adapters.get(role, "json")],
+                program,
+                temperature,
+                rollout,
+                inputs,
+            )
             return self.memo.once(
                 key, lambda: self._call(role, program, stage, temperature, rollout, inputs)
             )
@@ -149,9 +175,16 @@ class GenerationContext:
         self.usage[name] = self.usage.get(name, Usage()) + usage_of_tracker(tracker, price)
 
 
-def _call_key(role, program, temperature, rollout, inputs) -> str:
+def _call_key(model: Any, program: dspy.Module, temperature, rollout, inputs) -> str:
+    """Everything that can change a call's answer: the model (role, its identity and adapter),
+    sampling, the program (class and state: instructions, demos) and the inputs, whole (a
+    pydantic input by its fields, not its ``str``)."""
+    program_class = f"{type(program).__module__}.{type(program).__qualname__}"
     return stable_hash(
-        [role, temperature, rollout, type(program).__name__, program.dump_state(), inputs]
+        to_jsonable_python(
+            [model, temperature, rollout, program_class, program.dump_state(), inputs],
+            fallback=repr,
+        )
     )
 
 

@@ -20,9 +20,10 @@ from assay.experiments.reliability._review import REVIEWS
 from assay.types import stable_hash
 
 
-def finish_key(config: Any, run_dir: Path, *, tests: list[str], judges: list[str]) -> str:
-    """What a finished run's metrics are a function of: the config, the selection, and the
-    bytes of every file the scoring reads (units, judgments, reviews)."""
+def finish_key(config: Any, run_dir: Path, *, tests: list[Any], judges: list[str]) -> str:
+    """What a finished run's metrics are a function of: the config, the selection (the test
+    instances, and their programs' state as loaded: a ``*_state`` file's content, not its
+    path) and the bytes of every file the scoring reads (units, judgments, reviews)."""
     files = [run_dir / "units.jsonl", run_dir / REVIEWS, *sorted(run_dir.glob("judgments/*.jsonl"))]
     digests = {}
     for path in files:
@@ -31,8 +32,9 @@ def finish_key(config: Any, run_dir: Path, *, tests: list[str], judges: list[str
     return stable_hash(
         {
             "config": config.model_dump(mode="json"),
-            "tests": tests,
+            "tests": [t.name for t in tests],
             "judges": judges,
+            "states": {t.name: {r: p.dump_state() for r, p in t.programs().items()} for t in tests},
             "files": digests,
         }
     )

@@ -135,3 +135,8 @@ class HarnessResult(_Model):
     run_dir: Path
     summary: HarnessSummary
     mlflow_run_id: str | None
+    # this invocation, per test: of the summary's probes, those taken unchanged from an earlier
+    # run of the directory (the same inputs: sources, settings, programs, models, the rubric
+    # text they read) — all of them when a finished run is re-read; the rest were made now.
+    # Not in metrics.json, which stays a function of the run's files.
+    probes_reused: dict[str, int] = Field(default_factory=dict)

@@ -57,8 +57,31 @@ def judge_metrics(r: JudgeReliability) -> dict[str, float]:
     }
 
 
+def parent_metrics(summary: HarnessSummary, reused: dict[str, int]) -> dict[str, float]:
+    """The parent run's metrics: probes per test, those taken unchanged from an earlier run
+    (``probes_reused.<test>``), drops, and what generation spent."""
+    return {
+        **flatten_metrics({"probes": summary.probes, "probes_reused": reused}),
+        **flatten_metrics({t: sum(d.values()) for t, d in summary.dropped.items()}, "dropped."),
+        **flatten_metrics(
+            {
+                k: {"cost_usd": u.cost_usd, "calls": u.calls}
+                for k, u in summary.generation_usage.items()
+            },
+            "usage.",
+        ),
+        **flatten_metrics(summary.spend, "spend_"),  # the run's calls as the server answered
+    }
+
+
 def harness_tracked(
-    run_dir: Path, config, judge_cfgs, summary: HarnessSummary, *, judged: list[Item]
+    run_dir: Path,
+    config,
+    judge_cfgs,
+    summary: HarnessSummary,
+    reused: dict[str, int],
+    *,
+    judged: list[Item],
 ) -> TrackedRun:
     """``judged``: the probes judged, as items (``assay.items``)."""
     tags = {
@@ -78,18 +101,6 @@ def harness_tracked(
     }
     for test, settings in config.tests.items():
         params[f"test.{test}"] = str(settings or {})
-    parent_metrics = {
-        **flatten_metrics(summary.probes, "probes."),
-        **flatten_metrics({t: sum(d.values()) for t, d in summary.dropped.items()}, "dropped."),
-        **flatten_metrics(
-            {
-                k: {"cost_usd": u.cost_usd, "calls": u.calls}
-                for k, u in summary.generation_usage.items()
-            },
-            "usage.",
-        ),
-        **flatten_metrics(summary.spend, "spend_"),  # the run's calls as the server answered
-    }
     artifacts: list[Path | tuple[Path, str]] = [(run_dir / "programs", "programs")]
     artifacts += [run_dir / f for f in ("metrics.json", "probes.jsonl", "config.yaml")]
     # written by the reports while the rest is logged (Run.log's ``meanwhile``)
@@ -135,7 +146,7 @@ def harness_tracked(
     return TrackedRun(
         name=config.name,
         params=params,
-        metrics=parent_metrics,
+        metrics=parent_metrics(summary, reused),
         tags={**tags, "assay.role": "parent"},
         artifacts=artifacts,
         children=children,

@@ -52,12 +52,18 @@ class RunStore:
         if not state:
             state = {"run_hash": self.run_hash, "status": "running", "created": now()}
             self.write_json(STATE, state)
-            import yaml
-
-            self.write_text(
-                "config.yaml", yaml.safe_dump(resolved_config, sort_keys=False, allow_unicode=True)
-            )
+            self.write_config(resolved_config)
         return state
+
+    def write_config(self, resolved_config: dict[str, Any]) -> None:
+        """``config.yaml``: the resolved config (``@file`` texts read) the run's results come
+        from — written on first open, and again by a runner whose run directory outlives a
+        config edit (the harness: a judge's rubric is not part of its directory)."""
+        import yaml
+
+        self.write_text(
+            "config.yaml", yaml.safe_dump(resolved_config, sort_keys=False, allow_unicode=True)
+        )
 
     def state(self) -> dict[str, Any]:
         p = self.path / STATE

@@ -359,6 +359,7 @@ def test_mlflow_parent_run_and_a_child_run_per_judge(tmp_path, engines):
     client = mlflow.MlflowClient(tracking_uri=uri)
     parent = client.get_run(res.mlflow_run_id)
     assert parent.data.metrics["probes.paraphrase"] == 6
+    assert parent.data.metrics["probes_reused.paraphrase"] == 0  # all made in this run
     assert parent.data.params["generator.model"] == "scripted:t-gen"
     children = client.search_runs(
         [parent.info.experiment_id],

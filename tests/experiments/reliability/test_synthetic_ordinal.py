@@ -312,10 +312,11 @@ def test_rubric_and_adapter_come_from_the_context():
     items = seeds()
     test.check(items, SCALE)
     ctx, gen, val, _ = make_ctx(
-        rubric="Reward vivid landscape descriptions.",
+        inputs={"rubric": "Reward vivid landscape descriptions."},
         adapters={"generator": "chat", "validator": "chat"},
     )
     (probe,) = probes(test.generate(test.units(items)[1], ctx))
+    assert ctx.read == {"rubric"}  # part of the unit's identity in a harness run
     assert probe.target == 2
     assert gen.calls[0].fields == () and val.calls[0].fields == ()  # chat adapter: no schema
     assert "Reward vivid landscape descriptions." in gen.calls[0].prompt
