@@ -10,6 +10,7 @@ from typing import Any
 import dspy
 
 from assay.errors import ModelError
+from assay.lm._cache import cache_scope, wrap_cache
 from assay.lm._outputs import AssayLM
 from assay.lm._spec import ModelSpec
 
@@ -33,7 +34,8 @@ def make_lm(
     front, naming the variable. The LM notes each call's finish reason (a truncated answer is
     reported as such, see :mod:`assay.lm._outputs`). Retries with exponential backoff on rate limits, server errors
     and timeouts are DSPy's (``num_retries``); each attempt is bounded by ``spec.timeout``; the
-    response cache is DSPy's, keyed by the full request.
+    response cache is DSPy's, keyed by the full request and by the model it goes to — endpoint,
+    engine, spec (:mod:`assay.lm._cache`: DSPy's own key leaves ``api_base`` out).
     """
     if isinstance(spec, str):
         spec = ModelSpec(model=spec, **settings)
@@ -56,13 +58,16 @@ def make_lm(
     if model == "local" or model.startswith("local:"):
         from assay.lm._local import LlamaCppEngine, resolve_gguf
 
-        engine = LlamaCppEngine(resolve_gguf(model))
-        return AssayLM(engine.name, engine=engine, **kwargs)
+        path = resolve_gguf(model)
+        engine = LlamaCppEngine(path)
+        scope = cache_scope(spec, f"local:{path}")
+        return AssayLM(engine.name, engine=engine, cache_scope=scope, **kwargs)
     if model.startswith("scripted:"):
         from assay.lm._scripted import scripted_engine
 
         engine = scripted_engine(model.split(":", 1)[1], base)
-        return AssayLM(f"scripted/{engine.name}", engine=engine, **kwargs)
+        scope = cache_scope(spec, engine.name)
+        return AssayLM(f"scripted/{engine.name}", engine=engine, cache_scope=scope, **kwargs)
     if "/" not in model:
         raise ModelError(
             f"model {model!r}: use a LiteLLM model string such as 'openai/gpt-4o-mini', "
@@ -84,7 +89,7 @@ def make_lm(
         # api_base unless named by api_key_env.
         kwargs.setdefault("api_key", "no-key")
     kwargs["timeout"] = spec.timeout
-    return AssayLM(model, engine="litellm", **kwargs)
+    return AssayLM(model, engine="litellm", cache_scope=cache_scope(spec, "hosted"), **kwargs)
 
 
 def _env_key(model: str, variable: str) -> str:
@@ -122,7 +127,8 @@ def _native_lm(spec: ModelSpec, kwargs: dict[str, Any]) -> dspy.LM:
         timeout=spec.timeout,
         limiter=limiter_for(endpoint, wire, spec.rpm, spec.tpm),
     )
-    return AssayLM(model, engine=sync, async_engine=aio, **kwargs)
+    scope = cache_scope(spec, "hosted")  # the answer of the same endpoint as through LiteLLM
+    return AssayLM(model, engine=sync, async_engine=aio, cache_scope=scope, **kwargs)
 
 
 def check_api_key(model: str) -> None:
@@ -173,7 +179,7 @@ def configure_cache(workdir: Path) -> None:
     thread = threading.Thread(target=build, name="assay-dspy-cache", daemon=True)
     thread.start()
     with dspy._cache_lock:
-        dspy.cache = _OpeningCache(thread, built, settings, fresh=fresh)
+        dspy.cache = wrap_cache(_OpeningCache(thread, built, settings, fresh=fresh))
 
 
 class _OpeningCache:

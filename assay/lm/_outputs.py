@@ -30,6 +30,7 @@ from typing import Any, Literal, get_args, get_origin
 import dspy
 from dspy.utils.exceptions import AdapterParseError
 
+from assay.lm._cache import scoped
 from assay.lm._limits import on_the_wire
 
 _LAST_FINISH: ContextVar[tuple[str, ...]] = ContextVar("assay_last_finish", default=())
@@ -54,7 +55,13 @@ class TruncatedOutput(Exception):
 
 class AssayLM(dspy.LM):
     """``dspy.LM`` that notes the finish reasons of its latest call, per thread of execution,
-    for :class:`StrictJSONAdapter` / :class:`StrictChatAdapter` to tell truncation apart."""
+    for :class:`StrictJSONAdapter` / :class:`StrictChatAdapter` to tell truncation apart, and
+    keys its answers in DSPy's response cache by its ``cache_scope`` too (the model it calls:
+    endpoint, engine, spec — see :mod:`assay.lm._cache`)."""
+
+    def __init__(self, *args: Any, cache_scope: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.cache_scope = cache_scope
 
     def _warn_zero_temp_rollout(self, temperature: Any, rollout_id: Any) -> None:
         """DSPy warns that a rollout id "has no effect" at temperature 0, but the rollout id is
@@ -64,10 +71,15 @@ class AssayLM(dspy.LM):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """A call made inside :func:`~assay.lm._limits.gate_calls` holds its slot for the whole
         call, unless the engine holds it around the exchange alone (``gates_wire``)."""
-        if getattr(self._engine_spec, "gates_wire", False):
-            return super().__call__(*args, **kwargs)
-        with on_the_wire():
-            return super().__call__(*args, **kwargs)
+        with scoped(self.cache_scope):
+            if getattr(self._engine_spec, "gates_wire", False):
+                return super().__call__(*args, **kwargs)
+            with on_the_wire():
+                return super().__call__(*args, **kwargs)
+
+    async def acall(self, *args: Any, **kwargs: Any) -> Any:
+        with scoped(self.cache_scope):
+            return await super().acall(*args, **kwargs)
 
     def update_history(self, entry: dict[str, Any]) -> None:
         _LAST_FINISH.set(finish_reasons(entry.get("response")))
