@@ -79,6 +79,7 @@ def make_lm(
         raise ModelError(
             f"model {model}: rpm / tpm limits need client: native (an openai/<model> endpoint)"
         )
+    check_provider(model, spec.api_base)
     if spec.api_key_env:
         kwargs["api_key"] = _env_key(model, spec.api_key_env)
     elif spec.api_base is None:
@@ -129,6 +130,26 @@ def _native_lm(spec: ModelSpec, kwargs: dict[str, Any]) -> dspy.LM:
     )
     scope = cache_scope(spec, "hosted")  # the answer of the same endpoint as through LiteLLM
     return AssayLM(model, engine=sync, async_engine=aio, cache_scope=scope, **kwargs)
+
+
+def check_provider(model: str, api_base: str | None = None) -> None:
+    """Raise a one-line :class:`ModelError` when LiteLLM routes ``model`` to no provider (its
+    own resolution, ``litellm.get_llm_provider``): refused before any call, instead of a run
+    of ``lm_error`` judgments."""
+    import litellm
+
+    quiet, litellm.suppress_debug_info = litellm.suppress_debug_info, True  # no banner on stdout
+    try:
+        litellm.get_llm_provider(model=model, api_base=api_base)
+    except Exception:  # LiteLLM's BadRequestError "LLM Provider NOT provided"
+        provider = model.split("/", 1)[0]
+        raise ModelError(
+            f"model {model}: LiteLLM knows no provider {provider!r} (providers: "
+            "https://docs.litellm.ai/docs/providers; an OpenAI-compatible server is "
+            "'openai/<model>' with api_base)"
+        ) from None
+    finally:
+        litellm.suppress_debug_info = quiet
 
 
 def check_api_key(model: str) -> None:
