@@ -5,6 +5,7 @@ from assay.lm._factory import check_api_key, configure_cache, make_adapter, make
 from assay.lm._limits import LimitStats, RateLimiter, gate_calls, limiter_for, track_limits
 from assay.lm._outputs import (
     AssayLM,
+    MissingInputs,
     OffScaleOutput,
     StrictChatAdapter,
     StrictJSONAdapter,
@@ -39,6 +40,7 @@ __all__ = [
     "track_limits",
     "NOT_IN_IDENTITY",
     "AssayLM",
+    "MissingInputs",
     "OffScaleOutput",
     "StrictChatAdapter",
     "StrictJSONAdapter",

@@ -12,6 +12,9 @@ adapters here parse every ``Literal`` output field as text first and accept only
 anything else raises :class:`OffScaleOutput` (an unscored ``off_scale`` judgment). Booleans are
 never integers here.
 
+Inputs: a call without an input field its signature requires raises :class:`MissingInputs`
+before anything is sent (DSPy only logs "Missing" and judges the incomplete prompt).
+
 Truncation: :class:`AssayLM` notes the finish reasons of its latest call (a cache hit keeps the
 original's); when a call ended at ``max_tokens`` and its answer does not parse — or its verdict
 is off the scale, as a verdict cut mid-word is — the adapter raises :class:`TruncatedOutput`
@@ -28,6 +31,7 @@ from contextvars import ContextVar
 from typing import Any, Literal, get_args, get_origin
 
 import dspy
+from dspy.adapters.utils import annotation_allows_none
 from dspy.utils.exceptions import AdapterParseError
 
 from assay.lm._cache import scoped
@@ -43,6 +47,32 @@ class OffScaleOutput(ValueError):
         self.field, self.value, self.options = field, value, options
         allowed = ", ".join(repr(o) for o in options)
         super().__init__(f"field '{field}': {value!r} is not one of the allowed values ({allowed})")
+
+
+class MissingInputs(TypeError):
+    """A program was called without input fields its signature requires (DSPy itself only
+    logs "Missing" and sends a prompt without them)."""
+
+    def __init__(self, missing: list[str], signature: type[dspy.Signature]):
+        self.missing = missing
+        names = ", ".join(repr(m) for m in missing)
+        takes = ", ".join(signature.input_fields)
+        super().__init__(
+            f"missing input field{'s' if len(missing) > 1 else ''} {names} "
+            f"(the signature's inputs: {takes}); nothing was sent to the model"
+        )
+
+
+def check_inputs(signature: type[dspy.Signature], inputs: dict[str, Any]) -> None:
+    """Raise :class:`MissingInputs` when ``inputs`` leaves out a field of ``signature`` that
+    has no default and does not allow None — what DSPy's ``Predict`` logs as "Missing"."""
+    missing = [
+        name
+        for name, field in signature.input_fields.items()
+        if name not in inputs and not annotation_allows_none(field.annotation)
+    ]
+    if missing:
+        raise MissingInputs(missing, signature)
 
 
 class TruncatedOutput(Exception):
@@ -179,10 +209,12 @@ class _Strict:
             raise
 
     def __call__(self, lm, lm_kwargs, signature, demos, inputs):
+        check_inputs(signature, inputs)  # a prompt without one of its inputs is never sent
         _LAST_FINISH.set(())  # what an earlier call left is not this call's
         return super().__call__(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[misc]
 
     async def acall(self, lm, lm_kwargs, signature, demos, inputs):
+        check_inputs(signature, inputs)
         _LAST_FINISH.set(())
         return await super().acall(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[misc]
 
