@@ -6,6 +6,7 @@ from assay.lm._ledger import CallRecord, ledger_usage, note_usage, record_calls
 from assay.lm._limits import LimitStats, RateLimiter, gate_calls, limiter_for, track_limits
 from assay.lm._outputs import (
     AssayLM,
+    MissingInputs,
     OffScaleOutput,
     StrictChatAdapter,
     StrictJSONAdapter,
@@ -44,6 +45,7 @@ __all__ = [
     "track_limits",
     "NOT_IN_IDENTITY",
     "AssayLM",
+    "MissingInputs",
     "OffScaleOutput",
     "StrictChatAdapter",
     "StrictJSONAdapter",

@@ -10,6 +10,7 @@ from typing import Any
 import dspy
 
 from assay.errors import ModelError
+from assay.lm._cache import cache_scope, wrap_cache
 from assay.lm._outputs import AssayLM
 from assay.lm._spec import ModelSpec
 
@@ -33,7 +34,8 @@ def make_lm(
     front, naming the variable. The LM notes each call's finish reason (a truncated answer is
     reported as such, see :mod:`assay.lm._outputs`). Retries with exponential backoff on rate limits, server errors
     and timeouts are DSPy's (``num_retries``); each attempt is bounded by ``spec.timeout``; the
-    response cache is DSPy's, keyed by the full request.
+    response cache is DSPy's, keyed by the full request and by the model it goes to — endpoint,
+    engine, spec (:mod:`assay.lm._cache`: DSPy's own key leaves ``api_base`` out).
     """
     if isinstance(spec, str):
         spec = ModelSpec(model=spec, **settings)
@@ -57,13 +59,16 @@ def make_lm(
     if model == "local" or model.startswith("local:"):
         from assay.lm._local import LlamaCppEngine, resolve_gguf
 
-        engine = LlamaCppEngine(resolve_gguf(model))
-        return AssayLM(engine.name, engine=engine, **kwargs)
+        path = resolve_gguf(model)
+        engine = LlamaCppEngine(path)
+        scope = cache_scope(spec, f"local:{path}")
+        return AssayLM(engine.name, engine=engine, cache_scope=scope, **kwargs)
     if model.startswith("scripted:"):
         from assay.lm._scripted import scripted_engine
 
         engine = scripted_engine(model.split(":", 1)[1], base)
-        return AssayLM(f"scripted/{engine.name}", engine=engine, **kwargs)
+        scope = cache_scope(spec, engine.name)
+        return AssayLM(f"scripted/{engine.name}", engine=engine, cache_scope=scope, **kwargs)
     if "/" not in model:
         raise ModelError(
             f"model {model!r}: use a LiteLLM model string such as 'openai/gpt-4o-mini', "
@@ -75,6 +80,7 @@ def make_lm(
         raise ModelError(
             f"model {model}: rpm / tpm limits need client: native (an openai/<model> endpoint)"
         )
+    check_provider(model, spec.api_base)
     if spec.api_key_env:
         kwargs["api_key"] = _env_key(model, spec.api_key_env)
     elif spec.api_base is None:
@@ -85,7 +91,7 @@ def make_lm(
         # api_base unless named by api_key_env.
         kwargs.setdefault("api_key", "no-key")
     kwargs["timeout"] = spec.timeout
-    return AssayLM(model, engine="litellm", **kwargs)
+    return AssayLM(model, engine="litellm", cache_scope=cache_scope(spec, "hosted"), **kwargs)
 
 
 def _env_key(model: str, variable: str) -> str:
@@ -123,7 +129,28 @@ def _native_lm(spec: ModelSpec, kwargs: dict[str, Any]) -> dspy.LM:
         timeout=spec.timeout,
         limiter=limiter_for(endpoint, wire, spec.rpm, spec.tpm),
     )
-    return AssayLM(model, engine=sync, async_engine=aio, **kwargs)
+    scope = cache_scope(spec, "hosted")  # the answer of the same endpoint as through LiteLLM
+    return AssayLM(model, engine=sync, async_engine=aio, cache_scope=scope, **kwargs)
+
+
+def check_provider(model: str, api_base: str | None = None) -> None:
+    """Raise a one-line :class:`ModelError` when LiteLLM routes ``model`` to no provider (its
+    own resolution, ``litellm.get_llm_provider``): refused before any call, instead of a run
+    of ``lm_error`` judgments."""
+    import litellm
+
+    quiet, litellm.suppress_debug_info = litellm.suppress_debug_info, True  # no banner on stdout
+    try:
+        litellm.get_llm_provider(model=model, api_base=api_base)
+    except Exception:  # LiteLLM's BadRequestError "LLM Provider NOT provided"
+        provider = model.split("/", 1)[0]
+        raise ModelError(
+            f"model {model}: LiteLLM knows no provider {provider!r} (providers: "
+            "https://docs.litellm.ai/docs/providers; an OpenAI-compatible server is "
+            "'openai/<model>' with api_base)"
+        ) from None
+    finally:
+        litellm.suppress_debug_info = quiet
 
 
 def check_api_key(model: str) -> None:
@@ -174,7 +201,7 @@ def configure_cache(workdir: Path) -> None:
     thread = threading.Thread(target=build, name="assay-dspy-cache", daemon=True)
     thread.start()
     with dspy._cache_lock:
-        dspy.cache = _OpeningCache(thread, built, settings, fresh=fresh)
+        dspy.cache = wrap_cache(_OpeningCache(thread, built, settings, fresh=fresh))
 
 
 class _OpeningCache:

@@ -15,6 +15,9 @@ anything else raises :class:`OffScaleOutput` (an unscored ``off_scale`` judgment
 never integers here. An answer holding several JSON objects with output fields, or giving a
 field twice in the chat format, is a ``parse_error``, not its first (or last) answer.
 
+Inputs: a call without an input field its signature requires raises :class:`MissingInputs`
+before anything is sent (DSPy only logs "Missing" and judges the incomplete prompt).
+
 Truncation: :class:`AssayLM` notes the finish reasons of its latest call (a cache hit keeps the
 original's); when a call ended at ``max_tokens`` and its answer does not parse — or its verdict
 is off the scale, as a verdict cut mid-word is — the adapter raises :class:`TruncatedOutput`
@@ -33,8 +36,10 @@ from typing import Any, Literal, get_args, get_origin
 
 import dspy
 from dspy.adapters.chat_adapter import field_header_pattern
+from dspy.adapters.utils import annotation_allows_none
 from dspy.utils.exceptions import AdapterParseError
 
+from assay.lm._cache import scoped
 from assay.lm._ledger import ledger_tracker
 from assay.lm._limits import on_the_wire
 from assay.scale import INTEGER_TEXT
@@ -51,6 +56,32 @@ class OffScaleOutput(ValueError):
         super().__init__(f"field '{field}': {value!r} is not one of the allowed values ({allowed})")
 
 
+class MissingInputs(TypeError):
+    """A program was called without input fields its signature requires (DSPy itself only
+    logs "Missing" and sends a prompt without them)."""
+
+    def __init__(self, missing: list[str], signature: type[dspy.Signature]):
+        self.missing = missing
+        names = ", ".join(repr(m) for m in missing)
+        takes = ", ".join(signature.input_fields)
+        super().__init__(
+            f"missing input field{'s' if len(missing) > 1 else ''} {names} "
+            f"(the signature's inputs: {takes}); nothing was sent to the model"
+        )
+
+
+def check_inputs(signature: type[dspy.Signature], inputs: dict[str, Any]) -> None:
+    """Raise :class:`MissingInputs` when ``inputs`` leaves out a field of ``signature`` that
+    has no default and does not allow None — what DSPy's ``Predict`` logs as "Missing"."""
+    missing = [
+        name
+        for name, field in signature.input_fields.items()
+        if name not in inputs and not annotation_allows_none(field.annotation)
+    ]
+    if missing:
+        raise MissingInputs(missing, signature)
+
+
 class TruncatedOutput(Exception):
     """The model's answer was cut off at ``max_tokens`` before it could be read."""
 
@@ -61,31 +92,41 @@ class TruncatedOutput(Exception):
 
 class AssayLM(dspy.LM):
     """``dspy.LM`` that notes the finish reasons of its latest call, per thread of execution,
-    for :class:`StrictJSONAdapter` / :class:`StrictChatAdapter` to tell truncation apart."""
+    for :class:`StrictJSONAdapter` / :class:`StrictChatAdapter` to tell truncation apart, and
+    keys its answers in DSPy's response cache by its ``cache_scope`` too (the model it calls:
+    endpoint, engine, spec — see :mod:`assay.lm._cache`)."""
 
     def _warn_zero_temp_rollout(self, temperature: Any, rollout_id: Any) -> None:
         """DSPy warns that a rollout id "has no effect" at temperature 0, but the rollout id is
         part of its cache key, so a retry (``--retry-unscored``) is a fresh request as meant
         (tests/experiments/test_faults.py checks that it reaches the server): no warning."""
 
-    def __init__(self, *args: Any, price: tuple[float, float] | None = None, **kwargs: Any):
-        """``price``: the spec's USD per million (input, output) tokens, if it overrides the
-        price map — what the call ledger prices this LM's answers at (never sent)."""
+    def __init__(
+        self,
+        *args: Any,
+        cache_scope: str | None = None,
+        price: tuple[float, float] | None = None,
+        **kwargs: Any,
+    ):
+        """``cache_scope``: the model it calls, part of every cache key; ``price``: the spec's
+        USD per million (input, output) tokens, if it overrides the price map — what the call
+        ledger prices this LM's answers at (never sent)."""
         super().__init__(*args, **kwargs)
+        self.cache_scope = cache_scope
         self.price = price
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """A call made inside :func:`~assay.lm._limits.gate_calls` holds its slot for the whole
         call, unless the engine holds it around the exchange alone (``gates_wire``). Its
         answers are noted in the call ledger (:mod:`assay.lm._ledger`) as they come."""
-        with ledger_tracker(getattr(self, "price", None)):
+        with ledger_tracker(self.price), scoped(self.cache_scope):
             if getattr(self._engine_spec, "gates_wire", False):
                 return super().__call__(*args, **kwargs)
             with on_the_wire():
                 return super().__call__(*args, **kwargs)
 
     async def acall(self, *args: Any, **kwargs: Any) -> Any:
-        with ledger_tracker(getattr(self, "price", None)):
+        with ledger_tracker(self.price), scoped(self.cache_scope):
             return await super().acall(*args, **kwargs)
 
     def update_history(self, entry: dict[str, Any]) -> None:
@@ -183,10 +224,12 @@ class _Strict:
             raise
 
     def __call__(self, lm, lm_kwargs, signature, demos, inputs):
+        check_inputs(signature, inputs)  # a prompt without one of its inputs is never sent
         _LAST_FINISH.set(())  # what an earlier call left is not this call's
         return super().__call__(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[misc]
 
     async def acall(self, lm, lm_kwargs, signature, demos, inputs):
+        check_inputs(signature, inputs)
         _LAST_FINISH.set(())
         return await super().acall(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[misc]
 

@@ -23,6 +23,7 @@ from assay.experiments.runs._sidecar import Sidecar, SidecarError, SidecarGone, 
 from assay.experiments.runs._store import RunStore, now
 from assay.experiments.runs._tracking import (
     TrackedRun,
+    check_tracking_uri,
     default_tracking_uri,
     log_tracked,
     prepare_store,
@@ -112,6 +113,12 @@ class Run:
         is still reading data and sending the first requests, and a sidecar loading MLflow or
         matplotlib on the other core slowed that (JRH suite: first request 2.3-2.7 s -> 2.3 s,
         wall -0.25 s)."""
+        tracking = getattr(config, "tracking", None)
+        given = tracking_uri or getattr(tracking, "uri", None)
+        if given and getattr(tracking, "enabled", True):
+            # MLflow is imported here only for a URI the user gave (the default is assay's)
+            field = "the tracking URI" if tracking_uri else "tracking.uri"
+            check_tracking_uri(given, field)
         run = cls(
             command=command,
             name=config.name,

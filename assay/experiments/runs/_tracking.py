@@ -19,6 +19,24 @@ def default_tracking_uri(workdir: Path) -> str:
     return f"sqlite:///{(workdir / 'mlflow.db').resolve()}"
 
 
+def check_tracking_uri(uri: str, field: str) -> None:
+    """Raise a one-line :class:`~assay.errors.ConfigError` naming ``field`` when MLflow has no
+    tracking store for ``uri``'s scheme — MLflow's own resolution (its store registry: the
+    built-in schemes and those plugins register), without creating a store, so a wrong URI is
+    refused before the run rather than after every item is judged."""
+    from mlflow.tracking._tracking_service.utils import _tracking_store_registry
+
+    from assay.errors import ConfigError
+
+    try:
+        _tracking_store_registry.get_store_builder(uri)
+    except Exception:  # MLflow's UnsupportedModelRegistryStoreURIException (any scheme it lacks)
+        known = ", ".join(sorted(s for s in _tracking_store_registry._registry if s))
+        raise ConfigError(
+            f"{field} {uri!r}: MLflow has no tracking store for this URI scheme (known: {known})"
+        ) from None
+
+
 def _plain(value: Any) -> Any:
     """A pydantic model or dataclass as its dict of fields; anything else as it is."""
     if hasattr(value, "model_dump"):

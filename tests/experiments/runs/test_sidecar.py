@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 import pytest
@@ -297,11 +298,13 @@ def test_an_mlflow_failure_is_one_line_naming_the_store_and_a_rerun_logs_without
     config, base = load_config(tmp_path / "c" / "config.yaml")
     config.tracking.enabled = True
     run = {"workdir": tmp_path, "config_dir": base, "progress": False}
+    # a store MLflow cannot make (its folder is a file; a scheme MLflow has no store for is
+    # refused before the run: tests/experiments/test_refuse_early.py)
+    (tmp_path / "afile").write_text("x")
+    broken = f"sqlite:///{tmp_path / 'afile' / 'mlflow.db'}"
     with pytest.raises(RunError) as failed:
-        evaluate(config, tracking_uri="bogus://nowhere", **run)
-    assert str(failed.value).startswith(
-        "MLflow at bogus://nowhere: UnsupportedModelRegistryStoreURIException:"
-    )
+        evaluate(config, tracking_uri=broken, **run)
+    assert str(failed.value).startswith(f"MLflow at {broken}: FileExistsError:")
     assert "\n" not in str(failed.value).strip()
     monkeypatch.setenv("ASSAY_SIDECAR", "0")  # the re-run's own path is not the point here
     again = evaluate(config, tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", **run)
@@ -434,12 +437,14 @@ def test_the_reports_are_written_even_when_mlflow_fails(tmp_path, monkeypatch, f
 
     monkeypatch.setenv("ASSAY_SIDECAR", flag)
     config = RunConfig(name="bogus", tracking={"enabled": True})
+    (tmp_path / "afile").write_text("x")  # a store MLflow cannot make: its folder is a file
+    broken = f"sqlite:///{tmp_path / 'afile' / 'mlflow.db'}"
     with Run.open(
-        config, "0123456789abcdef", command="test", workdir=tmp_path, tracking_uri="bogus://x"
+        config, "0123456789abcdef", command="test", workdir=tmp_path, tracking_uri=broken
     ) as run:
         report = run.dir / "report.md"
         tracked = TrackedRun(name="bogus", late=[report])
-        with pytest.raises(RunError, match="^MLflow at bogus://x: "):
+        with pytest.raises(RunError, match=f"^MLflow at {re.escape(broken)}: "):
             run.finish(tracked, meanwhile=lambda: report.write_text("# report"))
         assert report.read_text() == "# report"
         assert not run.finished

@@ -1,0 +1,97 @@
+"""What DSPy's response cache keys an assay LM's answers by: the request, and the model it went to.
+
+DSPy keys a cached answer by the request it builds (model name, messages, sampling and decoding
+parameters, response format, logprob requests, rollout id) and leaves out ``api_base``,
+``api_key`` and ``base_url`` on purpose (``dspy.clients.execution.IGNORED_CACHE_KEYS``); a
+custom engine — the native client, the embedded llama.cpp model — carries its endpoint or file
+where the request never shows it. So two servers serving the same model name shared answers:
+the second run made no call and recorded the first server's verdicts as its own.
+
+Each :class:`~assay.lm.AssayLM` therefore carries a *scope*, a hash of its :class:`ModelSpec`'s
+identity (endpoint, model, engine, sampling, adapter — never the API key, which no spec holds:
+only the name of its variable), set while it calls; :class:`ScopedCache`, the wrapper assay
+keeps around whatever cache DSPy holds, adds it to every key. A call outside an assay LM (a
+plain ``dspy.LM``) is keyed exactly as DSPy keys it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import Any
+
+from assay.lm._spec import NOT_IN_IDENTITY, ModelSpec
+
+_SCOPE: ContextVar[str | None] = ContextVar("assay_cache_scope", default=None)
+SCOPE_KEY = "_assay_lm"
+"""The entry a scope takes in a request's cache key."""
+
+
+def cache_scope(spec: ModelSpec, engine: str) -> str:
+    """The scope of the LM ``make_lm`` builds for ``spec`` on ``engine`` (``native``,
+    ``litellm``, ``local:<path>``, ``scripted:<name>``): the spec's fields that can change an
+    answer (a judge config's rubric and name are its program's, not its model's)."""
+    from assay.types import stable_hash
+
+    fields = set(ModelSpec.model_fields) - set(NOT_IN_IDENTITY)
+    return stable_hash({"spec": spec.model_dump(mode="json", include=fields), "engine": engine})
+
+
+@contextlib.contextmanager
+def scoped(scope: str | None) -> Iterator[None]:
+    """Key the cache lookups and writes of the calls made inside by ``scope``."""
+    if scope is None:
+        yield
+        return
+    _ensure_scoped_cache()
+    token = _SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+class ScopedCache:
+    """DSPy's response cache (or assay's, still opening), with the calling LM's scope in each
+    key; everything else is the wrapped cache's."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    @staticmethod
+    def _keyed(request: dict[str, Any]) -> dict[str, Any]:
+        scope = _SCOPE.get()
+        return request if scope is None else {**request, SCOPE_KEY: scope}
+
+    def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None):
+        return self.inner.get(self._keyed(request), ignored_args_for_cache_key)
+
+    def put(self, request: dict[str, Any], value: Any, *args: Any, **kwargs: Any) -> None:
+        self.inner.put(self._keyed(request), value, *args, **kwargs)
+
+    def cache_key(self, request: dict[str, Any], *args: Any, **kwargs: Any) -> str:
+        return self.inner.cache_key(self._keyed(request), *args, **kwargs)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _ensure_scoped_cache() -> None:
+    """Wrap the cache DSPy holds now (``dspy.configure_cache`` sets a new one) once."""
+    import dspy
+
+    current = dspy.cache
+    if isinstance(current, ScopedCache):
+        return
+    with dspy._cache_lock:
+        if dspy.__dict__.get("cache") is current:
+            dspy.cache = ScopedCache(current)
+
+
+def wrap_cache(cache: Any) -> ScopedCache:
+    """``cache`` as assay installs it (:func:`~assay.lm.configure_cache`)."""
+    return cache if isinstance(cache, ScopedCache) else ScopedCache(cache)

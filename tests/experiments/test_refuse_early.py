@@ -1,0 +1,89 @@
+"""What can be checked before the first call is refused before it (issue 23, item 9): an unknown
+LiteLLM provider and a tracking URI MLflow has no store for are one-line errors before any LM
+call and before a run directory exists — not a finished run of ``lm_error`` judgments, nor a
+failure after every item is judged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assay.cli import main
+from assay.lm import StubServer
+
+N_ITEMS = 3
+
+
+def config(folder: Path, api_base: str, **extra: object) -> Path:
+    csv = folder / "items.csv"
+    rows = ["id,request,response,expected"]
+    rows += [f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}" for k in range(N_ITEMS)]
+    csv.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    judge = {
+        "model": "openai/stub-model",
+        "api_base": api_base,
+        "rubric": "A good response names a colour.",
+        "scale": {"kind": "binary", "labels": ["False", "True"]},
+        **extra.pop("judge", {}),  # type: ignore[dict-item]
+    }
+    cfg = {
+        "name": "early",
+        "data": {"path": str(csv), "columns": {"id": "id"}},
+        "judge": judge,
+        "retries": 0,
+        "tracking": {"enabled": False},
+        **extra,
+    }
+    path = folder / "config.yaml"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    return path
+
+
+def refused(capsys, argv: list[str]) -> str:
+    """The one stderr line of a command that exits 2."""
+    assert main(argv) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_an_unknown_provider_is_refused_before_any_call(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with StubServer() as stub:
+        cfg = config(tmp_path, stub.base_url, judge={"model": "nosuchprovider/x"})
+        line = refused(capsys, ["evaluate", str(cfg), "--quiet"])
+        assert stub.n_requests == 0
+    assert line.startswith("assay: error: model nosuchprovider/x: ")
+    assert "no provider 'nosuchprovider'" in line
+    assert not (tmp_path / "runs").exists()  # no run directory, no run of lm_error judgments
+
+
+@pytest.mark.parametrize("where", ["config", "flag"])
+def test_a_tracking_uri_mlflow_cannot_store_to_is_refused_before_any_call(
+    tmp_path, monkeypatch, capsys, where
+):
+    monkeypatch.chdir(tmp_path)
+    with StubServer() as stub:
+        if where == "config":
+            cfg = config(tmp_path, stub.base_url, tracking={"uri": "foo://x"})
+            argv = ["evaluate", str(cfg), "--quiet"]
+        else:
+            cfg = config(tmp_path, stub.base_url, tracking={"enabled": True})
+            argv = ["evaluate", str(cfg), "--quiet", "--tracking-uri", "foo://x"]
+        line = refused(capsys, argv)
+        assert stub.n_requests == 0  # was: every item judged, then the logging failed
+    field = "tracking.uri" if where == "config" else "the tracking URI"
+    assert line.startswith(f"assay: error: {field} 'foo://x': MLflow has no tracking store")
+    assert "sqlite" in line  # the schemes it has, from MLflow's own registry
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_tracking_uri_is_not_checked_when_tracking_is_off(tmp_path, monkeypatch, capsys):
+    """``tracking.enabled: false`` logs nowhere: its URI is never used, so never refused."""
+    monkeypatch.chdir(tmp_path)
+    with StubServer() as stub:
+        cfg = config(tmp_path, stub.base_url, tracking={"enabled": False, "uri": "foo://x"})
+        assert main(["evaluate", str(cfg), "--quiet"]) == 0
+        assert stub.n_requests == N_ITEMS
