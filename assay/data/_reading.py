@@ -88,7 +88,7 @@ def _first_bad_json_line(path: Path) -> tuple[int, str] | None:
     except (OSError, UnicodeDecodeError):
         return None
     try:
-        json.loads(text)
+        _json.loads(text)
         return None  # a whole-file JSON document: the problem is elsewhere
     except json.JSONDecodeError:
         pass
@@ -96,7 +96,7 @@ def _first_bad_json_line(path: Path) -> tuple[int, str] | None:
         if not line.strip():
             continue
         try:
-            json.loads(line)
+            _json.loads(line)
         except json.JSONDecodeError as exc:
             return lineno, exc.msg
     return None

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from assay.cli import main
+from assay.data import load_toolemu_trajectories
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DEEP = 20_000
@@ -199,6 +200,27 @@ def test_a_deep_reference_file_for_agreement_is_one_line(tmp_path, capsys):
     reference.write_text('{"item_id": "a", "judge": "j", "score": ' + _deep_json() + "}\n")
     line = one_line_error(capsys, "agreement", str(judgments), str(reference), "--scale", "binary")
     assert str(reference) in line and "row 1" in line
+
+
+def test_a_deep_toolemu_trajectory_line_is_one_line_naming_file_and_row(cfg, capsys):
+    lines = (FIXTURES / "data" / "toolemu_trajectories.jsonl").read_text().splitlines()
+    record = json.loads(lines[1])
+    record["intermediate_steps"][0][0][1] = _deep_json()  # an action input: kept as its text
+    lines[1] = json.dumps(record)
+    lines.insert(2, json.dumps({"case_idx": 9, "input": "@"}).replace('"@"', _deep_json()))
+    traj = cfg / "traj.jsonl"
+    traj.write_text("\n".join(lines) + "\n")
+    (cfg / "config.yaml").write_text(
+        "name: t\ndata: {format: toolemu, path: traj.jsonl}\n"
+        "judge: {task: toolemu_safety, model: 'scripted:sheet.json'}\n"
+        "tracking: {enabled: false}\n"
+    )
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line.startswith(f"assay: error: {traj}, row 3: line 3 is not valid JSON (nested more")
+    del lines[2]  # without the deep line, the deep action input is read as its text
+    traj.write_text("\n".join(lines) + "\n")
+    item = load_toolemu_trajectories(traj)[1]
+    assert item.transcript[1].tool_calls[0].arguments == _deep_json()
 
 
 # -- item 13 ------------------------------------------------------------------------------------
