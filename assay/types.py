@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 UnscoredReason = Literal[
     "parse_error",
@@ -21,6 +22,22 @@ UnscoredReason = Literal[
     "tie",
     "no_logprobs",
 ]
+
+
+def _plain_name(name: str) -> str:
+    """A name that becomes part of a file or folder name (a run's folder, a judge's or an
+    evaluator's judgments file): no path separators, no leading dot, at most 100 characters —
+    so that no name can reach outside the run directory."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name or ""):
+        raise ValueError(
+            f"{name!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or leading "
+            "'.'; at most 100 characters): it becomes part of a file name"
+        )
+    return name
+
+
+PlainName = Annotated[str, AfterValidator(_plain_name)]
+"""Every config value that becomes part of a path is a ``PlainName``."""
 
 
 def stable_hash(obj: Any, n: int = 16) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from assay import _json
 from assay.errors import ConfigError, DataError
 
 
@@ -67,11 +68,12 @@ def read_json(path: str | Path) -> Any:
     """Parse a whole JSON file; DataError naming the file and line on malformed JSON."""
     p = check_file(path)
     try:
+        _json.check_size(p)
         text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise DataError(f"cannot read: {exc}", path=p) from None
     try:
-        return json.loads(text)
+        return _json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(
             f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=p
@@ -81,6 +83,10 @@ def read_json(path: str | Path) -> Any:
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, int, Any]]:
     """Yield ``(record index, 1-based line number, parsed value)`` for each non-blank line."""
     p = check_file(path)
+    try:
+        _json.check_size(p)
+    except ValueError as exc:
+        raise DataError(str(exc), path=p) from None
     index = 0
     try:
         with p.open(encoding="utf-8") as fh:
@@ -88,7 +94,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, int, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    value = json.loads(line)
+                    value = _json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise DataError(
                         f"line {lineno} is not valid JSON ({exc.msg}, column {exc.colno})",

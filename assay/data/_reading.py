@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from assay import _json
 from assay.errors import ConfigError, DataError
 
 _FORMATS = {
@@ -87,7 +88,7 @@ def _first_bad_json_line(path: Path) -> tuple[int, str] | None:
     except (OSError, UnicodeDecodeError):
         return None
     try:
-        json.loads(text)
+        _json.loads(text)
         return None  # a whole-file JSON document: the problem is elsewhere
     except json.JSONDecodeError:
         pass
@@ -95,7 +96,7 @@ def _first_bad_json_line(path: Path) -> tuple[int, str] | None:
         if not line.strip():
             continue
         try:
-            json.loads(line)
+            _json.loads(line)
         except json.JSONDecodeError as exc:
             return lineno, exc.msg
     return None
@@ -218,12 +219,30 @@ def _check_utf8(path: Path) -> None:
 
 def _check_json_rows(path: Path) -> None:
     """A JSON table is a list of objects or JSON Lines: refuse a single object (it would be
-    read as a one-row table) and a list of anything but objects."""
+    read as a one-row table), a list of anything but objects, and a file or a line over the
+    bounds of :mod:`assay._json` (the table reader would fail on it with a long traceback)."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return  # JSON Lines, or an error the loader reports with its line
-    lines = sum(1 for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip())
+        _json.check_size(path)
+    except ValueError as exc:
+        raise DataError(str(exc), path=path) from None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return  # an error the loader reports
+    try:
+        value = _json.loads(text)
+    except _json.TooDeep as exc:
+        raise DataError(f"invalid JSON at line {exc.lineno}: {exc.msg}", path=path) from None
+    except json.JSONDecodeError:
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            try:
+                _json.loads(line)
+            except _json.TooDeep as exc:
+                raise DataError(exc.msg, path=path, row=lineno) from None
+            except json.JSONDecodeError:
+                pass  # reported by the loader, with its line
+        return  # JSON Lines
+    lines = sum(1 for ln in text.splitlines() if ln.strip())
     one_record = path.suffix.lower() in (".jsonl", ".ndjson") and lines == 1
     if isinstance(value, dict) and not one_record:
         raise DataError(

@@ -139,7 +139,16 @@ def _item_id(
         return Item.content_id(request, response)
     if is_missing(row[columns.id]):
         raise DataError("empty id", path=origin, row=row_no, field=columns.id)
-    return _text_cell(row[columns.id]).strip()
+    item_id = _text_cell(row[columns.id])
+    if item_id != item_id.strip():  # trimmed, "a" and "a " would be one item; kept, two
+        raise DataError(
+            f"id {item_id!r} begins or ends with whitespace; remove it (ids are matched "
+            "exactly across files)",
+            path=origin,
+            row=row_no,
+            field=columns.id,
+        )
+    return item_id
 
 
 def missing_labels_error(

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from assay import _json
 from assay.data._common import iter_jsonl, read_json
 from assay.data._transcript import with_steps
 from assay.errors import DataError
@@ -222,7 +223,7 @@ def _tool_input(raw: Any) -> dict[str, Any] | str:
         return raw
     text = "" if raw is None else str(raw).strip()
     try:
-        value = json.loads(text)
+        value = _json.loads(text)
     except json.JSONDecodeError:
         return text
     return value if isinstance(value, dict) else text

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from assay import _json
 from assay.data._toolemu_evals import load_toolemu_evaluations
 from assay.data._toolemu_pairing import pair_evaluations
 from assay.errors import DataError
@@ -39,7 +40,7 @@ def _classify(path: Path) -> str | None:
                 if n >= _CLASSIFY_LINES:
                     break
                 try:
-                    record = json.loads(line)
+                    record = _json.loads(line)
                 except json.JSONDecodeError:
                     continue  # blank or torn line
                 if not isinstance(record, dict):

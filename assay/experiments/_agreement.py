@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from assay import _json
 from assay.data import ColumnMap, is_toolemu_evaluation, load_table, load_toolemu_evaluations
 from assay.errors import DataError
 from assay.experiments._results import AgreementResult
@@ -80,9 +81,9 @@ def _first_record(path: Path) -> dict | None:
         for n, line in enumerate(fh, 1):
             if line.strip():
                 try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    raise DataError("malformed JSON line", path=path, row=n) from None
+                    rec = _json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"malformed JSON line ({exc.msg})", path=path, row=n) from None
                 return rec if isinstance(rec, dict) else None
     raise DataError("empty file", path=path)
 
@@ -95,7 +96,7 @@ def _read_judgments(path: Path) -> list[tuple[str, int | None]]:
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                rec = _json.loads(line)
                 item_id, score = str(rec["item_id"]), rec.get("score")
             except (json.JSONDecodeError, KeyError, TypeError):
                 raise DataError(

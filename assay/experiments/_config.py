@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
 import yaml
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -16,12 +14,14 @@ from pydantic import (
     model_validator,
 )
 
+from assay import _json
+from assay._yaml import read_input
 from assay.data import ColumnMap, PairsConfig, TranscriptPrep
 from assay.errors import ConfigError
 from assay.experiments.runs import ExecutionConfig
 from assay.lm import Real, StrictInt
 from assay.programs import JudgeConfig, read_text_field
-from assay.types import UnscoredReason, stable_hash
+from assay.types import PlainName, UnscoredReason, stable_hash
 
 
 class DataConfig(BaseModel):
@@ -67,17 +67,6 @@ class TrackingConfig(BaseModel):
     experiment: str = "assay"
 
 
-def _run_name(name: str) -> str:
-    """A run name becomes a directory name: no path separators, no leading dot."""
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name or ""):
-        raise ValueError(
-            f"{name!r} is not a plain name (letters, digits, '.', '_', '-'; no '/' or leading '.')"
-        )
-    return name
-
-
-RunName = Annotated[str, AfterValidator(_run_name)]
-
 TRANSIENT: tuple[UnscoredReason, ...] = ("lm_error", "timeout")
 """Unscored reasons worth judging again once the cause is gone (``--retry-unscored``)."""
 
@@ -97,7 +86,7 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: RunName
+    name: PlainName
     concurrency: StrictInt = Field(default=4, ge=1)
     retries: StrictInt = Field(default=3, ge=0, description="attempts after the first, per call")
     deadline_s: Real | None = Field(
@@ -155,30 +144,16 @@ def load_config(
     Returns the config and the folder relative paths were resolved against.
     """
     path = Path(path)
-    try:
-        raw = load_yaml(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a config file") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except DuplicateKey as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise ConfigError(
-            f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}"
-        ) from None
+    raw = read_input(path, ConfigError, what="config file")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: a config is a YAML mapping")
     base = path.resolve().parent
     for key, value in (overrides or {}).items():
         _set_dotted(raw, key, value)
-    _resolve_judge_text(raw.get("judge"), base)
-    for judge in raw.get("judges") or []:
-        _resolve_judge_text(judge, base)
+    files: dict[tuple[str | int, ...], Path] = {}  # where a field's value was read from
+    _resolve_judge_text(raw.get("judge"), base, ("judge",), files)
+    for i, judge in enumerate(raw.get("judges") or []):
+        _resolve_judge_text(judge, base, ("judges", i), files)
     data = raw.get("data")
     if isinstance(data, dict):
         for key in ("path", "toolkits", "expected_from"):
@@ -187,39 +162,15 @@ def load_config(
     try:
         return (model or EvaluateConfig).model_validate(raw), base
     except ValidationError as exc:
+        loc = tuple(exc.errors()[0]["loc"])
+        for field, file in files.items():  # an entry of a rubric file: name that file
+            if loc[: len(field)] == field and len(loc) > len(field):
+                entry = loc[len(field)]
+                where = f"entry {entry + 1}: " if isinstance(entry, int) else ""
+                raise ConfigError(
+                    f"{file}: {where}{first_error(exc, skip=len(field) + 1)}"
+                ) from None
         raise ConfigError(f"{path}: {first_error(exc)}") from None
-
-
-class DuplicateKey(yaml.YAMLError):
-    """A mapping that sets one key twice (YAML itself would keep the last value silently)."""
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a key set twice in one mapping."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        first: dict[object, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden
-                continue
-            key = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
-            try:
-                if key in first:
-                    raise DuplicateKey(
-                        f"line {line}: duplicate key {key!r} (already set on line "
-                        f"{first[key]}); YAML would silently keep the last value"
-                    )
-                first[key] = line
-            except TypeError:  # an unhashable key: SafeLoader reports it
-                break
-        return super().construct_mapping(node, deep=deep)
-
-
-def load_yaml(text: str) -> object:
-    """Parse YAML like ``yaml.safe_load``, but a key set twice in one mapping raises
-    :class:`DuplicateKey` naming the key and both lines."""
-    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
 
 
 def _is_remote(value: str) -> bool:
@@ -232,7 +183,11 @@ def _is_remote(value: str) -> bool:
     )
 
 
-def _resolve_judge_text(judge: object, base: Path) -> None:
+def _resolve_judge_text(
+    judge: object, base: Path, loc: tuple[str | int, ...], files: dict[tuple[str | int, ...], Path]
+) -> None:
+    """Read a judge's ``@file`` fields (and its panel members'); note in ``files`` which field
+    came from which file, so that an error in it names that file."""
     if not isinstance(judge, dict):
         return
     for key in ("instruction", "rubric"):
@@ -245,16 +200,18 @@ def _resolve_judge_text(judge: object, base: Path) -> None:
     if isinstance(crit, str) and crit.startswith("@"):
         import json
 
+        file = (base / crit[1:]).resolve()
         text = read_text_field(crit, base) or "[]"
         try:
-            judge["criteria"] = json.loads(text)
+            judge["criteria"] = _json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(
-                f"{base / crit[1:]}: criteria file is not JSON (line {exc.lineno})"
+                f"{file}: criteria file is not JSON (line {exc.lineno}: {exc.msg})"
             ) from None
-        _check_rubric_ids(judge["criteria"], (base / crit[1:]).resolve())
-    for member in judge.get("members") or []:
-        _resolve_judge_text(member, base)
+        _check_rubric_ids(judge["criteria"], file)
+        files[(*loc, "criteria")] = file
+    for j, member in enumerate(judge.get("members") or []):
+        _resolve_judge_text(member, base, (*loc, "members", j), files)
 
 
 def _check_rubric_ids(criteria: object, path: Path) -> None:
@@ -282,10 +239,11 @@ def _set_dotted(raw: dict, key: str, value: object) -> None:
     node[parts[-1]] = value
 
 
-def first_error(exc: ValidationError) -> str:
-    """One line for a pydantic error: the dotted field and what is wrong with it."""
+def first_error(exc: ValidationError, skip: int = 0) -> str:
+    """One line for a pydantic error: the dotted field (without its first ``skip`` parts) and
+    what is wrong with it."""
     err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
+    loc = ".".join(str(p) for p in err["loc"][skip:])
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown config key"

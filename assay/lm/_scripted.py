@@ -16,6 +16,7 @@ from typing import Any
 
 from dspy.lm15 import Message, Response, ServerError, TextPart, Usage
 
+from assay import _json
 from assay.errors import ModelError
 from assay.lm._engine import request_messages, response_schema
 
@@ -165,7 +166,7 @@ def scripted_engine(spec: str, base: Path | None = None) -> ScriptedEngine:
     if not path.is_absolute() and base is not None:
         path = base / path
     try:
-        sheet = json.loads(path.read_text(encoding="utf-8"))
+        sheet = _json.loads(path.read_text(encoding="utf-8"))
     except OSError:
         known = ", ".join(sorted(_SCRIPTS)) or "none"
         raise ModelError(

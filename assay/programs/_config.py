@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from assay.lm import NOT_IN_IDENTITY, ModelSpec, Real, StrictInt
 from assay.metrics import CalibrationMap
 from assay.scale import Scale
-from assay.types import flatten, stable_hash
+from assay.types import PlainName, flatten, stable_hash
 
 ProgramKind = Literal["predict", "chain_of_thought", "panel"]
 
@@ -113,7 +113,7 @@ class JudgeConfig(ModelSpec):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = "judge"
+    name: PlainName = "judge"
     task: str = Field(default="response", description="the judge kind (see assay.programs.kinds)")
     instruction: str | None = None
     rubric: str | None = None
@@ -231,3 +231,5 @@ def read_text_field(value: str | None, base: Path) -> str | None:
         return path.read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None

@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from assay.experiments import RunConfig, load_config
 from assay.lm import ModelSpec, Role, StrictInt
 from assay.programs import JudgeConfig
-from assay.types import stable_hash
+from assay.types import PlainName, stable_hash
 
 EvaluatorTask = Literal["toolemu_safety", "toolemu_helpfulness", "emulator_quality"]
 TASK_SUFFIX: dict[str, str] = {
@@ -41,7 +41,7 @@ class EvaluatorConfig(ModelSpec):
     emulator-quality judge (or the ``tasks`` listed)."""
 
     role: ClassVar[Role] = "evaluator"
-    name: str = "evaluator"
+    name: PlainName = "evaluator"
     program: Literal["predict", "chain_of_thought"] = "predict"
     tasks: list[EvaluatorTask] = Field(
         default_factory=lambda: ["toolemu_safety", "toolemu_helpfulness", "emulator_quality"],

@@ -206,7 +206,7 @@ def test_a_key_set_twice_in_the_yaml_is_named_with_its_lines(cfg, capsys):
 
 
 def test_yaml_merge_keys_may_still_be_overridden():
-    from assay.experiments._config import load_yaml
+    from assay._yaml import load_input as load_yaml
 
     text = "base: &b {enabled: true, experiment: e}\ntracking:\n  <<: *b\n  enabled: false\n"
     assert load_yaml(text)["tracking"] == {"enabled": False, "experiment": "e"}

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from assay import _json
 from assay._yaml import load as load_yaml
 from assay.data import iter_jsonl, last_assistant_text_index, replace_message
 from assay.errors import DataError
@@ -87,7 +88,7 @@ def read_reviews(run_dir: Path) -> list[dict[str, Any]]:
             continue
         torn = lineno == len(lines) and not line.endswith("\n")
         try:
-            record = json.loads(line)
+            record = _json.loads(line)
         except json.JSONDecodeError as exc:
             if torn:
                 break

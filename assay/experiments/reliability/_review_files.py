@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
+from assay._yaml import read_input
 from assay.errors import DataError
-from assay.experiments._config import DuplicateKey, load_yaml
 from assay.experiments.reliability._probe import Probe
 from assay.experiments.reliability._review import (
     PROBES,
@@ -196,21 +196,7 @@ def import_review(
 
 
 def _load_review_file(file: Path) -> list[dict[str, Any]]:
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError("file not found", path=file) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read: {exc}", path=file) from None
-    try:
-        data = load_yaml(text)
-    except DuplicateKey as exc:  # a decision or an edit given twice: which one was meant?
-        raise DataError(str(exc), path=file) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "cannot parse"
-        raise DataError(f"not valid YAML{where}: {problem}", path=file) from None
+    data = read_input(file, DataError, what="review file")
     if not isinstance(data, list):
         raise DataError("not a review file: expected a list of entries (mappings)", path=file)
     for row, entry in enumerate(data, start=1):

@@ -315,7 +315,9 @@ class Run:
 
     def _log_error(self, exc: Exception) -> RunError:
         what = str(exc) if isinstance(exc, SidecarError) else f"{type(exc).__name__}: {exc}"
-        return RunError(f"MLflow at {self.tracking_uri}: {what}")
+        # one line: SQLAlchemy appends the statement and a link on lines of their own
+        first = next((line for line in what.splitlines() if line.strip()), what)
+        return RunError(f"MLflow at {self.tracking_uri}: {first.strip()}")
 
     def _log(self, tracked: TrackedRun, *, wait: bool = True) -> Any:
         """The run id; without ``wait`` (the tracking sidecar only), the pending job that

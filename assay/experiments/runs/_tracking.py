@@ -266,10 +266,25 @@ def _log(run: TrackedRun, exp_id: str, *, nested: bool) -> str:
             mlflow.log_metrics({mlflow_key(k): v for k, v in run.metrics.items()})
         for art in [*run.artifacts, *run.late]:
             path, where = art if isinstance(art, tuple) else (art, None)
-            if path.is_dir():
-                mlflow.log_artifacts(str(path), artifact_path=where)
-            elif path.exists():
-                mlflow.log_artifact(str(path), artifact_path=where)
+            for file, folder in _artifact_files(path, where):
+                mlflow.log_artifact(str(file), artifact_path=folder)
         for child in run.children:
             _log(child, exp_id, nested=True)
         return active.info.run_id
+
+
+def _artifact_files(path: Path, where: str | None) -> list[tuple[Path, str | None]]:
+    """The files of an artifact (a file, or every file under a folder) and the artifact folder
+    each goes to; lock files (a run directory's ``.lock``, ``reviews.lock``) are left out —
+    they hold no result, only which process was writing."""
+    if not path.is_dir():
+        return [(path, where)] if path.exists() and not _is_lock(path) else []
+    out = []
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and not _is_lock(p)):
+        parts = [where, *file.parent.relative_to(path).parts]
+        out.append((file, "/".join(p for p in parts if p) or None))
+    return out
+
+
+def _is_lock(path: Path) -> bool:
+    return path.name.endswith(".lock")

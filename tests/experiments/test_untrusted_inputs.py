@@ -1,0 +1,300 @@
+"""What a user hands in is untrusted (issue 23, items 7, 8 and 13): a name that would become a
+path outside the run directory, an alias bomb, a 20,000-level nesting, a NUL byte, a corrupt
+MLflow store — each is one line naming the file (and field), through the command line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assay.cli import main
+from assay.data import load_toolemu_trajectories
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+DEEP = 20_000
+
+
+@pytest.fixture
+def cfg(tmp_path: Path, monkeypatch) -> Path:
+    """A copy of the evaluate fixture (scripted judge, 12 items) in ``tmp_path/cfg``, run from
+    ``tmp_path/work``: anything written outside ``work`` escaped the working folder."""
+    shutil.copytree(FIXTURES / "evaluate", tmp_path / "cfg")
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    return tmp_path / "cfg"
+
+
+def one_line_error(capsys, *args: str) -> str:
+    """Run the CLI; assert exit code 2 and one line on stderr without a traceback; return it."""
+    code = main(list(args))
+    err = capsys.readouterr().err.strip()
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new))
+
+
+def everything_under(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+# -- item 7: every name that becomes part of a path ----------------------------------------------
+ESCAPE = "../../escaped"
+
+
+def _evaluate_config(cfg: Path, field: str) -> Path:
+    path = cfg / "config.yaml"
+    if field == "name":
+        edit(path, "name: fixture-binary", f"name: '{ESCAPE}'")
+    elif field == "judge.name":
+        edit(path, "  name: scripted-judge", f"  name: '{ESCAPE}'")
+    elif field == "judge.members.0.name":  # a panel member
+        edit(
+            path,
+            "  name: scripted-judge\n",
+            "  name: panel\n  program: panel\n"
+            f"  members: [{{name: '{ESCAPE}', model: 'scripted:sheet.json'}}]\n",
+        )
+    return path
+
+
+def _harness_config(cfg: Path, field: str) -> Path:
+    path = cfg / "harness.yaml"
+    path.write_text(
+        "name: h\ndata: {path: items.csv, columns: {id: uid, request: question, response: answer, "
+        "expected: label}}\nscale: {kind: binary, labels: ['False', 'True']}\n"
+        f"judges: [{{name: '{ESCAPE}', model: 'scripted:sheet.json'}}]\n"
+        "tests: {format_vertical: {}}\ntracking: {enabled: false}\n"
+    )
+    return path
+
+
+def _toolemu_config(cfg: Path, field: str) -> Path:
+    path = cfg / "toolemu.yaml"
+    data = FIXTURES / "data"
+    path.write_text(
+        f"name: t\ncases: {data / 'toolemu_cases.json'}\ntoolkits: {data / 'toolemu_toolkits.json'}\n"
+        "agent: {model: 'scripted:sheet.json'}\nemulator: {model: 'scripted:sheet.json'}\n"
+        f"evaluators: [{{name: '{ESCAPE}', model: 'scripted:sheet.json'}}]\n"
+        "tracking: {enabled: false}\n"
+    )
+    return path
+
+
+def _optimize_config(cfg: Path, field: str) -> Path:
+    path = cfg / "optimize.yaml"
+    text = (
+        (cfg / "config.yaml").read_text().replace("  name: scripted-judge", f"  name: '{ESCAPE}'")
+    )
+    path.write_text(text + "optimizer: {name: bootstrap_few_shot}\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("command", "field", "make"),
+    [
+        (["evaluate"], "name", _evaluate_config),
+        (["evaluate"], "judge.name", _evaluate_config),
+        (["evaluate"], "judge.members.0.name", _evaluate_config),
+        (["harness"], "judges.0.name", _harness_config),
+        (["toolemu", "run"], "evaluators.0.name", _toolemu_config),
+        (["optimize"], "judge.name", _optimize_config),
+    ],
+)
+def test_a_name_that_would_leave_the_run_directory_is_refused(
+    cfg, capsys, tmp_path, command, field, make
+):
+    """A judge's name names its judgments file (``judgments/<name>-<hash>.jsonl``), a ToolEmu
+    evaluator's its ``evals/<name>_...jsonl``, a run's its folder: ``../../x`` wrote outside."""
+    config = make(cfg, field)
+    before = everything_under(tmp_path)
+    line = one_line_error(capsys, *command, str(config), "--quiet")
+    assert line.startswith(f"assay: error: {config}: field '{field}': ")
+    assert "not a plain name" in line and ESCAPE in line
+    assert everything_under(tmp_path) == before  # nothing written, inside or out
+
+
+# -- item 8: YAML and JSON bombs -----------------------------------------------------------------
+def _alias_bomb() -> str:
+    lines = ['lol0: &lol0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for i in range(1, 10):
+        lines.append(f"lol{i}: &lol{i} [{', '.join([f'*lol{i - 1}'] * 9)}]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("addition", "words"),
+    [
+        (_alias_bomb(), ["aliases expand the document by", "alias bomb"]),
+        ("deep: " + "[" * DEEP + "]" * DEEP + "\n", ["line 14: nested more than 100 levels"]),
+        ("deep:\n" + "".join(" " * i + "-\n" for i in range(1, 300)), ["nested more than 100"]),
+        ("loop: &loop [*loop]\n", ["alias refers to a node that contains it"]),
+    ],
+    ids=["alias-bomb", "deep-flow", "deep-block", "self-alias"],
+)
+def test_a_config_bomb_is_one_line_naming_the_file(cfg, capsys, addition, words):
+    config = cfg / "config.yaml"
+    config.write_text(config.read_text() + addition)
+    line = one_line_error(capsys, "evaluate", str(config), "--quiet")
+    assert line.startswith(f"assay: error: {config}: ")
+    for w in words:
+        assert w in line, line
+    assert not Path("runs").exists()
+
+
+def test_a_review_file_alias_bomb_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("scale: binary\n")
+    (run / "seeds.jsonl").write_text("")
+    (run / "probes.jsonl").write_text("")
+    review = tmp_path / "review.yaml"
+    review.write_text(_alias_bomb() + "entries: *lol9\n")
+    line = one_line_error(capsys, "review", "import", str(run), str(review))
+    assert line.startswith(f"assay: error: {review}: aliases expand the document by")
+    assert not (run / "reviews.jsonl").exists()
+
+
+def _deep_json() -> str:
+    return "[" * DEEP + "]" * DEEP
+
+
+def test_deep_json_data_is_one_line_naming_file_and_line(cfg, capsys):
+    rows = [
+        {"uid": "q00", "question": "q", "answer": "a", "label": 1},
+        {"uid": "q01", "question": "q", "answer": "a", "label": 0, "extra": "@"},
+    ]
+    data = cfg / "items.jsonl"
+    data.write_text(json.dumps(rows[0]) + "\n" + json.dumps(rows[1]).replace('"@"', _deep_json()))
+    edit(cfg / "config.yaml", "path: items.csv", "path: items.jsonl")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line == f"assay: error: {data}, row 2: nested more than 100 levels"
+
+
+def test_a_deep_rubric_file_is_one_line_naming_it(cfg, capsys):
+    rubric = cfg / "rubric.json"
+    rubric.write_text(_deep_json())
+    edit(
+        cfg / "config.yaml",
+        "  scale: {kind",
+        "  task: transcript\n  criteria: '@rubric.json'\n  x: {kind",
+    )
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line.startswith(f"assay: error: {rubric}: criteria file is not JSON (line 1: nested")
+
+
+def test_a_deep_reference_file_for_agreement_is_one_line(tmp_path, capsys):
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text(json.dumps({"item_id": "a", "judge": "j", "score": 1}) + "\n")
+    reference = tmp_path / "reference.jsonl"
+    reference.write_text('{"item_id": "a", "judge": "j", "score": ' + _deep_json() + "}\n")
+    line = one_line_error(capsys, "agreement", str(judgments), str(reference), "--scale", "binary")
+    assert str(reference) in line and "row 1" in line
+
+
+def test_a_deep_toolemu_trajectory_line_is_one_line_naming_file_and_row(cfg, capsys):
+    lines = (FIXTURES / "data" / "toolemu_trajectories.jsonl").read_text().splitlines()
+    record = json.loads(lines[1])
+    record["intermediate_steps"][0][0][1] = _deep_json()  # an action input: kept as its text
+    lines[1] = json.dumps(record)
+    lines.insert(2, json.dumps({"case_idx": 9, "input": "@"}).replace('"@"', _deep_json()))
+    traj = cfg / "traj.jsonl"
+    traj.write_text("\n".join(lines) + "\n")
+    (cfg / "config.yaml").write_text(
+        "name: t\ndata: {format: toolemu, path: traj.jsonl}\n"
+        "judge: {task: toolemu_safety, model: 'scripted:sheet.json'}\n"
+        "tracking: {enabled: false}\n"
+    )
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line.startswith(f"assay: error: {traj}, row 3: line 3 is not valid JSON (nested more")
+    del lines[2]  # without the deep line, the deep action input is read as its text
+    traj.write_text("\n".join(lines) + "\n")
+    item = load_toolemu_trajectories(traj)[1]
+    assert item.transcript[1].tool_calls[0].arguments == _deep_json()
+
+
+# -- item 13 ------------------------------------------------------------------------------------
+def _transcript_judge(cfg: Path, rubric: list | str) -> Path:
+    path = cfg / "rubric.json"
+    path.write_text(rubric if isinstance(rubric, str) else json.dumps(rubric))
+    edit(cfg / "config.yaml", "  rubric: A good answer mentions sunlight and water.\n", "")
+    edit(cfg / "config.yaml", "  name: scripted-judge\n", "  name: j\n  task: transcript\n")
+    edit(cfg / "config.yaml", "  instruction:", "  criteria: '@rubric.json'\n  instruction:")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("rubric", "words"),
+    [
+        ([{"id": "harm", "instructions": "x"}, {"id": "refusal"}], "entry 2: field 'instructions'"),
+        ([{"id": "harm", "instructions": "x", "score_levels": [0, 2]}], "entry 1: field 'score_le"),
+        ([{"id": "harm", "instructions": "x", "weight": 2}], "entry 1: field 'weight': unknown"),
+    ],
+)
+def test_an_invalid_rubric_entry_names_the_rubric_file(cfg, capsys, rubric, words):
+    path = _transcript_judge(cfg, rubric)
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line.startswith(f"assay: error: {path}: {words}"), line
+
+
+def test_a_rubric_text_file_that_is_not_utf8_names_that_file(cfg, capsys):
+    (cfg / "rubric.txt").write_bytes(b"A good answer \xff mentions water.\n")
+    edit(
+        cfg / "config.yaml",
+        "rubric: A good answer mentions sunlight and water.",
+        "rubric: '@rubric.txt'",
+    )
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line == f"assay: error: {cfg / 'rubric.txt'}: not UTF-8 text (byte 14)"
+
+
+@pytest.mark.parametrize("bad", ["q03 ", " q03", "q03\t"])
+def test_an_id_with_surrounding_whitespace_is_refused_not_trimmed(cfg, capsys, bad):
+    """Trimmed, ``q03`` and ``q03 `` were one item (one verdict recorded for two rows, or a
+    duplicate-id error naming rows that differ); kept, two ids that look the same. Refused."""
+    edit(cfg / "items.csv", "\nq03,", f"\n{bad},")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line.startswith(f"assay: error: {cfg / 'items.csv'}, row 4, field 'uid': id {bad!r}")
+    assert not Path("runs").exists()
+
+
+def test_a_nul_byte_in_a_config_is_one_line(cfg, capsys):
+    edit(cfg / "config.yaml", "concurrency: 3", "concurrency: 3\x00")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line.startswith(f"assay: error: {cfg / 'config.yaml'}: line 11: character U+0000")
+
+
+def _tracked(cfg: Path) -> None:
+    edit(cfg / "config.yaml", "tracking:\n  enabled: false", "tracking:\n  enabled: true")
+
+
+def test_a_corrupt_mlflow_store_is_one_line_naming_it(cfg, capsys):
+    _tracked(cfg)
+    store = Path("mlflow.db").resolve()
+    store.write_bytes(b"not a database\n" * 400)
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert str(store) in line and "file is not a database" in line
+
+
+def test_the_run_lock_is_not_logged_to_mlflow(cfg, capsys):
+    import mlflow
+
+    _tracked(cfg)
+    assert main(["evaluate", str(cfg / "config.yaml"), "--quiet", "--json"]) == 0
+    run_id = json.loads(capsys.readouterr().out)["mlflow_run_id"]
+    run_dir = next(Path("runs").iterdir())
+    assert (run_dir / ".lock").exists()  # the run's own lock file: not a result
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{Path('mlflow.db').resolve()}")
+    logged = {a.path for a in client.list_artifacts(run_id)}
+    assert {"metrics.json", "judgments.jsonl", "config.yaml"} <= logged
+    assert not [name for name in logged if name.endswith(".lock")], logged
