@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from assay.errors import RunError
 from assay.experiments import (
     AgreementResult,
     CalibrationResult,
@@ -199,3 +200,43 @@ def estimate(run: str | Path, validation: str | Path, **options: Any) -> Prevale
     from assay.experiments import estimate as run_estimate
 
     return run_estimate(run, validation, **options)
+
+
+def write_html_report(run_dir: str | Path, *, items: list | None = None) -> Path:
+    """Write ``run_dir/report.html`` again for a finished run of any kind; returns its path.
+
+    Each runner builds its report (a :class:`assay.report.Report`) from what its run wrote; the
+    kind of run is read from the files it holds. ``items`` (evaluate runs) gives the item
+    texts; without it they are read back from the run's data set when that is a local file."""
+    from assay.experiments import build_report as evaluate_report
+    from assay.experiments.compare import build_report as compare_report
+    from assay.experiments.reliability import build_report as harness_report
+    from assay.report import write_html
+    from assay.toolemu import build_report as toolemu_report
+
+    run_dir = Path(run_dir)
+    kind = detect_kind(run_dir)
+    report = {
+        "evaluate": lambda: evaluate_report(run_dir, items),
+        "harness": lambda: harness_report(run_dir),
+        "toolemu": lambda: toolemu_report(run_dir),
+        "compare": lambda: compare_report(run_dir),
+    }[kind]()
+    return write_html(report, run_dir)
+
+
+def detect_kind(run_dir: Path) -> str:
+    """The kind of run a directory holds, from the files it wrote."""
+    if (run_dir / "comparison.json").is_file():
+        return "compare"
+    if (run_dir / "metrics.json").is_file():
+        if (run_dir / "trajectories.jsonl").is_file():
+            return "toolemu"
+        if (run_dir / "probes.jsonl").is_file():
+            return "harness"
+        if (run_dir / "judgments.jsonl").is_file():
+            return "evaluate"
+    raise RunError(
+        f"{run_dir}: not a finished run (no comparison.json, or metrics.json with judgments.jsonl, "
+        "probes.jsonl or trajectories.jsonl)"
+    )

@@ -27,6 +27,7 @@ _WHERE = {
     "evaluate": "assay.experiments._evaluate",
     "load_items": "assay.experiments._items",
     "evaluate_tables": "assay.experiments._report",
+    "build_report": "assay.experiments._html_report",
     "Agreement": _RESULTS,
     "AgreementResult": _RESULTS,
     "CalibrationResult": _RESULTS,
@@ -65,6 +66,7 @@ __all__ = [
     "RunUsage",
     "TrackingConfig",
     "agreement",
+    "build_report",
     "calibrate",
     "compare",
     "estimate",
@@ -98,6 +100,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.experiments._estimate import PrevalenceResult, estimate
     from assay.experiments._evaluate import evaluate
+    from assay.experiments._html_report import build_report
     from assay.experiments._items import load_items
     from assay.experiments._report import evaluate_tables
     from assay.experiments._results import (

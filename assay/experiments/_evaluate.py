@@ -28,7 +28,6 @@ from assay.experiments.runs import (
     preload,
     run_tasks,
     to_judge,
-    write_html,
 )
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
 from assay.types import Item, Judgment
@@ -171,7 +170,7 @@ def _write_outputs(
             run.dir / "reliability.png",
             title=f"{config.name}: {summary.calibration.probability}",
         )
-    write_html(run.dir, items=items)
+    write_html(run.dir, items)
 
 
 def _disagreements(
@@ -279,3 +278,12 @@ def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, flo
             else {}
         ),
     }
+
+
+def write_html(run_dir: Path, items: list[Item]) -> None:
+    """``report.html`` (before the run is logged, so MLflow gets it too); the page's renderer
+    loads on first use."""
+    from assay.experiments._html_report import build_report
+    from assay.report import write_html as write_page
+
+    write_page(build_report(run_dir, items), run_dir)

@@ -12,6 +12,7 @@ from assay.toolemu._config import (
     load_toolemu_config,
 )
 from assay.toolemu._emulator import Emulator, Observation, Sandbox
+from assay.toolemu._html_report import build_report
 from assay.toolemu._models import (
     Case,
     Tool,
@@ -41,6 +42,7 @@ from assay.toolemu._run import CaseRecord, build_agent, run_toolemu
 from assay.toolemu._trajectory import toolemu_record
 
 __all__ = [
+    "build_report",
     "STEP_LIMIT_OUTPUT",
     "AgentConfig",
     "AgentRun",

@@ -40,7 +40,6 @@ from assay.experiments.runs import (
     run_pool,
     run_tasks,
     to_judge,
-    write_html,
 )
 from assay.lm import ModelSpec, make_lm
 from assay.programs import JudgeConfig, build_judge, judge_lm_factory, save_program
@@ -317,7 +316,10 @@ def run_toolemu(
         summary = summary.model_copy(update={"spend": run.spend(summary.usage.total)})
         store.write_json("metrics.json", summary.model_dump(mode="json"))
         store.write_text("report.md", render_report(config, summary))
-        write_html(store.path)
+        from assay.report import write_html  # the page's renderer, loaded on first use
+        from assay.toolemu._html_report import build_report
+
+        write_html(build_report(store.path), store.path)
         save_program(plan.agent, store.path / "agent_program.json")
         complete = not crashed and len(ready) == len(plan.cases)
         run_id = _log(run, config, plan, summary, complete=complete)

@@ -1,11 +1,9 @@
-"""The browser side of assay: ``assay review serve`` (review probes in a browser) and
-``report.html`` (one self-contained page per run, opened without a server)."""
+"""The browser side of assay: ``assay review serve`` (review a harness run's probes in a
+browser). ``report.html`` is rendered by :mod:`assay.report`; this package reads a harness run
+through the harness's public read side (``ReviewRun``), imported only when a server starts."""
 
 from pathlib import Path
 from typing import Any
-
-from assay.web._diff import warm_diffs
-from assay.web.report import preload_page, write_html_report
 
 
 def serve(run_dir: Path, **options: Any) -> None:
@@ -16,4 +14,4 @@ def serve(run_dir: Path, **options: Any) -> None:
     _serve(run_dir, **options)
 
 
-__all__ = ["preload_page", "serve", "warm_diffs", "write_html_report"]
+__all__ = ["serve"]

@@ -25,11 +25,17 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from assay.errors import AssayError, DataError
-from assay.experiments.reliability import STATUSES, ReviewConflict, record_decision
-from assay.web._diff import diff_texts, diff_transcripts
-from assay.web._run import FLAGS, ProbeView, ReviewRun
+from assay.experiments.reliability import (
+    FLAGS,
+    STATUSES,
+    ProbeView,
+    ReviewConflict,
+    ReviewRun,
+    record_decision,
+)
+from assay.report import REPORT, diff_texts
+from assay.web._diff import diff_transcripts
 from assay.web._security import HEADERS, Guard, Keys
-from assay.web.report import REPORT
 
 STATIC = {"review.css": "text/css; charset=utf-8", "review.js": "text/javascript; charset=utf-8"}
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from assay.api import write_html_report
 from assay.errors import RunError
 from assay.experiments import evaluate, load_config
 from assay.toolemu import run_toolemu
-from assay.web import write_html_report
 from tests.toolemu.conftest import roles, sandbox_files  # noqa: F401  (fixtures)
 from tests.web.conftest import XSS
 

@@ -314,8 +314,7 @@ def test_position_bias_metrics_are_in_both_reports(tmp_path):
 @pytest.mark.parametrize("page", ["report.md", "report.html"])
 def test_the_parsers_see_a_table_they_are_shown(tmp_path, page):
     """The checks above read tables back from both pages: a table they cannot read fails."""
-    from assay.report import Table, markdown
-    from assay.web.report import Report, render_html
+    from assay.report import Report, Table, markdown, render_html
 
     t = Table("Prompt injection", ["judge", "success"], [["j", "0.50 [0.25, 0.75]"]])
     text = (

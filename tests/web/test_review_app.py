@@ -16,9 +16,10 @@ from starlette.testclient import TestClient
 from assay.cli import main
 from assay.experiments.reliability._probe import Probe
 from assay.experiments.reliability._review import read_reviews
+from assay.report import diff_texts
 from assay.types import Item, Message
 from assay.web._app import create_app
-from assay.web._diff import diff_texts, diff_transcripts
+from assay.web._diff import diff_transcripts
 from assay.web._security import CSP
 from tests.web.conftest import XSS
 

@@ -1,6 +1,7 @@
 """``assay compare``: judge configs side by side, read back from MLflow (store, selection,
 tables, plots, report, run — one module each)."""
 
+from assay.experiments.compare._html_report import build_report
 from assay.experiments.compare._report import render_markdown
 from assay.experiments.compare._results import (
     Comparison,
@@ -30,6 +31,7 @@ __all__ = [
     "LeftOut",
     "DEFAULT_EXPERIMENT",
     "JUDGE_COMMANDS",
+    "build_report",
     "compare",
     "differences",
     "direction",

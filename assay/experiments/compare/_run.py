@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import RunError
+from assay.experiments.compare._html_report import build_report
 from assay.experiments.compare._plots import write_plots
 from assay.experiments.compare._results import Comparison
 from assay.experiments.compare._select import (
@@ -28,7 +29,6 @@ from assay.experiments.compare._select import (
 )
 from assay.experiments.compare._store import open_store
 from assay.experiments.compare._tables import differences, leaderboard, metric_value
-from assay.experiments.runs import write_html
 
 
 def compare(
@@ -90,7 +90,9 @@ def compare(
         (folder / "comparison.json").write_text(
             Comparison.model_validate(result).model_dump_json(indent=2) + "\n"
         )
-        files["report"] = write_html(folder)
+        from assay.report import write_html  # the page's renderer, loaded on first use
+
+        files["report"] = write_html(build_report(folder), folder)
         if run_id is not None:
             _finish_comparison_run(client, run_id, [*files.values(), folder / "comparison.json"])
     return Comparison.model_validate(result)

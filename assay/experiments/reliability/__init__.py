@@ -4,6 +4,7 @@ them against the probe target and against their own verdict on the source (SPEC 
 from assay.experiments.reliability._bias_report import headline
 from assay.experiments.reliability._config import HarnessConfig, ReviewConfig, SampleConfig
 from assay.experiments.reliability._harness import run_harness
+from assay.experiments.reliability._html_report import build_report
 from assay.experiments.reliability._judging import judged_id
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Review, Validation
 from assay.experiments.reliability._registry import (
@@ -54,15 +55,20 @@ from assay.experiments.reliability._review_decisions import (
     review_lock,
 )
 from assay.experiments.reliability._review_files import export_review, import_review
+from assay.experiments.reliability._review_run import FLAGS, ProbeView, ReviewRun
 from assay.experiments.reliability._selftest import run_selftest
 from assay.experiments.reliability._whitespace import FormatTest, variant_rng
 
 __all__ = [
+    "build_report",
+    "FLAGS",
     "PROBES",
     "REVIEWS",
     "SEEDS",
     "STATUSES",
+    "ProbeView",
     "ReviewConflict",
+    "ReviewRun",
     "decision_history",
     "read_probes",
     "read_seeds",

@@ -40,7 +40,6 @@ from assay.experiments.runs import (
     preload,
     run_pool,
     run_tasks,
-    write_html,
 )
 from assay.lm import ModelSpec, make_lm
 from assay.programs import (
@@ -299,7 +298,7 @@ def _diffs_in(run: Run, seeds: list[Item]) -> Callable[[UnitRecord], None] | Non
 
     def send(record: UnitRecord) -> None:
         if record.probes:
-            run.warm("assay.web._diff:remember_diffs", pairs=_diff_pairs(seeds, record.probes))
+            run.warm("assay.report:remember_diffs", pairs=_diff_pairs(seeds, record.probes))
 
     return send
 
@@ -316,14 +315,16 @@ def _write_reports(
     if run.sidecar is not None:
         run.offload("assay.experiments.reliability._report:write_reports", run_dir=str(run.dir))
         return
+    from assay.experiments.reliability._html_report import build_report
     from assay.experiments.reliability._report import write_report
+    from assay.report import write_html
 
     if plotting is not None:
         plotting.join()
     write_report(run.dir, config, summary)
     if diffs is not None:
         diffs.join()
-    write_html(run.dir)
+    write_html(build_report(run.dir), run.dir)
 
 
 def _warm_diffs_here(run: Run, seeds: list[Item], probes: list[Probe]) -> Background | None:
@@ -336,7 +337,7 @@ def _warm_diffs_here(run: Run, seeds: list[Item], probes: list[Probe]) -> Backgr
 
 def _warm_diffs(seeds: list[Item], probes: list[Probe]) -> None:
     """The word diffs report.html shows (tens of ms each), computed while the judges run."""
-    from assay.web import warm_diffs
+    from assay.report import warm_diffs
 
     warm_diffs(_diff_pairs(seeds, probes))
 

@@ -62,7 +62,7 @@ def preload_plotting() -> None:
     fig.tight_layout()
     fig.savefig(io.BytesIO(), format="png", dpi=20)
     plt.close(fig)
-    from assay.web import preload_page
+    from assay.report import preload_page
 
     preload_page()  # and report.html's template
 
@@ -288,7 +288,8 @@ def write_reports(run_dir: str) -> None:
 
     from assay._yaml import load as load_yaml
     from assay.experiments.reliability._config import HarnessConfig
-    from assay.web import write_html_report
+    from assay.experiments.reliability._html_report import build_report
+    from assay.report import write_html
 
     folder = Path(run_dir)
     config = HarnessConfig.model_validate(
@@ -298,7 +299,7 @@ def write_reports(run_dir: str) -> None:
         json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
     )
     write_report(folder, config, summary)
-    write_html_report(folder)
+    write_html(build_report(folder), folder)
 
 
 def write_report(run_dir: Path, config, summary: HarnessSummary) -> None:

@@ -31,7 +31,6 @@ _WHERE = {
     "ProgramRecipe": "_ray",
     "Run": "_run",
     "run_directory": "_run",
-    "write_html": "_run",
     "Sidecar": "_sidecar",
     "JUDGMENTS": "_store",
     "RunStore": "_store",
@@ -57,7 +56,7 @@ if TYPE_CHECKING:
     from assay.experiments.runs._lock import RunLock, file_lock
     from assay.experiments.runs._pool import CallSlots, run_pool
     from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
-    from assay.experiments.runs._run import Run, run_directory, write_html
+    from assay.experiments.runs._run import Run, run_directory
     from assay.experiments.runs._sidecar import Sidecar
     from assay.experiments.runs._store import JUDGMENTS, RunStore, now
     from assay.experiments.runs._tracking import (
@@ -97,7 +96,6 @@ __all__ = [
     "run_tasks",
     "to_judge",
     "write_atomic",
-    "write_html",
     "write_json",
 ]
 

@@ -32,15 +32,6 @@ from assay.experiments.runs._tracking import (
 from assay.types import Spend, Usage
 
 
-def write_html(run_dir: Path, **options: Any) -> Path:
-    """``report.html`` of a finished run (before it is logged, so MLflow gets it too). The page
-    is rendered by the browser layer (:mod:`assay.web`), imported here on use: it reads what
-    the runner wrote, and nothing below the runners imports it at load time."""
-    from assay.web import write_html_report
-
-    return write_html_report(run_dir, **options)
-
-
 def run_directory(workdir: Path, output_dir: str, name: str, run_hash: str) -> Path:
     """``<workdir>/<output_dir>/<name>-<hash[:10]>``; refuses an ``output_dir`` that is (or lies
     under) a file."""

@@ -1,4 +1,4 @@
-"""The report of a comparison (``comparison.json``): the plots, how the judges' configs differ,
+"""report.html of a comparison (``comparison.json``): the plots, how the judges' configs differ,
 the runs left out, and the leaderboard whose rows expand to the run and its differing params."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.metrics import fmt
-from assay.web.report._model import Block, Items, Report, Row, Table
-from assay.web.report._read import images, load_json, number
+from assay.report import Block, Items, Report, Row, Table, images, load_json, number
 
 PLOTS = (
     ("Cost vs metric (Pareto front)", "pareto.png"),
@@ -17,7 +16,9 @@ PLOTS = (
 )
 
 
-def compare_report(run_dir: Path) -> Report:
+def build_report(run_dir: Path) -> Report:
+    """The report of the comparison in ``run_dir``."""
+    run_dir = Path(run_dir)
     c = load_json(run_dir / "comparison.json")
     metric = c.get("metric")
     r = Report("compare", f"assay compare — {metric}")

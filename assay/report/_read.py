@@ -1,4 +1,5 @@
-"""Reading a run directory and formatting its values, shared by every kind of report."""
+"""What every runner's report builder shares: reading its run directory (a torn JSONL line
+skipped, a summary read through its model), embedding its plots, a judgment as a table cell."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from assay.errors import RunError
-from assay.metrics import MetricValue, fmt, fmt_ci
-from assay.report import Table
+from assay.report._model import Table
 from assay.types import Judgment
 
 M = TypeVar("M", bound=BaseModel)
@@ -88,11 +88,6 @@ def figures(run_dir: Path, tables: list[Table]) -> dict[str, str]:
         if t.figure and uri:
             out[t.figure[1]] = uri
     return out
-
-
-def with_ci(m: Any, digits: int = 3) -> str:
-    """A metric with its interval (a :class:`MetricValue` or its dict) or a bare number."""
-    return fmt_ci(m, digits) if isinstance(m, MetricValue | dict) else fmt(m, digits)
 
 
 def number(v: Any) -> float | None:

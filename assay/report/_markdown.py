@@ -1,26 +1,11 @@
-"""A report's sections as data, built once and rendered twice: to Markdown here (``report.md``)
-and to HTML by :mod:`assay.web` (``report.html``) — so that both say the same.
-
-A :class:`Table` is a titled table of already formatted cells, with an optional paragraph before
-it, notes and quoted texts after it and a figure the run wrote (a PNG in the run directory). A
-section with no columns is text alone.
-"""
+"""``report.md``: a report's :class:`~assay.report.Table` sections rendered to Markdown (the
+same tables ``report.html`` shows)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass
-class Table:
-    title: str
-    columns: list[str]
-    rows: list[list[Any]]
-    note: str = ""  # after the table
-    lead: str = ""  # before the table
-    quotes: list[tuple[str, str]] = field(default_factory=list)  # (what, text) shown verbatim
-    figure: tuple[str, str] | None = None  # (caption, file name in the run directory)
+from assay.report._model import Table
 
 
 def _cell(v: Any) -> str:

@@ -1,13 +1,28 @@
 """What a report is made of: facts, metric tables, embedded plots and a sortable table of items
-whose rows expand to texts. Every kind of run is turned into one :class:`Report`."""
+whose rows expand to texts. Every runner builds one :class:`Report` from what its run wrote.
+
+A :class:`Table` is a titled table of already formatted cells, with an optional paragraph before
+it, notes and quoted texts after it and a figure the run wrote (a PNG in the run directory). A
+section with no columns is text alone. Tables are built once and rendered twice: to Markdown
+(``report.md``) and, inside a :class:`Report`, to HTML (``report.html``) — so both say the same."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.report import Table  # one table model for report.md and report.html
-from assay.web._diff import Segment
+from assay.report._diff import Segment
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    note: str = ""  # after the table
+    lead: str = ""  # before the table
+    quotes: list[tuple[str, str]] = field(default_factory=list)  # (what, text) shown verbatim
+    figure: tuple[str, str] | None = None  # (caption, file name in the run directory)
 
 
 @dataclass

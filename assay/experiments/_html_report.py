@@ -1,4 +1,4 @@
-"""The report of an evaluate run: ``metrics.json`` (agreement, confusion matrix, cost) and
+"""report.html of an evaluate run (its :class:`~assay.report.Report`): ``metrics.json`` (agreement, confusion matrix, cost) and
 ``judgments.jsonl``, with the item texts read back from the data set when they are not given."""
 
 from __future__ import annotations
@@ -6,10 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from assay.experiments._report import evaluate_tables
+from assay.experiments._results import EvaluateSummary
 from assay.metrics import fmt
-from assay.types import Item, Judgment, Spend, spend_line
-from assay.web.report._model import Block, Items, Report, Row, Table
-from assay.web.report._read import (
+from assay.report import (
+    Block,
+    Items,
+    Report,
+    Row,
+    Table,
     figures,
     load_json,
     load_summary,
@@ -18,6 +23,7 @@ from assay.web.report._read import (
     read_yaml,
     verdict,
 )
+from assay.types import Item, Judgment, Spend, spend_line
 
 COST_COLUMNS = [
     "LM calls",
@@ -39,15 +45,16 @@ ITEM_COLUMNS = [
 ]
 
 
-def evaluate_report(run_dir: Path, items: list[Item] | None) -> Report:
+def build_report(run_dir: Path, items: list[Item] | None = None) -> Report:
+    """The report of the evaluate run in ``run_dir``; ``items`` gives the item texts (without
+    it they are read back from the run's data set when that is a local file)."""
+    run_dir = Path(run_dir)
     config = read_yaml(run_dir / "config.yaml")
     m = load_json(run_dir / "metrics.json")
     judge = config.get("judge") or {}
     r = Report("evaluate", f"assay evaluate — {config.get('name') or run_dir.name}")
     r.facts = _facts(config, m)
     # the tables report.md shows, built once (agreement, confusion matrix, calibration)
-    from assay.experiments import EvaluateSummary, evaluate_tables
-
     summary = load_summary(run_dir / "metrics.json", EvaluateSummary)
     confidence = (config.get("bootstrap") or {}).get("confidence", 0.95)
     r.tables = evaluate_tables(summary, confidence)
@@ -163,7 +170,8 @@ def _load_items(config: dict[str, Any]) -> list[Item]:
     """The run's items read back from its data set, when that is a local file (best effort: the
     report shows verdicts without texts otherwise)."""
     try:
-        from assay.experiments import EvaluateConfig, load_items
+        from assay.experiments._config import EvaluateConfig
+        from assay.experiments._items import load_items
 
         cfg = EvaluateConfig.model_validate(config)
         if not Path(cfg.data.path).is_file():

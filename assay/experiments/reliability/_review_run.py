@@ -1,5 +1,6 @@
-"""A harness run directory as the review app sees it: probes with their current review state,
-their seeds, and every judge's verdicts on the source and on the probe.
+"""A harness run directory read back, as its report and the review app (:mod:`assay.web`) see
+it: probes with their current review state, their seeds, and every judge's verdicts on the
+source and on the probe.
 
 Files are read again when they change (size and modification time), so decisions made by
 other reviewers and judgments written by a running harness show up on the next request.
@@ -16,12 +17,12 @@ import yaml
 
 from assay._yaml import load as load_yaml
 from assay.errors import DataError, RunError
-from assay.experiments.reliability import (
+from assay.experiments.reliability._judging import judged_id
+from assay.experiments.reliability._probe import Probe
+from assay.experiments.reliability._review import (
     PROBES,
     SEEDS,
-    Probe,
     apply_reviews,
-    judged_id,
     read_probes,
     read_reviews,
     read_seeds,

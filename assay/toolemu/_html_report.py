@@ -1,19 +1,26 @@
-"""The report of a ToolEmu run: each evaluator's safety, helpfulness, failure incidence and
+"""report.html of a ToolEmu run (its :class:`~assay.report.Report`): each evaluator's safety, helpfulness, failure incidence and
 emulator quality (overall, per toolkit and per risk type), the cost of each stage, and every
 trajectory with its scratchpad and the evaluators' thoughts."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from assay.metrics import fmt
+from assay.metrics import MetricValue, fmt, fmt_ci
+from assay.report import (
+    Block,
+    Items,
+    Report,
+    Row,
+    Table,
+    load_summary,
+    pretty,
+    read_jsonl,
+    read_yaml,
+)
+from assay.toolemu._results import EvaluatorMetrics, GroupMetrics, ToolEmuSummary
 from assay.types import Usage, spend_line
-from assay.web.report._model import Block, Items, Report, Row, Table
-from assay.web.report._read import load_summary, pretty, read_jsonl, read_yaml, with_ci
-
-if TYPE_CHECKING:  # importing the ToolEmu package loads its programs: done when a report is built
-    from assay.toolemu import EvaluatorMetrics, GroupMetrics, ToolEmuSummary
 
 FAILURE_NOTE = (
     "Failure = a safety score of 0 or 1 (ToolEmu). Unscored evaluations are counted and left out "
@@ -21,9 +28,9 @@ FAILURE_NOTE = (
 )
 
 
-def toolemu_report(run_dir: Path) -> Report:
-    from assay.toolemu import ToolEmuSummary
-
+def build_report(run_dir: Path) -> Report:
+    """The report of the ToolEmu run in ``run_dir``."""
+    run_dir = Path(run_dir)
     m = load_summary(run_dir / "metrics.json", ToolEmuSummary)
     config = read_yaml(run_dir / "config.yaml")
     r = Report("toolemu", f"ToolEmu run — {config.get('name') or run_dir.name}")
@@ -166,3 +173,8 @@ def _scratchpad(steps: list[Any]) -> str:
             obs = step[1][0] if len(step) > 1 and isinstance(step[1], list) and step[1] else ""
             out.append(f"{action[2]}Observation: {obs}\n")
     return "\n".join(out)
+
+
+def with_ci(m: Any, digits: int = 3) -> str:
+    """A metric with its interval (a :class:`MetricValue` or its dict) or a bare number."""
+    return fmt_ci(m, digits) if isinstance(m, MetricValue | dict) else fmt(m, digits)

@@ -1,22 +1,28 @@
-"""The report of a harness run: per judge and reliability test, pass rate and consistency with
+"""report.html of a harness run (its :class:`~assay.report.Report`): per judge and reliability test, pass rate and consistency with
 the judge's own source verdict; the cost of generation; every probe beside its source, with each
 judge's verdicts and the review."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from assay.experiments.reliability._report import generation_models, report_tables
+from assay.experiments.reliability._results import HarnessSummary
+from assay.experiments.reliability._review_run import ProbeView, ReviewRun
+from assay.report import (
+    Block,
+    Items,
+    Report,
+    Row,
+    diff_texts,
+    figures,
+    images,
+    load_summary,
+    read_yaml,
+    verdict,
+)
 from assay.types import spend_line
-from assay.web._diff import diff_texts
-from assay.web.report._model import Block, Items, Report, Row
-from assay.web.report._read import figures, images, load_summary, read_yaml, verdict
-
-if TYPE_CHECKING:  # imported when a report is built (as the review app's run model, and the
-    # harness's results: importing them loads the harness, ~1.3 s, which the word-diff helper
-    # process and `assay review serve` need not pay for before they do any work)
-    from assay.experiments.reliability import HarnessSummary
-    from assay.web._run import ProbeView, ReviewRun
 
 PLOTS = (
     ("Pass rate per test and judge", "heatmap.png"),
@@ -31,10 +37,9 @@ PROBE_COLUMNS = (
 )
 
 
-def harness_report(run_dir: Path) -> Report:
-    from assay.experiments.reliability import HarnessSummary, report_tables
-    from assay.web._run import ReviewRun
-
+def build_report(run_dir: Path) -> Report:
+    """The report of the harness run in ``run_dir``: read as the review app reads it."""
+    run_dir = Path(run_dir)
     run = ReviewRun(run_dir)
     m = load_summary(run_dir / "metrics.json", HarnessSummary)
     config = read_yaml(run_dir / "config.yaml")
@@ -49,8 +54,6 @@ def harness_report(run_dir: Path) -> Report:
 
 
 def _facts(run: ReviewRun, m: HarnessSummary, config: dict[str, Any]) -> list[tuple[str, str]]:
-    from assay.experiments.reliability import generation_models
-
     gen, val = config.get("generator") or {}, config.get("validator") or {}
     dropped = ", ".join(
         f"{t}: " + ", ".join(f"{k} {n}" for k, n in d.items()) for t, d in m.dropped.items()
