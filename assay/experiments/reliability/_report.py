@@ -105,30 +105,43 @@ def heatmap(rates: dict[str, dict[str, float | None]], tests: list[str], path: P
     return path
 
 
+def cost_axis(summary: HarnessSummary) -> tuple[str, dict[str, float]]:
+    """What the cost-vs-accuracy plot puts on x, and each plotted judge's value: USD when every
+    judge's calls had a price; otherwise what was paid in tokens (local or unpriced models cost
+    0 USD, which would draw every judge at x = 0), or LM calls where no tokens were counted."""
+    usage = {n: r.usage for n, r in summary.judges.items() if r.mean_pass_rate is not None}
+    if any(u.cost_usd > 0 for u in usage.values()) and not any(
+        u.unpriced_calls for u in usage.values()
+    ):
+        return "judge cost (USD, all probes and sources)", {n: u.cost_usd for n, u in usage.items()}
+    tokens = {n: float(u.prompt_tokens + u.completion_tokens) for n, u in usage.items()}
+    if any(tokens.values()):
+        return "judge tokens (prompt + completion, all probes and sources; no USD price)", tokens
+    return "judge LM calls (all probes and sources; no USD price or token count)", {
+        n: float(u.calls) for n, u in usage.items()
+    }
+
+
 def cost_plot(summary: HarnessSummary, path: Path) -> Path:
+    """Each judge's mean pass rate against what it paid (:func:`cost_axis`); the x-axis label
+    is also the PNG's ``Description``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    label, paid = cost_axis(summary)
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for name, r in summary.judges.items():
-        if r.mean_pass_rate is None:
-            continue
-        ax.scatter(r.usage.cost_usd, r.mean_pass_rate)
-        ax.annotate(
-            name,
-            (r.usage.cost_usd, r.mean_pass_rate),
-            fontsize=8,
-            xytext=(4, 4),
-            textcoords="offset points",
-        )
-    ax.set_xlabel("judge cost (USD, all probes and sources)")
+    for name, x in paid.items():
+        y = summary.judges[name].mean_pass_rate
+        ax.scatter(x, y)
+        ax.annotate(name, (x, y), fontsize=8, xytext=(4, 4), textcoords="offset points")
+    ax.set_xlabel(label)
     ax.set_ylabel("mean pass rate over tests")
     ax.set_ylim(0, 1.05)
     ax.set_title("Cost vs accuracy per judge")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, metadata={"Description": label})
     plt.close(fig)
     return path
 
