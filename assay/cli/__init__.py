@@ -95,9 +95,9 @@ def _sidecar_started() -> Iterator[None]:
         return
     from assay.data import csv_read_by
 
-    for module in ("pandas", "assay.data._reading"):  # ~0.7 s and ~0.25 s, before it is asked
+    for module in ("pandas", "assay.data"):  # ~0.7 s and ~0.25 s, before it is asked
         car.submit("importlib:import_module", name=module)
-    with csv_read_by(lambda **where: car.call("assay.data._reading:csv_rows", **where)):
+    with csv_read_by(lambda **where: car.call("assay.data:csv_rows", **where)):
         yield
 
 

@@ -11,7 +11,7 @@ from assay.data._common import (
 )
 from assay.data._inspect import load_inspect_log
 from assay.data._pairs import PairsConfig, build_pairs
-from assay.data._reading import csv_read_by
+from assay.data._reading import csv_read_by, csv_rows
 from assay.data._render import format_arguments, format_tool_call, render_transcript
 from assay.data._tables import ColumnMap, load_table, missing_labels_error
 from assay.data._toolemu import (
@@ -58,6 +58,7 @@ __all__ = [
     "check_file",
     "check_limit",
     "csv_read_by",
+    "csv_rows",
     "format_arguments",
     "format_tool_call",
     "is_missing",
