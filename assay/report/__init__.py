@@ -20,11 +20,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from assay._lazy import lazy_names
-from assay.report._diff import Segment
 from assay.report._markdown import markdown, markdown_table
-from assay.report._model import Block, Items, Report, Row, Table
+from assay.report._model import Block, Items, Report, Row, Segment, Table
 
-_WHERE = {  # the page's renderer loads Jinja2: on first use
+_WHERE = {  # on first use: the page's renderer loads Jinja2, the diffs difflib
     "diff_texts": "_diff",
     "remember_diffs": "_diff",
     "warm_diffs": "_diff",

@@ -11,19 +11,11 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
-from typing import Literal
 
-Kind = Literal["same", "del", "ins"]
+from assay.report._model import Kind, Segment
+
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
 _WORD_LIMIT = 20_000  # tokens per side; longer texts are compared line by line
-
-
-@dataclass(frozen=True)
-class Segment:
-    kind: Kind
-    text: str
-    marker: str = ""  # visible stand-in for a change made only of whitespace
 
 
 def _marker(text: str) -> str:

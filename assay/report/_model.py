@@ -9,9 +9,16 @@ section with no columns is text alone. Tables are built once and rendered twice:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from assay.report._diff import Segment
+Kind = Literal["same", "del", "ins"]
+
+
+@dataclass(frozen=True)
+class Segment:
+    kind: Kind
+    text: str
+    marker: str = ""  # visible stand-in for a change made only of whitespace
 
 
 @dataclass
