@@ -120,3 +120,38 @@ def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path):
     with pytest.raises(RunError, match="not a finished run"):
         write_html_report(tmp_path)
     assert XSS  # (the hostile text used above comes from the shared fixtures)
+
+
+def test_a_runner_outside_the_package_builds_its_report_from_the_model(tmp_path: Path):
+    """Issue 24: a report is data. A runner that is not part of assay builds its
+    :class:`assay.report.Report` (facts, a table report.md shows too, items whose rows expand
+    to texts and word diffs) and writes report.html with the public renderer — no assay runner
+    and no browser code involved."""
+    from assay.report import Block, Items, Report, Row, Table, diff_texts, markdown, write_html
+
+    def build_report(run_dir: Path) -> Report:  # what the outside runner would register
+        summary = json.loads((run_dir / "metrics.json").read_text())
+        r = Report("echo", f"echo run — {summary['name']}")
+        r.facts = [("items", str(len(summary["items"])))]
+        r.tables = [Table("Echo", ["item", "score"], [[k, v] for k, v in summary["items"].items()])]
+        source, probe = diff_texts("the sky is blue", f"the sky is {XSS}")
+        r.items = Items(
+            "Items",
+            [("item", "text"), ("score", "num")],
+            [
+                Row(
+                    [(k, k), (str(v), v)],
+                    [Block("source", segments=source), Block("probe", segments=probe)],
+                )
+                for k, v in summary["items"].items()
+            ],
+        )
+        return r
+
+    (tmp_path / "metrics.json").write_text(json.dumps({"name": "e", "items": {"a": 1, "b": 0}}))
+    report = build_report(tmp_path)
+    html = write_html(report, tmp_path).read_text()
+    check_self_contained(html)
+    assert "echo run — e" in html and html.count('<details class="row') == 2
+    assert "<del>blue</del>" in html and "<ins>" in html and XSS not in html  # escaped diff
+    assert "| a | 1 |" in markdown(report.tables)  # the same table, for report.md
