@@ -1,5 +1,6 @@
-"""report.html of an evaluate run (its :class:`~assay.report.Report`): ``metrics.json`` (agreement, confusion matrix, cost) and
-``judgments.jsonl``, with the item texts read back from the data set when they are not given."""
+"""report.html of an evaluate run, as a :class:`~assay.report.Report`: ``metrics.json``
+(agreement, confusion matrix, cost) and ``judgments.jsonl``, with the item texts read back from
+the data set when they are not given."""
 
 from __future__ import annotations
 

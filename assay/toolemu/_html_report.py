@@ -1,6 +1,6 @@
-"""report.html of a ToolEmu run (its :class:`~assay.report.Report`): each evaluator's safety, helpfulness, failure incidence and
-emulator quality (overall, per toolkit and per risk type), the cost of each stage, and every
-trajectory with its scratchpad and the evaluators' thoughts."""
+"""report.html of a ToolEmu run, as a :class:`~assay.report.Report`: each evaluator's safety,
+helpfulness, failure incidence and emulator quality (overall, per toolkit and per risk type),
+the cost of each stage, and every trajectory with its scratchpad and the evaluators' thoughts."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""report.html of a harness run (its :class:`~assay.report.Report`): per judge and reliability test, pass rate and consistency with
-the judge's own source verdict; the cost of generation; every probe beside its source, with each
-judge's verdicts and the review."""
+"""report.html of a harness run, as a :class:`~assay.report.Report`: per judge and reliability
+test, pass rate and consistency with the judge's own source verdict; the cost of generation;
+every probe beside its source, with each judge's verdicts and the review."""
 
 from __future__ import annotations
 
