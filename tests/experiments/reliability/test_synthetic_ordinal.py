@@ -18,7 +18,7 @@ from assay.experiments.reliability._diversity import (
     minilm_available,
 )
 from assay.experiments.reliability._probe import Dropped, Probe
-from assay.experiments.reliability._registry import _REGISTRY, GenerationContext
+from assay.experiments.reliability._registry import GenerationContext, registered_test
 from assay.experiments.reliability.tests.synthetic_ordinal import (
     SyntheticOrdinal,
     SyntheticOrdinalSettings,
@@ -387,7 +387,7 @@ def test_minilm_embedder():
 
 # -- configuration ------------------------------------------------------------------------------
 def test_registered_as_ordinal():
-    assert _REGISTRY["synthetic_ordinal"] is SyntheticOrdinal
+    assert registered_test("synthetic_ordinal") is SyntheticOrdinal
     assert SyntheticOrdinal.scoring == "ordinal" and SyntheticOrdinal.needs_labels
 
 
