@@ -10,7 +10,7 @@ from assay.experiments.reliability._judging import judged_id
 from assay.experiments.reliability._probe import Dropped, Probe
 from assay.experiments.reliability._registry import ReliabilityTest
 from assay.experiments.reliability._results import HarnessSummary, JudgeReliability, ReviewCounts
-from assay.experiments.reliability._scoring import score_test
+from assay.experiments.reliability.scoring import score_test
 from assay.programs import JudgeConfig
 from assay.types import Item, Judgment, Usage
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import dspy
 from pydantic import BaseModel, ConfigDict
@@ -24,18 +24,6 @@ from assay.experiments.reliability._probe import Dropped, Probe
 from assay.programs import JudgeConfig
 from assay.scale import Scale
 from assay.types import Item, Usage, stable_hash
-
-Scoring = Literal[
-    "invariance",
-    "flip",
-    "stability",
-    "ordinal",
-    "position",
-    "injection",
-    "cue",
-    "polarity",
-    "criterion",
-]
 
 
 class TestSettings(BaseModel):
@@ -215,7 +203,8 @@ class CallMemo:
 
 
 class ReliabilityTest(ABC):
-    """Base class. ``scoring`` says how probe verdicts are scored (SPEC §4):
+    """Base class. ``scoring`` names the registered scoring kind that scores its probes'
+    verdicts (SPEC §4; ``scoring/``, one file per kind):
 
     - ``invariance``: pass = verdict equals the target; consistency = equals the judge's own
       verdict on the source;
@@ -223,7 +212,7 @@ class ReliabilityTest(ABC):
       source verdict;
     - ``stability``: k samples of the source; an item passes when all k agree;
     - ``ordinal``: generated items per scale bucket; exact match, CCC, Pearson, Spearman, MAE;
-    - ``position``, ``injection``, ``cue``, ``polarity``: the bias probes (``_bias_scoring``).
+    - ``position``, ``injection``, ``cue``, ``polarity``: the bias probes.
     - ``criterion``: agent probes, each for one rubric criterion, scored on the judge's verdict
       for that criterion (pass = the target; consistency = the verdict moved from the judge's
       own verdict on the unperturbed transcript toward the target), per criterion.
@@ -232,7 +221,7 @@ class ReliabilityTest(ABC):
     __test__ = False  # not a pytest class
 
     name: ClassVar[str]
-    scoring: ClassVar[Scoring]
+    scoring: ClassVar[str]
     uses_llm: ClassVar[bool] = True
     needs_labels: ClassVar[bool] = True
     # A pool-based test draws on the whole seed sample (e.g. few-shot examples per bucket)

@@ -19,7 +19,7 @@ _JUDGE_METRICS = (
     "spearman",
     "mae",
     "unscored",
-    # the bias probes and the samples-needed curve (see _bias_scoring)
+    # the bias probes and the samples-needed curve (see scoring/)
     "flip_rate",
     "first_position_rate",
     "accuracy_ab",

@@ -25,7 +25,6 @@ from assay.experiments.reliability._probe import Dropped, Probe
 from assay.experiments.reliability._registry import (
     GenerationContext,
     ReliabilityTest,
-    Scoring,
     TestSettings,
     Unit,
 )
@@ -214,7 +213,7 @@ class FormatTest(ReliabilityTest):
     """Base of the ``format_*`` tests: no LLM, the source's human label is the target, and a
     reliable judge's verdict does not move (``invariance``). Subclasses define ``perturb``."""
 
-    scoring: ClassVar[Scoring] = "invariance"
+    scoring: ClassVar[str] = "invariance"
     uses_llm: ClassVar[bool] = False
     needs_labels: ClassVar[bool] = True
     Settings: ClassVar[type[TestSettings]] = FormatSettings

@@ -347,7 +347,7 @@ def test_pass_rates_resample_source_items_not_probes():
     """Probes of one source are not independent: with two sources of five probes each, one all
     right and one all wrong, the CI resamples the 2 sources (it spans 0..1), where resampling
     the 10 probes would pretend to know the rate within ±0.3."""
-    from assay.experiments.reliability._scoring import score_test
+    from assay.experiments.reliability.scoring import score_test
     from assay.scale import Scale
     from assay.types import Judgment
 
