@@ -208,11 +208,11 @@ class AgentTest(ReliabilityTest):
         transcript: list[Message] = outcome.transcript
         final = last_assistant_text_index(transcript)
         confirmed = outcome.status == "confirmed"
-        return Probe(
-            id=Probe.make_id(self.name, src.id, variant, self.s.model_dump()),
-            test=self.name,
-            source_id=src.id,
-            request=src.request,
+        return Probe.from_source(
+            self.name,
+            src,
+            variant,
+            self.s.model_dump(),
             response=transcript[final].content if final is not None else src.response,
             transcript=transcript,
             target=obj.target,

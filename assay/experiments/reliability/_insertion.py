@@ -168,15 +168,13 @@ class InsertionTest(ReliabilityTest):
                     continue
                 response, transcript = _with_text(src, where, ins.text)
                 out.append(
-                    Probe(
-                        id=Probe.make_id(self.name, src.id, key, settings),
-                        test=self.name,
-                        source_id=src.id,
-                        request=src.request,
+                    Probe.from_source(
+                        self.name,
+                        src,
+                        key,
+                        settings,
                         response=response,
                         transcript=transcript,
-                        target=src.expected,
-                        target_source="human",
                         meta={
                             "variant": variant,
                             "position": position,

@@ -216,11 +216,11 @@ class RewriteTest(ReliabilityTest):
                     **message_changes(src.transcript[final], transcript[final]),
                 }
             ]
-        return Probe(
-            id=Probe.make_id(self.name, src.id, i, self.settings.model_dump()),
-            test=self.name,
-            source_id=src.id,
-            request=src.request,
+        return Probe.from_source(
+            self.name,
+            src,
+            i,
+            self.settings.model_dump(),
             response=text,
             transcript=transcript,
             target=target,

@@ -194,15 +194,13 @@ def whitespace_probes(
         else:
             seen.add(key)
             out.append(
-                Probe(
-                    id=Probe.make_id(test, src.id, i, settings),
-                    test=test,
-                    source_id=src.id,
-                    request=src.request,
+                Probe.from_source(
+                    test,
+                    src,
+                    i,
+                    settings,
                     response=response,
                     transcript=transcript,
-                    target=src.expected,
-                    target_source="human",
                     meta={"variant": i},
                 )
             )

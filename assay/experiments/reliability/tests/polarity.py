@@ -157,15 +157,10 @@ class PolarityTest(ReliabilityTest):
                 ]
         task = {**inverted, "scale": inv_scale.model_dump(exclude_none=True)}
         return [
-            Probe(
-                id=Probe.make_id(self.name, src.id, task),
-                test=self.name,
-                source_id=src.id,
-                request=src.request,
-                response=src.response,
-                transcript=src.transcript,
-                target=src.expected,
-                target_source="human",
+            Probe.from_source(
+                self.name,
+                src,
+                task,
                 generation=generation,
                 validation=validation,
                 meta={"judge_task": task, "mirror": True},

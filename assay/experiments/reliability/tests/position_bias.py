@@ -65,14 +65,11 @@ class PositionBiasTest(ReliabilityTest):
         shown = presentation_order(src)
         other = _OTHER[shown]
         return [
-            Probe(
-                id=Probe.make_id(self.name, src.id, other),
-                test=self.name,
-                source_id=src.id,
-                request=src.request,
-                response=src.response,
-                target=src.expected,
-                target_source="human",
+            Probe.from_source(
+                self.name,
+                src,
+                other,
+                transcript=None,  # a pair is judged on its two responses
                 meta={"order": other, "source_order": shown},
             )
         ]

@@ -31,15 +31,11 @@ class StochasticStabilityTest(ReliabilityTest):
         src = unit.sources[0]
         s = self.settings
         return [
-            Probe(
-                id=Probe.make_id(self.name, src.id, r, s.model_dump()),
-                test=self.name,
-                source_id=src.id,
-                request=src.request,
-                response=src.response,
-                transcript=src.transcript,
-                target=src.expected,
-                target_source="human",
+            Probe.from_source(
+                self.name,
+                src,
+                r,
+                s.model_dump(),
                 meta={"rollout": r, "temperature": s.temperature},  # type: ignore[attr-defined]
             )
             for r in range(s.k)  # type: ignore[attr-defined]
