@@ -122,7 +122,7 @@ from pathlib import Path
 from assay.experiments import load_config
 from assay.experiments.reliability import HarnessConfig
 from assay.experiments.reliability._registry import get_test
-import assay.experiments._evaluate, assay.experiments.reliability._harness
+import assay.experiments._evaluate, assay.experiments.reliability.engine._harness
 from assay.programs import JudgeConfig
 config, _ = load_config(Path(sys.argv[2]), {}, model=HarnessConfig)
 tests = [get_test(name, settings) for name, settings in config.tests.items()]

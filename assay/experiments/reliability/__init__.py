@@ -3,8 +3,6 @@ them against the probe target and against their own verdict on the source (SPEC 
 
 from assay.experiments.reliability._bias_report import headline
 from assay.experiments.reliability._config import HarnessConfig, ReviewConfig, SampleConfig
-from assay.experiments.reliability._harness import run_harness
-from assay.experiments.reliability._judging import judged_id
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Review, Validation
 from assay.experiments.reliability._registry import (
     GenerationContext,
@@ -34,28 +32,28 @@ from assay.experiments.reliability._results import (
     ScoringValue,
     TargetScores,
 )
-from assay.experiments.reliability._review import (
+from assay.experiments.reliability.engine import judged_id, run_harness
+from assay.experiments.reliability.probes import FormatTest, variant_rng
+from assay.experiments.reliability.review import (
     PROBES,
     REVIEWS,
     SEEDS,
     STATUSES,
+    ReviewConflict,
     apply_reviews,
+    decision_history,
+    export_review,
+    import_review,
     read_probes,
     read_reviews,
     read_seeds,
-    review_counts,
-    run_scale,
-)
-from assay.experiments.reliability._review_decisions import (
-    ReviewConflict,
-    decision_history,
     record_decision,
     record_decisions,
+    review_counts,
     review_lock,
+    run_scale,
 )
-from assay.experiments.reliability._review_files import export_review, import_review
-from assay.experiments.reliability._selftest import run_selftest
-from assay.experiments.reliability._whitespace import FormatTest, variant_rng
+from assay.experiments.reliability.selftest import run_selftest
 
 __all__ = [
     "PROBES",

@@ -266,7 +266,7 @@ class ReliabilityTest(ABC):
 
 _REGISTRY: Registry[type[ReliabilityTest]] = Registry(
     "reliability test",
-    "assay.experiments.reliability.tests",
+    "assay.experiments.reliability.probes",
     unknown="unknown reliability test '{name}'; known tests: {known}",
 )
 

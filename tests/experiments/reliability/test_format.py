@@ -17,7 +17,7 @@ from assay.experiments.reliability._registry import (
     get_test,
     known_tests,
 )
-from assay.experiments.reliability._whitespace import (
+from assay.experiments.reliability.probes._whitespace import (
     LINE_BREAKS,
     add_indentation,
     add_intraline_space,
@@ -376,7 +376,7 @@ from assay.errors import ConfigError
 from assay.experiments.reliability._registry import get_test
 get_test("label_flip")
 loaded = sorted(m.rsplit(".", 1)[1] for m in sys.modules
-                if m.startswith("assay.experiments.reliability.tests."))
+                if m.startswith("assay.experiments.reliability.probes."))
 try:
     get_test("label_flip_typo")
 except ConfigError as exc:

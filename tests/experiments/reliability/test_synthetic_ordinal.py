@@ -9,17 +9,21 @@ import dspy
 import pytest
 
 from assay.errors import ConfigError
-from assay.experiments.reliability._buckets import BucketManager, TemperatureRamp, example_indices
-from assay.experiments.reliability._diversity import (
+from assay.experiments.reliability._probe import Dropped, Probe
+from assay.experiments.reliability._registry import GenerationContext, registered_test
+from assay.experiments.reliability.probes._buckets import (
+    BucketManager,
+    TemperatureRamp,
+    example_indices,
+)
+from assay.experiments.reliability.probes._diversity import (
     TfidfEmbedder,
     cosine,
     make_embedder,
     max_similarity,
     minilm_available,
 )
-from assay.experiments.reliability._probe import Dropped, Probe
-from assay.experiments.reliability._registry import GenerationContext, registered_test
-from assay.experiments.reliability.tests.synthetic_ordinal import (
+from assay.experiments.reliability.probes.synthetic_ordinal import (
     SyntheticOrdinal,
     SyntheticOrdinalSettings,
 )

@@ -23,7 +23,6 @@ from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
 from assay.experiments.reliability._config import HarnessConfig
-from assay.experiments.reliability._judging import JudgePlan
 from assay.experiments.reliability._probe import Dropped, Probe
 from assay.experiments.reliability._registry import (
     CallMemo,
@@ -31,6 +30,7 @@ from assay.experiments.reliability._registry import (
     ReliabilityTest,
     Unit,
 )
+from assay.experiments.reliability.engine._judging import JudgePlan
 from assay.experiments.runs import JudgeTask, RunStore, now, run_pool
 from assay.types import Item, Usage, stable_hash
 

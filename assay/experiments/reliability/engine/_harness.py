@@ -22,17 +22,17 @@ from assay.errors import ConfigError
 from assay.experiments._items import data_fingerprint, load_items
 from assay.experiments._sample import stratified_sample
 from assay.experiments.reliability._config import HarnessConfig
-from assay.experiments.reliability._generation import (
+from assay.experiments.reliability._probe import Dropped, Probe
+from assay.experiments.reliability._registry import ReliabilityTest, get_test
+from assay.experiments.reliability._results import HarnessResult, HarnessSummary
+from assay.experiments.reliability.engine._generation import (
     Generated,
     RoleLM,
     UnitRecord,
     generate_units,
 )
-from assay.experiments.reliability._judging import JudgePlan
-from assay.experiments.reliability._probe import Dropped, Probe
-from assay.experiments.reliability._registry import ReliabilityTest, get_test
-from assay.experiments.reliability._results import HarnessResult, HarnessSummary
-from assay.experiments.reliability._review import apply_reviews, read_reviews, review_counts
+from assay.experiments.reliability.engine._judging import JudgePlan
+from assay.experiments.reliability.review import apply_reviews, read_reviews, review_counts
 from assay.experiments.runs import (
     Background,
     CallSlots,
@@ -134,7 +134,7 @@ def run_harness(
     where = {"workdir": workdir, "tracking_uri": tracking_uri, "sidecar": True, "hold": True}
     with Run.open(config, run_hash, command="harness", **where) as run:
         store = run.store
-        from assay.experiments.reliability._rerun import finish_key, finished_summary
+        from assay.experiments.reliability.engine._rerun import finish_key, finished_summary
 
         selected = {"tests": instances, "judges": judge_names}
         done = finished_summary(run, finish_key(config, store.path, **selected))
@@ -144,7 +144,9 @@ def run_harness(
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         # (in the sidecar, which writes the reports, or else in a thread here)
         plotting = _preload_plotting(run)
-        scoring = preload("assay.experiments.reliability._harness_metrics")  # NumPy, bootstrap
+        scoring = preload(
+            "assay.experiments.reliability.engine._harness_metrics"
+        )  # NumPy, bootstrap
         if not (store.path / "seeds.jsonl").exists():
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
@@ -176,7 +178,7 @@ def run_harness(
         used = [*summary.generation_usage.values(), *(r.usage for r in summary.judges.values())]
         summary = summary.model_copy(update={"spend": run.spend(Usage.total(used))})
         store.write_json("metrics.json", summary.model_dump(mode="json"))
-        from assay.experiments.reliability._tracking import harness_tracked
+        from assay.experiments.reliability.engine._tracking import harness_tracked
 
         reused = generated.count_reused(to_judge, list(summary.probes))
         run_id = run.finish(  # MLflow logs the rest while the reports are written

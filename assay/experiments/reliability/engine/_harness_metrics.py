@@ -5,11 +5,11 @@ dropped, and the review."""
 from __future__ import annotations
 
 from assay.experiments.reliability._config import HarnessConfig
-from assay.experiments.reliability._generation import UnitRecord
-from assay.experiments.reliability._judging import judged_id
 from assay.experiments.reliability._probe import Dropped, Probe
 from assay.experiments.reliability._registry import ReliabilityTest
 from assay.experiments.reliability._results import HarnessSummary, JudgeReliability, ReviewCounts
+from assay.experiments.reliability.engine._generation import UnitRecord
+from assay.experiments.reliability.engine._judging import judged_id
 from assay.experiments.reliability.scoring import score_test
 from assay.programs import JudgeConfig
 from assay.types import Item, Judgment, Usage

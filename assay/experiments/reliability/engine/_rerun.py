@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from assay.experiments.reliability._results import HarnessSummary
-from assay.experiments.reliability._review import REVIEWS
+from assay.experiments.reliability.review import REVIEWS
 from assay.types import stable_hash
 
 

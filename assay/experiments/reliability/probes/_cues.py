@@ -15,13 +15,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from assay.errors import ConfigError
-from assay.experiments.reliability._insertion import (
+from assay.experiments.reliability._registry import GenerationContext
+from assay.experiments.reliability.probes._insertion import (
     InsertionSettings,
     InsertionTest,
     opposite_verdict,
     verdict_phrase,
 )
-from assay.experiments.reliability._registry import GenerationContext
 from assay.scale import Scale
 from assay.types import Item
 

@@ -10,8 +10,8 @@ rejected...).
 
 from __future__ import annotations
 
-from assay.experiments.reliability._agent import AgentTest
 from assay.experiments.reliability._registry import reliability_test
+from assay.experiments.reliability.probes._agent import AgentTest
 from assay.programs import Criterion
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from assay.experiments.reliability._agent import AgentSettings, AgentTest
 from assay.experiments.reliability._registry import reliability_test
+from assay.experiments.reliability.probes._agent import AgentSettings, AgentTest
 from assay.programs import Criterion
 
 

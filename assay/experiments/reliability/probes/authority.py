@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from assay.experiments.reliability._cues import CueSettings, CueTest, Toward
-from assay.experiments.reliability._insertion import Position
 from assay.experiments.reliability._registry import reliability_test
+from assay.experiments.reliability.probes._cues import CueSettings, CueTest, Toward
+from assay.experiments.reliability.probes._insertion import Position
 
 
 class AuthoritySettings(CueSettings):

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from assay.experiments.reliability._registry import reliability_test
-from assay.experiments.reliability._whitespace import (
+from assay.experiments.reliability.probes._whitespace import (
     FormatSettings,
     FormatTest,
     add_indentation,

@@ -7,7 +7,7 @@ import random
 from pydantic import Field, model_validator
 
 from assay.experiments.reliability._registry import reliability_test
-from assay.experiments.reliability._whitespace import (
+from assay.experiments.reliability.probes._whitespace import (
     FormatSettings,
     FormatTest,
     add_intraline_space,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from assay.errors import ConfigError
 from assay.experiments.reliability._registry import GenerationContext, reliability_test
-from assay.experiments.reliability._rewrite import RewriteTest, guarded_call
+from assay.experiments.reliability.probes._rewrite import RewriteTest, guarded_call
 from assay.programs import is_pairwise
 from assay.scale import Scale
 from assay.signatures import ConfirmVerdict, FlipVerdict

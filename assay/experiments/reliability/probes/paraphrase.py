@@ -1,7 +1,7 @@
 """``paraphrase``: an LLM rewording with the same meaning and facts, validator-checked."""
 
 from assay.experiments.reliability._registry import reliability_test
-from assay.experiments.reliability._rewrite import RewriteTest
+from assay.experiments.reliability.probes._rewrite import RewriteTest
 from assay.signatures import Paraphrase
 
 

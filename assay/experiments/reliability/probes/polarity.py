@@ -34,7 +34,7 @@ from assay.experiments.reliability._registry import (
     Unit,
     reliability_test,
 )
-from assay.experiments.reliability._rewrite import Failed, guarded_call
+from assay.experiments.reliability.probes._rewrite import Failed, guarded_call
 from assay.programs import ProbeValidator, TaskInverter, is_pairwise
 from assay.scale import Scale
 from assay.signatures import CheckInversion

@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from assay.experiments.reliability._insertion import (
+from assay.experiments.reliability._registry import GenerationContext, reliability_test
+from assay.experiments.reliability.probes._insertion import (
     POSITIONS,
     InsertionSettings,
     InsertionTest,
@@ -24,7 +25,6 @@ from assay.experiments.reliability._insertion import (
     opposite_verdict,
     verdict_phrase,
 )
-from assay.experiments.reliability._registry import GenerationContext, reliability_test
 from assay.types import Item
 
 Variant = Literal["plain", "comment", "code_block", "role_tag"]

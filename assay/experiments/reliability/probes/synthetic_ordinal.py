@@ -22,8 +22,6 @@ import dspy
 from pydantic import Field, model_validator
 
 from assay.errors import ConfigError
-from assay.experiments.reliability._buckets import BucketManager, TemperatureRamp, example_indices
-from assay.experiments.reliability._diversity import Embedder, make_embedder, max_similarity
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Validation
 from assay.experiments.reliability._registry import (
     GenerationContext,
@@ -33,6 +31,12 @@ from assay.experiments.reliability._registry import (
     Unit,
     reliability_test,
 )
+from assay.experiments.reliability.probes._buckets import (
+    BucketManager,
+    TemperatureRamp,
+    example_indices,
+)
+from assay.experiments.reliability.probes._diversity import Embedder, make_embedder, max_similarity
 from assay.programs import JudgeConfig, ScoreGenerator, ScoreValidator, unscored_reason
 from assay.scale import Scale
 from assay.types import Item, Usage

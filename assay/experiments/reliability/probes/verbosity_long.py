@@ -1,7 +1,7 @@
 """``verbosity_long``: an LLM expansion without new facts, validator-checked."""
 
 from assay.experiments.reliability._registry import reliability_test
-from assay.experiments.reliability._rewrite import RewriteTest
+from assay.experiments.reliability.probes._rewrite import RewriteTest
 from assay.signatures import Expand
 
 

@@ -1,7 +1,7 @@
 """``verbosity_short``: an LLM condensation keeping every fact, validator-checked."""
 
 from assay.experiments.reliability._registry import reliability_test
-from assay.experiments.reliability._rewrite import RewriteTest
+from assay.experiments.reliability.probes._rewrite import RewriteTest
 from assay.signatures import Condense
 
 

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from assay.errors import DataError
 from assay.experiments.reliability._probe import Probe
-from assay.experiments.reliability._review import PROBES, REVIEWS, read_probes, read_reviews
+from assay.experiments.reliability.review._review import PROBES, REVIEWS, read_probes, read_reviews
 from assay.experiments.runs import append_lines, now
 from assay.scale import Scale
 

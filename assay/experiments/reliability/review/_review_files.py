@@ -16,7 +16,7 @@ import yaml
 from assay._yaml import read_input
 from assay.errors import DataError
 from assay.experiments.reliability._probe import Probe
-from assay.experiments.reliability._review import (
+from assay.experiments.reliability.review._review import (
     PROBES,
     SEEDS,
     apply_reviews,
@@ -24,7 +24,7 @@ from assay.experiments.reliability._review import (
     read_reviews,
     read_seeds,
 )
-from assay.experiments.reliability._review_decisions import Fail, record_decisions
+from assay.experiments.reliability.review._review_decisions import Fail, record_decisions
 from assay.scale import Scale
 
 __all__ = ["export_review", "import_review"]
