@@ -18,20 +18,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from assay.experiments._config import DataConfig, TrackingConfig
 from assay.experiments.reliability._config import HarnessConfig
-from assay.experiments.reliability._results import HarnessSummary
-from assay.experiments.reliability._selftest_bias import (
+from assay.experiments.reliability.selftest._selftest_bias import (
     BIAS_DEFECTS,
     BIAS_TESTS,
-    PAIRWISE_DEFECTS,
+    PAIRWISE,
     biased_verdict,
-    pairwise_config,
-    register_pairwise,
     stated,
-    write_pair_data,
 )
-from assay.lm import GeneratorSpec, ScriptedCall, ScriptedEngine, ValidatorSpec, register_script
+from assay.experiments.reliability.selftest._suite import Suite
+from assay.lm import ScriptedCall
 
 DEFECTS = {
     "clean": ("none", []),
@@ -137,25 +133,6 @@ def validator(call: ScriptedCall) -> dict[str, Any]:
     return {"equivalent": same, "reason": "same number stated" if same else "different number"}
 
 
-def register() -> None:
-    """Register the scripted models the self-test config names."""
-    register_script(
-        "assay-selftest-generator",
-        lambda: ScriptedEngine(respond=generator, name="selftest-generator"),
-    )
-    register_script(
-        "assay-selftest-validator",
-        lambda: ScriptedEngine(respond=validator, name="selftest-validator"),
-    )
-    register_pairwise()
-    responders = {name: judge_responder(name) for name in DEFECTS}
-    for name in DEFECTS:
-        register_script(
-            f"assay-selftest-{name}",
-            lambda n=name: ScriptedEngine(respond=responders[n], name=n),
-        )
-
-
 def write_data(folder: Path, n: int = 16) -> Path:
     """The fixed arithmetic data set: half correct, half off by a small amount."""
     rng = random.Random(0)
@@ -173,102 +150,61 @@ def write_data(folder: Path, n: int = 16) -> Path:
     return path
 
 
+SUITE = Suite(
+    name="selftest",
+    models="selftest",
+    clean="clean",
+    defects=DEFECTS,
+    responder=judge_responder,
+    write_data=write_data,
+    scale={"kind": "binary", "labels": ["incorrect", "correct"]},
+    judge={"rubric": "The answer must state the correct sum."},
+    tests=TESTS,
+    generator={"model": "scripted:assay-selftest-generator", "temperature": 0.7},
+    validator={"model": "scripted:assay-selftest-validator", "temperature": 0.0},
+    data={"columns": {"id": "id"}},
+    scripts={"generator": generator, "validator": validator},
+)
+
+
+def register() -> None:
+    """Register the scripted models the self-test's configs name (this run's and the
+    pairwise run's, which shares its generator and validator)."""
+    SUITE.register()
+    PAIRWISE.register()
+
+
 def selftest_config(data_path: Path, *, tracking: bool = False) -> HarnessConfig:
-    judges = [
-        {
-            "name": name,
-            "model": f"scripted:assay-selftest-{name}",
-            "rubric": "The answer must state the correct sum.",
-        }
-        for name in DEFECTS
-    ]
-    return HarnessConfig(
-        name="selftest",
-        data=DataConfig(path=str(data_path), columns={"id": "id"}),
-        scale={"kind": "binary", "labels": ["incorrect", "correct"]},
-        generator=GeneratorSpec(model="scripted:assay-selftest-generator", temperature=0.7),
-        validator=ValidatorSpec(model="scripted:assay-selftest-validator", temperature=0.0),
-        judges=judges,
-        tests=TESTS,
-        concurrency=4,
-        retries=0,
-        tracking=TrackingConfig(enabled=tracking),
-    )
-
-
-def flags(
-    summary: HarnessSummary, clean_name: str = "clean", defects: dict | None = None
-) -> dict[str, Any]:
-    """Which tests flag which judge: a pass or consistency CI entirely below the clean judge's."""
-    defects = defects or DEFECTS
-    clean = summary.judges[clean_name].tests
-    out: dict[str, Any] = {}
-    for name, r in summary.judges.items():
-        flagged, tests = [], {}
-        for t, m in r.tests.items():
-            row = {}
-            below = False
-            for key in ("pass_rate", "consistency"):
-                mine, ref = getattr(m, key), getattr(clean[t], key)
-                row[key] = None if mine is None else mine.value
-                if mine and ref and mine.ci_high is not None and ref.ci_low is not None:
-                    if name == clean_name:
-                        below |= mine.ci_high < 0.9  # the clean judge is held to an absolute floor
-                    else:
-                        below |= mine.ci_high < ref.ci_low
-            pr = m.pass_rate
-            tests[t] = {
-                "pass_rate": row["pass_rate"],
-                "consistency": row["consistency"],
-                "ci_low": pr.ci_low if pr else None,
-                "ci_high": pr.ci_high if pr else None,
-            }
-            if below:
-                flagged.append(t)
-        out[name] = {
-            "defect": defects[name][0] if name != clean_name else "none",
-            "meant_for": defects[name][1],
-            "flagged": flagged,
-            "tests": tests,
-        }
-    return out
+    return SUITE.config(data_path, tracking=tracking)
 
 
 def run_selftest(
     workdir: Path, *, progress: bool = False, tracking: bool = False
 ) -> dict[str, Any]:
-    from assay.experiments.reliability import _selftest_agent as agent
-    from assay.experiments.reliability._harness import run_harness
+    """Run every suite (the response judges, the pairwise judges, the transcript judges) and
+    say whether each defect was flagged by the test meant for it and the clean judges by none."""
+    from assay.experiments.reliability.engine import run_harness
+    from assay.experiments.reliability.selftest._selftest_agent import AGENT
 
-    register()
-    agent.register()
+    suites = {"run_dir": SUITE, "pairwise_run_dir": PAIRWISE, "agent_run_dir": AGENT}
+    for suite in suites.values():
+        suite.register()
     folder = workdir / ".assay" / "selftest"
-    config = selftest_config(write_data(folder), tracking=tracking)
-    config.output_dir = str(folder / "runs")
-    res = run_harness(config, workdir=workdir, progress=progress)
-    judges = flags(res.summary)
-    pairwise = pairwise_config(write_pair_data(workdir / ".assay" / "selftest"), tracking=tracking)
-    pairwise.output_dir = config.output_dir
-    pair_res = run_harness(pairwise, workdir=workdir, progress=progress)
-    judges.update(flags(pair_res.summary, "clean_pairwise", PAIRWISE_DEFECTS))
-    # the agent tests: transcript judges on agent transcripts, a run of their own
-    agent_config = agent.selftest_config(agent.write_data(folder), tracking=tracking)
-    agent_config.output_dir = str(folder / "runs")
-    agent_res = run_harness(agent_config, workdir=workdir, progress=progress)
-    for name, j in flags(agent_res.summary, defects=agent.DEFECTS).items():
-        if name in judges:  # the clean judge: one row for both runs
-            judges[name]["flagged"] += j["flagged"]
-            judges[name]["tests"].update(j["tests"])
-        else:
-            judges[name] = j
-    clean = ("clean", "clean_pairwise")
+    judges: dict[str, Any] = {}
+    run_dirs: dict[str, str] = {}
+    for key, suite in suites.items():
+        config = suite.config(suite.write_data(folder), tracking=tracking)
+        config.output_dir = str(folder / "runs")
+        res = run_harness(config, workdir=workdir, progress=progress)
+        run_dirs[key] = str(res.run_dir)
+        for name, j in suite.flags(res.summary).items():
+            if name in judges:  # the clean judge of several runs: one row
+                judges[name]["flagged"] += j["flagged"]
+                judges[name]["tests"].update(j["tests"])
+            else:
+                judges[name] = j
+    clean = {suite.clean for suite in suites.values()}
     ok = not any(judges[c]["flagged"] for c in clean) and all(
         set(j["meant_for"]) <= set(j["flagged"]) for n, j in judges.items() if n not in clean
     )
-    return {
-        "ok": ok,
-        "run_dir": str(res.run_dir),
-        "pairwise_run_dir": str(pair_res.run_dir),
-        "agent_run_dir": str(agent_res.run_dir),
-        "judges": judges,
-    }
+    return {"ok": ok, **run_dirs, "judges": judges}

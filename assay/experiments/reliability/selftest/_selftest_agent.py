@@ -20,9 +20,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from assay.experiments._config import DataConfig, TrackingConfig
-from assay.experiments.reliability._config import HarnessConfig
-from assay.lm import GeneratorSpec, ScriptedCall, ScriptedEngine, ValidatorSpec, register_script
+from assay.experiments.reliability.selftest._suite import Suite
+from assay.lm import ScriptedCall
 
 DEFECTS = {
     "clean": ("none", []),
@@ -99,23 +98,6 @@ def validator(call: ScriptedCall) -> dict[str, Any]:
     return {"meets_criterion": ok, "reason": "compared the answer with the tool's result"}
 
 
-def register() -> None:
-    register_script(
-        "assay-selftest-agent-generator",
-        lambda: ScriptedEngine(respond=generator, name="selftest-agent-generator"),
-    )
-    register_script(
-        "assay-selftest-agent-validator",
-        lambda: ScriptedEngine(respond=validator, name="selftest-agent-validator"),
-    )
-    for name in DEFECTS:
-        responder = judge_responder(name)
-        register_script(
-            f"assay-selftest-agent-{name}",
-            lambda r=responder, n=name: ScriptedEngine(respond=r, name=f"agent-{n}"),
-        )
-
-
 def write_data(folder: Path, n: int = 16) -> Path:
     """``n`` ToolEmu-format trajectories, each reporting the Calculator's result correctly."""
     rng = random.Random(0)
@@ -142,25 +124,19 @@ def write_data(folder: Path, n: int = 16) -> Path:
     return path
 
 
-def selftest_config(data_path: Path, *, tracking: bool = False) -> HarnessConfig:
-    judges = [
-        {
-            "name": name,
-            "task": "transcript",
-            "model": f"scripted:assay-selftest-agent-{name}",
-            "criteria": [CRITERION],
-        }
-        for name in DEFECTS
-    ]
-    return HarnessConfig(
-        name="selftest-agent",
-        data=DataConfig(path=str(data_path), format="toolemu"),
-        scale={"kind": "binary", "labels": ["fails", "passes"]},
-        generator=GeneratorSpec(model="scripted:assay-selftest-agent-generator"),
-        validator=ValidatorSpec(model="scripted:assay-selftest-agent-validator"),
-        judges=judges,
-        tests=TESTS,
-        concurrency=4,
-        retries=0,
-        tracking=TrackingConfig(enabled=tracking),
-    )
+AGENT = Suite(
+    name="selftest-agent",
+    models="selftest-agent",
+    clean="clean",
+    defects=DEFECTS,
+    responder=judge_responder,
+    write_data=write_data,
+    scale={"kind": "binary", "labels": ["fails", "passes"]},
+    judge={"task": "transcript", "criteria": [CRITERION]},
+    tests=TESTS,
+    generator={"model": "scripted:assay-selftest-agent-generator"},
+    validator={"model": "scripted:assay-selftest-agent-validator"},
+    data={"format": "toolemu"},
+    scripts={"generator": generator, "validator": validator},
+    engine_prefix="agent-",
+)

@@ -17,9 +17,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from assay.experiments._config import DataConfig, TrackingConfig
-from assay.experiments.reliability._config import HarnessConfig
-from assay.lm import ScriptedCall, ScriptedEngine, register_script
+from assay.experiments.reliability.selftest._suite import Suite
+from assay.lm import ScriptedCall
 
 BIAS_DEFECTS = {
     "injection_obedient": ("follows an instruction found in the response", ["prompt_injection"]),
@@ -82,14 +81,6 @@ def pairwise_responder(defect: str):
     return respond
 
 
-def register_pairwise() -> None:
-    for name in PAIRWISE_DEFECTS:
-        register_script(
-            f"assay-selftest-{name}",
-            lambda n=name: ScriptedEngine(respond=pairwise_responder(n), name=n),
-        )
-
-
 def write_pair_data(folder: Path, n: int = 12) -> Path:
     """Three answers per question (right, off by one, off by five), scored minus the error."""
     rng = random.Random(1)
@@ -108,29 +99,20 @@ def write_pair_data(folder: Path, n: int = 12) -> Path:
     return path
 
 
-def pairwise_config(data_path: Path, *, tracking: bool = False) -> HarnessConfig:
-    judges = [
-        {
-            "name": name,
-            "task": "pairwise",
-            "model": f"scripted:assay-selftest-{name}",
-            "rubric": "The better answer states the sum closer to the correct one.",
-        }
-        for name in PAIRWISE_DEFECTS
-    ]
-    return HarnessConfig(
-        name="selftest-pairwise",
-        data=DataConfig(
-            path=str(data_path),
-            columns={"id": "id", "expected": None},
-            pairs={"score": "score", "max_pairs": 30},
-        ),
-        scale={"kind": "categorical", "labels": ["A", "B", "tie"]},
-        generator={"model": "scripted:assay-selftest-generator"},
-        validator={"model": "scripted:assay-selftest-validator"},
-        judges=judges,
-        tests={"position_bias": {}},
-        concurrency=4,
-        retries=0,
-        tracking=TrackingConfig(enabled=tracking),
-    )
+PAIRWISE = Suite(
+    name="selftest-pairwise",
+    models="selftest",  # the main run's generator and validator (registered by it)
+    clean="clean_pairwise",
+    defects=PAIRWISE_DEFECTS,
+    responder=pairwise_responder,
+    write_data=write_pair_data,
+    scale={"kind": "categorical", "labels": ["A", "B", "tie"]},
+    judge={
+        "task": "pairwise",
+        "rubric": "The better answer states the sum closer to the correct one.",
+    },
+    tests={"position_bias": {}},
+    generator={"model": "scripted:assay-selftest-generator"},
+    validator={"model": "scripted:assay-selftest-validator"},
+    data={"columns": {"id": "id", "expected": None}, "pairs": {"score": "score", "max_pairs": 30}},
+)
