@@ -375,8 +375,9 @@ import sys
 from assay.errors import ConfigError
 from assay.experiments.reliability._registry import get_test
 get_test("label_flip")
-loaded = sorted(m.rsplit(".", 1)[1] for m in sys.modules
-                if m.startswith("assay.experiments.reliability.probes."))
+loaded = sorted(m.rsplit(".", 1)[1] for m in sys.modules  # tests, not their private bases
+                if m.startswith("assay.experiments.reliability.probes.")
+                and not m.rsplit(".", 1)[1].startswith("_"))
 try:
     get_test("label_flip_typo")
 except ConfigError as exc:
