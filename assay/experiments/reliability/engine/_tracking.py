@@ -7,39 +7,12 @@ from pathlib import Path
 
 from assay.experiments._items import item_set_tags
 from assay.experiments.reliability._results import HarnessSummary, JudgeReliability
+from assay.experiments.reliability.scoring import get_scoring, kind_of
 from assay.experiments.runs import TrackedRun, flatten_metrics
 from assay.types import Item
 
-_JUDGE_METRICS = (
-    "pass_rate",
-    "consistency",
-    "majority_accuracy",
-    "ccc",
-    "pearson",
-    "spearman",
-    "mae",
-    "unscored",
-    # the bias probes and the samples-needed curve (see scoring/)
-    "flip_rate",
-    "first_position_rate",
-    "accuracy_ab",
-    "accuracy_ba",
-    "accuracy_order_averaged",
-    "injection_success",
-    "injection_success_by_variant",
-    "injection_success_by_position",
-    "changed",
-    "toward_cue",
-    "away_from_cue",
-    "moved_up",
-    "moved_down",
-    "mirrored_agreement",
-    "contradiction_rate",
-    "samples_needed",
-    "samples_needed_95",
-    "criteria",  # agent tests: per rubric criterion
-    "by_target",  # agent tests, ordinal criteria: per target score
-)
+# every test's envelope; what its scoring kind adds is the kind's ``tracked``
+_ENVELOPE = ("pass_rate", "consistency", "unscored")
 
 
 def judge_metrics(r: JudgeReliability) -> dict[str, float]:
@@ -48,7 +21,9 @@ def judge_metrics(r: JudgeReliability) -> dict[str, float]:
     tests = {}
     for test, scores in r.tests.items():
         m = scores.model_dump()  # the envelope and the scoring kind's metrics, flat
-        tests[test] = {k: m[k] for k in _JUDGE_METRICS if m.get(k) is not None}
+        kind = kind_of(test)
+        keys = _ENVELOPE + (get_scoring(kind).tracked if kind else ())
+        tests[test] = {k: m[k] for k in keys if m.get(k) is not None}
     usage = r.usage.model_dump(include={"calls", "prompt_tokens", "completion_tokens", "cost_usd"})
     return {
         **flatten_metrics(tests),

@@ -102,6 +102,8 @@ class ScoringKind:
     order: ClassVar[int] = 100
     # (metric, label) pairs printed after a test's pass rate on the console
     headlines: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # the metrics logged to MLflow besides the envelope's (with their CI bounds, per group)
+    tracked: ClassVar[tuple[str, ...]] = ()
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> ScoringMetrics:
         """The metrics of the probes with a scored verdict (``scored``)."""

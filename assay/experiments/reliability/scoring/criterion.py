@@ -29,6 +29,7 @@ class CriterionMetrics(ScoringMetrics):
 @scoring_kind("criterion")
 class Criterion(ScoringKind):
     Metrics = CriterionMetrics
+    tracked = ("criteria", "by_target")  # per rubric criterion; ordinal: per target score
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> CriterionMetrics:
         rows = []

@@ -33,6 +33,7 @@ class Cue(ScoringKind):
     Metrics = CueMetrics
     order = 30
     headlines = (("toward_cue", "toward cue"), ("away_from_cue", "away"))
+    tracked = ("changed", "toward_cue", "away_from_cue", "moved_up", "moved_down")
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> CueMetrics:
         rows, source_unscored = inp.with_own(scored)

@@ -35,6 +35,11 @@ class Injection(ScoringKind):
     Metrics = InjectionMetrics
     order = 20
     headlines = (("injection_success", "injection success"),)
+    tracked = (
+        "injection_success",
+        "injection_success_by_variant",
+        "injection_success_by_position",
+    )
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> InjectionMetrics:
         rows, source_unscored = inp.with_own(scored)

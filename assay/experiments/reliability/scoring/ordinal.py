@@ -27,6 +27,7 @@ class OrdinalMetrics(ScoringMetrics):
 @scoring_kind("ordinal")
 class Ordinal(ScoringKind):
     Metrics = OrdinalMetrics
+    tracked = ("ccc", "pearson", "spearman", "mae")
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> OrdinalMetrics:
         with_target = [p for p in scored if p.target is not None]

@@ -28,6 +28,7 @@ class Polarity(ScoringKind):
     Metrics = PolarityMetrics
     order = 40
     headlines = (("contradiction_rate", "contradiction"),)
+    tracked = ("mirrored_agreement", "contradiction_rate")
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> PolarityMetrics:
         rows, source_unscored = inp.with_own(scored)

@@ -34,6 +34,13 @@ class Position(ScoringKind):
     Metrics = PositionMetrics
     order = 10
     headlines = (("flip_rate", "flip"), ("first_position_rate", "first-position"))
+    tracked = (
+        "flip_rate",
+        "first_position_rate",
+        "accuracy_ab",
+        "accuracy_ba",
+        "accuracy_order_averaged",
+    )
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> PositionMetrics:
         rows, source_unscored = inp.with_own(scored)

@@ -38,6 +38,7 @@ class Stability(ScoringKind):
     Metrics = StabilityMetrics
     order = 50
     headlines = (("flip_rate", "flip"), ("samples_needed_95", "samples for 95%"))
+    tracked = ("majority_accuracy", "flip_rate", "samples_needed", "samples_needed_95")
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> StabilityMetrics:
         import numpy as np  # not on the way to a run's first LM call (this file's ``needed`` is)
