@@ -52,10 +52,10 @@ from _common import StubProcess, TimedRespond
 
 import assay  # noqa: F401  (offline environment defaults before DSPy and LiteLLM load)
 from assay.experiments import load_config
-from assay.experiments.reliability import _harness as harness_module
-from assay.experiments.reliability import _harness_metrics as harness_metrics_module
-from assay.experiments.reliability import _report as report_module
+from assay.experiments.reliability.report import _report as report_module
 from assay.experiments.reliability._config import HarnessConfig
+from assay.experiments.reliability.engine import _harness as harness_module
+from assay.experiments.reliability.engine import _harness_metrics as harness_metrics_module
 from assay.lm import StubServer
 from assay.lm._stub_server import prompt_output_fields
 

@@ -24,7 +24,15 @@ ROOT = Path(__file__).resolve().parents[1] / "assay"
 # package ``assay`` is core for the modules that import it (its environment defaults and
 # ``__version__``); its own lazy ``assay.evaluate`` & co. are a package's re-exports (below).
 LAYERS: list[tuple[str, ...]] = [
-    ("assay", "assay._lazy", "assay._json", "assay._yaml", "assay.errors", "assay.types"),
+    (
+        "assay",
+        "assay._lazy",
+        "assay._json",
+        "assay._yaml",
+        "assay._registry",
+        "assay.errors",
+        "assay.types",
+    ),
     ("assay.scale", "assay.report"),
     ("assay.lm", "assay.data", "assay.signatures", "assay.metrics"),
     ("assay.programs",),
@@ -117,6 +125,18 @@ def _discovering(tree: ast.Module) -> set[int]:
     return lines
 
 
+def _registry_folders(tree: ast.Module) -> set[int]:
+    """The string constants naming a plug-in folder to ``assay._registry.Registry(...)``: the
+    registry imports that folder's modules by walking it, as ``_discovering`` finds."""
+    out = set()
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call):
+            name = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+            if name == "Registry":
+                out |= {id(a) for a in call.args if isinstance(a, ast.Constant)}
+    return out
+
+
 @cache
 def lazy_maps() -> dict[str, dict[str, str]]:
     """``package -> {name: module}`` of every package whose names load on first use, read from
@@ -139,6 +159,7 @@ def imports(module: str) -> tuple[Import, ...]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = module if module in PACKAGES else module.rsplit(".", 1)[0]
     skip, discovery = _docstrings(tree), _discovering(tree)
+    folders = _registry_folders(tree)
     found: list[tuple[int, str, tuple[str, ...], str, bool]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -160,9 +181,8 @@ def imports(module: str) -> tuple[Import, ...]:
         ):
             m = _TARGET.match(node.value)
             if m and resolve(m.group(1)) == m.group(1):
-                found.append(
-                    (node.lineno, m.group(1), tuple(filter(None, [m.group(2)])), "string", False)
-                )
+                names = tuple(filter(None, [m.group(2)]))
+                found.append((node.lineno, m.group(1), names, "string", id(node) in folders))
             elif "\n" in node.value or ";" in node.value:  # code a helper interpreter runs
                 for c in _CODE.finditer(node.value):
                     target = c.group(1) or c.group(3)
@@ -371,7 +391,7 @@ from pathlib import Path
 from assay.experiments import load_config
 from assay.experiments.reliability import HarnessConfig
 from assay.experiments.reliability._registry import get_test
-import assay.experiments._evaluate, assay.experiments.reliability._harness
+import assay.experiments._evaluate, assay.experiments.reliability.engine._harness
 from assay.programs import JudgeConfig
 config, _ = load_config(Path(sys.argv[2]), {}, model=HarnessConfig)
 tests = [get_test(name, settings) for name, settings in config.tests.items()]

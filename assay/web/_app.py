@@ -1,6 +1,6 @@
 """The review app: a queue of probes, one page per probe, and two JSON endpoints that record a
 decision or undo one — both through
-:func:`assay.experiments.reliability._review_decisions.record_decision`, the same validation and
+:func:`assay.experiments.reliability.record_decision`, the same validation and
 locked append as ``assay review import``.
 
 Pages are rendered on the server with Jinja2 (autoescaping on: judged text is untrusted);

@@ -182,7 +182,7 @@ from pathlib import Path
 import dspy
 dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)  # every call is real
 from assay.experiments.reliability import HarnessConfig, run_harness
-from assay.experiments.reliability._selftest import generator, judge_responder, validator, write_data
+from assay.experiments.reliability.selftest._selftest import generator, judge_responder, validator, write_data
 from assay.lm import ScriptedEngine, register_script
 folder, kill_at = Path(sys.argv[1]), int(sys.argv[2])
 validations = {"n": 0}

@@ -75,7 +75,7 @@ def store(tmp_path_factory) -> dict:
     import mlflow
 
     from assay.experiments.reliability import HarnessConfig, run_harness
-    from assay.experiments.reliability._selftest import register, write_data
+    from assay.experiments.reliability.selftest._selftest import register, write_data
 
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
     root = tmp_path_factory.mktemp("compare")
@@ -302,7 +302,7 @@ def test_selftest_defect_judges_cannot_lead_the_default_reliability_leaderboard(
     passes every invariance test); on the default view the clean judge is first, and the
     label-blind judge, which never moves its verdict, is at 0."""
     from assay.experiments.reliability import run_harness
-    from assay.experiments.reliability._selftest import register, selftest_config
+    from assay.experiments.reliability.selftest._selftest import register, selftest_config
 
     register()
     root = store["root"]

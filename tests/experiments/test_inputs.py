@@ -282,7 +282,7 @@ def test_a_ragged_csv_names_the_row(cfg, capsys):
 @pytest.mark.parametrize("limit", [0, -1])
 def test_the_harness_refuses_a_limit_below_one(tmp_path, limit):
     from assay.experiments.reliability import HarnessConfig, run_harness
-    from assay.experiments.reliability._selftest import write_data
+    from assay.experiments.reliability.selftest._selftest import write_data
 
     data = write_data(tmp_path / "data", n=4)
     config = HarnessConfig.model_validate(

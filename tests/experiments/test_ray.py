@@ -173,7 +173,7 @@ def sum_verdict(request: dict[str, Any]) -> str:
 
 def harness_config(tmp_path: Path, stub: StubServer, output_dir: str, engine: str):
     from assay.experiments.reliability import HarnessConfig
-    from assay.experiments.reliability._selftest import register, write_data
+    from assay.experiments.reliability.selftest._selftest import register, write_data
 
     register()  # the generator and validator are scripted: they run here, in the driver
     return HarnessConfig.model_validate(

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.data import tool_structure_problem
-from assay.experiments.reliability._selftest_agent import CRITERION, generator, validator
+from assay.experiments.reliability.selftest._selftest_agent import CRITERION, generator, validator
 from assay.lm import ScriptedCall, ScriptedEngine, make_lm, register_script
 from assay.programs import AgentPerturber, Criterion, objective, sanitize_plan
 from assay.scale import Scale

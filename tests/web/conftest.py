@@ -18,7 +18,7 @@ import dspy
 import pytest
 
 from assay.experiments.reliability import HarnessConfig, run_harness
-from assay.experiments.reliability._selftest import (
+from assay.experiments.reliability.selftest._selftest import (
     generator,
     judge_responder,
     validator,

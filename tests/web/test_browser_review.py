@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from assay.experiments.reliability import run_harness
-from assay.experiments.reliability._review import read_reviews
+from assay.experiments.reliability.review._review import read_reviews
 from tests.web.conftest import Server, harness_config, make_harness_run
 
 pytestmark = pytest.mark.browser

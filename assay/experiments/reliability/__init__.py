@@ -1,11 +1,7 @@
 """Reliability harness: registered tests generate probes from seed items; judges are scored on
 them against the probe target and against their own verdict on the source (SPEC §4)."""
 
-from assay.experiments.reliability._bias_report import headline
 from assay.experiments.reliability._config import HarnessConfig, ReviewConfig, SampleConfig
-from assay.experiments.reliability._harness import run_harness
-from assay.experiments.reliability._html_report import build_report
-from assay.experiments.reliability._judging import judged_id
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Review, Validation
 from assay.experiments.reliability._registry import (
     GenerationContext,
@@ -17,14 +13,6 @@ from assay.experiments.reliability._registry import (
     known_tests,
     reliability_test,
 )
-from assay.experiments.reliability._report import (
-    ci,
-    generation_models,
-    heatmap,
-    other_metrics,
-    pass_rates,
-    report_tables,
-)
 from assay.experiments.reliability._results import (
     CriterionScores,
     HarnessResult,
@@ -35,29 +23,41 @@ from assay.experiments.reliability._results import (
     ScoringValue,
     TargetScores,
 )
-from assay.experiments.reliability._review import (
+from assay.experiments.reliability.engine import judged_id, run_harness
+from assay.experiments.reliability.probes import FormatTest, variant_rng
+from assay.experiments.reliability.report import (
+    build_report,
+    ci,
+    generation_models,
+    headline,
+    heatmap,
+    other_metrics,
+    pass_rates,
+    report_tables,
+)
+from assay.experiments.reliability.review import (
+    FLAGS,
     PROBES,
     REVIEWS,
     SEEDS,
     STATUSES,
+    ProbeView,
+    ReviewConflict,
+    ReviewRun,
     apply_reviews,
+    decision_history,
+    export_review,
+    import_review,
     read_probes,
     read_reviews,
     read_seeds,
-    review_counts,
-    run_scale,
-)
-from assay.experiments.reliability._review_decisions import (
-    ReviewConflict,
-    decision_history,
     record_decision,
     record_decisions,
+    review_counts,
     review_lock,
+    run_scale,
 )
-from assay.experiments.reliability._review_files import export_review, import_review
-from assay.experiments.reliability._review_run import FLAGS, ProbeView, ReviewRun
-from assay.experiments.reliability._selftest import run_selftest
-from assay.experiments.reliability._whitespace import FormatTest, variant_rng
+from assay.experiments.reliability.selftest import run_selftest
 
 __all__ = [
     "build_report",

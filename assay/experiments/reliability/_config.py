@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, model_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from assay.experiments._config import DataConfig, RunConfig
 from assay.lm import GeneratorSpec, ValidatorSpec
@@ -29,6 +31,29 @@ class ReviewConfig(BaseModel):
     required: bool = False  # judge only probes a person accepted or edited
 
 
+class _RegisteredTests:
+    """The JSON schema of ``tests``: one property per registered reliability test, its
+    ``Settings`` model (built-in and plug-in tests alike, as registered when the schema is
+    made). The value stays a plain mapping — test name → settings —, validated by
+    :func:`get_test` into the test's own model, and hashed as written into the probes' key."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        from assay.experiments.reliability._registry import known_tests, registered_test
+
+        return {
+            "type": "object",
+            "description": "The reliability tests to run, by name, each with its settings.",
+            "properties": {
+                name: handler(registered_test(name).Settings.__pydantic_core_schema__)
+                for name in known_tests()
+            },
+            "additionalProperties": False,
+            "minProperties": 1,
+        }
+
+
 class HarnessConfig(RunConfig):
     """An ``assay harness`` run."""
 
@@ -38,7 +63,7 @@ class HarnessConfig(RunConfig):
     generator: GeneratorSpec = Field(default_factory=GeneratorSpec)
     validator: ValidatorSpec = Field(default_factory=ValidatorSpec)
     judges: list[JudgeConfig] = Field(min_length=1)
-    tests: dict[str, dict[str, Any]] = Field(min_length=1)
+    tests: Annotated[dict[str, dict[str, Any]], _RegisteredTests()] = Field(min_length=1)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
 
     @model_validator(mode="before")

@@ -67,6 +67,28 @@ class Probe(BaseModel):
     def make_id(test: str, source_id: str, variant: Any, settings: Any = None) -> str:
         return f"{test}:{source_id}:{stable_hash([variant, settings], 10)}"
 
+    @classmethod
+    def from_source(
+        cls, test: str, source: Item, variant: Any, settings: Any = None, **fields: Any
+    ) -> Probe:
+        """A probe ``test`` made from ``source``: its id from the test, the source, the variant
+        and the settings; the source's request, response and transcript, and its human label as
+        the target — unless ``fields`` say otherwise (a rewritten response, a constructed
+        target, the generation and validation, ``meta``)."""
+        return cls(
+            **{
+                "id": cls.make_id(test, source.id, variant, settings),
+                "test": test,
+                "source_id": source.id,
+                "request": source.request,
+                "response": source.response,
+                "transcript": source.transcript,
+                "target": source.expected,
+                "target_source": "human",
+                **fields,
+            }
+        )
+
     def as_item(self) -> Item:
         """The probe as an item to judge (its id is the probe id, its expected the target)."""
         return Item(
@@ -100,3 +122,13 @@ class Dropped(BaseModel):
     ]
     detail: str | None = None
     usage: Usage = Field(default_factory=Usage)
+
+
+def judged_id(probe: Probe) -> str:
+    """The id a probe's judgment is stored under; an edited probe gets a new one."""
+    if probe.review.status == "edited":
+        parts: list[Any] = [probe.response, probe.target]
+        if probe.review.original_messages and probe.transcript:
+            parts.append([m.content for m in probe.transcript])
+        return f"{probe.id}@{stable_hash(parts, 8)}"
+    return probe.id

@@ -12,29 +12,18 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import dspy
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
+from assay._registry import Registry
 from assay.errors import ConfigError
 from assay.experiments.reliability._probe import Dropped, Probe
 from assay.programs import JudgeConfig
 from assay.scale import Scale
 from assay.types import Item, Usage, stable_hash
-
-Scoring = Literal[
-    "invariance",
-    "flip",
-    "stability",
-    "ordinal",
-    "position",
-    "injection",
-    "cue",
-    "polarity",
-    "criterion",
-]
 
 
 class TestSettings(BaseModel):
@@ -214,7 +203,8 @@ class CallMemo:
 
 
 class ReliabilityTest(ABC):
-    """Base class. ``scoring`` says how probe verdicts are scored (SPEC §4):
+    """Base class. ``scoring`` names the registered scoring kind that scores its probes'
+    verdicts (SPEC §4; ``scoring/``, one file per kind):
 
     - ``invariance``: pass = verdict equals the target; consistency = equals the judge's own
       verdict on the source;
@@ -222,7 +212,7 @@ class ReliabilityTest(ABC):
       source verdict;
     - ``stability``: k samples of the source; an item passes when all k agree;
     - ``ordinal``: generated items per scale bucket; exact match, CCC, Pearson, Spearman, MAE;
-    - ``position``, ``injection``, ``cue``, ``polarity``: the bias probes (``_bias_scoring``).
+    - ``position``, ``injection``, ``cue``, ``polarity``: the bias probes.
     - ``criterion``: agent probes, each for one rubric criterion, scored on the judge's verdict
       for that criterion (pass = the target; consistency = the verdict moved from the judge's
       own verdict on the unperturbed transcript toward the target), per criterion.
@@ -231,7 +221,7 @@ class ReliabilityTest(ABC):
     __test__ = False  # not a pytest class
 
     name: ClassVar[str]
-    scoring: ClassVar[Scoring]
+    scoring: ClassVar[str]
     uses_llm: ClassVar[bool] = True
     needs_labels: ClassVar[bool] = True
     # A pool-based test draws on the whole seed sample (e.g. few-shot examples per bucket)
@@ -274,36 +264,30 @@ class ReliabilityTest(ABC):
         generation is a :class:`Dropped` with reason ``generation_failed``."""
 
 
-_REGISTRY: dict[str, type[ReliabilityTest]] = {}
+_REGISTRY: Registry[type[ReliabilityTest]] = Registry(
+    "reliability test",
+    "assay.experiments.reliability.probes",
+    unknown="unknown reliability test '{name}'; known tests: {known}",
+)
 
 
 def reliability_test(name: str) -> Callable[[type[ReliabilityTest]], type[ReliabilityTest]]:
     """Register a test class under ``name``."""
-
-    def register(cls: type[ReliabilityTest]) -> type[ReliabilityTest]:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"reliability test {name!r} is already registered")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return register
+    return _REGISTRY.register(name)
 
 
 def known_tests() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
+
+
+def registered_test(name: str) -> type[ReliabilityTest]:
+    """The class registered as ``name`` (a built-in test is imported on first use)."""
+    return _REGISTRY.get(name)
 
 
 def get_test(name: str, settings: dict[str, Any] | None = None) -> ReliabilityTest:
     """An instance of the registered test ``name`` with validated settings."""
-    if name not in _REGISTRY:
-        _load_builtin(name)
-    if name not in _REGISTRY:
-        raise ConfigError(
-            f"unknown reliability test '{name}'; known tests: {', '.join(sorted(_REGISTRY))}"
-        )
-    cls = _REGISTRY[name]
+    cls = registered_test(name)
     try:
         return cls(cls.Settings.model_validate(settings or {}))
     except Exception as exc:  # pydantic ValidationError
@@ -314,22 +298,3 @@ def get_test(name: str, settings: dict[str, Any] | None = None) -> ReliabilityTe
         if isinstance(exc, ValidationError):
             raise ConfigError(f"tests.{name}: {first_error(exc)}") from None
         raise
-
-
-def _load_builtin(name: str | None = None) -> None:
-    """Import the built-in tests (each registers itself, in a file of its own name): only
-    ``name``'s when it is one — a run loads the tests it runs, not every test's dependencies
-    (NumPy for ``synthetic_ordinal``'s embedder, on the way to the first LM call) — else all."""
-    import importlib
-    import importlib.util
-    import pkgutil
-
-    import assay.experiments.reliability.tests as pkg
-
-    if name is not None and name.isidentifier():
-        if importlib.util.find_spec(f"{pkg.__name__}.{name}") is not None:
-            importlib.import_module(f"{pkg.__name__}.{name}")
-        if name in _REGISTRY:
-            return
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        importlib.import_module(f"{pkg.__name__}.{mod.name}")

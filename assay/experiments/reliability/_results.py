@@ -61,8 +61,8 @@ class ReliabilityScores(_Model):
     """One judge on one reliability test (SPEC §4). Every scoring kind reports the envelope —
     probes, how many were judged and unscored, the pass rate against the probes' targets and
     the consistency with the judge's own source verdict; what the kind adds (flip rate, samples
-    needed, the bias measures, per-criterion tables, ``source_unscored``...: see ``_scoring.py``
-    and ``_bias_scoring.py``) is in ``scoring_metrics``. Written flat, as one object."""
+    needed, the bias measures, per-criterion tables, ``source_unscored``...: each kind's
+    ``Metrics`` model in ``scoring/``) is in ``scoring_metrics``. Written flat, as one object."""
 
     probes: int
     judged: int

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import dspy
 
-from assay.errors import ConfigError
+from assay._registry import Registry
 from assay.scale import Scale
 from assay.types import Item
 
@@ -69,47 +69,20 @@ class JudgeKind:
         return None
 
 
-_KINDS: dict[str, type[JudgeKind]] = {}
+_KINDS: Registry[type[JudgeKind]] = Registry(
+    "judge kind", "assay.programs.kinds", unknown="unknown judge task '{name}'; known: {known}"
+)
 _SIGNATURES: dict[tuple[Any, ...], type[dspy.Signature]] = {}  # JudgeKind.build_signature's
 
 
 def judge_kind(name: str) -> Callable[[type[JudgeKind]], type[JudgeKind]]:
     """Register a judge kind under ``name``."""
-
-    def register(cls: type[JudgeKind]) -> type[JudgeKind]:
-        if name in _KINDS and _KINDS[name] is not cls:
-            raise ValueError(f"judge kind {name!r} is already registered")
-        cls.name = name
-        _KINDS[name] = cls
-        return cls
-
-    return register
-
-
-_LOADED: list[bool] = []  # the built-in kinds are imported once (looked up on every judgment)
-
-
-def _load_builtin() -> None:
-    if _LOADED:
-        return
-    import importlib
-    import pkgutil
-
-    import assay.programs.kinds as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        if not mod.name.startswith("_"):
-            importlib.import_module(f"{pkg.__name__}.{mod.name}")
-    _LOADED.append(True)
+    return _KINDS.register(name)
 
 
 def known_kinds() -> list[str]:
-    _load_builtin()
-    return sorted(_KINDS)
+    return _KINDS.names()
 
 
 def get_kind(name: str) -> type[JudgeKind]:
-    _load_builtin()
-    if name not in _KINDS:
-        raise ConfigError(f"unknown judge task '{name}'; known: {', '.join(sorted(_KINDS))}")
-    return _KINDS[name]
+    return _KINDS.get(name)

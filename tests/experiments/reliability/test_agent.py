@@ -13,8 +13,8 @@ import yaml
 
 from assay.errors import ConfigError
 from assay.experiments.reliability import HarnessConfig, run_harness
-from assay.experiments.reliability._review_files import export_review, import_review
-from assay.experiments.reliability._selftest_agent import (
+from assay.experiments.reliability.review._review_files import export_review, import_review
+from assay.experiments.reliability.selftest._selftest_agent import (
     CRITERION,
     generator,
     judge_responder,
@@ -257,7 +257,7 @@ def test_tests_that_cannot_measure_the_judges_are_refused_before_anything_runs(
 def test_a_transcript_judge_on_items_without_transcripts_is_refused_before_the_run(
     tmp_path, engines
 ):
-    from assay.experiments.reliability._selftest import write_data as write_table
+    from assay.experiments.reliability.selftest._selftest import write_data as write_table
 
     cfg = config(tmp_path, {"format_vertical": {}})
     raw = cfg.model_dump(mode="json")

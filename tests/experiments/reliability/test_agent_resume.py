@@ -32,7 +32,7 @@ from pathlib import Path
 import assay, dspy
 dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
 from assay.experiments.reliability import HarnessConfig, run_harness
-from assay.experiments.reliability._selftest_agent import CRITERION, generator, judge_responder, validator, write_data
+from assay.experiments.reliability.selftest._selftest_agent import CRITERION, generator, judge_responder, validator, write_data
 from assay.lm import ScriptedEngine, register_script
 slow = float(sys.argv[1])
 def logged(fn, kind):

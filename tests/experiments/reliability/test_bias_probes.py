@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from assay.errors import ConfigError
 from assay.experiments.reliability import GenerationContext, HarnessConfig, get_test, run_harness
-from assay.experiments.reliability._insertion import insert_block, opposite_verdict
+from assay.experiments.reliability.probes._insertion import insert_block, opposite_verdict
 from assay.lm import ScriptedEngine, register_script
 from assay.scale import Scale
 from assay.types import Item

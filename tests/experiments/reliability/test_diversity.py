@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assay.experiments.reliability._diversity import (
+from assay.experiments.reliability.probes._diversity import (
     MiniLMEmbedder,
     minilm_available,
     minilm_model_dir,

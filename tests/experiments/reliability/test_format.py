@@ -17,7 +17,7 @@ from assay.experiments.reliability._registry import (
     get_test,
     known_tests,
 )
-from assay.experiments.reliability._whitespace import (
+from assay.experiments.reliability.probes._whitespace import (
     LINE_BREAKS,
     add_indentation,
     add_intraline_space,
@@ -347,7 +347,7 @@ def test_pass_rates_resample_source_items_not_probes():
     """Probes of one source are not independent: with two sources of five probes each, one all
     right and one all wrong, the CI resamples the 2 sources (it spans 0..1), where resampling
     the 10 probes would pretend to know the rate within ±0.3."""
-    from assay.experiments.reliability._scoring import score_test
+    from assay.experiments.reliability.scoring import score_test
     from assay.scale import Scale
     from assay.types import Judgment
 
@@ -375,8 +375,9 @@ import sys
 from assay.errors import ConfigError
 from assay.experiments.reliability._registry import get_test
 get_test("label_flip")
-loaded = sorted(m.rsplit(".", 1)[1] for m in sys.modules
-                if m.startswith("assay.experiments.reliability.tests."))
+loaded = sorted(m.rsplit(".", 1)[1] for m in sys.modules  # tests, not their private bases
+                if m.startswith("assay.experiments.reliability.probes.")
+                and not m.rsplit(".", 1)[1].startswith("_"))
 try:
     get_test("label_flip_typo")
 except ConfigError as exc:

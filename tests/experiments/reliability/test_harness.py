@@ -16,7 +16,7 @@ import pytest
 
 from assay.errors import ConfigError
 from assay.experiments.reliability import HarnessConfig, run_harness
-from assay.experiments.reliability._selftest import (
+from assay.experiments.reliability.selftest._selftest import (
     generator,
     judge_responder,
     register,
@@ -257,7 +257,7 @@ import assay
 import dspy
 dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)  # count every real call
 from assay.experiments.reliability import HarnessConfig, run_harness
-from assay.experiments.reliability._selftest import generator, judge_responder, validator, write_data
+from assay.experiments.reliability.selftest._selftest import generator, judge_responder, validator, write_data
 from assay.lm import ScriptedEngine, register_script
 slow = float(sys.argv[1])
 def judge(call):

@@ -16,9 +16,9 @@ import yaml
 
 from assay import api
 from assay.cli import main
-from assay.experiments.reliability import _selftest as rewrite
 from assay.experiments.reliability._registry import CallMemo, GenerationContext
-from assay.experiments.reliability._selftest_agent import (
+from assay.experiments.reliability.selftest import _selftest as rewrite
+from assay.experiments.reliability.selftest._selftest_agent import (
     CRITERION,
     generator,
     judge_responder,

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from assay.experiments.reliability import _report
+from assay.experiments.reliability.report import _report
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import yaml
 
 from assay.errors import DataError
 from assay.experiments.reliability._probe import Probe
-from assay.experiments.reliability._review import apply_reviews, read_reviews, review_counts
-from assay.experiments.reliability._review_files import export_review, import_review
+from assay.experiments.reliability.review._review import apply_reviews, read_reviews, review_counts
+from assay.experiments.reliability.review._review_files import export_review, import_review
 from assay.scale import Scale
 from assay.types import Item
 

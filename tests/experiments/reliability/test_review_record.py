@@ -13,8 +13,8 @@ import pytest
 
 from assay.errors import DataError
 from assay.experiments.reliability._probe import Probe
-from assay.experiments.reliability._review import apply_reviews, read_reviews
-from assay.experiments.reliability._review_decisions import (
+from assay.experiments.reliability.review._review import apply_reviews, read_reviews
+from assay.experiments.reliability.review._review_decisions import (
     ReviewConflict,
     decision_history,
     record_decision,
@@ -100,7 +100,7 @@ def _proc(args: tuple[str, str, int]) -> int:
 
 
 def test_concurrent_writers_in_threads_and_processes_lose_and_interleave_nothing(run, monkeypatch):
-    import assay.experiments.reliability._review_decisions as review
+    import assay.experiments.reliability.review._review_decisions as review
 
     append = review._append
 

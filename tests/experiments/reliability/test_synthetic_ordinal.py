@@ -9,17 +9,21 @@ import dspy
 import pytest
 
 from assay.errors import ConfigError
-from assay.experiments.reliability._buckets import BucketManager, TemperatureRamp, example_indices
-from assay.experiments.reliability._diversity import (
+from assay.experiments.reliability._probe import Dropped, Probe
+from assay.experiments.reliability._registry import GenerationContext, registered_test
+from assay.experiments.reliability.probes._buckets import (
+    BucketManager,
+    TemperatureRamp,
+    example_indices,
+)
+from assay.experiments.reliability.probes._diversity import (
     TfidfEmbedder,
     cosine,
     make_embedder,
     max_similarity,
     minilm_available,
 )
-from assay.experiments.reliability._probe import Dropped, Probe
-from assay.experiments.reliability._registry import _REGISTRY, GenerationContext
-from assay.experiments.reliability.tests.synthetic_ordinal import (
+from assay.experiments.reliability.probes.synthetic_ordinal import (
     SyntheticOrdinal,
     SyntheticOrdinalSettings,
 )
@@ -387,7 +391,7 @@ def test_minilm_embedder():
 
 # -- configuration ------------------------------------------------------------------------------
 def test_registered_as_ordinal():
-    assert _REGISTRY["synthetic_ordinal"] is SyntheticOrdinal
+    assert registered_test("synthetic_ordinal") is SyntheticOrdinal
     assert SyntheticOrdinal.scoring == "ordinal" and SyntheticOrdinal.needs_labels
 
 

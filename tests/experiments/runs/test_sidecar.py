@@ -98,7 +98,11 @@ def _mlflow_run(uri: str, run_id: str) -> tuple[dict, dict, set[str]]:
 
 def test_a_harness_ending_in_the_sidecar_writes_what_one_ending_here_writes(tmp_path, monkeypatch):
     from assay.experiments.reliability import run_harness
-    from assay.experiments.reliability._selftest import register, selftest_config, write_data
+    from assay.experiments.reliability.selftest._selftest import (
+        register,
+        selftest_config,
+        write_data,
+    )
 
     register()
     data = write_data(tmp_path / "data", n=6)
@@ -199,7 +203,11 @@ def test_a_run_starts_one_when_it_logs_to_mlflow_or_offloads_its_reports(tmp_pat
 
     from assay.experiments import evaluate, load_config
     from assay.experiments.reliability import run_harness
-    from assay.experiments.reliability._selftest import register, selftest_config, write_data
+    from assay.experiments.reliability.selftest._selftest import (
+        register,
+        selftest_config,
+        write_data,
+    )
 
     started: list[str] = []
     monkeypatch.setattr(  # returns None: the run then does the work itself

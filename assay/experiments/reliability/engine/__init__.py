@@ -1,0 +1,9 @@
+"""The harness run: generation of probes by the registered tests (``_generation``), judging of
+sources and probes (``_judging``), the run itself (``_harness``: config → probes → review →
+judgments → metrics → report / MLflow), its ``metrics.json`` (``_harness_metrics``), re-reading a
+finished run (``_rerun``) and its MLflow record (``_tracking``)."""
+
+from assay.experiments.reliability.engine._harness import run_harness
+from assay.experiments.reliability.engine._judging import judged_id
+
+__all__ = ["judged_id", "run_harness"]

@@ -1,1 +1,0 @@
-"""Built-in reliability tests, one per file."""
