@@ -21,20 +21,24 @@ _API = (
     "optimize",
     "agreement",
     "compare",
+    "selftest",
+    "toolemu_agreement",
 )
 
 
 def __getattr__(name: str):
-    """``assay.evaluate(...)`` and the other runners (:mod:`assay.api`), loaded on first use so
-    that ``import assay`` stays cheap."""
-    if name in _API:
-        from assay import api
-
-        return getattr(api, name)
+    """``assay.evaluate(...)`` and every other registered runner (:mod:`assay.api`), loaded on
+    first use so that ``import assay`` stays cheap."""
     if name in ("JudgeConfig", "build_judge"):
         from assay import programs
 
         return getattr(programs, name)
+    import importlib
+    import sys
+
+    runners = sys.modules.get("assay.experiments._runners")  # a runner registered from outside
+    if name in _API or (runners is not None and runners.RUNNERS.registered(name)):
+        return getattr(importlib.import_module("assay.api"), name)
     raise AttributeError(f"module 'assay' has no attribute {name!r}")
 
 

@@ -279,7 +279,7 @@ class Run:
 
 
 def run(config: HarnessConfig, base: Path, workdir: Path, config_s: float) -> Run:
-    from assay.cli._common import freeze_imports
+    from assay.experiments._runners import freeze_imports
 
     freeze_imports()  # as `assay harness` does before a run (counted in start-up)
     with timed_stages() as stages, gc_pauses() as pauses:

@@ -1,4 +1,5 @@
-"""The command line, thin over the Python API: one module per command, registered here.
+"""The command line, generated from the runner registry and calling the same API: one
+subcommand per registered runner, plus ``review`` and ``schema``.
 
 A user mistake prints one line and exits non-zero; Ctrl-C ends the run at once (everything
 finished is already saved) and never waits on a hung request.
@@ -15,45 +16,42 @@ import threading
 from collections.abc import Iterator
 
 import assay  # noqa: F401  (sets offline-safe environment defaults first)
-from assay.cli import (
-    agreement,
-    calibrate,
-    compare,
-    estimate,
-    evaluate,
-    harness,
-    optimize,
-    review,
-    schema,
-    selftest,
-    toolemu,
-)
+from assay.cli import review, schema
 from assay.errors import AssayError
+from assay.experiments import get_runner, known_runners
 
-COMMANDS = (
-    evaluate,
-    agreement,
-    estimate,
-    harness,
-    review,
-    calibrate,
-    selftest,
-    compare,
-    optimize,
-    toolemu,
-    schema,
-)
-"""Every command module; each has ``register(subparsers)``. A new command is one more file
-and one more entry here."""
+COMMANDS = {"review": review, "schema": schema}
+"""The commands that are not runners (each module has ``register(subparsers)``), and the runner
+each comes after in ``assay --help``; every runner is a command of its own (see
+:mod:`assay.experiments._runners`: a new runner is one file and its registration, nothing
+here)."""
+_AFTER = {"review": "harness", "schema": None}
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command: the registered runners' (their options declared once, in
+    their runner), then ``review`` and ``schema``."""
     p = argparse.ArgumentParser(
         prog="assay", description="Measure LLM judges: agreement, reliability, cost."
     )
     sub = p.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
-        command.register(sub)
+    groups: dict[str, argparse._SubParsersAction] = {}
+    after = {runner: name for name, runner in _AFTER.items() if runner}
+    for name in known_runners():
+        cls = get_runner(name)
+        words = cls.words()
+        if len(words) == 1:
+            cls.add_parser(sub)
+        else:
+            if words[0] not in groups:
+                group = sub.add_parser(words[0], help=cls.group_help or None)
+                groups[words[0]] = group.add_subparsers(dest=f"{words[0]}_command", required=True)
+            cls.add_parser(groups[words[0]])
+        if words[0] in after:
+            COMMANDS[after.pop(words[0])].register(sub)
+    for name, module in COMMANDS.items():
+        if name in after.values() or _AFTER[name] is None:
+            module.register(sub)
     return p
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.web._diff import warm_diffs
-from assay.web.report import preload_page, write_html_report
+from assay.web.report import preload_page, write_report_html
 
 
 def serve(run_dir: Path, **options: Any) -> None:
@@ -16,4 +16,4 @@ def serve(run_dir: Path, **options: Any) -> None:
     _serve(run_dir, **options)
 
 
-__all__ = ["preload_page", "serve", "warm_diffs", "write_html_report"]
+__all__ = ["preload_page", "serve", "warm_diffs", "write_report_html"]

@@ -15,8 +15,8 @@ import pytest
 
 from assay.errors import RunError
 from assay.experiments import evaluate, load_config
+from assay.experiments.runs import write_html as write_html_report
 from assay.toolemu import run_toolemu
-from assay.web import write_html_report
 from tests.toolemu.conftest import roles, sandbox_files  # noqa: F401  (fixtures)
 from tests.web.conftest import XSS
 

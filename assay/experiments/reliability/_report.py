@@ -288,7 +288,7 @@ def write_reports(run_dir: str) -> None:
 
     from assay._yaml import load as load_yaml
     from assay.experiments.reliability._config import HarnessConfig
-    from assay.web import write_html_report
+    from assay.experiments.runs import write_html
 
     folder = Path(run_dir)
     config = HarnessConfig.model_validate(
@@ -298,7 +298,7 @@ def write_reports(run_dir: str) -> None:
         json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
     )
     write_report(folder, config, summary)
-    write_html_report(folder)
+    write_html(folder)
 
 
 def write_report(run_dir: Path, config, summary: HarnessSummary) -> None:

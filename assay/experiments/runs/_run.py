@@ -33,12 +33,12 @@ from assay.types import Spend, Usage
 
 
 def write_html(run_dir: Path, **options: Any) -> Path:
-    """``report.html`` of a finished run (before it is logged, so MLflow gets it too). The page
-    is rendered by the browser layer (:mod:`assay.web`), imported here on use: it reads what
-    the runner wrote, and nothing below the runners imports it at load time."""
-    from assay.web import write_html_report
+    """``report.html`` of a finished run (before it is logged, so MLflow gets it too), built by
+    the report of the runner its ``run.json`` names (:func:`~assay.experiments._runners.write_report`),
+    imported here on use."""
+    from assay.experiments._runners import write_report
 
-    return write_html_report(run_dir, **options)
+    return write_report(run_dir, **options)
 
 
 def run_directory(workdir: Path, output_dir: str, name: str, run_hash: str) -> Path:
@@ -101,6 +101,7 @@ class Run:
         resolved: dict[str, Any] | None = None,
         sidecar: bool = False,
         hold: bool = False,
+        kind: str | None = None,
     ) -> Run:
         """The run of ``config`` (a :class:`~assay.experiments.RunConfig`): directory created,
         locked against a second writer, resolved config written on first open. An unfinished
@@ -112,7 +113,10 @@ class Run:
         sidecars' warm-ups (MLflow's store, the reports') wait for it. Before it, this process
         is still reading data and sending the first requests, and a sidecar loading MLflow or
         matplotlib on the other core slowed that (JRH suite: first request 2.3-2.7 s -> 2.3 s,
-        wall -0.25 s)."""
+        wall -0.25 s).
+
+        ``kind``: the registered runner the run belongs to (default ``command``), written in
+        ``run.json``; its report builds the run's report.html."""
         tracking = getattr(config, "tracking", None)
         given = tracking_uri or getattr(tracking, "uri", None)
         if given and getattr(tracking, "enabled", True):
@@ -134,7 +138,7 @@ class Run:
             raise RunError(f"{run.dir}: cannot create the run directory ({exc.strerror})") from None
         run._lock.acquire()
         try:
-            run.state = run.store.open(resolved or config.model_dump(mode="json"))
+            run.state = run.store.open(resolved or config.model_dump(mode="json"), kind or command)
             run._record_calls()
         except BaseException:
             run._ledger.close()

@@ -12,17 +12,20 @@ the page's Content-Security-Policy (no other script can run); every text is esca
 
 Layout: ``_model`` (the :class:`Report` every run kind is turned into), ``_read`` (reading the
 run directory, formatting values), one module per run kind (``_evaluate``, ``_harness``,
-``_toolemu``, ``_compare``), ``_render`` (the kind of a directory, HTML, the atomic write).
+``_toolemu``, ``_compare``), ``_render`` (HTML, the atomic write; which runner's report a directory gets is read from its ``run.json`` by :func:`assay.experiments.runs.write_html`).
 """
 
+from assay.web.report._compare import compare_report
+from assay.web.report._evaluate import evaluate_report
+from assay.web.report._harness import harness_report
 from assay.web.report._model import Block, Items, Report, Row, Table
 from assay.web.report._render import (
     REPORT,
-    detect_kind,
     preload_page,
     render_html,
-    write_html_report,
+    write_report_html,
 )
+from assay.web.report._toolemu import toolemu_report
 
 __all__ = [
     "REPORT",
@@ -31,8 +34,11 @@ __all__ = [
     "Report",
     "Row",
     "Table",
-    "detect_kind",
+    "compare_report",
+    "evaluate_report",
+    "harness_report",
     "preload_page",
     "render_html",
-    "write_html_report",
+    "toolemu_report",
+    "write_report_html",
 ]

@@ -1,0 +1,480 @@
+"""The runner protocol: what a runner declares, and the registry the command line, the Python
+API, ``assay schema`` and the report dispatch are generated from.
+
+A runner is one class registered with ``@runner("name")``:
+
+    @runner("evaluate")
+    class Evaluate(Runner):
+        '''run a judge over a labelled data set and measure its agreement'''  # its --help line
+
+        class Options(RunOptions):          # the command-line options and the API keywords,
+            limit: int | None = option(...)  # declared once: pydantic fields with their help
+
+        config = "assay.experiments._config:EvaluateConfig"   # `assay schema evaluate`
+        summary = "assay.experiments._results:EvaluateSummary"  # metrics.json, validated
+
+        def run(self, options, *, workdir, progress): ...     # opens its Run, returns a result
+        def report(self, run_dir, **options): ...             # report.html's Report
+        def print(self, result, options, *, json): ...        # the console; the exit code
+
+The command line adds ``assay <command ...>`` with the options' fields as arguments and calls
+the API (:meth:`Runner.call`); the API function ``assay.<name>`` is the same call. A run opened
+with ``Run.open(..., kind=<name>)`` writes its kind into ``run.json``, from which
+:func:`write_report` picks the runner whose ``report`` builds its page.
+
+Declarations stay light (the heavy modules are imported inside ``run``/``report``/``print``, or
+named as ``"module:attribute"``): the command line builds its parser from every runner before
+the run's helper process starts, and imports only the runner it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from assay._registry import Registry
+from assay.errors import RunError
+
+BUILTIN = tuple(
+    f"assay.experiments.runners.{name}"
+    for name in (
+        "evaluate",
+        "agreement",
+        "estimate",
+        "harness",
+        "calibrate",
+        "selftest",
+        "compare",
+        "optimize",
+        "toolemu",
+    )
+)
+RUNNERS: Registry[type[Runner]] = Registry("runner", BUILTIN)
+
+
+def runner(name: str) -> Callable[[type[Runner]], type[Runner]]:
+    """Register a :class:`Runner` subclass under ``name`` (its kind, and its API name)."""
+    return RUNNERS.register(name)
+
+
+def get_runner(name: str) -> Runner:
+    return RUNNERS.get(name)()
+
+
+def known_runners() -> list[str]:
+    """The registered runners' names: the built-ins first, in the order ``assay --help``
+    lists them, then the others in the order they registered."""
+    return RUNNERS.names()
+
+
+# -- options: one declaration for the command line and the API --------------------------------
+
+
+@dataclass(frozen=True)
+class Cli:
+    """How a field of a runner's options appears on the command line (argparse's keywords).
+    ``flags`` default to ``--field-name``; a positional field gives its name as the one flag."""
+
+    flags: tuple[str, ...] = ()
+    positional: bool = False
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+def option(default: Any = None, *, help: str, flags: Sequence[str] = (), **argparse_kw: Any) -> Any:
+    """A field of a runner's options: its ``help`` is the command line's and the field's
+    description; ``flags`` and the other keywords (``type``, ``action``, ``nargs``, ``metavar``,
+    ``choices``, ``const``, ``default`` when the command line's differs) go to argparse."""
+    info = Field(default, description=help)
+    info.metadata.append(Cli(tuple(flags), False, argparse_kw))
+    return info
+
+
+def argument(*, help: str, name: str | None = None, **argparse_kw: Any) -> Any:
+    """A positional argument (required, unless ``nargs`` says otherwise); ``name`` is the
+    command line's name when it differs from the field's."""
+    default = [] if argparse_kw.get("nargs") in ("*", "?") else ...
+    info = Field(default, description=help)
+    info.metadata.append(Cli((name,) if name else (), True, argparse_kw))
+    return info
+
+
+def _cli(info: Any) -> Cli | None:
+    return next((m for m in info.metadata if isinstance(m, Cli)), None)
+
+
+class Options(BaseModel):
+    """A runner's options. Fields made with :func:`option`/:func:`argument` are on the command
+    line too; the rest are for the API only."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    json_output: ClassVar[str] = "print the result as one JSON object"
+
+
+class ConfigOptions(Options):
+    """A runner of a YAML config: the config (a path, or the config object for the API), the
+    MLflow tracking URI, and config overrides."""
+
+    config: Any = argument(help="YAML config (see examples/)")
+    tracking_uri: str | None = option(
+        help="MLflow tracking URI (default: the config's, else sqlite:///mlflow.db here)"
+    )
+    overrides: dict[str, Any] = Field(
+        default_factory=dict, description="dotted config keys, e.g. {'judge.model': '...'}"
+    )
+    _loaded: Any = PrivateAttr(None)  # the config object, once loaded (for the printer)
+
+    @property
+    def loaded(self) -> Any:
+        """The config object :meth:`load` returned."""
+        return self._loaded
+
+    def config_overrides(self) -> dict[str, Any]:
+        """The overrides the options ask for (``--model``, ``--deadline``, ``--ray``,
+        ``--retry-unscored``), then the dotted keys given to the API."""
+        out: dict[str, Any] = {}
+        if getattr(self, "ray", False):
+            out["execution.engine"] = "ray"
+        if getattr(self, "model", None):
+            out["judge.model"] = self.model  # type: ignore[attr-defined]
+        if getattr(self, "deadline", None):
+            out["deadline_s"] = self.deadline  # type: ignore[attr-defined]
+        reasons = getattr(self, "retry_unscored", None)
+        if reasons:
+            if isinstance(reasons, str):
+                reasons = reasons.split(",")
+            out["retry.unscored"] = [r.strip() for r in reasons if r.strip()]
+        return {**out, **self.overrides}
+
+    def load(self, model: type[BaseModel], loader: Callable[..., Any] | None = None) -> Any:
+        """``(config, its folder)``: read from the YAML file named, or the object given (no
+        overrides allowed then: change the object instead)."""
+        from assay.experiments._config import load_config
+
+        overrides = self.config_overrides()
+        if isinstance(self.config, str | Path):
+            if loader is not None:
+                config, base = loader(self.config, overrides)
+            else:
+                config, base = load_config(self.config, overrides, model=model)
+        elif overrides:
+            raise TypeError("overrides apply to a config file; change the config object instead")
+        else:
+            config, base = self.config, None
+        self._loaded = config
+        return config, base
+
+
+class RunOptions(ConfigOptions):
+    """A runner that judges: also a limit, a deadline and the retry of unscored items."""
+
+    limit: int | None = option(help="use only the first N items", type="positive_int")
+    deadline: float | None = option(
+        help="stop after this many seconds (everything finished is kept; re-run to resume)",
+        type="positive_float",
+        metavar="SECONDS",
+    )
+    retry_unscored: str | list[str] | None = option(
+        help="judge again the items left unscored for these reasons "
+        "(default lm_error,timeout; e.g. lm_error,timeout,parse_error,truncated)",
+        nargs="?",
+        const="lm_error,timeout",
+        metavar="REASONS",
+    )
+
+
+MODEL_OPTION = option(
+    help="override judge.model (a LiteLLM model string, 'local' or 'local:/path.gguf')"
+)
+RAY_OPTION = option(
+    False,
+    help="judge on a Ray cluster (execution.engine: ray; execution.address from the config, "
+    "default auto); needs pip install 'assay[ray]'",
+    action="store_true",
+)
+
+
+def split_names(value: Any) -> Any:
+    """``"a, b"`` → ``["a", "b"]`` (a command line's comma-separated names); lists pass."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()] or None
+    return value
+
+
+# -- the runner ----------------------------------------------------------------------------
+
+
+class Runner:
+    """One kind of run. Subclass, declare :attr:`Options`, implement :meth:`run` and
+    :meth:`print` (and :meth:`report` when the run writes report.html), register with
+    :func:`runner`. The class docstring's first line is the command's help."""
+
+    name: ClassVar[str]
+    Options: ClassVar[type[Options]] = Options
+    command: ClassVar[tuple[str, ...]] = ()  # its words on the command line (default: name)
+    config: ClassVar[type[BaseModel] | str | None] = None  # the config model (assay schema)
+    summary: ClassVar[type[BaseModel] | str | None] = None  # what its metrics.json holds
+    progress_option: ClassVar[bool] = True  # offers --quiet (no progress bars)
+    quiet_json: ClassVar[bool] = False  # --json also hides the progress bars
+    opens_run: ClassVar[bool] = False  # the command line starts the run's MLflow helper early
+    group_help: ClassVar[str] = ""  # a two-word command: the help of its first word
+    cli: bool = False  # called by the command line (not the API): the process is the run's
+
+    @classmethod
+    def words(cls) -> tuple[str, ...]:
+        return cls.command or (cls.name,)
+
+    @classmethod
+    def config_model(cls) -> type[BaseModel] | None:
+        """The model of the config it reads (``assay schema``), imported."""
+        return resolve(cls.config)
+
+    @classmethod
+    def summary_model(cls) -> type[BaseModel] | None:
+        """The model its summary (``metrics.json``, ``--json``) validates into, imported."""
+        return resolve(cls.summary)
+
+    @classmethod
+    def help(cls) -> str:
+        return (cls.__doc__ or cls.name).strip().splitlines()[0]
+
+    def run(self, options: Any, *, workdir: Path, progress: bool) -> Any:
+        raise NotImplementedError
+
+    def report(self, run_dir: Path, **options: Any) -> Any:
+        """The :class:`~assay.web.report.Report` of a finished run (None: no report.html)."""
+        return None
+
+    def print(self, result: Any, options: Any, *, json: bool) -> int:
+        """Print the result (``json``: as one JSON object); return the exit code."""
+        print(to_json(result))
+        return 0
+
+    # -- the API and the command line: one call ---------------------------------------------
+
+    def call(
+        self,
+        *args: Any,
+        workdir: str | Path | None = None,
+        progress: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        """The API: positional arguments fill the positional fields in order; other keywords
+        are fields, or dotted config overrides for a runner of a config."""
+        fields = self.Options.model_fields
+        positional = [n for n, f in fields.items() if (c := _cli(f)) is not None and c.positional]
+        if len(args) > len(positional):
+            raise TypeError(f"{self.name}() takes {len(positional)} positional arguments")
+        values: dict[str, Any] = dict(zip(positional, args, strict=False))
+        extra = {k: v for k, v in kwargs.items() if k not in fields}
+        values.update({k: v for k, v in kwargs.items() if k in fields})
+        if extra:
+            if "overrides" not in fields or not all("." in k for k in extra):
+                raise TypeError(f"{self.name}() got unexpected keywords: {', '.join(extra)}")
+            values["overrides"] = {**values.get("overrides", {}), **extra}
+        return self.run(self.options(values), workdir=work_directory(workdir), progress=progress)
+
+    def options(self, values: dict[str, Any]) -> Any:
+        return self.Options.model_validate(values)
+
+    def add_parser(self, sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+        """This runner's subcommand: its options' fields as arguments, then ``--json`` and
+        ``--quiet``."""
+        p = sub.add_parser(self.words()[-1], help=self.help())
+        dests: dict[str, str] = {}
+        for name, info in self.Options.model_fields.items():
+            cli = _cli(info)
+            if cli is None:
+                continue
+            kw = dict(cli.kwargs)
+            if isinstance(kw.get("type"), str):
+                kw["type"] = _TYPES[kw["type"]]
+            if cli.positional:
+                dest = cli.flags[0] if cli.flags else name
+                p.add_argument(dest, help=info.description, **kw)
+            else:
+                dest = name
+                flags = cli.flags or ("--" + name.replace("_", "-"),)
+                kw.setdefault("default", [] if kw.get("action") == "append" else info.default)
+                p.add_argument(*flags, dest=dest, help=info.description, **kw)
+            dests[name] = dest
+        p.add_argument("--json", action="store_true", help=self.Options.json_output)
+        if self.progress_option:
+            p.add_argument("--quiet", action="store_true", help="no progress bars")
+        p.set_defaults(func=self.main, opens_run=self.opens_run, _dests=dests)
+        return p
+
+    def main(self, args: argparse.Namespace) -> int:
+        """``assay <command>``: the API called with the command line's options, then printed."""
+        options = self.options({name: getattr(args, dest) for name, dest in args._dests.items()})
+        quiet = getattr(args, "quiet", False) or (self.quiet_json and args.json)
+        self.cli = True
+        result = self.run(options, workdir=Path.cwd(), progress=not quiet)
+        return self.print(result, options, json=args.json)
+
+
+# -- what the printers share ---------------------------------------------------------------
+
+
+def work_directory(workdir: str | Path | None) -> Path:
+    """The working directory (default: the current one): it holds ``runs/``, ``mlflow.db`` and
+    the LM cache, for the API as for the command line."""
+    return Path(workdir) if workdir is not None else Path.cwd()
+
+
+def lm_cache(workdir: Path) -> Path:
+    """``workdir`` with DSPy's response cache under its ``.assay/`` (a runner that calls LMs,
+    once its inputs are read and valid)."""
+    from assay.lm import configure_cache
+
+    configure_cache(workdir)
+    return workdir
+
+
+def to_json(obj: Any) -> str:
+    if hasattr(obj, "model_dump_json"):
+        return obj.model_dump_json()
+    return json.dumps(obj, default=str, ensure_ascii=False)
+
+
+def print_run_json(res: Any, payload: dict[str, Any]) -> None:
+    """A run's ``--json`` output: its directory, its MLflow run id, then ``payload``."""
+    body = {"run_dir": str(res.run_dir), "mlflow_run_id": res.mlflow_run_id, **payload}
+    print(json.dumps(body, default=str))
+
+
+def mlflow_line(run_id: str | None, tracking_uri: str | None = None) -> str | None:
+    if not run_id:
+        return None
+    where = tracking_uri or "sqlite:///mlflow.db"
+    return f"MLflow run: {run_id}  (browse: mlflow ui --backend-store-uri {where})"
+
+
+def freeze_imports() -> None:
+    """Move the objects of the imports so far out of the garbage collector's reach: full
+    collections of them otherwise stall every worker thread for up to a second mid-run. (No
+    collection first: it costs half a second of start-up and import-time garbage is small.)
+    For a process that is the run's (the command line), never a caller's."""
+    import gc
+
+    gc.freeze()
+
+
+def resolve(ref: Any) -> Any:
+    """A declaration's ``"module:attribute"``, imported; anything else as it is."""
+    if isinstance(ref, str) and ":" in ref:
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return ref
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+_TYPES: dict[str, Callable[[str], Any]] = {
+    "positive_int": _positive_int,
+    "positive_float": _positive_float,
+    "non_negative_int": _non_negative_int,
+    "int": int,
+    "float": float,
+}
+
+
+# -- the report dispatch -------------------------------------------------------------------
+
+KIND_FILE = "run.json"
+
+
+def run_kind(run_dir: Path) -> str:
+    """The kind of run a directory holds: the ``kind`` its ``run.json`` names; for a directory
+    written before runs named it, guessed from the files it holds, as then."""
+    state = run_dir / KIND_FILE
+    if state.is_file():
+        kind = json.loads(state.read_text(encoding="utf-8")).get("kind")
+        if kind:
+            return kind
+    if (run_dir / "comparison.json").is_file():
+        return "compare"
+    if (run_dir / "metrics.json").is_file():
+        if (run_dir / "trajectories.jsonl").is_file():
+            return "toolemu"
+        if (run_dir / "probes.jsonl").is_file():
+            return "harness"
+        if (run_dir / "judgments.jsonl").is_file():
+            return "evaluate"
+    raise RunError(
+        f"{run_dir}: not a finished run (no comparison.json, or metrics.json with judgments.jsonl, "
+        "probes.jsonl or trajectories.jsonl)"
+    )
+
+
+def write_report(run_dir: Path, **options: Any) -> Path:
+    """``run_dir/report.html``, built by the report of the runner whose kind the run is."""
+    from assay.web import write_report_html
+
+    run_dir = Path(run_dir)
+    kind = run_kind(run_dir)
+    report = get_runner(kind).report(run_dir, **options)
+    if report is None:
+        raise RunError(f"{run_dir}: a {kind} run has no report.html")
+    return write_report_html(report, run_dir)
+
+
+__all__ = [
+    "Cli",
+    "ConfigOptions",
+    "MODEL_OPTION",
+    "RAY_OPTION",
+    "RUNNERS",
+    "Options",
+    "RunOptions",
+    "Runner",
+    "argument",
+    "freeze_imports",
+    "get_runner",
+    "known_runners",
+    "lm_cache",
+    "mlflow_line",
+    "option",
+    "print_run_json",
+    "resolve",
+    "run_kind",
+    "runner",
+    "split_names",
+    "to_json",
+    "work_directory",
+    "write_report",
+]
