@@ -87,10 +87,20 @@ class Cli:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-def option(default: Any = None, *, help: str, flags: Sequence[str] = (), **argparse_kw: Any) -> Any:
+def option(
+    default: Any = None,
+    *,
+    help: str,
+    flags: Sequence[str] = (),
+    cli_default: Any = None,
+    **argparse_kw: Any,
+) -> Any:
     """A field of a runner's options: its ``help`` is the command line's and the field's
     description; ``flags`` and the other keywords (``type``, ``action``, ``nargs``, ``metavar``,
-    ``choices``, ``const``, ``default`` when the command line's differs) go to argparse."""
+    ``choices``, ``const``) go to argparse, and ``cli_default`` when the command line's default
+    differs from the API's."""
+    if cli_default is not None:
+        argparse_kw["default"] = cli_default
     info = Field(default, description=help)
     info.metadata.append(Cli(tuple(flags), False, argparse_kw))
     return info
@@ -115,6 +125,7 @@ class Options(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
     json_output: ClassVar[str] = "print the result as one JSON object"
+    cli_order: ClassVar[tuple[str, ...]] = ()  # --help's order of the fields, json and quiet
 
 
 class ConfigOptions(Options):
@@ -173,6 +184,8 @@ class ConfigOptions(Options):
 
 class RunOptions(ConfigOptions):
     """A runner that judges: also a limit, a deadline and the retry of unscored items."""
+
+    cli_order = ("limit", "model", "deadline", "retry_unscored", "tracking_uri", "json", "quiet")
 
     limit: int | None = option(help="use only the first N items", type="positive_int")
     deadline: float | None = option(
@@ -284,9 +297,10 @@ class Runner:
         return self.Options.model_validate(values)
 
     def add_parser(self, sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-        """This runner's subcommand: its options' fields as arguments, then ``--json`` and
-        ``--quiet``."""
+        """This runner's subcommand: its options' fields as arguments, and ``--json`` and
+        ``--quiet``, in the order of ``Options.cli_order`` (the rest after, as declared)."""
         p = sub.add_parser(self.words()[-1], help=self.help())
+        arguments: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         dests: dict[str, str] = {}
         for name, info in self.Options.model_fields.items():
             cli = _cli(info)
@@ -296,17 +310,24 @@ class Runner:
             if isinstance(kw.get("type"), str):
                 kw["type"] = _TYPES[kw["type"]]
             if cli.positional:
-                dest = cli.flags[0] if cli.flags else name
-                p.add_argument(dest, help=info.description, **kw)
+                dests[name] = cli.flags[0] if cli.flags else name
+                arguments.append((name, (dests[name],), {"help": info.description, **kw}))
             else:
-                dest = name
-                flags = cli.flags or ("--" + name.replace("_", "-"),)
+                dests[name] = name
                 kw.setdefault("default", [] if kw.get("action") == "append" else info.default)
-                p.add_argument(*flags, dest=dest, help=info.description, **kw)
-            dests[name] = dest
-        p.add_argument("--json", action="store_true", help=self.Options.json_output)
+                flags = cli.flags or ("--" + name.replace("_", "-"),)
+                arguments.append((name, flags, {"dest": name, "help": info.description, **kw}))
+        out = {"action": "store_true"}
+        arguments.append(("json", ("--json",), {**out, "help": self.Options.json_output}))
         if self.progress_option:
-            p.add_argument("--quiet", action="store_true", help="no progress bars")
+            arguments.append(("quiet", ("--quiet",), {**out, "help": "no progress bars"}))
+        order = self.Options.cli_order
+        ranked = sorted(
+            enumerate(arguments),
+            key=lambda a: (order.index(a[1][0]) if a[1][0] in order else len(order), a[0]),
+        )
+        for _, (_, flags, kw) in ranked:
+            p.add_argument(*flags, **kw)
         p.set_defaults(func=self.main, opens_run=self.opens_run, _dests=dests)
         return p
 

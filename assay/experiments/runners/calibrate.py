@@ -23,6 +23,8 @@ class Calibrate(Runner):
     """fit a probability threshold for a binary judge on a labelled split"""
 
     class Options(RunOptions):
+        cli_order = ("fraction", "seed", "method", *RunOptions.cli_order)
+
         config: Any = argument(help="YAML evaluate config with a binary judge")
         fraction: float = option(
             0.5, help="share of labelled items used to fit (default 0.5)", type="float"

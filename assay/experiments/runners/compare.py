@@ -32,6 +32,7 @@ class Compare(Runner):
 
     class Options(BaseOptions):
         json_output = "print one JSON object"
+        cli_order = ("metric", "json")
 
         selectors: list[str] = argument(
             name="runs",
@@ -62,7 +63,7 @@ class Compare(Runner):
             help="folder for the plots and comparison.json (default: ./compare)",
             flags=("--out",),
             metavar="OUT",
-            default="compare",  # the command line writes them here; the API only when asked
+            cli_default="compare",  # the command line writes them here; the API when asked
         )
         log: bool = option(
             True,

@@ -27,6 +27,8 @@ class ToolEmu(Runner):
     """cases → agent with emulated tools → trajectories → evaluators → metrics"""
 
     class Options(RunOptions):
+        cli_order = ("cases", *RunOptions.cli_order)
+
         config: Any = argument(help="YAML config (see examples/toolemu_run.yaml)")
         cases: str | list[int] | None = option(
             help="case indices, e.g. 0-14 or 0,3,7-9 (overrides 'select')"
