@@ -12,7 +12,7 @@ _os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 __version__ = "0.1.0"
 
-_API = (
+_API = (  # the built-in runners, as functions (assay.api); any other registered runner too
     "evaluate",
     "calibrate",
     "estimate",

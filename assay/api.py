@@ -18,23 +18,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from assay import _API as BUILTIN  # the built-in runners' functions, named without imports
 from assay.experiments import get_runner, known_runners
 
 C = TypeVar("C", bound=BaseModel)
-
-BUILTIN = (
-    "evaluate",
-    "calibrate",
-    "estimate",
-    "harness",
-    "toolemu",
-    "optimize",
-    "agreement",
-    "compare",
-    "selftest",
-    "toolemu_agreement",
-)
-"""The built-in runners' functions (any registered runner is one too: ``assay.api.<name>``)."""
 
 
 def runner_function(name: str) -> Any:
@@ -46,6 +33,7 @@ def runner_function(name: str) -> Any:
         return cls.call(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
+    call.__signature__ = cls.signature()  # type: ignore[attr-defined]
     call.__doc__ = f"``assay {' '.join(cls.words())}``: {cls.help()}.\n\n" + "\n".join(
         f"{field}: {info.description or ''}" for field, info in cls.Options.model_fields.items()
     )

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -85,6 +86,7 @@ class Cli:
     flags: tuple[str, ...] = ()
     positional: bool = False
     kwargs: dict[str, Any] = field(default_factory=dict)
+    api_positional: bool = False  # an option the API takes by position (estimate's validation)
 
 
 def option(
@@ -93,16 +95,20 @@ def option(
     help: str,
     flags: Sequence[str] = (),
     cli_default: Any = None,
+    api_positional: bool = False,
     **argparse_kw: Any,
 ) -> Any:
     """A field of a runner's options: its ``help`` is the command line's and the field's
     description; ``flags`` and the other keywords (``type``, ``action``, ``nargs``, ``metavar``,
     ``choices``, ``const``) go to argparse, and ``cli_default`` when the command line's default
-    differs from the API's."""
+    differs from the API's; ``api_positional``: the API takes it by position, after the
+    positional arguments (a required option: ``default=...``)."""
     if cli_default is not None:
         argparse_kw["default"] = cli_default
+    if default is ...:
+        argparse_kw["required"] = True
     info = Field(default, description=help)
-    info.metadata.append(Cli(tuple(flags), False, argparse_kw))
+    info.metadata.append(Cli(tuple(flags), False, argparse_kw, api_positional))
     return info
 
 
@@ -117,6 +123,11 @@ def argument(*, help: str, name: str | None = None, **argparse_kw: Any) -> Any:
 
 def _cli(info: Any) -> Cli | None:
     return next((m for m in info.metadata if isinstance(m, Cli)), None)
+
+
+def _api_positional(info: Any) -> bool:
+    cli = _cli(info)
+    return cli is not None and (cli.positional or cli.api_positional)
 
 
 class Options(BaseModel):
@@ -278,10 +289,10 @@ class Runner:
         progress: bool = True,
         **kwargs: Any,
     ) -> Any:
-        """The API: positional arguments fill the positional fields in order; other keywords
-        are fields, or dotted config overrides for a runner of a config."""
+        """The API (``assay.<name>(...)``): positional arguments fill the positional fields in
+        order; other keywords are fields, or dotted config overrides for a runner of a config."""
         fields = self.Options.model_fields
-        positional = [n for n, f in fields.items() if (c := _cli(f)) is not None and c.positional]
+        positional = [n for n, f in fields.items() if _api_positional(f)]
         if len(args) > len(positional):
             raise TypeError(f"{self.name}() takes {len(positional)} positional arguments")
         values: dict[str, Any] = dict(zip(positional, args, strict=False))
@@ -291,10 +302,37 @@ class Runner:
             if "overrides" not in fields or not all("." in k for k in extra):
                 raise TypeError(f"{self.name}() got unexpected keywords: {', '.join(extra)}")
             values["overrides"] = {**values.get("overrides", {}), **extra}
-        return self.run(self.options(values), workdir=work_directory(workdir), progress=progress)
+        return self.execute(self.options(values), workdir=workdir, progress=progress)
 
     def options(self, values: dict[str, Any]) -> Any:
         return self.Options.model_validate(values)
+
+    def execute(self, options: Any, *, workdir: str | Path | None, progress: bool) -> Any:
+        """The run of validated options in ``workdir`` (default: the current directory): the
+        one path of the API and the command line."""
+        return self.run(options, workdir=work_directory(workdir), progress=progress)
+
+    def signature(self) -> inspect.Signature:
+        """The API function's signature: the positional fields, then the others as keywords
+        (with ``workdir`` and ``progress``)."""
+        params, keywords = [], []
+        for name, info in self.Options.model_fields.items():
+            if _api_positional(info):
+                default = inspect.Parameter.empty if info.is_required() else info.get_default()
+                kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+                params.append(inspect.Parameter(name, kind, default=default))
+            elif name != "overrides":
+                default = info.get_default(call_default_factory=True)
+                keywords.append(
+                    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+                )
+        keywords += [
+            inspect.Parameter("workdir", inspect.Parameter.KEYWORD_ONLY, default=None),
+            inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=True),
+        ]
+        if "overrides" in self.Options.model_fields:
+            keywords.append(inspect.Parameter("overrides", inspect.Parameter.VAR_KEYWORD))
+        return inspect.Signature(params + keywords)
 
     def add_parser(self, sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         """This runner's subcommand: its options' fields as arguments, and ``--json`` and
@@ -314,7 +352,8 @@ class Runner:
                 arguments.append((name, (dests[name],), {"help": info.description, **kw}))
             else:
                 dests[name] = name
-                kw.setdefault("default", [] if kw.get("action") == "append" else info.default)
+                if not info.is_required():
+                    kw.setdefault("default", [] if kw.get("action") == "append" else info.default)
                 flags = cli.flags or ("--" + name.replace("_", "-"),)
                 arguments.append((name, flags, {"dest": name, "help": info.description, **kw}))
         out = {"action": "store_true"}
@@ -336,7 +375,7 @@ class Runner:
         options = self.options({name: getattr(args, dest) for name, dest in args._dests.items()})
         quiet = getattr(args, "quiet", False) or (self.quiet_json and args.json)
         self.cli = True
-        result = self.run(options, workdir=Path.cwd(), progress=not quiet)
+        result = self.execute(options, workdir=None, progress=not quiet)
         return self.print(result, options, json=args.json)
 
 

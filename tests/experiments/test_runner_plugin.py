@@ -149,3 +149,23 @@ def test_the_report_follows_the_kind_in_run_json_not_the_files(tmp_path):
     (run_dir / "judgments.jsonl").write_text("")
     html = write_html(run_dir).read_text()
     assert "Word count" in html and "probe" in html
+
+
+def test_every_built_in_runner_is_a_command_and_a_function():
+    """The built-ins go through the same registry: each is a subcommand of the parser and an
+    ``assay.<name>`` function whose positional arguments are the command line's."""
+    import inspect
+
+    from assay.cli import build_parser
+    from assay.experiments import get_runner, known_runners
+
+    assert set(assay._API) <= set(known_runners())
+    parser = build_parser()
+    for name in assay._API:
+        words = get_runner(name).words()
+        with pytest.raises(SystemExit) as exit:
+            parser.parse_args([*words, "--help"])
+        assert exit.value.code == 0
+        assert callable(getattr(assay.api, name))  # (assay.toolemu is also a subpackage's name)
+    assert list(inspect.signature(assay.estimate).parameters)[:2] == ["run", "validation"]
+    assert list(inspect.signature(assay.agreement).parameters)[:2] == ["reference", "candidate"]

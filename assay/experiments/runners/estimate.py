@@ -19,7 +19,9 @@ class Estimate(Runner):
             help="an evaluate run directory (its judgments; labels not needed)"
         )
         validation: str | Path = option(
-            help="an evaluate run of the same judge config on labelled items", required=True
+            ...,
+            help="an evaluate run of the same judge config on labelled items",
+            api_positional=True,
         )
         positive: str | None = option(
             help="the verdict whose rate is estimated (binary: the second label)"
