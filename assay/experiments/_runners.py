@@ -17,10 +17,13 @@ A runner is one class registered with ``@runner("name")``:
         def report(self, run_dir, **options): ...             # report.html's Report
         def print(self, result, options, *, json): ...        # the console; the exit code
 
-The command line adds ``assay <command ...>`` with the options' fields as arguments and calls
-the API (:meth:`Runner.call`); the API function ``assay.<name>`` is the same call. A run opened
-with ``Run.open(..., kind=<name>)`` writes its kind into ``run.json``, from which
-:func:`write_report` picks the runner whose ``report`` builds its page.
+The command line adds ``assay <command ...>`` with the options' fields as arguments
+(:meth:`Runner.add_parser`, :meth:`Runner.main`); the API function ``assay.<name>`` is
+:meth:`Runner.call`; both validate the same options model and run it through
+:meth:`Runner.execute`. A run opened with ``Run.open(..., command=<name>)`` (or ``kind=``)
+writes its kind into ``run.json``, from which :func:`write_report` picks the runner whose
+``report`` builds its page. A runner outside the package registers when its module is imported
+(before ``assay.cli.main`` builds its parser).
 
 Declarations stay light (the heavy modules are imported inside ``run``/``report``/``print``, or
 named as ``"module:attribute"``): the command line builds its parser from every runner before
@@ -87,6 +90,8 @@ class Cli:
     positional: bool = False
     kwargs: dict[str, Any] = field(default_factory=dict)
     api_positional: bool = False  # an option the API takes by position (estimate's validation)
+    override: str | None = None  # the config key it overrides (when given)
+    to_config: Callable[[Any], Any] | None = None  # its value as that key's
 
 
 def option(
@@ -96,19 +101,22 @@ def option(
     flags: Sequence[str] = (),
     cli_default: Any = None,
     api_positional: bool = False,
+    override: str | None = None,
+    to_config: Callable[[Any], Any] | None = None,
     **argparse_kw: Any,
 ) -> Any:
     """A field of a runner's options: its ``help`` is the command line's and the field's
     description; ``flags`` and the other keywords (``type``, ``action``, ``nargs``, ``metavar``,
     ``choices``, ``const``) go to argparse, and ``cli_default`` when the command line's default
     differs from the API's; ``api_positional``: the API takes it by position, after the
-    positional arguments (a required option: ``default=...``)."""
+    positional arguments (a required option: ``default=...``); ``override``: the dotted config
+    key it overrides when given (its value through ``to_config``)."""
     if cli_default is not None:
         argparse_kw["default"] = cli_default
     if default is ...:
         argparse_kw["required"] = True
     info = Field(default, description=help)
-    info.metadata.append(Cli(tuple(flags), False, argparse_kw, api_positional))
+    info.metadata.append(Cli(tuple(flags), False, argparse_kw, api_positional, override, to_config))
     return info
 
 
@@ -158,20 +166,13 @@ class ConfigOptions(Options):
         return self._loaded
 
     def config_overrides(self) -> dict[str, Any]:
-        """The overrides the options ask for (``--model``, ``--deadline``, ``--ray``,
-        ``--retry-unscored``), then the dotted keys given to the API."""
+        """The config keys the options given override (``--model``, ``--deadline``, ``--ray``,
+        ``--retry-unscored``: each field says which), then the dotted keys given to the API."""
         out: dict[str, Any] = {}
-        if getattr(self, "ray", False):
-            out["execution.engine"] = "ray"
-        if getattr(self, "model", None):
-            out["judge.model"] = self.model  # type: ignore[attr-defined]
-        if getattr(self, "deadline", None):
-            out["deadline_s"] = self.deadline  # type: ignore[attr-defined]
-        reasons = getattr(self, "retry_unscored", None)
-        if reasons:
-            if isinstance(reasons, str):
-                reasons = reasons.split(",")
-            out["retry.unscored"] = [r.strip() for r in reasons if r.strip()]
+        for name, info in type(self).model_fields.items():
+            cli, value = _cli(info), getattr(self, name)
+            if cli is not None and cli.override and value:
+                out[cli.override] = cli.to_config(value) if cli.to_config else value
         return {**out, **self.overrides}
 
     def load(self, model: type[BaseModel], loader: Callable[..., Any] | None = None) -> Any:
@@ -203,6 +204,7 @@ class RunOptions(ConfigOptions):
         help="stop after this many seconds (everything finished is kept; re-run to resume)",
         type="positive_float",
         metavar="SECONDS",
+        override="deadline_s",
     )
     retry_unscored: str | list[str] | None = option(
         help="judge again the items left unscored for these reasons "
@@ -210,17 +212,22 @@ class RunOptions(ConfigOptions):
         nargs="?",
         const="lm_error,timeout",
         metavar="REASONS",
+        override="retry.unscored",
+        to_config=lambda reasons: split_names(reasons) or [],
     )
 
 
 MODEL_OPTION = option(
-    help="override judge.model (a LiteLLM model string, 'local' or 'local:/path.gguf')"
+    help="override judge.model (a LiteLLM model string, 'local' or 'local:/path.gguf')",
+    override="judge.model",
 )
 RAY_OPTION = option(
     False,
     help="judge on a Ray cluster (execution.engine: ray; execution.address from the config, "
     "default auto); needs pip install 'assay[ray]'",
     action="store_true",
+    override="execution.engine",
+    to_config=lambda on: "ray",
 )
 
 
