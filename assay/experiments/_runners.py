@@ -250,7 +250,8 @@ class Runner:
     Options: ClassVar[type[Options]] = Options
     command: ClassVar[tuple[str, ...]] = ()  # its words on the command line (default: name)
     config: ClassVar[type[BaseModel] | str | None] = None  # the config model (assay schema)
-    summary: ClassVar[type[BaseModel] | str | None] = None  # what its metrics.json holds
+    summary: ClassVar[type[BaseModel] | str | None] = None  # its typed summary (or result)
+    summary_file: ClassVar[str | None] = "metrics.json"  # where a run directory holds it
     progress_option: ClassVar[bool] = True  # offers --quiet (no progress bars)
     quiet_json: ClassVar[bool] = False  # --json also hides the progress bars
     opens_run: ClassVar[bool] = False  # the command line starts the run's MLflow helper early
@@ -270,6 +271,16 @@ class Runner:
     def summary_model(cls) -> type[BaseModel] | None:
         """The model its summary (``metrics.json``, ``--json``) validates into, imported."""
         return resolve(cls.summary)
+
+    @classmethod
+    def read_summary(cls, run_dir: Path) -> BaseModel:
+        """The summary a finished run wrote, validated back into its model (a run of an
+        earlier version re-read the same way)."""
+        model = cls.summary_model()
+        where = Path(run_dir) / (cls.summary_file or "")
+        if model is None or cls.summary_file is None or not where.is_file():
+            raise RunError(f"{run_dir}: no {cls.summary_file or 'summary'} of a {cls.name} run")
+        return model.model_validate_json(where.read_text(encoding="utf-8"))
 
     @classmethod
     def help(cls) -> str:

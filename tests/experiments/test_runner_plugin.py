@@ -127,6 +127,7 @@ def test_the_same_runner_is_a_python_function(config, tmp_path):
     res = assay.wordcount(config, workdir=tmp_path, upper=True)
     assert res.summary == WordsSummary(words=3, longest="reliability")
     assert run_kind(res.run_dir) == "wordcount"
+    assert WordCount.read_summary(res.run_dir) == res.summary  # metrics.json, typed again
     res = assay.api.wordcount(WordsConfig(name="objects", words=["a", "bb"]), workdir=tmp_path)
     assert res.summary.longest == "bb" and res.run_dir.parent == tmp_path / "runs"
     with pytest.raises(TypeError):
@@ -169,3 +170,26 @@ def test_every_built_in_runner_is_a_command_and_a_function():
         assert callable(getattr(assay.api, name))  # (assay.toolemu is also a subpackage's name)
     assert list(inspect.signature(assay.estimate).parameters)[:2] == ["run", "validation"]
     assert list(inspect.signature(assay.agreement).parameters)[:2] == ["reference", "candidate"]
+
+
+def test_a_run_written_before_runs_named_their_kind(tmp_path):
+    """A run directory of an earlier version (no ``kind`` in run.json) gets the report its
+    files point to, as before; its summary re-reads through the runner's model; re-opened,
+    the run names its kind."""
+    import shutil
+
+    from assay.experiments import get_runner
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "evaluate"
+    shutil.copytree(fixture, tmp_path / "cfg")
+    res = assay.evaluate(tmp_path / "cfg" / "config.yaml", workdir=tmp_path, progress=False)
+    state = json.loads((res.run_dir / "run.json").read_text())
+    assert state.pop("kind") == "evaluate"
+    (res.run_dir / "run.json").write_text(json.dumps(state))
+    (res.run_dir / "report.html").unlink()
+    assert run_kind(res.run_dir) == "evaluate"  # guessed from metrics.json + judgments.jsonl
+    assert "Confusion matrix" in write_html(res.run_dir).read_text()
+    assert get_runner("evaluate").read_summary(res.run_dir) == res.summary
+    again = assay.evaluate(tmp_path / "cfg" / "config.yaml", workdir=tmp_path, progress=False)
+    assert again.new_judgments == 0 and again.summary == res.summary
+    assert json.loads((res.run_dir / "run.json").read_text())["kind"] == "evaluate"

@@ -47,6 +47,7 @@ class Agreement(Runner):
         n_resamples: int = 1000
 
     summary = "assay.experiments._results:AgreementResult"
+    summary_file = None  # no run directory
     progress_option = False
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:

@@ -39,6 +39,7 @@ class Calibrate(Runner):
 
     config = "assay.experiments._config:EvaluateConfig"
     summary = "assay.experiments._results:CalibrationResult"
+    summary_file = "calibration.json"  # in the evaluate run it measured
     opens_run = True
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:

@@ -73,6 +73,7 @@ class Compare(Runner):
         )
 
     summary = "assay.experiments.compare:Comparison"
+    summary_file = "comparison.json"
     progress_option = False
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:

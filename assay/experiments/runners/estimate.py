@@ -34,6 +34,7 @@ class Estimate(Runner):
         confidence: float = 0.95
 
     summary = "assay.experiments._estimate:PrevalenceResult"
+    summary_file = None  # no run directory
     progress_option = False
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:

@@ -17,6 +17,7 @@ class Optimize(Runner):
 
     config = "assay.experiments.optimize:OptimizeConfig"
     summary = "assay.experiments.optimize:OptimizeResult"
+    summary_file = "result.json"
     quiet_json = True
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
