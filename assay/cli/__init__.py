@@ -21,37 +21,37 @@ from assay.errors import AssayError
 from assay.experiments import get_runner, known_runners
 
 COMMANDS = {"review": review, "schema": schema}
-"""The commands that are not runners (each module has ``register(subparsers)``), and the runner
-each comes after in ``assay --help``; every runner is a command of its own (see
-:mod:`assay.experiments._runners`: a new runner is one file and its registration, nothing
-here)."""
-_AFTER = {"review": "harness", "schema": None}
+"""The commands that are not runners (each module has ``register(subparsers)``); every runner is
+a command of its own (:mod:`assay.experiments._runners`: a new runner is one file and its
+registration, nothing here)."""
+_FOLLOWS = {"harness": "review"}  # ``assay --help`` lists review after harness, as it did
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command: the registered runners' (their options declared once, in
-    their runner), then ``review`` and ``schema``."""
+    their runner), with ``review`` and ``schema``."""
     p = argparse.ArgumentParser(
         prog="assay", description="Measure LLM judges: agreement, reliability, cost."
     )
     sub = p.add_subparsers(dest="command", required=True)
-    groups: dict[str, argparse._SubParsersAction] = {}
-    after = {runner: name for name, runner in _AFTER.items() if runner}
+    groups: dict[str, argparse._SubParsersAction] = {}  # two-word commands: ``toolemu run``
+    placed: set[str] = set()
     for name in known_runners():
-        cls = get_runner(name)
-        words = cls.words()
-        if len(words) == 1:
-            cls.add_parser(sub)
+        runner = get_runner(name)
+        first, *rest = runner.words()
+        if not rest:
+            runner.add_parser(sub)
         else:
-            if words[0] not in groups:
-                group = sub.add_parser(words[0], help=cls.group_help or None)
-                groups[words[0]] = group.add_subparsers(dest=f"{words[0]}_command", required=True)
-            cls.add_parser(groups[words[0]])
-        if words[0] in after:
-            COMMANDS[after.pop(words[0])].register(sub)
-    for name, module in COMMANDS.items():
-        if name in after.values() or _AFTER[name] is None:
-            module.register(sub)
+            if first not in groups:
+                group = sub.add_parser(first, help=runner.group_help or None)
+                groups[first] = group.add_subparsers(dest=f"{first}_command", required=True)
+            runner.add_parser(groups[first])
+        if first in _FOLLOWS:
+            COMMANDS[_FOLLOWS[first]].register(sub)
+            placed.add(_FOLLOWS[first])
+    for name, command in COMMANDS.items():
+        if name not in placed:
+            command.register(sub)
     return p
 
 
