@@ -12,7 +12,7 @@ _os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 __version__ = "0.1.0"
 
-_API = (
+_API = (  # the built-in runners, as functions (assay.api); any other registered runner too
     "evaluate",
     "calibrate",
     "estimate",
@@ -21,20 +21,24 @@ _API = (
     "optimize",
     "agreement",
     "compare",
+    "selftest",
+    "toolemu_agreement",
 )
 
 
 def __getattr__(name: str):
-    """``assay.evaluate(...)`` and the other runners (:mod:`assay.api`), loaded on first use so
-    that ``import assay`` stays cheap."""
-    if name in _API:
-        from assay import api
-
-        return getattr(api, name)
+    """``assay.evaluate(...)`` and every other registered runner (:mod:`assay.api`), loaded on
+    first use so that ``import assay`` stays cheap."""
     if name in ("JudgeConfig", "build_judge"):
         from assay import programs
 
         return getattr(programs, name)
+    import importlib
+    import sys
+
+    experiments = sys.modules.get("assay.experiments")  # a runner registered from outside
+    if name in _API or (experiments is not None and name in experiments.known_runners()):
+        return getattr(importlib.import_module("assay.api"), name)
     raise AttributeError(f"module 'assay' has no attribute {name!r}")
 
 

@@ -37,7 +37,8 @@ class Registry(Generic[T]):
         """The decorator: register a class under ``name`` (and set its ``name``)."""
 
         def register(cls: T) -> T:
-            if name in self._classes and self._classes[name] is not cls:
+            old = self._classes.get(name)
+            if old is not None and old is not cls and _origin(old) != _origin(cls):
                 raise ValueError(f"{self.what} {name!r} is already registered")
             cls.name = name  # type: ignore[attr-defined]
             self._classes[name] = cls
@@ -81,3 +82,9 @@ class Registry(Generic[T]):
                 if not mod.name.startswith("_"):
                     importlib.import_module(f"{self.package}.{mod.name}")
             self._loaded = True
+
+
+def _origin(cls: object) -> tuple[str, str]:
+    """Where a class was defined: a module imported twice (a test re-importing it) registers
+    the same plug-in again, which is no conflict."""
+    return (getattr(cls, "__module__", ""), getattr(cls, "__qualname__", ""))

@@ -222,7 +222,7 @@ def main() -> None:
     ):
         workdir = Path(tmp)
         config, base = agent_config(stub.base_url, args.concurrency, workdir / "runs")
-        from assay.cli._common import freeze_imports
+        from assay.experiments._runners import freeze_imports
 
         freeze_imports()  # as `assay harness` does before a run (counted in start-up)
         start, cpu_start = time.time(), time.process_time()

@@ -52,10 +52,10 @@ from _common import StubProcess, TimedRespond
 
 import assay  # noqa: F401  (offline environment defaults before DSPy and LiteLLM load)
 from assay.experiments import load_config
-from assay.experiments.reliability.report import _report as report_module
 from assay.experiments.reliability._config import HarnessConfig
 from assay.experiments.reliability.engine import _harness as harness_module
 from assay.experiments.reliability.engine import _harness_metrics as harness_metrics_module
+from assay.experiments.reliability.report import _report as report_module
 from assay.lm import StubServer
 from assay.lm._stub_server import prompt_output_fields
 
@@ -279,7 +279,7 @@ class Run:
 
 
 def run(config: HarnessConfig, base: Path, workdir: Path, config_s: float) -> Run:
-    from assay.cli._common import freeze_imports
+    from assay.experiments._runners import freeze_imports
 
     freeze_imports()  # as `assay harness` does before a run (counted in start-up)
     with timed_stages() as stages, gc_pauses() as pauses:

@@ -1,4 +1,5 @@
-"""The command line, thin over the Python API: one module per command, registered here.
+"""The command line, generated from the runner registry and calling the same API: one
+subcommand per registered runner, plus ``review`` and ``schema``.
 
 A user mistake prints one line and exits non-zero; Ctrl-C ends the run at once (everything
 finished is already saved) and never waits on a hung request.
@@ -15,45 +16,42 @@ import threading
 from collections.abc import Iterator
 
 import assay  # noqa: F401  (sets offline-safe environment defaults first)
-from assay.cli import (
-    agreement,
-    calibrate,
-    compare,
-    estimate,
-    evaluate,
-    harness,
-    optimize,
-    review,
-    schema,
-    selftest,
-    toolemu,
-)
+from assay.cli import review, schema
 from assay.errors import AssayError
+from assay.experiments import get_runner, known_runners
 
-COMMANDS = (
-    evaluate,
-    agreement,
-    estimate,
-    harness,
-    review,
-    calibrate,
-    selftest,
-    compare,
-    optimize,
-    toolemu,
-    schema,
-)
-"""Every command module; each has ``register(subparsers)``. A new command is one more file
-and one more entry here."""
+COMMANDS = {"review": review, "schema": schema}
+"""The commands that are not runners (each module has ``register(subparsers)``); every runner is
+a command of its own (:mod:`assay.experiments._runners`: a new runner is one file and its
+registration, nothing here)."""
+_FOLLOWS = {"harness": "review"}  # ``assay --help`` lists review after harness, as it did
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command: the registered runners' (their options declared once, in
+    their runner), with ``review`` and ``schema``."""
     p = argparse.ArgumentParser(
         prog="assay", description="Measure LLM judges: agreement, reliability, cost."
     )
     sub = p.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
-        command.register(sub)
+    groups: dict[str, argparse._SubParsersAction] = {}  # two-word commands: ``toolemu run``
+    placed: set[str] = set()
+    for name in known_runners():
+        runner = get_runner(name)
+        first, *rest = runner.words()
+        if not rest:
+            runner.add_parser(sub)
+        else:
+            if first not in groups:
+                group = sub.add_parser(first, help=runner.group_help or None)
+                groups[first] = group.add_subparsers(dest=f"{first}_command", required=True)
+            runner.add_parser(groups[first])
+        if first in _FOLLOWS:
+            COMMANDS[_FOLLOWS[first]].register(sub)
+            placed.add(_FOLLOWS[first])
+    for name, command in COMMANDS.items():
+        if name not in placed:
+            command.register(sub)
     return p
 
 

@@ -1,4 +1,5 @@
-"""Runs: configs, evaluation (resume, cache, concurrency), agreement, reports, MLflow logging.
+"""Runs: configs, evaluation (resume, cache, concurrency), agreement, reports, MLflow logging,
+and the runner protocol (:class:`Runner`, ``@runner``) every command is generated from.
 
 Names are loaded on first use: a command imports only the runner it runs (``assay evaluate``
 never loads the optimizer, the comparison or the agreement statistics before its first call).
@@ -11,11 +12,24 @@ from typing import TYPE_CHECKING
 from assay._lazy import lazy_names
 
 _RESULTS = "assay.experiments._results"
+_RUNNERS = "assay.experiments._runners"
 _WHERE = {
     "agreement": "assay.experiments._agreement",
     "read_verdicts": "assay.experiments._agreement",
     "calibrate": "assay.experiments._calibrate",
     "BootstrapConfig": "assay.experiments._config",
+    "ConfigOptions": _RUNNERS,
+    "Options": _RUNNERS,
+    "RunOptions": _RUNNERS,
+    "Runner": _RUNNERS,
+    "argument": _RUNNERS,
+    "get_runner": _RUNNERS,
+    "known_runners": _RUNNERS,
+    "lm_cache": _RUNNERS,
+    "option": _RUNNERS,
+    "run_kind": _RUNNERS,
+    "runner": _RUNNERS,
+    "write_report": _RUNNERS,
     "DataConfig": "assay.experiments._config",
     "EvaluateConfig": "assay.experiments._config",
     "RetryConfig": "assay.experiments._config",
@@ -51,6 +65,7 @@ __all__ = [
     "AgreementResult",
     "BootstrapConfig",
     "CalibrationResult",
+    "ConfigOptions",
     "ConfusionMatrix",
     "Counts",
     "DataConfig",
@@ -58,26 +73,37 @@ __all__ = [
     "EvaluateResult",
     "EvaluateSummary",
     "OptimizeConfig",
+    "Options",
     "PrevalenceResult",
     "RetryConfig",
     "Run",
     "RunConfig",
+    "RunOptions",
     "RunStore",
     "RunUsage",
+    "Runner",
     "TrackingConfig",
     "agreement",
     "build_report",
+    "argument",
     "calibrate",
     "compare",
     "estimate",
     "evaluate",
     "evaluate_tables",
+    "get_runner",
     "judge_items",
     "judge_one",
+    "known_runners",
+    "lm_cache",
     "load_config",
     "load_items",
     "optimize",
+    "option",
     "read_verdicts",
+    "run_kind",
+    "write_report",
+    "runner",
     "save_program",
 ]
 assert sorted(__all__) == sorted(_WHERE)
@@ -112,6 +138,20 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         EvaluateResult,
         EvaluateSummary,
         RunUsage,
+    )
+    from assay.experiments._runners import (
+        ConfigOptions,
+        Options,
+        Runner,
+        RunOptions,
+        argument,
+        get_runner,
+        known_runners,
+        lm_cache,
+        option,
+        run_kind,
+        runner,
+        write_report,
     )
     from assay.experiments.compare import compare
     from assay.experiments.optimize import OptimizeConfig, optimize

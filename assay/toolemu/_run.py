@@ -270,7 +270,12 @@ def run_toolemu(
     plan = _plan(config, config_dir, select, limit)
     deadline = config.deadline(started)
     with Run.open(
-        config, plan.run_hash, command="toolemu run", workdir=workdir, tracking_uri=tracking_uri
+        config,
+        plan.run_hash,
+        command="toolemu run",
+        kind="toolemu",
+        workdir=workdir,
+        tracking_uri=tracking_uri,
     ) as run:
         store = run.store
         done, attempts = _committed(store.records(UNITS, CaseRecord))

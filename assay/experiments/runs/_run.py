@@ -92,6 +92,7 @@ class Run:
         resolved: dict[str, Any] | None = None,
         sidecar: bool = False,
         hold: bool = False,
+        kind: str | None = None,
     ) -> Run:
         """The run of ``config`` (a :class:`~assay.experiments.RunConfig`): directory created,
         locked against a second writer, resolved config written on first open. An unfinished
@@ -103,7 +104,10 @@ class Run:
         sidecars' warm-ups (MLflow's store, the reports') wait for it. Before it, this process
         is still reading data and sending the first requests, and a sidecar loading MLflow or
         matplotlib on the other core slowed that (JRH suite: first request 2.3-2.7 s -> 2.3 s,
-        wall -0.25 s)."""
+        wall -0.25 s).
+
+        ``kind``: the registered runner the run belongs to (default ``command``), written in
+        ``run.json``; its report builds the run's report.html."""
         tracking = getattr(config, "tracking", None)
         given = tracking_uri or getattr(tracking, "uri", None)
         if given and getattr(tracking, "enabled", True):
@@ -125,7 +129,7 @@ class Run:
             raise RunError(f"{run.dir}: cannot create the run directory ({exc.strerror})") from None
         run._lock.acquire()
         try:
-            run.state = run.store.open(resolved or config.model_dump(mode="json"))
+            run.state = run.store.open(resolved or config.model_dump(mode="json"), kind or command)
             run._record_calls()
         except BaseException:
             run._ledger.close()

@@ -41,8 +41,9 @@ class RunStore:
         self._lock = threading.Lock()
 
     # -- state ------------------------------------------------------------------------------
-    def open(self, resolved_config: dict[str, Any]) -> dict[str, Any]:
-        """Create or reopen the run; refuses a directory that belongs to another run."""
+    def open(self, resolved_config: dict[str, Any], kind: str | None = None) -> dict[str, Any]:
+        """Create or reopen the run; refuses a directory that belongs to another run. ``kind``
+        (the runner's name) is written in ``run.json``: the report dispatch reads it there."""
         self.path.mkdir(parents=True, exist_ok=True)
         state = self.state()
         if state and state.get("run_hash") != self.run_hash:
@@ -51,8 +52,13 @@ class RunStore:
             )
         if not state:
             state = {"run_hash": self.run_hash, "status": "running", "created": now()}
+            if kind:
+                state["kind"] = kind
             self.write_json(STATE, state)
             self.write_config(resolved_config)
+        elif kind and "kind" not in state:  # a run written before runs named their kind
+            state["kind"] = kind
+            self.write_json(STATE, state)
         return state
 
     def write_config(self, resolved_config: dict[str, Any]) -> None:

@@ -1,0 +1,109 @@
+"""``assay compare [RUN|EXPERIMENT ...]``: judge configs side by side, read from MLflow."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from assay.errors import ConfigError
+from assay.experiments._runners import Options as BaseOptions
+from assay.experiments._runners import Runner, argument, option, runner
+
+
+def _tags(value: Any) -> Any:
+    """``["KEY=VALUE", ...]`` (the command line's ``--tag``) → ``{KEY: VALUE}``; dicts pass."""
+    if not isinstance(value, list):
+        return value
+    tags = {}
+    for item in value:
+        k, sep, v = item.partition("=")
+        if not sep or not k:
+            raise ConfigError(f"--tag {item}: expected KEY=VALUE")
+        tags[k] = v
+    return tags
+
+
+@runner("compare")
+class Compare(Runner):
+    """compare judge configs across MLflow runs: leaderboard, differences, plots"""
+
+    class Options(BaseOptions):
+        json_output = "print one JSON object"
+        cli_order = ("metric", "json")
+
+        selectors: list[str] = argument(
+            name="runs",
+            help="run ids or experiment names (default: every run of the experiment 'assay')",
+            nargs="*",
+        )
+        metric: str | None = option(
+            help="metric to rank by (default: kappa_categorical, else accuracy; harness: "
+            "worst_test_rate, the lowest pass rate or consistency over its tests)"
+        )
+        force: bool = option(
+            False, help="also rank runs measured on other items or scales", action="store_true"
+        )
+        tracking_uri: str | None = option(
+            help="MLflow tracking URI (default: the config's, else sqlite:///mlflow.db here)"
+        )
+        experiment: str | None = option(
+            help="experiment to read when no runs are named; with named runs, keep only its runs"
+        )
+        tags: Annotated[dict[str, str], BeforeValidator(_tags)] = option(
+            {},
+            help="keep only runs with this tag (repeatable), e.g. assay.items=<fingerprint>",
+            flags=("--tag",),
+            action="append",
+            metavar="KEY=VALUE",
+        )
+        out_dir: str | Path | None = option(
+            help="folder for the plots and comparison.json (default: ./compare)",
+            flags=("--out",),
+            metavar="OUT",
+            cli_default="compare",  # the command line writes them here; the API when asked
+        )
+        log: bool = option(
+            True,
+            help="do not log a comparison run to MLflow",
+            flags=("--no-log",),
+            action="store_false",
+        )
+
+    summary = "assay.experiments.compare:Comparison"
+    summary_file = "comparison.json"
+    progress_option = False
+
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+        from assay.experiments.compare import compare
+        from assay.experiments.runs import default_tracking_uri
+
+        uri = (
+            options.tracking_uri
+            or os.environ.get("MLFLOW_TRACKING_URI")
+            or default_tracking_uri(workdir)
+        )
+        out_dir = options.out_dir
+        return compare(
+            options.selectors,
+            tracking_uri=uri,
+            metric=options.metric,
+            force=options.force,
+            experiment=options.experiment,
+            tags=options.tags,
+            out_dir=(workdir / out_dir).resolve() if out_dir is not None else None,
+            log=options.log,
+        )
+
+    def report(self, run_dir: Path, **options: Any) -> Any:
+        from assay.experiments.compare import build_report
+
+        return build_report(run_dir)
+
+    def print(self, result: Any, options: Options, *, json: bool) -> int:
+        from assay.experiments.compare import render_markdown
+
+        print(result.model_dump_json() if json else render_markdown(result), end="\n")
+        return 0

@@ -1,0 +1,104 @@
+"""``assay evaluate CONFIG``: run a judge over a labelled data set and measure its agreement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.experiments._runners import (
+    MODEL_OPTION,
+    RAY_OPTION,
+    Runner,
+    RunOptions,
+    lm_cache,
+    mlflow_line,
+    print_run_json,
+    runner,
+)
+
+
+@runner("evaluate")
+class Evaluate(Runner):
+    """run a judge over a labelled data set and measure its agreement"""
+
+    class Options(RunOptions):
+        model: str | None = MODEL_OPTION
+        ray: bool = RAY_OPTION
+
+    config = "assay.experiments._config:EvaluateConfig"
+    summary = "assay.experiments._results:EvaluateSummary"
+    opens_run = True
+
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+        from assay.experiments._config import EvaluateConfig
+        from assay.experiments._evaluate import evaluate
+
+        config, base = options.load(EvaluateConfig)
+        return evaluate(
+            config,
+            workdir=lm_cache(workdir),
+            config_dir=base,
+            limit=options.limit,
+            tracking_uri=options.tracking_uri,
+            progress=progress,
+        )
+
+    def report(self, run_dir: Path, **options: Any) -> Any:
+        from assay.experiments import build_report
+
+        return build_report(run_dir, options.get("items"))
+
+    def print(self, result: Any, options: Options, *, json: bool) -> int:
+        from assay.metrics import metrics_table
+        from assay.types import spend_line
+
+        res, s, config = result, result.summary, options.loaded
+        c = s.counts
+        if json:
+            print_run_json(res, {"new_judgments": res.new_judgments, **s.model_dump(mode="json")})
+            return exit_code(c)
+        if res.new_judgments == 0 and res.resumed:
+            state = "re-read (finished before; no LM call)"
+        elif res.resumed:
+            state = f"resumed, {res.new_judgments} new judgments"
+        else:
+            state = f"{res.new_judgments} judgments"
+        if res.retried:
+            state += f" ({res.retried} unscored items judged again)"
+        print(f"\n{config.name}: {state}")
+        print(
+            f"items {c.items} · scored {c.scored} · unscored {c.unscored} "
+            f"{c.unscored_reasons or ''} · paired with reference {c.paired}"
+        )
+        if s.metrics:
+            print(metrics_table(s.model_dump()["metrics"], config.bootstrap.confidence))
+        u = s.usage
+        print(
+            f"LM calls {u.calls} · tokens {u.prompt_tokens}+{u.completion_tokens} · "
+            f"cost ${u.cost_usd:.6f}"
+        )
+        print(spend_line(s.spend))
+        if u.limit_wait_s or u.rate_limited:
+            print(
+                f"rate limits: {u.limit_wait_s:.1f}s waited over all calls · "
+                f"{u.rate_limited} HTTP 429 answers (waited out and retried)"
+            )
+        print(f"run directory: {res.run_dir}")
+        line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
+        if line:
+            print(line)
+        transient = sum(c.unscored_reasons.get(r, 0) for r in ("lm_error", "timeout"))
+        if transient:
+            print(
+                f"note: {transient} items are unscored by LM errors or timeouts; once the cause "
+                "is fixed, re-run with --retry-unscored to judge them again."
+            )
+        if config.judge.model.startswith("local"):
+            print("note: the embedded model is for trying assay, not for trustworthy verdicts.")
+        return exit_code(c)
+
+
+def exit_code(counts: Any) -> int:
+    """1 when no item could be judged at all (every judgment an LM error or timeout)."""
+    failed = sum(counts.unscored_reasons.get(r, 0) for r in ("lm_error", "timeout"))
+    return 1 if counts.judged and failed == counts.judged else 0

@@ -1,0 +1,113 @@
+"""``assay harness CONFIG``: generate reliability probes from a benchmark and score judges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator
+
+from assay.experiments._runners import (
+    RAY_OPTION,
+    Runner,
+    RunOptions,
+    argument,
+    freeze_imports,
+    lm_cache,
+    mlflow_line,
+    option,
+    print_run_json,
+    runner,
+    split_names,
+)
+
+Names = Annotated[list[str] | None, BeforeValidator(split_names)]
+
+
+@runner("harness")
+class Harness(Runner):
+    """generate reliability probes from a benchmark and score judges on them"""
+
+    class Options(RunOptions):
+        config: Any = argument(help="YAML harness config (see examples/*_harness.yaml)")
+        limit: int | None = option(help="use only the first N seed items", type="positive_int")
+        tests: Names = option(help="comma-separated tests to run (default: all in the config)")
+        judges: Names = option(help="comma-separated judges to run (default: all in the config)")
+        ray: bool = RAY_OPTION
+
+    config = "assay.experiments.reliability:HarnessConfig"
+    summary = "assay.experiments.reliability:HarnessSummary"
+    opens_run = True
+
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+        from assay.experiments.reliability import HarnessConfig, run_harness
+
+        config, base = options.load(HarnessConfig)
+        here = lm_cache(workdir)
+        if self.cli:
+            freeze_imports()
+        return run_harness(
+            config,
+            workdir=here,
+            config_dir=base,
+            limit=options.limit,
+            tests=options.tests,
+            judges=options.judges,
+            tracking_uri=options.tracking_uri,
+            progress=progress,
+        )
+
+    def report(self, run_dir: Path, **options: Any) -> Any:
+        from assay.experiments.reliability import build_report
+
+        return build_report(run_dir)
+
+    def print(self, result: Any, options: Options, *, json: bool) -> int:
+        from assay.experiments.reliability import ci, headline
+        from assay.types import spend_line
+
+        res, s = result, result.summary
+        if json:
+            print_run_json(res, s.model_dump(mode="json"))
+            return 0
+        print(
+            f"\n{options.loaded.name}: {s.seeds} seeds · probes "
+            + ", ".join(f"{k} {v}" for k, v in s.probes.items())
+        )
+        reused = sum(res.probes_reused.values())
+        if reused:  # the rest were made in this run (from inputs that changed, or new ones)
+            print(
+                f"probes reused from an earlier run (same inputs): {reused} of "
+                f"{sum(s.probes.values())}: "
+                + ", ".join(f"{k} {v}" for k, v in res.probes_reused.items() if v)
+            )
+        for name, r in s.judges.items():
+            print(f"\njudge {name} ({r.model})")
+            for t, tm in r.tests.items():
+                print(
+                    f"  {t:22s} pass {ci(tm.pass_rate):24s} "
+                    f"consistency {ci(tm.consistency):24s} unscored {tm.unscored}" + headline(tm)
+                )
+        if s.dropped:
+            print(
+                "\ndropped (never judged): "
+                + "; ".join(
+                    f"{t}: " + ", ".join(f"{why} {n}" for why, n in d.items())
+                    for t, d in s.dropped.items()
+                )
+            )
+        stages: dict[str, int] = {}
+        for key, n in s.lm_calls.items():
+            stage = key.split(":", 1)[0]
+            stages[stage] = stages.get(stage, 0) + n
+        print("LM calls by stage: " + ", ".join(f"{k} {v}" for k, v in stages.items()))
+        print(spend_line(s.spend))
+        for note in s.notes:
+            print(f"note: {note}")
+        if s.review.required:
+            print(f"\nreview: {s.review.model_dump()}")
+        print(f"\nreport: {res.run_dir / 'report.md'}")
+        line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
+        if line:
+            print(line)
+        return 0

@@ -1,0 +1,42 @@
+"""``assay optimize CONFIG``: compile a judge with a DSPy optimizer; measure before and after."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.experiments._runners import ConfigOptions, Runner, argument, lm_cache, runner
+
+
+@runner("optimize")
+class Optimize(Runner):
+    """compile a judge with a DSPy optimizer on a train split; measure before and after"""
+
+    class Options(ConfigOptions):
+        config: Any = argument(help="YAML optimize config (see examples/optimize_harmbench.yaml)")
+
+    config = "assay.experiments.optimize:OptimizeConfig"
+    summary = "assay.experiments.optimize:OptimizeResult"
+    summary_file = "result.json"
+    quiet_json = True
+
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+        from assay.experiments.optimize import OptimizeConfig, optimize
+
+        config, base = options.load(OptimizeConfig)
+        return optimize(
+            config,
+            workdir=lm_cache(workdir),
+            config_dir=base,
+            progress=progress,
+            tracking_uri=options.tracking_uri,
+        )
+
+    def print(self, result: Any, options: Options, *, json: bool) -> int:
+        from assay.experiments.optimize import render_result
+
+        if json:
+            print(result.model_dump_json())
+        else:
+            print(render_result(result, options.loaded.bootstrap.confidence))
+        return 0
