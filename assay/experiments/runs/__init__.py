@@ -1,8 +1,8 @@
 """The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow,
-and the sidecar that ends a run.
+and what may overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads).
 
-Names load on first use (PEP 562): the command line starts the sidecar before anything heavy is
-imported, and the sidecar itself needs none of DSPy to load MLflow."""
+Names load on first use (PEP 562): the command line starts the MLflow helper interpreter
+before anything heavy is imported, and that helper itself needs none of DSPy to load MLflow."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ _WHERE = {
     "jsonl_lines": "_files",
     "write_atomic": "_files",
     "write_json": "_files",
+    "Execution": "_execution",
+    "command_started": "_execution",
     "JudgeTask": "_judging",
     "ProgramsByAttempt": "_judging",
     "judge_items": "_judging",
@@ -45,6 +47,7 @@ _WHERE = {
 
 if TYPE_CHECKING:
     from assay.experiments.runs._background import Background, preload
+    from assay.experiments.runs._execution import Execution, command_started
     from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
     from assay.experiments.runs._judging import (
         JudgeTask,
@@ -71,6 +74,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Background",
     "CallSlots",
+    "Execution",
     "ExecutionConfig",
     "JUDGMENTS",
     "JudgeTask",
@@ -82,6 +86,7 @@ __all__ = [
     "Sidecar",
     "TrackedRun",
     "append_lines",
+    "command_started",
     "default_tracking_uri",
     "file_lock",
     "flatten_metrics",
