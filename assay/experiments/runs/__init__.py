@@ -1,5 +1,6 @@
 """The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow,
-and what may overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads).
+and what may overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads;
+a runner reaches them through its :class:`Run` only).
 
 Names load on first use (PEP 562): the command line starts the MLflow helper interpreter
 before anything heavy is imported, and that helper itself needs none of DSPy to load MLflow."""
@@ -11,8 +12,6 @@ from typing import TYPE_CHECKING
 from assay._lazy import lazy_names
 
 _WHERE = {
-    "Background": "_background",
-    "preload": "_background",
     "append_lines": "_files",
     "jsonl_lines": "_files",
     "write_atomic": "_files",
@@ -34,7 +33,6 @@ _WHERE = {
     "Run": "_run",
     "run_directory": "_run",
     "write_html": "_run",
-    "Sidecar": "_sidecar",
     "JUDGMENTS": "_store",
     "RunStore": "_store",
     "now": "_store",
@@ -46,7 +44,6 @@ _WHERE = {
 }
 
 if TYPE_CHECKING:
-    from assay.experiments.runs._background import Background, preload
     from assay.experiments.runs._execution import Execution, command_started
     from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
     from assay.experiments.runs._judging import (
@@ -61,7 +58,6 @@ if TYPE_CHECKING:
     from assay.experiments.runs._pool import CallSlots, run_pool
     from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
     from assay.experiments.runs._run import Run, run_directory, write_html
-    from assay.experiments.runs._sidecar import Sidecar
     from assay.experiments.runs._store import JUDGMENTS, RunStore, now
     from assay.experiments.runs._tracking import (
         TrackedRun,
@@ -72,7 +68,6 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "Background",
     "CallSlots",
     "Execution",
     "ExecutionConfig",
@@ -83,7 +78,6 @@ __all__ = [
     "Run",
     "RunLock",
     "RunStore",
-    "Sidecar",
     "TrackedRun",
     "append_lines",
     "command_started",
@@ -96,7 +90,6 @@ __all__ = [
     "log_tracked",
     "mlflow_key",
     "now",
-    "preload",
     "run_directory",
     "run_pool",
     "run_tasks",
