@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 # light: the command line imports this module before anything heavy (see command_started)
 from assay.experiments.runs._background import Background, preload
 from assay.experiments.runs._sidecar import Sidecar, SidecarGone, run_target
-from assay.experiments.runs._tracking import prepare_store
 
 if TYPE_CHECKING:
     from assay.experiments.runs._pool import CallSlots
@@ -137,6 +136,9 @@ class Execution:
                 keep=lambda pending: setattr(self, "_store_ready", pending),
             )
         else:
+            from assay.experiments.runs._tracking import prepare_store  # dataclasses: not on
+            # the command line's way to its helper interpreter (command_started)
+
             self._store_ready = Background(
                 lambda: prepare_store(**where), name="assay-mlflow-store"
             )
