@@ -80,22 +80,11 @@ def main(argv: list[str] | None = None) -> int:
 
 @contextlib.contextmanager
 def _sidecar_started() -> Iterator[None]:
-    """The run's MLflow sidecar, started before this process imports DSPy: it imports pandas
-    (MLflow's first dependency) on the other core meanwhile, and reads the command's CSV table
-    with it, so that this process needs neither on its way to the first LM call; then it loads
-    MLflow while the run works."""
-    from assay.experiments.runs import Sidecar
+    """What the run this command opens may start before the command's own imports (the
+    MLflow helper interpreter: :func:`assay.experiments.runs.command_started`)."""
+    from assay.experiments.runs import command_started
 
-    Sidecar.prestart()
-    car = Sidecar.spare()
-    if car is None:
-        yield
-        return
-    from assay.data import csv_read_by
-
-    for module in ("pandas", "assay.data"):  # ~0.7 s and ~0.25 s, before it is asked
-        car.submit("importlib:import_module", name=module)
-    with csv_read_by(lambda **where: car.call("assay.data:csv_rows", **where)):
+    with command_started():
         yield
 
 

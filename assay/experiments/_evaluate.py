@@ -25,7 +25,6 @@ from assay.experiments.runs import (
     Run,
     TrackedRun,
     flatten_metrics,
-    preload,
     run_tasks,
     to_judge,
 )
@@ -60,9 +59,8 @@ def evaluate(
     programs, recipe = _judge_programs(config, config_dir, lm_factory)
     programs(1)  # built (API keys checked, program state loaded) before anything is written
 
-    with Run.open(
-        config, run_hash, command="evaluate", workdir=workdir, tracking_uri=tracking_uri, hold=True
-    ) as run:
+    where = {"workdir": workdir, "tracking_uri": tracking_uri, "after_first_answer": True}
+    with Run.open(config, run_hash, command="evaluate", **where) as run:
         done = run.store.judgments()
         work, retried = to_judge((it.id for it in items), done, config.retry.unscored)
         if not work and run.finished:
@@ -78,10 +76,10 @@ def evaluate(
                 items=items,
             )
         by_id = {it.id: it for it in items}
-        scoring = preload("assay.experiments._scoring")  # NumPy, the bootstrap: for the end
+        scoring = run.preload("assay.experiments._scoring")  # NumPy, the bootstrap: the end's
 
         def persist(_task: JudgeTask, judgment: Judgment) -> None:
-            run.calls_flowing()  # the first answer: the sidecar's warm-up may start now
+            run.calls_flowing()  # the first answer: the warm-ups may start now
             run.store.append(judgment)
 
         new = run_tasks(

@@ -1,8 +1,9 @@
 """The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow,
-and the sidecar that ends a run.
+and what may overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads;
+a runner reaches them through its :class:`Run` only).
 
-Names load on first use (PEP 562): the command line starts the sidecar before anything heavy is
-imported, and the sidecar itself needs none of DSPy to load MLflow."""
+Names load on first use (PEP 562): the command line starts the MLflow helper interpreter
+before anything heavy is imported, and that helper itself needs none of DSPy to load MLflow."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from typing import TYPE_CHECKING
 from assay._lazy import lazy_names
 
 _WHERE = {
-    "Background": "_background",
-    "preload": "_background",
     "append_lines": "_files",
     "jsonl_lines": "_files",
     "write_atomic": "_files",
     "write_json": "_files",
+    "Execution": "_execution",
+    "command_started": "_execution",
     "JudgeTask": "_judging",
     "ProgramsByAttempt": "_judging",
     "judge_items": "_judging",
@@ -31,7 +32,6 @@ _WHERE = {
     "ProgramRecipe": "_ray",
     "Run": "_run",
     "run_directory": "_run",
-    "Sidecar": "_sidecar",
     "JUDGMENTS": "_store",
     "RunStore": "_store",
     "now": "_store",
@@ -43,7 +43,7 @@ _WHERE = {
 }
 
 if TYPE_CHECKING:
-    from assay.experiments.runs._background import Background, preload
+    from assay.experiments.runs._execution import Execution, command_started
     from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
     from assay.experiments.runs._judging import (
         JudgeTask,
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from assay.experiments.runs._pool import CallSlots, run_pool
     from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
     from assay.experiments.runs._run import Run, run_directory
-    from assay.experiments.runs._sidecar import Sidecar
     from assay.experiments.runs._store import JUDGMENTS, RunStore, now
     from assay.experiments.runs._tracking import (
         TrackedRun,
@@ -68,8 +67,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "Background",
     "CallSlots",
+    "Execution",
     "ExecutionConfig",
     "JUDGMENTS",
     "JudgeTask",
@@ -78,9 +77,9 @@ __all__ = [
     "Run",
     "RunLock",
     "RunStore",
-    "Sidecar",
     "TrackedRun",
     "append_lines",
+    "command_started",
     "default_tracking_uri",
     "file_lock",
     "flatten_metrics",
@@ -90,7 +89,6 @@ __all__ = [
     "log_tracked",
     "mlflow_key",
     "now",
-    "preload",
     "run_directory",
     "run_pool",
     "run_tasks",

@@ -11,24 +11,26 @@ it to MLflow once at the end with one flattener.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import RunError
 from assay.experiments.runs._background import Background
+from assay.experiments.runs._execution import Execution
 from assay.experiments.runs._lock import RunLock
-from assay.experiments.runs._sidecar import Sidecar, SidecarError, SidecarGone, run_target
+from assay.experiments.runs._sidecar import SidecarError
 from assay.experiments.runs._store import RunStore, now
 from assay.experiments.runs._tracking import (
     TrackedRun,
     check_tracking_uri,
     default_tracking_uri,
     log_tracked,
-    prepare_store,
     tracked_json,
 )
+
+if TYPE_CHECKING:
+    from assay.experiments.runs._pool import CallSlots
 from assay.types import Spend, Usage
 
 
@@ -72,12 +74,7 @@ class Run:
         )
         self._lock = RunLock(self.dir)
         self.state: dict[str, Any] = {}
-        self._store_ready: Any = None  # the MLflow store prepared in the background
-        self.sidecar: Sidecar | None = None  # the reports lane: what offload / warm run in
-        self.tracker: Sidecar | None = None  # the tracking lane: MLflow, loaded meanwhile
-        # sidecar jobs held until the run's LM calls flow (see open's ``hold``); None: sent
-        self._held: list[tuple[Sidecar, str, dict[str, Any], Any]] | None = None
-        self._held_lock = threading.Lock()
+        self.execution = Execution()  # helper interpreters, warm-ups, preloads (_execution.py)
         self._ledger = contextlib.ExitStack()  # calls.jsonl, recording while the run is open
 
     @classmethod
@@ -90,21 +87,21 @@ class Run:
         workdir: Path,
         tracking_uri: str | None = None,
         resolved: dict[str, Any] | None = None,
-        sidecar: bool = False,
-        hold: bool = False,
+        reports_aside: bool = False,
+        after_first_answer: bool = False,
         kind: str | None = None,
     ) -> Run:
         """The run of ``config`` (a :class:`~assay.experiments.RunConfig`): directory created,
         locked against a second writer, resolved config written on first open. An unfinished
-        run starts its sidecars (where wanted: :func:`~._sidecar.wanted`): one that loads
-        MLflow when it will log there, and one for its reports when ``sidecar`` asks for it (a
-        runner that offloads its reports with :meth:`offload` and :meth:`warm`).
+        run starts what may overlap its LM calls (:class:`~._execution.Execution`): MLflow
+        prepared meanwhile when it will log there, and, with ``reports_aside``, its reports
+        drawn away from the calls (:meth:`ahead`, :meth:`aside`, :meth:`at_end`).
 
-        ``hold``: the runner calls :meth:`calls_flowing` once its first LM call has ended; the
-        sidecars' warm-ups (MLflow's store, the reports') wait for it. Before it, this process
-        is still reading data and sending the first requests, and a sidecar loading MLflow or
-        matplotlib on the other core slowed that (JRH suite: first request 2.3-2.7 s -> 2.3 s,
-        wall -0.25 s).
+        ``after_first_answer``: the runner's first LM call ends before any warm-up starts
+        (:meth:`call_slots` says when, or the runner with :meth:`calls_flowing`). Before it,
+        this process is still reading data and sending the first requests, and loading MLflow
+        or matplotlib on the other core slowed that (JRH suite: first request 2.3-2.7 s ->
+        2.3 s, wall -0.25 s).
 
         ``kind``: the registered runner the run belongs to (default ``command``), written in
         ``run.json``; its report builds the run's report.html."""
@@ -136,72 +133,50 @@ class Run:
             run._lock.release()
             raise
         if not run.finished:
-            run._held = [] if hold else None
-            if sidecar:
-                run.sidecar = Sidecar.start("reports")
-            if run.tracking_enabled:
-                run.tracker = Sidecar.start("tracking")
-                run._prepare_tracking()
+            run.execution.start(
+                reports_aside=reports_aside,
+                after_first_answer=after_first_answer,
+                tracking=run.tracking_enabled,
+            )
+            if run.tracking_enabled:  # a failure is raised again by log, where it always was
+                run.execution.prepare_tracking(run._mlflow_where)
         return run
 
-    def _prepare_tracking(self) -> None:
-        """Import MLflow and create its store while the run works (the store of a new folder
-        takes seconds): in the sidecar, or else a background thread; :meth:`log` joins it. A
-        failure here is raised again by :meth:`log`, where it always surfaced."""
-        where = self._mlflow_where
-        if self.tracker is not None:
-            self._send(
-                self.tracker,
-                "assay.experiments.runs._tracking:prepare_store",
-                where,
-                keep=lambda pending: setattr(self, "_store_ready", pending),
-            )
-        else:
-            self._store_ready = Background(
-                lambda: prepare_store(**where), name="assay-mlflow-store"
-            )
+    # -- what may overlap the LM calls (the runner says what; _execution.py says how) --------
+    def preload(self, module: str) -> Background:
+        """``module`` imported while the calls run (what only the end needs); ``join()``."""
+        return self.execution.preload(module)
 
-    def offload(self, target: str, **kwargs: Any) -> Any:
-        """``module:function(**kwargs)`` (JSON arguments and result) in the run's reports
-        sidecar, after the warm-ups sent before it, or here when there is none."""
-        if self.sidecar is not None:
-            self.calls_flowing()  # warm-ups still held go first: the job may need them
-            return self.sidecar.call(target, **kwargs)
-        return run_target(target, kwargs)
+    def ahead(self, target: str, **kwargs: Any) -> None:
+        """``module:function(**kwargs)`` the end of the run needs, done while the calls run
+        (before :meth:`at_end`): away from them with ``reports_aside``, else in a thread."""
+        self.execution.ahead(target, **kwargs)
 
-    def warm(self, target: str, **kwargs: Any) -> None:
-        """Queue ``target(**kwargs)`` in the reports sidecar ahead of the end of the run
-        (loading what the end needs, computing what it will show); nothing without a sidecar.
-        With ``hold``, sent once the calls flow."""
-        if self.sidecar is not None:
-            self._send(self.sidecar, target, kwargs)
+    def aside(self, target: str, **kwargs: Any) -> bool:
+        """``module:function(**kwargs)`` done away from the calls, if the run can (True);
+        False: not done, the caller keeps it for later."""
+        return self.execution.aside(target, **kwargs)
 
-    def _send(self, car: Sidecar, target: str, kwargs: dict[str, Any], keep: Any = None) -> None:
-        """Submit a job to ``car`` now, or when the calls flow; ``keep(pending)`` on submit."""
-        with self._held_lock:  # under the lock: a held job is never sent late or kept late
-            if self._held is not None:
-                self._held.append((car, target, kwargs, keep))
-                return
-            pending = car.submit(target, **kwargs)
-            if keep is not None:
-                keep(pending)
+    def at_end(self, target: str, **kwargs: Any) -> Any:
+        """``module:function(**kwargs)`` (JSON arguments and result) after every job sent
+        :meth:`ahead` — where the reports are drawn."""
+        return self.execution.at_end(target, **kwargs)
+
+    def call_slots(self, n: int) -> CallSlots:
+        """The run's LM-call slots (at most ``n`` in flight); the first call's end is
+        :meth:`calls_flowing`."""
+        return self.execution.call_slots(n)
 
     def calls_flowing(self) -> None:
-        """The run now waits on its LM calls: the held jobs go to their sidecars, in order.
-        Called by a runner opened with ``hold`` (the harness from its first call's end —
-        :class:`~._pool.CallSlots` ``after_first_call`` —, evaluate at its first judgment);
-        the end of the run calls it too, for a run that made no call."""
-        with self._held_lock:
-            held, self._held = self._held or [], None
-            for car, target, kwargs, keep in held:
-                pending = car.submit(target, **kwargs)
-                if keep is not None:
-                    keep(pending)
+        """The run now waits on its LM calls (a runner opened ``after_first_answer`` says so
+        at its first answer, or through :meth:`call_slots`): the warm-ups start. The end of the
+        run calls it too, for a run that made no call."""
+        self.execution.calls_flowing()
 
     @property
     def _mlflow_where(self) -> dict[str, str]:
-        """Where this run logs: the MLflow store, experiment and artifact root (JSON, for the
-        sidecar)."""
+        """Where this run logs: the MLflow store, experiment and artifact root (JSON, for a
+        helper interpreter)."""
         return {
             "tracking_uri": self.tracking_uri,
             "experiment": self.experiment,
@@ -219,9 +194,7 @@ class Run:
         self.close()
 
     def close(self) -> None:
-        for car in (self.sidecar, self.tracker):
-            if car is not None:
-                car.close()
+        self.execution.close()
         self._ledger.close()
         self._lock.release()
 
@@ -265,15 +238,16 @@ class Run:
 
         ``assay.command`` and ``assay.run_hash`` tags are added; the run directory is its
         artifacts unless ``tracked.artifacts`` says otherwise. A failure is one line naming the
-        store, logged here or in the sidecar (the run stays unfinished: fixed, a re-run logs
-        it without LM calls).
+        store, logged here or in the tracking lane (the run stays unfinished: fixed, a re-run
+        logs it without LM calls).
 
-        ``meanwhile`` writes ``tracked.late`` (the reports): with the tracking sidecar, MLflow
+        ``meanwhile`` writes ``tracked.late`` (the reports): with the tracking lane, MLflow
         logs the rest while it runs and those files once it has returned (the end of a run
         waits for the longer of the two, not both); otherwise it runs first. When it raises,
         the MLflow run it raced is marked FAILED and its error goes on; when MLflow fails
         first, it still runs before that error is raised."""
-        if meanwhile is not None and (self.tracker is None or not self.tracking_enabled):
+        elsewhere = self.execution.log_elsewhere()
+        if meanwhile is not None and (not elsewhere or not self.tracking_enabled):
             meanwhile()
             meanwhile = None
         if not self.tracking_enabled:
@@ -290,7 +264,7 @@ class Run:
             meanwhile()
         except BaseException:
             with contextlib.suppress(Exception):  # best effort: the files' error is the news
-                self.tracker.call(  # type: ignore[union-attr]
+                self.execution.track(
                     "assay.experiments.runs._tracking:mark_failed",
                     run_id=logging.result(),
                     tracking_uri=self.tracking_uri,
@@ -298,7 +272,7 @@ class Run:
             raise
         try:
             run_id = logging.result()
-            self.tracker.call(  # type: ignore[union-attr]
+            self.execution.track(
                 "assay.experiments.runs._tracking:log_late_json",
                 run_id=run_id,
                 paths=[str(p) for p in tracked.late],
@@ -315,7 +289,7 @@ class Run:
         return RunError(f"MLflow at {self.tracking_uri}: {first.strip()}")
 
     def _log(self, tracked: TrackedRun, *, wait: bool = True) -> Any:
-        """The run id; without ``wait`` (the tracking sidecar only), the pending job that
+        """The run id; without ``wait`` (the tracking lane only), the pending job that
         returns it, with ``tracked.late`` left for :meth:`log` to add."""
         tracked.tags = {
             "assay.command": self.command,
@@ -324,21 +298,14 @@ class Run:
         }
         if not tracked.artifacts:
             tracked.artifacts = [self.dir]
-        self.calls_flowing()  # a run that made no LM call: its store is prepared now
-        experiment_id = None
-        if self._store_ready is not None:
-            ready, self._store_ready = self._store_ready, None
-            try:
-                experiment_id = ready.join() if isinstance(ready, Background) else ready.result()
-            except SidecarGone:
-                pass  # prepared again below
+        experiment_id = self.execution.tracking_prepared()  # None: prepared again below
         where = {**self._mlflow_where, "experiment_id": experiment_id}
-        if self.tracker is not None:
+        if self.execution.log_elsewhere():
             payload = tracked_json(tracked)
             target = "assay.experiments.runs._tracking:log_tracked_json"
             if wait:
-                return self.tracker.call(target, run=payload, **where)
-            return self.tracker.submit(target, run={**payload, "late": []}, **where)
+                return self.execution.track(target, run=payload, **where)
+            return self.execution.track(target, wait=False, run={**payload, "late": []}, **where)
         return log_tracked(tracked, **where)
 
     def finish(

@@ -253,8 +253,8 @@ def _open_run(tmp_path, *, sidecar: bool, tracked: bool, hold: bool = False):
         command="test",
         workdir=tmp_path,
         tracking_uri=uri,
-        sidecar=sidecar,
-        hold=hold,
+        reports_aside=sidecar,
+        after_first_answer=hold,
     )
 
 
@@ -262,13 +262,15 @@ def test_tracking_and_reports_run_in_two_processes_side_by_side(tmp_path, monkey
     """MLflow's seconds of set-up do not queue in front of the reports' warm-ups."""
     monkeypatch.setenv("ASSAY_SIDECAR", "1")
     with _open_run(tmp_path, sidecar=True, tracked=True) as run:
-        assert run.sidecar is not None and run.tracker is not None
-        pids = {os.getpid(), run.sidecar._proc.pid, run.tracker._proc.pid}
+        assert run.execution.reports is not None and run.execution.tracker is not None
+        pids = {os.getpid(), run.execution.reports._proc.pid, run.execution.tracker._proc.pid}
         assert len(pids) == 3
         # the tracking lane is busy loading MLflow (seconds); the reports lane answers meanwhile
         run.calls_flowing()
-        assert run.offload("os:getpid") == run.sidecar._proc.pid
-        assert run._store_ready is not None and not run._store_ready._done.is_set()
+        assert run.at_end("os:getpid") == run.execution.reports._proc.pid
+        assert (
+            run.execution._store_ready is not None and not run.execution._store_ready._done.is_set()
+        )
 
 
 def test_warm_ups_wait_for_the_calls_and_go_before_an_offloaded_job(tmp_path, monkeypatch):
@@ -278,17 +280,20 @@ def test_warm_ups_wait_for_the_calls_and_go_before_an_offloaded_job(tmp_path, mo
     src = tmp_path / "src.txt"
     src.write_text("x")
     with _open_run(tmp_path, sidecar=True, tracked=False, hold=True) as run:
-        assert run.tracker is None
-        run.warm("shutil:copyfile", src=str(src), dst=str(marks / "warm"))
-        assert run.sidecar.call("os:listdir", path=str(marks)) == []  # held, not sent
+        assert run.execution.tracker is None
+        run.ahead("shutil:copyfile", src=str(src), dst=str(marks / "warm"))
+        assert run.execution.reports.call("os:listdir", path=str(marks)) == []  # held, not sent
         run.calls_flowing()
-        run.warm("shutil:copyfile", src=str(src), dst=str(marks / "later"))  # sent at once
-        assert sorted(run.sidecar.call("os:listdir", path=str(marks))) == ["later", "warm"]
+        run.ahead("shutil:copyfile", src=str(src), dst=str(marks / "later"))  # sent at once
+        assert sorted(run.execution.reports.call("os:listdir", path=str(marks))) == [
+            "later",
+            "warm",
+        ]
     with _open_run(tmp_path / "b", sidecar=True, tracked=False, hold=True) as run:
-        run.warm("shutil:copyfile", src=str(src), dst=str(marks / "held"))
+        run.ahead("shutil:copyfile", src=str(src), dst=str(marks / "held"))
         # no call ever ended (a resumed run with nothing left to send): the offloaded job
         # still finds its warm-ups done before it
-        assert "held" in run.offload("os:listdir", path=str(marks))
+        assert "held" in run.at_end("os:listdir", path=str(marks))
 
 
 @pytest.mark.parametrize("flag", ["0", "1"])
@@ -366,8 +371,8 @@ def test_without_hold_the_warm_ups_go_at_once(tmp_path, monkeypatch):
     marks = tmp_path / "marks"
     marks.mkdir()
     with _open_run(tmp_path, sidecar=True, tracked=False) as run:
-        run.warm("shutil:copyfile", src=__file__, dst=str(marks / "now"))
-        assert run.sidecar.call("os:listdir", path=str(marks)) == ["now"]
+        run.ahead("shutil:copyfile", src=__file__, dst=str(marks / "now"))
+        assert run.execution.reports.call("os:listdir", path=str(marks)) == ["now"]
 
 
 def test_held_mlflow_store_is_prepared_when_the_calls_flow_or_at_the_end(tmp_path, monkeypatch):
@@ -375,11 +380,13 @@ def test_held_mlflow_store_is_prepared_when_the_calls_flow_or_at_the_end(tmp_pat
 
     monkeypatch.setenv("ASSAY_SIDECAR", "1")
     with _open_run(tmp_path / "a", sidecar=True, tracked=True, hold=True) as run:
-        assert run._store_ready is None  # held: MLflow is not loading beside the first calls
+        assert (
+            run.execution._store_ready is None
+        )  # held: MLflow is not loading beside the first calls
         run.calls_flowing()
-        assert run._store_ready is not None
+        assert run.execution._store_ready is not None
     with _open_run(tmp_path / "b", sidecar=False, tracked=True, hold=True) as run:
-        assert run._store_ready is None
+        assert run.execution._store_ready is None
         # a run that made no LM call: the end prepares the store, and logs
         run_id = run.finish(TrackedRun(name="no-calls", params={"a": "1"}))
     assert run_id
@@ -400,7 +407,7 @@ def test_files_written_meanwhile_are_logged_and_a_failure_marks_the_mlflow_run_f
     monkeypatch.setenv("ASSAY_SIDECAR", flag)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     with _open_run(tmp_path, sidecar=False, tracked=True) as run:
-        assert (run.tracker is not None) == (flag == "1")
+        assert (run.execution.tracker is not None) == (flag == "1")
         (run.dir / "metrics.json").write_text("{}")
         report = run.dir / "report.md"
         tracked = TrackedRun(

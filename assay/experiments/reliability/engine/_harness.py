@@ -11,7 +11,6 @@ the metrics are ``_harness_metrics.py``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +32,7 @@ from assay.experiments.reliability.engine._generation import (
 )
 from assay.experiments.reliability.engine._judging import JudgePlan
 from assay.experiments.reliability.review import apply_reviews, read_reviews, review_counts
-from assay.experiments.runs import (
-    Background,
-    CallSlots,
-    Run,
-    preload,
-    run_pool,
-    run_tasks,
-)
+from assay.experiments.runs import Run, run_pool, run_tasks
 from assay.lm import ModelSpec, make_lm
 from assay.programs import (
     JudgeConfig,
@@ -128,9 +120,10 @@ def run_harness(
 
     run_hash = config.probes_hash(data_fingerprint(pool) + f"|limit={limit}")
     deadline = config.deadline(started)
-    # a sidecar, tracked or not: it writes the reports and report.html
-    # (its warm-ups, and MLflow's, wait for the first LM call to end: slots' after_first_call)
-    where = {"workdir": workdir, "tracking_uri": tracking_uri, "sidecar": True, "hold": True}
+    # the reports (plots, word diffs, report.html) may be drawn away from the LM calls, tracked
+    # or not; the warm-ups, MLflow's too, wait for the first LM call to end (run.call_slots)
+    where = {"workdir": workdir, "tracking_uri": tracking_uri}
+    where |= {"reports_aside": True, "after_first_answer": True}
     with Run.open(config, run_hash, command="harness", **where) as run:
         store = run.store
         from assay.experiments.reliability.engine._rerun import finish_key, finished_summary
@@ -141,23 +134,21 @@ def run_harness(
             return _result(store.path, done, run.mlflow_run_id)
         store.write_config(config.model_dump(mode="json"))  # judges' edits: same directory
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
-        # (in the sidecar, which writes the reports, or else in a thread here)
-        plotting = _preload_plotting(run)
-        scoring = preload(
-            "assay.experiments.reliability.engine._harness_metrics"
-        )  # NumPy, bootstrap
+        run.ahead("assay.experiments.reliability.report:preload_plotting")
+        scoring = run.preload("assay.experiments.reliability.engine._harness_metrics")  # NumPy
         if not (store.path / "seeds.jsonl").exists():
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
         # -- generate + validate (+ judge sources, and probes as their unit is committed) -----
-        slots = CallSlots(config.concurrency, after_first_call=run.calls_flowing)
+        slots = run.call_slots(config.concurrency)
         judging = JudgePlan(config, judge_cfgs, base_programs, store, config_dir, slots)
+        diffs = _Diffs(run, seeds)
         generated, probes, dropped = _generate_probes(
-            config, instances, pool, seeds, run, gen_lm, val_lm, progress, deadline, judging
+            config, instances, pool, seeds, run, gen_lm, val_lm, progress, deadline, judging, diffs
         )
         # -- review, then judge (report.html's source/probe diffs computed meanwhile) ----------
         probes, reviewed, to_judge = _apply_review(config, store.path, probes)
-        diffs = _warm_diffs_here(run, seeds, probes)
+        diffs.rest(probes)
         judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
 
         # -- score and report ------------------------------------------------------------------
@@ -189,7 +180,9 @@ def run_harness(
                 reused,
                 judged=[p.as_item() for p in to_judge],
             ),
-            meanwhile=lambda: _write_reports(run, config, summary, plotting, diffs),
+            meanwhile=lambda: run.at_end(  # after the warm-ups, where they ran
+                "assay.experiments.reliability.report:write_reports", run_dir=str(run.dir)
+            ),
             finish_key=finish_key(config, store.path, **selected),
         )
         return _result(store.path, summary, run_id, reused)
@@ -234,6 +227,7 @@ def _generate_probes(
     progress: bool,
     deadline: float | None,
     judging: JudgePlan,
+    diffs: _Diffs,
 ) -> tuple[Generated, list[Probe], list[Dropped]]:
     """Every unit generated (or reused), the programs saved and ``probes.jsonl`` written.
 
@@ -258,7 +252,7 @@ def _generate_probes(
         deadline,
         judging=judging,
         early=early,
-        on_unit=_diffs_in(run, seeds),
+        on_unit=diffs.unit,
     )
     _save_programs(instances, store.path / "programs")
     wanted = {t.name for t in instances}
@@ -281,72 +275,34 @@ def _apply_review(
     return probes, review_counts(probes), to_judge
 
 
-def _preload_plotting(run: Run) -> Background | None:
-    """matplotlib loaded ahead of the report: in the sidecar, or else in a thread here."""
-    target = "assay.experiments.reliability.report:preload_plotting"
-    if run.sidecar is not None:
-        run.warm(target)
-        return None
-    from assay.experiments.reliability.report import preload_plotting
+class _Diffs:
+    """The source/probe word diffs report.html shows (tens of ms each, pure-Python CPU), made
+    while the run works and away from its LM calls: each committed unit's as it comes when the
+    run can take work aside; the rest once generation (and review) is done, while the judges
+    run — aside, or else in a helper of their own (``assay.report.warm_diffs``)."""
 
-    return Background(preload_plotting, name="assay-plotting")
+    def __init__(self, run: Run, seeds: list[Item]):
+        self._run = run
+        self._responses = {s.id: s.response for s in seeds}
+        self._sent: set[tuple[str, str]] = set()
+        self._aside = True  # until the run says it cannot
 
+    def unit(self, record: UnitRecord) -> None:
+        if record.probes and self._aside:
+            pairs = self._pairs(record.probes)
+            self._aside = self._run.aside("assay.report:remember_diffs", pairs=pairs)
+            if self._aside:
+                self._sent.update(pairs)
 
-def _diffs_in(run: Run, seeds: list[Item]) -> Callable[[UnitRecord], None] | None:
-    """With a sidecar: each committed unit's source/probe word diffs computed there as the
-    run goes (report.html shows them); without one they are warmed after generation."""
-    if run.sidecar is None:
-        return None
+    def rest(self, probes: list[Probe]) -> None:
+        pairs = [pair for pair in self._pairs(probes) if pair not in self._sent]
+        if not pairs or self._run.aside("assay.report:remember_diffs", pairs=pairs):
+            return
+        self._run.ahead("assay.report:warm_diffs", pairs=pairs)
 
-    def send(record: UnitRecord) -> None:
-        if record.probes:
-            run.warm("assay.report:remember_diffs", pairs=_diff_pairs(seeds, record.probes))
-
-    return send
-
-
-def _write_reports(
-    run: Run,
-    config: HarnessConfig,
-    summary: HarnessSummary,
-    plotting: Background | None,
-    diffs: Background | None,
-) -> None:
-    """``report.md`` with its plots, then ``report.html``, once their warm-ups are done — in
-    the sidecar when there is one."""
-    if run.sidecar is not None:
-        run.offload("assay.experiments.reliability.report:write_reports", run_dir=str(run.dir))
-        return
-    from assay.experiments.reliability.report import build_report, write_report
-    from assay.report import write_html
-
-    if plotting is not None:
-        plotting.join()
-    write_report(run.dir, config, summary)
-    if diffs is not None:
-        diffs.join()
-    write_html(build_report(run.dir), run.dir)
-
-
-def _warm_diffs_here(run: Run, seeds: list[Item], probes: list[Probe]) -> Background | None:
-    """Without a sidecar: the probes' word diffs computed in a helper interpreter while the
-    judges run (with one, they were sent to it as units were committed)."""
-    if run.sidecar is not None:
-        return None
-    return Background(lambda: _warm_diffs(seeds, probes), delay=0.0, name="assay-diffs")
-
-
-def _warm_diffs(seeds: list[Item], probes: list[Probe]) -> None:
-    """The word diffs report.html shows (tens of ms each), computed while the judges run."""
-    from assay.report import warm_diffs
-
-    warm_diffs(_diff_pairs(seeds, probes))
-
-
-def _diff_pairs(seeds: list[Item], probes: list[Probe]) -> list[tuple[str, str]]:
-    """(source response, probe response) of each probe: the texts report.html diffs."""
-    responses = {s.id: s.response for s in seeds}
-    return [(responses.get(p.source_id, ""), p.response) for p in probes]
+    def _pairs(self, probes: list[Probe]) -> list[tuple[str, str]]:
+        """(source response, probe response) of each probe: the texts report.html diffs."""
+        return [(self._responses.get(p.source_id, ""), p.response or "") for p in probes]
 
 
 def _load_programs(
