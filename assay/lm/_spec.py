@@ -53,6 +53,18 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
 NOT_IN_IDENTITY = ("price", "timeout", "client", "rpm", "tpm")
 """Settings of how a model is called that never change its outputs (left out of hashes)."""
 
+CONSTANT_FIRST = "constant-first"
+"""The prompt layout of in-process models (:mod:`assay.lm._adapters`): everything that is the
+same at every call of a signature — field descriptions, structure, task, output requirements —
+before the inputs, so the part evaluated anew at each call is the inputs alone."""
+
+
+def prompt_layout(model: str) -> str | None:
+    """How the adapters lay out ``model``'s prompts, when not as DSPy does (``None``): in-process
+    models (``local``, ``local:...``) get :data:`CONSTANT_FIRST`. Part of a model's identity and
+    of a judge's config hash — another prompt is another judge."""
+    return CONSTANT_FIRST if model == "local" or model.startswith("local:") else None
+
 
 class ModelSpec(BaseModel):
     """A model and how to call it.
@@ -100,8 +112,15 @@ class ModelSpec(BaseModel):
         return raw
 
     def identity(self) -> dict[str, Any]:
-        """What changes the model's outputs (the price, timeout, client and limits do not)."""
-        return self.model_dump(mode="json", exclude=set(NOT_IN_IDENTITY))
+        """What changes the model's outputs (the price, timeout, client and limits do not),
+        with the prompt layout where it is not DSPy's (:func:`prompt_layout`)."""
+        return self.with_layout(self.model_dump(mode="json", exclude=set(NOT_IN_IDENTITY)))
+
+    def with_layout(self, dump: dict[str, Any]) -> dict[str, Any]:
+        """``dump`` (this spec's fields) with ``prompt_layout`` added when it is not DSPy's —
+        left out otherwise, so the hashes of other models stay what they were."""
+        layout = prompt_layout(self.model)
+        return {**dump, "prompt_layout": layout} if layout else dump
 
     @property
     def resolved_client(self) -> Literal["native", "litellm"]:

@@ -204,11 +204,20 @@ class JudgeConfig(ModelSpec):
     def config_hash(self) -> str:
         """Stable hash of everything that affects a verdict (the display name, the price, the
         per-attempt timeout, the client and the rate limits excluded)."""
-        return stable_hash(self.model_dump(mode="json", exclude=_NOT_IN_HASH))
+        return stable_hash(self._with_layouts(self.model_dump(mode="json", exclude=_NOT_IN_HASH)))
+
+    def _with_layouts(self, dump: dict[str, Any]) -> dict[str, Any]:
+        """``dump`` with the prompt layout of this judge's model and of each member's, where it
+        is not DSPy's (a prompt change is a judge-config change)."""
+        out = self.with_layout(dump)
+        if self.members:
+            members = zip(self.members, dump["members"], strict=True)
+            out["members"] = [m.with_layout(d) for m, d in members]
+        return out
 
     def flat_params(self) -> dict[str, str]:
         """The config flattened to ``key.sub → str`` for MLflow params."""
-        out = flatten(self.model_dump(mode="json"), "judge")
+        out = flatten(self._with_layouts(self.model_dump(mode="json")), "judge")
         out["judge.config_hash"] = self.config_hash()
         return out
 

@@ -139,3 +139,22 @@ def test_a_bad_rubric_file_is_a_one_line_error_naming_it(tmp_path, rubric, messa
         load_config(tmp_path / "c.yaml")
     assert str(err.value).startswith(str((tmp_path / "rubric.json").resolve()))
     assert "\n" not in str(err.value)
+
+
+def test_the_prompt_layout_of_an_in_process_model_is_part_of_the_judge_identity():
+    """Issue 27: in-process models get the ``constant-first`` prompt (output requirements in the
+    system message), another prompt than DSPy's — so another config hash, and a logged param;
+    every other model's hash stays what it was."""
+    local = JudgeConfig(model="local", scale="binary", rubric="r")
+    hosted = JudgeConfig(model="openai/gpt-4o-mini", scale="binary", rubric="r")
+    assert local.config_hash() != "597dfa58f04630f4"  # its hash with DSPy's layout
+    assert hosted.config_hash() == "360a996d3b77a864"  # as before
+    assert local.flat_params()["judge.prompt_layout"] == "constant-first"
+    assert "judge.prompt_layout" not in hosted.flat_params()
+    panel = JudgeConfig(
+        program="panel",
+        scale="binary",
+        members=[{"model": "local", "scale": "binary"}, {"model": "openai/x", "scale": "binary"}],
+    )
+    assert panel.flat_params()["judge.members.0.prompt_layout"] == "constant-first"
+    assert "judge.members.1.prompt_layout" not in panel.flat_params()
