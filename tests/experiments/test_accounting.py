@@ -16,41 +16,16 @@ import pytest
 from assay.cli import main
 from assay.experiments._evaluate import evaluate_metrics
 from assay.lm import StubServer
+from tests.experiments.stub_judge import N_ITEMS, stub_config, write_items
 from tests.processes import assay_process
 
-N_ITEMS = 4
 PRICE = {"input_per_mtok": 3.0, "output_per_mtok": 7.0}  # the stub's model has no list price
 
 
-def write_items(folder: Path, n: int = N_ITEMS) -> Path:
-    path = folder / "items.csv"
-    rows = ["id,request,response,expected"]
-    rows += [f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}" for k in range(n)]
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
-
-
 def write_config(folder: Path, csv: Path, api_base: str, **extra: object) -> Path:
-    judge = {
-        "name": "stub-judge",
-        "model": "openai/stub-model",
-        "api_base": api_base,
-        "price": PRICE,
-        "rubric": "A good response names a colour.",
-        "scale": {"kind": "binary", "labels": ["False", "True"]},
-        **extra.pop("judge", {}),  # type: ignore[dict-item]
-    }
-    config = {
-        "name": "accounting",
-        "data": {"path": str(csv), "columns": {"id": "id"}},
-        "judge": judge,
-        "concurrency": 1,
-        "tracking": {"enabled": False},
-        **extra,
-    }
-    path = folder / "config.yaml"
-    path.write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML
-    return path
+    judge = {"price": PRICE, **extra.pop("judge", {})}  # type: ignore[dict-item]
+    extra.setdefault("concurrency", 1)
+    return stub_config(folder, csv, api_base, name="accounting", judge=judge, **extra)
 
 
 def served(stub: StubServer) -> dict[str, float]:

@@ -20,10 +20,10 @@ import pytest
 from assay.cli import main
 from assay.experiments import EvaluateConfig, evaluate
 from assay.lm import StubServer
+from tests.experiments.stub_judge import N_ITEMS, stub_config, write_items
 from tests.processes import assay_process
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "evaluate"
-N_ITEMS = 4
 
 
 class BlackHole:
@@ -63,34 +63,12 @@ def black_hole():
 
 @pytest.fixture
 def items_csv(tmp_path: Path) -> Path:
-    path = tmp_path / "items.csv"
-    rows = ["id,request,response,expected"]
-    rows += [f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}" for k in range(N_ITEMS)]
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
+    return write_items(tmp_path)
 
 
 def stub_yaml(folder: Path, csv: Path, api_base: str, **extra: object) -> Path:
     """A config judging ``csv`` with ``openai/stub-model`` at ``api_base``."""
-    judge = {
-        "name": "stub-judge",
-        "model": "openai/stub-model",
-        "api_base": api_base,
-        "rubric": "A good response names a colour.",
-        "scale": {"kind": "binary", "labels": ["False", "True"]},
-        **extra.pop("judge", {}),  # type: ignore[dict-item]
-    }
-    config = {
-        "name": "faults",
-        "data": {"path": str(csv), "columns": {"id": "id"}},
-        "judge": judge,
-        "concurrency": N_ITEMS,
-        "tracking": {"enabled": False},
-        **extra,
-    }
-    path = folder / "config.yaml"
-    path.write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML
-    return path
+    return stub_config(folder, csv, api_base, name="faults", **extra)
 
 
 # -- D: timeouts --------------------------------------------------------------------------------
