@@ -1,4 +1,5 @@
-"""The items and the judge config the stub-server tests of runs share (faults, accounting):
+"""The items and the judge config the stub-server tests share (faults, accounting, early
+refusals, cache scope):
 four items, a binary judge on ``openai/stub-model`` at the stub's address."""
 
 from __future__ import annotations
@@ -17,9 +18,17 @@ def write_items(folder: Path, n: int = N_ITEMS) -> Path:
     return path
 
 
-def stub_config(folder: Path, csv: Path, api_base: str, *, name: str, **extra: object) -> Path:
-    """A config judging ``csv`` with ``openai/stub-model`` at ``api_base``; ``judge`` entries
-    are added to the judge, the rest to the config."""
+def stub_config(
+    folder: Path,
+    csv: Path,
+    api_base: str,
+    *,
+    name: str,
+    file: str = "config.yaml",
+    **extra: object,
+) -> Path:
+    """``folder/file``: a config judging ``csv`` with ``openai/stub-model`` at ``api_base``;
+    ``judge`` entries are added to the judge, the rest to the config."""
     judge = {
         "name": "stub-judge",
         "model": "openai/stub-model",
@@ -36,6 +45,6 @@ def stub_config(folder: Path, csv: Path, api_base: str, *, name: str, **extra: o
         "tracking": {"enabled": False},
         **extra,
     }
-    path = folder / "config.yaml"
+    path = folder / file
     path.write_text(json.dumps(config), encoding="utf-8")  # JSON is YAML
     return path

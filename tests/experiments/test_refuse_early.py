@@ -5,40 +5,20 @@ failure after every item is judged."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from assay.cli import main
 from assay.lm import StubServer
+from tests.experiments.stub_judge import stub_config, write_items
 
 N_ITEMS = 3
 
 
 def config(folder: Path, api_base: str, **extra: object) -> Path:
-    csv = folder / "items.csv"
-    rows = ["id,request,response,expected"]
-    rows += [f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}" for k in range(N_ITEMS)]
-    csv.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    judge = {
-        "model": "openai/stub-model",
-        "api_base": api_base,
-        "rubric": "A good response names a colour.",
-        "scale": {"kind": "binary", "labels": ["False", "True"]},
-        **extra.pop("judge", {}),  # type: ignore[dict-item]
-    }
-    cfg = {
-        "name": "early",
-        "data": {"path": str(csv), "columns": {"id": "id"}},
-        "judge": judge,
-        "retries": 0,
-        "tracking": {"enabled": False},
-        **extra,
-    }
-    path = folder / "config.yaml"
-    path.write_text(json.dumps(cfg), encoding="utf-8")
-    return path
+    extra.setdefault("retries", 0)
+    return stub_config(folder, write_items(folder, N_ITEMS), api_base, name="early", **extra)
 
 
 def refused(capsys, argv: list[str]) -> str:

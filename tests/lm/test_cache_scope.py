@@ -12,8 +12,7 @@ import pytest
 from assay.cli import main
 from assay.lm import StubServer
 from assay.lm._stub_server import prompt_output_fields
-
-N_ITEMS = 4
+from tests.experiments.stub_judge import N_ITEMS, stub_config, write_items
 
 
 def always(verdict: str):
@@ -26,28 +25,17 @@ def always(verdict: str):
 
 
 def config(folder: Path, api_base: str, client: str) -> Path:
-    csv = folder / "items.csv"
-    rows = ["id,request,response,expected"]
-    rows += [f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}" for k in range(N_ITEMS)]
-    csv.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    judge = {
-        "model": "openai/stub-model",  # the same model name on both servers
-        "api_base": api_base,
-        "client": client,
-        "rubric": "A good response names a colour.",
-        "scale": {"kind": "binary", "labels": ["False", "True"]},
-    }
-    cfg = {
-        "name": "two-servers",
-        "data": {"path": str(csv), "columns": {"id": "id"}},
-        "judge": judge,
-        "concurrency": 2,
-        "retries": 0,
-        "tracking": {"enabled": False},
-    }
-    path = folder / f"config-{client}.yaml"
-    path.write_text(json.dumps(cfg), encoding="utf-8")
-    return path
+    """The same model name on every server; ``client``: the engine that calls it."""
+    return stub_config(
+        folder,
+        write_items(folder),
+        api_base,
+        name="two-servers",
+        file=f"config-{client}.yaml",
+        judge={"client": client},
+        concurrency=2,
+        retries=0,
+    )
 
 
 @pytest.mark.parametrize("client", ["native", "litellm"])
