@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from assay.experiments.compare._tables import direction, labels_of
+from assay.experiments.compare._tables import PAID_LABELS, direction, labels_of
 
 
 def pareto_plot(
-    points: list[tuple[str, float, float, bool]], path: Path, *, ylabel: str, title: str
+    points: list[tuple[str, float, float, bool]],
+    path: Path,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str,
 ) -> Path:
-    """Cost against a metric, one labelled point per judge; the Pareto-optimal ones filled and
-    joined by the front."""
+    """What each judge paid against a metric, one labelled point per judge; the Pareto-optimal
+    ones filled and joined by the front. The x-axis label is also the PNG's ``Description``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -31,12 +36,12 @@ def pareto_plot(
     front = sorted((c, v) for _, c, v, best in points if best)
     if len(front) > 1:
         ax.step(*zip(*front, strict=True), where="post", color="tab:green", alpha=0.5)
-    ax.set_xlabel("judge cost (USD)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, metadata={"Description": xlabel})
     plt.close(fig)
     return path
 
@@ -48,7 +53,7 @@ def write_plots(runs: list, rows: list[dict], metric: str, folder: Path) -> dict
     for stale in ("pareto.png", "heatmap.png"):  # a previous comparison's plots in this folder
         (folder / stale).unlink(missing_ok=True)
     points = [
-        (r["name"], r["cost_usd"], r["value"], bool(r["pareto"]))
+        (r["name"], r["paid"], r["value"], bool(r["pareto"]))
         for r in rows
         if r["pareto"] is not None
     ]
@@ -56,6 +61,7 @@ def write_plots(runs: list, rows: list[dict], metric: str, folder: Path) -> dict
         files["pareto"] = pareto_plot(
             points,
             folder / "pareto.png",
+            xlabel=PAID_LABELS[rows[0]["paid_in"]],
             ylabel=f"{metric} ({direction(metric)})",
             title="Cost vs metric (filled: Pareto-optimal)",
         )

@@ -38,6 +38,10 @@ class LeaderboardRow(_Model):
     accuracy: float | None
     cost_usd: float | None
     cost_per_accuracy_point_usd: float | None
+    # what the judge paid as the Pareto front counts it: USD, else tokens, else LM calls
+    # (local or unpriced models cost 0 USD); the same unit on every row of a comparison
+    paid: float | None = None
+    paid_in: str = "usd"
     model: str
     program: str
     adapter: str

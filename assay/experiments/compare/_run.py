@@ -28,7 +28,7 @@ from assay.experiments.compare._select import (
     select,
 )
 from assay.experiments.compare._store import open_store
-from assay.experiments.compare._tables import differences, leaderboard, metric_value
+from assay.experiments.compare._tables import differences, leaderboard, metric_value, paid_note
 
 
 def compare(
@@ -71,7 +71,7 @@ def compare(
         "leaderboard": rows,
         "differences": differences(compared, [r["run_id"] for r in rows]),
         "left_out": left_out,
-        "notes": notes(compared, metric),
+        "notes": notes(compared, metric) + paid_note(rows),
         "plots": {},
         "comparison_run_id": None,
     }

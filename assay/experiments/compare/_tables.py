@@ -187,6 +187,9 @@ def leaderboard(runs: list, metric: str) -> list[dict[str, Any]]:
                 "ci_high": _num(m, f"{metric}_ci_high"),
                 "accuracy": _num(m, "accuracy"),
                 "cost_usd": _num(m, "usage_cost_usd"),
+                "tokens": _tokens(m),
+                "calls": _num(m, "usage_calls"),
+                "unpriced_calls": _num(m, "usage_unpriced_calls"),
                 "cost_per_accuracy_point_usd": _num(m, "cost_per_accuracy_point_usd"),
                 "model": p.get("model", ""),
                 "program": p.get("program", ""),
@@ -201,25 +204,65 @@ def leaderboard(runs: list, metric: str) -> list[dict[str, Any]]:
                 "start_time": datetime.fromtimestamp(r.info.start_time / 1000, UTC).isoformat(),
             }
         )
+    paid_in = paid_axis(rows)
+    for row in rows:
+        row["paid_in"] = paid_in
+        row["paid"] = row["cost_usd"] if paid_in == "usd" else row[paid_in]
+        for key in ("tokens", "calls", "unpriced_calls"):
+            del row[key]
     inf = math.inf
 
     def order(row):
         v = row["value"]
         by_value = inf if v is None else -goodness(metric, v)
-        cost = inf if row["cost_usd"] is None else row["cost_usd"]
-        return (by_value, cost, row["start_time"])
+        paid = inf if row["paid"] is None else row["paid"]
+        return (by_value, paid, row["start_time"])
 
     rows.sort(key=order)
     front = pareto_front(
-        [
-            (x["cost_usd"], None if x["value"] is None else goodness(metric, x["value"]))
-            for x in rows
-        ]
+        [(x["paid"], None if x["value"] is None else goodness(metric, x["value"])) for x in rows]
     )
     for i, (row, best) in enumerate(zip(rows, front, strict=True), start=1):
         row["rank"] = i
         row["pareto"] = best
     return rows
+
+
+PAID_LABELS = {
+    "usd": "judge cost (USD)",
+    "tokens": "judge tokens (prompt + completion; no USD price)",
+    "calls": "judge LM calls (no USD price or token count)",
+}
+"""The x-axis label of the Pareto plot for each way of counting what a judge paid."""
+
+
+def paid_axis(rows: list[dict[str, Any]]) -> str:
+    """How the leaderboard counts what each judge paid (its Pareto front's cost coordinate):
+    ``usd`` when some run paid USD and every run's calls had a price; otherwise ``tokens``
+    (local or unpriced models cost 0 USD, which would tie every judge at cost 0), or ``calls``
+    where no tokens were counted."""
+    if any(r["cost_usd"] for r in rows) and not any(r["unpriced_calls"] for r in rows):
+        return "usd"
+    if any(r["tokens"] for r in rows):
+        return "tokens"
+    return "calls"
+
+
+def paid_note(rows: list[dict[str, Any]]) -> list[str]:
+    """What the report says when the Pareto front is not drawn in USD."""
+    if not rows or rows[0]["paid_in"] == "usd":
+        return []
+    return [
+        f"the Pareto front counts what each judge paid in {rows[0]['paid_in']}, not USD: some "
+        "runs' models had no price (local or unpriced), which would tie every judge at cost 0"
+    ]
+
+
+def _tokens(m: dict[str, float]) -> float | None:
+    prompt, completion = m.get("usage_prompt_tokens"), m.get("usage_completion_tokens")
+    if prompt is None and completion is None:
+        return None
+    return (prompt or 0.0) + (completion or 0.0)
 
 
 def differences(runs: list, order: list[str]) -> dict[str, Any]:
