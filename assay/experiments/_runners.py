@@ -453,40 +453,30 @@ def resolve(ref: Any) -> Any:
     return ref
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _number(
+    parse: Callable[[str], Any], what: str, ok: Callable[[Any], bool], bound: str
+) -> Callable[[str], Any]:
+    """An argparse ``type``: ``parse`` the text (else "is not ``what``"), and refuse a value that
+    is not ``ok`` (saying ``bound``)."""
 
+    def convert(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{bound}, got {value}")
+        return value
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
+    return convert
 
 
 _TYPES: dict[str, Callable[[str], Any]] = {
-    "positive_int": _positive_int,
-    "positive_float": _positive_float,
-    "non_negative_int": _non_negative_int,
+    "positive_int": _number(int, "an integer", lambda v: v >= 1, "must be at least 1"),
+    "positive_float": _number(float, "a number", lambda v: v > 0, "must be positive"),
+    "non_negative_int": _number(
+        int, "an integer", lambda v: v >= 0, "must be a non-negative integer"
+    ),
     "int": int,
     "float": float,
 }
