@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -138,6 +139,16 @@ class JudgeConfig(ModelSpec):
     def _scale(cls, v: Any) -> Any:
         return None if v is None else Scale.parse(v)
 
+    @field_validator("program_state")
+    @classmethod
+    def _pinned_state(cls, v: str | None) -> str | None:
+        if v and moving_model_uri(v):
+            raise ValueError(
+                f"program_state {v} names a model version that can move (an alias, a stage or "
+                "'latest'): pin one, e.g. models:/<name>/3, so the judge's identity is what ran"
+            )
+        return v
+
     @field_validator("criteria")
     @classmethod
     def _unique_criteria(cls, v: list[Criterion] | None) -> list[Criterion] | None:
@@ -203,8 +214,23 @@ class JudgeConfig(ModelSpec):
 
     def config_hash(self) -> str:
         """Stable hash of everything that affects a verdict (the display name, the price, the
-        per-attempt timeout, the client and the rate limits excluded)."""
-        return stable_hash(self._with_layouts(self.model_dump(mode="json", exclude=_NOT_IN_HASH)))
+        per-attempt timeout, the client and the rate limits excluded): a program state read
+        from a file counts by its content, not its path (an optimizer writing the file again
+        makes another judge)."""
+        dump = self._with_layouts(self.model_dump(mode="json", exclude=_NOT_IN_HASH))
+        return stable_hash(self._with_state_content(dump))
+
+    def _with_state_content(self, dump: dict[str, Any]) -> dict[str, Any]:
+        """``dump`` with each program state file's content digest beside its reference (this
+        judge's and its members'). An MLflow URI counts as written: pin a version
+        (``runs:/...``, ``models:/name/3``) for an identity that cannot move."""
+        digest = state_file_digest(self.program_state)
+        if digest is not None:
+            dump = {**dump, "program_state_content": digest}
+        if self.members:
+            members = zip(self.members, dump["members"], strict=True)
+            dump = {**dump, "members": [m._with_state_content(d) for m, d in members]}
+        return dump
 
     def _with_layouts(self, dump: dict[str, Any]) -> dict[str, Any]:
         """``dump`` with the prompt layout of this judge's model and of each member's, where it
@@ -220,6 +246,39 @@ class JudgeConfig(ModelSpec):
         out = flatten(self._with_layouts(self.model_dump(mode="json")), "judge")
         out["judge.config_hash"] = self.config_hash()
         return out
+
+
+MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")
+"""A ``program_state`` starting with one of these is an MLflow artifact URI, not a file."""
+_DIGESTS: dict[tuple[str, int, int], str] = {}  # (path, mtime, size) → content digest
+
+
+def moving_model_uri(ref: str) -> bool:
+    """``models:/name@alias``, ``models:/name/Production``, ``models:/name/latest``: a reference
+    MLflow resolves to another version later (``models:/name/3`` and ``models:/m-<id>`` stay)."""
+    if not ref.startswith("models:/"):
+        return False
+    name, _, rest = ref.removeprefix("models:/").partition("/")
+    return "@" in name or (bool(rest) and not rest.split("/")[0].isdigit())
+
+
+def state_file_digest(ref: str | None) -> str | None:
+    """The SHA-256 of a program state file's bytes (``None``: no state, an MLflow URI, or no
+    such file yet — loading it then says so). Read once per version of the file."""
+    if not ref or ref.startswith(MLFLOW_SCHEMES):
+        return None
+    path = Path(ref).expanduser()
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _DIGESTS:
+        try:
+            _DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return None
+    return _DIGESTS[key]
 
 
 def fixed_scale(task: str) -> Scale | None:

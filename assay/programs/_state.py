@@ -18,9 +18,9 @@ from pathlib import Path
 import dspy
 
 from assay.errors import ConfigError
+from assay.programs._config import MLFLOW_SCHEMES
 from assay.types import stable_hash
 
-MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")
 STATE_FILE = "program.json"
 
 
