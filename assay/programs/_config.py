@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -138,6 +139,17 @@ class JudgeConfig(ModelSpec):
     @classmethod
     def _scale(cls, v: Any) -> Any:
         return None if v is None else Scale.parse(v)
+
+    @field_validator("instruction", "rubric")
+    @classmethod
+    def _no_file_reference(cls, v: str | None) -> str | None:
+        if v is not None and re.fullmatch(r"@\S+", v.strip()):
+            raise ValueError(
+                f"'{v.strip()}' is a file reference, which only a YAML config's loader reads "
+                "(assay.experiments.load_config); in Python pass the text itself, e.g. "
+                f"Path('{v.strip()[1:]}').read_text()"
+            )
+        return v
 
     @field_validator("program_state")
     @classmethod

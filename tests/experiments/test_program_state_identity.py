@@ -70,3 +70,21 @@ def test_a_program_state_that_can_move_is_refused(tmp_path, monkeypatch, capsys)
         {"model": "openai/x", "scale": "binary", "program_state": "models:/judge/3"}
     )
     assert pinned.program_state == "models:/judge/3"
+
+
+def test_a_file_reference_in_a_config_built_in_python_is_refused(tmp_path):
+    """``rubric: "@rubric.txt"`` is read by the YAML loader; a config built in Python with it
+    would send the file's *name* to the model as the rubric — refused, naming the field."""
+    import pytest
+    from pydantic import ValidationError
+
+    from assay.experiments import load_config
+
+    (tmp_path / "rubric.txt").write_text("A good response names a colour.\n")
+    judge = {"model": "openai/x", "scale": "binary", "rubric": "@rubric.txt"}
+    with pytest.raises(ValidationError, match=r"rubric\n.*'@rubric.txt' is a file reference"):
+        JudgeConfig.model_validate(judge)
+    csv = write_items(tmp_path)
+    config = stub_config(tmp_path, csv, "http://127.0.0.1:9/v1", name="f", judge=judge)
+    loaded, _ = load_config(config)  # from YAML: the file's text
+    assert loaded.judge.rubric == "A good response names a colour."
