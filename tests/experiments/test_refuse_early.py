@@ -67,3 +67,23 @@ def test_a_tracking_uri_is_not_checked_when_tracking_is_off(tmp_path, monkeypatc
         cfg = config(tmp_path, stub.base_url, tracking={"enabled": False, "uri": "foo://x"})
         assert main(["evaluate", str(cfg), "--quiet"]) == 0
         assert stub.n_requests == N_ITEMS
+
+
+@pytest.mark.parametrize("where", ["default", "config"])
+def test_a_store_file_that_is_not_sqlite_is_refused_before_any_call(
+    tmp_path, monkeypatch, capsys, where
+):
+    """An ``mlflow.db`` overwritten or truncated into something else was found by MLflow only
+    when the finished run logged; now its header is read before the first call."""
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / ("mlflow.db" if where == "default" else "other.db")
+    store.write_text("not a database\n")
+    with StubServer() as stub:
+        tracking = {"enabled": True} if where == "default" else {"uri": f"sqlite:///{store}"}
+        cfg = config(tmp_path, stub.base_url, tracking=tracking)
+        line = refused(capsys, ["evaluate", str(cfg), "--quiet"])
+        assert stub.n_requests == 0
+    field = "the tracking store" if where == "default" else "tracking.uri"
+    assert line.startswith(f"assay: error: {field} 'sqlite:///")
+    assert line.endswith(f"{store} is not an SQLite database (move it aside, or name another file)")
+    assert not (tmp_path / "runs").exists()

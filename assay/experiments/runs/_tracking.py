@@ -37,6 +37,30 @@ def check_tracking_uri(uri: str, field: str) -> None:
         ) from None
 
 
+def check_sqlite_store(uri: str, field: str) -> None:
+    """Raise a one-line :class:`~assay.errors.ConfigError` naming ``field`` when a
+    ``sqlite:///`` store's file exists but is not an SQLite database (a truncated or
+    overwritten ``mlflow.db``), before the run rather than after every item is judged. Its
+    first 16 bytes decide (SQLite's header); an empty file is a new database."""
+    from assay.errors import ConfigError
+
+    if not uri.startswith("sqlite:///"):
+        return
+    path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
+    if not path.is_file():
+        return
+    try:
+        with path.open("rb") as f:
+            header = f.read(16)
+    except OSError as exc:
+        raise ConfigError(f"{field} {uri!r}: cannot read {path} ({exc.strerror})") from None
+    if header and header != b"SQLite format 3\x00":
+        raise ConfigError(
+            f"{field} {uri!r}: {path} is not an SQLite database (move it aside, or name "
+            "another file)"
+        )
+
+
 def _plain(value: Any) -> Any:
     """A pydantic model or dataclass as its dict of fields; anything else as it is."""
     if hasattr(value, "model_dump"):
