@@ -242,13 +242,6 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         fit_calibration,
         load_calibration,
     )
-    from assay.metrics._classification import (
-        accuracy,
-        confusion_matrix,
-        error_rate,
-        false_negative_rate,
-        false_positive_rate,
-    )
     from assay.metrics._certify import (
         Bar,
         Certification,
@@ -258,6 +251,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         certify,
         clopper_pearson_lower,
         clopper_pearson_upper,
+    )
+    from assay.metrics._classification import (
+        accuracy,
+        confusion_matrix,
+        error_rate,
+        false_negative_rate,
+        false_positive_rate,
     )
     from assay.metrics._cluster import (
         WeightedStatistic,
