@@ -3,8 +3,8 @@ labelled evaluate run — one-sided bounds of the metrics the policy names again
 (:func:`assay.metrics.certify`), bound to the judge config's hash and the items consumed.
 
 A validation set is used once. Every certificate, admitted or refused, is kept in the ledger
-next to the runs (``<runs>/certificates/<id>.json``) with the fingerprints of the items it
-consumed; a later ``certify`` on any of those items is refused, whatever the judge config —
+next to the runs (``<runs>/certificates/<id>/certificate.json``, with its ``report.md`` and
+``report.html``) with the fingerprints of the items it consumed; a later ``certify`` on any of those items is refused, whatever the judge config —
 trying configs one after another on the same items until one passes is choosing on the test
 set, and the stated confidence would no longer hold. An item's fingerprint is its judged text
 (request, response, transcript), so renaming or relabelling it does not make it new.
@@ -29,14 +29,16 @@ from assay.errors import ConfigError, RunError
 from assay.experiments._config import EvaluateConfig, first_error
 from assay.experiments._estimate import _read
 from assay.experiments._items import data_fingerprint, load_items
-from assay.experiments.runs import default_tracking_uri, file_lock, write_json
-from assay.metrics import MetricBound, Policy
+from assay.experiments.runs import default_tracking_uri, file_lock, write_atomic, write_json
+from assay.metrics import MetricBound, Policy, fmt
 from assay.programs import JudgeConfig
+from assay.report import Report, Table
 from assay.scale import Scale
 from assay.types import Item, stable_hash
 
 LEDGER = "certificates"
 """The folder, next to the run directories, that holds every certificate issued from them."""
+CERTIFICATE = "certificate.json"
 
 
 class CertificateError(RunError):
@@ -70,7 +72,7 @@ class Certificate(BaseModel):
     n_items: int
     unscored: dict[str, int]  # reason -> items, among those consumed
     unscored_rule: str
-    ledger: str  # where the ledger copy is
+    ledger: str  # the ledger's folder of this certificate (certificate.json, report.md/html)
     mlflow_run_id: str | None = None  # the evaluate run it was logged on
 
     @property
@@ -157,7 +159,7 @@ def _ledger(run_dir: Path) -> Path:
 def _check_unused(ledger: Path, fingerprints: list[str]) -> None:
     """Refuse when a certificate in ``ledger`` already consumed any of these items."""
     mine = set(fingerprints)
-    for path in sorted(ledger.glob("*.json")):
+    for path in sorted(ledger.glob(f"*/{CERTIFICATE}")):
         try:
             earlier = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -242,14 +244,17 @@ def certify_run(
         n_items=cert.n_items,
         unscored=unscored,
         unscored_rule=cert.unscored_rule,
-        ledger=str(ledger / f"{ident}.json"),
+        ledger=str(ledger / ident),
         mlflow_run_id=state.get("mlflow_run_id") if config.tracking.enabled else None,
     )
     with file_lock(ledger / ".lock"):
         _check_unused(ledger, fingerprints)
-        write_json(ledger / f"{ident}.json", certificate.model_dump(mode="json"))
+        (ledger / ident).mkdir(parents=True, exist_ok=True)
+        write_json(ledger / ident / CERTIFICATE, certificate.model_dump(mode="json"))
     if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
         write_json(Path(out), certificate.model_dump(mode="json"))
+    _write_reports(certificate)
     if certificate.mlflow_run_id:
         uri = tracking_uri or config.tracking.uri or default_tracking_uri(workdir)
         _log(certificate, uri)
@@ -291,7 +296,69 @@ def _log(certificate: Certificate, tracking_uri: str) -> None:
     client.log_metric(run_id, "certify_admitted", float(certificate.admitted))
     client.set_tag(run_id, "assay.certificate", certificate.certificate)
     client.set_tag(run_id, "assay.certified", certificate.decision)
-    client.log_artifact(run_id, certificate.ledger)
+    for name in (CERTIFICATE, "report.md", "report.html"):
+        client.log_artifact(run_id, str(Path(certificate.ledger) / name), "certificate")
+
+
+# -- its report ------------------------------------------------------------------------------
+
+
+def bounds_table(c: Certificate) -> Table:
+    """The bars and the bounds behind the decision (the console, report.md and report.html)."""
+    rows = []
+    for r in c.results:
+        kind = "lower" if r.side == "at_least" else "upper"
+        rows.append(
+            [
+                r.metric,
+                fmt(r.point),
+                f"{kind} {fmt(r.bound)}",
+                f"{'≥' if r.side == 'at_least' else '≤'} {r.bar:g}",
+                f"{r.successes}/{r.n}" if r.successes is not None else str(r.n),
+                r.method,
+                "yes" if r.passed else "NO",
+            ]
+        )
+    notes = [f"{r.metric}: {r.note}" for r in c.results if r.note]
+    return Table(
+        f"{c.decision.upper()} under policy {c.policy.name}",
+        ["metric", "value", "bound", "bar", "n", "method", "passed"],
+        rows,
+        lead=(
+            f"One-sided bounds at {c.confidence:.0%} jointly: each at {1 - c.delta_per_bar:.2%} "
+            f"(Bonferroni over {len(c.results)} bars)"
+            + (f"; positive = {c.event}" if c.event else "")
+            + ". Rates: exact Clopper–Pearson; other metrics: one-sided percentile bootstrap "
+            f"({c.policy.n_resamples} resamples of items, seed {c.policy.seed})."
+        ),
+        note=" ".join(
+            [f"Unscored: {c.unscored} — {c.unscored_rule}." if c.unscored else "", *notes]
+        ).strip(),
+    )
+
+
+def certificate_report(c: Certificate) -> Report:
+    """The certificate as a report (report.md and report.html in its ledger folder)."""
+    r = Report("certify", f"assay certify — {c.judge}: {c.decision}")
+    r.facts = [
+        ("certificate", c.certificate),
+        ("judge", f"{c.judge} · model {c.model} · config hash {c.config_hash}"),
+        ("items", f"{c.n_items} labelled items consumed · fingerprint {c.data_fingerprint}"),
+        ("run", f"{c.run} (run hash {c.run_hash})"),
+        ("issued", f"{c.issued} · assay {c.assay_version}"),
+    ]
+    r.tables = [bounds_table(c)]
+    return r
+
+
+def _write_reports(c: Certificate) -> None:
+    from assay.report import markdown, write_html
+
+    folder = Path(c.ledger)
+    report = certificate_report(c)
+    lines = [f"# {report.title}", "", *(f"- {k}: {v}" for k, v in report.facts), ""]
+    write_atomic(folder / "report.md", "\n".join([*lines, *markdown(report.tables)]))
+    write_html(report, folder)
 
 
 # -- requiring a certificate -----------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -39,17 +40,29 @@ def write(path: Path, data: dict) -> Path:
     return path
 
 
-@pytest.fixture
-def run(tmp_path, monkeypatch, capsys):
-    """A finished labelled evaluate run in ``tmp_path/runs`` (the stub still serving)."""
-    monkeypatch.chdir(tmp_path)
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    """One finished labelled evaluate run (judged once for the module), and the stub serving."""
+    folder = tmp_path_factory.mktemp("judged")
     with StubServer(respond=oracle) as stub:
-        csv = write_items(tmp_path, N)
-        cfg = stub_config(tmp_path, csv, stub.base_url, name="cert", retries=0)
-        assert main(["evaluate", str(cfg), "--quiet"]) == 0
-        capsys.readouterr()
-        (run_dir,) = (tmp_path / "runs").glob("cert-*")
+        csv = write_items(folder, N)
+        cfg = stub_config(folder, csv, stub.base_url, name="cert", retries=0)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(folder)
+            assert main(["evaluate", str(cfg), "--quiet"]) == 0
+        (run_dir,) = (folder / "runs").glob("cert-*")
         yield run_dir, cfg, stub
+
+
+@pytest.fixture
+def run(judged, tmp_path, monkeypatch, capsys):
+    """The module's run copied into ``tmp_path/runs`` (a ledger of its own), run from there."""
+    run_dir, cfg, stub = judged
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path)
+    copy = tmp_path / "runs" / run_dir.name
+    shutil.copytree(run_dir, copy)
+    return copy, cfg, stub
 
 
 def certify(tmp_path: Path, run_dir: Path, policy: dict, capsys, *extra: str) -> tuple[int, str]:
@@ -74,8 +87,13 @@ def test_lax_bars_admit_the_judge_and_the_certificate_binds_config_and_items(run
     assert stub.n_requests == calls  # no LM call
     assert "ADMITTED" in out
     cert = json.loads((tmp_path / "cert.json").read_text())
-    assert cert == json.loads(Path(cert["ledger"]).read_text())
-    assert Path(cert["ledger"]).parent == tmp_path / "runs" / "certificates"
+    folder = Path(cert["ledger"])
+    assert cert == json.loads((folder / "certificate.json").read_text())
+    assert folder.parent == tmp_path / "runs" / "certificates"
+    # the report shows the table the console printed
+    table = [line for line in out.splitlines() if line.startswith("| tpr ")]
+    assert table and table[0] in (folder / "report.md").read_text()
+    assert "tnr" in (folder / "report.html").read_text()
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert cert["config_hash"] == metrics["config_hash"]
     assert cert["decision"] == "admitted" and cert["items"] == [f"i{k}" for k in range(N)]
@@ -105,7 +123,7 @@ def test_a_validation_set_is_used_once_whatever_the_judge_config(run, tmp_path, 
     run_dir, cfg, stub = run
     first, _ = certify(tmp_path, run_dir, STRICT, capsys)
     assert first == 1  # refused: its items are consumed all the same
-    (earlier,) = (tmp_path / "runs" / "certificates").glob("*.json")
+    (earlier,) = (tmp_path / "runs" / "certificates").glob("*/certificate.json")
     pol = write(tmp_path / "lax.yaml", LAX)
     line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", str(pol)])
     assert f"consumed by certificate {earlier}" in line and "used once" in line
@@ -118,7 +136,7 @@ def test_a_validation_set_is_used_once_whatever_the_judge_config(run, tmp_path, 
     (other_run,) = [d for d in (tmp_path / "runs").glob("cert-*") if d != run_dir]
     line = one_line_refusal(capsys, ["certify", str(other_run), "--policy", str(pol)])
     assert str(earlier) in line
-    assert len(list((tmp_path / "runs" / "certificates").glob("*.json"))) == 1
+    assert len(list((tmp_path / "runs" / "certificates").glob("*/certificate.json"))) == 1
 
 
 def test_require_certificate_passes_refuses_and_says_stale_before_any_call(run, tmp_path, capsys):
@@ -213,3 +231,13 @@ def test_policy_mistakes_are_one_line(run, tmp_path, capsys):
     assert "not a run directory" in line
     line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", str(tmp_path / "no")])
     assert "policy file not found" in line
+
+
+def test_the_api_takes_a_policy_object_and_returns_the_certificate(run, tmp_path):
+    import assay
+    from assay.metrics import Policy
+
+    run_dir, _, _ = run
+    cert = assay.certify(run_dir, Policy(bars={"accuracy": 0.8}), workdir=tmp_path)
+    assert cert.admitted and cert.results[0].successes == N - 1  # the unscored item: wrong
+    assert cert.results[0].method == "clopper-pearson"

@@ -41,39 +41,43 @@ class Certify(Runner):
             tracking_uri=options.tracking_uri,
         )
 
+    def report(self, run_dir: Path, **options: Any) -> Any:
+        """The report of the certificate in ``run_dir`` (its folder in the ledger)."""
+        from assay.experiments._certify import CERTIFICATE, certificate_report, read_certificate
+
+        return certificate_report(read_certificate(Path(run_dir) / CERTIFICATE))
+
     def print(self, result: Any, options: Options, *, json: bool) -> int:
-        from assay.metrics import fmt
+        from assay.experiments._certify import bounds_table
+        from assay.report import markdown_table
 
         c = result
         code = 0 if c.admitted else 1
         if json:
             print(c.model_dump_json())
             return code
+        table = bounds_table(c)
         print(
             f"\n{c.judge} (config {c.config_hash}, model {c.model}) on {c.n_items} labelled items "
             f"(fingerprint {c.data_fingerprint[:16]})"
         )
-        unscored = sum(c.unscored.values())
-        if unscored:
-            print(f"unscored: {unscored} {c.unscored}, each counted as the worst verdict")
-        print(
-            f"one-sided bounds at {c.confidence:.0%} jointly (each at "
-            f"{1 - c.delta_per_bar:.2%}: Bonferroni over {len(c.results)} bars)"
-            + (f"; positive = {c.event}" if c.event else "")
-        )
-        rows = ["| metric | value | bound | bar | n | method | passed |"]
-        rows.append("|---|---|---|---|---|---|---|")
-        for r in c.results:
-            n = f"{r.successes}/{r.n}" if r.successes is not None else str(r.n)
-            sign = "≥" if r.side == "at_least" else "≤"
-            kind = "lower" if r.side == "at_least" else "upper"
-            rows.append(
-                f"| {r.metric} | {fmt(r.point)} | {kind} {fmt(r.bound)} | {sign} {r.bar:g} | {n} "
-                f"| {r.method} | {'yes' if r.passed else 'NO'} |"
-            )
-        print("\n".join(rows))
+        print(table.lead)
+        print("\n".join(markdown_table(table)))
+        if table.note:
+            print(table.note)
         print(f"\n{c.decision.upper()}: certificate {c.certificate}")
-        print(f"certificate: {c.ledger}" + (f" (and {options.out})" if options.out else ""))
+        where = _shown(Path(c.ledger))
+        print(f"certificate: {where}/certificate.json, report.md, report.html")
+        if options.out:
+            print(f"copy: {options.out}")
         if c.mlflow_run_id:
             print(f"logged on the evaluate run's MLflow run {c.mlflow_run_id}")
         return code
+
+
+def _shown(path: Path) -> Path:
+    """``path`` relative to the current directory when it is under it."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
