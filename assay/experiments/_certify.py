@@ -199,6 +199,12 @@ def certify_run(
     labelled = [it for it in items if it.expected is not None]
     if not labelled:
         raise RunError(f"{run_dir}: no judged item has a reference: nothing to certify on")
+    failure = [m for m in pol.bars if m.startswith("failure_")]
+    if failure and (config.threshold is None or pol.positive is not None):
+        raise ConfigError(
+            f"{policy if isinstance(policy, str | Path) else 'policy'}: {failure[0]} counts "
+            "failures below the run's threshold: for a run with a threshold and no positive"
+        )
     event = _event(scale, pol.positive, config.threshold)
     try:
         cert = certify(

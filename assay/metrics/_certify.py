@@ -137,9 +137,17 @@ RATES: dict[str, _Rate] = {
         lambda r, c, re, ce: ~ce, lambda r, c, re, ce: ~re & ~ce, "at_least", True, "TN / (TN + FN)"
     ),
 }
+RATES |= {  # the names the evaluate report uses for the same rates
+    "false_positive_rate": RATES["fpr"],
+    "false_negative_rate": RATES["fnr"],
+    "failure_precision": RATES["precision"],  # with the failure as the event
+    "failure_incidence": RATES["tpr"],
+}
 """Rates bounded exactly (Clopper–Pearson). TPR/TNR/FPR/FNR/precision/NPV are on the event
 (the positive class: a binary scale's second label, a named label, or a failure below the run's
-threshold); accuracy and error rate on the full scale."""
+threshold); accuracy and error rate on the full scale. ``failure_precision`` and
+``failure_incidence`` are precision and TPR with the failure (score below the threshold) as
+the event."""
 
 
 @dataclass(frozen=True)

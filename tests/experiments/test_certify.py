@@ -226,6 +226,9 @@ def test_policy_mistakes_are_one_line(run, tmp_path, capsys):
     pol = write(tmp_path / "p.yaml", {"bars": {"recall": 0.8}})
     line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", str(pol)])
     assert "p.yaml: field 'bars': unknown metric 'recall'" in line
+    failure = write(tmp_path / "f.yaml", {"bars": {"failure_precision": 0.5}})
+    line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", str(failure)])
+    assert "f.yaml: failure_precision counts failures below the run's threshold" in line
     good = write(tmp_path / "good.yaml", LAX)
     line = one_line_refusal(capsys, ["certify", str(tmp_path), "--policy", str(good)])
     assert "not a run directory" in line

@@ -135,6 +135,24 @@ def test_kappa_point_is_cohens_and_the_worst_verdict_is_the_far_end_of_the_scale
     assert got["mae"].side == "at_most"
 
 
+def test_the_report_names_of_the_rates_are_the_same_rates():
+    ref, verdicts = [0, 1, 1, 0, 1, 0, 0], [0, 1, 0, 1, 1, 0, 0]
+    names = {
+        "fpr": "false_positive_rate",
+        "fnr": "false_negative_rate",
+        "precision": "failure_precision",
+        "tpr": "failure_incidence",
+    }
+    policy = Policy(bars=dict.fromkeys([*names, *names.values()], 0.5))
+    got = {r.metric: r for r in certify(ref, verdicts, policy, k=2, event=[1]).results}
+    for short, long in names.items():
+        assert (got[short].successes, got[short].n, got[short].bound) == (
+            got[long].successes,
+            got[long].n,
+            got[long].bound,
+        )
+
+
 def test_an_undefined_metric_fails_its_bar():
     out = certify([0, 0, 0], [0, 0, 0], Policy(bars={"tpr": 0.0, "tnr": 0.5}), k=2, event=[1])
     tpr = out.results[0]
