@@ -130,7 +130,7 @@ def _run_items(
 
 
 def _event(
-    scale: Scale, positive: str | int | None, threshold: int | None
+    scale: Scale, positive: str | int | None, threshold: int | None, where: str
 ) -> tuple[str, list[int]] | None:
     """The positive class of TPR/TNR/precision as scale indices: the policy's ``positive``
     label, else a failure below the run's threshold, else a binary scale's second label."""
@@ -139,7 +139,7 @@ def _event(
             value = scale.coerce(positive)
         except ValueError:
             raise ConfigError(
-                f"policy positive: {positive!r} is not on the {scale.describe()} scale"
+                f"{where}: field 'positive': {positive!r} is not on the {scale.describe()} scale"
             ) from None
         return f"verdict {scale.label_of(value) or value}", [scale.index(value)]
     if threshold is not None:
@@ -190,6 +190,7 @@ def certify_run(
     from assay.metrics import certify
 
     pol = load_policy(policy)
+    where = str(policy) if isinstance(policy, str | Path) else "policy"
     run_dir = Path(run)
     state = _run_state(run_dir)
     config, judgments = _read(run_dir)
@@ -202,10 +203,10 @@ def certify_run(
     failure = [m for m in pol.bars if m.startswith("failure_")]
     if failure and (config.threshold is None or pol.positive is not None):
         raise ConfigError(
-            f"{policy if isinstance(policy, str | Path) else 'policy'}: {failure[0]} counts "
-            "failures below the run's threshold: for a run with a threshold and no positive"
+            f"{where}: {failure[0]} counts failures below the run's threshold: for a run with "
+            "a threshold and no positive"
         )
-    event = _event(scale, pol.positive, config.threshold)
+    event = _event(scale, pol.positive, config.threshold, where)
     try:
         cert = certify(
             [scale.index(it.expected) for it in labelled],  # type: ignore[arg-type]
@@ -216,12 +217,16 @@ def certify_run(
             ordered=scale.kind != "categorical",
         )
     except ValueError as exc:  # a metric the scale cannot give (TPR without a positive class)
-        raise ConfigError(
-            f"{policy if isinstance(policy, str | Path) else 'policy'}: {exc}"
-        ) from None
+        raise ConfigError(f"{where}: {exc}") from None
     fingerprints = [item_fingerprint(it) for it in labelled]
     items_fp = data_fingerprint(sorted(labelled, key=lambda it: it.id))
     config_hash = config.judge.config_hash()
+    logged = _logged_hash(run_dir)
+    if logged is not None and logged != config_hash:
+        raise RunError(
+            f"{run_dir}: its config.yaml gives judge config {config_hash}, its metrics.json "
+            f"{logged}: a run written by another version of assay, or edited; evaluate again"
+        )
     ident = f"{config.judge.name}-{config_hash[:8]}-{items_fp[:8]}"
     ledger = _ledger(run_dir)
     unscored: dict[str, int] = {}
@@ -278,6 +283,14 @@ def _run_state(run_dir: Path) -> dict[str, Any]:
     if state.get("status") != "finished":
         raise RunError(f"{run_dir}: the run has not finished (re-run it to finish, then certify)")
     return state
+
+
+def _logged_hash(run_dir: Path) -> str | None:
+    """The judge config hash the run's metrics.json recorded (None when it has none)."""
+    try:
+        return json.loads((run_dir / "metrics.json").read_text(encoding="utf-8")).get("config_hash")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _index(scale: Scale, score: int | None) -> int | None:
