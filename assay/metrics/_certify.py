@@ -19,11 +19,19 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from assay.metrics._intervals import MIN_RESAMPLES, bootstrap_ci
 from assay.metrics._kappa import _kappa_batched
@@ -200,15 +208,44 @@ def needs_event(metric: str) -> bool:
 
 
 class Bar(BaseModel):
-    """One bar: the bound of the metric must be at least (or at most) this value."""
+    """One bar: the bound of the metric must be at least (or at most) this value. Written (and
+    read) as ``{at_least: x}`` or ``{at_most: x}``."""
 
     model_config = ConfigDict(extra="forbid")
 
     side: Side
     value: float
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_mapping(cls, data: Any) -> Any:
+        if isinstance(data, dict) and len(data) == 1 and set(data) <= {"at_least", "at_most"}:
+            ((side, value),) = data.items()
+            return {"side": side, "value": value}
+        return data
+
+    @model_serializer
+    def _as_mapping(self) -> dict[str, float]:
+        return {self.side: self.value}
+
     def describe(self) -> str:
         return f"{'≥' if self.side == 'at_least' else '≤'} {self.value:g}"
+
+
+_BAR_SCHEMA = {
+    "anyOf": [
+        {"type": "number", "description": "the metric's better direction"},
+        *(
+            {
+                "type": "object",
+                "properties": {side: {"type": "number"}},
+                "required": [side],
+                "additionalProperties": False,
+            }
+            for side in ("at_least", "at_most")
+        ),
+    ]
+}
 
 
 class Policy(BaseModel):
@@ -222,13 +259,20 @@ class Policy(BaseModel):
     name: str = "policy"
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
     positive: str | int | None = None  # a label or score of the scale (default: see certify)
-    bars: dict[str, Bar] = Field(min_length=1)
+    bars: Annotated[
+        dict[str, Bar],
+        WithJsonSchema(
+            {"type": "object", "minProperties": 1, "additionalProperties": _BAR_SCHEMA},
+            mode="validation",
+        ),
+    ] = Field(min_length=1, description=f"metric: bar; metrics: {', '.join(METRICS)}")
     n_resamples: int = Field(2000, ge=MIN_RESAMPLES)  # for the bootstrap bounds
     seed: int = 0
 
     @field_validator("bars", mode="before")
     @classmethod
     def _bars(cls, value: Any) -> Any:
+        """A bare number is a bar in the metric's better direction; every name is known."""
         if not isinstance(value, dict):
             return value
         out = {}
@@ -236,13 +280,6 @@ class Policy(BaseModel):
             side = better_side(str(metric))
             if isinstance(bar, int | float) and not isinstance(bar, bool):
                 bar = {"side": side, "value": bar}
-            elif isinstance(bar, dict) and len(bar) == 1 and set(bar) <= {"at_least", "at_most"}:
-                ((key, v),) = bar.items()
-                bar = {"side": key, "value": v}
-            elif not isinstance(bar, Bar | dict) or (isinstance(bar, dict) and "side" not in bar):
-                raise ValueError(
-                    f"bar of {metric}: a number, or {{at_least: x}} or {{at_most: x}}, got {bar!r}"
-                )
             out[str(metric)] = bar
         return out
 

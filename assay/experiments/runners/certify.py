@@ -26,6 +26,7 @@ class Certify(Runner):
             help="MLflow tracking URI (default: the run config's, else sqlite:///mlflow.db here)"
         )
 
+    config = "assay.metrics:Policy"  # assay schema certify: the policy file
     summary = "assay.experiments._certify:Certificate"
     summary_file = None  # the certificate lives in the ledger (and --out), not in a run
     progress_option = False
