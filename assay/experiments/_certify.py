@@ -301,12 +301,20 @@ def _log(certificate: Certificate, tracking_uri: str) -> None:
     """The bounds and the decision on the evaluate run they were computed from (as
     ``calibrate`` logs its threshold), with the certificate as an artifact."""
     import mlflow
+    from mlflow.exceptions import MlflowException
 
     from assay.experiments.runs import mlflow_key
 
     client = mlflow.MlflowClient(tracking_uri=tracking_uri)
     run_id = certificate.mlflow_run_id
     assert run_id is not None
+    try:
+        client.get_run(run_id)
+    except MlflowException:
+        raise RunError(
+            f"{certificate.ledger}: certificate written ({certificate.decision}), but the evaluate "
+            f"run's MLflow run {run_id} is not in {tracking_uri}: give its --tracking-uri"
+        ) from None
     for r in certificate.results:
         for what in ("point", "bound"):
             value = getattr(r, what)
