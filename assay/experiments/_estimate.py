@@ -91,10 +91,16 @@ def estimate(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    require_certificate: list[str] | None = None,
 ) -> PrevalenceResult:
     """The prevalence of the event in ``run``, corrected with the judge's TPR / TNR on
-    ``validation`` (a labelled run of the same judge config and scale)."""
+    ``validation`` (a labelled run of the same judge config and scale); with
+    ``require_certificate``, only for a judge config with an admitted certificate among them."""
     config, judged = _read(Path(run))
+    if require_certificate:
+        from assay.experiments._certify import require_certificates
+
+        require_certificates(require_certificate, [config.judge])
     v_config, v_judged = _read(Path(validation))
     if config.judge.config_hash() != v_config.judge.config_hash():
         raise RunError(

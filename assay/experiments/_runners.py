@@ -52,6 +52,7 @@ BUILTIN = (
     "estimate",
     "harness",
     "calibrate",
+    "certify",
     "selftest",
     "compare",
     "optimize",
@@ -221,6 +222,12 @@ class RunOptions(ConfigOptions):
 MODEL_OPTION = option(
     help="override judge.model (a LiteLLM model string, 'local' or 'local:/path.gguf')",
     override="judge.model",
+)
+CERTIFICATE_OPTION = option(
+    help="refuse to run unless the judge in use has an admitted certificate of `assay certify` "
+    "for its exact config (repeatable: one per judge)",
+    action="append",
+    metavar="PATH",
 )
 RAY_OPTION = option(
     False,
@@ -523,6 +530,7 @@ def write_report(run_dir: Path, **options: Any) -> Path:
 
 
 __all__ = [
+    "CERTIFICATE_OPTION",
     "Cli",
     "ConfigOptions",
     "MODEL_OPTION",

@@ -52,6 +52,16 @@ _NAMES = {
         "false_negative_rate",
         "false_positive_rate",
     ),
+    "_certify": (
+        "Bar",
+        "Certification",
+        "MetricBound",
+        "Policy",
+        "bootstrap_bound",
+        "certify",
+        "clopper_pearson_lower",
+        "clopper_pearson_upper",
+    ),
     "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
     "_cost": ("cost_per_accuracy_point",),
     "_disagreements": ("Disagreement", "disagreements"),
@@ -186,6 +196,15 @@ __all__ = [
     # where judge and reference disagree
     "Disagreement",
     "disagreements",
+    # certification: one-sided bounds against a policy's bars
+    "Bar",
+    "Certification",
+    "MetricBound",
+    "Policy",
+    "bootstrap_bound",
+    "certify",
+    "clopper_pearson_lower",
+    "clopper_pearson_upper",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -222,6 +241,16 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         ThresholdMap,
         fit_calibration,
         load_calibration,
+    )
+    from assay.metrics._certify import (
+        Bar,
+        Certification,
+        MetricBound,
+        Policy,
+        bootstrap_bound,
+        certify,
+        clopper_pearson_lower,
+        clopper_pearson_upper,
     )
     from assay.metrics._classification import (
         accuracy,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from assay.experiments._runners import CERTIFICATE_OPTION, Runner, argument, option, runner
 from assay.experiments._runners import Options as BaseOptions
-from assay.experiments._runners import Runner, argument, option, runner
 
 
 @runner("estimate")
@@ -30,6 +30,7 @@ class Estimate(Runner):
             help="estimate the rate of scores below this one", type="int"
         )
         seed: int = option(0, help="bootstrap seed", type="non_negative_int")
+        require_certificate: list[str] | None = CERTIFICATE_OPTION
         n_resamples: int = 1000
         confidence: float = 0.95
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.experiments._runners import (
+    CERTIFICATE_OPTION,
     MODEL_OPTION,
     RAY_OPTION,
     Runner,
@@ -24,6 +25,7 @@ class Evaluate(Runner):
     class Options(RunOptions):
         model: str | None = MODEL_OPTION
         ray: bool = RAY_OPTION
+        require_certificate: list[str] | None = CERTIFICATE_OPTION
 
     config = "assay.experiments._config:EvaluateConfig"
     summary = "assay.experiments._results:EvaluateSummary"
@@ -34,6 +36,10 @@ class Evaluate(Runner):
         from assay.experiments._evaluate import evaluate
 
         config, base = options.load(EvaluateConfig)
+        if options.require_certificate:  # before any LM call
+            from assay.experiments._certify import require_certificates
+
+            require_certificates(options.require_certificate, [config.judge])
         return evaluate(
             config,
             workdir=lm_cache(workdir),

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator
 
 from assay.experiments._runners import (
+    CERTIFICATE_OPTION,
     RAY_OPTION,
     Runner,
     RunOptions,
@@ -34,6 +35,7 @@ class Harness(Runner):
         tests: Names = option(help="comma-separated tests to run (default: all in the config)")
         judges: Names = option(help="comma-separated judges to run (default: all in the config)")
         ray: bool = RAY_OPTION
+        require_certificate: list[str] | None = CERTIFICATE_OPTION
 
     config = "assay.experiments.reliability:HarnessConfig"
     summary = "assay.experiments.reliability:HarnessSummary"
@@ -43,6 +45,11 @@ class Harness(Runner):
         from assay.experiments.reliability import HarnessConfig, run_harness
 
         config, base = options.load(HarnessConfig)
+        if options.require_certificate:  # every judge it runs, before any LM call
+            from assay.experiments._certify import require_certificates
+
+            chosen = [j for j in config.judges if not options.judges or j.name in options.judges]
+            require_certificates(options.require_certificate, chosen)
         here = lm_cache(workdir)
         if self.cli:
             freeze_imports()

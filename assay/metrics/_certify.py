@@ -1,0 +1,475 @@
+"""Certification (SPEC §10): one-sided confidence bounds of a judge's metrics against stated bars.
+
+A policy names metrics and bars ("TPR ≥ 0.8 and TNR ≥ 0.8 at 95%"); the judge is admitted when
+every bound clears its bar. Rates (TPR, TNR, accuracy, precision, ...) get the exact
+Clopper–Pearson bound, the other metrics (κ, CCC, MAE, ...) a one-sided percentile bootstrap
+bound over items (:func:`assay.metrics.bootstrap_ci`). All bars are required, so the error
+budget δ = 1 − confidence is split evenly across them (Bonferroni): each bound is taken at level
+1 − δ/m, and the joint statement "every metric clears its bar" holds with probability ≥ 1 − δ.
+
+An unscored judgment is never dropped: it counts as the worst verdict for the metric — the
+other side of the event (a missed positive, a false alarm) for rates on the event, and the
+category farthest from the reference on the full scale — so a judge cannot pass by failing to
+answer the hard items.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from assay.metrics._intervals import MIN_RESAMPLES, bootstrap_ci
+from assay.metrics._kappa import _kappa_batched
+from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
+
+Side = Literal["at_least", "at_most"]
+
+
+# -- the bounds ----------------------------------------------------------------------------
+
+
+def _check_counts(successes: int, trials: int) -> None:
+    for value, name in ((successes, "successes"), (trials, "trials")):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    if trials < 1:
+        raise ValueError(f"trials must be at least 1, got {trials}")
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes must be between 0 and trials={trials}, got {successes}")
+
+
+def _check_delta(delta: float) -> float:
+    if not 0.0 < delta < 0.5:
+        raise ValueError(f"delta (1 - confidence) must be in (0, 0.5), got {delta!r}")
+    return float(delta)
+
+
+def clopper_pearson_lower(successes: int, trials: int, delta: float) -> float:
+    """The exact one-sided lower confidence bound at level 1 − ``delta`` of a binomial
+    proportion: the p with P(X ≥ successes | p) = δ, i.e. the δ quantile of
+    Beta(successes, trials − successes + 1); 0 when there is no success."""
+    _check_counts(successes, trials)
+    delta = _check_delta(delta)
+    if successes == 0:
+        return 0.0
+    from scipy.stats import beta  # scipy.stats takes a second to import: on first use
+
+    return float(beta.ppf(delta, successes, trials - successes + 1))
+
+
+def clopper_pearson_upper(successes: int, trials: int, delta: float) -> float:
+    """The exact one-sided upper confidence bound at level 1 − ``delta`` (1 when every trial
+    succeeded): the 1 − δ quantile of Beta(successes + 1, trials − successes)."""
+    _check_counts(successes, trials)
+    delta = _check_delta(delta)
+    if successes == trials:
+        return 1.0
+    from scipy.stats import beta
+
+    return float(beta.ppf(1.0 - delta, successes + 1, trials - successes))
+
+
+def bootstrap_bound(
+    statistic: Callable[..., NDArray[np.float64]],
+    *arrays: Any,
+    delta: float,
+    side: Side,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> tuple[float, int]:
+    """A one-sided percentile bootstrap bound at level 1 − ``delta`` of a batched statistic
+    over items: the δ quantile of the replicates (``at_least``: a lower bound) or the 1 − δ
+    quantile (``at_most``: an upper bound). It is the matching end of the two-sided percentile
+    interval at level 1 − 2δ, drawn by :func:`bootstrap_ci`. Returns the bound (nan when no
+    replicate is defined) and the number of replicates dropped as undefined."""
+    delta = _check_delta(delta)
+    ci = bootstrap_ci(
+        statistic, *arrays, n_resamples=n_resamples, confidence=1.0 - 2.0 * delta, seed=seed
+    )
+    return (ci.low if side == "at_least" else ci.high), ci.n_dropped
+
+
+# -- the metrics a policy may name ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rate:
+    """A proportion on the event (or on exact agreement): which items are trials, which are
+    successes, given the reference and verdict arrays (full scale) and event flags."""
+
+    trials: Callable[[NDArray, NDArray, NDArray, NDArray], NDArray[np.bool_]]
+    successes: Callable[[NDArray, NDArray, NDArray, NDArray], NDArray[np.bool_]]
+    better: Side  # the direction a bare number in a policy means
+    on_event: bool  # needs the event (a positive class)
+    about: str
+
+
+def _all(r: NDArray, c: NDArray, re: NDArray, ce: NDArray) -> NDArray[np.bool_]:
+    return np.ones(r.shape, dtype=bool)
+
+
+RATES: dict[str, _Rate] = {
+    "accuracy": _Rate(_all, lambda r, c, re, ce: r == c, "at_least", False, "verdict = reference"),
+    "error_rate": _Rate(_all, lambda r, c, re, ce: r != c, "at_most", False, "verdict ≠ reference"),
+    "tpr": _Rate(
+        lambda r, c, re, ce: re, lambda r, c, re, ce: re & ce, "at_least", True, "TP / (TP + FN)"
+    ),
+    "tnr": _Rate(
+        lambda r, c, re, ce: ~re, lambda r, c, re, ce: ~re & ~ce, "at_least", True, "TN / (TN + FP)"
+    ),
+    "fpr": _Rate(
+        lambda r, c, re, ce: ~re, lambda r, c, re, ce: ~re & ce, "at_most", True, "FP / (FP + TN)"
+    ),
+    "fnr": _Rate(
+        lambda r, c, re, ce: re, lambda r, c, re, ce: re & ~ce, "at_most", True, "FN / (FN + TP)"
+    ),
+    "precision": _Rate(
+        lambda r, c, re, ce: ce, lambda r, c, re, ce: re & ce, "at_least", True, "TP / (TP + FP)"
+    ),
+    "npv": _Rate(
+        lambda r, c, re, ce: ~ce, lambda r, c, re, ce: ~re & ~ce, "at_least", True, "TN / (TN + FN)"
+    ),
+}
+RATES |= {  # the names the evaluate report uses for the same rates
+    "false_positive_rate": RATES["fpr"],
+    "false_negative_rate": RATES["fnr"],
+    "failure_precision": RATES["precision"],  # with the failure as the event
+    "failure_incidence": RATES["tpr"],
+}
+"""Rates bounded exactly (Clopper–Pearson). TPR/TNR/FPR/FNR/precision/NPV are on the event
+(the positive class: a binary scale's second label, a named label, or a failure below the run's
+threshold); accuracy and error rate on the full scale. ``failure_precision`` and
+``failure_incidence`` are precision and TPR with the failure (score below the threshold) as
+the event."""
+
+
+@dataclass(frozen=True)
+class _Statistic:
+    """A metric that is not a proportion: bounded by the bootstrap over items."""
+
+    statistic: Callable[..., NDArray[np.float64]]  # batched, on (reference, verdict) indices
+    better: Side
+    on_event: bool  # computed on the event flags (k = 2), not the full scale
+    ordinal_only: bool = False
+    takes_k: bool = False  # κ: the statistic needs the number of categories
+
+
+STATISTICS: dict[str, _Statistic] = {
+    "kappa_categorical": _Statistic(_kappa_batched, "at_least", False, takes_k=True),
+    "kappa_linear": _Statistic(
+        partial(_kappa_batched, weights="linear"), "at_least", False, True, True
+    ),
+    "kappa_quadratic": _Statistic(
+        partial(_kappa_batched, weights="quadratic"), "at_least", False, True, True
+    ),
+    "kappa_binary": _Statistic(partial(_kappa_batched, k=2), "at_least", True),
+    "ccc": _Statistic(_ccc_batched, "at_least", False, True),
+    "pearson": _Statistic(_pearson_batched, "at_least", False, True),
+    "spearman": _Statistic(_spearman_batched, "at_least", False, True),
+    "mae": _Statistic(_mae_batched, "at_most", False, True),
+}
+"""Metrics bounded by the one-sided percentile bootstrap (the same batched statistics as the
+run's report: κ on 0-based category indices, MAE in index steps)."""
+
+METRICS = (*RATES, *STATISTICS)
+
+
+def better_side(metric: str) -> Side:
+    """Which way a bare bar of ``metric`` points: ``at_least`` (higher is better) or
+    ``at_most`` (error rates, FPR, FNR, MAE)."""
+    known = RATES.get(metric) or STATISTICS.get(metric)
+    if known is None:
+        raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
+    return known.better
+
+
+def needs_event(metric: str) -> bool:
+    """Whether ``metric`` is computed on the event (needs a positive class)."""
+    known = RATES.get(metric) or STATISTICS.get(metric)
+    return bool(known and known.on_event)
+
+
+# -- the policy ----------------------------------------------------------------------------
+
+
+class Bar(BaseModel):
+    """One bar: the bound of the metric must be at least (or at most) this value. Written (and
+    read) as ``{at_least: x}`` or ``{at_most: x}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    side: Side
+    value: float
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_mapping(cls, data: Any) -> Any:
+        if isinstance(data, dict) and len(data) == 1 and set(data) <= {"at_least", "at_most"}:
+            ((side, value),) = data.items()
+            return {"side": side, "value": value}
+        return data
+
+    @model_serializer
+    def _as_mapping(self) -> dict[str, float]:
+        return {self.side: self.value}
+
+    def describe(self) -> str:
+        return f"{'≥' if self.side == 'at_least' else '≤'} {self.value:g}"
+
+
+_BAR_SCHEMA = {
+    "anyOf": [
+        {"type": "number", "description": "the metric's better direction"},
+        *(
+            {
+                "type": "object",
+                "properties": {side: {"type": "number"}},
+                "required": [side],
+                "additionalProperties": False,
+            }
+            for side in ("at_least", "at_most")
+        ),
+    ]
+}
+
+
+class Policy(BaseModel):
+    """What a use of a judge requires: metrics with bars, the confidence of the joint
+    statement, and (optionally) the positive class of TPR/TNR/precision. A bar is a number
+    (the metric's better direction: at least for κ, TPR, accuracy; at most for FPR, FNR, error
+    rate, MAE) or ``{at_least: x}`` / ``{at_most: x}``. Every bar is required."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "policy"
+    confidence: float = Field(0.95, gt=0.5, lt=1.0)
+    positive: str | int | None = None  # a label or score of the scale (default: see certify)
+    bars: Annotated[
+        dict[str, Bar],
+        WithJsonSchema(
+            {"type": "object", "minProperties": 1, "additionalProperties": _BAR_SCHEMA},
+            mode="validation",
+        ),
+    ] = Field(min_length=1, description=f"metric: bar; metrics: {', '.join(METRICS)}")
+    n_resamples: int = Field(2000, ge=MIN_RESAMPLES)  # for the bootstrap bounds
+    seed: int = 0
+
+    @field_validator("bars", mode="before")
+    @classmethod
+    def _bars(cls, value: Any) -> Any:
+        """A bare number is a bar in the metric's better direction; every name is known."""
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for metric, bar in value.items():
+            side = better_side(str(metric))
+            if isinstance(bar, int | float) and not isinstance(bar, bool):
+                bar = {"side": side, "value": bar}
+            out[str(metric)] = bar
+        return out
+
+    @model_validator(mode="after")
+    def _check(self) -> Policy:
+        for metric, bar in self.bars.items():
+            if not math.isfinite(bar.value):
+                raise ValueError(f"bar of {metric} must be a finite number, got {bar.value}")
+        return self
+
+    @property
+    def delta(self) -> float:
+        """The error budget of the joint statement, 1 − confidence."""
+        return 1.0 - self.confidence
+
+    @property
+    def delta_per_bar(self) -> float:
+        """Bonferroni: δ / (number of bars), the level each bound is taken at."""
+        return self.delta / len(self.bars)
+
+
+# -- the decision --------------------------------------------------------------------------
+
+
+class MetricBound(BaseModel):
+    """One metric's certification: its point value, its one-sided bound, the bar, passed."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    metric: str
+    point: float  # on every item, unscored ones counted as the worst verdict
+    bound: float  # the one-sided bound at level 1 − δ/m (nan: undefined, the bar fails)
+    side: Side
+    bar: float
+    passed: bool
+    method: Literal["clopper-pearson", "bootstrap"]
+    n: int  # the trials (rates) or items (bootstrap)
+    successes: int | None = None  # rates only
+    note: str | None = None
+
+
+class Certification(BaseModel):
+    """Every bar's result and the decision: admitted when every bound clears its bar."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    admitted: bool
+    confidence: float
+    delta_per_bar: float
+    results: list[MetricBound]
+    n_items: int
+    n_unscored: int
+    unscored_rule: str = (
+        "an unscored item counts as the worst verdict for each metric (a miss or a false alarm "
+        "on the event; the category farthest from the reference on the full scale)"
+    )
+
+
+def worst_verdicts(reference: NDArray[np.int64], k: int) -> NDArray[np.int64]:
+    """For each reference index, the category farthest from it on a scale of ``k`` (the
+    other label of a binary scale): the verdict an unscored item counts as."""
+    return np.where(reference >= (k - 1) / 2, 0, k - 1).astype(np.int64)
+
+
+def certify(
+    reference: Sequence[int],
+    verdicts: Sequence[int | None],
+    policy: Policy,
+    *,
+    k: int,
+    event: Sequence[int] | None = None,
+    ordered: bool = True,
+) -> Certification:
+    """Certify a judge against ``policy`` on labelled items.
+
+    ``reference`` and ``verdicts`` are 0-based category indices on a scale of ``k`` (``None``
+    in ``verdicts``: unscored, counted as the worst verdict); ``event`` the indices that count
+    as the positive class for TPR/TNR/FPR/FNR/precision/NPV and ``kappa_binary``; ``ordered``:
+    the scale is ordinal (κ weights, CCC, MAE make sense). A metric that is undefined on these
+    items (no reference positive for TPR, κ of one category) fails its bar.
+    """
+    ref = np.asarray(reference, dtype=np.int64)
+    if ref.ndim != 1 or ref.size == 0:
+        raise ValueError("reference must be a non-empty 1-D sequence of category indices")
+    if len(verdicts) != ref.size:
+        raise ValueError(
+            f"reference and verdicts must have the same length, got {ref.size} and {len(verdicts)}"
+        )
+    if ((ref < 0) | (ref >= k)).any():
+        raise ValueError(f"reference indices must lie in 0..{k - 1}")
+    unscored = np.array([v is None for v in verdicts], dtype=bool)
+    given = np.array([-1 if v is None else int(v) for v in verdicts], dtype=np.int64)
+    if ((given[~unscored] < 0) | (given[~unscored] >= k)).any():
+        raise ValueError(f"verdict indices must lie in 0..{k - 1}")
+    cand = np.where(unscored, worst_verdicts(ref, k), given)
+    ref_event = cand_event = None
+    if event is not None:
+        positive = np.isin(np.arange(k), list(event))
+        ref_event = positive[ref]
+        cand_event = np.where(unscored, ~ref_event, positive[np.maximum(given, 0)])
+    delta = policy.delta_per_bar
+    results = []
+    for metric, bar in policy.bars.items():
+        if needs_event(metric) and ref_event is None:
+            raise ValueError(
+                f"{metric} needs a positive class: give the policy's positive (a label), or "
+                "judge on a binary scale"
+            )
+        if metric in STATISTICS and STATISTICS[metric].ordinal_only and not ordered:
+            raise ValueError(f"{metric} needs an ordinal scale")
+        if metric in RATES:
+            results.append(_rate_bound(metric, bar, ref, cand, ref_event, cand_event, delta))
+        else:
+            results.append(
+                _statistic_bound(metric, bar, ref, cand, ref_event, cand_event, k, delta, policy)
+            )
+    return Certification(
+        admitted=all(r.passed for r in results),
+        confidence=policy.confidence,
+        delta_per_bar=delta,
+        results=results,
+        n_items=int(ref.size),
+        n_unscored=int(unscored.sum()),
+    )
+
+
+def _passes(bound: float, bar: Bar) -> bool:
+    if math.isnan(bound):
+        return False
+    return bound >= bar.value if bar.side == "at_least" else bound <= bar.value
+
+
+def _rate_bound(metric, bar, ref, cand, ref_event, cand_event, delta) -> MetricBound:
+    spec = RATES[metric]
+    if ref_event is None:  # accuracy / error rate: the event flags are not used
+        ref_event = cand_event = np.zeros(ref.shape, dtype=bool)
+    trials = spec.trials(ref, cand, ref_event, cand_event)
+    hits = spec.successes(ref, cand, ref_event, cand_event) & trials
+    n, x = int(trials.sum()), int(hits.sum())
+    if n == 0:
+        bound, point, note = math.nan, math.nan, f"undefined: no trial ({spec.about} has no item)"
+    else:
+        point, note = x / n, None
+        side_fn = clopper_pearson_lower if bar.side == "at_least" else clopper_pearson_upper
+        bound = side_fn(x, n, delta)
+    return MetricBound(
+        metric=metric,
+        point=point,
+        bound=bound,
+        side=bar.side,
+        bar=bar.value,
+        passed=_passes(bound, bar),
+        method="clopper-pearson",
+        n=n,
+        successes=x,
+        note=note,
+    )
+
+
+def _statistic_bound(
+    metric, bar, ref, cand, ref_event, cand_event, k, delta, policy
+) -> MetricBound:
+    spec = STATISTICS[metric]
+    if spec.on_event:
+        arrays = (ref_event.astype(np.int64), cand_event.astype(np.int64))
+    else:
+        arrays = (ref, cand)
+    statistic = partial(spec.statistic, k=k) if spec.takes_k else spec.statistic
+    point = float(statistic(*(a[None, :] for a in arrays))[0])
+    bound, dropped = bootstrap_bound(
+        statistic,
+        *arrays,
+        delta=delta,
+        side=bar.side,
+        n_resamples=policy.n_resamples,
+        seed=policy.seed,
+    )
+    note = None
+    if math.isnan(bound):
+        note = "undefined: no bootstrap replicate was defined"
+    elif dropped:
+        note = f"{dropped} of {policy.n_resamples} replicates undefined (dropped)"
+    return MetricBound(
+        metric=metric,
+        point=point,
+        bound=bound,
+        side=bar.side,
+        bar=bar.value,
+        passed=_passes(bound, bar),
+        method="bootstrap",
+        n=int(ref.size),
+        note=note,
+    )
