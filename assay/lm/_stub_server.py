@@ -2,7 +2,10 @@
 
 It answers ``POST /v1/chat/completions`` (and ``/chat/completions``) after a fixed latency,
 with content from a ``respond(request_json)`` callable and deterministic token usage (a request
-that forces a function tool gets that call, the content as its arguments). It can
+that forces a function tool gets that call, the content as its arguments). ``respond`` may
+return ``{"content": text, "logprobs": tokens}`` instead of the text: the tokens go out as the
+choice's ``logprobs.content`` (OpenAI's shape: ``[{token, logprob, top_logprobs: [{token,
+logprob}]}]``; :func:`verdict_logprobs` builds them for a JSON answer's verdict). It can
 fail on purpose (HTTP 429 with ``Retry-After: 0`` for the first N requests, or any status
 sequence), and records what it saw: every request body, the request count and the largest
 number of requests in flight at once — so a test can check what reached the wire and a
@@ -20,7 +23,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Respond = Callable[[dict[str, Any]], str]
+Respond = Callable[[dict[str, Any]], "str | dict[str, Any]"]
 
 _PATHS = ("/v1/chat/completions", "/chat/completions")
 
@@ -110,6 +113,35 @@ def _first_value(prop: dict[str, Any], defs: dict[str, Any]) -> Any:
         if value != "ok":
             return value
     return "ok"
+
+
+def verdict_logprobs(
+    content: str, probs: dict[str, float], field: str = "verdict"
+) -> list[dict[str, Any]]:
+    """Token logprobs (OpenAI's shape) for a JSON answer ``content`` whose ``field`` value has
+    the alternatives ``probs`` (verdict text → probability): three tokens — the text up to the
+    value, the value with ``probs`` as its ``top_logprobs``, and the rest — what
+    ``score_mode: expected`` and ``confidence: {source: probability}`` read."""
+    import math
+
+    match = re.search(rf'"{re.escape(field)}"\s*:\s*"?', content)
+    if match is None:
+        raise ValueError(f"no {field!r} in the answer {content[:80]!r}")
+    rest = content[match.end() :]
+    value = re.match(r'[^",}\s]+', rest)
+    if value is None:
+        raise ValueError(f"no value of {field!r} in the answer {content[:80]!r}")
+    chosen = value.group(0)
+    top = [{"token": k, "logprob": math.log(v)} for k, v in probs.items() if v > 0]
+    return [
+        {"token": content[: match.end()], "logprob": 0.0, "top_logprobs": []},
+        {
+            "token": chosen,
+            "logprob": math.log(max(probs.get(chosen, 0.0), 1e-9)),
+            "top_logprobs": top,
+        },
+        {"token": rest[len(chosen) :], "logprob": 0.0, "top_logprobs": []},
+    ]
 
 
 def count_tokens(text: str) -> int:
@@ -249,6 +281,10 @@ class StubServer:
 
     def _completion(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         content = self.respond(body)
+        logprobs = None
+        if isinstance(content, dict):  # {"content": text, "logprobs": [token, ...]}
+            content, tokens = content["content"], content.get("logprobs")
+            logprobs = {"content": tokens} if tokens is not None else None
         p, c = prompt_tokens(body), max(1, count_tokens(content))
         message: dict[str, Any] = {"role": "assistant", "content": content}
         finish = "stop"
@@ -266,7 +302,7 @@ class StubServer:
             "created": int(time.time()),
             "model": body.get("model") or self.model,
             "choices": [
-                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}
             ],
             "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
         }
