@@ -31,7 +31,7 @@ from assay.lm._spec import (
     StrictInt,
     ValidatorSpec,
 )
-from assay.lm._stub_server import StubServer, verdict_logprobs
+from assay.lm._stub_server import StubServer
 
 __all__ = [
     "CallRecord",
@@ -70,5 +70,4 @@ __all__ = [
     "register_script",
     "scripted_engine",
     "usage_of_tracker",
-    "verdict_logprobs",
 ]

@@ -2,19 +2,18 @@
 
 It answers ``POST /v1/chat/completions`` (and ``/chat/completions``) after a fixed latency,
 with content from a ``respond(request_json)`` callable and deterministic token usage (a request
-that forces a function tool gets that call, the content as its arguments). ``respond`` may
-return ``{"content": text, "logprobs": tokens}`` instead of the text: the tokens go out as the
-choice's ``logprobs.content`` (OpenAI's shape: ``[{token, logprob, top_logprobs: [{token,
-logprob}]}]``; :func:`verdict_logprobs` builds them for a JSON answer's verdict). It can
+that forces a function tool gets that call, the content as its arguments). It can
 fail on purpose (HTTP 429 with ``Retry-After: 0`` for the first N requests, or any status
 sequence), and records what it saw: every request body, the request count and the largest
 number of requests in flight at once — so a test can check what reached the wire and a
-benchmark can check that concurrency really happened.
+benchmark can check that concurrency really happened. With ``verdict_probs``, a request asking
+for ``logprobs`` gets token logprobs whose verdict token has those alternatives.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
@@ -23,7 +22,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Respond = Callable[[dict[str, Any]], "str | dict[str, Any]"]
+Respond = Callable[[dict[str, Any]], str]
+VerdictProbs = Callable[[dict[str, Any]], "dict[str, float] | None"]
 
 _PATHS = ("/v1/chat/completions", "/chat/completions")
 
@@ -115,33 +115,25 @@ def _first_value(prop: dict[str, Any], defs: dict[str, Any]) -> Any:
     return "ok"
 
 
-def verdict_logprobs(
+def verdict_token_logprobs(
     content: str, probs: dict[str, float], field: str = "verdict"
-) -> list[dict[str, Any]]:
-    """Token logprobs (OpenAI's shape) for a JSON answer ``content`` whose ``field`` value has
-    the alternatives ``probs`` (verdict text → probability): three tokens — the text up to the
-    value, the value with ``probs`` as its ``top_logprobs``, and the rest — what
-    ``score_mode: expected`` and ``confidence: {source: probability}`` read."""
-    import math
-
-    match = re.search(rf'"{re.escape(field)}"\s*:\s*"?', content)
-    if match is None:
-        raise ValueError(f"no {field!r} in the answer {content[:80]!r}")
-    rest = content[match.end() :]
-    value = re.match(r'[^",}\s]+', rest)
-    if value is None:
-        raise ValueError(f"no value of {field!r} in the answer {content[:80]!r}")
-    chosen = value.group(0)
-    top = [{"token": k, "logprob": math.log(v)} for k, v in probs.items() if v > 0]
-    return [
-        {"token": content[: match.end()], "logprob": 0.0, "top_logprobs": []},
-        {
-            "token": chosen,
-            "logprob": math.log(max(probs.get(chosen, 0.0), 1e-9)),
-            "top_logprobs": top,
-        },
-        {"token": rest[len(chosen) :], "logprob": 0.0, "top_logprobs": []},
+) -> list[dict[str, Any]] | None:
+    """OpenAI-shaped ``logprobs.content`` for ``content`` in three tokens: the text before the
+    ``field``'s value, the value (its ``top_logprobs``: each verdict text of ``probs`` with its
+    probability), the rest. ``None`` when the content has no such field."""
+    found = re.search(rf'(?:"{field}"\s*:\s*"?|## {field} ## \]\]\s*)([^",}}\n]+)', content)
+    if found is None:
+        return None
+    start, end = found.span(1)
+    value = found.group(1)
+    top = [{"token": k, "logprob": math.log(v), "bytes": None} for k, v in probs.items() if v > 0]
+    chosen = math.log(max(probs.get(value.strip(), 1e-9), 1e-9))
+    tokens = [
+        {"token": content[:start], "logprob": 0.0, "bytes": None, "top_logprobs": []},
+        {"token": value, "logprob": chosen, "bytes": None, "top_logprobs": top},
+        {"token": content[end:], "logprob": 0.0, "bytes": None, "top_logprobs": []},
     ]
+    return [t for t in tokens if t["token"]]
 
 
 def count_tokens(text: str) -> int:
@@ -172,6 +164,10 @@ class StubServer:
     gives the status of the following requests in order (requests beyond it get 200). Every
     failure carries ``Retry-After: <retry_after>`` (default 0, so a client retries at once;
     ``None`` leaves the header out and the client falls back to its own backoff).
+
+    ``verdict_probs(request)`` → ``{verdict text: probability}`` (or ``None``): a request with
+    ``logprobs: true`` gets the answer's token logprobs, its verdict token with those
+    alternatives (:func:`verdict_token_logprobs`); without it ``logprobs`` is ``null``.
     """
 
     def __init__(
@@ -183,8 +179,12 @@ class StubServer:
         status_sequence: Iterable[int] = (),
         retry_after: float | None = 0,
         model: str = "stub-model",
+        verdict_probs: VerdictProbs | None = None,
+        port: int = 0,
     ):
         self.latency_s = latency_s
+        self._port = port  # 0: an ephemeral port (``port``: a fixed one, for a script)
+        self.verdict_probs = verdict_probs
         self.respond = respond or default_respond
         self.fail_first = fail_first
         self.status_sequence = list(status_sequence)
@@ -203,7 +203,7 @@ class StubServer:
     def start(self) -> StubServer:
         if self._server is not None:
             return self
-        server = _Server(("127.0.0.1", 0), _handler_for(self))
+        server = _Server(("127.0.0.1", self._port), _handler_for(self))
         self._server = server
         # serve_forever polls for shutdown every poll_interval (0.5 s by default): every
         # `with StubServer()` block would end half a second late.
@@ -281,10 +281,6 @@ class StubServer:
 
     def _completion(self, body: dict[str, Any], index: int) -> dict[str, Any]:
         content = self.respond(body)
-        logprobs = None
-        if isinstance(content, dict):  # {"content": text, "logprobs": [token, ...]}
-            content, tokens = content["content"], content.get("logprobs")
-            logprobs = {"content": tokens} if tokens is not None else None
         p, c = prompt_tokens(body), max(1, count_tokens(content))
         message: dict[str, Any] = {"role": "assistant", "content": content}
         finish = "stop"
@@ -296,6 +292,11 @@ class StubServer:
                 {"id": f"call_stub_{index}", "type": "function", "function": call}
             ]
             finish = "tool_calls"
+        logprobs = None
+        probs = self.verdict_probs(body) if self.verdict_probs and body.get("logprobs") else None
+        if probs:
+            tokens = verdict_token_logprobs(content, probs)
+            logprobs = {"content": tokens} if tokens else None
         completion = {
             "id": f"chatcmpl-stub-{index}",
             "object": "chat.completion",

@@ -1,5 +1,5 @@
-"""Probability-weighted scores (G-Eval style): the expected score under the model's token
-probabilities at the position where it wrote its verdict."""
+"""The verdict's distribution from the model's token probabilities at the position where it
+wrote its verdict, and the probability-weighted score (G-Eval style) it gives."""
 
 from __future__ import annotations
 
@@ -9,20 +9,18 @@ from typing import Any
 
 def expected_score(logprobs: Any, options: dict[str, int], field: str = "verdict") -> float | None:
     """Expected score from token logprobs, or ``None`` when they do not cover the verdict: the
-    mean of the scores under :func:`verdict_distribution`."""
-    return distribution_mean(verdict_distribution(logprobs, options, field))
-
-
-def distribution_mean(dist: dict[int, float] | None) -> float | None:
-    """The expected score under a verdict distribution (``None`` for none)."""
-    return None if dist is None else sum(score * p for score, p in dist.items())
+    mean of :func:`verdict_distribution`."""
+    dist = verdict_distribution(logprobs, options, field)
+    if dist is None:
+        return None
+    return sum(score * p for score, p in dist.items())
 
 
 def verdict_distribution(
     logprobs: Any, options: dict[str, int], field: str = "verdict"
 ) -> dict[int, float] | None:
-    """The model's probability of each verdict option, keyed by score, from token logprobs;
-    ``None`` when they do not cover the verdict.
+    """The probability of each verdict score (summing to 1), or ``None`` when the logprobs do
+    not cover the verdict.
 
     ``logprobs`` is a sequence of tokens, each with ``token``, ``logprob`` and ``top``
     alternatives (lm15 ``TokenLogprob`` objects or OpenAI-shaped dicts with ``top_logprobs``);
@@ -30,8 +28,8 @@ def verdict_distribution(
     token after the ``field`` key (JSON ``"verdict":`` or the chat adapter's
     ``[[ ## verdict ## ]]``) that starts an option; each alternative at that position is credited to
     the option it starts (alternatives that start several options — a shared prefix — or none
-    are ignored), and the probabilities are renormalised over the options. Options no
-    alternative starts are absent (probability 0).
+    are ignored), and the probabilities are renormalised over the options. A score no
+    alternative started has no key (probability 0).
     """
     if isinstance(logprobs, dict):  # OpenAI shape: {"content": [...]}
         logprobs = logprobs.get("content")
@@ -55,7 +53,7 @@ def verdict_distribution(
         total = sum(mass.values())
         if total <= 0:
             return None
-        return {score: p / total for score, p in sorted(mass.items())}
+        return {score: m / total for score, m in sorted(mass.items())}
     return None
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from assay.cli import main
-from assay.lm import StubServer, verdict_logprobs
+from assay.lm import StubServer
 
 SCALE = {"kind": "binary", "labels": ["False", "True"]}
 
@@ -22,7 +22,7 @@ def number(request: dict) -> int:
     return int(re.search(r"item (\d+)", request["messages"][-1]["content"]).group(1))
 
 
-def respond(request: dict) -> dict:
+def persona(request: dict) -> tuple[str, float]:
     """The cheap persona is right with P = 0.95 on items k % 3 ≠ 0, wrong with P = 0.55 on
     the rest; the strong one right with P = 0.9, except unsure (0.6) on items ≥ 108."""
     k = number(request)
@@ -31,10 +31,16 @@ def respond(request: dict) -> dict:
         verdict, p = (truth, 0.95) if k % 3 else (1 - truth, 0.55)
     else:
         verdict, p = (truth, 0.6 if k >= 108 else 0.9)
-    label = ["False", "True"][verdict]
-    content = json.dumps({"verdict": label})
-    other = ["False", "True"][1 - verdict]
-    return {"content": content, "logprobs": verdict_logprobs(content, {label: p, other: 1 - p})}
+    return ["False", "True"][verdict], p
+
+
+def respond(request: dict) -> str:
+    return json.dumps({"verdict": persona(request)[0]})
+
+
+def verdict_probs(request: dict) -> dict[str, float]:
+    label, p = persona(request)
+    return {label: p, ("True" if label == "False" else "False"): 1 - p}
 
 
 def write_csv(path: Path, ks: range) -> Path:
@@ -79,7 +85,7 @@ def asked(stub: StubServer, model: str) -> list[int]:
 
 def test_calibrate_then_apply_keeps_escalates_and_abstains(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    with StubServer(respond=respond) as stub:
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
         cfg = write_config(tmp_path, stub.base_url)
         assert main(["selective", "calibrate", str(cfg), "--quiet", "--json"]) == 0
         out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -128,7 +134,7 @@ def test_calibrate_then_apply_keeps_escalates_and_abstains(tmp_path, monkeypatch
 
 def test_apply_refuses_a_calibration_of_another_judge_config(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    with StubServer(respond=respond) as stub:
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
         cfg = write_config(tmp_path, stub.base_url)
         main(["selective", "calibrate", str(cfg), "--quiet", "--json"])
         run_dir = Path(json.loads(capsys.readouterr().out.strip().splitlines()[-1])["run_dir"])

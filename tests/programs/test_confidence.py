@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from assay.cli import main
-from assay.lm import StubServer, verdict_logprobs
+from assay.lm import StubServer
+from assay.lm._stub_server import verdict_token_logprobs
 from assay.programs import JudgeConfig
 from assay.programs._expected import verdict_distribution
 from tests.experiments.stub_judge import stub_config, write_items
 
 
 def test_verdict_distribution_renormalises_over_the_options():
-    lps = verdict_logprobs(
+    lps = verdict_token_logprobs(
         '{"verdict": 3}', {"3": 0.5, "4": 0.3, "2": 0.1, "x": 0.1}
     )  # "x" starts no option: left out
     dist = verdict_distribution(lps, {str(i): i for i in range(1, 7)})
@@ -60,16 +61,13 @@ def test_probability_confidence_is_the_verdicts_probability(tmp_path, monkeypatc
     (max(p, 1 − p) of the verdict given); logprobs were asked for on the wire."""
     monkeypatch.chdir(tmp_path)
 
-    def respond(request):
+    def probs(request):
         k = int(request["messages"][-1]["content"].split("item ")[1][0])
-        content = json.dumps({"verdict": "True"})
         p = 0.6 + 0.1 * k
-        return {
-            "content": content,
-            "logprobs": verdict_logprobs(content, {"True": p, "False": 1 - p}),
-        }
+        return {"True": p, "False": 1 - p}
 
-    with StubServer(respond=respond) as stub:
+    answer = json.dumps({"verdict": "True"})
+    with StubServer(respond=lambda _r: answer, verdict_probs=probs) as stub:
         cfg = stub_config(
             tmp_path,
             write_items(tmp_path),
