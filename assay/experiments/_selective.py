@@ -740,6 +740,9 @@ def build_report(run_dir: Path) -> Any:
                 c.kept,
                 c.escalated if k + 1 < len(part.stages) else f"{c.escalated} (abstain)",
                 f"{c.kept / part.items:.3f}" if part.items else "",
+                ""
+                if c.disagreements_kept is None or not c.kept
+                else f"{1 - c.disagreements_kept / c.kept:.3f}",
                 f"${c.usage.cost_usd:.6f} ({c.usage.calls} calls)",
             ]
             for k, c in enumerate(part.stages)
@@ -768,6 +771,7 @@ def build_report(run_dir: Path) -> Any:
                     "kept",
                     "escalated",
                     "share kept",
+                    "agreement (kept)",
                     "cost",
                 ],
                 rows=rows,

@@ -146,3 +146,31 @@ def test_panel_confidence_is_the_members_agreement(tmp_path, monkeypatch):
         assert stub.n_requests == 4 * 3
     got = [(j["score"], j["confidence"], j["confidence_source"]) for j in judgments(tmp_path)]
     assert got == [(1, pytest.approx(2 / 3), "panel")] * 4
+
+
+@pytest.mark.parametrize(("tie_break", "score"), [("lower", 0), ("higher", 1)])
+def test_a_tie_among_samples_is_broken_by_the_judges_tie_rule(
+    tmp_path, monkeypatch, tie_break, score
+):
+    """Two samples, True then False: the verdict is the tie rule's, the confidence 1/2."""
+    monkeypatch.chdir(tmp_path)
+    seen: Counter = Counter()
+
+    def respond(request):
+        prompt = request["messages"][-1]["content"]
+        seen[prompt] += 1
+        return json.dumps({"verdict": "True" if seen[prompt] % 2 else "False"})
+
+    with StubServer(respond=respond) as stub:
+        judge = {"confidence": {"source": "samples", "samples": 2}, "tie_break": tie_break}
+        cfg = stub_config(
+            tmp_path,
+            write_items(tmp_path, 1),
+            stub.base_url,
+            name="tie",
+            concurrency=1,
+            judge=judge,
+        )
+        assert main(["evaluate", str(cfg), "--quiet"]) == 0
+    (j,) = judgments(tmp_path)
+    assert (j["score"], j["confidence"]) == (score, 0.5)
