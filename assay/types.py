@@ -192,7 +192,13 @@ class Judgment(BaseModel):
     score: int | None = None
     label: str | None = None
     expected_score: float | None = None  # probability-weighted score, where logprobs exist
+    # each verdict score's probability (keys: the score as text; summing to 1), same source
+    probabilities: dict[str, float] | None = None
     calibrated_probability: float | None = None  # P(positive) through the judge's calibration map
+    # how sure the judge is of this verdict, in [0, 1], and where that comes from (the judge
+    # config's ``confidence.source``: probability, samples, panel); None without one
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    confidence_source: str | None = None
     unscored: UnscoredReason | None = None
     error: str | None = None
     reasoning: str | None = None

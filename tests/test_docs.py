@@ -13,6 +13,7 @@ import pytest
 from assay.api import _config
 from assay.cli import build_parser
 from assay.experiments import EvaluateConfig
+from assay.experiments._selective import SelectiveConfig
 from assay.experiments.optimize import OptimizeConfig
 from assay.experiments.reliability import HarnessConfig
 from assay.toolemu import ToolEmuRunConfig
@@ -63,6 +64,8 @@ def _kind(path: str) -> type:
         return ToolEmuRunConfig
     if name.endswith(("_harness", "_bias")):
         return HarnessConfig
+    if name.endswith("_selective"):
+        return SelectiveConfig
     return EvaluateConfig
 
 

@@ -58,6 +58,8 @@ BUILTIN = (
     "optimize",
     "toolemu",
     "toolemu_agreement",
+    "selective_calibrate",
+    "selective_apply",
 )
 """The built-in runners (one declaration each in :mod:`assay.experiments.runners`), in the
 order ``assay --help`` lists them."""

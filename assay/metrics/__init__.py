@@ -96,6 +96,14 @@ _NAMES = {
     "_rates": ("rate",),
     "_report": ("MetricKind", "agreement_confusion", "agreement_metrics"),
     "_samples": ("held_out_majority_agreement",),
+    "_selective": (
+        "SelectiveThreshold",
+        "calibrate_cascade",
+        "cascade_assignment",
+        "keeps",
+        "risk_p_value",
+        "selective_threshold",
+    ),
     "_threshold": ("fit_threshold",),
     "_value": ("BootstrapCI", "MetricValue"),
 }
@@ -205,6 +213,13 @@ __all__ = [
     "certify",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
+    # selective evaluation and cascades (trust or escalate)
+    "SelectiveThreshold",
+    "calibrate_cascade",
+    "cascade_assignment",
+    "keeps",
+    "risk_p_value",
+    "selective_threshold",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -298,5 +313,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from assay.metrics._rates import rate
     from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
     from assay.metrics._samples import held_out_majority_agreement
+    from assay.metrics._selective import (
+        SelectiveThreshold,
+        calibrate_cascade,
+        cascade_assignment,
+        keeps,
+        risk_p_value,
+        selective_threshold,
+    )
     from assay.metrics._threshold import fit_threshold
     from assay.metrics._value import BootstrapCI, MetricValue

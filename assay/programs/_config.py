@@ -101,6 +101,34 @@ def _level(index: int, level: Any) -> Any:
     return {**level, "score": value}
 
 
+class ConfidenceConfig(BaseModel):
+    """Where a judgment's confidence (in [0, 1], higher = surer of its verdict) comes from:
+    ``probability`` — the model's probability of the verdict it gave, from token logprobs (the
+    verdict options renormalised, as ``score_mode: expected`` reads them); ``samples`` — the
+    verdict is the majority of ``samples`` verdicts sampled at ``temperature`` (distinct
+    rollout ids, so the LM cache does not collapse them; a tie is broken by the judge's
+    ``tie_break``), the confidence the share of them that agree with it; ``panel`` — the share
+    of a panel's members that agree with the panel's verdict (an unscored member does not)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["probability", "samples", "panel"]
+    samples: StrictInt = Field(default=5, ge=2, description="source samples: verdicts sampled")
+    temperature: Real = Field(default=1.0, gt=0, le=2, description="source samples: sampling")
+
+    @model_validator(mode="after")
+    def _only_samples(self) -> ConfidenceConfig:
+        if self.source != "samples" and "samples" in self.model_fields_set:
+            raise ValueError("'samples' is only for source: samples")
+        return self
+
+    def identity(self) -> dict[str, Any]:
+        """What changes a confidence (the sampling settings only where samples are drawn)."""
+        if self.source == "samples":
+            return self.model_dump(mode="json")
+        return {"source": self.source}
+
+
 # the display name and how the model is called (price, timeout, client, rate limits)
 _NOT_IN_HASH: Any = {
     "name": True,
@@ -134,6 +162,8 @@ class JudgeConfig(ModelSpec):
     aggregate: Literal["majority", "mean", "median", "min"] = "majority"
     tie_break: Literal["lower", "higher", "unscored"] = "lower"
     quorum: StrictInt | None = None
+    # a confidence per judgment (selective evaluation); None: none, and the hash as before
+    confidence: ConfidenceConfig | None = None
 
     @field_validator("scale", mode="before")
     @classmethod
@@ -222,6 +252,17 @@ class JudgeConfig(ModelSpec):
                 raise ValueError("'calibration' needs a binary scale and score_mode 'expected'")
             if self.decision_threshold is not None:
                 raise ValueError("give 'calibration' or 'decision_threshold', not both")
+        source = self.confidence.source if self.confidence is not None else None
+        if (source == "panel") != (self.program == "panel" and source is not None):
+            raise ValueError(
+                "confidence source 'panel' is for program: panel, and a panel's confidence is "
+                "its members' agreement (source: panel)"
+            )
+        if source == "samples" and self.score_mode == "expected":
+            raise ValueError(
+                "confidence source 'samples' takes the verdict from the samples' majority; "
+                "with score_mode: expected use source: probability"
+            )
         return self
 
     def config_hash(self) -> str:
@@ -246,11 +287,13 @@ class JudgeConfig(ModelSpec):
 
     def _with_layouts(self, dump: dict[str, Any]) -> dict[str, Any]:
         """``dump`` with the prompt layout of this judge's model and of each member's, where it
-        is not DSPy's (a prompt change is a judge-config change)."""
-        out = self.with_layout(dump)
+        is not DSPy's (a prompt change is a judge-config change), and its confidence source
+        where it has one (left out otherwise: the hashes of judges without one stay what they
+        were)."""
+        out = _with_confidence(self, self.with_layout(dump))
         if self.members:
             members = zip(self.members, dump["members"], strict=True)
-            out["members"] = [m.with_layout(d) for m, d in members]
+            out["members"] = [_with_confidence(m, m.with_layout(d)) for m, d in members]
         return out
 
     def flat_params(self) -> dict[str, str]:
@@ -291,6 +334,13 @@ def state_file_digest(ref: str | None) -> str | None:
         except OSError:
             return None
     return _DIGESTS[key]
+
+
+def _with_confidence(config: JudgeConfig, dump: dict[str, Any]) -> dict[str, Any]:
+    dump = {k: v for k, v in dump.items() if k != "confidence"}
+    if config.confidence is not None:
+        dump["confidence"] = config.confidence.identity()
+    return dump
 
 
 def fixed_scale(task: str) -> Scale | None:

@@ -54,12 +54,16 @@ def judge_one(
                 "unscored": pred.get("unscored"),
                 "reasoning": pred.get("reasoning"),
                 "expected_score": pred.get("expected_score"),
+                "probabilities": pred.get("probabilities"),
                 "calibrated_probability": pred.get("calibrated_probability"),
+                "confidence": pred.get("confidence"),
                 "members": pred.get("members"),
                 "criteria": pred.get("criteria"),
                 "raw": pred.get("outputs"),
             }
     usage = usage_of_tracker(tracker, config.price_pair, waits)
+    if config.confidence is not None:  # asked for (its value None where it could not be read)
+        base["confidence_source"] = config.confidence.source
     return Judgment(
         **base,
         **result,

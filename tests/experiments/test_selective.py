@@ -1,0 +1,147 @@
+"""``assay selective calibrate`` then ``apply`` on the loopback stub (issue 25, item 3): two
+personas — a cheap judge, sure and right on two items in three and unsure and wrong on the third,
+and a strong one, sure and right except on the apply items it was never calibrated on past
+``item 108`` — with the verdict's probability as confidence. Counts are checked, and the stub's
+requests show that escalated items were judged by the strong judge only."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from assay.cli import main
+from assay.lm import StubServer
+
+SCALE = {"kind": "binary", "labels": ["False", "True"]}
+
+
+def number(request: dict) -> int:
+    return int(re.search(r"item (\d+)", request["messages"][-1]["content"]).group(1))
+
+
+def persona(request: dict) -> tuple[str, float]:
+    """The cheap persona is right with P = 0.95 on items k % 3 ≠ 0, wrong with P = 0.55 on
+    the rest; the strong one right with P = 0.9, except unsure (0.6) on items ≥ 108."""
+    k = number(request)
+    truth = k % 2
+    if request["model"] == "stub-cheap":
+        verdict, p = (truth, 0.95) if k % 3 else (1 - truth, 0.55)
+    else:
+        verdict, p = (truth, 0.6 if k >= 108 else 0.9)
+    return ["False", "True"][verdict], p
+
+
+def respond(request: dict) -> str:
+    return json.dumps({"verdict": persona(request)[0]})
+
+
+def verdict_probs(request: dict) -> dict[str, float]:
+    label, p = persona(request)
+    return {label: p, ("True" if label == "False" else "False"): 1 - p}
+
+
+def write_csv(path: Path, ks: range) -> Path:
+    rows = ["id,request,response,expected"]
+    rows += [f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}" for k in ks]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def write_config(folder: Path, api_base: str, **extra: object) -> Path:
+    judge = {"api_base": api_base, "scale": SCALE, "rubric": "A good response names a colour."}
+    confidence = {"source": "probability"}
+    config = {
+        "name": "cascade",
+        "data": {
+            "path": str(write_csv(folder / "labelled.csv", range(60))),
+            "columns": {"id": "id"},
+        },
+        "unlabelled": {
+            "path": str(write_csv(folder / "new.csv", range(100, 112))),
+            "columns": {"id": "id", "expected": None},
+        },
+        "judges": [
+            {**judge, "name": "cheap", "model": "openai/stub-cheap", "confidence": confidence},
+            {**judge, "name": "strong", "model": "openai/stub-strong", "confidence": confidence},
+        ],
+        "alpha": 0.2,
+        "delta": 0.2,
+        "holdout": 0.25,
+        "concurrency": 4,
+        "tracking": {"enabled": False},
+        **extra,
+    }
+    path = folder / "selective.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+def asked(stub: StubServer, model: str) -> list[int]:
+    return sorted(number(r) for r in stub.requests if r["model"] == model)
+
+
+def test_calibrate_then_apply_keeps_escalates_and_abstains(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+        cfg = write_config(tmp_path, stub.base_url)
+        assert main(["selective", "calibrate", str(cfg), "--quiet", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        cheap, strong = out["thresholds"]
+        assert (cheap["threshold"], strong["threshold"]) == (
+            pytest.approx(0.95),
+            pytest.approx(0.9),
+        )
+        assert cheap["delta"] == strong["delta"] == pytest.approx(0.1)  # δ/2 per stage
+        cal, hold = out["parts"]
+        assert (cal["items"], hold["items"]) == (45, 15)
+        for part in (cal, hold):  # the cheap judge keeps what it is sure of, the strong the rest
+            n_unsure = part["stages"][0]["escalated"]
+            assert part["stages"][1]["reached"] == part["stages"][1]["kept"] == n_unsure
+            assert (part["abstained"], part["agreement_kept"]) == (0, 1.0)
+        assert asked(stub, "stub-cheap") == list(range(60))
+        assert asked(stub, "stub-strong") == [k for k in range(60) if k % 3 == 0]
+        run_dir = Path(out["run_dir"])
+        calibration = run_dir / "calibration.json"
+        assert json.loads(calibration.read_text())["stages"][0]["judge"] == "cheap"
+        assert "agreement with humans ≥ 0.8 on kept items" in (run_dir / "report.md").read_text()
+        assert (run_dir / "report.html").is_file()
+
+        stub.reset()
+        code = main(
+            ["selective", "apply", str(cfg), "--calibration", str(calibration), "--quiet", "--json"]
+        )
+        assert code == 0
+        out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        (part,) = out["parts"]
+        assert [(s["reached"], s["kept"], s["escalated"]) for s in part["stages"]] == [
+            (12, 8, 4),
+            (4, 2, 2),
+        ]
+        assert (part["kept"], part["abstained"], part["agreement_kept"]) == (10, 2, None)
+        assert asked(stub, "stub-cheap") == list(range(100, 112))
+        assert asked(stub, "stub-strong") == [102, 105, 108, 111]  # the escalated, only
+        abstained = (Path(out["run_dir"]) / "abstained.jsonl").read_text().splitlines()
+        assert [json.loads(line)["item_id"] for line in abstained] == ["i108", "i111"]
+        assert json.loads(abstained[0])["stages"][1]["confidence"] == pytest.approx(0.6)
+
+        stub.reset()  # finished: re-read, no LM call
+        assert main(["selective", "apply", str(cfg), "--calibration", str(calibration)]) == 0
+        assert stub.n_requests == 0
+
+
+def test_apply_refuses_a_calibration_of_another_judge_config(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+        cfg = write_config(tmp_path, stub.base_url)
+        main(["selective", "calibrate", str(cfg), "--quiet", "--json"])
+        run_dir = Path(json.loads(capsys.readouterr().out.strip().splitlines()[-1])["run_dir"])
+        changed = write_config(tmp_path, stub.base_url, alpha=0.2)
+        raw = json.loads(changed.read_text())
+        raw["judges"][1]["max_tokens"] = 100
+        changed.write_text(json.dumps(raw))
+        assert main(["selective", "apply", str(changed), "--calibration", str(run_dir)]) != 0
+    err = capsys.readouterr().err
+    assert "stage strong was calibrated for judge config" in err and "calibrate again" in err
