@@ -94,7 +94,7 @@ class DataConfig(BaseModel):
                 raise ValueError("data.annotators needs data.expectation (whose assessments)")
         else:
             if not self.path:
-                raise ValueError("field 'path' is required (the data file)")
+                raise ValueError(f"data.path is required: the {self.format} file to read")
             given = [k for k in mlflow_only if getattr(self, k) is not None]
             given += [k for k in ("annotators", "write_back") if getattr(self, k)]
             if given:
@@ -114,6 +114,14 @@ class DataConfig(BaseModel):
             expectation=self.expectation,
             annotators=self.annotators,
         )
+
+
+def without_write_back(data: DataConfig) -> DataConfig:
+    """The ``data`` of a runner that writes no verdicts on traces (harness, optimize): refuse
+    ``write_back`` rather than ignore it."""
+    if data.write_back:
+        raise ValueError("write_back: only assay evaluate writes its verdicts back on the traces")
+    return data
 
 
 class BootstrapConfig(BaseModel):

@@ -286,3 +286,48 @@ def test_an_unscored_judgment_is_written_as_an_error(local, tmp_path, monkeypatc
     assert fb.value is None
     assert fb.error.error_code == "UNSCORED_PARSE_ERROR"
     assert fb.error.error_message.startswith("unscored (parse_error)")
+
+
+# -- the config ---------------------------------------------------------------------------------
+
+SOURCE = {"format": "mlflow", "tracking_uri": "sqlite:///t.db", "experiment": "e"}
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"format": "mlflow", "experiment": "e"}, "format mlflow needs data.tracking_uri"),
+        ({**SOURCE, "path": "x.csv"}, "format mlflow reads traces, not a file: drop data.path"),
+        ({**SOURCE, "annotators": True}, "data.annotators needs data.expectation"),
+        ({"path": "x.csv", "expectation": "harmful"}, "data.expectation is for format: mlflow"),
+        ({"format": "inspect"}, "data.path is required: the inspect file to read"),
+    ],
+)
+def test_a_config_for_traces_is_checked_in_one_line(tmp_path, data, message):
+    from assay.errors import ConfigError
+    from assay.experiments import load_config
+
+    path = tmp_path / "config.yaml"
+    judge = {"name": "j", "model": "openai/x", "scale": {"kind": "binary"}, "rubric": "r"}
+    path.write_text(json.dumps({"name": "c", "data": data, "judge": judge}), encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    assert str(refused.value).startswith(f"{path}: field 'data': {message}")
+
+
+def test_only_evaluate_writes_verdicts_back(tmp_path):
+    from assay.errors import ConfigError
+    from assay.experiments import load_config
+    from assay.experiments.reliability import HarnessConfig
+
+    path = tmp_path / "harness.yaml"
+    config = {
+        "name": "h",
+        "data": {**SOURCE, "write_back": True},
+        "scale": {"kind": "binary"},
+        "judges": [{"name": "j", "model": "openai/x", "rubric": "r"}],
+        "tests": {"format_vertical": {}},
+    }
+    path.write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(ConfigError, match="only assay evaluate writes its verdicts back"):
+        load_config(path, model=HarnessConfig)
