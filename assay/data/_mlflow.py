@@ -72,8 +72,10 @@ def check_store(tracking_uri: str) -> None:
                 path=tracking_uri,
                 field="tracking_uri",
             )
-    elif "://" not in uri and not uri.startswith("databricks"):
-        folder = Path(uri.removeprefix("file:")).expanduser()
+    elif uri.startswith("file:") or ("://" not in uri and not uri.startswith("databricks")):
+        from urllib.parse import urlparse
+
+        folder = Path(urlparse(uri).path if uri.startswith("file:") else uri).expanduser()
         if not folder.is_dir():
             raise DataError("no MLflow store folder here", path=tracking_uri, field="tracking_uri")
 
@@ -141,7 +143,7 @@ def load_mlflow_traces(
     source: TraceSource, scale: Scale | None = None, *, limit: int | None = None
 ) -> list[Item]:
     """One Item per trace of ``source`` (see the module's docstring). ``meta`` holds
-    ``trace_id``, ``experiment`` and, with ``annotators``, ``annotations`` (``{source id:
+    ``trace_id`` and, with ``annotators``, ``annotations`` (``{source id:
     label}``: the item's ``expected`` is then left for the caller to draw from them). Labels are
     read on ``scale`` when one is given. Errors name the trace id and the field."""
     items = [_item(trace, source, scale) for trace in search(source, limit=limit)]
@@ -164,7 +166,7 @@ def _item(trace: Any, source: TraceSource, scale: Scale | None) -> Item:
     }
     request = _text(trace_id, fields, source, "request")
     response = _text(trace_id, fields, source, "response")
-    meta: dict[str, Any] = {"trace_id": trace_id, "experiment": source.experiment}
+    meta: dict[str, Any] = {"trace_id": trace_id}
     expected: int | None = None
     if source.expectation is not None:
         labels = _human_labels(trace, source, scale)

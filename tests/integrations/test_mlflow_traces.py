@@ -132,6 +132,23 @@ def test_an_agent_trace_becomes_a_transcript_of_its_tool_spans(local):
     assert t[5].content == "I could not book AF1." and [m.step for m in t] == [None, 0, 0, 1, 1, 2]
 
 
+def test_a_transcript_judge_judges_an_agent_trace(local, tmp_path, monkeypatch, capsys):
+    uri, _ = local
+    monkeypatch.chdir(tmp_path)
+    with StubServer() as server:
+        criteria = [{"id": "careful", "instructions": "The agent says when a tool failed."}]
+        cfg = judge_config(
+            tmp_path, server.base_url, uri, name="agent", kind="agent",
+            request="inputs.question", response="outputs.answer",
+            judge={"task": "transcript", "criteria": criteria, "program": "predict"},
+        )  # fmt: skip
+        assert main(["evaluate", str(cfg), "--quiet", "--json"]) == 0
+        [asked] = [json.dumps(r["messages"]) for r in server.requests]
+    counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["counts"]
+    assert (counts["items"], counts["scored"]) == (1, 1)
+    assert "search_flights" in asked and "book_flight" in asked and "AF1" in asked
+
+
 def test_errors_name_the_trace_and_the_field(local):
     uri, logged = local
     [empty] = logged.ids["empty"]
@@ -172,7 +189,7 @@ def test_a_trace_without_the_reference_is_refused_or_counted(local, tmp_path, mo
     assert (counts["items"], counts["scored"], counts["paired"]) == (1, 1, 0)
 
 
-@pytest.mark.parametrize("store", ["server", "sqlite", "folder"])
+@pytest.mark.parametrize("store", ["server", "sqlite", "folder", "file"])
 def test_a_store_with_nothing_behind_it_is_refused_before_any_request(
     store, tmp_path, monkeypatch, capsys
 ):
@@ -184,6 +201,7 @@ def test_a_store_with_nothing_behind_it_is_refused_before_any_request(
         "server": f"http://127.0.0.1:{port}",
         "sqlite": f"sqlite:///{tmp_path / 'none.db'}",
         "folder": str(tmp_path / "mlruns"),
+        "file": f"file://{tmp_path / 'mlruns'}",
     }[store]
     with stub() as server:
         cfg = judge_config(tmp_path, server.base_url, uri, name="nowhere")
