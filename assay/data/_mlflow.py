@@ -105,7 +105,7 @@ def _experiment_id(client: Any, source: TraceSource) -> str:
     return str(found.experiment_id)
 
 
-def search(source: TraceSource, *, limit: int | None = None) -> list[Any]:
+def _search(source: TraceSource, *, limit: int | None = None) -> list[Any]:
     """The experiment's traces (``filter`` and ``run_id`` applied), oldest first, with spans and
     assessments; ``limit`` stops after the first N."""
     from mlflow.exceptions import MlflowException
@@ -126,7 +126,7 @@ def search(source: TraceSource, *, limit: int | None = None) -> list[Any]:
                 page_token=token,
             )
         except MlflowException as exc:
-            first = str(exc.message if hasattr(exc, "message") else exc).strip().splitlines()
+            first = str(exc.message).strip().splitlines()
             field_ = "filter" if source.filter else "run_id" if source.run_id else "experiment"
             raise DataError(
                 f"MLflow refused the trace search: {first[0] if first else type(exc).__name__}",
@@ -146,7 +146,7 @@ def load_mlflow_traces(
     ``trace_id`` and, with ``annotators``, ``annotations`` (``{source id:
     label}``: the item's ``expected`` is then left for the caller to draw from them). Labels are
     read on ``scale`` when one is given. Errors name the trace id and the field."""
-    items = [_item(trace, source, scale) for trace in search(source, limit=limit)]
+    items = [_item(trace, source, scale) for trace in _search(source, limit=limit)]
     if not items:
         raise DataError(
             f"no traces in experiment '{source.experiment}'"
