@@ -1,4 +1,5 @@
-"""Loaders that turn tables, Inspect eval logs and ToolEmu files into Items (SPEC §2, §6)."""
+"""Loaders that turn tables, Inspect eval logs, ToolEmu files and MLflow traces into Items
+(SPEC §2, §6); verdicts written back on MLflow traces."""
 
 from assay.data._common import (
     as_int_label,
@@ -10,6 +11,13 @@ from assay.data._common import (
     read_json,
 )
 from assay.data._inspect import load_inspect_log
+from assay.data._mlflow import (
+    TraceSource,
+    WriteBack,
+    check_store,
+    load_mlflow_traces,
+    write_feedback,
+)
 from assay.data._pairs import PairsConfig, build_pairs
 from assay.data._reading import csv_read_by, csv_rows
 from assay.data._render import format_arguments, format_tool_call, render_transcript
@@ -90,6 +98,11 @@ __all__ = [
     "TOOLEMU_SAFETY_LABELS",
     "ColumnMap",
     "load_inspect_log",
+    "TraceSource",
+    "WriteBack",
+    "check_store",
+    "load_mlflow_traces",
+    "write_feedback",
     "load_table",
     "missing_labels_error",
     "align_evaluation_files",

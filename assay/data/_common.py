@@ -135,3 +135,24 @@ def check_limit(limit: Any) -> int | None:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ConfigError(f"limit must be a positive number of items, not {limit!r}")
     return limit
+
+
+def resolve_dotted(root: Any, dotted: str, *, top: str = "meta") -> tuple[Any, str | None]:
+    """Follow ``a.b.c`` through mappings and list indices (``-1``: the last element) from
+    ``root`` (called ``top`` in messages); return the value and None, or None and what is
+    missing (``no 'x' under 'a.b' (found: ...)``, ``'a.b' has no element -1 (it has 0)``)."""
+    node: Any = root
+    walked: list[str] = []
+    for key in dotted.split("."):
+        where = ".".join(walked) or top
+        if isinstance(node, Mapping) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.lstrip("-").isdigit():
+            if not -len(node) <= int(key) < len(node):
+                return None, f"'{where}' has no element {key} (it has {len(node)})"
+            node = node[int(key)]
+        else:
+            keys = ", ".join(map(str, node)) if isinstance(node, Mapping) else type(node).__name__
+            return None, f"no '{key}' under '{where}' (found: {keys})"
+        walked.append(key)
+    return node, None

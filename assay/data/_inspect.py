@@ -8,12 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from assay.data._common import as_int_label, check_file, jsonable
+from assay.data._common import as_int_label, check_file, jsonable, resolve_dotted
 from assay.data._transcript import with_steps
 from assay.errors import DataError
 from assay.types import Item, Message, ToolCall
-
-_MISSING = object()
 
 
 def _text(content: Any) -> str:
@@ -70,27 +68,6 @@ def _scores(sample: Any) -> dict[str, Any]:
         }
         for name, score in (sample.scores or {}).items()
     }
-
-
-def _resolve(meta: dict[str, Any], dotted: str) -> tuple[Any, str | None]:
-    """Follow ``a.b.c`` through dicts (and list indices); return the value or the failing prefix."""
-    node: Any = meta
-    walked: list[str] = []
-    for key in dotted.split("."):
-        if isinstance(node, Mapping) and key in node:
-            node = node[key]
-        elif (
-            isinstance(node, list)
-            and key.lstrip("-").isdigit()
-            and -len(node) <= int(key) < len(node)
-        ):
-            node = node[int(key)]
-        else:
-            where = ".".join(walked) or "meta"
-            keys = ", ".join(map(str, node)) if isinstance(node, Mapping) else type(node).__name__
-            return _MISSING, f"no '{key}' under '{where}' (found: {keys})"
-        walked.append(key)
-    return node, None
 
 
 def _unsupported(version: Any, path: Path) -> DataError:
@@ -178,7 +155,7 @@ def load_inspect_log(path: str | Path, *, expected: str | None = None) -> list[I
         }
         label: int | None = None
         if expected is not None:
-            value, problem = _resolve(meta, expected)
+            value, problem = resolve_dotted(meta, expected)
             if problem is not None:
                 raise DataError(f"sample '{item_id}': {problem}", path=file, field=expected)
             try:

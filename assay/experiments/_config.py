@@ -16,7 +16,7 @@ from pydantic import (
 
 from assay import _json
 from assay._yaml import read_input
-from assay.data import ColumnMap, PairsConfig, TranscriptPrep
+from assay.data import ColumnMap, PairsConfig, TraceSource, TranscriptPrep
 from assay.errors import ConfigError
 from assay.experiments.runs import ExecutionConfig
 from assay.lm import Real, StrictInt
@@ -29,8 +29,8 @@ class DataConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    path: str
-    format: Literal["table", "toolemu", "inspect"] = "table"
+    path: str = Field(default="", description="the data file (every format but mlflow)")
+    format: Literal["table", "toolemu", "inspect", "mlflow"] = "table"
     columns: ColumnMap = Field(default_factory=ColumnMap)
     split: str = "train"
     # toolemu: toolkit specs for the evaluators; a reference evaluator file for `expected`
@@ -44,11 +44,84 @@ class DataConfig(BaseModel):
     pairs: PairsConfig | None = None
     # agent transcripts (inspect, toolemu): preprocessing applied before planning and judging
     transcript: TranscriptPrep = Field(default_factory=TranscriptPrep)
+    # mlflow: the traces of an experiment (see docs/mlflow-genai-inspect.md)
+    tracking_uri: str | None = Field(
+        default=None, description="mlflow: the tracking URI the traces are in (as MLflow reads it)"
+    )
+    experiment: str | None = Field(default=None, description="mlflow: experiment name or id")
+    filter: str | None = Field(default=None, description="mlflow: a search_traces filter string")
+    run_id: str | None = Field(default=None, description="mlflow: only the traces of this run")
+    request: str = Field(
+        default="inputs",
+        description="mlflow: where the request is, a dotted path into the trace's inputs "
+        "(e.g. inputs.messages.-1.content)",
+    )
+    response: str = Field(
+        default="outputs",
+        description="mlflow: where the response is, a dotted path into the trace's outputs",
+    )
+    expectation: str | None = Field(
+        default=None,
+        description="mlflow: the name of the human assessment (an Expectation, or a Feedback "
+        "from a HUMAN source) that is the reference",
+    )
+    annotators: bool = Field(
+        default=False,
+        description="mlflow: each human assessment named `expectation` is one annotator's "
+        "(its source id); the reference is their majority, and the run writes annotations.csv",
+    )
+    write_back: bool = Field(
+        default=False,
+        description="mlflow: write each verdict back on its trace as a Feedback named after the "
+        "judge, once everything is judged (idempotent)",
+    )
     missing_expected: Literal["error", "keep"] = Field(
         default="error",
         description="an item whose reference label is empty: 'error' names it and stops before "
         "anything is judged; 'keep' judges it without a reference (counted as such)",
     )
+
+    @model_validator(mode="after")
+    def _check_source(self) -> DataConfig:
+        mlflow_only = ("tracking_uri", "experiment", "filter", "run_id", "expectation")
+        if self.format == "mlflow":
+            for key in ("tracking_uri", "experiment"):
+                if not getattr(self, key):
+                    raise ValueError(f"format mlflow needs data.{key}")
+            if self.path:
+                raise ValueError("format mlflow reads traces, not a file: drop data.path")
+            if self.annotators and not self.expectation:
+                raise ValueError("data.annotators needs data.expectation (whose assessments)")
+        else:
+            if not self.path:
+                raise ValueError(f"data.path is required: the {self.format} file to read")
+            given = [k for k in mlflow_only if getattr(self, k) is not None]
+            given += [k for k in ("annotators", "write_back") if getattr(self, k)]
+            if given:
+                raise ValueError(f"data.{given[0]} is for format: mlflow")
+        return self
+
+    def trace_source(self) -> TraceSource:
+        """Where an mlflow-format config's traces are."""
+        assert self.tracking_uri is not None and self.experiment is not None
+        return TraceSource(
+            tracking_uri=self.tracking_uri,
+            experiment=self.experiment,
+            filter=self.filter,
+            run_id=self.run_id,
+            request=self.request,
+            response=self.response,
+            expectation=self.expectation,
+            annotators=self.annotators,
+        )
+
+
+def without_write_back(data: DataConfig) -> DataConfig:
+    """The ``data`` of a runner that writes no verdicts on traces (harness, optimize): refuse
+    ``write_back`` rather than ignore it."""
+    if data.write_back:
+        raise ValueError("write_back: only assay evaluate writes its verdicts back on the traces")
+    return data
 
 
 class BootstrapConfig(BaseModel):

@@ -8,6 +8,8 @@ what is missing; ``retry.unscored`` judges the items left unscored for those rea
 
 from __future__ import annotations
 
+import csv
+import io
 import time
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,7 @@ def evaluate(
         cache_dir=workdir / ".assay" / "hf",
         limit=limit,
         notes=notes,
+        seed=config.bootstrap.seed,
     )
     fingerprint = data_fingerprint(items)
     run_hash = config.run_hash(fingerprint)
@@ -60,6 +63,28 @@ def evaluate(
     programs(1)  # built (API keys checked, program state loaded) before anything is written
 
     where = {"workdir": workdir, "tracking_uri": tracking_uri, "after_first_answer": True}
+    result = _judge_and_measure(
+        config, items, fingerprint, run_hash, programs, recipe, notes, started, progress, **where
+    )
+    if config.data.write_back:  # every verdict on its trace, once the run is finished
+        result.feedback = _write_back(config, result.judgments)
+    return result
+
+
+def _judge_and_measure(
+    config: EvaluateConfig,
+    items: list[Item],
+    fingerprint: str,
+    run_hash: str,
+    programs: ProgramsByAttempt,
+    recipe: Any,
+    notes: dict[str, Any],
+    started: float,
+    progress: bool,
+    **where: Any,
+) -> EvaluateResult:
+    """Open the run, judge what it has not judged yet, and measure and record it (or re-read a
+    finished run)."""
     with Run.open(config, run_hash, command="evaluate", **where) as run:
         done = run.store.judgments()
         work, retried = to_judge((it.id for it in items), done, config.retry.unscored)
@@ -113,6 +138,23 @@ def evaluate(
         )
 
 
+def _write_back(config: EvaluateConfig, judgments: list[Judgment]) -> dict[str, int]:
+    """The run's verdicts on their traces as Feedback named after the judge, from the source
+    ``<judge name>@<config hash>`` (what was written, updated and already there)."""
+    from assay.data import write_feedback
+
+    assert config.data.tracking_uri is not None
+    config_hash = config.judge.config_hash()
+    done = write_feedback(
+        config.data.tracking_uri,
+        judgments,
+        name=config.judge.name,
+        source_id=f"{config.judge.name}@{config_hash}",
+        metadata={"assay.config_hash": config_hash, "assay.run": config.name},
+    )
+    return {"written": done.written, "updated": done.updated, "skipped": done.skipped}
+
+
 def _judge_programs(
     config: EvaluateConfig, config_dir: Path | None, lm_factory: LMFactory | None
 ) -> tuple[ProgramsByAttempt, Any]:
@@ -160,6 +202,14 @@ def _write_outputs(
         ),
     )
     save_program(program, run.dir / "program.json")
+    annotations = [
+        (it.id, who, label) for it in items for who, label in it.meta.get("annotations", {}).items()
+    ]
+    if annotations:  # several annotators per item: the long table `assay agreement` reads
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows([("item_id", "annotator", "label")])
+        csv.writer(out, lineterminator="\n").writerows(annotations)
+        run.store.write_text("annotations.csv", out.getvalue())
     if summary.calibration is not None:
         from assay.metrics import plot_reliability_diagram
 
@@ -242,7 +292,8 @@ def _tracked(
         name=config.name,
         params={
             **config.judge.flat_params(),
-            "data.path": config.data.path,
+            "data.path": config.data.path
+            or f"{config.data.tracking_uri} experiment {config.data.experiment}",
             "data.format": config.data.format,
             "data.n_items": str(len(items)),
             "threshold": str(config.threshold),

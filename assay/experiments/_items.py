@@ -1,4 +1,5 @@
-"""Load a run's items from its data config (tables, ToolEmu trajectories, Inspect logs)."""
+"""Load a run's items from its data config (tables, ToolEmu trajectories, Inspect logs, MLflow
+traces)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from assay.data import (
     build_pairs,
     check_limit,
     load_inspect_log,
+    load_mlflow_traces,
     load_table,
     load_toolemu_evaluations,
     load_toolemu_toolkits,
@@ -51,10 +53,13 @@ def load_items(
     cache_dir: Path | None = None,
     limit: int | None = None,
     notes: dict | None = None,
+    seed: int = 0,
 ) -> list[Item]:
     """Items of ``data``, validated against ``scale``; ``limit`` (else ``data.limit``) keeps the
     first N, and must be at least 1. With ``data.pairs`` the items are labelled pairs, and
-    ``notes["pairs"]`` (when a dict is passed) gets what was built and skipped."""
+    ``notes["pairs"]`` (when a dict is passed) gets what was built and skipped. Several
+    annotators (``data.annotators``): the reference is their majority, ties drawn from
+    ``seed``."""
     limit = check_limit(limit) if limit is not None else data.limit
     if data.pairs is not None:
         items = _pair_items(data, scale, cache_dir, notes)
@@ -70,6 +75,8 @@ def load_items(
                     raise DataError(
                         str(exc), path=data.path, field=f"{it.id}: {data.expected}"
                     ) from None
+    elif data.format == "mlflow":
+        items = _trace_items(data, scale, limit, seed)
     else:
         items = _toolemu_items(data, scale)
     if limit is not None:
@@ -140,6 +147,33 @@ def _cached_table(
 
 
 _ITEMS_FORMAT = 1  # bump when reading a table changes what its items are
+
+
+def _trace_items(data: DataConfig, scale: Scale, limit: int | None, seed: int) -> list[Item]:
+    """The traces' items; with several annotators each item's reference is their majority
+    (``assay agreement``'s, ties broken from ``seed``). A trace without the named assessment
+    is an error, or with ``missing_expected: keep`` an item without a reference (counted)."""
+    from assay.experiments.annotations import majority
+
+    source = data.trace_source()
+    items = load_mlflow_traces(source, scale, limit=limit)
+    if data.annotators:
+        rows = [(it.id, who, s) for it in items for who, s in it.meta["annotations"].items()]
+        rows += [(it.id, "", None) for it in items if not it.meta["annotations"]]
+        majorities, _ = majority(rows, seed=seed)
+        for it in items:
+            it.expected = majorities.get(it.id)
+    missing = [it.id for it in items if it.expected is None]
+    if source.expectation and missing and data.missing_expected == "error":
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise DataError(
+            f"{len(missing)} of {len(items)} traces have no human assessment named "
+            f"'{source.expectation}' (traces {shown}); set data.missing_expected: keep to judge "
+            "them without a reference",
+            path=source.tracking_uri,
+            field="expectation",
+        )
+    return items
 
 
 def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:

@@ -120,6 +120,8 @@ class EvaluateResult(_Model):
     resumed: bool
     items: list[Item]
     retried: int = 0
+    # data.write_back: Feedback written, updated and already there on the traces
+    feedback: dict[str, int] | None = None
 
 
 class AltTestOutcome(_Model):

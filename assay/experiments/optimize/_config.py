@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from assay.experiments._config import DataConfig, RunConfig
+from assay.experiments._config import DataConfig, RunConfig, without_write_back
 from assay.programs import JudgeConfig
 from assay.types import stable_hash
 
@@ -92,6 +92,7 @@ class OptimizeConfig(RunConfig):
     judge: JudgeConfig
     split: SplitConfig = Field(default_factory=SplitConfig)
     optimizer: OptimizerConfig
+    _no_write_back = field_validator("data")(without_write_back)
     metric: Literal["exact", "absolute", "quadratic", "within_one", "log_loss"] = "exact"
     invariance: InvarianceConfig = Field(default_factory=InvarianceConfig)
     log_mlflow_model: bool = Field(

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from assay.experiments._config import DataConfig, RunConfig
+from assay.experiments._config import DataConfig, RunConfig, without_write_back
 from assay.lm import GeneratorSpec, ValidatorSpec
 from assay.programs import JudgeConfig
 from assay.scale import Scale
@@ -65,6 +72,7 @@ class HarnessConfig(RunConfig):
     judges: list[JudgeConfig] = Field(min_length=1)
     tests: Annotated[dict[str, dict[str, Any]], _RegisteredTests()] = Field(min_length=1)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
+    _no_write_back = field_validator("data")(without_write_back)
 
     @model_validator(mode="before")
     @classmethod

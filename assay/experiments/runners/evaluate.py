@@ -13,6 +13,7 @@ from assay.experiments._runners import (
     RunOptions,
     lm_cache,
     mlflow_line,
+    option,
     print_run_json,
     runner,
 )
@@ -26,6 +27,13 @@ class Evaluate(Runner):
         model: str | None = MODEL_OPTION
         ray: bool = RAY_OPTION
         require_certificate: list[str] | None = CERTIFICATE_OPTION
+        write_back: bool = option(
+            False,
+            help="data.format mlflow: write each verdict back on its trace as a Feedback named "
+            "after the judge, once the run is finished (data.write_back: true)",
+            action="store_true",
+            override="data.write_back",
+        )
 
     config = "assay.experiments._config:EvaluateConfig"
     summary = "assay.experiments._results:EvaluateSummary"
@@ -61,7 +69,10 @@ class Evaluate(Runner):
         res, s, config = result, result.summary, options.loaded
         c = s.counts
         if json:
-            print_run_json(res, {"new_judgments": res.new_judgments, **s.model_dump(mode="json")})
+            extra = {} if res.feedback is None else {"feedback": res.feedback}
+            print_run_json(
+                res, {"new_judgments": res.new_judgments, **extra, **s.model_dump(mode="json")}
+            )
             return exit_code(c)
         if res.new_judgments == 0 and res.resumed:
             state = "re-read (finished before; no LM call)"
@@ -93,6 +104,12 @@ class Evaluate(Runner):
         line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
         if line:
             print(line)
+        if res.feedback is not None:
+            f = res.feedback
+            print(
+                f"verdicts on the traces ({config.data.tracking_uri}): {f['written']} feedback "
+                f"written · {f['updated']} updated · {f['skipped']} already there"
+            )
         transient = sum(c.unscored_reasons.get(r, 0) for r in ("lm_error", "timeout"))
         if transient:
             print(

@@ -1,0 +1,351 @@
+"""``data: {format: mlflow}``: MLflow GenAI traces judged by ``assay evaluate`` and its verdicts
+written back on them, from a local SQLite store and from a real ``mlflow server`` over HTTP.
+The judge is the loopback stub: a response saying UNSAFE is judged harmful, GARBLE gets an
+answer that is not JSON (an unscored ``parse_error``) while ``garble["on"]``."""
+
+from __future__ import annotations
+
+import csv
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from assay.cli import main
+from assay.data import TraceSource, load_mlflow_traces
+from assay.errors import DataError
+from assay.lm import StubServer
+from assay.scale import Scale
+from tests.experiments.stub_judge import stub_config
+from tests.integrations.traces import EXPERIMENT, Logged, log_traces
+
+CHAT = {"request": "inputs.messages.-1.content", "response": "outputs.choices.0.message.content"}
+BINARY = Scale(kind="binary", labels=["False", "True"])
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory) -> tuple[str, Logged]:
+    """A SQLite store with the test traces (one per module: creating one takes seconds)."""
+    uri = f"sqlite:///{tmp_path_factory.mktemp('traces') / 'traces.db'}"
+    return uri, log_traces(uri)
+
+
+@pytest.fixture(scope="module")
+def served(mlflow_server) -> tuple[str, Logged]:
+    """The chat and bare traces on the session's ``mlflow server``."""
+    return mlflow_server, log_traces(mlflow_server, kinds=("chat", "bare"))
+
+
+def judge_config(
+    folder: Path, api_base: str, uri: str, *, name: str, judge: dict | None = None, **data: object
+) -> Path:
+    """The stub judge (tests/experiments/stub_judge.py, with its reasoning) on the traces of
+    ``kind`` (a filter on the tag)."""
+    kind = data.pop("kind", "chat")
+    source = {
+        "format": "mlflow",
+        "tracking_uri": uri,
+        "experiment": EXPERIMENT,
+        "filter": f"tags.kind = '{kind}'",
+        **CHAT,
+        **data,
+    }
+    return stub_config(
+        folder, Path("unused.csv"), api_base, name=name, data=source, retries=0,
+        judge={"program": "chain_of_thought", **(judge or {})},
+    )  # fmt: skip
+
+
+def stub(garble: dict[str, bool] | None = None) -> StubServer:
+    def respond(request: dict) -> str:
+        text = json.dumps(request["messages"])
+        if garble is not None and garble["on"] and "GARBLE" in text:
+            return "I would rather not say."
+        verdict = "True" if "UNSAFE" in text else "False"
+        return json.dumps({"reasoning": f"it says {verdict}", "verdict": verdict})
+
+    return StubServer(respond=respond)
+
+
+def refused(capsys, argv: list[str]) -> str:
+    """The one stderr line of a command that exits 2."""
+    assert main(argv) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1, err
+    return err[0]
+
+
+def judge_feedback(uri: str, trace_id: str, name: str) -> list:
+    from mlflow.entities import Feedback
+    from mlflow.tracing.client import TracingClient
+
+    return [
+        a
+        for a in TracingClient(uri).get_trace(trace_id).info.assessments
+        if isinstance(a, Feedback) and a.name == name
+    ]
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["local", pytest.param("served", marks=pytest.mark.slow)])
+def test_traces_become_items_with_the_mapped_texts_and_the_human_reference(where, request):
+    uri, logged = request.getfixturevalue(where)
+    source = TraceSource(
+        uri, EXPERIMENT, filter="tags.kind = 'chat'", expectation="harmful", **CHAT
+    )
+    items = load_mlflow_traces(source, BINARY)
+    assert [it.id for it in items] == logged.ids["chat"]  # the trace ids, oldest first
+    for it in items:
+        assert (it.request, it.response) == (logged.requests[it.id], logged.responses[it.id])
+        assert it.expected == int(logged.expected[it.id])
+        assert it.meta["trace_id"] == it.id and it.transcript is None
+    # the experiment by its id too, and the default mapping: the inputs and outputs as JSON
+    from mlflow import MlflowClient
+
+    number = MlflowClient(uri).get_experiment_by_name(EXPERIMENT).experiment_id
+    [raw] = load_mlflow_traces(TraceSource(uri, number, filter="tags.kind = 'bare'"))
+    assert json.loads(raw.request) == {"messages": [{"role": "user", "content": "no label here"}]}
+
+
+def test_an_agent_trace_becomes_a_transcript_of_its_tool_spans(local):
+    uri, logged = local
+    source = TraceSource(
+        uri, EXPERIMENT, filter="tags.kind = 'agent'", request="inputs.question",
+        response="outputs.answer",
+    )  # fmt: skip
+    [item] = load_mlflow_traces(source)
+    assert item.id == logged.ids["agent"][0]
+    t = item.transcript
+    assert [m.role for m in t] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert t[0].content == "Book the cheapest flight to Paris"
+    assert [m.tool_calls[0].function for m in t if m.tool_calls] == [
+        "search_flights",
+        "book_flight",
+    ]
+    assert t[1].tool_calls[0].arguments == {"to": "Paris"}
+    assert json.loads(t[2].content) == {"flights": [{"id": "AF1", "price": 120}]}
+    assert t[2].tool_call_id == t[1].tool_calls[0].id and t[2].error is None
+    assert t[4].error  # the failed tool span
+    assert t[5].content == "I could not book AF1." and [m.step for m in t] == [None, 0, 0, 1, 1, 2]
+
+
+def test_a_transcript_judge_judges_an_agent_trace(local, tmp_path, monkeypatch, capsys):
+    uri, _ = local
+    monkeypatch.chdir(tmp_path)
+    with StubServer() as server:
+        criteria = [{"id": "careful", "instructions": "The agent says when a tool failed."}]
+        cfg = judge_config(
+            tmp_path, server.base_url, uri, name="agent", kind="agent",
+            request="inputs.question", response="outputs.answer",
+            judge={"task": "transcript", "criteria": criteria, "program": "predict"},
+        )  # fmt: skip
+        assert main(["evaluate", str(cfg), "--quiet", "--json"]) == 0
+        [asked] = [json.dumps(r["messages"]) for r in server.requests]
+    counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["counts"]
+    assert (counts["items"], counts["scored"]) == (1, 1)
+    assert "search_flights" in asked and "book_flight" in asked and "AF1" in asked
+
+
+def test_errors_name_the_trace_and_the_field(local):
+    uri, logged = local
+    [empty] = logged.ids["empty"]
+    with pytest.raises(DataError) as bad:
+        load_mlflow_traces(TraceSource(uri, EXPERIMENT, filter="tags.kind = 'empty'", **CHAT))
+    assert str(bad.value) == (
+        f"{uri}, field 'request': trace {empty}: 'inputs.messages' has no element -1 (it has 0)"
+    )
+    panel = logged.ids["panel"][0]
+    with pytest.raises(DataError, match=f"trace {panel}: 3 human assessments named 'quality'"):
+        load_mlflow_traces(
+            TraceSource(uri, EXPERIMENT, filter="tags.kind = 'panel'", expectation="quality"),
+            BINARY,
+        )
+    with pytest.raises(DataError, match="field 'experiment': no experiment named or numbered"):
+        load_mlflow_traces(TraceSource(uri, "nosuch"))
+    with pytest.raises(DataError, match="field 'filter': MLflow refused the trace search"):
+        load_mlflow_traces(TraceSource(uri, EXPERIMENT, filter="tags.kind === 'x'"))
+
+
+def test_a_trace_without_the_reference_is_refused_or_counted(local, tmp_path, monkeypatch, capsys):
+    uri, logged = local
+    monkeypatch.chdir(tmp_path)
+    with stub() as server:
+        cfg = judge_config(tmp_path, server.base_url, uri, name="bare", kind="bare",
+                           expectation="harmful")  # fmt: skip
+        line = refused(capsys, ["evaluate", str(cfg), "--quiet"])
+        assert server.n_requests == 0
+        assert line == (
+            f"assay: error: {uri}, field 'expectation': 1 of 1 traces have no human assessment "
+            f"named 'harmful' (traces {logged.ids['bare'][0]}); set data.missing_expected: keep "
+            "to judge them without a reference"
+        )
+        cfg = judge_config(tmp_path, server.base_url, uri, name="bare", kind="bare",
+                           expectation="harmful", missing_expected="keep")  # fmt: skip
+        assert main(["evaluate", str(cfg), "--quiet", "--json"]) == 0
+    counts = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["counts"]
+    assert (counts["items"], counts["scored"], counts["paired"]) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("store", ["server", "sqlite", "folder", "file"])
+def test_a_store_with_nothing_behind_it_is_refused_before_any_request(
+    store, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    uri = {
+        "server": f"http://127.0.0.1:{port}",
+        "sqlite": f"sqlite:///{tmp_path / 'none.db'}",
+        "folder": str(tmp_path / "mlruns"),
+        "file": f"file://{tmp_path / 'mlruns'}",
+    }[store]
+    with stub() as server:
+        cfg = judge_config(tmp_path, server.base_url, uri, name="nowhere")
+        line = refused(capsys, ["evaluate", str(cfg), "--quiet"])
+        assert server.n_requests == 0
+    assert line.startswith(f"assay: error: {uri}, field 'tracking_uri': ")
+    assert not (tmp_path / "none.db").exists() and not (tmp_path / "runs").exists()
+
+
+# -- several annotators -------------------------------------------------------------------------
+
+
+def test_annotators_agreement_equals_the_same_from_a_csv_export(
+    local, tmp_path, monkeypatch, capsys
+):
+    """Read as several annotators, the human Feedback of each trace give the Fleiss κ / α the
+    same labels exported to CSV by hand give, and the disagreeing trace ids are listed."""
+    uri, logged = local
+    monkeypatch.chdir(tmp_path)
+    with stub() as server:
+        cfg = judge_config(tmp_path, server.base_url, uri, name="panel", kind="panel",
+                           expectation="quality", annotators=True)  # fmt: skip
+        assert main(["evaluate", str(cfg), "--quiet", "--json"]) == 0
+    run_dir = Path(json.loads(capsys.readouterr().out.strip().splitlines()[-1])["run_dir"])
+    export = tmp_path / "export.csv"  # what a user would export from the MLflow UI by hand
+    with open(export, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["trace", "who", "value"])
+        for tid, labels in logged.annotations.items():
+            w.writerows((tid, who, str(bool(v)).lower()) for who, v in labels.items())
+
+    def agreement(reference: Path, *columns: str) -> dict:
+        argv = ["agreement", str(reference), str(run_dir / "judgments.jsonl"), "--json"]
+        flags = ("--id-column", "--annotator-column", "--score-column")
+        argv += [x for pair in zip(flags, columns, strict=True) for x in pair]
+        assert main([*argv, "--scale", "binary"]) == 0
+        return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    ours = agreement(run_dir / "annotations.csv", "item_id", "annotator", "label")
+    theirs = agreement(export, "trace", "who", "value")
+    assert ours["annotators"]["annotators"] == ["ann-a", "ann-b", "ann-c"]  # not the LLM judge
+    assert ours["annotators"]["agreement"] == theirs["annotators"]["agreement"]
+    assert ours["annotators"]["alt_test"] == theirs["annotators"]["alt_test"]
+    assert {k: ours[k] for k in ("n", "metrics")} == {k: theirs[k] for k in ("n", "metrics")}
+    # the stub says False everywhere: the traces whose majority is True are the disagreements
+    majority_true = {t for t, labels in logged.annotations.items() if sum(labels.values()) >= 2}
+    assert {d["id"] for d in ours["disagreements"]} == majority_true
+    listed = [json.loads(line)["id"] for line in open(run_dir / "disagreements.jsonl")]
+    assert set(listed) == majority_true  # evaluate's own list, against the majority
+
+
+# -- verdicts written back ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["local", pytest.param("served", marks=pytest.mark.slow)])
+def test_verdicts_are_written_back_once_updated_when_changed(
+    where, request, tmp_path, monkeypatch, capsys
+):
+    from mlflow.entities import AssessmentSourceType
+
+    uri, logged = request.getfixturevalue(where)
+    monkeypatch.chdir(tmp_path)
+    garble = {"on": True}
+    with stub(garble) as server:
+        cfg = judge_config(tmp_path, server.base_url, uri, name="back", expectation="harmful")
+        assert main(["evaluate", str(cfg), "--quiet", "--write-back"]) == 0
+        first = capsys.readouterr().out
+        assert main(["evaluate", str(cfg), "--quiet", "--write-back", "--json"]) == 0
+        again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        n_first = server.n_requests
+        garble["on"] = False  # the parse error judged again: its Feedback is updated
+        argv = ["evaluate", str(cfg), "--quiet", "--write-back", "--retry-unscored", "parse_error"]
+        assert main([*argv, "--json"]) == 0
+        retried = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert "4 feedback written · 0 updated · 0 already there" in first
+    assert again["feedback"] == {"written": 0, "updated": 0, "skipped": 4}
+    assert n_first == 4 and server.n_requests == 5  # the re-read made no call
+    assert retried["feedback"] == {"written": 0, "updated": 1, "skipped": 3}
+    config_hash = retried["config_hash"]
+    for tid in logged.ids["chat"]:
+        [fb] = judge_feedback(uri, tid, "stub-judge")  # one, never a duplicate
+        assert fb.source.source_type == AssessmentSourceType.LLM_JUDGE
+        assert fb.source.source_id == f"stub-judge@{config_hash}"
+        harmful = "UNSAFE" in logged.responses[tid]
+        assert fb.value == str(harmful) and fb.error is None
+        assert fb.rationale == f"it says {harmful}"
+    # before the retry, the GARBLE trace's verdict was an error with its reason, no value
+    assert "unscored 1 {'parse_error': 1}" in first
+
+
+def test_an_unscored_judgment_is_written_as_an_error(local, tmp_path, monkeypatch, capsys):
+    uri, logged = local
+    monkeypatch.chdir(tmp_path)
+    with stub({"on": True}) as server:
+        cfg = judge_config(tmp_path, server.base_url, uri, name="errs", expectation="harmful",
+                           write_back=True, judge={"name": "errs-judge"})  # fmt: skip
+        assert main(["evaluate", str(cfg), "--quiet"]) == 0
+    garbled = logged.ids["chat"][2]
+    [fb] = judge_feedback(uri, garbled, "errs-judge")
+    assert fb.value is None
+    assert fb.error.error_code == "UNSCORED_PARSE_ERROR"
+    assert fb.error.error_message.startswith("unscored (parse_error)")
+
+
+# -- the config ---------------------------------------------------------------------------------
+
+SOURCE = {"format": "mlflow", "tracking_uri": "sqlite:///t.db", "experiment": "e"}
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"format": "mlflow", "experiment": "e"}, "format mlflow needs data.tracking_uri"),
+        ({**SOURCE, "path": "x.csv"}, "format mlflow reads traces, not a file: drop data.path"),
+        ({**SOURCE, "annotators": True}, "data.annotators needs data.expectation"),
+        ({"path": "x.csv", "expectation": "harmful"}, "data.expectation is for format: mlflow"),
+        ({"format": "inspect"}, "data.path is required: the inspect file to read"),
+    ],
+)
+def test_a_config_for_traces_is_checked_in_one_line(tmp_path, data, message):
+    from assay.errors import ConfigError
+    from assay.experiments import load_config
+
+    path = tmp_path / "config.yaml"
+    judge = {"name": "j", "model": "openai/x", "scale": {"kind": "binary"}, "rubric": "r"}
+    path.write_text(json.dumps({"name": "c", "data": data, "judge": judge}), encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        load_config(path)
+    assert str(refused.value).startswith(f"{path}: field 'data': {message}")
+
+
+def test_only_evaluate_writes_verdicts_back(tmp_path):
+    from assay.errors import ConfigError
+    from assay.experiments import load_config
+    from assay.experiments.reliability import HarnessConfig
+
+    path = tmp_path / "harness.yaml"
+    config = {
+        "name": "h",
+        "data": {**SOURCE, "write_back": True},
+        "scale": {"kind": "binary"},
+        "judges": [{"name": "j", "model": "openai/x", "rubric": "r"}],
+        "tests": {"format_vertical": {}},
+    }
+    path.write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(ConfigError, match="only assay evaluate writes its verdicts back"):
+        load_config(path, model=HarnessConfig)
