@@ -55,6 +55,7 @@ _NAMES = {
     "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
     "_cost": ("cost_per_accuracy_point",),
     "_disagreements": ("Disagreement", "disagreements"),
+    "_drift": ("DriftTest", "drift_test", "predicted_change_rate"),
     "_dspy": (
         "DSPyMetric",
         "absolute_error_score",
@@ -81,6 +82,15 @@ _NAMES = {
     ),
     "_majority": ("Majority", "Tie", "majority_vote"),
     "_ordinal": ("ccc", "mae", "pearson", "spearman"),
+    "_paired": (
+        "PairedComparison",
+        "PairedDifference",
+        "bootstrap_p_value",
+        "items_needed_mcnemar",
+        "items_needed_se",
+        "mcnemar_exact",
+        "paired_comparison",
+    ),
     "_pairwise": ("KAPPAS", "inter_annotator_kappa", "ordinal_kappas"),
     "_prevalence": ("PrevalenceEstimate", "corrected_prevalence", "rogan_gladen"),
     "_rates": ("rate",),
@@ -186,6 +196,17 @@ __all__ = [
     # where judge and reference disagree
     "Disagreement",
     "disagreements",
+    # two judges on the same items (paired comparison), one judge at two times (drift)
+    "PairedComparison",
+    "PairedDifference",
+    "bootstrap_p_value",
+    "items_needed_mcnemar",
+    "items_needed_se",
+    "mcnemar_exact",
+    "paired_comparison",
+    "DriftTest",
+    "drift_test",
+    "predicted_change_rate",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -238,6 +259,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.metrics._cost import cost_per_accuracy_point
     from assay.metrics._disagreements import Disagreement, disagreements
+    from assay.metrics._drift import DriftTest, drift_test, predicted_change_rate
     from assay.metrics._dspy import (
         DSPyMetric,
         absolute_error_score,
@@ -264,6 +286,15 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.metrics._majority import Majority, Tie, majority_vote
     from assay.metrics._ordinal import ccc, mae, pearson, spearman
+    from assay.metrics._paired import (
+        PairedComparison,
+        PairedDifference,
+        bootstrap_p_value,
+        items_needed_mcnemar,
+        items_needed_se,
+        mcnemar_exact,
+        paired_comparison,
+    )
     from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
     from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
     from assay.metrics._rates import rate
