@@ -55,7 +55,7 @@ _NAMES = {
     "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
     "_cost": ("cost_per_accuracy_point",),
     "_disagreements": ("Disagreement", "disagreements"),
-    "_drift": ("DriftTest", "drift_test", "predicted_change_rate"),
+    "_drift": ("DriftTest", "Stability", "drift_test", "item_change_rates", "stability"),
     "_dspy": (
         "DSPyMetric",
         "absolute_error_score",
@@ -205,8 +205,10 @@ __all__ = [
     "mcnemar_exact",
     "paired_comparison",
     "DriftTest",
+    "Stability",
     "drift_test",
-    "predicted_change_rate",
+    "item_change_rates",
+    "stability",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -259,7 +261,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.metrics._cost import cost_per_accuracy_point
     from assay.metrics._disagreements import Disagreement, disagreements
-    from assay.metrics._drift import DriftTest, drift_test, predicted_change_rate
+    from assay.metrics._drift import DriftTest, Stability, drift_test, item_change_rates, stability
     from assay.metrics._dspy import (
         DSPyMetric,
         absolute_error_score,

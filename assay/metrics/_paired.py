@@ -12,8 +12,8 @@ list, the same batched functions) is computed for judge A and judge B, and their
   (the percentile interval inverted: it is below the level exactly when the interval at that
   level leaves 0 out, up to the ``+1``).
 
-Multiplicity: the p-values of the metrics compared are adjusted together by **Holm**
-(``statsmodels.stats.multitest.multipletests(method="holm")``), which controls the
+Multiplicity: the p-values of the metrics compared are adjusted together by **Holm** (as
+``statsmodels.stats.multitest.multipletests(method="holm")`` adjusts them), which controls the
 family-wise error rate at the level; a metric's verdict comes from its Holm-adjusted p-value.
 The intervals are **Bonferroni** intervals (each at ``1 − level / m`` for ``m`` metrics), so
 that they hold simultaneously; Holm can reject where a Bonferroni interval still touches 0
@@ -89,6 +89,7 @@ class PairedComparison:
     n_resamples: int
     seed: int
     differences: list[PairedDifference]
+    note: str | None = None  # about the comparison as a whole
 
 
 def mcnemar_exact(a_correct: ArrayLike, b_correct: ArrayLike) -> tuple[int, int, float]:
@@ -210,6 +211,7 @@ def paired_comparison(
     ci_level = 1 - level / m
     indices = _resample_indices(n, n_resamples, seed)
     a_only, b_only, mcnemar_p = mcnemar_exact(ref == a_idx, ref == b_idx)
+    same = bool(np.all(a_idx == b_idx))
 
     rows = []
     for spec_a, spec_b in specs:
@@ -243,7 +245,7 @@ def paired_comparison(
         se = float(np.std(defined, ddof=1)) if defined.size > 1 else math.nan
         rows.append((spec_a.name, value_a, value_b, ci, p, test, se, notes))
 
-    adjusted = _holm([r[4] for r in rows], level)
+    adjusted = _holm([r[4] for r in rows])
     alpha_each = level / m
     out = []
     for (name, va, vb, ci, p, test, se, notes), p_adj in zip(rows, adjusted, strict=True):
@@ -260,7 +262,7 @@ def paired_comparison(
                 )
             elif se > 0:
                 needed = items_needed_se(n, se, delta, alpha_each, power)
-            else:
+            elif not same:
                 notes.append("no variation across bootstrap replicates: items needed unknown")
         defined_ci = ci.n_dropped < ci.n_resamples
         out.append(
@@ -291,17 +293,27 @@ def paired_comparison(
         n_resamples=n_resamples,
         seed=seed,
         differences=out,
+        note="A and B gave the same verdict on every item: no difference to measure, and no "
+        "standard error to size a larger sample from"
+        if same
+        else None,
     )
 
 
-def _holm(p_values: list[float], level: float) -> list[float]:
-    """Holm-adjusted p-values (statsmodels); an undefined p-value stays nan and is not counted."""
-    from statsmodels.stats.multitest import multipletests
-
+def _holm(p_values: list[float]) -> list[float]:
+    """Holm-adjusted p-values, as ``statsmodels.stats.multitest.multipletests(method="holm")``
+    computes them (sorted p × (m, m−1, …, 1), running maximum, capped at 1; checked equal in
+    the tests) — here, because statsmodels runs a full ``gc.collect()`` on every Holm call
+    (a quarter of a second in a process holding DSPy). An undefined p-value stays nan and is
+    not counted in m."""
     defined = [i for i, p in enumerate(p_values) if not math.isnan(p)]
     out = [math.nan] * len(p_values)
     if defined:
-        adjusted = multipletests([p_values[i] for i in defined], alpha=level, method="holm")[1]
-        for i, p in zip(defined, adjusted, strict=True):
-            out[i] = float(p)
+        p = np.array([p_values[i] for i in defined])
+        order = np.argsort(p, kind="stable")
+        stepped = np.maximum.accumulate(p[order] * np.arange(len(p), 0, -1))
+        adjusted = np.empty_like(p)
+        adjusted[order] = np.minimum(stepped, 1.0)
+        for i, v in zip(defined, adjusted, strict=True):
+            out[i] = float(v)
     return out

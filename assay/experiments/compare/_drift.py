@@ -41,7 +41,8 @@ def drift(
     """The verdicts of ``new`` against ``old`` (evaluate runs of one judge config on the same
     items): which changed, their rate with a Clopper–Pearson interval, and the one-sided exact
     binomial test against the rate ``stability`` (a harness run directory) predicts."""
-    from assay.metrics import drift_test, predicted_change_rate
+    from assay.metrics import drift_test
+    from assay.metrics import stability as measure
 
     with tempfile.TemporaryDirectory(prefix="assay-drift-") as tmp:
         ro = read_judge_run(old, tracking_uri=tracking_uri, scratch=Path(tmp))
@@ -55,15 +56,15 @@ def drift(
     ids, left_out = paired_ids(ro, rn, need_reference=False)
     if not ids:
         raise RunError(f"{old} and {new}: no item was scored in both runs")
-    if stability is None:
-        predicted, source, n_stab = 0.0, NO_STABILITY, 0
-    else:
-        samples = stability_samples(Path(stability), ro)
-        predicted, n_stab = predicted_change_rate(samples.values())
-        k = max(len(s) for s in samples.values())
+    measured = None
+    source = NO_STABILITY
+    if stability is not None:
+        measured = measure(stability_samples(Path(stability), ro).values(), level=level)
         source = (
-            f"{STABILITY_TEST} of this judge config in {stability}: {n_stab} items, up to "
-            f"{k} samples each; P(two samples of an item differ) = {predicted:.3f}"
+            f"{STABILITY_TEST} of this judge config in {stability}: {measured.items} items, up "
+            f"to {measured.samples} samples each; P(two verdicts on an item differ) = "
+            f"{measured.rate:.3f}, its upper {1 - level / 2:.1%} bound {measured.upper:.3f} is "
+            f"tested at {level / 2:g} (the two errors within {level:g})"
         )
     label = ro.scale.label_of
     changes = [
@@ -75,16 +76,17 @@ def drift(
         for i in ids
         if ro.judgments[i].score != rn.judgments[i].score
     ]
-    test = drift_test(len(changes), len(ids), predicted, level=level, confidence=confidence)
+    test = drift_test(len(changes), len(ids), measured, level=level, confidence=confidence)
+    said = f"{test.changed} of {test.n} verdicts changed ({test.rate:.1%})"
     if test.drifted:
         verdict = (
-            f"drifted: {test.changed} of {test.n} verdicts changed, more than stability "
-            f"predicts ({test.predicted:.3f}) at {level:g} (p = {test.p_value:.3g})"
+            f"drifted: {said}, more than stability explains ({test.tested_against:.3f}; "
+            f"p = {test.p_value:.3g} < {test.test_level:g})"
         )
     else:
         verdict = (
-            f"within stability: {test.changed} of {test.n} verdicts changed; stability predicts "
-            f"{test.predicted:.3f} (p = {test.p_value:.3g} at {level:g})"
+            f"within stability: {said}; stability explains up to {test.tested_against:.3f} "
+            f"(p = {test.p_value:.3g} at {test.test_level:g})"
         )
     result = DriftResult(
         old=side(ro),
@@ -93,7 +95,7 @@ def drift(
         n_items=len(ro.items),
         left_out=left_out,
         stability=source,
-        stability_items=n_stab,
+        measured=measured,
         test=test,
         changes=changes,
         verdict=verdict,

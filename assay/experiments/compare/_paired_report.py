@@ -88,8 +88,9 @@ def paired_tables(p: dict[str, Any]) -> list[Table]:
             f"{p['n_paired']} items scored by both judges, with a reference. Accuracy: McNemar's "
             f"exact test ({c['a_only_right']} items only A got right, {c['b_only_right']} only "
             f"B); the other metrics: a paired bootstrap ({c['n_resamples']} resamples of the "
-            f"items, seed {c['seed']}). p-values Holm-adjusted over the {len(rows)} metrics; "
-            f"intervals at the Bonferroni level {ci:.2%} (they hold together)."
+            f"items, seed {c['seed']}). p-values Holm-adjusted over the metrics with a test; "
+            f"intervals at the Bonferroni level {ci:.2%} (1 − {level:g}/{len(rows)}: they hold "
+            "together)."
         ),
         note=(
             f"Items needed: to detect Δ = {c['delta']:g} at level {level:g}/{len(rows)} with "
@@ -133,7 +134,7 @@ def drift_tables(d: dict[str, Any]) -> list[Table]:
                 "anchors",
                 "changed",
                 f"change rate [{t['confidence']:.0%} Clopper–Pearson]",
-                "predicted by stability",
+                "predicted by stability [upper bound tested]",
                 "p (one-sided exact binomial)",
                 f"at {t['level']:g}",
             ],
@@ -142,7 +143,7 @@ def drift_tables(d: dict[str, Any]) -> list[Table]:
                     str(t["n"]),
                     str(t["changed"]),
                     f"{fmt(t['rate'])} [{fmt(t['ci_low'])}, {fmt(t['ci_high'])}]",
-                    fmt(t["predicted"]),
+                    f"{fmt(t['predicted'])} [{fmt(t['tested_against'])}]",
                     _p(t["p_value"]),
                     "drifted" if t["drifted"] else "within stability",
                 ]
@@ -205,6 +206,7 @@ def tracked_run(result: Any, folder: Path) -> Any:
             "change_rate_ci_low": t["ci_low"],
             "change_rate_ci_high": t["ci_high"],
             "predicted_change_rate": t["predicted"],
+            "predicted_change_rate_upper": t["tested_against"],
             "p": t["p_value"],
             "drifted": float(t["drifted"]),
         }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from assay.metrics import DriftTest, PairedComparison
+from assay.metrics import DriftTest, PairedComparison, Stability
 
 
 class _Model(BaseModel):
@@ -134,8 +134,8 @@ class DriftResult(_Model):
     items: str
     n_items: int
     left_out: list[LeftOutItem]
-    stability: str  # where the predicted change rate came from
-    stability_items: int  # the items it was measured on (0: none)
+    stability: str  # where the predicted change rate came from, in words
+    measured: Stability | None  # None: no stability measured
     test: DriftTest
     changes: list[ItemChange]
     verdict: str

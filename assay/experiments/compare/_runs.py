@@ -5,6 +5,7 @@ id whose logged artifacts are that directory."""
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from assay.types import Item, Judgment
 
 # What a logged evaluate run's artifacts must hold to be read back like its directory.
 _FILES = ("config.yaml", "judgments.jsonl", "run.json")
+_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 
 @dataclass
@@ -58,7 +60,8 @@ def read_judge_run(named: str | Path, *, tracking_uri: str, scratch: Path) -> Ju
     state = _state(path)
     if state.get("kind", "evaluate") != "evaluate":
         raise RunError(f"{named}: a {state.get('kind')} run; only evaluate runs are paired")
-    if state.get("status") != "finished":
+    # (a logged run's run.json was copied while it was finishing: MLflow's status says, above)
+    if run_id is None and state.get("status") != "finished":
         raise RunError(f"{named}: the run has not finished (status {state.get('status')!r})")
     config, judgments = _read(path)
     assert config.judge.scale is not None
@@ -104,12 +107,22 @@ def _download(run_id: str, tracking_uri: str, scratch: Path) -> Path:
     command = run.data.tags.get("assay.command")
     if command != "evaluate":
         raise RunError(f"{run_id}: an MLflow run of '{command}', not of evaluate")
+    if run.info.status != "FINISHED":
+        raise RunError(f"{run_id}: the MLflow run has not finished (status {run.info.status})")
     dest = Path(tempfile.mkdtemp(prefix=f"{run_id[:8]}-", dir=scratch))
-    for name in _FILES:
-        try:
-            download_artifacts(
-                run_id=run_id, artifact_path=name, dst_path=str(dest), tracking_uri=tracking_uri
-            )
-        except (MlflowException, OSError):
-            raise RunError(f"{run_id}: its MLflow artifacts hold no {name}") from None
+    quiet = os.environ.get(_BAR)
+    os.environ[_BAR] = "false"  # no progress bar per file on the console
+    try:
+        for name in _FILES:
+            try:
+                download_artifacts(
+                    run_id=run_id, artifact_path=name, dst_path=str(dest), tracking_uri=tracking_uri
+                )
+            except (MlflowException, OSError):
+                raise RunError(f"{run_id}: its MLflow artifacts hold no {name}") from None
+    finally:
+        if quiet is None:
+            os.environ.pop(_BAR, None)
+        else:
+            os.environ[_BAR] = quiet
     return dest
