@@ -152,7 +152,10 @@ def test_paired_reads_mlflow_runs_and_logs_a_comparison_run(tmp_path, stub, caps
     assert run.data.params["a"] == ids[0]
 
 
-def test_drift_flags_the_changed_persona_not_an_unchanged_rerun(tmp_path, stub, capsys):
+def test_drift_flags_the_changed_persona_not_an_unchanged_rerun(
+    tmp_path, stub, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # ./drift: drift.json and the reports
     old = evaluate(tmp_path / "old", stub, "stub-model")
     same = evaluate(tmp_path / "same", stub, "stub-model")
     stub.personas.wrong = {"stub-model": {1, 2, 3, 4, 5, 6}}  # the provider changed the model
@@ -162,6 +165,7 @@ def test_drift_flags_the_changed_persona_not_an_unchanged_rerun(tmp_path, stub, 
     assert "within stability: 0 of 40 verdicts changed" in capsys.readouterr().out
     assert main(["drift", str(old), str(new), "--no-log", "--json"]) == 1
     res = json.loads(capsys.readouterr().out)
+    assert "Items whose verdict changed" in (tmp_path / "drift" / "report.md").read_text()
     assert res["test"]["changed"] == 6 and res["test"]["drifted"]
     assert [c["item_id"] for c in res["changes"]] == [f"i{k}" for k in range(1, 7)]
     assert res["stability"] == "no stability measured; any change is flagged"
@@ -169,9 +173,10 @@ def test_drift_flags_the_changed_persona_not_an_unchanged_rerun(tmp_path, stub, 
     assert "judge config" in refused(capsys, ["drift", str(old), str(other)])
 
 
-def test_drift_within_the_stability_a_harness_measured(tmp_path, stub, capsys):
+def test_drift_within_the_stability_a_harness_measured(tmp_path, stub, capsys, monkeypatch):
     """Items 1-6 are noisy (their verdict alternates call by call): the harness's
     stochastic_stability samples of the same judge config predict their changes."""
+    monkeypatch.chdir(tmp_path)
     stub.personas.noisy = set(range(1, 7))
     old = evaluate(tmp_path / "old", stub, "stub-model")
     new = evaluate(tmp_path / "new", stub, "stub-model")

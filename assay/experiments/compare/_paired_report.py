@@ -68,7 +68,8 @@ def paired_tables(p: dict[str, Any]) -> list[Table]:
                 "—" if d["items_needed"] is None else str(d["items_needed"]),
             ]
         )
-    notes = [f"{d['metric']}: {d['note']}" for d in c["differences"] if d.get("note")]
+    notes = [c["note"]] if c.get("note") else []  # about the comparison as a whole
+    notes += [f"{d['metric']}: {d['note']}" for d in c["differences"] if d.get("note")]
     table = Table(
         "Is B better than A?",
         [
