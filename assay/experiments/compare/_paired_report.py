@@ -87,8 +87,8 @@ def paired_tables(p: dict[str, Any]) -> list[Table]:
         rows,
         lead=(
             f"{p['n_paired']} items scored by both judges, with a reference. Accuracy: McNemar's "
-            f"exact test ({c['a_only_right']} items only A got right, {c['b_only_right']} only "
-            f"B); the other metrics: a paired bootstrap ({c['n_resamples']} resamples of the "
+            f"exact test on the discordant items (A alone right: {c['a_only_right']}, B alone "
+            f"right: {c['b_only_right']}); the other metrics: a paired bootstrap ({c['n_resamples']} resamples of the "
             f"items, seed {c['seed']}). p-values Holm-adjusted over the metrics with a test; "
             f"intervals at the Bonferroni level {ci:.2%} (1 − {level:g}/{len(rows)}: they hold "
             "together)."
