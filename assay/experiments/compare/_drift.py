@@ -16,7 +16,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from assay.errors import RunError
+from assay.errors import ConfigError, RunError
 from assay.experiments.compare._paired import check_same_items, paired_ids, side, write_outputs
 from assay.experiments.compare._results import DriftResult, ItemChange
 from assay.experiments.compare._runs import JudgeRun, read_judge_run
@@ -43,6 +43,10 @@ def drift(
     binomial test against the rate ``stability`` (a harness run directory) predicts."""
     from assay.metrics import drift_test
     from assay.metrics import stability as measure
+
+    for name, value in (("--level", level), ("--confidence", confidence)):
+        if not 0 < value < 1:
+            raise ConfigError(f"drift {name} {value}: must be strictly between 0 and 1")
 
     with tempfile.TemporaryDirectory(prefix="assay-drift-") as tmp:
         ro = read_judge_run(old, tracking_uri=tracking_uri, scratch=Path(tmp))

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from assay.errors import RunError
+from assay.errors import ConfigError, RunError
 from assay.experiments._scoring import metric_kind
 from assay.experiments.compare._results import LeftOutItem, PairedResult, PairedSide
 from assay.experiments.compare._runs import JudgeRun, read_judge_run
@@ -64,21 +64,24 @@ def paired(
     va = [scale.index(ra.judgments[i].score) for i in ids]
     vb = [scale.index(rb.judgments[i].score) for i in ids]
     thr = ra.config.threshold
-    result = paired_comparison(
-        ref,
-        va,
-        vb,
-        kind=metric_kind(scale),
-        k=scale.k,
-        threshold=scale.index(thr) if thr is not None else None,
-        level=level,
-        delta=delta,
-        power=power,
-        metrics=metrics,
-        higher_is_better=higher_is_better,
-        n_resamples=n_resamples,
-        seed=seed,
-    )
+    try:  # the verdicts are valid indices by now: what is left to refuse is the options
+        result = paired_comparison(
+            ref,
+            va,
+            vb,
+            kind=metric_kind(scale),
+            k=scale.k,
+            threshold=scale.index(thr) if thr is not None else None,
+            level=level,
+            delta=delta,
+            power=power,
+            metrics=metrics,
+            higher_is_better=higher_is_better,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"compare --paired: {exc}") from None
     out = PairedResult(
         a=side(ra),
         b=side(rb),
