@@ -81,6 +81,7 @@ class PairedComparison:
 
     n: int
     level: float
+    tests: int  # m: the metrics with a test (Holm's family; undefined ones have none)
     ci_level: float  # each interval's level: 1 − level / m (Bonferroni)
     delta: float  # the Δ the items needed are for
     power: float
@@ -207,8 +208,6 @@ def paired_comparison(
                 f"{', '.join(known)}"
             )
         specs = [(sa, sb) for sa, sb in specs if sa.name in metrics]
-    m = len(specs)
-    ci_level = 1 - level / m
     indices = _resample_indices(n, n_resamples, seed)
     a_only, b_only, mcnemar_p = mcnemar_exact(ref == a_idx, ref == b_idx)
     same = bool(np.all(a_idx == b_idx))
@@ -225,7 +224,6 @@ def paired_comparison(
         value_a = float(spec_a.statistic(*(x[None, :] for x in spec_a.arrays))[0])
         value_b = float(spec_b.statistic(*(x[None, :] for x in spec_b.arrays))[0])
         reps = _replicates(diff, [*spec_a.arrays, *spec_b.arrays], indices)
-        ci = _percentile_ci(reps, ci_level)
         defined = reps[~np.isnan(reps)]
         notes = []
         if spec_a.name == "accuracy":
@@ -243,12 +241,16 @@ def paired_comparison(
                 0, f"undefined for {'A' if math.isnan(value_a) else 'B'}: {spec_a.undefined}"
             )
         se = float(np.std(defined, ddof=1)) if defined.size > 1 else math.nan
-        rows.append((spec_a.name, value_a, value_b, ci, p, test, se, notes))
+        rows.append((spec_a.name, value_a, value_b, reps, p, test, se, notes))
 
+    # the family: the metrics with a test (one undefined for A or B has none)
+    m = max(1, sum(not math.isnan(r[4]) for r in rows))
+    ci_level = 1 - level / m
     adjusted = _holm([r[4] for r in rows])
     alpha_each = level / m
     out = []
-    for (name, va, vb, ci, p, test, se, notes), p_adj in zip(rows, adjusted, strict=True):
+    for (name, va, vb, reps, p, test, se, notes), p_adj in zip(rows, adjusted, strict=True):
+        ci = _percentile_ci(reps, ci_level)
         higher = higher_is_better(name) if higher_is_better is not None else True
         d = vb - va
         better = None
@@ -285,6 +287,7 @@ def paired_comparison(
     return PairedComparison(
         n=n,
         level=level,
+        tests=m,
         ci_level=ci_level,
         delta=delta,
         power=power,

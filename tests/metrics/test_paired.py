@@ -65,7 +65,7 @@ def test_values_and_deltas_are_the_metrics_of_each_judge():
         assert d.delta == pytest.approx(d.b - d.a)
         assert d.ci_low <= d.delta <= d.ci_high or d.better is None
     m = len(res.differences)
-    assert res.ci_level == pytest.approx(1 - 0.05 / m)
+    assert res.tests == m and res.ci_level == pytest.approx(1 - 0.05 / m)
 
 
 def test_holm_equals_statsmodels_and_decides_the_verdict():

@@ -10,7 +10,6 @@ The statistics — McNemar's exact test, the paired bootstrap, Holm, the items n
 
 from __future__ import annotations
 
-import math
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -159,7 +158,7 @@ def side(run: JudgeRun) -> PairedSide:
 
 def verdict(result: Any) -> str:
     """One sentence: which judge is better on which metrics, at which level, after Holm."""
-    m = sum(not math.isnan(d.p_adjusted) for d in result.differences)  # the tests Holm counted
+    m = result.tests  # the metrics with a test, which Holm counted
     adj = f"at {result.level:g}, Holm-adjusted over {m} metric{'s' * (m != 1)}"
     parts = []
     for who in ("B", "A"):

@@ -44,6 +44,7 @@ def _left_table(left: list[dict[str, Any]], what: str) -> Table:
 def paired_tables(p: dict[str, Any]) -> list[Table]:
     c = p["comparison"]
     level, ci = c["level"], c["ci_level"]
+    m = c["tests"]  # the metrics with a test: Holm's family, Bonferroni's m
     rows = []
     for d in c["differences"]:
         better = d["better"]
@@ -88,13 +89,13 @@ def paired_tables(p: dict[str, Any]) -> list[Table]:
         lead=(
             f"{p['n_paired']} items scored by both judges, with a reference. Accuracy: McNemar's "
             f"exact test on the discordant items (A alone right: {c['a_only_right']}, B alone "
-            f"right: {c['b_only_right']}); the other metrics: a paired bootstrap ({c['n_resamples']} resamples of the "
-            f"items, seed {c['seed']}). p-values Holm-adjusted over the metrics with a test; "
-            f"intervals at the Bonferroni level {ci:.2%} (1 − {level:g}/{len(rows)}: they hold "
-            "together)."
+            f"right: {c['b_only_right']}); the other metrics: a paired bootstrap "
+            f"({c['n_resamples']} resamples of the items, seed {c['seed']}). p-values "
+            f"Holm-adjusted over the {m} metrics with a test; intervals at the Bonferroni level "
+            f"{ci:.2%} (1 − {level:g}/{m}: they hold together)."
         ),
         note=(
-            f"Items needed: to detect Δ = {c['delta']:g} at level {level:g}/{len(rows)} with "
+            f"Items needed: to detect Δ = {c['delta']:g} at level {level:g}/{m} with "
             f"power {c['power']:g} — accuracy by Connor's (1987) normal approximation for "
             "McNemar's test with the observed discordance rate, the others from the bootstrap "
             "standard error scaled as 1/√n." + ("".join(f" Note — {n}." for n in notes))
