@@ -22,8 +22,8 @@ class Drift(Runner):
         old: str = argument(help="the earlier evaluate run (a run directory or MLflow run id)")
         new: str = argument(help="the later evaluate run of the same judge config and items")
         stability: str | None = option(
-            help="a harness run with stochastic_stability for this judge config: the change "
-            "rate it predicts (default: none measured, any change is flagged)",
+            help="a harness run directory with stochastic_stability for this judge config: the "
+            "change rate it predicts (default: none measured, any change is flagged)",
             metavar="HARNESS_RUN",
         )
         level: float = option(0.05, help="the test's level", type="positive_float")
