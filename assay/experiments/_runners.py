@@ -55,6 +55,7 @@ BUILTIN = (
     "certify",
     "selftest",
     "compare",
+    "drift",
     "optimize",
     "toolemu",
     "toolemu_agreement",
@@ -504,8 +505,8 @@ def run_kind(run_dir: Path) -> str:
         kind = json.loads(state.read_text(encoding="utf-8")).get("kind")
         if kind:
             return kind
-    if (run_dir / "comparison.json").is_file():
-        return "compare"
+    if any((run_dir / f).is_file() for f in ("comparison.json", "paired.json", "drift.json")):
+        return "compare"  # compare --paired and drift write theirs like a comparison
     if (run_dir / "metrics.json").is_file():
         if (run_dir / "trajectories.jsonl").is_file():
             return "toolemu"

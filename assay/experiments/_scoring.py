@@ -42,6 +42,13 @@ def pair_scores(
     return both, [reference[i] for i in both], [candidate[i] for i in both], unscored  # type: ignore[misc]
 
 
+def metric_kind(scale: Scale) -> str:
+    """Which agreement metrics a scale gets: ``binary``, ``ordinal`` or ``categorical``."""
+    if scale.kind == "binary":
+        return "binary"
+    return "ordinal" if scale.ordered else "categorical"  # label → score maps are ordered too
+
+
 def agreement_summary(
     reference: list[int],
     candidate: list[int],
@@ -58,14 +65,10 @@ def agreement_summary(
     ref = np.array([scale.index(s) for s in reference])
     cand = np.array([scale.index(s) for s in candidate])
     thr = scale.index(threshold) if threshold is not None else None
-    if scale.kind == "binary":
-        kind = "binary"
-    else:  # label → score maps (ToolEmu) are ordered scores too
-        kind = "ordinal" if scale.ordered else "categorical"
     metrics = agreement_metrics(
         ref,
         cand,
-        kind=kind,
+        kind=metric_kind(scale),
         k=scale.k,
         threshold=thr,
         n_resamples=n_resamples,

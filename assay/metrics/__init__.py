@@ -65,6 +65,7 @@ _NAMES = {
     "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
     "_cost": ("cost_per_accuracy_point",),
     "_disagreements": ("Disagreement", "disagreements"),
+    "_drift": ("DriftTest", "Stability", "drift_test", "item_change_rates", "stability"),
     "_dspy": (
         "DSPyMetric",
         "absolute_error_score",
@@ -91,6 +92,15 @@ _NAMES = {
     ),
     "_majority": ("Majority", "Tie", "majority_vote"),
     "_ordinal": ("ccc", "mae", "pearson", "spearman"),
+    "_paired": (
+        "PairedComparison",
+        "PairedDifference",
+        "bootstrap_p_value",
+        "items_needed_mcnemar",
+        "items_needed_se",
+        "mcnemar_exact",
+        "paired_comparison",
+    ),
     "_pairwise": ("KAPPAS", "inter_annotator_kappa", "ordinal_kappas"),
     "_prevalence": ("PrevalenceEstimate", "corrected_prevalence", "rogan_gladen"),
     "_rates": ("rate",),
@@ -220,6 +230,19 @@ __all__ = [
     "keeps",
     "risk_p_value",
     "selective_threshold",
+    # two judges on the same items (paired comparison), one judge at two times (drift)
+    "PairedComparison",
+    "PairedDifference",
+    "bootstrap_p_value",
+    "items_needed_mcnemar",
+    "items_needed_se",
+    "mcnemar_exact",
+    "paired_comparison",
+    "DriftTest",
+    "Stability",
+    "drift_test",
+    "item_change_rates",
+    "stability",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -282,6 +305,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.metrics._cost import cost_per_accuracy_point
     from assay.metrics._disagreements import Disagreement, disagreements
+    from assay.metrics._drift import DriftTest, Stability, drift_test, item_change_rates, stability
     from assay.metrics._dspy import (
         DSPyMetric,
         absolute_error_score,
@@ -308,6 +332,15 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.metrics._majority import Majority, Tie, majority_vote
     from assay.metrics._ordinal import ccc, mae, pearson, spearman
+    from assay.metrics._paired import (
+        PairedComparison,
+        PairedDifference,
+        bootstrap_p_value,
+        items_needed_mcnemar,
+        items_needed_se,
+        mcnemar_exact,
+        paired_comparison,
+    )
     from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
     from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
     from assay.metrics._rates import rate

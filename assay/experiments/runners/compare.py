@@ -10,7 +10,7 @@ from pydantic import BeforeValidator
 
 from assay.errors import ConfigError
 from assay.experiments._runners import Options as BaseOptions
-from assay.experiments._runners import Runner, argument, option, runner
+from assay.experiments._runners import Runner, argument, option, runner, split_names
 
 
 def _tags(value: Any) -> Any:
@@ -36,9 +36,32 @@ class Compare(Runner):
 
         selectors: list[str] = argument(
             name="runs",
-            help="run ids or experiment names (default: every run of the experiment 'assay')",
+            help="run ids or experiment names (default: every run of the experiment 'assay'); "
+            "with --paired: two evaluate runs A B (run directories or MLflow run ids)",
             nargs="*",
         )
+        paired: bool = option(
+            False,
+            help="is B better than A? two runs of different judge configs on the same items: "
+            "differences with CIs, McNemar / paired bootstrap, Holm, a verdict, items needed",
+            action="store_true",
+        )
+        level: float = option(
+            0.05, help="--paired: the family-wise level of the verdicts", type="positive_float"
+        )
+        delta: float = option(
+            0.05,
+            help="--paired: the difference Δ whose items needed are shown (metric units)",
+            type="positive_float",
+        )
+        power: float = option(
+            0.8, help="--paired: the power the items needed are for", type="positive_float"
+        )
+        metrics: Annotated[list[str] | None, BeforeValidator(split_names)] = option(
+            help="--paired: the metrics compared, comma-separated (default: every metric of "
+            "the scale; fewer metrics, a milder Holm correction)"
+        )
+        seed: int = option(0, help="--paired: bootstrap seed", type="non_negative_int")
         metric: str | None = option(
             help="metric to rank by (default: kappa_categorical, else accuracy; harness: "
             "worst_test_rate, the lowest pass rate or consistency over its tests)"
@@ -86,6 +109,8 @@ class Compare(Runner):
             or default_tracking_uri(workdir)
         )
         out_dir = options.out_dir
+        if options.paired:
+            return self._paired(options, uri, workdir)
         return compare(
             options.selectors,
             tracking_uri=uri,
@@ -97,13 +122,42 @@ class Compare(Runner):
             log=options.log,
         )
 
-    def report(self, run_dir: Path, **options: Any) -> Any:
-        from assay.experiments.compare import build_report
+    def _paired(self, options: Options, uri: str, workdir: Path) -> Any:
+        from assay.experiments.compare import paired
 
-        return build_report(run_dir)
+        if len(options.selectors) != 2:
+            raise ConfigError(
+                f"--paired compares two runs, A and B; got {len(options.selectors)}: "
+                f"{' '.join(options.selectors) or '(none)'}"
+            )
+        out_dir = options.out_dir
+        return paired(
+            *options.selectors,
+            tracking_uri=uri,
+            level=options.level,
+            delta=options.delta,
+            power=options.power,
+            metrics=options.metrics,
+            seed=options.seed,
+            out_dir=(workdir / out_dir / "paired").resolve() if out_dir is not None else None,
+            log=options.log,
+            workdir=workdir,
+        )
+
+    def report(self, run_dir: Path, **options: Any) -> Any:
+        from assay.experiments.compare import build_paired_report, build_report
+
+        if (Path(run_dir) / "comparison.json").is_file():
+            return build_report(run_dir)
+        return build_paired_report(run_dir)  # compare --paired, drift
 
     def print(self, result: Any, options: Options, *, json: bool) -> int:
-        from assay.experiments.compare import render_markdown
+        from assay.experiments.compare import render_console, render_markdown
 
-        print(result.model_dump_json() if json else render_markdown(result), end="\n")
+        if json:
+            print(result.model_dump_json())
+        elif options.paired:
+            print(render_console(result), end="")
+        else:
+            print(render_markdown(result), end="\n")
         return 0

@@ -1,0 +1,205 @@
+"""``assay compare --paired A B``: is judge B better than judge A on the same items?
+
+Two evaluate runs of different judge configs, read back item by item (:mod:`._runs`), are
+compared only on the same items with the same references (the ``assay.items`` fingerprint) and
+the same scale and threshold; anything else is refused in one line. The paired items are those
+both judges scored and that have a reference; every other item is listed with the reason.
+The statistics — McNemar's exact test, the paired bootstrap, Holm, the items needed — are
+:func:`assay.metrics.paired_comparison`'s.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError, RunError
+from assay.experiments._scoring import metric_kind
+from assay.experiments.compare._results import LeftOutItem, PairedResult, PairedSide
+from assay.experiments.compare._runs import JudgeRun, read_judge_run
+from assay.experiments.compare._tables import higher_is_better
+
+PAIRED_FILE = "paired.json"
+
+
+def paired(
+    a: str | Path,
+    b: str | Path,
+    *,
+    tracking_uri: str,
+    level: float = 0.05,
+    delta: float = 0.05,
+    power: float = 0.8,
+    metrics: list[str] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    out_dir: Path | None = None,
+    log: bool = True,
+    workdir: Path | None = None,
+) -> PairedResult:
+    """Judge B's run against judge A's on the same items: every metric's difference with its
+    interval and test, Holm across ``metrics`` (default: every metric of the scale), a verdict
+    at ``level`` and, where none, the items needed to detect ``delta`` with ``power``.
+    ``out_dir``: where paired.json, report.md and report.html go; ``log``: a comparison run
+    in MLflow."""
+    from assay.metrics import paired_comparison
+
+    with tempfile.TemporaryDirectory(prefix="assay-paired-") as tmp:
+        ra = read_judge_run(a, tracking_uri=tracking_uri, scratch=Path(tmp))
+        rb = read_judge_run(b, tracking_uri=tracking_uri, scratch=Path(tmp))
+    check_same_items(ra, rb, "A", "B")
+    if ra.config.threshold != rb.config.threshold:
+        raise RunError(
+            f"{b}: threshold {rb.config.threshold}, A's is {ra.config.threshold}: the failure "
+            "metrics would not be the same metrics"
+        )
+    scale = ra.scale
+    ids, left_out = paired_ids(ra, rb, need_reference=True)
+    if not ids:
+        raise RunError(f"{a} and {b}: no item was scored by both judges and has a reference")
+    by_id = {it.id: it for it in ra.items}
+    ref = [scale.index(by_id[i].expected) for i in ids]
+    va = [scale.index(ra.judgments[i].score) for i in ids]
+    vb = [scale.index(rb.judgments[i].score) for i in ids]
+    thr = ra.config.threshold
+    try:  # the verdicts are valid indices by now: what is left to refuse is the options
+        result = paired_comparison(
+            ref,
+            va,
+            vb,
+            kind=metric_kind(scale),
+            k=scale.k,
+            threshold=scale.index(thr) if thr is not None else None,
+            level=level,
+            delta=delta,
+            power=power,
+            metrics=metrics,
+            higher_is_better=higher_is_better,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"compare --paired: {exc}") from None
+    out = PairedResult(
+        a=side(ra),
+        b=side(rb),
+        items=ra.fingerprint,
+        scale=scale.describe(),
+        n_items=len(ra.items),
+        n_paired=len(ids),
+        left_out=left_out,
+        comparison=result,
+        verdict=verdict(result),
+    )
+    return write_outputs(out, out_dir, log, tracking_uri, workdir)
+
+
+def check_same_items(a: JudgeRun, b: JudgeRun, name_a: str, name_b: str) -> None:
+    """Refuse two runs on different items, references or scales (one line naming why)."""
+    if a.scale.describe() != b.scale.describe():
+        raise RunError(
+            f"{b.named}: scale {b.scale.describe()}, {name_a}'s is {a.scale.describe()}: "
+            "verdicts on different scales are not paired"
+        )
+    if a.fingerprint == b.fingerprint:
+        return
+    ia, ib = {it.id: it for it in a.items}, {it.id: it for it in b.items}
+    if set(ia) != set(ib):
+        only = sorted(set(ia) ^ set(ib))
+        raise RunError(
+            f"{a.named} and {b.named}: different items ({len(ia)} and {len(ib)} items, "
+            f"{len(only)} in one run only, e.g. {only[0]}; items fingerprint {a.fingerprint} vs "
+            f"{b.fingerprint})"
+        )
+    refs = sorted(i for i in ia if ia[i].expected != ib[i].expected)
+    if refs:
+        raise RunError(
+            f"{a.named} and {b.named}: different references on {len(refs)} items (e.g. {refs[0]}: "
+            f"{ia[refs[0]].expected} vs {ib[refs[0]].expected})"
+        )
+    raise RunError(
+        f"{a.named} and {b.named}: the same item ids with different texts (items fingerprint "
+        f"{a.fingerprint} vs {b.fingerprint})"
+    )
+
+
+def paired_ids(a: JudgeRun, b: JudgeRun, *, need_reference: bool) -> tuple[list[str], list]:
+    """The items both runs scored (and, with ``need_reference``, that have one), in A's order,
+    and every other item with why it is left out."""
+    ids, left = [], []
+    for it in a.items:
+        why = []
+        for name, run in (("A", a), ("B", b)) if need_reference else (("old", a), ("new", b)):
+            j = run.judgments[it.id]
+            if j.score is None:
+                why.append(f"unscored by {name} ({j.unscored})")
+        if need_reference and it.expected is None:
+            why.append("no reference")
+        if why:
+            left.append(LeftOutItem(item_id=it.id, why="; ".join(why)))
+        else:
+            ids.append(it.id)
+    return ids, left
+
+
+def side(run: JudgeRun) -> PairedSide:
+    return PairedSide(
+        named=run.named,
+        mlflow_run_id=run.mlflow_run_id,
+        run_name=run.config.name,
+        judge=run.config.judge.name,
+        model=run.config.judge.model,
+        config_hash=run.config_hash,
+        items=len(run.items),
+        unscored=sum(j.score is None for j in run.judgments.values()),
+    )
+
+
+def verdict(result: Any) -> str:
+    """One sentence: which judge is better on which metrics, at which level, after Holm."""
+    m = result.tests  # the metrics with a test, which Holm counted
+    adj = f"at {result.level:g}, Holm-adjusted over {m} metric{'s' * (m != 1)}"
+    parts = []
+    for who in ("B", "A"):
+        names = [d.metric for d in result.differences if d.better == who]
+        if names:
+            other = "A" if who == "B" else "B"
+            parts.append(f"{who} better than {other} on {', '.join(names)}")
+    if not parts:
+        return f"no difference detected {adj}"
+    return "; ".join(parts) + f" {adj}"
+
+
+def write_outputs(
+    result: Any, out_dir: Path | None, log: bool, tracking_uri: str, workdir: Path | None
+) -> Any:
+    """paired.json / drift.json, report.md and report.html in ``out_dir``; with ``log``, the
+    same as a comparison run in MLflow (its params, metrics and those files)."""
+    from assay.experiments.compare._paired_report import build_paired_report, tracked_run
+    from assay.report import markdown, write_html
+
+    kind = "paired" if isinstance(result, PairedResult) else "drift"
+    with tempfile.TemporaryDirectory(prefix=f"assay-{kind}-") as tmp:
+        folder = Path(out_dir) if out_dir is not None else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        if out_dir is not None:
+            result = result.model_copy(update={"out_dir": str(folder)})
+        (folder / f"{kind}.json").write_text(result.model_dump_json(indent=2) + "\n")
+        report = build_paired_report(folder)
+        lines = [f"# {report.title}", "", *(f"- {k}: {v}" for k, v in report.facts), ""]
+        (folder / "report.md").write_text("\n".join(lines + markdown(report.tables)))
+        write_html(report, folder)
+        if log:
+            from assay.experiments.runs import log_tracked
+
+            root = workdir or Path.cwd()
+            run_id = log_tracked(
+                tracked_run(result, folder),
+                tracking_uri=tracking_uri,
+                experiment="assay",
+                artifact_root=root / "mlartifacts",
+            )
+            result = result.model_copy(update={"comparison_run_id": run_id})
+            (folder / f"{kind}.json").write_text(result.model_dump_json(indent=2) + "\n")
+    return result

@@ -1,0 +1,322 @@
+"""Two judges on the same items against the same references: is B better than A?
+
+Every agreement metric the evaluate summary reports for the scale (:func:`agreement_metrics`'s
+list, the same batched functions) is computed for judge A and judge B, and their difference
+``Δ = B − A`` is tested:
+
+- **accuracy** by McNemar's exact test on the discordant items (A right and B wrong against A
+  wrong and B right; ``statsmodels.stats.contingency_tables.mcnemar(exact=True)``);
+- every other metric by a **paired bootstrap**: the items are resampled jointly (one index
+  matrix, both judges' verdicts and the reference of an item stay together), ``Δ*`` computed on
+  each replicate; the two-sided p-value is ``2 · min(#{Δ* ≤ 0}, #{Δ* ≥ 0}) + 1) / (B + 1)``
+  (the percentile interval inverted: it is below the level exactly when the interval at that
+  level leaves 0 out, up to the ``+1``).
+
+Multiplicity: the p-values of the metrics compared are adjusted together by **Holm** (as
+``statsmodels.stats.multitest.multipletests(method="holm")`` adjusts them), which controls the
+family-wise error rate at the level; a metric's verdict comes from its Holm-adjusted p-value.
+The intervals are **Bonferroni** intervals (each at ``1 − level / m`` for ``m`` metrics), so
+that they hold simultaneously; Holm can reject where a Bonferroni interval still touches 0
+(it is uniformly more powerful): then the p-value decides, and the interval shows the size.
+
+Power, for the metrics that did not separate: the items needed to detect ``Δ`` at the
+Bonferroni level ``level / m`` (Holm's strictest step, so conservative) with the given power —
+for accuracy by Connor's formula for McNemar's test (R. J. Connor, "Sample size for testing
+differences in proportions for the paired-sample design", Biometrics 43:207–211, 1987; normal
+approximation with the observed discordance rate ψ, at least Δ): ``n = (z_{1−α/2} √ψ + z_{power}
+√(ψ − Δ²))² / Δ²``; for every other metric from its bootstrap standard error, which scales as
+``1/√n``: ``n' = n · SE² · (z_{1−α/2} + z_{power})² / Δ²``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from pydantic import ConfigDict
+from pydantic.dataclasses import dataclass
+
+from assay.metrics._intervals import (
+    _check_confidence,
+    _check_resamples,
+    _percentile_ci,
+    _replicates,
+    _resample_indices,
+)
+from assay.metrics._report import _KINDS, _check_threshold, _specs
+from assay.metrics._validate import check_k, label_pair
+
+MCNEMAR = "McNemar exact"
+BOOTSTRAP = "paired bootstrap"
+
+
+@dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
+class PairedDifference:
+    """One metric of judges A and B on the same items: both values, ``delta = b − a`` with its
+    (Bonferroni) interval, the test's raw and Holm-adjusted p-values, which judge is better at
+    the level (``None``: no difference detected) and, when none was, the items needed to detect
+    the comparison's Δ (``None`` with a note when it cannot be said)."""
+
+    metric: str
+    a: float
+    b: float
+    delta: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float
+    p_adjusted: float
+    test: str
+    higher_is_better: bool
+    better: Literal["A", "B"] | None
+    items_needed: int | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
+class PairedComparison:
+    """The differences of every metric, and what they were computed with."""
+
+    n: int
+    level: float
+    tests: int  # m: the metrics with a test (Holm's family; undefined ones have none)
+    ci_level: float  # each interval's level: 1 − level / m (Bonferroni)
+    delta: float  # the Δ the items needed are for
+    power: float
+    a_only_right: int  # accuracy's discordant items: A right, B wrong
+    b_only_right: int  # ... and A wrong, B right
+    n_resamples: int
+    seed: int
+    differences: list[PairedDifference]
+    note: str | None = None  # about the comparison as a whole
+
+
+def mcnemar_exact(a_correct: ArrayLike, b_correct: ArrayLike) -> tuple[int, int, float]:
+    """``(A right only, B right only, two-sided exact p-value)`` of McNemar's test for two
+    judges' correctness on the same items (statsmodels' exact binomial test on the discordant
+    pairs; p = 1 when there are none)."""
+    a = np.asarray(a_correct, dtype=bool)
+    b = np.asarray(b_correct, dtype=bool)
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ValueError(
+            f"a_correct and b_correct must be 1-D of one length, got {a.shape}, {b.shape}"
+        )
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a_only, b_only = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    table = [[int(np.sum(a & b)), a_only], [b_only, int(np.sum(~a & ~b))]]
+    return a_only, b_only, float(mcnemar(table, exact=True).pvalue)
+
+
+def bootstrap_p_value(replicates: ArrayLike) -> float:
+    """Two-sided p-value of ``Δ = 0`` from bootstrap replicates of Δ (nan ones dropped):
+    ``min(1, 2 · (min(#{Δ* ≤ 0}, #{Δ* ≥ 0}) + 1) / (B + 1))``; nan when none is defined."""
+    d = np.asarray(replicates, dtype=np.float64)
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        return math.nan
+    tail = min(int(np.sum(d <= 0)), int(np.sum(d >= 0)))
+    return min(1.0, 2.0 * (tail + 1) / (d.size + 1))
+
+
+def _z(p: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(p))
+
+
+def items_needed_mcnemar(discordance: float, delta: float, alpha: float, power: float) -> int:
+    """Items for McNemar's test to detect an accuracy difference ``delta`` at two-sided level
+    ``alpha`` with ``power``, for a discordance rate ψ (share of items where exactly one judge is
+    right; at least ``delta``): Connor (1987), ``(z_{1−α/2} √ψ + z_{power} √(ψ − Δ²))² / Δ²``."""
+    if not 0 < delta <= 1:
+        raise ValueError(f"delta must be in (0, 1] for accuracy, got {delta}")
+    psi = min(1.0, max(float(discordance), delta))
+    n = (_z(1 - alpha / 2) * math.sqrt(psi) + _z(power) * math.sqrt(psi - delta**2)) ** 2
+    return math.ceil(n / delta**2)
+
+
+def items_needed_se(n: int, se: float, delta: float, alpha: float, power: float) -> int:
+    """Items to detect a difference ``delta`` at two-sided level ``alpha`` with ``power`` when
+    the difference's standard error on ``n`` items is ``se`` and scales as ``1/√n``."""
+    if not delta > 0 or not se > 0:
+        raise ValueError(f"delta and se must be positive, got {delta}, {se}")
+    return math.ceil(n * se**2 * (_z(1 - alpha / 2) + _z(power)) ** 2 / delta**2)
+
+
+def paired_comparison(
+    reference: ArrayLike,
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    kind: str,
+    k: int,
+    threshold: int | None = None,
+    level: float = 0.05,
+    delta: float = 0.05,
+    power: float = 0.8,
+    metrics: Collection[str] | None = None,
+    higher_is_better: Callable[[str], bool] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> PairedComparison:
+    """Judge B against judge A on the same items: every metric of ``kind`` (as
+    :func:`agreement_metrics` reports it), its difference ``B − A`` with a Bonferroni interval,
+    McNemar's exact test (accuracy) or the paired bootstrap (the rest), Holm across the metrics,
+    which is better at ``level`` and, where neither is, the items needed to detect ``delta``.
+
+    ``reference``, ``a``, ``b``: 0-based indices in ``0..k-1``, one per item scored by both
+    judges (the caller counts and lists the rest). ``metrics``: the family compared (default:
+    all of the scale's but ``error_rate``, which is ``1 − accuracy``; the fewer, the milder
+    the correction). ``higher_is_better(name)``:
+    False for the metrics where a lower value is the better judge (default: all higher).
+    """
+    if kind not in _KINDS:
+        raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
+    if np.asarray(reference).size == 0:
+        raise ValueError("no item was scored by both judges")
+    names = ("reference", "a", "b")
+    ref, a_idx, k = label_pair(reference, a, check_k(k), names[:2])
+    ref, b_idx, k = label_pair(reference, b, k, (names[0], names[2]))
+    if kind == "binary" and k != 2:
+        raise ValueError(f"a binary scale has k=2 categories, got k={k}")
+    threshold = _check_threshold(threshold, k)
+    n_resamples = _check_resamples(n_resamples)
+    _check_confidence(1 - level)
+    _check_confidence(power)
+    if not delta > 0:
+        raise ValueError(f"delta must be positive, got {delta}")
+    n = int(ref.shape[0])
+
+    specs = list(
+        zip(
+            _specs(kind, k, threshold, ref, a_idx),
+            _specs(kind, k, threshold, ref, b_idx),
+            strict=True,
+        )
+    )
+    if metrics is None:  # error_rate is 1 − accuracy: one difference, tested once
+        specs = [(sa, sb) for sa, sb in specs if sa.name != "error_rate"]
+    else:
+        known = [sa.name for sa, _ in specs]
+        unknown = [x for x in metrics if x not in known]
+        if unknown or not metrics:
+            raise ValueError(
+                f"unknown metrics {', '.join(unknown) or '(none given)'}; this scale has: "
+                f"{', '.join(known)}"
+            )
+        specs = [(sa, sb) for sa, sb in specs if sa.name in metrics]
+    indices = _resample_indices(n, n_resamples, seed)
+    a_only, b_only, mcnemar_p = mcnemar_exact(ref == a_idx, ref == b_idx)
+    same = bool(np.all(a_idx == b_idx))
+
+    rows = []
+    for spec_a, spec_b in specs:
+        strict_a = spec_a.strict or spec_a.statistic
+        strict_b = spec_b.strict or spec_b.statistic
+        split = len(spec_a.arrays)
+
+        def diff(*arrays, fa=strict_a, fb=strict_b, split=split) -> NDArray[np.float64]:
+            return fb(*arrays[split:]) - fa(*arrays[:split])
+
+        value_a = float(spec_a.statistic(*(x[None, :] for x in spec_a.arrays))[0])
+        value_b = float(spec_b.statistic(*(x[None, :] for x in spec_b.arrays))[0])
+        reps = _replicates(diff, [*spec_a.arrays, *spec_b.arrays], indices)
+        defined = reps[~np.isnan(reps)]
+        notes = []
+        if spec_a.name == "accuracy":
+            p, test = mcnemar_p, MCNEMAR
+        else:
+            p, test = bootstrap_p_value(reps), BOOTSTRAP
+            if defined.size < reps.size:
+                notes.append(
+                    f"{reps.size - defined.size} of {reps.size} replicates undefined: "
+                    f"{spec_a.undefined}"
+                )
+        if math.isnan(value_a) or math.isnan(value_b):
+            p = math.nan
+            notes.insert(
+                0, f"undefined for {'A' if math.isnan(value_a) else 'B'}: {spec_a.undefined}"
+            )
+        se = float(np.std(defined, ddof=1)) if defined.size > 1 else math.nan
+        rows.append((spec_a.name, value_a, value_b, reps, p, test, se, notes))
+
+    # the family: the metrics with a test (one undefined for A or B has none)
+    m = max(1, sum(not math.isnan(r[4]) for r in rows))
+    ci_level = 1 - level / m
+    adjusted = _holm([r[4] for r in rows])
+    alpha_each = level / m
+    out = []
+    for (name, va, vb, reps, p, test, se, notes), p_adj in zip(rows, adjusted, strict=True):
+        ci = _percentile_ci(reps, ci_level)
+        higher = higher_is_better(name) if higher_is_better is not None else True
+        d = vb - va
+        better = None
+        if not math.isnan(p_adj) and p_adj < level and d != 0:
+            better = "B" if (d > 0) == higher else "A"
+        needed = None
+        if better is None and not math.isnan(p):
+            if test == MCNEMAR:
+                needed = items_needed_mcnemar(
+                    (a_only + b_only) / n, min(delta, 1.0), alpha_each, power
+                )
+            elif se > 0:
+                needed = items_needed_se(n, se, delta, alpha_each, power)
+            elif not same:
+                notes.append("no variation across bootstrap replicates: items needed unknown")
+        defined_ci = ci.n_dropped < ci.n_resamples
+        out.append(
+            PairedDifference(
+                metric=name,
+                a=va,
+                b=vb,
+                delta=d,
+                ci_low=ci.low if defined_ci else None,
+                ci_high=ci.high if defined_ci else None,
+                p_value=p,
+                p_adjusted=p_adj,
+                test=test,
+                higher_is_better=higher,
+                better=better,
+                items_needed=needed,
+                note="; ".join(notes) or None,
+            )
+        )
+    return PairedComparison(
+        n=n,
+        level=level,
+        tests=m,
+        ci_level=ci_level,
+        delta=delta,
+        power=power,
+        a_only_right=a_only,
+        b_only_right=b_only,
+        n_resamples=n_resamples,
+        seed=seed,
+        differences=out,
+        note="A and B gave the same verdict on every item: no difference to measure, and no "
+        "standard error to size a larger sample from"
+        if same
+        else None,
+    )
+
+
+def _holm(p_values: list[float]) -> list[float]:
+    """Holm-adjusted p-values, as ``statsmodels.stats.multitest.multipletests(method="holm")``
+    computes them (sorted p × (m, m−1, …, 1), running maximum, capped at 1; checked equal in
+    the tests) — here, because statsmodels runs a full ``gc.collect()`` on every Holm call
+    (a quarter of a second in a process holding DSPy). An undefined p-value stays nan and is
+    not counted in m."""
+    defined = [i for i, p in enumerate(p_values) if not math.isnan(p)]
+    out = [math.nan] * len(p_values)
+    if defined:
+        p = np.array([p_values[i] for i in defined])
+        order = np.argsort(p, kind="stable")
+        stepped = np.maximum.accumulate(p[order] * np.arange(len(p), 0, -1))
+        adjusted = np.empty_like(p)
+        adjusted[order] = np.minimum(stepped, 1.0)
+        for i, v in zip(defined, adjusted, strict=True):
+            out[i] = float(v)
+    return out

@@ -1,0 +1,219 @@
+"""``assay compare --paired`` and ``assay drift`` end to end on the loopback stub server: evaluate
+runs through the command line, compared item by item — the verdict, the items left out with
+why, the refusals (other items, references, configs), MLflow run ids in and the comparison run
+out, and drift flagging the changed persona, not an unchanged re-run, nor changes its measured
+stability explains."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from assay.cli import main
+from assay.lm import StubServer
+from assay.lm._stub_server import default_respond
+from tests.experiments.stub_judge import stub_config, write_items
+
+N = 40
+
+
+class Personas:
+    """The stub's answers: per served model name, the items it gets wrong (answers 'garbage'
+    for the ``garbled`` ones); ``noisy`` items alternate their verdict call by call."""
+
+    def __init__(self) -> None:
+        self.wrong: dict[str, set[int]] = {}
+        self.garbled: dict[str, set[int]] = {}
+        self.noisy: set[int] = set()
+        self.calls = 0
+
+    def __call__(self, body: dict) -> str:
+        text = json.dumps(body.get("messages"))
+        k = int(re.search(r"Item (\d+) is blue", text).group(1))
+        model = body["model"]
+        if k in self.garbled.get(model, ()):
+            return "garbage"
+        self.calls += 1
+        right = k % 2 == 1
+        wrong = k in self.wrong.get(model, ()) or (k in self.noisy and self.calls % 2 == 0)
+        out = json.loads(default_respond(body))
+        out["verdict"] = str(right != wrong)
+        return json.dumps(out)
+
+
+@pytest.fixture
+def stub():
+    personas = Personas()
+    with StubServer(respond=personas) as server:
+        server.personas = personas  # type: ignore[attr-defined]
+        yield server
+
+
+def evaluate(
+    folder: Path, stub, model: str, *, n: int = N, items: Path | None = None, **extra
+) -> Path:
+    """An evaluate run through the command line in ``folder`` (its own LM cache) of the first
+    ``n`` stub items (or ``items``); its directory."""
+    folder.mkdir(parents=True, exist_ok=True)
+    csv = items or write_items(folder, n)
+    judge = {"model": f"openai/{model}", **extra.pop("judge", {})}
+    argv = extra.pop("argv", [])
+    cfg = stub_config(folder, csv, stub.base_url, name=model, judge=judge, **extra)
+    argv = ["evaluate", str(cfg), "--quiet", *argv]
+    cwd = Path.cwd()
+    try:
+        os.chdir(folder)
+        assert main(argv) in (0, 1)
+    finally:
+        os.chdir(cwd)
+    (run_dir,) = (folder / "runs").iterdir()
+    return run_dir
+
+
+def refused(capsys, argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    return err
+
+
+def test_paired_verdict_left_out_items_and_report(tmp_path, stub, capsys, monkeypatch):
+    stub.personas.wrong = {"stub-a": set(range(0, N, 3)), "stub-b": {0, 20}}
+    stub.personas.garbled = {"stub-b": {7}}
+    a = evaluate(tmp_path / "a", stub, "stub-a")
+    b = evaluate(tmp_path / "b", stub, "stub-b")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["compare", "--paired", str(a), str(b), "--no-log", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    # item i7 is unscored by B: listed with why, not paired, not dropped silently
+    assert res["n_items"] == N and res["n_paired"] == N - 1
+    [left] = res["left_out"]
+    assert left["why"].startswith("unscored by B (") and res["b"]["unscored"] == 1
+    acc = {d["metric"]: d for d in res["comparison"]["differences"]}["accuracy"]
+    # A is wrong on 0, 3, ..., 39 (14 items), B on 0 and 20: A alone right on 20, B on 13
+    assert (res["comparison"]["a_only_right"], res["comparison"]["b_only_right"]) == (1, 13)
+    assert acc["test"] == "McNemar exact" and acc["better"] == "B"
+    assert acc["delta"] == pytest.approx(12 / 39)
+    assert res["verdict"].startswith("B better than A on ") and "accuracy" in res["verdict"]
+    folder = tmp_path / "compare" / "paired"
+    md = (folder / "report.md").read_text()
+    assert "Is B better than A?" in md and "Items left out" in md
+    assert "Is B better than A?" in (folder / "report.html").read_text()
+    # the console prints the same tables
+    assert main(["compare", "--paired", str(a), str(b), "--no-log"]) == 0
+    out = capsys.readouterr().out
+    assert "| accuracy |" in out and "B better" in out and "verdict: B better than A" in out
+
+
+def test_paired_refuses_other_items_references_and_scales(tmp_path, stub, capsys):
+    a = evaluate(tmp_path / "a", stub, "stub-a")
+    fewer = evaluate(tmp_path / "c", stub, "stub-b", n=N - 5)
+    assert "different items" in refused(capsys, ["compare", "--paired", str(a), str(fewer)])
+    flipped = tmp_path / "d" / "items.csv"
+    flipped.parent.mkdir()
+    lines = (tmp_path / "a" / "items.csv").read_text().splitlines()
+    lines[6] = lines[6][:-1] + str(1 - int(lines[6][-1]))  # item i5's reference flipped
+    flipped.write_text("\n".join(lines) + "\n")
+    other = evaluate(tmp_path / "d", stub, "stub-b", items=flipped)
+    line = refused(capsys, ["compare", "--paired", str(a), str(other)])
+    assert "different references on 1 items (e.g. i5" in line
+    three = evaluate(
+        tmp_path / "e",
+        stub,
+        "stub-b",
+        judge={"scale": {"kind": "categorical", "labels": ["False", "True", "Maybe"]}},
+    )
+    assert "scale" in refused(capsys, ["compare", "--paired", str(a), str(three)])
+    assert "two runs" in refused(capsys, ["compare", "--paired", str(a)])
+    line = refused(capsys, ["compare", "--paired", str(a), str(a), "--metrics", "ccc"])
+    assert "unknown metrics ccc" in line
+    assert "--level 2.0" in refused(capsys, ["drift", str(a), str(a), "--level", "2"])
+
+
+def test_paired_reads_mlflow_runs_and_logs_a_comparison_run(tmp_path, stub, capsys, monkeypatch):
+    import mlflow
+
+    stub.personas.wrong = {"stub-a": set(range(0, N, 3)), "stub-b": set()}
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracked = {"tracking": {"enabled": True}, "argv": ["--tracking-uri", uri]}
+    a = evaluate(tmp_path / "a", stub, "stub-a", **tracked)
+    b = evaluate(tmp_path / "b", stub, "stub-b", **tracked)
+    ids = [json.loads((d / "run.json").read_text())["mlflow_run_id"] for d in (a, b)]
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["compare", "--paired", *ids, "--tracking-uri", uri, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [res["a"]["mlflow_run_id"], res["b"]["mlflow_run_id"]] == ids
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(res["comparison_run_id"])
+    assert run.data.tags["assay.mode"] == "paired" and run.data.tags["assay.command"] == "compare"
+    assert run.data.metrics["delta.accuracy"] == pytest.approx(14 / N)
+    assert run.data.params["a"] == ids[0]
+
+
+def test_drift_flags_the_changed_persona_not_an_unchanged_rerun(
+    tmp_path, stub, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # ./drift: drift.json and the reports
+    old = evaluate(tmp_path / "old", stub, "stub-model")
+    same = evaluate(tmp_path / "same", stub, "stub-model")
+    stub.personas.wrong = {"stub-model": {1, 2, 3, 4, 5, 6}}  # the provider changed the model
+    new = evaluate(tmp_path / "new", stub, "stub-model")
+    capsys.readouterr()
+    assert main(["drift", str(old), str(same), "--no-log"]) == 0
+    assert "within stability: 0 of 40 verdicts changed" in capsys.readouterr().out
+    assert main(["drift", str(old), str(new), "--no-log", "--json"]) == 1
+    res = json.loads(capsys.readouterr().out)
+    assert "Items whose verdict changed" in (tmp_path / "drift" / "report.md").read_text()
+    assert res["test"]["changed"] == 6 and res["test"]["drifted"]
+    assert [c["item_id"] for c in res["changes"]] == [f"i{k}" for k in range(1, 7)]
+    assert res["stability"] == "no stability measured; any change is flagged"
+    other = evaluate(tmp_path / "other", stub, "stub-model", judge={"rubric": "Another rubric."})
+    assert "judge config" in refused(capsys, ["drift", str(old), str(other)])
+
+
+def test_drift_within_the_stability_a_harness_measured(tmp_path, stub, capsys, monkeypatch):
+    """Items 1-6 are noisy (their verdict alternates call by call): the harness's
+    stochastic_stability samples of the same judge config predict their changes."""
+    monkeypatch.chdir(tmp_path)
+    stub.personas.noisy = set(range(1, 7))
+    old = evaluate(tmp_path / "old", stub, "stub-model")
+    new = evaluate(tmp_path / "new", stub, "stub-model")
+    changed = sum(
+        json.loads(x)["score"] != json.loads(y)["score"]
+        for x, y in zip(
+            sorted((old / "judgments.jsonl").read_text().splitlines()),
+            sorted((new / "judgments.jsonl").read_text().splitlines()),
+            strict=True,
+        )
+    )
+    judge = json.loads((tmp_path / "old" / "config.yaml").read_text())["judge"]
+    harness = {
+        "name": "stab",
+        "data": {"path": str(tmp_path / "old" / "items.csv"), "columns": {"id": "id"}},
+        "scale": judge.pop("scale"),
+        "judges": [judge],
+        "tests": {"stochastic_stability": {"k": 4}},
+        "retries": 0,
+        "tracking": {"enabled": False},
+    }
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "harness.yaml").write_text(json.dumps(harness))
+    cwd = Path.cwd()
+    os.chdir(tmp_path / "h")
+    try:
+        assert main(["harness", "harness.yaml", "--quiet"]) == 0
+    finally:
+        os.chdir(cwd)
+    (h_dir,) = (tmp_path / "h" / "runs").iterdir()
+    capsys.readouterr()
+    code = main(["drift", str(old), str(new), "--stability", str(h_dir), "--no-log", "--json"])
+    res = json.loads(capsys.readouterr().out)
+    assert res["test"]["changed"] == changed
+    assert res["measured"]["items"] == N and res["measured"]["rate"] > 0
+    assert code == 0 and not res["test"]["drifted"]
+    assert "stochastic_stability of this judge config" in res["stability"]
