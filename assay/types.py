@@ -192,6 +192,8 @@ class Judgment(BaseModel):
     score: int | None = None
     label: str | None = None
     expected_score: float | None = None  # probability-weighted score, where logprobs exist
+    # each verdict score's probability (keys: the score as text; summing to 1), same source
+    probabilities: dict[str, float] | None = None
     calibrated_probability: float | None = None  # P(positive) through the judge's calibration map
     unscored: UnscoredReason | None = None
     error: str | None = None

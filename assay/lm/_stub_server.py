@@ -6,12 +6,14 @@ that forces a function tool gets that call, the content as its arguments). It ca
 fail on purpose (HTTP 429 with ``Retry-After: 0`` for the first N requests, or any status
 sequence), and records what it saw: every request body, the request count and the largest
 number of requests in flight at once — so a test can check what reached the wire and a
-benchmark can check that concurrency really happened.
+benchmark can check that concurrency really happened. With ``verdict_probs``, a request asking
+for ``logprobs`` gets token logprobs whose verdict token has those alternatives.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import time
@@ -21,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Respond = Callable[[dict[str, Any]], str]
+VerdictProbs = Callable[[dict[str, Any]], "dict[str, float] | None"]
 
 _PATHS = ("/v1/chat/completions", "/chat/completions")
 
@@ -112,6 +115,27 @@ def _first_value(prop: dict[str, Any], defs: dict[str, Any]) -> Any:
     return "ok"
 
 
+def verdict_token_logprobs(
+    content: str, probs: dict[str, float], field: str = "verdict"
+) -> list[dict[str, Any]] | None:
+    """OpenAI-shaped ``logprobs.content`` for ``content`` in three tokens: the text before the
+    ``field``'s value, the value (its ``top_logprobs``: each verdict text of ``probs`` with its
+    probability), the rest. ``None`` when the content has no such field."""
+    found = re.search(rf'(?:"{field}"\s*:\s*"?|## {field} ## \]\]\s*)([^",}}\n]+)', content)
+    if found is None:
+        return None
+    start, end = found.span(1)
+    value = found.group(1)
+    top = [{"token": k, "logprob": math.log(v), "bytes": None} for k, v in probs.items() if v > 0]
+    chosen = math.log(max(probs.get(value.strip(), 1e-9), 1e-9))
+    tokens = [
+        {"token": content[:start], "logprob": 0.0, "bytes": None, "top_logprobs": []},
+        {"token": value, "logprob": chosen, "bytes": None, "top_logprobs": top},
+        {"token": content[end:], "logprob": 0.0, "bytes": None, "top_logprobs": []},
+    ]
+    return [t for t in tokens if t["token"]]
+
+
 def count_tokens(text: str) -> int:
     """Deterministic stand-in for a tokenizer: whitespace-separated words."""
     return len(text.split())
@@ -140,6 +164,10 @@ class StubServer:
     gives the status of the following requests in order (requests beyond it get 200). Every
     failure carries ``Retry-After: <retry_after>`` (default 0, so a client retries at once;
     ``None`` leaves the header out and the client falls back to its own backoff).
+
+    ``verdict_probs(request)`` → ``{verdict text: probability}`` (or ``None``): a request with
+    ``logprobs: true`` gets the answer's token logprobs, its verdict token with those
+    alternatives (:func:`verdict_token_logprobs`); without it ``logprobs`` is ``null``.
     """
 
     def __init__(
@@ -151,8 +179,10 @@ class StubServer:
         status_sequence: Iterable[int] = (),
         retry_after: float | None = 0,
         model: str = "stub-model",
+        verdict_probs: VerdictProbs | None = None,
     ):
         self.latency_s = latency_s
+        self.verdict_probs = verdict_probs
         self.respond = respond or default_respond
         self.fail_first = fail_first
         self.status_sequence = list(status_sequence)
@@ -260,13 +290,18 @@ class StubServer:
                 {"id": f"call_stub_{index}", "type": "function", "function": call}
             ]
             finish = "tool_calls"
+        logprobs = None
+        probs = self.verdict_probs(body) if self.verdict_probs and body.get("logprobs") else None
+        if probs:
+            tokens = verdict_token_logprobs(content, probs)
+            logprobs = {"content": tokens} if tokens else None
         completion = {
             "id": f"chatcmpl-stub-{index}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or self.model,
             "choices": [
-                {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
+                {"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}
             ],
             "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
         }

@@ -18,7 +18,7 @@ from assay.programs._config import (
     fixed_scale,
     read_text_field,
 )
-from assay.programs._expected import expected_score
+from assay.programs._expected import expected_score, verdict_distribution
 from assay.programs._failures import unscored_reason
 from assay.programs._invert import TaskInverter
 from assay.programs._judge import (
@@ -95,4 +95,5 @@ __all__ = [
     "judge_lm_factory",
     "task_inputs",
     "unscored_reason",
+    "verdict_distribution",
 ]

@@ -1,5 +1,5 @@
-"""Probability-weighted scores (G-Eval style): the expected score under the model's token
-probabilities at the position where it wrote its verdict."""
+"""The verdict's distribution from the model's token probabilities at the position where it
+wrote its verdict, and the probability-weighted score (G-Eval style) it gives."""
 
 from __future__ import annotations
 
@@ -8,7 +8,19 @@ from typing import Any
 
 
 def expected_score(logprobs: Any, options: dict[str, int], field: str = "verdict") -> float | None:
-    """Expected score from token logprobs, or ``None`` when they do not cover the verdict.
+    """Expected score from token logprobs, or ``None`` when they do not cover the verdict: the
+    mean of :func:`verdict_distribution`."""
+    dist = verdict_distribution(logprobs, options, field)
+    if dist is None:
+        return None
+    return sum(score * p for score, p in dist.items())
+
+
+def verdict_distribution(
+    logprobs: Any, options: dict[str, int], field: str = "verdict"
+) -> dict[int, float] | None:
+    """The probability of each verdict score (summing to 1), or ``None`` when the logprobs do
+    not cover the verdict.
 
     ``logprobs`` is a sequence of tokens, each with ``token``, ``logprob`` and ``top``
     alternatives (lm15 ``TokenLogprob`` objects or OpenAI-shaped dicts with ``top_logprobs``);
@@ -16,7 +28,8 @@ def expected_score(logprobs: Any, options: dict[str, int], field: str = "verdict
     token after the ``field`` key (JSON ``"verdict":`` or the chat adapter's
     ``[[ ## verdict ## ]]``) that starts an option; each alternative at that position is credited to
     the option it starts (alternatives that start several options — a shared prefix — or none
-    are ignored), and the probabilities are renormalised over the options.
+    are ignored), and the probabilities are renormalised over the options. A score no
+    alternative started has no key (probability 0).
     """
     if isinstance(logprobs, dict):  # OpenAI shape: {"content": [...]}
         logprobs = logprobs.get("content")
@@ -40,7 +53,7 @@ def expected_score(logprobs: Any, options: dict[str, int], field: str = "verdict
         total = sum(mass.values())
         if total <= 0:
             return None
-        return sum(score * p for score, p in mass.items()) / total
+        return {score: m / total for score, m in sorted(mass.items())}
     return None
 
 

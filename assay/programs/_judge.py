@@ -16,7 +16,7 @@ import dspy
 
 from assay.lm import make_adapter, make_lm
 from assay.programs._config import JudgeConfig
-from assay.programs._expected import expected_score
+from assay.programs._expected import verdict_distribution
 from assay.programs._panel import aggregate_scores
 from assay.programs.kinds import get_kind
 from assay.types import Item
@@ -59,17 +59,21 @@ class Judge(dspy.Module):
     def prediction(self, pred: dspy.Prediction) -> dspy.Prediction:
         """A predictor's raw output as a verdict: ``score`` on the scale (an answer off the
         scale raises, and becomes an unscored ``off_scale`` judgment), ``label``,
-        ``reasoning`` and, with ``score_mode: expected``, ``expected_score``."""
+        ``reasoning`` and, with ``score_mode: expected``, ``expected_score`` and
+        ``probabilities`` (each score's probability, keyed by the score as text)."""
         scale = self.config.scale
         assert scale is not None
         verdict_field = self.kind.verdict_field
         verdict = getattr(pred, verdict_field)
         score = scale.read_verdict(verdict)
         reasoning = getattr(pred, self.kind.reasoning_field or "reasoning", None)
-        expected = calibrated = None
+        expected = calibrated = probabilities = None
         if self.config.score_mode == "expected":
             options = {opt: scale.coerce(opt) for opt in scale.verdict_options}
-            expected = expected_score(getattr(pred, "logprobs", None), options, verdict_field)
+            dist = verdict_distribution(getattr(pred, "logprobs", None), options, verdict_field)
+            if dist is not None:
+                expected = sum(score * p for score, p in dist.items())
+                probabilities = {str(score): p for score, p in dist.items()}
             calibrated, decided = self._calibrate(expected)
             if decided is not None:
                 score = decided
@@ -80,6 +84,7 @@ class Judge(dspy.Module):
             label=scale.label_of(score) if scale.kind == "categorical" else _label(verdict, scale),
             reasoning=reasoning,
             expected_score=expected,
+            probabilities=probabilities,
             calibrated_probability=calibrated,
             outputs=fields,
         )

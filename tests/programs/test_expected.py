@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from assay.programs import expected_score
+from assay.programs import expected_score, verdict_distribution
 
 
 def tok(text, lp, alts=()):
@@ -37,7 +37,12 @@ def test_expected_score_over_ordinal_digits():
         tok("}", 0),
     ]
     expected = (3 * 0.5 + 4 * 0.3 + 2 * 0.1) / 0.9
-    assert expected_score(lps, {str(i): i for i in range(1, 7)}) == pytest.approx(expected)
+    options = {str(i): i for i in range(1, 7)}
+    assert expected_score(lps, options) == pytest.approx(expected)
+    # the distribution behind it: renormalised over the options, scores no one wrote absent
+    dist = verdict_distribution(lps, options)
+    assert dist == pytest.approx({2: 0.1 / 0.9, 3: 0.5 / 0.9, 4: 0.3 / 0.9})
+    assert sum(dist.values()) == pytest.approx(1.0)
 
 
 def test_expected_score_over_labels_and_openai_shape():

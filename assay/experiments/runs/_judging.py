@@ -54,6 +54,7 @@ def judge_one(
                 "unscored": pred.get("unscored"),
                 "reasoning": pred.get("reasoning"),
                 "expected_score": pred.get("expected_score"),
+                "probabilities": pred.get("probabilities"),
                 "calibrated_probability": pred.get("calibrated_probability"),
                 "members": pred.get("members"),
                 "criteria": pred.get("criteria"),
