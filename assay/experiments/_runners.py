@@ -52,6 +52,7 @@ BUILTIN = (
     "estimate",
     "harness",
     "calibrate",
+    "conformal",
     "selftest",
     "compare",
     "optimize",

@@ -15,15 +15,18 @@ Scores (``method``):
 
 - ``lac`` — 1 − p(y) (least ambiguous set-valued classifier; Sadinle, Lei & Wasserman 2019,
   JASA). Smallest sets on average; a set may be empty (no label probable enough).
-- ``aps`` — adaptive prediction sets, non-randomised (Romano, Sesia & Candès 2020, NeurIPS):
-  the mass of every label at least as probable as y (y included). Sets never empty; their size
-  follows the judge's uncertainty per item.
+- ``aps`` — adaptive prediction sets (Romano, Sesia & Candès 2020, NeurIPS), their score with
+  U = 0: the mass of the labels more probable than y (ties by index). Every set holds the most
+  probable label and grows as the judge spreads its mass.
 - ``ordinal`` — ordinal APS (Lu, Angelopoulos, Bates et al. 2022, "Improving Trustworthiness
   of AI Disease Severity Rating in Medical Imaging with Ordinal Conformal Prediction Sets",
   MICCAI): grow an interval from the most probable score, each step adding the neighbour (one
-  below or one above) with more mass; s(y) is the interval's mass at the step y joins it. The
-  sets are nested prefixes of that growth, so every set is a contiguous interval of scores and
-  the coverage argument above holds unchanged.
+  below or one above) with more mass; s(y) is the interval's mass just before y joins it. The
+  sets are prefixes of that growth, so every set is a contiguous interval of scores holding the
+  most probable one, and the coverage argument above holds unchanged.
+
+With U = 0 (the mass *before* y) rather than the mass including y, a set is never empty: with
+the inclusive mass the judge's most confident items would get empty sets.
 
 Functions take 0-based label indices and are vectorised over items. Class-conditional (Mondrian)
 calibration is not offered: per-class coverage is reported, not guaranteed.
@@ -70,9 +73,10 @@ def label_scores(probs: ArrayLike, method: ConformalMethod = "lac") -> NDArray[n
         return 1.0 - p
     if method == "aps":
         order = np.argsort(-p, axis=1, kind="stable")  # most probable first, ties by index
-        cum = np.cumsum(np.take_along_axis(p, order, axis=1), axis=1)
+        ranked = np.take_along_axis(p, order, axis=1)
+        before = np.cumsum(ranked, axis=1) - ranked
         out = np.empty_like(p)
-        np.put_along_axis(out, order, cum, axis=1)
+        np.put_along_axis(out, order, before, axis=1)
         return out
     if method == "ordinal":
         return _ordinal_scores(p)
@@ -81,13 +85,13 @@ def label_scores(probs: ArrayLike, method: ConformalMethod = "lac") -> NDArray[n
 
 def _ordinal_scores(p: NDArray[np.float64]) -> NDArray[np.float64]:
     """Ordinal APS: the interval around the argmax grows by its more probable neighbour (the
-    lower one on a tie); each label's score is the interval's mass when it joins."""
+    lower one on a tie); each label's score is the interval's mass just before it joins."""
     n, k = p.shape
     rows = np.arange(n)
     lo = hi = np.argmax(p, axis=1)
     mass = p[rows, lo].copy()
     out = np.empty_like(p)
-    out[rows, lo] = mass
+    out[rows, lo] = 0.0
     padded = np.pad(p, ((0, 0), (1, 1)), constant_values=-1.0)  # -1: no neighbour there
     for _ in range(k - 1):
         below, above = padded[rows, lo], padded[rows, hi + 2]
@@ -95,8 +99,8 @@ def _ordinal_scores(p: NDArray[np.float64]) -> NDArray[np.float64]:
         lo = np.where(down, lo - 1, lo)
         hi = np.where(down, hi, hi + 1)
         added = np.where(down, lo, hi)
-        mass = mass + p[rows, added]
         out[rows, added] = mass
+        mass = mass + p[rows, added]
     return out
 
 
