@@ -156,3 +156,22 @@ def test_refusals(runs, capsys, monkeypatch):
         main(["conformal", str(runs["cal"]), "--apply", str(runs["app"]), "--holdout", "0.5"]) == 2
     )
     assert "give one" in capsys.readouterr().err
+
+
+def test_refuses_a_run_whose_data_changed_since(runs, capsys, monkeypatch):
+    monkeypatch.chdir(runs["tmp"])
+    csv = runs["tmp"] / "app.csv"
+    before = csv.read_text()
+    try:
+        csv.write_text(
+            before.replace(
+                "i60,What colour is item 60?,Item 60 is blue.,1",
+                "i60,What colour is item 60?,Item 60 is blue.,2",
+            )
+        )
+        assert csv.read_text() != before
+        assert main(["conformal", str(runs["cal"]), "--apply", str(runs["app"])]) == 2
+        err = capsys.readouterr().err
+        assert "changed since the run judged it" in err and len(err.strip().splitlines()) == 1
+    finally:
+        csv.write_text(before)
