@@ -91,7 +91,7 @@ class ConformalSummary(BaseModel):
     overlap: int  # items also used to calibrate, left out of the coverage
     sets_file: str = SETS
     run_dir: str
-    mlflow_run_id: str | None = None
+    mlflow_run_id: str | None = None  # set on return (metrics.json is written before logging)
 
 
 def default_method(scale: Scale) -> str:
@@ -212,29 +212,32 @@ def conformal(
         config, run_hash, command="conformal", workdir=workdir, tracking_uri=tracking_uri
     ) as run:
         records = _records(target, sets, target_refs, set(cal_ids), scale)
-        summary = _summarize(
-            config,
-            judge.name,
-            judge.config_hash(),
-            scale,
-            cal,
-            excluded,
-            applied_to,
-            in_sample,
-            records,
-            run.dir,
-        )
-        run.store.write_text(SETS, "".join(json.dumps(r) + "\n" for r in records))
-        run.store.write_json("metrics.json", summary.model_dump(mode="json"))
-        report = build_report(run.dir)
-        run.store.write_text("report.md", render_markdown(report))
-        from assay.report import write_html
+        if run.finished:  # the same runs, the same options: nothing new to write or log
+            summary = ConformalSummary.model_validate(run.store.read_json("metrics.json"))
+        else:
+            summary = _summarize(
+                config,
+                judge.name,
+                judge.config_hash(),
+                scale,
+                cal,
+                excluded,
+                applied_to,
+                in_sample,
+                records,
+                run.dir,
+            )
+            run.store.write_text(SETS, "".join(json.dumps(r) + "\n" for r in records))
+            run.store.write_json("metrics.json", summary.model_dump(mode="json"))
+            report = build_report(run.dir)
+            run.store.write_text("report.md", render_markdown(report))
+            from assay.report import write_html
 
-        write_html(report, run.dir)
+            write_html(report, run.dir)
+            run.finish(_tracked(config, summary, run_hash))
+        summary.mlflow_run_id = run.mlflow_run_id
         if out is not None:
             _write_out(out, summary, records)
-        run_id = run.finish(_tracked(config, summary, run_hash))
-        summary.mlflow_run_id = run_id
         return summary
 
 
@@ -418,7 +421,7 @@ def _fmt(x: float | None) -> str:
 def headline(s: ConformalSummary) -> list[str]:
     """The lines the console and the report open with."""
     q = (
-        f"q̂ = {s.qhat:.4f} (the {s.rank}-th smallest of {s.n_calibration} scores)"
+        f"q̂ = {s.qhat:.4f} (order statistic {s.rank} of the {s.n_calibration} scores)"
         if s.qhat is not None
         else f"q̂ = ∞: {s.n_calibration} items are too few for α = {s.alpha} "
         f"(it needs ⌈(n+1)(1−α)⌉ ≤ n), every set is the whole scale"

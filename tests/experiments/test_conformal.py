@@ -16,6 +16,7 @@ from assay.experiments import write_report
 from assay.lm import StubServer
 from assay.metrics import calibrate_conformal, conformal_rank, probability_matrix
 from tests.experiments.stub_judge import stub_config
+from tests.web.test_report_parity import both
 
 SCORES = [1, 2, 3, 4, 5]
 
@@ -119,13 +120,16 @@ def test_calibrate_on_one_run_apply_to_another(runs, capsys, monkeypatch):
     # the report: report.md and report.html with the same tables, and the dispatch by kind
     md = (Path(s["run_dir"]) / "report.md").read_text()
     assert "## Coverage per reference" in md and "## Set sizes" in md
+    tables = both(Path(s["run_dir"]))
+    assert [t[:3] for t in tables["report.html"]] == [t[:3] for t in tables["report.md"]][:2]
     assert (Path(s["run_dir"]) / "report.html").unlink() is None
     write_report(Path(s["run_dir"]))
     assert "Coverage per reference" in (Path(s["run_dir"]) / "report.html").read_text()
-    # the console
+    # the console; the same command again is the same run, re-read
     assert main(args) == 0
     text = capsys.readouterr().out
     assert "q̂ = " in text and "coverage " in text and "conformal_sets.jsonl" in text
+    assert str(s["run_dir"]) in text and len(list((tmp / "runs").glob("cal-conformal-*"))) == 1
 
 
 def test_holdout_of_one_run(runs, capsys, monkeypatch):
