@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,9 @@ from assay.metrics import MetricValue
 from assay.report import Items, Report, Row, Table, load_json, markdown, markdown_table
 from assay.scale import Scale
 from assay.types import Judgment, stable_hash
+
+if TYPE_CHECKING:
+    from assay.metrics import ConformalCalibration
 
 SETS = "conformal_sets.jsonl"
 NO_PROBABILITIES = "no verdict probabilities"
@@ -114,6 +117,8 @@ def conformal(
     """Calibrate q̂ on ``calibration`` and write the sets of the target items (see the module)."""
     from assay.metrics import calibrate_conformal, prediction_sets, probability_matrix
 
+    if not 0 < alpha < 1:
+        raise ConfigError(f"--alpha {alpha}: a miscoverage between 0 and 1, e.g. 0.1")
     if apply is not None and holdout is not None:
         raise ConfigError(
             "--apply and --holdout: give one (sets for another run, or a held-out part)"
@@ -308,7 +313,7 @@ def _summarize(
     judge: str,
     config_hash: str,
     scale: Scale,
-    cal: Any,
+    cal: ConformalCalibration,
     excluded: dict[str, int],
     applied_to: str,
     in_sample: bool,
