@@ -30,7 +30,7 @@ from assay.experiments._estimate import _read as read_evaluate_run
 from assay.experiments._items import data_fingerprint, load_items
 from assay.experiments.runs import Run, TrackedRun, flatten_metrics, write_atomic
 from assay.metrics import MetricValue
-from assay.report import Items, Report, Row, Table, load_json, markdown, markdown_table
+from assay.report import Block, Items, Report, Row, Table, load_json, markdown, markdown_table
 from assay.scale import Scale
 from assay.types import Judgment, stable_hash
 
@@ -301,7 +301,7 @@ def _records(
         else:
             reason = f"unscored: {j.unscored}" if j.score is None else NO_PROBABILITIES
             rec |= {"set": None, "size": None, "reason": reason}
-        rec |= {"verdict": j.score, "reference": ref}
+        rec |= {"verdict": j.score, "reference": ref, "probabilities": j.probabilities}
         rec["covered"] = None if ref is None or i not in sets else ref in sets[i]
         rec["calibration"] = i in calibration_ids
         out.append(rec)
@@ -481,8 +481,8 @@ def build_report(run_dir: Path) -> Report:
         ["size", "items", "share"],
         [[k, n, f"{n / s.n_sets:.3f}" if s.n_sets else "—"] for k, n in enumerate(s.size_counts)],
         lead="The size of an item's set is the judge's honest uncertainty about it at level α: "
-        "1 — the judge's verdict alone is plausible; the whole scale — it knows nothing about "
-        "this item that α lets it claim"
+        "1 — only the judge's most probable verdict is plausible; the whole scale — it can rule "
+        "out no verdict on this item"
         + (" (0 — no score is plausible enough)" if s.method == "lac" else "")
         + ".",
     )
@@ -502,7 +502,7 @@ def build_report(run_dir: Path) -> Report:
                         "all",
                         c.n,
                         f"{c.value:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]",
-                        _fmt(s.mean_size),
+                        f"{sum(row.n * row.mean_size for row in s.per_class) / c.n:.2f}",
                     ]
                 ],
                 note=f"Marginal coverage is guaranteed ≥ {1 - s.alpha:.3f} on average over "
@@ -533,13 +533,21 @@ def build_report(run_dir: Path) -> Report:
                         str(x.get("covered")),
                     ),
                 ],
-                [],
+                [Block("the judge's probability of each score", _probabilities_text(x))],
                 "bad" if x.get("covered") is False else ("warn" if x.get("set") is None else ""),
             )
             for x in records
         ],
     )
     return r
+
+
+def _probabilities_text(rec: dict[str, Any]) -> str:
+    probs = rec.get("probabilities")
+    if not probs:
+        return "none: the backend returned no probability for the verdict token"
+    ordered = sorted(probs.items(), key=lambda kv: int(kv[0]))
+    return ", ".join(f"{k}: {p:.3f}" for k, p in ordered)
 
 
 def _set_text(rec: dict[str, Any]) -> str:
