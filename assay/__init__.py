@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 _API = (  # the built-in runners, as functions (assay.api); any other registered runner too
     "evaluate",
     "calibrate",
+    "conformal",
     "estimate",
     "harness",
     "toolemu",

@@ -53,6 +53,7 @@ BUILTIN = (
     "harness",
     "calibrate",
     "certify",
+    "conformal",
     "selftest",
     "compare",
     "drift",

@@ -63,6 +63,21 @@ _NAMES = {
         "clopper_pearson_upper",
     ),
     "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
+    "_conformal": (
+        "ClassCoverage",
+        "ConformalCalibration",
+        "ConformalMethod",
+        "SetSummary",
+        "calibrate_conformal",
+        "conformal_quantile",
+        "conformal_rank",
+        "is_contiguous",
+        "label_scores",
+        "prediction_sets",
+        "probability_matrix",
+        "set_coverage",
+        "true_label_scores",
+    ),
     "_cost": ("cost_per_accuracy_point",),
     "_disagreements": ("Disagreement", "disagreements"),
     "_drift": ("DriftTest", "Stability", "drift_test", "item_change_rates", "stability"),
@@ -243,6 +258,20 @@ __all__ = [
     "drift_test",
     "item_change_rates",
     "stability",
+    # conformal prediction sets
+    "ClassCoverage",
+    "ConformalCalibration",
+    "ConformalMethod",
+    "SetSummary",
+    "calibrate_conformal",
+    "conformal_quantile",
+    "conformal_rank",
+    "is_contiguous",
+    "label_scores",
+    "prediction_sets",
+    "probability_matrix",
+    "set_coverage",
+    "true_label_scores",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -302,6 +331,21 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         cluster_bootstrap_ci,
         cluster_mean,
         weighted_mean,
+    )
+    from assay.metrics._conformal import (
+        ClassCoverage,
+        ConformalCalibration,
+        ConformalMethod,
+        SetSummary,
+        calibrate_conformal,
+        conformal_quantile,
+        conformal_rank,
+        is_contiguous,
+        label_scores,
+        prediction_sets,
+        probability_matrix,
+        set_coverage,
+        true_label_scores,
     )
     from assay.metrics._cost import cost_per_accuracy_point
     from assay.metrics._disagreements import Disagreement, disagreements
