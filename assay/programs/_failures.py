@@ -21,7 +21,10 @@ def unscored_reason(exc: BaseException) -> UnscoredReason | None:
     from dspy.lm15 import LM15Error
 
     from assay.programs._judge import MissingLogprobs
+    from assay.programs.kinds import JudgeCallFailed
 
+    if isinstance(exc, JudgeCallFailed):
+        return exc.reason  # type: ignore[return-value]
     if isinstance(exc, TruncatedOutput):
         return "truncated"
     if isinstance(exc, OffScaleOutput):
