@@ -140,6 +140,13 @@ _NOT_IN_HASH: Any = {
     **dict.fromkeys(NOT_IN_IDENTITY, True),
     "members": {"__all__": {"name", *NOT_IN_IDENTITY}},
 }
+# a judge that is no MLflow judge hashes (and logs) as before the ``mlflow`` entry existed
+_NOT_MLFLOW: Any = {"mlflow": True, "members": {"__all__": {"mlflow"}}}
+_NOT_IN_HASH_NOT_MLFLOW: Any = {
+    **_NOT_IN_HASH,
+    **_NOT_MLFLOW,
+    "members": {"__all__": {"name", "mlflow", *NOT_IN_IDENTITY}},
+}
 
 
 class JudgeConfig(ModelSpec):
@@ -242,7 +249,8 @@ class JudgeConfig(ModelSpec):
     def config_hash(self) -> str:
         """Stable hash of everything that affects a verdict (the display name, the price, the
         per-attempt timeout, the client and the rate limits excluded)."""
-        return stable_hash(self._with_layouts(self.model_dump(mode="json", exclude=_NOT_IN_HASH)))
+        exclude = _NOT_IN_HASH if self.mlflow is not None else _NOT_IN_HASH_NOT_MLFLOW
+        return stable_hash(self._with_layouts(self.model_dump(mode="json", exclude=exclude)))
 
     def _with_layouts(self, dump: dict[str, Any]) -> dict[str, Any]:
         """``dump`` with the prompt layout of this judge's model and of each member's, where it
@@ -255,7 +263,8 @@ class JudgeConfig(ModelSpec):
 
     def flat_params(self) -> dict[str, str]:
         """The config flattened to ``key.sub → str`` for MLflow params."""
-        out = flatten(self._with_layouts(self.model_dump(mode="json")), "judge")
+        exclude = None if self.mlflow is not None else _NOT_MLFLOW
+        out = flatten(self._with_layouts(self.model_dump(mode="json", exclude=exclude)), "judge")
         out["judge.config_hash"] = self.config_hash()
         return out
 
