@@ -182,6 +182,7 @@ def test_built_in_and_instructions_configs_validate_and_hash_their_judge():
         (MLFLOW_JUDGE["mlflow"], {"scale": "1-5"}, "binary scale"),
         (MLFLOW_JUDGE["mlflow"], {"model": "local"}, "provider/name"),
         (MLFLOW_JUDGE["mlflow"], {"program": "chain_of_thought"}, "own program"),
+        (MLFLOW_JUDGE["mlflow"], {"rubric": "be strict"}, "prompt is its own"),
     ],
 )
 def test_configs_an_mlflow_judge_cannot_run_are_refused(mlflow, extra, message):
@@ -199,3 +200,24 @@ def test_feedback_values_onto_scales():
     for value, scale in (("unknown", YES_NO), (7, Scale.parse("1-5")), (True, Scale.parse("1-5"))):
         with pytest.raises(ValueError, match="is not on the"):
             verdict_score(value, scale)
+
+
+def test_polarity_refuses_a_judge_that_writes_its_own_prompt(tmp_path):
+    """polarity asks the judge an inverted instruction, which an MLflow judge never reads: the
+    harness refuses it before anything runs, instead of measuring an unasked question."""
+    from assay.errors import ConfigError
+    from assay.experiments.reliability import HarnessConfig, run_harness
+
+    judge = {"name": "m", "model": "openai/stub", "api_base": "http://127.0.0.1:9/v1"}
+    raw = {
+        "name": "p",
+        "data": {"path": str(write_items(tmp_path)), "columns": {"id": "id"}},
+        "scale": "binary",
+        "judges": [{**judge, "task": "mlflow", "mlflow": MLFLOW_JUDGE["mlflow"]}],
+        "tests": {"polarity": {"instruction": "Is it NOT so?", "rubric": "inverted"}},
+        "tracking": {"enabled": False},
+        "output_dir": str(tmp_path / "runs"),
+    }
+    with pytest.raises(ConfigError, match="judge m .task: mlflow. writes its own prompt"):
+        run_harness(HarnessConfig.model_validate(raw), workdir=tmp_path, progress=False)
+    assert not (tmp_path / "runs").exists()

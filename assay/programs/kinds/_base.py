@@ -39,6 +39,9 @@ class JudgeKind:
     default_scale: ClassVar[Scale | None] = None
     # the verdict field is typed from the config's scale (Literal of its options)
     scaled: ClassVar[bool] = False
+    # the judge writes its own prompt (an MLflow judge): no instruction or rubric of assay's
+    # reaches it, so nothing that asks it another task (polarity) or tunes its prompt applies
+    own_prompt: ClassVar[bool] = False
 
     @classmethod
     def build_signature(cls, config: Any) -> type[dspy.Signature]:

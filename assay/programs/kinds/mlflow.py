@@ -48,6 +48,7 @@ class MlflowKind(JudgeKind):
     signature = JudgeResponse  # not asked: the MLflow judge writes its own prompt
     judged_field = "response"
     scaled = True
+    own_prompt = True
 
     @classmethod
     def default_scale_for(cls, config: Any) -> Scale | None:
@@ -64,6 +65,11 @@ class MlflowKind(JudgeKind):
         if spec is None:
             raise ValueError(
                 "task 'mlflow' needs 'mlflow': {instructions, feedback_value_type} or {builtin}"
+            )
+        if config.instruction is not None or config.rubric is not None:
+            raise ValueError(
+                "an MLflow judge's prompt is its own: put the task in mlflow.instructions "
+                "(no 'instruction' or 'rubric')"
             )
         if config.program != "predict":
             raise ValueError("an MLflow judge is its own program: leave 'program' out")
