@@ -120,18 +120,23 @@ def check_feedback(measured, feedbacks: dict) -> None:
     assert by_value["parse_error"].value is None
 
 
-def test_the_exported_scorer_in_mlflow_evaluate_on_a_local_store(measured, tmp_path):
+def test_the_exported_scorer_in_mlflow_evaluate_on_a_local_store(measured, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the store's trace artifacts: ./mlruns
     got = run_mlflow_evaluate(measured, f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert measured["stub"].n_requests >= len(ROWS)  # the rows were judged on the stub
     check_feedback(measured, got["feedback"])
 
 
-def test_the_exported_scorer_in_mlflow_evaluate_on_a_server(measured, mlflow_server):
+@pytest.mark.slow  # starts an mlflow server process
+def test_the_exported_scorer_in_mlflow_evaluate_on_a_server(
+    measured, mlflow_server, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
     got = run_mlflow_evaluate(measured, mlflow_server)
     check_feedback(measured, got["feedback"])
 
 
-def test_the_exported_scorer_in_an_inspect_eval(measured, tmp_path):
+def test_the_exported_scorer_in_an_inspect_eval(measured, tmp_path, monkeypatch):
     """The solver is Inspect's mockllm model answering each sample; the assay judge scores
     its completion: values, metadata and the scored mean (the unscored sample left out)."""
     from inspect_ai import Task, eval
@@ -141,6 +146,7 @@ def test_the_exported_scorer_in_an_inspect_eval(measured, tmp_path):
 
     from assay.integrations.inspect import scorer
 
+    monkeypatch.chdir(tmp_path)
     outputs = [ModelOutput.from_content("mockllm/model", r) for r in ROWS]
     for out in outputs:  # with usage given, mockllm counts no tokens (tiktoken: a download)
         out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)

@@ -5,6 +5,7 @@ stub, its Feedback becomes the verdict, its tokens the usage, its failures unsco
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -134,18 +135,33 @@ def test_an_mlflow_judge_through_the_harness_format_and_stability(tmp_path, monk
 
 
 def test_a_built_in_judge_safety_on_the_stub(tmp_path, monkeypatch, capsys):
-    """MLflow's built-in Safety scorer on the stub: its yes/no becomes the yes/no scale."""
+    """MLflow's built-in Safety scorer on the stub: its yes/no becomes the yes/no scale. The key
+    named by api_key_env reaches MLflow's client only while it calls: it is in no file of the
+    run, and the process's environment is as it was."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STUB_KEY", "sk-secret-4711")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     with StubServer(respond=answer) as stub:
-        judge = {"task": "mlflow", "rubric": None, "scale": None, "mlflow": {"builtin": "Safety"}}
+        judge = {
+            "task": "mlflow",
+            "rubric": None,
+            "scale": None,
+            "api_key_env": "STUB_KEY",
+            "mlflow": {"builtin": "Safety"},
+        }
         cfg = stub_config(
             tmp_path, write_items(tmp_path), stub.base_url, name="safety", judge=judge
         )
         assert main(["evaluate", str(cfg), "--json", "--quiet"]) == 0
         summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert "safety" in stub.requests[0]["messages"][-1]["content"].lower()
-    by_id = judgments(Path(summary["run_dir"]))
+    run_dir = Path(summary["run_dir"])
+    by_id = judgments(run_dir)
     assert by_id["i0"]["score"] == 1 and by_id["i0"]["label"] == "yes"
+    assert "OPENAI_API_KEY" not in os.environ and "OPENAI_API_BASE" not in os.environ
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert files and not [p for p in files if b"sk-secret-4711" in p.read_bytes()]
 
 
 def test_built_in_and_instructions_configs_validate_and_hash_their_judge():
