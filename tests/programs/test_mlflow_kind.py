@@ -90,6 +90,23 @@ def test_an_mlflow_judge_through_evaluate_on_the_stub(tmp_path, monkeypatch, cap
         }
         assert main(["evaluate", str(cfg), "--json", "--quiet"]) == 0  # resumed: nothing asked
         assert stub.n_requests == 4
+        # another run of the same judge: the answers MLflow read (i2, i3) come from the LM
+        # cache; i0 and i1 (no answer kept) are asked again
+        again = stub_config(
+            tmp_path,
+            tmp_path / "items.csv",
+            stub.base_url,
+            name="mlflow-kind-again",
+            file="again.yaml",
+            judge=MLFLOW_JUDGE,
+            concurrency=1,
+        )
+        assert main(["evaluate", str(again), "--json", "--quiet"]) == 0
+        second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert stub.n_requests == 6
+        assert "Item 2 is" not in json.dumps(stub.requests[4:])
+        assert second["usage"]["cached_judgments"] == 1  # i3 (i2's "maybe": unscored again)
+        assert judgments(Path(second["run_dir"]))["i3"]["cached"] is True
 
 
 def test_an_mlflow_judge_through_the_harness_format_and_stability(tmp_path, monkeypatch, capsys):
@@ -237,3 +254,18 @@ def test_polarity_refuses_a_judge_that_writes_its_own_prompt(tmp_path):
     with pytest.raises(ConfigError, match="judge m .task: mlflow. writes its own prompt"):
         run_harness(HarnessConfig.model_validate(raw), workdir=tmp_path, progress=False)
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_failed_mlflow_call_is_unscored_with_its_reason():
+    from assay.programs import unscored_reason
+    from assay.programs.kinds import JudgeCallFailed
+
+    def raised(reason: str, cause: BaseException | None) -> JudgeCallFailed:
+        try:
+            raise JudgeCallFailed(reason, "MLflow judge: failed") from cause
+        except JudgeCallFailed as exc:
+            return exc
+
+    assert unscored_reason(raised("lm_error", ConnectionError("refused"))) == "lm_error"
+    assert unscored_reason(raised("parse_error", None)) == "parse_error"
+    assert unscored_reason(raised("lm_error", TimeoutError("read timed out"))) == "timeout"

@@ -179,12 +179,9 @@ def _call(config: Any, inputs: dict[str, Any]) -> Any:
         raise JudgeCallFailed(_reason(exc), f"MLflow judge: {exc.message}"[:2000]) from exc
 
 
-def _reason(exc: BaseException) -> Literal["parse_error", "timeout", "lm_error"]:
-    node: BaseException | None = exc
-    while node is not None:
-        if isinstance(node, TimeoutError) or "timeout" in type(node).__name__.lower():
-            return "timeout"
-        node = node.__cause__
+def _reason(exc: BaseException) -> Literal["parse_error", "lm_error"]:
+    """An MLflow judge's failure: an answer it could not parse, or a failed call (a timeout
+    among its causes is told apart by :func:`~assay.programs.unscored_reason`)."""
     return "parse_error" if "parse" in str(exc).lower() else "lm_error"
 
 
