@@ -269,3 +269,17 @@ def test_a_failed_mlflow_call_is_unscored_with_its_reason():
     assert unscored_reason(raised("lm_error", ConnectionError("refused"))) == "lm_error"
     assert unscored_reason(raised("parse_error", None)) == "parse_error"
     assert unscored_reason(raised("lm_error", TimeoutError("read timed out"))) == "timeout"
+
+
+def test_optimize_refuses_a_judge_that_writes_its_own_prompt(tmp_path):
+    from assay.experiments.optimize import OptimizeConfig
+
+    judge = {"model": "openai/stub", "task": "mlflow", "mlflow": MLFLOW_JUDGE["mlflow"]}
+    raw = {
+        "name": "o",
+        "data": {"path": "x.csv"},
+        "judge": judge,
+        "optimizer": {"name": "bootstrap_few_shot"},
+    }
+    with pytest.raises(ValidationError, match="writes its own prompt"):
+        OptimizeConfig.model_validate(raw)
