@@ -167,3 +167,19 @@ def test_the_exported_scorer_in_an_inspect_eval(measured, tmp_path, monkeypatch)
     metrics = log.results.scores[0].metrics
     assert metrics["scored_mean"].value == 0.5  # (1 + 0) / 2: the unscored one is no 0
     assert metrics["unscored"].value == 1
+
+
+def test_a_harness_run_of_another_judge_is_refused(measured):
+    """The reliability figures travel only with the judge config they were measured on."""
+    from assay.errors import ConfigError
+    from assay.experiments import load_config
+    from assay.integrations import load_judge
+
+    config = load_config(measured["run"] / "config.yaml")[0].judge
+    same = load_judge(config, harness=measured["harness"])
+    assert same.figures["assay.worst_test_rate"] == "1"
+    other = config.model_copy(update={"rubric": "Another rubric."})
+    with pytest.raises(ConfigError, match="measured no judge with config hash"):
+        load_judge(other, harness=measured["harness"])
+    with pytest.raises(ConfigError, match="not a harness run"):
+        load_judge(config, harness=measured["run"])
