@@ -2,10 +2,12 @@
 
 import os as _os
 
-# Without these, LiteLLM fetches its price map and MLflow sends telemetry at import time:
-# both stall on a machine without internet access.
+# Without these, LiteLLM fetches its price map and MLflow sends telemetry at import time, and
+# an MLflow judge fetches MLflow's model catalog (its vendored copy serves): all stall on a
+# machine without internet access.
 _os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 _os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+_os.environ.setdefault("MLFLOW_MODEL_CATALOG_URI", "")
 _os.environ.setdefault("DSPY_DISABLE_TELEMETRY", "true")
 _os.environ.setdefault("HF_DATASETS_OFFLINE", "0")
 _os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("assay.experiments.runs",),
     ("assay.experiments", "assay.toolemu"),
     ("assay.web",),
-    ("assay.cli", "assay.api"),
+    ("assay.cli", "assay.api", "assay.integrations"),
 ]
 
 
@@ -351,6 +351,19 @@ def test_the_library_never_imports_the_command_line():
         if inside(i.target, "assay.cli")
     ]
     assert not wrong, "library modules importing assay.cli: " + ", ".join(wrong)
+
+
+def test_the_library_never_imports_the_integrations():
+    """``assay.integrations`` (assay's judges as MLflow and Inspect scorers) is for users: no
+    module of the library depends on it."""
+    wrong = [
+        f"{name}:{i}"
+        for name in MODULES
+        if not inside(name, "assay.integrations")
+        for i in imports(name)
+        if inside(i.target, "assay.integrations")
+    ]
+    assert not wrong, "library modules importing assay.integrations: " + ", ".join(wrong)
 
 
 def _loaded_by(statement: str, heavy: tuple[str, ...]) -> str:

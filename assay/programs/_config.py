@@ -129,11 +129,52 @@ class ConfidenceConfig(BaseModel):
         return {"source": self.source}
 
 
+class MlflowJudgeSpec(BaseModel):
+    """An MLflow GenAI judge (``task: mlflow``): one ``mlflow.genai.judges.make_judge`` builds
+    from ``instructions`` (a template naming ``{{ inputs }}`` and ``{{ outputs }}``) and a
+    ``feedback_value_type``, or a built-in scorer by name (``Guidelines`` with its
+    ``guidelines``). Its model is the judge config's."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    instructions: str | None = None
+    feedback_value_type: Literal["bool", "int", "float", "str"] | None = None
+    builtin: Literal["Safety", "Guidelines", "RelevanceToQuery"] | None = None
+    guidelines: list[str] | None = None
+
+    @field_validator("guidelines", mode="before")
+    @classmethod
+    def _one_guideline(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _one_judge(self) -> MlflowJudgeSpec:
+        if (self.instructions is None) == (self.builtin is None):
+            raise ValueError("give 'instructions' (a make_judge judge) or 'builtin', not both")
+        if self.instructions is not None:
+            if not re.search(r"\{\{\s*outputs\s*\}\}", self.instructions):
+                raise ValueError("'instructions' must name {{ outputs }} (the judged response)")
+            if self.feedback_value_type is None:
+                raise ValueError("'instructions' needs a 'feedback_value_type' (bool, int, str)")
+        elif self.feedback_value_type is not None:
+            raise ValueError(f"built-in {self.builtin} answers yes/no: no 'feedback_value_type'")
+        if (self.builtin == "Guidelines") != bool(self.guidelines):
+            raise ValueError("'guidelines' go with builtin: Guidelines (and it needs them)")
+        return self
+
+
 # the display name and how the model is called (price, timeout, client, rate limits)
 _NOT_IN_HASH: Any = {
     "name": True,
     **dict.fromkeys(NOT_IN_IDENTITY, True),
     "members": {"__all__": {"name", *NOT_IN_IDENTITY}},
+}
+# a judge that is no MLflow judge hashes (and logs) as before the ``mlflow`` entry existed
+_NOT_MLFLOW: Any = {"mlflow": True, "members": {"__all__": {"mlflow"}}}
+_NOT_IN_HASH_NOT_MLFLOW: Any = {
+    **_NOT_IN_HASH,
+    **_NOT_MLFLOW,
+    "members": {"__all__": {"name", "mlflow", *NOT_IN_IDENTITY}},
 }
 
 
@@ -148,6 +189,7 @@ class JudgeConfig(ModelSpec):
     instruction: str | None = None
     rubric: str | None = None
     criteria: list[Criterion] | None = None
+    mlflow: MlflowJudgeSpec | None = None  # task: mlflow
     scale: Scale | None = None
     program: ProgramKind = "predict"
     score_mode: Literal["argmax", "expected"] = "argmax"
@@ -237,9 +279,11 @@ class JudgeConfig(ModelSpec):
         elif self.members:
             raise ValueError("'members' is only for program: panel")
         if self.scale is None:
-            self.scale = get_kind(self.task).default_scale
+            self.scale = get_kind(self.task).default_scale_for(self)
         if self.scale is None:
             raise ValueError("a judge needs a 'scale' (binary, MIN-MAX, labels a,b,c or a mapping)")
+        if self.mlflow is not None and self.task != "mlflow":
+            raise ValueError("'mlflow' is only for task: mlflow")
         get_kind(self.task).check(self)
         if self.score_mode == "expected" and self.scale.kind == "categorical":
             raise ValueError("score_mode 'expected' needs a binary or ordinal scale")
@@ -270,7 +314,8 @@ class JudgeConfig(ModelSpec):
         per-attempt timeout, the client and the rate limits excluded): a program state read
         from a file counts by its content, not its path (an optimizer writing the file again
         makes another judge)."""
-        dump = self._with_layouts(self.model_dump(mode="json", exclude=_NOT_IN_HASH))
+        exclude = _NOT_IN_HASH if self.mlflow is not None else _NOT_IN_HASH_NOT_MLFLOW
+        dump = self._with_layouts(self.model_dump(mode="json", exclude=exclude))
         return stable_hash(self._with_state_content(dump))
 
     def _with_state_content(self, dump: dict[str, Any]) -> dict[str, Any]:
@@ -298,7 +343,8 @@ class JudgeConfig(ModelSpec):
 
     def flat_params(self) -> dict[str, str]:
         """The config flattened to ``key.sub → str`` for MLflow params."""
-        out = flatten(self._with_layouts(self.model_dump(mode="json")), "judge")
+        exclude = None if self.mlflow is not None else _NOT_MLFLOW
+        out = flatten(self._with_layouts(self.model_dump(mode="json", exclude=exclude)), "judge")
         out["judge.config_hash"] = self.config_hash()
         return out
 

@@ -21,6 +21,7 @@ def unscored_reason(exc: BaseException) -> UnscoredReason | None:
     from dspy.lm15 import LM15Error
 
     from assay.programs._judge import MissingLogprobs
+    from assay.programs.kinds import JudgeCallFailed
 
     if isinstance(exc, TruncatedOutput):
         return "truncated"
@@ -30,8 +31,10 @@ def unscored_reason(exc: BaseException) -> UnscoredReason | None:
         return "parse_error"
     if isinstance(exc, MissingLogprobs):
         return "no_logprobs"
-    if _is_timeout(exc):
+    if _is_timeout(exc):  # a JudgeCallFailed raised from a timeout too
         return "timeout"
+    if isinstance(exc, JudgeCallFailed):
+        return exc.reason  # type: ignore[return-value]
     if isinstance(exc, LMError | LM15Error):  # type: ignore[arg-type]
         return "lm_error"
     if isinstance(exc, ValueError) and "is not on the" in str(exc):

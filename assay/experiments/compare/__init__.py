@@ -27,6 +27,7 @@ from assay.experiments.compare._tables import (
     leaderboard,
     pareto_front,
     short_sha,
+    worst_test,
 )
 
 __all__ = [
@@ -55,4 +56,5 @@ __all__ = [
     "pareto_front",
     "render_markdown",
     "short_sha",
+    "worst_test",
 ]

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from assay.experiments._config import DataConfig, RunConfig, without_write_back
 from assay.programs import JudgeConfig
+from assay.programs.kinds import get_kind
 from assay.types import stable_hash
 
 # config name → DSPy optimizer class (looked up on ``dspy`` when used)
@@ -105,6 +106,11 @@ class OptimizeConfig(RunConfig):
     def _check(self) -> OptimizeConfig:
         if self.judge.program == "panel":
             raise ValueError("optimize compiles one judge program; a panel cannot be optimized")
+        if get_kind(self.judge.task).own_prompt:
+            raise ValueError(
+                f"task '{self.judge.task}': the judge writes its own prompt, which a DSPy "
+                "optimizer cannot tune"
+            )
         scale = self.judge.scale
         if scale and self.metric != "exact" and scale.kind == "categorical" and not scale.scores:
             raise ValueError(f"metric '{self.metric}' needs ordered scores; use metric: exact")

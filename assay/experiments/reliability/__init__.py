@@ -23,7 +23,7 @@ from assay.experiments.reliability._results import (
     ScoringValue,
     TargetScores,
 )
-from assay.experiments.reliability.engine import judged_id, run_harness
+from assay.experiments.reliability.engine import judge_metrics, judged_id, run_harness
 from assay.experiments.reliability.probes import FormatTest, variant_rng
 from assay.experiments.reliability.report import (
     build_report,
@@ -76,6 +76,7 @@ __all__ = [
     "record_decisions",
     "review_counts",
     "review_lock",
+    "judge_metrics",
     "judged_id",
     "CriterionScores",
     "Dropped",

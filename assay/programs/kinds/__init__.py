@@ -4,7 +4,13 @@ Add a kind: copy ``response.py``, set its signature, verdict / judged fields and
 and register it with ``@judge_kind("name")`` — nothing else changes.
 """
 
-from assay.programs.kinds._base import JudgeKind, get_kind, judge_kind, known_kinds
+from assay.programs.kinds._base import (
+    JudgeCallFailed,
+    JudgeKind,
+    get_kind,
+    judge_kind,
+    known_kinds,
+)
 from assay.programs.kinds.emulator_quality import EMULATOR_QUALITY
 from assay.programs.kinds.pairwise import (
     PAIRWISE,
@@ -23,6 +29,7 @@ __all__ = [
     "PAIRWISE_NO_TIE",
     "TOOLEMU_HELPFULNESS",
     "TOOLEMU_SAFETY",
+    "JudgeCallFailed",
     "JudgeKind",
     "get_kind",
     "is_pairwise",

@@ -17,6 +17,15 @@ from assay.scale import Scale
 from assay.types import Item
 
 
+class JudgeCallFailed(Exception):
+    """A judge that calls its model itself (an MLflow judge) could not grade an item: an
+    unscored judgment with ``reason`` (``lm_error``, ``parse_error``, ``timeout``)."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
 class JudgeKind:
     """Base of every judge kind; subclasses set the class attributes and ``inputs``."""
 
@@ -30,6 +39,9 @@ class JudgeKind:
     default_scale: ClassVar[Scale | None] = None
     # the verdict field is typed from the config's scale (Literal of its options)
     scaled: ClassVar[bool] = False
+    # the judge writes its own prompt (an MLflow judge): no instruction or rubric of assay's
+    # reaches it, so nothing that asks it another task (polarity) or tunes its prompt applies
+    own_prompt: ClassVar[bool] = False
 
     @classmethod
     def build_signature(cls, config: Any) -> type[dspy.Signature]:
@@ -53,6 +65,11 @@ class JudgeKind:
             return with_scale(cls.signature, config.scale, config.instruction)
         sig = cls.signature
         return sig.with_instructions(config.instruction) if config.instruction else sig
+
+    @classmethod
+    def default_scale_for(cls, config: Any) -> Scale | None:
+        """The scale a judge of this kind gets when ``config`` names none."""
+        return cls.default_scale
 
     @classmethod
     def check(cls, config: Any) -> None:

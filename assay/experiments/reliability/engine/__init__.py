@@ -5,5 +5,6 @@ finished run (``_rerun``) and its MLflow record (``_tracking``)."""
 
 from assay.experiments.reliability.engine._harness import run_harness
 from assay.experiments.reliability.engine._judging import judged_id
+from assay.experiments.reliability.engine._tracking import judge_metrics
 
-__all__ = ["judged_id", "run_harness"]
+__all__ = ["judge_metrics", "judged_id", "run_harness"]

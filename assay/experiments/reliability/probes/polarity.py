@@ -36,6 +36,7 @@ from assay.experiments.reliability._registry import (
 )
 from assay.experiments.reliability.probes._rewrite import Failed, guarded_call
 from assay.programs import ProbeValidator, TaskInverter, is_pairwise
+from assay.programs.kinds import get_kind
 from assay.scale import Scale
 from assay.signatures import CheckInversion
 from assay.types import Item, Usage, stable_hash
@@ -111,6 +112,12 @@ class PolarityTest(ReliabilityTest):
             raise ConfigError("tests.polarity.labels: the labels must be distinct")
 
     def check_judges(self, judges: list[Any]) -> None:
+        own = [c for j in judges for c in _leaves(j) if get_kind(c.task).own_prompt]
+        if own:
+            raise ConfigError(
+                f"tests.polarity: judge {own[0].name} (task: {own[0].task}) writes its own "
+                "prompt, so the inverted question cannot be asked of it; leave polarity out"
+            )
         tasks = {(c.instruction, c.rubric) for j in judges for c in _leaves(j)}
         if len(tasks) > 1:
             raise ConfigError(
