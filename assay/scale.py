@@ -211,6 +211,16 @@ class Scale(BaseModel):
                 return lab
         return None
 
+    def tool_value(self, score: int) -> bool | int | str | None:
+        """A verdict as other tools hold it (an MLflow ``Feedback`` value, an Inspect score's
+        answer): a bool on a binary scale, the label on a categorical one, the integer score
+        on an ordinal one."""
+        if self.kind == "binary":
+            return bool(score)
+        if self.kind == "categorical":
+            return self.label_of(score)
+        return score
+
     def describe(self) -> str:
         if self.kind == "binary":
             names = f" ({self.labels[0]}/{self.labels[1]})" if self.labels else ""

@@ -215,3 +215,12 @@ class Judgment(BaseModel):
     @property
     def scored(self) -> bool:
         return self.score is not None
+
+    def error_for_tools(self) -> tuple[str, str]:
+        """An unscored judgment as the error another tool records in place of a verdict (an
+        MLflow ``Feedback``'s ``AssessmentError``): code ``UNSCORED_<REASON>``, message
+        ``unscored (<reason>): <detail>``."""
+        reason = self.unscored or "unscored"
+        return f"UNSCORED_{reason.upper()}", f"unscored ({reason})" + (
+            f": {self.error}" if self.error else ""
+        )

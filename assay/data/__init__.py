@@ -9,6 +9,7 @@ from assay.data._common import (
     iter_jsonl,
     jsonable,
     read_json,
+    resolve_dotted,
 )
 from assay.data._inspect import load_inspect_log
 from assay.data._mlflow import (
@@ -63,6 +64,7 @@ from assay.data._transcript import (
 
 __all__ = [
     "as_int_label",
+    "resolve_dotted",
     "check_file",
     "check_limit",
     "csv_read_by",

@@ -307,10 +307,13 @@ def write_feedback(
     *,
     name: str,
     source_id: str,
+    scale: Scale,
     metadata: dict[str, str] | None = None,
 ) -> WriteBack:
     """Each judgment on its trace (the item id) as a ``Feedback`` called ``name`` from an
-    LLM_JUDGE source ``source_id``: value the label (else the score), rationale the reasoning;
+    LLM_JUDGE source ``source_id``: value the verdict as tools hold it (``Scale.tool_value``: a
+    bool on a binary scale, the label on a categorical one, the score on an ordinal one),
+    rationale the reasoning;
     an unscored judgment a Feedback whose ``error`` gives the reason, with no value. A Feedback
     of that name and source already on the trace is updated when it differs and left alone when
     it does not, so a re-run adds nothing."""
@@ -323,14 +326,10 @@ def write_feedback(
     done = WriteBack()
     for j in judgments:
         if j.scored:
-            value, error = (j.label if j.label is not None else j.score), None
+            value, error = scale.tool_value(j.score), None  # type: ignore[arg-type]
         else:
-            value = None
-            reason = j.unscored or "unscored"
-            error = AssessmentError(
-                error_code=f"UNSCORED_{reason.upper()}",
-                error_message=f"unscored ({reason})" + (f": {j.error}" if j.error else ""),
-            )
+            code, message = j.error_for_tools()
+            value, error = None, AssessmentError(error_code=code, error_message=message)
         feedback = Feedback(
             name=name,
             value=value,

@@ -230,7 +230,7 @@ def load_config(
     data = raw.get("data")
     if isinstance(data, dict):
         for key in ("path", "toolkits", "expected_from"):
-            if isinstance(data.get(key), str) and not _is_remote(data[key]):
+            if isinstance(data.get(key), str) and data[key] and not _is_remote(data[key]):
                 data[key] = str((base / data[key]).resolve())
     try:
         return (model or EvaluateConfig).model_validate(raw), base

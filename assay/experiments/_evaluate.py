@@ -150,6 +150,7 @@ def _write_back(config: EvaluateConfig, judgments: list[Judgment]) -> dict[str, 
         judgments,
         name=config.judge.name,
         source_id=f"{config.judge.name}@{config_hash}",
+        scale=config.judge.scale,
         metadata={"assay.config_hash": config_hash, "assay.run": config.name},
     )
     return {"written": done.written, "updated": done.updated, "skipped": done.skipped}

@@ -60,11 +60,7 @@ class MeasuredJudge:
         score, scale = judgment.score, self.config.scale
         if score is None or scale is None:
             return None
-        if scale.kind == "binary":
-            return bool(score)
-        if scale.kind == "categorical":
-            return scale.label_of(score)
-        return score
+        return scale.tool_value(score)
 
 
 def load_judge(

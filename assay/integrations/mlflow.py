@@ -25,17 +25,25 @@ def scorer(
     harness: str | Path | None = None,
     judge: str | None = None,
     name: str | None = None,
+    request: str | None = None,
+    response: str | None = None,
 ) -> Any:
     """An MLflow ``Scorer`` judging with the assay judge of ``config_or_run`` (a judge config,
     a YAML config with a ``judge``, or a finished evaluate or harness run directory); see
     :func:`assay.integrations.load_judge` for ``harness`` and ``judge``. ``name``: the
-    assessment's name (default: the judge config's)."""
+    assessment's name (default: the judge config's). ``request`` / ``response``: where the
+    judged texts are, as dotted paths from ``inputs`` / ``outputs`` — the same paths as a
+    ``data: {format: mlflow}`` config's (e.g. ``inputs.messages.-1.content``), so the judge
+    reads the texts it was measured on; by default :func:`text` of each."""
     from mlflow.genai.scorers import scorer as mlflow_scorer
 
     measured = load_judge(config_or_run, harness=harness, judge=judge)
 
     def assay_judge(inputs: Any = None, outputs: Any = None) -> Any:
-        return feedback(measured, text(inputs), text(outputs), name=name)
+        row = {"inputs": inputs, "outputs": outputs}
+        asked = at(row, request) if request else text(inputs)
+        answered = at(row, response) if response else text(outputs)
+        return feedback(measured, asked, answered, name=name)
 
     return mlflow_scorer(assay_judge, name=name or measured.config.name)
 
@@ -54,9 +62,8 @@ def feedback(measured: MeasuredJudge, request: str, response: str, *, name: str 
         f"{PREFIX}completion_tokens": str(usage.completion_tokens),
     }
     if judgment.score is None:
-        error = AssessmentError(
-            error_code=judgment.unscored or "unscored", error_message=judgment.error or ""
-        )
+        code, message = judgment.error_for_tools()
+        error = AssessmentError(error_code=code, error_message=message)
         return Feedback(
             name=name or measured.config.name, error=error, source=source, metadata=metadata
         )
@@ -69,6 +76,17 @@ def feedback(measured: MeasuredJudge, request: str, response: str, *, name: str 
         source=source,
         metadata=metadata,
     )
+
+
+def at(row: dict[str, Any], dotted: str) -> str:
+    """The text at ``dotted`` in a row (``inputs....`` or ``outputs....``); a path that is not
+    there raises, naming it (MLflow records the scorer's error on the row, not a verdict)."""
+    from assay.data import resolve_dotted
+
+    value, missing = resolve_dotted(row, dotted, top="row")
+    if missing is not None:
+        raise ValueError(f"{dotted}: {missing}")
+    return text(value)
 
 
 def text(value: Any) -> str:

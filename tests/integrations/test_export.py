@@ -115,9 +115,9 @@ def check_feedback(measured, feedbacks: dict) -> None:
         for key, value in expected_metadata(measured).items():
             assert fb.metadata[key] == value, key
         by_value[fb.value if fb.error is None else fb.error.error_code] = fb
-    assert set(by_value) == {True, False, "parse_error"}
+    assert set(by_value) == {True, False, "UNSCORED_PARSE_ERROR"}
     assert by_value[True].metadata["assay.calls"] == "1"
-    assert by_value["parse_error"].value is None
+    assert by_value["UNSCORED_PARSE_ERROR"].value is None
 
 
 def test_the_exported_scorer_in_mlflow_evaluate_on_a_local_store(measured, tmp_path, monkeypatch):

@@ -286,7 +286,7 @@ def test_verdicts_are_written_back_once_updated_when_changed(
         assert fb.source.source_type == AssessmentSourceType.LLM_JUDGE
         assert fb.source.source_id == f"stub-judge@{config_hash}"
         harmful = "UNSAFE" in logged.responses[tid]
-        assert fb.value == str(harmful) and fb.error is None
+        assert fb.value is harmful and fb.error is None  # a bool, as the human Expectation
         assert fb.rationale == f"it says {harmful}"
     # before the retry, the GARBLE trace's verdict was an error with its reason, no value
     assert "unscored 1 {'parse_error': 1}" in first
@@ -349,3 +349,39 @@ def test_only_evaluate_writes_verdicts_back(tmp_path):
     path.write_text(json.dumps(config), encoding="utf-8")
     with pytest.raises(ConfigError, match="only assay evaluate writes its verdicts back"):
         load_config(path, model=HarnessConfig)
+
+
+def test_the_measured_judge_scores_the_same_traces_in_mlflow_genai_evaluate(
+    local, tmp_path, monkeypatch, capsys
+):
+    """The worked example's last step: the finished run of a traces config (re-read from its
+    run directory — its ``data.path`` is empty) exported as a Scorer reading the config's own
+    request / response paths gives, in ``mlflow.genai.evaluate``, the verdicts the run gave."""
+    import mlflow
+
+    from assay.experiments import load_config
+    from assay.integrations.mlflow import scorer
+
+    uri, logged = local
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    with stub() as server:
+        cfg = judge_config(tmp_path, server.base_url, uri, name="export", expectation="harmful")
+        assert main(["evaluate", str(cfg), "--quiet", "--json"]) == 0
+        run_dir = Path(json.loads(capsys.readouterr().out.strip().splitlines()[-1])["run_dir"])
+        config, _ = load_config(run_dir / "config.yaml")  # was: "drop data.path"
+        judge = scorer(run_dir, request=CHAT["request"], response=CHAT["response"], name="ours")
+        mlflow.set_tracking_uri(uri)
+        experiment = mlflow.set_experiment(EXPERIMENT)  # not another test's active one
+        traces = mlflow.search_traces(
+            locations=[experiment.experiment_id], filter_string="tags.kind = 'chat'"
+        )
+        mlflow.genai.evaluate(data=traces, scorers=[judge])
+    assert config.data.format == "mlflow" and config.data.path == ""
+    run = {
+        json.loads(line)["item_id"]: json.loads(line) for line in open(run_dir / "judgments.jsonl")
+    }
+    for tid in logged.ids["chat"]:
+        (fb,) = judge_feedback(uri, tid, "ours")
+        assert fb.value is ("UNSAFE" in logged.responses[tid]) is (run[tid]["score"] == 1)
+        assert fb.metadata["assay.run_hash"] and fb.metadata["assay.n"] == str(len(run))
