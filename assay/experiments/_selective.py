@@ -548,7 +548,8 @@ def apply(
     ) as run:
         if run.finished:  # re-read, with the human verdicts given since on abstained items
             result = _reread(run)
-            result.human_verdicts, _ = refresh_verdicts(run.dir)
+            refreshed = refresh_verdicts(run.dir)
+            result.human_verdicts = None if refreshed is None else refreshed[0]
             _write_report(run)
             return result
         stages = [_Stage(run, j, config, config_dir) for j in config.judges]

@@ -123,10 +123,13 @@ def merge_verdicts(
     return out
 
 
-def refresh_verdicts(run_dir: Path) -> tuple[int, int]:
+def refresh_verdicts(run_dir: Path) -> tuple[int, int] | None:
     """Rewrite ``verdicts.jsonl`` with the human verdicts given so far; returns (abstained
-    items with a human verdict, abstained items)."""
+    items with a human verdict, abstained items), or None for a run written before
+    ``verdicts.jsonl`` was (nothing to merge into)."""
     run_dir = Path(run_dir)
+    if not (run_dir / VERDICTS).is_file():
+        return None
     rows = _read_jsonl(run_dir / VERDICTS)
     machine = [r if r.get("source") != HUMAN else {**r, "source": None} for r in rows]
     merged = merge_verdicts(machine, latest_human_verdicts(run_dir))

@@ -60,7 +60,11 @@ class AbstainedApp:
         ids = [it.item_id for it in items]
         if item_id not in ids:
             return self.page(
-                request, "error.html", 404, items=items, message=f"no abstained item {item_id!r}"
+                request,
+                "abstained_error.html",
+                404,
+                items=items,
+                message=f"no abstained item {item_id!r}",
             )
         at = ids.index(item_id)
         return self.page(
@@ -109,12 +113,12 @@ class AbstainedApp:
 
     def report(self, request: Request) -> Response:
         return report_response(self.run.path) or self.page(
-            request, "error.html", 404, message="this run has no report.html yet"
+            request, "abstained_error.html", 404, message="this run has no report.html yet"
         )
 
     async def on_error(self, request: Request, exc: Exception) -> Response:
         return HTMLResponse(
-            self.env.get_template("error.html").render(
+            self.env.get_template("abstained_error.html").render(
                 run=self.run, message=str(exc), total=0, counts={}
             ),
             status_code=500,

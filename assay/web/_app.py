@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from assay.errors import AssayError, DataError
+from assay.errors import AssayError, DataError, RunError
 from assay.experiments.reliability import (
     FLAGS,
     STATUSES,
@@ -89,7 +89,12 @@ def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys
 
         review = AbstainedApp(AbstentionQueue(run_dir))
     else:
-        review = ReviewApp(ReviewRun(run_dir))
+        try:
+            review = ReviewApp(ReviewRun(run_dir))
+        except RunError as exc:
+            if "not a harness run directory" not in str(exc):
+                raise
+            raise RunError(f"{exc}, nor a selective apply run (no abstained.jsonl)") from None
     keys = keys or Keys()
     app = Starlette(
         routes=review.routes(),

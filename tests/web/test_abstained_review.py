@@ -19,7 +19,7 @@ from assay.cli import main
 from assay.lm import StubServer
 from assay.web._app import create_app
 from tests.experiments.test_selective import respond, verdict_probs, write_config
-from tests.web.conftest import Server
+from tests.web.conftest import XSS, Server
 
 
 def _run(argv: list[str]) -> dict:
@@ -116,6 +116,29 @@ def test_abstained_items_get_a_human_verdict_that_survives_a_restart_and_a_rerun
     }
     report = (run_dir / "report.md").read_text()
     assert "Final verdicts" in report and "| human | True | 1 |" in report
+
+
+def test_judged_text_of_an_abstained_item_stays_text(selective, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(selective[1], run_dir)
+    path = run_dir / "abstained.jsonl"
+    records = [json.loads(x) for x in path.read_text().splitlines()]
+    records[0].update(request=XSS, response=XSS)
+    records[0]["stages"][1]["reasoning"] = XSS
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    client, _ = _client(run_dir)
+    for url in ("/", "/item/i108"):
+        html = client.get(url).text
+        assert "<script>alert" not in html and "<img src=x" not in html, url
+        assert "<svg" not in html and 'href="javascript:' not in html, url
+        assert html.count("<script") == 1  # only the app's own /static/abstained.js
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in client.get("/item/i108").text
+
+
+def test_serve_refuses_a_directory_that_is_neither_run(tmp_path, capsys):
+    assert main(["review", "serve", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "not a harness run directory" in err and "nor a selective apply run" in err
 
 
 @pytest.mark.browser
