@@ -117,6 +117,13 @@ def test_abstained_items_get_a_human_verdict_that_survives_a_restart_and_a_rerun
     report = (run_dir / "report.md").read_text()
     assert "Final verdicts" in report and "| human | True | 1 |" in report
 
+    back = {"item_id": "i108", "verdict": None, "reviewer": "ana"}
+    assert _post(client, csrf, **back, version=1).status_code == 200  # taken back: pending
+    assert "0 / 2 abstained items with a human verdict" in client.get("/").text
+    assert _post(client, csrf, **back, version=2).json()["field"] == "verdict"  # nothing to take
+    assert _run(apply)["human_verdicts"] == 0
+    assert _verdicts(run_dir)["i108"]["source"] is None
+
 
 def test_judged_text_of_an_abstained_item_stays_text(selective, tmp_path):
     run_dir = tmp_path / "run"

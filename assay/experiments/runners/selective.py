@@ -137,9 +137,9 @@ def print_selective(result: Any, options: Any, *, json: bool) -> int:
         abstained = sum(part.abstained for part in s.parts)
         print(
             f"human verdicts: {result.human_verdicts} of {abstained} abstained items "
-            f"(review them: assay review serve {result.run_dir}) · final verdicts: "
-            f"{result.run_dir / 'verdicts.jsonl'}"
+            f"(review them: assay review serve {result.run_dir})"
         )
+        print(f"final verdicts: {result.run_dir / 'verdicts.jsonl'}")
     print(f"run directory: {result.run_dir}")
     line = mlflow_line(result.mlflow_run_id, options.tracking_uri)
     if line:
