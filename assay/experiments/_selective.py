@@ -569,7 +569,9 @@ def apply(
         )
         machine = [_machine_verdict(it, stages, kept_by[it.id]) for it in items]
         merged = merge_verdicts(machine, latest_human_verdicts(run.dir))
-        run.store.write_text(VERDICTS, "".join(json.dumps(r) + "\n" for r in merged))
+        run.store.write_text(
+            VERDICTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in merged)
+        )
         summary = SelectiveSummary(
             mode="apply",
             alpha=calibration.alpha,
