@@ -328,16 +328,20 @@ def test_every_module_named_by_string_has_what_it_names():
     assert not missing, "\n".join(missing)
 
 
+READ_SIDES = ("assay.experiments.reliability", "assay.experiments.selective_review")
+
+
 def test_the_review_app_reads_only_the_harness_read_side():
-    """``assay.web`` renders nothing a runner builds and imports no runner but the harness's
-    public read side (``ReviewRun`` and the review decisions), the run it serves."""
+    """``assay.web`` renders nothing a runner builds and imports no runner but the runs' public
+    read sides it serves: the harness's (``ReviewRun`` and the review decisions) and a
+    selective apply run's abstained items (``AbstentionQueue``)."""
     runners = [p for p in LAYERS[layer("assay.experiments")] if p != "assay.experiments.runs"]
     wrong = [
         f"{name}:{i}"
         for name in MODULES
         if inside(name, "assay.web")
         for i in imports(name)
-        if any(inside(i.target, r) for r in runners) and i.target != "assay.experiments.reliability"
+        if any(inside(i.target, r) for r in runners) and i.target not in READ_SIDES
     ]
     assert not wrong, "assay.web reaching into the runners: " + ", ".join(wrong)
 

@@ -1,5 +1,5 @@
 """``assay review export|import|serve RUN``: review generated probes, in a YAML file or in a
-browser."""
+browser; ``serve`` on a ``selective apply`` run reviews its abstained items."""
 
 from __future__ import annotations
 
@@ -19,8 +19,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     rim.add_argument("file", help="the edited review file")
     rim.add_argument("--reviewer", help="reviewer name for entries that have none")
     r.set_defaults(func=run)
-    rsv = rsub.add_parser("serve", help="review the probes in a browser")
-    rsv.add_argument("run", help="the harness run directory")
+    rsv = rsub.add_parser(
+        "serve", help="review a harness run's probes, or a selective run's abstained items"
+    )
+    rsv.add_argument("run", help="a harness run directory, or a `selective apply` run directory")
     rsv.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
     rsv.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     rsv.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")

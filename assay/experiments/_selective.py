@@ -18,6 +18,7 @@ Both are resumable like ``evaluate``: each stage's judgments are appended to
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
@@ -40,12 +41,18 @@ from assay.experiments.runs import (
     run_tasks,
     to_judge,
 )
+from assay.experiments.selective_review import (
+    ABSTAINED,
+    VERDICTS,
+    latest_human_verdicts,
+    merge_verdicts,
+    refresh_verdicts,
+)
 from assay.lm import Real, StrictInt
 from assay.programs import JudgeConfig, build_judge, judge_lm_factory
 from assay.types import Item, Judgment, Usage, stable_hash
 
 CALIBRATION = "calibration.json"
-ABSTAINED = "abstained.jsonl"
 
 
 class SelectiveConfig(RunConfig):
@@ -186,6 +193,7 @@ class SelectiveResult(BaseModel):
     new_judgments: int
     mlflow_run_id: str | None = None
     calibration_file: Path | None = None
+    human_verdicts: int | None = None  # apply: abstained items a person has given a verdict
 
 
 def guarantee(alpha: float, delta: float, m: int) -> str:
@@ -538,8 +546,12 @@ def apply(
         tracking_uri=tracking_uri,
         resolved={**config.model_dump(mode="json"), "calibration": str(calibration_file)},
     ) as run:
-        if run.finished:
-            return _reread(run)
+        if run.finished:  # re-read, with the human verdicts given since on abstained items
+            result = _reread(run)
+            refreshed = refresh_verdicts(run.dir)
+            result.human_verdicts = None if refreshed is None else refreshed[0]
+            _write_report(run)
+            return result
         stages = [_Stage(run, j, config, config_dir) for j in config.judges]
         part, kept_by = _through_cascade(
             stages,
@@ -554,6 +566,11 @@ def apply(
             "".join(
                 _abstained_line(it, stages, fixed) + "\n" for it in items if kept_by[it.id] < 0
             ),
+        )
+        machine = [_machine_verdict(it, stages, kept_by[it.id]) for it in items]
+        merged = merge_verdicts(machine, latest_human_verdicts(run.dir))
+        run.store.write_text(
+            VERDICTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in merged)
         )
         summary = SelectiveSummary(
             mode="apply",
@@ -571,14 +588,28 @@ def apply(
             summary=summary,
             new_judgments=sum(s.new for s in stages),
             mlflow_run_id=run_id,
+            human_verdicts=sum(r["source"] == "human" for r in merged),
         )
+
+
+def _machine_verdict(item: Item, stages: list[_Stage], kept_by: int) -> dict[str, Any]:
+    """An item's verdict from the stage that kept it, or an empty one (``source`` None) when
+    it abstained: :func:`merge_verdicts` fills those in from the human verdicts."""
+    if kept_by < 0:
+        return {"item_id": item.id, "score": None, "label": None, "source": None}
+    j = stages[kept_by].done[item.id]
+    return {
+        "item_id": item.id,
+        "score": j.score,
+        "label": j.label,
+        "source": stages[kept_by].judge.name,
+        "confidence": j.confidence,
+    }
 
 
 def _abstained_line(item: Item, stages: list[_Stage], thresholds: list[float | None]) -> str:
     """An abstained item for human review: its texts and what each stage said, with the
     confidence that fell short of the stage's threshold."""
-    import json
-
     verdicts = []
     for stage, lam in zip(stages, thresholds, strict=True):
         j = stage.done.get(item.id)
@@ -590,6 +621,7 @@ def _abstained_line(item: Item, stages: list[_Stage], thresholds: list[float | N
                 "label": j.label if j else None,
                 "confidence": j.confidence if j else None,
                 "unscored": j.unscored if j else None,
+                "reasoning": j.reasoning if j else None,
                 "judged": j is not None,
             }
         )
@@ -597,6 +629,9 @@ def _abstained_line(item: Item, stages: list[_Stage], thresholds: list[float | N
         "item_id": item.id,
         "request": item.request,
         "response": item.response,
+        "transcript": None
+        if item.transcript is None
+        else [m.model_dump(mode="json") for m in item.transcript],
         "expected": item.expected,
         "stages": verdicts,
     }
@@ -621,15 +656,8 @@ def _finish(
     run: Run, config: SelectiveConfig, summary: SelectiveSummary, items: list[Item], mode: str
 ) -> str | None:
     """metrics.json, report.md and report.html, then MLflow; the run marked finished."""
-    from assay.report import markdown, write_html
-
     run.store.write_json("metrics.json", summary.model_dump(mode="json"))
-    report = build_report(run.dir)
-    lines = [f"# {report.title}", ""]
-    lines += [f"- {k}: {v}" for k, v in report.facts] + [""]
-    lines += markdown(report.tables)
-    run.store.write_text("report.md", "\n".join(lines) + "\n")
-    write_html(report, run.dir)
+    _write_report(run)
     params = {"mode": mode, "alpha": str(config.alpha), "delta": str(config.delta)}
     for k, judge in enumerate(config.judges):
         params.update({f"stage{k}.{key}": v for key, v in judge.flat_params().items()})
@@ -642,6 +670,18 @@ def _finish(
             tags={"assay.selective": mode, **item_set_tags(items, split="all")},
         )
     )
+
+
+def _write_report(run: Run) -> None:
+    """report.md and report.html from metrics.json (and, for apply, verdicts.jsonl)."""
+    from assay.report import markdown, write_html
+
+    report = build_report(run.dir)
+    lines = [f"# {report.title}", ""]
+    lines += [f"- {k}: {v}" for k, v in report.facts] + [""]
+    lines += markdown(report.tables)
+    run.store.write_text("report.md", "\n".join(lines) + "\n")
+    write_html(report, run.dir)
 
 
 def selective_metrics(summary: SelectiveSummary) -> dict[str, float]:
@@ -778,5 +818,30 @@ def build_report(run_dir: Path) -> Any:
                 note=note,
             )
         )
+    verdicts = Path(run_dir) / VERDICTS
+    if s.mode == "apply" and verdicts.is_file():
+        tables.append(_final_verdicts_table(verdicts))
     title = f"Selective evaluation ({s.mode})"
     return Report(kind=f"selective_{s.mode}", title=title, facts=facts, tables=tables)
+
+
+def _final_verdicts_table(path: Path) -> Any:
+    """The final verdicts by where they came from: each stage's kept items, the abstained
+    items a person gave a verdict (``human``), and those still waiting for one."""
+    from collections import Counter
+
+    from assay.report import Table
+
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    counts = Counter(
+        (r["source"] or "abstained, no verdict yet", r["label"] or r["score"]) for r in rows
+    )
+    waiting = sum(r["source"] is None for r in rows)
+    return Table(
+        title="Final verdicts",
+        columns=["source", "verdict", "items"],
+        rows=[[src, "—" if v is None else v, n] for (src, v), n in counts.items()],
+        lead="verdicts.jsonl: each kept item's verdict from the stage that kept it, each "
+        "abstained item's from a person (`assay review serve` on this run directory).",
+        note=f"{len(rows)} items · {waiting} abstained without a human verdict yet",
+    )

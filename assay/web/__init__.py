@@ -1,6 +1,7 @@
-"""The browser side of assay: ``assay review serve`` (review a harness run's probes in a
-browser). ``report.html`` is rendered by :mod:`assay.report`; this package reads a harness run
-through the harness's public read side (``ReviewRun``), imported only when a server starts."""
+"""The browser side of assay: ``assay review serve`` (review a harness run's probes, or the
+items a ``selective apply`` run abstained on, in a browser). ``report.html`` is rendered by
+:mod:`assay.report`; this package reads a run through its runner's public read side
+(``ReviewRun``, ``AbstentionQueue``), imported only when a server starts."""
 
 from pathlib import Path
 from typing import Any

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from assay.errors import AssayError, DataError
+from assay.errors import AssayError, DataError, RunError
 from assay.experiments.reliability import (
     FLAGS,
     STATUSES,
@@ -37,7 +37,11 @@ from assay.report import REPORT, diff_texts
 from assay.web._diff import diff_transcripts
 from assay.web._security import HEADERS, Guard, Keys
 
-STATIC = {"review.css": "text/css; charset=utf-8", "review.js": "text/javascript; charset=utf-8"}
+STATIC = {
+    "review.css": "text/css; charset=utf-8",
+    "review.js": "text/javascript; charset=utf-8",
+    "abstained.js": "text/javascript; charset=utf-8",
+}
 
 
 def _env() -> Environment:
@@ -75,8 +79,22 @@ def _conflict_body(exc: ReviewConflict) -> dict[str, Any]:
 
 
 def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys]:
-    """The review app for one harness run (validated now: a one-line error if it is not one)."""
-    review = ReviewApp(ReviewRun(run_dir))
+    """The review app for one run (validated now: a one-line error if it is not one): a
+    harness run's probes, or the abstained items of a ``selective apply`` run."""
+    from assay.experiments.selective_review import AbstentionQueue, is_abstention_run
+
+    review: ReviewApp | Any
+    if is_abstention_run(run_dir):
+        from assay.web._abstained import AbstainedApp
+
+        review = AbstainedApp(AbstentionQueue(run_dir))
+    else:
+        try:
+            review = ReviewApp(ReviewRun(run_dir))
+        except RunError as exc:
+            if "not a harness run directory" not in str(exc):
+                raise
+            raise RunError(f"{exc}, nor a selective apply run (no abstained.jsonl)") from None
     keys = keys or Keys()
     app = Starlette(
         routes=review.routes(),
@@ -223,14 +241,9 @@ class ReviewApp:
         return JSONResponse({"probe_id": pid, "version": len(history), "latest": latest})
 
     def report(self, request: Request) -> Response:
-        path = self.run.path / REPORT
-        if not path.is_file():
-            return self.page(request, "error.html", 404, message="this run has no report.html yet")
-        html = path.read_text(encoding="utf-8")
-        # The report's own policy (inline style and script allowed by hash only) replaces ours.
-        m = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
-        csp = unescape(m.group(1)) if m else "default-src 'none'; img-src data:"
-        return HTMLResponse(html, headers={**HEADERS, "Content-Security-Policy": csp})
+        return report_response(self.run.path) or self.page(
+            request, "error.html", 404, message="this run has no report.html yet"
+        )
 
     async def on_error(self, request: Request, exc: Exception) -> Response:
         return HTMLResponse(
@@ -239,6 +252,18 @@ class ReviewApp:
             ),
             status_code=500,
         )
+
+
+def report_response(run_dir: Path) -> Response | None:
+    """The run's report.html under its own policy, or None when it has none yet."""
+    path = run_dir / REPORT
+    if not path.is_file():
+        return None
+    html = path.read_text(encoding="utf-8")
+    # The report's own policy (inline style and script allowed by hash only) replaces ours.
+    m = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
+    csp = unescape(m.group(1)) if m else "default-src 'none'; img-src data:"
+    return HTMLResponse(html, headers={**HEADERS, "Content-Security-Policy": csp})
 
 
 def static(request: Request) -> Response:

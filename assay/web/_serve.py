@@ -56,8 +56,8 @@ def serve(
 ) -> None:
     """Serve the review app for ``run_dir`` until interrupted.
 
-    The run is read (and refused with a one-line error if it is not a harness run or a file
-    in it is corrupt) before the port is opened. Listens on loopback only unless
+    The run is read (and refused with a one-line error if it is neither a harness run nor a
+    ``selective apply`` run, or a file in it is corrupt) before the port is opened. Listens on loopback only unless
     ``allow_remote`` is given for another ``host``.
     """
     import uvicorn

@@ -101,7 +101,8 @@ def print_selective(result: Any, options: Any, *, json: bool) -> int:
     s = result.summary
     certified = any(t.threshold is not None for t in s.thresholds)
     if json:
-        print_run_json(result, {"new_judgments": result.new_judgments, **s.model_dump(mode="json")})
+        extra = {"new_judgments": result.new_judgments, "human_verdicts": result.human_verdicts}
+        print_run_json(result, {**extra, **s.model_dump(mode="json")})
         return 0 if certified else 1
     print(f"\n{options.loaded.name} ({s.mode}): {result.new_judgments} new judgments")
     print(f"guarantee: {s.guarantee}")
@@ -132,6 +133,13 @@ def print_selective(result: Any, options: Any, *, json: bool) -> int:
     )
     if result.calibration_file is not None:
         print(f"calibration: {result.calibration_file}")
+    if result.human_verdicts is not None:
+        abstained = sum(part.abstained for part in s.parts)
+        print(
+            f"human verdicts: {result.human_verdicts} of {abstained} abstained items "
+            f"(review them: assay review serve {result.run_dir})"
+        )
+        print(f"final verdicts: {result.run_dir / 'verdicts.jsonl'}")
     print(f"run directory: {result.run_dir}")
     line = mlflow_line(result.mlflow_run_id, options.tracking_uri)
     if line:
