@@ -283,7 +283,7 @@ def test_a_corrupt_mlflow_store_is_one_line_naming_it(cfg, capsys):
     store = Path("mlflow.db").resolve()
     store.write_bytes(b"not a database\n" * 400)
     line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
-    assert str(store) in line and "file is not a database" in line
+    assert str(store) in line and "is not an SQLite database" in line  # before any call
 
 
 def test_the_run_lock_is_not_logged_to_mlflow(cfg, capsys):
