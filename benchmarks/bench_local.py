@@ -370,17 +370,36 @@ def _harness(tmp: Path) -> None:
 
 
 def _toolemu(tmp: Path) -> None:
-    from assay.api import evaluate
+    """``toolemu run`` as tests/toolemu/test_toolemu_local.py runs it: agent, emulator and two
+    evaluators taking turns on one model."""
+    from assay.toolemu import load_toolemu_config, run_toolemu
 
-    overrides = {"judge.max_tokens": 160, "tracking.enabled": False}
-    evaluate(EXAMPLES / "toolemu_safety.yaml", workdir=tmp, limit=1, progress=False, **overrides)
+    config, base = load_toolemu_config(EXAMPLES / "toolemu_run.yaml")
+    config.agent.max_steps = 2
+    config.agent.max_tokens = config.emulator.max_tokens = 96
+    config.evaluators[0].max_tokens = 160
+    config.evaluators[0].tasks = ["toolemu_safety", "toolemu_helpfulness"]
+    config.tracking.enabled = False
+    run_toolemu(config, workdir=tmp, config_dir=base, limit=1, progress=False)
 
 
 def _agent(tmp: Path) -> None:
-    from assay.api import evaluate
+    """The AgentHarm agent harness as tests/experiments/reliability/test_agent_local.py runs
+    it: planner, summarizer, editor, verifier and judge taking turns on one model."""
+    from assay.experiments import load_config
+    from assay.experiments.reliability import HarnessConfig, run_harness
 
-    overrides = {"tracking.enabled": False}
-    evaluate(EXAMPLES / "agentharm.yaml", workdir=tmp, limit=1, progress=False, **overrides)
+    overrides = {
+        "generator.max_tokens": 64,
+        "validator.max_tokens": 32,
+        "tests.agent_perturbation.max_edit_rounds": 1,
+        "tests.agent_perturbation.summary_words": 20,
+        "tracking.enabled": False,
+    }
+    config, base = load_config(EXAMPLES / "agentharm_harness.yaml", overrides, model=HarnessConfig)
+    config.judges[0].max_tokens = 16
+    config.output_dir = str(tmp / "runs")
+    run_harness(config, workdir=tmp, config_dir=base, limit=1, progress=False)
 
 
 WORKLOADS: dict[str, Callable[[Path], None]] = {
@@ -465,20 +484,27 @@ def bench_evaluate(limit: int, repeat: int, legs: list[str]) -> None:
                 elif not name.startswith("before"):
                     note = "  [same answers]" if res["answers"] == answers else "  [OTHER ANSWERS]"
                 report(name, res, note)
-            base = results.get("direct")
-            for name, res in results.items():
-                if base is not None and name != "direct":
-                    ratios.setdefault(f"{name} ÷ direct", []).append(res["wall"] / base["wall"])
-                if name != "assay" and "assay" in results:
-                    ratios.setdefault(f"assay ÷ {name}", []).append(
-                        results["assay"]["wall"] / res["wall"]
+            pairs = [(name, "direct") for name in results if name != "direct"]
+            pairs += [("assay", "minimal")] if "minimal" in results else []
+            for a, b in pairs:
+                if a in results and b in results:
+                    ratios.setdefault(f"{a} ÷ {b}", []).append(
+                        (
+                            results[a]["wall"] / results[b]["wall"],
+                            results[a]["cpu_s"] / results[b]["cpu_s"],
+                        )
                     )
-            print("  " + "; ".join(f"{k} {v[-1]:.3f}" for k, v in ratios.items()), flush=True)
+            print("  " + "; ".join(_ratio(k, v[-1]) for k, v in ratios.items()), flush=True)
     if repeat > 1:
-        print(
-            "  medians of the rounds' ratios: "
-            + "; ".join(f"{k} {statistics.median(v):.3f}" for k, v in ratios.items())
-        )
+        medians = {
+            k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+            for k, v in ratios.items()
+        }
+        print("  medians of the rounds: " + "; ".join(_ratio(k, v) for k, v in medians.items()))
+
+
+def _ratio(label: str, wall_cpu: tuple[float, float]) -> str:
+    return f"{label} {wall_cpu[0]:.3f} (CPU {wall_cpu[1]:.3f})"
 
 
 def bench_workload(name: str) -> None:
