@@ -450,11 +450,13 @@ def spawn(name: str, limit: int, requests: Path) -> dict[str, Any]:
 def report(label: str, r: dict[str, Any], note: str = "") -> None:
     wall, prompt, completion = r["wall"], r["prompt_tokens"], r["completion_tokens"]
     reuse = r["reused"] / prompt if prompt else 0.0
+    # several models at once (split): their times inside the library add up past the wall
+    outside = f"{wall - r['in_library_s']:5.2f}s" if r["in_library_s"] <= wall else "    —"
     print(
         f"  {label:<18} wall {wall:7.2f}s  calls {r['calls']:3d}  tokens {prompt:6d}+"
         f"{completion:<4d} {prompt / wall:6.1f} prompt tok/s {completion / wall:5.2f} gen tok/s  "
         f"in create_chat_completion {r['in_library_s']:7.2f}s (llama.cpp {r['in_llama_s']:7.2f}s,"
-        f" prompts {r['in_prompt_s']:7.2f}s)  outside {wall - r['in_library_s']:5.2f}s  "
+        f" prompts {r['in_prompt_s']:7.2f}s)  outside {outside}  "
         f"CPU {r['cpu_s']:7.2f}s  evaluated {r['evaluated']:6d} reused {r['reused']:6d} "
         f"({reuse:.0%})  load {r['load'][0]:.1f}→{r['load'][1]:.1f}{note}",
         flush=True,
