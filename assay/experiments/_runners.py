@@ -427,6 +427,16 @@ def lm_cache(workdir: Path) -> Path:
     return workdir
 
 
+def stored_runs_uri(given: str | None, workdir: Path) -> str:
+    """Where a runner reading logged runs looks: the URI given, else ``MLFLOW_TRACKING_URI``,
+    else the working folder's ``mlflow.db`` (where the runs of that folder logged)."""
+    import os
+
+    from assay.experiments.runs import default_tracking_uri
+
+    return given or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(workdir)
+
+
 def to_json(obj: Any) -> str:
     if hasattr(obj, "model_dump_json"):
         return obj.model_dump_json()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,7 +9,14 @@ from pydantic import BeforeValidator
 
 from assay.errors import ConfigError
 from assay.experiments._runners import Options as BaseOptions
-from assay.experiments._runners import Runner, argument, option, runner, split_names
+from assay.experiments._runners import (
+    Runner,
+    argument,
+    option,
+    runner,
+    split_names,
+    stored_runs_uri,
+)
 
 
 def _tags(value: Any) -> Any:
@@ -101,13 +107,8 @@ class Compare(Runner):
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
         from assay.experiments.compare import compare
-        from assay.experiments.runs import default_tracking_uri
 
-        uri = (
-            options.tracking_uri
-            or os.environ.get("MLFLOW_TRACKING_URI")
-            or default_tracking_uri(workdir)
-        )
+        uri = stored_runs_uri(options.tracking_uri, workdir)
         out_dir = options.out_dir
         if options.paired:
             return self._paired(options, uri, workdir)

@@ -4,12 +4,11 @@ they are (a CI job gates on it)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from assay.experiments._runners import Options as BaseOptions
-from assay.experiments._runners import Runner, argument, option, runner
+from assay.experiments._runners import Runner, argument, option, runner, stored_runs_uri
 
 
 @runner("drift")
@@ -52,13 +51,8 @@ class Drift(Runner):
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
         from assay.experiments.compare import drift
-        from assay.experiments.runs import default_tracking_uri
 
-        uri = (
-            options.tracking_uri
-            or os.environ.get("MLFLOW_TRACKING_URI")
-            or default_tracking_uri(workdir)
-        )
+        uri = stored_runs_uri(options.tracking_uri, workdir)
         out_dir = options.out_dir
         return drift(
             options.old,
