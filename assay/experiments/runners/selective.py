@@ -17,21 +17,32 @@ from assay.experiments._runners import (
     runner,
 )
 
-GROUP_HELP = "trust a judge only where it has earned it: calibrate a cascade, apply it"
+
+class _Selective(Runner):
+    """What both selective commands share: their config and summary, report and console."""
+
+    group_help = "trust a judge only where it has earned it: calibrate a cascade, apply it"
+    config = "assay.experiments._selective:SelectiveConfig"
+    summary = "assay.experiments._selective:SelectiveSummary"
+    opens_run = True
+
+    def report(self, run_dir: Path, **options: Any) -> Any:
+        from assay.experiments._selective import build_report
+
+        return build_report(run_dir)
+
+    def print(self, result: Any, options: Any, *, json: bool) -> int:
+        return print_selective(result, options, json=json)
 
 
 @runner("selective_calibrate")
-class SelectiveCalibrate(Runner):
+class SelectiveCalibrate(_Selective):
     """judge labelled items down a cascade and calibrate each judge's confidence threshold"""
 
     class Options(RunOptions):
         pass
 
     command = ("selective", "calibrate")
-    group_help = GROUP_HELP
-    config = "assay.experiments._selective:SelectiveConfig"
-    summary = "assay.experiments._selective:SelectiveSummary"
-    opens_run = True
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
         from assay.experiments._selective import calibrate, load_selective
@@ -46,17 +57,9 @@ class SelectiveCalibrate(Runner):
             progress=progress,
         )
 
-    def report(self, run_dir: Path, **options: Any) -> Any:
-        from assay.experiments._selective import build_report
-
-        return build_report(run_dir)
-
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
-        return print_selective(result, options, json=json)
-
 
 @runner("selective_apply")
-class SelectiveApply(Runner):
+class SelectiveApply(_Selective):
     """run a calibrated cascade on unlabelled items: kept, escalated or abstained"""
 
     class Options(RunOptions):
@@ -67,10 +70,6 @@ class SelectiveApply(Runner):
         )
 
     command = ("selective", "apply")
-    group_help = GROUP_HELP
-    config = "assay.experiments._selective:SelectiveConfig"
-    summary = "assay.experiments._selective:SelectiveSummary"
-    opens_run = True
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
         from assay.experiments._selective import apply, load_selective
@@ -85,14 +84,6 @@ class SelectiveApply(Runner):
             tracking_uri=options.tracking_uri,
             progress=progress,
         )
-
-    def report(self, run_dir: Path, **options: Any) -> Any:
-        from assay.experiments._selective import build_report
-
-        return build_report(run_dir)
-
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
-        return print_selective(result, options, json=json)
 
 
 def print_selective(result: Any, options: Any, *, json: bool) -> int:
