@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 import assay
 from assay._yaml import read_input
 from assay.errors import ConfigError, RunError
-from assay.experiments._config import EvaluateConfig, first_error
+from assay.experiments._config import first_error
 from assay.experiments._estimate import _read
-from assay.experiments._items import data_fingerprint, load_items
+from assay.experiments._items import data_fingerprint, judged_items
 from assay.experiments.runs import default_tracking_uri, file_lock, write_atomic, write_json
 from assay.metrics import MetricBound, Policy, fmt
 from assay.programs import JudgeConfig
@@ -107,28 +107,6 @@ def item_fingerprint(item: Item) -> str:
     )
 
 
-def _run_items(
-    run_dir: Path, config: EvaluateConfig, judged: set[str], run_hash: str
-) -> list[Item]:
-    """The items the run judged, read back from its data set and checked against the run's
-    hash (a data set changed since the run is refused: its certificate would be of other
-    items)."""
-    assert config.judge.scale is not None
-    items = [it for it in load_items(config.data, config.judge.scale) if it.id in judged]
-    missing = judged - {it.id for it in items}
-    if missing:
-        raise RunError(
-            f"{run_dir}: {len(missing)} judged items are no longer in {config.data.path} "
-            f"(e.g. {sorted(missing)[0]}): the data changed since the run"
-        )
-    if config.run_hash(data_fingerprint(items)) != run_hash:
-        raise RunError(
-            f"{run_dir}: the items in {config.data.path} differ from those the run judged "
-            "(its hash does not match): the data changed since the run"
-        )
-    return items
-
-
 def _event(
     scale: Scale, positive: str | int | None, threshold: int | None, where: str
 ) -> tuple[str, list[int]] | None:
@@ -196,7 +174,7 @@ def certify_run(
     config, judgments = _read(run_dir)
     scale = config.judge.scale
     assert scale is not None
-    items = _run_items(run_dir, config, set(judgments), state["run_hash"])
+    items = judged_items(run_dir, config, set(judgments), state["run_hash"])
     labelled = [it for it in items if it.expected is not None]
     if not labelled:
         raise RunError(f"{run_dir}: no judged item has a reference: nothing to certify on")

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay.errors import ConfigError, RunError
 from assay.experiments._config import EvaluateConfig, RunConfig
 from assay.experiments._estimate import _read as read_evaluate_run
-from assay.experiments._items import data_fingerprint, load_items
+from assay.experiments._items import judged_items
 from assay.experiments.runs import Run, TrackedRun, flatten_metrics, write_atomic
 from assay.metrics import MetricValue
 from assay.report import Block, Items, Report, Row, Table, load_json, markdown, markdown_table
@@ -138,7 +138,7 @@ def conformal(
         raise RunError(
             f"run {cal_dir} has no verdict probabilities; judge with score_mode: expected"
         )
-    references = _references(cal_dir, cal_config, scale, cal_judged)
+    references = _references(cal_dir, cal_config, cal_judged)
     usable = sorted(i for i, j in cal_judged.items() if j.probabilities and i in references)
     excluded = {
         "no_reference": sum(i not in references for i in cal_judged),
@@ -168,7 +168,7 @@ def conformal(
                 f"{target_config.judge.config_hash()[:10]} vs {judge.config_hash()[:10]}): "
                 "conformal sets only transfer to the judge config they were calibrated for"
             )
-        target_refs = _references(Path(apply), target_config, scale, target)
+        target_refs = _references(Path(apply), target_config, target)
         applied_to = str(apply)
     else:
         target, target_refs, applied_to, in_sample = cal_judged, references, str(cal_dir), True
@@ -247,19 +247,14 @@ def conformal(
 
 
 def _references(
-    run_dir: Path, config: EvaluateConfig, scale: Scale, judged: dict[str, Judgment]
+    run_dir: Path, config: EvaluateConfig, judged: dict[str, Judgment]
 ) -> dict[str, int]:
     """The reference score of each judged item that has one: the run's data read again, and
-    refused unless it is the data the run judged (the run's hash) and the run finished."""
+    refused unless the run finished and it is the data the run judged (``judged_items``)."""
     state = load_json(run_dir / "run.json")
     if state.get("status") != "finished":
         raise RunError(f"{run_dir}: the run has not finished (run its command again to finish it)")
-    items = load_items(config.data, scale)[: state.get("n_items")]
-    if config.run_hash(data_fingerprint(items)) != state.get("run_hash"):
-        raise RunError(
-            f"{run_dir}: its data ({config.data.path}) changed since the run judged it; "
-            "the references read now are not the ones it was judged against"
-        )
+    items = judged_items(run_dir, config, judged, state.get("run_hash"))
     return {it.id: it.expected for it in items if it.id in judged and it.expected is not None}
 
 

@@ -3,7 +3,9 @@ traces)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import assay
 from assay.data import (
@@ -20,17 +22,43 @@ from assay.data import (
     pair_evaluations,
     render_toolkit_descriptions,
 )
-from assay.errors import DataError
+from assay.errors import DataError, RunError
 from assay.experiments._config import DataConfig
 from assay.experiments.runs import write_atomic
 from assay.scale import Scale
 from assay.types import Item, stable_hash
+
+if TYPE_CHECKING:
+    from assay.experiments._config import EvaluateConfig
 
 
 def data_fingerprint(items: list[Item]) -> str:
     """The hash of the items' content: part of a run's identity (same config, other data: a new
     run)."""
     return stable_hash([it.model_dump(mode="json") for it in items])
+
+
+def judged_items(
+    where: str | Path, config: EvaluateConfig, judged: Collection[str], run_hash: str | None
+) -> list[Item]:
+    """The items a finished evaluate run judged (``judged``: their ids), read again from its
+    data set, in the data's order — refused in one line naming ``where`` unless they are the
+    ones it judged: none gone, and the run's hash over them the same (texts or references
+    edited since would make a number about other items)."""
+    assert config.judge.scale is not None
+    items = [it for it in load_items(config.data, config.judge.scale) if it.id in judged]
+    missing = sorted(set(judged) - {it.id for it in items})
+    if missing:
+        raise RunError(
+            f"{where}: {len(missing)} judged items are no longer in {config.data.path} "
+            f"(e.g. {missing[0]}): the data changed since the run"
+        )
+    if config.run_hash(data_fingerprint(items)) != run_hash:
+        raise RunError(
+            f"{where}: the data changed since the run judged it ({config.data.path}): its items "
+            "differ from those the run judged (the run's hash no longer matches)"
+        )
+    return items
 
 
 def item_set_tags(items: list[Item], *, split: str, of: int | None = None) -> dict[str, str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from assay.errors import RunError
 from assay.experiments._config import EvaluateConfig
 from assay.experiments._estimate import _read
-from assay.experiments._items import data_fingerprint, item_set_tags, load_items
+from assay.experiments._items import item_set_tags, judged_items
 from assay.scale import Scale
 from assay.types import Item, Judgment
 
@@ -64,20 +64,7 @@ def read_judge_run(named: str | Path, *, tracking_uri: str, scratch: Path) -> Ju
     if run_id is None and state.get("status") != "finished":
         raise RunError(f"{named}: the run has not finished (status {state.get('status')!r})")
     config, judgments = _read(path)
-    assert config.judge.scale is not None
-    loaded = {it.id: it for it in load_items(config.data, config.judge.scale)}
-    missing = [i for i in judgments if i not in loaded]
-    if missing:
-        raise RunError(
-            f"{named}: {len(missing)} judged items are no longer in {config.data.path} "
-            f"(first: {missing[0]}): its data set changed since the run"
-        )
-    items = [it for it in loaded.values() if it.id in judgments]
-    if config.run_hash(data_fingerprint(items)) != state.get("run_hash"):
-        raise RunError(
-            f"{named}: the items of {config.data.path} are not the ones the run judged "
-            "(texts or references changed since): its hash no longer matches"
-        )
+    items = judged_items(named, config, judgments, state.get("run_hash"))
     return JudgeRun(
         str(named), path, run_id or state.get("mlflow_run_id"), config, items, judgments
     )
