@@ -175,3 +175,29 @@ def test_a_calibration_map_needs_expected_scores_on_a_binary_scale(config):
     bad["calibration"] = {"kind": "threshold", "threshold": 0.2, "kappa": 0.5, "n_fit": 10}
     with pytest.raises(ValueError, match="'calibration' needs a binary scale and score_mode"):
         EvaluateConfig.model_validate({**config.model_dump(), "judge": bad})
+
+
+def test_calibrate_cli_says_which_items_it_left_out(tmp_path, monkeypatch, capsys):
+    """An item with a verdict but no token probability is in neither split: the console says
+    how many, beside the split sizes it printed."""
+
+    def patchy(call):
+        out = timid_judge(call)
+        if (call.field("request") or "") in ("Question 0", "Question 1"):
+            del out["_probs"]
+        return out
+
+    register_script("patchy", lambda: ScriptedEngine(respond=patchy))
+    data = make_data(tmp_path)
+    (tmp_path / "c.yaml").write_text(
+        f"name: cal\ndata: {{path: {data}}}\n"
+        "judge: {model: 'scripted:patchy', scale: {kind: binary, labels: ['False', 'True']}}\n"
+        "tracking: {enabled: false}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+    assert main(["calibrate", str(tmp_path / "c.yaml"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "fitted on 20 items" in out and "evaluation split: 18 items" in out  # 40 − 2
+    assert "left out of both splits: 2 item(s) without a token probability" in out
+    assert "without a reference label" not in out

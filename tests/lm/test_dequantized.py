@@ -17,7 +17,19 @@ from assay.programs import JudgeConfig
 pytestmark = pytest.mark.local_model
 
 F32, Q4_1 = 0, 3  # ggml type ids
-_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_SCALARS = {
+    0: "B",
+    1: "b",
+    2: "H",
+    3: "h",
+    4: "I",
+    5: "i",
+    6: "f",
+    7: "?",
+    10: "Q",
+    11: "q",
+    12: "d",
+}
 
 
 class _Header:

@@ -72,6 +72,13 @@ class Calibrate(Runner):
             f"(fitted on {out.calibration.n} items, kappa there {out.calibration.kappa:.3f})"
         )
         print(f"evaluation split: {ev['n']} items, AUC {ev['auc']:.3f}")
+        left_out = {
+            "no_reference": "without a reference label",
+            "no_probability": "without a token probability (a verdict, but none to threshold)",
+        }
+        for reason, n in out.excluded.items():
+            if n:
+                print(f"left out of both splits: {n} item(s) {left_out.get(reason, reason)}")
         shown = ("kappa_categorical", "accuracy", "false_positive_rate", "false_negative_rate")
         for side in ("argmax", "calibrated"):
             print(f"\n{side}:")
