@@ -104,8 +104,15 @@ def dequantized_f32(source: Path) -> Path:
         return target
     import llama_cpp
 
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(target.suffix + f".{os.getpid()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.touch()
+    except OSError as exc:
+        raise ModelError(
+            f"cannot write the embedded model's F32 copy in {target.parent}: {exc.strerror}; "
+            "set ASSAY_CACHE_DIR to a writable folder"
+        ) from None
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = llama_cpp.LLAMA_FTYPE_ALL_F32
     params.allow_requantize = True  # dequantize Q4_1 (to F32: exactly)
@@ -116,7 +123,10 @@ def dequantized_f32(source: Path) -> Path:
         )
     if failed:
         tmp.unlink(missing_ok=True)
-        raise ModelError(f"{source}: llama.cpp could not dequantize this file (code {failed})")
+        raise ModelError(
+            f"{source}: llama.cpp could not write its F32 copy to {tmp} (code {failed}; a full "
+            "disk?); set ASSAY_CACHE_DIR to another folder"
+        )
     os.replace(tmp, target)
     return target
 

@@ -104,18 +104,23 @@ def test_calibrate_needs_a_binary_judge(tmp_path, config):
         calibrate(cfg, workdir=tmp_path, progress=False)
 
 
-def test_calibrate_cli_prints_the_threshold(tmp_path, monkeypatch, capsys):
-    register_script("timid", lambda: ScriptedEngine(respond=timid_judge))
+def _calibrate_cli(tmp_path, monkeypatch, capsys, script: str) -> str:
+    """What ``assay calibrate`` prints for the scripted judge ``script`` on :func:`make_data`."""
     data = make_data(tmp_path)
     (tmp_path / "c.yaml").write_text(
         f"name: cal\ndata: {{path: {data}}}\n"
-        "judge: {model: 'scripted:timid', scale: {kind: binary, labels: ['False', 'True']}}\n"
+        f"judge: {{model: 'scripted:{script}', scale: {{kind: binary, labels: ['False', 'True']}}}}\n"
         "tracking: {enabled: false}\n"
     )
     monkeypatch.chdir(tmp_path)
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
     assert main(["calibrate", str(tmp_path / "c.yaml"), "--quiet"]) == 0
-    out = capsys.readouterr().out
+    return capsys.readouterr().out
+
+
+def test_calibrate_cli_prints_the_threshold(tmp_path, monkeypatch, capsys):
+    register_script("timid", lambda: ScriptedEngine(respond=timid_judge))
+    out = _calibrate_cli(tmp_path, monkeypatch, capsys, "timid")
     assert "decision_threshold" in out and "calibrated" in out
 
 
@@ -188,16 +193,7 @@ def test_calibrate_cli_says_which_items_it_left_out(tmp_path, monkeypatch, capsy
         return out
 
     register_script("patchy", lambda: ScriptedEngine(respond=patchy))
-    data = make_data(tmp_path)
-    (tmp_path / "c.yaml").write_text(
-        f"name: cal\ndata: {{path: {data}}}\n"
-        "judge: {model: 'scripted:patchy', scale: {kind: binary, labels: ['False', 'True']}}\n"
-        "tracking: {enabled: false}\n"
-    )
-    monkeypatch.chdir(tmp_path)
-    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
-    assert main(["calibrate", str(tmp_path / "c.yaml"), "--quiet"]) == 0
-    out = capsys.readouterr().out
+    out = _calibrate_cli(tmp_path, monkeypatch, capsys, "patchy")
     assert "fitted on 20 items" in out and "evaluation split: 18 items" in out  # 40 − 2
     assert "left out of both splits: 2 item(s) without a token probability" in out
     assert "without a reference label" not in out

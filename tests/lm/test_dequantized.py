@@ -119,3 +119,14 @@ def test_the_f32_runtime_is_part_of_the_embedded_judges_identity():
     scale = {"kind": "binary", "labels": ["False", "True"]}
     default = JudgeConfig(name="j", model="local", scale=scale, instruction="Judge.")
     assert default.config_hash() != default.model_copy(update={"model": packaged}).config_hash()
+
+
+def test_an_unwritable_cache_is_one_line_naming_the_folder_and_the_variable(tmp_path, monkeypatch):
+    from assay.errors import ModelError
+    from assay.lm._local import LlamaCppEngine
+
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("ASSAY_CACHE_DIR", str(blocked))
+    with pytest.raises(ModelError, match=r"cannot write .* F32 copy in .*file.*ASSAY_CACHE_DIR"):
+        LlamaCppEngine.for_model("local")
