@@ -359,7 +359,6 @@ def _short_copy(tmp: Path, relative: str, columns: tuple[str, ...], n: int = 400
 def _harness(tmp: Path) -> None:
     from assay.experiments import load_config
     from assay.experiments.reliability import HarnessConfig, run_harness
-    from assay.lm import configure_cache
 
     overrides = {
         "data.path": _short_copy(
@@ -374,7 +373,6 @@ def _harness(tmp: Path) -> None:
         judge.max_tokens = 64 if judge.program == "chain_of_thought" else 16
     config.tests["stochastic_stability"]["k"] = 2
     tests = ["label_flip", "format_vertical", "paraphrase", "stochastic_stability"]
-    configure_cache(tmp)
     run_harness(config, workdir=tmp, config_dir=base, limit=1, tests=tests, progress=False)
 
 
@@ -423,7 +421,10 @@ def _run_workload(name: str) -> tuple[float, Tally, None]:
     from assay.lm._local import LlamaCppEngine
 
     LlamaCppEngine.for_model("local").loaded()
+    from assay.lm import configure_cache
+
     with tempfile.TemporaryDirectory() as tmp:
+        configure_cache(Path(tmp))  # a fresh response cache: every call made, at every run
         return _timed(lambda: WORKLOADS[name](Path(tmp)))
 
 
