@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 import assay
 from assay._yaml import read_input
@@ -30,7 +30,7 @@ from assay.experiments._config import first_error
 from assay.experiments._estimate import _read
 from assay.experiments._items import data_fingerprint, judged_items
 from assay.experiments.runs import default_tracking_uri, file_lock, write_atomic, write_json
-from assay.metrics import MetricBound, Policy, fmt
+from assay.metrics import MetricBound, Policy, fmt, inconsistency
 from assay.programs import JudgeConfig
 from assay.report import Report, Table
 from assay.scale import Scale
@@ -78,6 +78,15 @@ class Certificate(BaseModel):
     @property
     def admitted(self) -> bool:
         return self.decision == "admitted"
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Certificate:
+        """A certificate whose decision, bounds and bars disagree was edited after it was
+        issued (``assay certify`` writes them from one computation)."""
+        wrong = inconsistency(self.results, self.policy.bars, self.admitted)
+        if wrong is not None:
+            raise ValueError(f"{wrong}: edited after it was issued?")
+        return self
 
 
 # -- reading the inputs ----------------------------------------------------------------------
@@ -379,6 +388,24 @@ def read_certificate(path: str | Path) -> Certificate:
         raise CertificateError(f"{path}: not a certificate ({first_error(exc)})") from None
 
 
+def _check_ledger_copy(path: str, cert: Certificate) -> None:
+    """Where the ledger that issued ``cert`` is on this machine, the file must say what the
+    ledger's copy says (a copy elsewhere is checked by its own consistency alone)."""
+    kept = Path(cert.ledger) / CERTIFICATE
+    if not kept.is_file() or Path(path).resolve() == kept.resolve():
+        return
+    try:
+        kept_cert = Certificate.model_validate_json(kept.read_text(encoding="utf-8"))
+        same = kept_cert.model_dump_json() == cert.model_dump_json()  # NaN bounds compare equal
+    except (OSError, ValidationError):
+        same = False
+    if not same:
+        raise CertificateError(
+            f"{path}: certificate {cert.certificate} differs from the ledger's copy {kept}: "
+            "edited after it was issued; use the ledger's copy or certify again on new items"
+        )
+
+
 def require_certificates(paths: list[str | Path] | None, judges: list[JudgeConfig]) -> None:
     """With ``paths`` given: every judge in ``judges`` must have an admitted certificate among
     them for its exact config hash — else one line: none, refused, or stale (issued for another
@@ -386,6 +413,8 @@ def require_certificates(paths: list[str | Path] | None, judges: list[JudgeConfi
     if not paths:
         return
     certs = [(str(p), read_certificate(p)) for p in paths]
+    for p, c in certs:
+        _check_ledger_copy(p, c)
     for judge in judges:
         wanted = judge.config_hash()
         matching = [(p, c) for p, c in certs if c.config_hash == wanted]

@@ -61,6 +61,7 @@ _NAMES = {
         "certify",
         "clopper_pearson_lower",
         "clopper_pearson_upper",
+        "inconsistency",
     ),
     "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
     "_conformal": (
@@ -238,6 +239,7 @@ __all__ = [
     "certify",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
+    "inconsistency",
     # selective evaluation and cascades (trust or escalate)
     "SelectiveThreshold",
     "calibrate_cascade",
@@ -318,6 +320,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         certify,
         clopper_pearson_lower,
         clopper_pearson_upper,
+        inconsistency,
     )
     from assay.metrics._classification import (
         accuracy,

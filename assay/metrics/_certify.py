@@ -412,6 +412,23 @@ def _passes(bound: float, bar: Bar) -> bool:
     return bound >= bar.value if bar.side == "at_least" else bound <= bar.value
 
 
+def inconsistency(results: list[MetricBound], bars: dict[str, Bar], admitted: bool) -> str | None:
+    """What makes a certification's results disagree with themselves or with its policy's
+    bars (``None``: nothing) — each ``passed`` is its bound against its bar, each bar the
+    policy's, the decision every bar passed: an edited certificate fails at least one."""
+    for r in results:
+        bar = bars.get(r.metric)
+        if bar is None or (bar.side, bar.value) != (r.side, r.bar):
+            return f"{r.metric}'s bar is not its policy's"
+        if r.passed != _passes(r.bound, bar):
+            return f"{r.metric} is marked {'passed' if r.passed else 'failed'} against its bound"
+    if {r.metric for r in results} != set(bars):
+        return "its results are not its policy's bars"
+    if admitted != all(r.passed for r in results):
+        return f"the decision is {'admitted' if admitted else 'refused'} against its results"
+    return None
+
+
 def _rate_bound(metric, bar, ref, cand, ref_event, cand_event, delta) -> MetricBound:
     spec = RATES[metric]
     if ref_event is None:  # accuracy / error rate: the event flags are not used

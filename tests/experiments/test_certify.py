@@ -163,9 +163,13 @@ def test_require_certificate_passes_refuses_and_says_stale_before_any_call(run, 
         ["evaluate", str(cfg), "--quiet", "--model", "openai/other", "--require-certificate", ok],
     )
     assert "stale" in line
-    # a refused certificate is no certificate; a missing file is one line
-    bad = json.loads(Path(ok).read_text()) | {"decision": "refused"}
-    refused = write(tmp_path / "refused.json", bad)
+    # a refused certificate is no certificate (issued by a copy of the run with a ledger of
+    # its own: these items are consumed in this one); a missing file is one line
+    elsewhere = tmp_path / "elsewhere" / "runs" / run_dir.name
+    shutil.copytree(run_dir, elsewhere)
+    refused = tmp_path / "refused.json"
+    code, _ = certify(tmp_path, elsewhere, STRICT, capsys, "--out", str(refused))
+    assert code == 1
     line = one_line_refusal(
         capsys, ["evaluate", str(cfg), "--quiet", "--require-certificate", str(refused)]
     )
@@ -261,3 +265,31 @@ def test_a_data_set_changed_since_the_run_is_refused(run, tmp_path, capsys):
     assert not (tmp_path / "runs" / "certificates").exists() or not list(
         (tmp_path / "runs" / "certificates").glob("*/certificate.json")
     )
+
+
+def test_an_edited_certificate_is_refused_before_any_call(run, tmp_path, capsys):
+    """A refused certificate edited to admit: its decision against its own bounds is one line;
+    edited consistently (bars lowered, results passed), it differs from the ledger's copy."""
+    run_dir, cfg, stub = run
+    code, _ = certify(tmp_path, run_dir, STRICT, capsys, "--out", str(tmp_path / "no.json"))
+    assert code == 1
+    cert = json.loads((tmp_path / "no.json").read_text())
+    before = stub.n_requests
+    flipped = write(tmp_path / "flipped.json", cert | {"decision": "admitted"})
+    line = one_line_refusal(
+        capsys, ["evaluate", str(cfg), "--quiet", "--require-certificate", str(flipped)]
+    )
+    assert "flipped.json: not a certificate" in line
+    assert "the decision is admitted against its results: edited after it was issued?" in line
+    lowered = {m: {"side": "at_least", "value": -1.0} for m in cert["policy"]["bars"]}
+    forged = cert | {
+        "decision": "admitted",
+        "policy": cert["policy"] | {"bars": lowered},
+        "results": [r | {"bar": -1.0, "passed": True} for r in cert["results"]],
+    }
+    forged_file = write(tmp_path / "forged.json", forged)
+    line = one_line_refusal(
+        capsys, ["evaluate", str(cfg), "--quiet", "--require-certificate", str(forged_file)]
+    )
+    assert "forged.json: certificate " in line and "differs from the ledger's copy" in line
+    assert stub.n_requests == before
