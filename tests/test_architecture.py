@@ -328,7 +328,7 @@ def test_every_module_named_by_string_has_what_it_names():
     assert not missing, "\n".join(missing)
 
 
-READ_SIDES = ("assay.experiments.reliability", "assay.experiments.selective_review")
+READ_SIDES = ("assay.experiments.reliability", "assay.experiments.selective.review")
 
 
 def test_the_review_app_reads_only_the_harness_read_side():

@@ -13,9 +13,9 @@ import pytest
 from assay.api import _config
 from assay.cli import build_parser
 from assay.experiments import EvaluateConfig
-from assay.experiments._selective import SelectiveConfig
 from assay.experiments.optimize import OptimizeConfig
 from assay.experiments.reliability import HarnessConfig
+from assay.experiments.selective import SelectiveConfig
 from assay.toolemu import ToolEmuRunConfig
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from assay.errors import DataError
-from assay.experiments.selective_review import AbstentionQueue, VerdictConflict
+from assay.experiments.selective.review import AbstentionQueue, VerdictConflict
 from assay.report import REPORT
 from assay.web._app import _env, _json, report_response, static
 

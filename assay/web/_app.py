@@ -81,7 +81,7 @@ def _conflict_body(exc: ReviewConflict) -> dict[str, Any]:
 def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys]:
     """The review app for one run (validated now: a one-line error if it is not one): a
     harness run's probes, or the abstained items of a ``selective apply`` run."""
-    from assay.experiments.selective_review import AbstentionQueue, is_abstention_run
+    from assay.experiments.selective.review import AbstentionQueue, is_abstention_run
 
     review: ReviewApp | Any
     if is_abstention_run(run_dir):

@@ -22,12 +22,12 @@ class _Selective(Runner):
     """What both selective commands share: their config and summary, report and console."""
 
     group_help = "trust a judge only where it has earned it: calibrate a cascade, apply it"
-    config = "assay.experiments._selective:SelectiveConfig"
-    summary = "assay.experiments._selective:SelectiveSummary"
+    config = "assay.experiments.selective:SelectiveConfig"
+    summary = "assay.experiments.selective:SelectiveSummary"
     opens_run = True
 
     def report(self, run_dir: Path, **options: Any) -> Any:
-        from assay.experiments._selective import build_report
+        from assay.experiments.selective import build_report
 
         return build_report(run_dir)
 
@@ -45,7 +45,7 @@ class SelectiveCalibrate(_Selective):
     command = ("selective", "calibrate")
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
-        from assay.experiments._selective import calibrate, load_selective
+        from assay.experiments.selective import calibrate, load_selective
 
         config, base = options.load(None, load_selective)  # type: ignore[arg-type]
         return calibrate(
@@ -72,7 +72,7 @@ class SelectiveApply(_Selective):
     command = ("selective", "apply")
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
-        from assay.experiments._selective import apply, load_selective
+        from assay.experiments.selective import apply, load_selective
 
         config, base = options.load(None, load_selective)  # type: ignore[arg-type]
         return apply(

@@ -1,0 +1,113 @@
+"""What a selective run writes: the calibrated thresholds, the counts per stage and per part,
+the summary and the statement of its guarantee."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.types import Usage
+
+
+class StageThreshold(BaseModel):
+    """One stage's calibrated threshold (``calibration.json``): keep an item when the judge's
+    confidence is ≥ ``threshold``; None: it keeps nothing (nothing certified)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: str
+    config_hash: str
+    confidence_source: str
+    threshold: float | None
+    delta: float
+    n: int
+    kept: int
+    disagreements: int
+    p_value: float | None
+    note: str = ""
+
+
+class Calibration(BaseModel):
+    """``calibration.json``: the thresholds of a cascade, bound to each stage's judge config
+    hash and to the labelled items they were calibrated on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: float
+    delta: float
+    guarantee: str
+    data: str  # the calibration items' fingerprint
+    n_calibration: int
+    stages: list[StageThreshold]
+
+
+class StageCount(BaseModel):
+    """What one stage did on one part of the items: how many reached it, were judged (an
+    unscored judgment is never kept), kept, escalated onward; what its calls cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: str
+    threshold: float | None
+    reached: int
+    judged: int
+    unscored: int
+    kept: int
+    escalated: int
+    disagreements_kept: int | None = None  # where the items have references
+    usage: Usage = Field(default_factory=Usage)
+
+
+class PartSummary(BaseModel):
+    """A part of the items (calibration, holdout, or the unlabelled items ``apply`` judged)
+    through the cascade: per stage, and in all — kept, abstained, coverage and, where the items
+    have references, the agreement on kept items with its exact (Clopper–Pearson) interval."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    part: Literal["calibration", "holdout", "items"]
+    items: int
+    kept: int
+    abstained: int
+    coverage: float | None
+    stages: list[StageCount]
+    labelled: int = 0
+    agreement_kept: float | None = None
+    agreement_ci: tuple[float, float] | None = None
+
+
+class SelectiveSummary(BaseModel):
+    """``metrics.json`` of a selective run (``mode``: calibrate or apply)."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    mode: Literal["calibrate", "apply"]
+    alpha: float
+    delta: float
+    guarantee: str
+    thresholds: list[StageThreshold]
+    parts: list[PartSummary]
+    usage: Usage
+    without_reference: int = 0
+    run_hash: str = ""
+
+
+class SelectiveResult(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    run_dir: Path
+    summary: SelectiveSummary
+    new_judgments: int
+    mlflow_run_id: str | None = None
+    calibration_file: Path | None = None
+    human_verdicts: int | None = None  # apply: abstained items a person has given a verdict
+
+
+def guarantee(alpha: float, delta: float, m: int) -> str:
+    split = f"; δ split as δ/{m} per stage (union bound)" if m > 1 else ""
+    return (
+        f"agreement with humans ≥ {1 - alpha:g} on kept items with probability ≥ {1 - delta:g} "
+        f"(α = {alpha:g}, δ = {delta:g}{split}), for items exchangeable with the calibration items"
+    )
