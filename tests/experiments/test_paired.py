@@ -140,7 +140,10 @@ def test_paired_reads_mlflow_runs_and_logs_a_comparison_run(tmp_path, stub, caps
 
     stub.personas.wrong = {"stub-a": set(range(0, N, 3)), "stub-b": set()}
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    tracked = {"tracking": {"enabled": True}, "argv": ["--tracking-uri", uri]}
+    tracked = {
+        "tracking": {"enabled": True, "experiment": "harm-judges"},
+        "argv": ["--tracking-uri", uri],
+    }
     a = evaluate(tmp_path / "a", stub, "stub-a", **tracked)
     b = evaluate(tmp_path / "b", stub, "stub-b", **tracked)
     ids = [json.loads((d / "run.json").read_text())["mlflow_run_id"] for d in (a, b)]
@@ -153,6 +156,9 @@ def test_paired_reads_mlflow_runs_and_logs_a_comparison_run(tmp_path, stub, caps
     assert run.data.tags["assay.mode"] == "paired" and run.data.tags["assay.command"] == "compare"
     assert run.data.metrics["delta.accuracy"] == pytest.approx(14 / N)
     assert run.data.params["a"] == ids[0]
+    # logged beside the runs it compares, in their experiment
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    assert client.get_experiment(run.info.experiment_id).name == "harm-judges"
 
 
 def test_drift_flags_the_changed_persona_not_an_unchanged_rerun(

@@ -171,6 +171,25 @@ def verdict(result: Any) -> str:
     return "; ".join(parts) + f" {adj}"
 
 
+def compared_experiment(sides: tuple[Any, ...], tracking_uri: str) -> str:
+    """The MLflow experiment a comparison is logged to: the compared runs' own, when both were
+    logged to one experiment of this store, else ``assay``."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri)
+    names = set()
+    for side in sides:
+        if side.mlflow_run_id is None:
+            return "assay"
+        try:
+            experiment_id = client.get_run(side.mlflow_run_id).info.experiment_id
+            names.add(client.get_experiment(experiment_id).name)
+        except MlflowException:  # logged to another store
+            return "assay"
+    return names.pop() if len(names) == 1 else "assay"
+
+
 def write_outputs(
     result: Any, out_dir: Path | None, log: bool, tracking_uri: str, workdir: Path | None
 ) -> Any:
@@ -194,10 +213,11 @@ def write_outputs(
             from assay.experiments.runs import log_tracked
 
             root = workdir or Path.cwd()
+            sides = (result.a, result.b) if kind == "paired" else (result.old, result.new)
             run_id = log_tracked(
                 tracked_run(result, folder),
                 tracking_uri=tracking_uri,
-                experiment="assay",
+                experiment=compared_experiment(sides, tracking_uri),
                 artifact_root=root / "mlartifacts",
             )
             result = result.model_copy(update={"comparison_run_id": run_id})
