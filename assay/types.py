@@ -112,6 +112,9 @@ class Usage(BaseModel):
     cost_usd: float = 0.0
     calls: int = 0
     unpriced_calls: int = 0  # calls of a model with no known price (not counted in cost_usd)
+    # answered calls whose tokens the client never reported (an MLflow judge's unparseable
+    # answer: MLflow raises without its usage) — in ``calls``, not in the tokens or cost_usd
+    untallied_calls: int = 0
     limit_wait_s: float = 0.0  # time spent waiting on rate limits (rpm, tpm, 429 back-off)
     rate_limited: int = 0  # HTTP 429 answers (each waited out and retried)
 
@@ -132,7 +135,15 @@ class Usage(BaseModel):
         return Usage.total((self, other))  # fsum of two floats is their IEEE sum
 
 
-_PAID = ("prompt_tokens", "completion_tokens", "cost_usd", "calls", "unpriced_calls")
+PAID_FIELDS = (
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "unpriced_calls",
+    "untallied_calls",
+)
+"""The fields of a :class:`Usage` that say what a server was paid (the rest: time waited)."""
 
 
 class Spend(BaseModel):
@@ -155,7 +166,7 @@ class Spend(BaseModel):
         calls were ledgered: what it paid is not known)."""
         if paid.calls < used.calls:
             return None
-        rest = {k: getattr(paid, k) - getattr(used, k) for k in _PAID}
+        rest = {k: getattr(paid, k) - getattr(used, k) for k in PAID_FIELDS}
         rest["cost_usd"] = max(0.0, round(rest["cost_usd"], 12))  # fsum − fsum: no -1e-19
         return cls(paid=paid, paid_not_used=Usage(**rest), failed_attempts=failed_attempts)
 
@@ -174,6 +185,11 @@ def spend_line(spend: Spend | None) -> str:
         f"stopped) · paid in all: {p.calls} calls · tokens {p.prompt_tokens}+"
         f"{p.completion_tokens} · cost ${p.cost_usd:.6f}"
     )
+    if p.untallied_calls:
+        line += (
+            f" · {p.untallied_calls} of these calls with no token count (an MLflow judge's "
+            "unparseable answer: MLflow does not report its usage; not in the tokens or cost)"
+        )
     if spend.failed_attempts:
         line += (
             f" · {spend.failed_attempts} failed attempts (answered with an HTTP error or "

@@ -12,7 +12,7 @@ from assay.lm._outputs import (
     StrictJSONAdapter,
     TruncatedOutput,
 )
-from assay.lm._pricing import cost_usd, usage_of_tracker
+from assay.lm._pricing import UNTALLIED, cost_usd, usage_of_tracker
 from assay.lm._scripted import (
     ScriptedCall,
     ScriptedEngine,
@@ -65,6 +65,7 @@ __all__ = [
     "check_api_key",
     "configure_cache",
     "cost_usd",
+    "UNTALLIED",
     "make_adapter",
     "make_lm",
     "register_script",

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from assay.lm._pricing import priced_entry
-from assay.types import Usage
+from assay.types import PAID_FIELDS, Usage
 
 
 class CallRecord(BaseModel):
@@ -36,6 +36,7 @@ class CallRecord(BaseModel):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     unpriced_calls: int = 0  # calls of a model with no known price (not in cost_usd)
+    untallied_calls: int = 0  # answered calls whose tokens were never reported (see Usage)
     failed: str | None = None  # "HTTP 500", "no answer": an attempt with no answer to pay
     via: str | None = None  # "ray": counted from the result an actor sent back
 
@@ -73,8 +74,7 @@ def note_usage(model: str, usage: Usage, via: str) -> None:
     """The calls of a result made in another process (``via``: ``"ray"``), whose answers no
     sink of this one saw: counted as the result arrives."""
     if _SINKS and usage.calls:
-        fields = ("calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
-        _emit(CallRecord(model=model, via=via, **usage.model_dump(include=set(fields))))
+        _emit(CallRecord(model=model, via=via, **usage.model_dump(include=set(PAID_FIELDS))))
 
 
 class _LedgerTracker:
@@ -126,6 +126,5 @@ def ledger_usage(records: Iterable[CallRecord]) -> tuple[Usage, int]:
     """The usage of the answered calls of ``records`` (tokens, cost, calls, unpriced calls),
     and how many attempts failed."""
     records = list(records)  # read twice
-    fields = ("calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls")
-    paid = [Usage(**r.model_dump(include=set(fields))) for r in records if r.failed is None]
+    paid = [Usage(**r.model_dump(include=set(PAID_FIELDS))) for r in records if r.failed is None]
     return Usage.total(paid), sum(r.failed is not None for r in records)

@@ -45,6 +45,11 @@ def _litellm_price(model: str) -> tuple[float, float] | None:
     return float(inp), float(out)
 
 
+UNTALLIED = "assay_untallied"
+"""The key of a DSPy usage entry for an answered call whose tokens were never reported (see
+:attr:`assay.types.Usage.untallied_calls`): a call, with no tokens and no cost."""
+
+
 def priced_entry(
     model: str, entry: dict[str, Any], price: tuple[float, float] | None = None
 ) -> tuple[int, int, float | None] | None:
@@ -67,10 +72,13 @@ def usage_of_tracker(
     counted in ``unpriced_calls``, never priced at zero. ``limits`` (from
     :func:`~assay.lm.track_limits`) adds the time the calls waited on rate limits.
     """
-    prompt = completion = calls = unpriced = 0
+    prompt = completion = calls = unpriced = untallied = 0
     cost_sum = 0.0
     for model, entries in tracker.usage_data.items():
         for entry in entries:
+            if entry.get(UNTALLIED):
+                calls, untallied = calls + 1, untallied + 1
+                continue
             priced = priced_entry(model, entry, price)
             if priced is None:
                 continue
@@ -84,6 +92,7 @@ def usage_of_tracker(
         cost_usd=cost_sum,
         calls=calls,
         unpriced_calls=unpriced,
+        untallied_calls=untallied,
         limit_wait_s=round(limits.waited_s, 4) if limits is not None else 0.0,
         rate_limited=limits.rate_limited if limits is not None else 0,
     )

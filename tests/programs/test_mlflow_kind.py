@@ -77,12 +77,17 @@ def test_an_mlflow_judge_through_evaluate_on_the_stub(tmp_path, monkeypatch, cap
         assert "MLflow judge" in by_id["i0"]["error"]
         assert by_id["i3"]["reasoning"].startswith("read ")
         # MLflow reports the tokens of the answers it could read (i2, i3); of i1's unparseable
-        # answer it raises without them, so that answer is served but not counted
+        # answer it raises without them: that answer counts as a call, its tokens untallied
         read = [r for r in stub.responses if "no JSON" not in json.dumps(r)]
-        assert len(read) == 2
-        assert summary["usage"]["calls"] == summary["spend"]["paid"]["calls"] == 2
+        assert len(read) == 2 and len(stub.responses) == 3  # three answers served (one 400)
+        assert summary["usage"]["calls"] == summary["spend"]["paid"]["calls"] == 3
+        assert summary["usage"]["untallied_calls"] == summary["spend"]["paid"]["untallied_calls"]
+        assert summary["spend"]["paid"]["untallied_calls"] == 1
+        assert by_id["i1"]["usage"]["calls"] == by_id["i1"]["usage"]["untallied_calls"] == 1
         for key in ("prompt_tokens", "completion_tokens"):
             assert summary["usage"][key] == sum(r["usage"][key] for r in read)
+        report = (run_dir / "report.md").read_text()
+        assert "1 of these calls with no token count (an MLflow judge's unparseable" in report
         assert summary["counts"]["unscored_reasons"] == {
             "lm_error": 1,
             "parse_error": 1,

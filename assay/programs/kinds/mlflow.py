@@ -176,7 +176,10 @@ def _call(config: Any, inputs: dict[str, Any]) -> Any:
         with _PROVIDER_ENV.holding(_provider_env(config)):
             return judge(**asked)
     except MlflowException as exc:
-        raise JudgeCallFailed(_reason(exc), f"MLflow judge: {exc.message}"[:2000]) from exc
+        reason = _reason(exc)
+        if reason == "parse_error":  # answered (and paid): MLflow raised without its usage
+            _count(config, {})
+        raise JudgeCallFailed(reason, f"MLflow judge: {exc.message}"[:2000]) from exc
 
 
 def _reason(exc: BaseException) -> Literal["parse_error", "lm_error"]:
@@ -186,19 +189,22 @@ def _reason(exc: BaseException) -> Literal["parse_error", "lm_error"]:
 
 
 def _count(config: Any, metadata: dict[str, Any]) -> None:
-    """The call's tokens, as MLflow reports them, in the judgment's usage (the enclosing
-    ``dspy.track_usage``) and in the run's call ledger (made by MLflow's client, which no assay
-    LM saw)."""
+    """One answered call, with its tokens as MLflow reports them, in the judgment's usage (the
+    enclosing ``dspy.track_usage``) and in the run's call ledger (made by MLflow's client,
+    which no assay LM saw). Without tokens — an unparseable answer MLflow raised on, or
+    metadata without them — it is an untallied call: counted, its tokens and cost unknown."""
+    from assay.lm import UNTALLIED, cost_usd, note_usage
+
     prompt = int(metadata.get(_INPUT_TOKENS) or 0)
     completion = int(metadata.get(_OUTPUT_TOKENS) or 0)
-    if not prompt and not completion:
-        return
-    entry = {"prompt_tokens": prompt, "completion_tokens": completion}
     tracker = dspy.settings.usage_tracker
+    if not prompt and not completion:
+        if tracker is not None:
+            tracker.add_usage(config.model, {UNTALLIED: 1})
+        note_usage(config.model, Usage(calls=1, untallied_calls=1), via="mlflow")
+        return
     if tracker is not None:
-        tracker.add_usage(config.model, entry)
-    from assay.lm import cost_usd, note_usage
-
+        tracker.add_usage(config.model, {"prompt_tokens": prompt, "completion_tokens": completion})
     cost = cost_usd(config.model, prompt, completion, config.price_pair)
     usage = Usage(
         prompt_tokens=prompt,
