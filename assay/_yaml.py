@@ -188,3 +188,32 @@ def read_input(path: str | Path, error: type[AssayError] = ConfigError, what: st
         return load_input(text)
     except yaml.YAMLError as exc:
         raise error(f"{path}: {describe(exc, text)}") from None
+
+
+class _EditableDumper(yaml.SafeDumper):
+    """Safe YAML with multi-line text as block literals (``|``), so a person can edit it."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # PyYAML falls back to a quoted scalar by itself when a block cannot hold the text exactly
+    # (for instance trailing spaces on a line), so the file always round-trips.
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_EditableDumper.add_representer(str, _represent_str)
+
+
+def dump_editable(data: Any) -> str:
+    """``data`` as YAML for a person to edit (a review file): keys in order, multi-line text as
+    block literals, no aliases, no line folded."""
+    return yaml.dump(
+        data,
+        Dumper=_EditableDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=1_000_000,  # never fold a long line: a person edits it as it is
+    )

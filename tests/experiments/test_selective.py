@@ -6,8 +6,10 @@ requests show that escalated items were judged by the strong judge only."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -77,6 +79,32 @@ def write_config(folder: Path, api_base: str, **extra: object) -> Path:
     path = folder / "selective.yaml"
     path.write_text(json.dumps(config), encoding="utf-8")
     return path
+
+
+def cli_json(argv: list[str]) -> dict:
+    """What a command prints with ``--json`` (its progress quiet), as a dict."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main([*argv, "--quiet", "--json"]) == 0
+    return json.loads(out.getvalue().strip().splitlines()[-1])
+
+
+def finished_cascade(folder: Path) -> tuple[list[str], Path]:
+    """(the apply command line, its run directory) of the stub cascade, calibrated and applied
+    in ``folder`` (abstaining on i108 and i111)."""
+    with (
+        pytest.MonkeyPatch.context() as mp,
+        StubServer(respond=respond, verdict_probs=verdict_probs) as stub,
+    ):
+        mp.chdir(folder)
+        cfg = str(write_config(folder, stub.base_url))
+        calibration = (
+            Path(cli_json(["selective", "calibrate", cfg])["run_dir"]) / "calibration.json"
+        )
+        apply = ["selective", "apply", cfg, "--calibration", str(calibration)]
+        out = cli_json(apply)
+    assert (out["parts"][0]["abstained"], out["human_verdicts"]) == (2, 0)
+    return apply, Path(out["run_dir"])
 
 
 def asked(stub: StubServer, model: str) -> list[int]:

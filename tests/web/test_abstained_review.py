@@ -5,45 +5,24 @@ The run is the stub cascade of tests/experiments/test_selective.py (abstaining o
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import shutil
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
 
 from assay.cli import main
-from assay.lm import StubServer
 from assay.web._app import create_app
-from tests.experiments.test_selective import respond, verdict_probs, write_config
+from tests.experiments.test_selective import cli_json, finished_cascade
 from tests.web.conftest import XSS, Server
-
-
-def _run(argv: list[str]) -> dict:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        assert main([*argv, "--quiet", "--json"]) == 0
-    return json.loads(out.getvalue().strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
 def selective(tmp_path_factory) -> tuple[list[str], Path]:
     """(the apply command line, its run directory) of a finished stub cascade."""
-    folder = tmp_path_factory.mktemp("selective")
-    with (
-        pytest.MonkeyPatch.context() as mp,
-        StubServer(respond=respond, verdict_probs=verdict_probs) as stub,
-    ):
-        mp.chdir(folder)
-        cfg = str(write_config(folder, stub.base_url))
-        calibration = Path(_run(["selective", "calibrate", cfg])["run_dir"]) / "calibration.json"
-        apply = ["selective", "apply", cfg, "--calibration", str(calibration)]
-        out = _run(apply)
-    assert (out["parts"][0]["abstained"], out["human_verdicts"]) == (2, 0)
-    return apply, Path(out["run_dir"])
+    return finished_cascade(tmp_path_factory.mktemp("selective"))
 
 
 def _client(run_dir: Path) -> tuple[TestClient, str]:
@@ -106,7 +85,7 @@ def test_abstained_items_get_a_human_verdict_that_survives_a_restart_and_a_rerun
     assert "blue is a colour" in client.get("/item/i108").text
 
     monkeypatch.chdir(selective[1].parents[1])
-    out = _run(apply)  # finished: re-read, no LM call; the human verdicts merged
+    out = cli_json(apply)  # finished: re-read, no LM call; the human verdicts merged
     assert out["human_verdicts"] == 1
     after = _verdicts(run_dir)
     assert after["i108"] == {**after["i108"], "source": "human", "score": 1, "reviewer": "ana"}
@@ -121,7 +100,7 @@ def test_abstained_items_get_a_human_verdict_that_survives_a_restart_and_a_rerun
     assert _post(client, csrf, **back, version=1).status_code == 200  # taken back: pending
     assert "0 / 2 abstained items with a human verdict" in client.get("/").text
     assert _post(client, csrf, **back, version=2).json()["field"] == "verdict"  # nothing to take
-    assert _run(apply)["human_verdicts"] == 0
+    assert cli_json(apply)["human_verdicts"] == 0
     assert _verdicts(run_dir)["i108"]["source"] is None
 
 

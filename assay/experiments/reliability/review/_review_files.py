@@ -11,9 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from assay._yaml import read_input
+from assay._yaml import dump_editable, read_input
 from assay.errors import DataError
 from assay.experiments.reliability._probe import Probe
 from assay.experiments.reliability.review._review import (
@@ -66,23 +64,6 @@ _HEADER = """\
 
 
 # -- export -----------------------------------------------------------------------------------
-class _ReviewDumper(yaml.SafeDumper):
-    """Safe YAML with multi-line text as block literals (``|``), so a person can edit it."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    # PyYAML falls back to a quoted scalar by itself when a block cannot hold the text exactly
-    # (for instance trailing spaces on a line), so the file always round-trips.
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_ReviewDumper.add_representer(str, _represent_str)
-
-
 def export_review(run_dir: Path, out: Path, scale: Scale, *, include_reviewed: bool = False) -> int:
     """Write a YAML review file of the run's pending probes (all probes with ``include_reviewed``).
 
@@ -124,13 +105,7 @@ def export_review(run_dir: Path, out: Path, scale: Scale, *, include_reviewed: b
                 "note": "",
             }
         )
-    body = yaml.dump(
-        entries,
-        Dumper=_ReviewDumper,
-        sort_keys=False,
-        allow_unicode=True,
-        width=1_000_000,  # never fold a long line: a person edits it as it is
-    )
+    body = dump_editable(entries)
     header = _HEADER.format(n=len(entries), scale=scale.describe())
     _write_atomic(out, header + "\n" + body)
     return len(entries)
