@@ -79,6 +79,11 @@ def test_export_fill_in_and_import(finished, tmp_path, capsys):
         ({"verdict": "True", "reviewer": "ana", "response": "edited"}, "response", "read-only"),
         ({"verdict": "True", "reviewer": "ana", "verdit": "x"}, "verdit", "unknown key"),
         ({"verdict": "True", "reviewer": "ana", "item_id": "i1"}, "item_id", "no abstained item"),
+        (
+            {"verdict": "True", "reviewer": "ana", "item_id": "i108"},
+            "item_id",
+            "in entry 1 already",
+        ),
     ],
 )
 def test_a_bad_entry_is_one_line_and_nothing_is_written(
@@ -92,3 +97,14 @@ def test_a_bad_entry_is_one_line_and_nothing_is_written(
     out.write_text(yaml.safe_dump(entries, sort_keys=False))
     line = _refused(capsys, run_dir, out)
     assert f"{out}, row 2, field '{field}'" in line and message in line
+
+
+def test_an_item_given_two_verdicts_in_one_file_is_refused(finished, tmp_path, capsys):
+    run_dir = tmp_path / finished.name
+    shutil.copytree(finished, run_dir)
+    out, entries = _export(run_dir, capsys)
+    entries[0].update(verdict="False", reviewer="bo")
+    entries[1] = {**entries[0], "verdict": "True"}
+    out.write_text(yaml.safe_dump(entries, sort_keys=False))
+    line = _refused(capsys, run_dir, out)
+    assert f"{out}, row 2, field 'item_id'" in line and "i108 has a verdict in entry 1" in line

@@ -80,10 +80,20 @@ def import_abstained(run_dir: Path, file: Path, *, reviewer: str | None = None) 
         raise DataError("a review file is a YAML list of entries", path=file)
     items = {it.item_id: it for it in queue.items()}
     todo: list[tuple[str, Any, str, Any, int]] = []
+    rows: dict[str, int] = {}
     for row, entry in enumerate(data, start=1):
         found = _checked(queue, items, entry, reviewer, file, row)
-        if found is not None:
-            todo.append(found)
+        if found is None:
+            continue
+        if found[0] in rows:
+            raise DataError(
+                f"item {found[0]} has a verdict in entry {rows[found[0]]} already",
+                path=file,
+                row=row,
+                field="item_id",
+            )
+        rows[found[0]] = row
+        todo.append(found)
     for item_id, verdict, who, note, seen in todo:
         queue.record(item_id, verdict, reviewer=who, note=note, version=seen)
     return {"recorded": len(todo), "skipped": len(data) - len(todo)}
