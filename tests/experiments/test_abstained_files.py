@@ -79,11 +79,6 @@ def test_export_fill_in_and_import(finished, tmp_path, capsys):
         ({"verdict": "True", "reviewer": "ana", "response": "edited"}, "response", "read-only"),
         ({"verdict": "True", "reviewer": "ana", "verdit": "x"}, "verdit", "unknown key"),
         ({"verdict": "True", "reviewer": "ana", "item_id": "i1"}, "item_id", "no abstained item"),
-        (
-            {"verdict": "True", "reviewer": "ana", "item_id": "i108"},
-            "item_id",
-            "in entry 1 already",
-        ),
     ],
 )
 def test_a_bad_entry_is_one_line_and_nothing_is_written(
