@@ -35,7 +35,7 @@ class DataError(AssayError):
             where.append(f"row {row}")
         if field is not None:
             where.append(f"field '{field}'")
-        self.path, self.row, self.field = path, row, field
+        self.message, self.path, self.row, self.field = message, path, row, field
         super().__init__(f"{', '.join(where)}: {message}" if where else message)
 
 

@@ -126,16 +126,12 @@ def _checked(
     verdict = entry.get("verdict")
     if verdict is None or verdict == "":
         return None
-    try:
-        queue.scale.coerce(verdict)
-    except (TypeError, ValueError):
-        raise bad(f"{verdict!r} is not on the {queue.scale.describe()} scale", "verdict") from None
-    who = entry.get("reviewer") or reviewer
-    if not isinstance(who, str) or not who.strip():
-        raise bad("missing: who gives the verdict (or pass --reviewer)", "reviewer")
-    note = entry.get("note") or None
-    if note is not None and not isinstance(note, str):
-        raise bad("not text", "note")
+    who, note = entry.get("reviewer") or reviewer, entry.get("note") or None
+    try:  # the review app's checks of a verdict, its reviewer and its note
+        queue.check(item.item_id, verdict, reviewer=who, note=note)
+    except DataError as exc:
+        hint = " (or pass --reviewer)" if exc.field == "reviewer" else ""
+        raise bad(exc.message + hint, exc.field) from None
     seen = entry.get("seen")
     if not isinstance(seen, int) or isinstance(seen, bool):
         raise bad("read-only: how many verdicts the item had when exported", "seen")

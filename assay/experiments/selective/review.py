@@ -221,19 +221,9 @@ class AbstentionQueue:
         name = self.scale.label_of(score)
         return f"{name} ({score})" if name is not None else str(score)
 
-    def record(
-        self,
-        item_id: Any,
-        verdict: Any,
-        *,
-        reviewer: Any,
-        note: Any = None,
-        version: int | None = None,
-    ) -> dict[str, Any]:
-        """Validate a human verdict and append it under the lock. ``verdict`` is a label or a
-        score on the judges' scale, or None to take the item's verdict back; ``version`` is
-        the number of verdicts the caller saw for the item (a different count:
-        :class:`VerdictConflict`). A bad value is a DataError naming the field."""
+    def check(self, item_id: Any, verdict: Any, *, reviewer: Any, note: Any = None) -> int | None:
+        """A human verdict's score on the judges' scale (None: taking the verdict back), its
+        item, reviewer and note checked; a bad value is a DataError naming the field."""
         known = {a["item_id"] for a in self.abstained()}
         if not isinstance(item_id, str) or item_id not in known:
             raise DataError(
@@ -251,6 +241,22 @@ class AbstentionQueue:
                 raise DataError(
                     f"{verdict!r} is not on the {self.scale.describe()} scale", field="verdict"
                 ) from None
+        return score
+
+    def record(
+        self,
+        item_id: Any,
+        verdict: Any,
+        *,
+        reviewer: Any,
+        note: Any = None,
+        version: int | None = None,
+    ) -> dict[str, Any]:
+        """Check a human verdict (:meth:`check`) and append it under the lock. ``verdict`` is
+        a label or a score on the judges' scale, or None to take the item's verdict back;
+        ``version`` is the number of verdicts the caller saw for the item (a different count:
+        :class:`VerdictConflict`)."""
+        score = self.check(item_id, verdict, reviewer=reviewer, note=note)
         with file_lock(self.path / LOCK):
             mine = [r for r in self.history() if r["item_id"] == item_id]
             if version is not None and len(mine) != version:
