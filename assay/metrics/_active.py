@@ -60,7 +60,11 @@ def active_sampling_probabilities(
         first = int(np.flatnonzero(u < 0)[0])
         raise ValueError(f"uncertainty must be non-negative, got {u[first]} at position {first}")
     n = u.size
-    if isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 < budget <= n:
+    if (
+        isinstance(budget, bool)
+        or not isinstance(budget, int | float | np.integer)
+        or not 0 < budget <= n
+    ):
         raise ValueError(f"budget must be a number in (0, {n}] (the pool's size), got {budget!r}")
     if not 0 < uniform_share <= 1:
         raise ValueError(f"uniform_share must be in (0, 1], got {uniform_share!r}")

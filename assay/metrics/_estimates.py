@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
@@ -119,7 +119,7 @@ def effective_labels(n_labelled: int, human_half_width: float, half_width: float
 
 
 def estimates_table(
-    title: str, estimates: Sequence[MeanEstimate], *, digits: int = 3, **more: object
+    title: str, estimates: Sequence[MeanEstimate], *, digits: int = 3, **more: Any
 ) -> Table:
     """A report's table of several estimates of the same mean, one row per estimator: value,
     interval, human labels used, effective labels, λ, the prediction used and the note."""
@@ -140,4 +140,4 @@ def estimates_table(
     levels = {round(100 * (1 - e.alpha), 6) for e in estimates}
     ci = f"{levels.pop():g}% CI" if len(levels) == 1 else "CI"
     columns = ["estimator", "mean", ci, "human labels", "effective labels", "λ", "prediction"]
-    return Table(title, [*columns, "note"], rows, **more)  # type: ignore[arg-type]
+    return Table(title, [*columns, "note"], rows, **more)

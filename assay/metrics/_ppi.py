@@ -88,6 +88,7 @@ def check_alpha(alpha: float) -> float:
 
 
 def check_bound(bound: str) -> Bound:
+    """Which interval: ``two-sided``, or one bound (``lower``: ``[low, ∞)``; ``upper``)."""
     if bound not in ("two-sided", "lower", "upper"):
         raise ValueError(f"bound must be 'two-sided', 'lower' or 'upper', got {bound!r}")
     return bound  # type: ignore[return-value]
@@ -469,6 +470,12 @@ def rogan_gladen_mean(
     ``y`` and the verdicts are 0/1."""
     alpha, bound = check_alpha(alpha), check_bound(bound)
     y_arr = labels(y)
+    named = [
+        (y_arr, "y"),
+        (as_scores(verdicts, "verdicts"), "verdicts"),
+        (as_scores(verdicts_unlabelled, "verdicts_unlabelled"), "verdicts_unlabelled"),
+    ]
+    predictions_of_kind(named, "verdict")
     confidence = 1 - alpha if bound == "two-sided" else 1 - 2 * alpha
     if not 0 < confidence < 1:
         raise ValueError(f"a one-sided bound needs alpha below 0.5, got {alpha!r}")

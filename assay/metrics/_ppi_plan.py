@@ -89,7 +89,8 @@ def pilot_moments(
         "var_f": float(np.var(np.concatenate([f, f_u]), ddof=1)),
         "cov_yf": float(np.cov(y_arr, f)[0, 1]),
     }
-    binary = predictions_of_kind([(y_arr, "y"), (f, "predictions"), (f_u, "u")], None)
+    named = [(y_arr, "y"), (f, "predictions"), (f_u, "predictions_unlabelled")]
+    binary = predictions_of_kind(named, None)
     if binary == "verdict":
         positives, negatives = y_arr == 1, y_arr == 0
         moments |= {
@@ -130,9 +131,13 @@ def _check_pilot(pilot: PilotMoments, n_unlabelled: int | None) -> int:
             f"pilot must be the PilotMoments of a pilot (pilot_moments), got {pilot!r}"
         )
     n_unlabelled = pilot.n_unlabelled if n_unlabelled is None else n_unlabelled
-    if isinstance(n_unlabelled, bool) or not isinstance(n_unlabelled, int) or n_unlabelled < 1:
+    if (
+        isinstance(n_unlabelled, bool)
+        or not isinstance(n_unlabelled, int | np.integer)
+        or n_unlabelled < 1
+    ):
         raise ValueError(f"n_unlabelled must be a positive integer, got {n_unlabelled!r}")
-    return n_unlabelled
+    return int(n_unlabelled)
 
 
 _UNDEFINED_RG = (
@@ -195,8 +200,9 @@ def half_width_for_labels(
     each estimator (human-only, PPI++ and, for 0/1 labels and verdicts, Rogan–Gladen)."""
     alpha = check_alpha(alpha)
     n_u = _check_pilot(pilot, n_unlabelled)
-    if isinstance(n_labels, bool) or not isinstance(n_labels, int) or n_labels < 1:
+    if isinstance(n_labels, bool) or not isinstance(n_labels, int | np.integer) or n_labels < 1:
         raise ValueError(f"n_labels must be a positive integer, got {n_labels!r}")
+    n_labels = int(n_labels)
     z = _z(1 - alpha / 2)
     v_ppi, lam = _ppi_variance(pilot, n_labels, n_u)
     plans = [

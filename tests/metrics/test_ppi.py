@@ -349,6 +349,9 @@ Y, F, F_U = [1, 0, 1, 0], [1, 0, 0, 0], [1, 0, 1]
         (lambda: stratified_ppi_mean(Y, F, F_U, ["a"] * 4, ["a", "c", "a"]), "stratum 'c' has 0 labelled items"),
         (lambda: stratified_ppi_mean(Y, F, F_U, ["a"] * 3, ["a"] * 3), r"strata must name one stratum per item \(4\), got 3"),
         (lambda: stratified_ppi_mean(Y, F, F_U, ["a", None, "a", "a"], ["a"] * 3), "strata has no stratum at position 1"),
+        (lambda: rogan_gladen_mean([2, 0, 1], [1, 0, 1], F_U), "y must hold 0/1 verdicts, got 2.0 at position 0"),
+        (lambda: rogan_gladen_mean(Y, F, [1, 0.5]), "verdicts_unlabelled must hold 0/1 verdicts, got 0.5 at position 1"),
+        (lambda: rogan_gladen_mean(Y, F, F_U, alpha=0.6, bound="lower"), "a one-sided bound needs alpha below 0.5"),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_line(call, message):
