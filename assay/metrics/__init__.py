@@ -1,4 +1,5 @@
-"""Agreement, failure, ordinal, classification, interval and cost metrics (SPEC §5).
+"""Agreement, failure, ordinal, classification, interval and cost metrics, and estimates of a
+mean from few human labels and many judge predictions (prediction-powered inference).
 
 Pure functions in scikit-learn style, ``metric(y_true, y_pred, **options)``, on 0-based integer
 category indices unless stated; :func:`agreement_metrics` gathers them with bootstrap CIs for a
@@ -81,6 +82,7 @@ _NAMES = {
     ),
     "_cost": ("cost_per_accuracy_point",),
     "_disagreements": ("Disagreement", "disagreements"),
+    "_active": ("active_ppi_mean", "active_sampling_probabilities", "draw_active_sample"),
     "_drift": ("DriftTest", "Stability", "drift_test", "item_change_rates", "stability"),
     "_dspy": (
         "DSPyMetric",
@@ -89,6 +91,13 @@ _NAMES = {
         "log_loss_score",
         "quadratic_agreement",
         "within_one",
+    ),
+    "_estimates": (
+        "EstimateMethod",
+        "MeanEstimate",
+        "StratumEstimate",
+        "effective_labels",
+        "estimates_table",
     ),
     "_failure": (
         "failure_incidence",
@@ -118,6 +127,21 @@ _NAMES = {
         "paired_comparison",
     ),
     "_pairwise": ("KAPPAS", "inter_annotator_kappa", "ordinal_kappas"),
+    "_ppi": (
+        "PredictionKind",
+        "human_only_mean",
+        "mean_estimates",
+        "ppi_mean",
+        "rogan_gladen_mean",
+        "stratified_ppi_mean",
+    ),
+    "_ppi_plan": (
+        "LabelPlan",
+        "PilotMoments",
+        "half_width_for_labels",
+        "labels_needed",
+        "pilot_moments",
+    ),
     "_prevalence": ("PrevalenceEstimate", "corrected_prevalence", "rogan_gladen"),
     "_rates": ("rate",),
     "_report": ("MetricKind", "agreement_confusion", "agreement_metrics"),
@@ -215,6 +239,26 @@ __all__ = [
     "PrevalenceEstimate",
     "corrected_prevalence",
     "rogan_gladen",
+    # a mean from few human labels and many predictions (prediction-powered inference)
+    "EstimateMethod",
+    "MeanEstimate",
+    "StratumEstimate",
+    "effective_labels",
+    "estimates_table",
+    "PredictionKind",
+    "human_only_mean",
+    "mean_estimates",
+    "ppi_mean",
+    "rogan_gladen_mean",
+    "stratified_ppi_mean",
+    "LabelPlan",
+    "PilotMoments",
+    "half_width_for_labels",
+    "labels_needed",
+    "pilot_moments",
+    "active_ppi_mean",
+    "active_sampling_probabilities",
+    "draw_active_sample",
     # several annotators
     "AnnotationMatrix",
     "AlphaLevel",
@@ -282,6 +326,11 @@ __getattr__, __dir__ = lazy_names(__name__, _WHERE)
 
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from assay.metrics._active import (
+        active_ppi_mean,
+        active_sampling_probabilities,
+        draw_active_sample,
+    )
     from assay.metrics._alt_test import AltTestResult, AnnotatorComparison, alt_test
     from assay.metrics._annotators import (
         AlphaLevel,
@@ -361,6 +410,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         quadratic_agreement,
         within_one,
     )
+    from assay.metrics._estimates import (
+        EstimateMethod,
+        MeanEstimate,
+        StratumEstimate,
+        effective_labels,
+        estimates_table,
+    )
     from assay.metrics._failure import (
         failure_incidence,
         failure_incidence_batched,
@@ -389,6 +445,21 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         paired_comparison,
     )
     from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
+    from assay.metrics._ppi import (
+        PredictionKind,
+        human_only_mean,
+        mean_estimates,
+        ppi_mean,
+        rogan_gladen_mean,
+        stratified_ppi_mean,
+    )
+    from assay.metrics._ppi_plan import (
+        LabelPlan,
+        PilotMoments,
+        half_width_for_labels,
+        labels_needed,
+        pilot_moments,
+    )
     from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
     from assay.metrics._rates import rate
     from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
