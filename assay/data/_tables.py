@@ -102,10 +102,11 @@ def load_table(
     for row_no, row in enumerate(dataset.to_list(), start=1):
         request = _text_cell(row[columns.request]) if columns.request else ""
         response = _text_cell(row[columns.response]) if columns.response else ""
-        expected = _expected(row, columns.expected, scale, origin, row_no)
+        item_id = _item_id(row, columns, row_no, origin, request, response)
+        named = item_id if columns.id not in (None, ROW_ID) else None
+        expected = _expected(row, columns.expected, scale, origin, row_no, named)
         if expected is None and columns.expected is not None:
             unlabelled.append(row_no)
-        item_id = _item_id(row, columns, row_no, origin, request, response)
         if item_id in first_row:
             how = "" if columns.id else " (same request and response; map an id column)"
             raise DataError(
@@ -166,9 +167,16 @@ def missing_labels_error(
 
 
 def _expected(
-    row: dict[str, Any], column: str | None, scale: Scale | None, origin: str | Path, row_no: int
+    row: dict[str, Any],
+    column: str | None,
+    scale: Scale | None,
+    origin: str | Path,
+    row_no: int,
+    item_id: str | None,
 ) -> int | None:
-    """The row's reference label on ``scale`` (None for an empty cell); DataError when off-scale."""
+    """The row's reference label read by ``scale`` (None for an empty cell); a DataError naming
+    the row, its item (``item_id``, where the table has an id column) and the column when the
+    scale cannot place it."""
     if column is None:
         return None
     value = row[column]
@@ -177,5 +185,6 @@ def _expected(
     try:
         return scale.coerce(value) if scale is not None else as_int_label(value)
     except ValueError as exc:
+        item = f"item '{item_id}': " if item_id is not None else ""
         hint = "" if scale is not None else " (pass a scale to read labels)"
-        raise DataError(f"{exc}{hint}", path=origin, row=row_no, field=column) from None
+        raise DataError(f"{item}{exc}{hint}", path=origin, row=row_no, field=column) from None
