@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from assay.data._common import as_int_label, is_missing, jsonable
 from assay.data._reading import read_rows
@@ -26,10 +26,17 @@ class ColumnMap(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str | None = None
-    request: str | None = "request"
-    response: str | None = "response"
-    expected: str | None = "expected"
+    id: str | None = Field(
+        default=None,
+        description="the id column; '@row' numbers the rows; none: a hash of request and response",
+    )
+    request: str | None = Field(default="request", description="the request column (or none)")
+    response: str | None = Field(default="response", description="the response column (or none)")
+    expected: str | None = Field(
+        default="expected",
+        description="the reference label column, read by the judge's scale: its label names, "
+        "its scores, or true/false words where they cannot be confused with the names (or none)",
+    )
 
     def mapped(self) -> dict[str, str]:
         """Item field → column name, for the fields that are mapped to a column."""
@@ -66,7 +73,8 @@ def load_table(
     ``scale.coerce``; an empty cell gives None (the item has no reference label) with
     ``missing_expected="keep"``, and a DataError naming the first such row with ``"error"``
     (what ``assay evaluate`` uses unless told otherwise); ids come from the id column or a content hash;
-    every unmapped column goes to ``meta``. ``split`` applies to hub data sets only. Without a
+    every unmapped column goes to ``meta``. ``split`` applies to hub data sets only (a local
+    file refuses any other than ``train``). Without a
     ``cache_dir`` the ``datasets`` cache lives in a temporary directory that is removed.
     """
     if limit is not None and limit < 1:
