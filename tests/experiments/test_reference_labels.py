@@ -175,6 +175,32 @@ def test_a_categorical_scale_reads_true_and_false_as_its_label_names(tmp_path, c
     }
 
 
+@pytest.mark.parametrize("names", [["False", "True"], ["True", "False"]])
+def test_agreement_reads_an_annotation_table_by_the_same_names(tmp_path, names):
+    """``assay agreement`` of a judge's verdicts (scores, in judgments.jsonl) with a table of
+    human labels written as names: the table is read as evaluate reads its references."""
+    import assay
+
+    scale = Scale(kind="binary", labels=names)
+    verdicts = [
+        {"item_id": f"i{n}", "judge": "j", "score": scale.label_scores[s]}
+        for n, s in enumerate(SAYS)
+    ]
+    (tmp_path / "judgments.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    with (tmp_path / "humans.csv").open("w", newline="") as fh:
+        csv.writer(fh).writerows([("id", "label"), *((f"i{n}", r) for n, r in enumerate(REFS))])
+    out = assay.agreement(
+        str(tmp_path / "humans.csv"),
+        str(tmp_path / "judgments.jsonl"),
+        scale=scale,
+        id_column="id",
+        score_column="label",
+    )
+    assert out.n == 10
+    assert out.metrics["accuracy"].value == pytest.approx(accuracy_score(REFS, SAYS))
+    assert out.metrics["kappa_categorical"].value == pytest.approx(cohen_kappa_score(REFS, SAYS))
+
+
 # -- the property: the order of a scale's labels is no part of its metrics ----------------------
 NAMES = ["True", "False", "yes", "no", "pass", "fail", "Unsure", "A", "b"]
 
