@@ -42,6 +42,10 @@ def read_rows(
     ``text_columns`` are kept as written ("N/A", "007"); the table has ``column_names``,
     ``len``, ``select(range)`` and ``to_list()``."""
     path = Path(source).expanduser()
+    if path.is_file() and split != "train":
+        raise ConfigError(
+            f"{path}: split '{split}' is for a Hugging Face hub data set; a local file has none"
+        )
     if path.is_file():
         return path.resolve(), _load_local(
             path.resolve(), _format_of(path, format), text_columns, cache_dir

@@ -94,15 +94,9 @@ def load_items(
     elif data.format == "table":
         items = _cached_table(data, scale, cache_dir, limit)
     elif data.format == "inspect":
-        items = load_inspect_log(data.path, expected=data.expected)
-        for it in items:
-            if it.expected is not None:
-                try:
-                    it.expected = scale.coerce(it.expected)
-                except ValueError as exc:
-                    raise DataError(
-                        str(exc), path=data.path, field=f"{it.id}: {data.expected}"
-                    ) from None
+        items = load_inspect_log(
+            data.path, expected=data.expected, scale=scale, missing_expected=data.missing_expected
+        )
     elif data.format == "mlflow":
         items = _trace_items(data, scale, limit, seed)
     else:
@@ -174,7 +168,7 @@ def _cached_table(
     return items
 
 
-_ITEMS_FORMAT = 1  # bump when reading a table changes what its items are
+_ITEMS_FORMAT = 2  # bump when reading a table changes what its items are
 
 
 def _trace_items(data: DataConfig, scale: Scale, limit: int | None, seed: int) -> list[Item]:
