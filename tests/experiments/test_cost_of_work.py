@@ -271,3 +271,25 @@ def test_a_harness_killed_mid_judging_accounts_for_every_answer_after_the_resume
     assert used + spend["paid_not_used"]["calls"] == spend["paid"]["calls"]
     assert spend["paid"]["calls"] == served_with_kill["calls"]
     assert_same_work(resumed["judges"]["p"]["work"], clean["judges"]["p"]["work"])
+
+
+def test_compare_ranks_a_run_on_a_warm_cache_at_the_cost_of_its_work(tmp_path, monkeypatch, capsys):
+    """Two evaluate runs of the same judge, the second on a warm cache (it paid nothing),
+    logged to MLflow: the leaderboard's cost and its Pareto front count the cost of the work,
+    so the second is not drawn as free."""
+    from assay.experiments.compare import compare
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    tracking = {"enabled": True, "uri": uri, "experiment": "work"}
+    csv = write_items(tmp_path)
+    ids = []
+    with StubServer() as stub:
+        for output in ("runs-a", "runs-b"):
+            cfg = write_config(tmp_path, csv, stub.base_url, tracking=tracking, output_dir=output)
+            ids.append(cli_json(["evaluate", str(cfg)], capsys)["mlflow_run_id"])
+        cost = served(stub)["cost"]  # every answer served once, for the first run
+    rows = compare(ids, tracking_uri=uri, log=False).model_dump()["leaderboard"]
+    assert len(rows) == 2 and rows[0]["paid_in"] == "usd"
+    assert [r["cost_usd"] for r in rows] == [pytest.approx(cost)] * 2
+    assert rows[0]["paid"] == rows[1]["paid"]

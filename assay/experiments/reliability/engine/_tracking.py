@@ -25,7 +25,7 @@ def judge_metrics(r: JudgeReliability) -> dict[str, float]:
         kind = kind_of(test)
         keys = _ENVELOPE + (get_scoring(kind).tracked if kind else ())
         tests[test] = {k: m[k] for k in keys if m.get(k) is not None}
-    figures = {"calls", "prompt_tokens", "completion_tokens", "cost_usd"}
+    figures = {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls"}
     usage = r.usage.model_dump(include=figures | {f"cached_{k}" for k in figures})
     return {
         **flatten_metrics(tests),
