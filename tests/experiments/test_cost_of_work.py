@@ -50,22 +50,29 @@ def assert_same_work(a: dict[str, Any], b: dict[str, Any]) -> None:
 
 
 # -- evaluate -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("client", ["native", "litellm"])
 def test_an_evaluate_run_on_a_warm_cache_pays_nothing_and_costs_the_same_work(
-    tmp_path, monkeypatch, capsys
+    client, tmp_path, monkeypatch, capsys
 ):
     """The same judge on the same items, in a second run directory of the same folder: every
     answer comes from the LM cache. It paid nothing (the stub served nothing), and its cost of
-    the work is the first run's, priced from what the stub first served."""
+    the work is the first run's, priced from what the stub first served — through assay's
+    client (DSPy's cache record keeps the usage) and through LiteLLM (whose cached response
+    DSPy hands back with its usage emptied: assay keeps a copy)."""
     monkeypatch.chdir(tmp_path)
     csv = write_items(tmp_path)
+    judge = {"client": client}
     with StubServer() as stub:
-        cold = cli_json(["evaluate", str(write_config(tmp_path, csv, stub.base_url))], capsys)
+        cfg = write_config(tmp_path, csv, stub.base_url, judge=judge)
+        cold = cli_json(["evaluate", str(cfg)], capsys)
         assert_paid_is_served(cold, stub)
         first = served(stub)
         stub.reset()
         other = tmp_path / "other"
         other.mkdir()
-        warm_cfg = write_config(other, csv, stub.base_url, output_dir=str(tmp_path / "runs-b"))
+        warm_cfg = write_config(
+            other, csv, stub.base_url, judge=judge, output_dir=str(tmp_path / "runs-b")
+        )
         warm = cli_json(["evaluate", str(warm_cfg)], capsys)
         assert stub.n_requests == 0
         assert_paid_is_served(warm, stub)  # nothing
@@ -97,6 +104,28 @@ def test_an_evaluate_run_on_a_warm_cache_pays_nothing_and_costs_the_same_work(
         text = (Path(warm["run_dir"]) / page).read_text()
         assert "from the LM cache" in text and "paid in all: 0 calls" in text, page
         assert f"{first['cost']:.6f}" in text, page  # the cost of the work, in the table
+
+
+def test_a_served_answer_is_in_the_ledger_before_the_cache_holds_it(tmp_path):
+    """The ledger notes an answer before DSPy stores it in the LM cache: a process killed
+    between the two has the answer in its ledger (paid) and not in the cache (asked again),
+    never in the cache with no ledger row (answers reused that nobody accounted for)."""
+    import dspy
+
+    from assay.lm import configure_cache, make_lm, record_calls
+
+    configure_cache(tmp_path)
+    held_when_noted: list[int] = []
+
+    def ledger(record) -> None:  # what the cache holds when the answer is noted
+        held_when_noted.append(len(dspy.cache.memory_cache))
+
+    with StubServer() as stub, record_calls(ledger):
+        lm = make_lm("openai/stub-model", api_base=stub.base_url, price=PRICE)
+        lm("What colour is the sky?")
+        assert len(dspy.cache.memory_cache) == 1  # then stored
+        lm("What colour is the sky?")  # from the cache: no call, nothing noted
+    assert held_when_noted == [0]
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
