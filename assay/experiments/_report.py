@@ -152,4 +152,4 @@ def cost_section(summary: EvaluateSummary) -> Table:
         f"cost per accuracy point (of the work): {fmt(u.cost_per_accuracy_point_usd, 6)} USD; "
         f"mean latency {u.mean_latency_s:.3f} s"
     )
-    return cost_table({"judge": u}, note=". ".join(notes) + ".")
+    return cost_table({"judge": u}, note="; ".join(notes) + ".")
