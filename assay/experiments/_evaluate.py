@@ -31,7 +31,7 @@ from assay.experiments.runs import (
     to_judge,
 )
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
-from assay.types import Item, Judgment
+from assay.types import PAID_FIELDS, Item, Judgment
 
 
 def evaluate(
@@ -312,13 +312,16 @@ def _tracked(
 
 def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, float]:
     """An evaluate summary as MLflow metrics: every metric with its CI bounds (unprefixed),
-    counts as ``n_*``, usage as ``usage_*`` (what the judgments hold), what the server answered
-    as ``spend_*`` (paid, paid and not used, failed attempts) and the cost per accuracy point."""
+    counts as ``n_*``, usage as ``usage_*`` (what the judgments hold: served, and ``cached_*``
+    from the LM cache), the cost of the work as ``work_*`` (both, every answer priced as a
+    call), what the server answered as ``spend_*`` (paid, paid and not used, failed attempts)
+    and the cost per accuracy point (of the work)."""
     s = EvaluateSummary.model_validate(summary) if isinstance(summary, dict) else summary
     return {
         **flatten_metrics(s.metrics),
         **flatten_metrics(s.counts, "n_"),
         **flatten_metrics(s.usage, "usage_"),
+        **flatten_metrics(s.work.model_dump(include=set(PAID_FIELDS)), "work_"),
         **flatten_metrics(s.spend, "spend_"),  # spend_paid.calls, spend_paid_not_used.cost_usd
         **flatten_metrics({"cost_per_accuracy_point_usd": s.usage.cost_per_accuracy_point_usd}),
         **(flatten_metrics(s.calibration.metrics, "calibration_") if s.calibration else {}),

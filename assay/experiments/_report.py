@@ -6,8 +6,8 @@ from typing import Any
 
 from assay.experiments._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import fmt, metric_table
-from assay.report import Table, markdown
-from assay.types import spend_line
+from assay.report import Table, cost_table, markdown
+from assay.types import cost_lines
 
 
 def render_report(
@@ -53,7 +53,7 @@ def render_report(
     ]
     lines += markdown(evaluate_tables(summary, confidence))
     lines += _disagreement_section(summary, disagreements or [])
-    lines += _cost_section(summary)
+    lines += [*markdown([cost_section(summary)]), f"Bootstrap: {summary.bootstrap}"]
     if str(judge.get("model", "")).startswith("local"):
         lines += [
             "",
@@ -136,28 +136,20 @@ def _disagreement_section(summary: EvaluateSummary, worst: list[DisagreementReco
     return lines
 
 
-def _cost_section(summary: EvaluateSummary) -> list[str]:
-    u = summary.usage.model_dump()
-    return [
-        "",
-        "## Cost",
-        "",
-        f"- LM calls {u['calls']}, prompt tokens {u['prompt_tokens']}, completion tokens "
-        f"{u['completion_tokens']}, cost ${u['cost_usd']:.6f}; judgments served from the cache: "
-        f"{u['cached_judgments']}",
-        f"- {spend_line(summary.spend)}",
-        *(
-            [
-                f"- **{u['unpriced_calls']} calls have no known price** (the model is not in "
-                "LiteLLM's price map): their cost is not included; set `judge.price`."
-            ]
-            if u.get("unpriced_calls")
-            else []
-        ),
-        f"- cost per accuracy point: {fmt(u.get('cost_per_accuracy_point_usd'), 6)} USD; "
-        f"mean latency {u['mean_latency_s']:.3f} s",
-        f"- waiting on rate limits: {u.get('limit_wait_s', 0.0):.1f} s over all calls; "
-        f"HTTP 429 answers {u.get('rate_limited', 0)} (each waited out and retried)",
-        "",
-        f"Bootstrap: {summary.bootstrap}",
-    ]
+def cost_section(summary: EvaluateSummary) -> Table:
+    """The cost table (report.md and report.html): the judge's cost of the work, what the
+    server answered and what the LM cache gave; below it what the run paid (its call ledger),
+    the cost per accuracy point (of the work), latency and rate limits."""
+    u = summary.usage
+    notes = cost_lines(u, summary.spend)[1:]  # the table says the first: the cost of the work
+    notes.append(f"judgments taken whole from the LM cache: {u.cached_judgments}")
+    if summary.work.unpriced_calls:
+        notes.append(
+            f"**{summary.work.unpriced_calls} answers have no known price** (the model is not "
+            "in LiteLLM's price map): their cost is not included; set `judge.price`"
+        )
+    notes.append(
+        f"cost per accuracy point (of the work): {fmt(u.cost_per_accuracy_point_usd, 6)} USD; "
+        f"mean latency {u.mean_latency_s:.3f} s"
+    )
+    return cost_table({"judge": u}, note="; ".join(notes) + ".")

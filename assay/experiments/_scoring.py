@@ -126,10 +126,11 @@ def summarize_run(
             **usage.model_dump(),
             cached_judgments=sum(j.cached for j in judgments),
             mean_latency_s=float(np.mean([j.latency_s for j in judgments])) if judgments else 0.0,
-            cost_per_accuracy_point_usd=cost_per_accuracy_point(usage.cost_usd, acc)
+            cost_per_accuracy_point_usd=cost_per_accuracy_point(usage.work().cost_usd, acc)
             if acc
             else None,
         ),
+        work=usage.work(),
         expected_scores=sum(j.expected_score is not None for j in judgments),
         disagreements=sum(r != c for r, c in zip(ref, cand, strict=True)),
         calibration=calibration_report(

@@ -263,14 +263,14 @@ def test_harness_run_compares_its_judges_with_a_heatmap(store, tmp_path):
     assert rows[0]["n"] == rows[1]["n"] > 0  # the probes judged
     assert rows[0]["measured_on"] == f"{rows[0]['n']} probes of 6 source items"
     assert res["group"]["probes"] and res["left_out"] == []
-    # scripted judges have no USD price: the Pareto front counts what they paid in LM calls or
-    # tokens (never every judge tied at cost 0), and the plot and the notes say so
+    # scripted judges have no USD price: the Pareto front counts their cost of the work in LM
+    # answers or tokens (never every judge tied at cost 0), and the plot and the notes say so
     paid_in = rows[0]["paid_in"]
     assert paid_in in ("tokens", "calls") and {r["paid_in"] for r in rows} == {paid_in}
     assert all(r["paid"] and r["paid"] > 0 for r in rows)
     assert res["notes"] == [
-        f"the Pareto front counts what each judge paid in {paid_in}, not USD: some runs' models "
-        "had no price (local or unpriced), which would tie every judge at cost 0"
+        f"the Pareto front counts each judge's cost of the work in {paid_in}, not USD: some "
+        "runs' models had no price (local or unpriced), which would tie every judge at cost 0"
     ]
     assert set(res["plots"]) == {"pareto", "heatmap"}
     assert (tmp_path / "heatmap.png").stat().st_size > 0

@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from assay.metrics import MetricValue
-from assay.types import Spend, Usage
+from assay.types import Spend, Usage, with_work
 
 
 class _Model(BaseModel):
@@ -90,15 +90,22 @@ class ReliabilityScores(_Model):
 
 
 class JudgeReliability(_Model):
-    """One judge of a harness run: its scores per test, what it spent, its mean pass rate."""
+    """One judge of a harness run: its scores per test, the cost of its work and what of it
+    was paid, its mean pass rate."""
 
     model: str
     config_hash: str
     tests: dict[str, ReliabilityScores]
     source_unscored: int  # sources the judge left unscored (their probes have no consistency)
-    usage: Usage
+    usage: Usage  # the answers its judgments hold: served (paid) and from the LM cache
+    work: Usage  # the cost of the work: usage.work(), every answer priced as a call
     mean_pass_rate: float | None
-    cost_per_accuracy_point_usd: float | None
+    cost_per_accuracy_point_usd: float | None  # of the work
+
+    @model_validator(mode="before")
+    @classmethod
+    def _work(cls, data: Any) -> Any:
+        return with_work(data)  # a metrics.json written before the cost of the work was kept
 
 
 class ReviewCounts(_Model):

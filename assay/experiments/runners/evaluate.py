@@ -64,7 +64,7 @@ class Evaluate(Runner):
 
     def print(self, result: Any, options: Options, *, json: bool) -> int:
         from assay.metrics import metrics_table
-        from assay.types import spend_line
+        from assay.types import cost_lines
 
         res, s, config = result, result.summary, options.loaded
         c = s.counts
@@ -89,17 +89,7 @@ class Evaluate(Runner):
         )
         if s.metrics:
             print(metrics_table(s.model_dump()["metrics"], config.bootstrap.confidence))
-        u = s.usage
-        print(
-            f"LM calls {u.calls} · tokens {u.prompt_tokens}+{u.completion_tokens} · "
-            f"cost ${u.cost_usd:.6f}"
-        )
-        print(spend_line(s.spend))
-        if u.limit_wait_s or u.rate_limited:
-            print(
-                f"rate limits: {u.limit_wait_s:.1f}s waited over all calls · "
-                f"{u.rate_limited} HTTP 429 answers (waited out and retried)"
-            )
+        print("\n".join(cost_lines(s.usage, s.spend)))
         print(f"run directory: {res.run_dir}")
         line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
         if line:

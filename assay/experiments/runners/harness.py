@@ -71,7 +71,7 @@ class Harness(Runner):
 
     def print(self, result: Any, options: Options, *, json: bool) -> int:
         from assay.experiments.reliability import ci, headline
-        from assay.types import spend_line
+        from assay.types import Usage, cost_lines, work_line
 
         res, s = result, result.summary
         if json:
@@ -89,7 +89,7 @@ class Harness(Runner):
                 + ", ".join(f"{k} {v}" for k, v in res.probes_reused.items() if v)
             )
         for name, r in s.judges.items():
-            print(f"\njudge {name} ({r.model})")
+            print(f"\njudge {name} ({r.model}) · {work_line(r.usage)}")
             for t, tm in r.tests.items():
                 print(
                     f"  {t:22s} pass {ci(tm.pass_rate):24s} "
@@ -107,8 +107,12 @@ class Harness(Runner):
         for key, n in s.lm_calls.items():
             stage = key.split(":", 1)[0]
             stages[stage] = stages.get(stage, 0) + n
-        print("LM calls by stage: " + ", ".join(f"{k} {v}" for k, v in stages.items()))
-        print(spend_line(s.spend))
+        print(
+            "LM calls by stage (answered by the server): "
+            + ", ".join(f"{k} {v}" for k, v in stages.items())
+        )
+        used = [*s.generation_usage.values(), *(r.usage for r in s.judges.values())]
+        print("\n".join(cost_lines(Usage.total(used), s.spend)))
         for note in s.notes:
             print(f"note: {note}")
         if s.review.required:

@@ -89,6 +89,8 @@ class SelectiveApply(_Selective):
 def print_selective(result: Any, options: Any, *, json: bool) -> int:
     """The console: thresholds, each part through the cascade, the guarantee. Exit code 0;
     1 when no stage could be certified (the cascade keeps nothing)."""
+    from assay.types import cost_lines
+
     s = result.summary
     certified = any(t.threshold is not None for t in s.thresholds)
     if json:
@@ -104,7 +106,8 @@ def print_selective(result: Any, options: Any, *, json: bool) -> int:
         print(line + (f" — {t.note}" if t.note else ""))
     for part in s.parts:
         stages = " · ".join(
-            f"{c.judge}: kept {c.kept}, escalated {c.escalated}, ${c.usage.cost_usd:.6f}"
+            f"{c.judge}: kept {c.kept}, escalated {c.escalated}, "
+            f"${c.usage.work().cost_usd:.6f} (the work)"
             for c in part.stages
         )
         cov = "" if part.coverage is None else f" (coverage {part.coverage:.3f})"
@@ -118,10 +121,7 @@ def print_selective(result: Any, options: Any, *, json: bool) -> int:
                 f"  agreement on kept items {part.agreement_kept:.3f} [{lo:.3f}, {hi:.3f}] "
                 f"(exact 95%; {part.labelled} labelled)"
             )
-    u = s.usage
-    print(
-        f"LM calls {u.calls} · tokens {u.prompt_tokens}+{u.completion_tokens} · cost ${u.cost_usd:.6f}"
-    )
+    print("\n".join(cost_lines(s.usage, s.spend)))
     if result.calibration_file is not None:
         print(f"calibration: {result.calibration_file}")
     if result.human_verdicts is not None:

@@ -12,7 +12,7 @@ from assay.experiments.runs import Run, TrackedRun, flatten_metrics
 from assay.experiments.selective._config import SelectiveConfig
 from assay.experiments.selective._results import SelectiveResult, SelectiveSummary
 from assay.experiments.selective.review import VERDICTS
-from assay.types import Item
+from assay.types import PAID_FIELDS, Item, cost_lines
 
 
 def _reread(run: Run, calibration_file: Path | None = None) -> SelectiveResult:
@@ -34,8 +34,10 @@ def _finish(
     new_judgments: int,
     **result: Any,
 ) -> SelectiveResult:
-    """metrics.json, report.md and report.html, then MLflow; the run marked finished; what it
-    returns (``result``: the fields only one command has)."""
+    """metrics.json (with what the run paid: its call ledger), report.md and report.html,
+    then MLflow; the run marked finished; what it returns (``result``: the fields only one
+    command has)."""
+    summary = summary.model_copy(update={"spend": run.spend(summary.usage)})
     run.store.write_json("metrics.json", summary.model_dump(mode="json"))
     _write_report(run)
     mode = summary.mode
@@ -101,6 +103,8 @@ def selective_metrics(summary: SelectiveSummary) -> dict[str, float]:
         if t.threshold is not None:
             out[f"threshold_{t.judge}"] = t.threshold
     out.update(flatten_metrics(summary.usage, "usage_"))
+    out.update(flatten_metrics(summary.work.model_dump(include=set(PAID_FIELDS)), "work_"))
+    out.update(flatten_metrics(summary.spend, "spend_"))
     return out
 
 
@@ -113,13 +117,7 @@ def build_report(run_dir: Path) -> Any:
     facts = [("guarantee", s.guarantee), ("α", f"{s.alpha:g}"), ("δ", f"{s.delta:g}")]
     if s.without_reference:
         facts.append(("left out", f"{s.without_reference} items without a reference label"))
-    u = s.usage
-    facts.append(
-        (
-            "LM usage",
-            f"{u.calls} calls · tokens {u.prompt_tokens}+{u.completion_tokens} · ${u.cost_usd:.6f}",
-        )
-    )
+    facts += [("cost", line) for line in cost_lines(s.usage, s.spend)]
     tables = [
         Table(
             title="Thresholds",
@@ -171,7 +169,8 @@ def build_report(run_dir: Path) -> Any:
                 ""
                 if c.disagreements_kept is None or not c.kept
                 else f"{1 - c.disagreements_kept / c.kept:.3f}",
-                f"${c.usage.cost_usd:.6f} ({c.usage.calls} calls)",
+                f"${c.usage.work().cost_usd:.6f} ({c.usage.work().calls} answers, "
+                f"{c.usage.cached_calls} from the LM cache)",
             ]
             for k, c in enumerate(part.stages)
         ]
@@ -200,7 +199,7 @@ def build_report(run_dir: Path) -> Any:
                     "escalated",
                     "share kept",
                     "agreement (kept)",
-                    "cost",
+                    "cost of the work",
                 ],
                 rows=rows,
                 note=note,

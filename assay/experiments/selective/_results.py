@@ -4,11 +4,11 @@ the summary and the statement of its guarantee."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from assay.types import Usage
+from assay.types import Spend, Usage, with_work
 
 
 class StageThreshold(BaseModel):
@@ -89,9 +89,16 @@ class SelectiveSummary(BaseModel):
     guarantee: str
     thresholds: list[StageThreshold]
     parts: list[PartSummary]
-    usage: Usage
+    usage: Usage  # the answers the judgments hold: served (paid) and from the LM cache
+    work: Usage  # the cost of the work: usage.work(), every answer priced as a call
+    spend: Spend | None = None  # every call the server answered (the run's call ledger)
     without_reference: int = 0
     run_hash: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _work(cls, data: Any) -> Any:
+        return with_work(data)  # a metrics.json written before the cost of the work was kept
 
 
 class SelectiveResult(BaseModel):

@@ -91,6 +91,7 @@ def _judge_metrics(
         for t in instances
     }
     judge_usage = Usage.total(j.usage for j in js.values())
+    work = judge_usage.work()
     pass_values = [m.pass_rate.value for m in per_test.values() if m.pass_rate]
     mean_pass = sum(pass_values) / len(pass_values) if pass_values else None
     return JudgeReliability(
@@ -99,10 +100,9 @@ def _judge_metrics(
         tests=per_test,
         source_unscored=sum(v is None for v in sources.values()),
         usage=judge_usage,
+        work=work,
         mean_pass_rate=mean_pass,
-        cost_per_accuracy_point_usd=(judge_usage.cost_usd / (mean_pass * 100))
-        if mean_pass
-        else None,
+        cost_per_accuracy_point_usd=(work.cost_usd / (mean_pass * 100)) if mean_pass else None,
     )
 
 
