@@ -1,5 +1,5 @@
 """``assay certify RUN --policy POLICY``: a certificate for a judge config from a finished,
-labelled evaluate run — one-sided bounds of the metrics the policy names against its bars
+sealed, labelled evaluate run — one-sided bounds of the metrics the policy names against its bars
 (:func:`assay.metrics.certify`), bound to the judge config's hash and the items consumed.
 
 A validation set is used once. Every certificate, admitted or refused, is kept in the ledger
@@ -27,8 +27,7 @@ import assay
 from assay._yaml import read_input
 from assay.errors import ConfigError, RunError
 from assay.experiments._config import first_error
-from assay.experiments._estimate import _read
-from assay.experiments._items import data_fingerprint, judged_items
+from assay.experiments._items import data_fingerprint, judged_items, read_evaluate_run
 from assay.experiments.runs import default_tracking_uri, file_lock, write_atomic, write_json
 from assay.metrics import MetricBound, Policy, fmt, inconsistency
 from assay.programs import JudgeConfig
@@ -179,8 +178,7 @@ def certify_run(
     pol = load_policy(policy)
     where = str(policy) if isinstance(policy, str | Path) else "policy"
     run_dir = Path(run)
-    state = _run_state(run_dir)
-    config, judgments = _read(run_dir)
+    config, judgments, state = read_evaluate_run(run_dir)
     scale = config.judge.scale
     assert scale is not None
     items = judged_items(run_dir, config, set(judgments), state["run_hash"])
@@ -257,19 +255,6 @@ def certify_run(
         uri = tracking_uri or config.tracking.uri or default_tracking_uri(workdir)
         _log(certificate, uri)
     return certificate
-
-
-def _run_state(run_dir: Path) -> dict[str, Any]:
-    """``run.json`` of a finished evaluate run (one line when it is not one)."""
-    try:
-        state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise RunError(f"{run_dir}: not a run directory (no readable run.json)") from None
-    if state.get("kind", "evaluate") != "evaluate":
-        raise RunError(f"{run_dir}: a {state.get('kind')} run; certify reads an evaluate run")
-    if state.get("status") != "finished":
-        raise RunError(f"{run_dir}: the run has not finished (re-run it to finish, then certify)")
-    return state
 
 
 def _logged_hash(run_dir: Path) -> str | None:

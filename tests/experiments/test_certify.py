@@ -254,13 +254,14 @@ def test_a_data_set_changed_since_the_run_is_refused(run, tmp_path, capsys):
     """The certificate is of the items the run judged: read back, they must give the run's
     hash. One response edited in the data file since: refused, one line."""
     run_dir, _, _ = run
-    config = (run_dir / "config.yaml").read_text()
-    (old,) = re.findall(r"path: (\S+items\.csv)", config)
-    edited = tmp_path / "edited.csv"
-    edited.write_text(Path(old).read_text().replace("Item 3 is blue.", "Item 3 is red."))
-    (run_dir / "config.yaml").write_text(config.replace(old, str(edited)))
+    (data,) = re.findall(r"path: (\S+items\.csv)", (run_dir / "config.yaml").read_text())
+    original = Path(data).read_text()
     pol = write(tmp_path / "lax.yaml", LAX)
-    line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", str(pol)])
+    try:  # the module's data file, edited for this test only
+        Path(data).write_text(original.replace("Item 3 is blue.", "Item 3 is red."))
+        line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", str(pol)])
+    finally:
+        Path(data).write_text(original)
     assert "differ from those the run judged" in line and "the data changed" in line
     assert not (tmp_path / "runs" / "certificates").exists() or not list(
         (tmp_path / "runs" / "certificates").glob("*/certificate.json")
