@@ -74,16 +74,19 @@ def estimate(
     confidence: float = 0.95,
     seed: int = 0,
     require_certificate: list[str] | None = None,
+    workdir: Path | None = None,
 ) -> PrevalenceResult:
     """The prevalence of the event in ``run``, corrected with the judge's TPR / TNR on
     ``validation`` (a labelled run of the same judge config and scale); both runs must be
     finished and sealed, and the validation run's data the items it judged. With
-    ``require_certificate``, only for a judge config with an admitted certificate among them."""
+    ``require_certificate``, only for a judge config with an admitted certificate in the ledger
+    of ``workdir``'s runs folder (default: the current directory's)."""
     config, judged, _ = read_evaluate_run(Path(run), where=run)
     if require_certificate:
-        from assay.experiments._certify import require_certificates
+        from assay.experiments._certify import ledger_of, require_certificates
 
-        require_certificates(require_certificate, [config.judge])
+        ledger = ledger_of(workdir or Path.cwd(), config.output_dir)
+        require_certificates(require_certificate, [config.judge], ledger=ledger)
     v_config, v_judged, v_state = read_evaluate_run(Path(validation), where=validation)
     if config.judge.config_hash() != v_config.judge.config_hash():
         raise RunError(
