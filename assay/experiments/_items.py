@@ -1,13 +1,17 @@
 """Load a run's items from its data config (tables, ToolEmu trajectories, Inspect logs, MLflow
-traces)."""
+traces), and a finished evaluate run read back to decide on: its sealed files, and the items it
+judged."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
+
+import yaml
 
 import assay
+from assay._yaml import load as load_yaml
 from assay.data import (
     TranscriptPrep,
     build_pairs,
@@ -23,19 +27,37 @@ from assay.data import (
     render_toolkit_descriptions,
 )
 from assay.errors import DataError, RunError
-from assay.experiments._config import DataConfig
-from assay.experiments.runs import write_atomic
+from assay.experiments._config import DataConfig, EvaluateConfig
+from assay.experiments.runs import JUDGMENTS, RunStore, sealed_run, write_atomic
 from assay.scale import Scale
-from assay.types import Item, stable_hash
-
-if TYPE_CHECKING:
-    from assay.experiments._config import EvaluateConfig
+from assay.types import Item, Judgment, stable_hash
 
 
 def data_fingerprint(items: list[Item]) -> str:
     """The hash of the items' content: part of a run's identity (same config, other data: a new
     run)."""
     return stable_hash([it.model_dump(mode="json") for it in items])
+
+
+def read_evaluate_run(
+    run_dir: Path, *, where: str | Path | None = None, state: dict[str, Any] | None = None
+) -> tuple[EvaluateConfig, dict[str, Judgment], dict[str, Any]]:
+    """A finished evaluate run read back to decide on: its resolved config, its judgments by
+    item id, and its ``run.json`` — refused in one line naming ``where`` (default the
+    directory) unless its files are the ones it sealed when it finished. ``state``: the run's
+    ``run.json`` already checked by the caller (a logged run, checked against its MLflow tag)."""
+    path = Path(run_dir)
+    where = where or path
+    if state is None:
+        state = sealed_run(path, kind="evaluate", where=where, needs=("config.yaml", JUDGMENTS))
+    try:
+        raw = load_yaml((path / "config.yaml").read_text(encoding="utf-8"))
+        config = EvaluateConfig.model_validate(raw)
+    except (OSError, yaml.YAMLError, ValueError):
+        raise RunError(f"{where}: not an evaluate run directory (no valid config.yaml)") from None
+    if not (path / JUDGMENTS).is_file():
+        raise RunError(f"{where}: not an evaluate run directory (no {JUDGMENTS})")
+    return config, RunStore(path, run_hash="").judgments(), state
 
 
 def judged_items(

@@ -228,10 +228,12 @@ MODEL_OPTION = option(
     override="judge.model",
 )
 CERTIFICATE_OPTION = option(
-    help="refuse to run unless the judge in use has an admitted certificate of `assay certify` "
-    "for its exact config (repeatable: one per judge)",
+    help="refuse to run unless this folder's ledger (<output_dir>/certificates) holds an "
+    "admitted, signed certificate of `assay certify` for the judge's exact config: under a "
+    "policy at least as strict as POLICY (a policy YAML), or the very CERTIFICATE named "
+    "(repeatable: every policy, and one certificate per judge)",
     action="append",
-    metavar="PATH",
+    metavar="POLICY|CERTIFICATE",
 )
 RAY_OPTION = option(
     False,

@@ -42,7 +42,10 @@ class Estimate(Runner):
         from assay.experiments._estimate import estimate
 
         return estimate(
-            options.run, options.validation, **options.model_dump(exclude={"run", "validation"})
+            options.run,
+            options.validation,
+            workdir=workdir,
+            **options.model_dump(exclude={"run", "validation"}),
         )
 
     def print(self, result: Any, options: Options, *, json: bool) -> int:

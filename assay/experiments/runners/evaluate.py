@@ -45,9 +45,10 @@ class Evaluate(Runner):
 
         config, base = options.load(EvaluateConfig)
         if options.require_certificate:  # before any LM call
-            from assay.experiments._certify import require_certificates
+            from assay.experiments._certify import ledger_of, require_certificates
 
-            require_certificates(options.require_certificate, [config.judge])
+            ledger = ledger_of(workdir, config.output_dir)
+            require_certificates(options.require_certificate, [config.judge], ledger=ledger)
         return evaluate(
             config,
             workdir=lm_cache(workdir),

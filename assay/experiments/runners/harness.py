@@ -46,10 +46,11 @@ class Harness(Runner):
 
         config, base = options.load(HarnessConfig)
         if options.require_certificate:  # every judge it runs, before any LM call
-            from assay.experiments._certify import require_certificates
+            from assay.experiments._certify import ledger_of, require_certificates
 
             chosen = [j for j in config.judges if not options.judges or j.name in options.judges]
-            require_certificates(options.require_certificate, chosen)
+            ledger = ledger_of(workdir, config.output_dir)
+            require_certificates(options.require_certificate, chosen, ledger=ledger)
         here = lm_cache(workdir)
         if self.cli:
             freeze_imports()

@@ -1,5 +1,5 @@
 """The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow,
-and what may overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads;
+the seal a finished run is checked against (``_seal.py``), and what may overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads;
 a runner reaches them through its :class:`Run` only).
 
 Names load on first use (PEP 562): the command line starts the MLflow helper interpreter
@@ -32,6 +32,10 @@ _WHERE = {
     "ProgramRecipe": "_ray",
     "Run": "_run",
     "run_directory": "_run",
+    "SEAL_TAG": "_seal",
+    "SEALED": "_seal",
+    "check_seal": "_seal",
+    "sealed_run": "_seal",
     "JUDGMENTS": "_store",
     "RunStore": "_store",
     "now": "_store",
@@ -57,6 +61,7 @@ if TYPE_CHECKING:
     from assay.experiments.runs._pool import CallSlots, run_pool
     from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
     from assay.experiments.runs._run import Run, run_directory
+    from assay.experiments.runs._seal import SEAL_TAG, SEALED, check_seal, sealed_run
     from assay.experiments.runs._store import JUDGMENTS, RunStore, now
     from assay.experiments.runs._tracking import (
         TrackedRun,
@@ -77,8 +82,11 @@ __all__ = [
     "Run",
     "RunLock",
     "RunStore",
+    "SEAL_TAG",
+    "SEALED",
     "TrackedRun",
     "append_lines",
+    "check_seal",
     "command_started",
     "default_tracking_uri",
     "file_lock",
@@ -92,6 +100,7 @@ __all__ = [
     "run_directory",
     "run_pool",
     "run_tasks",
+    "sealed_run",
     "to_judge",
     "write_atomic",
     "write_json",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from assay import _signing
 from assay.errors import ConfigError
 from assay.experiments._items import data_fingerprint, load_items
 from assay.experiments.runs import Run
@@ -114,7 +115,9 @@ def calibrate(
             data=fingerprint,
             n_calibration=len(cal),
             stages=thresholds,
+            run=run.dir.name,
         )
+        calibration.signature = _signing.sign(calibration.signed_part())
         run.store.write_json(CALIBRATION, calibration.model_dump(mode="json"))
         summary = SelectiveSummary(
             mode="calibrate",

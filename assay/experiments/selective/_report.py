@@ -8,11 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from assay.experiments._items import item_set_tags
-from assay.experiments.runs import Run, TrackedRun, flatten_metrics
-from assay.experiments.selective._config import SelectiveConfig
+from assay.experiments.runs import SEALED, Run, TrackedRun, flatten_metrics
+from assay.experiments.selective._config import CALIBRATION, SelectiveConfig
 from assay.experiments.selective._results import SelectiveResult, SelectiveSummary
 from assay.experiments.selective.review import VERDICTS
 from assay.types import PAID_FIELDS, Item, cost_lines
+
+STAGE_JUDGMENTS = "judgments.*.jsonl"  # each stage's judgments file
+SEALED_FILES = (*SEALED, CALIBRATION, STAGE_JUDGMENTS)
+"""What a selective run's seal covers: the stages' judgments, the calibration (not the final
+verdicts, which take in the human verdicts given after the run)."""
 
 
 def _reread(run: Run, calibration_file: Path | None = None) -> SelectiveResult:
@@ -51,7 +56,8 @@ def _finish(
             params=params,
             metrics=selective_metrics(summary),
             tags={"assay.selective": mode, **item_set_tags(items, split="all")},
-        )
+        ),
+        sealed=SEALED_FILES,
     )
     return SelectiveResult(
         run_dir=run.dir,

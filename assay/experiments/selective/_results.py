@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from assay.types import Spend, Usage, with_work
+from assay.types import PlainName, Spend, Usage, with_work
 
 
 class StageThreshold(BaseModel):
@@ -31,7 +31,8 @@ class StageThreshold(BaseModel):
 
 class Calibration(BaseModel):
     """``calibration.json``: the thresholds of a cascade, bound to each stage's judge config
-    hash and to the labelled items they were calibrated on."""
+    hash, to the labelled items they were calibrated on and to the calibrate run that holds
+    it, signed by the signing key."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -41,6 +42,12 @@ class Calibration(BaseModel):
     data: str  # the calibration items' fingerprint
     n_calibration: int
     stages: list[StageThreshold]
+    run: PlainName | None = None  # the calibrate run's directory, in its runs folder
+    signature: str = ""  # HMAC-SHA256 of every other field (canonical JSON), by the key
+
+    def signed_part(self) -> dict[str, Any]:
+        """Every field but the signature, as the signature covers them."""
+        return self.model_dump(mode="json", exclude={"signature"})
 
 
 class StageCount(BaseModel):
