@@ -156,3 +156,27 @@ def test_a_reviewer_records_a_verdict_in_the_browser(browser, selective, tmp_pat
     (record,) = [json.loads(x) for x in (run_dir / "human_verdicts.jsonl").read_text().splitlines()]
     assert (record["item_id"], record["score"], record["reviewer"]) == (first, 0, "ben")
     assert record["note"] == "not sure either"
+
+
+def test_a_verdict_key_pressed_before_the_reviewer_is_named_types_nothing(
+    browser, selective, tmp_path
+):
+    """A digit with no reviewer named asks for the name and focuses that field; the digit is
+    not typed into it."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(selective[1], run_dir)
+    (run_dir / "human_verdicts.jsonl").unlink(missing_ok=True)
+    with Server(run_dir) as server:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(server.login)
+        page.wait_for_selector("body[data-ready]")
+        with page.expect_navigation():
+            page.click("table.queue tbody tr:first-child a")
+        page.wait_for_selector("body[data-ready]")
+        page.keyboard.press("1")
+        page.wait_for_selector("#message.error")
+        assert page.evaluate("document.activeElement.id") == "reviewer"
+        assert page.input_value("#reviewer") == ""
+        context.close()
+    assert not (run_dir / "human_verdicts.jsonl").exists()
