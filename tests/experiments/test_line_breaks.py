@@ -113,10 +113,11 @@ def test_an_evaluate_run_reads_back_whole(runs, tmp_path, capsys, monkeypatch):
     # the report: every judgment, its item's texts and the judge's reasoning
     html = (old / "report.html").read_text(encoding="utf-8")
     assert f"Items <small>({N};" in html
-    # per item its request, response, reasoning and raw output; the model's name once
-    assert html.count("part 10") == 4 * N + 1
+    # per item its request, response, reasoning and raw output; the model's name once; the
+    # two disagreements' response and reasoning
+    assert html.count("part 10") == 4 * N + 1 + 2 * 2
     md = (old / "report.md").read_text(encoding="utf-8")
-    assert "2 of 12 pairs disagree" in md and "| `i0` |" in md and "| `i2` |" in md
+    assert "2 of 12 pairs disagree" in md and "| i0 |" in md and "| i2 |" in md
     assert main(["compare", "--paired", str(old), str(new), "--no-log", "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["n_items"] == res["n_paired"] == N

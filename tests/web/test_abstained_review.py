@@ -17,6 +17,7 @@ from assay.cli import main
 from assay.web._app import create_app
 from tests.experiments.test_selective import cli_json, finished_cascade
 from tests.web.conftest import XSS, Server
+from tests.web.test_report_parity import assert_same_sections
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +96,7 @@ def test_abstained_items_get_a_human_verdict_that_survives_a_restart_and_a_rerun
     }
     report = (run_dir / "report.md").read_text()
     assert "Final verdicts" in report and "| human | True | 1 |" in report
+    assert_same_sections(run_dir, "Final verdicts")
 
     back = {"item_id": "i108", "verdict": None, "reviewer": "ana"}
     assert _post(client, csrf, **back, version=1).status_code == 200  # taken back: pending
