@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 from assay.cli import main
 from assay.web._app import create_app
 from tests.experiments.test_selective import cli_json, finished_cascade
-from tests.web.conftest import XSS, Server
+from tests.web.conftest import XSS, Server, open_first_item
 from tests.web.test_report_parity import assert_same_sections
 
 
@@ -169,13 +169,7 @@ def test_a_verdict_key_pressed_before_the_reviewer_is_named_types_nothing(
     shutil.copytree(selective[1], run_dir)
     (run_dir / "human_verdicts.jsonl").unlink(missing_ok=True)
     with Server(run_dir) as server:
-        context = browser.new_context()
-        page = context.new_page()
-        page.goto(server.login)
-        page.wait_for_selector("body[data-ready]")
-        with page.expect_navigation():
-            page.click("table.queue tbody tr:first-child a")
-        page.wait_for_selector("body[data-ready]")
+        context, page = open_first_item(browser, server)
         page.keyboard.press("1")
         page.wait_for_selector("#message.error")
         assert page.evaluate("document.activeElement.id") == "reviewer"

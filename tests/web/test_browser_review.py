@@ -12,7 +12,7 @@ import pytest
 
 from assay.experiments.reliability import run_harness
 from assay.experiments.reliability.review._review import read_reviews
-from tests.web.conftest import Server, harness_config, make_harness_run
+from tests.web.conftest import Server, harness_config, make_harness_run, open_first_item
 
 pytestmark = pytest.mark.browser
 
@@ -133,13 +133,7 @@ def test_a_shortcut_pressed_before_the_reviewer_is_named_types_nothing(browser, 
     run_dir = tmp_path / "run"
     shutil.copytree(gated[1], run_dir)
     with Server(run_dir) as server:
-        context = browser.new_context()  # nothing in localStorage: no reviewer yet
-        page = context.new_page()
-        page.goto(server.login)
-        page.wait_for_selector("body[data-ready]")
-        with page.expect_navigation():
-            page.click("table.queue tbody tr:first-child a")
-        page.wait_for_selector("body[data-ready]")
+        context, page = open_first_item(browser, server)  # no reviewer named yet
         probe = page.get_attribute("#decide", "data-probe")
         for key in ("a", "r"):
             page.keyboard.press("Escape")  # out of the field the last key focused
