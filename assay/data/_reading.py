@@ -96,13 +96,11 @@ def _first_bad_json_line(path: Path) -> tuple[int, str] | None:
         return None  # a whole-file JSON document: the problem is elsewhere
     except json.JSONDecodeError:
         pass
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for line in _json.split_lines(text):
         try:
-            _json.loads(line)
+            _json.loads(line.text)
         except json.JSONDecodeError as exc:
-            return lineno, exc.msg
+            return line.number, exc.msg
     return None
 
 
@@ -238,15 +236,15 @@ def _check_json_rows(path: Path) -> None:
     except _json.TooDeep as exc:
         raise DataError(f"invalid JSON at line {exc.lineno}: {exc.msg}", path=path) from None
     except json.JSONDecodeError:
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        for line in _json.split_lines(text):
             try:
-                _json.loads(line)
+                _json.loads(line.text)
             except _json.TooDeep as exc:
-                raise DataError(exc.msg, path=path, row=lineno) from None
+                raise DataError(exc.msg, path=path, row=line.number) from None
             except json.JSONDecodeError:
                 pass  # reported by the loader, with its line
         return  # JSON Lines
-    lines = sum(1 for ln in text.splitlines() if ln.strip())
+    lines = len(_json.split_lines(text))
     one_record = path.suffix.lower() in (".jsonl", ".ndjson") and lines == 1
     if isinstance(value, dict) and not one_record:
         raise DataError(

@@ -77,40 +77,36 @@ def read_verdicts(
 
 
 def _first_record(path: Path) -> dict | None:
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    rec = _json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"malformed JSON line ({exc.msg})", path=path, row=n) from None
-                return rec if isinstance(rec, dict) else None
+    for line in _json.read_lines(path):
+        try:
+            rec = _json.loads(line.text)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"malformed JSON line ({exc.msg})", path=path, row=line.number
+            ) from None
+        return rec if isinstance(rec, dict) else None
     raise DataError("empty file", path=path)
 
 
 def _read_judgments(path: Path) -> list[tuple[str, int | None]]:
     out: list[tuple[str, int | None]] = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = _json.loads(line)
-                item_id, score = str(rec["item_id"]), rec.get("score")
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise DataError(
-                    "malformed judgment line", path=path, row=n, field="item_id"
-                ) from None
-            if item_id in seen:
-                raise DataError(
-                    f"second judgment of item '{item_id}' (first in row {seen[item_id]})",
-                    path=path,
-                    row=n,
-                    field="item_id",
-                )
-            seen[item_id] = n
-            out.append((item_id, score))
+    for line in _json.read_lines(path):
+        n = line.number
+        try:
+            rec = _json.loads(line.text)
+            item_id, score = str(rec["item_id"]), rec.get("score")
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise DataError("malformed judgment line", path=path, row=n, field="item_id") from None
+        if item_id in seen:
+            raise DataError(
+                f"second judgment of item '{item_id}' (first in row {seen[item_id]})",
+                path=path,
+                row=n,
+                field="item_id",
+            )
+        seen[item_id] = n
+        out.append((item_id, score))
     return out
 
 

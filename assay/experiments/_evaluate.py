@@ -199,7 +199,7 @@ def _write_outputs(
             config.model_dump(mode="json"),
             summary,
             config.bootstrap.confidence,
-            disagreements=worst[:10],
+            disagreements=worst,
         ),
     )
     save_program(program, run.dir / "program.json")

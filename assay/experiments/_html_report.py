@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.experiments._report import cost_section, evaluate_tables
-from assay.experiments._results import EvaluateSummary
+from assay.experiments._report import cost_section, disagreement_table, evaluate_tables
+from assay.experiments._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import fmt
 from assay.report import (
     Block,
@@ -50,6 +50,9 @@ def build_report(run_dir: Path, items: list[Item] | None = None) -> Report:
     confidence = (config.get("bootstrap") or {}).get("confidence", 0.95)
     r.tables = evaluate_tables(summary, confidence)
     r.figures = figures(run_dir, r.tables)
+    records = read_jsonl(run_dir / "disagreements.jsonl")
+    worst = disagreement_table(summary, [DisagreementRecord.model_validate(d) for d in records])
+    r.tables += [worst] if worst else []
     r.tables.append(cost_section(summary))
     judgments = [Judgment.model_validate(x) for x in read_jsonl(run_dir / "judgments.jsonl")]
     by_item = {it.id: it for it in (items if items is not None else _load_items(config))}

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 import assay
+from assay._json import read_lines
 from assay._yaml import load as load_yaml
 from assay.data import (
     TranscriptPrep,
@@ -179,10 +180,8 @@ def _cached_table(
     cached = Path(cache_dir).parent / "items" / f"{key}.jsonl"
     if cached.is_file():
         try:
-            # split on newlines only: JSON leaves U+2028 and friends unescaped in strings
-            lines = cached.read_text("utf-8").split("\n")
-            return [Item.model_validate_json(line) for line in lines if line]
-        except ValueError:
+            return [Item.model_validate_json(line.text) for line in read_lines(cached)]
+        except (ValueError, DataError):
             pass  # a damaged cache file: read the table again
     items = read()
     cached.parent.mkdir(parents=True, exist_ok=True)

@@ -51,8 +51,9 @@ def render_report(
         ),
         "",
     ]
-    lines += markdown(evaluate_tables(summary, confidence))
-    lines += _disagreement_section(summary, disagreements or [])
+    tables = evaluate_tables(summary, confidence)
+    worst = disagreement_table(summary, disagreements or [])
+    lines += markdown([*tables, *([worst] if worst else [])])
     lines += [*markdown([cost_section(summary)]), f"Bootstrap: {summary.bootstrap}"]
     if str(judge.get("model", "")).startswith("local"):
         lines += [
@@ -111,29 +112,36 @@ def evaluate_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
 
 
 def _excerpt(text: str | None, n: int = 160) -> str:
-    flat = " ".join((text or "").split()).replace("|", "\\|")
+    flat = " ".join((text or "").split())
     return flat if len(flat) <= n else flat[: n - 1] + "…"
 
 
-def _disagreement_section(summary: EvaluateSummary, worst: list[DisagreementRecord]) -> list[str]:
+def disagreement_table(
+    summary: EvaluateSummary, disagreements: list[DisagreementRecord], shown: int = 10
+) -> Table | None:
+    """The ``shown`` pairs most distant on the scale (``disagreements``: all of them, worst
+    first, as ``disagreements.jsonl`` lists them) with an excerpt of the response and of the
+    judge's reasoning; None when judge and reference agree on every pair."""
+    worst = disagreements[:shown]
     if not worst:
-        return []
-    lines = [
-        "",
-        "## Where the judge and the reference disagree most",
-        "",
-        f"{summary.disagreements} of {summary.counts.paired} pairs disagree; the "
+        return None
+    return Table(
+        "Where the judge and the reference disagree most",
+        ["item", "reference", "judge", "distance", "response", "judge's reasoning"],
+        [
+            [
+                d.id,
+                d.reference_label or d.reference,
+                d.judge_label or d.judge,
+                f"{d.distance:g}",
+                _excerpt(d.response),
+                _excerpt(d.reasoning),
+            ]
+            for d in worst
+        ],
+        lead=f"{summary.disagreements} of {summary.counts.paired} pairs disagree; the "
         f"{len(worst)} most distant on the scale (all of them: `disagreements.jsonl`):",
-        "",
-        "| item | reference | judge | distance | response | judge's reasoning |",
-        "|---|---|---|---|---|---|",
-    ]
-    for d in worst:
-        lines.append(
-            f"| `{d.id}` | {d.reference_label or d.reference} | {d.judge_label or d.judge} "
-            f"| {d.distance:g} | {_excerpt(d.response)} | {_excerpt(d.reasoning)} |"
-        )
-    return lines
+    )
 
 
 def cost_section(summary: EvaluateSummary) -> Table:

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from assay.lm._pricing import CACHED, priced_entry
+from assay.lm._redact import redact
 from assay.types import PAID_FIELDS, Usage
 
 
@@ -68,9 +69,10 @@ def _emit(record: CallRecord) -> None:
 
 
 def note_failed(model: str, reason: str) -> None:
-    """An attempt answered with an error status (or lost in transit): sent, not paid."""
+    """An attempt answered with an error status (or lost in transit): sent, not paid. The
+    reason is redacted, as every LM error's text is before it is stored."""
     if _SINKS:
-        _emit(CallRecord(model=model, calls=0, failed=reason))
+        _emit(CallRecord(model=model, calls=0, failed=redact(reason)))
 
 
 def note_usage(model: str, usage: Usage, via: str) -> None:

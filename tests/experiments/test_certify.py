@@ -21,6 +21,7 @@ from assay.experiments._items import item_set_tags, load_items
 from assay.lm import StubServer
 from assay.lm._stub_server import default_respond
 from tests.experiments.stub_judge import stub_config, write_items
+from tests.web.test_report_parity import assert_same_sections
 
 N = 40  # items i0..i39; the reference of item k is k % 2 (20 positives, 20 negatives)
 LAX = {"name": "lax", "confidence": 0.95, "bars": {"tpr": 0.7, "tnr": 0.7}}
@@ -114,6 +115,7 @@ def test_lax_bars_admit_the_judge_and_the_certificate_binds_config_and_items(run
     table = [line for line in out.splitlines() if line.startswith("| tpr ")]
     assert table and table[0] in (folder / "report.md").read_text()
     assert "tnr" in (folder / "report.html").read_text()
+    assert_same_sections(folder)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert cert["config_hash"] == metrics["config_hash"]
     assert cert["decision"] == "admitted" and cert["items"] == [f"i{k}" for k in range(N)]

@@ -17,6 +17,7 @@ from assay.cli import main
 from assay.lm import StubServer
 from assay.lm._stub_server import default_respond
 from tests.experiments.stub_judge import stub_config, write_items
+from tests.web.test_report_parity import assert_same_sections
 
 N = 40
 
@@ -104,6 +105,7 @@ def test_paired_verdict_left_out_items_and_report(tmp_path, stub, capsys, monkey
     md = (folder / "report.md").read_text()
     assert "Is B better than A?" in md and "Items left out" in md
     assert "Is B better than A?" in (folder / "report.html").read_text()
+    assert_same_sections(folder, "Is B better than A?", "Items left out")
     # the console prints the same tables
     assert main(["compare", "--paired", str(a), str(b), "--no-log"]) == 0
     out = capsys.readouterr().out
@@ -175,6 +177,7 @@ def test_drift_flags_the_changed_persona_not_an_unchanged_rerun(
     assert main(["drift", str(old), str(new), "--no-log", "--json"]) == 1
     res = json.loads(capsys.readouterr().out)
     assert "Items whose verdict changed" in (tmp_path / "drift" / "report.md").read_text()
+    assert_same_sections(tmp_path / "drift", "Items whose verdict changed")
     assert res["test"]["changed"] == 6 and res["test"]["drifted"]
     assert [c["item_id"] for c in res["changes"]] == [f"i{k}" for k in range(1, 7)]
     assert res["stability"] == "no stability measured; any change is flagged"

@@ -17,6 +17,7 @@ import pytest
 
 from assay.cli import main
 from assay.lm import StubServer
+from tests.web.test_report_parity import assert_same_sections
 
 SCALE = {"kind": "binary", "labels": ["False", "True"]}
 
@@ -136,7 +137,7 @@ def test_calibrate_then_apply_keeps_escalates_and_abstains(tmp_path, monkeypatch
         calibration = run_dir / "calibration.json"
         assert json.loads(calibration.read_text())["stages"][0]["judge"] == "cheap"
         assert "agreement with humans ≥ 0.8 on kept items" in (run_dir / "report.md").read_text()
-        assert (run_dir / "report.html").is_file()
+        assert_same_sections(run_dir)
 
         stub.reset()
         code = main(

@@ -11,11 +11,11 @@ The test is :func:`assay.metrics.drift_test`'s.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from assay import _json
 from assay.errors import ConfigError, RunError
 from assay.experiments.compare._paired import check_same_items, paired_ids, side, write_outputs
 from assay.experiments.compare._results import DriftResult, ItemChange
@@ -126,11 +126,9 @@ def stability_samples(harness_dir: Path, run: JudgeRun) -> dict[str, list[int]]:
             f"{', '.join(have) or 'none'})"
         )
     source_of = {}
-    for line in (harness_dir / "probes.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            p = json.loads(line)
-            if p.get("test") == STABILITY_TEST:
-                source_of[p["id"]] = p["source_id"]
+    for _, p in _json.records(harness_dir / "probes.jsonl"):
+        if p.get("test") == STABILITY_TEST:
+            source_of[p["id"]] = p["source_id"]
     if not source_of:
         raise RunError(f"{harness_dir}: the run has no {STABILITY_TEST} probes")
     out: dict[str, list[int]] = defaultdict(list)

@@ -42,7 +42,7 @@ def pareto_plot(
     ax.set_title(title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Description": xlabel})
+    fig.savefig(path, dpi=110, metadata={"Description": xlabel}, bbox_inches="tight")
     plt.close(fig)
     return path
 

@@ -13,7 +13,6 @@ from assay._lazy import lazy_names
 
 _WHERE = {
     "append_lines": "_files",
-    "jsonl_lines": "_files",
     "write_atomic": "_files",
     "write_json": "_files",
     "Execution": "_execution",
@@ -48,7 +47,7 @@ _WHERE = {
 
 if TYPE_CHECKING:
     from assay.experiments.runs._execution import Execution, command_started
-    from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
+    from assay.experiments.runs._files import append_lines, write_atomic, write_json
     from assay.experiments.runs._judging import (
         JudgeTask,
         ProgramsByAttempt,
@@ -91,7 +90,6 @@ __all__ = [
     "default_tracking_uri",
     "file_lock",
     "flatten_metrics",
-    "jsonl_lines",
     "judge_items",
     "judge_one",
     "log_tracked",

@@ -3,7 +3,6 @@ finished run, and its report (report.md, report.html)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -223,9 +222,9 @@ def _final_verdicts_table(path: Path) -> Any:
     items a person gave a verdict (``human``), and those still waiting for one."""
     from collections import Counter
 
-    from assay.report import Table
+    from assay.report import Table, read_jsonl
 
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    rows = read_jsonl(path)
     counts = Counter(
         (r["source"] or "abstained, no verdict yet", r["label"] or r["score"]) for r in rows
     )

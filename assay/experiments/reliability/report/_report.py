@@ -61,7 +61,7 @@ def preload_plotting() -> None:
     ax.fill_between([0, 1], [0, 0], [1, 1], alpha=0.15)
     fig.colorbar(ax.images[0], ax=ax, label="x")
     fig.tight_layout()
-    fig.savefig(io.BytesIO(), format="png", dpi=20)
+    fig.savefig(io.BytesIO(), format="png", dpi=20, bbox_inches="tight")
     plt.close(fig)
     from assay.report import preload_page
 
@@ -101,7 +101,7 @@ def heatmap(rates: dict[str, dict[str, float | None]], tests: list[str], path: P
     fig.colorbar(im, ax=ax, label="pass rate")
     ax.set_title("Reliability: pass rate per test and judge")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # no label cut at the edge
     plt.close(fig)
     return path
 
@@ -149,7 +149,7 @@ def cost_plot(summary: HarnessSummary, path: Path) -> Path:
     ax.set_ylim(0, 1.05)
     ax.set_title("Cost of the work vs accuracy per judge")
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Description": label})
+    fig.savefig(path, dpi=110, metadata={"Description": label}, bbox_inches="tight")
     plt.close(fig)
     return path
 
