@@ -90,6 +90,8 @@ class Evaluate(Runner):
         )
         if s.metrics:
             print(metrics_table(s.model_dump()["metrics"], config.bootstrap.confidence))
+        if s.note:
+            print(f"note: {s.note}")
         print("\n".join(cost_lines(s.usage, s.spend)))
         print(f"run directory: {res.run_dir}")
         line = mlflow_line(res.mlflow_run_id, options.tracking_uri)

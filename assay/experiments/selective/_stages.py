@@ -167,9 +167,8 @@ def _through_cascade(
         labelled=sum(it.expected is not None for it in items),
     )
     if labelled_kept:
-        from scipy.stats import binomtest
+        from assay.metrics import clopper_pearson_interval
 
-        ci = binomtest(agree, labelled_kept).proportion_ci(0.95, method="exact")
         summary.agreement_kept = agree / labelled_kept
-        summary.agreement_ci = (float(ci.low), float(ci.high))
+        summary.agreement_ci = clopper_pearson_interval(agree, labelled_kept, 0.95)
     return summary, kept_by
