@@ -28,7 +28,7 @@ from assay.metrics import (
     to_unit_interval,
 )
 from assay.scale import Scale
-from assay.types import Item, Judgment, Usage
+from assay.types import Item, Judgment, Usage, all_unscored
 
 
 def pair_scores(
@@ -142,8 +142,12 @@ def summarize_run(
     accuracy = agreement.metrics.get("accuracy")
     acc = accuracy.value if accuracy is not None else None
     reasons = Counter(j.unscored for j in judgments if j.score is None)
+    nothing = all_unscored(len(judgments), reasons)  # type: ignore[arg-type]
     return EvaluateSummary(
-        **agreement.model_dump(),
+        **{
+            **agreement.model_dump(),
+            **({"note": f"The run measured nothing: {nothing}."} if nothing else {}),
+        },
         counts=Counts(
             items=len(expected),
             judged=len(judgments),

@@ -109,6 +109,9 @@ def evaluator_metrics(
         out["emulator_quality"] = EmulatorQuality(
             counts={k: labels.count(k) for k in ("no_issues", "minor_issues", "critical_issues")},
             unscored=sum(j.score is None for j in present),
+            unscored_reasons=dict(
+                Counter(j.unscored or "unscored" for j in present if j.score is None)
+            ),
             share_without_critical_issues=_rate([x != "critical_issues" for x in labels], **boot),
         )
     by_toolkit: dict[str, list[str]] = {}

@@ -262,6 +262,30 @@ def test_both_parts_are_reported_before_and_after(tmp_path):
     assert out["usage"]["baseline"]["calls"] == 12 + 18
 
 
+def test_a_judge_that_never_answers_fails_the_run_with_the_reasons(tmp_path, monkeypatch, capsys):
+    """Every baseline judgment an LM error: the command stops before compiling (which would
+    call the same dead judge) with one line counting the reasons."""
+    from assay.cli import main
+    from assay.lm import ScriptedFailure
+
+    def down(call):
+        raise ScriptedFailure("provider down")
+
+    engine("down", down)
+    path = tmp_path / "opt.yaml"
+    config = make_config(tmp_path, "down", retries=0)
+    path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
+    monkeypatch.chdir(tmp_path)
+    assert main(["optimize", str(path), "--quiet"]) == 2
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("assay:")]
+    # 24 items: 12 train, 6 dev, 6 test; dev and test judged
+    assert line.endswith(
+        ": before optimizing: all 12 judgments unscored: lm_error 12; nothing to optimize "
+        "(once the cause is fixed, remove this run directory and run again)"
+    )
+    assert ENGINES["down"].n_calls == 12  # the baseline's calls, no optimizer's
+
+
 # -- bad input and crashes ----------------------------------------------------------------------
 def test_unknown_optimizer_lists_the_known_ones(tmp_path):
     raw = make_config(tmp_path, "clean").model_dump(mode="json")

@@ -4,6 +4,7 @@ passed through the cascade stage by stage."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -110,6 +111,7 @@ def _stage_count(
         reached=len(items),
         judged=len(judged),
         unscored=sum(j.score is None for j in judged),
+        unscored_reasons=dict(Counter(str(j.unscored) for j in judged if j.score is None)),
         kept=int(kept.sum()),
         escalated=len(items) - int(kept.sum()),
         disagreements_kept=wrong,
