@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_serializer
@@ -313,3 +313,14 @@ class Judgment(BaseModel):
         return f"UNSCORED_{reason.upper()}", f"unscored ({reason})" + (
             f": {self.error}" if self.error else ""
         )
+
+
+def all_unscored(judged: int, reasons: Mapping[str, int], what: str = "judgments") -> str | None:
+    """Why a run measured nothing, when every one of its ``judged`` judgments is unscored
+    (``reasons``: how many of each reason): ``all 40 judgments unscored: timeout 40``. None
+    when one was scored, or when nothing was judged. A runner reports this as its failure,
+    not a result: there is no verdict to measure anything on."""
+    if judged <= 0 or sum(reasons.values()) < judged:
+        return None
+    counted = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
+    return f"all {judged} {what} unscored: {counted}"

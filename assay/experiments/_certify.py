@@ -43,7 +43,7 @@ from assay.metrics import MetricBound, Policy, fmt, inconsistency
 from assay.programs import JudgeConfig
 from assay.report import Report, Table
 from assay.scale import Scale
-from assay.types import Item, PlainName, stable_hash
+from assay.types import Item, PlainName, all_unscored, stable_hash
 
 LEDGER = "certificates"
 """The folder, in a runs folder, that holds every certificate issued from there."""
@@ -302,6 +302,17 @@ def certify_run(
     labelled = [it for it in items if it.expected is not None]
     if not labelled:
         raise RunError(f"{run_dir}: no judged item has a reference: nothing to certify on")
+    unscored: dict[str, int] = {}
+    for it in labelled:
+        j = judgments[it.id]
+        if j.score is None:
+            unscored[str(j.unscored)] = unscored.get(str(j.unscored), 0) + 1
+    nothing = all_unscored(len(labelled), unscored)
+    if nothing:  # refused before any item is consumed: the run measured nothing
+        raise RunError(
+            f"{run_dir}: {nothing}: nothing to certify on (once the cause is fixed, "
+            "`assay evaluate --retry-unscored` judges them again)"
+        )
     failure = [m for m in pol.bars if m.startswith("failure_")]
     if failure and (config.threshold is None or pol.positive is not None):
         raise ConfigError(
@@ -330,11 +341,6 @@ def certify_run(
         )
     ident = f"{config.judge.name}-{config_hash[:8]}-{items_fp[:8]}"
     ledger = ledger_of(workdir, config.output_dir)
-    unscored: dict[str, int] = {}
-    for it in labelled:
-        j = judgments[it.id]
-        if j.score is None:
-            unscored[str(j.unscored)] = unscored.get(str(j.unscored), 0) + 1
     fields = {
         "certificate": ident,
         "decision": "admitted" if cert.admitted else "refused",

@@ -9,6 +9,12 @@ from assay.metrics import fmt, metric_table
 from assay.report import Table, cost_table, markdown
 from assay.types import cost_lines
 
+RATES_LEAD = (
+    "A rate is a count of its n (a false positive rate's n is the reference's negatives) with "
+    "an exact Clopper–Pearson interval; the other metrics have a percentile bootstrap interval "
+    "over the items."
+)
+
 
 def render_report(
     name: str,
@@ -71,7 +77,14 @@ def evaluate_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
     s = summary.model_dump()
     out = []
     if s["metrics"]:
-        out.append(metric_table("Agreement with the reference", s["metrics"], confidence))
+        out.append(
+            metric_table(
+                "Agreement with the reference",
+                s["metrics"],
+                confidence,
+                lead=(f"{summary.note} " if summary.note else "") + RATES_LEAD,
+            )
+        )
         cm = s.get("confusion_matrix")
         if cm:
             out.append(

@@ -36,6 +36,7 @@ import argparse
 import importlib
 import inspect
 import json
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -449,6 +450,16 @@ def print_run_json(res: Any, payload: dict[str, Any]) -> None:
     """A run's ``--json`` output: its directory, its MLflow run id, then ``payload``."""
     body = {"run_dir": str(res.run_dir), "mlflow_run_id": res.mlflow_run_id, **payload}
     print(json.dumps(body, default=str))
+
+
+def measured_nothing(why: str | None) -> int:
+    """The exit code of a finished run: 0, or — when ``why`` says it measured nothing (every
+    judgment unscored: :func:`assay.types.all_unscored`) — 1, after one line on stderr naming
+    the reasons. The run's files stay: ``--retry-unscored`` judges those items again."""
+    if why is None:
+        return 0
+    print(f"assay: error: {why}", file=sys.stderr)
+    return 1
 
 
 def mlflow_line(run_id: str | None, tracking_uri: str | None = None) -> str | None:

@@ -48,6 +48,7 @@ _NAMES = {
     ),
     "_classification": (
         "accuracy",
+        "balanced_accuracy",
         "confusion_matrix",
         "error_rate",
         "false_negative_rate",
@@ -106,7 +107,7 @@ _NAMES = {
         "failure_precision_batched",
     ),
     "_format": ("fmt", "fmt_ci", "metric_table", "metrics_table"),
-    "_intervals": ("bootstrap_ci", "wilson_interval"),
+    "_intervals": ("bootstrap_ci", "clopper_pearson_interval", "wilson_interval"),
     "_kappa": (
         "KappaWeights",
         "binarize",
@@ -143,8 +144,8 @@ _NAMES = {
         "pilot_moments",
     ),
     "_prevalence": ("PrevalenceEstimate", "corrected_prevalence", "rogan_gladen"),
-    "_rates": ("rate",),
-    "_report": ("MetricKind", "agreement_confusion", "agreement_metrics"),
+    "_rates": ("binomial_rate", "mean_ci", "rate"),
+    "_report": ("TRADE_OFFS", "MetricKind", "agreement_confusion", "agreement_metrics"),
     "_samples": ("held_out_majority_agreement",),
     "_selective": (
         "SelectiveThreshold",
@@ -155,7 +156,15 @@ _NAMES = {
         "selective_threshold",
     ),
     "_threshold": ("fit_threshold",),
-    "_value": ("BootstrapCI", "MetricValue"),
+    "_value": (
+        "BOOTSTRAP",
+        "BootstrapCI",
+        "CLOPPER_PEARSON",
+        "CLOPPER_PEARSON_CLUSTERS",
+        "CLUSTER_BOOTSTRAP",
+        "MetricValue",
+        "WILSON",
+    ),
 }
 _WHERE = {name: f"assay.metrics.{module}" for module, names in _NAMES.items() for name in names}
 __all__ = [
@@ -165,6 +174,8 @@ __all__ = [
     "weight_matrix",
     "fit_threshold",
     "rate",
+    "binomial_rate",
+    "mean_ci",
     # agreement
     "KappaWeights",
     "cohen_kappa",
@@ -183,10 +194,12 @@ __all__ = [
     "error_rate",
     "false_positive_rate",
     "false_negative_rate",
+    "balanced_accuracy",
     "confusion_matrix",
     # intervals
     "BootstrapCI",
     "bootstrap_ci",
+    "clopper_pearson_interval",
     "wilson_interval",
     "cluster_bootstrap_ci",
     "cluster_mean",
@@ -195,6 +208,12 @@ __all__ = [
     # report
     "MetricKind",
     "MetricValue",
+    "TRADE_OFFS",
+    "BOOTSTRAP",
+    "CLOPPER_PEARSON",
+    "CLOPPER_PEARSON_CLUSTERS",
+    "CLUSTER_BOOTSTRAP",
+    "WILSON",
     "agreement_metrics",
     "agreement_confusion",
     # DSPy adapters
@@ -373,6 +392,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.metrics._classification import (
         accuracy,
+        balanced_accuracy,
         confusion_matrix,
         error_rate,
         false_negative_rate,
@@ -424,7 +444,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         failure_precision_batched,
     )
     from assay.metrics._format import fmt, fmt_ci, metric_table, metrics_table
-    from assay.metrics._intervals import bootstrap_ci, wilson_interval
+    from assay.metrics._intervals import bootstrap_ci, clopper_pearson_interval, wilson_interval
     from assay.metrics._kappa import (
         KappaWeights,
         binarize,
@@ -461,8 +481,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         pilot_moments,
     )
     from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
-    from assay.metrics._rates import rate
-    from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
+    from assay.metrics._rates import binomial_rate, mean_ci, rate
+    from assay.metrics._report import (
+        TRADE_OFFS,
+        MetricKind,
+        agreement_confusion,
+        agreement_metrics,
+    )
     from assay.metrics._samples import held_out_majority_agreement
     from assay.metrics._selective import (
         SelectiveThreshold,
@@ -473,4 +498,12 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         selective_threshold,
     )
     from assay.metrics._threshold import fit_threshold
-    from assay.metrics._value import BootstrapCI, MetricValue
+    from assay.metrics._value import (
+        BOOTSTRAP,
+        CLOPPER_PEARSON,
+        CLOPPER_PEARSON_CLUSTERS,
+        CLUSTER_BOOTSTRAP,
+        WILSON,
+        BootstrapCI,
+        MetricValue,
+    )

@@ -4,6 +4,7 @@ from :class:`HarnessSummary` and read back through it (``--json`` prints the sam
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from pydantic import (
 )
 
 from assay.metrics import MetricValue
-from assay.types import Spend, Usage, with_work
+from assay.types import Spend, Usage, all_unscored, with_work
 
 
 class _Model(BaseModel):
@@ -107,6 +108,14 @@ class JudgeReliability(_Model):
     def _work(cls, data: Any) -> Any:
         return with_work(data)  # a metrics.json written before the cost of the work was kept
 
+    def measured_nothing(self) -> str | None:
+        """Why this judge measured nothing — every probe it judged is unscored, with the
+        reasons counted — or None."""
+        reasons: Counter[str] = Counter()
+        for t in self.tests.values():
+            reasons.update(t.unscored_reasons)
+        return all_unscored(sum(t.judged for t in self.tests.values()), reasons, "probe verdicts")
+
 
 class ReviewCounts(_Model):
     """How many probes each review status has, and whether review was required to judge."""
@@ -134,6 +143,12 @@ class HarnessSummary(_Model):
     data_fingerprint: str
     # data.pairs: the labelled pairs built from a score column, and those skipped (absent else)
     pairs: dict[str, int] | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    def measured_nothing(self) -> str | None:
+        """Why the run failed when a judge of it measured nothing (each such judge named,
+        with its reasons), or None."""
+        why = [f"judge {n}: {w}" for n, r in self.judges.items() if (w := r.measured_nothing())]
+        return "; ".join(why) or None
 
 
 class HarnessResult(_Model):

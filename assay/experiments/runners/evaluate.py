@@ -12,11 +12,13 @@ from assay.experiments._runners import (
     Runner,
     RunOptions,
     lm_cache,
+    measured_nothing,
     mlflow_line,
     option,
     print_run_json,
     runner,
 )
+from assay.types import all_unscored
 
 
 @runner("evaluate")
@@ -90,6 +92,8 @@ class Evaluate(Runner):
         )
         if s.metrics:
             print(metrics_table(s.model_dump()["metrics"], config.bootstrap.confidence))
+        if s.note:
+            print(f"note: {s.note}")
         print("\n".join(cost_lines(s.usage, s.spend)))
         print(f"run directory: {res.run_dir}")
         line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
@@ -113,6 +117,5 @@ class Evaluate(Runner):
 
 
 def exit_code(counts: Any) -> int:
-    """1 when no item could be judged at all (every judgment an LM error or timeout)."""
-    failed = sum(counts.unscored_reasons.get(r, 0) for r in ("lm_error", "timeout"))
-    return 1 if counts.judged and failed == counts.judged else 0
+    """1 (with the reasons on stderr) when every judgment of the run is unscored, else 0."""
+    return measured_nothing(all_unscored(counts.judged, counts.unscored_reasons))

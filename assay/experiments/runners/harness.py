@@ -15,6 +15,7 @@ from assay.experiments._runners import (
     argument,
     freeze_imports,
     lm_cache,
+    measured_nothing,
     mlflow_line,
     option,
     print_run_json,
@@ -77,7 +78,7 @@ class Harness(Runner):
         res, s = result, result.summary
         if json:
             print_run_json(res, s.model_dump(mode="json"))
-            return 0
+            return measured_nothing(s.measured_nothing())
         print(
             f"\n{options.loaded.name}: {s.seeds} seeds · probes "
             + ", ".join(f"{k} {v}" for k, v in s.probes.items())
@@ -122,4 +123,4 @@ class Harness(Runner):
         line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
         if line:
             print(line)
-        return 0
+        return measured_nothing(s.measured_nothing())

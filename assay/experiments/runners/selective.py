@@ -11,6 +11,7 @@ from assay.experiments._runners import (
     Runner,
     RunOptions,
     lm_cache,
+    measured_nothing,
     mlflow_line,
     option,
     print_run_json,
@@ -88,15 +89,17 @@ class SelectiveApply(_Selective):
 
 def print_selective(result: Any, options: Any, *, json: bool) -> int:
     """The console: thresholds, each part through the cascade, the guarantee. Exit code 0;
-    1 when no stage could be certified (the cascade keeps nothing)."""
+    1 when no stage could be certified (the cascade keeps nothing), or when every judgment is
+    unscored (then that, with the reasons, is the error: no threshold could be calibrated)."""
     from assay.types import cost_lines
 
     s = result.summary
     certified = any(t.threshold is not None for t in s.thresholds)
+    nothing = s.measured_nothing()
     if json:
         extra = {"new_judgments": result.new_judgments, "human_verdicts": result.human_verdicts}
         print_run_json(result, {**extra, **s.model_dump(mode="json")})
-        return 0 if certified else 1
+        return measured_nothing(nothing) or (0 if certified else 1)
     print(f"\n{options.loaded.name} ({s.mode}): {result.new_judgments} new judgments")
     print(f"guarantee: {s.guarantee}")
     for k, t in enumerate(s.thresholds):
@@ -135,6 +138,8 @@ def print_selective(result: Any, options: Any, *, json: bool) -> int:
     line = mlflow_line(result.mlflow_run_id, options.tracking_uri)
     if line:
         print(line)
+    if nothing:
+        return measured_nothing(nothing)
     if not certified:
         print(
             "note: no stage certified the guarantee: every item abstains (more labelled "

@@ -3,12 +3,13 @@ the summary and the statement of its guarantee."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from assay.types import PlainName, Spend, Usage, with_work
+from assay.types import PlainName, Spend, Usage, all_unscored, with_work
 
 
 class StageThreshold(BaseModel):
@@ -63,6 +64,7 @@ class StageCount(BaseModel):
     unscored: int
     kept: int
     escalated: int
+    unscored_reasons: dict[str, int] = Field(default_factory=dict)
     disagreements_kept: int | None = None  # where the items have references
     usage: Usage = Field(default_factory=Usage)
 
@@ -106,6 +108,15 @@ class SelectiveSummary(BaseModel):
     @classmethod
     def _work(cls, data: Any) -> Any:
         return with_work(data)  # a metrics.json written before the cost of the work was kept
+
+    def measured_nothing(self) -> str | None:
+        """Why the run failed when every judgment of every stage is unscored (the reasons
+        counted), or None."""
+        stages = [c for part in self.parts for c in part.stages]
+        reasons: Counter[str] = Counter()
+        for c in stages:
+            reasons.update(c.unscored_reasons)
+        return all_unscored(sum(c.judged for c in stages), reasons)
 
 
 class SelectiveResult(BaseModel):

@@ -51,9 +51,12 @@ def harness_metrics(
         generation_usage=gen_usage,
         lm_calls=lm_calls,
         bootstrap=f"{b.n_resamples} percentile resamples over source items, each with all "
-        f"its probes (pass rates, consistency, the bias and agent tests, the samples-needed "
-        f"curve; synthetic_ordinal, whose probes are independent generations: over probes), "
-        f"seed {b.seed}, {b.confidence:.0%} intervals",
+        "its probes (pass rates, consistency, the bias and agent tests, the samples-needed "
+        "curve); where every probe had the same outcome the resamples cannot vary, so the "
+        "interval is the exact (Clopper–Pearson) one over the source items, each counted once "
+        "(marked †); a rate with one outcome per item (stochastic_stability's pass rate and "
+        "majority accuracy, synthetic_ordinal's exact match over its independent probes) has "
+        f"its exact interval; seed {b.seed}, {b.confidence:.0%} intervals",
         data_fingerprint=data_fingerprint,
         pairs=pairs,
     )

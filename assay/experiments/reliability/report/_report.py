@@ -16,7 +16,7 @@ from assay.experiments.reliability._results import (
     TargetScores,
 )
 from assay.experiments.reliability.report._bias_report import bias_tables, samples_plot
-from assay.metrics import MetricValue, fmt, fmt_ci
+from assay.metrics import CLOPPER_PEARSON_CLUSTERS, MetricValue, fmt, fmt_ci
 from assay.report import Table, cost_table, markdown
 from assay.types import Usage, spend_line, work_line
 
@@ -31,8 +31,10 @@ JUDGE_COLUMNS = (
 
 
 def ci(m: MetricValue | dict | None) -> str:
-    """A metric with its interval, two decimals (the harness report and the CLI)."""
-    return fmt_ci(m, 2)
+    """A metric with its interval, two decimals (the harness report and the CLI); † marks
+    the exact interval over source items that stands for a bootstrap of a constant outcome."""
+    method = (m.to_dict() if isinstance(m, MetricValue) else m or {}).get("ci_method")
+    return fmt_ci(m, 2) + (" †" if method == CLOPPER_PEARSON_CLUSTERS else "")
 
 
 def pass_rates(summary: HarnessSummary) -> dict[str, dict[str, float | None]]:
