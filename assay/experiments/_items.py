@@ -29,7 +29,7 @@ from assay.data import (
 )
 from assay.errors import DataError, RunError
 from assay.experiments._config import DataConfig, EvaluateConfig
-from assay.experiments.runs import JUDGMENTS, RunStore, sealed_run, write_atomic
+from assay.experiments.runs import JUDGMENTS, RunStore, run_identity, sealed_run, write_atomic
 from assay.scale import Scale
 from assay.types import Item, Judgment, stable_hash
 
@@ -76,7 +76,7 @@ def judged_items(
             f"{where}: {len(missing)} judged items are no longer in {config.data.path} "
             f"(e.g. {missing[0]}): the data changed since the run"
         )
-    if config.run_hash(data_fingerprint(items)) != run_hash:
+    if run_identity(config, config.run_hash(data_fingerprint(items))) != run_hash:
         raise RunError(
             f"{where}: the data changed since the run judged it ({config.data.path}): its items "
             "differ from those the run judged (the run's hash no longer matches)"
