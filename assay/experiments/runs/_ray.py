@@ -5,7 +5,10 @@ tasks of ``evaluate`` and ``harness`` to a Ray cluster. Each actor rebuilds ever
 it needs from the judge's config (:class:`ProgramRecipe`: the same config, rollout and retries
 as the local run), judges its share with a thread per call, and returns each judgment as it
 finishes; the driver writes them through the same run store, in the same order of events as a
-local pool. So resume, zero-call re-runs and metrics are those of a local run.
+local pool. So resume, zero-call re-runs and metrics are those of a local run. Each actor
+imports the plug-ins the driver imported before it builds anything (a plug-in judge kind): a
+file by its path, which the workers must see (a local instance, or a path they share), a module
+by its name, which must be importable there.
 
 Ray is an optional dependency (``pip install 'assay[ray]'``), imported only here.
 """
@@ -104,9 +107,11 @@ def _connect(execution: ExecutionConfig) -> Any:
 class _Worker:
     """One judging actor: programs built once per recipe, calls in threads (max_concurrency)."""
 
-    def __init__(self) -> None:
+    def __init__(self, plugins: list[str]) -> None:
         import assay  # noqa: F401  (offline-safe environment defaults in the worker too)
+        from assay._registry import load_plugins
 
+        load_plugins(plugins)  # the driver's: a judge kind may be one
         self._programs: dict[str, Any] = {}
         self._cache: tuple[str | None, bool] | None = None
 
@@ -167,6 +172,7 @@ def run_on_ray(
         )
     from tqdm import tqdm
 
+    from assay._registry import loaded_plugins
     from assay.lm import note_usage  # the calls of each judgment, in the run's call ledger
 
     ray = _connect(execution)
@@ -174,7 +180,8 @@ def run_on_ray(
     n_actors = max(1, min(execution.actors or cpus, concurrency, len(tasks) or 1))
     per_actor = max(1, math.ceil(concurrency / n_actors))
     actor_cls = ray.remote(num_cpus=0)(_Worker)
-    actors = [actor_cls.options(max_concurrency=per_actor).remote() for _ in range(n_actors)]
+    plugins = loaded_plugins()
+    actors = [actor_cls.options(max_concurrency=per_actor).remote(plugins) for _ in range(n_actors)]
     out: list[Any] = [None] * len(tasks)
     bar = tqdm(total=len(tasks), desc=desc, unit="call", disable=not progress, dynamic_ncols=True)
     try:

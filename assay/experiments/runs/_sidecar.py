@@ -12,7 +12,10 @@ it — the report, report.html, the MLflow run.
     sidecar.call("pkg.mod:log", run=...)            # waits for the reply
     sidecar.close()
 
-Jobs are ``module:function`` with JSON keyword arguments and a JSON result. An error in a job
+Jobs are ``module:function`` with JSON keyword arguments and a JSON result; each carries the
+plug-ins this process imported (:func:`assay._registry.loaded_plugins`), which the child imports
+before it runs the job, so a plug-in's test, scoring kind or judge kind is known there as here
+(one that fails to import there is the job's error). An error in a job
 is raised here as :class:`SidecarError` with its message. A sidecar that died (or never
 started) is not an error: :meth:`Sidecar.call` then runs the job in this process, so the work
 is done either way. The child exits when its stdin closes — when this process ends, however it
@@ -37,6 +40,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from assay._registry import load_plugins, loaded_plugins
 from assay.errors import RunError
 
 # niced: what it loads while the run works takes the cycles this process (and, on one machine,
@@ -171,9 +175,11 @@ class Sidecar:
         return cls(proc)
 
     def submit(self, target: str, **kwargs: Any) -> Pending:
-        """Queue ``target(**kwargs)``; the child runs jobs in the order they were submitted."""
+        """Queue ``target(**kwargs)``; the child runs jobs in the order they were submitted,
+        each once it has imported the plug-ins this process has."""
         pending = Pending()
-        line = json.dumps({"target": target, "kwargs": kwargs}, default=str)
+        job = {"target": target, "kwargs": kwargs, "plugins": loaded_plugins()}
+        line = json.dumps(job, default=str)
         with self._lock:
             if self._gone is not None:
                 pending.resolve({"gone": self._gone})
@@ -253,6 +259,7 @@ def serve() -> None:
         job_id = json.loads(head)["id"]
         job = json.loads(body)
         try:
+            load_plugins(job.get("plugins", ()))
             value = run_target(job["target"], job["kwargs"])
             line = json.dumps({"id": job_id, "value": value}, default=str)  # once: a table
         except BaseException as exc:  # reported to the caller, which raises it
