@@ -6,8 +6,8 @@ A plug-in from outside the package registers itself the same way (importing its 
 decorator); the registry never needs to know about it beforehand. It is imported by
 :func:`load_plugins` — a Python file or a module named by a run's ``plugins:``, ``--plugin`` —
 or found through the ``assay.plugins`` entry-point group, which every process loads before its
-first lookup. :func:`loaded_plugins` is what this process imported, which the helper
-interpreters and Ray workers of its runs import too.
+first lookup. :func:`plugin_of` names the plug-in a registered class came from, for another
+process that must import it to look that class up (a Ray worker building a judge of its kind).
 """
 
 from __future__ import annotations
@@ -146,10 +146,12 @@ def load_plugins(specs: Iterable[str]) -> None:
                 _PLUGINS[spec] = _import_plugin(spec)
 
 
-def loaded_plugins() -> list[str]:
-    """The plug-ins :func:`load_plugins` imported in this process, in order: what every other
-    process working on its runs imports before it looks anything up."""
-    return list(_PLUGINS)
+def plugin_of(cls: type) -> str | None:
+    """The plug-in (as :func:`load_plugins` took it) whose module defined ``cls``; None for a
+    class of assay's, of an entry point's module (every process imports those) or of a module
+    its user imported themselves."""
+    module = getattr(cls, "__module__", None)
+    return next((spec for spec, name in _PLUGINS.items() if name == module), None)
 
 
 def plugin_identity(specs: Iterable[str]) -> list[list[str]]:

@@ -5,10 +5,10 @@ tasks of ``evaluate`` and ``harness`` to a Ray cluster. Each actor rebuilds ever
 it needs from the judge's config (:class:`ProgramRecipe`: the same config, rollout and retries
 as the local run), judges its share with a thread per call, and returns each judgment as it
 finishes; the driver writes them through the same run store, in the same order of events as a
-local pool. So resume, zero-call re-runs and metrics are those of a local run. Each actor
-imports the plug-ins the driver imported before it builds anything (a plug-in judge kind): a
-file by its path, which the workers must see (a local instance, or a path they share), a module
-by its name, which must be importable there.
+local pool. So resume, zero-call re-runs and metrics are those of a local run. A judge of a
+plug-in's kind is built once the actor has imported that plug-in (its recipe names it): a file
+by its path, which the workers must see (a local instance, or a path they share), a module by
+its name, which must be importable there.
 
 Ray is an optional dependency (``pip install 'assay[ray]'``), imported only here.
 """
@@ -52,6 +52,7 @@ class ProgramRecipe(BaseModel):
     base: str | None = None  # where relative paths of the config resolve (scripted sheets)
     # DSPy's response cache as the driver has it: (disk cache folder or None, memory cache on)
     cache: tuple[str | None, bool] = (None, False)
+    plugins: list[str] = []  # the plug-in that registered the judge's kind, if one did
 
     @classmethod
     def of(
@@ -60,6 +61,10 @@ class ProgramRecipe(BaseModel):
         """The recipe of a program built here and now (with this process's DSPy cache)."""
         import dspy
 
+        from assay._registry import plugin_of
+        from assay.programs import get_kind
+
+        plugin = plugin_of(get_kind(config.task))
         disk = getattr(dspy.cache, "disk_cache_dir", None)
         on_disk = bool(getattr(dspy.cache, "enable_disk_cache", False)) and disk is not None
         memory = bool(getattr(dspy.cache, "enable_memory_cache", False))
@@ -69,6 +74,7 @@ class ProgramRecipe(BaseModel):
             retries=retries,
             base=str(base) if base is not None else None,
             cache=(disk if on_disk else None, memory),
+            plugins=[plugin] if plugin else [],
         )
 
 
@@ -107,11 +113,9 @@ def _connect(execution: ExecutionConfig) -> Any:
 class _Worker:
     """One judging actor: programs built once per recipe, calls in threads (max_concurrency)."""
 
-    def __init__(self, plugins: list[str]) -> None:
+    def __init__(self) -> None:
         import assay  # noqa: F401  (offline-safe environment defaults in the worker too)
-        from assay._registry import load_plugins
 
-        load_plugins(plugins)  # the driver's: a judge kind may be one
         self._programs: dict[str, Any] = {}
         self._cache: tuple[str | None, bool] | None = None
 
@@ -137,6 +141,9 @@ class _Worker:
                     )
                     self._cache = recipe.cache
                 if key not in self._programs:
+                    from assay._registry import load_plugins
+
+                    load_plugins(recipe.plugins)  # its kind's, before it is looked up
                     base = Path(recipe.base) if recipe.base else None
                     factory = judge_lm_factory(
                         retries=recipe.retries, base=base, rollout=recipe.rollout
@@ -172,7 +179,6 @@ def run_on_ray(
         )
     from tqdm import tqdm
 
-    from assay._registry import loaded_plugins
     from assay.lm import note_usage  # the calls of each judgment, in the run's call ledger
 
     ray = _connect(execution)
@@ -180,8 +186,7 @@ def run_on_ray(
     n_actors = max(1, min(execution.actors or cpus, concurrency, len(tasks) or 1))
     per_actor = max(1, math.ceil(concurrency / n_actors))
     actor_cls = ray.remote(num_cpus=0)(_Worker)
-    plugins = loaded_plugins()
-    actors = [actor_cls.options(max_concurrency=per_actor).remote(plugins) for _ in range(n_actors)]
+    actors = [actor_cls.options(max_concurrency=per_actor).remote() for _ in range(n_actors)]
     out: list[Any] = [None] * len(tasks)
     bar = tqdm(total=len(tasks), desc=desc, unit="call", disable=not progress, dynamic_ncols=True)
     try:

@@ -153,6 +153,7 @@ class Run:
                 reports_aside=reports_aside,
                 after_first_answer=after_first_answer,
                 tracking=run.tracking_enabled,
+                plugins=getattr(config, "plugins", None),
             )
             if run.tracking_enabled:  # a failure is raised again by log, where it always was
                 run.execution.prepare_tracking(run._mlflow_where)

@@ -13,9 +13,9 @@ it — the report, report.html, the MLflow run.
     sidecar.close()
 
 Jobs are ``module:function`` with JSON keyword arguments and a JSON result; each carries the
-plug-ins this process imported (:func:`assay._registry.loaded_plugins`), which the child imports
-before it runs the job, so a plug-in's test, scoring kind or judge kind is known there as here
-(one that fails to import there is the job's error). An error in a job
+plug-ins of the run that took the sidecar (its config's ``plugins``), which the child imports
+before it runs the job, so a plug-in's test, scoring kind, judge kind or function is known there
+as here (one that fails to import there is the job's error). An error in a job
 is raised here as :class:`SidecarError` with its message. A sidecar that died (or never
 started) is not an error: :meth:`Sidecar.call` then runs the job in this process, so the work
 is done either way. The child exits when its stdin closes — when this process ends, however it
@@ -40,7 +40,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from assay._registry import load_plugins, loaded_plugins
+from assay._registry import load_plugins
 from assay.errors import RunError
 
 # niced: what it loads while the run works takes the cycles this process (and, on one machine,
@@ -116,6 +116,7 @@ class Sidecar:
         self._next = 0
         self._gone: str | None = None
         self._closed = False
+        self.plugins: list[str] = []  # the run's (set by the run that takes it): every job's
         # jobs are written by a thread of their own: a child busy loading fills the pipe,
         # and a caller (a pool worker committing a unit) must not wait for it
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
@@ -176,9 +177,9 @@ class Sidecar:
 
     def submit(self, target: str, **kwargs: Any) -> Pending:
         """Queue ``target(**kwargs)``; the child runs jobs in the order they were submitted,
-        each once it has imported the plug-ins this process has."""
+        each once it has imported the run's plug-ins."""
         pending = Pending()
-        job = {"target": target, "kwargs": kwargs, "plugins": loaded_plugins()}
+        job = {"target": target, "kwargs": kwargs, "plugins": self.plugins}
         line = json.dumps(job, default=str)
         with self._lock:
             if self._gone is not None:
