@@ -45,7 +45,9 @@ class Estimate(Runner):
             options.run,
             options.validation,
             workdir=workdir,
-            **options.model_dump(exclude={"run", "validation"}),
+            **options.model_dump(
+                exclude={"run", "validation", "plugins"}
+            ),  # plugins: imported already
         )
 
     def print(self, result: Any, options: Options, *, json: bool) -> int:
