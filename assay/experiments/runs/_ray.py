@@ -64,7 +64,8 @@ class ProgramRecipe(BaseModel):
         from assay._registry import plugin_of
         from assay.programs import get_kind
 
-        plugin = plugin_of(get_kind(config.task))
+        task = getattr(config, "task", None)
+        plugin = plugin_of(get_kind(task)) if task else None
         disk = getattr(dspy.cache, "disk_cache_dir", None)
         on_disk = bool(getattr(dspy.cache, "enable_disk_cache", False)) and disk is not None
         memory = bool(getattr(dspy.cache, "enable_memory_cache", False))
