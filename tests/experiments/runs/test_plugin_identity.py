@@ -107,3 +107,21 @@ def test_a_module_counts_by_its_content_and_no_plugin_keeps_the_hash(tmp_path, m
     assert json.loads((res.run_dir / "run.json").read_text())["run_hash"] == cfg.run_hash(
         data_fingerprint(items)
     )
+
+
+def test_the_api_s_plugins_keyword_is_the_config_s_plugins(tmp_path, monkeypatch):
+    """``assay.evaluate(config, plugins=[...])`` (a file relative to the current directory)
+    imports the plug-in, records it in config.yaml and makes the run the config naming it
+    makes."""
+    (tmp_path / "kind.py").write_text(KIND.format(name="api_first_sentence"))
+    (tmp_path / "named").mkdir()
+    named = project(tmp_path / "named", "api_first_sentence", [str(tmp_path / "kind.py")])
+    (tmp_path / "given").mkdir()
+    given = project(tmp_path / "given", "api_first_sentence", [])
+    monkeypatch.chdir(tmp_path)
+    res = assay.evaluate(given, workdir=tmp_path / "given", progress=False, plugins=["kind.py"])
+    assert [j.score for j in res.judgments] == [1, 0]
+    recorded = (res.run_dir / "config.yaml").read_text()
+    assert f"plugins:\n- {tmp_path / 'kind.py'}\n" in recorded
+    same = evaluate(named, tmp_path / "named")
+    assert same.run_dir.name == res.run_dir.name
