@@ -423,6 +423,21 @@ def test_a_plugin_that_cannot_be_imported_is_one_line_naming_it(tmp_path):
     err = failing_assay("harness", str(config), "--plugin", "no_such.plugin", cwd=folder)
     assert "plugin no_such.plugin cannot be imported: ModuleNotFoundError" in err
 
+    # a finished run read back once its plug-in is gone: that plug-in named
+    kind = folder / "kind.py"
+    kind.write_text(FIRST_SENTENCE)
+    (folder / "first.yaml").write_text(
+        "name: first\nplugins: [kind.py]\ndata: {path: items.csv}\n"
+        "judge: {name: j, task: first_sentence, model: 'scripted:sheet.json', "
+        f"scale: {{kind: binary, labels: [{', '.join(LABELS)}]}}}}\n"
+    )
+    run_assay("evaluate", "first.yaml", "--quiet", cwd=folder)
+    kind.unlink()
+    (run_dir,) = (folder / "runs").glob("first-*")
+    (folder / "policy.yaml").write_text("name: lax\nbars: {accuracy: 0.01}\n")
+    err = failing_assay("certify", str(run_dir), "--policy", "policy.yaml", cwd=folder)
+    assert err == f"assay: error: plugin {kind}: no such file\n"
+
     site = entry_point(tmp_path / "site", "broken-plugin", "broken", "broken_entry")
     (site / "broken_entry.py").write_text("raise RuntimeError('not configured')\n")
     err = failing_assay("schema", "harness", cwd=folder, path=(site,))

@@ -29,7 +29,14 @@ from assay.data import (
 )
 from assay.errors import DataError, RunError
 from assay.experiments._config import DataConfig, EvaluateConfig
-from assay.experiments.runs import JUDGMENTS, RunStore, run_identity, sealed_run, write_atomic
+from assay.experiments.runs import (
+    JUDGMENTS,
+    RunStore,
+    load_run_plugins,
+    run_identity,
+    sealed_run,
+    write_atomic,
+)
 from assay.scale import Scale
 from assay.types import Item, Judgment, stable_hash
 
@@ -51,6 +58,7 @@ def read_evaluate_run(
     where = where or path
     if state is None:
         state = sealed_run(path, kind="evaluate", where=where, needs=("config.yaml", JUDGMENTS))
+    load_run_plugins(path)  # one that cannot be imported is named, not a config said invalid
     try:
         raw = load_yaml((path / "config.yaml").read_text(encoding="utf-8"))
         config = EvaluateConfig.model_validate(raw)
