@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.plugin_files import first_sentence_kind
 from tests.processes import REPO, assay_process
 
 pytestmark = pytest.mark.slow
@@ -253,26 +254,6 @@ def test_a_scoring_kind_from_an_entry_point_has_its_section_metrics_and_mlflow(t
 
 # -- a judge kind -------------------------------------------------------------------------------
 
-FIRST_SENTENCE = '''
-"""``task: first_sentence``: only the response's first sentence is judged."""
-
-import re
-
-from assay.programs import JudgeKind, judge_kind
-from assay.signatures import JudgeResponse
-
-
-@judge_kind("first_sentence")
-class FirstSentence(JudgeKind):
-    signature = JudgeResponse  # rubric, request, response -> verdict
-    judged_field = "response"
-    scaled = True  # its verdicts are the judge's scale's
-
-    @classmethod
-    def inputs(cls, config, item):
-        first = re.split(r"(?<=[.!?])\\s+", item.response.strip())[0]
-        return {"rubric": config.rubric or "", "request": item.request, "response": first}
-'''
 TWO_SENTENCES = [
     ("What colour is the sky?", "The sky is blue. Snow is red.", 1),
     ("What colour is snow?", "Snow is red. The sky is blue.", 0),
@@ -285,7 +266,7 @@ def test_a_judge_kind_named_in_the_config_gets_the_scale_and_runs_again(tmp_path
     it."""
     folder = project(tmp_path, TWO_SENTENCES)
     (folder / "kinds").mkdir()
-    (folder / "kinds" / "first_sentence.py").write_text(FIRST_SENTENCE)
+    (folder / "kinds" / "first_sentence.py").write_text(first_sentence_kind("first_sentence"))
     config = harness_config(
         folder,
         "{format_vertical: {}}",
@@ -425,7 +406,7 @@ def test_a_plugin_that_cannot_be_imported_is_one_line_naming_it(tmp_path):
 
     # a finished run read back once its plug-in is gone: that plug-in named
     kind = folder / "kind.py"
-    kind.write_text(FIRST_SENTENCE)
+    kind.write_text(first_sentence_kind("first_sentence"))
     (folder / "first.yaml").write_text(
         "name: first\nplugins: [kind.py]\ndata: {path: items.csv}\n"
         "judge: {name: j, task: first_sentence, model: 'scripted:sheet.json', "

@@ -12,6 +12,7 @@ import pytest
 
 from assay.experiments import EvaluateConfig, evaluate
 from assay.lm import StubServer
+from tests.plugin_files import first_sentence_kind
 
 ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
 pytestmark = pytest.mark.ray
@@ -245,24 +246,6 @@ def test_a_ray_harness_gives_the_judgments_and_metrics_of_a_local_one(tmp_path, 
 
 
 # -- a plug-in judge kind -----------------------------------------------------------------------
-FIRST_SENTENCE = '''
-"""``task: ray_first_sentence``: only the response's first sentence is judged."""
-
-from assay.programs import JudgeKind, judge_kind
-from assay.signatures import JudgeResponse
-
-
-@judge_kind("ray_first_sentence")
-class FirstSentence(JudgeKind):
-    signature = JudgeResponse
-    judged_field = "response"
-    scaled = True
-
-    @classmethod
-    def inputs(cls, config, item):
-        first = item.response.split(". ")[0]
-        return {"rubric": config.rubric or "", "request": item.request, "response": first}
-'''
 
 
 def shown_response(request: dict[str, Any]) -> str:
@@ -276,7 +259,7 @@ def test_a_plugin_judge_kind_judges_in_the_ray_actors(tmp_path, local_ray):
     """The kind's file is one of the config's plug-ins: imported here when the config is
     validated, and by every actor before it builds the judge."""
     plugin = tmp_path / "first_sentence.py"
-    plugin.write_text(FIRST_SENTENCE)
+    plugin.write_text(first_sentence_kind("ray_first_sentence"))
     rows = ["id,request,response,expected"]
     for k in range(N_ITEMS):
         colours = ("blue", "red") if k % 3 == 0 else ("red", "blue")

@@ -11,25 +11,8 @@ from pathlib import Path
 import assay
 from assay.experiments import EvaluateConfig, load_config
 from assay.experiments._items import data_fingerprint, load_items
+from tests.plugin_files import first_sentence_kind
 
-KIND = '''
-"""``task: {name}``: only the response's first sentence is judged."""
-
-from assay.programs import JudgeKind, judge_kind
-from assay.signatures import JudgeResponse
-
-
-@judge_kind("{name}")
-class FirstSentence(JudgeKind):
-    signature = JudgeResponse
-    judged_field = "response"
-    scaled = True
-
-    @classmethod
-    def inputs(cls, config, item):
-        first = item.response.split(". ")[0]
-        return {{"rubric": config.rubric or "", "request": item.request, "response": first}}
-'''
 SHEET = {"rules": [{"match": "is red", "output": {"verdict": "incorrect"}}]}
 SHEET["default"] = {"verdict": "correct"}
 
@@ -64,7 +47,7 @@ def evaluate(config: Path, workdir: Path):
 
 
 def test_an_edited_plugin_file_makes_another_run(tmp_path):
-    (tmp_path / "kind.py").write_text(KIND.format(name="identity_first_sentence"))
+    (tmp_path / "kind.py").write_text(first_sentence_kind("identity_first_sentence"))
     config = project(tmp_path, "identity_first_sentence", ["kind.py"])
     first = evaluate(config, tmp_path)
     assert first.new_judgments == 2
@@ -79,7 +62,7 @@ def test_an_edited_plugin_file_makes_another_run(tmp_path):
     )
     assert certificate.run_hash == run_hash  # its items read back against the run's hash
 
-    (tmp_path / "kind.py").write_text(KIND.format(name="identity_first_sentence") + "# v2\n")
+    (tmp_path / "kind.py").write_text(first_sentence_kind("identity_first_sentence") + "# v2\n")
     edited = evaluate(config, tmp_path)
     assert edited.run_dir != first.run_dir and edited.new_judgments == 2
 
@@ -87,7 +70,7 @@ def test_an_edited_plugin_file_makes_another_run(tmp_path):
 def test_a_module_counts_by_its_content_and_no_plugin_keeps_the_hash(tmp_path, monkeypatch):
     (tmp_path / "lib").mkdir()
     module = tmp_path / "lib" / "identity_kind_module.py"
-    module.write_text(KIND.format(name="identity_module_kind"))
+    module.write_text(first_sentence_kind("identity_module_kind"))
     monkeypatch.syspath_prepend(str(tmp_path / "lib"))
     config = project(tmp_path, "identity_module_kind", ["identity_kind_module"])
     first = evaluate(config, tmp_path)
@@ -96,7 +79,7 @@ def test_a_module_counts_by_its_content_and_no_plugin_keeps_the_hash(tmp_path, m
         .read_text()
         .startswith("name: kind\nplugins:\n- identity_kind_module\n")
     )
-    module.write_text(KIND.format(name="identity_module_kind") + "# v2\n")
+    module.write_text(first_sentence_kind("identity_module_kind") + "# v2\n")
     assert evaluate(config, tmp_path).run_dir != first.run_dir
 
     (tmp_path / "plain").mkdir()
@@ -113,7 +96,7 @@ def test_the_api_s_plugins_keyword_is_the_config_s_plugins(tmp_path, monkeypatch
     """``assay.evaluate(config, plugins=[...])`` (a file relative to the current directory)
     imports the plug-in, records it in config.yaml and makes the run the config naming it
     makes."""
-    (tmp_path / "kind.py").write_text(KIND.format(name="api_first_sentence"))
+    (tmp_path / "kind.py").write_text(first_sentence_kind("api_first_sentence"))
     (tmp_path / "named").mkdir()
     named = project(tmp_path / "named", "api_first_sentence", [str(tmp_path / "kind.py")])
     (tmp_path / "given").mkdir()
