@@ -11,10 +11,12 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from assay import _json
+from assay._registry import load_plugins, plugin_spec
 from assay._yaml import read_input
 from assay.data import ColumnMap, PairsConfig, TraceSource, TranscriptPrep
 from assay.errors import ConfigError
@@ -240,6 +242,11 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: PlainName
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="plug-ins to import first: Python files (relative to the config file) or "
+        "module names; each counts in the run's identity (see docs/extending.md)",
+    )
     concurrency: StrictInt = Field(default=4, ge=1)
     retries: StrictInt = Field(default=3, ge=0, description="attempts after the first, per call")
     deadline_s: Real | None = Field(
@@ -250,6 +257,19 @@ class RunConfig(BaseModel):
     output_dir: str = "runs"
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+
+    @field_validator("plugins")
+    @classmethod
+    def _import_plugins(cls, specs: list[str]) -> list[str]:
+        """Imported as soon as they are valid: a field of the runner's config (validated after
+        the base's) may name what they register — a judge's ``task``, a test. A config built
+        in Python names a file by its absolute path."""
+        try:
+            specs = [plugin_spec(s, None) for s in specs]
+            load_plugins(specs)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return specs
 
     def deadline(self, started: float) -> float | None:
         """The ``time.monotonic()`` value the run must end by, if it has a deadline."""
@@ -303,6 +323,11 @@ def load_config(
     base = path.resolve().parent
     for key, value in (overrides or {}).items():
         _set_dotted(raw, key, value)
+    if isinstance(raw.get("plugins"), list):
+        try:
+            raw["plugins"] = [plugin_spec(str(p), base) for p in raw["plugins"]]
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: field 'plugins': {exc}") from None
     files: dict[tuple[str | int, ...], Path] = {}  # where a field's value was read from
     _resolve_judge_text(raw.get("judge"), base, ("judge",), files)
     for i, judge in enumerate(raw.get("judges") or []):

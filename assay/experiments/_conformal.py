@@ -238,7 +238,7 @@ def conformal(
             from assay.report import write_html
 
             write_html(report, run.dir)
-            run.finish(_tracked(config, summary, run_hash))
+            run.finish(_tracked(config, summary, run.run_hash))
         summary.mlflow_run_id = run.mlflow_run_id
         if out is not None:
             _write_out(out, summary, records)

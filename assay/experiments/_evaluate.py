@@ -86,6 +86,7 @@ def _judge_and_measure(
     """Open the run, judge what it has not judged yet, and measure and record it (or re-read a
     finished run)."""
     with Run.open(config, run_hash, command="evaluate", **where) as run:
+        run_hash = run.run_hash  # with the run's plug-ins
         done = run.store.judgments()
         work, retried = to_judge((it.id for it in items), done, config.retry.unscored)
         if not work and run.finished:

@@ -29,7 +29,14 @@ from assay.data import (
 )
 from assay.errors import DataError, RunError
 from assay.experiments._config import DataConfig, EvaluateConfig
-from assay.experiments.runs import JUDGMENTS, RunStore, sealed_run, write_atomic
+from assay.experiments.runs import (
+    JUDGMENTS,
+    RunStore,
+    load_run_plugins,
+    run_identity,
+    sealed_run,
+    write_atomic,
+)
 from assay.scale import Scale
 from assay.types import Item, Judgment, stable_hash
 
@@ -51,6 +58,7 @@ def read_evaluate_run(
     where = where or path
     if state is None:
         state = sealed_run(path, kind="evaluate", where=where, needs=("config.yaml", JUDGMENTS))
+    load_run_plugins(path)  # one that cannot be imported is named, not a config said invalid
     try:
         raw = load_yaml((path / "config.yaml").read_text(encoding="utf-8"))
         config = EvaluateConfig.model_validate(raw)
@@ -76,7 +84,7 @@ def judged_items(
             f"{where}: {len(missing)} judged items are no longer in {config.data.path} "
             f"(e.g. {missing[0]}): the data changed since the run"
         )
-    if config.run_hash(data_fingerprint(items)) != run_hash:
+    if run_identity(config, config.run_hash(data_fingerprint(items))) != run_hash:
         raise RunError(
             f"{where}: the data changed since the run judged it ({config.data.path}): its items "
             "differ from those the run judged (the run's hash no longer matches)"

@@ -390,7 +390,7 @@ def _log(
     (the next invocation resumes it)."""
     tracked = TrackedRun(
         name=config.name,
-        params=params(config, plan.chosen, plan.run_hash),
+        params=params(config, plan.chosen, run.run_hash),
         metrics=flat_metrics(summary),
         tags={"assay.emulator_mode": config.emulator.mode, "assay.agent": config.agent.model},
     )

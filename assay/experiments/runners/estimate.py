@@ -45,7 +45,8 @@ class Estimate(Runner):
             options.run,
             options.validation,
             workdir=workdir,
-            **options.model_dump(exclude={"run", "validation"}),
+            # its plug-ins are imported already (Runner.execute)
+            **options.model_dump(exclude={"run", "validation", "plugins"}),
         )
 
     def print(self, result: Any, options: Options, *, json: bool) -> int:

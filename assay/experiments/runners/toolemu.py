@@ -110,6 +110,7 @@ class ToolEmuAgreement(Runner):
         from assay.toolemu import toolemu_agreement
 
         values = dict(options)
+        del values["plugins"]  # imported already (Runner.execute)
         return toolemu_agreement(
             values.pop("run_or_trajectories"), values.pop("annotations"), **values
         )

@@ -25,6 +25,8 @@ _WHERE = {
     "to_judge": "_judging",
     "RunLock": "_lock",
     "file_lock": "_lock",
+    "load_run_plugins": "_plugins",
+    "run_identity": "_plugins",
     "CallSlots": "_pool",
     "run_pool": "_pool",
     "ExecutionConfig": "_ray",
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
         to_judge,
     )
     from assay.experiments.runs._lock import RunLock, file_lock
+    from assay.experiments.runs._plugins import load_run_plugins, run_identity
     from assay.experiments.runs._pool import CallSlots, run_pool
     from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
     from assay.experiments.runs._run import Run, run_directory
@@ -92,10 +95,12 @@ __all__ = [
     "flatten_metrics",
     "judge_items",
     "judge_one",
+    "load_run_plugins",
     "log_tracked",
     "mlflow_key",
     "now",
     "run_directory",
+    "run_identity",
     "run_pool",
     "run_tasks",
     "sealed_run",

@@ -20,6 +20,7 @@ from assay.errors import RunError
 from assay.experiments.runs._background import Background
 from assay.experiments.runs._execution import Execution
 from assay.experiments.runs._lock import RunLock
+from assay.experiments.runs._plugins import run_identity
 from assay.experiments.runs._seal import SEAL_TAG, SEALED, seal, seal_tag
 from assay.experiments.runs._sidecar import SidecarError
 from assay.experiments.runs._store import RunStore, now
@@ -107,7 +108,11 @@ class Run:
         2.3 s, wall -0.25 s).
 
         ``kind``: the registered runner the run belongs to (default ``command``), written in
-        ``run.json``; its report builds the run's report.html."""
+        ``run.json``; its report builds the run's report.html.
+
+        The config's plug-ins are part of the run's identity: ``run_hash`` with theirs
+        (:func:`~._plugins.run_identity`) names the directory and is ``run.run_hash``."""
+        run_hash = run_identity(config, run_hash)
         tracking = getattr(config, "tracking", None)
         given = tracking_uri or getattr(tracking, "uri", None)
         if given and getattr(tracking, "enabled", True):
@@ -148,6 +153,7 @@ class Run:
                 reports_aside=reports_aside,
                 after_first_answer=after_first_answer,
                 tracking=run.tracking_enabled,
+                plugins=getattr(config, "plugins", None),
             )
             if run.tracking_enabled:  # a failure is raised again by log, where it always was
                 run.execution.prepare_tracking(run._mlflow_where)

@@ -157,7 +157,7 @@ def apply(
             thresholds=calibration.stages,
             parts=[part],
             usage=Usage.total(j.usage for s in stages for j in s.done.values()),
-            run_hash=run_hash,
+            run_hash=run.run_hash,
         )
         humans = sum(r["source"] == "human" for r in merged)
         return _finish(

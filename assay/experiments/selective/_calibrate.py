@@ -128,7 +128,7 @@ def calibrate(
             parts=parts,
             usage=Usage.total(j.usage for s in stages for j in s.done.values()),
             without_reference=len(loaded) - len(items),
-            run_hash=run_hash,
+            run_hash=run.run_hash,
         )
         new = sum(s.new for s in stages)
         return _finish(run, config, summary, items, new, calibration_file=run.dir / CALIBRATION)
