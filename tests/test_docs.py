@@ -12,11 +12,11 @@ import pytest
 
 from assay.api import _config
 from assay.cli import build_parser
-from assay.experiments import EvaluateConfig
-from assay.experiments.optimize import OptimizeConfig
-from assay.experiments.reliability import HarnessConfig
-from assay.experiments.selective import SelectiveConfig
-from assay.toolemu import ToolEmuRunConfig
+from assay.decisions.selective import SelectiveConfig
+from assay.emulation import ToolEmuRunConfig
+from assay.inputs import EvaluateConfig
+from assay.optimization import OptimizeConfig
+from assay.reliability import HarnessConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -91,7 +91,7 @@ def test_every_named_example_config_loads(path):
     file = ROOT / path
     assert file.is_file(), f"{path} is named in the docs but does not exist"
     if Path(path).stem.endswith("_policy"):  # a policy of `assay certify`, not a run config
-        from assay.experiments._certify import load_policy
+        from assay.decisions._certify import load_policy
 
         assert load_policy(file).name
         return

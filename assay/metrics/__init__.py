@@ -82,6 +82,7 @@ _NAMES = {
         "true_label_scores",
     ),
     "_cost": ("cost_per_accuracy_point",),
+    "_direction": ("best_at", "direction", "goodness", "higher_is_better"),
     "_disagreements": ("Disagreement", "disagreements"),
     "_active": ("active_ppi_mean", "active_sampling_probabilities", "draw_active_sample"),
     "_drift": ("DriftTest", "Stability", "drift_test", "item_change_rates", "stability"),
@@ -168,6 +169,10 @@ _NAMES = {
 }
 _WHERE = {name: f"assay.metrics.{module}" for module, names in _NAMES.items() for name in names}
 __all__ = [
+    "best_at",
+    "direction",
+    "goodness",
+    "higher_is_better",
     "failure_incidence_batched",
     "failure_precision_batched",
     "kappa_from_joint",
@@ -420,6 +425,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         true_label_scores,
     )
     from assay.metrics._cost import cost_per_accuracy_point
+    from assay.metrics._direction import best_at, direction, goodness, higher_is_better
     from assay.metrics._disagreements import Disagreement, disagreements
     from assay.metrics._drift import DriftTest, Stability, drift_test, item_change_rates, stability
     from assay.metrics._dspy import (
