@@ -1,5 +1,7 @@
-"""Agreement, failure, ordinal, classification, interval and cost metrics, and estimates of a
-mean from few human labels and many judge predictions (prediction-powered inference).
+"""Agreement, failure, ordinal, classification, interval and cost metrics, estimates of a
+mean from few human labels and many judge predictions (prediction-powered inference), and the
+statistics of a judge's biases (a cue against a placebo, self-preference, scale compression,
+raters' severity and discrimination).
 
 Pure functions in scikit-learn style, ``metric(y_true, y_pred, **options)``, on 0-based integer
 category indices unless stated; :func:`agreement_metrics` gathers them with bootstrap CIs for a
@@ -107,7 +109,12 @@ _NAMES = {
         "failure_precision_batched",
     ),
     "_format": ("fmt", "fmt_ci", "metric_table", "metrics_table"),
-    "_intervals": ("bootstrap_ci", "clopper_pearson_interval", "wilson_interval"),
+    "_intervals": (
+        "bootstrap_ci",
+        "clopper_pearson_interval",
+        "newcombe_paired_interval",
+        "wilson_interval",
+    ),
     "_kappa": (
         "KappaWeights",
         "binarize",
@@ -117,6 +124,7 @@ _NAMES = {
         "weight_matrix",
     ),
     "_majority": ("Majority", "Tie", "majority_vote"),
+    "_multitest": ("benjamini_hochberg",),
     "_ordinal": ("ccc", "mae", "pearson", "spearman"),
     "_paired": (
         "PairedComparison",
@@ -128,6 +136,13 @@ _NAMES = {
         "paired_comparison",
     ),
     "_pairwise": ("KAPPAS", "inter_annotator_kappa", "ordinal_kappas"),
+    "_placebo": (
+        "PlaceboEffect",
+        "flips_toward",
+        "one_sided_mcnemar",
+        "placebo_effect",
+        "with_fdr",
+    ),
     "_ppi": (
         "PredictionKind",
         "human_only_mean",
@@ -337,6 +352,14 @@ __all__ = [
     "probability_matrix",
     "set_coverage",
     "true_label_scores",
+    # bias: a cue's effect against a placebo
+    "PlaceboEffect",
+    "benjamini_hochberg",
+    "flips_toward",
+    "newcombe_paired_interval",
+    "one_sided_mcnemar",
+    "placebo_effect",
+    "with_fdr",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -444,7 +467,12 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         failure_precision_batched,
     )
     from assay.metrics._format import fmt, fmt_ci, metric_table, metrics_table
-    from assay.metrics._intervals import bootstrap_ci, clopper_pearson_interval, wilson_interval
+    from assay.metrics._intervals import (
+        bootstrap_ci,
+        clopper_pearson_interval,
+        newcombe_paired_interval,
+        wilson_interval,
+    )
     from assay.metrics._kappa import (
         KappaWeights,
         binarize,
@@ -454,6 +482,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         weight_matrix,
     )
     from assay.metrics._majority import Majority, Tie, majority_vote
+    from assay.metrics._multitest import benjamini_hochberg
     from assay.metrics._ordinal import ccc, mae, pearson, spearman
     from assay.metrics._paired import (
         PairedComparison,
@@ -465,6 +494,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         paired_comparison,
     )
     from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
+    from assay.metrics._placebo import (
+        PlaceboEffect,
+        flips_toward,
+        one_sided_mcnemar,
+        placebo_effect,
+        with_fdr,
+    )
     from assay.metrics._ppi import (
         PredictionKind,
         human_only_mean,
