@@ -162,6 +162,7 @@ _NAMES = {
     "_rates": ("binomial_rate", "mean_ci", "rate"),
     "_report": ("TRADE_OFFS", "MetricKind", "agreement_confusion", "agreement_metrics"),
     "_samples": ("held_out_majority_agreement",),
+    "_self_preference": ("SelfPreference", "self_preference"),
     "_selective": (
         "SelectiveThreshold",
         "calibrate_cascade",
@@ -352,7 +353,7 @@ __all__ = [
     "probability_matrix",
     "set_coverage",
     "true_label_scores",
-    # bias: a cue's effect against a placebo
+    # bias against a placebo, self-preference, scale compression, raters' severity (IRT)
     "PlaceboEffect",
     "benjamini_hochberg",
     "flips_toward",
@@ -360,6 +361,8 @@ __all__ = [
     "one_sided_mcnemar",
     "placebo_effect",
     "with_fdr",
+    "SelfPreference",
+    "self_preference",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -533,6 +536,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         risk_p_value,
         selective_threshold,
     )
+    from assay.metrics._self_preference import SelfPreference, self_preference
     from assay.metrics._threshold import fit_threshold
     from assay.metrics._value import (
         BOOTSTRAP,
