@@ -68,6 +68,7 @@ _NAMES = {
         "inconsistency",
     ),
     "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
+    "_compression": ("ScaleCompression", "scale_compression"),
     "_conformal": (
         "ClassCoverage",
         "ConformalCalibration",
@@ -363,6 +364,8 @@ __all__ = [
     "with_fdr",
     "SelfPreference",
     "self_preference",
+    "ScaleCompression",
+    "scale_compression",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -430,6 +433,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         cluster_mean,
         weighted_mean,
     )
+    from assay.metrics._compression import ScaleCompression, scale_compression
     from assay.metrics._conformal import (
         ClassCoverage,
         ConformalCalibration,
