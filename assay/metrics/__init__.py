@@ -116,6 +116,7 @@ _NAMES = {
         "newcombe_paired_interval",
         "wilson_interval",
     ),
+    "_irt": ("ItemQuality", "RaterModel", "RaterParameters", "rater_model"),
     "_kappa": (
         "KappaWeights",
         "binarize",
@@ -366,6 +367,10 @@ __all__ = [
     "self_preference",
     "ScaleCompression",
     "scale_compression",
+    "ItemQuality",
+    "RaterModel",
+    "RaterParameters",
+    "rater_model",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -480,6 +485,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         newcombe_paired_interval,
         wilson_interval,
     )
+    from assay.metrics._irt import ItemQuality, RaterModel, RaterParameters, rater_model
     from assay.metrics._kappa import (
         KappaWeights,
         binarize,
