@@ -5,6 +5,7 @@ that cannot tell items apart, and bad input in one line."""
 
 from __future__ import annotations
 
+import girth
 import numpy as np
 import pytest
 from scipy.special import expit
@@ -102,7 +103,6 @@ def test_discriminations_and_category_boundaries_match_girths_graded_response_mo
     # Where every rater uses every category and the thresholds are shared, girth's graded
     # response model (a threshold set per rater) and this one describe the same curves:
     # girth's P(score ≥ c) = σ(a (θ − b_c)) against σ(a θ − s − τ_c), so a·b_c = s + τ_c.
-    girth = pytest.importorskip("girth")
     rng = np.random.default_rng(5)
     annotations, _, _ = simulate(rng, 1500, [2.0, 1.5, 1.0, 1.2, 1.8], [0.0, 0.3, -0.5, 0.8, -0.6])
     fit = rater_model(annotations)
