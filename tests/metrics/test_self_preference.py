@@ -89,14 +89,14 @@ def test_a_fair_judge_is_covered_at_zero_even_when_its_family_writes_better_outp
     covered_adjusted = 0
     raw_flagged = 0
     for _ in range(draws):
-        judge, generators, human = panel(rng, 120, 0.0, quality_gap=0.5)
+        judge, generators, human = panel(rng, 120, 0.0, quality_gap=0.8)
         adjusted = self_preference(judge, generators, "gpt", reference=human)
         covered_adjusted += adjusted.ci_low <= 0 <= adjusted.ci_high
         raw_flagged += self_preference(judge, generators, "gpt").ci_low > 0
     se = math.sqrt(ALPHA * (1 - ALPHA) / draws)
     assert covered_adjusted / draws >= 1 - ALPHA - 3 * se
     # the raw difference takes the better outputs for a preference
-    assert raw_flagged / draws >= 0.5
+    assert raw_flagged / draws >= 0.8  # 0.88 with this seed
 
 
 @pytest.mark.parametrize(
