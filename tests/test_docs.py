@@ -111,6 +111,25 @@ def test_every_relative_link_points_at_a_file(page, target):
     assert (page.parent / target).exists(), f"{page.name} links to {target}, which is missing"
 
 
+NAMED_PATHS = sorted(
+    set(
+        re.findall(
+            r"`((?:assay|tests|docs|examples|benchmarks)/[\w./-]+)`",
+            (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8"),
+        )
+    )
+)
+
+
+def test_the_architecture_page_names_paths():
+    assert "assay/runs/" in NAMED_PATHS and len(NAMED_PATHS) > 20
+
+
+@pytest.mark.parametrize("path", NAMED_PATHS)
+def test_every_path_the_architecture_page_names_exists(path):
+    assert (ROOT / path).exists(), f"ARCHITECTURE.md names {path}, which does not exist"
+
+
 # -- docs/extending.md: its files written, its commands run --------------------------------------
 _BLOCK = re.compile(r"(?:^`([\w.-]+)`:\n\n)?^```(\w*)\n(.*?)^```", flags=re.S | re.M)
 
