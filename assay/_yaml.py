@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from assay._files import read_text
 from assay.errors import AssayError, ConfigError
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -166,24 +167,10 @@ def describe(exc: yaml.YAMLError, text: str = "") -> str:
 
 
 def read_input(path: str | Path, error: type[AssayError] = ConfigError, what: str = "file") -> Any:
-    """Read and parse the YAML file a user named; any problem — missing, not a file, too large,
-    not UTF-8, malformed, over a bound of this module — is ``error("<path>: <one line>")``."""
-    path = Path(path)
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise error(f"{path}: {what} not found") from None
-    except IsADirectoryError:
-        raise error(f"{path}: is a directory, not a {what}") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > MAX_BYTES:
-        raise error(f"{path}: larger than {MAX_BYTES // 2**20} MiB; not read")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    """Read and parse the YAML file a user named; any problem — missing, not a regular file,
+    too large, not UTF-8, malformed, over a bound of this module — is
+    ``error("<path>: <one line>")`` (read by :func:`assay._files.read_text`)."""
+    text = read_text(path, limit=MAX_BYTES, error=error, what=what)
     try:
         return load_input(text)
     except yaml.YAMLError as exc:

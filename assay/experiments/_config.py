@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from assay import _json
+from assay._files import resolve
 from assay._yaml import read_input
 from assay.data import ColumnMap, PairsConfig, TraceSource, TranscriptPrep
 from assay.errors import ConfigError
@@ -231,7 +232,10 @@ def load_config(
     if isinstance(data, dict):
         for key in ("path", "toolkits", "expected_from"):
             if isinstance(data.get(key), str) and data[key] and not _is_remote(data[key]):
-                data[key] = str((base / data[key]).resolve())
+                try:
+                    data[key] = str(resolve(base / data[key]))
+                except ConfigError as exc:
+                    raise ConfigError(f"{path}: field 'data.{key}': {exc}") from None
     try:
         return (model or EvaluateConfig).model_validate(raw), base
     except ValidationError as exc:
@@ -268,12 +272,12 @@ def _resolve_judge_text(
             judge[key] = read_text_field(judge[key], base)
     state = judge.get("program_state")
     if isinstance(state, str) and "://" not in state and ":/" not in state:
-        judge["program_state"] = str((base / state).resolve())
+        judge["program_state"] = str(resolve(base / state))
     crit = judge.get("criteria")
     if isinstance(crit, str) and crit.startswith("@"):
         import json
 
-        file = (base / crit[1:]).resolve()
+        file = resolve(base / crit[1:])
         text = read_text_field(crit, base) or "[]"
         try:
             judge["criteria"] = _json.loads(text)

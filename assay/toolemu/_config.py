@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from assay._files import resolve
 from assay.experiments import RunConfig, load_config
 from assay.lm import ModelSpec, Role, StrictInt
 from assay.programs import JudgeConfig
@@ -103,5 +104,5 @@ def load_toolemu_config(
     config, base = load_config(path, overrides, model=ToolEmuRunConfig)
     for key in ("cases", "toolkits"):
         value = Path(getattr(config, key)).expanduser()
-        setattr(config, key, str(value if value.is_absolute() else (base / value).resolve()))
+        setattr(config, key, str(value if value.is_absolute() else resolve(base / value)))
     return config, base

@@ -298,3 +298,81 @@ def test_the_run_lock_is_not_logged_to_mlflow(cfg, capsys):
     logged = {a.path for a in client.list_artifacts(run_id)}
     assert {"metrics.json", "judgments.jsonl", "config.yaml"} <= logged
     assert not [name for name in logged if name.endswith(".lock")], logged
+
+
+# -- files a user names: regular files only, within a bound ------------------------------------
+@pytest.fixture
+def fifo(cfg: Path):
+    """A named pipe beside the config, with a writer waiting on it: a reader that opened it
+    would get a rubric and run (the command would not hang, it would accept the pipe). The
+    writer is released at the end whether or not anything read it."""
+    import os
+    import threading
+
+    path = cfg / "pipe"
+    os.mkfifo(path)
+
+    def write() -> None:
+        with open(path, "w") as fh:
+            fh.write("A good answer mentions sunlight and water.\n")
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    yield path
+    if writer.is_alive():  # nobody read it: open the other end so that the writer returns
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        writer.join(timeout=10)
+        os.close(fd)
+
+
+def _loop(folder: Path) -> Path:
+    (folder / "loop-a").symlink_to(folder / "loop-b")
+    (folder / "loop-b").symlink_to(folder / "loop-a")
+    return folder / "loop-a"
+
+
+@pytest.mark.parametrize(
+    ("rubric", "says"),
+    [
+        ("/dev/null", "is a character device, not a text file; name a regular file"),
+        ("pipe", "is a named pipe, not a text file; name a regular file"),
+        ("folder", "is a directory, not a text file; name a regular file"),
+        ("loop-a", "a loop of symbolic links"),
+        ("big.txt", "larger than 10 MiB; not read"),
+    ],
+)
+def test_an_at_file_is_a_regular_file_within_its_bound(cfg, capsys, fifo, rubric, says):
+    """``rubric: "@/dev/zero"`` read until memory ran out, ``"@fifo"`` waited for a writer
+    forever, a directory or a symlink loop was a traceback: an ``@file`` is a regular file of
+    at most 10 MiB, opened without blocking and refused before a byte of anything else is read."""
+    (cfg / "folder").mkdir()
+    _loop(cfg)
+    (cfg / "big.txt").write_bytes(b"x" * (10 * 2**20 + 1))
+    edit(
+        cfg / "config.yaml",
+        "rubric: A good answer mentions sunlight and water.",
+        f"rubric: '@{rubric}'",
+    )
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    named = Path(rubric) if rubric.startswith("/") else cfg / rubric
+    assert line == f"assay: error: {named}: {says}"
+    assert not Path("runs").exists()
+
+
+def test_a_config_or_program_state_that_is_a_pipe_is_refused(cfg, capsys, fifo):
+    line = one_line_error(capsys, "evaluate", str(fifo), "--quiet")
+    assert line == f"assay: error: {fifo}: is a named pipe, not a config file; name a regular file"
+    edit(cfg / "config.yaml", "  rubric: A good", "  program_state: pipe\n  rubric: A good")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line == (
+        f"assay: error: {fifo}: is a named pipe, not a program state file; name a regular file"
+    )
+
+
+def test_a_data_path_that_is_a_symlink_loop_names_the_field(cfg, capsys):
+    loop = _loop(cfg)
+    edit(cfg / "config.yaml", "path: items.csv", "path: loop-a")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line == (
+        f"assay: error: {cfg / 'config.yaml'}: field 'data.path': {loop}: a loop of symbolic links"
+    )
