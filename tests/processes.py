@@ -6,14 +6,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def assay_process(*args: str, cwd: Path) -> subprocess.Popen:
+def assay_process(*args: str, cwd: Path, **popen: Any) -> subprocess.Popen:
     """``python -m assay.cli *args`` in ``cwd``, unbuffered, with pipes for stdout and stderr
     (``PYTHONPATH``: this checkout's assay, not whichever one is installed; the run's sidecar
-    as by default)."""
+    as by default); ``popen``: more of ``subprocess.Popen``'s keywords (a ``preexec_fn``)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
     env.pop("ASSAY_SIDECAR", None)  # the command's own default, as a user runs it
     return subprocess.Popen(
@@ -23,4 +24,5 @@ def assay_process(*args: str, cwd: Path) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        **popen,
     )

@@ -313,8 +313,11 @@ def fifo(cfg: Path):
     os.mkfifo(path)
 
     def write() -> None:
-        with open(path, "w") as fh:
-            fh.write("A good answer mentions sunlight and water.\n")
+        try:
+            with open(path, "w") as fh:
+                fh.write("A good answer mentions sunlight and water.\n")
+        except BrokenPipeError:  # released below: its reader closed without reading
+            pass
 
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
@@ -376,3 +379,74 @@ def test_a_data_path_that_is_a_symlink_loop_names_the_field(cfg, capsys):
     assert line == (
         f"assay: error: {cfg / 'config.yaml'}: field 'data.path': {loop}: a loop of symbolic links"
     )
+
+
+# -- a full disk -------------------------------------------------------------------------------
+def test_a_failed_write_of_the_store_is_one_line_naming_the_file_and_the_run_resumes(
+    cfg, capsys, monkeypatch
+):
+    """``OSError(ENOSPC)`` when the judgments are synced to disk (where a full disk shows) was a
+    45-line traceback: one line naming the file; the judgments written before are kept, and the
+    same command resumes once there is room, judging each item once."""
+    import errno
+    import os
+
+    fsync, synced = os.fsync, []
+
+    def full_after_two(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("judgments.jsonl"):
+            if len(synced) >= 2:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            synced.append(fd)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full_after_two)
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    monkeypatch.setattr(os, "fsync", fsync)
+    run_dir = next(Path("runs").iterdir()).resolve()
+    assert line.startswith(
+        f"assay: error: {run_dir / 'judgments.jsonl'}: cannot write (No space left on device); "
+    )
+    assert (run_dir / "judgments.jsonl").read_text().count("\n") >= 2  # kept
+    assert main(["evaluate", str(cfg / "config.yaml"), "--quiet", "--json"]) == 0
+    lines = [json.loads(x) for x in (run_dir / "judgments.jsonl").read_text().splitlines()]
+    ids = [j["item_id"] for j in lines]
+    assert sorted(ids) == sorted(set(ids)) and len(ids) == 12  # resumed, none judged twice
+
+
+def test_a_file_size_limit_is_one_line_naming_the_file(cfg, tmp_path):
+    """A real write failure, not an injected one: the command runs under a file size limit
+    (``RLIMIT_FSIZE``) smaller than its resolved config, which a 300 kB rubric makes; the
+    run then resumes without the limit, with its config written."""
+    import resource
+
+    from tests.processes import assay_process
+
+    (cfg / "rubric.txt").write_text("A good answer mentions sunlight and water. " * 7000)
+    edit(
+        cfg / "config.yaml",
+        "rubric: A good answer mentions sunlight and water.",
+        "rubric: '@rubric.txt'",
+    )
+    limit = 200_000
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    work = tmp_path / "work"
+    proc = assay_process(
+        "evaluate", str(cfg / "config.yaml"), "--quiet", cwd=work, preexec_fn=small_files
+    )
+    out, err = proc.communicate(timeout=600)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert proc.returncode == 2, err
+    run_dir = next((work / "runs").iterdir())
+    assert lines == [
+        f"assay: error: {run_dir / 'config.yaml'}: cannot write (File too large); everything "
+        "written before is kept: make room and run the command again to resume"
+    ]
+    proc = assay_process("evaluate", str(cfg / "config.yaml"), "--quiet", cwd=work)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert "A good answer mentions sunlight" in (run_dir / "config.yaml").read_text()
+
