@@ -9,6 +9,7 @@ set twice in one mapping, in one line naming the file, before anything is built 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,21 @@ class _InputLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key: SafeLoader reports it
                 break
         return super().construct_mapping(node, deep=deep)
+
+
+def _construct_int(loader: _InputLoader, node: yaml.ScalarNode) -> int:
+    """An integer scalar; one longer than Python converts (``sys.get_int_max_str_digits()``,
+    4,300 digits) is a :class:`LimitExceeded` naming its line, not a bare ``ValueError``."""
+    try:
+        return loader.construct_yaml_int(node)
+    except ValueError:
+        limit = sys.get_int_max_str_digits()
+        raise LimitExceeded(
+            f"line {node.start_mark.line + 1}: a number of more than {limit:,} digits"
+        ) from None
+
+
+_InputLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

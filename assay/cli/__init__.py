@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
+from typing import NoReturn
 
 import assay  # noqa: F401  (sets offline-safe environment defaults first)
 from assay.cli import review, schema
@@ -27,12 +28,18 @@ registration, nothing here)."""
 _FOLLOWS = {"harness": "review"}  # ``assay --help`` lists review after harness, as it did
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a mistake on the command line as one line naming the option (the usage
+    is one ``--help`` away), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command: the registered runners' (their options declared once, in
     their runner), with ``review`` and ``schema``."""
-    p = argparse.ArgumentParser(
-        prog="assay", description="Measure LLM judges: agreement, reliability, cost."
-    )
+    p = _Parser(prog="assay", description="Measure LLM judges: agreement, reliability, cost.")
     sub = p.add_subparsers(dest="command", required=True)
     groups: dict[str, argparse._SubParsersAction] = {}  # two-word commands: ``toolemu run``
     placed: set[str] = set()
@@ -62,7 +69,12 @@ def main(argv: list[str] | None = None) -> int:
         _no_notebook_display()
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # not "creating database tables..."
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a mistake on the command line (its line printed)
+        if argv is None:
+            raise
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         if argv is None and getattr(args, "opens_run", False):
             with _sidecar_started():

@@ -10,13 +10,17 @@ how the pairs were made.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from assay import _json
-from assay.data import ColumnMap, is_toolemu_evaluation, load_table, load_toolemu_evaluations
+from assay.data import (
+    ColumnMap,
+    is_toolemu_evaluation,
+    iter_jsonl,
+    load_table,
+    load_toolemu_evaluations,
+)
 from assay.errors import DataError
 from assay.experiments._results import AgreementResult
 from assay.experiments._scoring import agreement_summary, disagreement_records
@@ -77,40 +81,28 @@ def read_verdicts(
 
 
 def _first_record(path: Path) -> dict | None:
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    rec = _json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"malformed JSON line ({exc.msg})", path=path, row=n) from None
-                return rec if isinstance(rec, dict) else None
+    for _, _, rec in iter_jsonl(path):  # a line not JSON, or not UTF-8: one line naming it
+        return rec if isinstance(rec, dict) else None
     raise DataError("empty file", path=path)
 
 
 def _read_judgments(path: Path) -> list[tuple[str, int | None]]:
     out: list[tuple[str, int | None]] = []
     seen: dict[str, int] = {}
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = _json.loads(line)
-                item_id, score = str(rec["item_id"]), rec.get("score")
-            except (json.JSONDecodeError, KeyError, TypeError):
-                raise DataError(
-                    "malformed judgment line", path=path, row=n, field="item_id"
-                ) from None
-            if item_id in seen:
-                raise DataError(
-                    f"second judgment of item '{item_id}' (first in row {seen[item_id]})",
-                    path=path,
-                    row=n,
-                    field="item_id",
-                )
-            seen[item_id] = n
-            out.append((item_id, score))
+    for _, n, rec in iter_jsonl(path):
+        try:
+            item_id, score = str(rec["item_id"]), rec.get("score")
+        except (KeyError, TypeError):
+            raise DataError("malformed judgment line", path=path, row=n, field="item_id") from None
+        if item_id in seen:
+            raise DataError(
+                f"second judgment of item '{item_id}' (first in row {seen[item_id]})",
+                path=path,
+                row=n,
+                field="item_id",
+            )
+        seen[item_id] = n
+        out.append((item_id, score))
     return out
 
 

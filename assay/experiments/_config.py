@@ -20,9 +20,10 @@ from assay._yaml import read_input
 from assay.data import ColumnMap, PairsConfig, TraceSource, TranscriptPrep
 from assay.errors import ConfigError
 from assay.experiments.runs import ExecutionConfig
-from assay.lm import Real, StrictInt
+from assay.lm import StrictInt
+from assay.metrics import MAX_RESAMPLES, MIN_RESAMPLES, Resamples
 from assay.programs import JudgeConfig, read_text_field
-from assay.types import PlainName, UnscoredReason, stable_hash
+from assay.types import FiniteReal, PlainName, Seed, Share, UnscoredReason, stable_hash
 
 
 class DataConfig(BaseModel):
@@ -128,9 +129,14 @@ def without_write_back(data: DataConfig) -> DataConfig:
 class BootstrapConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    n_resamples: StrictInt = Field(default=1000, ge=1000)
-    confidence: Real = Field(default=0.95, gt=0, lt=1)
-    seed: StrictInt = 0
+    n_resamples: Resamples = Field(
+        default=1000,
+        description=f"bootstrap replicates per interval ({MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}: "
+        "beyond that an interval's ends move by thousandths, while each replicate holds an index "
+        "per item in memory)",
+    )
+    confidence: Share = 0.95
+    seed: Seed = 0
 
 
 class TrackingConfig(BaseModel):
@@ -140,6 +146,11 @@ class TrackingConfig(BaseModel):
     uri: str | None = None  # default: sqlite:///<working dir>/mlflow.db
     experiment: str = "assay"
 
+
+MAX_CONCURRENCY = 512
+"""Most LM calls a run keeps in flight (``concurrency``)."""
+MAX_RETRIES = 20
+"""Most attempts after the first of one call (``retries``)."""
 
 TRANSIENT: tuple[UnscoredReason, ...] = ("lm_error", "timeout")
 """Unscored reasons worth judging again once the cause is gone (``--retry-unscored``)."""
@@ -161,9 +172,21 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: PlainName
-    concurrency: StrictInt = Field(default=4, ge=1)
-    retries: StrictInt = Field(default=3, ge=0, description="attempts after the first, per call")
-    deadline_s: Real | None = Field(
+    concurrency: StrictInt = Field(
+        default=4,
+        ge=1,
+        le=MAX_CONCURRENCY,
+        description=f"LM calls in flight at once (at most {MAX_CONCURRENCY}: each holds a thread "
+        "and a connection, and a process has 1024 file descriptors by default)",
+    )
+    retries: StrictInt = Field(
+        default=3,
+        ge=0,
+        le=MAX_RETRIES,
+        description=f"attempts after the first, per call (at most {MAX_RETRIES}: each may wait "
+        "its whole timeout, so more would hold an item on a dead endpoint for hours)",
+    )
+    deadline_s: FiniteReal | None = Field(
         default=None, gt=0, description="stop the run (resumable) after this many seconds"
     )
     retry: RetryConfig = Field(default_factory=RetryConfig)

@@ -131,7 +131,7 @@ _NAMES = {
         "selective_threshold",
     ),
     "_threshold": ("fit_threshold",),
-    "_value": ("BootstrapCI", "MetricValue"),
+    "_value": ("BootstrapCI", "MAX_RESAMPLES", "MIN_RESAMPLES", "MetricValue", "Resamples"),
 }
 _WHERE = {name: f"assay.metrics.{module}" for module, names in _NAMES.items() for name in names}
 __all__ = [
@@ -162,6 +162,9 @@ __all__ = [
     "confusion_matrix",
     # intervals
     "BootstrapCI",
+    "MAX_RESAMPLES",
+    "MIN_RESAMPLES",
+    "Resamples",
     "bootstrap_ci",
     "wilson_interval",
     "cluster_bootstrap_ci",
@@ -402,4 +405,10 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         selective_threshold,
     )
     from assay.metrics._threshold import fit_threshold
-    from assay.metrics._value import BootstrapCI, MetricValue
+    from assay.metrics._value import (
+        MAX_RESAMPLES,
+        MIN_RESAMPLES,
+        BootstrapCI,
+        MetricValue,
+        Resamples,
+    )

@@ -7,10 +7,21 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict
 from dataclasses import dataclass as plain_dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field, Strict
 from pydantic.dataclasses import dataclass
+
+MIN_RESAMPLES = 1000
+"""Fewest bootstrap replicates of an interval (SPEC: at least 1000)."""
+MAX_RESAMPLES = 10_000
+"""Most bootstrap replicates a config or an option asks for: beyond it an interval's ends move
+by thousandths, while every replicate holds one index per item in memory (a typo of 1e12 asked
+for terabytes). The functions themselves take more, for a caller who chooses to."""
+
+Resamples = Annotated[int, Strict(), Field(ge=MIN_RESAMPLES, le=MAX_RESAMPLES)]
+"""A number of bootstrap replicates in a config or an option, within :data:`MIN_RESAMPLES` and
+:data:`MAX_RESAMPLES`."""
 
 
 @plain_dataclass(frozen=True)

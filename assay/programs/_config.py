@@ -115,7 +115,12 @@ class ConfidenceConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: Literal["probability", "samples", "panel"]
-    samples: StrictInt = Field(default=5, ge=2, description="source samples: verdicts sampled")
+    samples: StrictInt = Field(
+        default=5,
+        ge=2,
+        le=100,
+        description="source samples: verdicts sampled (2 to 100: each is an LM call per item)",
+    )
     temperature: Real = Field(default=1.0, gt=0, le=2, description="source samples: sampling")
 
     @model_validator(mode="after")

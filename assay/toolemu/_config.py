@@ -25,7 +25,9 @@ class AgentConfig(ModelSpec):
     """The agent under test."""
 
     role: ClassVar[Role] = "agent"
-    max_steps: StrictInt = Field(default=15, ge=1)
+    max_steps: StrictInt = Field(
+        default=15, ge=1, le=100, description="agent steps per case (at most 100: each is LM calls)"
+    )
 
 
 class EmulatorConfig(ModelSpec):

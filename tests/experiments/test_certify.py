@@ -18,6 +18,7 @@ from assay.experiments._config import EvaluateConfig
 from assay.experiments._items import item_set_tags, load_items
 from assay.lm import StubServer
 from assay.lm._stub_server import default_respond
+from assay.metrics._certify import value_range
 from tests.experiments.stub_judge import stub_config, write_items
 
 N = 40  # items i0..i39; the reference of item k is k % 2 (20 positives, 20 negatives)
@@ -281,11 +282,12 @@ def test_an_edited_certificate_is_refused_before_any_call(run, tmp_path, capsys)
     )
     assert "flipped.json: not a certificate" in line
     assert "the decision is admitted against its results: edited after it was issued?" in line
-    lowered = {m: {"side": "at_least", "value": -1.0} for m in cert["policy"]["bars"]}
+    lowest = {m: value_range(m)[0] for m in cert["policy"]["bars"]}  # a bar nothing fails
+    lowered = {m: {"side": "at_least", "value": v} for m, v in lowest.items()}
     forged = cert | {
         "decision": "admitted",
         "policy": cert["policy"] | {"bars": lowered},
-        "results": [r | {"bar": -1.0, "passed": True} for r in cert["results"]],
+        "results": [r | {"bar": lowest[r["metric"]], "passed": True} for r in cert["results"]],
     }
     forged_file = write(tmp_path / "forged.json", forged)
     line = one_line_refusal(

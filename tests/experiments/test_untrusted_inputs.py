@@ -450,3 +450,149 @@ def test_a_file_size_limit_is_one_line_naming_the_file(cfg, tmp_path):
     assert proc.returncode == 0, err
     assert "A good answer mentions sunlight" in (run_dir / "config.yaml").read_text()
 
+
+# -- every number, name and address is checked where it is declared ----------------------------
+HUGE = "9" * 5000  # more digits than Python converts to an int
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        (
+            "concurrency: 3",
+            "concurrency: 3\nbootstrap: {n_resamples: 1000000000000}",
+            "field 'bootstrap.n_resamples': Input should be less than or equal to 10000",
+        ),
+        ("concurrency: 3", "concurrency: 100000", "field 'concurrency': Input should be less than"),
+        ("concurrency: 3", "concurrency: 3\nretries: 1000", "field 'retries': Input should be less"),
+        ("concurrency: 3", "concurrency: 3\nbootstrap: {seed: -1}", "field 'bootstrap.seed': "),
+        ("concurrency: 3", "concurrency: 3\ndeadline_s: .inf", "field 'deadline_s': Input should"),
+        ("concurrency: 3", f"concurrency: {HUGE}", "line 11: a number of more than 4,300 digits"),
+        (
+            "  model: scripted:sheet.json",
+            "  model: openai/x\n  api_base: file:///etc/passwd",
+            "field 'judge.api_base': 'file:///etc/passwd' is not an http:// or https:// address",
+        ),
+        (
+            'labels: ["False", "True"]',
+            'labels: ["yes", "Yes"]',
+            "field 'judge.scale': the label 'yes' is given twice",
+        ),
+        (
+            "request: question,",
+            "request: answer,",
+            "field 'data.columns': column 'answer' is mapped to both request and response",
+        ),
+    ],
+    ids=[
+        "n_resamples-1e12",
+        "concurrency",
+        "retries",
+        "negative-seed",
+        "infinite-deadline",
+        "5000-digit-number",
+        "api_base-file",
+        "duplicate-binary-labels",
+        "two-roles-one-column",
+    ],
+)
+def test_a_config_value_out_of_its_bounds_is_one_line_naming_the_field(
+    cfg, capsys, old, new, says
+):
+    """Each was accepted (a run of lm_error judgments, a response judged as its own request) or
+    a traceback (numpy asked for 87 TiB; Python's int() of 5,000 digits)."""
+    edit(cfg / "config.yaml", old, new)
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line.startswith(f"assay: error: {cfg / 'config.yaml'}: "), line
+    assert says in line, line
+    assert not Path("runs").exists()
+
+
+def test_a_harness_count_out_of_its_bounds_names_the_test_setting(cfg, capsys):
+    """``stochastic_stability: {k: 1e9}`` was accepted: a billion calls per item."""
+    config = _harness_config(cfg, "")
+    edit(config, f"name: '{ESCAPE}'", "name: j")
+    edit(config, "tests: {format_vertical: {}}", "tests: {stochastic_stability: {k: 1000000000}}")
+    line = one_line_error(capsys, "harness", str(config), "--quiet")
+    assert line.startswith(f"assay: error: {config}: field 'tests.stochastic_stability.k': ")
+    assert "less than or equal to 100" in line
+
+
+def test_a_table_whose_header_names_a_column_twice_is_refused(cfg, capsys):
+    """pandas read the second ``answer`` as ``answer.1``: the judge read the first one."""
+    edit(cfg / "items.csv", "uid,question,answer,label", "uid,question,answer,label,answer")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line == (
+        f"assay: error: {cfg / 'items.csv'}, field 'answer': the header names column 'answer' "
+        "twice (columns 3 and 5); rename one"
+    )
+
+
+def test_a_5000_digit_id_in_json_lines_names_the_file_and_row(cfg, capsys):
+    row = {"uid": "q0", "question": "q", "answer": "a", "label": 1}
+    lines = [json.dumps(row), json.dumps({**row, "uid": 0}).replace(": 0,", f": {HUGE},")]
+    (cfg / "items.jsonl").write_text("\n".join(lines) + "\n")
+    edit(cfg / "config.yaml", "path: items.csv", "path: items.jsonl")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line == f"assay: error: {cfg / 'items.jsonl'}, row 2: a number of more than 4,300 digits"
+
+
+@pytest.fixture
+def verdicts(tmp_path: Path) -> Path:
+    path = tmp_path / "judgments.jsonl"
+    rows = [{"item_id": f"i{k}", "judge": "j", "score": k % 2} for k in range(6)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--scale", "7-3"], "assay: error: cannot read scale '7-3': an ordinal scale needs max"),
+        (["--scale", "0-100000000"], "an ordinal scale has at most 101 scores (0-100), got "),
+        (["--epsilon", "nan"], "argument --epsilon: 'nan' is not a finite number"),
+        (["--epsilon", "7"], "argument --epsilon: must be less than 1, got 7.0"),
+        (["--seed", HUGE], "argument --seed: '99999999999999999999'… (5,000 characters) is not"),
+    ],
+)
+def test_an_agreement_option_out_of_its_bounds_is_one_line(verdicts, capsys, args, says):
+    """``--scale 7-3`` was a 27-line pydantic traceback; ``0-100000000`` asked numpy for
+    745 GiB; ``--epsilon nan`` was accepted; a 5,000-digit seed was echoed whole."""
+    line = one_line_error(capsys, "agreement", str(verdicts), str(verdicts), *args)
+    assert says in line, line
+    assert len(line) < 300
+
+
+def test_agreement_input_that_is_not_utf8_names_the_file(verdicts, tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(verdicts.read_bytes().replace(b'"i3"', b'"i\xff3"'))
+    line = one_line_error(capsys, "agreement", str(verdicts), str(bad), "--scale", "binary")
+    assert line.startswith(f"assay: error: {bad}: cannot read: 'utf-8' codec can't decode")
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["conformal", "run", "--holdout", "nan"], "argument --holdout: 'nan' is not a finite"),
+        (["conformal", "run", "--holdout", "1"], "argument --holdout: must be less than 1, got"),
+        (["compare", "--paired", "a", "b", "--power", "inf"], "argument --power: 'inf' is not a"),
+        (["review", "serve", "run", "--port", "70001"], "argument --port: must be at most 65535"),
+        (["evaluate", "c.yaml", "--deadline", "-1"], "argument --deadline: must be more than 0"),
+    ],
+)
+def test_a_command_line_number_out_of_its_bounds_is_one_line(capsys, argv, says):
+    """Refused by the option's own type (its bounds declared once, for the API too), before
+    anything is read: ``--holdout nan`` was a traceback, ``--port 70001`` accepted."""
+    line = one_line_error(capsys, *argv)
+    assert says in line and f"(see assay {' '.join(argv[:1 if argv[0] != 'review' else 2])}" in line
+
+
+def test_the_api_refuses_the_same_bounds(tmp_path):
+    import assay
+    from assay.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="conformal: option 'holdout' must be less than 1"):
+        assay.conformal(tmp_path, holdout=1.5)
+    with pytest.raises(ConfigError, match="agreement: option 'n_resamples' must be at most 10000"):
+        assay.agreement(tmp_path, tmp_path, n_resamples=10**12)
+

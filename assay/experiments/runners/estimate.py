@@ -8,6 +8,8 @@ from typing import Any
 
 from assay.experiments._runners import CERTIFICATE_OPTION, Runner, argument, option, runner
 from assay.experiments._runners import Options as BaseOptions
+from assay.metrics import Resamples
+from assay.types import Seed, Share
 
 
 @runner("estimate")
@@ -29,10 +31,10 @@ class Estimate(Runner):
         threshold: int | None = option(
             help="estimate the rate of scores below this one", type="int"
         )
-        seed: int = option(0, help="bootstrap seed", type="non_negative_int")
+        seed: Seed = option(0, help="bootstrap seed", type="int")
         require_certificate: list[str] | None = CERTIFICATE_OPTION
-        n_resamples: int = 1000
-        confidence: float = 0.95
+        n_resamples: Resamples = 1000
+        confidence: Share = 0.95
 
     summary = "assay.experiments._estimate:PrevalenceResult"
     summary_file = None  # no run directory

@@ -11,6 +11,7 @@ from pydantic import Field
 from assay.data import last_assistant_text_index, message_changes, replace_message
 from assay.experiments.reliability._probe import Dropped, Generation, Probe, Validation
 from assay.experiments.reliability._registry import (
+    MAX_PER_SOURCE,
     GenerationContext,
     ProgramSettings,
     ReliabilityTest,
@@ -19,11 +20,13 @@ from assay.experiments.reliability._registry import (
 )
 from assay.programs import JudgeConfig, Perturber, ProbeValidator, unscored_reason
 from assay.signatures import CheckEquivalence
-from assay.types import Item, Usage
+from assay.types import Item, StrictInt, Usage
 
 
 class RewriteSettings(ProgramSettings):
-    variants: int = Field(default=1, ge=1)
+    variants: StrictInt = Field(
+        default=1, ge=1, le=MAX_PER_SOURCE, description="probes per seed item (at most 100)"
+    )
     validate_probes: bool = True
 
 
