@@ -4,7 +4,8 @@ file only, up to a size, every failure one line naming the path.
 ``open()`` on a FIFO waits for a writer forever, ``/dev/zero`` reads until memory runs out, and
 ``Path.resolve`` raises ``RuntimeError`` on a symlink loop: :func:`read_bytes` opens without
 blocking, refuses anything that is not a regular file before reading a byte, and reads at most
-its bound plus one byte; :func:`resolve` names a loop in one line.
+its bound plus one byte; :func:`resolve` names a loop in one line. :func:`check_writable`
+says, before anything is recorded, that an output file can be written.
 """
 
 from __future__ import annotations
@@ -89,6 +90,29 @@ def resolve(path: str | Path, error: type[AssayError] = ConfigError) -> Path:
         return path.resolve()
     except (RuntimeError, OSError):
         raise error(f"{path}: a loop of symbolic links") from None
+
+
+def check_writable(
+    path: str | Path, *, option: str = "", error: type[AssayError] = ConfigError
+) -> Path:
+    """``path`` as a file that can be written, checked before anything is recorded: not a
+    directory, in a folder that exists or can be made, where a file can be created (a scratch
+    file made and removed). Otherwise ``error("<option> <path>: <one line>")``."""
+    import tempfile
+
+    path = Path(path)
+    where = f"{option} {path}" if option else str(path)
+    if path.name in ("", ".", "..") or path.is_dir():
+        raise error(f"{where}: is a directory; name a file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"):
+            pass
+        if path.exists() and not os.access(path, os.W_OK):
+            raise PermissionError(errno.EACCES, "Permission denied")
+    except OSError as exc:
+        raise error(f"{where}: cannot be written ({exc.strerror or exc})") from None
+    return path
 
 
 def _size(n: int) -> str:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 import assay
+from assay._files import check_writable
 from assay._yaml import read_input
 from assay.errors import ConfigError, RunError
 from assay.experiments._config import first_error
@@ -176,6 +177,8 @@ def certify_run(
     the ledger (and to ``out``), logged on the evaluate run's MLflow run. No LM call."""
     from assay.metrics import certify
 
+    if out is not None:  # before the items are consumed: a certificate recorded, its copy not
+        check_writable(out, option="--out")
     pol = load_policy(policy)
     where = str(policy) if isinstance(policy, str | Path) else "policy"
     run_dir = Path(run)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._files import check_writable
 from assay.errors import ConfigError, RunError
 from assay.experiments._config import EvaluateConfig, RunConfig
 from assay.experiments._estimate import _read as read_evaluate_run
@@ -123,6 +124,8 @@ def conformal(
         raise ConfigError(
             "--apply and --holdout: give one (sets for another run, or a held-out part)"
         )
+    if out is not None:
+        check_writable(out, option="--out")
     cal_dir = Path(calibration)
     cal_config, cal_judged = read_evaluate_run(cal_dir)
     judge = cal_config.judge

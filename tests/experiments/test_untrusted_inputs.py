@@ -596,3 +596,44 @@ def test_the_api_refuses_the_same_bounds(tmp_path):
     with pytest.raises(ConfigError, match="agreement: option 'n_resamples' must be at most 10000"):
         assay.agreement(tmp_path, tmp_path, n_resamples=10**12)
 
+
+# -- certify: its policy and its outputs, before anything is recorded ---------------------------
+@pytest.fixture
+def finished_run(cfg, capsys) -> Path:
+    assert main(["evaluate", str(cfg / "config.yaml"), "--quiet"]) == 0
+    capsys.readouterr()
+    return next(Path("runs").iterdir())
+
+
+def certificates() -> list[Path]:
+    return list(Path("runs", "certificates").glob("*/certificate.json"))
+
+
+def test_a_policy_bar_a_metric_cannot_reach_is_refused(finished_run, tmp_path, capsys):
+    """``tpr: 7`` was accepted: a certificate refused by a bar no judge can meet, its items
+    consumed."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text('bars: {tpr: 7}\npositive: "True"\n')
+    line = one_line_error(capsys, "certify", str(finished_run), "--policy", str(policy))
+    assert line == f"assay: error: {policy}: bar of tpr (a rate) must be from 0 to 1, got 7"
+    assert not certificates()
+
+
+def test_certify_checks_its_out_file_before_it_consumes_the_items(finished_run, tmp_path, capsys):
+    """``--out /`` was a traceback after the certificate was recorded and its items consumed
+    (a second certify on them was refused): the file is checked first."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text('bars: {tpr: 0.5}\npositive: "True"\n')
+    (tmp_path / "notes").write_text("a file, not a folder\n")
+    under_a_file = tmp_path / "notes" / "certificate.json"
+    for out, says in [
+        ("/", "--out /: is a directory; name a file"),
+        (str(under_a_file), f"--out {under_a_file}: cannot be written ("),
+    ]:
+        argv = ["certify", str(finished_run), "--policy", str(policy), "--out", out]
+        line = one_line_error(capsys, *argv)
+        assert line.startswith(f"assay: error: {says}"), line
+        assert not certificates()
+    argv = ["certify", str(finished_run), "--policy", str(policy), "--out", "copy.json"]
+    assert main(argv) in (0, 1)  # admitted or refused: issued, on items not consumed before
+    assert Path("copy.json").is_file() and len(certificates()) == 1
