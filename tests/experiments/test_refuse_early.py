@@ -108,7 +108,7 @@ def test_a_tracking_store_that_cannot_take_the_run_is_refused_before_any_call(
     monkeypatch.chdir(tmp_path)
     if store == "dead-server":
         uri = f"http://127.0.0.1:{_closed_port()}/"
-        tracking, says = {"uri": uri}, "no server answers ("
+        tracking, says = {"uri": uri}, "no MLflow server answers at this address ("
     elif store == "directory":
         (tmp_path / "mlflow.db").mkdir()
         uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

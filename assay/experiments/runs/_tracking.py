@@ -72,35 +72,22 @@ def check_sqlite_store(uri: str, field: str) -> None:
         )
 
 
-PROBE_TIMEOUT_S = 5.0
-"""How long an HTTP tracking server has to answer the probe before a run (MLflow's own client
-retries a dead server for about four minutes, after every item is judged)."""
-
-
 def check_http_store(uri: str, field: str) -> None:
-    """Raise a one-line :class:`~assay.errors.ConfigError` naming ``field`` when no server
-    answers at an ``http(s)://`` tracking URI: one request to its ``/health``, within
-    :data:`PROBE_TIMEOUT_S`, no retry. Any answer below 500 is a server (a proxy or a login in
-    front of it is MLflow's to report); no answer, or a server error, is refused."""
-    import urllib.error
-    import urllib.request
-
-    from assay.errors import ConfigError
-
+    """Raise a one-line :class:`~assay.errors.ConfigError` naming ``field`` when no MLflow
+    server answers at an ``http(s)://`` tracking URI (:func:`assay.data.server_problem`: one
+    request to its ``/health`` within seconds, no retry): MLflow's own client retried a dead
+    one for four minutes, after every item was judged."""
     if not uri.startswith(("http://", "https://")):
         return
-    try:
-        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=PROBE_TIMEOUT_S):
-            return
-    except urllib.error.HTTPError as exc:
-        if exc.code < 500:
-            return
-        reason = f"it answered {exc.code} {exc.reason}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = f"no server answers ({getattr(exc, 'reason', None) or exc})"
-    raise ConfigError(
-        f"{field} {uri!r}: {reason}; start the tracking server, or name another store"
-    )
+    from assay.data import server_problem
+    from assay.errors import ConfigError
+
+    problem = server_problem(uri)
+    if problem is not None:
+        raise ConfigError(
+            f"{field} {uri!r}: no MLflow server answers at this address ({problem}); start "
+            "it, or name another store"
+        )
 
 
 def _plain(value: Any) -> Any:
