@@ -464,7 +464,11 @@ HUGE = "9" * 5000  # more digits than Python converts to an int
             "field 'bootstrap.n_resamples': Input should be less than or equal to 10000",
         ),
         ("concurrency: 3", "concurrency: 100000", "field 'concurrency': Input should be less than"),
-        ("concurrency: 3", "concurrency: 3\nretries: 1000", "field 'retries': Input should be less"),
+        (
+            "concurrency: 3",
+            "concurrency: 3\nretries: 1000",
+            "field 'retries': Input should be less",
+        ),
         ("concurrency: 3", "concurrency: 3\nbootstrap: {seed: -1}", "field 'bootstrap.seed': "),
         ("concurrency: 3", "concurrency: 3\ndeadline_s: .inf", "field 'deadline_s': Input should"),
         ("concurrency: 3", f"concurrency: {HUGE}", "line 11: a number of more than 4,300 digits"),
@@ -496,9 +500,7 @@ HUGE = "9" * 5000  # more digits than Python converts to an int
         "two-roles-one-column",
     ],
 )
-def test_a_config_value_out_of_its_bounds_is_one_line_naming_the_field(
-    cfg, capsys, old, new, says
-):
+def test_a_config_value_out_of_its_bounds_is_one_line_naming_the_field(cfg, capsys, old, new, says):
     """Each was accepted (a run of lm_error judgments, a response judged as its own request) or
     a traceback (numpy asked for 87 TiB; Python's int() of 5,000 digits)."""
     edit(cfg / "config.yaml", old, new)
@@ -584,7 +586,9 @@ def test_a_command_line_number_out_of_its_bounds_is_one_line(capsys, argv, says)
     """Refused by the option's own type (its bounds declared once, for the API too), before
     anything is read: ``--holdout nan`` was a traceback, ``--port 70001`` accepted."""
     line = one_line_error(capsys, *argv)
-    assert says in line and f"(see assay {' '.join(argv[:1 if argv[0] != 'review' else 2])}" in line
+    assert (
+        says in line and f"(see assay {' '.join(argv[: 1 if argv[0] != 'review' else 2])}" in line
+    )
 
 
 def test_the_api_refuses_the_same_bounds(tmp_path):
