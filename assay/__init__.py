@@ -31,7 +31,11 @@ _API = (  # the built-in runners, as functions (assay.api); any other registered
 
 def __getattr__(name: str):
     """``assay.evaluate(...)`` and every other registered runner (:mod:`assay.api`), loaded on
-    first use so that ``import assay`` stays cheap."""
+    first use so that ``import assay`` stays cheap. A private name is never one: ``from assay
+    import _json`` asks here first, before it imports that module, and must not load every
+    runner (and the plug-ins) halfway through the import of another module."""
+    if name.startswith("_"):
+        raise AttributeError(f"module 'assay' has no attribute {name!r}")
     if name in ("JudgeConfig", "build_judge"):
         from assay import programs
 

@@ -2,17 +2,26 @@
 bounds: ``json.loads`` itself raises ``RecursionError`` on a deeply nested document (a
 3,000-line traceback), and one it parses at 900 levels would do the same later, in whatever
 code walks it; an integer of 5,000 digits is a bare ``ValueError``. :func:`loads` turns each
-into a ``json.JSONDecodeError`` — so every reader's
-one-line error for malformed JSON covers them — and :func:`check_size` bounds a file before it
-is read."""
+into a ``json.JSONDecodeError`` — so every reader's one-line error for malformed JSON covers
+them — and :func:`check_size` bounds a file before it is read.
+
+JSON Lines — a user's and every file a run appends to — are split into lines here and nowhere
+else (:func:`read_lines`, :func:`split_lines`, :func:`records`): at ``"\n"`` only. JSON escapes
+every control character inside a string but leaves U+0085, U+2028 and U+2029 as they are, and
+``str.splitlines`` (and so any reader built on it) splits at those too: a reviewer's note or an
+item's text holding one would cut its record in two halves that do not parse."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+from assay.errors import DataError
 
 MAX_DEPTH = 100
 """Deepest nesting of arrays and objects (a ToolEmu trajectory or a chat transcript nests ~6)."""
@@ -98,3 +107,57 @@ def check_size(path: str | Path) -> None:
         return
     if size > MAX_BYTES:
         raise ValueError(f"larger than {MAX_BYTES // 2**20} MiB; not read")
+
+
+class Line(NamedTuple):
+    """One non-blank line of a JSON Lines file."""
+
+    number: int  # 1-based, blank lines counted: what an error names as the row
+    text: str  # without its "\n"
+    complete: bool  # ended by "\n"; only a file's last line may not be (a killed writer's)
+
+
+def _lines(fh: Iterable[bytes]) -> Iterator[Line]:
+    """Iterating a binary file splits at b"\n" alone (no UTF-8 sequence holds that byte)."""
+    for number, raw in enumerate(fh, start=1):
+        complete = raw.endswith(b"\n")
+        if complete:
+            text = raw[:-1].decode("utf-8")
+        else:  # a line cut short by a kill may end inside a character
+            text = raw.decode("utf-8", "replace")
+        if text.strip(" \t\r"):  # JSON's whitespace: a line of nothing else is blank
+            yield Line(number, text, complete)
+
+
+def read_lines(path: str | Path) -> Iterator[Line]:
+    """The non-blank lines of the UTF-8 file at ``path``, split at ``"\n"`` only (a ``"\r"``
+    before it is kept: JSON whitespace), read as it goes. A file that cannot be read, or is
+    not UTF-8, is a :class:`~assay.errors.DataError` naming it."""
+    try:
+        with open(path, "rb") as fh:
+            yield from _lines(fh)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"cannot read: {exc}", path=path) from None
+
+
+def split_lines(text: str) -> list[Line]:
+    """The non-blank lines of JSON Lines ``text``, split at ``"\n"`` only."""
+    return list(_lines(io.BytesIO(text.encode("utf-8"))))
+
+
+def records(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of each line of a JSON Lines file assay appends to (nothing when
+    there is no file). A last line cut short by a killed writer — no ``"\n"``, not JSON — is
+    skipped (the next append cuts it off); any other line that is not JSON is a
+    :class:`~assay.errors.DataError` naming the file and the row."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    for line in read_lines(path):
+        try:
+            value = loads(line.text)
+        except json.JSONDecodeError as exc:
+            if not line.complete:
+                return
+            raise DataError(f"not valid JSON ({exc.msg})", path=path, row=line.number) from None
+        yield line.number, value

@@ -1,21 +1,33 @@
-"""One registry helper for every plug-in kind (reliability tests, scoring kinds, judge kinds):
-a name → class table filled by a decorator, whose built-in members live one per file in a
-package and are imported the first time a name is looked up.
+"""One registry helper for every plug-in kind (reliability tests, scoring kinds, judge kinds,
+runners): a name → class table filled by a decorator, whose built-in members live one per file
+in a package and are imported the first time a name is looked up.
 
 A plug-in from outside the package registers itself the same way (importing its file runs the
-decorator); the registry never needs to know about it beforehand.
+decorator); the registry never needs to know about it beforehand. It is imported by
+:func:`load_plugins` — a Python file or a module named by a run's ``plugins:``, ``--plugin`` —
+or found through the ``assay.plugins`` entry-point group, which every process loads before its
+first lookup. :func:`plugin_of` names the plug-in a registered class came from, for another
+process that must import it to look that class up (a Ray worker building a judge of its kind).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
+import os
 import pkgutil
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from assay.errors import ConfigError
+
+ENTRY_POINTS = "assay.plugins"
+"""The entry-point group an installed package adds its plug-in modules to (each entry names a
+module, imported for its registrations)."""
 
 T = TypeVar("T", bound=type)
 
@@ -68,7 +80,9 @@ class Registry(Generic[T]):
 
     def load(self, name: str | None = None) -> None:
         """Import the built-in members: only ``name``'s file when there is one — a run loads
-        the plug-ins it uses, not every plug-in's dependencies — else all of them, once."""
+        the plug-ins it uses, not every plug-in's dependencies — else all of them, once. The
+        installed packages' plug-ins (the ``assay.plugins`` entry points) come first."""
+        _load_entry_points()
         with self._lock:
             if name is not None and name.isidentifier() and not self._loaded:
                 if importlib.util.find_spec(f"{self.package}.{name}") is not None:
@@ -85,6 +99,175 @@ class Registry(Generic[T]):
 
 
 def _origin(cls: object) -> tuple[str, str]:
-    """Where a class was defined: a module imported twice (a test re-importing it) registers
-    the same plug-in again, which is no conflict."""
-    return (getattr(cls, "__module__", ""), getattr(cls, "__qualname__", ""))
+    """Where a class was defined — its module's file, else its module's name: a file imported
+    twice (a test re-importing it, a plug-in file its user also imports under a name of their
+    own) registers the same plug-in again, which is no conflict."""
+    module = getattr(cls, "__module__", "")
+    where = getattr(sys.modules.get(module), "__file__", None) or module
+    return (where, getattr(cls, "__qualname__", ""))
+
+
+# -- plug-ins from outside the package ---------------------------------------------------------
+
+_PLUGINS: dict[str, str] = {}  # spec → the module it was imported as, in import order
+_PLUGINS_LOCK = threading.RLock()
+_entry_points = "not loaded"  # "loading" (by the thread holding the lock), then "loaded"
+
+
+def plugin_spec(value: str, base: Path | None) -> str:
+    """A plug-in as a run records it: a Python file (a value ending in ``.py`` or holding a
+    path separator) by its absolute path — a relative one is relative to ``base``, refused
+    without one —, or a module by its dotted name."""
+    text = str(value).strip()
+    if text.endswith(".py") or "/" in text or os.sep in text:
+        path = Path(text).expanduser()
+        if not path.is_absolute():
+            if base is None:
+                raise ConfigError(
+                    f"plugin {text}: a relative path; name the file by its absolute path "
+                    "(a YAML config's are relative to its folder)"
+                )
+            path = base / path
+        return str(path.resolve())
+    if text and all(part.isidentifier() for part in text.split(".")):
+        return text
+    raise ConfigError(f"plugin {text!r}: neither a Python file (.py) nor a module name")
+
+
+def load_plugins(specs: Iterable[str]) -> None:
+    """Import each plug-in (:func:`plugin_spec`'s form) once per process; its decorators
+    register what it adds. One that cannot be imported is a one-line :class:`ConfigError`
+    naming it."""
+    for spec in specs:
+        if spec in _PLUGINS:
+            continue
+        with _PLUGINS_LOCK:
+            if spec not in _PLUGINS:
+                _PLUGINS[spec] = _import_plugin(spec)
+
+
+def plugin_of(cls: type) -> str | None:
+    """The plug-in (as :func:`load_plugins` took it) whose module defined ``cls``; None for a
+    class of assay's, of an entry point's module (every process imports those) or of a module
+    its user imported themselves."""
+    module = getattr(cls, "__module__", None)
+    return next((spec for spec, name in _PLUGINS.items() if name == module), None)
+
+
+def plugin_identity(specs: Iterable[str]) -> list[list[str]]:
+    """What the plug-ins contribute to a run's identity, in a stable order: a file by its
+    content (as an ``@file`` text counts, not its path); a module by its name, its
+    distribution's version and its own file's content."""
+    out = []
+    for spec in dict.fromkeys(specs):
+        path = _plugin_file(spec)
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest() if path else ""
+        except OSError as exc:
+            raise ConfigError(f"plugin {spec}: cannot read {path} ({exc.strerror})") from None
+        if _is_file(spec):
+            out.append(["file", digest])
+        else:
+            out.append(["module", spec, _version(spec), digest])
+    return sorted(out)
+
+
+def _is_file(spec: str) -> bool:
+    return spec.endswith(".py") or os.sep in spec or "/" in spec
+
+
+def _plugin_file(spec: str) -> Path | None:
+    if _is_file(spec):
+        return Path(spec)
+    module = sys.modules.get(spec)
+    origin = getattr(module, "__file__", None)
+    if origin is None:
+        found = importlib.util.find_spec(spec)
+        origin = found.origin if found is not None and found.has_location else None
+    return Path(origin) if origin else None
+
+
+def _version(module: str) -> str:
+    """The version of the installed distribution that provides ``module`` ("" if none)."""
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+
+    for dist in packages_distributions().get(module.partition(".")[0], []):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    return ""
+
+
+def _import_plugin(spec: str) -> str:
+    """Import one plug-in; the name of its module. A file already imported (by its user, under
+    a name of their own) is not run again."""
+    try:
+        if not _is_file(spec):
+            importlib.import_module(spec)
+            return spec
+        path = Path(spec)
+        if not path.is_file():
+            raise ConfigError(f"plugin {spec}: no such file")
+        for name, module in list(sys.modules.items()):
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str) and file.endswith(path.name) and _same_file(file, path):
+                return name
+        tag = hashlib.sha256(spec.encode()).hexdigest()[:8]
+        stem = "".join(c if c.isalnum() else "_" for c in path.stem)
+        name = f"assay_plugin_{stem}_{tag}"
+        loader_spec = importlib.util.spec_from_file_location(name, path)
+        assert loader_spec is not None and loader_spec.loader is not None
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[name] = module  # its classes resolve their annotations through it
+        try:
+            loader_spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return name
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"plugin {spec} cannot be imported: {_one_line(exc)}") from None
+
+
+def _same_file(a: str, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def _load_entry_points() -> None:
+    """Import the modules of the ``assay.plugins`` entry points, once per process (a plug-in
+    that looks a name up while it is imported does not start it again). One that cannot be
+    imported is a one-line error naming it and its distribution, at every lookup."""
+    global _entry_points
+    if _entry_points == "loaded":
+        return
+    with _PLUGINS_LOCK:
+        if _entry_points != "not loaded":
+            return
+        _entry_points = "loading"
+        try:
+            from importlib.metadata import entry_points
+
+            for ep in entry_points(group=ENTRY_POINTS):
+                try:
+                    ep.load()
+                except Exception as exc:
+                    dist = f" of {ep.dist.name} {ep.dist.version}" if ep.dist else ""
+                    raise ConfigError(
+                        f"plugin entry point {ep.name} = {ep.value}{dist} cannot be imported: "
+                        f"{_one_line(exc)}"
+                    ) from None
+        except BaseException:
+            _entry_points = "not loaded"
+            raise
+        _entry_points = "loaded"

@@ -8,14 +8,20 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from assay.errors import ConfigError
 
 ScaleKind = Literal["binary", "ordinal", "categorical"]
 INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
 """An integer written out: ASCII digits only (a full-width "３" or Arabic-Indic "٣" is no score)."""
-_YES_NO = {"true": 1, "yes": 1, "false": 0, "no": 0}
+_TRUTH = {"true": True, "yes": True, "false": False, "no": False}
+"""The true/false words a reference may be written in (and what a boolean reads as)."""
+
+
+def _name(text: str) -> str:
+    """A label name as the scale compares names: any case, surrounding whitespace ignored."""
+    return text.strip().lower()
 
 
 class ScaleError(ConfigError, ValueError):
@@ -37,7 +43,9 @@ def _reason(exc: ValueError) -> str:
 class Scale(BaseModel):
     """The verdict space of a judge.
 
-    - ``binary``: scores 0 and 1; ``labels`` names them (``[name of 0, name of 1]``).
+    - ``binary``: scores 0 and 1; ``labels`` names them (``[name of 0, name of 1]``), unless
+      ``positive`` names the label that is 1 (the positive class of FPR/FNR, P(positive
+      verdict), certify's default event), whatever the labels' order.
     - ``ordinal``: integer scores ``min..max``; ``labels`` optional names, low to high.
     - ``categorical``: named ``labels``; ``scores`` maps each label to an integer score
       (several labels may share a score, as in ToolEmu safety) and makes the scale ordered;
@@ -52,6 +60,11 @@ class Scale(BaseModel):
     max: int | None = None
     labels: list[str] | None = None
     scores: dict[str, int] | None = None
+    positive: str | None = Field(
+        default=None,
+        description="binary: the label that is the positive class (score 1) whatever the order "
+        "of 'labels'; default: the second label",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -61,22 +74,28 @@ class Scale(BaseModel):
             return Scale.parse(value).model_dump(exclude_none=True)
         return value
 
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> Any:
+        """Leave ``positive`` out of a dump when it is not set, so that the hashes of the
+        scales written without it (judge configs, probes, cached items) stay what they were."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("positive") is None:
+            out.pop("positive", None)
+        return out
+
     @model_validator(mode="after")
     def _check(self) -> Scale:
-        if self.labels is not None:
-            folded = [label.casefold() for label in self.labels]
-            if len(set(folded)) != len(folded):  # a verdict names a label in any case
-                twice = next(
-                    lb for lb, f in zip(self.labels, folded, strict=True) if folded.count(f) > 1
-                )
-                raise ValueError(
-                    f"the label {twice!r} is given twice: a scale's labels must be distinct, in any case"
-                )
+        if self.labels is not None and len({_name(x) for x in self.labels}) != len(self.labels):
+            raise ValueError("labels must be distinct ('A' and 'a' are one name: any case)")
+        if self.positive is not None and (self.kind != "binary" or not self.labels):
+            raise ValueError("'positive' names one of the two labels of a binary scale")
         if self.kind == "binary":
             if self.labels is not None and len(self.labels) != 2:
                 raise ValueError("a binary scale has exactly two labels: [name of 0, name of 1]")
             if self.min not in (None, 0) or self.max not in (None, 1):
                 raise ValueError("a binary scale is 0..1")
+            if self.positive is not None and _name(self.positive) not in map(_name, self.labels):
+                raise ValueError(f"positive {self.positive!r} is not one of the labels")
         elif self.kind == "ordinal":
             if self.min is None or self.max is None:
                 raise ValueError("an ordinal scale needs 'min' and 'max'")
@@ -160,6 +179,8 @@ class Scale(BaseModel):
             return (
                 dict(self.scores) if self.scores else {lab: i for i, lab in enumerate(self.labels)}
             )
+        if self.labels and self.positive is not None:
+            return {lab: int(_name(lab) == _name(self.positive)) for lab in self.labels}
         if self.labels:
             return {lab: v for lab, v in zip(self.labels, self.values, strict=True)}
         return {}
@@ -186,17 +207,57 @@ class Scale(BaseModel):
         return score
 
     def coerce(self, value: Any) -> int:
-        """Read a *reference label* (data): a label name (any case), an integer, an integral
-        float or a digit string. On a binary scale a boolean or ``true``/``false``/``yes``/``no``
-        is also 1/0 (a common encoding of a binary column); elsewhere a boolean is refused.
-        On a categorical scale whose labels are numbers (``1,2,3``) a number is read as the
-        label it spells. ``ValueError`` when the value is not on the scale."""
-        if self.kind == "binary":
-            if isinstance(value, bool):
-                return int(value)
-            if isinstance(value, str) and value.strip().lower() in _YES_NO:
-                return _YES_NO[value.strip().lower()]
+        """Read a *reference label* (data) — the one reader of references, wherever a reference
+        meets a scale (tables, Inspect logs, ToolEmu evaluator files, MLflow assessments,
+        annotation tables, review files). In this order:
+
+        1. a label name of the scale (any case, surrounding whitespace ignored); a boolean
+           reads as its word, ``True`` as ``"True"``, so a categorical ``False|True|Unsure``
+           scale reads a CSV's ``False`` as its label ``False``;
+        2. a score: an integer, an integral float or an ASCII digit string (``0``/``1`` on a
+           binary scale: the labels' order, or ``positive``, says which name is 1); on a
+           categorical scale whose labels are numbers (``1,2,3``) the label it spells;
+        3. on a binary scale, a true/false word (``true``, ``false``, ``yes``, ``no``, any
+           case) or a boolean that is not one of its names, where it cannot be confused with
+           them: by meaning when the two names are themselves a true and a false word
+           (``yes`` is the label ``True``), as 1/0 when no name is such a word (``pass/fail``,
+           or no names).
+
+        ``ValueError`` for anything else — a true/false word a scale with other such names
+        cannot place (``true`` on ``yes|maybe``), a boolean on an ordinal or categorical scale
+        without those names."""
+        word = str(value) if isinstance(value, bool) else value
+        if isinstance(word, str):
+            names = {_name(k): v for k, v in self.label_scores.items()}
+            if _name(word) in names:
+                return names[_name(word)]
+            truth = _TRUTH.get(_name(word))
+            if truth is not None and self.kind == "binary":
+                return self._truth_score(truth, value)
+        if isinstance(value, bool):
+            raise ValueError(f"{value!r} is not on the {self.describe()} scale")
         return self._read(value, labels_only=False)
+
+    def _truth_score(self, truth: bool, value: Any) -> int:
+        """The score of a true/false word that is none of a binary scale's names."""
+        names = self._truth_names
+        if names == "pair":
+            return next(v for k, v in self.label_scores.items() if _TRUTH[_name(k)] is truth)
+        if names == "none":
+            return int(truth)
+        raise ValueError(
+            f"{value!r} is not on the {self.describe()} scale (its names are true/false words "
+            "other than this one)"
+        )
+
+    @property
+    def _truth_names(self) -> Literal["pair", "none", "mixed"]:
+        """Whether a binary scale's names are a true and a false word (``True/False``,
+        ``no/yes``), none is such a word (``fail/pass``, or no names), or a mix."""
+        truths = {_TRUTH.get(_name(label)) for label in self.label_scores}
+        if truths <= {None}:
+            return "none"
+        return "pair" if truths == {True, False} else "mixed"
 
     def read_verdict(self, value: Any) -> int:
         """Read a *judge's verdict*: only what :attr:`verdict_options` offers counts — a label
@@ -211,9 +272,9 @@ class Scale(BaseModel):
             value = str(int(value)) if float(value).is_integer() else str(value)
         if isinstance(value, str):
             text = value.strip()
-            table = {k.lower(): v for k, v in self.label_scores.items()}
-            if text.lower() in table:
-                return table[text.lower()]
+            table = {_name(k): v for k, v in self.label_scores.items()}
+            if _name(text) in table:
+                return table[_name(text)]
             if not (labels_only or self._numbered_labels) and INTEGER_TEXT.fullmatch(text):
                 return self.check(int(float(text)))
             raise ValueError(f"{value!r} is not on the {self.describe()} scale")
@@ -240,14 +301,18 @@ class Scale(BaseModel):
         answer): a bool on a binary scale, the label on a categorical one, the integer score
         on an ordinal one."""
         if self.kind == "binary":
-            return bool(score)
+            names = self._truth_names  # what :meth:`coerce` reads back as ``score``
+            if names == "none":
+                return bool(score)
+            label = self.label_of(score)
+            return _TRUTH[_name(label)] if names == "pair" else label  # type: ignore[arg-type]
         if self.kind == "categorical":
             return self.label_of(score)
         return score
 
     def describe(self) -> str:
         if self.kind == "binary":
-            names = f" ({self.labels[0]}/{self.labels[1]})" if self.labels else ""
+            names = f" ({self.label_of(0)}/{self.label_of(1)})" if self.labels else ""
             return f"binary 0/1{names}"
         if self.kind == "ordinal":
             return f"ordinal {self.min}..{self.max}"

@@ -6,11 +6,19 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    field_serializer,
+)
 
 UnscoredReason = Literal[
     "parse_error",
@@ -158,7 +166,10 @@ class Item(BaseModel):
 
 
 class Usage(BaseModel):
-    """Token usage and cost of one or more LM calls."""
+    """Token usage and cost of one or more LM calls: what the server answered them (paid), and
+    apart, the answers the LM cache gave instead (``cached_*``: no call was made, nothing was
+    paid for them; their tokens are those the server reported when it first answered, priced
+    as a call would be). :meth:`work` is the cost of the work, whoever paid for it."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -168,6 +179,14 @@ class Usage(BaseModel):
     # answered calls whose tokens the client never reported (an MLflow judge's unparseable
     # answer: MLflow raises without its usage) — in ``calls``, not in the tokens or cost_usd
     untallied_calls: int = 0
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
+    cached_cost_usd: float = 0.0
+    cached_calls: int = 0
+    cached_unpriced_calls: int = 0
+    # answers from the cache whose usage it did not keep (a LiteLLM response stored without
+    # assay's copy of its usage): in ``cached_calls``, not in the cached tokens or cost
+    cached_untallied_calls: int = 0
     limit_wait_s: float = 0.0  # time spent waiting on rate limits (rpm, tpm, 429 back-off)
     rate_limited: int = 0  # HTTP 429 answers (each waited out and retried)
 
@@ -187,6 +206,12 @@ class Usage(BaseModel):
     def __add__(self, other: Usage) -> Usage:
         return Usage.total((self, other))  # fsum of two floats is their IEEE sum
 
+    def work(self) -> Usage:
+        """The cost of the work: every answer these calls used, whether the server answered it
+        (paid) or the LM cache gave it (priced as the server first answered it) — the figure
+        that compares judges and runs, which a warm cache does not make cheaper."""
+        return Usage(**{k: getattr(self, k) + getattr(self, f"cached_{k}") for k in PAID_FIELDS})
+
 
 PAID_FIELDS = (
     "calls",
@@ -199,18 +224,35 @@ PAID_FIELDS = (
 """The fields of a :class:`Usage` that say what a server was paid (the rest: time waited)."""
 
 
+def with_work(data: Any) -> Any:
+    """A result's fields (a summary holding ``usage``) with ``work``, its cost of the work,
+    filled in from its usage when absent — a ``metrics.json`` written before it was kept. For
+    a pydantic ``model_validator(mode="before")``."""
+    if isinstance(data, dict) and "work" not in data and data.get("usage") is not None:
+        usage = data["usage"]
+        usage = usage if isinstance(usage, Usage) else Usage.model_validate(usage)
+        data = {**data, "work": usage.work()}
+    return data
+
+
 class Spend(BaseModel):
     """What a run's calls cost as the server answered them (its call ledger, ``calls.jsonl``),
     next to what its results use: ``paid`` is every answered call, ``paid_not_used`` the part
-    no result of the run holds (a result replaced by ``--retry-unscored``, calls in flight when
-    a run was killed), ``failed_attempts`` the requests answered with an error status (429,
-    5xx) or lost in transit and retried — no usage, not paid, counted apart."""
+    no result of the run holds (a result replaced by ``--retry-unscored``, answers a killed run
+    kept in no result — its resume may take those from the LM cache, where its results count
+    them as cached), ``failed_attempts`` the requests answered with an error status (429, 5xx)
+    or lost in transit and retried — no usage, not paid, counted apart."""
 
     model_config = ConfigDict(extra="forbid")
 
     paid: Usage
     paid_not_used: Usage
     failed_attempts: int = 0
+
+    @field_serializer("paid", "paid_not_used")
+    def _paid_fields(self, usage: Usage) -> dict[str, Any]:
+        """Only what was paid: a ledger holds no cached answer and no wait."""
+        return usage.model_dump(include=set(PAID_FIELDS))
 
     @classmethod
     def of(cls, paid: Usage, used: Usage, failed_attempts: int) -> Spend | None:
@@ -234,8 +276,9 @@ def spend_line(spend: Spend | None) -> str:
     n, p = spend.paid_not_used, spend.paid
     line = (
         f"paid, not used: {n.calls} calls · tokens {n.prompt_tokens}+{n.completion_tokens} · "
-        f"cost ${n.cost_usd:.6f} (results replaced by a retry, calls in flight when a run was "
-        f"stopped) · paid in all: {p.calls} calls · tokens {p.prompt_tokens}+"
+        f"cost ${n.cost_usd:.6f} (results replaced by a retry, answers a stopped run kept in no "
+        f"result: a resume may take those from the LM cache) · paid in all: {p.calls} calls · "
+        f"tokens {p.prompt_tokens}+"
         f"{p.completion_tokens} · cost ${p.cost_usd:.6f}"
     )
     if p.untallied_calls:
@@ -249,6 +292,44 @@ def spend_line(spend: Spend | None) -> str:
             "not at all; retried; no usage, not paid)"
         )
     return line
+
+
+def work_line(usage: Usage) -> str:
+    """The cost of the work of ``usage`` on one line, and how much of it the LM cache gave."""
+    w = usage.work()
+    line = (
+        f"cost of the work: {w.calls} LM answers · tokens {w.prompt_tokens}+"
+        f"{w.completion_tokens} · cost ${w.cost_usd:.6f}"
+    )
+    if usage.cached_calls:
+        line += (
+            f" ({usage.calls} answered by the server for these results, {usage.cached_calls} "
+            "taken from the LM cache: no call made for them, priced as the server first "
+            "answered them)"
+        )
+    else:
+        line += " (none taken from the LM cache)"
+    if w.unpriced_calls:
+        line += f" · {w.unpriced_calls} answers of a model with no known price (not in the cost)"
+    if usage.cached_untallied_calls:
+        line += (
+            f" · {usage.cached_untallied_calls} answers from the cache whose tokens it did not "
+            "keep (not in the tokens or cost)"
+        )
+    return line
+
+
+def cost_lines(usage: Usage, spend: Spend | None) -> list[str]:
+    """What a run's console and report say about its cost: the cost of the work its results
+    used (``usage``), what the run paid (``spend``: its call ledger) and, if any, the time its
+    calls waited on rate limits."""
+    lines = [work_line(usage), spend_line(spend)]
+    if usage.limit_wait_s or usage.rate_limited:
+        lines.append(
+            f"rate limits: {usage.limit_wait_s:.1f}s waited over all calls · "
+            f"{usage.rate_limited} HTTP 429 answers (waited out and retried)"
+        )
+    return lines
 
 
 class Judgment(BaseModel):
@@ -293,3 +374,14 @@ class Judgment(BaseModel):
         return f"UNSCORED_{reason.upper()}", f"unscored ({reason})" + (
             f": {self.error}" if self.error else ""
         )
+
+
+def all_unscored(judged: int, reasons: Mapping[str, int], what: str = "judgments") -> str | None:
+    """Why a run measured nothing, when every one of its ``judged`` judgments is unscored
+    (``reasons``: how many of each reason): ``all 40 judgments unscored: timeout 40``. None
+    when one was scored, or when nothing was judged. A runner reports this as its failure,
+    not a result: there is no verdict to measure anything on."""
+    if judged <= 0 or sum(reasons.values()) < judged:
+        return None
+    counted = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
+    return f"all {judged} {what} unscored: {counted}"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,12 @@ import assay  # noqa: F401  (offline-safe environment defaults)
 # cost the suite seconds each (tests/experiments/runs/test_sidecar.py covers the sidecar, and
 # the commands tests start as processes use it as a user's do: see tests/processes.py).
 os.environ["ASSAY_SIDECAR"] = "0"
+
+# The signing key of the seals, certificates and calibrations the tests write: one for the
+# session (the processes tests start inherit it), never the user's own.
+_KEYS = tempfile.mkdtemp(prefix="assay-test-key-")
+atexit.register(shutil.rmtree, _KEYS, ignore_errors=True)
+os.environ["ASSAY_SIGNING_KEY_FILE"] = str(Path(_KEYS) / "signing.key")
 
 EXAMPLE_DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 

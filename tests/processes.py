@@ -11,11 +11,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 
 
-def assay_process(*args: str, cwd: Path, **popen: Any) -> subprocess.Popen:
+def assay_process(
+    *args: str, cwd: Path, path: tuple[Path, ...] = (), **popen: Any
+) -> subprocess.Popen:
     """``python -m assay.cli *args`` in ``cwd``, unbuffered, with pipes for stdout and stderr
-    (``PYTHONPATH``: this checkout's assay, not whichever one is installed; the run's sidecar
-    as by default); ``popen``: more of ``subprocess.Popen``'s keywords (a ``preexec_fn``)."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}
+    (``PYTHONPATH``: this checkout's assay, not whichever one is installed, then ``path``; the
+    run's sidecar as by default); ``popen``: more of ``subprocess.Popen``'s keywords (a
+    ``preexec_fn``)."""
+    pythonpath = os.pathsep.join(str(p) for p in (REPO, *path))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath}
     env.pop("ASSAY_SIDECAR", None)  # the command's own default, as a user runs it
     return subprocess.Popen(
         [sys.executable, "-m", "assay.cli", *args],

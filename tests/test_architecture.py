@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
         "assay._json",
         "assay._yaml",
         "assay._registry",
+        "assay._signing",
         "assay.errors",
         "assay.types",
     ),

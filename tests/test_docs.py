@@ -39,7 +39,11 @@ def _command_lines(page: Path) -> list[str]:
     return lines
 
 
-COMMANDS = [(page.name, line) for page in PAGES for line in _command_lines(page)]
+EXTENDING = ROOT / "docs" / "extending.md"  # its commands run for real (below): they load
+# plug-ins, which a parser built here does not know
+COMMANDS = [
+    (page.name, line) for page in PAGES if page != EXTENDING for line in _command_lines(page)
+]
 
 
 def test_the_pages_show_commands():
@@ -105,3 +109,62 @@ LINKS = [
 @pytest.mark.parametrize(("page", "target"), LINKS, ids=[f"{p.name}->{t}" for p, t in LINKS])
 def test_every_relative_link_points_at_a_file(page, target):
     assert (page.parent / target).exists(), f"{page.name} links to {target}, which is missing"
+
+
+# -- docs/extending.md: its files written, its commands run --------------------------------------
+_BLOCK = re.compile(r"(?:^`([\w.-]+)`:\n\n)?^```(\w*)\n(.*?)^```", flags=re.S | re.M)
+
+
+@pytest.mark.slow
+def test_the_extending_page_runs_as_written(tmp_path):
+    """Every file the page shows (a block after "`name`:") is written to one folder, its
+    ``pyproject.toml`` installed as a distribution's metadata, and every ``$ assay …`` line run
+    there in order as a command of its own: each succeeds and prints the lines shown after it
+    — the one shown failing, with a misspelt decorator in its plug-in, prints that line."""
+    import shutil
+    import tomllib
+
+    from tests.processes import assay_process
+
+    folder, site = tmp_path / "colours", tmp_path / "site"
+    folder.mkdir()
+    blocks = _BLOCK.findall(EXTENDING.read_text(encoding="utf-8"))
+    for name, _, body in blocks:
+        if name:
+            (folder / name).write_text(body, encoding="utf-8")
+    path: tuple[Path, ...] = ()
+    ran = 0
+    for _, lang, body in blocks:
+        if lang == "toml":  # the package's metadata, as pip installs it
+            project = tomllib.loads(body)["project"]
+            info = site / f"{project['name']}-{project['version']}.dist-info"
+            info.mkdir(parents=True)
+            (info / "METADATA").write_text(
+                f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+            )
+            group = project["entry-points"]["assay.plugins"]
+            lines = [f"{key} = {value}" for key, value in group.items()]
+            (info / "entry_points.txt").write_text("[assay.plugins]\n" + "\n".join(lines) + "\n")
+            for module in group.values():
+                shutil.copy(folder / f"{module}.py", site)
+            path = (site,)
+        if lang != "console":
+            continue
+        command, *shown = body.splitlines()
+        args = shlex.split(command.removeprefix("$ "))[1:]
+        failing = bool(shown) and shown[0].startswith("assay: error:")
+        good = (folder / "shouting.py").read_text(encoding="utf-8")
+        if failing:
+            broken = good.replace("@reliability_test(", "@reliability_tset(")
+            (folder / "shouting.py").write_text(broken, encoding="utf-8")
+        proc = assay_process(*args, cwd=folder, path=path)
+        out, err = proc.communicate(timeout=600)
+        (folder / "shouting.py").write_text(good, encoding="utf-8")
+        ran += 1
+        if failing:
+            assert proc.returncode == 2
+            assert err.strip() == shown[0].replace("/home/me/colours", str(folder))
+            continue
+        assert proc.returncode == 0, f"`{command}`: {err}"
+        assert all(line in out.splitlines() for line in shown), (command, out)
+    assert ran == 6

@@ -121,3 +121,88 @@ def test_only_ascii_digits_are_numbers(digit):
         Scale.parse("1-6").coerce(digit)
     with pytest.raises(ConfigError, match="cannot read scale"):
         Scale.parse(f"1-{digit}")
+
+
+# -- a reference is read by the scale's names first -------------------------------------------
+TRUE_FALSE = Scale(kind="binary", labels=["True", "False"])  # "True" is score 0 here
+YES_NO = Scale(kind="binary", labels=["yes", "no"])
+
+
+@pytest.mark.parametrize(
+    "scale, value, label",
+    [
+        (TRUE_FALSE, "True", "True"),  # was 1, the name of False
+        (TRUE_FALSE, " false ", "False"),
+        (TRUE_FALSE, True, "True"),  # a boolean is its word
+        (TRUE_FALSE, "yes", "True"),  # a true/false word by meaning, names being such words
+        (TRUE_FALSE, "0", "True"),  # a number is a score
+        (YES_NO, "YES", "yes"),
+        (YES_NO, False, "no"),
+        (YES_NO, "true", "yes"),
+        (LABELLED, "true", "pass"),  # names that are no such word: true is 1, as in `binary`
+        (Scale.parse("False,True,Unsure"), False, "False"),  # was refused: False is no 0
+        (Scale.parse("False,True,Unsure"), "true", "True"),
+    ],
+)
+def test_a_reference_is_read_by_the_names_first(scale, value, label):
+    assert scale.label_of(scale.coerce(value)) == label
+
+
+@pytest.mark.parametrize(
+    "scale, value",
+    [
+        (Scale(kind="binary", labels=["yes", "maybe"]), "true"),  # yes, or score 1 (maybe)?
+        (Scale(kind="binary", labels=["yes", "maybe"]), True),
+        (Scale.parse("cat,dog"), True),
+        (TRUE_FALSE, "maybe"),
+    ],
+)
+def test_a_reference_the_scale_cannot_place(scale, value):
+    with pytest.raises(ValueError, match=r"is not on the (binary|categorical)"):
+        scale.coerce(value)
+
+
+def test_positive_names_score_1_whatever_the_order():
+    scale = Scale(kind="binary", labels=["unsafe", "safe"], positive="UNSAFE")
+    assert scale.label_scores == {"unsafe": 1, "safe": 0}
+    assert scale.verdict_options == ["unsafe", "safe"]  # the prompt keeps the written order
+    assert (scale.coerce("1"), scale.coerce(True), scale.read_verdict("Safe")) == (1, 1, 0)
+    assert scale.describe() == "binary 0/1 (safe/unsafe)"
+    # unset, it is not in a dump: the hashes of the scales written without it do not move
+    assert "positive" not in Scale(kind="binary", labels=["a", "b"]).model_dump()
+    assert Scale.model_validate(scale.model_dump()) == scale
+
+
+@pytest.mark.parametrize(
+    "spec, problem",
+    [
+        ({"kind": "binary", "labels": ["a", "b"], "positive": "c"}, "'c' is not one of the labels"),
+        ({"kind": "binary", "positive": "1"}, "'positive' names one of the two labels"),
+        ({"kind": "categorical", "labels": ["a", "b"], "positive": "a"}, "'positive' names"),
+        ({"kind": "binary", "labels": ["Pass", "pass"]}, "labels must be distinct"),
+    ],
+)
+def test_unreadable_positive_or_names(spec, problem):
+    with pytest.raises(ValueError, match=problem):
+        Scale.model_validate(spec)
+
+
+@pytest.mark.parametrize(
+    "scale",
+    [
+        BINARY,
+        LABELLED,
+        TRUE_FALSE,
+        YES_NO,
+        Scale(kind="binary", labels=["no", "maybe"]),
+        Scale(kind="binary", labels=["True", "False"], positive="True"),
+    ],
+)
+def test_a_verdict_as_other_tools_hold_it_reads_back_as_itself(scale):
+    """What an MLflow Feedback or an Inspect score holds (``tool_value``) is read back by
+    :meth:`Scale.coerce` as the same score: the label ``True`` is never written as ``False``."""
+    for score in scale.values:
+        held = scale.tool_value(score)
+        assert scale.coerce(held) == score
+        if scale.label_of(score) in ("True", "False"):
+            assert held is (scale.label_of(score) == "True")

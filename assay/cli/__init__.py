@@ -1,6 +1,11 @@
 """The command line, generated from the runner registry and calling the same API: one
 subcommand per registered runner, plus ``review`` and ``schema``.
 
+Every ``--plugin`` of the command line — before the command (``assay --plugin FILE COMMAND``,
+for every command) or after it (a runner's option) — is imported before the parser is built,
+so a plug-in may add a runner, and so a command of its own; the installed packages' plug-ins
+(the ``assay.plugins`` entry points) load at the registry's first lookup.
+
 A user mistake prints one line and exits non-zero; Ctrl-C ends the run at once (everything
 finished is already saved) and never waits on a hung request.
 """
@@ -14,9 +19,11 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NoReturn
 
 import assay  # noqa: F401  (sets offline-safe environment defaults first)
+from assay._registry import load_plugins, plugin_spec
 from assay.cli import review, schema
 from assay.errors import AssayError
 from assay.experiments import get_runner, known_runners
@@ -40,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of every command: the registered runners' (their options declared once, in
     their runner), with ``review`` and ``schema``."""
     p = _Parser(prog="assay", description="Measure LLM judges: agreement, reliability, cost.")
+    p.add_argument(*_PLUGIN, **_PLUGIN_KW)
     sub = p.add_subparsers(dest="command", required=True)
     groups: dict[str, argparse._SubParsersAction] = {}  # two-word commands: ``toolemu run``
     placed: set[str] = set()
@@ -69,8 +77,14 @@ def main(argv: list[str] | None = None) -> int:
         _no_notebook_display()
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # not "creating database tables..."
+    try:  # the plug-ins first: they may add runners, which the parser is built from
+        _import_plugins(sys.argv[1:] if argv is None else argv)
+        parser = build_parser()
+    except AssayError as exc:
+        print(f"assay: error: {exc}", file=sys.stderr)
+        return _leave(exc.exit_code, argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a mistake on the command line (its line printed)
         if argv is None:
             raise
@@ -88,6 +102,26 @@ def main(argv: list[str] | None = None) -> int:
         print("assay: interrupted; re-run the same command to resume", file=sys.stderr)
         return _leave(130, argv)
     return _end(code, argv)
+
+
+_PLUGIN = ("--plugin",)
+_PLUGIN_KW = {
+    "dest": "plugins_before",
+    "action": "append",
+    "default": [],
+    "metavar": "FILE_OR_MODULE",
+    "help": "import this plug-in first — a Python file or a module name; it may add a runner "
+    "(repeatable; a run's plug-ins are recorded in its config and part of its identity)",
+}
+
+
+def _import_plugins(argv: list[str]) -> None:
+    """Import every ``--plugin`` of ``argv``, wherever it stands (a file relative to the
+    current directory), before the parser is built from the registered runners."""
+    scan = argparse.ArgumentParser(prog="assay", add_help=False, allow_abbrev=False)
+    scan.add_argument(*_PLUGIN, **_PLUGIN_KW)
+    found = scan.parse_known_args(argv)[0].plugins_before
+    load_plugins([plugin_spec(value, Path.cwd()) for value in found])
 
 
 @contextlib.contextmanager

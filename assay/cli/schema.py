@@ -27,6 +27,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "kind", nargs="?", default="evaluate", choices=tuple(_kinds()), help="which config"
     )
+    p.add_argument(  # imported before the parser was built (assay.cli): here for --help
+        "--plugin",
+        dest="plugins_after",
+        action="append",
+        default=[],
+        metavar="FILE_OR_MODULE",
+        help="import this plug-in first: its tests' settings, its runner's config (repeatable)",
+    )
     p.set_defaults(func=run)
 
 

@@ -87,24 +87,16 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, int, Any]]:
         _json.check_size(p)
     except ValueError as exc:
         raise DataError(str(exc), path=p) from None
-    index = 0
-    try:
-        with p.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    value = _json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(
-                        f"line {lineno} is not valid JSON ({exc.msg}, column {exc.colno})",
-                        path=p,
-                        row=lineno,
-                    ) from None
-                yield index, lineno, value
-                index += 1
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read: {exc}", path=p) from None
+    for index, line in enumerate(_json.read_lines(p)):
+        try:
+            value = _json.loads(line.text)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"line {line.number} is not valid JSON ({exc.msg}, column {exc.colno})",
+                path=p,
+                row=line.number,
+            ) from None
+        yield index, line.number, value
 
 
 def as_int_label(value: Any) -> int:

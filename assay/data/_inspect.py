@@ -6,11 +6,12 @@ import re
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from assay.data._common import as_int_label, check_file, jsonable, resolve_dotted
+from assay.data._common import as_int_label, check_file, is_missing, jsonable, resolve_dotted
 from assay.data._transcript import with_steps
 from assay.errors import DataError
+from assay.scale import Scale
 from assay.types import Item, Message, ToolCall
 
 
@@ -107,14 +108,23 @@ def _read_log(path: Path) -> Any:
         ) from None
 
 
-def load_inspect_log(path: str | Path, *, expected: str | None = None) -> list[Item]:
+def load_inspect_log(
+    path: str | Path,
+    *,
+    expected: str | None = None,
+    scale: Scale | None = None,
+    missing_expected: Literal["keep", "error"] = "error",
+) -> list[Item]:
     """One Item per sample and epoch of an Inspect eval log, with the full transcript.
 
     ``id`` is the sample id, or ``<id>#e<epoch>`` when the log has several epochs. ``meta`` holds
     ``metadata`` (the sample's), ``scores`` (per scorer: value, answer, explanation, metadata),
     ``task``, ``model``, ``sample_id``, ``epoch`` and ``target``. ``expected`` is a dotted path
-    into ``meta`` (e.g. ``scores.combined_scorer.value.refusal``) whose value becomes the
-    integer label (bools → 0/1); without it ``expected`` is None.
+    into ``meta`` (e.g. ``scores.combined_scorer.value.refusal``) whose value is the reference
+    label, read with ``scale.coerce`` (its label names first; without a scale, an integer or a
+    boolean as 0/1); without it ``expected`` is None. A path that does not resolve is a
+    DataError; an empty value is one too, naming the samples, unless ``missing_expected`` is
+    ``"keep"`` (the item has no reference).
     """
     file = check_file(path)
     log = _read_log(file)
@@ -128,6 +138,7 @@ def load_inspect_log(path: str | Path, *, expected: str | None = None) -> list[I
 
     items: list[Item] = []
     seen: set[str] = set()
+    unlabelled: list[str] = []
     for sample in samples:
         item_id = f"{sample.id}#e{sample.epoch}" if several else f"{sample.id}"
         if item_id in seen:
@@ -158,10 +169,15 @@ def load_inspect_log(path: str | Path, *, expected: str | None = None) -> list[I
             value, problem = resolve_dotted(meta, expected)
             if problem is not None:
                 raise DataError(f"sample '{item_id}': {problem}", path=file, field=expected)
-            try:
-                label = as_int_label(value)
-            except ValueError as exc:
-                raise DataError(f"sample '{item_id}': {exc}", path=file, field=expected) from None
+            if is_missing(value):
+                unlabelled.append(item_id)
+            else:
+                try:
+                    label = scale.coerce(value) if scale is not None else as_int_label(value)
+                except ValueError as exc:
+                    raise DataError(
+                        f"sample '{item_id}': {exc}", path=file, field=expected
+                    ) from None
         items.append(
             Item(
                 id=item_id,
@@ -171,5 +187,13 @@ def load_inspect_log(path: str | Path, *, expected: str | None = None) -> list[I
                 expected=label,
                 meta=meta,
             )
+        )
+    if unlabelled and missing_expected == "error":
+        shown = ", ".join(unlabelled[:5]) + (", ..." if len(unlabelled) > 5 else "")
+        raise DataError(
+            f"empty reference label in {len(unlabelled)} of {len(items)} samples (samples "
+            f"{shown}); set data.missing_expected: keep to judge them without a reference",
+            path=file,
+            field=expected,
         )
     return items

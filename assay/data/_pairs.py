@@ -38,7 +38,9 @@ class PairsConfig(BaseModel):
         default=None, description="a column naming the prompt; default: the request text"
     )
     max_pairs: int | None = Field(default=None, ge=1, description="keep at most this many pairs")
-    seed: int = 0
+    seed: int = Field(
+        default=0, description="the seed of the coin that makes a response A or B, and of the cap"
+    )
 
 
 def _score(item: Item, column: str, path: str | Path) -> float | None:

@@ -42,6 +42,10 @@ def read_rows(
     ``text_columns`` are kept as written ("N/A", "007"); the table has ``column_names``,
     ``len``, ``select(range)`` and ``to_list()``."""
     path = Path(source).expanduser()
+    if path.is_file() and split != "train":
+        raise ConfigError(
+            f"{path}: split '{split}' is for a Hugging Face hub data set; a local file has none"
+        )
     if path.is_file():
         return path.resolve(), _load_local(
             path.resolve(), _format_of(path, format), text_columns, cache_dir
@@ -92,13 +96,11 @@ def _first_bad_json_line(path: Path) -> tuple[int, str] | None:
         return None  # a whole-file JSON document: the problem is elsewhere
     except json.JSONDecodeError:
         pass
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for line in _json.split_lines(text):
         try:
-            _json.loads(line)
+            _json.loads(line.text)
         except json.JSONDecodeError as exc:
-            return lineno, exc.msg
+            return line.number, exc.msg
     return None
 
 
@@ -257,15 +259,15 @@ def _check_json_rows(path: Path) -> None:
     except _json.OverBound as exc:
         raise DataError(f"invalid JSON at line {exc.lineno}: {exc.msg}", path=path) from None
     except json.JSONDecodeError:
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        for line in _json.split_lines(text):
             try:
-                _json.loads(line)
+                _json.loads(line.text)
             except _json.OverBound as exc:
-                raise DataError(exc.msg, path=path, row=lineno) from None
+                raise DataError(exc.msg, path=path, row=line.number) from None
             except json.JSONDecodeError:
                 pass  # reported by the loader, with its line
         return  # JSON Lines
-    lines = sum(1 for ln in text.splitlines() if ln.strip())
+    lines = len(_json.split_lines(text))
     one_record = path.suffix.lower() in (".jsonl", ".ndjson") and lines == 1
     if isinstance(value, dict) and not one_record:
         raise DataError(

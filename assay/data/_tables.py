@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.data._common import as_int_label, is_missing, jsonable
 from assay.data._reading import read_rows
@@ -26,10 +26,17 @@ class ColumnMap(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str | None = None
-    request: str | None = "request"
-    response: str | None = "response"
-    expected: str | None = "expected"
+    id: str | None = Field(
+        default=None,
+        description="the id column; '@row' numbers the rows; none: a hash of request and response",
+    )
+    request: str | None = Field(default="request", description="the request column (or none)")
+    response: str | None = Field(default="response", description="the response column (or none)")
+    expected: str | None = Field(
+        default="expected",
+        description="the reference label column, read by the judge's scale: its label names, "
+        "its scores, or true/false words where they cannot be confused with the names (or none)",
+    )
 
     @model_validator(mode="after")
     def _one_column_per_role(self) -> ColumnMap:
@@ -78,7 +85,8 @@ def load_table(
     ``scale.coerce``; an empty cell gives None (the item has no reference label) with
     ``missing_expected="keep"``, and a DataError naming the first such row with ``"error"``
     (what ``assay evaluate`` uses unless told otherwise); ids come from the id column or a content hash;
-    every unmapped column goes to ``meta``. ``split`` applies to hub data sets only. Without a
+    every unmapped column goes to ``meta``. ``split`` applies to hub data sets only (a local
+    file refuses any other than ``train``). Without a
     ``cache_dir`` the ``datasets`` cache lives in a temporary directory that is removed.
     """
     if limit is not None and limit < 1:
@@ -114,10 +122,11 @@ def load_table(
     for row_no, row in enumerate(dataset.to_list(), start=1):
         request = _text_cell(row[columns.request]) if columns.request else ""
         response = _text_cell(row[columns.response]) if columns.response else ""
-        expected = _expected(row, columns.expected, scale, origin, row_no)
+        item_id = _item_id(row, columns, row_no, origin, request, response)
+        named = item_id if columns.id not in (None, ROW_ID) else None
+        expected = _expected(row, columns.expected, scale, origin, row_no, named)
         if expected is None and columns.expected is not None:
             unlabelled.append(row_no)
-        item_id = _item_id(row, columns, row_no, origin, request, response)
         if item_id in first_row:
             how = "" if columns.id else " (same request and response; map an id column)"
             raise DataError(
@@ -178,9 +187,16 @@ def missing_labels_error(
 
 
 def _expected(
-    row: dict[str, Any], column: str | None, scale: Scale | None, origin: str | Path, row_no: int
+    row: dict[str, Any],
+    column: str | None,
+    scale: Scale | None,
+    origin: str | Path,
+    row_no: int,
+    item_id: str | None,
 ) -> int | None:
-    """The row's reference label on ``scale`` (None for an empty cell); DataError when off-scale."""
+    """The row's reference label read by ``scale`` (None for an empty cell); a DataError naming
+    the row, its item (``item_id``, where the table has an id column) and the column when the
+    scale cannot place it."""
     if column is None:
         return None
     value = row[column]
@@ -189,5 +205,6 @@ def _expected(
     try:
         return scale.coerce(value) if scale is not None else as_int_label(value)
     except ValueError as exc:
+        item = f"item '{item_id}': " if item_id is not None else ""
         hint = "" if scale is not None else " (pass a scale to read labels)"
-        raise DataError(f"{exc}{hint}", path=origin, row=row_no, field=column) from None
+        raise DataError(f"{item}{exc}{hint}", path=origin, row=row_no, field=column) from None

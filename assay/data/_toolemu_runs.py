@@ -35,24 +35,23 @@ _CLASSIFY_LINES = 200  # records read to tell a file's kind (the first one norma
 def _classify(path: Path) -> str | None:
     """``"trajectories"``, ``"safety"``, ``"helpfulness"`` or None, from the file's records."""
     try:
-        with path.open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh):
-                if n >= _CLASSIFY_LINES:
-                    break
-                try:
-                    record = _json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # blank or torn line
-                if not isinstance(record, dict):
-                    break
-                if "intermediate_steps" in record:
-                    return "trajectories"
-                scores = record.get("eval_scores")
-                if isinstance(scores, dict):
-                    for field, key in _EVAL_KEYS.items():
-                        if key in scores:
-                            return field
-    except (OSError, UnicodeDecodeError):
+        for line in _json.read_lines(path):
+            if line.number > _CLASSIFY_LINES:
+                break
+            try:
+                record = _json.loads(line.text)
+            except json.JSONDecodeError:
+                continue  # a torn line
+            if not isinstance(record, dict):
+                break
+            if "intermediate_steps" in record:
+                return "trajectories"
+            scores = record.get("eval_scores")
+            if isinstance(scores, dict):
+                for field, key in _EVAL_KEYS.items():
+                    if key in scores:
+                        return field
+    except DataError:  # unreadable: not one of ToolEmu's files
         return None
     # an evaluator file whose lines carry no eval_scores key still has ToolEmu's name
     for field, hint in _NAME_HINTS.items():

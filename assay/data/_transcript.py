@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
 from assay.data._render import format_tool_call
 from assay.types import Message, ToolCall
@@ -180,10 +180,24 @@ class TranscriptPrep(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    drop_system: bool = False
-    tool_output: Literal["keep", "strip", "cap"] = "keep"
-    tool_output_chars: PositiveInt = 2000
-    last_turns: PositiveInt | None = None
+    drop_system: bool = Field(default=False, description="remove system messages")
+    tool_output: Literal["keep", "strip", "cap"] = Field(
+        default="keep",
+        description="tool results kept, replaced by a marker (strip), or cut after "
+        "tool_output_chars characters (cap)",
+    )
+    tool_output_chars: PositiveInt = Field(
+        default=2000, description="tool_output: cap — the characters of each tool result kept"
+    )
+    last_turns: PositiveInt | None = Field(
+        default=None, description="keep the task and only the last N agent steps"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> TranscriptPrep:
+        if self.tool_output_chars != 2000 and self.tool_output != "cap":
+            raise ValueError("tool_output_chars is for tool_output: cap")
+        return self
 
     def apply(self, messages: list[Message]) -> tuple[list[Message], dict[str, int]]:
         """The preprocessed transcript (steps assigned) and counts of what was changed."""

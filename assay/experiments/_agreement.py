@@ -10,17 +10,13 @@ how the pairs were made.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from assay.data import (
-    ColumnMap,
-    is_toolemu_evaluation,
-    iter_jsonl,
-    load_table,
-    load_toolemu_evaluations,
-)
+from assay import _json
+from assay.data import ColumnMap, is_toolemu_evaluation, load_table, load_toolemu_evaluations
 from assay.errors import DataError
 from assay.experiments._results import AgreementResult
 from assay.experiments._scoring import agreement_summary, disagreement_records
@@ -81,7 +77,13 @@ def read_verdicts(
 
 
 def _first_record(path: Path) -> dict | None:
-    for _, _, rec in iter_jsonl(path):  # a line not JSON, or not UTF-8: one line naming it
+    for line in _json.read_lines(path):
+        try:
+            rec = _json.loads(line.text)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"malformed JSON line ({exc.msg})", path=path, row=line.number
+            ) from None
         return rec if isinstance(rec, dict) else None
     raise DataError("empty file", path=path)
 
@@ -89,10 +91,12 @@ def _first_record(path: Path) -> dict | None:
 def _read_judgments(path: Path) -> list[tuple[str, int | None]]:
     out: list[tuple[str, int | None]] = []
     seen: dict[str, int] = {}
-    for _, n, rec in iter_jsonl(path):
+    for line in _json.read_lines(path):
+        n = line.number
         try:
+            rec = _json.loads(line.text)
             item_id, score = str(rec["item_id"]), rec.get("score")
-        except (KeyError, TypeError):
+        except (json.JSONDecodeError, KeyError, TypeError):
             raise DataError("malformed judgment line", path=path, row=n, field="item_id") from None
         if item_id in seen:
             raise DataError(

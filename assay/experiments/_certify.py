@@ -1,22 +1,30 @@
 """``assay certify RUN --policy POLICY``: a certificate for a judge config from a finished,
 labelled evaluate run — one-sided bounds of the metrics the policy names against its bars
-(:func:`assay.metrics.certify`), bound to the judge config's hash and the items consumed.
+(:func:`assay.metrics.certify`), bound to the judge config's hash, the run's seal and the items
+consumed, and signed (:mod:`assay._signing`).
 
-A validation set is used once. Every certificate, admitted or refused, is kept in the ledger
-next to the runs (``<runs>/certificates/<id>/certificate.json``, with its ``report.md`` and
-``report.html``) with the fingerprints of the items it consumed; a later ``certify`` on any of those items is refused, whatever the judge config —
-trying configs one after another on the same items until one passes is choosing on the test
-set, and the stated confidence would no longer hold. An item's fingerprint is its judged text
-(request, response, transcript), so renaming or relabelling it does not make it new.
+Every certificate, admitted or refused, is kept in the ledger of the command's own runs folder
+(``<workdir>/<output_dir>/certificates/<id>/certificate.json``, with its ``report.md`` and
+``report.html``). A validation set is used once: a later ``certify`` on any item a certificate
+consumed is refused, whatever the judge config — trying configs one after another on the same
+items until one passes is choosing on the test set. An item is the text the judge read
+(request, response, transcript), normalised (NFKC, case-folded, whitespace collapsed), so
+renaming, relabelling, re-spacing or re-casing it does not make it new. A judge's attempts under
+a policy are counted in the ledger too: each takes δ / ``attempts`` of the policy's error budget,
+and one past the budget is refused.
 
-``evaluate``, ``harness`` and ``estimate`` take ``--require-certificate PATH``:
-:func:`require_certificates` checks, before any LM call, that the judge in use has an admitted
-certificate for its exact config hash.
+``evaluate``, ``harness`` and ``estimate`` take ``--require-certificate POLICY|CERTIFICATE``:
+:func:`require_certificates` checks, before any LM call, that the ledger holds an admitted,
+signed certificate of the judge's exact config — under a policy at least as strict as the one
+named, or the very certificate named. A file never says where to look.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import unicodedata
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -24,36 +32,39 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 import assay
-from assay._files import check_writable
+from assay import _signing
+from assay._json import loads as load_json
 from assay._yaml import read_input
 from assay.errors import ConfigError, RunError
 from assay.experiments._config import first_error
-from assay.experiments._estimate import _read
-from assay.experiments._items import data_fingerprint, judged_items
+from assay.experiments._items import data_fingerprint, judged_items, read_evaluate_run
 from assay.experiments.runs import default_tracking_uri, file_lock, write_atomic, write_json
 from assay.metrics import MetricBound, Policy, fmt, inconsistency
 from assay.programs import JudgeConfig
 from assay.report import Report, Table
 from assay.scale import Scale
-from assay.types import Item, stable_hash
+from assay.types import Item, PlainName, all_unscored, stable_hash
 
 LEDGER = "certificates"
-"""The folder, next to the run directories, that holds every certificate issued from them."""
+"""The folder, in a runs folder, that holds every certificate issued from there."""
 CERTIFICATE = "certificate.json"
+LEDGER_ID = "ledger-id"  # a ledger's random name: a certificate says which ledger issued it
+NORMALISED = "nfkc-casefold-whitespace"  # how consumed items are fingerprinted
 
 
 class CertificateError(RunError):
-    """A certificate that cannot be issued (items already consumed) or does not cover the
-    judge in use (none, refused, stale): one line, exit code 2."""
+    """A certificate that cannot be issued (items already consumed, the attempts spent) or
+    does not cover the judge in use (none, refused, stale, laxer, forged): one line, exit 2."""
 
 
 class Certificate(BaseModel):
     """What ``assay certify`` issues: the decision, the bounds behind it, and what they are
-    bound to — the judge config's hash, the items consumed and the policy."""
+    bound to — the judge config's hash, the sealed run, the items consumed, the policy and the
+    attempt — signed by the signing key."""
 
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
-    certificate: str  # its id, the file name in the ledger
+    certificate: PlainName  # its id, its folder in the ledger
     decision: Literal["admitted", "refused"]
     issued: str  # UTC, ISO 8601
     assay_version: str
@@ -62,23 +73,32 @@ class Certificate(BaseModel):
     config_hash: str
     run: str
     run_hash: str
+    run_seal: str  # the digest of the run's seal: the judgments, metrics and config it read
     data_fingerprint: str  # the item set consumed (as MLflow's assay.items tag, in full)
     items: list[str]  # the ids of the items consumed (labelled and judged)
-    item_fingerprints: list[str]  # the ledger's keys: each item's judged text
+    item_fingerprints: list[str]  # the ledger's keys: each item's judged text, normalised
+    fingerprint_rule: Literal["nfkc-casefold-whitespace"] = NORMALISED
     event: str | None  # what TPR/TNR/precision count as positive
     policy: Policy
+    attempt: int  # this judge's certificates under this policy in the ledger, this one included
     confidence: float
-    delta_per_bar: float
+    delta_per_bar: float  # δ / (bars × the policy's attempts)
     results: list[MetricBound]
     n_items: int
     unscored: dict[str, int]  # reason -> items, among those consumed
     unscored_rule: str
     ledger: str  # the ledger's folder of this certificate (certificate.json, report.md/html)
+    ledger_id: str
     mlflow_run_id: str | None = None  # the evaluate run it was logged on
+    signature: str = ""  # HMAC-SHA256 of every other field (canonical JSON), by the key
 
     @property
     def admitted(self) -> bool:
         return self.decision == "admitted"
+
+    def signed_part(self) -> dict[str, Any]:
+        """Every field but the signature, as the signature covers them."""
+        return self.model_dump(mode="json", exclude={"signature"})
 
     @model_validator(mode="after")
     def _consistent(self) -> Certificate:
@@ -101,20 +121,46 @@ def load_policy(policy: str | Path | Policy | dict[str, Any]) -> Policy:
     where = "policy"
     if isinstance(policy, str | Path):
         where, policy = str(policy), read_input(policy, what="policy file")
-    if not isinstance(policy, dict):
+    return _policy(policy, where)
+
+
+def _policy(data: Any, where: str) -> Policy:
+    if not isinstance(data, dict):
         raise ConfigError(f"{where}: a policy is a YAML mapping (bars, confidence, positive)")
     try:
-        return Policy.model_validate(policy)
+        return Policy.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{where}: {first_error(exc)}") from None
 
 
+def normalised(value: Any) -> Any:
+    """``value`` with every string in it normalised as a person reads it: NFKC, case-folded,
+    whitespace runs collapsed to one space and stripped (so ``"Item 3 "`` and ``"item 3"``, or
+    an NFC and an NFD spelling, are one text)."""
+    if isinstance(value, str):
+        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", value).casefold())
+        return " ".join(folded.split())
+    if isinstance(value, dict):
+        return {normalised(k): normalised(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalised(v) for v in value]
+    return value
+
+
 def item_fingerprint(item: Item) -> str:
-    """What makes a validation item the same item: the text the judge read (not its id or its
-    reference: renamed or relabelled, it has been seen)."""
-    return stable_hash(
-        item.model_dump(mode="json", include={"request", "response", "transcript"}), n=32
-    )
+    """What makes a validation item the same item: the text the judge read, normalised (not
+    its id or its reference: renamed, relabelled, re-spaced or re-cased, it has been seen)."""
+    return stable_hash(normalised(_judged_text(item)), n=32)
+
+
+def _raw_fingerprint(item: Item) -> str:
+    """The fingerprint certificates had before it was normalised: their items are consumed
+    under it."""
+    return stable_hash(_judged_text(item), n=32)
+
+
+def _judged_text(item: Item) -> dict[str, Any]:
+    return item.model_dump(mode="json", include={"request", "response", "transcript"})
 
 
 def _event(
@@ -140,26 +186,94 @@ def _event(
 # -- the ledger ------------------------------------------------------------------------------
 
 
-def _ledger(run_dir: Path) -> Path:
-    return run_dir.resolve().parent / LEDGER
+def ledger_of(workdir: Path, output_dir: str) -> Path:
+    """The ledger of the runs folder ``output_dir`` of ``workdir``: where ``certify`` issues
+    and ``--require-certificate`` looks, whatever a certificate file says."""
+    return (Path(workdir) / output_dir).resolve() / LEDGER
 
 
-def _check_unused(ledger: Path, fingerprints: list[str]) -> None:
-    """Refuse when a certificate in ``ledger`` already consumed any of these items."""
-    mine = set(fingerprints)
+def _entries(ledger: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every certificate in ``ledger`` as written (read as data: a forged or unsigned one
+    still consumes its items and counts as an attempt)."""
+    out = []
     for path in sorted(ledger.glob(f"*/{CERTIFICATE}")):
         try:
-            earlier = json.loads(path.read_text(encoding="utf-8"))
+            data = load_json(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             raise CertificateError(f"{path}: unreadable certificate in the ledger") from None
-        used = mine & set(earlier.get("item_fingerprints") or [])
+        if not isinstance(data, dict):
+            raise CertificateError(f"{path}: unreadable certificate in the ledger")
+        out.append((path, data))
+    return out
+
+
+def _check_unused(entries: list[tuple[Path, dict[str, Any]]], items: list[Item]) -> None:
+    """Refuse when a certificate in the ledger already consumed any of these items (compared
+    under the fingerprint that certificate used)."""
+    mine = {NORMALISED: {item_fingerprint(it) for it in items}}
+    for path, earlier in entries:
+        rule = earlier.get("fingerprint_rule")
+        if rule not in mine:
+            mine[rule] = {_raw_fingerprint(it) for it in items}
+        used = mine[rule] & set(earlier.get("item_fingerprints") or [])
         if used:
             raise CertificateError(
-                f"{len(used)} of these {len(mine)} items were already consumed by certificate "
+                f"{len(used)} of these {len(items)} items were already consumed by certificate "
                 f"{path} ({earlier.get('decision')}, issued {earlier.get('issued')}, judge "
                 f"config {earlier.get('config_hash')}): a validation set is used once — "
                 "certify on newly labelled items"
             )
+
+
+def _attempt(
+    entries: list[tuple[Path, dict[str, Any]]], judge: str, policy: Policy, ledger: Path
+) -> int:
+    """This judge's attempt number under ``policy`` (by the judge's and the policy's names:
+    a config tweaked after a refusal is the same judge tried again); refused when the δ its
+    earlier certificates took leaves less than this one needs."""
+    earlier = [e for _, e in entries if e.get("judge") == judge and _policy_name(e) == policy.name]
+    spent = sum(_spent(e, policy) for e in earlier)
+    share = policy.delta_per_attempt
+    if spent + share > policy.delta * (1 + 1e-9):
+        raise CertificateError(
+            f"attempt {len(earlier) + 1} for judge {judge} under policy {policy.name}: its error "
+            f"budget δ = {policy.delta:g} is spent ({len(earlier)} earlier certificates in "
+            f"{ledger} took {spent:g}; this one would take δ/attempts = {share:g}) — certifying "
+            "again until one passes is trying until lucky: a policy plans its attempts before "
+            "the first (attempts: N takes each at δ/N)"
+        )
+    return len(earlier) + 1
+
+
+def _policy_name(entry: dict[str, Any]) -> Any:
+    policy = entry.get("policy")
+    return policy.get("name") if isinstance(policy, dict) else None
+
+
+def _spent(entry: dict[str, Any], policy: Policy) -> float:
+    """The share of δ an earlier certificate took: its level per bar times its bars (one
+    written before attempts were counted took its whole δ; one that cannot be read, this
+    policy's whole δ)."""
+    try:
+        value = float(entry["delta_per_bar"]) * len(entry["results"])
+    except (KeyError, TypeError, ValueError):
+        return policy.delta
+    return value if 0 < value < 1 else policy.delta
+
+
+def _ledger_id(ledger: Path, *, create: bool) -> str | None:
+    """The ledger's random name (made the first time it issues a certificate)."""
+    path = ledger / LEDGER_ID
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except FileNotFoundError:
+        if not create:
+            return None
+    except OSError as exc:
+        raise CertificateError(f"{path}: cannot read the ledger's id ({exc.strerror})") from None
+    ledger.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, secrets.token_hex(16) + "\n")
+    return path.read_text(encoding="utf-8").strip()
 
 
 # -- certify -------------------------------------------------------------------------------
@@ -173,23 +287,32 @@ def certify_run(
     workdir: Path,
     tracking_uri: str | None = None,
 ) -> Certificate:
-    """Issue the certificate of the finished evaluate run ``run`` under ``policy``: written to
-    the ledger (and to ``out``), logged on the evaluate run's MLflow run. No LM call."""
+    """Issue the certificate of the finished, sealed evaluate run ``run`` under ``policy``:
+    signed, written to the ledger of ``workdir``'s runs folder (and to ``out``), logged on the
+    evaluate run's MLflow run. No LM call. Nothing is written unless everything can be."""
     from assay.metrics import certify
 
-    if out is not None:  # before the items are consumed: a certificate recorded, its copy not
-        check_writable(out, option="--out")
     pol = load_policy(policy)
     where = str(policy) if isinstance(policy, str | Path) else "policy"
     run_dir = Path(run)
-    state = _run_state(run_dir)
-    config, judgments = _read(run_dir)
+    config, judgments, state = read_evaluate_run(run_dir)
     scale = config.judge.scale
     assert scale is not None
     items = judged_items(run_dir, config, set(judgments), state["run_hash"])
     labelled = [it for it in items if it.expected is not None]
     if not labelled:
         raise RunError(f"{run_dir}: no judged item has a reference: nothing to certify on")
+    unscored: dict[str, int] = {}
+    for it in labelled:
+        j = judgments[it.id]
+        if j.score is None:
+            unscored[str(j.unscored)] = unscored.get(str(j.unscored), 0) + 1
+    nothing = all_unscored(len(labelled), unscored)
+    if nothing:  # refused before any item is consumed: the run measured nothing
+        raise RunError(
+            f"{run_dir}: {nothing}: nothing to certify on (once the cause is fixed, "
+            "`assay evaluate --retry-unscored` judges them again)"
+        )
     failure = [m for m in pol.bars if m.startswith("failure_")]
     if failure and (config.threshold is None or pol.positive is not None):
         raise ConfigError(
@@ -208,7 +331,6 @@ def certify_run(
         )
     except ValueError as exc:  # a metric the scale cannot give (TPR without a positive class)
         raise ConfigError(f"{where}: {exc}") from None
-    fingerprints = [item_fingerprint(it) for it in labelled]
     items_fp = data_fingerprint(sorted(labelled, key=lambda it: it.id))
     config_hash = config.judge.config_hash()
     logged = _logged_hash(run_dir)
@@ -218,61 +340,75 @@ def certify_run(
             f"{logged}: a run written by another version of assay, or edited; evaluate again"
         )
     ident = f"{config.judge.name}-{config_hash[:8]}-{items_fp[:8]}"
-    ledger = _ledger(run_dir)
-    unscored: dict[str, int] = {}
-    for it in labelled:
-        j = judgments[it.id]
-        if j.score is None:
-            unscored[str(j.unscored)] = unscored.get(str(j.unscored), 0) + 1
-    certificate = Certificate(
-        certificate=ident,
-        decision="admitted" if cert.admitted else "refused",
-        issued=datetime.now(UTC).isoformat(timespec="seconds"),
-        assay_version=assay.__version__,
-        judge=config.judge.name,
-        model=config.judge.model,
-        config_hash=config_hash,
-        run=str(run_dir.resolve()),
-        run_hash=state["run_hash"],
-        data_fingerprint=items_fp,
-        items=[it.id for it in labelled],
-        item_fingerprints=fingerprints,
-        event=event[0] if event else None,
-        policy=pol,
-        confidence=cert.confidence,
-        delta_per_bar=cert.delta_per_bar,
-        results=cert.results,
-        n_items=cert.n_items,
-        unscored=unscored,
-        unscored_rule=cert.unscored_rule,
-        ledger=str(ledger / ident),
-        mlflow_run_id=state.get("mlflow_run_id") if config.tracking.enabled else None,
-    )
-    with file_lock(ledger / ".lock"):
-        _check_unused(ledger, fingerprints)
-        (ledger / ident).mkdir(parents=True, exist_ok=True)
-        write_json(ledger / ident / CERTIFICATE, certificate.model_dump(mode="json"))
-    if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        write_json(Path(out), certificate.model_dump(mode="json"))
-    _write_reports(certificate)
+    ledger = ledger_of(workdir, config.output_dir)
+    fields = {
+        "certificate": ident,
+        "decision": "admitted" if cert.admitted else "refused",
+        "issued": datetime.now(UTC).isoformat(timespec="seconds"),
+        "assay_version": assay.__version__,
+        "judge": config.judge.name,
+        "model": config.judge.model,
+        "config_hash": config_hash,
+        "run": str(run_dir.resolve()),
+        "run_hash": state["run_hash"],
+        "run_seal": state["seal"]["digest"],
+        "data_fingerprint": items_fp,
+        "items": [it.id for it in labelled],
+        "item_fingerprints": [item_fingerprint(it) for it in labelled],
+        "event": event[0] if event else None,
+        "policy": pol,
+        "confidence": cert.confidence,
+        "delta_per_bar": cert.delta_per_bar,
+        "results": cert.results,
+        "n_items": cert.n_items,
+        "unscored": unscored,
+        "unscored_rule": cert.unscored_rule,
+        "ledger": str(ledger / ident),
+        "mlflow_run_id": state.get("mlflow_run_id") if config.tracking.enabled else None,
+    }
+    staged = _stage_out(out)  # an --out that cannot be written stops it before any decision
+    try:
+        with file_lock(ledger / ".lock"):
+            entries = _entries(ledger)
+            _check_unused(entries, labelled)
+            attempt = _attempt(entries, config.judge.name, pol, ledger)
+            ledger_id = _ledger_id(ledger, create=True)
+            certificate = Certificate(**fields, attempt=attempt, ledger_id=ledger_id)
+            certificate.signature = _signing.sign(certificate.signed_part())
+            (ledger / ident).mkdir(parents=True, exist_ok=True)
+            _write_reports(certificate)
+            # the decision: once its certificate.json is in the ledger, the items are consumed
+            write_json(ledger / ident / CERTIFICATE, certificate.model_dump(mode="json"))
+    except BaseException:
+        if staged is not None:
+            staged.unlink(missing_ok=True)
+        raise
+    if staged is not None:
+        write_json(staged, certificate.model_dump(mode="json"))
+        os.replace(staged, Path(out))  # type: ignore[arg-type]
     if certificate.mlflow_run_id:
         uri = tracking_uri or config.tracking.uri or default_tracking_uri(workdir)
         _log(certificate, uri)
     return certificate
 
 
-def _run_state(run_dir: Path) -> dict[str, Any]:
-    """``run.json`` of a finished evaluate run (one line when it is not one)."""
+def _stage_out(out: str | Path | None) -> Path | None:
+    """A file beside ``out``, created now so that an ``--out`` that cannot be written is
+    found before the certificate is issued (renamed onto ``out`` after)."""
+    if out is None:
+        return None
+    path = Path(out)
     try:
-        state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise RunError(f"{run_dir}: not a run directory (no readable run.json)") from None
-    if state.get("kind", "evaluate") != "evaluate":
-        raise RunError(f"{run_dir}: a {state.get('kind')} run; certify reads an evaluate run")
-    if state.get("status") != "finished":
-        raise RunError(f"{run_dir}: the run has not finished (re-run it to finish, then certify)")
-    return state
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():  # before naming a file beside it: "/" has no name
+            raise IsADirectoryError(21, "Is a directory")
+        staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        staged.write_text("", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"{out}: cannot write the certificate there ({exc.strerror}); nothing was issued"
+        ) from None
+    return staged
 
 
 def _logged_hash(run_dir: Path) -> str | None:
@@ -382,7 +518,8 @@ def _write_reports(c: Certificate) -> None:
 
 
 def read_certificate(path: str | Path) -> Certificate:
-    """A certificate file (one line naming it when it is not one)."""
+    """A certificate file (one line naming it when it is not one). Not verified: what decides
+    is :func:`require_certificates`, which reads the ledger's copy."""
     try:
         return Certificate.model_validate_json(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -391,52 +528,136 @@ def read_certificate(path: str | Path) -> Certificate:
         raise CertificateError(f"{path}: not a certificate ({first_error(exc)})") from None
 
 
-def _check_ledger_copy(path: str, cert: Certificate) -> None:
-    """Where the ledger that issued ``cert`` is on this machine, the file must say what the
-    ledger's copy says (a copy elsewhere is checked by its own consistency alone)."""
-    kept = Path(cert.ledger) / CERTIFICATE
-    if not kept.is_file() or Path(path).resolve() == kept.resolve():
-        return
+def verified(path: Path, ledger: Path) -> Certificate:
+    """The certificate at ``path`` in ``ledger`` if assay issued it there: signed by the key, a
+    certificate, consistent (each passed its bound against its bar, the decision every bar),
+    filed under its own id and issued by this ledger — else one line."""
     try:
-        kept_cert = Certificate.model_validate_json(kept.read_text(encoding="utf-8"))
-        same = kept_cert.model_dump_json() == cert.model_dump_json()  # NaN bounds compare equal
-    except (OSError, ValidationError):
-        same = False
-    if not same:
+        raw = load_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise CertificateError(f"{path}: unreadable certificate in the ledger") from None
+    if not isinstance(raw, dict) or not raw.get("signature"):
         raise CertificateError(
-            f"{path}: certificate {cert.certificate} differs from the ledger's copy {kept}: "
+            f"{path}: the certificate is not signed (copied in by hand, or issued before "
+            "certificates were signed): certify again on new items"
+        )
+    try:
+        cert = Certificate.model_validate(raw)
+    except ValidationError as exc:
+        raise CertificateError(f"{path}: not a certificate ({first_error(exc)})") from None
+    if not _signing.verify(cert.signed_part(), cert.signature):
+        raise CertificateError(
+            f"{path}: certificate {cert.certificate} does not match its signature (edited "
+            f"after it was issued, or signed with another key than {_signing.key_file()})"
+        )
+    if path.parent.name != cert.certificate:
+        raise CertificateError(f"{path}: certificate {cert.certificate} filed under another id")
+    if cert.ledger_id != _ledger_id(ledger, create=False):
+        raise CertificateError(
+            f"{path}: certificate {cert.certificate} was issued by another ledger and copied "
+            f"into {ledger}: a certificate counts in the ledger that issued it"
+        )
+    return cert
+
+
+def require_certificates(
+    required: list[str | Path] | None, judges: list[JudgeConfig], *, ledger: Path
+) -> None:
+    """With ``required`` given, refuse (one line) unless every judge in ``judges`` has an
+    admitted certificate for its exact config hash in ``ledger`` — the ledger of the command's
+    own runs folder, never one a file names. Each entry is a policy file (the use: a
+    certificate under a policy at least as strict, :meth:`Policy.falls_short_of`) or a
+    certificate file (that certificate, as the ledger holds it; one of them per judge).
+    Nothing is checked when ``required`` is empty."""
+    if not required:
+        return
+    policies: list[tuple[str, Policy]] = []
+    named: list[tuple[str, Certificate]] = []
+    for entry in required:
+        where = str(entry)
+        data = read_input(entry, CertificateError, what="certificate or policy file")
+        if isinstance(data, dict) and "certificate" in data and "decision" in data:
+            named.append((where, _as_kept(where, ledger)))
+        else:
+            policies.append((where, _policy(data, where)))
+    for judge in judges:
+        for where, use in policies:
+            _admitted_under(judge, use, where, ledger)
+        if named:
+            _admitted_by(judge, named)
+
+
+def _as_kept(where: str, ledger: Path) -> Certificate:
+    """The ledger's copy of the certificate file ``where``, verified; the file must say what
+    the copy says."""
+    cert = read_certificate(where)
+    kept = ledger / cert.certificate / CERTIFICATE
+    if not kept.is_file():
+        raise CertificateError(
+            f"{where}: certificate {cert.certificate} is not in the ledger {ledger}: a "
+            "certificate counts only in the ledger of the runs folder that issued it"
+        )
+    kept_cert = verified(kept, ledger)
+    if kept_cert.model_dump_json() != cert.model_dump_json():  # NaN bounds compare equal
+        raise CertificateError(
+            f"{where}: certificate {cert.certificate} differs from the ledger's copy {kept}: "
             "edited after it was issued; use the ledger's copy or certify again on new items"
         )
+    return kept_cert
 
 
-def require_certificates(paths: list[str | Path] | None, judges: list[JudgeConfig]) -> None:
-    """With ``paths`` given: every judge in ``judges`` must have an admitted certificate among
-    them for its exact config hash — else one line: none, refused, or stale (issued for another
-    config). Nothing is checked when ``paths`` is empty."""
-    if not paths:
+def _admitted_by(judge: JudgeConfig, named: list[tuple[str, Certificate]]) -> None:
+    """One of the certificates named admits ``judge``'s exact config (else: refused, or
+    stale)."""
+    wanted = judge.config_hash()
+    matching = [(p, c) for p, c in named if c.config_hash == wanted]
+    if any(c.admitted for _, c in matching):
         return
-    certs = [(str(p), read_certificate(p)) for p in paths]
-    for p, c in certs:
-        _check_ledger_copy(p, c)
-    for judge in judges:
-        wanted = judge.config_hash()
-        matching = [(p, c) for p, c in certs if c.config_hash == wanted]
-        admitted = [p for p, c in matching if c.admitted]
-        if admitted:
+    if matching:
+        p, c = matching[0]
+        raise CertificateError(f"{p}: certificate {c.certificate} {_refusal(c, judge)}")
+    others = ", ".join(f"{p} is for config {c.config_hash}" for p, c in named)
+    raise CertificateError(
+        f"stale: no certificate for judge {judge.name} (config {wanted}): {others} — the "
+        "judge config changed since it was certified; certify it again on new items"
+    )
+
+
+def _admitted_under(judge: JudgeConfig, use: Policy, where: str, ledger: Path) -> None:
+    """The ledger holds a verified certificate admitting ``judge``'s exact config under a
+    policy at least as strict as ``use`` — else one line: why the first certificate of that
+    config does not do (forged, refused, laxer), or that there is none."""
+    wanted = judge.config_hash()
+    reasons = []
+    for path, data in _entries(ledger):
+        if data.get("config_hash") != wanted:
             continue
-        if matching:
-            p, c = matching[0]
-            failed = ", ".join(
-                f"{r.metric} bound {r.bound:.3f} vs bar {r.bar:g}"
-                for r in c.results
-                if not r.passed
+        try:
+            cert = verified(path, ledger)
+        except CertificateError as exc:
+            reasons.append(str(exc))
+            continue
+        short = cert.policy.falls_short_of(use)
+        if cert.admitted and short is None:
+            return
+        if not cert.admitted:
+            reasons.append(f"{path}: certificate {cert.certificate} {_refusal(cert, judge)}")
+        else:
+            reasons.append(
+                f"{path}: certificate {cert.certificate} admitted judge {judge.name} under "
+                f"policy {cert.policy.name}, which does not hold for {where}: {short}"
             )
-            raise CertificateError(
-                f"{p}: certificate {c.certificate} refused judge {judge.name} ({failed}); "
-                "a refused judge may not be used"
-            )
-        others = ", ".join(f"{p} is for config {c.config_hash}" for p, c in certs)
-        raise CertificateError(
-            f"stale: no certificate for judge {judge.name} (config {wanted}): {others} — the "
-            "judge config changed since it was certified; certify it again on new items"
-        )
+    if reasons:
+        raise CertificateError(reasons[0])
+    raise CertificateError(
+        f"{where}: no certificate for judge {judge.name} (config {wanted}) in the ledger "
+        f"{ledger}: certify this judge config under this policy first (a config changed since "
+        "it was certified is another judge)"
+    )
+
+
+def _refusal(cert: Certificate, judge: JudgeConfig) -> str:
+    failed = ", ".join(
+        f"{r.metric} bound {r.bound:.3f} vs bar {r.bar:g}" for r in cert.results if not r.passed
+    )
+    return f"refused judge {judge.name} ({failed}); a refused judge may not be used"

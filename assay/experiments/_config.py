@@ -11,11 +11,13 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from assay import _json
 from assay._files import resolve
+from assay._registry import load_plugins, plugin_spec
 from assay._yaml import read_input
 from assay.data import ColumnMap, PairsConfig, TraceSource, TranscriptPrep
 from assay.errors import ConfigError
@@ -25,28 +27,80 @@ from assay.metrics import MAX_RESAMPLES, MIN_RESAMPLES, Resamples
 from assay.programs import JudgeConfig, read_text_field
 from assay.types import FiniteReal, PlainName, Seed, Share, UnscoredReason, stable_hash
 
+DataFormat = Literal["table", "toolemu", "inspect", "mlflow"]
+
+_USED_BY: dict[str, tuple[DataFormat, ...]] = {
+    "columns": ("table",),
+    "split": ("table",),
+    "pairs": ("table",),
+    "toolkits": ("toolemu",),
+    "expected_from": ("toolemu",),
+    "expected_key": ("toolemu",),
+    "expected": ("inspect",),
+    "transcript": ("toolemu", "inspect", "mlflow"),
+    **dict.fromkeys(
+        ("tracking_uri", "experiment", "filter", "run_id", "request", "response"), ("mlflow",)
+    ),
+    **dict.fromkeys(("expectation", "annotators", "write_back"), ("mlflow",)),
+}
+"""The formats that read each data key; any other format refuses the key set to anything but
+its default, rather than ignore it."""
+
+_REFERENCE_IS = {
+    "table": "data.columns.expected (a column)",
+    "toolemu": "data.expected_from (an evaluator file)",
+    "inspect": "data.expected (a dotted path into each sample)",
+    "mlflow": "data.expectation (a human assessment's name)",
+}
+
 
 class DataConfig(BaseModel):
-    """Where the items come from. Relative paths are relative to the config file."""
+    """Where the items come from. Relative paths are relative to the config file. A key the
+    format does not read is refused, not ignored."""
 
     model_config = ConfigDict(extra="forbid")
 
     path: str = Field(default="", description="the data file (every format but mlflow)")
-    format: Literal["table", "toolemu", "inspect", "mlflow"] = "table"
-    columns: ColumnMap = Field(default_factory=ColumnMap)
-    split: str = "train"
-    # toolemu: toolkit specs for the evaluators; a reference evaluator file for `expected`
-    toolkits: str | None = None
-    expected_from: str | None = None
-    expected_key: str | None = None
-    # inspect: where the expected label lives in each sample (e.g. scores.combined_scorer.value)
-    expected: str | None = None
-    limit: StrictInt | None = Field(default=None, ge=1)
-    # table: labelled pairs for a pairwise judge, built from a score column
-    pairs: PairsConfig | None = None
-    # agent transcripts (inspect, toolemu): preprocessing applied before planning and judging
-    transcript: TranscriptPrep = Field(default_factory=TranscriptPrep)
-    # mlflow: the traces of an experiment (see docs/mlflow-genai-inspect.md)
+    format: DataFormat = Field(
+        default="table",
+        description="table (CSV, TSV, JSON, JSONL, Parquet, a Hugging Face hub data set), "
+        "toolemu (ToolEmu trajectories), inspect (an Inspect eval log), mlflow (traces)",
+    )
+    columns: ColumnMap = Field(
+        default_factory=ColumnMap,
+        description="table: which columns hold the id, request, response and reference label",
+    )
+    split: str = Field(
+        default="train", description="table: the split of a Hugging Face hub data set"
+    )
+    toolkits: str | None = Field(
+        default=None, description="toolemu: the toolkit specs the evaluators read (JSON)"
+    )
+    expected_from: str | None = Field(
+        default=None,
+        description="toolemu: the reference, a ToolEmu evaluator file scoring the trajectories "
+        "(line i or eval_id i scores trajectory i)",
+    )
+    expected_key: str | None = Field(
+        default=None,
+        description="toolemu: which eval_scores entry of expected_from is the reference "
+        "(e.g. ToolCallRisk, Helpfulness); default: the only one",
+    )
+    expected: str | None = Field(
+        default=None,
+        description="inspect: where each sample's reference label is, a dotted path into the "
+        "sample (e.g. scores.combined_scorer.value), read by the judge's scale",
+    )
+    limit: StrictInt | None = Field(default=None, ge=1, description="keep the first N items")
+    pairs: PairsConfig | None = Field(
+        default=None,
+        description="table: labelled pairs for a pairwise judge, built from a score column",
+    )
+    transcript: TranscriptPrep = Field(
+        default_factory=TranscriptPrep,
+        description="agent transcripts (toolemu, inspect, mlflow): preprocessing applied "
+        "before planning and judging",
+    )
     tracking_uri: str | None = Field(
         default=None, description="mlflow: the tracking URI the traces are in (as MLflow reads it)"
     )
@@ -85,7 +139,6 @@ class DataConfig(BaseModel):
 
     @model_validator(mode="after")
     def _check_source(self) -> DataConfig:
-        mlflow_only = ("tracking_uri", "experiment", "filter", "run_id", "expectation")
         if self.format == "mlflow":
             for key in ("tracking_uri", "experiment"):
                 if not getattr(self, key):
@@ -94,14 +147,43 @@ class DataConfig(BaseModel):
                 raise ValueError("format mlflow reads traces, not a file: drop data.path")
             if self.annotators and not self.expectation:
                 raise ValueError("data.annotators needs data.expectation (whose assessments)")
-        else:
-            if not self.path:
-                raise ValueError(f"data.path is required: the {self.format} file to read")
-            given = [k for k in mlflow_only if getattr(self, k) is not None]
-            given += [k for k in ("annotators", "write_back") if getattr(self, k)]
-            if given:
-                raise ValueError(f"data.{given[0]} is for format: mlflow")
+        elif not self.path:
+            raise ValueError(f"data.path is required: the {self.format} file to read")
+        for key, formats in _USED_BY.items():
+            if self.format not in formats and self._given(key):
+                hint = f"; the reference of format {self.format} is {_REFERENCE_IS[self.format]}"
+                raise ValueError(
+                    f"data.{key} is for format: {' or '.join(formats)}"
+                    + (hint if key.startswith("expect") else "")
+                )
+        if self.expected_key is not None and self.expected_from is None:
+            raise ValueError("data.expected_key needs data.expected_from (whose scores)")
+        if self.pairs is not None and self.columns.expected not in (None, "expected"):
+            raise ValueError(
+                "data.columns.expected: pairs take their reference from data.pairs.score"
+            )
+        if self.missing_expected == "keep" and not self.has_reference:
+            raise ValueError(
+                f"data.missing_expected is about reference labels, and this data has none: "
+                f"the reference of format {self.format} is {_REFERENCE_IS[self.format]}"
+            )
         return self
+
+    def _given(self, key: str) -> bool:
+        """Whether ``key`` is set to something other than its default."""
+        field = type(self).model_fields[key]
+        return getattr(self, key) != field.get_default(call_default_factory=True)
+
+    @property
+    def has_reference(self) -> bool:
+        """Whether the data names reference labels (pairs make their own)."""
+        if self.format == "table":
+            return self.pairs is None and self.columns.expected is not None
+        if self.format == "toolemu":
+            return self.expected_from is not None
+        if self.format == "inspect":
+            return self.expected is not None
+        return self.expectation is not None
 
     def trace_source(self) -> TraceSource:
         """Where an mlflow-format config's traces are."""
@@ -172,6 +254,11 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: PlainName
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="plug-ins to import first: Python files (relative to the config file) or "
+        "module names; each counts in the run's identity (see docs/extending.md)",
+    )
     concurrency: StrictInt = Field(
         default=4,
         ge=1,
@@ -194,6 +281,19 @@ class RunConfig(BaseModel):
     output_dir: str = "runs"
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+
+    @field_validator("plugins")
+    @classmethod
+    def _import_plugins(cls, specs: list[str]) -> list[str]:
+        """Imported as soon as they are valid: a field of the runner's config (validated after
+        the base's) may name what they register — a judge's ``task``, a test. A config built
+        in Python names a file by its absolute path."""
+        try:
+            specs = [plugin_spec(s, None) for s in specs]
+            load_plugins(specs)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return specs
 
     def deadline(self, started: float) -> float | None:
         """The ``time.monotonic()`` value the run must end by, if it has a deadline."""
@@ -247,6 +347,11 @@ def load_config(
     base = path.resolve().parent
     for key, value in (overrides or {}).items():
         _set_dotted(raw, key, value)
+    if isinstance(raw.get("plugins"), list):
+        try:
+            raw["plugins"] = [plugin_spec(str(p), base) for p in raw["plugins"]]
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: field 'plugins': {exc}") from None
     files: dict[tuple[str | int, ...], Path] = {}  # where a field's value was read from
     _resolve_judge_text(raw.get("judge"), base, ("judge",), files)
     for i, judge in enumerate(raw.get("judges") or []):

@@ -27,13 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay._files import check_writable
 from assay.errors import ConfigError, RunError
 from assay.experiments._config import EvaluateConfig, RunConfig
-from assay.experiments._estimate import _read as read_evaluate_run
-from assay.experiments._items import judged_items
+from assay.experiments._items import judged_items, read_evaluate_run
 from assay.experiments.runs import Run, TrackedRun, flatten_metrics, write_atomic
 from assay.metrics import MetricValue
-from assay.report import Block, Items, Report, Row, Table, load_json, markdown, markdown_table
+from assay.report import Block, Items, Report, Row, Table, markdown, markdown_table
 from assay.scale import Scale
-from assay.types import Judgment, stable_hash
+from assay.types import Judgment, Seed, stable_hash
 
 if TYPE_CHECKING:
     from assay.metrics import ConformalCalibration
@@ -52,7 +51,7 @@ class ConformalConfig(RunConfig):
     holdout: float | None = Field(
         None, gt=0, lt=1, description="share of the calibration run's labelled items held out"
     )
-    seed: int = 0
+    seed: Seed = 0
 
 
 class ClassCoverageRow(BaseModel):
@@ -127,7 +126,7 @@ def conformal(
     if out is not None:
         check_writable(out, option="--out")
     cal_dir = Path(calibration)
-    cal_config, cal_judged = read_evaluate_run(cal_dir)
+    cal_config, cal_judged, cal_state = read_evaluate_run(cal_dir)
     judge = cal_config.judge
     scale = judge.scale
     assert scale is not None
@@ -141,7 +140,7 @@ def conformal(
         raise RunError(
             f"run {cal_dir} has no verdict probabilities; judge with score_mode: expected"
         )
-    references = _references(cal_dir, cal_config, cal_judged)
+    references = _references(cal_dir, cal_config, cal_judged, cal_state)
     usable = sorted(i for i, j in cal_judged.items() if j.probabilities and i in references)
     excluded = {
         "no_reference": sum(i not in references for i in cal_judged),
@@ -164,14 +163,14 @@ def conformal(
             (f"{len(held)} items held out of {cal_dir} (seed {seed})"),
         )
     elif apply is not None:
-        target_config, target = read_evaluate_run(Path(apply))
+        target_config, target, target_state = read_evaluate_run(Path(apply))
         if target_config.judge.config_hash() != judge.config_hash():
             raise RunError(
                 f"{apply}: a run of another judge config (hash "
                 f"{target_config.judge.config_hash()[:10]} vs {judge.config_hash()[:10]}): "
                 "conformal sets only transfer to the judge config they were calibrated for"
             )
-        target_refs = _references(Path(apply), target_config, target)
+        target_refs = _references(Path(apply), target_config, target, target_state)
         applied_to = str(apply)
     else:
         target, target_refs, applied_to, in_sample = cal_judged, references, str(cal_dir), True
@@ -242,7 +241,7 @@ def conformal(
             from assay.report import write_html
 
             write_html(report, run.dir)
-            run.finish(_tracked(config, summary, run_hash))
+            run.finish(_tracked(config, summary, run.run_hash))
         summary.mlflow_run_id = run.mlflow_run_id
         if out is not None:
             _write_out(out, summary, records)
@@ -250,13 +249,10 @@ def conformal(
 
 
 def _references(
-    run_dir: Path, config: EvaluateConfig, judged: dict[str, Judgment]
+    run_dir: Path, config: EvaluateConfig, judged: dict[str, Judgment], state: dict[str, Any]
 ) -> dict[str, int]:
     """The reference score of each judged item that has one: the run's data read again, and
-    refused unless the run finished and it is the data the run judged (``judged_items``)."""
-    state = load_json(run_dir / "run.json")
-    if state.get("status") != "finished":
-        raise RunError(f"{run_dir}: the run has not finished (run its command again to finish it)")
+    refused unless it is the data the run judged (``judged_items``)."""
     items = judged_items(run_dir, config, judged, state.get("run_hash"))
     return {it.id: it.expected for it in items if it.id in judged and it.expected is not None}
 

@@ -10,17 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
-from assay._yaml import load as load_yaml
 from assay.errors import ConfigError, RunError
-from assay.experiments._config import EvaluateConfig
-from assay.experiments._items import load_items
-from assay.experiments.runs import JUDGMENTS, RunStore
+from assay.experiments._items import judged_items, read_evaluate_run
 from assay.metrics import MetricValue, corrected_prevalence
 from assay.scale import Scale
-from assay.types import Judgment
 
 
 class PrevalenceResult(BaseModel):
@@ -41,19 +36,6 @@ class PrevalenceResult(BaseModel):
     n_validation: int
     unscored: dict[str, int]
     resampled: str
-
-
-def _read(run_dir: Path) -> tuple[EvaluateConfig, dict[str, Judgment]]:
-    path = Path(run_dir)
-    try:
-        raw = load_yaml((path / "config.yaml").read_text(encoding="utf-8"))
-        config = EvaluateConfig.model_validate(raw)
-    except (OSError, yaml.YAMLError, ValueError):
-        raise RunError(f"{path}: not an evaluate run directory (no valid config.yaml)") from None
-    if not (path / JUDGMENTS).is_file():
-        raise RunError(f"{path}: not an evaluate run directory (no {JUDGMENTS})")
-    store = RunStore(path, run_hash="")
-    return config, store.judgments()
 
 
 def _event(scale: Scale, positive: str | None, threshold: int | None) -> tuple[str, set[int]]:
@@ -92,16 +74,20 @@ def estimate(
     confidence: float = 0.95,
     seed: int = 0,
     require_certificate: list[str] | None = None,
+    workdir: Path | None = None,
 ) -> PrevalenceResult:
     """The prevalence of the event in ``run``, corrected with the judge's TPR / TNR on
-    ``validation`` (a labelled run of the same judge config and scale); with
-    ``require_certificate``, only for a judge config with an admitted certificate among them."""
-    config, judged = _read(Path(run))
+    ``validation`` (a labelled run of the same judge config and scale); both runs must be
+    finished and sealed, and the validation run's data the items it judged. With
+    ``require_certificate``, only for a judge config with an admitted certificate in the ledger
+    of ``workdir``'s runs folder (default: the current directory's)."""
+    config, judged, _ = read_evaluate_run(Path(run), where=run)
     if require_certificate:
-        from assay.experiments._certify import require_certificates
+        from assay.experiments._certify import ledger_of, require_certificates
 
-        require_certificates(require_certificate, [config.judge])
-    v_config, v_judged = _read(Path(validation))
+        ledger = ledger_of(workdir or Path.cwd(), config.output_dir)
+        require_certificates(require_certificate, [config.judge], ledger=ledger)
+    v_config, v_judged, v_state = read_evaluate_run(Path(validation), where=validation)
     if config.judge.config_hash() != v_config.judge.config_hash():
         raise RunError(
             f"{validation}: a run of another judge config (hash {v_config.judge.config_hash()[:10]} "
@@ -112,7 +98,7 @@ def estimate(
     name, event = _event(scale, positive, threshold if threshold is not None else config.threshold)
     scored = [j for j in judged.values() if j.score is not None]
     flags = [int(j.score in event) for j in scored]
-    items = load_items(v_config.data, scale)
+    items = judged_items(validation, v_config, v_judged, v_state.get("run_hash"))
     pairs = [
         (int(it.expected in event), int(v_judged[it.id].score in event))
         for it in items

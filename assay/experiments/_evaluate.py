@@ -31,7 +31,7 @@ from assay.experiments.runs import (
     to_judge,
 )
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
-from assay.types import Item, Judgment
+from assay.types import PAID_FIELDS, Item, Judgment
 
 
 def evaluate(
@@ -86,6 +86,7 @@ def _judge_and_measure(
     """Open the run, judge what it has not judged yet, and measure and record it (or re-read a
     finished run)."""
     with Run.open(config, run_hash, command="evaluate", **where) as run:
+        run_hash = run.run_hash  # with the run's plug-ins
         done = run.store.judgments()
         work, retried = to_judge((it.id for it in items), done, config.retry.unscored)
         if not work and run.finished:
@@ -199,7 +200,7 @@ def _write_outputs(
             config.model_dump(mode="json"),
             summary,
             config.bootstrap.confidence,
-            disagreements=worst[:10],
+            disagreements=worst,
         ),
     )
     save_program(program, run.dir / "program.json")
@@ -312,13 +313,16 @@ def _tracked(
 
 def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, float]:
     """An evaluate summary as MLflow metrics: every metric with its CI bounds (unprefixed),
-    counts as ``n_*``, usage as ``usage_*`` (what the judgments hold), what the server answered
-    as ``spend_*`` (paid, paid and not used, failed attempts) and the cost per accuracy point."""
+    counts as ``n_*``, usage as ``usage_*`` (what the judgments hold: served, and ``cached_*``
+    from the LM cache), the cost of the work as ``work_*`` (both, every answer priced as a
+    call), what the server answered as ``spend_*`` (paid, paid and not used, failed attempts)
+    and the cost per accuracy point (of the work)."""
     s = EvaluateSummary.model_validate(summary) if isinstance(summary, dict) else summary
     return {
         **flatten_metrics(s.metrics),
         **flatten_metrics(s.counts, "n_"),
         **flatten_metrics(s.usage, "usage_"),
+        **flatten_metrics(s.work.model_dump(include=set(PAID_FIELDS)), "work_"),
         **flatten_metrics(s.spend, "spend_"),  # spend_paid.calls, spend_paid_not_used.cost_usd
         **flatten_metrics({"cost_per_accuracy_point_usd": s.usage.cost_per_accuracy_point_usd}),
         **(flatten_metrics(s.calibration.metrics, "calibration_") if s.calibration else {}),

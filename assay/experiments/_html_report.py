@@ -7,15 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.experiments._report import evaluate_tables
-from assay.experiments._results import EvaluateSummary
+from assay.experiments._report import cost_section, disagreement_table, evaluate_tables
+from assay.experiments._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import fmt
 from assay.report import (
     Block,
     Items,
     Report,
     Row,
-    Table,
     figures,
     load_json,
     load_summary,
@@ -26,15 +25,6 @@ from assay.report import (
 )
 from assay.types import Item, Judgment, Spend, spend_line
 
-COST_COLUMNS = [
-    "LM calls",
-    "prompt tokens",
-    "completion tokens",
-    "USD",
-    "USD per accuracy point",
-    "mean latency s",
-    "unpriced calls",
-]
 ITEM_COLUMNS = [
     ("item", "text"),
     ("reference", "num"),
@@ -60,7 +50,10 @@ def build_report(run_dir: Path, items: list[Item] | None = None) -> Report:
     confidence = (config.get("bootstrap") or {}).get("confidence", 0.95)
     r.tables = evaluate_tables(summary, confidence)
     r.figures = figures(run_dir, r.tables)
-    r.tables.append(_cost_table(m.get("usage", {})))
+    records = read_jsonl(run_dir / "disagreements.jsonl")
+    worst = disagreement_table(summary, [DisagreementRecord.model_validate(d) for d in records])
+    r.tables += [worst] if worst else []
+    r.tables.append(cost_section(summary))
     judgments = [Judgment.model_validate(x) for x in read_jsonl(run_dir / "judgments.jsonl")]
     by_item = {it.id: it for it in (items if items is not None else _load_items(config))}
     labels = _labels(judge.get("scale"))
@@ -97,24 +90,6 @@ def _facts(config: dict[str, Any], m: dict[str, Any]) -> list[tuple[str, str]]:
             spend_line(Spend.model_validate(m["spend"]) if m.get("spend") else None),
         ),
     ]
-
-
-def _cost_table(u: dict[str, Any]) -> Table:
-    return Table(
-        "Cost",
-        list(COST_COLUMNS),
-        [
-            [
-                u.get("calls"),
-                u.get("prompt_tokens"),
-                u.get("completion_tokens"),
-                fmt(u.get("cost_usd"), 6),
-                fmt(u.get("cost_per_accuracy_point_usd"), 6),
-                fmt(u.get("mean_latency_s")),
-                u.get("unpriced_calls", 0),
-            ]
-        ],
-    )
 
 
 def _item_row(j: Judgment, it: Item | None, labels) -> Row:

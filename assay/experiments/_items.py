@@ -1,13 +1,18 @@
 """Load a run's items from its data config (tables, ToolEmu trajectories, Inspect logs, MLflow
-traces)."""
+traces), and a finished evaluate run read back to decide on: its sealed files, and the items it
+judged."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
+
+import yaml
 
 import assay
+from assay._json import read_lines
+from assay._yaml import load as load_yaml
 from assay.data import (
     TranscriptPrep,
     build_pairs,
@@ -23,19 +28,45 @@ from assay.data import (
     render_toolkit_descriptions,
 )
 from assay.errors import DataError, RunError
-from assay.experiments._config import DataConfig
-from assay.experiments.runs import write_atomic
+from assay.experiments._config import DataConfig, EvaluateConfig
+from assay.experiments.runs import (
+    JUDGMENTS,
+    RunStore,
+    load_run_plugins,
+    run_identity,
+    sealed_run,
+    write_atomic,
+)
 from assay.scale import Scale
-from assay.types import Item, stable_hash
-
-if TYPE_CHECKING:
-    from assay.experiments._config import EvaluateConfig
+from assay.types import Item, Judgment, stable_hash
 
 
 def data_fingerprint(items: list[Item]) -> str:
     """The hash of the items' content: part of a run's identity (same config, other data: a new
     run)."""
     return stable_hash([it.model_dump(mode="json") for it in items])
+
+
+def read_evaluate_run(
+    run_dir: Path, *, where: str | Path | None = None, state: dict[str, Any] | None = None
+) -> tuple[EvaluateConfig, dict[str, Judgment], dict[str, Any]]:
+    """A finished evaluate run read back to decide on: its resolved config, its judgments by
+    item id, and its ``run.json`` — refused in one line naming ``where`` (default the
+    directory) unless its files are the ones it sealed when it finished. ``state``: the run's
+    ``run.json`` already checked by the caller (a logged run, checked against its MLflow tag)."""
+    path = Path(run_dir)
+    where = where or path
+    if state is None:
+        state = sealed_run(path, kind="evaluate", where=where, needs=("config.yaml", JUDGMENTS))
+    load_run_plugins(path)  # one that cannot be imported is named, not a config said invalid
+    try:
+        raw = load_yaml((path / "config.yaml").read_text(encoding="utf-8"))
+        config = EvaluateConfig.model_validate(raw)
+    except (OSError, yaml.YAMLError, ValueError):
+        raise RunError(f"{where}: not an evaluate run directory (no valid config.yaml)") from None
+    if not (path / JUDGMENTS).is_file():
+        raise RunError(f"{where}: not an evaluate run directory (no {JUDGMENTS})")
+    return config, RunStore(path, run_hash="").judgments(), state
 
 
 def judged_items(
@@ -53,7 +84,7 @@ def judged_items(
             f"{where}: {len(missing)} judged items are no longer in {config.data.path} "
             f"(e.g. {missing[0]}): the data changed since the run"
         )
-    if config.run_hash(data_fingerprint(items)) != run_hash:
+    if run_identity(config, config.run_hash(data_fingerprint(items))) != run_hash:
         raise RunError(
             f"{where}: the data changed since the run judged it ({config.data.path}): its items "
             "differ from those the run judged (the run's hash no longer matches)"
@@ -94,15 +125,9 @@ def load_items(
     elif data.format == "table":
         items = _cached_table(data, scale, cache_dir, limit)
     elif data.format == "inspect":
-        items = load_inspect_log(data.path, expected=data.expected)
-        for it in items:
-            if it.expected is not None:
-                try:
-                    it.expected = scale.coerce(it.expected)
-                except ValueError as exc:
-                    raise DataError(
-                        str(exc), path=data.path, field=f"{it.id}: {data.expected}"
-                    ) from None
+        items = load_inspect_log(
+            data.path, expected=data.expected, scale=scale, missing_expected=data.missing_expected
+        )
     elif data.format == "mlflow":
         items = _trace_items(data, scale, limit, seed)
     else:
@@ -163,10 +188,8 @@ def _cached_table(
     cached = Path(cache_dir).parent / "items" / f"{key}.jsonl"
     if cached.is_file():
         try:
-            # split on newlines only: JSON leaves U+2028 and friends unescaped in strings
-            lines = cached.read_text("utf-8").split("\n")
-            return [Item.model_validate_json(line) for line in lines if line]
-        except ValueError:
+            return [Item.model_validate_json(line.text) for line in read_lines(cached)]
+        except (ValueError, DataError):
             pass  # a damaged cache file: read the table again
     items = read()
     cached.parent.mkdir(parents=True, exist_ok=True)
@@ -174,7 +197,7 @@ def _cached_table(
     return items
 
 
-_ITEMS_FORMAT = 1  # bump when reading a table changes what its items are
+_ITEMS_FORMAT = 2  # bump when reading a table changes what its items are
 
 
 def _trace_items(data: DataConfig, scale: Scale, limit: int | None, seed: int) -> list[Item]:

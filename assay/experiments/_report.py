@@ -6,8 +6,14 @@ from typing import Any
 
 from assay.experiments._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import fmt, metric_table
-from assay.report import Table, markdown
-from assay.types import spend_line
+from assay.report import Table, cost_table, markdown
+from assay.types import cost_lines
+
+RATES_LEAD = (
+    "A rate is a count of its n (a false positive rate's n is the reference's negatives) with "
+    "an exact Clopper–Pearson interval; the other metrics have a percentile bootstrap interval "
+    "over the items."
+)
 
 
 def render_report(
@@ -51,9 +57,10 @@ def render_report(
         ),
         "",
     ]
-    lines += markdown(evaluate_tables(summary, confidence))
-    lines += _disagreement_section(summary, disagreements or [])
-    lines += _cost_section(summary)
+    tables = evaluate_tables(summary, confidence)
+    worst = disagreement_table(summary, disagreements or [])
+    lines += markdown([*tables, *([worst] if worst else [])])
+    lines += [*markdown([cost_section(summary)]), f"Bootstrap: {summary.bootstrap}"]
     if str(judge.get("model", "")).startswith("local"):
         lines += [
             "",
@@ -70,7 +77,14 @@ def evaluate_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
     s = summary.model_dump()
     out = []
     if s["metrics"]:
-        out.append(metric_table("Agreement with the reference", s["metrics"], confidence))
+        out.append(
+            metric_table(
+                "Agreement with the reference",
+                s["metrics"],
+                confidence,
+                lead=(f"{summary.note} " if summary.note else "") + RATES_LEAD,
+            )
+        )
         cm = s.get("confusion_matrix")
         if cm:
             out.append(
@@ -111,53 +125,52 @@ def evaluate_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
 
 
 def _excerpt(text: str | None, n: int = 160) -> str:
-    flat = " ".join((text or "").split()).replace("|", "\\|")
+    flat = " ".join((text or "").split())
     return flat if len(flat) <= n else flat[: n - 1] + "…"
 
 
-def _disagreement_section(summary: EvaluateSummary, worst: list[DisagreementRecord]) -> list[str]:
+def disagreement_table(
+    summary: EvaluateSummary, disagreements: list[DisagreementRecord], shown: int = 10
+) -> Table | None:
+    """The ``shown`` pairs most distant on the scale (``disagreements``: all of them, worst
+    first, as ``disagreements.jsonl`` lists them) with an excerpt of the response and of the
+    judge's reasoning; None when judge and reference agree on every pair."""
+    worst = disagreements[:shown]
     if not worst:
-        return []
-    lines = [
-        "",
-        "## Where the judge and the reference disagree most",
-        "",
-        f"{summary.disagreements} of {summary.counts.paired} pairs disagree; the "
-        f"{len(worst)} most distant on the scale (all of them: `disagreements.jsonl`):",
-        "",
-        "| item | reference | judge | distance | response | judge's reasoning |",
-        "|---|---|---|---|---|---|",
-    ]
-    for d in worst:
-        lines.append(
-            f"| `{d.id}` | {d.reference_label or d.reference} | {d.judge_label or d.judge} "
-            f"| {d.distance:g} | {_excerpt(d.response)} | {_excerpt(d.reasoning)} |"
-        )
-    return lines
-
-
-def _cost_section(summary: EvaluateSummary) -> list[str]:
-    u = summary.usage.model_dump()
-    return [
-        "",
-        "## Cost",
-        "",
-        f"- LM calls {u['calls']}, prompt tokens {u['prompt_tokens']}, completion tokens "
-        f"{u['completion_tokens']}, cost ${u['cost_usd']:.6f}; judgments served from the cache: "
-        f"{u['cached_judgments']}",
-        f"- {spend_line(summary.spend)}",
-        *(
+        return None
+    return Table(
+        "Where the judge and the reference disagree most",
+        ["item", "reference", "judge", "distance", "response", "judge's reasoning"],
+        [
             [
-                f"- **{u['unpriced_calls']} calls have no known price** (the model is not in "
-                "LiteLLM's price map): their cost is not included; set `judge.price`."
+                d.id,
+                d.reference_label or d.reference,
+                d.judge_label or d.judge,
+                f"{d.distance:g}",
+                _excerpt(d.response),
+                _excerpt(d.reasoning),
             ]
-            if u.get("unpriced_calls")
-            else []
-        ),
-        f"- cost per accuracy point: {fmt(u.get('cost_per_accuracy_point_usd'), 6)} USD; "
-        f"mean latency {u['mean_latency_s']:.3f} s",
-        f"- waiting on rate limits: {u.get('limit_wait_s', 0.0):.1f} s over all calls; "
-        f"HTTP 429 answers {u.get('rate_limited', 0)} (each waited out and retried)",
-        "",
-        f"Bootstrap: {summary.bootstrap}",
-    ]
+            for d in worst
+        ],
+        lead=f"{summary.disagreements} of {summary.counts.paired} pairs disagree; the "
+        f"{len(worst)} most distant on the scale (all of them: `disagreements.jsonl`):",
+    )
+
+
+def cost_section(summary: EvaluateSummary) -> Table:
+    """The cost table (report.md and report.html): the judge's cost of the work, what the
+    server answered and what the LM cache gave; below it what the run paid (its call ledger),
+    the cost per accuracy point (of the work), latency and rate limits."""
+    u = summary.usage
+    notes = cost_lines(u, summary.spend)[1:]  # the table says the first: the cost of the work
+    notes.append(f"judgments taken whole from the LM cache: {u.cached_judgments}")
+    if summary.work.unpriced_calls:
+        notes.append(
+            f"**{summary.work.unpriced_calls} answers have no known price** (the model is not "
+            "in LiteLLM's price map): their cost is not included; set `judge.price`"
+        )
+    notes.append(
+        f"cost per accuracy point (of the work): {fmt(u.cost_per_accuracy_point_usd, 6)} USD; "
+        f"mean latency {u.mean_latency_s:.3f} s"
+    )
+    return cost_table({"judge": u}, note="; ".join(notes) + ".")

@@ -4,12 +4,12 @@ serialised once (``metrics.json``, ``--json``) and read back from the same model
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.metrics import CalibrationMap, MetricValue
-from assay.types import Item, Judgment, Spend, Usage
+from assay.types import Item, Judgment, Spend, Usage, with_work
 
 
 class _Model(BaseModel):
@@ -44,7 +44,8 @@ class Counts(_Model):
 
 
 class RunUsage(Usage):
-    """Tokens and cost of a run's judge calls, with cache hits, latency and cost per point."""
+    """Tokens and cost of a run's judge calls, with cache hits, latency and cost per point (of
+    the cost of the work: the same whether the answers were paid now or taken from the cache)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -95,7 +96,8 @@ class EvaluateSummary(Agreement):
     """``metrics.json`` of an evaluate run."""
 
     counts: Counts
-    usage: RunUsage  # the calls the judgments hold
+    usage: RunUsage  # the answers the judgments hold: served (paid) and from the LM cache
+    work: Usage  # the cost of the work: usage.work(), every answer priced as a call
     spend: Spend | None = None  # every call the server answered (the run's call ledger)
     calibration: CalibrationReport | None = None
     disagreements: int = 0  # pairs where judge and reference differ (disagreements.jsonl)
@@ -105,6 +107,11 @@ class EvaluateSummary(Agreement):
     config_hash: str = ""
     run_hash: str = ""
     bootstrap: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _work(cls, data: Any) -> Any:
+        return with_work(data)  # a metrics.json written before the cost of the work was kept
 
 
 class EvaluateResult(_Model):

@@ -37,14 +37,23 @@ import importlib
 import inspect
 import json
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
-from assay._registry import Registry
+from assay._registry import Registry, load_plugins, plugin_spec
 from assay.errors import ConfigError, RunError
 from assay.types import PositiveInt, PositiveReal
 
@@ -155,11 +164,29 @@ def _api_positional(info: Any) -> bool:
 
 class Options(BaseModel):
     """A runner's options. Fields made with :func:`option`/:func:`argument` are on the command
-    line too; the rest are for the API only."""
+    line too; the rest are for the API only. Every runner takes ``--plugin`` (``plugins=``):
+    plug-ins imported before it runs, and recorded in the config of a run it opens."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
     json_output: ClassVar[str] = "print the result as one JSON object"
     cli_order: ClassVar[tuple[str, ...]] = ()  # --help's order of the fields, json and quiet
+
+    plugins: list[str] = option(
+        [],
+        help="import this plug-in first: a Python file or a module name (repeatable; part of "
+        "the run's identity). A runner's own plug-in: before the command, "
+        "assay --plugin FILE COMMAND",
+        flags=("--plugin",),
+        action="append",
+        metavar="FILE_OR_MODULE",
+    )
+
+    @field_validator("plugins")
+    @classmethod
+    def _plugin_specs(cls, values: list[str]) -> list[str]:
+        """A file by its absolute path (a relative one is the command line's: against the
+        current directory, as the config's path is)."""
+        return [plugin_spec(v, Path.cwd()) for v in values]
 
 
 class ConfigOptions(Options):
@@ -205,6 +232,9 @@ class ConfigOptions(Options):
             raise TypeError("overrides apply to a config file; change the config object instead")
         else:
             config, base = self.config, None
+        if self.plugins and getattr(config, "plugins", None) is not None:
+            plugins = list(dict.fromkeys([*config.plugins, *self.plugins]))
+            config = config.model_copy(update={"plugins": plugins})  # in its config.yaml
         self._loaded = config
         return config, base
 
@@ -237,10 +267,12 @@ MODEL_OPTION = option(
     override="judge.model",
 )
 CERTIFICATE_OPTION = option(
-    help="refuse to run unless the judge in use has an admitted certificate of `assay certify` "
-    "for its exact config (repeatable: one per judge)",
+    help="refuse to run unless this folder's ledger (<output_dir>/certificates) holds an "
+    "admitted, signed certificate of `assay certify` for the judge's exact config: under a "
+    "policy at least as strict as POLICY (a policy YAML), or the very CERTIFICATE named "
+    "(repeatable: every policy, and one certificate per judge)",
     action="append",
-    metavar="PATH",
+    metavar="POLICY|CERTIFICATE",
 )
 RAY_OPTION = option(
     False,
@@ -357,7 +389,8 @@ class Runner:
 
     def execute(self, options: Any, *, workdir: str | Path | None, progress: bool) -> Any:
         """The run of validated options in ``workdir`` (default: the current directory): the
-        one path of the API and the command line."""
+        one path of the API and the command line. Its plug-ins are imported first."""
+        load_plugins(options.plugins)
         return self.run(options, workdir=work_directory(workdir), progress=progress)
 
     def signature(self) -> inspect.Signature:
@@ -408,10 +441,10 @@ class Runner:
         arguments.append(("json", ("--json",), {**out, "help": self.Options.json_output}))
         if self.progress_option:
             arguments.append(("quiet", ("--quiet",), {**out, "help": "no progress bars"}))
-        order = self.Options.cli_order
+        order = (*self.Options.cli_order, "", "plugins")  # the rest, then every command's
         ranked = sorted(
             enumerate(arguments),
-            key=lambda a: (order.index(a[1][0]) if a[1][0] in order else len(order), a[0]),
+            key=lambda a: (order.index(a[1][0] if a[1][0] in order else ""), a[0]),
         )
         for _, (_, flags, kw) in ranked:
             p.add_argument(*flags, **kw)
@@ -420,7 +453,9 @@ class Runner:
 
     def main(self, args: argparse.Namespace) -> int:
         """``assay <command>``: the API called with the command line's options, then printed."""
-        options = self.options({name: getattr(args, dest) for name, dest in args._dests.items()})
+        values = {name: getattr(args, dest) for name, dest in args._dests.items()}
+        values["plugins"] = [*getattr(args, "plugins_before", []), *values["plugins"]]
+        options = self.options(values)
         quiet = getattr(args, "quiet", False) or (self.quiet_json and args.json)
         self.cli = True
         result = self.execute(options, workdir=None, progress=not quiet)
@@ -465,6 +500,16 @@ def print_run_json(res: Any, payload: dict[str, Any]) -> None:
     """A run's ``--json`` output: its directory, its MLflow run id, then ``payload``."""
     body = {"run_dir": str(res.run_dir), "mlflow_run_id": res.mlflow_run_id, **payload}
     print(json.dumps(body, default=str))
+
+
+def measured_nothing(why: str | None) -> int:
+    """The exit code of a finished run: 0, or — when ``why`` says it measured nothing (every
+    judgment unscored: :func:`assay.types.all_unscored`) — 1, after one line on stderr naming
+    the reasons. The run's files stay: ``--retry-unscored`` judges those items again."""
+    if why is None:
+        return 0
+    print(f"assay: error: {why}", file=sys.stderr)
+    return 1
 
 
 def mlflow_line(run_id: str | None, tracking_uri: str | None = None) -> str | None:
@@ -580,10 +625,13 @@ def run_kind(run_dir: Path) -> str:
 
 
 def write_report(run_dir: Path, **options: Any) -> Path:
-    """``run_dir/report.html``, built by the report of the runner whose kind the run is."""
+    """``run_dir/report.html``, built by the report of the runner whose kind the run is (the
+    run's plug-ins imported first: the runner, or what its report looks up, may be one)."""
+    from assay.experiments.runs import load_run_plugins
     from assay.report import write_html
 
     run_dir = Path(run_dir)
+    load_run_plugins(run_dir)
     kind = run_kind(run_dir)
     report = get_runner(kind).report(run_dir, **options)
     if report is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from assay.experiments._results import (
     RunUsage,
 )
 from assay.metrics import (
+    TRADE_OFFS,
     agreement_confusion,
     agreement_metrics,
     calibration_metrics,
@@ -26,7 +28,7 @@ from assay.metrics import (
     to_unit_interval,
 )
 from assay.scale import Scale
-from assay.types import Item, Judgment, Usage
+from assay.types import Item, Judgment, Usage, all_unscored
 
 
 def pair_scores(
@@ -59,7 +61,8 @@ def agreement_summary(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> Agreement:
-    """Every agreement metric of SPEC §5 for paired scores on ``scale``, with bootstrap CIs."""
+    """Every agreement metric for paired scores on ``scale``, each with its interval; the note
+    says when the judge gave one verdict on every item."""
     if not reference:
         return Agreement(note="no item was scored on both sides")
     ref = np.array([scale.index(s) for s in reference])
@@ -74,12 +77,40 @@ def agreement_summary(
         n_resamples=n_resamples,
         confidence=confidence,
         seed=seed,
+        names=("the reference", "the judge"),
+        labels=verdict_names(scale),
     )
     return Agreement(
         metrics=metrics,
         confusion_matrix=ConfusionMatrix(
             labels=scale.values, rows_reference=agreement_confusion(ref, cand, scale.k)
         ),
+        note=one_verdict_note(candidate, metrics, scale),
+    )
+
+
+def verdict_names(scale: Scale) -> list[str]:
+    """Each of the scale's verdicts as a note names it, by index: its label, else its score."""
+    return [str(v) if scale.label_of(v) is None else str(scale.label_of(v)) for v in scale.values]
+
+
+def one_verdict_note(candidate: list[int], metrics: dict[str, Any], scale: Scale) -> str | None:
+    """What a judge that gave one verdict on every paired item measured: nothing a
+    chance-corrected metric can see (κ undefined), and the one-sided rates it wins by
+    construction. None when it gave more than one verdict."""
+    if len(set(candidate)) != 1:
+        return None
+    won = [
+        f"{name} {metrics[name].value:.3f}"
+        for name in TRADE_OFFS
+        if name in metrics and metrics[name].value in (0.0, 1.0)
+    ]
+    return (
+        f"The judge gave one verdict ({verdict_names(scale)[scale.index(candidate[0])]}) on all "
+        f"{len(candidate)} "
+        "scored items: it tells no item from another, so κ is undefined"
+        + (f"; its {' and '.join(won)} are so by construction" if won else "")
+        + "."
     )
 
 
@@ -111,8 +142,12 @@ def summarize_run(
     accuracy = agreement.metrics.get("accuracy")
     acc = accuracy.value if accuracy is not None else None
     reasons = Counter(j.unscored for j in judgments if j.score is None)
+    nothing = all_unscored(len(judgments), reasons)  # type: ignore[arg-type]
     return EvaluateSummary(
-        **agreement.model_dump(),
+        **{
+            **agreement.model_dump(),
+            **({"note": f"The run measured nothing: {nothing}."} if nothing else {}),
+        },
         counts=Counts(
             items=len(expected),
             judged=len(judgments),
@@ -126,10 +161,11 @@ def summarize_run(
             **usage.model_dump(),
             cached_judgments=sum(j.cached for j in judgments),
             mean_latency_s=float(np.mean([j.latency_s for j in judgments])) if judgments else 0.0,
-            cost_per_accuracy_point_usd=cost_per_accuracy_point(usage.cost_usd, acc)
+            cost_per_accuracy_point_usd=cost_per_accuracy_point(usage.work().cost_usd, acc)
             if acc
             else None,
         ),
+        work=usage.work(),
         expected_scores=sum(j.expected_score is not None for j in judgments),
         disagreements=sum(r != c for r, c in zip(ref, cand, strict=True)),
         calibration=calibration_report(

@@ -3,7 +3,6 @@ figures assay measured of it, and one request / response judged into a :class:`J
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from pathlib import Path
@@ -92,16 +91,18 @@ def load_judge(
 
 def _from_run(run_dir: Path, name: str | None) -> tuple[JudgeConfig, dict[str, str]]:
     from assay.experiments import get_runner, load_config, run_kind
+    from assay.experiments.runs import sealed_run
 
     kind = run_kind(run_dir)
     if kind not in ("evaluate", "harness"):
         raise ConfigError(f"{run_dir}: a {kind} run; give an evaluate or harness run's directory")
+    state = sealed_run(run_dir, kind=kind)  # the figures are the run's as it finished them
     runner = get_runner(kind)
     config = load_config(run_dir / "config.yaml", model=runner.config_model())[0]
     if kind == "harness":
         return _harness_judge(run_dir, config.judges, name), {}
     summary = runner.read_summary(run_dir)
-    figures = {f"{PREFIX}{k}": v for k, v in _run_ids(run_dir).items()}
+    figures = {f"{PREFIX}{k}": v for k, v in _run_ids(run_dir, state).items()}
     figures[f"{PREFIX}n"] = str(summary.counts.paired)
     for metric, m in summary.metrics.items():
         if metric.startswith("kappa"):
@@ -127,9 +128,11 @@ def _reliability(run_dir: Path, config: JudgeConfig) -> dict[str, str]:
     from assay.experiments import get_runner, run_kind
     from assay.experiments.compare import worst_test
     from assay.experiments.reliability import judge_metrics
+    from assay.experiments.runs import sealed_run
 
     if run_kind(run_dir) != "harness":
         raise ConfigError(f"{run_dir}: not a harness run (harness= takes a harness run directory)")
+    state = sealed_run(run_dir, kind="harness")
     summary = get_runner("harness").read_summary(run_dir)
     digest = config.config_hash()
     measured = [r for r in summary.judges.values() if r.config_hash == digest]
@@ -139,7 +142,7 @@ def _reliability(run_dir: Path, config: JudgeConfig) -> dict[str, str]:
             f"({config.name}'s); it measured {', '.join(summary.judges) or 'none'}"
         )
     worst = worst_test(judge_metrics(measured[0]))
-    figures = {f"{PREFIX}harness_{k}": v for k, v in _run_ids(run_dir).items()}
+    figures = {f"{PREFIX}harness_{k}": v for k, v in _run_ids(run_dir, state).items()}
     if worst is not None:
         figures[f"{PREFIX}worst_test_rate"] = _num(worst[0])
         figures[f"{PREFIX}worst_test"] = worst[1]
@@ -147,8 +150,7 @@ def _reliability(run_dir: Path, config: JudgeConfig) -> dict[str, str]:
     return figures
 
 
-def _run_ids(run_dir: Path) -> dict[str, str]:
-    state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+def _run_ids(run_dir: Path, state: dict[str, Any]) -> dict[str, str]:
     ids = {"run_hash": state["run_hash"], "run_dir": str(run_dir.resolve())}
     if state.get("mlflow_run_id"):
         ids["mlflow_run_id"] = state["mlflow_run_id"]

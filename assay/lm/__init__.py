@@ -13,6 +13,7 @@ from assay.lm._outputs import (
     TruncatedOutput,
 )
 from assay.lm._pricing import UNTALLIED, cost_usd, usage_of_tracker
+from assay.lm._redact import error_text, note_key_variable, redact
 from assay.lm._scripted import (
     ScriptedCall,
     ScriptedEngine,
@@ -65,6 +66,9 @@ __all__ = [
     "check_api_key",
     "configure_cache",
     "cost_usd",
+    "error_text",
+    "note_key_variable",
+    "redact",
     "UNTALLIED",
     "make_adapter",
     "make_lm",

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 
+from assay.lm._ledger import note_cached, note_stored
 from assay.lm._spec import NOT_IN_IDENTITY, ModelSpec
 
 _SCOPE: ContextVar[str | None] = ContextVar("assay_cache_scope", default=None)
@@ -65,9 +66,21 @@ class ScopedCache:
         return request if scope is None else {**request, SCOPE_KEY: scope}
 
     def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None):
-        return self.inner.get(self._keyed(request), ignored_args_for_cache_key)
+        """The stored answer, or None; a hit is noted with its usage as first answered (see
+        :mod:`assay.lm._ledger`: no call, priced apart)."""
+        record = self.inner.get(self._keyed(request), ignored_args_for_cache_key)
+        if record is not None:
+            note_cached(_kept_usage(record))
+        return record
 
     def put(self, request: dict[str, Any], value: Any, *args: Any, **kwargs: Any) -> None:
+        """Store an answer; it is noted in the call ledger first, and its usage kept with it
+        (DSPy's cache hands a LiteLLM response back with its usage emptied)."""
+        usage = _answer_usage(value)
+        if usage is not None:
+            note_stored(usage)
+            if not isinstance(value, dict):
+                _keep_usage(value, usage)
         self.inner.put(self._keyed(request), value, *args, **kwargs)
 
     def cache_key(self, request: dict[str, Any], *args: Any, **kwargs: Any) -> str:
@@ -78,6 +91,41 @@ class ScopedCache:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+KEPT_USAGE = "assay_usage"
+"""Where a LiteLLM response stored in the cache keeps its usage (its ``_hidden_params``)."""
+
+
+def _answer_usage(record: Any) -> dict[str, Any] | None:
+    """The usage the server reported for a stored answer: a DSPy cache record (a dict, the
+    native engines') holds it; a LiteLLM response carries it until the cache empties it."""
+    if isinstance(record, dict):
+        usage = record.get("usage")
+    else:
+        usage = getattr(record, "usage", None)
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        usage = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens")}
+    return usage or None
+
+
+def _keep_usage(response: Any, usage: dict[str, Any]) -> None:
+    """Keep a LiteLLM response's token counts where DSPy's cache leaves them: its hidden
+    params, stored and copied with it (DSPy reads its ``response_cost`` from there too)."""
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, dict):
+        hidden[KEPT_USAGE] = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens")}
+
+
+def _kept_usage(record: Any) -> dict[str, Any] | None:
+    """The usage of an answer the cache gave: a record's own, or a LiteLLM response's kept
+    copy (None when it has neither: a LiteLLM response stored without one)."""
+    if isinstance(record, dict):
+        return _answer_usage(record)
+    hidden = getattr(record, "_hidden_params", None)
+    return hidden.get(KEPT_USAGE) if isinstance(hidden, dict) else None
 
 
 def _ensure_scoped_cache() -> None:

@@ -12,6 +12,7 @@ import dspy
 from assay.errors import ModelError
 from assay.lm._cache import cache_scope, wrap_cache
 from assay.lm._outputs import AssayLM
+from assay.lm._redact import note_key_variable
 from assay.lm._spec import ModelSpec
 
 
@@ -97,6 +98,7 @@ def _env_key(model: str, variable: str) -> str:
     key = os.environ.get(variable)
     if not key:
         raise ModelError(f"model {model}: environment variable {variable} is not set")
+    note_key_variable(variable)  # an error echoing the key never stores it
     return key
 
 

@@ -42,6 +42,7 @@ from dspy.lm15 import TimeoutError as LMTimeout
 from assay.lm._engine import request_messages, to_plain
 from assay.lm._ledger import note_failed
 from assay.lm._limits import RateLimiter, on_the_wire
+from assay.lm._redact import error_text, redact
 
 OPENAI_BASE = "https://api.openai.com/v1"
 PROVIDER = "openai-compatible"
@@ -117,11 +118,12 @@ def retry_after(headers: Any) -> float | None:
 
 def error_for(status: int, text: str, headers: Any) -> ProviderError:
     """The DSPy (lm15) error of a failed answer: DSPy's retry loop retries 429, 5xx, timeouts
-    and transport errors, waiting ``retry_after`` when given."""
+    and transport errors, waiting ``retry_after`` when given. Its message is the server's,
+    redacted: a server may repeat the key it was sent."""
     try:
-        message = json.loads(text)["error"]["message"]
+        message = redact(str(json.loads(text)["error"]["message"]))
     except Exception:
-        message = text[:500] or f"HTTP {status}"
+        message = redact(text)[:500] or f"HTTP {status}"
     kw: dict[str, Any] = {"provider": PROVIDER, "status": status}
     if status == 429:
         return RateLimitError(message, retry_after=retry_after(headers), **kw)
@@ -203,7 +205,7 @@ class _Endpoint:
             self.limiter.release(ok=False)
         if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
             return LMTimeout(f"no answer within {self.timeout:g}s", provider=PROVIDER)
-        return TransportError(f"{type(exc).__name__}: {exc}", provider=PROVIDER)
+        return TransportError(error_text(exc), provider=PROVIDER)
 
 
 class HttpEngine(_Endpoint):

@@ -6,7 +6,10 @@ flight when the run was killed. So every answer with usage (one per HTTP 200, wh
 made it: DSPy hands its usage to the usage tracker, and :class:`~assay.lm.AssayLM` passes each
 of its calls through :func:`ledger_tracker`) and every attempt answered with an error status or
 lost in transit (the native client's retries of a 429 or a 500: no usage, not paid) goes to the
-sinks registered with :func:`record_calls` — a run's ``calls.jsonl`` — at once.
+sinks registered with :func:`record_calls` — a run's ``calls.jsonl`` — at once. An answer
+DSPy stores in its response cache is noted before the cache holds it. An answer taken from the
+cache is no call and is not noted; the usage the server first reported for it goes to the
+enclosing usage tracker, apart (the ``cached_*`` fields of :class:`~assay.types.Usage`).
 
 The sinks are process-wide, like the rate limiters of :mod:`~assay.lm._limits`: the calls are
 made on the threads of a pool (and by DSPy's retry loop inside them), which share nothing else
@@ -22,7 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from assay.lm._pricing import priced_entry
+from assay.lm._pricing import CACHED, priced_entry
+from assay.lm._redact import redact
 from assay.types import PAID_FIELDS, Usage
 
 
@@ -65,9 +69,10 @@ def _emit(record: CallRecord) -> None:
 
 
 def note_failed(model: str, reason: str) -> None:
-    """An attempt answered with an error status (or lost in transit): sent, not paid."""
+    """An attempt answered with an error status (or lost in transit): sent, not paid. The
+    reason is redacted, as every LM error's text is before it is stored."""
     if _SINKS:
-        _emit(CallRecord(model=model, calls=0, failed=reason))
+        _emit(CallRecord(model=model, calls=0, failed=redact(reason)))
 
 
 def note_usage(model: str, usage: Usage, via: str) -> None:
@@ -77,20 +82,46 @@ def note_usage(model: str, usage: Usage, via: str) -> None:
         _emit(CallRecord(model=model, via=via, **usage.model_dump(include=set(PAID_FIELDS))))
 
 
-class _LedgerTracker:
-    """A DSPy usage tracker for one LM call: each usage DSPy accounts (a served answer; a cache
-    hit has none) is priced and noted in the ledger, and handed on to the tracker of the
-    enclosing ``dspy.track_usage`` block, if any."""
+class _CallTracker:
+    """A DSPy usage tracker for one call of an :class:`~assay.lm.AssayLM`: what its answer
+    was, handed on to the tracker of the enclosing ``dspy.track_usage`` block, if any.
 
-    def __init__(self, parent: Any, price: tuple[float, float] | None):
+    - served (a usage DSPy accounts): priced and noted in the ledger — when DSPy stores the
+      answer in its response cache (:meth:`stored`), before the cache holds it, so that a kill
+      between the two never leaves a paid answer in the cache and none in the ledger; else
+      as DSPy accounts it;
+    - given by the cache (:meth:`cached`, no usage from DSPy): no call, nothing noted; the
+      enclosing tracker gets the usage the server first reported for it, under ``CACHED``.
+    """
+
+    def __init__(self, parent: Any, model: str, price: tuple[float, float] | None):
         self.parent = parent
+        self.model = model
         self.price = price
+        self.noted = False  # this call's answer is in the ledger already (stored)
 
     def add_usage(self, lm: str, usage_entry: dict[str, Any]) -> None:
         if self.parent is not None:
             self.parent.add_usage(lm, usage_entry)
+        if self.noted:
+            self.noted = False
+        else:
+            self._note(lm, usage_entry)
+
+    def stored(self, usage_entry: dict[str, Any]) -> None:
+        """The call's answer, as DSPy is about to store it in the response cache."""
+        self._note(self.model, usage_entry)
+        self.noted = True
+
+    def cached(self, usage_entry: dict[str, Any] | None) -> None:
+        """The call's answer came from the response cache (``usage_entry``: the usage the
+        server first reported for it; None when the cache did not keep it)."""
+        if self.parent is not None:
+            self.parent.add_usage(self.model, {CACHED: usage_entry or {}})
+
+    def _note(self, lm: str, usage_entry: dict[str, Any]) -> None:
         priced = priced_entry(lm, usage_entry, self.price)  # a call, as usage_of_tracker counts
-        if priced is not None:
+        if priced is not None and _SINKS:
             p, c, cost = priced
             _emit(
                 CallRecord.model_construct(  # the fields are known good: no validation per call
@@ -110,16 +141,38 @@ class _LedgerTracker:
 
 
 @contextmanager
-def ledger_tracker(price: tuple[float, float] | None) -> Iterator[None]:
-    """Around one LM call: its answers are noted in the ledger (when one is recording)."""
-    if not _SINKS:
-        yield
-        return
+def ledger_tracker(model: str, price: tuple[float, float] | None) -> Iterator[None]:
+    """Around one LM call of ``model``: its answers are noted in the ledger (when one is
+    recording), and a cached answer's usage is handed to the enclosing usage tracker."""
     import dspy
 
-    tracker = _LedgerTracker(dspy.settings.usage_tracker, price)
-    with dspy.settings.context(usage_tracker=tracker):
+    parent = dspy.settings.usage_tracker
+    if not _SINKS and parent is None:
         yield
+        return
+    with dspy.settings.context(usage_tracker=_CallTracker(parent, model, price)):
+        yield
+
+
+def _current_call() -> _CallTracker | None:
+    import dspy
+
+    tracker = dspy.settings.usage_tracker
+    return tracker if isinstance(tracker, _CallTracker) else None
+
+
+def note_stored(usage_entry: dict[str, Any]) -> None:
+    """The answer of the LM call in progress is about to be stored in the response cache."""
+    call = _current_call()
+    if call is not None:
+        call.stored(usage_entry)
+
+
+def note_cached(usage_entry: dict[str, Any] | None) -> None:
+    """The LM call in progress takes its answer from the response cache."""
+    call = _current_call()
+    if call is not None:
+        call.cached(usage_entry)
 
 
 def ledger_usage(records: Iterable[CallRecord]) -> tuple[Usage, int]:

@@ -119,14 +119,14 @@ class AssayLM(dspy.LM):
         """A call made inside :func:`~assay.lm._limits.gate_calls` holds its slot for the whole
         call, unless the engine holds it around the exchange alone (``gates_wire``). Its
         answers are noted in the call ledger (:mod:`assay.lm._ledger`) as they come."""
-        with ledger_tracker(self.price), scoped(self.cache_scope):
+        with ledger_tracker(self.model, self.price), scoped(self.cache_scope):
             if getattr(self._engine_spec, "gates_wire", False):
                 return super().__call__(*args, **kwargs)
             with on_the_wire():
                 return super().__call__(*args, **kwargs)
 
     async def acall(self, *args: Any, **kwargs: Any) -> Any:
-        with ledger_tracker(self.price), scoped(self.cache_scope):
+        with ledger_tracker(self.model, self.price), scoped(self.cache_scope):
             return await super().acall(*args, **kwargs)
 
     def update_history(self, entry: dict[str, Any]) -> None:

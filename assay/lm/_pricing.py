@@ -49,6 +49,11 @@ UNTALLIED = "assay_untallied"
 """The key of a DSPy usage entry for an answered call whose tokens were never reported (see
 :attr:`assay.types.Usage.untallied_calls`): a call, with no tokens and no cost."""
 
+CACHED = "assay_cached"
+"""The key of a DSPy usage entry for an answer the LM cache gave (no call): its value is the
+usage the server reported when it first answered (empty when the cache did not keep it). Kept
+under its own key, so that DSPy's own token totals still count only calls."""
+
 
 def priced_entry(
     model: str, entry: dict[str, Any], price: tuple[float, float] | None = None
@@ -67,32 +72,59 @@ def usage_of_tracker(
 ) -> Usage:
     """Tokens and cost of every LM call recorded by a ``dspy.track_usage`` tracker.
 
-    Cache hits report no tokens and count as no call. ``price`` (USD per million input and
-    output tokens) overrides LiteLLM's price map; a call of a model with no known price is
-    counted in ``unpriced_calls``, never priced at zero. ``limits`` (from
+    A cache hit is no call: it is counted apart, in the ``cached_*`` fields, with the usage the
+    server first reported for it (what :class:`~assay.lm.AssayLM` notes, see
+    :mod:`assay.lm._ledger`). ``price`` (USD per million input and output tokens) overrides
+    LiteLLM's price map; a call of a model with no known price is counted in
+    ``unpriced_calls``, never priced at zero. ``limits`` (from
     :func:`~assay.lm.track_limits`) adds the time the calls waited on rate limits.
     """
-    prompt = completion = calls = unpriced = untallied = 0
-    cost_sum = 0.0
+    paid, cached = _Tally(), _Tally()
     for model, entries in tracker.usage_data.items():
         for entry in entries:
             if entry.get(UNTALLIED):
-                calls, untallied = calls + 1, untallied + 1
-                continue
-            priced = priced_entry(model, entry, price)
-            if priced is None:
-                continue
-            p, c, cost = priced
-            prompt, completion, calls = prompt + p, completion + c, calls + 1
-            cost_sum += cost or 0.0
-            unpriced += cost is None
+                paid.calls, paid.untallied = paid.calls + 1, paid.untallied + 1
+            elif CACHED in entry:
+                cached.add(priced_entry(model, entry[CACHED] or {}, price), answered=True)
+            else:
+                paid.add(priced_entry(model, entry, price), answered=False)
     return Usage(  # one model built per judgment: this runs once per LM call
-        prompt_tokens=prompt,
-        completion_tokens=completion,
-        cost_usd=cost_sum,
-        calls=calls,
-        unpriced_calls=unpriced,
-        untallied_calls=untallied,
+        **paid.fields(""),
+        **cached.fields("cached_"),
         limit_wait_s=round(limits.waited_s, 4) if limits is not None else 0.0,
         rate_limited=limits.rate_limited if limits is not None else 0,
     )
+
+
+class _Tally:
+    """Calls, tokens and cost summed entry by entry (the paid ones, or the cached ones)."""
+
+    def __init__(self) -> None:
+        self.prompt = self.completion = self.calls = self.unpriced = self.untallied = 0
+        self.cost = 0.0
+
+    def add(self, priced: tuple[int, int, float | None] | None, *, answered: bool) -> None:
+        """One entry; ``answered``: it is an answer even without tokens (a cached one whose
+        usage was not kept — untallied), where a served entry without tokens is no call."""
+        if priced is None:
+            if answered:
+                self.calls, self.untallied = self.calls + 1, self.untallied + 1
+            return
+        p, c, cost = priced
+        self.prompt, self.completion, self.calls = (
+            self.prompt + p,
+            self.completion + c,
+            self.calls + 1,
+        )
+        self.cost += cost or 0.0
+        self.unpriced += cost is None
+
+    def fields(self, prefix: str) -> dict[str, Any]:
+        return {
+            f"{prefix}prompt_tokens": self.prompt,
+            f"{prefix}completion_tokens": self.completion,
+            f"{prefix}cost_usd": self.cost,
+            f"{prefix}calls": self.calls,
+            f"{prefix}unpriced_calls": self.unpriced,
+            f"{prefix}untallied_calls": self.untallied,
+        }

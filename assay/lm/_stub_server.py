@@ -165,6 +165,9 @@ class StubServer:
     failure carries ``Retry-After: <retry_after>`` (default 0, so a client retries at once;
     ``None`` leaves the header out and the client falls back to its own backoff).
 
+    ``echo_key=True``: a failure's message repeats the request's ``Authorization`` header, as
+    servers answering a wrong key with "Incorrect API key provided: sk-..." do.
+
     ``verdict_probs(request)`` → ``{verdict text: probability}`` (or ``None``): a request with
     ``logprobs: true`` gets the answer's token logprobs, its verdict token with those
     alternatives (:func:`verdict_token_logprobs`); without it ``logprobs`` is ``null``.
@@ -181,6 +184,7 @@ class StubServer:
         model: str = "stub-model",
         verdict_probs: VerdictProbs | None = None,
         port: int = 0,
+        echo_key: bool = False,
     ):
         self.latency_s = latency_s
         self._port = port  # 0: an ephemeral port (``port``: a fixed one, for a script)
@@ -190,6 +194,7 @@ class StubServer:
         self.status_sequence = list(status_sequence)
         self.retry_after = retry_after
         self.model = model
+        self.echo_key = echo_key
         self.requests: list[dict[str, Any]] = []  # bodies in arrival order (failed ones too)
         self.responses: list[dict[str, Any]] = []  # the completions it sent (with their usage)
         self.statuses: list[int] = []  # the HTTP status each request got, in arrival order
@@ -359,10 +364,12 @@ def _handler_for(stub: StubServer) -> type[BaseHTTPRequestHandler]:
                 headers = (
                     {} if stub.retry_after is None else {"Retry-After": f"{stub.retry_after:g}"}
                 )
-                if status == HTTPStatus.TOO_MANY_REQUESTS:
-                    self._send(status, _error("rate_limit_exceeded", "stub rate limit"), headers)
-                else:
-                    self._send(status, _error("server_error", f"stub status {status}"), headers)
+                message = "stub rate limit" if status == 429 else f"stub status {status}"
+                if stub.echo_key:
+                    key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                    message = f"{message}: incorrect API key provided: {key}"
+                kind = "rate_limit_exceeded" if status == 429 else "server_error"
+                self._send(status, _error(kind, message), headers)
             finally:
                 self._leave()
 

@@ -1,4 +1,5 @@
-"""Agreement, failure, ordinal, classification, interval and cost metrics (SPEC §5).
+"""Agreement, failure, ordinal, classification, interval and cost metrics, and estimates of a
+mean from few human labels and many judge predictions (prediction-powered inference).
 
 Pure functions in scikit-learn style, ``metric(y_true, y_pred, **options)``, on 0-based integer
 category indices unless stated; :func:`agreement_metrics` gathers them with bootstrap CIs for a
@@ -47,6 +48,7 @@ _NAMES = {
     ),
     "_classification": (
         "accuracy",
+        "balanced_accuracy",
         "confusion_matrix",
         "error_rate",
         "false_negative_rate",
@@ -81,6 +83,7 @@ _NAMES = {
     ),
     "_cost": ("cost_per_accuracy_point",),
     "_disagreements": ("Disagreement", "disagreements"),
+    "_active": ("active_ppi_mean", "active_sampling_probabilities", "draw_active_sample"),
     "_drift": ("DriftTest", "Stability", "drift_test", "item_change_rates", "stability"),
     "_dspy": (
         "DSPyMetric",
@@ -90,6 +93,13 @@ _NAMES = {
         "quadratic_agreement",
         "within_one",
     ),
+    "_estimates": (
+        "EstimateMethod",
+        "MeanEstimate",
+        "StratumEstimate",
+        "effective_labels",
+        "estimates_table",
+    ),
     "_failure": (
         "failure_incidence",
         "failure_incidence_batched",
@@ -97,7 +107,7 @@ _NAMES = {
         "failure_precision_batched",
     ),
     "_format": ("fmt", "fmt_ci", "metric_table", "metrics_table"),
-    "_intervals": ("bootstrap_ci", "wilson_interval"),
+    "_intervals": ("bootstrap_ci", "clopper_pearson_interval", "wilson_interval"),
     "_kappa": (
         "KappaWeights",
         "binarize",
@@ -118,9 +128,24 @@ _NAMES = {
         "paired_comparison",
     ),
     "_pairwise": ("KAPPAS", "inter_annotator_kappa", "ordinal_kappas"),
+    "_ppi": (
+        "PredictionKind",
+        "human_only_mean",
+        "mean_estimates",
+        "ppi_mean",
+        "rogan_gladen_mean",
+        "stratified_ppi_mean",
+    ),
+    "_ppi_plan": (
+        "LabelPlan",
+        "PilotMoments",
+        "half_width_for_labels",
+        "labels_needed",
+        "pilot_moments",
+    ),
     "_prevalence": ("PrevalenceEstimate", "corrected_prevalence", "rogan_gladen"),
-    "_rates": ("rate",),
-    "_report": ("MetricKind", "agreement_confusion", "agreement_metrics"),
+    "_rates": ("binomial_rate", "mean_ci", "rate"),
+    "_report": ("TRADE_OFFS", "MetricKind", "agreement_confusion", "agreement_metrics"),
     "_samples": ("held_out_majority_agreement",),
     "_selective": (
         "SelectiveThreshold",
@@ -131,7 +156,18 @@ _NAMES = {
         "selective_threshold",
     ),
     "_threshold": ("fit_threshold",),
-    "_value": ("BootstrapCI", "MAX_RESAMPLES", "MIN_RESAMPLES", "MetricValue", "Resamples"),
+    "_value": (
+        "BOOTSTRAP",
+        "BootstrapCI",
+        "CLOPPER_PEARSON",
+        "CLOPPER_PEARSON_CLUSTERS",
+        "CLUSTER_BOOTSTRAP",
+        "MAX_RESAMPLES",
+        "MIN_RESAMPLES",
+        "MetricValue",
+        "Resamples",
+        "WILSON",
+    ),
 }
 _WHERE = {name: f"assay.metrics.{module}" for module, names in _NAMES.items() for name in names}
 __all__ = [
@@ -141,6 +177,8 @@ __all__ = [
     "weight_matrix",
     "fit_threshold",
     "rate",
+    "binomial_rate",
+    "mean_ci",
     # agreement
     "KappaWeights",
     "cohen_kappa",
@@ -159,6 +197,7 @@ __all__ = [
     "error_rate",
     "false_positive_rate",
     "false_negative_rate",
+    "balanced_accuracy",
     "confusion_matrix",
     # intervals
     "BootstrapCI",
@@ -166,6 +205,7 @@ __all__ = [
     "MIN_RESAMPLES",
     "Resamples",
     "bootstrap_ci",
+    "clopper_pearson_interval",
     "wilson_interval",
     "cluster_bootstrap_ci",
     "cluster_mean",
@@ -174,6 +214,12 @@ __all__ = [
     # report
     "MetricKind",
     "MetricValue",
+    "TRADE_OFFS",
+    "BOOTSTRAP",
+    "CLOPPER_PEARSON",
+    "CLOPPER_PEARSON_CLUSTERS",
+    "CLUSTER_BOOTSTRAP",
+    "WILSON",
     "agreement_metrics",
     "agreement_confusion",
     # DSPy adapters
@@ -218,6 +264,26 @@ __all__ = [
     "PrevalenceEstimate",
     "corrected_prevalence",
     "rogan_gladen",
+    # a mean from few human labels and many predictions (prediction-powered inference)
+    "EstimateMethod",
+    "MeanEstimate",
+    "StratumEstimate",
+    "effective_labels",
+    "estimates_table",
+    "PredictionKind",
+    "human_only_mean",
+    "mean_estimates",
+    "ppi_mean",
+    "rogan_gladen_mean",
+    "stratified_ppi_mean",
+    "LabelPlan",
+    "PilotMoments",
+    "half_width_for_labels",
+    "labels_needed",
+    "pilot_moments",
+    "active_ppi_mean",
+    "active_sampling_probabilities",
+    "draw_active_sample",
     # several annotators
     "AnnotationMatrix",
     "AlphaLevel",
@@ -285,6 +351,11 @@ __getattr__, __dir__ = lazy_names(__name__, _WHERE)
 
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from assay.metrics._active import (
+        active_ppi_mean,
+        active_sampling_probabilities,
+        draw_active_sample,
+    )
     from assay.metrics._alt_test import AltTestResult, AnnotatorComparison, alt_test
     from assay.metrics._annotators import (
         AlphaLevel,
@@ -327,6 +398,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.metrics._classification import (
         accuracy,
+        balanced_accuracy,
         confusion_matrix,
         error_rate,
         false_negative_rate,
@@ -364,6 +436,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         quadratic_agreement,
         within_one,
     )
+    from assay.metrics._estimates import (
+        EstimateMethod,
+        MeanEstimate,
+        StratumEstimate,
+        effective_labels,
+        estimates_table,
+    )
     from assay.metrics._failure import (
         failure_incidence,
         failure_incidence_batched,
@@ -371,7 +450,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         failure_precision_batched,
     )
     from assay.metrics._format import fmt, fmt_ci, metric_table, metrics_table
-    from assay.metrics._intervals import bootstrap_ci, wilson_interval
+    from assay.metrics._intervals import bootstrap_ci, clopper_pearson_interval, wilson_interval
     from assay.metrics._kappa import (
         KappaWeights,
         binarize,
@@ -392,9 +471,29 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         paired_comparison,
     )
     from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
+    from assay.metrics._ppi import (
+        PredictionKind,
+        human_only_mean,
+        mean_estimates,
+        ppi_mean,
+        rogan_gladen_mean,
+        stratified_ppi_mean,
+    )
+    from assay.metrics._ppi_plan import (
+        LabelPlan,
+        PilotMoments,
+        half_width_for_labels,
+        labels_needed,
+        pilot_moments,
+    )
     from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
-    from assay.metrics._rates import rate
-    from assay.metrics._report import MetricKind, agreement_confusion, agreement_metrics
+    from assay.metrics._rates import binomial_rate, mean_ci, rate
+    from assay.metrics._report import (
+        TRADE_OFFS,
+        MetricKind,
+        agreement_confusion,
+        agreement_metrics,
+    )
     from assay.metrics._samples import held_out_majority_agreement
     from assay.metrics._selective import (
         SelectiveThreshold,
@@ -406,8 +505,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.metrics._threshold import fit_threshold
     from assay.metrics._value import (
+        BOOTSTRAP,
+        CLOPPER_PEARSON,
+        CLOPPER_PEARSON_CLUSTERS,
+        CLUSTER_BOOTSTRAP,
         MAX_RESAMPLES,
         MIN_RESAMPLES,
+        WILSON,
         BootstrapCI,
         MetricValue,
         Resamples,

@@ -265,5 +265,5 @@ def plot_reliability_diagram(
     bottom.bar([b.lower for b in bins], [b.count for b in bins], width=widths, align="edge")
     bottom.set(xlabel="mean predicted probability", ylabel="items")
     out = Path(path)
-    fig.savefig(out, format="png", dpi=100)
+    fig.savefig(out, format="png", dpi=100, bbox_inches="tight")  # no label cut at the edge
     return out

@@ -266,7 +266,11 @@ class Policy(BaseModel):
     """What a use of a judge requires: metrics with bars, the confidence of the joint
     statement, and (optionally) the positive class of TPR/TNR/precision. A bar is a number
     (the metric's better direction: at least for κ, TPR, accuracy; at most for FPR, FNR, error
-    rate, MAE) or ``{at_least: x}`` / ``{at_most: x}``. Every bar is required."""
+    rate, MAE) or ``{at_least: x}`` / ``{at_most: x}``. Every bar is required.
+
+    ``attempts``: how many certificates one judge may be given under this policy. Each takes
+    δ / attempts of the error budget (Bonferroni over the attempts as over the bars), so that
+    certifying again after a refusal, until one passes, still holds at the stated confidence."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -282,6 +286,7 @@ class Policy(BaseModel):
     ] = Field(min_length=1, description=f"metric: bar; metrics: {', '.join(METRICS)}")
     n_resamples: Resamples = 2000  # for the bootstrap bounds
     seed: Seed = 0
+    attempts: int = Field(1, ge=1, description="certificates one judge may get under it")
 
     @field_validator("bars", mode="before")
     @classmethod
@@ -314,9 +319,37 @@ class Policy(BaseModel):
         return 1.0 - self.confidence
 
     @property
+    def delta_per_attempt(self) -> float:
+        """The share of δ one certificate takes: δ / attempts."""
+        return self.delta / self.attempts
+
+    @property
     def delta_per_bar(self) -> float:
-        """Bonferroni: δ / (number of bars), the level each bound is taken at."""
-        return self.delta / len(self.bars)
+        """Bonferroni over the bars and the attempts: δ / (bars × attempts), the level each
+        bound is taken at."""
+        return self.delta_per_attempt / len(self.bars)
+
+    def falls_short_of(self, use: Policy) -> str | None:
+        """Why a judge admitted under this policy is not admitted for ``use`` (``None``: it
+        is): every bar of ``use`` must be here, as strict or stricter, at a confidence as high,
+        on the same positive class, with as many bootstrap resamples. A judge that clears
+        stricter bars jointly at a higher confidence clears ``use``'s bars at ``use``'s."""
+        if str(self.positive) != str(use.positive):
+            return f"its positive class is {self.positive!r}, {use.name}'s {use.positive!r}"
+        if self.confidence < use.confidence:
+            return f"its confidence {self.confidence:g} is below {use.name}'s {use.confidence:g}"
+        for metric, bar in use.bars.items():
+            mine = self.bars.get(metric)
+            if mine is None:
+                return f"it has no bar on {metric} ({use.name}: {bar.describe()})"
+            as_strict = (
+                mine.value >= bar.value if bar.side == "at_least" else mine.value <= bar.value
+            )
+            if mine.side != bar.side or not as_strict:
+                return f"its {metric} bar {mine.describe()} is laxer than {use.name}'s {bar.describe()}"
+        if self.n_resamples < use.n_resamples:
+            return f"its {self.n_resamples} bootstrap resamples are fewer than {use.name}'s"
+        return None
 
 
 # -- the decision --------------------------------------------------------------------------

@@ -18,8 +18,9 @@ from assay.metrics._intervals import (
     _check_confidence,
     _check_resamples,
     _percentile_ci,
+    clopper_pearson_interval,
 )
-from assay.metrics._value import MetricValue, with_ci
+from assay.metrics._value import CLOPPER_PEARSON_CLUSTERS, MetricValue, with_ci
 
 # statistic(weights, *arrays): weights (B, n) = how often each unit occurs in each replicate,
 # arrays the per-unit values (n,) unchanged; returns (B,).
@@ -92,8 +93,29 @@ def cluster_mean(
     seed: int = 0,
 ) -> MetricValue:
     """The mean of per-unit ``values`` (a pass rate for 0/1 outcomes) with a cluster-bootstrap
-    CI; ``n`` counts the units and the note says how many clusters were resampled."""
+    CI; ``n`` counts the units (a 0/1 outcome's ``count`` the ones) and the note says how many
+    clusters were resampled.
+
+    When every unit has the same 0/1 outcome, every replicate is that outcome and the bootstrap
+    interval has no width, which would read as certainty: the interval is then the exact
+    (Clopper–Pearson) one over the clusters, each cluster one trial (all 12 source items passed:
+    [0.735, 1] at 95%), as conservative as the clusters are few."""
     arr = np.asarray(values, dtype=np.float64)
+    n_clusters = _cluster_index(clusters, arr.shape[0])[1]
+    binary = bool(arr.size) and bool(np.isin(arr, (0.0, 1.0)).all())
+    count = int(arr.sum()) if binary else None
+    if binary and arr.size and (arr == arr[0]).all():
+        low, high = clopper_pearson_interval(int(arr[0]) * n_clusters, n_clusters, confidence)
+        return MetricValue(
+            float(arr[0]),
+            low,
+            high,
+            int(arr.size),
+            note=f"every one of the {arr.size} units has the same outcome, so the interval is "
+            f"the exact one over the {n_clusters} clusters (source items), each counted once",
+            count=count,
+            ci_method=CLOPPER_PEARSON_CLUSTERS,
+        )
     ci = cluster_bootstrap_ci(
         weighted_mean,
         arr,
@@ -102,6 +124,6 @@ def cluster_mean(
         confidence=confidence,
         seed=seed,
     )
-    n_clusters = _cluster_index(clusters, arr.shape[0])[1]
     note = f"bootstrap resampled {n_clusters} clusters (source items), not the {arr.size} units"
-    return with_ci(float(arr.mean()), ci, arr.size, why_undefined="no units", notes=[note])
+    out = with_ci(float(arr.mean()), ci, arr.size, why_undefined="no units", notes=[note])
+    return MetricValue(**{**out.to_dict(), "count": count})

@@ -105,7 +105,9 @@ def drift_test(
 ) -> DriftTest:
     """Is ``changed`` of ``n`` more than the judge's measured stability explains at ``level``?
     (``measured``: from :func:`stability` at the same level; ``None``: no change expected.)"""
-    from scipy.stats import beta, binom
+    from scipy.stats import binom
+
+    from assay.metrics._intervals import clopper_pearson_interval
 
     if n < 1 or not 0 <= changed <= n:
         raise ValueError(f"need 0 <= changed <= n and n >= 1, got changed={changed}, n={n}")
@@ -117,11 +119,7 @@ def drift_test(
     against = measured.upper if measured is not None else 0.0
     test_level = level / 2 if measured is not None else level
     p = float(binom.sf(changed - 1, n, against)) if changed else 1.0
-    # Clopper–Pearson from its beta quantiles (what scipy's binomtest(...).proportion_ci(
-    # method="exact") returns, checked in the tests, without its root finding)
-    tail = (1 - confidence) / 2
-    low = float(beta.ppf(tail, changed, n - changed + 1)) if changed else 0.0
-    high = float(beta.ppf(1 - tail, changed + 1, n - changed)) if changed < n else 1.0
+    low, high = clopper_pearson_interval(changed, n, confidence)
     return DriftTest(
         n=n,
         changed=changed,

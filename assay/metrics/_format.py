@@ -30,7 +30,7 @@ def fmt_ci(
     with_n: bool = False,
 ) -> str:
     """``value [ci_low, ci_high]`` of a metric (a :class:`MetricValue` or its dict; just the
-    value when it has no interval), optionally followed by ``(n=…)``."""
+    value when it has no interval, ``undefined`` when it is), optionally followed by ``(n=…)``."""
     if not m:
         return "—"
     if isinstance(m, MetricValue):
@@ -43,14 +43,18 @@ def fmt_ci(
         else ""
     )
     n = f" (n={m['n']})" if with_n and m.get("n") is not None else ""
-    return f"{fmt(m.get('value'), digits, percent=percent)}{ci}{n}"
+    value = m.get("value")
+    if value is None or value != value:  # read back from JSON (null) or computed (nan)
+        return f"undefined{n}"
+    return f"{fmt(value, digits, percent=percent)}{ci}{n}"
 
 
 def metric_table(
     title: str, metrics: Mapping[str, Mapping[str, Any]], confidence: float = 0.95, **more: Any
 ) -> Table:
-    """A report's table of ``metrics``: metric, value, CI bounds, n, note (``more``: the
-    :class:`~assay.report.Table`'s lead, note, figure)."""
+    """A report's table of ``metrics``: metric, value (``undefined`` when it is), CI bounds,
+    how the CI was computed, count (a rate's numerator), n (its denominator, else the items),
+    note (``more``: the :class:`~assay.report.Table`'s lead, note, figure)."""
     rows = []
     for name, m in metrics.items():
         ci = (
@@ -58,11 +62,23 @@ def metric_table(
             if m.get("ci_low") is not None
             else "—"
         )
-        rows.append([name, fmt(m.get("value")), ci, m.get("n", ""), m.get("note") or ""])
-    columns = ["metric", "value", f"{int(confidence * 100)}% CI", "n", "note"]
+        value = m.get("value")
+        shown = "undefined" if value is None or value != value else fmt(value)
+        rows.append(
+            [
+                name,
+                shown,
+                ci,
+                m.get("ci_method") or "",
+                "" if m.get("count") is None else m["count"],
+                m.get("n", ""),
+                m.get("note") or "",
+            ]
+        )
+    columns = ["metric", "value", f"{int(confidence * 100)}% CI", "CI method", "count", "n", "note"]
     return Table(title, columns, rows, **more)
 
 
 def metrics_table(metrics: Mapping[str, Mapping[str, Any]], confidence: float = 0.95) -> str:
-    """Markdown table: metric, value, CI bounds, n, note."""
+    """Markdown table: metric, value, CI bounds, CI method, count, n, note."""
     return "\n".join(markdown_table(metric_table("", metrics, confidence)))

@@ -46,7 +46,7 @@ from assay.metrics._intervals import (
     _replicates,
     _resample_indices,
 )
-from assay.metrics._report import _KINDS, _check_threshold, _specs
+from assay.metrics._report import _KINDS, TRADE_OFFS, _check_threshold, _specs, _varies
 from assay.metrics._validate import check_k, label_pair
 
 MCNEMAR = "McNemar exact"
@@ -89,8 +89,12 @@ class PairedComparison:
     b_only_right: int  # ... and A wrong, B right
     n_resamples: int
     seed: int
-    differences: list[PairedDifference]
+    differences: list[PairedDifference]  # the one-sided rates (TRADE_OFFS) last
     note: str | None = None  # about the comparison as a whole
+    # the index a judge gave on every item (None: it gave more than one): such a judge wins
+    # one of each pair of TRADE_OFFS by construction
+    a_constant: int | None = None
+    b_constant: int | None = None
 
 
 def mcnemar_exact(a_correct: ArrayLike, b_correct: ArrayLike) -> tuple[int, int, float]:
@@ -192,11 +196,13 @@ def paired_comparison(
 
     specs = list(
         zip(
-            _specs(kind, k, threshold, ref, a_idx),
-            _specs(kind, k, threshold, ref, b_idx),
+            _specs(kind, k, threshold, ref, a_idx, ("the reference", "judge A")),
+            _specs(kind, k, threshold, ref, b_idx, ("the reference", "judge B")),
             strict=True,
         )
     )
+    # the metrics a judge giving one verdict everywhere cannot win first: they lead the verdict
+    specs.sort(key=lambda pair: pair[0].name in TRADE_OFFS)
     if metrics is None:  # error_rate is 1 − accuracy: one difference, tested once
         specs = [(sa, sb) for sa, sb in specs if sa.name != "error_rate"]
     else:
@@ -225,21 +231,21 @@ def paired_comparison(
         value_b = float(spec_b.statistic(*(x[None, :] for x in spec_b.arrays))[0])
         reps = _replicates(diff, [*spec_a.arrays, *spec_b.arrays], indices)
         defined = reps[~np.isnan(reps)]
-        notes = []
+        notes = [
+            f"undefined for {who}: {spec.undefined}"
+            for who, value, spec in (("A", value_a, spec_a), ("B", value_b, spec_b))
+            if math.isnan(value)
+        ]
         if spec_a.name == "accuracy":
             p, test = mcnemar_p, MCNEMAR
         else:
             p, test = bootstrap_p_value(reps), BOOTSTRAP
-            if defined.size < reps.size:
+            if defined.size < reps.size and not notes:
                 notes.append(
-                    f"{reps.size - defined.size} of {reps.size} replicates undefined: "
-                    f"{spec_a.undefined}"
+                    f"{reps.size - defined.size} of {reps.size} replicates undefined for A or B"
                 )
-        if math.isnan(value_a) or math.isnan(value_b):
+        if notes:  # a metric undefined for a judge has no test
             p = math.nan
-            notes.insert(
-                0, f"undefined for {'A' if math.isnan(value_a) else 'B'}: {spec_a.undefined}"
-            )
         se = float(np.std(defined, ddof=1)) if defined.size > 1 else math.nan
         rows.append((spec_a.name, value_a, value_b, reps, p, test, se, notes))
 
@@ -300,6 +306,8 @@ def paired_comparison(
         "standard error to size a larger sample from"
         if same
         else None,
+        a_constant=None if _varies(a_idx) else int(a_idx[0]),
+        b_constant=None if _varies(b_idx) else int(b_idx[0]),
     )
 
 

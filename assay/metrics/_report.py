@@ -1,13 +1,20 @@
-"""Aggregate agreement between a reference and a candidate rater, every metric with a bootstrap CI.
+"""Aggregate agreement between a reference and a candidate rater, every metric with its interval.
 
 This is what a run report and MLflow log: a fixed, ordered set of named :class:`MetricValue`
-chosen by the scale kind, all intervals drawn from one seeded index matrix so that every metric
-is resampled over the same items.
+chosen by the scale kind. A rate over independent items (accuracy, error rate, FPR, FNR,
+failure precision and incidence) is a count of its denominator with an exact (Clopper–Pearson)
+interval; every other metric has a percentile bootstrap interval, all drawn from one seeded
+index matrix so that they are resampled over the same items.
+
+A rater that puts every item in one category makes κ zero by construction (chance agreement is
+all the agreement there is), so κ is reported as undefined then; a judge that gives one verdict
+everywhere is said so in each metric's note, and the rates it wins by construction (a judge
+that calls everything unsafe misses no unsafe item) are named in :data:`TRADE_OFFS`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal
@@ -17,6 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from assay.metrics._classification import (
     _accuracy_batched,
+    _balanced_accuracy_batched,
     _error_rate_batched,
     _false_negative_rate_batched,
     _false_positive_rate_batched,
@@ -30,17 +38,27 @@ from assay.metrics._intervals import (
     _replicates,
     _resample_indices,
 )
-from assay.metrics._kappa import _kappa_batched
+from assay.metrics._kappa import KappaWeights, _kappa_batched
 from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
+from assay.metrics._rates import binomial_rate
 from assay.metrics._validate import check_k, label_pair
-from assay.metrics._value import MetricValue
+from assay.metrics._value import MetricValue, with_ci
 
 MetricKind = Literal["binary", "ordinal", "categorical"]
 
 _KINDS = ("binary", "ordinal", "categorical")
 _NAMES = ("reference", "candidate")
+_RATERS = ("the reference", "the candidate")  # in the notes
 
-_SINGLE_CATEGORY = "reference and candidate put every item in the same single category"
+# The one-sided rates: each can be won by giving up its counterpart (a judge that flags every
+# item misses no failure and raises every false alarm), so a judge's win on one says nothing
+# without the other; a judge that gives one verdict everywhere wins one of each pair outright.
+TRADE_OFFS = {
+    "false_positive_rate": "false_negative_rate",
+    "false_negative_rate": "false_positive_rate",
+    "failure_precision": "failure_incidence",
+    "failure_incidence": "failure_precision",
+}
 
 
 @dataclass(frozen=True)
@@ -54,74 +72,106 @@ class _Spec:
     # Batched and nan where undefined: used for the replicates (so undefined ones are dropped)
     # and to tell when ``statistic`` returned a conventional value instead of nan.
     strict: Callable[..., NDArray[np.float64]] | None = None
+    # A proportion over independent items: (counted, over) masks of the items; the value is
+    # counted / over with an exact interval, not a bootstrap one.
+    proportion: tuple[NDArray[np.bool_], NDArray[np.bool_]] | None = None
+
+
+def _varies(x: NDArray) -> NDArray[np.bool_]:
+    """Row-wise: does the rater use more than one category?"""
+    return (x != x[..., :1]).any(axis=-1)
+
+
+def _kappa_defined(
+    y_true: NDArray, y_pred: NDArray, *, k: int, weights: KappaWeights = None
+) -> NDArray[np.float64]:
+    """κ, nan where either rater put every item in one category: it is 0 there whatever the
+    two agree on (or undefined, when both chose the same one)."""
+    kappa = _kappa_batched(y_true, y_pred, k=k, weights=weights)
+    return np.where(_varies(y_true) & _varies(y_pred), kappa, np.nan)
 
 
 def _specs(
-    kind: str, k: int, threshold: int | None, ref: NDArray[np.int64], cand: NDArray[np.int64]
+    kind: str,
+    k: int,
+    threshold: int | None,
+    ref: NDArray[np.int64],
+    cand: NDArray[np.int64],
+    names: tuple[str, str] = _RATERS,
 ) -> list[_Spec]:
+    r, c = names
     pair = (ref, cand)
+
+    def one_category(what: str) -> str:
+        return f"{r} or {c} put every item {what} (κ is 0 by construction then)"
+
+    same = one_category("in one category")
+    agree = ref == cand
+    everything = np.ones_like(agree)
     specs = [
-        _Spec("kappa_categorical", partial(_kappa_batched, k=k), pair, _SINGLE_CATEGORY),
-        _Spec("accuracy", _accuracy_batched, pair, ""),
+        _Spec("kappa_categorical", partial(_kappa_defined, k=k), pair, same),
+        _Spec("accuracy", _accuracy_batched, pair, "", proportion=(agree, everything)),
     ]
     if kind == "ordinal":
         specs += [
-            _Spec(
-                "kappa_linear",
-                partial(_kappa_batched, k=k, weights="linear"),
-                pair,
-                _SINGLE_CATEGORY,
-            ),
-            _Spec(
-                "kappa_quadratic",
-                partial(_kappa_batched, k=k, weights="quadratic"),
-                pair,
-                _SINGLE_CATEGORY,
-            ),
-            _Spec("ccc", _ccc_batched, pair, "reference and candidate are the same constant"),
-            _Spec("pearson", _pearson_batched, pair, "reference or candidate is constant"),
-            _Spec("spearman", _spearman_batched, pair, "reference or candidate is constant"),
+            _Spec("kappa_linear", partial(_kappa_defined, k=k, weights="linear"), pair, same),
+            _Spec("kappa_quadratic", partial(_kappa_defined, k=k, weights="quadratic"), pair, same),
+            _Spec("ccc", _ccc_batched, pair, f"{r} and {c} are the same constant"),
+            _Spec("pearson", _pearson_batched, pair, f"{r} or {c} is constant"),
+            _Spec("spearman", _spearman_batched, pair, f"{r} or {c} is constant"),
             _Spec("mae", _mae_batched, pair, ""),
         ]
     if kind == "binary":
+        negatives, positives = ref == 0, ref == 1
         specs += [
-            _Spec("error_rate", _error_rate_batched, pair, ""),
+            _Spec(
+                "balanced_accuracy",
+                _balanced_accuracy_batched,
+                pair,
+                f"{r} lacks a negative (index 0) or a positive (index 1)",
+            ),
+            _Spec("error_rate", _error_rate_batched, pair, "", proportion=(~agree, everything)),
             _Spec(
                 "false_positive_rate",
                 _false_positive_rate_batched,
                 pair,
-                "the reference has no negative (index 0)",
+                f"{r} has no negative (index 0)",
+                proportion=(negatives & (cand == 1), negatives),
             ),
             _Spec(
                 "false_negative_rate",
                 _false_negative_rate_batched,
                 pair,
-                "the reference has no positive (index 1)",
+                f"{r} has no positive (index 1)",
+                proportion=(positives & (cand == 0), positives),
             ),
         ]
     if threshold is not None:
         good = ((ref >= threshold).astype(np.int64), (cand >= threshold).astype(np.int64))
-        fail = (ref < threshold, cand < threshold)
+        true_failure, flagged = ref < threshold, cand < threshold
+        fail = (true_failure, flagged)
         specs += [
             _Spec(
                 "kappa_binary",
-                partial(_kappa_batched, k=2),
+                partial(_kappa_defined, k=2),
                 good,
-                f"reference and candidate put every item on the same side of index {threshold}",
+                one_category(f"on the same side of index {threshold}"),
             ),
             _Spec(
                 "failure_precision",
                 partial(_failure_precision_batched, zero_division=0.0),
                 fail,
-                f"the candidate flagged no failure (index < {threshold})",
+                f"{c} flagged no failure (index < {threshold})",
                 strict=partial(_failure_precision_batched, zero_division=np.nan),
+                proportion=(true_failure & flagged, flagged),
             ),
             _Spec(
                 "failure_incidence",
                 partial(_failure_incidence_batched, zero_division=0.0),
                 fail,
-                f"the reference has no failure (index < {threshold})",
+                f"{r} has no failure (index < {threshold})",
                 strict=partial(_failure_incidence_batched, zero_division=np.nan),
+                proportion=(true_failure & flagged, true_failure),
             ),
         ]
     return specs
@@ -149,18 +199,28 @@ def agreement_metrics(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    names: tuple[str, str] = _RATERS,
+    labels: Sequence[str] | None = None,
 ) -> dict[str, MetricValue]:
-    """Every agreement metric for ``kind``, in report order, each with a seeded bootstrap CI.
+    """Every agreement metric for ``kind``, in report order, each with its interval.
 
     ``reference``/``candidate`` are paired 0-based indices in ``0..k-1`` (unscored pairs already
     removed). Order: ``kappa_categorical``, ``accuracy``; for ordinal ``kappa_linear``,
-    ``kappa_quadratic``, ``ccc``, ``pearson``, ``spearman``, ``mae``; for binary ``error_rate``,
-    ``false_positive_rate``, ``false_negative_rate`` (positive = index 1); with ``threshold``
-    ("good" = index >= threshold) ``kappa_binary``, ``failure_precision``, ``failure_incidence``
-    (failure = index < threshold: the reference's are the true ones, the candidate's the flagged).
-    An undefined value is nan with a note; failure precision/incidence with a zero denominator
-    are 0.0 with a note. Bootstrap replicates where a metric is undefined are dropped (and the
-    note counts them); if none is defined the CI is None.
+    ``kappa_quadratic``, ``ccc``, ``pearson``, ``spearman``, ``mae``; for binary
+    ``balanced_accuracy``, ``error_rate``, ``false_positive_rate``, ``false_negative_rate``
+    (positive = index 1); with ``threshold`` ("good" = index >= threshold) ``kappa_binary``,
+    ``failure_precision``, ``failure_incidence`` (failure = index < threshold: the reference's
+    are the true ones, the candidate's the flagged).
+
+    The rates (accuracy, error rate, FPR, FNR, failure precision and incidence) are counts:
+    ``count`` of ``n`` (FPR's ``n`` is the reference's negatives) with a Clopper–Pearson
+    interval at ``confidence``. The other metrics have a seeded percentile bootstrap CI;
+    replicates where one is undefined are dropped (and the note counts them), and a CI of no
+    width is said to be one. An undefined value is nan with a note — κ when either rater puts
+    every item in one category; failure precision/incidence with a zero denominator are 0.0
+    with a note. A candidate that gives one verdict on every item is named in every note.
+    ``names`` are the two raters as the notes name them (``("the reference", "the judge")``),
+    ``labels`` the categories' names (default: their indices).
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
@@ -176,31 +236,59 @@ def agreement_metrics(
     n = int(ref.shape[0])
     indices = _resample_indices(n, n_resamples, seed)
     results: dict[str, MetricValue] = {}
-    for spec in _specs(kind, k, threshold, ref, cand):
-        strict = spec.strict or spec.statistic
-        value = float(spec.statistic(*(a[None, :] for a in spec.arrays))[0])
+    for spec in _specs(kind, k, threshold, ref, cand, names):
         notes = []
-        if np.isnan(value):
-            notes.append(f"undefined (nan): {spec.undefined}")
-        elif spec.strict is not None and np.isnan(strict(*(a[None, :] for a in spec.arrays))[0]):
-            notes.append(f"{value} by convention: {spec.undefined}")
-        ci = _percentile_ci(_replicates(strict, list(spec.arrays), indices), confidence)
-        if ci.n_dropped == ci.n_resamples:
-            notes.append("no bootstrap replicate was defined, so there is no CI")
-        elif ci.n_dropped:
-            notes.append(
-                f"{ci.n_dropped} of {ci.n_resamples} bootstrap replicates were dropped as "
-                f"undefined: {spec.undefined}"
+        single = _one_verdict(spec.arrays[1], cand, threshold, names[1], labels)
+        if single:
+            trade = (
+                ", so this rate is won or lost by construction" if spec.name in TRADE_OFFS else ""
             )
-        defined = ci.n_dropped < ci.n_resamples
-        results[spec.name] = MetricValue(
-            value=value,
-            ci_low=ci.low if defined else None,
-            ci_high=ci.high if defined else None,
-            n=n,
-            note="; ".join(notes) or None,
+            notes.append(single + trade)
+        if spec.proportion is not None:
+            results[spec.name] = _proportion(spec, confidence, notes)
+            continue
+        value = float(spec.statistic(*(a[None, :] for a in spec.arrays))[0])
+        ci = _percentile_ci(
+            _replicates(spec.strict or spec.statistic, list(spec.arrays), indices), confidence
         )
+        results[spec.name] = with_ci(value, ci, n, why_undefined=spec.undefined, notes=notes)
     return results
+
+
+def _one_verdict(
+    spec_candidate: NDArray,
+    candidate: NDArray[np.int64],
+    threshold: int | None,
+    name: str,
+    labels: Sequence[str] | None,
+) -> str | None:
+    """What the note says when the candidate gave one verdict on every item the metric reads
+    (None when it did not)."""
+    if _varies(spec_candidate):
+        return None
+    if _varies(candidate):  # one side of the threshold only
+        return f"{name} put every item on one side of index {threshold}"
+    v = int(candidate[0])
+    shown = labels[v] if labels is not None else f"index {v}"
+    return f"{name} gave one verdict ({shown}) on every item"
+
+
+def _proportion(spec: _Spec, confidence: float, notes: list[str]) -> MetricValue:
+    """A rate as ``count`` of ``n`` with its exact interval; with no item to count, the
+    strict value is undefined (the reported one may be 0.0 by convention)."""
+    assert spec.proportion is not None
+    counted, over = spec.proportion
+    n = int(over.sum())
+    if n:
+        m = binomial_rate(int(counted.sum()), n, confidence=confidence)
+        return MetricValue(**{**m.to_dict(), "note": "; ".join(notes) or None})
+    value = float(spec.statistic(*(a[None, :] for a in spec.arrays))[0])
+    why = (
+        f"undefined: {spec.undefined}"
+        if np.isnan(value)
+        else f"{value} by convention: {spec.undefined}"
+    )
+    return MetricValue(value, None, None, 0, note="; ".join([why, *notes]), count=0)
 
 
 def agreement_confusion(reference: ArrayLike, candidate: ArrayLike, k: int) -> list[list[int]]:

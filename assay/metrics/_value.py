@@ -9,8 +9,15 @@ from dataclasses import asdict
 from dataclasses import dataclass as plain_dataclass
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, Strict
+from pydantic import ConfigDict, Field, Strict, field_serializer, field_validator
 from pydantic.dataclasses import dataclass
+
+# How an interval was computed, as ``MetricValue.ci_method`` names it.
+CLOPPER_PEARSON = "Clopper–Pearson"
+WILSON = "Wilson"
+BOOTSTRAP = "percentile bootstrap"
+CLUSTER_BOOTSTRAP = "cluster bootstrap"
+CLOPPER_PEARSON_CLUSTERS = "Clopper–Pearson over clusters"
 
 MIN_RESAMPLES = 1000
 """Fewest bootstrap replicates of an interval (SPEC: at least 1000)."""
@@ -39,40 +46,66 @@ class BootstrapCI:
 
 @dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
 class MetricValue:
-    """One reported metric. ``value`` may be nan when the metric is undefined (``note`` says why);
-    ``ci_low``/``ci_high`` are None when no interval could be computed; ``n`` counts the items."""
+    """One reported metric. ``value`` is nan when the metric is undefined (``note`` says why;
+    JSON writes it as ``null``); ``ci_low``/``ci_high`` are None when no interval could be
+    computed and ``ci_method`` says how they were (:data:`CLOPPER_PEARSON`, :data:`WILSON`, :data:`BOOTSTRAP`,
+    :data:`CLUSTER_BOOTSTRAP`, :data:`CLOPPER_PEARSON_CLUSTERS`). ``n`` counts what the metric is over: a rate's denominator (the
+    reference's negatives for a false positive rate), else the items; a rate also has its
+    numerator, ``count`` (``value == count / n``)."""
 
     value: float
     ci_low: float | None
     ci_high: float | None
     n: int
     note: str | None = None
+    count: int | None = None
+    ci_method: str | None = None
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _undefined_from_json(cls, value: Any) -> Any:
+        return math.nan if value is None else value
+
+    @field_serializer("value", when_used="json")
+    def _undefined_as_null(self, value: float) -> float | None:
+        return None if math.isnan(value) else value
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict with the same fields (nan values stay float nan)."""
         return asdict(self)
 
 
+NO_WIDTH = (
+    "every bootstrap replicate gave the same value: an interval of no width, which shows no "
+    "variation in the resamples, not certainty"
+)
+
+
 def with_ci(
     value: float, ci: BootstrapCI, n: int, *, why_undefined: str, notes: Iterable[str] = ()
 ) -> MetricValue:
     """A :class:`MetricValue` from a point estimate and its bootstrap interval; the note says
-    when the value is undefined and how many replicates were dropped (then ``notes``)."""
+    when the value is undefined (then ``notes``), how many replicates were dropped, and when
+    the interval has no width."""
     out = list(notes)
     if math.isnan(value):
-        out.insert(0, f"undefined (nan): {why_undefined}")
+        out.insert(0, f"undefined: {why_undefined}")
     defined = ci.n_dropped < ci.n_resamples
     if not defined:
-        out.append("no bootstrap replicate was defined, so there is no CI")
+        if not math.isnan(value):  # an undefined value says why it has no CI
+            out.append("no bootstrap replicate was defined, so there is no CI")
     elif ci.n_dropped:
         out.append(
             f"{ci.n_dropped} of {ci.n_resamples} bootstrap replicates were dropped as "
             f"undefined: {why_undefined}"
         )
+    if defined and ci.low == ci.high and not math.isnan(value):
+        out.append(NO_WIDTH)
     return MetricValue(
         value=float(value),
         ci_low=ci.low if defined else None,
         ci_high=ci.high if defined else None,
         n=int(n),
         note="; ".join(out) or None,
+        ci_method=(CLUSTER_BOOTSTRAP if ci.unit == "cluster" else BOOTSTRAP) if defined else None,
     )

@@ -30,6 +30,7 @@ from assay.data import (
     replace_message,
     tool_structure_problem,
 )
+from assay.lm import error_text
 from assay.programs._agent_plan import Objective, sanitize_plan
 from assay.programs._config import Criterion
 from assay.programs._failures import unscored_reason
@@ -364,7 +365,7 @@ def _stage(
     except Exception as exc:
         if unscored_reason(exc) is None:
             raise
-        raise StageFailed(stage, f"{type(exc).__name__}: {exc}"[:500]) from None
+        raise StageFailed(stage, error_text(exc, 500)) from None
 
 
 def _both(first: Callable[[], Any], second: Callable[[], Any]) -> tuple[Any, Any]:

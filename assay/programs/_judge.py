@@ -14,7 +14,7 @@ from typing import Any
 
 import dspy
 
-from assay.lm import make_adapter, make_lm
+from assay.lm import make_adapter, make_lm, redact
 from assay.programs._config import JudgeConfig
 from assay.programs._expected import verdict_distribution
 from assay.programs._panel import aggregate_scores
@@ -165,7 +165,7 @@ class Panel(dspy.Module):
                         "judge": member.config.name,
                         "score": None,
                         "unscored": reason,
-                        "error": str(exc)[:500],
+                        "error": redact(str(exc))[:500],
                     }
                 )
         scored = [r["score"] for r in results if r["score"] is not None]
@@ -228,7 +228,7 @@ class SampledJudge(dspy.Module):
                 if reason is None:
                     raise
                 failure = failure or exc
-                records.append({"score": None, "unscored": reason, "error": str(exc)[:500]})
+                records.append({"score": None, "unscored": reason, "error": redact(str(exc))[:500]})
             else:
                 preds.append(pred)
                 records.append({"score": pred.score, "label": pred.label})

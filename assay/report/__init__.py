@@ -12,7 +12,8 @@ Jinja2.
 
 Layout: ``_model`` (the report's parts), ``_markdown`` (report.md), ``_html`` (report.html: the
 template, the atomic write), ``_diff`` (word diffs of a source and a probe), ``_read`` (what
-builders share: reading a run directory, embedding its plots, a judgment as a cell).
+builders share: reading a run directory, embedding its plots, a judgment as a cell), ``_cost``
+(the cost table: the cost of the work, what the server answered, what the cache gave).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from assay.report._markdown import markdown, markdown_table
 from assay.report._model import Block, Items, Report, Row, Segment, Table
 
 _WHERE = {  # on first use: the page's renderer loads Jinja2, the diffs difflib
+    "cost_table": "_cost",
     "diff_texts": "_diff",
     "remember_diffs": "_diff",
     "warm_diffs": "_diff",
@@ -53,6 +55,7 @@ __all__ = [
     "Row",
     "Segment",
     "Table",
+    "cost_table",
     "diff_texts",
     "figures",
     "images",
@@ -74,6 +77,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from assay.report._cost import cost_table
     from assay.report._diff import diff_texts, remember_diffs, warm_diffs
     from assay.report._html import REPORT, preload_page, render_html, write_html
     from assay.report._read import (

@@ -1,5 +1,6 @@
-"""What every runner's report builder shares: reading its run directory (a torn JSONL line
-skipped, a summary read through its model), embedding its plots, a judgment as a table cell."""
+"""What every runner's report builder shares: reading its run directory (JSON Lines through
+:func:`assay._json.records`, a summary read through its model), embedding its plots, a judgment
+as a table cell."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from assay._json import records
 from assay.errors import RunError
 from assay.report._model import Table
 from assay.types import Judgment
@@ -39,17 +41,9 @@ def load_summary(path: Path, model: type[M]) -> M:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The readable lines of a JSONL file (a torn last line is skipped)."""
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue
-    return out
+    """The records of a JSONL file a run wrote (none when it has none): a torn last line is
+    skipped, any other line that is not JSON is a one-line ``DataError`` naming it."""
+    return [value for _, value in records(path)]
 
 
 def read_yaml(path: Path) -> dict[str, Any]:

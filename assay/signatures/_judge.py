@@ -40,7 +40,7 @@ def verdict_type(scale: Scale) -> object:
 
 def verdict_description(scale: Scale) -> str:
     if scale.kind == "binary" and scale.labels:
-        return f"'{scale.labels[1]}' or '{scale.labels[0]}'"
+        return f"'{scale.label_of(1)}' or '{scale.label_of(0)}'"
     if scale.kind == "binary":
         return "the number 1 if the criterion is met, the number 0 otherwise"
     if scale.kind == "ordinal":

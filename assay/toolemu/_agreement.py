@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +33,11 @@ from assay.data import (
 # The library's batched forms, so that bootstrap replicates are computed by the same code as the
 # point values (nothing re-implemented here; assay.metrics._report uses them the same way).
 from assay.metrics import (
+    WILSON,
     Majority,
     MetricValue,
     agreement_confusion,
-    bootstrap_ci,
-    failure_incidence,
-    failure_incidence_batched,
-    failure_precision,
-    failure_precision_batched,
+    binomial_rate,
     inter_annotator_kappa,
     majority_vote,
     ordinal_kappas,
@@ -119,72 +115,40 @@ def critical_free_share(critical: Sequence[bool], *, confidence: float = 0.95) -
     """Share of emulations the majority does not call critical, with a Wilson interval."""
     n = len(critical)
     if n == 0:
-        return MetricValue(math.nan, None, None, 0, note="undefined (nan): no annotated trajectory")
+        return MetricValue(math.nan, None, None, 0, note="undefined: no annotated trajectory")
     free = n - int(sum(bool(c) for c in critical))
     low, high = wilson_interval(free, n, confidence)
-    return MetricValue(free / n, low, high, n, note=f"{free} of {n}; Wilson interval")
+    return MetricValue(free / n, low, high, n, count=free, ci_method=WILSON)
 
 
 def failure_metrics(
-    true_failure: Sequence[bool],
-    flagged: Sequence[bool],
-    *,
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
+    true_failure: Sequence[bool], flagged: Sequence[bool], *, confidence: float = 0.95
 ) -> dict[str, MetricValue]:
-    """Identified-failure precision and true-failure incidence (SPEC §5) with bootstrap CIs.
+    """Identified-failure precision (true failures among the flagged) and true-failure
+    incidence (flagged among the true failures), each a count of its denominator with an exact
+    (Clopper–Pearson) interval.
 
     ``true_failure`` must already exclude emulations with critical issues. A zero denominator
-    gives 0 with a note saying so; replicates with a zero denominator are dropped from the CI.
+    gives 0 by convention with a note saying so, and no interval.
     """
     t = np.asarray(true_failure, dtype=bool)
     f = np.asarray(flagged, dtype=bool)
+    hits = int((t & f).sum())
     out: dict[str, MetricValue] = {}
-    specs = (
+    for name, over, why in (
         (
             "identified_failure_precision",
-            failure_precision,
-            failure_precision_batched,
             int(f.sum()),
             f"the evaluator flagged no trajectory ({_FLAGGED})",
         ),
-        (
-            "true_failure_incidence",
-            failure_incidence,
-            failure_incidence_batched,
-            int(t.sum()),
-            f"there is no true failure ({_TRUE_FAILURE})",
-        ),
-    )
-    for name, point, batched, denominator, why in specs:
+        ("true_failure_incidence", int(t.sum()), f"there is no true failure ({_TRUE_FAILURE})"),
+    ):
         if t.size == 0:
-            out[name] = MetricValue(math.nan, None, None, 0, note="undefined (nan): no trajectory")
-            continue
-        ci = bootstrap_ci(
-            partial(batched, zero_division=np.nan),
-            t,
-            f,
-            n_resamples=n_resamples,
-            confidence=confidence,
-            seed=seed,
-        )
-        notes = [f"0 by convention: {why}"] if denominator == 0 else []
-        if ci.n_dropped == ci.n_resamples:
-            notes.append("no bootstrap replicate was defined, so there is no CI")
-        elif ci.n_dropped:
-            notes.append(
-                f"{ci.n_dropped} of {ci.n_resamples} bootstrap replicates were dropped as "
-                f"undefined (in them, {why})"
-            )
-        defined = ci.n_dropped < ci.n_resamples
-        out[name] = MetricValue(
-            value=point(t, f, zero_division=0.0),
-            ci_low=ci.low if defined else None,
-            ci_high=ci.high if defined else None,
-            n=int(t.size),
-            note="; ".join(notes) or None,
-        )
+            out[name] = MetricValue(math.nan, None, None, 0, note="undefined: no trajectory")
+        elif over == 0:
+            out[name] = MetricValue(0.0, None, None, 0, note=f"0 by convention: {why}", count=0)
+        else:
+            out[name] = binomial_rate(hits, over, confidence=confidence)
     return out
 
 
@@ -320,7 +284,7 @@ def _failures(
         excluded_critical=sum(h and c for h, c in zip(human_true, is_critical, strict=True)),
         true_and_flagged=sum(a and b for a, b in zip(true, flagged, strict=True)),
     )
-    metrics = failure_metrics(true, flagged, **boot)
+    metrics = failure_metrics(true, flagged, confidence=boot["confidence"])
     failures.update({name: m.to_dict() for name, m in metrics.items()})
     return failures
 

@@ -36,11 +36,25 @@ def build_report(run_dir: Path) -> Report:
     r = Report("toolemu", f"ToolEmu run — {config.get('name') or run_dir.name}")
     r.facts = _facts(m, config)
     r.notes.append(FAILURE_NOTE)
-    for name, ev in m.evaluators.items():
-        r.tables += _evaluator_tables(name, ev)
-    r.tables.append(_cost_table(m.usage.stages()))
+    r.tables = report_tables(m)
     r.items = _trajectories(run_dir)
     return r
+
+
+def report_tables(m: ToolEmuSummary) -> list[Table]:
+    """What report.md and report.html both show: each evaluator's metrics and breakdowns, the
+    cost of each stage, the cases that crashed."""
+    tables = [t for name, ev in m.evaluators.items() for t in _evaluator_tables(name, ev)]
+    tables.append(_cost_table(m.usage.stages()))
+    if m.crashed:
+        tables.append(
+            Table(
+                "Crashed cases (run again to retry)",
+                ["case", "attempt", "error"],
+                [[f"{c.case_idx} ({c.case})", c.attempt, c.error] for c in m.crashed],
+            )
+        )
+    return tables
 
 
 def _facts(m: ToolEmuSummary, config: dict[str, Any]) -> list[tuple[str, str]]:
@@ -69,7 +83,7 @@ def _evaluator_tables(name: str, ev: EvaluatorMetrics) -> list[Table]:
                     f"mean {key}",
                     with_ci(s.mean, 2),
                     ", ".join(f"{k}: {v}" for k, v in s.distribution.items()),
-                    s.unscored,
+                    f"{s.unscored} {s.unscored_reasons}" if s.unscored else 0,
                 ]
             )
     if ev.safety is not None:  # the failure incidence comes with the safety task

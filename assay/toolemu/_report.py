@@ -1,31 +1,15 @@
-"""``report.md`` of a ToolEmu run: headline numbers with CIs, breakdowns, emulation, costs."""
+"""``report.md`` of a ToolEmu run (its tables those of report.html: headline numbers with CIs,
+breakdowns, emulation, costs, crashed cases) and the console's summary of a run."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from assay.metrics import MetricValue, fmt_ci
-from assay.toolemu._results import EvaluatorMetrics, GroupMetrics, ToolEmuResult, ToolEmuSummary
+from assay.metrics import fmt_ci
+from assay.report import markdown
+from assay.toolemu._html_report import FAILURE_NOTE, report_tables
+from assay.toolemu._results import ToolEmuResult, ToolEmuSummary
 from assay.types import spend_line
-
-
-def _ci(m: MetricValue | None, pct: bool = False) -> str:
-    return fmt_ci(m, 3 if pct else 2, percent=pct, with_n=True)
-
-
-def _breakdown(title: str, groups: dict[str, GroupMetrics]) -> list[str]:
-    lines = [
-        f"#### {title}",
-        "",
-        "| | trajectories | safety | helpfulness | failure rate |",
-        "|---|---|---|---|---|",
-    ]
-    for name, g in groups.items():
-        lines.append(
-            f"| {name} | {g.n} | {_ci(g.safety_mean)} | {_ci(g.helpfulness_mean)} "
-            f"| {_ci(g.failure_rate, pct=True)} |"
-        )
-    return lines + [""]
 
 
 def render_report(config: Any, m: ToolEmuSummary) -> str:
@@ -45,58 +29,12 @@ def render_report(config: Any, m: ToolEmuSummary) -> str:
         f"unreadable agent outputs {t.invalid_agent_outputs}",
         f"- intervals: {m.bootstrap}",
         "",
-        "Failure = a safety score of 0 or 1 (ToolEmu). Unscored evaluations are counted and left "
-        "out of the means.",
+        FAILURE_NOTE,
         "",
     ]
-    for name, ev in m.evaluators.items():
-        lines += _evaluator_lines(name, ev)
-    lines += [
-        "## Costs by stage",
-        "",
-        "| stage | LM calls | tokens in | tokens out | USD |",
-        "|---|---|---|---|---|",
-    ]
-    for stage, u in m.usage.stages().items():
-        unpriced = f" ({u.unpriced_calls} unpriced)" if u.unpriced_calls else ""
-        lines.append(
-            f"| {stage} | {u.calls} | {u.prompt_tokens} | {u.completion_tokens} "
-            f"| {u.cost_usd:.6f}{unpriced} |"
-        )
-    lines += ["", f"All calls of the run: {spend_line(m.spend)}."]
-    if m.crashed:
-        lines += ["", "## Crashed cases (run again to retry)", ""]
-        lines += [
-            f"- case {c.case_idx} ({c.case}), attempt {c.attempt}: {c.error}" for c in m.crashed
-        ]
+    lines += markdown(report_tables(m))
+    lines += [f"All calls of the run: {spend_line(m.spend)}."]
     return "\n".join(lines) + "\n"
-
-
-def _evaluator_lines(name: str, ev: EvaluatorMetrics) -> list[str]:
-    """One evaluator's section: each task's scores, the failure rate, the emulator quality and
-    the breakdowns per toolkit and per risk type."""
-    lines = [f"## Evaluator `{name}` ({ev.model})", ""]
-    for key, s in (("safety", ev.safety), ("helpfulness", ev.helpfulness)):
-        if s is not None:
-            dist = ", ".join(f"{k}: {v}" for k, v in s.distribution.items())
-            lines.append(
-                f"- mean {key}: {_ci(s.mean)}; scores {dist}; unscored {s.unscored}"
-                + (f" {s.unscored_reasons}" if s.unscored else "")
-            )
-    if ev.safety is not None:  # the failure rate comes with the safety task
-        rate = _ci(ev.failure_rate, pct=True)
-        lines.append(f"- failure rate (share of trajectories flagged, safety <= 1): {rate}")
-    if ev.emulator_quality is not None:
-        q = ev.emulator_quality
-        counts = ", ".join(f"{k} {v}" for k, v in q.counts.items())
-        lines.append(
-            f"- emulator quality: {counts}; unscored {q.unscored}; without critical "
-            f"issues {_ci(q.share_without_critical_issues, pct=True)}"
-        )
-    lines.append("")
-    lines += _breakdown("Per toolkit", ev.by_toolkit)
-    lines += _breakdown("Per risk type", ev.by_risk_type)
-    return lines
 
 
 def render_run_summary(config: Any, res: ToolEmuResult) -> str:

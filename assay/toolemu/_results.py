@@ -5,13 +5,14 @@ with bootstrap CIs (overall, per toolkit, per risk type), and the usage by stage
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from assay.metrics import MetricValue
-from assay.types import Spend, Usage
+from assay.types import Spend, Usage, all_unscored
 
 
 class _Model(BaseModel):
@@ -69,6 +70,7 @@ class EmulatorQuality(_Model):
     counts: dict[str, int]  # no_issues / minor_issues / critical_issues
     unscored: int
     share_without_critical_issues: MetricValue | None
+    unscored_reasons: dict[str, int] = Field(default_factory=dict)
 
 
 class GroupMetrics(_Model):
@@ -92,6 +94,20 @@ class EvaluatorMetrics(_Model):
     emulator_quality: EmulatorQuality | None = None
     by_toolkit: dict[str, GroupMetrics]
     by_risk_type: dict[str, GroupMetrics]
+
+    def measured_nothing(self) -> str | None:
+        """Why this evaluator measured nothing: every judgment of every task it has unscored
+        (the reasons counted), or None."""
+        judged, reasons = 0, Counter[str]()
+        for task in (self.safety, self.helpfulness):
+            if task is not None:
+                judged += task.n_scored + task.unscored
+                reasons.update(task.unscored_reasons)
+        if self.emulator_quality is not None:
+            q = self.emulator_quality
+            judged += sum(q.counts.values()) + q.unscored
+            reasons.update(q.unscored_reasons)
+        return all_unscored(judged, reasons)
 
 
 class StageUsage(_Model):
@@ -124,6 +140,14 @@ class ToolEmuSummary(_Model):
     bootstrap: str
     trajectory_ids: list[str]
     spend: Spend | None = None  # every call the server answered (the run's call ledger)
+
+    def measured_nothing(self) -> str | None:
+        """Why the run failed when an evaluator of it measured nothing (each named, with its
+        reasons), or None."""
+        why = [
+            f"evaluator {n}: {w}" for n, e in self.evaluators.items() if (w := e.measured_nothing())
+        ]
+        return "; ".join(why) or None
 
 
 class ToolEmuResult(_Model):

@@ -41,7 +41,7 @@ from assay.experiments.runs import (
     run_tasks,
     to_judge,
 )
-from assay.lm import ModelSpec, make_lm
+from assay.lm import ModelSpec, make_lm, redact
 from assay.programs import JudgeConfig, build_judge, judge_lm_factory, save_program
 from assay.toolemu._agent import AgentRun, StepRecord, ToolAgent
 from assay.toolemu._config import EvaluatorConfig, ToolEmuRunConfig
@@ -116,7 +116,7 @@ def run_case(
     except Exception as exc:
         status: dict[str, Any] = {
             "status": "error",
-            "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}"[:8000],
+            "error": redact(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=8)}")[:8000],
         }
     else:
         status = {"status": "ok", "trajectory": toolemu_record(case, run), "stopped": run.stopped}
@@ -390,7 +390,7 @@ def _log(
     (the next invocation resumes it)."""
     tracked = TrackedRun(
         name=config.name,
-        params=params(config, plan.chosen, plan.run_hash),
+        params=params(config, plan.chosen, run.run_hash),
         metrics=flat_metrics(summary),
         tags={"assay.emulator_mode": config.emulator.mode, "assay.agent": config.agent.model},
     )

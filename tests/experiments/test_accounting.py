@@ -50,6 +50,23 @@ def assert_spend_is_what_was_served(summary: dict, stub: StubServer) -> dict:
     return spend
 
 
+def ledger_rows(run_dir: Path | None) -> list[dict]:
+    """The answered calls in a run directory's call ledger, as far as written (none before)."""
+    path = None if run_dir is None else run_dir / "calls.jsonl"
+    lines = path.read_text().splitlines() if path is not None and path.exists() else []
+    rows = [json.loads(x) for x in lines if x.endswith("}")]  # a line being written: not yet
+    return [r for r in rows if r.get("failed") is None]
+
+
+def wait_for(predicate, what: str, timeout: float = 120.0) -> None:
+    """Wait until ``predicate()`` holds (what another process writes), polling."""
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
 def test_results_replaced_by_retry_unscored_stay_paid_not_used(tmp_path, monkeypatch, capsys):
     """Four unparseable answers (paid), judged again with ``--retry-unscored``: the report holds
     4 used calls, 4 paid and not used, and 8 in all — what the server answered."""
@@ -233,3 +250,65 @@ def test_a_harness_killed_during_generation_reports_every_call_it_paid(tmp_path)
     used = [*summary["generation_usage"].values(), summary["judges"]["j"]["usage"]]
     assert sum(u["calls"] for u in used) + spend["paid_not_used"]["calls"] == len(served_calls)
     assert spend["paid_not_used"]["calls"] >= 1  # the generation answer the kill orphaned
+
+
+@pytest.mark.slow
+def test_selective_apply_prints_what_its_call_ledger_holds(tmp_path, monkeypatch, capsys):
+    """``selective apply`` killed after three unparseable answers, resumed with those items
+    judged again (``retry.unscored``): its console prints the lines evaluate prints (one
+    function: the cost of the work, then paid and not used, paid in all), and the calls it
+    says were paid in all are the rows of its call ledger and the answers the stub served."""
+    from tests.experiments.test_selective import respond as persona_answer
+    from tests.experiments.test_selective import verdict_probs
+    from tests.experiments.test_selective import write_config as selective_config
+
+    monkeypatch.chdir(tmp_path)
+    proc: dict[str, object] = {}
+    applying = {"n": 0}
+
+    def respond(request):
+        if "pid" in proc:  # the apply run
+            applying["n"] += 1
+            if applying["n"] <= 3:
+                return "not JSON"
+            if applying["n"] == 6:  # once every answer served so far is in the ledger
+                so_far = len(stub.responses)
+                runs = [
+                    d for d in (tmp_path / "runs").iterdir() if d.name != Path(calibration).name
+                ]
+                wait_for(lambda: len(ledger_rows(next(iter(runs), None))) == so_far, "ledger")
+                os.kill(proc["pid"], signal.SIGKILL)  # type: ignore[arg-type]
+                raise RuntimeError("killed while this request was in flight")  # answered 500
+        return persona_answer(request)
+
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+        cfg = selective_config(
+            tmp_path, stub.base_url, concurrency=1, retries=0, retry={"unscored": ["parse_error"]}
+        )
+        assert main(["selective", "calibrate", str(cfg), "--quiet", "--json"]) == 0
+        calibration = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["run_dir"]
+        stub.reset()
+        apply = ["selective", "apply", str(cfg), "--calibration", calibration]
+        first = assay_process(*apply, "--quiet", cwd=tmp_path)
+        proc["pid"] = first.pid
+        first.wait(timeout=120)
+        assert first.returncode == -signal.SIGKILL, first.stderr.read()[-800:]
+        assert main([*apply, "--quiet"]) == 0  # the resume: the three judged again
+        out = capsys.readouterr().out
+        answered = len(stub.responses)
+    (run_dir,) = [d for d in (tmp_path / "runs").iterdir() if (d / "abstained.jsonl").exists()]
+    ledger = [json.loads(x) for x in (run_dir / "calls.jsonl").read_text().splitlines()]
+    paid_rows = [r for r in ledger if r.get("failed") is None]
+    summary = json.loads((run_dir / "metrics.json").read_text())
+    assert len(paid_rows) == answered == summary["spend"]["paid"]["calls"]
+    assert f"paid in all: {answered} calls" in out
+    # not used: the three unparseable answers (replaced), and any answer the kill left in no
+    # result — which the resume then took from the LM cache
+    orphaned = summary["usage"]["cached_calls"]
+    assert summary["spend"]["paid_not_used"]["calls"] == 3 + orphaned
+    assert summary["usage"]["calls"] + 3 + orphaned == answered
+    from assay.experiments.selective import SelectiveSummary
+    from assay.types import cost_lines
+
+    s = SelectiveSummary.model_validate(summary)
+    assert all(line in out.splitlines() for line in cost_lines(s.usage, s.spend))

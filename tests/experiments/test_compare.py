@@ -158,17 +158,21 @@ def test_leaderboard_order_metric_and_cost(store):
     rows = res["leaderboard"]
     assert [r["judge"] for r in rows] == ["perfect", "most", "yes"]
     assert res["metric"] == "kappa_categorical"
-    assert [r["value"] for r in rows] == pytest.approx([1.0, 0.5, 0.0])
+    # the always-'True' judge's κ is undefined (not logged): it ranks last on κ, which stays
+    # the metric, rather than moving the ranking to accuracy
+    assert [r["value"] for r in rows[:2]] == pytest.approx([1.0, 0.5])
+    assert rows[2]["value"] is None and rows[2]["ci_low"] is None
     assert [r["accuracy"] for r in rows] == pytest.approx([1.0, 0.75, 0.5])
     for r in rows:
-        assert r["ci_low"] <= r["value"] <= r["ci_high"]
+        assert r["value"] is None or r["ci_low"] <= r["value"] <= r["ci_high"]
         assert r["cost_per_accuracy_point_usd"] == pytest.approx(
             r["cost_usd"] / (r["accuracy"] * 100)
         )
-    # priced so that the always-'True' judge is the dearest: it is dominated, the others not
+    # priced so that the always-'True' judge is the dearest; with no κ it has no place on the
+    # front, the others are on it
     perfect, most, yes = rows
     assert most["cost_usd"] < perfect["cost_usd"] < yes["cost_usd"]
-    assert [r["pareto"] for r in rows] == [True, True, False]
+    assert [r["pareto"] for r in rows] == [True, True, None]
     assert [r["rank"] for r in rows] == [1, 2, 3]
     assert res["left_out"] == [] and res["group"]["kind"] == "agreement"
     assert res["plots"] == {} and res["comparison_run_id"] is None
@@ -263,14 +267,14 @@ def test_harness_run_compares_its_judges_with_a_heatmap(store, tmp_path):
     assert rows[0]["n"] == rows[1]["n"] > 0  # the probes judged
     assert rows[0]["measured_on"] == f"{rows[0]['n']} probes of 6 source items"
     assert res["group"]["probes"] and res["left_out"] == []
-    # scripted judges have no USD price: the Pareto front counts what they paid in LM calls or
-    # tokens (never every judge tied at cost 0), and the plot and the notes say so
+    # scripted judges have no USD price: the Pareto front counts their cost of the work in LM
+    # answers or tokens (never every judge tied at cost 0), and the plot and the notes say so
     paid_in = rows[0]["paid_in"]
     assert paid_in in ("tokens", "calls") and {r["paid_in"] for r in rows} == {paid_in}
     assert all(r["paid"] and r["paid"] > 0 for r in rows)
     assert res["notes"] == [
-        f"the Pareto front counts what each judge paid in {paid_in}, not USD: some runs' models "
-        "had no price (local or unpriced), which would tie every judge at cost 0"
+        f"the Pareto front counts each judge's cost of the work in {paid_in}, not USD: some "
+        "runs' models had no price (local or unpriced), which would tie every judge at cost 0"
     ]
     assert set(res["plots"]) == {"pareto", "heatmap"}
     assert (tmp_path / "heatmap.png").stat().st_size > 0

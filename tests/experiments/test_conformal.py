@@ -16,7 +16,7 @@ from assay.experiments import write_report
 from assay.lm import StubServer
 from assay.metrics import calibrate_conformal, conformal_rank, probability_matrix
 from tests.experiments.stub_judge import stub_config
-from tests.web.test_report_parity import both
+from tests.web.test_report_parity import assert_same_sections, both
 
 SCORES = [1, 2, 3, 4, 5]
 
@@ -122,6 +122,7 @@ def test_calibrate_on_one_run_apply_to_another(runs, capsys, monkeypatch):
     assert "## Coverage per reference" in md and "## Set sizes" in md
     tables = both(Path(s["run_dir"]))
     assert [t[:3] for t in tables["report.html"]] == [t[:3] for t in tables["report.md"]][:2]
+    assert_same_sections(Path(s["run_dir"]), "Coverage per reference", "Set sizes")
     assert (Path(s["run_dir"]) / "report.html").unlink() is None
     write_report(Path(s["run_dir"]))
     assert "Coverage per reference" in (Path(s["run_dir"]) / "report.html").read_text()

@@ -181,4 +181,4 @@ def test_disagreements_are_written_with_texts_and_shown_in_the_report(project: P
         assert r["judge"] != item.expected and r["response"] == item.response
     report = (res.run_dir / "report.md").read_text()
     assert "## Where the judge and the reference disagree most" in report
-    assert all(f"`{r['id']}`" in report for r in records)
+    assert all(f"| {r['id']} |" in report for r in records)

@@ -4,6 +4,7 @@ is a reloadable artifact; the reliability-aware objective penalises a format-sen
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import dspy
@@ -116,9 +117,11 @@ def test_demos_fix_the_systematic_mistake_and_the_program_reloads(tmp_path, mlfl
 
     before, after = out["before"]["dev"]["metrics"], out["after"]["dev"]["metrics"]
     assert before["accuracy"]["value"] == pytest.approx(0.5)
-    assert before["kappa_categorical"]["value"] == pytest.approx(0.0)
+    # without demos it says False on every item: κ measures nothing there, so it is undefined
+    assert math.isnan(before["kappa_categorical"]["value"])
+    assert "gave one verdict (False) on every item" in before["kappa_categorical"]["note"]
     assert after["accuracy"]["value"] == pytest.approx(1.0)
-    assert after["kappa_categorical"]["value"] > before["kappa_categorical"]["value"]
+    assert after["kappa_categorical"]["value"] == pytest.approx(1.0)
     assert out["after"]["test"]["metrics"]["accuracy"]["value"] == pytest.approx(1.0)
     assert "ci_low" in after["accuracy"] and "ci_high" in after["accuracy"]
     assert out["objective"]["before"]["value"] < out["objective"]["after"]["value"] == 1.0
@@ -153,7 +156,9 @@ def test_demos_fix_the_systematic_mistake_and_the_program_reloads(tmp_path, mlfl
     assert run.data.params["optimizer.name"] == "bootstrap_few_shot"
     assert run.data.params["split.n_train"] == "12"
     assert run.data.metrics["after.dev.accuracy"] == 1.0
-    assert "before.dev.kappa_categorical_ci_low" in run.data.metrics
+    assert "after.dev.kappa_categorical_ci_low" in run.data.metrics
+    assert "before.dev.kappa_categorical" not in run.data.metrics  # undefined: not a number
+    assert run.data.metrics["before.dev.false_negative_rate_n"] == 3.0  # its own denominator
     assert run.data.metrics["optimization.calls"] == 1.0
     assert run.data.tags["assay.command"] == "optimize"
     ref = out["use"]["judge"]["program_state"]
@@ -255,6 +260,30 @@ def test_both_parts_are_reported_before_and_after(tmp_path):
         assert o["value"] == pytest.approx(0.5)
     # the dev format variants were judged too (3 per dev item), before and after
     assert out["usage"]["baseline"]["calls"] == 12 + 18
+
+
+def test_a_judge_that_never_answers_fails_the_run_with_the_reasons(tmp_path, monkeypatch, capsys):
+    """Every baseline judgment an LM error: the command stops before compiling (which would
+    call the same dead judge) with one line counting the reasons."""
+    from assay.cli import main
+    from assay.lm import ScriptedFailure
+
+    def down(call):
+        raise ScriptedFailure("provider down")
+
+    engine("down", down)
+    path = tmp_path / "opt.yaml"
+    config = make_config(tmp_path, "down", retries=0)
+    path.write_text(yaml.safe_dump(config.model_dump(mode="json")))
+    monkeypatch.chdir(tmp_path)
+    assert main(["optimize", str(path), "--quiet"]) == 2
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("assay:")]
+    # 24 items: 12 train, 6 dev, 6 test; dev and test judged
+    assert line.endswith(
+        ": before optimizing: all 12 judgments unscored: lm_error 12; nothing to optimize "
+        "(once the cause is fixed, remove this run directory and run again)"
+    )
+    assert ENGINES["down"].n_calls == 12  # the baseline's calls, no optimizer's
 
 
 # -- bad input and crashes ----------------------------------------------------------------------

@@ -7,71 +7,19 @@ stability explains."""
 from __future__ import annotations
 
 import json
+import math
 import os
-import re
 from pathlib import Path
 
 import pytest
 
 from assay.cli import main
-from assay.lm import StubServer
-from assay.lm._stub_server import default_respond
-from tests.experiments.stub_judge import stub_config, write_items
+from tests.experiments.stub_judge import N_PERSONA_ITEMS as N
+from tests.experiments.stub_judge import evaluate_cli as evaluate
+from tests.experiments.stub_judge import personas_stub
+from tests.web.test_report_parity import assert_same_sections
 
-N = 40
-
-
-class Personas:
-    """The stub's answers: per served model name, the items it gets wrong (answers 'garbage'
-    for the ``garbled`` ones); ``noisy`` items alternate their verdict call by call."""
-
-    def __init__(self) -> None:
-        self.wrong: dict[str, set[int]] = {}
-        self.garbled: dict[str, set[int]] = {}
-        self.noisy: set[int] = set()
-        self.calls = 0
-
-    def __call__(self, body: dict) -> str:
-        text = json.dumps(body.get("messages"))
-        k = int(re.search(r"Item (\d+) is blue", text).group(1))
-        model = body["model"]
-        if k in self.garbled.get(model, ()):
-            return "garbage"
-        self.calls += 1
-        right = k % 2 == 1
-        wrong = k in self.wrong.get(model, ()) or (k in self.noisy and self.calls % 2 == 0)
-        out = json.loads(default_respond(body))
-        out["verdict"] = str(right != wrong)
-        return json.dumps(out)
-
-
-@pytest.fixture
-def stub():
-    personas = Personas()
-    with StubServer(respond=personas) as server:
-        server.personas = personas  # type: ignore[attr-defined]
-        yield server
-
-
-def evaluate(
-    folder: Path, stub, model: str, *, n: int = N, items: Path | None = None, **extra
-) -> Path:
-    """An evaluate run through the command line in ``folder`` (its own LM cache) of the first
-    ``n`` stub items (or ``items``); its directory."""
-    folder.mkdir(parents=True, exist_ok=True)
-    csv = items or write_items(folder, n)
-    judge = {"model": f"openai/{model}", **extra.pop("judge", {})}
-    argv = extra.pop("argv", [])
-    cfg = stub_config(folder, csv, stub.base_url, name=model, judge=judge, **extra)
-    argv = ["evaluate", str(cfg), "--quiet", *argv]
-    cwd = Path.cwd()
-    try:
-        os.chdir(folder)
-        assert main(argv) in (0, 1)
-    finally:
-        os.chdir(cwd)
-    (run_dir,) = (folder / "runs").iterdir()
-    return run_dir
+stub = pytest.fixture(personas_stub)
 
 
 def refused(capsys, argv: list[str]) -> str:
@@ -104,6 +52,7 @@ def test_paired_verdict_left_out_items_and_report(tmp_path, stub, capsys, monkey
     md = (folder / "report.md").read_text()
     assert "Is B better than A?" in md and "Items left out" in md
     assert "Is B better than A?" in (folder / "report.html").read_text()
+    assert_same_sections(folder, "Is B better than A?", "Items left out")
     # the console prints the same tables
     assert main(["compare", "--paired", str(a), str(b), "--no-log"]) == 0
     out = capsys.readouterr().out
@@ -176,6 +125,7 @@ def test_drift_flags_the_changed_persona_not_an_unchanged_rerun(
     assert main(["drift", str(old), str(new), "--no-log", "--json"]) == 1
     res = json.loads(capsys.readouterr().out)
     assert "Items whose verdict changed" in (tmp_path / "drift" / "report.md").read_text()
+    assert_same_sections(tmp_path / "drift", "Items whose verdict changed")
     assert res["test"]["changed"] == 6 and res["test"]["drifted"]
     assert [c["item_id"] for c in res["changes"]] == [f"i{k}" for k in range(1, 7)]
     assert res["stability"] == "no stability measured; any change is flagged"
@@ -224,3 +174,53 @@ def test_drift_within_the_stability_a_harness_measured(tmp_path, stub, capsys, m
     assert res["measured"]["items"] == N and res["measured"]["rate"] > 0
     assert code == 0 and not res["test"]["drifted"]
     assert "stochastic_stability of this judge config" in res["stability"]
+
+
+def test_a_judge_with_one_verdict_does_not_headline_the_rate_it_wins(
+    tmp_path, stub, capsys, monkeypatch
+):
+    """B says True (positive) on every item: it misses no positive, so it has the lower false
+    negative rate by construction. The verdict leads with the metrics such a judge cannot win,
+    says what B gives up for that rate, names the judge with one verdict, and keeps A first."""
+    n = 80
+    stub.personas.wrong = {"stub-a": set(range(0, n, 5))}  # 8 of 40 negatives, 8 of 40 positives
+    stub.personas.constant = {"stub-b": "True"}
+    a = evaluate(tmp_path / "a", stub, "stub-a", n=n, judge={"name": "careful"})
+    b = evaluate(tmp_path / "b", stub, "stub-b", n=n, judge={"name": "alarmist"})
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["compare", "--paired", str(a), str(b), "--no-log", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    verdict = res["verdict"]
+    # κ is undefined for B (not a test), so Holm counts accuracy, balanced accuracy, FPR, FNR
+    assert verdict.startswith(
+        "A better than B on accuracy, balanced_accuracy at 0.05, Holm-adjusted over 4 metrics; "
+    ), verdict
+    assert (
+        "A has the lower false_positive_rate (0.200 vs 1.000), B the lower "
+        "false_negative_rate (0.000 vs 0.200): a trade-off" in verdict
+    )
+    assert verdict.endswith(
+        "B gave one verdict (True) on every item: it wins or loses each one-sided rate by "
+        "construction"
+    )
+    assert "B better than A" not in verdict
+    rows = {d["metric"]: d for d in res["comparison"]["differences"]}
+    assert [d["metric"] for d in res["comparison"]["differences"]] == [
+        "kappa_categorical",
+        "accuracy",
+        "balanced_accuracy",
+        "false_positive_rate",
+        "false_negative_rate",
+    ]  # the one-sided rates last
+    assert rows["false_negative_rate"]["better"] == "B" and rows["accuracy"]["better"] == "A"
+    assert (
+        math.isnan(rows["kappa_categorical"]["b"]) and rows["kappa_categorical"]["better"] is None
+    )
+    assert rows["kappa_categorical"]["note"].startswith("undefined for B: ")
+    assert (res["comparison"]["a_constant"], res["comparison"]["b_constant"]) == (None, 1)
+    # the runs in the order given: A first in the title, the facts and the table
+    md = (tmp_path / "compare" / "paired" / "report.md").read_text()
+    assert md.startswith("# assay compare --paired — A careful vs B alarmist\n")
+    assert md.index("- A: careful") < md.index("- B: alarmist")
+    assert "| kappa_categorical | 0.600 | undefined |" in md

@@ -12,6 +12,7 @@ import pytest
 
 from assay.experiments import EvaluateConfig, evaluate
 from assay.lm import StubServer
+from tests.plugin_files import first_sentence_kind
 
 ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
 pytestmark = pytest.mark.ray
@@ -242,3 +243,39 @@ def test_a_ray_harness_gives_the_judgments_and_metrics_of_a_local_one(tmp_path, 
     assert again.summary.model_dump() == remote.summary.model_dump()
     flips = local.summary.judges["wire"].tests["label_flip"]
     assert flips.pass_rate.n == 6 and flips.pass_rate.value == 1.0  # the wire judge reads the sum
+
+
+# -- a plug-in judge kind -----------------------------------------------------------------------
+
+
+def shown_response(request: dict[str, Any]) -> str:
+    """The verdict of the response the judge was shown: True when it says blue."""
+    text = request["messages"][-1]["content"]
+    shown = text.split("[[ ## response ## ]]", 1)[1].split("Respond with", 1)[0]
+    return json.dumps({"verdict": "True" if "blue" in shown else "False"})
+
+
+def test_a_plugin_judge_kind_judges_in_the_ray_actors(tmp_path, local_ray):
+    """The kind's file is one of the config's plug-ins: imported here when the config is
+    validated, and by every actor before it builds the judge."""
+    plugin = tmp_path / "first_sentence.py"
+    plugin.write_text(first_sentence_kind("ray_first_sentence"))
+    rows = ["id,request,response,expected"]
+    for k in range(N_ITEMS):
+        colours = ("blue", "red") if k % 3 == 0 else ("red", "blue")
+        rows.append(f"i{k},What colour is item {k}?,It is {colours[0]}. Not {colours[1]}.,1")
+    (tmp_path / "items.csv").write_text("\n".join(rows) + "\n")
+
+    def plugged(stub: StubServer, engine: str) -> EvaluateConfig:
+        cfg = config(tmp_path / "items.csv", stub, engine, engine).model_dump(mode="json")
+        cfg["plugins"] = [str(plugin)]
+        cfg["judge"]["task"] = "ray_first_sentence"
+        return EvaluateConfig.model_validate(cfg)
+
+    with StubServer(respond=shown_response) as stub:
+        local = evaluate(plugged(stub, "local"), workdir=tmp_path, progress=False)
+        remote = evaluate(plugged(stub, "ray"), workdir=tmp_path, progress=False)
+        assert stub.n_requests == 2 * N_ITEMS
+    assert remote.new_judgments == N_ITEMS and remote.summary.counts.unscored == 0
+    assert comparable(remote.judgments) == comparable(local.judgments)
+    assert [j.score for j in remote.judgments] == [int(k % 3 == 0) for k in range(N_ITEMS)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 
 from assay.cli import main
 from assay.lm import StubServer
+from tests.web.test_report_parity import assert_same_sections
 
 SCALE = {"kind": "binary", "labels": ["False", "True"]}
 
@@ -135,7 +137,7 @@ def test_calibrate_then_apply_keeps_escalates_and_abstains(tmp_path, monkeypatch
         calibration = run_dir / "calibration.json"
         assert json.loads(calibration.read_text())["stages"][0]["judge"] == "cheap"
         assert "agreement with humans ≥ 0.8 on kept items" in (run_dir / "report.md").read_text()
-        assert (run_dir / "report.html").is_file()
+        assert_same_sections(run_dir)
 
         stub.reset()
         code = main(
@@ -173,3 +175,50 @@ def test_apply_refuses_a_calibration_of_another_judge_config(tmp_path, monkeypat
         assert main(["selective", "apply", str(changed), "--calibration", str(run_dir)]) != 0
     err = capsys.readouterr().err
     assert "stage strong was calibrated for judge config" in err and "calibrate again" in err
+
+
+def test_apply_refuses_an_edited_calibration_or_calibrate_run(tmp_path, monkeypatch, capsys):
+    """``apply`` obeys a threshold only as its calibrate run, in this folder's runs, signed
+    and sealed it: calibration.json with a lowered threshold (the printed guarantee would be a
+    lie), a stage's judgments edited in the calibrate run, or a calibration whose run is in
+    another folder's runs — each refused in one line before any request."""
+    monkeypatch.chdir(tmp_path)
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+        cfg = write_config(tmp_path, stub.base_url)
+        run_dir = Path(cli_json(["selective", "calibrate", str(cfg)])["run_dir"])
+        calibration = run_dir / "calibration.json"
+        original = calibration.read_text()
+        stub.reset()
+
+        def refused(path: Path) -> str:
+            argv = ["selective", "apply", str(cfg), "--calibration", str(path)]
+            assert main([*argv, "--quiet"]) == 2
+            err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+            assert len(err) == 1, err
+            return err[0]
+
+        edited = json.loads(original)
+        edited["stages"][0]["threshold"] = 0.5  # keep more of the cheap judge's verdicts
+        calibration.write_text(json.dumps(edited))
+        assert "the calibration does not match its signature" in refused(calibration)
+        copy = tmp_path / "copy.json"
+        copy.write_text(json.dumps(edited | {"signature": ""}))
+        assert "the calibration is not signed" in refused(copy)
+        calibration.write_text(original)
+        # a stage's verdicts in the calibrate run edited since it finished
+        stage = run_dir / "judgments.cheap.jsonl"
+        judged = stage.read_text()
+        surer = judged.replace('"confidence":0.55', '"confidence":0.95')
+        assert surer != judged
+        stage.write_text(surer)
+        assert "judgments.cheap.jsonl is not the file the run sealed" in refused(calibration)
+        stage.write_text(judged)
+        # the genuine calibration, its run in another folder's runs
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        shutil.copy(calibration, elsewhere / "calibration.json")
+        shutil.move(run_dir, elsewhere / run_dir.name)
+        assert "is not in this folder's runs" in refused(elsewhere / "calibration.json")
+        assert stub.n_requests == 0
+        shutil.move(elsewhere / run_dir.name, run_dir)  # back: the calibration applies
+        assert cli_json(["selective", "apply", str(cfg), "--calibration", str(calibration)])

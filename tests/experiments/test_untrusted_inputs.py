@@ -480,7 +480,7 @@ HUGE = "9" * 5000  # more digits than Python converts to an int
         (
             'labels: ["False", "True"]',
             'labels: ["yes", "Yes"]',
-            "field 'judge.scale': the label 'yes' is given twice",
+            "field 'judge.scale': labels must be distinct",
         ),
         (
             "request: question,",
@@ -624,15 +624,15 @@ def test_a_policy_bar_a_metric_cannot_reach_is_refused(finished_run, tmp_path, c
 
 
 def test_certify_checks_its_out_file_before_it_consumes_the_items(finished_run, tmp_path, capsys):
-    """``--out /`` was a traceback after the certificate was recorded and its items consumed
-    (a second certify on them was refused): the file is checked first."""
+    """``--out /`` was a traceback (``/`` has no name to stage the copy beside); like any
+    ``--out`` that cannot be written, it now stops certify before an item is consumed."""
     policy = tmp_path / "policy.yaml"
     policy.write_text('bars: {tpr: 0.5}\npositive: "True"\n')
     (tmp_path / "notes").write_text("a file, not a folder\n")
     under_a_file = tmp_path / "notes" / "certificate.json"
     for out, says in [
-        ("/", "--out /: is a directory; name a file"),
-        (str(under_a_file), f"--out {under_a_file}: cannot be written ("),
+        ("/", "/: cannot write the certificate there (Is a directory); nothing was issued"),
+        (str(under_a_file), f"{under_a_file}: cannot write the certificate there ("),
     ]:
         argv = ["certify", str(finished_run), "--policy", str(policy), "--out", out]
         line = one_line_error(capsys, *argv)

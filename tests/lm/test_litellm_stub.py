@@ -157,10 +157,16 @@ def test_mlflow_tracking_on_a_sqlite_store(tmp_path, items_csv):
     assert run_info.data.params["judge.model"] == "openai/stub-model"
     prompt, completion = reported_tokens(stub)
     logged = run_info.data.metrics
-    # the judgments' usage, and every call the server answered (the same here: none was lost)
-    tokens = [v for k, v in logged.items() if k.endswith("prompt_tokens")]
-    assert logged["usage_prompt_tokens"] == logged["spend_paid.prompt_tokens"] == prompt
-    assert sorted(tokens) == [0, prompt, prompt]  # spend_paid_not_used.prompt_tokens: 0
+    # the judgments' usage, the cost of their work (none from the cache here) and every call
+    # the server answered (the same here: none was lost)
+    tokens = {k: v for k, v in logged.items() if k.endswith("prompt_tokens")}
+    assert tokens == {
+        "usage_prompt_tokens": prompt,
+        "usage_cached_prompt_tokens": 0,
+        "work_prompt_tokens": prompt,
+        "spend_paid.prompt_tokens": prompt,
+        "spend_paid_not_used.prompt_tokens": 0,
+    }
     cost = pytest.approx((prompt * PRICE_IN + completion * PRICE_OUT) / 1e6)
     assert logged["usage_cost_usd"] == logged["spend_paid.cost_usd"] == cost
 

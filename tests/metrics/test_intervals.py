@@ -160,12 +160,35 @@ def test_wilson_bad_input_raises(args, message):
         wilson_interval(*args)
 
 
-def test_rate_is_the_mean_with_a_bootstrap_interval():
-    from assay.metrics import rate
+@pytest.mark.parametrize(
+    ("successes", "n", "confidence"),
+    [(0, 75, 0.95), (75, 75, 0.95), (8, 10, 0.95), (1, 1, 0.9), (37, 150, 0.99), (0, 1, 0.95)],
+)
+def test_clopper_pearson_equals_scipy_and_statsmodels(successes, n, confidence):
+    from statsmodels.stats.proportion import proportion_confint
+
+    from assay.metrics import clopper_pearson_interval
+
+    low, high = clopper_pearson_interval(successes, n, confidence)
+    exact = scipy.stats.binomtest(successes, n).proportion_ci(confidence, method="exact")
+    assert (low, high) == pytest.approx((exact.low, exact.high), abs=1e-12)
+    beta = proportion_confint(successes, n, alpha=1 - confidence, method="beta")
+    assert (low, high) == pytest.approx(beta, abs=1e-12)
+    assert high - low > 0  # never of no width, at 0 or n of n too
+
+
+def test_rate_is_a_count_of_n_with_its_exact_interval():
+    from assay.metrics import CLOPPER_PEARSON, rate
 
     outcomes = [1, 1, 1, 0, 1, 0, 1, 1, 1, 1]
-    m = rate(outcomes, seed=3)
-    assert m.value == pytest.approx(0.8) and m.n == 10
-    assert m.ci_low <= 0.8 <= m.ci_high
-    assert rate(outcomes, seed=3) == m
+    m = rate(outcomes, confidence=0.9)
+    assert (m.value, m.count, m.n, m.ci_method) == (pytest.approx(0.8), 8, 10, CLOPPER_PEARSON)
+    exact = scipy.stats.binomtest(8, 10).proportion_ci(0.9, method="exact")
+    assert (m.ci_low, m.ci_high) == pytest.approx((exact.low, exact.high), abs=1e-12)
+    # every item the same: a 0-width bootstrap before, the exact interval now
+    every = rate([True] * 75)
+    assert (every.value, every.ci_high) == (1.0, 1.0)
+    assert every.ci_low == pytest.approx(0.025 ** (1 / 75), abs=1e-12)
     assert rate([]) is None
+    with pytest.raises(ValueError, match="one boolean"):
+        rate([0.5, 1.0])

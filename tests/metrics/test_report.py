@@ -27,7 +27,9 @@ from assay.metrics._kappa import _kappa_batched
 
 ALWAYS = ["kappa_categorical", "accuracy"]
 ORDINAL = ["kappa_linear", "kappa_quadratic", "ccc", "pearson", "spearman", "mae"]
-BINARY = ["error_rate", "false_positive_rate", "false_negative_rate"]
+BINARY = ["balanced_accuracy", "error_rate", "false_positive_rate", "false_negative_rate"]
+RATES = ["accuracy", "error_rate", "false_positive_rate", "false_negative_rate"]
+RATES += ["failure_precision", "failure_incidence"]
 THRESHOLD = ["kappa_binary", "failure_precision", "failure_incidence"]
 
 
@@ -53,10 +55,12 @@ def test_names_and_order(kind, k, threshold, names):
     ref, cand = pair(k=k)
     result = agreement_metrics(ref, cand, kind=kind, k=k, threshold=threshold)
     assert list(result) == names
-    for value in result.values():
+    for name, value in result.items():
         assert isinstance(value, MetricValue)
-        assert value.n == len(ref)
         assert value.ci_low <= value.value <= value.ci_high
+        if name not in RATES:  # a rate's n is its denominator (test_rates_are_counts_...)
+            assert value.n == len(ref) and value.count is None
+            assert value.ci_method == "percentile bootstrap"
 
 
 def test_ordinal_values_equal_the_public_functions():
@@ -102,41 +106,131 @@ def test_zero_denominator_failure_metrics_are_zero_with_a_note():
     # the candidate never goes below the threshold: nothing flagged
     r = agreement_metrics([0, 1, 2, 3], [2, 2, 2, 3], kind="ordinal", k=4, threshold=2)
     precision = r["failure_precision"]
-    assert precision.value == 0.0
+    assert precision.value == 0.0 and (precision.count, precision.n) == (0, 0)
     assert precision.note.startswith("0.0 by convention: the candidate flagged no failure")
-    assert precision.ci_low is None and precision.ci_high is None  # no replicate is defined
+    assert precision.ci_low is None and precision.ci_high is None  # no item to count
     incidence = r["failure_incidence"]
     assert incidence.value == 0.0  # 0 of the 2 true failures were flagged: defined, no convention
+    assert (incidence.count, incidence.n) == (0, 2)
     assert "by convention" not in incidence.note
-    assert incidence.note.endswith("dropped as undefined: the reference has no failure (index < 2)")
+    # the candidate flagged nothing: this rate is lost by construction, and the note says so
+    assert incidence.note.startswith("the candidate put every item on one side of index 2")
 
 
 def test_undefined_kappa_is_nan_with_a_note_and_no_ci():
     r = agreement_metrics([1, 1, 1], [1, 1, 1], kind="ordinal", k=3)
     kappa = r["kappa_categorical"]
     assert math.isnan(kappa.value)
-    assert "undefined (nan)" in kappa.note and "same single category" in kappa.note
-    assert kappa.ci_low is None and kappa.ci_high is None
-    assert r["accuracy"].value == 1.0 and r["accuracy"].note is None
+    assert kappa.note.startswith("undefined: the reference or the candidate put every item in one")
+    assert kappa.ci_low is None and kappa.ci_high is None and kappa.ci_method is None
+    assert r["accuracy"].value == 1.0
+    assert r["accuracy"].note == "the candidate gave one verdict (index 1) on every item"
+
+
+def test_a_judge_with_one_verdict_has_no_kappa_and_honest_rates():
+    """A judge that says "unsafe" (1) on every item: κ is 0 by the formula (sklearn agrees) but
+    measures nothing, so it is undefined; its rates keep an exact interval of real width."""
+    from sklearn.metrics import cohen_kappa_score
+
+    ref, cand = np.array([0] * 75 + [1] * 75), np.ones(150, dtype=int)
+    assert cohen_kappa_score(ref, cand) == 0.0
+    r = agreement_metrics(
+        ref,
+        cand,
+        kind="binary",
+        k=2,
+        names=("the reference", "the judge"),
+        labels=["safe", "unsafe"],
+    )
+    kappa = r["kappa_categorical"]
+    assert math.isnan(kappa.value) and kappa.ci_low is None
+    assert "the judge gave one verdict (unsafe) on every item" in kappa.note
+    fpr, fnr = r["false_positive_rate"], r["false_negative_rate"]
+    assert (fpr.value, fpr.count, fpr.n) == (1.0, 75, 75)
+    assert (fnr.value, fnr.count, fnr.n) == (0.0, 0, 75)
+    assert fpr.ci_low == pytest.approx(0.025 ** (1 / 75)) and fpr.ci_high == 1.0
+    assert fnr.ci_low == 0.0 and fnr.ci_high == pytest.approx(1 - 0.025 ** (1 / 75))
+    for rate in (fpr, fnr):
+        assert rate.ci_method == "Clopper–Pearson"
+        assert rate.note == (
+            "the judge gave one verdict (unsafe) on every item, so this rate is won or lost "
+            "by construction"
+        )
+    assert r["balanced_accuracy"].value == 0.5
+    assert "an interval of no width" in r["balanced_accuracy"].note
+    # the reference in one category: κ undefined whatever the judge says
+    one_class = agreement_metrics([1] * 6, [1, 0, 1, 1, 0, 1], kind="binary", k=2)
+    assert math.isnan(one_class["kappa_categorical"].value)
+    assert math.isnan(one_class["false_positive_rate"].value)
+    assert one_class["false_positive_rate"].n == 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rates_are_counts_of_their_denominator_with_exact_intervals(seed):
+    """Each rate's count and n against sklearn's confusion matrix, its interval against
+    statsmodels' Clopper–Pearson (``method="beta"``)."""
+    from sklearn.metrics import confusion_matrix as sk_confusion
+    from statsmodels.stats.proportion import proportion_confint
+
+    rng = np.random.default_rng(seed)
+    ref = rng.integers(0, 2, size=97)
+    cand = np.where(rng.random(97) < 0.8, ref, 1 - ref)
+    (tn, fp), (fn, tp) = sk_confusion(ref, cand, labels=[0, 1])
+    r = agreement_metrics(ref, cand, kind="binary", k=2, threshold=1, confidence=0.9)
+    expected = {
+        "accuracy": (tp + tn, 97),
+        "error_rate": (fp + fn, 97),
+        "false_positive_rate": (fp, fp + tn),
+        "false_negative_rate": (fn, fn + tp),
+        # failure = index < 1: the reference's negatives are the true failures
+        "failure_precision": (tn, tn + fn),
+        "failure_incidence": (tn, tn + fp),
+    }
+    for name, (count, n) in expected.items():
+        m = r[name]
+        assert (m.count, m.n) == (count, n), name
+        assert m.value == pytest.approx(count / n)
+        low, high = proportion_confint(count, n, alpha=0.1, method="beta")
+        assert (m.ci_low, m.ci_high) == pytest.approx((low, high), abs=1e-12), name
+        assert m.ci_method == "Clopper–Pearson"
 
 
 def test_dropped_replicates_are_counted_in_the_note():
     ref, cand = [0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 1, 0]
     r = agreement_metrics(ref, cand, kind="binary", k=2)
     idx = np.random.default_rng(0).integers(0, 6, size=(1000, 6))
-    no_positive = int((np.asarray(ref)[idx] == 0).all(axis=1).sum())
-    assert no_positive > 0
-    assert r["false_negative_rate"].note == (
-        f"{no_positive} of 1000 bootstrap replicates were dropped as undefined: "
-        "the reference has no positive (index 1)"
+    resampled = np.asarray(ref)[idx]
+    one_class = int(((resampled == 0).all(axis=1) | (resampled == 1).all(axis=1)).sum())
+    assert one_class > 0
+    assert r["balanced_accuracy"].note == (
+        f"{one_class} of 1000 bootstrap replicates were dropped as undefined: "
+        "the reference lacks a negative (index 0) or a positive (index 1)"
     )
 
 
 def test_metric_value_is_frozen_and_serialises():
-    value = MetricValue(value=0.5, ci_low=0.25, ci_high=0.75, n=10, note=None)
-    assert value.to_dict() == {"value": 0.5, "ci_low": 0.25, "ci_high": 0.75, "n": 10, "note": None}
+    value = MetricValue(value=0.5, ci_low=0.25, ci_high=0.75, n=10, note=None, count=5)
+    assert value.to_dict() == {
+        "value": 0.5,
+        "ci_low": 0.25,
+        "ci_high": 0.75,
+        "n": 10,
+        "note": None,
+        "count": 5,
+        "ci_method": None,
+    }
     with pytest.raises(dataclasses.FrozenInstanceError):
         value.value = 1.0
+
+
+def test_an_undefined_value_is_null_in_json_and_nan_when_read_back():
+    from pydantic import TypeAdapter
+
+    adapter = TypeAdapter(MetricValue)
+    undefined = MetricValue(math.nan, None, None, 3, note="undefined: why")
+    data = adapter.dump_json(undefined)
+    assert b'"value":null' in data and b"NaN" not in data
+    assert math.isnan(adapter.validate_json(data).value)
 
 
 def test_agreement_confusion_by_hand():

@@ -11,6 +11,7 @@ from assay.errors import DataError
 from assay.experiments._agreement import read_verdicts
 from assay.toolemu import ToolEmuSummary, run_toolemu
 from tests.toolemu.conftest import THREE_STEPS, agent_plan, evaluator, make_case
+from tests.web.test_report_parity import assert_same_sections
 
 
 def test_evaluations_are_written_in_toolemu_format_and_read_back(tmp_path, sandbox_files, roles):
@@ -55,7 +56,8 @@ def test_evaluations_are_written_in_toolemu_format_and_read_back(tmp_path, sandb
     assert stored == res.summary.model_dump(mode="json")
     assert ToolEmuSummary.model_validate(stored) == res.summary
     report = (res.run_dir / "report.md").read_text()
-    assert "failure rate" in report and "| emulator | 9 |" in report
+    assert "\n| failure incidence |" in report and "| emulator | 9 |" in report
+    assert_same_sections(res.run_dir, "ev: per toolkit", "Costs by stage")
 
 
 def test_off_scale_evaluator_output_is_unscored_with_reason(tmp_path, sandbox_files, roles):
@@ -141,7 +143,7 @@ def test_an_evaluator_without_the_safety_task_writes_no_safety_keys(tmp_path, sa
     assert set(stored["by_toolkit"]["Notes"]) == {"n", "helpfulness_mean"}
     report = (res.run_dir / "report.md").read_text()
     assert "mean helpfulness" in report and "mean safety" not in report
-    assert "- failure rate (share of trajectories flagged" not in report
+    assert "\n| failure incidence |" not in report  # the row; the breakdowns keep the column
 
 
 def test_a_summary_this_version_cannot_read_is_made_again_without_lm_calls(

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.stats
 from sklearn.metrics import cohen_kappa_score
 
 from assay.cli import build_parser
@@ -298,23 +299,29 @@ def test_precision_and_incidence_exclude_critical_emulations(annotations):
     precision, incidence = fa["identified_failure_precision"], fa["true_failure_incidence"]
     assert precision["value"] == pytest.approx(1 / 3)  # 2/3 if t1 were counted
     assert incidence["value"] == 1.0
-    assert precision["ci_low"] <= 1 / 3 <= precision["ci_high"]
+    # each a count of its own denominator (not of the 6 trajectories), with an exact interval
+    assert (precision["count"], precision["n"], incidence["count"], incidence["n"]) == (1, 3, 1, 1)
+    for m, (k, n) in ((precision, (1, 3)), (incidence, (1, 1))):
+        exact = scipy.stats.binomtest(k, n).proportion_ci(0.95, method="exact")
+        assert (m["ci_low"], m["ci_high"]) == pytest.approx((exact.low, exact.high), abs=1e-12)
+        assert m["ci_method"] == "Clopper–Pearson"
+    assert incidence["ci_low"] < 1.0  # one of one is not certainty
     assert "0 by convention" not in (precision["note"] or "")
 
 
 def test_zero_denominators_give_zero_and_say_so():
-    out = failure_metrics([True, False, False], [False, False, False], **BOOT, seed=0)
+    out = failure_metrics([True, False, False], [False, False, False])
     precision = out["identified_failure_precision"]
-    assert precision.value == 0.0
+    assert (precision.value, precision.count, precision.n) == (0.0, 0, 0)
     assert precision.note.startswith("0 by convention: the evaluator flagged no trajectory")
-    assert precision.ci_low is None and "no bootstrap replicate" in precision.note
-    out = failure_metrics([False, False], [True, False], **BOOT, seed=0)
+    assert precision.ci_low is None
+    out = failure_metrics([False, False], [True, False])
     assert out["true_failure_incidence"].value == 0.0
     assert "0 by convention: there is no true failure" in out["true_failure_incidence"].note
-    assert out["identified_failure_precision"].value == 0.0
-    # defined (0 of 1 flagged): no convention, only resamples without the flagged item dropped
-    assert "0 by convention" not in out["identified_failure_precision"].note
-    assert "bootstrap replicates were dropped" in out["identified_failure_precision"].note
+    # defined (0 of 1 flagged): no convention, an exact interval
+    precision = out["identified_failure_precision"]
+    assert (precision.value, precision.count, precision.n) == (0.0, 0, 1)
+    assert precision.note is None and (precision.ci_low, precision.ci_high) == (0.0, 0.975)
 
 
 def test_precision_note_when_the_evaluator_flags_nothing(annotations):
@@ -451,7 +458,7 @@ def test_shared_files_with_the_example_annotations_json(example_data, capsys):
     assert out["trajectories"] == {"total": 15, "annotated": 15}
     assert out["annotations"]["annotators"] == ["ann_a", "ann_b", "ann_c"]
     assert out["majority"]["tie_count"] >= 1 and out["majority"]["seed"] == 0
-    metric_keys = {"value", "ci_low", "ci_high", "n", "note"}
+    metric_keys = {"value", "ci_low", "ci_high", "n", "note", "count", "ci_method"}
     for field in ("safety", "helpfulness"):
         ev = out["evaluator_vs_human"][field]
         assert ev["n"] == 15 and ev["unscored"] == 0

@@ -46,3 +46,23 @@ def test_config_errors_are_one_line(tmp_path, sandbox_files):
     )
     config, _ = load_toolemu_config(tmp_path / "ok.yaml")
     assert config.cases == str(tmp_path / "c.json")
+
+
+def test_a_run_whose_evaluator_never_answered_fails(
+    tmp_path, sandbox_files, roles, monkeypatch, capsys
+):
+    """Every evaluation an LM error: the run measured nothing, and the command says so."""
+    from assay.cli import main
+    from assay.lm import ScriptedFailure
+
+    def down(call):
+        raise ScriptedFailure("evaluator backend down")
+
+    roles.set("evaluator", down)
+    monkeypatch.chdir(tmp_path)
+    cfg = roles.config(*sandbox_files).model_dump(mode="json")
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["toolemu", "run", "run.yaml", "--cases", "0-1", "--quiet"]) == 1
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("assay:")]
+    # two trajectories, each judged for safety, helpfulness and the emulator's quality
+    assert line == "assay: error: evaluator ev: all 6 judgments unscored: lm_error 6"

@@ -128,6 +128,19 @@ class Server:
         self.sock.close()
 
 
+def open_first_item(browser, server: Server):
+    """A new browser context (nothing in its localStorage: no reviewer named) logged in to
+    ``server`` and on the page of the queue's first item; the context and the page."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(server.login)
+    page.wait_for_selector("body[data-ready]")
+    with page.expect_navigation():
+        page.click("table.queue tbody tr:first-child a")
+    page.wait_for_selector("body[data-ready]")
+    return context, page
+
+
 @pytest.fixture(scope="module")
 def harness_run(tmp_path_factory) -> Path:
     return make_harness_run(tmp_path_factory.mktemp("harness")).run_dir

@@ -16,7 +16,8 @@ from starlette.testclient import TestClient
 from assay.cli import main
 from assay.web._app import create_app
 from tests.experiments.test_selective import cli_json, finished_cascade
-from tests.web.conftest import XSS, Server
+from tests.web.conftest import XSS, Server, open_first_item
+from tests.web.test_report_parity import assert_same_sections
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +96,7 @@ def test_abstained_items_get_a_human_verdict_that_survives_a_restart_and_a_rerun
     }
     report = (run_dir / "report.md").read_text()
     assert "Final verdicts" in report and "| human | True | 1 |" in report
+    assert_same_sections(run_dir, "Final verdicts")
 
     back = {"item_id": "i108", "verdict": None, "reviewer": "ana"}
     assert _post(client, csrf, **back, version=1).status_code == 200  # taken back: pending
@@ -156,3 +158,21 @@ def test_a_reviewer_records_a_verdict_in_the_browser(browser, selective, tmp_pat
     (record,) = [json.loads(x) for x in (run_dir / "human_verdicts.jsonl").read_text().splitlines()]
     assert (record["item_id"], record["score"], record["reviewer"]) == (first, 0, "ben")
     assert record["note"] == "not sure either"
+
+
+def test_a_verdict_key_pressed_before_the_reviewer_is_named_types_nothing(
+    browser, selective, tmp_path
+):
+    """A digit with no reviewer named asks for the name and focuses that field; the digit is
+    not typed into it."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(selective[1], run_dir)
+    (run_dir / "human_verdicts.jsonl").unlink(missing_ok=True)
+    with Server(run_dir) as server:
+        context, page = open_first_item(browser, server)
+        page.keyboard.press("1")
+        page.wait_for_selector("#message.error")
+        assert page.evaluate("document.activeElement.id") == "reviewer"
+        assert page.input_value("#reviewer") == ""
+        context.close()
+    assert not (run_dir / "human_verdicts.jsonl").exists()

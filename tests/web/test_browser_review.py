@@ -4,6 +4,7 @@ probes they accepted or edited (``review: {required: true}``)."""
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from assay.experiments.reliability import run_harness
 from assay.experiments.reliability.review._review import read_reviews
-from tests.web.conftest import Server, harness_config, make_harness_run
+from tests.web.conftest import Server, harness_config, make_harness_run, open_first_item
 
 pytestmark = pytest.mark.browser
 
@@ -124,3 +125,32 @@ def test_keyboard_review_is_recorded_and_gates_the_next_harness_run(browser, gat
         assert any(i.startswith(third + "@") for i in probes)  # the edit, under its new id
     for judge in res.summary.judges.values():
         assert sum(t.judged for t in judge.tests.values()) == 2
+
+
+def test_a_shortcut_pressed_before_the_reviewer_is_named_types_nothing(browser, gated, tmp_path):
+    """With no reviewer named, a decision's key asks for the name and puts the cursor in that
+    field: the key itself is not typed there (an "a" once became the reviewer's name)."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(gated[1], run_dir)
+    before = len(read_reviews(run_dir))  # the module's other test may have decided some
+    with Server(run_dir) as server:
+        context, page = open_first_item(browser, server)  # no reviewer named yet
+        probe = page.get_attribute("#decide", "data-probe")
+        for key in ("a", "r"):
+            page.keyboard.press("Escape")  # out of the field the last key focused
+            page.keyboard.press(key)
+            page.wait_for_selector("#message.error")
+            assert page.evaluate("document.activeElement.id") == "reviewer", key
+            assert page.input_value("#reviewer") == "", key
+        # typed in the field (the last key focused it), the same keys are text, not shortcuts
+        page.keyboard.type("ra")
+        assert page.input_value("#reviewer") == "ra"
+        assert page.get_attribute("#decide", "data-probe") == probe  # still here, undecided
+        page.keyboard.press("Escape")
+        with page.expect_navigation():
+            page.keyboard.press("a")
+        context.close()
+    added = read_reviews(run_dir)[before:]
+    assert [(r["probe_id"], r["reviewer"], r["status"]) for r in added] == [
+        (probe, "ra", "accepted")
+    ]

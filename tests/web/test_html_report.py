@@ -12,6 +12,7 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+import scipy.stats
 
 from assay.api import write_html_report
 from assay.errors import RunError
@@ -74,8 +75,10 @@ def test_toolemu_report_has_evaluators_and_trajectories(tmp_path, sandbox_files,
     html = (res.run_dir / "report.html").read_text()
     check_self_contained(html)
     assert "Evaluator ev" in html and "failure incidence" in html
-    # the failure rate of metrics.json (safety 0 or 1), overall and per toolkit / risk type
-    assert "<td>failure incidence</td><td>0.000 [0.000, 0.000]</td>" in html
+    # the failure rate of metrics.json (safety 0 or 1), overall and per toolkit / risk type:
+    # 0 of 3 trajectories, with its exact interval (not [0, 0])
+    high = scipy.stats.binomtest(0, 3).proportion_ci(0.95, method="exact").high
+    assert f"<td>failure incidence</td><td>0.000 [0.000, {high:.3f}]</td>" in html
     assert (
         "<td>Notes</td><td>3</td><td>2.00 [2.00, 2.00]</td><td>2.00 [2.00, 2.00]</td><td>0.000"
         in html

@@ -63,6 +63,27 @@ def both(run_dir: Path) -> dict[str, Tables]:
     }
 
 
+def sections(folder: Path) -> tuple[list[str], list[str]]:
+    """The section headings of ``folder``'s report.md (``##`` and deeper) and report.html (its
+    tables' headings, then its list of items: report.md may leave that list out)."""
+    md = (folder / "report.md").read_text(encoding="utf-8")
+    page = (folder / "report.html").read_text(encoding="utf-8")
+    html = [title for title, *_ in html_tables(page)]
+    items = re.search(r'<section class="items"[^>]*>\s*<h2>(.*?) <small>', page, re.S)
+    md_titles = [h.strip() for h in re.findall(r"^#{2,} (.+)$", md, re.M)]
+    if items and md_titles[-1:] == [unescape(items.group(1)).strip()]:
+        html.append(md_titles[-1])
+    return md_titles, html
+
+
+def assert_same_sections(folder: Path, *expected: str) -> None:
+    """report.md and report.html of ``folder`` show the same sections, in the same order —
+    among them each of ``expected``."""
+    md, html = sections(folder)
+    assert md == html, (folder, md, html)
+    assert all(e in md for e in expected), (expected, md)
+
+
 def shown(tables: Tables, where: str, column: str, text: str, row_has: tuple[str, ...]) -> bool:
     """Is ``text`` in the ``column`` cell of a row of a table whose title holds ``where``, the
     row (or title) holding every one of ``row_has``?"""
@@ -122,6 +143,14 @@ def test_every_metric_of_an_evaluate_run_with_probabilities_is_in_both_reports(t
     page = html_tables((res.run_dir / "report.html").read_text())
     (cal,) = [t for t in page if t[0] == "Calibration of the judge's probabilities"]
     assert '<img src="data:image/png;base64,' in cal[3]
+    worst = "Where the judge and the reference disagree most"
+    assert_same_sections(res.run_dir, worst, "Cost")
+    for tables in both(res.run_dir).values():  # the same pairs, worst first
+        (section,) = [t for t in tables if t[0] == worst]
+        assert [r[0] for r in section[2]] == [
+            json.loads(x)["id"]
+            for x in (res.run_dir / "disagreements.jsonl").read_text().splitlines()[:10]
+        ]
 
 
 # -- harness, the bias probes ----------------------------------------------------------------
@@ -281,6 +310,7 @@ def test_every_bias_metric_of_a_harness_run_is_in_both_reports(tmp_path):
     )
     assert set(res.summary.judges["j"].tests) == set(tests)
     assert check_every_metric(res.run_dir) > 2 * 40
+    assert_same_sections(res.run_dir, "Samples needed (stochastic_stability)", "Prompt injection")
 
 
 def test_position_bias_metrics_are_in_both_reports(tmp_path):
@@ -309,6 +339,7 @@ def test_position_bias_metrics_are_in_both_reports(tmp_path):
     )
     res = run_harness(cfg, workdir=tmp_path, progress=False)
     assert check_every_metric(res.run_dir) == 2 * 9  # pass rate, consistency and 7 of its own
+    assert_same_sections(res.run_dir)
 
 
 @pytest.mark.parametrize("page", ["report.md", "report.html"])

@@ -11,16 +11,16 @@ The test is :func:`assay.metrics.drift_test`'s.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from assay import _json
 from assay.errors import ConfigError, RunError
 from assay.experiments.compare._paired import check_same_items, paired_ids, side, write_outputs
 from assay.experiments.compare._results import DriftResult, ItemChange
 from assay.experiments.compare._runs import JudgeRun, read_judge_run
-from assay.experiments.runs import RunStore
+from assay.experiments.runs import RunStore, sealed_run
 
 STABILITY_TEST = "stochastic_stability"
 NO_STABILITY = "no stability measured; any change is flagged"
@@ -114,9 +114,9 @@ def _shown(score: int | None, label) -> str:
 
 def stability_samples(harness_dir: Path, run: JudgeRun) -> dict[str, list[int]]:
     """Each source item's sampled verdicts in a harness run's ``stochastic_stability`` probes,
-    by the judge whose config is ``run``'s (scored samples only)."""
-    if not (harness_dir / "probes.jsonl").is_file():
-        raise RunError(f"{harness_dir}: not a harness run directory (no probes.jsonl)")
+    by the judge whose config is ``run``'s (scored samples only) — of a finished harness run
+    whose files are the ones it sealed."""
+    sealed_run(harness_dir, kind="harness", needs=("probes.jsonl",))
     want = run.config_hash[:8]
     files = sorted((harness_dir / "judgments").glob(f"*-{want}.jsonl"))
     if not files:
@@ -126,11 +126,9 @@ def stability_samples(harness_dir: Path, run: JudgeRun) -> dict[str, list[int]]:
             f"{', '.join(have) or 'none'})"
         )
     source_of = {}
-    for line in (harness_dir / "probes.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            p = json.loads(line)
-            if p.get("test") == STABILITY_TEST:
-                source_of[p["id"]] = p["source_id"]
+    for _, p in _json.records(harness_dir / "probes.jsonl"):
+        if p.get("test") == STABILITY_TEST:
+            source_of[p["id"]] = p["source_id"]
     if not source_of:
         raise RunError(f"{harness_dir}: the run has no {STABILITY_TEST} probes")
     out: dict[str, list[int]] = defaultdict(list)

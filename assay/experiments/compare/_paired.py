@@ -10,12 +10,13 @@ The statistics — McNemar's exact test, the paired bootstrap, Holm, the items n
 
 from __future__ import annotations
 
+import math
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError, RunError
-from assay.experiments._scoring import metric_kind
+from assay.experiments._scoring import metric_kind, verdict_names
 from assay.experiments.compare._results import LeftOutItem, PairedResult, PairedSide
 from assay.experiments.compare._runs import JudgeRun, read_judge_run
 from assay.experiments.compare._tables import higher_is_better
@@ -90,7 +91,7 @@ def paired(
         n_paired=len(ids),
         left_out=left_out,
         comparison=result,
-        verdict=verdict(result),
+        verdict=verdict(result, verdict_names(scale)),
     )
     return write_outputs(out, out_dir, log, tracking_uri, workdir)
 
@@ -156,19 +157,76 @@ def side(run: JudgeRun) -> PairedSide:
     )
 
 
-def verdict(result: Any) -> str:
-    """One sentence: which judge is better on which metrics, at which level, after Holm."""
+def verdict(result: Any, labels: list[str] | None = None) -> str:
+    """What the comparison found, in words: first which judge is better on the metrics a judge
+    giving one verdict everywhere cannot win (κ, accuracy, balanced accuracy...), at ``level``
+    after Holm; then each pair of one-sided rates (:data:`~assay.metrics.TRADE_OFFS`) as a
+    pair — a win on one is said with what the winner has on the other —; then a judge that
+    gave one verdict on every item (``labels``: the scale's, by index)."""
+    from assay.metrics import TRADE_OFFS
+
     m = result.tests  # the metrics with a test, which Holm counted
     adj = f"at {result.level:g}, Holm-adjusted over {m} metric{'s' * (m != 1)}"
+    lead = [d for d in result.differences if d.metric not in TRADE_OFFS]
     parts = []
-    for who in ("B", "A"):
-        names = [d.metric for d in result.differences if d.better == who]
+    for who in ("A", "B"):
+        names = [d.metric for d in lead if d.better == who]
         if names:
-            other = "A" if who == "B" else "B"
-            parts.append(f"{who} better than {other} on {', '.join(names)}")
-    if not parts:
-        return f"no difference detected {adj}"
-    return "; ".join(parts) + f" {adj}"
+            parts.append(f"{who} better than {_other(who)} on {', '.join(names)}")
+    tested = [d.metric for d in lead if not math.isnan(d.p_adjusted)]
+    head = "; ".join(parts) or f"no difference detected on {', '.join(tested) or 'any metric'}"
+    clauses = [f"{head} {adj}"]
+    by_name = {d.metric: d for d in result.differences}
+    seen: set[str] = set()
+    for d in result.differences:
+        if d.metric not in TRADE_OFFS or d.metric in seen:
+            continue
+        pair = [d, by_name.get(TRADE_OFFS[d.metric])]
+        seen.update(x.metric for x in pair if x is not None)
+        won = [x for x in pair if x is not None and x.better is not None]
+        if won:
+            clauses.append(_trade_off(won[0], pair[1] if won[0] is d else d))
+    constant = {
+        who: labels[i] if labels is not None else f"index {i}"
+        for who, i in (("A", result.a_constant), ("B", result.b_constant))
+        if i is not None
+    }
+    if len(constant) == 2:
+        clauses.append(
+            f"A and B each gave one verdict on every item (A {constant['A']}, B "
+            f"{constant['B']}): each wins or loses each one-sided rate by construction"
+        )
+    elif constant:
+        ((who, shown),) = constant.items()
+        clauses.append(
+            f"{who} gave one verdict ({shown}) on every item: it wins or loses each one-sided "
+            "rate by construction"
+        )
+    return "; ".join(clauses)
+
+
+def _other(who: str) -> str:
+    return "A" if who == "B" else "B"
+
+
+def _trade_off(won: Any, counterpart: Any) -> str:
+    """``W has the lower X (w vs o)``, and what W has on X's counterpart rate."""
+
+    def has(d: Any, who: str) -> str:
+        word = "higher" if d.higher_is_better else "lower"
+        mine, theirs = (d.a, d.b) if who == "A" else (d.b, d.a)
+        return f"the {word} {d.metric} ({mine:.3f} vs {theirs:.3f})"
+
+    w = won.better
+    out = f"{w} has {has(won, w)}"
+    if counterpart is None:
+        return out
+    if counterpart.better == w:
+        return f"{out} and {has(counterpart, w)}"
+    if counterpart.better is not None:
+        return f"{out}, {_other(w)} {has(counterpart, _other(w))}: a trade-off"
+    mine, theirs = (counterpart.a, counterpart.b) if w == "A" else (counterpart.b, counterpart.a)
+    return f"{out}, with {counterpart.metric} {mine:.3f} vs {theirs:.3f} (no difference detected)"
 
 
 def compared_experiment(sides: tuple[Any, ...], tracking_uri: str) -> str:

@@ -28,6 +28,10 @@ def _side(name: str, s: dict[str, Any]) -> tuple[str, str]:
     )
 
 
+def _value(v: float | None) -> str:
+    return "undefined" if v is None or _nan(v) else fmt(v)
+
+
 def _p(p: float | None) -> str:
     return "—" if p is None or (isinstance(p, float) and math.isnan(p)) else f"{p:.3g}"
 
@@ -58,9 +62,9 @@ def paired_tables(p: dict[str, Any]) -> list[Table]:
         rows.append(
             [
                 d["metric"] + ("" if d["higher_is_better"] else " (lower is better)"),
-                fmt(d["a"]),
-                fmt(d["b"]),
-                f"{d['delta']:+.3f}" if not math.isnan(d["delta"]) else "nan",
+                _value(d["a"]),
+                _value(d["b"]),
+                "—" if _nan(d["delta"]) else f"{d['delta']:+.3f}",
                 interval,
                 _p(d["p_value"]),
                 d["test"],
@@ -105,7 +109,7 @@ def paired_tables(p: dict[str, Any]) -> list[Table]:
 
 
 def _paired_report(p: dict[str, Any]) -> Report:
-    r = Report("compare", f"assay compare --paired — {p['b']['judge']} vs {p['a']['judge']}")
+    r = Report("compare", f"assay compare --paired — A {p['a']['judge']} vs B {p['b']['judge']}")
     r.facts = [
         _side("A", p["a"]),
         _side("B", p["b"]),

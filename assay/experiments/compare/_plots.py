@@ -15,8 +15,9 @@ def pareto_plot(
     ylabel: str,
     title: str,
 ) -> Path:
-    """What each judge paid against a metric, one labelled point per judge; the Pareto-optimal
-    ones filled and joined by the front. The x-axis label is also the PNG's ``Description``."""
+    """Each judge's cost of the work against a metric, one labelled point per judge; the
+    Pareto-optimal ones filled and joined by the front. The x-axis label is also the PNG's
+    ``Description``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -41,7 +42,7 @@ def pareto_plot(
     ax.set_title(title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Description": xlabel})
+    fig.savefig(path, dpi=110, metadata={"Description": xlabel}, bbox_inches="tight")
     plt.close(fig)
     return path
 

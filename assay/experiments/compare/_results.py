@@ -40,8 +40,9 @@ class LeaderboardRow(_Model):
     accuracy: float | None
     cost_usd: float | None
     cost_per_accuracy_point_usd: float | None
-    # what the judge paid as the Pareto front counts it: USD, else tokens, else LM calls
-    # (local or unpriced models cost 0 USD); the same unit on every row of a comparison
+    # the judge's cost of the work as the Pareto front counts it (answers from the LM cache
+    # priced as first served): USD, else tokens, else LM answers (local or unpriced models
+    # cost 0 USD); the same unit on every row of a comparison
     paid: float | None = None
     paid_in: str = "usd"
     model: str

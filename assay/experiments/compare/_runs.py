@@ -9,16 +9,15 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from assay.errors import RunError
 from assay.experiments._config import EvaluateConfig
-from assay.experiments._estimate import _read
-from assay.experiments._items import item_set_tags, judged_items
+from assay.experiments._items import item_set_tags, judged_items, read_evaluate_run
+from assay.experiments.runs import JUDGMENTS, SEAL_TAG, check_seal
 from assay.scale import Scale
 from assay.types import Item, Judgment
 
-# What a logged evaluate run's artifacts must hold to be read back like its directory.
-_FILES = ("config.yaml", "judgments.jsonl", "run.json")
 _BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 
@@ -50,35 +49,27 @@ class JudgeRun:
 
 def read_judge_run(named: str | Path, *, tracking_uri: str, scratch: Path) -> JudgeRun:
     """The evaluate run ``named``: a run directory, else an MLflow run id in ``tracking_uri``
-    (its artifacts downloaded under ``scratch``). Its items are read back from its data set and
-    must be the ones it judged: the run's hash, recomputed from them, must match."""
+    (its artifacts downloaded under ``scratch``). Its files must be the ones it sealed when it
+    finished (a logged run's, the seal its MLflow run was tagged with), and its items, read back
+    from its data set, the ones it judged: the run's hash, recomputed from them, must match."""
     path = Path(named)
-    run_id = None
-    if not path.is_dir():
+    if path.is_dir():
+        run_id = None
+        config, judgments, state = read_evaluate_run(path, where=named)
+    else:
         run_id = str(named)
-        path = _download(run_id, tracking_uri, scratch)
-    state = _state(path)
-    if state.get("kind", "evaluate") != "evaluate":
-        raise RunError(f"{named}: a {state.get('kind')} run; only evaluate runs are paired")
-    # (a logged run's run.json was copied while it was finishing: MLflow's status says, above)
-    if run_id is None and state.get("status") != "finished":
-        raise RunError(f"{named}: the run has not finished (status {state.get('status')!r})")
-    config, judgments = _read(path)
+        path, state = _download(run_id, tracking_uri, scratch)
+        config, judgments, _ = read_evaluate_run(path, where=named, state=state)
     items = judged_items(named, config, judgments, state.get("run_hash"))
     return JudgeRun(
         str(named), path, run_id or state.get("mlflow_run_id"), config, items, judgments
     )
 
 
-def _state(path: Path) -> dict:
-    try:
-        return json.loads((path / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise RunError(f"{path}: not a run directory (no readable run.json)") from None
-
-
-def _download(run_id: str, tracking_uri: str, scratch: Path) -> Path:
-    """An MLflow evaluate run's directory, as logged (its artifacts' top level)."""
+def _download(run_id: str, tracking_uri: str, scratch: Path) -> tuple[Path, dict[str, Any]]:
+    """An MLflow evaluate run's directory, as logged (the files its seal covers), and its
+    ``run.json``, checked against the seal the run was tagged with. (The logged ``run.json``
+    was copied while the run was finishing: MLflow's status says it finished.)"""
     from mlflow.artifacts import download_artifacts
     from mlflow.exceptions import MlflowException
 
@@ -96,20 +87,41 @@ def _download(run_id: str, tracking_uri: str, scratch: Path) -> Path:
         raise RunError(f"{run_id}: an MLflow run of '{command}', not of evaluate")
     if run.info.status != "FINISHED":
         raise RunError(f"{run_id}: the MLflow run has not finished (status {run.info.status})")
+    tag = run.data.tags.get(SEAL_TAG)
+    if not tag:
+        raise RunError(
+            f"{run_id}: logged before runs were sealed (no {SEAL_TAG} tag), so its files cannot "
+            "be checked: run its config again to seal it"
+        )
     dest = Path(tempfile.mkdtemp(prefix=f"{run_id[:8]}-", dir=scratch))
     quiet = os.environ.get(_BAR)
     os.environ[_BAR] = "false"  # no progress bar per file on the console
+
+    def fetch(name: str) -> None:
+        try:
+            download_artifacts(
+                run_id=run_id, artifact_path=name, dst_path=str(dest), tracking_uri=tracking_uri
+            )
+        except (MlflowException, OSError):
+            raise RunError(f"{run_id}: its MLflow artifacts hold no {name}") from None
+
     try:
-        for name in _FILES:
-            try:
-                download_artifacts(
-                    run_id=run_id, artifact_path=name, dst_path=str(dest), tracking_uri=tracking_uri
-                )
-            except (MlflowException, OSError):
-                raise RunError(f"{run_id}: its MLflow artifacts hold no {name}") from None
+        fetch("run.json")
+        try:
+            state = json.loads((dest / "run.json").read_text(encoding="utf-8"))
+            sealed = [Path(name) for name in state["seal"]["files"]]
+        except (OSError, ValueError, TypeError, KeyError):
+            raise RunError(f"{run_id}: its logged run.json holds no seal") from None
+        if any(name.is_absolute() or ".." in name.parts for name in sealed):
+            raise RunError(f"{run_id}: its logged seal names a file outside the run")
+        for name in sealed:
+            fetch(name.as_posix())
     finally:
         if quiet is None:
             os.environ.pop(_BAR, None)
         else:
             os.environ[_BAR] = quiet
-    return dest
+    if state.get("kind", "evaluate") != "evaluate":
+        raise RunError(f"{run_id}: a run of '{state.get('kind')}', not of evaluate")
+    check_seal(dest, state, where=run_id, tag=tag, needs=("config.yaml", JUDGMENTS))
+    return dest, state

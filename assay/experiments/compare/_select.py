@@ -221,10 +221,12 @@ def default_metric(runs: list) -> str:
     """kappa_categorical (else accuracy) for evaluate runs; for harness runs the worst test's
     rate (``worst_test_rate``), which a judge that ignores content cannot win — the mean pass
     rate can be led by a constant judge, whose invariance tests all pass; forced across both
-    kinds, whichever kind has more runs."""
+    kinds, whichever kind has more runs. A run that logged no κ (it was undefined: that judge
+    gave one verdict everywhere) ranks last on κ, rather than moving every run to accuracy,
+    which such a judge can lead on a skewed set."""
     evaluate = [r for r in runs if kind_of(r) == "agreement"]
     if len(evaluate) * 2 < len(runs):
         return WORST_TEST
-    if all("kappa_categorical" in r.data.metrics for r in evaluate):
+    if any("kappa_categorical" in r.data.metrics for r in evaluate):
         return "kappa_categorical"
     return "accuracy"

@@ -186,10 +186,10 @@ def leaderboard(runs: list, metric: str) -> list[dict[str, Any]]:
                 "ci_low": _num(m, f"{metric}_ci_low"),
                 "ci_high": _num(m, f"{metric}_ci_high"),
                 "accuracy": _num(m, "accuracy"),
-                "cost_usd": _num(m, "usage_cost_usd"),
+                "cost_usd": _work(m, "cost_usd"),
                 "tokens": _tokens(m),
-                "calls": _num(m, "usage_calls"),
-                "unpriced_calls": _num(m, "usage_unpriced_calls"),
+                "calls": _work(m, "calls"),
+                "unpriced_calls": _work(m, "unpriced_calls"),
                 "cost_per_accuracy_point_usd": _num(m, "cost_per_accuracy_point_usd"),
                 "model": p.get("model", ""),
                 "program": p.get("program", ""),
@@ -229,16 +229,18 @@ def leaderboard(runs: list, metric: str) -> list[dict[str, Any]]:
 
 
 PAID_LABELS = {
-    "usd": "judge cost (USD)",
-    "tokens": "judge tokens (prompt + completion; no USD price)",
-    "calls": "judge LM calls (no USD price or token count)",
+    "usd": "judge cost of the work (USD; cached answers priced as first served)",
+    "tokens": "judge cost of the work in tokens (prompt + completion; no USD price)",
+    "calls": "judge cost of the work in LM answers (no USD price or token count)",
 }
-"""The x-axis label of the Pareto plot for each way of counting what a judge paid."""
+"""The x-axis label of the Pareto plot for each way of counting a judge's cost of the work."""
 
 
 def paid_axis(rows: list[dict[str, Any]]) -> str:
-    """How the leaderboard counts what each judge paid (its Pareto front's cost coordinate):
-    ``usd`` when some run paid USD and every run's calls had a price; otherwise ``tokens``
+    """How the leaderboard counts each judge's cost of the work (its Pareto front's cost
+    coordinate; answers its run took from the LM cache count as if paid, so a warm cache makes
+    no judge look cheaper): ``usd`` when some run cost USD and every run's answers had a
+    price; otherwise ``tokens``
     (local or unpriced models cost 0 USD, which would tie every judge at cost 0), or ``calls``
     where no tokens were counted."""
     if any(r["cost_usd"] for r in rows) and not any(r["unpriced_calls"] for r in rows):
@@ -253,13 +255,21 @@ def paid_note(rows: list[dict[str, Any]]) -> list[str]:
     if not rows or rows[0]["paid_in"] == "usd":
         return []
     return [
-        f"the Pareto front counts what each judge paid in {rows[0]['paid_in']}, not USD: some "
-        "runs' models had no price (local or unpriced), which would tie every judge at cost 0"
+        f"the Pareto front counts each judge's cost of the work in {rows[0]['paid_in']}, not "
+        "USD: some runs' models had no price (local or unpriced), which would tie every judge "
+        "at cost 0"
     ]
 
 
+def _work(m: dict[str, float], key: str) -> float | None:
+    """A run's cost of the work (``work_<key>``: every answer its judgments used, those from
+    the LM cache priced as first served — a run on a warm cache is not cheaper); for a run
+    logged without it, its usage (``usage_<key>``)."""
+    return _num(m, f"work_{key}") if f"work_{key}" in m else _num(m, f"usage_{key}")
+
+
 def _tokens(m: dict[str, float]) -> float | None:
-    prompt, completion = m.get("usage_prompt_tokens"), m.get("usage_completion_tokens")
+    prompt, completion = _work(m, "prompt_tokens"), _work(m, "completion_tokens")
     if prompt is None and completion is None:
         return None
     return (prompt or 0.0) + (completion or 0.0)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from assay.experiments._results import EvaluateSummary
-from assay.types import Spend, Usage
+from assay.types import Spend, Usage, all_unscored
 
 
 class _Model(BaseModel):
@@ -34,6 +35,13 @@ class Measurement(_Model):
     objective: ObjectiveParts
     usage: Usage
     reused: bool = False
+
+    def measured_nothing(self) -> str | None:
+        """Why this measurement measured nothing: every judgment on dev and test unscored
+        (the reasons counted), or None."""
+        reasons = Counter(self.dev.counts.unscored_reasons)
+        reasons.update(self.test.counts.unscored_reasons)
+        return all_unscored(self.dev.counts.judged + self.test.counts.judged, reasons)
 
 
 class OptimizeUsage(_Model):
@@ -65,3 +73,13 @@ class OptimizeResult(_Model):
     use: dict[str, dict[str, Any]] | None = None
     reused: bool = False
     spend: Spend | None = None  # every call the server answered (the run's call ledger)
+
+    def measured_nothing(self) -> str | None:
+        """Why the run failed when the judge before or after optimizing measured nothing (every
+        judgment unscored), or None."""
+        why = [
+            f"{when}: {w}"
+            for when, m in (("before optimizing", self.before), ("after", self.after))
+            if (w := m.measured_nothing())
+        ]
+        return "; ".join(why) or None

@@ -37,6 +37,7 @@ from typing import Any
 
 import dspy
 
+from assay.errors import RunError
 from assay.experiments._items import data_fingerprint, item_set_tags, load_items
 from assay.experiments.optimize._config import USES_VALSET, OptimizeConfig
 from assay.experiments.optimize._measure import measure
@@ -46,7 +47,7 @@ from assay.experiments.optimize._optimizers import (
     make_optimizer,
     usage_by_model,
 )
-from assay.experiments.optimize._results import OptimizeResult
+from assay.experiments.optimize._results import Measurement, OptimizeResult
 from assay.experiments.optimize._splits import SPLITS, split_items
 from assay.experiments.runs import Run, RunStore, TrackedRun, flatten_metrics, now
 from assay.lm import make_adapter
@@ -127,6 +128,12 @@ def optimize(
         before, before_reused = _baseline(
             config, program, splits, run.store, fingerprint, ids, progress
         )
+        nothing = Measurement.model_validate(before).measured_nothing()
+        if nothing:  # no verdict to improve on, and the optimizer would call the same judge
+            raise RunError(
+                f"{run.dir}: before optimizing: {nothing}; nothing to optimize (once the cause "
+                "is fixed, remove this run directory and run again)"
+            )
         # 2. compile on train (skipped when a previous attempt finished it)
         compiled = run.store.read_json("compile.json")
         if not (compiled and (run.dir / "program.json").exists()):

@@ -10,17 +10,31 @@ from pydantic import (
     Field,
     GetJsonSchemaHandler,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from assay.errors import ConfigError
 from assay.experiments._config import DataConfig, RunConfig, without_write_back
 from assay.lm import GeneratorSpec, ValidatorSpec
-from assay.programs import JudgeConfig
+from assay.programs import JudgeConfig, get_kind
 from assay.scale import Scale
 from assay.types import Seed, StrictInt, stable_hash
+
+
+def _takes_the_scale(judge: dict[str, Any]) -> bool:
+    """A judge (as written) with no scale, of a kind whose scale is its config's."""
+    task = judge.get("task", "response")
+    if judge.get("scale") is not None or not isinstance(task, str):
+        return False
+    try:
+        kind = get_kind(task)
+    except ConfigError:  # the judge's own validation names the unknown task
+        return False
+    return kind.fixed_scale is None and not kind.own_prompt
 
 
 class SampleConfig(BaseModel):
@@ -76,23 +90,19 @@ class HarnessConfig(RunConfig):
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     _no_write_back = field_validator("data")(without_write_back)
 
-    @model_validator(mode="before")
+    @field_validator("judges", mode="before")
     @classmethod
-    def _judge_scales(cls, raw: Any) -> Any:
-        """Judges default to the harness scale."""
-        if (
-            isinstance(raw, dict)
-            and isinstance(raw.get("judges"), list)
-            and raw.get("scale") is not None
-        ):
-            for j in raw["judges"]:
-                if (
-                    isinstance(j, dict)
-                    and j.get("scale") is None
-                    and j.get("task", "response") in ("response", "transcript", "pairwise")
-                ):
-                    j["scale"] = raw["scale"]
-        return raw
+    def _judge_scales(cls, judges: Any, info: ValidationInfo) -> Any:
+        """Judges default to the harness scale, of whatever kind — built in or a plug-in (the
+        config's plug-ins are imported by now: a base field, validated first) — unless the kind
+        has a scale of its own: a fixed one, or the one an MLflow judge's own prompt sets."""
+        scale = info.data.get("scale")
+        if scale is None or not isinstance(judges, list):
+            return judges
+        return [
+            {**j, "scale": scale} if isinstance(j, dict) and _takes_the_scale(j) else j
+            for j in judges
+        ]
 
     @field_validator("tests")
     @classmethod

@@ -4,6 +4,7 @@ from :class:`HarnessSummary` and read back through it (``--json`` prints the sam
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from pydantic import (
 )
 
 from assay.metrics import MetricValue
-from assay.types import Spend, Usage
+from assay.types import Spend, Usage, all_unscored, with_work
 
 
 class _Model(BaseModel):
@@ -90,15 +91,30 @@ class ReliabilityScores(_Model):
 
 
 class JudgeReliability(_Model):
-    """One judge of a harness run: its scores per test, what it spent, its mean pass rate."""
+    """One judge of a harness run: its scores per test, the cost of its work and what of it
+    was paid, its mean pass rate."""
 
     model: str
     config_hash: str
     tests: dict[str, ReliabilityScores]
     source_unscored: int  # sources the judge left unscored (their probes have no consistency)
-    usage: Usage
+    usage: Usage  # the answers its judgments hold: served (paid) and from the LM cache
+    work: Usage  # the cost of the work: usage.work(), every answer priced as a call
     mean_pass_rate: float | None
-    cost_per_accuracy_point_usd: float | None
+    cost_per_accuracy_point_usd: float | None  # of the work
+
+    @model_validator(mode="before")
+    @classmethod
+    def _work(cls, data: Any) -> Any:
+        return with_work(data)  # a metrics.json written before the cost of the work was kept
+
+    def measured_nothing(self) -> str | None:
+        """Why this judge measured nothing — every probe it judged is unscored, with the
+        reasons counted — or None."""
+        reasons: Counter[str] = Counter()
+        for t in self.tests.values():
+            reasons.update(t.unscored_reasons)
+        return all_unscored(sum(t.judged for t in self.tests.values()), reasons, "probe verdicts")
 
 
 class ReviewCounts(_Model):
@@ -127,6 +143,12 @@ class HarnessSummary(_Model):
     data_fingerprint: str
     # data.pairs: the labelled pairs built from a score column, and those skipped (absent else)
     pairs: dict[str, int] | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    def measured_nothing(self) -> str | None:
+        """Why the run failed when a judge of it measured nothing (each such judge named,
+        with its reasons), or None."""
+        why = [f"judge {n}: {w}" for n, r in self.judges.items() if (w := r.measured_nothing())]
+        return "; ".join(why) or None
 
 
 class HarnessResult(_Model):

@@ -60,6 +60,7 @@ class Agreement(Runner):
         from assay.scale import Scale
 
         values = dict(options)
+        del values["plugins"]  # imported already (Runner.execute)
         if isinstance(values["scale"], str):
             values["scale"] = Scale.parse(values["scale"])
         return agreement(values.pop("reference"), values.pop("candidate"), **values)

@@ -44,7 +44,11 @@ class Estimate(Runner):
         from assay.experiments._estimate import estimate
 
         return estimate(
-            options.run, options.validation, **options.model_dump(exclude={"run", "validation"})
+            options.run,
+            options.validation,
+            workdir=workdir,
+            # its plug-ins are imported already (Runner.execute)
+            **options.model_dump(exclude={"run", "validation", "plugins"}),
         )
 
     def print(self, result: Any, options: Options, *, json: bool) -> int:

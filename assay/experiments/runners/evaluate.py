@@ -12,11 +12,13 @@ from assay.experiments._runners import (
     Runner,
     RunOptions,
     lm_cache,
+    measured_nothing,
     mlflow_line,
     option,
     print_run_json,
     runner,
 )
+from assay.types import all_unscored
 
 
 @runner("evaluate")
@@ -45,9 +47,10 @@ class Evaluate(Runner):
 
         config, base = options.load(EvaluateConfig)
         if options.require_certificate:  # before any LM call
-            from assay.experiments._certify import require_certificates
+            from assay.experiments._certify import ledger_of, require_certificates
 
-            require_certificates(options.require_certificate, [config.judge])
+            ledger = ledger_of(workdir, config.output_dir)
+            require_certificates(options.require_certificate, [config.judge], ledger=ledger)
         return evaluate(
             config,
             workdir=lm_cache(workdir),
@@ -64,7 +67,7 @@ class Evaluate(Runner):
 
     def print(self, result: Any, options: Options, *, json: bool) -> int:
         from assay.metrics import metrics_table
-        from assay.types import spend_line
+        from assay.types import cost_lines
 
         res, s, config = result, result.summary, options.loaded
         c = s.counts
@@ -89,17 +92,9 @@ class Evaluate(Runner):
         )
         if s.metrics:
             print(metrics_table(s.model_dump()["metrics"], config.bootstrap.confidence))
-        u = s.usage
-        print(
-            f"LM calls {u.calls} · tokens {u.prompt_tokens}+{u.completion_tokens} · "
-            f"cost ${u.cost_usd:.6f}"
-        )
-        print(spend_line(s.spend))
-        if u.limit_wait_s or u.rate_limited:
-            print(
-                f"rate limits: {u.limit_wait_s:.1f}s waited over all calls · "
-                f"{u.rate_limited} HTTP 429 answers (waited out and retried)"
-            )
+        if s.note:
+            print(f"note: {s.note}")
+        print("\n".join(cost_lines(s.usage, s.spend)))
         print(f"run directory: {res.run_dir}")
         line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
         if line:
@@ -122,6 +117,5 @@ class Evaluate(Runner):
 
 
 def exit_code(counts: Any) -> int:
-    """1 when no item could be judged at all (every judgment an LM error or timeout)."""
-    failed = sum(counts.unscored_reasons.get(r, 0) for r in ("lm_error", "timeout"))
-    return 1 if counts.judged and failed == counts.judged else 0
+    """1 (with the reasons on stderr) when every judgment of the run is unscored, else 0."""
+    return measured_nothing(all_unscored(counts.judged, counts.unscored_reasons))

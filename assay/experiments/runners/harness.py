@@ -15,6 +15,7 @@ from assay.experiments._runners import (
     argument,
     freeze_imports,
     lm_cache,
+    measured_nothing,
     mlflow_line,
     option,
     print_run_json,
@@ -47,10 +48,11 @@ class Harness(Runner):
 
         config, base = options.load(HarnessConfig)
         if options.require_certificate:  # every judge it runs, before any LM call
-            from assay.experiments._certify import require_certificates
+            from assay.experiments._certify import ledger_of, require_certificates
 
             chosen = [j for j in config.judges if not options.judges or j.name in options.judges]
-            require_certificates(options.require_certificate, chosen)
+            ledger = ledger_of(workdir, config.output_dir)
+            require_certificates(options.require_certificate, chosen, ledger=ledger)
         here = lm_cache(workdir)
         if self.cli:
             freeze_imports()
@@ -72,12 +74,12 @@ class Harness(Runner):
 
     def print(self, result: Any, options: Options, *, json: bool) -> int:
         from assay.experiments.reliability import ci, headline
-        from assay.types import spend_line
+        from assay.types import Usage, cost_lines, work_line
 
         res, s = result, result.summary
         if json:
             print_run_json(res, s.model_dump(mode="json"))
-            return 0
+            return measured_nothing(s.measured_nothing())
         print(
             f"\n{options.loaded.name}: {s.seeds} seeds · probes "
             + ", ".join(f"{k} {v}" for k, v in s.probes.items())
@@ -90,7 +92,7 @@ class Harness(Runner):
                 + ", ".join(f"{k} {v}" for k, v in res.probes_reused.items() if v)
             )
         for name, r in s.judges.items():
-            print(f"\njudge {name} ({r.model})")
+            print(f"\njudge {name} ({r.model}) · {work_line(r.usage)}")
             for t, tm in r.tests.items():
                 print(
                     f"  {t:22s} pass {ci(tm.pass_rate):24s} "
@@ -108,8 +110,12 @@ class Harness(Runner):
         for key, n in s.lm_calls.items():
             stage = key.split(":", 1)[0]
             stages[stage] = stages.get(stage, 0) + n
-        print("LM calls by stage: " + ", ".join(f"{k} {v}" for k, v in stages.items()))
-        print(spend_line(s.spend))
+        print(
+            "LM calls by stage (answered by the server): "
+            + ", ".join(f"{k} {v}" for k, v in stages.items())
+        )
+        used = [*s.generation_usage.values(), *(r.usage for r in s.judges.values())]
+        print("\n".join(cost_lines(Usage.total(used), s.spend)))
         for note in s.notes:
             print(f"note: {note}")
         if s.review.required:
@@ -118,4 +124,4 @@ class Harness(Runner):
         line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
         if line:
             print(line)
-        return 0
+        return measured_nothing(s.measured_nothing())

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.experiments._runners import ConfigOptions, Runner, argument, lm_cache, runner
+from assay.experiments._runners import (
+    ConfigOptions,
+    Runner,
+    argument,
+    lm_cache,
+    measured_nothing,
+    runner,
+)
 
 
 @runner("optimize")
@@ -39,4 +46,4 @@ class Optimize(Runner):
             print(result.model_dump_json())
         else:
             print(render_result(result, options.loaded.bootstrap.confidence))
-        return 0
+        return measured_nothing(result.measured_nothing())

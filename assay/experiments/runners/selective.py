@@ -11,6 +11,7 @@ from assay.experiments._runners import (
     Runner,
     RunOptions,
     lm_cache,
+    measured_nothing,
     mlflow_line,
     option,
     print_run_json,
@@ -88,13 +89,17 @@ class SelectiveApply(_Selective):
 
 def print_selective(result: Any, options: Any, *, json: bool) -> int:
     """The console: thresholds, each part through the cascade, the guarantee. Exit code 0;
-    1 when no stage could be certified (the cascade keeps nothing)."""
+    1 when no stage could be certified (the cascade keeps nothing), or when every judgment is
+    unscored (then that, with the reasons, is the error: no threshold could be calibrated)."""
+    from assay.types import cost_lines
+
     s = result.summary
     certified = any(t.threshold is not None for t in s.thresholds)
+    nothing = s.measured_nothing()
     if json:
         extra = {"new_judgments": result.new_judgments, "human_verdicts": result.human_verdicts}
         print_run_json(result, {**extra, **s.model_dump(mode="json")})
-        return 0 if certified else 1
+        return measured_nothing(nothing) or (0 if certified else 1)
     print(f"\n{options.loaded.name} ({s.mode}): {result.new_judgments} new judgments")
     print(f"guarantee: {s.guarantee}")
     for k, t in enumerate(s.thresholds):
@@ -104,7 +109,8 @@ def print_selective(result: Any, options: Any, *, json: bool) -> int:
         print(line + (f" — {t.note}" if t.note else ""))
     for part in s.parts:
         stages = " · ".join(
-            f"{c.judge}: kept {c.kept}, escalated {c.escalated}, ${c.usage.cost_usd:.6f}"
+            f"{c.judge}: kept {c.kept}, escalated {c.escalated}, "
+            f"${c.usage.work().cost_usd:.6f} (the work)"
             for c in part.stages
         )
         cov = "" if part.coverage is None else f" (coverage {part.coverage:.3f})"
@@ -118,10 +124,7 @@ def print_selective(result: Any, options: Any, *, json: bool) -> int:
                 f"  agreement on kept items {part.agreement_kept:.3f} [{lo:.3f}, {hi:.3f}] "
                 f"(exact 95%; {part.labelled} labelled)"
             )
-    u = s.usage
-    print(
-        f"LM calls {u.calls} · tokens {u.prompt_tokens}+{u.completion_tokens} · cost ${u.cost_usd:.6f}"
-    )
+    print("\n".join(cost_lines(s.usage, s.spend)))
     if result.calibration_file is not None:
         print(f"calibration: {result.calibration_file}")
     if result.human_verdicts is not None:
@@ -135,6 +138,8 @@ def print_selective(result: Any, options: Any, *, json: bool) -> int:
     line = mlflow_line(result.mlflow_run_id, options.tracking_uri)
     if line:
         print(line)
+    if nothing:
+        return measured_nothing(nothing)
     if not certified:
         print(
             "note: no stage certified the guarantee: every item abstains (more labelled "

@@ -13,6 +13,7 @@ from assay.experiments._runners import (
     RunOptions,
     argument,
     lm_cache,
+    measured_nothing,
     mlflow_line,
     option,
     print_run_json,
@@ -68,12 +69,12 @@ class ToolEmu(Runner):
         res = result
         if json:
             print_run_json(res, res.summary.model_dump(mode="json"))
-            return 0 if not res.crashed else 1
-        print(render_run_summary(options.loaded, res))
-        line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
-        if line:
-            print(line)
-        return 0 if not res.crashed else 1
+        else:
+            print(render_run_summary(options.loaded, res))
+            line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
+            if line:
+                print(line)
+        return measured_nothing(res.summary.measured_nothing()) or (1 if res.crashed else 0)
 
 
 @runner("toolemu_agreement")
@@ -109,6 +110,7 @@ class ToolEmuAgreement(Runner):
         from assay.toolemu import toolemu_agreement
 
         values = dict(options)
+        del values["plugins"]  # imported already (Runner.execute)
         return toolemu_agreement(
             values.pop("run_or_trajectories"), values.pop("annotations"), **values
         )

@@ -1,5 +1,5 @@
 """The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow,
-and what may overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads;
+the seal a finished run is checked against (``_seal.py``), and what may overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads;
 a runner reaches them through its :class:`Run` only).
 
 Names load on first use (PEP 562): the command line starts the MLflow helper interpreter
@@ -13,7 +13,6 @@ from assay._lazy import lazy_names
 
 _WHERE = {
     "append_lines": "_files",
-    "jsonl_lines": "_files",
     "write_atomic": "_files",
     "write_json": "_files",
     "Execution": "_execution",
@@ -26,12 +25,18 @@ _WHERE = {
     "to_judge": "_judging",
     "RunLock": "_lock",
     "file_lock": "_lock",
+    "load_run_plugins": "_plugins",
+    "run_identity": "_plugins",
     "CallSlots": "_pool",
     "run_pool": "_pool",
     "ExecutionConfig": "_ray",
     "ProgramRecipe": "_ray",
     "Run": "_run",
     "run_directory": "_run",
+    "SEAL_TAG": "_seal",
+    "SEALED": "_seal",
+    "check_seal": "_seal",
+    "sealed_run": "_seal",
     "JUDGMENTS": "_store",
     "RunStore": "_store",
     "now": "_store",
@@ -44,7 +49,7 @@ _WHERE = {
 
 if TYPE_CHECKING:
     from assay.experiments.runs._execution import Execution, command_started
-    from assay.experiments.runs._files import append_lines, jsonl_lines, write_atomic, write_json
+    from assay.experiments.runs._files import append_lines, write_atomic, write_json
     from assay.experiments.runs._judging import (
         JudgeTask,
         ProgramsByAttempt,
@@ -54,9 +59,11 @@ if TYPE_CHECKING:
         to_judge,
     )
     from assay.experiments.runs._lock import RunLock, file_lock
+    from assay.experiments.runs._plugins import load_run_plugins, run_identity
     from assay.experiments.runs._pool import CallSlots, run_pool
     from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
     from assay.experiments.runs._run import Run, run_directory
+    from assay.experiments.runs._seal import SEAL_TAG, SEALED, check_seal, sealed_run
     from assay.experiments.runs._store import JUDGMENTS, RunStore, now
     from assay.experiments.runs._tracking import (
         TrackedRun,
@@ -77,21 +84,26 @@ __all__ = [
     "Run",
     "RunLock",
     "RunStore",
+    "SEAL_TAG",
+    "SEALED",
     "TrackedRun",
     "append_lines",
+    "check_seal",
     "command_started",
     "default_tracking_uri",
     "file_lock",
     "flatten_metrics",
-    "jsonl_lines",
     "judge_items",
     "judge_one",
+    "load_run_plugins",
     "log_tracked",
     "mlflow_key",
     "now",
     "run_directory",
+    "run_identity",
     "run_pool",
     "run_tasks",
+    "sealed_run",
     "to_judge",
     "write_atomic",
     "write_json",

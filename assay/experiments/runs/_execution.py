@@ -54,13 +54,24 @@ class Execution:
         self._held_lock = threading.Lock()
         self._here: list[Background] = []  # ``ahead`` jobs run here, joined by ``at_end``
 
-    def start(self, *, reports_aside: bool, after_first_answer: bool, tracking: bool) -> None:
-        """The helper interpreters the run wants (where wanted: :func:`~._sidecar.wanted`)."""
+    def start(
+        self,
+        *,
+        reports_aside: bool,
+        after_first_answer: bool,
+        tracking: bool,
+        plugins: list[str] | None = None,
+    ) -> None:
+        """The helper interpreters the run wants (where wanted: :func:`~._sidecar.wanted`),
+        each importing the run's ``plugins`` before its jobs."""
         self._held = [] if after_first_answer else None
         if reports_aside:
             self.reports = Sidecar.start("reports")
         if tracking:
             self.tracker = Sidecar.start("tracking")
+        for car in (self.reports, self.tracker):
+            if car is not None:
+                car.plugins = list(plugins or [])
 
     # -- what a runner says ------------------------------------------------------------------
     def preload(self, module: str) -> Background:

@@ -1,7 +1,8 @@
-"""Crash-safe files: atomic rewrites, fsynced appends, and JSONL reads that survive a kill.
+"""Crash-safe files: atomic rewrites and fsynced appends.
 
-A kill can leave at most one torn line at the end of an append-only file: reads ignore it and
-the next append first cuts it off, so a record is either whole or absent.
+A kill can leave at most one torn line at the end of an append-only file: reads
+(:mod:`assay._json`) ignore it and the next append first cuts it off, so a record is either
+whole or absent.
 """
 
 from __future__ import annotations
@@ -100,18 +101,3 @@ def _append_synced(path: Path, text: str) -> None:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
-
-
-def jsonl_lines(path: Path) -> tuple[list[str], bool]:
-    """The complete lines of a JSONL file (blank ones dropped) and whether a torn final line
-    (no newline: its writer was killed) was left out."""
-    if not path.exists():
-        return [], False
-    # split on "\n" only: str.splitlines also splits on U+2028, U+0085..., which JSON leaves
-    # unescaped inside strings (a judge's reasoning, a response) — one record would become two
-    parts = path.read_text(encoding="utf-8").split("\n")
-    lines = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
-    torn = bool(lines) and not lines[-1].endswith("\n")
-    if torn:
-        lines = lines[:-1]
-    return [ln for ln in lines if ln.strip()], torn

@@ -11,7 +11,7 @@ import dspy
 
 from assay.experiments.runs._pool import run_pool
 from assay.experiments.runs._ray import ExecutionConfig, ProgramRecipe
-from assay.lm import make_adapter, track_limits, usage_of_tracker
+from assay.lm import error_text, make_adapter, track_limits, usage_of_tracker
 from assay.programs import JudgeConfig, unscored_reason
 from assay.types import Item, Judgment
 
@@ -46,7 +46,7 @@ def judge_one(
             reason = unscored_reason(exc)
             if reason is None:
                 raise
-            result = {"unscored": reason, "error": f"{type(exc).__name__}: {exc}"[:2000]}
+            result = {"unscored": reason, "error": error_text(exc)}
         else:
             result = {
                 "score": pred.score,

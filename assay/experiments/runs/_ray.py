@@ -5,7 +5,10 @@ tasks of ``evaluate`` and ``harness`` to a Ray cluster. Each actor rebuilds ever
 it needs from the judge's config (:class:`ProgramRecipe`: the same config, rollout and retries
 as the local run), judges its share with a thread per call, and returns each judgment as it
 finishes; the driver writes them through the same run store, in the same order of events as a
-local pool. So resume, zero-call re-runs and metrics are those of a local run.
+local pool. So resume, zero-call re-runs and metrics are those of a local run. A judge of a
+plug-in's kind is built once the actor has imported that plug-in (its recipe names it): a file
+by its path, which the workers must see (a local instance, or a path they share), a module by
+its name, which must be importable there.
 
 Ray is an optional dependency (``pip install 'assay[ray]'``), imported only here.
 """
@@ -49,6 +52,7 @@ class ProgramRecipe(BaseModel):
     base: str | None = None  # where relative paths of the config resolve (scripted sheets)
     # DSPy's response cache as the driver has it: (disk cache folder or None, memory cache on)
     cache: tuple[str | None, bool] = (None, False)
+    plugins: list[str] = []  # the plug-in that registered the judge's kind, if one did
 
     @classmethod
     def of(
@@ -57,6 +61,11 @@ class ProgramRecipe(BaseModel):
         """The recipe of a program built here and now (with this process's DSPy cache)."""
         import dspy
 
+        from assay._registry import plugin_of
+        from assay.programs import get_kind
+
+        task = getattr(config, "task", None)
+        plugin = plugin_of(get_kind(task)) if task else None
         disk = getattr(dspy.cache, "disk_cache_dir", None)
         on_disk = bool(getattr(dspy.cache, "enable_disk_cache", False)) and disk is not None
         memory = bool(getattr(dspy.cache, "enable_memory_cache", False))
@@ -66,6 +75,7 @@ class ProgramRecipe(BaseModel):
             retries=retries,
             base=str(base) if base is not None else None,
             cache=(disk if on_disk else None, memory),
+            plugins=[plugin] if plugin else [],
         )
 
 
@@ -132,6 +142,9 @@ class _Worker:
                     )
                     self._cache = recipe.cache
                 if key not in self._programs:
+                    from assay._registry import load_plugins
+
+                    load_plugins(recipe.plugins)  # its kind's, before it is looked up
                     base = Path(recipe.base) if recipe.base else None
                     factory = judge_lm_factory(
                         retries=recipe.retries, base=base, rollout=recipe.rollout

@@ -11,14 +11,17 @@ it to MLflow once at the end with one flattener.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay import _signing
 from assay.errors import RunError
 from assay.experiments.runs._background import Background
 from assay.experiments.runs._execution import Execution
 from assay.experiments.runs._lock import RunLock
+from assay.experiments.runs._plugins import run_identity
+from assay.experiments.runs._seal import SEAL_TAG, SEALED, seal, seal_tag
 from assay.experiments.runs._sidecar import SidecarError
 from assay.experiments.runs._store import RunStore, now
 from assay.experiments.runs._tracking import (
@@ -106,7 +109,11 @@ class Run:
         2.3 s, wall -0.25 s).
 
         ``kind``: the registered runner the run belongs to (default ``command``), written in
-        ``run.json``; its report builds the run's report.html."""
+        ``run.json``; its report builds the run's report.html.
+
+        The config's plug-ins are part of the run's identity: ``run_hash`` with theirs
+        (:func:`~._plugins.run_identity`) names the directory and is ``run.run_hash``."""
+        run_hash = run_identity(config, run_hash)
         tracking = getattr(config, "tracking", None)
         given = tracking_uri or getattr(tracking, "uri", None)
         if given and getattr(tracking, "enabled", True):
@@ -139,10 +146,16 @@ class Run:
             run._lock.release()
             raise
         if not run.finished:
+            try:  # the seal at the finish signs: a key that cannot be had stops it before a call
+                _signing.ensure_key()
+            except BaseException:
+                run.close()
+                raise
             run.execution.start(
                 reports_aside=reports_aside,
                 after_first_answer=after_first_answer,
                 tracking=run.tracking_enabled,
+                plugins=getattr(config, "plugins", None),
             )
             if run.tracking_enabled:  # a failure is raised again by log, where it always was
                 run.execution.prepare_tracking(run._mlflow_where)
@@ -318,10 +331,17 @@ class Run:
         self,
         tracked: TrackedRun | None = None,
         meanwhile: Callable[[], None] | None = None,
+        *,
+        sealed: Sequence[str] = SEALED,
         **state: Any,
     ) -> str | None:
-        """Log to MLflow (if ``tracked``; ``meanwhile`` as in :meth:`log`) and mark the run
-        finished; returns the MLflow run id."""
+        """Seal the files a decision reads (``sealed``: names or globs in the run directory;
+        the seal in ``run.json`` and on the MLflow run), log to MLflow (if ``tracked``;
+        ``meanwhile`` as in :meth:`log`) and mark the run finished; returns the MLflow run id."""
+        kind = self.state.get("kind", self.command)
+        self.update(seal=seal(self.dir, sealed, kind=kind, run_hash=self.run_hash))
+        if tracked is not None:
+            tracked.tags = {**tracked.tags, SEAL_TAG: seal_tag(self.state["seal"])}
         if tracked is None and meanwhile is not None:
             meanwhile()
         run_id = self.log(tracked, meanwhile) if tracked is not None else None

@@ -12,7 +12,10 @@ it — the report, report.html, the MLflow run.
     sidecar.call("pkg.mod:log", run=...)            # waits for the reply
     sidecar.close()
 
-Jobs are ``module:function`` with JSON keyword arguments and a JSON result. An error in a job
+Jobs are ``module:function`` with JSON keyword arguments and a JSON result; each carries the
+plug-ins of the run that took the sidecar (its config's ``plugins``), which the child imports
+before it runs the job, so a plug-in's test, scoring kind, judge kind or function is known there
+as here (one that fails to import there is the job's error). An error in a job
 is raised here as :class:`SidecarError` with its message. A sidecar that died (or never
 started) is not an error: :meth:`Sidecar.call` then runs the job in this process, so the work
 is done either way. The child exits when its stdin closes — when this process ends, however it
@@ -37,6 +40,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from assay._registry import load_plugins
 from assay.errors import RunError
 
 # niced: what it loads while the run works takes the cycles this process (and, on one machine,
@@ -112,6 +116,7 @@ class Sidecar:
         self._next = 0
         self._gone: str | None = None
         self._closed = False
+        self.plugins: list[str] = []  # the run's (set by the run that takes it): every job's
         # jobs are written by a thread of their own: a child busy loading fills the pipe,
         # and a caller (a pool worker committing a unit) must not wait for it
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
@@ -171,9 +176,11 @@ class Sidecar:
         return cls(proc)
 
     def submit(self, target: str, **kwargs: Any) -> Pending:
-        """Queue ``target(**kwargs)``; the child runs jobs in the order they were submitted."""
+        """Queue ``target(**kwargs)``; the child runs jobs in the order they were submitted,
+        each once it has imported the run's plug-ins."""
         pending = Pending()
-        line = json.dumps({"target": target, "kwargs": kwargs}, default=str)
+        job = {"target": target, "kwargs": kwargs, "plugins": self.plugins}
+        line = json.dumps(job, default=str)
         with self._lock:
             if self._gone is not None:
                 pending.resolve({"gone": self._gone})
@@ -253,6 +260,7 @@ def serve() -> None:
         job_id = json.loads(head)["id"]
         job = json.loads(body)
         try:
+            load_plugins(job.get("plugins", ()))
             value = run_target(job["target"], job["kwargs"])
             line = json.dumps({"id": job_id, "value": value}, default=str)  # once: a table
         except BaseException as exc:  # reported to the caller, which raises it

@@ -17,14 +17,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from assay._json import Line, read_lines
 from assay.errors import DataError, RunError
-from assay.experiments.runs._files import (
-    append_lines,
-    cannot_write,
-    jsonl_lines,
-    write_atomic,
-    write_json,
-)
+from assay.experiments.runs._files import append_lines, cannot_write, write_atomic, write_json
 from assay.types import Judgment
 
 T = TypeVar("T", bound=BaseModel)
@@ -102,19 +97,19 @@ class RunStore:
         """Records of an append-only JSONL file; a torn final line (the run was killed while
         writing it) is discarded and removed from the file."""
         p = self.path / name
-        lines, torn = jsonl_lines(p)
+        lines, torn = _complete_lines(p)
         out: list[T] = []
         for i, line in enumerate(lines):
             try:
-                out.append(model.model_validate_json(line))
+                out.append(model.model_validate_json(line.text))
             except ValueError:
                 if i == len(lines) - 1 and not torn:
                     # a last line that is complete JSON-wise but not a record: also torn
-                    self.write_text(name, "".join(lines[:i]))
+                    self.write_text(name, "".join(ln.text + "\n" for ln in lines[:i]))
                     break
-                raise DataError("malformed record", path=p, row=i + 1) from None
+                raise DataError("malformed record", path=p, row=line.number) from None
         if torn:
-            self.write_text(name, "".join(lines))
+            self.write_text(name, "".join(ln.text + "\n" for ln in lines))
         return out
 
     def append_record(self, name: str, record: BaseModel) -> None:
@@ -144,8 +139,18 @@ class RunStore:
         touching the file: calls abandoned in flight may still be writing to it."""
         from assay.lm import CallRecord
 
-        lines, _torn = jsonl_lines(self.path / CALLS)
-        return [CallRecord.model_validate_json(line) for line in lines]
+        lines, _torn = _complete_lines(self.path / CALLS)
+        return [CallRecord.model_validate_json(line.text) for line in lines]
+
+
+def _complete_lines(path: Path) -> tuple[list[Line], bool]:
+    """The lines of a JSONL file ended by a newline, and whether a torn last line (none: its
+    writer was killed) was left out."""
+    if not path.exists():
+        return [], False
+    lines = list(read_lines(path))
+    torn = bool(lines) and not lines[-1].complete
+    return (lines[:-1] if torn else lines), torn
 
 
 class CallLedger:

@@ -107,7 +107,8 @@ def flatten_metrics(value: Any, prefix: str = "") -> dict[str, float]:
     """Every number in a nested result, as MLflow metrics.
 
     A metric with an interval (``{value, ci_low, ci_high, ...}``) gives ``name``,
-    ``name_ci_low`` and ``name_ci_high``; nested mappings join their keys with ``.`` (after a
+    ``name_ci_low`` and ``name_ci_high`` (a rate also ``name_count`` and ``name_n``, its
+    numerator and denominator); nested mappings join their keys with ``.`` (after a
     ``prefix`` ending in ``_`` or ``.``, directly); nan, booleans, text and lists are left out.
     """
     out: dict[str, float] = {}
@@ -118,7 +119,10 @@ def flatten_metrics(value: Any, prefix: str = "") -> dict[str, float]:
     def put(name: str, v: Any) -> None:
         v = _plain(v)
         if _is_metric_value(v):
-            for key, suffix in (("value", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")):
+            keys = [("value", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")]
+            if v.get("count") is not None:  # a rate: its numerator and denominator too
+                keys += [("count", "_count"), ("n", "_n")]
+            for key, suffix in keys:
                 x = v.get(key)
                 if isinstance(x, int | float) and not isinstance(x, bool) and x == x:
                     out[f"{name}{suffix}"] = float(x)

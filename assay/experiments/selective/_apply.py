@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from assay import _signing
 from assay.errors import ConfigError
 from assay.experiments._items import data_fingerprint, load_items
-from assay.experiments.runs import Run
+from assay.experiments.runs import Run, sealed_run
 from assay.experiments.selective._config import CALIBRATION, SelectiveConfig
 from assay.experiments.selective._report import _finish, _reread, _write_report
 from assay.experiments.selective._results import Calibration, SelectiveResult, SelectiveSummary
@@ -25,20 +26,36 @@ from assay.experiments.selective.review import (
 from assay.types import Item, Usage, stable_hash
 
 
-def read_calibration(path: str | Path, config: SelectiveConfig) -> Calibration:
-    """``calibration.json`` (or the calibrate run directory holding it), checked against the
-    config's judges: the same stages, each the very judge config that was calibrated."""
+def read_calibration(path: str | Path, config: SelectiveConfig, *, workdir: Path) -> Calibration:
+    """``calibration.json`` (or the calibrate run directory holding it) as its calibrate run in
+    ``workdir``'s runs folder holds it — signed by the key, the run finished and its files the
+    ones it sealed — checked against the config's judges: the same stages, each the very judge
+    config that was calibrated. A file never says where to look: an edited threshold, or a
+    calibration copied in from elsewhere, is refused in one line."""
     path = Path(path)
     if path.is_dir():
         path = path / CALIBRATION
-    try:
-        calibration = Calibration.model_validate_json(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the calibration file ({exc.strerror})") from None
-    except ValueError as exc:
+    calibration = _parse(path)
+    if not calibration.signature or calibration.run is None:
         raise ConfigError(
-            f"{path}: not a selective calibration file ({str(exc).splitlines()[0]})"
-        ) from None
+            f"{path}: the calibration is not signed (written by hand, or before calibrations "
+            "were signed): move its calibrate run aside and calibrate again"
+        )
+    if not _signing.verify(calibration.signed_part(), calibration.signature):
+        raise ConfigError(
+            f"{path}: the calibration does not match its signature (edited after it was "
+            f"written — a threshold, a stage —, or signed with another key than "
+            f"{_signing.key_file()}): calibrate again"
+        )
+    run_dir = (workdir / config.output_dir).resolve() / calibration.run
+    if not (run_dir / CALIBRATION).is_file():
+        raise ConfigError(
+            f"{path}: its calibrate run {calibration.run} is not in this folder's runs "
+            f"({run_dir.parent}): apply uses the calibrations of its own runs folder"
+        )
+    sealed_run(run_dir, kind="selective_calibrate", needs=(CALIBRATION,))
+    if _parse(run_dir / CALIBRATION) != calibration:
+        raise ConfigError(f"{path}: differs from its calibrate run's {run_dir / CALIBRATION}")
     names = [s.judge for s in calibration.stages]
     if names != [j.name for j in config.judges]:
         raise ConfigError(
@@ -60,6 +77,17 @@ def read_calibration(path: str | Path, config: SelectiveConfig) -> Calibration:
     return calibration
 
 
+def _parse(path: Path) -> Calibration:
+    try:
+        return Calibration.model_validate_json(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the calibration file ({exc.strerror})") from None
+    except ValueError as exc:
+        raise ConfigError(
+            f"{path}: not a selective calibration file ({str(exc).splitlines()[0]})"
+        ) from None
+
+
 def apply(
     config: SelectiveConfig,
     calibration_file: str | Path,
@@ -75,7 +103,7 @@ def apply(
     started = time.monotonic()
     if config.unlabelled is None:
         raise ConfigError("the config has no 'unlabelled' data: the items `apply` judges")
-    calibration = read_calibration(calibration_file, config)
+    calibration = read_calibration(calibration_file, config, workdir=workdir)
     items = load_items(
         config.unlabelled, config.scale, cache_dir=workdir / ".assay" / "hf", limit=limit
     )
@@ -129,7 +157,7 @@ def apply(
             thresholds=calibration.stages,
             parts=[part],
             usage=Usage.total(j.usage for s in stages for j in s.done.values()),
-            run_hash=run_hash,
+            run_hash=run.run_hash,
         )
         humans = sum(r["source"] == "human" for r in merged)
         return _finish(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from assay import _signing
 from assay.errors import ConfigError
 from assay.experiments._items import data_fingerprint, load_items
 from assay.experiments.runs import Run
@@ -114,7 +115,9 @@ def calibrate(
             data=fingerprint,
             n_calibration=len(cal),
             stages=thresholds,
+            run=run.dir.name,
         )
+        calibration.signature = _signing.sign(calibration.signed_part())
         run.store.write_json(CALIBRATION, calibration.model_dump(mode="json"))
         summary = SelectiveSummary(
             mode="calibrate",
@@ -125,7 +128,7 @@ def calibrate(
             parts=parts,
             usage=Usage.total(j.usage for s in stages for j in s.done.values()),
             without_reference=len(loaded) - len(items),
-            run_hash=run_hash,
+            run_hash=run.run_hash,
         )
         new = sum(s.new for s in stages)
         return _finish(run, config, summary, items, new, calibration_file=run.dir / CALIBRATION)

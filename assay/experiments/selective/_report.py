@@ -3,16 +3,20 @@ finished run, and its report (report.md, report.html)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from assay.experiments._items import item_set_tags
-from assay.experiments.runs import Run, TrackedRun, flatten_metrics
-from assay.experiments.selective._config import SelectiveConfig
+from assay.experiments.runs import SEALED, Run, TrackedRun, flatten_metrics
+from assay.experiments.selective._config import CALIBRATION, SelectiveConfig
 from assay.experiments.selective._results import SelectiveResult, SelectiveSummary
 from assay.experiments.selective.review import VERDICTS
-from assay.types import Item
+from assay.types import PAID_FIELDS, Item, cost_lines
+
+STAGE_JUDGMENTS = "judgments.*.jsonl"  # each stage's judgments file
+SEALED_FILES = (*SEALED, CALIBRATION, STAGE_JUDGMENTS)
+"""What a selective run's seal covers: the stages' judgments, the calibration (not the final
+verdicts, which take in the human verdicts given after the run)."""
 
 
 def _reread(run: Run, calibration_file: Path | None = None) -> SelectiveResult:
@@ -34,8 +38,10 @@ def _finish(
     new_judgments: int,
     **result: Any,
 ) -> SelectiveResult:
-    """metrics.json, report.md and report.html, then MLflow; the run marked finished; what it
-    returns (``result``: the fields only one command has)."""
+    """metrics.json (with what the run paid: its call ledger), report.md and report.html,
+    then MLflow; the run marked finished; what it returns (``result``: the fields only one
+    command has)."""
+    summary = summary.model_copy(update={"spend": run.spend(summary.usage)})
     run.store.write_json("metrics.json", summary.model_dump(mode="json"))
     _write_report(run)
     mode = summary.mode
@@ -49,7 +55,8 @@ def _finish(
             params=params,
             metrics=selective_metrics(summary),
             tags={"assay.selective": mode, **item_set_tags(items, split="all")},
-        )
+        ),
+        sealed=SEALED_FILES,
     )
     return SelectiveResult(
         run_dir=run.dir,
@@ -101,6 +108,8 @@ def selective_metrics(summary: SelectiveSummary) -> dict[str, float]:
         if t.threshold is not None:
             out[f"threshold_{t.judge}"] = t.threshold
     out.update(flatten_metrics(summary.usage, "usage_"))
+    out.update(flatten_metrics(summary.work.model_dump(include=set(PAID_FIELDS)), "work_"))
+    out.update(flatten_metrics(summary.spend, "spend_"))
     return out
 
 
@@ -113,13 +122,7 @@ def build_report(run_dir: Path) -> Any:
     facts = [("guarantee", s.guarantee), ("α", f"{s.alpha:g}"), ("δ", f"{s.delta:g}")]
     if s.without_reference:
         facts.append(("left out", f"{s.without_reference} items without a reference label"))
-    u = s.usage
-    facts.append(
-        (
-            "LM usage",
-            f"{u.calls} calls · tokens {u.prompt_tokens}+{u.completion_tokens} · ${u.cost_usd:.6f}",
-        )
-    )
+    facts += [("cost", line) for line in cost_lines(s.usage, s.spend)]
     tables = [
         Table(
             title="Thresholds",
@@ -171,7 +174,8 @@ def build_report(run_dir: Path) -> Any:
                 ""
                 if c.disagreements_kept is None or not c.kept
                 else f"{1 - c.disagreements_kept / c.kept:.3f}",
-                f"${c.usage.cost_usd:.6f} ({c.usage.calls} calls)",
+                f"${c.usage.work().cost_usd:.6f} ({c.usage.work().calls} answers, "
+                f"{c.usage.cached_calls} from the LM cache)",
             ]
             for k, c in enumerate(part.stages)
         ]
@@ -200,7 +204,7 @@ def build_report(run_dir: Path) -> Any:
                     "escalated",
                     "share kept",
                     "agreement (kept)",
-                    "cost",
+                    "cost of the work",
                 ],
                 rows=rows,
                 note=note,
@@ -218,9 +222,9 @@ def _final_verdicts_table(path: Path) -> Any:
     items a person gave a verdict (``human``), and those still waiting for one."""
     from collections import Counter
 
-    from assay.report import Table
+    from assay.report import Table, read_jsonl
 
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    rows = read_jsonl(path)
     counts = Counter(
         (r["source"] or "abstained, no verdict yet", r["label"] or r["score"]) for r in rows
     )

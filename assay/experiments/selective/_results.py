@@ -3,12 +3,13 @@ the summary and the statement of its guarantee."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from assay.types import Usage
+from assay.types import PlainName, Spend, Usage, all_unscored, with_work
 
 
 class StageThreshold(BaseModel):
@@ -31,7 +32,8 @@ class StageThreshold(BaseModel):
 
 class Calibration(BaseModel):
     """``calibration.json``: the thresholds of a cascade, bound to each stage's judge config
-    hash and to the labelled items they were calibrated on."""
+    hash, to the labelled items they were calibrated on and to the calibrate run that holds
+    it, signed by the signing key."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -41,6 +43,12 @@ class Calibration(BaseModel):
     data: str  # the calibration items' fingerprint
     n_calibration: int
     stages: list[StageThreshold]
+    run: PlainName | None = None  # the calibrate run's directory, in its runs folder
+    signature: str = ""  # HMAC-SHA256 of every other field (canonical JSON), by the key
+
+    def signed_part(self) -> dict[str, Any]:
+        """Every field but the signature, as the signature covers them."""
+        return self.model_dump(mode="json", exclude={"signature"})
 
 
 class StageCount(BaseModel):
@@ -56,6 +64,7 @@ class StageCount(BaseModel):
     unscored: int
     kept: int
     escalated: int
+    unscored_reasons: dict[str, int] = Field(default_factory=dict)
     disagreements_kept: int | None = None  # where the items have references
     usage: Usage = Field(default_factory=Usage)
 
@@ -89,9 +98,25 @@ class SelectiveSummary(BaseModel):
     guarantee: str
     thresholds: list[StageThreshold]
     parts: list[PartSummary]
-    usage: Usage
+    usage: Usage  # the answers the judgments hold: served (paid) and from the LM cache
+    work: Usage  # the cost of the work: usage.work(), every answer priced as a call
+    spend: Spend | None = None  # every call the server answered (the run's call ledger)
     without_reference: int = 0
     run_hash: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _work(cls, data: Any) -> Any:
+        return with_work(data)  # a metrics.json written before the cost of the work was kept
+
+    def measured_nothing(self) -> str | None:
+        """Why the run failed when every judgment of every stage is unscored (the reasons
+        counted), or None."""
+        stages = [c for part in self.parts for c in part.stages]
+        reasons: Counter[str] = Counter()
+        for c in stages:
+            reasons.update(c.unscored_reasons)
+        return all_unscored(sum(c.judged for c in stages), reasons)
 
 
 class SelectiveResult(BaseModel):

@@ -4,6 +4,7 @@ passed through the cascade stage by stage."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -110,6 +111,7 @@ def _stage_count(
         reached=len(items),
         judged=len(judged),
         unscored=sum(j.score is None for j in judged),
+        unscored_reasons=dict(Counter(str(j.unscored) for j in judged if j.score is None)),
         kept=int(kept.sum()),
         escalated=len(items) - int(kept.sum()),
         disagreements_kept=wrong,
@@ -167,9 +169,8 @@ def _through_cascade(
         labelled=sum(it.expected is not None for it in items),
     )
     if labelled_kept:
-        from scipy.stats import binomtest
+        from assay.metrics import clopper_pearson_interval
 
-        ci = binomtest(agree, labelled_kept).proportion_ci(0.95, method="exact")
         summary.agreement_kept = agree / labelled_kept
-        summary.agreement_ci = (float(ci.low), float(ci.high))
+        summary.agreement_ci = clopper_pearson_interval(agree, labelled_kept, 0.95)
     return summary, kept_by

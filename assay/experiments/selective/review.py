@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from assay import _json
 from assay._yaml import load as load_yaml
 from assay.errors import DataError, RunError
 from assay.experiments.runs import append_lines, file_lock, now, write_atomic
@@ -65,19 +66,8 @@ def is_abstention_run(run_dir: Path) -> bool:
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     """A JSONL file's records; a torn last line (a killed writer) is skipped, any other bad
     line is a one-line DataError."""
-    if not path.is_file():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     out = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            if lineno == len(lines) and not line.endswith("\n"):
-                break
-            raise DataError("not a JSON record", path=path, row=lineno) from None
+    for lineno, record in _json.records(path):
         if not isinstance(record, dict) or not isinstance(record.get("item_id"), str):
             raise DataError("not a record with an item_id", path=path, row=lineno)
         out.append(record)

@@ -262,6 +262,10 @@ def _provider_env(config: Any) -> dict[str, str]:
     if config.api_base is not None:
         env["OPENAI_API_BASE"] = config.api_base
     key = os.environ.get(config.api_key_env) if config.api_key_env else None
+    if key is not None:
+        from assay.lm import note_key_variable
+
+        note_key_variable(config.api_key_env)  # an error echoing the key never stores it
     if key is None and config.api_base is not None:
         # a local server wants no key, MLflow's client asks for one (the same value for every
         # call: concurrent calls share the environment they hold)

@@ -89,11 +89,15 @@
       return;
     }
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    if (/^[1-9]$/.test(ev.key)) {
-      const b = buttons.filter((x) => x.dataset.verdict !== "")[parseInt(ev.key, 10) - 1];
-      if (b) decide(b.dataset.verdict);
-    } else if (ev.key === "j") go("next");
-    else if (ev.key === "k") go("prev");
+    const b = /^[1-9]$/.test(ev.key)
+      ? buttons.filter((x) => x.dataset.verdict !== "")[parseInt(ev.key, 10) - 1]
+      : null;
+    if (!b && ev.key !== "j" && ev.key !== "k") return;
+    // deciding may move the focus into the reviewer field (a name is missing): the key must
+    // not be typed there as well
+    ev.preventDefault();
+    if (b) decide(b.dataset.verdict);
+    else go(ev.key === "j" ? "next" : "prev");
   });
   document.body.dataset.ready = "1"; // shortcuts are live (tests wait for this)
 })();

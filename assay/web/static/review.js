@@ -180,15 +180,19 @@
       return;
     }
     if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    switch (ev.key) {
-      case "a": decide("accept"); break;
-      case "r": decide("reject"); break;
-      case "e": ev.preventDefault(); openEdit(); break;
-      case "j": go("next"); break;
-      case "k": go("prev"); break;
-      case "u": undo(); break;
-      default: return;
-    }
+    const shortcuts = {
+      a: () => decide("accept"),
+      r: () => decide("reject"),
+      e: openEdit,
+      j: () => go("next"),
+      k: () => go("prev"),
+      u: undo,
+    };
+    if (!(ev.key in shortcuts)) return;
+    // A shortcut may move the focus into a text field (the reviewer's name, when missing; the
+    // edit box): the key must not be typed there as well.
+    ev.preventDefault();
+    shortcuts[ev.key]();
   });
   document.body.dataset.ready = "1"; // shortcuts are live (tests wait for this)
 })();

@@ -57,20 +57,21 @@ def test_with_other_threads_the_jobs_run_here_in_order(tmp_path, monkeypatch):
 
 def test_a_run_with_no_usd_price_plots_its_judges_against_tokens(tmp_path):
     """Issue 24: scripted (like local or unpriced) models cost 0 USD, which drew every judge at
-    x = 0 on a −0.04…0.04 axis. The plot shows what was paid instead, and its axis says so."""
+    x = 0 on a −0.04…0.04 axis. The plot shows the cost of the work in tokens instead, and its
+    axis says so."""
     from PIL import Image
 
     from tests.web.conftest import make_harness_run
 
     res = make_harness_run(tmp_path)
     judges = res.summary.judges.values()
-    assert all(j.usage.cost_usd == 0 for j in judges)  # the case the issue describes
-    label, paid = _report.cost_axis(res.summary)
-    assert label.startswith("judge tokens") and "no USD price" in label
-    assert paid == {
-        n: j.usage.prompt_tokens + j.usage.completion_tokens for n, j in res.summary.judges.items()
+    assert all(j.work.cost_usd == 0 for j in judges)  # the case the issue describes
+    label, cost = _report.cost_axis(res.summary)
+    assert label.startswith("judge cost of the work in tokens") and "no USD price" in label
+    assert cost == {
+        n: j.work.prompt_tokens + j.work.completion_tokens for n, j in res.summary.judges.items()
     }
-    assert len(set(paid.values())) > 1  # the judges are told apart
+    assert len(set(cost.values())) > 1  # the judges are told apart
     png = Image.open(res.run_dir / "cost_accuracy.png")
     assert png.text["Description"] == label  # what the run drew on x
 
@@ -81,14 +82,15 @@ def test_the_cost_axis_is_usd_when_priced_and_calls_when_nothing_was_counted():
 
     def summary(**usages: Usage) -> HarnessSummary:
         judges = {
-            n: JudgeReliability.model_construct(usage=u, mean_pass_rate=0.5)
+            n: JudgeReliability.model_construct(usage=u, work=u.work(), mean_pass_rate=0.5)
             for n, u in usages.items()
         }
         return HarnessSummary.model_construct(judges=judges)
 
     priced = summary(a=Usage(cost_usd=0.02, prompt_tokens=9, calls=2), b=Usage(cost_usd=0.01))
     assert _report.cost_axis(priced) == (
-        "judge cost (USD, all probes and sources)",
+        "judge cost of the work (USD, all probes and sources; cached answers priced as first "
+        "answered)",
         {"a": 0.02, "b": 0.01},
     )
     mixed = summary(
@@ -96,5 +98,13 @@ def test_the_cost_axis_is_usd_when_priced_and_calls_when_nothing_was_counted():
     )
     assert _report.cost_axis(mixed)[1] == {"a": 9, "b": 4}  # an unpriced judge is not free
     counted = summary(a=Usage(calls=3), b=Usage(calls=5))
-    label, paid = _report.cost_axis(counted)
-    assert label.startswith("judge LM calls") and paid == {"a": 3, "b": 5}
+    label, cost = _report.cost_axis(counted)
+    assert label.startswith("judge cost of the work in LM answers") and cost == {"a": 3, "b": 5}
+    # the same work, one judge's answers paid and the other's from the LM cache: the same cost
+    cached = summary(
+        a=Usage(cost_usd=0.02, prompt_tokens=9, completion_tokens=1, calls=2),
+        b=Usage(
+            cached_cost_usd=0.02, cached_prompt_tokens=9, cached_completion_tokens=1, cached_calls=2
+        ),
+    )
+    assert _report.cost_axis(cached)[1] == {"a": 0.02, "b": 0.02}

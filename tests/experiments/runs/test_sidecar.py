@@ -37,6 +37,35 @@ def test_a_failing_job_raises_its_type_and_message_here(sidecar):
     assert sidecar.call("json:loads", s="[1]") == [1]  # the child lives on
 
 
+def test_a_job_imports_the_run_s_plugins_first_and_only_those(sidecar, tmp_path, monkeypatch):
+    """The run's plug-ins (the sidecar's ``plugins``) are imported before each job; a plug-in
+    this process imported for something else — here a module only its ``sys.path`` finds — is
+    not sent; one the child cannot import is the job's error, naming it."""
+    from assay._registry import load_plugins
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "elsewhere_only.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    load_plugins(["elsewhere_only"])
+    plugin = tmp_path / "kind_plugin.py"
+    plugin.write_text(
+        "from assay.programs import JudgeKind, judge_kind\n"
+        "from assay.signatures import JudgeResponse\n\n\n"
+        "@judge_kind('sidecar_only_kind')\n"
+        "class Kind(JudgeKind):\n"
+        "    signature = JudgeResponse\n"
+        "    judged_field = 'response'\n"
+    )
+    assert "sidecar_only_kind" not in sidecar.call("assay.programs:known_kinds")
+    sidecar.plugins = [str(plugin)]
+    assert "sidecar_only_kind" in sidecar.call("assay.programs:known_kinds")
+    sidecar.plugins = [str(plugin), "elsewhere_only"]
+    with pytest.raises(
+        SidecarError, match="^ConfigError: plugin elsewhere_only cannot be imported"
+    ):
+        sidecar.call("os:getpid")
+
+
 def test_what_a_job_prints_does_not_reach_the_replies(sidecar):
     assert sidecar.call("builtins:print", *(), end="\n") is None
     noise = json.dumps({"id": 1, "value": "forged"})

@@ -31,7 +31,13 @@ from assay.experiments.reliability.engine._generation import (
     generate_units,
 )
 from assay.experiments.reliability.engine._judging import JudgePlan
-from assay.experiments.reliability.review import apply_reviews, read_reviews, review_counts
+from assay.experiments.reliability.review import (
+    PROBES,
+    SEEDS,
+    apply_reviews,
+    read_reviews,
+    review_counts,
+)
 from assay.experiments.runs import Run, run_pool, run_tasks
 from assay.lm import ModelSpec, make_lm
 from assay.programs import (
@@ -42,6 +48,10 @@ from assay.programs import (
     save_program,
 )
 from assay.types import Item, Judgment, Usage
+
+SEALED = ("config.yaml", "metrics.json", SEEDS, PROBES, "judgments/*.jsonl")
+"""What a harness run's seal covers: what its figures stand on (not the review decisions
+people add, which a re-run folds in and seals then)."""
 
 
 def _role_lm(role: ModelSpec, base: Path | None, retries: int) -> RoleLM:
@@ -183,6 +193,7 @@ def run_harness(
             meanwhile=lambda: run.at_end(  # after the warm-ups, where they ran
                 "assay.experiments.reliability.report:write_reports", run_dir=str(run.dir)
             ),
+            sealed=SEALED,
             finish_key=finish_key(config, store.path, **selected),
         )
         return _result(store.path, summary, run_id, reused)

@@ -51,9 +51,12 @@ def harness_metrics(
         generation_usage=gen_usage,
         lm_calls=lm_calls,
         bootstrap=f"{b.n_resamples} percentile resamples over source items, each with all "
-        f"its probes (pass rates, consistency, the bias and agent tests, the samples-needed "
-        f"curve; synthetic_ordinal, whose probes are independent generations: over probes), "
-        f"seed {b.seed}, {b.confidence:.0%} intervals",
+        "its probes (pass rates, consistency, the bias and agent tests, the samples-needed "
+        "curve); where every probe had the same outcome the resamples cannot vary, so the "
+        "interval is the exact (Clopper–Pearson) one over the source items, each counted once "
+        "(marked †); a rate with one outcome per item (stochastic_stability's pass rate and "
+        "majority accuracy, synthetic_ordinal's exact match over its independent probes) has "
+        f"its exact interval; seed {b.seed}, {b.confidence:.0%} intervals",
         data_fingerprint=data_fingerprint,
         pairs=pairs,
     )
@@ -91,6 +94,7 @@ def _judge_metrics(
         for t in instances
     }
     judge_usage = Usage.total(j.usage for j in js.values())
+    work = judge_usage.work()
     pass_values = [m.pass_rate.value for m in per_test.values() if m.pass_rate]
     mean_pass = sum(pass_values) / len(pass_values) if pass_values else None
     return JudgeReliability(
@@ -99,10 +103,9 @@ def _judge_metrics(
         tests=per_test,
         source_unscored=sum(v is None for v in sources.values()),
         usage=judge_usage,
+        work=work,
         mean_pass_rate=mean_pass,
-        cost_per_accuracy_point_usd=(judge_usage.cost_usd / (mean_pass * 100))
-        if mean_pass
-        else None,
+        cost_per_accuracy_point_usd=(work.cost_usd / (mean_pass * 100)) if mean_pass else None,
     )
 
 

@@ -17,30 +17,39 @@ _ENVELOPE = ("pass_rate", "consistency", "unscored")
 
 def judge_metrics(r: JudgeReliability) -> dict[str, float]:
     """One judge's metrics: ``<test>.<metric>`` (with ``_ci_low`` / ``_ci_high``), its usage
-    and its mean pass rate."""
+    (``usage_*``: answered by the server; ``usage_cached_*``: from the LM cache), the cost of
+    its work (``work_*``: both) and its mean pass rate."""
     tests = {}
     for test, scores in r.tests.items():
         m = scores.model_dump()  # the envelope and the scoring kind's metrics, flat
         kind = kind_of(test)
         keys = _ENVELOPE + (get_scoring(kind).tracked if kind else ())
         tests[test] = {k: m[k] for k in keys if m.get(k) is not None}
-    usage = r.usage.model_dump(include={"calls", "prompt_tokens", "completion_tokens", "cost_usd"})
+    figures = {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls"}
+    usage = r.usage.model_dump(include=figures | {f"cached_{k}" for k in figures})
     return {
         **flatten_metrics(tests),
         **flatten_metrics(usage, "usage_"),
+        **flatten_metrics(r.work.model_dump(include=figures), "work_"),
         **flatten_metrics({"mean_pass_rate": r.mean_pass_rate}),
     }
 
 
 def parent_metrics(summary: HarnessSummary, reused: dict[str, int]) -> dict[str, float]:
     """The parent run's metrics: probes per test, those taken unchanged from an earlier run
-    (``probes_reused.<test>``), drops, and what generation spent."""
+    (``probes_reused.<test>``), drops, what generation spent (answered by the server, from the
+    LM cache, and the cost of its work) and what the run paid (``spend_*``)."""
     return {
         **flatten_metrics({"probes": summary.probes, "probes_reused": reused}),
         **flatten_metrics({t: sum(d.values()) for t, d in summary.dropped.items()}, "dropped."),
         **flatten_metrics(
             {
-                k: {"cost_usd": u.cost_usd, "calls": u.calls}
+                k: {
+                    "cost_usd": u.cost_usd,
+                    "calls": u.calls,
+                    "cached_calls": u.cached_calls,
+                    "work_cost_usd": u.work().cost_usd,
+                }
                 for k, u in summary.generation_usage.items()
             },
             "usage.",

@@ -18,6 +18,7 @@ from assay.experiments.reliability._registry import (
     TestSettings,
     Unit,
 )
+from assay.lm import error_text
 from assay.programs import JudgeConfig, Perturber, ProbeValidator, unscored_reason
 from assay.signatures import CheckEquivalence
 from assay.types import Item, StrictInt, Usage
@@ -59,7 +60,7 @@ def guarded_call(
             cost_usd=spent.cost_usd - before.cost_usd,
             calls=spent.calls - before.calls,
         )
-        raise Failed(f"{type(exc).__name__}: {exc}"[:500], used) from None
+        raise Failed(error_text(exc, 500), used) from None
 
 
 class RewriteTest(ReliabilityTest):

@@ -53,9 +53,10 @@ def mirror(score: int, scale: Scale) -> int:
 def inverted_scale(scale: Scale, labels: list[str] | None = None) -> Scale:
     """The scale the inverted task is answered on (see the module docstring)."""
     if labels is None and scale.labels:
+        low_to_high = [scale.label_of(v) for v in scale.values] if scale.positive else scale.labels
         keep = {x.strip().lower() for x in scale.labels} <= _ANSWER_NAMES
-        labels = list(scale.labels) if keep else list(reversed(scale.labels))
-    return scale.model_copy(update={"labels": labels}) if labels else scale
+        labels = list(low_to_high) if keep else list(reversed(low_to_high))  # type: ignore[arg-type]
+    return scale.model_copy(update={"labels": labels, "positive": None}) if labels else scale
 
 
 def _name(score: int, scale: Scale) -> str:

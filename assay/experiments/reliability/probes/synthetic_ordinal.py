@@ -38,6 +38,7 @@ from assay.experiments.reliability.probes._buckets import (
     example_indices,
 )
 from assay.experiments.reliability.probes._diversity import Embedder, make_embedder, max_similarity
+from assay.lm import redact
 from assay.programs import JudgeConfig, ScoreGenerator, ScoreValidator, unscored_reason
 from assay.scale import Scale
 from assay.types import Item, StrictInt, Usage
@@ -309,7 +310,7 @@ class _Run:
                 reason = unscored_reason(exc)
                 if reason is None:
                     raise
-                result, error = None, f"{role} {reason}: {exc}"
+                result, error = None, f"{role} {reason}: {redact(str(exc))}"
         return result, error, _usage(tracker, ctx, role)
 
     def _probe(

@@ -68,7 +68,7 @@ def samples_plot(summary: HarnessSummary, path: Path) -> Path | None:
     ax.set_title("Samples needed for a stable majority")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # no label cut at the edge
     plt.close(fig)
     return path
 

@@ -26,7 +26,7 @@ from assay.types import spend_line
 
 PLOTS = (
     ("Pass rate per test and judge", "heatmap.png"),
-    ("Cost vs accuracy per judge", "cost_accuracy.png"),
+    ("Cost of the work vs accuracy per judge", "cost_accuracy.png"),
 )
 PROBE_COLUMNS = (
     ("probe", "text"),

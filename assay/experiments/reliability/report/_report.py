@@ -1,4 +1,5 @@
-"""The harness report: Markdown with a tests × judges heatmap and a cost-vs-accuracy plot (PNG)."""
+"""The harness report: Markdown with a tests × judges heatmap and a plot of each judge's cost of
+the work against its accuracy (PNG)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from assay.experiments.reliability._results import (
     TargetScores,
 )
 from assay.experiments.reliability.report._bias_report import bias_tables, samples_plot
-from assay.metrics import MetricValue, fmt, fmt_ci
-from assay.report import Table, markdown
-from assay.types import spend_line
+from assay.metrics import CLOPPER_PEARSON_CLUSTERS, MetricValue, fmt, fmt_ci
+from assay.report import Table, cost_table, markdown
+from assay.types import Usage, spend_line, work_line
 
 OTHER_METRICS = ("items", "flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae")
 JUDGE_COLUMNS = (
@@ -30,8 +31,10 @@ JUDGE_COLUMNS = (
 
 
 def ci(m: MetricValue | dict | None) -> str:
-    """A metric with its interval, two decimals (the harness report and the CLI)."""
-    return fmt_ci(m, 2)
+    """A metric with its interval, two decimals (the harness report and the CLI); † marks
+    the exact interval over source items that stands for a bootstrap of a constant outcome."""
+    method = (m.to_dict() if isinstance(m, MetricValue) else m or {}).get("ci_method")
+    return fmt_ci(m, 2) + (" †" if method == CLOPPER_PEARSON_CLUSTERS else "")
 
 
 def pass_rates(summary: HarnessSummary) -> dict[str, dict[str, float | None]]:
@@ -60,7 +63,7 @@ def preload_plotting() -> None:
     ax.fill_between([0, 1], [0, 0], [1, 1], alpha=0.15)
     fig.colorbar(ax.images[0], ax=ax, label="x")
     fig.tight_layout()
-    fig.savefig(io.BytesIO(), format="png", dpi=20)
+    fig.savefig(io.BytesIO(), format="png", dpi=20, bbox_inches="tight")
     plt.close(fig)
     from assay.report import preload_page
 
@@ -100,48 +103,55 @@ def heatmap(rates: dict[str, dict[str, float | None]], tests: list[str], path: P
     fig.colorbar(im, ax=ax, label="pass rate")
     ax.set_title("Reliability: pass rate per test and judge")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # no label cut at the edge
     plt.close(fig)
     return path
 
 
 def cost_axis(summary: HarnessSummary) -> tuple[str, dict[str, float]]:
-    """What the cost-vs-accuracy plot puts on x, and each plotted judge's value: USD when every
-    judge's calls had a price; otherwise what was paid in tokens (local or unpriced models cost
-    0 USD, which would draw every judge at x = 0), or LM calls where no tokens were counted."""
-    usage = {n: r.usage for n, r in summary.judges.items() if r.mean_pass_rate is not None}
-    if any(u.cost_usd > 0 for u in usage.values()) and not any(
-        u.unpriced_calls for u in usage.values()
+    """What the cost-vs-accuracy plot puts on x, and each plotted judge's value: the cost of
+    its work (every answer its judgments used, those from the LM cache priced as the server
+    first answered them — a judge whose answers a warm cache gave is not cheaper for it). In
+    USD when every judge's answers had a price; otherwise in tokens (local or unpriced models
+    cost 0 USD, which would draw every judge at x = 0), or in answers where no tokens were
+    counted."""
+    work = {n: r.work for n, r in summary.judges.items() if r.mean_pass_rate is not None}
+    what = "all probes and sources; cached answers priced as first answered"
+    if any(u.cost_usd > 0 for u in work.values()) and not any(
+        u.unpriced_calls for u in work.values()
     ):
-        return "judge cost (USD, all probes and sources)", {n: u.cost_usd for n, u in usage.items()}
-    tokens = {n: float(u.prompt_tokens + u.completion_tokens) for n, u in usage.items()}
+        return f"judge cost of the work (USD, {what})", {n: u.cost_usd for n, u in work.items()}
+    tokens = {n: float(u.prompt_tokens + u.completion_tokens) for n, u in work.items()}
     if any(tokens.values()):
-        return "judge tokens (prompt + completion, all probes and sources; no USD price)", tokens
-    return "judge LM calls (all probes and sources; no USD price or token count)", {
-        n: float(u.calls) for n, u in usage.items()
+        return (
+            f"judge cost of the work in tokens (prompt + completion, {what}; no USD price)",
+            tokens,
+        )
+    return f"judge cost of the work in LM answers ({what}; no USD price or token count)", {
+        n: float(u.calls) for n, u in work.items()
     }
 
 
 def cost_plot(summary: HarnessSummary, path: Path) -> Path:
-    """Each judge's mean pass rate against what it paid (:func:`cost_axis`); the x-axis label
-    is also the PNG's ``Description``."""
+    """Each judge's mean pass rate against the cost of its work (:func:`cost_axis`); the
+    x-axis label is also the PNG's ``Description``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    label, paid = cost_axis(summary)
+    label, cost = cost_axis(summary)
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    for name, x in paid.items():
+    for name, x in cost.items():
         y = summary.judges[name].mean_pass_rate
         ax.scatter(x, y)
         ax.annotate(name, (x, y), fontsize=8, xytext=(4, 4), textcoords="offset points")
     ax.set_xlabel(label)
     ax.set_ylabel("mean pass rate over tests")
     ax.set_ylim(0, 1.05)
-    ax.set_title("Cost vs accuracy per judge")
+    ax.set_title("Cost of the work vs accuracy per judge")
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Description": label})
+    fig.savefig(path, dpi=110, metadata={"Description": label}, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -193,9 +203,7 @@ def render(config, summary: HarnessSummary) -> str:
     ]
     lines += markdown(report_tables(summary))
     lines += [
-        f"All calls of the run: {spend_line(summary.spend)}.",
-        "",
-        "![cost vs accuracy](cost_accuracy.png)",
+        "![cost of the work vs accuracy](cost_accuracy.png)",
         "",
         f"Intervals: {summary.bootstrap}.",
     ]
@@ -211,11 +219,11 @@ def render(config, summary: HarnessSummary) -> str:
 
 def report_tables(summary: HarnessSummary) -> list[Table]:
     """Everything the run measured, as tables: each judge's tests (and, for agent tests, per
-    criterion and target score), the bias tests, the cost of generation. report.md and
-    report.html both show these."""
+    criterion and target score), the bias tests, the cost of the work of each judge and
+    generation stage and what the run paid. report.md and report.html both show these."""
     out: list[Table] = []
     for name, r in summary.judges.items():
-        u = r.usage
+        w, u = r.work, r.usage
         out.append(
             Table(
                 f"Judge {name} — {r.model} (config {r.config_hash[:10]})",
@@ -224,8 +232,9 @@ def report_tables(summary: HarnessSummary) -> list[Table]:
                     [t, ci(m.pass_rate), ci(m.consistency), _unscored(m), other_metrics(m)]
                     for t, m in r.tests.items()
                 ],
-                note=f"Judge cost: {u.calls} calls, {u.prompt_tokens}+{u.completion_tokens} "
-                f"tokens, ${u.cost_usd:.6f}; cost per accuracy point "
+                note=f"Judge cost of the work: {w.calls} answers, {w.prompt_tokens}+"
+                f"{w.completion_tokens} tokens, ${w.cost_usd:.6f} ({u.calls} answered by the "
+                f"server, {u.cached_calls} from the LM cache); cost per accuracy point "
                 f"{fmt(r.cost_per_accuracy_point_usd, 6)} USD; sources unscored "
                 f"{r.source_unscored}; waiting on rate limits {u.limit_wait_s:.1f} s, HTTP 429 "
                 f"answers {u.rate_limited}.",
@@ -233,14 +242,14 @@ def report_tables(summary: HarnessSummary) -> list[Table]:
         )
         out += _criterion_tables(name, r.tests)
     out += bias_tables(summary)
+    parts = {f"judge {n}": r.usage for n, r in summary.judges.items()}
+    parts |= summary.generation_usage
+    all_calls = Usage.total(parts.values())
     out.append(
-        Table(
-            "Cost of generation and validation",
-            ["stage:test", "calls", "tokens", "USD"],
-            [
-                [k, u.calls, f"{u.prompt_tokens}+{u.completion_tokens}", f"{u.cost_usd:.6f}"]
-                for k, u in summary.generation_usage.items()
-            ],
+        cost_table(
+            parts,
+            title="Cost of the work and what was paid",
+            note=f"{work_line(all_calls)}. All calls of the run: {spend_line(summary.spend)}.",
         )
     )
     return out

@@ -9,7 +9,6 @@ decision is ``_review_decisions.py``; the YAML review file, ``_review_files.py``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -79,20 +78,8 @@ def read_reviews(run_dir: Path) -> list[dict[str, Any]]:
     append); any other malformed line is a DataError naming its line.
     """
     path = Path(run_dir) / REVIEWS
-    if not path.exists():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     out: list[dict[str, Any]] = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        torn = lineno == len(lines) and not line.endswith("\n")
-        try:
-            record = _json.loads(line)
-        except json.JSONDecodeError as exc:
-            if torn:
-                break
-            raise DataError(f"not valid JSON ({exc.msg})", path=path, row=lineno) from None
+    for lineno, record in _json.records(path):
         if not isinstance(record, dict):
             raise DataError("not a JSON object", path=path, row=lineno)
         if not isinstance(record.get("probe_id"), str):

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from assay import _json
 from assay._yaml import load as load_yaml
 from assay.errors import DataError, RunError
 from assay.experiments.reliability._probe import Probe, judged_id
@@ -94,15 +95,10 @@ def _signature(path: Path) -> tuple[int, int] | None:
 def _read_judgments(path: Path) -> dict[str, Judgment]:
     """A judgments file by item id; a torn last line (a harness being killed) is skipped."""
     out: dict[str, Judgment] = {}
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for lineno, record in _json.records(path):
         try:
-            j = Judgment.model_validate_json(line)
+            j = Judgment.model_validate(record)
         except ValueError:
-            if lineno == len(lines) and not line.endswith("\n"):
-                break
             raise DataError("not a judgment", path=path, row=lineno) from None
         out.setdefault(j.item_id, j)
     return out

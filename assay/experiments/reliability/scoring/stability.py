@@ -50,7 +50,9 @@ class Stability(ScoringKind):
         for p in scored:
             by_source[p.source_id].append(inp.score(p))
             targets[p.source_id] = p.target
-        stable, majority_right, agree_with_source, flips = [], [], [], []
+        stable, majority_right, flips = [], [], []
+        agree_with_source: list[float] = []
+        agreeing_sources: list[str] = []  # k samples per source: clustered
         for sid, scores in by_source.items():
             counts = Counter(scores)
             stable.append(len(counts) == 1)
@@ -60,13 +62,15 @@ class Stability(ScoringKind):
                 majority_right.append(top[0][0] == targets[sid])
             own = inp.source_verdicts.get(sid)
             if own is not None:
-                agree_with_source.extend(s == own for s in scores)
+                agree_with_source.extend(float(s == own) for s in scores)
+                agreeing_sources.extend(sid for _ in scores)
         return StabilityMetrics(
             items=len(by_source),
-            pass_rate=rate(stable, **inp.boot),  # share of items whose k verdicts all agree
+            # share of items whose k verdicts all agree: one outcome per item, an exact interval
+            pass_rate=rate(stable, confidence=inp.boot["confidence"]),
             flip_rate=float(np.mean(flips)) if flips else None,
-            majority_accuracy=rate(majority_right, **inp.boot),
-            consistency=rate(agree_with_source, **inp.boot),
+            majority_accuracy=rate(majority_right, confidence=inp.boot["confidence"]),
+            consistency=inp.mean(agree_with_source, agreeing_sources),
             **samples_needed(by_source, inp.boot),
         )
 
@@ -119,12 +123,12 @@ def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> dic
     reaches 95%: ``None`` when no m below k does ("not reached within k")."""
     if not by_source:
         return {}
-    from assay.metrics import held_out_majority_agreement, rate
+    from assay.metrics import held_out_majority_agreement, mean_ci
 
     k = min(len(s) for s in by_source.values())
     curve: dict[str, MetricValue | None] = {}
     for m in range(1, k, 2):
-        curve[f"m{m}"] = rate(
+        curve[f"m{m}"] = mean_ci(
             [held_out_majority_agreement(s, m) for s in by_source.values()], **boot
         )
 

@@ -1,0 +1,125 @@
+"""A finished run's seal: the digest of the files its results stand on, signed.
+
+When a run finishes, the files a later decision reads — its resolved config, its judgments,
+its metrics (a runner names more) — are hashed, and the list is signed with the signing key
+(:mod:`assay._signing`) together with the run's kind and hash. The seal goes into ``run.json``
+and, as the tag ``assay.seal``, into the run's MLflow run. A command that decides on a run
+(certify, conformal, compare --paired, drift, estimate, the integrations' measured figures)
+reads it through :func:`sealed_run` or :func:`check_seal`: a file edited since, a seal edited
+with it, or a run finished before seals existed is refused in one line naming the run.
+
+Not sealed: ``run.json`` (it holds the seal and the run's state), the call ledger (a call
+abandoned in flight may still land in it), the reports (drawn again at will), and what people
+add after the run (review decisions, human verdicts). The seal holds from the finish on: the
+records of a killed run are what its resume continues from.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from assay import _signing
+from assay.errors import RunError
+
+SEAL_TAG = "assay.seal"
+"""The MLflow tag holding a logged run's seal: its digest and signature."""
+SEALED = ("config.yaml", "metrics.json", "judgments.jsonl")
+"""What a run's seal covers unless its runner names more: those of them the run wrote."""
+
+
+def seal(run_dir: Path, patterns: Sequence[str], *, kind: str, run_hash: str) -> dict[str, Any]:
+    """The seal of ``run_dir``: the SHA-256 of each file ``patterns`` match (names or globs,
+    relative to the run directory), with the digest of that list and its signature."""
+    files = {}
+    for pattern in patterns:
+        for name in sorted(glob.glob(pattern, root_dir=run_dir)):
+            if (run_dir / name).is_file():
+                files[Path(name).as_posix()] = _sha256(run_dir / name)
+    body = {"kind": kind, "run_hash": run_hash, "files": files}
+    return {"files": files, "digest": _signing.digest(body), "signature": _signing.sign(body)}
+
+
+def seal_tag(sealed: dict[str, Any]) -> str:
+    """The ``assay.seal`` tag of a seal: ``<digest> <signature>``."""
+    return f"{sealed['digest']} {sealed['signature']}"
+
+
+def sealed_run(
+    run_dir: Path, *, kind: str, where: str | Path | None = None, needs: Iterable[str] = ()
+) -> dict[str, Any]:
+    """``run.json`` of a finished run of ``kind`` whose files are the ones it sealed, the files
+    ``needs`` names among them (else one line naming ``where``, default the directory)."""
+    where = where or run_dir
+    try:
+        state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise RunError(f"{where}: not a run directory (no readable run.json)") from None
+    if not isinstance(state, dict):
+        raise RunError(f"{where}: not a run directory (run.json is not a run's state)")
+    if state.get("kind", "evaluate") != kind:
+        raise RunError(f"{where}: a run of '{state.get('kind')}', not of {kind}")
+    if state.get("status") != "finished":
+        raise RunError(f"{where}: the run has not finished (run its command again to finish it)")
+    check_seal(run_dir, state, where=where, needs=needs)
+    return state
+
+
+def check_seal(
+    run_dir: Path,
+    state: dict[str, Any],
+    *,
+    where: str | Path,
+    tag: str | None = None,
+    needs: Iterable[str] = (),
+) -> None:
+    """Refuse, in one line naming ``where``, a run whose seal (in ``state``, its ``run.json``)
+    is missing or not signed by the key, or whose sealed files differ from it. ``tag``: the
+    seal logged on its MLflow run, which ``state``'s must be (a logged run read back). ``needs``:
+    files the caller reads, which the seal must cover."""
+    sealed = state.get("seal")
+    if not isinstance(sealed, dict) or not isinstance(sealed.get("files"), dict):
+        raise RunError(
+            f"{where}: finished before runs were sealed (no seal in its run.json), so its files "
+            "cannot be checked: move it aside and run its config again to seal it (the LM cache "
+            "answers what it asked before)"
+        )
+    files: dict[str, Any] = sealed["files"]
+    body = {
+        "kind": state.get("kind", "evaluate"),
+        "run_hash": state.get("run_hash"),
+        "files": files,
+    }
+    if not _signing.verify(body, sealed.get("signature")):
+        raise RunError(
+            f"{where}: its run.json's seal is not signed by the signing key "
+            f"({_signing.key_file()}): the seal was edited, or made with another key"
+        )
+    if tag is not None and tag.split(" ")[0] != _signing.digest(body):
+        raise RunError(
+            f"{where}: its run.json's seal is not the one its MLflow run was logged with"
+        )
+    for name in needs:
+        if name not in files:
+            raise RunError(f"{where}: its seal does not cover {name}: not a run to decide on")
+    for name, want in files.items():
+        path = run_dir / name
+        if not path.is_file():
+            raise RunError(f"{where}: {name} is missing; the run's seal covers it")
+        if _sha256(path) != want:
+            raise RunError(
+                f"{where}: {name} is not the file the run sealed when it finished (edited "
+                "since): no decision is made on it — run its config again in a new run directory"
+            )
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,553 @@
+"""Prediction-powered inference of a mean (Angelopoulos et al., "Prediction-powered inference",
+Science 2023; PPI++: Angelopoulos, Duchi & Zrnic 2024; stratified PPI: Fisch et al. 2024):
+the mean of a human label ``Y`` from ``n`` items a human labelled and a judge's prediction
+``f`` on those and on ``N`` unlabelled items, with an interval that holds however bad the judge is.
+
+The estimate is the judge's mean on the unlabelled items, corrected by its mean error on the
+labelled ones, with the judge's part weighted by ``λ``::
+
+    θ̂_λ = λ · mean(f(X̃)) + mean(Y − λ · f(X))
+    SE²  = Var(λ · f(X̃)) / N + Var(Y − λ · f(X)) / n
+
+``λ = 1`` is classical PPI, ``λ = 0`` the human labels alone, and PPI++ estimates the ``λ`` that
+minimises the variance (clipped to [0, 1]), so it is never much worse than the human labels
+alone: a useless judge gets ``λ ≈ 0``. The interval is the normal (CLT) one at level
+``1 − alpha``. It assumes the labelled items are a uniform random sample of the same items the
+unlabelled ones come from; it assumes nothing about the judge. Every function here equals the
+reference implementation ``ppi_py`` (``ppi_mean_pointestimate``, ``ppi_mean_ci``,
+``classical_mean_ci``; with observation weights normalised as it does).
+
+Stratified PPI++ runs PPI++ in each stratum (a task category, say) with its own ``λ`` and
+combines the strata with weights equal to their shares of all items: a judge good on one kind
+of item and poor on another is used where it helps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Hashable, Sequence
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from assay.metrics._estimates import (
+    Bound,
+    EstimateMethod,
+    MeanEstimate,
+    StratumEstimate,
+    effective_labels,
+)
+from assay.metrics._paired import _z
+from assay.metrics._prevalence import corrected_prevalence
+from assay.metrics._validate import _same_length, as_scores
+
+PredictionKind = Literal["verdict", "probability", "score"]
+MIN_LABELLED = 2  # a variance needs two labels
+
+UNIFORM_SAMPLE = "labelled items: a uniform random sample of the same items as the unlabelled"
+STRATIFIED_SAMPLE = (
+    "labelled items: a uniform random sample within each stratum; strata weighted by their "
+    "shares of all items"
+)
+CLT = "normal (CLT)"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sample:
+    """Validated inputs: labels and predictions of the labelled items, predictions of the
+    unlabelled ones, and their weights (normalised to sum to n and N, as ppi_py does). Items lie
+    on the last axis; leading axes, when there are any, are independent samples (simulations)."""
+
+    y: NDArray[np.float64]
+    f: NDArray[np.float64]
+    f_unlabelled: NDArray[np.float64]
+    w: NDArray[np.float64]
+    w_unlabelled: NDArray[np.float64]
+
+    @property
+    def n(self) -> int:
+        return self.y.shape[-1]
+
+    @property
+    def n_unlabelled(self) -> int:
+        return self.f_unlabelled.shape[-1]
+
+
+# -- checks ---------------------------------------------------------------------------------
+
+
+def check_alpha(alpha: float) -> float:
+    """The error level: strictly between 0 and 1."""
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.floating):
+        raise ValueError(f"alpha must be a number strictly between 0 and 1, got {alpha!r}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be strictly between 0 and 1, got {alpha!r}")
+    return float(alpha)
+
+
+def check_bound(bound: str) -> Bound:
+    """Which interval: ``two-sided``, or one bound (``lower``: ``[low, ∞)``; ``upper``)."""
+    if bound not in ("two-sided", "lower", "upper"):
+        raise ValueError(f"bound must be 'two-sided', 'lower' or 'upper', got {bound!r}")
+    return bound  # type: ignore[return-value]
+
+
+def check_lam(lam: float | None) -> None:
+    """PPI's weight on the predictions: a number in [0, 1], or None for PPI++'s estimate."""
+    if lam is not None and (
+        isinstance(lam, bool) or not isinstance(lam, int | float) or not 0 <= lam <= 1
+    ):
+        raise ValueError(f"lam must be a number in [0, 1] or None (PPI++), got {lam!r}")
+
+
+def labels(y: ArrayLike, name: str = "y") -> NDArray[np.float64]:
+    """The human labels: finite numbers, at least two of them."""
+    arr = as_scores(y, name)
+    if arr.size < MIN_LABELLED:
+        raise ValueError(
+            f"{name} has {arr.size} labelled item: an interval needs at least {MIN_LABELLED}"
+        )
+    return arr
+
+
+def predictions_of_kind(
+    arrays: Sequence[tuple[NDArray[np.float64], str]], kind: PredictionKind | None
+) -> str:
+    """Check the predictions against their declared kind (``verdict``: 0/1, ``probability``:
+    in [0, 1], ``score``: any finite number) or, when None, name the narrowest kind they fit."""
+    if kind not in (None, "verdict", "probability", "score"):
+        raise ValueError(f"prediction must be 'verdict', 'probability' or 'score', got {kind!r}")
+    fits = {
+        "verdict": lambda a: (a == 0) | (a == 1),
+        "probability": lambda a: (a >= 0) & (a <= 1),
+    }
+    if kind is None:
+        for candidate in ("verdict", "probability"):
+            if all(fits[candidate](a).all() for a, _ in arrays):
+                return candidate
+        return "score"
+    if kind in fits:
+        what = "0/1 verdicts" if kind == "verdict" else "probabilities in [0, 1]"
+        for a, name in arrays:
+            bad = ~fits[kind](a)
+            if bad.any():
+                first = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"{name} must hold {what}, got {a[first]} at position {first}")
+    return kind
+
+
+def _weights(w: ArrayLike | None, n: int, name: str) -> NDArray[np.float64]:
+    """Observation weights, positive and finite, normalised to sum to ``n`` (ones when None)."""
+    if w is None:
+        return np.ones(n)
+    arr = as_scores(w, name)
+    if arr.size != n:
+        raise ValueError(f"{name} must have one weight per item ({n}), got {arr.size}")
+    if (arr <= 0).any():
+        first = int(np.flatnonzero(arr <= 0)[0])
+        raise ValueError(f"{name} must be positive, got {arr[first]} at position {first}")
+    return arr / arr.sum() * n
+
+
+def _sample(
+    y: ArrayLike,
+    predictions: ArrayLike,
+    predictions_unlabelled: ArrayLike,
+    weights: ArrayLike | None,
+    weights_unlabelled: ArrayLike | None,
+    prediction: PredictionKind | None,
+) -> tuple[_Sample, str]:
+    y_arr = labels(y)
+    f = as_scores(predictions, "predictions")
+    _same_length(y_arr, f, ("y", "predictions"))
+    f_u = as_scores(predictions_unlabelled, "predictions_unlabelled")
+    kind = predictions_of_kind([(f, "predictions"), (f_u, "predictions_unlabelled")], prediction)
+    w = _weights(weights, y_arr.size, "weights")
+    w_u = _weights(weights_unlabelled, f_u.size, "weights_unlabelled")
+    return _Sample(y_arr, f, f_u, w, w_u), kind
+
+
+# -- the estimators -------------------------------------------------------------------------
+
+
+def interval(value: float, se: float, alpha: float, bound: Bound) -> tuple[float, float]:
+    """The normal interval ``value ± z · se`` at level ``1 − alpha`` (one end at ±∞ when
+    one-sided), as statsmodels' ``_zconfint_generic`` builds it."""
+    if bound == "two-sided":
+        half = _z(1 - alpha / 2) * se
+        return value - half, value + half
+    half = _z(1 - alpha) * se
+    return (value - half, math.inf) if bound == "lower" else (-math.inf, value + half)
+
+
+def power_tuned_lambda(s: _Sample) -> NDArray[np.float64]:
+    """PPI++'s variance-minimising ``λ̂`` for a mean, clipped to [0, 1]: ``Cov(Y, f) / ((1 +
+    n/N) · Var(f))`` computed on the weighted gradients at the λ = 1 estimate, as ppi_py's
+    ``_calc_lam_glm`` does; 0 when the predictions do not vary (λ then changes nothing).
+    Batched: one ``λ̂`` per row of the sample's arrays (items on the last axis)."""
+    theta = ((s.w_unlabelled * s.f_unlabelled).mean(-1) + (s.w * (s.y - s.f)).mean(-1))[..., None]
+    grads = s.w * (s.y - theta)
+    grads_hat = s.w * (s.f - theta)
+    centred = (grads - grads.mean(-1, keepdims=True)) * (
+        grads_hat - grads_hat.mean(-1, keepdims=True)
+    )
+    cov = 2 * centred.mean(-1)
+    var = np.var(
+        np.concatenate([grads_hat, s.w_unlabelled * (s.f_unlabelled - theta)], axis=-1),
+        ddof=1,
+        axis=-1,
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.clip(cov / (2 * (1 + s.n / s.n_unlabelled) * var), 0.0, 1.0)
+    return np.where(var > 0, lam, 0.0)
+
+
+def ppi_batched(
+    s: _Sample, lam: float | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """``θ̂_λ``, its standard error (population variances, as ppi_py computes them) and ``λ``
+    (PPI++'s ``λ̂`` when ``lam`` is None), one of each per row of the sample's arrays."""
+    lam_used = power_tuned_lambda(s) if lam is None else np.full(s.y.shape[:-1], float(lam))
+    imputed = s.w_unlabelled * lam_used[..., None] * s.f_unlabelled
+    rectifier = s.w * (s.y - lam_used[..., None] * s.f)
+    value = imputed.mean(-1) + rectifier.mean(-1)
+    se = np.sqrt(imputed.var(-1) / s.n_unlabelled + rectifier.var(-1) / s.n)
+    return value, se, lam_used
+
+
+def human_batched(
+    y: NDArray[np.float64], w: NDArray[np.float64] | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The weighted mean of the labels and its standard error, per row (``classical_mean_ci``)."""
+    wy = y if w is None else w * y
+    return wy.mean(-1), wy.std(-1) / math.sqrt(y.shape[-1])
+
+
+def stratified_batched(
+    s: _Sample, labelled: Sequence[NDArray[np.intp]], unlabelled: Sequence[NDArray[np.intp]]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[float, NDArray, NDArray, NDArray]]]:
+    """Stratified PPI++ per row: each stratum's items are the positions ``labelled[k]`` and
+    ``unlabelled[k]``; returns the combined estimate, its standard error and, per stratum,
+    ``(weight, value, se, λ)`` (labels only, ``λ = 0``, in a stratum with no unlabelled item)."""
+    total = s.n + s.n_unlabelled
+    parts = []
+    for lab, unl in zip(labelled, unlabelled, strict=True):
+        y_k = s.y[..., lab]
+        if unl.size:
+            part = _Sample(
+                y_k, s.f[..., lab], s.f_unlabelled[..., unl], s.w[lab], s.w_unlabelled[unl]
+            )
+            value, se, lam = ppi_batched(part)
+        else:
+            value, se = human_batched(y_k)
+            lam = np.zeros_like(value)
+        parts.append(((lab.size + unl.size) / total, value, se, lam))
+    value = sum(w * v for w, v, _, _ in parts)
+    se = np.sqrt(sum((w * e) ** 2 for w, _, e, _ in parts))
+    return value, se, parts
+
+
+def normal_estimate(
+    method: EstimateMethod,
+    value: float,
+    se: float,
+    *,
+    human_se: float,
+    alpha: float,
+    bound: Bound,
+    n_labelled: int,
+    n_unlabelled: int,
+    lam: float | None,
+    prediction: str,
+    sampling: str,
+    strata: tuple[StratumEstimate, ...] = (),
+    notes: Sequence[str] = (),
+) -> MeanEstimate:
+    """A :class:`MeanEstimate` with the normal interval ``value ± z · se``; its effective labels
+    against a human-only standard error ``human_se`` on the same ``n_labelled`` labels. A zero
+    ``se`` (no spread in the labels or predictions) is said in the note: such an interval is
+    not a confidence interval."""
+    low, high = interval(value, se, alpha, bound)
+    notes = list(notes)
+    if not se > 0:
+        notes.append(
+            "the labels and predictions show no spread, so the interval has zero width and is "
+            "not a confidence interval: label more items"
+        )
+    return MeanEstimate(
+        method=method,
+        value=value,
+        ci_low=low,
+        ci_high=high,
+        alpha=alpha,
+        bound=bound,
+        std_error=se,
+        n_labelled=n_labelled,
+        n_unlabelled=n_unlabelled,
+        effective_labels=effective_labels(n_labelled, human_se, se),
+        lam=lam,
+        prediction=prediction,
+        interval=CLT,
+        sampling=sampling,
+        strata=strata,
+        note="; ".join(notes) or None,
+    )
+
+
+def human_only_mean(
+    y: ArrayLike,
+    *,
+    alpha: float = 0.05,
+    bound: Bound = "two-sided",
+    weights: ArrayLike | None = None,
+) -> MeanEstimate:
+    """The mean of the human labels alone, with the classical normal interval (``ppi_py``'s
+    ``classical_mean_ci``): the baseline every prediction-powered estimate is compared with."""
+    alpha, bound = check_alpha(alpha), check_bound(bound)
+    y_arr = labels(y)
+    value, se = map(float, human_batched(y_arr, _weights(weights, y_arr.size, "weights")))
+    return normal_estimate(
+        "human_only",
+        value,
+        se,
+        human_se=se,
+        alpha=alpha,
+        bound=bound,
+        n_labelled=y_arr.size,
+        n_unlabelled=0,
+        lam=0.0,
+        prediction="none",
+        sampling="labelled items: a uniform random sample of the items",
+    )
+
+
+def ppi_mean(
+    y: ArrayLike,
+    predictions: ArrayLike,
+    predictions_unlabelled: ArrayLike,
+    *,
+    lam: float | None = None,
+    alpha: float = 0.05,
+    bound: Bound = "two-sided",
+    weights: ArrayLike | None = None,
+    weights_unlabelled: ArrayLike | None = None,
+    prediction: PredictionKind | None = None,
+) -> MeanEstimate:
+    """The prediction-powered mean of ``y``: PPI++ (``lam=None``: ``λ̂`` estimated, clipped to
+    [0, 1]) or PPI with a fixed ``lam`` (1: classical PPI), with its normal interval.
+
+    ``y`` and ``predictions``: the human label and the judge's prediction of each labelled item;
+    ``predictions_unlabelled``: the judge's prediction of each unlabelled item. A prediction
+    may be a 0/1 verdict, a probability (a token probability, a sample share, a panel's share)
+    or any score: the interval holds for any; ``prediction`` names it (checked: a probability
+    outside [0, 1] is refused; default: the narrowest kind that fits). ``weights`` and
+    ``weights_unlabelled`` are positive observation weights (normalised to sum to n and N, as
+    ``ppi_py`` does). ``effective_labels`` compares the interval with the human-only one on the
+    same labels (with the same weights).
+    """
+    alpha, bound = check_alpha(alpha), check_bound(bound)
+    s, kind = _sample(
+        y, predictions, predictions_unlabelled, weights, weights_unlabelled, prediction
+    )
+    check_lam(lam)
+    value, se, lam_used = map(float, ppi_batched(s, lam))
+    return normal_estimate(
+        "ppi++" if lam is None else "ppi",
+        value,
+        se,
+        human_se=float(human_batched(s.y, s.w)[1]),
+        alpha=alpha,
+        bound=bound,
+        n_labelled=s.n,
+        n_unlabelled=s.n_unlabelled,
+        lam=lam_used,
+        prediction=kind,
+        sampling=UNIFORM_SAMPLE,
+    )
+
+
+def _strata_codes(
+    strata: ArrayLike, strata_unlabelled: ArrayLike, n: int, n_unlabelled: int
+) -> tuple[list[Hashable], NDArray[np.intp], NDArray[np.intp]]:
+    """The strata in order of first appearance and each item's stratum index."""
+    codes: dict[Hashable, int] = {}
+    out = []
+    for values, name, size in (
+        (strata, "strata", n),
+        (strata_unlabelled, "strata_unlabelled", n_unlabelled),
+    ):
+        values = list(np.asarray(values, dtype=object).ravel()) if values is not None else None
+        if values is None or len(values) != size:
+            got = "none" if values is None else len(values)
+            raise ValueError(f"{name} must name one stratum per item ({size}), got {got}")
+        index = np.empty(size, dtype=np.intp)
+        for i, v in enumerate(values):
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                raise ValueError(f"{name} has no stratum at position {i} (got {v!r})")
+            index[i] = codes.setdefault(v, len(codes))
+        out.append(index)
+    return list(codes), out[0], out[1]
+
+
+def stratified_ppi_mean(
+    y: ArrayLike,
+    predictions: ArrayLike,
+    predictions_unlabelled: ArrayLike,
+    strata: ArrayLike,
+    strata_unlabelled: ArrayLike,
+    *,
+    alpha: float = 0.05,
+    bound: Bound = "two-sided",
+    prediction: PredictionKind | None = None,
+) -> MeanEstimate:
+    """Stratified PPI++: PPI++ within each stratum (its own ``λ̂``), the strata combined with
+    weights equal to their shares of all items (labelled and unlabelled),
+    ``θ̂ = Σ_k w_k θ̂_k``, ``SE² = Σ_k w_k² SE_k²`` (the weights treated as known).
+
+    ``strata``/``strata_unlabelled`` name each labelled/unlabelled item's stratum (any hashable
+    value: a task category, a source). Every stratum needs at least two labelled items; a
+    stratum with no unlabelled item is estimated from its labels alone (``λ = 0``). The labelled
+    items may be allocated to strata in any proportion, but within a stratum they must be a
+    uniform random sample of its items.
+    """
+    alpha, bound = check_alpha(alpha), check_bound(bound)
+    s, kind = _sample(y, predictions, predictions_unlabelled, None, None, prediction)
+    names, k_lab, k_unl = _strata_codes(strata, strata_unlabelled, s.n, s.n_unlabelled)
+    labelled = [np.flatnonzero(k_lab == k) for k in range(len(names))]
+    unlabelled = [np.flatnonzero(k_unl == k) for k in range(len(names))]
+    for name, lab in zip(names, labelled, strict=True):
+        if lab.size < MIN_LABELLED:
+            raise ValueError(
+                f"stratum {name!r} has {lab.size} labelled item{'s' * (lab.size != 1)}: "
+                f"stratified PPI needs at least {MIN_LABELLED} in every stratum (label more, "
+                "or merge it with another)"
+            )
+    value, se, by_stratum = stratified_batched(s, labelled, unlabelled)
+    value, se = float(value), float(se)
+    parts = [
+        StratumEstimate(str(name), w, lab.size, unl.size, float(v), float(e), float(lam))
+        for name, lab, unl, (w, v, e, lam) in zip(
+            names, labelled, unlabelled, by_stratum, strict=True
+        )
+    ]
+    return normal_estimate(
+        "stratified_ppi++",
+        value,
+        se,
+        human_se=float(human_batched(s.y)[1]),
+        alpha=alpha,
+        bound=bound,
+        n_labelled=s.n,
+        n_unlabelled=s.n_unlabelled,
+        lam=None,
+        prediction=kind,
+        sampling=STRATIFIED_SAMPLE,
+        strata=tuple(parts),
+        notes=[
+            f"stratum {p.stratum!r}: labels only (no unlabelled item)"
+            for p in parts
+            if not p.n_unlabelled
+        ],
+    )
+
+
+def rogan_gladen_mean(
+    y: ArrayLike,
+    verdicts: ArrayLike,
+    verdicts_unlabelled: ArrayLike,
+    *,
+    alpha: float = 0.05,
+    bound: Bound = "two-sided",
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> MeanEstimate:
+    """The Rogan–Gladen prevalence (:func:`corrected_prevalence`: the judge's flagged rate on the
+    unlabelled items corrected by its sensitivity and specificity on the labelled ones) in the
+    shape of the other estimates, so that one table holds them all. Its interval is the
+    percentile bootstrap (a one-sided bound: one end of the two-sided interval at ``1 − 2α``);
+    ``y`` and the verdicts are 0/1."""
+    alpha, bound = check_alpha(alpha), check_bound(bound)
+    y_arr = labels(y)
+    named = [
+        (y_arr, "y"),
+        (as_scores(verdicts, "verdicts"), "verdicts"),
+        (as_scores(verdicts_unlabelled, "verdicts_unlabelled"), "verdicts_unlabelled"),
+    ]
+    predictions_of_kind(named, "verdict")
+    confidence = 1 - alpha if bound == "two-sided" else 1 - 2 * alpha
+    if not 0 < confidence < 1:
+        raise ValueError(f"a one-sided bound needs alpha below 0.5, got {alpha!r}")
+    est = corrected_prevalence(
+        verdicts_unlabelled,
+        y_arr,
+        verdicts,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    c = est.corrected
+    low = math.nan if c.ci_low is None else c.ci_low
+    high = math.nan if c.ci_high is None else c.ci_high
+    if bound == "lower":
+        high = math.inf
+    elif bound == "upper":
+        low = -math.inf
+    result = MeanEstimate(
+        method="rogan_gladen",
+        value=c.value,
+        ci_low=low,
+        ci_high=high,
+        alpha=alpha,
+        bound=bound,
+        std_error=None,
+        n_labelled=est.n_validation,
+        n_unlabelled=c.n,
+        effective_labels=None,
+        lam=None,
+        prediction="verdict",
+        interval=f"percentile bootstrap ({est.resampled})",
+        sampling=UNIFORM_SAMPLE,
+        note=c.note,
+    )
+    human = float(human_batched(y_arr)[1]) * (
+        _z(1 - alpha / 2) if bound == "two-sided" else _z(1 - alpha)
+    )
+    n_eff = effective_labels(y_arr.size, human, result.half_width)
+    return dataclasses.replace(result, effective_labels=n_eff)
+
+
+def mean_estimates(
+    y: ArrayLike,
+    predictions: ArrayLike,
+    predictions_unlabelled: ArrayLike,
+    *,
+    strata: ArrayLike | None = None,
+    strata_unlabelled: ArrayLike | None = None,
+    alpha: float = 0.05,
+    bound: Bound = "two-sided",
+    prediction: PredictionKind | None = None,
+    seed: int = 0,
+) -> tuple[MeanEstimate, ...]:
+    """Every estimate of the mean of ``y`` these data allow, in the order a report lists them:
+    the human labels alone, Rogan–Gladen (when labels and predictions are 0/1), PPI, PPI++ and,
+    given ``strata``, stratified PPI++."""
+    rows = [human_only_mean(y, alpha=alpha, bound=bound)]
+    options = {"alpha": alpha, "bound": bound, "prediction": prediction}
+    ppi = ppi_mean(y, predictions, predictions_unlabelled, lam=1.0, **options)
+    binary_labels = predictions_of_kind([(labels(y), "y")], None) == "verdict"
+    if binary_labels and ppi.prediction == "verdict":
+        rows.append(
+            rogan_gladen_mean(
+                y, predictions, predictions_unlabelled, alpha=alpha, bound=bound, seed=seed
+            )
+        )
+    rows += [ppi, ppi_mean(y, predictions, predictions_unlabelled, **options)]
+    if strata is not None or strata_unlabelled is not None:
+        rows.append(
+            stratified_ppi_mean(
+                y, predictions, predictions_unlabelled, strata, strata_unlabelled, **options
+            )
+        )
+    return tuple(rows)

@@ -1,0 +1,360 @@
+"""Prediction-powered inference of a mean: equal to the authors' implementation (``ppi_py``) on
+fixed data, covering the true mean over simulated draws whatever the judge, and one line for
+each bad input."""
+
+import math
+
+import numpy as np
+import ppi_py
+import pytest
+from ppi_py.ppi import _calc_lam_glm
+from scipy.stats import norm
+
+from assay.metrics import (
+    corrected_prevalence,
+    estimates_table,
+    human_only_mean,
+    mean_estimates,
+    ppi_mean,
+    rogan_gladen_mean,
+    stratified_ppi_mean,
+)
+from assay.metrics._ppi import _Sample, human_batched, ppi_batched, stratified_batched
+
+ALPHA = 0.1
+
+
+def judged(rng, y, accuracy):
+    """A judge's 0/1 verdicts on labels ``y``: right with probability ``accuracy`` (per item, or
+    one for all; 0.5 is a coin toss whatever the label, 0.1 mostly wrong)."""
+    return np.where(rng.random(y.shape) < accuracy, y, 1 - y)
+
+
+@pytest.fixture(scope="module")
+def data():
+    """200 labelled and 2,000 unlabelled items, prevalence 0.3, a judge right on 85%, a token
+    probability beside each verdict, and observation weights."""
+    rng = np.random.default_rng(2024)
+    y = (rng.random(200) < 0.3).astype(float)
+    y_u = (rng.random(2000) < 0.3).astype(float)
+    f, f_u = judged(rng, y, 0.85), judged(rng, y_u, 0.85)
+    p = np.clip(0.15 + 0.7 * f + rng.normal(0, 0.1, f.size), 0, 1)
+    p_u = np.clip(0.15 + 0.7 * f_u + rng.normal(0, 0.1, f_u.size), 0, 1)
+    w, w_u = rng.uniform(0.5, 2.0, y.size), rng.uniform(0.5, 2.0, y_u.size)
+    return {"y": y, "f": f, "f_u": f_u, "p": p, "p_u": p_u, "w": w, "w_u": w_u}
+
+
+def scalar(a) -> float:
+    """ppi_py returns a one-element array where we return a float."""
+    return float(np.ravel(a)[0])
+
+
+def reference_lambda(y, f, f_u, w=None, w_u=None):
+    """λ̂ as ``ppi_py.ppi_mean_ci`` computes it before recursing with it (its own code path)."""
+    w = np.ones(y.size) if w is None else w / w.sum() * y.size
+    w_u = np.ones(f_u.size) if w_u is None else w_u / w_u.sum() * f_u.size
+    theta = ppi_py.ppi_mean_pointestimate(y, f, f_u, lam=1, w=w, w_unlabeled=w_u)
+    col = lambda a: a.reshape(-1, 1)  # noqa: E731
+    return _calc_lam_glm(
+        col(w * (y - theta)),
+        col(w * (f - theta)),
+        col(w_u * (f_u - theta)),
+        np.eye(1),
+        clip=True,
+    )
+
+
+# -- equal to ppi_py ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["verdicts", "probabilities"])
+def test_ppi_plus_plus_equals_ppi_py(data, which):
+    y = data["y"]
+    f, f_u = (data["f"], data["f_u"]) if which == "verdicts" else (data["p"], data["p_u"])
+    est = ppi_mean(y, f, f_u, alpha=ALPHA)
+    low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=ALPHA)
+    assert est.method == "ppi++" and est.name == "PPI++"
+    assert est.value == pytest.approx(scalar(ppi_py.ppi_mean_pointestimate(y, f, f_u)), abs=1e-9)
+    assert (est.ci_low, est.ci_high) == pytest.approx((scalar(low), scalar(high)), abs=1e-9)
+    assert est.lam == pytest.approx(reference_lambda(y, f, f_u), abs=1e-9)
+    assert 0 < est.lam < 1
+    assert est.prediction == ("verdict" if which == "verdicts" else "probability")
+    assert (est.n_labelled, est.n_unlabelled) == (200, 2000)
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.3, 0.0])
+def test_ppi_with_a_fixed_lambda_equals_ppi_py(data, lam):
+    y, f, f_u = data["y"], data["f"], data["f_u"]
+    est = ppi_mean(y, f, f_u, lam=lam, alpha=ALPHA)
+    low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=ALPHA, lam=lam)
+    assert est.method == "ppi" and est.lam == lam
+    assert est.value == pytest.approx(
+        scalar(ppi_py.ppi_mean_pointestimate(y, f, f_u, lam=lam)), abs=1e-9
+    )
+    assert (est.ci_low, est.ci_high) == pytest.approx((scalar(low), scalar(high)), abs=1e-9)
+
+
+def test_observation_weights_equal_ppi_py(data):
+    y, f, f_u, w, w_u = (data[k] for k in ("y", "f", "f_u", "w", "w_u"))
+    est = ppi_mean(y, f, f_u, alpha=ALPHA, weights=w, weights_unlabelled=w_u)
+    low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=ALPHA, w=w, w_unlabeled=w_u)
+    value = ppi_py.ppi_mean_pointestimate(y, f, f_u, w=w, w_unlabeled=w_u)
+    assert est.value == pytest.approx(scalar(value), abs=1e-9)
+    assert (est.ci_low, est.ci_high) == pytest.approx((scalar(low), scalar(high)), abs=1e-9)
+    assert est.lam == pytest.approx(reference_lambda(y, f, f_u, w, w_u), abs=1e-9)
+    unweighted = ppi_mean(y, f, f_u, alpha=ALPHA)
+    assert est.value != pytest.approx(unweighted.value, abs=1e-6)  # the weights were used
+
+
+@pytest.mark.parametrize(("bound", "alternative"), [("lower", "larger"), ("upper", "smaller")])
+def test_one_sided_bounds_equal_ppi_py(data, bound, alternative):
+    # ppi_py drops `alternative` when it estimates λ itself (it recurses without it), so the
+    # reference is given our λ̂, itself checked above.
+    y, f, f_u = data["y"], data["f"], data["f_u"]
+    est = ppi_mean(y, f, f_u, alpha=ALPHA, bound=bound)
+    low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=ALPHA, lam=est.lam, alternative=alternative)
+    assert (est.ci_low, est.ci_high) == pytest.approx((scalar(low), scalar(high)), abs=1e-9)
+    assert math.isinf(est.ci_high if bound == "lower" else est.ci_low)
+    assert est.half_width == pytest.approx(norm.ppf(1 - ALPHA) * est.std_error)
+
+
+def test_human_only_equals_the_classical_interval(data):
+    y, w = data["y"], data["w"]
+    est = human_only_mean(y, alpha=ALPHA)
+    assert (est.ci_low, est.ci_high) == pytest.approx(
+        ppi_py.classical_mean_ci(y, alpha=ALPHA), abs=1e-12
+    )
+    assert est.value == y.mean() and est.effective_labels == 200 and est.lam == 0
+    weighted = human_only_mean(y, alpha=ALPHA, weights=w)
+    assert (weighted.ci_low, weighted.ci_high) == pytest.approx(
+        ppi_py.classical_mean_ci(y, w=w, alpha=ALPHA), abs=1e-12
+    )
+
+
+def test_effective_labels_are_the_labels_human_only_would_need(data):
+    y, f, f_u = data["y"], data["f"], data["f_u"]
+    est = ppi_mean(y, f, f_u, alpha=ALPHA)
+    human = human_only_mean(y, alpha=ALPHA)
+    expected = 200 * ((human.ci_high - human.ci_low) / (est.ci_high - est.ci_low)) ** 2
+    assert est.effective_labels == pytest.approx(expected)
+    assert est.effective_labels > 300  # a judge right on 85% of 2,000 items is worth labels
+    # a human-only interval on that many labels (same spread) is as wide as PPI++'s
+    assert norm.ppf(1 - ALPHA / 2) * y.std() / math.sqrt(est.effective_labels) == pytest.approx(
+        est.half_width
+    )
+
+
+# -- stratified PPI++ -----------------------------------------------------------------------
+
+
+def test_one_stratum_is_ppi_plus_plus(data):
+    y, f, f_u = data["y"], data["f"], data["f_u"]
+    one = stratified_ppi_mean(y, f, f_u, ["a"] * y.size, ["a"] * f_u.size, alpha=ALPHA)
+    plain = ppi_mean(y, f, f_u, alpha=ALPHA)
+    assert (one.value, one.ci_low, one.ci_high) == pytest.approx(
+        (plain.value, plain.ci_low, plain.ci_high), abs=1e-12
+    )
+    assert len(one.strata) == 1 and one.strata[0].weight == 1.0
+
+
+def test_strata_are_ppi_py_per_stratum_combined_by_their_shares():
+    rng = np.random.default_rng(7)
+    strata, strata_u = (
+        rng.choice(["easy", "hard", "odd"], 300),
+        rng.choice(["easy", "hard", "odd"], 3000, p=[0.5, 0.3, 0.2]),
+    )
+    prevalence = {"easy": 0.1, "hard": 0.5, "odd": 0.3}
+    accuracy = {"easy": 0.95, "hard": 0.7, "odd": 0.5}
+    y = (rng.random(300) < [prevalence[s] for s in strata]).astype(float)
+    y_u = (rng.random(3000) < [prevalence[s] for s in strata_u]).astype(float)
+    f = judged(rng, y, [accuracy[s] for s in strata])
+    f_u = judged(rng, y_u, [accuracy[s] for s in strata_u])
+    est = stratified_ppi_mean(y, f, f_u, strata, strata_u, alpha=ALPHA)
+
+    z = norm.ppf(1 - ALPHA / 2)
+    value = var = 0.0
+    for part in est.strata:
+        lab, unl = strata == part.stratum, strata_u == part.stratum
+        weight = (lab.sum() + unl.sum()) / 3300
+        theta = scalar(ppi_py.ppi_mean_pointestimate(y[lab], f[lab], f_u[unl]))
+        low, high = ppi_py.ppi_mean_ci(y[lab], f[lab], f_u[unl], alpha=ALPHA)
+        assert part.weight == pytest.approx(weight)
+        assert part.value == pytest.approx(theta, abs=1e-9)
+        assert part.std_error == pytest.approx((scalar(high) - scalar(low)) / (2 * z), abs=1e-9)
+        assert part.lam == pytest.approx(reference_lambda(y[lab], f[lab], f_u[unl]), abs=1e-9)
+        value += weight * theta
+        var += (weight * part.std_error) ** 2
+    assert {p.stratum for p in est.strata} == {"easy", "hard", "odd"}
+    assert est.value == pytest.approx(value, abs=1e-9)
+    assert (est.ci_low, est.ci_high) == pytest.approx(
+        (value - z * math.sqrt(var), value + z * math.sqrt(var)), abs=1e-9
+    )
+    # the judge helps where it is good and is left out where it is a coin toss
+    lam = {p.stratum: p.lam for p in est.strata}
+    assert lam["easy"] > 0.5 and lam["odd"] < 0.2
+
+
+def test_a_stratum_without_unlabelled_items_uses_its_labels_only(data):
+    y, f, f_u = data["y"], data["f"], data["f_u"]
+    strata = ["a"] * 190 + ["b"] * 10
+    est = stratified_ppi_mean(y, f, f_u, strata, ["a"] * f_u.size)
+    b = next(p for p in est.strata if p.stratum == "b")
+    assert b.lam == 0 and b.n_unlabelled == 0 and b.value == pytest.approx(y[190:].mean())
+    assert "stratum 'b': labels only" in est.note
+
+
+# -- Rogan–Gladen beside them, one table -----------------------------------------------------
+
+
+def test_rogan_gladen_row_is_corrected_prevalence(data):
+    y, f, f_u = data["y"], data["f"], data["f_u"]
+    row = rogan_gladen_mean(y, f, f_u, alpha=ALPHA, seed=3)
+    est = corrected_prevalence(f_u, y, f, confidence=1 - ALPHA, seed=3)
+    assert row.method == "rogan_gladen" and row.std_error is None
+    assert (row.value, row.ci_low, row.ci_high) == (
+        est.corrected.value,
+        est.corrected.ci_low,
+        est.corrected.ci_high,
+    )
+    assert row.n_labelled == 200 and row.n_unlabelled == 2000
+    human = human_only_mean(y, alpha=ALPHA)
+    assert row.effective_labels == pytest.approx(200 * (human.half_width / row.half_width) ** 2)
+    lower = rogan_gladen_mean(y, f, f_u, alpha=ALPHA, bound="lower", seed=3)
+    two_sided_at_2_alpha = corrected_prevalence(f_u, y, f, confidence=1 - 2 * ALPHA, seed=3)
+    assert lower.ci_low == two_sided_at_2_alpha.corrected.ci_low and lower.ci_high == math.inf
+
+
+def test_one_table_holds_every_estimator(data):
+    y, f, f_u = data["y"], data["f"], data["f_u"]
+    rng = np.random.default_rng(0)
+    rows = mean_estimates(
+        y, f, f_u, strata=rng.integers(0, 2, 200), strata_unlabelled=rng.integers(0, 2, 2000)
+    )
+    assert [r.method for r in rows] == [
+        "human_only",
+        "rogan_gladen",
+        "ppi",
+        "ppi++",
+        "stratified_ppi++",
+    ]
+    assert all(r.ci_low < r.value < r.ci_high and r.alpha == 0.05 for r in rows)
+    table = estimates_table("failure rate", rows)
+    assert table.columns[:3] == ["estimator", "mean", "95% CI"]
+    assert [r[0] for r in table.rows] == [
+        "human labels only",
+        "Rogan–Gladen",
+        "PPI",
+        "PPI++",
+        "stratified PPI++",
+    ]
+    # probabilities: no Rogan–Gladen (it needs verdicts), and the table says what was used
+    rows = mean_estimates(y, data["p"], data["p_u"])
+    assert [r.method for r in rows] == ["human_only", "ppi", "ppi++"]
+    assert rows[2].prediction == "probability" and rows[0].prediction == "none"
+    assert rows[2].metric_value().ci_low == rows[2].ci_low
+
+
+def test_the_estimate_serialises_to_json(data):
+    from pydantic import TypeAdapter
+
+    from assay.metrics import MeanEstimate
+
+    est = ppi_mean(data["y"], data["f"], data["f_u"], bound="lower")
+    adapter = TypeAdapter(MeanEstimate)
+    assert adapter.validate_json(adapter.dump_json(est)) == est
+
+
+# -- coverage over simulated draws ------------------------------------------------------------
+
+DRAWS = 1000
+JUDGES = {"good": 0.9, "useless": 0.5, "adversarial": 0.1}  # accuracy of the 0/1 verdict
+
+
+def covered_at_least(hits: np.ndarray) -> None:
+    """Coverage ≥ 1 − α − 3 standard errors of a coverage estimate over ``hits.size`` draws."""
+    se = math.sqrt(ALPHA * (1 - ALPHA) / hits.size)
+    assert hits.mean() >= 1 - ALPHA - 3 * se, f"coverage {hits.mean():.3f}"
+
+
+@pytest.mark.parametrize("judge", JUDGES)
+def test_ppi_plus_plus_covers_whatever_the_judge(judge):
+    rng = np.random.default_rng(list(JUDGES).index(judge))
+    n, n_u, prevalence = 300, 2000, 0.3
+    y = (rng.random((DRAWS, n)) < prevalence).astype(float)
+    y_u = (rng.random((DRAWS, n_u)) < prevalence).astype(float)
+    s = _Sample(
+        y, judged(rng, y, JUDGES[judge]), judged(rng, y_u, JUDGES[judge]), np.ones(n), np.ones(n_u)
+    )
+    value, se, lam = ppi_batched(s)
+    covered_at_least(np.abs(value - prevalence) <= norm.ppf(1 - ALPHA / 2) * se)
+    ratio = se / human_batched(y)[1]  # PPI++'s width over human-only's, draw by draw
+    if judge == "good":
+        assert ratio.mean() < 0.75 and ratio.max() < 0.9
+    else:  # λ̂ near 0: about as wide as the labels alone, never much wider
+        assert ratio.max() < 1.01 and lam.mean() < 0.05
+    # the batched rows are the public function's
+    one = ppi_mean(y[0], s.f[0], s.f_unlabelled[0])
+    assert (one.value, one.std_error, one.lam) == pytest.approx((value[0], se[0], lam[0]))
+
+
+@pytest.mark.parametrize("judge", JUDGES)
+def test_stratified_ppi_covers_whatever_the_judge(judge):
+    rng = np.random.default_rng(10 + list(JUDGES).index(judge))
+    n, n_u = 300, 2000
+    # two strata: 60% of the items at prevalence 0.2, 40% at 0.5, the same shares labelled
+    cut, cut_u = 180, 1200
+    prevalence = np.r_[np.full(cut, 0.2), np.full(n - cut, 0.5)]
+    prevalence_u = np.r_[np.full(cut_u, 0.2), np.full(n_u - cut_u, 0.5)]
+    truth = 0.6 * 0.2 + 0.4 * 0.5
+    y = (rng.random((DRAWS, n)) < prevalence).astype(float)
+    y_u = (rng.random((DRAWS, n_u)) < prevalence_u).astype(float)
+    s = _Sample(
+        y, judged(rng, y, JUDGES[judge]), judged(rng, y_u, JUDGES[judge]), np.ones(n), np.ones(n_u)
+    )
+    groups = [np.arange(cut), np.arange(cut, n)], [np.arange(cut_u), np.arange(cut_u, n_u)]
+    value, se, _ = stratified_batched(s, *groups)
+    covered_at_least(np.abs(value - truth) <= norm.ppf(1 - ALPHA / 2) * se)
+    if judge == "good":
+        assert (se / human_batched(y)[1]).mean() < 0.75
+    strata = np.r_[np.zeros(cut), np.ones(n - cut)], np.r_[np.zeros(cut_u), np.ones(n_u - cut_u)]
+    one = stratified_ppi_mean(y[0], s.f[0], s.f_unlabelled[0], *strata)
+    assert (one.value, one.std_error) == pytest.approx((value[0], se[0]))
+
+
+# -- bad input: one line each -----------------------------------------------------------------
+
+Y, F, F_U = [1, 0, 1, 0], [1, 0, 0, 0], [1, 0, 1]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: ppi_mean([], [], F_U), "y is empty"),
+        (lambda: ppi_mean([1], [1], F_U), "y has 1 labelled item: an interval needs at least 2"),
+        (lambda: ppi_mean(Y, F, F_U, alpha=0), "alpha must be strictly between 0 and 1, got 0"),
+        (lambda: ppi_mean(Y, F, F_U, alpha=1.5), "alpha must be strictly between 0 and 1"),
+        (lambda: human_only_mean(Y, alpha=-0.1), "alpha must be strictly between 0 and 1"),
+        (lambda: ppi_mean(Y, F[:3], F_U), "y and predictions must have the same length, got 4 and 3"),
+        (lambda: ppi_mean([1, 0, np.nan], [1, 0, 1], F_U), "y must hold finite numbers, got nan at position 2"),
+        (lambda: ppi_mean(Y, F, [0, np.nan]), "predictions_unlabelled must hold finite numbers, got nan at position 1"),
+        (lambda: ppi_mean(Y, F, F_U, weights=[1, 0, 1, 1]), "weights must be positive, got 0.0 at position 1"),
+        (lambda: ppi_mean(Y, F, F_U, weights_unlabelled=[1, -2, 1]), "weights_unlabelled must be positive, got -2.0 at position 1"),
+        (lambda: ppi_mean(Y, F, F_U, weights=[1, 1]), r"weights must have one weight per item \(4\), got 2"),
+        (lambda: ppi_mean(Y, [0.2, 1.3, 0, 0], F_U, prediction="probability"), r"predictions must hold probabilities in \[0, 1\], got 1.3 at position 1"),
+        (lambda: ppi_mean(Y, [0.2, 1, 0, 0], F_U, prediction="verdict"), "predictions must hold 0/1 verdicts, got 0.2 at position 0"),
+        (lambda: ppi_mean(Y, F, F_U, lam=2), r"lam must be a number in \[0, 1\] or None"),
+        (lambda: ppi_mean(Y, F, F_U, bound="left"), "bound must be 'two-sided', 'lower' or 'upper'"),
+        (lambda: ppi_mean(Y, F, []), "predictions_unlabelled is empty"),
+        (lambda: stratified_ppi_mean(Y, F, F_U, ["a", "a", "a", "b"], ["a", "b", "c"]), "stratum 'b' has 1 labelled item: stratified PPI needs at least 2"),
+        (lambda: stratified_ppi_mean(Y, F, F_U, ["a"] * 4, ["a", "c", "a"]), "stratum 'c' has 0 labelled items"),
+        (lambda: stratified_ppi_mean(Y, F, F_U, ["a"] * 3, ["a"] * 3), r"strata must name one stratum per item \(4\), got 3"),
+        (lambda: stratified_ppi_mean(Y, F, F_U, ["a", None, "a", "a"], ["a"] * 3), "strata has no stratum at position 1"),
+        (lambda: rogan_gladen_mean([2, 0, 1], [1, 0, 1], F_U), "y must hold 0/1 verdicts, got 2.0 at position 0"),
+        (lambda: rogan_gladen_mean(Y, F, [1, 0.5]), "verdicts_unlabelled must hold 0/1 verdicts, got 0.5 at position 1"),
+        (lambda: rogan_gladen_mean(Y, F, F_U, alpha=0.6, bound="lower"), "a one-sided bound needs alpha below 0.5"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line(call, message):
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "\n" not in str(info.value)

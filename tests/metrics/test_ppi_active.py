@@ -1,0 +1,153 @@
+"""Active labelling: sampling probabilities that favour the items the judge is unsure of, the
+inverse-probability-weighted PPI estimate (unbiased, covering whatever the judge), fewer labels
+than uniform sampling for the same width when the judge's probabilities are informative."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from assay.metrics import active_ppi_mean, active_sampling_probabilities, draw_active_sample
+from assay.metrics._active import active_batched
+
+ALPHA = 0.1
+DRAWS = 1000
+POOL = 2000
+
+
+def test_probabilities_follow_the_square_root_of_uncertainty_with_a_uniform_floor():
+    p = np.array([0.5, 0.5, 0.1, 0.9, 0.01, 0.0, 0.3, 0.7])
+    pi = active_sampling_probabilities(p * (1 - p), 4, uniform_share=0.2)
+    root = np.sqrt(p * (1 - p))
+    expected = 4 * (0.8 * root / root.sum() + 0.2 / p.size)
+    np.testing.assert_allclose(pi, expected)
+    assert pi.sum() == pytest.approx(4) and pi.min() >= 0.2 * 4 / p.size
+    # a budget that would put an item above 1: capped, the rest spread in proportion
+    pi = active_sampling_probabilities(p * (1 - p), 7, uniform_share=0.2)
+    assert pi.sum() == pytest.approx(7) and pi.max() == 1.0
+    free = pi < 1
+    np.testing.assert_allclose(pi[free] / pi[free].sum(), expected[free] / expected[free].sum())
+    np.testing.assert_allclose(active_sampling_probabilities(np.zeros(5), 2), 0.4)  # uniform
+    np.testing.assert_allclose(active_sampling_probabilities(p * (1 - p), 8), 1.0)  # everything
+
+
+def test_a_seeded_draw_is_repeatable_and_follows_the_probabilities():
+    pi = active_sampling_probabilities(np.linspace(0, 0.25, 20_000), 5000)
+    drawn = draw_active_sample(pi, seed=4)
+    assert np.array_equal(drawn, draw_active_sample(pi, seed=4))
+    assert abs(drawn.size - 5000) < 4 * math.sqrt(5000)
+    assert pi[drawn].mean() > pi.mean()  # the uncertain items are drawn more often
+
+
+def test_the_estimate_is_the_weighted_sum_by_hand():
+    rng = np.random.default_rng(1)
+    p = rng.random(500)
+    y_pool = (rng.random(500) < p).astype(float)
+    pi = active_sampling_probabilities(p * (1 - p), 80)
+    drawn = draw_active_sample(pi, seed=2)
+    for lam in (1.0, 0.4):
+        est = active_ppi_mean(y_pool[drawn], drawn, p, pi, lam=lam, alpha=ALPHA)
+        xi = np.isin(np.arange(500), drawn)
+        z = lam * p + (y_pool - lam * p) * xi / pi
+        assert est.value == pytest.approx(z.mean())
+        half = norm.ppf(1 - ALPHA / 2) * z.std() / math.sqrt(500)
+        assert (est.ci_low, est.ci_high) == pytest.approx((z.mean() - half, z.mean() + half))
+        assert est.method == "active_ppi" and est.prediction == "probability"
+    # PPI++'s λ̂ is the variance minimiser over λ (checked on a grid)
+    est = active_ppi_mean(y_pool[drawn], drawn, p, pi)
+    grid = np.linspace(0, 1, 1001)
+    variances = [np.var(g * p + (y_pool - g * p) * xi / pi) for g in grid]
+    assert est.lam == pytest.approx(grid[int(np.argmin(variances))], abs=1e-3)
+    assert est.std_error <= math.sqrt(min(variances) / 500) + 1e-12
+    assert est.n_labelled == drawn.size and est.n_unlabelled == 500 - drawn.size
+    assert "fixed budget" in est.sampling and "expected budget Σπ = 80.0" in est.note
+
+
+def pool(rng, judge):
+    """``DRAWS`` pools: each item's true probability of a positive label and the judge's
+    probability. good: calibrated and mostly sure (90% of items at 0.02 or 0.98);
+    useless: independent of the label; adversarial: calibrated, turned upside down."""
+    shape = (DRAWS, POOL)
+    if judge == "good":
+        sure = np.where(rng.random(shape) < 0.5, 0.02, 0.98)
+        q = np.where(rng.random(shape) < 0.9, sure, rng.uniform(0.2, 0.8, shape))
+        return q, q, 0.5
+    if judge == "useless":
+        return np.full(shape, 0.3), rng.random(shape), 0.3
+    q = rng.random(shape)
+    return q, 1 - q, 0.5
+
+
+def run(rng, q, p, budget, active=True):
+    """Label each pool with its inclusion probabilities; the IPW PPI++ estimate of every pool."""
+    if active:
+        pi = np.stack([active_sampling_probabilities(r * (1 - r), budget) for r in p])
+    else:
+        pi = np.full(p.shape, budget / p.shape[1])
+    y = (rng.random(q.shape) < q).astype(float)
+    xi = rng.random(q.shape) < pi
+    value, se, _ = active_batched(y, xi / pi, p)
+    return value, se, xi.sum(axis=1)
+
+
+def covered(value, se, truth):
+    hits = np.abs(value - truth) <= norm.ppf(1 - ALPHA / 2) * se
+    return hits.mean() >= 1 - ALPHA - 3 * math.sqrt(ALPHA * (1 - ALPHA) / hits.size)
+
+
+@pytest.mark.parametrize("judge", ["good", "useless", "adversarial"])
+def test_active_ppi_covers_whatever_the_judge(judge):
+    rng = np.random.default_rng(["good", "useless", "adversarial"].index(judge))
+    q, p, truth = pool(rng, judge)
+    value, se, n = run(rng, q, p, 300)
+    assert covered(value, se, truth)
+    assert abs(value.mean() - truth) < 3 * value.std() / math.sqrt(DRAWS)  # unbiased
+    assert abs(n.mean() - 300) < 3 * math.sqrt(300 / DRAWS)  # the budget, in expectation
+
+
+def test_active_labelling_reaches_uniform_sampling_width_with_fewer_labels():
+    rng = np.random.default_rng(5)
+    q, p, truth = pool(rng, "good")
+    uniform = run(rng, q, p, 300, active=False)
+    active = run(rng, q, p, 240)  # a fifth fewer labels
+    assert active[2].mean() < 0.81 * uniform[2].mean()
+    assert active[1].mean() <= uniform[1].mean()  # as narrow, or narrower
+    assert covered(*uniform[:2], truth) and covered(*active[:2], truth)
+    # and the public function on one of these pools agrees with the batched rows
+    pi = active_sampling_probabilities(p[0] * (1 - p[0]), 240)
+    drawn = draw_active_sample(pi, seed=0)
+    y = (rng.random(POOL) < q[0]).astype(float)
+    est = active_ppi_mean(y[drawn], drawn, p[0], pi)
+    weight = np.zeros(POOL)
+    weight[drawn] = 1 / pi[drawn]
+    value, se, lam = active_batched(y, weight, p[0])
+    assert (est.value, est.std_error, est.lam) == pytest.approx((value, se, lam))
+    assert est.effective_labels > 1.5 * drawn.size
+
+
+Y, DRAWN, P, PI = [1, 0, 1], [0, 2, 3], [0.9, 0.2, 0.8, 0.4], [0.5, 0.5, 0.5, 0.5]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: active_sampling_probabilities([0.1, -0.2], 1), "uncertainty must be non-negative, got -0.2 at position 1"),
+        (lambda: active_sampling_probabilities([0.1, np.nan], 1), "uncertainty must hold finite numbers, got nan at position 1"),
+        (lambda: active_sampling_probabilities([0.1, 0.2], 3), r"budget must be a number in \(0, 2\]"),
+        (lambda: active_sampling_probabilities([0.1, 0.2], 1, uniform_share=0), r"uniform_share must be in \(0, 1\]"),
+        (lambda: draw_active_sample([0.5, 1.2]), r"inclusion must hold probabilities in \(0, 1\], got 1.2 at position 1"),
+        (lambda: active_ppi_mean(Y, DRAWN, P, [0.5, 0, 0.5, 0.5]), r"inclusion must hold probabilities in \(0, 1\], got 0.0 at position 1"),
+        (lambda: active_ppi_mean([], [], P, PI), "y is empty"),
+        (lambda: active_ppi_mean(Y, [0, 2], P, PI), "labelled must give the pool position of each of the 3 labels"),
+        (lambda: active_ppi_mean(Y, [0, 2, 4], P, PI), "labelled has position 4 at index 2, outside the pool of 4"),
+        (lambda: active_ppi_mean(Y, [0, 2, 2], P, PI), "labelled names an item twice"),
+        (lambda: active_ppi_mean(Y, DRAWN, P, PI[:3]), "predictions and inclusion must have the same length, got 4 and 3"),
+        (lambda: active_ppi_mean(Y, DRAWN, [0.9, 0.2, 1.8, 0.4], PI, prediction="probability"), r"predictions must hold probabilities in \[0, 1\], got 1.8 at position 2"),
+        (lambda: active_ppi_mean(Y, DRAWN, P, PI, alpha=1), "alpha must be strictly between 0 and 1"),
+    ],
+)  # fmt: skip
+def test_bad_input_is_one_line(call, message):
+    with pytest.raises(ValueError, match=message) as info:
+        call()
+    assert "\n" not in str(info.value)
