@@ -113,7 +113,11 @@ class HarnessConfig(RunConfig):
 
         for name, settings in tests.items():
             try:
-                registered_test(name).Settings.model_validate(settings or {})
+                test = registered_test(name)
+            except ConfigError as exc:  # an unknown name: an error of this field, in its turn
+                raise ValueError(str(exc)) from None  # (a plug-in that failed to import first)
+            try:
+                test.Settings.model_validate(settings or {})
             except ValidationError as exc:
                 errors = [
                     {k: v for k, v in e.items() if k not in ("msg", "url")}
