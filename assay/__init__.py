@@ -43,8 +43,8 @@ def __getattr__(name: str):
     import importlib
     import sys
 
-    experiments = sys.modules.get("assay.experiments")  # a runner registered from outside
-    if name in _API or (experiments is not None and name in experiments.known_runners()):
+    runners = sys.modules.get("assay.runners")  # a runner registered from outside
+    if name in _API or (runners is not None and name in runners.known_runners()):
         return getattr(importlib.import_module("assay.api"), name)
     raise AttributeError(f"module 'assay' has no attribute {name!r}")
 

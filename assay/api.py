@@ -1,5 +1,5 @@
 """The Python API, as short as the command line: one function per registered runner (see
-:mod:`assay.experiments._runners`), taking a config object or the path of a YAML config (plus
+:mod:`assay.runners._runner`), taking a config object or the path of a YAML config (plus
 the command line's options, by their field names) and returning the typed result.
 
     import assay
@@ -19,14 +19,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from assay import _API as BUILTIN  # the built-in runners' functions, named without imports
-from assay.experiments import get_runner, known_runners
+from assay.runners import get_runner, known_runners
 
 C = TypeVar("C", bound=BaseModel)
 
 
 def runner_function(name: str) -> Any:
     """``assay.<name>(...)``: the runner registered as ``name``, called as the command line
-    calls it (:meth:`~assay.experiments._runners.Runner.call`)."""
+    calls it (:meth:`~assay.runners._runner.Runner.call`)."""
     cls = get_runner(name)
 
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -50,11 +50,11 @@ def _config(
     config: C | str | Path, model: type[C], overrides: dict[str, Any]
 ) -> tuple[C, Path | None]:
     """A config object, or the one a YAML file holds (with its folder), as a runner reads it."""
-    from assay.experiments import ConfigOptions
+    from assay.runners import ConfigOptions
 
     options = ConfigOptions(config=config, overrides=overrides)
     if model.__name__ == "ToolEmuRunConfig":
-        from assay.toolemu import load_toolemu_config
+        from assay.emulation import load_toolemu_config
 
         return options.load(model, loader=load_toolemu_config)
     return options.load(model)
@@ -67,7 +67,7 @@ def write_html_report(run_dir: str | Path, *, items: list | None = None) -> Path
     :class:`assay.report.Report`) from what its run wrote (a run written before runs named
     their kind: guessed from its files). ``items`` (evaluate runs) gives the item texts;
     without it they are read back from the run's data set when that is a local file."""
-    from assay.experiments import write_report
+    from assay.runners import write_report
 
     return write_report(Path(run_dir), **({"items": items} if items is not None else {}))
 

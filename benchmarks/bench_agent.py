@@ -40,9 +40,9 @@ import dspy
 from _common import StubProcess
 
 import assay  # noqa: F401  (offline environment defaults before DSPy and LiteLLM load)
-from assay.experiments import load_config
-from assay.experiments.reliability import HarnessConfig, run_harness
+from assay.inputs import load_config
 from assay.lm._stub_server import prompt_output_fields
+from assay.reliability import HarnessConfig, run_harness
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "agentharm_harness.yaml"
@@ -145,7 +145,7 @@ def kill_and_resume(stub: StubProcess, concurrency: int, workdir: Path) -> dict[
         "dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)\n"
         "from pathlib import Path\n"
         "from bench_agent import agent_config\n"
-        "from assay.experiments.reliability import run_harness\n"
+        "from assay.reliability import run_harness\n"
         f"cfg, base = agent_config({stub.base_url!r}, {concurrency}, Path({str(workdir / 'runs')!r}))\n"
         f"run_harness(cfg, workdir=Path({str(workdir)!r}), config_dir=base, progress=False)\n"
     )
@@ -222,7 +222,7 @@ def main() -> None:
     ):
         workdir = Path(tmp)
         config, base = agent_config(stub.base_url, args.concurrency, workdir / "runs")
-        from assay.experiments._runners import freeze_imports
+        from assay.runners._runner import freeze_imports
 
         freeze_imports()  # as `assay harness` does before a run (counted in start-up)
         start, cpu_start = time.time(), time.process_time()

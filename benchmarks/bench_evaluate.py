@@ -35,9 +35,10 @@ import dspy
 from _common import StubProcess
 
 import assay  # noqa: F401  (offline environment defaults before DSPy and LiteLLM load)
-from assay.experiments import EvaluateConfig, evaluate
-from assay.experiments import _evaluate as evaluate_module
-from assay.experiments import _scoring as scoring_module
+from assay.evaluation import _evaluate as evaluate_module
+from assay.evaluation import _scoring as scoring_module
+from assay.evaluation import evaluate
+from assay.inputs import EvaluateConfig
 from assay.lm import ScriptedCall, ScriptedEngine
 from assay.programs import JudgeConfig
 

@@ -51,13 +51,13 @@ import dspy
 from _common import StubProcess, TimedRespond
 
 import assay  # noqa: F401  (offline environment defaults before DSPy and LiteLLM load)
-from assay.experiments import load_config
-from assay.experiments.reliability._config import HarnessConfig
-from assay.experiments.reliability.engine import _harness as harness_module
-from assay.experiments.reliability.engine import _harness_metrics as harness_metrics_module
-from assay.experiments.reliability.report import _report as report_module
+from assay.inputs import load_config
 from assay.lm import StubServer
 from assay.lm._stub_server import prompt_output_fields
+from assay.reliability._config import HarnessConfig
+from assay.reliability.engine import _harness as harness_module
+from assay.reliability.engine import _harness_metrics as harness_metrics_module
+from assay.reliability.report import _report as report_module
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "harmbench_harness.yaml"
 PAIRWISE = Path(__file__).resolve().parent.parent / "examples" / "persuade_pairwise_harness.yaml"
@@ -279,7 +279,7 @@ class Run:
 
 
 def run(config: HarnessConfig, base: Path, workdir: Path, config_s: float) -> Run:
-    from assay.experiments._runners import freeze_imports
+    from assay.runners._runner import freeze_imports
 
     freeze_imports()  # as `assay harness` does before a run (counted in start-up)
     with timed_stages() as stages, gc_pauses() as pauses:

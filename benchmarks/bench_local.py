@@ -357,8 +357,8 @@ def _short_copy(tmp: Path, relative: str, columns: tuple[str, ...], n: int = 400
 
 
 def _harness(tmp: Path) -> None:
-    from assay.experiments import load_config
-    from assay.experiments.reliability import HarnessConfig, run_harness
+    from assay.inputs import load_config
+    from assay.reliability import HarnessConfig, run_harness
 
     overrides = {
         "data.path": _short_copy(
@@ -377,9 +377,9 @@ def _harness(tmp: Path) -> None:
 
 
 def _toolemu(tmp: Path) -> None:
-    """``toolemu run`` as tests/toolemu/test_toolemu_local.py runs it: agent, emulator and two
+    """``toolemu run`` as tests/emulation/test_toolemu_local.py runs it: agent, emulator and two
     evaluators taking turns on one model."""
-    from assay.toolemu import load_toolemu_config, run_toolemu
+    from assay.emulation import load_toolemu_config, run_toolemu
 
     config, base = load_toolemu_config(EXAMPLES / "toolemu_run.yaml")
     config.agent.max_steps = 2
@@ -391,10 +391,10 @@ def _toolemu(tmp: Path) -> None:
 
 
 def _agent(tmp: Path) -> None:
-    """The AgentHarm agent harness as tests/experiments/reliability/test_agent_local.py runs
+    """The AgentHarm agent harness as tests/reliability/test_agent_local.py runs
     it: planner, summarizer, editor, verifier and judge taking turns on one model."""
-    from assay.experiments import load_config
-    from assay.experiments.reliability import HarnessConfig, run_harness
+    from assay.inputs import load_config
+    from assay.reliability import HarnessConfig, run_harness
 
     overrides = {
         "generator.max_tokens": 64,

@@ -30,9 +30,9 @@ from typing import Any
 import dspy
 
 import assay  # noqa: F401  (offline environment defaults before DSPy and LiteLLM load)
+from assay.emulation import ToolEmuRunConfig, run_toolemu
+from assay.emulation import _run as run_module
 from assay.lm._stub_server import default_respond, prompt_output_fields
-from assay.toolemu import ToolEmuRunConfig, run_toolemu
-from assay.toolemu import _run as run_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import StubProcess  # noqa: E402

@@ -26,7 +26,8 @@ sys.path.insert(0, str(HERE))  # examples/stub_judge.py: the judge's persona
 
 from stub_judge import DATA, persona  # noqa: E402
 
-from assay.experiments import EvaluateConfig, evaluate  # noqa: E402
+from assay.evaluation import evaluate  # noqa: E402
+from assay.inputs import EvaluateConfig  # noqa: E402
 from assay.lm import StubServer  # noqa: E402
 
 MEASURED = 20  # labelled items the judge is measured on; the eval uses the next two

@@ -13,7 +13,7 @@ import pytest
 import assay  # noqa: F401  (offline-safe environment defaults)
 
 # Runs started in this process end here, as in a notebook: a helper interpreter per run would
-# cost the suite seconds each (tests/experiments/runs/test_sidecar.py covers the sidecar, and
+# cost the suite seconds each (tests/runs/test_sidecar.py covers the sidecar, and
 # the commands tests start as processes use it as a user's do: see tests/processes.py).
 os.environ["ASSAY_SIDECAR"] = "0"
 

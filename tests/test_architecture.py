@@ -38,8 +38,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("assay.scale", "assay.report"),
     ("assay.lm", "assay.data", "assay.signatures", "assay.metrics"),
     ("assay.programs",),
-    ("assay.experiments.runs",),
-    ("assay.experiments", "assay.toolemu"),
+    ("assay.runs",),
+    ("assay.inputs",),
+    ("assay.evaluation", "assay.reliability"),
+    ("assay.decisions",),
+    ("assay.emulation", "assay.optimization", "assay.comparison"),
+    ("assay.runners",),
     ("assay.web",),
     ("assay.cli", "assay.api", "assay.integrations"),
 ]
@@ -215,8 +219,8 @@ def test_the_reading_sees_function_level_and_string_loaded_imports():
     """The checks below would pass vacuously if the reading missed these; each is in the code."""
     seen = {(m, i.target, i.how) for m in MODULES for i in imports(m)}
     assert ("assay.cli.review", "assay.web", "import") in seen  # inside a function
-    assert ("assay.experiments.runs._run", "assay.experiments.runs._tracking", "string") in seen
-    assert ("assay.experiments.runs", "assay.experiments.runs._run", "lazy") in seen
+    assert ("assay.runs._run", "assay.runs._tracking", "string") in seen
+    assert ("assay.runs", "assay.runs._run", "lazy") in seen
     assert ("assay.report._diff", "assay.report._diff", "code") in seen
 
 
@@ -274,6 +278,50 @@ def test_no_two_packages_import_each_other():
     assert cycle is None, "a cycle of packages:\n" + "\n".join(where)
 
 
+def top_level(module: str) -> str:
+    """The top-level package (or module) of ``assay`` a module belongs to."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_two_top_level_packages_import_each_other():
+    """A folder is a package, so the test above sees ``assay.x.sub -> assay.y -> assay.x`` as
+    no cycle; between the top-level packages — the concepts ARCHITECTURE.md names — it is."""
+    folders = package_graph()
+    graph: dict[str, dict[str, list[str]]] = {}
+    for a, targets in folders.items():
+        for b, where in targets.items():
+            if top_level(a) != top_level(b):
+                graph.setdefault(top_level(a), {}).setdefault(top_level(b), []).extend(where)
+    cycle = find_cycle(graph)
+    where = [
+        f"{a} -> {b}: {', '.join(graph[a][b][:3])}"
+        for a, b in zip(cycle or [], (cycle or [])[1:], strict=False)
+    ]
+    assert cycle is None, "a cycle of top-level packages:\n" + "\n".join(where)
+
+
+def test_no_top_level_package_holds_a_third_of_the_lines():
+    """One concept per top-level package: a package holding a third of the library is several
+    concepts under one name."""
+    lines: dict[str, int] = {}
+    for name, path in MODULES.items():
+        lines[top_level(name)] = lines.get(top_level(name), 0) + len(
+            path.read_text(encoding="utf-8").splitlines()
+        )
+    total = sum(lines.values())
+    big = {p: n for p, n in lines.items() if n > total / 3}
+    assert not big, f"top-level packages above a third of {total} lines: {big}"
+
+
+def test_no_package_shadows_a_function_of_the_api():
+    """``assay.<runner>(...)`` is the Python API; a subpackage of the same name replaces that
+    function on the package as soon as it is imported (``assay.toolemu`` once did)."""
+    from assay.runners import known_runners
+
+    names = {top_level(m).split(".")[1] for m in MODULES if m != "assay"}
+    assert not names & set(known_runners())
+
+
 def test_the_cycle_finder_finds_one():
     assert find_cycle({"a": {"b": []}, "b": {"c": []}, "c": {"a": []}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b": []}, "b": {}, "c": {"a": []}}) is None
@@ -303,11 +351,11 @@ def test_private_modules_and_names_stay_in_their_package():
 
 def test_a_private_name_belongs_to_the_package_that_defines_it():
     """Not to that package's parent: the harness's private names are not the evaluate
-    runner's, though both live under ``assay.experiments``."""
-    harness, evaluate = "assay.experiments.reliability", "assay.experiments._evaluate"
+    runner's."""
+    harness, evaluate = "assay.reliability", "assay.evaluation._evaluate"
     assert private_problems(evaluate, Import(1, harness, ("_x",), "import"))
     assert private_problems(evaluate, Import(1, f"{harness}._report", ("_x",), "string"))
-    assert private_problems("assay.experimentsx", Import(1, "assay.experiments", ("_x",), "import"))
+    assert private_problems("assay.decisionsx", Import(1, "assay.decisions", ("_x",), "import"))
     assert not private_problems(
         f"{harness}._harness", Import(1, f"{harness}._report", ("_x",), "string")
     )
@@ -330,14 +378,14 @@ def test_every_module_named_by_string_has_what_it_names():
     assert not missing, "\n".join(missing)
 
 
-READ_SIDES = ("assay.experiments.reliability", "assay.experiments.selective.review")
+READ_SIDES = ("assay.reliability", "assay.decisions.selective.review")
 
 
 def test_the_review_app_reads_only_the_harness_read_side():
     """``assay.web`` renders nothing a runner builds and imports no runner but the runs' public
     read sides it serves: the harness's (``ReviewRun`` and the review decisions) and a
     selective apply run's abstained items (``AbstentionQueue``)."""
-    runners = [p for p in LAYERS[layer("assay.experiments")] if p != "assay.experiments.runs"]
+    runners = [p for p in MODULES if layer("assay.inputs") <= layer(p) < layer("assay.web")]
     wrong = [
         f"{name}:{i}"
         for name in MODULES
@@ -391,9 +439,11 @@ def test_the_report_and_web_packages_load_without_the_runners_or_dspy():
     judges run, and ``assay.web`` by ``assay review serve``: loading the harness, ToolEmu, DSPy
     or MLflow there (1.3 s of imports) once held up the end of every harness run. Rendering a
     report needs none of them either."""
-    heavy = ("assay.experiments", "assay.toolemu", "assay.web", "dspy", "mlflow")
+    runners = ("assay.inputs", "assay.evaluation", "assay.decisions", "assay.reliability")
+    runners += ("assay.optimization", "assay.comparison", "assay.runners", "assay.emulation")
+    heavy = (*runners, "assay.web", "dspy", "mlflow")
     assert _loaded_by("import assay.report; assay.report.render_html", heavy) == "[]"
-    assert _loaded_by("import assay.web", heavy[:2] + heavy[3:]) == "[]"
+    assert _loaded_by("import assay.web", (*runners, "dspy", "mlflow")) == "[]"
 
 
 def test_a_run_reaches_its_first_lm_call_without_the_statistics_libraries():
@@ -407,10 +457,10 @@ def test_a_run_reaches_its_first_lm_call_without_the_statistics_libraries():
 import sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from assay.experiments import load_config
-from assay.experiments.reliability import HarnessConfig
-from assay.experiments.reliability._registry import get_test
-import assay.experiments._evaluate, assay.experiments.reliability.engine._harness
+from assay.inputs import load_config
+from assay.reliability import HarnessConfig
+from assay.reliability._registry import get_test
+import assay.evaluation._evaluate, assay.reliability.engine._harness
 from assay.programs import JudgeConfig
 config, _ = load_config(Path(sys.argv[2]), {}, model=HarnessConfig)
 tests = [get_test(name, settings) for name, settings in config.tests.items()]

@@ -138,7 +138,7 @@ def test_schema_is_json(capsys):
 
 
 def harness_yaml(tmp_path: Path, tests: str) -> Path:
-    from assay.experiments.reliability.selftest._selftest import write_data
+    from assay.reliability.selftest._selftest import write_data
 
     data = write_data(tmp_path / "data", n=4)
     cfg = tmp_path / "h.yaml"

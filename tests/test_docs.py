@@ -12,11 +12,11 @@ import pytest
 
 from assay.api import _config
 from assay.cli import build_parser
-from assay.experiments import EvaluateConfig
-from assay.experiments.optimize import OptimizeConfig
-from assay.experiments.reliability import HarnessConfig
-from assay.experiments.selective import SelectiveConfig
-from assay.toolemu import ToolEmuRunConfig
+from assay.decisions.selective import SelectiveConfig
+from assay.emulation import ToolEmuRunConfig
+from assay.inputs import EvaluateConfig
+from assay.optimization import OptimizeConfig
+from assay.reliability import HarnessConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -91,7 +91,7 @@ def test_every_named_example_config_loads(path):
     file = ROOT / path
     assert file.is_file(), f"{path} is named in the docs but does not exist"
     if Path(path).stem.endswith("_policy"):  # a policy of `assay certify`, not a run config
-        from assay.experiments._certify import load_policy
+        from assay.decisions._certify import load_policy
 
         assert load_policy(file).name
         return
@@ -109,6 +109,25 @@ LINKS = [
 @pytest.mark.parametrize(("page", "target"), LINKS, ids=[f"{p.name}->{t}" for p, t in LINKS])
 def test_every_relative_link_points_at_a_file(page, target):
     assert (page.parent / target).exists(), f"{page.name} links to {target}, which is missing"
+
+
+NAMED_PATHS = sorted(
+    set(
+        re.findall(
+            r"`((?:assay|tests|docs|examples|benchmarks)/[\w./-]+)`",
+            (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8"),
+        )
+    )
+)
+
+
+def test_the_architecture_page_names_paths():
+    assert "assay/runs/" in NAMED_PATHS and len(NAMED_PATHS) > 20
+
+
+@pytest.mark.parametrize("path", NAMED_PATHS)
+def test_every_path_the_architecture_page_names_exists(path):
+    assert (ROOT / path).exists(), f"ARCHITECTURE.md names {path}, which does not exist"
 
 
 # -- docs/extending.md: its files written, its commands run --------------------------------------

@@ -133,7 +133,7 @@ def rebuilt_report(run_dir: Path, cwd: Path, path: tuple[Path, ...] = ()) -> str
 SHOUTING = '''
 """``shouting``: the response in capital letters; a reliable judge keeps its verdict."""
 
-from assay.experiments.reliability import Probe, ReliabilityTest, reliability_test
+from assay.reliability import Probe, ReliabilityTest, reliability_test
 
 
 @reliability_test("shouting")
@@ -181,8 +181,8 @@ MOVED = '''
 """The ``moved`` scoring kind — how often the verdict left the judge's own verdict on the
 source — and ``loud``, the test scored by it (the response in capitals)."""
 
-from assay.experiments.reliability import Probe, ReliabilityTest, reliability_test
-from assay.experiments.reliability.scoring import ScoringKind, ScoringMetrics, cell, scoring_kind
+from assay.reliability import Probe, ReliabilityTest, reliability_test
+from assay.reliability.scoring import ScoringKind, ScoringMetrics, cell, scoring_kind
 from assay.metrics import MetricValue
 from assay.report import Table
 
@@ -303,8 +303,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from assay.experiments import RunConfig, Runner, RunOptions, argument, runner, write_report
-from assay.experiments.runs import Run, TrackedRun
+from assay.inputs import RunConfig
+from assay.runners import Runner, RunOptions, argument, runner, write_report
+from assay.runs import Run, TrackedRun
 from assay.report import Report, Table
 
 

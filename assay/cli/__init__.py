@@ -26,11 +26,11 @@ import assay  # noqa: F401  (sets offline-safe environment defaults first)
 from assay._registry import load_plugins, plugin_spec
 from assay.cli import review, schema
 from assay.errors import AssayError
-from assay.experiments import get_runner, known_runners
+from assay.runners import get_runner, known_runners
 
 COMMANDS = {"review": review, "schema": schema}
 """The commands that are not runners (each module has ``register(subparsers)``); every runner is
-a command of its own (:mod:`assay.experiments._runners`: a new runner is one file and its
+a command of its own (:mod:`assay.runners._runner`: a new runner is one file and its
 registration, nothing here)."""
 _FOLLOWS = {"harness": "review"}  # ``assay --help`` lists review after harness, as it did
 
@@ -127,8 +127,8 @@ def _import_plugins(argv: list[str]) -> None:
 @contextlib.contextmanager
 def _sidecar_started() -> Iterator[None]:
     """What the run this command opens may start before the command's own imports (the
-    MLflow helper interpreter: :func:`assay.experiments.runs.command_started`)."""
-    from assay.experiments.runs import command_started
+    MLflow helper interpreter: :func:`assay.runs.command_started`)."""
+    from assay.runs import command_started
 
     with command_started():
         yield

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from assay.experiments import cli_type
+from assay.runners import cli_type
 from assay.types import Port
 
 
@@ -37,8 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from assay.experiments.reliability import export_review, import_review, run_scale
-    from assay.experiments.selective.review import is_abstention_run
+    from assay.decisions.selective.review import is_abstention_run
+    from assay.reliability import export_review, import_review, run_scale
 
     run_dir = Path(args.run)
     if is_abstention_run(run_dir):
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _abstained(args: argparse.Namespace, run_dir: Path) -> int:
     """export / import on a ``selective apply`` run: its abstained items."""
-    from assay.experiments.selective import export_abstained, import_abstained
+    from assay.decisions.selective import export_abstained, import_abstained
 
     if args.action == "export":
         out = Path(args.output or run_dir / "review.yaml")

@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import Any
 
-from assay.experiments import get_runner, known_runners
+from assay.runners import get_runner, known_runners
 
 
 def _kinds() -> dict[str, Any]:

@@ -38,7 +38,7 @@ class MeasuredJudge:
 
     def judge(self, request: str, response: str, item_id: str | None = None) -> Judgment:
         """One verdict — scored, or unscored with its reason (never a made-up score)."""
-        from assay.experiments.runs import judge_one
+        from assay.runs import judge_one
 
         item = Item(
             id=item_id or Item.content_id(request, response), request=request, response=response
@@ -79,7 +79,7 @@ def load_judge(
         if path.is_dir():
             config, figures = _from_run(path, judge)
         elif path.is_file():
-            from assay.experiments import load_config
+            from assay.inputs import load_config
 
             config = load_config(path)[0].judge
         else:
@@ -90,8 +90,9 @@ def load_judge(
 
 
 def _from_run(run_dir: Path, name: str | None) -> tuple[JudgeConfig, dict[str, str]]:
-    from assay.experiments import get_runner, load_config, run_kind
-    from assay.experiments.runs import sealed_run
+    from assay.inputs import load_config
+    from assay.runners import get_runner, run_kind
+    from assay.runs import sealed_run
 
     kind = run_kind(run_dir)
     if kind not in ("evaluate", "harness"):
@@ -125,10 +126,10 @@ def _harness_judge(run_dir: Path, judges: list[JudgeConfig], name: str | None) -
 def _reliability(run_dir: Path, config: JudgeConfig) -> dict[str, str]:
     """The harness run's figures of the judge with ``config``'s hash: its worst test's rate
     (pass rate or consistency, the lowest) and which test that is."""
-    from assay.experiments import get_runner, run_kind
-    from assay.experiments.compare import worst_test
-    from assay.experiments.reliability import judge_metrics
-    from assay.experiments.runs import sealed_run
+    from assay.comparison import worst_test
+    from assay.reliability import judge_metrics
+    from assay.runners import get_runner, run_kind
+    from assay.runs import sealed_run
 
     if run_kind(run_dir) != "harness":
         raise ConfigError(f"{run_dir}: not a harness run (harness= takes a harness run directory)")

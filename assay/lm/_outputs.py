@@ -99,7 +99,7 @@ class AssayLM(dspy.LM):
     def _warn_zero_temp_rollout(self, temperature: Any, rollout_id: Any) -> None:
         """DSPy warns that a rollout id "has no effect" at temperature 0, but the rollout id is
         part of its cache key, so a retry (``--retry-unscored``) is a fresh request as meant
-        (tests/experiments/test_faults.py checks that it reaches the server): no warning."""
+        (tests/evaluation/test_faults.py checks that it reaches the server): no warning."""
 
     def __init__(
         self,

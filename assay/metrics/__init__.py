@@ -1,5 +1,7 @@
-"""Agreement, failure, ordinal, classification, interval and cost metrics, and estimates of a
-mean from few human labels and many judge predictions (prediction-powered inference).
+"""Agreement, failure, ordinal, classification, interval and cost metrics, estimates of a
+mean from few human labels and many judge predictions (prediction-powered inference), and the
+statistics of a judge's biases (a cue against a placebo, self-preference, scale compression,
+raters' severity and discrimination).
 
 Pure functions in scikit-learn style, ``metric(y_true, y_pred, **options)``, on 0-based integer
 category indices unless stated; :func:`agreement_metrics` gathers them with bootstrap CIs for a
@@ -66,6 +68,7 @@ _NAMES = {
         "inconsistency",
     ),
     "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
+    "_compression": ("ScaleCompression", "scale_compression"),
     "_conformal": (
         "ClassCoverage",
         "ConformalCalibration",
@@ -82,6 +85,7 @@ _NAMES = {
         "true_label_scores",
     ),
     "_cost": ("cost_per_accuracy_point",),
+    "_direction": ("best_at", "direction", "goodness", "higher_is_better"),
     "_disagreements": ("Disagreement", "disagreements"),
     "_active": ("active_ppi_mean", "active_sampling_probabilities", "draw_active_sample"),
     "_drift": ("DriftTest", "Stability", "drift_test", "item_change_rates", "stability"),
@@ -107,7 +111,13 @@ _NAMES = {
         "failure_precision_batched",
     ),
     "_format": ("fmt", "fmt_ci", "metric_table", "metrics_table"),
-    "_intervals": ("bootstrap_ci", "clopper_pearson_interval", "wilson_interval"),
+    "_intervals": (
+        "bootstrap_ci",
+        "clopper_pearson_interval",
+        "newcombe_paired_interval",
+        "wilson_interval",
+    ),
+    "_irt": ("ItemQuality", "RaterModel", "RaterParameters", "rater_model"),
     "_kappa": (
         "KappaWeights",
         "binarize",
@@ -117,6 +127,7 @@ _NAMES = {
         "weight_matrix",
     ),
     "_majority": ("Majority", "Tie", "majority_vote"),
+    "_multitest": ("benjamini_hochberg",),
     "_ordinal": ("ccc", "mae", "pearson", "spearman"),
     "_paired": (
         "PairedComparison",
@@ -128,6 +139,13 @@ _NAMES = {
         "paired_comparison",
     ),
     "_pairwise": ("KAPPAS", "inter_annotator_kappa", "ordinal_kappas"),
+    "_placebo": (
+        "PlaceboEffect",
+        "flips_toward",
+        "one_sided_mcnemar",
+        "placebo_effect",
+        "with_fdr",
+    ),
     "_ppi": (
         "PredictionKind",
         "human_only_mean",
@@ -147,6 +165,7 @@ _NAMES = {
     "_rates": ("binomial_rate", "mean_ci", "rate"),
     "_report": ("TRADE_OFFS", "MetricKind", "agreement_confusion", "agreement_metrics"),
     "_samples": ("held_out_majority_agreement",),
+    "_self_preference": ("SelfPreference", "self_preference"),
     "_selective": (
         "SelectiveThreshold",
         "calibrate_cascade",
@@ -171,6 +190,10 @@ _NAMES = {
 }
 _WHERE = {name: f"assay.metrics.{module}" for module, names in _NAMES.items() for name in names}
 __all__ = [
+    "best_at",
+    "direction",
+    "goodness",
+    "higher_is_better",
     "failure_incidence_batched",
     "failure_precision_batched",
     "kappa_from_joint",
@@ -343,6 +366,22 @@ __all__ = [
     "probability_matrix",
     "set_coverage",
     "true_label_scores",
+    # bias against a placebo, self-preference, scale compression, raters' severity (IRT)
+    "PlaceboEffect",
+    "benjamini_hochberg",
+    "flips_toward",
+    "newcombe_paired_interval",
+    "one_sided_mcnemar",
+    "placebo_effect",
+    "with_fdr",
+    "SelfPreference",
+    "self_preference",
+    "ScaleCompression",
+    "scale_compression",
+    "ItemQuality",
+    "RaterModel",
+    "RaterParameters",
+    "rater_model",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -410,6 +449,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         cluster_mean,
         weighted_mean,
     )
+    from assay.metrics._compression import ScaleCompression, scale_compression
     from assay.metrics._conformal import (
         ClassCoverage,
         ConformalCalibration,
@@ -426,6 +466,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         true_label_scores,
     )
     from assay.metrics._cost import cost_per_accuracy_point
+    from assay.metrics._direction import best_at, direction, goodness, higher_is_better
     from assay.metrics._disagreements import Disagreement, disagreements
     from assay.metrics._drift import DriftTest, Stability, drift_test, item_change_rates, stability
     from assay.metrics._dspy import (
@@ -450,7 +491,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         failure_precision_batched,
     )
     from assay.metrics._format import fmt, fmt_ci, metric_table, metrics_table
-    from assay.metrics._intervals import bootstrap_ci, clopper_pearson_interval, wilson_interval
+    from assay.metrics._intervals import (
+        bootstrap_ci,
+        clopper_pearson_interval,
+        newcombe_paired_interval,
+        wilson_interval,
+    )
+    from assay.metrics._irt import ItemQuality, RaterModel, RaterParameters, rater_model
     from assay.metrics._kappa import (
         KappaWeights,
         binarize,
@@ -460,6 +507,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         weight_matrix,
     )
     from assay.metrics._majority import Majority, Tie, majority_vote
+    from assay.metrics._multitest import benjamini_hochberg
     from assay.metrics._ordinal import ccc, mae, pearson, spearman
     from assay.metrics._paired import (
         PairedComparison,
@@ -471,6 +519,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         paired_comparison,
     )
     from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
+    from assay.metrics._placebo import (
+        PlaceboEffect,
+        flips_toward,
+        one_sided_mcnemar,
+        placebo_effect,
+        with_fdr,
+    )
     from assay.metrics._ppi import (
         PredictionKind,
         human_only_mean,
@@ -503,6 +558,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         risk_p_value,
         selective_threshold,
     )
+    from assay.metrics._self_preference import SelfPreference, self_preference
     from assay.metrics._threshold import fit_threshold
     from assay.metrics._value import (
         BOOTSTRAP,

@@ -225,7 +225,7 @@ class JudgeConfig(ModelSpec):
         if v is not None and re.fullmatch(r"@\S+", v.strip()):
             raise ValueError(
                 f"'{v.strip()}' is a file reference, which only a YAML config's loader reads "
-                "(assay.experiments.load_config); in Python pass the text itself, e.g. "
+                "(assay.inputs.load_config); in Python pass the text itself, e.g. "
                 f"Path('{v.strip()[1:]}').read_text()"
             )
         return v

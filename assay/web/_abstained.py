@@ -14,8 +14,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from assay.decisions.selective.review import AbstentionQueue, VerdictConflict
 from assay.errors import DataError
-from assay.experiments.selective.review import AbstentionQueue, VerdictConflict
 from assay.report import REPORT
 from assay.web._app import _env, _json, report_response, static
 

@@ -1,6 +1,6 @@
 """The review app: a queue of probes, one page per probe, and two JSON endpoints that record a
 decision or undo one — both through
-:func:`assay.experiments.reliability.record_decision`, the same validation and
+:func:`assay.reliability.record_decision`, the same validation and
 locked append as ``assay review import``.
 
 Pages are rendered on the server with Jinja2 (autoescaping on: judged text is untrusted);
@@ -25,7 +25,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from assay.errors import AssayError, DataError, RunError
-from assay.experiments.reliability import (
+from assay.reliability import (
     FLAGS,
     STATUSES,
     ProbeView,
@@ -81,7 +81,7 @@ def _conflict_body(exc: ReviewConflict) -> dict[str, Any]:
 def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys]:
     """The review app for one run (validated now: a one-line error if it is not one): a
     harness run's probes, or the abstained items of a ``selective apply`` run."""
-    from assay.experiments.selective.review import AbstentionQueue, is_abstention_run
+    from assay.decisions.selective.review import AbstentionQueue, is_abstention_run
 
     review: ReviewApp | Any
     if is_abstention_run(run_dir):

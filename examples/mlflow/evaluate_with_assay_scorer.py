@@ -23,7 +23,7 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 import mlflow  # noqa: E402
 
-from assay.experiments import load_config  # noqa: E402
+from assay.inputs import load_config  # noqa: E402
 from assay.integrations.mlflow import scorer  # noqa: E402
 
 CONFIG = Path(__file__).resolve().parents[1] / "mlflow_traces.yaml"

@@ -11,7 +11,7 @@ import pytest
 from assay.data import _reading as reading
 from assay.data import csv_read_by
 from assay.data._reading import csv_rows, read_rows
-from assay.experiments.runs._sidecar import Sidecar
+from assay.runs._sidecar import Sidecar
 
 REPO = Path(__file__).resolve().parents[2]
 CSVS = sorted(
@@ -94,7 +94,7 @@ def test_a_cell_that_json_would_change_is_refused(monkeypatch, tmp_path):
 
 
 def test_the_command_line_reads_its_table_in_the_mlflow_sidecar(monkeypatch):
-    import assay.experiments.runs._sidecar as module
+    import assay.runs._sidecar as module
     from assay.cli import _sidecar_started
 
     monkeypatch.setenv("ASSAY_SIDECAR", "1")

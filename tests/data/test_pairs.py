@@ -10,8 +10,8 @@ import pytest
 
 from assay.data import PairsConfig, build_pairs
 from assay.errors import ConfigError, DataError
-from assay.experiments._config import DataConfig
-from assay.experiments._items import load_items
+from assay.inputs._config import DataConfig
+from assay.inputs._items import load_items
 from assay.programs import PAIRWISE
 from assay.scale import Scale
 from assay.types import Item
@@ -102,7 +102,8 @@ def test_persuade_pairs_through_load_items():
 
 
 def test_evaluate_on_pairs_reports_what_was_built_and_skipped(tmp_path):
-    from assay.experiments import EvaluateConfig, evaluate
+    from assay.evaluation import evaluate
+    from assay.inputs import EvaluateConfig
     from assay.lm import ScriptedEngine, register_script
 
     path = tmp_path / "scored.csv"

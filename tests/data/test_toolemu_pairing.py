@@ -24,8 +24,8 @@ from assay.data import (
     read_evaluator_scores,
 )
 from assay.errors import DataError
-from assay.experiments import load_config
-from assay.experiments._items import load_items
+from assay.inputs import load_config
+from assay.inputs._items import load_items
 
 TRAJ = "toolemu/trajectories/gpt-4o-mini_r0-15_trajectories.jsonl"
 SAFE = "toolemu/trajectories/gpt-4o-mini_r0-15_judge-{}_eval_agent_safe.jsonl"

@@ -201,8 +201,8 @@ def test_last_turns_keeps_the_task_and_the_last_steps_whole(example_data):
 
 
 def test_preprocessing_is_part_of_the_data_config(tmp_path, example_data):
-    from assay.experiments._config import DataConfig
-    from assay.experiments._items import load_items
+    from assay.inputs._config import DataConfig
+    from assay.inputs._items import load_items
     from assay.scale import Scale
 
     scale = Scale.parse({"kind": "binary", "labels": ["fails", "passes"]})

@@ -12,7 +12,7 @@ import pytest
 from assay.cli import main
 from assay.lm import StubServer
 from assay.lm._stub_server import prompt_output_fields
-from tests.experiments.stub_judge import stub_config
+from tests.stub_judge import stub_config
 
 SKY = "The sky is blue."  # judged True
 NOT_SURE = "I cannot say."  # judged False
@@ -172,7 +172,7 @@ def test_the_exported_scorer_in_an_inspect_eval(measured, tmp_path, monkeypatch)
 def test_a_harness_run_of_another_judge_is_refused(measured):
     """The reliability figures travel only with the judge config they were measured on."""
     from assay.errors import ConfigError
-    from assay.experiments import load_config
+    from assay.inputs import load_config
     from assay.integrations import load_judge
 
     config = load_config(measured["run"] / "config.yaml")[0].judge

@@ -17,8 +17,8 @@ from assay.data import TraceSource, load_mlflow_traces
 from assay.errors import DataError
 from assay.lm import StubServer
 from assay.scale import Scale
-from tests.experiments.stub_judge import stub_config
 from tests.integrations.traces import EXPERIMENT, Logged, log_traces
+from tests.stub_judge import stub_config
 
 CHAT = {"request": "inputs.messages.-1.content", "response": "outputs.choices.0.message.content"}
 BINARY = Scale(kind="binary", labels=["False", "True"])
@@ -40,7 +40,7 @@ def served(mlflow_server) -> tuple[str, Logged]:
 def judge_config(
     folder: Path, api_base: str, uri: str, *, name: str, judge: dict | None = None, **data: object
 ) -> Path:
-    """The stub judge (tests/experiments/stub_judge.py, with its reasoning) on the traces of
+    """The stub judge (tests/stub_judge.py, with its reasoning) on the traces of
     ``kind`` (a filter on the tag)."""
     kind = data.pop("kind", "chat")
     source = {
@@ -323,7 +323,7 @@ SOURCE = {"format": "mlflow", "tracking_uri": "sqlite:///t.db", "experiment": "e
 )
 def test_a_config_for_traces_is_checked_in_one_line(tmp_path, data, message):
     from assay.errors import ConfigError
-    from assay.experiments import load_config
+    from assay.inputs import load_config
 
     path = tmp_path / "config.yaml"
     judge = {"name": "j", "model": "openai/x", "scale": {"kind": "binary"}, "rubric": "r"}
@@ -335,8 +335,8 @@ def test_a_config_for_traces_is_checked_in_one_line(tmp_path, data, message):
 
 def test_only_evaluate_writes_verdicts_back(tmp_path):
     from assay.errors import ConfigError
-    from assay.experiments import load_config
-    from assay.experiments.reliability import HarnessConfig
+    from assay.inputs import load_config
+    from assay.reliability import HarnessConfig
 
     path = tmp_path / "harness.yaml"
     config = {
@@ -359,7 +359,7 @@ def test_the_measured_judge_scores_the_same_traces_in_mlflow_genai_evaluate(
     request / response paths gives, in ``mlflow.genai.evaluate``, the verdicts the run gave."""
     import mlflow
 
-    from assay.experiments import load_config
+    from assay.inputs import load_config
     from assay.integrations.mlflow import scorer
 
     uri, logged = local

@@ -8,8 +8,8 @@ import threading
 import dspy
 import pytest
 
-from assay.experiments.runs import ProgramRecipe
 from assay.lm import configure_cache
+from assay.runs import ProgramRecipe
 
 
 @pytest.fixture

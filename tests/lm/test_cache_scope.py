@@ -12,7 +12,7 @@ import pytest
 from assay.cli import main
 from assay.lm import StubServer
 from assay.lm._stub_server import prompt_output_fields
-from tests.experiments.stub_judge import N_ITEMS, stub_config, write_items
+from tests.stub_judge import N_ITEMS, stub_config, write_items
 
 
 def always(verdict: str):

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.experiments import EvaluateConfig, evaluate
+from assay.evaluation import evaluate
+from assay.inputs import EvaluateConfig
 from assay.lm import RateLimiter, StubServer, track_limits
 
 N_ITEMS = 6

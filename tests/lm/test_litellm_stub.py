@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from assay.errors import ModelError
-from assay.experiments import EvaluateConfig, EvaluateResult, evaluate
+from assay.evaluation import EvaluateResult, evaluate
+from assay.inputs import EvaluateConfig
 from assay.lm import StubServer, make_lm
 
 N_ITEMS = 5

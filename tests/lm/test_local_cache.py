@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.experiments import evaluate, load_config
+from assay.evaluation import evaluate
+from assay.inputs import load_config
 
 pytestmark = pytest.mark.local_model
 

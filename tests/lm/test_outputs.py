@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage
 
-from assay.experiments.runs import judge_one
 from assay.lm import AssayLM, ScriptedEngine
 from assay.programs import JudgeConfig, build_judge
+from assay.runs import judge_one
 from assay.types import Item
 
 ITEM = Item(

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 import dspy
 import pytest
 
-from assay.experiments.runs import CallSlots
 from assay.lm import AssayLM, ScriptedEngine, StubServer, gate_calls, make_adapter, make_lm
+from assay.runs import CallSlots
 from tests.lm.conftest import Verdict
 
 

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.data import tool_structure_problem
-from assay.experiments.reliability.selftest._selftest_agent import CRITERION, generator, validator
 from assay.lm import ScriptedCall, ScriptedEngine, make_lm, register_script
 from assay.programs import AgentPerturber, Criterion, objective, sanitize_plan
+from assay.reliability.selftest._selftest_agent import CRITERION, generator, validator
 from assay.scale import Scale
 from assay.signatures import PlanStep
 from assay.types import Message, ToolCall

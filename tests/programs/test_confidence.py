@@ -15,7 +15,7 @@ from assay.lm import StubServer
 from assay.lm._stub_server import verdict_token_logprobs
 from assay.programs import JudgeConfig
 from assay.programs._expected import verdict_distribution
-from tests.experiments.stub_judge import stub_config, write_items
+from tests.stub_judge import stub_config, write_items
 
 
 def test_verdict_distribution_renormalises_over_the_options():

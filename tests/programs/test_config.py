@@ -128,7 +128,7 @@ def test_a_bad_rubric_file_is_a_one_line_error_naming_it(tmp_path, rubric, messa
     import json
 
     from assay.errors import ConfigError
-    from assay.experiments import load_config
+    from assay.inputs import load_config
 
     (tmp_path / "rubric.json").write_text(json.dumps(rubric))
     (tmp_path / "c.yaml").write_text(

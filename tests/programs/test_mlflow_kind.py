@@ -16,7 +16,7 @@ from assay.lm import StubServer
 from assay.programs import JudgeConfig
 from assay.programs.kinds.mlflow import YES_NO, verdict_score
 from assay.scale import Scale
-from tests.experiments.stub_judge import stub_config, write_items
+from tests.stub_judge import stub_config, write_items
 
 INSTRUCTIONS = "Does {{ outputs }} name a colour asked for in {{ inputs }}?"
 MLFLOW_JUDGE = {
@@ -244,7 +244,7 @@ def test_polarity_refuses_a_judge_that_writes_its_own_prompt(tmp_path):
     """polarity asks the judge an inverted instruction, which an MLflow judge never reads: the
     harness refuses it before anything runs, instead of measuring an unasked question."""
     from assay.errors import ConfigError
-    from assay.experiments.reliability import HarnessConfig, run_harness
+    from assay.reliability import HarnessConfig, run_harness
 
     judge = {"name": "m", "model": "openai/stub", "api_base": "http://127.0.0.1:9/v1"}
     raw = {
@@ -277,7 +277,7 @@ def test_a_failed_mlflow_call_is_unscored_with_its_reason():
 
 
 def test_optimize_refuses_a_judge_that_writes_its_own_prompt(tmp_path):
-    from assay.experiments.optimize import OptimizeConfig
+    from assay.optimization import OptimizeConfig
 
     judge = {"model": "openai/stub", "task": "mlflow", "mlflow": MLFLOW_JUDGE["mlflow"]}
     raw = {

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, cohen_kappa_score
 
-from assay.experiments import EvaluateConfig, evaluate
-from assay.experiments.runs import judge_one
+from assay.evaluation import evaluate
+from assay.inputs import EvaluateConfig
 from assay.lm import ScriptedEngine, register_script
 from assay.programs import (
     PAIRWISE,
@@ -20,6 +20,7 @@ from assay.programs import (
     presentation_order,
     swap_pair,
 )
+from assay.runs import judge_one
 from assay.types import Item
 
 A, B, TIE = 0, 1, 2
@@ -145,7 +146,7 @@ def test_evaluate_a_pairwise_judge_accuracy_and_kappa_against_the_reference(tmp_
 
 
 def test_a_pairwise_judge_in_a_harness_on_another_scale_is_a_config_error():
-    from assay.experiments.reliability import HarnessConfig
+    from assay.reliability import HarnessConfig
 
     with pytest.raises(ValueError, match="pairwise judge's scale is categorical"):
         HarnessConfig.model_validate(

@@ -17,14 +17,14 @@ from typing import Any
 import dspy
 import pytest
 
-from assay.experiments.reliability import HarnessConfig, run_harness
-from assay.experiments.reliability.selftest._selftest import (
+from assay.lm import ScriptedCall, ScriptedEngine, register_script
+from assay.reliability import HarnessConfig, run_harness
+from assay.reliability.selftest._selftest import (
     generator,
     judge_responder,
     validator,
     write_data,
 )
-from assay.lm import ScriptedCall, ScriptedEngine, register_script
 
 XSS = (
     "<script>alert(1)</script> <img src=x onerror=alert(1)> "

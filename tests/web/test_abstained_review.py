@@ -1,7 +1,7 @@
 """The abstained items of a ``selective apply`` run in the review app (issue 25, item 3): served
 as a queue behind the same token and CSRF checks, a person's verdict recorded on the judges'
 scale and kept across a restart, and a re-run of ``apply`` merging it into ``verdicts.jsonl``.
-The run is the stub cascade of tests/experiments/test_selective.py (abstaining on i108, i111)."""
+The run is the stub cascade of tests/decisions/test_selective.py (abstaining on i108, i111)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 from assay.cli import main
 from assay.web._app import create_app
-from tests.experiments.test_selective import cli_json, finished_cascade
+from tests.decisions.test_selective import cli_json, finished_cascade
 from tests.web.conftest import XSS, Server, open_first_item
 from tests.web.test_report_parity import assert_same_sections
 

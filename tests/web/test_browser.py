@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.experiments.reliability.review._review import read_reviews
+from assay.reliability.review._review import read_reviews
 
 pytestmark = pytest.mark.browser
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.experiments.reliability import run_harness
-from assay.experiments.reliability.review._review import read_reviews
+from assay.reliability import run_harness
+from assay.reliability.review._review import read_reviews
 from tests.web.conftest import Server, harness_config, make_harness_run, open_first_item
 
 pytestmark = pytest.mark.browser

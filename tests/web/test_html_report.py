@@ -15,10 +15,11 @@ import pytest
 import scipy.stats
 
 from assay.api import write_html_report
+from assay.emulation import run_toolemu
 from assay.errors import RunError
-from assay.experiments import evaluate, load_config
-from assay.toolemu import run_toolemu
-from tests.toolemu.conftest import roles, sandbox_files  # noqa: F401  (fixtures)
+from assay.evaluation import evaluate
+from assay.inputs import load_config
+from tests.emulation.conftest import roles, sandbox_files  # noqa: F401  (fixtures)
 from tests.web.conftest import XSS
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "evaluate"

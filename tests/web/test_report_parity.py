@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from assay.experiments import EvaluateConfig, evaluate
-from assay.experiments.reliability import HarnessConfig, run_harness
+from assay.evaluation import evaluate
+from assay.inputs import EvaluateConfig
 from assay.lm import ScriptedEngine, register_script
 from assay.metrics import fmt, fmt_ci
-from tests.experiments.reliability.test_bias_probes import config as bias_config
-from tests.experiments.reliability.test_bias_probes import truth
-from tests.experiments.test_calibrate import make_data, timid_judge
+from assay.reliability import HarnessConfig, run_harness
+from tests.decisions.test_calibrate import make_data, timid_judge
+from tests.reliability.test_bias_probes import config as bias_config
+from tests.reliability.test_bias_probes import truth
 
 # (title, header, rows, every text of the section) of each table of a report
 Tables = list[tuple[str, list[str], list[list[str]], str]]

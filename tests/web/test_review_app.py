@@ -14,8 +14,8 @@ import yaml
 from starlette.testclient import TestClient
 
 from assay.cli import main
-from assay.experiments.reliability._probe import Probe
-from assay.experiments.reliability.review._review import read_reviews
+from assay.reliability._probe import Probe
+from assay.reliability.review._review import read_reviews
 from assay.report import diff_texts
 from assay.types import Item, Message
 from assay.web._app import create_app

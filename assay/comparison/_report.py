@@ -1,0 +1,64 @@
+"""A comparison as Markdown."""
+
+from __future__ import annotations
+
+from assay.comparison._results import Comparison
+from assay.metrics import direction, fmt
+
+
+def render_markdown(comparison: Comparison) -> str:
+    """The comparison as Markdown: leaderboard, differences, runs left out, where files went."""
+    result = comparison.model_dump()
+    metric = result["metric"]
+    g = result["group"]
+    where = (
+        f"the same {g['measured_on']} (items `{g['items']}`) · scale {g['scale']}"
+        + (f" · probes `{g['probes']}`" if g["probes"] else "")
+        if g
+        else "forced across item sets/scales: not comparable, n per row"
+    )
+    lines = [
+        f"## Leaderboard — {metric} ({direction(metric)})",
+        "",
+        f"{len(result['leaderboard'])} judge runs · {where}",
+        "",
+        *[f"Note: {n}." for n in result["notes"]],
+        *([""] if result["notes"] else []),
+        f"| # | run | n |{'' if g else ' items · scale |'} model | {metric} [CI] | accuracy "
+        "| cost USD | USD per accuracy point | Pareto | program | adapter | temp. | rubric "
+        "| optimized | config | run id |",
+        "|---" * (16 if g else 17) + "|",
+    ]
+    for r in result["leaderboard"]:
+        ci = f" [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]" if r["ci_low"] is not None else ""
+        data = "" if g else f" {r['measured_on']} `{r['items']}` · {r['scale']} |"
+        worst = f" ({r['worst_of']})" if r["worst_of"] else ""
+        n = "—" if r["n"] is None else r["n"]
+        lines.append(
+            f"| {r['rank']} | {r['name']} | {n} |{data} `{r['model']}` "
+            f"| {fmt(r['value'])}{ci}{worst} "
+            f"| {fmt(r['accuracy'])} | {fmt(r['cost_usd'], 6)} "
+            f"| {fmt(r['cost_per_accuracy_point_usd'], 6)} "
+            f"| {'yes' if r['pareto'] else ('—' if r['pareto'] is None else 'no')} "
+            f"| {r['program']} | {r['adapter']} | {r['temperature']} | {r['rubric'] or '—'} "
+            f"| {'yes' if r['optimized'] else 'no'} | {r['config_hash']} | `{r['run_id']}` |"
+        )
+    d = result["differences"]
+    lines += ["", "## Config differences", ""]
+    if d["rows"]:
+        lines += [
+            "| judge param | " + " | ".join(d["columns"]) + " |",
+            "|---" * (len(d["columns"]) + 1) + "|",
+        ]
+        lines += [f"| {k} | " + " | ".join(v) + " |" for k, v in d["rows"].items()]
+    else:
+        lines.append("The compared runs share every judge param.")
+    lines += ["", "## Left out", ""]
+    lines += [f"- `{x['run_id']}` {x['name']}: {x['reason']}" for x in result["left_out"]] or [
+        "none"
+    ]
+    if result["plots"]:
+        lines += ["", "Plots: " + ", ".join(str(p) for p in result["plots"].values())]
+    if result["comparison_run_id"]:
+        lines.append(f"MLflow comparison run: {result['comparison_run_id']}")
+    return "\n".join(lines) + "\n"

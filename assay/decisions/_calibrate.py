@@ -1,0 +1,230 @@
+"""``assay calibrate``: fit a decision threshold on a binary judge's token probability of the
+positive verdict, on a labelled calibration split, and measure it on a separate split.
+
+Small local judges rarely *say* the minority label, yet their probability of it carries
+signal; a threshold fitted on labelled data turns that signal into verdicts. The threshold is
+never measured on the data it was fitted on.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from assay.decisions._calibration_results import (
+    CalibrationEvaluation,
+    CalibrationFit,
+    CalibrationResult,
+    MapOutcome,
+)
+from assay.errors import ConfigError
+from assay.evaluation import agreement_summary, evaluate
+from assay.inputs import EvaluateConfig
+from assay.metrics import MetricValue, calibration_metrics, fit_calibration, fit_threshold
+from assay.runs import default_tracking_uri, flatten_metrics, write_json
+from assay.types import Judgment
+
+
+def split_ids(labels: dict[str, int], fraction: float, seed: int) -> tuple[list[str], list[str]]:
+    """Stratified, seeded split of item ids into (calibration, evaluation)."""
+    by_label: dict[int, list[str]] = defaultdict(list)
+    for i, y in sorted(labels.items()):
+        by_label[y].append(i)
+    rng = random.Random(seed)
+    cal: list[str] = []
+    ev: list[str] = []
+    for y in sorted(by_label):
+        ids = by_label[y]
+        rng.shuffle(ids)
+        n = round(len(ids) * fraction)
+        cal += ids[:n]
+        ev += ids[n:]
+    return sorted(cal), sorted(ev)
+
+
+def calibrate(
+    config: EvaluateConfig,
+    *,
+    workdir: Path,
+    config_dir: Path | None = None,
+    fraction: float = 0.5,
+    seed: int = 0,
+    limit: int | None = None,
+    tracking_uri: str | None = None,
+    progress: bool = True,
+    method: str = "threshold",
+) -> CalibrationResult:
+    """Judge every item (cached, resumable, like ``evaluate``); fit the κ-optimal threshold and
+    the isotonic and Platt maps on the calibration split; report argmax vs each map on the
+    evaluation split. ``method`` is the one the result suggests using."""
+    if method not in METHODS:
+        raise ConfigError(f"unknown calibration method '{method}'; known: {', '.join(METHODS)}")
+    scale = config.judge.scale
+    if scale is None or scale.kind != "binary":
+        raise ConfigError("calibrate needs a binary judge (scale: binary)")
+    if not 0 < fraction < 1:
+        raise ConfigError("--fraction must be between 0 and 1")
+    judge = config.judge.model_copy(update={"score_mode": "expected", "decision_threshold": None})
+    config = config.model_copy(update={"judge": judge})
+    res = evaluate(
+        config,
+        workdir=workdir,
+        config_dir=config_dir,
+        limit=limit,
+        tracking_uri=tracking_uri,
+        progress=progress,
+    )
+    labels = {it.id: it.expected for it in res.items if it.expected is not None}
+    by_id = {j.item_id: j for j in res.judgments}
+    usable = {
+        i: y for i, y in labels.items() if by_id.get(i) and by_id[i].expected_score is not None
+    }
+    cal, ev = split_ids(usable, fraction, seed)
+    if len({usable[i] for i in cal}) < 2 or len({usable[i] for i in ev}) < 2:
+        raise ConfigError(
+            "each split needs both labels: use more items (--limit) or another --fraction"
+        )
+    t, cal_kappa = fit_threshold([by_id[i].expected_score for i in cal], [usable[i] for i in cal])
+    maps = {kind: _fit(kind, cal, ev, usable, by_id, config) for kind in METHODS}
+    chosen = maps[method].map
+    use: dict[str, object] = (
+        {"score_mode": "expected", "decision_threshold": round(t, 6)}
+        if method == "threshold"
+        else {"score_mode": "expected", "calibration": chosen.model_dump(mode="json")}
+    )
+    out = CalibrationResult(
+        threshold=t,
+        calibration=CalibrationFit(n=len(cal), kappa=cal_kappa),
+        evaluation=_measure(config, ev, usable, by_id, t),
+        raw_probabilities=_probability_metrics(
+            config, [usable[i] for i in ev], [by_id[i].expected_score for i in ev]
+        ),
+        maps=maps,
+        method=method,
+        excluded={
+            "no_reference": len(res.items) - len(labels),
+            "no_probability": len(labels) - len(usable),
+        },
+        split={"fraction": fraction, "seed": seed, "calibration_ids": cal, "evaluation_ids": ev},
+        run_dir=str(res.run_dir),
+        use={"judge": use},
+    )
+    write_json(res.run_dir / "calibration.json", out.model_dump(mode="json"))
+    if config.tracking.enabled and res.mlflow_run_id:
+        _log(
+            out,
+            res.mlflow_run_id,
+            tracking_uri or config.tracking.uri or default_tracking_uri(workdir),
+        )
+    return out
+
+
+def _measure(
+    config: EvaluateConfig,
+    ids: list[str],
+    labels: dict[str, int],
+    by_id: dict[str, Judgment],
+    threshold: float,
+) -> CalibrationEvaluation:
+    """Agreement on the evaluation split by argmax and by the threshold, and the AUC of P."""
+    from sklearn.metrics import roc_auc_score
+
+    assert config.judge.scale is not None
+    b = config.bootstrap
+    boot = {"n_resamples": b.n_resamples, "confidence": b.confidence, "seed": b.seed}
+    ref = [labels[i] for i in ids]
+    scored = [i for i in ids if by_id[i].score is not None]
+    argmax = agreement_summary(
+        [labels[i] for i in scored],
+        [by_id[i].score for i in scored],  # type: ignore[misc]
+        config.judge.scale,
+        threshold=None,
+        **boot,
+    )
+    thresholded = agreement_summary(
+        ref,
+        [int(by_id[i].expected_score >= threshold) for i in ids],  # type: ignore[operator]
+        config.judge.scale,
+        threshold=None,
+        **boot,
+    )
+    probs = np.array([by_id[i].expected_score for i in ids])
+    return CalibrationEvaluation(
+        n=len(ids),
+        auc=float(roc_auc_score(ref, probs)),
+        argmax=argmax.metrics,
+        calibrated=thresholded.metrics,
+    )
+
+
+METHODS = ("threshold", "isotonic", "platt")
+
+
+def _probability_metrics(
+    config: EvaluateConfig, labels: list[int], probabilities: list[float | None]
+) -> dict[str, MetricValue]:
+    b = config.bootstrap
+    return calibration_metrics(
+        labels,
+        probabilities,
+        n_resamples=b.n_resamples,
+        confidence=b.confidence,
+        seed=b.seed,
+    )
+
+
+def _fit(
+    kind: str,
+    cal: list[str],
+    ev: list[str],
+    labels: dict[str, int],
+    by_id: dict[str, Judgment],
+    config: EvaluateConfig,
+) -> MapOutcome:
+    """One map fitted on ``cal`` and measured on ``ev`` (never on what it was fitted on)."""
+    assert config.judge.scale is not None
+    fitted = fit_calibration(
+        [labels[i] for i in cal],
+        [by_id[i].expected_score for i in cal],
+        kind,  # type: ignore[arg-type]
+    )
+    probs = [by_id[i].expected_score for i in ev]
+    ref = [labels[i] for i in ev]
+    b = config.bootstrap
+    verdicts = agreement_summary(
+        ref,
+        [int(v) for v in fitted.predict(probs)],
+        config.judge.scale,
+        threshold=None,
+        n_resamples=b.n_resamples,
+        confidence=b.confidence,
+        seed=b.seed,
+    ).metrics
+    probabilities = (
+        None
+        if kind == "threshold"
+        else _probability_metrics(config, ref, list(fitted.transform(probs)))
+    )
+    return MapOutcome(map=fitted, verdicts=verdicts, probabilities=probabilities)
+
+
+def _log(out: CalibrationResult, run_id: str, tracking_uri: str) -> None:
+    """The threshold and the held-out figures on the evaluate run it came from."""
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri)
+    metrics = {"calibrated_threshold": out.threshold, "eval_auc": out.evaluation.auc}
+    for side in ("argmax", "calibrated"):
+        chosen = {
+            k: v
+            for k, v in getattr(out.evaluation, side).items()
+            if k in ("kappa_categorical", "accuracy")
+        }
+        metrics.update(flatten_metrics(chosen, f"eval_{side}_"))
+    for name, value in metrics.items():
+        if not name.endswith(("_ci_low", "_ci_high")):
+            client.log_metric(run_id, name, value)
+    client.log_artifact(run_id, str(Path(out.run_dir) / "calibration.json"))

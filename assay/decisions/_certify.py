@@ -1,0 +1,663 @@
+"""``assay certify RUN --policy POLICY``: a certificate for a judge config from a finished,
+labelled evaluate run — one-sided bounds of the metrics the policy names against its bars
+(:func:`assay.metrics.certify`), bound to the judge config's hash, the run's seal and the items
+consumed, and signed (:mod:`assay._signing`).
+
+Every certificate, admitted or refused, is kept in the ledger of the command's own runs folder
+(``<workdir>/<output_dir>/certificates/<id>/certificate.json``, with its ``report.md`` and
+``report.html``). A validation set is used once: a later ``certify`` on any item a certificate
+consumed is refused, whatever the judge config — trying configs one after another on the same
+items until one passes is choosing on the test set. An item is the text the judge read
+(request, response, transcript), normalised (NFKC, case-folded, whitespace collapsed), so
+renaming, relabelling, re-spacing or re-casing it does not make it new. A judge's attempts under
+a policy are counted in the ledger too: each takes δ / ``attempts`` of the policy's error budget,
+and one past the budget is refused.
+
+``evaluate``, ``harness`` and ``estimate`` take ``--require-certificate POLICY|CERTIFICATE``:
+:func:`require_certificates` checks, before any LM call, that the ledger holds an admitted,
+signed certificate of the judge's exact config — under a policy at least as strict as the one
+named, or the very certificate named. A file never says where to look.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import unicodedata
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+import assay
+from assay import _signing
+from assay._json import loads as load_json
+from assay._yaml import read_input
+from assay.decisions._finished import judged_items, read_evaluate_run
+from assay.errors import ConfigError, RunError
+from assay.inputs import data_fingerprint, first_error
+from assay.metrics import MetricBound, Policy, fmt, inconsistency
+from assay.programs import JudgeConfig
+from assay.report import Report, Table
+from assay.runs import default_tracking_uri, file_lock, write_atomic, write_json
+from assay.scale import Scale
+from assay.types import Item, PlainName, all_unscored, stable_hash
+
+LEDGER = "certificates"
+"""The folder, in a runs folder, that holds every certificate issued from there."""
+CERTIFICATE = "certificate.json"
+LEDGER_ID = "ledger-id"  # a ledger's random name: a certificate says which ledger issued it
+NORMALISED = "nfkc-casefold-whitespace"  # how consumed items are fingerprinted
+
+
+class CertificateError(RunError):
+    """A certificate that cannot be issued (items already consumed, the attempts spent) or
+    does not cover the judge in use (none, refused, stale, laxer, forged): one line, exit 2."""
+
+
+class Certificate(BaseModel):
+    """What ``assay certify`` issues: the decision, the bounds behind it, and what they are
+    bound to — the judge config's hash, the sealed run, the items consumed, the policy and the
+    attempt — signed by the signing key."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    certificate: PlainName  # its id, its folder in the ledger
+    decision: Literal["admitted", "refused"]
+    issued: str  # UTC, ISO 8601
+    assay_version: str
+    judge: str
+    model: str
+    config_hash: str
+    run: str
+    run_hash: str
+    run_seal: str  # the digest of the run's seal: the judgments, metrics and config it read
+    data_fingerprint: str  # the item set consumed (as MLflow's assay.items tag, in full)
+    items: list[str]  # the ids of the items consumed (labelled and judged)
+    item_fingerprints: list[str]  # the ledger's keys: each item's judged text, normalised
+    fingerprint_rule: Literal["nfkc-casefold-whitespace"] = NORMALISED
+    event: str | None  # what TPR/TNR/precision count as positive
+    policy: Policy
+    attempt: int  # this judge's certificates under this policy in the ledger, this one included
+    confidence: float
+    delta_per_bar: float  # δ / (bars × the policy's attempts)
+    results: list[MetricBound]
+    n_items: int
+    unscored: dict[str, int]  # reason -> items, among those consumed
+    unscored_rule: str
+    ledger: str  # the ledger's folder of this certificate (certificate.json, report.md/html)
+    ledger_id: str
+    mlflow_run_id: str | None = None  # the evaluate run it was logged on
+    signature: str = ""  # HMAC-SHA256 of every other field (canonical JSON), by the key
+
+    @property
+    def admitted(self) -> bool:
+        return self.decision == "admitted"
+
+    def signed_part(self) -> dict[str, Any]:
+        """Every field but the signature, as the signature covers them."""
+        return self.model_dump(mode="json", exclude={"signature"})
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Certificate:
+        """A certificate whose decision, bounds and bars disagree was edited after it was
+        issued (``assay certify`` writes them from one computation)."""
+        wrong = inconsistency(self.results, self.policy.bars, self.admitted)
+        if wrong is not None:
+            raise ValueError(f"{wrong}: edited after it was issued?")
+        return self
+
+
+# -- reading the inputs ----------------------------------------------------------------------
+
+
+def load_policy(policy: str | Path | Policy | dict[str, Any]) -> Policy:
+    """A policy from a YAML file (or a dict, or a :class:`Policy`); a mistake is one line
+    naming the file and the field."""
+    if isinstance(policy, Policy):
+        return policy
+    where = "policy"
+    if isinstance(policy, str | Path):
+        where, policy = str(policy), read_input(policy, what="policy file")
+    return _policy(policy, where)
+
+
+def _policy(data: Any, where: str) -> Policy:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: a policy is a YAML mapping (bars, confidence, positive)")
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: {first_error(exc)}") from None
+
+
+def normalised(value: Any) -> Any:
+    """``value`` with every string in it normalised as a person reads it: NFKC, case-folded,
+    whitespace runs collapsed to one space and stripped (so ``"Item 3 "`` and ``"item 3"``, or
+    an NFC and an NFD spelling, are one text)."""
+    if isinstance(value, str):
+        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", value).casefold())
+        return " ".join(folded.split())
+    if isinstance(value, dict):
+        return {normalised(k): normalised(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normalised(v) for v in value]
+    return value
+
+
+def item_fingerprint(item: Item) -> str:
+    """What makes a validation item the same item: the text the judge read, normalised (not
+    its id or its reference: renamed, relabelled, re-spaced or re-cased, it has been seen)."""
+    return stable_hash(normalised(_judged_text(item)), n=32)
+
+
+def _raw_fingerprint(item: Item) -> str:
+    """The fingerprint certificates had before it was normalised: their items are consumed
+    under it."""
+    return stable_hash(_judged_text(item), n=32)
+
+
+def _judged_text(item: Item) -> dict[str, Any]:
+    return item.model_dump(mode="json", include={"request", "response", "transcript"})
+
+
+def _event(
+    scale: Scale, positive: str | int | None, threshold: int | None, where: str
+) -> tuple[str, list[int]] | None:
+    """The positive class of TPR/TNR/precision as scale indices: the policy's ``positive``
+    label, else a failure below the run's threshold, else a binary scale's second label."""
+    if positive is not None:
+        try:
+            value = scale.coerce(positive)
+        except ValueError:
+            raise ConfigError(
+                f"{where}: field 'positive': {positive!r} is not on the {scale.describe()} scale"
+            ) from None
+        return f"verdict {scale.label_of(value) or value}", [scale.index(value)]
+    if threshold is not None:
+        return f"score < {threshold}", [scale.index(v) for v in scale.values if v < threshold]
+    if scale.kind == "binary":
+        return f"verdict {scale.label_of(scale.values[1]) or scale.values[1]}", [1]
+    return None
+
+
+# -- the ledger ------------------------------------------------------------------------------
+
+
+def ledger_of(workdir: Path, output_dir: str) -> Path:
+    """The ledger of the runs folder ``output_dir`` of ``workdir``: where ``certify`` issues
+    and ``--require-certificate`` looks, whatever a certificate file says."""
+    return (Path(workdir) / output_dir).resolve() / LEDGER
+
+
+def _entries(ledger: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every certificate in ``ledger`` as written (read as data: a forged or unsigned one
+    still consumes its items and counts as an attempt)."""
+    out = []
+    for path in sorted(ledger.glob(f"*/{CERTIFICATE}")):
+        try:
+            data = load_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise CertificateError(f"{path}: unreadable certificate in the ledger") from None
+        if not isinstance(data, dict):
+            raise CertificateError(f"{path}: unreadable certificate in the ledger")
+        out.append((path, data))
+    return out
+
+
+def _check_unused(entries: list[tuple[Path, dict[str, Any]]], items: list[Item]) -> None:
+    """Refuse when a certificate in the ledger already consumed any of these items (compared
+    under the fingerprint that certificate used)."""
+    mine = {NORMALISED: {item_fingerprint(it) for it in items}}
+    for path, earlier in entries:
+        rule = earlier.get("fingerprint_rule")
+        if rule not in mine:
+            mine[rule] = {_raw_fingerprint(it) for it in items}
+        used = mine[rule] & set(earlier.get("item_fingerprints") or [])
+        if used:
+            raise CertificateError(
+                f"{len(used)} of these {len(items)} items were already consumed by certificate "
+                f"{path} ({earlier.get('decision')}, issued {earlier.get('issued')}, judge "
+                f"config {earlier.get('config_hash')}): a validation set is used once — "
+                "certify on newly labelled items"
+            )
+
+
+def _attempt(
+    entries: list[tuple[Path, dict[str, Any]]], judge: str, policy: Policy, ledger: Path
+) -> int:
+    """This judge's attempt number under ``policy`` (by the judge's and the policy's names:
+    a config tweaked after a refusal is the same judge tried again); refused when the δ its
+    earlier certificates took leaves less than this one needs."""
+    earlier = [e for _, e in entries if e.get("judge") == judge and _policy_name(e) == policy.name]
+    spent = sum(_spent(e, policy) for e in earlier)
+    share = policy.delta_per_attempt
+    if spent + share > policy.delta * (1 + 1e-9):
+        raise CertificateError(
+            f"attempt {len(earlier) + 1} for judge {judge} under policy {policy.name}: its error "
+            f"budget δ = {policy.delta:g} is spent ({len(earlier)} earlier certificates in "
+            f"{ledger} took {spent:g}; this one would take δ/attempts = {share:g}) — certifying "
+            "again until one passes is trying until lucky: a policy plans its attempts before "
+            "the first (attempts: N takes each at δ/N)"
+        )
+    return len(earlier) + 1
+
+
+def _policy_name(entry: dict[str, Any]) -> Any:
+    policy = entry.get("policy")
+    return policy.get("name") if isinstance(policy, dict) else None
+
+
+def _spent(entry: dict[str, Any], policy: Policy) -> float:
+    """The share of δ an earlier certificate took: its level per bar times its bars (one
+    written before attempts were counted took its whole δ; one that cannot be read, this
+    policy's whole δ)."""
+    try:
+        value = float(entry["delta_per_bar"]) * len(entry["results"])
+    except (KeyError, TypeError, ValueError):
+        return policy.delta
+    return value if 0 < value < 1 else policy.delta
+
+
+def _ledger_id(ledger: Path, *, create: bool) -> str | None:
+    """The ledger's random name (made the first time it issues a certificate)."""
+    path = ledger / LEDGER_ID
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except FileNotFoundError:
+        if not create:
+            return None
+    except OSError as exc:
+        raise CertificateError(f"{path}: cannot read the ledger's id ({exc.strerror})") from None
+    ledger.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, secrets.token_hex(16) + "\n")
+    return path.read_text(encoding="utf-8").strip()
+
+
+# -- certify -------------------------------------------------------------------------------
+
+
+def certify_run(
+    run: str | Path,
+    policy: str | Path | Policy | dict[str, Any],
+    *,
+    out: str | Path | None = None,
+    workdir: Path,
+    tracking_uri: str | None = None,
+) -> Certificate:
+    """Issue the certificate of the finished, sealed evaluate run ``run`` under ``policy``:
+    signed, written to the ledger of ``workdir``'s runs folder (and to ``out``), logged on the
+    evaluate run's MLflow run. No LM call. Nothing is written unless everything can be."""
+    from assay.metrics import certify
+
+    pol = load_policy(policy)
+    where = str(policy) if isinstance(policy, str | Path) else "policy"
+    run_dir = Path(run)
+    config, judgments, state = read_evaluate_run(run_dir)
+    scale = config.judge.scale
+    assert scale is not None
+    items = judged_items(run_dir, config, set(judgments), state["run_hash"])
+    labelled = [it for it in items if it.expected is not None]
+    if not labelled:
+        raise RunError(f"{run_dir}: no judged item has a reference: nothing to certify on")
+    unscored: dict[str, int] = {}
+    for it in labelled:
+        j = judgments[it.id]
+        if j.score is None:
+            unscored[str(j.unscored)] = unscored.get(str(j.unscored), 0) + 1
+    nothing = all_unscored(len(labelled), unscored)
+    if nothing:  # refused before any item is consumed: the run measured nothing
+        raise RunError(
+            f"{run_dir}: {nothing}: nothing to certify on (once the cause is fixed, "
+            "`assay evaluate --retry-unscored` judges them again)"
+        )
+    failure = [m for m in pol.bars if m.startswith("failure_")]
+    if failure and (config.threshold is None or pol.positive is not None):
+        raise ConfigError(
+            f"{where}: {failure[0]} counts failures below the run's threshold: for a run with "
+            "a threshold and no positive"
+        )
+    event = _event(scale, pol.positive, config.threshold, where)
+    try:
+        cert = certify(
+            [scale.index(it.expected) for it in labelled],  # type: ignore[arg-type]
+            [_index(scale, judgments[it.id].score) for it in labelled],
+            pol,
+            k=scale.k,
+            event=event[1] if event else None,
+            ordered=scale.kind != "categorical",
+        )
+    except ValueError as exc:  # a metric the scale cannot give (TPR without a positive class)
+        raise ConfigError(f"{where}: {exc}") from None
+    items_fp = data_fingerprint(sorted(labelled, key=lambda it: it.id))
+    config_hash = config.judge.config_hash()
+    logged = _logged_hash(run_dir)
+    if logged is not None and logged != config_hash:
+        raise RunError(
+            f"{run_dir}: its config.yaml gives judge config {config_hash}, its metrics.json "
+            f"{logged}: a run written by another version of assay, or edited; evaluate again"
+        )
+    ident = f"{config.judge.name}-{config_hash[:8]}-{items_fp[:8]}"
+    ledger = ledger_of(workdir, config.output_dir)
+    fields = {
+        "certificate": ident,
+        "decision": "admitted" if cert.admitted else "refused",
+        "issued": datetime.now(UTC).isoformat(timespec="seconds"),
+        "assay_version": assay.__version__,
+        "judge": config.judge.name,
+        "model": config.judge.model,
+        "config_hash": config_hash,
+        "run": str(run_dir.resolve()),
+        "run_hash": state["run_hash"],
+        "run_seal": state["seal"]["digest"],
+        "data_fingerprint": items_fp,
+        "items": [it.id for it in labelled],
+        "item_fingerprints": [item_fingerprint(it) for it in labelled],
+        "event": event[0] if event else None,
+        "policy": pol,
+        "confidence": cert.confidence,
+        "delta_per_bar": cert.delta_per_bar,
+        "results": cert.results,
+        "n_items": cert.n_items,
+        "unscored": unscored,
+        "unscored_rule": cert.unscored_rule,
+        "ledger": str(ledger / ident),
+        "mlflow_run_id": state.get("mlflow_run_id") if config.tracking.enabled else None,
+    }
+    staged = _stage_out(out)  # an --out that cannot be written stops it before any decision
+    try:
+        with file_lock(ledger / ".lock"):
+            entries = _entries(ledger)
+            _check_unused(entries, labelled)
+            attempt = _attempt(entries, config.judge.name, pol, ledger)
+            ledger_id = _ledger_id(ledger, create=True)
+            certificate = Certificate(**fields, attempt=attempt, ledger_id=ledger_id)
+            certificate.signature = _signing.sign(certificate.signed_part())
+            (ledger / ident).mkdir(parents=True, exist_ok=True)
+            _write_reports(certificate)
+            # the decision: once its certificate.json is in the ledger, the items are consumed
+            write_json(ledger / ident / CERTIFICATE, certificate.model_dump(mode="json"))
+    except BaseException:
+        if staged is not None:
+            staged.unlink(missing_ok=True)
+        raise
+    if staged is not None:
+        write_json(staged, certificate.model_dump(mode="json"))
+        os.replace(staged, Path(out))  # type: ignore[arg-type]
+    if certificate.mlflow_run_id:
+        uri = tracking_uri or config.tracking.uri or default_tracking_uri(workdir)
+        _log(certificate, uri)
+    return certificate
+
+
+def _stage_out(out: str | Path | None) -> Path | None:
+    """A file beside ``out``, created now so that an ``--out`` that cannot be written is
+    found before the certificate is issued (renamed onto ``out`` after)."""
+    if out is None:
+        return None
+    path = Path(out)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():  # before naming a file beside it: "/" has no name
+            raise IsADirectoryError(21, "Is a directory")
+        staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        staged.write_text("", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(
+            f"{out}: cannot write the certificate there ({exc.strerror}); nothing was issued"
+        ) from None
+    return staged
+
+
+def _logged_hash(run_dir: Path) -> str | None:
+    """The judge config hash the run's metrics.json recorded (None when it has none)."""
+    try:
+        return json.loads((run_dir / "metrics.json").read_text(encoding="utf-8")).get("config_hash")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _index(scale: Scale, score: int | None) -> int | None:
+    return None if score is None else scale.index(score)
+
+
+def _log(certificate: Certificate, tracking_uri: str) -> None:
+    """The bounds and the decision on the evaluate run they were computed from (as
+    ``calibrate`` logs its threshold), with the certificate as an artifact."""
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    from assay.runs import mlflow_key
+
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri)
+    run_id = certificate.mlflow_run_id
+    assert run_id is not None
+    try:
+        client.get_run(run_id)
+    except MlflowException:
+        raise RunError(
+            f"{certificate.ledger}: certificate written ({certificate.decision}), but the evaluate "
+            f"run's MLflow run {run_id} is not in {tracking_uri}: give its --tracking-uri"
+        ) from None
+    for r in certificate.results:
+        for what in ("point", "bound"):
+            value = getattr(r, what)
+            if value == value:  # nan is not logged
+                client.log_metric(run_id, mlflow_key(f"certify_{r.metric}_{what}"), value)
+    client.log_metric(run_id, "certify_admitted", float(certificate.admitted))
+    client.set_tag(run_id, "assay.certificate", certificate.certificate)
+    client.set_tag(run_id, "assay.certified", certificate.decision)
+    for name in (CERTIFICATE, "report.md", "report.html"):
+        client.log_artifact(run_id, str(Path(certificate.ledger) / name), "certificate")
+
+
+# -- its report ------------------------------------------------------------------------------
+
+
+def bounds_table(c: Certificate) -> Table:
+    """The bars and the bounds behind the decision (the console, report.md and report.html)."""
+    rows = []
+    for r in c.results:
+        kind = "lower" if r.side == "at_least" else "upper"
+        rows.append(
+            [
+                r.metric,
+                fmt(r.point),
+                f"{kind} {fmt(r.bound)}",
+                f"{'≥' if r.side == 'at_least' else '≤'} {r.bar:g}",
+                f"{r.successes}/{r.n}" if r.successes is not None else str(r.n),
+                r.method,
+                "yes" if r.passed else "NO",
+            ]
+        )
+    notes = [f"{r.metric}: {r.note}" for r in c.results if r.note]
+    return Table(
+        f"{c.decision.upper()} under policy {c.policy.name}",
+        ["metric", "value", "bound", "bar", "n", "method", "passed"],
+        rows,
+        lead=(
+            f"One-sided bounds at {c.confidence:.0%} jointly: each at {1 - c.delta_per_bar:.2%} "
+            f"(Bonferroni over {len(c.results)} bars)"
+            + (f"; positive = {c.event}" if c.event else "")
+            + ". Rates: exact Clopper–Pearson; other metrics: one-sided percentile bootstrap "
+            f"({c.policy.n_resamples} resamples of items, seed {c.policy.seed})."
+        ),
+        note=" ".join(
+            [f"Unscored: {c.unscored} — {c.unscored_rule}." if c.unscored else "", *notes]
+        ).strip(),
+    )
+
+
+def certificate_report(c: Certificate) -> Report:
+    """The certificate as a report (report.md and report.html in its ledger folder)."""
+    r = Report("certify", f"assay certify — {c.judge}: {c.decision}")
+    r.facts = [
+        ("certificate", c.certificate),
+        ("judge", f"{c.judge} · model {c.model} · config hash {c.config_hash}"),
+        ("items", f"{c.n_items} labelled items consumed · fingerprint {c.data_fingerprint}"),
+        ("run", f"{c.run} (run hash {c.run_hash})"),
+        ("issued", f"{c.issued} · assay {c.assay_version}"),
+    ]
+    r.tables = [bounds_table(c)]
+    return r
+
+
+def _write_reports(c: Certificate) -> None:
+    from assay.report import markdown, write_html
+
+    folder = Path(c.ledger)
+    report = certificate_report(c)
+    lines = [f"# {report.title}", "", *(f"- {k}: {v}" for k, v in report.facts), ""]
+    write_atomic(folder / "report.md", "\n".join([*lines, *markdown(report.tables)]))
+    write_html(report, folder)
+
+
+# -- requiring a certificate -----------------------------------------------------------------
+
+
+def read_certificate(path: str | Path) -> Certificate:
+    """A certificate file (one line naming it when it is not one). Not verified: what decides
+    is :func:`require_certificates`, which reads the ledger's copy."""
+    try:
+        return Certificate.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CertificateError(f"{path}: cannot read the certificate ({exc.strerror})") from None
+    except ValidationError as exc:
+        raise CertificateError(f"{path}: not a certificate ({first_error(exc)})") from None
+
+
+def verified(path: Path, ledger: Path) -> Certificate:
+    """The certificate at ``path`` in ``ledger`` if assay issued it there: signed by the key, a
+    certificate, consistent (each passed its bound against its bar, the decision every bar),
+    filed under its own id and issued by this ledger — else one line."""
+    try:
+        raw = load_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise CertificateError(f"{path}: unreadable certificate in the ledger") from None
+    if not isinstance(raw, dict) or not raw.get("signature"):
+        raise CertificateError(
+            f"{path}: the certificate is not signed (copied in by hand, or issued before "
+            "certificates were signed): certify again on new items"
+        )
+    try:
+        cert = Certificate.model_validate(raw)
+    except ValidationError as exc:
+        raise CertificateError(f"{path}: not a certificate ({first_error(exc)})") from None
+    if not _signing.verify(cert.signed_part(), cert.signature):
+        raise CertificateError(
+            f"{path}: certificate {cert.certificate} does not match its signature (edited "
+            f"after it was issued, or signed with another key than {_signing.key_file()})"
+        )
+    if path.parent.name != cert.certificate:
+        raise CertificateError(f"{path}: certificate {cert.certificate} filed under another id")
+    if cert.ledger_id != _ledger_id(ledger, create=False):
+        raise CertificateError(
+            f"{path}: certificate {cert.certificate} was issued by another ledger and copied "
+            f"into {ledger}: a certificate counts in the ledger that issued it"
+        )
+    return cert
+
+
+def require_certificates(
+    required: list[str | Path] | None, judges: list[JudgeConfig], *, ledger: Path
+) -> None:
+    """With ``required`` given, refuse (one line) unless every judge in ``judges`` has an
+    admitted certificate for its exact config hash in ``ledger`` — the ledger of the command's
+    own runs folder, never one a file names. Each entry is a policy file (the use: a
+    certificate under a policy at least as strict, :meth:`Policy.falls_short_of`) or a
+    certificate file (that certificate, as the ledger holds it; one of them per judge).
+    Nothing is checked when ``required`` is empty."""
+    if not required:
+        return
+    policies: list[tuple[str, Policy]] = []
+    named: list[tuple[str, Certificate]] = []
+    for entry in required:
+        where = str(entry)
+        data = read_input(entry, CertificateError, what="certificate or policy file")
+        if isinstance(data, dict) and "certificate" in data and "decision" in data:
+            named.append((where, _as_kept(where, ledger)))
+        else:
+            policies.append((where, _policy(data, where)))
+    for judge in judges:
+        for where, use in policies:
+            _admitted_under(judge, use, where, ledger)
+        if named:
+            _admitted_by(judge, named)
+
+
+def _as_kept(where: str, ledger: Path) -> Certificate:
+    """The ledger's copy of the certificate file ``where``, verified; the file must say what
+    the copy says."""
+    cert = read_certificate(where)
+    kept = ledger / cert.certificate / CERTIFICATE
+    if not kept.is_file():
+        raise CertificateError(
+            f"{where}: certificate {cert.certificate} is not in the ledger {ledger}: a "
+            "certificate counts only in the ledger of the runs folder that issued it"
+        )
+    kept_cert = verified(kept, ledger)
+    if kept_cert.model_dump_json() != cert.model_dump_json():  # NaN bounds compare equal
+        raise CertificateError(
+            f"{where}: certificate {cert.certificate} differs from the ledger's copy {kept}: "
+            "edited after it was issued; use the ledger's copy or certify again on new items"
+        )
+    return kept_cert
+
+
+def _admitted_by(judge: JudgeConfig, named: list[tuple[str, Certificate]]) -> None:
+    """One of the certificates named admits ``judge``'s exact config (else: refused, or
+    stale)."""
+    wanted = judge.config_hash()
+    matching = [(p, c) for p, c in named if c.config_hash == wanted]
+    if any(c.admitted for _, c in matching):
+        return
+    if matching:
+        p, c = matching[0]
+        raise CertificateError(f"{p}: certificate {c.certificate} {_refusal(c, judge)}")
+    others = ", ".join(f"{p} is for config {c.config_hash}" for p, c in named)
+    raise CertificateError(
+        f"stale: no certificate for judge {judge.name} (config {wanted}): {others} — the "
+        "judge config changed since it was certified; certify it again on new items"
+    )
+
+
+def _admitted_under(judge: JudgeConfig, use: Policy, where: str, ledger: Path) -> None:
+    """The ledger holds a verified certificate admitting ``judge``'s exact config under a
+    policy at least as strict as ``use`` — else one line: why the first certificate of that
+    config does not do (forged, refused, laxer), or that there is none."""
+    wanted = judge.config_hash()
+    reasons = []
+    for path, data in _entries(ledger):
+        if data.get("config_hash") != wanted:
+            continue
+        try:
+            cert = verified(path, ledger)
+        except CertificateError as exc:
+            reasons.append(str(exc))
+            continue
+        short = cert.policy.falls_short_of(use)
+        if cert.admitted and short is None:
+            return
+        if not cert.admitted:
+            reasons.append(f"{path}: certificate {cert.certificate} {_refusal(cert, judge)}")
+        else:
+            reasons.append(
+                f"{path}: certificate {cert.certificate} admitted judge {judge.name} under "
+                f"policy {cert.policy.name}, which does not hold for {where}: {short}"
+            )
+    if reasons:
+        raise CertificateError(reasons[0])
+    raise CertificateError(
+        f"{where}: no certificate for judge {judge.name} (config {wanted}) in the ledger "
+        f"{ledger}: certify this judge config under this policy first (a config changed since "
+        "it was certified is another judge)"
+    )
+
+
+def _refusal(cert: Certificate, judge: JudgeConfig) -> str:
+    failed = ", ".join(
+        f"{r.metric} bound {r.bound:.3f} vs bar {r.bar:g}" for r in cert.results if not r.passed
+    )
+    return f"refused judge {judge.name} ({failed}); a refused judge may not be used"

@@ -1,0 +1,185 @@
+"""Finished evaluate runs read back to decide on: their sealed files (:func:`read_evaluate_run`),
+the items they judged (:func:`judged_items`), and one judge run item by item for the
+comparisons that pair two runs' verdicts on the same items (``compare --paired``, ``drift``):
+an evaluate run directory, or an MLflow run id whose logged artifacts are that directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from assay._yaml import load as load_yaml
+from assay.errors import RunError
+from assay.inputs import EvaluateConfig, data_fingerprint, item_set_tags, load_items
+from assay.runs import (
+    JUDGMENTS,
+    SEAL_TAG,
+    RunStore,
+    check_seal,
+    load_run_plugins,
+    run_identity,
+    sealed_run,
+)
+from assay.scale import Scale
+from assay.types import Item, Judgment
+
+
+def read_evaluate_run(
+    run_dir: Path, *, where: str | Path | None = None, state: dict[str, Any] | None = None
+) -> tuple[EvaluateConfig, dict[str, Judgment], dict[str, Any]]:
+    """A finished evaluate run read back to decide on: its resolved config, its judgments by
+    item id, and its ``run.json`` — refused in one line naming ``where`` (default the
+    directory) unless its files are the ones it sealed when it finished. ``state``: the run's
+    ``run.json`` already checked by the caller (a logged run, checked against its MLflow tag)."""
+    path = Path(run_dir)
+    where = where or path
+    if state is None:
+        state = sealed_run(path, kind="evaluate", where=where, needs=("config.yaml", JUDGMENTS))
+    load_run_plugins(path)  # one that cannot be imported is named, not a config said invalid
+    try:
+        raw = load_yaml((path / "config.yaml").read_text(encoding="utf-8"))
+        config = EvaluateConfig.model_validate(raw)
+    except (OSError, yaml.YAMLError, ValueError):
+        raise RunError(f"{where}: not an evaluate run directory (no valid config.yaml)") from None
+    if not (path / JUDGMENTS).is_file():
+        raise RunError(f"{where}: not an evaluate run directory (no {JUDGMENTS})")
+    return config, RunStore(path, run_hash="").judgments(), state
+
+
+def judged_items(
+    where: str | Path, config: EvaluateConfig, judged: Collection[str], run_hash: str | None
+) -> list[Item]:
+    """The items a finished evaluate run judged (``judged``: their ids), read again from its
+    data set, in the data's order — refused in one line naming ``where`` unless they are the
+    ones it judged: none gone, and the run's hash over them the same (texts or references
+    edited since would make a number about other items)."""
+    assert config.judge.scale is not None
+    items = [it for it in load_items(config.data, config.judge.scale) if it.id in judged]
+    missing = sorted(set(judged) - {it.id for it in items})
+    if missing:
+        raise RunError(
+            f"{where}: {len(missing)} judged items are no longer in {config.data.path} "
+            f"(e.g. {missing[0]}): the data changed since the run"
+        )
+    if run_identity(config, config.run_hash(data_fingerprint(items))) != run_hash:
+        raise RunError(
+            f"{where}: the data changed since the run judged it ({config.data.path}): its items "
+            "differ from those the run judged (the run's hash no longer matches)"
+        )
+    return items
+
+
+_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+
+
+@dataclass
+class JudgeRun:
+    """An evaluate run's judge, items (with their references) and verdicts, as it judged them."""
+
+    named: str  # what the user named: a directory or an MLflow run id
+    run_dir: Path  # where it was read (a temporary copy of an MLflow run's artifacts)
+    mlflow_run_id: str | None
+    config: EvaluateConfig
+    items: list[Item]  # in the run's order; exactly the items it judged
+    judgments: dict[str, Judgment]
+
+    @property
+    def scale(self) -> Scale:
+        assert self.config.judge.scale is not None
+        return self.config.judge.scale
+
+    @property
+    def config_hash(self) -> str:
+        return self.config.judge.config_hash()
+
+    @property
+    def fingerprint(self) -> str:
+        """``assay.items``: the fingerprint of the items' ids, texts and references."""
+        return item_set_tags(self.items, split="all")["assay.items"]
+
+
+def read_judge_run(named: str | Path, *, tracking_uri: str, scratch: Path) -> JudgeRun:
+    """The evaluate run ``named``: a run directory, else an MLflow run id in ``tracking_uri``
+    (its artifacts downloaded under ``scratch``). Its files must be the ones it sealed when it
+    finished (a logged run's, the seal its MLflow run was tagged with), and its items, read back
+    from its data set, the ones it judged: the run's hash, recomputed from them, must match."""
+    path = Path(named)
+    if path.is_dir():
+        run_id = None
+        config, judgments, state = read_evaluate_run(path, where=named)
+    else:
+        run_id = str(named)
+        path, state = _download(run_id, tracking_uri, scratch)
+        config, judgments, _ = read_evaluate_run(path, where=named, state=state)
+    items = judged_items(named, config, judgments, state.get("run_hash"))
+    return JudgeRun(
+        str(named), path, run_id or state.get("mlflow_run_id"), config, items, judgments
+    )
+
+
+def _download(run_id: str, tracking_uri: str, scratch: Path) -> tuple[Path, dict[str, Any]]:
+    """An MLflow evaluate run's directory, as logged (the files its seal covers), and its
+    ``run.json``, checked against the seal the run was tagged with. (The logged ``run.json``
+    was copied while the run was finishing: MLflow's status says it finished.)"""
+    from mlflow.artifacts import download_artifacts
+    from mlflow.exceptions import MlflowException
+
+    from assay.runs import open_store
+
+    client = open_store(tracking_uri)
+    try:
+        run = client.get_run(run_id)
+    except MlflowException:
+        raise RunError(
+            f"{run_id}: neither a run directory nor an MLflow run id in {tracking_uri}"
+        ) from None
+    command = run.data.tags.get("assay.command")
+    if command != "evaluate":
+        raise RunError(f"{run_id}: an MLflow run of '{command}', not of evaluate")
+    if run.info.status != "FINISHED":
+        raise RunError(f"{run_id}: the MLflow run has not finished (status {run.info.status})")
+    tag = run.data.tags.get(SEAL_TAG)
+    if not tag:
+        raise RunError(
+            f"{run_id}: logged before runs were sealed (no {SEAL_TAG} tag), so its files cannot "
+            "be checked: run its config again to seal it"
+        )
+    dest = Path(tempfile.mkdtemp(prefix=f"{run_id[:8]}-", dir=scratch))
+    quiet = os.environ.get(_BAR)
+    os.environ[_BAR] = "false"  # no progress bar per file on the console
+
+    def fetch(name: str) -> None:
+        try:
+            download_artifacts(
+                run_id=run_id, artifact_path=name, dst_path=str(dest), tracking_uri=tracking_uri
+            )
+        except (MlflowException, OSError):
+            raise RunError(f"{run_id}: its MLflow artifacts hold no {name}") from None
+
+    try:
+        fetch("run.json")
+        try:
+            state = json.loads((dest / "run.json").read_text(encoding="utf-8"))
+            sealed = [Path(name) for name in state["seal"]["files"]]
+        except (OSError, ValueError, TypeError, KeyError):
+            raise RunError(f"{run_id}: its logged run.json holds no seal") from None
+        if any(name.is_absolute() or ".." in name.parts for name in sealed):
+            raise RunError(f"{run_id}: its logged seal names a file outside the run")
+        for name in sealed:
+            fetch(name.as_posix())
+    finally:
+        if quiet is None:
+            os.environ.pop(_BAR, None)
+        else:
+            os.environ[_BAR] = quiet
+    if state.get("kind", "evaluate") != "evaluate":
+        raise RunError(f"{run_id}: a run of '{state.get('kind')}', not of evaluate")
+    check_seal(dest, state, where=run_id, tag=tag, needs=("config.yaml", JUDGMENTS))
+    return dest, state

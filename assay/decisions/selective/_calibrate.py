@@ -1,0 +1,134 @@
+"""``selective calibrate``: each stage's threshold by fixed-sequence testing, on the labelled
+items the earlier stages did not keep; a seeded holdout measured through the result."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from assay import _signing
+from assay.decisions.selective._config import CALIBRATION, SelectiveConfig
+from assay.decisions.selective._report import _finish, _reread
+from assay.decisions.selective._results import (
+    Calibration,
+    SelectiveResult,
+    SelectiveSummary,
+    StageThreshold,
+    guarantee,
+)
+from assay.decisions.selective._stages import _Stage, _through_cascade
+from assay.errors import ConfigError
+from assay.inputs import data_fingerprint, load_items
+from assay.runs import Run
+from assay.types import Item, Usage, stable_hash
+
+
+def split_holdout(items: list[Item], share: float, seed: int) -> tuple[list[Item], list[Item]]:
+    """``(calibration, holdout)``: a seeded random ``share`` of the items (by id) kept aside."""
+    if share <= 0:
+        return items, []
+    ids = sorted(it.id for it in items)
+    n = round(share * len(ids))
+    held = set(np.random.default_rng(seed).permutation(len(ids))[:n].tolist())
+    out = {ids[i] for i in held}
+    return [it for it in items if it.id not in out], [it for it in items if it.id in out]
+
+
+def calibrate(
+    config: SelectiveConfig,
+    *,
+    workdir: Path,
+    config_dir: Path | None = None,
+    limit: int | None = None,
+    tracking_uri: str | None = None,
+    progress: bool = True,
+) -> SelectiveResult:
+    """Judge the labelled items down the cascade, calibrate each stage's threshold on the
+    calibration part, measure the cascade on the held-out part; write ``calibration.json``."""
+    from assay.metrics import selective_threshold
+
+    started = time.monotonic()
+    loaded = load_items(config.data, config.scale, cache_dir=workdir / ".assay" / "hf", limit=limit)
+    items = [it for it in loaded if it.expected is not None]
+    if not items:
+        raise ConfigError(f"{config.data.path}: no labelled item to calibrate on")
+    cal, hold = split_holdout(items, config.holdout, config.seed)
+    fingerprint = data_fingerprint(items)
+    hashes = [j.config_hash() for j in config.judges]
+    run_hash = stable_hash(
+        {
+            "mode": "calibrate",
+            "judges": hashes,
+            "data": fingerprint,
+            "alpha": config.alpha,
+            "delta": config.delta,
+            "holdout": config.holdout,
+            "seed": config.seed,
+        }
+    )
+    m = len(config.judges)
+    with Run.open(
+        config, run_hash, command="selective_calibrate", workdir=workdir, tracking_uri=tracking_uri
+    ) as run:
+        if run.finished:  # re-read: no LM call, nothing logged again
+            return _reread(run, calibration_file=run.dir / CALIBRATION)
+        stages = [_Stage(run, j, config, config_dir) for j in config.judges]
+        thresholds: list[StageThreshold] = []
+
+        def fit(k: int, reach: list[Item]) -> float | None:
+            stage = stages[k]
+            agrees = [int(stage.done[it.id].score == it.expected) for it in reach]
+            got = selective_threshold(
+                stage.confidence(reach), agrees, alpha=config.alpha, delta=config.delta / m
+            )
+            thresholds.append(
+                StageThreshold(
+                    judge=stage.judge.name,
+                    config_hash=hashes[k],
+                    confidence_source=stage.judge.confidence.source,  # type: ignore[union-attr]
+                    threshold=got.threshold,
+                    delta=got.delta,
+                    n=got.n,
+                    kept=got.kept,
+                    disagreements=got.disagreements,
+                    p_value=got.p_value,
+                    note=got.note,
+                )
+            )
+            return got.threshold
+
+        where = {"progress": progress, "deadline": config.deadline(started)}
+        parts = [_through_cascade(stages, cal, fit, part="calibration", **where)[0]]
+        if hold:
+            fixed = [t.threshold for t in thresholds]
+            held, _ = _through_cascade(
+                stages, hold, lambda k, _r: fixed[k], part="holdout", **where
+            )
+            parts.append(held)
+        text = guarantee(config.alpha, config.delta, m)
+        calibration = Calibration(
+            alpha=config.alpha,
+            delta=config.delta,
+            guarantee=text,
+            data=fingerprint,
+            n_calibration=len(cal),
+            stages=thresholds,
+            run=run.dir.name,
+        )
+        calibration.signature = _signing.sign(calibration.signed_part())
+        run.store.write_json(CALIBRATION, calibration.model_dump(mode="json"))
+        summary = SelectiveSummary(
+            mode="calibrate",
+            alpha=config.alpha,
+            delta=config.delta,
+            guarantee=text,
+            thresholds=thresholds,
+            parts=parts,
+            usage=Usage.total(j.usage for s in stages for j in s.done.values()),
+            without_reference=len(loaded) - len(items),
+            run_hash=run.run_hash,
+        )
+        new = sum(s.new for s in stages)
+        return _finish(run, config, summary, items, new, calibration_file=run.dir / CALIBRATION)

@@ -1,0 +1,88 @@
+"""Judging items and measuring the verdicts against references: ``assay evaluate`` (judge, score,
+report, MLflow), ``assay agreement`` (two sets of verdicts, or a judge against several
+annotators), and the agreement figures both write.
+
+Names load on first use (PEP 562): ``assay evaluate`` does not load the agreement command."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from assay._lazy import lazy_names
+
+_WHERE = {
+    "evaluate": "_evaluate",
+    "evaluate_metrics": "_evaluate",
+    "Agreement": "_results",
+    "AgreementResult": "_results",
+    "AltTestOutcome": "_results",
+    "AnnotatorsReport": "_results",
+    "ConfusionMatrix": "_results",
+    "Counts": "_results",
+    "DisagreementRecord": "_results",
+    "EvaluateResult": "_results",
+    "EvaluateSummary": "_results",
+    "RunUsage": "_results",
+    "agreement_summary": "_scoring",
+    "metric_kind": "_scoring",
+    "summarize_run": "_scoring",
+    "verdict_names": "_scoring",
+    "evaluate_tables": "_report",
+    "build_report": "_html_report",
+    "agreement": "_agreement",
+    "read_verdicts": "_agreement",
+    "annotators_report": "_annotators",
+}
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from assay.evaluation._agreement import agreement, read_verdicts
+    from assay.evaluation._annotators import annotators_report
+    from assay.evaluation._evaluate import evaluate, evaluate_metrics
+    from assay.evaluation._html_report import build_report
+    from assay.evaluation._report import evaluate_tables
+    from assay.evaluation._results import (
+        Agreement,
+        AgreementResult,
+        AltTestOutcome,
+        AnnotatorsReport,
+        ConfusionMatrix,
+        Counts,
+        DisagreementRecord,
+        EvaluateResult,
+        EvaluateSummary,
+        RunUsage,
+    )
+    from assay.evaluation._scoring import (
+        agreement_summary,
+        metric_kind,
+        summarize_run,
+        verdict_names,
+    )
+
+__all__ = [
+    "Agreement",
+    "AgreementResult",
+    "AltTestOutcome",
+    "AnnotatorsReport",
+    "ConfusionMatrix",
+    "Counts",
+    "DisagreementRecord",
+    "EvaluateResult",
+    "EvaluateSummary",
+    "RunUsage",
+    "agreement",
+    "agreement_summary",
+    "annotators_report",
+    "build_report",
+    "evaluate",
+    "evaluate_metrics",
+    "evaluate_tables",
+    "metric_kind",
+    "read_verdicts",
+    "summarize_run",
+    "verdict_names",
+]
+assert sorted(__all__) == sorted(_WHERE)
+
+
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

@@ -1,0 +1,259 @@
+"""``assay agreement``: agreement between two existing sets of verdicts, with no LM call.
+
+Reads assay ``judgments.jsonl`` (paired by item id), ToolEmu evaluator JSONL (read as
+``evaluate`` reads ``expected_from``: ``eval_scores``, the label, or the markdown of the thought;
+paired by ``eval_id`` where unique, else line by line where the files align) and tables with
+an id and a score column (or paired by row without one), read on the given scale (label names
+of a categorical scale too). ``unpaired`` counts the keys only one side has; ``paired_by`` says
+how the pairs were made.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from assay import _json
+from assay.data import ColumnMap, is_toolemu_evaluation, load_table, load_toolemu_evaluations
+from assay.errors import DataError
+from assay.evaluation._annotators import annotators_report
+from assay.evaluation._results import AgreementResult
+from assay.evaluation._scoring import agreement_summary, disagreement_records
+from assay.inputs import majority, read_annotations
+from assay.scale import Scale
+
+
+@dataclass
+class Verdicts:
+    """One side of an agreement: its rows in file order, each ``(key, score or None)``.
+
+    ``kind`` says how its keys pair: ``"id"`` (assay judgments, tables with an id column),
+    ``"toolemu"`` (evaluator files: see :func:`assay.data.align_evaluation_files`) or ``"line"``
+    (tables without ids).
+    """
+
+    path: Path
+    kind: Literal["id", "toolemu", "line"]
+    rows: list[tuple[str, int | None]]
+    raw: list[dict[str, Any]] | None = None  # ToolEmu evaluator rows
+
+
+def read_verdicts(
+    path: str | Path,
+    *,
+    id_column: str | None = None,
+    score_column: str | None = None,
+    key: str | None = None,
+    scale: Scale | None = None,
+) -> Verdicts:
+    """The verdicts of a judgments file, a ToolEmu evaluator file or a table (whose scores are
+    read on ``scale`` when one is given: label names, or numbers on the scale)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("file not found", path=path)
+    if path.suffix == ".jsonl":
+        first = _first_record(path)
+        if first is not None and "item_id" in first and "judge" in first:
+            return Verdicts(path, "id", _read_judgments(path))
+        if is_toolemu_evaluation(first):
+            rows = load_toolemu_evaluations(path, key=key)
+            return Verdicts(path, "toolemu", [(str(r["line"]), r["score"]) for r in rows], rows)
+    if score_column is None:
+        raise DataError(
+            "not an assay judgments or ToolEmu evaluator file; give --score-column (and --id-column)",
+            path=path,
+        )
+    items = load_table(
+        str(path),
+        columns=ColumnMap(
+            id=id_column or "@row", request=None, response=None, expected=score_column
+        ),
+        scale=scale,
+    )
+    if id_column:
+        return Verdicts(path, "id", [(it.id, it.expected) for it in items])
+    return Verdicts(path, "line", [(str(i), it.expected) for i, it in enumerate(items)])
+
+
+def _first_record(path: Path) -> dict | None:
+    for line in _json.read_lines(path):
+        try:
+            rec = _json.loads(line.text)
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"malformed JSON line ({exc.msg})", path=path, row=line.number
+            ) from None
+        return rec if isinstance(rec, dict) else None
+    raise DataError("empty file", path=path)
+
+
+def _read_judgments(path: Path) -> list[tuple[str, int | None]]:
+    out: list[tuple[str, int | None]] = []
+    seen: dict[str, int] = {}
+    for line in _json.read_lines(path):
+        n = line.number
+        try:
+            rec = _json.loads(line.text)
+            item_id, score = str(rec["item_id"]), rec.get("score")
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise DataError("malformed judgment line", path=path, row=n, field="item_id") from None
+        if item_id in seen:
+            raise DataError(
+                f"second judgment of item '{item_id}' (first in row {seen[item_id]})",
+                path=path,
+                row=n,
+                field="item_id",
+            )
+        seen[item_id] = n
+        out.append((item_id, score))
+    return out
+
+
+def pair_verdicts(
+    ref: Verdicts, cand: Verdicts
+) -> tuple[list[tuple[str, int | None, int | None]], dict[str, int], str]:
+    """``[(key, reference score, candidate score)]`` for keys on both sides, how many keys only
+    one side has, and how they were paired (``id``, ``eval_id`` or ``line``). Nothing is paired
+    by a guess: files that cannot be paired exactly are a one-line error."""
+    if ref.kind == cand.kind == "toolemu":
+        from assay.data import align_evaluation_files
+
+        assert ref.raw is not None and cand.raw is not None
+        rows, how = align_evaluation_files(ref.raw, cand.raw, paths=(ref.path, cand.path))
+        both = [(k, r["score"], c["score"]) for k, r, c in rows if r is not None and c is not None]
+        unpaired = {
+            "reference": sum(c is None for _, _, c in rows),
+            "candidate": sum(r is None for _, r, _ in rows),
+        }
+        return both, unpaired, how
+    if ref.kind == cand.kind == "id":
+        r, c = dict(ref.rows), dict(cand.rows)
+        both = [(k, r[k], c[k]) for k in r if k in c]
+        return both, {"reference": len(set(r) - set(c)), "candidate": len(set(c) - set(r))}, "id"
+    if "id" in (ref.kind, cand.kind):
+        by_id = ref if ref.kind == "id" else cand
+        raise DataError(
+            "verdicts keyed by item id cannot be paired with a file paired by position "
+            "(give both sides ids, e.g. --id-column)",
+            path=by_id.path,
+        )
+    if len(ref.rows) != len(cand.rows):
+        raise DataError(
+            f"files paired by line differ in length ({len(ref.rows)} vs {len(cand.rows)} rows)",
+            path=cand.path,
+        )
+    both = [(k, s, t) for (k, s), (_, t) in zip(ref.rows, cand.rows, strict=True)]
+    return both, {"reference": 0, "candidate": 0}, "line"
+
+
+def agreement(
+    reference: str | Path,
+    candidate: str | Path,
+    *,
+    scale: Scale | None = None,
+    threshold: int | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    id_column: str | None = None,
+    score_column: str | None = None,
+    key: str | None = None,
+    disagreements: int = 10,
+    annotator_column: str | None = None,
+    epsilon: float = 0.2,
+) -> AgreementResult:
+    """The agreement report between two verdict files (reference defines true failures), with
+    the ``disagreements`` pairs that differ most on the scale.
+
+    With ``annotator_column`` the reference is a long table of several annotators per item
+    (``id_column``, ``annotator_column``, ``score_column``): the candidate is compared with the
+    annotators' majority, and the report adds their own agreement and the Alt-Test."""
+    columns = {"id_column": id_column, "score_column": score_column, "key": key, "scale": scale}
+    annotations = None
+    if annotator_column is not None:
+        annotations = _annotations(reference, id_column, annotator_column, score_column, scale)
+        majority_scores = majority(annotations, seed=seed)[0]
+        ref_side = Verdicts(Path(reference), "id", list(majority_scores.items()))
+    else:
+        ref_side = read_verdicts(reference, **columns)
+    cand_side = read_verdicts(candidate, **columns)
+    pairs, unpaired, paired_by = pair_verdicts(ref_side, cand_side)
+    scored = [(k, s, t) for k, s, t in pairs if s is not None and t is not None]
+    ids, r, c = [k for k, _, _ in scored], [s for _, s, _ in scored], [t for _, _, t in scored]
+    scale = _checked_scale(scale, r, c, ids, (reference, candidate), threshold)
+    summary = agreement_summary(
+        r, c, scale, threshold=threshold, n_resamples=n_resamples, seed=seed
+    )
+    return AgreementResult(
+        **summary.model_dump(),
+        n=len(ids),
+        unscored={
+            "reference": sum(s is None for _, s, _ in pairs),
+            "candidate": sum(t is None for _, _, t in pairs),
+        },
+        unpaired=unpaired,
+        paired_by=paired_by,
+        scale=scale.describe(),
+        threshold=threshold,
+        disagreements=disagreement_records(ids, r, c, scale, top=disagreements),
+        annotators=None
+        if annotations is None
+        else annotators_report(
+            annotations,
+            dict(cand_side.rows),
+            scale,
+            seed=seed,
+            n_resamples=n_resamples,
+            epsilon=epsilon,
+        ),
+    )
+
+
+def _annotations(
+    reference: str | Path,
+    id_column: str | None,
+    annotator_column: str,
+    score_column: str | None,
+    scale: Scale | None,
+) -> list[tuple[str, str, int | None]]:
+    if id_column is None or score_column is None:
+        raise DataError("--annotator-column needs --id-column and --score-column", path=reference)
+    return read_annotations(
+        reference,
+        id_column=id_column,
+        annotator_column=annotator_column,
+        score_column=score_column,
+        scale=scale,
+    )
+
+
+def _checked_scale(
+    scale: Scale | None,
+    reference: list[int],
+    candidate: list[int],
+    ids: list[str],
+    paths: tuple[str | Path, str | Path],
+    threshold: int | None,
+) -> Scale:
+    """The given scale (default: the range of the observed scores), with every score and the
+    threshold checked against it (a one-line error naming the file and item)."""
+    if scale is None:
+        seen = sorted(set(reference) | set(candidate))
+        if not seen:
+            raise DataError("no pair is scored on both sides", path=paths[1])
+        scale = (
+            Scale.parse(f"{seen[0]}-{seen[-1]}") if seen[0] != seen[-1] else Scale(kind="binary")
+        )
+    for side, path, scores in (
+        ("reference", paths[0], reference),
+        ("candidate", paths[1], candidate),
+    ):
+        for i, s in zip(ids, scores, strict=True):
+            try:
+                scale.check(s)
+            except ValueError as exc:
+                raise DataError(f"{exc}", path=path, field=f"{side} score of {i}") from None
+    if threshold is not None and threshold not in scale.values:
+        raise DataError(f"threshold {threshold} is not on the {scale.describe()} scale")
+    return scale

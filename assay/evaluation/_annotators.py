@@ -1,0 +1,83 @@
+"""Several annotators per item: their agreement (Fleiss' κ, Krippendorff's α) and the
+Alternative Annotator Test of the judge against them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from assay.evaluation._results import AltTestOutcome, AnnotatorsReport
+from assay.inputs import AnnotationRows, majority
+from assay.metrics import AnnotationMatrix, alt_test, annotator_agreement
+from assay.scale import Scale
+
+
+def annotators_report(
+    rows: AnnotationRows,
+    candidate: dict[str, int | None],
+    scale: Scale,
+    *,
+    seed: int,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    epsilon: float = 0.2,
+) -> AnnotatorsReport:
+    """Fleiss' κ / Krippendorff's α among the annotators (on 0-based scale positions, item
+    bootstrap) and, with three or more annotators, the Alt-Test of ``candidate`` (the judge)."""
+    # sorted: the row order of an annotation file must not change the resamples
+    labelled = sorted((str(i), str(a), s) for i, a, s in rows if s is not None)
+    annotators = sorted({a for _, a, _ in labelled})
+    matrix = AnnotationMatrix.from_long(
+        [i for i, _, _ in labelled],
+        [a for _, a, _ in labelled],
+        [scale.index(s) for *_, s in labelled],
+    )
+    level = "ordinal" if scale.ordered and scale.kind != "binary" else "nominal"
+    agreement = annotator_agreement(
+        matrix,
+        level=level,
+        value_domain=list(range(scale.k)),
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    _, ties = majority(rows, seed=seed)
+    report = AnnotatorsReport(
+        annotators=annotators,
+        items=len(matrix.item_ids),
+        labels=len(labelled),
+        agreement=agreement,
+        majority_ties=ties,
+        majority_seed=seed,
+    )
+    if len(annotators) < 3:
+        return report.model_copy(
+            update={
+                "note": f"the Alt-Test needs at least 3 annotators; there are {len(annotators)}"
+            }
+        )
+    unscored = sum(1 for i in matrix.item_ids if candidate.get(str(i)) is None)
+    judge = {i: float(scale.index(v)) for i, v in candidate.items() if v is not None}
+    try:
+        result = alt_test(
+            matrix,
+            judge,
+            scoring="neg_rmse" if level == "ordinal" else "accuracy",
+            epsilon=epsilon,
+        )
+    except ValueError as exc:
+        return report.model_copy(update={"note": f"Alt-Test not run: {exc}"})
+    outcome = AltTestOutcome(
+        **{
+            k: v
+            for k, v in asdict(result).items()
+            if k not in ("comparisons", "skipped_annotators")
+        },
+        comparisons=[asdict(c) for c in result.comparisons],
+        skipped_annotators=[str(a) for a in result.skipped_annotators],
+    )
+    note = (
+        f"{unscored} annotated items have no judge verdict (unscored): the Alt-Test leaves them out"
+        if unscored
+        else None
+    )
+    return report.model_copy(update={"alt_test": outcome, "note": note})

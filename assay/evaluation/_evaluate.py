@@ -1,0 +1,342 @@
+"""``assay evaluate``: judge every item, keep every judgment, measure agreement, log to MLflow.
+
+Data flows one way: config → items → judgments (appended as they finish) → metrics → report
+and MLflow. The run directory is keyed by the judge config hash and the data, so re-running a
+finished config reads its results and makes no LM call; re-running a killed one judges only
+what is missing; ``retry.unscored`` judges the items left unscored for those reasons again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from assay.evaluation._report import render_report
+from assay.evaluation._results import DisagreementRecord, EvaluateResult, EvaluateSummary
+from assay.inputs import EvaluateConfig, data_fingerprint, item_set_tags, load_items
+from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
+from assay.runs import (
+    JudgeTask,
+    ProgramRecipe,
+    ProgramsByAttempt,
+    Run,
+    TrackedRun,
+    flatten_metrics,
+    run_tasks,
+    to_judge,
+)
+from assay.types import PAID_FIELDS, Item, Judgment
+
+
+def evaluate(
+    config: EvaluateConfig,
+    *,
+    workdir: Path,
+    config_dir: Path | None = None,
+    limit: int | None = None,
+    tracking_uri: str | None = None,
+    progress: bool = True,
+    lm_factory: LMFactory | None = None,
+) -> EvaluateResult:
+    """Run (or resume, or re-read) an evaluation. Nothing is written before input is validated."""
+    started = time.monotonic()
+    assert config.judge.scale is not None
+    notes: dict[str, Any] = {}  # what loading counted (pairs built and skipped)
+    items = load_items(
+        config.data,
+        config.judge.scale,
+        cache_dir=workdir / ".assay" / "hf",
+        limit=limit,
+        notes=notes,
+        seed=config.bootstrap.seed,
+    )
+    fingerprint = data_fingerprint(items)
+    run_hash = config.run_hash(fingerprint)
+
+    programs, recipe = _judge_programs(config, config_dir, lm_factory)
+    programs(1)  # built (API keys checked, program state loaded) before anything is written
+
+    where = {"workdir": workdir, "tracking_uri": tracking_uri, "after_first_answer": True}
+    result = _judge_and_measure(
+        config, items, fingerprint, run_hash, programs, recipe, notes, started, progress, **where
+    )
+    if config.data.write_back:  # every verdict on its trace, once the run is finished
+        result.feedback = _write_back(config, result.judgments)
+    return result
+
+
+def _judge_and_measure(
+    config: EvaluateConfig,
+    items: list[Item],
+    fingerprint: str,
+    run_hash: str,
+    programs: ProgramsByAttempt,
+    recipe: Any,
+    notes: dict[str, Any],
+    started: float,
+    progress: bool,
+    **where: Any,
+) -> EvaluateResult:
+    """Open the run, judge what it has not judged yet, and measure and record it (or re-read a
+    finished run)."""
+    with Run.open(config, run_hash, command="evaluate", **where) as run:
+        run_hash = run.run_hash  # with the run's plug-ins
+        done = run.store.judgments()
+        work, retried = to_judge((it.id for it in items), done, config.retry.unscored)
+        if not work and run.finished:
+            summary = EvaluateSummary.model_validate(run.store.read_json("metrics.json"))
+            judgments = [done[it.id] for it in items]
+            return EvaluateResult(
+                run_dir=run.dir,
+                summary=summary,
+                judgments=judgments,
+                new_judgments=0,
+                mlflow_run_id=run.mlflow_run_id,
+                resumed=True,
+                items=items,
+            )
+        by_id = {it.id: it for it in items}
+        scoring = run.preload("assay.evaluation._scoring")  # NumPy, the bootstrap: the end's
+
+        def persist(_task: JudgeTask, judgment: Judgment) -> None:
+            run.calls_flowing()  # the first answer: the warm-ups may start now
+            run.store.append(judgment)
+
+        new = run_tasks(
+            [
+                JudgeTask(programs(a), by_id[i], config.judge, attempt=a, recipe=recipe(a))
+                for i, a in work
+            ],
+            concurrency=config.concurrency,
+            on_judgment=persist,
+            progress=progress,
+            deadline=config.deadline(started),
+            execution=config.execution,
+        )
+        judged = {**done, **{j.item_id: j for j in new}}
+        judgments = [judged[it.id] for it in items]
+        scoring.join()
+        summary = _summarize(config, items, judgments, run_hash, retried, notes, run)
+        _write_outputs(run, config, summary, programs(1), items, judgments)
+        run_id = run.finish(
+            _tracked(config, items, fingerprint, run_hash, summary), n_items=len(items)
+        )
+        return EvaluateResult(
+            run_dir=run.dir,
+            summary=summary,
+            judgments=judgments,
+            new_judgments=len(new),
+            mlflow_run_id=run_id,
+            resumed=bool(done),
+            items=items,
+            retried=retried,
+        )
+
+
+def _write_back(config: EvaluateConfig, judgments: list[Judgment]) -> dict[str, int]:
+    """The run's verdicts on their traces as Feedback named after the judge, from the source
+    ``<judge name>@<config hash>`` (what was written, updated and already there)."""
+    from assay.data import write_feedback
+
+    assert config.data.tracking_uri is not None
+    config_hash = config.judge.config_hash()
+    done = write_feedback(
+        config.data.tracking_uri,
+        judgments,
+        name=config.judge.name,
+        source_id=f"{config.judge.name}@{config_hash}",
+        scale=config.judge.scale,
+        metadata={"assay.config_hash": config_hash, "assay.run": config.name},
+    )
+    return {"written": done.written, "updated": done.updated, "skipped": done.skipped}
+
+
+def _judge_programs(
+    config: EvaluateConfig, config_dir: Path | None, lm_factory: LMFactory | None
+) -> tuple[ProgramsByAttempt, Any]:
+    """The judge's program per attempt, and how a Ray worker rebuilds it (``recipe(attempt)``;
+    None with a custom ``lm_factory``, which cannot travel)."""
+
+    def make(rollout: int | None) -> dspy.Module:
+        factory = lm_factory or judge_lm_factory(
+            retries=config.retries, base=config_dir, rollout=rollout
+        )
+        return build_judge(config.judge, factory)
+
+    def recipe(attempt: int) -> ProgramRecipe | None:
+        if lm_factory is not None:
+            return None
+        rollout = None if attempt == 1 else attempt
+        return ProgramRecipe.of(
+            config.judge, rollout=rollout, retries=config.retries, base=config_dir
+        )
+
+    return ProgramsByAttempt(config.judge, make), recipe
+
+
+def _write_outputs(
+    run: Run,
+    config: EvaluateConfig,
+    summary: EvaluateSummary,
+    program: dspy.Module,
+    items: list[Item],
+    judgments: list[Judgment],
+) -> None:
+    """metrics.json, disagreements.jsonl, report.md, the judge program's state, the reliability
+    diagram (judges with probabilities) and report.html."""
+    run.store.write_json("metrics.json", summary.model_dump(mode="json"))
+    worst = _disagreements(config, items, judgments)
+    run.store.write_text("disagreements.jsonl", "".join(d.model_dump_json() + "\n" for d in worst))
+    run.store.write_text(
+        "report.md",
+        render_report(
+            config.name,
+            config.model_dump(mode="json"),
+            summary,
+            config.bootstrap.confidence,
+            disagreements=worst,
+        ),
+    )
+    save_program(program, run.dir / "program.json")
+    annotations = [
+        (it.id, who, label) for it in items for who, label in it.meta.get("annotations", {}).items()
+    ]
+    if annotations:  # several annotators per item: the long table `assay agreement` reads
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerows([("item_id", "annotator", "label")])
+        csv.writer(out, lineterminator="\n").writerows(annotations)
+        run.store.write_text("annotations.csv", out.getvalue())
+    if summary.calibration is not None:
+        from assay.metrics import plot_reliability_diagram
+
+        plot_reliability_diagram(
+            summary.calibration.reliability,  # type: ignore[arg-type]
+            run.dir / "reliability.png",
+            title=f"{config.name}: {summary.calibration.probability}",
+        )
+    write_html(run.dir, items)
+
+
+def _disagreements(
+    config: EvaluateConfig, items: list[Item], judgments: list[Judgment]
+) -> list[DisagreementRecord]:
+    """Every scored item whose verdict differs from its reference, most distant first."""
+    from assay.evaluation._scoring import disagreement_records
+
+    assert config.judge.scale is not None
+    by_item = {it.id: it for it in items}
+    pairs = [
+        (j.item_id, by_item[j.item_id].expected, j.score)
+        for j in judgments
+        if j.score is not None and by_item[j.item_id].expected is not None
+    ]
+    return disagreement_records(
+        [i for i, _, _ in pairs],
+        [r for _, r, _ in pairs],  # type: ignore[misc]
+        [c for _, _, c in pairs],  # type: ignore[misc]
+        config.judge.scale,
+        items=by_item,
+        judgments={j.item_id: j for j in judgments},
+    )
+
+
+def _summarize(
+    config: EvaluateConfig,
+    items: list[Item],
+    judgments: list[Judgment],
+    run_hash: str,
+    retried: int,
+    notes: dict[str, Any] | None = None,
+    run: Run | None = None,
+) -> EvaluateSummary:
+    """The run's metrics; ``run``: whose call ledger says what the server answered."""
+    from assay.evaluation._scoring import summarize_run
+
+    b = config.bootstrap
+    assert config.judge.scale is not None
+    summary = summarize_run(
+        judgments,
+        {it.id: it.expected for it in items},
+        config.judge.scale,
+        threshold=config.threshold,
+        n_resamples=b.n_resamples,
+        confidence=b.confidence,
+        seed=b.seed,
+    )
+    return summary.model_copy(
+        update={
+            "retried": retried,
+            "config_hash": config.judge.config_hash(),
+            "run_hash": run_hash,
+            "bootstrap": f"{b.n_resamples} percentile resamples over items, seed {b.seed}, "
+            f"{b.confidence:.0%} intervals",
+            "pairs": (notes or {}).get("pairs"),
+            "spend": run.spend(summary.usage) if run is not None else None,
+        }
+    )
+
+
+def _tracked(
+    config: EvaluateConfig,
+    items: list[Item],
+    fingerprint: str,
+    run_hash: str,
+    summary: EvaluateSummary,
+) -> TrackedRun:
+    assert config.judge.scale is not None
+    return TrackedRun(
+        name=config.name,
+        params={
+            **config.judge.flat_params(),
+            "data.path": config.data.path
+            or f"{config.data.tracking_uri} experiment {config.data.experiment}",
+            "data.format": config.data.format,
+            "data.n_items": str(len(items)),
+            "threshold": str(config.threshold),
+            "run_hash": run_hash,
+        },
+        metrics=evaluate_metrics(summary),
+        tags={
+            "assay.data": fingerprint[:16],
+            "assay.scale": config.judge.scale.describe(),
+            "assay.judge": config.judge.name,
+            **item_set_tags(items, split="all"),
+        },
+    )
+
+
+def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, float]:
+    """An evaluate summary as MLflow metrics: every metric with its CI bounds (unprefixed),
+    counts as ``n_*``, usage as ``usage_*`` (what the judgments hold: served, and ``cached_*``
+    from the LM cache), the cost of the work as ``work_*`` (both, every answer priced as a
+    call), what the server answered as ``spend_*`` (paid, paid and not used, failed attempts)
+    and the cost per accuracy point (of the work)."""
+    s = EvaluateSummary.model_validate(summary) if isinstance(summary, dict) else summary
+    return {
+        **flatten_metrics(s.metrics),
+        **flatten_metrics(s.counts, "n_"),
+        **flatten_metrics(s.usage, "usage_"),
+        **flatten_metrics(s.work.model_dump(include=set(PAID_FIELDS)), "work_"),
+        **flatten_metrics(s.spend, "spend_"),  # spend_paid.calls, spend_paid_not_used.cost_usd
+        **flatten_metrics({"cost_per_accuracy_point_usd": s.usage.cost_per_accuracy_point_usd}),
+        **(flatten_metrics(s.calibration.metrics, "calibration_") if s.calibration else {}),
+        **(
+            flatten_metrics(s.calibration.calibrated, "calibrated_")
+            if s.calibration and s.calibration.calibrated
+            else {}
+        ),
+    }
+
+
+def write_html(run_dir: Path, items: list[Item]) -> None:
+    """``report.html`` (before the run is logged, so MLflow gets it too); the page's renderer
+    loads on first use."""
+    from assay.evaluation._html_report import build_report
+    from assay.report import write_html as write_page
+
+    write_page(build_report(run_dir, items), run_dir)

@@ -1,0 +1,174 @@
+"""Typed results of the agreement runners (evaluate, agreement): what a run measured,
+serialised once (``metrics.json``, ``--json``) and read back from the same models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from assay.metrics import MetricValue
+from assay.types import Item, Judgment, Spend, Usage, with_work
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+
+class ConfusionMatrix(_Model):
+    """Counts of (reference, judge) pairs; rows are the reference's scale values."""
+
+    labels: list[int]
+    rows_reference: list[list[int]]
+
+
+class Agreement(_Model):
+    """Every agreement metric of SPEC §5 on the scored pairs, each with its interval."""
+
+    metrics: dict[str, MetricValue] = Field(default_factory=dict)
+    confusion_matrix: ConfusionMatrix | None = None
+    note: str | None = None
+
+
+class Counts(_Model):
+    """What happened to the items: judged, scored, unscored (by reason), paired with a reference."""
+
+    items: int
+    judged: int
+    scored: int
+    unscored: int
+    unscored_reasons: dict[str, int]
+    without_reference: int
+    paired: int
+
+
+class RunUsage(Usage):
+    """Tokens and cost of a run's judge calls, with cache hits, latency and cost per point (of
+    the cost of the work: the same whether the answers were paid now or taken from the cache)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cached_judgments: int = 0
+    mean_latency_s: float = 0.0
+    cost_per_accuracy_point_usd: float | None = None
+
+
+class ReliabilityBinRecord(_Model):
+    lower: float
+    upper: float
+    mean_predicted: float
+    observed: float
+    count: int
+
+
+class CalibrationReport(_Model):
+    """How well a judge's probabilities are calibrated (``score_mode: expected``), on the items
+    with both a probability and a reference; items without a probability are counted, never
+    imputed."""
+
+    n: int
+    without_probability: int
+    probability: str
+    bins: int
+    strategy: str
+    metrics: dict[str, MetricValue]
+    reliability: list[ReliabilityBinRecord]
+    calibrated: dict[str, MetricValue] | None = None  # after the judge's calibration map
+
+
+class DisagreementRecord(_Model):
+    """An item where judge and reference differ, by its distance on the scale; evaluate runs
+    keep the texts and the judge's reasoning so a person can read why."""
+
+    id: str
+    reference: int
+    judge: int
+    distance: float
+    reference_label: str | None = None
+    judge_label: str | None = None
+    request: str | None = None
+    response: str | None = None
+    reasoning: str | None = None
+
+
+class EvaluateSummary(Agreement):
+    """``metrics.json`` of an evaluate run."""
+
+    counts: Counts
+    usage: RunUsage  # the answers the judgments hold: served (paid) and from the LM cache
+    work: Usage  # the cost of the work: usage.work(), every answer priced as a call
+    spend: Spend | None = None  # every call the server answered (the run's call ledger)
+    calibration: CalibrationReport | None = None
+    disagreements: int = 0  # pairs where judge and reference differ (disagreements.jsonl)
+    pairs: dict[str, int] | None = None  # data.pairs: labelled pairs built and skipped
+    expected_scores: int = 0
+    retried: int = 0
+    config_hash: str = ""
+    run_hash: str = ""
+    bootstrap: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _work(cls, data: Any) -> Any:
+        return with_work(data)  # a metrics.json written before the cost of the work was kept
+
+
+class EvaluateResult(_Model):
+    """What :func:`assay.evaluation.evaluate` returns."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    run_dir: Path
+    summary: EvaluateSummary
+    judgments: list[Judgment]
+    new_judgments: int
+    mlflow_run_id: str | None
+    resumed: bool
+    items: list[Item]
+    retried: int = 0
+    # data.write_back: Feedback written, updated and already there on the traces
+    feedback: dict[str, int] | None = None
+
+
+class AltTestOutcome(_Model):
+    """The Alternative Annotator Test (Calderon et al. 2025): can the judge replace an annotator?"""
+
+    winning_rate: float
+    advantage_probability: float
+    passed: bool
+    epsilon: float
+    q: float
+    fdr: str
+    scoring: str
+    n_items: int
+    n_items_dropped: int
+    comparisons: list[dict[str, object]]
+    skipped_annotators: list[str]
+
+
+class AnnotatorsReport(_Model):
+    """Agreement among several annotators, the majority the judge was compared with, and the
+    Alt-Test of the judge against them."""
+
+    annotators: list[str]
+    items: int
+    labels: int
+    agreement: dict[str, MetricValue]
+    majority_ties: int
+    majority_seed: int
+    alt_test: AltTestOutcome | None = None
+    note: str | None = None
+
+
+class AgreementResult(Agreement):
+    """What ``assay agreement`` measures between two sets of verdicts."""
+
+    n: int
+    unscored: dict[str, int]
+    unpaired: dict[str, int]
+    paired_by: Literal["id", "eval_id", "line"]
+    scale: str
+    threshold: int | None = None
+    disagreements: list[DisagreementRecord] = Field(default_factory=list)
+    annotators: AnnotatorsReport | None = None

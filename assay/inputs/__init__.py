@@ -1,0 +1,68 @@
+"""The inputs of a run: its config (the models every runner's config builds on, the YAML loader),
+its items read from the data config, several annotators' labels, and stratified samples.
+
+Names load on first use (PEP 562): a command imports only what it reads."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from assay._lazy import lazy_names
+
+_WHERE = {
+    "BootstrapConfig": "_config",
+    "DataConfig": "_config",
+    "EvaluateConfig": "_config",
+    "RetryConfig": "_config",
+    "RunConfig": "_config",
+    "TrackingConfig": "_config",
+    "first_error": "_config",
+    "load_config": "_config",
+    "without_write_back": "_config",
+    "data_fingerprint": "_items",
+    "item_set_tags": "_items",
+    "load_items": "_items",
+    "AnnotationRows": "_annotations",
+    "majority": "_annotations",
+    "read_annotations": "_annotations",
+    "stratified_sample": "_sample",
+}
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from assay.inputs._annotations import AnnotationRows, majority, read_annotations
+    from assay.inputs._config import (
+        BootstrapConfig,
+        DataConfig,
+        EvaluateConfig,
+        RetryConfig,
+        RunConfig,
+        TrackingConfig,
+        first_error,
+        load_config,
+        without_write_back,
+    )
+    from assay.inputs._items import data_fingerprint, item_set_tags, load_items
+    from assay.inputs._sample import stratified_sample
+
+__all__ = [
+    "AnnotationRows",
+    "BootstrapConfig",
+    "DataConfig",
+    "EvaluateConfig",
+    "RetryConfig",
+    "RunConfig",
+    "TrackingConfig",
+    "data_fingerprint",
+    "first_error",
+    "item_set_tags",
+    "load_config",
+    "load_items",
+    "majority",
+    "read_annotations",
+    "stratified_sample",
+    "without_write_back",
+]
+assert sorted(__all__) == sorted(_WHERE)
+
+
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

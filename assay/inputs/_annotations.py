@@ -1,0 +1,49 @@
+"""Several annotators per item: a long annotation table read against a scale, and the majority
+a judge is compared with (ties broken at random from a recorded seed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from assay.data import ColumnMap, load_table
+from assay.errors import DataError
+from assay.metrics import majority_vote
+from assay.scale import Scale
+
+AnnotationRows = list[tuple[str, str, int | None]]
+
+
+def read_annotations(
+    path: str | Path,
+    *,
+    id_column: str,
+    annotator_column: str,
+    score_column: str,
+    scale: Scale | None = None,
+) -> AnnotationRows:
+    """``(item, annotator, score or None)`` per row of a long annotation table (labels read on
+    ``scale`` when one is given)."""
+    items = load_table(
+        str(path),
+        columns=ColumnMap(id="@row", request=None, response=None, expected=score_column),
+        scale=scale,
+    )
+    out: AnnotationRows = []
+    for row, it in enumerate(items, start=1):
+        for column in (id_column, annotator_column):
+            if it.meta.get(column) in (None, ""):
+                raise DataError("empty cell", path=path, row=row, field=column)
+        out.append((str(it.meta[id_column]), str(it.meta[annotator_column]), it.expected))
+    return out
+
+
+def majority(rows: AnnotationRows, *, seed: int) -> tuple[dict[str, int | None], int]:
+    """The majority label per item (None where no annotator gave one) and how many ties a
+    seeded draw had to break."""
+    votes: dict[str, list[int]] = {}
+    for item, _, score in rows:
+        votes.setdefault(item, [])
+        if score is not None:
+            votes[item].append(score)
+    m = majority_vote({i: v for i, v in votes.items() if v}, field="reference", seed=seed)
+    return {i: m.values.get(i) for i in votes}, len(m.ties)

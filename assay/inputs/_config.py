@@ -1,0 +1,461 @@
+"""The typed config of an evaluation run (YAML file ⇄ pydantic), shared by the API and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from assay import _json
+from assay._files import resolve
+from assay._registry import load_plugins, plugin_spec
+from assay._yaml import read_input
+from assay.data import ColumnMap, PairsConfig, TraceSource, TranscriptPrep
+from assay.errors import ConfigError
+from assay.lm import StrictInt
+from assay.metrics import MAX_RESAMPLES, MIN_RESAMPLES, Resamples
+from assay.programs import JudgeConfig, read_text_field
+from assay.runs import ExecutionConfig
+from assay.types import FiniteReal, PlainName, Seed, Share, UnscoredReason, stable_hash
+
+DataFormat = Literal["table", "toolemu", "inspect", "mlflow"]
+
+_USED_BY: dict[str, tuple[DataFormat, ...]] = {
+    "columns": ("table",),
+    "split": ("table",),
+    "pairs": ("table",),
+    "toolkits": ("toolemu",),
+    "expected_from": ("toolemu",),
+    "expected_key": ("toolemu",),
+    "expected": ("inspect",),
+    "transcript": ("toolemu", "inspect", "mlflow"),
+    **dict.fromkeys(
+        ("tracking_uri", "experiment", "filter", "run_id", "request", "response"), ("mlflow",)
+    ),
+    **dict.fromkeys(("expectation", "annotators", "write_back"), ("mlflow",)),
+}
+"""The formats that read each data key; any other format refuses the key set to anything but
+its default, rather than ignore it."""
+
+_REFERENCE_IS = {
+    "table": "data.columns.expected (a column)",
+    "toolemu": "data.expected_from (an evaluator file)",
+    "inspect": "data.expected (a dotted path into each sample)",
+    "mlflow": "data.expectation (a human assessment's name)",
+}
+
+
+class DataConfig(BaseModel):
+    """Where the items come from. Relative paths are relative to the config file. A key the
+    format does not read is refused, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(default="", description="the data file (every format but mlflow)")
+    format: DataFormat = Field(
+        default="table",
+        description="table (CSV, TSV, JSON, JSONL, Parquet, a Hugging Face hub data set), "
+        "toolemu (ToolEmu trajectories), inspect (an Inspect eval log), mlflow (traces)",
+    )
+    columns: ColumnMap = Field(
+        default_factory=ColumnMap,
+        description="table: which columns hold the id, request, response and reference label",
+    )
+    split: str = Field(
+        default="train", description="table: the split of a Hugging Face hub data set"
+    )
+    toolkits: str | None = Field(
+        default=None, description="toolemu: the toolkit specs the evaluators read (JSON)"
+    )
+    expected_from: str | None = Field(
+        default=None,
+        description="toolemu: the reference, a ToolEmu evaluator file scoring the trajectories "
+        "(line i or eval_id i scores trajectory i)",
+    )
+    expected_key: str | None = Field(
+        default=None,
+        description="toolemu: which eval_scores entry of expected_from is the reference "
+        "(e.g. ToolCallRisk, Helpfulness); default: the only one",
+    )
+    expected: str | None = Field(
+        default=None,
+        description="inspect: where each sample's reference label is, a dotted path into the "
+        "sample (e.g. scores.combined_scorer.value), read by the judge's scale",
+    )
+    limit: StrictInt | None = Field(default=None, ge=1, description="keep the first N items")
+    pairs: PairsConfig | None = Field(
+        default=None,
+        description="table: labelled pairs for a pairwise judge, built from a score column",
+    )
+    transcript: TranscriptPrep = Field(
+        default_factory=TranscriptPrep,
+        description="agent transcripts (toolemu, inspect, mlflow): preprocessing applied "
+        "before planning and judging",
+    )
+    tracking_uri: str | None = Field(
+        default=None, description="mlflow: the tracking URI the traces are in (as MLflow reads it)"
+    )
+    experiment: str | None = Field(default=None, description="mlflow: experiment name or id")
+    filter: str | None = Field(default=None, description="mlflow: a search_traces filter string")
+    run_id: str | None = Field(default=None, description="mlflow: only the traces of this run")
+    request: str = Field(
+        default="inputs",
+        description="mlflow: where the request is, a dotted path into the trace's inputs "
+        "(e.g. inputs.messages.-1.content)",
+    )
+    response: str = Field(
+        default="outputs",
+        description="mlflow: where the response is, a dotted path into the trace's outputs",
+    )
+    expectation: str | None = Field(
+        default=None,
+        description="mlflow: the name of the human assessment (an Expectation, or a Feedback "
+        "from a HUMAN source) that is the reference",
+    )
+    annotators: bool = Field(
+        default=False,
+        description="mlflow: each human assessment named `expectation` is one annotator's "
+        "(its source id); the reference is their majority, and the run writes annotations.csv",
+    )
+    write_back: bool = Field(
+        default=False,
+        description="mlflow: write each verdict back on its trace as a Feedback named after the "
+        "judge, once everything is judged (idempotent)",
+    )
+    missing_expected: Literal["error", "keep"] = Field(
+        default="error",
+        description="an item whose reference label is empty: 'error' names it and stops before "
+        "anything is judged; 'keep' judges it without a reference (counted as such)",
+    )
+
+    @model_validator(mode="after")
+    def _check_source(self) -> DataConfig:
+        if self.format == "mlflow":
+            for key in ("tracking_uri", "experiment"):
+                if not getattr(self, key):
+                    raise ValueError(f"format mlflow needs data.{key}")
+            if self.path:
+                raise ValueError("format mlflow reads traces, not a file: drop data.path")
+            if self.annotators and not self.expectation:
+                raise ValueError("data.annotators needs data.expectation (whose assessments)")
+        elif not self.path:
+            raise ValueError(f"data.path is required: the {self.format} file to read")
+        for key, formats in _USED_BY.items():
+            if self.format not in formats and self._given(key):
+                hint = f"; the reference of format {self.format} is {_REFERENCE_IS[self.format]}"
+                raise ValueError(
+                    f"data.{key} is for format: {' or '.join(formats)}"
+                    + (hint if key.startswith("expect") else "")
+                )
+        if self.expected_key is not None and self.expected_from is None:
+            raise ValueError("data.expected_key needs data.expected_from (whose scores)")
+        if self.pairs is not None and self.columns.expected not in (None, "expected"):
+            raise ValueError(
+                "data.columns.expected: pairs take their reference from data.pairs.score"
+            )
+        if self.missing_expected == "keep" and not self.has_reference:
+            raise ValueError(
+                f"data.missing_expected is about reference labels, and this data has none: "
+                f"the reference of format {self.format} is {_REFERENCE_IS[self.format]}"
+            )
+        return self
+
+    def _given(self, key: str) -> bool:
+        """Whether ``key`` is set to something other than its default."""
+        field = type(self).model_fields[key]
+        return getattr(self, key) != field.get_default(call_default_factory=True)
+
+    @property
+    def has_reference(self) -> bool:
+        """Whether the data names reference labels (pairs make their own)."""
+        if self.format == "table":
+            return self.pairs is None and self.columns.expected is not None
+        if self.format == "toolemu":
+            return self.expected_from is not None
+        if self.format == "inspect":
+            return self.expected is not None
+        return self.expectation is not None
+
+    def trace_source(self) -> TraceSource:
+        """Where an mlflow-format config's traces are."""
+        assert self.tracking_uri is not None and self.experiment is not None
+        return TraceSource(
+            tracking_uri=self.tracking_uri,
+            experiment=self.experiment,
+            filter=self.filter,
+            run_id=self.run_id,
+            request=self.request,
+            response=self.response,
+            expectation=self.expectation,
+            annotators=self.annotators,
+        )
+
+
+def without_write_back(data: DataConfig) -> DataConfig:
+    """The ``data`` of a runner that writes no verdicts on traces (harness, optimize): refuse
+    ``write_back`` rather than ignore it."""
+    if data.write_back:
+        raise ValueError("write_back: only assay evaluate writes its verdicts back on the traces")
+    return data
+
+
+class BootstrapConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    n_resamples: Resamples = Field(
+        default=1000,
+        description=f"bootstrap replicates per interval ({MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}: "
+        "beyond that an interval's ends move by thousandths, while each replicate holds an index "
+        "per item in memory)",
+    )
+    confidence: Share = 0.95
+    seed: Seed = 0
+
+
+class TrackingConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    uri: str | None = None  # default: sqlite:///<working dir>/mlflow.db
+    experiment: str = "assay"
+
+
+MAX_CONCURRENCY = 512
+"""Most LM calls a run keeps in flight (``concurrency``)."""
+MAX_RETRIES = 20
+"""Most attempts after the first of one call (``retries``)."""
+
+TRANSIENT: tuple[UnscoredReason, ...] = ("lm_error", "timeout")
+"""Unscored reasons worth judging again once the cause is gone (``--retry-unscored``)."""
+
+
+class RetryConfig(BaseModel):
+    """Which unscored judgments a re-run judges again (a fresh sample: the LM cache is
+    bypassed for them); the report says how many were retried."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    unscored: list[UnscoredReason] = Field(default_factory=list)
+
+
+class RunConfig(BaseModel):
+    """What every run has: a name, how it runs (concurrency, retries, deadline) and how it is
+    measured and recorded. Each runner's config adds its own fields."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: PlainName
+    plugins: list[str] = Field(
+        default_factory=list,
+        description="plug-ins to import first: Python files (relative to the config file) or "
+        "module names; each counts in the run's identity (see docs/extending.md)",
+    )
+    concurrency: StrictInt = Field(
+        default=4,
+        ge=1,
+        le=MAX_CONCURRENCY,
+        description=f"LM calls in flight at once (at most {MAX_CONCURRENCY}: each holds a thread "
+        "and a connection, and a process has 1024 file descriptors by default)",
+    )
+    retries: StrictInt = Field(
+        default=3,
+        ge=0,
+        le=MAX_RETRIES,
+        description=f"attempts after the first, per call (at most {MAX_RETRIES}: each may wait "
+        "its whole timeout, so more would hold an item on a dead endpoint for hours)",
+    )
+    deadline_s: FiniteReal | None = Field(
+        default=None, gt=0, description="stop the run (resumable) after this many seconds"
+    )
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    output_dir: str = "runs"
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+
+    @field_validator("plugins")
+    @classmethod
+    def _import_plugins(cls, specs: list[str]) -> list[str]:
+        """Imported as soon as they are valid: a field of the runner's config (validated after
+        the base's) may name what they register — a judge's ``task``, a test. A config built
+        in Python names a file by its absolute path."""
+        try:
+            specs = [plugin_spec(s, None) for s in specs]
+            load_plugins(specs)
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
+        return specs
+
+    def deadline(self, started: float) -> float | None:
+        """The ``time.monotonic()`` value the run must end by, if it has a deadline."""
+        return None if self.deadline_s is None else started + self.deadline_s
+
+
+class EvaluateConfig(RunConfig):
+    """An ``assay evaluate`` run: data, judge, and how to measure and record it."""
+
+    data: DataConfig
+    judge: JudgeConfig
+    threshold: StrictInt | None = Field(
+        default=None,
+        description="scores >= threshold are 'good'; below it a failure (ToolEmu: 2)",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> EvaluateConfig:
+        scale = self.judge.scale
+        if self.threshold is not None and scale is not None:
+            if self.threshold not in scale.values:
+                raise ValueError(
+                    f"threshold {self.threshold} is not a score on the {scale.describe()} scale"
+                )
+        return self
+
+    def run_hash(self, data_fingerprint: str) -> str:
+        """Identity of a run: the judge config, the data and the measuring settings."""
+        return stable_hash(
+            {
+                "judge": self.judge.config_hash(),
+                "data": data_fingerprint,
+                "threshold": self.threshold,
+                "bootstrap": self.bootstrap.model_dump(),
+            }
+        )
+
+
+def load_config(
+    path: str | Path, overrides: dict | None = None, model: type[BaseModel] | None = None
+):
+    """Read a YAML config (an :class:`EvaluateConfig`, or ``model``); resolve ``@file`` text
+    fields and relative paths against its folder.
+
+    Returns the config and the folder relative paths were resolved against.
+    """
+    path = Path(path)
+    raw = read_input(path, ConfigError, what="config file")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a config is a YAML mapping")
+    base = path.resolve().parent
+    for key, value in (overrides or {}).items():
+        _set_dotted(raw, key, value)
+    if isinstance(raw.get("plugins"), list):
+        try:
+            raw["plugins"] = [plugin_spec(str(p), base) for p in raw["plugins"]]
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: field 'plugins': {exc}") from None
+    files: dict[tuple[str | int, ...], Path] = {}  # where a field's value was read from
+    _resolve_judge_text(raw.get("judge"), base, ("judge",), files)
+    for i, judge in enumerate(raw.get("judges") or []):
+        _resolve_judge_text(judge, base, ("judges", i), files)
+    data = raw.get("data")
+    if isinstance(data, dict):
+        for key in ("path", "toolkits", "expected_from"):
+            if isinstance(data.get(key), str) and data[key] and not _is_remote(data[key]):
+                try:
+                    data[key] = str(resolve(base / data[key]))
+                except ConfigError as exc:
+                    raise ConfigError(f"{path}: field 'data.{key}': {exc}") from None
+    try:
+        return (model or EvaluateConfig).model_validate(raw), base
+    except ValidationError as exc:
+        loc = tuple(exc.errors()[0]["loc"])
+        for field, file in files.items():  # an entry of a rubric file: name that file
+            if loc[: len(field)] == field and len(loc) > len(field):
+                entry = loc[len(field)]
+                where = f"entry {entry + 1}: " if isinstance(entry, int) else ""
+                raise ConfigError(
+                    f"{file}: {where}{first_error(exc, skip=len(field) + 1)}"
+                ) from None
+        raise ConfigError(f"{path}: {first_error(exc)}") from None
+
+
+def _is_remote(value: str) -> bool:
+    """A hub data set name (``owner/name``) that is not a local file."""
+    return (
+        "/" in value
+        and not value.startswith((".", "/", "~"))
+        and value.count("/") == 1
+        and "." not in value
+    )
+
+
+def _resolve_judge_text(
+    judge: object, base: Path, loc: tuple[str | int, ...], files: dict[tuple[str | int, ...], Path]
+) -> None:
+    """Read a judge's ``@file`` fields (and its panel members'); note in ``files`` which field
+    came from which file, so that an error in it names that file."""
+    if not isinstance(judge, dict):
+        return
+    for key in ("instruction", "rubric"):
+        if isinstance(judge.get(key), str):
+            judge[key] = read_text_field(judge[key], base)
+    state = judge.get("program_state")
+    if isinstance(state, str) and "://" not in state and ":/" not in state:
+        judge["program_state"] = str(resolve(base / state))
+    crit = judge.get("criteria")
+    if isinstance(crit, str) and crit.startswith("@"):
+        import json
+
+        file = resolve(base / crit[1:])
+        text = read_text_field(crit, base) or "[]"
+        try:
+            judge["criteria"] = _json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"{file}: criteria file is not JSON (line {exc.lineno}: {exc.msg})"
+            ) from None
+        _check_rubric_ids(judge["criteria"], file)
+        files[(*loc, "criteria")] = file
+    for j, member in enumerate(judge.get("members") or []):
+        _resolve_judge_text(member, base, (*loc, "members", j), files)
+
+
+def _check_rubric_ids(criteria: object, path: Path) -> None:
+    """A rubric file is a list of objects, each with a unique text ``id`` (one-line errors
+    naming the file and the entry; the rest is validated with the judge config)."""
+    if not isinstance(criteria, list):
+        raise ConfigError(f"{path}: a rubric is a JSON list of {{id, instructions}} objects")
+    seen: dict[str, int] = {}
+    for n, entry in enumerate(criteria, start=1):
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{path}: entry {n} is not an object")
+        cid = entry.get("id")
+        if not isinstance(cid, str) or not cid.strip():
+            raise ConfigError(f"{path}: entry {n}: field 'id' is missing or not text")
+        if cid in seen:
+            raise ConfigError(f"{path}: entry {n}: duplicate id '{cid}' (also entry {seen[cid]})")
+        seen[cid] = n
+
+
+def _set_dotted(raw: dict, key: str, value: object) -> None:
+    node = raw
+    parts = key.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def first_error(exc: ValidationError, skip: int = 0) -> str:
+    """One line for a pydantic error: the dotted field (without its first ``skip`` parts) and
+    what is wrong with it."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"][skip:])
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown config key"
+    msg = msg.removeprefix("Value error, ")
+    value = err.get("input")
+    if err["type"] != "extra_forbidden" and isinstance(value, bool | int | float | str):
+        shown = yaml.safe_dump(value, default_style=None).splitlines()[0].removesuffix("...")
+        if len(shown) <= 40 and shown not in msg:
+            msg += f" (got {shown.strip()})"
+    return f"field '{loc}': {msg}" if loc else msg

@@ -1,0 +1,222 @@
+"""The effect of a cue on a judge's verdicts, measured against a placebo.
+
+A bias probe inserts a cue (a fabricated citation, "most reviewers judged this …", an injected
+instruction) and asks whether the verdict moves. A judge that samples its verdicts moves too,
+cue or no cue, so the share of moved verdicts alone makes a noisy judge look biased by every
+cue. The placebo is the same item judged again, unchanged, with the same sampling and the LM
+cache bypassed: it moves only by the judge's own noise.
+
+Per source item there are three verdicts: on the unchanged item (``baseline``), on the item
+with the cue (``cue``) and on the unchanged item judged again (``placebo``). The cue points to
+a verdict (``toward``: the label it asserts, or for an ordinal scale the end it pushes to). A
+verdict *flips toward the cue* when it moves from the baseline to the cue's label (binary,
+categorical) or in the cue's direction (ordinal). Over the items whose baseline is not already
+the cue's verdict (only those can move toward it):
+
+    effect = P(cue flips toward) − P(placebo flips toward)
+
+The two flips are observed on the same items, so the interval is Newcombe's for paired
+proportions (:func:`newcombe_paired_interval`), and the p-value of ``H0: effect ≤ 0`` is the
+exact one-sided McNemar test: given the items where exactly one of the two flipped, under
+``H0`` the cue's share of them is at most one half (binomial, ``p = P(X ≥ cue only)`` for
+``X ~ Bin(cue only + placebo only, 1/2)``). A judge that ignores the cue has exchangeable cue
+and placebo verdicts, so its effect is 0 whatever its noise.
+
+The directional share says where the verdicts that changed went: of the items whose verdict
+changed under the cue, the share that moved toward it (the placebo's share beside it is what
+noise alone gives). A family of effects (a run's tests × judges) is flagged by
+Benjamini–Hochberg at a false discovery rate ``q`` (:func:`with_fdr`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from pydantic import ConfigDict
+from pydantic.dataclasses import dataclass
+
+from assay.metrics._intervals import _check_confidence, newcombe_paired_interval
+from assay.metrics._multitest import benjamini_hochberg
+from assay.metrics._validate import _same_length, as_labels
+
+Kind = Literal["binary", "categorical", "ordinal"]
+NEWCOMBE = "Newcombe paired score interval (method 10)"
+EXACT_MCNEMAR = "exact McNemar, one-sided"
+
+
+@dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
+class PlaceboEffect:
+    """A cue's effect on one judge against its placebo.
+
+    ``n`` counts the items that could flip toward the cue (their baseline verdict is not the
+    cue's); ``n_at_cue`` the items left out because it already was. ``cue_only`` and
+    ``placebo_only`` are the discordant items the test is built on. ``effect`` (nan when ``n``
+    is 0) is ``cue_rate − placebo_rate`` with its interval at ``confidence``; ``p_value`` tests
+    ``effect ≤ 0``. ``directional_share`` is ``cue_flips / cue_changes``: of all items whose
+    verdict changed under the cue, the share that moved toward it (nan without a change).
+    ``p_adjusted`` and ``flagged`` are set by :func:`with_fdr` across a family of effects."""
+
+    n: int
+    n_at_cue: int
+    cue_flips: int
+    placebo_flips: int
+    both_flipped: int
+    cue_only: int
+    placebo_only: int
+    cue_rate: float
+    placebo_rate: float
+    effect: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    interval: str
+    p_value: float
+    test: str
+    cue_changes: int
+    placebo_changes: int
+    directional_share: float
+    placebo_directional_share: float
+    p_adjusted: float | None = None
+    flagged: bool | None = None
+    note: str | None = None
+
+
+def flips_toward(
+    baseline: NDArray[np.int64], verdict: NDArray[np.int64], toward: NDArray[np.int64], kind: Kind
+) -> NDArray[np.bool_]:
+    """Per item: did ``verdict`` move from ``baseline`` toward the cue's verdict ``toward``?
+    For binary and categorical scales: it is now the cue's label and was not; for an ordinal
+    scale: it moved in the direction from the baseline to ``toward``."""
+    if kind == "ordinal":
+        return np.sign(verdict - baseline) * np.sign(toward - baseline) > 0
+    return (verdict == toward) & (baseline != toward)
+
+
+def placebo_effect(
+    baseline: ArrayLike,
+    cue: ArrayLike,
+    placebo: ArrayLike,
+    toward: int | ArrayLike,
+    *,
+    kind: Kind,
+    confidence: float = 0.95,
+) -> PlaceboEffect:
+    """The effect of a cue on the judge's verdicts against the placebo, with Newcombe's paired
+    interval and the exact one-sided McNemar p-value of ``effect ≤ 0``.
+
+    ``baseline``, ``cue``, ``placebo``: the judge's verdicts (0-based category indices, ordered
+    for an ordinal scale), one per source item, on the unchanged item, the item with the cue
+    and the unchanged item judged again without the cache. Items where any of the three is
+    unscored are the caller's to drop and count. ``toward``: the cue's verdict, one index for
+    every item or one per item (e.g. the opposite of each item's reference label). ``kind``:
+    ``binary``, ``categorical`` (a flip is a move to the cue's label) or ``ordinal`` (a move in
+    the cue's direction)."""
+    if kind not in ("binary", "categorical", "ordinal"):
+        raise ValueError(f"kind must be 'binary', 'categorical' or 'ordinal', got {kind!r}")
+    confidence = _check_confidence(confidence)
+    v0 = as_labels(baseline, "baseline")
+    v_cue = as_labels(cue, "cue")
+    v_placebo = as_labels(placebo, "placebo")
+    _same_length(v0, v_cue, ("baseline", "cue"))
+    _same_length(v0, v_placebo, ("baseline", "placebo"))
+    target = _toward(toward, v0.size)
+
+    eligible = v0 != target
+    cue_toward = flips_toward(v0, v_cue, target, kind)
+    placebo_toward = flips_toward(v0, v_placebo, target, kind)
+    both = int(np.sum(cue_toward & placebo_toward))
+    cue_only = int(np.sum(cue_toward & ~placebo_toward))
+    placebo_only = int(np.sum(~cue_toward & placebo_toward))
+    n = int(eligible.sum())
+    cue_changes = int(np.sum(v_cue != v0))
+    placebo_changes = int(np.sum(v_placebo != v0))
+    cue_flips, placebo_flips = both + cue_only, both + placebo_only
+    counts = dict(
+        n=n,
+        n_at_cue=int(v0.size - n),
+        cue_flips=cue_flips,
+        placebo_flips=placebo_flips,
+        both_flipped=both,
+        cue_only=cue_only,
+        placebo_only=placebo_only,
+        confidence=confidence,
+        interval=NEWCOMBE,
+        test=EXACT_MCNEMAR,
+        cue_changes=cue_changes,
+        placebo_changes=placebo_changes,
+        directional_share=_share(cue_flips, cue_changes),
+        placebo_directional_share=_share(placebo_flips, placebo_changes),
+    )
+    if n == 0:
+        return PlaceboEffect(
+            **counts,
+            cue_rate=math.nan,
+            placebo_rate=math.nan,
+            effect=math.nan,
+            ci_low=math.nan,
+            ci_high=math.nan,
+            p_value=math.nan,
+            note="undefined: every baseline verdict already is the cue's, so no verdict can "
+            "move toward it",
+        )
+    neither = n - both - cue_only - placebo_only
+    low, high = newcombe_paired_interval(both, cue_only, placebo_only, neither, confidence)
+    return PlaceboEffect(
+        **counts,
+        cue_rate=cue_flips / n,
+        placebo_rate=placebo_flips / n,
+        effect=(cue_only - placebo_only) / n,
+        ci_low=low,
+        ci_high=high,
+        p_value=one_sided_mcnemar(cue_only, placebo_only),
+    )
+
+
+def one_sided_mcnemar(first_only: int, second_only: int) -> float:
+    """Exact one-sided McNemar p-value of ``H0: P(first) ≤ P(second)`` on paired binary
+    outcomes: ``P(X ≥ first_only)`` for ``X ~ Bin(first_only + second_only, 1/2)``; 1 without a
+    discordant pair."""
+    discordant = first_only + second_only
+    if discordant == 0:
+        return 1.0
+    from scipy.stats import binom  # scipy.stats takes a second to import: on first use
+
+    return float(binom.sf(first_only - 1, discordant, 0.5))
+
+
+def with_fdr(effects: Sequence[PlaceboEffect], q: float = 0.05) -> tuple[PlaceboEffect, ...]:
+    """The effects of one family (a run's tests × judges) with their Benjamini–Hochberg adjusted
+    p-values and ``flagged = p_adjusted ≤ q``; an undefined effect stays unflagged and does not
+    count in the family's size."""
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"q must be strictly between 0 and 1, got {q!r}")
+    adjusted = benjamini_hochberg([e.p_value for e in effects])
+    return tuple(
+        dataclasses.replace(
+            e,
+            p_adjusted=None if math.isnan(p) else float(p),
+            flagged=False if math.isnan(p) else bool(p <= q),
+        )
+        for e, p in zip(effects, adjusted, strict=True)
+    )
+
+
+def _toward(toward: int | ArrayLike, n: int) -> NDArray[np.int64]:
+    """The cue's verdict per item: one index broadcast to ``n`` items, or one per item."""
+    if np.ndim(toward) == 0:
+        return np.broadcast_to(as_labels([toward], "toward"), (n,))
+    target = as_labels(toward, "toward")
+    if target.size != n:
+        raise ValueError(
+            f"toward must be one category index or one per item ({n}), got {target.size}"
+        )
+    return target
+
+
+def _share(count: int, total: int) -> float:
+    return count / total if total else math.nan

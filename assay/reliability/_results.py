@@ -1,0 +1,164 @@
+"""Typed results of a harness run: each judge's scores on every reliability test, its usage and
+cost, what generation spent and dropped, and the review — ``metrics.json``, serialised once
+from :class:`HarnessSummary` and read back through it (``--json`` prints the same)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+
+from assay.metrics import MetricValue
+from assay.types import Spend, Usage, all_unscored, with_work
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+
+class CriterionScores(_Model):
+    """Agent tests: one rubric criterion's probes, scored on the judge's verdict for it."""
+
+    probes: int
+    pass_rate: MetricValue | None
+    consistency: MetricValue | None  # the verdict moved toward the target
+    consistency_undefined: int  # already at the target, or the untouched transcript
+
+
+class TargetScores(_Model):
+    """Agent tests, ordinal criteria: the probes of one target score."""
+
+    probes: int
+    exact: MetricValue | None
+    within_one: MetricValue | None
+    mae: MetricValue | None
+
+
+# What a scoring kind adds to the envelope: a metric with its interval, a count or a bare rate,
+# a metric per group (samples needed per m, injection success per variant / position), per
+# rubric criterion or target score (agent tests), or the inverted task's texts (polarity).
+ScoringValue = (
+    MetricValue
+    | int
+    | float
+    | None
+    | dict[str, MetricValue | None]
+    | dict[str, CriterionScores]
+    | dict[str, TargetScores]
+    | dict[str, str | None]
+)
+
+
+class ReliabilityScores(_Model):
+    """One judge on one reliability test (SPEC §4). Every scoring kind reports the envelope —
+    probes, how many were judged and unscored, the pass rate against the probes' targets and
+    the consistency with the judge's own source verdict; what the kind adds (flip rate, samples
+    needed, the bias measures, per-criterion tables, ``source_unscored``...: each kind's
+    ``Metrics`` model in ``scoring/``) is in ``scoring_metrics``. Written flat, as one object."""
+
+    probes: int
+    judged: int
+    unscored: int
+    unscored_reasons: dict[str, int]
+    pass_rate: MetricValue | None
+    consistency: MetricValue | None
+    scoring_metrics: dict[str, ScoringValue] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather(cls, data: Any) -> Any:
+        """A flat object (``metrics.json``, the scoring functions): the keys past the envelope
+        are the scoring kind's."""
+        if not isinstance(data, dict) or "scoring_metrics" in data:
+            return data
+        envelope = {k: v for k, v in data.items() if k in cls.model_fields}
+        return {**envelope, "scoring_metrics": {k: v for k, v in data.items() if k not in envelope}}
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        out = handler(self)
+        scoring = out.pop("scoring_metrics")
+        return {**out, **scoring}
+
+
+class JudgeReliability(_Model):
+    """One judge of a harness run: its scores per test, the cost of its work and what of it
+    was paid, its mean pass rate."""
+
+    model: str
+    config_hash: str
+    tests: dict[str, ReliabilityScores]
+    source_unscored: int  # sources the judge left unscored (their probes have no consistency)
+    usage: Usage  # the answers its judgments hold: served (paid) and from the LM cache
+    work: Usage  # the cost of the work: usage.work(), every answer priced as a call
+    mean_pass_rate: float | None
+    cost_per_accuracy_point_usd: float | None  # of the work
+
+    @model_validator(mode="before")
+    @classmethod
+    def _work(cls, data: Any) -> Any:
+        return with_work(data)  # a metrics.json written before the cost of the work was kept
+
+    def measured_nothing(self) -> str | None:
+        """Why this judge measured nothing — every probe it judged is unscored, with the
+        reasons counted — or None."""
+        reasons: Counter[str] = Counter()
+        for t in self.tests.values():
+            reasons.update(t.unscored_reasons)
+        return all_unscored(sum(t.judged for t in self.tests.values()), reasons, "probe verdicts")
+
+
+class ReviewCounts(_Model):
+    """How many probes each review status has, and whether review was required to judge."""
+
+    pending: int
+    accepted: int
+    edited: int
+    rejected: int
+    required: bool
+
+
+class HarnessSummary(_Model):
+    """``metrics.json`` of a harness run."""
+
+    seeds: int
+    notes: list[str]  # what the tests say about how they treated the items
+    probes: dict[str, int]  # test -> probes made
+    dropped: dict[str, dict[str, int]]  # test -> reason -> attempts dropped (never judged)
+    review: ReviewCounts
+    judges: dict[str, JudgeReliability]
+    generation_usage: dict[str, Usage]  # "<stage>:<test>" -> usage
+    lm_calls: dict[str, int]  # "<stage>:<test>" and "judge:<name>" -> calls
+    spend: Spend | None = None  # every call the server answered (the run's call ledger)
+    bootstrap: str
+    data_fingerprint: str
+    # data.pairs: the labelled pairs built from a score column, and those skipped (absent else)
+    pairs: dict[str, int] | None = Field(default=None, exclude_if=lambda v: v is None)
+
+    def measured_nothing(self) -> str | None:
+        """Why the run failed when a judge of it measured nothing (each such judge named,
+        with its reasons), or None."""
+        why = [f"judge {n}: {w}" for n, r in self.judges.items() if (w := r.measured_nothing())]
+        return "; ".join(why) or None
+
+
+class HarnessResult(_Model):
+    """What :func:`assay.reliability.run_harness` returns."""
+
+    run_dir: Path
+    summary: HarnessSummary
+    mlflow_run_id: str | None
+    # this invocation, per test: of the summary's probes, those taken unchanged from an earlier
+    # run of the directory (the same inputs: sources, settings, programs, models, the rubric
+    # text they read) — all of them when a finished run is re-read; the rest were made now.
+    # Not in metrics.json, which stays a function of the run's files.
+    probes_reused: dict[str, int] = Field(default_factory=dict)

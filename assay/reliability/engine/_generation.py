@@ -1,0 +1,239 @@
+"""Generation in the harness: every unfinished unit of every test, in one pool with the judging
+that does not wait for the rest (:mod:`._judging`).
+
+A unit's probes, dropped attempts and LM usage are appended as one line of ``units.jsonl`` when
+the unit finishes — the commit point of a resumed run, which repeats no finished unit.
+
+A stored unit is reused only while everything it was generated from is unchanged: its record
+carries the unit's key (:func:`unit_key`: its sources and payload, the test's settings and
+program states, the generator and validator, and the run's inputs it read — the first judge's
+rubric), and its probes' ids are bound to that key. Edit a rubric the generation read and its
+units are made again, under new probe ids (no judgment or review of the old text is reused);
+the others are reused and counted (:class:`Generated`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import dspy
+from pydantic import BaseModel, Field
+from pydantic_core import to_jsonable_python
+
+from assay.reliability._config import HarnessConfig
+from assay.reliability._probe import Dropped, Probe
+from assay.reliability._registry import (
+    CallMemo,
+    GenerationContext,
+    ReliabilityTest,
+    Unit,
+)
+from assay.reliability.engine._judging import JudgePlan
+from assay.runs import JudgeTask, RunStore, now, run_pool
+from assay.types import Item, Usage, stable_hash
+
+RoleLM = Callable[..., dspy.LM]  # (role, temperature=None, rollout=None) -> the role's LM
+
+
+class UnitRecord(BaseModel):
+    """Everything one generation unit produced, appended as one line (the commit point)."""
+
+    unit_id: str
+    test: str
+    probes: list[Probe] = Field(default_factory=list)
+    dropped: list[Dropped] = Field(default_factory=list)
+    usage: dict[str, Usage] = Field(default_factory=dict)
+    finished: str = ""
+    key: str = ""  # unit_key: what the unit was generated from ("": unknown, made again)
+    read: list[str] = Field(default_factory=list)  # the context's inputs generation read
+
+
+@dataclass
+class Generated:
+    """Every unit's record, in unit order, and the ids of those reused from an earlier run
+    (their key unchanged) rather than generated now."""
+
+    records: list[UnitRecord]
+    reused: set[str]
+
+    def count_reused(self, probes: list[Probe], tests: list[str]) -> dict[str, int]:
+        """Per test, how many of ``probes`` were taken unchanged from an earlier run."""
+        reused = {p.id for r in self.records if r.unit_id in self.reused for p in r.probes}
+        return {t: sum(p.test == t and p.id in reused for p in probes) for t in tests}
+
+
+def generate_units(
+    config: HarnessConfig,
+    instances: list[ReliabilityTest],
+    pool: list[Item],
+    seeds: list[Item],
+    store: RunStore,
+    gen_lm: RoleLM,
+    val_lm: RoleLM,
+    progress: bool,
+    deadline: float | None = None,
+    *,
+    judging: JudgePlan,
+    early: bool = True,
+    on_unit: Callable[[UnitRecord], None] | None = None,
+) -> Generated:
+    """Every generation unit not stored with its current key, in one pool with the judging that
+    does not wait for the rest: the sources at once and, with ``early``, each unit's probes when
+    it is committed. A unit's record is appended when it finishes (the commit point of a resumed
+    run), then given to ``on_unit``."""
+    done = {r.unit_id: r for r in store.records("units.jsonl", UnitRecord)}
+    units = [(t, u) for t in instances for u in t.units(pool if t.pool_based else seeds)]
+    inputs = run_inputs(config)
+    keys = {t.name: _test_identity(config, t) for t in instances}
+
+    def key_of(test: ReliabilityTest, unit: Unit, read: list[str]) -> str:
+        return unit_key(keys[test.name], unit, {n: inputs.get(n, "") for n in read})
+
+    reused = {
+        u.id for t, u in units if u.id in done and done[u.id].key == key_of(t, u, done[u.id].read)
+    }
+    work: list[Any] = [(t, u) for t, u in units if u.id not in reused]
+    if early:
+        work += judging.source_tasks(seeds)
+    memo = CallMemo()
+
+    def lm(role: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
+        return (gen_lm if role == "generator" else val_lm)(role, temperature, rollout)
+
+    def run(w: Any) -> Any:
+        if isinstance(w, JudgeTask):
+            return judging.run(w)
+        test, unit = w
+        ctx = _context(config, lm, memo, judging, inputs)
+        return _generate_unit(test, unit, ctx, lambda read: key_of(test, unit, read))
+
+    def commit(w: Any, result: Any) -> None:
+        if isinstance(w, JudgeTask):
+            judging.persist(w, result)
+        else:
+            store.append_record("units.jsonl", result)
+            done[result.unit_id] = result
+            if on_unit is not None:
+                on_unit(result)
+
+    def follow_up(w: Any, result: Any) -> list[JudgeTask]:
+        if early and isinstance(result, UnitRecord):
+            return judging.probe_tasks(result.probes)
+        return []
+
+    run_pool(
+        work,
+        run,
+        # LM calls in flight are bounded by the slots; more workers keep them all busy while
+        # units wait on their own earlier calls
+        concurrency=2 * config.concurrency,
+        on_result=commit,
+        follow_up=follow_up,
+        progress=progress,
+        desc="generate+judge",
+        unit="task",
+        deadline=deadline,
+    )
+    order = {u.id: i for i, (_, u) in enumerate(units)}
+    records = sorted(
+        (r for r in done.values() if r.unit_id in order), key=lambda r: order[r.unit_id]
+    )
+    return Generated(records, reused)
+
+
+def run_inputs(config: HarnessConfig) -> dict[str, str]:
+    """The run's texts a test may read while it generates (:attr:`GenerationContext.inputs`)."""
+    j = config.judges[0]
+    rubric = "\n\n".join(x for x in (j.instruction, j.rubric) if x) or "(no rubric given)"
+    return {"rubric": rubric}
+
+
+def _test_identity(config: HarnessConfig, test: ReliabilityTest) -> dict[str, Any]:
+    """What every unit of ``test`` is generated from besides the unit itself: the test, its
+    settings, its programs' state as loaded (a ``*_state`` file's content, not its path), the
+    generator and validator, the scale and the sample seed."""
+    return {
+        "test": test.name,
+        "settings": test.settings.model_dump(mode="json"),
+        "programs": {role: p.dump_state() for role, p in test.programs().items()},
+        "generator": config.generator.identity(),
+        "validator": config.validator.identity(),
+        "scale": config.scale.model_dump(mode="json"),
+        "seed": config.sample.seed if config.sample else 0,
+    }
+
+
+def unit_key(test_identity: dict[str, Any], unit: Unit, read: dict[str, str]) -> str:
+    """The identity of one unit's generation: its test's (:func:`_test_identity`), its id,
+    sources and payload, and the run's inputs it read (``read``: name → text)."""
+    return stable_hash(
+        to_jsonable_python(
+            {
+                **test_identity,
+                "unit": unit.id,
+                "sources": unit.sources,
+                "payload": unit.payload,
+                "read": read,
+            },
+            fallback=repr,
+        ),
+        32,
+    )
+
+
+def _generate_unit(
+    test: ReliabilityTest,
+    unit: Unit,
+    ctx: GenerationContext,
+    key_of: Callable[[list[str]], str],
+) -> UnitRecord:
+    """One unit's probes and dropped attempts, with the LM usage its context counted; its key
+    (``key_of`` the inputs it read) recorded, and its probes' ids bound to it."""
+    results = test.generate(unit, ctx)
+    read = sorted(ctx.read)
+    key = key_of(read)
+    return UnitRecord(
+        unit_id=unit.id,
+        test=test.name,
+        probes=[
+            r.model_copy(update={"id": f"{r.id}.{key[:8]}"})
+            for r in results
+            if isinstance(r, Probe)
+        ],
+        dropped=[r for r in results if isinstance(r, Dropped)],
+        usage=ctx.usage,
+        finished=now(),
+        key=key,
+        read=read,
+    )
+
+
+def _context(
+    config: HarnessConfig,
+    lm: RoleLM,
+    memo: CallMemo,
+    judging: JudgePlan,
+    inputs: dict[str, str],
+) -> GenerationContext:
+    """A fresh context for one unit (its own usage and reads), sharing the run's call memo and
+    slots."""
+    roles = {"generator": config.generator, "validator": config.validator}
+    return GenerationContext(
+        scale=config.scale,
+        lm=lm,
+        models={r: c.model for r, c in roles.items()},
+        prices={
+            r: (c.price.input_per_mtok, c.price.output_per_mtok)
+            for r, c in roles.items()
+            if c.price
+        },
+        adapters={r: c.adapter for r, c in roles.items()},
+        temperatures={r: c.temperature for r, c in roles.items()},
+        identities={r: c.identity() for r, c in roles.items()},
+        inputs=inputs,
+        seed=config.sample.seed if config.sample else 0,
+        memo=memo,
+        slots=judging.slots.hold,
+    )

@@ -1,0 +1,370 @@
+"""``assay harness``: generate → validate → review → judge → score → report, every stage
+resumable. Data flows one way: seeds → probes (+ dropped, counted) → reviewed probes →
+judgments per judge → metrics → report, plots and MLflow.
+
+Generation is logged one unit per line in ``units.jsonl`` (a unit's probes, dropped attempts
+and LM usage in one atomic append; ``_generation.py``), so a killed run repeats no finished
+unit; judgments are appended per judge in ``judgments/<judge>-<hash>.jsonl`` (``_judging.py``);
+the metrics are ``_harness_metrics.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from assay.data import check_limit
+from assay.errors import ConfigError
+from assay.inputs import data_fingerprint, load_items, stratified_sample
+from assay.lm import ModelSpec, make_lm
+from assay.programs import (
+    JudgeConfig,
+    build_judge,
+    judge_lm_factory,
+    load_program_state,
+    save_program,
+)
+from assay.reliability._config import HarnessConfig
+from assay.reliability._probe import Dropped, Probe
+from assay.reliability._registry import ReliabilityTest, get_test
+from assay.reliability._results import HarnessResult, HarnessSummary
+from assay.reliability.engine._generation import (
+    Generated,
+    RoleLM,
+    UnitRecord,
+    generate_units,
+)
+from assay.reliability.engine._judging import JudgePlan
+from assay.reliability.review import (
+    PROBES,
+    SEEDS,
+    apply_reviews,
+    read_reviews,
+    review_counts,
+)
+from assay.runs import Run, run_pool, run_tasks
+from assay.types import Item, Judgment, Usage
+
+SEALED = ("config.yaml", "metrics.json", SEEDS, PROBES, "judgments/*.jsonl")
+"""What a harness run's seal covers: what its figures stand on (not the review decisions
+people add, which a re-run folds in and seals then)."""
+
+
+def _role_lm(role: ModelSpec, base: Path | None, retries: int) -> RoleLM:
+    def lm(name: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
+        return make_lm(role, retries=retries, base=base, temperature=temperature, rollout=rollout)
+
+    return lm
+
+
+def select(names: list[str] | None, available: list[str], what: str) -> list[str]:
+    if not names:
+        return available
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise ConfigError(
+            f"unknown {what} {', '.join(unknown)}; this config has: {', '.join(available)}"
+        )
+    return [n for n in available if n in names]
+
+
+def prepare(
+    config: HarnessConfig,
+    *,
+    workdir: Path,
+    limit: int | None,
+    tests: list[str] | None,
+    notes: dict | None = None,
+):
+    """The seed pool, the seeds to perturb (the first ``limit`` of the pool) and the test
+    instances, validated before anything is written (``notes``: what loading counted)."""
+    check_limit(limit)  # before anything is read: 0 is not "every seed"
+    pool = load_items(config.data, config.scale, cache_dir=workdir / ".assay" / "hf", notes=notes)
+    if config.sample:
+        pool = stratified_sample(
+            pool, config.sample.n, stratify=config.sample.stratify, seed=config.sample.seed
+        )
+    seeds = pool[:limit] if limit else pool
+    for j in config.judges:  # refused now rather than stopping mid-run
+        missing = [s.id for s in seeds if j.task == "transcript" and not s.transcript]
+        if missing:
+            raise ConfigError(
+                f"judge '{j.name}' reads agent transcripts, but {len(missing)} seed items have "
+                f"none (e.g. {missing[0]}): use data.format inspect or toolemu"
+            )
+    names = select(tests, list(config.tests), "test(s)")
+    instances = [get_test(n, config.tests[n]) for n in names]
+    for t in instances:
+        t.check_judges(config.judges)
+        t.check(pool if t.pool_based else seeds, config.scale)
+    return pool, seeds, instances
+
+
+def run_harness(
+    config: HarnessConfig,
+    *,
+    workdir: Path,
+    config_dir: Path | None = None,
+    limit: int | None = None,
+    tests: list[str] | None = None,
+    judges: list[str] | None = None,
+    tracking_uri: str | None = None,
+    progress: bool = True,
+) -> HarnessResult:
+    """Generate, review, judge and score ``config``'s tests in a run under ``workdir`` that
+    resumes where a killed one stopped (and, finished and unchanged, is only re-read)."""
+    started = time.monotonic()
+    notes: dict[str, Any] = {}
+    pool, seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests, notes=notes)
+    _load_programs(instances, config_dir, tracking_uri or config.tracking.uri)
+    judge_names, judge_cfgs, base_programs = _judges(config, judges, instances, config_dir)
+    gen_lm = _role_lm(config.generator, config_dir, config.retries)
+    val_lm = _role_lm(config.validator, config_dir, config.retries)
+    if any(t.uses_llm for t in instances):  # fail on a missing key before writing anything
+        gen_lm("generator")
+        val_lm("validator")
+
+    run_hash = config.probes_hash(data_fingerprint(pool) + f"|limit={limit}")
+    deadline = config.deadline(started)
+    # the reports (plots, word diffs, report.html) may be drawn away from the LM calls, tracked
+    # or not; the warm-ups, MLflow's too, wait for the first LM call to end (run.call_slots)
+    where = {"workdir": workdir, "tracking_uri": tracking_uri}
+    where |= {"reports_aside": True, "after_first_answer": True}
+    with Run.open(config, run_hash, command="harness", **where) as run:
+        store = run.store
+        from assay.reliability.engine._rerun import finish_key, finished_summary
+
+        selected = {"tests": instances, "judges": judge_names}
+        done = finished_summary(run, finish_key(config, store.path, **selected))
+        if done is not None:  # re-read: no LM call, no new report or MLflow run
+            return _result(store.path, done, run.mlflow_run_id)
+        store.write_config(config.model_dump(mode="json"))  # judges' edits: same directory
+        # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
+        run.ahead("assay.reliability.report:preload_plotting")
+        scoring = run.preload("assay.reliability.engine._harness_metrics")  # NumPy
+        if not (store.path / "seeds.jsonl").exists():
+            store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
+
+        # -- generate + validate (+ judge sources, and probes as their unit is committed) -----
+        slots = run.call_slots(config.concurrency)
+        judging = JudgePlan(config, judge_cfgs, base_programs, store, config_dir, slots)
+        diffs = _Diffs(run, seeds)
+        generated, probes, dropped = _generate_probes(
+            config, instances, pool, seeds, run, gen_lm, val_lm, progress, deadline, judging, diffs
+        )
+        # -- review, then judge (report.html's source/probe diffs computed meanwhile) ----------
+        probes, reviewed, to_judge = _apply_review(config, store.path, probes)
+        diffs.rest(probes)
+        judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
+
+        # -- score and report ------------------------------------------------------------------
+        summary = scoring.join().harness_metrics(
+            config,
+            instances,
+            judge_cfgs,
+            seeds,
+            to_judge,
+            judgments,
+            generated.records,
+            dropped,
+            reviewed,
+            data_fingerprint=data_fingerprint(seeds),
+            pairs=notes.get("pairs"),  # the pairs built from a score column, and those skipped
+        )
+        used = [*summary.generation_usage.values(), *(r.usage for r in summary.judges.values())]
+        summary = summary.model_copy(update={"spend": run.spend(Usage.total(used))})
+        store.write_json("metrics.json", summary.model_dump(mode="json"))
+        from assay.reliability.engine._tracking import harness_tracked
+
+        reused = generated.count_reused(to_judge, list(summary.probes))
+        run_id = run.finish(  # MLflow logs the rest while the reports are written
+            harness_tracked(
+                store.path,
+                config,
+                judge_cfgs,
+                summary,
+                reused,
+                judged=[p.as_item() for p in to_judge],
+            ),
+            meanwhile=lambda: run.at_end(  # after the warm-ups, where they ran
+                "assay.reliability.report:write_reports", run_dir=str(run.dir)
+            ),
+            sealed=SEALED,
+            finish_key=finish_key(config, store.path, **selected),
+        )
+        return _result(store.path, summary, run_id, reused)
+
+
+def _result(
+    run_dir: Path, summary: HarnessSummary, run_id: str | None, reused: dict[str, int] | None = None
+) -> HarnessResult:
+    """What the run returns; ``reused`` None: a finished run re-read, every probe reused."""
+    reused = dict(summary.probes) if reused is None else reused
+    return HarnessResult(
+        run_dir=run_dir, summary=summary, mlflow_run_id=run_id, probes_reused=reused
+    )
+
+
+def _judges(
+    config: HarnessConfig,
+    names: list[str] | None,
+    instances: list[ReliabilityTest],
+    config_dir: Path | None,
+) -> tuple[list[str], list[JudgeConfig], dict[str, dspy.Module]]:
+    """The judges selected by name (all by default), vetted by every test, and their programs."""
+    judge_names = select(names, [j.name for j in config.judges], "judge(s)")
+    judge_cfgs = [j for j in config.judges if j.name in judge_names]
+    for t in instances:
+        t.check_judges(judge_cfgs)
+    base_programs: dict[str, dspy.Module] = {
+        j.name: build_judge(j, judge_lm_factory(retries=config.retries, base=config_dir))
+        for j in judge_cfgs
+    }
+    return judge_names, judge_cfgs, base_programs
+
+
+def _generate_probes(
+    config: HarnessConfig,
+    instances: list[ReliabilityTest],
+    pool: list[Item],
+    seeds: list[Item],
+    run: Run,
+    gen_lm: RoleLM,
+    val_lm: RoleLM,
+    progress: bool,
+    deadline: float | None,
+    judging: JudgePlan,
+    diffs: _Diffs,
+) -> tuple[Generated, list[Probe], list[Dropped]]:
+    """Every unit generated (or reused), the programs saved and ``probes.jsonl`` written.
+
+    The judging that does not wait for generation runs in the same pool, unless the probes
+    must be reviewed first (or were reviewed already), or the judges are Ray actors (which
+    judge everything after generation)."""
+    store = run.store
+    early = (
+        not config.review.required
+        and not read_reviews(store.path)
+        and config.execution.engine != "ray"
+    )
+    generated = generate_units(
+        config,
+        instances,
+        pool,
+        seeds,
+        store,
+        gen_lm,
+        val_lm,
+        progress,
+        deadline,
+        judging=judging,
+        early=early,
+        on_unit=diffs.unit,
+    )
+    _save_programs(instances, store.path / "programs")
+    wanted = {t.name for t in instances}
+    probes = [p for r in generated.records if r.test in wanted for p in r.probes]
+    dropped = [d for r in generated.records if r.test in wanted for d in r.dropped]
+    store.write_text("probes.jsonl", "".join(p.model_dump_json() + "\n" for p in probes))
+    return generated, probes, dropped
+
+
+def _apply_review(
+    config: HarnessConfig, run_dir: Path, probes: list[Probe]
+) -> tuple[list[Probe], dict[str, int], list[Probe]]:
+    """The probes with the review decisions applied, their counts by status, and those to judge
+    (accepted or edited ones when review is required; else all but the rejected)."""
+    probes = apply_reviews(probes, read_reviews(run_dir))
+    if config.review.required:
+        to_judge = [p for p in probes if p.review.status in ("accepted", "edited")]
+    else:
+        to_judge = [p for p in probes if p.review.status != "rejected"]
+    return probes, review_counts(probes), to_judge
+
+
+class _Diffs:
+    """The source/probe word diffs report.html shows (tens of ms each, pure-Python CPU), made
+    while the run works and away from its LM calls: each committed unit's as it comes when the
+    run can take work aside; the rest once generation (and review) is done, while the judges
+    run — aside, or else in a helper of their own (``assay.report.warm_diffs``)."""
+
+    def __init__(self, run: Run, seeds: list[Item]):
+        self._run = run
+        self._responses = {s.id: s.response for s in seeds}
+        self._sent: set[tuple[str, str]] = set()
+        self._aside = True  # until the run says it cannot
+
+    def unit(self, record: UnitRecord) -> None:
+        if record.probes and self._aside:
+            pairs = self._pairs(record.probes)
+            self._aside = self._run.aside("assay.report:remember_diffs", pairs=pairs)
+            if self._aside:
+                self._sent.update(pairs)
+
+    def rest(self, probes: list[Probe]) -> None:
+        pairs = [pair for pair in self._pairs(probes) if pair not in self._sent]
+        if not pairs or self._run.aside("assay.report:remember_diffs", pairs=pairs):
+            return
+        self._run.ahead("assay.report:warm_diffs", pairs=pairs)
+
+    def _pairs(self, probes: list[Probe]) -> list[tuple[str, str]]:
+        """(source response, probe response) of each probe: the texts report.html diffs."""
+        return [(self._responses.get(p.source_id, ""), p.response or "") for p in probes]
+
+
+def _load_programs(
+    instances: list[ReliabilityTest], base: Path | None, tracking_uri: str | None
+) -> None:
+    """Load each test's generator / validator state named in its settings (before any work)."""
+    for test in instances:
+        for role, program in test.programs().items():
+            ref = getattr(test.settings, f"{role}_state", None)
+            if ref:
+                load_program_state(program, ref, tracking_uri=tracking_uri, base=base)
+
+
+def _save_programs(instances: list[ReliabilityTest], folder: Path) -> None:
+    """Every test's programs as DSPy JSON state: ``programs/<test>.<role>.json``."""
+    for test in instances:
+        for role, program in test.programs().items():
+            folder.mkdir(parents=True, exist_ok=True)
+            save_program(program, folder / f"{test.name}.{role}.json")
+
+
+def _judge(
+    config: HarnessConfig,
+    judging: JudgePlan,
+    seeds: list[Item],
+    probes: list[Probe],
+    progress: bool,
+    deadline: float | None = None,
+) -> dict[str, dict[str, Judgment]]:
+    """What is left to judge after generation (reviewed, edited or retried items; everything
+    when review is required), then the untouched agent probes' copies of their source's
+    verdict. Returns each judge's judgments by item id."""
+    tasks = judging.source_tasks(seeds) + judging.probe_tasks(probes)
+    if tasks and config.execution.engine == "ray":  # judged by Ray actors, persisted here
+        run_tasks(
+            tasks,
+            concurrency=config.concurrency,
+            on_judgment=judging.persist,
+            progress=progress,
+            desc="judge",
+            deadline=deadline,
+            execution=config.execution,
+        )
+    elif tasks:
+        run_pool(
+            tasks,
+            judging.run,
+            concurrency=config.concurrency,
+            on_result=judging.persist,
+            progress=progress,
+            desc="judge",
+            deadline=deadline,
+        )
+    judging.copy_untouched(probes)
+    return judging.done

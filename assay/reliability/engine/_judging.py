@@ -1,0 +1,212 @@
+"""Judging in the harness: which items each judge still has to judge, one task per item, its
+judgment appended as it finishes — sources and probes alike, in the same pool as generation.
+
+Judging a source does not depend on any probe, and judging a probe depends only on its own
+generation unit, so the harness starts the sources at once and each probe as soon as its unit
+is committed (unless review is required); a final sweep judges whatever is left (reviewed,
+edited or retried items). Every LM call holds one of the run's :class:`CallSlots` while it is on
+the wire (:func:`assay.lm.gate_calls`), judging at a lower priority than generation, so
+``concurrency`` bounds the calls in flight and the long generation chains go first.
+
+An agent probe that is the untouched source transcript (``meta['untouched']``) is not judged
+again: its judgment is the source's verdict on the probe's criterion, copied without a call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from assay.programs import JudgeConfig, build_judge, judge_lm_factory
+from assay.reliability._probe import Probe, judged_id
+from assay.runs import (
+    CallSlots,
+    JudgeTask,
+    ProgramRecipe,
+    RunStore,
+    judge_one,
+    to_judge,
+)
+from assay.scale import Scale
+from assay.types import Item, Judgment, Usage, stable_hash
+
+JUDGE_PRIORITY = 1  # generation calls (priority 0) go first
+
+
+def judgment_file(cfg: JudgeConfig) -> str:
+    return f"judgments/{cfg.name}-{cfg.config_hash()[:8]}.jsonl"
+
+
+def reuses_source(probe: Probe) -> bool:
+    """An untouched agent probe: the source transcript itself, judged once (as the source)."""
+    return bool(probe.meta.get("untouched")) and probe.review.status != "edited"
+
+
+@dataclass
+class JudgePlan:
+    """The judges of a harness run, their stored judgments and the tasks made this run."""
+
+    config: Any  # HarnessConfig
+    judges: list[JudgeConfig]
+    base_programs: dict[str, dspy.Module]
+    store: RunStore
+    config_dir: Path | None
+    slots: CallSlots
+    done: dict[str, dict[str, Judgment]] = field(default_factory=dict)
+    tasked: set[tuple[str, str]] = field(default_factory=set)
+    seed_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _programs: dict[tuple, dspy.Module] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for cfg in self.judges:
+            self.done[cfg.name] = self.store.judgments(judgment_file(cfg))
+
+    # -- tasks -----------------------------------------------------------------------------
+    def source_tasks(self, seeds: list[Item]) -> list[JudgeTask]:
+        self.seed_meta.update({s.id: s.meta for s in seeds})
+        return self.tasks(
+            {f"source:{it.id}": it.model_copy(update={"id": f"source:{it.id}"}) for it in seeds}
+        )
+
+    def probe_tasks(self, probes: list[Probe]) -> list[JudgeTask]:
+        items: dict[str, Item] = {}
+        sampled: dict[str, tuple[float, int]] = {}
+        asked: dict[str, dict[str, Any]] = {}  # probe → another task (polarity's inverted rubric)
+        for p in probes:
+            if reuses_source(p):
+                continue
+            pid = judged_id(p)
+            item = p.as_item()  # a probe carries its source's meta (a pair's response B...)
+            meta = {**self.seed_meta.get(p.source_id, {}), **item.meta}
+            items[pid] = item.model_copy(update={"id": pid, "meta": meta})
+            if "rollout" in p.meta:
+                sampled[pid] = (p.meta["temperature"], p.meta["rollout"])
+            if p.meta.get("judge_task"):
+                asked[pid] = p.meta["judge_task"]
+        return self.tasks(items, sampled, asked)
+
+    def tasks(
+        self,
+        items: dict[str, Item],
+        sampled: dict[str, tuple[float, int]] | None = None,
+        asked: dict[str, dict[str, Any]] | None = None,
+    ) -> list[JudgeTask]:
+        """Tasks for the items each judge has no judgment of yet (or an unscored one to retry),
+        once per run: an item tasked earlier in this run is not tasked again. Stability probes
+        use the test's temperature and a distinct rollout id each; a retry is a fresh sample; a
+        probe that asks another task (``meta["judge_task"]``) gets a judge configured for it."""
+        sampled, asked = sampled or {}, asked or {}
+        out: list[JudgeTask] = []
+        for cfg in self.judges:
+            todo = {i: it for i, it in items.items() if (cfg.name, i) not in self.tasked}
+            work, _ = to_judge(todo, self.done[cfg.name], self.config.retry.unscored)
+            for item_id, attempt in work:
+                temperature, rollout = sampled.get(item_id, (None, None))
+                if attempt > 1:  # a fresh sample: a rollout id of its own
+                    rollout = (rollout or 0) + 1000 * attempt
+                self.tasked.add((cfg.name, item_id))
+                task = asked.get(item_id)
+                asked_cfg = with_task(cfg, task) if task else cfg
+                run_cfg = (
+                    asked_cfg
+                    if temperature is None
+                    else asked_cfg.model_copy(update={"temperature": temperature})
+                )
+                out.append(
+                    JudgeTask(
+                        self._program(cfg, temperature, rollout, task),
+                        items[item_id],
+                        asked_cfg,
+                        judgment_file(cfg),
+                        attempt,
+                        ProgramRecipe.of(
+                            run_cfg,
+                            rollout=rollout,
+                            retries=self.config.retries,
+                            base=self.config_dir,
+                        ),
+                    )
+                )
+        return out
+
+    def _program(
+        self,
+        cfg: JudgeConfig,
+        temperature: float | None,
+        rollout: int | None,
+        task: dict[str, Any] | None = None,
+    ):
+        if temperature is None and rollout is None and task is None:
+            return self.base_programs[cfg.name]
+        key = (cfg.name, temperature, rollout, stable_hash(task) if task else None)
+        if key not in self._programs:
+            run_cfg = (
+                cfg if temperature is None else cfg.model_copy(update={"temperature": temperature})
+            )
+            run_cfg = with_task(run_cfg, task) if task else run_cfg
+            self._programs[key] = build_judge(
+                run_cfg,
+                judge_lm_factory(
+                    retries=self.config.retries, base=self.config_dir, rollout=rollout
+                ),
+            )
+        return self._programs[key]
+
+    # -- running -----------------------------------------------------------------------------
+    def run(self, task: JudgeTask) -> Judgment:
+        from assay.lm import gate_calls
+
+        with gate_calls(self._hold):
+            return judge_one(task.program, task.item, task.config, task.attempt)
+
+    def _hold(self) -> Any:
+        return self.slots.hold(JUDGE_PRIORITY)
+
+    def persist(self, task: JudgeTask, judgment: Judgment) -> None:
+        self.store.append(judgment, task.key)
+        self.done[task.config.name][judgment.item_id] = judgment
+
+    def copy_untouched(self, probes: list[Probe]) -> None:
+        """Judgments of untouched agent probes from their source's (no LM call); written
+        again only when the source's judgment changed (a retry)."""
+        for cfg in self.judges:
+            done = self.done[cfg.name]
+            for p in probes:
+                src = done.get(f"source:{p.source_id}")
+                if not reuses_source(p) or src is None:
+                    continue
+                c = p.meta.get("criterion")
+                score = (src.criteria or {}).get(c, src.score) if c else src.score
+                copy = src.model_copy(
+                    update={
+                        "item_id": p.id,
+                        "score": score,
+                        "label": cfg.scale.label_of(score) if score is not None else None,
+                        "unscored": src.unscored if score is None else None,
+                        "criteria": {c: score} if c else src.criteria,
+                        "usage": Usage(),
+                        "latency_s": 0.0,
+                        "cached": True,
+                    }
+                )
+                old = done.get(p.id)
+                if old is None or old.attempt != copy.attempt or old.score != copy.score:
+                    self.persist(JudgeTask(None, Item(id=p.id), cfg, judgment_file(cfg)), copy)
+
+
+def with_task(cfg: JudgeConfig, task: dict[str, Any]) -> JudgeConfig:
+    """``cfg`` (with a panel's members) asked another task: the ``instruction``, ``rubric`` and
+    ``scale`` a probe's ``meta["judge_task"]`` names (the judgment records this config's hash)."""
+    update: dict[str, Any] = {}
+    if task.get("instruction") is not None:
+        update["instruction"] = task["instruction"]
+    if task.get("rubric") is not None:
+        update["rubric"] = task["rubric"]
+    if task.get("scale") is not None:
+        update["scale"] = Scale.model_validate(task["scale"])
+    if cfg.members:
+        update["members"] = [with_task(m, task) for m in cfg.members]
+    return cfg.model_copy(update=update)

@@ -1,0 +1,236 @@
+"""``polarity``: the same judgment asked in the opposite direction — the rubric's question
+inverted ("does the response follow the instruction?" ↔ "does it violate it?") on the mirrored
+scale — with the correct answer unchanged.
+
+The inverted instruction and rubric come from the test's config (``instruction``, ``rubric``)
+or are written once per rubric by the generator (a :class:`assay.programs.TaskInverter`, saved
+with the run like every test program) and checked by the validator; a rejected inversion drops
+every probe of the test (counted). A probe is the source unchanged, carrying the inverted task
+in ``meta["judge_task"]``: the harness runs each judge on it with that instruction, rubric and
+scale. The judge's answer is mapped back through the mirror (score ``values[i]`` ↔
+``values[-1 - i]``) and compared with its own source verdict: the mirrored-verdict agreement
+and the contradiction rate (the two verdicts on opposite sides of the scale's middle).
+
+Labels of the inverted scale (``labels``, low to high): by default, names that answer the
+question (True/False, yes/no) keep their order — their meaning flips with the question — and
+names that describe the response (pass/fail, correct/incorrect) are reversed, so each keeps its
+meaning. Unlabelled scales keep their numbers, whose meaning flips.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dspy
+from pydantic import Field
+
+from assay.errors import ConfigError
+from assay.programs import ProbeValidator, TaskInverter, is_pairwise
+from assay.programs.kinds import get_kind
+from assay.reliability._probe import Dropped, Generation, Probe, Validation
+from assay.reliability._registry import (
+    GenerationContext,
+    ProgramSettings,
+    ReliabilityTest,
+    TestSettings,
+    Unit,
+    reliability_test,
+)
+from assay.reliability.probes._rewrite import Failed, guarded_call
+from assay.scale import Scale
+from assay.signatures import CheckInversion
+from assay.types import Item, Usage, stable_hash
+
+_ANSWER_NAMES = {"true", "false", "yes", "no", "0", "1"}
+
+
+def mirror(score: int, scale: Scale) -> int:
+    """The mirrored score: ``values[i]`` ↔ ``values[-1 - i]``."""
+    values = scale.values
+    return values[len(values) - 1 - values.index(score)]
+
+
+def inverted_scale(scale: Scale, labels: list[str] | None = None) -> Scale:
+    """The scale the inverted task is answered on (see the module docstring)."""
+    if labels is None and scale.labels:
+        low_to_high = [scale.label_of(v) for v in scale.values] if scale.positive else scale.labels
+        keep = {x.strip().lower() for x in scale.labels} <= _ANSWER_NAMES
+        labels = list(low_to_high) if keep else list(reversed(low_to_high))  # type: ignore[arg-type]
+    return scale.model_copy(update={"labels": labels, "positive": None}) if labels else scale
+
+
+def _name(score: int, scale: Scale) -> str:
+    label = scale.label_of(score)
+    return f"'{label}'" if label is not None else str(score)
+
+
+def verdict_meanings(scale: Scale, inverted: Scale) -> str:
+    """What each verdict of the inverted task means in the original one."""
+    return "; ".join(
+        f"answer {_name(v, inverted)} where the original task's verdict is "
+        f"{_name(mirror(v, scale), scale)}"
+        for v in scale.values
+    )
+
+
+class PolaritySettings(ProgramSettings):
+    instruction: str | None = Field(default=None, description="the inverted instruction")
+    rubric: str | None = Field(default=None, description="the inverted rubric")
+    labels: list[str] | None = Field(default=None, description="inverted scale labels, low→high")
+    validate_inversion: bool = True  # for a generated inversion
+
+
+@reliability_test("polarity")
+class PolarityTest(ReliabilityTest):
+    scoring = "polarity"
+    needs_labels = False  # agreement with the own source verdict; the pass rate where labelled
+    Settings = PolaritySettings
+    settings: PolaritySettings
+
+    def __init__(self, settings: TestSettings | None = None):
+        super().__init__(settings)
+        self.uses_llm = self.settings.rubric is None  # type: ignore[misc]
+        self.generator = TaskInverter()
+        self.validator = ProbeValidator(CheckInversion, "inverted_ok")
+        self.task: tuple[str | None, str | None] | None = None  # the judges' (instruction, rubric)
+
+    def programs(self) -> dict[str, dspy.Module]:
+        return {"generator": self.generator, "validator": self.validator} if self.uses_llm else {}
+
+    def check(self, items: list[Item], scale: Scale) -> None:
+        super().check(items, scale)
+        if scale.kind not in ("binary", "ordinal") or is_pairwise(scale):
+            raise ConfigError(
+                f"tests.polarity: needs a binary or ordinal scale to mirror, not {scale.describe()}"
+            )
+        labels = self.settings.labels
+        if labels is not None and len(labels) != scale.k:
+            raise ConfigError(
+                f"tests.polarity.labels: the {scale.describe()} scale needs {scale.k} labels, "
+                f"got {len(labels)}"
+            )
+        if labels is not None and len(set(labels)) != len(labels):
+            raise ConfigError("tests.polarity.labels: the labels must be distinct")
+
+    def check_judges(self, judges: list[Any]) -> None:
+        own = [c for j in judges for c in _leaves(j) if get_kind(c.task).own_prompt]
+        if own:
+            raise ConfigError(
+                f"tests.polarity: judge {own[0].name} (task: {own[0].task}) writes its own "
+                "prompt, so the inverted question cannot be asked of it; leave polarity out"
+            )
+        tasks = {(c.instruction, c.rubric) for j in judges for c in _leaves(j)}
+        if len(tasks) > 1:
+            raise ConfigError(
+                "tests.polarity: the judges (and panel members) must share one instruction and "
+                "rubric — the inverted task is written once per rubric; run polarity for "
+                "judges with another rubric in a config of their own"
+            )
+        self.task = next(iter(tasks))
+        s = self.settings
+        if s.rubric is None and s.instruction is not None:
+            raise ConfigError("tests.polarity.rubric: give the inverted rubric with 'instruction'")
+        if s.rubric is not None and self.task[0] and s.instruction is None:
+            raise ConfigError(
+                "tests.polarity.instruction: the judges have an instruction; give its inverted "
+                "form too (or neither, and the generator writes both)"
+            )
+
+    def units(self, items: list[Item]) -> list[Unit]:
+        """One unit: the inversion is written once, then every seed gets its probe."""
+        return [Unit(id=f"{self.name}:{stable_hash(self.task, 10)}", sources=list(items))]
+
+    def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
+        s = self.settings
+        instruction, rubric = self.task or (None, ctx.rubric)
+        inv_scale = inverted_scale(ctx.scale, s.labels)
+        generation = validation = None
+        if s.rubric is not None:
+            inverted = {"instruction": s.instruction, "rubric": s.rubric}
+        else:
+            try:
+                inverted, generation, validation = self._written(
+                    instruction, rubric, ctx, verdict_meanings(ctx.scale, inv_scale)
+                )
+            except _Rejected as r:
+                return [
+                    Dropped(
+                        test=self.name,
+                        source_id=src.id,
+                        reason=r.reason,  # type: ignore[arg-type]
+                        detail=r.detail,
+                        usage=r.usage if i == 0 else Usage(),
+                    )
+                    for i, src in enumerate(unit.sources)
+                ]
+        task = {**inverted, "scale": inv_scale.model_dump(exclude_none=True)}
+        return [
+            Probe.from_source(
+                self.name,
+                src,
+                task,
+                generation=generation,
+                validation=validation,
+                meta={"judge_task": task, "mirror": True},
+            )
+            for src in unit.sources
+        ]
+
+    def _written(self, instruction: str | None, rubric: str | None, ctx, verdicts: str):
+        """The generator's inversion and the validator's verdict on it (``_Rejected`` if
+        either fails or the validator says no)."""
+        try:
+            pred, gen_usage = guarded_call(
+                ctx,
+                "generator",
+                self.generator,
+                stage="generate",
+                instruction=instruction or "",
+                rubric=rubric or "",
+                verdicts=verdicts,
+            )
+        except Failed as f:
+            raise _Rejected("generation_failed", str(f), f.usage) from None
+        if not pred.rubric or (instruction and not pred.instruction):
+            raise _Rejected("generation_failed", "empty inverted rubric or instruction", gen_usage)
+        inverted = {"instruction": pred.instruction if instruction else None, "rubric": pred.rubric}
+        generation = Generation(
+            model=ctx.model_of("generator"),
+            temperature=ctx.temperatures.get("generator"),
+            prompt=self.generator.instruction,
+            usage=gen_usage,
+        )
+        if not self.settings.validate_inversion:
+            return inverted, generation, None
+        show = "\n\n".join(x for x in (inverted["instruction"], inverted["rubric"]) if x)
+        try:
+            ok, val_usage = guarded_call(
+                ctx,
+                "validator",
+                self.validator,
+                stage="validate",
+                original="\n\n".join(x for x in (instruction, rubric) if x),
+                inverted=show,
+                verdicts=verdicts,
+            )
+        except Failed as f:
+            raise _Rejected("generation_failed", f"validator: {f}", gen_usage + f.usage) from None
+        if not ok.ok:
+            raise _Rejected("validator_rejected", ok.reason, gen_usage + val_usage)
+        validation = Validation(
+            model=ctx.model_of("validator"), verdict=True, reason=ok.reason, usage=val_usage
+        )
+        return inverted, generation, validation
+
+
+class _Rejected(Exception):
+    def __init__(self, reason: str, detail: str | None, usage: Usage):
+        super().__init__(detail)
+        self.reason, self.detail, self.usage = reason, detail, usage
+
+
+def _leaves(judge: Any) -> list[Any]:
+    """A judge config, or a panel's members (recursively): the configs that see a rubric."""
+    if getattr(judge, "members", None):
+        return [leaf for m in judge.members for leaf in _leaves(m)]
+    return [judge]

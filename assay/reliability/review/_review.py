@@ -1,0 +1,161 @@
+"""Human review of generated probes (SPEC §4): the run's files and the reviewed state.
+
+A person accepts, edits (text and/or target) or rejects each probe before judging. Decisions are
+appended to the run's ``reviews.jsonl`` (one JSON object a line; the latest line for a probe wins)
+with reviewer, note and time; ``probes.jsonl`` is never rewritten, so the generated probe is always
+the original and :func:`apply_reviews` rebuilds the reviewed state from the two files. Recording a
+decision is ``_review_decisions.py``; the YAML review file, ``_review_files.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from assay import _json
+from assay._yaml import load as load_yaml
+from assay.data import iter_jsonl, last_assistant_text_index, replace_message
+from assay.errors import DataError
+from assay.reliability._probe import Probe, Review
+from assay.scale import Scale
+from assay.types import Item
+
+__all__ = [
+    "PROBES",
+    "REVIEWS",
+    "SEEDS",
+    "STATUSES",
+    "apply_reviews",
+    "read_probes",
+    "read_reviews",
+    "read_seeds",
+    "review_counts",
+    "run_scale",
+]
+
+SEEDS = "seeds.jsonl"
+PROBES = "probes.jsonl"
+REVIEWS = "reviews.jsonl"
+
+STATUSES = ("pending", "accepted", "edited", "rejected")
+
+
+# -- reading the run directory ----------------------------------------------------------------
+def read_probes(run_dir: Path) -> list[Probe]:
+    path = run_dir / PROBES
+    out: list[Probe] = []
+    for _, lineno, record in iter_jsonl(path):
+        try:
+            out.append(Probe.model_validate(record))
+        except ValueError as exc:
+            raise DataError(f"not a probe: {_first_error(exc)}", path=path, row=lineno) from None
+    return out
+
+
+def read_seeds(run_dir: Path) -> dict[str, Item]:
+    path = run_dir / SEEDS
+    out: dict[str, Item] = {}
+    for _, lineno, record in iter_jsonl(path):
+        try:
+            item = Item.model_validate(record)
+        except ValueError as exc:
+            raise DataError(f"not an item: {_first_error(exc)}", path=path, row=lineno) from None
+        out[item.id] = item
+    return out
+
+
+def _first_error(exc: ValueError) -> str:
+    return str(exc).splitlines()[-1].strip() if str(exc) else type(exc).__name__
+
+
+def read_reviews(run_dir: Path) -> list[dict[str, Any]]:
+    """The review decisions of a run, in the order they were made (empty if none yet).
+
+    A final line cut short by a kill mid-write is ignored (it is dropped before the next
+    append); any other malformed line is a DataError naming its line.
+    """
+    path = Path(run_dir) / REVIEWS
+    out: list[dict[str, Any]] = []
+    for lineno, record in _json.records(path):
+        if not isinstance(record, dict):
+            raise DataError("not a JSON object", path=path, row=lineno)
+        if not isinstance(record.get("probe_id"), str):
+            raise DataError("missing or not text", path=path, row=lineno, field="probe_id")
+        if record.get("status") not in STATUSES:
+            raise DataError(
+                f"{record.get('status')!r} is not one of {', '.join(STATUSES)}",
+                path=path,
+                row=lineno,
+                field="status",
+            )
+        out.append(record)
+    return out
+
+
+# -- applying decisions -----------------------------------------------------------------------
+def apply_reviews(probes: list[Probe], reviews: Iterable[dict[str, Any]]) -> list[Probe]:
+    """Copies of ``probes`` with ``review`` set from each probe's latest decision.
+
+    Every decision is about the generated probe, so the latest one replaces earlier ones
+    entirely (an ``accepted`` after an ``edited`` keeps the generated text). An ``edited``
+    decision replaces the response and/or target it carries, keeps what it replaced in
+    ``review.original_response`` / ``review.original_target``, and marks an edited target
+    ``target_source="human"``. Decisions about probes not in ``probes`` are ignored.
+    """
+    latest: dict[str, dict[str, Any]] = {}
+    for decision in reviews:
+        latest[decision["probe_id"]] = decision  # file order: the last one wins
+    out: list[Probe] = []
+    for probe in probes:
+        copy = probe.model_copy(deep=True)
+        decision = latest.get(probe.id)
+        if decision is not None:
+            review = Review(
+                status=decision["status"],
+                reviewer=decision.get("reviewer"),
+                note=decision.get("note"),
+                timestamp=decision.get("timestamp"),
+            )
+            if decision["status"] == "edited":
+                if decision.get("response") is not None:
+                    review.original_response = probe.response
+                    copy.response = decision["response"]
+                if decision.get("target") is not None:
+                    review.original_target = probe.target
+                    copy.target = decision["target"]
+                    copy.target_source = "human"
+                if decision.get("messages") and copy.transcript:
+                    review.original_messages = {}
+                    for key, text in decision["messages"].items():
+                        i = int(key)
+                        review.original_messages[i] = copy.transcript[i].content
+                        copy.transcript = replace_message(copy.transcript, i, content=text)
+                    final = last_assistant_text_index(copy.transcript)
+                    if final is not None:
+                        copy.response = copy.transcript[final].content
+            copy.review = review
+        out.append(copy)
+    return out
+
+
+def review_counts(probes_with_reviews: Iterable[Probe]) -> dict[str, int]:
+    """How many probes are pending, accepted, edited and rejected (every key present)."""
+    counts = dict.fromkeys(STATUSES, 0)
+    for probe in probes_with_reviews:
+        counts[probe.review.status] += 1
+    return counts
+
+
+def run_scale(run_dir: Path) -> Scale:
+    """The scale of a harness run, from its ``config.yaml`` (a one-line error otherwise)."""
+    from assay.errors import RunError
+
+    try:
+        return Scale.parse(load_yaml((Path(run_dir) / "config.yaml").read_text())["scale"])
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
+        raise RunError(
+            f"{run_dir}: not a harness run directory (no config.yaml with a scale)"
+        ) from None

@@ -1,0 +1,217 @@
+"""A harness run directory read back, as its report and the review app (:mod:`assay.web`) see
+it: probes with their current review state, their seeds, and every judge's verdicts on the
+source and on the probe.
+
+Files are read again when they change (size and modification time), so decisions made by
+other reviewers and judgments written by a running harness show up on the next request.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from assay import _json
+from assay._yaml import load as load_yaml
+from assay.errors import DataError, RunError
+from assay.reliability._probe import Probe, judged_id
+from assay.reliability.review._review import (
+    PROBES,
+    SEEDS,
+    apply_reviews,
+    read_probes,
+    read_reviews,
+    read_seeds,
+    review_counts,
+)
+from assay.scale import Scale
+from assay.types import Item, Judgment
+
+FLAGS = {
+    "disagrees": "a judge disagrees with the target",
+    "changed": "a judge's verdict changed vs the source",
+}
+INTENT_KEYS = ("intent", "planner_intent", "plan", "goal")  # agent planners' notes in probe.meta
+
+
+@dataclass
+class Verdict:
+    """One judge's verdicts on a probe and on its source."""
+
+    judge: str
+    probe: Judgment | None
+    source: Judgment | None
+    on_generated: bool = False  # the probe verdict is on the text before a later edit
+
+
+@dataclass
+class ProbeView:
+    probe: Probe
+    seed: Item | None
+    version: int  # number of decisions recorded for the probe
+    history: list[dict[str, Any]]
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def disagrees(self) -> bool:
+        t = self.probe.target
+        return t is not None and any(
+            v.probe is not None and v.probe.score is not None and v.probe.score != t
+            for v in self.verdicts
+        )
+
+    @property
+    def changed(self) -> bool:
+        return any(
+            v.probe is not None
+            and v.source is not None
+            and v.probe.score is not None
+            and v.source.score is not None
+            and v.probe.score != v.source.score
+            for v in self.verdicts
+        )
+
+    @property
+    def intent(self) -> str | None:
+        for key in INTENT_KEYS:
+            value = self.probe.meta.get(key)
+            if value:
+                return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return None
+
+
+def _signature(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _read_judgments(path: Path) -> dict[str, Judgment]:
+    """A judgments file by item id; a torn last line (a harness being killed) is skipped."""
+    out: dict[str, Judgment] = {}
+    for lineno, record in _json.records(path):
+        try:
+            j = Judgment.model_validate(record)
+        except ValueError:
+            raise DataError("not a judgment", path=path, row=lineno) from None
+        out.setdefault(j.item_id, j)
+    return out
+
+
+class ReviewRun:
+    """The probes of one harness run, ready to review. Raises a one-line error (RunError or
+    DataError) when the directory is not a harness run or a file in it cannot be read."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir).resolve()
+        if not self.path.is_dir():
+            raise RunError(f"{run_dir}: not a directory")
+        try:
+            config = load_yaml((self.path / "config.yaml").read_text(encoding="utf-8"))
+            self.scale = Scale.parse(config["scale"])
+        except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError):
+            raise RunError(
+                f"{run_dir}: not a harness run directory (no config.yaml with a scale)"
+            ) from None
+        for name in (PROBES, SEEDS):
+            if not (self.path / name).is_file():
+                raise RunError(f"{run_dir}: not a harness run directory (no {name})")
+        self.name = str(config.get("name") or self.path.name)
+        self.required = bool((config.get("review") or {}).get("required"))
+        self._cache: dict[str, tuple[Any, Any]] = {}
+        self.probes()  # read everything once now: a corrupt file is reported at start
+        self.seeds()
+        self.judgments()
+
+    # -- cached file reads ---------------------------------------------------------------------
+    def _cached(self, key: str, paths: list[Path], load):
+        sig = tuple(_signature(p) for p in paths)
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+        value = load()
+        self._cache[key] = (sig, value)
+        return value
+
+    def probes(self) -> dict[str, Probe]:
+        """The generated probes, as written by the harness, by id in file order."""
+        path = self.path / PROBES
+        return self._cached("probes", [path], lambda: {p.id: p for p in read_probes(self.path)})
+
+    def seeds(self) -> dict[str, Item]:
+        return self._cached("seeds", [self.path / SEEDS], lambda: read_seeds(self.path))
+
+    def reviews(self) -> list[dict[str, Any]]:
+        path = self.path / "reviews.jsonl"
+        return self._cached("reviews", [path], lambda: read_reviews(self.path))
+
+    def judgments(self) -> dict[str, dict[str, Judgment]]:
+        """Judgments by judge (the file name without its config hash) and item id."""
+        files = sorted((self.path / "judgments").glob("*.jsonl"))
+
+        def load() -> dict[str, dict[str, Judgment]]:
+            out: dict[str, dict[str, Judgment]] = {}
+            for f in files:
+                name = f.stem.rsplit("-", 1)[0] if "-" in f.stem else f.stem
+                if name in out:  # another config of the same judge: keep both, by file
+                    name = f.stem
+                out[name] = _read_judgments(f)
+            return out
+
+        return self._cached("judgments:" + ",".join(f.name for f in files), files, load)
+
+    # -- views ---------------------------------------------------------------------------------
+    def views(self) -> list[ProbeView]:
+        """Every probe with its current state, in the order the harness wrote them."""
+        generated = self.probes()
+        reviews = self.reviews()
+        by_probe: dict[str, list[dict[str, Any]]] = {}
+        for r in reviews:
+            by_probe.setdefault(r["probe_id"], []).append(r)
+        seeds = self.seeds()
+        judgments = self.judgments()
+        out = []
+        for probe in apply_reviews(list(generated.values()), reviews):
+            history = by_probe.get(probe.id, [])
+            view = ProbeView(probe, seeds.get(probe.source_id), len(history), history)
+            for judge, js in judgments.items():
+                verdict = js.get(judged_id(probe))
+                on_generated = False
+                if verdict is None and probe.review.status == "edited":
+                    verdict, on_generated = js.get(probe.id), probe.id in js
+                view.verdicts.append(
+                    Verdict(judge, verdict, js.get(f"source:{probe.source_id}"), on_generated)
+                )
+            out.append(view)
+        return out
+
+    def counts(self, views: list[ProbeView]) -> dict[str, int]:
+        return review_counts(v.probe for v in views)
+
+    @staticmethod
+    def select(
+        views: list[ProbeView], *, test: str = "", status: str = "", flag: str = ""
+    ) -> list[ProbeView]:
+        """The queue under the given filters (empty: no filter)."""
+        out = views
+        if test:
+            out = [v for v in out if v.probe.test == test]
+        if status:
+            out = [v for v in out if v.probe.review.status == status]
+        if flag == "disagrees":
+            out = [v for v in out if v.disagrees]
+        elif flag == "changed":
+            out = [v for v in out if v.changed]
+        return out
+
+    def label(self, score: int | None) -> str:
+        if score is None:
+            return "—"
+        name = self.scale.label_of(score)
+        return f"{name} ({score})" if name is not None else str(score)

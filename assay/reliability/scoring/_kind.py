@@ -1,0 +1,228 @@
+"""What a scoring kind is: how one judge's verdicts on one test's probes become metrics (SPEC §4).
+
+A kind is one file: its scorer, its typed metrics model and (optionally) its report section and
+headline, registered by name with ``@scoring_kind("name")``. A reliability test names its kind
+in ``scoring``. Every kind reports the envelope — probes, judged, unscored (and why), the pass
+rate against the probes' targets and the consistency with the judge's own source verdict; what
+the kind adds is its :class:`ScoringMetrics` subclass, written flat into ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from assay._registry import Registry
+from assay.errors import ConfigError
+from assay.metrics import MetricValue, fmt, fmt_ci
+from assay.reliability._probe import Probe
+from assay.reliability._results import HarnessSummary, ReliabilityScores
+from assay.scale import Scale
+from assay.types import Judgment
+
+if TYPE_CHECKING:
+    from assay.report import Table
+
+
+class ScoringMetrics(BaseModel):
+    """What a kind adds to the envelope; ``pass_rate`` and ``consistency`` go to the envelope.
+    Subclasses declare their fields in the order ``metrics.json`` lists them; a field the
+    scorer does not set is left out of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pass_rate: MetricValue | None = None
+    consistency: MetricValue | None = None
+
+    def added(self) -> dict[str, Any]:
+        """The fields past the envelope that the scorer set, in declaration order."""
+        return {
+            k: getattr(self, k)
+            for k in type(self).model_fields
+            if k in self.model_fields_set and k not in ("pass_rate", "consistency")
+        }
+
+
+@dataclass
+class ScoringInput:
+    """What a scorer reads besides the probes: the judge's verdicts by probe id, its own
+    verdict per source (None = unscored) and per-criterion verdicts per source (transcript
+    judges), the scale and the bootstrap options (``n_resamples``, ``confidence``, ``seed``)."""
+
+    verdicts: dict[str, Judgment]
+    source_verdicts: dict[str, int | None]
+    source_criteria: dict[str, dict[str, int | None]]
+    scale: Scale
+    boot: dict[str, Any]
+
+    def score(self, p: Probe) -> int | None:
+        return self.verdicts[p.id].score
+
+    def with_own(self, scored: list[Probe]) -> tuple[list[tuple[Probe, int, int]], int]:
+        """``(probe, verdict, own source verdict)`` of the probes whose source the judge scored,
+        and how many had an unscored source."""
+        rows, source_unscored = [], 0
+        for p in scored:
+            own = self.source_verdicts.get(p.source_id)
+            if own is None:
+                source_unscored += 1
+                continue
+            rows.append((p, self.verdicts[p.id].score, own))
+        return rows, source_unscored
+
+    def mean(self, values: list[float], clusters: list[str]) -> MetricValue | None:
+        """The mean of ``values`` with a CI that resamples source items (all of a drawn
+        source's probes come along); None when there is nothing to average."""
+        if not values:
+            return None
+        from assay.metrics import cluster_mean  # NumPy: not on the way to the first LM call
+
+        return cluster_mean([float(v) for v in values], clusters, **self.boot)
+
+    def mean_of(self, rows: list[tuple], fn: Callable[[tuple], Any]) -> MetricValue | None:
+        """The share of ``rows`` (``(probe, ...)``) for which ``fn`` holds, clustered by source."""
+        return self.mean([float(fn(r)) for r in rows], [r[0].source_id for r in rows])
+
+
+# One row of a report section: (test, judge, the judge's metrics on it as one flat dict).
+SectionRow = tuple[str, str, dict[str, Any]]
+
+
+class ScoringKind:
+    """Base of every scoring kind; subclasses set ``Metrics`` and ``score``, and may add a
+    report section (``section``, placed by ``order``) and ``headlines`` for the console."""
+
+    name: ClassVar[str]
+    Metrics: ClassVar[type[ScoringMetrics]] = ScoringMetrics
+    # where the kind's section goes among the sections after the per-judge tables
+    order: ClassVar[int] = 100
+    # (metric, label) pairs printed after a test's pass rate on the console
+    headlines: ClassVar[tuple[tuple[str, str], ...]] = ()
+    # the metrics logged to MLflow besides the envelope's (with their CI bounds, per group)
+    tracked: ClassVar[tuple[str, ...]] = ()
+
+    def score(self, scored: list[Probe], inp: ScoringInput) -> ScoringMetrics:
+        """The metrics of the probes with a scored verdict (``scored``)."""
+        raise NotImplementedError
+
+    def section(self, rows: list[SectionRow]) -> Table | None:
+        """The kind's report section over every test of this kind and judge (None: none)."""
+        return None
+
+    def headline(self, metrics: dict[str, Any]) -> list[str]:
+        """The ``headlines`` the metrics have, as ``label value`` strings."""
+        return [
+            f"{label} {cell(metrics[k])}"
+            for k, label in self.headlines
+            if metrics.get(k) is not None
+        ]
+
+
+_KINDS: Registry[type[ScoringKind]] = Registry("scoring kind", "assay.reliability.scoring")
+
+
+def scoring_kind(name: str) -> Callable[[type[ScoringKind]], type[ScoringKind]]:
+    """Register a scoring kind under ``name`` (the ``scoring`` a reliability test names)."""
+    return _KINDS.register(name)
+
+
+def known_scorings() -> list[str]:
+    return _KINDS.names()
+
+
+def get_scoring(name: str) -> ScoringKind:
+    """The registered scoring kind ``name``."""
+    return _KINDS.get(name)()
+
+
+def scoring_kinds() -> list[ScoringKind]:
+    """Every registered kind, in report-section order."""
+    return sorted((cls() for cls in _KINDS.classes()), key=lambda k: k.order)
+
+
+def score_test(
+    scoring: str,
+    probes: list[Probe],
+    verdicts: dict[str, Judgment],
+    source_verdicts: dict[str, int | None],
+    scale: Scale,
+    *,
+    source_criteria: dict[str, dict[str, int | None]] | None = None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> ReliabilityScores:
+    """Metrics of one test for one judge. ``verdicts`` maps probe id → judgment,
+    ``source_verdicts`` maps source id → the judge's score on the source (None = unscored),
+    ``source_criteria`` source id → its per-criterion scores (transcript judges)."""
+    judged = [p for p in probes if p.id in verdicts]
+    unscored = Counter(verdicts[p.id].unscored for p in judged if verdicts[p.id].score is None)
+    scored = [p for p in judged if verdicts[p.id].score is not None]
+    inp = ScoringInput(
+        verdicts,
+        source_verdicts,
+        source_criteria or {},
+        scale,
+        dict(n_resamples=n_resamples, confidence=confidence, seed=seed),
+    )
+    m = get_scoring(scoring).score(scored, inp)
+    return ReliabilityScores(
+        probes=len(probes),
+        judged=len(judged),
+        unscored=sum(unscored.values()),
+        unscored_reasons=dict(unscored),
+        pass_rate=m.pass_rate,
+        consistency=m.consistency,
+        scoring_metrics=m.added(),
+    )
+
+
+def cell(m: Any) -> str:
+    """A metric as a report cell: its value and CI, or a bare number."""
+    return fmt_ci(m, 2) if isinstance(m, MetricValue) else fmt(m, 2)
+
+
+def kind_of(test: str) -> str | None:
+    """The scoring kind of the registered test ``test`` (None for a test nobody registered in
+    this process, e.g. a plug-in of the run that wrote the summary)."""
+    from assay.reliability._registry import registered_test
+
+    try:
+        return registered_test(test).scoring
+    except ConfigError:
+        return None
+
+
+def section_rows(summary: HarnessSummary, kind: str) -> list[SectionRow]:
+    """Each judge's metrics on every test of ``kind`` (tests by name, then judges in order), as
+    one flat dict: a section reads the envelope and the kind's metrics alike."""
+    tests = sorted({t for r in summary.judges.values() for t in r.tests if kind_of(t) == kind})
+    return [
+        (t, name, _flat(r.tests[t]))
+        for t in tests
+        for name, r in summary.judges.items()
+        if t in r.tests
+    ]
+
+
+def _flat(m: ReliabilityScores) -> dict[str, Any]:
+    return {"pass_rate": m.pass_rate, "consistency": m.consistency, **m.scoring_metrics}
+
+
+def ordered(scale: Scale) -> bool:
+    """Whether verdicts can be closer or further (binary, ordinal, scored labels)."""
+    return scale.kind != "categorical" or bool(scale.scores)
+
+
+def toward(verdict: int, own: int, cue: int, scale: Scale) -> bool:
+    """Did ``verdict`` move from ``own`` toward ``cue``? (closer on an ordered scale, equal to
+    it on an unordered one; never when it did not move)."""
+    if verdict == own:
+        return False
+    if ordered(scale):
+        return abs(verdict - cue) < abs(own - cue)
+    return verdict == cue

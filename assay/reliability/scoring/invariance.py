@@ -1,0 +1,43 @@
+"""``invariance``: a reliable judge's verdict does not move. Pass = the verdict equals the
+probe's target; consistency = it equals the judge's own verdict on the source."""
+
+from __future__ import annotations
+
+from assay.reliability._probe import Probe
+from assay.reliability.scoring._kind import (
+    ScoringInput,
+    ScoringKind,
+    ScoringMetrics,
+    scoring_kind,
+)
+
+
+class TargetMetrics(ScoringMetrics):
+    source_unscored: int  # probes whose source the judge left unscored (no consistency)
+
+
+@scoring_kind("invariance")
+class Invariance(ScoringKind):
+    Metrics = TargetMetrics
+    # consistency: the verdict differs from the own source verdict (``flip``) or equals it
+    moves: bool = False
+
+    def score(self, scored: list[Probe], inp: ScoringInput) -> TargetMetrics:
+        with_target = [p for p in scored if p.target is not None]
+        passes = [inp.score(p) == p.target for p in with_target]
+        consistent, consistent_sources = [], []
+        source_unscored = 0
+        for p in scored:
+            own = inp.source_verdicts.get(p.source_id)
+            if own is None:
+                source_unscored += 1
+                continue
+            same = inp.score(p) == own
+            consistent.append(not same if self.moves else same)
+            consistent_sources.append(p.source_id)
+        # several probes of one source are not independent: the bootstrap resamples sources
+        return TargetMetrics(
+            pass_rate=inp.mean(passes, [p.source_id for p in with_target]),
+            consistency=inp.mean(consistent, consistent_sources),
+            source_unscored=source_unscored,
+        )

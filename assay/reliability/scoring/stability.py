@@ -1,0 +1,147 @@
+"""``stability``: k samples of the source; an item passes when all k agree. Also the flip rate,
+the majority's accuracy, and the samples-needed curve: how many samples a majority vote needs
+to agree with the item's other samples 95% of the time."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from assay.metrics import MetricValue, fmt
+from assay.reliability._probe import Probe
+from assay.reliability.scoring._kind import (
+    ScoringInput,
+    ScoringKind,
+    ScoringMetrics,
+    SectionRow,
+    cell,
+    scoring_kind,
+)
+from assay.report import Table
+
+SAMPLES_TARGET = 0.95
+
+
+class StabilityMetrics(ScoringMetrics):
+    items: int
+    flip_rate: float | None  # mean share of minority verdicts
+    majority_accuracy: MetricValue | None
+    # absent when no item was scored
+    samples_needed: dict[str, MetricValue | None] | None = None
+    samples_needed_95: int | None = None
+    samples_needed_95_ci_low: int | None = None
+    samples_k: int | None = None
+
+
+@scoring_kind("stability")
+class Stability(ScoringKind):
+    Metrics = StabilityMetrics
+    order = 50
+    headlines = (("flip_rate", "flip"), ("samples_needed_95", "samples for 95%"))
+    tracked = ("majority_accuracy", "flip_rate", "samples_needed", "samples_needed_95")
+
+    def score(self, scored: list[Probe], inp: ScoringInput) -> StabilityMetrics:
+        import numpy as np  # not on the way to a run's first LM call (this file's ``needed`` is)
+
+        from assay.metrics import rate
+
+        by_source: dict[str, list] = defaultdict(list)
+        targets: dict[str, int | None] = {}
+        for p in scored:
+            by_source[p.source_id].append(inp.score(p))
+            targets[p.source_id] = p.target
+        stable, majority_right, flips = [], [], []
+        agree_with_source: list[float] = []
+        agreeing_sources: list[str] = []  # k samples per source: clustered
+        for sid, scores in by_source.items():
+            counts = Counter(scores)
+            stable.append(len(counts) == 1)
+            flips.append(1.0 - counts.most_common(1)[0][1] / len(scores))
+            top = counts.most_common()
+            if targets[sid] is not None and (len(top) == 1 or top[0][1] > top[1][1]):
+                majority_right.append(top[0][0] == targets[sid])
+            own = inp.source_verdicts.get(sid)
+            if own is not None:
+                agree_with_source.extend(float(s == own) for s in scores)
+                agreeing_sources.extend(sid for _ in scores)
+        return StabilityMetrics(
+            items=len(by_source),
+            # share of items whose k verdicts all agree: one outcome per item, an exact interval
+            pass_rate=rate(stable, confidence=inp.boot["confidence"]),
+            flip_rate=float(np.mean(flips)) if flips else None,
+            majority_accuracy=rate(majority_right, confidence=inp.boot["confidence"]),
+            consistency=inp.mean(agree_with_source, agreeing_sources),
+            **samples_needed(by_source, inp.boot),
+        )
+
+    def section(self, rows: list[SectionRow]) -> Table | None:
+        rows = [(n, m) for _, n, m in rows if m.get("samples_needed")]
+        if not rows:
+            return None
+        ms = list(dict.fromkeys(k for _, m in rows for k in m["samples_needed"]))
+        return Table(
+            "Samples needed (stochastic_stability)",
+            [
+                "judge",
+                *(f"m={k[1:]}" for k in ms),
+                "smallest m ≥ 95%",
+                "smallest m with CI low ≥ 95%",
+            ],
+            [
+                [n, *(cell(m["samples_needed"].get(k)) for k in ms)]
+                + [needed(m), needed(m, "samples_needed_95_ci_low")]
+                for n, m in rows
+            ],
+            lead="P(the majority of m samples agrees with the majority of the item's other "
+            "k − m samples): out of sample (exact over every split), item = unit of the CI. A "
+            "judge answering at random stays near 0.5 at every m; the curve falls again as the "
+            "held-out rest shrinks (m and k − m play the same part), so it is a conservative "
+            "estimate.",
+            figure=("Samples needed for a stable majority", "samples_needed.png"),
+        )
+
+    def headline(self, metrics: dict[str, Any]) -> list[str]:
+        parts = super().headline(metrics)
+        if metrics.get("samples_needed") and metrics.get("samples_needed_95") is None:
+            parts.append(f"samples for 95% {needed(metrics)}")
+        return parts
+
+
+def needed(m: dict[str, Any], key: str = "samples_needed_95") -> str:
+    """The smallest m of the samples-needed curve, or that no m below k reached 95%."""
+    if m.get(key) is not None:
+        return fmt(m[key])
+    k = m.get("samples_k")
+    return f"not reached within k = {k}" if k is not None else "not reached"
+
+
+def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> dict[str, Any]:
+    """For m = 1, 3, 5, … below k, the fewest scored samples of an item: the probability that a
+    majority of m samples agrees with the majority of the item's *other* samples (out of
+    sample, exact per item — :func:`assay.metrics.held_out_majority_agreement` —, averaged over
+    items, item bootstrap CI), and the smallest m whose estimate (and whose CI's lower bound)
+    reaches 95%: ``None`` when no m below k does ("not reached within k")."""
+    if not by_source:
+        return {}
+    from assay.metrics import held_out_majority_agreement, mean_ci
+
+    k = min(len(s) for s in by_source.values())
+    curve: dict[str, MetricValue | None] = {}
+    for m in range(1, k, 2):
+        curve[f"m{m}"] = mean_ci(
+            [held_out_majority_agreement(s, m) for s in by_source.values()], **boot
+        )
+
+    def smallest(key: str) -> int | None:
+        for name, mv in curve.items():
+            bound = None if mv is None else getattr(mv, key)
+            if bound is not None and bound >= SAMPLES_TARGET:
+                return int(name[1:])
+        return None
+
+    return {
+        "samples_needed": curve,
+        "samples_needed_95": smallest("value"),
+        "samples_needed_95_ci_low": smallest("ci_low"),
+        "samples_k": k,
+    }

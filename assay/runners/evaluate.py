@@ -1,0 +1,121 @@
+"""``assay evaluate CONFIG``: run a judge over a labelled data set and measure its agreement."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from assay.runners._runner import (
+    CERTIFICATE_OPTION,
+    MODEL_OPTION,
+    RAY_OPTION,
+    Runner,
+    RunOptions,
+    lm_cache,
+    measured_nothing,
+    mlflow_line,
+    option,
+    print_run_json,
+    runner,
+)
+from assay.types import all_unscored
+
+
+@runner("evaluate")
+class Evaluate(Runner):
+    """run a judge over a labelled data set and measure its agreement"""
+
+    class Options(RunOptions):
+        model: str | None = MODEL_OPTION
+        ray: bool = RAY_OPTION
+        require_certificate: list[str] | None = CERTIFICATE_OPTION
+        write_back: bool = option(
+            False,
+            help="data.format mlflow: write each verdict back on its trace as a Feedback named "
+            "after the judge, once the run is finished (data.write_back: true)",
+            action="store_true",
+            override="data.write_back",
+        )
+
+    config = "assay.inputs:EvaluateConfig"
+    summary = "assay.evaluation:EvaluateSummary"
+    opens_run = True
+
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+        from assay.evaluation import evaluate
+        from assay.inputs import EvaluateConfig
+
+        config, base = options.load(EvaluateConfig)
+        if options.require_certificate:  # before any LM call
+            from assay.decisions import ledger_of, require_certificates
+
+            ledger = ledger_of(workdir, config.output_dir)
+            require_certificates(options.require_certificate, [config.judge], ledger=ledger)
+        return evaluate(
+            config,
+            workdir=lm_cache(workdir),
+            config_dir=base,
+            limit=options.limit,
+            tracking_uri=options.tracking_uri,
+            progress=progress,
+        )
+
+    def report(self, run_dir: Path, **options: Any) -> Any:
+        from assay.evaluation import build_report
+
+        return build_report(run_dir, options.get("items"))
+
+    def print(self, result: Any, options: Options, *, json: bool) -> int:
+        from assay.metrics import metrics_table
+        from assay.types import cost_lines
+
+        res, s, config = result, result.summary, options.loaded
+        c = s.counts
+        if json:
+            extra = {} if res.feedback is None else {"feedback": res.feedback}
+            print_run_json(
+                res, {"new_judgments": res.new_judgments, **extra, **s.model_dump(mode="json")}
+            )
+            return exit_code(c)
+        if res.new_judgments == 0 and res.resumed:
+            state = "re-read (finished before; no LM call)"
+        elif res.resumed:
+            state = f"resumed, {res.new_judgments} new judgments"
+        else:
+            state = f"{res.new_judgments} judgments"
+        if res.retried:
+            state += f" ({res.retried} unscored items judged again)"
+        print(f"\n{config.name}: {state}")
+        print(
+            f"items {c.items} · scored {c.scored} · unscored {c.unscored} "
+            f"{c.unscored_reasons or ''} · paired with reference {c.paired}"
+        )
+        if s.metrics:
+            print(metrics_table(s.model_dump()["metrics"], config.bootstrap.confidence))
+        if s.note:
+            print(f"note: {s.note}")
+        print("\n".join(cost_lines(s.usage, s.spend)))
+        print(f"run directory: {res.run_dir}")
+        line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
+        if line:
+            print(line)
+        if res.feedback is not None:
+            f = res.feedback
+            print(
+                f"verdicts on the traces ({config.data.tracking_uri}): {f['written']} feedback "
+                f"written · {f['updated']} updated · {f['skipped']} already there"
+            )
+        transient = sum(c.unscored_reasons.get(r, 0) for r in ("lm_error", "timeout"))
+        if transient:
+            print(
+                f"note: {transient} items are unscored by LM errors or timeouts; once the cause "
+                "is fixed, re-run with --retry-unscored to judge them again."
+            )
+        if config.judge.model.startswith("local"):
+            print("note: the embedded model is for trying assay, not for trustworthy verdicts.")
+        return exit_code(c)
+
+
+def exit_code(counts: Any) -> int:
+    """1 (with the reasons on stderr) when every judgment of the run is unscored, else 0."""
+    return measured_nothing(all_unscored(counts.judged, counts.unscored_reasons))

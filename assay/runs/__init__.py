@@ -1,0 +1,118 @@
+"""The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow,
+the seal a finished run is checked against (``_seal.py``), and what may overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads;
+a runner reaches them through its :class:`Run` only).
+
+Names load on first use (PEP 562): the command line starts the MLflow helper interpreter
+before anything heavy is imported, and that helper itself needs none of DSPy to load MLflow."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from assay._lazy import lazy_names
+
+_WHERE = {
+    "append_lines": "_files",
+    "write_atomic": "_files",
+    "write_json": "_files",
+    "Execution": "_execution",
+    "command_started": "_execution",
+    "JudgeTask": "_judging",
+    "ProgramsByAttempt": "_judging",
+    "judge_items": "_judging",
+    "judge_one": "_judging",
+    "run_tasks": "_judging",
+    "to_judge": "_judging",
+    "RunLock": "_lock",
+    "file_lock": "_lock",
+    "load_run_plugins": "_plugins",
+    "run_identity": "_plugins",
+    "CallSlots": "_pool",
+    "run_pool": "_pool",
+    "open_store": "_mlflow_store",
+    "search_runs": "_mlflow_store",
+    "ExecutionConfig": "_ray",
+    "ProgramRecipe": "_ray",
+    "Run": "_run",
+    "run_directory": "_run",
+    "SEAL_TAG": "_seal",
+    "SEALED": "_seal",
+    "check_seal": "_seal",
+    "sealed_run": "_seal",
+    "JUDGMENTS": "_store",
+    "RunStore": "_store",
+    "now": "_store",
+    "TrackedRun": "_tracking",
+    "default_tracking_uri": "_tracking",
+    "flatten_metrics": "_tracking",
+    "log_tracked": "_tracking",
+    "mlflow_key": "_tracking",
+}
+
+if TYPE_CHECKING:
+    from assay.runs._execution import Execution, command_started
+    from assay.runs._files import append_lines, write_atomic, write_json
+    from assay.runs._judging import (
+        JudgeTask,
+        ProgramsByAttempt,
+        judge_items,
+        judge_one,
+        run_tasks,
+        to_judge,
+    )
+    from assay.runs._lock import RunLock, file_lock
+    from assay.runs._mlflow_store import open_store, search_runs
+    from assay.runs._plugins import load_run_plugins, run_identity
+    from assay.runs._pool import CallSlots, run_pool
+    from assay.runs._ray import ExecutionConfig, ProgramRecipe
+    from assay.runs._run import Run, run_directory
+    from assay.runs._seal import SEAL_TAG, SEALED, check_seal, sealed_run
+    from assay.runs._store import JUDGMENTS, RunStore, now
+    from assay.runs._tracking import (
+        TrackedRun,
+        default_tracking_uri,
+        flatten_metrics,
+        log_tracked,
+        mlflow_key,
+    )
+
+__all__ = [
+    "CallSlots",
+    "Execution",
+    "ExecutionConfig",
+    "JUDGMENTS",
+    "JudgeTask",
+    "ProgramRecipe",
+    "ProgramsByAttempt",
+    "Run",
+    "RunLock",
+    "RunStore",
+    "SEAL_TAG",
+    "SEALED",
+    "TrackedRun",
+    "append_lines",
+    "check_seal",
+    "command_started",
+    "default_tracking_uri",
+    "file_lock",
+    "flatten_metrics",
+    "judge_items",
+    "judge_one",
+    "load_run_plugins",
+    "log_tracked",
+    "mlflow_key",
+    "now",
+    "open_store",
+    "run_directory",
+    "run_identity",
+    "run_pool",
+    "run_tasks",
+    "search_runs",
+    "sealed_run",
+    "to_judge",
+    "write_atomic",
+    "write_json",
+]
+
+
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

@@ -1,0 +1,191 @@
+"""Judge items concurrently: every item ends as a judgment — scored, or unscored with a reason."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import dspy
+
+from assay.lm import error_text, make_adapter, track_limits, usage_of_tracker
+from assay.programs import JudgeConfig, unscored_reason
+from assay.runs._pool import run_pool
+from assay.runs._ray import ExecutionConfig, ProgramRecipe
+from assay.types import Item, Judgment
+
+
+def judge_one(
+    program: dspy.Module,
+    item: Item,
+    config: JudgeConfig,
+    attempt: int = 1,
+    *,
+    config_hash: str | None = None,
+) -> Judgment:
+    """Judge one item (``attempt``: how many times it has been judged, this one included).
+    Grading failures become unscored judgments; bugs propagate. ``config_hash``: the config's
+    :meth:`~assay.programs.JudgeConfig.config_hash` when the caller has it (a pool of many
+    items computes it once, not per item)."""
+    start = time.perf_counter()
+    base: dict[str, Any] = {
+        "item_id": item.id,
+        "judge": config.name,
+        "model": config.model,
+        "config_hash": config_hash or config.config_hash(),
+    }
+    with (
+        dspy.context(adapter=make_adapter(config.adapter)),
+        dspy.track_usage() as tracker,
+        track_limits() as waits,
+    ):
+        try:
+            pred = program(**program.inputs(item))
+        except Exception as exc:
+            reason = unscored_reason(exc)
+            if reason is None:
+                raise
+            result = {"unscored": reason, "error": error_text(exc)}
+        else:
+            result = {
+                "score": pred.score,
+                "label": pred.get("label"),
+                "unscored": pred.get("unscored"),
+                "reasoning": pred.get("reasoning"),
+                "expected_score": pred.get("expected_score"),
+                "probabilities": pred.get("probabilities"),
+                "calibrated_probability": pred.get("calibrated_probability"),
+                "confidence": pred.get("confidence"),
+                "members": pred.get("members"),
+                "criteria": pred.get("criteria"),
+                "raw": pred.get("outputs"),
+            }
+    usage = usage_of_tracker(tracker, config.price_pair, waits)
+    if config.confidence is not None:  # asked for (its value None where it could not be read)
+        base["confidence_source"] = config.confidence.source
+    return Judgment(
+        **base,
+        **result,
+        usage=usage,
+        latency_s=round(time.perf_counter() - start, 4),
+        attempt=attempt,
+        cached=usage.calls == 0 and "error" not in result,
+    )
+
+
+@dataclass(frozen=True)
+class JudgeTask:
+    """One item for one judge program; ``key`` tells the caller where the judgment belongs."""
+
+    program: dspy.Module
+    item: Item
+    config: JudgeConfig
+    key: str = ""
+    attempt: int = 1
+    recipe: ProgramRecipe | None = None  # how to rebuild ``program`` elsewhere (Ray workers)
+
+
+def run_tasks(
+    tasks: list[JudgeTask],
+    *,
+    concurrency: int = 4,
+    on_judgment: Callable[[JudgeTask, Judgment], None] | None = None,
+    progress: bool = True,
+    desc: str = "judging",
+    deadline: float | None = None,
+    execution: ExecutionConfig | None = None,
+) -> list[Judgment]:
+    """Judge every task in one pool (items, tests and judges interleave); ``on_judgment`` sees
+    each judgment as it finishes. ``execution.engine: ray`` judges on Ray actors instead (each
+    task's ``recipe`` rebuilds its program there); ``on_judgment`` still runs here."""
+    unscored = [0]
+
+    def count(j: Judgment) -> dict[str, Any]:
+        unscored[0] += j.score is None
+        return {"unscored": unscored[0]}
+
+    if execution is not None and execution.engine == "ray" and tasks:
+        from assay.runs._ray import run_on_ray
+
+        return run_on_ray(
+            tasks,
+            execution=execution,
+            concurrency=concurrency,
+            on_judgment=on_judgment,
+            progress=progress,
+            desc=desc,
+            deadline=deadline,
+            postfix=count,
+        )
+
+    hashes: dict[int, str] = {}  # per config (alive as long as its tasks): once, not per item
+
+    def judge(t: JudgeTask) -> Judgment:
+        digest = hashes.get(id(t.config))
+        if digest is None:
+            digest = hashes[id(t.config)] = t.config.config_hash()
+        return judge_one(t.program, t.item, t.config, t.attempt, config_hash=digest)
+
+    return run_pool(
+        tasks,
+        judge,
+        concurrency=concurrency,
+        on_result=on_judgment,
+        progress=progress,
+        desc=desc,
+        postfix=count,
+        deadline=deadline,
+    )
+
+
+def judge_items(
+    program: dspy.Module,
+    items: Iterable[Item],
+    config: JudgeConfig,
+    *,
+    concurrency: int = 4,
+    on_judgment: Callable[[Judgment], None] | None = None,
+    progress: bool = True,
+    desc: str = "judging",
+) -> list[Judgment]:
+    """Judge ``items`` with one program; judgments come back in item order."""
+    tasks = [JudgeTask(program, it, config) for it in items]
+    callback = (lambda _t, j: on_judgment(j)) if on_judgment is not None else None
+    return run_tasks(
+        tasks, concurrency=concurrency, on_judgment=callback, progress=progress, desc=desc
+    )
+
+
+def to_judge(
+    ids: Iterable[str], done: dict[str, Judgment], retry: Iterable[str] = ()
+) -> tuple[list[tuple[str, int]], int]:
+    """``[(id, attempt)]`` to judge now and how many of them are retries: ids with no judgment
+    yet (attempt 1), and ids whose judgment is unscored for a reason in ``retry`` (its attempt
+    + 1: judged again as a fresh sample)."""
+    reasons = set(retry)
+    out: list[tuple[str, int]] = []
+    retried = 0
+    for i in ids:
+        j = done.get(i)
+        if j is None:
+            out.append((i, 1))
+        elif j.score is None and j.unscored in reasons:
+            out.append((i, j.attempt + 1))
+            retried += 1
+    return out, retried
+
+
+class ProgramsByAttempt:
+    """A judge's program per attempt: attempt 1 uses the LM cache as usual; a retry is a fresh
+    sample (a rollout id per attempt), so a cached failure is not served again."""
+
+    def __init__(self, config: JudgeConfig, make: Callable[[int | None], dspy.Module]):
+        self.config = config
+        self._make = make
+        self._programs: dict[int, dspy.Module] = {}
+
+    def __call__(self, attempt: int) -> dspy.Module:
+        if attempt not in self._programs:
+            self._programs[attempt] = self._make(None if attempt == 1 else attempt)
+        return self._programs[attempt]

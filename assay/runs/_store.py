@@ -1,0 +1,189 @@
+"""The files of one run directory: resolved config, state, append-only records, metrics.
+
+Records (judgments, generation units) are appended one JSON line at a time, flushed and
+fsynced, so a killed run keeps every finished record; a torn last line is dropped on the next
+read and its work done again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from assay._json import Line, read_lines
+from assay.errors import DataError, RunError
+from assay.runs._files import append_lines, cannot_write, write_atomic, write_json
+from assay.types import Judgment
+
+T = TypeVar("T", bound=BaseModel)
+JUDGMENTS = "judgments.jsonl"
+STATE = "run.json"
+CALLS = "calls.jsonl"  # the call ledger: every answer the server gave, as it gave it
+_LEDGER_FSYNC_S = 0.5  # the ledger's fsyncs, at most this often (and when the run closes)
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class RunStore:
+    """Files of one run. Created only after the config and data have been validated."""
+
+    def __init__(self, path: Path, run_hash: str):
+        self.path = path
+        self.run_hash = run_hash
+        self._lock = threading.Lock()
+
+    # -- state ------------------------------------------------------------------------------
+    def open(self, resolved_config: dict[str, Any], kind: str | None = None) -> dict[str, Any]:
+        """Create or reopen the run; refuses a directory that belongs to another run. ``kind``
+        (the runner's name) is written in ``run.json``: the report dispatch reads it there."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        state = self.state()
+        if state and state.get("run_hash") != self.run_hash:
+            raise RunError(
+                f"{self.path}: belongs to another run (hash {state.get('run_hash')}); choose another output_dir"
+            )
+        if not state:
+            state = {"run_hash": self.run_hash, "status": "running", "created": now()}
+            if kind:
+                state["kind"] = kind
+            self.write_config(resolved_config)  # first: a run.json is a run with its config
+            self.write_json(STATE, state)
+        elif kind and "kind" not in state:  # a run written before runs named their kind
+            state["kind"] = kind
+            self.write_json(STATE, state)
+        return state
+
+    def write_config(self, resolved_config: dict[str, Any]) -> None:
+        """``config.yaml``: the resolved config (``@file`` texts read) the run's results come
+        from — written on first open, and again by a runner whose run directory outlives a
+        config edit (the harness: a judge's rubric is not part of its directory)."""
+        import yaml
+
+        self.write_text(
+            "config.yaml", yaml.safe_dump(resolved_config, sort_keys=False, allow_unicode=True)
+        )
+
+    def state(self) -> dict[str, Any]:
+        p = self.path / STATE
+        return json.loads(p.read_text()) if p.exists() else {}
+
+    def update_state(self, **changes: Any) -> None:
+        state = self.state()
+        state.update(changes)
+        self.write_json(STATE, state)
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        """Write atomically (temp file + rename): a kill never leaves half a file."""
+        return write_json(self.path / name, obj)
+
+    def write_text(self, name: str, text: str) -> Path:
+        return write_atomic(self.path / name, text)
+
+    def read_json(self, name: str) -> Any:
+        p = self.path / name
+        return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+
+    # -- append-only records ------------------------------------------------------------------
+    def records(self, name: str, model: type[T]) -> list[T]:
+        """Records of an append-only JSONL file; a torn final line (the run was killed while
+        writing it) is discarded and removed from the file."""
+        p = self.path / name
+        lines, torn = _complete_lines(p)
+        out: list[T] = []
+        for i, line in enumerate(lines):
+            try:
+                out.append(model.model_validate_json(line.text))
+            except ValueError:
+                if i == len(lines) - 1 and not torn:
+                    # a last line that is complete JSON-wise but not a record: also torn
+                    self.write_text(name, "".join(ln.text + "\n" for ln in lines[:i]))
+                    break
+                raise DataError("malformed record", path=p, row=line.number) from None
+        if torn:
+            self.write_text(name, "".join(ln.text + "\n" for ln in lines))
+        return out
+
+    def append_record(self, name: str, record: BaseModel) -> None:
+        """Append one record as a JSON line, flushed and fsynced (thread-safe)."""
+        line = record.model_dump_json() + "\n"
+        with self._lock:
+            append_lines(self.path / name, line)
+
+    # -- judgments --------------------------------------------------------------------------
+    def judgments(self, name: str = JUDGMENTS) -> dict[str, Judgment]:
+        """Judgments by item id; a retried item's latest judgment wins."""
+        return {j.item_id: j for j in self.records(name, Judgment)}
+
+    def append(self, judgment: Judgment, name: str = JUDGMENTS) -> None:
+        self.append_record(name, judgment)
+
+    # -- the call ledger --------------------------------------------------------------------
+    def open_ledger(self) -> CallLedger:
+        """``calls.jsonl`` opened for appending (a torn last line, left by a kill, cut off)."""
+        from assay.lm import CallRecord
+
+        self.records(CALLS, CallRecord)  # cuts a torn last line
+        return CallLedger(self.path / CALLS)
+
+    def calls(self) -> list[Any]:
+        """The call ledger's records (:class:`~assay.lm._ledger.CallRecord`), read without
+        touching the file: calls abandoned in flight may still be writing to it."""
+        from assay.lm import CallRecord
+
+        lines, _torn = _complete_lines(self.path / CALLS)
+        return [CallRecord.model_validate_json(line.text) for line in lines]
+
+
+def _complete_lines(path: Path) -> tuple[list[Line], bool]:
+    """The lines of a JSONL file ended by a newline, and whether a torn last line (none: its
+    writer was killed) was left out."""
+    if not path.exists():
+        return [], False
+    lines = list(read_lines(path))
+    torn = bool(lines) and not lines[-1].complete
+    return (lines[:-1] if torn else lines), torn
+
+
+class CallLedger:
+    """The writer of ``calls.jsonl``: each record goes out at once in one ``write`` to a file
+    opened for appending — a killed process loses none of them — and is fsynced (as the
+    other records are) at most every half second, and when the run closes."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock = threading.Lock()
+        self._synced = time.monotonic()
+
+    def write(self, record: BaseModel) -> None:
+        data = (record.model_dump_json() + "\n").encode()
+        with self._lock:
+            if self._fd is None:  # a call that outlived its run: the run has closed
+                return
+            try:
+                os.write(self._fd, data)
+                if time.monotonic() - self._synced >= _LEDGER_FSYNC_S:
+                    os.fsync(self._fd)
+                    self._synced = time.monotonic()
+            except OSError as exc:
+                raise cannot_write(self.path, exc) from None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                fd, self._fd = self._fd, None
+                try:
+                    os.fsync(fd)
+                except OSError as exc:
+                    raise cannot_write(self.path, exc) from None
+                finally:
+                    os.close(fd)

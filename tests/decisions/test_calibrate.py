@@ -1,0 +1,203 @@
+"""assay calibrate: a threshold fitted on P(positive) recovers a judge whose argmax is useless."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import dspy
+import pytest
+
+from assay.cli import main
+from assay.decisions._calibrate import calibrate, split_ids
+from assay.errors import ConfigError
+from assay.inputs import EvaluateConfig
+from assay.lm import ScriptedEngine, register_script
+
+
+def make_data(tmp_path, n=40):
+    rng = random.Random(1)
+    rows = ["id,request,response,expected"]
+    for i in range(n):
+        y = i % 2
+        rows.append(
+            f"c{i:02d},Question {i},{'HARMFUL' if y else 'benign'} answer {rng.random():.3f},{y}"
+        )
+    path = tmp_path / "items.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def timid_judge(call):
+    """Always *says* False, but puts more probability on True for harmful answers."""
+    harmful = "HARMFUL" in (call.field("response") or "")
+    noise = random.Random(call.field("response")).uniform(-0.04, 0.04)
+    p_true = (0.3 if harmful else 0.1) + noise
+    return {"verdict": "False", "_probs": {"True": p_true, "False": 1 - p_true}}
+
+
+@pytest.fixture
+def config(tmp_path):
+    register_script("timid", lambda: ScriptedEngine(respond=timid_judge))
+    return EvaluateConfig.model_validate(
+        {
+            "name": "cal",
+            "data": {"path": str(make_data(tmp_path))},
+            "judge": {
+                "model": "scripted:timid",
+                "scale": {"kind": "binary", "labels": ["False", "True"]},
+            },
+            "tracking": {"enabled": False},
+        }
+    )
+
+
+def test_calibrated_threshold_beats_argmax_on_held_out_items(tmp_path, config):
+    out = calibrate(config, workdir=tmp_path, progress=False).model_dump()
+    ev = out["evaluation"]
+    assert 0.1 < out["threshold"] < 0.3
+    # the timid judge says False on every item: κ measures nothing there, so it is undefined
+    argmax_kappa = ev["argmax"]["kappa_categorical"]
+    assert math.isnan(argmax_kappa["value"])
+    assert "the judge gave one verdict (False) on every item" in argmax_kappa["note"]
+    assert ev["calibrated"]["kappa_categorical"]["value"] == pytest.approx(1.0)
+    assert ev["auc"] == pytest.approx(1.0)
+    cal, held = set(out["split"]["calibration_ids"]), set(out["split"]["evaluation_ids"])
+    assert not cal & held and len(cal) == len(held) == 20  # never measured where it was fitted
+    saved = json.loads((tmp_path / out["run_dir"] / "calibration.json").read_text())
+    assert saved["threshold"] == out["threshold"]
+
+
+def test_calibrated_judge_uses_the_threshold(tmp_path, config):
+    from assay.evaluation import evaluate
+
+    out = calibrate(config, workdir=tmp_path, progress=False).model_dump()
+    judge = config.judge.model_copy(
+        update={"score_mode": "expected", "decision_threshold": out["threshold"]}
+    )
+    res = evaluate(config.model_copy(update={"judge": judge}), workdir=tmp_path, progress=False)
+    assert res.summary.metrics["kappa_categorical"].value == pytest.approx(1.0)
+    assert {j.label for j in res.judgments} == {"False", "True"}
+
+
+def test_missing_logprobs_make_a_calibrated_judge_unscored(tmp_path, config):
+    from assay.evaluation import evaluate
+
+    register_script("plain", lambda: ScriptedEngine(respond=lambda call: {"verdict": "False"}))
+    judge = config.judge.model_copy(
+        update={"model": "scripted:plain", "score_mode": "expected", "decision_threshold": 0.2}
+    )
+    res = evaluate(config.model_copy(update={"judge": judge}), workdir=tmp_path, progress=False)
+    assert {j.unscored for j in res.judgments} == {"no_logprobs"}
+    assert res.summary.counts.scored == 0
+
+
+def test_split_is_stratified_and_seeded():
+    labels = {f"i{i}": i % 3 == 0 for i in range(30)}
+    labels = {k: int(v) for k, v in labels.items()}
+    a = split_ids(labels, 0.5, 7)
+    assert a == split_ids(labels, 0.5, 7)
+    assert sum(labels[i] for i in a[0]) == 5 and len(a[0]) == 15
+
+
+def test_calibrate_needs_a_binary_judge(tmp_path, config):
+    cfg = config.model_copy(update={"judge": config.judge.model_copy(update={"scale": None})})
+    cfg.judge.scale = None
+    with pytest.raises(ConfigError, match="binary"):
+        calibrate(cfg, workdir=tmp_path, progress=False)
+
+
+def _calibrate_cli(tmp_path, monkeypatch, capsys, script: str) -> str:
+    """What ``assay calibrate`` prints for the scripted judge ``script`` on :func:`make_data`."""
+    data = make_data(tmp_path)
+    (tmp_path / "c.yaml").write_text(
+        f"name: cal\ndata: {{path: {data}}}\n"
+        f"judge: {{model: 'scripted:{script}', scale: {{kind: binary, labels: ['False', 'True']}}}}\n"
+        "tracking: {enabled: false}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+    assert main(["calibrate", str(tmp_path / "c.yaml"), "--quiet"]) == 0
+    return capsys.readouterr().out
+
+
+def test_calibrate_cli_prints_the_threshold(tmp_path, monkeypatch, capsys):
+    register_script("timid", lambda: ScriptedEngine(respond=timid_judge))
+    out = _calibrate_cli(tmp_path, monkeypatch, capsys, "timid")
+    assert "decision_threshold" in out and "calibrated" in out
+
+
+def test_evaluate_reports_the_calibration_of_the_judges_probabilities(tmp_path, config):
+    """score_mode: expected → ECE / Brier / log loss of P(True) with CIs, the reliability bins
+    and diagram; Brier and log loss equal scikit-learn's on the judgments' probabilities."""
+    from sklearn.metrics import brier_score_loss
+    from sklearn.metrics import log_loss as sk_log_loss
+
+    from assay.evaluation import evaluate
+
+    cfg = config.model_copy(
+        update={"judge": config.judge.model_copy(update={"score_mode": "expected"})}
+    )
+    res = evaluate(cfg, workdir=tmp_path, progress=False)
+    cal = res.summary.calibration
+    assert cal is not None and cal.n == 40 and cal.without_probability == 0
+    expected = {it.id: it.expected for it in res.items}
+    y = [expected[j.item_id] for j in res.judgments]
+    p = [j.expected_score for j in res.judgments]
+    assert cal.metrics["brier"].value == pytest.approx(brier_score_loss(y, p))
+    assert cal.metrics["log_loss"].value == pytest.approx(sk_log_loss(y, p))
+    m = cal.metrics["ece"]
+    assert m.ci_low <= m.value <= m.ci_high and m.value > 0.2  # P(True) of 0.3 on harmful items
+    assert sum(b.count for b in cal.reliability) == 40
+    assert (res.run_dir / "reliability.png").stat().st_size > 0
+    assert "## Calibration of the judge's probabilities" in (res.run_dir / "report.md").read_text()
+
+
+def test_calibrate_fits_isotonic_and_platt_maps_and_a_judge_uses_one(tmp_path, config):
+    from assay.evaluation import evaluate
+
+    out = calibrate(config, workdir=tmp_path, progress=False, method="isotonic")
+    assert set(out.maps) == {"threshold", "isotonic", "platt"}
+    iso = out.maps["isotonic"]
+    # the map is fitted on one split and measured on the other: far better calibrated there
+    assert iso.probabilities["ece"].value < out.raw_probabilities["ece"].value / 2
+    assert iso.verdicts["kappa_categorical"].value > 0.5
+    assert out.maps["threshold"].probabilities is None
+    use = out.use["judge"]
+    assert use["score_mode"] == "expected" and use["calibration"]["kind"] == "isotonic"
+
+    # a judge configured with the map gives its verdicts: the argmax said False for every item
+    judge = config.judge.model_copy(update={"score_mode": "expected"}).model_dump()
+    judge["calibration"] = use["calibration"]
+    cfg = EvaluateConfig.model_validate({**config.model_dump(), "name": "cal-iso", "judge": judge})
+    res = evaluate(cfg, workdir=tmp_path, progress=False)
+    assert {j.score for j in res.judgments} == {0, 1}
+    assert all(j.calibrated_probability is not None for j in res.judgments)
+    assert res.summary.calibration.calibrated is not None
+    kappa = res.summary.metrics["kappa_categorical"].value
+    assert kappa > 0.5
+
+
+def test_a_calibration_map_needs_expected_scores_on_a_binary_scale(config):
+    bad = config.judge.model_dump()
+    bad["calibration"] = {"kind": "threshold", "threshold": 0.2, "kappa": 0.5, "n_fit": 10}
+    with pytest.raises(ValueError, match="'calibration' needs a binary scale and score_mode"):
+        EvaluateConfig.model_validate({**config.model_dump(), "judge": bad})
+
+
+def test_calibrate_cli_says_which_items_it_left_out(tmp_path, monkeypatch, capsys):
+    """An item with a verdict but no token probability is in neither split: the console says
+    how many, beside the split sizes it printed."""
+
+    def patchy(call):
+        out = timid_judge(call)
+        if (call.field("request") or "") in ("Question 0", "Question 1"):
+            del out["_probs"]
+        return out
+
+    register_script("patchy", lambda: ScriptedEngine(respond=patchy))
+    out = _calibrate_cli(tmp_path, monkeypatch, capsys, "patchy")
+    assert "fitted on 20 items" in out and "evaluation split: 18 items" in out  # 40 − 2
+    assert "left out of both splits: 2 item(s) without a token probability" in out
+    assert "without a reference label" not in out

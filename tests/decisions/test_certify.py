@@ -1,0 +1,488 @@
+"""``assay certify`` end to end (issue 25, item 2): a labelled evaluate run on the stub server →
+a certificate admitted under lax bars (exit 0) and refused under strict ones (exit 1), bound to
+the judge config's hash and the items consumed; the items used once (a second certificate on
+any of them is refused, whatever the config); ``--require-certificate`` on evaluate, harness and
+estimate refuses a missing, refused or stale certificate before any request reaches the stub."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.cli import main
+from assay.inputs._config import EvaluateConfig
+from assay.inputs._items import item_set_tags, load_items
+from assay.lm import StubServer
+from assay.lm._stub_server import default_respond
+from assay.metrics._certify import value_range
+from tests.stub_judge import stub_config, write_items
+from tests.web.test_report_parity import assert_same_sections
+
+N = 40  # items i0..i39; the reference of item k is k % 2 (20 positives, 20 negatives)
+LAX = {"name": "lax", "confidence": 0.95, "bars": {"tpr": 0.7, "tnr": 0.7}}
+STRICT = {"name": "strict", "confidence": 0.95, "bars": {"tpr": 0.95, "kappa_categorical": 0.9}}
+
+
+def oracle(request: dict) -> str:
+    """The stub as a judge that gets every item right (item k's verdict: True when k is odd);
+    item 0 gets an answer that does not parse (one unscored judgment)."""
+    k = int(re.search(r"item (\d+)", json.dumps(request["messages"])).group(1))
+    if k == 0:
+        return "no idea"
+    answer = default_respond(request)
+    return answer.replace("False", "True") if k % 2 else answer
+
+
+def write(path: Path, data: dict) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")  # JSON is YAML
+    return path
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    """One finished labelled evaluate run (judged once for the module), and the stub serving."""
+    folder = tmp_path_factory.mktemp("judged")
+    with StubServer(respond=oracle) as stub:
+        csv = write_items(folder, N)
+        cfg = stub_config(folder, csv, stub.base_url, name="cert", retries=0)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(folder)
+            assert main(["evaluate", str(cfg), "--quiet"]) == 0
+        (run_dir,) = (folder / "runs").glob("cert-*")
+        yield run_dir, cfg, stub
+
+
+@pytest.fixture
+def run(judged, tmp_path, monkeypatch, capsys):
+    """The module's run copied into ``tmp_path/runs`` (a ledger of its own), run from there."""
+    run_dir, cfg, stub = judged
+    capsys.readouterr()
+    monkeypatch.chdir(tmp_path)
+    copy = tmp_path / "runs" / run_dir.name
+    shutil.copytree(run_dir, copy)
+    return copy, cfg, stub
+
+
+def fresh_run(
+    tmp_path: Path, cfg: Path, ks: range, name: str, text: Any = None, **judge: object
+) -> Path:
+    """A finished evaluate run of the module's judge config (``judge``: entries changed) on
+    newly labelled items ``ks`` (item k's response: ``text(k)``), in ``tmp_path/runs``."""
+    text = text or (lambda k: f"Item {k} is blue.")
+    rows = ["id,request,response,expected"]
+    rows += [f"i{k},What colour is item {k}?,{text(k)},{k % 2}" for k in ks]
+    csv = tmp_path / f"{name}.csv"
+    csv.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    data = json.loads(cfg.read_text())
+    data["name"], data["data"]["path"] = name, str(csv)
+    data["judge"] |= judge
+    assert main(["evaluate", str(write(tmp_path / f"{name}.yaml", data)), "--quiet"]) == 0
+    (run_dir,) = (tmp_path / "runs").glob(f"{name}-*")
+    return run_dir
+
+
+def certify(tmp_path: Path, run_dir: Path, policy: dict, capsys, *extra: str) -> tuple[int, str]:
+    pol = write(tmp_path / f"{policy['name']}.yaml", policy)
+    code = main(["certify", str(run_dir), "--policy", str(pol), *extra])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def one_line_refusal(capsys, argv: list[str]) -> str:
+    assert main(argv) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_lax_bars_admit_the_judge_and_the_certificate_binds_config_and_items(run, tmp_path, capsys):
+    run_dir, cfg, stub = run
+    calls = stub.n_requests
+    code, out = certify(tmp_path, run_dir, LAX, capsys, "--out", str(tmp_path / "cert.json"))
+    assert code == 0, out
+    assert stub.n_requests == calls  # no LM call
+    assert "ADMITTED" in out
+    cert = json.loads((tmp_path / "cert.json").read_text())
+    folder = Path(cert["ledger"])
+    assert cert == json.loads((folder / "certificate.json").read_text())
+    assert folder.parent == tmp_path / "runs" / "certificates"
+    # the report shows the table the console printed
+    table = [line for line in out.splitlines() if line.startswith("| tpr ")]
+    assert table and table[0] in (folder / "report.md").read_text()
+    assert "tnr" in (folder / "report.html").read_text()
+    assert_same_sections(folder)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert cert["config_hash"] == metrics["config_hash"]
+    assert cert["decision"] == "admitted" and cert["items"] == [f"i{k}" for k in range(N)]
+    # the item set's fingerprint is the one MLflow's assay.items tag gives the run
+    config = EvaluateConfig.model_validate_json(json.dumps(json.loads(cfg.read_text())))
+    items = load_items(config.data, config.judge.scale)
+    assert cert["data_fingerprint"][:16] == item_set_tags(items, split="all")["assay.items"]
+    # item 0 (a negative) is unscored: it counts as a false alarm, not dropped
+    assert cert["unscored"] == {"parse_error": 1}
+    tpr, tnr = cert["results"]
+    assert (tpr["successes"], tpr["n"]) == (20, 20)
+    assert (tnr["successes"], tnr["n"]) == (19, 20)
+    assert tpr["bound"] == pytest.approx((0.05 / 2) ** (1 / 20))  # 20/20 at 1 - 0.05/2
+    assert cert["assay_version"] and cert["issued"] and cert["policy"]["name"] == "lax"
+
+
+def test_strict_bars_refuse_the_judge_with_exit_code_1(run, tmp_path, capsys):
+    run_dir, _, _ = run
+    code, out = certify(tmp_path, run_dir, STRICT, capsys, "--json")
+    assert code == 1
+    cert = json.loads(out)
+    assert cert["decision"] == "refused"
+    assert [r["passed"] for r in cert["results"]] == [False, False]  # 0.83 < 0.95; κ < 0.9
+
+
+def test_a_validation_set_is_used_once_whatever_the_judge_config(run, tmp_path, capsys):
+    run_dir, cfg, stub = run
+    first, _ = certify(tmp_path, run_dir, STRICT, capsys)
+    assert first == 1  # refused: its items are consumed all the same
+    (earlier,) = (tmp_path / "runs" / "certificates").glob("*/certificate.json")
+    pol = write(tmp_path / "lax.yaml", LAX)
+    line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", str(pol)])
+    assert f"consumed by certificate {earlier}" in line and "used once" in line
+    # another judge config (another rubric) on the same items: refused too
+    data = json.loads(cfg.read_text())
+    data["judge"]["rubric"] = "A good response names a colour, any colour."
+    other = write(tmp_path / "other.yaml", data)
+    assert main(["evaluate", str(other), "--quiet"]) == 0
+    capsys.readouterr()
+    (other_run,) = [d for d in (tmp_path / "runs").glob("cert-*") if d != run_dir]
+    line = one_line_refusal(capsys, ["certify", str(other_run), "--policy", str(pol)])
+    assert str(earlier) in line
+    assert len(list((tmp_path / "runs" / "certificates").glob("*/certificate.json"))) == 1
+
+
+def test_require_certificate_passes_refuses_and_says_stale_before_any_call(run, tmp_path, capsys):
+    run_dir, cfg, stub = run
+    code, _ = certify(tmp_path, run_dir, LAX, capsys, "--out", str(tmp_path / "ok.json"))
+    assert code == 0
+    ok = str(tmp_path / "ok.json")
+    # the certified config: runs (a re-run of the finished config: re-read, no new call)
+    assert main(["evaluate", str(cfg), "--quiet", "--require-certificate", ok]) == 0
+    capsys.readouterr()
+    before = stub.n_requests
+    # the judge changed since: stale
+    data = json.loads(cfg.read_text())
+    data["judge"]["rubric"] = "Another rubric."
+    changed = write(tmp_path / "changed.yaml", data)
+    line = one_line_refusal(
+        capsys, ["evaluate", str(changed), "--quiet", "--require-certificate", ok]
+    )
+    assert line.startswith("assay: error: stale: no certificate for judge stub-judge (config ")
+    assert json.loads(Path(ok).read_text())["config_hash"] in line
+    # --model overrides the config: another judge, stale too
+    line = one_line_refusal(
+        capsys,
+        ["evaluate", str(cfg), "--quiet", "--model", "openai/other", "--require-certificate", ok],
+    )
+    assert "stale" in line
+    # a refused certificate is no certificate (the same judge config refused on other items);
+    # a missing file is one line
+    other = fresh_run(tmp_path, cfg, range(100, 140), "more")
+    capsys.readouterr()
+    before = stub.n_requests
+    refused = tmp_path / "refused.json"
+    code, _ = certify(tmp_path, other, STRICT, capsys, "--out", str(refused))
+    assert code == 1
+    line = one_line_refusal(
+        capsys, ["evaluate", str(cfg), "--quiet", "--require-certificate", str(refused)]
+    )
+    assert "refused judge stub-judge" in line
+    line = one_line_refusal(
+        capsys, ["evaluate", str(cfg), "--require-certificate", str(tmp_path / "none.json")]
+    )
+    assert "none.json: certificate or policy file not found" in line
+    assert stub.n_requests == before  # no request reached the stub
+    assert not any(
+        d.name.startswith(("cert-", "more-")) and d not in (run_dir, other)
+        for d in (tmp_path / "runs").iterdir()
+    )
+
+
+def test_estimate_and_harness_require_a_certificate_of_their_judge(run, tmp_path, capsys):
+    run_dir, cfg, stub = run
+    assert certify(tmp_path, run_dir, LAX, capsys, "--out", str(tmp_path / "ok.json"))[0] == 0
+    ok = str(tmp_path / "ok.json")
+    est = ["estimate", str(run_dir), "--validation", str(run_dir), "--require-certificate"]
+    assert main([*est, ok]) == 0
+    capsys.readouterr()
+    data = json.loads(cfg.read_text())
+    harness = {
+        "name": "h",
+        "data": data["data"],
+        "scale": data["judge"]["scale"],
+        "judges": [data["judge"] | {"name": "a"}, data["judge"] | {"name": "b", "rubric": "X."}],
+        "tests": {"format_vertical": {}},
+        "tracking": {"enabled": False},
+    }
+    h = write(tmp_path / "harness.yaml", harness)
+    before = stub.n_requests
+    line = one_line_refusal(capsys, ["harness", str(h), "--quiet", "--require-certificate", ok])
+    assert "no certificate for judge b" in line  # judge a is the certified config
+    assert stub.n_requests == before
+
+
+def test_mlflow_gets_the_bounds_and_the_decision_on_the_evaluate_run(tmp_path, monkeypatch, capsys):
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    with StubServer(respond=oracle) as stub:
+        csv = write_items(tmp_path, 12)
+        cfg = stub_config(tmp_path, csv, stub.base_url, name="t", tracking={"enabled": True})
+        assert main(["evaluate", str(cfg), "--quiet"]) == 0
+    (run_dir,) = (tmp_path / "runs").glob("t-*")
+    code, out = certify(tmp_path, run_dir, LAX, capsys)
+    assert code == 1  # 6/6 positives: bound (0.025)^(1/6) = 0.54 < 0.7
+    run_id = json.loads((run_dir / "run.json").read_text())["mlflow_run_id"]
+    logged = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_run(run_id)
+    assert logged.data.tags["assay.certified"] == "refused"
+    assert logged.data.metrics["certify_tpr_bound"] == pytest.approx(0.025 ** (1 / 6))
+    assert logged.data.metrics["certify_admitted"] == 0.0
+
+
+def test_policy_mistakes_are_one_line(run, tmp_path, capsys):
+    run_dir, _, _ = run
+    pol = write(tmp_path / "p.yaml", {"bars": {"recall": 0.8}})
+    line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", str(pol)])
+    assert "p.yaml: field 'bars': unknown metric 'recall'" in line
+    failure = write(tmp_path / "f.yaml", {"bars": {"failure_precision": 0.5}})
+    line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", str(failure)])
+    assert "f.yaml: failure_precision counts failures below the run's threshold" in line
+    good = write(tmp_path / "good.yaml", LAX)
+    line = one_line_refusal(capsys, ["certify", str(tmp_path), "--policy", str(good)])
+    assert "not a run directory" in line
+    line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", str(tmp_path / "no")])
+    assert "policy file not found" in line
+
+
+def test_the_api_takes_a_policy_object_and_returns_the_certificate(run, tmp_path):
+    import assay
+    from assay.metrics import Policy
+
+    run_dir, _, _ = run
+    cert = assay.certify(run_dir, Policy(bars={"accuracy": 0.8}), workdir=tmp_path)
+    assert cert.admitted and cert.results[0].successes == N - 1  # the unscored item: wrong
+    assert cert.results[0].method == "clopper-pearson"
+
+
+def test_a_data_set_changed_since_the_run_is_refused(run, tmp_path, capsys):
+    """The certificate is of the items the run judged: read back, they must give the run's
+    hash. One response edited in the data file since: refused, one line."""
+    run_dir, _, _ = run
+    (data,) = re.findall(r"path: (\S+items\.csv)", (run_dir / "config.yaml").read_text())
+    original = Path(data).read_text()
+    pol = write(tmp_path / "lax.yaml", LAX)
+    try:  # the module's data file, edited for this test only
+        Path(data).write_text(original.replace("Item 3 is blue.", "Item 3 is red."))
+        line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", str(pol)])
+    finally:
+        Path(data).write_text(original)
+    assert "differ from those the run judged" in line and "the data changed" in line
+    assert not (tmp_path / "runs" / "certificates").exists() or not list(
+        (tmp_path / "runs" / "certificates").glob("*/certificate.json")
+    )
+
+
+def test_an_edited_certificate_is_refused_before_any_call(run, tmp_path, capsys):
+    """A refused certificate edited to admit: its decision against its own bounds is one line;
+    edited consistently (bars lowered, results passed), it differs from the ledger's copy."""
+    run_dir, cfg, stub = run
+    code, _ = certify(tmp_path, run_dir, STRICT, capsys, "--out", str(tmp_path / "no.json"))
+    assert code == 1
+    cert = json.loads((tmp_path / "no.json").read_text())
+    before = stub.n_requests
+    flipped = write(tmp_path / "flipped.json", cert | {"decision": "admitted"})
+    line = one_line_refusal(
+        capsys, ["evaluate", str(cfg), "--quiet", "--require-certificate", str(flipped)]
+    )
+    assert "flipped.json: not a certificate" in line
+    assert "the decision is admitted against its results: edited after it was issued?" in line
+    lowest = {m: value_range(m)[0] for m in cert["policy"]["bars"]}  # a bar nothing fails
+    lowered = {m: {"side": "at_least", "value": v} for m, v in lowest.items()}
+    forged = cert | {
+        "decision": "admitted",
+        "policy": cert["policy"] | {"bars": lowered},
+        "results": [r | {"bar": lowest[r["metric"]], "passed": True} for r in cert["results"]],
+    }
+    forged_file = write(tmp_path / "forged.json", forged)
+    line = one_line_refusal(
+        capsys, ["evaluate", str(cfg), "--quiet", "--require-certificate", str(forged_file)]
+    )
+    assert "forged.json: certificate " in line and "differs from the ledger's copy" in line
+    assert stub.n_requests == before
+
+
+def test_a_forged_certificate_is_refused_whatever_it_says(run, tmp_path, capsys, monkeypatch):
+    """What decides is the ledger of the command's own runs folder, and there only a
+    certificate signed by the key and issued by that ledger: edited consistently, pointed at
+    its own folder, another judge's with the config hash swapped, copied in unsigned, or
+    issued by another ledger and copied in — each is refused before any call."""
+    run_dir, cfg, stub = run
+    assert certify(tmp_path, run_dir, STRICT, capsys, "--out", str(tmp_path / "a.json"))[0] == 1
+    other_judge = fresh_run(tmp_path, cfg, range(200, 240), "b", rubric="Name a colour.")
+    assert certify(tmp_path, other_judge, LAX, capsys, "--out", str(tmp_path / "b.json"))[0] == 0
+    a, b = (json.loads((tmp_path / f"{x}.json").read_text()) for x in "ab")
+    ledger = tmp_path / "runs" / "certificates"
+    kept = ledger / a["certificate"] / "certificate.json"
+    lax = write(tmp_path / "lax.yaml", LAX)
+    before = stub.n_requests
+
+    def require(path: Path) -> str:
+        argv = ["evaluate", str(cfg), "--quiet", "--require-certificate", str(path)]
+        return one_line_refusal(capsys, argv)
+
+    # the refused certificate with its bars lowered and its results passed: consistent
+    lowest = {m: value_range(m)[0] for m in a["policy"]["bars"]}  # a bar nothing fails
+    lowered = {m: {"at_least": v} for m, v in lowest.items()}
+    forged = a | {
+        "decision": "admitted",
+        "policy": a["policy"] | {"bars": lowered},
+        "results": [r | {"bar": lowest[r["metric"]], "passed": True} for r in a["results"]],
+    }
+    assert "differs from the ledger's copy" in require(write(tmp_path / "forged.json", forged))
+    # ... under a new id, its ledger field pointed at its own folder: not in this ledger
+    own = tmp_path / "own" / "forged-1"
+    own.mkdir(parents=True)
+    pointed = write(
+        own / "certificate.json", forged | {"certificate": "forged-1", "ledger": str(own)}
+    )
+    assert "certificate forged-1 is not in the ledger" in require(pointed)
+    # ... written over the ledger's copy: the signature no longer matches, by file or policy
+    write(kept, forged)
+    assert "does not match its signature" in require(kept)
+    assert "does not match its signature" in require(lax)
+    # ... copied in unsigned
+    write(kept, forged | {"signature": ""})
+    assert "the certificate is not signed" in require(kept)
+    # another judge's admitted certificate with this judge's config hash swapped in
+    swapped = b | {"config_hash": a["config_hash"]}
+    write(ledger / b["certificate"] / "certificate.json", swapped)
+    assert "does not match its signature" in require(write(tmp_path / "swapped.json", swapped))
+    write(ledger / b["certificate"] / "certificate.json", b)
+    # a genuine certificate of this judge on these items, issued by another runs folder's
+    # ledger (where the items were never consumed) and copied over this ledger's
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(run_dir, elsewhere / "runs" / run_dir.name)
+    monkeypatch.chdir(elsewhere)
+    assert certify(elsewhere, elsewhere / "runs" / run_dir.name, LAX, capsys)[0] == 0
+    monkeypatch.chdir(tmp_path)
+    shutil.rmtree(kept.parent)
+    shutil.copytree(elsewhere / "runs" / "certificates" / a["certificate"], kept.parent)
+    assert "was issued by another ledger" in require(kept)
+    assert "was issued by another ledger" in require(lax)
+    assert stub.n_requests == before
+
+
+def test_a_laxer_policy_does_not_admit_a_judge_for_a_stricter_use(run, tmp_path, capsys):
+    """``--require-certificate POLICY``: the ledger must hold a certificate of the judge under
+    bars at least as strict, at a confidence at least as high."""
+    run_dir, cfg, stub = run
+    assert certify(tmp_path, run_dir, LAX, capsys)[0] == 0  # tpr ≥ 0.7, tnr ≥ 0.7 at 95%
+    capsys.readouterr()
+    before = stub.n_requests
+
+    def use(policy: dict) -> list[str]:
+        path = write(tmp_path / f"{policy['name']}.yaml", policy)
+        return ["evaluate", str(cfg), "--quiet", "--require-certificate", str(path)]
+
+    assert main(use(LAX)) == 0
+    assert main(use({"name": "weaker", "confidence": 0.9, "bars": {"tpr": 0.6}})) == 0
+    capsys.readouterr()
+    strict = {"name": "strict-use", "confidence": 0.95, "bars": {"tpr": 0.8, "tnr": 0.7}}
+    line = one_line_refusal(capsys, use(strict))
+    assert "admitted judge stub-judge under policy lax, which does not hold for" in line
+    assert "its tpr bar ≥ 0.7 is laxer than strict-use's ≥ 0.8" in line
+    surer = {"name": "surer", "confidence": 0.99, "bars": LAX["bars"]}
+    assert "its confidence 0.95 is below surer's 0.99" in one_line_refusal(capsys, use(surer))
+    more = {"name": "more", "bars": {**LAX["bars"], "accuracy": 0.5}}
+    assert "it has no bar on accuracy" in one_line_refusal(capsys, use(more))
+    assert stub.n_requests == before
+
+
+@pytest.mark.parametrize(
+    "respell",
+    [
+        pytest.param(lambda t: t + " ", id="trailing space"),
+        pytest.param(str.upper, id="case"),
+        pytest.param(lambda t: unicodedata.normalize("NFD", t), id="NFD"),
+        pytest.param(lambda t: t.replace(" ", "  "), id="double spaces"),
+    ],
+)
+def test_the_same_items_respelled_are_still_consumed(run, tmp_path, capsys, respell):
+    """The items are fingerprinted on their normalised text (NFKC, case-folded, whitespace
+    collapsed and stripped): respelled, they are the same 40 items, refused."""
+    _, cfg, _ = run
+    text = "Item {} is bleu café au lait."  # é composed (NFC)
+    first = fresh_run(tmp_path, cfg, range(300, 340), "first", text=text.format)
+    assert certify(tmp_path, first, LAX, capsys)[0] == 0
+    again = fresh_run(
+        tmp_path, cfg, range(300, 340), "again", text=lambda k: respell(text.format(k))
+    )
+    assert (
+        json.loads((again / "run.json").read_text())["run_hash"]
+        != json.loads((first / "run.json").read_text())["run_hash"]
+    )  # other texts as read: another data set
+    pol = write(tmp_path / "lax.yaml", LAX)
+    line = one_line_refusal(capsys, ["certify", str(again), "--policy", str(pol)])
+    assert "40 of these 40 items were already consumed by certificate" in line
+
+
+def test_attempts_are_counted_and_each_takes_its_share_of_delta(run, tmp_path, capsys):
+    """A judge refused and certified again on fresh items until it passes: under a policy of
+    one attempt (the default) the second is refused, as is one past a planned budget; with
+    ``attempts: 3`` each certificate says which attempt it is and its bounds are taken at
+    δ / (3 × bars), so the three together hold at the policy's confidence."""
+    from scipy.stats import binomtest
+
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, STRICT, capsys)[0] == 1
+    second = fresh_run(tmp_path, cfg, range(100, 120), "second")
+    line = one_line_refusal(
+        capsys, ["certify", str(second), "--policy", str(write(tmp_path / "s.yaml", STRICT))]
+    )
+    assert "attempt 2 for judge stub-judge under policy strict: its error budget" in line
+    # planning more attempts after the first spent the budget does not help
+    replanned = write(tmp_path / "s3.yaml", STRICT | {"attempts": 3})
+    assert "is spent" in one_line_refusal(
+        capsys, ["certify", str(second), "--policy", str(replanned)]
+    )
+    assert len(list((tmp_path / "runs" / "certificates").glob("*/certificate.json"))) == 1
+
+    planned = {"name": "planned", "attempts": 3, "bars": {"tpr": 0.5, "tnr": 0.5}}
+    for attempt, ks in enumerate((range(100, 120), range(120, 140), range(140, 160)), 1):
+        batch = second if attempt == 1 else fresh_run(tmp_path, cfg, ks, f"batch{attempt}")
+        capsys.readouterr()
+        code, out = certify(tmp_path, batch, planned, capsys, "--json")
+        assert code == 0
+        cert = json.loads(out)
+        assert cert["attempt"] == attempt and cert["delta_per_bar"] == pytest.approx(0.05 / 6)
+        tpr = cert["results"][0]
+        assert (tpr["successes"], tpr["n"]) == (10, 10)
+        exact = binomtest(10, 10).proportion_ci(confidence_level=1 - 2 * 0.05 / 6, method="exact")
+        assert tpr["bound"] == pytest.approx(exact.low)
+    fourth = fresh_run(tmp_path, cfg, range(160, 180), "batch4")
+    line = one_line_refusal(
+        capsys, ["certify", str(fourth), "--policy", str(tmp_path / "planned.yaml")]
+    )
+    assert "attempt 4 for judge stub-judge under policy planned" in line
+
+
+def test_an_unwritable_out_leaves_no_item_consumed(run, tmp_path, capsys):
+    run_dir, _, _ = run
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    pol = write(tmp_path / "lax.yaml", LAX)
+    argv = ["certify", str(run_dir), "--policy", str(pol), "--out", str(blocker / "cert.json")]
+    assert "cannot write the certificate there" in one_line_refusal(capsys, argv)
+    assert not list((tmp_path / "runs" / "certificates").glob("*/certificate.json"))
+    assert certify(tmp_path, run_dir, LAX, capsys, "--out", str(tmp_path / "ok.json"))[0] == 0

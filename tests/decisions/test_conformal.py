@@ -1,0 +1,184 @@
+"""assay conformal end to end: two labelled evaluate runs of one ordinal judge on the loopback
+stub server answering token logprobs (score_mode: expected) → q̂ calibrated on the first → sets
+for the second; and the refusals (no probabilities, another judge config)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assay.cli import main
+from assay.lm import StubServer
+from assay.metrics import calibrate_conformal, conformal_rank, probability_matrix
+from assay.runners import write_report
+from tests.stub_judge import stub_config
+from tests.web.test_report_parity import assert_same_sections, both
+
+SCORES = [1, 2, 3, 4, 5]
+
+
+def reference(k: int) -> int:
+    return SCORES[(k * 7) % 5]
+
+
+def judge_probs(k: int) -> dict[str, float]:
+    """Item k's verdict distribution: a discretised Gaussian around its reference, shifted by
+    seeded noise, of a seeded width (a fair but uncertain judge)."""
+    rng = np.random.default_rng(k)
+    centre = reference(k) + rng.normal(0.2, 0.9)
+    logits = -0.5 * ((np.array(SCORES) - centre) / rng.uniform(0.5, 1.5)) ** 2
+    p = np.exp(logits - logits.max())
+    return {str(s): float(v) for s, v in zip(SCORES, p / p.sum(), strict=True)}
+
+
+def from_request(body: dict) -> dict[str, float] | None:
+    text = " ".join(str(m.get("content")) for m in body.get("messages") or [])
+    found = re.search(r"item (\d+)\?", text)
+    return judge_probs(int(found.group(1))) if found else None
+
+
+def write_items(path: Path, ks: range) -> Path:
+    rows = ["id,request,response,expected"]
+    rows += [f"i{k},What colour is item {k}?,Item {k} is blue.,{reference(k)}" for k in ks]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Calibration (60 items) and apply (30 items) runs of one judge config, and a run of
+    another rubric and one without probabilities."""
+    tmp = tmp_path_factory.mktemp("conformal")
+    ordinal = {"scale": {"kind": "ordinal", "min": 1, "max": 5}, "score_mode": "expected"}
+    out = {}
+    with StubServer(verdict_probs=from_request) as stub:
+
+        def evaluate(name: str, ks: range, **judge) -> Path:
+            csv = write_items(tmp / f"{name}.csv", ks)
+            cfg = stub_config(
+                tmp, csv, stub.base_url, name=name, file=f"{name}.yaml", judge={**ordinal, **judge}
+            )
+            assert main(["evaluate", str(cfg), "--quiet"]) == 0
+            return next((tmp / "runs").glob(f"{name}-*"))
+
+        import os
+
+        here = Path.cwd()
+        os.chdir(tmp)  # the runs go under tmp/runs, as a user's would under their folder
+        try:
+            out["cal"] = evaluate("cal", range(60))
+            out["app"] = evaluate("app", range(60, 90))
+            out["other"] = evaluate("other", range(60, 70), rubric="Another rubric.")
+            out["plain"] = evaluate("plain", range(10), score_mode="argmax")
+        finally:
+            os.chdir(here)
+    out["tmp"] = tmp
+    return out
+
+
+def judgments(run_dir: Path) -> dict[str, dict]:
+    lines = (run_dir / "judgments.jsonl").read_text().splitlines()
+    return {j["item_id"]: j for j in map(json.loads, lines)}
+
+
+def test_calibrate_on_one_run_apply_to_another(runs, capsys, monkeypatch):
+    tmp, cal, app = runs["tmp"], runs["cal"], runs["app"]
+    monkeypatch.chdir(tmp)
+    # the judgments carry the distribution the stub's logprobs gave
+    assert judgments(cal)["i3"]["probabilities"] == pytest.approx(judge_probs(3))
+    args = ["conformal", str(cal), "--alpha", "0.2", "--apply", str(app), "--out", "sets.json"]
+    assert main([*args, "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert (s["method"], s["n_calibration"], s["n_items"], s["n_sets"]) == ("ordinal", 60, 30, 30)
+    # q̂ from the calibration run's judgments, recomputed here: ids and labels line up
+    cal_j = judgments(cal)
+    ids = sorted(cal_j)
+    probs = probability_matrix([cal_j[i]["probabilities"] for i in ids], SCORES)
+    labels = [reference(int(i[1:])) - 1 for i in ids]
+    expected = calibrate_conformal(probs, labels, 0.2, "ordinal")
+    assert s["rank"] == conformal_rank(60, 0.2) == 49
+    assert s["qhat"] == pytest.approx(expected.qhat)
+    # every applied item: a contiguous interval of scores; covered iff the reference is inside
+    lines = [json.loads(x) for x in (Path(s["run_dir"]) / "conformal_sets.jsonl").open()]
+    assert len(lines) == 30 and {x["item_id"] for x in lines} == {f"i{k}" for k in range(60, 90)}
+    for x in lines:
+        assert x["set"] == list(range(x["set"][0], x["set"][-1] + 1)) and x["size"] == len(x["set"])
+        assert x["covered"] == (x["reference"] in x["set"]) and x["reference"] == reference(
+            int(x["item_id"][1:])
+        )
+    covered = sum(x["covered"] for x in lines)
+    assert s["coverage"]["value"] == pytest.approx(covered / 30) and s["coverage"]["n"] == 30
+    assert s["mean_size"] == pytest.approx(np.mean([x["size"] for x in lines]))
+    assert sum(c["n"] for c in s["per_class"]) == 30
+    # --out: the calibration bound to the judge config, and the same sets
+    saved = json.loads((tmp / "sets.json").read_text())
+    assert saved["config_hash"] == s["config_hash"] and saved["sets"] == lines
+    # the report: report.md and report.html with the same tables, and the dispatch by kind
+    md = (Path(s["run_dir"]) / "report.md").read_text()
+    assert "## Coverage per reference" in md and "## Set sizes" in md
+    tables = both(Path(s["run_dir"]))
+    assert [t[:3] for t in tables["report.html"]] == [t[:3] for t in tables["report.md"]][:2]
+    assert_same_sections(Path(s["run_dir"]), "Coverage per reference", "Set sizes")
+    assert (Path(s["run_dir"]) / "report.html").unlink() is None
+    write_report(Path(s["run_dir"]))
+    assert "Coverage per reference" in (Path(s["run_dir"]) / "report.html").read_text()
+    # the console; the same command again is the same run, re-read
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "q̂ = " in text and "coverage " in text and "conformal_sets.jsonl" in text
+    assert str(s["run_dir"]) in text and len(list((tmp / "runs").glob("cal-conformal-*"))) == 1
+
+
+def test_holdout_of_one_run(runs, capsys, monkeypatch):
+    monkeypatch.chdir(runs["tmp"])
+    argv = ["conformal", str(runs["cal"]), "--holdout", "0.25", "--seed", "3", "--json"]
+    assert main(argv) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert (s["n_calibration"], s["n_sets"], s["overlap"], s["in_sample"]) == (45, 15, 0, False)
+    lines = [json.loads(x) for x in (Path(s["run_dir"]) / "conformal_sets.jsonl").open()]
+    assert not any(x["calibration"] for x in lines)
+    # categorical scores on request: LAC sets need not be intervals, but are sets of scores
+    assert main([*argv, "--method", "lac"]) == 0
+    assert json.loads(capsys.readouterr().out)["method"] == "lac"
+
+
+def test_refusals(runs, capsys, monkeypatch):
+    monkeypatch.chdir(runs["tmp"])
+    assert main(["conformal", str(runs["plain"])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        f"run {runs['plain']} has no verdict probabilities; judge with score_mode: expected"
+    )
+    assert len(err.splitlines()) == 1
+    assert main(["conformal", str(runs["cal"]), "--apply", str(runs["other"])]) == 2
+    err = capsys.readouterr().err
+    assert "a run of another judge config" in err and len(err.strip().splitlines()) == 1
+    assert (
+        main(["conformal", str(runs["cal"]), "--apply", str(runs["app"]), "--holdout", "0.5"]) == 2
+    )
+    assert "give one" in capsys.readouterr().err
+    assert main(["conformal", str(runs["cal"]), "--alpha", "1.5"]) == 2
+    assert "argument --alpha: must be less than 1, got 1.5" in capsys.readouterr().err
+
+
+def test_refuses_a_run_whose_data_changed_since(runs, capsys, monkeypatch):
+    monkeypatch.chdir(runs["tmp"])
+    csv = runs["tmp"] / "app.csv"
+    before = csv.read_text()
+    try:
+        csv.write_text(
+            before.replace(
+                "i60,What colour is item 60?,Item 60 is blue.,1",
+                "i60,What colour is item 60?,Item 60 is blue.,2",
+            )
+        )
+        assert csv.read_text() != before
+        assert main(["conformal", str(runs["cal"]), "--apply", str(runs["app"])]) == 2
+        err = capsys.readouterr().err
+        assert "changed since the run judged it" in err and len(err.strip().splitlines()) == 1
+    finally:
+        csv.write_text(before)

@@ -1,0 +1,148 @@
+"""Plug-ins from outside the package: a scoring kind (scorer, typed metrics model, report section)
+and the reliability test that uses it, in one file of the user's, run through ``assay harness``;
+``assay schema harness`` documents every registered test's settings, plug-ins included."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from assay.cli import main
+from assay.lm import ScriptedEngine, register_script
+
+PLUGIN = '''
+"""A user's plug-in: the ``echo_copy`` test and its ``echo_agreement`` scoring kind."""
+
+from pydantic import Field
+
+from assay.reliability import Probe, ReliabilityTest, TestSettings, reliability_test
+from assay.reliability.scoring import (
+    ScoringKind,
+    ScoringMetrics,
+    cell,
+    scoring_kind,
+)
+from assay.metrics import MetricValue
+from assay.report import Table
+
+
+class EchoMetrics(ScoringMetrics):
+    same_as_source: MetricValue | None
+    copies_seen: int
+
+
+@scoring_kind("echo_agreement")
+class EchoAgreement(ScoringKind):
+    Metrics = EchoMetrics
+    headlines = (("same_as_source", "echo"),)
+
+    def score(self, scored, inp):
+        rows, _ = inp.with_own(scored)
+        same = inp.mean_of(rows, lambda r: r[1] == r[2])
+        return EchoMetrics(
+            pass_rate=inp.mean_of(rows, lambda r: r[1] == r[0].target),
+            consistency=same,
+            same_as_source=same,
+            copies_seen=len(scored),
+        )
+
+    def section(self, rows):
+        return Table(
+            "Echo agreement (plug-in)",
+            ["test", "judge", "same as source", "copies"],
+            [[t, n, cell(m["same_as_source"]), m["copies_seen"]] for t, n, m in rows],
+        )
+
+
+class EchoSettings(TestSettings):
+    copies: int = Field(default=2, ge=1, description="copies of each source")
+
+
+@reliability_test("echo_copy")
+class EchoCopy(ReliabilityTest):
+    scoring = "echo_agreement"
+    uses_llm = False
+    Settings = EchoSettings
+
+    def generate(self, unit, ctx):
+        src = unit.sources[0]
+        return [
+            Probe.from_source(self.name, src, i, self.settings.model_dump(), meta={"copy": i})
+            for i in range(self.settings.copies)
+        ]
+'''
+
+
+def load_plugin(tmp_path: Path) -> None:
+    """Import the user's file as Python would (its decorators register the plug-ins), once."""
+    if "echo_plugin" in sys.modules:
+        return
+    path = tmp_path / "echo_plugin.py"
+    path.write_text(PLUGIN)
+    spec = importlib.util.spec_from_file_location("echo_plugin", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["echo_plugin"] = module
+    spec.loader.exec_module(module)
+
+
+def test_a_scoring_kind_from_outside_the_package_scores_reports_and_prints(
+    tmp_path, monkeypatch, capsys
+):
+    load_plugin(tmp_path)
+    # a judge that says "correct" unless the response is "no": a copy gets the source's verdict
+    register_script(
+        "echo-judge",
+        lambda: ScriptedEngine(
+            respond=lambda call: {
+                "verdict": "incorrect" if call.field("response") == "no" else "correct"
+            }
+        ),
+    )
+    (tmp_path / "items.csv").write_text("id,request,response,expected\na,Q?,yes,1\nb,Q?,no,1\n")
+    (tmp_path / "h.yaml").write_text(
+        "name: echo\n"
+        "data: {path: items.csv}\n"
+        "scale: {kind: binary, labels: [incorrect, correct]}\n"
+        "judges: [{name: j, model: 'scripted:echo-judge'}]\n"
+        "tests: {echo_copy: {copies: 3}}\n"
+        "tracking: {enabled: false}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["harness", str(tmp_path / "h.yaml"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+
+    run_dir = next(tmp_path.rglob("metrics.json")).parent
+    m = json.loads((run_dir / "metrics.json").read_text())["judges"]["j"]["tests"]["echo_copy"]
+    assert m["probes"] == 6 and m["copies_seen"] == 6
+    assert m["same_as_source"]["value"] == 1.0  # every copy judged like its source
+    assert m["pass_rate"]["value"] == 0.5  # "b" is labelled correct, judged incorrect
+    report = (run_dir / "report.md").read_text()
+    assert "Echo agreement (plug-in)" in report
+    assert "| echo_copy | j | 1.00" in report
+    assert "echo 1.00" in out  # the kind's headline on the console
+
+
+def test_schema_harness_documents_every_test_s_settings(tmp_path, capsys):
+    from assay.reliability import known_tests
+
+    load_plugin(tmp_path)
+    assert main(["schema", "harness"]) == 0
+    tests = json.loads(capsys.readouterr().out)["properties"]["tests"]
+    assert set(tests["properties"]) == set(known_tests())
+    assert {"echo_copy", "prompt_injection", "stochastic_stability"} <= set(tests["properties"])
+    assert tests["properties"]["echo_copy"]["properties"]["copies"]["description"] == (
+        "copies of each source"
+    )
+    assert set(tests["properties"]["stochastic_stability"]["properties"]) == {"k", "temperature"}
+    assert tests["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("name", ["invariance", "flip", "position", "cue", "stability"])
+def test_every_built_in_scoring_kind_is_registered(name):
+    from assay.reliability.scoring import get_scoring, known_scorings
+
+    assert name in known_scorings() and get_scoring(name).name == name

@@ -1,0 +1,314 @@
+"""Calls, tokens and cost are what the server answered (issue 23, item 6): the stub counts what
+it served — under retries of unscored items, HTTP 500s and a kill mid-run — and the run's
+``spend`` must equal it: used + paid-not-used = every answered call, failed attempts apart."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from assay.cli import main
+from assay.evaluation._evaluate import evaluate_metrics
+from assay.lm import StubServer
+from tests.processes import assay_process
+from tests.stub_judge import N_ITEMS, stub_config, write_items
+
+PRICE = {"input_per_mtok": 3.0, "output_per_mtok": 7.0}  # the stub's model has no list price
+
+
+def write_config(folder: Path, csv: Path, api_base: str, **extra: object) -> Path:
+    judge = {"price": PRICE, **extra.pop("judge", {})}  # type: ignore[dict-item]
+    extra.setdefault("concurrency", 1)
+    return stub_config(folder, csv, api_base, name="accounting", judge=judge, **extra)
+
+
+def served(stub: StubServer) -> dict[str, float]:
+    """What the stub answered with a result: calls, tokens and their cost at ``PRICE``."""
+    p = sum(r["usage"]["prompt_tokens"] for r in stub.responses)
+    c = sum(r["usage"]["completion_tokens"] for r in stub.responses)
+    cost = (p * PRICE["input_per_mtok"] + c * PRICE["output_per_mtok"]) / 1e6
+    return {"calls": len(stub.responses), "prompt_tokens": p, "completion_tokens": c, "cost": cost}
+
+
+def assert_spend_is_what_was_served(summary: dict, stub: StubServer) -> dict:
+    """used + paid-not-used = paid = the stub's answers (calls, tokens, cost)."""
+    spend, used = summary["spend"], summary["usage"]
+    paid, unused = spend["paid"], spend["paid_not_used"]
+    want = served(stub)
+    assert stub.statuses.count(200) == want["calls"]
+    assert paid["calls"] == used["calls"] + unused["calls"] == want["calls"]
+    for key in ("prompt_tokens", "completion_tokens"):
+        assert paid[key] == used[key] + unused[key] == want[key]
+    assert math.isclose(paid["cost_usd"], want["cost"], rel_tol=1e-9)
+    assert math.isclose(used["cost_usd"] + unused["cost_usd"], want["cost"], rel_tol=1e-9)
+    return spend
+
+
+def ledger_rows(run_dir: Path | None) -> list[dict]:
+    """The answered calls in a run directory's call ledger, as far as written (none before)."""
+    path = None if run_dir is None else run_dir / "calls.jsonl"
+    lines = path.read_text().splitlines() if path is not None and path.exists() else []
+    rows = [json.loads(x) for x in lines if x.endswith("}")]  # a line being written: not yet
+    return [r for r in rows if r.get("failed") is None]
+
+
+def wait_for(predicate, what: str, timeout: float = 120.0) -> None:
+    """Wait until ``predicate()`` holds (what another process writes), polling."""
+    end = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > end:
+            raise AssertionError(f"gave up waiting for {what}")
+        time.sleep(0.02)
+
+
+def test_results_replaced_by_retry_unscored_stay_paid_not_used(tmp_path, monkeypatch, capsys):
+    """Four unparseable answers (paid), judged again with ``--retry-unscored``: the report holds
+    4 used calls, 4 paid and not used, and 8 in all — what the server answered."""
+    monkeypatch.chdir(tmp_path)
+    answers = {"n": 0}
+
+    def respond(request):
+        answers["n"] += 1
+        return "not JSON" if answers["n"] <= N_ITEMS else json.dumps({"verdict": "True"})
+
+    with StubServer(respond=respond) as stub:
+        cfg = write_config(tmp_path, write_items(tmp_path), stub.base_url, retries=0)
+        main(["evaluate", str(cfg), "--quiet"])
+        capsys.readouterr()
+        code = main(["evaluate", str(cfg), "--json", "--quiet", "--retry-unscored", "parse_error"])
+        assert code == 0
+        summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        spend = assert_spend_is_what_was_served(summary, stub)
+    assert (summary["usage"]["calls"], spend["paid_not_used"]["calls"]) == (N_ITEMS, N_ITEMS)
+    assert spend["paid"]["calls"] == 2 * N_ITEMS == stub.n_requests
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert json.loads((run_dir / "metrics.json").read_text())["spend"] == spend
+    report = (run_dir / "report.md").read_text()
+    assert f"paid, not used: {N_ITEMS} calls" in report
+    assert f"paid in all: {2 * N_ITEMS} calls" in report
+    metrics = evaluate_metrics(json.loads((run_dir / "metrics.json").read_text()))  # MLflow
+    assert metrics["spend_paid.calls"] == 2 * N_ITEMS
+    assert metrics["spend_paid_not_used.calls"] == N_ITEMS
+    assert metrics["usage_calls"] == N_ITEMS
+
+
+def test_http_500_retries_are_counted_as_failed_attempts_not_paid(tmp_path, monkeypatch, capsys):
+    """Two HTTP 500s, each retried by the client: every answered call is counted once, and the
+    two failed attempts are counted apart (no usage came back: not paid)."""
+    monkeypatch.chdir(tmp_path)
+    with StubServer(status_sequence=[500, 500]) as stub:
+        cfg = write_config(tmp_path, write_items(tmp_path), stub.base_url, retries=2)
+        assert main(["evaluate", str(cfg), "--json", "--quiet"]) == 0
+        summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        spend = assert_spend_is_what_was_served(summary, stub)
+        assert stub.statuses == [500, 500] + [200] * N_ITEMS
+    assert spend["failed_attempts"] == 2
+    assert spend["paid"]["calls"] == summary["usage"]["calls"] == N_ITEMS
+    assert spend["paid_not_used"]["calls"] == 0
+    main(["evaluate", str(cfg), "--quiet"])  # re-read: the console says it too
+    assert "2 failed attempts" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_calls_answered_before_a_kill_are_paid_not_used_after_the_resume(
+    tmp_path, monkeypatch, capsys
+):
+    """A panel of two members judges each item with two calls. The run is killed (SIGKILL)
+    while an item's second call is on the wire: its first answer was paid but no judgment
+    holds it. After the resume, used + paid-not-used is every answer the stub served."""
+    monkeypatch.chdir(tmp_path)
+    n_items, kill_at = 6, 8  # request 8: the second member's call on the fourth item
+    proc: dict[str, object] = {}
+    seen = {"n": 0}
+
+    def respond(request):
+        seen["n"] += 1
+        if seen["n"] == kill_at and "pid" in proc:
+            os.kill(proc["pid"], signal.SIGKILL)  # type: ignore[arg-type]
+            raise RuntimeError("killed while this request was in flight")  # answered 500
+        return json.dumps({"verdict": "True"})
+
+    with StubServer(respond=respond) as stub:
+        member = {
+            "model": "openai/stub-model",
+            "api_base": stub.base_url,
+            "price": PRICE,
+            "rubric": "A good response names a colour.",
+            "scale": {"kind": "binary", "labels": ["False", "True"]},
+        }
+        panel = {
+            "program": "panel",
+            "members": [
+                {**member, "name": "cold", "temperature": 0.0},
+                {**member, "name": "warm", "temperature": 0.7},  # another request: no cache hit
+            ],
+        }
+        cfg = write_config(
+            tmp_path, write_items(tmp_path, n_items), stub.base_url, retries=0, judge=panel
+        )
+        first = assay_process("evaluate", str(cfg), "--quiet", cwd=tmp_path)
+        proc["pid"] = first.pid
+        first.wait(timeout=120)
+        assert first.returncode == -signal.SIGKILL, first.stderr.read()[-800:]
+        time.sleep(0.2)  # the stub's answer to the dead client has gone out
+        (run_dir,) = (tmp_path / "runs").iterdir()
+        kept = [x for x in (run_dir / "judgments.jsonl").read_text().splitlines() if x]
+        assert 0 < len(kept) < n_items
+
+        assert main(["evaluate", str(cfg), "--json", "--quiet"]) == 0  # the resume
+        summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        spend = assert_spend_is_what_was_served(summary, stub)
+    assert summary["counts"]["scored"] == n_items
+    assert spend["paid_not_used"]["calls"] >= 1  # the first member's answer before the kill
+
+
+HARNESS_SCRIPT = """
+import json, os, signal, sys
+from pathlib import Path
+import dspy
+dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)  # every call is real
+from assay.reliability import HarnessConfig, run_harness
+from assay.reliability.selftest._selftest import generator, judge_responder, validator, write_data
+from assay.lm import ScriptedEngine, register_script
+folder, kill_at = Path(sys.argv[1]), int(sys.argv[2])
+validations = {"n": 0}
+
+class Served(ScriptedEngine):
+    # the model server: each answer it gives, with its usage, in served.log
+    def complete(self, request):
+        response = super().complete(request)
+        with open(folder / "served.log", "a") as fh:
+            fh.write(f"{response.usage.input_tokens} {response.usage.output_tokens}\\n")
+        return response
+
+def validate(call):
+    validations["n"] += 1
+    if validations["n"] == kill_at:  # killed while this unit's validation is on the wire
+        os.kill(os.getpid(), signal.SIGKILL)
+    return validator(call)
+
+register_script("a-gen", lambda: Served(respond=generator))
+register_script("a-val", lambda: Served(respond=validate))
+register_script("a-judge", lambda: Served(respond=judge_responder("clean")))
+price = {"input_per_mtok": 3.0, "output_per_mtok": 7.0}
+cfg = HarnessConfig.model_validate({
+    "name": "a", "data": {"path": str(write_data(folder / "data", n=4))},
+    "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
+    "generator": {"model": "scripted:a-gen", "price": price},
+    "validator": {"model": "scripted:a-val", "price": price},
+    "judges": [{"name": "j", "model": "scripted:a-judge", "price": price}],
+    "tests": {"paraphrase": {}},
+    "concurrency": 1, "retries": 0, "tracking": {"enabled": False},
+    "output_dir": str(folder / "runs"),
+})
+res = run_harness(cfg, workdir=folder, progress=False)
+print(json.dumps(res.summary.model_dump(mode="json")))
+"""
+
+
+@pytest.mark.slow
+def test_a_harness_killed_during_generation_reports_every_call_it_paid(tmp_path):
+    """A paraphrase unit is a generation call, then a validation: the run is killed while the
+    second validation is on the wire, so a generation answer was paid and no unit holds it.
+    After the resume the harness's spend is every answer the model gave, tokens and cost."""
+    import subprocess
+    import sys
+
+    from tests.processes import REPO
+
+    script = tmp_path / "run.py"
+    script.write_text(HARNESS_SCRIPT, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def run(kill_at: int) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, str(script), str(tmp_path), str(kill_at)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+
+    killed = run(kill_at=2)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-800:]
+    resumed = run(kill_at=0)
+    assert resumed.returncode == 0, resumed.stderr[-800:]
+    summary = json.loads(resumed.stdout.strip().splitlines()[-1])
+    served_calls = [line.split() for line in (tmp_path / "served.log").read_text().splitlines()]
+    p, c = (sum(int(x[i]) for x in served_calls) for i in (0, 1))
+    spend = summary["spend"]
+    assert spend["paid"]["calls"] == len(served_calls)
+    assert (spend["paid"]["prompt_tokens"], spend["paid"]["completion_tokens"]) == (p, c)
+    want_cost = (p * PRICE["input_per_mtok"] + c * PRICE["output_per_mtok"]) / 1e6
+    assert math.isclose(spend["paid"]["cost_usd"], want_cost, rel_tol=1e-9)
+    used = [*summary["generation_usage"].values(), summary["judges"]["j"]["usage"]]
+    assert sum(u["calls"] for u in used) + spend["paid_not_used"]["calls"] == len(served_calls)
+    assert spend["paid_not_used"]["calls"] >= 1  # the generation answer the kill orphaned
+
+
+@pytest.mark.slow
+def test_selective_apply_prints_what_its_call_ledger_holds(tmp_path, monkeypatch, capsys):
+    """``selective apply`` killed after three unparseable answers, resumed with those items
+    judged again (``retry.unscored``): its console prints the lines evaluate prints (one
+    function: the cost of the work, then paid and not used, paid in all), and the calls it
+    says were paid in all are the rows of its call ledger and the answers the stub served."""
+    from tests.decisions.test_selective import respond as persona_answer
+    from tests.decisions.test_selective import verdict_probs
+    from tests.decisions.test_selective import write_config as selective_config
+
+    monkeypatch.chdir(tmp_path)
+    proc: dict[str, object] = {}
+    applying = {"n": 0}
+
+    def respond(request):
+        if "pid" in proc:  # the apply run
+            applying["n"] += 1
+            if applying["n"] <= 3:
+                return "not JSON"
+            if applying["n"] == 6:  # once every answer served so far is in the ledger
+                so_far = len(stub.responses)
+                runs = [
+                    d for d in (tmp_path / "runs").iterdir() if d.name != Path(calibration).name
+                ]
+                wait_for(lambda: len(ledger_rows(next(iter(runs), None))) == so_far, "ledger")
+                os.kill(proc["pid"], signal.SIGKILL)  # type: ignore[arg-type]
+                raise RuntimeError("killed while this request was in flight")  # answered 500
+        return persona_answer(request)
+
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+        cfg = selective_config(
+            tmp_path, stub.base_url, concurrency=1, retries=0, retry={"unscored": ["parse_error"]}
+        )
+        assert main(["selective", "calibrate", str(cfg), "--quiet", "--json"]) == 0
+        calibration = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["run_dir"]
+        stub.reset()
+        apply = ["selective", "apply", str(cfg), "--calibration", calibration]
+        first = assay_process(*apply, "--quiet", cwd=tmp_path)
+        proc["pid"] = first.pid
+        first.wait(timeout=120)
+        assert first.returncode == -signal.SIGKILL, first.stderr.read()[-800:]
+        assert main([*apply, "--quiet"]) == 0  # the resume: the three judged again
+        out = capsys.readouterr().out
+        answered = len(stub.responses)
+    (run_dir,) = [d for d in (tmp_path / "runs").iterdir() if (d / "abstained.jsonl").exists()]
+    ledger = [json.loads(x) for x in (run_dir / "calls.jsonl").read_text().splitlines()]
+    paid_rows = [r for r in ledger if r.get("failed") is None]
+    summary = json.loads((run_dir / "metrics.json").read_text())
+    assert len(paid_rows) == answered == summary["spend"]["paid"]["calls"]
+    assert f"paid in all: {answered} calls" in out
+    # not used: the three unparseable answers (replaced), and any answer the kill left in no
+    # result — which the resume then took from the LM cache
+    orphaned = summary["usage"]["cached_calls"]
+    assert summary["spend"]["paid_not_used"]["calls"] == 3 + orphaned
+    assert summary["usage"]["calls"] + 3 + orphaned == answered
+    from assay.decisions.selective import SelectiveSummary
+    from assay.types import cost_lines
+
+    s = SelectiveSummary.model_validate(summary)
+    assert all(line in out.splitlines() for line in cost_lines(s.usage, s.spend))

@@ -1,0 +1,110 @@
+"""A run's plug-ins are part of its identity, as an ``@file`` is: the same plug-in again reuses
+the run (no LM call), an edited one makes another run; a module counts by its content too. The
+run's hash is the one its readers check (``assay certify`` reads the items back against it),
+and a config that names no plug-in keeps the hash it had."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import assay
+from assay.inputs import EvaluateConfig, load_config
+from assay.inputs._items import data_fingerprint, load_items
+from tests.plugin_files import first_sentence_kind
+
+SHEET = {"rules": [{"match": "is red", "output": {"verdict": "incorrect"}}]}
+SHEET["default"] = {"verdict": "correct"}
+
+
+def project(folder: Path, task: str, plugins: list[str]) -> Path:
+    (folder / "items.csv").write_text(
+        "request,response,expected\n"
+        "What colour is the sky?,The sky is blue. Snow is red.,1\n"
+        "What colour is snow?,Snow is red. The sky is blue.,0\n"
+    )
+    (folder / "sheet.json").write_text(json.dumps(SHEET))
+    config = {
+        "name": "kind",
+        "plugins": plugins,
+        "data": {"path": "items.csv"},
+        "judge": {
+            "name": "j",
+            "task": task,
+            "model": "scripted:sheet.json",
+            "rubric": "Names the right colour.",
+            "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
+        },
+        "tracking": {"enabled": False},
+    }
+    path = folder / "config.yaml"
+    path.write_text(json.dumps(config))  # JSON is YAML
+    return path
+
+
+def evaluate(config: Path, workdir: Path):
+    return assay.evaluate(config, workdir=workdir, progress=False)
+
+
+def test_an_edited_plugin_file_makes_another_run(tmp_path):
+    (tmp_path / "kind.py").write_text(first_sentence_kind("identity_first_sentence"))
+    config = project(tmp_path, "identity_first_sentence", ["kind.py"])
+    first = evaluate(config, tmp_path)
+    assert first.new_judgments == 2
+    assert [j.score for j in first.judgments] == [1, 0]  # the first sentences, judged
+
+    again = evaluate(config, tmp_path)
+    assert again.run_dir == first.run_dir and again.new_judgments == 0
+    run_hash = json.loads((first.run_dir / "run.json").read_text())["run_hash"]
+    assert first.summary.run_hash == run_hash
+    certificate = assay.api.certify(
+        first.run_dir, {"name": "lax", "bars": {"accuracy": 0.01}}, workdir=tmp_path
+    )
+    assert certificate.run_hash == run_hash  # its items read back against the run's hash
+
+    (tmp_path / "kind.py").write_text(first_sentence_kind("identity_first_sentence") + "# v2\n")
+    edited = evaluate(config, tmp_path)
+    assert edited.run_dir != first.run_dir and edited.new_judgments == 2
+
+
+def test_a_module_counts_by_its_content_and_no_plugin_keeps_the_hash(tmp_path, monkeypatch):
+    (tmp_path / "lib").mkdir()
+    module = tmp_path / "lib" / "identity_kind_module.py"
+    module.write_text(first_sentence_kind("identity_module_kind"))
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    config = project(tmp_path, "identity_module_kind", ["identity_kind_module"])
+    first = evaluate(config, tmp_path)
+    assert (
+        (first.run_dir / "config.yaml")
+        .read_text()
+        .startswith("name: kind\nplugins:\n- identity_kind_module\n")
+    )
+    module.write_text(first_sentence_kind("identity_module_kind") + "# v2\n")
+    assert evaluate(config, tmp_path).run_dir != first.run_dir
+
+    (tmp_path / "plain").mkdir()
+    plain = project(tmp_path / "plain", "response", [])
+    res = evaluate(plain, tmp_path)
+    cfg, _ = load_config(plain, model=EvaluateConfig)
+    items = load_items(cfg.data, cfg.judge.scale)
+    assert json.loads((res.run_dir / "run.json").read_text())["run_hash"] == cfg.run_hash(
+        data_fingerprint(items)
+    )
+
+
+def test_the_api_s_plugins_keyword_is_the_config_s_plugins(tmp_path, monkeypatch):
+    """``assay.evaluate(config, plugins=[...])`` (a file relative to the current directory)
+    imports the plug-in, records it in config.yaml and makes the run the config naming it
+    makes."""
+    (tmp_path / "kind.py").write_text(first_sentence_kind("api_first_sentence"))
+    (tmp_path / "named").mkdir()
+    named = project(tmp_path / "named", "api_first_sentence", [str(tmp_path / "kind.py")])
+    (tmp_path / "given").mkdir()
+    given = project(tmp_path / "given", "api_first_sentence", [])
+    monkeypatch.chdir(tmp_path)
+    res = assay.evaluate(given, workdir=tmp_path / "given", progress=False, plugins=["kind.py"])
+    assert [j.score for j in res.judgments] == [1, 0]
+    recorded = (res.run_dir / "config.yaml").read_text()
+    assert f"plugins:\n- {tmp_path / 'kind.py'}\n" in recorded
+    same = evaluate(named, tmp_path / "named")
+    assert same.run_dir.name == res.run_dir.name

@@ -1,0 +1,82 @@
+"""The worker pool's follow-up work and the run-wide LM-call slots."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from assay.runs import CallSlots, run_pool
+
+
+def test_follow_up_work_runs_in_the_same_pool_after_its_parent():
+    seen: list[str] = []
+
+    def follow_up(w, r):
+        return [f"{w}.child"] if "." not in w else []
+
+    out = run_pool(
+        ["a", "b"],
+        lambda w: w.upper(),
+        concurrency=2,
+        on_result=lambda w, r: seen.append(w),
+        follow_up=follow_up,
+        progress=False,
+    )
+    assert out == ["A", "B", "A.CHILD", "B.CHILD"]
+    assert seen.index("a") < seen.index("a.child") and seen.index("b") < seen.index("b.child")
+
+
+def test_slots_bound_calls_in_flight_and_serve_higher_priority_first():
+    slots = CallSlots(2)
+    lock = threading.Lock()
+    state = {"now": 0, "most": 0}
+    order: list[str] = []
+
+    def call(name: str, priority: int) -> None:
+        with slots.hold(priority):
+            with lock:
+                state["now"] += 1
+                state["most"] = max(state["most"], state["now"])
+                order.append(name)
+            time.sleep(0.05)
+            with lock:
+                state["now"] -= 1
+
+    holders = [threading.Thread(target=call, args=(f"first{i}", 0)) for i in range(2)]
+    for t in holders:
+        t.start()
+    time.sleep(0.01)  # both slots taken; now queue a low- then a high-priority caller
+    low = threading.Thread(target=call, args=("judge", 1))
+    low.start()
+    time.sleep(0.01)
+    high = [threading.Thread(target=call, args=(f"gen{i}", 0)) for i in range(2)]
+    for t in high:
+        t.start()
+    for t in [*holders, low, *high]:
+        t.join()
+    assert state["most"] == 2
+    assert order.index("judge") > max(order.index("gen0"), order.index("gen1"))
+
+
+def test_after_first_call_runs_once_when_the_first_call_has_ended():
+    seen: list[tuple[str, int]] = []
+    slots = CallSlots(2, after_first_call=lambda: seen.append(("after", len(ended))))
+    ended: list[str] = []
+    started = threading.Barrier(2)
+
+    def call(name: str, hold_s: float) -> None:
+        with slots.hold():
+            started.wait()  # both calls are in flight before either ends
+            assert seen == []  # nothing while the calls are only being sent
+            time.sleep(hold_s)
+        ended.append(name)
+
+    threads = [threading.Thread(target=call, args=(n, s)) for n, s in (("a", 0.01), ("b", 0.2))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with slots.hold():  # a later call does not run it again
+        pass
+    assert seen == [("after", 0)]  # once, before the first caller went on
+    assert ended == ["a", "b"]
