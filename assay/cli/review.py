@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from assay.runners import cli_type
+from assay.types import Port
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("review", help="review generated probes without a browser")
@@ -25,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "serve", help="review a harness run's probes, or a selective run's abstained items"
     )
     rsv.add_argument("run", help="a harness run directory, or a `selective apply` run directory")
-    rsv.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    rsv.add_argument(
+        "--port", type=cli_type("int", Port), default=0, help="port (default 0: a free one)"
+    )
     rsv.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     rsv.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     rsv.set_defaults(func=serve)

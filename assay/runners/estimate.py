@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from assay.metrics import Resamples
 from assay.runners._runner import CERTIFICATE_OPTION, Runner, argument, option, runner
 from assay.runners._runner import Options as BaseOptions
+from assay.types import Seed, Share
 
 
 @runner("estimate")
@@ -29,10 +31,10 @@ class Estimate(Runner):
         threshold: int | None = option(
             help="estimate the rate of scores below this one", type="int"
         )
-        seed: int = option(0, help="bootstrap seed", type="non_negative_int")
+        seed: Seed = option(0, help="bootstrap seed", type="int")
         require_certificate: list[str] | None = CERTIFICATE_OPTION
-        n_resamples: int = 1000
-        confidence: float = 0.95
+        n_resamples: Resamples = 1000
+        confidence: Share = 0.95
 
     summary = "assay.decisions:PrevalenceResult"
     summary_file = None  # no run directory

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from assay._json import Line, read_lines
 from assay.errors import DataError, RunError
-from assay.runs._files import append_lines, write_atomic, write_json
+from assay.runs._files import append_lines, cannot_write, write_atomic, write_json
 from assay.types import Judgment
 
 T = TypeVar("T", bound=BaseModel)
@@ -55,8 +55,8 @@ class RunStore:
             state = {"run_hash": self.run_hash, "status": "running", "created": now()}
             if kind:
                 state["kind"] = kind
+            self.write_config(resolved_config)  # first: a run.json is a run with its config
             self.write_json(STATE, state)
-            self.write_config(resolved_config)
         elif kind and "kind" not in state:  # a run written before runs named their kind
             state["kind"] = kind
             self.write_json(STATE, state)
@@ -159,6 +159,7 @@ class CallLedger:
     other records are) at most every half second, and when the run closes."""
 
     def __init__(self, path: Path):
+        self.path = path
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()
         self._synced = time.monotonic()
@@ -168,14 +169,21 @@ class CallLedger:
         with self._lock:
             if self._fd is None:  # a call that outlived its run: the run has closed
                 return
-            os.write(self._fd, data)
-            if time.monotonic() - self._synced >= _LEDGER_FSYNC_S:
-                os.fsync(self._fd)
-                self._synced = time.monotonic()
+            try:
+                os.write(self._fd, data)
+                if time.monotonic() - self._synced >= _LEDGER_FSYNC_S:
+                    os.fsync(self._fd)
+                    self._synced = time.monotonic()
+            except OSError as exc:
+                raise cannot_write(self.path, exc) from None
 
     def close(self) -> None:
         with self._lock:
             if self._fd is not None:
-                os.fsync(self._fd)
-                os.close(self._fd)
-                self._fd = None
+                fd, self._fd = self._fd, None
+                try:
+                    os.fsync(fd)
+                except OSError as exc:
+                    raise cannot_write(self.path, exc) from None
+                finally:
+                    os.close(fd)
