@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from assay._signing import MAC_FIELD
 from assay.errors import DataError
 
 MAX_DEPTH = 100
@@ -160,4 +161,6 @@ def records(path: str | Path) -> Iterator[tuple[int, Any]]:
             if not line.complete:
                 return
             raise DataError(f"not valid JSON ({exc.msg})", path=path, row=line.number) from None
+        if isinstance(value, dict):  # a run's signed record: its signature is not its content
+            value.pop(MAC_FIELD, None)
         yield line.number, value
