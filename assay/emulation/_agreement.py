@@ -20,8 +20,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from assay.data import (
     HELPFULNESS_KEY,
     SAFETY_KEY,
@@ -43,7 +41,7 @@ from assay.metrics import (
     Majority,
     MetricValue,
     agreement_confusion,
-    binomial_rate,
+    failure_rates,
     inter_annotator_kappa,
     majority_vote,
     ordinal_kappas,
@@ -130,31 +128,24 @@ def failure_metrics(
     true_failure: Sequence[bool], flagged: Sequence[bool], *, confidence: float = 0.95
 ) -> dict[str, MetricValue]:
     """Identified-failure precision (true failures among the flagged) and true-failure
-    incidence (flagged among the true failures), each a count of its denominator with an exact
-    (Clopper–Pearson) interval.
+    incidence (flagged among the true failures): :func:`assay.metrics.failure_rates`, as
+    ``assay evaluate`` reports them, on the trajectories.
 
     ``true_failure`` must already exclude emulations with critical issues. A zero denominator
     gives 0 by convention with a note saying so, and no interval.
     """
-    t = np.asarray(true_failure, dtype=bool)
-    f = np.asarray(flagged, dtype=bool)
-    hits = int((t & f).sum())
-    out: dict[str, MetricValue] = {}
-    for name, over, why in (
-        (
-            "identified_failure_precision",
-            int(f.sum()),
-            f"the evaluator flagged no trajectory ({_FLAGGED})",
-        ),
-        ("true_failure_incidence", int(t.sum()), f"there is no true failure ({_TRUE_FAILURE})"),
-    ):
-        if t.size == 0:
-            out[name] = MetricValue(math.nan, None, None, 0, note="undefined: no trajectory")
-        elif over == 0:
-            out[name] = MetricValue(0.0, None, None, 0, note=f"0 by convention: {why}", count=0)
-        else:
-            out[name] = binomial_rate(hits, over, confidence=confidence)
-    return out
+    names = ("identified_failure_precision", "true_failure_incidence")
+    if not len(true_failure):
+        undefined = MetricValue(math.nan, None, None, 0, note="undefined: no trajectory")
+        return dict.fromkeys(names, undefined)
+    rates = failure_rates(
+        true_failure,
+        flagged,
+        confidence=confidence,
+        no_flag=f"the evaluator flagged no trajectory ({_FLAGGED})",
+        no_failure=f"there is no true failure ({_TRUE_FAILURE})",
+    )
+    return dict(zip(names, (rates.precision, rates.incidence), strict=True))
 
 
 # -- the report ---------------------------------------------------------------------------------

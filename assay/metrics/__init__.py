@@ -105,10 +105,12 @@ _NAMES = {
         "estimates_table",
     ),
     "_failure": (
+        "FailureRates",
         "failure_incidence",
         "failure_incidence_batched",
         "failure_precision",
         "failure_precision_batched",
+        "failure_rates",
     ),
     "_format": ("fmt", "fmt_ci", "metric_table", "metrics_table"),
     "_intervals": (
@@ -210,6 +212,8 @@ __all__ = [
     # failure detection
     "failure_precision",
     "failure_incidence",
+    "failure_rates",
+    "FailureRates",
     # ordinal
     "ccc",
     "pearson",
@@ -485,10 +489,12 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         estimates_table,
     )
     from assay.metrics._failure import (
+        FailureRates,
         failure_incidence,
         failure_incidence_batched,
         failure_precision,
         failure_precision_batched,
+        failure_rates,
     )
     from assay.metrics._format import fmt, fmt_ci, metric_table, metrics_table
     from assay.metrics._intervals import (

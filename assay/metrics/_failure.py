@@ -3,10 +3,14 @@ incidence): the reference marks the true failures, the judge the flagged ones (S
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from assay.metrics._rates import binomial_rate
 from assay.metrics._validate import bool_pair
+from assay.metrics._value import MetricValue
 
 _NAMES = ("true_failure", "flagged")
 
@@ -35,6 +39,39 @@ def failure_incidence(
     """
     t, f = bool_pair(true_failure, flagged, _NAMES)
     return float(_failure_incidence_batched(t, f, zero_division=zero_division))
+
+
+@dataclass(frozen=True)
+class FailureRates:
+    """Failure precision and incidence of one judge, each a count of its denominator."""
+
+    precision: MetricValue
+    incidence: MetricValue
+
+
+def failure_rates(
+    true_failure: ArrayLike,
+    flagged: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    no_flag: str = "nothing was flagged",
+    no_failure: str = "there is no true failure",
+) -> FailureRates:
+    """Failure precision (true failures among the flagged) and incidence (flagged among the
+    true failures), each ``count`` of ``n`` with its exact (Clopper–Pearson) interval.
+
+    A zero denominator gives 0.0 by convention, with no interval and a note saying so and why
+    (``no_flag`` when nothing was flagged, ``no_failure`` when there is no true failure).
+    """
+    t, f = bool_pair(true_failure, flagged, _NAMES)
+    hits = int((t & f).sum())
+
+    def rate(over: int, why: str) -> MetricValue:
+        if over == 0:
+            return MetricValue(0.0, None, None, 0, note=f"0.0 by convention: {why}", count=0)
+        return binomial_rate(hits, over, confidence=confidence)
+
+    return FailureRates(rate(int(f.sum()), no_flag), rate(int(t.sum()), no_failure))
 
 
 def _failure_precision_batched(

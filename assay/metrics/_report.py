@@ -30,7 +30,12 @@ from assay.metrics._classification import (
     _false_positive_rate_batched,
     confusion_matrix,
 )
-from assay.metrics._failure import _failure_incidence_batched, _failure_precision_batched
+from assay.metrics._failure import (
+    FailureRates,
+    _failure_incidence_batched,
+    _failure_precision_batched,
+    failure_rates,
+)
 from assay.metrics._intervals import (
     _check_confidence,
     _check_resamples,
@@ -72,9 +77,10 @@ class _Spec:
     # Batched and nan where undefined: used for the replicates (so undefined ones are dropped)
     # and to tell when ``statistic`` returned a conventional value instead of nan.
     strict: Callable[..., NDArray[np.float64]] | None = None
-    # A proportion over independent items: (counted, over) masks of the items; the value is
-    # counted / over with an exact interval, not a bootstrap one.
-    proportion: tuple[NDArray[np.bool_], NDArray[np.bool_]] | None = None
+    # A proportion over independent items, reported exactly (a count of its denominator with a
+    # Clopper–Pearson interval at the given confidence), not with a bootstrap interval; the
+    # statistics above serve the paired comparison's bootstrap of differences.
+    rate: Callable[[float], MetricValue] | None = None
 
 
 def _varies(x: NDArray) -> NDArray[np.bool_]:
@@ -110,7 +116,7 @@ def _specs(
     everything = np.ones_like(agree)
     specs = [
         _Spec("kappa_categorical", partial(_kappa_defined, k=k), pair, same),
-        _Spec("accuracy", _accuracy_batched, pair, "", proportion=(agree, everything)),
+        _Spec("accuracy", _accuracy_batched, pair, "", rate=_counted(agree, everything, "")),
     ]
     if kind == "ordinal":
         specs += [
@@ -130,26 +136,36 @@ def _specs(
                 pair,
                 f"{r} lacks a negative (index 0) or a positive (index 1)",
             ),
-            _Spec("error_rate", _error_rate_batched, pair, "", proportion=(~agree, everything)),
+            _Spec(
+                "error_rate", _error_rate_batched, pair, "", rate=_counted(~agree, everything, "")
+            ),
             _Spec(
                 "false_positive_rate",
                 _false_positive_rate_batched,
                 pair,
-                f"{r} has no negative (index 0)",
-                proportion=(negatives & (cand == 1), negatives),
+                no_negative := f"{r} has no negative (index 0)",
+                rate=_counted(negatives & (cand == 1), negatives, no_negative),
             ),
             _Spec(
                 "false_negative_rate",
                 _false_negative_rate_batched,
                 pair,
-                f"{r} has no positive (index 1)",
-                proportion=(positives & (cand == 0), positives),
+                no_positive := f"{r} has no positive (index 1)",
+                rate=_counted(positives & (cand == 0), positives, no_positive),
             ),
         ]
     if threshold is not None:
         good = ((ref >= threshold).astype(np.int64), (cand >= threshold).astype(np.int64))
         true_failure, flagged = ref < threshold, cand < threshold
         fail = (true_failure, flagged)
+        why = {
+            "no_flag": f"{c} flagged no failure (index < {threshold})",
+            "no_failure": f"{r} has no failure (index < {threshold})",
+        }
+
+        def failures(confidence: float) -> FailureRates:
+            return failure_rates(true_failure, flagged, confidence=confidence, **why)
+
         specs += [
             _Spec(
                 "kappa_binary",
@@ -161,17 +177,17 @@ def _specs(
                 "failure_precision",
                 partial(_failure_precision_batched, zero_division=0.0),
                 fail,
-                f"{c} flagged no failure (index < {threshold})",
+                why["no_flag"],
                 strict=partial(_failure_precision_batched, zero_division=np.nan),
-                proportion=(true_failure & flagged, flagged),
+                rate=lambda confidence: failures(confidence).precision,
             ),
             _Spec(
                 "failure_incidence",
                 partial(_failure_incidence_batched, zero_division=0.0),
                 fail,
-                f"{r} has no failure (index < {threshold})",
+                why["no_failure"],
                 strict=partial(_failure_incidence_batched, zero_division=np.nan),
-                proportion=(true_failure & flagged, true_failure),
+                rate=lambda confidence: failures(confidence).incidence,
             ),
         ]
     return specs
@@ -244,8 +260,8 @@ def agreement_metrics(
                 ", so this rate is won or lost by construction" if spec.name in TRADE_OFFS else ""
             )
             notes.append(single + trade)
-        if spec.proportion is not None:
-            results[spec.name] = _proportion(spec, confidence, notes)
+        if spec.rate is not None:
+            results[spec.name] = _noted(spec.rate(confidence), notes)
             continue
         value = float(spec.statistic(*(a[None, :] for a in spec.arrays))[0])
         ci = _percentile_ci(
@@ -273,22 +289,23 @@ def _one_verdict(
     return f"{name} gave one verdict ({shown}) on every item"
 
 
-def _proportion(spec: _Spec, confidence: float, notes: list[str]) -> MetricValue:
-    """A rate as ``count`` of ``n`` with its exact interval; with no item to count, the
-    strict value is undefined (the reported one may be 0.0 by convention)."""
-    assert spec.proportion is not None
-    counted, over = spec.proportion
-    n = int(over.sum())
-    if n:
-        m = binomial_rate(int(counted.sum()), n, confidence=confidence)
-        return MetricValue(**{**m.to_dict(), "note": "; ".join(notes) or None})
-    value = float(spec.statistic(*(a[None, :] for a in spec.arrays))[0])
-    why = (
-        f"undefined: {spec.undefined}"
-        if np.isnan(value)
-        else f"{value} by convention: {spec.undefined}"
-    )
-    return MetricValue(value, None, None, 0, note="; ".join([why, *notes]), count=0)
+def _counted(
+    counted: NDArray[np.bool_], over: NDArray[np.bool_], undefined: str
+) -> Callable[[float], MetricValue]:
+    """The rate of ``counted`` among ``over`` with its exact interval (undefined, saying
+    ``undefined``, when ``over`` holds no item)."""
+
+    def rate(confidence: float) -> MetricValue:
+        count, n = int(counted.sum()), int(over.sum())
+        return binomial_rate(count, n, confidence=confidence, why_undefined=undefined)
+
+    return rate
+
+
+def _noted(m: MetricValue, notes: Sequence[str]) -> MetricValue:
+    """``m`` with ``notes`` after its own note."""
+    note = "; ".join([*([m.note] if m.note else []), *notes]) or None
+    return MetricValue(**{**m.to_dict(), "note": note})
 
 
 def agreement_confusion(reference: ArrayLike, candidate: ArrayLike, k: int) -> list[list[int]]:

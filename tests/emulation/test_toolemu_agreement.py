@@ -309,15 +309,64 @@ def test_precision_and_incidence_exclude_critical_emulations(annotations):
     assert "0 by convention" not in (precision["note"] or "")
 
 
+@pytest.mark.parametrize(
+    "true_failure, flagged",
+    [
+        ([1, 1, 0, 0, 1, 1, 0], [1, 0, 1, 0, 1, 0, 0]),
+        ([1, 0, 0], [0, 0, 0]),  # nothing flagged
+        ([0, 0, 0, 0], [1, 0, 1, 0]),  # no true failure
+        ([0, 0], [0, 0]),  # neither
+        ([1] * 12 + [0] * 9, [1] * 10 + [0] * 6 + [1] * 5),
+    ],
+)
+def test_failure_figures_are_evaluate_s(true_failure, flagged):
+    """ToolEmu's failure precision and incidence are the ones ``assay evaluate`` reports
+    (failure = the reference's / the judge's index below the threshold): same counts, values,
+    exact intervals and, on a zero denominator, the same convention — checked against sklearn
+    and scipy."""
+    from sklearn.metrics import precision_score, recall_score
+
+    from assay.metrics import agreement_metrics
+
+    toolemu = failure_metrics([bool(t) for t in true_failure], [bool(f) for f in flagged])
+    report = agreement_metrics(
+        [1 - t for t in true_failure], [1 - f for f in flagged], kind="binary", k=2, threshold=1
+    )
+    expected = {
+        "identified_failure_precision": (
+            "failure_precision",
+            precision_score(true_failure, flagged, zero_division=0),
+            (sum(t and f for t, f in zip(true_failure, flagged, strict=True)), sum(flagged)),
+        ),
+        "true_failure_incidence": (
+            "failure_incidence",
+            recall_score(true_failure, flagged, zero_division=0),
+            (sum(t and f for t, f in zip(true_failure, flagged, strict=True)), sum(true_failure)),
+        ),
+    }
+    for name, (same, value, (count, n)) in expected.items():
+        mine, theirs = toolemu[name], report[same]
+        fields = ("value", "count", "n", "ci_low", "ci_high", "ci_method")
+        assert [getattr(mine, f) for f in fields] == [getattr(theirs, f) for f in fields]
+        assert mine.value == pytest.approx(value)
+        if n:
+            exact = scipy.stats.binomtest(count, n).proportion_ci(0.95, method="exact")
+            assert (mine.ci_low, mine.ci_high) == pytest.approx((exact.low, exact.high), abs=1e-12)
+            assert (mine.count, mine.n) == (count, n)
+        else:  # 0.0 by convention in both, saying so
+            assert mine.note.startswith("0.0 by convention: ")
+            assert theirs.note.startswith("0.0 by convention: ")
+
+
 def test_zero_denominators_give_zero_and_say_so():
     out = failure_metrics([True, False, False], [False, False, False])
     precision = out["identified_failure_precision"]
     assert (precision.value, precision.count, precision.n) == (0.0, 0, 0)
-    assert precision.note.startswith("0 by convention: the evaluator flagged no trajectory")
+    assert precision.note.startswith("0.0 by convention: the evaluator flagged no trajectory")
     assert precision.ci_low is None
     out = failure_metrics([False, False], [True, False])
     assert out["true_failure_incidence"].value == 0.0
-    assert "0 by convention: there is no true failure" in out["true_failure_incidence"].note
+    assert "0.0 by convention: there is no true failure" in out["true_failure_incidence"].note
     # defined (0 of 1 flagged): no convention, an exact interval
     precision = out["identified_failure_precision"]
     assert (precision.value, precision.count, precision.n) == (0.0, 0, 1)
