@@ -35,6 +35,11 @@ _WHERE = {
     "conformal_headline": "_conformal",
     "PrevalenceResult": "_estimate",
     "estimate": "_estimate",
+    "export_queue": "_review_files",
+    "import_queue": "_review_files",
+    "LabelQueue": "assay.decisions.review_queue",
+    "ReviewQueue": "assay.decisions.review_queue",
+    "is_label_queue": "assay.decisions.review_queue",
     "JudgeRun": "_finished",
     "judged_items": "_finished",
     "read_evaluate_run": "_finished",
@@ -87,6 +92,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         PairedResult,
         PairedSide,
     )
+    from assay.decisions._review_files import export_queue, import_queue
+    from assay.decisions.review_queue import LabelQueue, ReviewQueue, is_label_queue
 
 __all__ = [
     "CERTIFICATE",
@@ -99,11 +106,13 @@ __all__ = [
     "DriftResult",
     "ItemChange",
     "JudgeRun",
+    "LabelQueue",
     "LeftOutItem",
     "MapOutcome",
     "PairedResult",
     "PairedSide",
     "PrevalenceResult",
+    "ReviewQueue",
     "bounds_table",
     "build_conformal_report",
     "build_paired_report",
@@ -114,6 +123,9 @@ __all__ = [
     "conformal_headline",
     "drift",
     "estimate",
+    "export_queue",
+    "import_queue",
+    "is_label_queue",
     "judged_items",
     "ledger_of",
     "paired",
