@@ -1,6 +1,7 @@
 """Decisions with guarantees, made on finished runs read back through their seal: ``assay
-certify`` (a judge admitted by one-sided bounds against a policy), ``assay estimate`` (the real
-rate of a verdict), ``assay calibrate`` (a threshold or map fitted on one split, measured on
+certify`` (a judge admitted by one-sided bounds against a policy), ``assay estimate`` (a rate or a
+mean score from a judge and a few human labels: prediction-powered inference; its review queue
+of items to label next in ``review_queue``), ``assay calibrate`` (a threshold or map fitted on one split, measured on
 another), ``assay conformal`` (prediction sets), ``assay selective`` (trust or escalate, in
 ``selective/``), ``compare --paired`` (two judges on the same items) and ``drift`` (one judge at
 two times).
@@ -33,8 +34,14 @@ _WHERE = {
     "build_conformal_report": "_conformal",
     "conformal": "_conformal",
     "conformal_headline": "_conformal",
-    "PrevalenceResult": "_estimate",
+    "EstimateConfig": "_estimate",
+    "EstimateSummary": "_estimate",
+    "SampleCheck": "_estimate",
     "estimate": "_estimate",
+    "build_estimate_report": "_estimate_report",
+    "estimate_console": "_estimate_report",
+    "estimate_headline": "_estimate_report",
+    "estimate_tables": "_estimate_report",
     "export_queue": "_review_files",
     "import_queue": "_review_files",
     "LabelQueue": "assay.decisions.review_queue",
@@ -81,7 +88,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         conformal_headline,
     )
     from assay.decisions._drift import drift
-    from assay.decisions._estimate import PrevalenceResult, estimate
+    from assay.decisions._estimate import EstimateConfig, EstimateSummary, SampleCheck, estimate
+    from assay.decisions._estimate_report import (
+        build_estimate_report,
+        estimate_console,
+        estimate_headline,
+        estimate_tables,
+    )
     from assay.decisions._finished import JudgeRun, judged_items, read_evaluate_run, read_judge_run
     from assay.decisions._paired import paired
     from assay.decisions._paired_report import build_paired_report, render_paired_console
@@ -106,13 +119,15 @@ __all__ = [
     "DriftResult",
     "ItemChange",
     "JudgeRun",
-    "LabelQueue",
     "LeftOutItem",
     "MapOutcome",
     "PairedResult",
     "PairedSide",
-    "PrevalenceResult",
+    "EstimateConfig",
+    "EstimateSummary",
+    "LabelQueue",
     "ReviewQueue",
+    "SampleCheck",
     "bounds_table",
     "build_conformal_report",
     "build_paired_report",
@@ -123,6 +138,10 @@ __all__ = [
     "conformal_headline",
     "drift",
     "estimate",
+    "build_estimate_report",
+    "estimate_console",
+    "estimate_headline",
+    "estimate_tables",
     "export_queue",
     "import_queue",
     "is_label_queue",

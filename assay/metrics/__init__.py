@@ -98,6 +98,7 @@ _NAMES = {
         "within_one",
     ),
     "_estimates": (
+        "METHOD_NAMES",
         "EstimateMethod",
         "MeanEstimate",
         "StratumEstimate",
@@ -284,6 +285,7 @@ __all__ = [
     "rogan_gladen",
     # a mean from few human labels and many predictions (prediction-powered inference)
     "EstimateMethod",
+    "METHOD_NAMES",
     "MeanEstimate",
     "StratumEstimate",
     "effective_labels",
@@ -477,6 +479,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         within_one,
     )
     from assay.metrics._estimates import (
+        METHOD_NAMES,
         EstimateMethod,
         MeanEstimate,
         StratumEstimate,

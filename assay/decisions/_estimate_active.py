@@ -1,0 +1,208 @@
+"""Active labelling for ``assay estimate``: draw the items to label next where the judge is least
+sure (``--suggest N``), and read the verdicts people give them back into an inverse-probability
+weighted estimate (``--queue DIR``) — Zrnic & Candès' active inference
+(:mod:`assay.metrics._active`).
+
+The pool is the run's unlabelled items. Each is drawn independently with probability
+``π ∝ √(the judge's variance)``, mixed with a uniform share, summing to N (the budget, in
+expectation), all drawn at once from a seed. The queue (``label_queue.jsonl``: every pool item's
+``π``, whether it was drawn, and the drawn items' texts) is sealed with the run, so a ``π``
+edited afterwards is refused; each verdict people give is signed.
+
+Read back, the estimate is over all the run's items: those labelled before the draw count as
+labelled with ``π = 1``, the queue's drawn items with their ``π``. **A fixed budget**: the
+interval holds once every drawn item is labelled; until then the estimate is provisional (a
+pending item counts as not drawn) and said so, and it does not lead the report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from assay import _signing
+from assay.decisions._estimate_pool import Pool
+from assay.decisions.review_queue import LabelQueue
+from assay.errors import ConfigError, RunError
+from assay.metrics import MeanEstimate
+from assay.scale import Scale
+
+UNIFORM_SHARE = 0.2
+
+
+class QueueState(BaseModel):
+    """A label queue: drawn by this run (``--suggest``) or read back (``--queue``)."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    role: Literal["drawn", "read"]
+    queue_dir: str
+    source_run_hash: str
+    scale: dict[str, Any]
+    pool: int  # the unlabelled items it was drawn from
+    budget: float  # the expected number of labels, Σπ
+    drawn: int
+    labelled: int = 0
+    pending: int = 0
+    uncertainty: str  # what π followed
+    uniform_share: float = UNIFORM_SHARE
+    seed: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return self.role == "read" and self.pending == 0
+
+
+def _uncertainty(pool: Pool, positions: list[int]) -> tuple[list[float], str]:
+    """Each pool item's uncertainty for the draw, and what it is in words: the variance of the
+    judge's distribution (an unscored item, or one without a probability, as unsure as the
+    least sure item); all zero — uniform sampling — when the judge gave no probability."""
+    if pool.prediction in ("verdict", "score"):
+        return [0.0] * len(positions), "none: the judge gave no probability, so uniform"
+    spreads = [pool.items[i].spread for i in positions]
+    worst = max((s for s in spreads if s is not None), default=0.0)
+    what = (
+        "the variance of the judge's distribution: p(1 − p) of its probability"
+        if pool.target.rate
+        else "the variance of the judge's distribution of the score"
+    )
+    return [worst if s is None else s for s in spreads], what
+
+
+def draw_queue(
+    pool: Pool, scale: Scale, budget: int, seed: int, source_run_hash: str
+) -> tuple[QueueState, list[dict[str, Any]]]:
+    """The label queue of ``budget`` items (in expectation) drawn from the pool's unlabelled
+    items, and its records: every pool item's ``π`` and whether it was drawn; a drawn item's
+    texts and what the judge said of it."""
+    from assay.metrics import active_sampling_probabilities, draw_active_sample
+
+    positions = pool.unlabelled
+    if budget > len(positions):
+        raise ConfigError(
+            f"--suggest {budget}: only {len(positions)} unlabelled items to draw from"
+        )
+    u, what = _uncertainty(pool, positions)
+    pi = active_sampling_probabilities(u, budget, uniform_share=UNIFORM_SHARE)
+    drawn = set(draw_active_sample(pi, seed=seed).tolist())
+    records = []
+    for k, i in enumerate(positions):
+        it = pool.items[i]
+        record: dict[str, Any] = {
+            "item_id": it.id,
+            "inclusion": float(pi[k]),
+            "drawn": k in drawn,
+            "prediction": pool.f[i],
+        }
+        if k in drawn:
+            record |= {
+                "request": it.item.request,
+                "response": it.item.response,
+                "transcript": None
+                if it.item.transcript is None
+                else [m.model_dump(mode="json") for m in it.item.transcript],
+                "judge": _judge_said(pool, i, scale),
+            }
+        records.append(record)
+    state = QueueState(
+        role="drawn",
+        queue_dir="",
+        source_run_hash=source_run_hash,
+        scale=scale.model_dump(mode="json"),
+        pool=len(positions),
+        budget=float(pi.sum()),
+        drawn=len(drawn),
+        pending=len(drawn),
+        uncertainty=what,
+        seed=seed,
+    )
+    return state, records
+
+
+def _judge_said(pool: Pool, i: int, scale: Scale) -> dict[str, str]:
+    """What the judge said of pool item ``i``, for the reviewer: its verdict and prediction."""
+    it = pool.items[i]
+    if it.unscored is not None:
+        verdict = f"unscored ({it.unscored})"
+    else:
+        verdict = str(it.verdict) if not pool.target.rate else ("yes" if it.verdict else "no")
+        verdict = f"{pool.target.name}: {verdict}" if pool.target.rate else f"score {verdict}"
+    return {
+        "verdict": verdict,
+        "prediction": f"{pool.f[i]:.3f}",
+        "what": pool.prediction
+        if it.unscored is None
+        else "a stand-in: the mean prediction (the judge left it unscored)",
+    }
+
+
+def active_estimate(
+    pool: Pool, queue: LabelQueue, run_hash: str, alpha: float
+) -> tuple[MeanEstimate | None, QueueState, str]:
+    """Active PPI++ over every pool item from the labels given before (``π = 1``) and the
+    queue's verdicts; the queue's state; a key of what was read (the queue's identity and its
+    verdicts: part of the estimate run's identity). None when fewer than two labels are in."""
+    from assay.metrics import active_ppi_mean
+
+    if queue.source_run_hash != run_hash:
+        raise RunError(
+            f"{queue.path}: a label queue drawn from another run (or from this run before its "
+            "data changed): its probabilities are not this run's"
+        )
+    records = {r["item_id"]: r for r in queue.pool()}
+    verdicts = queue.verdicts()
+    inclusion, labels, positions = [], [], []
+    drawn = pending = 0
+    for i, it in enumerate(pool.items):
+        if it.labelled:
+            inclusion.append(1.0)
+            labels.append(it.label)
+            positions.append(i)
+            continue
+        r = records.get(it.id)
+        if r is None:
+            raise RunError(f"{queue.path}: item {it.id} of the run is not in its label queue")
+        inclusion.append(float(r["inclusion"]))
+        if r.get("drawn"):
+            drawn += 1
+            v = verdicts.get(it.id)
+            if v is None:
+                pending += 1
+            else:
+                labels.append(pool.target.of(int(v["score"])))
+                positions.append(i)
+    state = QueueState.model_validate(
+        {
+            **queue.state,
+            "role": "read",
+            "queue_dir": str(queue.path),
+            "drawn": drawn,
+            "labelled": drawn - pending,
+            "pending": pending,
+        }
+    )
+    key = _signing.digest(
+        {"queue": queue.identity, "verdicts": sorted((k, v["score"]) for k, v in verdicts.items())}
+    )
+    if len(labels) < 2:
+        return None, state, key
+    kind = "probability" if pool.target.rate else "score"
+    est = active_ppi_mean(
+        labels,
+        np.asarray(positions),
+        pool.f,
+        inclusion,
+        alpha=alpha,
+        prediction=kind,  # type: ignore[arg-type]
+    )
+    est = pool.described(est)
+    if pending:
+        note = (
+            f"provisional: {pending} of the {drawn} drawn items are not labelled yet (counted as "
+            "not drawn); the interval holds once every one is (fixed budget)"
+        )
+        est = dataclasses.replace(est, note="; ".join(x for x in (note, est.note) if x))
+    return est, state, key
