@@ -517,6 +517,10 @@ def estimate(
     if weights is not None and (suggest is not None or queue is not None):
         raise ConfigError("--weights with active labelling (--suggest, --queue): not supported")
     runs, config, hashes = _read(run, validation, require_certificate, workdir)
+    label_queue = None
+    if queue is not None:
+        label_queue = LabelQueue(Path(queue))
+        label_queue.check_source(hashes[0])
     scale = config.judge.scale
     assert scale is not None
     target = target_of(scale, positive, threshold if threshold is not None else config.threshold)
@@ -549,8 +553,7 @@ def estimate(
     queue_state, queue_records, queue_key = None, None, None
     if suggest is not None:
         queue_state, queue_records = draw_queue(pool, scale, suggest, seed, hashes[0])
-    if queue is not None:
-        label_queue = LabelQueue(Path(queue))
+    if label_queue is not None:
         active, queue_state, queue_key = active_estimate(pool, label_queue, hashes[0], alpha)
         if active is not None:
             rows.append(active)

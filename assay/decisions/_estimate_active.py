@@ -147,11 +147,7 @@ def active_estimate(
     verdicts: part of the estimate run's identity). None when fewer than two labels are in."""
     from assay.metrics import active_ppi_mean
 
-    if queue.source_run_hash != run_hash:
-        raise RunError(
-            f"{queue.path}: a label queue drawn from another run (or from this run before its "
-            "data changed): its probabilities are not this run's"
-        )
+    queue.check_source(run_hash)
     records = {r["item_id"]: r for r in queue.pool()}
     verdicts = queue.verdicts()
     inclusion, labels, positions = [], [], []

@@ -307,6 +307,15 @@ class LabelQueue(ReviewQueue):
     def queued(self) -> list[dict[str, Any]]:
         return [r for r in read_records(self.path / self.items_file) if r.get("drawn")]
 
+    def check_source(self, run_hash: str) -> None:
+        """Refuse, in one line, to weigh this queue's labels into the estimate of a run it was
+        not drawn from: its probabilities are another pool's."""
+        if self.source_run_hash != run_hash:
+            raise RunError(
+                f"{self.path}: a label queue drawn from another run (or from this run before "
+                "its data changed): its probabilities are not this run's"
+            )
+
     def next_step(self) -> str:
         return (
             f"re-run `assay estimate {self.source_run} --queue {self.path}` to update the "
