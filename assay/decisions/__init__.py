@@ -38,8 +38,11 @@ _WHERE = {
     "EstimateSummary": "_estimate",
     "SampleCheck": "_estimate",
     "estimate": "_estimate",
+    "estimate_items": "_estimate",
+    "Target": "_estimate_pool",
     "build_estimate_report": "_estimate_report",
     "estimate_console": "_estimate_report",
+    "estimate_words": "_estimate_report",
     "estimate_headline": "_estimate_report",
     "estimate_tables": "_estimate_report",
     "export_queue": "_review_files",
@@ -88,12 +91,20 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         conformal_headline,
     )
     from assay.decisions._drift import drift
-    from assay.decisions._estimate import EstimateConfig, EstimateSummary, SampleCheck, estimate
+    from assay.decisions._estimate import (
+        EstimateConfig,
+        EstimateSummary,
+        SampleCheck,
+        estimate,
+        estimate_items,
+    )
+    from assay.decisions._estimate_pool import Target
     from assay.decisions._estimate_report import (
         build_estimate_report,
         estimate_console,
         estimate_headline,
         estimate_tables,
+        estimate_words,
     )
     from assay.decisions._finished import JudgeRun, judged_items, read_evaluate_run, read_judge_run
     from assay.decisions._paired import paired
@@ -138,10 +149,13 @@ __all__ = [
     "conformal_headline",
     "drift",
     "estimate",
+    "estimate_items",
+    "Target",
     "build_estimate_report",
     "estimate_console",
     "estimate_headline",
     "estimate_tables",
+    "estimate_words",
     "export_queue",
     "import_queue",
     "is_label_queue",

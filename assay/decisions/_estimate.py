@@ -30,6 +30,9 @@ from assay.decisions._estimate_active import QueueState, active_estimate, draw_q
 from assay.decisions._estimate_pool import (
     Pool,
     PredictionChoice,
+    Target,
+    pool_from,
+    pool_item,
     pool_of,
     target_of,
 )
@@ -39,7 +42,8 @@ from assay.errors import ConfigError, DataError, RunError
 from assay.inputs import RunConfig
 from assay.metrics import LabelPlan, MeanEstimate
 from assay.runs import SEALED, Run, TrackedRun
-from assay.types import stable_hash
+from assay.scale import Scale
+from assay.types import Item, Judgment, stable_hash
 
 ITEMS = "estimate_items.jsonl"
 WARN_AT = 0.05
@@ -474,6 +478,104 @@ def plan_labels(
     return plans
 
 
+def _summary(
+    pool: Pool,
+    rows: list[MeanEstimate],
+    checks: list[SampleCheck],
+    warnings: list[str],
+    *,
+    run: str,
+    judge: str,
+    config_hash: str,
+    scale: str,
+    alpha: float,
+    validation: str | None = None,
+    strata_column: str | None = None,
+    judge_on_labelled: JudgeOnLabelled | None = None,
+    queue: QueueState | None = None,
+) -> EstimateSummary:
+    """The summary of the estimates of a pool: the headline chosen and put first, the others in
+    the report's order, and the assumption in words."""
+    shifted = any(c.finding != "none" and c.what.endswith("(the strata)") for c in checks)
+    headline = headline_of(rows, shifted, queue is not None and queue.complete)
+    rows = sorted(rows, key=lambda e: (e.method != headline, _ORDER.index(e.method)))
+    if headline is None:
+        warnings = [
+            *warnings,
+            "no estimate yet: label the queue's items, then read it back with --queue",
+        ]
+    return EstimateSummary(
+        run=run,
+        validation=validation,
+        judge=judge,
+        config_hash=config_hash,
+        scale=scale,
+        target=pool.target.name,
+        mean_score=not pool.target.rate,
+        prediction=pool.prediction,
+        prediction_source=pool.prediction_source,
+        n_items=len(pool.items),
+        n_labelled=len(pool.labelled),
+        n_unlabelled=len(pool.unlabelled),
+        unscored=pool.unscored,
+        stand_in=pool.stand_in,
+        without_probability=pool.without_probability,
+        alpha=alpha,
+        headline=headline,
+        estimates=rows,
+        sampling=sampling_text(pool, headline, strata_column, validation is not None),
+        checks=checks,
+        warnings=warnings,
+        judge_on_labelled=judge_on_labelled,
+        queue=queue,
+    )
+
+
+def estimate_items(
+    items: list[Item],
+    judgments: dict[str, Judgment],
+    labels: dict[str, float],
+    *,
+    target: Target,
+    scale: Scale,
+    run: str,
+    judge: str,
+    config_hash: str,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> EstimateSummary:
+    """The estimates of ``target`` over ``items`` judged ``judgments``, a person's label
+    (``labels``: the target's value by item id) on some: what ``assay estimate`` computes for
+    an evaluate run, for another runner's items (a ToolEmu run's trajectories and their
+    annotations). The sample is checked and differences are warned of, never refused: a
+    report shows them."""
+    data = {run: run}
+    pool = pool_from(
+        [pool_item(it, judgments[it.id], labels.get(it.id), target, scale, run) for it in items],
+        target,
+        None,
+        data,
+    )
+    checks, warnings = sample_checks(
+        pool, strata=None, strata_column=None, check_columns=[], accept_shift=True
+    )
+    rows, judge_on_labelled, notes = estimates(
+        pool, alpha=alpha, strata=None, weights=None, seed=seed
+    )
+    return _summary(
+        pool,
+        rows,
+        checks,
+        warnings + notes,
+        run=run,
+        judge=judge,
+        config_hash=config_hash,
+        scale=scale.describe(),
+        alpha=alpha,
+        judge_on_labelled=judge_on_labelled,
+    )
+
+
 # -- the command -------------------------------------------------------------------------------
 
 
@@ -559,11 +661,6 @@ def estimate(
             rows.append(active)
         else:
             notes.append("active PPI++ not computed yet: fewer than 2 labels in")
-    strata_shifted = any(c.finding != "none" and c.what.endswith("(the strata)") for c in checks)
-    headline = headline_of(rows, strata_shifted, queue_state is not None and queue_state.complete)
-    rows.sort(key=lambda e: (e.method != headline, _ORDER.index(e.method)))
-    if headline is None:
-        notes.append("no estimate yet: label the queue's items, then read it back with --queue")
     plans = (
         plan_labels(pool, alpha=alpha, target_half_width=target_half_width, budget=budget)
         if target_half_width is not None or budget is not None
@@ -588,34 +685,24 @@ def estimate(
         suggest=suggest,
         seed=seed,
     )
-    summary = EstimateSummary(
+    summary = _summary(
+        pool,
+        rows,
+        checks,
+        warnings + notes,
         run=str(run),
-        validation=None if validation is None else str(validation),
         judge=config.judge.name,
         config_hash=config.judge.config_hash(),
         scale=scale.describe(),
-        target=target.name,
-        mean_score=not target.rate,
-        prediction=pool.prediction,
-        prediction_source=pool.prediction_source,
-        n_items=len(pool.items),
-        n_labelled=len(pool.labelled),
-        n_unlabelled=len(pool.unlabelled),
-        unscored=pool.unscored,
-        stand_in=pool.stand_in,
-        without_probability=pool.without_probability,
         alpha=alpha,
-        headline=headline,
-        estimates=rows,
-        sampling=sampling_text(pool, headline, strata, validation is not None),
-        checks=checks,
-        warnings=warnings + notes,
+        validation=None if validation is None else str(validation),
+        strata_column=strata,
         judge_on_labelled=judge,
-        plan=plans,
-        plan_target_half_width=target_half_width,
-        plan_budget=budget,
         queue=queue_state,
     )
+    summary.plan = plans
+    summary.plan_target_half_width = target_half_width
+    summary.plan_budget = budget
     run_hash = stable_hash(
         {
             "runs": hashes,

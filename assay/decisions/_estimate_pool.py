@@ -275,16 +275,36 @@ def _votes(j: Judgment) -> tuple[list[int], str]:
     return [], ""
 
 
+def pool_item(
+    item: Item, judgment: Judgment, label: float | None, target: Target, scale: Scale, run: str
+) -> PoolItem:
+    """One item of a pool: its human ``label`` (the target's value; None when unlabelled) and
+    what the judge said of it."""
+    dist = judge_distribution(judgment, target, scale)
+    mean, spread = _moments(dist[0]) if dist is not None else (None, None)
+    return PoolItem(
+        item=item,
+        label=label,
+        verdict=None if judgment.score is None else target.of(judgment.score),
+        probability=mean,
+        spread=spread,
+        probability_source=None if dist is None else dist[1],
+        unscored=None if judgment.score is not None else (judgment.unscored or "unscored"),
+        run=run,
+    )
+
+
 def pool_of(
     runs: Sequence[tuple[str, EvaluateConfig, list[Item], dict[str, Judgment], bool]],
     target: Target,
     scale: Scale,
     choice: PredictionChoice | None,
 ) -> Pool:
-    """The pool of the runs given, each ``(name, config, items, judgments, labelled_only)``: a
-    run marked ``labelled_only`` (a ``--validation`` run) gives its labelled items alone, and an
-    item already in the pool is not added twice. ``choice``: the prediction asked for (None:
-    the probability when any judgment carries one)."""
+    """The pool of the runs given, each ``(name, config, items, judgments, labelled_only)``, the
+    items' references their labels: a run marked ``labelled_only`` (a ``--validation`` run)
+    gives its labelled items alone, and an item already in the pool is not added twice.
+    ``choice``: the prediction asked for (None: the probability when any judgment carries
+    one)."""
     items: list[PoolItem] = []
     seen: set[str] = set()
     data: dict[str, str] = {}
@@ -294,21 +314,21 @@ def pool_of(
             if it.id in seen or (labelled_only and it.expected is None):
                 continue
             seen.add(it.id)
-            j = judged[it.id]
-            dist = judge_distribution(j, target, scale)
-            mean, spread = _moments(dist[0]) if dist is not None else (None, None)
-            items.append(
-                PoolItem(
-                    item=it,
-                    label=None if it.expected is None else target.of(it.expected),
-                    verdict=None if j.score is None else target.of(j.score),
-                    probability=mean,
-                    spread=spread,
-                    probability_source=None if dist is None else dist[1],
-                    unscored=None if j.score is not None else (j.unscored or "unscored"),
-                    run=name,
-                )
-            )
+            label = None if it.expected is None else target.of(it.expected)
+            items.append(pool_item(it, judged[it.id], label, target, scale, name))
+    return pool_from(items, target, choice, data)
+
+
+def pool_from(
+    items: list[PoolItem],
+    target: Target,
+    choice: PredictionChoice | None,
+    data: dict[str, str] | None = None,
+) -> Pool:
+    """The pool of ``items``, each with the prediction the estimate uses: the judge's
+    probability when ``choice`` asks for it or, given no choice, when any judgment carries one
+    (its verdict where one does not); the stand-in for the unscored items. ``data``: each run's
+    data file, for messages."""
     scored = [it for it in items if it.verdict is not None]
     if not scored:
         reasons = Counter(it.unscored for it in items)
@@ -343,7 +363,7 @@ def pool_of(
         f=[stand_in if v is None else v for v in values],  # type: ignore[misc]
         stand_in=stand_in,
         without_probability=sum(it.probability is None for it in scored) if use_probability else 0,
-        data=data,
+        data=data or {},
     )
 
 
