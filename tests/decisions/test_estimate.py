@@ -475,3 +475,86 @@ def test_a_chance_level_judge_leaves_rogan_gladen_undefined_with_the_reason(two_
     rg = s.of("rogan_gladen")
     assert math.isnan(rg.value) and "no better than chance" in rg.note
     assert s.of("ppi++") is not None and s.headline == "ppi++"  # PPI++ holds whatever the judge
+
+
+# -- the judge's probability of the class, from wherever its judgments carry one ------------------
+
+
+def test_each_source_of_a_probability_gives_the_class_its_share():
+    """The prediction a judgment gives the event: a calibrated probability, token
+    probabilities, the share of samples or of a panel's members that gave the class, the
+    verdict's own token probability on a binary scale — or none."""
+    from assay.decisions._estimate_pool import judge_distribution, target_of
+    from assay.scale import Scale
+    from assay.types import Judgment
+
+    binary = Scale.parse({"kind": "binary", "labels": ["False", "True"]})
+    ordinal = Scale.parse({"kind": "ordinal", "min": 1, "max": 4})
+    true, false = target_of(binary, None, None), target_of(binary, "False", None)
+    below_3, mean = target_of(ordinal, None, 3), target_of(ordinal, None, None)
+    base = {"item_id": "i", "judge": "j"}
+
+    def p(judgment, target, scale):
+        dist, source = judge_distribution(Judgment(**base, **judgment), target, scale)
+        return sum(v * q for v, q in dist.items()), source
+
+    assert p({"score": 1, "calibrated_probability": 0.8}, true, binary) == (
+        0.8,
+        "calibrated probability",
+    )
+    assert p({"score": 1, "calibrated_probability": 0.8}, false, binary)[0] == pytest.approx(0.2)
+    tokens = {"score": 2, "probabilities": {"1": 0.1, "2": 0.5, "3": 0.3, "4": 0.1}}
+    assert p(tokens, below_3, ordinal) == (pytest.approx(0.6), "token probabilities")
+    assert p(tokens, mean, ordinal)[0] == pytest.approx(0.1 + 1.0 + 0.9 + 0.4)
+    samples = {
+        "score": 1,
+        "raw": {"samples": [{"score": 1}, {"score": 1}, {"score": 0}, {"score": None}]},
+    }
+    assert p(samples, true, binary) == (pytest.approx(2 / 3), "share of samples")
+    panel = {"score": 3, "members": [{"score": 3}, {"score": 1}, {"score": 4}, {"score": None}]}
+    assert p(panel, below_3, ordinal) == (pytest.approx(1 / 3), "share of the panel")
+    assert p(panel, mean, ordinal)[0] == pytest.approx(8 / 3)
+    confident = {"score": 0, "confidence": 0.9, "confidence_source": "probability"}
+    assert p(confident, true, binary) == (pytest.approx(0.1), "the verdict's token probability")
+    assert judge_distribution(Judgment(**base, score=1), true, binary) is None
+    assert judge_distribution(Judgment(**base, unscored="parse_error"), true, binary) is None
+
+
+def test_the_mean_score_of_an_ordinal_judge_equals_ppi_py_on_its_expected_scores(tmp_path, capsys):
+    """An ordinal scale with no --threshold: the mean score, the judge's probability-weighted
+    score as its prediction."""
+    from tests.decisions.test_conformal import SCORES, from_request, judge_probs, reference
+
+    rows = ["id,request,response,expected"]
+    labelled = set(np.random.default_rng(4).choice(90, 30, replace=False).tolist())
+    rows += [
+        f"i{k},What colour is item {k}?,Item {k} is blue.,{reference(k) if k in labelled else ''}"
+        for k in range(90)
+    ]
+    (tmp_path / "o.csv").write_text("\n".join(rows) + "\n")
+    ordinal = {"scale": {"kind": "ordinal", "min": 1, "max": 5}, "score_mode": "expected"}
+    data = {"path": str(tmp_path / "o.csv"), "columns": {"id": "id"}, "missing_expected": "keep"}
+    here = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        with StubServer(verdict_probs=from_request) as stub:
+            cfg = stub_config(
+                tmp_path, tmp_path / "o.csv", stub.base_url, name="o", judge=ordinal, data=data
+            )
+            assert main(["evaluate", str(cfg), "--quiet"]) == 0
+        capsys.readouterr()
+        (run_dir,) = (tmp_path / "runs").glob("o-*")
+        s = cli_json(["estimate", str(run_dir)], capsys)
+    finally:
+        os.chdir(here)
+    assert (s["target"], s["mean_score"], s["prediction"]) == ("mean score", True, "expected score")
+    expected = {f"i{k}": sum(v * judge_probs(k)[str(v)] for v in SCORES) for k in range(90)}
+    lab = [f"i{k}" for k in range(90) if k in labelled]
+    unl = [f"i{k}" for k in range(90) if k not in labelled]
+    y = np.array([reference(int(i[1:])) for i in lab], float)
+    low, high = ppi_py.ppi_mean_ci(
+        y, np.array([expected[i] for i in lab]), np.array([expected[i] for i in unl]), alpha=ALPHA
+    )
+    e = row(s, "ppi++")
+    assert (e["ci_low"], e["ci_high"]) == pytest.approx((low[0], high[0]), abs=1e-6)
+    assert "rogan_gladen" not in [x["method"] for x in s["estimates"]]
