@@ -137,13 +137,16 @@ class Pool:
         unscored = self.unscored
         if unscored:
             reasons = ", ".join(f"{r} {n}" for r, n in sorted(unscored.items()))
+            n = sum(unscored.values())
             notes.append(
-                f"{sum(unscored.values())} unscored items ({reasons}): the mean prediction "
+                f"{n} unscored item{'s' * (n != 1)} ({reasons}): the mean prediction "
                 f"{self.stand_in:.3f} stands in"
             )
         if self.without_probability:
+            n = self.without_probability
             notes.append(
-                f"{self.without_probability} items without a probability: their verdict stands in"
+                f"{n} item{'s' * (n != 1)} without a probability: "
+                f"{'their verdicts stand' if n != 1 else 'its verdict stands'} in"
             )
         return dataclasses.replace(e, prediction=self.prediction, note="; ".join(notes) or None)
 

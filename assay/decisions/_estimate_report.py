@@ -175,9 +175,10 @@ def _queue_table(s: EstimateSummary) -> Table:
     rows = [
         ["queue", q.queue_dir],
         ["drawn from", f"the {q.pool} unlabelled items"],
-        ["budget (expected labels, Σπ)", f"{q.budget:.1f}"],
+        ["labelled before (the first phase)", q.labelled_before],
+        ["budget (expected new labels, Σπ₂)", f"{q.budget:.1f}"],
         ["drawn", q.drawn],
-        ["π followed", q.uncertainty + f", mixed with a uniform share of {q.uniform_share:g}"],
+        ["π₂ followed", q.uncertainty + f", mixed with a uniform share of {q.uniform_share:g}"],
         ["seed", q.seed],
     ]
     if q.role == "read":
@@ -191,11 +192,11 @@ def _queue_table(s: EstimateSummary) -> Table:
         )
     else:
         note = (
-            "Label every drawn item: assay review serve|export|import on this run's directory, "
-            "then assay estimate RUN --queue on it. A fixed budget: the interval holds once "
-            "every drawn item is labelled."
+            f"Label every drawn item — assay review serve {q.queue_dir} (or assay review "
+            f"export / import) — then: assay estimate {s.run} --queue {q.queue_dir}. A fixed "
+            "budget: the interval holds once every drawn item is labelled."
         )
-    return Table("Label queue", ["", ""], rows, note=note)
+    return Table("Label queue", ["", "value"], rows, note=note)
 
 
 def estimate_tables(s: EstimateSummary) -> list[Table]:

@@ -62,20 +62,25 @@ def test_the_draw_follows_the_judges_uncertainty(runs, suggested):  # noqa: F811
     queue_dir, s = suggested
     records = queue_records(queue_dir)
     refs, f = references(runs["tmp"] / "main.csv"), probability_predictions(runs["main"])
-    pool = [i for i in sorted(refs, key=lambda i: int(i[1:])) if refs[i] is None]
-    assert [r["item_id"] for r in records] == pool  # every unlabelled item, in the run's order
-    # π by hand: √(p(1 − p)) shares, 80% of the budget, plus a uniform 20%; an item the judge
-    # left unscored as unsure as the least sure one
+    ids = sorted(refs, key=lambda i: int(i[1:]))
+    assert [r["item_id"] for r in records] == ids  # every item, in the run's order
+    assert [r["labelled_before"] for r in records] == [refs[i] is not None for i in ids]
+    # π₂ by hand: √(p(1 − p)) shares, 80% of the budget, plus a uniform 20%, over every item
+    # (one the judge left unscored as unsure as the least sure), scaled so that the 320
+    # unlabelled ones sum to the budget
     js = judgments(runs["main"])
-    u = {i: f[i] * (1 - f[i]) for i in pool if js[i]["score"] is not None}
-    root = np.sqrt([u.get(i, max(u.values())) for i in pool])
-    want = BUDGET * (0.8 * root / root.sum() + 0.2 / len(pool))
+    u = {i: f[i] * (1 - f[i]) for i in ids if js[i]["score"] is not None}
+    root = np.sqrt([u.get(i, max(u.values())) for i in ids])
+    share = 0.8 * root / root.sum() + 0.2 / N
+    pool = np.array([refs[i] is None for i in ids])
+    want = share * BUDGET / share[pool].sum()
     assert want.max() < 1  # no item capped at 1 here
-    assert [r["inclusion"] for r in records] == pytest.approx(want.tolist(), rel=1e-12)
+    assert [r["inclusion"] for r in records] == pytest.approx(want.tolist(), rel=1e-8)
     drawn = [r for r in records if r["drawn"]]
+    assert not any(r["drawn"] for r, unl in zip(records, pool, strict=True) if not unl)
     assert s.queue.drawn == len(drawn) and abs(len(drawn) - BUDGET) <= 2 * BUDGET**0.5
-    assert s.queue.budget == pytest.approx(BUDGET)
-    # the drawn items carry their texts and what the judge said; the others only their π
+    assert s.queue.budget == pytest.approx(BUDGET) and s.queue.labelled_before == 80
+    # the drawn items carry their texts and what the judge said; the others only their π₂
     assert all(r["request"] and r["judge"]["prediction"] for r in drawn)
     assert not any("request" in r for r in records if not r["drawn"])
     # the queue is sealed with the run
@@ -118,11 +123,13 @@ def test_labelled_queue_gives_the_inverse_probability_weighted_estimate(
     s = cli_json(["estimate", str(runs["main"]), "--queue", str(queue_dir)], capsys)
     assert s["headline"] == "active_ppi++" and s["queue"]["pending"] == 0
     assert "drawn once, each with its recorded probability" in s["sampling"]
-    # by hand (Zrnic & Candès): every item of the run, the reference-labelled ones with π = 1
+    # by hand (Zrnic & Candès): every item of the run, labelled in the first phase (80 of
+    # 400, uniformly) or drawn in the second: π = p₁ + (1 − p₁) π₂
     refs, f = references(runs["tmp"] / "main.csv"), probability_predictions(runs["main"])
     records = {r["item_id"]: r for r in queue_records(queue_dir)}
     ids = [f"i{k}" for k in range(N)]
-    pi = np.array([1.0 if refs[i] is not None else records[i]["inclusion"] for i in ids])
+    p1 = 80 / N
+    pi = np.array([p1 + (1 - p1) * records[i]["inclusion"] for i in ids])
     xi = np.array([refs[i] is not None or records[i]["drawn"] for i in ids], float)
     y = np.array([truth(int(i[1:])) for i in ids], float)
     fx = np.array([f[i] for i in ids])
