@@ -1,9 +1,9 @@
 """JSON a user hands in (data files, rubric files, annotations, ToolEmu files), parsed within
 bounds: ``json.loads`` itself raises ``RecursionError`` on a deeply nested document (a
 3,000-line traceback), and one it parses at 900 levels would do the same later, in whatever
-code walks it. :func:`loads` turns both into a ``json.JSONDecodeError`` — so every reader's
-one-line error for malformed JSON covers them — and :func:`check_size` bounds a file before it
-is read.
+code walks it; an integer of 5,000 digits is a bare ``ValueError``. :func:`loads` turns each
+into a ``json.JSONDecodeError`` — so every reader's one-line error for malformed JSON covers
+them — and :func:`check_size` bounds a file before it is read.
 
 JSON Lines — a user's and every file a run appends to — are split into lines here and nowhere
 else (:func:`read_lines`, :func:`split_lines`, :func:`records`): at ``"\n"`` only. JSON escapes
@@ -16,10 +16,12 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from assay._signing import MAC_FIELD
 from assay.errors import DataError
 
 MAX_DEPTH = 100
@@ -28,11 +30,27 @@ MAX_BYTES = 1024 * 2**20
 """Largest JSON or JSON Lines file read (1 GiB)."""
 
 
-class TooDeep(json.JSONDecodeError):
+class OverBound(json.JSONDecodeError):
+    """A JSON document over a bound of this module (a ``json.JSONDecodeError``, so that every
+    reader's one line for malformed JSON covers it)."""
+
+
+class TooDeep(OverBound):
     """A JSON document nested more than :data:`MAX_DEPTH` levels."""
 
     def __init__(self, doc: str):
         super().__init__(f"nested more than {MAX_DEPTH} levels", doc, _too_deep_at(doc))
+
+
+class TooManyDigits(OverBound):
+    """An integer with more digits than Python converts (``sys.get_int_max_str_digits()``,
+    4,300 by default): ``json.loads`` raises a bare ``ValueError`` there."""
+
+    def __init__(self, doc: str):
+        limit = sys.get_int_max_str_digits()
+        found = re.search(rf"[0-9]{{{limit + 1},}}", doc)
+        at = found.start() if found else 0
+        super().__init__(f"a number of more than {limit:,} digits", doc, at)
 
 
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]')
@@ -54,11 +72,17 @@ def _too_deep_at(doc: str) -> int:
 
 def loads(text: str | bytes) -> Any:
     """``json.loads(text)``; a document nested deeper than :data:`MAX_DEPTH` raises
-    :class:`TooDeep` (a ``json.JSONDecodeError``)."""
+    :class:`TooDeep`, an integer too long to convert :class:`TooManyDigits` (both are
+    ``json.JSONDecodeError``)."""
     try:
         value = json.loads(text)
     except RecursionError:
         raise TooDeep(text if isinstance(text, str) else "") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # int() of a number longer than Python converts
+        doc = text if isinstance(text, str) else text.decode("utf-8", "replace")
+        raise TooManyDigits(doc) from None
     if isinstance(value, list | dict) and _too_deep(value):
         raise TooDeep(text if isinstance(text, str) else "")
     return value
@@ -137,4 +161,6 @@ def records(path: str | Path) -> Iterator[tuple[int, Any]]:
             if not line.complete:
                 return
             raise DataError(f"not valid JSON ({exc.msg})", path=path, row=line.number) from None
+        if isinstance(value, dict):  # a run's signed record: its signature is not its content
+            value.pop(MAC_FIELD, None)
         yield line.number, value

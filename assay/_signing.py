@@ -24,6 +24,8 @@ from assay.errors import ConfigError
 
 KEY_FILE_ENV = "ASSAY_SIGNING_KEY_FILE"
 _MIN_KEY_BYTES = 32
+MAC_FIELD = "_mac"
+"""The field a run's signed records end with (:mod:`assay.runs`); readers of those files drop it."""
 
 
 def key_file() -> Path:
@@ -61,6 +63,12 @@ def digest(payload: Any) -> str:
 def sign(payload: Any) -> str:
     """The HMAC-SHA256 of ``payload``'s canonical JSON under the key (created if missing)."""
     return hmac.new(_read_key(ensure_key()), canonical(payload), hashlib.sha256).hexdigest()
+
+
+def key(*, create: bool) -> bytes:
+    """The key's bytes, read once by a caller that signs or checks many things (a run's
+    records); ``create``: make the key when there is none yet (a writer), else refuse."""
+    return _read_key(ensure_key() if create else key_file())
 
 
 def verify(payload: Any, signature: object) -> bool:

@@ -9,11 +9,13 @@ set twice in one mapping, in one line naming the file, before anything is built 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from assay._files import read_text
 from assay.errors import AssayError, ConfigError
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -91,6 +93,21 @@ class _InputLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _construct_int(loader: _InputLoader, node: yaml.ScalarNode) -> int:
+    """An integer scalar; one longer than Python converts (``sys.get_int_max_str_digits()``,
+    4,300 digits) is a :class:`LimitExceeded` naming its line, not a bare ``ValueError``."""
+    try:
+        return loader.construct_yaml_int(node)
+    except ValueError:
+        limit = sys.get_int_max_str_digits()
+        raise LimitExceeded(
+            f"line {node.start_mark.line + 1}: a number of more than {limit:,} digits"
+        ) from None
+
+
+_InputLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
 def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.SequenceNode):
         return list(node.value)
@@ -166,24 +183,10 @@ def describe(exc: yaml.YAMLError, text: str = "") -> str:
 
 
 def read_input(path: str | Path, error: type[AssayError] = ConfigError, what: str = "file") -> Any:
-    """Read and parse the YAML file a user named; any problem — missing, not a file, too large,
-    not UTF-8, malformed, over a bound of this module — is ``error("<path>: <one line>")``."""
-    path = Path(path)
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise error(f"{path}: {what} not found") from None
-    except IsADirectoryError:
-        raise error(f"{path}: is a directory, not a {what}") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > MAX_BYTES:
-        raise error(f"{path}: larger than {MAX_BYTES // 2**20} MiB; not read")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    """Read and parse the YAML file a user named; any problem — missing, not a regular file,
+    too large, not UTF-8, malformed, over a bound of this module — is
+    ``error("<path>: <one line>")`` (read by :func:`assay._files.read_text`)."""
+    text = read_text(path, limit=MAX_BYTES, error=error, what=what)
     try:
         return load_input(text)
     except yaml.YAMLError as exc:

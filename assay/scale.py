@@ -29,6 +29,17 @@ class ScaleError(ConfigError, ValueError):
     reports it with the field it came from (and ``load_config`` with the file)."""
 
 
+MAX_POINTS = 101
+"""Most scores of an ordinal scale (0-100): κ's bootstrap holds a table of scores x scores per
+replicate (a typo of 0-100000000 asked for petabytes)."""
+
+
+def _reason(exc: ValueError) -> str:
+    """The first reason of a (pydantic) ``ValueError``, without pydantic's prefix."""
+    reason = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+    return reason.removeprefix("Value error, ")
+
+
 class Scale(BaseModel):
     """The verdict space of a judge.
 
@@ -90,6 +101,11 @@ class Scale(BaseModel):
                 raise ValueError("an ordinal scale needs 'min' and 'max'")
             if self.max <= self.min:
                 raise ValueError("an ordinal scale needs max > min")
+            if self.max - self.min + 1 > MAX_POINTS:
+                raise ValueError(
+                    f"an ordinal scale has at most {MAX_POINTS} scores (0-100), got "
+                    f"{self.max - self.min + 1:,}: its metrics hold a table of scores x scores"
+                )
             if self.labels is not None and len(self.labels) != self.max - self.min + 1:
                 raise ValueError("an ordinal scale's labels must name every score from min to max")
         else:
@@ -117,7 +133,10 @@ class Scale(BaseModel):
             lo, hi = int(m.group(1)), int(m.group(2))
             if (lo, hi) == (0, 1):
                 return cls(kind="binary")
-            return cls(kind="ordinal", min=lo, max=hi)
+            try:
+                return cls(kind="ordinal", min=lo, max=hi)
+            except ValueError as exc:  # pydantic's: max <= min, too many scores
+                raise ScaleError(f"cannot read scale {text!r}: {_reason(exc)}") from None
         named = text.removeprefix("categorical:")
         if "," in named or named != text:
             labels = [label.strip() for label in named.split(",")]
@@ -126,9 +145,7 @@ class Scale(BaseModel):
             try:
                 return cls(kind="categorical", labels=labels)
             except ValueError as exc:  # pydantic's: too few or repeated labels
-                reason = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
-                reason = reason.removeprefix("Value error, ")
-                raise ScaleError(f"cannot read scale {text!r}: {reason}") from None
+                raise ScaleError(f"cannot read scale {text!r}: {_reason(exc)}") from None
         raise ScaleError(
             f"cannot read scale {text!r}: use 'binary', 'MIN-MAX', labels 'a,b,c' or a mapping"
         )

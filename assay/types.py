@@ -8,8 +8,17 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_serializer
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    field_serializer,
+)
 
 UnscoredReason = Literal[
     "parse_error",
@@ -38,6 +47,58 @@ def _plain_name(name: str) -> str:
 
 PlainName = Annotated[str, AfterValidator(_plain_name)]
 """Every config value that becomes part of a path is a ``PlainName``."""
+
+# -- numbers a user hands in: one type per kind of value, for configs and command-line options
+
+StrictInt = Annotated[int, Strict()]
+"""An integer that is really one in the config (``true`` or ``4.5`` is refused, not coerced)."""
+
+
+def _not_a_boolean(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, not {str(value).lower()}")
+    return value
+
+
+Real = Annotated[float, BeforeValidator(_not_a_boolean)]
+"""A number in the config: an int or a float (``1`` is fine), never a boolean (``true`` is
+refused rather than read as 1.0)."""
+
+FiniteReal = Annotated[Real, Field(allow_inf_nan=False)]
+"""A number that is neither nan nor infinite."""
+
+PositiveReal = Annotated[FiniteReal, Field(gt=0)]
+"""A finite number above 0 (seconds, a difference)."""
+
+PositiveInt = Annotated[StrictInt, Field(ge=1)]
+"""A count of at least 1."""
+
+NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
+"""A count that may be 0."""
+
+Share = Annotated[Real, Field(gt=0, lt=1)]
+"""A share, a probability, a level or a confidence: strictly between 0 and 1 (nan refused)."""
+
+Seed = Annotated[StrictInt, Field(ge=0)]
+"""A random seed: a non-negative integer (NumPy's generators refuse a negative one)."""
+
+Port = Annotated[StrictInt, Field(ge=0, le=65535)]
+"""A TCP port: 0 (any free one) to 65535."""
+
+
+def _web_address(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"{value!r} is not an http:// or https:// address (a server's base URL, e.g. "
+            "http://localhost:8000/v1)"
+        )
+    return value
+
+
+WebAddress = Annotated[str, AfterValidator(_web_address)]
+"""The base URL of a server assay sends requests to: ``http://`` or ``https://`` and a host
+(``file://``, a bare path or another scheme is refused before anything is sent)."""
 
 
 def stable_hash(obj: Any, n: int = 16) -> str:

@@ -6,14 +6,18 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def assay_process(*args: str, cwd: Path, path: tuple[Path, ...] = ()) -> subprocess.Popen:
+def assay_process(
+    *args: str, cwd: Path, path: tuple[Path, ...] = (), **popen: Any
+) -> subprocess.Popen:
     """``python -m assay.cli *args`` in ``cwd``, unbuffered, with pipes for stdout and stderr
     (``PYTHONPATH``: this checkout's assay, not whichever one is installed, then ``path``; the
-    run's sidecar as by default)."""
+    run's sidecar as by default); ``popen``: more of ``subprocess.Popen``'s keywords (a
+    ``preexec_fn``)."""
     pythonpath = os.pathsep.join(str(p) for p in (REPO, *path))
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath}
     env.pop("ASSAY_SIDECAR", None)  # the command's own default, as a user runs it
@@ -24,4 +28,5 @@ def assay_process(*args: str, cwd: Path, path: tuple[Path, ...] = ()) -> subproc
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        **popen,
     )

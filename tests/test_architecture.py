@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "assay",
         "assay._lazy",
+        "assay._files",
         "assay._json",
         "assay._yaml",
         "assay._registry",

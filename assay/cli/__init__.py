@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import assay  # noqa: F401  (sets offline-safe environment defaults first)
 from assay._registry import load_plugins, plugin_spec
@@ -34,12 +35,18 @@ registration, nothing here)."""
 _FOLLOWS = {"harness": "review"}  # ``assay --help`` lists review after harness, as it did
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a mistake on the command line as one line naming the option (the usage
+    is one ``--help`` away), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command: the registered runners' (their options declared once, in
     their runner), with ``review`` and ``schema``."""
-    p = argparse.ArgumentParser(
-        prog="assay", description="Measure LLM judges: agreement, reliability, cost."
-    )
+    p = _Parser(prog="assay", description="Measure LLM judges: agreement, reliability, cost.")
     p.add_argument(*_PLUGIN, **_PLUGIN_KW)
     sub = p.add_subparsers(dest="command", required=True)
     groups: dict[str, argparse._SubParsersAction] = {}  # two-word commands: ``toolemu run``
@@ -76,7 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     except AssayError as exc:
         print(f"assay: error: {exc}", file=sys.stderr)
         return _leave(exc.exit_code, argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a mistake on the command line (its line printed)
+        if argv is None:
+            raise
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         if argv is None and getattr(args, "opens_run", False):
             with _sidecar_started():

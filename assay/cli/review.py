@@ -17,6 +17,9 @@ _RUN = (
     "run directory"
 )
 
+from assay.runners import cli_type
+from assay.types import Port
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("review", help="review generated probes without a browser")
@@ -38,7 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "run's items to label",
     )
     rsv.add_argument("run", help=_RUN)
-    rsv.add_argument("--port", type=int, default=0, help="port (default 0: a free one)")
+    rsv.add_argument(
+        "--port", type=cli_type("int", Port), default=0, help="port (default 0: a free one)"
+    )
     rsv.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
     rsv.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     rsv.set_defaults(func=serve)

@@ -17,6 +17,7 @@ from assay.data._mlflow import (
     WriteBack,
     check_store,
     load_mlflow_traces,
+    server_problem,
     write_feedback,
 )
 from assay.data._pairs import PairsConfig, build_pairs
@@ -103,6 +104,7 @@ __all__ = [
     "TraceSource",
     "WriteBack",
     "check_store",
+    "server_problem",
     "load_mlflow_traces",
     "write_feedback",
     "load_table",

@@ -42,23 +42,36 @@ class TraceSource:
     annotators: bool = False
 
 
+PROBE_TIMEOUT_S = 5.0
+"""How long an MLflow server has to answer ``/health`` (MLflow's own client retries a dead
+server for minutes)."""
+
+
+def server_problem(tracking_uri: str) -> str | None:
+    """Why no MLflow server answers at the ``http(s)://`` ``tracking_uri`` (None: one does):
+    one request to its ``/health`` within :data:`PROBE_TIMEOUT_S`, no retry."""
+    uri = tracking_uri.rstrip("/")
+    try:
+        with urllib.request.urlopen(f"{uri}/health", timeout=PROBE_TIMEOUT_S) as answer:
+            if answer.status == 200:
+                return None
+            return f"HTTP {answer.status}"
+    except urllib.error.HTTPError as exc:
+        return f"HTTP {exc.code}"
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return str(reason).strip() or type(exc).__name__
+
+
 def check_store(tracking_uri: str) -> None:
     """Refuse a tracking URI with nothing behind it before anything runs: an HTTP server that
-    does not answer ``/health`` within a few seconds (MLflow's own client would retry for
-    minutes), a SQLite file or a local store folder that does not exist (MLflow would create an
-    empty one)."""
+    does not answer ``/health`` (:func:`server_problem`), a SQLite file or a local store folder
+    that does not exist (MLflow would create an empty one)."""
     uri = tracking_uri.rstrip("/")
     if uri.startswith(("http://", "https://")):
-        try:
-            with urllib.request.urlopen(f"{uri}/health", timeout=5) as answer:
-                if answer.status == 200:
-                    return
-                problem = f"HTTP {answer.status}"
-        except urllib.error.HTTPError as exc:
-            problem = f"HTTP {exc.code}"
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            problem = str(reason).strip() or type(exc).__name__
+        problem = server_problem(uri)
+        if problem is None:
+            return
         raise DataError(
             f"no MLflow server answers at this address ({problem})",
             path=tracking_uri,

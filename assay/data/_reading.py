@@ -109,12 +109,35 @@ _PANDAS_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-na
 _PANDAS_NA += ("1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
 
 
-def _csv_options(path: Path, sep: str, text_columns: tuple[str | None, ...]) -> dict[str, Any]:
-    """pandas options that keep id/request/response cells as written ("N/A", "None", "007")."""
+def _header(path: Path, sep: str) -> list[str]:
+    """The column names of a CSV/TSV file's first line ([] when it cannot be read: the table
+    reader reports why)."""
     try:
         with path.open(encoding="utf-8-sig", newline="") as fh:
-            header = next(csv.reader(fh, delimiter=sep), [])
+            return next(csv.reader(fh, delimiter=sep), [])
     except (OSError, UnicodeDecodeError, csv.Error):
+        return []
+
+
+def _check_header(path: Path, sep: str) -> None:
+    """DataError naming a column the header names twice: pandas would read the second as
+    ``name.1``, and the column map would silently read the first."""
+    seen: dict[str, int] = {}
+    for n, name in enumerate(_header(path, sep), start=1):
+        if name in seen:
+            raise DataError(
+                f"the header names column '{name}' twice (columns {seen[name]} and {n}); "
+                "rename one",
+                path=path,
+                field=name,
+            )
+        seen[name] = n
+
+
+def _csv_options(path: Path, sep: str, text_columns: tuple[str | None, ...]) -> dict[str, Any]:
+    """pandas options that keep id/request/response cells as written ("N/A", "None", "007")."""
+    header = _header(path, sep)
+    if not header:
         return {}
     text = {c for c in text_columns if c in header}
     return {
@@ -233,13 +256,13 @@ def _check_json_rows(path: Path) -> None:
         return  # an error the loader reports
     try:
         value = _json.loads(text)
-    except _json.TooDeep as exc:
+    except _json.OverBound as exc:
         raise DataError(f"invalid JSON at line {exc.lineno}: {exc.msg}", path=path) from None
     except json.JSONDecodeError:
         for line in _json.split_lines(text):
             try:
                 _json.loads(line.text)
-            except _json.TooDeep as exc:
+            except _json.OverBound as exc:
                 raise DataError(exc.msg, path=path, row=line.number) from None
             except json.JSONDecodeError:
                 pass  # reported by the loader, with its line
@@ -285,6 +308,7 @@ def _load_local(
     kwargs: dict[str, Any] = {}
     if builder == "csv":
         kwargs["sep"] = "\t" if fmt == "tsv" else ","
+        _check_header(path, kwargs["sep"])
         kwargs.update(_csv_options(path, kwargs["sep"], text_columns))
         if path.stat().st_size <= _DIRECT_MAX_BYTES:
             if (rows := _read_csv_elsewhere(path, kwargs["sep"], text_columns)) is not None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.data._common import as_int_label, is_missing, jsonable
 from assay.data._reading import read_rows
@@ -37,6 +37,18 @@ class ColumnMap(BaseModel):
         description="the reference label column, read by the judge's scale: its label names, "
         "its scores, or true/false words where they cannot be confused with the names (or none)",
     )
+
+    @model_validator(mode="after")
+    def _one_column_per_role(self) -> ColumnMap:
+        roles: dict[str, str] = {}
+        for role, column in self.mapped().items():
+            if column in roles:
+                raise ValueError(
+                    f"column '{column}' is mapped to both {roles[column]} and {role}: each "
+                    "role reads a column of its own"
+                )
+            roles[column] = role
+        return self
 
     def mapped(self) -> dict[str, str]:
         """Item field → column name, for the fields that are mapped to a column."""

@@ -398,11 +398,11 @@ def _stage_out(out: str | Path | None) -> Path | None:
     if out is None:
         return None
     path = Path(out)
-    staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir():
+        if path.is_dir():  # before naming a file beside it: "/" has no name
             raise IsADirectoryError(21, "Is a directory")
+        staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         staged.write_text("", encoding="utf-8")
     except OSError as exc:
         raise ConfigError(

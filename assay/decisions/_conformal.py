@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._files import check_writable
 from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.errors import ConfigError, RunError
 from assay.inputs import EvaluateConfig, RunConfig
@@ -31,7 +32,7 @@ from assay.metrics import MetricValue
 from assay.report import Block, Items, Report, Row, Table, report_markdown
 from assay.runs import Run, TrackedRun, flatten_metrics, write_atomic
 from assay.scale import Scale
-from assay.types import Judgment, stable_hash
+from assay.types import Judgment, Seed, stable_hash
 
 if TYPE_CHECKING:
     from assay.metrics import ConformalCalibration
@@ -50,7 +51,7 @@ class ConformalConfig(RunConfig):
     holdout: float | None = Field(
         None, gt=0, lt=1, description="share of the calibration run's labelled items held out"
     )
-    seed: int = 0
+    seed: Seed = 0
 
 
 class ClassCoverageRow(BaseModel):
@@ -122,6 +123,8 @@ def conformal(
         raise ConfigError(
             "--apply and --holdout: give one (sets for another run, or a held-out part)"
         )
+    if out is not None:
+        check_writable(out, option="--out")
     cal_dir = Path(calibration)
     cal_config, cal_judged, cal_state = read_evaluate_run(cal_dir)
     judge = cal_config.judge

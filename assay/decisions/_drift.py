@@ -116,7 +116,7 @@ def stability_samples(harness_dir: Path, run: JudgeRun) -> dict[str, list[int]]:
     """Each source item's sampled verdicts in a harness run's ``stochastic_stability`` probes,
     by the judge whose config is ``run``'s (scored samples only) — of a finished harness run
     whose files are the ones it sealed."""
-    sealed_run(harness_dir, kind="harness", needs=("probes.jsonl",))
+    state = sealed_run(harness_dir, kind="harness", needs=("probes.jsonl",))
     want = run.config_hash[:8]
     files = sorted((harness_dir / "judgments").glob(f"*-{want}.jsonl"))
     if not files:
@@ -132,7 +132,7 @@ def stability_samples(harness_dir: Path, run: JudgeRun) -> dict[str, list[int]]:
     if not source_of:
         raise RunError(f"{harness_dir}: the run has no {STABILITY_TEST} probes")
     out: dict[str, list[int]] = defaultdict(list)
-    store = RunStore(harness_dir, run_hash="")
+    store = RunStore(harness_dir, run_hash=str(state.get("run_hash")))
     for item_id, j in store.judgments(str(files[0].relative_to(harness_dir))).items():
         if item_id in source_of and j.score is not None:  # a retried sample: its latest
             out[source_of[item_id]].append(j.score)

@@ -50,7 +50,7 @@ def read_evaluate_run(
         raise RunError(f"{where}: not an evaluate run directory (no valid config.yaml)") from None
     if not (path / JUDGMENTS).is_file():
         raise RunError(f"{where}: not an evaluate run directory (no {JUDGMENTS})")
-    return config, RunStore(path, run_hash="").judgments(), state
+    return config, RunStore(path, run_hash=str(state.get("run_hash"))).judgments(), state
 
 
 def judged_items(

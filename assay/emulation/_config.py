@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from assay._files import resolve
 from assay.inputs import RunConfig, load_config
 from assay.lm import ModelSpec, Role, StrictInt
 from assay.programs import JudgeConfig
@@ -24,7 +25,9 @@ class AgentConfig(ModelSpec):
     """The agent under test."""
 
     role: ClassVar[Role] = "agent"
-    max_steps: StrictInt = Field(default=15, ge=1)
+    max_steps: StrictInt = Field(
+        default=15, ge=1, le=100, description="agent steps per case (at most 100: each is LM calls)"
+    )
 
 
 class EmulatorConfig(ModelSpec):
@@ -113,5 +116,5 @@ def load_toolemu_config(
         if getattr(config, key) is None:
             continue
         value = Path(getattr(config, key)).expanduser()
-        setattr(config, key, str(value if value.is_absolute() else (base / value).resolve()))
+        setattr(config, key, str(value if value.is_absolute() else resolve(base / value)))
     return config, base

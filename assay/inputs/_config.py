@@ -16,14 +16,16 @@ from pydantic import (
 )
 
 from assay import _json
+from assay._files import resolve
 from assay._registry import load_plugins, plugin_spec
 from assay._yaml import read_input
 from assay.data import ColumnMap, PairsConfig, TraceSource, TranscriptPrep
 from assay.errors import ConfigError
-from assay.lm import Real, StrictInt
+from assay.lm import StrictInt
+from assay.metrics import MAX_RESAMPLES, MIN_RESAMPLES, Resamples
 from assay.programs import JudgeConfig, read_text_field
 from assay.runs import ExecutionConfig
-from assay.types import PlainName, UnscoredReason, stable_hash
+from assay.types import FiniteReal, PlainName, Seed, Share, UnscoredReason, stable_hash
 
 DataFormat = Literal["table", "toolemu", "inspect", "mlflow"]
 
@@ -209,9 +211,14 @@ def without_write_back(data: DataConfig) -> DataConfig:
 class BootstrapConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    n_resamples: StrictInt = Field(default=1000, ge=1000)
-    confidence: Real = Field(default=0.95, gt=0, lt=1)
-    seed: StrictInt = 0
+    n_resamples: Resamples = Field(
+        default=1000,
+        description=f"bootstrap replicates per interval ({MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}: "
+        "beyond that an interval's ends move by thousandths, while each replicate holds an index "
+        "per item in memory)",
+    )
+    confidence: Share = 0.95
+    seed: Seed = 0
 
 
 class TrackingConfig(BaseModel):
@@ -221,6 +228,11 @@ class TrackingConfig(BaseModel):
     uri: str | None = None  # default: sqlite:///<working dir>/mlflow.db
     experiment: str = "assay"
 
+
+MAX_CONCURRENCY = 512
+"""Most LM calls a run keeps in flight (``concurrency``)."""
+MAX_RETRIES = 20
+"""Most attempts after the first of one call (``retries``)."""
 
 TRANSIENT: tuple[UnscoredReason, ...] = ("lm_error", "timeout")
 """Unscored reasons worth judging again once the cause is gone (``--retry-unscored``)."""
@@ -247,9 +259,21 @@ class RunConfig(BaseModel):
         description="plug-ins to import first: Python files (relative to the config file) or "
         "module names; each counts in the run's identity (see docs/extending.md)",
     )
-    concurrency: StrictInt = Field(default=4, ge=1)
-    retries: StrictInt = Field(default=3, ge=0, description="attempts after the first, per call")
-    deadline_s: Real | None = Field(
+    concurrency: StrictInt = Field(
+        default=4,
+        ge=1,
+        le=MAX_CONCURRENCY,
+        description=f"LM calls in flight at once (at most {MAX_CONCURRENCY}: each holds a thread "
+        "and a connection, and a process has 1024 file descriptors by default)",
+    )
+    retries: StrictInt = Field(
+        default=3,
+        ge=0,
+        le=MAX_RETRIES,
+        description=f"attempts after the first, per call (at most {MAX_RETRIES}: each may wait "
+        "its whole timeout, so more would hold an item on a dead endpoint for hours)",
+    )
+    deadline_s: FiniteReal | None = Field(
         default=None, gt=0, description="stop the run (resumable) after this many seconds"
     )
     retry: RetryConfig = Field(default_factory=RetryConfig)
@@ -336,7 +360,10 @@ def load_config(
     if isinstance(data, dict):
         for key in ("path", "toolkits", "expected_from"):
             if isinstance(data.get(key), str) and data[key] and not _is_remote(data[key]):
-                data[key] = str((base / data[key]).resolve())
+                try:
+                    data[key] = str(resolve(base / data[key]))
+                except ConfigError as exc:
+                    raise ConfigError(f"{path}: field 'data.{key}': {exc}") from None
     try:
         return (model or EvaluateConfig).model_validate(raw), base
     except ValidationError as exc:
@@ -373,12 +400,12 @@ def _resolve_judge_text(
             judge[key] = read_text_field(judge[key], base)
     state = judge.get("program_state")
     if isinstance(state, str) and "://" not in state and ":/" not in state:
-        judge["program_state"] = str((base / state).resolve())
+        judge["program_state"] = str(resolve(base / state))
     crit = judge.get("criteria")
     if isinstance(crit, str) and crit.startswith("@"):
         import json
 
-        file = (base / crit[1:]).resolve()
+        file = resolve(base / crit[1:])
         text = read_text_field(crit, base) or "[]"
         try:
             judge["criteria"] = _json.loads(text)

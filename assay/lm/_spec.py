@@ -7,23 +7,11 @@ Every setting is explicit and typed; the defaults of each role are written once,
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-StrictInt = Annotated[int, Strict()]
-"""An integer that is really one in the config (``true`` or ``4.5`` is refused, not coerced)."""
-
-
-def _not_a_boolean(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise ValueError(f"expected a number, not {str(value).lower()}")
-    return value
-
-
-Real = Annotated[float, BeforeValidator(_not_a_boolean)]
-"""A number in the config: an int or a float (``1`` is fine), never a boolean (``true`` is
-refused rather than read as 1.0)."""
+from assay.types import Real, StrictInt, WebAddress
 
 
 class Price(BaseModel):
@@ -104,7 +92,7 @@ class ModelSpec(BaseModel):
     role: ClassVar[Role] = "judge"
 
     model: str = "local"
-    api_base: str | None = None
+    api_base: WebAddress | None = None
     api_key_env: str | None = None
     temperature: Real = Field(default=0.0, ge=0, le=2)
     max_tokens: StrictInt = Field(default=512, ge=1)

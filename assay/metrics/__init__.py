@@ -183,7 +183,10 @@ _NAMES = {
         "CLOPPER_PEARSON",
         "CLOPPER_PEARSON_CLUSTERS",
         "CLUSTER_BOOTSTRAP",
+        "MAX_RESAMPLES",
+        "MIN_RESAMPLES",
         "MetricValue",
+        "Resamples",
         "WILSON",
     ),
 }
@@ -223,6 +226,9 @@ __all__ = [
     "confusion_matrix",
     # intervals
     "BootstrapCI",
+    "MAX_RESAMPLES",
+    "MIN_RESAMPLES",
+    "Resamples",
     "bootstrap_ci",
     "clopper_pearson_interval",
     "wilson_interval",
@@ -568,7 +574,10 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         CLOPPER_PEARSON,
         CLOPPER_PEARSON_CLUSTERS,
         CLUSTER_BOOTSTRAP,
+        MAX_RESAMPLES,
+        MIN_RESAMPLES,
         WILSON,
         BootstrapCI,
         MetricValue,
+        Resamples,
     )

@@ -33,9 +33,11 @@ from pydantic import (
     model_validator,
 )
 
-from assay.metrics._intervals import MIN_RESAMPLES, bootstrap_ci
+from assay.metrics._intervals import bootstrap_ci
 from assay.metrics._kappa import _kappa_batched
 from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
+from assay.metrics._value import Resamples
+from assay.types import Seed
 
 Side = Literal["at_least", "at_most"]
 
@@ -198,6 +200,18 @@ def better_side(metric: str) -> Side:
     return known.better
 
 
+def value_range(metric: str) -> tuple[float, float, str]:
+    """``(low, high, what)``: the values ``metric`` can take — a rate 0 to 1, MAE from 0 (in
+    scale steps), κ and the correlations −1 to 1 — so a bar outside them (``tpr: 7``) can
+    never be met and is refused."""
+    better_side(metric)  # an unknown name is refused there
+    if metric in RATES:
+        return 0.0, 1.0, "a rate"
+    if metric == "mae":
+        return 0.0, math.inf, "an error in scale steps"
+    return -1.0, 1.0, "a coefficient"
+
+
 def needs_event(metric: str) -> bool:
     """Whether ``metric`` is computed on the event (needs a positive class)."""
     known = RATES.get(metric) or STATISTICS.get(metric)
@@ -270,8 +284,8 @@ class Policy(BaseModel):
             mode="validation",
         ),
     ] = Field(min_length=1, description=f"metric: bar; metrics: {', '.join(METRICS)}")
-    n_resamples: int = Field(2000, ge=MIN_RESAMPLES)  # for the bootstrap bounds
-    seed: int = 0
+    n_resamples: Resamples = 2000  # for the bootstrap bounds
+    seed: Seed = 0
     attempts: int = Field(1, ge=1, description="certificates one judge may get under it")
 
     @field_validator("bars", mode="before")
@@ -293,6 +307,10 @@ class Policy(BaseModel):
         for metric, bar in self.bars.items():
             if not math.isfinite(bar.value):
                 raise ValueError(f"bar of {metric} must be a finite number, got {bar.value}")
+            low, high, what = value_range(metric)
+            if not low <= bar.value <= high:
+                within = f"at least {low:g}" if high == math.inf else f"from {low:g} to {high:g}"
+                raise ValueError(f"bar of {metric} ({what}) must be {within}, got {bar.value:g}")
         return self
 
     @property

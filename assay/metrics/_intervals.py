@@ -10,9 +10,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from assay.metrics._value import BootstrapCI  # here too: where the bootstrap is
-
-MIN_RESAMPLES = 1000
+from assay.metrics._value import MIN_RESAMPLES, BootstrapCI  # here too: where the bootstrap is
 
 # Evaluate replicates in slices of about this many elements per array, so that the temporaries
 # of a batched statistic stay small even for large runs (the index matrix is drawn once).

@@ -7,9 +7,9 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict
 from dataclasses import dataclass as plain_dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ConfigDict, field_serializer, field_validator
+from pydantic import ConfigDict, Field, Strict, field_serializer, field_validator
 from pydantic.dataclasses import dataclass
 
 # How an interval was computed, as ``MetricValue.ci_method`` names it.
@@ -18,6 +18,17 @@ WILSON = "Wilson"
 BOOTSTRAP = "percentile bootstrap"
 CLUSTER_BOOTSTRAP = "cluster bootstrap"
 CLOPPER_PEARSON_CLUSTERS = "Clopper–Pearson over clusters"
+
+MIN_RESAMPLES = 1000
+"""Fewest bootstrap replicates of an interval (SPEC: at least 1000)."""
+MAX_RESAMPLES = 10_000
+"""Most bootstrap replicates a config or an option asks for: beyond it an interval's ends move
+by thousandths, while every replicate holds one index per item in memory (a typo of 1e12 asked
+for terabytes). The functions themselves take more, for a caller who chooses to."""
+
+Resamples = Annotated[int, Strict(), Field(ge=MIN_RESAMPLES, le=MAX_RESAMPLES)]
+"""A number of bootstrap replicates in a config or an option, within :data:`MIN_RESAMPLES` and
+:data:`MAX_RESAMPLES`."""
 
 
 @plain_dataclass(frozen=True)

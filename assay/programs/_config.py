@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from assay import _json
+from assay._files import MAX_TEXT_BYTES, read_bytes, read_text, resolve
 from assay.lm import NOT_IN_IDENTITY, ModelSpec, Real, StrictInt
 from assay.metrics import CalibrationMap
 from assay.scale import Scale
@@ -113,7 +115,12 @@ class ConfidenceConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: Literal["probability", "samples", "panel"]
-    samples: StrictInt = Field(default=5, ge=2, description="source samples: verdicts sampled")
+    samples: StrictInt = Field(
+        default=5,
+        ge=2,
+        le=100,
+        description="source samples: verdicts sampled (2 to 100: each is an LM call per item)",
+    )
     temperature: Real = Field(default=1.0, gt=0, le=2, description="source samples: sampling")
 
     @model_validator(mode="after")
@@ -374,11 +381,9 @@ def state_file_digest(ref: str | None) -> str | None:
     except OSError:
         return None
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in _DIGESTS:
-        try:
-            _DIGESTS[key] = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
-            return None
+    if key not in _DIGESTS:  # a FIFO or a device is refused here, not read
+        data = read_bytes(path, limit=_json.MAX_BYTES, what="program state file")
+        _DIGESTS[key] = hashlib.sha256(data).hexdigest()
     return _DIGESTS[key]
 
 
@@ -397,15 +402,10 @@ def fixed_scale(task: str) -> Scale | None:
 
 
 def read_text_field(value: str | None, base: Path) -> str | None:
-    """``@path`` reads a file relative to ``base`` (the config's folder); anything else is text."""
+    """``@path`` reads a file relative to ``base`` (the config's folder); anything else is text.
+    A regular UTF-8 file of at most :data:`assay._files.MAX_TEXT_BYTES` (10 MiB), else one line
+    naming it (a FIFO, ``/dev/zero`` or a directory is refused before anything is read)."""
     if value is None or not value.startswith("@"):
         return value
-    from assay.errors import ConfigError
-
-    path = (base / value[1:]).resolve()
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    path = resolve(base / value[1:])
+    return read_text(path, limit=MAX_TEXT_BYTES, what="text file").strip()

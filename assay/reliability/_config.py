@@ -9,6 +9,7 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -21,7 +22,7 @@ from assay.inputs import DataConfig, RunConfig, without_write_back
 from assay.lm import GeneratorSpec, ValidatorSpec
 from assay.programs import JudgeConfig, get_kind
 from assay.scale import Scale
-from assay.types import stable_hash
+from assay.types import Seed, StrictInt, stable_hash
 
 
 def _takes_the_scale(judge: dict[str, Any]) -> bool:
@@ -41,9 +42,9 @@ class SampleConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    n: int = Field(ge=1)
+    n: StrictInt = Field(ge=1)
     stratify: str | None = None  # a meta column (e.g. SemanticCategory, prompt_name)
-    seed: int = 0
+    seed: Seed = 0
 
 
 class ReviewConfig(BaseModel):
@@ -55,8 +56,9 @@ class ReviewConfig(BaseModel):
 class _RegisteredTests:
     """The JSON schema of ``tests``: one property per registered reliability test, its
     ``Settings`` model (built-in and plug-in tests alike, as registered when the schema is
-    made). The value stays a plain mapping — test name → settings —, validated by
-    :func:`get_test` into the test's own model, and hashed as written into the probes' key."""
+    made). The value stays a plain mapping — test name → settings —, checked against each
+    test's own model when the config is read (:meth:`HarnessConfig._settings`), validated by
+    :func:`get_test` into it, and hashed as written into the probes' key."""
 
     def __get_pydantic_json_schema__(
         self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
@@ -101,6 +103,29 @@ class HarnessConfig(RunConfig):
             {**j, "scale": scale} if isinstance(j, dict) and _takes_the_scale(j) else j
             for j in judges
         ]
+
+    @field_validator("tests")
+    @classmethod
+    def _settings(cls, tests: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each test's settings checked by its ``Settings`` model as the config is read, so a
+        bad value is named with the file and its field (``tests.<test>.<setting>``)."""
+        from assay.reliability._registry import registered_test
+
+        for name, settings in tests.items():
+            try:
+                test = registered_test(name)
+            except ConfigError:  # an unknown name: refused where the run looks its tests up
+                continue  # (after a plug-in that failed to import, named with the file)
+            try:
+                test.Settings.model_validate(settings or {})
+            except ValidationError as exc:
+                errors = [
+                    {k: v for k, v in e.items() if k not in ("msg", "url")}
+                    | {"loc": (name, *e["loc"])}
+                    for e in exc.errors()
+                ]
+                raise ValidationError.from_exception_data(cls.__name__, errors) from None
+        return tests
 
     @model_validator(mode="after")
     def _check(self) -> HarnessConfig:

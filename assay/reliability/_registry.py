@@ -25,6 +25,11 @@ from assay.reliability._probe import Dropped, Probe
 from assay.scale import Scale
 from assay.types import Item, Usage, stable_hash
 
+MAX_PER_SOURCE = 100
+"""Most probes a test makes of one source item (``variants``, ``k``, ``per_bucket``): each is
+an LM call or more per item, and 100 already measures a rate to a percent — a typo of ``1e9``
+would be a billion calls."""
+
 
 class TestSettings(BaseModel):
     """Settings every test accepts; subclasses add their own."""

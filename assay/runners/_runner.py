@@ -36,16 +36,26 @@ import argparse
 import importlib
 import inspect
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 from assay._registry import Registry, load_plugins, plugin_spec
-from assay.errors import RunError
+from assay.errors import ConfigError, RunError
+from assay.types import PositiveInt, PositiveReal
 
 BUILTIN = (
     "evaluate",
@@ -134,6 +144,13 @@ def argument(*, help: str, name: str | None = None, **argparse_kw: Any) -> Any:
     info = Field(default, description=help)
     info.metadata.append(Cli((name,) if name else (), True, argparse_kw))
     return info
+
+
+def _checked_type(info: Any) -> Any:
+    """A field's type with its constraints (pydantic keeps an ``Annotated`` field's bounds in
+    its metadata), for checking one value of it."""
+    bounds = [m for m in info.metadata if not isinstance(m, Cli)]
+    return Annotated[info.annotation, *bounds] if bounds else info.annotation
 
 
 def _cli(info: Any) -> Cli | None:
@@ -227,10 +244,10 @@ class RunOptions(ConfigOptions):
 
     cli_order = ("limit", "model", "deadline", "retry_unscored", "tracking_uri", "json", "quiet")
 
-    limit: int | None = option(help="use only the first N items", type="positive_int")
-    deadline: float | None = option(
+    limit: PositiveInt | None = option(help="use only the first N items", type="int")
+    deadline: PositiveReal | None = option(
         help="stop after this many seconds (everything finished is kept; re-run to resume)",
-        type="positive_float",
+        type="float",
         metavar="SECONDS",
         override="deadline_s",
     )
@@ -359,7 +376,16 @@ class Runner:
         return self.execute(self.options(values), workdir=workdir, progress=progress)
 
     def options(self, values: dict[str, Any]) -> Any:
-        return self.Options.model_validate(values)
+        """``values`` validated into :attr:`Options`; a value out of its bounds is one line
+        naming the option (a :class:`~assay.errors.ConfigError`)."""
+        try:
+            return self.Options.model_validate(values)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            name = ".".join(str(p) for p in err["loc"])
+            value = err.get("input")
+            got = f", got {value}" if isinstance(value, int | float | str) else ""
+            raise ConfigError(f"{self.name}: option '{name}' {bound_message(exc)}{got}") from None
 
     def execute(self, options: Any, *, workdir: str | Path | None, progress: bool) -> Any:
         """The run of validated options in ``workdir`` (default: the current directory): the
@@ -401,7 +427,7 @@ class Runner:
                 continue
             kw = dict(cli.kwargs)
             if isinstance(kw.get("type"), str):
-                kw["type"] = _TYPES[kw["type"]]
+                kw["type"] = cli_type(kw["type"], _checked_type(info))
             if cli.positional:
                 dests[name] = cli.flags[0] if cli.flags else name
                 arguments.append((name, (dests[name],), {"help": info.description, **kw}))
@@ -511,33 +537,63 @@ def resolve(ref: Any) -> Any:
     return ref
 
 
-def _number(
-    parse: Callable[[str], Any], what: str, ok: Callable[[Any], bool], bound: str
-) -> Callable[[str], Any]:
-    """An argparse ``type``: ``parse`` the text (else "is not ``what``"), and refuse a value that
-    is not ``ok`` (saying ``bound``)."""
+def _shown(text: str) -> str:
+    """``text`` quoted for an error line, cut short when long (a 5,000-digit number)."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}… ({len(text):,} characters)"
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # not digits, or more digits than Python converts (4,300)
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not an integer") from None
+
+
+def _parse_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a finite number")
+    return value
+
+
+_TYPES: dict[str, Callable[[str], Any]] = {"int": _parse_int, "float": _parse_float}
+"""How an option's text is read (its ``type``); its bounds are its field's (:func:`cli_type`)."""
+
+
+def bound_message(exc: ValidationError) -> str:
+    """What a value broke, as "must be at least 1": the first error of validating one value."""
+    err = exc.errors()[0]
+    ctx = {k: f"{v:g}" if isinstance(v, float) else v for k, v in (err.get("ctx") or {}).items()}
+    words = {
+        "greater_than": "must be more than {gt}",
+        "greater_than_equal": "must be at least {ge}",
+        "less_than": "must be less than {lt}",
+        "less_than_equal": "must be at most {le}",
+        "finite_number": "must be a finite number",
+    }
+    if err["type"] in words:
+        return words[err["type"]].format(**ctx)
+    return str(err["msg"]).removeprefix("Value error, ")
+
+
+def cli_type(kind: str, annotation: Any) -> Callable[[str], Any]:
+    """An argparse ``type``: the text read as ``kind`` (``"int"``, or ``"float"``: finite), then
+    checked against ``annotation`` (an option field's type, with its bounds) — one declaration
+    of a bound for the command line and the API."""
+    parse, check = _TYPES[kind], TypeAdapter(annotation)
 
     def convert(text: str) -> Any:
+        value = parse(text)
         try:
-            value = parse(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if not ok(value):
-            raise argparse.ArgumentTypeError(f"{bound}, got {value}")
-        return value
+            return check.validate_python(value)
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(f"{bound_message(exc)}, got {value}") from None
 
+    convert.__name__ = kind  # argparse names the type in its messages
     return convert
-
-
-_TYPES: dict[str, Callable[[str], Any]] = {
-    "positive_int": _number(int, "an integer", lambda v: v >= 1, "must be at least 1"),
-    "positive_float": _number(float, "a number", lambda v: v > 0, "must be positive"),
-    "non_negative_int": _number(
-        int, "an integer", lambda v: v >= 0, "must be a non-negative integer"
-    ),
-    "int": int,
-    "float": float,
-}
 
 
 # -- the report dispatch -------------------------------------------------------------------
@@ -594,6 +650,8 @@ __all__ = [
     "RunOptions",
     "Runner",
     "argument",
+    "bound_message",
+    "cli_type",
     "freeze_imports",
     "get_runner",
     "known_runners",

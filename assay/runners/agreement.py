@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
+
+from assay.metrics import Resamples
 from assay.runners._runner import Options as BaseOptions
 from assay.runners._runner import Runner, argument, option, runner
+from assay.types import NonNegativeInt, Seed
 
 
 @runner("agreement")
@@ -32,19 +36,20 @@ class Agreement(Runner):
             "--id-column and --score-column): compare with their majority, report their "
             "agreement and the Alt-Test"
         )
-        epsilon: float = option(
+        epsilon: Annotated[float, Field(ge=0, lt=1)] = option(
             0.2,
-            help="Alt-Test advantage allowed for the judge's lower cost (default 0.2)",
+            help="Alt-Test advantage allowed for the judge's lower cost, from 0 up to 1 "
+            "(default 0.2)",
             type="float",
         )
-        seed: int = option(0, help="bootstrap and tie seed", type="non_negative_int")
-        disagreements: int = option(
+        seed: Seed = option(0, help="bootstrap and tie seed", type="int")
+        disagreements: NonNegativeInt = option(
             10,
             help="list the N pairs that differ most on the scale (default 10)",
-            type="non_negative_int",
+            type="int",
             metavar="N",
         )
-        n_resamples: int = 1000
+        n_resamples: Resamples = 1000
 
     summary = "assay.evaluation:AgreementResult"
     summary_file = None  # no run directory

@@ -16,6 +16,7 @@ from assay.runners._runner import (
     option,
     runner,
 )
+from assay.types import Seed, Share
 
 
 @runner("calibrate")
@@ -26,10 +27,12 @@ class Calibrate(Runner):
         cli_order = ("fraction", "seed", "method", *RunOptions.cli_order)
 
         config: Any = argument(help="YAML evaluate config with a binary judge")
-        fraction: float = option(
-            0.5, help="share of labelled items used to fit (default 0.5)", type="float"
+        fraction: Share = option(
+            0.5,
+            help="share of labelled items used to fit, between 0 and 1 (default 0.5)",
+            type="float",
         )
-        seed: int = option(0, help="seed of the stratified split", type="int")
+        seed: Seed = option(0, help="seed of the stratified split", type="int")
         method: Literal["threshold", "isotonic", "platt"] = option(
             "threshold",
             help="which fitted map the printed 'use it' line suggests (all three are measured)",

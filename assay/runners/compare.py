@@ -17,6 +17,7 @@ from assay.runners._runner import (
     split_names,
     stored_runs_uri,
 )
+from assay.types import PositiveReal, Seed, Share
 
 
 def _tags(value: Any) -> Any:
@@ -52,22 +53,22 @@ class Compare(Runner):
             "differences with CIs, McNemar / paired bootstrap, Holm, a verdict, items needed",
             action="store_true",
         )
-        level: float = option(
-            0.05, help="--paired: the family-wise level of the verdicts", type="positive_float"
+        level: Share = option(
+            0.05, help="--paired: the family-wise level of the verdicts", type="float"
         )
-        delta: float = option(
+        delta: PositiveReal = option(
             0.05,
             help="--paired: the difference Δ whose items needed are shown (metric units)",
-            type="positive_float",
+            type="float",
         )
-        power: float = option(
-            0.8, help="--paired: the power the items needed are for", type="positive_float"
+        power: Share = option(
+            0.8, help="--paired: the power the items needed are for", type="float"
         )
         metrics: Annotated[list[str] | None, BeforeValidator(split_names)] = option(
             help="--paired: the metrics compared, comma-separated (default: every metric of "
             "the scale; fewer metrics, a milder Holm correction)"
         )
-        seed: int = option(0, help="--paired: bootstrap seed", type="non_negative_int")
+        seed: Seed = option(0, help="--paired: bootstrap seed", type="int")
         metric: str | None = option(
             help="metric to rank by (default: kappa_categorical, else accuracy; harness: "
             "worst_test_rate, the lowest pass rate or consistency over its tests)"

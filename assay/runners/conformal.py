@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from assay.runners._runner import Options as BaseOptions
 from assay.runners._runner import Runner, argument, option, runner
+from assay.types import Seed, Share
 
 
 @runner("conformal")
@@ -21,11 +22,11 @@ class Conformal(Runner):
         run: str | Path = argument(
             help="a labelled evaluate run judged with score_mode: expected (calibrates q̂)"
         )
-        alpha: float = option(
+        alpha: Share = option(
             0.1,
             help="miscoverage α: each set holds the reference with probability ≥ 1 − α "
             "(default 0.1)",
-            type="positive_float",
+            type="float",
         )
         method: Literal["lac", "aps", "ordinal"] | None = option(
             help="nonconformity score: lac (1 − p), aps (adaptive sets) or ordinal (contiguous "
@@ -36,13 +37,13 @@ class Conformal(Runner):
             help="an evaluate run of the same judge config: the items that get sets",
             metavar="RUN_DIR",
         )
-        holdout: float | None = option(
+        holdout: Share | None = option(
             help="instead of --apply: hold out this share of RUN's labelled items (seeded), "
             "calibrate on the rest, and measure coverage on them",
             type="float",
             metavar="FRACTION",
         )
-        seed: int = option(0, help="seed of the --holdout split", type="non_negative_int")
+        seed: Seed = option(0, help="seed of the --holdout split", type="int")
         out: str | Path | None = option(
             help="also write the calibration and every item's set to this JSON file",
             metavar="FILE",

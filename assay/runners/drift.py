@@ -9,6 +9,7 @@ from typing import Any
 
 from assay.runners._runner import Options as BaseOptions
 from assay.runners._runner import Runner, argument, option, runner, stored_runs_uri
+from assay.types import Share
 
 
 @runner("drift")
@@ -25,9 +26,9 @@ class Drift(Runner):
             "change rate it predicts (default: none measured, any change is flagged)",
             metavar="HARNESS_RUN",
         )
-        level: float = option(0.05, help="the test's level", type="positive_float")
-        confidence: float = option(
-            0.95, help="the change rate's Clopper–Pearson interval", type="positive_float"
+        level: Share = option(0.05, help="the test's level", type="float")
+        confidence: Share = option(
+            0.95, help="the change rate's Clopper–Pearson interval", type="float"
         )
         tracking_uri: str | None = option(
             help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db here)"

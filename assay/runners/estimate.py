@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from assay.metrics import Resamples
 from assay.runners._runner import CERTIFICATE_OPTION, Runner, argument, option, runner
 from assay.runners._runner import Options as BaseOptions
+from assay.types import Seed, Share
 
 
 @runner("estimate")
@@ -82,7 +84,7 @@ class Estimate(Runner):
             "(a warning instead of a refusal)",
             action="store_true",
         )
-        alpha: float = option(
+        alpha: Share = option(
             0.05, help="error level: intervals at 1 − α (default 0.05)", type="float"
         )
         target_half_width: float | None = option(
@@ -103,14 +105,14 @@ class Estimate(Runner):
             help="active labelling: read the verdicts of an earlier --suggest run's queue",
             metavar="ESTIMATE_RUN",
         )
-        seed: int = option(
+        seed: Seed = option(
             0, help="seed of --suggest's draw and Rogan–Gladen's bootstrap", type="non_negative_int"
         )
         require_certificate: list[str] | None = CERTIFICATE_OPTION
         tracking_uri: str | None = option(
             help="MLflow tracking URI (default: the run's config, else sqlite:///mlflow.db here)"
         )
-        n_resamples: int = 1000
+        n_resamples: Resamples = 1000
 
     config = "assay.decisions:EstimateConfig"
     summary = "assay.decisions:EstimateSummary"

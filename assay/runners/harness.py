@@ -22,6 +22,7 @@ from assay.runners._runner import (
     runner,
     split_names,
 )
+from assay.types import PositiveInt
 
 Names = Annotated[list[str] | None, BeforeValidator(split_names)]
 
@@ -32,7 +33,7 @@ class Harness(Runner):
 
     class Options(RunOptions):
         config: Any = argument(help="YAML harness config (see examples/*_harness.yaml)")
-        limit: int | None = option(help="use only the first N seed items", type="positive_int")
+        limit: PositiveInt | None = option(help="use only the first N seed items", type="int")
         tests: Names = option(help="comma-separated tests to run (default: all in the config)")
         judges: Names = option(help="comma-separated judges to run (default: all in the config)")
         ray: bool = RAY_OPTION

@@ -7,6 +7,7 @@ import json as _json
 from pathlib import Path
 from typing import Any
 
+from assay.metrics import Resamples
 from assay.runners._runner import Options as BaseOptions
 from assay.runners._runner import (
     Runner,
@@ -19,6 +20,7 @@ from assay.runners._runner import (
     print_run_json,
     runner,
 )
+from assay.types import PositiveInt, Seed, Share
 
 GROUP_HELP = "ToolEmu: agents in an LM-emulated tool sandbox, judged for safety"
 
@@ -34,7 +36,7 @@ class ToolEmu(Runner):
         cases: str | list[int] | None = option(
             help="case indices, e.g. 0-14 or 0,3,7-9 (overrides 'select')"
         )
-        limit: int | None = option(help="use only the first N selected cases", type="positive_int")
+        limit: PositiveInt | None = option(help="use only the first N selected cases", type="int")
 
     command = ("toolemu", "run")
     group_help = GROUP_HELP
@@ -94,13 +96,11 @@ class ToolEmuAgreement(Runner):
         helpfulness: str | Path | None = option(
             help="helpfulness evaluator JSONL (eval_scores.Helpfulness)", metavar="FILE"
         )
-        seed: int = option(
-            0,
-            help="seed for majority ties and the bootstrap (default 0)",
-            type="non_negative_int",
+        seed: Seed = option(
+            0, help="seed for majority ties and the bootstrap (default 0)", type="int"
         )
-        n_resamples: int = 1000
-        confidence: float = 0.95
+        n_resamples: Resamples = 1000
+        confidence: Share = 0.95
 
     command = ("toolemu", "agreement")
     group_help = GROUP_HELP

@@ -15,12 +15,28 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from assay.errors import RunError
+
+
+def cannot_write(path: Path, exc: OSError) -> RunError:
+    """The one line of a write that failed (a full disk, a file size limit, a folder made
+    read-only): the file named; what was written before it is kept."""
+    return RunError(
+        f"{path}: cannot write ({exc.strerror or exc}); everything written before is kept: "
+        "make room and run the command again to resume"
+    )
+
 
 def write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file and a rename: never half a file."""
+    """Write ``text`` to ``path`` via a temp file and a rename: never half a file. A failed
+    write leaves the file as it was and is :func:`cannot_write`'s one line."""
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise cannot_write(path, exc) from None
     return path
 
 
@@ -62,6 +78,13 @@ def append_lines(path: Path, text: str) -> None:
 
 
 def _append(path: Path, text: str) -> None:
+    try:
+        _append_synced(path, text)
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
+
+
+def _append_synced(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
         with open(path, "rb") as fh:

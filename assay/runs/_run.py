@@ -26,6 +26,7 @@ from assay.runs._sidecar import SidecarError
 from assay.runs._store import RunStore, now
 from assay.runs._tracking import (
     TrackedRun,
+    check_http_store,
     check_sqlite_store,
     check_tracking_uri,
     default_tracking_uri,
@@ -119,9 +120,10 @@ class Run:
             # MLflow is imported here only for a URI the user gave (the default is assay's)
             field = "the tracking URI" if tracking_uri else "tracking.uri"
             check_tracking_uri(given, field)
-        if getattr(tracking, "enabled", True):
+        if getattr(tracking, "enabled", True):  # the store, before any LM call
             uri = given or default_tracking_uri(Path(workdir or "."))
             check_sqlite_store(uri, field if given else "the tracking store")
+            check_http_store(uri, field if given else "the tracking store")
         run = cls(
             command=command,
             name=config.name,

@@ -2,7 +2,8 @@
 
 Records (judgments, generation units) are appended one JSON line at a time, flushed and
 fsynced, so a killed run keeps every finished record; a torn last line is dropped on the next
-read and its work done again.
+read and its work done again. Each record is signed as it is written and checked when it is read
+back (:mod:`assay.runs._signed`): an edited record is refused, not resumed from.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pydantic import BaseModel
 
 from assay._json import Line, read_lines
 from assay.errors import DataError, RunError
-from assay.runs._files import append_lines, write_atomic, write_json
+from assay.runs._files import append_lines, cannot_write, write_atomic, write_json
+from assay.runs._signed import RecordSeal
 from assay.types import Judgment
 
 T = TypeVar("T", bound=BaseModel)
@@ -40,6 +42,14 @@ class RunStore:
         self.path = path
         self.run_hash = run_hash
         self._lock = threading.Lock()
+        self._seals: dict[bool, RecordSeal] = {}
+
+    def _seal(self, *, create: bool) -> RecordSeal:
+        """The run's record signer; the key is read once (made only by a writer)."""
+        seal = self._seals.get(create) or self._seals.get(True)
+        if seal is None:
+            seal = self._seals[create] = RecordSeal(self.path, self.run_hash, create=create)
+        return seal
 
     # -- state ------------------------------------------------------------------------------
     def open(self, resolved_config: dict[str, Any], kind: str | None = None) -> dict[str, Any]:
@@ -55,8 +65,8 @@ class RunStore:
             state = {"run_hash": self.run_hash, "status": "running", "created": now()}
             if kind:
                 state["kind"] = kind
+            self.write_config(resolved_config)  # first: a run.json is a run with its config
             self.write_json(STATE, state)
-            self.write_config(resolved_config)
         elif kind and "kind" not in state:  # a run written before runs named their kind
             state["kind"] = kind
             self.write_json(STATE, state)
@@ -93,15 +103,18 @@ class RunStore:
         return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
 
     # -- append-only records ------------------------------------------------------------------
-    def records(self, name: str, model: type[T]) -> list[T]:
-        """Records of an append-only JSONL file; a torn final line (the run was killed while
+    def records(self, name: str, model: type[T], *, signed: bool = True) -> list[T]:
+        """Records of an append-only JSONL file, each checked against its signature (unless
+        ``signed`` is False: the call ledger); a torn final line (the run was killed while
         writing it) is discarded and removed from the file."""
         p = self.path / name
         lines, torn = _complete_lines(p)
+        seal = self._seal(create=False) if signed and lines else None
         out: list[T] = []
         for i, line in enumerate(lines):
             try:
-                out.append(model.model_validate_json(line.text))
+                text = seal.open(name, line.text, line.number) if seal else line.text
+                out.append(model.model_validate_json(text))
             except ValueError:
                 if i == len(lines) - 1 and not torn:
                     # a last line that is complete JSON-wise but not a record: also torn
@@ -113,8 +126,8 @@ class RunStore:
         return out
 
     def append_record(self, name: str, record: BaseModel) -> None:
-        """Append one record as a JSON line, flushed and fsynced (thread-safe)."""
-        line = record.model_dump_json() + "\n"
+        """Append one record as a signed JSON line, flushed and fsynced (thread-safe)."""
+        line = self._seal(create=True).sign(name, record.model_dump_json()) + "\n"
         with self._lock:
             append_lines(self.path / name, line)
 
@@ -131,7 +144,7 @@ class RunStore:
         """``calls.jsonl`` opened for appending (a torn last line, left by a kill, cut off)."""
         from assay.lm import CallRecord
 
-        self.records(CALLS, CallRecord)  # cuts a torn last line
+        self.records(CALLS, CallRecord, signed=False)  # cuts a torn last line
         return CallLedger(self.path / CALLS)
 
     def calls(self) -> list[Any]:
@@ -159,6 +172,7 @@ class CallLedger:
     other records are) at most every half second, and when the run closes."""
 
     def __init__(self, path: Path):
+        self.path = path
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = threading.Lock()
         self._synced = time.monotonic()
@@ -168,14 +182,21 @@ class CallLedger:
         with self._lock:
             if self._fd is None:  # a call that outlived its run: the run has closed
                 return
-            os.write(self._fd, data)
-            if time.monotonic() - self._synced >= _LEDGER_FSYNC_S:
-                os.fsync(self._fd)
-                self._synced = time.monotonic()
+            try:
+                os.write(self._fd, data)
+                if time.monotonic() - self._synced >= _LEDGER_FSYNC_S:
+                    os.fsync(self._fd)
+                    self._synced = time.monotonic()
+            except OSError as exc:
+                raise cannot_write(self.path, exc) from None
 
     def close(self) -> None:
         with self._lock:
             if self._fd is not None:
-                os.fsync(self._fd)
-                os.close(self._fd)
-                self._fd = None
+                fd, self._fd = self._fd, None
+                try:
+                    os.fsync(fd)
+                except OSError as exc:
+                    raise cannot_write(self.path, exc) from None
+                finally:
+                    os.close(fd)

@@ -7,6 +7,7 @@ together in a fresh folder cannot leave it half-made.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,25 +40,53 @@ def check_tracking_uri(uri: str, field: str) -> None:
 
 def check_sqlite_store(uri: str, field: str) -> None:
     """Raise a one-line :class:`~assay.errors.ConfigError` naming ``field`` when a
-    ``sqlite:///`` store's file exists but is not an SQLite database (a truncated or
-    overwritten ``mlflow.db``), before the run rather than after every item is judged. Its
-    first 16 bytes decide (SQLite's header); an empty file is a new database."""
+    ``sqlite:///`` store cannot be one: its path a directory (MLflow retried for minutes, then
+    failed after every item was judged), a file that is not an SQLite database (a truncated or
+    overwritten ``mlflow.db``: its first 16 bytes, SQLite's header, decide; an empty file is a
+    new database), or a file or folder assay cannot write (the store's journal and lock live
+    beside it)."""
     from assay.errors import ConfigError
 
     if not uri.startswith("sqlite:///"):
         return
     path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
+    where = f"{field} {uri!r}"
+    if path.is_dir():
+        raise ConfigError(f"{where}: {path} is a directory, not an SQLite database file")
+    folder = next((p for p in path.absolute().parents if p.exists()), None)
+    if folder is None or not folder.is_dir():
+        raise ConfigError(f"{where}: cannot create {path}: {folder} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        unwritable = path if path.exists() and not os.access(path, os.W_OK) else folder
+        raise ConfigError(f"{where}: {unwritable} is not writable")
     if not path.is_file():
         return
     try:
         with path.open("rb") as f:
             header = f.read(16)
     except OSError as exc:
-        raise ConfigError(f"{field} {uri!r}: cannot read {path} ({exc.strerror})") from None
+        raise ConfigError(f"{where}: cannot read {path} ({exc.strerror})") from None
     if header and header != b"SQLite format 3\x00":
         raise ConfigError(
-            f"{field} {uri!r}: {path} is not an SQLite database (move it aside, or name "
-            "another file)"
+            f"{where}: {path} is not an SQLite database (move it aside, or name another file)"
+        )
+
+
+def check_http_store(uri: str, field: str) -> None:
+    """Raise a one-line :class:`~assay.errors.ConfigError` naming ``field`` when no MLflow
+    server answers at an ``http(s)://`` tracking URI (:func:`assay.data.server_problem`: one
+    request to its ``/health`` within seconds, no retry): MLflow's own client retried a dead
+    one for four minutes, after every item was judged."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    from assay.data import server_problem
+    from assay.errors import ConfigError
+
+    problem = server_problem(uri)
+    if problem is not None:
+        raise ConfigError(
+            f"{field} {uri!r}: no MLflow server answers at this address ({problem}); start "
+            "it, or name another store"
         )
 
 

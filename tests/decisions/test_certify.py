@@ -20,6 +20,7 @@ from assay.inputs._config import EvaluateConfig
 from assay.inputs._items import item_set_tags, load_items
 from assay.lm import StubServer
 from assay.lm._stub_server import default_respond
+from assay.metrics._certify import value_range
 from tests.stub_judge import stub_config, write_items
 from tests.web.test_report_parity import assert_same_sections
 
@@ -306,11 +307,12 @@ def test_an_edited_certificate_is_refused_before_any_call(run, tmp_path, capsys)
     )
     assert "flipped.json: not a certificate" in line
     assert "the decision is admitted against its results: edited after it was issued?" in line
-    lowered = {m: {"side": "at_least", "value": -1.0} for m in cert["policy"]["bars"]}
+    lowest = {m: value_range(m)[0] for m in cert["policy"]["bars"]}  # a bar nothing fails
+    lowered = {m: {"side": "at_least", "value": v} for m, v in lowest.items()}
     forged = cert | {
         "decision": "admitted",
         "policy": cert["policy"] | {"bars": lowered},
-        "results": [r | {"bar": -1.0, "passed": True} for r in cert["results"]],
+        "results": [r | {"bar": lowest[r["metric"]], "passed": True} for r in cert["results"]],
     }
     forged_file = write(tmp_path / "forged.json", forged)
     line = one_line_refusal(
@@ -340,11 +342,12 @@ def test_a_forged_certificate_is_refused_whatever_it_says(run, tmp_path, capsys,
         return one_line_refusal(capsys, argv)
 
     # the refused certificate with its bars lowered and its results passed: consistent
-    lowered = {m: {"at_least": -1.0} for m in a["policy"]["bars"]}
+    lowest = {m: value_range(m)[0] for m in a["policy"]["bars"]}  # a bar nothing fails
+    lowered = {m: {"at_least": v} for m, v in lowest.items()}
     forged = a | {
         "decision": "admitted",
         "policy": a["policy"] | {"bars": lowered},
-        "results": [r | {"bar": -1.0, "passed": True} for r in a["results"]],
+        "results": [r | {"bar": lowest[r["metric"]], "passed": True} for r in a["results"]],
     }
     assert "differs from the ledger's copy" in require(write(tmp_path / "forged.json", forged))
     # ... under a new id, its ledger field pointed at its own folder: not in this ledger

@@ -162,7 +162,7 @@ def test_refusals(runs, capsys, monkeypatch):
     )
     assert "give one" in capsys.readouterr().err
     assert main(["conformal", str(runs["cal"]), "--alpha", "1.5"]) == 2
-    assert "--alpha 1.5: a miscoverage between 0 and 1" in capsys.readouterr().err
+    assert "argument --alpha: must be less than 1, got 1.5" in capsys.readouterr().err
 
 
 def test_refuses_a_run_whose_data_changed_since(runs, capsys, monkeypatch):

@@ -105,10 +105,11 @@ def test_a_run_name_that_is_not_a_plain_name(cfg, capsys, name):
 
 # -- limits ----------------------------------------------------------------------------------------
 def test_limit_zero_is_refused_by_the_command_line(cfg, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["evaluate", str(cfg / "config.yaml"), "--limit", "0"])
-    assert exc.value.code == 2
-    assert "must be at least 1" in capsys.readouterr().err
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--limit", "0")
+    assert line == (
+        "assay evaluate: error: argument --limit: must be at least 1, got 0 "
+        "(see assay evaluate --help)"
+    )
 
 
 @pytest.mark.parametrize("limit", [0, -1, True, 1.5])

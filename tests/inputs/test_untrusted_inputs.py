@@ -298,3 +298,346 @@ def test_the_run_lock_is_not_logged_to_mlflow(cfg, capsys):
     logged = {a.path for a in client.list_artifacts(run_id)}
     assert {"metrics.json", "judgments.jsonl", "config.yaml"} <= logged
     assert not [name for name in logged if name.endswith(".lock")], logged
+
+
+# -- files a user names: regular files only, within a bound ------------------------------------
+@pytest.fixture
+def fifo(cfg: Path):
+    """A named pipe beside the config, with a writer waiting on it: a reader that opened it
+    would get a rubric and run (the command would not hang, it would accept the pipe). The
+    writer is released at the end whether or not anything read it."""
+    import os
+    import threading
+
+    path = cfg / "pipe"
+    os.mkfifo(path)
+
+    def write() -> None:
+        try:
+            with open(path, "w") as fh:
+                fh.write("A good answer mentions sunlight and water.\n")
+        except BrokenPipeError:  # released below: its reader closed without reading
+            pass
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    yield path
+    if writer.is_alive():  # nobody read it: open the other end so that the writer returns
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        writer.join(timeout=10)
+        os.close(fd)
+
+
+def _loop(folder: Path) -> Path:
+    (folder / "loop-a").symlink_to(folder / "loop-b")
+    (folder / "loop-b").symlink_to(folder / "loop-a")
+    return folder / "loop-a"
+
+
+@pytest.mark.parametrize(
+    ("rubric", "says"),
+    [
+        ("/dev/null", "is a character device, not a text file; name a regular file"),
+        ("pipe", "is a named pipe, not a text file; name a regular file"),
+        ("folder", "is a directory, not a text file; name a regular file"),
+        ("loop-a", "a loop of symbolic links"),
+        ("big.txt", "larger than 10 MiB; not read"),
+    ],
+)
+def test_an_at_file_is_a_regular_file_within_its_bound(cfg, capsys, fifo, rubric, says):
+    """``rubric: "@/dev/zero"`` read until memory ran out, ``"@fifo"`` waited for a writer
+    forever, a directory or a symlink loop was a traceback: an ``@file`` is a regular file of
+    at most 10 MiB, opened without blocking and refused before a byte of anything else is read."""
+    (cfg / "folder").mkdir()
+    _loop(cfg)
+    (cfg / "big.txt").write_bytes(b"x" * (10 * 2**20 + 1))
+    edit(
+        cfg / "config.yaml",
+        "rubric: A good answer mentions sunlight and water.",
+        f"rubric: '@{rubric}'",
+    )
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    named = Path(rubric) if rubric.startswith("/") else cfg / rubric
+    assert line == f"assay: error: {named}: {says}"
+    assert not Path("runs").exists()
+
+
+def test_a_config_or_program_state_that_is_a_pipe_is_refused(cfg, capsys, fifo):
+    line = one_line_error(capsys, "evaluate", str(fifo), "--quiet")
+    assert line == f"assay: error: {fifo}: is a named pipe, not a config file; name a regular file"
+    edit(cfg / "config.yaml", "  rubric: A good", "  program_state: pipe\n  rubric: A good")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line == (
+        f"assay: error: {fifo}: is a named pipe, not a program state file; name a regular file"
+    )
+
+
+def test_a_data_path_that_is_a_symlink_loop_names_the_field(cfg, capsys):
+    loop = _loop(cfg)
+    edit(cfg / "config.yaml", "path: items.csv", "path: loop-a")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line == (
+        f"assay: error: {cfg / 'config.yaml'}: field 'data.path': {loop}: a loop of symbolic links"
+    )
+
+
+# -- a full disk -------------------------------------------------------------------------------
+def test_a_failed_write_of_the_store_is_one_line_naming_the_file_and_the_run_resumes(
+    cfg, capsys, monkeypatch
+):
+    """``OSError(ENOSPC)`` when the judgments are synced to disk (where a full disk shows) was a
+    45-line traceback: one line naming the file; the judgments written before are kept, and the
+    same command resumes once there is room, judging each item once."""
+    import errno
+    import os
+
+    fsync, synced = os.fsync, []
+
+    def full_after_two(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("judgments.jsonl"):
+            if len(synced) >= 2:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            synced.append(fd)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full_after_two)
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    monkeypatch.setattr(os, "fsync", fsync)
+    run_dir = next(Path("runs").iterdir()).resolve()
+    assert line.startswith(
+        f"assay: error: {run_dir / 'judgments.jsonl'}: cannot write (No space left on device); "
+    )
+    assert (run_dir / "judgments.jsonl").read_text().count("\n") >= 2  # kept
+    assert main(["evaluate", str(cfg / "config.yaml"), "--quiet", "--json"]) == 0
+    lines = [json.loads(x) for x in (run_dir / "judgments.jsonl").read_text().splitlines()]
+    ids = [j["item_id"] for j in lines]
+    assert sorted(ids) == sorted(set(ids)) and len(ids) == 12  # resumed, none judged twice
+
+
+def test_a_file_size_limit_is_one_line_naming_the_file(cfg, tmp_path):
+    """A real write failure, not an injected one: the command runs under a file size limit
+    (``RLIMIT_FSIZE``) smaller than its resolved config, which a 300 kB rubric makes; the
+    run then resumes without the limit, with its config written."""
+    import resource
+
+    from tests.processes import assay_process
+
+    (cfg / "rubric.txt").write_text("A good answer mentions sunlight and water. " * 7000)
+    edit(
+        cfg / "config.yaml",
+        "rubric: A good answer mentions sunlight and water.",
+        "rubric: '@rubric.txt'",
+    )
+    limit = 200_000
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    work = tmp_path / "work"
+    proc = assay_process(
+        "evaluate", str(cfg / "config.yaml"), "--quiet", cwd=work, preexec_fn=small_files
+    )
+    out, err = proc.communicate(timeout=600)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert proc.returncode == 2, err
+    run_dir = next((work / "runs").iterdir())
+    assert lines == [
+        f"assay: error: {run_dir / 'config.yaml'}: cannot write (File too large); everything "
+        "written before is kept: make room and run the command again to resume"
+    ]
+    proc = assay_process("evaluate", str(cfg / "config.yaml"), "--quiet", cwd=work)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert "A good answer mentions sunlight" in (run_dir / "config.yaml").read_text()
+
+
+# -- every number, name and address is checked where it is declared ----------------------------
+HUGE = "9" * 5000  # more digits than Python converts to an int
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        (
+            "concurrency: 3",
+            "concurrency: 3\nbootstrap: {n_resamples: 1000000000000}",
+            "field 'bootstrap.n_resamples': Input should be less than or equal to 10000",
+        ),
+        ("concurrency: 3", "concurrency: 100000", "field 'concurrency': Input should be less than"),
+        (
+            "concurrency: 3",
+            "concurrency: 3\nretries: 1000",
+            "field 'retries': Input should be less",
+        ),
+        ("concurrency: 3", "concurrency: 3\nbootstrap: {seed: -1}", "field 'bootstrap.seed': "),
+        ("concurrency: 3", "concurrency: 3\ndeadline_s: .inf", "field 'deadline_s': Input should"),
+        ("concurrency: 3", f"concurrency: {HUGE}", "line 11: a number of more than 4,300 digits"),
+        (
+            "  model: scripted:sheet.json",
+            "  model: openai/x\n  api_base: file:///etc/passwd",
+            "field 'judge.api_base': 'file:///etc/passwd' is not an http:// or https:// address",
+        ),
+        (
+            'labels: ["False", "True"]',
+            'labels: ["yes", "Yes"]',
+            "field 'judge.scale': labels must be distinct",
+        ),
+        (
+            "request: question,",
+            "request: answer,",
+            "field 'data.columns': column 'answer' is mapped to both request and response",
+        ),
+    ],
+    ids=[
+        "n_resamples-1e12",
+        "concurrency",
+        "retries",
+        "negative-seed",
+        "infinite-deadline",
+        "5000-digit-number",
+        "api_base-file",
+        "duplicate-binary-labels",
+        "two-roles-one-column",
+    ],
+)
+def test_a_config_value_out_of_its_bounds_is_one_line_naming_the_field(cfg, capsys, old, new, says):
+    """Each was accepted (a run of lm_error judgments, a response judged as its own request) or
+    a traceback (numpy asked for 87 TiB; Python's int() of 5,000 digits)."""
+    edit(cfg / "config.yaml", old, new)
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line.startswith(f"assay: error: {cfg / 'config.yaml'}: "), line
+    assert says in line, line
+    assert not Path("runs").exists()
+
+
+def test_a_harness_count_out_of_its_bounds_names_the_test_setting(cfg, capsys):
+    """``stochastic_stability: {k: 1e9}`` was accepted: a billion calls per item."""
+    config = _harness_config(cfg, "")
+    edit(config, f"name: '{ESCAPE}'", "name: j")
+    edit(config, "tests: {format_vertical: {}}", "tests: {stochastic_stability: {k: 1000000000}}")
+    line = one_line_error(capsys, "harness", str(config), "--quiet")
+    assert line.startswith(f"assay: error: {config}: field 'tests.stochastic_stability.k': ")
+    assert "less than or equal to 100" in line
+
+
+def test_a_table_whose_header_names_a_column_twice_is_refused(cfg, capsys):
+    """pandas read the second ``answer`` as ``answer.1``: the judge read the first one."""
+    edit(cfg / "items.csv", "uid,question,answer,label", "uid,question,answer,label,answer")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line == (
+        f"assay: error: {cfg / 'items.csv'}, field 'answer': the header names column 'answer' "
+        "twice (columns 3 and 5); rename one"
+    )
+
+
+def test_a_5000_digit_id_in_json_lines_names_the_file_and_row(cfg, capsys):
+    row = {"uid": "q0", "question": "q", "answer": "a", "label": 1}
+    lines = [json.dumps(row), json.dumps({**row, "uid": 0}).replace(": 0,", f": {HUGE},")]
+    (cfg / "items.jsonl").write_text("\n".join(lines) + "\n")
+    edit(cfg / "config.yaml", "path: items.csv", "path: items.jsonl")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert line == f"assay: error: {cfg / 'items.jsonl'}, row 2: a number of more than 4,300 digits"
+
+
+@pytest.fixture
+def verdicts(tmp_path: Path) -> Path:
+    path = tmp_path / "judgments.jsonl"
+    rows = [{"item_id": f"i{k}", "judge": "j", "score": k % 2} for k in range(6)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--scale", "7-3"], "assay: error: cannot read scale '7-3': an ordinal scale needs max"),
+        (["--scale", "0-100000000"], "an ordinal scale has at most 101 scores (0-100), got "),
+        (["--epsilon", "nan"], "argument --epsilon: 'nan' is not a finite number"),
+        (["--epsilon", "7"], "argument --epsilon: must be less than 1, got 7.0"),
+        (["--seed", HUGE], "argument --seed: '99999999999999999999'… (5,000 characters) is not"),
+    ],
+)
+def test_an_agreement_option_out_of_its_bounds_is_one_line(verdicts, capsys, args, says):
+    """``--scale 7-3`` was a 27-line pydantic traceback; ``0-100000000`` asked numpy for
+    745 GiB; ``--epsilon nan`` was accepted; a 5,000-digit seed was echoed whole."""
+    line = one_line_error(capsys, "agreement", str(verdicts), str(verdicts), *args)
+    assert says in line, line
+    assert len(line) < 300
+
+
+def test_agreement_input_that_is_not_utf8_names_the_file(verdicts, tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(verdicts.read_bytes().replace(b'"i3"', b'"i\xff3"'))
+    line = one_line_error(capsys, "agreement", str(verdicts), str(bad), "--scale", "binary")
+    assert line.startswith(f"assay: error: {bad}: cannot read: 'utf-8' codec can't decode")
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["conformal", "run", "--holdout", "nan"], "argument --holdout: 'nan' is not a finite"),
+        (["conformal", "run", "--holdout", "1"], "argument --holdout: must be less than 1, got"),
+        (["compare", "--paired", "a", "b", "--power", "inf"], "argument --power: 'inf' is not a"),
+        (["review", "serve", "run", "--port", "70001"], "argument --port: must be at most 65535"),
+        (["evaluate", "c.yaml", "--deadline", "-1"], "argument --deadline: must be more than 0"),
+    ],
+)
+def test_a_command_line_number_out_of_its_bounds_is_one_line(capsys, argv, says):
+    """Refused by the option's own type (its bounds declared once, for the API too), before
+    anything is read: ``--holdout nan`` was a traceback, ``--port 70001`` accepted."""
+    line = one_line_error(capsys, *argv)
+    assert (
+        says in line and f"(see assay {' '.join(argv[: 1 if argv[0] != 'review' else 2])}" in line
+    )
+
+
+def test_the_api_refuses_the_same_bounds(tmp_path):
+    import assay
+    from assay.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="conformal: option 'holdout' must be less than 1"):
+        assay.conformal(tmp_path, holdout=1.5)
+    with pytest.raises(ConfigError, match="agreement: option 'n_resamples' must be at most 10000"):
+        assay.agreement(tmp_path, tmp_path, n_resamples=10**12)
+
+
+# -- certify: its policy and its outputs, before anything is recorded ---------------------------
+@pytest.fixture
+def finished_run(cfg, capsys) -> Path:
+    assert main(["evaluate", str(cfg / "config.yaml"), "--quiet"]) == 0
+    capsys.readouterr()
+    return next(Path("runs").iterdir())
+
+
+def certificates() -> list[Path]:
+    return list(Path("runs", "certificates").glob("*/certificate.json"))
+
+
+def test_a_policy_bar_a_metric_cannot_reach_is_refused(finished_run, tmp_path, capsys):
+    """``tpr: 7`` was accepted: a certificate refused by a bar no judge can meet, its items
+    consumed."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text('bars: {tpr: 7}\npositive: "True"\n')
+    line = one_line_error(capsys, "certify", str(finished_run), "--policy", str(policy))
+    assert line == f"assay: error: {policy}: bar of tpr (a rate) must be from 0 to 1, got 7"
+    assert not certificates()
+
+
+def test_certify_checks_its_out_file_before_it_consumes_the_items(finished_run, tmp_path, capsys):
+    """``--out /`` was a traceback (``/`` has no name to stage the copy beside); like any
+    ``--out`` that cannot be written, it now stops certify before an item is consumed."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text('bars: {tpr: 0.5}\npositive: "True"\n')
+    (tmp_path / "notes").write_text("a file, not a folder\n")
+    under_a_file = tmp_path / "notes" / "certificate.json"
+    for out, says in [
+        ("/", "/: cannot write the certificate there (Is a directory); nothing was issued"),
+        (str(under_a_file), f"{under_a_file}: cannot write the certificate there ("),
+    ]:
+        argv = ["certify", str(finished_run), "--policy", str(policy), "--out", out]
+        line = one_line_error(capsys, *argv)
+        assert line.startswith(f"assay: error: {says}"), line
+        assert not certificates()
+    argv = ["certify", str(finished_run), "--policy", str(policy), "--out", "copy.json"]
+    assert main(argv) in (0, 1)  # admitted or refused: issued, on items not consumed before
+    assert Path("copy.json").is_file() and len(certificates()) == 1

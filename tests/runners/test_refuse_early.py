@@ -87,3 +87,41 @@ def test_a_store_file_that_is_not_sqlite_is_refused_before_any_call(
     assert line.startswith(f"assay: error: {field} 'sqlite:///")
     assert line.endswith(f"{store} is not an SQLite database (move it aside, or name another file)")
     assert not (tmp_path / "runs").exists()
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound once to find it free, then closed)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("store", ["dead-server", "directory", "under-a-file"])
+def test_a_tracking_store_that_cannot_take_the_run_is_refused_before_any_call(
+    tmp_path, monkeypatch, capsys, store
+):
+    """A dead tracking server cost four minutes of MLflow's retries after every item was
+    judged, and left the run 'running'; an ``mlflow.db`` that is a folder, 104 s and 39 lines
+    of retries. Each is refused in one line before the first call, and nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    if store == "dead-server":
+        uri = f"http://127.0.0.1:{_closed_port()}/"
+        tracking, says = {"uri": uri}, "no MLflow server answers at this address ("
+    elif store == "directory":
+        (tmp_path / "mlflow.db").mkdir()
+        uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+        tracking, says = {"enabled": True}, "mlflow.db is a directory, not an SQLite database file"
+    else:
+        (tmp_path / "notes").write_text("a file, not a folder\n")
+        uri = f"sqlite:///{tmp_path / 'notes' / 'mlflow.db'}"
+        tracking, says = {"uri": uri}, f"cannot create {tmp_path / 'notes' / 'mlflow.db'}: "
+    with StubServer() as stub:
+        cfg = config(tmp_path, stub.base_url, tracking=tracking)
+        line = refused(capsys, ["evaluate", str(cfg), "--quiet"])
+        assert stub.n_requests == 0
+    field = "the tracking store" if store == "directory" else "tracking.uri"
+    assert line.startswith(f"assay: error: {field} '{uri}': "), line
+    assert says in line, line
+    assert not (tmp_path / "runs").exists()

@@ -13,6 +13,7 @@ import pytest
 from assay.evaluation import evaluate
 from assay.inputs import EvaluateConfig
 from assay.lm import StubServer
+from assay.report import read_jsonl
 from tests.plugin_files import first_sentence_kind
 
 ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
@@ -230,8 +231,7 @@ def test_a_ray_harness_gives_the_judgments_and_metrics_of_a_local_one(tmp_path, 
     assert calls == 36
 
     def judged(res: Any) -> list[dict[str, Any]]:
-        lines = (res.run_dir / "judgments").glob("*.jsonl")
-        rows = [json.loads(x) for f in lines for x in f.read_text().splitlines()]
+        rows = [r for f in (res.run_dir / "judgments").glob("*.jsonl") for r in read_jsonl(f)]
         return sorted(
             ({k: v for k, v in r.items() if k != "latency_s"} for r in rows),
             key=lambda r: r["item_id"],

@@ -164,9 +164,12 @@ BROWSER_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
-    """One headless Debian chromium for the session (never a downloaded browser build)."""
+    """One headless Debian chromium for the browser tests (never a downloaded browser build).
+    Package-scoped: Playwright's sync API keeps an event loop running in the main thread while
+    it is open, and a test elsewhere that runs one of its own (Inspect's ``eval``) must not
+    meet it."""
     if not Path(CHROMIUM).exists():
         # CI sets ASSAY_REQUIRE_BROWSER: there a missing browser is a failure, never a skip
         if os.environ.get("ASSAY_REQUIRE_BROWSER"):

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from assay._files import resolve
 from assay.inputs import DataConfig, RunConfig, load_config
 from assay.lm import Real, StrictInt
 from assay.programs import JudgeConfig
@@ -55,5 +56,5 @@ def load_selective(path: str | Path, overrides: dict | None = None) -> tuple[Sel
     ``evaluate`` does them, and ``unlabelled.path`` against the config's folder too."""
     config, base = load_config(path, overrides, model=SelectiveConfig)
     if config.unlabelled is not None and not Path(config.unlabelled.path).is_absolute():
-        config.unlabelled.path = str((base / config.unlabelled.path).resolve())
+        config.unlabelled.path = str(resolve(base / config.unlabelled.path))
     return config, base

@@ -51,7 +51,12 @@ class AgentSettings(TestSettings):
         default=None,
         description="ordinal criteria (with score_levels): the levels to make one probe each for",
     )
-    max_edit_rounds: StrictInt = Field(default=3, ge=1, description="the most edits per probe")
+    max_edit_rounds: StrictInt = Field(
+        default=3,
+        ge=1,
+        le=20,
+        description="the most edits per probe (at most 20: each is LM calls)",
+    )
     summary_messages: StrictInt = Field(
         default=40, ge=1, description="the rolling summary reads the last N messages"
     )

@@ -13,6 +13,7 @@ from assay.lm import error_text
 from assay.programs import JudgeConfig, Perturber, ProbeValidator, unscored_reason
 from assay.reliability._probe import Dropped, Generation, Probe, Validation
 from assay.reliability._registry import (
+    MAX_PER_SOURCE,
     GenerationContext,
     ProgramSettings,
     ReliabilityTest,
@@ -20,11 +21,13 @@ from assay.reliability._registry import (
     Unit,
 )
 from assay.signatures import CheckEquivalence
-from assay.types import Item, Usage
+from assay.types import Item, StrictInt, Usage
 
 
 class RewriteSettings(ProgramSettings):
-    variants: int = Field(default=1, ge=1)
+    variants: StrictInt = Field(
+        default=1, ge=1, le=MAX_PER_SOURCE, description="probes per seed item (at most 100)"
+    )
     validate_probes: bool = True
 
 

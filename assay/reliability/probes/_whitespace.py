@@ -23,12 +23,13 @@ from pydantic import Field
 
 from assay.reliability._probe import Dropped, Probe
 from assay.reliability._registry import (
+    MAX_PER_SOURCE,
     GenerationContext,
     ReliabilityTest,
     TestSettings,
     Unit,
 )
-from assay.types import Item
+from assay.types import Item, StrictInt
 
 T = TypeVar("T")
 
@@ -146,7 +147,9 @@ def add_indentation(
 class FormatSettings(TestSettings):
     """Settings shared by the ``format_*`` tests."""
 
-    variants: int = Field(default=1, ge=1, description="probes per seed item")
+    variants: StrictInt = Field(
+        default=1, ge=1, le=MAX_PER_SOURCE, description="probes per seed item (at most 100)"
+    )
 
 
 def whitespace_probes(

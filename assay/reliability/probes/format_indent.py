@@ -13,11 +13,14 @@ from assay.reliability.probes._whitespace import (
     FormatTest,
     add_indentation,
 )
+from assay.types import StrictInt
 
 
 class IndentSettings(FormatSettings):
     indent: Literal["tabs", "spaces", "mixed"] = "mixed"
-    max_depth: int = Field(default=3, ge=1, description="an indented line gets 1..max_depth levels")
+    max_depth: StrictInt = Field(
+        default=3, ge=1, le=10, description="an indented line gets 1..max_depth levels (at most 10)"
+    )
 
 
 @reliability_test("format_indent")

@@ -12,11 +12,16 @@ from assay.reliability.probes._whitespace import (
     FormatTest,
     add_intraline_space,
 )
+from assay.types import StrictInt
 
 
 class IntralineSettings(FormatSettings):
-    min_run: int = Field(default=2, ge=2, description="shortest widened gap, in spaces")
-    max_run: int = Field(default=6, ge=2, description="longest widened gap, in spaces")
+    min_run: StrictInt = Field(
+        default=2, ge=2, le=100, description="shortest widened gap, in spaces"
+    )
+    max_run: StrictInt = Field(
+        default=6, ge=2, le=100, description="longest widened gap, in spaces (at most 100)"
+    )
     rate: float = Field(default=0.3, gt=0.0, le=1.0, description="share of word gaps widened")
 
     @model_validator(mode="after")

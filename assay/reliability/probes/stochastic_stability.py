@@ -7,17 +7,21 @@ from pydantic import Field
 
 from assay.reliability._probe import Dropped, Probe
 from assay.reliability._registry import (
+    MAX_PER_SOURCE,
     GenerationContext,
     ReliabilityTest,
     TestSettings,
     Unit,
     reliability_test,
 )
+from assay.types import Real, StrictInt
 
 
 class StabilitySettings(TestSettings):
-    k: int = Field(default=5, ge=2)
-    temperature: float = Field(default=1.0, gt=0)
+    k: StrictInt = Field(
+        default=5, ge=2, le=MAX_PER_SOURCE, description="samples per item (2 to 100)"
+    )
+    temperature: Real = Field(default=1.0, gt=0, le=2)
 
 
 @reliability_test("stochastic_stability")

@@ -26,6 +26,7 @@ from assay.lm import redact
 from assay.programs import JudgeConfig, ScoreGenerator, ScoreValidator, unscored_reason
 from assay.reliability._probe import Dropped, Generation, Probe, Validation
 from assay.reliability._registry import (
+    MAX_PER_SOURCE,
     GenerationContext,
     ProgramSettings,
     ReliabilityTest,
@@ -40,7 +41,7 @@ from assay.reliability.probes._buckets import (
 )
 from assay.reliability.probes._diversity import Embedder, make_embedder, max_similarity
 from assay.scale import Scale
-from assay.types import Item, Usage
+from assay.types import Item, StrictInt, Usage
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +51,17 @@ _STAGES = {"generator": "generate", "validator": "validate"}  # usage is counted
 
 
 class SyntheticOrdinalSettings(ProgramSettings):
-    per_bucket: int = Field(default=2, ge=1)
+    per_bucket: StrictInt = Field(
+        default=2, ge=1, le=MAX_PER_SOURCE, description="probes per scale bucket (at most 100)"
+    )
     initial_temperature: float = Field(default=0.3, ge=0)
     temperature_step: float = Field(default=0.2, ge=0)
     max_temperature: float = Field(default=1.2, ge=0)
-    max_consecutive_failures: int = Field(default=4, ge=1)
+    max_consecutive_failures: StrictInt = Field(default=4, ge=1, le=MAX_PER_SOURCE)
     max_similarity: float = Field(default=0.9, gt=0, le=1)
-    few_shot: int = Field(default=2, ge=0)
+    few_shot: StrictInt = Field(
+        default=2, ge=0, le=20, description="examples of the bucket in the prompt (at most 20)"
+    )
     embedder: Literal["auto", "minilm", "tfidf"] = "auto"
     tolerance: int = Field(default=0, ge=0)
 

@@ -1,0 +1,70 @@
+"""A run's records signed as they are written, so that a record edited, added or moved from
+another run is refused when the run reads it back — on a resume as much as after the finish.
+
+Each JSON line a run appends (a judgment, a generated unit, a ToolEmu case) ends with a field
+``"_mac"``: the HMAC-SHA256, under the signing key (:mod:`assay._signing`), of the run's hash,
+the file's name within the run and the line without that field. A run that resumes reads every
+record it keeps through :meth:`RecordSeal.open`: a record whose signature is missing or wrong
+is refused in one line naming the file and line — never judged again in silence, which would
+hide the edit. The call ledger is not signed: it is what the server answered, kept for
+accounting, and no decision rests on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from pathlib import Path
+
+from assay import _signing
+from assay.errors import RunError
+
+_HEAD = f',"{_signing.MAC_FIELD}":"'
+_TAIL = '"}'
+_HEX = 64  # SHA-256, hex
+_SUFFIX = len(_HEAD) + _HEX + len(_TAIL)
+
+
+class RecordSeal:
+    """Signs and checks the records of one run (its hash) under a key read once."""
+
+    def __init__(self, run_dir: Path, run_hash: str, *, create: bool):
+        self.run_dir = run_dir
+        self.run_hash = run_hash
+        self._key = _signing.key(create=create)
+        self._keyed: dict[str, hmac.HMAC] = {}  # per file: the HMAC with the key and prefix in
+
+    def _tag(self, name: str, body: str) -> str:
+        keyed = self._keyed.get(name)
+        if keyed is None:  # the key schedule and the prefix once per file, not once per record
+            keyed = hmac.new(self._key, f"{self.run_hash}\n{name}\n".encode(), hashlib.sha256)
+            self._keyed[name] = keyed
+        mac = keyed.copy()
+        mac.update(body.encode("utf-8"))
+        return mac.hexdigest()
+
+    def sign(self, name: str, body: str) -> str:
+        """``body`` (one record's JSON object, no newline) with its signature as last field."""
+        if not (body.startswith("{") and body.endswith("}") and len(body) > 2):
+            raise ValueError("a signed record is a non-empty JSON object")
+        return f"{body[:-1]}{_HEAD}{self._tag(name, body)}{_TAIL}"
+
+    def open(self, name: str, text: str, row: int) -> str:
+        """The record's JSON without its signature, once the signature is checked; else a
+        one-line :class:`RunError` naming the file and the line."""
+        tail = text[-_SUFFIX:]
+        if len(text) <= _SUFFIX or not (tail.startswith(_HEAD) and tail.endswith(_TAIL)):
+            raise RunError(
+                f"{self.run_dir / name}: line {row} carries no signature: it was not written by "
+                "this run as it stands (written before records were signed, or edited); move "
+                "the run directory aside and run its config again (the LM cache answers what "
+                "it asked before)"
+            )
+        body = text[:-_SUFFIX] + "}"
+        if not hmac.compare_digest(self._tag(name, body), tail[len(_HEAD) : -len(_TAIL)]):
+            raise RunError(
+                f"{self.run_dir / name}: line {row} is not the record this run wrote there "
+                "(edited since, or taken from another run or file): no result is taken from "
+                "it; move the run directory aside and run its config again"
+            )
+        return body
