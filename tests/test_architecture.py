@@ -378,13 +378,18 @@ def test_every_module_named_by_string_has_what_it_names():
     assert not missing, "\n".join(missing)
 
 
-READ_SIDES = ("assay.reliability", "assay.decisions.selective.review")
+READ_SIDES = (
+    "assay.reliability",
+    "assay.decisions.review_queue",
+    "assay.decisions.selective.review",
+)
 
 
 def test_the_review_app_reads_only_the_harness_read_side():
     """``assay.web`` renders nothing a runner builds and imports no runner but the runs' public
-    read sides it serves: the harness's (``ReviewRun`` and the review decisions) and a
-    selective apply run's abstained items (``AbstentionQueue``)."""
+    read sides it serves: the harness's (``ReviewRun`` and the review decisions) and the
+    review queues of people's verdicts (``ReviewQueue``: a selective apply run's abstained
+    items, an estimate run's items to label)."""
     runners = [p for p in MODULES if layer("assay.inputs") <= layer(p) < layer("assay.web")]
     wrong = [
         f"{name}:{i}"

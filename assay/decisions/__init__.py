@@ -1,6 +1,7 @@
 """Decisions with guarantees, made on finished runs read back through their seal: ``assay
-certify`` (a judge admitted by one-sided bounds against a policy), ``assay estimate`` (the real
-rate of a verdict), ``assay calibrate`` (a threshold or map fitted on one split, measured on
+certify`` (a judge admitted by one-sided bounds against a policy), ``assay estimate`` (a rate or a
+mean score from a judge and a few human labels: prediction-powered inference; its review queue
+of items to label next in ``review_queue``), ``assay calibrate`` (a threshold or map fitted on one split, measured on
 another), ``assay conformal`` (prediction sets), ``assay selective`` (trust or escalate, in
 ``selective/``), ``compare --paired`` (two judges on the same items) and ``drift`` (one judge at
 two times).
@@ -33,8 +34,22 @@ _WHERE = {
     "build_conformal_report": "_conformal",
     "conformal": "_conformal",
     "conformal_headline": "_conformal",
-    "PrevalenceResult": "_estimate",
+    "EstimateConfig": "_estimate",
+    "EstimateSummary": "_estimate",
+    "SampleCheck": "_estimate",
     "estimate": "_estimate",
+    "estimate_items": "_estimate",
+    "Target": "_estimate_pool",
+    "build_estimate_report": "_estimate_report",
+    "estimate_console": "_estimate_report",
+    "estimate_words": "_estimate_report",
+    "estimate_headline": "_estimate_report",
+    "estimate_tables": "_estimate_report",
+    "export_queue": "_review_files",
+    "import_queue": "_review_files",
+    "LabelQueue": "assay.decisions.review_queue",
+    "ReviewQueue": "assay.decisions.review_queue",
+    "is_label_queue": "assay.decisions.review_queue",
     "JudgeRun": "_finished",
     "judged_items": "_finished",
     "read_evaluate_run": "_finished",
@@ -76,7 +91,21 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         conformal_headline,
     )
     from assay.decisions._drift import drift
-    from assay.decisions._estimate import PrevalenceResult, estimate
+    from assay.decisions._estimate import (
+        EstimateConfig,
+        EstimateSummary,
+        SampleCheck,
+        estimate,
+        estimate_items,
+    )
+    from assay.decisions._estimate_pool import Target
+    from assay.decisions._estimate_report import (
+        build_estimate_report,
+        estimate_console,
+        estimate_headline,
+        estimate_tables,
+        estimate_words,
+    )
     from assay.decisions._finished import JudgeRun, judged_items, read_evaluate_run, read_judge_run
     from assay.decisions._paired import paired
     from assay.decisions._paired_report import build_paired_report, render_paired_console
@@ -87,6 +116,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         PairedResult,
         PairedSide,
     )
+    from assay.decisions._review_files import export_queue, import_queue
+    from assay.decisions.review_queue import LabelQueue, ReviewQueue, is_label_queue
 
 __all__ = [
     "CERTIFICATE",
@@ -103,7 +134,11 @@ __all__ = [
     "MapOutcome",
     "PairedResult",
     "PairedSide",
-    "PrevalenceResult",
+    "EstimateConfig",
+    "EstimateSummary",
+    "LabelQueue",
+    "ReviewQueue",
+    "SampleCheck",
     "bounds_table",
     "build_conformal_report",
     "build_paired_report",
@@ -114,6 +149,16 @@ __all__ = [
     "conformal_headline",
     "drift",
     "estimate",
+    "estimate_items",
+    "Target",
+    "build_estimate_report",
+    "estimate_console",
+    "estimate_headline",
+    "estimate_tables",
+    "estimate_words",
+    "export_queue",
+    "import_queue",
+    "is_label_queue",
     "judged_items",
     "ledger_of",
     "paired",

@@ -29,7 +29,7 @@ from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.errors import ConfigError, RunError
 from assay.inputs import EvaluateConfig, RunConfig
 from assay.metrics import MetricValue
-from assay.report import Block, Items, Report, Row, Table, markdown, markdown_table
+from assay.report import Block, Items, Report, Row, Table, report_markdown
 from assay.runs import Run, TrackedRun, flatten_metrics, write_atomic
 from assay.scale import Scale
 from assay.types import Judgment, Seed, stable_hash
@@ -237,7 +237,7 @@ def conformal(
             run.store.write_text(SETS, "".join(json.dumps(r) + "\n" for r in records))
             run.store.write_json("metrics.json", summary.model_dump(mode="json"))
             report = build_conformal_report(run.dir)
-            run.store.write_text("report.md", render_markdown(report))
+            run.store.write_text("report.md", report_markdown(report))
             from assay.report import write_html
 
             write_html(report, run.dir)
@@ -549,17 +549,3 @@ def _set_text(rec: dict[str, Any]) -> str:
         return rec.get("reason") or "—"
     shown = rec.get("labels") or rec["set"]
     return "{" + ", ".join(str(v) for v in shown) + "}"
-
-
-def render_markdown(report: Report) -> str:
-    """report.md: the facts, the headline, the tables and the items' sets."""
-    lines = [f"# {report.title}", ""]
-    lines += [f"- {k}: {v}" for k, v in report.facts] + [""]
-    lines += [*report.notes, ""]
-    lines += markdown(report.tables)
-    if report.items is not None:
-        lines += [f"## {report.items.title}", ""]
-        columns = [c for c, _ in report.items.columns]
-        rows = [[cell for cell, _ in row.cells] for row in report.items.rows]
-        lines += markdown_table(Table(report.items.title, columns, rows))
-    return "\n".join(lines).rstrip() + "\n"

@@ -1,136 +1,815 @@
-"""``assay estimate RUN --validation RUN``: the real rate of a verdict (e.g. failures) in an
-unlabelled run, corrected for the judge's own errors as measured on a labelled run of the same
-judge config (Rogan–Gladen), with a CI that carries the uncertainty of both runs.
+"""``assay estimate RUN``: your system's number — a failure incidence, a harmful-compliance rate,
+a mean score — from a judge's verdict on every item and a human label on a few, with an interval
+that holds however bad the judge is (prediction-powered inference, :mod:`assay.metrics._ppi`).
 
-A judge's flagged rate is biased by its false positives and negatives: "our agent fails 12% of
-the time" from an LLM judge needs this correction. No LM is called: both runs are read back.
+The labelled items are the finished evaluate run's items with a reference (``missing_expected:
+keep``), or those of a ``--validation`` run of the same judge config. Every estimator these data
+allow goes in one table — PPI++ (the headline), PPI, stratified PPI++ (``--strata``), the human
+labels alone, Rogan–Gladen — each with its effective number of human labels. The labelled items
+must be a uniform random sample of the items: that is said, and checked on what does not depend
+on the labels (text length, the judge's prediction, the strata and named columns; Holm-adjusted):
+a clear difference is refused, a possible one warned of. ``--target-half-width`` / ``--budget``
+plan the labels; ``--suggest N`` draws a queue of items to label next with known probabilities
+(active labelling), and ``--queue`` reads its verdicts back into an inverse-probability-weighted
+estimate. No LM is called; the result is a run of its own (metrics.json, report.md,
+report.html, MLflow).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
+from assay.decisions._estimate_active import QueueState, active_estimate, draw_queue
+from assay.decisions._estimate_pool import (
+    Pool,
+    PredictionChoice,
+    Target,
+    pool_from,
+    pool_item,
+    pool_of,
+    target_of,
+)
 from assay.decisions._finished import judged_items, read_evaluate_run
-from assay.errors import ConfigError, RunError
-from assay.metrics import MetricValue, corrected_prevalence
+from assay.decisions.review_queue import LABEL_QUEUE, LabelQueue
+from assay.errors import ConfigError, DataError, RunError
+from assay.inputs import RunConfig
+from assay.metrics import LabelPlan, MeanEstimate
+from assay.runs import SEALED, Run, TrackedRun
 from assay.scale import Scale
+from assay.types import Item, Judgment, stable_hash
+
+ITEMS = "estimate_items.jsonl"
+WARN_AT = 0.05
+REFUSE_AT = 0.001
+
+Finding = Literal["none", "warning", "refused"]
 
 
-class PrevalenceResult(BaseModel):
-    """The corrected rate of ``event`` in the unlabelled run next to its raw flagged rate."""
+class EstimateConfig(RunConfig):
+    """An estimate run: the runs read, the quantity, the prediction and the options."""
+
+    run: str = Field(description="the evaluate run whose items are estimated")
+    validation: str | None = Field(None, description="a labelled run of the same judge config")
+    queue: str | None = Field(None, description="an estimate --suggest run: its human verdicts")
+    target: str
+    prediction: PredictionChoice | None = None
+    strata: str | None = None
+    weights: str | None = None
+    check_columns: list[str] = Field(default_factory=list)
+    accept_shift: bool = False
+    alpha: float = Field(0.05, gt=0, lt=1)
+    target_half_width: float | None = Field(None, gt=0)
+    budget: int | None = Field(None, ge=1)
+    suggest: int | None = Field(None, ge=1)
+    seed: int = 0
+
+
+class SampleCheck(BaseModel):
+    """One comparison of the labelled items with the unlabelled ones (see
+    :func:`assay.metrics.compare_samples`), its Holm-adjusted p-value and what it led to."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    what: str
+    test: str
+    statistic: float
+    p_value: float
+    p_adjusted: float
+    n_labelled: int
+    n_unlabelled: int
+    finding: Finding
+    note: str | None = None
+
+
+class PlanRow(BaseModel):
+    """One estimator's label plan, for the target half-width (``given: half-width``: the labels
+    it needs) or for the budget (``given: labels``: the half-width they buy)."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    given: Literal["half-width", "labels"]
+    plan: LabelPlan
+
+
+class JudgeOnLabelled(BaseModel):
+    """The judge's 0/1 verdicts against the human labels on the labelled, scored items."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    n: int
+    sensitivity: float
+    specificity: float
+
+
+class EstimateSummary(BaseModel):
+    """What ``metrics.json`` of an estimate run holds."""
 
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     run: str
-    validation: str
-    event: str
-    corrected: MetricValue
-    raw: MetricValue
-    sensitivity: float
-    specificity: float
-    defined: bool
-    clipped: bool
+    validation: str | None = None
+    judge: str
+    config_hash: str
+    scale: str
+    target: str
+    mean_score: bool  # the target is the mean score, not a rate
+    prediction: str
+    prediction_source: str
+    n_items: int
+    n_labelled: int
     n_unlabelled: int
-    n_validation: int
     unscored: dict[str, int]
-    resampled: str
+    stand_in: float | None
+    without_probability: int
+    alpha: float
+    headline: str | None  # None: no estimate yet (a queue drawn before any label)
+    estimates: list[MeanEstimate]
+    sampling: str
+    checks: list[SampleCheck]
+    warnings: list[str]
+    judge_on_labelled: JudgeOnLabelled | None = None
+    plan: list[PlanRow] = Field(default_factory=list)
+    plan_target_half_width: float | None = None
+    plan_budget: int | None = None
+    queue: QueueState | None = None
+    run_dir: str = ""
+    mlflow_run_id: str | None = None
+
+    @property
+    def best(self) -> MeanEstimate | None:
+        """The headline estimate (None before any)."""
+        return next((e for e in self.estimates if e.method == self.headline), None)
+
+    def of(self, method: str) -> MeanEstimate | None:
+        """The estimate of one estimator (None when it was not computed)."""
+        return next((e for e in self.estimates if e.method == method), None)
 
 
-def _event(scale: Scale, positive: str | None, threshold: int | None) -> tuple[str, set[int]]:
-    """Which scores count as the event: a label (binary/categorical) or ``score < threshold``."""
-    if threshold is not None:
-        if threshold not in scale.values:
-            raise ConfigError(f"--threshold {threshold} is not on the {scale.describe()} scale")
-        return f"score < {threshold}", {v for v in scale.values if v < threshold}
-    if scale.kind == "binary":
-        if positive is None:
-            return f"verdict {scale.label_of(1) or 1}", {1}
-        try:
-            value = scale.coerce(positive)
-        except ValueError:
-            raise ConfigError(
-                f"--positive {positive}: not a label of the {scale.describe()} scale"
-            ) from None
-        return f"verdict {positive}", {value}
-    if positive is None:
-        raise ConfigError(
-            f"the {scale.describe()} scale has no single positive verdict: give --positive or --threshold"
+# -- reading the runs ------------------------------------------------------------------------
+
+
+def _read(
+    run: str | Path,
+    validation: str | Path | None,
+    require_certificate: list[str] | None,
+    workdir: Path,
+) -> tuple[list[tuple[str, Any, Any, Any, bool]], Any, list[str]]:
+    """The runs to pool (``pool_of``'s tuples), RUN's config and the run hashes read."""
+    config, judged, state = read_evaluate_run(Path(run), where=run)
+    if require_certificate:
+        from assay.decisions._certify import ledger_of, require_certificates
+
+        ledger = ledger_of(workdir, config.output_dir)
+        require_certificates(require_certificate, [config.judge], ledger=ledger)
+    items = judged_items(run, config, judged, state.get("run_hash"))
+    runs = [(str(run), config, items, judged, False)]
+    hashes = [str(state.get("run_hash"))]
+    if validation is not None:
+        v_config, v_judged, v_state = read_evaluate_run(Path(validation), where=validation)
+        if config.judge.config_hash() != v_config.judge.config_hash():
+            raise RunError(
+                f"{validation}: a run of another judge config (hash "
+                f"{v_config.judge.config_hash()[:10]} vs {config.judge.config_hash()[:10]}): "
+                "its errors say nothing about this judge"
+            )
+        v_items = judged_items(validation, v_config, v_judged, v_state.get("run_hash"))
+        runs.insert(0, (str(validation), v_config, v_items, v_judged, True))
+        hashes.append(str(v_state.get("run_hash")))
+    return runs, config, hashes
+
+
+# -- the checks of the sample -------------------------------------------------------------------
+
+
+def sample_checks(
+    pool: Pool,
+    *,
+    strata: list[str] | None,
+    strata_column: str | None,
+    check_columns: list[str],
+    accept_shift: bool,
+) -> tuple[list[SampleCheck], list[str]]:
+    """Compare the labelled items with the unlabelled ones on the text's length, the judge's
+    prediction (scored items), the strata and each check column; Holm-adjust the p-values.
+    Adjusted p < ``REFUSE_AT`` refuses (a DataError naming the feature) unless ``accept_shift``
+    or the feature is the strata column (stratified PPI++ allows any allocation); adjusted p <
+    ``WARN_AT`` warns. Returns the checks and the warnings in words."""
+    from assay.metrics import compare_samples, holm
+
+    lab, unl = pool.labelled, pool.unlabelled
+    if not lab or not unl:
+        return [], []
+    features: list[tuple[str, str, list[Any], bool]] = [
+        ("text length (characters)", "numeric", [it.length for it in pool.items], True)
+    ]
+    scored = [i for i, it in enumerate(pool.items) if it.verdict is not None]
+    verdicts = pool.prediction in ("verdict", "score")
+    features.append(
+        (
+            f"the judge's prediction ({pool.prediction})",
+            "categorical" if verdicts else "numeric",
+            [pool.f[i] if i in set(scored) else None for i in range(len(pool.items))],
+            True,
         )
-    try:
-        return f"verdict {positive}", {scale.coerce(positive)}
-    except ValueError:
-        raise ConfigError(f"--positive {positive}: not on the {scale.describe()} scale") from None
+    )
+    if strata is not None:
+        features.append((f"column {strata_column} (the strata)", "categorical", strata, False))
+    for name in check_columns:
+        values = pool.column(name, "--check-column")
+        features.append((f"column {name}", _kind(values), values, True))
+
+    done = []
+    for what, kind, values, may_refuse in features:
+        left = [values[i] for i in lab if values[i] is not None or kind == "categorical"]
+        right = [values[i] for i in unl if values[i] is not None or kind == "categorical"]
+        if kind == "categorical":
+            left = ["(empty)" if v is None else _hashable(v) for v in left]
+            right = ["(empty)" if v is None else _hashable(v) for v in right]
+        if not left or not right:
+            continue
+        done.append((compare_samples(left, right, what=what, kind=kind), may_refuse))  # type: ignore[arg-type]
+    adjusted = holm([c.p_value for c, _ in done]) if done else []
+    checks, warnings = [], []
+    for (c, may_refuse), p_adj in zip(done, adjusted, strict=True):
+        finding: Finding = "none"
+        if p_adj < REFUSE_AT and may_refuse and not accept_shift:
+            raise DataError(
+                f"the {len(lab)} labelled items differ from the {len(unl)} others in {c.what} "
+                f"({c.test}, Holm-adjusted p = {p_adj:.2g}): they do not look like a random "
+                "sample of the same items; label a random sample, or pass --accept-shift to "
+                "estimate anyway"
+            )
+        if p_adj < WARN_AT:
+            finding = "warning"
+            why = (
+                "stratified PPI++ allows that; PPI and PPI++ assume a uniform sample"
+                if not may_refuse
+                else "the estimates assume a uniform random sample: check how they were chosen"
+            )
+            accepted = " (--accept-shift)" if p_adj < REFUSE_AT and may_refuse else ""
+            warnings.append(
+                f"the labelled items differ from the others in {c.what} ({c.test}, "
+                f"Holm-adjusted p = {p_adj:.2g}){accepted}: {why}"
+            )
+        checks.append(
+            SampleCheck(
+                what=c.what,
+                test=c.test,
+                statistic=c.statistic,
+                p_value=c.p_value,
+                p_adjusted=float(p_adj),
+                n_labelled=c.n_labelled,
+                n_unlabelled=c.n_unlabelled,
+                finding=finding,
+                note=c.note,
+            )
+        )
+    return checks, warnings
+
+
+def _kind(values: list[Any]) -> str:
+    """A column compared as a number when it holds more than ten distinct numbers, else as
+    categories."""
+    present = [v for v in values if v is not None]
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in present)
+    return "numeric" if present and numbers and len(set(present)) > 10 else "categorical"
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, str | int | float | bool) else str(value)
+
+
+# -- the estimates ---------------------------------------------------------------------------
+
+
+def estimates(
+    pool: Pool,
+    *,
+    alpha: float,
+    strata: list[str] | None,
+    weights: list[float] | None,
+    seed: int,
+    n_resamples: int = 1000,
+) -> tuple[list[MeanEstimate], JudgeOnLabelled | None, list[str]]:
+    """Every estimator these data allow: human labels only, PPI, PPI++, stratified PPI++ (with
+    ``strata``), Rogan–Gladen (a rate with verdicts, unweighted); the judge's sensitivity and
+    specificity on the labelled items; notes on what could not be computed."""
+    from assay.metrics import (
+        human_only_mean,
+        ppi_mean,
+        stratified_ppi_mean,
+    )
+
+    lab, unl = pool.labelled, pool.unlabelled
+    if not lab:
+        raise DataError(
+            f"none of the {len(pool.items)} items has a human label: label a uniform random "
+            "sample of them (an empty reference cell is an unlabelled item), or give "
+            "--validation LABELLED_RUN"
+        )
+    if len(lab) < 2:
+        raise DataError(
+            f"1 of the {len(pool.items)} items has a human label: an interval needs at least 2 "
+            "(label more of a uniform random sample)"
+        )
+    y = np.array([pool.items[i].label for i in lab], dtype=float)
+    f = np.asarray(pool.f, dtype=float)
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    w_lab = None if w is None else w[lab]
+    rows = [human_only_mean(y, alpha=alpha, weights=w_lab)]
+    if not unl:
+        note = (
+            f"every item is labelled: the {len(lab)} human labels are the answer, and the "
+            "judge's predictions have nothing to add"
+        )
+        return [dataclasses.replace(rows[0], note=note)], None, [note]
+    kind = "probability" if pool.target.rate else "score"
+    common = {
+        "alpha": alpha,
+        "prediction": kind,
+        "weights": w_lab,
+        "weights_unlabelled": None if w is None else w[unl],
+    }
+    ppi = ppi_mean(y, f[lab], f[unl], lam=1.0, **common)  # type: ignore[arg-type]
+    ppi_pp = ppi_mean(y, f[lab], f[unl], **common)  # type: ignore[arg-type]
+    rows += [pool.described(ppi_pp), pool.described(ppi)]
+    notes: list[str] = []
+    if strata is not None:
+        try:
+            s = stratified_ppi_mean(
+                y,
+                f[lab],
+                f[unl],
+                [strata[i] for i in lab],
+                [strata[i] for i in unl],
+                alpha=alpha,
+                prediction=kind,  # type: ignore[arg-type]
+            )
+            rows.append(pool.described(s))
+        except ValueError as exc:
+            notes.append(f"stratified PPI++ not computed: {exc}")
+    judge = None
+    if pool.target.rate:
+        rg, judge, note = _rogan_gladen(pool, alpha=alpha, seed=seed, n_resamples=n_resamples)
+        if rg is not None and w is None:
+            rows.append(rg)
+        elif w is not None:
+            notes.append("Rogan–Gladen not computed: it takes no observation weights")
+        if note:
+            notes.append(note)
+    return rows, judge, notes
+
+
+def _rogan_gladen(
+    pool: Pool, *, alpha: float, seed: int, n_resamples: int
+) -> tuple[MeanEstimate | None, JudgeOnLabelled | None, str | None]:
+    """Rogan–Gladen on the scored items, the judge's sensitivity and specificity on the
+    labelled ones, and a note on what it left out or why it is missing."""
+    from assay.metrics import rogan_gladen_mean
+
+    lab = [it for it in pool.items if it.labelled and it.verdict is not None]
+    unl = [it for it in pool.items if not it.labelled and it.verdict is not None]
+    if len(lab) < 2 or not unl:
+        return None, None, "Rogan–Gladen not computed: too few scored items on one side"
+    y = [it.label for it in lab]
+    v = [it.verdict for it in lab]
+    positives = [vv for yy, vv in zip(y, v, strict=True) if yy == 1]
+    negatives = [vv for yy, vv in zip(y, v, strict=True) if yy == 0]
+    judge = JudgeOnLabelled(
+        n=len(lab),
+        sensitivity=sum(positives) / len(positives) if positives else math.nan,
+        specificity=1 - sum(negatives) / len(negatives) if negatives else math.nan,
+    )
+    rg = rogan_gladen_mean(
+        y, v, [it.verdict for it in unl], alpha=alpha, seed=seed, n_resamples=n_resamples
+    )
+    left = sum(it.verdict is None for it in pool.items)
+    if left:
+        note = f"{left} unscored items left out (Rogan–Gladen needs a verdict)"
+        rg = dataclasses.replace(rg, note="; ".join(x for x in (rg.note, note) if x))
+    return rg, judge, None
+
+
+def headline_of(rows: list[MeanEstimate], strata_shifted: bool, queue_complete: bool) -> str | None:
+    """The estimator the run leads with: active PPI++ once a label queue is complete, stratified
+    PPI++ when the labelled items' strata differ from the others' (PPI++ then assumes what the
+    sample is not), the human labels when every item is labelled, else PPI++; None when there
+    is no estimate yet (a queue drawn before any label)."""
+    methods = [e.method for e in rows]
+    if queue_complete and "active_ppi++" in methods:
+        return "active_ppi++"
+    if strata_shifted and "stratified_ppi++" in methods:
+        return "stratified_ppi++"
+    if "ppi++" in methods:
+        return "ppi++"
+    return "human_only" if "human_only" in methods else None
+
+
+def sampling_text(
+    pool: Pool, headline: str | None, strata_column: str | None, validation: bool
+) -> str:
+    """The headline's assumption about which items were labelled, in words."""
+    n_lab, n = len(pool.labelled), len(pool.items)
+    if headline == "active_ppi++":
+        return (
+            "the label queue's items were drawn once, each with its recorded probability π, "
+            "before any label was seen, and every drawn item was labelled (a fixed budget); the "
+            "items labelled before were a uniform random sample"
+        )
+    if headline == "stratified_ppi++":
+        return (
+            f"within each stratum of {strata_column}, the labelled items are a uniform random "
+            "sample of its items"
+        )
+    if validation:
+        return (
+            f"the {n_lab} labelled items (the --validation run's) are a uniform random sample "
+            f"of the same population as the {n - n_lab} items of the run"
+        )
+    return f"the {n_lab} labelled items are a uniform random sample of the {n} items"
+
+
+# -- the label plan ----------------------------------------------------------------------------
+
+
+def plan_labels(
+    pool: Pool, *, alpha: float, target_half_width: float | None, budget: int | None
+) -> list[PlanRow]:
+    """From the labelled items as a pilot: the labels each estimator needs for the target
+    half-width, and the half-width the budget buys (human-only and PPI++ with the pool's
+    prediction; Rogan–Gladen with the verdicts, for a rate)."""
+    from assay.metrics import half_width_for_labels, labels_needed, pilot_moments
+
+    lab, unl = pool.labelled, pool.unlabelled
+    if len(lab) < 2 or not unl:
+        raise DataError(
+            "--target-half-width / --budget plan from a pilot: at least 2 labelled items and "
+            "one unlabelled"
+        )
+    f = np.asarray(pool.f, dtype=float)
+    y = [pool.items[i].label for i in lab]
+    pilots = [(pilot_moments(y, f[lab], f[unl]), ("human_only", "ppi++"))]
+    if pool.target.rate:
+        scored_lab = [pool.items[i] for i in lab if pool.items[i].verdict is not None]
+        scored_unl = [pool.items[i] for i in unl if pool.items[i].verdict is not None]
+        if len(scored_lab) >= 2 and scored_unl:
+            verdict_pilot = pilot_moments(
+                [it.label for it in scored_lab],
+                [it.verdict for it in scored_lab],
+                [it.verdict for it in scored_unl],
+            )
+            pilots.append((verdict_pilot, ("rogan_gladen",)))
+    plans: list[PlanRow] = []
+    if target_half_width is not None:
+        for pilot, methods in pilots:
+            needed = labels_needed(pilot, target_half_width, alpha=alpha)
+            plans += [PlanRow(given="half-width", plan=p) for p in needed if p.method in methods]
+    if budget is not None:
+        for pilot, methods in pilots:
+            bought = half_width_for_labels(pilot, budget, alpha=alpha)
+            plans += [PlanRow(given="labels", plan=p) for p in bought if p.method in methods]
+    return plans
+
+
+def _summary(
+    pool: Pool,
+    rows: list[MeanEstimate],
+    checks: list[SampleCheck],
+    warnings: list[str],
+    *,
+    run: str,
+    judge: str,
+    config_hash: str,
+    scale: str,
+    alpha: float,
+    validation: str | None = None,
+    strata_column: str | None = None,
+    judge_on_labelled: JudgeOnLabelled | None = None,
+    queue: QueueState | None = None,
+) -> EstimateSummary:
+    """The summary of the estimates of a pool: the headline chosen and put first, the others in
+    the report's order, and the assumption in words."""
+    shifted = any(c.finding != "none" and c.what.endswith("(the strata)") for c in checks)
+    headline = headline_of(rows, shifted, queue is not None and queue.complete)
+    rows = sorted(rows, key=lambda e: (e.method != headline, _ORDER.index(e.method)))
+    if headline is None:
+        warnings = [
+            *warnings,
+            "no estimate yet: label the queue's items, then read it back with --queue",
+        ]
+    return EstimateSummary(
+        run=run,
+        validation=validation,
+        judge=judge,
+        config_hash=config_hash,
+        scale=scale,
+        target=pool.target.name,
+        mean_score=not pool.target.rate,
+        prediction=pool.prediction,
+        prediction_source=pool.prediction_source,
+        n_items=len(pool.items),
+        n_labelled=len(pool.labelled),
+        n_unlabelled=len(pool.unlabelled),
+        unscored=pool.unscored,
+        stand_in=pool.stand_in,
+        without_probability=pool.without_probability,
+        alpha=alpha,
+        headline=headline,
+        estimates=rows,
+        sampling=sampling_text(pool, headline, strata_column, validation is not None),
+        checks=checks,
+        warnings=warnings,
+        judge_on_labelled=judge_on_labelled,
+        queue=queue,
+    )
+
+
+def estimate_items(
+    items: list[Item],
+    judgments: dict[str, Judgment],
+    labels: dict[str, float],
+    *,
+    target: Target,
+    scale: Scale,
+    run: str,
+    judge: str,
+    config_hash: str,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> EstimateSummary:
+    """The estimates of ``target`` over ``items`` judged ``judgments``, a person's label
+    (``labels``: the target's value by item id) on some: what ``assay estimate`` computes for
+    an evaluate run, for another runner's items (a ToolEmu run's trajectories and their
+    annotations). The sample is checked and differences are warned of, never refused: a
+    report shows them."""
+    data = {run: run}
+    pool = pool_from(
+        [pool_item(it, judgments[it.id], labels.get(it.id), target, scale, run) for it in items],
+        target,
+        None,
+        data,
+    )
+    checks, warnings = sample_checks(
+        pool, strata=None, strata_column=None, check_columns=[], accept_shift=True
+    )
+    rows, judge_on_labelled, notes = estimates(
+        pool, alpha=alpha, strata=None, weights=None, seed=seed
+    )
+    return _summary(
+        pool,
+        rows,
+        checks,
+        warnings + notes,
+        run=run,
+        judge=judge,
+        config_hash=config_hash,
+        scale=scale.describe(),
+        alpha=alpha,
+        judge_on_labelled=judge_on_labelled,
+    )
+
+
+# -- the command -------------------------------------------------------------------------------
 
 
 def estimate(
     run: str | Path,
-    validation: str | Path,
+    validation: str | Path | None = None,
     *,
     positive: str | None = None,
     threshold: int | None = None,
-    n_resamples: int = 1000,
-    confidence: float = 0.95,
+    prediction: PredictionChoice | None = None,
+    strata: str | None = None,
+    weights: str | None = None,
+    check_columns: list[str] | None = None,
+    accept_shift: bool = False,
+    alpha: float = 0.05,
+    target_half_width: float | None = None,
+    budget: int | None = None,
+    suggest: int | None = None,
+    queue: str | Path | None = None,
     seed: int = 0,
+    n_resamples: int = 1000,
     require_certificate: list[str] | None = None,
     workdir: Path | None = None,
-) -> PrevalenceResult:
-    """The prevalence of the event in ``run``, corrected with the judge's TPR / TNR on
-    ``validation`` (a labelled run of the same judge config and scale); both runs must be
-    finished and sealed, and the validation run's data the items it judged. With
-    ``require_certificate``, only for a judge config with an admitted certificate in the ledger
-    of ``workdir``'s runs folder (default: the current directory's)."""
-    config, judged, _ = read_evaluate_run(Path(run), where=run)
-    if require_certificate:
-        from assay.decisions._certify import ledger_of, require_certificates
+    tracking_uri: str | None = None,
+) -> EstimateSummary:
+    """The mean of the human label over ``run``'s items (a rate of the event ``positive`` /
+    ``score < threshold``, or the mean score) from its labelled items (or ``validation``'s) and
+    the judge's predictions on the rest; see the module. With ``require_certificate``, only for
+    a judge config with an admitted certificate in the ledger of ``workdir``'s runs folder."""
+    from assay.decisions._estimate_report import write_reports
 
-        ledger = ledger_of(workdir or Path.cwd(), config.output_dir)
-        require_certificates(require_certificate, [config.judge], ledger=ledger)
-    v_config, v_judged, v_state = read_evaluate_run(Path(validation), where=validation)
-    if config.judge.config_hash() != v_config.judge.config_hash():
-        raise RunError(
-            f"{validation}: a run of another judge config (hash {v_config.judge.config_hash()[:10]} "
-            f"vs {config.judge.config_hash()[:10]}): TPR / TNR only transfer to the same judge"
+    workdir = Path(workdir or Path.cwd())
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
+        raise ConfigError(f"--alpha {alpha}: an error level strictly between 0 and 1 (e.g. 0.05)")
+    if strata is not None and weights is not None:
+        raise ConfigError("--weights with --strata: stratified PPI++ takes no observation weights")
+    if queue is not None and (suggest is not None or validation is not None):
+        raise ConfigError(
+            "--queue reads a label queue's verdicts: without --suggest or --validation"
         )
+    if weights is not None and (suggest is not None or queue is not None):
+        raise ConfigError("--weights with active labelling (--suggest, --queue): not supported")
+    runs, config, hashes = _read(run, validation, require_certificate, workdir)
+    label_queue = None
+    if queue is not None:
+        label_queue = LabelQueue(Path(queue))
+        label_queue.check_source(hashes[0])
     scale = config.judge.scale
     assert scale is not None
-    name, event = _event(scale, positive, threshold if threshold is not None else config.threshold)
-    scored = [j for j in judged.values() if j.score is not None]
-    flags = [int(j.score in event) for j in scored]
-    items = judged_items(validation, v_config, v_judged, v_state.get("run_hash"))
-    pairs = [
-        (int(it.expected in event), int(v_judged[it.id].score in event))
-        for it in items
-        if it.expected is not None and it.id in v_judged and v_judged[it.id].score is not None
-    ]
-    if not flags:
-        raise RunError(f"{run}: no scored judgment to estimate from")
-    if not pairs:
-        raise RunError(f"{validation}: no item with both a reference and a scored judgment")
-    est = corrected_prevalence(
-        flags,
-        [t for t, _ in pairs],
-        [p for _, p in pairs],
-        n_resamples=n_resamples,
-        confidence=confidence,
+    target = target_of(scale, positive, threshold if threshold is not None else config.threshold)
+    pool = pool_of(runs, target, scale, prediction)
+    strata_values = pool.strata(strata) if strata is not None else None
+    weight_values = pool.weights(weights) if weights is not None else None
+    checks, warnings = sample_checks(
+        pool,
+        strata=strata_values,
+        strata_column=strata,
+        check_columns=list(check_columns or []),
+        accept_shift=accept_shift,
+    )
+    if (suggest is not None or queue is not None) and len(pool.labelled) < 2:
+        # active labelling may start from no label: the queue's draws are the labels
+        rows, judge = [], None
+        notes = [
+            f"{len(pool.labelled)} items were labelled before the queue: the estimates from a "
+            "uniform sample need at least 2"
+        ]
+    else:
+        rows, judge, notes = estimates(
+            pool,
+            alpha=alpha,
+            strata=strata_values,
+            weights=weight_values,
+            seed=seed,
+            n_resamples=n_resamples,
+        )
+    queue_state, queue_records, queue_key = None, None, None
+    if suggest is not None:
+        queue_state, queue_records = draw_queue(pool, scale, suggest, seed, hashes[0])
+    if label_queue is not None:
+        active, queue_state, queue_key = active_estimate(pool, label_queue, hashes[0], alpha)
+        if active is not None:
+            rows.append(active)
+        else:
+            notes.append("active PPI++ not computed yet: fewer than 2 labels in")
+    plans = (
+        plan_labels(pool, alpha=alpha, target_half_width=target_half_width, budget=budget)
+        if target_half_width is not None or budget is not None
+        else []
+    )
+    est_config = EstimateConfig(
+        name=f"{config.name}-estimate",
+        output_dir=config.output_dir,
+        tracking=config.tracking,
+        run=str(run),
+        validation=None if validation is None else str(validation),
+        queue=None if queue is None else str(queue),
+        target=target.name,
+        prediction=prediction,
+        strata=strata,
+        weights=weights,
+        check_columns=list(check_columns or []),
+        accept_shift=accept_shift,
+        alpha=alpha,
+        target_half_width=target_half_width,
+        budget=budget,
+        suggest=suggest,
         seed=seed,
     )
-    return PrevalenceResult(
+    summary = _summary(
+        pool,
+        rows,
+        checks,
+        warnings + notes,
         run=str(run),
-        validation=str(validation),
-        event=name,
-        corrected=est.corrected,
-        raw=est.raw,
-        sensitivity=est.sensitivity,
-        specificity=est.specificity,
-        defined=est.defined,
-        clipped=est.clipped,
-        n_unlabelled=len(flags),
-        n_validation=len(pairs),
-        unscored={
-            "run": len(judged) - len(scored),
-            "validation": sum(j.score is None for j in v_judged.values()),
-        },
-        resampled=est.resampled,
+        judge=config.judge.name,
+        config_hash=config.judge.config_hash(),
+        scale=scale.describe(),
+        alpha=alpha,
+        validation=None if validation is None else str(validation),
+        strata_column=strata,
+        judge_on_labelled=judge,
+        queue=queue_state,
+    )
+    summary.plan = plans
+    summary.plan_target_half_width = target_half_width
+    summary.plan_budget = budget
+    run_hash = stable_hash(
+        {
+            "runs": hashes,
+            "queue": queue_key,
+            "options": est_config.model_dump(
+                mode="json",
+                exclude={"name", "output_dir", "tracking", "run", "validation", "queue"},
+            ),
+            "n_resamples": n_resamples,
+        }
+    )
+    with Run.open(
+        est_config, run_hash, command="estimate", workdir=workdir, tracking_uri=tracking_uri
+    ) as out:
+        if out.finished:  # the same runs and options: nothing new to write or log
+            done = EstimateSummary.model_validate(out.store.read_json("metrics.json"))
+            done.mlflow_run_id = out.mlflow_run_id
+            return done
+        summary.run_dir = str(out.dir)
+        if queue_state is not None and queue_state.role == "drawn":
+            queue_state.queue_dir = str(out.dir)
+            out.store.write_text(LABEL_QUEUE, "".join(json.dumps(r) + "\n" for r in queue_records))
+        out.store.write_text(ITEMS, "".join(json.dumps(r) + "\n" for r in pool.records()))
+        out.store.write_json("metrics.json", summary.model_dump(mode="json"))
+        write_reports(out.dir)
+        sealed = (*SEALED, ITEMS, *([LABEL_QUEUE] if queue_records is not None else []))
+        summary.mlflow_run_id = out.finish(
+            _tracked(est_config, summary, out.run_hash), sealed=sealed
+        )
+    return summary
+
+
+_ORDER = (
+    "ppi++",
+    "ppi",
+    "stratified_ppi++",
+    "active_ppi++",
+    "active_ppi",
+    "human_only",
+    "rogan_gladen",
+)
+
+
+def metric_key(method: str) -> str:
+    """An estimator's name as an MLflow key (``ppi++`` → ``ppi_pp``)."""
+    return method.replace("++", "_pp")
+
+
+def _tracked(config: EstimateConfig, s: EstimateSummary, run_hash: str) -> TrackedRun:
+    metrics: dict[str, float] = {
+        "n_items": float(s.n_items),
+        "n_labelled": float(s.n_labelled),
+        "n_unlabelled": float(s.n_unlabelled),
+    }
+    for e in s.estimates:
+        key = metric_key(e.method)
+        values = {
+            "value": e.value,
+            "ci_low": e.ci_low,
+            "ci_high": e.ci_high,
+            "half_width": e.half_width,
+            "std_error": e.std_error,
+            "effective_labels": e.effective_labels,
+            "lam": e.lam,
+        }
+        for name, v in values.items():
+            if v is not None and math.isfinite(v):
+                metrics[f"{key}.{name}"] = float(v)
+    best = s.best
+    if best is not None:
+        for name, v in (("estimate", best.value), ("estimate_ci_low", best.ci_low)):
+            if math.isfinite(v):
+                metrics[name] = float(v)
+        if math.isfinite(best.ci_high):
+            metrics["estimate_ci_high"] = float(best.ci_high)
+    for c in s.checks:
+        slug = c.what.split(" (")[0].replace(" ", "_")
+        metrics[f"check.{slug}.p_adjusted"] = c.p_adjusted
+    for row in s.plan:
+        p, key = row.plan, metric_key(row.plan.method)
+        if row.given == "half-width" and p.n_labels is not None:
+            metrics[f"plan.{key}.labels_needed"] = float(p.n_labels)
+        if row.given == "labels" and math.isfinite(p.half_width):
+            metrics[f"plan.{key}.half_width"] = p.half_width
+    if s.queue is not None:
+        metrics |= {
+            "queue.drawn": float(s.queue.drawn),
+            "queue.labelled": float(s.queue.labelled),
+            "queue.pending": float(s.queue.pending),
+        }
+    params = {
+        "run": s.run,
+        "target": s.target,
+        "prediction": s.prediction,
+        "prediction_source": s.prediction_source,
+        "alpha": str(s.alpha),
+        "headline": s.headline or "none",
+        "judge.config_hash": s.config_hash,
+        "run_hash": run_hash,
+    }
+    for key in ("validation", "queue", "strata", "weights"):
+        value = getattr(config, key)
+        if value is not None:
+            params[key] = str(value)
+    return TrackedRun(
+        name=config.name,
+        params=params,
+        metrics=metrics,
+        tags={"assay.judge": s.judge, "assay.scale": s.scale, "assay.config_hash": s.config_hash},
     )

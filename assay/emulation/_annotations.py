@@ -86,6 +86,7 @@ class Annotations:
     path: Path
     rows: tuple[Annotation, ...]
     trajectory_ids: tuple[str, ...]  # all trajectories of the trajectory file, in file order
+    left_out: int = 0  # rows about trajectories not among them (``others="skip"``)
 
     @property
     def annotators(self) -> tuple[str, ...]:
@@ -176,12 +177,16 @@ class _Resolver:
             line = t.meta.get("line", position)
             self.by_ref[f"{_LINE_PREFIX}{line}"] = t.id
 
-    def __call__(self, raw: str, path: Path, row: int) -> str:
+    def __call__(self, raw: str, path: Path, row: int, *, strict: bool = True) -> str | None:
+        """The trajectory ``raw`` names; one it does not is a DataError, or None when not
+        ``strict``."""
         ref = raw.strip()
         if ref.lower().startswith(_LINE_PREFIX):
             ref = _LINE_PREFIX + ref[len(_LINE_PREFIX) :].strip()
         if ref in self.by_ref:
             return self.by_ref[ref]
+        if not strict:
+            return None
         close = difflib.get_close_matches(ref, self.ids, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         n = len(self.ids)
@@ -254,14 +259,17 @@ def _true_failure(value: Any, path: Path, row_no: int) -> bool | None:
     )
 
 
-def load_annotations(path: str | Path, trajectories: Sequence[Item]) -> Annotations:
+def load_annotations(
+    path: str | Path, trajectories: Sequence[Item], *, others: Literal["refuse", "skip"] = "refuse"
+) -> Annotations:
     """Read and check an annotation file (CSV/TSV/JSONL) against the annotated trajectories.
 
     ``trajectories`` are the Items of the trajectory file (:func:`load_toolemu_trajectories`);
     rows may name a trajectory by its id or by ``line:<i>``. Raises a one-line DataError naming
     file, row and field for a missing column, an unknown trajectory, a score outside 0–3, an
     unknown emulator-issue label, a true_failure that is not yes/no, or a second row for the same
-    (trajectory, annotator).
+    (trajectory, annotator). ``others="skip"``: a row about a trajectory that is not among
+    ``trajectories`` (a run of some of the cases a file annotates) is left out and counted.
     """
     p = check_file(path)
     if not trajectories:
@@ -269,8 +277,13 @@ def load_annotations(path: str | Path, trajectories: Sequence[Item]) -> Annotati
     resolve = _Resolver(trajectories)
     first_row: dict[tuple[str, str], int] = {}
     rows: list[Annotation] = []
+    left_out = 0
     for row_no, row in _rows(p):
-        trajectory = resolve(_text(_required(row, "trajectory", p, row_no)), p, row_no)
+        raw = _text(_required(row, "trajectory", p, row_no))
+        trajectory = resolve(raw, p, row_no, strict=others == "refuse")
+        if trajectory is None:
+            left_out += 1
+            continue
         annotator = _text(_required(row, "annotator", p, row_no))
         key = (trajectory, annotator)
         if key in first_row:
@@ -298,6 +311,8 @@ def load_annotations(path: str | Path, trajectories: Sequence[Item]) -> Annotati
                 row=row_no,
             )
         )
-    if not rows:
+    if not rows and not left_out:
         raise DataError("no annotation rows", path=p)
-    return Annotations(path=p, rows=tuple(rows), trajectory_ids=tuple(resolve.ids))
+    return Annotations(
+        path=p, rows=tuple(rows), trajectory_ids=tuple(resolve.ids), left_out=left_out
+    )

@@ -75,6 +75,13 @@ class ToolEmuRunConfig(RunConfig):
     evaluators: list[EvaluatorConfig] = Field(
         default_factory=lambda: [EvaluatorConfig()], min_length=1
     )
+    annotations: str | None = Field(
+        default=None,
+        description="human annotations of some of the trajectories (the file `assay toolemu "
+        "agreement` reads; rows about cases the run does not have are left out): the agent's "
+        "failure incidence is then also estimated from them and the safety evaluator's score on "
+        "every trajectory (PPI++), in the report",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ToolEmuRunConfig:
@@ -102,9 +109,12 @@ class ToolEmuRunConfig(RunConfig):
 def load_toolemu_config(
     path: str | Path, overrides: dict | None = None
 ) -> tuple[ToolEmuRunConfig, Path]:
-    """Read a ``toolemu run`` YAML config; ``cases``/``toolkits`` resolved against its folder."""
+    """Read a ``toolemu run`` YAML config; ``cases``, ``toolkits`` and ``annotations`` resolved
+    against its folder."""
     config, base = load_config(path, overrides, model=ToolEmuRunConfig)
-    for key in ("cases", "toolkits"):
+    for key in ("cases", "toolkits", "annotations"):
+        if getattr(config, key) is None:
+            continue
         value = Path(getattr(config, key)).expanduser()
         setattr(config, key, str(value if value.is_absolute() else resolve(base / value)))
     return config, base

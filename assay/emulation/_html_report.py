@@ -45,6 +45,7 @@ def report_tables(m: ToolEmuSummary) -> list[Table]:
     """What report.md and report.html both show: each evaluator's metrics and breakdowns, the
     cost of each stage, the cases that crashed."""
     tables = [t for name, ev in m.evaluators.items() for t in _evaluator_tables(name, ev)]
+    tables += _failure_estimate_tables(m)
     tables.append(_cost_table(m.usage.stages()))
     if m.crashed:
         tables.append(
@@ -52,6 +53,39 @@ def report_tables(m: ToolEmuSummary) -> list[Table]:
                 "Crashed cases (run again to retry)",
                 ["case", "attempt", "error"],
                 [[f"{c.case_idx} ({c.case})", c.attempt, c.error] for c in m.crashed],
+            )
+        )
+    return tables
+
+
+def _failure_estimate_tables(m: ToolEmuSummary) -> list[Table]:
+    """The failure incidence estimated from the annotated trajectories, per safety evaluator:
+    the estimate in words, then every estimator's row (PPI++ first, the human labels alone)."""
+    from assay.decisions import estimate_words
+    from assay.metrics import estimates_table
+
+    f = m.failure_estimates
+    if f is None:
+        return []
+    about = (
+        f"Annotations: {f.annotations} — {f.annotated} of the run's trajectories annotated"
+        + (f", {f.left_out} rows about cases this run does not have left out" if f.left_out else "")
+        + ". A true failure: the annotators' majority says so and does not call the emulation "
+        "critical; the evaluator's prediction: a safety score of 0 or 1."
+    )
+    tables = []
+    for name, s in f.by_evaluator.items():
+        title = f"{name}: failure incidence from the annotated trajectories"
+        lead = " ".join(f"{line[0].upper()}{line[1:]}." for line in estimate_words(s))
+        warnings = " ".join(f"Warning: {w}." for w in s.warnings)
+        tables.append(estimates_table(title, s.estimates, lead=f"{about} {lead}", note=warnings))
+    if f.note:
+        tables.append(
+            Table(
+                "Failure incidence from the annotated trajectories",
+                [],
+                [],
+                lead=f"{about} {f.note}.",
             )
         )
     return tables

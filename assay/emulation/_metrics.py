@@ -141,4 +141,14 @@ def flat_metrics(summary: ToolEmuSummary) -> dict[str, float]:
     out.update(flatten_metrics(summary.spend, "spend_"))  # the calls as the server answered
     for i, (name, block) in enumerate(summary.evaluators.items()):
         out.update(flatten_metrics(block, "" if i == 0 else name))
+    estimates = summary.failure_estimates
+    for name, s in (estimates.by_evaluator if estimates is not None else {}).items():
+        best = s.best
+        if best is not None:  # the headline estimate (PPI++), the human labels alone beside it
+            for key, e in (
+                ("failure_incidence_ppi", best),
+                ("failure_incidence_human", s.of("human_only")),
+            ):
+                if e is not None:
+                    out.update(flatten_metrics(e.metric_value().to_dict(), f"{name}.{key}"))
     return out

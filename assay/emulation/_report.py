@@ -60,6 +60,13 @@ def render_run_summary(config: Any, res: ToolEmuResult) -> str:
                 parts.append(f"{key} {fmt_ci(s.mean, 2)}")
         if ev.failure_rate:
             parts.append(f"failure rate {fmt_ci(ev.failure_rate, 3, percent=True)}")
+        estimate = m.failure_estimates.by_evaluator.get(name) if m.failure_estimates else None
+        if estimate is not None and estimate.best is not None:
+            e = estimate.best
+            parts.append(
+                f"failure incidence ({e.name}, {estimate.n_labelled} annotated) "
+                f"{fmt_ci(e.metric_value(), 3, percent=True)}"
+            )
         lines.append(f"evaluator {name}: " + (" · ".join(parts) or "nothing scored"))
     u = m.usage.stages()
     lines.append(

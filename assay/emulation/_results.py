@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from assay.emulation._incidence import FailureEstimates
 from assay.metrics import MetricValue
 from assay.types import Spend, Usage, all_unscored
 
@@ -140,6 +141,8 @@ class ToolEmuSummary(_Model):
     bootstrap: str
     trajectory_ids: list[str]
     spend: Spend | None = None  # every call the server answered (the run's call ledger)
+    # the failure incidence from annotated trajectories (config ``annotations``)
+    failure_estimates: FailureEstimates | None = None
 
     def measured_nothing(self) -> str | None:
         """Why the run failed when an evaluator of it measured nothing (each named, with its

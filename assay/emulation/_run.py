@@ -29,10 +29,11 @@ from typing import Any, Literal
 import dspy
 from pydantic import BaseModel, Field
 
-from assay.data import check_limit, load_toolemu_trajectories
+from assay.data import check_file, check_limit, load_toolemu_trajectories
 from assay.emulation._agent import AgentRun, StepRecord, ToolAgent
 from assay.emulation._config import EvaluatorConfig, ToolEmuRunConfig
 from assay.emulation._emulator import Emulator, Sandbox
+from assay.emulation._incidence import failure_estimates
 from assay.emulation._metrics import flat_metrics
 from assay.emulation._models import Case, Toolkit, load_cases, load_toolkits, parse_selection
 from assay.emulation._render import evaluator_tool_descriptions
@@ -225,6 +226,8 @@ def _plan(
             "judges": [jc.config_hash() for _, jc in judges],
             "names": [jc.name for _, jc in judges],
             "bootstrap": config.bootstrap.model_dump(),
+            # annotations added or edited: the summary is made again (no LM call)
+            "annotations": _file_digest(config.annotations),
         }
     )
     return _Plan(
@@ -238,6 +241,16 @@ def _plan(
         config.trajectory_hash(fingerprint),
         finish_key,
     )
+
+
+def _file_digest(path: str | None) -> str | None:
+    """The SHA-256 of a file's bytes (None for no file); a file that is not there is refused
+    before anything runs."""
+    if path is None:
+        return None
+    import hashlib
+
+    return hashlib.sha256(check_file(path).read_bytes()).hexdigest()
 
 
 def _judge_programs(
@@ -318,7 +331,10 @@ def run_toolemu(
 
         # -- 4. metrics, report, MLflow --------------------------------------------------------
         summary = summarize(config, plan.cases, done, items, plan.judges, existing, crashed)
-        summary = summary.model_copy(update={"spend": run.spend(summary.usage.total)})
+        estimates = failure_estimates(config, items, existing, str(store.path))
+        summary = summary.model_copy(
+            update={"spend": run.spend(summary.usage.total), "failure_estimates": estimates}
+        )
         store.write_json("metrics.json", summary.model_dump(mode="json"))
         store.write_text("report.md", render_report(config, summary))
         from assay.emulation._html_report import build_report

@@ -98,6 +98,7 @@ _NAMES = {
         "within_one",
     ),
     "_estimates": (
+        "METHOD_NAMES",
         "EstimateMethod",
         "MeanEstimate",
         "StratumEstimate",
@@ -129,7 +130,7 @@ _NAMES = {
         "weight_matrix",
     ),
     "_majority": ("Majority", "Tie", "majority_vote"),
-    "_multitest": ("benjamini_hochberg",),
+    "_multitest": ("benjamini_hochberg", "holm"),
     "_ordinal": ("ccc", "mae", "pearson", "spearman"),
     "_paired": (
         "PairedComparison",
@@ -166,6 +167,7 @@ _NAMES = {
     "_prevalence": ("PrevalenceEstimate", "corrected_prevalence", "rogan_gladen"),
     "_rates": ("binomial_rate", "mean_ci", "rate"),
     "_report": ("TRADE_OFFS", "MetricKind", "agreement_confusion", "agreement_metrics"),
+    "_sample_shift": ("FeatureKind", "SampleComparison", "compare_samples"),
     "_samples": ("held_out_majority_agreement",),
     "_self_preference": ("SelfPreference", "self_preference"),
     "_selective": (
@@ -293,6 +295,7 @@ __all__ = [
     "rogan_gladen",
     # a mean from few human labels and many predictions (prediction-powered inference)
     "EstimateMethod",
+    "METHOD_NAMES",
     "MeanEstimate",
     "StratumEstimate",
     "effective_labels",
@@ -308,6 +311,9 @@ __all__ = [
     "half_width_for_labels",
     "labels_needed",
     "pilot_moments",
+    "FeatureKind",
+    "SampleComparison",
+    "compare_samples",
     "active_ppi_mean",
     "active_sampling_probabilities",
     "draw_active_sample",
@@ -373,6 +379,7 @@ __all__ = [
     # bias against a placebo, self-preference, scale compression, raters' severity (IRT)
     "PlaceboEffect",
     "benjamini_hochberg",
+    "holm",
     "flips_toward",
     "newcombe_paired_interval",
     "one_sided_mcnemar",
@@ -482,6 +489,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         within_one,
     )
     from assay.metrics._estimates import (
+        METHOD_NAMES,
         EstimateMethod,
         MeanEstimate,
         StratumEstimate,
@@ -513,7 +521,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         weight_matrix,
     )
     from assay.metrics._majority import Majority, Tie, majority_vote
-    from assay.metrics._multitest import benjamini_hochberg
+    from assay.metrics._multitest import benjamini_hochberg, holm
     from assay.metrics._ordinal import ccc, mae, pearson, spearman
     from assay.metrics._paired import (
         PairedComparison,
@@ -555,6 +563,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         agreement_confusion,
         agreement_metrics,
     )
+    from assay.metrics._sample_shift import FeatureKind, SampleComparison, compare_samples
     from assay.metrics._samples import held_out_majority_agreement
     from assay.metrics._selective import (
         SelectiveThreshold,

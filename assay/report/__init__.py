@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from assay._lazy import lazy_names
-from assay.report._markdown import markdown, markdown_table
+from assay.report._markdown import markdown, markdown_table, report_markdown
 from assay.report._model import Block, Items, Report, Row, Segment, Table
 
 _WHERE = {  # on first use: the page's renderer loads Jinja2, the diffs difflib
@@ -70,6 +70,7 @@ __all__ = [
     "read_jsonl",
     "read_yaml",
     "remember_diffs",
+    "report_markdown",
     "render_html",
     "verdict",
     "warm_diffs",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.report._model import Table
+from assay.report._model import Report, Table
 
 
 def _cell(v: Any) -> str:
@@ -37,3 +37,18 @@ def markdown(tables: list[Table], level: int = 2) -> list[str]:
         if t.figure:
             out += [f"![{t.figure[0]}]({t.figure[1]})", ""]
     return out
+
+
+def report_markdown(report: Report) -> str:
+    """``report.md`` of a report: its facts, its notes, its tables and its list of items (the
+    items' cells, without their texts)."""
+    lines = [f"# {report.title}", ""]
+    lines += [f"- {k}: {v}" for k, v in report.facts] + [""]
+    lines += [*report.notes, ""]
+    lines += markdown(report.tables)
+    if report.items is not None:
+        lines += [f"## {report.items.title}", ""]
+        columns = [c for c, _ in report.items.columns]
+        rows = [[cell for cell, _ in row.cells] for row in report.items.rows]
+        lines += markdown_table(Table(report.items.title, columns, rows))
+    return "\n".join(lines).rstrip() + "\n"

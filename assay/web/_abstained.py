@@ -1,8 +1,10 @@
-"""The review app on a ``selective apply`` run: its abstained items, pending first, one page
-each (the request, the response or transcript, what every stage of the cascade said beside its
-threshold), and one JSON endpoint that records a person's verdict on the judges' scale — all
-through the selective runner's public read side, :class:`AbstentionQueue`. The security
-(token, session, CSRF, headers) is the same :class:`~assay.web._security.Guard` in front.
+"""The review app on a run's review queue — a ``selective apply`` run's abstained items, or the
+items an ``estimate --suggest`` run drew to be labelled —, pending first, one page each (the
+request, the response or transcript, and what the run says of the item: every stage of the
+cascade beside its threshold, or the judge's verdict and the item's sampling probability), and
+one JSON endpoint that records a person's verdict on the scale — all through the decisions'
+public read side, :class:`~assay.decisions.review_queue.ReviewQueue`. The security (token,
+session, CSRF, headers) is the same :class:`~assay.web._security.Guard` in front.
 """
 
 from __future__ import annotations
@@ -14,16 +16,16 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from assay.decisions.selective.review import AbstentionQueue, VerdictConflict
+from assay.decisions.review_queue import ReviewQueue, VerdictConflict
 from assay.errors import DataError
 from assay.report import REPORT
 from assay.web._app import _env, _json, report_response, static
 
 
-class AbstainedApp:
-    """The pages and endpoints over one selective apply run (the checks are the Guard's)."""
+class QueueApp:
+    """The pages and endpoints over one run's review queue (the checks are the Guard's)."""
 
-    def __init__(self, run: AbstentionQueue):
+    def __init__(self, run: ReviewQueue):
         self.run = run
         self.env = _env()
 
@@ -64,7 +66,7 @@ class AbstainedApp:
                 "abstained_error.html",
                 404,
                 items=items,
-                message=f"no abstained item {item_id!r}",
+                message=f"no {self.run.item_noun} {item_id!r}",
             )
         at = ids.index(item_id)
         return self.page(

@@ -80,21 +80,27 @@ def _conflict_body(exc: ReviewConflict) -> dict[str, Any]:
 
 def create_app(run_dir: Path, keys: Keys | None = None) -> tuple[Starlette, Keys]:
     """The review app for one run (validated now: a one-line error if it is not one): a
-    harness run's probes, or the abstained items of a ``selective apply`` run."""
+    harness run's probes, the abstained items of a ``selective apply`` run, or the items an
+    ``estimate --suggest`` run drew to be labelled."""
+    from assay.decisions.review_queue import LabelQueue, is_label_queue
     from assay.decisions.selective.review import AbstentionQueue, is_abstention_run
 
     review: ReviewApp | Any
-    if is_abstention_run(run_dir):
-        from assay.web._abstained import AbstainedApp
+    if is_abstention_run(run_dir) or is_label_queue(run_dir):
+        from assay.web._abstained import QueueApp
 
-        review = AbstainedApp(AbstentionQueue(run_dir))
+        queue = AbstentionQueue if is_abstention_run(run_dir) else LabelQueue
+        review = QueueApp(queue(run_dir))
     else:
         try:
             review = ReviewApp(ReviewRun(run_dir))
         except RunError as exc:
             if "not a harness run directory" not in str(exc):
                 raise
-            raise RunError(f"{exc}, nor a selective apply run (no abstained.jsonl)") from None
+            raise RunError(
+                f"{exc}, nor a selective apply run (no abstained.jsonl), nor an estimate run "
+                "with a label queue (no label_queue.jsonl)"
+            ) from None
     keys = keys or Keys()
     app = Starlette(
         routes=review.routes(),

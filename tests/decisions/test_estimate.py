@@ -1,10 +1,21 @@
-"""assay estimate: a flagged rate corrected with the judge's TPR / TNR from a labelled run of the
-same judge (Rogan–Gladen), checked by hand; refusals for another judge or a chance-level one."""
+"""assay estimate end to end: evaluate runs of a binary judge on the loopback stub server (token
+logprobs, score_mode: expected), a seeded fifth of the items carrying their human label, read
+back by ``assay estimate`` — the figures equal ``ppi_py`` on the run's own judgments and
+references, the interval holds the simulation's known truth and is narrower than the labels
+alone, the report says it in words; a labelled sample that is not random refused or warned of;
+every bad input one line; two runs (``--validation``) with Rogan–Gladen by hand."""
 
 from __future__ import annotations
 
+import csv
 import json
+import math
+import os
+import re
+from pathlib import Path
 
+import numpy as np
+import ppi_py
 import pytest
 
 from assay.cli import main
@@ -12,7 +23,365 @@ from assay.decisions import estimate
 from assay.errors import RunError
 from assay.evaluation import evaluate
 from assay.inputs import EvaluateConfig
-from assay.lm import ScriptedEngine, register_script
+from assay.lm import ScriptedEngine, StubServer, register_script
+from assay.runners import write_report
+from tests.stub_judge import stub_config
+from tests.web.test_report_parity import assert_same_sections, both
+
+N = 400
+ALPHA = 0.05
+GARBLED = {5, 77, 150, 151, 290}  # the stub answers these with no verdict: unscored
+
+
+def truth(k: int) -> int:
+    """Item k's human label (1 = harmful compliance), prevalence 0.3."""
+    return int(np.random.default_rng(1000 + k).random() < 0.3)
+
+
+def judge_p(k: int) -> float:
+    """A good judge's probability of True: near 0.85 on harmful items and 0.12 on the others,
+    with item-level noise (so some verdicts are wrong)."""
+    rng = np.random.default_rng(5000 + k)
+    return float(np.clip(0.12 + 0.73 * truth(k) + rng.normal(0, 0.18), 0.01, 0.99))
+
+
+def _k(body: dict) -> int | None:
+    text = " ".join(str(m.get("content")) for m in body.get("messages") or [])
+    found = re.search(r"item (\d+)\?", text)
+    return int(found.group(1)) if found else None
+
+
+def respond(body: dict) -> str:
+    k = _k(body)
+    if k in GARBLED:
+        return "no verdict here"
+    return json.dumps({"verdict": "True" if k is not None and judge_p(k) > 0.5 else "False"})
+
+
+def verdict_probs(body: dict) -> dict[str, float] | None:
+    k = _k(body)
+    if k is None or k in GARBLED:
+        return None
+    return {"True": judge_p(k), "False": 1 - judge_p(k)}
+
+
+def labelled_uniformly(n: int = N, size: int = 80, seed: int = 7) -> set[int]:
+    return set(np.random.default_rng(seed).choice(n, size, replace=False).tolist())
+
+
+def write_items(path: Path, ks: range, labelled: set[int], **columns) -> Path:
+    """``path``: one row per item k — its texts (lengths varying with k, not with the label), the
+    label where ``labelled`` says, and any extra ``columns`` (k → value)."""
+    extra = list(columns)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "request", "response", "expected", *extra])
+        for k in ks:
+            text = f"Reply {'with many words ' * (k % 9)}to item {k}?"
+            row = [f"i{k}", text, f"Item {k} says so.", truth(k) if k in labelled else ""]
+            w.writerow(row + [columns[c](k) for c in extra])
+    return path
+
+
+def category(k: int) -> str:
+    return "abc"[k % 3]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Evaluate runs through the command line, all of one judge config: the main run (400
+    items, a uniform fifth labelled), one whose labelled items are the longest texts, one
+    labelling every item, one labelling none, one labelling one, a labelled validation run of
+    other items, and the main run's items with no label (for the label queue)."""
+    tmp = tmp_path_factory.mktemp("estimate")
+    out: dict[str, Path] = {"tmp": tmp}
+    judge = {"scale": {"kind": "binary", "labels": ["False", "True"]}, "score_mode": "expected"}
+    longest = {k for k in range(N) if k % 9 >= 7}
+
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+
+        def run(name: str, ks: range, labelled: set[int], **columns) -> Path:
+            csv_path = write_items(tmp / f"{name}.csv", ks, labelled, **columns)
+            data = {"path": str(csv_path), "columns": {"id": "id"}, "missing_expected": "keep"}
+            cfg = stub_config(
+                tmp, csv_path, stub.base_url, name=name, file=f"{name}.yaml", judge=judge, data=data
+            )
+            assert main(["evaluate", str(cfg), "--quiet"]) == 0
+            return next((tmp / "runs").glob(f"{name}-*"))
+
+        here = Path.cwd()
+        os.chdir(tmp)
+        try:
+            weight = {"weight": lambda k: 0 if k == 11 else 1 + k % 3, "category": category}
+            out["main"] = run("main", range(N), labelled_uniformly(), **weight)
+            out["longest"] = run("longest", range(N), longest)
+            out["all"] = run("all", range(60), set(range(60)))
+            out["none"] = run("none", range(60), set())
+            out["one"] = run("one", range(60), {3})
+            out["validation"] = run("validation", range(N, N + 150), set(range(N, N + 150)))
+            out["unlabelled"] = run("unlabelled", range(N), set())
+        finally:
+            os.chdir(here)
+    return out
+
+
+def cli(args: list[str], capsys, code: int = 0) -> str:
+    assert main(args) == code, capsys.readouterr()
+    captured = capsys.readouterr()
+    return captured.out if code == 0 else captured.err
+
+
+def cli_json(args: list[str], capsys) -> dict:
+    return json.loads(cli([*args, "--json"], capsys))
+
+
+def judgments(run_dir: Path) -> dict[str, dict]:
+    lines = (run_dir / "judgments.jsonl").read_text().splitlines()
+    return {j["item_id"]: j for j in map(json.loads, lines)}
+
+
+def references(csv_path: Path) -> dict[str, int | None]:
+    with csv_path.open(encoding="utf-8") as fh:
+        return {
+            r["id"]: (int(r["expected"]) if r["expected"] else None) for r in csv.DictReader(fh)
+        }
+
+
+def row(summary: dict, method: str) -> dict:
+    (out,) = [e for e in summary["estimates"] if e["method"] == method]
+    return out
+
+
+def probability_predictions(run_dir: Path) -> dict[str, float]:
+    """Each item's P(True) as the run's judgments.jsonl holds it; an unscored item's the mean
+    of the scored ones."""
+    p = {i: (j["probabilities"] or {}).get("1") for i, j in judgments(run_dir).items()}
+    stand_in = np.mean([v for v in p.values() if v is not None])
+    return {i: stand_in if v is None else v for i, v in p.items()}
+
+
+def test_the_figures_equal_ppi_py_on_the_runs_judgments_and_references(runs, capsys, monkeypatch):
+    monkeypatch.chdir(runs["tmp"])
+    s = cli_json(["estimate", str(runs["main"])], capsys)
+    # the run's numbers, read here from its files: the reference of each labelled item (the
+    # CSV) and the judge's P(True) (judgments.jsonl)
+    refs, js = references(runs["tmp"] / "main.csv"), judgments(runs["main"])
+    assert {i for i, j in js.items() if j["score"] is None} == {f"i{k}" for k in GARBLED}
+    f = probability_predictions(runs["main"])
+    lab = sorted(i for i in refs if refs[i] is not None)
+    unl = sorted(i for i in refs if refs[i] is None)
+    y = np.array([refs[i] for i in lab], float)
+    yhat, yhat_u = np.array([f[i] for i in lab]), np.array([f[i] for i in unl])
+
+    assert (s["n_items"], s["n_labelled"], s["n_unlabelled"]) == (N, 80, 320)
+    assert s["headline"] == "ppi++" and s["estimates"][0]["method"] == "ppi++"
+    assert (s["prediction"], s["prediction_source"]) == ("probability", "token probabilities")
+    assert s["unscored"] == {"parse_error": len(GARBLED)}
+    for method, lam in (("ppi++", None), ("ppi", 1)):
+        low, high = ppi_py.ppi_mean_ci(y, yhat, yhat_u, alpha=ALPHA, lam=lam)
+        value = ppi_py.ppi_mean_pointestimate(y, yhat, yhat_u, lam=lam)
+        e = row(s, method)
+        assert (e["ci_low"], e["ci_high"]) == pytest.approx(
+            (float(low[0]), float(high[0])), abs=1e-9
+        )
+        assert e["value"] == pytest.approx(float(np.ravel(value)[0]), abs=1e-9)
+        assert f"{len(GARBLED)} unscored items (parse_error {len(GARBLED)})" in e["note"]
+    low, high = ppi_py.classical_mean_ci(y, alpha=ALPHA)
+    human = row(s, "human_only")
+    assert (human["ci_low"], human["ci_high"]) == pytest.approx((low, high), abs=1e-9)
+    # --prediction verdict: the judge's 0/1 verdicts, the same comparison
+    v = cli_json(["estimate", str(runs["main"]), "--prediction", "verdict"], capsys)
+    score = {i: j["score"] for i, j in js.items()}
+    stand_in = np.mean([x for x in score.values() if x is not None])
+    fv = {i: stand_in if x is None else x for i, x in score.items()}
+    low, high = ppi_py.ppi_mean_ci(
+        y, np.array([fv[i] for i in lab], float), np.array([fv[i] for i in unl], float), alpha=ALPHA
+    )
+    e = row(v, "ppi++")
+    assert e["prediction"] == "verdict"
+    assert (e["ci_low"], e["ci_high"]) == pytest.approx((float(low[0]), float(high[0])), abs=1e-9)
+
+
+def test_the_interval_holds_the_truth_and_beats_the_labels_alone(runs, capsys, monkeypatch):
+    """A simulated run whose truth is known: the rate over all 400 items (0.3225)."""
+    monkeypatch.chdir(runs["tmp"])
+    s = cli_json(["estimate", str(runs["main"])], capsys)
+    true_rate = np.mean([truth(k) for k in range(N)])
+    best, human = row(s, "ppi++"), row(s, "human_only")
+    assert best["ci_low"] <= true_rate <= best["ci_high"]
+    assert best["ci_high"] - best["ci_low"] < 0.8 * (human["ci_high"] - human["ci_low"])
+    assert best["effective_labels"] > 1.5 * 80 and 0.5 < best["lam"] <= 1
+    assert [c["finding"] for c in s["checks"]] == ["none", "none"]  # a uniform sample
+
+
+def test_the_run_writes_its_report_in_words(runs, capsys, monkeypatch):
+    monkeypatch.chdir(runs["tmp"])
+    text = cli(["estimate", str(runs["main"]), "--strata", "category"], capsys)
+    assert "estimate (PPI++): " in text and "95% CI" in text
+    assert "the human labels alone: " in text and "(effective labels)" in text
+    assert "the judge's probability of verdict True (token probabilities)" in text
+    assert "assumes: the 80 labelled items are a uniform random sample of the 400 items" in text
+    run_dir = Path(re.search(r"report: (\S+)/report.md", text).group(1))
+    md, page = (run_dir / "report.md").read_text(), (run_dir / "report.html").read_text()
+    for said in ("estimate (PPI++)", "the human labels alone", "effective labels", "assumes:"):
+        assert said in md and said in page
+    assert_same_sections(
+        run_dir,
+        "Estimates",
+        "Strata",
+        "The judge on the labelled items",
+        "Is the labelled sample like the rest?",
+        "Items",
+    )
+    for tables in both(run_dir).values():
+        (estimates,) = [t for t in tables if t[0] == "Estimates"]
+        assert [r[0] for r in estimates[2]] == [
+            "PPI++",
+            "PPI",
+            "stratified PPI++",
+            "human labels only",
+            "Rogan–Gladen",
+        ]
+    (run_dir / "report.html").unlink()
+    write_report(run_dir)
+    assert "stratified PPI++" in (run_dir / "report.html").read_text()
+    # the same command again: the finished run re-read, not another one
+    assert cli(["estimate", str(runs["main"]), "--strata", "category"], capsys) == text
+
+
+def test_a_labelled_sample_that_is_not_random_is_refused_or_warned_of(runs, capsys, monkeypatch):
+    monkeypatch.chdir(runs["tmp"])
+    err = cli(["estimate", str(runs["longest"])], capsys, code=2)
+    assert err.count("\n") == 1 and "differ from the" in err and "text length" in err
+    assert "--accept-shift" in err
+    s = cli_json(["estimate", str(runs["longest"]), "--accept-shift"], capsys)
+    (length,) = [c for c in s["checks"] if c["what"].startswith("text length")]
+    assert length["finding"] == "warning" and length["p_adjusted"] < 0.001
+    assert any("(--accept-shift)" in w for w in s["warnings"])
+    text = cli(["estimate", str(runs["longest"]), "--accept-shift"], capsys)
+    assert "warning: the labelled items differ from the others in text length" in text
+
+
+def scripted_run(tmp_path: Path, name: str, rows: list[str], respond) -> Path:
+    """An evaluate run of a scripted binary judge (``respond(call)``) on CSV ``rows``."""
+    register_script(f"est-{name}", lambda: ScriptedEngine(respond=respond))
+    (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
+    cfg = EvaluateConfig.model_validate(
+        {
+            "name": name,
+            "data": {
+                "path": str(tmp_path / f"{name}.csv"),
+                "columns": {"id": "id"},
+                "missing_expected": "keep",
+            },
+            "judge": {
+                "model": f"scripted:est-{name}",
+                "scale": {"kind": "binary", "labels": ["False", "True"]},
+            },
+            "tracking": {"enabled": False},
+        }
+    )
+    return evaluate(cfg, workdir=tmp_path, progress=False).run_dir
+
+
+def test_strata_labelled_in_other_proportions_lead_with_stratified_ppi(tmp_path):
+    """Half the items of stratum a labelled, a tenth of b and c: a stratified sample, not a
+    uniform one — stratified PPI++ leads, with the warning saying why."""
+    rows = ["id,request,response,expected,kind"]
+    rng = np.random.default_rng(3)
+    for k in range(300):
+        kind = "abc"[k % 3]
+        share = 0.5 if kind == "a" else 0.1
+        label = int(rng.random() < 0.4) if rng.random() < share else ""
+        rows.append(f"i{k},q{k},r{k},{label},{kind}")
+    run_dir = scripted_run(tmp_path, "strata", rows, lambda call: {"verdict": "True"})
+    s = estimate(run_dir, strata="kind", workdir=tmp_path)
+    assert s.headline == "stratified_ppi++" and s.estimates[0].method == "stratified_ppi++"
+    assert any("stratified PPI++ allows that" in w for w in s.warnings)
+    assert "within each stratum of kind" in s.sampling
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "message"),
+    [
+        ("none", [], "none of the 60 items has a human label"),
+        ("one", [], "1 of the 60 items has a human label: an interval needs at least 2"),
+        ("main", ["--positive", "Maybe"], "--positive Maybe: not on the binary"),
+        ("main", ["--alpha", "1.5"], "--alpha 1.5: an error level strictly between 0 and 1"),
+        ("main", ["--weights", "weight"], "item i11: weight 0; a weight is a positive number"),
+        ("main", ["--strata", "kind"], "--strata kind: no such column in the data of"),
+        ("main", ["--weights", "weight", "--strata", "category"], "--weights with --strata"),
+        ("main", ["--threshold", "7"], "--threshold 7 is not on the binary"),
+    ],
+)
+def test_bad_input_is_one_line(runs, capsys, monkeypatch, name, extra, message):
+    monkeypatch.chdir(runs["tmp"])
+    err = cli(["estimate", str(runs[name]), *extra], capsys, code=2)
+    assert err.count("\n") == 1 and message in err, err
+
+
+def test_every_item_labelled_is_the_labels_alone_said_so(runs, capsys, monkeypatch):
+    monkeypatch.chdir(runs["tmp"])
+    s = cli_json(["estimate", str(runs["all"])], capsys)
+    assert s["headline"] == "human_only" and [e["method"] for e in s["estimates"]] == ["human_only"]
+    assert "every item is labelled" in s["estimates"][0]["note"]
+    assert s["estimates"][0]["value"] == pytest.approx(np.mean([truth(k) for k in range(60)]))
+
+
+def test_weights_from_a_column_equal_ppi_py_with_them(tmp_path):
+    rows = ["id,request,response,expected,w"]
+    rng = np.random.default_rng(9)
+    for k in range(120):
+        rows.append(f"i{k},q,r{k},{int(rng.random() < 0.5) if k % 4 == 0 else ''},{1 + k % 5}")
+
+    def says(call):
+        return {"verdict": "True" if "7" in call.field("response") else "False"}
+
+    run_dir = scripted_run(tmp_path, "w", rows, says)
+    s = estimate(run_dir, weights="w", workdir=tmp_path)
+    js, refs = judgments(run_dir), references(tmp_path / "w.csv")
+    lab = [i for i in sorted(refs) if refs[i] is not None]
+    unl = [i for i in sorted(refs) if refs[i] is None]
+    weight = {f"i{k}": 1 + k % 5 for k in range(120)}
+    low, high = ppi_py.ppi_mean_ci(
+        np.array([refs[i] for i in lab], float),
+        np.array([js[i]["score"] for i in lab], float),
+        np.array([js[i]["score"] for i in unl], float),
+        alpha=ALPHA,
+        w=np.array([weight[i] for i in lab], float),
+        w_unlabeled=np.array([weight[i] for i in unl], float),
+    )
+    e = s.of("ppi++")
+    assert (e.ci_low, e.ci_high) == pytest.approx((float(low[0]), float(high[0])), abs=1e-9)
+    assert s.of("rogan_gladen") is None and any("no observation weights" in w for w in s.warnings)
+
+
+def test_the_label_plan_is_the_pilots_variance_formula(runs, capsys, monkeypatch):
+    monkeypatch.chdir(runs["tmp"])
+    s = cli_json(
+        ["estimate", str(runs["main"]), "--target-half-width", "0.03", "--budget", "200"], capsys
+    )
+    refs, f = references(runs["tmp"] / "main.csv"), probability_predictions(runs["main"])
+    y = np.array([refs[i] for i in sorted(refs) if refs[i] is not None], float)
+    fl = np.array([f[i] for i in sorted(refs) if refs[i] is not None])
+    fu = np.array([f[i] for i in sorted(refs) if refs[i] is None])
+    var_y, var_f = np.var(y, ddof=1), np.var(np.concatenate([fl, fu]), ddof=1)
+    cov = np.cov(y, fl)[0, 1]
+    n, big_n, z = 200, fu.size, 1.959963984540054
+    lam = min(1, max(0, cov / ((1 + n / big_n) * var_f)))
+    v = lam**2 * var_f / big_n + (var_y - 2 * lam * cov + lam**2 * var_f) / n
+    plans = {(r["given"], r["plan"]["method"]): r["plan"] for r in s["plan"]}
+    assert plans[("labels", "ppi++")]["half_width"] == pytest.approx(z * math.sqrt(v), rel=1e-9)
+    assert plans[("labels", "human_only")]["half_width"] == pytest.approx(
+        z * math.sqrt(var_y / n), rel=1e-9
+    )
+    assert plans[("half-width", "human_only")]["n_labels"] == math.ceil(var_y / (0.03 / z) ** 2)
+    assert ("half-width", "rogan_gladen") in plans and ("labels", "rogan_gladen") in plans
+    text = cli(["estimate", str(runs["main"]), "--budget", "200"], capsys)
+    assert "### How many labels" in text and "| 200 labels | PPI++ | 200 | 120 |" in text
+
+
+# -- two runs: --validation ----------------------------------------------------------------------
 
 
 def noisy_judge(call):
@@ -22,14 +391,14 @@ def noisy_judge(call):
     return {"verdict": "True" if says else "False"}
 
 
-def write(path, rows):
-    path.write_text("id,request,response,expected\n" + "".join(f"{r}\n" for r in rows))
-    return path
-
-
 @pytest.fixture
-def runs(tmp_path):
+def two_runs(tmp_path):
     register_script("noisy", lambda: ScriptedEngine(respond=noisy_judge))
+
+    def write(path, rows):
+        path.write_text("id,request,response,expected\n" + "".join(f"{r}\n" for r in rows))
+        return path
+
     # validation: 20 harmful (4 missed: TPR 0.8), 20 benign (2 false alarms: TNR 0.9)
     val = [f"v{i},q,HARMFUL{' miss' if i < 4 else ''},1" for i in range(20)]
     val += [f"w{i},q,benign{' alarm' if i < 2 else ''},0" for i in range(20)]
@@ -44,7 +413,6 @@ def runs(tmp_path):
                 "data": {
                     "path": str(write(tmp_path / f"{name}.csv", rows)),
                     "columns": {"id": "id"},
-                    # the unlabelled run's reference column is empty on purpose
                     "missing_expected": "keep",
                 },
                 "judge": {
@@ -57,43 +425,136 @@ def runs(tmp_path):
         )
         return evaluate(cfg, workdir=tmp_path, progress=False).run_dir
 
-    # a judge that is wrong on every validation item: TPR 0, TNR 0
     wrong = [f"c{i},q,HARMFUL miss,1" for i in range(10)] + [f"d{i},q,alarm,0" for i in range(10)]
     return {
         "unlabelled": run("unlabelled", unl),
         "validation": run("validation", val),
         "other": run("other", val, rubric="another"),
         "wrong": run("wrong", wrong),
+        "tmp": tmp_path,
     }
 
 
-def test_corrected_rate_equals_rogan_gladen_by_hand(runs, capsys):
-    unl, val = runs["unlabelled"], runs["validation"]
-    out = estimate(unl, val)
+def test_validation_run_gives_rogan_gladen_by_hand_beside_ppi(two_runs, capsys, monkeypatch):
+    monkeypatch.chdir(two_runs["tmp"])
+    unl, val = two_runs["unlabelled"], two_runs["validation"]
+    s = estimate(unl, val, accept_shift=True)
     tpr, tnr, p_obs = 16 / 20, 18 / 20, 31 / 100
-    assert (out.sensitivity, out.specificity) == pytest.approx((tpr, tnr))
-    assert out.raw.value == pytest.approx(p_obs)
-    assert out.corrected.value == pytest.approx((p_obs + tnr - 1) / (tpr + tnr - 1))  # 0.3
-    assert out.corrected.ci_low < 0.3 < out.corrected.ci_high and out.defined
-    assert (out.n_unlabelled, out.n_validation, out.event) == (100, 40, "verdict True")
-    assert main(["estimate", str(unl), "--validation", str(val), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["corrected"]["value"] == pytest.approx(0.3)
+    j = s.judge_on_labelled
+    assert (j.sensitivity, j.specificity, j.n) == (pytest.approx(tpr), pytest.approx(tnr), 40)
+    rg = s.of("rogan_gladen")
+    assert rg.value == pytest.approx((p_obs + tnr - 1) / (tpr + tnr - 1))  # 0.3
+    assert rg.ci_low < 0.3 < rg.ci_high
+    assert (s.n_labelled, s.n_unlabelled, s.target) == (40, 100, "verdict True")
+    assert "the 40 labelled items (the --validation run's)" in s.sampling
+    # PPI on the same numbers: 40 labels, 100 verdicts
+    y = [1] * 20 + [0] * 20
+    f = [0] * 4 + [1] * 16 + [1] * 2 + [0] * 18
+    fu = [0] * 6 + [1] * 24 + [1] * 7 + [0] * 63
+    low, high = ppi_py.ppi_mean_ci(
+        np.array(y, float), np.array(f, float), np.array(fu, float), alpha=ALPHA
+    )
+    ppi = s.of("ppi++")
+    assert (ppi.ci_low, ppi.ci_high) == pytest.approx((low[0], high[0]), abs=1e-9)
+    out = cli_json(["estimate", str(unl), "--validation", str(val), "--accept-shift"], capsys)
+    assert row(out, "rogan_gladen")["value"] == pytest.approx(0.3)
 
 
-def test_a_validation_run_of_another_judge_is_refused(runs, capsys):
-    unl, other = runs["unlabelled"], runs["other"]
+def test_a_validation_run_of_another_judge_is_refused(two_runs, capsys, monkeypatch):
+    monkeypatch.chdir(two_runs["tmp"])
+    unl, other = two_runs["unlabelled"], two_runs["other"]
     with pytest.raises(RunError, match="a run of another judge config"):
         estimate(unl, other)
-    assert main(["estimate", str(unl), "--validation", str(other)]) == 2
-    assert "another judge config" in capsys.readouterr().err
+    err = cli(["estimate", str(unl), "--validation", str(other)], capsys, code=2)
+    assert "another judge config" in err and err.count("\n") == 1
 
 
-def test_a_chance_level_judge_gives_undefined_with_the_reason(runs, capsys):
-    out = estimate(runs["unlabelled"], runs["wrong"])
-    assert not out.defined and out.corrected.value != out.corrected.value  # nan
-    assert "no better than chance" in out.corrected.note
-    assert out.raw.value == pytest.approx(0.31)  # the raw rate is still reported
-    argv = ["estimate", str(runs["unlabelled"]), "--validation", str(runs["wrong"])]
-    assert main(argv) == 0
-    text = capsys.readouterr().out
-    assert "corrected rate: undefined" in text and "no better than chance" in text
+def test_a_chance_level_judge_leaves_rogan_gladen_undefined_with_the_reason(two_runs, monkeypatch):
+    monkeypatch.chdir(two_runs["tmp"])
+    s = estimate(two_runs["unlabelled"], two_runs["wrong"], accept_shift=True)
+    rg = s.of("rogan_gladen")
+    assert math.isnan(rg.value) and "no better than chance" in rg.note
+    assert s.of("ppi++") is not None and s.headline == "ppi++"  # PPI++ holds whatever the judge
+
+
+# -- the judge's probability of the class, from wherever its judgments carry one ------------------
+
+
+def test_each_source_of_a_probability_gives_the_class_its_share():
+    """The prediction a judgment gives the event: a calibrated probability, token
+    probabilities, the share of samples or of a panel's members that gave the class, the
+    verdict's own token probability on a binary scale — or none."""
+    from assay.decisions._estimate_pool import judge_distribution, target_of
+    from assay.scale import Scale
+    from assay.types import Judgment
+
+    binary = Scale.parse({"kind": "binary", "labels": ["False", "True"]})
+    ordinal = Scale.parse({"kind": "ordinal", "min": 1, "max": 4})
+    true, false = target_of(binary, None, None), target_of(binary, "False", None)
+    below_3, mean = target_of(ordinal, None, 3), target_of(ordinal, None, None)
+    base = {"item_id": "i", "judge": "j"}
+
+    def p(judgment, target, scale):
+        dist, source = judge_distribution(Judgment(**base, **judgment), target, scale)
+        return sum(v * q for v, q in dist.items()), source
+
+    assert p({"score": 1, "calibrated_probability": 0.8}, true, binary) == (
+        0.8,
+        "calibrated probability",
+    )
+    assert p({"score": 1, "calibrated_probability": 0.8}, false, binary)[0] == pytest.approx(0.2)
+    tokens = {"score": 2, "probabilities": {"1": 0.1, "2": 0.5, "3": 0.3, "4": 0.1}}
+    assert p(tokens, below_3, ordinal) == (pytest.approx(0.6), "token probabilities")
+    assert p(tokens, mean, ordinal)[0] == pytest.approx(0.1 + 1.0 + 0.9 + 0.4)
+    samples = {
+        "score": 1,
+        "raw": {"samples": [{"score": 1}, {"score": 1}, {"score": 0}, {"score": None}]},
+    }
+    assert p(samples, true, binary) == (pytest.approx(2 / 3), "share of samples")
+    panel = {"score": 3, "members": [{"score": 3}, {"score": 1}, {"score": 4}, {"score": None}]}
+    assert p(panel, below_3, ordinal) == (pytest.approx(1 / 3), "share of the panel")
+    assert p(panel, mean, ordinal)[0] == pytest.approx(8 / 3)
+    confident = {"score": 0, "confidence": 0.9, "confidence_source": "probability"}
+    assert p(confident, true, binary) == (pytest.approx(0.1), "the verdict's token probability")
+    assert judge_distribution(Judgment(**base, score=1), true, binary) is None
+    assert judge_distribution(Judgment(**base, unscored="parse_error"), true, binary) is None
+
+
+def test_the_mean_score_of_an_ordinal_judge_equals_ppi_py_on_its_expected_scores(tmp_path, capsys):
+    """An ordinal scale with no --threshold: the mean score, the judge's probability-weighted
+    score as its prediction."""
+    from tests.decisions.test_conformal import SCORES, from_request, judge_probs, reference
+
+    rows = ["id,request,response,expected"]
+    labelled = set(np.random.default_rng(4).choice(90, 30, replace=False).tolist())
+    rows += [
+        f"i{k},What colour is item {k}?,Item {k} is blue.,{reference(k) if k in labelled else ''}"
+        for k in range(90)
+    ]
+    (tmp_path / "o.csv").write_text("\n".join(rows) + "\n")
+    ordinal = {"scale": {"kind": "ordinal", "min": 1, "max": 5}, "score_mode": "expected"}
+    data = {"path": str(tmp_path / "o.csv"), "columns": {"id": "id"}, "missing_expected": "keep"}
+    here = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        with StubServer(verdict_probs=from_request) as stub:
+            cfg = stub_config(
+                tmp_path, tmp_path / "o.csv", stub.base_url, name="o", judge=ordinal, data=data
+            )
+            assert main(["evaluate", str(cfg), "--quiet"]) == 0
+        capsys.readouterr()
+        (run_dir,) = (tmp_path / "runs").glob("o-*")
+        s = cli_json(["estimate", str(run_dir)], capsys)
+    finally:
+        os.chdir(here)
+    assert (s["target"], s["mean_score"], s["prediction"]) == ("mean score", True, "expected score")
+    expected = {f"i{k}": sum(v * judge_probs(k)[str(v)] for v in SCORES) for k in range(90)}
+    lab = [f"i{k}" for k in range(90) if k in labelled]
+    unl = [f"i{k}" for k in range(90) if k not in labelled]
+    y = np.array([reference(int(i[1:])) for i in lab], float)
+    low, high = ppi_py.ppi_mean_ci(
+        y, np.array([expected[i] for i in lab]), np.array([expected[i] for i in unl]), alpha=ALPHA
+    )
+    e = row(s, "ppi++")
+    assert (e["ci_low"], e["ci_high"]) == pytest.approx((low[0], high[0]), abs=1e-6)
+    assert "rogan_gladen" not in [x["method"] for x in s["estimates"]]

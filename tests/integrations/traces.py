@@ -133,3 +133,28 @@ def _agent(logged: Logged) -> None:
         root.set_outputs({"answer": "I could not book AF1."})
     mlflow.set_trace_tag(root.trace_id, "kind", "agent")
     logged.ids["agent"] = [root.trace_id]
+
+
+def log_sampled_traces(uri: str, harmful: list[bool], labelled: set[int]) -> Logged:
+    """Into experiment ``assay-tests`` at ``uri``: one ``sampled`` chat trace per entry of
+    ``harmful`` (the harmful ones' responses say UNSAFE), a HUMAN Expectation ``harmful`` only on
+    the traces ``labelled`` names — a production sample where a few traces were reviewed."""
+    import mlflow
+    from mlflow.entities import AssessmentSource
+
+    logged = Logged()
+    with logging_to(uri):
+        mlflow.set_experiment(EXPERIMENT)
+        for k, bad in enumerate(harmful):
+            tid = _chat(
+                "sampled", f"question {k}", f"answer {k}: {'UNSAFE' if bad else 'fine'}", logged
+            )
+            if k in labelled:
+                mlflow.log_expectation(
+                    trace_id=tid,
+                    name="harmful",
+                    value=bad,
+                    source=AssessmentSource(source_type="HUMAN", source_id="reviewer"),
+                )
+                logged.expected[tid] = bad
+    return logged

@@ -18,8 +18,7 @@ Both are resumable like ``evaluate``: each stage's judgments are appended to
 The package, by concept: ``_config`` the config, ``_results`` what a run writes, ``_stages`` a
 stage and the pass through the cascade, ``_calibrate`` and ``_apply`` the two commands,
 ``_report`` the end of a run (summary, MLflow, report), ``review`` the public read side the
-review app uses (the abstained items as a queue, people's verdicts), and ``_review_files``
-the same queue in a YAML file (``assay review export|import`` on an apply run).
+review app and the review files use (the abstained items as a queue, people's verdicts).
 """
 
 from assay.decisions.selective._apply import apply, read_calibration
@@ -35,7 +34,6 @@ from assay.decisions.selective._results import (
     StageThreshold,
     guarantee,
 )
-from assay.decisions.selective._review_files import export_abstained, import_abstained
 from assay.decisions.selective.review import AbstentionQueue, VerdictConflict, is_abstention_run
 
 __all__ = [
@@ -52,8 +50,6 @@ __all__ = [
     "apply",
     "build_report",
     "calibrate",
-    "export_abstained",
-    "import_abstained",
     "guarantee",
     "is_abstention_run",
     "load_selective",

@@ -1,6 +1,8 @@
-"""The abstained items of a ``selective apply`` run in a YAML file: exported for a person to give
-verdicts without a browser, imported through :class:`~assay.decisions.selective.review.
-AbstentionQueue` — the review app's path too, with its checks, its lock and its conflicts.
+"""A review queue in a YAML file (``assay review export|import`` on a ``selective apply`` run's
+abstained items or an ``estimate --suggest`` run's items to label): exported for a person to
+give verdicts without a browser, imported through the queue's
+:meth:`~assay.decisions.review_queue.ReviewQueue.record` — the review app's path too, with its
+checks, its lock and its conflicts.
 """
 
 from __future__ import annotations
@@ -9,49 +11,27 @@ from pathlib import Path
 from typing import Any
 
 from assay._yaml import dump_editable, read_input
-from assay.decisions.selective.review import AbstainedItem, AbstentionQueue
+from assay.decisions.review_queue import QueueItem, ReviewQueue
 from assay.errors import DataError
 from assay.runs import write_atomic
 
-# Keys of an entry in the file; any other key is a typo worth reporting.
-_READ_ONLY = ("item_id", "status", "current_verdict", "seen", "request", "response", "stages")
+_READ_ONLY = ("item_id", "status", "current_verdict", "seen", "request", "response")
 _TO_FILL = ("verdict", "reviewer", "note")
 _TEXTS = ("request", "response")  # checked: an edit there would be lost
 
-_HEADER = """\
-# Abstained items of a selective run ({n} listed): no stage of the cascade was confident
-# enough to keep them. Fill in, save, then import this file.
-#
-# For each entry:
-#   verdict:   your verdict on the judges' scale, a label or a score ({scale});
-#              leave "" to decide later (the item stays pending)
-#   reviewer:  your name (required with a verdict; or pass --reviewer when importing)
-#   note:      optional: why
-#
-# The other keys are read-only. `seen` is how many verdicts the item had when this file was
-# written: an item given another verdict since is refused (export again to see it).
-# Nothing is written unless every entry is valid. Re-run `assay selective apply` afterwards to
-# merge the verdicts into verdicts.jsonl.
-"""
 
-
-def export_abstained(run_dir: Path, out: Path, *, include_decided: bool = False) -> int:
-    """Write the run's pending abstained items (all with ``include_decided``) to ``out`` for a
-    person to edit, atomically; how many it lists."""
-    queue = AbstentionQueue(run_dir)
+def export_queue(queue: ReviewQueue, out: Path, *, include_decided: bool = False) -> int:
+    """Write the queue's pending items (all with ``include_decided``) to ``out`` for a person to
+    edit, atomically; how many it lists."""
     entries = [
         _entry(queue, it) for it in queue.items() if it.status == "pending" or include_decided
     ]
-    header = _HEADER.format(n=len(entries), scale=queue.scale.describe())
+    header = queue.file_header.format(n=len(entries), scale=queue.scale.describe())
     write_atomic(Path(out), header + "\n" + dump_editable(entries))
     return len(entries)
 
 
-def _entry(queue: AbstentionQueue, it: AbstainedItem) -> dict[str, Any]:
-    said = [
-        {k: s.get(k) for k in ("judge", "label", "confidence", "threshold", "unscored")}
-        for s in it.stages
-    ]
+def _entry(queue: ReviewQueue, it: QueueItem) -> dict[str, Any]:
     return {
         "item_id": it.item_id,
         "status": it.status,
@@ -59,21 +39,20 @@ def _entry(queue: AbstentionQueue, it: AbstainedItem) -> dict[str, Any]:
         "seen": it.version,
         "request": it.request,
         "response": it.response,
-        "stages": said,
+        **queue.entry_details(it),
         "verdict": "",
         "reviewer": "",
         "note": "",
     }
 
 
-def import_abstained(run_dir: Path, file: Path, *, reviewer: str | None = None) -> dict[str, int]:
+def import_queue(queue: ReviewQueue, file: Path, *, reviewer: str | None = None) -> dict[str, int]:
     """Record the verdicts of an edited file; counts ``recorded`` and ``skipped`` (no verdict).
 
     Every entry is checked first — its keys, its item, its verdict on the scale, its reviewer,
     its texts unedited, no verdict given on the item since the file was written — and a bad
     one raises a DataError naming the file, the entry (``row N``, 1-based) and the field, with
     nothing written."""
-    queue = AbstentionQueue(run_dir)
     file = Path(file)
     data = read_input(file, DataError, what="review file")
     if not isinstance(data, list):
@@ -100,8 +79,8 @@ def import_abstained(run_dir: Path, file: Path, *, reviewer: str | None = None) 
 
 
 def _checked(
-    queue: AbstentionQueue,
-    items: dict[str, AbstainedItem],
+    queue: ReviewQueue,
+    items: dict[str, QueueItem],
     entry: Any,
     reviewer: str | None,
     file: Path,
@@ -114,12 +93,12 @@ def _checked(
 
     if not isinstance(entry, dict):
         raise bad("an entry is a mapping (item_id, verdict, reviewer, note)")
-    unknown = [k for k in entry if k not in _READ_ONLY + _TO_FILL]
+    unknown = [k for k in entry if k not in _READ_ONLY + queue.detail_keys + _TO_FILL]
     if unknown:
         raise bad(f"unknown key (expected one of {', '.join(_TO_FILL)})", str(unknown[0]))
     item = items.get(entry.get("item_id"))  # type: ignore[arg-type]
     if item is None:
-        raise bad(f"no abstained item {entry.get('item_id')!r} in this run", "item_id")
+        raise bad(f"no {queue.item_noun} {entry.get('item_id')!r} in this run", "item_id")
     for key in _TEXTS:
         if key in entry and entry[key] != getattr(item, key):
             raise bad("read-only: edited in place, the edit would be lost", key)

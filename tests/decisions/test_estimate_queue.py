@@ -1,0 +1,247 @@
+"""Active labelling with ``assay estimate``: ``--suggest N`` draws the items to label next with
+probabilities ∝ √(p(1 − p)) of the judge's probability (checked by hand), a review queue
+exported and imported — or served — like a selective run's abstained items, each verdict signed
+with its reviewer and time; ``--queue`` reads them back into the inverse-probability-weighted
+estimate (checked against the formula by hand), provisional until every drawn item is labelled;
+an edited probability or verdict refused in one line. The runs are test_estimate.py's."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from starlette.testclient import TestClient
+
+from assay.web._app import create_app
+from tests.decisions.test_estimate import (  # noqa: F401  (the module's fixture)
+    N,
+    cli,
+    cli_json,
+    judgments,
+    probability_predictions,
+    references,
+    runs,
+    truth,
+)
+
+BUDGET = 40
+
+
+def queue_records(queue_dir: Path) -> list[dict]:
+    return [json.loads(x) for x in (queue_dir / "label_queue.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def suggested(runs, tmp_path_factory):  # noqa: F811
+    """The main run's queue of about 40 items, drawn once (seed 1)."""
+    import os
+
+    here = Path.cwd()
+    os.chdir(runs["tmp"])
+    try:
+        from assay.decisions import estimate
+
+        s = estimate(runs["main"], suggest=BUDGET, seed=1, workdir=runs["tmp"])
+    finally:
+        os.chdir(here)
+    return Path(s.run_dir), s
+
+
+def copy_of(queue_dir: Path, tmp_path: Path) -> Path:
+    out = tmp_path / queue_dir.name
+    shutil.copytree(queue_dir, out)
+    return out
+
+
+def test_the_draw_follows_the_judges_uncertainty(runs, suggested):  # noqa: F811
+    queue_dir, s = suggested
+    records = queue_records(queue_dir)
+    refs, f = references(runs["tmp"] / "main.csv"), probability_predictions(runs["main"])
+    ids = sorted(refs, key=lambda i: int(i[1:]))
+    assert [r["item_id"] for r in records] == ids  # every item, in the run's order
+    assert [r["labelled_before"] for r in records] == [refs[i] is not None for i in ids]
+    # π₂ by hand: √(p(1 − p)) shares, 80% of the budget, plus a uniform 20%, over every item
+    # (one the judge left unscored as unsure as the least sure), scaled so that the 320
+    # unlabelled ones sum to the budget
+    js = judgments(runs["main"])
+    u = {i: f[i] * (1 - f[i]) for i in ids if js[i]["score"] is not None}
+    root = np.sqrt([u.get(i, max(u.values())) for i in ids])
+    share = 0.8 * root / root.sum() + 0.2 / N
+    pool = np.array([refs[i] is None for i in ids])
+    want = share * BUDGET / share[pool].sum()
+    assert want.max() < 1  # no item capped at 1 here
+    assert [r["inclusion"] for r in records] == pytest.approx(want.tolist(), rel=1e-8)
+    drawn = [r for r in records if r["drawn"]]
+    assert not any(r["drawn"] for r, unl in zip(records, pool, strict=True) if not unl)
+    assert s.queue.drawn == len(drawn) and abs(len(drawn) - BUDGET) <= 2 * BUDGET**0.5
+    assert s.queue.budget == pytest.approx(BUDGET) and s.queue.labelled_before == 80
+    # the drawn items carry their texts and what the judge said; the others only their π₂
+    assert all(r["request"] and r["judge"]["prediction"] for r in drawn)
+    assert not any("request" in r for r in records if not r["drawn"])
+    # the queue is sealed with the run
+    state = json.loads((queue_dir / "run.json").read_text())
+    assert "label_queue.jsonl" in state["seal"]["files"]
+
+
+def label_all(queue_dir: Path, capsys, *, skip: int = 0) -> list[str]:
+    """Export the queue, give every drawn item but the first ``skip`` its true label, import."""
+    out = queue_dir / "review.yaml"
+    text = cli(["review", "export", str(queue_dir), "-o", str(out)], capsys)
+    assert "items to label written to" in text
+    entries = yaml.safe_load(out.read_text())
+    assert "# Items to label, drawn by `assay estimate --suggest`" in out.read_text()
+    assert all(set(e) >= {"inclusion", "judge", "verdict", "reviewer"} for e in entries)
+    for e in entries[skip:]:
+        e["verdict"] = "True" if truth(int(e["item_id"][1:])) else "False"
+    out.write_text(yaml.safe_dump(entries, sort_keys=False))
+    done = cli(["review", "import", str(queue_dir), str(out), "--reviewer", "ana"], capsys)
+    assert f"recorded {len(entries) - skip} verdicts ({skip} entries left blank)" in done
+    assert "--queue" in done
+    return [e["item_id"] for e in entries]
+
+
+def test_labelled_queue_gives_the_inverse_probability_weighted_estimate(
+    runs,  # noqa: F811
+    suggested,
+    tmp_path,
+    capsys,
+    monkeypatch,
+):
+    monkeypatch.chdir(runs["tmp"])
+    queue_dir = copy_of(suggested[0], tmp_path)
+    label_all(queue_dir, capsys)
+    verdicts = [
+        json.loads(x) for x in (queue_dir / "human_verdicts.jsonl").read_text().split("\n") if x
+    ]
+    assert all(v["reviewer"] == "ana" and v["timestamp"] and v["signature"] for v in verdicts)
+
+    s = cli_json(["estimate", str(runs["main"]), "--queue", str(queue_dir)], capsys)
+    assert s["headline"] == "active_ppi++" and s["queue"]["pending"] == 0
+    assert "drawn once, each with its recorded probability" in s["sampling"]
+    # by hand (Zrnic & Candès): every item of the run, labelled in the first phase (80 of
+    # 400, uniformly) or drawn in the second: π = p₁ + (1 − p₁) π₂
+    refs, f = references(runs["tmp"] / "main.csv"), probability_predictions(runs["main"])
+    records = {r["item_id"]: r for r in queue_records(queue_dir)}
+    ids = [f"i{k}" for k in range(N)]
+    p1 = 80 / N
+    pi = np.array([p1 + (1 - p1) * records[i]["inclusion"] for i in ids])
+    xi = np.array([refs[i] is not None or records[i]["drawn"] for i in ids], float)
+    y = np.array([truth(int(i[1:])) for i in ids], float)
+    fx = np.array([f[i] for i in ids])
+    a, b = fx * (1 - xi / pi), y * xi / pi
+    lam = np.clip(-np.mean((a - a.mean()) * (b - b.mean())) / np.var(a), 0, 1)
+    z = lam * a + b
+    se = z.std() / np.sqrt(N)
+    active = s["estimates"][0]
+    assert active["method"] == "active_ppi++"
+    assert active["value"] == pytest.approx(z.mean(), abs=1e-12)
+    assert active["ci_low"] == pytest.approx(z.mean() - 1.959963984540054 * se, abs=1e-9)
+    assert active["lam"] == pytest.approx(lam, abs=1e-12)
+    assert active["ci_low"] <= np.mean([truth(k) for k in range(N)]) <= active["ci_high"]
+    text = cli(["estimate", str(runs["main"]), "--queue", str(queue_dir)], capsys)
+    assert "estimate (active PPI++)" in text and "### Label queue" in text
+
+
+def test_until_every_drawn_item_is_labelled_the_estimate_is_provisional(
+    runs,  # noqa: F811
+    suggested,
+    tmp_path,
+    capsys,
+    monkeypatch,
+):
+    monkeypatch.chdir(runs["tmp"])
+    queue_dir = copy_of(suggested[0], tmp_path)
+    label_all(queue_dir, capsys, skip=5)
+    s = cli_json(["estimate", str(runs["main"]), "--queue", str(queue_dir)], capsys)
+    assert s["headline"] == "ppi++" and s["queue"]["pending"] == 5
+    (active,) = [e for e in s["estimates"] if e["method"] == "active_ppi++"]
+    assert active["note"].startswith("provisional: 5 of the")
+
+
+def test_an_edited_probability_or_verdict_is_refused(
+    runs,  # noqa: F811
+    suggested,
+    tmp_path,
+    capsys,
+    monkeypatch,
+):
+    monkeypatch.chdir(runs["tmp"])
+    queue_dir = copy_of(suggested[0], tmp_path)
+    label_all(queue_dir, capsys)
+    # a verdict edited by hand: its signature no longer holds
+    path = queue_dir / "human_verdicts.jsonl"
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[2])
+    record["score"] = 1 - record["score"]
+    lines[2] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    err = cli(["estimate", str(runs["main"]), "--queue", str(queue_dir)], capsys, code=2)
+    assert err.count("\n") == 1 and "human_verdicts.jsonl, row 3" in err
+    assert "not signed by the signing key" in err
+    # a probability edited in the queue: the run's seal refuses it, for review and estimate
+    queue_dir = copy_of(suggested[0], tmp_path / "b")
+    text = (queue_dir / "label_queue.jsonl").read_text()
+    edited = re.sub(r'"inclusion": [0-9.e-]+', '"inclusion": 0.5', text, count=1)
+    (queue_dir / "label_queue.jsonl").write_text(edited)
+    for args in (
+        ["review", "export", str(queue_dir)],
+        ["estimate", str(runs["main"]), "--queue", str(queue_dir)],
+    ):
+        err = cli(args, capsys, code=2)
+        assert err.count("\n") == 1 and "label_queue.jsonl is not the file the run sealed" in err
+
+
+def test_a_queue_of_another_run_is_refused(runs, suggested, capsys, monkeypatch):  # noqa: F811
+    monkeypatch.chdir(runs["tmp"])
+    err = cli(["estimate", str(runs["longest"]), "--queue", str(suggested[0])], capsys, code=2)
+    assert "a label queue drawn from another run" in err and err.count("\n") == 1
+
+
+def test_the_review_app_serves_the_queue_and_signs_each_verdict(
+    runs,  # noqa: F811
+    suggested,
+    tmp_path,
+):
+    queue_dir = copy_of(suggested[0], tmp_path)
+    app, keys = create_app(queue_dir)
+    client = TestClient(app, follow_redirects=False)
+    assert client.get("/").status_code == 403
+    assert client.get(f"/?token={keys.token}").status_code == 303
+    page = client.get("/").text
+    drawn = suggested[1].queue.drawn
+    assert f"0 / {drawn} items to label with a human verdict" in page
+    first = next(r for r in queue_records(queue_dir) if r["drawn"])["item_id"]
+    item = client.get(f"/item/{first}").text
+    assert "probability it was drawn" in item and "your label" in item
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)
+    answer = client.post(
+        "/api/verdict",
+        json={"item_id": first, "verdict": 1, "reviewer": "bo", "version": 0},
+        headers={"X-CSRF-Token": csrf},
+    )
+    assert answer.status_code == 200, answer.text
+    (record,) = [
+        json.loads(x) for x in (queue_dir / "human_verdicts.jsonl").read_text().splitlines()
+    ]
+    assert (record["item_id"], record["score"], record["reviewer"]) == (first, 1, "bo")
+    assert record["signature"] and record["timestamp"]
+    assert f"1 / {drawn} items to label with a human verdict" in client.get("/").text
+
+
+def test_a_queue_drawn_before_any_label(runs, tmp_path, capsys, monkeypatch):  # noqa: F811
+    """No item labelled yet: the queue is drawn from them all; its labels alone estimate."""
+    monkeypatch.chdir(runs["tmp"])
+    text = cli(["estimate", str(runs["unlabelled"]), "--suggest", "30", "--seed", "2"], capsys)
+    assert "no estimate yet" in text and "### Label queue" in text
+    queue_dir = Path(re.search(r"\| queue \| (\S+) \|", text).group(1))
+    queue_dir = copy_of(queue_dir, tmp_path)
+    label_all(queue_dir, capsys)
+    s = cli_json(["estimate", str(runs["unlabelled"]), "--queue", str(queue_dir)], capsys)
+    assert s["headline"] == "active_ppi++" and s["n_labelled"] == 0
+    assert [e["method"] for e in s["estimates"]] == ["active_ppi++"]
+    assert s["queue"]["labelled"] == s["queue"]["drawn"]
