@@ -10,7 +10,7 @@ from typing import Any, Literal
 from assay.metrics import Resamples
 from assay.runners._runner import CERTIFICATE_OPTION, Runner, argument, option, runner
 from assay.runners._runner import Options as BaseOptions
-from assay.types import Seed, Share
+from assay.types import PositiveInt, PositiveReal, Seed, Share
 
 
 @runner("estimate")
@@ -87,18 +87,18 @@ class Estimate(Runner):
         alpha: Share = option(
             0.05, help="error level: intervals at 1 − α (default 0.05)", type="float"
         )
-        target_half_width: float | None = option(
+        target_half_width: PositiveReal | None = option(
             help="plan: the human labels each estimator needs for this half-width",
-            type="positive_float",
+            type="float",
             metavar="W",
         )
-        budget: int | None = option(
-            help="plan: the half-width this many human labels buy", type="positive_int"
+        budget: PositiveInt | None = option(
+            help="plan: the half-width this many human labels buy", type="int"
         )
-        suggest: int | None = option(
+        suggest: PositiveInt | None = option(
             help="active labelling: draw about N items to label next (a review queue in this "
             "run's directory: assay review serve|export|import)",
-            type="positive_int",
+            type="int",
             metavar="N",
         )
         queue: str | Path | None = option(
@@ -106,7 +106,7 @@ class Estimate(Runner):
             metavar="ESTIMATE_RUN",
         )
         seed: Seed = option(
-            0, help="seed of --suggest's draw and Rogan–Gladen's bootstrap", type="non_negative_int"
+            0, help="seed of --suggest's draw and Rogan–Gladen's bootstrap", type="int"
         )
         require_certificate: list[str] | None = CERTIFICATE_OPTION
         tracking_uri: str | None = option(

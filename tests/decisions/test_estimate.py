@@ -307,7 +307,7 @@ def test_strata_labelled_in_other_proportions_lead_with_stratified_ppi(tmp_path)
         ("none", [], "none of the 60 items has a human label"),
         ("one", [], "1 of the 60 items has a human label: an interval needs at least 2"),
         ("main", ["--positive", "Maybe"], "--positive Maybe: not on the binary"),
-        ("main", ["--alpha", "1.5"], "--alpha 1.5: an error level strictly between 0 and 1"),
+        ("main", ["--alpha", "1.5"], "argument --alpha: must be less than 1, got 1.5"),
         ("main", ["--weights", "weight"], "item i11: weight 0; a weight is a positive number"),
         ("main", ["--strata", "kind"], "--strata kind: no such column in the data of"),
         ("main", ["--weights", "weight", "--strata", "category"], "--weights with --strata"),
