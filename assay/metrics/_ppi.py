@@ -514,6 +514,13 @@ def rogan_gladen_mean(
     human = float(human_batched(y_arr)[1]) * (
         _z(1 - alpha / 2) if bound == "two-sided" else _z(1 - alpha)
     )
+    touches = c.ci_low is not None and c.ci_high is not None and (c.ci_low <= 0 or c.ci_high >= 1)
+    if est.clipped or touches:
+        # Clipping at 0 or 1 narrows the interval without any information behind it: a width
+        # compared with the human labels' would credit the judge with labels it is not worth.
+        why = "effective labels not given: the estimate or its interval is clipped to [0, 1]"
+        note = "; ".join(x for x in (result.note, why) if x)
+        return dataclasses.replace(result, note=note)
     n_eff = effective_labels(y_arr.size, human, result.half_width)
     return dataclasses.replace(result, effective_labels=n_eff)
 

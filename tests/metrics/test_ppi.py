@@ -358,3 +358,17 @@ def test_bad_input_is_one_line(call, message):
     with pytest.raises(ValueError, match=message) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_a_clipped_rogan_gladen_interval_is_worth_no_labels():
+    """A judge worse than chance on the labelled items pushes Rogan–Gladen outside [0, 1]: the
+    clipped interval is narrow for no reason, so it is credited with no effective labels (the
+    note says why) rather than with more labels than the human ones."""
+    rng = np.random.default_rng(7)
+    y = rng.integers(0, 2, 25)
+    f = np.where(rng.random(25) < 0.45, 1 - y, y)  # TPR + TNR near 1
+    f_u = np.zeros(125, dtype=int)  # flags nothing: the corrected rate falls below 0
+    row = rogan_gladen_mean(y, f, f_u, seed=0)
+    assert row.ci_low == 0.0 or row.value == 0.0
+    assert row.effective_labels is None
+    assert "effective labels not given" in row.note
