@@ -29,6 +29,10 @@ _WHERE = {
     "ledger_of": "_certify",
     "read_certificate": "_certify",
     "require_certificates": "_certify",
+    "TunedItemsError": "_tuning",
+    "TuningRecord": "_tuning",
+    "record_tuning": "_tuning",
+    "refuse_tuned_items": "_tuning",
     "ConformalConfig": "_conformal",
     "ConformalSummary": "_conformal",
     "build_conformal_report": "_conformal",
@@ -117,6 +121,12 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         PairedSide,
     )
     from assay.decisions._review_files import export_queue, import_queue
+    from assay.decisions._tuning import (
+        TunedItemsError,
+        TuningRecord,
+        record_tuning,
+        refuse_tuned_items,
+    )
     from assay.decisions.review_queue import LabelQueue, ReviewQueue, is_label_queue
 
 __all__ = [
@@ -166,8 +176,12 @@ __all__ = [
     "read_evaluate_run",
     "read_judge_run",
     "render_paired_console",
+    "record_tuning",
+    "refuse_tuned_items",
     "require_certificates",
     "split_ids",
+    "TunedItemsError",
+    "TuningRecord",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 

@@ -302,6 +302,11 @@ def certify_run(
     labelled = [it for it in items if it.expected is not None]
     if not labelled:
         raise RunError(f"{run_dir}: no judged item has a reference: nothing to certify on")
+    from assay.decisions._tuning import refuse_tuned_items
+
+    refuse_tuned_items(
+        config.judge, labelled, workdir=workdir, output_dir=config.output_dir, what="certify"
+    )
     unscored: dict[str, int] = {}
     for it in labelled:
         j = judgments[it.id]

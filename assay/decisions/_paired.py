@@ -17,6 +17,7 @@ from typing import Any
 
 from assay.decisions._finished import JudgeRun, read_judge_run
 from assay.decisions._paired_results import LeftOutItem, PairedResult, PairedSide
+from assay.decisions._tuning import refuse_tuned_items
 from assay.errors import ConfigError, RunError
 from assay.evaluation import metric_kind, verdict_names
 from assay.metrics import higher_is_better
@@ -60,6 +61,15 @@ def paired(
     if not ids:
         raise RunError(f"{a} and {b}: no item was scored by both judges and has a reference")
     by_id = {it.id: it for it in ra.items}
+    compared = [by_id[i] for i in ids]
+    for run in (ra, rb):  # a tuned judge measured on the items it was tuned on wins by it
+        refuse_tuned_items(
+            run.config.judge,
+            compared,
+            workdir=workdir or Path.cwd(),
+            output_dir=run.config.output_dir,
+            what="compare --paired",
+        )
     ref = [scale.index(by_id[i].expected) for i in ids]
     va = [scale.index(ra.judgments[i].score) for i in ids]
     vb = [scale.index(rb.judgments[i].score) for i in ids]

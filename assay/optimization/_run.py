@@ -37,6 +37,7 @@ from typing import Any
 
 import dspy
 
+from assay.decisions import ledger_of, record_tuning
 from assay.errors import RunError
 from assay.inputs import data_fingerprint, item_set_tags, load_items
 from assay.lm import make_adapter
@@ -114,9 +115,11 @@ def optimize(
         tracking_uri=tracking_uri,
     ) as run:
         if run.finished and run.store.read_json("result.json") is not None:
-            return OptimizeResult.model_validate(
+            done = OptimizeResult.model_validate(
                 {**run.store.read_json("result.json"), "reused": True}
             )
+            _record_tuning(config, run.dir, splits, workdir, done.mlflow_run_id)
+            return done
         run.store.write_json("split.json", split_record)
 
         def program(state_ref: str | None) -> dspy.Module:
@@ -158,8 +161,32 @@ def optimize(
             if config.log_mlflow_model:
                 out["mlflow_model"] = _log_dspy_model(config, run_id, run.dir / "program.json")
             run.store.write_json("result.json", out)
+        _record_tuning(config, run.dir, splits, workdir, run_id)
         run.update(status="finished", finished=now(), mlflow_run_id=run_id)
         return OptimizeResult.model_validate(out)
+
+
+def _record_tuning(
+    config: OptimizeConfig,
+    run_dir: Path,
+    splits: dict[str, list[Item]],
+    workdir: Path,
+    run_id: str | None,
+) -> None:
+    """Record in the runs folder's ledger the items the optimizer saw (train, and dev when it
+    selects on it) and the program it wrote, so that the optimized judge is never certified or
+    compared on them (see :mod:`assay.decisions`' tuning records)."""
+    seen = splits["train"] + (splits["dev"] if config.optimizer.name in USES_VALSET else [])
+    tuned = config.judge.model_copy(update={"program_state": str(run_dir / "program.json")})
+    record_tuning(
+        tuned,
+        config.judge,
+        seen,
+        source=f"assay optimize ({config.optimizer.name})",
+        run=run_dir,
+        ledger=ledger_of(workdir, config.output_dir),
+        uris=[f"runs:/{run_id}/program.json"] if run_id else (),
+    )
 
 
 def _baseline(

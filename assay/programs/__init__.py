@@ -17,6 +17,7 @@ from assay.programs._config import (
     ScoreLevel,
     fixed_scale,
     read_text_field,
+    state_file_digest,
 )
 from assay.programs._expected import expected_score, verdict_distribution
 from assay.programs._failures import unscored_reason
@@ -76,6 +77,7 @@ __all__ = [
     "ProbeValidator",
     "ScoreGenerator",
     "ScoreLevel",
+    "state_file_digest",
     "ScoreValidator",
     "TaskInverter",
     "aggregate_scores",

@@ -1,0 +1,166 @@
+"""Which items tuned a judge: a measurement of a tuned judge on those items is refused.
+
+A judge tuned on labelled items (``assay optimize``, or MLflow's ``align()`` with MemAlign, SIMBA
+or GEPA) agrees with those labels because it was fitted to them; measured on them again, its
+agreement, a paired comparison with the judge it came from and a certificate all overstate it.
+So every tuning is recorded — the tuned judge (its config hash, its program state's content
+digest and the MLflow URIs it can be loaded by) and the items it saw (ids, and the text the
+judge read normalised as a certificate's consumed items are: NFKC, case-folded, whitespace
+collapsed) — in the ledger of the runs folder it was tuned from, signed with the signing key.
+``assay certify`` and ``compare --paired`` look up the judge they measure in that ledger (the
+command's own runs folder, never a path a file names) and refuse items that reached its tuning,
+matched by id or by normalised text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from assay import _signing
+from assay._json import loads as load_json
+from assay.decisions._certify import NORMALISED, item_fingerprint, ledger_of
+from assay.errors import RunError
+from assay.programs import JudgeConfig, state_file_digest
+from assay.runs import file_lock, write_json
+from assay.types import Item, PlainName, stable_hash
+
+TUNING = "tuning"
+"""The folder, in a runs folder's ledger, that holds every tuning record made from there."""
+RECORD = "tuning.json"
+
+
+class TunedItemsError(RunError):
+    """A tuned judge measured on items that reached its tuning: one line, exit 2."""
+
+
+class TuningRecord(BaseModel):
+    """The items one tuning saw, and the judge it produced — signed by the signing key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    record: PlainName  # its id, its folder in the ledger
+    issued: str  # UTC, ISO 8601
+    source: str  # what tuned it, e.g. "assay optimize (gepa)" or "mlflow align (SIMBA)"
+    run: str  # where the tuning ran (a run directory, or what the caller named)
+    judge: str
+    base_config_hash: str  # the judge it was tuned from
+    config_hash: str  # the tuned judge, as the tuning wrote it
+    program_state_digest: str | None = None  # SHA-256 of the tuned program state's bytes
+    program_state_uris: list[str] = []  # MLflow URIs the tuned state is loaded by
+    items: list[str]  # ids of the items the tuning saw
+    item_fingerprints: list[str]  # the same items' judged texts, normalised
+    fingerprint_rule: Literal["nfkc-casefold-whitespace"] = NORMALISED
+    signature: str = ""
+
+    def signed_part(self) -> dict[str, object]:
+        return self.model_dump(mode="json", exclude={"signature"})
+
+    def tunes(self, judge: JudgeConfig) -> bool:
+        """Whether ``judge`` is the judge this tuning produced: the same config hash, the same
+        program state bytes wherever the file now is, or an MLflow URI of the state."""
+        if judge.config_hash() == self.config_hash:
+            return True
+        state = judge.program_state
+        if not state:
+            return False
+        if state in self.program_state_uris:
+            return True
+        digest = state_file_digest(state)
+        return digest is not None and digest == self.program_state_digest
+
+
+def record_tuning(
+    tuned: JudgeConfig,
+    base: JudgeConfig,
+    items: Iterable[Item],
+    *,
+    source: str,
+    run: str | Path,
+    ledger: Path,
+    uris: Sequence[str] = (),
+) -> TuningRecord:
+    """Record, signed, in ``ledger`` that ``tuned`` was tuned from ``base`` on ``items`` (the
+    items its tuning saw: a train split and the validation split an optimizer selects on).
+    Writing the same tuning again only adds URIs it had not named."""
+    seen = list(items)
+    digest = state_file_digest(tuned.program_state)
+    key = stable_hash([tuned.config_hash(), digest, sorted(it.id for it in seen)])
+    ident = f"{tuned.name}-{key[:12]}"
+    folder = ledger / TUNING / ident
+    with file_lock(ledger / ".lock"):
+        old = _read(folder / RECORD)
+        known = old.program_state_uris if old is not None else []
+        record = TuningRecord(
+            record=ident,
+            issued=old.issued if old else datetime.now(UTC).isoformat(timespec="seconds"),
+            source=source,
+            run=str(run),
+            judge=tuned.name,
+            base_config_hash=base.config_hash(),
+            config_hash=tuned.config_hash(),
+            program_state_digest=digest,
+            program_state_uris=sorted({*known, *uris}),
+            items=[it.id for it in seen],
+            item_fingerprints=[item_fingerprint(it) for it in seen],
+        )
+        if old is not None and old.model_dump(exclude={"signature"}) == record.model_dump(
+            exclude={"signature"}
+        ):
+            return old
+        record.signature = _signing.sign(record.signed_part())
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(folder / RECORD, record.model_dump(mode="json"))
+    return record
+
+
+def tunings(ledger: Path) -> list[tuple[Path, TuningRecord]]:
+    """Every tuning record in ``ledger``. Its signature says assay wrote it; one that does not
+    match is counted all the same: a record only ever makes a measurement stricter."""
+    out = []
+    for path in sorted((ledger / TUNING).glob(f"*/{RECORD}")):
+        record = _read(path)
+        if record is not None:
+            out.append((path, record))
+    return out
+
+
+def refuse_tuned_items(
+    judge: JudgeConfig, items: Sequence[Item], *, workdir: Path, output_dir: str, what: str
+) -> None:
+    """Refuse, in one line, to measure ``judge`` on ``items`` (``what``: the measurement, e.g.
+    ``"certify"``) when any of them reached a tuning of that judge recorded in the ledger of
+    ``workdir``'s runs folder ``output_dir``: matched by id or by the normalised judged text."""
+    ledger = ledger_of(workdir, output_dir)
+    if not (ledger / TUNING).is_dir():
+        return
+    ids = {it.id for it in items}
+    texts = {item_fingerprint(it) for it in items}
+    for path, record in tunings(ledger):
+        if not record.tunes(judge):
+            continue
+        by_id = ids & set(record.items)
+        by_text = texts & set(record.item_fingerprints)
+        if by_id or by_text:
+            n = len(by_id | {it.id for it in items if item_fingerprint(it) in by_text})
+            raise TunedItemsError(
+                f"{what}: {n} of these {len(items)} items reached the tuning of judge "
+                f"{judge.name!r} ({record.source}, {record.run}; {len(by_id)} by id, "
+                f"{len(by_text)} by normalised text — record {path}): a tuned judge is measured "
+                "on held-out items only"
+            )
+
+
+def _read(path: Path) -> TuningRecord | None:
+    if not path.is_file():
+        return None
+    try:
+        data = load_json(path.read_text(encoding="utf-8"))
+        record = TuningRecord.model_validate(data)
+    except (OSError, ValueError):
+        raise RunError(f"{path}: unreadable tuning record in the ledger") from None
+    return record
