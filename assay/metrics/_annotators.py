@@ -22,6 +22,7 @@ from assay.metrics._intervals import (
     _percentile_ci,
     _replicates,
     _resample_indices,
+    canonical_order,
 )
 from assay.metrics._validate import as_labels, as_scores, check_k
 from assay.metrics._value import MetricValue, with_ci
@@ -232,8 +233,10 @@ def annotator_agreement(
     n_resamples = _check_resamples(n_resamples)
     confidence = _check_confidence(confidence)
     keep = m.counts > 0  # an item nobody labelled is not part of the annotation sample
+    kept = np.flatnonzero(keep)
+    kept = kept[canonical_order(m.values[kept])]  # the intervals do not depend on row order
     m = AnnotationMatrix(
-        m.values[keep], tuple(np.asarray(m.item_ids, dtype=object)[keep]), m.annotator_ids
+        m.values[kept], tuple(np.asarray(m.item_ids, dtype=object)[kept]), m.annotator_ids
     )
     n = m.values.shape[0]
     indices = _resample_indices(n, n_resamples, seed)

@@ -23,6 +23,7 @@ from assay.metrics._intervals import (
     _percentile_ci,
     _replicates,
     _resample_indices,
+    canonical_order,
 )
 from assay.metrics._validate import _same_length, as_labels, as_probabilities, as_scores
 from assay.metrics._value import MetricValue, with_ci
@@ -224,6 +225,8 @@ def calibration_metrics(
     y, p = _outcomes_and_probs(y_true, y_prob)
     n_resamples = _check_resamples(n_resamples)
     confidence = _check_confidence(confidence)
+    order = canonical_order(y, p)  # the intervals do not depend on the rows' order
+    y, p = y[order], p[order]
     indices = _resample_indices(y.shape[0], n_resamples, seed)
 
     def ece(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -44,6 +44,23 @@ def _cluster_index(clusters: ArrayLike, n: int) -> tuple[NDArray[np.intp], int]:
     return inverse.astype(np.intp), int(inverse.max()) + 1
 
 
+def _canonical_clusters(
+    inverse: NDArray[np.intp], n_clusters: int, units: list[NDArray]
+) -> NDArray[np.intp]:
+    """``inverse`` with the clusters numbered in the order of their contents (each cluster's
+    units' values, sorted), not of their ids: which clusters a seeded resample draws then does
+    not depend on what the clusters are called or on the rows' order."""
+    members: list[list[tuple]] = [[] for _ in range(n_clusters)]
+    rows = zip(*(u.tolist() for u in units), strict=True)
+    for unit, cluster in zip(rows, inverse.tolist(), strict=True):
+        members[cluster].append(unit)
+    keys = [sorted(m) for m in members]
+    order = sorted(range(n_clusters), key=keys.__getitem__)
+    position = np.empty(n_clusters, dtype=np.intp)
+    position[order] = np.arange(n_clusters, dtype=np.intp)
+    return position[inverse]
+
+
 def cluster_bootstrap_ci(
     statistic: WeightedStatistic,
     *arrays: ArrayLike,
@@ -60,12 +77,15 @@ def cluster_bootstrap_ci(
     weight is how often its cluster was drawn. ``statistic(weights, *arrays)`` gets (B, n)
     weights and the unchanged arrays and returns (B,), so clusters of any sizes are handled in
     one vectorised pass (e.g. :func:`weighted_mean`). The interval's ``unit`` is ``"cluster"``.
+    The clusters are drawn in the order of their contents, so the interval is the same whatever
+    the clusters' ids or the rows' order.
     """
     n_resamples = _check_resamples(n_resamples)
     confidence = _check_confidence(confidence)
     units = _as_item_arrays(arrays)
     n = units[0].shape[0]
     inverse, n_clusters = _cluster_index(clusters, n)
+    inverse = _canonical_clusters(inverse, n_clusters, units)
     drawn = np.random.default_rng(seed).integers(0, n_clusters, size=(n_resamples, n_clusters))
     out = np.empty(n_resamples, dtype=np.float64)
     step = max(1, _CHUNK_ELEMENTS // max(n, n_clusters))

@@ -35,6 +35,19 @@ def _check_resamples(n_resamples: int) -> int:
     return int(n_resamples)
 
 
+def canonical_order(*arrays: NDArray) -> NDArray[np.intp]:
+    """The order of the items sorted by their values (every array's, as keys; a 2-D array's
+    columns each a key). Items are exchangeable: a statistic of the multiset of their values
+    does not depend on their order, but which items a seeded resample draws does. Resampling
+    in this order makes a bootstrap interval the same whatever the rows' order or the items'
+    names — the figures of a shuffled or renamed data file are the figures of the original."""
+    keys: list[NDArray] = []
+    for a in arrays:
+        a = np.asarray(a)
+        keys.extend(a.reshape(a.shape[0], -1).T if a.ndim > 1 else [a])
+    return np.lexsort(tuple(reversed(keys))).astype(np.intp)
+
+
 def _resample_indices(n: int, n_resamples: int, seed: int) -> NDArray[np.intp]:
     """One (n_resamples, n) matrix of item indices drawn with replacement."""
     return np.random.default_rng(seed).integers(0, n, size=(n_resamples, n), dtype=np.intp)
@@ -99,11 +112,14 @@ def bootstrap_ci(
     times from one (n_resamples, n) index matrix drawn with ``numpy.random.default_rng(seed)``;
     ``statistic`` must be *batched*: it takes (B, n) arrays and returns shape (B,), so all
     replicates are evaluated at once. Replicates where it is nan are dropped and counted in
-    ``n_dropped``; if all are, ``low``/``high`` are nan. The same seed gives the same interval.
+    ``n_dropped``; if all are, ``low``/``high`` are nan. The same seed gives the same interval,
+    whatever the items' order (they are resampled in :func:`canonical_order`).
     """
     n_resamples = _check_resamples(n_resamples)
     confidence = _check_confidence(confidence)
     items = _as_item_arrays(arrays)
+    order = canonical_order(*items)
+    items = [a[order] for a in items]
     indices = _resample_indices(items[0].shape[0], n_resamples, seed)
     return _percentile_ci(_replicates(statistic, items, indices), confidence)
 

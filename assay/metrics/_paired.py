@@ -45,6 +45,7 @@ from assay.metrics._intervals import (
     _percentile_ci,
     _replicates,
     _resample_indices,
+    canonical_order,
 )
 from assay.metrics._report import _KINDS, TRADE_OFFS, _check_threshold, _specs, _varies
 from assay.metrics._validate import check_k, label_pair
@@ -184,6 +185,8 @@ def paired_comparison(
     names = ("reference", "a", "b")
     ref, a_idx, k = label_pair(reference, a, check_k(k), names[:2])
     ref, b_idx, k = label_pair(reference, b, k, (names[0], names[2]))
+    order = canonical_order(ref, a_idx, b_idx)  # the intervals do not depend on the rows' order
+    ref, a_idx, b_idx = ref[order], a_idx[order], b_idx[order]
     if kind == "binary" and k != 2:
         raise ValueError(f"a binary scale has k=2 categories, got k={k}")
     threshold = _check_threshold(threshold, k)

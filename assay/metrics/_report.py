@@ -42,6 +42,7 @@ from assay.metrics._intervals import (
     _percentile_ci,
     _replicates,
     _resample_indices,
+    canonical_order,
 )
 from assay.metrics._kappa import KappaWeights, _kappa_batched
 from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
@@ -241,6 +242,8 @@ def agreement_metrics(
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
     ref, cand, k = label_pair(reference, candidate, check_k(k), _NAMES)
+    order = canonical_order(ref, cand)  # the intervals do not depend on the rows' order
+    ref, cand = ref[order], cand[order]
     if kind == "binary" and k != 2:
         raise ValueError(f"a binary scale has k=2 categories, got k={k}")
     if k < 2:

@@ -164,6 +164,12 @@ def test_ordinal_expected_scores_rescaled():
 def test_calibration_metrics_bootstrap_equals_a_loop_over_the_same_resamples():
     y, p = miscalibrated(n=40)
     out = calibration_metrics(y, p, n_bins=4, seed=3)
+    shuffled = calibration_metrics(y[::-1], p[::-1], n_bins=4, seed=3)
+    assert {k: m.to_dict() for k, m in shuffled.items()} == {k: m.to_dict() for k, m in out.items()}
+    from assay.metrics._intervals import canonical_order
+
+    order = canonical_order(y, p)  # resampled in the items' canonical order: row order is no input
+    y, p = y[order], p[order]
     idx = np.random.default_rng(3).integers(0, 40, size=(1000, 40))
     loop = [expected_calibration_error(y[r], p[r], n_bins=4) for r in idx]
     low, high = np.percentile(loop, [2.5, 97.5])

@@ -17,7 +17,9 @@ def test_equals_an_explicit_loop_over_the_drawn_clusters():
     values, ids = clustered(rng, n_clusters=12)
     ci = cluster_bootstrap_ci(weighted_mean, values, clusters=ids, seed=4, confidence=0.9)
     drawn = np.random.default_rng(4).integers(0, 12, size=(1000, 12))
-    loop = [np.concatenate([values[ids == c] for c in row]).mean() for row in drawn]
+    # the clusters in the order of their contents (their sorted values), not of their ids
+    canonical = sorted(range(12), key=lambda c: sorted(values[ids == c].tolist()))
+    loop = [np.concatenate([values[ids == canonical[c]] for c in row]).mean() for row in drawn]
     assert (ci.low, ci.high) == pytest.approx(tuple(np.percentile(loop, [5, 95])))
     assert ci.unit == "cluster" and ci.n_resamples == 1000 and ci.n_dropped == 0
 
@@ -83,3 +85,13 @@ def test_bad_input():
 
     with pytest.raises(ValueError, match=r"return shape \(B,\)"):
         cluster_bootstrap_ci(scalar, [1.0, 2.0], clusters=[0, 1])
+
+
+def test_the_interval_does_not_depend_on_cluster_names_or_row_order():
+    rng = np.random.default_rng(5)
+    values, ids = clustered(rng, n_clusters=15)
+    ci = cluster_bootstrap_ci(weighted_mean, values, clusters=ids, seed=2)
+    perm = rng.permutation(values.size)
+    renamed = np.array([f"source-{(7 * i) % 15}" for i in ids], dtype=object)
+    again = cluster_bootstrap_ci(weighted_mean, values[perm], clusters=renamed[perm], seed=2)
+    assert (again.low, again.high) == pytest.approx((ci.low, ci.high), rel=1e-12)  # sum order

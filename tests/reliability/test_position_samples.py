@@ -71,9 +71,13 @@ def harness(tmp_path: Path, data: Path, tests: dict, judges: list[dict], **kw) -
 
 
 def cluster_ci(values: list[float], clusters: list[str], seed: int = 0, b: int = 1000):
-    """An independent cluster bootstrap: draw clusters (sorted ids) with replacement; the
+    """An independent cluster bootstrap: draw clusters with replacement, numbered in the order
+    of their contents (each cluster's sorted values: what they are called is no input); the
     replicate is the pooled mean of every unit of the drawn clusters."""
-    ids = sorted(set(clusters))
+    members = {
+        i: sorted(v for v, c in zip(values, clusters, strict=True) if c == i) for i in clusters
+    }
+    ids = sorted(members, key=members.__getitem__)
     sums = np.array([sum(v for v, c in zip(values, clusters, strict=True) if c == i) for i in ids])
     counts = np.array([sum(c == i for c in clusters) for i in ids])
     drawn = np.random.default_rng(seed).integers(0, len(ids), size=(b, len(ids)))
