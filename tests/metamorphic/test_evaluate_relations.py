@@ -241,3 +241,23 @@ def test_a_warm_lm_cache_changes_what_was_paid_not_the_figures(stub, persona, tm
     assert m_warm["work"] == m_cold["work"]
     assert (m_cold["usage"]["calls"], m_warm["usage"]["calls"]) == (N, 0)
     assert m_warm["usage"]["cached_calls"] == N
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_a_panel_s_member_order_does_not_change_its_figures(stub, persona, tmp_path, seed):
+    common = {
+        "api_base": stub.base_url,
+        "rubric": "A good response names a colour.",
+        "scale": {"kind": "binary", "labels": ["False", "True"]},
+    }
+    members = [
+        {"name": f"m{i}", "model": persona(seed + 10 * i, f"m-panel-{seed}-{i}"), **common}
+        for i in range(3)
+    ]
+    rows = rows_for(seed)
+    panel = {"program": "panel", "model": members[0]["model"]}
+    a, _ = run(tmp_path / "a", stub, rows, name="panel", members=members, **panel)
+    order = random.Random(seed).sample(members, 3)
+    b, _ = run(tmp_path / "b", stub, rows, name="panel", members=order, **panel)
+    assert metrics(b) == metrics(a)
+    assert verdicts(b) == verdicts(a)
