@@ -1,6 +1,6 @@
 """A judge's output space: binary, ordinal or categorical, with an optional label → score map.
 
-Metrics work on 0-based integer indices (SPEC §5); :meth:`Scale.index` maps a score onto them.
+Metrics work on 0-based integer indices; :meth:`Scale.index` maps a score onto them.
 """
 
 from __future__ import annotations

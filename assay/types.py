@@ -1,4 +1,4 @@
-"""The records that flow through assay: items in, judgments out (SPEC §2)."""
+"""The records that flow through assay: items in, judgments out."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ from bench_harness import verdict as _verdict
 
 from assay.lm._stub_server import forced_tool
 
-# The suite of issue 14, in JRH's names: seven LLM perturbations (each item generated, then
+# The JRH comparison suite, in JRH's names: seven LLM perturbations (each item generated, then
 # validated), and stochastic stability (each item judged again, no generation).
 JRH_TESTS = (
     "label_flip",

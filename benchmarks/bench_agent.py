@@ -1,4 +1,4 @@
-"""How close does ``assay harness`` come to the LM-bound limit in agent mode? (issue #10)
+"""How close does ``assay harness`` come to the LM-bound limit in agent mode?
 
 JRH's AgentHarm agent-mode setup (``examples/agentharm_harness.yaml``: the Inspect log's 16
 transcripts, the refusal rubric, ``agent_perturbation`` and ``agent_positives``) with every
@@ -15,7 +15,7 @@ rest with ``calls × L ÷ C`` (target ≤ 1.15). Then: the same config again int
 (must make no call); and a run in a child process killed (SIGKILL) mid-edit and run again: no
 conversation finished before the kill may be sent again.
 
-JRH on the same setup (issue #10): 211 LM calls (per transcript and test: planner 1,
+JRH on the same setup: 211 LM calls (per transcript and test: planner 1,
 summarizer 3 — one a repeat of an identical prompt — editor 1, verifier 1; then a judge call
 per kept probe) in 54 s, one request in flight at a time.
 

@@ -1,4 +1,4 @@
-"""How much does assay add around the LM calls of ``assay evaluate``? (issue 14: throughput)
+"""How much does assay add around the LM calls of ``assay evaluate``? (throughput)
 
 (a) A zero-latency scripted LM: every second is framework (DSPy adapters, the runner, the
     run store, metrics). Prints items/s and ms per item, without MLflow, then MLflow's logging
@@ -50,7 +50,7 @@ STAGES = (
     (scoring_module, "summarize_run"),
     (evaluate_module, "write_html"),
 )
-TARGET_RATIOS = {8: 1.10, 32: 1.15, 128: 1.30}  # issue 14: wall ÷ limit at C = 8 / 32 / 128
+TARGET_RATIOS = {8: 1.10, 32: 1.15, 128: 1.30}  # targets: wall ÷ limit at C = 8 / 32 / 128
 TARGET_CEILING = 400  # calls/s against a zero-latency stub on 2 cores
 TARGET_CPU_MS = 2.0  # client CPU per call
 

@@ -1,4 +1,4 @@
-"""How close does ``assay harness`` come to the LM-bound limit? (issue #3's performance check)
+"""How close does ``assay harness`` come to the LM-bound limit? (the performance check against RAND's JRH)
 
 The HarmBench example (``examples/harmbench_harness.yaml``: seeds stratified by
 SemanticCategory, all 8 tests, 2 judges) with every model — generator, validator, both judges —
@@ -7,7 +7,7 @@ with a fixed latency L, ``concurrency`` C, DSPy's cache and MLflow tracking off,
 workdir. The stub answers each DSPy request sensibly from its JSON body (a rewrite of the
 response, ``true`` from the validators, a hashed verdict from the judges).
 
-With the bias probes (issue 11; ``--no-bias`` leaves them out): prompt_injection, authority,
+With the bias probes (``--no-bias`` leaves them out): prompt_injection, authority,
 bandwagon, distraction and polarity join the 8 tests, and a second, pairwise run (PERSUADE pairs,
 ``examples/persuade_pairwise_harness.yaml``) measures position_bias. Prints the LM calls by
 stage and test — judge calls per test too — checks that the format, injection and cue tests
@@ -71,7 +71,7 @@ BIAS_TESTS: dict[str, dict[str, Any]] = {
 # Tests that must make no generation or validation call (deterministic probes).
 NO_GENERATION = ("format_", "prompt_injection", "authority", "bandwagon", "distraction")
 TARGET_RATIO = 1.15
-# Issue #3: RAND's JRH on the same 8 tests x 10 items (issue 14 measured 220 calls in 18.8 s on
+# RAND's JRH on the same 8 tests x 10 items (measured 220 calls in 18.8 s on
 # one judge; benchmarks/bench_startup.py runs that comparison from the command line).
 JRH = {"calls": 220, "wall_s": 20.9, "startup_s": 9.0}
 # What the harness calls, in the order the pipeline runs it (module, function name).
@@ -473,7 +473,7 @@ def report_timing(args: argparse.Namespace, r: Run) -> dict[str, float]:
     print(f"    LM-bound part ÷ limit            {lm_ratio:.3f}")
     print(f"    wall ÷ limit                     {wall / limit:.3f}")
     print(
-        f"    JRH (issue #3): {JRH['calls']} calls in {JRH['wall_s']}s, limit {jrh_limit:.2f}s: "
+        f"    JRH: {JRH['calls']} calls in {JRH['wall_s']}s, limit {jrh_limit:.2f}s: "
         f"wall ÷ limit {JRH['wall_s'] / jrh_limit:.1f}, ~{JRH['startup_s']:.0f}s start-up, "
         f"(wall − start-up) ÷ limit {(JRH['wall_s'] - JRH['startup_s']) / jrh_limit:.2f}"
     )
@@ -501,7 +501,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--step", type=float, default=0.1, help="timeline resolution (s)")
     parser.add_argument(
-        "--no-bias", action="store_true", help="only the 8 tests of issue #3 (no bias probes)"
+        "--no-bias", action="store_true", help="only the 8 JRH tests (no bias probes)"
     )
     parser.add_argument(
         "--in-process", action="store_true", help="run the stub in this process (shares the GIL)"

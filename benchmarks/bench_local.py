@@ -1,4 +1,4 @@
-"""The embedded judge against llama.cpp itself (issue 27).
+"""The embedded judge against llama.cpp itself.
 
 The README's first command — ``assay evaluate examples/harmbench.yaml --limit 20`` on the
 embedded SmolLM2-135M — beside a direct llama-cpp-python loop on the same items. Each leg runs
@@ -14,7 +14,7 @@ loads its model before its clock starts, and uses the ``Llama(...)`` settings as
   message, ``response_format`` with the verdict enum, the same ``max_tokens``;
 - ``packaged`` (optional): the ``direct`` leg on the package's Q4_1 file without flash
   attention — the model as assay ran it before its weights were dequantized to F32;
-- ``before`` (optional): assay's requests as the engine sent them before issue 27 (DSPy's
+- ``before`` (optional): assay's requests as the engine sent them before the constant-first prompt layout (DSPy's
   layout, llama-cpp-python's state cache copying the whole state after every call, the Q4_1
   file);
 - ``split`` (optional): assay's requests on two models of half the threads each, one Python
@@ -253,7 +253,7 @@ def leg_split(limit: int, requests: Path, models: int = 2) -> tuple[float, Tally
 
 
 def leg_before(limit: int, requests: Path) -> tuple[float, Tally, None]:
-    """The same requests as the engine sent them before issue 27: DSPy's layout (the output
+    """The same requests as the engine sent them before the constant-first prompt layout: DSPy's layout (the output
     requirements after each item's inputs, not at the end of the system message) on a ``Llama``
     with llama-cpp-python's state cache (1 GB, without its copy of the logits buffer), which
     copies the whole state after every call."""

@@ -14,20 +14,20 @@ Suites:
 - ``jrh``: the HarmBench JRH suite of ``examples/harmbench_harness.yaml`` (label flip, three
   format tests, paraphrase, verbosity long / short, stochastic stability; 10 seeds) with ONE
   judge (``--judges predict``), concurrency 8, beside RAND JRH's figures on the same work. Its
-  220 calls (issue 14) are JRH's default config: all seven perturbations, the three format
+  220 calls are JRH's default config: all seven perturbations, the three format
   tests included, are LLM rewrites, each generated and validated (7 × 10 × 2 = 140), the 70
   probes judged, and ``stochastic_stability`` judged once per item (``number_of_seeds: 1``,
   ``repetitions: 1``: 10). assay's format tests are deterministic (no call), it judges each
   source too (consistency needs the judge's own source verdict), and stability samples each
   item k ≥ 2 times. So the suite runs twice: with k = 2, the nearest to JRH's one judgment per
-  item (still twice its stability calls) and the line issue 14's targets are read on, and with
+  item (still twice its stability calls) and the line the targets are read on, and with
   the example as shipped (k = 5: 40 more stability samples than JRH takes). ``--stability-k N``
   runs k = N alone;
 - ``evaluate``: ``assay evaluate`` of N synthetic items at concurrency C.
 
 With ``--jrh PATH`` (a checkout of RAND's JRH, run by its own interpreter: ``--jrh-python``,
 by default the checkout's ``.venv`` that ``uv sync`` makes, else ``jrhvenv`` beside the
-checkout), the jrh suite measures JRH instead of quoting issue 14: after each assay run, one JRH
+checkout), the jrh suite measures JRH instead of quoting the recorded JRH figures: after each assay run, one JRH
 run of the same work (``benchmarks/_jrh.py``: HarmBench, 10 items, the seven perturbation tests
 and stochastic stability, one judge, HITL review off, 8 workers) from its command line on the
 same stub, read from the stub's spans exactly as assay's; its calls are counted by kind from
@@ -66,7 +66,7 @@ from bench_harness import respond as _harness_respond
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "harmbench_harness.yaml"
-# RAND's JRH on the same suite and stub (issue 14): 220 calls in 18.8 s at C = 8, L = 0.2 s;
+# RAND's JRH on the same suite and stub: 220 calls in 18.8 s at C = 8, L = 0.2 s;
 # the calls by kind follow from its default config (src/configs/default_config.yml)
 JRH = {"calls": 220, "wall_s": 18.8}
 JRH_CALLS = "140 generation + validation (7 LLM perturbations × 10), 70 probes, 10 stability"
@@ -252,7 +252,7 @@ def print_timeline(m: dict[str, float]) -> None:
 def show(
     title: str, runs: list[dict[str, float]], jrh: bool, note: str | None = None
 ) -> dict[str, float]:
-    """Print the medians of ``runs``; ``jrh``: beside issue 14's JRH figures, with its targets,
+    """Print the medians of ``runs``; ``jrh``: beside the recorded JRH figures, with its targets,
     or with ``note`` instead where the work is not JRH's (the example's own k)."""
     m = median_of(runs)
     print(f"\n{title} (median of {len(runs)})")
@@ -299,7 +299,7 @@ def show_jrh(runs: list[dict[str, float]], assay: dict[str, float]) -> dict[str,
 
 
 def variants(suites: list[str], opts) -> list[tuple[str, str, int | None, str, str | None]]:
-    """(output key, suite, stability k, title, note in place of issue 14's targets) of each
+    """(output key, suite, stability k, title, note in place of the targets) of each
     measurement."""
     out: list[tuple[str, str, int | None, str, str | None]] = []
     if "jrh" in suites:
@@ -311,7 +311,7 @@ def variants(suites: list[str], opts) -> list[tuple[str, str, int | None, str, s
             raw = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
             k, seeds = raw["tests"]["stochastic_stability"]["k"], raw["sample"]["n"]
             out.append(
-                ("jrh", "jrh", 2, f"{head}, stability k=2: JRH's work (issue 14's line)", None)
+                ("jrh", "jrh", 2, f"{head}, stability k=2: JRH's work (the targets' line)", None)
             )
             note = f"k = {k} takes {k * seeds} stability samples to JRH's {seeds}"
             out.append(("jrh_example", "jrh", k, f"{head}, the example as shipped (k={k})", note))
@@ -344,7 +344,7 @@ def main() -> None:
         type=Path,
         default=None,
         help="jrh suite: a checkout of RAND's JRH, measured after each assay run on the same "
-        "stub (default: issue 14's figures are quoted)",
+        "stub (default: the recorded JRH figures are quoted)",
     )
     parser.add_argument(
         "--jrh-python",

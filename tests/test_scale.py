@@ -79,7 +79,7 @@ def test_an_unreadable_scale_is_a_config_error_and_a_value_error():
         Scale.parse("banana")
 
 
-# -- issue 23, item 11: unordered labels written out -------------------------------------------
+# -- unordered labels written out -------------------------------------------
 @pytest.mark.parametrize("text", ["cat,dog,bird", "categorical:cat, dog ,bird"])
 def test_labels_written_out_are_a_nominal_categorical_scale(text):
     scale = Scale.parse(text)

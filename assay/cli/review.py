@@ -8,6 +8,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from assay.runners import cli_type
+from assay.types import Port
+
 if TYPE_CHECKING:
     from assay.decisions import ReviewQueue
 
@@ -16,9 +19,6 @@ _RUN = (
     "a harness run directory, a `selective apply` run directory, or an `estimate --suggest` "
     "run directory"
 )
-
-from assay.runners import cli_type
-from assay.types import Port
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,5 +1,5 @@
-"""Loaders that turn tables, Inspect eval logs, ToolEmu files and MLflow traces into Items
-(SPEC §2, §6); verdicts written back on MLflow traces."""
+"""Loaders that turn tables, Inspect eval logs, ToolEmu files and MLflow traces into Items;
+verdicts written back on MLflow traces."""
 
 from assay.data._common import (
     as_int_label,

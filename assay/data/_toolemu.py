@@ -1,4 +1,4 @@
-"""ToolEmu files: test cases, toolkit specs, trajectories, evaluator outputs (SPEC §3, §6)."""
+"""ToolEmu files: test cases, toolkit specs, trajectories, evaluator outputs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``assay conformal RUN --alpha A [--apply OTHER | --holdout F]``: split conformal prediction
-sets for a judge's verdicts (SPEC §10), from the verdict probabilities of a labelled evaluate
+sets for a judge's verdicts, from the verdict probabilities of a labelled evaluate
 run judged with ``score_mode: expected``.
 
 The calibration run fixes q̂ for the judge config that made it; the sets go to the items of

@@ -1,9 +1,9 @@
-"""``assay toolemu agreement``: ToolEmu's validation figures from human annotations (issue 4, item 6).
+"""``assay toolemu agreement``: ToolEmu's validation figures from human annotations.
 
 Following the ToolEmu paper's validation (Ruan et al. 2023, §4): evaluator-vs-human Cohen's κ
 against the human majority (categorical, linear, quadratic on 0–3, and on scores binarised at
 ≥ 2), human inter-annotator κ, the share of emulations free of critical issues, and the
-evaluator's identified-failure precision and true-failure incidence (SPEC §5). A *true failure*
+evaluator's identified-failure precision and true-failure incidence. A *true failure*
 is a trajectory the human majority calls a true failure **and** whose emulation the majority
 does not call critical; *flagged* means evaluator safety ≤ 1. Every figure has a CI: seeded
 bootstrap over trajectories (κ, precision, incidence) or Wilson (the critical-issue share).
@@ -49,7 +49,7 @@ from assay.metrics import (
 )
 
 K = SCORE_MAX + 1  # ToolEmu scores 0–3: four ordered categories
-GOOD = 2  # binarisation: a score >= 2 is good (SPEC §3)
+GOOD = 2  # binarisation: a score >= 2 is good, as ToolEmu binarises its 0–3 scores
 
 MAJORITY_FIELDS: tuple[str, ...] = ("safety", "helpfulness", "true_failure", "critical")
 """Per-trajectory human majorities; ``critical`` = the annotator marked ``critical`` issues."""

@@ -24,7 +24,7 @@ class ConfusionMatrix(_Model):
 
 
 class Agreement(_Model):
-    """Every agreement metric of SPEC §5 on the scored pairs, each with its interval."""
+    """Every agreement metric of the scale on the scored pairs, each with its interval."""
 
     metrics: dict[str, MetricValue] = Field(default_factory=dict)
     confusion_matrix: ConfusionMatrix | None = None

@@ -138,7 +138,7 @@ class PrefixStates:
     prompt's, the held state is kept first (one per system message), and the kept state that
     shares the most text with the new prompt is restored when it shares more than the context.
     llama-cpp-python's own cache copied the whole state — tens of MB — after *every* call,
-    which cost more than it saved (issue 27). A restored state gives the same answers as
+    which cost more than it saved. A restored state gives the same answers as
     evaluating the prompt anew: the reused prefix is recomputed on tokens by llama-cpp-python.
     ``ASSAY_LLAMA_CACHE_MB`` caps the kept states (default 1024; 0 keeps none, and llama.cpp's
     reuse of the last prompt remains).

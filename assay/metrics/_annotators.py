@@ -1,7 +1,7 @@
 """Agreement among several annotators: Fleiss' κ and Krippendorff's α, with bootstrap CIs over
 items (the unit), on an items × annotators table where any annotator may skip any item.
 
-Labels are numbers: 0-based category indices for Fleiss' κ and nominal α (SPEC §5), ordered
+Labels are numbers: 0-based category indices for Fleiss' κ and nominal α, ordered
 numbers for ordinal and interval α. A long table (item, annotator, label) becomes an
 :class:`AnnotationMatrix` with nan where an annotator did not label an item.
 """

@@ -1,4 +1,4 @@
-"""Certification (SPEC §10): one-sided confidence bounds of a judge's metrics against stated bars.
+"""Certification: one-sided confidence bounds of a judge's metrics against stated bars.
 
 A policy names metrics and bars ("TPR ≥ 0.8 and TNR ≥ 0.8 at 95%"); the judge is admitted when
 every bound clears its bar. Rates (TPR, TNR, accuracy, precision, ...) get the exact

@@ -1,4 +1,4 @@
-"""Cost-effectiveness of a judge (SPEC §5)."""
+"""Cost-effectiveness of a judge."""
 
 from __future__ import annotations
 

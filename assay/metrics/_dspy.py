@@ -1,4 +1,4 @@
-"""Per-example metrics in DSPy's form ``metric(example, pred, trace=None)`` (SPEC §5).
+"""Per-example metrics in DSPy's form ``metric(example, pred, trace=None)``.
 
 They read ``example.expected`` (the reference score, an int) and ``pred.score`` (the judge's
 int score, or None when the judgment is unscored) by attribute access, so DSPy itself is not

@@ -1,5 +1,5 @@
 """How well a judge finds real failures (ToolEmu's identified-failure precision and true-failure
-incidence): the reference marks the true failures, the judge the flagged ones (SPEC §5)."""
+incidence): the reference marks the true failures, the judge the flagged ones."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def failure_precision(
 ) -> float:
     """Share of flagged items that are true failures: |true ∩ flagged| / |flagged|.
 
-    Returns ``zero_division`` (0.0 by default, as SPEC §5 asks) when nothing was flagged.
+    Returns ``zero_division`` (0.0 by default: the ToolEmu convention) when nothing was flagged.
     """
     t, f = bool_pair(true_failure, flagged, _NAMES)
     return float(_failure_precision_batched(t, f, zero_division=zero_division))
@@ -35,7 +35,7 @@ def failure_incidence(
 ) -> float:
     """Share of true failures that were flagged: |true ∩ flagged| / |true| (failure recall).
 
-    Returns ``zero_division`` (0.0 by default, as SPEC §5 asks) when there is no true failure.
+    Returns ``zero_division`` (0.0 by default: the ToolEmu convention) when there is no true failure.
     """
     t, f = bool_pair(true_failure, flagged, _NAMES)
     return float(_failure_incidence_batched(t, f, zero_division=zero_division))

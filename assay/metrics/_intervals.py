@@ -30,7 +30,7 @@ def _check_resamples(n_resamples: int) -> int:
         raise ValueError(f"n_resamples must be an integer, got {n_resamples!r}")
     if n_resamples < MIN_RESAMPLES:
         raise ValueError(
-            f"n_resamples must be at least {MIN_RESAMPLES} (SPEC §5), got {n_resamples}"
+            f"n_resamples must be at least {MIN_RESAMPLES} (fewer leave the percentile ends of the interval noisy), got {n_resamples}"
         )
     return int(n_resamples)
 

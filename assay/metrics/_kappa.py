@@ -1,4 +1,4 @@
-"""Cohen's κ over ``k`` ordered categories, as in the ToolEmu evaluation recipe (SPEC §5).
+"""Cohen's κ over ``k`` ordered categories, as in the ToolEmu evaluation recipe.
 
 With observed joint proportions ``P`` (k×k, rows = y_true) and a disagreement weight matrix
 ``W``, ``κ = 1 − Σ W·P / Σ W·(row marginal ⊗ column marginal)``. This equals

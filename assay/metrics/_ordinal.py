@@ -1,4 +1,4 @@
-"""Agreement on ordered, real-valued scores: Lin's CCC, Pearson r, Spearman ρ and MAE (SPEC §5).
+"""Agreement on ordered, real-valued scores: Lin's CCC, Pearson r, Spearman ρ and MAE.
 
 Each metric has a private batched form that works along the last axis, so a bootstrap can
 evaluate all replicates of a (B, n) array at once; the public functions validate and call it.

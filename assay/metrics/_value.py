@@ -20,7 +20,7 @@ CLUSTER_BOOTSTRAP = "cluster bootstrap"
 CLOPPER_PEARSON_CLUSTERS = "Clopper–Pearson over clusters"
 
 MIN_RESAMPLES = 1000
-"""Fewest bootstrap replicates of an interval (SPEC: at least 1000)."""
+"""Fewest bootstrap replicates of an interval (the ends of a percentile interval are noisy below 1000)."""
 MAX_RESAMPLES = 10_000
 """Most bootstrap replicates a config or an option asks for: beyond it an interval's ends move
 by thousandths, while every replicate holds one index per item in memory (a typo of 1e12 asked

@@ -1,4 +1,4 @@
-"""The typed judge config: everything that determines a verdict, with a stable hash (SPEC §2)."""
+"""The typed judge config: everything that determines a verdict, with a stable hash."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Reliability harness: registered tests generate probes from seed items; judges are scored on
-them against the probe target and against their own verdict on the source (SPEC §4)."""
+them against the probe target and against their own verdict on the source."""
 
 from assay.reliability._config import HarnessConfig, ReviewConfig, SampleConfig
 from assay.reliability._probe import Dropped, Generation, Probe, Review, Validation

@@ -1,4 +1,4 @@
-"""Probes: perturbed copies of seed items with the verdict a reliable judge should give (SPEC §2, §4)."""
+"""Probes: perturbed copies of seed items with the verdict a reliable judge should give."""
 
 from __future__ import annotations
 

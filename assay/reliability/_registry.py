@@ -209,7 +209,7 @@ class CallMemo:
 
 class ReliabilityTest(ABC):
     """Base class. ``scoring`` names the registered scoring kind that scores its probes'
-    verdicts (SPEC §4; ``scoring/``, one file per kind):
+    verdicts (``scoring/``, one file per kind):
 
     - ``invariance``: pass = verdict equals the target; consistency = equals the judge's own
       verdict on the source;

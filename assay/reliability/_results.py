@@ -59,7 +59,7 @@ ScoringValue = (
 
 
 class ReliabilityScores(_Model):
-    """One judge on one reliability test (SPEC §4). Every scoring kind reports the envelope —
+    """One judge on one reliability test. Every scoring kind reports the envelope —
     probes, how many were judged and unscored, the pass rate against the probes' targets and
     the consistency with the judge's own source verdict; what the kind adds (flip rate, samples
     needed, the bias measures, per-criterion tables, ``source_unscored``...: each kind's

@@ -1,4 +1,4 @@
-"""Signatures of the LLM perturbers and validators that make reliability probes (SPEC §4)."""
+"""Signatures of the LLM perturbers and validators that make reliability probes."""
 
 from __future__ import annotations
 

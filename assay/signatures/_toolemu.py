@@ -2,7 +2,7 @@
 
 Outputs follow ToolEmu's evaluator format: a thought, an overall qualitative label, and a log
 summary. The quantitative score is derived from the label by the fixed label → score map
-(SPEC §3), so the two can never disagree.
+(ToolEmu's own), so the two can never disagree.
 """
 
 from __future__ import annotations

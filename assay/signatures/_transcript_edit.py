@@ -1,4 +1,4 @@
-"""Signatures of the agent-transcript perturber (SPEC §4 ``agent_perturbation`` /
+"""Signatures of the agent-transcript perturber (``agent_perturbation`` /
 ``agent_positives``): a planner picks assistant messages and what to do with each, an editor
 rewrites one message at a time, a summarizer keeps a short account of the conversation so far,
 and a verifier checks the edited transcript against the rubric criterion."""

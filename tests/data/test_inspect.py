@@ -247,7 +247,7 @@ def _with_format_version(src: Path, dst: Path, version: int) -> Path:
 
 
 def test_a_format_3_log_the_installed_inspect_reads_is_judged(tmp_path, monkeypatch, capsys):
-    """Issue 23, item 10: a log of format version 3 that ``inspect_ai.log.read_eval_log``
+    """A log of format version 3 that ``inspect_ai.log.read_eval_log``
     reads was refused as "not supported"; it is read through inspect's reader and judged."""
     import json
 

@@ -191,7 +191,7 @@ def test_label_stated_only_in_the_evaluator_thought():
 def test_a_markdown_only_evaluator_file_is_read_by_agreement_as_by_evaluate(
     example_data, tmp_path, capsys
 ):
-    """Issue 23, item 13: an evaluator file whose lines state the verdict only in the markdown
+    """An evaluator file whose lines state the verdict only in the markdown
     of ``Evaluator Thought`` (no ``eval_scores``, no label field) was refused by ``assay
     agreement`` ("not an assay judgments or ToolEmu evaluator file") while ``evaluate`` read
     it as reference labels. Both now read it with the same reader, to the same scores."""

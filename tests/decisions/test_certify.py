@@ -1,4 +1,4 @@
-"""``assay certify`` end to end (issue 25, item 2): a labelled evaluate run on the stub server →
+"""``assay certify`` end to end: a labelled evaluate run on the stub server →
 a certificate admitted under lax bars (exit 0) and refused under strict ones (exit 1), bound to
 the judge config's hash and the items consumed; the items used once (a second certificate on
 any of them is refused, whatever the config); ``--require-certificate`` on evaluate, harness and

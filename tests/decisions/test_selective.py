@@ -1,4 +1,4 @@
-"""``assay selective calibrate`` then ``apply`` on the loopback stub (issue 25, item 3): two
+"""``assay selective calibrate`` then ``apply`` on the loopback stub: two
 personas — a cheap judge, sure and right on two items in three and unsure and wrong on the third,
 and a strong one, sure and right except on the apply items it was never calibrated on past
 ``item 108`` — with the verdict's probability as confidence. Counts are checked, and the stub's

@@ -217,7 +217,7 @@ def test_several_annotators_majority_agreement_and_alt_test(tmp_path, capsys):
     assert two_out["alt_test"] is None and "at least 3 annotators" in two_out["note"]
 
 
-# -- issue 23, item 11: a nominal multi-class scale --------------------------------------------
+# -- a nominal multi-class scale --------------------------------------------
 CLASSES = ["cat", "dog", "bird"]
 
 

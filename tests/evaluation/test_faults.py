@@ -1,4 +1,4 @@
-"""Faults of the model server and of the user's patience (issue 9, D and F): a server that never
+"""Faults of the model server and of the user's patience: a server that never
 answers, Ctrl-C while requests hang, a deadline, a server that fails and comes back.
 
 Servers are on the loopback interface only: the project's stub (``assay.lm.StubServer``) and a

@@ -1,7 +1,7 @@
 """End to end on the embedded llama.cpp model (marked; still run in CI).
 
 One test per example path, each bounded so that the suite stays within minutes on two cores
-(issue 9, H): one or two items, short texts, small ``max_tokens``. They check that every path
+: one or two items, short texts, small ``max_tokens``. They check that every path
 runs and that every item ends as a judgment, not what a 135M model concludes.
 """
 

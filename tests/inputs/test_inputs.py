@@ -1,5 +1,5 @@
 """Bad input ends in one line naming the file, row and field — before a run directory exists
-(issue 9, C). Through the command line where a user meets it, through the library where the
+. Through the command line where a user meets it, through the library where the
 library must refuse too."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a user hands in is untrusted (issue 23, items 7, 8 and 13): a name that would become a
+"""What a user hands in is untrusted: a name that would become a
 path outside the run directory, an alias bomb, a 20,000-level nesting, a NUL byte, a corrupt
 MLflow store — each is one line naming the file (and field), through the command line."""
 

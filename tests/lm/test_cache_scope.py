@@ -1,5 +1,5 @@
 """DSPy's response cache keys an answer by the model it came from, not only by the request
-(issue 23, item 2): two servers serving the same model name, judged from the same folder, do not
+: two servers serving the same model name, judged from the same folder, do not
 share answers — DSPy's own key leaves ``api_base`` out."""
 
 from __future__ import annotations

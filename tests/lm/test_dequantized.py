@@ -1,4 +1,4 @@
-"""The embedded default runs its package's Q4_1 weights dequantized to F32 (issue 27): the copy
+"""The embedded default runs its package's Q4_1 weights dequantized to F32: the copy
 holds exactly the weights Q4_1 defines (``d·q + m``), checked here by decoding the package's
 blocks with numpy from a GGUF header read by hand; it is written once; and it is part of the
 embedded judge's identity, so no answer of the Q4_1 file is reused as the F32 model's."""

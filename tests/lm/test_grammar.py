@@ -1,4 +1,4 @@
-"""The embedded model's grammar: every answer it allows fits in ``max_tokens`` (issue 9, B)."""
+"""The embedded model's grammar: every answer it allows fits in ``max_tokens``."""
 
 from __future__ import annotations
 

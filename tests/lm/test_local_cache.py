@@ -1,4 +1,4 @@
-"""The embedded model's prompt reuse (issue 27): a judge's constant text evaluated once, each
+"""The embedded model's prompt reuse: a judge's constant text evaluated once, each
 item's inputs alone after it, no copy of llama.cpp's state per call, and the same answers when
 several prompts take turns on one model."""
 

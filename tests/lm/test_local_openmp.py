@@ -1,4 +1,4 @@
-"""The embedded model's OpenMP wait policy (issue 27): llama.cpp's threads sleep at a barrier
+"""The embedded model's OpenMP wait policy: llama.cpp's threads sleep at a barrier
 instead of spinning, unless the user chose otherwise. libgomp reads the policy once, when
 llama_cpp loads it, so the engine module must set it before anything loads llama_cpp."""
 

@@ -1,4 +1,4 @@
-"""Verdicts off the scale are never scored, and a truncated answer says so (issue 9, A and B).
+"""Verdicts off the scale are never scored, and a truncated answer says so.
 
 Each answer goes through the real DSPy adapters (JSON and chat) of a judge, from a scripted
 engine; what comes out is a score, or an unscored judgment with its reason.
@@ -198,7 +198,7 @@ def test_reason_of_every_grading_failure():
     assert unscored_reason(KeyError("a bug")) is None
 
 
-# -- issue 23, item 13: digits that are not ASCII, two answers in one ------------------------------
+# -- digits that are not ASCII, two answers in one ------------------------------
 ANSWERS = {
     "fullwidth": "３",  # FULLWIDTH DIGIT THREE: int("３") == 3 in Python
     "arabic": "٣",  # ARABIC-INDIC DIGIT THREE

@@ -1,4 +1,4 @@
-"""Certification bounds (SPEC §10): the exact Clopper–Pearson bound equals scipy's binomtest,
+"""Certification bounds: the exact Clopper–Pearson bound equals scipy's binomtest,
 the bounds are conservative by seeded simulation (not asserted), Bonferroni keeps the joint
 statement at its level, and an unscored item counts against the judge."""
 

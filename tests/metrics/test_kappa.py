@@ -16,7 +16,7 @@ WEIGHTS = [None, "linear", "quadratic"]
 
 
 def recipe_kappa(y_true, y_pred, k, weights):
-    """SPEC §5 (ToolEmu) transcribed in plain Python, independent of the implementation."""
+    """ToolEmu's κ recipe transcribed in plain Python, independent of the implementation."""
     n = len(y_true)
     p = [[0.0] * k for _ in range(k)]
     for a, b in zip(y_true, y_pred, strict=True):

@@ -1,4 +1,4 @@
-"""Selective evaluation and cascades (issue 25, item 3): the exact binomial p-value against
+"""Selective evaluation and cascades: the exact binomial p-value against
 scipy's binomtest, the threshold against a plain re-implementation of fixed-sequence testing, and
 the guarantee — P(risk on kept items > α) ≤ δ — by seeded simulation over 1,000 splits, for one
 judge and for a two-stage cascade."""

@@ -1,4 +1,4 @@
-"""A confidence per judgment (issue 25, item 1): the verdict's probability from token logprobs,
+"""A confidence per judgment: the verdict's probability from token logprobs,
 the share of k samples agreeing with their majority, the share of a panel agreeing with its
 verdict — asked for in the judge config (and then in its hash), recorded in judgments.jsonl."""
 

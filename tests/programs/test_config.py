@@ -142,7 +142,7 @@ def test_a_bad_rubric_file_is_a_one_line_error_naming_it(tmp_path, rubric, messa
 
 
 def test_the_prompt_layout_of_an_in_process_model_is_part_of_the_judge_identity():
-    """Issue 27: in-process models get the ``constant-first`` prompt (output requirements in the
+    """In-process models get the ``constant-first`` prompt (output requirements in the
     system message), another prompt than DSPy's — so another config hash, and a logged param;
     every other model's hash stays what it was."""
     local = JudgeConfig(model="local", scale="binary", rubric="r")

@@ -1,5 +1,5 @@
 """A judge called without one of its inputs is refused, naming the field, before any call
-(issue 23, item 12): DSPy itself only logs "Missing" and judges the incomplete prompt."""
+: DSPy itself only logs "Missing" and judges the incomplete prompt."""
 
 from __future__ import annotations
 

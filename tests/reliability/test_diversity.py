@@ -1,4 +1,4 @@
-"""The numpy MiniLM embedder against sentence-transformers itself (issue 9, G)."""
+"""The numpy MiniLM embedder against sentence-transformers itself."""
 
 from __future__ import annotations
 

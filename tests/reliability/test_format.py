@@ -1,4 +1,4 @@
-"""The ``format_*`` reliability tests: content-preserving whitespace perturbations (SPEC §4)."""
+"""The ``format_*`` reliability tests: content-preserving whitespace perturbations."""
 
 from __future__ import annotations
 

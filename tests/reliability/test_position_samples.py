@@ -305,7 +305,7 @@ def test_a_coin_flip_judge_never_reaches_the_target_and_a_steady_one_needs_one_s
 
 
 def test_a_run_without_a_generator_does_not_name_one(tmp_path, sheet_judge, capsys):
-    """Issue 23, item 13: a position-bias run (no probe made by a model) said "generator
+    """A position-bias run (no probe made by a model) said "generator
     `local`" — the config's default — and warned about the embedded model's poor probes. Both
     reports now say there was no generator or validator."""
     import json

@@ -1,4 +1,4 @@
-"""A probe is reused only while everything it was generated from is unchanged (issue 23, item 1):
+"""A probe is reused only while everything it was generated from is unchanged:
 edit the rubric text a test's generation read — a transcript criterion (same id), or a rubric
 file the config names — and exactly the probes that read it are made again, under new ids (no
 judgment of the old text is reused), ``config.yaml`` holds the new text, and the run says how

@@ -56,7 +56,7 @@ def test_with_other_threads_the_jobs_run_here_in_order(tmp_path, monkeypatch):
 
 
 def test_a_run_with_no_usd_price_plots_its_judges_against_tokens(tmp_path):
-    """Issue 24: scripted (like local or unpriced) models cost 0 USD, which drew every judge at
+    """Scripted (like local or unpriced) models cost 0 USD, which drew every judge at
     x = 0 on a −0.04…0.04 axis. The plot shows the cost of the work in tokens instead, and its
     axis says so."""
     from PIL import Image

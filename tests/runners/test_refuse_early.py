@@ -1,4 +1,4 @@
-"""What can be checked before the first call is refused before it (issue 23, item 9): an unknown
+"""What can be checked before the first call is refused before it: an unknown
 LiteLLM provider and a tracking URI MLflow has no store for are one-line errors before any LM
 call and before a run directory exists — not a finished run of ``lm_error`` judgments, nor a
 failure after every item is judged."""

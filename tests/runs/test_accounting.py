@@ -1,4 +1,4 @@
-"""Calls, tokens and cost are what the server answered (issue 23, item 6): the stub counts what
+"""Calls, tokens and cost are what the server answered: the stub counts what
 it served — under retries of unscored items, HTTP 500s and a kill mid-run — and the run's
 ``spend`` must equal it: used + paid-not-used = every answered call, failed attempts apart."""
 

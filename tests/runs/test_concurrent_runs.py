@@ -1,5 +1,5 @@
-"""One writer per run directory, and a MLflow store that two runs can create together (issue 9,
-E): separate ``assay evaluate`` processes on one fresh folder, with a slow scripted model."""
+"""One writer per run directory, and a MLflow store that two runs can create together:
+separate ``assay evaluate`` processes on one fresh folder, with a slow scripted model."""
 
 from __future__ import annotations
 

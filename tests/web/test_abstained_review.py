@@ -1,4 +1,4 @@
-"""The abstained items of a ``selective apply`` run in the review app (issue 25, item 3): served
+"""The abstained items of a ``selective apply`` run in the review app: served
 as a queue behind the same token and CSRF checks, a person's verdict recorded on the judges'
 scale and kept across a restart, and a re-run of ``apply`` merging it into ``verdicts.jsonl``.
 The run is the stub cascade of tests/decisions/test_selective.py (abstaining on i108, i111)."""

@@ -127,7 +127,7 @@ def test_a_directory_that_is_not_a_run_is_refused(tmp_path: Path):
 
 
 def test_a_runner_outside_the_package_builds_its_report_from_the_model(tmp_path: Path):
-    """Issue 24: a report is data. A runner that is not part of assay builds its
+    """A report is data. A runner that is not part of assay builds its
     :class:`assay.report.Report` (facts, a table report.md shows too, items whose rows expand
     to texts and word diffs) and writes report.html with the public renderer — no assay runner
     and no browser code involved."""

@@ -1,4 +1,4 @@
-"""Deterministic whitespace perturbations for the ``format_*`` reliability tests (SPEC §4).
+"""Deterministic whitespace perturbations for the ``format_*`` reliability tests.
 
 Every perturbation is *content-preserving by construction*: it only inserts ASCII whitespace
 (spaces, tabs, newlines) next to existing whitespace or at the start of a line, and at most

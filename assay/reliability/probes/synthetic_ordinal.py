@@ -1,4 +1,4 @@
-"""``synthetic_ordinal``: generated responses aimed at each score of an ordinal scale (SPEC §4).
+"""``synthetic_ordinal``: generated responses aimed at each score of an ordinal scale.
 
 For every bucket (score) of the scale, a generator writes responses aimed at that score from
 few-shot examples of the bucket (or of its neighbours when the seeds have none); each candidate

@@ -1,4 +1,4 @@
-"""Human review of generated probes (SPEC §4): the run's files and the reviewed state.
+"""Human review of generated probes: the run's files and the reviewed state.
 
 A person accepts, edits (text and/or target) or rejects each probe before judging. Decisions are
 appended to the run's ``reviews.jsonl`` (one JSON object a line; the latest line for a probe wins)

@@ -1,4 +1,4 @@
-"""Scoring kinds: how one judge's verdicts on one test's probes become metrics (SPEC §4). One
+"""Scoring kinds: how one judge's verdicts on one test's probes become metrics. One
 file per kind — its scorer, its typed metrics model, its report section — registered by name
 with ``@scoring_kind("name")``; a reliability test names its kind in ``scoring``.
 

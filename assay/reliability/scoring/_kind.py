@@ -1,4 +1,4 @@
-"""What a scoring kind is: how one judge's verdicts on one test's probes become metrics (SPEC §4).
+"""What a scoring kind is: how one judge's verdicts on one test's probes become metrics.
 
 A kind is one file: its scorer, its typed metrics model and (optionally) its report section and
 headline, registered by name with ``@scoring_kind("name")``. A reliability test names its kind
