@@ -159,7 +159,7 @@ class _Endpoint:
         api_key: str,
         timeout: float,
         limiter: RateLimiter | None = None,
-        schema: bool = False,
+        schema: bool | None = None,
     ):
         self.wire_model = wire_model
         self.ledger_model = f"openai/{wire_model}"  # the model, as the call ledger names it
@@ -167,7 +167,15 @@ class _Endpoint:
         self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
         self.timeout = timeout
         self.limiter = limiter
-        self.supports_response_schema = schema
+        self._schema = schema
+
+    @property
+    def supports_response_schema(self) -> bool:
+        """Whether the model takes a JSON schema (:func:`supports_schema`), read on first use:
+        the price map is a file to parse, and a run that makes no call never needs it."""
+        if self._schema is None:
+            self._schema = supports_schema(self.wire_model)
+        return self._schema
 
     def _prepare(self, request: Any) -> tuple[bytes, int]:
         body = request_body(request, self.wire_model)
@@ -393,7 +401,6 @@ def http_engines(
                 "api_key": api_key,
                 "timeout": timeout,
                 "limiter": limiter,
-                "schema": supports_schema(wire_model),
             }
             _ENGINES[key] = (HttpEngine(**kw), AsyncHttpEngine(**kw))
         return _ENGINES[key]

@@ -167,7 +167,9 @@ class Options(BaseModel):
     line too; the rest are for the API only. Every runner takes ``--plugin`` (``plugins=``):
     plug-ins imported before it runs, and recorded in the config of a run it opens."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    # the schema is built on first validation: a command builds its parser from every runner's
+    # options, and validates only its own
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, defer_build=True)
     json_output: ClassVar[str] = "print the result as one JSON object"
     cli_order: ClassVar[tuple[str, ...]] = ()  # --help's order of the fields, json and quiet
 

@@ -3,9 +3,7 @@ exact match (the pass rate), CCC, Pearson, Spearman, MAE and quadratic kappa."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from assay.metrics import MetricValue, agreement_metrics
+from assay.metrics import MetricValue
 from assay.reliability._probe import Probe
 from assay.reliability.scoring._kind import (
     ScoringInput,
@@ -30,6 +28,10 @@ class Ordinal(ScoringKind):
     tracked = ("ccc", "pearson", "spearman", "mae")
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> OrdinalMetrics:
+        import numpy as np  # on first scoring: printing a run's headlines loads every kind
+
+        from assay.metrics import agreement_metrics
+
         with_target = [p for p in scored if p.target is not None]
         if not with_target:
             return OrdinalMetrics(pass_rate=None, consistency=None)
