@@ -8,6 +8,11 @@
     - the calls/s ceiling against a zero-latency stub (C = 32) and the client's CPU per call;
     - wall ÷ (calls × L ÷ C) of the judging stage at C = 8 / 32 / 128 (L = 0.2 s), targets
       1.10 / 1.15 / 1.30.
+(c) The floor (``--only floor``): the judging stage of ``evaluate`` against bare ``httpx`` and
+    ``aiohttp`` loops that POST assay's own request bodies to the same zero-latency stub at the
+    same concurrency, interleaved round by round (assay, httpx, aiohttp, assay, ...): calls/s
+    and process CPU per call of each, and assay's calls/s ÷ the faster bare loop's (target
+    ≥ 0.8).
 
 Stages are timed by wrapping the functions ``evaluate`` calls (load_items, build_judge,
 run_tasks, summarize_run, write_html) — nothing in assay is changed. Nothing is asserted: the
@@ -15,11 +20,13 @@ figures vary with the machine's load; read the medians (``--repeat``).
 
     python benchmarks/bench_evaluate.py [--concurrency 8,32,128] [--clients native,litellm]
                                         [--wire-model stub|gpt-4o-mini]
+                                        [--only scripted|stub|floor]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import json
 import os
@@ -53,6 +60,7 @@ STAGES = (
 TARGET_RATIOS = {8: 1.10, 32: 1.15, 128: 1.30}  # targets: wall ÷ limit at C = 8 / 32 / 128
 TARGET_CEILING = 400  # calls/s against a zero-latency stub on 2 cores
 TARGET_CPU_MS = 2.0  # client CPU per call
+TARGET_FLOOR = 0.8  # assay's calls/s ÷ a bare HTTP loop's, same stub, same concurrency
 
 
 @contextmanager
@@ -292,6 +300,92 @@ def bench_stub(
     return out
 
 
+async def _bare_loop(client: str, url: str, bodies: list[bytes], concurrency: int) -> int:
+    """POST every body to ``url`` with ``concurrency`` requests in flight on one event loop, as
+    a bare ``httpx.AsyncClient`` or ``aiohttp`` client does; each answer read and parsed."""
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer bench"}
+    todo = iter(bodies)
+    if client == "httpx":
+        import httpx
+
+        limits = httpx.Limits(max_connections=concurrency)
+        async with httpx.AsyncClient(limits=limits, timeout=60) as session:
+
+            async def worker() -> int:
+                n = 0
+                for body in todo:
+                    r = await session.post(url, content=body, headers=headers)
+                    n += r.status_code == 200 and bool(json.loads(r.text)["choices"])
+                return n
+
+            return sum(await asyncio.gather(*(worker() for _ in range(concurrency))))
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def worker() -> int:
+            n = 0
+            for body in todo:
+                async with session.post(url, data=body, headers=headers) as r:
+                    n += r.status == 200 and bool(json.loads(await r.text())["choices"])
+            return n
+
+        return sum(await asyncio.gather(*(worker() for _ in range(concurrency))))
+
+
+def bench_floor(workdir: Path, repeat: int, concurrency: int = 32, n: int = 1000) -> dict:
+    """(c) assay's judging stage against bare HTTP loops on the same zero-latency stub."""
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+    on_stub = functools.partial(stub_run, model="openai/stub", client="native")
+    print(f"\n(c) the floor: {n} calls at C = {concurrency}, zero-latency stub, interleaved")
+    with StubProcess(0.0, keep_bodies=True) as probe:  # assay's own request bodies
+        on_stub(probe, write_table(workdir / "f.csv", 64), workdir, concurrency=8, tag="f-warm")
+        seen = [json.dumps(b).encode() for b in probe.stats()["bodies"]]
+    bodies = [seen[k % len(seen)] for k in range(n)]
+    rows: dict[str, list[tuple[float, float]]] = {"assay": [], "httpx": [], "aiohttp": []}
+    with StubProcess(0.0) as stub:
+        url = stub.base_url.rstrip("/") + "/chat/completions"
+        table = write_table(workdir / "floor.csv", n)
+        on_stub(stub, table, workdir, concurrency=concurrency, tag="floor-warm")
+        for client in ("httpx", "aiohttp"):  # imports, first connections
+            asyncio.run(_bare_loop(client, url, bodies[:64], concurrency))
+        for r in range(repeat):
+            for leg in rows:
+                stub.reset()
+                if leg == "assay":
+                    wall, cpu, calls, _ = on_stub(
+                        stub, table, workdir, concurrency=concurrency, tag=f"floor-{r}"
+                    )
+                else:
+                    start, cpu0 = time.perf_counter(), time.process_time()
+                    answered = asyncio.run(_bare_loop(leg, url, bodies, concurrency))
+                    wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
+                    calls = stub.stats()["n_requests"]
+                    assert answered == calls == n, (answered, calls)
+                rows[leg].append((calls / wall, cpu / calls * 1e3))
+                one, _, _ = os.getloadavg()
+                print(
+                    f"    round {r + 1} {leg:<8} {calls / wall:6.0f} calls/s  "
+                    f"{cpu / calls * 1e3:.3f} ms CPU/call  (load {one:.1f})"
+                )
+    out: dict[str, float] = {}
+    for leg, got in rows.items():
+        out[f"floor_{leg}_calls_per_s"] = statistics.median(rate for rate, _ in got)
+        out[f"floor_{leg}_cpu_ms_per_call"] = statistics.median(ms for _, ms in got)
+    fastest = max(("httpx", "aiohttp"), key=lambda c: out[f"floor_{c}_calls_per_s"])
+    for bare in ("httpx", "aiohttp"):
+        pairs = [a / b for (a, _), (b, _) in zip(rows["assay"], rows[bare], strict=True)]
+        out[f"floor_ratio_{bare}"] = statistics.median(pairs)
+        cpu = out["floor_assay_cpu_ms_per_call"] / out[f"floor_{bare}_cpu_ms_per_call"]
+        print(
+            f"    assay ÷ bare {bare}: {out[f'floor_ratio_{bare}']:.2f}× its calls/s "
+            f"(median of the rounds' ratios), {cpu:.1f}× its CPU per call"
+            + (f"  ← the faster loop; target ≥ {TARGET_FLOOR}" if bare == fastest else "")
+        )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=400)
@@ -299,7 +393,7 @@ def main() -> None:
     parser.add_argument("--concurrency", default="8,32,128", help="comma-separated")
     parser.add_argument("--clients", default="native,litellm", help="comma-separated")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--only", choices=["scripted", "stub"], default=None)
+    parser.add_argument("--only", choices=["scripted", "stub", "floor"], default=None)
     parser.add_argument(
         "--wire-model",
         default="stub",
@@ -322,6 +416,8 @@ def main() -> None:
                     workdir, args.latency, concurrencies, clients, args.repeat, args.wire_model
                 )
             )
+        if args.only in (None, "floor"):
+            results.update(bench_floor(workdir, args.repeat))
     print(json.dumps({k: round(v, 4) for k, v in results.items()}))
 
 
