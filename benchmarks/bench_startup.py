@@ -7,7 +7,11 @@ request arrived, so the command's timeline is read from the server's side:
 
 - time to first request: command start → the first request reaching the stub;
 - wall and wall ÷ limit, where limit = calls × L ÷ C (start-up and the tail included);
-- a zero-call re-run of the finished config: its wall time (the fixed cost of the command).
+- a zero-call re-run of the finished config: its wall time (the fixed cost of the command),
+  the median of ``--reruns``.
+
+The JRH suite's k = 2 line is printed ÷ its recorded budget (``BUDGET``: wall ÷ limit, the
+re-run's wall and CPU seconds): a figure above 1 is a regression to look for.
 
 Suites:
 
@@ -70,6 +74,11 @@ EXAMPLE = ROOT / "examples" / "harmbench_harness.yaml"
 # the calls by kind follow from its default config (src/configs/default_config.yml)
 JRH = {"calls": 220, "wall_s": 18.8}
 JRH_CALLS = "140 generation + validation (7 LLM perturbations × 10), 70 probes, 10 stability"
+# What the JRH suite's k = 2 line is held to, each figure printed ÷ its budget (above 1: over):
+# wall ÷ limit with start-up included and the zero-call re-run's wall (the targets), and that
+# re-run's CPU seconds, which a loaded machine moves far less than its wall time (1.7-1.8 s
+# at 115fdde, 2.0-2.1 s once the command line grew; docs/performance.md)
+BUDGET = {"wall_over_limit": 1.25, "rerun_s": 0.6, "rerun_cpu_s": 1.9}
 
 
 def _respond(request: dict[str, Any]) -> str:
@@ -175,11 +184,11 @@ def one_suite(
     start, wall, cpu = command(args, folder, opts.root)
     stats = stub.stats()
     stub.reset()
-    _, rerun, rerun_cpu = command(args, folder, opts.root)
+    reruns = [command(args, folder, opts.root)[1:] for _ in range(opts.reruns)]
     return {
         **timeline(stats, start, wall, cpu, latency, concurrency),
-        "rerun_s": rerun,
-        "rerun_cpu_s": rerun_cpu,
+        "rerun_s": statistics.median(w for w, _ in reruns),
+        "rerun_cpu_s": statistics.median(c for _, c in reruns),
         "rerun_calls": stub.stats()["n_requests"],
     }
 
@@ -250,7 +259,11 @@ def print_timeline(m: dict[str, float]) -> None:
 
 
 def show(
-    title: str, runs: list[dict[str, float]], jrh: bool, note: str | None = None
+    title: str,
+    runs: list[dict[str, float]],
+    jrh: bool,
+    note: str | None = None,
+    budget: bool = False,
 ) -> dict[str, float]:
     """Print the medians of ``runs``; ``jrh``: beside the recorded JRH figures, with its targets,
     or with ``note`` instead where the work is not JRH's (the example's own k)."""
@@ -274,6 +287,12 @@ def show(
             f"{m['calls'] / JRH['calls']:.2f}× its calls{calls}" + (f"; {note}" if note else "")
         )
         print(f"    JRH's calls: {JRH_CALLS}")
+    if budget:
+        print(
+            "    ÷ budget: "
+            + ", ".join(f"{k} {m[k]:.2f} ÷ {b} = {m[k] / b:.2f}" for k, b in BUDGET.items())
+            + "  (above 1: over budget)"
+        )
     return m
 
 
@@ -334,6 +353,9 @@ def main() -> None:
         default=None,
         help="jrh suite: samples per item of stochastic_stability, run alone (default: k = 2, "
         "the nearest to JRH's one judgment per item, then the example's k = 5)",
+    )
+    parser.add_argument(
+        "--reruns", type=int, default=3, help="zero-call re-runs after each run (their median)"
     )
     parser.add_argument("--ray", action="store_true", help="judge on Ray (--ray)")
     parser.add_argument(
@@ -402,7 +424,8 @@ def main() -> None:
                         jrh_runs.append(one_jrh(stub, folder, opts.latency, opts.concurrency, opts))
                     finally:
                         shutil.rmtree(folder, ignore_errors=True)
-            out[key] = show(title, runs, kind == "jrh" and not measure_jrh, note)
+            budget = key == "jrh" and k == 2
+            out[key] = show(title, runs, kind == "jrh" and not measure_jrh, note, budget)
             if jrh_runs:
                 out["jrh_measured"] = show_jrh(jrh_runs, out[key])
     print(json.dumps({k: {n: round(v, 3) for n, v in m.items()} for k, m in out.items()}))

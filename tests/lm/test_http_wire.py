@@ -105,3 +105,29 @@ def test_the_connection_is_kept_alive_and_reopened_when_the_server_closes_it():
         assert engine._post(b"{}")[0] == 200
     assert (len(closing.requests), closing.connections) == (3, 3)
     closing.stop()
+
+
+def test_schema_support_is_read_from_the_price_map_on_first_use_once(monkeypatch):
+    """Building a judge's engines reads no price map (a zero-call re-run builds them and
+    sends nothing); the first request's adapter asks, once."""
+    import assay.lm._http as http
+
+    asked: list[str] = []
+
+    def supports(wire_model: str) -> bool:
+        asked.append(wire_model)
+        return wire_model == "gpt-4o-mini"
+
+    monkeypatch.setattr(http, "supports_schema", supports)
+    engine, async_engine = http.http_engines(
+        wire_model="gpt-4o-mini",
+        api_base="http://127.0.0.1:9/v1/lazy-schema-test",
+        api_key="sk-test",
+        timeout=5.0,
+        limiter=None,
+    )
+    assert asked == []
+    assert engine.supports_response_schema is True
+    assert engine.supports_response_schema is True
+    assert asked == ["gpt-4o-mini"]
+    assert async_engine.supports_response_schema is True

@@ -400,3 +400,41 @@ def test_a_missing_program_state_is_a_one_line_error_before_anything_runs(tmp_pa
     with pytest.raises(ConfigError, match="program_state .*nope.json: file not found"):
         run_harness(cfg, workdir=tmp_path, progress=False)
     assert engines["gen"].n_calls == 0 and not (tmp_path / "runs").exists()
+
+
+def test_a_finished_run_s_headlines_print_without_numpy(tmp_path):
+    """A zero-call re-run reads metrics.json back and prints every test's headlines, which
+    looks through every scoring kind: none of them may load NumPy before it scores (it cost
+    the re-run a tenth of a second of CPU). Printed in a fresh interpreter."""
+    register()
+    from assay.reliability.selftest._selftest import selftest_config
+
+    res = run_harness(
+        selftest_config(write_data(tmp_path / "data", n=6)),
+        workdir=tmp_path,
+        tests=["format_indent", "stochastic_stability"],
+        judges=["clean"],
+        progress=False,
+    )
+    from assay.reliability import headline
+
+    printed = [headline(tm) for r in res.summary.judges.values() for tm in r.tests.values()]
+    assert any("samples for 95%" in line for line in printed)
+    script = (
+        "import json, sys\n"
+        "from assay.reliability import HarnessSummary, headline\n"
+        "s = HarnessSummary.model_validate_json(open(sys.argv[1]).read())\n"
+        "lines = [headline(tm) for r in s.judges.values() for tm in r.tests.values()]\n"
+        "print(json.dumps({'numpy': 'numpy' in sys.modules, 'lines': lines}))\n"
+    )
+    from tests.processes import REPO
+
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(res.run_dir / "metrics.json")],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    again = json.loads(out.stdout.strip().splitlines()[-1])
+    assert again == {"numpy": False, "lines": printed}
