@@ -274,9 +274,17 @@ class Policy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = "policy"
-    confidence: float = Field(0.95, gt=0.5, lt=1.0)
-    positive: str | int | None = None  # a label or score of the scale (default: see certify)
+    name: str = Field(
+        default="policy",
+        description="the policy's name (attempts are counted per judge and policy)",
+    )
+    confidence: float = Field(
+        0.95, gt=0.5, lt=1.0, description="the joint confidence of all the bars' bounds"
+    )
+    positive: str | int | None = Field(
+        default=None,
+        description="the positive class of TPR/TNR/precision: a label or score of the scale",
+    )
     bars: Annotated[
         dict[str, Bar],
         WithJsonSchema(
@@ -284,8 +292,10 @@ class Policy(BaseModel):
             mode="validation",
         ),
     ] = Field(min_length=1, description=f"metric: bar; metrics: {', '.join(METRICS)}")
-    n_resamples: Resamples = 2000  # for the bootstrap bounds
-    seed: Seed = 0
+    n_resamples: Resamples = Field(
+        default=2000, description="bootstrap replicates of the bootstrap bounds"
+    )
+    seed: Seed = Field(default=0, description="the seed of the bootstrap bounds")
     attempts: int = Field(1, ge=1, description="certificates one judge may get under it")
 
     @field_validator("bars", mode="before")
