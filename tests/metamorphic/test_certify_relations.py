@@ -37,11 +37,15 @@ POLICY = {
 
 class Persona:
     """Item k's verdict: on a binary scale True when k is odd, on the colours scale colour
-    k % 3 — wrong on a seeded random quarter of the items, no answer that parses on k % 13 == 5
+    k % 3 — wrong on a seeded random quarter of the items (a quarter of its own per model), no answer that parses on k % 13 == 5
     (unscored items count against the judge, so a relation must carry them too)."""
 
     def __init__(self, seed: int) -> None:
-        self.wrong = set(random.Random(seed).sample(range(1000), 250))
+        self.seed = seed
+
+    def wrong(self, model: str) -> set[int]:
+        """The items the judge served as ``model`` gets wrong."""
+        return set(random.Random(f"{self.seed}-{model}").sample(range(1000), 250))
 
     def __call__(self, body: dict) -> str:
         text = json.dumps(body["messages"])
@@ -49,7 +53,7 @@ class Persona:
         if k % 13 == 5:
             return "no idea"
         out = json.loads(default_respond(body))
-        bad = k in self.wrong
+        bad = k in self.wrong(body["model"])
         if "green" in text:
             out["verdict"] = COLOURS[(k + bad) % 3]
         else:
@@ -77,7 +81,9 @@ def rows_for(seed: int, *, colours: bool = False) -> list[dict[str, str]]:
     ]
 
 
-def evaluate(folder: Path, stub, rows, *, scale=BINARY, name: str = "cert") -> Path:
+def evaluate(
+    folder: Path, stub, rows, *, scale=BINARY, name: str = "cert", model: str = "openai/stub-model"
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     data = folder / f"{name}.csv"
     with data.open("w", newline="", encoding="utf-8") as fh:
@@ -91,7 +97,7 @@ def evaluate(folder: Path, stub, rows, *, scale=BINARY, name: str = "cert") -> P
         name=name,
         file=f"{name}.yaml",
         retries=0,
-        judge={"scale": scale},
+        judge={"scale": scale, "model": model},
     )
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(folder)
