@@ -155,7 +155,7 @@ def _trace_items(data: DataConfig, scale: Scale, limit: int | None, seed: int) -
     if data.annotators:
         rows = [(it.id, who, s) for it in items for who, s in it.meta["annotations"].items()]
         rows += [(it.id, "", None) for it in items if not it.meta["annotations"]]
-        majorities, _ = majority(rows, seed=seed)
+        majorities, _ = majority(rows, seed=seed, scale=scale)
         for it in items:
             it.expected = majorities.get(it.id)
     missing = [it.id for it in items if it.expected is None]

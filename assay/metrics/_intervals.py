@@ -35,15 +35,19 @@ def _check_resamples(n_resamples: int) -> int:
     return int(n_resamples)
 
 
-def canonical_order(*arrays: NDArray) -> NDArray[np.intp]:
+def canonical_order(*arrays: NDArray, ranks: NDArray[np.int64] | None = None) -> NDArray[np.intp]:
     """The order of the items sorted by their values (every array's, as keys; a 2-D array's
     columns each a key). Items are exchangeable: a statistic of the multiset of their values
     does not depend on their order, but which items a seeded resample draws does. Resampling
     in this order makes a bootstrap interval the same whatever the rows' order or the items'
-    names — the figures of a shuffled or renamed data file are the figures of the original."""
+    names — the figures of a shuffled or renamed data file are the figures of the original.
+
+    ``ranks``: when the arrays hold indices of categories whose order means nothing (a binary
+    scale's two labels, which ``positive`` may list either way), each category's place in an
+    order the scale does not decide (:func:`category_ranks`); the items are sorted by those."""
     keys: list[NDArray] = []
     for a in arrays:
-        a = np.asarray(a)
+        a = np.asarray(a) if ranks is None else ranks[np.asarray(a)]
         keys.extend(a.reshape(a.shape[0], -1).T if a.ndim > 1 else [a])
     return np.lexsort(tuple(reversed(keys))).astype(np.intp)
 
