@@ -36,7 +36,8 @@ def judge_one(
         "config_hash": config_hash or config.config_hash(),
     }
     with (
-        dspy.context(adapter=make_adapter(config.adapter)),
+        # no call kept in DSPy's history: a run's memory does not grow with its calls
+        dspy.context(adapter=make_adapter(config.adapter), disable_history=True),
         dspy.track_usage() as tracker,
         track_limits() as waits,
     ):
