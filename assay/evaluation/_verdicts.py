@@ -5,10 +5,9 @@ latency, probabilities, usage), never the judgment itself."""
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
-
-import numpy as np
 
 from assay.inputs import ItemIndex
 from assay.runs import RunStore
@@ -31,7 +30,7 @@ class Seen:
     def __init__(self, index: ItemIndex, store: RunStore):
         n = len(index)
         self._index = index
-        self.last = np.full(n, -1, dtype=np.int64)
+        self.last = array("q", [-1]) * n  # NumPy loads with the metrics, after the calls
         self._latest: list[Latest | None] = [None] * n
         self.records = 0
         for j in store.iter_records("judgments.jsonl", Judgment):
@@ -51,7 +50,7 @@ class Seen:
 
     @property
     def any(self) -> bool:
-        return bool((self.last >= 0).any())
+        return any(k >= 0 for k in self.last)
 
 
 class Verdicts:
@@ -59,6 +58,8 @@ class Verdicts:
     :meth:`of`), with each one's reference: the inputs of ``summarize_run``."""
 
     def __init__(self, n: int):
+        import numpy as np
+
         self.scores: list[int | None] = [None] * n
         self.references: list[int | None] = [None] * n
         self.reasons: list[str | None] = [None] * n
@@ -94,6 +95,8 @@ class Verdicts:
     def read(cls, index: ItemIndex, store: RunStore, seen: Seen) -> Verdicts:
         """The latest judgment of every item, in the items' order, from one reading of the
         run's judgments file."""
+        import numpy as np
+
         v = cls(len(index))
 
         def latest() -> Iterator[Judgment]:
