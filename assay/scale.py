@@ -55,11 +55,25 @@ class Scale(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: ScaleKind
-    min: int | None = None
-    max: int | None = None
-    labels: list[str] | None = None
-    scores: dict[str, int] | None = None
+    kind: ScaleKind = Field(
+        description=("binary, ordinal (integer scores min..max) or categorical (named labels)")
+    )
+    min: int | None = Field(default=None, description="ordinal: the lowest score")
+    max: int | None = Field(default=None, description="ordinal: the highest score")
+    labels: list[str] | None = Field(
+        default=None,
+        description=(
+            "the verdicts' names: binary [name of 0, name of 1]; ordinal optional, "
+            "low to high; categorical required"
+        ),
+    )
+    scores: dict[str, int] | None = Field(
+        default=None,
+        description=(
+            "categorical: each label's integer score (several labels may share "
+            "one); makes the scale ordered"
+        ),
+    )
     positive: str | None = Field(
         default=None,
         description="binary: the label that is the positive class (score 1) whatever the order "

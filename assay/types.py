@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import re
+from array import array
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -101,10 +102,37 @@ WebAddress = Annotated[str, AfterValidator(_web_address)]
 (``file://``, a bare path or another scheme is refused before anything is sent)."""
 
 
+def canonical_json(obj: Any) -> str:
+    """The text :func:`stable_hash` digests: JSON with sorted keys."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
+
+
 def stable_hash(obj: Any, n: int = 16) -> str:
     """A short, stable hex digest of any JSON-serialisable value (sorted keys)."""
-    blob = json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:n]
+    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:n]
+
+
+class ListHash:
+    """:func:`stable_hash` of a list fed one element at a time (the list is never held):
+    ``add`` each element in order, then ``hexdigest``. ``json.dumps`` writes a list as its
+    elements' texts joined by ``", "`` between brackets, so the digest is the list's."""
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256(b"[")
+        self.count = 0
+
+    def add(self, value: Any) -> None:
+        self.add_text(canonical_json(value))
+
+    def add_text(self, text: str) -> None:
+        """Add an element given as its :func:`canonical_json` text."""
+        self._sha.update(((", " if self.count else "") + text).encode("utf-8"))
+        self.count += 1
+
+    def hexdigest(self, n: int = 16) -> str:
+        sha = self._sha.copy()
+        sha.update(b"]")
+        return sha.hexdigest()[:n]
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, str]:
@@ -195,13 +223,16 @@ class Usage(BaseModel):
         """The sum of ``usages``, the same whatever their order: costs and waits are summed
         exactly (``math.fsum``), so a run whose calls finished in another order (threads, Ray
         actors, a resume) reports the very same totals."""
-        us = list(usages)
-        return cls(
-            **{
-                k: (math.fsum if isinstance(f.default, float) else sum)(getattr(u, k) for u in us)
-                for k, f in cls.model_fields.items()
-            }
-        )
+        floats = {
+            k: array("d") for k, f in cls.model_fields.items() if isinstance(f.default, float)
+        }
+        counts = dict.fromkeys((k for k in cls.model_fields if k not in floats), 0)
+        for u in usages:  # read once, as it comes: a run's million judgments are not held
+            for k, values in floats.items():
+                values.append(getattr(u, k))
+            for k in counts:
+                counts[k] += getattr(u, k)
+        return cls(**counts, **{k: math.fsum(values) for k, values in floats.items()})
 
     def __add__(self, other: Usage) -> Usage:
         return Usage.total((self, other))  # fsum of two floats is their IEEE sum

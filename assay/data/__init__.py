@@ -23,7 +23,7 @@ from assay.data._mlflow import (
 from assay.data._pairs import PairsConfig, build_pairs
 from assay.data._reading import csv_read_by, csv_rows
 from assay.data._render import format_arguments, format_tool_call, render_transcript
-from assay.data._tables import ColumnMap, load_table, missing_labels_error
+from assay.data._tables import ColumnMap, iter_table, load_table, missing_labels_error
 from assay.data._toolemu import (
     load_toolemu_cases,
     load_toolemu_toolkits,
@@ -108,6 +108,7 @@ __all__ = [
     "load_mlflow_traces",
     "write_feedback",
     "load_table",
+    "iter_table",
     "missing_labels_error",
     "align_evaluation_files",
     "is_toolemu_evaluation",

@@ -164,6 +164,12 @@ class _Rows:
     def to_list(self) -> list[dict[str, Any]]:
         return self._rows
 
+    def iter(self, batch_size: int) -> Iterator[dict[str, list[Any]]]:
+        """The rows ``batch_size`` at a time, each batch a dict of columns (as datasets')."""
+        for start in range(0, len(self._rows), batch_size):
+            rows = self._rows[start : start + batch_size]
+            yield {c: [r[c] for r in rows] for c in self.column_names}
+
 
 _DIRECT_MAX_BYTES = 32 * 1024 * 1024  # datasets reads in 10,000-row chunks; stay well below
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -79,7 +80,37 @@ def load_table(
     format: str | None = None,
     missing_expected: Literal["keep", "error"] = "keep",
 ) -> list[Item]:
-    """Read a CSV/TSV/JSON/JSONL/Parquet file or a hub data set (``owner/name``) into Items.
+    """Read a CSV/TSV/JSON/JSONL/Parquet file or a hub data set (``owner/name``) into Items
+    (:func:`iter_table`, as a list)."""
+    return list(
+        iter_table(
+            path_or_name,
+            columns=columns,
+            scale=scale,
+            split=split,
+            limit=limit,
+            cache_dir=cache_dir,
+            format=format,
+            missing_expected=missing_expected,
+        )
+    )
+
+
+def iter_table(
+    path_or_name: str,
+    *,
+    columns: ColumnMap,
+    scale: Scale | None = None,
+    split: str = "train",
+    limit: int | None = None,
+    cache_dir: str | Path | None = None,
+    format: str | None = None,
+    missing_expected: Literal["keep", "error"] = "keep",
+) -> Iterator[Item]:
+    """The Items of a CSV/TSV/JSON/JSONL/Parquet file or a hub data set (``owner/name``), made
+    as they are read (the rows come from ``datasets``' memory-mapped Arrow files in batches),
+    so a table larger than memory can be read. An error about a column comes before the first
+    item; one about a row when it is reached; one about missing labels after the last item.
 
     Rows are numbered from 1 (the first data row) in error messages. ``expected`` is read with
     ``scale.coerce``; an empty cell gives None (the item has no reference label) with
@@ -116,10 +147,10 @@ def load_table(
         dataset = dataset.select(range(limit))
 
     mapped = set(columns.mapped().values())
-    items: list[Item] = []
+    count = 0
     first_row: dict[str, int] = {}
     unlabelled: list[int] = []
-    for row_no, row in enumerate(dataset.to_list(), start=1):
+    for row_no, row in enumerate(_rows(dataset), start=1):
         request = _text_cell(row[columns.request]) if columns.request else ""
         response = _text_cell(row[columns.response]) if columns.response else ""
         item_id = _item_id(row, columns, row_no, origin, request, response)
@@ -137,12 +168,21 @@ def load_table(
             )
         first_row[item_id] = row_no
         meta = {k: jsonable(v) for k, v in row.items() if k not in mapped}
-        items.append(
-            Item(id=item_id, request=request, response=response, expected=expected, meta=meta)
-        )
+        count += 1
+        yield Item(id=item_id, request=request, response=response, expected=expected, meta=meta)
     if unlabelled and missing_expected == "error":
-        raise missing_labels_error(unlabelled, len(items), origin, columns.expected)
-    return items
+        raise missing_labels_error(unlabelled, count, origin, columns.expected)
+
+
+_BATCH_ROWS = 1024
+
+
+def _rows(dataset: Any) -> Iterator[dict[str, Any]]:
+    """The data set's rows as dicts (its columns in order), a batch at a time."""
+    for batch in dataset.iter(batch_size=_BATCH_ROWS):
+        names = list(batch)
+        for values in zip(*(batch[c] for c in names), strict=True):
+            yield dict(zip(names, values, strict=True))
 
 
 def _item_id(

@@ -37,6 +37,7 @@ from assay._json import loads as load_json
 from assay._yaml import read_input
 from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.errors import ConfigError, RunError
+from assay.evaluation import verdict_names
 from assay.inputs import data_fingerprint, first_error
 from assay.metrics import MetricBound, Policy, fmt, inconsistency
 from assay.programs import JudgeConfig
@@ -333,6 +334,7 @@ def certify_run(
             k=scale.k,
             event=event[1] if event else None,
             ordered=scale.kind != "categorical",
+            labels=verdict_names(scale),
         )
     except ValueError as exc:  # a metric the scale cannot give (TPR without a positive class)
         raise ConfigError(f"{where}: {exc}") from None

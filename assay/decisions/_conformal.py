@@ -46,12 +46,14 @@ class ConformalConfig(RunConfig):
 
     calibration: str = Field(description="the labelled evaluate run q̂ is calibrated on")
     alpha: float = Field(gt=0, lt=1, description="miscoverage: sets hold the truth ≥ 1 − α")
-    method: Literal["lac", "aps", "ordinal"]
+    method: Literal["lac", "aps", "ordinal"] = Field(
+        description="the nonconformity score: lac, aps, or ordinal (contiguous sets)"
+    )
     apply: str | None = Field(None, description="an evaluate run of the same judge config")
     holdout: float | None = Field(
         None, gt=0, lt=1, description="share of the calibration run's labelled items held out"
     )
-    seed: Seed = 0
+    seed: Seed = Field(default=0, description="the seed of the holdout split")
 
 
 class ClassCoverageRow(BaseModel):

@@ -58,17 +58,41 @@ class EstimateConfig(RunConfig):
     run: str = Field(description="the evaluate run whose items are estimated")
     validation: str | None = Field(None, description="a labelled run of the same judge config")
     queue: str | None = Field(None, description="an estimate --suggest run: its human verdicts")
-    target: str
-    prediction: PredictionChoice | None = None
-    strata: str | None = None
-    weights: str | None = None
-    check_columns: list[str] = Field(default_factory=list)
-    accept_shift: bool = False
-    alpha: float = Field(0.05, gt=0, lt=1)
-    target_half_width: float | None = Field(None, gt=0)
-    budget: int | None = Field(None, ge=1)
-    suggest: int | None = Field(None, ge=1)
-    seed: int = 0
+    target: str = Field(
+        description=("the event whose rate is estimated (a verdict, score < N) or the mean score")
+    )
+    prediction: PredictionChoice | None = Field(
+        default=None,
+        description=(
+            "the judge's prediction PPI uses: probability or verdict (default: the "
+            "probability when the judgments carry one)"
+        ),
+    )
+    strata: str | None = Field(default=None, description="a data column: stratified PPI++ over it")
+    weights: str | None = Field(
+        default=None, description="a data column of positive observation weights"
+    )
+    check_columns: list[str] = Field(
+        default_factory=list,
+        description="data columns on which the labelled items are compared with the others",
+    )
+    accept_shift: bool = Field(
+        default=False,
+        description="estimate even when the labelled items clearly differ from the others",
+    )
+    alpha: float = Field(0.05, gt=0, lt=1, description="the error level: intervals at 1 − α")
+    target_half_width: float | None = Field(
+        None, gt=0, description="plan: the human labels each estimator needs for this half-width"
+    )
+    budget: int | None = Field(
+        None, ge=1, description="plan: the half-width this many human labels buy"
+    )
+    suggest: int | None = Field(
+        None, ge=1, description="active labelling: about N items drawn to be labelled next"
+    )
+    seed: int = Field(
+        default=0, description="the seed of --suggest's draw and of Rogan–Gladen's bootstrap"
+    )
 
 
 class SampleCheck(BaseModel):

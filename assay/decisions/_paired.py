@@ -89,6 +89,7 @@ def paired(
             higher_is_better=higher_is_better,
             n_resamples=n_resamples,
             seed=seed,
+            labels=verdict_names(scale),
         )
     except ValueError as exc:
         raise ConfigError(f"compare --paired: {exc}") from None

@@ -234,7 +234,7 @@ def _majority_summary(majority: dict[str, Majority], seed: int) -> dict[str, Any
     return {
         "seed": seed,
         "tie_rule": "uniformly at random among the tied values (sorted), numpy "
-        "default_rng([seed, crc32(field)])",
+        "default_rng([seed, crc32(field), crc32(trajectory)])",
         "ties": {f: len(m.ties) for f, m in majority.items()},
         "tie_count": sum(len(m.ties) for m in majority.values()),
         "tie_details": [asdict(t) for m in majority.values() for t in m.ties],

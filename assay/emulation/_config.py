@@ -35,8 +35,16 @@ class EmulatorConfig(ModelSpec):
     toward consequential situations); ``critique`` adds a self-critique call per tool call."""
 
     role: ClassVar[Role] = "emulator"
-    mode: Literal["standard", "adversarial"] = "standard"
-    critique: bool = False
+    mode: Literal["standard", "adversarial"] = Field(
+        default="standard",
+        description=(
+            "standard, or adversarial (sees the case's risks and steers toward "
+            "consequential situations)"
+        ),
+    )
+    critique: bool = Field(
+        default=False, description="add a self-critique call per emulated tool call"
+    )
 
 
 class EvaluatorConfig(ModelSpec):
@@ -44,11 +52,19 @@ class EvaluatorConfig(ModelSpec):
     emulator-quality judge (or the ``tasks`` listed)."""
 
     role: ClassVar[Role] = "evaluator"
-    name: PlainName = "evaluator"
-    program: Literal["predict", "chain_of_thought"] = "predict"
+    name: PlainName = Field(
+        default="evaluator",
+        description=(
+            "the evaluator's name (its judges are NAME-safety, NAME-helpfulness, NAME-emulator)"
+        ),
+    )
+    program: Literal["predict", "chain_of_thought"] = Field(
+        default="predict", description="predict, or chain_of_thought (reasoning before the score)"
+    )
     tasks: list[EvaluatorTask] = Field(
         default_factory=lambda: ["toolemu_safety", "toolemu_helpfulness", "emulator_quality"],
         min_length=1,
+        description="which evaluators run: toolemu_safety, toolemu_helpfulness, emulator_quality",
     )
 
     def judge_config(self, task: EvaluatorTask) -> JudgeConfig:
@@ -62,18 +78,25 @@ class ToolEmuRunConfig(RunConfig):
     """An ``assay toolemu run``: cases → agent with emulated tools → trajectories → evaluators
     → metrics. Relative paths are relative to the config file."""
 
-    cases: str
-    toolkits: str
+    cases: str = Field(description="ToolEmu's test cases (a JSON file)")
+    toolkits: str = Field(description="ToolEmu's toolkit specifications (a JSON file)")
     select: str | list[int] | None = Field(
         default=None, description="case indices: '0-14', '0,3,7-9' or a list (default: all)"
     )
     limit: StrictInt | None = Field(
         default=None, ge=1, description="keep the first N selected cases"
     )
-    agent: AgentConfig = Field(default_factory=AgentConfig)
-    emulator: EmulatorConfig = Field(default_factory=EmulatorConfig)
+    agent: AgentConfig = Field(
+        default_factory=AgentConfig,
+        description="the agent under test (a model and its step budget)",
+    )
+    emulator: EmulatorConfig = Field(
+        default_factory=EmulatorConfig, description="the model that emulates the tools"
+    )
     evaluators: list[EvaluatorConfig] = Field(
-        default_factory=lambda: [EvaluatorConfig()], min_length=1
+        default_factory=lambda: [EvaluatorConfig()],
+        min_length=1,
+        description="the models running ToolEmu's evaluators on each trajectory",
     )
     annotations: str | None = Field(
         default=None,

@@ -173,7 +173,7 @@ def agreement(
     annotations = None
     if annotator_column is not None:
         annotations = _annotations(reference, id_column, annotator_column, score_column, scale)
-        majority_scores = majority(annotations, seed=seed)[0]
+        majority_scores = majority(annotations, seed=seed, scale=scale)[0]
         ref_side = Verdicts(Path(reference), "id", list(majority_scores.items()))
     else:
         ref_side = read_verdicts(reference, **columns)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+import numpy as np
+
 from assay.evaluation._results import AltTestOutcome, AnnotatorsReport
+from assay.evaluation._scoring import verdict_names
 from assay.inputs import AnnotationRows, majority
-from assay.metrics import AnnotationMatrix, alt_test, annotator_agreement
+from assay.metrics import AnnotationMatrix, alt_test, annotator_agreement, category_ranks
 from assay.scale import Scale
 
 
@@ -26,12 +29,14 @@ def annotators_report(
     # sorted: the row order of an annotation file must not change the resamples
     labelled = sorted((str(i), str(a), s) for i, a, s in rows if s is not None)
     annotators = sorted({a for _, a, _ in labelled})
-    matrix = AnnotationMatrix.from_long(
-        [i for i, _, _ in labelled],
-        [a for _, a, _ in labelled],
-        [scale.index(s) for *_, s in labelled],
-    )
     level = "ordinal" if scale.ordered and scale.kind != "binary" else "nominal"
+    indices = [scale.index(s) for *_, s in labelled]
+    if level == "nominal":  # codes in an order the scale's listing and names do not decide
+        rank = category_ranks(verdict_names(scale), np.array(indices, dtype=np.int64))
+        indices = [int(rank[i]) for i in indices]
+    matrix = AnnotationMatrix.from_long(
+        [i for i, _, _ in labelled], [a for _, a, _ in labelled], indices
+    )
     agreement = annotator_agreement(
         matrix,
         level=level,
@@ -40,7 +45,7 @@ def annotators_report(
         confidence=confidence,
         seed=seed,
     )
-    _, ties = majority(rows, seed=seed)
+    _, ties = majority(rows, seed=seed, scale=scale)
     report = AnnotatorsReport(
         annotators=annotators,
         items=len(matrix.item_ids),
@@ -56,7 +61,8 @@ def annotators_report(
             }
         )
     unscored = sum(1 for i in matrix.item_ids if candidate.get(str(i)) is None)
-    judge = {i: float(scale.index(v)) for i, v in candidate.items() if v is not None}
+    code = (lambda s: rank[scale.index(s)]) if level == "nominal" else scale.index
+    judge = {i: float(code(v)) for i, v in candidate.items() if v is not None}
     try:
         result = alt_test(
             matrix,

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,8 @@ import dspy
 
 from assay.evaluation._report import render_report
 from assay.evaluation._results import DisagreementRecord, EvaluateResult, EvaluateSummary
-from assay.inputs import EvaluateConfig, data_fingerprint, item_set_tags, load_items
+from assay.evaluation._verdicts import Seen, Verdicts
+from assay.inputs import EvaluateConfig, ItemIndex, ItemStream, item_set_tags, stream_items
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
 from assay.runs import (
     JudgeTask,
@@ -47,7 +50,7 @@ def evaluate(
     started = time.monotonic()
     assert config.judge.scale is not None
     notes: dict[str, Any] = {}  # what loading counted (pairs built and skipped)
-    items = load_items(
+    items = stream_items(
         config.data,
         config.judge.scale,
         cache_dir=workdir / ".assay" / "hf",
@@ -55,7 +58,8 @@ def evaluate(
         notes=notes,
         seed=config.bootstrap.seed,
     )
-    fingerprint = data_fingerprint(items)
+    index = ItemIndex.read(items)
+    fingerprint = index.fingerprint
     run_hash = config.run_hash(fingerprint)
 
     programs, recipe = _judge_programs(config, config_dir, lm_factory)
@@ -63,7 +67,7 @@ def evaluate(
 
     where = {"workdir": workdir, "tracking_uri": tracking_uri, "after_first_answer": True}
     result = _judge_and_measure(
-        config, items, fingerprint, run_hash, programs, recipe, notes, started, progress, **where
+        config, items, index, run_hash, programs, recipe, notes, started, progress, **where
     )
     if config.data.write_back:  # every verdict on its trace, once the run is finished
         result.feedback = _write_back(config, result.judgments)
@@ -72,8 +76,8 @@ def evaluate(
 
 def _judge_and_measure(
     config: EvaluateConfig,
-    items: list[Item],
-    fingerprint: str,
+    items: ItemStream,
+    index: ItemIndex,
     run_hash: str,
     programs: ProgramsByAttempt,
     recipe: Any,
@@ -83,59 +87,78 @@ def _judge_and_measure(
     **where: Any,
 ) -> EvaluateResult:
     """Open the run, judge what it has not judged yet, and measure and record it (or re-read a
-    finished run)."""
+    finished run). The items stream past twice (to judge, to write the report) and the
+    judgments once after they are all in: what is held per item is its id, reference and a
+    few numbers (:class:`~assay.evaluation._verdicts.Verdicts`)."""
     with Run.open(config, run_hash, command="evaluate", **where) as run:
         run_hash = run.run_hash  # with the run's plug-ins
-        done = run.store.judgments()
-        work, retried = to_judge((it.id for it in items), done, config.retry.unscored)
+        seen = Seen(index, run.store)
+        retry = config.retry.unscored
+        work, retried = 0, 0
+        for start in range(0, len(index), _SLICE):
+            todo, again = to_judge(index.ids[start : start + _SLICE], seen, retry)  # type: ignore[arg-type]
+            work, retried = work + len(todo), retried + again
+        lazy = {"items": items, "ids": index.ids}
         if not work and run.finished:
             summary = EvaluateSummary.model_validate(run.store.read_json("metrics.json"))
-            judgments = [done[it.id] for it in items]
-            return EvaluateResult(
+            return EvaluateResult.lazy(
                 run_dir=run.dir,
                 summary=summary,
-                judgments=judgments,
                 new_judgments=0,
                 mlflow_run_id=run.mlflow_run_id,
                 resumed=True,
-                items=items,
+                **lazy,
             )
-        by_id = {it.id: it for it in items}
+        resumed = seen.any
         scoring = run.preload("assay.evaluation._scoring")  # NumPy, the bootstrap: the end's
+        new = [0]
 
         def persist(_task: JudgeTask, judgment: Judgment) -> None:
             run.calls_flowing()  # the first answer: the warm-ups may start now
             run.store.append(judgment)
+            seen.add(judgment)
+            new[0] += 1
 
-        new = run_tasks(
-            [
-                JudgeTask(programs(a), by_id[i], config.judge, attempt=a, recipe=recipe(a))
-                for i, a in work
-            ],
+        def tasks() -> Iterator[JudgeTask]:
+            stream = iter(items)
+            while chunk := list(itertools.islice(stream, _SLICE)):
+                by_id = {it.id: it for it in chunk}
+                todo, _ = to_judge(by_id, seen, retry)  # type: ignore[arg-type]
+                for i, a in todo:
+                    yield JudgeTask(
+                        programs(a), by_id[i], config.judge, attempt=a, recipe=recipe(a)
+                    )
+
+        run_tasks(
+            tasks(),
             concurrency=config.concurrency,
             on_judgment=persist,
             progress=progress,
             deadline=config.deadline(started),
             execution=config.execution,
+            total=work,
+            keep=False,
         )
-        judged = {**done, **{j.item_id: j for j in new}}
-        judgments = [judged[it.id] for it in items]
         scoring.join()
-        summary = _summarize(config, items, judgments, run_hash, retried, notes, run)
-        _write_outputs(run, config, summary, programs(1), items, judgments)
+        verdicts = Verdicts.read(index, run.store, seen)
+        summary = _summarize(config, index, verdicts, run_hash, retried, notes, run)
+        _write_outputs(run, config, summary, programs(1), items, index, verdicts)
         run_id = run.finish(
-            _tracked(config, items, fingerprint, run_hash, summary), n_items=len(items)
+            _tracked(config, items, len(index), index.fingerprint, run_hash, summary),
+            n_items=len(index),
         )
-        return EvaluateResult(
+        return EvaluateResult.lazy(
             run_dir=run.dir,
             summary=summary,
-            judgments=judgments,
-            new_judgments=len(new),
+            new_judgments=new[0],
             mlflow_run_id=run_id,
-            resumed=bool(done),
-            items=items,
+            resumed=resumed,
             retried=retried,
+            **lazy,
         )
+
+
+_SLICE = 1000  # items read from the stream at a time, to choose what to judge
 
 
 def _write_back(config: EvaluateConfig, judgments: list[Judgment]) -> dict[str, int]:
@@ -184,14 +207,15 @@ def _write_outputs(
     config: EvaluateConfig,
     summary: EvaluateSummary,
     program: dspy.Module,
-    items: list[Item],
-    judgments: list[Judgment],
+    items: ItemStream,
+    index: ItemIndex,
+    verdicts: Verdicts,
 ) -> None:
     """metrics.json, disagreements.jsonl, report.md, the judge program's state, the reliability
     diagram (judges with probabilities) and report.html."""
     run.store.write_json("metrics.json", summary.model_dump(mode="json"))
-    worst = _disagreements(config, items, judgments)
-    run.store.write_text("disagreements.jsonl", "".join(d.model_dump_json() + "\n" for d in worst))
+    worst = _disagreements(config, run, items, index, verdicts)
+    run.store.write_text("disagreements.jsonl", (d.model_dump_json() + "\n" for d in worst))
     run.store.write_text(
         "report.md",
         render_report(
@@ -203,13 +227,14 @@ def _write_outputs(
         ),
     )
     save_program(program, run.dir / "program.json")
-    annotations = [
+    annotations = (
         (it.id, who, label) for it in items for who, label in it.meta.get("annotations", {}).items()
-    ]
-    if annotations:  # several annotators per item: the long table `assay agreement` reads
+    )
+    first = next(annotations, None)
+    if first is not None:  # several annotators per item: the long table `assay agreement` reads
         out = io.StringIO()
         csv.writer(out, lineterminator="\n").writerows([("item_id", "annotator", "label")])
-        csv.writer(out, lineterminator="\n").writerows(annotations)
+        csv.writer(out, lineterminator="\n").writerows(itertools.chain([first], annotations))
         run.store.write_text("annotations.csv", out.getvalue())
     if summary.calibration is not None:
         from assay.metrics import plot_reliability_diagram
@@ -223,46 +248,53 @@ def _write_outputs(
 
 
 def _disagreements(
-    config: EvaluateConfig, items: list[Item], judgments: list[Judgment]
+    config: EvaluateConfig, run: Run, items: ItemStream, index: ItemIndex, v: Verdicts
 ) -> list[DisagreementRecord]:
-    """Every scored item whose verdict differs from its reference, most distant first."""
+    """Every scored item whose verdict differs from its reference, most distant first; the
+    texts and reasoning of those items alone are read back (from the items and judgments)."""
     from assay.evaluation._scoring import disagreement_records
 
     assert config.judge.scale is not None
-    by_item = {it.id: it for it in items}
-    pairs = [
-        (j.item_id, by_item[j.item_id].expected, j.score)
-        for j in judgments
-        if j.score is not None and by_item[j.item_id].expected is not None
-    ]
+    differ = {
+        i: (r, c)
+        for i, r, c in zip(index.ids, v.references, v.scores, strict=True)
+        if r is not None and c is not None and r != c
+    }
+    texts = {it.id: it for it in items if it.id in differ}
+    reasons = {
+        j.item_id: j
+        for j in run.store.iter_records("judgments.jsonl", Judgment)
+        if j.item_id in differ
+    }
     return disagreement_records(
-        [i for i, _, _ in pairs],
-        [r for _, r, _ in pairs],  # type: ignore[misc]
-        [c for _, _, c in pairs],  # type: ignore[misc]
+        list(differ),
+        [r for r, _ in differ.values()],
+        [c for _, c in differ.values()],
         config.judge.scale,
-        items=by_item,
-        judgments={j.item_id: j for j in judgments},
+        items=texts,
+        judgments=reasons,
     )
 
 
 def _summarize(
     config: EvaluateConfig,
-    items: list[Item],
-    judgments: list[Judgment],
+    index: ItemIndex,
+    verdicts: Verdicts,
     run_hash: str,
     retried: int,
     notes: dict[str, Any] | None = None,
     run: Run | None = None,
 ) -> EvaluateSummary:
     """The run's metrics; ``run``: whose call ledger says what the server answered."""
-    from assay.evaluation._scoring import summarize_run
+    from assay.evaluation._scoring import summarize_verdicts
 
     b = config.bootstrap
     assert config.judge.scale is not None
-    summary = summarize_run(
-        judgments,
-        {it.id: it.expected for it in items},
+    summary = summarize_verdicts(
+        verdicts,
         config.judge.scale,
+        items=len(index),
+        without_reference=sum(1 for s in index.expected if s is None),
         threshold=config.threshold,
         n_resamples=b.n_resamples,
         confidence=b.confidence,
@@ -283,7 +315,8 @@ def _summarize(
 
 def _tracked(
     config: EvaluateConfig,
-    items: list[Item],
+    items: ItemStream,
+    n_items: int,
     fingerprint: str,
     run_hash: str,
     summary: EvaluateSummary,
@@ -296,7 +329,7 @@ def _tracked(
             "data.path": config.data.path
             or f"{config.data.tracking_uri} experiment {config.data.experiment}",
             "data.format": config.data.format,
-            "data.n_items": str(len(items)),
+            "data.n_items": str(n_items),
             "threshold": str(config.threshold),
             "run_hash": run_hash,
         },
@@ -333,7 +366,7 @@ def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, flo
     }
 
 
-def write_html(run_dir: Path, items: list[Item]) -> None:
+def write_html(run_dir: Path, items: Iterable[Item]) -> None:
     """``report.html`` (before the run is logged, so MLflow gets it too); the page's renderer
     loads on first use."""
     from assay.evaluation._html_report import build_report

@@ -4,9 +4,11 @@ the data set when they are not given."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from assay._json import records
 from assay.evaluation._report import cost_section, disagreement_table, evaluate_tables
 from assay.evaluation._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import fmt
@@ -36,7 +38,7 @@ ITEM_COLUMNS = [
 ]
 
 
-def build_report(run_dir: Path, items: list[Item] | None = None) -> Report:
+def build_report(run_dir: Path, items: Iterable[Item] | None = None) -> Report:
     """The report of the evaluate run in ``run_dir``; ``items`` gives the item texts (without
     it they are read back from the run's data set when that is a local file)."""
     run_dir = Path(run_dir)
@@ -54,16 +56,39 @@ def build_report(run_dir: Path, items: list[Item] | None = None) -> Report:
     worst = disagreement_table(summary, [DisagreementRecord.model_validate(d) for d in records])
     r.tables += [worst] if worst else []
     r.tables.append(cost_section(summary))
-    judgments = [Judgment.model_validate(x) for x in read_jsonl(run_dir / "judgments.jsonl")]
-    by_item = {it.id: it for it in (items if items is not None else _load_items(config))}
+    judgments, total = _first_judgments(run_dir / "judgments.jsonl", ITEM_ROWS)
+    shown = {j.item_id for j in judgments}
+    source = items if items is not None else _load_items(config)
+    by_item = {it.id: it for it in source if it.id in shown}
     labels = _labels(judge.get("scale"))
+    notes = (
+        [] if by_item else ["The item texts could not be read from the data set; verdicts only."]
+    )
+    if total > len(judgments):
+        notes.append(
+            f"The first {len(judgments):,} of {total:,} judgments; every one is in judgments.jsonl."
+        )
     r.items = Items(
         "Items",
         list(ITEM_COLUMNS),
         [_item_row(j, by_item.get(j.item_id), labels) for j in judgments],
-        "" if by_item else "The item texts could not be read from the data set; verdicts only.",
+        " ".join(notes),
     )
     return r
+
+
+ITEM_ROWS = 1000  # judgments the page lists: a page of a million rows opens in no browser
+
+
+def _first_judgments(path: Path, n: int) -> tuple[list[Judgment], int]:
+    """The first ``n`` judgments of a run's judgments file, and how many it holds."""
+    first: list[Judgment] = []
+    total = 0
+    for _, x in records(path):  # read as it goes
+        if total < n:
+            first.append(Judgment.model_validate(x))
+        total += 1
+    return first, total
 
 
 def _facts(config: dict[str, Any], m: dict[str, Any]) -> list[tuple[str, str]]:
@@ -142,15 +167,15 @@ def _labels(scale_spec: Any):
     return label
 
 
-def _load_items(config: dict[str, Any]) -> list[Item]:
+def _load_items(config: dict[str, Any]) -> Iterable[Item]:
     """The run's items read back from its data set, when that is a local file (best effort: the
     report shows verdicts without texts otherwise)."""
     try:
-        from assay.inputs import EvaluateConfig, load_items
+        from assay.inputs import EvaluateConfig, stream_items
 
         cfg = EvaluateConfig.model_validate(config)
         if not Path(cfg.data.path).is_file():
             return []
-        return load_items(cfg.data, cfg.judge.scale)
+        return stream_items(cfg.data, cfg.judge.scale)
     except Exception:  # noqa: BLE001 - a report never fails for want of texts
         return []

@@ -3,10 +3,12 @@ serialised once (``metrics.json``, ``--json``) and read back from the same model
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from assay.metrics import MetricValue
 from assay.types import Item, Judgment, Spend, Usage, with_work
@@ -115,20 +117,44 @@ class EvaluateSummary(Agreement):
 
 
 class EvaluateResult(_Model):
-    """What :func:`assay.evaluation.evaluate` returns."""
+    """What :func:`assay.evaluation.evaluate` returns. ``judgments`` and ``items`` are read
+    back on first access (from the run's ``judgments.jsonl`` and the run's data), so a caller
+    that does not touch them holds neither."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     run_dir: Path
     summary: EvaluateSummary
-    judgments: list[Judgment]
     new_judgments: int
     mlflow_run_id: str | None
     resumed: bool
-    items: list[Item]
     retried: int = 0
     # data.write_back: Feedback written, updated and already there on the traces
     feedback: dict[str, int] | None = None
+    _items: Iterable[Item] = PrivateAttr(default=())
+    _ids: list[str] = PrivateAttr(default_factory=list)
+
+    @classmethod
+    def lazy(cls, *, items: Iterable[Item], ids: list[str], **fields: Any) -> EvaluateResult:
+        """The result of a run over ``items`` (re-iterable: read again on access), ``ids``
+        their ids in order."""
+        result = cls(**fields)
+        result._items, result._ids = items, ids
+        return result
+
+    @cached_property
+    def judgments(self) -> list[Judgment]:
+        """Each item's latest judgment, in the items' order (read on first access)."""
+        from assay.runs import RunStore
+
+        store = RunStore(self.run_dir, run_hash=self.summary.run_hash)
+        latest = {j.item_id: j for j in store.iter_records("judgments.jsonl", Judgment)}
+        return [latest[i] for i in self._ids]
+
+    @cached_property
+    def items(self) -> list[Item]:
+        """The run's items, in order (read again from the run's data on first access)."""
+        return list(self._items)
 
 
 class AltTestOutcome(_Model):

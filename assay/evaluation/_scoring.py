@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -17,6 +18,7 @@ from assay.evaluation._results import (
     ReliabilityBinRecord,
     RunUsage,
 )
+from assay.evaluation._verdicts import Verdicts
 from assay.metrics import (
     TRADE_OFFS,
     agreement_confusion,
@@ -28,7 +30,7 @@ from assay.metrics import (
     to_unit_interval,
 )
 from assay.scale import Scale
-from assay.types import Item, Judgment, Usage, all_unscored
+from assay.types import Item, Judgment, all_unscored
 
 
 def pair_scores(
@@ -125,10 +127,31 @@ def summarize_run(
     seed: int,
 ) -> EvaluateSummary:
     """metrics.json of an evaluate run: counts, unscored reasons, agreement, usage and cost."""
-    by_id = {j.item_id: j for j in judgments}
-    candidate = {i: by_id[i].score for i in expected if i in by_id}
-    reference = {i: s for i, s in expected.items() if s is not None and i in by_id}
-    ids, ref, cand, _ = pair_scores(reference, candidate)
+    return summarize_verdicts(
+        Verdicts.of(judgments, expected),
+        scale,
+        items=len(expected),
+        without_reference=sum(1 for s in expected.values() if s is None),
+        threshold=threshold,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+
+
+def summarize_verdicts(
+    v: Verdicts,
+    scale: Scale,
+    *,
+    items: int,
+    without_reference: int,
+    threshold: int | None,
+    n_resamples: int,
+    confidence: float,
+    seed: int,
+) -> EvaluateSummary:
+    """:func:`summarize_run` of judgments kept as columns (a run's, read as they stream past)."""
+    ref, cand = v.paired
     agreement = agreement_summary(
         ref,
         cand,
@@ -138,39 +161,38 @@ def summarize_run(
         confidence=confidence,
         seed=seed,
     )
-    usage = Usage.total(j.usage for j in judgments)
+    usage = v.usage
     accuracy = agreement.metrics.get("accuracy")
     acc = accuracy.value if accuracy is not None else None
-    reasons = Counter(j.unscored for j in judgments if j.score is None)
-    nothing = all_unscored(len(judgments), reasons)  # type: ignore[arg-type]
+    reasons = Counter(r for s, r in zip(v.scores, v.reasons, strict=True) if s is None)
+    nothing = all_unscored(len(v), reasons)  # type: ignore[arg-type]
     return EvaluateSummary(
         **{
             **agreement.model_dump(),
             **({"note": f"The run measured nothing: {nothing}."} if nothing else {}),
         },
         counts=Counts(
-            items=len(expected),
-            judged=len(judgments),
-            scored=sum(j.score is not None for j in judgments),
+            items=items,
+            judged=len(v),
+            scored=sum(s is not None for s in v.scores),
             unscored=sum(reasons.values()),
             unscored_reasons=dict(reasons),
-            without_reference=sum(1 for s in expected.values() if s is None),
-            paired=len(ids),
+            without_reference=without_reference,
+            paired=len(ref),
         ),
         usage=RunUsage(
             **usage.model_dump(),
-            cached_judgments=sum(j.cached for j in judgments),
-            mean_latency_s=float(np.mean([j.latency_s for j in judgments])) if judgments else 0.0,
+            cached_judgments=int(v.cached.sum()),
+            mean_latency_s=float(np.mean(v.latency)) if len(v) else 0.0,
             cost_per_accuracy_point_usd=cost_per_accuracy_point(usage.work().cost_usd, acc)
             if acc
             else None,
         ),
         work=usage.work(),
-        expected_scores=sum(j.expected_score is not None for j in judgments),
+        expected_scores=int((~np.isnan(v.expected_score)).sum()),
         disagreements=sum(r != c for r, c in zip(ref, cand, strict=True)),
         calibration=calibration_report(
-            judgments,
-            expected,
+            v,
             scale,
             n_resamples=n_resamples,
             confidence=confidence,
@@ -183,8 +205,7 @@ CALIBRATION_BINS = 10
 
 
 def calibration_report(
-    judgments: list[Judgment],
-    expected: dict[str, int | None],
+    v: Verdicts,
     scale: Scale,
     *,
     n_resamples: int,
@@ -195,21 +216,23 @@ def calibration_report(
     reference, with CIs, and the reliability-diagram bins — for a binary judge's P(positive)
     or an ordinal judge's expected score rescaled to [0, 1]. None when no judgment carries a
     probability (``score_mode: argmax``)."""
-    labelled = [j for j in judgments if expected.get(j.item_id) is not None]
-    with_p = [j for j in labelled if j.expected_score is not None]
+    labelled = [p for p, r in enumerate(v.references) if r is not None]
+    with_p = [p for p in labelled if not math.isnan(v.expected_score[p])]
     if not with_p or scale.kind == "categorical" or len(scale.values) < 2:
         return None
-    ref = [scale.index(expected[j.item_id]) for j in with_p]  # type: ignore[arg-type]
+    reference = [v.references[p] for p in with_p]
+    probability = v.expected_score[with_p].tolist()
+    ref = [scale.index(r) for r in reference]  # type: ignore[arg-type]
     if scale.kind == "binary":
-        y_true, y_prob, what = ref, [j.expected_score for j in with_p], "P(positive verdict)"
+        y_true, y_prob, what = ref, probability, "P(positive verdict)"
     else:
         lo, hi = min(scale.values), max(scale.values)
-        y_true = list(to_unit_interval([expected[j.item_id] for j in with_p], lo, hi))
-        y_prob = list(to_unit_interval([j.expected_score for j in with_p], lo, hi))
+        y_true = list(to_unit_interval(reference, lo, hi))  # type: ignore[arg-type]
+        y_prob = list(to_unit_interval(probability, lo, hi))
         what = f"expected score rescaled from {lo}..{hi} to [0, 1]"
     boot = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
     bins = reliability_bins(y_true, y_prob, n_bins=CALIBRATION_BINS)
-    calibrated = [j.calibrated_probability for j in with_p]
+    calibrated = v.calibrated[with_p]
     return CalibrationReport(
         n=len(with_p),
         without_probability=len(labelled) - len(with_p),
@@ -218,8 +241,8 @@ def calibration_report(
         strategy="equal_mass",
         metrics=calibration_metrics(y_true, y_prob, n_bins=CALIBRATION_BINS, **boot),
         reliability=[ReliabilityBinRecord(**vars(b)) for b in bins],
-        calibrated=calibration_metrics(y_true, calibrated, n_bins=CALIBRATION_BINS, **boot)
-        if all(c is not None for c in calibrated)
+        calibrated=calibration_metrics(y_true, calibrated.tolist(), n_bins=CALIBRATION_BINS, **boot)
+        if not np.isnan(calibrated).any()
         else None,
     )
 

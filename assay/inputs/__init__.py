@@ -22,6 +22,9 @@ _WHERE = {
     "data_fingerprint": "_items",
     "item_set_tags": "_items",
     "load_items": "_items",
+    "stream_items": "_items",
+    "ItemIndex": "_items",
+    "ItemStream": "_items",
     "AnnotationRows": "_annotations",
     "majority": "_annotations",
     "read_annotations": "_annotations",
@@ -41,7 +44,14 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         load_config,
         without_write_back,
     )
-    from assay.inputs._items import data_fingerprint, item_set_tags, load_items
+    from assay.inputs._items import (
+        ItemIndex,
+        ItemStream,
+        data_fingerprint,
+        item_set_tags,
+        load_items,
+        stream_items,
+    )
     from assay.inputs._sample import stratified_sample
 
 __all__ = [
@@ -57,6 +67,9 @@ __all__ = [
     "item_set_tags",
     "load_config",
     "load_items",
+    "stream_items",
+    "ItemIndex",
+    "ItemStream",
     "majority",
     "read_annotations",
     "stratified_sample",

@@ -37,13 +37,22 @@ def read_annotations(
     return out
 
 
-def majority(rows: AnnotationRows, *, seed: int) -> tuple[dict[str, int | None], int]:
+def majority(
+    rows: AnnotationRows, *, seed: int, scale: Scale | None = None
+) -> tuple[dict[str, int | None], int]:
     """The majority label per item (None where no annotator gave one) and how many ties a
-    seeded draw had to break."""
-    votes: dict[str, list[int]] = {}
+    seeded draw had to break. The tied labels are drawn from in the order of their names on
+    ``scale`` (of their scores where they have none), so the order a scale lists its labels in
+    never decides a tie."""
+
+    def vote(score: int) -> tuple[str, int]:
+        name = scale.label_of(score) if scale is not None else None
+        return (name or "", score)
+
+    votes: dict[str, list[tuple[str, int]]] = {}
     for item, _, score in rows:
         votes.setdefault(item, [])
         if score is not None:
-            votes[item].append(score)
+            votes[item].append(vote(score))
     m = majority_vote({i: v for i, v in votes.items() if v}, field="reference", seed=seed)
-    return {i: m.values.get(i) for i in votes}, len(m.ties)
+    return {i: m.values[i][1] if i in m.values else None for i in votes}, len(m.ties)

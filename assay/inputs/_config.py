@@ -217,16 +217,23 @@ class BootstrapConfig(BaseModel):
         "beyond that an interval's ends move by thousandths, while each replicate holds an index "
         "per item in memory)",
     )
-    confidence: Share = 0.95
-    seed: Seed = 0
+    confidence: Share = Field(
+        default=0.95, description="the intervals' confidence level, strictly between 0 and 1"
+    )
+    seed: Seed = Field(default=0, description="the seed of the bootstrap's resampling")
 
 
 class TrackingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = True
-    uri: str | None = None  # default: sqlite:///<working dir>/mlflow.db
-    experiment: str = "assay"
+    enabled: bool = Field(default=True, description="log the run to MLflow")
+    uri: str | None = Field(
+        default=None,
+        description=(
+            "the MLflow tracking URI (default: sqlite:///mlflow.db in the working folder)"
+        ),
+    )
+    experiment: str = Field(default="assay", description="the MLflow experiment")
 
 
 MAX_CONCURRENCY = 512
@@ -244,7 +251,13 @@ class RetryConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    unscored: list[UnscoredReason] = Field(default_factory=list)
+    unscored: list[UnscoredReason] = Field(
+        default_factory=list,
+        description=(
+            "unscored reasons judged again on a re-run (lm_error, timeout, ...): a "
+            "fresh call, bypassing the LM cache"
+        ),
+    )
 
 
 class RunConfig(BaseModel):
@@ -253,7 +266,7 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: PlainName
+    name: PlainName = Field(description="the run's name: its folder is runs/NAME-HASH")
     plugins: list[str] = Field(
         default_factory=list,
         description="plug-ins to import first: Python files (relative to the config file) or "
@@ -276,11 +289,24 @@ class RunConfig(BaseModel):
     deadline_s: FiniteReal | None = Field(
         default=None, gt=0, description="stop the run (resumable) after this many seconds"
     )
-    retry: RetryConfig = Field(default_factory=RetryConfig)
-    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
-    output_dir: str = "runs"
-    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
-    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+    retry: RetryConfig = Field(
+        default_factory=RetryConfig, description="which unscored judgments a re-run judges again"
+    )
+    bootstrap: BootstrapConfig = Field(
+        default_factory=BootstrapConfig,
+        description="the bootstrap intervals: replicates, confidence, seed",
+    )
+    output_dir: str = Field(
+        default="runs",
+        description="the runs folder (its ledger holds certificates and tuning records)",
+    )
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig, description="MLflow logging")
+    execution: ExecutionConfig = Field(
+        default_factory=ExecutionConfig,
+        description=(
+            "where judging runs: local threads or a Ray cluster (not part of any run hash)"
+        ),
+    )
 
     @field_validator("plugins")
     @classmethod
@@ -303,8 +329,10 @@ class RunConfig(BaseModel):
 class EvaluateConfig(RunConfig):
     """An ``assay evaluate`` run: data, judge, and how to measure and record it."""
 
-    data: DataConfig
-    judge: JudgeConfig
+    data: DataConfig = Field(
+        description="the items to judge, with their references where there are"
+    )
+    judge: JudgeConfig = Field(description="the judge")
     threshold: StrictInt | None = Field(
         default=None,
         description="scores >= threshold are 'good'; below it a failure (ToolEmu: 2)",

@@ -3,6 +3,9 @@ traces), and the fingerprint of a set of items (part of a run's identity)."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import assay
@@ -11,6 +14,7 @@ from assay.data import (
     TranscriptPrep,
     build_pairs,
     check_limit,
+    iter_table,
     load_inspect_log,
     load_mlflow_traces,
     load_table,
@@ -27,26 +31,95 @@ from assay.runs import (
     write_atomic,
 )
 from assay.scale import Scale
-from assay.types import Item, stable_hash
+from assay.types import Item, ListHash, canonical_json, stable_hash
 
 
-def data_fingerprint(items: list[Item]) -> str:
+def data_fingerprint(items: Iterable[Item]) -> str:
     """The hash of the items' content: part of a run's identity (same config, other data: a new
-    run)."""
-    return stable_hash([it.model_dump(mode="json") for it in items])
+    run). The items are read once, as they come."""
+    digest = ListHash()
+    for it in items:
+        digest.add_text(dumps(it))
+    return digest.hexdigest()
 
 
-def item_set_tags(items: list[Item], *, split: str, of: int | None = None) -> dict[str, str]:
+def dumps(item: Item) -> str:
+    """The item's text in its fingerprint (:func:`assay.types.canonical_json` of its dump)."""
+    return canonical_json(item.model_dump(mode="json"))
+
+
+class ItemStream:
+    """A run's items, read again from their source each time they are iterated, one at a time
+    — a table through the items cache file it was read into, so a run of a million items holds
+    none of them whole. Other sources (Inspect logs, ToolEmu files, MLflow traces, pairs) are
+    read into memory once and iterated from there."""
+
+    def __init__(self, read: Callable[[], Iterator[Item]]):
+        self._read = read
+
+    def __iter__(self) -> Iterator[Item]:
+        return self._read()
+
+
+@dataclass
+class ItemIndex:
+    """What a run keeps of each item while its judgments stream past: its id and reference
+    by position (the items' order), and the fingerprint of their content, from one reading of
+    the items. Everything else about an item is read again from the stream when needed."""
+
+    ids: list[str]
+    expected: list[int | None]
+    fingerprint: str
+    position: dict[str, int] = field(repr=False)
+
+    @classmethod
+    def read(cls, items: Iterable[Item]) -> ItemIndex:
+        digest = ListHash()
+        ids: list[str] = []
+        expected: list[int | None] = []
+        for it in items:
+            digest.add_text(dumps(it))
+            ids.append(it.id)
+            expected.append(it.expected)
+        return cls(ids, expected, digest.hexdigest(), {i: k for k, i in enumerate(ids)})
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def item_set_tags(items: Iterable[Item], *, split: str, of: int | None = None) -> dict[str, str]:
     """MLflow tags naming the exact items a judge was measured on: ``assay.items`` (the
     fingerprint of their ids, texts and references), ``assay.n_items``, ``assay.split`` and
     ``assay.n_data`` (the items of the data set it was drawn from, default: these). ``assay
     compare`` ranks together only runs with the same ``assay.items``."""
+    if isinstance(items, ItemStream):  # a set: sorted by id, read a slice of ids at a time
+        fingerprint, n = _sorted_fingerprint(items)
+    else:
+        listed = sorted(items, key=lambda it: it.id)
+        fingerprint, n = data_fingerprint(listed), len(listed)
     return {
-        "assay.items": data_fingerprint(sorted(items, key=lambda it: it.id))[:16],  # a set
-        "assay.n_items": str(len(items)),
+        "assay.items": fingerprint[:16],
+        "assay.n_items": str(n),
         "assay.split": split,
-        "assay.n_data": str(len(items) if of is None else of),
+        "assay.n_data": str(n if of is None else of),
     }
+
+
+_SORT_SLICE = 100_000  # items held at once while a stream's fingerprint is taken in id order
+
+
+def _sorted_fingerprint(items: ItemStream) -> tuple[str, int]:
+    """:func:`data_fingerprint` of the stream's items sorted by id, holding ``_SORT_SLICE`` of
+    them at a time: the ids are sorted, then each slice of them is gathered in one reading."""
+    ids = sorted(it.id for it in items)
+    digest = ListHash()
+    for start in range(0, len(ids), _SORT_SLICE):
+        wanted = ids[start : start + _SORT_SLICE]
+        low, high = wanted[0], wanted[-1]  # ids are unique: the slice is every id in between
+        found = {it.id: dumps(it) for it in items if low <= it.id <= high}
+        for i in wanted:
+            digest.add_text(found.pop(i))
+    return digest.hexdigest(), len(ids)
 
 
 def load_items(
@@ -63,11 +136,57 @@ def load_items(
     ``notes["pairs"]`` (when a dict is passed) gets what was built and skipped. Several
     annotators (``data.annotators``): the reference is their majority, ties drawn from
     ``seed``."""
+    return list(stream_items(data, scale, cache_dir=cache_dir, limit=limit, notes=notes, seed=seed))
+
+
+def stream_items(
+    data: DataConfig,
+    scale: Scale,
+    *,
+    cache_dir: Path | None = None,
+    limit: int | None = None,
+    notes: dict | None = None,
+    seed: int = 0,
+) -> ItemStream:
+    """:func:`load_items` as an :class:`ItemStream`: a local table is read (and checked) into
+    its items cache file now, and its items are read from that file each time the stream is
+    iterated; other sources are read into memory now."""
     limit = check_limit(limit) if limit is not None else data.limit
+    if data.pairs is None and data.format == "table":
+        cached = _cached_table(data, scale, cache_dir, limit)
+        if isinstance(cached, Path):
+            return _nonempty(ItemStream(lambda: _from_cache(cached, data, limit)), data)
+        items = cached
+    else:
+        items = _listed_items(data, scale, cache_dir, limit, notes, seed)
+    if limit is not None:
+        items = items[:limit]
+    prepared = [_prepared(it, data.transcript) for it in items]
+    return _nonempty(ItemStream(lambda: iter(prepared)), data)
+
+
+def _nonempty(items: ItemStream, data: DataConfig) -> ItemStream:
+    if next(iter(items), None) is None:
+        raise DataError("no items to judge", path=data.path)
+    return items
+
+
+def _from_cache(path: Path, data: DataConfig, limit: int | None) -> Iterator[Item]:
+    lines = itertools.islice(read_lines(path), limit)
+    for line in lines:
+        yield _prepared(Item.model_validate_json(line.text), data.transcript)
+
+
+def _listed_items(
+    data: DataConfig,
+    scale: Scale,
+    cache_dir: Path | None,
+    limit: int | None,
+    notes: dict | None,
+    seed: int,
+) -> list[Item]:
     if data.pairs is not None:
         items = _pair_items(data, scale, cache_dir, notes)
-    elif data.format == "table":
-        items = _cached_table(data, scale, cache_dir, limit)
     elif data.format == "inspect":
         items = load_inspect_log(
             data.path, expected=data.expected, scale=scale, missing_expected=data.missing_expected
@@ -76,11 +195,7 @@ def load_items(
         items = _trace_items(data, scale, limit, seed)
     else:
         items = _toolemu_items(data, scale)
-    if limit is not None:
-        items = items[:limit]
-    if not items:
-        raise DataError("no items to judge", path=data.path)
-    return [_prepared(it, data.transcript) for it in items]
+    return items
 
 
 def _prepared(item: Item, prep: TranscriptPrep) -> Item:
@@ -95,14 +210,14 @@ def _prepared(item: Item, prep: TranscriptPrep) -> Item:
 
 def _cached_table(
     data: DataConfig, scale: Scale, cache_dir: Path | None, limit: int | None
-) -> list[Item]:
+) -> Path | list[Item]:
     """A local table's items, read once per version of the file: reading a table goes through
     ``datasets`` (pandas, pyarrow: a second or two of imports), so the items are kept in
     ``<cache_dir>/../items/<key>.jsonl``, keyed by the file's path, size and modification time,
     the column map, scale and limit, and the assay version (a changed file is read again)."""
 
-    def read() -> list[Item]:
-        return load_table(
+    def read() -> Iterator[Item]:
+        return iter_table(
             data.path,
             columns=data.columns,
             scale=scale,
@@ -114,7 +229,7 @@ def _cached_table(
 
     path = Path(data.path).expanduser()
     if cache_dir is None or not path.is_file():
-        return read()
+        return list(read())
     st = path.stat()
     key = stable_hash(
         [
@@ -130,15 +245,21 @@ def _cached_table(
         ]
     )
     cached = Path(cache_dir).parent / "items" / f"{key}.jsonl"
-    if cached.is_file():
-        try:
-            return [Item.model_validate_json(line.text) for line in read_lines(cached)]
-        except (ValueError, DataError):
-            pass  # a damaged cache file: read the table again
-    items = read()
+    if cached.is_file() and _readable(cached):
+        return cached
     cached.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(cached, "".join(it.model_dump_json() + "\n" for it in items))
-    return items
+    write_atomic(cached, (it.model_dump_json() + "\n" for it in read()))  # row by row
+    return cached
+
+
+def _readable(path: Path) -> bool:
+    """Whether every line of an items cache file is an item (a damaged one is read again)."""
+    try:
+        for line in read_lines(path):
+            Item.model_validate_json(line.text)
+    except (ValueError, DataError):
+        return False
+    return True
 
 
 _ITEMS_FORMAT = 2  # bump when reading a table changes what its items are
@@ -155,7 +276,7 @@ def _trace_items(data: DataConfig, scale: Scale, limit: int | None, seed: int) -
     if data.annotators:
         rows = [(it.id, who, s) for it in items for who, s in it.meta["annotations"].items()]
         rows += [(it.id, "", None) for it in items if not it.meta["annotations"]]
-        majorities, _ = majority(rows, seed=seed)
+        majorities, _ = majority(rows, seed=seed, scale=scale)
         for it in items:
             it.expected = majorities.get(it.id)
     missing = [it.id for it in items if it.expected is None]

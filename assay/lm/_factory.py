@@ -168,6 +168,11 @@ def check_api_key(model: str) -> None:
         raise ModelError(f"model {model}: set the environment variable {' / '.join(missing)}")
 
 
+# Answers kept in memory besides the disk (the most recent ones): a repeat within a process
+# is served without a SQLite read, and a long run's memory does not grow with its calls.
+MEMORY_CACHE_ENTRIES = 1000
+
+
 def configure_cache(workdir: Path) -> None:
     """DSPy's response cache on disk under ``<workdir>/.assay/dspy_cache`` (re-runs are free).
 
@@ -194,7 +199,7 @@ def configure_cache(workdir: Path) -> None:
             built["cache"] = Cache(
                 **settings,
                 disk_size_limit_bytes=int(os.environ.get("DSPY_CACHE_LIMIT", 3e10)),
-                memory_max_entries=1000000,
+                memory_max_entries=MEMORY_CACHE_ENTRIES,
             )
         except BaseException as exc:  # raised again on first use
             built["error"] = exc

@@ -19,8 +19,8 @@ class Price(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    input_per_mtok: Real = Field(ge=0)
-    output_per_mtok: Real = Field(ge=0)
+    input_per_mtok: Real = Field(ge=0, description="USD per million prompt tokens")
+    output_per_mtok: Real = Field(ge=0, description="USD per million completion tokens")
 
 
 Role = Literal["judge", "generator", "validator", "agent", "emulator", "evaluator"]
@@ -91,16 +91,61 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     role: ClassVar[Role] = "judge"
 
-    model: str = "local"
-    api_base: WebAddress | None = None
-    api_key_env: str | None = None
-    temperature: Real = Field(default=0.0, ge=0, le=2)
-    max_tokens: StrictInt = Field(default=512, ge=1)
-    seed: StrictInt | None = 0
-    adapter: Literal["json", "chat"] = "json"
+    model: str = Field(
+        default="local",
+        description=(
+            "a LiteLLM model string (openai/gpt-4o-mini, ollama_chat/llama3.1, "
+            "...), local for the embedded model, local:/path/model.gguf, or "
+            "scripted:NAME (tests)"
+        ),
+    )
+    api_base: WebAddress | None = Field(
+        default=None,
+        description=(
+            "the base URL of an OpenAI-compatible server (vLLM, llama.cpp, a "
+            "proxy): http:// or https://"
+        ),
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        description=(
+            "the environment variable that holds the API key (a key never goes in a config)"
+        ),
+    )
+    temperature: Real = Field(
+        default=0.0,
+        ge=0,
+        le=2,
+        description=("sampling temperature, 0 to 2 (each role has its default: 0 for a judge)"),
+    )
+    max_tokens: StrictInt = Field(
+        default=512,
+        ge=1,
+        description=(
+            "the most tokens an answer may have (a truncated answer is unscored, and says so)"
+        ),
+    )
+    seed: StrictInt | None = Field(
+        default=0, description="the sampling seed sent to the server (null: none)"
+    )
+    adapter: Literal["json", "chat"] = Field(
+        default="json",
+        description=(
+            "how DSPy asks for the outputs: json (one JSON object) or chat (marked fields)"
+        ),
+    )
     timeout: Real = Field(default=120.0, gt=0, description="seconds per attempt")
-    price: Price | None = None
-    client: Literal["auto", "native", "litellm"] = "auto"
+    price: Price | None = Field(
+        default=None,
+        description="USD per million tokens, in place of LiteLLM's price map for this model",
+    )
+    client: Literal["auto", "native", "litellm"] = Field(
+        default="auto",
+        description=(
+            "native (assay's httpx client, for openai/...), litellm, or auto: "
+            "native for openai/..., LiteLLM for the rest"
+        ),
+    )
     rpm: StrictInt | None = Field(default=None, ge=1, description="requests per minute")
     tpm: StrictInt | None = Field(default=None, ge=1, description="tokens per minute")
 

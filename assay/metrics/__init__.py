@@ -179,6 +179,7 @@ _NAMES = {
         "selective_threshold",
     ),
     "_threshold": ("fit_threshold",),
+    "_validate": ("category_ranks",),
     "_value": (
         "BOOTSTRAP",
         "BootstrapCI",
@@ -265,6 +266,7 @@ __all__ = [
     "Majority",
     "Tie",
     "majority_vote",
+    "category_ranks",
     "inter_annotator_kappa",
     "ordinal_kappas",
     # formatting
@@ -575,6 +577,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.metrics._self_preference import SelfPreference, self_preference
     from assay.metrics._threshold import fit_threshold
+    from assay.metrics._validate import category_ranks
     from assay.metrics._value import (
         BOOTSTRAP,
         CLOPPER_PEARSON,

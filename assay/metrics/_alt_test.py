@@ -16,6 +16,7 @@ probability ρ (the mean of ``ρ_j``) compares judges.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -141,7 +142,8 @@ def alt_test(
     omega = float(wins.mean())
     return AltTestResult(
         winning_rate=omega,
-        advantage_probability=float(np.mean([c.judge_advantage for c in results])),
+        # fsum: the exact sum, so the annotators' order does not move the last digit
+        advantage_probability=math.fsum(c.judge_advantage for c in results) / len(results),
         passed=omega >= 0.5,
         comparisons=results,
         skipped_annotators=tuple(skipped),

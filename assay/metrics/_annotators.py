@@ -234,7 +234,9 @@ def annotator_agreement(
     confidence = _check_confidence(confidence)
     keep = m.counts > 0  # an item nobody labelled is not part of the annotation sample
     kept = np.flatnonzero(keep)
-    kept = kept[canonical_order(m.values[kept])]  # the intervals do not depend on row order
+    # each item by its labels sorted (NaN last): α and Fleiss' κ read an item's labels as a
+    # multiset, so the intervals depend neither on the rows' order nor on the annotators'
+    kept = kept[canonical_order(np.sort(m.values[kept], axis=1))]
     m = AnnotationMatrix(
         m.values[kept], tuple(np.asarray(m.item_ids, dtype=object)[kept]), m.annotator_ids
     )

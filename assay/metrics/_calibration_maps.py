@@ -44,9 +44,13 @@ class IsotonicMap(_Map):
     """A non-decreasing piecewise-linear map through the breakpoints ``(x[i], y[i])``, constant
     outside them: exactly ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip")``."""
 
-    kind: Literal["isotonic"] = "isotonic"
-    x: tuple[float, ...] = Field(min_length=1)
-    y: tuple[float, ...] = Field(min_length=1)
+    kind: Literal["isotonic"] = Field(default="isotonic", description="isotonic")
+    x: tuple[float, ...] = Field(
+        min_length=1, description="the fitted step function's breakpoints (probabilities)"
+    )
+    y: tuple[float, ...] = Field(
+        min_length=1, description="the calibrated probability at each breakpoint"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> IsotonicMap:
@@ -76,11 +80,13 @@ class PlattMap(_Map):
     ``C`` is the inverse L2 penalty it was fitted with (None: unpenalised), kept for the record.
     """
 
-    kind: Literal["platt"] = "platt"
-    slope: float
-    intercept: float
-    eps: float = Field(gt=0, lt=0.5)
-    C: float | None = Field(gt=0)
+    kind: Literal["platt"] = Field(default="platt", description="platt")
+    slope: float = Field(description="the logistic slope on the logit of the probability")
+    intercept: float = Field(description="the logistic intercept")
+    eps: float = Field(
+        gt=0, lt=0.5, description="probabilities clipped to [eps, 1 − eps] before the logit"
+    )
+    C: float | None = Field(gt=0, description="the fit's inverse regularisation (null: none)")
 
     def transform(self, y_prob: ArrayLike) -> NDArray[np.float64]:
         """Calibrated probabilities through the fitted logistic curve."""
@@ -98,9 +104,9 @@ class ThresholdMap(_Map):
     """A decision rule, not a probability map: verdict 1 when ``p ≥ threshold``, the threshold
     that maximised Cohen's κ on the fitting split (``kappa``), from :func:`fit_threshold`."""
 
-    kind: Literal["threshold"] = "threshold"
-    threshold: float
-    kappa: float
+    kind: Literal["threshold"] = Field(default="threshold", description="threshold")
+    threshold: float = Field(description="verdict 1 when P(1) is at least this")
+    kappa: float = Field(description="the κ the threshold reached on its fitting split")
 
     def predict(self, y_prob: ArrayLike) -> NDArray[np.int64]:
         """0/1 verdicts: ``p ≥ threshold``."""

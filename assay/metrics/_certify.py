@@ -36,6 +36,7 @@ from pydantic import (
 from assay.metrics._intervals import bootstrap_ci
 from assay.metrics._kappa import _kappa_batched
 from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
+from assay.metrics._validate import category_ranks
 from assay.metrics._value import Resamples
 from assay.types import Seed
 
@@ -274,9 +275,17 @@ class Policy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = "policy"
-    confidence: float = Field(0.95, gt=0.5, lt=1.0)
-    positive: str | int | None = None  # a label or score of the scale (default: see certify)
+    name: str = Field(
+        default="policy",
+        description="the policy's name (attempts are counted per judge and policy)",
+    )
+    confidence: float = Field(
+        0.95, gt=0.5, lt=1.0, description="the joint confidence of all the bars' bounds"
+    )
+    positive: str | int | None = Field(
+        default=None,
+        description="the positive class of TPR/TNR/precision: a label or score of the scale",
+    )
     bars: Annotated[
         dict[str, Bar],
         WithJsonSchema(
@@ -284,8 +293,10 @@ class Policy(BaseModel):
             mode="validation",
         ),
     ] = Field(min_length=1, description=f"metric: bar; metrics: {', '.join(METRICS)}")
-    n_resamples: Resamples = 2000  # for the bootstrap bounds
-    seed: Seed = 0
+    n_resamples: Resamples = Field(
+        default=2000, description="bootstrap replicates of the bootstrap bounds"
+    )
+    seed: Seed = Field(default=0, description="the seed of the bootstrap bounds")
     attempts: int = Field(1, ge=1, description="certificates one judge may get under it")
 
     @field_validator("bars", mode="before")
@@ -403,6 +414,7 @@ def certify(
     k: int,
     event: Sequence[int] | None = None,
     ordered: bool = True,
+    labels: Sequence[str] | None = None,
 ) -> Certification:
     """Certify a judge against ``policy`` on labelled items.
 
@@ -410,7 +422,10 @@ def certify(
     in ``verdicts``: unscored, counted as the worst verdict); ``event`` the indices that count
     as the positive class for TPR/TNR/FPR/FNR/precision/NPV and ``kappa_binary``; ``ordered``:
     the scale is ordinal (κ weights, CCC, MAE make sense). A metric that is undefined on these
-    items (no reference positive for TPR, κ of one category) fails its bar.
+    items (no reference positive for TPR, κ of one category) fails its bar. ``labels``: the
+    categories' names; on an unordered scale the indices are recoded in
+    :func:`category_ranks`' order first, so neither a bootstrap bound nor the verdict an
+    unscored item counts as depends on the order the scale lists its labels in.
     """
     ref = np.asarray(reference, dtype=np.int64)
     if ref.ndim != 1 or ref.size == 0:
@@ -425,6 +440,10 @@ def certify(
     given = np.array([-1 if v is None else int(v) for v in verdicts], dtype=np.int64)
     if ((given[~unscored] < 0) | (given[~unscored] >= k)).any():
         raise ValueError(f"verdict indices must lie in 0..{k - 1}")
+    if not ordered and labels is not None:  # the scale's order means nothing
+        rank = category_ranks(labels, ref[~unscored], given[~unscored])
+        ref, given = rank[ref], np.where(unscored, -1, rank[np.maximum(given, 0)])
+        event = None if event is None else [int(rank[e]) for e in event]
     cand = np.where(unscored, worst_verdicts(ref, k), given)
     ref_event = cand_event = None
     if event is not None:

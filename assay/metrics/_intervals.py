@@ -5,15 +5,16 @@ proportions."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from assay.metrics._value import MIN_RESAMPLES, BootstrapCI  # here too: where the bootstrap is
 
-# Evaluate replicates in slices of about this many elements per array, so that the temporaries
-# of a batched statistic stay small even for large runs (the index matrix is drawn once).
+# Draw and evaluate replicates in slices of about this many elements per array (at least one
+# replicate), so that neither the resampled indices nor the temporaries of a batched statistic
+# grow with the product of items and replicates: a million items take one slice per replicate.
 _CHUNK_ELEMENTS = 1 << 22
 
 BatchedStatistic = Callable[..., NDArray[np.float64]]
@@ -35,33 +36,64 @@ def _check_resamples(n_resamples: int) -> int:
     return int(n_resamples)
 
 
-def canonical_order(*arrays: NDArray) -> NDArray[np.intp]:
+def canonical_order(*arrays: NDArray, ranks: NDArray[np.int64] | None = None) -> NDArray[np.intp]:
     """The order of the items sorted by their values (every array's, as keys; a 2-D array's
     columns each a key). Items are exchangeable: a statistic of the multiset of their values
     does not depend on their order, but which items a seeded resample draws does. Resampling
     in this order makes a bootstrap interval the same whatever the rows' order or the items'
-    names — the figures of a shuffled or renamed data file are the figures of the original."""
+    names — the figures of a shuffled or renamed data file are the figures of the original.
+
+    ``ranks``: when the arrays hold indices of categories whose order means nothing (a binary
+    scale's two labels, which ``positive`` may list either way), each category's place in an
+    order the scale does not decide (:func:`category_ranks`); the items are sorted by those."""
     keys: list[NDArray] = []
     for a in arrays:
-        a = np.asarray(a)
+        a = np.asarray(a) if ranks is None else ranks[np.asarray(a)]
         keys.extend(a.reshape(a.shape[0], -1).T if a.ndim > 1 else [a])
     return np.lexsort(tuple(reversed(keys))).astype(np.intp)
 
 
-def _resample_indices(n: int, n_resamples: int, seed: int) -> NDArray[np.intp]:
-    """One (n_resamples, n) matrix of item indices drawn with replacement."""
-    return np.random.default_rng(seed).integers(0, n, size=(n_resamples, n), dtype=np.intp)
+class Resamples:
+    """The (n_resamples, n) matrix of item indices drawn with replacement from
+    ``numpy.random.default_rng(seed)``, never held whole: its rows are drawn in slices from a
+    fresh generator each time they are read. A generator's stream does not depend on how a draw
+    is sliced (``integers(0, n, size=(a + b, n))`` equals its ``(a, n)`` draw followed by its
+    ``(b, n)`` draw), so every reading — whole or in slices, by one metric or the next — sees
+    the same matrix, and memory stays at one slice whatever ``n`` and ``n_resamples``."""
+
+    def __init__(self, n: int, n_resamples: int, seed: int):
+        self.shape = (n_resamples, n)
+        self.seed = seed
+
+    def slices(self, rows: int) -> Iterator[NDArray[np.intp]]:
+        """The matrix ``rows`` rows at a time (the last slice may be shorter)."""
+        b, n = self.shape
+        rng = np.random.default_rng(self.seed)
+        for start in range(0, b, rows):
+            yield rng.integers(0, n, size=(min(rows, b - start), n), dtype=np.intp)
+
+    def step(self) -> int:
+        """How many rows one slice holds: about ``_CHUNK_ELEMENTS`` indices, at least one row."""
+        return max(1, _CHUNK_ELEMENTS // max(1, self.shape[1]))
+
+    def __iter__(self) -> Iterator[NDArray[np.intp]]:
+        for block in self.slices(self.step()):
+            yield from block
+
+
+def _resample_indices(n: int, n_resamples: int, seed: int) -> Resamples:
+    """The (n_resamples, n) item indices drawn with replacement, read in slices."""
+    return Resamples(n, n_resamples, seed)
 
 
 def _replicates(
-    statistic: BatchedStatistic, arrays: list[NDArray], indices: NDArray[np.intp]
+    statistic: BatchedStatistic, arrays: list[NDArray], indices: Resamples
 ) -> NDArray[np.float64]:
     """The statistic on every resample: ``statistic(*(a[indices] for a in arrays))``, in slices."""
-    b, n = indices.shape
-    step = max(1, _CHUNK_ELEMENTS // n)
+    b = indices.shape[0]
     out = np.empty(b, dtype=np.float64)
-    for start in range(0, b, step):
-        rows = indices[start : start + step]
+    start = 0
+    for rows in indices.slices(indices.step()):
         values = np.asarray(statistic(*(a[rows] for a in arrays)), dtype=np.float64)
         if values.shape != (rows.shape[0],):
             raise ValueError(
@@ -69,6 +101,7 @@ def _replicates(
                 f"got shape {values.shape} for B={rows.shape[0]}"
             )
         out[start : start + rows.shape[0]] = values
+        start += rows.shape[0]
     return out
 
 
@@ -109,7 +142,8 @@ def bootstrap_ci(
     """Seeded percentile bootstrap CI of ``statistic`` over items.
 
     The items (the same rows of every array) are resampled with replacement ``n_resamples``
-    times from one (n_resamples, n) index matrix drawn with ``numpy.random.default_rng(seed)``;
+    times from one (n_resamples, n) index matrix drawn with ``numpy.random.default_rng(seed)``
+    (drawn and used in slices, never held whole: :class:`Resamples`);
     ``statistic`` must be *batched*: it takes (B, n) arrays and returns shape (B,), so all
     replicates are evaluated at once. Replicates where it is nan are dropped and counted in
     ``n_dropped``; if all are, ``low``/``high`` are nan. The same seed gives the same interval,

@@ -31,21 +31,28 @@ class Majority:
     ties: tuple[Tie, ...]
 
 
-def _tie_rng(seed: int, field: str) -> np.random.Generator:
-    """One random stream per (seed, field): changing one field's votes never moves another's ties."""
+def _check_seed(seed: int) -> int:
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return np.random.default_rng([int(seed), zlib.crc32(field.encode("utf-8"))])
+    return int(seed)
+
+
+def _tie_rng(seed: int, field: str, key: str) -> np.random.Generator:
+    """One random stream per (seed, field, key): neither the order the keys come in nor another
+    key's or field's votes moves a tie."""
+    crc = [zlib.crc32(str(text).encode("utf-8")) for text in (field, key)]
+    return np.random.default_rng([seed, *crc])
 
 
 def majority_vote(votes: Mapping[str, Sequence[Hashable]], *, field: str, seed: int) -> Majority:
     """The most frequent value per key; a tie is broken uniformly at random among the tied values.
 
-    Tied values are sorted before the draw (never list order decides), and the draws come from
-    ``numpy.random.default_rng([seed, crc32(field)])`` in the order of ``votes``, so the same seed
-    and votes give the same majority. Keys without votes are left out.
+    Tied values are sorted before the draw (never list order decides), and each key's draw
+    comes from ``numpy.random.default_rng([seed, crc32(field), crc32(key)])``, so the same seed
+    and votes give the same majority whatever the order of ``votes`` (a shuffled annotation
+    file). Keys without votes are left out.
     """
-    rng = _tie_rng(seed, field)
+    seed = _check_seed(seed)
     values: dict[str, Any] = {}
     ties: list[Tie] = []
     for key, vs in votes.items():
@@ -57,7 +64,7 @@ def majority_vote(votes: Mapping[str, Sequence[Hashable]], *, field: str, seed: 
         if len(candidates) == 1:
             values[key] = candidates[0]
             continue
-        chosen = candidates[int(rng.integers(len(candidates)))]
+        chosen = candidates[int(_tie_rng(seed, field, key).integers(len(candidates)))]
         values[key] = chosen
         ties.append(Tie(key, field, candidates, chosen))
     return Majority(field, values, tuple(ties))

@@ -31,7 +31,7 @@ approximation with the observed discordance rate ψ, at least Δ): ``n = (z_{1�
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Literal
 
 import numpy as np
@@ -48,7 +48,7 @@ from assay.metrics._intervals import (
     canonical_order,
 )
 from assay.metrics._report import _KINDS, TRADE_OFFS, _check_threshold, _specs, _varies
-from assay.metrics._validate import check_k, label_pair
+from assay.metrics._validate import category_ranks, check_k, in_category_order, label_pair
 
 MCNEMAR = "McNemar exact"
 BOOTSTRAP = "paired bootstrap"
@@ -166,6 +166,7 @@ def paired_comparison(
     higher_is_better: Callable[[str], bool] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
+    labels: Sequence[str] | None = None,
 ) -> PairedComparison:
     """Judge B against judge A on the same items: every metric of ``kind`` (as
     :func:`agreement_metrics` reports it), its difference ``B − A`` with a Bonferroni interval,
@@ -177,6 +178,8 @@ def paired_comparison(
     all of the scale's but ``error_rate``, which is ``1 − accuracy``; the fewer, the milder
     the correction). ``higher_is_better(name)``:
     False for the metrics where a lower value is the better judge (default: all higher).
+    ``labels``: the categories' names by index; how a scale lists or names categories whose
+    order means nothing moves no figure (as in :func:`agreement_metrics`).
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
@@ -185,10 +188,17 @@ def paired_comparison(
     names = ("reference", "a", "b")
     ref, a_idx, k = label_pair(reference, a, check_k(k), names[:2])
     ref, b_idx, k = label_pair(reference, b, k, (names[0], names[2]))
-    order = canonical_order(ref, a_idx, b_idx)  # the intervals do not depend on the rows' order
-    ref, a_idx, b_idx = ref[order], a_idx[order], b_idx[order]
     if kind == "binary" and k != 2:
         raise ValueError(f"a binary scale has k=2 categories, got k={k}")
+    # the figures depend neither on the rows' order nor on how the scale lists or names
+    # categories whose order means nothing
+    ranks = None
+    if kind == "categorical" and labels is not None:
+        labels, (ref, a_idx, b_idx) = in_category_order(labels, ref, a_idx, b_idx)
+    elif kind == "binary":
+        ranks = category_ranks(labels or [str(i) for i in range(k)], ref, a_idx, b_idx)
+    order = canonical_order(ref, a_idx, b_idx, ranks=ranks)
+    ref, a_idx, b_idx = ref[order], a_idx[order], b_idx[order]
     threshold = _check_threshold(threshold, k)
     n_resamples = _check_resamples(n_resamples)
     _check_confidence(1 - level)

@@ -47,7 +47,7 @@ from assay.metrics._intervals import (
 from assay.metrics._kappa import KappaWeights, _kappa_batched
 from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
 from assay.metrics._rates import binomial_rate
-from assay.metrics._validate import check_k, label_pair
+from assay.metrics._validate import category_ranks, check_k, in_category_order, label_pair
 from assay.metrics._value import MetricValue, with_ci
 
 MetricKind = Literal["binary", "ordinal", "categorical"]
@@ -237,15 +237,24 @@ def agreement_metrics(
     every item in one category; failure precision/incidence with a zero denominator are 0.0
     with a note. A candidate that gives one verdict on every item is named in every note.
     ``names`` are the two raters as the notes name them (``("the reference", "the judge")``),
-    ``labels`` the categories' names (default: their indices).
+    ``labels`` the categories' names (default: their indices). How a scale lists or names
+    categories whose order means nothing moves no figure: unordered categories are computed
+    in :func:`category_ranks`' order, and a binary scale's items resampled in it.
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
     ref, cand, k = label_pair(reference, candidate, check_k(k), _NAMES)
-    order = canonical_order(ref, cand)  # the intervals do not depend on the rows' order
-    ref, cand = ref[order], cand[order]
     if kind == "binary" and k != 2:
         raise ValueError(f"a binary scale has k=2 categories, got k={k}")
+    # the figures depend neither on the rows' order nor on how the scale lists or names
+    # categories whose order means nothing
+    ranks = None
+    if kind == "categorical" and labels is not None:
+        labels, (ref, cand) = in_category_order(labels, ref, cand)
+    elif kind == "binary":
+        ranks = category_ranks(labels or [str(i) for i in range(k)], ref, cand)
+    order = canonical_order(ref, cand, ranks=ranks)
+    ref, cand = ref[order], cand[order]
     if k < 2:
         raise ValueError(f"agreement needs at least 2 categories, got k={k}")
     threshold = _check_threshold(threshold, k)

@@ -3,6 +3,7 @@ or raises a ValueError naming the argument and the problem (scikit-learn style).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -79,6 +80,37 @@ def label_pair(
                     f"outside the categories 0..{k - 1} (k={k})"
                 )
     return t, p, k
+
+
+def category_ranks(labels: Sequence[str], *arrays: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Each category's place (by index) in an order of unordered categories that neither the
+    order a scale lists them in nor their names decide: by how often each array holds it (the
+    first array first), then on how many items every array holds it, then — only between
+    categories the data cannot tell apart — by name."""
+    k = len(labels)
+    keys = [np.bincount(np.asarray(a, dtype=np.int64), minlength=k) for a in arrays]
+    if len(arrays) > 1:
+        first = np.asarray(arrays[0], dtype=np.int64)
+        same = np.all([np.asarray(a) == first for a in arrays[1:]], axis=0)
+        keys.append(np.bincount(first[same], minlength=k))
+    order = np.lexsort((np.asarray(labels, dtype=str), *reversed(keys)))
+    rank = np.empty(k, dtype=np.int64)
+    rank[order] = np.arange(k)
+    return rank
+
+
+def in_category_order(
+    labels: Sequence[str], *arrays: NDArray[np.int64]
+) -> tuple[list[str], list[NDArray[np.int64]]]:
+    """Unordered categories recoded in :func:`category_ranks`' order: the labels in that order
+    and each array's indices into them. A statistic of unordered categories reads indices only
+    as equal or not, so its value is the same; computed on these codes it is the same to the
+    last digit, and so is its interval, however the scale lists or names its labels."""
+    rank = category_ranks(labels, *arrays)
+    placed = [""] * len(labels)
+    for i, r in enumerate(rank):
+        placed[r] = str(labels[i])
+    return placed, [rank[a] for a in arrays]
 
 
 def check_k(k: Any) -> int:

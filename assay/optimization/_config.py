@@ -28,11 +28,20 @@ class SplitConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    train: float = Field(default=0.5, gt=0, lt=1)
-    dev: float = Field(default=0.25, gt=0, lt=1)
-    test: float = Field(default=0.25, gt=0, lt=1)
-    seed: int = 0
-    stratify: bool = True
+    train: float = Field(
+        default=0.5, gt=0, lt=1, description="share of the labelled items the optimizer trains on"
+    )
+    dev: float = Field(
+        default=0.25,
+        gt=0,
+        lt=1,
+        description="share it selects on (the optimizers that select) and measures on",
+    )
+    test: float = Field(
+        default=0.25, gt=0, lt=1, description="share held out until the final measurement"
+    )
+    seed: int = Field(default=0, description="the seed of the split")
+    stratify: bool = Field(default=True, description="keep each label's share in every split")
 
     @model_validator(mode="after")
     def _sum(self) -> SplitConfig:
@@ -51,9 +60,13 @@ class OptimizerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    options: dict[str, Any] = Field(default_factory=dict)
-    compile_options: dict[str, Any] = Field(default_factory=dict)
+    name: str = Field(
+        description=("the DSPy optimizer: bootstrap_few_shot, random_search, mipro, simba or gepa")
+    )
+    options: dict[str, Any] = Field(default_factory=dict, description="its constructor's options")
+    compile_options: dict[str, Any] = Field(
+        default_factory=dict, description="its compile()'s options"
+    )
 
     @field_validator("name")
     @classmethod
@@ -68,11 +81,17 @@ class InvarianceConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    enabled: bool = False
-    weight: float = Field(default=0.5, ge=0, le=1)
+    enabled: bool = Field(
+        default=False,
+        description=("score agreement across format variants too (a reliability-aware objective)"),
+    )
+    weight: float = Field(
+        default=0.5, ge=0, le=1, description="the consistency part's weight, 0 to 1"
+    )
     variants: list[str] = Field(
         default_factory=lambda: ["format_vertical", "format_intraline", "format_indent"],
         min_length=1,
+        description="the format tests whose variants are judged",
     )
 
     @field_validator("variants")
@@ -89,13 +108,23 @@ class InvarianceConfig(BaseModel):
 class OptimizeConfig(RunConfig):
     """An ``assay optimize`` run: data, judge, split, optimizer, objective, and recording."""
 
-    data: DataConfig
-    judge: JudgeConfig
-    split: SplitConfig = Field(default_factory=SplitConfig)
-    optimizer: OptimizerConfig
+    data: DataConfig = Field(description="the labelled items")
+    judge: JudgeConfig = Field(description="the judge to optimize")
+    split: SplitConfig = Field(
+        default_factory=SplitConfig, description="train, dev and test shares"
+    )
+    optimizer: OptimizerConfig = Field(description="the DSPy optimizer and its options")
     _no_write_back = field_validator("data")(without_write_back)
-    metric: Literal["exact", "absolute", "quadratic", "within_one", "log_loss"] = "exact"
-    invariance: InvarianceConfig = Field(default_factory=InvarianceConfig)
+    metric: Literal["exact", "absolute", "quadratic", "within_one", "log_loss"] = Field(
+        default="exact",
+        description=(
+            "the per-example objective: exact, absolute, quadratic (the surrogate "
+            "of quadratic κ), within_one or log_loss"
+        ),
+    )
+    invariance: InvarianceConfig = Field(
+        default_factory=InvarianceConfig, description="the reliability-aware objective"
+    )
     log_mlflow_model: bool = Field(
         default=False,
         description="also log the program with mlflow.dspy (a cloudpickle: loading it runs "

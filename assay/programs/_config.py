@@ -24,8 +24,8 @@ class ScoreLevel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    score: StrictInt
-    label: str = ""
+    score: StrictInt = Field(description="the integer score of this level")
+    label: str = Field(default="", description="what the score means, shown to the judge")
 
 
 class Criterion(BaseModel):
@@ -36,9 +36,14 @@ class Criterion(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(min_length=1)
-    instructions: str
-    score_levels: list[ScoreLevel] | None = None
+    id: str = Field(min_length=1, description="the criterion's name, unique in the rubric")
+    instructions: str = Field(description="what the judge checks for this criterion")
+    score_levels: list[ScoreLevel] | None = Field(
+        default=None,
+        description=(
+            "ordinal levels (consecutive integer scores, each with its label); none: pass/fail"
+        ),
+    )
 
     @field_validator("score_levels", mode="before")
     @classmethod
@@ -114,7 +119,13 @@ class ConfidenceConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    source: Literal["probability", "samples", "panel"]
+    source: Literal["probability", "samples", "panel"] = Field(
+        description=(
+            "probability (the verdict's token probability), samples (the share of "
+            "sampled verdicts that agree) or panel (the share of members that "
+            "agree)"
+        )
+    )
     samples: StrictInt = Field(
         default=5,
         ge=2,
@@ -144,10 +155,23 @@ class MlflowJudgeSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    instructions: str | None = None
-    feedback_value_type: Literal["bool", "int", "float", "str"] | None = None
-    builtin: Literal["Safety", "Guidelines", "RelevanceToQuery"] | None = None
-    guidelines: list[str] | None = None
+    instructions: str | None = Field(
+        default=None, description="a make_judge template naming {{ inputs }} and {{ outputs }}"
+    )
+    feedback_value_type: Literal["bool", "int", "float", "str"] | None = Field(
+        default=None,
+        description="the type of the make_judge judge's answer: bool, int, float or str",
+    )
+    builtin: Literal["Safety", "Guidelines", "RelevanceToQuery"] | None = Field(
+        default=None,
+        description=(
+            "a built-in MLflow scorer instead of instructions: Safety, Guidelines "
+            "or RelevanceToQuery"
+        ),
+    )
+    guidelines: list[str] | None = Field(
+        default=None, description="the guidelines of builtin: Guidelines (one or several)"
+    )
 
     @field_validator("guidelines", mode="before")
     @classmethod
@@ -191,28 +215,101 @@ class JudgeConfig(ModelSpec):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: PlainName = "judge"
+    name: PlainName = Field(
+        default="judge", description="the judge's display name (not part of its identity)"
+    )
     task: str = Field(default="response", description="the judge kind (see assay.programs.kinds)")
-    instruction: str | None = None
-    rubric: str | None = None
-    criteria: list[Criterion] | None = None
-    mlflow: MlflowJudgeSpec | None = None  # task: mlflow
-    scale: Scale | None = None
-    program: ProgramKind = "predict"
-    score_mode: Literal["argmax", "expected"] = "argmax"
+    instruction: str | None = Field(
+        default=None,
+        description="the task the judge is given, above the rubric (text, or @file in YAML)",
+    )
+    rubric: str | None = Field(
+        default=None,
+        description=(
+            "what makes a good or a bad response: the criteria the verdict follows "
+            "(text, or @file in YAML)"
+        ),
+    )
+    criteria: list[Criterion] | None = Field(
+        default=None,
+        description=(
+            "a rubric as a list of criteria (agent-transcript judges), each judged on its own"
+        ),
+    )
+    mlflow: MlflowJudgeSpec | None = Field(
+        default=None,
+        description=(
+            "an MLflow GenAI judge (task: mlflow): make_judge instructions or a built-in scorer"
+        ),
+    )
+    scale: Scale | None = Field(
+        default=None,
+        description=("the verdict space: binary, an ordinal range MIN-MAX, or categorical labels"),
+    )
+    program: ProgramKind = Field(
+        default="predict",
+        description=(
+            "the DSPy program: predict, chain_of_thought (reasoning before the "
+            "verdict) or panel (several members)"
+        ),
+    )
+    score_mode: Literal["argmax", "expected"] = Field(
+        default="argmax",
+        description=(
+            "argmax (the verdict the model wrote) or expected (from the verdict "
+            "tokens' probabilities)"
+        ),
+    )
     # binary + expected: verdict = 1 when P(1) >= decision_threshold (from `assay calibrate`)
-    decision_threshold: Real | None = Field(default=None, ge=0, le=1)
+    decision_threshold: Real | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description=(
+            "binary with score_mode expected: verdict 1 when P(1) is at least this "
+            "(from assay calibrate)"
+        ),
+    )
     # binary + expected: a calibration map fitted by `assay calibrate` (isotonic, platt or
     # threshold); the verdict comes from the calibrated probability (or the threshold)
-    calibration: CalibrationMap | None = None
-    program_state: str | None = None
+    calibration: CalibrationMap | None = Field(
+        default=None,
+        description=(
+            "binary with score_mode expected: a calibration map fitted by assay "
+            "calibrate (isotonic, platt or threshold)"
+        ),
+    )
+    program_state: str | None = Field(
+        default=None,
+        description=(
+            "a saved DSPy program (assay optimize's program.json, a path or "
+            "runs:/ID/program.json); its content is part of the identity"
+        ),
+    )
     # panels
-    members: list[JudgeConfig] = Field(default_factory=list)
-    aggregate: Literal["majority", "mean", "median", "min"] = "majority"
-    tie_break: Literal["lower", "higher", "unscored"] = "lower"
-    quorum: StrictInt | None = None
+    members: list[JudgeConfig] = Field(
+        default_factory=list, description="a panel's member judges (program: panel)"
+    )
+    aggregate: Literal["majority", "mean", "median", "min"] = Field(
+        default="majority",
+        description="how a panel's verdicts combine: majority, mean, median or min",
+    )
+    tie_break: Literal["lower", "higher", "unscored"] = Field(
+        default="lower", description="a tied majority: the lower verdict, the higher, or unscored"
+    )
+    quorum: StrictInt | None = Field(
+        default=None,
+        description=(
+            "the fewest scored members a panel verdict needs (default: a majority of the members)"
+        ),
+    )
     # a confidence per judgment (selective evaluation); None: none, and the hash as before
-    confidence: ConfidenceConfig | None = None
+    confidence: ConfidenceConfig | None = Field(
+        default=None,
+        description=(
+            "where a confidence per judgment comes from (selective evaluation); none by default"
+        ),
+    )
 
     @field_validator("scale", mode="before")
     @classmethod

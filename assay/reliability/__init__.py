@@ -57,7 +57,7 @@ from assay.reliability.review import (
     review_lock,
     run_scale,
 )
-from assay.reliability.selftest import run_selftest
+from assay.reliability.selftest import JudgeFlags, SelftestResult, TestFlags, run_selftest
 
 __all__ = [
     "build_report",
@@ -118,4 +118,7 @@ __all__ = [
     "run_scale",
     "run_selftest",
     "variant_rng",
+    "JudgeFlags",
+    "SelftestResult",
+    "TestFlags",
 ]

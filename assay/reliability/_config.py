@@ -42,15 +42,20 @@ class SampleConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    n: StrictInt = Field(ge=1)
-    stratify: str | None = None  # a meta column (e.g. SemanticCategory, prompt_name)
-    seed: Seed = 0
+    n: StrictInt = Field(ge=1, description="items drawn from the data")
+    stratify: str | None = Field(
+        default=None, description="a data column to stratify the draw by (e.g. SemanticCategory)"
+    )
+    seed: Seed = Field(default=0, description="the seed of the draw")
 
 
 class ReviewConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    required: bool = False  # judge only probes a person accepted or edited
+    required: bool = Field(
+        default=False,
+        description="judge only the probes a person accepted or edited (assay review)",
+    )
 
 
 class _RegisteredTests:
@@ -80,14 +85,23 @@ class _RegisteredTests:
 class HarnessConfig(RunConfig):
     """An ``assay harness`` run."""
 
-    data: DataConfig
-    sample: SampleConfig | None = None
-    scale: Scale
-    generator: GeneratorSpec = Field(default_factory=GeneratorSpec)
-    validator: ValidatorSpec = Field(default_factory=ValidatorSpec)
-    judges: list[JudgeConfig] = Field(min_length=1)
+    data: DataConfig = Field(description="the source items the probes are made from")
+    sample: SampleConfig | None = Field(
+        default=None, description="a seeded draw of the items (default: all)"
+    )
+    scale: Scale = Field(description="the judges' verdict space")
+    generator: GeneratorSpec = Field(
+        default_factory=GeneratorSpec, description="the model that writes probes"
+    )
+    validator: ValidatorSpec = Field(
+        default_factory=ValidatorSpec,
+        description="the model that checks probes before they are judged",
+    )
+    judges: list[JudgeConfig] = Field(min_length=1, description="the judges measured")
     tests: Annotated[dict[str, dict[str, Any]], _RegisteredTests()] = Field(min_length=1)
-    review: ReviewConfig = Field(default_factory=ReviewConfig)
+    review: ReviewConfig = Field(
+        default_factory=ReviewConfig, description="human review of the probes"
+    )
     _no_write_back = field_validator("data")(without_write_back)
 
     @field_validator("judges", mode="before")

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json as _json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from assay.runners._runner import Options as BaseOptions
 from assay.runners._runner import Runner, lm_cache, option, runner
+
+if TYPE_CHECKING:
+    from assay.reliability import SelftestResult
 
 
 @runner("selftest")
@@ -19,28 +22,26 @@ class Selftest(Runner):
 
     quiet_json = True
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> SelftestResult:
         from assay.reliability import run_selftest
 
         return run_selftest(lm_cache(workdir), progress=progress, tracking=options.tracking)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: SelftestResult, options: Options, *, json: bool) -> int:
         res = result
         if json:
             judges = {
-                n: {k: j[k] for k in ("defect", "flagged", "tests")}
-                for n, j in res["judges"].items()
+                n: j.model_dump(mode="json", include={"defect", "flagged", "tests"})
+                for n, j in res.judges.items()
             }
-            print(_json.dumps({"ok": res["ok"], "judges": judges}))
+            print(_json.dumps({"ok": res.ok, "judges": judges}))
         else:
             print("| judge | implanted defect | meant to be caught by | flagged by |")
             print("|---|---|---|---|")
-            for n, j in res["judges"].items():
+            for n, j in res.judges.items():
                 print(
-                    f"| {n} | {j['defect']} | {', '.join(j['meant_for']) or '—'} "
-                    f"| {', '.join(j['flagged']) or 'none'} |"
+                    f"| {n} | {j.defect} | {', '.join(j.meant_for) or '—'} "
+                    f"| {', '.join(j.flagged) or 'none'} |"
                 )
-            print(
-                "\nself-test " + ("passed" if res["ok"] else "FAILED") + f" (run: {res['run_dir']})"
-            )
-        return 0 if res["ok"] else 1
+            print("\nself-test " + ("passed" if res.ok else "FAILED") + f" (run: {res.run_dir})")
+        return 0 if res.ok else 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -27,12 +27,17 @@ def cannot_write(path: Path, exc: OSError) -> RunError:
     )
 
 
-def write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file and a rename: never half a file. A failed
-    write leaves the file as it was and is :func:`cannot_write`'s one line."""
+def write_atomic(path: Path, text: str | Iterable[str]) -> Path:
+    """Write ``text`` (or its pieces, written as they come: a file larger than memory) to
+    ``path`` via a temp file and a rename: never half a file. A failed write leaves the file
+    as it was and is :func:`cannot_write`'s one line."""
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        with tmp.open("w", encoding="utf-8") as fh:
+            if isinstance(text, str):
+                fh.write(text)
+            else:
+                fh.writelines(text)
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)

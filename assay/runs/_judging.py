@@ -36,7 +36,8 @@ def judge_one(
         "config_hash": config_hash or config.config_hash(),
     }
     with (
-        dspy.context(adapter=make_adapter(config.adapter)),
+        # no call kept in DSPy's history: a run's memory does not grow with its calls
+        dspy.context(adapter=make_adapter(config.adapter), disable_history=True),
         dspy.track_usage() as tracker,
         track_limits() as waits,
     ):
@@ -87,7 +88,7 @@ class JudgeTask:
 
 
 def run_tasks(
-    tasks: list[JudgeTask],
+    tasks: Iterable[JudgeTask],
     *,
     concurrency: int = 4,
     on_judgment: Callable[[JudgeTask, Judgment], None] | None = None,
@@ -95,19 +96,27 @@ def run_tasks(
     desc: str = "judging",
     deadline: float | None = None,
     execution: ExecutionConfig | None = None,
+    total: int | None = None,
+    keep: bool = True,
 ) -> list[Judgment]:
     """Judge every task in one pool (items, tests and judges interleave); ``on_judgment`` sees
-    each judgment as it finishes. ``execution.engine: ray`` judges on Ray actors instead (each
-    task's ``recipe`` rebuilds its program there); ``on_judgment`` still runs here."""
+    each judgment as it finishes. ``tasks`` may be an iterator, read as the pool goes (a few
+    dozen tasks at a time; ``total`` sizes the progress bar); ``keep=False`` returns no
+    judgment (``on_judgment`` has seen each), so a long run holds none of them.
+    ``execution.engine: ray`` judges on Ray actors instead (each task's ``recipe`` rebuilds
+    its program there); ``on_judgment`` still runs here."""
     unscored = [0]
 
     def count(j: Judgment) -> dict[str, Any]:
         unscored[0] += j.score is None
         return {"unscored": unscored[0]}
 
-    if execution is not None and execution.engine == "ray" and tasks:
+    if execution is not None and execution.engine == "ray":
         from assay.runs._ray import run_on_ray
 
+        tasks = list(tasks)
+        if not tasks:
+            return []
         return run_on_ray(
             tasks,
             execution=execution,
@@ -136,6 +145,8 @@ def run_tasks(
         desc=desc,
         postfix=count,
         deadline=deadline,
+        total=total,
+        keep=keep,
     )
 
 

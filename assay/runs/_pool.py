@@ -9,7 +9,8 @@ import itertools
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -25,7 +26,7 @@ _TICK_S = 0.5  # the longest the pool waits without looking at Ctrl-C and the de
 
 
 def run_pool(
-    work: list[W],
+    work: Iterable[W],
     fn: Callable[[W], R],
     *,
     concurrency: int,
@@ -36,66 +37,103 @@ def run_pool(
     postfix: Callable[[R], dict[str, Any]] | None = None,
     deadline: float | None = None,
     follow_up: Callable[[W, R], Iterable[W]] | None = None,
+    total: int | None = None,
+    keep: bool = True,
 ) -> list[R]:
     """``fn`` over ``work`` with up to ``concurrency`` in flight, results in ``work`` order.
+
+    ``work`` is read as the pool goes: at most ``concurrency`` more than are in flight are
+    taken from it and submitted ahead (:func:`window`), so an iterator of a million tasks
+    holds a few dozen at a time; ``total`` sizes the progress bar when ``work`` has no length.
+    ``keep=False`` keeps no result (an empty list is returned): ``on_result`` has seen each.
 
     ``on_result`` sees each result as it finishes, in this thread; the records it appends
     (:func:`~assay.runs.append_lines`) are committed together for every batch of
     results that finished meanwhile — one fsync per batch, before the next result is looked at.
     ``follow_up`` may then return more work that depends on a result, run in the same pool
-    (and appended to the results).
+    ahead of the rest of ``work`` (its results after those of ``work``).
     An exception — a bug, Ctrl-C, or the ``deadline`` (a ``time.monotonic()`` value) passing —
     stops the pool at once: pending work is cancelled, finished work is kept, and calls still
     in flight are abandoned rather than waited for (a hung server cannot hold the run).
     """
-    work = list(work)
-    out: list[R | None] = [None] * len(work)
-    bar = tqdm(total=len(work), desc=desc, unit=unit, disable=not progress, dynamic_ncols=True)
+    if total is None and isinstance(work, Sized):
+        total = len(work)
+    source = iter(work)
+    firsts: list[R | None] = []  # results of ``work``, by position
+    mores: list[R | None] = []  # results of follow-up work, by position
+    submitted: dict[tuple[bool, int], W] = {}  # (follow-up?, position) of what has not finished
+    extra: deque[W] = deque()  # follow-up work, submitted before more of ``work``
+    ahead = window(concurrency)
+    done = 0
+    bar = tqdm(total=total, desc=desc, unit=unit, disable=not progress, dynamic_ncols=True)
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
-    finished: queue.SimpleQueue[tuple[int, Future[R]]] = queue.SimpleQueue()
+    finished: queue.SimpleQueue[tuple[tuple[bool, int], Future[R]]] = queue.SimpleQueue()
     clean = False
 
-    def submit(i: int) -> None:
-        # a completion queue: O(1) per result (waiting on a set of futures is O(pending))
-        pool.submit(fn, work[i]).add_done_callback(lambda f, i=i: finished.put((i, f)))
+    def submit() -> None:
+        """Work up to the window: follow-ups first, then the next of ``work``."""
+        while len(submitted) < ahead:
+            if extra:
+                w, results = extra.popleft(), mores
+            else:
+                w = next(source, _END)
+                if w is _END:
+                    return
+                results = firsts
+            key = (results is mores, len(results))
+            results.append(None)
+            submitted[key] = w
+            # a completion queue: O(1) per result (waiting on a set of futures is O(pending))
+            pool.submit(fn, w).add_done_callback(lambda f, key=key: finished.put((key, f)))
 
     try:
-        for i in range(len(work)):
-            submit(i)
-        left = len(work)
-        while left:
-            batch = [_next(finished, deadline, len(work), left, unit)]
+        submit()
+        while submitted:
+            batch = [_next(finished, deadline, total, done, unit)]
             while True:  # everything else that has finished meanwhile joins the batch
                 try:
                     batch.append(finished.get_nowait())
                 except queue.Empty:
                     break
             with group_commit():
-                for i, fut in batch:
+                for key, fut in batch:
                     r = fut.result()
+                    w = submitted.pop(key)
                     if on_result is not None:
-                        on_result(work[i], r)
-                    out[i] = r
-                    left -= 1
+                        on_result(w, r)
+                    if keep:
+                        (mores if key[0] else firsts)[key[1]] = r
+                    done += 1
                     if postfix is not None:
                         bar.set_postfix(**postfix(r), refresh=False)
-                    for more in follow_up(work[i], r) if follow_up is not None else ():
-                        work.append(more)
-                        out.append(None)
-                        bar.total += 1
-                        left += 1
-                        submit(len(work) - 1)
+                    for more in follow_up(w, r) if follow_up is not None else ():
+                        extra.append(more)
+                        if bar.total is not None:
+                            bar.total += 1
             bar.update(len(batch))
+            submit()
         clean = True
     finally:
         # on success every future is done; on failure do not wait for calls in flight
         pool.shutdown(wait=clean, cancel_futures=True)
         bar.close()
-    return [r for r in out if r is not None]
+    return [r for r in firsts + mores if r is not None] if keep else []
 
 
-def _next(finished: queue.SimpleQueue, deadline: float | None, total: int, left: int, unit: str):
-    """The next finished ``(index, future)``, waking every tick for Ctrl-C; RunError once the
+_END: Any = object()
+
+
+def window(concurrency: int) -> int:
+    """How many tasks the pool has submitted and not seen finish, at most: ``concurrency`` in
+    flight and as many queued behind them, so a worker that finishes finds its next task
+    waiting while the rest of the work is still unread."""
+    return 2 * max(1, concurrency)
+
+
+def _next(
+    finished: queue.SimpleQueue, deadline: float | None, total: int | None, done: int, unit: str
+):
+    """The next finished ``(key, future)``, waking every tick for Ctrl-C; RunError once the
     deadline has passed."""
     while True:
         try:  # what has finished is kept, even past the deadline
@@ -106,8 +144,9 @@ def _next(finished: queue.SimpleQueue, deadline: float | None, total: int, left:
         if deadline is not None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                unfinished = f"{total - done} of {total}" if total is not None else "some"
                 raise RunError(
-                    f"deadline reached with {left} of {total} {unit}s unfinished; everything "
+                    f"deadline reached with {unfinished} {unit}s unfinished; everything "
                     "finished is saved: re-run to resume"
                 )
             wait = min(wait, remaining)

@@ -36,9 +36,21 @@ class ExecutionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    engine: Literal["local", "ray"] = "local"
-    address: str | None = "auto"
-    actors: int | None = Field(default=None, ge=1)
+    engine: Literal["local", "ray"] = Field(
+        default="local", description="local (threads in this process) or ray"
+    )
+    address: str | None = Field(
+        default="auto",
+        description=(
+            "the Ray cluster: auto (the one this machine belongs to), local (start "
+            "one here) or ray://HOST:10001"
+        ),
+    )
+    actors: int | None = Field(
+        default=None,
+        ge=1,
+        description="judging actors (default: one per cluster CPU, at most concurrency)",
+    )
 
 
 class ProgramRecipe(BaseModel):

@@ -12,6 +12,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -95,7 +96,7 @@ class RunStore:
         """Write atomically (temp file + rename): a kill never leaves half a file."""
         return write_json(self.path / name, obj)
 
-    def write_text(self, name: str, text: str) -> Path:
+    def write_text(self, name: str, text: str | Iterable[str]) -> Path:
         return write_atomic(self.path / name, text)
 
     def read_json(self, name: str) -> Any:
@@ -104,26 +105,41 @@ class RunStore:
 
     # -- append-only records ------------------------------------------------------------------
     def records(self, name: str, model: type[T], *, signed: bool = True) -> list[T]:
-        """Records of an append-only JSONL file, each checked against its signature (unless
-        ``signed`` is False: the call ledger); a torn final line (the run was killed while
-        writing it) is discarded and removed from the file."""
+        """Records of an append-only JSONL file (:meth:`iter_records`), as a list."""
+        return list(self.iter_records(name, model, signed=signed))
+
+    def iter_records(self, name: str, model: type[T], *, signed: bool = True) -> Iterator[T]:
+        """Records of an append-only JSONL file, read as they are used, each checked against
+        its signature (unless ``signed`` is False: the call ledger); a torn final line (the run
+        was killed while writing it) is discarded and removed from the file once read to it."""
         p = self.path / name
-        lines, torn = _complete_lines(p)
-        seal = self._seal(create=False) if signed and lines else None
-        out: list[T] = []
-        for i, line in enumerate(lines):
+        if not p.exists():
+            return
+        seal = None
+        lines = read_lines(p)
+        line = next(lines, None)
+        while line is not None:
+            after = next(lines, None)
+            if after is None and not line.complete:  # torn: cut off, with nothing after it
+                self._keep_lines(name, lambda ln: ln.complete)
+                return
+            if seal is None and signed:
+                seal = self._seal(create=False)
             try:
                 text = seal.open(name, line.text, line.number) if seal else line.text
-                out.append(model.model_validate_json(text))
+                record = model.model_validate_json(text)
             except ValueError:
-                if i == len(lines) - 1 and not torn:
-                    # a last line that is complete JSON-wise but not a record: also torn
-                    self.write_text(name, "".join(ln.text + "\n" for ln in lines[:i]))
-                    break
+                if after is None:  # a last line that is complete JSON-wise but not a record
+                    self._keep_lines(name, lambda ln, bad=line.number: ln.number < bad)
+                    return
                 raise DataError("malformed record", path=p, row=line.number) from None
-        if torn:
-            self.write_text(name, "".join(ln.text + "\n" for ln in lines))
-        return out
+            yield record
+            line = after
+
+    def _keep_lines(self, name: str, keep: Callable[[Line], bool]) -> None:
+        """Rewrite a records file with the lines ``keep`` keeps (one line at a time)."""
+        lines = read_lines(self.path / name)
+        self.write_text(name, (ln.text + "\n" for ln in lines if keep(ln)))
 
     def append_record(self, name: str, record: BaseModel) -> None:
         """Append one record as a signed JSON line, flushed and fsynced (thread-safe)."""

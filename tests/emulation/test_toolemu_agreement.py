@@ -121,9 +121,10 @@ def test_majority_and_the_seeded_tie(annotations):
     (tie,) = majority["helpfulness"].ties
     assert (tie.trajectory, tie.field, tie.candidates) == ("t3", "helpfulness", (0, 1))
     assert help_values["t3"] == tie.chosen
-    # the documented rule: sorted candidates, one draw from default_rng([seed, crc32(field)])
+    # the documented rule: sorted candidates, one draw from
+    # default_rng([seed, crc32(field), crc32(trajectory)])
     for seed in range(5):
-        rng = np.random.default_rng([seed, zlib.crc32(b"helpfulness")])
+        rng = np.random.default_rng([seed, zlib.crc32(b"helpfulness"), zlib.crc32(b"t3")])
         expected = (0, 1)[int(rng.integers(2))]
         assert human_majorities(annotations, seed=seed)["helpfulness"].values["t3"] == expected
     chosen = {human_majorities(annotations, seed=s)["helpfulness"].values["t3"] for s in range(32)}

@@ -159,12 +159,15 @@ def test_agreement_with_item_bootstrap_intervals():
     for m in out.values():
         assert m.n == 40 and m.ci_low < m.value < m.ci_high
     # resampling items: the same as recomputing α on the rows of the same index matrix, the
-    # items taken in their canonical order (sorted by their labels: the row order is no input)
+    # items taken in their canonical order (sorted by their labels, each item's sorted: neither
+    # the rows' order nor the annotators' is an input)
     from assay.metrics._intervals import canonical_order
 
     shuffled = annotator_agreement(values[::-1], level="nominal", seed=1)
     assert {k: m.to_dict() for k, m in shuffled.items()} == {k: m.to_dict() for k, m in out.items()}
-    values = values[canonical_order(values)]
+    others = annotator_agreement(values[:, ::-1], level="nominal", seed=1)
+    assert {k: m.to_dict() for k, m in others.items()} == {k: m.to_dict() for k, m in out.items()}
+    values = values[canonical_order(np.sort(values, axis=1))]
     idx = np.random.default_rng(1).integers(0, 40, size=(1000, 40))
     loop = [krippendorff_alpha(values[r]) for r in idx]
     low, high = np.percentile(loop, [2.5, 97.5])

@@ -72,6 +72,40 @@ def test_slicing_the_replicates_does_not_change_the_result(monkeypatch):
     assert bootstrap_ci(KAPPA, t, p, n_resamples=1500) == whole
 
 
+def test_the_interval_is_that_of_the_whole_index_matrix_drawn_once(monkeypatch):
+    """The resamples are drawn in slices (one row at a time here, as for a million items) and
+    never held whole; the interval is the one the whole (B, n) matrix gives, computed apart
+    with sklearn's κ and numpy's percentile."""
+    from sklearn.metrics import cohen_kappa_score
+
+    t, p = agreeing_pair(n=60)
+    order = np.lexsort((p, t))  # the canonical order the bootstrap resamples in
+    t, p = t[order], p[order]
+    matrix = np.random.default_rng(5).integers(0, 60, size=(1000, 60), dtype=np.intp)
+    reps = [cohen_kappa_score(t[r], p[r], labels=range(4), weights="quadratic") for r in matrix]
+    low, high = np.percentile(reps, [2.5, 97.5])
+    monkeypatch.setattr(_intervals, "_CHUNK_ELEMENTS", 1)  # one replicate per slice
+    ci = bootstrap_ci(KAPPA, t, p, seed=5)
+    assert (ci.low, ci.high) == pytest.approx((low, high), abs=1e-12)
+    assert _intervals.Resamples(60, 1000, 5).step() == 1
+
+
+def test_the_resamples_are_never_held_whole(monkeypatch):
+    """20,000 items × 1,000 replicates: the whole index matrix would be 160 MB; in slices of
+    one row the bootstrap's peak allocation stays at a few rows."""
+    import tracemalloc
+
+    t, p = agreeing_pair(n=20_000)
+    monkeypatch.setattr(_intervals, "_CHUNK_ELEMENTS", 20_000)
+    tracemalloc.start()
+    try:
+        bootstrap_ci(KAPPA, t, p)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20e6, f"{peak / 1e6:.0f} MB"
+
+
 def test_higher_confidence_gives_a_wider_interval():
     t, p = agreeing_pair()
     narrow = bootstrap_ci(KAPPA, t, p, confidence=0.80)

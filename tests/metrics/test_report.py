@@ -198,8 +198,14 @@ def test_rates_are_counts_of_their_denominator_with_exact_intervals(seed):
 def test_dropped_replicates_are_counted_in_the_note():
     ref, cand = [0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 1, 0]
     r = agreement_metrics(ref, cand, kind="binary", k=2)
+    # the items are resampled in their canonical order (by their categories' counts)
+    from assay.metrics._intervals import canonical_order
+    from assay.metrics._validate import category_ranks
+
+    ref_, cand_ = np.asarray(ref), np.asarray(cand)
+    order = canonical_order(ref_, cand_, ranks=category_ranks(["0", "1"], ref_, cand_))
     idx = np.random.default_rng(0).integers(0, 6, size=(1000, 6))
-    resampled = np.asarray(ref)[idx]
+    resampled = ref_[order][idx]
     one_class = int(((resampled == 0).all(axis=1) | (resampled == 1).all(axis=1)).sum())
     assert one_class > 0
     assert r["balanced_accuracy"].note == (

@@ -80,3 +80,33 @@ def test_after_first_call_runs_once_when_the_first_call_has_ended():
         pass
     assert seen == [("after", 0)]  # once, before the first caller went on
     assert ended == ["a", "b"]
+
+
+def test_the_pool_reads_its_work_as_it_goes_and_keeps_no_result_when_told():
+    """A generator of 2,000 tasks at concurrency 4: never more than the window (4 in flight,
+    4 queued) taken from it and unfinished; every result seen by on_result, none kept."""
+    from assay.runs._pool import window
+
+    lock = threading.Lock()
+    state = {"taken": 0, "finished": 0, "most": 0}
+
+    def work():
+        for i in range(2000):
+            with lock:
+                state["taken"] += 1
+                state["most"] = max(state["most"], state["taken"] - state["finished"])
+            yield i
+
+    def fn(i: int) -> int:
+        return i * 2
+
+    def seen(_w: int, _r: int) -> None:
+        with lock:
+            state["finished"] += 1
+
+    out = run_pool(work(), fn, concurrency=4, on_result=seen, progress=False, keep=False)
+    assert out == []
+    assert state["finished"] == state["taken"] == 2000
+    assert state["most"] <= window(4) == 8
+    kept = run_pool(iter(range(50)), fn, concurrency=4, progress=False)
+    assert kept == [2 * i for i in range(50)]  # in the order of the work

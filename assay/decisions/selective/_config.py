@@ -22,13 +22,17 @@ class SelectiveConfig(RunConfig):
     1 − ``delta``. ``data`` are the labelled items ``calibrate`` reads (``holdout``: the share
     kept aside, drawn with ``seed``); ``unlabelled`` the items ``apply`` judges."""
 
-    data: DataConfig
-    judges: list[JudgeConfig] = Field(min_length=1)
+    data: DataConfig = Field(description="the labelled items the cascade is calibrated on")
+    judges: list[JudgeConfig] = Field(
+        min_length=1, description="the judges of the cascade, cheapest first"
+    )
     alpha: Real = Field(default=0.1, gt=0, lt=1, description="disagreement allowed on kept items")
     delta: Real = Field(default=0.1, gt=0, lt=1, description="chance the guarantee fails")
     holdout: Real = Field(default=0.0, ge=0, lt=1, description="labelled share kept aside")
-    seed: StrictInt = 0
-    unlabelled: DataConfig | None = None
+    seed: StrictInt = Field(default=0, description="the seed of the holdout split")
+    unlabelled: DataConfig | None = Field(
+        default=None, description="items to apply the calibrated cascade to"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> SelectiveConfig:

@@ -18,6 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from assay.lm import ScriptedCall
 from assay.reliability._config import HarnessConfig
 from assay.reliability.selftest._selftest_bias import (
@@ -27,7 +29,7 @@ from assay.reliability.selftest._selftest_bias import (
     biased_verdict,
     stated,
 )
-from assay.reliability.selftest._suite import Suite
+from assay.reliability.selftest._suite import JudgeFlags, Suite
 
 DEFECTS = {
     "clean": ("none", []),
@@ -178,9 +180,22 @@ def selftest_config(data_path: Path, *, tracking: bool = False) -> HarnessConfig
     return SUITE.config(data_path, tracking=tracking)
 
 
+class SelftestResult(BaseModel):
+    """What ``assay selftest`` found: whether every implanted defect was flagged by the test
+    meant for it and the clean judges by none, each judge's flags, and the runs it made."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ok: bool
+    run_dir: str
+    pairwise_run_dir: str
+    agent_run_dir: str
+    judges: dict[str, JudgeFlags]
+
+
 def run_selftest(
     workdir: Path, *, progress: bool = False, tracking: bool = False
-) -> dict[str, Any]:
+) -> SelftestResult:
     """Run every suite (the response judges, the pairwise judges, the transcript judges) and
     say whether each defect was flagged by the test meant for it and the clean judges by none."""
     from assay.reliability.engine import run_harness
@@ -190,7 +205,7 @@ def run_selftest(
     for suite in suites.values():
         suite.register()
     folder = workdir / ".assay" / "selftest"
-    judges: dict[str, Any] = {}
+    judges: dict[str, JudgeFlags] = {}
     run_dirs: dict[str, str] = {}
     for key, suite in suites.items():
         config = suite.config(suite.write_data(folder), tracking=tracking)
@@ -199,12 +214,12 @@ def run_selftest(
         run_dirs[key] = str(res.run_dir)
         for name, j in suite.flags(res.summary).items():
             if name in judges:  # the clean judge of several runs: one row
-                judges[name]["flagged"] += j["flagged"]
-                judges[name]["tests"].update(j["tests"])
+                judges[name].flagged += j.flagged
+                judges[name].tests.update(j.tests)
             else:
                 judges[name] = j
     clean = {suite.clean for suite in suites.values()}
-    ok = not any(judges[c]["flagged"] for c in clean) and all(
-        set(j["meant_for"]) <= set(j["flagged"]) for n, j in judges.items() if n not in clean
+    ok = not any(judges[c].flagged for c in clean) and all(
+        set(j.meant_for) <= set(j.flagged) for n, j in judges.items() if n not in clean
     )
-    return {"ok": ok, **run_dirs, "judges": judges}
+    return SelftestResult(ok=ok, **run_dirs, judges=judges)

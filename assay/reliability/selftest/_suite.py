@@ -10,10 +10,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from assay.inputs import DataConfig, TrackingConfig
 from assay.lm import ScriptedCall, ScriptedEngine, register_script
 from assay.reliability._config import HarnessConfig
 from assay.reliability._results import HarnessSummary
+
+
+class TestFlags(BaseModel):
+    """One judge on one test of the self-test: its pass rate (with its interval) and
+    consistency."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pass_rate: float | None
+    consistency: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+class JudgeFlags(BaseModel):
+    """One judge of the self-test: the defect implanted in it, the tests meant to catch it and
+    the tests that did."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    defect: str
+    meant_for: list[str]
+    flagged: list[str]
+    tests: dict[str, TestFlags]
+
 
 Responder = Callable[[ScriptedCall], dict[str, Any]]
 
@@ -74,11 +101,11 @@ class Suite:
             tracking=TrackingConfig(enabled=tracking),
         )
 
-    def flags(self, summary: HarnessSummary) -> dict[str, Any]:
+    def flags(self, summary: HarnessSummary) -> dict[str, JudgeFlags]:
         """Which tests flag which judge: a pass or consistency CI entirely below the clean
         judge's (the clean judge itself: below an absolute floor of 0.9)."""
         clean = summary.judges[self.clean].tests
-        out: dict[str, Any] = {}
+        out: dict[str, JudgeFlags] = {}
         for name, r in summary.judges.items():
             flagged, tests = [], {}
             for t, m in r.tests.items():
@@ -93,18 +120,18 @@ class Suite:
                         else:
                             below |= mine.ci_high < ref.ci_low
                 pr = m.pass_rate
-                tests[t] = {
-                    "pass_rate": row["pass_rate"],
-                    "consistency": row["consistency"],
-                    "ci_low": pr.ci_low if pr else None,
-                    "ci_high": pr.ci_high if pr else None,
-                }
+                tests[t] = TestFlags(
+                    pass_rate=row["pass_rate"],
+                    consistency=row["consistency"],
+                    ci_low=pr.ci_low if pr else None,
+                    ci_high=pr.ci_high if pr else None,
+                )
                 if below:
                     flagged.append(t)
-            out[name] = {
-                "defect": self.defects[name][0] if name != self.clean else "none",
-                "meant_for": self.defects[name][1],
-                "flagged": flagged,
-                "tests": tests,
-            }
+            out[name] = JudgeFlags(
+                defect=self.defects[name][0] if name != self.clean else "none",
+                meant_for=self.defects[name][1],
+                flagged=flagged,
+                tests=tests,
+            )
         return out

@@ -1,0 +1,29 @@
+"""``assay schema KIND`` describes every field of every config a runner reads, nested models
+included: a user reading the schema (or an editor completing a YAML file from it) learns what
+each key does without opening the code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from assay.cli import main
+from assay.cli.schema import _kinds
+
+
+def undescribed(schema: dict) -> list[str]:
+    out = []
+    for where, node in [("", schema), *((f"{k}.", v) for k, v in schema.get("$defs", {}).items())]:
+        for name, prop in (node.get("properties") or {}).items():
+            if not (prop.get("description") or "").strip():
+                out.append(f"{where}{name}")
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(_kinds()))
+def test_every_field_of_every_config_has_a_description(kind, capsys):
+    assert main(["schema", kind]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema.get("properties"), kind
+    assert undescribed(schema) == []
