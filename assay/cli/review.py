@@ -8,9 +8,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay.runners import cli_type
-from assay.types import Port
-
 if TYPE_CHECKING:
     from assay.decisions import ReviewQueue
 
@@ -22,6 +19,9 @@ _RUN = (
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from assay.runners import cli_type  # with the parser: after the tracking helper has started
+    from assay.types import Port
+
     r = sub.add_parser("review", help="review generated probes without a browser")
     rsub = r.add_subparsers(dest="action", required=True)
     rex = rsub.add_parser(
