@@ -86,6 +86,7 @@ _NAMES = {
     ),
     "_cost": ("cost_per_accuracy_point",),
     "_dawid_skene": (
+        "EXCESS_THRESHOLD",
         "DawidSkeneResult",
         "JudgeReliability",
         "PairDependence",
@@ -401,6 +402,7 @@ __all__ = [
     "RaterParameters",
     "rater_model",
     # judges combined without labels: Dawid–Skene, and votes one member cannot drag
+    "EXCESS_THRESHOLD",
     "DawidSkeneResult",
     "JudgeReliability",
     "PairDependence",
@@ -494,6 +496,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.metrics._cost import cost_per_accuracy_point
     from assay.metrics._dawid_skene import (
+        EXCESS_THRESHOLD,
         DawidSkeneResult,
         JudgeReliability,
         PairDependence,
