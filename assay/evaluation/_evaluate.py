@@ -16,8 +16,14 @@ from typing import Any
 
 import dspy
 
+from assay.evaluation._no_labels import panel_metrics, panel_over_run
 from assay.evaluation._report import render_report
-from assay.evaluation._results import DisagreementRecord, EvaluateResult, EvaluateSummary
+from assay.evaluation._results import (
+    DisagreementRecord,
+    EvaluateResult,
+    EvaluateSummary,
+    PanelReport,
+)
 from assay.inputs import EvaluateConfig, data_fingerprint, item_set_tags, load_items
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
 from assay.runs import (
@@ -121,7 +127,9 @@ def _judge_and_measure(
         judged = {**done, **{j.item_id: j for j in new}}
         judgments = [judged[it.id] for it in items]
         scoring.join()
+        judgments, panel = _panel_over_run(config, judgments, run)
         summary = _summarize(config, items, judgments, run_hash, retried, notes, run)
+        summary = summary.model_copy(update={"panel": panel})
         _write_outputs(run, config, summary, programs(1), items, judgments)
         run_id = run.finish(
             _tracked(config, items, fingerprint, run_hash, summary), n_items=len(items)
@@ -136,6 +144,24 @@ def _judge_and_measure(
             items=items,
             retried=retried,
         )
+
+
+def _panel_over_run(
+    config: EvaluateConfig, judgments: list[Judgment], run: Run
+) -> tuple[list[Judgment], PanelReport | None]:
+    """A panel's members over the run (Dawid–Skene); with a run-level aggregate the panel's
+    verdicts it changed are appended to the judgments (the latest judgment of an item wins),
+    so that the run's judgments are its verdicts."""
+    if config.judge.program != "panel":
+        return judgments, None
+    b = config.bootstrap
+    out, panel = panel_over_run(
+        config.judge, judgments, seed=b.seed, n_resamples=b.n_resamples, confidence=b.confidence
+    )
+    for before, after in zip(judgments, out, strict=True):
+        if after is not before and after != before:
+            run.store.append(after)
+    return out, panel
 
 
 def _write_back(config: EvaluateConfig, judgments: list[Judgment]) -> dict[str, int]:
@@ -330,6 +356,7 @@ def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, flo
             if s.calibration and s.calibration.calibrated
             else {}
         ),
+        **(flatten_metrics(panel_metrics(s.panel), "panel_") if s.panel else {}),
     }
 
 
