@@ -219,6 +219,30 @@ def test_a_dawid_skene_panel_gives_crowdkits_labels_and_reports_its_members(tmp_
     assert again == run_dir and latest_verdicts(again) == verdicts
 
 
+def test_agreement_reads_a_runs_journal_latest_judgment_first(tmp_path, stub, capsys):
+    """The run's judgments.jsonl holds the panel's per-item majority and, later, the verdicts
+    fitted over the run: ``assay agreement`` takes the latest, as the run does; a second
+    judgment by another judge config (files concatenated) is still a one-line error."""
+    run_dir = panel_run(tmp_path, stub, "dawid_skene")
+    journal = run_dir / "judgments.jsonl"
+    assert len(journal.read_text().splitlines()) > N  # the changed verdicts appended
+    argv = ["agreement", "--json", str(tmp_path / "items.csv"), str(journal)]
+    argv += ["--id-column", "id", "--score-column", "expected", "--scale", "binary"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == N and out["metrics"]["accuracy"]["value"] == 1.0
+
+    first = json.loads(journal.read_text().splitlines()[0])
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(journal.read_text() + json.dumps({**first, "config_hash": "other"}) + "\n")
+    argv[3] = str(mixed)
+    assert main(argv) == 2
+    assert (
+        f"second judgment of item '{first['item_id']}' (first in row 1)" in capsys.readouterr().err
+    )
+
+
 def test_the_aggregate_is_part_of_the_judges_identity_and_majority_is_left_alone(tmp_path, stub):
     majority_dir = panel_run(tmp_path, stub, "majority")
     weighted_dir = panel_run(tmp_path, stub, "weighted")
