@@ -39,6 +39,7 @@ _WHERE = {
     "dawid_skene_console": "_no_labels",
     "dawid_skene_report": "_no_labels",
     "panel_over_run": "_no_labels",
+    "panel_lead": "_no_labels",
 }
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
@@ -49,6 +50,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from assay.evaluation._no_labels import (
         dawid_skene_console,
         dawid_skene_report,
+        panel_lead,
         panel_over_run,
     )
     from assay.evaluation._report import evaluate_tables
@@ -100,6 +102,7 @@ __all__ = [
     "evaluate_metrics",
     "evaluate_tables",
     "metric_kind",
+    "panel_lead",
     "panel_over_run",
     "read_verdicts",
     "summarize_run",

@@ -243,9 +243,16 @@ def test_agreement_reads_a_runs_journal_latest_judgment_first(tmp_path, stub, ca
     )
 
 
-def test_the_aggregate_is_part_of_the_judges_identity_and_majority_is_left_alone(tmp_path, stub):
+def test_the_aggregate_is_part_of_the_judges_identity_and_majority_is_left_alone(
+    tmp_path, stub, capsys
+):
     majority_dir = panel_run(tmp_path, stub, "majority")
+    capsys.readouterr()
     weighted_dir = panel_run(tmp_path, stub, "weighted")
+    printed = capsys.readouterr().out
+    assert "aggregate `weighted`: fitted over the run's items" in printed
+    assert "shares of the vote: good 0.50, fair 0.50, contrarian 0.00" in printed
+    assert "| contrarian accuracy |" in printed
     assert majority_dir != weighted_dir
     truth = {f"i{k}": k % 2 for k in range(N)}
 
