@@ -295,3 +295,20 @@ def test_run_level_aggregates_need_three_members_and_are_refused_by_the_harness(
     path.write_text(json.dumps(harness))
     with pytest.raises(ConfigError, match="the harness compares each probe's verdict"):
         load_config(path, model=HarnessConfig)
+
+
+def test_a_second_label_by_the_same_annotator_is_one_line(tmp_path, capsys):
+    """A long table with an (item, annotator) twice — e.g. written from a run's journal without
+    taking each item's latest judgment — names the file, the row and the first one."""
+    annotation_table(tmp_path, n=20)
+    with (tmp_path / "ann.csv").open("a") as fh:
+        fh.write("i007,ann3,1\n")
+    argv = ["agreement", str(tmp_path / "ann.csv"), str(tmp_path / "judge.jsonl")]
+    argv += ["--id-column", "item", "--score-column", "label", "--annotator-column", "annotator"]
+    assert main([*argv, "--scale", "binary"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "ann.csv, row 101, field 'annotator': a second label of item 'i007' by annotator "
+        "'ann3' (the first in row 39)"
+    )
+    assert "\n" not in err and "Traceback" not in err
