@@ -140,10 +140,10 @@ def panel_over_run(
     )
     members = [m.name for m in config.members]
     panel = PanelReport(aggregate=config.aggregate, members=members, dawid_skene=report, note=note)
-    if config.aggregate not in RUN_LEVEL_AGGREGATES:
+    # the config requires a quorum of three and at most MAX_CLASSES classes: without a fit,
+    # no judgment was scored, and there is no verdict to replace
+    if config.aggregate not in RUN_LEVEL_AGGREGATES or report is None:
         return judgments, panel
-    if report is None:  # the config requires three members and at most MAX_CLASSES classes
-        raise ValueError(f"aggregate {config.aggregate} could not be fitted: {note}")
     if config.aggregate == "weighted":
         verdicts, shares = _weighted(config, judgments, report)
         panel = panel.model_copy(update={"weights": shares})

@@ -312,3 +312,21 @@ def test_a_second_label_by_the_same_annotator_is_one_line(tmp_path, capsys):
         "'ann3' (the first in row 39)"
     )
     assert "\n" not in err and "Traceback" not in err
+
+
+def test_a_panel_with_no_scored_judgment_is_left_as_it_is():
+    """Every member down: every judgment unscored (panel_quorum), nothing to fit — the run
+    reports it as any all-unscored run, without a Dawid–Skene report and without an error."""
+    from assay.evaluation import panel_over_run
+    from assay.programs import JudgeConfig
+    from assay.types import Judgment
+
+    members = [{"name": f"m{i}", "model": "openai/x", "scale": "binary"} for i in range(3)]
+    config = JudgeConfig(name="p", program="panel", aggregate="dawid_skene", members=members)
+    down = [{"judge": f"m{k}", "score": None, "unscored": "lm_error"} for k in range(3)]
+    judgments = [
+        Judgment(item_id=str(i), judge="p", unscored="panel_quorum", members=down) for i in range(4)
+    ]
+    out, panel = panel_over_run(config, judgments, seed=0, n_resamples=1000, confidence=0.95)
+    assert out == judgments and panel.dawid_skene is None and panel.changed == 0
+    assert panel.note == "Dawid–Skene needs at least 3 judges; there are 0"
