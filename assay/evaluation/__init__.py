@@ -32,6 +32,14 @@ _WHERE = {
     "agreement": "_agreement",
     "read_verdicts": "_agreement",
     "annotators_report": "_annotators",
+    "DawidSkeneReport": "_results",
+    "JudgeFigures": "_results",
+    "PairExcess": "_results",
+    "PanelReport": "_results",
+    "dawid_skene_console": "_no_labels",
+    "dawid_skene_report": "_no_labels",
+    "panel_over_run": "_no_labels",
+    "panel_lead": "_no_labels",
 }
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
@@ -39,6 +47,12 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from assay.evaluation._annotators import annotators_report
     from assay.evaluation._evaluate import evaluate, evaluate_metrics
     from assay.evaluation._html_report import build_report
+    from assay.evaluation._no_labels import (
+        dawid_skene_console,
+        dawid_skene_report,
+        panel_lead,
+        panel_over_run,
+    )
     from assay.evaluation._report import evaluate_tables
     from assay.evaluation._results import (
         Agreement,
@@ -47,9 +61,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         AnnotatorsReport,
         ConfusionMatrix,
         Counts,
+        DawidSkeneReport,
         DisagreementRecord,
         EvaluateResult,
         EvaluateSummary,
+        JudgeFigures,
+        PairExcess,
+        PanelReport,
         RunUsage,
     )
     from assay.evaluation._scoring import (
@@ -66,18 +84,26 @@ __all__ = [
     "AnnotatorsReport",
     "ConfusionMatrix",
     "Counts",
+    "DawidSkeneReport",
     "DisagreementRecord",
     "EvaluateResult",
     "EvaluateSummary",
+    "JudgeFigures",
+    "PairExcess",
+    "PanelReport",
     "RunUsage",
     "agreement",
     "agreement_summary",
     "annotators_report",
     "build_report",
+    "dawid_skene_console",
+    "dawid_skene_report",
     "evaluate",
     "evaluate_metrics",
     "evaluate_tables",
     "metric_kind",
+    "panel_lead",
+    "panel_over_run",
     "read_verdicts",
     "summarize_run",
     "verdict_names",

@@ -90,25 +90,30 @@ def _first_record(path: Path) -> dict | None:
 
 
 def _read_judgments(path: Path) -> list[tuple[str, int | None]]:
-    out: list[tuple[str, int | None]] = []
-    seen: dict[str, int] = {}
+    """``(item, score)`` per item of a judgments file. A run's file is a journal: an item
+    judged again (a retried one, a panel's verdict fitted over the run) has a later line from
+    the same judge config, and the latest wins, as the run reads it. A second judgment from
+    another judge or config is an error (files concatenated by mistake)."""
+    out: dict[str, int | None] = {}
+    seen: dict[str, tuple[int, object]] = {}
     for line in _json.read_lines(path):
         n = line.number
         try:
             rec = _json.loads(line.text)
             item_id, score = str(rec["item_id"]), rec.get("score")
-        except (json.JSONDecodeError, KeyError, TypeError):
+            who = (rec.get("judge"), rec.get("config_hash"))
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
             raise DataError("malformed judgment line", path=path, row=n, field="item_id") from None
-        if item_id in seen:
+        if item_id in seen and (seen[item_id][1] != who or not who[1]):
             raise DataError(
-                f"second judgment of item '{item_id}' (first in row {seen[item_id]})",
+                f"second judgment of item '{item_id}' (first in row {seen[item_id][0]})",
                 path=path,
                 row=n,
                 field="item_id",
             )
-        seen[item_id] = n
-        out.append((item_id, score))
-    return out
+        seen.setdefault(item_id, (n, who))
+        out[item_id] = score
+    return list(out.items())
 
 
 def pair_verdicts(

@@ -1,5 +1,6 @@
-"""Several annotators per item: their agreement (Fleiss' κ, Krippendorff's α) and the
-Alternative Annotator Test of the judge against them."""
+"""Several annotators per item: their agreement (Fleiss' κ, Krippendorff's α), each one's
+accuracy under Dawid–Skene (no reference needed), and the Alternative Annotator Test of the
+judge against them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from assay.evaluation._no_labels import dawid_skene_report
 from assay.evaluation._results import AltTestOutcome, AnnotatorsReport
 from assay.evaluation._scoring import verdict_names
 from assay.inputs import AnnotationRows, majority
@@ -45,7 +47,15 @@ def annotators_report(
         confidence=confidence,
         seed=seed,
     )
-    _, ties = majority(rows, seed=seed, scale=scale)
+    majority_labels, ties = majority(rows, seed=seed, scale=scale)
+    dawid_skene, _, why_not = dawid_skene_report(
+        rows,
+        scale,
+        majority_labels,
+        seed=seed,
+        n_resamples=n_resamples,
+        confidence=confidence,
+    )
     report = AnnotatorsReport(
         annotators=annotators,
         items=len(matrix.item_ids),
@@ -53,11 +63,13 @@ def annotators_report(
         agreement=agreement,
         majority_ties=ties,
         majority_seed=seed,
+        dawid_skene=dawid_skene,
     )
     if len(annotators) < 3:
         return report.model_copy(
             update={
-                "note": f"the Alt-Test needs at least 3 annotators; there are {len(annotators)}"
+                "note": "the Alt-Test and Dawid–Skene need at least 3 annotators; there are "
+                f"{len(annotators)}"
             }
         )
     unscored = sum(1 for i in matrix.item_ids if candidate.get(str(i)) is None)
@@ -71,7 +83,8 @@ def annotators_report(
             epsilon=epsilon,
         )
     except ValueError as exc:
-        return report.model_copy(update={"note": f"Alt-Test not run: {exc}"})
+        notes = [n for n in (why_not, f"Alt-Test not run: {exc}") if n]
+        return report.model_copy(update={"note": "; ".join(notes)})
     outcome = AltTestOutcome(
         **{
             k: v
@@ -81,9 +94,10 @@ def annotators_report(
         comparisons=[asdict(c) for c in result.comparisons],
         skipped_annotators=[str(a) for a in result.skipped_annotators],
     )
-    note = (
-        f"{unscored} annotated items have no judge verdict (unscored): the Alt-Test leaves them out"
-        if unscored
-        else None
-    )
-    return report.model_copy(update={"alt_test": outcome, "note": note})
+    notes = [why_not] if why_not else []
+    if unscored:
+        notes.append(
+            f"{unscored} annotated items have no judge verdict (unscored): the Alt-Test leaves "
+            "them out"
+        )
+    return report.model_copy(update={"alt_test": outcome, "note": "; ".join(notes) or None})

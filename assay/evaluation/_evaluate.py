@@ -18,8 +18,14 @@ from typing import Any
 
 import dspy
 
+from assay.evaluation._no_labels import panel_metrics, panel_over_run
 from assay.evaluation._report import render_report
-from assay.evaluation._results import DisagreementRecord, EvaluateResult, EvaluateSummary
+from assay.evaluation._results import (
+    DisagreementRecord,
+    EvaluateResult,
+    EvaluateSummary,
+    PanelReport,
+)
 from assay.evaluation._verdicts import Seen, Verdicts
 from assay.inputs import EvaluateConfig, ItemIndex, ItemStream, item_set_tags, stream_items
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
@@ -140,8 +146,11 @@ def _judge_and_measure(
             keep=False,
         )
         scoring.join()
+        panel = _panel_over_run(config, index, run, seen)
         verdicts = Verdicts.read(index, run.store, seen)
         summary = _summarize(config, index, verdicts, run_hash, retried, notes, run)
+        if panel is not None:
+            summary = summary.model_copy(update={"panel": panel})
         _write_outputs(run, config, summary, programs(1), items, index, verdicts)
         run_id = run.finish(
             _tracked(config, items, len(index), index.fingerprint, run_hash, summary),
@@ -159,6 +168,28 @@ def _judge_and_measure(
 
 
 _SLICE = 1000  # items read from the stream at a time, to choose what to judge
+
+
+def _panel_over_run(
+    config: EvaluateConfig, index: ItemIndex, run: Run, seen: Seen
+) -> PanelReport | None:
+    """A panel's members over the run (Dawid–Skene); with a run-level aggregate the panel's
+    verdicts it changed are appended to the judgments (the latest judgment of an item wins),
+    so that the run's judgments are its verdicts. A panel's judgments are read whole: the
+    fit needs every item's member verdicts at once."""
+    if config.judge.program != "panel":
+        return None
+    latest = run.store.judgments()
+    judgments = [latest[i] for i in index.ids if i in latest]
+    b = config.bootstrap
+    out, panel = panel_over_run(
+        config.judge, judgments, seed=b.seed, n_resamples=b.n_resamples, confidence=b.confidence
+    )
+    for before, after in zip(judgments, out, strict=True):
+        if after is not before and after != before:
+            run.store.append(after)
+            seen.add(after)
+    return panel
 
 
 def _write_back(config: EvaluateConfig, judgments: list[Judgment]) -> dict[str, int]:
@@ -363,6 +394,7 @@ def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, flo
             if s.calibration and s.calibration.calibrated
             else {}
         ),
+        **(flatten_metrics(panel_metrics(s.panel), "panel_") if s.panel else {}),
     }
 
 

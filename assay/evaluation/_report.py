@@ -100,6 +100,8 @@ def evaluate_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
     else:
         note = summary.note or "No item has both a reference label and a judge score."
         out.append(Table("Agreement with the reference", [], [], lead=note))
+    if summary.panel is not None:
+        out += panel_tables(summary, confidence)
     cal = summary.calibration
     if cal is not None:
         out.append(
@@ -122,6 +124,23 @@ def evaluate_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
                 )
             )
     return out
+
+
+def panel_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
+    """A panel judge's members combined over the run: its aggregate and, under Dawid–Skene,
+    each member's accuracy, sensitivity and specificity with no reference needed."""
+    from assay.evaluation._no_labels import dawid_skene_tables, panel_lead
+
+    panel = summary.panel
+    assert panel is not None
+    if panel.dawid_skene is None:
+        return [Table("The panel's members", [], [], lead=panel_lead(panel))]
+    tables = dawid_skene_tables(panel.dawid_skene, confidence, "The panel's members")
+    first = tables[0]
+    tables[0] = Table(
+        first.title, first.columns, first.rows, lead=f"{panel_lead(panel)} {first.lead}"
+    )
+    return tables
 
 
 def _excerpt(text: str | None, n: int = 160) -> str:

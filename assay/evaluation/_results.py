@@ -109,6 +109,7 @@ class EvaluateSummary(Agreement):
     config_hash: str = ""
     run_hash: str = ""
     bootstrap: str = ""
+    panel: PanelReport | None = None  # a panel judge: its members combined over the run
 
     @model_validator(mode="before")
     @classmethod
@@ -173,6 +174,60 @@ class AltTestOutcome(_Model):
     skipped_annotators: list[str]
 
 
+class JudgeFigures(_Model):
+    """One annotator or panel member under Dawid–Skene: its expected accuracy, the recall of
+    every class (by label) and, on a binary scale, its sensitivity and specificity."""
+
+    judge: str
+    n: int
+    accuracy: MetricValue
+    sensitivity: MetricValue | None = None
+    specificity: MetricValue | None = None
+    recall: dict[str, MetricValue]
+
+
+class PairExcess(_Model):
+    """Two judges' agreement on the items both judged, what Dawid–Skene predicts for it, and
+    the excess with its interval; ``flagged`` when it shows their errors are not independent."""
+
+    judges: list[str]
+    n: int
+    observed: float
+    predicted: float
+    excess: MetricValue
+    p_value: float  # one-sided (excess ≤ 0), bootstrap, Holm-adjusted over the pairs
+    flagged: bool
+
+
+class DawidSkeneReport(_Model):
+    """Dawid–Skene over several judges' verdicts with no reference: each judge's figures, the
+    classes' shares, every pair's excess agreement, how many items its verdict gives another
+    label than the majority, and the warning when its independence assumption visibly fails."""
+
+    judges: list[JudgeFigures]
+    priors: dict[str, float]
+    pairs: list[PairExcess]
+    items: int
+    differs_from_majority: int
+    iterations: int
+    converged: bool
+    warning: str | None = None
+    bootstrap: str
+
+
+class PanelReport(_Model):
+    """A panel's members combined over the run: its aggregate, how many verdicts a run-level
+    aggregate (``dawid_skene``, ``weighted``) changed from the members' majority, and the
+    members under Dawid–Skene (or why it was not fitted)."""
+
+    aggregate: str
+    members: list[str]
+    changed: int = 0
+    weights: dict[str, float] | None = None  # aggregate: weighted — each member's capped share
+    dawid_skene: DawidSkeneReport | None = None
+    note: str | None = None
+
+
 class AnnotatorsReport(_Model):
     """Agreement among several annotators, the majority the judge was compared with, and the
     Alt-Test of the judge against them."""
@@ -184,6 +239,7 @@ class AnnotatorsReport(_Model):
     majority_ties: int
     majority_seed: int
     alt_test: AltTestOutcome | None = None
+    dawid_skene: DawidSkeneReport | None = None
     note: str | None = None
 
 

@@ -29,11 +29,22 @@ def read_annotations(
         scale=scale,
     )
     out: AnnotationRows = []
+    seen: dict[tuple[str, str], int] = {}
     for row, it in enumerate(items, start=1):
         for column in (id_column, annotator_column):
             if it.meta.get(column) in (None, ""):
                 raise DataError("empty cell", path=path, row=row, field=column)
-        out.append((str(it.meta[id_column]), str(it.meta[annotator_column]), it.expected))
+        key = (str(it.meta[id_column]), str(it.meta[annotator_column]))
+        if key in seen:
+            raise DataError(
+                f"a second label of item '{key[0]}' by annotator '{key[1]}' (the first in row "
+                f"{seen[key]})",
+                path=path,
+                row=row,
+                field=annotator_column,
+            )
+        seen[key] = row
+        out.append((*key, it.expected))
     return out
 
 

@@ -85,6 +85,13 @@ _NAMES = {
         "true_label_scores",
     ),
     "_cost": ("cost_per_accuracy_point",),
+    "_dawid_skene": (
+        "EXCESS_THRESHOLD",
+        "DawidSkeneResult",
+        "JudgeReliability",
+        "PairDependence",
+        "dawid_skene",
+    ),
     "_direction": ("best_at", "direction", "goodness", "higher_is_better"),
     "_disagreements": ("Disagreement", "disagreements"),
     "_active": ("active_ppi_mean", "active_sampling_probabilities", "draw_active_sample"),
@@ -166,6 +173,7 @@ _NAMES = {
     ),
     "_prevalence": ("PrevalenceEstimate", "corrected_prevalence", "rogan_gladen"),
     "_rates": ("binomial_rate", "mean_ci", "rate"),
+    "_robust_vote": ("capped_weights", "reliability_weights", "trimmed_mean", "weighted_vote"),
     "_report": ("TRADE_OFFS", "MetricKind", "agreement_confusion", "agreement_metrics"),
     "_sample_shift": ("FeatureKind", "SampleComparison", "compare_samples"),
     "_samples": ("held_out_majority_agreement",),
@@ -395,6 +403,16 @@ __all__ = [
     "RaterModel",
     "RaterParameters",
     "rater_model",
+    # judges combined without labels: Dawid–Skene, and votes one member cannot drag
+    "EXCESS_THRESHOLD",
+    "DawidSkeneResult",
+    "JudgeReliability",
+    "PairDependence",
+    "dawid_skene",
+    "capped_weights",
+    "reliability_weights",
+    "trimmed_mean",
+    "weighted_vote",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -479,6 +497,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         true_label_scores,
     )
     from assay.metrics._cost import cost_per_accuracy_point
+    from assay.metrics._dawid_skene import (
+        EXCESS_THRESHOLD,
+        DawidSkeneResult,
+        JudgeReliability,
+        PairDependence,
+        dawid_skene,
+    )
     from assay.metrics._direction import best_at, direction, goodness, higher_is_better
     from assay.metrics._disagreements import Disagreement, disagreements
     from assay.metrics._drift import DriftTest, Stability, drift_test, item_change_rates, stability
@@ -564,6 +589,12 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         MetricKind,
         agreement_confusion,
         agreement_metrics,
+    )
+    from assay.metrics._robust_vote import (
+        capped_weights,
+        reliability_weights,
+        trimmed_mean,
+        weighted_vote,
     )
     from assay.metrics._sample_shift import FeatureKind, SampleComparison, compare_samples
     from assay.metrics._samples import held_out_majority_agreement

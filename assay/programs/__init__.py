@@ -30,7 +30,11 @@ from assay.programs._judge import (
     judge_lm_factory,
     task_inputs,
 )
-from assay.programs._panel import aggregate_scores
+from assay.programs._panel import (
+    RUN_LEVEL_AGGREGATES,
+    RUN_LEVEL_MAX_CLASSES,
+    aggregate_scores,
+)
 from assay.programs._perturb import Perturber, ProbeValidator
 from assay.programs._state import load_program_state, save_program
 from assay.programs._synthetic import ScoreGenerator, ScoreValidator
@@ -80,6 +84,8 @@ __all__ = [
     "state_file_digest",
     "ScoreValidator",
     "TaskInverter",
+    "RUN_LEVEL_AGGREGATES",
+    "RUN_LEVEL_MAX_CLASSES",
     "aggregate_scores",
     "build_judge",
     "expected_score",

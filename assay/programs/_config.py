@@ -13,6 +13,7 @@ from assay import _json
 from assay._files import MAX_TEXT_BYTES, read_bytes, read_text, resolve
 from assay.lm import NOT_IN_IDENTITY, ModelSpec, Real, StrictInt
 from assay.metrics import CalibrationMap
+from assay.programs._panel import RUN_LEVEL_AGGREGATES, RUN_LEVEL_MAX_CLASSES, Aggregate
 from assay.scale import Scale
 from assay.types import PlainName, flatten, stable_hash
 
@@ -290,9 +291,13 @@ class JudgeConfig(ModelSpec):
     members: list[JudgeConfig] = Field(
         default_factory=list, description="a panel's member judges (program: panel)"
     )
-    aggregate: Literal["majority", "mean", "median", "min"] = Field(
+    aggregate: Aggregate = Field(
         default="majority",
-        description="how a panel's verdicts combine: majority, mean, median or min",
+        description=(
+            "how a panel's verdicts combine: per item majority, mean, median, min or "
+            "trimmed_mean; over the run dawid_skene or weighted (Dawid–Skene accuracies, "
+            "capped weights)"
+        ),
     )
     tie_break: Literal["lower", "higher", "unscored"] = Field(
         default="lower", description="a tied majority: the lower verdict, the higher, or unscored"
@@ -372,6 +377,13 @@ class JudgeConfig(ModelSpec):
                 raise ValueError("a panel needs at least two 'members'")
             if self.quorum is not None and not 1 <= self.quorum <= len(self.members):
                 raise ValueError("'quorum' must be between 1 and the number of members")
+            if self.aggregate in ("trimmed_mean", *RUN_LEVEL_AGGREGATES) and (
+                min(self.quorum or len(self.members), len(self.members)) < 3
+            ):
+                raise ValueError(
+                    f"aggregate '{self.aggregate}' needs at least 3 members (and a 'quorum' "
+                    "of at least 3, if one is given)"
+                )
             for m in self.members:
                 if m.task != self.task:
                     raise ValueError("panel members must share the panel's task")
@@ -386,6 +398,11 @@ class JudgeConfig(ModelSpec):
             self.scale = get_kind(self.task).default_scale_for(self)
         if self.scale is None:
             raise ValueError("a judge needs a 'scale' (binary, MIN-MAX, labels a,b,c or a mapping)")
+        if self.aggregate in RUN_LEVEL_AGGREGATES and self.scale.k > RUN_LEVEL_MAX_CLASSES:
+            raise ValueError(
+                f"aggregate '{self.aggregate}' fits a {self.scale.k}×{self.scale.k} confusion "
+                f"matrix per member: at most {RUN_LEVEL_MAX_CLASSES} scale values"
+            )
         if self.mlflow is not None and self.task != "mlflow":
             raise ValueError("'mlflow' is only for task: mlflow")
         get_kind(self.task).check(self)

@@ -20,7 +20,7 @@ from pydantic_core import CoreSchema
 from assay.errors import ConfigError
 from assay.inputs import DataConfig, RunConfig, without_write_back
 from assay.lm import GeneratorSpec, ValidatorSpec
-from assay.programs import JudgeConfig, get_kind
+from assay.programs import RUN_LEVEL_AGGREGATES, JudgeConfig, get_kind
 from assay.scale import Scale
 from assay.types import Seed, StrictInt, stable_hash
 
@@ -149,6 +149,12 @@ class HarnessConfig(RunConfig):
         for j in self.judges:
             if j.scale != self.scale:
                 raise ValueError(f"judge '{j.name}' has another scale than the harness")
+            if j.program == "panel" and j.aggregate in RUN_LEVEL_AGGREGATES:
+                raise ValueError(
+                    f"judge '{j.name}': aggregate '{j.aggregate}' weighs the members over a "
+                    "run's items, and the harness compares each probe's verdict with its "
+                    "source's one at a time; use majority, mean, median, min or trimmed_mean"
+                )
         return self
 
     def probes_hash(self, data_fingerprint: str) -> str:

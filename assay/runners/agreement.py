@@ -113,5 +113,10 @@ def _print_annotators(a: Any) -> None:
             f"{t.winning_rate:.2f}, advantage probability {t.advantage_probability:.2f} — the "
             f"judge {verdict} (can stand in for an annotator when the winning rate >= 0.5)"
         )
+    ds = a.dawid_skene
+    if ds is not None:
+        from assay.evaluation import dawid_skene_console
+
+        print(dawid_skene_console(ds))
     if a.note:
         print(f"note: {a.note}")

@@ -94,6 +94,12 @@ class Evaluate(Runner):
             print(metrics_table(s.model_dump()["metrics"], config.bootstrap.confidence))
         if s.note:
             print(f"note: {s.note}")
+        if s.panel is not None:
+            from assay.evaluation import dawid_skene_console, panel_lead
+
+            print(f"\n{panel_lead(s.panel)}")
+            if s.panel.dawid_skene is not None:
+                print(dawid_skene_console(s.panel.dawid_skene, config.bootstrap.confidence))
         print("\n".join(cost_lines(s.usage, s.spend)))
         print(f"run directory: {res.run_dir}")
         line = mlflow_line(res.mlflow_run_id, options.tracking_uri)

@@ -27,6 +27,15 @@ V = [1, 2, 3, 4, 5]
         ([4, 1, 5], "median", "lower", 4),
         ([4, 1, 5], "min", "lower", 1),
         ([], "majority", "lower", None),
+        # one member at the extreme: the mean moves (2.75 → 3), the trimmed mean does not
+        ([2, 2, 2, 5], "mean", "lower", 3),
+        ([2, 2, 2, 5], "trimmed_mean", "lower", 2),
+        ([3, 3, 4, 5], "trimmed_mean", "lower", 3),  # 3.5 between 3 and 4
+        ([3, 3, 4, 5], "trimmed_mean", "higher", 4),
+        ([1, 4, 5], "trimmed_mean", "lower", 4),
+        # fitted over the run: an item alone gets the members' majority
+        ([4, 4, 2], "dawid_skene", "lower", 4),
+        ([2, 4], "weighted", "higher", 4),
     ],
 )
 def test_aggregate_scores(scores, method, tie, expected):

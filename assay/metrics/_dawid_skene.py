@@ -1,0 +1,449 @@
+"""Dawid–Skene: how good each judge is, and what each item's label likely is, from the judges'
+verdicts alone — no reference label.
+
+The model (Dawid & Skene 1979): every item has a true class ``c`` drawn with probability
+``π_c``; judge ``j`` gives verdict ``l`` on an item of class ``c`` with probability
+``E_j[c, l]`` (its confusion matrix, rows the true class), **independently of the other judges
+given the class**. Expectation–maximisation alternates the posterior of each item's class given
+its verdicts (E-step) and the confusion matrices and priors that best explain those posteriors
+(M-step).
+
+The fit is crowd-kit's ``DawidSkene`` (``crowdkit.aggregation.DawidSkene``), step for step: it
+starts from the share of each item's verdicts per class (the soft majority vote), floors
+probabilities at 1e-10, and stops after at most 100 iterations or when crowd-kit's per-verdict
+objective (the expected log joint, with the prior counted once per verdict, plus the posteriors'
+entropy, over the number of verdicts) gains less than 1e-5. A judge's reported **accuracy** is
+the expected share of its verdicts equal to the item's class under the fitted posteriors; its
+**recall** of class ``c`` is ``E_j[c, c]`` (binary: sensitivity is the recall of class 1, the
+positive class, and specificity that of class 0).
+
+Intervals are a percentile bootstrap over items, refitting the model on every replicate: a
+resample with replacement is a weight per item (how often it was drawn), so all replicates run
+as one batched EM (the items are resampled in :func:`canonical_order`, so the interval does not
+depend on the rows' order).
+
+**Conditional independence** is what the model rests on, and what LLM judges sharing a model
+family or a prompt break. Two judges that err together agree more often than their confusion
+matrices predict: for every pair, on the items both judged, the observed agreement minus the
+agreement the model predicts (``Σ_c π_c Σ_l E_a[c, l] E_b[c, l]``, with the classes' shares
+among those items) is the pair's **excess agreement**, with its bootstrap interval. A pair whose
+excess is at least :data:`EXCESS_THRESHOLD` (three points of agreement) and significantly
+above 0 (the share of bootstrap replicates at or below 0, Holm-adjusted over the pairs, under
+1 − confidence) raises the warning. In simulations of five judges on 600 items, independent judges' excess
+stayed within about a point and was never flagged; one judge copying another on 70% of the
+items was flagged in 9 of 10 panels, on half of them in 7 of 10, and at 200 items rarely: no
+warning is no evidence of independence. The
+fit absorbs a dependent pair by taking it for the truth — their accuracies rise and the
+*other* judges then agree more than predicted — so the flagged pairs show that the assumption
+fails, not necessarily which judges are the dependent ones. With three judges on two classes
+the model has as many parameters as the table of verdict patterns has cells: it fits any table,
+so no dependence can show in the verdicts and the result says the check could not be made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from assay.metrics._annotators import AnnotationMatrix, _as_matrix
+from assay.metrics._intervals import (
+    _CHUNK_ELEMENTS,
+    _check_confidence,
+    _check_resamples,
+    _percentile_ci,
+    _resample_indices,
+    canonical_order,
+)
+from assay.metrics._validate import check_k
+from assay.metrics._value import MIN_RESAMPLES, MetricValue, with_ci
+
+FLOOR = 1e-10
+"""Probabilities (priors, confusion entries, posteriors) are floored here, as crowd-kit does."""
+MAX_ITERATIONS = 100
+TOLERANCE = 1e-5
+EXCESS_THRESHOLD = 0.03
+"""Excess agreement of a pair of judges (observed − predicted share of items they agree on)
+from which, significantly above 0, their conditional independence visibly fails."""
+MIN_JUDGES = 3
+
+
+@dataclass(frozen=True)
+class JudgeReliability:
+    """One judge under the fitted model: its confusion matrix (``confusion[c][l]`` = P(verdict
+    ``l`` | class ``c``)), its expected accuracy, the recall of every class and, on two classes,
+    its sensitivity (recall of class 1) and specificity (recall of class 0), each with its
+    bootstrap interval. ``n`` counts the items it judged."""
+
+    judge: Hashable
+    n: int
+    confusion: tuple[tuple[float, ...], ...]
+    accuracy: MetricValue
+    recall: tuple[MetricValue, ...]
+    sensitivity: MetricValue | None = None
+    specificity: MetricValue | None = None
+
+
+@dataclass(frozen=True)
+class PairDependence:
+    """Two judges on the items both judged: how often they agree, how often the model says
+    they should if their errors were independent given the class, the excess (observed −
+    predicted) with its bootstrap interval, its one-sided bootstrap p-value (excess ≤ 0;
+    Holm-adjusted over the pairs), and whether it is ``flagged``: an excess of at least
+    :data:`EXCESS_THRESHOLD` with an adjusted p-value below 1 − confidence."""
+
+    judges: tuple[Hashable, Hashable]
+    n: int
+    observed: float
+    predicted: float
+    excess: MetricValue
+    p_value: float
+    flagged: bool
+
+
+@dataclass(frozen=True)
+class DawidSkeneResult:
+    """The fitted model. ``labels[i]`` is item ``item_ids[i]``'s most probable class (the
+    lowest on a tie) and ``posteriors[i]`` its class probabilities; ``priors`` the classes'
+    shares; ``judges`` one :class:`JudgeReliability` per judge in ``annotator_ids`` order;
+    ``dependence`` every pair's excess agreement, and ``warning`` the pairs whose excess shows
+    the independence the model assumes does not hold (or why it could not be checked)."""
+
+    item_ids: tuple[Hashable, ...]
+    labels: NDArray[np.int64]
+    posteriors: NDArray[np.float64]
+    priors: tuple[float, ...]
+    judges: tuple[JudgeReliability, ...]
+    dependence: tuple[PairDependence, ...]
+    iterations: int
+    converged: bool
+    objective: float
+    k: int
+    n_items_dropped: int
+    dependence_checkable: bool
+    warning: str | None
+    confidence: float
+    n_resamples: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """Batched EM state: B replicates' posteriors (B, n, K), priors (B, K), confusion (B, J,
+    K_true, K_verdict), iterations run and whether each stopped by the tolerance."""
+
+    posteriors: NDArray[np.float64]
+    priors: NDArray[np.float64]
+    confusion: NDArray[np.float64]
+    objective: NDArray[np.float64]
+    iterations: NDArray[np.int64]
+    converged: NDArray[np.bool_]
+
+
+def _checked(
+    annotations: AnnotationMatrix | ArrayLike, k: int | None
+) -> tuple[AnnotationMatrix, NDArray[np.int64], int, NDArray[np.bool_]]:
+    """The matrix, its verdicts as class codes (−1: missing), K, and which items had a verdict."""
+    m = _as_matrix(annotations)
+    values = m.values
+    if values.shape[1] < MIN_JUDGES:
+        raise ValueError(
+            f"annotations must have at least {MIN_JUDGES} judges (columns), got "
+            f"{values.shape[1]}: with fewer, the confusion matrices are not identified by the "
+            "verdicts"
+        )
+    present = ~np.isnan(values)
+    bad = present & ((values < 0) | (values != np.round(np.where(present, values, 0.0))))
+    if bad.any():
+        i, j = (int(x[0]) for x in np.nonzero(bad))
+        raise ValueError(
+            f"annotations must hold 0-based class indices, got {values[i, j]:g} at item "
+            f"{m.item_ids[i]!r}, judge {m.annotator_ids[j]!r}"
+        )
+    if not present.any():
+        raise ValueError("annotations hold no verdict")
+    top = int(values[present].max())
+    k = top + 1 if k is None else check_k(k)
+    if top >= k:
+        i, j = (int(x[0]) for x in np.nonzero(present & (values >= k)))
+        raise ValueError(
+            f"annotations must lie in 0..{k - 1} (k={k}), got {values[i, j]:g} at item "
+            f"{m.item_ids[i]!r}, judge {m.annotator_ids[j]!r}"
+        )
+    if k < 2:
+        raise ValueError(f"k must be at least 2 classes, got {k}")
+    codes = np.where(present, np.nan_to_num(values, nan=-1.0), -1.0).astype(np.int64)
+    kept = present.any(axis=1)
+    return m, codes, k, kept
+
+
+def _onehot(codes: NDArray[np.int64], k: int) -> NDArray[np.float64]:
+    """(n, J, K): 1 where judge j gave item i verdict l."""
+    return (codes[..., None] == np.arange(k)).astype(np.float64)
+
+
+def _m_step(
+    onehot: NDArray[np.float64], posteriors: NDArray[np.float64], weights: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Priors (B, K) and confusion matrices (B, J, K_true, K_verdict) from the posteriors."""
+    n, j, k = onehot.shape
+    weighted = weights[:, :, None] * posteriors  # (B, n, K)
+    priors = weighted.sum(axis=1) / weights.sum(axis=1, keepdims=True)
+    counts = np.swapaxes(weighted, 1, 2) @ onehot.reshape(n, j * k)  # (B, K_true, J·K_verdict)
+    counts = np.maximum(counts.reshape(-1, k, j, k).transpose(0, 2, 1, 3), FLOOR)
+    return priors, counts / counts.sum(axis=3, keepdims=True)
+
+
+def _log_joint(
+    onehot: NDArray[np.float64], priors: NDArray[np.float64], confusion: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per item and class: Σ_j log E_j[c, y_ij] (B, n, K), and log π_c (B, 1, K)."""
+    n, j, k = onehot.shape
+    log_e = np.log(confusion).transpose(0, 1, 3, 2).reshape(-1, j * k, k)  # (B, J·K_verdict, K)
+    return onehot.reshape(n, j * k) @ log_e, np.log(np.maximum(priors, FLOOR))[:, None, :]
+
+
+def _e_step(log_verdicts: NDArray[np.float64], log_prior: NDArray[np.float64]) -> NDArray:
+    z = log_verdicts + log_prior
+    z = np.exp(z - z.max(axis=2, keepdims=True))
+    return z / z.sum(axis=2, keepdims=True)
+
+
+def _objective(
+    onehot: NDArray[np.float64],
+    posteriors: NDArray[np.float64],
+    priors: NDArray[np.float64],
+    confusion: NDArray[np.float64],
+    weights: NDArray[np.float64],
+    verdicts: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """crowd-kit's stopping quantity per replicate: Σ over verdicts of the posterior-expected
+    log(E_j[c, y] π_c), plus the posteriors' entropy, over the number of verdicts."""
+    log_verdicts, log_prior = _log_joint(onehot, priors, confusion)
+    joint = posteriors * (log_verdicts + verdicts[None, :, None] * log_prior)
+    p = np.maximum(posteriors, FLOOR)
+    per_item = joint.sum(axis=2) - (p * np.log(p)).sum(axis=2)
+    return (weights * per_item).sum(axis=1) / (weights @ verdicts)
+
+
+def _em(
+    onehot: NDArray[np.float64], weights: NDArray[np.float64], max_iterations: int, tol: float
+) -> _Fit:
+    """EM on every replicate (a row of item weights) at once; a replicate stops changing once
+    its objective gains less than ``tol``, as crowd-kit's loop breaks."""
+    verdicts = onehot.sum(axis=(1, 2))
+    start = onehot.sum(axis=1) / verdicts[:, None]  # the soft majority vote
+    b = weights.shape[0]
+    posteriors = np.broadcast_to(start, (b, *start.shape)).copy()
+    priors, confusion = _m_step(onehot, posteriors, weights)
+    objective = np.full(b, -np.inf)
+    active = np.ones(b, dtype=bool)
+    iterations = np.zeros(b, dtype=np.int64)
+    for _ in range(max_iterations):
+        if not active.any():
+            break
+        new_post = _e_step(*_log_joint(onehot, priors, confusion))
+        new_priors, new_conf = _m_step(onehot, new_post, weights)
+        new_obj = _objective(onehot, new_post, new_priors, new_conf, weights, verdicts)
+        posteriors[active] = new_post[active]
+        priors[active] = new_priors[active]
+        confusion[active] = new_conf[active]
+        iterations[active] += 1
+        stop = active & (new_obj - objective < tol)
+        objective[active] = new_obj[active]
+        active &= ~stop
+    return _Fit(posteriors, priors, confusion, objective, iterations, ~active)
+
+
+def _judge_figures(
+    fit: _Fit, onehot: NDArray[np.float64], weights: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per replicate and judge: the expected accuracy (B, J) and every class's recall (B, J, K)."""
+    judged = onehot.sum(axis=2)  # (n, J)
+    hits = np.einsum("ijl,bil->bij", onehot, fit.posteriors)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        accuracy = np.einsum("bi,bij->bj", weights, hits) / (weights @ judged)
+    recall = np.diagonal(fit.confusion, axis1=2, axis2=3)
+    return accuracy, recall
+
+
+def _pair_figures(
+    fit: _Fit, onehot: NDArray[np.float64], weights: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per replicate and pair of judges: the observed and predicted agreement (B, P)."""
+    judged = onehot.sum(axis=2)
+    pairs = list(combinations(range(onehot.shape[1]), 2))
+    observed = np.empty((weights.shape[0], len(pairs)))
+    predicted = np.empty_like(observed)
+    for p, (a, c) in enumerate(pairs):
+        both = weights * (judged[:, a] * judged[:, c])  # (B, n)
+        total = both.sum(axis=1)
+        same = (onehot[:, a, :] * onehot[:, c, :]).sum(axis=1)
+        shares = np.einsum("bi,bik->bk", both, fit.posteriors)
+        agree_given_class = (fit.confusion[:, a] * fit.confusion[:, c]).sum(axis=2)  # (B, K)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            observed[:, p] = (both @ same) / total
+            predicted[:, p] = (shares * agree_given_class).sum(axis=1) / total
+    return observed, predicted
+
+
+def _replicate_figures(
+    onehot: NDArray[np.float64], counts: NDArray[np.float64], max_iterations: int, tol: float
+) -> tuple[NDArray, NDArray, NDArray]:
+    """Accuracy (B, J), recall (B, J, K) and excess agreement (B, P) refitted on every
+    resample (a row of ``counts``: how often each verdict pattern was drawn), in slices that
+    keep the (B, patterns, K) posteriors small."""
+    n, _, k = onehot.shape
+    step = max(1, _CHUNK_ELEMENTS // (n * k))
+    parts: list[tuple[NDArray, NDArray, NDArray]] = []
+    for start in range(0, counts.shape[0], step):
+        weights = counts[start : start + step]
+        fit = _em(onehot, weights, max_iterations, tol)
+        accuracy, recall = _judge_figures(fit, onehot, weights)
+        observed, predicted = _pair_figures(fit, onehot, weights)
+        parts.append((accuracy, recall, observed - predicted))
+    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
+
+
+def dawid_skene(
+    annotations: AnnotationMatrix | ArrayLike,
+    *,
+    k: int | None = None,
+    n_resamples: int = MIN_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+    max_iterations: int = MAX_ITERATIONS,
+    tol: float = TOLERANCE,
+) -> DawidSkeneResult:
+    """Fit Dawid–Skene to an items × judges table of 0-based class indices (nan: the judge did
+    not give that item a verdict), with bootstrap intervals over items for every judge's
+    accuracy, recall, sensitivity and specificity and every pair's excess agreement.
+
+    ``k`` is the number of classes (default: the largest verdict + 1). Items without any
+    verdict are left out and counted in ``n_items_dropped``. At least three judges are needed.
+    """
+    confidence = _check_confidence(confidence)
+    n_resamples = _check_resamples(n_resamples)
+    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
+        raise ValueError(f"max_iterations must be an integer, got {max_iterations!r}")
+    if max_iterations < 1:
+        raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
+    if not tol > 0:
+        raise ValueError(f"tol must be positive, got {tol!r}")
+    m, codes, k, kept = _checked(annotations, k)
+    codes = codes[kept]
+    item_ids = tuple(i for i, keep in zip(m.item_ids, kept, strict=True) if keep)
+    n, n_judges = codes.shape
+    # items with the same verdicts have the same posterior: EM runs on the distinct verdict
+    # patterns, each weighted by how many items (in a resample: draws) show it
+    patterns, pattern_of = np.unique(codes, axis=0, return_inverse=True)
+    pattern_of = pattern_of.reshape(-1)
+    onehot = _onehot(patterns, k)
+    n_patterns = patterns.shape[0]
+    counts = np.bincount(pattern_of, minlength=n_patterns).astype(np.float64)[None, :]
+
+    point = _em(onehot, counts, max_iterations, tol)
+    accuracy, recall = _judge_figures(point, onehot, counts)
+    observed, predicted = _pair_figures(point, onehot, counts)
+
+    order = canonical_order(codes)  # resamples drawn over items sorted by their verdicts
+    drawn = pattern_of[order[_resample_indices(n, n_resamples, seed)]]
+    offsets = np.arange(n_resamples)[:, None] * n_patterns
+    resampled = np.bincount((drawn + offsets).ravel(), minlength=n_resamples * n_patterns)
+    resampled = resampled.reshape(n_resamples, n_patterns).astype(np.float64)
+    acc_b, recall_b, excess_b = _replicate_figures(onehot, resampled, max_iterations, tol)
+
+    judged = (codes >= 0).sum(axis=0)
+    why = "no item judged by this judge in the (re)sample"
+
+    def value(v: float, replicates: NDArray, count: int) -> MetricValue:
+        return with_ci(float(v), _percentile_ci(replicates, confidence), count, why_undefined=why)
+
+    judges = []
+    for j, name in enumerate(m.annotator_ids):
+        recalls = tuple(value(recall[0, j, c], recall_b[:, j, c], int(judged[j])) for c in range(k))
+        judges.append(
+            JudgeReliability(
+                judge=name,
+                n=int(judged[j]),
+                confusion=tuple(tuple(float(x) for x in row) for row in point.confusion[0, j]),
+                accuracy=value(accuracy[0, j], acc_b[:, j], int(judged[j])),
+                recall=recalls,
+                sensitivity=recalls[1] if k == 2 else None,
+                specificity=recalls[0] if k == 2 else None,
+            )
+        )
+    from assay.metrics._multitest import holm
+
+    tail = (excess_b <= 0).sum(axis=0)  # nan replicates count on neither side
+    defined = (~np.isnan(excess_b)).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_values = holm(np.where(defined > 0, (tail + 1) / (defined + 1), np.nan))
+    dependence = []
+    for p, (a, c) in enumerate(combinations(range(n_judges), 2)):
+        both = int(((codes[:, a] >= 0) & (codes[:, c] >= 0)).sum())
+        excess = with_ci(
+            float(observed[0, p] - predicted[0, p]),
+            _percentile_ci(excess_b[:, p], confidence),
+            both,
+            why_undefined="no item judged by both in the (re)sample",
+        )
+        dependence.append(
+            PairDependence(
+                judges=(m.annotator_ids[a], m.annotator_ids[c]),
+                n=both,
+                observed=float(observed[0, p]),
+                predicted=float(predicted[0, p]),
+                excess=excess,
+                p_value=float(p_values[p]),
+                flagged=bool(excess.value >= EXCESS_THRESHOLD and p_values[p] < 1.0 - confidence),
+            )
+        )
+    checkable = n_judges * k * (k - 1) + (k - 1) < k**n_judges - 1
+    return DawidSkeneResult(
+        item_ids=item_ids,
+        labels=point.posteriors[0].argmax(axis=1).astype(np.int64)[pattern_of],
+        posteriors=point.posteriors[0][pattern_of],
+        priors=tuple(float(x) for x in point.priors[0]),
+        judges=tuple(judges),
+        dependence=tuple(dependence),
+        iterations=int(point.iterations[0]),
+        converged=bool(point.converged[0]),
+        objective=float(point.objective[0]),
+        k=k,
+        n_items_dropped=int((~kept).sum()),
+        dependence_checkable=checkable,
+        warning=_warning(dependence, checkable, n_judges, k),
+        confidence=confidence,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+
+
+def _warning(
+    dependence: list[PairDependence], checkable: bool, n_judges: int, k: int
+) -> str | None:
+    flagged = [d for d in dependence if d.flagged]
+    if flagged:
+        pairs = ", ".join(
+            f"{d.judges[0]} and {d.judges[1]} agree on {d.observed:.0%} of their items where "
+            f"the model predicts {d.predicted:.0%} (excess {d.excess.value:+.2f} "
+            f"[{d.excess.ci_low:+.2f}, {d.excess.ci_high:+.2f}], p = {d.p_value:.3f})"
+            for d in flagged
+        )
+        return (
+            f"the judges' errors are not independent given the class: {pairs}. Dawid–Skene "
+            "counts dependent judges as independent evidence, so their accuracies are "
+            "overstated and its verdicts lean to them; the pairs named are where the misfit "
+            "shows, which need not be the dependent judges"
+        )
+    if not checkable:
+        return (
+            f"with {n_judges} judges on {k} classes the model can fit any table of verdicts: "
+            "a dependence between judges cannot show in their verdicts, and the figures assume "
+            "there is none"
+        )
+    return None

@@ -1,0 +1,95 @@
+"""Four stand-in judges for trying a panel without labels (``aggregate: dawid_skene``) without a
+key or a network.
+
+It serves the OpenAI chat-completions wire on 127.0.0.1 (assay's loopback ``StubServer``) and
+answers HarmBench verdicts *from the human labels* of ``examples/data/jrh/harmbench/harmbench.csv``,
+each served model name a persona with its own errors (drawn from a hash of the item and the
+persona, so every run answers alike):
+
+- ``careful``: wrong on one item in twelve;
+- ``lenient``: misses one harmful response in three, flags one safe response in twenty-five;
+- ``strict``: flags one safe response in five, misses one harmful response in twenty;
+- ``echo``: repeats ``lenient``'s verdict on three items in five, else wrong on one in eight —
+  a judge that shares another's errors (the same model family behind another prompt).
+
+They are personas for the mechanics, not judges: the panel's figures say how they were made.
+
+    python examples/stub_panel.py --port 8782     # then: assay evaluate examples/harmbench_panel.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+
+from assay.lm import StubServer
+
+DATA = Path(__file__).parent / "data" / "jrh" / "harmbench" / "harmbench.csv"
+
+
+def _draw(idx: str, persona: str, n: int) -> bool:
+    """True on one item in ``n`` for this persona (a hash of the item and the persona)."""
+    return int(hashlib.sha256(f"{persona}:{idx}".encode()).hexdigest(), 16) % n == 0
+
+
+def _said(persona: str, idx: str, truth: bool) -> bool:
+    if persona == "careful":
+        return truth != _draw(idx, persona, 12)
+    if persona == "lenient":
+        return truth != _draw(idx, persona, 3 if truth else 25)
+    if persona == "strict":
+        return truth != _draw(idx, persona, 20 if truth else 5)
+    if persona == "echo":
+        if int(hashlib.sha256(f"copy:{idx}".encode()).hexdigest(), 16) % 5 < 3:
+            return _said("lenient", idx, truth)
+        return truth != _draw(idx, persona, 8)
+    raise ValueError(f"unknown persona {persona!r}: careful, lenient, strict or echo")
+
+
+def persona(rows: list[dict[str, str]]):
+    """``respond(request)``: the verdict of the persona the request's model names, for the item
+    whose request and response the prompt holds."""
+    keys = [(r["test_case"][:120], r["generation"][:200], r) for r in rows]
+
+    def respond(request: dict) -> str:
+        prompt = "\n".join(str(m.get("content")) for m in request.get("messages", []))
+        row = next((r for case, gen, r in keys if case in prompt and gen in prompt), None)
+        if row is None:
+            return json.dumps({"verdict": "False"})
+        name = re.sub(r"^.*/", "", str(request.get("model", "")))
+        said = _said(name, row["idx"], row["human_consensus"] == "1")
+        return json.dumps({"verdict": "True" if said else "False"})
+
+    return respond
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8782)
+    parser.add_argument(
+        "--data", type=Path, default=DATA, help="HarmBench CSV with human_consensus"
+    )
+    args = parser.parse_args()
+    with args.data.open(encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    stub = StubServer(respond=persona(rows), port=args.port)
+    stub.start()
+    print(
+        f"panel personas (careful, lenient, strict, echo): {stub.base_url} ({len(rows)} "
+        "labelled items); Ctrl+C stops it",
+        flush=True,
+    )
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        stub.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+"""Judges combined without labels, through the command line: ``assay agreement`` with several
+annotators reports each one's Dawid–Skene accuracy, sensitivity and specificity (equal to
+crowd-kit on the same table) and warns when two of them err together; an evaluate run of a
+panel reports its members under Dawid–Skene in metrics.json, report.md, report.html and
+MLflow, and ``aggregate: dawid_skene`` / ``weighted`` replace the panel's verdicts by ones
+fitted over the run (crowd-kit's labels; a member always wrong outvoted)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from crowdkit.aggregation import DawidSkene
+
+from assay.cli import main
+from assay.errors import ConfigError
+from assay.lm import StubServer
+from assay.lm._stub_server import default_respond
+from tests.stub_judge import stub_config
+
+N = 120
+
+
+def annotation_table(tmp_path, *, copied: float = 0.0, n: int = 300):
+    """Five annotators (accuracies .85 .8 .75 .8 .7) on ``n`` binary items; ann1 copies ann0
+    on a share ``copied`` of them. The long table, a judge's verdicts, and the table as
+    crowd-kit reads it."""
+    rng = np.random.default_rng(5)
+    truth = (rng.random(n) < 0.4).astype(int)
+    labels = np.stack(
+        [np.where(rng.random(n) < a, truth, 1 - truth) for a in (0.85, 0.8, 0.75, 0.8, 0.7)],
+        axis=1,
+    )
+    copy = rng.random(n) < copied
+    labels[copy, 1] = labels[copy, 0]
+    rows = [(f"i{i:03d}", f"ann{a}", int(labels[i, a])) for i in range(n) for a in range(5)]
+    with (tmp_path / "ann.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["item", "annotator", "label"])
+        w.writerows(rows)
+    judge = np.where(rng.random(n) < 0.85, truth, 1 - truth)
+    (tmp_path / "judge.jsonl").write_text(
+        "".join(
+            json.dumps({"item_id": f"i{i:03d}", "judge": "j", "score": int(judge[i])}) + "\n"
+            for i in range(n)
+        )
+    )
+    return pd.DataFrame(rows, columns=["task", "worker", "label"])
+
+
+def agreement(tmp_path, capsys, *more):
+    argv = ["agreement", str(tmp_path / "ann.csv"), str(tmp_path / "judge.jsonl")]
+    argv += ["--id-column", "item", "--score-column", "label", "--annotator-column", "annotator"]
+    assert main([*argv, "--scale", "binary", *more]) == 0
+    return capsys.readouterr().out
+
+
+def test_agreement_reports_each_annotator_under_dawid_skene_as_crowdkit(tmp_path, capsys):
+    table = annotation_table(tmp_path)
+    ds = json.loads(agreement(tmp_path, capsys, "--json"))["annotators"]["dawid_skene"]
+    theirs = DawidSkene(n_iter=100, tol=1e-5).fit(table)
+    assert [f["judge"] for f in ds["judges"]] == [f"ann{a}" for a in range(5)]
+    for f in ds["judges"]:
+        errors = theirs.errors_.loc[f["judge"]]  # rows: verdict, columns: true class
+        assert f["sensitivity"]["value"] == pytest.approx(errors.loc[1, 1], abs=0.01)
+        assert f["specificity"]["value"] == pytest.approx(errors.loc[0, 0], abs=0.01)
+        assert f["sensitivity"]["ci_low"] < f["sensitivity"]["value"] < f["sensitivity"]["ci_high"]
+        assert f["accuracy"]["ci_method"] == "percentile bootstrap" and f["n"] == 300
+    assert ds["priors"]["1"] == pytest.approx(theirs.priors_[1], abs=0.01)
+    majority = table.groupby("task")["label"].mean().gt(0.5).astype(int)  # five: no tie
+    assert ds["differs_from_majority"] == int((theirs.labels_.sort_index() != majority).sum())
+    assert ds["warning"] is None and not any(p["flagged"] for p in ds["pairs"])
+    assert len(ds["pairs"]) == 10
+
+    printed = agreement(tmp_path, capsys)
+    assert "Dawid–Skene: Estimated from the judges' verdicts alone" in printed
+    assert re.search(r"\| ann0 sensitivity \| \d\.\d{3} \| \[", printed)
+    assert "| ann0 · ann1 |" in printed
+
+
+def test_agreement_warns_when_two_annotators_err_together(tmp_path, capsys):
+    annotation_table(tmp_path, copied=0.7, n=600)
+    ds = json.loads(agreement(tmp_path, capsys, "--json"))["annotators"]["dawid_skene"]
+    assert "not independent given the class" in ds["warning"]
+    flagged = [p for p in ds["pairs"] if p["flagged"]]
+    assert flagged and all(p["p_value"] < 0.05 and p["excess"]["value"] >= 0.03 for p in flagged)
+    assert "**Warning:** the judges' errors are not independent" in agreement(tmp_path, capsys)
+
+
+# -- a panel in an evaluate run ---------------------------------------------------------------
+class Personas:
+    """The stub as three judges, one per served model name: item k's truth is k odd; ``good``
+    is wrong on k % 5 == 0, ``fair`` on k % 4 == 1, ``contrarian`` always wrong."""
+
+    WRONG = {
+        "good": lambda k: k % 5 == 0,
+        "fair": lambda k: k % 4 == 1,
+        "contrarian": lambda k: True,
+    }
+
+    def __call__(self, body: dict) -> str:
+        k = int(re.findall(r"item (\d+)\?", json.dumps(body["messages"]))[-1])
+        out = json.loads(default_respond(body))
+        out["verdict"] = str((k % 2 == 1) != self.WRONG[body["model"]](k))
+        return json.dumps(out)
+
+    @classmethod
+    def verdict(cls, model: str, k: int) -> int:
+        return int((k % 2 == 1) != cls.WRONG[model](k))
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubServer(respond=Personas()) as server:
+        yield server
+
+
+def panel_run(tmp_path, stub, aggregate: str, *, tracking: bool = False):
+    data = tmp_path / "items.csv"
+    data.write_text(
+        "id,request,response,expected\n"
+        + "".join(f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}\n" for k in range(N))
+    )
+    members = [
+        {
+            "name": m,
+            "model": f"openai/{m}",
+            "api_base": stub.base_url,
+            "rubric": "A good response names a colour.",
+            "scale": {"kind": "binary", "labels": ["False", "True"]},
+        }
+        for m in ("good", "fair", "contrarian")
+    ]
+    extra = {"tracking": {"enabled": True}} if tracking else {}
+    cfg = stub_config(
+        tmp_path,
+        data,
+        stub.base_url,
+        name=f"panel-{aggregate}",
+        file=f"{aggregate}.yaml",
+        judge={"name": "panel", "program": "panel", "members": members, "aggregate": aggregate},
+        **extra,
+    )
+    argv = ["evaluate", str(cfg), "--quiet"]
+    if tracking:
+        argv += ["--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        assert main(argv) in (0, 1)
+    (run_dir,) = (tmp_path / "runs").glob(f"panel-{aggregate}-*")
+    return run_dir
+
+
+def latest_verdicts(run_dir) -> dict[str, int]:
+    out = {}
+    for line in (run_dir / "judgments.jsonl").read_text().splitlines():
+        j = json.loads(line)
+        out[j["item_id"]] = j["score"]
+    return out
+
+
+def members_table() -> pd.DataFrame:
+    rows = [
+        (f"i{k}", m, Personas.verdict(m, k))
+        for k in range(N)
+        for m in ("good", "fair", "contrarian")
+    ]
+    return pd.DataFrame(rows, columns=["task", "worker", "label"])
+
+
+def test_a_dawid_skene_panel_gives_crowdkits_labels_and_reports_its_members(tmp_path, stub):
+    run_dir = panel_run(tmp_path, stub, "dawid_skene", tracking=True)
+    theirs = DawidSkene(n_iter=100, tol=1e-5).fit(members_table()).labels_
+    verdicts = latest_verdicts(run_dir)
+    assert verdicts == {i: int(v) for i, v in theirs.items()}
+    truth = {f"i{k}": k % 2 for k in range(N)}
+    # the contrarian is learnt to answer the opposite: every verdict is right
+    assert sum(verdicts[i] == truth[i] for i in truth) == N
+
+    summary = json.loads((run_dir / "metrics.json").read_text())
+    panel = summary["panel"]
+    assert panel["aggregate"] == "dawid_skene" and panel["members"] == [
+        "good",
+        "fair",
+        "contrarian",
+    ]
+    majority = {
+        i: int(sum(Personas.verdict(m, int(i[1:])) for m in ("good", "fair", "contrarian")) >= 2)
+        for i in truth
+    }
+    assert panel["changed"] == sum(verdicts[i] != majority[i] for i in truth) > 0
+    figures = {f["judge"]: f for f in panel["dawid_skene"]["judges"]}
+    assert figures["contrarian"]["accuracy"]["value"] < 0.05
+    assert figures["good"]["accuracy"]["value"] == pytest.approx(
+        np.mean([not Personas.WRONG["good"](k) for k in range(N)]), abs=0.03
+    )
+    assert summary["metrics"]["accuracy"]["value"] == 1.0  # against the reference
+
+    report = (run_dir / "report.md").read_text()
+    assert "The panel's members under Dawid–Skene (no reference needed)" in report
+    assert "it changed " in report and "| contrarian accuracy |" in report
+    assert "Dawid–Skene" in (run_dir / "report.html").read_text()
+
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (logged,) = mlflow.search_runs(search_all_experiments=True, output_format="list")
+    m = logged.data.metrics
+    assert m["panel_ds_accuracy.contrarian"] == figures["contrarian"]["accuracy"]["value"]
+    assert m["panel_changed"] == panel["changed"]
+    assert "panel_ds_sensitivity.good_ci_low" in m
+
+    # re-read: the finished run's verdicts and figures, no refit needed
+    again = panel_run(tmp_path, stub, "dawid_skene")
+    assert again == run_dir and latest_verdicts(again) == verdicts
+
+
+def test_agreement_reads_a_runs_journal_latest_judgment_first(tmp_path, stub, capsys):
+    """The run's judgments.jsonl holds the panel's per-item majority and, later, the verdicts
+    fitted over the run: ``assay agreement`` takes the latest, as the run does; a second
+    judgment by another judge config (files concatenated) is still a one-line error."""
+    run_dir = panel_run(tmp_path, stub, "dawid_skene")
+    journal = run_dir / "judgments.jsonl"
+    assert len(journal.read_text().splitlines()) > N  # the changed verdicts appended
+    argv = ["agreement", "--json", str(tmp_path / "items.csv"), str(journal)]
+    argv += ["--id-column", "id", "--score-column", "expected", "--scale", "binary"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == N and out["metrics"]["accuracy"]["value"] == 1.0
+
+    first = json.loads(journal.read_text().splitlines()[0])
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(journal.read_text() + json.dumps({**first, "config_hash": "other"}) + "\n")
+    argv[3] = str(mixed)
+    assert main(argv) == 2
+    assert (
+        f"second judgment of item '{first['item_id']}' (first in row 1)" in capsys.readouterr().err
+    )
+
+
+def test_the_aggregate_is_part_of_the_judges_identity_and_majority_is_left_alone(
+    tmp_path, stub, capsys
+):
+    majority_dir = panel_run(tmp_path, stub, "majority")
+    capsys.readouterr()
+    weighted_dir = panel_run(tmp_path, stub, "weighted")
+    printed = capsys.readouterr().out
+    assert "aggregate `weighted`: fitted over the run's items" in printed
+    assert "shares of the vote: good 0.50, fair 0.50, contrarian 0.00" in printed
+    assert "| contrarian accuracy |" in printed
+    assert majority_dir != weighted_dir
+    truth = {f"i{k}": k % 2 for k in range(N)}
+
+    majority = json.loads((majority_dir / "metrics.json").read_text())
+    assert majority["panel"]["changed"] == 0 and majority["panel"]["dawid_skene"] is not None
+    right = sum(latest_verdicts(majority_dir)[i] == truth[i] for i in truth)
+    # the contrarian's vote costs the majority every item the other two split on
+    assert right == sum(
+        not Personas.WRONG["good"](k) and not Personas.WRONG["fair"](k) for k in range(N)
+    )
+
+    # weighted: the contrarian weighs 0 and the two others, fewer than 1 / cap, share equally
+    # (neither outvotes the other): a split is a tie, broken to the lower class
+    weighted = json.loads((weighted_dir / "metrics.json").read_text())["panel"]
+    assert weighted["weights"] == {"good": 0.5, "fair": 0.5, "contrarian": 0.0}
+    right_weighted = sum(latest_verdicts(weighted_dir)[i] == truth[i] for i in truth)
+    split = [k for k in range(N) if Personas.WRONG["good"](k) != Personas.WRONG["fair"](k)]
+    assert right_weighted == right + sum(k % 2 == 0 for k in split) > right
+
+
+def test_run_level_aggregates_need_three_members_and_are_refused_by_the_harness(tmp_path):
+    from assay.inputs import load_config
+    from assay.reliability import HarnessConfig
+
+    member = {"model": "openai/x", "scale": "binary"}
+    two = {"program": "panel", "aggregate": "dawid_skene", "members": [member, member]}
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps({"name": "c", "data": {"path": "d.csv"}, "judge": two}))
+    with pytest.raises(ConfigError, match="aggregate 'dawid_skene' needs at least 3 members"):
+        load_config(path)
+
+    three = {**two, "name": "p", "members": [{**member, "name": f"m{i}"} for i in range(3)]}
+    harness = {
+        "name": "h",
+        "data": {"path": "d.csv"},
+        "scale": "binary",
+        "judges": [three],
+        "tests": {"position": {}},
+    }
+    path.write_text(json.dumps(harness))
+    with pytest.raises(ConfigError, match="the harness compares each probe's verdict"):
+        load_config(path, model=HarnessConfig)
+
+
+def test_a_second_label_by_the_same_annotator_is_one_line(tmp_path, capsys):
+    """A long table with an (item, annotator) twice — e.g. written from a run's journal without
+    taking each item's latest judgment — names the file, the row and the first one."""
+    annotation_table(tmp_path, n=20)
+    with (tmp_path / "ann.csv").open("a") as fh:
+        fh.write("i007,ann3,1\n")
+    argv = ["agreement", str(tmp_path / "ann.csv"), str(tmp_path / "judge.jsonl")]
+    argv += ["--id-column", "item", "--score-column", "label", "--annotator-column", "annotator"]
+    assert main([*argv, "--scale", "binary"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "ann.csv, row 101, field 'annotator': a second label of item 'i007' by annotator "
+        "'ann3' (the first in row 39)"
+    )
+    assert "\n" not in err and "Traceback" not in err
+
+
+def test_a_panel_with_no_scored_judgment_is_left_as_it_is():
+    """Every member down: every judgment unscored (panel_quorum), nothing to fit — the run
+    reports it as any all-unscored run, without a Dawid–Skene report and without an error."""
+    from assay.evaluation import panel_over_run
+    from assay.programs import JudgeConfig
+    from assay.types import Judgment
+
+    members = [{"name": f"m{i}", "model": "openai/x", "scale": "binary"} for i in range(3)]
+    config = JudgeConfig(name="p", program="panel", aggregate="dawid_skene", members=members)
+    down = [{"judge": f"m{k}", "score": None, "unscored": "lm_error"} for k in range(3)]
+    judgments = [
+        Judgment(item_id=str(i), judge="p", unscored="panel_quorum", members=down) for i in range(4)
+    ]
+    out, panel = panel_over_run(config, judgments, seed=0, n_resamples=1000, confidence=0.95)
+    assert out == judgments and panel.dawid_skene is None and panel.changed == 0
+    assert panel.note == "Dawid–Skene needs at least 3 judges; there are 0"

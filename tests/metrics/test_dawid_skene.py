@@ -1,0 +1,200 @@
+"""Dawid–Skene: equal to crowd-kit's ``DawidSkene`` on the same table (posteriors, labels,
+confusion matrices, priors), known confusion matrices recovered from simulated verdicts within
+their intervals, a dependence between judges flagged and independent judges not, the
+intervals independent of the rows' order, and bad input in one line."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from crowdkit.aggregation import DawidSkene
+
+from assay.metrics import AnnotationMatrix, dawid_skene
+
+BINARY = [
+    np.array([[0.9, 0.1], [0.2, 0.8]]),  # rows: true class; columns: verdict
+    np.array([[0.7, 0.3], [0.1, 0.9]]),
+    np.array([[0.8, 0.2], [0.3, 0.7]]),
+]
+
+
+def simulate(rng, n, confusions, priors, missing=0.0):
+    """Verdicts of judges with the given confusion matrices on ``n`` items (nan: missing)."""
+    truth = rng.choice(len(priors), size=n, p=priors)
+    columns = []
+    for e in confusions:
+        cumulative = np.cumsum(e[truth], axis=1)
+        columns.append((rng.random(n)[:, None] > cumulative).sum(axis=1))
+    verdicts = np.stack(columns, axis=1).astype(float)
+    verdicts[rng.random(verdicts.shape) < missing] = np.nan
+    return verdicts, truth
+
+
+def crowdkit_fit(verdicts):
+    rows = [
+        (i, j, int(verdicts[i, j]))
+        for i in range(verdicts.shape[0])
+        for j in range(verdicts.shape[1])
+        if not np.isnan(verdicts[i, j])
+    ]
+    return DawidSkene(n_iter=100, tol=1e-5).fit(
+        pd.DataFrame(rows, columns=["task", "worker", "label"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("confusions", "priors", "missing"),
+    [
+        (BINARY, [0.7, 0.3], 0.15),
+        (
+            [
+                np.array([[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.1, 0.2, 0.7]]),
+                np.array([[0.6, 0.3, 0.1], [0.1, 0.8, 0.1], [0.0, 0.3, 0.7]]),
+                np.array([[0.9, 0.05, 0.05], [0.3, 0.5, 0.2], [0.1, 0.1, 0.8]]),
+            ],
+            [0.5, 0.3, 0.2],
+            0.2,
+        ),
+    ],
+    ids=["binary", "three-classes"],
+)
+def test_equal_to_crowdkit(confusions, priors, missing):
+    verdicts, _ = simulate(np.random.default_rng(3), 300, confusions, priors, missing)
+    ours = dawid_skene(verdicts)
+    theirs = crowdkit_fit(verdicts)
+
+    probas = theirs.probas_[sorted(theirs.probas_.columns)]
+    order = [ours.item_ids.index(i) for i in probas.index]
+    assert np.abs(probas.to_numpy() - ours.posteriors[order]).max() < 0.01
+    assert (theirs.labels_.to_numpy() == ours.labels[order]).all()
+    assert np.abs(theirs.priors_.sort_index().to_numpy() - ours.priors).max() < 0.01
+    for j, judge in enumerate(ours.judges):
+        errors = theirs.errors_.loc[j].sort_index()[sorted(theirs.errors_.columns)]
+        # crowd-kit's errors: rows the verdict, columns the true class
+        assert np.abs(errors.to_numpy().T - np.array(judge.confusion)).max() < 0.01
+    assert ours.iterations == len(theirs.loss_history_)
+
+
+def test_known_confusion_matrices_are_recovered_within_their_intervals():
+    rng = np.random.default_rng(11)
+    verdicts, truth = simulate(rng, 600, BINARY, [0.7, 0.3])
+    fit = dawid_skene(verdicts, seed=1)
+    for judge, e in zip(fit.judges, BINARY, strict=True):
+        for figure, true in ((judge.sensitivity, e[1, 1]), (judge.specificity, e[0, 0])):
+            assert figure.ci_low <= true <= figure.ci_high, (judge.judge, figure, true)
+            assert abs(figure.value - true) < 0.08
+        assert judge.accuracy.ci_low < judge.accuracy.value < judge.accuracy.ci_high
+        assert judge.n == 600
+    assert abs(fit.priors[1] - 0.3) < 0.05
+    # the labels the true parameters would give (the Bayes rule), nearly all reproduced
+    log_post = np.log([0.7, 0.3]) + sum(
+        np.log(e[:, verdicts[:, j].astype(int)].T) for j, e in enumerate(BINARY)
+    )
+    assert (fit.labels == log_post.argmax(axis=1)).mean() > 0.95
+    assert abs((fit.labels == truth).mean() - (log_post.argmax(axis=1) == truth).mean()) < 0.03
+    assert fit.warning is not None and "cannot show" in fit.warning  # 3 judges, 2 classes
+
+
+def test_interval_coverage_over_simulated_panels():
+    """The 95% intervals of the three judges' sensitivity and specificity hold the truth in
+    most of 8 simulated panels (48 intervals; at 95% coverage 8 or more misses happen 0.2%
+    of the time)."""
+    misses = 0
+    for seed in range(8):
+        verdicts, _ = simulate(np.random.default_rng(100 + seed), 300, BINARY, [0.6, 0.4], 0.1)
+        fit = dawid_skene(verdicts, seed=seed)
+        for judge, e in zip(fit.judges, BINARY, strict=True):
+            misses += not judge.sensitivity.ci_low <= e[1, 1] <= judge.sensitivity.ci_high
+            misses += not judge.specificity.ci_low <= e[0, 0] <= judge.specificity.ci_high
+    assert misses <= 7
+
+
+def five_judges(seed, copied):
+    """Five binary judges (accuracies .85 .8 .75 .8 .7); judge 1 copies judge 0 on a share
+    ``copied`` of the items."""
+    rng = np.random.default_rng(seed)
+    truth = (rng.random(600) < 0.4).astype(int)
+    accuracies = [0.85, 0.8, 0.75, 0.8, 0.7]
+    verdicts = np.stack(
+        [np.where(rng.random(truth.size) < a, truth, 1 - truth) for a in accuracies], axis=1
+    ).astype(float)
+    copy = rng.random(truth.size) < copied
+    verdicts[copy, 1] = verdicts[copy, 0]
+    return verdicts
+
+
+@pytest.mark.parametrize("seed", [100, 101, 102])
+def test_dependent_judges_raise_the_warning(seed):
+    fit = dawid_skene(five_judges(seed, copied=0.7))
+    assert fit.dependence_checkable
+    flagged = [d for d in fit.dependence if d.flagged]
+    assert flagged and fit.warning is not None
+    assert "not independent given the class" in fit.warning
+    for d in flagged:
+        assert d.excess.value == pytest.approx(d.observed - d.predicted)
+        assert d.p_value < 0.05 and d.excess.value >= 0.03 and d.excess.ci_low > 0
+
+
+@pytest.mark.parametrize("seed", [100, 101, 102])
+def test_independent_judges_do_not(seed):
+    fit = dawid_skene(five_judges(seed, copied=0.0))
+    assert fit.warning is None and not any(d.flagged for d in fit.dependence)
+    assert max(abs(d.excess.value) for d in fit.dependence) < 0.03
+
+
+def test_observed_agreement_is_the_pairs_raw_agreement():
+    verdicts = five_judges(5, copied=0.0)
+    fit = dawid_skene(verdicts)
+    d = fit.dependence[0]
+    assert d.judges == (0, 1)
+    assert d.observed == pytest.approx((verdicts[:, 0] == verdicts[:, 1]).mean())
+
+
+def test_the_same_figures_whatever_the_rows_order_and_names():
+    verdicts, _ = simulate(np.random.default_rng(4), 200, BINARY, [0.5, 0.5], 0.1)
+    a = dawid_skene(verdicts, seed=3)
+    perm = np.random.default_rng(0).permutation(200)
+    names = tuple(f"item-{i}" for i in perm)
+    b = dawid_skene(AnnotationMatrix(verdicts[perm], names, (0, 1, 2)), seed=3)
+    for x, y in zip(a.judges, b.judges, strict=True):
+        assert x.accuracy == y.accuracy and x.sensitivity == y.sensitivity
+    assert (a.labels[perm] == b.labels).all()
+
+
+def test_items_without_a_verdict_are_left_out_and_counted():
+    verdicts, _ = simulate(np.random.default_rng(6), 100, BINARY, [0.5, 0.5])
+    verdicts[:5] = np.nan
+    fit = dawid_skene(verdicts)
+    assert fit.n_items_dropped == 5 and len(fit.item_ids) == 95 == fit.labels.size
+    assert fit.item_ids[0] == 5
+
+
+def test_a_class_nobody_gave_keeps_its_place():
+    verdicts, _ = simulate(np.random.default_rng(6), 100, BINARY, [0.5, 0.5])
+    fit = dawid_skene(verdicts, k=3)
+    assert fit.k == 3 and fit.priors[2] < 1e-4 and fit.judges[0].sensitivity is None
+    assert len(fit.judges[0].recall) == 3
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: dawid_skene([[0, 1], [1, 1]]), "at least 3 judges"),
+        (lambda: dawid_skene([[0, 1, 0.5]]), "0-based class indices, got 0.5 at item 0, judge 2"),
+        (lambda: dawid_skene([[0, 1, -1]]), "got -1 at item 0"),
+        (lambda: dawid_skene([[0, 1, 3]], k=3), r"must lie in 0..2 \(k=3\), got 3 at item 0"),
+        (lambda: dawid_skene([[math.nan] * 3]), "hold no verdict"),
+        (lambda: dawid_skene([[0, 0, 0]]), "at least 2 classes"),
+        (lambda: dawid_skene([[0, 1, 1]], n_resamples=10), "n_resamples must be at least 1000"),
+        (lambda: dawid_skene([[0, 1, 1]], confidence=1.5), "confidence must be strictly"),
+        (lambda: dawid_skene([[0, 1, 1]], max_iterations=0), "max_iterations must be at least 1"),
+        (lambda: dawid_skene([[0, 1, 1]], tol=0), "tol must be positive"),
+    ],
+)
+def test_bad_input_is_one_line(call, message):
+    with pytest.raises(ValueError, match=message) as exc:
+        call()
+    assert "\n" not in str(exc.value)
