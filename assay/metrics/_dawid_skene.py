@@ -350,10 +350,14 @@ def dawid_skene(
     observed, predicted = _pair_figures(point, onehot, counts)
 
     order = canonical_order(codes)  # resamples drawn over items sorted by their verdicts
-    drawn = pattern_of[order[_resample_indices(n, n_resamples, seed)]]
-    offsets = np.arange(n_resamples)[:, None] * n_patterns
-    resampled = np.bincount((drawn + offsets).ravel(), minlength=n_resamples * n_patterns)
-    resampled = resampled.reshape(n_resamples, n_patterns).astype(np.float64)
+    resampled = np.empty((n_resamples, n_patterns), dtype=np.float64)
+    indices, start = _resample_indices(n, n_resamples, seed), 0
+    for rows in indices.slices(indices.step()):  # each replicate as counts of the patterns
+        b = rows.shape[0]
+        drawn = pattern_of[order[rows]] + np.arange(b)[:, None] * n_patterns
+        counted = np.bincount(drawn.ravel(), minlength=b * n_patterns)
+        resampled[start : start + b] = counted.reshape(b, n_patterns)
+        start += b
     acc_b, recall_b, excess_b = _replicate_figures(onehot, resampled, max_iterations, tol)
 
     judged = (codes >= 0).sum(axis=0)
