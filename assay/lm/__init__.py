@@ -11,6 +11,7 @@ from assay.lm._outputs import (
     StrictChatAdapter,
     StrictJSONAdapter,
     TruncatedOutput,
+    without_history,
 )
 from assay.lm._pricing import UNTALLIED, cost_usd, usage_of_tracker
 from assay.lm._redact import error_text, note_key_variable, redact
@@ -44,6 +45,7 @@ __all__ = [
     "gate_calls",
     "limiter_for",
     "track_limits",
+    "without_history",
     "NOT_IN_IDENTITY",
     "AssayLM",
     "MissingInputs",

@@ -23,14 +23,19 @@ original's); when a call ended at ``max_tokens`` and its answer does not parse â
 is off the scale, as a verdict cut mid-word is â€” the adapter raises :class:`TruncatedOutput`
 (an unscored ``truncated`` judgment) instead, without DSPy's fallback call in JSON mode (a cut
 answer would be cut again). A truncated answer whose fields all parse is kept. The finish
-reasons travel through DSPy's call history, so they are seen unless ``disable_history`` is set.
+reasons are read where DSPy records a call in its history; within :func:`without_history` they
+are still read, and the call is kept in no history (a run's memory does not grow with its
+calls). DSPy's own ``disable_history`` would skip the reading too: a cut answer would pass for
+a parse error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections import Counter
+from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any, Literal, get_args, get_origin
 
@@ -45,6 +50,18 @@ from assay.lm._limits import on_the_wire
 from assay.scale import INTEGER_TEXT
 
 _LAST_FINISH: ContextVar[tuple[str, ...]] = ContextVar("assay_last_finish", default=())
+_KEEP_HISTORY: ContextVar[bool] = ContextVar("assay_keep_history", default=True)
+
+
+@contextlib.contextmanager
+def without_history() -> Iterator[None]:
+    """Calls of :class:`AssayLM` made inside are kept in no DSPy history (their finish
+    reasons are still read)."""
+    token = _KEEP_HISTORY.set(False)
+    try:
+        yield
+    finally:
+        _KEEP_HISTORY.reset(token)
 
 
 class OffScaleOutput(ValueError):
@@ -131,7 +148,8 @@ class AssayLM(dspy.LM):
 
     def update_history(self, entry: dict[str, Any]) -> None:
         _LAST_FINISH.set(finish_reasons(entry.get("response")))
-        super().update_history(entry)
+        if _KEEP_HISTORY.get():
+            super().update_history(entry)
 
 
 def finish_reasons(response: Any) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import dspy
 
-from assay.lm import error_text, make_adapter, track_limits, usage_of_tracker
+from assay.lm import error_text, make_adapter, track_limits, usage_of_tracker, without_history
 from assay.programs import JudgeConfig, unscored_reason
 from assay.runs._pool import run_pool
 from assay.runs._ray import ExecutionConfig, ProgramRecipe
@@ -37,7 +37,8 @@ def judge_one(
     }
     with (
         # no call kept in DSPy's history: a run's memory does not grow with its calls
-        dspy.context(adapter=make_adapter(config.adapter), disable_history=True),
+        dspy.context(adapter=make_adapter(config.adapter)),
+        without_history(),
         dspy.track_usage() as tracker,
         track_limits() as waits,
     ):
