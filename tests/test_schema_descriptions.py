@@ -10,6 +10,10 @@ import pytest
 
 from assay.cli import main
 from assay.cli.schema import _kinds
+from assay.runners import BUILTIN
+
+# assay's own configs (a plug-in runner another test registers describes its own fields)
+KINDS = sorted(kind for kind, r in _kinds().items() if r.name in BUILTIN)
 
 
 def undescribed(schema: dict) -> list[str]:
@@ -21,8 +25,9 @@ def undescribed(schema: dict) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("kind", sorted(_kinds()))
+@pytest.mark.parametrize("kind", KINDS)
 def test_every_field_of_every_config_has_a_description(kind, capsys):
+    assert len(KINDS) >= 8
     assert main(["schema", kind]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert schema.get("properties"), kind
