@@ -233,3 +233,112 @@ def test_a_node_killed_mid_run_costs_its_calls_in_flight_not_the_run(tmp_path, c
     lost = CONCURRENCY // 2
     assert served == N_ITEMS + lost
     assert ledger(run_dir) == ledger(local.run_dir)  # the ledger: the answers the run received
+
+
+# -- the harness: generation and judging on the cluster -----------------------------------------
+OUTPUT_FIELDS = ("rewritten", "equivalent", "confirmed", "inverted_ok", "inverted_rubric")
+
+
+def roles_on_the_wire(request: dict[str, Any]) -> str:
+    """The self-test's scripted generator and validator (and a judge reading the sum) served
+    over HTTP, by the model asked: the harness's roles as a hosted model serves them."""
+    from assay.lm import ScriptedCall
+    from assay.reliability.selftest._selftest import generator, validator
+    from tests.runs.test_ray import sum_verdict
+
+    model = request["model"]
+    if model == "stub-model":
+        return sum_verdict(request)
+    prompt = "\n\n".join(m["content"] for m in request["messages"])
+    asked = prompt.rsplit("Respond with", 1)[-1]  # the output fields DSPy asks for, by name
+    fields = tuple(f for f in OUTPUT_FIELDS if f"`{f}`" in asked)
+    call = ScriptedCall(prompt, fields, request.get("temperature"), request.get("seed"), 0)
+    return json.dumps((generator if model == "gen-model" else validator)(call))
+
+
+def harness_config(data: Path, stub: StubServer, output_dir: Path, execution: dict) -> dict:
+    return {
+        "name": "cluster-harness",
+        "data": {"path": str(data), "columns": {"id": "id"}},
+        "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
+        "generator": {"model": "openai/gen-model", "api_base": stub.base_url, "temperature": 0.7},
+        "validator": {"model": "openai/val-model", "api_base": stub.base_url},
+        "judges": [
+            {
+                "name": "wire",
+                "model": "openai/stub-model",
+                "api_base": stub.base_url,
+                "rubric": "The answer must state the correct sum.",
+                "price": {"input_per_mtok": 1.0, "output_per_mtok": 2.0},
+            }
+        ],
+        "tests": {
+            "label_flip": {},
+            "paraphrase": {},
+            "verbosity_long": {},
+            "format_intraline": {},  # no LLM: generated in the driver
+            "stochastic_stability": {"k": 2, "temperature": 1.0},
+        },
+        "retries": 0,
+        "concurrency": CONCURRENCY,
+        "output_dir": str(output_dir),
+        "tracking": {"enabled": False},
+        "execution": execution,
+    }
+
+
+def test_the_harness_generates_and_judges_on_the_cluster_as_a_local_run(tmp_path, cluster):
+    """Both runs from the command line, each in a folder of its own (its own LM cache)."""
+    from assay.reliability.selftest._selftest import write_data
+
+    data = write_data(tmp_path / "data", n=6)
+    nodes = cluster.alive_nodes()
+    before = set(worker_actors(cluster))
+    runs = {}
+    with StubServer(respond=roles_on_the_wire) as stub:
+        for engine in ("local", "ray"):
+            folder = tmp_path / engine
+            folder.mkdir()
+            execution = {"engine": engine, "address": cluster.address}
+            config = folder / "config.json"
+            config.write_text(json.dumps(harness_config(data, stub, folder / "runs", execution)))
+            out, _ = finish(start_command(cluster, folder, "harness", str(config), "--json"))
+            runs[engine] = Path(json.loads(out.strip().splitlines()[-1])["run_dir"])
+            if engine == "local":
+                served_locally = stub.n_requests
+                generated_locally = sum(r["model"] != "stub-model" for r in stub.requests)
+        assert stub.n_requests == 2 * served_locally  # every call made again, on the cluster
+    local, run_dir = runs["local"], runs["ray"]
+    assert run_dir.name == local.name  # the same run: execution is not in its hash
+    assert generated_locally > 0
+
+    # generation, then judging: a pool of two actors each, one actor of each on each node
+    actors = [node for a, node in worker_actors(cluster).items() if a not in before]
+    assert sorted(actors) == sorted(2 * list(nodes.values()))
+
+    # the same probes (ids bound to the same keys, the same texts), units, judgments, metrics
+    def probes(run: Path) -> list[dict[str, Any]]:
+        return sorted(read_jsonl(run / "probes.jsonl"), key=lambda p: p["id"])
+
+    def units(run: Path) -> list[dict[str, Any]]:
+        rows = [
+            {k: v for k, v in r.items() if k != "finished"} for r in read_jsonl(run / "units.jsonl")
+        ]
+        return sorted(rows, key=lambda r: r["unit_id"])
+
+    def judged(run: Path) -> list[dict[str, Any]]:
+        rows = [r for f in (run / "judgments").glob("*.jsonl") for r in read_jsonl(f)]
+        return sorted(
+            ({k: v for k, v in r.items() if k != "latency_s"} for r in rows),
+            key=lambda r: r["item_id"],
+        )
+
+    assert probes(run_dir) == probes(local)
+    assert {p["test"] for p in probes(run_dir)} >= {"paraphrase", "label_flip", "verbosity_long"}
+    assert units(run_dir) == units(local)
+    assert judged(run_dir) == judged(local)
+    assert json.loads((run_dir / "metrics.json").read_text()) == json.loads(
+        (local / "metrics.json").read_text()
+    )
+    assert ledger(run_dir) == ledger(local)
+    assert ledger(run_dir)[0] == served_locally
