@@ -166,8 +166,13 @@ class RayCluster:
             time.sleep(0.5)
 
     def python(self, code: str, timeout: float = 300) -> Any:
-        """Run ``code`` in a driver connected to the cluster; its last stdout line as JSON."""
-        script = f"import json, ray\nray.init(address={self.address!r}, log_to_driver=False)\n"
+        """Run ``code`` in a driver connected to the cluster; what it passes to ``answer``,
+        as JSON (on a line of its own: Ray may print to stdout too)."""
+        script = (
+            "import json, ray\n"
+            "def answer(value): print('\\nANSWER ' + json.dumps(value), flush=True)\n"
+            f"ray.init(address={self.address!r}, log_to_driver=False)\n"
+        )
         proc = subprocess.run(
             [sys.executable, "-c", script + code],
             env=self.env,
@@ -177,14 +182,15 @@ class RayCluster:
         )
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-3000:])
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        answers = [x for x in proc.stdout.splitlines() if x.startswith("ANSWER ")]
+        return json.loads(answers[-1].removeprefix("ANSWER "))
 
     def alive_nodes(self) -> dict[str, str]:
         """The node id of each alive node, by the resource that names it."""
         names = sorted(self.nodes)
         return self.python(
-            "print(json.dumps({r: n['NodeID'] for n in ray.nodes() if n['Alive'] "
-            f"for r in n['Resources'] if r in {names!r}}}))"
+            "answer({r: n['NodeID'] for n in ray.nodes() if n['Alive'] "
+            f"for r in n['Resources'] if r in {names!r}}})"
         )
 
     def wait_for_nodes(self, n: int) -> None:

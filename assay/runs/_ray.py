@@ -1,14 +1,18 @@
-"""The judging stage on Ray: items judged by a pool of Ray actors, results persisted by the driver.
+"""Work on Ray: the judging of ``evaluate`` and ``harness`` and the harness's generation done by
+a pool of Ray actors, the results persisted by the driver.
 
-``execution: {engine: ray, address: auto}`` in a run config (or ``--ray``) sends the judging
-tasks of ``evaluate`` and ``harness`` to a Ray cluster. Each actor rebuilds every judge program
-it needs from the judge's config (:class:`ProgramRecipe`: the same config, rollout and retries
-as the local run), judges its share with a thread per call, and returns each judgment as it
-finishes; the driver writes them through the same run store, in the same order of events as a
-local pool. So resume, zero-call re-runs and metrics are those of a local run. A judge of a
-plug-in's kind is built once the actor has imported that plug-in (its recipe names it): a file
-by its path, which the workers must see (a local instance, or a path they share), a module by
-its name, which must be importable there.
+``execution: {engine: ray, address: auto}`` in a run config (or ``--ray``) sends that work to a
+Ray cluster. The pool (:func:`run_remote`) places its actors over the nodes in proportion to
+their CPUs, runs module-level functions there (:class:`RemoteWork`) and hands each result to
+the driver as it finishes, with the call-ledger records of the calls made for it; an actor lost
+with its node is replaced on another and its unfinished work sent again. Judging
+(:func:`run_on_ray`): each actor rebuilds every judge program it needs from the judge's config
+(:class:`ProgramRecipe`: the same config, rollout and retries as the local run), judges its
+share with a thread per call, and the driver writes each judgment through the same run store, in
+the same order of events as a local pool. So resume, zero-call re-runs and metrics are those of a
+local run. A judge of a plug-in's kind is built once the actor has imported that plug-in (its
+recipe names it): a file by its path, which the workers must see (a local instance, or a path
+they share), a module by its name, which must be importable there.
 
 Ray is an optional dependency (``pip install 'assay[ray]'``), imported only here.
 """
@@ -30,11 +34,12 @@ from assay.errors import ConfigError, RunError
 
 
 class ExecutionConfig(BaseModel):
-    """Where judging runs: ``local`` (threads in this process) or ``ray``. ``address`` is the
-    Ray cluster's (``auto``: the one this machine belongs to; ``local``: start one here;
-    ``ray://host:10001``: a remote head); ``actors`` judging actors share ``concurrency``
-    (default: one per CPU of the cluster, at most ``concurrency``). Not part of any run hash:
-    a run resumes on either engine."""
+    """Where judging (and the harness's generation) runs: ``local`` (threads in this process)
+    or ``ray``. ``address`` is the Ray cluster's (``auto``: the one this machine belongs to;
+    ``local``: start one here; ``HOST:PORT``: a head's; ``ray://host:10001``: a remote head
+    through Ray Client); ``actors`` actors share ``concurrency`` (default: one per CPU of the
+    cluster, at most ``concurrency``). Not part of any run hash: a run resumes on either
+    engine."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -45,13 +50,13 @@ class ExecutionConfig(BaseModel):
         default="auto",
         description=(
             "the Ray cluster: auto (the one this machine belongs to), local (start "
-            "one here) or ray://HOST:10001"
+            "one here), HOST:PORT (a head's) or ray://HOST:10001"
         ),
     )
     actors: int | None = Field(
         default=None,
         ge=1,
-        description="judging actors (default: one per cluster CPU, at most concurrency)",
+        description="actors (default: one per cluster CPU, at most concurrency)",
     )
 
 

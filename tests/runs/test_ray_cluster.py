@@ -21,6 +21,8 @@ from assay.lm import StubServer
 from assay.report import read_jsonl
 from tests.processes import assay_process
 from tests.ray_cluster import RayCluster
+from tests.runs.test_ray import sum_verdict, verdict
+from tests.runs.test_ray import write_items as ray_items
 
 pytest.importorskip("ray", reason="the [ray] extra is not installed")
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -37,20 +39,8 @@ def cluster():
         yield c
 
 
-def verdict(request: dict[str, Any]) -> str:
-    """A verdict that depends on the item (so a mix-up between items would show)."""
-    text = request["messages"][-1]["content"]
-    return json.dumps({"verdict": "True" if "blue" in text else "False"})
-
-
 def write_items(folder: Path) -> Path:
-    rows = ["id,request,response,expected"]
-    for k in range(N_ITEMS):
-        colour = "blue" if k % 3 == 0 else "red"
-        rows.append(f"i{k},What colour is item {k}?,Item {k} is {colour}.,{int(k % 2 == 0)}")
-    path = folder / "items.csv"
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return path
+    return ray_items(folder, N_ITEMS)
 
 
 def eval_config(csv: Path, stub: StubServer, output_dir: Path, execution: dict) -> dict:
@@ -88,8 +78,8 @@ def worker_actors(cluster: RayCluster) -> dict[str, dict[str, Any]]:
     """Every actor of assay's pool the cluster has known (alive or dead), with its node."""
     return cluster.python(
         "from ray._private.state import actors\n"
-        "print(json.dumps({a: v['Address']['NodeID'] for a, v in actors().items()"
-        " if v['ActorClassName'] == 'Worker'}))"
+        "answer({a: v['Address']['NodeID'] for a, v in actors().items()"
+        " if v['ActorClassName'] == 'Worker'})"
     )
 
 
@@ -227,7 +217,11 @@ def test_a_node_killed_mid_run_costs_its_calls_in_flight_not_the_run(tmp_path, c
 
     # one actor on each node, then the worker node's replaced by one on the head
     ours = [node for a, node in actors.items() if a not in before]
-    assert sorted(ours) == sorted([nodes["head"], nodes["head"], nodes["worker_node"]])
+    assert sorted(ours) == sorted([nodes["head"], nodes["head"], nodes["worker_node"]]), (
+        nodes,
+        ours,
+        err[-2000:],
+    )
     assert "a Ray actor was lost" in err and "Traceback" not in err
     # the calls it held when its node died were sent again: served, and never received
     lost = CONCURRENCY // 2
@@ -244,7 +238,6 @@ def roles_on_the_wire(request: dict[str, Any]) -> str:
     over HTTP, by the model asked: the harness's roles as a hosted model serves them."""
     from assay.lm import ScriptedCall
     from assay.reliability.selftest._selftest import generator, validator
-    from tests.runs.test_ray import sum_verdict
 
     model = request["model"]
     if model == "stub-model":
