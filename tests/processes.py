@@ -12,14 +12,18 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def assay_process(
-    *args: str, cwd: Path, path: tuple[Path, ...] = (), **popen: Any
+    *args: str,
+    cwd: Path,
+    path: tuple[Path, ...] = (),
+    env: dict[str, str] | None = None,
+    **popen: Any,
 ) -> subprocess.Popen:
     """``python -m assay.cli *args`` in ``cwd``, unbuffered, with pipes for stdout and stderr
     (``PYTHONPATH``: this checkout's assay, not whichever one is installed, then ``path``; the
-    run's sidecar as by default); ``popen``: more of ``subprocess.Popen``'s keywords (a
-    ``preexec_fn``)."""
+    run's sidecar as by default; ``env``: variables set over this process's); ``popen``: more
+    of ``subprocess.Popen``'s keywords (a ``preexec_fn``)."""
     pythonpath = os.pathsep.join(str(p) for p in (REPO, *path))
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath}
+    env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1", "PYTHONPATH": pythonpath}
     env.pop("ASSAY_SIDECAR", None)  # the command's own default, as a user runs it
     return subprocess.Popen(
         [sys.executable, "-m", "assay.cli", *args],

@@ -2,7 +2,7 @@
 local model, the scripted test LM, and usage / cost accounting."""
 
 from assay.lm._factory import check_api_key, configure_cache, make_adapter, make_lm
-from assay.lm._ledger import CallRecord, ledger_usage, note_usage, record_calls
+from assay.lm._ledger import CallRecord, ledger_usage, note_calls, note_usage, record_calls
 from assay.lm._limits import LimitStats, RateLimiter, gate_calls, limiter_for, track_limits
 from assay.lm._outputs import (
     AssayLM,
@@ -20,6 +20,7 @@ from assay.lm._scripted import (
     ScriptedEngine,
     ScriptedFailure,
     register_script,
+    registered_scripts,
     scripted_engine,
 )
 from assay.lm._spec import (
@@ -38,6 +39,7 @@ from assay.lm._stub_server import StubServer
 __all__ = [
     "CallRecord",
     "ledger_usage",
+    "note_calls",
     "note_usage",
     "record_calls",
     "LimitStats",
@@ -75,6 +77,7 @@ __all__ = [
     "make_adapter",
     "make_lm",
     "register_script",
+    "registered_scripts",
     "scripted_engine",
     "usage_of_tracker",
 ]

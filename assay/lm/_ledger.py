@@ -82,6 +82,14 @@ def note_usage(model: str, usage: Usage, via: str) -> None:
         _emit(CallRecord(model=model, via=via, **usage.model_dump(include=set(PAID_FIELDS))))
 
 
+def note_calls(records: Iterable[CallRecord], via: str) -> None:
+    """The ledger records of another process (``via``: ``"ray"``, an actor's answered calls
+    and failed attempts), noted here as they arrive."""
+    if _SINKS:
+        for record in records:
+            _emit(record.model_copy(update={"via": via}))
+
+
 class _CallTracker:
     """A DSPy usage tracker for one call of an :class:`~assay.lm.AssayLM`: what its answer
     was, handed on to the tracker of the enclosing ``dspy.track_usage`` block, if any.

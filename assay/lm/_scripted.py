@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,6 +151,12 @@ _SCRIPTS: dict[str, Callable[[], ScriptedEngine]] = {}
 def register_script(name: str, factory: Callable[[], ScriptedEngine]) -> None:
     """Make ``model: scripted:<name>`` build an engine with ``factory()``."""
     _SCRIPTS[name] = factory
+
+
+def registered_scripts(names: Iterable[str]) -> dict[str, Callable[[], ScriptedEngine]]:
+    """The factories registered under ``names`` (those registered here), to register in
+    another process: a Ray actor that makes the same scripted model's calls."""
+    return {n: _SCRIPTS[n] for n in names if n in _SCRIPTS}
 
 
 def scripted_engine(spec: str, base: Path | None = None) -> ScriptedEngine:

@@ -278,8 +278,8 @@ CERTIFICATE_OPTION = option(
 )
 RAY_OPTION = option(
     False,
-    help="judge on a Ray cluster (execution.engine: ray; execution.address from the config, "
-    "default auto); needs pip install 'assay[ray]'",
+    help="judge (and generate probes) on a Ray cluster (execution.engine: ray; execution.address "
+    "from the config, default auto); needs pip install 'assay[ray]'",
     action="store_true",
     override="execution.engine",
     to_config=lambda on: "ray",

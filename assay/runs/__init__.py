@@ -33,6 +33,10 @@ _WHERE = {
     "search_runs": "_mlflow_store",
     "ExecutionConfig": "_ray",
     "ProgramRecipe": "_ray",
+    "RemoteWork": "_ray",
+    "Worker": "_ray",
+    "driver_cache": "_ray",
+    "run_remote": "_ray",
     "Run": "_run",
     "run_directory": "_run",
     "SEAL_TAG": "_seal",
@@ -64,7 +68,14 @@ if TYPE_CHECKING:
     from assay.runs._mlflow_store import open_store, search_runs
     from assay.runs._plugins import load_run_plugins, run_identity
     from assay.runs._pool import CallSlots, run_pool
-    from assay.runs._ray import ExecutionConfig, ProgramRecipe
+    from assay.runs._ray import (
+        ExecutionConfig,
+        ProgramRecipe,
+        RemoteWork,
+        Worker,
+        driver_cache,
+        run_remote,
+    )
     from assay.runs._run import Run, run_directory
     from assay.runs._seal import SEAL_TAG, SEALED, check_seal, sealed_run
     from assay.runs._store import JUDGMENTS, RunStore, now
@@ -84,16 +95,19 @@ __all__ = [
     "JudgeTask",
     "ProgramRecipe",
     "ProgramsByAttempt",
+    "RemoteWork",
     "Run",
     "RunLock",
     "RunStore",
     "SEAL_TAG",
     "SEALED",
     "TrackedRun",
+    "Worker",
     "append_lines",
     "check_seal",
     "command_started",
     "default_tracking_uri",
+    "driver_cache",
     "file_lock",
     "flatten_metrics",
     "judge_items",
@@ -106,6 +120,7 @@ __all__ = [
     "run_directory",
     "run_identity",
     "run_pool",
+    "run_remote",
     "run_tasks",
     "search_runs",
     "sealed_run",

@@ -1,24 +1,30 @@
-"""The judging stage on Ray: items judged by a pool of Ray actors, results persisted by the driver.
+"""Work on Ray: the judging of ``evaluate`` and ``harness`` and the harness's generation done by
+a pool of Ray actors, the results persisted by the driver.
 
-``execution: {engine: ray, address: auto}`` in a run config (or ``--ray``) sends the judging
-tasks of ``evaluate`` and ``harness`` to a Ray cluster. Each actor rebuilds every judge program
-it needs from the judge's config (:class:`ProgramRecipe`: the same config, rollout and retries
-as the local run), judges its share with a thread per call, and returns each judgment as it
-finishes; the driver writes them through the same run store, in the same order of events as a
-local pool. So resume, zero-call re-runs and metrics are those of a local run. A judge of a
-plug-in's kind is built once the actor has imported that plug-in (its recipe names it): a file
-by its path, which the workers must see (a local instance, or a path they share), a module by
-its name, which must be importable there.
+``execution: {engine: ray, address: auto}`` in a run config (or ``--ray``) sends that work to a
+Ray cluster. The pool (:func:`run_remote`) places its actors over the nodes in proportion to
+their CPUs, runs module-level functions there (:class:`RemoteWork`) and hands each result to
+the driver as it finishes, with the call-ledger records of the calls made for it; an actor lost
+with its node is replaced on another and its unfinished work sent again. Judging
+(:func:`run_on_ray`): each actor rebuilds every judge program it needs from the judge's config
+(:class:`ProgramRecipe`: the same config, rollout and retries as the local run), judges its
+share with a thread per call, and the driver writes each judgment through the same run store, in
+the same order of events as a local pool. So resume, zero-call re-runs and metrics are those of a
+local run. A judge of a plug-in's kind is built once the actor has imported that plug-in (its
+recipe names it): a file by its path, which the workers must see (a local instance, or a path
+they share), a module by its name, which must be importable there.
 
 Ray is an optional dependency (``pip install 'assay[ray]'``), imported only here.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,11 +34,12 @@ from assay.errors import ConfigError, RunError
 
 
 class ExecutionConfig(BaseModel):
-    """Where judging runs: ``local`` (threads in this process) or ``ray``. ``address`` is the
-    Ray cluster's (``auto``: the one this machine belongs to; ``local``: start one here;
-    ``ray://host:10001``: a remote head); ``actors`` judging actors share ``concurrency``
-    (default: one per CPU of the cluster, at most ``concurrency``). Not part of any run hash:
-    a run resumes on either engine."""
+    """Where judging (and the harness's generation) runs: ``local`` (threads in this process)
+    or ``ray``. ``address`` is the Ray cluster's (``auto``: the one this machine belongs to;
+    ``local``: start one here; ``HOST:PORT``: a head's; ``ray://host:10001``: a remote head
+    through Ray Client); ``actors`` actors share ``concurrency`` (default: one per CPU of the
+    cluster, at most ``concurrency``). Not part of any run hash: a run resumes on either
+    engine."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -43,13 +50,13 @@ class ExecutionConfig(BaseModel):
         default="auto",
         description=(
             "the Ray cluster: auto (the one this machine belongs to), local (start "
-            "one here) or ray://HOST:10001"
+            "one here), HOST:PORT (a head's) or ray://HOST:10001"
         ),
     )
     actors: int | None = Field(
         default=None,
         ge=1,
-        description="judging actors (default: one per cluster CPU, at most concurrency)",
+        description="actors (default: one per cluster CPU, at most concurrency)",
     )
 
 
@@ -71,24 +78,30 @@ class ProgramRecipe(BaseModel):
         cls, config: Any, *, rollout: int | None, retries: int, base: Path | None
     ) -> ProgramRecipe:
         """The recipe of a program built here and now (with this process's DSPy cache)."""
-        import dspy
-
         from assay._registry import plugin_of
         from assay.programs import get_kind
 
         task = getattr(config, "task", None)
         plugin = plugin_of(get_kind(task)) if task else None
-        disk = getattr(dspy.cache, "disk_cache_dir", None)
-        on_disk = bool(getattr(dspy.cache, "enable_disk_cache", False)) and disk is not None
-        memory = bool(getattr(dspy.cache, "enable_memory_cache", False))
         return cls(
             config=config,
             rollout=rollout,
             retries=retries,
             base=str(base) if base is not None else None,
-            cache=(disk if on_disk else None, memory),
+            cache=driver_cache(),
             plugins=[plugin] if plugin else [],
         )
+
+
+def driver_cache() -> tuple[str | None, bool]:
+    """DSPy's response cache as this process has it — (its disk folder or None, memory cache
+    on) —, for an actor to set the same."""
+    import dspy
+
+    disk = getattr(dspy.cache, "disk_cache_dir", None)
+    on_disk = bool(getattr(dspy.cache, "enable_disk_cache", False)) and disk is not None
+    memory = bool(getattr(dspy.cache, "enable_memory_cache", False))
+    return (disk if on_disk else None, memory)
 
 
 def _connect(execution: ExecutionConfig) -> Any:
@@ -123,51 +136,108 @@ def _connect(execution: ExecutionConfig) -> Any:
     return ray
 
 
-class _Worker:
-    """One judging actor: programs built once per recipe, calls in threads (max_concurrency)."""
+class Worker:
+    """One actor of the pool: :meth:`run` calls ``fn(worker, *args)`` in one of its threads
+    (``max_concurrency``) and returns its value with the call ledger's records of this process
+    since the last result — every answered call and failed attempt reaches the driver's ledger
+    with some result, whichever thread made it. What a function builds (a judge program, a
+    test's programs and LMs) it keeps here with :meth:`built`, once per key."""
 
     def __init__(self) -> None:
-        import assay  # noqa: F401  (offline-safe environment defaults in the worker too)
-
-        self._programs: dict[str, Any] = {}
-        self._cache: tuple[str | None, bool] | None = None
-
-    def _program(self, recipe: ProgramRecipe) -> Any:
         import threading
 
-        from assay.programs import build_judge, judge_lm_factory
-        from assay.types import stable_hash
+        import assay  # noqa: F401  (offline-safe environment defaults in the worker too)
+        from assay.lm import record_calls
 
-        key = stable_hash(
-            [recipe.config.model_dump(mode="json"), recipe.rollout, recipe.retries, recipe.base]
-        )
-        if key not in self._programs:
-            with self.__dict__.setdefault("_lock", threading.Lock()):
-                if self._cache != recipe.cache:
+        self._built: dict[str, Any] = {}
+        self._cache: tuple[str | None, bool] | None = None
+        self._lock = threading.Lock()
+        self._calls: list[Any] = []
+        self._calls_lock = threading.Lock()
+        self._ledger = record_calls(self._note)  # for the actor's life
+        self._ledger.__enter__()
+
+    def _note(self, record: Any) -> None:
+        with self._calls_lock:
+            self._calls.append(record)
+
+    def run(self, fn: Callable[..., Any], *args: Any) -> tuple[Any, list[Any]]:
+        value = fn(self, *args)
+        with self._calls_lock:
+            calls, self._calls = self._calls, []
+        return value, calls
+
+    def built(
+        self,
+        key: str,
+        build: Callable[[], Any],
+        *,
+        cache: tuple[str | None, bool],
+        plugins: list[str],
+        scripts: dict[str, Any] | None = None,
+    ) -> Any:
+        """``build()``'s value, made once per ``key`` in this process: after DSPy's response
+        cache is set as the driver has it, the ``plugins`` imported (what they register is
+        looked up by name) and the driver's registered ``scripts`` registered here."""
+        if key in self._built:
+            return self._built[key]
+        with self._lock:
+            if key not in self._built:
+                if self._cache != cache:
                     import dspy
 
-                    disk, memory = recipe.cache
+                    disk, memory = cache
                     dspy.configure_cache(
                         enable_disk_cache=disk is not None,
                         enable_memory_cache=memory,
                         disk_cache_dir=disk,
                     )
-                    self._cache = recipe.cache
-                if key not in self._programs:
-                    from assay._registry import load_plugins
+                    self._cache = cache
+                from assay._registry import load_plugins
+                from assay.lm import register_script
 
-                    load_plugins(recipe.plugins)  # its kind's, before it is looked up
-                    base = Path(recipe.base) if recipe.base else None
-                    factory = judge_lm_factory(
-                        retries=recipe.retries, base=base, rollout=recipe.rollout
-                    )
-                    self._programs[key] = build_judge(recipe.config, factory)
-        return self._programs[key]
+                load_plugins(plugins)
+                for name, factory in (scripts or {}).items():
+                    register_script(name, factory)
+                self._built[key] = build()
+        return self._built[key]
 
-    def judge(self, recipe: ProgramRecipe, item: Any, config: Any, attempt: int) -> Any:
-        from assay.runs._judging import judge_one
 
-        return judge_one(self._program(recipe), item, config, attempt)
+def judge_remote(
+    worker: Worker, recipe: ProgramRecipe, item: Any, config: Any, attempt: int
+) -> Any:
+    """One judgment, in an actor: the program its recipe describes, built there once."""
+    from assay.programs import build_judge, judge_lm_factory
+    from assay.runs._judging import judge_one
+    from assay.types import stable_hash
+
+    def build() -> Any:
+        base = Path(recipe.base) if recipe.base else None
+        factory = judge_lm_factory(retries=recipe.retries, base=base, rollout=recipe.rollout)
+        return build_judge(recipe.config, factory)
+
+    key = stable_hash(
+        [
+            "judge",
+            recipe.config.model_dump(mode="json"),
+            recipe.rollout,
+            recipe.retries,
+            recipe.base,
+        ]
+    )
+    program = worker.built(key, build, cache=recipe.cache, plugins=recipe.plugins)
+    return judge_one(program, item, config, attempt)
+
+
+@dataclass(frozen=True)
+class RemoteWork:
+    """One call for the actor pool: ``fn(worker, *args)`` in an actor (``fn`` a module-level
+    function, which the actor imports by name). Work of the same ``affinity`` goes to the same
+    actor, so what it builds and shares there (a memo of identical calls) is shared by all."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    affinity: str | None = None
 
 
 def run_on_ray(
@@ -182,54 +252,173 @@ def run_on_ray(
     postfix: Callable[[Any], dict[str, Any]] | None = None,
 ) -> list[Any]:
     """Judge ``tasks`` (each with a ``recipe``) on Ray actors; ``on_judgment`` runs here, in the
-    driver, as each judgment arrives. Ctrl-C or the deadline stops at once: the actors are
-    killed, calls in flight abandoned, everything finished already persisted."""
+    driver, as each judgment arrives."""
     missing = [t for t in tasks if t.recipe is None]
     if missing:
         raise ConfigError(
             "execution engine ray rebuilds each judge from its config in the workers; this run "
             "judges with programs it cannot rebuild (a custom LM factory): run it locally"
         )
+    work = [RemoteWork(judge_remote, (t.recipe, t.item, t.config, t.attempt)) for t in tasks]
+    seen = (lambda i, j: on_judgment(tasks[i], j)) if on_judgment is not None else None
+    out = run_remote(
+        work,
+        execution=execution,
+        concurrency=concurrency,
+        on_result=seen,
+        progress=progress,
+        desc=desc,
+        deadline=deadline,
+        postfix=postfix,
+    )
+    return [j for j in out if j is not None]
+
+
+def run_remote(
+    work: list[RemoteWork],
+    *,
+    execution: ExecutionConfig,
+    concurrency: int,
+    on_result: Callable[[int, Any], None] | None,
+    progress: bool,
+    desc: str,
+    deadline: float | None,
+    postfix: Callable[[Any], dict[str, Any]] | None = None,
+    unit: str = "call",
+) -> list[Any]:
+    """Do ``work`` on a pool of Ray actors spread over the cluster's nodes; ``on_result(i,
+    value)`` runs here, in the driver, as each result arrives, and the calls it made go to this
+    process's call ledger. An actor lost with its node (or its process) is replaced, and its
+    unfinished work sent to the new one; Ctrl-C or the deadline stops at once: the actors are
+    killed, calls in flight abandoned, everything finished already persisted."""
     from tqdm import tqdm
 
-    from assay.lm import note_usage  # the calls of each judgment, in the run's call ledger
+    from assay.lm import note_calls  # the actors' calls, in the run's call ledger
 
     ray = _connect(execution)
     cpus = int(ray.cluster_resources().get("CPU", 1))
-    n_actors = max(1, min(execution.actors or cpus, concurrency, len(tasks) or 1))
-    per_actor = max(1, math.ceil(concurrency / n_actors))
-    actor_cls = ray.remote(num_cpus=0)(_Worker)
-    actors = [actor_cls.options(max_concurrency=per_actor).remote() for _ in range(n_actors)]
-    out: list[Any] = [None] * len(tasks)
-    bar = tqdm(total=len(tasks), desc=desc, unit="call", disable=not progress, dynamic_ncols=True)
+    n_actors = max(1, min(execution.actors or cpus, concurrency, len(work) or 1))
+    pool = _Actors(ray, n_actors, per_actor=max(1, math.ceil(concurrency / n_actors)))
+    out: list[Any] = [None] * len(work)
+    finished = 0
+    bar = tqdm(total=len(work), desc=desc, unit=unit, disable=not progress, dynamic_ncols=True)
     try:
-        # items partitioned round-robin over the actors; each actor runs per_actor at once
-        refs = {
-            actors[i % n_actors].judge.remote(t.recipe, t.item, t.config, t.attempt): i
-            for i, t in enumerate(tasks)
-        }
-        pending = list(refs)
-        while pending:
+        index = {pool.send(w, i): i for i, w in enumerate(work)}
+        waiting = list(index)
+        while waiting:
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            done, pending = ray.wait(pending, num_returns=1, timeout=timeout)
+            done, waiting = ray.wait(waiting, num_returns=1, timeout=timeout)
             if not done:
-                finished = sum(r is not None for r in out)
                 raise RunError(
-                    f"deadline reached with {len(tasks) - finished} of {len(tasks)} calls "
+                    f"deadline reached with {len(work) - finished} of {len(work)} calls "
                     "unfinished; everything finished is saved: re-run to resume"
                 )
             for ref in done:
-                i = refs[ref]
-                judgment = ray.get(ref)
-                note_usage(judgment.model, judgment.usage, via="ray")  # the run's call ledger
-                if on_judgment is not None:
-                    on_judgment(tasks[i], judgment)
-                out[i] = judgment
+                i = index.pop(ref)
+                result = pool.result(ref, unfinished=len(work) - finished)
+                if result is None:  # its actor was lost: the work goes to the one in its place
+                    again = pool.send(work[i], i)
+                    index[again] = i
+                    waiting.append(again)
+                    continue
+                value, calls = result
+                note_calls(calls, via="ray")
+                if on_result is not None:
+                    on_result(i, value)
+                out[i] = value
+                finished += 1
                 if postfix is not None:
-                    bar.set_postfix(**postfix(judgment), refresh=False)
+                    bar.set_postfix(**postfix(value), refresh=False)
                 bar.update(1)
     finally:
-        for actor in actors:  # nothing waits on a hung call: the actors go with their calls
-            ray.kill(actor)
+        pool.close()  # nothing waits on a hung call: the actors go with their calls
         bar.close()
-    return [j for j in out if j is not None]
+    return out
+
+
+REPLACEMENTS = 3
+"""How many times each actor of the pool may be replaced after its process or its node died
+(its unfinished work then goes to the new one): a node lost mid-run costs the calls it had in
+flight, not the run."""
+
+
+class _Actors:
+    """The pool's actors, placed over the cluster's nodes (:func:`_places`); work goes to the
+    actor of its affinity (or its turn), and a lost actor is replaced once for all the work it
+    held."""
+
+    def __init__(self, ray: Any, n: int, per_actor: int) -> None:
+        self.ray = ray
+        self.per_actor = per_actor
+        self.cls = ray.remote(num_cpus=0)(Worker)
+        places = _places(ray.nodes())
+        # hard placement first: Ray's view of a node that just joined may lag, and a soft
+        # placement would then fall back to the driver's node
+        self.nodes = [places[k % len(places)] if places else None for k in range(n)]
+        self.actors = [self._start(node, soft=False) for node in self.nodes]
+        self.generation = [0] * n  # how many times each actor was replaced
+        self.sent: dict[Any, tuple[int, int]] = {}  # ref → (actor, its generation then)
+
+    def _start(self, node: str | None, *, soft: bool) -> Any:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        options: dict[str, Any] = {"max_concurrency": self.per_actor}
+        if node is not None:
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=soft)
+        return self.cls.options(**options).remote()
+
+    def send(self, work: RemoteWork, i: int) -> Any:
+        from assay.types import stable_hash
+
+        n = len(self.actors)
+        k = i % n if work.affinity is None else int(stable_hash(work.affinity), 16) % n
+        ref = self.actors[k].run.remote(work.fn, *work.args)
+        self.sent[ref] = (k, self.generation[k])
+        return ref
+
+    def result(self, ref: Any, unfinished: int) -> tuple[Any, list[Any]] | None:
+        """``(value, calls)`` of ``ref``; None when its actor was lost (then replaced, once
+        for all the work it held). An actor lost more than :data:`REPLACEMENTS` times ends the
+        run with one line — everything finished is already saved."""
+        from ray.exceptions import RayActorError
+
+        k, generation = self.sent.pop(ref)
+        try:
+            return self.ray.get(ref)
+        except RayActorError as exc:
+            if generation == self.generation[k]:
+                self._replace(k, exc, unfinished)
+            return None
+
+    def _replace(self, k: int, exc: Exception, unfinished: int) -> None:
+        cause = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if self.generation[k] >= REPLACEMENTS:
+            raise RunError(
+                f"a Ray actor was lost {REPLACEMENTS + 1} times ({cause}) with {unfinished} "
+                "calls unfinished; everything finished is saved: re-run to resume"
+            ) from None
+        logging.getLogger("assay").warning(
+            "assay: a Ray actor was lost (%s); its unfinished work goes to a new one", cause
+        )
+        self.ray.kill(self.actors[k])
+        # another node than the lost actor's, which may be gone before the cluster says so
+        places = _places(self.ray.nodes())
+        places = [p for p in places if p != self.nodes[k]] or places
+        self.nodes[k] = places[k % len(places)] if places else None
+        self.actors[k] = self._start(self.nodes[k], soft=True)
+        self.generation[k] += 1
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self.ray.kill(actor)
+
+
+def _places(nodes: list[dict[str, Any]]) -> list[str]:
+    """The alive nodes' ids, each once per CPU, taken in turns: ``[a, b, a]`` for a node ``a``
+    of two CPUs and ``b`` of one (none for a node started with no CPU, such as a head kept free
+    of work)."""
+    cpus = {n["NodeID"]: int(n.get("Resources", {}).get("CPU", 0)) for n in nodes if n.get("Alive")}
+    order = sorted(cpus)
+    return [
+        node for turn in range(max(cpus.values(), default=0)) for node in order if cpus[node] > turn
+    ]

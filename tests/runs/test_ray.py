@@ -41,15 +41,20 @@ def verdict(request: dict[str, Any]) -> str:
     return json.dumps({"verdict": "True" if "blue" in text else "False"})
 
 
-@pytest.fixture
-def items_csv(tmp_path: Path) -> Path:
+def write_items(folder: Path, n: int = N_ITEMS) -> Path:
+    """``n`` items, one in three blue, every other one expected True."""
     rows = ["id,request,response,expected"]
-    for k in range(N_ITEMS):
+    for k in range(n):
         colour = "blue" if k % 3 == 0 else "red"
         rows.append(f"i{k},What colour is item {k}?,Item {k} is {colour}.,{int(k % 2 == 0)}")
-    path = tmp_path / "items.csv"
+    path = folder / "items.csv"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def items_csv(tmp_path: Path) -> Path:
+    return write_items(tmp_path)
 
 
 def config(csv: Path, stub: StubServer, output_dir: str, engine: str) -> EvaluateConfig:

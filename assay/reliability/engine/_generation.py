@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dspy
 from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
+from assay.lm import ModelSpec, make_lm
 from assay.reliability._config import HarnessConfig
 from assay.reliability._probe import Dropped, Probe
 from assay.reliability._registry import (
@@ -35,6 +37,15 @@ from assay.runs import JudgeTask, RunStore, now, run_pool
 from assay.types import Item, Usage, stable_hash
 
 RoleLM = Callable[..., dspy.LM]  # (role, temperature=None, rollout=None) -> the role's LM
+
+
+def role_lm(role: ModelSpec, base: Path | None, retries: int) -> RoleLM:
+    """The LM of a generator or validator spec, at the temperature and rollout asked."""
+
+    def lm(name: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
+        return make_lm(role, retries=retries, base=base, temperature=temperature, rollout=rollout)
+
+    return lm
 
 
 class UnitRecord(BaseModel):
@@ -95,6 +106,10 @@ def generate_units(
         u.id for t, u in units if u.id in done and done[u.id].key == key_of(t, u, done[u.id].read)
     }
     work: list[Any] = [(t, u) for t, u in units if u.id not in reused]
+    remote: list[tuple[ReliabilityTest, Unit]] = []
+    if config.execution.engine == "ray":  # the LLM's units on the Ray actors, the rest here
+        remote = [(t, u) for t, u in work if t.uses_llm]
+        work = [(t, u) for t, u in work if not t.uses_llm]
     if early:
         work += judging.source_tasks(seeds)
     memo = CallMemo()
@@ -106,7 +121,7 @@ def generate_units(
         if isinstance(w, JudgeTask):
             return judging.run(w)
         test, unit = w
-        ctx = _context(config, lm, memo, judging, inputs)
+        ctx = _context(config, lm, memo, judging.slots.hold, inputs)
         return _generate_unit(test, unit, ctx, lambda read: key_of(test, unit, read))
 
     def commit(w: Any, result: Any) -> None:
@@ -136,6 +151,19 @@ def generate_units(
         unit="task",
         deadline=deadline,
     )
+    if remote:
+        from assay.reliability.engine._remote import generate_on_ray
+
+        generate_on_ray(
+            config,
+            remote,
+            keys,
+            inputs,
+            base=judging.config_dir,
+            commit=lambda unit, record: commit(unit, record),
+            progress=progress,
+            deadline=deadline,
+        )
     order = {u.id: i for i, (_, u) in enumerate(units)}
     records = sorted(
         (r for r in done.values() if r.unit_id in order), key=lambda r: order[r.unit_id]
@@ -214,11 +242,11 @@ def _context(
     config: HarnessConfig,
     lm: RoleLM,
     memo: CallMemo,
-    judging: JudgePlan,
+    slots: Callable[[], Any] | None,
     inputs: dict[str, str],
 ) -> GenerationContext:
     """A fresh context for one unit (its own usage and reads), sharing the run's call memo and
-    slots."""
+    slots (None: the calls in flight are bounded elsewhere, a Ray actor's threads)."""
     roles = {"generator": config.generator, "validator": config.validator}
     return GenerationContext(
         scale=config.scale,
@@ -235,5 +263,5 @@ def _context(
         inputs=inputs,
         seed=config.sample.seed if config.sample else 0,
         memo=memo,
-        slots=judging.slots.hold,
+        slots=slots,
     )

@@ -19,7 +19,6 @@ import dspy
 from assay.data import check_limit
 from assay.errors import ConfigError
 from assay.inputs import data_fingerprint, load_items, stratified_sample
-from assay.lm import ModelSpec, make_lm
 from assay.programs import (
     JudgeConfig,
     build_judge,
@@ -36,6 +35,7 @@ from assay.reliability.engine._generation import (
     RoleLM,
     UnitRecord,
     generate_units,
+    role_lm,
 )
 from assay.reliability.engine._judging import JudgePlan
 from assay.reliability.review import (
@@ -51,13 +51,6 @@ from assay.types import Item, Judgment, Usage
 SEALED = ("config.yaml", "metrics.json", SEEDS, PROBES, "judgments/*.jsonl")
 """What a harness run's seal covers: what its figures stand on (not the review decisions
 people add, which a re-run folds in and seals then)."""
-
-
-def _role_lm(role: ModelSpec, base: Path | None, retries: int) -> RoleLM:
-    def lm(name: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
-        return make_lm(role, retries=retries, base=base, temperature=temperature, rollout=rollout)
-
-    return lm
 
 
 def select(names: list[str] | None, available: list[str], what: str) -> list[str]:
@@ -121,8 +114,8 @@ def run_harness(
     pool, seeds, instances = prepare(config, workdir=workdir, limit=limit, tests=tests, notes=notes)
     _load_programs(instances, config_dir, tracking_uri or config.tracking.uri)
     judge_names, judge_cfgs, base_programs = _judges(config, judges, instances, config_dir)
-    gen_lm = _role_lm(config.generator, config_dir, config.retries)
-    val_lm = _role_lm(config.validator, config_dir, config.retries)
+    gen_lm = role_lm(config.generator, config_dir, config.retries)
+    val_lm = role_lm(config.validator, config_dir, config.retries)
     if any(t.uses_llm for t in instances):  # fail on a missing key before writing anything
         gen_lm("generator")
         val_lm("validator")
