@@ -113,9 +113,17 @@ class RayCluster:
 
     def add_node(self, name: str) -> Node:
         """One more node (``resources: {name: 1}``), joined to the head; returns once the
-        cluster counts it."""
+        cluster counts it, and no longer counts a killed node of the same name (Ray marks a
+        node dead only when its health checks have failed, seconds after the kill)."""
         node = self._start(name, [f"--address={self.address}"])
-        self.wait_for_nodes(sum(n.alive() for n in self.nodes.values()))
+        live = {n.name for n in self.nodes.values() if n.alive()}
+        self._wait(
+            lambda: (
+                (ids := self.node_ids()).keys() == live and all(len(v) == 1 for v in ids.values())
+            ),
+            node,
+            f"count {len(live)} nodes, one of each name",
+        )
         return node
 
     def _start(self, name: str, args: list[str]) -> Node:
@@ -185,16 +193,23 @@ class RayCluster:
         answers = [x for x in proc.stdout.splitlines() if x.startswith("ANSWER ")]
         return json.loads(answers[-1].removeprefix("ANSWER "))
 
+    def node_ids(self) -> dict[str, list[str]]:
+        """The ids of the nodes the cluster counts alive, by the resource that names them."""
+        names = sorted(self.nodes)
+        ids = self.python(
+            "answer([[r, n['NodeID']] for n in ray.nodes() if n['Alive'] "
+            f"for r in n['Resources'] if r in {names!r}])"
+        )
+        by_name: dict[str, list[str]] = {}
+        for name, node_id in ids:
+            by_name.setdefault(name, []).append(node_id)
+        return by_name
+
     def alive_nodes(self) -> dict[str, str]:
         """The node id of each alive node, by the resource that names it."""
-        names = sorted(self.nodes)
-        return self.python(
-            "answer({r: n['NodeID'] for n in ray.nodes() if n['Alive'] "
-            f"for r in n['Resources'] if r in {names!r}}})"
-        )
-
-    def wait_for_nodes(self, n: int) -> None:
-        self._wait(lambda: len(self.alive_nodes()) == n, None, f"count {n} nodes")
+        ids = self.node_ids()
+        assert all(len(v) == 1 for v in ids.values()), f"two alive nodes of one name: {ids}"
+        return {name: v[0] for name, v in ids.items()}
 
     def kill(self, name: str) -> None:
         """Kill a node at once (SIGKILL to its raylet, its workers and its ``ray start``)."""
