@@ -112,11 +112,13 @@ def test_ctrl_c_ends_the_command_at_once_while_requests_hang(tmp_path, items_csv
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     try:
-        _, err = proc.communicate(timeout=15)
+        # the requests would end only at their 120 s timeout: an exit well before it is the
+        # Ctrl-C's (a bound far from both, so a busy machine cannot fail it)
+        _, err = proc.communicate(timeout=90)
     finally:
         proc.kill()
     exited = time.monotonic() - sent
-    assert exited < 5, f"exited {exited:.1f} s after Ctrl-C"
+    assert exited < 60, f"exited {exited:.1f} s after Ctrl-C"
     assert proc.returncode == 130
     lines = [ln for ln in err.splitlines() if ln.strip() and "LiteLLM" not in ln]
     assert lines == ["assay: interrupted; re-run the same command to resume"], err

@@ -21,7 +21,7 @@ from assay.cli import main
 
 CLASSES = ["cat", "dog", "bird"]
 SETTINGS = settings(
-    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 

@@ -215,13 +215,16 @@ def test_a_node_killed_mid_run_costs_its_calls_in_flight_not_the_run(tmp_path, c
     assert comparable_lines(judged) == comparable_lines(local.run_dir / "judgments.jsonl")
     assert metrics_without_timing(run_dir) == metrics_without_timing(local.run_dir)
 
-    # one actor on each node, then the worker node's replaced by one on the head
+    # one actor on each node, then the worker node's replaced by one on the head (on a busy
+    # machine Ray may first place a replacement on the killed node, not yet marked dead: that
+    # one never works and is replaced in turn)
     ours = [node for a, node in actors.items() if a not in before]
-    assert sorted(ours) == sorted([nodes["head"], nodes["head"], nodes["worker_node"]]), (
+    assert ours.count(nodes["head"]) == 2 and ours.count(nodes["worker_node"]) >= 1, (
         nodes,
         ours,
         err[-2000:],
     )
+    assert set(ours) == set(nodes.values())
     assert "a Ray actor was lost" in err and "Traceback" not in err
     # the calls it held when its node died were sent again: served, and never received
     lost = CONCURRENCY // 2
