@@ -102,10 +102,10 @@ def rank(
             alpha=prior,
             confidence=confidence,
         )
-    except ValueError as exc:
-        hint = " (--prior)" if "alpha > 0" in str(exc) else ""
-        hint += " (--no-order-effect)" if "without an order effect" in str(exc) else ""
-        raise DataError(f"{', '.join(sources)}: {exc}{hint}") from None
+    except ValueError as exc:  # the votes cannot be fitted as asked: say which option helps
+        why = str(exc).replace("alpha > 0", "--prior > 0")
+        why = why.replace("fit without an order effect", "rank with --no-order-effect")
+        raise DataError(f"{', '.join(sources)}: {why}") from None
     config = RankConfig(
         name=name,
         output_dir=output_dir,

@@ -113,11 +113,12 @@ def judges_table(s: RankSummary) -> Table:
 def triads_table(s: RankSummary) -> Table:
     return Table(
         "Cyclic triads",
-        ["x", "beats y", "beats z", "beats x"],
-        [[x, y, z, x] for x, y, z in s.triads.examples],
+        ["cycle"],
+        [[f"{x} > {y} > {z} > {x}"] for x, y, z in s.triads.examples],
         lead=f"{s.triads.cyclic} of the {s.triads.triads} sets of three systems whose pairs "
-        "all have a majority winner go round (x > y > z > x): the votes are not transitive "
-        "there" + (" (up to five shown)." if s.triads.cyclic > 5 else "."),
+        "all have a majority winner go round (x beats y beats z beats x by the majority of "
+        "their votes): the votes are not transitive there"
+        + (" (five shown)." if s.triads.cyclic > 5 else "."),
     )
 
 
