@@ -388,7 +388,10 @@ def _fit(d: _Data, *, order_effect: bool, alpha: float) -> _Fit:
     free = basis.shape[1]
     strengths = basis @ theta[:free]
     if not np.all(np.isfinite(theta)) or np.max(np.abs(strengths), initial=0.0) > _DIVERGED:
-        raise ValueError("the strengths have no finite estimate (the votes separate the systems)")
+        raise ValueError(
+            "the strengths have no finite maximum-likelihood estimate (the votes separate the "
+            "systems); a prior (alpha > 0) gives finite strengths"
+        )
     cov = np.linalg.pinv(hess)
     strength_cov = basis @ cov[:free, :free] @ basis.T
     gammas = {
@@ -503,7 +506,7 @@ def bradley_terry(
     for c in np.unique(fit.component):
         members = sorted(
             np.flatnonzero(fit.component == c).tolist(),
-            key=lambda k: (-fit.strengths[k], d.systems[k]),
+            key=lambda k: (-round(float(fit.strengths[k]), 9), d.systems[k]),  # equal: by name
         )
         for rank, k in enumerate(members, start=1):
             s = float(fit.strengths[k])
