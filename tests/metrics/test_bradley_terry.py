@@ -36,7 +36,9 @@ def simulate(rng, strengths, m, *, gammas=None, ties=0.0):
 
 
 def choix_strengths(n, a, b, winner, alpha):
-    data = [(int(w[1:]), int((y if w == x else x)[1:])) for x, y, w in zip(a, b, winner)]
+    data = [
+        (int(w[1:]), int((y if w == x else x)[1:])) for x, y, w in zip(a, b, winner, strict=True)
+    ]
     params = choix.opt_pairwise(n, data, alpha=alpha)
     return params - params.mean()
 
@@ -56,7 +58,9 @@ def test_order_and_centred_strengths_equal_choix(alpha):
     assert order == [f"s{k}" for k in np.argsort(-reference, kind="stable")]
     assert [s.rank for s in fit.strengths] == list(range(1, n + 1))
     # choix's ILSR (the stationary distribution of a Markov chain) lands on the same strengths
-    data = [(int(w[1:]), int((y if w == x else x)[1:])) for x, y, w in zip(a, b, winner)]
+    data = [
+        (int(w[1:]), int((y if w == x else x)[1:])) for x, y, w in zip(a, b, winner, strict=True)
+    ]
     if alpha == 0:
         ilsr = choix.ilsr_pairwise(n, data, alpha=1e-9, tol=1e-12)
         np.testing.assert_allclose(ours, ilsr - ilsr.mean(), atol=1e-4)
@@ -121,8 +125,8 @@ def test_cyclic_triads_of_the_majority():
         frozenset("xzw"),
     }
     for x, y, z in fit.triads.examples:  # each example reads round its cycle
-        won = {(p, q) for p, q, r in zip(a, b, w) if r == p} | {
-            (q, p) for p, q, r in zip(a, b, w) if r == q
+        won = {(p, q) for p, q, r in zip(a, b, w, strict=True) if r == p} | {
+            (q, p) for p, q, r in zip(a, b, w, strict=True) if r == q
         }
         assert {(x, y), (y, z), (z, x)} <= won
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import shutil
+from itertools import pairwise
 from pathlib import Path
 
 import choix
@@ -17,6 +19,7 @@ import pytest
 
 from assay.cli import main
 from assay.lm import ScriptedEngine, StubServer, register_script
+from tests.web.test_report_parity import assert_same_sections
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NAMES = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
@@ -124,10 +127,9 @@ def test_a_panel_run_is_ranked_as_choix_ranks_its_votes(panel_run, tmp_path, cap
     got = {r["system"]: r["strength"] for r in out["strengths"]}
     np.testing.assert_allclose([got[s] for s in systems], reference, atol=1e-4)
     # choix's order: systems with one record (equal strengths) come by name
-    ordered = [reference[index[r["system"]]] for r in out["strengths"]]
-    assert all(later <= earlier + 1e-4 for earlier, later in zip(ordered, ordered[1:]))
-    ties = [(r["system"], q["system"]) for r, q in zip(out["strengths"], out["strengths"][1:])]
-    assert all(x < y for (x, y), e, la in zip(ties, ordered, ordered[1:]) if abs(e - la) < 1e-6)
+    ranked = [(reference[index[r["system"]]], r["system"]) for r in out["strengths"]]
+    for (s1, name1), (s2, name2) in pairwise(ranked):
+        assert s2 <= s1 + 1e-4 and (abs(s1 - s2) > 1e-6 or name1 < name2)
     # the essays' human scores rise with their number: the ranking follows them
     top = [r["system"] for r in out["strengths"][:3]]
     assert set(top) <= {"e09", "e10", "e11", "e08"}
@@ -157,7 +159,8 @@ def test_the_first_position_persona_is_found(panel_run, tmp_path, capsys, monkey
     report = (run_dir / "report.md").read_text()
     assert "## Strengths" in report and "## Order effect (first position)" in report
     html = (run_dir / "report.html").read_text()
-    assert "Order effect (first position)" in html and "e11" in html
+    assert "e11" in html
+    assert_same_sections(run_dir, "Strengths", "Order effect (first position)", "Judges")
     assert len((run_dir / "comparisons.jsonl").read_text().splitlines()) == 198
 
     import mlflow
@@ -171,6 +174,21 @@ def test_the_first_position_persona_is_found(panel_run, tmp_path, capsys, monkey
     # the same votes and options: the finished run is found, nothing logged again
     again = rank_json(capsys, str(panel_run), "--prior", "0.05", "--tracking-uri", uri)
     assert again["run_dir"] == out["run_dir"] and again["mlflow_run_id"] == out["mlflow_run_id"]
+
+
+def test_an_edited_run_is_refused(panel_run, tmp_path, capsys, monkeypatch):
+    """The votes are the run's as it sealed them: a judgments.jsonl edited since is refused."""
+    monkeypatch.chdir(tmp_path)
+    copy = tmp_path / panel_run.name
+    shutil.copytree(panel_run, copy)
+    lines = (copy / "judgments.jsonl").read_text().splitlines()
+    forged = json.loads(lines[0])
+    forged["members"][0]["label"] = "B" if forged["members"][0]["label"] == "A" else "A"
+    (copy / "judgments.jsonl").write_text("\n".join([json.dumps(forged), *lines[1:]]) + "\n")
+    assert main(["rank", str(copy), "--no-log"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(copy) in err
+    assert "judgments.jsonl is not the file the run sealed when it finished" in err
 
 
 def test_without_a_prior_an_unbeaten_system_is_one_line(tmp_path, capsys, monkeypatch):
