@@ -306,3 +306,40 @@ def test_systems_named_by_item_columns(tmp_path, capsys, monkeypatch):
 
     assert main(["rank", str(run_dir), "--systems", "model_a", "--no-log"]) == 2
     assert "two columns" in capsys.readouterr().err
+
+
+def _console_block(page: str, command: str) -> list[str]:
+    """The lines docs/rank.md shows after ``$ <command>`` in its console block."""
+    block = page.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    start = block.index(f"$ {command}") + 1
+    end = next((i for i in range(start, len(block)) if block[i].startswith("$ ")), len(block))
+    return block[start:end]
+
+
+def test_the_docs_run_prints_what_the_page_shows(tmp_path, capsys, monkeypatch):
+    """docs/rank.md's run, made again: the PERSUADE panel of examples/persuade_rank.yaml served by
+    examples/stub_pairwise.py, then assay rank without and with a prior — every line the page
+    shows is printed, in order (the page leaves strengths out where it says "…")."""
+    page = (EXAMPLES.parent / "docs" / "rank.md").read_text(encoding="utf-8")
+    rows = list(csv.DictReader((EXAMPLES / "data/jrh/persuade/persuade_sample.csv").open()))
+    shutil.copytree(EXAMPLES / "data", tmp_path / "examples" / "data")
+    config = (EXAMPLES / "persuade_rank.yaml").read_text(encoding="utf-8")
+    with StubServer(respond=_stub_module().persona(rows)) as stub:
+        config = config.replace("http://127.0.0.1:8783/v1", stub.base_url)
+        (tmp_path / "examples" / "persuade_rank.yaml").write_text(config, encoding="utf-8")
+        monkeypatch.chdir(tmp_path)
+        assert main(["evaluate", "examples/persuade_rank.yaml", "--quiet"]) == 0
+    capsys.readouterr()
+    (run_dir,) = (tmp_path / "runs").glob("persuade-rank-*")
+    shown_dir = "runs/persuade-rank-81ba042c40"
+
+    assert main(["rank", f"runs/{run_dir.name}"]) == 2
+    (error,) = _console_block(page, f"assay rank {shown_dir}")
+    assert capsys.readouterr().err.strip() == error.replace(shown_dir, f"runs/{run_dir.name}")
+
+    assert main(["rank", f"runs/{run_dir.name}", "--prior", "0.1", "--no-log"]) == 0
+    printed = iter(capsys.readouterr().out.splitlines())
+    for line in _console_block(page, f"assay rank {shown_dir} --prior 0.1"):
+        if line.startswith(("| … |", "run: ", "MLflow run: ")):
+            continue
+        assert any(line == out for out in printed), line
