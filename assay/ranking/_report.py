@@ -21,10 +21,10 @@ def rank_headline(s: RankSummary) -> list[str]:
     """What the console and the report open with."""
     judges = len(s.judges)
     sets = f" in {s.n_components} unconnected sets (ranked apart)" if s.n_components > 1 else ""
-    prior = f"; prior {s.prior:g} · Σ s²" if s.prior else ""
+    fit = f"penalised likelihood (prior {s.prior:g} · Σ s²)" if s.prior else "maximum likelihood"
     lines = [
         f"{s.n_systems} systems ranked from {s.n_votes} votes of {judges} judge"
-        f"{'s' * (judges != 1)}{sets}: Bradley–Terry maximum likelihood{prior}, "
+        f"{'s' * (judges != 1)}{sets}: Bradley–Terry {fit}, "
         f"{'an order effect per judge' if s.order_effect else 'no order effect'}, ties "
         f"{s.ties}; {s.confidence:.0%} {s.interval} intervals",
         f"cyclic triads of the pairwise majority: {s.triads.cyclic} of {s.triads.triads}",

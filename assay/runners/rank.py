@@ -29,7 +29,17 @@ class Rank(Runner):
 
     class Options(BaseOptions):
         json_output = "print the ranking as one JSON object"
-        cli_order = ("systems", "prior", "order_effect", "confidence", "name", "json")
+        cli_order = (
+            "systems",
+            "prior",
+            "order_effect",
+            "confidence",
+            "name",
+            "output_dir",
+            "tracking_uri",
+            "log",
+            "json",
+        )
 
         sources: list[str] = argument(
             help="pairwise evaluate runs (run directories or MLflow run ids) or tables of pairs "
