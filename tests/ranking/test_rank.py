@@ -256,7 +256,8 @@ def test_a_bad_table_is_one_line(tmp_path, capsys, monkeypatch, text, message):
 def test_systems_named_by_item_columns(tmp_path, capsys, monkeypatch):
     """Responses of models m1 > m2 > m3 (by how many 'good' words they hold), judged by a
     scripted pairwise judge: without --systems the run names no systems; with the columns, the
-    models are ranked."""
+    models are ranked, the verdicts left unscored counted apart, and the run read by its MLflow
+    run id gives the same ranking."""
     monkeypatch.chdir(tmp_path)
     quality = {"m1": 3, "m2": 2, "m3": 1}
     lines = ["id,request,response,response_b,model_a,model_b"]
@@ -274,6 +275,8 @@ def test_systems_named_by_item_columns(tmp_path, capsys, monkeypatch):
     def respond(call):
         first, second = call.field("response_a"), call.field("response_b")
         count = first.count("good"), second.count("good")
+        if abs(count[0] - count[1]) == 2 and "3" in first:  # m1 against m3 on question 3
+            return "no verdict in this answer"
         # prefers more 'good' words; a pair one word apart on questions 0 and 1 goes to the
         # one shown first
         if abs(count[0] - count[1]) == 1 and ("0" in first or "1" in first):
@@ -285,12 +288,13 @@ def test_systems_named_by_item_columns(tmp_path, capsys, monkeypatch):
         "name": "models",
         "data": {"path": "pairs.csv", "columns": {"id": "id", "expected": None}},
         "judge": {"name": "pairer", "task": "pairwise", "model": "scripted:rank-judge"},
-        "tracking": {"enabled": False},
     }
     (tmp_path / "models.yaml").write_text(json.dumps(config))
-    assert main(["evaluate", "models.yaml", "--quiet"]) in (0, 1)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert main(["evaluate", "models.yaml", "--quiet", "--tracking-uri", uri]) in (0, 1)
     capsys.readouterr()
     (run_dir,) = (tmp_path / "runs").glob("models-*")
+    run_id = json.loads((run_dir / "run.json").read_text())["mlflow_run_id"]
 
     assert main(["rank", str(run_dir), "--no-log"]) == 2
     err = capsys.readouterr().err.strip()
@@ -303,6 +307,15 @@ def test_systems_named_by_item_columns(tmp_path, capsys, monkeypatch):
     assert [r["system"] for r in out["strengths"]] == ["m1", "m2", "m3"]
     (effect,) = out["order_effects"]
     assert effect["judge"] == "pairer" and effect["gamma"] > 0
+    # the verdicts left unscored are no votes, counted by their reason
+    assert out["n_votes"] == 22
+    assert out["sources"][0]["left_out"] == {"unscored (parse_error)": 2}
+    # the same run by its MLflow run id: its logged files, checked against its seal
+    by_id = rank_json(
+        capsys, run_id, "--systems", "model_a,model_b", "--prior", "0.1", "--tracking-uri", uri
+    )
+    assert by_id["strengths"] == out["strengths"]
+    assert by_id["sources"][0]["mlflow_run_id"] == run_id
 
     assert main(["rank", str(run_dir), "--systems", "model_a", "--no-log"]) == 2
     assert "two columns" in capsys.readouterr().err
