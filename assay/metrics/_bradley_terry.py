@@ -326,7 +326,8 @@ def _newton(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, int]:
     """The penalised maximum-likelihood parameters of the logistic model ``P = σ(x @ θ)`` with
     outcomes ``y`` in [0, 1] (penalty ``θ' diag(penalty) θ``), the Hessian of the negative
-    objective there, the log-likelihood, and the iterations taken."""
+    objective there, the log-likelihood, and the iterations taken; a ValueError when Newton's
+    method has not converged (data that drive a parameter to infinity)."""
     from scipy.special import expit
 
     theta = np.zeros(x.shape[1])
@@ -351,6 +352,11 @@ def _newton(
         theta, moved, current = candidate, float(np.max(np.abs(t * step), initial=0.0)), value
         if moved < 1e-10 or float(np.max(np.abs(grad), initial=0.0)) < 1e-12:
             break
+    else:
+        raise ValueError(
+            f"the fit did not converge in {MAX_ITERATIONS} Newton steps (the votes nearly "
+            "separate the systems); a prior (alpha > 0) gives finite strengths"
+        )
     p = expit(x @ theta)
     hess = (x * (p * (1.0 - p))[:, None]).T @ x + np.diag(2.0 * penalty)
     return theta, hess, _log_likelihood(x @ theta, y), iterations
