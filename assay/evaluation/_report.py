@@ -61,7 +61,8 @@ def render_report(
     worst = disagreement_table(summary, disagreements or [])
     lines += markdown([*tables, *([worst] if worst else [])])
     lines += [*markdown([cost_section(summary)]), f"Bootstrap: {summary.bootstrap}"]
-    if str(judge.get("model", "")).startswith("local"):
+    members = judge.get("members") or [judge]  # a panel's verdicts are its members'
+    if any(str(m.get("model", "")).startswith("local") for m in members):
         lines += [
             "",
             "> The embedded local model is for trying assay and for smoke tests. Its verdicts are "
