@@ -1,5 +1,6 @@
 """Judge programs: DSPy modules built from typed configs."""
 
+from assay._files import read_text_field
 from assay.programs._agent_perturb import (
     AgentPerturber,
     CriterionVerifier,
@@ -16,7 +17,6 @@ from assay.programs._config import (
     JudgeConfig,
     ScoreLevel,
     fixed_scale,
-    read_text_field,
     state_file_digest,
 )
 from assay.programs._expected import expected_score, verdict_distribution

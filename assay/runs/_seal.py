@@ -17,13 +17,13 @@ records of a killed run are what its resume continues from.
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from assay import _signing
+from assay._files import sha256_file
 from assay.errors import RunError
 
 SEAL_TAG = "assay.seal"
@@ -39,7 +39,7 @@ def seal(run_dir: Path, patterns: Sequence[str], *, kind: str, run_hash: str) ->
     for pattern in patterns:
         for name in sorted(glob.glob(pattern, root_dir=run_dir)):
             if (run_dir / name).is_file():
-                files[Path(name).as_posix()] = _sha256(run_dir / name)
+                files[Path(name).as_posix()] = sha256_file(run_dir / name)
     body = {"kind": kind, "run_hash": run_hash, "files": files}
     return {"files": files, "digest": _signing.digest(body), "signature": _signing.sign(body)}
 
@@ -110,16 +110,8 @@ def check_seal(
         path = run_dir / name
         if not path.is_file():
             raise RunError(f"{where}: {name} is missing; the run's seal covers it")
-        if _sha256(path) != want:
+        if sha256_file(path) != want:
             raise RunError(
                 f"{where}: {name} is not the file the run sealed when it finished (edited "
                 "since): no decision is made on it — run its config again in a new run directory"
             )
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
