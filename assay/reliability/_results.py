@@ -4,6 +4,7 @@ from :class:`HarnessSummary` and read back through it (``--json`` prints the sam
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,15 @@ class HarnessSummary(_Model):
         why = [f"judge {n}: {w}" for n, r in self.judges.items() if (w := r.measured_nothing())]
         return "; ".join(why) or None
 
+    @classmethod
+    def stored(cls, run_dir: Path) -> HarnessSummary | None:
+        """The summary a finished run wrote in its ``metrics.json``; None when this version
+        cannot read it (written by an older one: the run is scored again from its files)."""
+        try:
+            return cls.model_validate(json.loads((run_dir / "metrics.json").read_text("utf-8")))
+        except (OSError, ValueError):  # a ValidationError is a ValueError
+            return None
+
 
 class HarnessResult(_Model):
     """What :func:`assay.reliability.run_harness` returns."""
@@ -162,3 +172,13 @@ class HarnessResult(_Model):
     # text they read) — all of them when a finished run is re-read; the rest were made now.
     # Not in metrics.json, which stays a function of the run's files.
     probes_reused: dict[str, int] = Field(default_factory=dict)
+
+    @classmethod
+    def reread(cls, run_dir: Path, summary: HarnessSummary, run_id: str | None) -> HarnessResult:
+        """A finished run read back: every probe reused, its MLflow run the one it logged."""
+        return cls(
+            run_dir=run_dir,
+            summary=summary,
+            mlflow_run_id=run_id,
+            probes_reused=dict(summary.probes),
+        )
