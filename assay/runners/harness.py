@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator
 
+from assay.reliability import UNSEALED_READS
 from assay.runners._runner import (
     CERTIFICATE_OPTION,
     RAY_OPTION,
@@ -42,6 +43,7 @@ class Harness(Runner):
     config = "assay.reliability:HarnessConfig"
     summary = "assay.reliability:HarnessSummary"
     opens_run = True
+    watched = UNSEALED_READS
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
         from assay.reliability import HarnessConfig, run_harness
@@ -67,6 +69,17 @@ class Harness(Runner):
             progress=progress,
         )
 
+    def reread(self, found: Any, options: Options, *, workdir: Path) -> Any:
+        from assay.reliability import HarnessResult, HarnessSummary
+
+        summary = HarnessSummary.stored(found.dir)
+        if summary is None:
+            return None
+        return HarnessResult.reread(found.dir, summary, found.state.get("mlflow_run_id"))
+
+    def shown(self, config: Any) -> dict[str, Any]:
+        return {"name": config.name}
+
     def report(self, run_dir: Path, **options: Any) -> Any:
         from assay.reliability import build_report
 
@@ -81,7 +94,7 @@ class Harness(Runner):
             print_run_json(res, s.model_dump(mode="json"))
             return measured_nothing(s.measured_nothing())
         print(
-            f"\n{options.loaded.name}: {s.seeds} seeds · probes "
+            f"\n{options.shown['name']}: {s.seeds} seeds · probes "
             + ", ".join(f"{k} {v}" for k, v in s.probes.items())
         )
         reused = sum(res.probes_reused.values())

@@ -1,6 +1,7 @@
 """The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow,
-the seal a finished run is checked against (``_seal.py``), and what may overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads;
-a runner reaches them through its :class:`Run` only).
+the seal a finished run is checked against (``_seal.py``), a finished run found again by its
+inputs (``_reread.py``), and what may overlap the LM calls (``_execution.py``: helper
+interpreters, warm-ups, preloads; a runner reaches them through its :class:`Run` only).
 
 Names load on first use (PEP 562): the command line starts the MLflow helper interpreter
 before anything heavy is imported, and that helper itself needs none of DSPy to load MLflow."""
@@ -24,6 +25,10 @@ _WHERE = {
     "run_tasks": "_judging",
     "to_judge": "_judging",
     "RunLock": "_lock",
+    "FinishedRun": "_reread",
+    "finished_run": "_reread",
+    "inputs_digest": "_reread",
+    "remember_inputs": "_reread",
     "file_lock": "_lock",
     "load_run_plugins": "_plugins",
     "run_identity": "_plugins",
@@ -76,6 +81,7 @@ if TYPE_CHECKING:
         driver_cache,
         run_remote,
     )
+    from assay.runs._reread import FinishedRun, finished_run, inputs_digest, remember_inputs
     from assay.runs._run import Run, run_directory
     from assay.runs._seal import SEAL_TAG, SEALED, check_seal, sealed_run
     from assay.runs._store import JUDGMENTS, RunStore, now
@@ -91,6 +97,7 @@ __all__ = [
     "CallSlots",
     "Execution",
     "ExecutionConfig",
+    "FinishedRun",
     "JUDGMENTS",
     "JudgeTask",
     "ProgramRecipe",
@@ -109,7 +116,9 @@ __all__ = [
     "default_tracking_uri",
     "driver_cache",
     "file_lock",
+    "finished_run",
     "flatten_metrics",
+    "inputs_digest",
     "judge_items",
     "judge_one",
     "load_run_plugins",
@@ -117,6 +126,7 @@ __all__ = [
     "mlflow_key",
     "now",
     "open_store",
+    "remember_inputs",
     "run_directory",
     "run_identity",
     "run_pool",
