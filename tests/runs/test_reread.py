@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from assay.cli import main
-from assay.lm import ScriptedEngine, StubServer, register_script
+from assay.lm import StubServer
 from tests.processes import REPO
 from tests.stub_judge import stub_config, write_items
 
@@ -74,9 +74,19 @@ def _run_dir(folder: Path) -> Path:
     return run_dir
 
 
-def _env() -> dict[str, str]:
-    """The command's environment as a user has it (the run's helper as by default)."""
-    return {k: v for k, v in os.environ.items() if k != "ASSAY_SIDECAR"}
+def _in_a_fresh_process(cwd: Path, *args: str) -> tuple[str, dict[str, bool]]:
+    """``assay *args`` in a process of its own, as a user starts it (the run's helper as by
+    default): what it printed, and what it had loaded and started when it exited."""
+    env = {k: v for k, v in os.environ.items() if k != "ASSAY_SIDECAR"}
+    proc = subprocess.run(
+        [sys.executable, "-c", FACTS, *args],
+        cwd=cwd,
+        env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, json.loads(proc.stderr.strip().splitlines()[-1])
 
 
 def _slow_reread(folder: Path, cfg: Path, capsys) -> str:
@@ -97,19 +107,11 @@ def test_a_finished_run_is_read_back_without_dspy_a_config_model_or_a_helper(
     (pointer,) = (tmp_path / ".assay" / "finished").iterdir()
     state = json.loads((_run_dir(tmp_path) / "run.json").read_text(encoding="utf-8"))
     assert state["inputs"]["digest"] == pointer.name
-    proc = subprocess.run(
-        [sys.executable, "-c", FACTS, "evaluate", str(cfg), "--quiet"],
-        cwd=tmp_path,
-        env={**_env(), "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    facts = json.loads(proc.stderr.strip().splitlines()[-1])
+    out, facts = _in_a_fresh_process(tmp_path, "evaluate", str(cfg), "--quiet")
     assert facts == {"dspy": False, "assay.inputs._config": False, "pandas": False, "helper": False}
     assert stub.n_requests == served
-    assert "r: re-read (finished before; no LM call)" in proc.stdout
-    assert proc.stdout == _slow_reread(tmp_path, cfg, capsys)
+    assert "r: re-read (finished before; no LM call)" in out
+    assert out == _slow_reread(tmp_path, cfg, capsys)
     assert stub.n_requests == served
 
 
@@ -272,94 +274,67 @@ def test_a_record_edited_or_a_pointer_moved_vouches_for_nothing(
 # -- the harness ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def engines():
-    """The self-test's scripted generator, validator and judge, registered by name."""
-    from assay.reliability.selftest._selftest import generator, judge_responder, validator
-
-    e = {
-        "gen": ScriptedEngine(respond=generator),
-        "val": ScriptedEngine(respond=validator),
-        "judge": ScriptedEngine(respond=judge_responder("unstable")),
-    }
-    for name, engine in e.items():
-        register_script(f"r-{name}", lambda engine=engine: engine)
-    return e
+HARNESS = ["--tests", "paraphrase,format_intraline,stochastic_stability", "--judges", "clean"]
 
 
 def _harness(folder: Path) -> Path:
-    from assay.reliability.selftest._selftest import write_data
+    """The self-test's harness config (its scripted models registered in this process) as a
+    YAML file."""
+    from assay.reliability.selftest._selftest import register, selftest_config, write_data
 
-    raw = {
-        "name": "h",
-        "data": {"path": str(write_data(folder / "data", n=N))},
-        "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
-        "generator": {"model": "scripted:r-gen", "temperature": 0.7},
-        "validator": {"model": "scripted:r-val", "temperature": 0.0},
-        "judges": [{"name": "j", "model": "scripted:r-judge", "rubric": "state the correct sum"}],
-        "tests": {"paraphrase": {}, "format_intraline": {}, "stochastic_stability": {"k": 2}},
-        "retries": 0,
-        "tracking": {"enabled": False},
-    }
+    register()
+    raw = selftest_config(write_data(folder / "data", n=N)).model_dump(mode="json")
     path = folder / "h.yaml"
     path.write_text(yaml.safe_dump(raw), encoding="utf-8")
     return path
 
 
-def _calls(engines: dict) -> dict[str, int]:
-    return {k: e.n_calls for k, e in engines.items()}
+def _answers(folder: Path) -> int:
+    """The LM answers the folder's runs have received (their call ledgers' lines)."""
+    ledgers = (folder / "runs").glob("*/calls.jsonl")
+    return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in ledgers)
 
 
 def test_a_finished_harness_run_is_read_back_without_dspy_or_a_helper(
-    tmp_path, monkeypatch, capsys, engines
+    tmp_path, monkeypatch, capsys
 ):
     """The JRH suite's zero-call re-run: in a fresh process (whose scripted models are not
     even registered: a call would fail), nothing of DSPy, the tests or the config models."""
     monkeypatch.chdir(tmp_path)
     cfg = _harness(tmp_path)
+    assert main(["harness", str(cfg), *HARNESS, "--quiet"]) == 0
     capsys.readouterr()
-    assert main(["harness", str(cfg), "--quiet"]) == 0
-    capsys.readouterr()
-    calls = _calls(engines)
-    proc = subprocess.run(
-        [sys.executable, "-c", FACTS, "harness", str(cfg), "--quiet"],
-        cwd=tmp_path,
-        env={**_env(), "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    facts = json.loads(proc.stderr.strip().splitlines()[-1])
+    answers = _answers(tmp_path)
+    assert answers > 0
+    out, facts = _in_a_fresh_process(tmp_path, "harness", str(cfg), *HARNESS, "--quiet")
     assert facts == {"dspy": False, "assay.inputs._config": False, "pandas": False, "helper": False}
-    assert "probes reused from an earlier run (same inputs): " in proc.stdout
+    assert "probes reused from an earlier run (same inputs): " in out
     for pointer in (tmp_path / ".assay" / "finished").iterdir():
         pointer.unlink()
-    assert main(["harness", str(cfg), "--quiet"]) == 0  # re-read by the run itself
-    assert capsys.readouterr().out == proc.stdout
-    assert _calls(engines) == calls
+    assert main(["harness", str(cfg), *HARNESS, "--quiet"]) == 0  # re-read by the run itself
+    assert capsys.readouterr().out == out
+    assert _answers(tmp_path) == answers
 
 
-def test_a_review_decision_added_after_a_harness_run_is_folded_in(
-    tmp_path, monkeypatch, capsys, engines
-):
+def test_a_review_decision_added_after_a_harness_run_is_folded_in(tmp_path, monkeypatch, capsys):
     from assay.reliability import read_probes, record_decision
     from assay.scale import Scale
 
     monkeypatch.chdir(tmp_path)
     cfg = _harness(tmp_path)
-    assert main(["harness", str(cfg), "--quiet", "--json"]) == 0
+    assert main(["harness", str(cfg), *HARNESS, "--quiet", "--json"]) == 0
     first = json.loads(capsys.readouterr().out)
-    assert main(["harness", str(cfg), "--quiet", "--json"]) == 0
+    assert main(["harness", str(cfg), *HARNESS, "--quiet", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == first
-    calls = _calls(engines)
+    answers = _answers(tmp_path)
     run_dir = Path(first["run_dir"])
     probe = next(p for p in read_probes(run_dir) if p.test == "paraphrase")
     scale = Scale.model_validate({"kind": "binary", "labels": ["incorrect", "correct"]})
     decision = {"probe_id": probe.id, "decision": "reject", "reviewer": "ana"}
     record_decision(run_dir, decision, scale)
-    assert main(["harness", str(cfg), "--quiet", "--json"]) == 0
+    assert main(["harness", str(cfg), *HARNESS, "--quiet", "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert first["review"]["rejected"] == 0 and again["review"]["rejected"] == 1
-    assert _calls(engines) == calls  # scored again from the run's files: no LM call
-    assert main(["harness", str(cfg), "--quiet", "--json"]) == 0
+    assert _answers(tmp_path) == answers  # scored again from the run's files: no LM call
+    assert main(["harness", str(cfg), *HARNESS, "--quiet", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == again
