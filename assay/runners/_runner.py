@@ -471,9 +471,10 @@ class Runner:
         if self.watched is None:
             with started():
                 return self.run(options, workdir=here, progress=progress)
-        from assay.runs import finished_run
+        from assay.runs import any_recorded, finished_run
 
-        digest = self._inputs_digest(options)
+        looked = any_recorded(here)  # else nothing to find: the helper starts first
+        digest = self._inputs_digest(options) if looked else None
         if digest is not None:
             with finished_run(here, digest, kind=self.name, watched=self.watched) as found:
                 result = None if found is None else self.reread(found, options, workdir=here)
@@ -481,6 +482,8 @@ class Runner:
                 options._shown = found.shown
                 return result
         with started():
+            if not looked:  # before the run reads anything, as the files it reads are now
+                digest = self._inputs_digest(options)
             result = self.run(options, workdir=here, progress=progress)
         options._shown = self.shown(options.loaded)
         if digest is not None:

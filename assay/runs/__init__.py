@@ -26,6 +26,7 @@ _WHERE = {
     "to_judge": "_judging",
     "RunLock": "_lock",
     "FinishedRun": "_reread",
+    "any_recorded": "_reread",
     "finished_run": "_reread",
     "inputs_digest": "_reread",
     "remember_inputs": "_reread",
@@ -81,7 +82,13 @@ if TYPE_CHECKING:
         driver_cache,
         run_remote,
     )
-    from assay.runs._reread import FinishedRun, finished_run, inputs_digest, remember_inputs
+    from assay.runs._reread import (
+        FinishedRun,
+        any_recorded,
+        finished_run,
+        inputs_digest,
+        remember_inputs,
+    )
     from assay.runs._run import Run, run_directory
     from assay.runs._seal import SEAL_TAG, SEALED, check_seal, sealed_run
     from assay.runs._store import JUDGMENTS, RunStore, now
@@ -110,6 +117,7 @@ __all__ = [
     "SEALED",
     "TrackedRun",
     "Worker",
+    "any_recorded",
     "append_lines",
     "check_seal",
     "command_started",

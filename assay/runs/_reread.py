@@ -96,6 +96,16 @@ def code_identity() -> dict[str, Any]:
     return out
 
 
+def any_recorded(workdir: Path) -> bool:
+    """Whether the working folder has recorded the inputs of any finished run (else there is
+    nothing to look up, and no reason to digest the inputs before the run starts)."""
+    try:
+        with os.scandir(workdir / INDEX) as entries:
+            return any(True for _ in entries)
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def finished_run(
     workdir: Path, digest: str, *, kind: str, watched: Sequence[str] = ()
