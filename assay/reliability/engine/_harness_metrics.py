@@ -11,7 +11,7 @@ from assay.reliability._registry import ReliabilityTest
 from assay.reliability._results import HarnessSummary, JudgeReliability, ReviewCounts
 from assay.reliability.engine._generation import UnitRecord
 from assay.reliability.engine._judging import judged_id
-from assay.reliability.scoring import score_test
+from assay.reliability.scoring import flag_placebo_effects, score_test
 from assay.types import Item, Judgment, Usage
 
 
@@ -37,6 +37,7 @@ def harness_metrics(
         cfg.name: _judge_metrics(config, cfg, instances, seeds, probes, judgments[cfg.name])
         for cfg in judge_cfgs
     }
+    flag_placebo_effects(results.values(), config.fdr)  # the family: tests × judges
     gen_usage = _generation_usage(records)
     lm_calls = {k: v.calls for k, v in gen_usage.items()}
     for name, r in results.items():
