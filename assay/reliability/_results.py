@@ -161,6 +161,8 @@ class HarnessSummary(_Model):
     lm_calls: dict[str, int]  # "<stage>:<test>" and "judge:<name>" -> calls
     spend: Spend | None = None  # every call the server answered (the run's call ledger)
     bootstrap: str
+    # the false discovery rate the bias tests' effects against their placebo are flagged at
+    fdr: float | None = Field(default=None, exclude_if=lambda v: v is None)
     data_fingerprint: str
     # data.pairs: the labelled pairs built from a score column, and those skipped (absent else)
     pairs: dict[str, int] | None = Field(default=None, exclude_if=lambda v: v is None)

@@ -58,6 +58,9 @@ def harness_metrics(
         "(marked †); a rate with one outcome per item (stochastic_stability's pass rate and "
         "majority accuracy, synthetic_ordinal's exact match over its independent probes) has "
         f"its exact interval; seed {b.seed}, {b.confidence:.0%} intervals",
+        fdr=config.fdr
+        if any(t.placebo for r in results.values() for t in r.tests.values())
+        else None,
         data_fingerprint=data_fingerprint,
         pairs=pairs,
     )
