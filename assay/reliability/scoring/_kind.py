@@ -192,7 +192,7 @@ def score_test(
     m = kind.score(scored, inp)
     placebo = None
     if placebos:
-        from assay.reliability.scoring._placebo import placebo_scores  # NumPy: on first use
+        from assay.reliability.scoring._placebo import placebo_scores
 
         placebo = placebo_scores(kind, judged, placebos, inp)
     return ReliabilityScores(

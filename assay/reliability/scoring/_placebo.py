@@ -24,12 +24,15 @@ import dataclasses
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from assay.metrics import PlaceboEffect, placebo_effect, with_fdr
 from assay.reliability._probe import Probe
 from assay.reliability._results import JudgeReliability, PlaceboScores
 from assay.reliability.scoring._kind import ScoringInput, ScoringKind
 from assay.scale import Scale
+
+if TYPE_CHECKING:
+    from assay.metrics import PlaceboEffect
 
 UNDIRECTED = (
     "the cue claims no verdict: the effect is on any change of verdict, P(changed under the "
@@ -75,6 +78,8 @@ def placebo_scores(
 def cell_effect(rows: list[Row], scale: Scale, confidence: float) -> PlaceboEffect:
     """The effect of one cue cell: directed (toward the cue's verdict, on the scale's indices)
     when its cue claims a verdict, else on any change of verdict (:data:`UNDIRECTED`)."""
+    from assay.metrics import placebo_effect  # NumPy: loaded while the calls are in flight
+
     if all(r[3] is None for r in rows):
         changed = [(int(cue != base), int(again != base)) for base, cue, again, _ in rows]
         effect = placebo_effect(
@@ -108,6 +113,8 @@ def effect_kind(scale: Scale) -> str:
 def flag_placebo_effects(judges: Iterable[JudgeReliability], q: float) -> None:
     """Flag the effects of a run's family (every cell of every bias test × every judge) in
     place: Benjamini–Hochberg adjusted p-value at most ``q`` and the interval above 0."""
+    from assay.metrics import with_fdr
+
     family = [
         (scores, cell)
         for r in judges
