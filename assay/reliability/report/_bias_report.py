@@ -63,8 +63,8 @@ def placebo_table(summary: HarnessSummary) -> Table | None:
                         effect_cell(e),
                         f"{e.cue_flips} / {e.placebo_flips}",
                         f"{fmt(e.directional_share, 2)} / {fmt(e.placebo_directional_share, 2)}",
-                        fmt(e.p_value, 4),
-                        fmt(e.p_adjusted, 4),
+                        p_cell(e.p_value),
+                        p_cell(e.p_adjusted),
                         {True: "yes", False: "no"}.get(e.flagged, "—"),
                     ]
                 )
@@ -100,6 +100,11 @@ def placebo_table(summary: HarnessSummary) -> Table | None:
         note=f"Flagged: adjusted p ≤ {fmt(summary.fdr, 2)} and the interval above 0. An "
         "interval around 0 says the cue moved verdicts no more than asking again does.",
     )
+
+
+def p_cell(p: float | None) -> str:
+    """A p-value: four decimals, or two significant digits below 0.0001."""
+    return f"{p:.1e}" if p is not None and 0 < p < 1e-4 else fmt(p, 4)
 
 
 def effect_cell(e: Any) -> str:
