@@ -188,12 +188,12 @@ def ewma_chart(
             )
         window = x[:baseline]
         center = float(window.mean()) if center is None else center
-        sigma = float(window.std(ddof=1)) if sigma is None else sigma
-        if sigma == 0:
+        if sigma is None and np.all(window == window[0]):  # (computed: 0 up to rounding)
             raise ValueError(
                 f"the first {baseline} values are all {window[0]:g}: their standard deviation is "
                 "0, so no limits can be set from them (give sigma)"
             )
+        sigma = float(window.std(ddof=1)) if sigma is None else sigma
     else:
         baseline = None
     if not (math.isfinite(sigma) and sigma > 0):
