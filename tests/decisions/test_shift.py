@@ -17,6 +17,7 @@ from assay.cli import main
 from assay.lm import StubServer
 from assay.lm._stub_server import default_respond
 from tests.stub_judge import evaluate_cli as evaluate
+from tests.stub_judge import personas_stub
 from tests.web.test_report_parity import assert_same_sections
 
 ORDINAL = {"scale": {"kind": "ordinal", "min": 1, "max": 5}}
@@ -47,6 +48,9 @@ def respond(body: dict) -> str:
     out = json.loads(default_respond(body))
     out["verdict"] = str(score)
     return json.dumps(out)
+
+
+personas = pytest.fixture(personas_stub)
 
 
 @pytest.fixture
@@ -226,3 +230,21 @@ def test_the_control_chart_flags_the_first_run_of_a_shifted_judge(
     same = ["drift", str(runs[0]), str(runs[0]), str(runs[0]), "--series", "--baseline", "3"]
     assert main([*same, "--no-log"]) == 2
     assert "standard deviation is 0" in capsys.readouterr().err
+
+
+def test_on_a_binary_scale_the_shift_is_of_rates(tmp_path, personas, capsys, monkeypatch):
+    """Two binary judges on the same 40 items, the first 10 the anchors: the new judge calls
+    True on 4 anchors the old one called False — a shift of +0.4 in the rate of True."""
+    personas.personas.wrong = {"stub-b": {0, 2, 4, 6, 30, 32}}  # even items are False
+    old = evaluate(tmp_path / "old", personas, "stub-a")
+    new = evaluate(tmp_path / "new", personas, "stub-b")
+    (tmp_path / "anchors.txt").write_text("\n".join(f"i{k}" for k in range(10)) + "\n")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    main(["drift", str(old), str(new), "--anchors", "anchors.txt", "--no-log", "--json"])
+    res = json.loads(capsys.readouterr().out)
+    d = res["decomposition"]
+    assert res["score"] == "rate of True"
+    assert (d["old_anchor_score"], d["new_anchor_score"]) == (0.5, 0.9)
+    assert d["judge_shift"] == pytest.approx(0.4)
+    assert d["score_change"] == pytest.approx(17 / 30 - 15 / 30)  # True on 2 more of 30
