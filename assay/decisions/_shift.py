@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assay.decisions._finished import JudgeRun, read_judge_run
 from assay.decisions._paired import side, write_outputs
@@ -24,6 +25,9 @@ from assay.decisions._paired_results import LeftOutItem, SeriesPoint, SeriesResu
 from assay.errors import ConfigError, DataError, RunError
 from assay.scale import Scale
 from assay.types import Item, stable_hash
+
+if TYPE_CHECKING:
+    from assay.metrics import EwmaChart, ShiftDecomposition
 
 
 def anchor_shift(
@@ -48,6 +52,7 @@ def anchor_shift(
         rn = read_judge_run(new, tracking_uri=tracking_uri, scratch=Path(tmp))
     scale = _one_scale([ro, rn])
     ids = _anchors_in_both(anchors, wanted, ro, rn)
+    is_anchor = set(ids)
     left: list[LeftOutItem] = []
     pairs = []
     for i in ids:
@@ -60,11 +65,11 @@ def anchor_shift(
             left.append(LeftOutItem(item_id=i, why="; ".join(why)))
         else:
             pairs.append((ro.judgments[i].score, rn.judgments[i].score))
-    rest = {}
+    rest: dict[str, list[int]] = {}
     for name, run in (("OLD", ro), ("NEW", rn)):
         rest[name] = []
         for it in run.items:
-            if it.id in ids:
+            if it.id in is_anchor:
                 continue
             j = run.judgments[it.id]
             if j.score is None:
@@ -180,14 +185,16 @@ def read_anchor_ids(path: Path) -> dict[str, int]:
 
 
 def content_digest(item: Item) -> str:
-    """The digest of what a judge sees of an item: every field but its id and its reference."""
+    """The digest of an item's content: every field but its id and its reference (its texts,
+    transcript and other columns), so that two runs' anchors are the same inputs byte for
+    byte, not just the same ids."""
     return stable_hash(item.model_dump(mode="json", exclude={"id", "expected"}))
 
 
 def _anchors_in_both(
     anchors: str | Path, wanted: dict[str, int], old: JudgeRun, new: JudgeRun
-) -> set[str]:
-    """The anchor ids, each refused in one line naming the anchors file's line unless it is an
+) -> list[str]:
+    """The anchor ids, in the file's order, each refused in one line naming the anchors file's line unless it is an
     item of both runs with the same content digest."""
     items = {"OLD": {it.id: it for it in old.items}, "NEW": {it.id: it for it in new.items}}
     for item_id, n in wanted.items():
@@ -204,7 +211,7 @@ def _anchors_in_both(
                 f"{b[:10]}): anchors must be the same inputs, byte for byte",
                 path=where,
             )
-    return set(wanted)
+    return list(wanted)
 
 
 def _one_scale(runs: list[JudgeRun]) -> Scale:
@@ -230,7 +237,7 @@ def score_name(scale: Scale) -> str:
     return "mean score"
 
 
-def shift_verdict(d, *, same_judge: bool) -> str:
+def shift_verdict(d: ShiftDecomposition, *, same_judge: bool) -> str:
     """The decomposition in words: the change, the judge's part and the system's, and which of
     the two moved (an interval that excludes 0)."""
     pct = f"{d.confidence:.0%}"
@@ -252,7 +259,7 @@ def shift_verdict(d, *, same_judge: bool) -> str:
     )
 
 
-def series_verdict(chart, names: list[str]) -> str:
+def series_verdict(chart: EwmaChart, names: list[str]) -> str:
     if chart.first_out is None:
         return f"in control: none of {len(names)} runs beyond the EWMA limits"
     i = chart.first_out
