@@ -46,7 +46,7 @@ def anchor_shift(
     with a seeded percentile bootstrap interval at ``confidence``."""
     from assay.metrics import shift_decomposition
 
-    wanted = read_anchor_ids(Path(anchors))
+    wanted = read_anchor_ids(Path(workdir or Path.cwd()) / anchors, shown=anchors)
     with tempfile.TemporaryDirectory(prefix="assay-drift-") as tmp:
         ro = read_judge_run(old, tracking_uri=tracking_uri, scratch=Path(tmp))
         rn = read_judge_run(new, tracking_uri=tracking_uri, scratch=Path(tmp))
@@ -160,14 +160,16 @@ def score_series(
     return write_outputs(result, out_dir, log, tracking_uri, workdir)
 
 
-def read_anchor_ids(path: Path) -> dict[str, int]:
+def read_anchor_ids(path: Path, *, shown: str | Path | None = None) -> dict[str, int]:
     """The anchor ids ``path`` lists, one a line (blank lines and ``#`` comments skipped), each
-    with its line number; a missing file, an empty list or a repeated id is one line naming it."""
+    with its line number; a missing file, an empty list or a repeated id is one line naming it
+    (as ``shown``, default ``path``)."""
+    shown = shown if shown is not None else path
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(
-            f"cannot read the anchors file ({exc.__class__.__name__})", path=path
+            f"cannot read the anchors file ({exc.__class__.__name__})", path=shown
         ) from None
     ids: dict[str, int] = {}
     for n, line in enumerate(lines, start=1):
@@ -176,11 +178,11 @@ def read_anchor_ids(path: Path) -> dict[str, int]:
             continue
         if item_id in ids:
             raise DataError(
-                f"anchor {item_id} again (first on line {ids[item_id]})", path=f"{path} line {n}"
+                f"anchor {item_id} again (first on line {ids[item_id]})", path=f"{shown} line {n}"
             )
         ids[item_id] = n
     if not ids:
-        raise DataError("no anchor ids (one item id a line)", path=path)
+        raise DataError("no anchor ids (one item id a line)", path=shown)
     return ids
 
 

@@ -121,7 +121,7 @@ class Drift(Runner):
             return anchor_shift(
                 options.old,
                 options.new,
-                workdir / options.anchors,
+                options.anchors,
                 tracking_uri=uri,
                 confidence=options.confidence,
                 **where,

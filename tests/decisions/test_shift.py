@@ -138,10 +138,10 @@ def test_anchors_must_be_byte_identical_and_in_both_runs(tmp_path, stub, capsys,
         return err
 
     line = refused(["drift", str(old), str(new), "--anchors", "anchors.txt", "--no-log"])
-    assert "anchors.txt line 4: anchor a3 differs between OLD and NEW" in line
+    assert "error: anchors.txt line 4: anchor a3 differs between OLD and NEW" in line
     (tmp_path / "anchors.txt").write_text("a0\nzz\n")
     line = refused(["drift", str(old), str(new), "--anchors", "anchors.txt", "--no-log"])
-    assert "anchors.txt line 2: anchor zz is not an item of OLD" in line
+    assert "error: anchors.txt line 2: anchor zz is not an item of OLD" in line
     (tmp_path / "anchors.txt").write_text("a0\na1\na0\n")
     assert "line 3: anchor a0 again (first on line 1)" in refused(
         ["drift", str(old), str(new), "--anchors", "anchors.txt"]
@@ -248,3 +248,23 @@ def test_on_a_binary_scale_the_shift_is_of_rates(tmp_path, personas, capsys, mon
     assert (d["old_anchor_score"], d["new_anchor_score"]) == (0.5, 0.9)
     assert d["judge_shift"] == pytest.approx(0.4)
     assert d["score_change"] == pytest.approx(17 / 30 - 15 / 30)  # True on 2 more of 30
+
+
+def test_the_example_essay_judge_has_the_offset_it_says():
+    """examples/shift_judge.py, the docs' stand-in judge: v1 gives the human score, v2 one more
+    (at most 6), an essay it does not know 1."""
+    import csv
+    import importlib.util
+
+    path = Path(__file__).parents[2] / "examples" / "shift_judge.py"
+    spec = importlib.util.spec_from_file_location("shift_judge", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = list(csv.DictReader(module.DATA.open(encoding="utf-8", newline="")))
+    respond = module.persona(rows)
+    for row in rows[:12]:
+        human = int(row["holistic_essay_score"])
+        for model, want in (("essay-judge-v1", human), ("essay-judge-v2", min(6, human + 1))):
+            body = {"model": model, "messages": [{"content": f"Essay:\n{row['full_text']}"}]}
+            assert json.loads(respond(body))["verdict"] == str(want)
+    assert json.loads(respond({"model": "essay-judge-v2", "messages": []}))["verdict"] == "1"
