@@ -5,6 +5,7 @@ console prints, and the comparison run MLflow logs."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -271,7 +272,8 @@ def render_paired_console(result: Any) -> str:
     report = _paired_report(data) if "comparison" in data else _report_of(data)
     lines = [report.title, ""]
     lines += [f"{k}: {v}" for k, v in report.facts]
-    lines += ["", *markdown(report.tables, level=3)]
+    tables = [replace(t, figure=None) for t in report.tables]  # a figure is the page's
+    lines += ["", *markdown(tables, level=3)]
     if data.get("out_dir"):
         lines.append(f"written: {data['out_dir']} (report.md, report.html)")
     if data.get("comparison_run_id"):
