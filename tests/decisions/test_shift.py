@@ -180,7 +180,8 @@ def test_the_control_chart_flags_the_first_run_of_a_shifted_judge(
         runs.append(evaluate(tmp_path / f"w{week}", stub, model, items=csv, judge=ORDINAL))
     monkeypatch.chdir(tmp_path)
     capsys.readouterr()
-    code = main(["drift", *map(str, runs), "--series", "--json"])
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    code = main(["drift", *map(str, runs), "--series", "--tracking-uri", uri, "--json"])
     res = json.loads(capsys.readouterr().out)
     got = [p["score"] for p in res["points"]]
     want = [np.mean(list(scores(r).values())) for r in runs]
@@ -205,9 +206,7 @@ def test_the_control_chart_flags_the_first_run_of_a_shifted_judge(
     # logged to MLflow: the comparison run's metrics and the chart
     import mlflow
 
-    run = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}").get_run(
-        res["comparison_run_id"]
-    )
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(res["comparison_run_id"])
     assert run.data.tags["assay.mode"] == "drift-series"
     assert run.data.metrics["first_out_of_control"] == 7
     assert run.data.metrics["ewma.7"] == pytest.approx(res["chart"]["ewma"][6])
@@ -241,10 +240,19 @@ def test_on_a_binary_scale_the_shift_is_of_rates(tmp_path, personas, capsys, mon
     (tmp_path / "anchors.txt").write_text("\n".join(f"i{k}" for k in range(10)) + "\n")
     monkeypatch.chdir(tmp_path)
     capsys.readouterr()
-    main(["drift", str(old), str(new), "--anchors", "anchors.txt", "--no-log", "--json"])
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    main(["drift", str(old), str(new), "--anchors", "anchors.txt", "--tracking-uri", uri, "--json"])
     res = json.loads(capsys.readouterr().out)
     d = res["decomposition"]
     assert res["score"] == "rate of True"
+    # logged to MLflow: the comparison run's figures
+    import mlflow
+
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(res["comparison_run_id"])
+    assert run.data.tags["assay.mode"] == "drift-anchors"
+    assert run.data.metrics["judge_shift"] == pytest.approx(0.4)
+    assert run.data.metrics["system_change_low"] == pytest.approx(d["system_change_low"])
+    assert run.data.params["anchors"] == "anchors.txt"
     assert (d["old_anchor_score"], d["new_anchor_score"]) == (0.5, 0.9)
     assert d["judge_shift"] == pytest.approx(0.4)
     assert d["score_change"] == pytest.approx(17 / 30 - 15 / 30)  # True on 2 more of 30
