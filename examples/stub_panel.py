@@ -74,8 +74,15 @@ def persona(rows: list[dict[str, str]]):
     keys = [(r["test_case"][:120], r["generation"], r) for r in rows]
 
     def shown(gen: str, prompt: str) -> bool:
-        """The response is in the prompt: whole, or around a block a probe put in it."""
-        return gen[:200] in prompt or (gen[:20] in prompt and gen[-20:] in prompt)
+        """The response is in the prompt: whole, or split in two around a block a probe put in
+        it (its longest prefix in the prompt, and the rest after it)."""
+        if gen[:200] in prompt:
+            return True
+        lo, hi = 0, len(gen)
+        while lo < hi:  # a prefix in the prompt has every shorter prefix in it
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if gen[:mid] in prompt else (lo, mid - 1)
+        return lo > 0 and gen[lo:] in prompt
 
     def respond(request: dict) -> str:
         prompt = "\n".join(str(m.get("content")) for m in request.get("messages", []))
