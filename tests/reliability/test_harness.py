@@ -293,7 +293,7 @@ cfg = HarnessConfig.model_validate({{
     "scale": {{"kind": "binary", "labels": ["incorrect", "correct"]}},
     "generator": {{"model": "scripted:k-gen"}}, "validator": {{"model": "scripted:k-val"}},
     "judges": [{{"name": "j", "model": "scripted:k-judge"}}],
-    "tests": {{"paraphrase": {{}}, "format_indent": {{}}, "verbosity_short": {{}}}},
+    "tests": {{"paraphrase": {{}}, "format_indent": {{}}, "verbosity_short": {{}}, "authority": {{}}}},
     "concurrency": 1, "retries": 0, "tracking": {{"enabled": False}},
     "output_dir": {str(tmp_path / "runs")!r},
 }})
@@ -346,6 +346,10 @@ print(json.dumps(res.summary.model_dump(mode="json")["judges"]["j"]["tests"]))
     calls_after = log.read_text().splitlines()[len(calls_before) :]
     ids = [json.loads(x)["item_id"] for x in judged.read_text().splitlines()]
     assert len(ids) == len(set(ids))  # nothing judged twice
+    # authority's placebos (each source judged again, the cache bypassed) are judged once too
+    probes = [json.loads(x) for x in (judged.parents[1] / "probes.jsonl").read_text().splitlines()]
+    placebos = {p["id"] for p in probes if p["meta"].get("placebo")}
+    assert len(placebos) == 6 and placebos <= set(ids)
     assert (judged.parents[1] / "probes.jsonl").read_text() == probes_before  # same probes
     # the re-run made only the judge calls that had not finished (no generation, no validation)
     assert len(calls_after) == len(ids) - done_before
