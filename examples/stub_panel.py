@@ -12,7 +12,7 @@ persona, so every run answers alike):
 - ``echo``: repeats ``lenient``'s verdict on three items in five, else wrong on one in eight —
   a judge that shares another's errors (the same model family behind another prompt).
 
-Two more play the bias probes of ``assay harness`` (``examples/harmbench_bias_stub.yaml``):
+Two more play the bias probes of ``assay harness`` (``examples/harmbench_stub_bias.yaml``):
 
 - ``noisy``: ``careful``, but a coin flip on every call for one item in three — a judge that
   samples its verdicts: it moves under any cue, and as much when asked again unchanged;

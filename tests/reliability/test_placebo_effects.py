@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import threading
 from collections import defaultdict
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from assay.lm import ScriptedEngine, register_script
 from assay.reliability import HarnessConfig, run_harness
 from tests.metrics.test_placebo import by_hand
+from tests.reliability.test_bias_probes import truth  # the stated sum is right
 
 N = 30
 TESTS = {"authority": {}, "bandwagon": {}}  # toward the top / the opposite of the reference
@@ -32,12 +32,6 @@ def write_items(folder: Path, n: int = N) -> Path:
     path = folder / "items.csv"
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def truth(call) -> int:
-    a, b = (int(x) for x in re.findall(r"\d+", call.field("request") or ""))
-    m = re.search(r"The sum is (\d+)", call.field("response") or "")
-    return int(bool(m) and int(m.group(1)) == a + b)
 
 
 def persona(seed: int, *, noise: float, follow: float = 0.0):
