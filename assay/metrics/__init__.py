@@ -158,7 +158,6 @@ _NAMES = {
     ),
     "_pairwise": ("KAPPAS", "inter_annotator_kappa", "ordinal_kappas"),
     "_placebo": (
-        "PlaceboEffect",
         "flips_toward",
         "one_sided_mcnemar",
         "placebo_effect",
@@ -206,6 +205,7 @@ _NAMES = {
         "MAX_RESAMPLES",
         "MIN_RESAMPLES",
         "MetricValue",
+        "PlaceboEffect",
         "Resamples",
         "WILSON",
     ),
@@ -590,7 +590,6 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
     from assay.metrics._placebo import (
-        PlaceboEffect,
         flips_toward,
         one_sided_mcnemar,
         placebo_effect,
@@ -654,5 +653,6 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         WILSON,
         BootstrapCI,
         MetricValue,
+        PlaceboEffect,
         Resamples,
     )

@@ -109,3 +109,40 @@ def with_ci(
         note="; ".join(out) or None,
         ci_method=(CLUSTER_BOOTSTRAP if ci.unit == "cluster" else BOOTSTRAP) if defined else None,
     )
+
+
+@dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
+class PlaceboEffect:
+    """A cue's effect on one judge against its placebo.
+
+    ``n`` counts the items that could flip toward the cue (their baseline verdict is not the
+    cue's); ``n_at_cue`` the items left out because it already was. ``cue_only`` and
+    ``placebo_only`` are the discordant items the test is built on. ``effect`` (nan when ``n``
+    is 0) is ``cue_rate − placebo_rate`` with its interval at ``confidence``; ``p_value`` tests
+    ``effect ≤ 0``. ``directional_share`` is ``cue_flips / cue_changes``: of all items whose
+    verdict changed under the cue, the share that moved toward it (nan without a change).
+    ``p_adjusted`` and ``flagged`` are set by :func:`with_fdr` across a family of effects."""
+
+    n: int
+    n_at_cue: int
+    cue_flips: int
+    placebo_flips: int
+    both_flipped: int
+    cue_only: int
+    placebo_only: int
+    cue_rate: float
+    placebo_rate: float
+    effect: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    interval: str
+    p_value: float
+    test: str
+    cue_changes: int
+    placebo_changes: int
+    directional_share: float
+    placebo_directional_share: float
+    p_adjusted: float | None = None
+    flagged: bool | None = None
+    note: str | None = None
