@@ -13,11 +13,15 @@ from assay.metrics import fmt, fmt_ci, metric_table
 from assay.report import Table
 from assay.scale import Scale
 
-MIN_RATER_MODEL_ITEMS = 100
-"""Fewest items scored by the judge and by a human for the rater model to be fitted. With the
-judge and one reference as the only raters, a judge's discrimination is told from the
-reference's by the shape of their joint scores alone; in simulations of 100 items that told a
-strict judge, a fair one and one scoring at random apart in 35 fits of 36, and 40 items did not."""
+MIN_RATER_MODEL_ITEMS = 50
+"""Fewest items scored by the judge and by a human for the rater model to be fitted. With three
+raters and 50 items a discrimination of 1.5 is known to about ±1: wide, yet in simulations a
+judge scoring at random was read so in 20 fits of 20 and a strict one in 17."""
+MIN_RATERS = 3
+"""Fewest raters (the judge and the humans) for the rater model. With the judge and one
+reference only, a judge scoring at random and a reference scoring at random look alike (two
+raters whose scores do not go together): the model cannot say which of the two fails to tell
+items apart, and gives the items' quality to either."""
 MAX_RATER_MODEL_ITEMS = 5000
 """Most items the rater model is fitted on (a seeded sample beyond): its fit holds a
 quadrature grid per item, and intervals at this size are already narrower than the readings."""
@@ -118,6 +122,15 @@ def _rater_model(
     from assay.metrics import AnnotationMatrix, rater_model
 
     both = [(i, s) for i, s in zip(ids, scores, strict=True) if s is not None and humans.get(i)]
+    n_raters = 1 + len({a for i, _ in both for a in humans[i]})
+    if n_raters < MIN_RATERS:
+        return None, (
+            "rater model not fitted: with the judge and one reference as the only raters it "
+            "cannot say which of the two fails to tell items apart; it needs at least two "
+            "annotators per item (data.annotators of MLflow traces, or assay agreement "
+            "--annotator-column) — here the slope and the mean difference above tell a strict "
+            "judge from one that cannot tell items apart"
+        )
     if len(both) < MIN_RATER_MODEL_ITEMS:
         return None, (
             f"rater model not fitted: {len(both)} items have a judge score and a human one; it "
@@ -159,17 +172,31 @@ def _rater_model(
     )
 
 
-def compression_reading(report: ScaleUseReport) -> str | None:
-    """The judge's use of the scale in words, from the SD ratio's interval."""
+def compression_reading(report: ScaleUseReport, human: str = "reference") -> str | None:
+    """The judge's use of the scale in words, from the intervals of the slope (does it follow
+    the humans at all), the SD ratio (spread) and the mean difference (location)."""
     c = report.compression
     if c is None:
         return None
-    r = c.sd_ratio
-    if r.ci_high is not None and r.ci_high < 1:
-        return "the judge compresses the scale (its scores spread less than the reference's)"
-    if r.ci_low is not None and r.ci_low > 1:
-        return "the judge spreads its scores more than the reference"
-    return "no compression detected: the judge's spread is within the interval of the reference's"
+    slope, ratio, shift = c.slope, c.sd_ratio, c.mean_difference
+    below = lambda m, x: m.ci_high is not None and m.ci_high < x  # noqa: E731
+    above = lambda m, x: m.ci_low is not None and m.ci_low > x  # noqa: E731
+    if not above(slope, 0):
+        follows = (
+            f"the judge's scores do not follow the {human}'s (the slope's interval reaches 0): "
+            "it cannot tell items apart as the humans do"
+        )
+    elif below(ratio, 1):
+        follows = f"the judge compresses the scale (its scores spread less than the {human}'s)"
+    elif above(ratio, 1):
+        follows = f"the judge spreads its scores more than the {human}"
+    else:
+        follows = f"the judge uses as much of the scale as the {human} (within the interval)"
+    if below(shift, 0):
+        return f"{follows}; it is stricter (its mean score is lower)"
+    if above(shift, 0):
+        return f"{follows}; it is more lenient (its mean score is higher)"
+    return follows
 
 
 def scale_use_tables(
@@ -187,8 +214,9 @@ def scale_use_tables(
             f"{human}_middle_share": c.human_middle_share,
             "middle_share_difference": c.middle_share_difference,
             "slope": c.slope,
+            "mean_difference": c.mean_difference,
         }
-        reading = compression_reading(report) or ""
+        reading = compression_reading(report, human) or ""
         out.append(
             metric_table(
                 "Scale compression (central tendency)",
@@ -199,7 +227,8 @@ def scale_use_tables(
                 f"{fmt(c.human_sd)} (in categories); the middle is every category but the lowest "
                 f"and the highest; the judge's score regressed on the {human}'s has slope "
                 f"{fmt(c.slope.value)} and intercept {fmt(c.intercept)}. SD ratio and slope "
-                "below 1, middle share difference above 0: compression.",
+                "below 1, middle share difference above 0: compression; a slope near 0: the "
+                "judge does not follow the humans; mean difference below 0: stricter.",
             )
         )
     m = report.rater_model
@@ -228,13 +257,7 @@ def scale_use_tables(
                 "quality (near 0: it cannot tell items apart). Severity: how much less likely, in "
                 "log-odds, it gives an average item a higher category than the raters' average "
                 "(they sum to 0; positive strict, negative lenient). Mean scores are 0-based scale "
-                "positions."
-                + (
-                    " With the judge and one reference as the raters, their severities mirror "
-                    "each other: the judge's is its strictness against the reference."
-                    if len(m.raters) == 2
-                    else ""
-                ),
+                "positions.",
                 note=f"Thresholds {', '.join(fmt(t, 2) for t in m.thresholds)}; log likelihood "
                 f"{fmt(m.log_likelihood, 1)}; "
                 + ("converged." if m.converged else f"**not converged**: {m.note}."),
@@ -269,8 +292,8 @@ def scale_use_console(report: ScaleUseReport) -> str:
     c = report.compression
     if c is not None:
         lines.append(
-            f"scale use: SD ratio {fmt_ci(c.sd_ratio)}, slope {fmt_ci(c.slope)}, middle share "
-            f"difference {fmt_ci(c.middle_share_difference)} — {compression_reading(report)}"
+            f"scale use: SD ratio {fmt_ci(c.sd_ratio)}, slope {fmt_ci(c.slope)}, mean "
+            f"difference {fmt_ci(c.mean_difference)} — {compression_reading(report)}"
         )
     m = report.rater_model
     if m is not None:
@@ -298,6 +321,7 @@ def scale_use_metrics(report: ScaleUseReport) -> dict[str, object]:
             "human_middle_share",
             "middle_share_difference",
             "slope",
+            "mean_difference",
         ):
             out[f"compression_{name}"] = getattr(c, name).to_dict()
     m = report.rater_model

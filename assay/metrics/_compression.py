@@ -10,7 +10,9 @@ score of an item resampled together):
   the highest) for the judge and for the humans, and their difference (judge − human, above
   0: the judge retreats to the middle more often);
 - the **slope** of the least-squares regression of the judge's score on the human's: below 1
-  the judge moves less than one category per category the humans move (attenuation).
+  the judge moves less than one category per category the humans move (attenuation);
+- the **mean difference** ``mean(judge) − mean(human)`` in categories: below 0 the judge is
+  stricter than the humans, above 0 more lenient (a location, beside the spread above).
 
 The slope is attenuated by noise in the human scores too (errors in the regressor): a judge
 equal to the true score, against single noisy human labels, has a slope of the humans'
@@ -40,7 +42,8 @@ class ScaleCompression:
     """How much of the scale the judge uses against the humans on ``n`` items of ``k``
     categories. ``sd_ratio``, ``middle_share_difference`` and ``slope`` carry bootstrap
     intervals; the two middle shares carry exact (Clopper–Pearson) ones. ``middle`` lists the
-    middle categories (0-based)."""
+    middle categories (0-based). ``mean_difference`` is judge − human in categories (below 0:
+    the judge is stricter), with a bootstrap interval."""
 
     n: int
     k: int
@@ -53,6 +56,7 @@ class ScaleCompression:
     middle_share_difference: MetricValue
     slope: MetricValue
     intercept: float
+    mean_difference: MetricValue
 
 
 def _sd_ratio_batched(judge: NDArray, human: NDArray) -> NDArray[np.float64]:
@@ -71,8 +75,9 @@ def _slope_batched(judge: NDArray, human: NDArray) -> NDArray[np.float64]:
         return np.where(var_h > 0, (dj * dh).sum(axis=-1) / var_h, np.nan)
 
 
-def _middle_difference_batched(judge_middle: NDArray, human_middle: NDArray) -> NDArray:
-    return judge_middle.mean(axis=-1) - human_middle.mean(axis=-1)
+def _mean_difference_batched(judge: NDArray, human: NDArray) -> NDArray:
+    """mean(judge) − mean(human): of the scores, or of the middle-category indicators."""
+    return judge.mean(axis=-1) - human.mean(axis=-1)
 
 
 def scale_compression(
@@ -117,7 +122,7 @@ def scale_compression(
     h_mid = ((h > 0) & (h < k - 1)).astype(np.float64)
     difference = with_ci(
         float(j_mid.mean() - h_mid.mean()),
-        bootstrap_ci(_middle_difference_batched, j_mid, h_mid, **options),
+        bootstrap_ci(_mean_difference_batched, j_mid, h_mid, **options),
         n,
         why_undefined="no items",
     )
@@ -133,4 +138,10 @@ def scale_compression(
         middle_share_difference=difference,
         slope=slope,
         intercept=intercept,
+        mean_difference=with_ci(
+            float(j_f.mean() - h_f.mean()),
+            bootstrap_ci(_mean_difference_batched, j_f, h_f, **options),
+            n,
+            why_undefined="no items",
+        ),
     )
