@@ -5,9 +5,16 @@ cannot tell items apart (discrimination near 0), with each item's latent quality
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
-from assay.evaluation._results import RaterModelReport, ScaleUseReport
+from assay.evaluation._results import (
+    CompressionFigures,
+    ItemFigures,
+    RaterFigures,
+    RaterModelReport,
+    ScaleUseReport,
+)
 from assay.evaluation._scoring import metric_kind
 from assay.metrics import fmt, fmt_ci, metric_table
 from assay.report import Table
@@ -65,9 +72,10 @@ def scale_use_report(
     try:
         from assay.metrics import scale_compression
 
-        compression = scale_compression(
+        fit = scale_compression(
             [h for _, h, _ in paired], [j for _, _, j in paired], k=scale.k, **options
         )
+        compression = CompressionFigures.model_validate(dataclasses.asdict(fit))
     except ValueError as exc:
         notes.append(f"scale compression not computed: {exc}")
     if annotations:
@@ -125,11 +133,9 @@ def _rater_model(
     n_raters = 1 + len({a for i, _ in both for a in humans[i]})
     if n_raters < MIN_RATERS:
         return None, (
-            "rater model not fitted: with the judge and one reference as the only raters it "
-            "cannot say which of the two fails to tell items apart; it needs at least two "
-            "annotators per item (data.annotators of MLflow traces, or assay agreement "
-            "--annotator-column) — here the slope and the mean difference above tell a strict "
-            "judge from one that cannot tell items apart"
+            "rater model not fitted: beside one reference it cannot say which of the two "
+            "raters fails to tell items apart (it needs two or more annotators per item); the "
+            "slope and the mean difference tell a strict judge from one that cannot"
         )
     if len(both) < MIN_RATER_MODEL_ITEMS:
         return None, (
@@ -156,7 +162,10 @@ def _rater_model(
     raters = sorted(fit.raters, key=lambda r: (r.rater != judge, order[r.rater]))
     return (
         RaterModelReport(
-            raters=list(raters),
+            raters=[
+                RaterFigures.model_validate({**dataclasses.asdict(r), "rater": str(r.rater)})
+                for r in raters
+            ],
             levels=list(fit.levels),
             thresholds=list(fit.thresholds),
             n_items=len(fit.items),
@@ -165,7 +174,9 @@ def _rater_model(
             log_likelihood=fit.log_likelihood,
             converged=fit.converged,
             model=fit.model,
-            hardest=hardest,
+            hardest=[
+                ItemFigures(item=str(q.item), n=q.n, quality=q.quality, sd=q.sd) for q in hardest
+            ],
             note=fit.note,
         ),
         None,

@@ -4,11 +4,12 @@ report.md and report.html, MLflow, the console)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from assay.evaluation._results import SelfPreferenceReport
+from assay.evaluation._results import SelfPreferenceFigures, SelfPreferenceReport
 from assay.lm import model_family
 from assay.metrics import MetricValue, fmt, fmt_ci, metric_table
 from assay.report import Table
@@ -61,7 +62,8 @@ def self_preference_report(
     except ValueError as exc:  # too few items of one side: said, not computed
         return report.model_copy(update={"note": f"not computed: {exc}"})
     flagged = not math.isnan(figures.ci_low) and figures.ci_low > 0
-    return report.model_copy(update={"figures": figures, "flagged": flagged})
+    reported = SelfPreferenceFigures.model_validate(dataclasses.asdict(figures))
+    return report.model_copy(update={"figures": reported, "flagged": flagged})
 
 
 def difference(report: SelfPreferenceReport) -> MetricValue | None:
@@ -128,7 +130,7 @@ def self_preference_table(report: SelfPreferenceReport, confidence: float) -> Ta
         ["items", f.n_own, f.n_other],
     ]
     note = (
-        f"{f.test}: p = {fmt(f.p_value, 4)} (H0: Δ ≤ 0), Welch df {fmt(f.df, 1)}"
+        f"{f.test}: p {_p(f.p_value)} (H0: Δ ≤ 0), Welch df {fmt(f.df, 1)}"
         + (
             f"; {f.n_without_reference} items without a reference left out"
             if f.n_without_reference
@@ -148,6 +150,11 @@ def self_preference_table(report: SelfPreferenceReport, confidence: float) -> Ta
     return Table(table.title, table.columns, table.rows, lead=lead(report), note=note)
 
 
+def _p(p: float) -> str:
+    """A p-value as shown: ``= 0.0123``, or ``< 0.0001``."""
+    return "< 0.0001" if p < 1e-4 else f"= {fmt(p, 4)}"
+
+
 def self_preference_console(report: SelfPreferenceReport, confidence: float) -> str:
     """One line for the console."""
     delta = difference(report)
@@ -159,7 +166,7 @@ def self_preference_console(report: SelfPreferenceReport, confidence: float) -> 
     against = "against the reference" if f.adjusted else "raw scores"
     return (
         f"self-preference of family {report.judge_family}: Δ {fmt_ci(delta)} "
-        f"({confidence:.0%} {f.interval}, {against}; p {fmt(f.p_value, 4)}) — {flag}"
+        f"({confidence:.0%} {f.interval}, {against}; p {_p(f.p_value)}) — {flag}"
     )
 
 

@@ -240,7 +240,7 @@ def test_against_one_reference_a_strict_judge_is_told_from_one_that_cannot_tell_
         assert use["rater_model"] is None
         report = (run_dir / "report.md").read_text()
         assert "## Scale compression (central tendency)" in report
-        assert "Rater model not fitted: with the judge and one reference" in report
+        assert "Rater model not fitted: beside one reference" in report
         assert "Scale compression" in (run_dir / "report.html").read_text()
         logged = logged_metrics(run_dir.parent.parent)
         assert logged["compression_sd_ratio"] == pytest.approx(c["sd_ratio"]["value"])
@@ -290,3 +290,81 @@ def test_agreement_fits_the_rater_model_with_the_annotators_as_raters(tmp_path, 
     assert "annotators' majority" in " ".join(use["notes"])
     assert main(argv) == 0
     assert "rater model: candidate strict" in capsys.readouterr().out
+
+
+N_TRACES = 60
+
+
+def log_model_traces(uri: str, annotations: np.ndarray, models: list[str]) -> list[str]:
+    """One chat trace per item whose model span names ``models[k]``, with a HUMAN Feedback
+    ``quality`` from each annotator (a column of ``annotations``); the trace ids."""
+    from mlflow.entities import AssessmentSource, SpanType
+    from mlflow.tracing.constant import SpanAttributeKey
+
+    from tests.integrations.traces import logging_to
+
+    ids = []
+    with logging_to(uri):
+        mlflow.set_experiment("biases")
+        for k, model in enumerate(models):
+            with mlflow.start_span(name="agent", span_type=SpanType.AGENT) as root:
+                root.set_inputs({"question": f"Question {k}?"})
+                with mlflow.start_span(name="llm", span_type=SpanType.CHAT_MODEL) as llm:
+                    llm.set_attribute(SpanAttributeKey.MODEL, model)
+                root.set_outputs({"answer": f"Answer {k}."})
+            for a, label in enumerate(annotations[k]):
+                mlflow.log_feedback(
+                    trace_id=root.trace_id,
+                    name="quality",
+                    value=int(label),
+                    source=AssessmentSource(source_type="HUMAN", source_id=f"ann{a}"),
+                )
+            ids.append(root.trace_id)
+    return ids
+
+
+def test_traces_name_their_generator_and_their_annotators_are_raters(tmp_path, monkeypatch):
+    """MLflow traces: the model a span names is the generator (no column to map), and with
+    several annotators the rater model has the judge and each of them as raters."""
+    rng = np.random.default_rng(11)
+    quality = rng.integers(2, 5, size=N_TRACES)
+    annotations = np.clip(quality[:, None] + rng.choice([-1, 0, 0, 0, 1], (N_TRACES, 3)), 1, 5)
+    models = ["gpt-4o-mini" if k % 2 == 0 else "claude-3-haiku" for k in range(N_TRACES)]
+    uri = f"sqlite:///{tmp_path / 'traces.db'}"
+    log_model_traces(uri, annotations, models)
+    personas = Personas(quality, [OWN if m.startswith("gpt") else OTHER for m in models])
+    data = {
+        "format": "mlflow",
+        "tracking_uri": uri,
+        "experiment": "biases",
+        "request": "inputs.question",
+        "response": "outputs.answer",
+        "expectation": "quality",
+        "annotators": True,
+    }
+    monkeypatch.chdir(tmp_path)
+    with StubServer(respond=personas) as stub:
+        cfg = stub_config(
+            tmp_path,
+            Path("unused.csv"),
+            stub.base_url,
+            name="traces",
+            judge={"model": "openai/gpt-4o-mini", "scale": "1-5"},
+            data=data,
+            concurrency=8,
+        )
+        assert main(["evaluate", str(cfg), "--quiet"]) == 0
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    summary = json.loads((run_dir / "metrics.json").read_text())
+    sp = summary["self_preference"]
+    assert sp["source"] == "the trace's model" and sp["flagged"] is True
+    assert sp["families"] == {"claude": N_TRACES // 2, "gpt": N_TRACES // 2}
+    use = summary["scale_use"]
+    assert use["raters"] == ["stub-judge", "ann0", "ann1", "ann2"]
+    raters = {r["rater"]: r for r in use["rater_model"]["raters"]}
+    assert set(raters) == {"stub-judge", "ann0", "ann1", "ann2"}
+    assert all(r["n"] == N_TRACES for r in raters.values())
+    assert use["rater_model"]["n_items"] == N_TRACES and len(use["rater_model"]["hardest"]) == 10
+    report = (run_dir / "report.md").read_text()
+    assert "## The raters under an item response model" in report
+    assert "| ann0 | 60 |" in report and "annotators' majority" in report
