@@ -1,16 +1,22 @@
 """Self-preference and scale use on the loopback stub, without a key or a network.
 
 Writes 60 synthetic items (a 1–5 reference, half of the answers written by ``openai/gpt-4o``
-and half by ``anthropic/claude-3-5-sonnet``, in a ``written_by`` column) and runs
-``assay evaluate`` twice with a judge of family gpt, served by two personas of the stub:
+and half by ``anthropic/claude-3-5-sonnet``, in a ``written_by`` column) and three simulated
+annotators' labels of them (``annotations.csv``: the reference moved a category up or down on
+some items), then runs ``assay evaluate`` with a judge of family gpt served by three personas of
+the stub:
 
 - ``gpt-4o-mini`` favours its own family: one point more on the answers gpt wrote;
-- ``gpt-4.1-mini`` is fair: the reference with noise that does not depend on who wrote it.
+- ``gpt-4.1-mini`` is fair: the reference with noise that does not depend on who wrote it;
+- ``gpt-4.1-nano`` is strict: one category below the reference;
+
+and ``assay agreement`` of the strict judge's verdicts against the three annotators (the rater
+model, with each annotator a rater).
 
 The personas are for the mechanics of the figures, not judges: point ``judge.model`` at a real
 model (no ``api_base``) and ``data`` at your own outputs for figures worth trusting.
 
-    python examples/stub_self_preference.py /tmp/selfpref      # its runs in /tmp/selfpref
+    python examples/stub_judge_biases.py /tmp/biases      # its runs in /tmp/biases
 """
 
 from __future__ import annotations
@@ -42,14 +48,29 @@ def items(folder: Path) -> tuple[Path, np.ndarray, list[str]]:
     return path, reference, written_by
 
 
+def annotations(folder: Path, reference: np.ndarray) -> Path:
+    """Three annotators: the reference, a category up or down on about a third of the items."""
+    rng = np.random.default_rng(1)
+    rows = ["item,annotator,label"]
+    for a in ("ann_a", "ann_b", "ann_c"):
+        labels = np.clip(reference + rng.choice([-1, 0, 0, 0, 0, 1], size=N), 1, 5)
+        rows += [f"i{k},{a},{label}" for k, label in enumerate(labels)]
+    path = folder / "annotations.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
 def personas(reference: np.ndarray, written_by: list[str]):
     noise = np.random.default_rng(0).choice([-1, 0, 0, 1], size=N)
 
     def respond(request: dict) -> str:
         k = int(re.search(r"Answer (\d+)\.", json.dumps(request["messages"])).group(1))
-        bonus = int(request["model"] == "gpt-4o-mini" and written_by[k] == OWN)
         out = json.loads(default_respond(request))
-        out["verdict"] = int(np.clip(reference[k] + noise[k] + bonus, 1, 5))
+        if request["model"] == "gpt-4.1-nano":  # strict
+            out["verdict"] = int(max(1, reference[k] - 1))
+        else:
+            bonus = int(request["model"] == "gpt-4o-mini" and written_by[k] == OWN)
+            out["verdict"] = int(np.clip(reference[k] + noise[k] + bonus, 1, 5))
         return json.dumps(out)
 
     return respond
@@ -61,8 +82,9 @@ def main() -> None:
     folder = parser.parse_args().folder
     folder.mkdir(parents=True, exist_ok=True)
     csv, reference, written_by = items(folder)
+    labels = annotations(folder, reference)
     with StubServer(respond=personas(reference, written_by)) as stub:
-        for model in ("gpt-4o-mini", "gpt-4.1-mini"):
+        for model in ("gpt-4o-mini", "gpt-4.1-mini", "gpt-4.1-nano"):
             config = {
                 "name": f"selfpref-{model.replace('.', '-')}",
                 "data": {"path": str(csv), "columns": {"id": "id", "generator": "written_by"}},
@@ -82,6 +104,12 @@ def main() -> None:
                 assay(["evaluate", path.name, "--quiet"])
             finally:
                 os.chdir(cwd)
+    (strict,) = (folder / "runs").glob("selfpref-gpt-4-1-nano-*")
+    print(f"\n$ assay agreement annotations.csv {strict.name}/judgments.jsonl --scale 1-5 ...")
+    assay(
+        ["agreement", str(labels), str(strict / "judgments.jsonl"), "--scale", "1-5"]
+        + ["--id-column", "item", "--score-column", "label", "--annotator-column", "annotator"]
+    )
 
 
 if __name__ == "__main__":
