@@ -10,7 +10,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from assay.metrics import MetricValue
+from assay.metrics import (
+    ItemQuality,
+    MetricValue,
+    RaterParameters,
+    ScaleCompression,
+    SelfPreference,
+)
 from assay.types import Item, Judgment, Spend, Usage, with_work
 
 
@@ -94,29 +100,6 @@ class DisagreementRecord(_Model):
     reasoning: str | None = None
 
 
-class SelfPreferenceFigures(_Model):
-    """:class:`assay.metrics.SelfPreference` as reported (its fields, by name)."""
-
-    judge_family: str
-    adjusted: bool
-    difference: float
-    ci_low: float
-    ci_high: float
-    confidence: float
-    interval: str
-    p_value: float
-    test: str
-    df: float
-    n_own: int
-    n_other: int
-    judge_own: float
-    judge_other: float
-    reference_own: float | None
-    reference_other: float | None
-    n_without_reference: int = 0
-    note: str | None = None
-
-
 class SelfPreferenceReport(_Model):
     """The judge's preference for its own model family's outputs: its family, where each
     item's generator came from (``source``), the scored items per generator family, the items
@@ -127,47 +110,9 @@ class SelfPreferenceReport(_Model):
     source: str
     families: dict[str, int]
     without_generator: int = 0
-    figures: SelfPreferenceFigures | None = None
+    figures: SelfPreference | None = None
     flagged: bool = False
     note: str | None = None
-
-
-class CompressionFigures(_Model):
-    """:class:`assay.metrics.ScaleCompression` as reported (its fields, by name)."""
-
-    n: int
-    k: int
-    judge_sd: float
-    human_sd: float
-    sd_ratio: MetricValue
-    middle: list[int]
-    judge_middle_share: MetricValue
-    human_middle_share: MetricValue
-    middle_share_difference: MetricValue
-    slope: MetricValue
-    intercept: float
-    mean_difference: MetricValue
-
-
-class RaterFigures(_Model):
-    """One rater of :class:`assay.metrics.RaterModel` as reported (its fields, by name)."""
-
-    rater: str
-    n: int
-    mean_score: float
-    discrimination: MetricValue
-    severity: MetricValue
-    reading: str
-    note: str | None = None
-
-
-class ItemFigures(_Model):
-    """One judged item's latent quality (posterior mean and sd of θ) and its number of scores."""
-
-    item: str
-    n: int
-    quality: float
-    sd: float
 
 
 class RaterModelReport(_Model):
@@ -176,7 +121,7 @@ class RaterModelReport(_Model):
     positions in ``levels``), and the judged items of the lowest latent quality (``hardest``:
     those hardest to score high on)."""
 
-    raters: list[RaterFigures]
+    raters: list[RaterParameters]
     levels: list[float]
     thresholds: list[float]
     n_items: int
@@ -185,7 +130,7 @@ class RaterModelReport(_Model):
     log_likelihood: float
     converged: bool
     model: str
-    hardest: list[ItemFigures]
+    hardest: list[ItemQuality]
     note: str | None = None
 
 
@@ -195,7 +140,7 @@ class ScaleUseReport(_Model):
     None where it was not computed, with the reasons in ``notes``."""
 
     raters: list[str]
-    compression: CompressionFigures | None = None
+    compression: ScaleCompression | None = None
     rater_model: RaterModelReport | None = None
     notes: list[str] = Field(default_factory=list)
 

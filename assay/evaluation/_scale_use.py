@@ -5,16 +5,9 @@ cannot tell items apart (discrimination near 0), with each item's latent quality
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 
-from assay.evaluation._results import (
-    CompressionFigures,
-    ItemFigures,
-    RaterFigures,
-    RaterModelReport,
-    ScaleUseReport,
-)
+from assay.evaluation._results import RaterModelReport, ScaleUseReport
 from assay.evaluation._scoring import metric_kind
 from assay.metrics import fmt, fmt_ci, metric_table
 from assay.report import Table
@@ -72,10 +65,9 @@ def scale_use_report(
     try:
         from assay.metrics import scale_compression
 
-        fit = scale_compression(
+        compression = scale_compression(
             [h for _, h, _ in paired], [j for _, _, j in paired], k=scale.k, **options
         )
-        compression = CompressionFigures.model_validate(dataclasses.asdict(fit))
     except ValueError as exc:
         notes.append(f"scale compression not computed: {exc}")
     if annotations:
@@ -162,10 +154,7 @@ def _rater_model(
     raters = sorted(fit.raters, key=lambda r: (r.rater != judge, order[r.rater]))
     return (
         RaterModelReport(
-            raters=[
-                RaterFigures.model_validate({**dataclasses.asdict(r), "rater": str(r.rater)})
-                for r in raters
-            ],
+            raters=list(raters),
             levels=list(fit.levels),
             thresholds=list(fit.thresholds),
             n_items=len(fit.items),
@@ -174,9 +163,7 @@ def _rater_model(
             log_likelihood=fit.log_likelihood,
             converged=fit.converged,
             model=fit.model,
-            hardest=[
-                ItemFigures(item=str(q.item), n=q.n, quality=q.quality, sd=q.sd) for q in hardest
-            ],
+            hardest=hardest,
             note=fit.note,
         ),
         None,

@@ -4,12 +4,11 @@ report.md and report.html, MLflow, the console)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from assay.evaluation._results import SelfPreferenceFigures, SelfPreferenceReport
+from assay.evaluation._results import SelfPreferenceReport
 from assay.lm import model_family
 from assay.metrics import MetricValue, fmt, fmt_ci, metric_table
 from assay.report import Table
@@ -42,7 +41,7 @@ def self_preference_report(
     rows, without = [], 0
     for i, s, r in zip(ids, scores, references, strict=True):
         generator = generators.get(i)
-        if generator is None or str(generator).strip() == "":
+        if generator is None or str(generator).strip().strip("/") == "":  # no model named
             without += 1
         elif s is not None:
             rows.append((model_family(str(generator)), s, r))
@@ -62,8 +61,7 @@ def self_preference_report(
     except ValueError as exc:  # too few items of one side: said, not computed
         return report.model_copy(update={"note": f"not computed: {exc}"})
     flagged = not math.isnan(figures.ci_low) and figures.ci_low > 0
-    reported = SelfPreferenceFigures.model_validate(dataclasses.asdict(figures))
-    return report.model_copy(update={"figures": reported, "flagged": flagged})
+    return report.model_copy(update={"figures": figures, "flagged": flagged})
 
 
 def difference(report: SelfPreferenceReport) -> MetricValue | None:

@@ -25,38 +25,15 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from pydantic import ConfigDict
-from pydantic.dataclasses import dataclass
 
+from assay.metrics._bias_records import ScaleCompression
 from assay.metrics._intervals import bootstrap_ci
 from assay.metrics._ordinal import _centred
 from assay.metrics._rates import binomial_rate
 from assay.metrics._validate import check_k, label_pair
-from assay.metrics._value import MetricValue, with_ci
+from assay.metrics._value import with_ci
 
 MIN_CATEGORIES = 3  # a middle needs a category between the two ends
-
-
-@dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
-class ScaleCompression:
-    """How much of the scale the judge uses against the humans on ``n`` items of ``k``
-    categories. ``sd_ratio``, ``middle_share_difference`` and ``slope`` carry bootstrap
-    intervals; the two middle shares carry exact (Clopper–Pearson) ones. ``middle`` lists the
-    middle categories (0-based). ``mean_difference`` is judge − human in categories (below 0:
-    the judge is stricter), with a bootstrap interval."""
-
-    n: int
-    k: int
-    judge_sd: float
-    human_sd: float
-    sd_ratio: MetricValue
-    middle: tuple[int, ...]
-    judge_middle_share: MetricValue
-    human_middle_share: MetricValue
-    middle_share_difference: MetricValue
-    slope: MetricValue
-    intercept: float
-    mean_difference: MetricValue
 
 
 def _sd_ratio_batched(judge: NDArray, human: NDArray) -> NDArray[np.float64]:

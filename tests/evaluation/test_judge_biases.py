@@ -368,3 +368,37 @@ def test_traces_name_their_generator_and_their_annotators_are_raters(tmp_path, m
     report = (run_dir / "report.md").read_text()
     assert "## The raters under an item response model" in report
     assert "| ann0 | 60 |" in report and "annotators' majority" in report
+
+
+def test_judge_family_says_whose_outputs_are_the_judges_own(tmp_path, monkeypatch):
+    """``judge.family`` overrides the model's: the same verdicts, read against the other
+    family, in a run of its own (the family is part of the run's identity, not the judge's)."""
+    n = 24
+    reference = np.random.default_rng(2).integers(2, 5, size=n)
+    generators = [OWN if k % 2 == 0 else OTHER for k in range(n)]
+    csv = write_items(tmp_path, reference, generators)
+    summaries = {}
+    with StubServer(respond=Personas(reference, generators)) as stub:
+        for family in (None, "claude"):
+            folder = tmp_path / str(family)
+            folder.mkdir()
+            monkeypatch.chdir(folder)
+            judge = {"model": "openai/gpt-4o-mini", "scale": "1-5"}
+            cfg = stub_config(
+                folder,
+                csv,
+                stub.base_url,
+                name="fam",
+                judge={**judge, **({"family": family} if family else {})},
+                data={"path": str(csv), "columns": {"id": "id", "generator": "written_by"}},
+            )
+            assert main(["evaluate", str(cfg), "--quiet"]) == 0
+            (run_dir,) = (folder / "runs").iterdir()
+            summaries[family] = (run_dir.name, json.loads((run_dir / "metrics.json").read_text()))
+    (plain, by_model), (named, by_family) = summaries[None], summaries["claude"]
+    assert plain != named  # another run
+    assert by_model["config_hash"] == by_family["config_hash"]  # the same judge
+    gpt, claude = by_model["self_preference"], by_family["self_preference"]
+    assert (gpt["judge_family"], claude["judge_family"]) == ("gpt", "claude")
+    assert gpt["flagged"] and not claude["flagged"]
+    assert claude["figures"]["difference"] == pytest.approx(-gpt["figures"]["difference"])
