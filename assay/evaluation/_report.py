@@ -104,9 +104,9 @@ def evaluate_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
     if summary.panel is not None:
         out += panel_tables(summary, confidence)
     if summary.self_preference is not None:
-        from assay.evaluation._self_preference import self_preference_table
+        from assay.evaluation._self_preference import self_preference_tables
 
-        out.append(self_preference_table(summary.self_preference, confidence))
+        out += self_preference_tables(summary.self_preference, confidence)
     if summary.scale_use is not None:
         from assay.evaluation._scale_use import scale_use_tables
 

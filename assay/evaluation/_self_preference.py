@@ -110,23 +110,14 @@ def lead(report: SelfPreferenceReport) -> str:
     return f"{text} {what}. {verdict}"
 
 
-def self_preference_table(report: SelfPreferenceReport, confidence: float) -> Table:
-    """report.md and report.html: Δ with its interval, then each group's means."""
+def self_preference_tables(report: SelfPreferenceReport, confidence: float) -> list[Table]:
+    """report.md and report.html: Δ with its interval and test, then each group's means."""
     delta = difference(report)
     if delta is None:
-        return Table("Self-preference", [], [], lead=lead(report))
+        return [Table("Self-preference", [], [], lead=lead(report))]
     f = report.figures
     assert f is not None
     table = metric_table("Self-preference", {"self_preference Δ": delta.to_dict()}, confidence)
-    means = [
-        ["judge's mean score", fmt(f.judge_own), fmt(f.judge_other)],
-        *(
-            [["reference's mean score", fmt(f.reference_own), fmt(f.reference_other)]]
-            if f.adjusted
-            else []
-        ),
-        ["items", f.n_own, f.n_other],
-    ]
     note = (
         f"{f.test}: p {_p(f.p_value)} (H0: Δ ≤ 0), Welch df {fmt(f.df, 1)}"
         + (
@@ -136,16 +127,21 @@ def self_preference_table(report: SelfPreferenceReport, confidence: float) -> Ta
         )
         + "."
         + (f" {f.note}." if f.note else "")
-        + "\n\n"
-        + "\n".join(
-            [
-                f"| | own family ({f.judge_family}) | other families |",
-                "|---|---|---|",
-                *(f"| {a} | {b} | {c} |" for a, b, c in means),
-            ]
-        )
     )
-    return Table(table.title, table.columns, table.rows, lead=lead(report), note=note)
+    groups = Table(
+        "Self-preference: the judge's own family's items and the others'",
+        ["", f"own family ({f.judge_family})", "other families"],
+        [
+            ["judge's mean score", fmt(f.judge_own), fmt(f.judge_other)],
+            *(
+                [["reference's mean score", fmt(f.reference_own), fmt(f.reference_other)]]
+                if f.adjusted
+                else []
+            ),
+            ["items", f.n_own, f.n_other],
+        ],
+    )
+    return [Table(table.title, table.columns, table.rows, lead=lead(report), note=note), groups]
 
 
 def _p(p: float) -> str:

@@ -146,7 +146,8 @@ def test_a_judge_favouring_its_own_family_is_flagged_and_a_fair_one_is_not(famil
         report = (run_dir / "report.md").read_text()
         assert "## Self-preference" in report
         assert ("**Flagged**" in report) is flagged
-        assert "Self-preference" in (run_dir / "report.html").read_text()
+        html = (run_dir / "report.html").read_text()
+        assert "Self-preference" in html and "<th>own family (gpt)</th>" in html
         logged = logged_metrics(run_dir.parent.parent)
         assert logged["self_preference_difference"] == pytest.approx(f["difference"])
         assert logged["self_preference_difference_ci_low"] == pytest.approx(f["ci_low"])
