@@ -186,6 +186,16 @@ def test_a_generator_column_that_is_not_there_is_one_line(tmp_path, capsys):
     assert "no column 'model' (mapped to generator)" in err and "items.csv" in err
 
 
+def test_a_generator_column_on_a_categorical_scale_is_one_line(tmp_path, capsys):
+    csv = write_items(tmp_path, np.array([1, 2, 3]), [OWN, OTHER, OWN])
+    data = {"path": str(csv), "columns": {"id": "id", "generator": "written_by"}}
+    judge = {"scale": {"kind": "categorical", "labels": ["1", "2", "3"]}}
+    cfg = stub_config(tmp_path, csv, "http://127.0.0.1:9", name="c", judge=judge, data=data)
+    assert main(["evaluate", str(cfg), "--quiet"]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "self-preference compares scores" in err
+
+
 def test_a_panel_of_several_families_needs_judge_family(tmp_path, capsys):
     csv = write_items(tmp_path, np.array([1, 2, 3]), [OWN, OTHER, OWN])
     member = {"rubric": "r", "scale": "1-5"}
