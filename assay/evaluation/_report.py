@@ -157,8 +157,13 @@ def _excerpt(text: str | None, n: int = 160) -> str:
     return flat if len(flat) <= n else flat[: n - 1] + "…"
 
 
+SHOWN_DISAGREEMENTS = 10  # pairs the reports list; disagreements.jsonl has every one
+
+
 def disagreement_table(
-    summary: EvaluateSummary, disagreements: list[DisagreementRecord], shown: int = 10
+    summary: EvaluateSummary,
+    disagreements: list[DisagreementRecord],
+    shown: int = SHOWN_DISAGREEMENTS,
 ) -> Table | None:
     """The ``shown`` pairs most distant on the scale (``disagreements``: all of them, worst
     first, as ``disagreements.jsonl`` lists them) with an excerpt of the response and of the

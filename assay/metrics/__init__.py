@@ -193,6 +193,7 @@ _NAMES = {
     "_sample_shift": ("FeatureKind", "SampleComparison", "compare_samples"),
     "_samples": ("held_out_majority_agreement",),
     "_self_preference": ("self_preference",),
+    "_shift": ("EwmaChart", "ShiftDecomposition", "ewma_chart", "shift_decomposition"),
     "_selective": (
         "SelectiveThreshold",
         "calibrate_cascade",
@@ -387,6 +388,11 @@ __all__ = [
     "drift_test",
     "item_change_rates",
     "stability",
+    # a score change split into the judge's shift and the system's change; a control chart
+    "EwmaChart",
+    "ShiftDecomposition",
+    "ewma_chart",
+    "shift_decomposition",
     # conformal prediction sets
     "ClassCoverage",
     "ConformalCalibration",
@@ -644,6 +650,12 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         selective_threshold,
     )
     from assay.metrics._self_preference import self_preference
+    from assay.metrics._shift import (
+        EwmaChart,
+        ShiftDecomposition,
+        ewma_chart,
+        shift_decomposition,
+    )
     from assay.metrics._threshold import fit_threshold
     from assay.metrics._validate import category_ranks
     from assay.metrics._value import (
