@@ -101,12 +101,16 @@ def lead(report: SelfPreferenceReport) -> str:
         if f.adjusted
         else "Δ = mean(judge | own family) − mean(judge | other families), raw scores"
     )
-    verdict = (
-        "**Flagged**: the interval lies above 0, the judge scores its own family's outputs higher "
-        "than the others'" + (" beyond what the reference says of them." if f.adjusted else ".")
-        if report.flagged
-        else "Not flagged: no preference for its own family detected at this sample size."
-    )
+    if report.flagged:
+        verdict = (
+            "**Flagged**: the interval lies above 0, the judge scores its own family's outputs "
+            "higher than the others'"
+            + (" beyond what the reference says of them." if f.adjusted else ".")
+        )
+    elif math.isnan(f.ci_low):
+        verdict = f"Not flagged: {f.note or 'no interval'}."
+    else:
+        verdict = "Not flagged: no preference for its own family detected at this sample size."
     return f"{text} {what}. {verdict}"
 
 
@@ -126,7 +130,6 @@ def self_preference_tables(report: SelfPreferenceReport, confidence: float) -> l
             else ""
         )
         + "."
-        + (f" {f.note}." if f.note else "")
     )
     groups = Table(
         "Self-preference: the judge's own family's items and the others'",
@@ -161,6 +164,7 @@ def self_preference_console(report: SelfPreferenceReport, confidence: float) -> 
     return (
         f"self-preference of family {report.judge_family}: Δ {fmt_ci(delta)} "
         f"({confidence:.0%} {f.interval}, {against}; p {_p(f.p_value)}) — {flag}"
+        + (f" ({f.note})" if f.note else "")
     )
 
 

@@ -27,8 +27,8 @@ OWN, OTHER = "openai/gpt-4o", "anthropic/claude-3-5-sonnet"
 class Personas:
     """Each served model's verdict on item ``k`` (read from the response "Answer k."):
     ``favours`` its own family (+1 on items written by ``OWN``), ``fair`` (the reference with
-    noise that does not depend on who wrote the item), ``strict`` (one category below the
-    reference), ``random`` (a score that has nothing to do with the item's)."""
+    noise that does not depend on who wrote the item), ``strict`` and ``gpt-4.1-nano`` (one
+    category below the reference), ``random`` (a score that has nothing to do with the item's)."""
 
     def __init__(self, reference: np.ndarray, generators: list[str], seed: int = 0):
         rng = np.random.default_rng(seed)
@@ -41,7 +41,7 @@ class Personas:
         ref = int(self.reference[k])
         if model == "random":
             return int(self.random[k])
-        if model == "strict":
+        if model in ("strict", "gpt-4.1-nano"):  # the latter of family gpt
             return max(1, ref - 1)
         bonus = int(model == "gpt-4o-mini" and self.generators[k] == OWN)  # favours
         return int(np.clip(ref + self.noise[k] + bonus, 1, 5))
@@ -103,8 +103,8 @@ N_FAMILY = 60
 
 @pytest.fixture(scope="module")
 def family_runs(tmp_path_factory):
-    """The favouring and the fair persona (both of family gpt) on the same 60 items, half
-    written by each family."""
+    """The favouring, the fair and the strict persona (all of family gpt) on the same 60
+    items, half written by each family."""
     rng = np.random.default_rng(7)
     reference = rng.integers(2, 5, size=N_FAMILY)
     generators = [OWN if k % 2 == 0 else OTHER for k in range(N_FAMILY)]
@@ -114,7 +114,7 @@ def family_runs(tmp_path_factory):
     with StubServer(respond=personas) as stub:
         runs = {
             model: run(root / model, stub, model, csv, generator="written_by")
-            for model in ("gpt-4o-mini", "gpt-4.1-mini")
+            for model in ("gpt-4o-mini", "gpt-4.1-mini", "gpt-4.1-nano")
         }
     return runs, reference, generators
 
@@ -155,6 +155,28 @@ def test_a_judge_favouring_its_own_family_is_flagged_and_a_fair_one_is_not(famil
     # the fair judge's errors do not depend on the family; the favouring one's do by about +1
     favours = json.loads((runs["gpt-4o-mini"] / "metrics.json").read_text())
     assert favours["self_preference"]["figures"]["difference"] > 0.6
+
+
+def test_errors_of_one_value_give_no_interval_and_say_why(family_runs, tmp_path, capsys):
+    """The strict persona's error is -1 on every item: Δ is 0 with no standard error, neither
+    flagged nor said to show no preference, and the reason is on the console and in report.md."""
+    runs, _, _ = family_runs
+    run_dir = runs["gpt-4.1-nano"]
+    sp = json.loads((run_dir / "metrics.json").read_text())["self_preference"]
+    why = "no variation within either group"
+    assert sp["flagged"] is False and sp["figures"]["difference"] == 0
+    assert sp["figures"]["ci_low"] != sp["figures"]["ci_low"] and why in sp["figures"]["note"]
+    report = (run_dir / "report.md").read_text()
+    assert f"Not flagged: {why}" in report and "detected at this sample size" not in report
+    cfg = next(run_dir.parent.parent.glob("*.yaml"))
+    cwd = Path.cwd()
+    try:
+        os.chdir(run_dir.parent.parent)  # the same run again: read back, no new LM call
+        assert main(["evaluate", str(cfg)]) == 0
+    finally:
+        os.chdir(cwd)
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("self-pref"))
+    assert "not flagged" in line and why in line
 
 
 def test_without_a_generator_column_there_is_no_self_preference(tmp_path):
