@@ -2,6 +2,7 @@
 local model, the scripted test LM, and usage / cost accounting."""
 
 from assay.lm._factory import check_api_key, configure_cache, make_adapter, make_lm
+from assay.lm._family import FAMILIES, model_family
 from assay.lm._ledger import CallRecord, ledger_usage, note_calls, note_usage, record_calls
 from assay.lm._limits import LimitStats, RateLimiter, gate_calls, limiter_for, track_limits
 from assay.lm._outputs import (
@@ -76,6 +77,8 @@ __all__ = [
     "UNTALLIED",
     "make_adapter",
     "make_lm",
+    "FAMILIES",
+    "model_family",
     "register_script",
     "registered_scripts",
     "scripted_engine",

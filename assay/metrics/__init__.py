@@ -76,7 +76,14 @@ _NAMES = {
         "inconsistency",
     ),
     "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
-    "_compression": ("ScaleCompression", "scale_compression"),
+    "_bias_records": (
+        "ItemQuality",
+        "RaterModel",
+        "RaterParameters",
+        "ScaleCompression",
+        "SelfPreference",
+    ),
+    "_compression": ("scale_compression",),
     "_conformal": (
         "ClassCoverage",
         "ConformalCalibration",
@@ -135,7 +142,7 @@ _NAMES = {
         "newcombe_paired_interval",
         "wilson_interval",
     ),
-    "_irt": ("ItemQuality", "RaterModel", "RaterParameters", "rater_model"),
+    "_irt": ("rater_model",),
     "_kappa": (
         "KappaWeights",
         "binarize",
@@ -184,7 +191,7 @@ _NAMES = {
     "_report": ("TRADE_OFFS", "MetricKind", "agreement_confusion", "agreement_metrics"),
     "_sample_shift": ("FeatureKind", "SampleComparison", "compare_samples"),
     "_samples": ("held_out_majority_agreement",),
-    "_self_preference": ("SelfPreference", "self_preference"),
+    "_self_preference": ("self_preference",),
     "_shift": ("EwmaChart", "ShiftDecomposition", "ewma_chart", "shift_decomposition"),
     "_selective": (
         "SelectiveThreshold",
@@ -456,6 +463,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         fleiss_kappa,
         krippendorff_alpha,
     )
+    from assay.metrics._bias_records import (
+        ItemQuality,
+        RaterModel,
+        RaterParameters,
+        ScaleCompression,
+        SelfPreference,
+    )
     from assay.metrics._bradley_terry import (
         BradleyTerry,
         CyclicTriads,
@@ -509,7 +523,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         cluster_mean,
         weighted_mean,
     )
-    from assay.metrics._compression import ScaleCompression, scale_compression
+    from assay.metrics._compression import scale_compression
     from assay.metrics._conformal import (
         ClassCoverage,
         ConformalCalibration,
@@ -567,7 +581,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         newcombe_paired_interval,
         wilson_interval,
     )
-    from assay.metrics._irt import ItemQuality, RaterModel, RaterParameters, rater_model
+    from assay.metrics._irt import rater_model
     from assay.metrics._kappa import (
         KappaWeights,
         binarize,
@@ -634,7 +648,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         risk_p_value,
         selective_threshold,
     )
-    from assay.metrics._self_preference import SelfPreference, self_preference
+    from assay.metrics._self_preference import self_preference
     from assay.metrics._shift import (
         EwmaChart,
         ShiftDecomposition,

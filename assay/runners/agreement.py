@@ -85,6 +85,10 @@ class Agreement(Runner):
         print(metrics_table(out.model_dump()["metrics"]))
         if out.annotators is not None:
             _print_annotators(out.annotators)
+        if out.scale_use is not None:
+            from assay.evaluation import scale_use_console
+
+            print(f"\n{scale_use_console(out.scale_use)}")
         if out.disagreements:
             print(f"\nwhere they disagree most ({len(out.disagreements)} shown):")
             print("| id | reference | candidate | distance |\n|---|---|---|---|")

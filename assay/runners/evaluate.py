@@ -100,6 +100,14 @@ class Evaluate(Runner):
             print(f"\n{panel_lead(s.panel)}")
             if s.panel.dawid_skene is not None:
                 print(dawid_skene_console(s.panel.dawid_skene, config.bootstrap.confidence))
+        if s.self_preference is not None:
+            from assay.evaluation import self_preference_console
+
+            print(self_preference_console(s.self_preference, config.bootstrap.confidence))
+        if s.scale_use is not None:
+            from assay.evaluation import scale_use_console
+
+            print(scale_use_console(s.scale_use))
         print("\n".join(cost_lines(s.usage, s.spend)))
         print(f"run directory: {res.run_dir}")
         line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
