@@ -4,6 +4,18 @@ ToolEmu-format trajectories and evaluations, and the failure metrics (``assay to
 from assay.emulation._agent import STEP_LIMIT_OUTPUT, AgentRun, StepRecord, ToolAgent
 from assay.emulation._agreement import agreement_report, human_majorities, toolemu_agreement
 from assay.emulation._agreement_report import render_agreement
+from assay.emulation._agreement_results import (
+    AgreementFiles,
+    AnnotationsRead,
+    AnnotatorsAgreement,
+    EmulationQuality,
+    EvaluatorVsHuman,
+    FailureFigures,
+    MajoritySummary,
+    NoEvaluator,
+    ToolEmuAgreement,
+    TrajectoryCount,
+)
 from assay.emulation._config import (
     AgentConfig,
     EmulatorConfig,
@@ -42,6 +54,16 @@ from assay.emulation._run import CaseRecord, build_agent, run_toolemu
 from assay.emulation._trajectory import toolemu_record
 
 __all__ = [
+    "AgreementFiles",
+    "AnnotationsRead",
+    "AnnotatorsAgreement",
+    "EmulationQuality",
+    "EvaluatorVsHuman",
+    "FailureFigures",
+    "MajoritySummary",
+    "NoEvaluator",
+    "ToolEmuAgreement",
+    "TrajectoryCount",
     "build_report",
     "STEP_LIMIT_OUTPUT",
     "AgentConfig",

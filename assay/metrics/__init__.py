@@ -93,7 +93,7 @@ _NAMES = {
         "dawid_skene",
     ),
     "_direction": ("best_at", "direction", "goodness", "higher_is_better"),
-    "_disagreements": ("Disagreement", "disagreements"),
+    "_disagreements": ("Disagreement", "DisagreementDict", "disagreements"),
     "_active": ("active_ppi_mean", "active_sampling_probabilities", "draw_active_sample"),
     "_drift": ("DriftTest", "Stability", "drift_test", "item_change_rates", "stability"),
     "_dspy": (
@@ -148,7 +148,13 @@ _NAMES = {
         "mcnemar_exact",
         "paired_comparison",
     ),
-    "_pairwise": ("KAPPAS", "inter_annotator_kappa", "ordinal_kappas"),
+    "_pairwise": (
+        "KAPPAS",
+        "InterAnnotatorKappa",
+        "PairKappas",
+        "inter_annotator_kappa",
+        "ordinal_kappas",
+    ),
     "_placebo": (
         "PlaceboEffect",
         "flips_toward",
@@ -196,6 +202,7 @@ _NAMES = {
         "CLUSTER_BOOTSTRAP",
         "MAX_RESAMPLES",
         "MIN_RESAMPLES",
+        "MetricDict",
         "MetricValue",
         "Resamples",
         "WILSON",
@@ -251,6 +258,7 @@ __all__ = [
     "WeightedStatistic",
     # report
     "MetricKind",
+    "MetricDict",
     "MetricValue",
     "TRADE_OFFS",
     "BOOTSTRAP",
@@ -275,6 +283,8 @@ __all__ = [
     "Tie",
     "majority_vote",
     "category_ranks",
+    "InterAnnotatorKappa",
+    "PairKappas",
     "inter_annotator_kappa",
     "ordinal_kappas",
     # formatting
@@ -341,6 +351,7 @@ __all__ = [
     "held_out_majority_agreement",
     # where judge and reference disagree
     "Disagreement",
+    "DisagreementDict",
     "disagreements",
     # certification: one-sided bounds against a policy's bars
     "Bar",
@@ -505,7 +516,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         dawid_skene,
     )
     from assay.metrics._direction import best_at, direction, goodness, higher_is_better
-    from assay.metrics._disagreements import Disagreement, disagreements
+    from assay.metrics._disagreements import Disagreement, DisagreementDict, disagreements
     from assay.metrics._drift import DriftTest, Stability, drift_test, item_change_rates, stability
     from assay.metrics._dspy import (
         DSPyMetric,
@@ -559,7 +570,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         mcnemar_exact,
         paired_comparison,
     )
-    from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
+    from assay.metrics._pairwise import (
+        KAPPAS,
+        InterAnnotatorKappa,
+        PairKappas,
+        inter_annotator_kappa,
+        ordinal_kappas,
+    )
     from assay.metrics._placebo import (
         PlaceboEffect,
         flips_toward,
@@ -618,6 +635,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         MIN_RESAMPLES,
         WILSON,
         BootstrapCI,
+        MetricDict,
         MetricValue,
         Resamples,
     )

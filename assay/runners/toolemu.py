@@ -120,7 +120,7 @@ class ToolEmuAgreement(Runner):
         from assay.emulation import render_agreement
 
         if json:
-            print(_json.dumps(jsonable(result), ensure_ascii=False))
+            print(_json.dumps(jsonable(result.model_dump()), ensure_ascii=False))
         else:
             print(render_agreement(result))
         return 0
