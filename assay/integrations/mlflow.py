@@ -16,11 +16,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assay.integrations._judge import PREFIX, MeasuredJudge, load_judge
+from assay.integrations._judge import PREFIX, JudgeSource, MeasuredJudge, load_judge
 
 
 def scorer(
-    config_or_run: Any,
+    config_or_run: JudgeSource,
     *,
     harness: str | Path | None = None,
     judge: str | None = None,
