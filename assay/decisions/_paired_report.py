@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.metrics import fmt
 from assay.report import Report, Table, load_json
+
+if TYPE_CHECKING:
+    from assay.decisions._paired_results import DriftResult, PairedResult
 
 
 def build_paired_report(folder: Path) -> Report:
@@ -238,7 +241,7 @@ def _nan(v: Any) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
-def render_paired_console(result: Any) -> str:
+def render_paired_console(result: PairedResult | DriftResult) -> str:
     """What the command prints: the report's facts, then its tables in Markdown (report.md's)."""
     from assay.report import markdown
 
