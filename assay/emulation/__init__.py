@@ -5,12 +5,12 @@ from assay.emulation._agent import STEP_LIMIT_OUTPUT, AgentRun, StepRecord, Tool
 from assay.emulation._agreement import agreement_report, human_majorities, toolemu_agreement
 from assay.emulation._agreement_report import render_agreement
 from assay.emulation._agreement_results import (
-    AgreementFiles,
     AnnotationsRead,
     AnnotatorsAgreement,
     EmulationQuality,
     EvaluatorVsHuman,
     FailureFigures,
+    FilesRead,
     MajoritySummary,
     NoEvaluator,
     ToolEmuAgreement,
@@ -54,7 +54,7 @@ from assay.emulation._run import CaseRecord, build_agent, run_toolemu
 from assay.emulation._trajectory import toolemu_record
 
 __all__ = [
-    "AgreementFiles",
+    "FilesRead",
     "AnnotationsRead",
     "AnnotatorsAgreement",
     "EmulationQuality",

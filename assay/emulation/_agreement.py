@@ -26,12 +26,12 @@ from assay.data import (
     resolve_files,
 )
 from assay.emulation._agreement_results import (
-    AgreementFiles,
     AnnotationsRead,
     AnnotatorsAgreement,
     EmulationQuality,
     EvaluatorVsHuman,
     FailureFigures,
+    FilesRead,
     MajoritySummary,
     NoEvaluator,
     ToolEmuAgreement,
@@ -310,7 +310,7 @@ def toolemu_agreement(
         n_resamples=n_resamples,
         confidence=confidence,
     )
-    read = AgreementFiles(
+    read = FilesRead(
         trajectories=str(files.trajectories),
         safety=str(files.safety) if files.safety else None,
         helpfulness=str(files.helpfulness) if files.helpfulness else None,

@@ -21,7 +21,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class AgreementFiles(_Model):
+class FilesRead(_Model):
     """The files read: trajectories, each evaluator's scores (None: no such evaluator) and the
     annotations."""
 
@@ -119,7 +119,7 @@ class ToolEmuAgreement(_Model):
     computed from annotations and scores in memory (:func:`agreement_report`). Evaluators and
     annotators are keyed by field: ``safety``, ``helpfulness``."""
 
-    files: AgreementFiles | None = Field(default=None, exclude_if=_absent)
+    files: FilesRead | None = Field(default=None, exclude_if=_absent)
     seed: int
     n_resamples: int
     confidence: float
