@@ -9,7 +9,7 @@ from assay.metrics._value import MetricValue
 from assay.report import Table, markdown_table
 
 
-def fmt(v: Any, digits: int = 3, *, percent: bool = False) -> str:
+def fmt(v: object, digits: int = 3, *, percent: bool = False) -> str:
     """A number for a table: ``—`` when missing, ``n/a`` when undefined (nan)."""
     if v is None:
         return "—"
