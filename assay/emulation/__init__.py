@@ -23,7 +23,7 @@ from assay.emulation._config import (
     ToolEmuRunConfig,
     load_toolemu_config,
 )
-from assay.emulation._emulator import Emulator, Observation, Sandbox
+from assay.emulation._emulator import Emulator, Observation, ObservationRecord, Sandbox
 from assay.emulation._html_report import build_report
 from assay.emulation._models import (
     Case,
@@ -78,6 +78,7 @@ __all__ = [
     "EvaluatorMetrics",
     "GroupMetrics",
     "Observation",
+    "ObservationRecord",
     "Sandbox",
     "ScoreSummary",
     "StageUsage",
