@@ -5,11 +5,14 @@ they are (a CI job gates on it)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.runners._runner import Options as BaseOptions
 from assay.runners._runner import Runner, argument, option, runner, stored_runs_uri
 from assay.types import Share
+
+if TYPE_CHECKING:
+    from assay.decisions import DriftResult
 
 
 @runner("drift")
@@ -50,7 +53,7 @@ class Drift(Runner):
     summary_file = "drift.json"
     progress_option = False
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> DriftResult:
         from assay.decisions import drift
 
         uri = stored_runs_uri(options.tracking_uri, workdir)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.runners._runner import (
     CERTIFICATE_OPTION,
@@ -19,6 +19,9 @@ from assay.runners._runner import (
     runner,
 )
 from assay.types import all_unscored
+
+if TYPE_CHECKING:
+    from assay.evaluation import EvaluateResult
 
 
 @runner("evaluate")
@@ -41,7 +44,7 @@ class Evaluate(Runner):
     summary = "assay.evaluation:EvaluateSummary"
     opens_run = True
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> EvaluateResult:
         from assay.evaluation import evaluate
         from assay.inputs import EvaluateConfig
 
