@@ -461,19 +461,7 @@ def test_the_api_returns_a_typed_result_and_json_prints_it(run_dir, capsys):
 
     assert main(["toolemu", "agreement", str(run_dir), str(ann), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert list(printed) == [
-        "files",
-        "seed",
-        "n_resamples",
-        "confidence",
-        "trajectories",
-        "annotations",
-        "majority",
-        "evaluator_vs_human",
-        "inter_annotator",
-        "emulation",
-        "failures",
-    ]
+    assert list(printed) == list(ToolEmuAgreement.model_fields)  # every figure, in order
     assert "note" not in printed["evaluator_vs_human"]["safety"]
     assert "note" not in printed["failures"]
     assert printed["inter_annotator"]["safety"]["all_annotators"] == (
