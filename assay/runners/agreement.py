@@ -68,7 +68,7 @@ class Agreement(Runner):
             values["scale"] = Scale.parse(values["scale"])
         return agreement(values.pop("reference"), values.pop("candidate"), **values)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: AgreementResult, options: Options, *, json: bool) -> int:
         from assay.metrics import metrics_table
 
         out = result

@@ -65,7 +65,7 @@ class Calibrate(Runner):
             method=options.method,
         )
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: CalibrationResult, options: Options, *, json: bool) -> int:
         from assay.metrics import fmt_ci, metrics_table
 
         out = result

@@ -51,7 +51,7 @@ class Certify(Runner):
 
         return certificate_report(read_certificate(Path(run_dir) / CERTIFICATE))
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: Certificate, options: Options, *, json: bool) -> int:
         from assay.decisions import bounds_table
         from assay.report import markdown_table
 

@@ -158,7 +158,7 @@ class Compare(Runner):
             return build_report(run_dir)
         return build_paired_report(run_dir)  # compare --paired, drift
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: Comparison | PairedResult, options: Options, *, json: bool) -> int:
         from assay.comparison import render_markdown
         from assay.decisions import render_paired_console
 

@@ -80,7 +80,7 @@ class Conformal(Runner):
 
         return build_conformal_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: ConformalSummary, options: Options, *, json: bool) -> int:
         from assay.decisions import conformal_headline
         from assay.runners._runner import mlflow_line
 

@@ -75,7 +75,7 @@ class Drift(Runner):
 
         return build_paired_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: DriftResult, options: Options, *, json: bool) -> int:
         from assay.decisions import render_paired_console
 
         print(result.model_dump_json() if json else render_paired_console(result), end="")

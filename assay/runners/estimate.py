@@ -137,7 +137,7 @@ class Estimate(Runner):
 
         return build_estimate_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: EstimateSummary, options: Options, *, json: bool) -> int:
         from assay.decisions import estimate_console
         from assay.runners._runner import mlflow_line
 

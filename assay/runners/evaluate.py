@@ -21,7 +21,7 @@ from assay.runners._runner import (
 from assay.types import all_unscored
 
 if TYPE_CHECKING:
-    from assay.evaluation import EvaluateResult
+    from assay.evaluation import Counts, EvaluateResult
 
 
 @runner("evaluate")
@@ -68,7 +68,7 @@ class Evaluate(Runner):
 
         return build_report(run_dir, options.get("items"))
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: EvaluateResult, options: Options, *, json: bool) -> int:
         from assay.metrics import metrics_table
         from assay.types import cost_lines
 
@@ -125,6 +125,6 @@ class Evaluate(Runner):
         return exit_code(c)
 
 
-def exit_code(counts: Any) -> int:
+def exit_code(counts: Counts) -> int:
     """1 (with the reasons on stderr) when every judgment of the run is unscored, else 0."""
     return measured_nothing(all_unscored(counts.judged, counts.unscored_reasons))

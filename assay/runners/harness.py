@@ -75,7 +75,7 @@ class Harness(Runner):
 
         return build_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: HarnessResult, options: Options, *, json: bool) -> int:
         from assay.reliability import ci, headline
         from assay.types import Usage, cost_lines, work_line
 

@@ -42,7 +42,7 @@ class Optimize(Runner):
             tracking_uri=options.tracking_uri,
         )
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: OptimizeResult, options: Options, *, json: bool) -> int:
         from assay.optimization import render_result
 
         if json:

@@ -35,7 +35,7 @@ class _Selective(Runner):
 
         return build_report(run_dir)
 
-    def print(self, result: Any, options: Any, *, json: bool) -> int:
+    def print(self, result: SelectiveResult, options: RunOptions, *, json: bool) -> int:
         return print_selective(result, options, json=json)
 
 
@@ -90,7 +90,7 @@ class SelectiveApply(_Selective):
         )
 
 
-def print_selective(result: Any, options: Any, *, json: bool) -> int:
+def print_selective(result: SelectiveResult, options: RunOptions, *, json: bool) -> int:
     """The console: thresholds, each part through the cascade, the guarantee. Exit code 0;
     1 when no stage could be certified (the cascade keeps nothing), or when every judgment is
     unscored (then that, with the reasons, is the error: no threshold could be calibrated)."""

@@ -66,7 +66,7 @@ class ToolEmu(Runner):
 
         return build_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: ToolEmuResult, options: Options, *, json: bool) -> int:
         from assay.emulation import render_run_summary
 
         res = result
