@@ -89,7 +89,7 @@ def at(row: dict[str, Any], dotted: str) -> str:
     return text(value)
 
 
-def text(value: Any) -> str:
+def text(value: object) -> str:
     """A row's ``inputs`` / ``outputs`` as the text the judge reads: a string as it is, a
     mapping of one entry as its value, anything else as JSON."""
     if isinstance(value, str):
