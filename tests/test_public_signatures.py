@@ -167,3 +167,56 @@ def test_the_walk_finds_the_names_it_must():
     probe = {"f": lambda x: x}
     exec("from typing import Any\ndef f(x: Any, *a: Any) -> dict[str, Any]: ...", probe)
     assert list(_loose("f", probe["f"])) == ["f(x)", "f -> return"]
+
+
+def _members(protocol: type) -> set[str]:
+    """The names a protocol declares (its own and its bases', short of ``Protocol``)."""
+    names: set[str] = set()
+    for base in protocol.__mro__:
+        if base is object or base.__name__ in ("Protocol", "Generic"):
+            continue
+        names |= {n for n in vars(base) if not n.startswith("_")}
+        names |= set(getattr(base, "__annotations__", {}))
+    return names
+
+
+def test_the_protocols_name_what_the_models_have(tmp_path):
+    """A protocol stands for a model a package cannot import (it lies to the right): every
+    member it declares is one the model has, so the model is what the protocol says."""
+    import dspy
+
+    from assay.inputs import EvaluateConfig
+    from assay.integrations import WithJudge
+    from assay.lm import UsageRecords
+    from assay.programs import Judge, JudgeConfig
+    from assay.programs.kinds import (
+        CriterionSettings,
+        JudgeProgram,
+        JudgeSettings,
+        MlflowSettings,
+    )
+    from assay.runs import RunSettings, TrackingSettings
+
+    judge = JudgeConfig(
+        name="t",
+        model="scripted:x",
+        scale="1-3",
+        task="transcript",
+        criteria=[{"id": "c", "instructions": "check it"}],
+    )
+    mlflow_judge = JudgeConfig(
+        name="m", model="openai/x", task="mlflow", mlflow={"builtin": "Safety"}
+    )
+    config = EvaluateConfig(name="e", data={"path": str(tmp_path / "d.csv")}, judge=judge)
+    for protocol, instance in (
+        (RunSettings, config),
+        (TrackingSettings, config.tracking),
+        (WithJudge, config),
+        (JudgeSettings, judge),
+        (CriterionSettings, judge.criteria[0]),
+        (MlflowSettings, mlflow_judge.mlflow),
+        (JudgeProgram, Judge(judge)),
+        (UsageRecords, dspy.utils.usage_tracker.UsageTracker()),
+    ):
+        missing = sorted(n for n in _members(protocol) if not hasattr(instance, n))
+        assert not missing, f"{type(instance).__name__} lacks {protocol.__name__}'s {missing}"
