@@ -24,6 +24,7 @@ _API = (  # the built-in runners, as functions (assay.api); any other registered
     "optimize",
     "agreement",
     "compare",
+    "rank",
     "selftest",
     "toolemu_agreement",
 )

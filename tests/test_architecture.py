@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("assay.inputs",),
     ("assay.evaluation", "assay.reliability"),
     ("assay.decisions",),
-    ("assay.emulation", "assay.optimization", "assay.comparison"),
+    ("assay.emulation", "assay.optimization", "assay.comparison", "assay.ranking"),
     ("assay.runners",),
     ("assay.web",),
     ("assay.cli", "assay.api", "assay.integrations"),

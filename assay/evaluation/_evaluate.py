@@ -19,7 +19,7 @@ from typing import Any
 import dspy
 
 from assay.evaluation._no_labels import panel_metrics, panel_over_run
-from assay.evaluation._report import render_report
+from assay.evaluation._report import SHOWN_DISAGREEMENTS, render_report
 from assay.evaluation._results import (
     DisagreementRecord,
     EvaluateResult,
@@ -245,8 +245,7 @@ def _write_outputs(
     """metrics.json, disagreements.jsonl, report.md, the judge program's state, the reliability
     diagram (judges with probabilities) and report.html."""
     run.store.write_json("metrics.json", summary.model_dump(mode="json"))
-    worst = _disagreements(config, run, items, index, verdicts)
-    run.store.write_text("disagreements.jsonl", (d.model_dump_json() + "\n" for d in worst))
+    worst = _write_disagreements(config, run, items, index, verdicts)
     run.store.write_text(
         "report.md",
         render_report(
@@ -278,33 +277,84 @@ def _write_outputs(
     write_html(run.dir, items)
 
 
-def _disagreements(
+_SLICE = 100_000  # items ranked at once while disagreements.jsonl is written
+
+
+def _write_disagreements(
     config: EvaluateConfig, run: Run, items: ItemStream, index: ItemIndex, v: Verdicts
 ) -> list[DisagreementRecord]:
-    """Every scored item whose verdict differs from its reference, most distant first; the
-    texts and reasoning of those items alone are read back (from the items and judgments)."""
+    """disagreements.jsonl: every scored item whose verdict differs from its reference, most
+    distant first, with its texts and the judge's reasoning; returns the first ``SHOWN_DISAGREEMENTS``.
+
+    The texts are joined and ordered in a temporary SQLite file (it spills to disk), so a run
+    of a million items holds no disagreement's text in memory: the pairs are ranked a slice at
+    a time, then one reading of the items and one of the judgments fill in their texts."""
+    import sqlite3
+
     from assay.evaluation._scoring import disagreement_records
 
-    assert config.judge.scale is not None
-    differ = {
-        i: (r, c)
-        for i, r, c in zip(index.ids, v.references, v.scores, strict=True)
-        if r is not None and c is not None and r != c
-    }
-    texts = {it.id: it for it in items if it.id in differ}
-    reasons = {
-        j.item_id: j
-        for j in run.store.iter_records("judgments.jsonl", Judgment)
-        if j.item_id in differ
-    }
-    return disagreement_records(
-        list(differ),
-        [r for r, _ in differ.values()],
-        [c for _, c in differ.values()],
-        config.judge.scale,
-        items=texts,
-        judgments=reasons,
-    )
+    scale = config.judge.scale
+    assert scale is not None
+    db = sqlite3.connect("")  # a private temporary database, on disk once it grows
+    try:
+        db.execute(
+            "CREATE TABLE d (id TEXT PRIMARY KEY, distance REAL, record TEXT,"
+            " request TEXT, response TEXT, reasoning TEXT)"
+        )
+        for start in range(0, len(index), _SLICE):
+            end = start + _SLICE
+            pairs = [
+                (i, r, c)
+                for i, r, c in zip(
+                    index.ids[start:end], v.references[start:end], v.scores[start:end], strict=True
+                )
+                if r is not None and c is not None and r != c
+            ]
+            if pairs:
+                ids, refs, judged = zip(*pairs, strict=True)
+                ranked = disagreement_records(list(ids), list(refs), list(judged), scale)
+                db.executemany(
+                    "INSERT INTO d (id, distance, record) VALUES (?, ?, ?)",
+                    ((d.id, d.distance, d.model_dump_json()) for d in ranked),
+                )
+        db.executemany(
+            "UPDATE d SET request = ?, response = ? WHERE id = ?",
+            ((it.request, it.response, it.id) for it in items if _differs(it.id, index, v)),
+        )
+        db.executemany(  # the latest judgment of an item is the one that counts
+            "UPDATE d SET reasoning = ? WHERE id = ?",
+            (
+                (j.reasoning, j.item_id)
+                for j in run.store.iter_records("judgments.jsonl", Judgment)
+                if _differs(j.item_id, index, v)
+            ),
+        )
+        rows = db.execute(
+            "SELECT record, request, response, reasoning FROM d ORDER BY distance DESC, id"
+        )
+        shown: list[DisagreementRecord] = []
+
+        def lines() -> Iterator[str]:
+            for record, request, response, reasoning in rows:
+                d = DisagreementRecord.model_validate_json(record).model_copy(
+                    update={"request": request, "response": response, "reasoning": reasoning}
+                )
+                if len(shown) < SHOWN_DISAGREEMENTS:
+                    shown.append(d)
+                yield d.model_dump_json() + "\n"
+
+        run.store.write_text("disagreements.jsonl", lines())
+        return shown
+    finally:
+        db.close()
+
+
+def _differs(item_id: str, index: ItemIndex, v: Verdicts) -> bool:
+    k = index.position.get(item_id)
+    if k is None:
+        return False
+    r, c = v.references[k], v.scores[k]
+    return r is not None and c is not None and r != c
 
 
 def _summarize(

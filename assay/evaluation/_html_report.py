@@ -4,12 +4,18 @@ the data set when they are not given."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from assay._json import records
-from assay.evaluation._report import cost_section, disagreement_table, evaluate_tables
+from assay.evaluation._report import (
+    SHOWN_DISAGREEMENTS,
+    cost_section,
+    disagreement_table,
+    evaluate_tables,
+)
 from assay.evaluation._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import fmt
 from assay.report import (
@@ -21,7 +27,6 @@ from assay.report import (
     load_json,
     load_summary,
     pretty,
-    read_jsonl,
     read_yaml,
     verdict,
 )
@@ -52,8 +57,8 @@ def build_report(run_dir: Path, items: Iterable[Item] | None = None) -> Report:
     confidence = (config.get("bootstrap") or {}).get("confidence", 0.95)
     r.tables = evaluate_tables(summary, confidence)
     r.figures = figures(run_dir, r.tables)
-    records = read_jsonl(run_dir / "disagreements.jsonl")
-    worst = disagreement_table(summary, [DisagreementRecord.model_validate(d) for d in records])
+    listed = itertools.islice(records(run_dir / "disagreements.jsonl"), SHOWN_DISAGREEMENTS)
+    worst = disagreement_table(summary, [DisagreementRecord.model_validate(d) for _, d in listed])
     r.tables += [worst] if worst else []
     r.tables.append(cost_section(summary))
     judgments, total = _first_judgments(run_dir / "judgments.jsonl", ITEM_ROWS)

@@ -61,7 +61,8 @@ def render_report(
     worst = disagreement_table(summary, disagreements or [])
     lines += markdown([*tables, *([worst] if worst else [])])
     lines += [*markdown([cost_section(summary)]), f"Bootstrap: {summary.bootstrap}"]
-    if str(judge.get("model", "")).startswith("local"):
+    members = judge.get("members") or [judge]  # a panel's verdicts are its members'
+    if any(str(m.get("model", "")).startswith("local") for m in members):
         lines += [
             "",
             "> The embedded local model is for trying assay and for smoke tests. Its verdicts are "
@@ -148,8 +149,13 @@ def _excerpt(text: str | None, n: int = 160) -> str:
     return flat if len(flat) <= n else flat[: n - 1] + "…"
 
 
+SHOWN_DISAGREEMENTS = 10  # pairs the reports list; disagreements.jsonl has every one
+
+
 def disagreement_table(
-    summary: EvaluateSummary, disagreements: list[DisagreementRecord], shown: int = 10
+    summary: EvaluateSummary,
+    disagreements: list[DisagreementRecord],
+    shown: int = SHOWN_DISAGREEMENTS,
 ) -> Table | None:
     """The ``shown`` pairs most distant on the scale (``disagreements``: all of them, worst
     first, as ``disagreements.jsonl`` lists them) with an excerpt of the response and of the

@@ -1,7 +1,7 @@
 """Agreement, failure, ordinal, classification, interval and cost metrics, estimates of a
 mean from few human labels and many judge predictions (prediction-powered inference), and the
 statistics of a judge's biases (a cue against a placebo, self-preference, scale compression,
-raters' severity and discrimination).
+raters' severity and discrimination), and systems ranked from pairwise verdicts (Bradley–Terry).
 
 Pure functions in scikit-learn style, ``metric(y_true, y_pred, **options)``, on 0-based integer
 category indices unless stated; :func:`agreement_metrics` gathers them with bootstrap CIs for a
@@ -27,6 +27,14 @@ _NAMES = {
         "count_table",
         "fleiss_kappa",
         "krippendorff_alpha",
+    ),
+    "_bradley_terry": (
+        "BradleyTerry",
+        "CyclicTriads",
+        "JudgeAgreement",
+        "OrderEffect",
+        "Strength",
+        "bradley_terry",
     ),
     "_calibration": (
         "BinStrategy",
@@ -184,6 +192,7 @@ _NAMES = {
     "_sample_shift": ("FeatureKind", "SampleComparison", "compare_samples"),
     "_samples": ("held_out_majority_agreement",),
     "_self_preference": ("SelfPreference", "self_preference"),
+    "_shift": ("EwmaChart", "ShiftDecomposition", "ewma_chart", "shift_decomposition"),
     "_selective": (
         "SelectiveThreshold",
         "calibrate_cascade",
@@ -383,6 +392,11 @@ __all__ = [
     "drift_test",
     "item_change_rates",
     "stability",
+    # a score change split into the judge's shift and the system's change; a control chart
+    "EwmaChart",
+    "ShiftDecomposition",
+    "ewma_chart",
+    "shift_decomposition",
     # conformal prediction sets
     "ClassCoverage",
     "ConformalCalibration",
@@ -424,6 +438,13 @@ __all__ = [
     "reliability_weights",
     "trimmed_mean",
     "weighted_vote",
+    # systems ranked from pairwise verdicts (Bradley–Terry with a first-position effect)
+    "BradleyTerry",
+    "CyclicTriads",
+    "JudgeAgreement",
+    "OrderEffect",
+    "Strength",
+    "bradley_terry",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 
@@ -445,6 +466,14 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         count_table,
         fleiss_kappa,
         krippendorff_alpha,
+    )
+    from assay.metrics._bradley_terry import (
+        BradleyTerry,
+        CyclicTriads,
+        JudgeAgreement,
+        OrderEffect,
+        Strength,
+        bradley_terry,
     )
     from assay.metrics._calibration import (
         BinStrategy,
@@ -624,6 +653,12 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         selective_threshold,
     )
     from assay.metrics._self_preference import SelfPreference, self_preference
+    from assay.metrics._shift import (
+        EwmaChart,
+        ShiftDecomposition,
+        ewma_chart,
+        shift_decomposition,
+    )
     from assay.metrics._threshold import fit_threshold
     from assay.metrics._validate import category_ranks
     from assay.metrics._value import (

@@ -430,6 +430,14 @@ class JudgeConfig(ModelSpec):
             )
         return self
 
+    @property
+    def uses_embedded_model(self) -> bool:
+        """Whether a verdict comes from the embedded local model: a panel's from its members'
+        models (its own ``model`` is never called), any other judge's from its ``model``."""
+        if self.program == "panel":
+            return any(m.uses_embedded_model for m in self.members)
+        return self.model.startswith("local")
+
     def config_hash(self) -> str:
         """Stable hash of everything that affects a verdict (the display name, the price, the
         per-attempt timeout, the client and the rate limits excluded): a program state read

@@ -68,6 +68,7 @@ BUILTIN = (
     "selftest",
     "compare",
     "drift",
+    "rank",
     "optimize",
     "toolemu",
     "toolemu_agreement",

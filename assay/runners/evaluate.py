@@ -120,7 +120,7 @@ class Evaluate(Runner):
                 f"note: {transient} items are unscored by LM errors or timeouts; once the cause "
                 "is fixed, re-run with --retry-unscored to judge them again."
             )
-        if config.judge.model.startswith("local"):
+        if config.judge.uses_embedded_model:
             print("note: the embedded model is for trying assay, not for trustworthy verdicts.")
         return exit_code(c)
 

@@ -183,3 +183,54 @@ def test_disagreements_are_written_with_texts_and_shown_in_the_report(project: P
     report = (res.run_dir / "report.md").read_text()
     assert "## Where the judge and the reference disagree most" in report
     assert all(f"| {r['id']} |" in report for r in records)
+
+
+def test_disagreements_are_ranked_and_joined_a_slice_at_a_time(tmp_path: Path, monkeypatch):
+    """disagreements.jsonl from several slices (the ranking's slice made tiny) equals the
+    ranking of every pair at once, by hand: most distant first, ties by id, each with its
+    texts and the judge's reasoning; report.md and report.html show its first ten."""
+    import assay.evaluation._evaluate as module
+
+    monkeypatch.setattr(module, "_SLICE", 7)
+    rng = np.random.default_rng(3)
+    refs, says = rng.integers(1, 6, 40), rng.integers(1, 6, 40)
+    ids = [f"e{k:02d}" for k in rng.permutation(40)]  # file order is not id order
+    rows = ["id,question,answer,label"] + [
+        f"{i},Question {i}?,Answer {i} SAY{s}.,{r}" for i, r, s in zip(ids, refs, says, strict=True)
+    ]
+    (tmp_path / "items.csv").write_text("\n".join(rows) + "\n")
+    rules = [{"match": f"SAY{s}", "output": {"verdict": str(s)}} for s in range(1, 6)]
+    (tmp_path / "sheet.json").write_text(json.dumps({"rules": rules, "default": {}}))
+    (tmp_path / "config.yaml").write_text(
+        "name: ordinal\n"
+        "data: {path: items.csv, columns: {id: id, request: question, response: answer,"
+        " expected: label}}\n"
+        "judge: {name: j, model: 'scripted:sheet.json', rubric: r,"
+        " scale: {kind: ordinal, min: 1, max: 5}}\n"
+        "tracking: {enabled: false}\n"
+    )
+    config, base = load_config(tmp_path / "config.yaml")
+    res = evaluate(config, workdir=tmp_path, config_dir=base, progress=False)
+    got = [json.loads(x) for x in (res.run_dir / "disagreements.jsonl").read_text().splitlines()]
+    want = sorted(
+        (
+            (-abs(int(s) - int(r)), i, int(r), int(s))
+            for i, r, s in zip(ids, refs, says, strict=True)
+            if r != s
+        ),
+    )
+    assert [(-g["distance"], g["id"], g["reference"], g["judge"]) for g in got] == want
+    assert len(got) == res.summary.disagreements > 10
+    reasons = {
+        json.loads(x)["item_id"]: json.loads(x)["reasoning"]
+        for x in (res.run_dir / "judgments.jsonl").read_text().splitlines()
+    }
+    for g in got:
+        assert g["request"] == f"Question {g['id']}?"
+        assert g["response"] == f"Answer {g['id']} SAY{g['judge']}."
+        assert g["reasoning"] == reasons[g["id"]]
+    report = (res.run_dir / "report.md").read_text()
+    assert all(f"| {g['id']} |" in report for g in got[:10])
+    assert not any(f"| {g['id']} |" in report for g in got[10:])
+    page = (res.run_dir / "report.html").read_text()
+    assert all(g["id"] in page for g in got[:10])

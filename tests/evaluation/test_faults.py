@@ -11,6 +11,7 @@ import json
 import shutil
 import signal
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -102,7 +103,10 @@ def test_a_server_that_never_answers_times_out_every_item(tmp_path, items_csv, b
 def test_ctrl_c_ends_the_command_at_once_while_requests_hang(tmp_path, items_csv, black_hole):
     """Workers blocked in requests (default 120 s timeout) do not keep the process alive."""
     cfg = stub_yaml(tmp_path, items_csv, black_hole.base_url)
-    proc = assay_process("evaluate", str(cfg), "--quiet", cwd=tmp_path)
+    # a command still alive at the end is made to print every thread's stack (SIGABRT)
+    proc = assay_process(
+        "evaluate", str(cfg), "--quiet", cwd=tmp_path, env={"PYTHONFAULTHANDLER": "1"}
+    )
     deadline = time.monotonic() + 120
     while len(black_hole.connections) < N_ITEMS and time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()
@@ -115,6 +119,10 @@ def test_ctrl_c_ends_the_command_at_once_while_requests_hang(tmp_path, items_csv
         # the requests would end only at their 120 s timeout: an exit well before it is the
         # Ctrl-C's (a bound far from both, so a busy machine cannot fail it)
         _, err = proc.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        _, stacks = proc.communicate(timeout=60)
+        raise AssertionError(f"still running 90 s after Ctrl-C:\n{stacks[-8000:]}") from None
     finally:
         proc.kill()
     exited = time.monotonic() - sent

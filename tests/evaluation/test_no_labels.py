@@ -119,7 +119,7 @@ def stub():
         yield server
 
 
-def panel_run(tmp_path, stub, aggregate: str, *, tracking: bool = False):
+def panel_run(tmp_path, stub, aggregate: str, *, tracking: bool = False, **judge):
     data = tmp_path / "items.csv"
     data.write_text(
         "id,request,response,expected\n"
@@ -142,7 +142,13 @@ def panel_run(tmp_path, stub, aggregate: str, *, tracking: bool = False):
         stub.base_url,
         name=f"panel-{aggregate}",
         file=f"{aggregate}.yaml",
-        judge={"name": "panel", "program": "panel", "members": members, "aggregate": aggregate},
+        judge={
+            "name": "panel",
+            "program": "panel",
+            "members": members,
+            "aggregate": aggregate,
+            **judge,
+        },
         **extra,
     )
     argv = ["evaluate", str(cfg), "--quiet"]
@@ -330,3 +336,13 @@ def test_a_panel_with_no_scored_judgment_is_left_as_it_is():
     out, panel = panel_over_run(config, judgments, seed=0, n_resamples=1000, confidence=0.95)
     assert out == judgments and panel.dawid_skene is None and panel.changed == 0
     assert panel.note == "Dawid–Skene needs at least 3 judges; there are 0"
+
+
+def test_a_panel_of_hosted_members_is_not_called_the_embedded_model(tmp_path, stub, capsys):
+    """A panel's own ``model`` is never called (its members' are): the embedded model's warning
+    belongs to a panel only when a member runs on it."""
+    run_dir = panel_run(tmp_path, stub, "majority", model="local")  # the default model
+    printed = capsys.readouterr().out
+    assert "paired with reference" in printed
+    assert "embedded model" not in printed
+    assert "embedded local model" not in (run_dir / "report.md").read_text()

@@ -1,0 +1,205 @@
+"""``assay rank SOURCE...``: systems ranked from pairwise verdicts — Bradley–Terry strengths with
+intervals, each judge's first-position effect in the model, the majority's cyclic triads, and
+each judge's agreement with the others' ranking (:func:`assay.metrics.bradley_terry`).
+
+No LM is called: the votes are read back (:mod:`._comparisons`) and the ranking is a run of its
+own (``comparisons.jsonl``, ``metrics.json``, report.md / report.html, MLflow), named by a hash
+of its votes and options, so the same sources and options find the finished run again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.errors import DataError
+from assay.inputs import RunConfig
+from assay.metrics import CyclicTriads, JudgeAgreement, OrderEffect, Strength
+from assay.ranking._comparisons import RankSource, Vote, read_source
+from assay.runs import Run, TrackedRun
+from assay.types import stable_hash
+
+COMPARISONS = "comparisons.jsonl"
+
+
+class RankConfig(RunConfig):
+    """A ranking: where its votes come from and how the model is fitted."""
+
+    sources: list[str] = Field(description="pairwise evaluate runs or tables of pairs")
+    systems: tuple[str, str] | None = Field(
+        None, description="the item columns naming responses A's and B's systems (runs)"
+    )
+    order_effect: bool = Field(True, description="each judge's first-position effect fitted")
+    prior: float = Field(0.0, ge=0, description="the penalty alpha · Σ s² (0: maximum likelihood)")
+    confidence: float = Field(0.95, gt=0, lt=1, description="the intervals' level")
+
+
+class RankSummary(BaseModel):
+    """What ``metrics.json`` holds: the sources and their votes, the fit's strengths, order
+    effects, judges and cyclic triads, and what the model assumed."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    name: str
+    sources: list[RankSource]
+    n_votes: int
+    n_systems: int
+    n_components: int
+    order_effect: bool
+    prior: float
+    confidence: float
+    interval: str
+    ties: str
+    log_likelihood: float
+    iterations: int
+    strengths: list[Strength]
+    order_effects: list[OrderEffect]
+    judges: list[JudgeAgreement]
+    triads: CyclicTriads
+    comparisons_file: str = COMPARISONS
+    run_dir: str
+    mlflow_run_id: str | None = None  # set on return (metrics.json is written before logging)
+
+
+def rank(
+    sources: list[str],
+    *,
+    workdir: Path,
+    tracking_uri: str,
+    name: str = "rank",
+    systems: tuple[str, str] | None = None,
+    order_effect: bool = True,
+    prior: float = 0.0,
+    confidence: float = 0.95,
+    output_dir: str = "runs",
+    log: bool = True,
+) -> RankSummary:
+    """Rank the systems the votes of ``sources`` compare (see the module); ``tracking_uri``:
+    where MLflow run ids among the sources are read, and the ranking is logged (``log``)."""
+    from assay.metrics import bradley_terry
+
+    votes: list[Vote] = []
+    read: list[RankSource] = []
+    with tempfile.TemporaryDirectory(prefix="assay-rank-") as tmp:
+        for named in sources:
+            got, summary = read_source(
+                named, tracking_uri=tracking_uri, scratch=Path(tmp), systems=systems
+            )
+            votes += got
+            read.append(summary)
+    try:
+        fit = bradley_terry(
+            [v.a for v in votes],
+            [v.b for v in votes],
+            [v.winner for v in votes],
+            first=[v.first for v in votes],
+            judges=[v.judge for v in votes],
+            order_effect=order_effect,
+            alpha=prior,
+            confidence=confidence,
+        )
+    except ValueError as exc:  # the votes cannot be fitted as asked: say which option helps
+        why = str(exc).replace("alpha > 0", "--prior > 0")
+        why = why.replace("fit without an order effect", "rank with --no-order-effect")
+        raise DataError(f"{', '.join(sources)}: {why}") from None
+    config = RankConfig(
+        name=name,
+        output_dir=output_dir,
+        tracking={"enabled": log},
+        sources=list(sources),
+        systems=systems,
+        order_effect=order_effect,
+        prior=prior,
+        confidence=confidence,
+    )
+    records = [dataclasses.asdict(v) for v in votes]
+    run_hash = stable_hash(
+        {"votes": records, "order_effect": order_effect, "prior": prior, "confidence": confidence}
+    )
+    with Run.open(
+        config, run_hash, command="rank", workdir=workdir, tracking_uri=tracking_uri
+    ) as run:
+        if run.finished:  # the same votes, the same options: nothing new to write or log
+            summary = RankSummary.model_validate(run.store.read_json("metrics.json"))
+        else:
+            summary = RankSummary(
+                name=name,
+                sources=read,
+                n_votes=fit.n_comparisons,
+                n_systems=fit.n_systems,
+                n_components=fit.n_components,
+                order_effect=order_effect,
+                prior=prior,
+                confidence=confidence,
+                interval=fit.interval,
+                ties=fit.ties,
+                log_likelihood=fit.log_likelihood,
+                iterations=fit.iterations,
+                strengths=list(fit.strengths),
+                order_effects=list(fit.order_effects),
+                judges=list(fit.judges),
+                triads=fit.triads,
+                run_dir=str(run.dir),
+            )
+            run.store.write_text(COMPARISONS, "".join(json.dumps(r) + "\n" for r in records))
+            run.store.write_json("metrics.json", summary.model_dump(mode="json"))
+            from assay.ranking._report import build_rank_report
+            from assay.report import report_markdown, write_html
+
+            report = build_rank_report(run.dir)
+            run.store.write_text("report.md", report_markdown(report))
+            write_html(report, run.dir)
+            run.finish(_tracked(config, summary, run.run_hash))
+        summary.mlflow_run_id = run.mlflow_run_id
+        return summary
+
+
+def _tracked(config: RankConfig, s: RankSummary, run_hash: str) -> TrackedRun:
+    """The MLflow run: the options as params; each system's strength and interval, each judge's
+    order effect and agreement, the triads as metrics."""
+    from assay.runs import mlflow_key
+
+    metrics: dict[str, float] = {
+        "n_votes": float(s.n_votes),
+        "n_systems": float(s.n_systems),
+        "n_components": float(s.n_components),
+        "cyclic_triads": float(s.triads.cyclic),
+        "triads": float(s.triads.triads),
+        "log_likelihood": s.log_likelihood,
+    }
+    for row in s.strengths:
+        key = mlflow_key(row.system)
+        metrics |= {
+            f"strength.{key}": row.strength,
+            f"strength.{key}.ci_low": row.ci_low,
+            f"strength.{key}.ci_high": row.ci_high,
+            f"rank.{key}": float(row.rank),
+        }
+    for e in s.order_effects:
+        key = mlflow_key(e.judge)
+        metrics |= {
+            f"order_effect.{key}": e.gamma,
+            f"order_effect.{key}.ci_low": e.ci_low,
+            f"order_effect.{key}.ci_high": e.ci_high,
+        }
+    for j in s.judges:
+        if j.agreement is not None:
+            metrics[f"agreement.{mlflow_key(j.judge)}"] = j.agreement
+    return TrackedRun(
+        name=config.name,
+        params={
+            "sources": ", ".join(config.sources)[:500],
+            "order_effect": str(s.order_effect),
+            "prior": str(s.prior),
+            "confidence": str(s.confidence),
+            "interval": s.interval,
+            "ties": s.ties,
+            "run_hash": run_hash,
+        },
+        metrics=metrics,
+        tags={"assay.judges": ", ".join(j.judge for j in s.judges)[:500]},
+    )

@@ -1,0 +1,213 @@
+"""Bradley–Terry strengths: equal (centred) to choix's on the same comparisons, with and without
+its penalty; a first-position persona's order effect recovered inside its interval and a fair
+judge's near 0; the strengths' Wald intervals covering the truth at about their level over a
+seeded simulation; cyclic triads counted on a known cycle; a judge's agreement measured against
+the other judges' ranking; bad input in one line each."""
+
+from __future__ import annotations
+
+import choix
+import numpy as np
+import pytest
+
+from assay.metrics import bradley_terry
+
+
+def simulate(rng, strengths, m, *, gammas=None, ties=0.0):
+    """``m`` comparisons of random pairs, each by a judge of ``gammas`` (name → order effect)
+    shown in a random order, the first winning with probability σ(s_first − s_second + γ); a
+    share ``ties`` of them declared ties instead."""
+    gammas = gammas or {"judge": 0.0}
+    names = list(gammas)
+    n = len(strengths)
+    a, b, winner, first, judges = [], [], [], [], []
+    for _ in range(m):
+        i, j = rng.choice(n, 2, replace=False)
+        judge = names[rng.integers(len(names))]
+        f, s = (i, j) if rng.random() < 0.5 else (j, i)
+        p = 1.0 / (1.0 + np.exp(-(strengths[f] - strengths[s] + gammas[judge])))
+        w = f if rng.random() < p else s
+        a.append(f"s{i}")
+        b.append(f"s{j}")
+        winner.append(None if rng.random() < ties else f"s{w}")
+        first.append(f"s{f}")
+        judges.append(judge)
+    return a, b, winner, first, judges
+
+
+def choix_strengths(n, a, b, winner, alpha):
+    data = [
+        (int(w[1:]), int((y if w == x else x)[1:])) for x, y, w in zip(a, b, winner, strict=True)
+    ]
+    params = choix.opt_pairwise(n, data, alpha=alpha)
+    return params - params.mean()
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3])
+def test_order_and_centred_strengths_equal_choix(alpha):
+    rng = np.random.default_rng(7)
+    n = 8
+    truth = rng.normal(size=n)
+    a, b, winner, _, _ = simulate(rng, truth, 400)
+    fit = bradley_terry(a, b, winner, alpha=alpha)
+    reference = choix_strengths(n, a, b, winner, alpha)
+    ours = np.array([fit.strength_of(f"s{k}").strength for k in range(n)])
+    assert abs(ours.sum()) < 1e-9  # centred
+    np.testing.assert_allclose(ours, reference, atol=1e-4)
+    order = [s.system for s in fit.strengths]
+    assert order == [f"s{k}" for k in np.argsort(-reference, kind="stable")]
+    assert [s.rank for s in fit.strengths] == list(range(1, n + 1))
+    # choix's ILSR (the stationary distribution of a Markov chain) lands on the same strengths
+    data = [
+        (int(w[1:]), int((y if w == x else x)[1:])) for x, y, w in zip(a, b, winner, strict=True)
+    ]
+    if alpha == 0:
+        ilsr = choix.ilsr_pairwise(n, data, alpha=1e-9, tol=1e-12)
+        np.testing.assert_allclose(ours, ilsr - ilsr.mean(), atol=1e-4)
+
+
+def test_a_first_position_persona_is_recovered_and_a_fair_judge_is_not_flagged():
+    rng = np.random.default_rng(3)
+    truth = np.array([1.0, 0.5, 0.0, -0.5, -1.0])
+    a, b, winner, first, judges = simulate(
+        rng, truth, 1500, gammas={"fair": 0.0, "first-biased": 1.2}
+    )
+    fit = bradley_terry(a, b, winner, first=first, judges=judges)
+    effects = {e.judge: e for e in fit.order_effects}
+    biased, fair = effects["first-biased"], effects["fair"]
+    assert biased.ci_low <= 1.2 <= biased.ci_high and biased.ci_low > 0.5
+    assert fair.ci_low <= 0.0 <= fair.ci_high and abs(fair.gamma) < 0.3
+    assert biased.first_share > 0.65 and abs(fair.first_share - 0.5) < 0.06
+    assert biased.ordered + fair.ordered == 1500
+    # the strengths net of the order effect are the truth's, each inside its interval
+    for k, s in enumerate(truth):
+        got = fit.strength_of(f"s{k}")
+        assert got.ci_low <= s <= got.ci_high
+    # left out of the model, the order effect is not there to be read
+    plain = bradley_terry(a, b, winner, judges=judges, order_effect=False)
+    assert plain.order_effects == ()
+
+
+def test_the_strengths_intervals_cover_at_about_their_level():
+    rng = np.random.default_rng(11)
+    truth = np.array([0.8, 0.3, 0.0, -0.4, -0.7])
+    truth = truth - truth.mean()
+    covered = total = 0
+    for _ in range(200):
+        a, b, winner, first, _ = simulate(rng, truth, 150, gammas={"judge": 0.4})
+        fit = bradley_terry(a, b, winner, first=first)
+        for k, s in enumerate(truth):
+            got = fit.strength_of(f"s{k}")
+            covered += got.ci_low <= s <= got.ci_high
+            total += 1
+    assert 0.92 <= covered / total <= 0.98, covered / total
+
+
+def test_ties_count_half_a_win_to_each_side():
+    # two ties between x and y are the likelihood of one win each
+    tied = bradley_terry(["x", "x", "x", "y"], ["y", "y", "z", "z"], [None, None, "x", "z"])
+    split = bradley_terry(["x", "y", "x", "y"], ["y", "x", "z", "z"], ["x", "y", "x", "z"])
+    for name in "xyz":
+        assert tied.strength_of(name).strength == pytest.approx(
+            split.strength_of(name).strength, abs=1e-9
+        )
+    assert tied.strength_of("x").ties == 2 and tied.strength_of("x").wins == 1
+
+
+def test_cyclic_triads_of_the_majority():
+    a = ["x", "y", "z", "x", "w", "w", "w"]
+    b = ["y", "z", "x", "w", "y", "z", "x"]
+    w = ["x", "y", "z", "x", "w", "w", "x"]  # x > y > z > x; w beats y and z, loses to x
+    fit = bradley_terry(a, b, w, alpha=0.1)
+    assert (fit.triads.triads, fit.triads.cyclic) == (4, 2)  # xyz and xwz (x > w > z > x)
+    assert set(map(frozenset, fit.triads.examples)) == {
+        frozenset("xyz"),
+        frozenset("xzw"),
+    }
+    for x, y, z in fit.triads.examples:  # each example reads round its cycle
+        won = {(p, q) for p, q, r in zip(a, b, w, strict=True) if r == p} | {
+            (q, p) for p, q, r in zip(a, b, w, strict=True) if r == q
+        }
+        assert {(x, y), (y, z), (z, x)} <= won
+
+
+def test_agreement_is_with_the_other_judges_ranking():
+    rng = np.random.default_rng(5)
+    truth = np.linspace(1.5, -1.5, 6)
+    a, b, winner, first, judges = simulate(
+        rng, truth, 1200, gammas={"one": 0.0, "two": 0.0, "three": 0.0}
+    )
+    # a fourth judge that votes against the strengths every time
+    for k, (x, y) in enumerate([(f"s{i}", f"s{j}") for i in range(6) for j in range(i)] * 6):
+        a.append(x)
+        b.append(y)
+        winner.append(x)  # x is the weaker: s0 is the strongest
+        first.append(x if k % 2 else y)
+        judges.append("contrarian")
+    fit = bradley_terry(a, b, winner, first=first, judges=judges)
+    rows = {j.judge: j for j in fit.judges}
+    assert rows["contrarian"].agreement == 0.0 and rows["contrarian"].n == 90
+    for name in ("one", "two", "three"):
+        assert rows[name].agreement > 0.7
+        assert rows[name].ci_low < rows[name].agreement < rows[name].ci_high
+    # one judge: nothing to agree with
+    alone = bradley_terry(a[:1200], b[:1200], winner[:1200])
+    assert alone.judges[0].agreement is None and "one judge" in alone.judges[0].note
+
+
+def test_components_are_ranked_and_centred_apart():
+    fit = bradley_terry(
+        ["x", "y", "x", "p", "q", "p"],
+        ["y", "x", "y", "q", "p", "q"],
+        ["x", "y", "x", "p", "q", "p"],
+    )
+    assert fit.n_components == 2
+    by = {s.system: s for s in fit.strengths}
+    assert by["x"].rank == 1 and by["p"].rank == 1
+    assert by["x"].strength + by["y"].strength == pytest.approx(0, abs=1e-12)
+    assert by["x"].strength == pytest.approx(np.log(2) / 2)  # 2 wins in 3: σ(2s) = 2/3
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"a": ["x"], "b": ["y", "z"], "winner": ["x"]}, "a has 1 comparisons, b has 2"),
+        ({"a": [], "b": [], "winner": []}, "no comparisons"),
+        ({"a": ["x"], "b": ["x"], "winner": ["x"]}, "comparison 0: 'x' against itself"),
+        ({"a": ["x"], "b": ["y"], "winner": ["z"]}, "winner 'z' is neither 'x' nor 'y'"),
+        (
+            {"a": ["x", "y"], "b": ["y", "x"], "winner": ["x", "y"], "first": ["x", "q"]},
+            "comparison 1: first 'q' is neither",
+        ),
+        ({"a": [""], "b": ["y"], "winner": ["y"]}, r"a\[0\] is empty"),
+        ({"a": ["x"], "b": ["y"], "winner": ["x"], "alpha": -1}, "alpha must be a number ≥ 0"),
+        (
+            {"a": ["x"], "b": ["y"], "winner": ["x"], "confidence": 1.5},
+            "confidence must be strictly between 0 and 1",
+        ),
+        (
+            {"a": ["x", "x", "y"], "b": ["y", "z", "z"], "winner": ["x", "x", "z"]},
+            r"x never lost nor tied against the 2 other systems .*alpha > 0",
+        ),
+        (
+            {
+                "a": ["x", "y", "x"],
+                "b": ["y", "x", "y"],
+                "winner": ["x", "y", "x"],
+                "first": ["x", "y", "x"],
+            },
+            "judge 'judge' gave every one of its 3 ordered votes to the response shown first",
+        ),
+    ],
+)
+def test_bad_input_is_one_line(kwargs, message):
+    with pytest.raises(ValueError, match=message) as info:
+        bradley_terry(**kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_a_prior_gives_finite_strengths_where_the_likelihood_has_none():
+    fit = bradley_terry(["x", "x", "y"], ["y", "z", "z"], ["x", "x", "z"], alpha=0.5)
+    reference = choix.opt_pairwise(3, [(0, 1), (0, 2), (2, 1)], alpha=0.5)
+    got = [fit.strength_of(s).strength for s in "xyz"]
+    np.testing.assert_allclose(got, reference - reference.mean(), atol=1e-6)

@@ -1,0 +1,358 @@
+"""``assay rank`` through the command line: a pairwise panel's run (the stub personas of
+examples/stub_pairwise.py on a small essay set) ranked as choix ranks the votes its judgments
+hold, the first-position persona's order effect found and the others' not, the ranking's run
+(metrics.json, report.md, report.html, MLflow) found again by a second call; a table of pairs;
+a run whose systems are named by item columns; bad input in one line each."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import shutil
+from itertools import pairwise
+from pathlib import Path
+
+import choix
+import numpy as np
+import pytest
+
+from assay.cli import main
+from assay.lm import ScriptedEngine, StubServer, register_script
+from tests.web.test_report_parity import assert_same_sections
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+NAMES = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+
+
+def _stub_module():
+    spec = importlib.util.spec_from_file_location("stub_pairwise", EXAMPLES / "stub_pairwise.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def essay_rows() -> list[dict[str, str]]:
+    return [
+        {
+            "essay_id": f"e{k:02d}",
+            "holistic_essay_score": str(k + 1),
+            "full_text": f"Essay {name}: the {name} argument for school uniforms, told by writer "
+            f"{name} in {k + 3} paragraphs.",
+            "prompt_name": "Uniforms",
+            "assignment": "Should students wear uniforms? Write a persuasive essay.",
+        }
+        for k, name in enumerate(NAMES)
+    ]
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubServer(respond=_stub_module().persona(essay_rows())) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def panel_run(stub, tmp_path_factory):
+    """A finished evaluate run: the three personas on all 66 pairs of 12 essays."""
+    folder = tmp_path_factory.mktemp("panel")
+    data = folder / "essays.csv"
+    with data.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(essay_rows()[0]))
+        writer.writeheader()
+        writer.writerows(essay_rows())
+    member = {
+        "task": "pairwise",
+        "api_base": stub.base_url,
+        "rubric": "The better essay argues more clearly.",
+        "scale": {"kind": "categorical", "labels": ["A", "B"]},
+        "adapter": "json",
+    }
+    config = {
+        "name": "essays",
+        "data": {
+            "path": str(data),
+            "columns": {"id": "essay_id", "request": "assignment", "response": "full_text"},
+            "pairs": {"score": "holistic_essay_score", "group_by": "prompt_name"},
+        },
+        "judge": {
+            "name": "panel",
+            "program": "panel",
+            "task": "pairwise",
+            "scale": {"kind": "categorical", "labels": ["A", "B"]},
+            "members": [
+                {**member, "name": p, "model": f"openai/{p}"} for p in ("careful", "hasty", "first")
+            ],
+        },
+        "concurrency": 8,
+        "tracking": {"enabled": False},
+    }
+    path = folder / "essays.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        assert main(["evaluate", str(path), "--quiet"]) == 0
+    (run_dir,) = (folder / "runs").glob("essays-*")
+    return run_dir
+
+
+def votes_of(run_dir: Path) -> list[tuple[str, str, str, str, str]]:
+    """(a, b, winner, first, judge) per member verdict, read from judgments.jsonl directly."""
+    out = []
+    for line in (run_dir / "judgments.jsonl").read_text().splitlines():
+        j = json.loads(line)
+        a, b = j["item_id"].split("~")
+        for m in j["members"]:
+            winner = a if m["label"] == "A" else b
+            out.append((a, b, winner, a if m["order"] == "AB" else b, m["judge"]))
+    return out
+
+
+def rank_json(capsys, *argv: str) -> dict:
+    capsys.readouterr()  # what ran before (a fixture's evaluate run)
+    assert main(["rank", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_panel_run_is_ranked_as_choix_ranks_its_votes(panel_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    votes = votes_of(panel_run)
+    assert len(votes) == 66 * 3
+    out = rank_json(capsys, str(panel_run), "--no-order-effect", "--no-log")
+    systems = sorted({v[0] for v in votes} | {v[1] for v in votes})
+    index = {s: k for k, s in enumerate(systems)}
+    data = [(index[w], index[b if w == a else a]) for a, b, w, _, _ in votes]
+    reference = choix.opt_pairwise(len(systems), data, alpha=0.0)
+    reference -= reference.mean()
+    got = {r["system"]: r["strength"] for r in out["strengths"]}
+    np.testing.assert_allclose([got[s] for s in systems], reference, atol=1e-4)
+    # choix's order: systems with one record (equal strengths) come by name
+    ranked = [(reference[index[r["system"]]], r["system"]) for r in out["strengths"]]
+    for (s1, name1), (s2, name2) in pairwise(ranked):
+        assert s2 <= s1 + 1e-4 and (abs(s1 - s2) > 1e-6 or name1 < name2)
+    # the essays' human scores rise with their number: the ranking follows them
+    top = [r["system"] for r in out["strengths"][:3]]
+    assert set(top) <= {"e09", "e10", "e11", "e08"}
+    assert out["sources"][0]["judges"] == {"careful": 66, "first": 66, "hasty": 66}
+
+
+def test_the_first_position_persona_is_found(panel_run, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = rank_json(capsys, str(panel_run), "--prior", "0.05", "--tracking-uri", uri)
+    effects = {e["judge"]: e for e in out["order_effects"]}
+    assert effects["first"]["ci_low"] > 0
+    for fair in ("careful", "hasty"):
+        assert effects[fair]["ci_low"] < 0 < effects[fair]["ci_high"]
+    # the raw share the first shown won, from the votes themselves
+    votes = votes_of(panel_run)
+    mine = [w == f for _, _, w, f, j in votes if j == "first"]
+    assert effects["first"]["first_share"] == pytest.approx(sum(mine) / len(mine))
+    judges = {j["judge"]: j for j in out["judges"]}
+    assert judges["careful"]["agreement"] > judges["hasty"]["agreement"]
+
+    run_dir = Path(out["run_dir"])
+    assert json.loads((run_dir / "run.json").read_text())["kind"] == "rank"
+    assert (
+        json.loads((run_dir / "metrics.json").read_text())["order_effects"] == out["order_effects"]
+    )
+    report = (run_dir / "report.md").read_text()
+    assert "## Strengths" in report and "## Order effect (first position)" in report
+    html = (run_dir / "report.html").read_text()
+    assert "e11" in html
+    assert_same_sections(run_dir, "Strengths", "Order effect (first position)", "Judges")
+    assert len((run_dir / "comparisons.jsonl").read_text().splitlines()) == 198
+
+    import mlflow
+
+    logged = mlflow.MlflowClient(tracking_uri=uri).get_run(out["mlflow_run_id"])
+    assert logged.data.metrics["order_effect.first"] == pytest.approx(effects["first"]["gamma"])
+    best = out["strengths"][0]
+    assert logged.data.metrics[f"strength.{best['system']}"] == pytest.approx(best["strength"])
+    assert logged.data.tags["assay.command"] == "rank"
+
+    # the same votes and options: the finished run is found, nothing logged again
+    again = rank_json(capsys, str(panel_run), "--prior", "0.05", "--tracking-uri", uri)
+    assert again["run_dir"] == out["run_dir"] and again["mlflow_run_id"] == out["mlflow_run_id"]
+
+
+def test_an_edited_run_is_refused(panel_run, tmp_path, capsys, monkeypatch):
+    """The votes are the run's as it sealed them: a judgments.jsonl edited since is refused."""
+    monkeypatch.chdir(tmp_path)
+    copy = tmp_path / panel_run.name
+    shutil.copytree(panel_run, copy)
+    lines = (copy / "judgments.jsonl").read_text().splitlines()
+    forged = json.loads(lines[0])
+    forged["members"][0]["label"] = "B" if forged["members"][0]["label"] == "A" else "A"
+    (copy / "judgments.jsonl").write_text("\n".join([json.dumps(forged), *lines[1:]]) + "\n")
+    assert main(["rank", str(copy), "--no-log"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(copy) in err
+    assert "judgments.jsonl is not the file the run sealed when it finished" in err
+
+
+def test_without_a_prior_an_unbeaten_system_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pairs.csv").write_text("a,b,winner\nx,y,x\nx,z,x\ny,z,z\nz,y,y\n")
+    assert main(["rank", "pairs.csv", "--no-log"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err
+    assert err.startswith("assay: error: pairs.csv: x never lost nor tied against the 2 other")
+    assert "--prior > 0" in err
+    out = rank_json(capsys, "pairs.csv", "--prior", "0.5", "--no-log")
+    reference = choix.opt_pairwise(3, [(0, 1), (0, 2), (2, 1), (1, 2)], alpha=0.5)
+    got = {r["system"]: r["strength"] for r in out["strengths"]}
+    np.testing.assert_allclose([got[s] for s in "xyz"], reference - reference.mean(), atol=1e-6)
+
+
+def test_a_table_of_pairs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(2)
+    truth = {"x": 1.0, "y": 0.0, "z": -1.0}
+    rows = ["a,b,winner,first,judge"]
+    for k in range(300):
+        a, b = rng.choice(list(truth), 2, replace=False)
+        p = 1 / (1 + np.exp(-(truth[a] - truth[b])))
+        winner = "tie" if k % 10 == 0 else (a if rng.random() < p else b)
+        rows.append(f"{a},{b},{winner},{a if k % 2 else ''},{'j1' if k % 3 else 'j2'}")
+    table = tmp_path / "pairs.csv"
+    table.write_text("\n".join(rows) + "\n")
+    out = rank_json(capsys, str(table), "--no-log")
+    assert [r["system"] for r in out["strengths"]] == ["x", "y", "z"]
+    assert sum(r["ties"] for r in out["strengths"]) == 2 * 30
+    effects = {e["judge"]: e["ordered"] for e in out["order_effects"]}
+    assert sum(effects.values()) == 150  # the rows with a first
+    assert out["sources"] == [
+        {
+            "named": str(table),
+            "kind": "table",
+            "votes": 300,
+            "judges": {"j1": 200, "j2": 100},
+            "left_out": {},
+            "mlflow_run_id": None,
+            "config_hash": None,
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a,b,winner\nx,y,x\nx,y,z\n", "pairs.csv, row 2, field 'winner': 'z' is neither"),
+        ("a,b,winner\nx,,x\n", "pairs.csv, row 1, field 'b': empty cell"),
+        ("a,b,winner,first\nx,y,x,w\n", "pairs.csv, row 1, field 'first': 'w' is neither"),
+        ("a,b\nx,y\n", "pairs.csv: no column 'winner'"),
+        ("a,b,winner\nx,x,x\n", "pairs.csv, row 1, field 'b': 'x' against itself"),
+    ],
+)
+def test_a_bad_table_is_one_line(tmp_path, capsys, monkeypatch, text, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pairs.csv").write_text(text)
+    assert main(["rank", "pairs.csv", "--no-log"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and err.count("\n") == 0 and "Traceback" not in err
+
+
+def test_systems_named_by_item_columns(tmp_path, capsys, monkeypatch):
+    """Responses of models m1 > m2 > m3 (by how many 'good' words they hold), judged by a
+    scripted pairwise judge: without --systems the run names no systems; with the columns, the
+    models are ranked, the verdicts left unscored counted apart, and the run read by its MLflow
+    run id gives the same ranking."""
+    monkeypatch.chdir(tmp_path)
+    quality = {"m1": 3, "m2": 2, "m3": 1}
+    lines = ["id,request,response,response_b,model_a,model_b"]
+    k = 0
+    for a in quality:
+        for b in quality:
+            if a != b:
+                for r in range(4):
+                    ra = " ".join(["good"] * quality[a]) + f" answer {r}"
+                    rb = " ".join(["good"] * quality[b]) + f" reply {r}"
+                    lines.append(f"p{k},Question {r}?,{ra},{rb},{a},{b}")
+                    k += 1
+    (tmp_path / "pairs.csv").write_text("\n".join(lines) + "\n")
+
+    def respond(call):
+        first, second = call.field("response_a"), call.field("response_b")
+        count = first.count("good"), second.count("good")
+        if abs(count[0] - count[1]) == 2 and "3" in first:  # m1 against m3 on question 3
+            return "no verdict in this answer"
+        # prefers more 'good' words; a pair one word apart on questions 0 and 1 goes to the
+        # one shown first
+        if abs(count[0] - count[1]) == 1 and ("0" in first or "1" in first):
+            return {"verdict": "A"}
+        return {"verdict": "A" if count[0] > count[1] else "B"}
+
+    register_script("rank-judge", lambda: ScriptedEngine(respond=respond))
+    config = {
+        "name": "models",
+        "data": {"path": "pairs.csv", "columns": {"id": "id", "expected": None}},
+        "judge": {"name": "pairer", "task": "pairwise", "model": "scripted:rank-judge"},
+    }
+    (tmp_path / "models.yaml").write_text(json.dumps(config))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert main(["evaluate", "models.yaml", "--quiet", "--tracking-uri", uri]) in (0, 1)
+    capsys.readouterr()
+    (run_dir,) = (tmp_path / "runs").glob("models-*")
+    run_id = json.loads((run_dir / "run.json").read_text())["mlflow_run_id"]
+
+    assert main(["rank", str(run_dir), "--no-log"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "names no systems" in err and "--systems" in err and err.count("\n") == 0
+
+    # so few votes are separable with an order effect in the model: a prior keeps them finite
+    out = rank_json(
+        capsys, str(run_dir), "--systems", "model_a,model_b", "--prior", "0.1", "--no-log"
+    )
+    assert [r["system"] for r in out["strengths"]] == ["m1", "m2", "m3"]
+    (effect,) = out["order_effects"]
+    assert effect["judge"] == "pairer" and effect["gamma"] > 0
+    # the verdicts left unscored are no votes, counted by their reason
+    assert out["n_votes"] == 22
+    assert out["sources"][0]["left_out"] == {"unscored (parse_error)": 2}
+    # the same run by its MLflow run id: its logged files, checked against its seal
+    by_id = rank_json(
+        capsys, run_id, "--systems", "model_a,model_b", "--prior", "0.1", "--tracking-uri", uri
+    )
+    assert by_id["strengths"] == out["strengths"]
+    assert by_id["sources"][0]["mlflow_run_id"] == run_id
+
+    assert main(["rank", str(run_dir), "--systems", "model_a", "--no-log"]) == 2
+    assert "two columns" in capsys.readouterr().err
+
+
+def _console_block(page: str, command: str) -> list[str]:
+    """The lines docs/rank.md shows after ``$ <command>`` in its console block."""
+    block = page.split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    start = block.index(f"$ {command}") + 1
+    end = next((i for i in range(start, len(block)) if block[i].startswith("$ ")), len(block))
+    return block[start:end]
+
+
+def test_the_docs_run_prints_what_the_page_shows(tmp_path, capsys, monkeypatch):
+    """docs/rank.md's run, made again: the PERSUADE panel of examples/persuade_rank.yaml served by
+    examples/stub_pairwise.py, then assay rank without and with a prior — every line the page
+    shows is printed, in order (the page leaves strengths out where it says "…")."""
+    page = (EXAMPLES.parent / "docs" / "rank.md").read_text(encoding="utf-8")
+    rows = list(csv.DictReader((EXAMPLES / "data/jrh/persuade/persuade_sample.csv").open()))
+    shutil.copytree(EXAMPLES / "data", tmp_path / "examples" / "data")
+    config = (EXAMPLES / "persuade_rank.yaml").read_text(encoding="utf-8")
+    with StubServer(respond=_stub_module().persona(rows)) as stub:
+        config = config.replace("http://127.0.0.1:8783/v1", stub.base_url)
+        (tmp_path / "examples" / "persuade_rank.yaml").write_text(config, encoding="utf-8")
+        monkeypatch.chdir(tmp_path)
+        assert main(["evaluate", "examples/persuade_rank.yaml", "--quiet"]) == 0
+    capsys.readouterr()
+    (run_dir,) = (tmp_path / "runs").glob("persuade-rank-*")
+    shown_dir = "runs/persuade-rank-81ba042c40"
+
+    assert main(["rank", f"runs/{run_dir.name}"]) == 2
+    (error,) = _console_block(page, f"assay rank {shown_dir}")
+    assert capsys.readouterr().err.strip() == error.replace(shown_dir, f"runs/{run_dir.name}")
+
+    assert main(["rank", f"runs/{run_dir.name}", "--prior", "0.1", "--no-log"]) == 0
+    printed = iter(capsys.readouterr().out.splitlines())
+    for line in _console_block(page, f"assay rank {shown_dir} --prior 0.1"):
+        if line.startswith(("| … |", "run: ", "MLflow run: ")):
+            continue
+        assert any(line == out for out in printed), line
