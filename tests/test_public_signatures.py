@@ -1,7 +1,7 @@
 """What crosses a package boundary is typed: every public name of every ``assay`` package (its
 ``__all__``, the public methods of the classes it exports) and every registered runner's ``run``
-neither returns ``dict[str, Any]`` nor takes a parameter typed ``Any``, unless :data:`ALLOWED`
-lists it with the reason.
+and ``print`` neither returns ``dict[str, Any]`` nor takes a parameter typed ``Any``, unless
+:data:`ALLOWED` lists it with the reason.
 
 A value a function checks or converts whatever it is (a cell of a user's table, a JSON value)
 is typed ``object``: the honest type of "anything, narrowed here". Variadic ``*args: Any`` /
@@ -108,7 +108,7 @@ def _loose(name: str, fn: Callable) -> Iterator[str]:
 
 def public_callables() -> dict[str, Callable]:
     """Every public function and method, by the name its package exports it under (the first
-    package that does), and each registered runner's ``run``."""
+    package that does), and each registered runner's ``run`` and ``print`` (its result)."""
     found: dict[str, Callable] = {}
     seen: set[object] = set()
     for module_name in _public_modules():
@@ -124,10 +124,11 @@ def public_callables() -> dict[str, Callable]:
 
     for runner in known_runners():
         cls = type(get_runner(runner))
-        fn = vars(cls).get("run")
-        if fn is not None and fn not in seen:
-            seen.add(fn)
-            found[f"runner {runner}.run"] = fn
+        for method in ("run", "print"):
+            fn = vars(cls).get(method)
+            if fn is not None and fn not in seen:
+                seen.add(fn)
+                found[f"runner {runner}.{method}"] = fn
     return found
 
 
@@ -162,6 +163,7 @@ def test_the_walk_finds_the_names_it_must():
         "assay.programs.JudgeKind.inputs",
         "assay.integrations.load_judge",
         "runner evaluate.run",
+        "runner rank.print",
     ):
         assert expected in names, expected
     probe = {"f": lambda x: x}
