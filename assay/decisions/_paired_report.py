@@ -7,10 +7,18 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.metrics import fmt
 from assay.report import Report, Table, figures, load_json
+
+if TYPE_CHECKING:
+    from assay.decisions._paired_results import (
+        DriftResult,
+        PairedResult,
+        SeriesResult,
+        ShiftResult,
+    )
 
 
 def build_paired_report(folder: Path) -> Report:
@@ -264,7 +272,9 @@ def _nan(v: Any) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
-def render_paired_console(result: Any) -> str:
+def render_paired_console(
+    result: PairedResult | DriftResult | ShiftResult | SeriesResult,
+) -> str:
     """What the command prints: the report's facts, then its tables in Markdown (report.md's)."""
     from assay.report import markdown
 

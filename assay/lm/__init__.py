@@ -14,7 +14,7 @@ from assay.lm._outputs import (
     TruncatedOutput,
     without_history,
 )
-from assay.lm._pricing import UNTALLIED, cost_usd, usage_of_tracker
+from assay.lm._pricing import UNTALLIED, UsageRecords, cost_usd, usage_of_tracker
 from assay.lm._redact import error_text, note_key_variable, redact
 from assay.lm._scripted import (
     ScriptedCall,
@@ -82,5 +82,6 @@ __all__ = [
     "register_script",
     "registered_scripts",
     "scripted_engine",
+    "UsageRecords",
     "usage_of_tracker",
 ]

@@ -108,7 +108,7 @@ _NAMES = {
         "dawid_skene",
     ),
     "_direction": ("best_at", "direction", "goodness", "higher_is_better"),
-    "_disagreements": ("Disagreement", "disagreements"),
+    "_disagreements": ("Disagreement", "DisagreementDict", "disagreements"),
     "_active": ("active_ppi_mean", "active_sampling_probabilities", "draw_active_sample"),
     "_drift": ("DriftTest", "Stability", "drift_test", "item_change_rates", "stability"),
     "_dspy": (
@@ -163,7 +163,13 @@ _NAMES = {
         "mcnemar_exact",
         "paired_comparison",
     ),
-    "_pairwise": ("KAPPAS", "inter_annotator_kappa", "ordinal_kappas"),
+    "_pairwise": (
+        "KAPPAS",
+        "InterAnnotatorKappa",
+        "PairKappas",
+        "inter_annotator_kappa",
+        "ordinal_kappas",
+    ),
     "_placebo": (
         "flips_toward",
         "one_sided_mcnemar",
@@ -211,6 +217,7 @@ _NAMES = {
         "CLUSTER_BOOTSTRAP",
         "MAX_RESAMPLES",
         "MIN_RESAMPLES",
+        "MetricDict",
         "MetricValue",
         "PlaceboEffect",
         "Resamples",
@@ -267,6 +274,7 @@ __all__ = [
     "WeightedStatistic",
     # report
     "MetricKind",
+    "MetricDict",
     "MetricValue",
     "TRADE_OFFS",
     "BOOTSTRAP",
@@ -291,6 +299,8 @@ __all__ = [
     "Tie",
     "majority_vote",
     "category_ranks",
+    "InterAnnotatorKappa",
+    "PairKappas",
     "inter_annotator_kappa",
     "ordinal_kappas",
     # formatting
@@ -357,6 +367,7 @@ __all__ = [
     "held_out_majority_agreement",
     # where judge and reference disagree
     "Disagreement",
+    "DisagreementDict",
     "disagreements",
     # certification: one-sided bounds against a policy's bars
     "Bar",
@@ -548,7 +559,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         dawid_skene,
     )
     from assay.metrics._direction import best_at, direction, goodness, higher_is_better
-    from assay.metrics._disagreements import Disagreement, disagreements
+    from assay.metrics._disagreements import Disagreement, DisagreementDict, disagreements
     from assay.metrics._drift import DriftTest, Stability, drift_test, item_change_rates, stability
     from assay.metrics._dspy import (
         DSPyMetric,
@@ -602,7 +613,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         mcnemar_exact,
         paired_comparison,
     )
-    from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
+    from assay.metrics._pairwise import (
+        KAPPAS,
+        InterAnnotatorKappa,
+        PairKappas,
+        inter_annotator_kappa,
+        ordinal_kappas,
+    )
     from assay.metrics._placebo import (
         flips_toward,
         one_sided_mcnemar,
@@ -666,6 +683,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         MIN_RESAMPLES,
         WILSON,
         BootstrapCI,
+        MetricDict,
         MetricValue,
         PlaceboEffect,
         Resamples,

@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict
 from dataclasses import dataclass as plain_dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from pydantic import ConfigDict, Field, Strict, field_serializer, field_validator
 from pydantic.dataclasses import dataclass
@@ -44,6 +44,18 @@ class BootstrapCI:
     unit: str = "item"
 
 
+class MetricDict(TypedDict):
+    """A :class:`MetricValue` as a plain dict (:meth:`MetricValue.to_dict`)."""
+
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    note: str | None
+    count: int | None
+    ci_method: str | None
+
+
 @dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
 class MetricValue:
     """One reported metric. ``value`` is nan when the metric is undefined (``note`` says why;
@@ -70,9 +82,9 @@ class MetricValue:
     def _undefined_as_null(self, value: float) -> float | None:
         return None if math.isnan(value) else value
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> MetricDict:
         """A plain dict with the same fields (nan values stay float nan)."""
-        return asdict(self)
+        return MetricDict(**asdict(self))
 
 
 NO_WIDTH = (

@@ -3,6 +3,7 @@
 from assay.programs._agent_perturb import (
     AgentPerturber,
     CriterionVerifier,
+    EditMeta,
     EditRecord,
     MessageEditor,
     Outcome,
@@ -57,6 +58,7 @@ from assay.programs.kinds import (
 __all__ = [
     "AgentPerturber",
     "CriterionVerifier",
+    "EditMeta",
     "EditRecord",
     "MessageEditor",
     "Objective",

@@ -66,12 +66,12 @@ class Probe(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @staticmethod
-    def make_id(test: str, source_id: str, variant: Any, settings: Any = None) -> str:
+    def make_id(test: str, source_id: str, variant: object, settings: object = None) -> str:
         return f"{test}:{source_id}:{stable_hash([variant, settings], 10)}"
 
     @classmethod
     def from_source(
-        cls, test: str, source: Item, variant: Any, settings: Any = None, **fields: Any
+        cls, test: str, source: Item, variant: object, settings: object = None, **fields: Any
     ) -> Probe:
         """A probe ``test`` made from ``source``: its id from the test, the source, the variant
         and the settings; the source's request, response and transcript, and its human label as

@@ -113,11 +113,11 @@ class Cli:
 
 
 def option(
-    default: Any = None,
+    default: object = None,
     *,
     help: str,
     flags: Sequence[str] = (),
-    cli_default: Any = None,
+    cli_default: object = None,
     api_positional: bool = False,
     override: str | None = None,
     to_config: Callable[[Any], Any] | None = None,
@@ -342,14 +342,15 @@ class Runner:
     def help(cls) -> str:
         return (cls.__doc__ or cls.name).strip().splitlines()[0]
 
-    def run(self, options: Any, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> object:
+        """Open the run of ``options`` and return its typed result (its runner's model)."""
         raise NotImplementedError
 
     def report(self, run_dir: Path, **options: Any) -> Any:
         """The :class:`~assay.report.Report` of a finished run (None: no report.html)."""
         return None
 
-    def print(self, result: Any, options: Any, *, json: bool) -> int:
+    def print(self, result: object, options: Options, *, json: bool) -> int:
         """Print the result (``json``: as one JSON object); return the exit code."""
         print(to_json(result))
         return 0
@@ -390,7 +391,7 @@ class Runner:
             got = f", got {value}" if isinstance(value, int | float | str) else ""
             raise ConfigError(f"{self.name}: option '{name}' {bound_message(exc)}{got}") from None
 
-    def execute(self, options: Any, *, workdir: str | Path | None, progress: bool) -> Any:
+    def execute(self, options: Options, *, workdir: str | Path | None, progress: bool) -> object:
         """The run of validated options in ``workdir`` (default: the current directory): the
         one path of the API and the command line. Its plug-ins are imported first."""
         load_plugins(options.plugins)
@@ -493,7 +494,7 @@ def stored_runs_uri(given: str | None, workdir: Path) -> str:
     return given or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(workdir)
 
 
-def to_json(obj: Any) -> str:
+def to_json(obj: object) -> str:
     if hasattr(obj, "model_dump_json"):
         return obj.model_dump_json()
     return json.dumps(obj, default=str, ensure_ascii=False)
@@ -582,7 +583,7 @@ def bound_message(exc: ValidationError) -> str:
     return str(err["msg"]).removeprefix("Value error, ")
 
 
-def cli_type(kind: str, annotation: Any) -> Callable[[str], Any]:
+def cli_type(kind: str, annotation: object) -> Callable[[str], Any]:
     """An argparse ``type``: the text read as ``kind`` (``"int"``, or ``"float"``: finite), then
     checked against ``annotation`` (an option field's type, with its bounds) — one declaration
     of a bound for the command line and the API."""

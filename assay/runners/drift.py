@@ -10,12 +10,15 @@ out of control."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
 from assay.runners._runner import Options as BaseOptions
 from assay.runners._runner import Runner, argument, option, runner, stored_runs_uri
 from assay.types import FiniteReal, PositiveReal, Share
+
+if TYPE_CHECKING:
+    from assay.decisions import DriftResult, SeriesResult, ShiftResult
 
 
 @runner("drift")
@@ -99,7 +102,9 @@ class Drift(Runner):
     summary_file = "drift.json"
     progress_option = False
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(
+        self, options: Options, *, workdir: Path, progress: bool
+    ) -> DriftResult | ShiftResult | SeriesResult:
         from assay.decisions import anchor_shift, drift, score_series
 
         uri = stored_runs_uri(options.tracking_uri, workdir)
@@ -141,7 +146,9 @@ class Drift(Runner):
 
         return build_paired_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(
+        self, result: DriftResult | ShiftResult | SeriesResult, options: Options, *, json: bool
+    ) -> int:
         from assay.decisions import render_paired_console
 
         print(result.model_dump_json() if json else render_paired_console(result), end="")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.runners._runner import (
     CERTIFICATE_OPTION,
@@ -19,6 +19,9 @@ from assay.runners._runner import (
     runner,
 )
 from assay.types import all_unscored
+
+if TYPE_CHECKING:
+    from assay.evaluation import Counts, EvaluateResult
 
 
 @runner("evaluate")
@@ -41,7 +44,7 @@ class Evaluate(Runner):
     summary = "assay.evaluation:EvaluateSummary"
     opens_run = True
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> EvaluateResult:
         from assay.evaluation import evaluate
         from assay.inputs import EvaluateConfig
 
@@ -65,7 +68,7 @@ class Evaluate(Runner):
 
         return build_report(run_dir, options.get("items"))
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: EvaluateResult, options: Options, *, json: bool) -> int:
         from assay.metrics import metrics_table
         from assay.types import cost_lines
 
@@ -130,6 +133,6 @@ class Evaluate(Runner):
         return exit_code(c)
 
 
-def exit_code(counts: Any) -> int:
+def exit_code(counts: Counts) -> int:
     """1 (with the reasons on stderr) when every judgment of the run is unscored, else 0."""
     return measured_nothing(all_unscored(counts.judged, counts.unscored_reasons))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator
 
@@ -24,6 +24,9 @@ from assay.runners._runner import (
 )
 from assay.types import PositiveInt
 
+if TYPE_CHECKING:
+    from assay.reliability import HarnessResult
+
 Names = Annotated[list[str] | None, BeforeValidator(split_names)]
 
 
@@ -43,7 +46,7 @@ class Harness(Runner):
     summary = "assay.reliability:HarnessSummary"
     opens_run = True
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> HarnessResult:
         from assay.reliability import HarnessConfig, run_harness
 
         config, base = options.load(HarnessConfig)
@@ -72,7 +75,7 @@ class Harness(Runner):
 
         return build_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: HarnessResult, options: Options, *, json: bool) -> int:
         from assay.reliability import ci, headline
         from assay.types import Usage, cost_lines, work_line
 

@@ -39,6 +39,10 @@ _WHERE = {
     "run_remote": "_ray",
     "Run": "_run",
     "run_directory": "_run",
+    "RunSettings": "_settings",
+    "TrackingSettings": "_settings",
+    "RunState": "_seal",
+    "Seal": "_seal",
     "SEAL_TAG": "_seal",
     "SEALED": "_seal",
     "check_seal": "_seal",
@@ -77,7 +81,8 @@ if TYPE_CHECKING:
         run_remote,
     )
     from assay.runs._run import Run, run_directory
-    from assay.runs._seal import SEAL_TAG, SEALED, check_seal, sealed_run
+    from assay.runs._seal import SEAL_TAG, SEALED, RunState, Seal, check_seal, sealed_run
+    from assay.runs._settings import RunSettings, TrackingSettings
     from assay.runs._store import JUDGMENTS, RunStore, now
     from assay.runs._tracking import (
         TrackedRun,
@@ -98,10 +103,14 @@ __all__ = [
     "RemoteWork",
     "Run",
     "RunLock",
+    "RunSettings",
+    "RunState",
     "RunStore",
     "SEAL_TAG",
     "SEALED",
+    "Seal",
     "TrackedRun",
+    "TrackingSettings",
     "Worker",
     "append_lines",
     "check_seal",

@@ -431,6 +431,6 @@ def test_compare_ranks_first_position_preference_by_its_distance_from_one_half()
         run("d", 0.7, 1.5, 4),
     ]
     rows = leaderboard(runs, metric)
-    assert [r["run_id"] for r in rows] == ["c", "d", "b", "a"]  # 0.7 and 0.3 as biased; d cheaper
+    assert [r.run_id for r in rows] == ["c", "d", "b", "a"]  # 0.7 and 0.3 as biased; d cheaper
     # the front: a (cheapest), d (better than a, cheaper than c), c (best); b is dominated by d
-    assert {r["run_id"]: r["pareto"] for r in rows} == {"a": True, "b": False, "c": True, "d": True}
+    assert {r.run_id: r.pareto for r in rows} == {"a": True, "b": False, "c": True, "d": True}

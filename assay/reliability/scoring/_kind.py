@@ -207,7 +207,7 @@ def score_test(
     )
 
 
-def cell(m: Any) -> str:
+def cell(m: object) -> str:
     """A metric as a report cell: its value and CI, or a bare number."""
     return fmt_ci(m, 2) if isinstance(m, MetricValue) else fmt(m, 2)
 
