@@ -92,7 +92,7 @@ class Probe(BaseModel):
         )
 
     @classmethod
-    def placebo_of(cls, test: str, source: Item, settings: Any = None, **fields: Any) -> Probe:
+    def placebo_of(cls, test: str, source: Item, settings: object = None, **fields: Any) -> Probe:
         """The placebo of ``test`` for ``source``: the source unchanged, judged again with the
         judge's own sampling and the LM cache bypassed (a rollout id of the test's own, so each
         test's placebo is a fresh sample, and a resumed run reuses it). A bias test's effect is
