@@ -352,11 +352,9 @@ def _write_disagreements(
         for start in range(0, len(index), _SLICE):
             end = start + _SLICE
             pairs = [
-                (i, r, c)
-                for i, r, c in zip(
-                    index.ids[start:end], v.references[start:end], v.scores[start:end], strict=True
-                )
-                if r is not None and c is not None and r != c
+                (index.ids[k], v.references[k], v.scores[k])
+                for k in range(start, min(end, len(index)))
+                if _differs_at(k, v)
             ]
             if pairs:
                 ids, refs, judged = zip(*pairs, strict=True)
@@ -399,8 +397,11 @@ def _write_disagreements(
 
 def _differs(item_id: str, index: ItemIndex, v: Verdicts) -> bool:
     k = index.position.get(item_id)
-    if k is None:
-        return False
+    return k is not None and _differs_at(k, v)
+
+
+def _differs_at(k: int, v: Verdicts) -> bool:
+    """Whether the item at position ``k`` is scored, has a reference and the two differ."""
     r, c = v.references[k], v.scores[k]
     return r is not None and c is not None and r != c
 
