@@ -210,7 +210,7 @@ class Scale(BaseModel):
         """0-based category index of a valid score (what the metrics use)."""
         return self.values.index(self.check(score))
 
-    def check(self, score: Any) -> int:
+    def check(self, score: object) -> int:
         """Return ``score`` as an int if it is on the scale; raise ``ValueError`` otherwise.
 
         An integral float counts (``2.0`` is 2); a boolean never does (``True`` is not 1)."""
@@ -220,7 +220,7 @@ class Scale(BaseModel):
             raise ValueError(f"{score!r} is not on the {self.describe()} scale")
         return score
 
-    def coerce(self, value: Any) -> int:
+    def coerce(self, value: object) -> int:
         """Read a *reference label* (data) — the one reader of references, wherever a reference
         meets a scale (tables, Inspect logs, ToolEmu evaluator files, MLflow assessments,
         annotation tables, review files). In this order:
@@ -273,7 +273,7 @@ class Scale(BaseModel):
             return "none"
         return "pair" if truths == {True, False} else "mixed"
 
-    def read_verdict(self, value: Any) -> int:
+    def read_verdict(self, value: object) -> int:
         """Read a *judge's verdict*: only what :attr:`verdict_options` offers counts — a label
         name (any case) where the scale has labels, else an integer score (as a number or its
         digit string). Anything else (``True``, ``"yes"``, a score of another scale, a digit on

@@ -102,12 +102,12 @@ WebAddress = Annotated[str, AfterValidator(_web_address)]
 (``file://``, a bare path or another scheme is refused before anything is sent)."""
 
 
-def canonical_json(obj: Any) -> str:
+def canonical_json(obj: object) -> str:
     """The text :func:`stable_hash` digests: JSON with sorted keys."""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def stable_hash(obj: Any, n: int = 16) -> str:
+def stable_hash(obj: object, n: int = 16) -> str:
     """A short, stable hex digest of any JSON-serialisable value (sorted keys)."""
     return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:n]
 
@@ -121,7 +121,7 @@ class ListHash:
         self._sha = hashlib.sha256(b"[")
         self.count = 0
 
-    def add(self, value: Any) -> None:
+    def add(self, value: object) -> None:
         self.add_text(canonical_json(value))
 
     def add_text(self, text: str) -> None:
@@ -135,7 +135,7 @@ class ListHash:
         return sha.hexdigest()[:n]
 
 
-def flatten(value: Any, prefix: str = "") -> dict[str, str]:
+def flatten(value: object, prefix: str = "") -> dict[str, str]:
     """A nested config as ``{"a.b.0.c": "text"}`` (lists of mappings by index): MLflow params."""
     out: dict[str, str] = {}
 

@@ -12,7 +12,14 @@ persona, so every run answers alike):
 - ``echo``: repeats ``lenient``'s verdict on three items in five, else wrong on one in eight —
   a judge that shares another's errors (the same model family behind another prompt).
 
-They are personas for the mechanics, not judges: the panel's figures say how they were made.
+Two more play the bias probes of ``assay harness`` (``examples/harmbench_stub_bias.yaml``):
+
+- ``noisy``: ``careful``, but a coin flip on every call for one item in three — a judge that
+  samples its verdicts: it moves under any cue, and as much when asked again unchanged;
+- ``swayed``: ``careful``, but 'True' (harmful) whenever the response cites a source (a DOI,
+  "et al.") — moved by the authority cue, not by noise.
+
+They are personas for the mechanics, not judges: the figures say how they were made.
 
     python examples/stub_panel.py --port 8782     # then: assay evaluate examples/harmbench_panel.yaml
 """
@@ -23,6 +30,7 @@ import argparse
 import csv
 import hashlib
 import json
+import random
 import re
 import time
 from pathlib import Path
@@ -37,9 +45,16 @@ def _draw(idx: str, persona: str, n: int) -> bool:
     return int(hashlib.sha256(f"{persona}:{idx}".encode()).hexdigest(), 16) % n == 0
 
 
-def _said(persona: str, idx: str, truth: bool) -> bool:
-    if persona == "careful":
-        return truth != _draw(idx, persona, 12)
+_CITATION = re.compile(r"doi\.org|et al\.")
+
+
+def _said(persona: str, idx: str, truth: bool, prompt: str = "") -> bool:
+    if persona == "noisy" and _draw(idx, persona, 3):
+        return random.random() < 0.5  # a fresh draw on every call, as a sampler's
+    if persona == "swayed" and _CITATION.search(prompt):
+        return True
+    if persona in ("careful", "noisy", "swayed"):  # else: careful's errors
+        return truth != _draw(idx, "careful", 12)
     if persona == "lenient":
         return truth != _draw(idx, persona, 3 if truth else 25)
     if persona == "strict":
@@ -48,21 +63,34 @@ def _said(persona: str, idx: str, truth: bool) -> bool:
         if int(hashlib.sha256(f"copy:{idx}".encode()).hexdigest(), 16) % 5 < 3:
             return _said("lenient", idx, truth)
         return truth != _draw(idx, persona, 8)
-    raise ValueError(f"unknown persona {persona!r}: careful, lenient, strict or echo")
+    raise ValueError(
+        f"unknown persona {persona!r}: careful, lenient, strict, echo, noisy or swayed"
+    )
 
 
 def persona(rows: list[dict[str, str]]):
     """``respond(request)``: the verdict of the persona the request's model names, for the item
     whose request and response the prompt holds."""
-    keys = [(r["test_case"][:120], r["generation"][:200], r) for r in rows]
+    keys = [(r["test_case"][:120], r["generation"], r) for r in rows]
+
+    def shown(gen: str, prompt: str) -> bool:
+        """The response is in the prompt: whole, or split in two around a block a probe put in
+        it (its longest prefix in the prompt, and the rest after it)."""
+        if gen[:200] in prompt:
+            return True
+        lo, hi = 0, len(gen)
+        while lo < hi:  # a prefix in the prompt has every shorter prefix in it
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if gen[:mid] in prompt else (lo, mid - 1)
+        return lo > 0 and gen[lo:] in prompt
 
     def respond(request: dict) -> str:
         prompt = "\n".join(str(m.get("content")) for m in request.get("messages", []))
-        row = next((r for case, gen, r in keys if case in prompt and gen in prompt), None)
+        row = next((r for case, gen, r in keys if case in prompt and shown(gen, prompt)), None)
         if row is None:
             return json.dumps({"verdict": "False"})
         name = re.sub(r"^.*/", "", str(request.get("model", "")))
-        said = _said(name, row["idx"], row["human_consensus"] == "1")
+        said = _said(name, row["idx"], row["human_consensus"] == "1", prompt)
         return json.dumps({"verdict": "True" if said else "False"})
 
     return respond
@@ -80,7 +108,7 @@ def main() -> None:
     stub = StubServer(respond=persona(rows), port=args.port)
     stub.start()
     print(
-        f"panel personas (careful, lenient, strict, echo): {stub.base_url} ({len(rows)} "
+        f"personas (careful, lenient, strict, echo, noisy, swayed): {stub.base_url} ({len(rows)} "
         "labelled items); Ctrl+C stops it",
         flush=True,
     )

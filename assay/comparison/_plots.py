@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from assay.comparison._results import LeaderboardRow
 from assay.comparison._tables import PAID_LABELS, labels_of
 from assay.metrics import direction
 
@@ -48,26 +49,24 @@ def pareto_plot(
     return path
 
 
-def write_plots(runs: list, rows: list[dict], metric: str, folder: Path) -> dict[str, Path]:
+def write_plots(
+    runs: list, rows: list[LeaderboardRow], metric: str, folder: Path
+) -> dict[str, Path]:
     from assay.reliability import heatmap
 
     files: dict[str, Path] = {}
     for stale in ("pareto.png", "heatmap.png"):  # a previous comparison's plots in this folder
         (folder / stale).unlink(missing_ok=True)
-    points = [
-        (r["name"], r["paid"], r["value"], bool(r["pareto"]))
-        for r in rows
-        if r["pareto"] is not None
-    ]
+    points = [(r.name, r.paid, r.value, bool(r.pareto)) for r in rows if r.pareto is not None]
     if points:
         files["pareto"] = pareto_plot(
             points,
             folder / "pareto.png",
-            xlabel=PAID_LABELS[rows[0]["paid_in"]],
+            xlabel=PAID_LABELS[rows[0].paid_in],
             ylabel=f"{metric} ({direction(metric)})",
             title="Cost vs metric (filled: Pareto-optimal)",
         )
-    rank = {r["run_id"]: r["rank"] for r in rows}
+    rank = {r.run_id: r.rank for r in rows}
     harness = sorted(
         (r for r in runs if r.data.tags.get("assay.command") == "harness"),
         key=lambda r: rank[r.info.run_id],

@@ -69,7 +69,7 @@ def compare(
         "forced": force,
         "group": group_of(compared, key),
         "leaderboard": rows,
-        "differences": differences(compared, [r["run_id"] for r in rows]),
+        "differences": differences(compared, [r.run_id for r in rows]),
         "left_out": left_out,
         "notes": notes(compared, metric) + paid_note(rows),
         "plots": {},
@@ -108,7 +108,7 @@ def _start_comparison_run(client, runs, rows, metric, group, force) -> str:
     run = client.create_run(
         runs[0].info.experiment_id, run_name=f"compare-{len(rows)}-runs", tags=tags
     )
-    params = [Param(f"run.{i}", r["run_id"]) for i, r in enumerate(rows)]
+    params = [Param(f"run.{i}", r.run_id) for i, r in enumerate(rows)]
     params += [Param("metric", metric), Param("force", str(force))]
     client.log_batch(run.info.run_id, params=params)
     return run.info.run_id

@@ -8,6 +8,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
+from assay.comparison._results import Differences, LeaderboardRow
 from assay.comparison._select import WORST_TEST, item_set, measured_on
 from assay.metrics import goodness
 
@@ -115,7 +116,7 @@ def pareto_front(points: list[tuple[float | None, float | None]]) -> list:
     return out
 
 
-def leaderboard(runs: list, metric: str) -> list[dict[str, Any]]:
+def leaderboard(runs: list, metric: str) -> list[LeaderboardRow]:
     """One row per judge run, best first (ties: cheaper first, then the earlier run)."""
     labels = labels_of(runs)
     rows = []
@@ -178,7 +179,7 @@ def leaderboard(runs: list, metric: str) -> list[dict[str, Any]]:
     for i, (row, best) in enumerate(zip(rows, front, strict=True), start=1):
         row["rank"] = i
         row["pareto"] = best
-    return rows
+    return [LeaderboardRow(**row) for row in rows]
 
 
 PAID_LABELS = {
@@ -203,12 +204,12 @@ def paid_axis(rows: list[dict[str, Any]]) -> str:
     return "calls"
 
 
-def paid_note(rows: list[dict[str, Any]]) -> list[str]:
+def paid_note(rows: list[LeaderboardRow]) -> list[str]:
     """What the report says when the Pareto front is not drawn in USD."""
-    if not rows or rows[0]["paid_in"] == "usd":
+    if not rows or rows[0].paid_in == "usd":
         return []
     return [
-        f"the Pareto front counts each judge's cost of the work in {rows[0]['paid_in']}, not "
+        f"the Pareto front counts each judge's cost of the work in {rows[0].paid_in}, not "
         "USD: some runs' models had no price (local or unpriced), which would tie every judge "
         "at cost 0"
     ]
@@ -228,7 +229,7 @@ def _tokens(m: dict[str, float]) -> float | None:
     return (prompt or 0.0) + (completion or 0.0)
 
 
-def differences(runs: list, order: list[str]) -> dict[str, Any]:
+def differences(runs: list, order: list[str]) -> Differences:
     """The judge params whose values differ between ``runs``, one column per run (in ``order``)."""
     by_id = {r.info.run_id: r for r in runs}
     params = {rid: _judge_params(by_id[rid]) for rid in order}
@@ -242,4 +243,4 @@ def differences(runs: list, order: list[str]) -> dict[str, Any]:
         values = [params[rid].get(k) or None for rid in order]  # unset is logged as ""
         if len(set(values)) > 1:
             rows[k] = [_shown(v) for v in values]
-    return {"runs": order, "columns": [labels[rid] for rid in order], "rows": rows}
+    return Differences(runs=order, columns=[labels[rid] for rid in order], rows=rows)

@@ -21,7 +21,7 @@ from assay.data._mlflow import (
     write_feedback,
 )
 from assay.data._pairs import PairsConfig, build_pairs
-from assay.data._reading import csv_read_by, csv_rows
+from assay.data._reading import CsvRows, csv_read_by, csv_rows
 from assay.data._render import format_arguments, format_tool_call, render_transcript
 from assay.data._tables import ColumnMap, iter_table, load_table, missing_labels_error
 from assay.data._toolemu import (
@@ -51,6 +51,7 @@ from assay.data._toolemu_runs import (
 from assay.data._transcript import (
     TOOL_OUTPUT_REMOVED,
     EditError,
+    MessageChanges,
     TranscriptPrep,
     assistant_indices,
     assistant_view,
@@ -68,6 +69,7 @@ __all__ = [
     "resolve_dotted",
     "check_file",
     "check_limit",
+    "CsvRows",
     "csv_read_by",
     "csv_rows",
     "format_arguments",
@@ -77,6 +79,7 @@ __all__ = [
     "read_json",
     "TOOL_OUTPUT_REMOVED",
     "EditError",
+    "MessageChanges",
     "TranscriptPrep",
     "assistant_indices",
     "assistant_view",

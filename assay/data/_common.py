@@ -15,7 +15,7 @@ from assay import _json
 from assay.errors import ConfigError, DataError
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> Any:
     """Return ``value`` as plain JSON data (NaN/inf become None, dates ISO strings, bytes base64)."""
     if value is None or isinstance(value, bool | int | str):
         return value
@@ -45,7 +45,7 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def is_missing(value: Any) -> bool:
+def is_missing(value: object) -> bool:
     """True for None, NaN and blank strings: the ways a table spells an empty cell."""
     if value is None:
         return True
@@ -99,7 +99,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, int, Any]]:
         yield index, line.number, value
 
 
-def as_int_label(value: Any) -> int:
+def as_int_label(value: object) -> int:
     """Read an integer label from an int, a bool, an integral float or a digit string; else ValueError."""
     if isinstance(value, bool):
         return int(value)
@@ -121,7 +121,7 @@ def as_int_label(value: Any) -> int:
     raise ValueError(f"{value!r} is not an integer label")
 
 
-def check_limit(limit: Any) -> int | None:
+def check_limit(limit: object) -> int | None:
     """``limit`` (keep the first N items) when it is None or a whole number of at least 1; a
     ConfigError otherwise — 0 must not mean "everything", nor -1 "all but the last"."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
@@ -129,7 +129,7 @@ def check_limit(limit: Any) -> int | None:
     return limit
 
 
-def resolve_dotted(root: Any, dotted: str, *, top: str = "meta") -> tuple[Any, str | None]:
+def resolve_dotted(root: object, dotted: str, *, top: str = "meta") -> tuple[Any, str | None]:
     """Follow ``a.b.c`` through mappings and list indices (``-1``: the last element) from
     ``root`` (called ``top`` in messages); return the value and None, or None and what is
     missing (``no 'x' under 'a.b' (found: ...)``, ``'a.b' has no element -1 (it has 0)``)."""

@@ -5,8 +5,9 @@ trace's inputs and outputs through a dotted path (``inputs.messages.-1.content``
 from a named human assessment (an ``Expectation``, or a ``Feedback`` whose source is HUMAN) — or,
 with ``annotators``, every human assessment of that name, one annotator per source. A trace with
 TOOL spans is an agent run: its spans become a transcript (the request, one tool call and its
-result per TOOL span in start order, the response). Everything read goes into the Item (ids,
-texts, references), so a run's data fingerprint covers it; nothing assay writes back is read.
+result per TOOL span in start order, the response); the model of its last model call, where a
+span names one, is the item's ``meta["model"]``. Everything read goes into the Item (ids,
+texts, references, the model), so a run's data fingerprint covers it; nothing assay writes back is read.
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ def load_mlflow_traces(
 ) -> list[Item]:
     """One Item per trace of ``source`` (see the module's docstring). ``meta`` holds
     ``trace_id`` and, with ``annotators``, ``annotations`` (``{source id:
-    label}``: the item's ``expected`` is then left for the caller to draw from them). Labels are
+    label}``: the item's ``expected`` is then left for the caller to draw from them) and, where
+    a span names one, ``model`` (:func:`trace_model`). Labels are
     read on ``scale`` when one is given. Errors name the trace id and the field."""
     items = [_item(trace, source, scale) for trace in _search(source, limit=limit)]
     if not items:
@@ -180,6 +182,9 @@ def _item(trace: Any, source: TraceSource, scale: Scale | None) -> Item:
     request = _text(trace_id, fields, source, "request")
     response = _text(trace_id, fields, source, "response")
     meta: dict[str, Any] = {"trace_id": trace_id}
+    model = trace_model(trace)
+    if model is not None:
+        meta["model"] = model
     expected: int | None = None
     if source.expectation is not None:
         labels = _human_labels(trace, source, scale)
@@ -203,6 +208,20 @@ def _item(trace: Any, source: TraceSource, scale: Scale | None) -> Item:
         expected=expected,
         meta=meta,
     )
+
+
+def trace_model(trace: Any) -> str | None:
+    """The model that wrote a trace's response: the model named by its last model call (the
+    last span, in start order, whose ``mlflow.llm.model`` attribute MLflow's autologging set);
+    None when no span names one."""
+    from mlflow.tracing.constant import SpanAttributeKey
+
+    named = []
+    for span in trace.data.spans or []:
+        model = span.get_attribute(SpanAttributeKey.MODEL)
+        if isinstance(model, str) and model.strip():
+            named.append((span.start_time_ns, span.span_id, model.strip()))
+    return max(named)[2] if named else None
 
 
 def _root_span(trace: Any) -> Any:

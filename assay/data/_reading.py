@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from assay import _json
 from assay.errors import ConfigError, DataError
@@ -204,7 +204,15 @@ def csv_read_by(reader: CsvReader) -> Iterator[None]:
         _CSV_READER.reset(token)
 
 
-def csv_rows(path: str, sep: str, text_columns: list[str | None]) -> dict[str, Any]:
+class CsvRows(TypedDict):
+    """A CSV/TSV's rows (column → cell: text, a number, a bool or None) and its columns, as
+    :func:`csv_rows` sends them from another process (plain JSON)."""
+
+    rows: list[dict[str, str | int | float | bool | None]]
+    columns: list[str]
+
+
+def csv_rows(path: str, sep: str, text_columns: list[str | None]) -> CsvRows:
     """``{"rows", "columns"}`` of a CSV/TSV read with pandas as :func:`read_rows` reads it —
     the job a :func:`csv_read_by` reader runs. Refuses (``TypeError``) a cell that would not
     survive a JSON round trip unchanged, so that the caller reads the file itself."""
@@ -215,7 +223,7 @@ def csv_rows(path: str, sep: str, text_columns: list[str | None]) -> dict[str, A
         for value in row.values():
             if value is not None and type(value) not in (str, int, float, bool):
                 raise TypeError(f"a {type(value).__name__} cell")
-    return {"rows": rows, "columns": table.column_names}
+    return CsvRows(rows=rows, columns=table.column_names)
 
 
 def _read_csv_elsewhere(path: Path, sep: str, text_columns: tuple[str | None, ...]) -> _Rows | None:

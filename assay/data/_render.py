@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from assay.types import Message, ToolCall
 
 
-def format_arguments(arguments: Any) -> str:
+def format_arguments(arguments: object) -> str:
     """Tool-call arguments as one JSON string (strings are kept verbatim); never truncated."""
     if isinstance(arguments, str):
         return arguments

@@ -38,6 +38,12 @@ class ColumnMap(BaseModel):
         description="the reference label column, read by the judge's scale: its label names, "
         "its scores, or true/false words where they cannot be confused with the names (or none)",
     )
+    generator: str | None = Field(
+        default=None,
+        description="the column naming the model that wrote each response (a model string or "
+        "family, e.g. openai/gpt-4o or llama): assay evaluate then measures the judge's "
+        "preference for its own family's outputs",
+    )
 
     @model_validator(mode="after")
     def _one_column_per_role(self) -> ColumnMap:
@@ -52,8 +58,12 @@ class ColumnMap(BaseModel):
         return self
 
     def mapped(self) -> dict[str, str]:
-        """Item field → column name, for the fields that are mapped to a column."""
+        """Role → column name, for the roles that are mapped to a column."""
         return {k: v for k, v in self.model_dump().items() if v is not None and v != ROW_ID}
+
+
+IN_META = ("generator",)
+"""Roles whose column stays in an Item's ``meta`` under its own name (no Item field holds it)."""
 
 
 def _text_cell(value: Any) -> str:
@@ -146,7 +156,7 @@ def iter_table(
     if limit is not None and limit < len(dataset):
         dataset = dataset.select(range(limit))
 
-    mapped = set(columns.mapped().values())
+    mapped = {c for role, c in columns.mapped().items() if role not in IN_META}
     count = 0
     first_row: dict[str, int] = {}
     unlabelled: list[int] = []

@@ -40,7 +40,7 @@ EVALUATOR_FIELDS = (
 """The fields a ToolEmu evaluator writes; a record with any of them is an evaluator record."""
 
 
-def is_toolemu_evaluation(record: Any) -> bool:
+def is_toolemu_evaluation(record: object) -> bool:
     """Whether ``record`` is a ToolEmu evaluator record that :func:`parse_toolemu_evaluation`
     reads — also one whose verdict is stated only in the markdown of ``Evaluator Thought``."""
     return isinstance(record, dict) and any(f in record for f in EVALUATOR_FIELDS)

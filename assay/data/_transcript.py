@@ -7,7 +7,7 @@ one-message edit, and the configurable preprocessing applied before planning and
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 
@@ -153,9 +153,19 @@ def tool_structure_problem(messages: list[Message]) -> str | None:
     return None
 
 
-def message_changes(before: Message, after: Message) -> dict[str, Any]:
+class MessageChanges(TypedDict):
+    """What an edit changed in one message: its text before and after, and its tool calls
+    (as text) when they changed."""
+
+    original: str
+    replacement: str
+    original_tool_calls: NotRequired[list[str]]
+    replacement_tool_calls: NotRequired[list[str]]
+
+
+def message_changes(before: Message, after: Message) -> MessageChanges:
     """What an edit changed in one message (its record in a probe's ``meta``)."""
-    out: dict[str, Any] = {"original": before.content, "replacement": after.content}
+    out = MessageChanges(original=before.content, replacement=after.content)
     if [c.arguments for c in before.tool_calls] != [c.arguments for c in after.tool_calls]:
         out["original_tool_calls"] = [format_tool_call(c) for c in before.tool_calls]
         out["replacement_tool_calls"] = [format_tool_call(c) for c in after.tool_calls]

@@ -60,6 +60,12 @@ _WHERE = {
     "read_judge_run": "_finished",
     "paired": "_paired",
     "drift": "_drift",
+    "anchor_shift": "_shift",
+    "score_series": "_shift",
+    "DriftSummary": "_paired_results",
+    "SeriesPoint": "_paired_results",
+    "SeriesResult": "_paired_results",
+    "ShiftResult": "_paired_results",
     "build_paired_report": "_paired_report",
     "render_paired_console": "_paired_report",
     "DriftResult": "_paired_results",
@@ -115,12 +121,17 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from assay.decisions._paired_report import build_paired_report, render_paired_console
     from assay.decisions._paired_results import (
         DriftResult,
+        DriftSummary,
         ItemChange,
         LeftOutItem,
         PairedResult,
         PairedSide,
+        SeriesPoint,
+        SeriesResult,
+        ShiftResult,
     )
     from assay.decisions._review_files import export_queue, import_queue
+    from assay.decisions._shift import anchor_shift, score_series
     from assay.decisions._tuning import (
         TunedItemsError,
         TuningRecord,
@@ -138,6 +149,12 @@ __all__ = [
     "ConformalConfig",
     "ConformalSummary",
     "DriftResult",
+    "DriftSummary",
+    "SeriesPoint",
+    "SeriesResult",
+    "ShiftResult",
+    "anchor_shift",
+    "score_series",
     "ItemChange",
     "JudgeRun",
     "LeftOutItem",

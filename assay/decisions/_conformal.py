@@ -30,7 +30,7 @@ from assay.errors import ConfigError, RunError
 from assay.inputs import EvaluateConfig, RunConfig
 from assay.metrics import MetricValue
 from assay.report import Block, Items, Report, Row, Table, report_markdown
-from assay.runs import Run, TrackedRun, flatten_metrics, write_atomic
+from assay.runs import Run, RunState, TrackedRun, flatten_metrics, write_atomic
 from assay.scale import Scale
 from assay.types import Judgment, Seed, stable_hash
 
@@ -251,7 +251,7 @@ def conformal(
 
 
 def _references(
-    run_dir: Path, config: EvaluateConfig, judged: dict[str, Judgment], state: dict[str, Any]
+    run_dir: Path, config: EvaluateConfig, judged: dict[str, Judgment], state: RunState
 ) -> dict[str, int]:
     """The reference score of each judged item that has one: the run's data read again, and
     refused unless it is the data the run judged (``judged_items``)."""

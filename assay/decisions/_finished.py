@@ -11,7 +11,6 @@ import tempfile
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -21,6 +20,7 @@ from assay.inputs import EvaluateConfig, data_fingerprint, item_set_tags, load_i
 from assay.runs import (
     JUDGMENTS,
     SEAL_TAG,
+    RunState,
     RunStore,
     check_seal,
     load_run_plugins,
@@ -32,8 +32,8 @@ from assay.types import Item, Judgment
 
 
 def read_evaluate_run(
-    run_dir: Path, *, where: str | Path | None = None, state: dict[str, Any] | None = None
-) -> tuple[EvaluateConfig, dict[str, Judgment], dict[str, Any]]:
+    run_dir: Path, *, where: str | Path | None = None, state: RunState | None = None
+) -> tuple[EvaluateConfig, dict[str, Judgment], RunState]:
     """A finished evaluate run read back to decide on: its resolved config, its judgments by
     item id, and its ``run.json`` — refused in one line naming ``where`` (default the
     directory) unless its files are the ones it sealed when it finished. ``state``: the run's
@@ -124,7 +124,7 @@ def read_judge_run(named: str | Path, *, tracking_uri: str, scratch: Path) -> Ju
     )
 
 
-def _download(run_id: str, tracking_uri: str, scratch: Path) -> tuple[Path, dict[str, Any]]:
+def _download(run_id: str, tracking_uri: str, scratch: Path) -> tuple[Path, RunState]:
     """An MLflow evaluate run's directory, as logged (the files its seal covers), and its
     ``run.json``, checked against the seal the run was tagged with. (The logged ``run.json``
     was copied while the run was finishing: MLflow's status says it finished.)"""

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.decisions._finished import JudgeRun, read_judge_run
-from assay.decisions._paired_results import LeftOutItem, PairedResult, PairedSide
+from assay.decisions._paired_results import LeftOutItem, PairedResult, PairedSide, SeriesResult
 from assay.decisions._tuning import refuse_tuned_items
 from assay.errors import ConfigError, RunError
 from assay.evaluation import metric_kind, verdict_names
@@ -262,8 +262,9 @@ def compared_experiment(sides: tuple[Any, ...], tracking_uri: str) -> str:
 def write_outputs(
     result: Any, out_dir: Path | None, log: bool, tracking_uri: str, workdir: Path | None
 ) -> Any:
-    """paired.json / drift.json, report.md and report.html in ``out_dir``; with ``log``, the
-    same as a comparison run in MLflow (its params, metrics and those files)."""
+    """paired.json / drift.json, report.md and report.html (and a series' chart) in
+    ``out_dir``; with ``log``, the same as a comparison run in MLflow (its params, metrics and
+    those files)."""
     from assay.decisions._paired_report import build_paired_report, tracked_run
     from assay.report import markdown, write_html
 
@@ -274,6 +275,10 @@ def write_outputs(
         if out_dir is not None:
             result = result.model_copy(update={"out_dir": str(folder)})
         (folder / f"{kind}.json").write_text(result.model_dump_json(indent=2) + "\n")
+        if isinstance(result, SeriesResult):  # the chart report.html embeds
+            from assay.decisions._shift_report import EWMA_PNG, ewma_plot
+
+            ewma_plot(result.chart, folder / EWMA_PNG, ylabel=result.score)
         report = build_paired_report(folder)
         lines = [f"# {report.title}", "", *(f"- {k}: {v}" for k, v in report.facts), ""]
         (folder / "report.md").write_text("\n".join(lines + markdown(report.tables)))
@@ -282,7 +287,10 @@ def write_outputs(
             from assay.runs import log_tracked
 
             root = workdir or Path.cwd()
-            sides = (result.a, result.b) if kind == "paired" else (result.old, result.new)
+            if isinstance(result, SeriesResult):
+                sides = tuple(p.run for p in result.points)
+            else:
+                sides = (result.a, result.b) if kind == "paired" else (result.old, result.new)
             run_id = log_tracked(
                 tracked_run(result, folder),
                 tracking_uri=tracking_uri,

@@ -5,19 +5,42 @@ console prints, and the comparison run MLflow logs."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.metrics import fmt
-from assay.report import Report, Table, load_json
+from assay.report import Report, Table, figures, load_json
+
+if TYPE_CHECKING:
+    from assay.decisions._paired_results import (
+        DriftResult,
+        PairedResult,
+        SeriesResult,
+        ShiftResult,
+    )
 
 
 def build_paired_report(folder: Path) -> Report:
     """The report of the paired comparison or drift check written in ``folder``."""
     folder = Path(folder)
     if (folder / "drift.json").is_file():
-        return _drift_report(load_json(folder / "drift.json"))
+        report = _report_of(load_json(folder / "drift.json"))
+        report.figures = figures(folder, report.tables)  # a series' chart
+        return report
     return _paired_report(load_json(folder / "paired.json"))
+
+
+def _report_of(d: dict[str, Any]) -> Report:
+    """The report of a ``drift.json`` of any of drift's modes (an older one has no mode)."""
+    from assay.decisions._shift_report import series_report, shift_report
+
+    mode = d.get("mode", "verdicts")
+    if mode == "anchors":
+        return shift_report(d)
+    if mode == "series":
+        return series_report(d)
+    return _drift_report(d)
 
 
 def _side(name: str, s: dict[str, Any]) -> tuple[str, str]:
@@ -203,6 +226,11 @@ def tracked_run(result: Any, folder: Path) -> Any:
         params = {"a": data["a"]["named"], "b": data["b"]["named"], "level": c["level"]}
         params |= {"delta": c["delta"], "power": c["power"], "seed": c["seed"]}
         sides, mode = (data["a"], data["b"]), "paired"
+    elif data.get("mode") in ("anchors", "series"):
+        from assay.decisions._shift_report import shift_metrics
+
+        metrics, params, sides = shift_metrics(data)
+        mode = f"drift-{data['mode']}"
     else:
         t = data["test"]
         metrics = {
@@ -220,17 +248,23 @@ def tracked_run(result: Any, folder: Path) -> Any:
         params["stability"] = data["stability"]
         sides, mode = (data["old"], data["new"]), "drift"
     metrics = {k: float(v) for k, v in metrics.items() if v is not None and not _nan(v)}
+    file = "paired.json" if mode == "paired" else "drift.json"
+    artifacts = [folder / file, folder / "report.md", folder / "report.html"]
+    if data.get("mode") == "series":
+        from assay.decisions._shift_report import EWMA_PNG
+
+        artifacts.append(folder / EWMA_PNG)
     return TrackedRun(
-        name=f"{mode}-{sides[0]['judge']}-{sides[1]['judge']}",
+        name=f"{mode}-{sides[0]['judge']}-{sides[-1]['judge']}",
         params={k: str(v) for k, v in params.items()},
         metrics=metrics,
         tags={
             "assay.command": "compare",  # compare skips its own runs when it reads an experiment
             "assay.mode": mode,
-            "assay.items": data["items"],
+            **({"assay.items": data["items"]} if "items" in data else {}),
             "assay.runs": " ".join(s["mlflow_run_id"] or s["named"] for s in sides),
         },
-        artifacts=[folder / f"{mode}.json", folder / "report.md", folder / "report.html"],
+        artifacts=artifacts,
     )
 
 
@@ -238,15 +272,18 @@ def _nan(v: Any) -> bool:
     return isinstance(v, float) and math.isnan(v)
 
 
-def render_paired_console(result: Any) -> str:
+def render_paired_console(
+    result: PairedResult | DriftResult | ShiftResult | SeriesResult,
+) -> str:
     """What the command prints: the report's facts, then its tables in Markdown (report.md's)."""
     from assay.report import markdown
 
     data = result.model_dump(mode="json")
-    report = _paired_report(data) if "comparison" in data else _drift_report(data)
+    report = _paired_report(data) if "comparison" in data else _report_of(data)
     lines = [report.title, ""]
     lines += [f"{k}: {v}" for k, v in report.facts]
-    lines += ["", *markdown(report.tables, level=3)]
+    tables = [replace(t, figure=None) for t in report.tables]  # a figure is the page's
+    lines += ["", *markdown(tables, level=3)]
     if data.get("out_dir"):
         lines.append(f"written: {data['out_dir']} (report.md, report.html)")
     if data.get("comparison_run_id"):

@@ -1,11 +1,15 @@
 """Typed results of the comparisons that pair two runs item by item: ``compare --paired A B``
-(``paired.json``) and ``drift OLD NEW`` (``drift.json``)."""
+(``paired.json``) and ``drift OLD NEW`` (``drift.json``), with drift's two other modes, a score
+change split on anchors (``--anchors``) and a control chart over a series of runs
+(``--series``), in ``drift.json`` too (:class:`DriftSummary` reads any of the three)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated, Any, Literal
 
-from assay.metrics import DriftTest, PairedComparison, Stability
+from pydantic import BaseModel, ConfigDict, Discriminator, RootModel, Tag
+
+from assay.metrics import DriftTest, EwmaChart, PairedComparison, ShiftDecomposition, Stability
 
 
 class _Model(BaseModel):
@@ -57,6 +61,7 @@ class ItemChange(_Model):
 class DriftResult(_Model):
     """``drift OLD NEW`` (``drift.json``): the same judge config on the same anchors, twice."""
 
+    mode: Literal["verdicts"] = "verdicts"
     old: PairedSide
     new: PairedSide
     items: str
@@ -69,3 +74,60 @@ class DriftResult(_Model):
     verdict: str
     out_dir: str | None = None
     comparison_run_id: str | None = None
+
+
+class ShiftResult(_Model):
+    """``drift OLD NEW --anchors FILE`` (``drift.json``): a system's score change split into
+    the judge's shift, on anchor items byte-identical in both runs, and the system's change."""
+
+    mode: Literal["anchors"] = "anchors"
+    old: PairedSide
+    new: PairedSide
+    anchors_file: str
+    scale: str
+    score: str  # what the score is: "mean score" or "rate of <positive label>"
+    left_out: list[LeftOutItem]  # anchors not scored by both judges, other items unscored
+    decomposition: ShiftDecomposition
+    verdict: str
+    out_dir: str | None = None
+    comparison_run_id: str | None = None
+
+
+class SeriesPoint(_Model):
+    """One run of a series: its score over the items it scored."""
+
+    run: PairedSide
+    score: float
+    scored: int
+
+
+class SeriesResult(_Model):
+    """``drift RUN1 RUN2 ... --series`` (``drift.json``): each run's score, in the order given,
+    on an EWMA control chart."""
+
+    mode: Literal["series"] = "series"
+    scale: str
+    score: str
+    points: list[SeriesPoint]
+    chart: EwmaChart
+    verdict: str
+    out_dir: str | None = None
+    comparison_run_id: str | None = None
+
+
+def _mode(value: Any) -> str:
+    found = value.get("mode") if isinstance(value, dict) else getattr(value, "mode", None)
+    return found or "verdicts"  # a drift.json written before drift had other modes
+
+
+class DriftSummary(
+    RootModel[
+        Annotated[
+            Annotated[DriftResult, Tag("verdicts")]
+            | Annotated[ShiftResult, Tag("anchors")]
+            | Annotated[SeriesResult, Tag("series")],
+            Discriminator(_mode),
+        ]
+    ]
+):
+    """Any ``drift.json``: the verdict check, the anchor decomposition or the series chart."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NotRequired, TypedDict
 
 from assay import _json, _signing
 from assay.errors import DataError, RunError
@@ -34,6 +34,7 @@ LABEL_QUEUE = "label_queue.jsonl"
 
 __all__ = [
     "HUMAN_VERDICTS",
+    "HumanVerdict",
     "LABEL_QUEUE",
     "LabelQueue",
     "QueueItem",
@@ -79,6 +80,19 @@ def latest_human_verdicts(run_dir: Path) -> dict[str, dict[str, Any]]:
     for r in read_records(Path(run_dir) / HUMAN_VERDICTS):
         latest[r["item_id"]] = r
     return {k: v for k, v in latest.items() if v.get("score") is not None}
+
+
+class HumanVerdict(TypedDict):
+    """One line of ``human_verdicts.jsonl``: a person's verdict on a queued item (``score``
+    None: a verdict taken back), when, and in a signed queue its ``signature``."""
+
+    item_id: str
+    score: int | None
+    label: str | None
+    reviewer: str
+    note: str | None
+    timestamp: str
+    signature: NotRequired[str]
 
 
 @dataclass
@@ -172,9 +186,12 @@ class ReviewQueue:
         """The read-only keys of ``item``'s entry in a review file beside its texts."""
         return {k: item.details.get(k) for k in self.detail_keys}
 
-    def check(self, item_id: Any, verdict: Any, *, reviewer: Any, note: Any = None) -> int | None:
+    def check(
+        self, item_id: object, verdict: object, *, reviewer: object, note: object = None
+    ) -> int | None:
         """A human verdict's score on the scale (None: taking the verdict back), its item,
-        reviewer and note checked; a bad value is a DataError naming the field."""
+        reviewer and note checked — whatever a review file or a request holds —; a bad value is
+        a DataError naming the field."""
         known = {a["item_id"] for a in self.queued()}
         if not isinstance(item_id, str) or item_id not in known:
             raise DataError(
@@ -197,13 +214,13 @@ class ReviewQueue:
 
     def record(
         self,
-        item_id: Any,
-        verdict: Any,
+        item_id: object,
+        verdict: object,
         *,
-        reviewer: Any,
-        note: Any = None,
+        reviewer: object,
+        note: object = None,
         version: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> HumanVerdict:
         """Check a human verdict (:meth:`check`) and append it under the lock. ``verdict`` is
         a label or a score on the scale, or None to take the item's verdict back; ``version``
         is the number of verdicts the caller saw for the item (a different count:
@@ -215,14 +232,14 @@ class ReviewQueue:
                 raise VerdictConflict(item_id, version, mine[-1] if mine else None, len(mine))
             if score is None and not (mine and mine[-1].get("score") is not None):
                 raise DataError("the item has no verdict to take back", field="verdict")
-            record = {
-                "item_id": item_id,
-                "score": score,
-                "label": None if score is None else self.scale.label_of(score),
-                "reviewer": reviewer.strip(),
-                "note": (note or "").strip() or None,
-                "timestamp": now(),
-            }
+            record = HumanVerdict(
+                item_id=str(item_id),  # each checked above: text
+                score=score,
+                label=None if score is None else self.scale.label_of(score),
+                reviewer=str(reviewer).strip(),
+                note=str(note or "").strip() or None,
+                timestamp=now(),
+            )
             if self.signed:
                 record["signature"] = _signing.sign(self._signed(record))
             append_lines(self.path / HUMAN_VERDICTS, json.dumps(record, ensure_ascii=False) + "\n")

@@ -4,6 +4,18 @@ ToolEmu-format trajectories and evaluations, and the failure metrics (``assay to
 from assay.emulation._agent import STEP_LIMIT_OUTPUT, AgentRun, StepRecord, ToolAgent
 from assay.emulation._agreement import agreement_report, human_majorities, toolemu_agreement
 from assay.emulation._agreement_report import render_agreement
+from assay.emulation._agreement_results import (
+    AnnotationsRead,
+    AnnotatorsAgreement,
+    EmulationQuality,
+    EvaluatorVsHuman,
+    FailureFigures,
+    FilesRead,
+    MajoritySummary,
+    NoEvaluator,
+    ToolEmuAgreement,
+    TrajectoryCount,
+)
 from assay.emulation._config import (
     AgentConfig,
     EmulatorConfig,
@@ -11,7 +23,7 @@ from assay.emulation._config import (
     ToolEmuRunConfig,
     load_toolemu_config,
 )
-from assay.emulation._emulator import Emulator, Observation, Sandbox
+from assay.emulation._emulator import Emulator, Observation, ObservationRecord, Sandbox
 from assay.emulation._html_report import build_report
 from assay.emulation._models import (
     Case,
@@ -42,6 +54,16 @@ from assay.emulation._run import CaseRecord, build_agent, run_toolemu
 from assay.emulation._trajectory import toolemu_record
 
 __all__ = [
+    "FilesRead",
+    "AnnotationsRead",
+    "AnnotatorsAgreement",
+    "EmulationQuality",
+    "EvaluatorVsHuman",
+    "FailureFigures",
+    "MajoritySummary",
+    "NoEvaluator",
+    "ToolEmuAgreement",
+    "TrajectoryCount",
     "build_report",
     "STEP_LIMIT_OUTPUT",
     "AgentConfig",
@@ -56,6 +78,7 @@ __all__ = [
     "EvaluatorMetrics",
     "GroupMetrics",
     "Observation",
+    "ObservationRecord",
     "Sandbox",
     "ScoreSummary",
     "StageUsage",

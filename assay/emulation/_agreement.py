@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from assay.data import (
     HELPFULNESS_KEY,
@@ -27,12 +25,25 @@ from assay.data import (
     read_evaluator_scores,
     resolve_files,
 )
+from assay.emulation._agreement_results import (
+    AnnotationsRead,
+    AnnotatorsAgreement,
+    EmulationQuality,
+    EvaluatorVsHuman,
+    FailureFigures,
+    FilesRead,
+    MajoritySummary,
+    NoEvaluator,
+    ToolEmuAgreement,
+    TrajectoryCount,
+)
 from assay.emulation._annotations import (
     FAILURE_MAX_SAFETY,
     SCORE_MAX,
     Annotations,
     load_annotations,
 )
+from assay.evaluation import AnnotatorsReport, annotators_report
 
 # The library's batched forms, so that bootstrap replicates are computed by the same code as the
 # point values (nothing re-implemented here; assay.metrics._report uses them the same way).
@@ -84,33 +95,27 @@ def evaluator_vs_human(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-) -> dict[str, Any]:
-    """κ between the human majority (reference) and the evaluator on the trajectories both scored.
-
-    Returns ``n`` (pairs), ``unscored`` (evaluator output that did not parse), ``not_evaluated``
-    (annotated trajectories the evaluator file has no line for), ``metrics`` (:data:`KAPPAS` as
-    MetricValue dicts) and ``confusion_matrix`` (rows = human majority 0–3, columns = evaluator).
-    """
+) -> EvaluatorVsHuman:
+    """κ (:data:`KAPPAS`) between the human majority (reference) and the evaluator on the
+    trajectories both scored, and their confusion matrix."""
     evaluated = [t for t in human if t in evaluator]
     both = [t for t in evaluated if evaluator[t] is not None]
-    out: dict[str, Any] = {
+    counts = {
         "n": len(both),
         "unscored": len(evaluated) - len(both),
         "not_evaluated": len(human) - len(evaluated),
-        "metrics": {},
-        "confusion_matrix": None,
     }
     if not both:
-        out["note"] = "no annotated trajectory has an evaluator score"
-        return out
+        note = "no annotated trajectory has an evaluator score"
+        return EvaluatorVsHuman(**counts, metrics={}, confusion_matrix=None, note=note)
     ref = [int(human[t]) for t in both]
     cand = [int(evaluator[t]) for t in both]  # type: ignore[arg-type]
     metrics = ordinal_kappas(
         ref, cand, k=K, threshold=GOOD, n_resamples=n_resamples, confidence=confidence, seed=seed
     )
-    out["metrics"] = {name: m.to_dict() for name, m in metrics.items()}
-    out["confusion_matrix"] = agreement_confusion(ref, cand, K)
-    return out
+    return EvaluatorVsHuman(
+        **counts, metrics=metrics, confusion_matrix=agreement_confusion(ref, cand, K)
+    )
 
 
 # -- emulation quality and failures -------------------------------------------------------------
@@ -157,132 +162,125 @@ def agreement_report(
     seed: int = 0,
     n_resamples: int = 1000,
     confidence: float = 0.95,
-) -> dict[str, Any]:
-    """Every validation figure from checked annotations and evaluator scores by trajectory id.
+) -> ToolEmuAgreement:
+    """Every validation figure from checked annotations and evaluator scores by trajectory id
+    (without ``files``: :func:`toolemu_agreement` reads them).
 
     ``safety``/``helpfulness`` map trajectory ids to evaluator scores (None = unscored; a missing
     id = not evaluated); either may be None when there is no such evaluator. ``seed`` breaks
-    majority ties and seeds every bootstrap. See :func:`toolemu_agreement` for the keys.
+    majority ties and seeds every bootstrap.
     """
     majority = human_majorities(annotations, seed=seed)
     annotated = list(annotations.annotated)
     evaluators = {"safety": safety, "helpfulness": helpfulness}
-    report: dict[str, Any] = {
-        "seed": seed,
-        "n_resamples": n_resamples,
-        "confidence": confidence,
-        "trajectories": {
-            "total": len(annotations.trajectory_ids),
-            "annotated": len(annotated),
-        },
-        "annotations": {
-            "file": str(annotations.path),
-            "rows": len(annotations.rows),
-            "annotators": list(annotations.annotators),
-            "true_failure_derived": sum(not a.true_failure_given for a in annotations.rows),
-        },
-        "majority": _majority_summary(majority, seed),
-        "evaluator_vs_human": {},
-        "inter_annotator": {},
-    }
     boot = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+    vs_human: dict[str, EvaluatorVsHuman | NoEvaluator] = {}
+    inter: dict[str, AnnotatorsAgreement] = {}
     for field, scores in evaluators.items():
         if scores is None:
-            report["evaluator_vs_human"][field] = {"note": f"no {field} evaluator file"}
+            vs_human[field] = NoEvaluator(note=f"no {field} evaluator file")
         else:
-            report["evaluator_vs_human"][field] = evaluator_vs_human(
-                majority[field].values, scores, **boot
-            )
+            vs_human[field] = evaluator_vs_human(majority[field].values, scores, **boot)
         table = annotations.table(field)
-        report["inter_annotator"][field] = inter_annotator_kappa(
-            table, k=K, threshold=GOOD, unit="trajectory", **boot
-        )
-        report["inter_annotator"][field]["all_annotators"] = _all_annotators(
-            table, scores, seed, n_resamples
+        pairwise = inter_annotator_kappa(table, k=K, threshold=GOOD, unit="trajectory", **boot)
+        inter[field] = AnnotatorsAgreement(
+            **dict(pairwise), all_annotators=_all_annotators(table, scores, seed, n_resamples)
         )
 
     critical = majority["critical"].values
-    report["emulation"] = _emulation(critical, annotated, confidence)
-    report["failures"] = _failures(safety, annotated, majority, boot)
-    return report
+    return ToolEmuAgreement(
+        seed=seed,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        trajectories=TrajectoryCount(
+            total=len(annotations.trajectory_ids), annotated=len(annotated)
+        ),
+        annotations=AnnotationsRead(
+            file=str(annotations.path),
+            rows=len(annotations.rows),
+            annotators=list(annotations.annotators),
+            true_failure_derived=sum(not a.true_failure_given for a in annotations.rows),
+        ),
+        majority=_majority_summary(majority, seed),
+        evaluator_vs_human=vs_human,
+        inter_annotator=inter,
+        emulation=_emulation(critical, annotated, confidence),
+        failures=_failures(safety, annotated, majority, confidence),
+    )
 
 
 def _all_annotators(
-    table: Mapping[str, Mapping[str, Any]],
+    table: Mapping[str, Mapping[str, int]],
     evaluator: Mapping[str, int | None] | None,
     seed: int,
     n_resamples: int,
-) -> dict[str, Any]:
+) -> AnnotatorsReport:
     """Fleiss' κ and Krippendorff's α (ordinal) over every annotator at once, and the
     Alternative Annotator Test of the evaluator against them (or why it was not run)."""
-    from assay.evaluation import annotators_report
     from assay.scale import Scale
 
     rows = [(t, a, v) for t, by in table.items() for a, v in by.items()]
-    report = annotators_report(
+    return annotators_report(
         rows,
         dict(evaluator or {}),
         Scale.parse(f"0-{SCORE_MAX}"),
         seed=seed,
         n_resamples=n_resamples,
     )
-    return report.model_dump(mode="json")
 
 
-def _majority_summary(majority: dict[str, Majority], seed: int) -> dict[str, Any]:
+def _majority_summary(majority: dict[str, Majority], seed: int) -> MajoritySummary:
     """How the human majorities were taken: the tie rule and every tie it broke."""
-    return {
-        "seed": seed,
-        "tie_rule": "uniformly at random among the tied values (sorted), numpy "
+    return MajoritySummary(
+        seed=seed,
+        tie_rule="uniformly at random among the tied values (sorted), numpy "
         "default_rng([seed, crc32(field), crc32(trajectory)])",
-        "ties": {f: len(m.ties) for f, m in majority.items()},
-        "tie_count": sum(len(m.ties) for m in majority.values()),
-        "tie_details": [asdict(t) for m in majority.values() for t in m.ties],
-    }
+        ties={f: len(m.ties) for f, m in majority.items()},
+        tie_count=sum(len(m.ties) for m in majority.values()),
+        tie_details=[t for m in majority.values() for t in m.ties],
+    )
 
 
 def _emulation(
-    critical: Mapping[str, Any], annotated: list[str], confidence: float
-) -> dict[str, Any]:
+    critical: Mapping[str, bool], annotated: list[str], confidence: float
+) -> EmulationQuality:
     """Emulation quality: how many emulations the majority calls critical, and the share free
     of critical issues."""
-    return {
-        "n": len(critical),
-        "critical": sum(bool(v) for v in critical.values()),
-        "free_of_critical_issues": critical_free_share(
+    return EmulationQuality(
+        n=len(critical),
+        critical=sum(bool(v) for v in critical.values()),
+        free_of_critical_issues=critical_free_share(
             [critical[t] for t in annotated], confidence=confidence
-        ).to_dict(),
-    }
+        ),
+    )
 
 
 def _failures(
     safety: Mapping[str, int | None] | None,
     annotated: list[str],
     majority: dict[str, Majority],
-    boot: dict[str, Any],
-) -> dict[str, Any]:
+    confidence: float,
+) -> FailureFigures:
     """The safety evaluator's flags against the true failures (emulations with critical issues
     excluded): the counts, identified-failure precision and true-failure incidence."""
-    failures: dict[str, Any] = {"flagged_rule": _FLAGGED, "true_failure_rule": _TRUE_FAILURE}
+    rules = {"flagged_rule": _FLAGGED, "true_failure_rule": _TRUE_FAILURE}
     if safety is None:
-        failures["note"] = "no safety evaluator file"
-        return failures
+        return FailureFigures(**rules, note="no safety evaluator file")
     critical = majority["critical"].values
     ids = [t for t in annotated if safety.get(t) is not None]
     human_true = [bool(majority["true_failure"].values[t]) for t in ids]
     is_critical = [bool(critical[t]) for t in ids]
     true = [h and not c for h, c in zip(human_true, is_critical, strict=True)]
     flagged = [int(safety[t]) <= FAILURE_MAX_SAFETY for t in ids]  # type: ignore[arg-type]
-    failures.update(
+    return FailureFigures(
+        **rules,
         n=len(ids),
         flagged=sum(flagged),
         true_failures=sum(true),
         excluded_critical=sum(h and c for h, c in zip(human_true, is_critical, strict=True)),
         true_and_flagged=sum(a and b for a, b in zip(true, flagged, strict=True)),
+        **failure_metrics(true, flagged, confidence=confidence),
     )
-    metrics = failure_metrics(true, flagged, confidence=boot["confidence"])
-    failures.update({name: m.to_dict() for name, m in metrics.items()})
-    return failures
 
 
 def toolemu_agreement(
@@ -294,21 +292,9 @@ def toolemu_agreement(
     seed: int = 0,
     n_resamples: int = 1000,
     confidence: float = 0.95,
-) -> dict[str, Any]:
-    """ToolEmu's validation figures for a run directory or trajectory + evaluator files.
-
-    Keys: ``files`` (trajectories, safety, helpfulness, annotations), ``seed``, ``n_resamples``,
-    ``confidence``, ``trajectories`` (``total``, ``annotated``), ``annotations`` (``rows``,
-    ``annotators``, ``true_failure_derived``), ``majority`` (``seed``, ``tie_rule``, ``ties`` per
-    field, ``tie_count``, ``tie_details``), ``evaluator_vs_human.{safety,helpfulness}`` (``n``,
-    ``unscored``, ``not_evaluated``, ``metrics.{kappa_categorical,kappa_linear,kappa_quadratic,
-    kappa_binary}``, ``confusion_matrix``), ``inter_annotator.{safety,helpfulness}``
-    (``annotators``, ``pairs[]``, ``mean.{kappa_*}``), ``emulation`` (``n``, ``critical``,
-    ``free_of_critical_issues``), ``failures`` (``n``, ``flagged``, ``true_failures``,
-    ``excluded_critical``, ``true_and_flagged``, ``identified_failure_precision``,
-    ``true_failure_incidence``). Every metric is a MetricValue dict: ``value``, ``ci_low``,
-    ``ci_high``, ``n``, ``note``.
-    """
+) -> ToolEmuAgreement:
+    """ToolEmu's validation figures for a run directory or trajectory + evaluator files
+    (:class:`ToolEmuAgreement`; every metric a :class:`~assay.metrics.MetricValue`)."""
     files = resolve_files(run_or_trajectories, safety=safety, helpfulness=helpfulness)
     items = load_toolemu_trajectories(files.trajectories)
     annotations = load_annotations(annotations_path, items)
@@ -324,12 +310,10 @@ def toolemu_agreement(
         n_resamples=n_resamples,
         confidence=confidence,
     )
-    return {
-        "files": {
-            "trajectories": str(files.trajectories),
-            "safety": str(files.safety) if files.safety else None,
-            "helpfulness": str(files.helpfulness) if files.helpfulness else None,
-            "annotations": str(annotations.path),
-        },
-        **report,
-    }
+    read = FilesRead(
+        trajectories=str(files.trajectories),
+        safety=str(files.safety) if files.safety else None,
+        helpfulness=str(files.helpfulness) if files.helpfulness else None,
+        annotations=str(annotations.path),
+    )
+    return report.model_copy(update={"files": read})

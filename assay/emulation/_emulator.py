@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import dspy
 
@@ -43,6 +43,16 @@ class Sandbox:
         }
 
 
+class ObservationRecord(TypedDict):
+    """How an observation was made, as a trajectory step records it."""
+
+    kind: ObservationKind
+    thought: str | None
+    draft: str | None
+    critique: str | None
+    issues: list[str]
+
+
 @dataclass
 class Observation:
     """What the agent sees after a tool call, and how it was made."""
@@ -54,14 +64,14 @@ class Observation:
     critique: str | None = None
     issues: list[str] = field(default_factory=list)  # checks the emulator's output failed
 
-    def record(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "thought": self.thought,
-            "draft": self.draft,
-            "critique": self.critique,
-            "issues": self.issues,
-        }
+    def record(self) -> ObservationRecord:
+        return ObservationRecord(
+            kind=self.kind,
+            thought=self.thought,
+            draft=self.draft,
+            critique=self.critique,
+            issues=self.issues,
+        )
 
 
 def error_observation(message: str) -> str:

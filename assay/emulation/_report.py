@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.emulation._config import ToolEmuRunConfig
 from assay.emulation._html_report import FAILURE_NOTE, report_tables
 from assay.emulation._results import ToolEmuResult, ToolEmuSummary
 from assay.metrics import fmt_ci
@@ -37,7 +38,7 @@ def render_report(config: Any, m: ToolEmuSummary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_run_summary(config: Any, res: ToolEmuResult) -> str:
+def render_run_summary(config: ToolEmuRunConfig, res: ToolEmuResult) -> str:
     """What ``assay toolemu run`` prints: trajectories, each evaluator's headline numbers with
     CIs, LM calls and cost by stage, crashed cases and where the report is."""
     m = res.summary

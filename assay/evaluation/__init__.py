@@ -41,6 +41,13 @@ _WHERE = {
     "dawid_skene_report": "_no_labels",
     "panel_over_run": "_no_labels",
     "panel_lead": "_no_labels",
+    "RaterModelReport": "_results",
+    "ScaleUseReport": "_results",
+    "SelfPreferenceReport": "_results",
+    "scale_use_console": "_scale_use",
+    "scale_use_report": "_scale_use",
+    "self_preference_console": "_self_preference",
+    "self_preference_report": "_self_preference",
 }
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
@@ -69,13 +76,21 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         JudgeFigures,
         PairExcess,
         PanelReport,
+        RaterModelReport,
         RunUsage,
+        ScaleUseReport,
+        SelfPreferenceReport,
     )
+    from assay.evaluation._scale_use import scale_use_console, scale_use_report
     from assay.evaluation._scoring import (
         agreement_summary,
         metric_kind,
         summarize_run,
         verdict_names,
+    )
+    from assay.evaluation._self_preference import (
+        self_preference_console,
+        self_preference_report,
     )
 
 __all__ = [
@@ -92,7 +107,10 @@ __all__ = [
     "JudgeFigures",
     "PairExcess",
     "PanelReport",
+    "RaterModelReport",
     "RunUsage",
+    "ScaleUseReport",
+    "SelfPreferenceReport",
     "agreement",
     "agreement_summary",
     "annotators_report",
@@ -107,6 +125,10 @@ __all__ = [
     "panel_over_run",
     "read_verdicts",
     "run_items",
+    "scale_use_console",
+    "scale_use_report",
+    "self_preference_console",
+    "self_preference_report",
     "summarize_run",
     "verdict_names",
 ]

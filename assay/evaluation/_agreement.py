@@ -20,6 +20,7 @@ from assay.data import ColumnMap, is_toolemu_evaluation, load_table, load_toolem
 from assay.errors import DataError
 from assay.evaluation._annotators import annotators_report
 from assay.evaluation._results import AgreementResult
+from assay.evaluation._scale_use import scale_use_report
 from assay.evaluation._scoring import agreement_summary, disagreement_records
 from assay.inputs import majority, read_annotations
 from assay.scale import Scale
@@ -190,6 +191,22 @@ def agreement(
     summary = agreement_summary(
         r, c, scale, threshold=threshold, n_resamples=n_resamples, seed=seed
     )
+    by_annotator: dict[str, dict[str, int | None]] | None = None
+    if annotations is not None:
+        by_annotator = {}
+        for item, who, score in annotations:
+            by_annotator.setdefault(item, {})[who] = score
+    scale_use = scale_use_report(
+        [k for k, _, _ in pairs],
+        [t for _, _, t in pairs],
+        [s for _, s, _ in pairs],
+        scale,
+        judge="candidate",
+        annotations=by_annotator,
+        n_resamples=n_resamples,
+        confidence=0.95,
+        seed=seed,
+    )
     return AgreementResult(
         **summary.model_dump(),
         n=len(ids),
@@ -212,6 +229,7 @@ def agreement(
             n_resamples=n_resamples,
             epsilon=epsilon,
         ),
+        scale_use=scale_use,
     )
 
 

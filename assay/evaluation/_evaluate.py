@@ -149,6 +149,7 @@ def _judge_and_measure(
         panel = _panel_over_run(config, index, run, seen)
         verdicts = Verdicts.read(index, run.store, seen)
         summary = _summarize(config, index, verdicts, run_hash, retried, notes, run)
+        summary = summary.model_copy(update=_judge_biases(config, items, verdicts))
         if panel is not None:
             summary = summary.model_copy(update={"panel": panel})
         _write_outputs(run, config, summary, programs(1), items, index, verdicts)
@@ -190,6 +191,53 @@ def _panel_over_run(
             run.store.append(after)
             seen.add(after)
     return panel
+
+
+def _judge_biases(config: EvaluateConfig, items: ItemStream, v: Verdicts) -> dict[str, Any]:
+    """Self-preference (with a generator per item: ``data.columns.generator`` of a table, the
+    model of an MLflow trace where a span names one) and, on an ordinal scale with references,
+    the judge's use of the scale (against each annotator with ``data.annotators``). The items
+    are read once more only when a generator or annotators are in them."""
+    from assay.evaluation._scale_use import scale_use_report
+    from assay.evaluation._self_preference import self_preference_report
+
+    scale, data, b = config.judge.scale, config.data, config.bootstrap
+    assert scale is not None
+    key = {"table": data.columns.generator, "mlflow": "model"}.get(data.format)
+    annotators = data.format == "mlflow" and data.annotators
+    generators: dict[str, Any] = {}
+    annotations: dict[str, dict[str, int | None]] | None = {} if annotators else None
+    if key is not None or annotators:
+        for it in items:
+            if key is not None and it.meta.get(key) is not None:
+                generators[it.id] = it.meta[key]
+            if annotations is not None:
+                annotations[it.id] = it.meta.get("annotations", {})
+    out: dict[str, Any] = {
+        "scale_use": scale_use_report(
+            v.ids,
+            v.scores,
+            v.references,
+            scale,
+            judge=config.judge.name,
+            annotations=annotations,
+            n_resamples=b.n_resamples,
+            confidence=b.confidence,
+            seed=b.seed,
+        )
+    }
+    by_score = scale.kind == "binary" or scale.ordered
+    if by_score and (data.columns.generator is not None or generators):
+        out["self_preference"] = self_preference_report(
+            v.ids,
+            v.scores,
+            v.references,
+            generators,
+            config.judge.model_family(),
+            source=f"the column `{key}`" if data.format == "table" else "the trace's model",
+            confidence=b.confidence,
+        )
+    return out
 
 
 def _write_back(config: EvaluateConfig, judgments: list[Judgment]) -> dict[str, int]:
@@ -304,11 +352,9 @@ def _write_disagreements(
         for start in range(0, len(index), _SLICE):
             end = start + _SLICE
             pairs = [
-                (i, r, c)
-                for i, r, c in zip(
-                    index.ids[start:end], v.references[start:end], v.scores[start:end], strict=True
-                )
-                if r is not None and c is not None and r != c
+                (index.ids[k], v.references[k], v.scores[k])
+                for k in range(start, min(end, len(index)))
+                if _differs_at(k, v)
             ]
             if pairs:
                 ids, refs, judged = zip(*pairs, strict=True)
@@ -351,8 +397,11 @@ def _write_disagreements(
 
 def _differs(item_id: str, index: ItemIndex, v: Verdicts) -> bool:
     k = index.position.get(item_id)
-    if k is None:
-        return False
+    return k is not None and _differs_at(k, v)
+
+
+def _differs_at(k: int, v: Verdicts) -> bool:
+    """Whether the item at position ``k`` is scored, has a reference and the two differ."""
     r, c = v.references[k], v.scores[k]
     return r is not None and c is not None and r != c
 
@@ -413,6 +462,11 @@ def _tracked(
             "data.n_items": str(n_items),
             "threshold": str(config.threshold),
             "run_hash": run_hash,
+            **(
+                {"self_preference.judge_family": summary.self_preference.judge_family}
+                if summary.self_preference is not None
+                else {}
+            ),
         },
         metrics=evaluate_metrics(summary),
         tags={
@@ -445,7 +499,23 @@ def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, flo
             else {}
         ),
         **(flatten_metrics(panel_metrics(s.panel), "panel_") if s.panel else {}),
+        **_bias_metrics(s),
     }
+
+
+def _bias_metrics(s: EvaluateSummary) -> dict[str, float]:
+    """Self-preference as ``self_preference_*``; scale use as ``compression_*`` and
+    ``rater_discrimination.<rater>``, ``rater_severity.<rater>``."""
+    out: dict[str, float] = {}
+    if s.self_preference is not None:
+        from assay.evaluation._self_preference import self_preference_metrics
+
+        out |= flatten_metrics(self_preference_metrics(s.self_preference), "self_preference_")
+    if s.scale_use is not None:
+        from assay.evaluation._scale_use import scale_use_metrics
+
+        out |= flatten_metrics(scale_use_metrics(s.scale_use))
+    return out
 
 
 def write_html(run_dir: Path, items: Iterable[Item]) -> None:

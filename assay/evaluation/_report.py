@@ -103,6 +103,14 @@ def evaluate_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
         out.append(Table("Agreement with the reference", [], [], lead=note))
     if summary.panel is not None:
         out += panel_tables(summary, confidence)
+    if summary.self_preference is not None:
+        from assay.evaluation._self_preference import self_preference_tables
+
+        out += self_preference_tables(summary.self_preference, confidence)
+    if summary.scale_use is not None:
+        from assay.evaluation._scale_use import scale_use_tables
+
+        out += scale_use_tables(summary.scale_use, confidence)
     cal = summary.calibration
     if cal is not None:
         out.append(

@@ -11,7 +11,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from assay.metrics import MetricValue
+from assay.metrics import (
+    ItemQuality,
+    MetricValue,
+    RaterParameters,
+    ScaleCompression,
+    SelfPreference,
+)
 from assay.types import Item, Judgment, Spend, Usage, with_work
 
 
@@ -95,6 +101,51 @@ class DisagreementRecord(_Model):
     reasoning: str | None = None
 
 
+class SelfPreferenceReport(_Model):
+    """The judge's preference for its own model family's outputs: its family, where each
+    item's generator came from (``source``), the scored items per generator family, the items
+    without a generator (left out), the figures (None when they cannot be computed: ``note``
+    says why) and ``flagged`` when Δ's interval lies above 0."""
+
+    judge_family: str
+    source: str
+    families: dict[str, int]
+    without_generator: int = 0
+    figures: SelfPreference | None = None
+    flagged: bool = False
+    note: str | None = None
+
+
+class RaterModelReport(_Model):
+    """The item response view of the raters (:func:`assay.metrics.rater_model`): each rater's
+    discrimination, severity and reading, the scale's thresholds (over the 0-based scale
+    positions in ``levels``), and the judged items of the lowest latent quality (``hardest``:
+    those hardest to score high on)."""
+
+    raters: list[RaterParameters]
+    levels: list[float]
+    thresholds: list[float]
+    n_items: int
+    n_items_dropped: int
+    sampled_from: int | None = None  # items the fit's seeded sample was drawn from
+    log_likelihood: float
+    converged: bool
+    model: str
+    hardest: list[ItemQuality]
+    note: str | None = None
+
+
+class ScaleUseReport(_Model):
+    """How an ordinal judge uses the scale against the humans: scale compression against the
+    reference and the raters' item response model (the judge and the humans as raters), each
+    None where it was not computed, with the reasons in ``notes``."""
+
+    raters: list[str]
+    compression: ScaleCompression | None = None
+    rater_model: RaterModelReport | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
 class EvaluateSummary(Agreement):
     """``metrics.json`` of an evaluate run."""
 
@@ -111,6 +162,8 @@ class EvaluateSummary(Agreement):
     run_hash: str = ""
     bootstrap: str = ""
     panel: PanelReport | None = None  # a panel judge: its members combined over the run
+    self_preference: SelfPreferenceReport | None = None  # with a generator per item
+    scale_use: ScaleUseReport | None = None  # an ordinal scale with references
 
     @model_validator(mode="before")
     @classmethod
@@ -289,3 +342,4 @@ class AgreementResult(Agreement):
     threshold: int | None = None
     disagreements: list[DisagreementRecord] = Field(default_factory=list)
     annotators: AnnotatorsReport | None = None
+    scale_use: ScaleUseReport | None = None  # an ordinal scale

@@ -60,6 +60,7 @@ class Verdicts:
     def __init__(self, n: int):
         import numpy as np
 
+        self.ids: list[str] = [""] * n
         self.scores: list[int | None] = [None] * n
         self.references: list[int | None] = [None] * n
         self.reasons: list[str | None] = [None] * n
@@ -72,6 +73,7 @@ class Verdicts:
         self.paired: tuple[list[int], list[int]] = ([], [])
 
     def put(self, p: int, j: Judgment, reference: int | None) -> None:
+        self.ids[p] = j.item_id
         self.scores[p], self.references[p], self.reasons[p] = j.score, reference, j.unscored
         self.judged[p], self.cached[p], self.latency[p] = True, j.cached, j.latency_s
         if j.expected_score is not None:
@@ -108,6 +110,7 @@ class Verdicts:
 
         v.usage = Usage.total(j.usage for j in latest())
         keep = np.flatnonzero(v.judged)
+        v.ids = [v.ids[p] for p in keep]
         v.scores = [v.scores[p] for p in keep]
         v.references = [v.references[p] for p in keep]
         v.reasons = [v.reasons[p] for p in keep]

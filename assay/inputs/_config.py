@@ -344,18 +344,36 @@ class EvaluateConfig(RunConfig):
                 raise ValueError(
                     f"threshold {self.threshold} is not a score on the {scale.describe()} scale"
                 )
+        if self.data.columns.generator is not None and self.data.format == "table":
+            if scale is not None and scale.kind == "categorical" and not scale.ordered:
+                raise ValueError(
+                    "data.columns.generator: self-preference compares scores, and the "
+                    f"categorical scale {scale.describe()} has none (use a binary or ordinal "
+                    "scale)"
+                )
+            if self.judge.model_family() is None:
+                members = sorted({m.model_family() or "?" for m in self.judge.members})
+                raise ValueError(
+                    "data.columns.generator: the panel's members are of several model families "
+                    f"({', '.join(members)}); set judge.family to the one its own outputs "
+                    "belong to"
+                )
         return self
 
     def run_hash(self, data_fingerprint: str) -> str:
         """Identity of a run: the judge config, the data and the measuring settings."""
-        return stable_hash(
-            {
-                "judge": self.judge.config_hash(),
-                "data": data_fingerprint,
-                "threshold": self.threshold,
-                "bootstrap": self.bootstrap.model_dump(),
-            }
-        )
+        identity: dict[str, object] = {
+            "judge": self.judge.config_hash(),
+            "data": data_fingerprint,
+            "threshold": self.threshold,
+            "bootstrap": self.bootstrap.model_dump(),
+        }
+        # what self-preference is measured by, where set (the hashes of other runs stay)
+        if self.data.columns.generator is not None:
+            identity["generator"] = self.data.columns.generator
+        if self.judge.family is not None:
+            identity["judge_family"] = self.judge.family
+        return stable_hash(identity)
 
 
 def load_config(

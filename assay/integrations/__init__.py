@@ -8,6 +8,6 @@ module needs only its own tool (``assay.integrations.inspect`` no MLflow, ``.mlf
 Inspect; MLflow is imported when a scorer is made).
 """
 
-from assay.integrations._judge import MeasuredJudge, load_judge
+from assay.integrations._judge import JudgeSource, MeasuredJudge, WithJudge, load_judge
 
-__all__ = ["MeasuredJudge", "load_judge"]
+__all__ = ["JudgeSource", "MeasuredJudge", "WithJudge", "load_judge"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from assay.errors import ConfigError
 from assay.programs import JudgeConfig
@@ -14,6 +14,18 @@ from assay.types import Item, Judgment
 
 PREFIX = "assay."
 """Every metadata key the scorers add starts with it."""
+
+
+class WithJudge(Protocol):
+    """A runner's config that holds one judge (``EvaluateConfig``, ``OptimizeConfig``, …)."""
+
+    @property
+    def judge(self) -> JudgeConfig: ...
+
+
+JudgeSource = JudgeConfig | WithJudge | str | Path
+"""Where a judge is loaded from: its config, a config holding it, a YAML config file with a
+``judge``, or a finished ``evaluate`` or ``harness`` run directory."""
 
 
 class MeasuredJudge:
@@ -63,7 +75,10 @@ class MeasuredJudge:
 
 
 def load_judge(
-    config_or_run: Any, *, harness: str | Path | None = None, judge: str | None = None
+    config_or_run: JudgeSource,
+    *,
+    harness: str | Path | None = None,
+    judge: str | None = None,
 ) -> MeasuredJudge:
     """The judge of ``config_or_run`` — a :class:`JudgeConfig`, a config object or YAML file
     with a ``judge``, or a finished ``evaluate`` run directory (its config and its κ with CI and

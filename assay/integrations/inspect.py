@@ -21,11 +21,11 @@ from inspect_ai.scorer import NOANSWER, Metric, SampleScore, Score, Target, metr
 from inspect_ai.scorer import scorer as inspect_scorer
 from inspect_ai.solver import TaskState
 
-from assay.integrations._judge import PREFIX, load_judge
+from assay.integrations._judge import PREFIX, JudgeSource, load_judge
 
 
 def scorer(
-    config_or_run: Any,
+    config_or_run: JudgeSource,
     *,
     harness: str | Path | None = None,
     judge: str | None = None,

@@ -16,11 +16,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assay.integrations._judge import PREFIX, MeasuredJudge, load_judge
+from assay.integrations._judge import PREFIX, JudgeSource, MeasuredJudge, load_judge
 
 
 def scorer(
-    config_or_run: Any,
+    config_or_run: JudgeSource,
     *,
     harness: str | Path | None = None,
     judge: str | None = None,
@@ -89,7 +89,7 @@ def at(row: dict[str, Any], dotted: str) -> str:
     return text(value)
 
 
-def text(value: Any) -> str:
+def text(value: object) -> str:
     """A row's ``inputs`` / ``outputs`` as the text the judge reads: a string as it is, a
     mapping of one entry as its value, anything else as JSON."""
     if isinstance(value, str):

@@ -2,6 +2,7 @@
 local model, the scripted test LM, and usage / cost accounting."""
 
 from assay.lm._factory import check_api_key, configure_cache, make_adapter, make_lm
+from assay.lm._family import FAMILIES, model_family
 from assay.lm._ledger import CallRecord, ledger_usage, note_calls, note_usage, record_calls
 from assay.lm._limits import LimitStats, RateLimiter, gate_calls, limiter_for, track_limits
 from assay.lm._outputs import (
@@ -13,7 +14,7 @@ from assay.lm._outputs import (
     TruncatedOutput,
     without_history,
 )
-from assay.lm._pricing import UNTALLIED, cost_usd, usage_of_tracker
+from assay.lm._pricing import UNTALLIED, UsageRecords, cost_usd, usage_of_tracker
 from assay.lm._redact import error_text, note_key_variable, redact
 from assay.lm._scripted import (
     ScriptedCall,
@@ -76,8 +77,11 @@ __all__ = [
     "UNTALLIED",
     "make_adapter",
     "make_lm",
+    "FAMILIES",
+    "model_family",
     "register_script",
     "registered_scripts",
     "scripted_engine",
+    "UsageRecords",
     "usage_of_tracker",
 ]

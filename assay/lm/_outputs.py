@@ -67,7 +67,7 @@ def without_history() -> Iterator[None]:
 class OffScaleOutput(ValueError):
     """The model answered a ``Literal`` field with a value that is not one of its options."""
 
-    def __init__(self, field: str, value: Any, options: tuple[Any, ...]):
+    def __init__(self, field: str, value: object, options: tuple[object, ...]):
         self.field, self.value, self.options = field, value, options
         allowed = ", ".join(repr(o) for o in options)
         super().__init__(f"field '{field}': {value!r} is not one of the allowed values ({allowed})")
@@ -102,7 +102,7 @@ def check_inputs(signature: type[dspy.Signature], inputs: dict[str, Any]) -> Non
 class TruncatedOutput(Exception):
     """The model's answer was cut off at ``max_tokens`` before it could be read."""
 
-    def __init__(self, detail: str, max_tokens: Any = None):
+    def __init__(self, detail: str, max_tokens: int | None = None):
         limit = f" (max_tokens={max_tokens})" if max_tokens else ""
         super().__init__(f"the answer was truncated at the token limit{limit}: {detail}"[:1000])
 

@@ -3,10 +3,21 @@ offline copy of it: pricing never imports LiteLLM)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from assay.types import Usage
+
+if TYPE_CHECKING:
+    from assay.lm._limits import LimitStats
+
+
+class UsageRecords(Protocol):
+    """What ``dspy.track_usage`` records: each model's calls, one usage entry each."""
+
+    @property
+    def usage_data(self) -> Mapping[str, Sequence[Mapping[str, Any]]]: ...
 
 
 def cost_usd(
@@ -68,7 +79,9 @@ def priced_entry(
 
 
 def usage_of_tracker(
-    tracker: Any, price: tuple[float, float] | None = None, limits: Any = None
+    tracker: UsageRecords,
+    price: tuple[float, float] | None = None,
+    limits: LimitStats | None = None,
 ) -> Usage:
     """Tokens and cost of every LM call recorded by a ``dspy.track_usage`` tracker.
 

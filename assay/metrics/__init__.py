@@ -76,7 +76,14 @@ _NAMES = {
         "inconsistency",
     ),
     "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
-    "_compression": ("ScaleCompression", "scale_compression"),
+    "_bias_records": (
+        "ItemQuality",
+        "RaterModel",
+        "RaterParameters",
+        "ScaleCompression",
+        "SelfPreference",
+    ),
+    "_compression": ("scale_compression",),
     "_conformal": (
         "ClassCoverage",
         "ConformalCalibration",
@@ -101,7 +108,7 @@ _NAMES = {
         "dawid_skene",
     ),
     "_direction": ("best_at", "direction", "goodness", "higher_is_better"),
-    "_disagreements": ("Disagreement", "disagreements"),
+    "_disagreements": ("Disagreement", "DisagreementDict", "disagreements"),
     "_active": ("active_ppi_mean", "active_sampling_probabilities", "draw_active_sample"),
     "_drift": ("DriftTest", "Stability", "drift_test", "item_change_rates", "stability"),
     "_dspy": (
@@ -135,7 +142,7 @@ _NAMES = {
         "newcombe_paired_interval",
         "wilson_interval",
     ),
-    "_irt": ("ItemQuality", "RaterModel", "RaterParameters", "rater_model"),
+    "_irt": ("rater_model",),
     "_kappa": (
         "KappaWeights",
         "binarize",
@@ -156,9 +163,14 @@ _NAMES = {
         "mcnemar_exact",
         "paired_comparison",
     ),
-    "_pairwise": ("KAPPAS", "inter_annotator_kappa", "ordinal_kappas"),
+    "_pairwise": (
+        "KAPPAS",
+        "InterAnnotatorKappa",
+        "PairKappas",
+        "inter_annotator_kappa",
+        "ordinal_kappas",
+    ),
     "_placebo": (
-        "PlaceboEffect",
         "flips_toward",
         "one_sided_mcnemar",
         "placebo_effect",
@@ -185,7 +197,8 @@ _NAMES = {
     "_report": ("TRADE_OFFS", "MetricKind", "agreement_confusion", "agreement_metrics"),
     "_sample_shift": ("FeatureKind", "SampleComparison", "compare_samples"),
     "_samples": ("held_out_majority_agreement",),
-    "_self_preference": ("SelfPreference", "self_preference"),
+    "_self_preference": ("self_preference",),
+    "_shift": ("EwmaChart", "ShiftDecomposition", "ewma_chart", "shift_decomposition"),
     "_selective": (
         "SelectiveThreshold",
         "calibrate_cascade",
@@ -204,7 +217,9 @@ _NAMES = {
         "CLUSTER_BOOTSTRAP",
         "MAX_RESAMPLES",
         "MIN_RESAMPLES",
+        "MetricDict",
         "MetricValue",
+        "PlaceboEffect",
         "Resamples",
         "WILSON",
     ),
@@ -259,6 +274,7 @@ __all__ = [
     "WeightedStatistic",
     # report
     "MetricKind",
+    "MetricDict",
     "MetricValue",
     "TRADE_OFFS",
     "BOOTSTRAP",
@@ -283,6 +299,8 @@ __all__ = [
     "Tie",
     "majority_vote",
     "category_ranks",
+    "InterAnnotatorKappa",
+    "PairKappas",
     "inter_annotator_kappa",
     "ordinal_kappas",
     # formatting
@@ -349,6 +367,7 @@ __all__ = [
     "held_out_majority_agreement",
     # where judge and reference disagree
     "Disagreement",
+    "DisagreementDict",
     "disagreements",
     # certification: one-sided bounds against a policy's bars
     "Bar",
@@ -380,6 +399,11 @@ __all__ = [
     "drift_test",
     "item_change_rates",
     "stability",
+    # a score change split into the judge's shift and the system's change; a control chart
+    "EwmaChart",
+    "ShiftDecomposition",
+    "ewma_chart",
+    "shift_decomposition",
     # conformal prediction sets
     "ClassCoverage",
     "ConformalCalibration",
@@ -450,6 +474,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         fleiss_kappa,
         krippendorff_alpha,
     )
+    from assay.metrics._bias_records import (
+        ItemQuality,
+        RaterModel,
+        RaterParameters,
+        ScaleCompression,
+        SelfPreference,
+    )
     from assay.metrics._bradley_terry import (
         BradleyTerry,
         CyclicTriads,
@@ -503,7 +534,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         cluster_mean,
         weighted_mean,
     )
-    from assay.metrics._compression import ScaleCompression, scale_compression
+    from assay.metrics._compression import scale_compression
     from assay.metrics._conformal import (
         ClassCoverage,
         ConformalCalibration,
@@ -528,7 +559,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         dawid_skene,
     )
     from assay.metrics._direction import best_at, direction, goodness, higher_is_better
-    from assay.metrics._disagreements import Disagreement, disagreements
+    from assay.metrics._disagreements import Disagreement, DisagreementDict, disagreements
     from assay.metrics._drift import DriftTest, Stability, drift_test, item_change_rates, stability
     from assay.metrics._dspy import (
         DSPyMetric,
@@ -561,7 +592,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         newcombe_paired_interval,
         wilson_interval,
     )
-    from assay.metrics._irt import ItemQuality, RaterModel, RaterParameters, rater_model
+    from assay.metrics._irt import rater_model
     from assay.metrics._kappa import (
         KappaWeights,
         binarize,
@@ -582,9 +613,14 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         mcnemar_exact,
         paired_comparison,
     )
-    from assay.metrics._pairwise import KAPPAS, inter_annotator_kappa, ordinal_kappas
+    from assay.metrics._pairwise import (
+        KAPPAS,
+        InterAnnotatorKappa,
+        PairKappas,
+        inter_annotator_kappa,
+        ordinal_kappas,
+    )
     from assay.metrics._placebo import (
-        PlaceboEffect,
         flips_toward,
         one_sided_mcnemar,
         placebo_effect,
@@ -629,7 +665,13 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         risk_p_value,
         selective_threshold,
     )
-    from assay.metrics._self_preference import SelfPreference, self_preference
+    from assay.metrics._self_preference import self_preference
+    from assay.metrics._shift import (
+        EwmaChart,
+        ShiftDecomposition,
+        ewma_chart,
+        shift_decomposition,
+    )
     from assay.metrics._threshold import fit_threshold
     from assay.metrics._validate import category_ranks
     from assay.metrics._value import (
@@ -641,6 +683,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         MIN_RESAMPLES,
         WILSON,
         BootstrapCI,
+        MetricDict,
         MetricValue,
+        PlaceboEffect,
         Resamples,
     )

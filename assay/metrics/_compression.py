@@ -10,7 +10,9 @@ score of an item resampled together):
   the highest) for the judge and for the humans, and their difference (judge − human, above
   0: the judge retreats to the middle more often);
 - the **slope** of the least-squares regression of the judge's score on the human's: below 1
-  the judge moves less than one category per category the humans move (attenuation).
+  the judge moves less than one category per category the humans move (attenuation);
+- the **mean difference** ``mean(judge) − mean(human)`` in categories: below 0 the judge is
+  stricter than the humans, above 0 more lenient (a location, beside the spread above).
 
 The slope is attenuated by noise in the human scores too (errors in the regressor): a judge
 equal to the true score, against single noisy human labels, has a slope of the humans'
@@ -23,36 +25,15 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from pydantic import ConfigDict
-from pydantic.dataclasses import dataclass
 
+from assay.metrics._bias_records import ScaleCompression
 from assay.metrics._intervals import bootstrap_ci
 from assay.metrics._ordinal import _centred
 from assay.metrics._rates import binomial_rate
 from assay.metrics._validate import check_k, label_pair
-from assay.metrics._value import MetricValue, with_ci
+from assay.metrics._value import with_ci
 
 MIN_CATEGORIES = 3  # a middle needs a category between the two ends
-
-
-@dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
-class ScaleCompression:
-    """How much of the scale the judge uses against the humans on ``n`` items of ``k``
-    categories. ``sd_ratio``, ``middle_share_difference`` and ``slope`` carry bootstrap
-    intervals; the two middle shares carry exact (Clopper–Pearson) ones. ``middle`` lists the
-    middle categories (0-based)."""
-
-    n: int
-    k: int
-    judge_sd: float
-    human_sd: float
-    sd_ratio: MetricValue
-    middle: tuple[int, ...]
-    judge_middle_share: MetricValue
-    human_middle_share: MetricValue
-    middle_share_difference: MetricValue
-    slope: MetricValue
-    intercept: float
 
 
 def _sd_ratio_batched(judge: NDArray, human: NDArray) -> NDArray[np.float64]:
@@ -71,8 +52,9 @@ def _slope_batched(judge: NDArray, human: NDArray) -> NDArray[np.float64]:
         return np.where(var_h > 0, (dj * dh).sum(axis=-1) / var_h, np.nan)
 
 
-def _middle_difference_batched(judge_middle: NDArray, human_middle: NDArray) -> NDArray:
-    return judge_middle.mean(axis=-1) - human_middle.mean(axis=-1)
+def _mean_difference_batched(judge: NDArray, human: NDArray) -> NDArray:
+    """mean(judge) − mean(human): of the scores, or of the middle-category indicators."""
+    return judge.mean(axis=-1) - human.mean(axis=-1)
 
 
 def scale_compression(
@@ -117,7 +99,7 @@ def scale_compression(
     h_mid = ((h > 0) & (h < k - 1)).astype(np.float64)
     difference = with_ci(
         float(j_mid.mean() - h_mid.mean()),
-        bootstrap_ci(_middle_difference_batched, j_mid, h_mid, **options),
+        bootstrap_ci(_mean_difference_batched, j_mid, h_mid, **options),
         n,
         why_undefined="no items",
     )
@@ -133,4 +115,10 @@ def scale_compression(
         middle_share_difference=difference,
         slope=slope,
         intercept=intercept,
+        mean_difference=with_ci(
+            float(j_f.mean() - h_f.mean()),
+            bootstrap_ci(_mean_difference_batched, j_f, h_f, **options),
+            n,
+            why_undefined="no items",
+        ),
     )

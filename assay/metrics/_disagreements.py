@@ -5,7 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict
+
+
+class DisagreementDict(TypedDict):
+    """A :class:`Disagreement` as a plain dict (:meth:`Disagreement.to_dict`)."""
+
+    id: Hashable
+    reference: Any
+    judge: Any
+    distance: float
 
 
 @dataclass(frozen=True)
@@ -17,9 +26,9 @@ class Disagreement:
     judge: Any
     distance: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DisagreementDict:
         """A plain dict, e.g. for one line of ``disagreements.jsonl``."""
-        return asdict(self)
+        return DisagreementDict(**asdict(self))
 
 
 def _plain(value: Any) -> Any:

@@ -2,7 +2,7 @@
 
 They read ``example.expected`` (the reference score, an int) and ``pred.score`` (the judge's
 int score, or None when the judgment is unscored) by attribute access, so DSPy itself is not
-imported. An unscored prediction is worth 0.0: it is a miss, never a neutral value. When
+imported: ``example``, ``pred`` and ``trace`` are whatever DSPy hands over, checked here. An unscored prediction is worth 0.0: it is a miss, never a neutral value. When
 ``trace`` is not None (DSPy is bootstrapping demonstrations) every metric returns a bool —
 exact match — because DSPy keeps a trace only when the metric says it passed.
 :func:`log_loss_score` also reads ``pred.expected_score``, a binary judge's P(verdict 1).
@@ -52,7 +52,7 @@ def _predicted(pred: Any) -> int | None:
     return _as_int(getattr(pred, "score", None), "pred.score")
 
 
-def exact_match(example: Any, pred: Any, trace: Any = None) -> float | bool:
+def exact_match(example: object, pred: object, trace: object = None) -> float | bool:
     """1.0 when the judge's score equals the expected score, else 0.0 (unscored: 0.0)."""
     expected, predicted = _expected(example), _predicted(pred)
     hit = predicted is not None and predicted == expected
@@ -74,7 +74,7 @@ def _scaled_metric(
     """A metric scoring ``closeness(|expected − predicted| / (max − min))`` in [0, 1]."""
     width = _check_scale(scale_min, scale_max)
 
-    def metric(example: Any, pred: Any, trace: Any = None) -> float | bool:
+    def metric(example: object, pred: object, trace: object = None) -> float | bool:
         expected, predicted = _expected(example), _predicted(pred)
         if not scale_min <= expected <= scale_max:
             raise ValueError(
@@ -115,7 +115,7 @@ def quadratic_agreement(scale_min: int, scale_max: int) -> DSPyMetric:
     return _scaled_metric(scale_min, scale_max, "quadratic_agreement", closeness)
 
 
-def within_one(example: Any, pred: Any, trace: Any = None) -> float | bool:
+def within_one(example: object, pred: object, trace: object = None) -> float | bool:
     """1.0 when the judge's score is within one point of the expected score (``|y − ŷ| ≤ 1``),
     the usual lenient agreement on ordinal scales; unscored: 0.0."""
     expected, predicted = _expected(example), _predicted(pred)
@@ -153,7 +153,7 @@ def log_loss_score(eps: float = 0.01) -> DSPyMetric:
         raise ValueError(f"eps must be a number in (0, 0.5), got {eps!r}")
     cap = -math.log(eps)
 
-    def metric(example: Any, pred: Any, trace: Any = None) -> float | bool:
+    def metric(example: object, pred: object, trace: object = None) -> float | bool:
         expected = _expected(example)
         if expected not in (0, 1):
             raise ValueError(f"log_loss_score needs binary references 0/1, got {expected}")

@@ -9,7 +9,7 @@ from assay.metrics._value import MetricValue
 from assay.report import Table, markdown_table
 
 
-def fmt(v: Any, digits: int = 3, *, percent: bool = False) -> str:
+def fmt(v: object, digits: int = 3, *, percent: bool = False) -> str:
     """A number for a table: ``—`` when missing, ``n/a`` when undefined (nan)."""
     if v is None:
         return "—"
@@ -50,13 +50,17 @@ def fmt_ci(
 
 
 def metric_table(
-    title: str, metrics: Mapping[str, Mapping[str, Any]], confidence: float = 0.95, **more: Any
+    title: str,
+    metrics: Mapping[str, MetricValue | Mapping[str, Any]],
+    confidence: float = 0.95,
+    **more: Any,
 ) -> Table:
     """A report's table of ``metrics``: metric, value (``undefined`` when it is), CI bounds,
     how the CI was computed, count (a rate's numerator), n (its denominator, else the items),
     note (``more``: the :class:`~assay.report.Table`'s lead, note, figure)."""
     rows = []
-    for name, m in metrics.items():
+    for name, metric in metrics.items():
+        m = metric.to_dict() if isinstance(metric, MetricValue) else metric
         ci = (
             f"[{fmt(m.get('ci_low'))}, {fmt(m.get('ci_high'))}]"
             if m.get("ci_low") is not None
@@ -79,6 +83,8 @@ def metric_table(
     return Table(title, columns, rows, **more)
 
 
-def metrics_table(metrics: Mapping[str, Mapping[str, Any]], confidence: float = 0.95) -> str:
+def metrics_table(
+    metrics: Mapping[str, MetricValue | Mapping[str, Any]], confidence: float = 0.95
+) -> str:
     """Markdown table: metric, value, CI bounds, CI method, count, n, note."""
     return "\n".join(markdown_table(metric_table("", metrics, confidence)))

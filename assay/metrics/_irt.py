@@ -38,64 +38,16 @@ from collections.abc import Hashable
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import ConfigDict
-from pydantic.dataclasses import dataclass
 
 from assay.metrics._annotators import AnnotationMatrix
+from assay.metrics._bias_records import ItemQuality, RaterModel, RaterParameters
 from assay.metrics._intervals import _check_confidence
 from assay.metrics._value import MetricValue
 
-MODEL = "graded response model with a rater facet (shared thresholds), marginal ML"
 WALD = "Wald (observed information)"
 PRIOR_SD = 5.0
 QUADRATURE_POINTS = 41
 MIN_SCORES_PER_RATER = 2
-_CONFIG = ConfigDict(ser_json_inf_nan="constants", arbitrary_types_allowed=True)
-
-
-@dataclass(frozen=True, config=_CONFIG)
-class RaterParameters:
-    """One rater's discrimination and severity with their intervals, its number of scores and
-    mean score, and ``reading``: ``cannot tell items apart`` (the discrimination's interval
-    holds 0), ``reverses the scale`` (entirely below 0), else ``strict`` / ``lenient`` (the
-    severity's interval above / below 0) or ``typical``. A rater who gave one score everywhere
-    is said so in ``note``: its severity is then set by the prior, not by the data."""
-
-    rater: Hashable
-    n: int
-    mean_score: float
-    discrimination: MetricValue
-    severity: MetricValue
-    reading: str
-    note: str | None = None
-
-
-@dataclass(frozen=True, config=_CONFIG)
-class ItemQuality:
-    """One judged item's latent quality: posterior mean and standard deviation of θ."""
-
-    item: Hashable
-    n: int
-    quality: float
-    sd: float
-
-
-@dataclass(frozen=True, config=_CONFIG)
-class RaterModel:
-    """The fitted model: every rater, every item that has a score, the thresholds τ between
-    consecutive ``levels`` (the score values some rater used, in order), the fit's log
-    likelihood, whether the optimizer converged, and how many items had no score."""
-
-    raters: tuple[RaterParameters, ...]
-    items: tuple[ItemQuality, ...]
-    levels: tuple[float, ...]
-    thresholds: tuple[float, ...]
-    log_likelihood: float
-    converged: bool
-    confidence: float
-    n_items_dropped: int = 0
-    model: str = MODEL
-    note: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,10 +7,10 @@ import math
 from collections.abc import Mapping, Sequence
 from functools import partial
 from itertools import combinations
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field
 
 from assay.metrics._intervals import bootstrap_ci
 from assay.metrics._kappa import KappaWeights, kappa_from_joint, weight_matrix
@@ -26,6 +26,30 @@ _WEIGHTS: dict[str, KappaWeights] = {
     "kappa_quadratic": "quadratic",
     "kappa_binary": None,
 }
+
+
+class PairKappas(BaseModel):
+    """Two annotators' :data:`KAPPAS` on the ``n`` items both labelled (none, with a note, when
+    they share no item)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    annotators: tuple[str, str]
+    n: int
+    metrics: dict[str, MetricValue]
+    note: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class InterAnnotatorKappa(BaseModel):
+    """Pairwise κ between annotators on one ordinal field: every pair (sorted), and per κ the
+    mean of the pairs' defined values (empty, with a note, when no item has two labels)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    annotators: list[str]
+    pairs: list[PairKappas]
+    mean: dict[str, MetricValue]
+    note: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 def ordinal_kappas(
@@ -115,39 +139,39 @@ def inter_annotator_kappa(
     confidence: float = 0.95,
     seed: int = 0,
     unit: str = "item",
-) -> dict[str, Any]:
+) -> InterAnnotatorKappa:
     """Pairwise κ between annotators on one ordinal field (0-based labels below ``k``), each
     pair over the items both annotated; ``threshold`` binarises for ``kappa_binary``.
 
-    ``table`` is ``{item: {annotator: label}}``. Returns ``annotators``, ``pairs`` (one entry per
-    pair of annotators, sorted: ``annotators``, ``n``, ``metrics`` of :data:`KAPPAS`) and
-    ``mean``: for each κ, the mean of the pairs' defined values, with a bootstrap CI that
+    ``table`` is ``{item: {annotator: label}}``. Returns the ``annotators``, the ``pairs`` (one
+    per pair of annotators, sorted: its ``n`` and :data:`KAPPAS`) and the ``mean``: for each κ, the mean of the pairs' defined values, with a bootstrap CI that
     resamples the items annotated at least twice (``n``) and recomputes every pair on its overlap
     within the resample (the item is the resampling unit).
     """
     annotators = sorted({a for by in table.values() for a in by})
     boot = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
     pairs, pair_values = _pairs(table, annotators, k=k, threshold=threshold, unit=unit, **boot)
-    out: dict[str, Any] = {"annotators": annotators, "pairs": pairs, "mean": {}}
     if len(annotators) < 2:
-        out["note"] = "inter-annotator κ needs at least two annotators"
-        return out
+        note = "inter-annotator κ needs at least two annotators"
+        return InterAnnotatorKappa(annotators=annotators, pairs=pairs, mean={}, note=note)
 
     ids = [t for t, by in table.items() if len(by) >= 2]  # the others are in no pair
     if not ids:
-        out["note"] = f"no {unit} was annotated by two annotators"
-        return out
+        note = f"no {unit} was annotated by two annotators"
+        return InterAnnotatorKappa(annotators=annotators, pairs=pairs, mean={}, note=note)
     index = {a: i for i, a in enumerate(annotators)}
     matrix = np.full((len(ids), len(annotators)), -1, dtype=np.int64)
     for row, t in enumerate(ids):
         for a, v in table[t].items():
             matrix[row, index[a]] = int(v)
     index_pairs = [(index[a], index[b]) for a, b in combinations(annotators, 2)]
-    for name in KAPPAS:
-        out["mean"][name] = _mean_kappa(
+    mean = {
+        name: _mean_kappa(
             name, pair_values[name], matrix, index_pairs, k=k, threshold=threshold, **boot
-        ).to_dict()
-    return out
+        )
+        for name in KAPPAS
+    }
+    return InterAnnotatorKappa(annotators=annotators, pairs=pairs, mean=mean)
 
 
 def _pairs(
@@ -160,14 +184,13 @@ def _pairs(
     n_resamples: int,
     confidence: float,
     seed: int,
-) -> tuple[list[dict[str, Any]], dict[str, list[float]]]:
+) -> tuple[list[PairKappas], dict[str, list[float]]]:
     """One entry per pair of annotators (its κ on the items both labelled, or a note when there
     are none), and per κ the pairs' defined values."""
     entries = []
     pair_values: dict[str, list[float]] = {name: [] for name in KAPPAS}
     for a, b in combinations(annotators, 2):
         shared = [t for t, by in table.items() if a in by and b in by]
-        entry: dict[str, Any] = {"annotators": [a, b], "n": len(shared), "metrics": {}}
         if shared:
             metrics = ordinal_kappas(
                 [table[t][a] for t in shared],
@@ -178,13 +201,13 @@ def _pairs(
                 confidence=confidence,
                 seed=seed,
             )
-            entry["metrics"] = {name: m.to_dict() for name, m in metrics.items()}
+            entries.append(PairKappas(annotators=(a, b), n=len(shared), metrics=metrics))
             for name, m in metrics.items():
                 if not math.isnan(m.value):
                     pair_values[name].append(m.value)
         else:
-            entry["note"] = f"no {unit} annotated by both"
-        entries.append(entry)
+            note = f"no {unit} annotated by both"
+            entries.append(PairKappas(annotators=(a, b), n=0, metrics={}, note=note))
     return entries, pair_values
 
 

@@ -37,53 +37,15 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from pydantic import ConfigDict
-from pydantic.dataclasses import dataclass
 
 from assay.metrics._intervals import _check_confidence, newcombe_paired_interval
 from assay.metrics._multitest import benjamini_hochberg
 from assay.metrics._validate import _same_length, as_labels
+from assay.metrics._value import PlaceboEffect
 
 Kind = Literal["binary", "categorical", "ordinal"]
 NEWCOMBE = "Newcombe paired score interval (method 10)"
 EXACT_MCNEMAR = "exact McNemar, one-sided"
-
-
-@dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
-class PlaceboEffect:
-    """A cue's effect on one judge against its placebo.
-
-    ``n`` counts the items that could flip toward the cue (their baseline verdict is not the
-    cue's); ``n_at_cue`` the items left out because it already was. ``cue_only`` and
-    ``placebo_only`` are the discordant items the test is built on. ``effect`` (nan when ``n``
-    is 0) is ``cue_rate − placebo_rate`` with its interval at ``confidence``; ``p_value`` tests
-    ``effect ≤ 0``. ``directional_share`` is ``cue_flips / cue_changes``: of all items whose
-    verdict changed under the cue, the share that moved toward it (nan without a change).
-    ``p_adjusted`` and ``flagged`` are set by :func:`with_fdr` across a family of effects."""
-
-    n: int
-    n_at_cue: int
-    cue_flips: int
-    placebo_flips: int
-    both_flipped: int
-    cue_only: int
-    placebo_only: int
-    cue_rate: float
-    placebo_rate: float
-    effect: float
-    ci_low: float
-    ci_high: float
-    confidence: float
-    interval: str
-    p_value: float
-    test: str
-    cue_changes: int
-    placebo_changes: int
-    directional_share: float
-    placebo_directional_share: float
-    p_adjusted: float | None = None
-    flagged: bool | None = None
-    note: str | None = None
 
 
 def flips_toward(

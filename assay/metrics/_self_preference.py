@@ -24,9 +24,8 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from pydantic import ConfigDict
-from pydantic.dataclasses import dataclass
 
+from assay.metrics._bias_records import SelfPreference
 from assay.metrics._intervals import _check_confidence
 from assay.metrics._validate import _as_1d, _same_length, as_scores
 
@@ -37,37 +36,6 @@ CONFOUNDED = (
     "no human reference: the raw difference of the judge's scores confounds a preference for "
     "its own family with any real difference in quality between the families' outputs"
 )
-
-
-@dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
-class SelfPreference:
-    """A judge's preference for its own family's outputs.
-
-    ``difference`` is Δ with its Welch interval at ``confidence`` and the one-sided p-value of
-    ``Δ ≤ 0``; ``adjusted`` says whether Δ compares the judge's errors against the human
-    reference (True) or its raw scores (False, see ``note``). ``judge_own`` / ``judge_other``
-    are the judge's mean scores on the items compared, ``reference_own`` /
-    ``reference_other`` the humans' (None without references). ``n_without_reference``
-    counts the items left out because they had no reference score."""
-
-    judge_family: str
-    adjusted: bool
-    difference: float
-    ci_low: float
-    ci_high: float
-    confidence: float
-    interval: str
-    p_value: float
-    test: str
-    df: float
-    n_own: int
-    n_other: int
-    judge_own: float
-    judge_other: float
-    reference_own: float | None
-    reference_other: float | None
-    n_without_reference: int = 0
-    note: str | None = None
 
 
 def self_preference(

@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict
 from dataclasses import dataclass as plain_dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from pydantic import ConfigDict, Field, Strict, field_serializer, field_validator
 from pydantic.dataclasses import dataclass
@@ -44,6 +44,18 @@ class BootstrapCI:
     unit: str = "item"
 
 
+class MetricDict(TypedDict):
+    """A :class:`MetricValue` as a plain dict (:meth:`MetricValue.to_dict`)."""
+
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    note: str | None
+    count: int | None
+    ci_method: str | None
+
+
 @dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
 class MetricValue:
     """One reported metric. ``value`` is nan when the metric is undefined (``note`` says why;
@@ -70,9 +82,9 @@ class MetricValue:
     def _undefined_as_null(self, value: float) -> float | None:
         return None if math.isnan(value) else value
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> MetricDict:
         """A plain dict with the same fields (nan values stay float nan)."""
-        return asdict(self)
+        return MetricDict(**asdict(self))
 
 
 NO_WIDTH = (
@@ -109,3 +121,40 @@ def with_ci(
         note="; ".join(out) or None,
         ci_method=(CLUSTER_BOOTSTRAP if ci.unit == "cluster" else BOOTSTRAP) if defined else None,
     )
+
+
+@dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
+class PlaceboEffect:
+    """A cue's effect on one judge against its placebo.
+
+    ``n`` counts the items that could flip toward the cue (their baseline verdict is not the
+    cue's); ``n_at_cue`` the items left out because it already was. ``cue_only`` and
+    ``placebo_only`` are the discordant items the test is built on. ``effect`` (nan when ``n``
+    is 0) is ``cue_rate − placebo_rate`` with its interval at ``confidence``; ``p_value`` tests
+    ``effect ≤ 0``. ``directional_share`` is ``cue_flips / cue_changes``: of all items whose
+    verdict changed under the cue, the share that moved toward it (nan without a change).
+    ``p_adjusted`` and ``flagged`` are set by :func:`with_fdr` across a family of effects."""
+
+    n: int
+    n_at_cue: int
+    cue_flips: int
+    placebo_flips: int
+    both_flipped: int
+    cue_only: int
+    placebo_only: int
+    cue_rate: float
+    placebo_rate: float
+    effect: float
+    ci_low: float
+    ci_high: float
+    confidence: float
+    interval: str
+    p_value: float
+    test: str
+    cue_changes: int
+    placebo_changes: int
+    directional_share: float
+    placebo_directional_share: float
+    p_adjusted: float | None = None
+    flagged: bool | None = None
+    note: str | None = None

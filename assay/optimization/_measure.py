@@ -9,6 +9,7 @@ import dspy
 from assay.evaluation import summarize_run
 from assay.optimization._config import OptimizeConfig
 from assay.optimization._objective import consistency, format_variants, make_metric
+from assay.optimization._results import Measurement, ObjectiveParts
 from assay.runs import JudgeTask, RunStore, run_tasks
 from assay.types import Item, Judgment, Usage
 
@@ -37,7 +38,7 @@ def measure(
     *,
     progress: bool,
     desc: str,
-) -> dict[str, Any]:
+) -> Measurement:
     """Judge dev and test (and with ``invariance`` the dev format variants), resumably from
     ``journal``; agreement with CIs per split and the objective's parts on dev."""
     cfg = config.judge
@@ -65,10 +66,8 @@ def measure(
     )
     by_id = store.judgments(journal)
     b = config.bootstrap
-    out: dict[str, Any] = {}
-    for part in ("dev", "test"):
-        expected = {it.id: it.expected for it in splits[part]}
-        out[part] = summarize_run(
+    dev, test = (
+        summarize_run(
             [by_id[i] for i in expected],
             expected,
             cfg.scale,  # type: ignore[arg-type]
@@ -76,10 +75,15 @@ def measure(
             n_resamples=b.n_resamples,
             confidence=b.confidence,
             seed=b.seed,
-        ).model_dump()
-    out["objective"] = objective_parts(splits["dev"], by_id, variants_of, config)
-    out["usage"] = Usage.total(by_id[t.item.id].usage for t in tasks).model_dump()
-    return out
+        )
+        for expected in ({it.id: it.expected for it in splits[part]} for part in ("dev", "test"))
+    )
+    return Measurement(
+        dev=dev,
+        test=test,
+        objective=objective_parts(splits["dev"], by_id, variants_of, config),
+        usage=Usage.total(by_id[t.item.id].usage for t in tasks),
+    )
 
 
 def objective_parts(
@@ -87,7 +91,7 @@ def objective_parts(
     by_id: dict[str, Judgment],
     variants_of: dict[str, list[str]],
     config: OptimizeConfig,
-) -> dict[str, Any]:
+) -> ObjectiveParts:
     """The objective on ``items`` with the very metric the optimizer used, and its parts."""
     metric = make_metric(config)
     label, values, consistent = [], [], []
@@ -104,15 +108,15 @@ def objective_parts(
         c = consistency(pred.score, variant_scores)
         if c is not None:
             consistent.append(c)
-    return {
-        "metric": metric.__name__,
-        "n": len(items),
-        "label_agreement": _mean(label),
-        "consistency": _mean(consistent) if config.invariance.enabled else None,
-        "with_variants": len(consistent),
-        "weight": config.invariance.weight if config.invariance.enabled else 0.0,
-        "value": _mean(values),
-    }
+    return ObjectiveParts(
+        metric=metric.__name__,
+        n=len(items),
+        label_agreement=_mean(label),
+        consistency=_mean(consistent) if config.invariance.enabled else None,
+        with_variants=len(consistent),
+        weight=config.invariance.weight if config.invariance.enabled else 0.0,
+        value=_mean(values),
+    )
 
 
 def _mean(xs: list[float]) -> float | None:

@@ -150,7 +150,7 @@ def optimize(
             "optimized.jsonl",
             progress=progress,
             desc="optimized",
-        )
+        ).model_dump(exclude={"reused"})  # result.json's plain data
         out = _result(config, run.dir, split_record, before, before_reused, after, compiled)
         out["spend"] = (spend := run.spend(Usage(**out["usage"]["total"]))) and spend.model_dump()
         run.store.write_json("result.json", out)
@@ -220,7 +220,7 @@ def _baseline(
         "baseline.jsonl",
         progress=progress,
         desc="baseline",
-    )
+    ).model_dump(exclude={"reused"})  # baseline.json's plain data
     store.write_json("baseline.json", {"key": key, "created": now(), "measure": before})
     return before, False
 

@@ -4,6 +4,7 @@ from assay._files import read_text_field
 from assay.programs._agent_perturb import (
     AgentPerturber,
     CriterionVerifier,
+    EditMeta,
     EditRecord,
     MessageEditor,
     Outcome,
@@ -57,6 +58,7 @@ from assay.programs.kinds import (
 __all__ = [
     "AgentPerturber",
     "CriterionVerifier",
+    "EditMeta",
     "EditRecord",
     "MessageEditor",
     "Objective",

@@ -21,6 +21,7 @@ import dspy
 
 from assay.data import (
     EditError,
+    MessageChanges,
     assistant_indices,
     assistant_view,
     format_tool_call,
@@ -144,15 +145,22 @@ class CriterionVerifier(dspy.Module):
 
 
 # -- the composed perturber --------------------------------------------------------------------
+class EditMeta(MessageChanges):
+    """An applied edit as a probe's ``meta`` records it."""
+
+    message_index: int
+    intent: str
+
+
 @dataclass
 class EditRecord:
     """One applied edit: the message, the planner's intent, the text before and after."""
 
     message_index: int
     intent: str
-    changes: dict[str, Any]
+    changes: MessageChanges
 
-    def as_meta(self) -> dict[str, Any]:
+    def as_meta(self) -> EditMeta:
         return {"message_index": self.message_index, "intent": self.intent, **self.changes}
 
 

@@ -77,7 +77,7 @@ def _index(step: Any) -> tuple[int | None, str]:
 
 
 def sanitize_plan(
-    steps: Any, messages: list[Message], max_steps: int
+    steps: object, messages: list[Message], max_steps: int
 ) -> tuple[list[PlanStep], dict[str, int]]:
     """The executable part of a plan: steps on assistant messages that exist, each message
     once (its first step), in transcript order, at most ``max_steps``; and how many steps were

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from assay import _json
 from assay._files import read_bytes
-from assay.lm import NOT_IN_IDENTITY, ModelSpec, Real, StrictInt
+from assay.lm import NOT_IN_IDENTITY, ModelSpec, Real, StrictInt, model_family
 from assay.metrics import CalibrationMap
 from assay.programs._panel import RUN_LEVEL_AGGREGATES, RUN_LEVEL_MAX_CLASSES, Aggregate
 from assay.scale import Scale
@@ -308,6 +308,16 @@ class JudgeConfig(ModelSpec):
             "the fewest scored members a panel verdict needs (default: a majority of the members)"
         ),
     )
+    # what a judge is measured by, not what it does: in no hash, dump or logged param (a run's
+    # self-preference records the family it used, and the run's identity holds it when set)
+    family: str | None = Field(
+        default=None,
+        min_length=1,
+        exclude=True,
+        description="the judge's model family, for its preference for its own family's outputs "
+        "(default: read from the model string, e.g. openai/gpt-4o-mini → gpt; see "
+        "assay.lm.FAMILIES)",
+    )
     # a confidence per judgment (selective evaluation); None: none, and the hash as before
     confidence: ConfidenceConfig | None = Field(
         default=None,
@@ -469,6 +479,17 @@ class JudgeConfig(ModelSpec):
             members = zip(self.members, dump["members"], strict=True)
             out["members"] = [_with_confidence(m, m.with_layout(d)) for m, d in members]
         return out
+
+    def model_family(self) -> str | None:
+        """The judge's model family for self-preference: ``family`` where set, else read from
+        its model string (:func:`assay.lm.model_family`); a panel's is its members' when they
+        share one, None when they do not."""
+        if self.family is not None:
+            return self.family
+        if self.program == "panel" and self.members:
+            families = {m.model_family() for m in self.members}
+            return families.pop() if len(families) == 1 else None
+        return model_family(self.model)
 
     def flat_params(self) -> dict[str, str]:
         """The config flattened to ``key.sub → str`` for MLflow params."""

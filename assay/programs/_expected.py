@@ -7,7 +7,9 @@ import math
 from typing import Any
 
 
-def expected_score(logprobs: Any, options: dict[str, int], field: str = "verdict") -> float | None:
+def expected_score(
+    logprobs: object, options: dict[str, int], field: str = "verdict"
+) -> float | None:
     """Expected score from token logprobs, or ``None`` when they do not cover the verdict: the
     mean of :func:`verdict_distribution`."""
     dist = verdict_distribution(logprobs, options, field)
@@ -17,7 +19,7 @@ def expected_score(logprobs: Any, options: dict[str, int], field: str = "verdict
 
 
 def verdict_distribution(
-    logprobs: Any, options: dict[str, int], field: str = "verdict"
+    logprobs: object, options: dict[str, int], field: str = "verdict"
 ) -> dict[int, float] | None:
     """The probability of each verdict score (summing to 1), or ``None`` when the logprobs do
     not cover the verdict.

@@ -22,7 +22,7 @@ from assay.inputs import DataConfig, RunConfig, without_write_back
 from assay.lm import GeneratorSpec, ValidatorSpec
 from assay.programs import RUN_LEVEL_AGGREGATES, JudgeConfig, get_kind
 from assay.scale import Scale
-from assay.types import Seed, StrictInt, stable_hash
+from assay.types import Seed, Share, StrictInt, stable_hash
 
 
 def _takes_the_scale(judge: dict[str, Any]) -> bool:
@@ -101,6 +101,12 @@ class HarnessConfig(RunConfig):
     tests: Annotated[dict[str, dict[str, Any]], _RegisteredTests()] = Field(min_length=1)
     review: ReviewConfig = Field(
         default_factory=ReviewConfig, description="human review of the probes"
+    )
+    fdr: Share = Field(
+        default=0.05,
+        description="the false discovery rate at which a bias test's effect against its "
+        "placebo is flagged (Benjamini–Hochberg over the run's bias tests × judges), strictly "
+        "between 0 and 1",
     )
     _no_write_back = field_validator("data")(without_write_back)
 

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay.types import Item, Message, Usage, stable_hash
 
 TargetSource = Literal["human", "validator", "construction"]
+PLACEBO = "placebo"
+"""The variant name of a placebo probe (``Probe.placebo_of``)."""
 ReviewStatus = Literal["pending", "accepted", "edited", "rejected"]
 
 
@@ -64,12 +66,12 @@ class Probe(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @staticmethod
-    def make_id(test: str, source_id: str, variant: Any, settings: Any = None) -> str:
+    def make_id(test: str, source_id: str, variant: object, settings: object = None) -> str:
         return f"{test}:{source_id}:{stable_hash([variant, settings], 10)}"
 
     @classmethod
     def from_source(
-        cls, test: str, source: Item, variant: Any, settings: Any = None, **fields: Any
+        cls, test: str, source: Item, variant: object, settings: object = None, **fields: Any
     ) -> Probe:
         """A probe ``test`` made from ``source``: its id from the test, the source, the variant
         and the settings; the source's request, response and transcript, and its human label as
@@ -88,6 +90,15 @@ class Probe(BaseModel):
                 **fields,
             }
         )
+
+    @classmethod
+    def placebo_of(cls, test: str, source: Item, settings: object = None, **fields: Any) -> Probe:
+        """The placebo of ``test`` for ``source``: the source unchanged, judged again with the
+        judge's own sampling and the LM cache bypassed (a rollout id of the test's own, so each
+        test's placebo is a fresh sample, and a resumed run reuses it). A bias test's effect is
+        measured against it: it moves only by the judge's noise."""
+        meta = {"placebo": True, "rollout": placebo_rollout(test), **fields.pop("meta", {})}
+        return cls.from_source(test, source, PLACEBO, settings, meta=meta, **fields)
 
     def as_item(self) -> Item:
         """The probe as an item to judge (its id is the probe id, its expected the target)."""
@@ -122,6 +133,17 @@ class Dropped(BaseModel):
     ]
     detail: str | None = None
     usage: Usage = Field(default_factory=Usage)
+
+
+def is_placebo(probe: Probe) -> bool:
+    """Whether ``probe`` is a test's placebo (its source unchanged, judged again)."""
+    return bool(probe.meta.get("placebo"))
+
+
+def placebo_rollout(test: str) -> int:
+    """The rollout id of ``test``'s placebo judgments: above the stability samples' and their
+    retries' (``rollout + 1000 * attempt``), and distinct per test."""
+    return 1_000_000 * (1 + int(stable_hash(["placebo", test], 6), 16))
 
 
 def judged_id(probe: Probe) -> str:

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from assay.metrics import MetricValue
+from assay.metrics import MetricValue, PlaceboEffect
 from assay.types import Spend, Usage, all_unscored, with_work
 
 
@@ -44,6 +44,24 @@ class TargetScores(_Model):
     mae: MetricValue | None
 
 
+class PlaceboScores(_Model):
+    """A bias test's effect against its placebo, for one judge: the placebo judgments (one per
+    source: the source unchanged, judged again with the LM cache bypassed), and per cue cell —
+    one probe per source, e.g. a template at a position, an injection variant at a position —
+    the cue's effect (:func:`assay.metrics.placebo_effect`). ``left_out`` counts the cue
+    verdicts without a scored baseline, cue or placebo verdict. ``flagged`` (per cell, and for
+    the test: any cell) is set over the run's family of effects: Benjamini–Hochberg adjusted
+    p-value at most the run's ``fdr`` and the interval above 0."""
+
+    probes: int
+    judged: int
+    unscored: int
+    unscored_reasons: dict[str, int]
+    left_out: int
+    effects: dict[str, PlaceboEffect]
+    flagged: bool | None = None
+
+
 # What a scoring kind adds to the envelope: a metric with its interval, a count or a bare rate,
 # a metric per group (samples needed per m, injection success per variant / position), per
 # rubric criterion or target score (agent tests), or the inverted task's texts (polarity).
@@ -62,9 +80,10 @@ ScoringValue = (
 class ReliabilityScores(_Model):
     """One judge on one reliability test. Every scoring kind reports the envelope —
     probes, how many were judged and unscored, the pass rate against the probes' targets and
-    the consistency with the judge's own source verdict; what the kind adds (flip rate, samples
-    needed, the bias measures, per-criterion tables, ``source_unscored``...: each kind's
-    ``Metrics`` model in ``scoring/``) is in ``scoring_metrics``. Written flat, as one object."""
+    the consistency with the judge's own source verdict (over the cue probes: a placebo is
+    counted in ``placebo``); what the kind adds (flip rate, samples needed, the bias measures,
+    per-criterion tables, ``source_unscored``...: each kind's ``Metrics`` model in
+    ``scoring/``) is in ``scoring_metrics``. Written flat, as one object."""
 
     probes: int
     judged: int
@@ -72,6 +91,8 @@ class ReliabilityScores(_Model):
     unscored_reasons: dict[str, int]
     pass_rate: MetricValue | None
     consistency: MetricValue | None
+    # a bias test's effect against its placebo (absent for the other tests)
+    placebo: PlaceboScores | None = Field(default=None, exclude_if=lambda v: v is None)
     scoring_metrics: dict[str, ScoringValue] = Field(default_factory=dict)
 
     @model_validator(mode="before")
@@ -141,6 +162,8 @@ class HarnessSummary(_Model):
     lm_calls: dict[str, int]  # "<stage>:<test>" and "judge:<name>" -> calls
     spend: Spend | None = None  # every call the server answered (the run's call ledger)
     bootstrap: str
+    # the false discovery rate the bias tests' effects against their placebo are flagged at
+    fdr: float | None = Field(default=None, exclude_if=lambda v: v is None)
     data_fingerprint: str
     # data.pairs: the labelled pairs built from a score column, and those skipped (absent else)
     pairs: dict[str, int] | None = Field(default=None, exclude_if=lambda v: v is None)

@@ -84,7 +84,7 @@ def figures(run_dir: Path, tables: list[Table]) -> dict[str, str]:
     return out
 
 
-def number(v: Any) -> float | None:
+def number(v: object) -> float | None:
     """``v`` as a sort key: a float, or ``None`` for anything else (and NaN)."""
     return float(v) if isinstance(v, int | float) and v == v else None
 
@@ -101,7 +101,7 @@ def verdict(j: Judgment | dict | None, label=None) -> tuple[str, Any]:
     return (shown, j.score)
 
 
-def pretty(raw: Any) -> str | None:
+def pretty(raw: object) -> str | None:
     if raw is None or raw == "":
         return None
     return raw if isinstance(raw, str) else json.dumps(raw, indent=2, ensure_ascii=False)

@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -57,6 +57,10 @@ from pydantic import (
 from assay._registry import Registry, load_plugins, plugin_identity, plugin_spec
 from assay.errors import AssayError, ConfigError, RunError
 from assay.types import PositiveInt, PositiveReal
+
+if TYPE_CHECKING:
+    from assay.inputs import ResolvedConfig
+    from assay.runs import FinishedRun, RunInputs
 
 BUILTIN = (
     "evaluate",
@@ -114,11 +118,11 @@ class Cli:
 
 
 def option(
-    default: Any = None,
+    default: object = None,
     *,
     help: str,
     flags: Sequence[str] = (),
-    cli_default: Any = None,
+    cli_default: object = None,
     api_positional: bool = False,
     override: str | None = None,
     to_config: Callable[[Any], Any] | None = None,
@@ -220,7 +224,7 @@ class ConfigOptions(Options):
         recorded with the finished run re-read without it."""
         return self._shown
 
-    def resolved(self) -> Any:
+    def resolved(self) -> ResolvedConfig | None:
         """The config file as read, its overrides applied, before it is validated
         (:class:`~assay.inputs.ResolvedConfig`, read once); None for a config object."""
         if not isinstance(self.config, str | Path):
@@ -368,21 +372,22 @@ class Runner:
     def help(cls) -> str:
         return (cls.__doc__ or cls.name).strip().splitlines()[0]
 
-    def run(self, options: Any, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> object:
+        """Open the run of ``options`` and return its typed result (its runner's model)."""
         raise NotImplementedError
 
     def report(self, run_dir: Path, **options: Any) -> Any:
         """The :class:`~assay.report.Report` of a finished run (None: no report.html)."""
         return None
 
-    def print(self, result: Any, options: Any, *, json: bool) -> int:
+    def print(self, result: object, options: Options, *, json: bool) -> int:
         """Print the result (``json``: as one JSON object); return the exit code."""
         print(to_json(result))
         return 0
 
     # -- a finished run found again by its inputs (``watched`` runners) ---------------------
 
-    def inputs(self, options: Any) -> dict[str, Any] | None:
+    def inputs(self, options: ConfigOptions) -> RunInputs | None:
         """What a run of ``options`` is made from, as JSON values: the config file as read, the
         content of the files it names, its plug-ins, the options. None when there is no
         finished run to look for first: a config object (not a file), a config that reads what
@@ -406,14 +411,14 @@ class Runner:
             "options": options.model_dump(mode="json", exclude={"config", "tracking_uri"}),
         }
 
-    def reread(self, found: Any, options: Any, *, workdir: Path) -> Any:
+    def reread(self, found: FinishedRun, options: ConfigOptions, *, workdir: Path) -> object:
         """The result of ``found`` (a finished :class:`~assay.runs.FinishedRun` made from these
         inputs), read back from its sealed files — as :meth:`run` returns it for a finished run
         it re-reads; None when they cannot be (a summary of an older version): :meth:`run`
         then decides."""
         return None
 
-    def shown(self, config: Any) -> dict[str, Any]:
+    def shown(self, config: object) -> dict[str, object]:
         """What :meth:`print` shows of the config beyond the result (JSON values), recorded
         with a finished run so that its re-read prints the same without the config."""
         return {}
@@ -456,12 +461,12 @@ class Runner:
 
     def execute(
         self,
-        options: Any,
+        options: Options,
         *,
         workdir: str | Path | None,
         progress: bool,
-        started: Callable[[], AbstractContextManager[Any]] = nullcontext,
-    ) -> Any:
+        started: Callable[[], AbstractContextManager[object]] = nullcontext,
+    ) -> object:
         """The run of validated options in ``workdir`` (default: the current directory): the
         one path of the API and the command line. Its plug-ins are imported first. A finished
         run of the same inputs is read back at once (``watched`` runners); otherwise
@@ -610,7 +615,7 @@ def stored_runs_uri(given: str | None, workdir: Path) -> str:
     return given or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(workdir)
 
 
-def to_json(obj: Any) -> str:
+def to_json(obj: object) -> str:
     if hasattr(obj, "model_dump_json"):
         return obj.model_dump_json()
     return json.dumps(obj, default=str, ensure_ascii=False)
@@ -699,7 +704,7 @@ def bound_message(exc: ValidationError) -> str:
     return str(err["msg"]).removeprefix("Value error, ")
 
 
-def cli_type(kind: str, annotation: Any) -> Callable[[str], Any]:
+def cli_type(kind: str, annotation: object) -> Callable[[str], Any]:
     """An argparse ``type``: the text read as ``kind`` (``"int"``, or ``"float"``: finite), then
     checked against ``annotation`` (an option field's type, with its bounds) — one declaration
     of a bound for the command line and the API."""

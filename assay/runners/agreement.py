@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
@@ -11,6 +11,9 @@ from assay.metrics import Resamples
 from assay.runners._runner import Options as BaseOptions
 from assay.runners._runner import Runner, argument, option, runner
 from assay.types import NonNegativeInt, Seed
+
+if TYPE_CHECKING:
+    from assay.evaluation import AgreementResult
 
 
 @runner("agreement")
@@ -55,7 +58,7 @@ class Agreement(Runner):
     summary_file = None  # no run directory
     progress_option = False
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> AgreementResult:
         from assay.evaluation import agreement
         from assay.scale import Scale
 
@@ -65,7 +68,7 @@ class Agreement(Runner):
             values["scale"] = Scale.parse(values["scale"])
         return agreement(values.pop("reference"), values.pop("candidate"), **values)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: AgreementResult, options: Options, *, json: bool) -> int:
         from assay.metrics import metrics_table
 
         out = result
@@ -85,6 +88,10 @@ class Agreement(Runner):
         print(metrics_table(out.model_dump()["metrics"]))
         if out.annotators is not None:
             _print_annotators(out.annotators)
+        if out.scale_use is not None:
+            from assay.evaluation import scale_use_console
+
+            print(f"\n{scale_use_console(out.scale_use)}")
         if out.disagreements:
             print(f"\nwhere they disagree most ({len(out.disagreements)} shown):")
             print("| id | reference | candidate | distance |\n|---|---|---|---|")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json as _json
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from assay.runners._runner import (
     MODEL_OPTION,
@@ -17,6 +17,9 @@ from assay.runners._runner import (
     runner,
 )
 from assay.types import Seed, Share
+
+if TYPE_CHECKING:
+    from assay.decisions import CalibrationResult
 
 
 @runner("calibrate")
@@ -45,7 +48,7 @@ class Calibrate(Runner):
     summary_file = "calibration.json"  # in the evaluate run it measured
     opens_run = True
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> CalibrationResult:
         from assay.decisions import calibrate
         from assay.inputs import EvaluateConfig
 
@@ -62,7 +65,7 @@ class Calibrate(Runner):
             method=options.method,
         )
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: CalibrationResult, options: Options, *, json: bool) -> int:
         from assay.metrics import fmt_ci, metrics_table
 
         out = result

@@ -4,10 +4,13 @@ confidence bounds of its metrics on a finished labelled evaluate run (no LM call
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.runners._runner import Options as BaseOptions
 from assay.runners._runner import Runner, argument, option, runner
+
+if TYPE_CHECKING:
+    from assay.decisions import Certificate
 
 
 @runner("certify")
@@ -31,7 +34,7 @@ class Certify(Runner):
     summary_file = None  # the certificate lives in the ledger (and --out), not in a run
     progress_option = False
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> Certificate:
         from assay.decisions import certify_run
 
         return certify_run(
@@ -48,7 +51,7 @@ class Certify(Runner):
 
         return certificate_report(read_certificate(Path(run_dir) / CERTIFICATE))
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: Certificate, options: Options, *, json: bool) -> int:
         from assay.decisions import bounds_table
         from assay.report import markdown_table
 

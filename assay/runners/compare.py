@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator
 
@@ -18,6 +18,10 @@ from assay.runners._runner import (
     stored_runs_uri,
 )
 from assay.types import PositiveReal, Seed, Share
+
+if TYPE_CHECKING:
+    from assay.comparison import Comparison
+    from assay.decisions import PairedResult
 
 
 def _tags(value: Any) -> Any:
@@ -106,7 +110,7 @@ class Compare(Runner):
     summary_file = "comparison.json"
     progress_option = False
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> Comparison | PairedResult:
         from assay.comparison import compare
 
         uri = stored_runs_uri(options.tracking_uri, workdir)
@@ -124,7 +128,7 @@ class Compare(Runner):
             log=options.log,
         )
 
-    def _paired(self, options: Options, uri: str, workdir: Path) -> Any:
+    def _paired(self, options: Options, uri: str, workdir: Path) -> PairedResult:
         from assay.decisions import paired
 
         if len(options.selectors) != 2:
@@ -154,7 +158,7 @@ class Compare(Runner):
             return build_report(run_dir)
         return build_paired_report(run_dir)  # compare --paired, drift
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: Comparison | PairedResult, options: Options, *, json: bool) -> int:
         from assay.comparison import render_markdown
         from assay.decisions import render_paired_console
 

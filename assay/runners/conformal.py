@@ -5,11 +5,14 @@ sets for a judge's verdicts, calibrated on a labelled evaluate run judged with
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from assay.runners._runner import Options as BaseOptions
 from assay.runners._runner import Runner, argument, option, runner
 from assay.types import Seed, Share
+
+if TYPE_CHECKING:
+    from assay.decisions import ConformalSummary
 
 
 @runner("conformal")
@@ -57,7 +60,7 @@ class Conformal(Runner):
     summary = "assay.decisions:ConformalSummary"
     progress_option = False
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> ConformalSummary:
         from assay.decisions import conformal
 
         return conformal(
@@ -77,7 +80,7 @@ class Conformal(Runner):
 
         return build_conformal_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: ConformalSummary, options: Options, *, json: bool) -> int:
         from assay.decisions import conformal_headline
         from assay.runners._runner import mlflow_line
 

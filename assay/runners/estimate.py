@@ -5,12 +5,15 @@ call)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from assay.metrics import Resamples
 from assay.runners._runner import CERTIFICATE_OPTION, Runner, argument, option, runner
 from assay.runners._runner import Options as BaseOptions
 from assay.types import PositiveInt, PositiveReal, Seed, Share
+
+if TYPE_CHECKING:
+    from assay.decisions import EstimateSummary
 
 
 @runner("estimate")
@@ -118,7 +121,7 @@ class Estimate(Runner):
     summary = "assay.decisions:EstimateSummary"
     progress_option = False
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> EstimateSummary:
         from assay.decisions import estimate
 
         return estimate(
@@ -134,7 +137,7 @@ class Estimate(Runner):
 
         return build_estimate_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: EstimateSummary, options: Options, *, json: bool) -> int:
         from assay.decisions import estimate_console
         from assay.runners._runner import mlflow_line
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.runners._runner import (
     CERTIFICATE_OPTION,
@@ -19,6 +19,11 @@ from assay.runners._runner import (
     runner,
 )
 from assay.types import all_unscored
+
+if TYPE_CHECKING:
+    from assay.evaluation import Counts, EvaluateResult
+    from assay.inputs import EvaluateConfig, ItemStream
+    from assay.runs import FinishedRun
 
 
 @runner("evaluate")
@@ -42,7 +47,7 @@ class Evaluate(Runner):
     opens_run = True
     watched = ()  # its judgments are sealed, and nothing else is scored
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> EvaluateResult:
         from assay.evaluation import evaluate
         from assay.inputs import EvaluateConfig
 
@@ -61,12 +66,14 @@ class Evaluate(Runner):
             progress=progress,
         )
 
-    def reread(self, found: Any, options: Options, *, workdir: Path) -> Any:
+    def reread(
+        self, found: FinishedRun, options: Options, *, workdir: Path
+    ) -> EvaluateResult | None:
         from pydantic import ValidationError
 
         from assay.evaluation import EvaluateResult
 
-        def items() -> Any:  # read from the config only if the caller asks for them
+        def items() -> ItemStream:  # read from the config only if the caller asks for them
             from assay.evaluation import run_items
             from assay.inputs import EvaluateConfig
 
@@ -79,7 +86,7 @@ class Evaluate(Runner):
         except ValidationError:  # a metrics.json of another version: the run says what it is
             return None
 
-    def shown(self, config: Any) -> dict[str, Any]:
+    def shown(self, config: EvaluateConfig) -> dict[str, object]:
         return {
             "name": config.name,
             "confidence": config.bootstrap.confidence,
@@ -92,7 +99,7 @@ class Evaluate(Runner):
 
         return build_report(run_dir, options.get("items"))
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: EvaluateResult, options: Options, *, json: bool) -> int:
         from assay.metrics import metrics_table
         from assay.types import cost_lines
 
@@ -127,6 +134,14 @@ class Evaluate(Runner):
             print(f"\n{panel_lead(s.panel)}")
             if s.panel.dawid_skene is not None:
                 print(dawid_skene_console(s.panel.dawid_skene, shown["confidence"]))
+        if s.self_preference is not None:
+            from assay.evaluation import self_preference_console
+
+            print(self_preference_console(s.self_preference, shown["confidence"]))
+        if s.scale_use is not None:
+            from assay.evaluation import scale_use_console
+
+            print(scale_use_console(s.scale_use))
         print("\n".join(cost_lines(s.usage, s.spend)))
         print(f"run directory: {res.run_dir}")
         line = mlflow_line(res.mlflow_run_id, options.tracking_uri)
@@ -149,6 +164,6 @@ class Evaluate(Runner):
         return exit_code(c)
 
 
-def exit_code(counts: Any) -> int:
+def exit_code(counts: Counts) -> int:
     """1 (with the reasons on stderr) when every judgment of the run is unscored, else 0."""
     return measured_nothing(all_unscored(counts.judged, counts.unscored_reasons))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator
 
@@ -25,6 +25,10 @@ from assay.runners._runner import (
 )
 from assay.types import PositiveInt
 
+if TYPE_CHECKING:
+    from assay.reliability import HarnessConfig, HarnessResult
+    from assay.runs import FinishedRun
+
 Names = Annotated[list[str] | None, BeforeValidator(split_names)]
 
 
@@ -45,7 +49,7 @@ class Harness(Runner):
     opens_run = True
     watched = UNSEALED_READS
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> HarnessResult:
         from assay.reliability import HarnessConfig, run_harness
 
         config, base = options.load(HarnessConfig)
@@ -69,7 +73,9 @@ class Harness(Runner):
             progress=progress,
         )
 
-    def reread(self, found: Any, options: Options, *, workdir: Path) -> Any:
+    def reread(
+        self, found: FinishedRun, options: Options, *, workdir: Path
+    ) -> HarnessResult | None:
         from assay.reliability import HarnessResult, HarnessSummary
 
         summary = HarnessSummary.stored(found.dir)
@@ -77,7 +83,7 @@ class Harness(Runner):
             return None
         return HarnessResult.reread(found.dir, summary, found.state.get("mlflow_run_id"))
 
-    def shown(self, config: Any) -> dict[str, Any]:
+    def shown(self, config: HarnessConfig) -> dict[str, object]:
         return {"name": config.name}
 
     def report(self, run_dir: Path, **options: Any) -> Any:
@@ -85,7 +91,7 @@ class Harness(Runner):
 
         return build_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: HarnessResult, options: Options, *, json: bool) -> int:
         from assay.reliability import ci, headline
         from assay.types import Usage, cost_lines, work_line
 

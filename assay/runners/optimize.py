@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.runners._runner import (
     ConfigOptions,
@@ -13,6 +13,9 @@ from assay.runners._runner import (
     measured_nothing,
     runner,
 )
+
+if TYPE_CHECKING:
+    from assay.optimization import OptimizeResult
 
 
 @runner("optimize")
@@ -27,7 +30,7 @@ class Optimize(Runner):
     summary_file = "result.json"
     quiet_json = True
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> OptimizeResult:
         from assay.optimization import OptimizeConfig, optimize
 
         config, base = options.load(OptimizeConfig)
@@ -39,7 +42,7 @@ class Optimize(Runner):
             tracking_uri=options.tracking_uri,
         )
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: OptimizeResult, options: Options, *, json: bool) -> int:
         from assay.optimization import render_result
 
         if json:

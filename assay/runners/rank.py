@@ -5,7 +5,7 @@ others' ranking — from pairwise evaluate runs or tables of pairs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
@@ -21,6 +21,9 @@ from assay.runners._runner import (
     stored_runs_uri,
 )
 from assay.types import FiniteReal, PlainName, Share
+
+if TYPE_CHECKING:
+    from assay.ranking import RankSummary
 
 
 @runner("rank")
@@ -82,7 +85,7 @@ class Rank(Runner):
     summary = "assay.ranking:RankSummary"
     progress_option = False
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> RankSummary:
         from assay.ranking import rank
 
         systems = options.systems
@@ -109,7 +112,7 @@ class Rank(Runner):
 
         return build_rank_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: RankSummary, options: Options, *, json: bool) -> int:
         from assay.ranking import rank_console
 
         if json:

@@ -5,7 +5,7 @@ stated guarantee of agreement with humans, and escalates or abstains on the rest
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.runners._runner import (
     Runner,
@@ -17,6 +17,9 @@ from assay.runners._runner import (
     print_run_json,
     runner,
 )
+
+if TYPE_CHECKING:
+    from assay.decisions.selective import SelectiveResult
 
 
 class _Selective(Runner):
@@ -32,7 +35,7 @@ class _Selective(Runner):
 
         return build_report(run_dir)
 
-    def print(self, result: Any, options: Any, *, json: bool) -> int:
+    def print(self, result: SelectiveResult, options: RunOptions, *, json: bool) -> int:
         return print_selective(result, options, json=json)
 
 
@@ -45,7 +48,7 @@ class SelectiveCalibrate(_Selective):
 
     command = ("selective", "calibrate")
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> SelectiveResult:
         from assay.decisions.selective import calibrate, load_selective
 
         config, base = options.load(None, load_selective)  # type: ignore[arg-type]
@@ -72,7 +75,7 @@ class SelectiveApply(_Selective):
 
     command = ("selective", "apply")
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> SelectiveResult:
         from assay.decisions.selective import apply, load_selective
 
         config, base = options.load(None, load_selective)  # type: ignore[arg-type]
@@ -87,7 +90,7 @@ class SelectiveApply(_Selective):
         )
 
 
-def print_selective(result: Any, options: Any, *, json: bool) -> int:
+def print_selective(result: SelectiveResult, options: RunOptions, *, json: bool) -> int:
     """The console: thresholds, each part through the cascade, the guarantee. Exit code 0;
     1 when no stage could be certified (the cascade keeps nothing), or when every judgment is
     unscored (then that, with the reasons, is the error: no threshold could be calibrated)."""

@@ -31,7 +31,9 @@ class Selftest(Runner):
         res = result
         if json:
             judges = {
-                n: j.model_dump(mode="json", include={"defect", "flagged", "tests"})
+                n: j.model_dump(
+                    mode="json", include={"defect", "flagged", "must_not_flag", "tests"}
+                )
                 for n, j in res.judges.items()
             }
             print(_json.dumps({"ok": res.ok, "judges": judges}))
@@ -39,9 +41,9 @@ class Selftest(Runner):
             print("| judge | implanted defect | meant to be caught by | flagged by |")
             print("|---|---|---|---|")
             for n, j in res.judges.items():
-                print(
-                    f"| {n} | {j.defect} | {', '.join(j.meant_for) or '—'} "
-                    f"| {', '.join(j.flagged) or 'none'} |"
-                )
+                meant = ", ".join(j.meant_for) or "—"
+                if j.must_not_flag:
+                    meant += f" (must not be: {', '.join(j.must_not_flag)})"
+                print(f"| {n} | {j.defect} | {meant} | {', '.join(j.flagged) or 'none'} |")
             print("\nself-test " + ("passed" if res.ok else "FAILED") + f" (run: {res.run_dir})")
         return 0 if res.ok else 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json as _json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.metrics import Resamples
 from assay.runners._runner import Options as BaseOptions
@@ -21,6 +21,9 @@ from assay.runners._runner import (
     runner,
 )
 from assay.types import PositiveInt, Seed, Share
+
+if TYPE_CHECKING:
+    from assay.emulation import ToolEmuAgreement, ToolEmuResult
 
 GROUP_HELP = "ToolEmu: agents in an LM-emulated tool sandbox, judged for safety"
 
@@ -44,7 +47,7 @@ class ToolEmu(Runner):
     summary = "assay.emulation:ToolEmuSummary"
     opens_run = True
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> ToolEmuResult:
         from assay.emulation import ToolEmuRunConfig, load_toolemu_config, run_toolemu
 
         config, base = options.load(ToolEmuRunConfig, loader=load_toolemu_config)
@@ -63,7 +66,7 @@ class ToolEmu(Runner):
 
         return build_report(run_dir)
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: ToolEmuResult, options: Options, *, json: bool) -> int:
         from assay.emulation import render_run_summary
 
         res = result
@@ -106,7 +109,7 @@ class ToolEmuAgreement(Runner):
     group_help = GROUP_HELP
     progress_option = False
 
-    def run(self, options: Options, *, workdir: Path, progress: bool) -> Any:
+    def run(self, options: Options, *, workdir: Path, progress: bool) -> ToolEmuAgreement:
         from assay.emulation import toolemu_agreement
 
         values = dict(options)
@@ -115,12 +118,12 @@ class ToolEmuAgreement(Runner):
             values.pop("run_or_trajectories"), values.pop("annotations"), **values
         )
 
-    def print(self, result: Any, options: Options, *, json: bool) -> int:
+    def print(self, result: ToolEmuAgreement, options: Options, *, json: bool) -> int:
         from assay.data import jsonable
         from assay.emulation import render_agreement
 
         if json:
-            print(_json.dumps(jsonable(result), ensure_ascii=False))
+            print(_json.dumps(jsonable(result.model_dump()), ensure_ascii=False))
         else:
             print(render_agreement(result))
         return 0

@@ -26,6 +26,7 @@ _WHERE = {
     "to_judge": "_judging",
     "RunLock": "_lock",
     "FinishedRun": "_reread",
+    "RunInputs": "_reread",
     "any_recorded": "_reread",
     "finished_run": "_reread",
     "inputs_digest": "_reread",
@@ -45,6 +46,11 @@ _WHERE = {
     "run_remote": "_ray",
     "Run": "_run",
     "run_directory": "_run",
+    "RunSettings": "_settings",
+    "TrackingSettings": "_settings",
+    "InputsRecord": "_seal",
+    "RunState": "_seal",
+    "Seal": "_seal",
     "SEAL_TAG": "_seal",
     "SEALED": "_seal",
     "check_seal": "_seal",
@@ -84,13 +90,23 @@ if TYPE_CHECKING:
     )
     from assay.runs._reread import (
         FinishedRun,
+        RunInputs,
         any_recorded,
         finished_run,
         inputs_digest,
         remember_inputs,
     )
     from assay.runs._run import Run, run_directory
-    from assay.runs._seal import SEAL_TAG, SEALED, check_seal, sealed_run
+    from assay.runs._seal import (
+        SEAL_TAG,
+        SEALED,
+        InputsRecord,
+        RunState,
+        Seal,
+        check_seal,
+        sealed_run,
+    )
+    from assay.runs._settings import RunSettings, TrackingSettings
     from assay.runs._store import JUDGMENTS, RunStore, now
     from assay.runs._tracking import (
         TrackedRun,
@@ -105,17 +121,23 @@ __all__ = [
     "Execution",
     "ExecutionConfig",
     "FinishedRun",
+    "InputsRecord",
     "JUDGMENTS",
     "JudgeTask",
     "ProgramRecipe",
     "ProgramsByAttempt",
     "RemoteWork",
     "Run",
+    "RunInputs",
     "RunLock",
+    "RunSettings",
+    "RunState",
     "RunStore",
     "SEAL_TAG",
     "SEALED",
+    "Seal",
     "TrackedRun",
+    "TrackingSettings",
     "Worker",
     "any_recorded",
     "append_lines",

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
 
 from assay.errors import RunError
 
@@ -45,7 +44,7 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> Path:
     return path
 
 
-def write_json(path: Path, obj: Any) -> Path:
+def write_json(path: Path, obj: object) -> Path:
     return write_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 

@@ -4,14 +4,17 @@ by a process that reads the finished run back — its report written again, ``co
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from assay._registry import load_plugins, plugin_identity, plugin_spec
 from assay._yaml import load as load_yaml
 from assay.types import stable_hash
 
+if TYPE_CHECKING:
+    from assay.runs._settings import RunSettings
 
-def run_identity(config: Any, run_hash: str) -> str:
+
+def run_identity(config: RunSettings, run_hash: str) -> str:
     """The hash of a run of ``config``: ``run_hash`` (what its runner computed from its inputs)
     with its plug-ins' identity (a file's content, a module's name, version and content); the
     same ``run_hash`` when it names none."""

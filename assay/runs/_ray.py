@@ -26,11 +26,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import ConfigError, RunError
+
+if TYPE_CHECKING:
+    from assay.programs import JudgeConfig
 
 
 class ExecutionConfig(BaseModel):
@@ -75,7 +78,7 @@ class ProgramRecipe(BaseModel):
 
     @classmethod
     def of(
-        cls, config: Any, *, rollout: int | None, retries: int, base: Path | None
+        cls, config: JudgeConfig, *, rollout: int | None, retries: int, base: Path | None
     ) -> ProgramRecipe:
         """The recipe of a program built here and now (with this process's DSPy cache)."""
         from assay._registry import plugin_of

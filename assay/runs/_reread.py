@@ -28,19 +28,32 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from assay import _signing
 from assay._files import sha256_file
 from assay.errors import AssayError, RunError
 from assay.runs._files import write_atomic, write_json
 from assay.runs._lock import RunLock
-from assay.runs._seal import check_seal
+from assay.runs._seal import InputsRecord, RunState, check_seal
 
 INDEX = Path(".assay") / "finished"
 """Where a working folder keeps, per inputs digest, the run directory made from those inputs."""
 RECORD = "inputs"
 """The key of ``run.json`` holding the signed record of a finished run's inputs."""
+
+
+class RunInputs(TypedDict):
+    """What a run of a config file is made from (a runner's ``inputs``), as JSON values: the
+    command, the config file as read (``config``, its relative paths against ``base``), the
+    SHA-256 of each file it names by path, its plug-ins' identity, and the options."""
+
+    command: str
+    config: dict[str, object]
+    base: str
+    files: dict[str, str]
+    plugins: list[list[str]]
+    options: dict[str, object]
 
 
 @dataclass
@@ -49,11 +62,11 @@ class FinishedRun:
     its console shows of its config (``shown``, as the runner recorded it)."""
 
     dir: Path
-    state: dict[str, Any]
-    shown: dict[str, Any]
+    state: RunState
+    shown: dict[str, object]
 
 
-def inputs_digest(inputs: dict[str, Any]) -> str | None:
+def inputs_digest(inputs: RunInputs) -> str | None:
     """The digest of a command's ``inputs`` (JSON values) with the code's identity
     (:func:`code_identity`); None when a value is not JSON (an object handed to the API)."""
     try:
@@ -69,7 +82,7 @@ def inputs_digest(inputs: dict[str, Any]) -> str | None:
 
 
 @functools.cache
-def code_identity() -> dict[str, Any]:
+def code_identity() -> dict[str, object]:
     """The code a run ran: every source file of assay by its content (an edited checkout is
     other code), the versions of DSPy and pydantic (a program's saved state and a config's dump
     are theirs), and the installed packages' plug-ins by name, version and content."""
@@ -86,7 +99,7 @@ def code_identity() -> dict[str, Any]:
     sources = hashlib.sha256()
     for path in sorted(files):
         sources.update(f"{path[len(root) + 1 :]}\0{sha256_file(path)}\n".encode())
-    out: dict[str, Any] = {"assay": sources.hexdigest()}
+    out: dict[str, object] = {"assay": sources.hexdigest()}
     for dist in ("dspy", "pydantic"):
         try:
             out[dist] = version(dist)
@@ -135,7 +148,7 @@ def remember_inputs(
     digest: str,
     *,
     watched: Sequence[str] = (),
-    shown: dict[str, Any] | None = None,
+    shown: dict[str, object] | None = None,
 ) -> None:
     """Record that the finished run in ``run_dir`` was made from the inputs ``digest`` names
     (nothing when it has not finished or is in use): the record signed into its ``run.json``,
@@ -150,8 +163,8 @@ def remember_inputs(
         if state is None or state.get("status") != "finished" or "seal" not in state:
             return
         record = {"digest": digest, "watched": _digests(run_dir, watched), "shown": shown or {}}
-        record["signature"] = _signing.sign(_signed(state, record))
-        write_json(run_dir / "run.json", {**state, RECORD: record})
+        signed = InputsRecord(**record, signature=_signing.sign(_signed(state, record)))
+        write_json(run_dir / "run.json", {**state, RECORD: signed})
         index = workdir / INDEX / digest
         index.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(index, str(run_dir))

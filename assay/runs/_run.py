@@ -21,7 +21,7 @@ from assay.runs._background import Background
 from assay.runs._execution import Execution
 from assay.runs._lock import RunLock
 from assay.runs._plugins import run_identity
-from assay.runs._seal import SEAL_TAG, SEALED, seal, seal_tag
+from assay.runs._seal import SEAL_TAG, SEALED, RunState, seal, seal_tag
 from assay.runs._sidecar import SidecarError
 from assay.runs._store import RunStore, now
 from assay.runs._tracking import (
@@ -36,6 +36,7 @@ from assay.runs._tracking import (
 
 if TYPE_CHECKING:
     from assay.runs._pool import CallSlots
+    from assay.runs._settings import RunSettings, TrackingSettings
 from assay.types import Spend, Usage
 
 
@@ -62,7 +63,7 @@ class Run:
         run_hash: str,
         workdir: Path,
         output_dir: str = "runs",
-        tracking: Any = None,
+        tracking: TrackingSettings | None = None,
         tracking_uri: str | None = None,
     ):
         self.command = command
@@ -78,14 +79,14 @@ class Run:
             or default_tracking_uri(workdir)
         )
         self._lock = RunLock(self.dir)
-        self.state: dict[str, Any] = {}
+        self.state: RunState = {}
         self.execution = Execution()  # helper interpreters, warm-ups, preloads (_execution.py)
         self._ledger = contextlib.ExitStack()  # calls.jsonl, recording while the run is open
 
     @classmethod
     def open(
         cls,
-        config: Any,
+        config: RunSettings,
         run_hash: str,
         *,
         command: str,
@@ -96,7 +97,7 @@ class Run:
         after_first_answer: bool = False,
         kind: str | None = None,
     ) -> Run:
-        """The run of ``config`` (a :class:`~assay.inputs.RunConfig`): directory created,
+        """The run of ``config`` (an :class:`~assay.inputs.RunConfig`): directory created,
         locked against a second writer, resolved config written on first open. An unfinished
         run starts what may overlap its LM calls (:class:`~._execution.Execution`): MLflow
         prepared meanwhile when it will log there, and, with ``reports_aside``, its reports

@@ -20,7 +20,7 @@ import glob
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from assay import _signing
 from assay._files import sha256_file
@@ -32,7 +32,46 @@ SEALED = ("config.yaml", "metrics.json", "judgments.jsonl")
 """What a run's seal covers unless its runner names more: those of them the run wrote."""
 
 
-def seal(run_dir: Path, patterns: Sequence[str], *, kind: str, run_hash: str) -> dict[str, Any]:
+class Seal(TypedDict):
+    """A run's seal in its ``run.json``: each sealed file's SHA-256, the digest of that list
+    (with the run's kind and hash) and its signature."""
+
+    files: dict[str, str]
+    digest: str
+    signature: str
+
+
+class InputsRecord(TypedDict):
+    """What a finished run was made from, in its ``run.json`` (:mod:`assay.runs._reread`): the
+    digest of its inputs, the digests of the run files its figures read unsealed (``watched``),
+    what its console shows of its config (``shown``), and the signature over them, its kind,
+    hash and seal."""
+
+    digest: str
+    watched: dict[str, str]
+    shown: dict[str, object]
+    signature: str
+
+
+class RunState(TypedDict, total=False):
+    """A run's ``run.json``: its hash, status (``running``, ``finished``), when it was created
+    and finished, its runner (``kind``), its seal and MLflow run once finished, what its
+    runner adds at the finish (the harness's and ToolEmu's ``finish_key``, ToolEmu's
+    ``n_cases``), and what a finished evaluate or harness run was made from (``inputs``)."""
+
+    run_hash: str
+    status: str
+    created: str
+    finished: str
+    kind: str
+    seal: Seal
+    mlflow_run_id: str | None
+    finish_key: str
+    n_cases: int
+    inputs: InputsRecord
+
+
+def seal(run_dir: Path, patterns: Sequence[str], *, kind: str, run_hash: str) -> Seal:
     """The seal of ``run_dir``: the SHA-256 of each file ``patterns`` match (names or globs,
     relative to the run directory), with the digest of that list and its signature."""
     files = {}
@@ -41,17 +80,17 @@ def seal(run_dir: Path, patterns: Sequence[str], *, kind: str, run_hash: str) ->
             if (run_dir / name).is_file():
                 files[Path(name).as_posix()] = sha256_file(run_dir / name)
     body = {"kind": kind, "run_hash": run_hash, "files": files}
-    return {"files": files, "digest": _signing.digest(body), "signature": _signing.sign(body)}
+    return Seal(files=files, digest=_signing.digest(body), signature=_signing.sign(body))
 
 
-def seal_tag(sealed: dict[str, Any]) -> str:
+def seal_tag(sealed: Seal) -> str:
     """The ``assay.seal`` tag of a seal: ``<digest> <signature>``."""
     return f"{sealed['digest']} {sealed['signature']}"
 
 
 def sealed_run(
     run_dir: Path, *, kind: str, where: str | Path | None = None, needs: Iterable[str] = ()
-) -> dict[str, Any]:
+) -> RunState:
     """``run.json`` of a finished run of ``kind`` whose files are the ones it sealed, the files
     ``needs`` names among them (else one line naming ``where``, default the directory)."""
     where = where or run_dir
@@ -71,7 +110,7 @@ def sealed_run(
 
 def check_seal(
     run_dir: Path,
-    state: dict[str, Any],
+    state: RunState,
     *,
     where: str | Path,
     tag: str | None = None,
@@ -88,7 +127,7 @@ def check_seal(
             "cannot be checked: move it aside and run its config again to seal it (the LM cache "
             "answers what it asked before)"
         )
-    files: dict[str, Any] = sealed["files"]
+    files: dict[str, str] = sealed["files"]
     body = {
         "kind": state.get("kind", "evaluate"),
         "run_hash": state.get("run_hash"),

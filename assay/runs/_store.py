@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from assay._json import Line, read_lines
 from assay.errors import DataError, RunError
 from assay.runs._files import append_lines, cannot_write, write_atomic, write_json
+from assay.runs._seal import RunState
 from assay.runs._signed import RecordSeal
 from assay.types import Judgment
 
@@ -53,7 +54,7 @@ class RunStore:
         return seal
 
     # -- state ------------------------------------------------------------------------------
-    def open(self, resolved_config: dict[str, Any], kind: str | None = None) -> dict[str, Any]:
+    def open(self, resolved_config: dict[str, Any], kind: str | None = None) -> RunState:
         """Create or reopen the run; refuses a directory that belongs to another run. ``kind``
         (the runner's name) is written in ``run.json``: the report dispatch reads it there."""
         self.path.mkdir(parents=True, exist_ok=True)
@@ -63,7 +64,7 @@ class RunStore:
                 f"{self.path}: belongs to another run (hash {state.get('run_hash')}); choose another output_dir"
             )
         if not state:
-            state = {"run_hash": self.run_hash, "status": "running", "created": now()}
+            state = RunState(run_hash=self.run_hash, status="running", created=now())
             if kind:
                 state["kind"] = kind
             self.write_config(resolved_config)  # first: a run.json is a run with its config
@@ -83,7 +84,8 @@ class RunStore:
             "config.yaml", yaml.safe_dump(resolved_config, sort_keys=False, allow_unicode=True)
         )
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> RunState:
+        """``run.json`` (empty before the run is opened)."""
         p = self.path / STATE
         return json.loads(p.read_text()) if p.exists() else {}
 
@@ -92,7 +94,7 @@ class RunStore:
         state.update(changes)
         self.write_json(STATE, state)
 
-    def write_json(self, name: str, obj: Any) -> Path:
+    def write_json(self, name: str, obj: object) -> Path:
         """Write atomically (temp file + rename): a kill never leaves half a file."""
         return write_json(self.path / name, obj)
 

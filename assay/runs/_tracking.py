@@ -103,7 +103,7 @@ def _is_metric_value(value: Any) -> bool:
     return isinstance(value, dict) and "value" in value and "ci_low" in value
 
 
-def flatten_metrics(value: Any, prefix: str = "") -> dict[str, float]:
+def flatten_metrics(value: object, prefix: str = "") -> dict[str, float]:
     """Every number in a nested result, as MLflow metrics.
 
     A metric with an interval (``{value, ci_low, ci_high, ...}``) gives ``name``,

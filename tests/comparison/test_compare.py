@@ -327,6 +327,9 @@ def test_selftest_defect_judges_cannot_lead_the_default_reliability_leaderboard(
     register()
     root = store["root"]
     config = selftest_config(lenient_references(root / "lenient"), tracking=True)
+    # the noisy judge has no defect to rank it by: its worst rate is as its draws fall, and
+    # may tie the clean judge's
+    config.judges = [j for j in config.judges if j.name != "noisy"]
     config.tracking.experiment = "selftest"
     config.output_dir = str(root / "selftest-runs")
     run_id = run_harness(

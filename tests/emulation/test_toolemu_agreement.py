@@ -37,11 +37,11 @@ from assay.emulation._agreement import (
     critical_free_share,
     failure_metrics,
     human_majorities,
-    toolemu_agreement,
 )
+from assay.emulation._agreement import toolemu_agreement as _toolemu_agreement
 from assay.emulation._annotations import load_annotations
 from assay.errors import DataError
-from assay.metrics import KAPPAS, majority_vote, wilson_interval
+from assay.metrics import KAPPAS, PairKappas, majority_vote, wilson_interval
 from assay.metrics import inter_annotator_kappa as _inter_annotator_kappa
 from assay.types import Item
 
@@ -49,8 +49,13 @@ IDS = [f"t{i}" for i in range(6)]
 
 
 def inter_annotator_kappa(table, **kw):
-    """The ToolEmu use of the general function: 0–3 scores, good = score >= 2."""
-    return _inter_annotator_kappa(table, k=K, threshold=GOOD, unit="trajectory", **kw)
+    """The ToolEmu use of the general function: 0–3 scores, good = score >= 2 (as plain data,
+    as the ``--json`` output reads it)."""
+    return _inter_annotator_kappa(table, k=K, threshold=GOOD, unit="trajectory", **kw).model_dump()
+
+
+def toolemu_agreement(*args, **kw):
+    return _toolemu_agreement(*args, **kw).model_dump()
 
 
 ROWS = """trajectory,annotator,safety,helpfulness,emulator_issues,true_failure
@@ -97,7 +102,7 @@ def report_for(annotations, seed=0, safety=EVAL_SAFETY, helpfulness=EVAL_HELP):
         helpfulness=dict(zip(IDS, helpfulness, strict=True)),
         seed=seed,
         **BOOT,
-    )
+    ).model_dump()
 
 
 # -- majority -----------------------------------------------------------------------------------
@@ -208,7 +213,9 @@ def test_helpfulness_kappa_uses_the_tie_choice(annotations):
 
 def test_unscored_and_missing_evaluator_lines_are_counted(annotations):
     safety = {"t0": 1, "t1": None, "t2": 3, "t3": 1, "t4": 2}  # t5 not evaluated
-    out = agreement_report(annotations, safety=safety, helpfulness=None, seed=0, **BOOT)
+    out = agreement_report(
+        annotations, safety=safety, helpfulness=None, seed=0, **BOOT
+    ).model_dump()
     ev = out["evaluator_vs_human"]["safety"]
     assert (ev["n"], ev["unscored"], ev["not_evaluated"]) == (4, 1, 1)
     assert out["evaluator_vs_human"]["helpfulness"] == {"note": "no helpfulness evaluator file"}
@@ -262,13 +269,17 @@ def test_inter_annotator_kappa(annotations):
 
 
 def test_inter_annotator_without_overlap():
-    alone = inter_annotator_kappa({"t0": {"A": 1}, "t1": {"A": 2}}, **BOOT)
-    assert alone["pairs"] == [] and alone["mean"] == {} and "two annotators" in alone["note"]
-    apart = inter_annotator_kappa({"t0": {"A": 1}, "t1": {"B": 2}}, **BOOT)
-    assert apart["pairs"] == [
+    kw = {"k": K, "threshold": GOOD, "unit": "trajectory", **BOOT}
+    alone = _inter_annotator_kappa({"t0": {"A": 1}, "t1": {"A": 2}}, **kw)
+    assert alone.pairs == [] and alone.mean == {} and "two annotators" in alone.note
+    apart = _inter_annotator_kappa({"t0": {"A": 1}, "t1": {"B": 2}}, **kw)
+    assert apart.pairs == [
+        PairKappas(annotators=("A", "B"), n=0, metrics={}, note="no trajectory annotated by both")
+    ]
+    assert apart.mean == {}
+    assert apart.model_dump(mode="json")["pairs"] == [
         {"annotators": ["A", "B"], "n": 0, "metrics": {}, "note": "no trajectory annotated by both"}
     ]
-    assert apart["mean"] == {}
 
 
 def test_mean_pairwise_ci_is_seeded_and_reproducible(annotations):
@@ -428,6 +439,40 @@ def test_run_directory_end_to_end(run_dir):
     helpfulness = out["evaluator_vs_human"]["helpfulness"]
     assert (helpfulness["n"], helpfulness["unscored"]) == (5, 1)
     assert out["failures"]["identified_failure_precision"]["value"] == pytest.approx(1 / 3)
+
+
+def test_the_api_returns_a_typed_result_and_json_prints_it(run_dir, capsys):
+    """``assay.toolemu_agreement`` returns :class:`ToolEmuAgreement`; ``--json`` prints its
+    plain dump: figures that do not apply left out, undefined values null."""
+    import assay
+    from assay.cli import main
+    from assay.emulation import EvaluatorVsHuman, ToolEmuAgreement
+    from assay.evaluation import AnnotatorsReport
+
+    ann = run_dir.parent / "ann.csv"
+    out = assay.toolemu_agreement(run_dir, ann)
+    assert isinstance(out, ToolEmuAgreement)
+    safety = out.evaluator_vs_human["safety"]
+    assert isinstance(safety, EvaluatorVsHuman)
+    assert safety.metrics["kappa_categorical"].value == pytest.approx(7 / 25)
+    assert isinstance(out.inter_annotator["helpfulness"].all_annotators, AnnotatorsReport)
+    assert out.failures.identified_failure_precision.value == pytest.approx(1 / 3)
+    assert out.files.annotations == str(ann)
+
+    assert main(["toolemu", "agreement", str(run_dir), str(ann), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert list(printed) == list(ToolEmuAgreement.model_fields)  # every figure, in order
+    assert "note" not in printed["evaluator_vs_human"]["safety"]
+    assert "note" not in printed["failures"]
+    assert printed["inter_annotator"]["safety"]["all_annotators"] == (
+        out.inter_annotator["safety"].all_annotators.model_dump(mode="json")
+    )
+    assert printed["majority"]["tie_details"][0] == {
+        "trajectory": "t3",
+        "field": "helpfulness",
+        "candidates": [0, 1],
+        "chosen": out.majority.tie_details[0].chosen,
+    }
 
 
 def test_run_directory_problems(run_dir, tmp_path):

@@ -52,6 +52,16 @@ def test_figures_equal_their_independent_computations():
     )
     assert (res.sd_ratio.ci_low, res.sd_ratio.ci_high) == pytest.approx((ci.low, ci.high))
     assert res.sd_ratio.ci_method == "percentile bootstrap"
+    assert res.mean_difference.value == pytest.approx(judge.mean() - human.mean())
+    ci = bootstrap_ci(
+        lambda j, h: j.mean(axis=-1) - h.mean(axis=-1),
+        judge.astype(float),
+        human.astype(float),
+        seed=3,
+    )
+    assert (res.mean_difference.ci_low, res.mean_difference.ci_high) == pytest.approx(
+        (ci.low, ci.high)
+    )
 
 
 def test_a_compressing_judge_is_below_one_and_a_faithful_one_is_covered_at_one():

@@ -54,6 +54,9 @@ def test_injected_and_cue_probes_differ_from_the_source_only_by_the_inserted_spa
             if not hasattr(p, "response"):  # Dropped: no word boundary for the middle
                 assert p.reason == "not_applicable" and p.variant.endswith("/middle")
                 continue
+            if p.meta.get("placebo"):  # the source unchanged, judged again
+                assert (p.response, p.target, p.source_id) == (text, label, "s")
+                continue
             off, span = p.meta["offset"], p.meta["inserted"]
             assert p.response == text[:off] + span + text[off:]
             assert p.target == label and p.request == "q" and p.transcript is None
@@ -63,8 +66,9 @@ def test_injected_and_cue_probes_differ_from_the_source_only_by_the_inserted_spa
 
 def test_prompt_injection_makes_every_variant_and_position_asking_the_opposite_label():
     item = Item(id="s", request="q", response="One. Two.\nThree four.", expected=1)
-    probes = probes_of("prompt_injection", item)
+    *probes, placebo = probes_of("prompt_injection", item)
     assert len(probes) == 12 and len({p.id for p in probes}) == 12
+    assert placebo.meta["placebo"] and placebo.response == item.response
     kinds = {(p.meta["variant"], p.meta["position"]) for p in probes}
     assert kinds == {
         (v, pos)
@@ -132,7 +136,7 @@ def config(tmp_path, tests, judge_model, **kw) -> HarnessConfig:
 
 
 def rows(res, test):
-    """(probe, verdict, own source verdict) for every probe of ``test``."""
+    """(probe, verdict, own source verdict) for every probe of ``test`` but its placebos."""
     probes = [json.loads(x) for x in (res.run_dir / "probes.jsonl").read_text().splitlines()]
     judged = {}
     for f in (res.run_dir / "judgments").glob("*.jsonl"):
@@ -142,7 +146,7 @@ def rows(res, test):
     return [
         (p, judged[p["id"]], judged[f"source:{p['source_id']}"])
         for p in probes
-        if p["test"] == test
+        if p["test"] == test and not p["meta"].get("placebo")
     ]
 
 
@@ -165,7 +169,8 @@ def test_injection_success_per_variant_and_position_equals_an_independent_count(
     )
     scores = res.summary.judges["j"].tests["prompt_injection"]
     m = scores.scoring_metrics  # what the injection scoring adds to the envelope
-    assert res.summary.lm_calls == {"judge:j": 4 + 4 * 12}  # no generation or validation
+    # the sources, 12 probes and a placebo per source; no generation or validation
+    assert res.summary.lm_calls == {"judge:j": 4 + 4 * (12 + 1)}
     rs = rows(res, "prompt_injection")
     eligible = [r for r in rs if r[2] == r[0]["target"]]
     assert m["eligible_sources"] == 3 and m["excluded_sources"] == 1
@@ -426,6 +431,6 @@ def test_compare_ranks_first_position_preference_by_its_distance_from_one_half()
         run("d", 0.7, 1.5, 4),
     ]
     rows = leaderboard(runs, metric)
-    assert [r["run_id"] for r in rows] == ["c", "d", "b", "a"]  # 0.7 and 0.3 as biased; d cheaper
+    assert [r.run_id for r in rows] == ["c", "d", "b", "a"]  # 0.7 and 0.3 as biased; d cheaper
     # the front: a (cheapest), d (better than a, cheaper than c), c (best); b is dominated by d
-    assert {r["run_id"]: r["pareto"] for r in rows} == {"a": True, "b": False, "c": True, "d": True}
+    assert {r.run_id: r.pareto for r in rows} == {"a": True, "b": False, "c": True, "d": True}

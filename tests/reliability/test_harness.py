@@ -241,9 +241,23 @@ def test_selftest_flags_each_defect_with_its_test(tmp_path, capsys):
     assert j["clean_pairwise"]["flagged"] == []
     pb = j["position_biased"]["tests"]["position_bias"]
     assert pb["consistency"] < j["clean_pairwise"]["tests"]["position_bias"]["consistency"] == 1
+    # the bias tests flag by the effect against the placebo: a judge that flips a coin on a
+    # quarter of the items moves under every cue, and as much when asked again unchanged
+    bias = {"prompt_injection", "authority", "bandwagon", "distraction", "polarity"}
+    assert j["noisy"]["flagged"] == [] and set(j["noisy"]["must_not_flag"]) == bias
+    for t in bias:
+        noisy = j["noisy"]["tests"][t]
+        assert noisy["placebo_flagged"] is False
+        assert noisy["placebo_ci_low"] <= 0 <= noisy["placebo_ci_high"]
+    assert j["noisy"]["tests"]["authority"]["consistency"] < 1  # it did move under the cue
+    swayed = j["cue_swayed"]["tests"]["authority"]
+    assert swayed["placebo_flagged"] and swayed["placebo_ci_low"] > 0
     for name in ("clean", "format_sensitive", "length_loving", "unstable", "label_blind"):
-        for t in j[name]["tests"].values():
-            assert set(t) == {"pass_rate", "consistency", "ci_low", "ci_high"}
+        for t, m in j[name]["tests"].items():
+            placebo = {"placebo_effect", "placebo_ci_low", "placebo_ci_high", "placebo_flagged"}
+            assert set(m) == {"pass_rate", "consistency", "ci_low", "ci_high"} | placebo
+            if t not in bias:
+                assert m["placebo_effect"] is None and m["placebo_flagged"] is None
 
 
 def test_killed_harness_resumes_with_the_same_probes_and_no_repeated_call(tmp_path):
@@ -279,7 +293,7 @@ cfg = HarnessConfig.model_validate({{
     "scale": {{"kind": "binary", "labels": ["incorrect", "correct"]}},
     "generator": {{"model": "scripted:k-gen"}}, "validator": {{"model": "scripted:k-val"}},
     "judges": [{{"name": "j", "model": "scripted:k-judge"}}],
-    "tests": {{"paraphrase": {{}}, "format_indent": {{}}, "verbosity_short": {{}}}},
+    "tests": {{"paraphrase": {{}}, "format_indent": {{}}, "verbosity_short": {{}}, "authority": {{}}}},
     "concurrency": 1, "retries": 0, "tracking": {{"enabled": False}},
     "output_dir": {str(tmp_path / "runs")!r},
 }})
@@ -332,6 +346,10 @@ print(json.dumps(res.summary.model_dump(mode="json")["judges"]["j"]["tests"]))
     calls_after = log.read_text().splitlines()[len(calls_before) :]
     ids = [json.loads(x)["item_id"] for x in judged.read_text().splitlines()]
     assert len(ids) == len(set(ids))  # nothing judged twice
+    # authority's placebos (each source judged again, the cache bypassed) are judged once too
+    probes = [json.loads(x) for x in (judged.parents[1] / "probes.jsonl").read_text().splitlines()]
+    placebos = {p["id"] for p in probes if p["meta"].get("placebo")}
+    assert len(placebos) == 6 and placebos <= set(ids)
     assert (judged.parents[1] / "probes.jsonl").read_text() == probes_before  # same probes
     # the re-run made only the judge calls that had not finished (no generation, no validation)
     assert len(calls_after) == len(ids) - done_before

@@ -94,9 +94,9 @@ def test_position_bias_statistics_equal_a_hand_computation(tmp_path, sheet_judge
     )
     scores = res.summary.judges["pj"].tests["position_bias"]
     m = scores.scoring_metrics  # what the position scoring adds to the envelope
-    # exactly two judge calls per pair (the source in its order, the probe in the other) and
-    # no generation or validation call
-    assert len(sheet_judge.calls) == 2 * len(SHEET) == res.summary.lm_calls["judge:pj"]
+    # exactly three judge calls per pair (the source in its order, the probe in the other, the
+    # placebo: the source's order again) and no generation or validation call
+    assert len(sheet_judge.calls) == 3 * len(SHEET) == res.summary.lm_calls["judge:pj"]
     assert not [k for k in res.summary.lm_calls if not k.startswith("judge:")]
     shown = Counter((c.field("response_a"), c.field("response_b")) for c in sheet_judge.calls)
     assert set(shown) == {(f"X{i}", f"Y{i}") for i in SHEET} | {(f"Y{i}", f"X{i}") for i in SHEET}
@@ -129,9 +129,25 @@ def test_position_bias_statistics_equal_a_hand_computation(tmp_path, sheet_judge
     lo, hi = cluster_ci(avg, [pid[i] for i in SHEET])
     assert (scores.pass_rate.ci_low, scores.pass_rate.ci_high) == pytest.approx((lo, hi))
 
-    # the judgments record the order shown; the probe is the source in the other order
-    probes = (res.run_dir / "probes.jsonl").read_text().splitlines()
-    assert len(probes) == 6
+    # the judgments record the order shown; the probe is the source in the other order, the
+    # placebo the source in its own
+    probes = [json.loads(x) for x in (res.run_dir / "probes.jsonl").read_text().splitlines()]
+    assert len(probes) == 12
+    placebos = {p["source_id"]: p for p in probes if p["meta"].get("placebo")}
+    swapped = [p for p in probes if not p["meta"].get("placebo")]
+    assert all(
+        placebos[p["source_id"]]["meta"]["order"] == p["meta"]["source_order"] for p in swapped
+    )
+    # against the placebo: a flip toward the answer the swap puts first, by hand (the sheet's
+    # judge is deterministic, so its placebo never moves)
+    base = {i: SHEET[i][0 if swapped[i]["meta"]["source_order"] == "AB" else 1] for i in SHEET}
+    cue = {i: SHEET[i][0 if swapped[i]["meta"]["order"] == "AB" else 1] for i in SHEET}
+    first = {i: "A" if swapped[i]["meta"]["order"] == "AB" else "B" for i in SHEET}
+    movable = [i for i in SHEET if base[i] != first[i]]
+    flipped = [i for i in movable if cue[i] == first[i]]
+    (e,) = scores.placebo.effects.values()
+    assert (e.n, e.cue_flips, e.placebo_flips) == (len(movable), len(flipped), 0)
+    assert e.effect == pytest.approx(len(flipped) / len(movable))
     report = (res.run_dir / "report.md").read_text()
     assert "position_bias" in report and "first-position" in report
 
@@ -146,7 +162,7 @@ def test_position_bias_reaches_the_mlflow_child_run_of_its_judge(tmp_path, sheet
     res = run_harness(cfg, workdir=tmp_path, progress=False, tracking_uri=uri)
     client = mlflow.MlflowClient(tracking_uri=uri)
     parent = client.get_run(res.mlflow_run_id)
-    assert parent.data.metrics["probes.position_bias"] == 6
+    assert parent.data.metrics["probes.position_bias"] == 12  # 6 swapped pairs, 6 placebos
     (child,) = client.search_runs(
         [parent.info.experiment_id],
         filter_string=f"tags.mlflow.parentRunId = '{res.mlflow_run_id}'",
@@ -156,6 +172,8 @@ def test_position_bias_reaches_the_mlflow_child_run_of_its_judge(tmp_path, sheet
     assert got["position_bias.first_position_rate"] == pytest.approx(5 / 11)
     assert "position_bias.accuracy_order_averaged_ci_low" in got
     assert got["position_bias.pass_rate"] == pytest.approx(7 / 12)
+    effect = res.summary.judges["pj"].tests["position_bias"].placebo.effects["swapped"]
+    assert got["position_bias.placebo.swapped.effect"] == pytest.approx(effect.effect)
 
 
 def exact_curve(samples: list[int], m: int) -> float:

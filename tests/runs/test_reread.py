@@ -2,7 +2,8 @@
 same inputs prints what the run's own re-read prints, makes no LM call, and imports neither
 DSPy nor the config models, nor starts a helper interpreter; every input that can change a
 result — a ``@file`` rubric, the data, the endpoint, a sampling parameter, the scale, the
-program, a program state, the code's options — makes the command judge again; and what it reads
+program, a program state, the judge's model family, a generator column, the bias tests' false
+discovery rate, the code's options — makes the command judge or score again; and what it reads
 back is vouched for by the run's seal and a record signed with the key, never by a file beside
 it: judgments edited after the seal, a record or a pointer edited, are caught by the run as
 before. A harness run's review decisions added after it finished are folded in."""
@@ -20,6 +21,7 @@ import yaml
 
 from assay.cli import main
 from assay.lm import StubServer
+from tests.evaluation.test_judge_biases import write_items as items_written_by
 from tests.processes import REPO
 from tests.stub_judge import stub_config, write_items
 
@@ -150,6 +152,7 @@ CHANGES = {
     "the token limit": lambda folder: {"max_tokens": 77},
     "the scale": lambda folder: {"scale": {"kind": "binary", "labels": ["bad", "good"]}},
     "the program": lambda folder: {"program": "chain_of_thought"},
+    "the judge's model family": lambda folder: {"family": "llama"},
 }
 
 
@@ -165,6 +168,37 @@ def test_each_input_that_can_change_a_result_judges_again(
     out = _evaluate(_config(tmp_path, stub, **judge), capsys)
     assert "re-read" not in out and f"{N} judgments" in out
     assert len(list((tmp_path / "runs").iterdir())) == 2  # another run: another identity
+
+
+def test_a_generator_column_measures_self_preference_and_is_read_back_with_it(
+    tmp_path, monkeypatch, capsys, stub
+):
+    """Naming the column of who wrote each response is another run (self-preference is measured
+    by it); its re-run prints the self-preference and scale-use figures the run's own re-read
+    prints, with no call."""
+    monkeypatch.chdir(tmp_path)
+    writers = ["openai/stub-model" if k % 2 else "openai/gpt-4o" for k in range(N)]
+    csv = items_written_by(tmp_path, [k % 2 for k in range(N)], writers)
+    _evaluate(_config(tmp_path, stub), capsys)
+    assert "re-read" in _evaluate(_config(tmp_path, stub), capsys)
+    columns = {"id": "id", "generator": "written_by"}
+    cfg = stub_config(
+        tmp_path,
+        csv,
+        stub.base_url,
+        name="r",
+        judge={"rubric": "@rubric.md"},
+        data={"path": str(csv), "columns": columns},
+    )
+    out = _evaluate(cfg, capsys)
+    assert "re-read" not in out and f"r: {N} judgments" in out
+    assert "self-preference" in out.lower()
+    served = stub.n_requests
+    again = _evaluate(cfg, capsys)
+    assert "re-read (finished before; no LM call)" in again
+    assert again == _slow_reread(tmp_path, cfg, capsys)
+    assert again.replace("re-read (finished before; no LM call)", f"{N} judgments") == out
+    assert stub.n_requests == served
 
 
 def test_another_endpoint_judges_again(tmp_path, monkeypatch, capsys, stub):
@@ -313,6 +347,27 @@ def test_a_finished_harness_run_is_read_back_without_dspy_or_a_helper(
         pointer.unlink()
     assert main(["harness", str(cfg), *HARNESS, "--quiet"]) == 0  # re-read by the run itself
     assert capsys.readouterr().out == out
+    assert _answers(tmp_path) == answers
+
+
+def test_another_false_discovery_rate_flags_the_harness_run_again(tmp_path, monkeypatch, capsys):
+    """The bias tests' false discovery rate decides which effects against the placebo are
+    flagged: a run of another ``fdr`` scores the stored probes again (no call) under it, and is
+    read back under it after."""
+    monkeypatch.chdir(tmp_path)
+    cfg = _harness(tmp_path)
+    tests = ["--tests", "paraphrase,authority", "--judges", "clean"]
+    assert main(["harness", str(cfg), *tests, "--quiet", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["fdr"] == 0.05
+    answers = _answers(tmp_path)
+    raw = yaml.safe_load(cfg.read_text(encoding="utf-8"))
+    cfg.write_text(yaml.safe_dump({**raw, "fdr": 0.2}), encoding="utf-8")
+    assert main(["harness", str(cfg), *tests, "--quiet", "--json"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second["fdr"] == 0.2 and second["run_dir"] == first["run_dir"]
+    assert main(["harness", str(cfg), *tests, "--quiet", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == second
     assert _answers(tmp_path) == answers
 
 

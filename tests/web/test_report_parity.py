@@ -1,8 +1,8 @@
 """report.md and report.html say the same: every metric a run writes to metrics.json appears in
 both, in the table and column that name it — for an evaluate run with ``score_mode: expected``
 (agreement, calibration before and after a calibration map, the reliability diagram) and for
-harness runs with every bias probe (prompt injection, the cues, polarity, position bias and the
-samples-needed curve of stochastic_stability)."""
+harness runs with every bias probe (prompt injection, the cues, polarity, position bias, their
+effects against the placebo, and the samples-needed curve of stochastic_stability)."""
 
 from __future__ import annotations
 
@@ -237,6 +237,9 @@ def check_every_metric(run_dir: Path) -> int:
                         continue  # counts shown in the judge table's "unscored" cell below
                     if key == "source_unscored" and not v:
                         continue  # said only when some source is unscored
+                    if key == "placebo":  # the effects against the placebo: a table of their own
+                        checked += check_placebo(tables, judge, test, v)
+                        continue
                     if key == "inverted_task":
                         text = " ".join(tables[i][3] for i in range(len(tables)))
                         assert all(unescape(t) in unescape(text) for t in v.values() if t)
@@ -267,6 +270,46 @@ def check_every_metric(run_dir: Path) -> int:
         facts = (run_dir / name).read_text()
         for test, n in metrics["probes"].items():
             assert f"{test} {n}" in facts
+    return checked
+
+
+PLACEBO = "Effects against a placebo"
+
+
+def check_placebo(tables: Tables, judge: str, test: str, placebo: dict[str, Any]) -> int:
+    """Assert every figure of a bias test's effects against its placebo is in the reports' table
+    of them, in the row of its test, judge and cue cell; how many were."""
+
+    def signed(x: float) -> str:
+        return f"{x:+.2f}"
+
+    def p_text(p: float | None) -> str:
+        return f"{p:.1e}" if p is not None and 0 < p < 1e-4 else fmt(p, 4)
+
+    checked = 0
+    assert placebo["effects"], (test, judge)
+    for cell, e in placebo["effects"].items():
+        effect = (
+            "undefined"
+            if e["effect"] != e["effect"]
+            else f"{signed(e['effect'])} [{signed(e['ci_low'])}, {signed(e['ci_high'])}]"
+        )
+        share = f"{fmt(e['directional_share'], 2)} / {fmt(e['placebo_directional_share'], 2)}"
+        cells = {
+            "sources that could move": f"{e['n']} (+{e['n_at_cue']} at the cue)",
+            "effect [CI]": effect,
+            "flips toward the cue: cue / placebo": f"{e['cue_flips']} / {e['placebo_flips']}",
+            "directional share: cue / placebo": share,
+            "p": p_text(e["p_value"]),
+            "p adjusted (BH)": p_text(e["p_adjusted"]),
+            "flagged": {True: "yes", False: "no"}[e["flagged"]],
+        }
+        for column, text in cells.items():
+            assert shown(tables, PLACEBO, column, text, (test, judge, cell)), (test, cell, column)
+            checked += 1
+    if placebo["left_out"] or placebo["unscored"]:
+        left = f"{placebo['left_out']} cue verdicts without a scored source"
+        assert shown(tables, PLACEBO, "sources that could move", left, (test, judge))
     return checked
 
 
@@ -339,7 +382,8 @@ def test_position_bias_metrics_are_in_both_reports(tmp_path):
         }
     )
     res = run_harness(cfg, workdir=tmp_path, progress=False)
-    assert check_every_metric(res.run_dir) == 2 * 9  # pass rate, consistency and 7 of its own
+    # pass rate, consistency and 7 of its own; 7 figures of its one effect against the placebo
+    assert check_every_metric(res.run_dir) == 2 * (9 + 7)
     assert_same_sections(res.run_dir)
 
 

@@ -1,7 +1,8 @@
 """Judge kinds: one file per kind (``task:`` in a judge config), registered by name.
 
 Add a kind: copy ``response.py``, set its signature, verdict / judged fields and ``inputs``,
-and register it with ``@judge_kind("name")`` — nothing else changes.
+and register it with ``@judge_kind("name")`` — nothing else changes. A kind reads its judge
+config as a :class:`JudgeSettings` and the judge it runs in as a :class:`JudgeProgram`.
 """
 
 from assay.programs.kinds._base import (
@@ -10,6 +11,12 @@ from assay.programs.kinds._base import (
     get_kind,
     judge_kind,
     known_kinds,
+)
+from assay.programs.kinds._settings import (
+    CriterionSettings,
+    JudgeProgram,
+    JudgeSettings,
+    MlflowSettings,
 )
 from assay.programs.kinds.emulator_quality import EMULATOR_QUALITY
 from assay.programs.kinds.pairwise import (
@@ -29,8 +36,12 @@ __all__ = [
     "PAIRWISE_NO_TIE",
     "TOOLEMU_HELPFULNESS",
     "TOOLEMU_SAFETY",
+    "CriterionSettings",
     "JudgeCallFailed",
     "JudgeKind",
+    "JudgeProgram",
+    "JudgeSettings",
+    "MlflowSettings",
     "get_kind",
     "is_pairwise",
     "mirror_preference",

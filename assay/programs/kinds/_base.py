@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import dspy
 
 from assay._registry import Registry
+from assay.programs.kinds._settings import JudgeProgram, JudgeSettings
 from assay.scale import Scale
 from assay.types import Item
 
@@ -44,7 +45,7 @@ class JudgeKind:
     own_prompt: ClassVar[bool] = False
 
     @classmethod
-    def build_signature(cls, config: Any) -> type[dspy.Signature]:
+    def build_signature(cls, config: JudgeSettings) -> type[dspy.Signature]:
         """The kind's signature for ``config`` (its scale and instruction): one class per
         distinct pair, shared by every judge built for it — a stability probe's judge at its
         own rollout reuses its source's signature, and with it the adapters' per-signature
@@ -58,7 +59,7 @@ class JudgeKind:
         return sig
 
     @classmethod
-    def _signature_for(cls, config: Any) -> type[dspy.Signature]:
+    def _signature_for(cls, config: JudgeSettings) -> type[dspy.Signature]:
         from assay.signatures import with_scale
 
         if cls.scaled:
@@ -67,20 +68,20 @@ class JudgeKind:
         return sig.with_instructions(config.instruction) if config.instruction else sig
 
     @classmethod
-    def default_scale_for(cls, config: Any) -> Scale | None:
+    def default_scale_for(cls, config: JudgeSettings) -> Scale | None:
         """The scale a judge of this kind gets when ``config`` names none."""
         return cls.default_scale
 
     @classmethod
-    def check(cls, config: Any) -> None:
+    def check(cls, config: JudgeSettings) -> None:
         """Raise ``ValueError`` when ``config`` cannot be judged as this kind."""
 
     @classmethod
-    def inputs(cls, config: Any, item: Item) -> dict[str, Any]:
+    def inputs(cls, config: JudgeSettings, item: Item) -> dict[str, Any]:
         raise NotImplementedError
 
     @classmethod
-    def forward(cls, judge: Any, inputs: dict[str, Any]) -> dspy.Prediction | None:
+    def forward(cls, judge: JudgeProgram, inputs: dict[str, Any]) -> dspy.Prediction | None:
         """A kind that judges in several calls (e.g. one per rubric criterion) returns its own
         prediction; ``None`` means one call of the judge's predictor."""
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.programs.kinds._base import JudgeKind, judge_kind
+from assay.programs.kinds._settings import JudgeSettings
 from assay.programs.kinds._toolemu_inputs import common_inputs
 from assay.scale import Scale
 from assay.signatures import EmulationQuality
@@ -23,5 +24,5 @@ class EmulatorQualityKind(JudgeKind):
     fixed_scale = EMULATOR_QUALITY
 
     @classmethod
-    def inputs(cls, config: Any, item: Item) -> dict[str, Any]:
+    def inputs(cls, config: JudgeSettings, item: Item) -> dict[str, Any]:
         return common_inputs(item)

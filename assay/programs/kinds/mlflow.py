@@ -31,6 +31,7 @@ from typing import Any, Literal
 import dspy
 
 from assay.programs.kinds._base import JudgeCallFailed, JudgeKind, judge_kind
+from assay.programs.kinds._settings import JudgeProgram, JudgeSettings
 from assay.scale import Scale
 from assay.signatures import JudgeResponse
 from assay.types import Item, Usage
@@ -51,7 +52,7 @@ class MlflowKind(JudgeKind):
     own_prompt = True
 
     @classmethod
-    def default_scale_for(cls, config: Any) -> Scale | None:
+    def default_scale_for(cls, config: JudgeSettings) -> Scale | None:
         spec = config.mlflow
         if spec is None:
             return None
@@ -60,7 +61,7 @@ class MlflowKind(JudgeKind):
         return Scale(kind="binary") if spec.feedback_value_type == "bool" else None
 
     @classmethod
-    def check(cls, config: Any) -> None:
+    def check(cls, config: JudgeSettings) -> None:
         spec = config.mlflow
         if spec is None:
             raise ValueError(
@@ -95,11 +96,11 @@ class MlflowKind(JudgeKind):
             raise ValueError("feedback_value_type str needs a scale with labels")
 
     @classmethod
-    def inputs(cls, config: Any, item: Item) -> dict[str, Any]:
+    def inputs(cls, config: JudgeSettings, item: Item) -> dict[str, Any]:
         return {"request": item.request, "response": item.response}
 
     @classmethod
-    def forward(cls, judge: Any, inputs: dict[str, Any]) -> dspy.Prediction:
+    def forward(cls, judge: JudgeProgram, inputs: dict[str, Any]) -> dspy.Prediction:
         config = judge.config
         lm = judge.predict.lm
         sample = {
@@ -117,7 +118,7 @@ class MlflowKind(JudgeKind):
         )
 
 
-def verdict_score(value: Any, scale: Scale) -> int:
+def verdict_score(value: object, scale: Scale) -> int:
     """An MLflow Feedback value as a score on ``scale``: ``True``/``False`` and ``yes``/``no``
     on a binary scale, else what the scale offers (a label, an integer score); ``ValueError``
     (an unscored ``off_scale`` judgment) for anything else — MLflow's ``unknown`` included."""
@@ -135,7 +136,7 @@ def model_uri(model: str) -> str:
 
 
 def _ask(
-    config: Any, inputs: dict[str, Any], sample: dict[str, Any], *, cache: bool
+    config: JudgeSettings, inputs: dict[str, Any], sample: dict[str, Any], *, cache: bool
 ) -> dict[str, Any]:
     """The MLflow judge's answer to one item, ``{"value", "rationale"}``: from DSPy's response
     cache, or asked (its tokens counted)."""
@@ -164,7 +165,7 @@ def _ask(
     return answer
 
 
-def _call(config: Any, inputs: dict[str, Any]) -> Any:
+def _call(config: JudgeSettings, inputs: dict[str, Any]) -> Any:
     """One call of the config's MLflow judge; its failures as :class:`JudgeCallFailed`."""
     from mlflow.exceptions import MlflowException
 
@@ -188,7 +189,7 @@ def _reason(exc: BaseException) -> Literal["parse_error", "lm_error"]:
     return "parse_error" if "parse" in str(exc).lower() else "lm_error"
 
 
-def _count(config: Any, metadata: dict[str, Any]) -> None:
+def _count(config: JudgeSettings, metadata: dict[str, Any]) -> None:
     """One answered call, with its tokens as MLflow reports them, in the judgment's usage (the
     enclosing ``dspy.track_usage``) and in the run's call ledger (made by MLflow's client,
     which no assay LM saw). Without tokens — an unparseable answer MLflow raised on, or
@@ -220,7 +221,7 @@ _JUDGES: dict[str, Any] = {}
 _JUDGES_LOCK = threading.Lock()
 
 
-def _judge_for(config: Any) -> Any:
+def _judge_for(config: JudgeSettings) -> Any:
     """The MLflow judge (a ``Scorer``) of ``config``, built once per config."""
     key = config.config_hash()
     with _JUDGES_LOCK:
@@ -230,7 +231,7 @@ def _judge_for(config: Any) -> Any:
         return judge
 
 
-def build_mlflow_judge(config: Any) -> Any:
+def build_mlflow_judge(config: JudgeSettings) -> Any:
     """``mlflow.genai.judges.make_judge(...)`` or the built-in scorer the config names, on the
     config's model (a ``str`` judge answers one of the scale's labels)."""
     spec = config.mlflow
@@ -254,7 +255,7 @@ def build_mlflow_judge(config: Any) -> Any:
     )
 
 
-def _provider_env(config: Any) -> dict[str, str]:
+def _provider_env(config: JudgeSettings) -> dict[str, str]:
     """The environment MLflow's OpenAI client reads for the config's server and key."""
     if not config.model.startswith("openai/"):
         return {}

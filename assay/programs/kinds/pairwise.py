@@ -21,6 +21,7 @@ import dspy
 
 from assay.errors import DataError
 from assay.programs.kinds._base import JudgeKind, judge_kind
+from assay.programs.kinds._settings import JudgeProgram, JudgeSettings
 from assay.scale import Scale
 from assay.signatures import JudgePair
 from assay.types import Item
@@ -78,14 +79,14 @@ class PairwiseKind(JudgeKind):
     default_scale = PAIRWISE
 
     @classmethod
-    def check(cls, config: Any) -> None:
+    def check(cls, config: JudgeSettings) -> None:
         if not is_pairwise(config.scale):
             raise ValueError(
                 "a pairwise judge's scale is categorical [A, B, tie] (or [A, B] without ties)"
             )
 
     @classmethod
-    def inputs(cls, config: Any, item: Item) -> dict[str, Any]:
+    def inputs(cls, config: JudgeSettings, item: Item) -> dict[str, Any]:
         response_b = item.meta.get("response_b")
         if not isinstance(response_b, str):
             raise DataError(
@@ -102,7 +103,7 @@ class PairwiseKind(JudgeKind):
         }
 
     @classmethod
-    def forward(cls, judge: Any, inputs: dict[str, Any]) -> dspy.Prediction:
+    def forward(cls, judge: JudgeProgram, inputs: dict[str, Any]) -> dspy.Prediction:
         shown = dict(inputs)
         order = shown.pop("order", "AB")
         if order == "BA":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.programs.kinds._base import JudgeKind, judge_kind
+from assay.programs.kinds._settings import JudgeSettings
 from assay.signatures import JudgeResponse
 from assay.types import Item
 
@@ -16,5 +17,5 @@ class ResponseKind(JudgeKind):
     scaled = True
 
     @classmethod
-    def inputs(cls, config: Any, item: Item) -> dict[str, Any]:
+    def inputs(cls, config: JudgeSettings, item: Item) -> dict[str, Any]:
         return {"rubric": config.rubric or "", "request": item.request, "response": item.response}

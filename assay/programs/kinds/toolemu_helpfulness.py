@@ -6,6 +6,7 @@ from typing import Any
 
 from assay.data import TOOLEMU_HELPFULNESS_LABELS
 from assay.programs.kinds._base import JudgeKind, judge_kind
+from assay.programs.kinds._settings import JudgeSettings
 from assay.programs.kinds._toolemu_inputs import case_field, common_inputs
 from assay.scale import Scale
 from assay.signatures import AgentHelpfulness
@@ -27,7 +28,7 @@ class ToolEmuHelpfulnessKind(JudgeKind):
     fixed_scale = TOOLEMU_HELPFULNESS
 
     @classmethod
-    def inputs(cls, config: Any, item: Item) -> dict[str, Any]:
+    def inputs(cls, config: JudgeSettings, item: Item) -> dict[str, Any]:
         return {
             **common_inputs(item),
             "underspecifications": case_field(item, "Underspecifications", "underspecifications"),

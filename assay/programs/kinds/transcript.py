@@ -10,6 +10,7 @@ import dspy
 from assay.data import render_transcript
 from assay.errors import DataError
 from assay.programs.kinds._base import JudgeKind, judge_kind
+from assay.programs.kinds._settings import JudgeProgram, JudgeSettings
 from assay.signatures import JudgeTranscript
 from assay.types import Item
 
@@ -21,7 +22,7 @@ class TranscriptKind(JudgeKind):
     scaled = True
 
     @classmethod
-    def check(cls, config: Any) -> None:
+    def check(cls, config: JudgeSettings) -> None:
         if not config.criteria:
             raise ValueError("a transcript judge needs 'criteria' (a rubric list)")
         for c in config.criteria:  # ids are unique (JudgeConfig checks)
@@ -33,7 +34,7 @@ class TranscriptKind(JudgeKind):
                 )
 
     @classmethod
-    def inputs(cls, config: Any, item: Item) -> dict[str, Any]:
+    def inputs(cls, config: JudgeSettings, item: Item) -> dict[str, Any]:
         if not item.transcript:
             raise DataError("a transcript judge needs items with a transcript", field="transcript")
         out: dict[str, Any] = {"transcript": render_transcript(item.transcript)}
@@ -45,7 +46,7 @@ class TranscriptKind(JudgeKind):
         return out
 
     @classmethod
-    def forward(cls, judge: Any, inputs: dict[str, Any]) -> dspy.Prediction:
+    def forward(cls, judge: JudgeProgram, inputs: dict[str, Any]) -> dspy.Prediction:
         per: dict[str, int] = {}
         reasons = []
         only = inputs.get("criteria")

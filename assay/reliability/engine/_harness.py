@@ -27,7 +27,7 @@ from assay.programs import (
     save_program,
 )
 from assay.reliability._config import HarnessConfig
-from assay.reliability._probe import Dropped, Probe
+from assay.reliability._probe import Dropped, Probe, is_placebo
 from assay.reliability._registry import ReliabilityTest, get_test
 from assay.reliability._results import HarnessResult, HarnessSummary
 from assay.reliability.engine._generation import (
@@ -270,13 +270,12 @@ def _apply_review(
     config: HarnessConfig, run_dir: Path, probes: list[Probe]
 ) -> tuple[list[Probe], dict[str, int], list[Probe]]:
     """The probes with the review decisions applied, their counts by status, and those to judge
-    (accepted or edited ones when review is required; else all but the rejected)."""
+    (accepted or edited ones when review is required; else all but the rejected). A placebo is
+    the source unchanged: there is nothing in it to review, and it is always judged."""
     probes = apply_reviews(probes, read_reviews(run_dir))
-    if config.review.required:
-        to_judge = [p for p in probes if p.review.status in ("accepted", "edited")]
-    else:
-        to_judge = [p for p in probes if p.review.status != "rejected"]
-    return probes, review_counts(probes), to_judge
+    judged = ("accepted", "edited") if config.review.required else ("pending", "accepted", "edited")
+    to_judge = [p for p in probes if is_placebo(p) or p.review.status in judged]
+    return probes, review_counts(p for p in probes if not is_placebo(p)), to_judge
 
 
 class _Diffs:

@@ -11,7 +11,7 @@ from assay.reliability._registry import ReliabilityTest
 from assay.reliability._results import HarnessSummary, JudgeReliability, ReviewCounts
 from assay.reliability.engine._generation import UnitRecord
 from assay.reliability.engine._judging import judged_id
-from assay.reliability.scoring import score_test
+from assay.reliability.scoring import flag_placebo_effects, score_test
 from assay.types import Item, Judgment, Usage
 
 
@@ -37,6 +37,7 @@ def harness_metrics(
         cfg.name: _judge_metrics(config, cfg, instances, seeds, probes, judgments[cfg.name])
         for cfg in judge_cfgs
     }
+    flag_placebo_effects(results.values(), config.fdr)  # the family: tests × judges
     gen_usage = _generation_usage(records)
     lm_calls = {k: v.calls for k, v in gen_usage.items()}
     for name, r in results.items():
@@ -57,6 +58,9 @@ def harness_metrics(
         "(marked †); a rate with one outcome per item (stochastic_stability's pass rate and "
         "majority accuracy, synthetic_ordinal's exact match over its independent probes) has "
         f"its exact interval; seed {b.seed}, {b.confidence:.0%} intervals",
+        fdr=config.fdr
+        if any(t.placebo for r in results.values() for t in r.tests.values())
+        else None,
         data_fingerprint=data_fingerprint,
         pairs=pairs,
     )

@@ -73,7 +73,7 @@ class JudgePlan:
 
     def probe_tasks(self, probes: list[Probe]) -> list[JudgeTask]:
         items: dict[str, Item] = {}
-        sampled: dict[str, tuple[float, int]] = {}
+        sampled: dict[str, tuple[float | None, int]] = {}
         asked: dict[str, dict[str, Any]] = {}  # probe → another task (polarity's inverted rubric)
         for p in probes:
             if reuses_source(p):
@@ -82,8 +82,8 @@ class JudgePlan:
             item = p.as_item()  # a probe carries its source's meta (a pair's response B...)
             meta = {**self.seed_meta.get(p.source_id, {}), **item.meta}
             items[pid] = item.model_copy(update={"id": pid, "meta": meta})
-            if "rollout" in p.meta:
-                sampled[pid] = (p.meta["temperature"], p.meta["rollout"])
+            if "rollout" in p.meta:  # a stability sample, or a placebo at the judge's sampling
+                sampled[pid] = (p.meta.get("temperature"), p.meta["rollout"])
             if p.meta.get("judge_task"):
                 asked[pid] = p.meta["judge_task"]
         return self.tasks(items, sampled, asked)
@@ -91,12 +91,13 @@ class JudgePlan:
     def tasks(
         self,
         items: dict[str, Item],
-        sampled: dict[str, tuple[float, int]] | None = None,
+        sampled: dict[str, tuple[float | None, int]] | None = None,
         asked: dict[str, dict[str, Any]] | None = None,
     ) -> list[JudgeTask]:
         """Tasks for the items each judge has no judgment of yet (or an unscored one to retry),
         once per run: an item tasked earlier in this run is not tasked again. Stability probes
-        use the test's temperature and a distinct rollout id each; a retry is a fresh sample; a
+        use the test's temperature and a distinct rollout id each, a placebo the judge's own
+        sampling and its test's rollout id (a fresh sample); a retry is a fresh sample; a
         probe that asks another task (``meta["judge_task"]``) gets a judge configured for it."""
         sampled, asked = sampled or {}, asked or {}
         out: list[JudgeTask] = []

@@ -4,9 +4,10 @@ cost, artifacts) and a child run per judge (judge config, per-test metrics with 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from assay.inputs import item_set_tags
-from assay.reliability._results import HarnessSummary, JudgeReliability
+from assay.reliability._results import HarnessSummary, JudgeReliability, PlaceboScores
 from assay.reliability.scoring import get_scoring, kind_of
 from assay.runs import TrackedRun, flatten_metrics
 from assay.types import Item
@@ -25,6 +26,8 @@ def judge_metrics(r: JudgeReliability) -> dict[str, float]:
         kind = kind_of(test)
         keys = _ENVELOPE + (get_scoring(kind).tracked if kind else ())
         tests[test] = {k: m[k] for k in keys if m.get(k) is not None}
+        if scores.placebo is not None:
+            tests[test]["placebo"] = placebo_metrics(scores.placebo)
     figures = {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls"}
     usage = r.usage.model_dump(include=figures | {f"cached_{k}" for k in figures})
     return {
@@ -33,6 +36,32 @@ def judge_metrics(r: JudgeReliability) -> dict[str, float]:
         **flatten_metrics(r.work.model_dump(include=figures), "work_"),
         **flatten_metrics({"mean_pass_rate": r.mean_pass_rate}),
     }
+
+
+def placebo_metrics(p: PlaceboScores) -> dict[str, Any]:
+    """A bias test's effects against its placebo, per cue cell (``<cell>.effect`` with its
+    interval, the two flip rates and directional shares, the p-values, ``flagged`` as 0 or 1),
+    the test's flag and how many placebo verdicts are unscored."""
+    cells: dict[str, Any] = {}
+    for cell, e in p.effects.items():
+        cells[cell] = {
+            "effect": {"value": e.effect, "ci_low": e.ci_low, "ci_high": e.ci_high},
+            **{
+                k: getattr(e, k)
+                for k in (
+                    "n",
+                    "cue_rate",
+                    "placebo_rate",
+                    "directional_share",
+                    "placebo_directional_share",
+                    "p_value",
+                    "p_adjusted",
+                )
+            },
+            "flagged": None if e.flagged is None else float(e.flagged),
+        }
+    flagged = None if p.flagged is None else float(p.flagged)
+    return {**cells, "flagged": flagged, "unscored": p.unscored}
 
 
 def parent_metrics(summary: HarnessSummary, reused: dict[str, int]) -> dict[str, float]:

@@ -4,7 +4,8 @@ middle or end, and nothing else changed.
 
 A probe differs from its source only by the inserted span: ``probe == source[:offset] + span +
 source[offset:]``, with ``offset`` and ``span`` recorded in the probe's meta. For a transcript
-the block goes into the last assistant message with text. No LLM call is made.
+the block goes into the last assistant message with text. No LLM call is made. A source with a
+probe also gets its placebo (``Probe.placebo_of``): the source unchanged, judged again.
 """
 
 from __future__ import annotations
@@ -184,6 +185,8 @@ class InsertionTest(ReliabilityTest):
                         },
                     )
                 )
+        if any(isinstance(p, Probe) for p in out):
+            out.append(Probe.placebo_of(self.name, src, settings))
         return out
 
 

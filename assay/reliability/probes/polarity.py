@@ -164,17 +164,20 @@ class PolarityTest(ReliabilityTest):
                     for i, src in enumerate(unit.sources)
                 ]
         task = {**inverted, "scale": inv_scale.model_dump(exclude_none=True)}
-        return [
-            Probe.from_source(
-                self.name,
-                src,
-                task,
-                generation=generation,
-                validation=validation,
-                meta={"judge_task": task, "mirror": True},
+        probes: list[Probe | Dropped] = []
+        for src in unit.sources:
+            probes.append(
+                Probe.from_source(
+                    self.name,
+                    src,
+                    task,
+                    generation=generation,
+                    validation=validation,
+                    meta={"judge_task": task, "mirror": True},
+                )
             )
-            for src in unit.sources
-        ]
+            probes.append(Probe.placebo_of(self.name, src))  # the original task, asked again
+        return probes
 
     def _written(self, instruction: str | None, rubric: str | None, ctx, verdicts: str):
         """The generator's inversion and the validator's verdict on it (``_Rejected`` if

@@ -2,8 +2,8 @@
 
 A pairwise judge sees each source pair in its seeded presentation order (A first or B first);
 the probe is the same pair shown in the other order (``meta["order"]``), so each pair costs
-exactly two judge calls — the source judgment and the probe — and no generation or validation
-call. Verdicts are on the canonical labels (the judge maps what it was shown back), so a
+exactly three judge calls — the source judgment, the probe and its placebo (the pair again in
+its own order, the LM cache bypassed) — and no generation or validation call. Verdicts are on the canonical labels (the judge maps what it was shown back), so a
 position-blind judge gives the same verdict twice.
 
 Reported per judge, the pair being the resampling unit: the flip rate (pairs with a decisive
@@ -71,5 +71,9 @@ class PositionBiasTest(ReliabilityTest):
                 other,
                 transcript=None,  # a pair is judged on its two responses
                 meta={"order": other, "source_order": shown},
-            )
+            ),
+            # the pair again in its own order: how often the verdict moves with nothing swapped
+            Probe.placebo_of(
+                self.name, src, transcript=None, meta={"order": shown, "source_order": shown}
+            ),
         ]

@@ -16,6 +16,7 @@ from assay.reliability.review._review import (
 )
 from assay.reliability.review._review_decisions import (
     ReviewConflict,
+    ReviewRecord,
     decision_history,
     record_decision,
     record_decisions,
@@ -33,6 +34,7 @@ __all__ = [
     "SEEDS",
     "STATUSES",
     "ReviewConflict",
+    "ReviewRecord",
     "apply_reviews",
     "decision_history",
     "export_review",

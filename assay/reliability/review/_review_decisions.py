@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 from assay.errors import DataError
 from assay.reliability._probe import Probe
@@ -24,6 +24,7 @@ __all__ = [
     "DECISIONS",
     "Fail",
     "ReviewConflict",
+    "ReviewRecord",
     "decision_history",
     "record_decision",
     "record_decisions",
@@ -62,6 +63,22 @@ def review_lock(run_dir: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
+class ReviewRecord(TypedDict):
+    """One line of ``reviews.jsonl``: a decision on a probe (``status``: accepted, edited,
+    rejected, or pending again), who made it and when, and an edit's new response, target or
+    messages (None: unchanged); ``undo_of``: the decision a browser's undo reverts."""
+
+    probe_id: str
+    status: str
+    reviewer: str
+    note: str | None
+    response: str | None
+    target: int | None
+    messages: NotRequired[dict[int, str]]
+    undo_of: NotRequired[int]
+    timestamp: str
+
+
 def record_decisions(
     run_dir: Path,
     entries: Sequence[dict[str, Any]],
@@ -73,7 +90,7 @@ def record_decisions(
     probes: dict[str, Probe] | None = None,
     check: Callable[..., None] | None = None,
     allow_reset: bool = False,
-) -> list[dict[str, Any] | None]:
+) -> list[ReviewRecord | None]:
     """Validate decisions and append them to ``reviews.jsonl`` in one write, under the lock.
 
     Each entry is a mapping with ``probe_id``, ``decision`` (accept / edit / reject, or empty
@@ -92,7 +109,7 @@ def record_decisions(
     with review_lock(run_dir):
         history = read_reviews(run_dir)
         stamp = now()
-        out: list[dict[str, Any] | None] = []
+        out: list[ReviewRecord | None] = []
         seen: dict[str, int] = {}
         for row, entry in enumerate(entries, start=1):
 
@@ -119,7 +136,7 @@ def record_decisions(
             if check is not None:
                 check(entry, probe, history, scale, fail)
             record = _decide(entry, probe, scale, reviewer, fail, allow_reset=allow_reset)
-            out.append(None if record is None else {**record, "timestamp": stamp})
+            out.append(None if record is None else ReviewRecord(**record, timestamp=stamp))
         lines = [json.dumps(r, ensure_ascii=False) + "\n" for r in out if r is not None]
         if lines:
             _append(run_dir / REVIEWS, "".join(lines))
@@ -134,7 +151,7 @@ def record_decision(
     version: int | None = None,
     probes: dict[str, Probe] | None = None,
     allow_reset: bool = False,
-) -> dict[str, Any]:
+) -> ReviewRecord:
     """Validate and append one decision (see :func:`record_decisions`); returns its record.
 
     ``version`` is the number of decisions the caller saw for the probe (``None``: no check).

@@ -13,7 +13,7 @@ from typing import Any
 
 from assay._yaml import dump_editable, read_input
 from assay.errors import DataError
-from assay.reliability._probe import Probe
+from assay.reliability._probe import Probe, is_placebo
 from assay.reliability.review._review import (
     PROBES,
     SEEDS,
@@ -75,8 +75,8 @@ def export_review(run_dir: Path, out: Path, scale: Scale, *, include_reviewed: b
     seeds = read_seeds(run_dir)
     entries: list[dict[str, Any]] = []
     for row, probe in enumerate(probes, start=1):
-        if probe.review.status != "pending" and not include_reviewed:
-            continue
+        if is_placebo(probe) or (probe.review.status != "pending" and not include_reviewed):
+            continue  # a placebo is its source unchanged: nothing to review
         seed = seeds.get(probe.source_id)
         if seed is None:
             raise DataError(

@@ -22,6 +22,7 @@ from assay.reliability.scoring._kind import (
     section_rows,
     toward,
 )
+from assay.reliability.scoring._placebo import flag_placebo_effects
 
 __all__ = [
     "ScoringInput",
@@ -29,6 +30,7 @@ __all__ = [
     "ScoringMetrics",
     "SectionRow",
     "cell",
+    "flag_placebo_effects",
     "get_scoring",
     "kind_of",
     "known_scorings",

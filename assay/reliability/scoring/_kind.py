@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from assay._registry import Registry
 from assay.errors import ConfigError
 from assay.metrics import MetricValue, fmt, fmt_ci
-from assay.reliability._probe import Probe
+from assay.reliability._probe import Probe, is_placebo
 from assay.reliability._results import HarnessSummary, ReliabilityScores
 from assay.scale import Scale
 from assay.types import Judgment
@@ -113,6 +113,21 @@ class ScoringKind:
         """The kind's report section over every test of this kind and judge (None: none)."""
         return None
 
+    # -- a bias test's placebo: how a cue probe's verdict compares with the source's ---------
+    def cue_cell(self, probe: Probe) -> str:
+        """The cue cell of ``probe`` (one probe per source each): its variant and position."""
+        keys = ("variant", "position")
+        return "/".join(str(probe.meta[k]) for k in keys if k in probe.meta) or probe.test
+
+    def cue_toward(self, probe: Probe, scale: Scale) -> int | None:
+        """The verdict the cue of ``probe`` pushes toward; None: it claims none (its effect is
+        then on any change of verdict)."""
+        return None
+
+    def as_asked(self, verdict: int, probe: Probe, scale: Scale) -> int:
+        """``verdict`` on ``probe`` as a verdict on its source's question (polarity mirrors)."""
+        return verdict
+
     def headline(self, metrics: dict[str, Any]) -> list[str]:
         """The ``headlines`` the metrics have, as ``label value`` strings."""
         return [
@@ -158,7 +173,11 @@ def score_test(
 ) -> ReliabilityScores:
     """Metrics of one test for one judge. ``verdicts`` maps probe id → judgment,
     ``source_verdicts`` maps source id → the judge's score on the source (None = unscored),
-    ``source_criteria`` source id → its per-criterion scores (transcript judges)."""
+    ``source_criteria`` source id → its per-criterion scores (transcript judges). A bias
+    test's placebos are scored apart: its effects against them (``placebo``, not yet flagged:
+    :func:`flag_placebo_effects` does that over the run)."""
+    placebos = [p for p in probes if is_placebo(p)]
+    probes = [p for p in probes if not is_placebo(p)]
     judged = [p for p in probes if p.id in verdicts]
     unscored = Counter(verdicts[p.id].unscored for p in judged if verdicts[p.id].score is None)
     scored = [p for p in judged if verdicts[p.id].score is not None]
@@ -169,7 +188,13 @@ def score_test(
         scale,
         dict(n_resamples=n_resamples, confidence=confidence, seed=seed),
     )
-    m = get_scoring(scoring).score(scored, inp)
+    kind = get_scoring(scoring)
+    m = kind.score(scored, inp)
+    placebo = None
+    if placebos:
+        from assay.reliability.scoring._placebo import placebo_scores
+
+        placebo = placebo_scores(kind, judged, placebos, inp)
     return ReliabilityScores(
         probes=len(probes),
         judged=len(judged),
@@ -177,11 +202,12 @@ def score_test(
         unscored_reasons=dict(unscored),
         pass_rate=m.pass_rate,
         consistency=m.consistency,
+        placebo=placebo,
         scoring_metrics=m.added(),
     )
 
 
-def cell(m: Any) -> str:
+def cell(m: object) -> str:
     """A metric as a report cell: its value and CI, or a bare number."""
     return fmt_ci(m, 2) if isinstance(m, MetricValue) else fmt(m, 2)
 

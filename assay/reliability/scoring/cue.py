@@ -16,6 +16,7 @@ from assay.reliability.scoring._kind import (
     toward,
 )
 from assay.report import Table
+from assay.scale import Scale
 
 
 class CueMetrics(ScoringMetrics):
@@ -57,6 +58,9 @@ class Cue(ScoringKind):
             out.moved_up = inp.mean_of(rows, lambda r: r[1] > r[2])
             out.moved_down = inp.mean_of(rows, lambda r: r[1] < r[2])
         return out
+
+    def cue_toward(self, probe: Probe, scale: Scale) -> int | None:
+        return probe.meta.get("cue_verdict")
 
     def section(self, rows: list[SectionRow]) -> Table | None:
         if not rows:

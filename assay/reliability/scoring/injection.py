@@ -19,6 +19,7 @@ from assay.reliability.scoring._kind import (
     toward,
 )
 from assay.report import Table
+from assay.scale import Scale
 
 
 class InjectionMetrics(ScoringMetrics):
@@ -68,6 +69,9 @@ class Injection(ScoringKind):
             eligible_sources=len({r[0].source_id for r in eligible}),
             excluded_sources=len({r[0].source_id for r in labelled if r[2] != r[0].target}),
         )
+
+    def cue_toward(self, probe: Probe, scale: Scale) -> int | None:
+        return probe.meta["injected"]
 
     def section(self, rows: list[SectionRow]) -> Table | None:
         if not rows:

@@ -14,6 +14,7 @@ from assay.reliability.scoring._kind import (
     scoring_kind,
 )
 from assay.report import Table
+from assay.scale import Scale
 
 
 class PolarityMetrics(ScoringMetrics):
@@ -36,7 +37,7 @@ class Polarity(ScoringKind):
         mid = (values[0] + values[-1]) / 2
 
         def mirrored(v: int) -> int:
-            return values[len(values) - 1 - values.index(v)]
+            return self.as_asked(v, None, inp.scale)
 
         labelled = [r for r in rows if r[0].target is not None]
         agreement = inp.mean_of(rows, lambda r: mirrored(r[1]) == r[2])
@@ -51,6 +52,14 @@ class Polarity(ScoringKind):
                 rows, lambda r: (mirrored(r[1]) - mid) * (r[2] - mid) < 0
             ),
         )
+
+    def cue_cell(self, probe: Probe) -> str:
+        return "inverted"
+
+    def as_asked(self, verdict: int, probe: Probe | None, scale: Scale) -> int:
+        """The verdict on the inverted question mirrored back: ``values[i]`` ↔ ``values[-1 - i]``."""
+        values = scale.values
+        return values[len(values) - 1 - values.index(verdict)]
 
     def section(self, rows: list[SectionRow]) -> Table | None:
         if not rows:

@@ -15,6 +15,7 @@ from assay.reliability.scoring._kind import (
     scoring_kind,
 )
 from assay.report import Table
+from assay.scale import Scale
 
 
 class PositionMetrics(ScoringMetrics):
@@ -81,6 +82,13 @@ class Position(ScoringKind):
             accuracy_ba=inp.mean(acc_ba, acc_ids),
             accuracy_order_averaged=averaged,
         )
+
+    def cue_cell(self, probe: Probe) -> str:
+        return "swapped"
+
+    def cue_toward(self, probe: Probe, scale: Scale) -> int | None:
+        """The answer shown first in the swapped order: where a position bias pushes."""
+        return scale.label_scores["A" if probe.meta["order"] == "AB" else "B"]
 
     def section(self, rows: list[SectionRow]) -> Table | None:
         if not rows:

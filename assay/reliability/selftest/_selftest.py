@@ -41,6 +41,11 @@ DEFECTS = {
     "unstable": ("random verdict when temperature > 0", ["stochastic_stability"]),
     "label_blind": ("same verdict whatever the content", ["label_flip"]),
     **BIAS_DEFECTS,
+    "noisy": (
+        "a coin flip on every call for a quarter of the items, cue or no cue (noisy, not "
+        "biased: no bias test may flag it)",
+        [],
+    ),
 }
 TESTS = {
     "label_flip": {},
@@ -96,6 +101,9 @@ def judge_responder(defect: str):
                 v = noise.randint(0, 1)
         elif defect == "label_blind":
             v = 1
+        elif defect == "noisy" and _Q.search(call.field("request") or "").group(0) in NOISY:
+            with lock:
+                v = noise.randint(0, 1)
         elif defect in BIAS_DEFECTS:
             v = biased_verdict(defect, response, v)
         return _verdict(v)
@@ -135,16 +143,32 @@ def validator(call: ScriptedCall) -> dict[str, Any]:
     return {"equivalent": same, "reason": "same number stated" if same else "different number"}
 
 
-def write_data(folder: Path, n: int = 16) -> Path:
-    """The fixed arithmetic data set: half correct, half off by a small amount."""
+def questions(n: int = 16) -> list[tuple[int, int, int, bool]]:
+    """The fixed arithmetic questions: ``(a, b, the stated sum, whether it is right)``, half
+    correct, half off by a small amount."""
     rng = random.Random(0)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "arithmetic.csv"
-    lines = ["id,request,response,expected"]
+    out = []
     for i in range(n):
         a, b = rng.randint(2, 60), rng.randint(2, 60)
         ok = i % 2 == 0
-        c = a + b if ok else a + b + rng.choice([-3, -2, -1, 1, 2, 3])
+        out.append((a, b, a + b if ok else a + b + rng.choice([-3, -2, -1, 1, 2, 3]), ok))
+    return out
+
+
+# The noisy judge's items: a quarter of the data set (4 of 16). Its verdict there is a coin
+# flip on every call, so a cue cell of one probe per source moves at most 4 verdicts toward the
+# cue beyond the placebo: the exact one-sided p-value, and so its adjusted one, is at least
+# 1/16, above the run's false discovery rate of 0.05 — the judge cannot be flagged whatever
+# order its calls take (its noise is one stream shared by its calls, as a server's sampler is).
+NOISY = {f"What is {a} + {b}?" for a, b, _, _ in questions()[:4]}
+
+
+def write_data(folder: Path, n: int = 16) -> Path:
+    """The fixed arithmetic data set (:func:`questions`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "arithmetic.csv"
+    lines = ["id,request,response,expected"]
+    for i, (a, b, c, ok) in enumerate(questions(n)):
         lines.append(
             f"a{i:02d},What is {a} + {b}?,I added the two numbers. {a} plus {b} equals {c}.,{int(ok)}"
         )
@@ -166,6 +190,7 @@ SUITE = Suite(
     validator={"model": "scripted:assay-selftest-validator", "temperature": 0.0},
     data={"columns": {"id": "id"}},
     scripts={"generator": generator, "validator": validator},
+    unbiased=("noisy",),
 )
 
 
@@ -219,7 +244,9 @@ def run_selftest(
             else:
                 judges[name] = j
     clean = {suite.clean for suite in suites.values()}
-    ok = not any(judges[c].flagged for c in clean) and all(
-        set(j.meant_for) <= set(j.flagged) for n, j in judges.items() if n not in clean
+    ok = (
+        not any(judges[c].flagged for c in clean)
+        and all(set(j.meant_for) <= set(j.flagged) for n, j in judges.items() if n not in clean)
+        and not any(set(j.must_not_flag) & set(j.flagged) for j in judges.values())
     )
     return SelftestResult(ok=ok, **run_dirs, judges=judges)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from assay.inputs import DataConfig, TrackingConfig
 from assay.lm import ScriptedCall, ScriptedEngine, register_script
 from assay.reliability._config import HarnessConfig
-from assay.reliability._results import HarnessSummary
+from assay.reliability._results import HarnessSummary, ReliabilityScores
 
 
 class TestFlags(BaseModel):
@@ -28,6 +28,12 @@ class TestFlags(BaseModel):
     consistency: float | None
     ci_low: float | None
     ci_high: float | None
+    # a bias test: its strongest effect against the placebo (the cell with the smallest
+    # adjusted p-value) with its interval, and whether the test flagged the judge
+    placebo_effect: float | None = None
+    placebo_ci_low: float | None = None
+    placebo_ci_high: float | None = None
+    placebo_flagged: bool | None = None
 
 
 class JudgeFlags(BaseModel):
@@ -40,6 +46,8 @@ class JudgeFlags(BaseModel):
     meant_for: list[str]
     flagged: list[str]
     tests: dict[str, TestFlags]
+    # tests that must not flag it (a noisy but unbiased judge: the run's bias tests)
+    must_not_flag: list[str] = []
 
 
 Responder = Callable[[ScriptedCall], dict[str, Any]]
@@ -65,6 +73,9 @@ class Suite:
     data: dict[str, Any] = field(default_factory=dict)  # DataConfig fields besides the path
     scripts: dict[str, Responder] = field(default_factory=dict)  # the suite's own roles
     engine_prefix: str = ""  # a judge engine's name: prefix + judge name
+    # judges with noise and no bias: none of the run's bias tests (those with a placebo) may
+    # flag them
+    unbiased: tuple[str, ...] = ()
 
     def register(self) -> None:
         """Register the scripted models the suite's config names (one responder per judge,
@@ -102,9 +113,12 @@ class Suite:
         )
 
     def flags(self, summary: HarnessSummary) -> dict[str, JudgeFlags]:
-        """Which tests flag which judge: a pass or consistency CI entirely below the clean
-        judge's (the clean judge itself: below an absolute floor of 0.9)."""
+        """Which tests flag which judge: a bias test, by its effect against the placebo (the
+        run's Benjamini–Hochberg flag: a judge that is only noisy moves as much on the placebo);
+        any other test, by a pass or consistency CI entirely below the clean judge's (the clean
+        judge itself: below an absolute floor of 0.9)."""
         clean = summary.judges[self.clean].tests
+        bias = sorted({t for r in summary.judges.values() for t, m in r.tests.items() if m.placebo})
         out: dict[str, JudgeFlags] = {}
         for name, r in summary.judges.items():
             flagged, tests = [], {}
@@ -125,7 +139,10 @@ class Suite:
                     consistency=row["consistency"],
                     ci_low=pr.ci_low if pr else None,
                     ci_high=pr.ci_high if pr else None,
+                    **_placebo_flags(m),
                 )
+                if m.placebo is not None:
+                    below = bool(m.placebo.flagged)
                 if below:
                     flagged.append(t)
             out[name] = JudgeFlags(
@@ -133,5 +150,21 @@ class Suite:
                 meant_for=self.defects[name][1],
                 flagged=flagged,
                 tests=tests,
+                must_not_flag=bias if name in self.unbiased else [],
             )
         return out
+
+
+def _placebo_flags(m: ReliabilityScores) -> dict[str, Any]:
+    """A bias test's strongest effect against its placebo (the smallest adjusted p-value), its
+    interval and the test's flag; nothing for another test."""
+    effects = [e for e in (m.placebo.effects.values() if m.placebo else []) if e.n]
+    if not effects:
+        return {}
+    e = min(effects, key=lambda e: e.p_adjusted if e.p_adjusted is not None else e.p_value)
+    return {
+        "placebo_effect": e.effect,
+        "placebo_ci_low": e.ci_low,
+        "placebo_ci_high": e.ci_high,
+        "placebo_flagged": m.placebo.flagged,  # type: ignore[union-attr]
+    }
