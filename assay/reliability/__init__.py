@@ -14,6 +14,7 @@ from assay.reliability._registry import (
     reliability_test,
 )
 from assay.reliability._results import (
+    AskedScores,
     CriterionScores,
     HarnessResult,
     HarnessSummary,
@@ -78,6 +79,7 @@ __all__ = [
     "review_lock",
     "judge_metrics",
     "judged_id",
+    "AskedScores",
     "CriterionScores",
     "Dropped",
     "FormatTest",
