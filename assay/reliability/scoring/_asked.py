@@ -17,6 +17,9 @@ from assay.reliability.scoring._kind import ScoringInput, cell
 ORIGINAL = "original"
 """The key of the judge's own task among the ways of asking it."""
 
+SHORT = {"kappa_quadratic": "κ quadratic", "kappa_categorical": "κ"}
+"""How a report names the agreement metric a row leads with."""
+
 # One verdict: (the probe, or None for the source itself; the verdict as answered; mapped back)
 Verdict = tuple[Probe | None, int, int]
 

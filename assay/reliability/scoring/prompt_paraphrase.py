@@ -12,6 +12,7 @@ from assay.reliability._probe import Probe
 from assay.reliability._results import AskedScores
 from assay.reliability.scoring._asked import (
     ORIGINAL,
+    SHORT,
     agreement_cell,
     main_agreement,
     value,
@@ -32,7 +33,8 @@ class PromptParaphraseMetrics(ScoringMetrics):
     source_unscored: int
     # the judge's own task on the same sources (``original``), then each paraphrase
     paraphrases: dict[str, AskedScores]
-    worst_paraphrase: str | None  # the paraphrase whose verdicts changed most often
+    # the paraphrase whose verdicts changed most often (None: none changed any)
+    worst_paraphrase: str | None
     worst_change_rate: MetricValue | None
 
 
@@ -48,7 +50,7 @@ class PromptParaphrase(ScoringKind):
         for name, p in {self.cue_cell(p): p for p in scored}.items():
             task = p.meta["judge_task"]
             ways[name].instruction, ways[name].rubric = task.get("instruction"), task["rubric"]
-        asked = {k: w for k, w in ways.items() if k != ORIGINAL and w.changed is not None}
+        asked = {k: w for k, w in ways.items() if k != ORIGINAL and value(w.changed)}
         worst = max(asked, key=lambda k: (value(asked[k].changed), k), default=None)
         labelled = [r for r in rows if r[0].target is not None]
         return PromptParaphraseMetrics(
@@ -89,7 +91,8 @@ class PromptParaphrase(ScoringKind):
                 )
         return Table(
             "Prompt paraphrase (the judge's own instruction and rubric in other words)",
-            ["judge", "task", "verdicts", "changed from the source verdict", metric, "accuracy"]
+            ["judge", "task", "verdicts", "changed from the source verdict", SHORT[metric]]
+            + ["accuracy"]
             + ["labelled"],
             table,
             note="The change beyond the judge's own noise, per paraphrase, is in the table of "

@@ -9,7 +9,13 @@ from typing import Any
 
 from assay.reliability._probe import Probe
 from assay.reliability._results import AskedScores
-from assay.reliability.scoring._asked import ORIGINAL, agreement_cell, main_agreement, ways_asked
+from assay.reliability.scoring._asked import (
+    ORIGINAL,
+    SHORT,
+    agreement_cell,
+    main_agreement,
+    ways_asked,
+)
 from assay.reliability.scoring._kind import (
     ScoringInput,
     ScoringKind,
@@ -67,8 +73,11 @@ class ScaleGranularity(ScoringKind):
         if not ways:
             return []
         metric = main_agreement(ways)  # type: ignore[arg-type]
-        shown = [f"{w.points}-point {agreement_cell(w, metric)}" for w in ways.values()]
-        return [f"{metric}: " + " · ".join(shown)]
+        shown = [
+            f"{'own ' if name == ORIGINAL else ''}{w.points}-point {agreement_cell(w, metric)}"
+            for name, w in ways.items()
+        ]
+        return [f"{SHORT[metric]} " + " · ".join(shown)]
 
     def section(self, rows: list[SectionRow]) -> Table | None:
         rows = [r for r in rows if r[2].get("granularities")]
@@ -88,7 +97,7 @@ class ScaleGranularity(ScoringKind):
                 )
         return Table(
             "Scale granularity (the judge's rubric on a coarser and a finer scale, mapped back)",
-            ["judge", "scale", "mapped back", "verdicts", metric, "accuracy", "labelled"]
+            ["judge", "scale", "mapped back", "verdicts", SHORT[metric], "accuracy", "labelled"]
             + ["verdicts as answered", "mapped back", "changed from the source verdict"],
             table,
             note="A point of the asked scale maps back to the judge's score at the same "
