@@ -11,8 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pytest
 
@@ -21,7 +20,7 @@ from assay.errors import ConfigError
 from assay.reliability import HarnessConfig, get_test, run_harness
 from assay.scale import Scale
 from tests.reliability.test_bias_probes import truth
-from tests.reliability.test_placebo_effects import read_jsonl, register, write_items
+from tests.reliability.test_placebo_effects import persona, read_jsonl, register, write_items
 
 N = 30
 RUBRIC = "State the correct sum."
@@ -62,26 +61,15 @@ def accept(call):
     return {"same_meaning": True, "reason": "same criteria"}
 
 
-def persona(seed: int, *, noise: float, wording: float = 0.0):
-    """A judge sampled like a server (the k-th call of a prompt draws from a stream of its
-    own): a coin flip with probability ``noise`` on any call; with probability ``wording``, the
-    other verdict whenever its rubric is not the original one (it follows the words)."""
-    seen: dict[str, int] = defaultdict(int)
-    lock = threading.Lock()
-
-    def draw(*key) -> float:
-        digest = hashlib.sha256(repr((seed, *key)).encode()).digest()
-        return int.from_bytes(digest[:8], "big") / 2**64
+def wordy(seed: int, share: float = 0.5):
+    """A judge that follows the words of its task: the right verdict under its own rubric,
+    the other one on a share of the items (drawn per prompt, seeded) under any other."""
 
     def respond(call):
-        with lock:
-            k = seen[call.prompt]
-            seen[call.prompt] += 1
         v = truth(call)
-        if RUBRIC not in call.prompt and draw(call.prompt, k, "w") < wording:
+        digest = hashlib.sha256(repr((seed, call.prompt)).encode()).digest()
+        if RUBRIC not in call.prompt and int.from_bytes(digest[:8], "big") / 2**64 < share:
             v = 1 - v
-        elif draw(call.prompt, k, "n") < noise:
-            v = int(draw(call.prompt, k, "coin") < 0.5)
         return {"verdict": "correct" if v else "incorrect"}
 
     return respond
@@ -89,12 +77,13 @@ def persona(seed: int, *, noise: float, wording: float = 0.0):
 
 # -- prompt_paraphrase -------------------------------------------------------------------------
 def test_a_wording_follower_is_flagged_and_a_noisy_judge_is_not_over_seeds(tmp_path):
-    """A simulation over 5 seeds (30 sources, 3 paraphrases each): a judge that flips a coin
-    on 30% of its calls, whatever it is asked, has each paraphrase's 95% interval of the effect
-    against the placebo around 0 and unflagged in 15 of 15 cells (14.25 expected at the
-    nominal level); a judge that gives the other verdict on half the items whenever its rubric
-    is reworded (and no noise: true effect 0.5) is flagged in every cell, and its intervals
-    cover 0.5 in 15 of 15."""
+    """A simulation over 5 seeds (30 sources, 3 paraphrases each, one worker, so each seed's
+    draws are fixed): a judge that flips a coin on 30% of its calls, whatever it is asked, has
+    each paraphrase's 95% interval of the effect against the placebo around 0 and unflagged in
+    14 of 15 cells (14.25 expected at the nominal level; at least 13 holds with probability
+    0.96); a judge that gives the other verdict on half the items whenever its rubric is
+    reworded (true effect 0.5: its placebo never moves) is flagged in 15 of 15 cells, its
+    interval covering 0.5 in 14 of 15."""
     register_writer = register("ps-gen", writer())
     register("ps-val", accept)
     assert register_writer.n_calls == 0
@@ -103,28 +92,28 @@ def test_a_wording_follower_is_flagged_and_a_noisy_judge_is_not_over_seeds(tmp_p
         folder = tmp_path / str(seed)
         folder.mkdir()
         register(f"ps-noisy-{seed}", persona(100 + seed, noise=0.3))
-        register(f"ps-wordy-{seed}", persona(200 + seed, noise=0.0, wording=0.5))
+        register(f"ps-wordy-{seed}", wordy(200 + seed))
         judges = {"noisy": f"scripted:ps-noisy-{seed}", "wordy": f"scripted:ps-wordy-{seed}"}
         res = run_harness(
             config(folder, judges, {"prompt_paraphrase": {}}), workdir=folder, progress=False
         )
         noisy = res.summary.judges["noisy"].tests["prompt_paraphrase"].placebo
-        wordy = res.summary.judges["wordy"].tests["prompt_paraphrase"].placebo
-        assert set(noisy.effects) == set(wordy.effects) == {"p1", "p2", "p3"}
+        follower = res.summary.judges["wordy"].tests["prompt_paraphrase"].placebo
+        assert set(noisy.effects) == set(follower.effects) == {"p1", "p2", "p3"}
         covered += [e.ci_low <= 0 <= e.ci_high and not e.flagged for e in noisy.effects.values()]
-        found += [e.flagged and e.ci_low > 0 for e in wordy.effects.values()]
-        hit += [e.ci_low <= 0.5 <= e.ci_high for e in wordy.effects.values()]
-        assert wordy.flagged and not noisy.flagged
-    assert sum(covered) >= 14, covered
+        found += [e.flagged and e.ci_low > 0 for e in follower.effects.values()]
+        hit += [e.ci_low <= 0.5 <= e.ci_high for e in follower.effects.values()]
+        assert follower.flagged and not noisy.flagged
+    assert sum(covered) >= 13, covered
     assert all(found), found
-    assert sum(hit) >= 14, hit
+    assert sum(hit) >= 13, hit
 
 
 def test_every_paraphrase_is_a_counted_call_and_the_figures_equal_a_count_by_hand(tmp_path):
     gen_calls: list = []
     register("ps-gen", writer(gen_calls))
     register("ps-val", accept)
-    engine = register("ps-wordy", persona(7, noise=0.0, wording=0.5))
+    engine = register("ps-wordy", wordy(7))
     cfg = config(tmp_path, {"wordy": "scripted:ps-wordy"}, {"prompt_paraphrase": {}})
     cfg.tracking.enabled = True
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -209,7 +198,7 @@ def test_a_changed_paraphrase_in_the_config_is_judged_anew(tmp_path):
     """An edited paraphrase is a new probe (a new id) judged under the new text. (The test's
     settings are part of the run's identity: the edited config is a run of its own, whose
     unchanged calls the LM cache answers where one is kept.)"""
-    engine = register("ps-judge", persona(3, noise=0.0, wording=0.5))
+    engine = register("ps-judge", wordy(3))
     given = [{"rubric": "Is the stated sum right?"}, {"rubric": "Check the sum."}]
     cfg = config(
         tmp_path, {"j": "scripted:ps-judge"}, {"prompt_paraphrase": {"paraphrases": given}}

@@ -1,19 +1,20 @@
 """The judges' own task (instruction and rubric), for the tests that ask it another way
-(``polarity``, ``prompt_paraphrase``, ``scale_granularity``): written once for the task the
-judges share, and carried by each probe in ``meta["judge_task"]``."""
+(``polarity``, ``prompt_paraphrase``, ``scale_granularity``): :class:`AsksTask` reads the task
+the judges share as the config is checked and makes one unit of every source, so that the
+other way of asking is made once and carried by each probe in ``meta["judge_task"]``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import dspy
 
 from assay.errors import ConfigError
 from assay.programs.kinds import get_kind
 from assay.reliability._probe import Dropped, Generation, Validation
-from assay.reliability._registry import GenerationContext
+from assay.reliability._registry import GenerationContext, ReliabilityTest, TestSettings, Unit
 from assay.reliability.probes._rewrite import Failed, guarded_call
-from assay.types import Item, Usage
+from assay.types import Item, Usage, stable_hash
 
 
 def shared_task(test: str, judges: list[Any], asked: str) -> tuple[str | None, str | None]:
@@ -35,6 +36,36 @@ def shared_task(test: str, judges: list[Any], asked: str) -> tuple[str | None, s
             "rubric in a config of their own"
         )
     return next(iter(tasks))
+
+
+class AsksTask(ReliabilityTest):
+    """A test that asks the judges their own task another way. ``asked`` says what it asks (for
+    the messages); its ``generator`` and ``validator``, where it writes with them, are its
+    programs while ``uses_llm``."""
+
+    asked: ClassVar[str]
+    generator: dspy.Module | None = None
+    validator: dspy.Module | None = None
+
+    def __init__(self, settings: TestSettings | None = None):
+        super().__init__(settings)
+        self.task: tuple[str | None, str | None] | None = None  # the judges' (instruction, rubric)
+
+    def programs(self) -> dict[str, dspy.Module]:
+        if not self.uses_llm or self.generator is None or self.validator is None:
+            return {}
+        return {"generator": self.generator, "validator": self.validator}
+
+    def check_judges(self, judges: list[Any]) -> None:
+        self.task = shared_task(self.name, judges, self.asked)
+
+    def units(self, items: list[Item]) -> list[Unit]:
+        """One unit: the other way of asking is made once, then every source gets its probes."""
+        return [Unit(id=f"{self.name}:{stable_hash(self.task, 10)}", sources=list(items))]
+
+    def judges_task(self, ctx: GenerationContext) -> tuple[str | None, str | None]:
+        """The judges' instruction and rubric (the context's rubric when no judge was checked)."""
+        return self.task or (None, ctx.rubric)
 
 
 def _leaves(judge: Any) -> list[Any]:

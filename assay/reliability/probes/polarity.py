@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import dspy
 from pydantic import Field
 
 from assay.errors import ConfigError
@@ -30,15 +29,14 @@ from assay.reliability._probe import Dropped, Probe
 from assay.reliability._registry import (
     GenerationContext,
     ProgramSettings,
-    ReliabilityTest,
     TestSettings,
     Unit,
     reliability_test,
 )
-from assay.reliability.probes._task import Rejected, dropped_all, shared_task, write_task
+from assay.reliability.probes._task import AsksTask, Rejected, dropped_all, write_task
 from assay.scale import Scale
 from assay.signatures import CheckInversion
-from assay.types import Item, stable_hash
+from assay.types import Item
 
 _ANSWER_NAMES = {"true", "false", "yes", "no", "0", "1"}
 
@@ -80,8 +78,9 @@ class PolaritySettings(ProgramSettings):
 
 
 @reliability_test("polarity")
-class PolarityTest(ReliabilityTest):
+class PolarityTest(AsksTask):
     scoring = "polarity"
+    asked = "the inverted question"
     needs_labels = False  # agreement with the own source verdict; the pass rate where labelled
     Settings = PolaritySettings
     settings: PolaritySettings
@@ -91,10 +90,6 @@ class PolarityTest(ReliabilityTest):
         self.uses_llm = self.settings.rubric is None  # type: ignore[misc]
         self.generator = TaskInverter()
         self.validator = ProbeValidator(CheckInversion, "inverted_ok")
-        self.task: tuple[str | None, str | None] | None = None  # the judges' (instruction, rubric)
-
-    def programs(self) -> dict[str, dspy.Module]:
-        return {"generator": self.generator, "validator": self.validator} if self.uses_llm else {}
 
     def check(self, items: list[Item], scale: Scale) -> None:
         super().check(items, scale)
@@ -112,23 +107,19 @@ class PolarityTest(ReliabilityTest):
             raise ConfigError("tests.polarity.labels: the labels must be distinct")
 
     def check_judges(self, judges: list[Any]) -> None:
-        self.task = shared_task(self.name, judges, "the inverted question")
+        super().check_judges(judges)
         s = self.settings
         if s.rubric is None and s.instruction is not None:
             raise ConfigError("tests.polarity.rubric: give the inverted rubric with 'instruction'")
-        if s.rubric is not None and self.task[0] and s.instruction is None:
+        if s.rubric is not None and self.task and self.task[0] and s.instruction is None:
             raise ConfigError(
                 "tests.polarity.instruction: the judges have an instruction; give its inverted "
                 "form too (or neither, and the generator writes both)"
             )
 
-    def units(self, items: list[Item]) -> list[Unit]:
-        """One unit: the inversion is written once, then every seed gets its probe."""
-        return [Unit(id=f"{self.name}:{stable_hash(self.task, 10)}", sources=list(items))]
-
     def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
         s = self.settings
-        instruction, rubric = self.task or (None, ctx.rubric)
+        instruction, rubric = self.judges_task(ctx)
         inv_scale = inverted_scale(ctx.scale, s.labels)
         generation = validation = None
         if s.rubric is not None:

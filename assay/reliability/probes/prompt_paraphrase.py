@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import dspy
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import ConfigError
@@ -27,15 +26,14 @@ from assay.reliability._registry import (
     MAX_PER_SOURCE,
     GenerationContext,
     ProgramSettings,
-    ReliabilityTest,
     TestSettings,
     Unit,
     reliability_test,
 )
-from assay.reliability.probes._task import Rejected, dropped_all, joined, shared_task, write_task
+from assay.reliability.probes._task import AsksTask, Rejected, dropped_all, joined, write_task
 from assay.scale import Scale
 from assay.signatures import CheckTaskParaphrase
-from assay.types import Item, StrictInt, stable_hash
+from assay.types import Item, StrictInt
 
 
 class TaskText(BaseModel):
@@ -65,8 +63,9 @@ class PromptParaphraseSettings(ProgramSettings):
 
 
 @reliability_test("prompt_paraphrase")
-class PromptParaphraseTest(ReliabilityTest):
+class PromptParaphraseTest(AsksTask):
     scoring = "prompt_paraphrase"
+    asked = "a paraphrase of its instruction and rubric"
     needs_labels = False  # the change from the own source verdict; agreement where labelled
     Settings = PromptParaphraseSettings
     settings: PromptParaphraseSettings
@@ -82,10 +81,6 @@ class PromptParaphraseTest(ReliabilityTest):
         self.uses_llm = s.paraphrases is None  # type: ignore[misc]
         self.generator = TaskParaphraser()
         self.validator = ProbeValidator(CheckTaskParaphrase, "same_meaning")
-        self.task: tuple[str | None, str | None] | None = None  # the judges' (instruction, rubric)
-
-    def programs(self) -> dict[str, dspy.Module]:
-        return {"generator": self.generator, "validator": self.validator} if self.uses_llm else {}
 
     def check(self, items: list[Item], scale: Scale) -> None:
         super().check(items, scale)
@@ -96,21 +91,17 @@ class PromptParaphraseTest(ReliabilityTest):
             )
 
     def check_judges(self, judges: list[Any]) -> None:
-        self.task = shared_task(self.name, judges, "a paraphrase of its instruction and rubric")
+        super().check_judges(judges)
         given = self.settings.paraphrases or []
-        if self.task[0] and any(p.instruction is None for p in given):
+        if self.task and self.task[0] and any(p.instruction is None for p in given):
             i = next(i for i, p in enumerate(given) if p.instruction is None)
             raise ConfigError(
                 f"tests.prompt_paraphrase.paraphrases.{i}.instruction: the judges have an "
                 "instruction; give its paraphrase too"
             )
 
-    def units(self, items: list[Item]) -> list[Unit]:
-        """One unit: the paraphrases are written once, then every source gets its probes."""
-        return [Unit(id=f"{self.name}:{stable_hash(self.task, 10)}", sources=list(items))]
-
     def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
-        task = self.task or (None, ctx.rubric)
+        task = self.judges_task(ctx)
         out: list[Probe | Dropped] = []
         written: list[dict[str, str | None]] = []
         for k in range(1, self._count() + 1):

@@ -23,22 +23,15 @@ binary → 1–4). A categorical scale has no order to coarsen or refine: the te
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from assay.errors import ConfigError
 from assay.programs import is_pairwise
 from assay.reliability._probe import Dropped, Probe
-from assay.reliability._registry import (
-    ReliabilityTest,
-    TestSettings,
-    Unit,
-    reliability_test,
-)
-from assay.reliability.probes._task import shared_task
+from assay.reliability._registry import GenerationContext, TestSettings, Unit, reliability_test
+from assay.reliability.probes._task import AsksTask
 from assay.scale import MAX_POINTS, Scale
-from assay.types import Item, StrictInt, stable_hash
+from assay.types import Item, StrictInt
 
 
 class ScaleGranularitySettings(TestSettings):
@@ -84,16 +77,13 @@ def ends_named(points: int, scale: Scale) -> str | None:
 
 
 @reliability_test("scale_granularity")
-class ScaleGranularityTest(ReliabilityTest):
+class ScaleGranularityTest(AsksTask):
     scoring = "scale_granularity"
+    asked = "its rubric on another scale"
     uses_llm = False
     needs_labels = False  # the verdict distributions need none; agreement where labelled
     Settings = ScaleGranularitySettings
     settings: ScaleGranularitySettings
-
-    def __init__(self, settings: TestSettings | None = None):
-        super().__init__(settings)
-        self.task: tuple[str | None, str | None] | None = None  # the judges' (instruction, rubric)
 
     def check(self, items: list[Item], scale: Scale) -> None:
         super().check(items, scale)
@@ -114,15 +104,8 @@ class ScaleGranularityTest(ReliabilityTest):
         for m in points:
             maps_back(m, scale)
 
-    def check_judges(self, judges: list[Any]) -> None:
-        self.task = shared_task(self.name, judges, "its rubric on another scale")
-
-    def units(self, items: list[Item]) -> list[Unit]:
-        """One unit: every source on every scale."""
-        return [Unit(id=f"{self.name}:{stable_hash(self.task, 10)}", sources=list(items))]
-
-    def generate(self, unit: Unit, ctx) -> list[Probe | Dropped]:
-        _, rubric = self.task or (None, ctx.rubric)
+    def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
+        _, rubric = self.judges_task(ctx)
         out: list[Probe | Dropped] = []
         for m in self.settings.points or default_points(ctx.scale):
             named = ends_named(m, ctx.scale)
