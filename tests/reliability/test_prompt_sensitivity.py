@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 from collections import Counter
+from html import unescape
 
 import pytest
 
@@ -401,3 +402,63 @@ def test_a_categorical_scale_is_refused_in_one_line(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     with pytest.raises(ConfigError, match=r"points: 5 must be 2..101 and not the 5 points"):
         get_test("scale_granularity", {"points": [5]}).check([], ORDINAL)
+
+
+def test_every_figure_of_both_tests_is_in_both_reports(tmp_path):
+    from assay.metrics import fmt_ci
+    from tests.web.test_report_parity import assert_same_sections, both, shown
+
+    register("ps-gen", writer())
+    register("ps-val", accept)
+
+    def judge(call):  # wordy under a paraphrase; on a scale of points, its ends
+        said = wordy(5)(call)["verdict"] == "correct"
+        top = re.search(r"from 1 \(lowest\) to (\d+) \(highest\)", call.prompt)
+        if top is None:
+            return {"verdict": "correct" if said else "incorrect"}
+        return {"verdict": int(top.group(1)) if said else 1}
+
+    register("ps-both", judge)
+    tests = {"prompt_paraphrase": {"n": 2}, "scale_granularity": {}}
+    res = run_harness(
+        config(tmp_path, {"j": "scripted:ps-both"}, tests, n=12), workdir=tmp_path, progress=False
+    )
+    metrics = json.loads((res.run_dir / "metrics.json").read_text())["judges"]["j"]["tests"]
+    titles = {"prompt_paraphrase": "Prompt paraphrase", "scale_granularity": "Scale granularity"}
+    fields = {"prompt_paraphrase": "paraphrases", "scale_granularity": "granularities"}
+    checked = 0
+    for name, tables in both(res.run_dir).items():
+        for test, title in titles.items():
+            flat = metrics[test]
+            for way, w in flat[fields[test]].items():
+                if test == "prompt_paraphrase":
+                    label = way + (" (worst)" if way == flat["worst_paraphrase"] else "")
+                else:
+                    label = "the judge's (2 points)" if way == "original" else f"1-{w['points']}"
+                cells = {
+                    "verdicts": str(w["probes"]),
+                    "labelled": str(w["agreement_n"]),
+                    "verdicts given": " ".join(f"{k}:{n}" for k, n in w["verdicts"].items()),
+                    "mapped back": " ".join(f"{k}:{n}" for k, n in w["mapped"].items()),
+                    "changed from the source verdict": fmt_ci(w["changed"], 2)
+                    if w["changed"]
+                    else "—",
+                    **{k: fmt_ci(m, 2) for k, m in w["agreement"].items()},
+                }
+                if w.get("maps_back"):
+                    back = ", ".join(f"{a}→{b}" for a, b in w["maps_back"].items())
+                    cells["mapped to the judge's"] = back
+                for column, text in cells.items():
+                    assert shown(tables, title, column, text, ("j", label)), (name, way, column)
+                    checked += 1
+                section = next(t[3] for t in tables if title in t[0])
+                for text in (w.get("instruction"), w.get("rubric"), w.get("agreement_note")):
+                    assert not text or text in unescape(section), (name, way, text)
+            if test == "prompt_paraphrase":
+                worst = flat["worst_paraphrase"]
+                assert worst and flat["worst_change_rate"] == flat["paraphrases"][worst]["changed"]
+    assert checked > 2 * 40
+    assert_same_sections(
+        res.run_dir,
+        titles["prompt_paraphrase"] + " (the judge's own instruction and rubric in other words)",
+    )

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 from assay.metrics import MetricValue
 from assay.reliability._probe import Probe
 from assay.reliability._results import AskedScores
-from assay.reliability.scoring._kind import ScoringInput, cell
+from assay.reliability.scoring._kind import ScoringInput, SectionRow, cell
+from assay.report import Table
 
 ORIGINAL = "original"
 """The key of the judge's own task among the ways of asking it."""
@@ -74,25 +76,64 @@ def _scores(
     )
 
 
-def agreement_cell(scores: AskedScores | dict, metric: str) -> str:
+def agreement_cell(scores: AskedScores, metric: str) -> str:
     """One agreement metric of a way of asking as a report cell ("n/a" when it has none)."""
-    m = _get(scores, "agreement") or {}
-    return cell(m.get(metric)) if m.get(metric) is not None else "n/a"
+    m = scores.agreement.get(metric)
+    return cell(m) if m is not None else "n/a"
 
 
-def main_agreement(scores: dict[str, AskedScores | dict]) -> str:
-    """The agreement metric a row leads with, beside accuracy: quadratic-weighted κ on an
-    ordinal scale, else Cohen's κ."""
-    names = {k for s in scores.values() for k in (_get(s, "agreement") or {})}
+def main_agreement(scores: dict[str, AskedScores]) -> str:
+    """The agreement metric a row leads with: quadratic-weighted κ on an ordinal scale, else
+    Cohen's κ."""
+    names = {k for s in scores.values() for k in s.agreement}
     return "kappa_quadratic" if "kappa_quadratic" in names else "kappa_categorical"
 
 
-def _get(scores: AskedScores | dict, key: str):
-    """A field of a way's scores, whether the model or ``metrics.json`` read back."""
-    return scores.get(key) if isinstance(scores, dict) else getattr(scores, key)
-
-
-def value(m: MetricValue | dict | None) -> float | None:
-    if m is None:
+def ways_table(
+    title: str,
+    rows: list[SectionRow],
+    field: str,
+    way: tuple[list[str], Callable[[str, AskedScores, dict[str, Any]], list[str]]],
+    *,
+    note: str,
+    quotes: list[tuple[str, str]],
+) -> Table | None:
+    """A kind's report section: a row per judge × way of asking (the judge's own task first)
+    with what ``way`` says of it (its columns, and their cells from the way's name, scores and
+    the judge's metrics), how many verdicts, how many changed from the source verdict, every
+    agreement metric with its interval, and the verdicts given and mapped back."""
+    rows = [r for r in rows if r[2].get(field)]
+    if not rows:
         return None
-    return m.get("value") if isinstance(m, dict) else m.value
+    columns, describe = way
+    names = list(
+        dict.fromkeys(k for _, _, m in rows for w in m[field].values() for k in w.agreement)
+    )
+    table, notes = [], []
+    for _, judge, m in rows:
+        for name, w in m[field].items():
+            table.append(
+                [judge, *describe(name, w, m), str(w.probes)]
+                + [cell(w.changed) if w.changed is not None else "—", str(w.agreement_n)]
+                + [agreement_cell(w, k) for k in names]
+                + [_counts(w.verdicts), _counts(w.mapped or {})]
+            )
+            if w.agreement_note:
+                notes.append(f"{judge}, {name}: {w.agreement_note}")
+    return Table(
+        title,
+        ["judge", *columns, "verdicts", "changed from the source verdict", "labelled"]
+        + names
+        + ["verdicts given", "mapped back"],
+        table,
+        note=" ".join([note, *notes]),
+        quotes=quotes,
+    )
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return " ".join(f"{k}:{n}" for k, n in counts.items())
+
+
+def value(m: MetricValue | None) -> float | None:
+    return None if m is None else m.value

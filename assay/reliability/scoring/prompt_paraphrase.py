@@ -10,14 +10,7 @@ from typing import Any
 from assay.metrics import MetricValue
 from assay.reliability._probe import Probe
 from assay.reliability._results import AskedScores
-from assay.reliability.scoring._asked import (
-    ORIGINAL,
-    SHORT,
-    agreement_cell,
-    main_agreement,
-    value,
-    ways_asked,
-)
+from assay.reliability.scoring._asked import ORIGINAL, value, ways_asked, ways_table
 from assay.reliability.scoring._kind import (
     ScoringInput,
     ScoringKind,
@@ -72,29 +65,21 @@ class PromptParaphrase(ScoringKind):
         return [f"worst paraphrase {worst}: changed {cell(metrics.get('worst_change_rate'))}"]
 
     def section(self, rows: list[SectionRow]) -> Table | None:
-        rows = [r for r in rows if r[2].get("paraphrases")]
-        if not rows:
-            return None
-        metric = main_agreement({k: w for _, _, m in rows for k, w in m["paraphrases"].items()})
-        texts: dict[str, AskedScores] = {}
-        table = []
-        for _, judge, m in rows:
-            for name, w in m["paraphrases"].items():
-                if name != ORIGINAL:
-                    texts.setdefault(name, w)
-                worst = " (worst)" if name == m.get("worst_paraphrase") else ""
-                table.append(
-                    [judge, name + worst, str(w.probes)]
-                    + [cell(w.changed) if name != ORIGINAL else "—"]
-                    + [agreement_cell(w, metric), agreement_cell(w, "accuracy")]
-                    + [str(w.agreement_n)]
-                )
-        return Table(
+        texts = {
+            k: w
+            for _, _, m in rows
+            for k, w in (m.get("paraphrases") or {}).items()
+            if k != ORIGINAL
+        }
+
+        def task(name: str, w: AskedScores, m: dict[str, Any]) -> list[str]:
+            return [name + (" (worst)" if name == m.get("worst_paraphrase") else "")]
+
+        return ways_table(
             "Prompt paraphrase (the judge's own instruction and rubric in other words)",
-            ["judge", "task", "verdicts", "changed from the source verdict", SHORT[metric]]
-            + ["accuracy"]
-            + ["labelled"],
-            table,
+            rows,
+            "paraphrases",
+            (["task"], task),
             note="The change beyond the judge's own noise, per paraphrase, is in the table of "
             "effects against a placebo (its cells p1, p2, ...).",
             quotes=[

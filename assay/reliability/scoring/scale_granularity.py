@@ -15,13 +15,13 @@ from assay.reliability.scoring._asked import (
     agreement_cell,
     main_agreement,
     ways_asked,
+    ways_table,
 )
 from assay.reliability.scoring._kind import (
     ScoringInput,
     ScoringKind,
     ScoringMetrics,
     SectionRow,
-    cell,
     scoring_kind,
 )
 from assay.report import Table
@@ -80,30 +80,17 @@ class ScaleGranularity(ScoringKind):
         return [f"{SHORT[metric]} " + " · ".join(shown)]
 
     def section(self, rows: list[SectionRow]) -> Table | None:
-        rows = [r for r in rows if r[2].get("granularities")]
-        if not rows:
-            return None
-        metric = main_agreement({k: w for _, _, m in rows for k, w in m["granularities"].items()})
-        table = []
-        for _, judge, m in rows:
-            for name, w in m["granularities"].items():
-                scale = f"1-{w.points}" if name != ORIGINAL else f"the judge's ({w.points} points)"
-                back = ", ".join(f"{a}→{b}" for a, b in (w.maps_back or {}).items())
-                table.append(
-                    [judge, scale, back or "—", str(w.probes)]
-                    + [agreement_cell(w, metric), agreement_cell(w, "accuracy")]
-                    + [str(w.agreement_n), _counts(w.verdicts), _counts(w.mapped or {})]
-                    + [cell(w.changed) if name != ORIGINAL else "—"]
-                )
-        return Table(
+        def scale(name: str, w: AskedScores, m: dict[str, Any]) -> list[str]:
+            if name == ORIGINAL:
+                return [f"the judge's ({w.points} points)", "—"]
+            return [f"1-{w.points}", ", ".join(f"{a}→{b}" for a, b in (w.maps_back or {}).items())]
+
+        return ways_table(
             "Scale granularity (the judge's rubric on a coarser and a finer scale, mapped back)",
-            ["judge", "scale", "mapped back", "verdicts", SHORT[metric], "accuracy", "labelled"]
-            + ["verdicts as answered", "mapped back", "changed from the source verdict"],
-            table,
+            rows,
+            "granularities",
+            (["scale", "mapped to the judge's"], scale),
             note="A point of the asked scale maps back to the judge's score at the same "
             "position, end to end, rounded to the nearest.",
+            quotes=[],
         )
-
-
-def _counts(counts: dict[str, int]) -> str:
-    return " ".join(f"{k}:{n}" for k, n in counts.items())
