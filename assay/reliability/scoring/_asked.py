@@ -22,9 +22,6 @@ ORIGINAL = "original"
 SHORT = {"kappa_quadratic": "κ quadratic", "kappa_categorical": "κ"}
 """How a report names the agreement metric a row leads with."""
 
-# One verdict: (the probe, or None for the source itself; the verdict as answered; mapped back)
-Verdict = tuple[Probe | None, int, int]
-
 
 def ways_asked(
     scored: list[Probe],
@@ -40,13 +37,13 @@ def ways_asked(
         for sid in dict.fromkeys(p.source_id for p in scored)
         if (v := inp.source_verdicts.get(sid)) is not None
     ]
-    out = {ORIGINAL: _scores([(None, v, v) for _, v in own], [s for s, _ in own], targets, inp)}
+    out = {ORIGINAL: _scores([(v, v) for _, v in own], [s for s, _ in own], targets, inp)}
     groups: dict[str, list[Probe]] = {}
     for p in scored:
         groups.setdefault(way(p), []).append(p)
     for name, probes in groups.items():
-        answered = [(p, inp.score(p), back(inp.score(p), p)) for p in probes]
-        scores = _scores(answered, [p.source_id for p in probes], targets, inp)  # type: ignore[arg-type]
+        answered = [(v, back(v, p)) for p in probes if (v := inp.score(p)) is not None]
+        scores = _scores(answered, [p.source_id for p in probes], targets, inp)
         rows, _ = inp.with_own(probes)
         scores.changed = inp.mean_of(rows, lambda r: back(r[1], r[0]) != r[2])
         out[name] = scores
@@ -54,18 +51,22 @@ def ways_asked(
 
 
 def _scores(
-    answered: list[Verdict], sources: list[str], targets: dict, inp: ScoringInput
+    answered: list[tuple[int, int]],
+    sources: list[str],
+    targets: dict[str, int | None],
+    inp: ScoringInput,
 ) -> AskedScores:
+    """One way's figures from its verdicts (as answered, mapped back), one per source."""
     from assay.evaluation import agreement_summary  # NumPy: on first scoring
 
     scale = inp.scale
-    labelled = [(targets[s], v[2]) for s, v in zip(sources, answered, strict=True)]
+    labelled = [(targets[s], m) for s, (_, m) in zip(sources, answered, strict=True)]
     labelled = [(t, m) for t, m in labelled if t is not None]
     agreement = agreement_summary(
         [t for t, _ in labelled], [m for _, m in labelled], scale, threshold=None, **inp.boot
     )
-    given = Counter(a for _, a, _ in answered)
-    mapped = Counter(m for _, _, m in answered)
+    given = Counter(a for a, _ in answered)
+    mapped = Counter(m for _, m in answered)
     return AskedScores(
         probes=len(answered),
         agreement=agreement.metrics,
