@@ -22,7 +22,7 @@ from assay.programs._config import (
 )
 from assay.programs._expected import expected_score, verdict_distribution
 from assay.programs._failures import unscored_reason
-from assay.programs._invert import TaskInverter
+from assay.programs._invert import TaskInverter, TaskParaphraser
 from assay.programs._judge import (
     Judge,
     LMFactory,
@@ -86,6 +86,7 @@ __all__ = [
     "state_file_digest",
     "ScoreValidator",
     "TaskInverter",
+    "TaskParaphraser",
     "RUN_LEVEL_AGGREGATES",
     "RUN_LEVEL_MAX_CLASSES",
     "aggregate_scores",

@@ -28,6 +28,7 @@ _WHERE = {
     "get_test": "_registry",
     "known_tests": "_registry",
     "reliability_test": "_registry",
+    "AskedScores": "_results",
     "CriterionScores": "_results",
     "HarnessResult": "_results",
     "HarnessSummary": "_results",
@@ -90,6 +91,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         reliability_test,
     )
     from assay.reliability._results import (
+        AskedScores,
         CriterionScores,
         HarnessResult,
         HarnessSummary,
@@ -155,6 +157,7 @@ __all__ = [
     "review_lock",
     "judge_metrics",
     "judged_id",
+    "AskedScores",
     "CriterionScores",
     "Dropped",
     "FormatTest",
