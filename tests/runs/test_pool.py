@@ -31,6 +31,11 @@ def test_slots_bound_calls_in_flight_and_serve_higher_priority_first():
     lock = threading.Lock()
     state = {"now": 0, "most": 0}
     order: list[str] = []
+    entered = threading.Barrier(3)  # the two first holders and this thread
+    release = threading.Event()
+    # the two high-priority callers keep their slots until both are in: the judge can enter
+    # only when the slots went to both of them first (a wrong order breaks the barrier)
+    both_gens = threading.Barrier(2)
 
     def call(name: str, priority: int) -> None:
         with slots.hold(priority):
@@ -38,23 +43,40 @@ def test_slots_bound_calls_in_flight_and_serve_higher_priority_first():
                 state["now"] += 1
                 state["most"] = max(state["most"], state["now"])
                 order.append(name)
-            time.sleep(0.05)
+            if name.startswith("first"):
+                entered.wait()
+                release.wait()
+            if name.startswith("gen"):
+                try:
+                    both_gens.wait(timeout=60)
+                except threading.BrokenBarrierError:
+                    pass
             with lock:
                 state["now"] -= 1
+
+    def queued(n: int) -> None:  # ordered by events, not by timing: holds on a loaded machine
+        while True:
+            with slots._lock:
+                if len(slots._waiting) == n:
+                    return
+            time.sleep(0.001)
 
     holders = [threading.Thread(target=call, args=(f"first{i}", 0)) for i in range(2)]
     for t in holders:
         t.start()
-    time.sleep(0.01)  # both slots taken; now queue a low- then a high-priority caller
+    entered.wait()  # both slots taken; now queue a low- then two high-priority callers
     low = threading.Thread(target=call, args=("judge", 1))
     low.start()
-    time.sleep(0.01)
+    queued(1)
     high = [threading.Thread(target=call, args=(f"gen{i}", 0)) for i in range(2)]
     for t in high:
         t.start()
+    queued(3)
+    release.set()
     for t in [*holders, low, *high]:
         t.join()
     assert state["most"] == 2
+    assert order[:2] == ["first0", "first1"] or order[:2] == ["first1", "first0"]
     assert order.index("judge") > max(order.index("gen0"), order.index("gen1"))
 
 
