@@ -39,7 +39,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -583,8 +583,18 @@ class Runner:
         quiet = getattr(args, "quiet", False) or (self.quiet_json and args.json)
         self.cli = True
         started = getattr(args, "started", None) or nullcontext
-        result = self.execute(options, workdir=None, progress=not quiet, started=started)
-        return self.print(result, options, json=args.json)
+        if not args.json:
+            result = self.execute(options, workdir=None, progress=not quiet, started=started)
+            return self.print(result, options, json=False)
+        # --json: stdout carries the result alone. Whatever else prints to it while the run
+        # works (a library, Ray's driver threads) goes to stderr, and a Ray cluster joined is
+        # left before the result is printed, so nothing can follow it.
+        from assay.runs import disconnect
+
+        with redirect_stdout(sys.stderr):
+            result = self.execute(options, workdir=None, progress=not quiet, started=started)
+            disconnect()
+        return self.print(result, options, json=True)
 
 
 # -- what the printers share ---------------------------------------------------------------

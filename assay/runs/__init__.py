@@ -42,6 +42,7 @@ _WHERE = {
     "ProgramRecipe": "_ray",
     "RemoteWork": "_ray",
     "Worker": "_ray",
+    "disconnect": "_ray",
     "driver_cache": "_ray",
     "run_remote": "_ray",
     "Run": "_run",
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
         ProgramRecipe,
         RemoteWork,
         Worker,
+        disconnect,
         driver_cache,
         run_remote,
     )
@@ -144,6 +146,7 @@ __all__ = [
     "check_seal",
     "command_started",
     "default_tracking_uri",
+    "disconnect",
     "driver_cache",
     "file_lock",
     "finished_run",

@@ -139,6 +139,17 @@ def _connect(execution: ExecutionConfig) -> Any:
     return ray
 
 
+def disconnect() -> None:
+    """Leave the Ray cluster this process joined, if it did: its driver's threads stop printing
+    (a raylet's error message — a worker that died with its node — goes to ``sys.stdout``
+    from a thread of Ray's own, whenever it arrives)."""
+    import sys
+
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+
+
 class Worker:
     """One actor of the pool: :meth:`run` calls ``fn(worker, *args)`` in one of its threads
     (``max_concurrency``) and returns its value with the call ledger's records of this process

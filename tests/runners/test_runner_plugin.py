@@ -7,6 +7,7 @@ registry: the kind written in ``run.json``, never guessed from the files."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,28 @@ def test_a_runner_added_from_outside_runs_from_the_command_line(
     assert main(["wordcount", str(config), "--json"]) == 0  # re-opened: the same run directory
     assert json.loads(capsys.readouterr().out) == {"words": 3, "longest": "reliability"}
     assert [p.name for p in (tmp_path / "runs").iterdir()] == [run_dir.name]
+
+
+def test_with_json_stdout_holds_the_result_alone(config, tmp_path, monkeypatch, capsys):
+    """What else prints to stdout while the run works (a library, a thread of its own, as Ray's
+    driver prints a raylet's messages) goes to stderr: ``assay ... --json | jq`` reads one object."""
+    counted = WordCount.run
+
+    def chatty(self, options, *, workdir, progress):
+        print("a library's chatter")
+        talker = threading.Thread(target=print, args=("a thread's chatter",))
+        talker.start()
+        talker.join()
+        return counted(self, options, workdir=workdir, progress=progress)
+
+    monkeypatch.setattr(WordCount, "run", chatty)
+    monkeypatch.chdir(tmp_path)
+    assert main(["wordcount", str(config), "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"words": 3, "longest": "reliability"}
+    assert "a library's chatter" in err and "a thread's chatter" in err
+    assert main(["wordcount", str(config)]) == 0  # without --json the console is as it was
+    assert "a library's chatter" in capsys.readouterr().out
 
 
 def test_its_exit_code_and_errors_are_the_command_lines(tmp_path, monkeypatch, capsys):
