@@ -78,17 +78,19 @@ def wordy(seed: int, share: float = 0.5):
 
 # -- prompt_paraphrase -------------------------------------------------------------------------
 def test_a_wording_follower_is_flagged_and_a_noisy_judge_is_not_over_seeds(tmp_path):
-    """A simulation over 5 seeds (30 sources, 3 paraphrases each, one worker, so each seed's
-    draws are fixed): a judge that flips a coin on 30% of its calls, whatever it is asked, has
-    each paraphrase's 95% interval of the effect against the placebo around 0 and unflagged in
-    14 of 15 cells (14.25 expected at the nominal level; at least 13 holds with probability
-    0.96); a judge that gives the other verdict on half the items whenever its rubric is
-    reworded (true effect 0.5: its placebo never moves) is flagged in 15 of 15 cells, its
-    interval covering 0.5 in 14 of 15."""
+    """A simulation over 5 seeds (30 sources, 3 paraphrases each): a judge that flips a coin
+    on 30% of its calls, whatever it is asked, has each paraphrase's 95% interval of the effect
+    against the placebo around 0; a judge that gives the other verdict on half the items
+    whenever its rubric is reworded (true effect 0.5: its placebo never moves) is flagged in
+    every cell, its interval covering 0.5. A source and its placebo ask the same prompt, so
+    which of them draws which verdict follows the threads' order: the bounds are set for that
+    (at 40 seeds the noisy judge was covered in 115 of 120 cells and flagged in 1 run of 40, the
+    follower's interval covered 0.5 in 117 of 120 — each bound below fails with probability
+    < 0.001 at those rates)."""
     register_writer = register("ps-gen", writer())
     register("ps-val", accept)
     assert register_writer.n_calls == 0
-    covered, found, hit = [], [], []
+    covered, found, hit, noisy_flagged = [], [], [], []
     for seed in range(5):
         folder = tmp_path / str(seed)
         folder.mkdir()
@@ -104,10 +106,12 @@ def test_a_wording_follower_is_flagged_and_a_noisy_judge_is_not_over_seeds(tmp_p
         covered += [e.ci_low <= 0 <= e.ci_high and not e.flagged for e in noisy.effects.values()]
         found += [e.flagged and e.ci_low > 0 for e in follower.effects.values()]
         hit += [e.ci_low <= 0.5 <= e.ci_high for e in follower.effects.values()]
-        assert follower.flagged and not noisy.flagged
-    assert sum(covered) >= 13, covered
+        assert follower.flagged
+        noisy_flagged.append(noisy.flagged)
+    assert sum(covered) >= 11, covered
+    assert sum(noisy_flagged) <= 2, noisy_flagged
     assert all(found), found
-    assert sum(hit) >= 13, hit
+    assert sum(hit) >= 11, hit
 
 
 def test_every_paraphrase_is_a_counted_call_and_the_figures_equal_a_count_by_hand(tmp_path):
