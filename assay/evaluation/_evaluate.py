@@ -325,7 +325,7 @@ def _write_outputs(
     write_html(run.dir, items)
 
 
-_SLICE = 100_000  # items ranked at once while disagreements.jsonl is written
+_RANK_SLICE = 10_000  # items ranked at once while disagreements.jsonl is written
 
 
 def _write_disagreements(
@@ -349,8 +349,8 @@ def _write_disagreements(
             "CREATE TABLE d (id TEXT PRIMARY KEY, distance REAL, record TEXT,"
             " request TEXT, response TEXT, reasoning TEXT)"
         )
-        for start in range(0, len(index), _SLICE):
-            end = start + _SLICE
+        for start in range(0, len(index), _RANK_SLICE):
+            end = start + _RANK_SLICE
             pairs = [
                 (index.ids[k], v.references[k], v.scores[k])
                 for k in range(start, min(end, len(index)))
