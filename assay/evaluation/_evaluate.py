@@ -127,13 +127,13 @@ def _judge_and_measure(
 
         def tasks() -> Iterator[JudgeTask]:
             stream = iter(items)
-            while chunk := list(itertools.islice(stream, _SLICE)):
-                by_id = {it.id: it for it in chunk}
+            while by_id := {it.id: it for it in itertools.islice(stream, _SLICE)}:
                 todo, _ = to_judge(by_id, seen, retry)  # type: ignore[arg-type]
                 for i, a in todo:
                     yield JudgeTask(
                         programs(a), by_id[i], config.judge, attempt=a, recipe=recipe(a)
                     )
+                del by_id  # before the next slice is read: one slice alive, not two
 
         run_tasks(
             tasks(),
