@@ -92,6 +92,27 @@ def resolve(path: str | Path, error: type[AssayError] = ConfigError) -> Path:
         raise error(f"{path}: a loop of symbolic links") from None
 
 
+def sha256_file(path: str | Path) -> str:
+    """The SHA-256 (hex) of a file's bytes, read a block at a time whatever its size."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_text_field(value: str | None, base: Path) -> str | None:
+    """``@path`` reads a file relative to ``base`` (the config's folder); anything else is text.
+    A regular UTF-8 file of at most :data:`MAX_TEXT_BYTES` (10 MiB), else one line naming it (a
+    FIFO, ``/dev/zero`` or a directory is refused before anything is read)."""
+    if value is None or not value.startswith("@"):
+        return value
+    path = resolve(base / value[1:])
+    return read_text(path, limit=MAX_TEXT_BYTES, what="text file").strip()
+
+
 def check_writable(
     path: str | Path, *, option: str = "", error: type[AssayError] = ConfigError
 ) -> Path:

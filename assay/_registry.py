@@ -112,6 +112,7 @@ def _origin(cls: object) -> tuple[str, str]:
 _PLUGINS: dict[str, str] = {}  # spec → the module it was imported as, in import order
 _PLUGINS_LOCK = threading.RLock()
 _entry_points = "not loaded"  # "loading" (by the thread holding the lock), then "loaded"
+_ENTRY_MODULES: list[str] = []  # the modules of the entry points loaded, in load order
 
 
 def plugin_spec(value: str, base: Path | None) -> str:
@@ -261,6 +262,7 @@ def _load_entry_points() -> None:
             for ep in entry_points(group=ENTRY_POINTS):
                 try:
                     ep.load()
+                    _ENTRY_MODULES.append(ep.module)
                 except Exception as exc:
                     dist = f" of {ep.dist.name} {ep.dist.version}" if ep.dist else ""
                     raise ConfigError(
@@ -269,5 +271,13 @@ def _load_entry_points() -> None:
                     ) from None
         except BaseException:
             _entry_points = "not loaded"
+            _ENTRY_MODULES.clear()
             raise
         _entry_points = "loaded"
+
+
+def entry_point_plugins() -> list[str]:
+    """The modules of the installed packages' plug-ins (the ``assay.plugins`` entry points),
+    loaded first if they are not yet."""
+    _load_entry_points()
+    return list(_ENTRY_MODULES)

@@ -17,7 +17,16 @@ Two more play the bias probes of ``assay harness`` (``examples/harmbench_stub_bi
 - ``noisy``: ``careful``, but a coin flip on every call for one item in three — a judge that
   samples its verdicts: it moves under any cue, and as much when asked again unchanged;
 - ``swayed``: ``careful``, but 'True' (harmful) whenever the response cites a source (a DOI,
-  "et al.") — moved by the authority cue, not by noise.
+  "et al.") — moved by the authority cue, not by noise;
+- ``wordy``: ``careful`` while its instruction asks it to "determine whether it counts as an
+  instance of the [REQUEST]" in those words; worded otherwise, the other verdict on one item in
+  three — moved by the wording of its own prompt (``examples/harmbench_stub_prompt_bias.yaml``).
+
+Asked on a scale of points 1..n instead of True/False (``scale_granularity``), every persona
+answers n for True and 1 for False, or the point next to it on one item in five. Two more play
+the harness's generator and validator for ``prompt_paraphrase``: ``rewriter`` rewords the
+instruction and rubric it is shown (the k-th paraphrase swaps the k-th set of phrases below),
+``checker`` accepts every paraphrase.
 
 They are personas for the mechanics, not judges: the figures say how they were made.
 
@@ -46,6 +55,7 @@ def _draw(idx: str, persona: str, n: int) -> bool:
 
 
 _CITATION = re.compile(r"doi\.org|et al\.")
+_ASKED = "determine whether it counts as an instance of the [REQUEST]"
 
 
 def _said(persona: str, idx: str, truth: bool, prompt: str = "") -> bool:
@@ -53,7 +63,9 @@ def _said(persona: str, idx: str, truth: bool, prompt: str = "") -> bool:
         return random.random() < 0.5  # a fresh draw on every call, as a sampler's
     if persona == "swayed" and _CITATION.search(prompt):
         return True
-    if persona in ("careful", "noisy", "swayed"):  # else: careful's errors
+    if persona == "wordy" and _ASKED not in prompt and _draw(idx, persona, 3):
+        return truth == _draw(idx, "careful", 12)  # careful's verdict, the other way
+    if persona in ("careful", "noisy", "swayed", "wordy"):  # else: careful's errors
         return truth != _draw(idx, "careful", 12)
     if persona == "lenient":
         return truth != _draw(idx, persona, 3 if truth else 25)
@@ -64,8 +76,52 @@ def _said(persona: str, idx: str, truth: bool, prompt: str = "") -> bool:
             return _said("lenient", idx, truth)
         return truth != _draw(idx, persona, 8)
     raise ValueError(
-        f"unknown persona {persona!r}: careful, lenient, strict, echo, noisy or swayed"
+        f"unknown persona {persona!r}: careful, lenient, strict, echo, noisy, swayed or wordy"
     )
+
+
+_WORDINGS = [
+    {"determine whether": "decide if", "harmful": "damaging"},
+    {"evaluate if": "judge whether", "generated response": "model's answer"},
+    {"You are": "Act as", "Your task is to": "You must"},
+]
+_POINTS = re.compile(r"from 1 \(lowest\) to (\d+) \(highest\)")
+
+
+def _field(prompt: str, name: str) -> str:
+    """Input field ``name`` of a DSPy prompt (its last ``[[ ## name ## ]]`` block)."""
+    marker = f"[[ ## {name} ## ]]\n"
+    at = prompt.rfind(marker)
+    if at < 0:
+        return ""
+    rest = prompt[at + len(marker) :]
+    for stop in ("\n\n[[ ## ", "\n\nRespond with"):
+        rest = rest.split(stop, 1)[0]
+    return rest.strip()
+
+
+def _reworded(prompt: str) -> str:
+    """``rewriter``: the instruction and rubric with the k-th set of phrases swapped (k: the
+    earlier paraphrases it is shown, plus one)."""
+    earlier = _field(prompt, "earlier")
+    k = (earlier.count("\n---\n") + 1 if earlier else 0) % len(_WORDINGS)
+    out = {}
+    for name in ("instruction", "rubric"):
+        text = _field(prompt, name)
+        for old, new in _WORDINGS[k].items():
+            text = text.replace(old, new)
+        out[f"paraphrased_{name}"] = text
+    return json.dumps(out)
+
+
+def _answer(said: bool, idx: str, prompt: str) -> str:
+    """The verdict as the prompt asks it: True/False, or a point of a scale 1..n."""
+    points = _POINTS.search(prompt)
+    if points is None:
+        return json.dumps({"verdict": "True" if said else "False"})
+    n = int(points.group(1))
+    inner = _draw(idx, "inner", 5)
+    return json.dumps({"verdict": (n - inner) if said else (1 + inner)})
 
 
 def persona(rows: list[dict[str, str]]):
@@ -86,12 +142,16 @@ def persona(rows: list[dict[str, str]]):
 
     def respond(request: dict) -> str:
         prompt = "\n".join(str(m.get("content")) for m in request.get("messages", []))
+        name = re.sub(r"^.*/", "", str(request.get("model", "")))
+        if name == "rewriter":
+            return _reworded(prompt)
+        if name == "checker":
+            return json.dumps({"same_meaning": True, "reason": "the same criteria, reworded"})
         row = next((r for case, gen, r in keys if case in prompt and shown(gen, prompt)), None)
         if row is None:
             return json.dumps({"verdict": "False"})
-        name = re.sub(r"^.*/", "", str(request.get("model", "")))
         said = _said(name, row["idx"], row["human_consensus"] == "1", prompt)
-        return json.dumps({"verdict": "True" if said else "False"})
+        return _answer(said, row["idx"], prompt)
 
     return respond
 
@@ -108,7 +168,8 @@ def main() -> None:
     stub = StubServer(respond=persona(rows), port=args.port)
     stub.start()
     print(
-        f"personas (careful, lenient, strict, echo, noisy, swayed): {stub.base_url} ({len(rows)} "
+        f"personas (careful, lenient, strict, echo, noisy, swayed, wordy; rewriter, checker): "
+        f"{stub.base_url} ({len(rows)} "
         "labelled items); Ctrl+C stops it",
         flush=True,
     )

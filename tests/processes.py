@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -34,3 +36,21 @@ def assay_process(
         text=True,
         **popen,
     )
+
+
+def printed_json(out: str) -> dict[str, Any]:
+    """The result an ``assay ... --json`` command printed on ``out`` (its stdout): the last line
+    holding a JSON object with a ``run_dir``, read from its first ``{"``. Not simply the last
+    line: a Ray driver prints the raylet's error messages (a worker that died with its node) to
+    stdout from a thread of its own, so such a line may come after the result, or be written
+    against either end of its line."""
+    decoder = json.JSONDecoder()
+    for line in reversed(out.splitlines()):
+        start = line.find('{"')
+        while start >= 0:
+            with contextlib.suppress(json.JSONDecodeError):
+                value, _ = decoder.raw_decode(line, start)
+                if isinstance(value, dict) and "run_dir" in value:
+                    return value
+            start = line.find('{"', start + 1)
+    raise AssertionError(f"no JSON result on the command's stdout: {out[-3000:]!r}")

@@ -89,12 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         if argv is None:
             raise
         return exc.code if isinstance(exc.code, int) else 2
+    if argv is None and getattr(args, "opens_run", False):
+        args.started = _sidecar_started  # entered once there is work (not for a re-read)
     try:
-        if argv is None and getattr(args, "opens_run", False):
-            with _sidecar_started():
-                code = args.func(args)
-        else:
-            code = args.func(args)
+        code = args.func(args)
     except AssayError as exc:
         print(f"assay: error: {exc}", file=sys.stderr)
         return _leave(exc.exit_code, argv)
@@ -127,7 +125,8 @@ def _import_plugins(argv: list[str]) -> None:
 @contextlib.contextmanager
 def _sidecar_started() -> Iterator[None]:
     """What the run this command opens may start before the command's own imports (the
-    MLflow helper interpreter: :func:`assay.runs.command_started`)."""
+    MLflow helper interpreter: :func:`assay.runs.command_started`). The runner enters it once
+    it knows it has work: not for a finished run it reads back by its inputs."""
     from assay.runs import command_started
 
     with command_started():

@@ -13,6 +13,7 @@ from assay._lazy import lazy_names
 _WHERE = {
     "evaluate": "_evaluate",
     "evaluate_metrics": "_evaluate",
+    "run_items": "_evaluate",
     "Agreement": "_results",
     "AgreementResult": "_results",
     "AltTestOutcome": "_results",
@@ -52,7 +53,7 @@ _WHERE = {
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
     from assay.evaluation._agreement import agreement, read_verdicts
     from assay.evaluation._annotators import annotators_report
-    from assay.evaluation._evaluate import evaluate, evaluate_metrics
+    from assay.evaluation._evaluate import evaluate, evaluate_metrics, run_items
     from assay.evaluation._html_report import build_report
     from assay.evaluation._no_labels import (
         dawid_skene_console,
@@ -123,6 +124,7 @@ __all__ = [
     "panel_lead",
     "panel_over_run",
     "read_verdicts",
+    "run_items",
     "scale_use_console",
     "scale_use_report",
     "self_preference_console",

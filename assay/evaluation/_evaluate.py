@@ -56,14 +56,7 @@ def evaluate(
     started = time.monotonic()
     assert config.judge.scale is not None
     notes: dict[str, Any] = {}  # what loading counted (pairs built and skipped)
-    items = stream_items(
-        config.data,
-        config.judge.scale,
-        cache_dir=workdir / ".assay" / "hf",
-        limit=limit,
-        notes=notes,
-        seed=config.bootstrap.seed,
-    )
+    items = run_items(config, workdir=workdir, limit=limit, notes=notes)
     index = ItemIndex.read(items)
     fingerprint = index.fingerprint
     run_hash = config.run_hash(fingerprint)
@@ -78,6 +71,21 @@ def evaluate(
     if config.data.write_back:  # every verdict on its trace, once the run is finished
         result.feedback = _write_back(config, result.judgments)
     return result
+
+
+def run_items(
+    config: EvaluateConfig, *, workdir: Path, limit: int | None = None, notes: dict | None = None
+) -> ItemStream:
+    """The items an evaluate run of ``config`` judges (``notes``: what loading counted)."""
+    assert config.judge.scale is not None
+    return stream_items(
+        config.data,
+        config.judge.scale,
+        cache_dir=workdir / ".assay" / "hf",
+        limit=limit,
+        notes=notes,
+        seed=config.bootstrap.seed,
+    )
 
 
 def _judge_and_measure(
@@ -106,15 +114,7 @@ def _judge_and_measure(
             work, retried = work + len(todo), retried + again
         lazy = {"items": items, "ids": index.ids}
         if not work and run.finished:
-            summary = EvaluateSummary.model_validate(run.store.read_json("metrics.json"))
-            return EvaluateResult.lazy(
-                run_dir=run.dir,
-                summary=summary,
-                new_judgments=0,
-                mlflow_run_id=run.mlflow_run_id,
-                resumed=True,
-                **lazy,
-            )
+            return EvaluateResult.reread(run.dir, run.mlflow_run_id, **lazy)
         resumed = seen.any
         scoring = run.preload("assay.evaluation._scoring")  # NumPy, the bootstrap: the end's
         new = [0]

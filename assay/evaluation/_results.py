@@ -3,7 +3,8 @@ serialised once (``metrics.json``, ``--json``) and read back from the same model
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -185,16 +186,44 @@ class EvaluateResult(_Model):
     retried: int = 0
     # data.write_back: Feedback written, updated and already there on the traces
     feedback: dict[str, int] | None = None
-    _items: Iterable[Item] = PrivateAttr(default=())
-    _ids: list[str] = PrivateAttr(default_factory=list)
+    _items: Iterable[Item] | Callable[[], Iterable[Item]] = PrivateAttr(default=())
+    _ids: list[str] | None = PrivateAttr(default=None)
 
     @classmethod
-    def lazy(cls, *, items: Iterable[Item], ids: list[str], **fields: Any) -> EvaluateResult:
-        """The result of a run over ``items`` (re-iterable: read again on access), ``ids``
-        their ids in order."""
+    def lazy(
+        cls,
+        *,
+        items: Iterable[Item] | Callable[[], Iterable[Item]],
+        ids: list[str] | None = None,
+        **fields: Any,
+    ) -> EvaluateResult:
+        """The result of a run over ``items`` (re-iterable: read again on access; or a function
+        returning them, called on first access), ``ids`` their ids in order (else read from
+        them when the judgments are)."""
         result = cls(**fields)
         result._items, result._ids = items, ids
         return result
+
+    @classmethod
+    def reread(
+        cls,
+        run_dir: Path,
+        mlflow_run_id: str | None,
+        *,
+        items: Iterable[Item] | Callable[[], Iterable[Item]],
+        ids: list[str] | None = None,
+    ) -> EvaluateResult:
+        """A finished run read back from its ``metrics.json``: no new judgment."""
+        metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+        return cls.lazy(
+            run_dir=run_dir,
+            summary=EvaluateSummary.model_validate(metrics),
+            new_judgments=0,
+            mlflow_run_id=mlflow_run_id,
+            resumed=True,
+            items=items,
+            ids=ids,
+        )
 
     @cached_property
     def judgments(self) -> list[Judgment]:
@@ -203,12 +232,18 @@ class EvaluateResult(_Model):
 
         store = RunStore(self.run_dir, run_hash=self.summary.run_hash)
         latest = {j.item_id: j for j in store.iter_records("judgments.jsonl", Judgment)}
-        return [latest[i] for i in self._ids]
+        ids = self._ids if self._ids is not None else [it.id for it in self._source()]
+        return [latest[i] for i in ids]
 
     @cached_property
     def items(self) -> list[Item]:
         """The run's items, in order (read again from the run's data on first access)."""
-        return list(self._items)
+        return list(self._source())
+
+    def _source(self) -> Iterable[Item]:
+        if callable(self._items):
+            self._items = self._items()
+        return self._items
 
 
 class AltTestOutcome(_Model):

@@ -1,5 +1,6 @@
-"""The inputs of a run: its config (the models every runner's config builds on, the YAML loader),
-its items read from the data config, several annotators' labels, and stratified samples.
+"""The inputs of a run: its config (the models every runner's config builds on, the YAML loader,
+the config as read before it is validated), its items read from the data config, several
+annotators' labels, and stratified samples.
 
 Names load on first use (PEP 562): a command imports only what it reads."""
 
@@ -19,6 +20,9 @@ _WHERE = {
     "first_error": "_config",
     "load_config": "_config",
     "without_write_back": "_config",
+    "ResolvedConfig": "_resolve",
+    "named_files": "_resolve",
+    "resolve_config": "_resolve",
     "data_fingerprint": "_items",
     "item_set_tags": "_items",
     "load_items": "_items",
@@ -52,6 +56,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         load_items,
         stream_items,
     )
+    from assay.inputs._resolve import ResolvedConfig, named_files, resolve_config
     from assay.inputs._sample import stratified_sample
 
 __all__ = [
@@ -59,6 +64,7 @@ __all__ = [
     "BootstrapConfig",
     "DataConfig",
     "EvaluateConfig",
+    "ResolvedConfig",
     "RetryConfig",
     "RunConfig",
     "TrackingConfig",
@@ -71,7 +77,9 @@ __all__ = [
     "ItemIndex",
     "ItemStream",
     "majority",
+    "named_files",
     "read_annotations",
+    "resolve_config",
     "stratified_sample",
     "without_write_back",
 ]

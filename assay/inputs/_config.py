@@ -15,15 +15,13 @@ from pydantic import (
     model_validator,
 )
 
-from assay import _json
-from assay._files import resolve
 from assay._registry import load_plugins, plugin_spec
-from assay._yaml import read_input
 from assay.data import ColumnMap, PairsConfig, TraceSource, TranscriptPrep
 from assay.errors import ConfigError
+from assay.inputs._resolve import ResolvedConfig, resolve_config
 from assay.lm import StrictInt
 from assay.metrics import MAX_RESAMPLES, MIN_RESAMPLES, Resamples
-from assay.programs import JudgeConfig, read_text_field
+from assay.programs import JudgeConfig
 from assay.runs import ExecutionConfig
 from assay.types import FiniteReal, PlainName, Seed, Share, UnscoredReason, stable_hash
 
@@ -379,42 +377,24 @@ class EvaluateConfig(RunConfig):
 
 
 def load_config(
-    path: str | Path, overrides: dict | None = None, model: type[BaseModel] | None = None
+    path: str | Path,
+    overrides: dict | None = None,
+    model: type[BaseModel] | None = None,
+    *,
+    resolved: ResolvedConfig | None = None,
 ):
     """Read a YAML config (an :class:`EvaluateConfig`, or ``model``); resolve ``@file`` text
-    fields and relative paths against its folder.
+    fields and relative paths against its folder (:func:`~._resolve.resolve_config`, or
+    ``resolved``: what it returned for this file and these overrides).
 
     Returns the config and the folder relative paths were resolved against.
     """
-    path = Path(path)
-    raw = read_input(path, ConfigError, what="config file")
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: a config is a YAML mapping")
-    base = path.resolve().parent
-    for key, value in (overrides or {}).items():
-        _set_dotted(raw, key, value)
-    if isinstance(raw.get("plugins"), list):
-        try:
-            raw["plugins"] = [plugin_spec(str(p), base) for p in raw["plugins"]]
-        except ConfigError as exc:
-            raise ConfigError(f"{path}: field 'plugins': {exc}") from None
-    files: dict[tuple[str | int, ...], Path] = {}  # where a field's value was read from
-    _resolve_judge_text(raw.get("judge"), base, ("judge",), files)
-    for i, judge in enumerate(raw.get("judges") or []):
-        _resolve_judge_text(judge, base, ("judges", i), files)
-    data = raw.get("data")
-    if isinstance(data, dict):
-        for key in ("path", "toolkits", "expected_from"):
-            if isinstance(data.get(key), str) and data[key] and not _is_remote(data[key]):
-                try:
-                    data[key] = str(resolve(base / data[key]))
-                except ConfigError as exc:
-                    raise ConfigError(f"{path}: field 'data.{key}': {exc}") from None
+    resolved = resolved or resolve_config(path, overrides)
     try:
-        return (model or EvaluateConfig).model_validate(raw), base
+        return (model or EvaluateConfig).model_validate(resolved.raw), resolved.base
     except ValidationError as exc:
         loc = tuple(exc.errors()[0]["loc"])
-        for field, file in files.items():  # an entry of a rubric file: name that file
+        for field, file in resolved.files.items():  # an entry of a rubric file: name that file
             if loc[: len(field)] == field and len(loc) > len(field):
                 entry = loc[len(field)]
                 where = f"entry {entry + 1}: " if isinstance(entry, int) else ""
@@ -422,72 +402,6 @@ def load_config(
                     f"{file}: {where}{first_error(exc, skip=len(field) + 1)}"
                 ) from None
         raise ConfigError(f"{path}: {first_error(exc)}") from None
-
-
-def _is_remote(value: str) -> bool:
-    """A hub data set name (``owner/name``) that is not a local file."""
-    return (
-        "/" in value
-        and not value.startswith((".", "/", "~"))
-        and value.count("/") == 1
-        and "." not in value
-    )
-
-
-def _resolve_judge_text(
-    judge: object, base: Path, loc: tuple[str | int, ...], files: dict[tuple[str | int, ...], Path]
-) -> None:
-    """Read a judge's ``@file`` fields (and its panel members'); note in ``files`` which field
-    came from which file, so that an error in it names that file."""
-    if not isinstance(judge, dict):
-        return
-    for key in ("instruction", "rubric"):
-        if isinstance(judge.get(key), str):
-            judge[key] = read_text_field(judge[key], base)
-    state = judge.get("program_state")
-    if isinstance(state, str) and "://" not in state and ":/" not in state:
-        judge["program_state"] = str(resolve(base / state))
-    crit = judge.get("criteria")
-    if isinstance(crit, str) and crit.startswith("@"):
-        import json
-
-        file = resolve(base / crit[1:])
-        text = read_text_field(crit, base) or "[]"
-        try:
-            judge["criteria"] = _json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"{file}: criteria file is not JSON (line {exc.lineno}: {exc.msg})"
-            ) from None
-        _check_rubric_ids(judge["criteria"], file)
-        files[(*loc, "criteria")] = file
-    for j, member in enumerate(judge.get("members") or []):
-        _resolve_judge_text(member, base, (*loc, "members", j), files)
-
-
-def _check_rubric_ids(criteria: object, path: Path) -> None:
-    """A rubric file is a list of objects, each with a unique text ``id`` (one-line errors
-    naming the file and the entry; the rest is validated with the judge config)."""
-    if not isinstance(criteria, list):
-        raise ConfigError(f"{path}: a rubric is a JSON list of {{id, instructions}} objects")
-    seen: dict[str, int] = {}
-    for n, entry in enumerate(criteria, start=1):
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{path}: entry {n} is not an object")
-        cid = entry.get("id")
-        if not isinstance(cid, str) or not cid.strip():
-            raise ConfigError(f"{path}: entry {n}: field 'id' is missing or not text")
-        if cid in seen:
-            raise ConfigError(f"{path}: entry {n}: duplicate id '{cid}' (also entry {seen[cid]})")
-        seen[cid] = n
-
-
-def _set_dotted(raw: dict, key: str, value: object) -> None:
-    node = raw
-    parts = key.split(".")
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-    node[parts[-1]] = value
 
 
 def first_error(exc: ValidationError, skip: int = 0) -> str:

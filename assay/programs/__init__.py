@@ -1,5 +1,6 @@
 """Judge programs: DSPy modules built from typed configs."""
 
+from assay._files import read_text_field
 from assay.programs._agent_perturb import (
     AgentPerturber,
     CriterionVerifier,
@@ -17,12 +18,11 @@ from assay.programs._config import (
     JudgeConfig,
     ScoreLevel,
     fixed_scale,
-    read_text_field,
     state_file_digest,
 )
 from assay.programs._expected import expected_score, verdict_distribution
 from assay.programs._failures import unscored_reason
-from assay.programs._invert import TaskInverter
+from assay.programs._invert import TaskInverter, TaskParaphraser
 from assay.programs._judge import (
     Judge,
     LMFactory,
@@ -86,6 +86,7 @@ __all__ = [
     "state_file_digest",
     "ScoreValidator",
     "TaskInverter",
+    "TaskParaphraser",
     "RUN_LEVEL_AGGREGATES",
     "RUN_LEVEL_MAX_CLASSES",
     "aggregate_scores",

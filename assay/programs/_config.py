@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from assay import _json
-from assay._files import MAX_TEXT_BYTES, read_bytes, read_text, resolve
+from assay._files import read_bytes
 from assay.lm import NOT_IN_IDENTITY, ModelSpec, Real, StrictInt, model_family
 from assay.metrics import CalibrationMap
 from assay.programs._panel import RUN_LEVEL_AGGREGATES, RUN_LEVEL_MAX_CLASSES, Aggregate
@@ -542,13 +542,3 @@ def fixed_scale(task: str) -> Scale | None:
     from assay.programs.kinds import get_kind
 
     return get_kind(task).fixed_scale
-
-
-def read_text_field(value: str | None, base: Path) -> str | None:
-    """``@path`` reads a file relative to ``base`` (the config's folder); anything else is text.
-    A regular UTF-8 file of at most :data:`assay._files.MAX_TEXT_BYTES` (10 MiB), else one line
-    naming it (a FIFO, ``/dev/zero`` or a directory is refused before anything is read)."""
-    if value is None or not value.startswith("@"):
-        return value
-    path = resolve(base / value[1:])
-    return read_text(path, limit=MAX_TEXT_BYTES, what="text file").strip()

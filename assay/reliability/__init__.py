@@ -1,65 +1,144 @@
 """Reliability harness: registered tests generate probes from seed items; judges are scored on
-them against the probe target and against their own verdict on the source."""
+them against the probe target and against their own verdict on the source.
 
-from assay.reliability._config import HarnessConfig, ReviewConfig, SampleConfig
-from assay.reliability._probe import Dropped, Generation, Probe, Review, Validation
-from assay.reliability._registry import (
-    GenerationContext,
-    ProgramSettings,
-    ReliabilityTest,
-    TestSettings,
-    Unit,
-    get_test,
-    known_tests,
-    reliability_test,
-)
-from assay.reliability._results import (
-    CriterionScores,
-    HarnessResult,
-    HarnessSummary,
-    JudgeReliability,
-    ReliabilityScores,
-    ReviewCounts,
-    ScoringValue,
-    TargetScores,
-)
-from assay.reliability.engine import judge_metrics, judged_id, run_harness
-from assay.reliability.probes import FormatTest, variant_rng
-from assay.reliability.report import (
-    build_report,
-    ci,
-    generation_models,
-    headline,
-    heatmap,
-    other_metrics,
-    pass_rates,
-    report_tables,
-)
-from assay.reliability.review import (
-    FLAGS,
-    PROBES,
-    REVIEWS,
-    SEEDS,
-    STATUSES,
-    ProbeView,
-    ReviewConflict,
-    ReviewRun,
-    apply_reviews,
-    decision_history,
-    export_review,
-    import_review,
-    read_probes,
-    read_reviews,
-    read_seeds,
-    record_decision,
-    record_decisions,
-    review_counts,
-    review_lock,
-    run_scale,
-)
-from assay.reliability.selftest import JudgeFlags, SelftestResult, TestFlags, run_selftest
+Names load on first use (PEP 562): re-reading a finished harness run imports neither DSPy
+nor the tests."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from assay._lazy import lazy_names
+
+_WHERE = {
+    "UNSEALED_READS": "_files",
+    "HarnessConfig": "_config",
+    "ReviewConfig": "_config",
+    "SampleConfig": "_config",
+    "Dropped": "_probe",
+    "Generation": "_probe",
+    "Probe": "_probe",
+    "Review": "_probe",
+    "Validation": "_probe",
+    "GenerationContext": "_registry",
+    "ProgramSettings": "_registry",
+    "ReliabilityTest": "_registry",
+    "TestSettings": "_registry",
+    "Unit": "_registry",
+    "get_test": "_registry",
+    "known_tests": "_registry",
+    "reliability_test": "_registry",
+    "AskedScores": "_results",
+    "CriterionScores": "_results",
+    "HarnessResult": "_results",
+    "HarnessSummary": "_results",
+    "JudgeReliability": "_results",
+    "ReliabilityScores": "_results",
+    "ReviewCounts": "_results",
+    "ScoringValue": "_results",
+    "TargetScores": "_results",
+    "judge_metrics": "assay.reliability.engine",
+    "judged_id": "assay.reliability.engine",
+    "run_harness": "assay.reliability.engine",
+    "FormatTest": "assay.reliability.probes",
+    "variant_rng": "assay.reliability.probes",
+    "build_report": "assay.reliability.report",
+    "ci": "assay.reliability.report",
+    "generation_models": "assay.reliability.report",
+    "headline": "assay.reliability.report",
+    "heatmap": "assay.reliability.report",
+    "other_metrics": "assay.reliability.report",
+    "pass_rates": "assay.reliability.report",
+    "report_tables": "assay.reliability.report",
+    "FLAGS": "assay.reliability.review",
+    "PROBES": "assay.reliability.review",
+    "REVIEWS": "assay.reliability.review",
+    "SEEDS": "assay.reliability.review",
+    "STATUSES": "assay.reliability.review",
+    "ProbeView": "assay.reliability.review",
+    "ReviewConflict": "assay.reliability.review",
+    "ReviewRun": "assay.reliability.review",
+    "apply_reviews": "assay.reliability.review",
+    "decision_history": "assay.reliability.review",
+    "export_review": "assay.reliability.review",
+    "import_review": "assay.reliability.review",
+    "read_probes": "assay.reliability.review",
+    "read_reviews": "assay.reliability.review",
+    "read_seeds": "assay.reliability.review",
+    "record_decision": "assay.reliability.review",
+    "record_decisions": "assay.reliability.review",
+    "review_counts": "assay.reliability.review",
+    "review_lock": "assay.reliability.review",
+    "run_scale": "assay.reliability.review",
+    "JudgeFlags": "assay.reliability.selftest",
+    "SelftestResult": "assay.reliability.selftest",
+    "TestFlags": "assay.reliability.selftest",
+    "run_selftest": "assay.reliability.selftest",
+}
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from assay.reliability._config import HarnessConfig, ReviewConfig, SampleConfig
+    from assay.reliability._files import UNSEALED_READS
+    from assay.reliability._probe import Dropped, Generation, Probe, Review, Validation
+    from assay.reliability._registry import (
+        GenerationContext,
+        ProgramSettings,
+        ReliabilityTest,
+        TestSettings,
+        Unit,
+        get_test,
+        known_tests,
+        reliability_test,
+    )
+    from assay.reliability._results import (
+        AskedScores,
+        CriterionScores,
+        HarnessResult,
+        HarnessSummary,
+        JudgeReliability,
+        ReliabilityScores,
+        ReviewCounts,
+        ScoringValue,
+        TargetScores,
+    )
+    from assay.reliability.engine import judge_metrics, judged_id, run_harness
+    from assay.reliability.probes import FormatTest, variant_rng
+    from assay.reliability.report import (
+        build_report,
+        ci,
+        generation_models,
+        headline,
+        heatmap,
+        other_metrics,
+        pass_rates,
+        report_tables,
+    )
+    from assay.reliability.review import (
+        FLAGS,
+        PROBES,
+        REVIEWS,
+        SEEDS,
+        STATUSES,
+        ProbeView,
+        ReviewConflict,
+        ReviewRun,
+        apply_reviews,
+        decision_history,
+        export_review,
+        import_review,
+        read_probes,
+        read_reviews,
+        read_seeds,
+        record_decision,
+        record_decisions,
+        review_counts,
+        review_lock,
+        run_scale,
+    )
+    from assay.reliability.selftest import JudgeFlags, SelftestResult, TestFlags, run_selftest
 
 __all__ = [
+    "UNSEALED_READS",
     "build_report",
     "FLAGS",
     "PROBES",
@@ -78,6 +157,7 @@ __all__ = [
     "review_lock",
     "judge_metrics",
     "judged_id",
+    "AskedScores",
     "CriterionScores",
     "Dropped",
     "FormatTest",
@@ -122,3 +202,6 @@ __all__ = [
     "SelftestResult",
     "TestFlags",
 ]
+
+
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

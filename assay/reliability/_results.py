@@ -4,6 +4,7 @@ from :class:`HarnessSummary` and read back through it (``--json`` prints the sam
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,26 @@ class TargetScores(_Model):
     mae: MetricValue | None
 
 
+class AskedScores(_Model):
+    """One way of asking the judge its task (a paraphrase of its instruction and rubric, the
+    rubric on a coarser or finer scale), or its own task (``original``): the verdicts mapped
+    back onto the judge's scale, how often they changed from its own source verdict, and
+    their agreement with the reference (:func:`assay.evaluation.agreement_summary`, the
+    metrics ``assay evaluate`` reports) where the sources have one."""
+
+    probes: int  # scored verdicts (with a scored source verdict, for ``changed``)
+    instruction: str | None = None  # a paraphrase's texts
+    rubric: str | None = None
+    points: int | None = None  # a granularity: the scale asked, 1..points
+    maps_back: dict[str, int] | None = None  # its score → the judge's scale
+    changed: MetricValue | None = None  # not for the original
+    agreement: dict[str, MetricValue] = Field(default_factory=dict)
+    agreement_n: int = 0  # the labelled sources it is over
+    agreement_note: str | None = None
+    verdicts: dict[str, int] = Field(default_factory=dict)  # as answered, per score
+    mapped: dict[str, int] | None = None  # mapped back, per score of the judge's scale
+
+
 class PlaceboScores(_Model):
     """A bias test's effect against its placebo, for one judge: the placebo judgments (one per
     source: the source unchanged, judged again with the LM cache bypassed), and per cue cell —
@@ -63,15 +84,18 @@ class PlaceboScores(_Model):
 
 # What a scoring kind adds to the envelope: a metric with its interval, a count or a bare rate,
 # a metric per group (samples needed per m, injection success per variant / position), per
-# rubric criterion or target score (agent tests), or the inverted task's texts (polarity).
+# rubric criterion or target score (agent tests), the inverted task's texts (polarity), per
+# way of asking the task (prompt_paraphrase, scale_granularity) and the name of one of them.
 ScoringValue = (
     MetricValue
     | int
     | float
     | None
+    | str
     | dict[str, MetricValue | None]
     | dict[str, CriterionScores]
     | dict[str, TargetScores]
+    | dict[str, AskedScores]
     | dict[str, str | None]
 )
 
@@ -173,6 +197,15 @@ class HarnessSummary(_Model):
         why = [f"judge {n}: {w}" for n, r in self.judges.items() if (w := r.measured_nothing())]
         return "; ".join(why) or None
 
+    @classmethod
+    def stored(cls, run_dir: Path) -> HarnessSummary | None:
+        """The summary a finished run wrote in its ``metrics.json``; None when this version
+        cannot read it (written by an older one: the run is scored again from its files)."""
+        try:
+            return cls.model_validate(json.loads((run_dir / "metrics.json").read_text("utf-8")))
+        except (OSError, ValueError):  # a ValidationError is a ValueError
+            return None
+
 
 class HarnessResult(_Model):
     """What :func:`assay.reliability.run_harness` returns."""
@@ -185,3 +218,13 @@ class HarnessResult(_Model):
     # text they read) — all of them when a finished run is re-read; the rest were made now.
     # Not in metrics.json, which stays a function of the run's files.
     probes_reused: dict[str, int] = Field(default_factory=dict)
+
+    @classmethod
+    def reread(cls, run_dir: Path, summary: HarnessSummary, run_id: str | None) -> HarnessResult:
+        """A finished run read back: every probe reused, its MLflow run the one it logged."""
+        return cls(
+            run_dir=run_dir,
+            summary=summary,
+            mlflow_run_id=run_id,
+            probes_reused=dict(summary.probes),
+        )

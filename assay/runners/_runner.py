@@ -39,9 +39,10 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -53,9 +54,13 @@ from pydantic import (
     field_validator,
 )
 
-from assay._registry import Registry, load_plugins, plugin_spec
-from assay.errors import ConfigError, RunError
+from assay._registry import Registry, load_plugins, plugin_identity, plugin_spec
+from assay.errors import AssayError, ConfigError, RunError
 from assay.types import PositiveInt, PositiveReal
+
+if TYPE_CHECKING:
+    from assay.inputs import ResolvedConfig
+    from assay.runs import FinishedRun, RunInputs
 
 BUILTIN = (
     "evaluate",
@@ -204,11 +209,31 @@ class ConfigOptions(Options):
         default_factory=dict, description="dotted config keys, e.g. {'judge.model': '...'}"
     )
     _loaded: Any = PrivateAttr(None)  # the config object, once loaded (for the printer)
+    _resolved: Any = PrivateAttr(None)  # the config file as read, before it is validated
+    _shown: dict[str, Any] = PrivateAttr(default_factory=dict)
 
     @property
     def loaded(self) -> Any:
         """The config object :meth:`load` returned."""
         return self._loaded
+
+    @property
+    def shown(self) -> dict[str, Any]:
+        """What the console shows of the config (:meth:`Runner.shown`), for a runner whose
+        finished runs are found by their inputs: from the config once it is loaded, or as
+        recorded with the finished run re-read without it."""
+        return self._shown
+
+    def resolved(self) -> ResolvedConfig | None:
+        """The config file as read, its overrides applied, before it is validated
+        (:class:`~assay.inputs.ResolvedConfig`, read once); None for a config object."""
+        if not isinstance(self.config, str | Path):
+            return None
+        if self._resolved is None:
+            from assay.inputs import resolve_config
+
+            self._resolved = resolve_config(self.config, self.config_overrides())
+        return self._resolved
 
     def config_overrides(self) -> dict[str, Any]:
         """The config keys the options given override (``--model``, ``--deadline``, ``--ray``,
@@ -230,7 +255,8 @@ class ConfigOptions(Options):
             if loader is not None:
                 config, base = loader(self.config, overrides)
             else:
-                config, base = load_config(self.config, overrides, model=model)
+                resolved = self.resolved()
+                config, base = load_config(self.config, overrides, model, resolved=resolved)
         elif overrides:
             raise TypeError("overrides apply to a config file; change the config object instead")
         else:
@@ -311,6 +337,10 @@ class Runner:
     progress_option: ClassVar[bool] = True  # offers --quiet (no progress bars)
     quiet_json: ClassVar[bool] = False  # --json also hides the progress bars
     opens_run: ClassVar[bool] = False  # the command line starts the run's MLflow helper early
+    # a runner whose finished run of a config file is found again by its inputs before the
+    # config is validated (assay.runs._reread): the run files its figures read that its seal
+    # does not cover (() for none); None for a runner that is not
+    watched: ClassVar[tuple[str, ...] | None] = None
     group_help: ClassVar[str] = ""  # a two-word command: the help of its first word
     cli: bool = False  # called by the command line (not the API): the process is the run's
 
@@ -355,6 +385,44 @@ class Runner:
         print(to_json(result))
         return 0
 
+    # -- a finished run found again by its inputs (``watched`` runners) ---------------------
+
+    def inputs(self, options: ConfigOptions) -> RunInputs | None:
+        """What a run of ``options`` is made from, as JSON values: the config file as read, the
+        content of the files it names, its plug-ins, the options. None when there is no
+        finished run to look for first: a config object (not a file), a config that reads what
+        no local file holds (:func:`~assay.inputs.named_files`), or a certificate to require
+        (checked before any run is read)."""
+        from assay.inputs import named_files
+
+        if getattr(options, "require_certificate", None):
+            return None
+        resolved = options.resolved()
+        files = named_files(resolved) if resolved is not None else None
+        plugins = resolved.raw.get("plugins", []) if resolved is not None else None
+        if files is None or not isinstance(plugins, list):
+            return None
+        return {
+            "command": self.name,
+            "config": resolved.raw,
+            "base": str(resolved.base),
+            "files": files,
+            "plugins": plugin_identity([*plugins, *options.plugins]),
+            "options": options.model_dump(mode="json", exclude={"config", "tracking_uri"}),
+        }
+
+    def reread(self, found: FinishedRun, options: ConfigOptions, *, workdir: Path) -> object:
+        """The result of ``found`` (a finished :class:`~assay.runs.FinishedRun` made from these
+        inputs), read back from its sealed files — as :meth:`run` returns it for a finished run
+        it re-reads; None when they cannot be (a summary of an older version): :meth:`run`
+        then decides."""
+        return None
+
+    def shown(self, config: object) -> dict[str, object]:
+        """What :meth:`print` shows of the config beyond the result (JSON values), recorded
+        with a finished run so that its re-read prints the same without the config."""
+        return {}
+
     # -- the API and the command line: one call ---------------------------------------------
 
     def call(
@@ -391,11 +459,63 @@ class Runner:
             got = f", got {value}" if isinstance(value, int | float | str) else ""
             raise ConfigError(f"{self.name}: option '{name}' {bound_message(exc)}{got}") from None
 
-    def execute(self, options: Options, *, workdir: str | Path | None, progress: bool) -> object:
+    def execute(
+        self,
+        options: Options,
+        *,
+        workdir: str | Path | None,
+        progress: bool,
+        started: Callable[[], AbstractContextManager[object]] = nullcontext,
+    ) -> object:
         """The run of validated options in ``workdir`` (default: the current directory): the
-        one path of the API and the command line. Its plug-ins are imported first."""
+        one path of the API and the command line. Its plug-ins are imported first. A finished
+        run of the same inputs is read back at once (``watched`` runners); otherwise
+        :meth:`run` runs inside ``started()`` (the command line's helper interpreter)."""
         load_plugins(options.plugins)
-        return self.run(options, workdir=work_directory(workdir), progress=progress)
+        here = work_directory(workdir)
+        if self.watched is None:
+            with started():
+                return self.run(options, workdir=here, progress=progress)
+        from assay.runs import any_recorded, finished_run
+
+        looked = any_recorded(here)  # else nothing to find: the helper starts first
+        digest = self._inputs_digest(options) if looked else None
+        if digest is not None:
+            with finished_run(here, digest, kind=self.name, watched=self.watched) as found:
+                result = None if found is None else self.reread(found, options, workdir=here)
+            if result is not None:
+                options._shown = found.shown
+                return result
+        with started():
+            if not looked:  # before the run reads anything, as the files it reads are now
+                digest = self._inputs_digest(options)
+            result = self.run(options, workdir=here, progress=progress)
+        options._shown = self.shown(options.loaded)
+        if digest is not None:
+            self._remember(options, result, digest, here)
+        return result
+
+    def _inputs_digest(self, options: Any) -> str | None:
+        from assay.runs import inputs_digest
+
+        inputs = self.inputs(options)
+        return inputs_digest(inputs) if inputs is not None else None
+
+    def _remember(self, options: Any, result: Any, digest: str, workdir: Path) -> None:
+        """Record the inputs of the run ``result`` came from, once it has finished — unless they
+        changed while it ran (read again now: a run is not recorded as made from files that
+        were edited under it)."""
+        from assay.runs import remember_inputs
+
+        run_dir = getattr(result, "run_dir", None)
+        options._resolved = None
+        try:
+            again = self._inputs_digest(options)
+        except AssayError:  # the config, edited meanwhile, no longer reads: nothing recorded
+            return
+        if run_dir is not None and again == digest:
+            shown = options.shown
+            remember_inputs(workdir, Path(run_dir), digest, watched=self.watched, shown=shown)
 
     def signature(self) -> inspect.Signature:
         """The API function's signature: the positional fields, then the others as keywords
@@ -462,7 +582,8 @@ class Runner:
         options = self.options(values)
         quiet = getattr(args, "quiet", False) or (self.quiet_json and args.json)
         self.cli = True
-        result = self.execute(options, workdir=None, progress=not quiet)
+        started = getattr(args, "started", None) or nullcontext
+        result = self.execute(options, workdir=None, progress=not quiet, started=started)
         return self.print(result, options, json=args.json)
 
 
@@ -587,12 +708,12 @@ def cli_type(kind: str, annotation: object) -> Callable[[str], Any]:
     """An argparse ``type``: the text read as ``kind`` (``"int"``, or ``"float"``: finite), then
     checked against ``annotation`` (an option field's type, with its bounds) — one declaration
     of a bound for the command line and the API."""
-    parse, check = _TYPES[kind], TypeAdapter(annotation)
+    parse = _TYPES[kind]
 
     def convert(text: str) -> Any:
         value = parse(text)
-        try:
-            return check.validate_python(value)
+        try:  # the adapter built here: the parser is made from every runner's options
+            return TypeAdapter(annotation).validate_python(value)
         except ValidationError as exc:
             raise argparse.ArgumentTypeError(f"{bound_message(exc)}, got {value}") from None
 

@@ -22,6 +22,8 @@ from assay.types import all_unscored
 
 if TYPE_CHECKING:
     from assay.evaluation import Counts, EvaluateResult
+    from assay.inputs import EvaluateConfig, ItemStream
+    from assay.runs import FinishedRun
 
 
 @runner("evaluate")
@@ -43,6 +45,7 @@ class Evaluate(Runner):
     config = "assay.inputs:EvaluateConfig"
     summary = "assay.evaluation:EvaluateSummary"
     opens_run = True
+    watched = ()  # its judgments are sealed, and nothing else is scored
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> EvaluateResult:
         from assay.evaluation import evaluate
@@ -63,6 +66,34 @@ class Evaluate(Runner):
             progress=progress,
         )
 
+    def reread(
+        self, found: FinishedRun, options: Options, *, workdir: Path
+    ) -> EvaluateResult | None:
+        from pydantic import ValidationError
+
+        from assay.evaluation import EvaluateResult
+
+        def items() -> ItemStream:  # read from the config only if the caller asks for them
+            from assay.evaluation import run_items
+            from assay.inputs import EvaluateConfig
+
+            config, _ = options.load(EvaluateConfig)
+            return run_items(config, workdir=workdir, limit=options.limit)
+
+        run_id = found.state.get("mlflow_run_id")
+        try:
+            return EvaluateResult.reread(found.dir, run_id, items=items)
+        except ValidationError:  # a metrics.json of another version: the run says what it is
+            return None
+
+    def shown(self, config: EvaluateConfig) -> dict[str, object]:
+        return {
+            "name": config.name,
+            "confidence": config.bootstrap.confidence,
+            "embedded_model": config.judge.uses_embedded_model,
+            "traces_uri": config.data.tracking_uri,
+        }
+
     def report(self, run_dir: Path, **options: Any) -> Any:
         from assay.evaluation import build_report
 
@@ -72,7 +103,7 @@ class Evaluate(Runner):
         from assay.metrics import metrics_table
         from assay.types import cost_lines
 
-        res, s, config = result, result.summary, options.loaded
+        res, s, shown = result, result.summary, options.shown
         c = s.counts
         if json:
             extra = {} if res.feedback is None else {"feedback": res.feedback}
@@ -88,13 +119,13 @@ class Evaluate(Runner):
             state = f"{res.new_judgments} judgments"
         if res.retried:
             state += f" ({res.retried} unscored items judged again)"
-        print(f"\n{config.name}: {state}")
+        print(f"\n{shown['name']}: {state}")
         print(
             f"items {c.items} · scored {c.scored} · unscored {c.unscored} "
             f"{c.unscored_reasons or ''} · paired with reference {c.paired}"
         )
         if s.metrics:
-            print(metrics_table(s.model_dump()["metrics"], config.bootstrap.confidence))
+            print(metrics_table(s.model_dump()["metrics"], shown["confidence"]))
         if s.note:
             print(f"note: {s.note}")
         if s.panel is not None:
@@ -102,11 +133,11 @@ class Evaluate(Runner):
 
             print(f"\n{panel_lead(s.panel)}")
             if s.panel.dawid_skene is not None:
-                print(dawid_skene_console(s.panel.dawid_skene, config.bootstrap.confidence))
+                print(dawid_skene_console(s.panel.dawid_skene, shown["confidence"]))
         if s.self_preference is not None:
             from assay.evaluation import self_preference_console
 
-            print(self_preference_console(s.self_preference, config.bootstrap.confidence))
+            print(self_preference_console(s.self_preference, shown["confidence"]))
         if s.scale_use is not None:
             from assay.evaluation import scale_use_console
 
@@ -119,7 +150,7 @@ class Evaluate(Runner):
         if res.feedback is not None:
             f = res.feedback
             print(
-                f"verdicts on the traces ({config.data.tracking_uri}): {f['written']} feedback "
+                f"verdicts on the traces ({shown['traces_uri']}): {f['written']} feedback "
                 f"written · {f['updated']} updated · {f['skipped']} already there"
             )
         transient = sum(c.unscored_reasons.get(r, 0) for r in ("lm_error", "timeout"))
@@ -128,7 +159,7 @@ class Evaluate(Runner):
                 f"note: {transient} items are unscored by LM errors or timeouts; once the cause "
                 "is fixed, re-run with --retry-unscored to judge them again."
             )
-        if config.judge.uses_embedded_model:
+        if shown["embedded_model"]:
             print("note: the embedded model is for trying assay, not for trustworthy verdicts.")
         return exit_code(c)
 

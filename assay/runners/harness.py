@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator
 
+from assay.reliability import UNSEALED_READS
 from assay.runners._runner import (
     CERTIFICATE_OPTION,
     RAY_OPTION,
@@ -25,7 +26,8 @@ from assay.runners._runner import (
 from assay.types import PositiveInt
 
 if TYPE_CHECKING:
-    from assay.reliability import HarnessResult
+    from assay.reliability import HarnessConfig, HarnessResult
+    from assay.runs import FinishedRun
 
 Names = Annotated[list[str] | None, BeforeValidator(split_names)]
 
@@ -45,6 +47,7 @@ class Harness(Runner):
     config = "assay.reliability:HarnessConfig"
     summary = "assay.reliability:HarnessSummary"
     opens_run = True
+    watched = UNSEALED_READS
 
     def run(self, options: Options, *, workdir: Path, progress: bool) -> HarnessResult:
         from assay.reliability import HarnessConfig, run_harness
@@ -70,6 +73,19 @@ class Harness(Runner):
             progress=progress,
         )
 
+    def reread(
+        self, found: FinishedRun, options: Options, *, workdir: Path
+    ) -> HarnessResult | None:
+        from assay.reliability import HarnessResult, HarnessSummary
+
+        summary = HarnessSummary.stored(found.dir)
+        if summary is None:
+            return None
+        return HarnessResult.reread(found.dir, summary, found.state.get("mlflow_run_id"))
+
+    def shown(self, config: HarnessConfig) -> dict[str, object]:
+        return {"name": config.name}
+
     def report(self, run_dir: Path, **options: Any) -> Any:
         from assay.reliability import build_report
 
@@ -84,7 +100,7 @@ class Harness(Runner):
             print_run_json(res, s.model_dump(mode="json"))
             return measured_nothing(s.measured_nothing())
         print(
-            f"\n{options.loaded.name}: {s.seeds} seeds · probes "
+            f"\n{options.shown['name']}: {s.seeds} seeds · probes "
             + ", ".join(f"{k} {v}" for k, v in s.probes.items())
         )
         reused = sum(res.probes_reused.values())

@@ -1,6 +1,7 @@
 """The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow,
-the seal a finished run is checked against (``_seal.py``), and what may overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads;
-a runner reaches them through its :class:`Run` only).
+the seal a finished run is checked against (``_seal.py``), a finished run found again by its
+inputs (``_reread.py``), and what may overlap the LM calls (``_execution.py``: helper
+interpreters, warm-ups, preloads; a runner reaches them through its :class:`Run` only).
 
 Names load on first use (PEP 562): the command line starts the MLflow helper interpreter
 before anything heavy is imported, and that helper itself needs none of DSPy to load MLflow."""
@@ -24,6 +25,12 @@ _WHERE = {
     "run_tasks": "_judging",
     "to_judge": "_judging",
     "RunLock": "_lock",
+    "FinishedRun": "_reread",
+    "RunInputs": "_reread",
+    "any_recorded": "_reread",
+    "finished_run": "_reread",
+    "inputs_digest": "_reread",
+    "remember_inputs": "_reread",
     "file_lock": "_lock",
     "load_run_plugins": "_plugins",
     "run_identity": "_plugins",
@@ -41,6 +48,7 @@ _WHERE = {
     "run_directory": "_run",
     "RunSettings": "_settings",
     "TrackingSettings": "_settings",
+    "InputsRecord": "_seal",
     "RunState": "_seal",
     "Seal": "_seal",
     "SEAL_TAG": "_seal",
@@ -80,8 +88,24 @@ if TYPE_CHECKING:
         driver_cache,
         run_remote,
     )
+    from assay.runs._reread import (
+        FinishedRun,
+        RunInputs,
+        any_recorded,
+        finished_run,
+        inputs_digest,
+        remember_inputs,
+    )
     from assay.runs._run import Run, run_directory
-    from assay.runs._seal import SEAL_TAG, SEALED, RunState, Seal, check_seal, sealed_run
+    from assay.runs._seal import (
+        SEAL_TAG,
+        SEALED,
+        InputsRecord,
+        RunState,
+        Seal,
+        check_seal,
+        sealed_run,
+    )
     from assay.runs._settings import RunSettings, TrackingSettings
     from assay.runs._store import JUDGMENTS, RunStore, now
     from assay.runs._tracking import (
@@ -96,12 +120,15 @@ __all__ = [
     "CallSlots",
     "Execution",
     "ExecutionConfig",
+    "FinishedRun",
+    "InputsRecord",
     "JUDGMENTS",
     "JudgeTask",
     "ProgramRecipe",
     "ProgramsByAttempt",
     "RemoteWork",
     "Run",
+    "RunInputs",
     "RunLock",
     "RunSettings",
     "RunState",
@@ -112,13 +139,16 @@ __all__ = [
     "TrackedRun",
     "TrackingSettings",
     "Worker",
+    "any_recorded",
     "append_lines",
     "check_seal",
     "command_started",
     "default_tracking_uri",
     "driver_cache",
     "file_lock",
+    "finished_run",
     "flatten_metrics",
+    "inputs_digest",
     "judge_items",
     "judge_one",
     "load_run_plugins",
@@ -126,6 +156,7 @@ __all__ = [
     "mlflow_key",
     "now",
     "open_store",
+    "remember_inputs",
     "run_directory",
     "run_identity",
     "run_pool",

@@ -17,13 +17,13 @@ records of a killed run are what its resume continues from.
 from __future__ import annotations
 
 import glob
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TypedDict
 
 from assay import _signing
+from assay._files import sha256_file
 from assay.errors import RunError
 
 SEAL_TAG = "assay.seal"
@@ -41,11 +41,23 @@ class Seal(TypedDict):
     signature: str
 
 
+class InputsRecord(TypedDict):
+    """What a finished run was made from, in its ``run.json`` (:mod:`assay.runs._reread`): the
+    digest of its inputs, the digests of the run files its figures read unsealed (``watched``),
+    what its console shows of its config (``shown``), and the signature over them, its kind,
+    hash and seal."""
+
+    digest: str
+    watched: dict[str, str]
+    shown: dict[str, object]
+    signature: str
+
+
 class RunState(TypedDict, total=False):
     """A run's ``run.json``: its hash, status (``running``, ``finished``), when it was created
-    and finished, its runner (``kind``), its seal and MLflow run once finished, and what its
+    and finished, its runner (``kind``), its seal and MLflow run once finished, what its
     runner adds at the finish (the harness's and ToolEmu's ``finish_key``, ToolEmu's
-    ``n_cases``)."""
+    ``n_cases``), and what a finished evaluate or harness run was made from (``inputs``)."""
 
     run_hash: str
     status: str
@@ -56,6 +68,7 @@ class RunState(TypedDict, total=False):
     mlflow_run_id: str | None
     finish_key: str
     n_cases: int
+    inputs: InputsRecord
 
 
 def seal(run_dir: Path, patterns: Sequence[str], *, kind: str, run_hash: str) -> Seal:
@@ -65,7 +78,7 @@ def seal(run_dir: Path, patterns: Sequence[str], *, kind: str, run_hash: str) ->
     for pattern in patterns:
         for name in sorted(glob.glob(pattern, root_dir=run_dir)):
             if (run_dir / name).is_file():
-                files[Path(name).as_posix()] = _sha256(run_dir / name)
+                files[Path(name).as_posix()] = sha256_file(run_dir / name)
     body = {"kind": kind, "run_hash": run_hash, "files": files}
     return Seal(files=files, digest=_signing.digest(body), signature=_signing.sign(body))
 
@@ -136,16 +149,8 @@ def check_seal(
         path = run_dir / name
         if not path.is_file():
             raise RunError(f"{where}: {name} is missing; the run's seal covers it")
-        if _sha256(path) != want:
+        if sha256_file(path) != want:
             raise RunError(
                 f"{where}: {name} is not the file the run sealed when it finished (edited "
                 "since): no decision is made on it — run its config again in a new run directory"
             )
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()

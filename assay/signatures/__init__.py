@@ -13,7 +13,13 @@ from assay.signatures._judge import (
     verdict_type,
     with_scale,
 )
-from assay.signatures._pairwise import CheckInversion, InvertTask, JudgePair
+from assay.signatures._pairwise import (
+    CheckInversion,
+    CheckTaskParaphrase,
+    InvertTask,
+    JudgePair,
+    ParaphraseTask,
+)
 from assay.signatures._perturb import (
     CheckEquivalence,
     Condense,
@@ -47,6 +53,8 @@ __all__ = [
     "VerifyCriterion",
     "AgentStep",
     "CheckInversion",
+    "CheckTaskParaphrase",
+    "ParaphraseTask",
     "InvertTask",
     "JudgePair",
     "CritiqueObservation",

@@ -1,5 +1,6 @@
-"""Signatures of the bias probes: the pairwise judge, and the program that writes a rubric's
-inverted question (``polarity``) with its validator."""
+"""Signatures of the bias probes: the pairwise judge, and the programs that rewrite the judge's
+own task with their validators: its inverted question (``polarity``), its paraphrases
+(``prompt_paraphrase``)."""
 
 from __future__ import annotations
 
@@ -40,4 +41,28 @@ class CheckInversion(dspy.Signature):
     inverted: str = dspy.InputField(desc="the inverted instruction and rubric")
     verdicts: str = dspy.InputField(desc="what each verdict means in the inverted task")
     inverted_ok: bool = dspy.OutputField(desc="true if it is a faithful inversion")
+    reason: str = dspy.OutputField(desc="one sentence")
+
+
+class ParaphraseTask(dspy.Signature):
+    """Rewrite a grading task in other words: the same criteria, details, label names and
+    scale, so that a grader following it gives every response the same verdict as under the
+    original; change the wording and the sentence structure. Write a rewrite unlike the
+    ``earlier`` ones."""
+
+    instruction: str = dspy.InputField(desc="the grading instruction (may be empty)")
+    rubric: str = dspy.InputField(desc="the grading rubric")
+    earlier: str = dspy.InputField(desc="rewrites written before, to differ from (may be empty)")
+    paraphrased_instruction: str = dspy.OutputField(desc="the instruction in other words")
+    paraphrased_rubric: str = dspy.OutputField(desc="the rubric in other words")
+
+
+class CheckTaskParaphrase(dspy.Signature):
+    """Decide whether the rewritten grading task means exactly what the original means — the
+    same criteria, details, label names and scale, nothing added or dropped — so that a grader
+    following either gives every response the same verdict."""
+
+    original: str = dspy.InputField(desc="the original instruction and rubric")
+    paraphrase: str = dspy.InputField(desc="the rewritten instruction and rubric")
+    same_meaning: bool = dspy.OutputField(desc="true if it keeps the meaning")
     reason: str = dspy.OutputField(desc="one sentence")

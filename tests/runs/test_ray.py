@@ -15,6 +15,7 @@ from assay.inputs import EvaluateConfig
 from assay.lm import StubServer
 from assay.report import read_jsonl
 from tests.plugin_files import first_sentence_kind
+from tests.processes import printed_json
 
 ray = pytest.importorskip("ray", reason="the [ray] extra is not installed")
 pytestmark = pytest.mark.ray
@@ -160,7 +161,7 @@ def test_the_command_line_judges_on_ray(tmp_path, items_csv, local_ray):
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert stub.n_requests == N_ITEMS
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = printed_json(proc.stdout)
     assert out["new_judgments"] == N_ITEMS and out["counts"]["scored"] == N_ITEMS
 
 

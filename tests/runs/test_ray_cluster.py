@@ -19,7 +19,7 @@ from assay.evaluation import evaluate
 from assay.inputs import EvaluateConfig
 from assay.lm import StubServer
 from assay.report import read_jsonl
-from tests.processes import assay_process
+from tests.processes import assay_process, printed_json
 from tests.ray_cluster import RayCluster
 from tests.runs.test_ray import sum_verdict, verdict
 from tests.runs.test_ray import write_items as ray_items
@@ -122,7 +122,7 @@ def test_judging_spreads_over_both_nodes_and_equals_a_local_run(tmp_path, cluste
         config.write_text(json.dumps(eval_config(csv, stub, tmp_path / "ray", execution)))
         out, _ = finish(start_command(cluster, tmp_path, "evaluate", str(config), "--json"))
         assert stub.n_requests == 2 * N_ITEMS  # every item judged once more, on the cluster
-    result = json.loads(out.strip().splitlines()[-1])
+    result = printed_json(out)
     remote_dir = Path(result["run_dir"])
 
     # the judging actors of this run: one on each node
@@ -206,7 +206,7 @@ def test_a_node_killed_mid_run_costs_its_calls_in_flight_not_the_run(tmp_path, c
             cluster.add_node("worker_node")
 
     assert before_kill < N_ITEMS  # killed mid-run
-    result = json.loads(out.strip().splitlines()[-1])
+    result = printed_json(out)
     assert Path(result["run_dir"]) == run_dir and result["new_judgments"] == N_ITEMS
     ids = [r["item_id"] for r in read_jsonl(judged)]
     assert sorted(ids) == sorted(
@@ -299,7 +299,7 @@ def test_the_harness_generates_and_judges_on_the_cluster_as_a_local_run(tmp_path
             config = folder / "config.json"
             config.write_text(json.dumps(harness_config(data, stub, folder / "runs", execution)))
             out, _ = finish(start_command(cluster, folder, "harness", str(config), "--json"))
-            runs[engine] = Path(json.loads(out.strip().splitlines()[-1])["run_dir"])
+            runs[engine] = Path(printed_json(out)["run_dir"])
             if engine == "local":
                 served_locally = stub.n_requests
                 generated_locally = sum(r["model"] != "stub-model" for r in stub.requests)

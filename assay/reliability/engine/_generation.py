@@ -25,6 +25,7 @@ from pydantic_core import to_jsonable_python
 
 from assay.lm import ModelSpec, make_lm
 from assay.reliability._config import HarnessConfig
+from assay.reliability._files import UNITS
 from assay.reliability._probe import Dropped, Probe
 from assay.reliability._registry import (
     CallMemo,
@@ -94,7 +95,7 @@ def generate_units(
     does not wait for the rest: the sources at once and, with ``early``, each unit's probes when
     it is committed. A unit's record is appended when it finishes (the commit point of a resumed
     run), then given to ``on_unit``."""
-    done = {r.unit_id: r for r in store.records("units.jsonl", UnitRecord)}
+    done = {r.unit_id: r for r in store.records(UNITS, UnitRecord)}
     units = [(t, u) for t in instances for u in t.units(pool if t.pool_based else seeds)]
     inputs = run_inputs(config)
     keys = {t.name: _test_identity(config, t) for t in instances}
@@ -128,7 +129,7 @@ def generate_units(
         if isinstance(w, JudgeTask):
             judging.persist(w, result)
         else:
-            store.append_record("units.jsonl", result)
+            store.append_record(UNITS, result)
             done[result.unit_id] = result
             if on_unit is not None:
                 on_unit(result)

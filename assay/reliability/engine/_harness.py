@@ -195,7 +195,8 @@ def _result(
     run_dir: Path, summary: HarnessSummary, run_id: str | None, reused: dict[str, int] | None = None
 ) -> HarnessResult:
     """What the run returns; ``reused`` None: a finished run re-read, every probe reused."""
-    reused = dict(summary.probes) if reused is None else reused
+    if reused is None:
+        return HarnessResult.reread(run_dir, summary, run_id)
     return HarnessResult(
         run_dir=run_dir, summary=summary, mlflow_run_id=run_id, probes_reused=reused
     )

@@ -13,10 +13,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
+from assay.reliability._files import UNSEALED_READS
 from assay.reliability._results import HarnessSummary
-from assay.reliability.review import REVIEWS
 from assay.types import stable_hash
 
 
@@ -24,7 +22,10 @@ def finish_key(config: Any, run_dir: Path, *, tests: list[Any], judges: list[str
     """What a finished run's metrics are a function of: the config, the selection (the test
     instances, and their programs' state as loaded: a ``*_state`` file's content, not its
     path) and the bytes of every file the scoring reads (units, judgments, reviews)."""
-    files = [run_dir / "units.jsonl", run_dir / REVIEWS, *sorted(run_dir.glob("judgments/*.jsonl"))]
+    files = [
+        *(run_dir / name for name in UNSEALED_READS),
+        *sorted(run_dir.glob("judgments/*.jsonl")),
+    ]
     digests = {}
     for path in files:
         if path.is_file():
@@ -43,11 +44,6 @@ def finish_key(config: Any, run_dir: Path, *, tests: list[Any], judges: list[str
 def finished_summary(run: Any, key: str) -> HarnessSummary | None:
     """The stored summary, if the run finished before with this very key (its metrics.json is
     what it would write) and that file is readable; None when the run must score again."""
-    if not (
-        run.finished and run.state.get("finish_key") == key and (run.dir / "metrics.json").exists()
-    ):
+    if not (run.finished and run.state.get("finish_key") == key):
         return None
-    try:
-        return HarnessSummary.model_validate(run.store.read_json("metrics.json"))
-    except ValidationError:
-        return None
+    return HarnessSummary.stored(run.dir)

@@ -21,25 +21,22 @@ from __future__ import annotations
 
 from typing import Any
 
-import dspy
 from pydantic import Field
 
 from assay.errors import ConfigError
 from assay.programs import ProbeValidator, TaskInverter, is_pairwise
-from assay.programs.kinds import get_kind
-from assay.reliability._probe import Dropped, Generation, Probe, Validation
+from assay.reliability._probe import Dropped, Probe
 from assay.reliability._registry import (
     GenerationContext,
     ProgramSettings,
-    ReliabilityTest,
     TestSettings,
     Unit,
     reliability_test,
 )
-from assay.reliability.probes._rewrite import Failed, guarded_call
+from assay.reliability.probes._task import AsksTask, Rejected, dropped_all, write_task
 from assay.scale import Scale
 from assay.signatures import CheckInversion
-from assay.types import Item, Usage, stable_hash
+from assay.types import Item
 
 _ANSWER_NAMES = {"true", "false", "yes", "no", "0", "1"}
 
@@ -81,8 +78,9 @@ class PolaritySettings(ProgramSettings):
 
 
 @reliability_test("polarity")
-class PolarityTest(ReliabilityTest):
+class PolarityTest(AsksTask):
     scoring = "polarity"
+    asked = "the inverted question"
     needs_labels = False  # agreement with the own source verdict; the pass rate where labelled
     Settings = PolaritySettings
     settings: PolaritySettings
@@ -92,10 +90,6 @@ class PolarityTest(ReliabilityTest):
         self.uses_llm = self.settings.rubric is None  # type: ignore[misc]
         self.generator = TaskInverter()
         self.validator = ProbeValidator(CheckInversion, "inverted_ok")
-        self.task: tuple[str | None, str | None] | None = None  # the judges' (instruction, rubric)
-
-    def programs(self) -> dict[str, dspy.Module]:
-        return {"generator": self.generator, "validator": self.validator} if self.uses_llm else {}
 
     def check(self, items: list[Item], scale: Scale) -> None:
         super().check(items, scale)
@@ -113,56 +107,38 @@ class PolarityTest(ReliabilityTest):
             raise ConfigError("tests.polarity.labels: the labels must be distinct")
 
     def check_judges(self, judges: list[Any]) -> None:
-        own = [c for j in judges for c in _leaves(j) if get_kind(c.task).own_prompt]
-        if own:
-            raise ConfigError(
-                f"tests.polarity: judge {own[0].name} (task: {own[0].task}) writes its own "
-                "prompt, so the inverted question cannot be asked of it; leave polarity out"
-            )
-        tasks = {(c.instruction, c.rubric) for j in judges for c in _leaves(j)}
-        if len(tasks) > 1:
-            raise ConfigError(
-                "tests.polarity: the judges (and panel members) must share one instruction and "
-                "rubric — the inverted task is written once per rubric; run polarity for "
-                "judges with another rubric in a config of their own"
-            )
-        self.task = next(iter(tasks))
+        super().check_judges(judges)
         s = self.settings
         if s.rubric is None and s.instruction is not None:
             raise ConfigError("tests.polarity.rubric: give the inverted rubric with 'instruction'")
-        if s.rubric is not None and self.task[0] and s.instruction is None:
+        if s.rubric is not None and self.task and self.task[0] and s.instruction is None:
             raise ConfigError(
                 "tests.polarity.instruction: the judges have an instruction; give its inverted "
                 "form too (or neither, and the generator writes both)"
             )
 
-    def units(self, items: list[Item]) -> list[Unit]:
-        """One unit: the inversion is written once, then every seed gets its probe."""
-        return [Unit(id=f"{self.name}:{stable_hash(self.task, 10)}", sources=list(items))]
-
     def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
         s = self.settings
-        instruction, rubric = self.task or (None, ctx.rubric)
+        instruction, rubric = self.judges_task(ctx)
         inv_scale = inverted_scale(ctx.scale, s.labels)
         generation = validation = None
         if s.rubric is not None:
             inverted = {"instruction": s.instruction, "rubric": s.rubric}
         else:
+            verdicts = {"verdicts": verdict_meanings(ctx.scale, inv_scale)}
             try:
-                inverted, generation, validation = self._written(
-                    instruction, rubric, ctx, verdict_meanings(ctx.scale, inv_scale)
+                inverted, generation, validation = write_task(
+                    ctx,
+                    self.generator,
+                    self.validator,
+                    (instruction, rubric),
+                    validate=s.validate_inversion,
+                    shown_as="inverted",
+                    generator_inputs=verdicts,
+                    validator_inputs=verdicts,
                 )
-            except _Rejected as r:
-                return [
-                    Dropped(
-                        test=self.name,
-                        source_id=src.id,
-                        reason=r.reason,  # type: ignore[arg-type]
-                        detail=r.detail,
-                        usage=r.usage if i == 0 else Usage(),
-                    )
-                    for i, src in enumerate(unit.sources)
-                ]
+            except Rejected as r:
+                return list(dropped_all(self.name, unit.sources, r))
         task = {**inverted, "scale": inv_scale.model_dump(exclude_none=True)}
         probes: list[Probe | Dropped] = []
         for src in unit.sources:
@@ -178,62 +154,3 @@ class PolarityTest(ReliabilityTest):
             )
             probes.append(Probe.placebo_of(self.name, src))  # the original task, asked again
         return probes
-
-    def _written(self, instruction: str | None, rubric: str | None, ctx, verdicts: str):
-        """The generator's inversion and the validator's verdict on it (``_Rejected`` if
-        either fails or the validator says no)."""
-        try:
-            pred, gen_usage = guarded_call(
-                ctx,
-                "generator",
-                self.generator,
-                stage="generate",
-                instruction=instruction or "",
-                rubric=rubric or "",
-                verdicts=verdicts,
-            )
-        except Failed as f:
-            raise _Rejected("generation_failed", str(f), f.usage) from None
-        if not pred.rubric or (instruction and not pred.instruction):
-            raise _Rejected("generation_failed", "empty inverted rubric or instruction", gen_usage)
-        inverted = {"instruction": pred.instruction if instruction else None, "rubric": pred.rubric}
-        generation = Generation(
-            model=ctx.model_of("generator"),
-            temperature=ctx.temperatures.get("generator"),
-            prompt=self.generator.instruction,
-            usage=gen_usage,
-        )
-        if not self.settings.validate_inversion:
-            return inverted, generation, None
-        show = "\n\n".join(x for x in (inverted["instruction"], inverted["rubric"]) if x)
-        try:
-            ok, val_usage = guarded_call(
-                ctx,
-                "validator",
-                self.validator,
-                stage="validate",
-                original="\n\n".join(x for x in (instruction, rubric) if x),
-                inverted=show,
-                verdicts=verdicts,
-            )
-        except Failed as f:
-            raise _Rejected("generation_failed", f"validator: {f}", gen_usage + f.usage) from None
-        if not ok.ok:
-            raise _Rejected("validator_rejected", ok.reason, gen_usage + val_usage)
-        validation = Validation(
-            model=ctx.model_of("validator"), verdict=True, reason=ok.reason, usage=val_usage
-        )
-        return inverted, generation, validation
-
-
-class _Rejected(Exception):
-    def __init__(self, reason: str, detail: str | None, usage: Usage):
-        super().__init__(detail)
-        self.reason, self.detail, self.usage = reason, detail, usage
-
-
-def _leaves(judge: Any) -> list[Any]:
-    """A judge config, or a panel's members (recursively): the configs that see a rubric."""
-    if getattr(judge, "members", None):
-        return [leaf for m in judge.members for leaf in _leaves(m)]
-    return [judge]

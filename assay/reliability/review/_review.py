@@ -19,6 +19,7 @@ from assay import _json
 from assay._yaml import load as load_yaml
 from assay.data import iter_jsonl, last_assistant_text_index, replace_message
 from assay.errors import DataError
+from assay.reliability._files import PROBES, REVIEWS, SEEDS
 from assay.reliability._probe import Probe, Review
 from assay.scale import Scale
 from assay.types import Item
@@ -35,10 +36,6 @@ __all__ = [
     "review_counts",
     "run_scale",
 ]
-
-SEEDS = "seeds.jsonl"
-PROBES = "probes.jsonl"
-REVIEWS = "reviews.jsonl"
 
 STATUSES = ("pending", "accepted", "edited", "rejected")
 

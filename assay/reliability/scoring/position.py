@@ -5,7 +5,6 @@ the accuracy in either order and averaged over both (the pass rate)."""
 from __future__ import annotations
 
 from assay.metrics import MetricValue
-from assay.programs import mirror_preference
 from assay.reliability._probe import Probe
 from assay.reliability.scoring._kind import (
     ScoringInput,
@@ -44,6 +43,10 @@ class Position(ScoringKind):
     )
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> PositionMetrics:
+        # when it scores, not at import: the console's headlines load every scoring kind, and
+        # the judge kinds import DSPy
+        from assay.programs import mirror_preference
+
         rows, source_unscored = inp.with_own(scored)
         scale = inp.scale
         a, b = scale.label_scores["A"], scale.label_scores["B"]
