@@ -8,6 +8,10 @@ Prints a table: items, wall, peak RSS, MB per 1,000 items, the zero-call re-run'
     PYTHONPATH=$PWD python benchmarks/bench_scale.py              # 5,000 and 50,000 items
     PYTHONPATH=$PWD python benchmarks/bench_scale.py --million    # and 1,000,000
     PYTHONPATH=$PWD python benchmarks/bench_scale.py --sizes 2000 20000 --keep /tmp/scale
+
+``--root NAME=PATH`` (repeatable) runs ``assay evaluate`` from each checkout in turn at every
+size — e.g. ``--root main=/tmp/main --root branch=$PWD``, the code before and after a change
+interleaved on the same items, so both see the machine's load of the same minutes.
 """
 
 from __future__ import annotations
@@ -32,9 +36,12 @@ def write_items(path: Path, n: int) -> None:
             f.write(f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}\n")
 
 
-def run_once(config: Path, cwd: Path) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS in MB and exit status of one ``assay evaluate``."""
+def run_once(config: Path, cwd: Path, root: Path | None = None) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS in MB and exit status of one ``assay evaluate`` (of the code in
+    ``root`` when given)."""
     env = {**os.environ, "ASSAY_SIDECAR": "0"}
+    if root is not None:
+        env["PYTHONPATH"] = str(root)
     started = time.monotonic()
     cmd = [sys.executable, "-m", "assay.cli", "evaluate", str(config), "--quiet"]
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL)
@@ -42,11 +49,12 @@ def run_once(config: Path, cwd: Path) -> tuple[float, float, int]:
     return time.monotonic() - started, usage.ru_maxrss / 1024, status
 
 
-def measure(n: int, root: Path, base_url: str) -> dict[str, float]:
+def measure(n: int, root: Path, base_url: str, code: Path | None = None) -> dict[str, float]:
     where = root / f"n{n}"
     where.mkdir(parents=True, exist_ok=True)
     csv = where / "items.csv"
-    write_items(csv, n)
+    if not csv.exists():
+        write_items(csv, n)
     config = where / "config.yaml"
     judge = {
         "name": "j",
@@ -66,8 +74,8 @@ def measure(n: int, root: Path, base_url: str) -> dict[str, float]:
             }
         )
     )
-    wall, rss, status = run_once(config, where)
-    rerun_wall, rerun_rss, rerun_status = run_once(config, where)
+    wall, rss, status = run_once(config, where, code)
+    rerun_wall, rerun_rss, rerun_status = run_once(config, where, code)
     if status or rerun_status:
         raise SystemExit(f"{n} items: assay evaluate exited with status {status or rerun_status}")
     return {"items": n, "wall": wall, "rss": rss, "rerun_wall": rerun_wall, "rerun_rss": rerun_rss}
@@ -78,20 +86,32 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[5_000, 50_000])
     ap.add_argument("--million", action="store_true", help="also 1,000,000 items")
     ap.add_argument("--keep", type=Path, help="a folder to keep the runs in (default: temporary)")
+    ap.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a checkout whose assay to run (repeatable: each in turn at every size)",
+    )
     args = ap.parse_args()
     sizes = args.sizes + ([1_000_000] if args.million else [])
+    roots = [tuple(r.split("=", 1)) for r in args.root] or [("", None)]
     with tempfile.TemporaryDirectory() as tmp, StubProcess(0.0) as stub:
-        root = args.keep or Path(tmp)
+        keep = args.keep or Path(tmp)
         print(
-            f"{'items':>9} {'wall s':>8} {'peak MB':>8} {'MB/1k':>7} {'re-run s':>9} {'re-run MB':>10}"
+            f"{'code':>8} {'items':>9} {'wall s':>8} {'peak MB':>8} {'MB/1k':>7} {'re-run s':>9} "
+            f"{'re-run MB':>10} {'load':>5}"
         )
         for n in sizes:
-            r = measure(n, root, stub.base_url)
-            print(
-                f"{n:>9,} {r['wall']:>8.1f} {r['rss']:>8.0f} {r['rss'] / n * 1000:>7.2f} "
-                f"{r['rerun_wall']:>9.1f} {r['rerun_rss']:>10.0f}",
-                flush=True,
-            )
+            for name, code in roots:
+                where = keep / name if name else keep
+                r = measure(n, where, stub.base_url, Path(code).resolve() if code else None)
+                print(
+                    f"{name:>8} {n:>9,} {r['wall']:>8.1f} {r['rss']:>8.0f} "
+                    f"{r['rss'] / n * 1000:>7.2f} {r['rerun_wall']:>9.1f} {r['rerun_rss']:>10.0f} "
+                    f"{os.getloadavg()[0]:>5.1f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

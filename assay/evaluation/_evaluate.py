@@ -127,13 +127,13 @@ def _judge_and_measure(
 
         def tasks() -> Iterator[JudgeTask]:
             stream = iter(items)
-            while chunk := list(itertools.islice(stream, _SLICE)):
-                by_id = {it.id: it for it in chunk}
+            while by_id := {it.id: it for it in itertools.islice(stream, _SLICE)}:
                 todo, _ = to_judge(by_id, seen, retry)  # type: ignore[arg-type]
                 for i, a in todo:
                     yield JudgeTask(
                         programs(a), by_id[i], config.judge, attempt=a, recipe=recipe(a)
                     )
+                del by_id  # before the next slice is read: one slice alive, not two
 
         run_tasks(
             tasks(),
@@ -325,7 +325,7 @@ def _write_outputs(
     write_html(run.dir, items)
 
 
-_SLICE = 100_000  # items ranked at once while disagreements.jsonl is written
+_RANK_SLICE = 10_000  # items ranked at once while disagreements.jsonl is written
 
 
 def _write_disagreements(
@@ -349,8 +349,8 @@ def _write_disagreements(
             "CREATE TABLE d (id TEXT PRIMARY KEY, distance REAL, record TEXT,"
             " request TEXT, response TEXT, reasoning TEXT)"
         )
-        for start in range(0, len(index), _SLICE):
-            end = start + _SLICE
+        for start in range(0, len(index), _RANK_SLICE):
+            end = start + _RANK_SLICE
             pairs = [
                 (index.ids[k], v.references[k], v.scores[k])
                 for k in range(start, min(end, len(index)))

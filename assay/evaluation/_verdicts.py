@@ -30,8 +30,13 @@ class Seen:
     def __init__(self, index: ItemIndex, store: RunStore):
         n = len(index)
         self._index = index
-        self.last = array("q", [-1]) * n  # NumPy loads with the metrics, after the calls
-        self._latest: list[Latest | None] = [None] * n
+        # a few bytes an item, as arrays (NumPy loads with the metrics, after the calls)
+        self.last = array("q", [-1]) * n
+        self._score = array("q", [0]) * n
+        self._scored = bytearray(n)
+        self._reason = array("h", [-1]) * n  # an index into _reasons
+        self._attempt = array("l", [0]) * n
+        self._reasons: list[str] = []
         self.records = 0
         for j in store.iter_records("judgments.jsonl", Judgment):
             self.add(j)
@@ -41,12 +46,27 @@ class Seen:
         p = self._index.position.get(j.item_id)
         if p is not None:
             self.last[p] = self.records
-            self._latest[p] = Latest(j.score, j.unscored, j.attempt)
+            self._scored[p] = j.score is not None
+            self._score[p] = j.score or 0
+            self._reason[p] = -1 if j.unscored is None else self._reason_code(j.unscored)
+            self._attempt[p] = j.attempt
         self.records += 1
+
+    def _reason_code(self, reason: str) -> int:
+        if reason not in self._reasons:
+            self._reasons.append(reason)
+        return self._reasons.index(reason)
 
     def get(self, item_id: str) -> Latest | None:
         p = self._index.position.get(item_id)
-        return None if p is None else self._latest[p]
+        if p is None or self.last[p] < 0:
+            return None
+        r = self._reason[p]
+        return Latest(
+            self._score[p] if self._scored[p] else None,
+            None if r < 0 else self._reasons[r],
+            self._attempt[p],
+        )
 
     @property
     def any(self) -> bool:
@@ -106,6 +126,7 @@ class Verdicts:
                 p = index.position.get(j.item_id)
                 if p is not None and seen.last[p] == k:
                     v.put(p, j, index.expected[p])
+                    v.ids[p] = index.ids[p]  # the index's string, not a copy of each id
                     yield j
 
         v.usage = Usage.total(j.usage for j in latest())

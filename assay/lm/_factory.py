@@ -172,6 +172,13 @@ def check_api_key(model: str) -> None:
 # is served without a SQLite read, and a long run's memory does not grow with its calls.
 MEMORY_CACHE_ENTRIES = 1000
 
+# SQLite settings of the disk cache's shards. diskcache opens a connection per shard in every
+# thread that uses it, each with its own page cache (8,192 pages, 32 MB, by default) and a 64 MB
+# memory map: with a judging pool of 32 threads over 16 shards, the process grew with the cache
+# file as the answers went in. One megabyte of pages a connection and no map; the operating
+# system's file cache still holds what is read often.
+SQLITE_PRAGMAS = {"sqlite_cache_size": 256, "sqlite_mmap_size": 0}
+
 
 def configure_cache(workdir: Path) -> None:
     """DSPy's response cache on disk under ``<workdir>/.assay/dspy_cache`` (re-runs are free).
@@ -196,11 +203,14 @@ def configure_cache(workdir: Path) -> None:
 
     def build() -> None:
         try:
-            built["cache"] = Cache(
+            cache = Cache(
                 **settings,
                 disk_size_limit_bytes=int(os.environ.get("DSPY_CACHE_LIMIT", 3e10)),
                 memory_max_entries=MEMORY_CACHE_ENTRIES,
             )
+            for pragma, value in SQLITE_PRAGMAS.items():  # every connection opened after
+                cache.disk_cache.reset(pragma, value)
+            built["cache"] = cache
         except BaseException as exc:  # raised again on first use
             built["error"] = exc
 

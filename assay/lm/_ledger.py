@@ -186,6 +186,15 @@ def note_cached(usage_entry: dict[str, Any] | None) -> None:
 def ledger_usage(records: Iterable[CallRecord]) -> tuple[Usage, int]:
     """The usage of the answered calls of ``records`` (tokens, cost, calls, unpriced calls),
     and how many attempts failed."""
-    records = list(records)  # read twice
-    paid = [Usage(**r.model_dump(include=set(PAID_FIELDS))) for r in records if r.failed is None]
-    return Usage.total(paid), sum(r.failed is not None for r in records)
+    failed = 0
+
+    def paid() -> Iterator[Usage]:  # one reading: a run's million calls are not held
+        nonlocal failed
+        for r in records:
+            if r.failed is None:
+                yield Usage(**r.model_dump(include=set(PAID_FIELDS)))
+            else:
+                failed += 1
+
+    total = Usage.total(paid())
+    return total, failed

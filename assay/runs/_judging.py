@@ -36,8 +36,10 @@ def judge_one(
         "config_hash": config_hash or config.config_hash(),
     }
     with (
-        # no call kept in DSPy's history: a run's memory does not grow with its calls
-        dspy.context(adapter=make_adapter(config.adapter)),
+        # no call kept in DSPy's history, nor the prediction in its trace (a list of the last
+        # 10,000 predictions with their inputs, the item texts, unless told otherwise): a
+        # run's memory does not grow with its calls
+        dspy.context(adapter=make_adapter(config.adapter), trace=None),
         without_history(),
         dspy.track_usage() as tracker,
         track_limits() as waits,

@@ -162,26 +162,21 @@ class RunStore:
         """``calls.jsonl`` opened for appending (a torn last line, left by a kill, cut off)."""
         from assay.lm import CallRecord
 
-        self.records(CALLS, CallRecord, signed=False)  # cuts a torn last line
+        for _ in self.iter_records(CALLS, CallRecord, signed=False):
+            pass  # read to the end, holding none: that cuts a torn last line
         return CallLedger(self.path / CALLS)
 
-    def calls(self) -> list[Any]:
-        """The call ledger's records (:class:`~assay.lm._ledger.CallRecord`), read without
-        touching the file: calls abandoned in flight may still be writing to it."""
+    def calls(self) -> Iterator[Any]:
+        """The call ledger's records (:class:`~assay.lm._ledger.CallRecord`), read as they are
+        used and without touching the file: calls abandoned in flight may still be writing to
+        it, so a torn last line is left out, not cut."""
         from assay.lm import CallRecord
 
-        lines, _torn = _complete_lines(self.path / CALLS)
-        return [CallRecord.model_validate_json(line.text) for line in lines]
-
-
-def _complete_lines(path: Path) -> tuple[list[Line], bool]:
-    """The lines of a JSONL file ended by a newline, and whether a torn last line (none: its
-    writer was killed) was left out."""
-    if not path.exists():
-        return [], False
-    lines = list(read_lines(path))
-    torn = bool(lines) and not lines[-1].complete
-    return (lines[:-1] if torn else lines), torn
+        path = self.path / CALLS
+        if path.exists():
+            for line in read_lines(path):
+                if line.complete:  # only a file's last line may be torn
+                    yield CallRecord.model_validate_json(line.text)
 
 
 class CallLedger:

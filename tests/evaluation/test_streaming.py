@@ -94,3 +94,40 @@ def test_the_run_holds_a_window_of_tasks_and_reads_its_judgments_back_on_demand(
     keep = {"metrics", "counts", "usage", "confusion_matrix", "calibration", "disagreements"}
     # as JSON: κ of a judge that gave one verdict is nan, which equals nothing
     assert result.summary.model_dump_json(include=keep) == listed.model_dump_json(include=keep)
+
+
+def test_judging_holds_a_slice_of_items_not_the_data_set(tmp_path, monkeypatch):
+    """The items to judge are read from the stream a thousand at a time: while 2,500 items are
+    judged, never more than that slice and the pool's window of them are alive (not every
+    item read up front, which held a run's first 100,000 items with their texts), and DSPy's
+    trace keeps none of their predictions."""
+    import gc
+
+    import dspy
+
+    from assay.types import Item
+
+    n_items, live, judged = 2_500, [0], [0]
+    lock = threading.Lock()
+    real_judge = judging.judge_one
+
+    def judge_one(*args, **kwargs):
+        out = real_judge(*args, **kwargs)
+        with lock:
+            judged[0] += 1
+            if judged[0] % 250 == 0:
+                live[0] = max(live[0], sum(isinstance(o, Item) for o in gc.get_objects()))
+        return out
+
+    monkeypatch.setattr(judging, "judge_one", judge_one)
+    csv = tmp_path / "items.csv"
+    rows = ["id,request,response,expected"]
+    rows += [f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}" for k in range(n_items)]
+    csv.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    traced = len(dspy.settings.trace)  # DSPy's trace of predictions with their inputs
+    with StubServer() as stub:
+        cfg = config(csv, stub).model_copy(update={"concurrency": 8})
+        result = evaluate(cfg, workdir=tmp_path, progress=False)
+    assert result.summary.counts.judged == judged[0] == n_items
+    assert len(dspy.settings.trace) == traced  # no prediction kept there, with its item
+    assert 0 < live[0] <= 1_000 + window(8) + 8, live[0]

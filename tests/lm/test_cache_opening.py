@@ -79,3 +79,33 @@ def test_a_lookup_in_an_existing_cache_folder_waits_for_it_to_open(tmp_path, hel
     held_open.set()
     worker.join(timeout=30)
     assert not worker.is_alive() and got == {"hit": None}
+
+
+def test_every_thread_reads_the_disk_cache_with_a_small_page_cache_and_no_map(tmp_path):
+    """diskcache opens a SQLite connection per shard in each thread that uses it; each held up
+    to 32 MB of pages and a 64 MB map by default, so a judging pool's process grew with the
+    cache file. A connection opened by a worker thread after the cache is configured (as the
+    pool's are) gets one megabyte of pages and no map."""
+    saved = dspy.cache
+    try:
+        configure_cache(tmp_path)
+        dspy.cache.put(REQUEST, "answer")  # waits for the opening
+        pragmas: dict = {}
+
+        def read() -> None:
+            assert dspy.cache.get(REQUEST) == "answer"
+            for shard in dspy.cache.inner.disk_cache._shards:  # this thread's connections
+                con = shard._con
+                pragmas.setdefault("cache_size", set()).add(
+                    con.execute("PRAGMA cache_size").fetchone()[0]
+                )
+                pragmas.setdefault("mmap_size", set()).add(
+                    con.execute("PRAGMA mmap_size").fetchone()[0]
+                )
+
+        worker = threading.Thread(target=read)
+        worker.start()
+        worker.join(timeout=60)
+        assert pragmas == {"cache_size": {256}, "mmap_size": {0}}
+    finally:
+        dspy.cache = saved

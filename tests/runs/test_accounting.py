@@ -312,3 +312,58 @@ def test_selective_apply_prints_what_its_call_ledger_holds(tmp_path, monkeypatch
 
     s = SelectiveSummary.model_validate(summary)
     assert all(line in out.splitlines() for line in cost_lines(s.usage, s.spend))
+
+
+def test_the_call_ledger_is_read_as_it_streams_past(tmp_path):
+    """A run's spend and the opening of its ledger read ``calls.jsonl`` a record at a time: a
+    ledger of 40,000 calls costs what one of 2,000 does (it was a list of every record, about
+    1 KB each, twice at the end of an evaluate run), and the totals are those of the lines
+    summed by hand (exactly, with ``math.fsum``), a torn last line left out."""
+    import random
+    import tracemalloc
+
+    from assay.lm import CallRecord, ledger_usage
+    from assay.runs import RunStore
+
+    def ledger(n: int) -> tuple[RunStore, list[CallRecord]]:
+        store = RunStore(tmp_path / f"n{n}", run_hash="h")
+        store.path.mkdir()
+        rng = random.Random(n)
+        calls = [
+            CallRecord(
+                model="m",
+                prompt_tokens=rng.randrange(500),
+                completion_tokens=rng.randrange(50),
+                cost_usd=rng.random() / 1e3,
+                failed="HTTP 500" if k % 97 == 0 else None,
+            )
+            for k in range(n)
+        ]
+        lines = "".join(c.model_dump_json() + "\n" for c in calls)
+        (store.path / "calls.jsonl").write_text(lines + '{"model": "m", "pro', encoding="utf-8")
+        return store, calls
+
+    def peak(read) -> tuple[object, int]:
+        tracemalloc.start()
+        try:
+            out = read()
+            return out, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, big = ledger(2_000), ledger(40_000)
+    for store, calls in (small, big):
+        (paid, failed), _ = peak(lambda store=store: ledger_usage(store.calls()))
+        answered = [c for c in calls if c.failed is None]
+        assert failed == len(calls) - len(answered) > 0
+        assert paid.calls == len(answered)
+        assert paid.prompt_tokens == sum(c.prompt_tokens for c in answered)
+        assert paid.cost_usd == math.fsum(c.cost_usd for c in answered)
+    grown = (
+        peak(lambda: ledger_usage(big[0].calls()))[1]
+        - peak(lambda: ledger_usage(small[0].calls()))[1]
+    )
+    assert grown < 3e6, f"{grown / 1e6:.1f} MB more for 38,000 more calls"
+    _, opened = peak(lambda: big[0].open_ledger().close())
+    assert opened < 3e6, f"{opened / 1e6:.1f} MB"
+    assert (big[0].path / "calls.jsonl").read_text().endswith("}\n")  # the torn line cut
