@@ -138,6 +138,7 @@ def run_harness(
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         run.ahead("assay.reliability.report:preload_plotting")
         scoring = run.preload("assay.reliability.engine._harness_metrics")  # NumPy
+        run.preload("scipy.stats")  # the intervals' exact tests: ~0.7 s to import, on first use
         if not (store.path / "seeds.jsonl").exists():
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
