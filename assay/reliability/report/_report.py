@@ -47,7 +47,8 @@ def pass_rates(summary: HarnessSummary) -> dict[str, dict[str, float | None]]:
 
 def preload_plotting() -> None:
     """Import matplotlib (headless) and render a throw-away figure ahead of time (fonts, the
-    Agg canvas, the PNG writer load on first use); the report's plots then start at once."""
+    Agg canvas, the PNG writer load on first use), and import what :func:`write_reports`
+    needs; the reports then start at once."""
     import io
 
     import matplotlib
@@ -68,6 +69,9 @@ def preload_plotting() -> None:
     from assay.report import preload_page
 
     preload_page()  # and report.html's template
+    # and what write_reports reads the run with: the config model imports DSPy (~0.5 s)
+    import assay.reliability._config  # noqa: F401
+    import assay.reliability.report._html_report  # noqa: F401
 
 
 def heatmap(rates: dict[str, dict[str, float | None]], tests: list[str], path: Path) -> Path:
