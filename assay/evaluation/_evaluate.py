@@ -117,7 +117,8 @@ def _judge_and_measure(
             return EvaluateResult.reread(run.dir, run.mlflow_run_id, **lazy)
         resumed = seen.any
         scoring = run.preload("assay.evaluation._scoring")  # NumPy, the bootstrap: the end's
-        run.preload("scipy.stats")  # the rates' exact intervals: ~0.7 s to import, on first use
+        # the rates' exact intervals import scipy.stats on first use (~0.7 s): meanwhile, too
+        stats = run.preload("scipy.stats")
         new = [0]
 
         def persist(_task: JudgeTask, judgment: Judgment) -> None:
@@ -147,6 +148,7 @@ def _judge_and_measure(
             keep=False,
         )
         scoring.join()
+        stats.join()
         panel = _panel_over_run(config, index, run, seen)
         verdicts = Verdicts.read(index, run.store, seen)
         summary = _summarize(config, index, verdicts, run_hash, retried, notes, run)

@@ -138,7 +138,8 @@ def run_harness(
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         run.ahead("assay.reliability.report:preload_plotting")
         scoring = run.preload("assay.reliability.engine._harness_metrics")  # NumPy
-        run.preload("scipy.stats")  # the intervals' exact tests: ~0.7 s to import, on first use
+        # the intervals' exact tests import scipy.stats on first use (~0.7 s): meanwhile, too
+        stats = run.preload("scipy.stats")
         if not (store.path / "seeds.jsonl").exists():
             store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
 
@@ -155,6 +156,7 @@ def run_harness(
         judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
 
         # -- score and report ------------------------------------------------------------------
+        stats.join()
         summary = scoring.join().harness_metrics(
             config,
             instances,
