@@ -583,18 +583,16 @@ class Runner:
         quiet = getattr(args, "quiet", False) or (self.quiet_json and args.json)
         self.cli = True
         started = getattr(args, "started", None) or nullcontext
-        if not args.json:
-            result = self.execute(options, workdir=None, progress=not quiet, started=started)
-            return self.print(result, options, json=False)
         # --json: stdout carries the result alone. Whatever else prints to it while the run
         # works (a library, Ray's driver threads) goes to stderr, and a Ray cluster joined is
         # left before the result is printed, so nothing can follow it.
-        from assay.runs import disconnect
-
-        with redirect_stdout(sys.stderr):
+        with redirect_stdout(sys.stderr) if args.json else nullcontext():
             result = self.execute(options, workdir=None, progress=not quiet, started=started)
-            disconnect()
-        return self.print(result, options, json=True)
+            if args.json:
+                from assay.runs import disconnect
+
+                disconnect()
+        return self.print(result, options, json=args.json)
 
 
 # -- what the printers share ---------------------------------------------------------------
