@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,15 +119,15 @@ def _experiment_id(client: Any, source: TraceSource) -> str:
     return str(found.experiment_id)
 
 
-def _search(source: TraceSource, *, limit: int | None = None) -> list[Any]:
+def _pages(source: TraceSource, *, limit: int | None = None) -> Iterator[list[Any]]:
     """The experiment's traces (``filter`` and ``run_id`` applied), oldest first, with spans and
-    assessments; ``limit`` stops after the first N."""
+    assessments, one search page at a time (``limit``: the first N only)."""
     from mlflow.exceptions import MlflowException
 
     check_store(source.tracking_uri)
     client = _client(source.tracking_uri)
     experiment = _experiment_id(client, source)
-    traces: list[Any] = []
+    served = 0
     token = None
     while True:
         try:
@@ -135,7 +135,7 @@ def _search(source: TraceSource, *, limit: int | None = None) -> list[Any]:
                 locations=[experiment],
                 filter_string=source.filter,
                 run_id=source.run_id,
-                max_results=_PAGE if limit is None else min(_PAGE, limit - len(traces)),
+                max_results=_PAGE if limit is None else min(_PAGE, limit - served),
                 order_by=["timestamp_ms ASC"],
                 page_token=token,
             )
@@ -147,10 +147,31 @@ def _search(source: TraceSource, *, limit: int | None = None) -> list[Any]:
                 path=source.tracking_uri,
                 field=field_,
             ) from None
-        traces.extend(page)
+        served += len(page)
         token = page.token
-        if not token or (limit is not None and len(traces) >= limit):
-            return traces
+        yield list(page)
+        if not token or (limit is not None and served >= limit):
+            return
+
+
+def iter_mlflow_traces(
+    source: TraceSource, scale: Scale | None = None, *, limit: int | None = None
+) -> Iterator[Item]:
+    """:func:`load_mlflow_traces` one search page at a time: a page's traces (their spans are
+    most of a trace's size) are let go once their items are made, so reading an experiment
+    holds one page, not every trace. No items: the same error, once the search is over."""
+    empty = True
+    for page in _pages(source, limit=limit):
+        for trace in page:
+            empty = False
+            yield _item(trace, source, scale)
+    if empty:
+        raise DataError(
+            f"no traces in experiment '{source.experiment}'"
+            + (f" matching {source.filter!r}" if source.filter else "")
+            + (f" in run {source.run_id}" if source.run_id else ""),
+            path=source.tracking_uri,
+        )
 
 
 def load_mlflow_traces(
@@ -161,15 +182,7 @@ def load_mlflow_traces(
     label}``: the item's ``expected`` is then left for the caller to draw from them) and, where
     a span names one, ``model`` (:func:`trace_model`). Labels are
     read on ``scale`` when one is given. Errors name the trace id and the field."""
-    items = [_item(trace, source, scale) for trace in _search(source, limit=limit)]
-    if not items:
-        raise DataError(
-            f"no traces in experiment '{source.experiment}'"
-            + (f" matching {source.filter!r}" if source.filter else "")
-            + (f" in run {source.run_id}" if source.run_id else ""),
-            path=source.tracking_uri,
-        )
-    return items
+    return list(iter_mlflow_traces(source, scale, limit=limit))
 
 
 def _item(trace: Any, source: TraceSource, scale: Scale | None) -> Item:

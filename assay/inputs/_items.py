@@ -4,6 +4,9 @@ traces), and the fingerprint of a set of items (part of a run's identity)."""
 from __future__ import annotations
 
 import itertools
+import os
+import tempfile
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,9 +17,9 @@ from assay.data import (
     TranscriptPrep,
     build_pairs,
     check_limit,
+    iter_mlflow_traces,
     iter_table,
     load_inspect_log,
-    load_mlflow_traces,
     load_table,
     load_toolemu_evaluations,
     load_toolemu_toolkits,
@@ -50,9 +53,10 @@ def dumps(item: Item) -> str:
 
 class ItemStream:
     """A run's items, read again from their source each time they are iterated, one at a time
-    — a table through the items cache file it was read into, so a run of a million items holds
-    none of them whole. Other sources (Inspect logs, ToolEmu files, MLflow traces, pairs) are
-    read into memory once and iterated from there."""
+    — a table through the items cache file it was read into, MLflow traces through the spool
+    file their search pages were written to, so a run of a million items holds none of them
+    whole. Other sources (Inspect logs, ToolEmu files, pairs) are read into memory once and
+    iterated from there."""
 
     def __init__(self, read: Callable[[], Iterator[Item]]):
         self._read = read
@@ -157,6 +161,11 @@ def stream_items(
         if isinstance(cached, Path):
             return _nonempty(ItemStream(lambda: _from_cache(cached, data, limit)), data)
         items = cached
+    elif data.pairs is None and data.format == "mlflow":
+        spool = _spooled_traces(data, scale, cache_dir, limit, seed)
+        stream = ItemStream(lambda: _from_cache(spool, data, limit))
+        weakref.finalize(stream, spool.unlink, missing_ok=True)  # the stream's, while it lives
+        return _nonempty(stream, data)
     else:
         items = _listed_items(data, scale, cache_dir, limit, notes, seed)
     if limit is not None:
@@ -191,8 +200,6 @@ def _listed_items(
         items = load_inspect_log(
             data.path, expected=data.expected, scale=scale, missing_expected=data.missing_expected
         )
-    elif data.format == "mlflow":
-        items = _trace_items(data, scale, limit, seed)
     else:
         items = _toolemu_items(data, scale)
     return items
@@ -265,31 +272,103 @@ def _readable(path: Path) -> bool:
 _ITEMS_FORMAT = 2  # bump when reading a table changes what its items are
 
 
-def _trace_items(data: DataConfig, scale: Scale, limit: int | None, seed: int) -> list[Item]:
-    """The traces' items; with several annotators each item's reference is their majority
-    (``assay agreement``'s, ties broken from ``seed``). A trace without the named assessment
+def _spooled_traces(
+    data: DataConfig, scale: Scale, cache_dir: Path | None, limit: int | None, seed: int
+) -> Path:
+    """The traces' items in a spool file beside the items cache (``cache_dir``'s ``items``
+    folder; else the system's temporary folder), written a search page at a time as MLflow
+    serves them: no step holds the experiment's traces, or their items, whole. The run reads
+    them from the file as it reads a table's items cache; the file goes with its stream.
+
+    With several annotators each item's reference is their majority (``assay agreement``'s,
+    ties broken from ``seed``), set in a second pass over the file from the votes kept from
+    the first (an item's id and a label per annotator). A trace without the named assessment
     is an error, or with ``missing_expected: keep`` an item without a reference (counted)."""
     from assay.inputs._annotations import majority
 
     source = data.trace_source()
-    items = load_mlflow_traces(source, scale, limit=limit)
-    if data.annotators:
-        rows = [(it.id, who, s) for it in items for who, s in it.meta["annotations"].items()]
-        rows += [(it.id, "", None) for it in items if not it.meta["annotations"]]
-        majorities, _ = majority(rows, seed=seed, scale=scale)
-        for it in items:
-            it.expected = majorities.get(it.id)
-    missing = [it.id for it in items if it.expected is None]
-    if source.expectation and missing and data.missing_expected == "error":
-        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-        raise DataError(
-            f"{len(missing)} of {len(items)} traces have no human assessment named "
-            f"'{source.expectation}' (traces {shown}); set data.missing_expected: keep to judge "
-            "them without a reference",
-            path=source.tracking_uri,
-            field="expectation",
-        )
-    return items
+    folder = None
+    if cache_dir is not None:
+        folder = Path(cache_dir).parent / "items"
+        folder.mkdir(parents=True, exist_ok=True)
+    spool = _spool_file(folder)
+    try:
+        votes: list[tuple[str, str, int | None]] = []
+        unlabelled: list[tuple[str, str, int | None]] = []  # after the votes, as they were
+        missing = _Missing()
+        with spool.open("w", encoding="utf-8") as out:
+            for it in iter_mlflow_traces(source, scale, limit=limit):
+                if data.annotators:
+                    labels = it.meta["annotations"].items()
+                    votes += [(it.id, who, label) for who, label in labels]
+                    unlabelled += [] if labels else [(it.id, "", None)]
+                else:
+                    missing.add(it)
+                out.write(it.model_dump_json() + "\n")
+        if data.annotators:
+            majorities, _ = majority(votes + unlabelled, seed=seed, scale=scale)
+            del votes, unlabelled
+            voted = _spool_file(folder)
+            with voted.open("w", encoding="utf-8") as out:
+                for line in read_lines(spool):
+                    it = Item.model_validate_json(line.text)
+                    it.expected = majorities.get(it.id)
+                    missing.add(it)
+                    out.write(it.model_dump_json() + "\n")
+            voted.replace(spool)
+        if source.expectation and missing.ids and data.missing_expected == "error":
+            raise DataError(
+                f"{missing.count} of {missing.seen} traces have no human assessment named "
+                f"'{source.expectation}' (traces {missing.shown()}); set "
+                "data.missing_expected: keep to judge them without a reference",
+                path=source.tracking_uri,
+                field="expectation",
+            )
+    except BaseException:
+        spool.unlink(missing_ok=True)
+        raise
+    return spool
+
+
+def _spool_file(folder: Path | None) -> Path:
+    """A new spool file named by this process's id; those of processes that are gone (a
+    killed run leaves its spool behind) are removed first."""
+    for left in folder.glob("traces-*-*.jsonl") if folder is not None else ():
+        pid = left.name.split("-")[1]
+        if pid.isdigit() and not _alive(int(pid)):
+            left.unlink(missing_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f"traces-{os.getpid()}-", suffix=".jsonl", dir=folder)
+    os.close(fd)
+    return Path(name)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+@dataclass
+class _Missing:
+    """The items without a reference, counted as they pass: the first five ids kept to name."""
+
+    seen: int = 0
+    count: int = 0
+    ids: list[str] = field(default_factory=list)
+
+    def add(self, item: Item) -> None:
+        self.seen += 1
+        if item.expected is None:
+            self.count += 1
+            if len(self.ids) < 6:
+                self.ids.append(item.id)
+
+    def shown(self) -> str:
+        return ", ".join(self.ids[:5]) + (", ..." if self.count > 5 else "")
 
 
 def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:

@@ -189,6 +189,58 @@ def test_a_trace_without_the_reference_is_refused_or_counted(local, tmp_path, mo
     assert (counts["items"], counts["scored"], counts["paired"]) == (1, 1, 0)
 
 
+@pytest.mark.parametrize("kind, data", [
+    ("chat", {"expectation": "harmful"}),
+    ("panel", {"expectation": "quality", "annotators": True}),
+])  # fmt: skip
+def test_traces_are_read_a_page_at_a_time_into_a_file_the_run_streams(
+    kind, data, local, tmp_path, monkeypatch
+):
+    """Read two traces per search request, an experiment gives the items (ids, references, the
+    run's fingerprint) one request for all of them gives; the pages are asked for as the items
+    are taken, and the run's items live in a spool file that goes with their stream."""
+    import gc
+
+    from mlflow import MlflowClient
+
+    import assay.data._mlflow as traces
+    from assay.inputs import DataConfig, data_fingerprint, stream_items
+
+    uri, logged = local
+    config = DataConfig.model_validate({
+        "format": "mlflow", "tracking_uri": uri, "experiment": EXPERIMENT,
+        "filter": f"tags.kind = '{kind}'", **CHAT, **data,
+    })  # fmt: skip
+    whole = list(stream_items(config, BINARY))
+    requests = []
+    search = MlflowClient.search_traces
+    monkeypatch.setattr(MlflowClient, "search_traces",
+                        lambda self, **kw: requests.append(kw) or search(self, **kw))  # fmt: skip
+    monkeypatch.setattr(traces, "_PAGE", 2)
+    pages = traces.iter_mlflow_traces(config.trace_source(), BINARY)
+    first = next(pages)
+    assert (first.id, len(requests)) == (logged.ids[kind][0], 1)  # one page asked for, so far
+    assert [first.id, *(it.id for it in pages)] == logged.ids[kind]
+    pages_needed = -(-len(logged.ids[kind]) // 2)  # two traces a page; a full last page may
+    assert len(requests) in (pages_needed, pages_needed + 1)  # come with a token to an empty one
+
+    killed = tmp_path / "items" / "traces-999999999-x.jsonl"  # a killed run's, left behind
+    killed.parent.mkdir()
+    killed.write_text("{}\n")
+    stream = stream_items(config, BINARY, cache_dir=tmp_path / "hf")
+    (spool,) = (tmp_path / "items").iterdir()  # the killed run's removed
+    paged = list(stream)
+    assert [it.model_dump() for it in paged] == [it.model_dump() for it in whole]
+    assert data_fingerprint(stream) == data_fingerprint(whole)
+    if kind == "panel":  # the references are the annotators' majority, set in a second pass
+        assert [it.expected for it in paged] == [
+            int(sum(logged.annotations[it.id].values()) >= 2) for it in paged
+        ]
+    del stream, paged
+    gc.collect()
+    assert not spool.exists()
+
+
 @pytest.mark.parametrize("store", ["server", "sqlite", "folder", "file"])
 def test_a_store_with_nothing_behind_it_is_refused_before_any_request(
     store, tmp_path, monkeypatch, capsys
