@@ -210,7 +210,9 @@ def test_a_run_killed_then_resumed_equals_one_run(stub, persona, tmp_path, kill_
     finally:
         stub.respond = answer
     (half,) = (folder / "runs").iterdir()
-    kept = [x for x in (half / "judgments.jsonl").read_text().splitlines() if x]
+    # none may be kept: on a busy machine the kill can come before the first answers' commit
+    written = half / "judgments.jsonl"
+    kept = [x for x in written.read_text().splitlines() if x] if written.exists() else []
     assert len(kept) < N
     whole, _ = run(folder, stub, rows, name="resume", model=model)  # the resume
     assert whole == half
