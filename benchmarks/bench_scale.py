@@ -1,4 +1,5 @@
-"""Memory of ``assay evaluate`` as the items grow: peak RSS of the main process.
+"""Memory of ``assay evaluate`` (and ``assay harness``) as the work grows: peak RSS of the main
+process.
 
 Each size gets a CSV of N items and a config judged by the loopback stub (zero latency, in its
 own process, concurrency 32, no sidecar, no MLflow); ``assay evaluate`` runs in a subprocess
@@ -12,6 +13,11 @@ Prints a table: items, wall, peak RSS, MB per 1,000 items, the zero-call re-run'
 ``--root NAME=PATH`` (repeatable) runs ``assay evaluate`` from each checkout in turn at every
 size — e.g. ``--root main=/tmp/main --root branch=$PWD``, the code before and after a change
 interleaved on the same items, so both see the machine's load of the same minutes.
+
+``--harness SEEDS...`` (e.g. ``--harness 10 100 300``) measures ``assay harness`` of the
+HarmBench example instead — N seeds, one judge, ``stochastic_stability`` at k = 2, every model on
+a stub that answers as generator, validator and judge (``bench_harness.respond``), concurrency
+16, no sidecar — and prints its LM calls with each row.
 """
 
 from __future__ import annotations
@@ -36,14 +42,14 @@ def write_items(path: Path, n: int) -> None:
             f.write(f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}\n")
 
 
-def run_once(config: Path, cwd: Path, root: Path | None = None) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS in MB and exit status of one ``assay evaluate`` (of the code in
-    ``root`` when given)."""
+def run_once(args: list[str], cwd: Path, root: Path | None = None) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS in MB and exit status of one ``assay <args> --quiet`` (of the code
+    in ``root`` when given)."""
     env = {**os.environ, "ASSAY_SIDECAR": "0"}
     if root is not None:
         env["PYTHONPATH"] = str(root)
     started = time.monotonic()
-    cmd = [sys.executable, "-m", "assay.cli", "evaluate", str(config), "--quiet"]
+    cmd = [sys.executable, "-m", "assay.cli", *args, "--quiet"]
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     return time.monotonic() - started, usage.ru_maxrss / 1024, status
@@ -74,16 +80,37 @@ def measure(n: int, root: Path, base_url: str, code: Path | None = None) -> dict
             }
         )
     )
-    wall, rss, status = run_once(config, where, code)
-    rerun_wall, rerun_rss, rerun_status = run_once(config, where, code)
+    return twice(["evaluate", str(config)], where, code, f"{n} items")
+
+
+def measure_harness(seeds: int, root: Path, stub: StubProcess, code: Path | None) -> dict:
+    """``assay harness`` of the HarmBench example on ``seeds`` seeds (see the module's text)."""
+    import yaml
+    from bench_startup import jrh_config
+
+    where = root / f"harness{seeds}"
+    where.mkdir(parents=True, exist_ok=True)
+    config = jrh_config(where, stub.base_url, 16, None, 2)
+    raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    raw["sample"]["n"] = seeds
+    config.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    stub.reset()
+    r = twice(["harness", str(config), "--judges", "predict"], where, code, f"{seeds} seeds")
+    return {**r, "calls": stub.n_requests}
+
+
+def twice(args: list[str], where: Path, code: Path | None, what: str) -> dict[str, float]:
+    """A command run, then run again on its finished run (no LM call)."""
+    wall, rss, status = run_once(args, where, code)
+    rerun_wall, rerun_rss, rerun_status = run_once(args, where, code)
     if status or rerun_status:
-        raise SystemExit(f"{n} items: assay evaluate exited with status {status or rerun_status}")
-    return {"items": n, "wall": wall, "rss": rss, "rerun_wall": rerun_wall, "rerun_rss": rerun_rss}
+        raise SystemExit(f"{what}: assay {args[0]} exited with status {status or rerun_status}")
+    return {"wall": wall, "rss": rss, "rerun_wall": rerun_wall, "rerun_rss": rerun_rss}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[5_000, 50_000])
+    ap.add_argument("--sizes", type=int, nargs="*", help="items (default: 5,000 and 50,000)")
     ap.add_argument("--million", action="store_true", help="also 1,000,000 items")
     ap.add_argument("--keep", type=Path, help="a folder to keep the runs in (default: temporary)")
     ap.add_argument(
@@ -93,9 +120,33 @@ def main() -> None:
         metavar="NAME=PATH",
         help="a checkout whose assay to run (repeatable: each in turn at every size)",
     )
+    ap.add_argument("--harness", type=int, nargs="*", default=[], metavar="SEEDS",
+                    help="assay harness of the HarmBench example on this many seeds")  # fmt: skip
     args = ap.parse_args()
-    sizes = args.sizes + ([1_000_000] if args.million else [])
+    default = [] if args.harness else [5_000, 50_000]  # --harness alone: the harness alone
+    sizes = (default if args.sizes is None else args.sizes) + ([1_000_000] if args.million else [])
     roots = [tuple(r.split("=", 1)) for r in args.root] or [("", None)]
+    if args.harness:
+        from bench_startup import _respond
+
+        with tempfile.TemporaryDirectory() as tmp, StubProcess(0.0, _respond) as stub:
+            keep = args.keep or Path(tmp)
+            print(
+                f"{'code':>8} {'seeds':>6} {'calls':>7} {'wall s':>8} {'peak MB':>8} "
+                f"{'MB/seed':>8} {'re-run s':>9} {'re-run MB':>10} {'load':>5}"
+            )
+            for n in args.harness:
+                for name, code in roots:
+                    where = keep / name if name else keep
+                    r = measure_harness(n, where, stub, Path(code).resolve() if code else None)
+                    print(
+                        f"{name:>8} {n:>6} {r['calls']:>7} {r['wall']:>8.1f} {r['rss']:>8.0f} "
+                        f"{r['rss'] / n:>8.2f} {r['rerun_wall']:>9.1f} {r['rerun_rss']:>10.0f} "
+                        f"{os.getloadavg()[0]:>5.1f}",
+                        flush=True,
+                    )
+    if not sizes:
+        return
     with tempfile.TemporaryDirectory() as tmp, StubProcess(0.0) as stub:
         keep = args.keep or Path(tmp)
         print(
