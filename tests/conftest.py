@@ -36,6 +36,23 @@ def _no_dspy_cache():
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
 
 
+@pytest.fixture(autouse=True)
+def _one_embedded_model_at_a_time(request, tmp_path_factory):
+    """The tests marked ``local_model`` run one at a time across the suite's workers: llama.cpp
+    runs a thread per core and its threads wait on each other spinning, so two models sharing
+    two cores each took two to three times as long (a ToolEmu case: 26-46 s, 83-99 s beside
+    another). A test waits for the other's end instead."""
+    if request.node.get_closest_marker("local_model") is None:
+        yield
+        return
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent  # the workers' common folder
+    with open(shared / "assay-local-model.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture
 def example_data() -> Path:
     """The real data sets copied into the repository (``examples/data``, with their licences)."""

@@ -309,12 +309,16 @@ def _spooled_traces(
             majorities, _ = majority(votes + unlabelled, seed=seed, scale=scale)
             del votes, unlabelled
             voted = _spool_file(folder)
-            with voted.open("w", encoding="utf-8") as out:
-                for line in read_lines(spool):
-                    it = Item.model_validate_json(line.text)
-                    it.expected = majorities.get(it.id)
-                    missing.add(it)
-                    out.write(it.model_dump_json() + "\n")
+            try:
+                with voted.open("w", encoding="utf-8") as out:
+                    for line in read_lines(spool):
+                        it = Item.model_validate_json(line.text)
+                        it.expected = majorities.get(it.id)
+                        missing.add(it)
+                        out.write(it.model_dump_json() + "\n")
+            except BaseException:
+                voted.unlink(missing_ok=True)
+                raise
             voted.replace(spool)
         if source.expectation and missing.ids and data.missing_expected == "error":
             raise DataError(
@@ -364,7 +368,7 @@ class _Missing:
         self.seen += 1
         if item.expected is None:
             self.count += 1
-            if len(self.ids) < 6:
+            if len(self.ids) < 5:
                 self.ids.append(item.id)
 
     def shown(self) -> str:

@@ -4,7 +4,9 @@ separate ``assay evaluate`` processes on one fresh folder, with a slow scripted 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -58,9 +60,16 @@ def test_a_second_process_on_the_same_run_stops_at_once(folder):
         judgments = list(folder.glob("runs/*/judgments.jsonl"))
         time.sleep(0.05)
     assert judgments, "the first run never started judging"
-
-    second = assay_process("evaluate", config, "--quiet", "--json", cwd=folder)
-    code, out, err = finish(second)
+    # the first run held still while the second starts (a second process can take seconds to
+    # start on a busy machine, and the first would have finished meanwhile): still its run's
+    # writer, a process that is stopped, not gone
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        assert first.poll() is None, finish(first)
+        second = assay_process("evaluate", config, "--quiet", "--json", cwd=folder)
+        code, out, err = finish(second)
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 2 and out == "", (code, out, err)
     assert len(lines) == 1 and "in use by another assay process (pid " in lines[0], err
