@@ -301,25 +301,15 @@ def _spooled_traces(
                 if data.annotators:
                     labels = it.meta["annotations"].items()
                     votes += [(it.id, who, label) for who, label in labels]
-                    unlabelled += [] if labels else [(it.id, "", None)]
+                    if not labels:
+                        unlabelled.append((it.id, "", None))
                 else:
                     missing.add(it)
                 out.write(it.model_dump_json() + "\n")
         if data.annotators:
             majorities, _ = majority(votes + unlabelled, seed=seed, scale=scale)
             del votes, unlabelled
-            voted = _spool_file(folder)
-            try:
-                with voted.open("w", encoding="utf-8") as out:
-                    for line in read_lines(spool):
-                        it = Item.model_validate_json(line.text)
-                        it.expected = majorities.get(it.id)
-                        missing.add(it)
-                        out.write(it.model_dump_json() + "\n")
-            except BaseException:
-                voted.unlink(missing_ok=True)
-                raise
-            voted.replace(spool)
+            write_atomic(spool, _with_majority(spool, majorities, missing))
         if source.expectation and missing.ids and data.missing_expected == "error":
             raise DataError(
                 f"{missing.count} of {missing.seen} traces have no human assessment named "
@@ -332,6 +322,17 @@ def _spooled_traces(
         spool.unlink(missing_ok=True)
         raise
     return spool
+
+
+def _with_majority(
+    spool: Path, majorities: dict[str, int | None], missing: _Missing
+) -> Iterator[str]:
+    """The spool's lines with each item's reference set to its annotators' majority."""
+    for line in read_lines(spool):
+        it = Item.model_validate_json(line.text)
+        it.expected = majorities.get(it.id)
+        missing.add(it)
+        yield it.model_dump_json() + "\n"
 
 
 def _spool_file(folder: Path | None) -> Path:
@@ -372,7 +373,7 @@ class _Missing:
                 self.ids.append(item.id)
 
     def shown(self) -> str:
-        return ", ".join(self.ids[:5]) + (", ..." if self.count > 5 else "")
+        return ", ".join(self.ids) + (", ..." if self.count > len(self.ids) else "")
 
 
 def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:

@@ -29,7 +29,8 @@ def cannot_write(path: Path, exc: OSError) -> RunError:
 def write_atomic(path: Path, text: str | Iterable[str]) -> Path:
     """Write ``text`` (or its pieces, written as they come: a file larger than memory) to
     ``path`` via a temp file and a rename: never half a file. A failed write leaves the file
-    as it was and is :func:`cannot_write`'s one line."""
+    as it was and is :func:`cannot_write`'s one line; an error raised by the pieces themselves
+    (a row that does not read) is raised as it is. Neither leaves the temp file behind."""
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     try:
         with tmp.open("w", encoding="utf-8") as fh:
@@ -38,9 +39,11 @@ def write_atomic(path: Path, text: str | Iterable[str]) -> Path:
             else:
                 fh.writelines(text)
         os.replace(tmp, path)
-    except OSError as exc:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
-        raise cannot_write(path, exc) from None
+        if isinstance(exc, OSError):
+            raise cannot_write(path, exc) from None
+        raise
     return path
 
 

@@ -268,6 +268,15 @@ def test_an_id_with_surrounding_whitespace_is_refused_not_trimmed(cfg, capsys, b
     assert not Path("runs").exists()
 
 
+def test_a_row_that_does_not_read_leaves_no_half_written_items_cache(cfg, capsys):
+    """A table is read into its items cache file as it is checked: a row refused half-way
+    through leaves neither that file nor its temporary one behind (the next run reads the
+    fixed table afresh, and a folder does not fill with dead files)."""
+    edit(cfg / "items.csv", "\nq07,", "\nq07 ,")
+    one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
+    assert [p.name for p in Path(".assay/items").iterdir()] == []
+
+
 def test_a_nul_byte_in_a_config_is_one_line(cfg, capsys):
     edit(cfg / "config.yaml", "concurrency: 3", "concurrency: 3\x00")
     line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"), "--quiet")
