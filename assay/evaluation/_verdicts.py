@@ -7,11 +7,13 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import NamedTuple, get_args
 
 from assay.inputs import ItemIndex
 from assay.runs import RunStore
-from assay.types import Judgment, Usage
+from assay.types import Judgment, UnscoredReason, Usage
+
+_REASONS: tuple[str, ...] = get_args(UnscoredReason)  # an unscored judgment's, by number
 
 
 class Latest(NamedTuple):
@@ -34,9 +36,8 @@ class Seen:
         self.last = array("q", [-1]) * n
         self._score = array("q", [0]) * n
         self._scored = bytearray(n)
-        self._reason = array("h", [-1]) * n  # an index into _reasons
+        self._reason = array("h", [-1]) * n  # an index into _REASONS
         self._attempt = array("l", [0]) * n
-        self._reasons: list[str] = []
         self.records = 0
         for j in store.iter_records("judgments.jsonl", Judgment):
             self.add(j)
@@ -48,14 +49,9 @@ class Seen:
             self.last[p] = self.records
             self._scored[p] = j.score is not None
             self._score[p] = j.score or 0
-            self._reason[p] = -1 if j.unscored is None else self._reason_code(j.unscored)
+            self._reason[p] = -1 if j.unscored is None else _REASONS.index(j.unscored)
             self._attempt[p] = j.attempt
         self.records += 1
-
-    def _reason_code(self, reason: str) -> int:
-        if reason not in self._reasons:
-            self._reasons.append(reason)
-        return self._reasons.index(reason)
 
     def get(self, item_id: str) -> Latest | None:
         p = self._index.position.get(item_id)
@@ -64,7 +60,7 @@ class Seen:
         r = self._reason[p]
         return Latest(
             self._score[p] if self._scored[p] else None,
-            None if r < 0 else self._reasons[r],
+            None if r < 0 else _REASONS[r],
             self._attempt[p],
         )
 
