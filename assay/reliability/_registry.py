@@ -136,13 +136,15 @@ class GenerationContext:
         from assay.lm import gate_calls, make_adapter, track_limits, usage_of_tracker
 
         lm = self.lm(role, temperature=temperature, rollout=rollout)
+        adapter = make_adapter(self.adapters.get(role, "json"))
         usage = Usage()
         try:
             with (
                 gate_calls(self.slots) if self.slots is not None else nullcontext(),
                 dspy.track_usage() as tracker,
                 track_limits() as waits,
-                dspy.context(lm=lm, adapter=make_adapter(self.adapters.get(role, "json"))),
+                kept_nowhere(),
+                dspy.context(lm=lm, adapter=adapter),
             ):
                 pred = program(**inputs)
         finally:
@@ -162,11 +164,23 @@ class GenerationContext:
         with (
             gate_calls(self.slots) if self.slots is not None else nullcontext(),
             dspy.track_usage() as tracker,
+            kept_nowhere(),
         ):
             yield
         role = "validator" if name == "validate" else "generator"
         price = self.prices.get(role)
         self.usage[name] = self.usage.get(name, Usage()) + usage_of_tracker(tracker, price)
+
+
+@contextmanager
+def kept_nowhere() -> Iterator[None]:
+    """A generator's or validator's calls kept in no DSPy history and its predictions in no
+    DSPy trace (both keep the last 10,000, with the item texts): every call is in the run's
+    files and ledger already, and a harness's memory does not grow with its probes."""
+    from assay.lm import without_history
+
+    with dspy.context(trace=None), without_history():
+        yield
 
 
 def _call_key(model: Any, program: dspy.Module, temperature, rollout, inputs) -> str:

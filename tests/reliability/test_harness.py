@@ -91,6 +91,22 @@ def test_label_flip_drops_probes_the_validator_does_not_confirm(tmp_path, engine
     assert len(probes) == n_probes and all(p["validation"]["verdict"] for p in probes)
 
 
+def test_generation_keeps_no_call_in_dspy_history_or_trace(tmp_path, engines):
+    """DSPy keeps the last 10,000 calls of every LM and module, and the last 10,000
+    predictions, with the texts: a harness's generator and validator calls (and its judges')
+    are in the run's files instead, so its memory does not grow with them."""
+    from dspy.clients.base_lm import GLOBAL_HISTORY
+
+    before = len(GLOBAL_HISTORY)
+    trace = dspy.settings.trace
+    cfg = config(tmp_path, {"label_flip": {}})
+    res = run_harness(cfg, workdir=tmp_path, progress=False)
+    assert engines["gen"].n_calls > 0 and engines["val"].n_calls > 0
+    assert res.summary.probes["label_flip"] > 0
+    assert len(GLOBAL_HISTORY) == before
+    assert dspy.settings.trace is trace and not trace
+
+
 def test_failed_generations_are_dropped_and_counted_never_judged(tmp_path, engines):
     from assay.lm import ScriptedFailure
 
