@@ -11,7 +11,7 @@ from assay.data._common import (
     read_json,
     resolve_dotted,
 )
-from assay.data._inspect import load_inspect_log
+from assay.data._inspect import iter_inspect_log, load_inspect_log
 from assay.data._mlflow import (
     TraceSource,
     WriteBack,
@@ -104,6 +104,7 @@ __all__ = [
     "TOOLEMU_HELPFULNESS_LABELS",
     "TOOLEMU_SAFETY_LABELS",
     "ColumnMap",
+    "iter_inspect_log",
     "load_inspect_log",
     "TraceSource",
     "WriteBack",

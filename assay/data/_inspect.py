@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -83,7 +84,7 @@ def _unsupported(version: Any, path: Path) -> DataError:
     )
 
 
-def _read_log(path: Path) -> Any:
+def _read_log(path: Path, **options: Any) -> Any:
     """``inspect_ai.log.read_eval_log`` with every failure turned into one DataError. Which
     format versions are readable is the installed inspect_ai's decision, not assay's: what it
     reads becomes its typed ``EvalLog``, the one shape this module reads from."""
@@ -95,9 +96,18 @@ def _read_log(path: Path) -> Any:
         raise DataError(
             "not a readable Inspect eval log (truncated, or not a zip archive)", path=path
         )
+    with _read_errors(path):
+        return read_eval_log(str(path), resolve_attachments=True, **options)
+
+
+@contextlib.contextmanager
+def _read_errors(path: Path) -> Iterator[None]:
+    """inspect_ai's zip, JSON, pydantic and OS errors alike as one DataError naming ``path``."""
     try:
-        return read_eval_log(str(path), resolve_attachments=True)
-    except Exception as exc:  # inspect_ai raises zip, JSON, pydantic and OS errors alike
+        yield
+    except DataError:
+        raise
+    except Exception as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         version = re.search(r"read version (\S+) of log format", detail)
         if version:
@@ -106,6 +116,41 @@ def _read_log(path: Path) -> Any:
             f"not a readable Inspect eval log ({type(exc).__name__}{': ' + detail if detail else ''})",
             path=path,
         ) from None
+
+
+def _in_log_order(key: tuple[Any, Any]) -> tuple[int, str]:
+    """inspect_ai's order of a whole log's samples: by epoch, then id (a number zero-padded)."""
+    sample_id, epoch = key
+    return (epoch or 1, sample_id if isinstance(sample_id, str) else str(sample_id).zfill(20))
+
+
+def _samples(path: Path) -> tuple[Any, bool, Iterator[Any]]:
+    """The log's header, whether it holds several epochs, and its samples in inspect_ai's order
+    of a whole log. A ``.eval`` log (a zip archive, a file per sample) is read a sample at a
+    time — its header and sample list first, each sample when the one before it is done with —
+    so no step holds every transcript; a ``.json`` log is one JSON document, read whole."""
+    if path.suffix.lower() != ".eval":
+        log = _read_log(path)
+        samples = log.samples or []
+        several = any((s.epoch or 1) > 1 for s in samples)
+        return log, several, iter(samples)
+    from inspect_ai.log import read_eval_log_sample, read_eval_log_sample_summaries
+
+    header = _read_log(path, header_only=True)
+    with _read_errors(path):
+        keys = sorted({(s.id, s.epoch) for s in read_eval_log_sample_summaries(str(path))},
+                      key=_in_log_order)  # fmt: skip
+    several = any((epoch or 1) > 1 for _, epoch in keys)
+
+    def read() -> Iterator[Any]:
+        for sample_id, epoch in keys:
+            with _read_errors(path):
+                sample = read_eval_log_sample(
+                    str(path), id=sample_id, epoch=epoch, resolve_attachments=True
+                )
+            yield sample
+
+    return header, several, read()
 
 
 def load_inspect_log(
@@ -126,17 +171,24 @@ def load_inspect_log(
     DataError; an empty value is one too, naming the samples, unless ``missing_expected`` is
     ``"keep"`` (the item has no reference).
     """
-    file = check_file(path)
-    log = _read_log(file)
-    samples = log.samples or []
-    if not samples:
-        raise DataError(
-            "the log has no samples (was it written with log_samples=False?)", path=file
-        )
-    epochs = getattr(log.eval.config, "epochs", None) or 1
-    several = epochs > 1 or any((s.epoch or 1) > 1 for s in samples)
+    return list(
+        iter_inspect_log(path, expected=expected, scale=scale, missing_expected=missing_expected)
+    )
 
-    items: list[Item] = []
+
+def iter_inspect_log(
+    path: str | Path,
+    *,
+    expected: str | None = None,
+    scale: Scale | None = None,
+    missing_expected: Literal["keep", "error"] = "error",
+) -> Iterator[Item]:
+    """:func:`load_inspect_log` an item at a time (a ``.eval`` log read a sample at a time).
+    Empty reference labels are an error once every sample is read, naming the first five."""
+    file = check_file(path)
+    log, several_epochs, samples = _samples(file)
+    epochs = getattr(log.eval.config, "epochs", None) or 1
+    several = epochs > 1 or several_epochs
     seen: set[str] = set()
     unlabelled: list[str] = []
     for sample in samples:
@@ -144,56 +196,63 @@ def load_inspect_log(
         if item_id in seen:
             raise DataError(f"duplicate sample '{item_id}'", path=file)
         seen.add(item_id)
-        transcript = with_steps(_message(m) for m in sample.messages or [])
-        users = [m for m in transcript if m.role == "user"]
-        assistants = [m for m in transcript if m.role == "assistant"]
-        if users:
-            request = users[0].content
-        else:
-            request = sample.input if isinstance(sample.input, str) else ""
-        if assistants:
-            response = assistants[-1].content
-        else:
-            response = getattr(sample.output, "completion", "") or ""
-        meta: dict[str, Any] = {
-            "metadata": jsonable(sample.metadata or {}),
-            "scores": _scores(sample),
-            "task": log.eval.task,
-            "model": log.eval.model,
-            "sample_id": sample.id,
-            "epoch": sample.epoch,
-            "target": jsonable(sample.target),
-        }
-        label: int | None = None
-        if expected is not None:
-            value, problem = resolve_dotted(meta, expected)
-            if problem is not None:
-                raise DataError(f"sample '{item_id}': {problem}", path=file, field=expected)
-            if is_missing(value):
-                unlabelled.append(item_id)
-            else:
-                try:
-                    label = scale.coerce(value) if scale is not None else as_int_label(value)
-                except ValueError as exc:
-                    raise DataError(
-                        f"sample '{item_id}': {exc}", path=file, field=expected
-                    ) from None
-        items.append(
-            Item(
-                id=item_id,
-                request=request,
-                response=response,
-                transcript=transcript,
-                expected=label,
-                meta=meta,
-            )
+        item = _item(sample, item_id, log, expected, scale, file)
+        if expected is not None and item.expected is None:
+            unlabelled.append(item_id)
+        yield item
+    if not seen:
+        raise DataError(
+            "the log has no samples (was it written with log_samples=False?)", path=file
         )
     if unlabelled and missing_expected == "error":
         shown = ", ".join(unlabelled[:5]) + (", ..." if len(unlabelled) > 5 else "")
         raise DataError(
-            f"empty reference label in {len(unlabelled)} of {len(items)} samples (samples "
+            f"empty reference label in {len(unlabelled)} of {len(seen)} samples (samples "
             f"{shown}); set data.missing_expected: keep to judge them without a reference",
             path=file,
             field=expected,
         )
-    return items
+
+
+def _item(
+    sample: Any, item_id: str, log: Any, expected: str | None, scale: Scale | None, file: Path
+) -> Item:
+    """One sample as an Item: its transcript, request and response, meta and reference."""
+    transcript = with_steps(_message(m) for m in sample.messages or [])
+    users = [m for m in transcript if m.role == "user"]
+    assistants = [m for m in transcript if m.role == "assistant"]
+    if users:
+        request = users[0].content
+    else:
+        request = sample.input if isinstance(sample.input, str) else ""
+    if assistants:
+        response = assistants[-1].content
+    else:
+        response = getattr(sample.output, "completion", "") or ""
+    meta: dict[str, Any] = {
+        "metadata": jsonable(sample.metadata or {}),
+        "scores": _scores(sample),
+        "task": log.eval.task,
+        "model": log.eval.model,
+        "sample_id": sample.id,
+        "epoch": sample.epoch,
+        "target": jsonable(sample.target),
+    }
+    label: int | None = None
+    if expected is not None:
+        value, problem = resolve_dotted(meta, expected)
+        if problem is not None:
+            raise DataError(f"sample '{item_id}': {problem}", path=file, field=expected)
+        if not is_missing(value):
+            try:
+                label = scale.coerce(value) if scale is not None else as_int_label(value)
+            except ValueError as exc:
+                raise DataError(f"sample '{item_id}': {exc}", path=file, field=expected) from None
+    return Item(
+        id=item_id,
+        request=request,
+        response=response,
+        transcript=transcript,
+        expected=label,
+        meta=meta,
+    )

@@ -17,9 +17,9 @@ from assay.data import (
     TranscriptPrep,
     build_pairs,
     check_limit,
+    iter_inspect_log,
     iter_mlflow_traces,
     iter_table,
-    load_inspect_log,
     load_table,
     load_toolemu_evaluations,
     load_toolemu_toolkits,
@@ -161,8 +161,17 @@ def stream_items(
         if isinstance(cached, Path):
             return _nonempty(ItemStream(lambda: _from_cache(cached, data, limit)), data)
         items = cached
-    elif data.pairs is None and data.format == "mlflow":
-        spool = _spooled_traces(data, scale, cache_dir, limit, seed)
+    elif data.pairs is None and data.format in ("mlflow", "inspect"):
+        if data.format == "mlflow":
+            spool = _spooled_traces(data, scale, cache_dir, limit, seed)
+        else:
+            log = iter_inspect_log(
+                data.path,
+                expected=data.expected,
+                scale=scale,
+                missing_expected=data.missing_expected,
+            )
+            spool = _spooled(log, _spool_file(_spool_folder(cache_dir), "inspect"))
         stream = ItemStream(lambda: _from_cache(spool, data, limit))
         weakref.finalize(stream, spool.unlink, missing_ok=True)  # the stream's, while it lives
         return _nonempty(stream, data)
@@ -196,10 +205,6 @@ def _listed_items(
 ) -> list[Item]:
     if data.pairs is not None:
         items = _pair_items(data, scale, cache_dir, notes)
-    elif data.format == "inspect":
-        items = load_inspect_log(
-            data.path, expected=data.expected, scale=scale, missing_expected=data.missing_expected
-        )
     else:
         items = _toolemu_items(data, scale)
     return items
@@ -287,25 +292,24 @@ def _spooled_traces(
     from assay.inputs._annotations import majority
 
     source = data.trace_source()
-    folder = None
-    if cache_dir is not None:
-        folder = Path(cache_dir).parent / "items"
-        folder.mkdir(parents=True, exist_ok=True)
-    spool = _spool_file(folder)
+    votes: list[tuple[str, str, int | None]] = []
+    unlabelled: list[tuple[str, str, int | None]] = []  # after the votes, as they were
+    missing = _Missing()
+
+    def noted(items: Iterator[Item]) -> Iterator[Item]:
+        for it in items:
+            if data.annotators:
+                labels = it.meta["annotations"].items()
+                votes.extend((it.id, who, label) for who, label in labels)
+                if not labels:
+                    unlabelled.append((it.id, "", None))
+            else:
+                missing.add(it)
+            yield it
+
+    traces = noted(iter_mlflow_traces(source, scale, limit=limit))
+    spool = _spooled(traces, _spool_file(_spool_folder(cache_dir), "traces"))
     try:
-        votes: list[tuple[str, str, int | None]] = []
-        unlabelled: list[tuple[str, str, int | None]] = []  # after the votes, as they were
-        missing = _Missing()
-        with spool.open("w", encoding="utf-8") as out:
-            for it in iter_mlflow_traces(source, scale, limit=limit):
-                if data.annotators:
-                    labels = it.meta["annotations"].items()
-                    votes += [(it.id, who, label) for who, label in labels]
-                    if not labels:
-                        unlabelled.append((it.id, "", None))
-                else:
-                    missing.add(it)
-                out.write(it.model_dump_json() + "\n")
         if data.annotators:
             majorities, _ = majority(votes + unlabelled, seed=seed, scale=scale)
             del votes, unlabelled
@@ -335,14 +339,36 @@ def _with_majority(
         yield it.model_dump_json() + "\n"
 
 
-def _spool_file(folder: Path | None) -> Path:
-    """A new spool file named by this process's id; those of processes that are gone (a
-    killed run leaves its spool behind) are removed first."""
-    for left in folder.glob("traces-*-*.jsonl") if folder is not None else ():
+def _spooled(items: Iterator[Item], spool: Path) -> Path:
+    """``items`` written to ``spool`` as they come, a line each; the file is removed when
+    reading them fails (a bad row, an unreadable source, Ctrl-C)."""
+    try:
+        with spool.open("w", encoding="utf-8") as out:
+            for it in items:
+                out.write(it.model_dump_json() + "\n")
+    except BaseException:
+        spool.unlink(missing_ok=True)
+        raise
+    return spool
+
+
+def _spool_folder(cache_dir: Path | None) -> Path | None:
+    """The items cache folder beside ``cache_dir`` (None: the system's temporary folder)."""
+    if cache_dir is None:
+        return None
+    folder = Path(cache_dir).parent / "items"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _spool_file(folder: Path | None, kind: str) -> Path:
+    """A new spool file of ``kind`` (``traces``, ``inspect``) named by this process's id; those
+    of processes that are gone (a killed run leaves its spool behind) are removed first."""
+    for left in folder.glob(f"{kind}-*-*.jsonl") if folder is not None else ():
         pid = left.name.split("-")[1]
         if pid.isdigit() and not _alive(int(pid)):
             left.unlink(missing_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f"traces-{os.getpid()}-", suffix=".jsonl", dir=folder)
+    fd, name = tempfile.mkstemp(prefix=f"{kind}-{os.getpid()}-", suffix=".jsonl", dir=folder)
     os.close(fd)
     return Path(name)
 

@@ -295,3 +295,59 @@ def test_a_format_version_the_installed_inspect_refuses_names_it(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(DataError, match=r"version 99 is not supported by the installed inspect_ai"):
         load_inspect_log(path)
+
+
+@pytest.mark.parametrize("log", ["written", "agentharm"])
+def test_an_eval_log_is_read_a_sample_at_a_time_into_a_file_the_run_streams(
+    log, tmp_path, monkeypatch
+):
+    """A ``.eval`` log (a zip, a file per sample) gives the items a whole read of it gives, in
+    its order, without ever being read whole: its header and sample list, then each sample as
+    the one before it is taken. The run's items live in a spool file that goes with them."""
+    import gc
+
+    import inspect_ai.log as inspect_log
+
+    import assay.data._inspect as reading
+    from assay.inputs import DataConfig, data_fingerprint, stream_items
+    from assay.scale import Scale
+
+    if log == "written":
+        path, expected = _write_log(tmp_path / "epochs.eval", epochs=3), None
+    else:
+        path, expected = AGENTHARM, "scores.combined_scorer.value.refusal"
+    whole = inspect_log.read_eval_log(str(path), resolve_attachments=True)
+    several = len({s.epoch for s in whole.samples}) > 1
+    ids = [f"{s.id}#e{s.epoch}" if several else f"{s.id}" for s in whole.samples]
+
+    read_whole = inspect_log.read_eval_log
+
+    def header_only(*args, **kw):
+        assert kw.get("header_only"), "the log was read whole"
+        return read_whole(*args, **kw)
+
+    samples_read = []
+    read_sample = inspect_log.read_eval_log_sample
+    monkeypatch.setattr(inspect_log, "read_eval_log", header_only)
+    monkeypatch.setattr(inspect_log, "read_eval_log_sample",
+                        lambda *a, **kw: samples_read.append(kw["id"]) or read_sample(*a, **kw))  # fmt: skip
+    items = reading.iter_inspect_log(path, expected=expected, scale=Scale(kind="binary"))
+    first = next(items)
+    assert (first.id, len(samples_read)) == (ids[0], 1)  # one sample read, so far
+    assert [first.id, *(it.id for it in items)] == ids
+    assert len(samples_read) == len(ids)
+
+    monkeypatch.setattr(inspect_log, "read_eval_log", read_whole)
+    everything = reading.load_inspect_log(path, expected=expected, scale=Scale(kind="binary"))
+    config = DataConfig.model_validate(
+        {"format": "inspect", "path": str(path), "expected": expected}
+    )
+    stream = stream_items(config, Scale(kind="binary"), cache_dir=tmp_path / "hf")
+    (spool,) = (tmp_path / "items").glob("inspect-*.jsonl")
+    streamed = list(stream)
+    assert [it.model_dump() for it in streamed] == [it.model_dump() for it in everything]
+    assert [it.id for it in streamed] == ids
+    assert data_fingerprint(stream) == data_fingerprint(everything)
+    del stream, streamed
+    gc.collect()
+    assert not spool.exists()
