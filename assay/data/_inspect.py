@@ -124,17 +124,21 @@ def _in_log_order(key: tuple[Any, Any]) -> tuple[int, str]:
     return (epoch or 1, sample_id if isinstance(sample_id, str) else str(sample_id).zfill(20))
 
 
+SAMPLES_AT_ONCE = 256  # a .eval log's samples read together (one look-up of the archive's index)
+
+
 def _samples(path: Path) -> tuple[Any, bool, Iterator[Any]]:
     """The log's header, whether it holds several epochs, and its samples in inspect_ai's order
-    of a whole log. A ``.eval`` log (a zip archive, a file per sample) is read a sample at a
-    time — its header and sample list first, each sample when the one before it is done with —
-    so no step holds every transcript; a ``.json`` log is one JSON document, read whole."""
+    of a whole log. A ``.eval`` log (a zip archive, a file per sample) is read a few samples at
+    a time (:data:`SAMPLES_AT_ONCE`) — its header and sample list first, the next samples when
+    those before them are done with — so no step holds every transcript; a ``.json`` log is
+    one JSON document, read whole."""
     if path.suffix.lower() != ".eval":
         log = _read_log(path)
         samples = log.samples or []
         several = any((s.epoch or 1) > 1 for s in samples)
         return log, several, iter(samples)
-    from inspect_ai.log import read_eval_log_sample, read_eval_log_sample_summaries
+    from inspect_ai.log import read_eval_log_sample_summaries, read_eval_log_samples_by_id
 
     header = _read_log(path, header_only=True)
     with _read_errors(path):
@@ -143,12 +147,12 @@ def _samples(path: Path) -> tuple[Any, bool, Iterator[Any]]:
     several = any((epoch or 1) > 1 for _, epoch in keys)
 
     def read() -> Iterator[Any]:
-        for sample_id, epoch in keys:
+        for start in range(0, len(keys), SAMPLES_AT_ONCE):
             with _read_errors(path):
-                sample = read_eval_log_sample(
-                    str(path), id=sample_id, epoch=epoch, resolve_attachments=True
+                samples = read_eval_log_samples_by_id(
+                    str(path), keys[start : start + SAMPLES_AT_ONCE], resolve_attachments=True
                 )
-            yield sample
+            yield from samples
 
     return header, several, read()
 

@@ -327,13 +327,14 @@ def test_an_eval_log_is_read_a_sample_at_a_time_into_a_file_the_run_streams(
         return read_whole(*args, **kw)
 
     samples_read = []
-    read_sample = inspect_log.read_eval_log_sample
+    read_samples = inspect_log.read_eval_log_samples_by_id
     monkeypatch.setattr(inspect_log, "read_eval_log", header_only)
-    monkeypatch.setattr(inspect_log, "read_eval_log_sample",
-                        lambda *a, **kw: samples_read.append(kw["id"]) or read_sample(*a, **kw))  # fmt: skip
+    monkeypatch.setattr(inspect_log, "read_eval_log_samples_by_id",
+                        lambda path, keys, **kw: samples_read.extend(keys) or read_samples(path, keys, **kw))  # fmt: skip
+    monkeypatch.setattr(reading, "SAMPLES_AT_ONCE", 2)
     items = reading.iter_inspect_log(path, expected=expected, scale=Scale(kind="binary"))
     first = next(items)
-    assert (first.id, len(samples_read)) == (ids[0], 1)  # one sample read, so far
+    assert (first.id, len(samples_read)) == (ids[0], 2)  # two samples read, so far
     assert [first.id, *(it.id for it in items)] == ids
     assert len(samples_read) == len(ids)
 
