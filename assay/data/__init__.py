@@ -26,11 +26,14 @@ from assay.data._reading import CsvRows, csv_read_by, csv_rows
 from assay.data._render import format_arguments, format_tool_call, render_transcript
 from assay.data._tables import ColumnMap, iter_table, load_table, missing_labels_error
 from assay.data._toolemu import (
+    TrajectoryScan,
+    iter_toolemu_trajectories,
     load_toolemu_cases,
     load_toolemu_toolkits,
     load_toolemu_trajectories,
     render_toolemu_scratchpad,
     render_toolkit_descriptions,
+    scan_toolemu_trajectories,
     toolemu_transcript,
 )
 from assay.data._toolemu_evals import (
@@ -122,6 +125,9 @@ __all__ = [
     "load_toolemu_evaluations",
     "load_toolemu_toolkits",
     "load_toolemu_trajectories",
+    "iter_toolemu_trajectories",
+    "scan_toolemu_trajectories",
+    "TrajectoryScan",
     "pair_evaluations",
     "parse_toolemu_evaluation",
     "render_toolemu_scratchpad",

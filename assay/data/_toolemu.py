@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -130,25 +132,47 @@ def load_toolemu_trajectories(
     0-based record index, the ``eval_id`` of the matching evaluator line. With ``toolkits_path``,
     each case's toolkits are checked and their specs stored in ``meta["toolkit_specs"]``.
     """
-    toolkits = load_toolemu_toolkits(toolkits_path) if toolkits_path is not None else None
-    records: list[tuple[int, int, dict[str, Any]]] = []
-    for index, lineno, record in iter_jsonl(path):
+    return list(iter_toolemu_trajectories(path, toolkits_path=toolkits_path))
+
+
+@dataclass(frozen=True)
+class TrajectoryScan:
+    """What a first pass over a trajectory file knows: how often each case name occurs (an id
+    is suffixed with its line when its name is not unique) and how many records it holds."""
+
+    names: dict[str, int]
+    count: int
+
+
+def scan_toolemu_trajectories(path: str | Path) -> TrajectoryScan:
+    """The first pass over a trajectory file: every line a JSON object, its case names counted."""
+    names: dict[str, int] = {}
+    count = 0
+    for _, lineno, record in iter_jsonl(path):
         if not isinstance(record, dict):
             raise DataError(f"line {lineno} is not a JSON object", path=path, row=lineno)
-        records.append((index, lineno, record))
-    if not records:
-        raise DataError("no trajectories in file", path=path)
-
-    names: dict[str, int] = {}
-    for _, _, record in records:
+        count += 1
         case = record.get("case")
         if isinstance(case, dict) and case.get("name"):
             names[str(case["name"])] = names.get(str(case["name"]), 0) + 1
+    if not count:
+        raise DataError("no trajectories in file", path=path)
+    return TrajectoryScan(names, count)
 
-    items: list[Item] = []
+
+def iter_toolemu_trajectories(
+    path: str | Path,
+    *,
+    toolkits_path: str | Path | None = None,
+    scan: TrajectoryScan | None = None,
+) -> Iterator[Item]:
+    """:func:`load_toolemu_trajectories` a line at a time: the file is read twice (``scan``,
+    when not given, then the items), so no step holds every trajectory."""
+    scan = scan or scan_toolemu_trajectories(path)
+    toolkits = load_toolemu_toolkits(toolkits_path) if toolkits_path is not None else None
     seen: dict[str, int] = {}
-    for index, lineno, record in records:
-        item = _trajectory_item(record, index, lineno, names, path, toolkits, toolkits_path)
+    for index, lineno, record in iter_jsonl(path):
+        item = _trajectory_item(record, index, lineno, scan.names, path, toolkits, toolkits_path)
         if item.id in seen:
             raise DataError(
                 f"duplicate trajectory '{item.id}' (same as line {seen[item.id]})",
@@ -156,8 +180,7 @@ def load_toolemu_trajectories(
                 row=lineno,
             )
         seen[item.id] = lineno
-        items.append(item)
-    return items
+        yield item
 
 
 def _trajectory_item(

@@ -20,13 +20,14 @@ from assay.data import (
     iter_inspect_log,
     iter_mlflow_traces,
     iter_table,
+    iter_toolemu_trajectories,
     load_table,
     load_toolemu_evaluations,
     load_toolemu_toolkits,
-    load_toolemu_trajectories,
     missing_labels_error,
     pair_evaluations,
     render_toolkit_descriptions,
+    scan_toolemu_trajectories,
 )
 from assay.errors import DataError
 from assay.inputs._config import DataConfig
@@ -153,30 +154,27 @@ def stream_items(
     seed: int = 0,
 ) -> ItemStream:
     """:func:`load_items` as an :class:`ItemStream`: a local table is read (and checked) into
-    its items cache file now, and its items are read from that file each time the stream is
-    iterated; other sources are read into memory now."""
+    its items cache file now, and MLflow traces, an Inspect log or ToolEmu trajectories into a
+    spool file (a page, a few samples, a line at a time), and the items are read from that file
+    each time the stream is iterated; labelled pairs (and a table not on disk) are read into
+    memory now."""
     limit = check_limit(limit) if limit is not None else data.limit
     if data.pairs is None and data.format == "table":
         cached = _cached_table(data, scale, cache_dir, limit)
         if isinstance(cached, Path):
             return _nonempty(ItemStream(lambda: _from_cache(cached, data, limit)), data)
         items = cached
-    elif data.pairs is None and data.format in ("mlflow", "inspect"):
+    elif data.pairs is None:  # MLflow traces, an Inspect log, ToolEmu trajectories
         if data.format == "mlflow":
             spool = _spooled_traces(data, scale, cache_dir, limit, seed)
         else:
-            log = iter_inspect_log(
-                data.path,
-                expected=data.expected,
-                scale=scale,
-                missing_expected=data.missing_expected,
-            )
-            spool = _spooled(log, _spool_file(_spool_folder(cache_dir), "inspect"))
+            read = _inspect_items if data.format == "inspect" else _toolemu_items
+            spool = _spooled(read(data, scale), _spool_file(_spool_folder(cache_dir), data.format))
         stream = ItemStream(lambda: _from_cache(spool, data, limit))
         weakref.finalize(stream, spool.unlink, missing_ok=True)  # the stream's, while it lives
         return _nonempty(stream, data)
     else:
-        items = _listed_items(data, scale, cache_dir, limit, notes, seed)
+        items = _pair_items(data, scale, cache_dir, notes)
     if limit is not None:
         items = items[:limit]
     prepared = [_prepared(it, data.transcript) for it in items]
@@ -193,21 +191,6 @@ def _from_cache(path: Path, data: DataConfig, limit: int | None) -> Iterator[Ite
     lines = itertools.islice(read_lines(path), limit)
     for line in lines:
         yield _prepared(Item.model_validate_json(line.text), data.transcript)
-
-
-def _listed_items(
-    data: DataConfig,
-    scale: Scale,
-    cache_dir: Path | None,
-    limit: int | None,
-    notes: dict | None,
-    seed: int,
-) -> list[Item]:
-    if data.pairs is not None:
-        items = _pair_items(data, scale, cache_dir, notes)
-    else:
-        items = _toolemu_items(data, scale)
-    return items
 
 
 def _prepared(item: Item, prep: TranscriptPrep) -> Item:
@@ -402,34 +385,41 @@ class _Missing:
         return ", ".join(self.ids) + (", ..." if self.count > len(self.ids) else "")
 
 
-def _toolemu_items(data: DataConfig, scale: Scale) -> list[Item]:
-    items = load_toolemu_trajectories(data.path)
-    if data.toolkits:
-        toolkits = load_toolemu_toolkits(data.toolkits)
-        for it in items:
+def _inspect_items(data: DataConfig, scale: Scale) -> Iterator[Item]:
+    return iter_inspect_log(
+        data.path, expected=data.expected, scale=scale, missing_expected=data.missing_expected
+    )
+
+
+def _toolemu_items(data: DataConfig, scale: Scale) -> Iterator[Item]:
+    """ToolEmu trajectories a line at a time, each with its toolkits' descriptions and its
+    reference from the evaluator file (read whole: a score and its reasons a line). The lines
+    without a score are an error before the first item, naming them."""
+    scan = scan_toolemu_trajectories(data.path)
+    toolkits = load_toolemu_toolkits(data.toolkits) if data.toolkits else None
+    by_line: dict[int, dict] = {}
+    if data.expected_from:
+        evals = load_toolemu_evaluations(data.expected_from, key=data.expected_key)
+        by_line, _ = pair_evaluations(evals, scan.count, path=data.expected_from)
+        missing = [
+            line + 1 for line in range(scan.count) if (by_line.get(line) or {}).get("score") is None
+        ]
+        if missing and data.missing_expected == "error":
+            raise missing_labels_error(missing, scan.count, data.expected_from, "eval_scores")
+    for it in iter_toolemu_trajectories(data.path, scan=scan):
+        if toolkits is not None:
             it.meta["tool_descriptions"] = render_toolkit_descriptions(
                 toolkits, it.meta.get("toolkits") or []
             )
-    if data.expected_from:
-        evals = load_toolemu_evaluations(data.expected_from, key=data.expected_key)
-        by_line, _ = pair_evaluations(evals, len(items), path=data.expected_from)
-        missing = [
-            it.meta["line"] + 1
-            for it in items
-            if (by_line.get(it.meta["line"]) or {}).get("score") is None
-        ]
-        if missing and data.missing_expected == "error":
-            raise missing_labels_error(missing, len(items), data.expected_from, "eval_scores")
-        for it in items:
-            e = by_line.get(it.meta["line"])
-            if e is not None and e["score"] is not None:
-                try:
-                    it.expected = scale.coerce(e["score"])
-                except ValueError as exc:
-                    raise DataError(
-                        str(exc), path=data.expected_from, row=e["line"] + 1, field="eval_scores"
-                    ) from None
-    return items
+        e = by_line.get(it.meta["line"])
+        if e is not None and e["score"] is not None:
+            try:
+                it.expected = scale.coerce(e["score"])
+            except ValueError as exc:
+                raise DataError(
+                    str(exc), path=data.expected_from, row=e["line"] + 1, field="eval_scores"
+                ) from None
+        yield it
 
 
 def _pair_items(data: DataConfig, scale: Scale, cache_dir: Path | None, notes: dict | None):

@@ -228,3 +228,41 @@ def test_schema_evaluate_describes_every_data_field(capsys):
         "ToolEmu evaluator file"
         in schema["$defs"]["DataConfig"]["properties"]["expected_from"]["description"]
     )
+
+
+def test_toolemu_trajectories_are_read_a_line_at_a_time_into_a_file_the_run_streams(
+    tmp_path, monkeypatch
+):
+    """The trajectory file is read twice — its case names counted, then an item a line — so
+    the first item comes after one line of the second pass, not after the file is held whole;
+    the items, references and fingerprint are those of a whole read, and the run's items live
+    in a spool file that goes with their stream."""
+    import gc
+
+    import assay.data._toolemu as toolemu
+    from assay.data import load_toolemu_trajectories
+    from assay.inputs import data_fingerprint, load_config, stream_items
+
+    config, _ = load_config(toolemu_config(tmp_path))
+    data = config.data
+    lines = []
+    read = toolemu.iter_jsonl
+    monkeypatch.setattr(toolemu, "iter_jsonl", lambda path: (lines.append(x) or x for x in read(path)))  # fmt: skip
+    items = toolemu.iter_toolemu_trajectories(data.path)
+    first = next(items)
+    assert len(lines) == 15 + 1  # the scan, then one line
+    rest = list(items)
+    whole = load_toolemu_trajectories(data.path)
+    assert [it.model_dump() for it in [first, *rest]] == [it.model_dump() for it in whole]
+
+    stream = stream_items(DataConfig.model_validate(data.model_dump()), config.judge.scale,
+                          cache_dir=tmp_path / "hf")  # fmt: skip
+    (spool,) = (tmp_path / "items").glob("toolemu-*.jsonl")
+    streamed = list(stream)
+    assert [it.id for it in streamed] == [it.id for it in whole]
+    assert all(it.expected is not None for it in streamed)  # every one paired with its score
+    assert [it.transcript for it in streamed] == [it.transcript for it in whole]
+    assert data_fingerprint(stream) == data_fingerprint(streamed)
+    del stream, streamed
+    gc.collect()
+    assert not spool.exists()
