@@ -44,10 +44,27 @@ def _pearson_batched(x: NDArray, y: NDArray) -> NDArray[np.float64]:
 
 
 def _spearman_batched(x: NDArray, y: NDArray) -> NDArray[np.float64]:
-    # Average ranks for ties, as scipy.stats.spearmanr.
-    from scipy.stats import rankdata  # scipy.stats takes a second to import: on first use
+    return _pearson_batched(average_ranks(x), average_ranks(y))
 
-    return _pearson_batched(rankdata(x, axis=-1), rankdata(y, axis=-1))
+
+def average_ranks(values: ArrayLike) -> NDArray[np.float64]:
+    """Ranks 1..n along the last axis, ties given the mean of the ranks they span — what
+    ``scipy.stats.rankdata(values, axis=-1)`` returns (half-integers: exact), without
+    scipy.stats's second of import at the end of a run."""
+    a = np.asarray(values, np.float64)
+    n = a.shape[-1]
+    order = np.argsort(a, axis=-1, kind="stable")
+    ordered = np.take_along_axis(a, order, axis=-1)
+    position = np.broadcast_to(np.arange(n), a.shape)
+    starts_run = np.ones(a.shape, bool)
+    starts_run[..., 1:] = ordered[..., 1:] != ordered[..., :-1]
+    ends_run = np.ones(a.shape, bool)
+    ends_run[..., :-1] = starts_run[..., 1:]
+    first = np.maximum.accumulate(np.where(starts_run, position, 0), axis=-1)
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(ends_run, position, n), -1), -1), -1)
+    ranks = np.empty(a.shape, np.float64)
+    np.put_along_axis(ranks, order, (first + last) / 2.0 + 1.0, axis=-1)
+    return ranks
 
 
 def _mae_batched(x: NDArray, y: NDArray) -> NDArray[np.float64]:

@@ -211,6 +211,24 @@ def test_clopper_pearson_equals_scipy_and_statsmodels(successes, n, confidence):
     assert high - low > 0  # never of no width, at 0 or n of n too
 
 
+def test_clopper_pearson_is_scipy_beta_quantile_to_the_last_bit():
+    """The interval's ends are scipy.special's inverse incomplete beta, the routine
+    ``scipy.stats.beta.ppf`` calls: equal, bit for bit, over every count of small n."""
+    from assay.metrics import clopper_pearson_interval
+
+    for n in [*range(1, 60), 150, 1000]:
+        for successes in range(0, n + 1, max(1, n // 40)):
+            for confidence in (0.9, 0.95, 0.99):
+                tail = (1 - confidence) / 2
+                low = scipy.stats.beta.ppf(tail, successes, n - successes + 1) if successes else 0.0
+                high = (
+                    scipy.stats.beta.ppf(1 - tail, successes + 1, n - successes)
+                    if successes < n
+                    else 1.0
+                )
+                assert clopper_pearson_interval(successes, n, confidence) == (low, high)
+
+
 def test_rate_is_a_count_of_n_with_its_exact_interval():
     from assay.metrics import CLOPPER_PEARSON, rate
 

@@ -121,3 +121,15 @@ def test_batched_equals_scalar_row_by_row(batched, scalar):
 def test_bad_input_raises(metric, x, y, message):
     with pytest.raises(ValueError, match=message):
         metric(x, y)
+
+
+@pytest.mark.parametrize("shape", [(1,), (2,), (9,), (60,), (3, 9), (200, 40), (4, 5, 6)])
+@pytest.mark.parametrize("levels", [2, 3, 10, None])
+def test_average_ranks_equal_scipy_rankdata(shape, levels):
+    """Spearman's ranks (ties averaged) are assay's own, without scipy.stats: equal to
+    ``scipy.stats.rankdata`` to the last bit, along the last axis of a batch too."""
+    from assay.metrics._ordinal import average_ranks
+
+    rng = np.random.default_rng(sum(shape) * 7 + (levels or 0))
+    a = rng.normal(size=shape) if levels is None else rng.integers(0, levels, size=shape) * 1.0
+    assert np.array_equal(average_ranks(a), scipy.stats.rankdata(a, axis=-1))

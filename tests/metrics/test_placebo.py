@@ -286,3 +286,15 @@ def test_bad_input_is_one_line_naming_the_argument(call, message):
     with pytest.raises(ValueError, match=message) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_the_one_sided_mcnemar_p_value_is_scipys_exact_binomial_test():
+    """The tail is scipy.special's (no scipy.stats import at a run's end): scipy.stats's exact
+    binomial test's p-value to 1e-15, relative, at every split of up to 300 discordant pairs."""
+    from assay.metrics import one_sided_mcnemar
+
+    assert one_sided_mcnemar(0, 0) == 1.0
+    for discordant in [*range(1, 60), 299, 300]:
+        for first in range(discordant + 1):
+            exact = binomtest(first, discordant, 0.5, alternative="greater").pvalue
+            assert one_sided_mcnemar(first, discordant - first) == pytest.approx(exact, rel=1e-15)

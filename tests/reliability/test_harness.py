@@ -476,3 +476,43 @@ def test_a_finished_run_s_headlines_print_without_numpy(tmp_path):
     )
     again = json.loads(out.stdout.strip().splitlines()[-1])
     assert again == {"numpy": False, "lines": printed}
+
+
+def test_a_binary_harness_and_evaluate_score_without_scipy_stats(tmp_path):
+    """Every figure of a harness run on a binary scale (the self-test's tests, the bias tests'
+    placebo effects among them) and of a binary evaluate run comes from NumPy and
+    scipy.special: scipy.stats, nine-tenths of a second to import, is not loaded, in the
+    background while the calls run nor at the end. Run in a fresh interpreter."""
+    from tests.processes import REPO
+
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from assay.reliability import run_harness\n"
+        "from assay.reliability.selftest._selftest import register, selftest_config, write_data\n"
+        "from assay.evaluation import evaluate\n"
+        "from assay.inputs import EvaluateConfig\n"
+        "register()\n"
+        "work = Path(sys.argv[1])\n"
+        "data = write_data(work / 'data', n=8)\n"
+        "res = run_harness(selftest_config(data), workdir=work, judges=['clean'], progress=False)\n"
+        "config = EvaluateConfig.model_validate({'name': 'e', 'data': {'path': str(data)},\n"
+        "    'judge': {'name': 'clean', 'model': 'scripted:assay-selftest-clean',\n"
+        "              'scale': {'kind': 'binary', 'labels': ['incorrect', 'correct']}},\n"
+        "    'tracking': {'enabled': False}})\n"
+        "ev = evaluate(config, workdir=work, progress=False)\n"
+        "tests = res.summary.judges['clean'].tests\n"
+        "print(json.dumps({'stats': 'scipy.stats' in sys.modules, 'tests': len(tests),\n"
+        "    'placebo': sum(t.placebo is not None for t in tests.values()),\n"
+        "    'accuracy': ev.summary.metrics['accuracy'].ci_method}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": str(REPO), "ASSAY_SIDECAR": "0"},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["tests"] > 5 and seen["placebo"] > 0, seen
+    assert seen == {**seen, "stats": False, "accuracy": "Clopper–Pearson"}
