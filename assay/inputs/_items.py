@@ -154,31 +154,47 @@ def stream_items(
     seed: int = 0,
 ) -> ItemStream:
     """:func:`load_items` as an :class:`ItemStream`: a local table is read (and checked) into
-    its items cache file now, and MLflow traces, an Inspect log or ToolEmu trajectories into a
-    spool file (a page, a few samples, a line at a time), and the items are read from that file
-    each time the stream is iterated; labelled pairs (and a table not on disk) are read into
-    memory now."""
+    its items cache file now; any other source — a hub data set, MLflow traces, an Inspect log,
+    ToolEmu trajectories — into a spool file that goes with the stream (a batch of rows, a page,
+    a few samples, a line at a time); the items are read from that file each time the stream is
+    iterated. Labelled pairs are built in memory now."""
     limit = check_limit(limit) if limit is not None else data.limit
-    if data.pairs is None and data.format == "table":
-        cached = _cached_table(data, scale, cache_dir, limit)
-        if isinstance(cached, Path):
-            return _nonempty(ItemStream(lambda: _from_cache(cached, data, limit)), data)
-        items = cached
-    elif data.pairs is None:  # MLflow traces, an Inspect log, ToolEmu trajectories
-        if data.format == "mlflow":
-            spool = _spooled_traces(data, scale, cache_dir, limit, seed)
-        else:
-            read = _inspect_items if data.format == "inspect" else _toolemu_items
-            spool = _spooled(read(data, scale), _spool_file(_spool_folder(cache_dir), data.format))
-        stream = ItemStream(lambda: _from_cache(spool, data, limit))
-        weakref.finalize(stream, spool.unlink, missing_ok=True)  # the stream's, while it lives
-        return _nonempty(stream, data)
-    else:
-        items = _pair_items(data, scale, cache_dir, notes)
-    if limit is not None:
-        items = items[:limit]
-    prepared = [_prepared(it, data.transcript) for it in items]
-    return _nonempty(ItemStream(lambda: iter(prepared)), data)
+    if data.pairs is not None:
+        items = _pair_items(data, scale, cache_dir, notes)[:limit]
+        prepared = [_prepared(it, data.transcript) for it in items]
+        return _nonempty(ItemStream(lambda: iter(prepared)), data)
+    cached = _cached_table(data, scale, cache_dir, limit) if data.format == "table" else None
+    if cached is not None:
+        return _nonempty(ItemStream(lambda: _from_cache(cached, data, limit)), data)
+    if data.format == "mlflow":
+        spool = _spooled_traces(data, scale, cache_dir, limit, seed)
+    else:  # a table not on disk (a hub data set), an Inspect log, ToolEmu's files
+        folder = _spool_folder(cache_dir)
+        spool = _spooled(_read(data, scale, cache_dir, limit), _spool_file(folder, data.format))
+    stream = ItemStream(lambda: _from_cache(spool, data, limit))
+    weakref.finalize(stream, spool.unlink, missing_ok=True)  # the stream's, while it lives
+    return _nonempty(stream, data)
+
+
+def _read(
+    data: DataConfig, scale: Scale, cache_dir: Path | None, limit: int | None
+) -> Iterator[Item]:
+    """The items of ``data`` (a table, an Inspect log or ToolEmu trajectories) as they are read."""
+    if data.format == "inspect":
+        return iter_inspect_log(
+            data.path, expected=data.expected, scale=scale, missing_expected=data.missing_expected
+        )
+    if data.format == "toolemu":
+        return _toolemu_items(data, scale)
+    return iter_table(
+        data.path,
+        columns=data.columns,
+        scale=scale,
+        split=data.split,
+        limit=limit,
+        cache_dir=cache_dir,
+        missing_expected=data.missing_expected,
+    )
 
 
 def _nonempty(items: ItemStream, data: DataConfig) -> ItemStream:
@@ -205,26 +221,15 @@ def _prepared(item: Item, prep: TranscriptPrep) -> Item:
 
 def _cached_table(
     data: DataConfig, scale: Scale, cache_dir: Path | None, limit: int | None
-) -> Path | list[Item]:
+) -> Path | None:
     """A local table's items, read once per version of the file: reading a table goes through
     ``datasets`` (pandas, pyarrow: a second or two of imports), so the items are kept in
     ``<cache_dir>/../items/<key>.jsonl``, keyed by the file's path, size and modification time,
-    the column map, scale and limit, and the assay version (a changed file is read again)."""
-
-    def read() -> Iterator[Item]:
-        return iter_table(
-            data.path,
-            columns=data.columns,
-            scale=scale,
-            split=data.split,
-            limit=limit,
-            cache_dir=cache_dir,
-            missing_expected=data.missing_expected,
-        )
-
+    the column map, scale and limit, and the assay version (a changed file is read again).
+    None without a ``cache_dir``, or for a table that is not a file (a hub data set)."""
     path = Path(data.path).expanduser()
     if cache_dir is None or not path.is_file():
-        return list(read())
+        return None
     st = path.stat()
     key = stable_hash(
         [
@@ -243,7 +248,8 @@ def _cached_table(
     if cached.is_file() and _readable(cached):
         return cached
     cached.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(cached, (it.model_dump_json() + "\n" for it in read()))  # row by row
+    items = _read(data, scale, cache_dir, limit)
+    write_atomic(cached, (it.model_dump_json() + "\n" for it in items))  # row by row
     return cached
 
 
@@ -383,12 +389,6 @@ class _Missing:
 
     def shown(self) -> str:
         return ", ".join(self.ids) + (", ..." if self.count > len(self.ids) else "")
-
-
-def _inspect_items(data: DataConfig, scale: Scale) -> Iterator[Item]:
-    return iter_inspect_log(
-        data.path, expected=data.expected, scale=scale, missing_expected=data.missing_expected
-    )
 
 
 def _toolemu_items(data: DataConfig, scale: Scale) -> Iterator[Item]:

@@ -232,3 +232,37 @@ def test_persuade_essays_on_a_six_point_scale():
     assert Counter(i.expected for i in items) == {1: 3, 2: 25, 3: 34, 4: 20, 5: 9, 6: 2}
     assert all(len(i.response) > 100 for i in items)
     assert "prompt_name" in items[0].meta
+
+
+def test_a_hub_data_set_is_read_into_a_file_the_run_streams(tmp_path, monkeypatch):
+    """A hub data set (here an Arrow data set built in place of the download) is not a file to
+    key an items cache by: its items go, a batch of rows at a time, to a spool file the run
+    reads them from, which goes with their stream — never a list of every item."""
+    import gc
+
+    datasets = pytest.importorskip("datasets")
+    import assay.data._reading as reading
+    from assay.inputs import DataConfig, data_fingerprint, stream_items
+
+    rows = [
+        {"id": f"r{i:04d}", "q": f"Question {i}?", "a": f"Answer {i}.", "label": i % 2}
+        for i in range(2500)  # over two of the reader's batches
+    ]
+    asked = []
+    monkeypatch.setattr(reading, "_load_hub",
+                        lambda name, split, cache: asked.append((name, split)) or datasets.Dataset.from_list(rows))  # fmt: skip
+    columns = {"id": "id", "request": "q", "response": "a", "expected": "label"}
+    config = DataConfig.model_validate({"path": "someone/some-dataset", "columns": columns})
+    scale = Scale(kind="binary")
+    whole = load_table("someone/some-dataset", columns=ColumnMap(**columns), scale=scale)
+    stream = stream_items(config, scale, cache_dir=tmp_path / "hf")
+    (spool,) = (tmp_path / "items").iterdir()  # no items cache kept for it, the spool only
+    assert spool.name.startswith("table-")
+    streamed = list(stream)
+    assert [it.model_dump() for it in streamed] == [it.model_dump() for it in whole]
+    assert [it.expected for it in streamed[:4]] == [0, 1, 0, 1]
+    assert data_fingerprint(stream) == data_fingerprint(whole)
+    assert asked == [("someone/some-dataset", "train")] * 2
+    del stream, streamed
+    gc.collect()
+    assert not spool.exists()
