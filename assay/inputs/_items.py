@@ -54,10 +54,10 @@ def dumps(item: Item) -> str:
 
 class ItemStream:
     """A run's items, read again from their source each time they are iterated, one at a time
-    — a table through the items cache file it was read into, MLflow traces through the spool
-    file their search pages were written to, so a run of a million items holds none of them
-    whole. Other sources (Inspect logs, ToolEmu files, pairs) are read into memory once and
-    iterated from there."""
+    — a local table through the items cache file it was read into, any other source (a hub
+    data set, MLflow traces, an Inspect log, ToolEmu trajectories) through the spool file it
+    was written to, so a run of a million items holds none of them whole. Labelled pairs are
+    built in memory once and iterated from there."""
 
     def __init__(self, read: Callable[[], Iterator[Item]]):
         self._read = read
