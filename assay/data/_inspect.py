@@ -105,8 +105,6 @@ def _read_errors(path: Path) -> Iterator[None]:
     """inspect_ai's zip, JSON, pydantic and OS errors alike as one DataError naming ``path``."""
     try:
         yield
-    except DataError:
-        raise
     except Exception as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         version = re.search(r"read version (\S+) of log format", detail)
@@ -187,7 +185,7 @@ def iter_inspect_log(
     scale: Scale | None = None,
     missing_expected: Literal["keep", "error"] = "error",
 ) -> Iterator[Item]:
-    """:func:`load_inspect_log` an item at a time (a ``.eval`` log read a sample at a time).
+    """:func:`load_inspect_log` an item at a time (a ``.eval`` log read a few samples at a time).
     Empty reference labels are an error once every sample is read, naming the first five."""
     file = check_file(path)
     log, several_epochs, samples = _samples(file)

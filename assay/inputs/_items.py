@@ -351,7 +351,7 @@ def _spool_folder(cache_dir: Path | None) -> Path | None:
 
 
 def _spool_file(folder: Path | None, kind: str) -> Path:
-    """A new spool file of ``kind`` (``traces``, ``inspect``) named by this process's id; those
+    """A new spool file of ``kind`` (the source's format) named by this process's id; those
     of processes that are gone (a killed run leaves its spool behind) are removed first."""
     for left in folder.glob(f"{kind}-*-*.jsonl") if folder is not None else ():
         pid = left.name.split("-")[1]

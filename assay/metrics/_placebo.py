@@ -143,11 +143,9 @@ def one_sided_mcnemar(first_only: int, second_only: int) -> float:
     """Exact one-sided McNemar p-value of ``H0: P(first) ≤ P(second)`` on paired binary
     outcomes: ``P(X ≥ first_only)`` for ``X ~ Bin(first_only + second_only, 1/2)``; 1 without a
     discordant pair."""
+    if first_only == 0:  # P(X ≥ 0), with or without a discordant pair
+        return 1.0
     discordant = first_only + second_only
-    if discordant == 0:
-        return 1.0
-    if first_only == 0:
-        return 1.0
     # P(X > first_only − 1), the binomial tail of scipy.special (scipy.stats.binom.sf's value to
     # within 1e-15, relative; a tenth of scipy.stats's import, which a run's end waits on)
     from scipy.special import bdtrc

@@ -255,8 +255,7 @@ def test_toolemu_trajectories_are_read_a_line_at_a_time_into_a_file_the_run_stre
     whole = load_toolemu_trajectories(data.path)
     assert [it.model_dump() for it in [first, *rest]] == [it.model_dump() for it in whole]
 
-    stream = stream_items(DataConfig.model_validate(data.model_dump()), config.judge.scale,
-                          cache_dir=tmp_path / "hf")  # fmt: skip
+    stream = stream_items(data, config.judge.scale, cache_dir=tmp_path / "hf")
     (spool,) = (tmp_path / "items").glob("toolemu-*.jsonl")
     streamed = list(stream)
     assert [it.id for it in streamed] == [it.id for it in whole]
