@@ -111,6 +111,42 @@ def test_generation_keeps_no_call_in_dspy_history_or_trace(tmp_path, engines):
     assert kept() == before
 
 
+def test_the_probes_are_released_before_the_reports_are_written(tmp_path, engines, monkeypatch):
+    """The end of a run (the reports, MLflow's logging) reads the run's files: the probes the
+    run judged, reviewed or not, are no longer held by then, nor copied by the review step."""
+    import gc
+    import weakref
+
+    import assay.reliability.engine._harness as harness
+    import assay.reliability.report as report
+
+    monkeypatch.setenv("ASSAY_SIDECAR", "0")  # the reports drawn in this process
+    given, copied = [], []
+    apply = harness.apply_reviews
+
+    def reviewed(probes, reviews):
+        out = apply(probes, reviews)
+        given.extend(weakref.ref(p) for p in out)
+        copied.extend(a is not b for a, b in zip(probes, out, strict=True))
+        return out
+
+    alive_at_reports = []
+    write = report.write_reports
+
+    def write_reports(run_dir):
+        gc.collect()
+        alive_at_reports.append(sum(r() is not None for r in given))
+        return write(run_dir)
+
+    monkeypatch.setattr(harness, "apply_reviews", reviewed)
+    monkeypatch.setattr(report, "write_reports", write_reports)
+    res = run_harness(config(tmp_path, {"paraphrase": {}}), workdir=tmp_path, progress=False)
+    assert res.summary.probes["paraphrase"] == 6 and len(given) == 6
+    assert copied == [False] * 6  # no decision: nothing to copy
+    assert alive_at_reports == [0]
+    assert (res.run_dir / "report.html").is_file()
+
+
 def test_failed_generations_are_dropped_and_counted_never_judged(tmp_path, engines):
     from assay.lm import ScriptedFailure
 

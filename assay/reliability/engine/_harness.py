@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import dspy
 
@@ -45,7 +45,7 @@ from assay.reliability.review import (
     read_reviews,
     review_counts,
 )
-from assay.runs import Run, run_pool, run_tasks
+from assay.runs import Run, TrackedRun, run_pool, run_tasks
 from assay.types import Item, Judgment, Usage
 
 SEALED = ("config.yaml", "metrics.json", SEEDS, PROBES, "judgments/*.jsonl")
@@ -137,55 +137,22 @@ def run_harness(
         store.write_config(config.model_dump(mode="json"))  # judges' edits: same directory
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         run.ahead("assay.reliability.report:preload_plotting")
-        scoring = run.preload("assay.reliability.engine._harness_metrics")  # NumPy
-        # the intervals' exact quantiles and tails are scipy.special's (~0.25 s to import;
-        # scipy.stats, which no score needs, ~0.9 s): imported meanwhile, too
-        special = run.preload("scipy.special")
-        if not (store.path / "seeds.jsonl").exists():
-            store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
-
-        # -- generate + validate (+ judge sources, and probes as their unit is committed) -----
-        slots = run.call_slots(config.concurrency)
-        judging = JudgePlan(config, judge_cfgs, base_programs, store, config_dir, slots)
-        diffs = _Diffs(run, seeds)
-        generated, probes, dropped = _generate_probes(
-            config, instances, pool, seeds, run, gen_lm, val_lm, progress, deadline, judging, diffs
-        )
-        # -- review, then judge (report.html's source/probe diffs computed meanwhile) ----------
-        probes, reviewed, to_judge = _apply_review(config, store.path, probes)
-        diffs.rest(probes)
-        judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
-
-        # -- score and report ------------------------------------------------------------------
-        special.join()
-        summary = scoring.join().harness_metrics(
+        # the probes, units and judgments live in _work alone: gone before the end's reports
+        summary, tracked, reused = _work(
             config,
             instances,
-            judge_cfgs,
+            pool,
             seeds,
-            to_judge,
-            judgments,
-            generated.records,
-            dropped,
-            reviewed,
-            data_fingerprint=data_fingerprint(seeds),
-            pairs=notes.get("pairs"),  # the pairs built from a score column, and those skipped
+            run,
+            _Roles(gen_lm, val_lm, judge_cfgs, base_programs),
+            config_dir=config_dir,
+            progress=progress,
+            deadline=deadline,
+            notes=notes,
         )
-        used = [*summary.generation_usage.values(), *(r.usage for r in summary.judges.values())]
-        summary = summary.model_copy(update={"spend": run.spend(Usage.total(used))})
-        store.write_json("metrics.json", summary.model_dump(mode="json"))
-        from assay.reliability.engine._tracking import harness_tracked
-
-        reused = generated.count_reused(to_judge, list(summary.probes))
+        del pool, seeds
         run_id = run.finish(  # MLflow logs the rest while the reports are written
-            harness_tracked(
-                store.path,
-                config,
-                judge_cfgs,
-                summary,
-                reused,
-                judged=[p.as_item() for p in to_judge],
-            ),
+            tracked,
             meanwhile=lambda: run.at_end(  # after the warm-ups, where they ran
                 "assay.reliability.report:write_reports", run_dir=str(run.dir)
             ),
@@ -193,6 +160,79 @@ def run_harness(
             finish_key=finish_key(config, store.path, **selected),
         )
         return _result(store.path, summary, run_id, reused)
+
+
+class _Roles(NamedTuple):
+    """The run's LMs and judges: the generator's, the validator's, the judges' configs and
+    programs."""
+
+    gen_lm: RoleLM
+    val_lm: RoleLM
+    judge_cfgs: list[JudgeConfig]
+    base_programs: dict[str, dspy.Module]
+
+
+def _work(
+    config: HarnessConfig,
+    instances: list[ReliabilityTest],
+    pool: list[Item],
+    seeds: list[Item],
+    run: Run,
+    roles: _Roles,
+    *,
+    config_dir: Path | None,
+    progress: bool,
+    deadline: float | None,
+    notes: dict[str, Any],
+) -> tuple[HarnessSummary, TrackedRun, dict[str, int]]:
+    """Generate, review, judge and score; ``metrics.json`` written. Returns the summary, what
+    MLflow logs and the probes reused per test — small: the probes, units and judgments this
+    holds are released when it returns, before the reports and MLflow's logging start."""
+    store = run.store
+    scoring = run.preload("assay.reliability.engine._harness_metrics")  # NumPy
+    # the intervals' exact quantiles and tails are scipy.special's (~0.25 s to import;
+    # scipy.stats, which no score needs, ~0.9 s): imported meanwhile, too
+    special = run.preload("scipy.special")
+    if not (store.path / "seeds.jsonl").exists():
+        store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
+
+    # -- generate + validate (+ judge sources, and probes as their unit is committed) ---------
+    slots = run.call_slots(config.concurrency)
+    judging = JudgePlan(config, roles.judge_cfgs, roles.base_programs, store, config_dir, slots)
+    diffs = _Diffs(run, seeds)
+    generated, probes, dropped = _generate_probes(
+        config, instances, pool, seeds, run, roles.gen_lm, roles.val_lm, progress, deadline,
+        judging, diffs,
+    )  # fmt: skip
+    # -- review, then judge (report.html's source/probe diffs computed meanwhile) --------------
+    probes, reviewed, to_judge = _apply_review(config, store.path, probes)
+    diffs.rest(probes)
+    judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
+
+    # -- score ---------------------------------------------------------------------------------
+    special.join()
+    summary = scoring.join().harness_metrics(
+        config,
+        instances,
+        roles.judge_cfgs,
+        seeds,
+        to_judge,
+        judgments,
+        generated.records,
+        dropped,
+        reviewed,
+        data_fingerprint=data_fingerprint(seeds),
+        pairs=notes.get("pairs"),  # the pairs built from a score column, and those skipped
+    )
+    used = [*summary.generation_usage.values(), *(r.usage for r in summary.judges.values())]
+    summary = summary.model_copy(update={"spend": run.spend(Usage.total(used))})
+    store.write_json("metrics.json", summary.model_dump(mode="json"))
+    from assay.reliability.engine._tracking import harness_tracked
+
+    reused = generated.count_reused(to_judge, list(summary.probes))
+    judged = [p.as_item() for p in to_judge]
+    tracked = harness_tracked(store.path, config, roles.judge_cfgs, summary, reused, judged=judged)
+    return summary, tracked, reused
 
 
 def _result(

@@ -94,7 +94,9 @@ def read_reviews(run_dir: Path) -> list[dict[str, Any]]:
 
 # -- applying decisions -----------------------------------------------------------------------
 def apply_reviews(probes: list[Probe], reviews: Iterable[dict[str, Any]]) -> list[Probe]:
-    """Copies of ``probes`` with ``review`` set from each probe's latest decision.
+    """``probes`` with ``review`` set from each probe's latest decision: a probe with a decision
+    is copied and the copy changed; one without is the same object (nothing in the run changes
+    a probe in place, and a copy of every probe would double what a large harness holds).
 
     Every decision is about the generated probe, so the latest one replaces earlier ones
     entirely (an ``accepted`` after an ``edited`` keeps the generated text). An ``edited``
@@ -105,37 +107,39 @@ def apply_reviews(probes: list[Probe], reviews: Iterable[dict[str, Any]]) -> lis
     latest: dict[str, dict[str, Any]] = {}
     for decision in reviews:
         latest[decision["probe_id"]] = decision  # file order: the last one wins
-    out: list[Probe] = []
-    for probe in probes:
-        copy = probe.model_copy(deep=True)
-        decision = latest.get(probe.id)
-        if decision is not None:
-            review = Review(
-                status=decision["status"],
-                reviewer=decision.get("reviewer"),
-                note=decision.get("note"),
-                timestamp=decision.get("timestamp"),
-            )
-            if decision["status"] == "edited":
-                if decision.get("response") is not None:
-                    review.original_response = probe.response
-                    copy.response = decision["response"]
-                if decision.get("target") is not None:
-                    review.original_target = probe.target
-                    copy.target = decision["target"]
-                    copy.target_source = "human"
-                if decision.get("messages") and copy.transcript:
-                    review.original_messages = {}
-                    for key, text in decision["messages"].items():
-                        i = int(key)
-                        review.original_messages[i] = copy.transcript[i].content
-                        copy.transcript = replace_message(copy.transcript, i, content=text)
-                    final = last_assistant_text_index(copy.transcript)
-                    if final is not None:
-                        copy.response = copy.transcript[final].content
-            copy.review = review
-        out.append(copy)
-    return out
+    return [
+        probe if probe.id not in latest else _decided(probe, latest[probe.id]) for probe in probes
+    ]
+
+
+def _decided(probe: Probe, decision: dict[str, Any]) -> Probe:
+    """A copy of ``probe`` with ``decision`` applied (see :func:`apply_reviews`)."""
+    copy = probe.model_copy(deep=True)
+    review = Review(
+        status=decision["status"],
+        reviewer=decision.get("reviewer"),
+        note=decision.get("note"),
+        timestamp=decision.get("timestamp"),
+    )
+    if decision["status"] == "edited":
+        if decision.get("response") is not None:
+            review.original_response = probe.response
+            copy.response = decision["response"]
+        if decision.get("target") is not None:
+            review.original_target = probe.target
+            copy.target = decision["target"]
+            copy.target_source = "human"
+        if decision.get("messages") and copy.transcript:
+            review.original_messages = {}
+            for key, text in decision["messages"].items():
+                i = int(key)
+                review.original_messages[i] = copy.transcript[i].content
+                copy.transcript = replace_message(copy.transcript, i, content=text)
+            final = last_assistant_text_index(copy.transcript)
+            if final is not None:
+                copy.response = copy.transcript[final].content
+    copy.review = review
+    return copy
 
 
 def review_counts(probes_with_reviews: Iterable[Probe]) -> dict[str, int]:
