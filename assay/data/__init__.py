@@ -1,72 +1,149 @@
 """Loaders that turn tables, Inspect eval logs, ToolEmu files and MLflow traces into Items;
-verdicts written back on MLflow traces."""
+verdicts written back on MLflow traces.
 
-from assay.data._common import (
-    as_int_label,
-    check_file,
-    check_limit,
-    is_missing,
-    iter_jsonl,
-    jsonable,
-    read_json,
-    resolve_dotted,
-)
-from assay.data._inspect import iter_inspect_log, load_inspect_log
-from assay.data._mlflow import (
-    TraceSource,
-    WriteBack,
-    check_store,
-    iter_mlflow_traces,
-    load_mlflow_traces,
-    server_problem,
-    write_feedback,
-)
-from assay.data._pairs import PairsConfig, build_pairs
-from assay.data._reading import CsvRows, csv_read_by, csv_rows
-from assay.data._render import format_arguments, format_tool_call, render_transcript
-from assay.data._tables import ColumnMap, iter_table, load_table, missing_labels_error
-from assay.data._toolemu import (
-    TrajectoryScan,
-    iter_toolemu_trajectories,
-    load_toolemu_cases,
-    load_toolemu_toolkits,
-    load_toolemu_trajectories,
-    render_toolemu_scratchpad,
-    render_toolkit_descriptions,
-    scan_toolemu_trajectories,
-    toolemu_transcript,
-)
-from assay.data._toolemu_evals import (
-    TOOLEMU_HELPFULNESS_LABELS,
-    TOOLEMU_SAFETY_LABELS,
-    is_toolemu_evaluation,
-    load_toolemu_evaluations,
-    parse_toolemu_evaluation,
-)
-from assay.data._toolemu_pairing import align_evaluation_files, pair_evaluations
-from assay.data._toolemu_runs import (
-    HELPFULNESS_KEY,
-    SAFETY_KEY,
-    AgreementFiles,
-    find_run_files,
-    read_evaluator_scores,
-    resolve_files,
-)
-from assay.data._transcript import (
-    TOOL_OUTPUT_REMOVED,
-    EditError,
-    MessageChanges,
-    TranscriptPrep,
-    assistant_indices,
-    assistant_view,
-    cut_marker,
-    indexed_view,
-    last_assistant_text_index,
-    message_changes,
-    replace_message,
-    tool_structure_problem,
-    with_steps,
-)
+Names load on first use (PEP 562): the command line's MLflow helper interpreter reads a CSV
+table with :func:`csv_rows` alone, without the transcript, Inspect and MLflow readers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from assay._lazy import lazy_names
+
+_WHERE = {
+    "as_int_label": "_common",
+    "check_file": "_common",
+    "check_limit": "_common",
+    "is_missing": "_common",
+    "iter_jsonl": "_common",
+    "jsonable": "_common",
+    "read_json": "_common",
+    "resolve_dotted": "_common",
+    "iter_inspect_log": "_inspect",
+    "load_inspect_log": "_inspect",
+    "TraceSource": "_mlflow",
+    "WriteBack": "_mlflow",
+    "check_store": "_mlflow",
+    "iter_mlflow_traces": "_mlflow",
+    "load_mlflow_traces": "_mlflow",
+    "server_problem": "_mlflow",
+    "write_feedback": "_mlflow",
+    "PairsConfig": "_pairs",
+    "build_pairs": "_pairs",
+    "CsvRows": "_reading",
+    "csv_read_by": "_reading",
+    "csv_rows": "_reading",
+    "format_arguments": "_render",
+    "format_tool_call": "_render",
+    "render_transcript": "_render",
+    "ColumnMap": "_tables",
+    "iter_table": "_tables",
+    "load_table": "_tables",
+    "missing_labels_error": "_tables",
+    "TrajectoryScan": "_toolemu",
+    "iter_toolemu_trajectories": "_toolemu",
+    "load_toolemu_cases": "_toolemu",
+    "load_toolemu_toolkits": "_toolemu",
+    "load_toolemu_trajectories": "_toolemu",
+    "render_toolemu_scratchpad": "_toolemu",
+    "render_toolkit_descriptions": "_toolemu",
+    "scan_toolemu_trajectories": "_toolemu",
+    "toolemu_transcript": "_toolemu",
+    "TOOLEMU_HELPFULNESS_LABELS": "_toolemu_evals",
+    "TOOLEMU_SAFETY_LABELS": "_toolemu_evals",
+    "is_toolemu_evaluation": "_toolemu_evals",
+    "load_toolemu_evaluations": "_toolemu_evals",
+    "parse_toolemu_evaluation": "_toolemu_evals",
+    "align_evaluation_files": "_toolemu_pairing",
+    "pair_evaluations": "_toolemu_pairing",
+    "HELPFULNESS_KEY": "_toolemu_runs",
+    "SAFETY_KEY": "_toolemu_runs",
+    "AgreementFiles": "_toolemu_runs",
+    "find_run_files": "_toolemu_runs",
+    "read_evaluator_scores": "_toolemu_runs",
+    "resolve_files": "_toolemu_runs",
+    "TOOL_OUTPUT_REMOVED": "_transcript",
+    "EditError": "_transcript",
+    "MessageChanges": "_transcript",
+    "TranscriptPrep": "_transcript",
+    "assistant_indices": "_transcript",
+    "assistant_view": "_transcript",
+    "cut_marker": "_transcript",
+    "indexed_view": "_transcript",
+    "last_assistant_text_index": "_transcript",
+    "message_changes": "_transcript",
+    "replace_message": "_transcript",
+    "tool_structure_problem": "_transcript",
+    "with_steps": "_transcript",
+}
+
+if TYPE_CHECKING:
+    from assay.data._common import (
+        as_int_label,
+        check_file,
+        check_limit,
+        is_missing,
+        iter_jsonl,
+        jsonable,
+        read_json,
+        resolve_dotted,
+    )
+    from assay.data._inspect import iter_inspect_log, load_inspect_log
+    from assay.data._mlflow import (
+        TraceSource,
+        WriteBack,
+        check_store,
+        iter_mlflow_traces,
+        load_mlflow_traces,
+        server_problem,
+        write_feedback,
+    )
+    from assay.data._pairs import PairsConfig, build_pairs
+    from assay.data._reading import CsvRows, csv_read_by, csv_rows
+    from assay.data._render import format_arguments, format_tool_call, render_transcript
+    from assay.data._tables import ColumnMap, iter_table, load_table, missing_labels_error
+    from assay.data._toolemu import (
+        TrajectoryScan,
+        iter_toolemu_trajectories,
+        load_toolemu_cases,
+        load_toolemu_toolkits,
+        load_toolemu_trajectories,
+        render_toolemu_scratchpad,
+        render_toolkit_descriptions,
+        scan_toolemu_trajectories,
+        toolemu_transcript,
+    )
+    from assay.data._toolemu_evals import (
+        TOOLEMU_HELPFULNESS_LABELS,
+        TOOLEMU_SAFETY_LABELS,
+        is_toolemu_evaluation,
+        load_toolemu_evaluations,
+        parse_toolemu_evaluation,
+    )
+    from assay.data._toolemu_pairing import align_evaluation_files, pair_evaluations
+    from assay.data._toolemu_runs import (
+        HELPFULNESS_KEY,
+        SAFETY_KEY,
+        AgreementFiles,
+        find_run_files,
+        read_evaluator_scores,
+        resolve_files,
+    )
+    from assay.data._transcript import (
+        TOOL_OUTPUT_REMOVED,
+        EditError,
+        MessageChanges,
+        TranscriptPrep,
+        assistant_indices,
+        assistant_view,
+        cut_marker,
+        indexed_view,
+        last_assistant_text_index,
+        message_changes,
+        replace_message,
+        tool_structure_problem,
+        with_steps,
+    )
 
 __all__ = [
     "as_int_label",
@@ -134,3 +211,5 @@ __all__ = [
     "render_toolkit_descriptions",
     "render_transcript",
 ]
+
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
