@@ -1,4 +1,6 @@
-"""Inspect AI eval logs (``.eval`` / ``.json``) read with ``inspect_ai.log`` into transcript Items."""
+"""Inspect AI eval logs (``.eval`` / ``.json``) read with ``inspect_ai.log`` into transcript Items,
+a few samples at a time: a ``.eval`` log through inspect_ai's sample reads, a ``.json`` log a
+sample at a time with ijson (two passes: the samples' epochs, then the samples)."""
 
 from __future__ import annotations
 
@@ -102,16 +104,21 @@ def _read_log(path: Path, **options: Any) -> Any:
 
 @contextlib.contextmanager
 def _read_errors(path: Path) -> Iterator[None]:
-    """inspect_ai's zip, JSON, pydantic and OS errors alike as one DataError naming ``path``."""
+    """inspect_ai's zip, JSON, pydantic and OS errors alike as one DataError naming ``path``,
+    with the reason the error was raised from: inspect_ai's header read of a ``.json`` log
+    raises "Unable to read log file" from the reason (a format version it refuses, bad JSON)."""
     try:
         yield
     except Exception as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        reason: BaseException = exc
+        while reason.__cause__ is not None:
+            reason = reason.__cause__
+        detail = str(reason).strip().splitlines()[0] if str(reason).strip() else ""
         version = re.search(r"read version (\S+) of log format", detail)
         if version:
             raise _unsupported(version.group(1), path) from None
         raise DataError(
-            f"not a readable Inspect eval log ({type(exc).__name__}{': ' + detail if detail else ''})",
+            f"not a readable Inspect eval log ({type(reason).__name__}{': ' + detail if detail else ''})",
             path=path,
         ) from None
 
@@ -129,13 +136,11 @@ def _samples(path: Path) -> tuple[Any, bool, Iterator[Any]]:
     """The log's header, whether it holds several epochs, and its samples in inspect_ai's order
     of a whole log. A ``.eval`` log (a zip archive, a file per sample) is read a few samples at
     a time (:data:`SAMPLES_AT_ONCE`) — its header and sample list first, the next samples when
-    those before them are done with — so no step holds every transcript; a ``.json`` log is
-    one JSON document, read whole."""
+    those before them are done with; a ``.json`` log (one JSON document) a sample at a time
+    (:func:`_json_samples`, which says when it reads one whole). No step holds every
+    transcript."""
     if path.suffix.lower() != ".eval":
-        log = _read_log(path)
-        samples = log.samples or []
-        several = any((s.epoch or 1) > 1 for s in samples)
-        return log, several, iter(samples)
+        return _json_samples(path)
     from inspect_ai.log import read_eval_log_sample_summaries, read_eval_log_samples_by_id
 
     header = _read_log(path, header_only=True)
@@ -153,6 +158,64 @@ def _samples(path: Path) -> tuple[Any, bool, Iterator[Any]]:
             yield from samples
 
     return header, several, read()
+
+
+def _json_samples(path: Path) -> tuple[Any, bool, Iterator[Any]]:
+    """A ``.json`` log read a sample at a time with ijson: its header (inspect_ai's own header
+    read, which refuses a format version it cannot read), a first pass for the samples' epochs
+    (whether item ids carry the epoch has to be known before the first item), then a second
+    for the samples in the file's order, which is a whole read's (it does not sort them). A log
+    ijson cannot parse is read whole (:func:`_last_epoch`)."""
+    header = _read_log(path, header_only=True)
+    last_epoch = _last_epoch(path)
+    if last_epoch is None:
+        log = _read_log(path)
+        samples = log.samples or []
+        return log, any((s.epoch or 1) > 1 for s in samples), iter(samples)
+    return header, last_epoch > 1, _json_sample_reads(path, header)
+
+
+def _last_epoch(path: Path) -> int | None:
+    """The highest epoch of a ``.json`` log's samples, from a pass over the whole file that
+    holds one number at a time; None if ijson cannot parse the file — NaN or Infinity (which
+    inspect_ai writes for such floats), an integer beyond 64 bits or a number beyond a double,
+    or not JSON — for inspect_ai's whole read (pydantic's parser) to read or to say what is
+    wrong. The pass parses every number as the sample pass does, so that pass meets none."""
+    import ijson
+
+    with _read_errors(path):
+        try:
+            with path.open("rb") as f:
+                epochs = ijson.items(f, "samples.item.epoch", use_float=True)
+                return max((epoch or 1 for epoch in epochs), default=1)
+        except ijson.JSONError:
+            return None
+
+
+def _json_sample_reads(path: Path, header: Any) -> Iterator[Any]:
+    """A ``.json`` log's samples one at a time, each as a whole read gives it
+    (:func:`_as_read`). ``use_float``: numbers as pydantic's parser gives them, not Decimals."""
+    import ijson
+
+    with _read_errors(path), path.open("rb") as f:
+        for raw in ijson.items(f, "samples.item", use_float=True):
+            yield _as_read(raw, header)
+
+
+def _as_read(raw: Any, header: Any) -> Any:
+    """One parsed sample as ``read_eval_log(..., resolve_attachments=True)`` gives it: validated
+    as its reader validates a log (deserializing: no fresh message or event ids), an old log's
+    single unnamed score named after the log's first scorer (as ``EvalLog`` does), and its
+    attachments resolved."""
+    from inspect_ai._util.constants import get_deserializing_context
+    from inspect_ai.log import EvalSample, resolve_sample_attachments
+    from inspect_ai.log._log import SCORER_PLACEHOLDER
+
+    sample = EvalSample.model_validate(raw, context=get_deserializing_context())
+    scorers = header.results.scores if header.results else None
+    if sample.scores and SCORER_PLACEHOLDER in sample.scores and scorers:
+        sample.scores[scorers[0].name] = sample.scores.pop(SCORER_PLACEHOLDER)
+    return resolve_sample_attachments(sample, True)
 
 
 def load_inspect_log(
@@ -185,7 +248,7 @@ def iter_inspect_log(
     scale: Scale | None = None,
     missing_expected: Literal["keep", "error"] = "error",
 ) -> Iterator[Item]:
-    """:func:`load_inspect_log` an item at a time (a ``.eval`` log read a few samples at a time).
+    """:func:`load_inspect_log` an item at a time (the log read a few samples at a time).
     Empty reference labels are an error once every sample is read, naming the first five."""
     file = check_file(path)
     log, several_epochs, samples = _samples(file)

@@ -297,6 +297,43 @@ def test_a_format_version_the_installed_inspect_refuses_names_it(tmp_path):
         load_inspect_log(path)
 
 
+def _whole_read_items(path: Path, expected: str | None, monkeypatch) -> list:
+    """The items of ``path`` built from one ``read_eval_log(..., resolve_attachments=True)``:
+    every sample in memory at once, in the order of that read."""
+    import inspect_ai.log as inspect_log
+
+    import assay.data._inspect as reading
+    from assay.scale import Scale
+
+    whole = inspect_log.read_eval_log(str(path), resolve_attachments=True)
+    several = any((s.epoch or 1) > 1 for s in whole.samples)
+    with monkeypatch.context() as patch:
+        patch.setattr(reading, "_samples", lambda file: (whole, several, iter(whole.samples)))
+        return reading.load_inspect_log(path, expected=expected, scale=Scale(kind="binary"))
+
+
+def _the_run_streams(path: Path, expected: str | None, whole: list, tmp_path: Path) -> None:
+    """A run's items of the log, from the spool file that goes with them, are ``whole`` (the
+    items of a whole read): their dumps, order, ids and fingerprint."""
+    import gc
+
+    from assay.inputs import DataConfig, data_fingerprint, stream_items
+    from assay.scale import Scale
+
+    config = DataConfig.model_validate(
+        {"format": "inspect", "path": str(path), "expected": expected}
+    )
+    stream = stream_items(config, Scale(kind="binary"), cache_dir=tmp_path / "hf")
+    (spool,) = (tmp_path / "items").glob("inspect-*.jsonl")
+    streamed = list(stream)
+    assert [it.model_dump() for it in streamed] == [it.model_dump() for it in whole]
+    assert [it.id for it in streamed] == [it.id for it in whole]
+    assert data_fingerprint(stream) == data_fingerprint(whole)
+    del stream, streamed
+    gc.collect()
+    assert not spool.exists()
+
+
 @pytest.mark.parametrize("log", ["written", "agentharm"])
 def test_an_eval_log_is_read_a_sample_at_a_time_into_a_file_the_run_streams(
     log, tmp_path, monkeypatch
@@ -304,21 +341,18 @@ def test_an_eval_log_is_read_a_sample_at_a_time_into_a_file_the_run_streams(
     """A ``.eval`` log (a zip, a file per sample) gives the items a whole read of it gives, in
     its order, without ever being read whole: its header and sample list, then each sample as
     the one before it is taken. The run's items live in a spool file that goes with them."""
-    import gc
-
     import inspect_ai.log as inspect_log
 
     import assay.data._inspect as reading
-    from assay.inputs import DataConfig, data_fingerprint, stream_items
     from assay.scale import Scale
 
     if log == "written":
         path, expected = _write_log(tmp_path / "epochs.eval", epochs=3), None
     else:
         path, expected = AGENTHARM, "scores.combined_scorer.value.refusal"
-    whole = inspect_log.read_eval_log(str(path), resolve_attachments=True)
-    several = len({s.epoch for s in whole.samples}) > 1
-    ids = [f"{s.id}#e{s.epoch}" if several else f"{s.id}" for s in whole.samples]
+    whole = _whole_read_items(path, expected, monkeypatch)
+    ids = [it.id for it in whole]
+    assert len(set(ids)) == len(ids) > 2
 
     read_whole = inspect_log.read_eval_log
 
@@ -338,17 +372,165 @@ def test_an_eval_log_is_read_a_sample_at_a_time_into_a_file_the_run_streams(
     assert [first.id, *(it.id for it in items)] == ids
     assert len(samples_read) == len(ids)
 
-    monkeypatch.setattr(inspect_log, "read_eval_log", read_whole)
-    everything = reading.load_inspect_log(path, expected=expected, scale=Scale(kind="binary"))
-    config = DataConfig.model_validate(
-        {"format": "inspect", "path": str(path), "expected": expected}
+    _the_run_streams(path, expected, whole, tmp_path)
+
+
+def _write_condensed_log(path: Path) -> Path:
+    """A log whose samples are stored as an eval stores them, condensed: a model event's long
+    input text an attachment and its messages pooled (``events_data``); and a tool result that
+    is an attachment (what inspect_ai makes of an image; write_eval_log condenses nothing)."""
+    from inspect_ai.event import ModelEvent
+    from inspect_ai.log import condense_sample
+    from inspect_ai.model import GenerateConfig, ModelOutput
+
+    samples = []
+    for sample_id in ("a", "b"):
+        sample = _sample(sample_id, 1, sample_id == "b")
+        sample.events = [
+            ModelEvent(
+                model="mockllm/model",
+                input=[*sample.messages[:2], ChatMessageUser(content=LONG_TEXT)],
+                tools=[],
+                tool_choice="auto",
+                config=GenerateConfig(),
+                output=ModelOutput.from_content("mockllm/model", "Let me check."),
+            )
+        ]
+        sample = condense_sample(sample)
+        sample.messages[5] = ChatMessageTool(
+            content="attachment://report", tool_call_id="c2", function="get_weather"
+        )
+        sample.attachments["report"] = f"sunny, 21C ({sample_id}) " + LONG_TEXT
+        samples.append(sample)
+    spec = EvalSpec(
+        created="2025-01-01T00:00:00+00:00",
+        task="demo_weather",
+        dataset=EvalDataset(name="demo"),
+        model="mockllm/model",
+        config=EvalConfig(),
     )
-    stream = stream_items(config, Scale(kind="binary"), cache_dir=tmp_path / "hf")
-    (spool,) = (tmp_path / "items").glob("inspect-*.jsonl")
-    streamed = list(stream)
-    assert [it.model_dump() for it in streamed] == [it.model_dump() for it in everything]
-    assert [it.id for it in streamed] == ids
-    assert data_fingerprint(stream) == data_fingerprint(everything)
-    del stream, streamed
-    gc.collect()
-    assert not spool.exists()
+    write_eval_log(EvalLog(eval=spec, samples=samples), str(path))
+    return path
+
+
+def _write_old_score_log(path: Path) -> Path:
+    """A log whose samples hold one unnamed ``score`` (an old format) and whose results name
+    the scorer: a whole read names the score after it."""
+    import json
+
+    from inspect_ai.log import EvalResults, EvalScore
+
+    log = _write_log(path)
+    header = json.loads(log.read_text())
+    samples = header.pop("samples")
+    for sample in samples:
+        sample["score"] = sample.pop("scores")["match"]
+    results = EvalResults(
+        total_samples=2, completed_samples=2, scores=[EvalScore(name="match", scorer="match")]
+    )
+    data = {**header, "results": results.model_dump(mode="json"), "samples": samples}
+    log.write_text(json.dumps(data))
+    return log
+
+
+@pytest.mark.parametrize("log", ["epochs", "attachments", "old score"])
+def test_a_json_log_is_read_a_sample_at_a_time_into_a_file_the_run_streams(
+    log, tmp_path, monkeypatch
+):
+    """A ``.json`` log (one JSON document) gives the items a whole read of it gives, in its
+    order, without ever being read whole: inspect_ai reads its header only, ijson its samples'
+    epochs, then a sample at a time — the first item comes when one sample is parsed."""
+    import ijson
+    import inspect_ai.log as inspect_log
+
+    import assay.data._inspect as reading
+
+    expected = "scores.match.metadata.refusal"
+    if log == "epochs":
+        path = _write_log(tmp_path / "epochs.json", epochs=3)
+    elif log == "attachments":
+        path = _write_condensed_log(tmp_path / "attachments.json")
+        assert '"attachment://report"' in path.read_text()
+        assert '"events_data"' in path.read_text()
+    else:
+        path = _write_old_score_log(tmp_path / "old.json")
+    whole = _whole_read_items(path, expected, monkeypatch)
+    ids = [it.id for it in whole]
+    assert ids == (
+        ["a#e1", "b#e1", "a#e2", "b#e2", "a#e3", "b#e3"] if log == "epochs" else ["a", "b"]
+    )
+    assert [it.expected for it in whole] == [0, 1] * (len(ids) // 2)
+    if log == "attachments":
+        assert whole[0].transcript[5].content == "sunny, 21C (a) " + LONG_TEXT
+
+    read_whole = inspect_log.read_eval_log
+
+    def header_only(*args, **kw):
+        assert kw.get("header_only"), "the log was read whole"
+        return read_whole(*args, **kw)
+
+    parsed: Counter = Counter()
+    parse = ijson.items
+
+    def counted(file, prefix, **kw):
+        for value in parse(file, prefix, **kw):
+            parsed[prefix] += 1
+            yield value
+
+    monkeypatch.setattr(inspect_log, "read_eval_log", header_only)
+    monkeypatch.setattr(ijson, "items", counted)
+    items = reading.iter_inspect_log(path, expected=expected)
+    first = next(items)
+    assert first.id == ids[0]
+    assert parsed == {"samples.item.epoch": len(ids), "samples.item": 1}
+    rest = list(items)
+    assert [it.model_dump() for it in [first, *rest]] == [it.model_dump() for it in whole]
+    assert parsed == {"samples.item.epoch": len(ids), "samples.item": len(ids)}
+
+    _the_run_streams(path, expected, whole, tmp_path)
+
+
+def test_a_json_log_ijson_cannot_parse_is_read_whole(tmp_path, monkeypatch):
+    """NaN and Infinity (which inspect_ai writes for such floats) and an integer beyond 64 bits
+    are not JSON ijson parses; inspect_ai's whole read parses them, so such a log is read whole,
+    to the same items."""
+    import json
+
+    path = _write_log(tmp_path / "nan.json", epochs=2)
+    data = json.loads(path.read_text())
+    data["samples"][1]["scores"]["match"]["metadata"]["confidence"] = float("nan")
+    data["samples"][2]["metadata"]["limit"] = float("inf")
+    data["samples"][3]["metadata"]["hash"] = 2**80
+    path.write_text(json.dumps(data))
+    assert "NaN" in path.read_text() and "Infinity" in path.read_text()
+    expected = "scores.match.metadata.refusal"
+    items = load_inspect_log(path, expected=expected)
+    whole = _whole_read_items(path, expected, monkeypatch)
+    assert [it.id for it in items] == ["a#e1", "b#e1", "a#e2", "b#e2"]
+    assert [it.model_dump() for it in items] == [it.model_dump() for it in whole]
+    assert items[3].meta["metadata"]["hash"] == 2**80
+
+
+@pytest.mark.parametrize("fault", ["messages a number", "cut short"])
+def test_a_json_log_with_a_bad_sample_is_one_line_naming_the_file(fault, tmp_path):
+    """A sample that does not validate fails when it is reached, after the samples before it;
+    a file cut short fails before the first item. Either is one line naming the file."""
+    import json
+
+    from assay.data import iter_inspect_log
+
+    path = _write_log(tmp_path / "bad.json", epochs=2)
+    if fault == "messages a number":
+        data = json.loads(path.read_text())
+        data["samples"][1]["messages"] = 7
+        path.write_text(json.dumps(data))
+    else:
+        text = path.read_text()
+        path.write_text(text[: len(text) * 2 // 3])
+    items = iter_inspect_log(path)
+    if fault == "messages a number":
+        assert next(items).id == "a#e1"
+    with pytest.raises(DataError, match="not a readable Inspect eval log") as err:
+        next(items)
+    assert str(err.value).startswith(f"{path}: ")
+    assert "\n" not in str(err.value)
