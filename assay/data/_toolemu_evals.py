@@ -148,8 +148,14 @@ def _from_thought(thought: Any, maps: list[dict[str, int]]) -> tuple[int | None,
     return None, None
 
 
-def load_toolemu_evaluations(path: str | Path, *, key: str | None = None) -> list[dict[str, Any]]:
+def load_toolemu_evaluations(
+    path: str | Path, *, key: str | None = None, keep_raw: bool = True
+) -> list[dict[str, Any]]:
     """Parse an evaluator JSONL file: one dict per line with ``line``, ``eval_id``, ``score``, ``label``, ``raw``.
+
+    ``raw`` is the record as read; with ``keep_raw=False``, only its ``eval_id`` (what pairing
+    reads), so that a run's references cost a few hundred bytes a trajectory, not the
+    evaluator's whole reasoning.
 
     ``line`` is the 0-based record index (line *i* scores trajectory line *i*); ``score`` is None
     when the evaluator's output could not be read or is off ToolEmu's 0–3 scale. Pair the rows
@@ -168,7 +174,7 @@ def load_toolemu_evaluations(path: str | Path, *, key: str | None = None) -> lis
                 "eval_id": record.get("eval_id", index),
                 "score": score,
                 "label": label,
-                "raw": record,
+                "raw": record if keep_raw else {k: record[k] for k in ("eval_id",) if k in record},
             }
         )
     return rows

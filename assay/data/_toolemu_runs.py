@@ -154,6 +154,6 @@ def read_evaluator_scores(
     """Evaluator scores by trajectory id (None = unscored or off the 0–3 scale), paired by
     :func:`assay.data.pair_evaluations` (``eval_id`` where unique, else line by line)."""
     by_line = {int(t.meta.get("line", i)): t.id for i, t in enumerate(trajectories)}
-    rows = load_toolemu_evaluations(path, key=key)
+    rows = load_toolemu_evaluations(path, key=key, keep_raw=False)
     paired, _ = pair_evaluations(rows, len(trajectories), path=path)
     return {by_line[line]: row["score"] for line, row in paired.items()}

@@ -393,13 +393,14 @@ class _Missing:
 
 def _toolemu_items(data: DataConfig, scale: Scale) -> Iterator[Item]:
     """ToolEmu trajectories a line at a time, each with its toolkits' descriptions and its
-    reference from the evaluator file (read whole: a score and its reasons a line). The lines
-    without a score are an error before the first item, naming them."""
+    reference from the evaluator file (read a line at a time; its scores and ids kept, not the
+    evaluator's reasoning). The lines without a score are an error before the first item,
+    naming them."""
     scan = scan_toolemu_trajectories(data.path)
     toolkits = load_toolemu_toolkits(data.toolkits) if data.toolkits else None
     by_line: dict[int, dict] = {}
     if data.expected_from:
-        evals = load_toolemu_evaluations(data.expected_from, key=data.expected_key)
+        evals = load_toolemu_evaluations(data.expected_from, key=data.expected_key, keep_raw=False)
         by_line, _ = pair_evaluations(evals, scan.count, path=data.expected_from)
         missing = [
             line + 1 for line in range(scan.count) if (by_line.get(line) or {}).get("score") is None

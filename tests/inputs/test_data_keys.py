@@ -255,11 +255,25 @@ def test_toolemu_trajectories_are_read_a_line_at_a_time_into_a_file_the_run_stre
     whole = load_toolemu_trajectories(data.path)
     assert [it.model_dump() for it in [first, *rest]] == [it.model_dump() for it in whole]
 
+    import assay.inputs._items as reading
+    from assay.data import load_toolemu_evaluations, pair_evaluations
+
+    kept: list[dict] = []  # the evaluator rows the run holds while it streams
+    load = reading.load_toolemu_evaluations
+    monkeypatch.setattr(reading, "load_toolemu_evaluations", lambda *a, **kw: kept.extend(rows := load(*a, **kw)) or rows)  # fmt: skip
     stream = stream_items(data, config.judge.scale, cache_dir=tmp_path / "hf")
     (spool,) = (tmp_path / "items").glob("toolemu-*.jsonl")
     streamed = list(stream)
     assert [it.id for it in streamed] == [it.id for it in whole]
-    assert all(it.expected is not None for it in streamed)  # every one paired with its score
+    scores, _ = pair_evaluations(
+        load_toolemu_evaluations(data.expected_from, key=data.expected_key),
+        len(whole),
+        path=data.expected_from,
+    )  # the whole evaluator file, its records kept
+    assert [it.expected for it in streamed] == [
+        config.judge.scale.coerce(scores[it.meta["line"]]["score"]) for it in streamed
+    ]  # every one paired with its score
+    assert len(kept) == len(whole) and all(set(r["raw"]) <= {"eval_id"} for r in kept)
     assert [it.transcript for it in streamed] == [it.transcript for it in whole]
     assert data_fingerprint(stream) == data_fingerprint(streamed)
     del stream, streamed
