@@ -26,6 +26,7 @@ from assay._json import loads as load_json
 from assay.decisions._certify import NORMALISED, item_fingerprint, ledger_of
 from assay.errors import RunError
 from assay.programs import JudgeConfig, state_file_digest
+from assay.programs._state import is_mlflow_uri, resolve_program_state
 from assay.runs import file_lock, write_json
 from assay.types import Item, PlainName, stable_hash
 
@@ -86,9 +87,15 @@ def record_tuning(
 ) -> TuningRecord:
     """Record, signed, in ``ledger`` that ``tuned`` was tuned from ``base`` on ``items`` (the
     items its tuning saw: a train split and the validation split an optimizer selects on).
-    Writing the same tuning again only adds URIs it had not named."""
+    Writing the same tuning again only adds URIs it had not named. A tuned state named by an
+    MLflow URI (``runs:/<id>/program.json``: what an alignment logged) is downloaded once and
+    its bytes digested, so a copy of it elsewhere is the tuned judge too."""
     seen = list(items)
-    digest = state_file_digest(tuned.program_state)
+    state = tuned.program_state
+    digest = state_file_digest(state)
+    if state and is_mlflow_uri(state):
+        digest = state_file_digest(resolve_program_state(state))
+        uris = [*uris, state]
     key = stable_hash([tuned.config_hash(), digest, sorted(it.id for it in seen)])
     ident = f"{tuned.name}-{key[:12]}"
     folder = ledger / TUNING / ident

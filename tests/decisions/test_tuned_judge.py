@@ -7,6 +7,7 @@ and measure it on held-out items as on any others. Through the command line, on 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -168,3 +169,111 @@ def test_held_out_items_measure_the_tuned_judge_before_and_after(
     train = items_csv(tmp_path / "train-again.csv", range(40))
     again = evaluate(tmp_path, "copy-train", train, stub.base_url, program_state=str(copy))
     assert "reached the tuning" in refusal(capsys, ["certify", str(again), "--policy", str(policy)])
+
+
+# -- a judge tuned outside assay (MLflow's align()), recorded by hand as docs/optimize.md shows --
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "optimize.md"
+
+
+def tuned_elsewhere_snippet() -> str:
+    """The page's Python block after "**Tuned elsewhere.**", as a user copies it."""
+    page = DOCS.read_text(encoding="utf-8")
+    after = page[page.index("**Tuned elsewhere.**") :]
+    (block,) = re.findall(r"^```python\n(.*?)^```", after, flags=re.S | re.M)
+    return block
+
+
+def align_elsewhere(folder: Path, base_config: Path, *, logged: bool) -> str:
+    """What an alignment outside assay leaves: the judge's DSPy program with new instructions,
+    saved as JSON (``align()`` itself needs an LLM optimizer to propose them), and, when
+    ``logged``, that file logged to an MLflow run: the reference a config names it by."""
+    import mlflow
+
+    from assay.inputs import load_config
+    from assay.programs import build_judge, save_program
+
+    config, _ = load_config(base_config)
+    program = build_judge(config.judge)
+    for predictor in program.predictors():
+        predictor.signature = predictor.signature.with_instructions(
+            "Aligned with the labels: a response that names a colour is good."
+        )
+    state = folder / "aligned" / "program.json"
+    state.parent.mkdir()
+    save_program(program, state)
+    if not logged:
+        return str(state)
+    client = mlflow.MlflowClient(tracking_uri=os.environ["MLFLOW_TRACKING_URI"])
+    run = client.create_run(client.create_experiment("alignment")).info.run_id
+    client.log_artifact(run, str(state))
+    client.set_terminated(run)
+    return f"runs:/{run}/program.json"
+
+
+@pytest.mark.parametrize("logged", [False, True], ids=["state-file", "runs-uri"])
+def test_a_judge_tuned_elsewhere_is_recorded_by_hand_and_measured_on_held_out_items_only(
+    tmp_path, monkeypatch, capsys, logged
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # where runs:/ states land
+    tuning = items_csv(tmp_path / "alignment-traces.csv", range(20))
+    held = items_csv(tmp_path / "held.csv", range(200, 240))
+    with StubServer(respond=oracle) as stub:
+        url = stub.base_url
+        before = stub_config(tmp_path, held, url, name="held-before", file="before.yaml")
+        state = align_elsewhere(tmp_path, before, logged=logged)
+        stub_config(
+            tmp_path,
+            held,
+            url,
+            name="held-after",
+            file="aligned.yaml",
+            judge={"program_state": state},
+        )
+        stub_config(tmp_path, tuning, url, name="traces", file="alignment-traces.yaml")
+        exec(tuned_elsewhere_snippet(), {})  # noqa: S102 — the page's code, run as written
+
+        (path,) = (tmp_path / "runs" / "certificates" / "tuning").glob("*/tuning.json")
+        from assay.decisions import TuningRecord
+
+        record = TuningRecord.model_validate_json(path.read_text())
+        assert record.source == "mlflow align (SIMBA)"
+        assert sorted(record.items) == sorted(f"i{k}" for k in range(20))
+        assert record.program_state_uris == ([state] if logged else [])
+        assert record.program_state_digest is not None  # the bytes, downloaded when logged
+
+        # before and after on held-out items: compared and certified like any judge
+        for config in ("before.yaml", "aligned.yaml"):
+            assert main(["evaluate", config, "--quiet"]) == 0
+        (run_before,) = (tmp_path / "runs").glob("held-before-*")
+        (run_after,) = (tmp_path / "runs").glob("held-after-*")
+        capsys.readouterr()
+        assert main(["compare", "--paired", str(run_before), str(run_after), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["n_paired"] == 40
+        policy = tmp_path / "lax.json"
+        policy.write_text(json.dumps(LAX))
+        assert main(["certify", str(run_after), "--policy", str(policy)]) == 0
+
+        # three tuning items among held-out ones, renamed and respelled (case, spaces): refused,
+        # for the state as recorded and for a copy of its bytes elsewhere
+        seen = {3, 8, 15}
+        mixed = items_csv(
+            tmp_path / "mixed.csv",
+            [*seen, *range(300, 317)],
+            ids="renamed-",
+            text=lambda k: f"  ITEM {k}   is BLUE. " if k in seen else f"Item {k} is blue.",
+        )
+        copy = tmp_path / "elsewhere" / "program.json"
+        copy.parent.mkdir()
+        local = state if not logged else next((tmp_path / "cache").rglob("program.json"))
+        copy.write_bytes(Path(local).read_bytes())
+        mixed_before = evaluate(tmp_path, "mixed-before", mixed, url)
+        for name, ref in (("mixed-after", state), ("mixed-copy", str(copy))):
+            run = evaluate(tmp_path, name, mixed, url, program_state=ref)
+            err = refusal(capsys, ["certify", str(run), "--policy", str(policy)])
+            assert "certify: 3 of these 20 items reached the tuning of judge 'stub-judge'" in err
+            assert "(mlflow align (SIMBA), mlflow experiment 12" in err
+            assert "0 by id, 3 by normalised text" in err
+            err = refusal(capsys, ["compare", "--paired", str(mixed_before), str(run)])
+            assert "compare --paired: 3 of these 20 items reached the tuning" in err
