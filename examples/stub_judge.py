@@ -34,7 +34,11 @@ def persona(rows: list[dict[str, str]]):
 
     def verdict(request: dict) -> tuple[str, float]:
         prompt = "\n".join(str(m.get("content")) for m in request.get("messages", []))
-        row = next((r for case, gen, r in keys if case in prompt and gen in prompt), None)
+        # the item judged is the last one the prompt holds (demonstrations come before it)
+        found = [
+            (prompt.rfind(gen), r) for case, gen, r in keys if case in prompt and gen in prompt
+        ]
+        row = max(found, key=lambda f: f[0])[1] if found else None
         if row is None:
             return "False", 0.5
         truth = row["human_consensus"] == "1"
