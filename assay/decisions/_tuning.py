@@ -25,8 +25,7 @@ from assay import _signing
 from assay._json import loads as load_json
 from assay.decisions._certify import NORMALISED, item_fingerprint, ledger_of
 from assay.errors import RunError
-from assay.programs import JudgeConfig, state_file_digest
-from assay.programs._state import is_mlflow_uri, resolve_program_state
+from assay.programs import JudgeConfig, is_mlflow_uri, resolve_program_state, state_file_digest
 from assay.runs import file_lock, write_json
 from assay.types import Item, PlainName, stable_hash
 

@@ -37,7 +37,12 @@ from assay.programs._panel import (
     aggregate_scores,
 )
 from assay.programs._perturb import Perturber, ProbeValidator
-from assay.programs._state import load_program_state, save_program
+from assay.programs._state import (
+    is_mlflow_uri,
+    load_program_state,
+    resolve_program_state,
+    save_program,
+)
 from assay.programs._synthetic import ScoreGenerator, ScoreValidator
 from assay.programs.kinds import (
     EMULATOR_QUALITY,
@@ -100,7 +105,9 @@ __all__ = [
     "swap_pair",
     "judge_kind",
     "known_kinds",
+    "is_mlflow_uri",
     "load_program_state",
+    "resolve_program_state",
     "read_text_field",
     "save_program",
     "judge_lm_factory",
