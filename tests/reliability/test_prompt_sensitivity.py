@@ -411,11 +411,11 @@ def test_scale_granularity_maps_back_and_reports_the_agreement_evaluate_would(tm
             "judges": [{"name": "g", "model": "scripted:ps-graded", "rubric": RUBRIC}],
             "tests": {"scale_granularity": {}},
             "retries": 0,
-            "tracking": {"enabled": False},
             "output_dir": str(tmp_path / "runs"),
         }
     )
-    res = run_harness(cfg, workdir=tmp_path, progress=False)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    res = run_harness(cfg, workdir=tmp_path, progress=False, tracking_uri=uri)
     n = 24
     assert res.summary.lm_calls == {"judge:g": n + 2 * n}  # sources, 1-3, 1-10
     assert engine.n_calls == 3 * n
@@ -449,6 +449,33 @@ def test_scale_granularity_maps_back_and_reports_the_agreement_evaluate_would(tm
     assert "## Scale granularity" in report
     assert "| g | 1-3 | 1→1, 2→3, 3→5 |" in report
     assert "Scale granularity" in (res.run_dir / "report.html").read_text()
+
+    # the judge's MLflow child run holds every granularity's agreement as metrics.json does
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    parent = client.get_run(res.mlflow_run_id)
+    (child,) = client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{res.mlflow_run_id}'",
+    )
+    logged = child.data.metrics
+    metrics = json.loads((res.run_dir / "metrics.json").read_text())
+    recorded = metrics["judges"]["g"]["tests"]["scale_granularity"]["granularities"]
+    assert set(recorded) == {"original", "3-point", "10-point"}
+    checked = 0
+    for way, w in recorded.items():
+        assert set(w["agreement"]) >= {"accuracy", "kappa_quadratic"}
+        for name, m in w["agreement"].items():
+            key = f"scale_granularity.granularities.{way}.agreement.{name}"
+            for part, suffix in (("value", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")):
+                if m.get(part) is not None:
+                    assert logged[key + suffix] == pytest.approx(m[part]), key + suffix
+                    checked += 1
+    assert checked >= 3 * 2 * 3
+    assert logged["scale_granularity.granularities.3-point.agreement.accuracy"] == pytest.approx(
+        ways["3-point"].agreement["accuracy"].value
+    )
 
 
 def test_a_categorical_scale_is_refused_in_one_line(tmp_path, capsys):
