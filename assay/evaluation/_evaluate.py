@@ -524,8 +524,8 @@ def evaluate_metrics(summary: EvaluateSummary | dict[str, Any]) -> dict[str, flo
 
 
 def _bias_metrics(s: EvaluateSummary) -> dict[str, float]:
-    """Self-preference as ``self_preference_*``; scale use as ``compression_*`` and
-    ``rater_discrimination.<rater>``, ``rater_severity.<rater>``."""
+    """Self-preference as ``self_preference_*``; scale use as ``compression_*``,
+    ``rater_discrimination.<rater>``, ``rater_severity.<rater>`` and ``item_quality.*``."""
     out: dict[str, float] = {}
     if s.self_preference is not None:
         from assay.evaluation._self_preference import self_preference_metrics

@@ -116,11 +116,26 @@ class SelfPreferenceReport(_Model):
     note: str | None = None
 
 
+class ItemQualitySpread(_Model):
+    """The judged items' latent quality over every fitted item: the ``mean`` and ``sd`` of their
+    posterior means (θ has a standard normal prior, so the mean sits near 0 and an sd well
+    below 1 says the raters place the items little apart), the ``reliability`` of those
+    placements (the sd's square over itself plus the mean posterior variance: the share of
+    what the items look apart that is theirs, not the fit's uncertainty) and the ``lowest``
+    quality (the hardest item's)."""
+
+    mean: float
+    sd: float
+    reliability: float
+    lowest: float
+
+
 class RaterModelReport(_Model):
     """The item response view of the raters (:func:`assay.metrics.rater_model`): each rater's
     discrimination, severity and reading, the scale's thresholds (over the 0-based scale
-    positions in ``levels``), and the judged items of the lowest latent quality (``hardest``:
-    those hardest to score high on)."""
+    positions in ``levels``), the judged items of the lowest latent quality (``hardest``:
+    those hardest to score high on) and the spread of every item's (``item_quality``; None in
+    a run written before it was kept)."""
 
     raters: list[RaterParameters]
     levels: list[float]
@@ -132,6 +147,7 @@ class RaterModelReport(_Model):
     converged: bool
     model: str
     hardest: list[ItemQuality]
+    item_quality: ItemQualitySpread | None = None
     note: str | None = None
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from assay.evaluation._results import RaterModelReport, ScaleUseReport
+from assay.evaluation._results import ItemQualitySpread, RaterModelReport, ScaleUseReport
 from assay.evaluation._scoring import metric_kind
-from assay.metrics import fmt, fmt_ci, metric_table
+from assay.metrics import ItemQuality, fmt, fmt_ci, metric_table
 from assay.report import Table
 from assay.scale import Scale
 
@@ -164,9 +164,26 @@ def _rater_model(
             converged=fit.converged,
             model=fit.model,
             hardest=hardest,
+            item_quality=_spread(fit.items),
             note=fit.note,
         ),
         None,
+    )
+
+
+def _spread(items: Sequence[ItemQuality]) -> ItemQualitySpread:
+    """The items' latent quality in four figures (:class:`ItemQualitySpread`); the sd is over
+    the fitted items themselves (no sample correction), as the reliability's variances are."""
+    import numpy as np
+
+    quality = np.array([q.quality for q in items])
+    between = float(quality.var())
+    within = float(np.mean([q.sd**2 for q in items]))
+    return ItemQualitySpread(
+        mean=float(quality.mean()),
+        sd=float(np.sqrt(between)),
+        reliability=between / (between + within) if between + within > 0 else float("nan"),
+        lowest=float(quality.min()),
     )
 
 
@@ -308,8 +325,10 @@ def scale_use_console(report: ScaleUseReport) -> str:
 
 
 def scale_use_metrics(report: ScaleUseReport) -> dict[str, object]:
-    """MLflow: ``compression_*`` (each figure with its interval) and per rater
-    ``rater_discrimination.<rater>``, ``rater_severity.<rater>``."""
+    """MLflow: ``compression_*`` (each figure with its interval), per rater
+    ``rater_discrimination.<rater>``, ``rater_severity.<rater>``, and the items' latent quality
+    ``item_quality.mean``, ``.sd``, ``.reliability`` and ``.lowest`` (four figures, not one
+    metric per item)."""
     out: dict[str, object] = {}
     c = report.compression
     if c is not None:
@@ -326,4 +345,6 @@ def scale_use_metrics(report: ScaleUseReport) -> dict[str, object]:
     if m is not None:
         out["rater_discrimination"] = {str(r.rater): r.discrimination.to_dict() for r in m.raters}
         out["rater_severity"] = {str(r.rater): r.severity.to_dict() for r in m.raters}
+        if m.item_quality is not None:
+            out["item_quality"] = m.item_quality.model_dump()
     return out

@@ -364,7 +364,7 @@ def test_traces_name_their_generator_and_their_annotators_are_raters(tmp_path, m
     annotations = np.clip(quality[:, None] + rng.choice([-1, 0, 0, 0, 1], (N_TRACES, 3)), 1, 5)
     models = ["gpt-4o-mini" if k % 2 == 0 else "claude-3-haiku" for k in range(N_TRACES)]
     uri = f"sqlite:///{tmp_path / 'traces.db'}"
-    log_model_traces(uri, annotations, models)
+    ids = log_model_traces(uri, annotations, models)
     personas = Personas(quality, [OWN if m.startswith("gpt") else OTHER for m in models])
     data = {
         "format": "mlflow",
@@ -385,6 +385,7 @@ def test_traces_name_their_generator_and_their_annotators_are_raters(tmp_path, m
             judge={"model": "openai/gpt-4o-mini", "scale": "1-5"},
             data=data,
             concurrency=8,
+            tracking={"uri": f"sqlite:///{tmp_path / 'mlflow.db'}"},
         )
         assert main(["evaluate", str(cfg), "--quiet"]) == 0
     (run_dir,) = (tmp_path / "runs").iterdir()
@@ -401,6 +402,52 @@ def test_traces_name_their_generator_and_their_annotators_are_raters(tmp_path, m
     report = (run_dir / "report.md").read_text()
     assert "## The raters under an item response model" in report
     assert "| ann0 | 60 |" in report and "annotators' majority" in report
+
+    # each rater's parameters in both reports and on the MLflow run, as metrics.json has them
+    from assay.metrics import fmt_ci
+    from tests.web.test_report_parity import both, shown
+
+    logged = logged_metrics(tmp_path)
+    title = "The raters under an item response model"
+    for name, tables in both(run_dir).items():
+        assert any(t[0] == title for t in tables), name
+        for rater, r in raters.items():
+            for column in ("discrimination", "severity"):
+                text = fmt_ci(r[column])
+                assert shown(tables, title, column, text, (rater,)), (name, rater, column)
+    for rater, r in raters.items():
+        for figure in ("discrimination", "severity"):
+            for part, suffix in (("value", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")):
+                key = f"rater_{figure}.{rater}{suffix}"
+                assert logged[key] == pytest.approx(r[figure][part]), key
+    hardest = use["rater_model"]["hardest"]
+    for name, tables in both(run_dir).items():
+        table = "Items of the lowest latent quality (hardest to score high on)"
+        hardest_shown = f"{hardest[0]['quality']:.2f}"
+        assert shown(tables, table, "quality", hardest_shown, (hardest[0]["item"],)), name
+
+    # the items' latent quality in four figures, from the fit on every item, and in MLflow
+    from assay.metrics import AnnotationMatrix, rater_model
+
+    scores = scores_of(run_dir)
+    rows = [(i, "stub-judge", scores[i] - 1) for i in ids]
+    rows += [
+        (i, f"ann{a}", int(annotations[k, a]) - 1) for k, i in enumerate(ids) for a in range(3)
+    ]
+    fit = rater_model(AnnotationMatrix.from_long(*zip(*rows, strict=True)))
+    quality = np.array([q.quality for q in fit.items])
+    within = np.mean([q.sd**2 for q in fit.items])
+    spread = use["rater_model"]["item_quality"]
+    assert spread["mean"] == pytest.approx(quality.mean(), abs=1e-6)
+    assert spread["sd"] == pytest.approx(quality.std(), rel=1e-6)
+    assert spread["reliability"] == pytest.approx(
+        quality.var() / (quality.var() + within), rel=1e-6
+    )
+    assert spread["lowest"] == pytest.approx(quality.min())
+    assert spread["lowest"] == pytest.approx(hardest[0]["quality"])
+    assert 0 < spread["reliability"] < 1
+    for figure in ("mean", "sd", "reliability", "lowest"):
+        assert logged[f"item_quality.{figure}"] == pytest.approx(spread[figure]), figure
 
 
 def test_judge_family_says_whose_outputs_are_the_judges_own(tmp_path, monkeypatch):

@@ -27,7 +27,10 @@ N = 30
 RUBRIC = "State the correct sum."
 
 
-def config(folder, judges: dict[str, str], tests: dict, n: int = N, **kw) -> HarnessConfig:
+def config(
+    folder, judges: dict[str, str], tests: dict, n: int = N, instruction: str | None = None, **kw
+) -> HarnessConfig:
+    task = {"rubric": RUBRIC} | ({"instruction": instruction} if instruction else {})
     return HarnessConfig.model_validate(
         {
             "name": "prompt",
@@ -35,7 +38,7 @@ def config(folder, judges: dict[str, str], tests: dict, n: int = N, **kw) -> Har
             "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
             "generator": {"model": "scripted:ps-gen"},
             "validator": {"model": "scripted:ps-val"},
-            "judges": [{"name": k, "model": m, "rubric": RUBRIC} for k, m in judges.items()],
+            "judges": [{"name": k, "model": m, **task} for k, m in judges.items()],
             "tests": tests,
             "retries": 0,
             "concurrency": 1,
@@ -229,6 +232,69 @@ def test_a_changed_paraphrase_in_the_config_is_judged_anew(tmp_path):
     assert ways["p2"].rubric == "Verify the addition." and ways["p2"].probes == N
 
 
+INSTRUCTION = "Grade the stated sum."
+
+
+def test_a_judges_instruction_is_paraphrased_with_its_rubric(tmp_path):
+    """A judge with an instruction: the generator is shown it and writes its paraphrase too;
+    each paraphrased instruction (beside its rubric) is what the judge is asked, and is the
+    run's recorded paraphrase, in the probes, the metrics and the report."""
+    gen_calls: list = []
+    plain = writer(gen_calls)
+
+    def respond(call):
+        out = plain(call)
+        k = out["paraphrased_rubric"].split(":")[0].split()[-1]
+        return out | {"paraphrased_instruction": f"Say whether the sum is right ({k})."}
+
+    register("ps-gen", respond)
+    register("ps-val", accept)
+    engine = register("ps-judge", persona(1, noise=0.0))
+    tests = {"prompt_paraphrase": {"n": 2}}
+    cfg = config(tmp_path, {"j": "scripted:ps-judge"}, tests, n=4, instruction=INSTRUCTION)
+    res = run_harness(cfg, workdir=tmp_path, progress=False)
+
+    assert {c.field("instruction") for c in gen_calls} == {INSTRUCTION}
+    probes = read_jsonl(res.run_dir / "probes.jsonl")
+    ways = res.summary.judges["j"].tests["prompt_paraphrase"].scoring_metrics["paraphrases"]
+    report = (res.run_dir / "report.html").read_text()
+    for k in (1, 2):
+        said = f"Say whether the sum is right ({k})."
+        rubric = f"Rewording {k}: is it right?"
+        cell = [p for p in probes if p["meta"].get("paraphrase") == f"p{k}"]
+        assert {tuple(p["meta"]["judge_task"].values()) for p in cell} == {(said, rubric)}
+        asked = [c for c in engine.calls if said in c.prompt]
+        assert len(asked) == 4  # each source, under this paraphrase's instruction and rubric
+        assert all(rubric in c.prompt and INSTRUCTION not in c.prompt for c in asked)
+        assert (ways[f"p{k}"].instruction, ways[f"p{k}"].rubric) == (said, rubric)
+        assert f"Paraphrase p{k} (instruction)" in report and said in unescape(report)
+    # the judge's own instruction asks the sources and their placebos, and no paraphrase does
+    own = [c for c in engine.calls if INSTRUCTION in c.prompt]
+    assert len(own) == 4 + 4 and not any("Rewording" in c.prompt for c in own)
+
+
+def test_paraphrases_given_in_the_config_carry_their_instruction_to_the_judge(tmp_path):
+    engine = register("ps-judge", persona(1, noise=0.0))
+    given = [
+        {"instruction": "Check the addition.", "rubric": "Is the stated sum right?"},
+        {"instruction": "Verify the total.", "rubric": "Is the total correct?"},
+    ]
+    tests = {"prompt_paraphrase": {"paraphrases": given}}
+    cfg = config(tmp_path, {"j": "scripted:ps-judge"}, tests, n=4, instruction=INSTRUCTION)
+    res = run_harness(cfg, workdir=tmp_path, progress=False)
+
+    assert res.summary.lm_calls == {"judge:j": 4 + 2 * 4 + 4}  # none written, none validated
+    ways = res.summary.judges["j"].tests["prompt_paraphrase"].scoring_metrics["paraphrases"]
+    metrics = json.loads((res.run_dir / "metrics.json").read_text())
+    recorded = metrics["judges"]["j"]["tests"]["prompt_paraphrase"]["paraphrases"]
+    for k, text in enumerate(given, 1):
+        asked = [c for c in engine.calls if text["instruction"] in c.prompt]
+        assert len(asked) == 4 and all(text["rubric"] in c.prompt for c in asked)
+        assert (ways[f"p{k}"].instruction, ways[f"p{k}"].rubric) == tuple(text.values())
+        assert recorded[f"p{k}"]["instruction"] == text["instruction"]
+    assert ways["original"].instruction is None  # the judge's own task is not a paraphrase
+
+
 def test_a_rejected_paraphrase_is_written_again_or_dropped_never_used(tmp_path):
     """The validator rejects the second paraphrase's first writing (it is written again and
     used) and every writing of the third (dropped, counted with the reason, never judged)."""
@@ -345,11 +411,11 @@ def test_scale_granularity_maps_back_and_reports_the_agreement_evaluate_would(tm
             "judges": [{"name": "g", "model": "scripted:ps-graded", "rubric": RUBRIC}],
             "tests": {"scale_granularity": {}},
             "retries": 0,
-            "tracking": {"enabled": False},
             "output_dir": str(tmp_path / "runs"),
         }
     )
-    res = run_harness(cfg, workdir=tmp_path, progress=False)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    res = run_harness(cfg, workdir=tmp_path, progress=False, tracking_uri=uri)
     n = 24
     assert res.summary.lm_calls == {"judge:g": n + 2 * n}  # sources, 1-3, 1-10
     assert engine.n_calls == 3 * n
@@ -383,6 +449,33 @@ def test_scale_granularity_maps_back_and_reports_the_agreement_evaluate_would(tm
     assert "## Scale granularity" in report
     assert "| g | 1-3 | 1→1, 2→3, 3→5 |" in report
     assert "Scale granularity" in (res.run_dir / "report.html").read_text()
+
+    # the judge's MLflow child run holds every granularity's agreement as metrics.json does
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    parent = client.get_run(res.mlflow_run_id)
+    (child,) = client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{res.mlflow_run_id}'",
+    )
+    logged = child.data.metrics
+    metrics = json.loads((res.run_dir / "metrics.json").read_text())
+    recorded = metrics["judges"]["g"]["tests"]["scale_granularity"]["granularities"]
+    assert set(recorded) == {"original", "3-point", "10-point"}
+    checked = 0
+    for way, w in recorded.items():
+        assert set(w["agreement"]) >= {"accuracy", "kappa_quadratic"}
+        for name, m in w["agreement"].items():
+            key = f"scale_granularity.granularities.{way}.agreement.{name}"
+            for part, suffix in (("value", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")):
+                if m.get(part) is not None:
+                    assert logged[key + suffix] == pytest.approx(m[part]), key + suffix
+                    checked += 1
+    assert checked >= 3 * 2 * 3
+    assert logged["scale_granularity.granularities.3-point.agreement.accuracy"] == pytest.approx(
+        ways["3-point"].agreement["accuracy"].value
+    )
 
 
 def test_a_categorical_scale_is_refused_in_one_line(tmp_path, capsys):
