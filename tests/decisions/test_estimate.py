@@ -305,6 +305,52 @@ def test_strata_labelled_in_other_proportions_lead_with_stratified_ppi(tmp_path)
     assert "within each stratum of kind" in s.sampling
 
 
+def test_check_columns_refuse_a_clear_difference_and_warn_of_it_when_accepted(
+    tmp_path, capsys, monkeypatch
+):
+    """``--check-column``: ``split`` (every labelled item in a, most others in b; chi-square)
+    and ``hour`` (more than ten distinct numbers, the labelled ones earlier: Kolmogorov–Smirnov)
+    each refused in one line naming the column; with ``--accept-shift`` both are warnings,
+    printed and in metrics.json, and ``region`` (alike in both groups) is not."""
+    rng = np.random.default_rng(21)
+    labelled = set(rng.choice(300, 80, replace=False).tolist())
+    rows = ["id,request,response,expected,split,hour,region"]
+    for k in range(300):
+        lab = k in labelled
+        label = int(rng.random() < 0.4) if lab else ""
+        split = "a" if lab or k % 10 == 0 else "b"
+        hour = round(float(rng.uniform(0, 12) if lab else rng.uniform(8, 20)), 2)
+        region = "xyz"[int(rng.integers(3))]
+        rows.append(f"i{k},q,r{k:04d},{label},{split},{hour},{region}")
+
+    def says(call):
+        return {"verdict": "True" if int(call.field("response")[1:]) % 3 == 0 else "False"}
+
+    run_dir = scripted_run(tmp_path, "shift", rows, says)
+    monkeypatch.chdir(tmp_path)
+    for column, test in (("split", "chi-square"), ("hour", "Kolmogorov–Smirnov")):
+        err = cli(["estimate", str(run_dir), "--check-column", column], capsys, code=2)
+        assert err.count("\n") == 1, err
+        assert f"differ from the 220 others in column {column} (" in err and test in err
+        assert "--accept-shift" in err
+
+    args = ["estimate", str(run_dir), "--accept-shift"]
+    args += [x for c in ("split", "hour", "region") for x in ("--check-column", c)]
+    s = cli_json(args, capsys)
+    found = {c["what"]: (c["test"], c["finding"]) for c in s["checks"]}
+    assert found["column split"] == ("chi-square test of homogeneity", "warning")
+    assert found["column hour"] == ("two-sample Kolmogorov–Smirnov", "warning")
+    assert found["column region"][1] == "none"
+    shifted = [w for w in s["warnings"] if "differ from the others in column" in w]
+    assert len(shifted) == 2 and all("(--accept-shift)" in w for w in shifted)
+    assert not any("region" in w for w in s["warnings"])
+    text = cli(args, capsys)
+    for column in ("split", "hour"):
+        assert f"warning: the labelled items differ from the others in column {column}" in text
+    run = Path(re.search(r"report: (\S+)/report.md", text).group(1))
+    assert json.loads((run / "metrics.json").read_text())["warnings"] == s["warnings"]
+
+
 @pytest.mark.parametrize(
     ("name", "extra", "message"),
     [
