@@ -14,9 +14,10 @@ queue (``label_queue.jsonl``: every item's ``π₂``, whether it was drawn, and 
 texts) is sealed with its run, so a ``π₂`` edited afterwards is refused; each verdict people
 give is signed.
 
-**A fixed budget**: the interval holds once every drawn item is labelled; until then the
-estimate is provisional (a pending item counts as not drawn) and said so, and it does not lead
-the report. Treating the first phase as independent draws with ``p₁`` (it was a sample of fixed
+**A fixed budget**, chosen before the draw (with ``--target-half-width`` the queue's report shows
+the budget PPI++'s plan asks for): the interval holds once every drawn item is labelled; until
+then the estimate is provisional (a pending item counts as not drawn) and said so, and it does
+not lead the report. Treating the first phase as independent draws with ``p₁`` (it was a sample of fixed
 size) and ``π₂`` as fixed (its scale depends a little on which items the first phase took) are
 the approximations made.
 """
