@@ -14,9 +14,10 @@ queue (``label_queue.jsonl``: every item's ``π₂``, whether it was drawn, and 
 texts) is sealed with its run, so a ``π₂`` edited afterwards is refused; each verdict people
 give is signed.
 
-**A fixed budget**: the interval holds once every drawn item is labelled; until then the
-estimate is provisional (a pending item counts as not drawn) and said so, and it does not lead
-the report. Treating the first phase as independent draws with ``p₁`` (it was a sample of fixed
+**A fixed budget**, chosen before the draw (with ``--target-half-width`` the queue's report shows
+the budget PPI++'s plan asks for): the interval holds once every drawn item is labelled; until
+then the estimate is provisional (a pending item counts as not drawn) and said so, and it does
+not lead the report. Treating the first phase as independent draws with ``p₁`` (it was a sample of fixed
 size) and ``π₂`` as fixed (its scale depends a little on which items the first phase took) are
 the approximations made.
 """
@@ -24,10 +25,11 @@ the approximations made.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict
 
 from assay import _signing
@@ -80,7 +82,11 @@ def _uncertainty(pool: Pool) -> tuple[list[float], str]:
     return [worst if s is None else s for s in spreads], what
 
 
-def second_phase(u: list[float], unlabelled: list[int], budget: int) -> NDArray[np.float64]:
+def second_phase(
+    u: Sequence[float] | NDArray[np.float64],
+    unlabelled: Sequence[int] | NDArray[np.intp],
+    budget: int,
+) -> NDArray[np.float64]:
     """Every item's ``π₂`` (``active_sampling_probabilities`` over all the items), its total
     over the ``unlabelled`` positions equal to ``budget``: the scale found by bisection."""
     from assay.metrics import active_sampling_probabilities
@@ -100,6 +106,13 @@ def second_phase(u: list[float], unlabelled: list[int], budget: int) -> NDArray[
             break
         low, high = (mid, high) if got < budget else (low, mid)
     return pi
+
+
+def either_phase(first: float, second: ArrayLike) -> NDArray[np.float64]:
+    """Each item's chance of being labelled in either phase, ``π = p₁ + (1 − p₁) π₂``: in the
+    first phase's uniform sample (``first``: ``p₁ = n / N``) or, outside it, drawn by the queue
+    with its ``π₂`` (``second``). The estimate weighs each label by ``1 / π``."""
+    return first + (1 - first) * np.asarray(second, dtype=float)
 
 
 def draw_queue(
@@ -184,13 +197,13 @@ def active_estimate(
     records = {r["item_id"]: r for r in queue.pool()}
     verdicts = queue.verdicts()
     first = int(queue.state.get("labelled_before") or 0) / len(pool.items)  # p₁
-    inclusion, labels, positions = [], [], []
+    second, labels, positions = [], [], []
     drawn = pending = 0
     for i, it in enumerate(pool.items):
         r = records.get(it.id)
         if r is None:
             raise RunError(f"{queue.path}: item {it.id} of the run is not in its label queue")
-        inclusion.append(first + (1 - first) * float(r["inclusion"]))
+        second.append(float(r["inclusion"]))
         if it.labelled:
             labels.append(it.label)
             positions.append(i)
@@ -222,7 +235,7 @@ def active_estimate(
         labels,
         np.asarray(positions),
         pool.f,
-        inclusion,
+        either_phase(first, second),
         alpha=alpha,
         prediction=kind,  # type: ignore[arg-type]
     )

@@ -169,6 +169,40 @@ def _plan_table(s: EstimateSummary) -> Table:
     )
 
 
+def _plan_budget(s: EstimateSummary) -> int | None:
+    """The new labels PPI++'s plan for the target half-width asks for beyond those labelled
+    before: the budget a ``--suggest`` queue should be drawn with (None without a plan)."""
+    plan = next(
+        (r.plan for r in s.plan if r.given == "half-width" and r.plan.method == "ppi++"), None
+    )
+    if plan is None or plan.n_labels is None:
+        return None
+    return max(0, plan.n_labels - s.n_labelled)
+
+
+def _plan_budget_row(s: EstimateSummary) -> tuple[list[object], str]:
+    """The queue table's row of the plan's budget beside the one drawn, and what it means."""
+    q, planned = s.queue, _plan_budget(s)
+    assert q is not None and planned is not None
+    row = [
+        f"the plan's budget (PPI++ for ± {s.plan_target_half_width:g})",
+        f"{planned} new labels ({planned + s.n_labelled} in all)",
+    ]
+    if planned == 0:
+        return row, "By the plan, the labels given before reach that half-width already."
+    if planned > q.pool:
+        return row, f"The plan asks for more than the {q.pool} unlabelled items."
+    if round(q.budget) < planned:
+        return row, (
+            f"This queue's budget, {q.budget:.0f}, is below the plan's: expect an interval wider "
+            f"than ± {s.plan_target_half_width:g}."
+        )
+    return row, (
+        "The plan counts uniform labels: a queue of that budget reaches about that half-width "
+        "when the judge's probabilities track the labels (it may not with an unreliable judge)."
+    )
+
+
 def _queue_table(s: EstimateSummary) -> Table:
     q = s.queue
     assert q is not None
@@ -181,6 +215,10 @@ def _queue_table(s: EstimateSummary) -> Table:
         ["π₂ followed", q.uncertainty + f", mixed with a uniform share of {q.uniform_share:g}"],
         ["seed", q.seed],
     ]
+    planned = ""
+    if q.role == "drawn" and _plan_budget(s) is not None:
+        row, planned = _plan_budget_row(s)
+        rows.insert(4, row)
     if q.role == "read":
         rows += [["labelled", q.labelled], ["pending", q.pending]]
         note = (
@@ -196,6 +234,7 @@ def _queue_table(s: EstimateSummary) -> Table:
             f"export / import) — then: assay estimate {s.run} --queue {q.queue_dir}. A fixed "
             "budget: the interval holds once every drawn item is labelled."
         )
+        note = " ".join(x for x in (planned, note) if x)
     return Table("Label queue", ["", "value"], rows, note=note)
 
 

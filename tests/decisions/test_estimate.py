@@ -262,8 +262,12 @@ def test_a_labelled_sample_that_is_not_random_is_refused_or_warned_of(runs, caps
     assert "warning: the labelled items differ from the others in text length" in text
 
 
-def scripted_run(tmp_path: Path, name: str, rows: list[str], respond) -> Path:
-    """An evaluate run of a scripted binary judge (``respond(call)``) on CSV ``rows``."""
+BINARY = {"kind": "binary", "labels": ["False", "True"]}
+
+
+def scripted_run(tmp_path: Path, name: str, rows: list[str], respond, scale=BINARY) -> Path:
+    """An evaluate run of a scripted judge (``respond(call)``; binary unless ``scale`` says
+    otherwise) on CSV ``rows``."""
     register_script(f"est-{name}", lambda: ScriptedEngine(respond=respond))
     (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
     cfg = EvaluateConfig.model_validate(
@@ -276,7 +280,7 @@ def scripted_run(tmp_path: Path, name: str, rows: list[str], respond) -> Path:
             },
             "judge": {
                 "model": f"scripted:est-{name}",
-                "scale": {"kind": "binary", "labels": ["False", "True"]},
+                "scale": scale,
             },
             "tracking": {"enabled": False},
         }
@@ -299,6 +303,52 @@ def test_strata_labelled_in_other_proportions_lead_with_stratified_ppi(tmp_path)
     assert s.headline == "stratified_ppi++" and s.estimates[0].method == "stratified_ppi++"
     assert any("stratified PPI++ allows that" in w for w in s.warnings)
     assert "within each stratum of kind" in s.sampling
+
+
+def test_check_columns_refuse_a_clear_difference_and_warn_of_it_when_accepted(
+    tmp_path, capsys, monkeypatch
+):
+    """``--check-column``: ``split`` (every labelled item in a, most others in b; chi-square)
+    and ``hour`` (more than ten distinct numbers, the labelled ones earlier: Kolmogorov–Smirnov)
+    each refused in one line naming the column; with ``--accept-shift`` both are warnings,
+    printed and in metrics.json, and ``region`` (alike in both groups) is not."""
+    rng = np.random.default_rng(21)
+    labelled = set(rng.choice(300, 80, replace=False).tolist())
+    rows = ["id,request,response,expected,split,hour,region"]
+    for k in range(300):
+        lab = k in labelled
+        label = int(rng.random() < 0.4) if lab else ""
+        split = "a" if lab or k % 10 == 0 else "b"
+        hour = round(float(rng.uniform(0, 12) if lab else rng.uniform(8, 20)), 2)
+        region = "xyz"[int(rng.integers(3))]
+        rows.append(f"i{k},q,r{k:04d},{label},{split},{hour},{region}")
+
+    def says(call):
+        return {"verdict": "True" if int(call.field("response")[1:]) % 3 == 0 else "False"}
+
+    run_dir = scripted_run(tmp_path, "shift", rows, says)
+    monkeypatch.chdir(tmp_path)
+    for column, test in (("split", "chi-square"), ("hour", "Kolmogorov–Smirnov")):
+        err = cli(["estimate", str(run_dir), "--check-column", column], capsys, code=2)
+        assert err.count("\n") == 1, err
+        assert f"differ from the 220 others in column {column} (" in err and test in err
+        assert "--accept-shift" in err
+
+    args = ["estimate", str(run_dir), "--accept-shift"]
+    args += [x for c in ("split", "hour", "region") for x in ("--check-column", c)]
+    s = cli_json(args, capsys)
+    found = {c["what"]: (c["test"], c["finding"]) for c in s["checks"]}
+    assert found["column split"] == ("chi-square test of homogeneity", "warning")
+    assert found["column hour"] == ("two-sample Kolmogorov–Smirnov", "warning")
+    assert found["column region"][1] == "none"
+    shifted = [w for w in s["warnings"] if "differ from the others in column" in w]
+    assert len(shifted) == 2 and all("(--accept-shift)" in w for w in shifted)
+    assert not any("region" in w for w in s["warnings"])
+    text = cli(args, capsys)
+    for column in ("split", "hour"):
+        assert f"warning: the labelled items differ from the others in column {column}" in text
+    run = Path(re.search(r"report: (\S+)/report.md", text).group(1))
+    assert json.loads((run / "metrics.json").read_text())["warnings"] == s["warnings"]
 
 
 @pytest.mark.parametrize(
@@ -354,6 +404,66 @@ def test_weights_from_a_column_equal_ppi_py_with_them(tmp_path):
     e = s.of("ppi++")
     assert (e.ci_low, e.ci_high) == pytest.approx((float(low[0]), float(high[0])), abs=1e-9)
     assert s.of("rogan_gladen") is None and any("no observation weights" in w for w in s.warnings)
+
+
+CLASSES = ("comply", "refuse", "partial")
+
+
+def category_truth(k: int) -> str:
+    """Item k's human label among three classes (a third refusals, on average)."""
+    return CLASSES[int(np.random.default_rng(7000 + k).choice(3, p=[0.45, 0.35, 0.2]))]
+
+
+def category_verdict(call):
+    """Right on about three items in four, else another class; no verdict on every 41st."""
+    k = int(re.search(r"answer (\d+)", call.field("response")).group(1))
+    if k % 41 == 40:
+        return "no verdict here"
+    rng = np.random.default_rng(9000 + k)
+    right = category_truth(k)
+    wrong = [c for c in CLASSES if c != right][int(rng.integers(2))]
+    return {"verdict": right if rng.random() < 0.75 else wrong}
+
+
+def test_the_rate_of_one_class_of_a_categorical_judge_equals_ppi_py(tmp_path, capsys, monkeypatch):
+    """A categorical scale: ``--positive refuse`` estimates the rate of that class, the judge's
+    0/1 indicator of it as the prediction (an unscored item: the mean indicator); without
+    ``--positive`` there is no class to count, said in one line."""
+    labelled = set(np.random.default_rng(11).choice(240, 60, replace=False).tolist())
+    rows = ["id,request,response,expected"]
+    for k in range(240):
+        label = category_truth(k) if k in labelled else ""
+        rows.append(f"i{k},q{k},answer {k},{label}")
+    scale = {"kind": "categorical", "labels": list(CLASSES)}
+    run_dir = scripted_run(tmp_path, "classes", rows, category_verdict, scale=scale)
+    monkeypatch.chdir(tmp_path)
+    s = cli_json(["estimate", str(run_dir), "--positive", "refuse"], capsys)
+    assert (s["target"], s["prediction"], s["n_labelled"]) == ("verdict refuse", "verdict", 60)
+    assert s["unscored"] == {"parse_error": 5}
+
+    js = judgments(run_dir)
+    refuse = CLASSES.index("refuse")  # a categorical label's score: its position
+    said = {i: None if j["score"] is None else float(j["score"] == refuse) for i, j in js.items()}
+    stand_in = np.mean([v for v in said.values() if v is not None])
+    f = {i: stand_in if v is None else v for i, v in said.items()}
+    lab = [f"i{k}" for k in range(240) if k in labelled]
+    unl = [f"i{k}" for k in range(240) if k not in labelled]
+    y = np.array([float(category_truth(int(i[1:])) == "refuse") for i in lab])
+    yhat, yhat_u = np.array([f[i] for i in lab]), np.array([f[i] for i in unl])
+    for method, lam in (("ppi++", None), ("ppi", 1)):
+        low, high = ppi_py.ppi_mean_ci(y, yhat, yhat_u, alpha=ALPHA, lam=lam)
+        value = ppi_py.ppi_mean_pointestimate(y, yhat, yhat_u, lam=lam)
+        e = row(s, method)
+        assert e["value"] == pytest.approx(float(np.ravel(value)[0]), abs=1e-9)
+        assert (e["ci_low"], e["ci_high"]) == pytest.approx(
+            (float(low[0]), float(high[0])), abs=1e-9
+        )
+    assert 0 < row(s, "ppi++")["lam"] < 1
+
+    err = cli(["estimate", str(run_dir)], capsys, code=2)
+    assert err.count("\n") == 1
+    assert "the categorical comply|refuse|partial scale has no single positive verdict" in err
+    assert "give --positive LABEL" in err
 
 
 def test_the_label_plan_is_the_pilots_variance_formula(runs, capsys, monkeypatch):

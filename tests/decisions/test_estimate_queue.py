@@ -233,6 +233,38 @@ def test_the_review_app_serves_the_queue_and_signs_each_verdict(
     assert f"1 / {drawn} items to label with a human verdict" in client.get("/").text
 
 
+def test_a_queue_drawn_with_a_target_half_width_shows_the_plans_budget(
+    runs,  # noqa: F811
+    capsys,
+    monkeypatch,
+):
+    """``--suggest`` with ``--target-half-width``: beside the drawn queue, the new labels PPI++'s
+    plan asks for (the planner's count from the labelled items as a pilot, less those)."""
+    from assay.metrics import labels_needed, pilot_moments
+
+    monkeypatch.chdir(runs["tmp"])
+    refs, f = references(runs["tmp"] / "main.csv"), probability_predictions(runs["main"])
+    lab = [i for i in sorted(refs) if refs[i] is not None]
+    unl = [i for i in sorted(refs) if refs[i] is None]
+    pilot = pilot_moments([refs[i] for i in lab], [f[i] for i in lab], [f[i] for i in unl])
+    (ppi,) = [p for p in labels_needed(pilot, 0.05) if p.method == "ppi++"]
+    planned = ppi.n_labels - len(lab)
+    assert 0 < planned < len(unl)
+
+    args = ["estimate", str(runs["main"]), "--target-half-width", "0.05", "--seed", "1"]
+    text = cli([*args, "--suggest", str(planned)], capsys)
+    line = (
+        f"| the plan's budget (PPI++ for ± 0.05) | {planned} new labels ({ppi.n_labels} in all) |"
+    )
+    assert line in text
+    assert f"| ± 0.05 | PPI++ | {ppi.n_labels} | {planned} |" in text  # the plan's own table
+    assert "The plan counts uniform labels" in text
+    fewer = cli([*args, "--suggest", str(planned - 5)], capsys)
+    assert line in fewer and "is below the plan's: expect an interval wider than ± 0.05" in fewer
+    plain = cli(["estimate", str(runs["main"]), "--suggest", str(BUDGET), "--seed", "1"], capsys)
+    assert "the plan's budget" not in plain
+
+
 def test_a_queue_drawn_before_any_label(runs, tmp_path, capsys, monkeypatch):  # noqa: F811
     """No item labelled yet: the queue is drawn from them all; its labels alone estimate."""
     monkeypatch.chdir(runs["tmp"])

@@ -1,6 +1,7 @@
 """Active labelling: sampling probabilities that favour the items the judge is unsure of, the
 inverse-probability-weighted PPI estimate (unbiased, covering whatever the judge), fewer labels
-than uniform sampling for the same width when the judge's probabilities are informative."""
+than uniform sampling for the same width when the judge's probabilities are informative; and the
+two phases of ``assay estimate --suggest`` (a uniform pilot, then the queue) covering too."""
 
 import math
 
@@ -8,8 +9,10 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from assay.decisions._estimate_active import either_phase, second_phase
 from assay.metrics import active_ppi_mean, active_sampling_probabilities, draw_active_sample
 from assay.metrics._active import active_batched
+from assay.metrics._ppi import _Sample, ppi_batched
 
 ALPHA = 0.1
 DRAWS = 1000
@@ -124,6 +127,68 @@ def test_active_labelling_reaches_uniform_sampling_width_with_fewer_labels():
     value, se, lam = active_batched(y, weight, p[0])
     assert (est.value, est.std_error, est.lam) == pytest.approx((value, se, lam))
     assert est.effective_labels > 1.5 * drawn.size
+
+
+# -- the command line's two phases: the labels given before, then the queue ---------------------
+
+FIRST, QUEUE = 100, 150  # the labels given before the draw (uniform), the queue's budget
+
+
+def two_phases(rng, p, y):
+    """Label each pool as ``assay estimate`` does: ``FIRST`` items uniformly at random (the
+    labels given before), then the queue drawn from the others with ``second_phase``'s π₂
+    (from the judge's p(1 − p), budget ``QUEUE``); every label weighed by 1 / π of either phase
+    (``either_phase``). Returns the active PPI++ estimate and SE per pool, the labelled items
+    and their π."""
+    shape = p.shape
+    first = np.zeros(shape, dtype=bool)
+    np.put_along_axis(first, np.argsort(rng.random(shape), axis=1)[:, :FIRST], True, axis=1)
+    pi2 = np.stack(
+        [
+            second_phase(row * (1 - row), np.flatnonzero(~before), QUEUE)
+            for row, before in zip(p, first, strict=True)
+        ]
+    )
+    pi = either_phase(FIRST / POOL, pi2)
+    labelled = first | (~first & (rng.random(shape) < pi2))
+    value, se, _ = active_batched(y, labelled / pi, p)
+    return value, se, labelled, pi
+
+
+def uniform_ppi(rng, p, y, n):
+    """PPI++ on ``n`` labels drawn uniformly from each pool: estimate and SE per pool."""
+    order = np.argsort(rng.random(p.shape), axis=1)
+    lab, unl = order[:, :n], order[:, n:]
+    take = np.take_along_axis
+    s = _Sample(take(y, lab, 1), take(p, lab, 1), take(p, unl, 1), np.ones(n), np.ones(POOL - n))
+    value, se, _ = ppi_batched(s)
+    return value, se
+
+
+@pytest.mark.parametrize("judge", ["good", "useless", "adversarial"])
+def test_the_two_phases_of_the_command_line_cover_whatever_the_judge(judge):
+    """The labels given before and the queue's together: π = p₁ + (1 − p₁) π₂ keeps the estimate
+    unbiased and its interval covering; with a good judge it is at least as narrow as PPI++ on
+    as many labels drawn uniformly."""
+    rng = np.random.default_rng(10 + ["good", "useless", "adversarial"].index(judge))
+    q, p, truth = pool(rng, judge)
+    y = (rng.random(q.shape) < q).astype(float)
+    value, se, labelled, pi = two_phases(rng, p, y)
+    assert covered(value, se, truth)
+    # unbiased for any fixed λ (here 1); PPI++'s λ̂, fitted on the same labels, adds a bias of
+    # order 1 / n, which the coverage above allows for
+    fixed = active_batched(y, labelled / pi, p, lam=1.0)[0]
+    assert abs(fixed.mean() - truth) < 3 * fixed.std() / math.sqrt(DRAWS)
+    n = labelled.sum(axis=1)
+    assert abs(n.mean() - (FIRST + QUEUE)) < 3 * math.sqrt(QUEUE / DRAWS)  # the budget
+    if judge == "good":
+        uniform = uniform_ppi(rng, p, y, FIRST + QUEUE)
+        assert covered(*uniform, truth)
+        assert se.mean() <= uniform[1].mean()
+    # the rows are what the command's active_ppi_mean gives for one pool
+    drawn = np.flatnonzero(labelled[0])
+    est = active_ppi_mean(y[0, drawn], drawn, p[0], pi[0])
+    assert (est.value, est.std_error) == pytest.approx((value[0], se[0]))
 
 
 Y, DRAWN, P, PI = [1, 0, 1], [0, 2, 3], [0.9, 0.2, 0.8, 0.4], [0.5, 0.5, 0.5, 0.5]
