@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_valid
 
 from assay.errors import ConfigError
 
+__all__ = ["INTEGER_TEXT", "MAX_POINTS", "Scale", "ScaleError", "ScaleKind"]
+
 ScaleKind = Literal["binary", "ordinal", "categorical"]
 INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
 """An integer written out: ASCII digits only (a full-width "３" or Arabic-Indic "٣" is no score)."""
