@@ -33,7 +33,7 @@ class ScaleError(ConfigError, ValueError):
 
 MAX_POINTS = 101
 """Most scores of an ordinal scale (0-100): κ's bootstrap holds a table of scores x scores per
-replicate (a typo of 0-100000000 asked for petabytes)."""
+replicate (a typo such as 0-100000000 would ask for petabytes)."""
 
 
 def _reason(exc: ValueError) -> str:

@@ -315,7 +315,8 @@ def test_no_top_level_package_holds_a_third_of_the_lines():
 
 def test_no_package_shadows_a_function_of_the_api():
     """``assay.<runner>(...)`` is the Python API; a subpackage of the same name replaces that
-    function on the package as soon as it is imported (``assay.toolemu`` once did)."""
+    function on the package as soon as it is imported (a package ``assay/toolemu/`` would hide
+    ``assay.toolemu(...)``)."""
     from assay.runners import known_runners
 
     names = {top_level(m).split(".")[1] for m in MODULES if m != "assay"}
