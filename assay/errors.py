@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["AssayError", "ConfigError", "DataError", "ModelError", "RunError"]
+
 
 class AssayError(Exception):
     """A problem the user can fix (bad config, missing file, missing key...)."""

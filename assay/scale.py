@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_valid
 
 from assay.errors import ConfigError
 
+__all__ = ["INTEGER_TEXT", "MAX_POINTS", "Scale", "ScaleError", "ScaleKind"]
+
 ScaleKind = Literal["binary", "ordinal", "categorical"]
 INTEGER_TEXT = re.compile(r"[+-]?[0-9]+(?:\.0*)?")
 """An integer written out: ASCII digits only (a full-width "３" or Arabic-Indic "٣" is no score)."""
@@ -31,7 +33,7 @@ class ScaleError(ConfigError, ValueError):
 
 MAX_POINTS = 101
 """Most scores of an ordinal scale (0-100): κ's bootstrap holds a table of scores x scores per
-replicate (a typo of 0-100000000 asked for petabytes)."""
+replicate (a typo such as 0-100000000 would ask for petabytes)."""
 
 
 def _reason(exc: ValueError) -> str:

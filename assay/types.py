@@ -21,6 +21,37 @@ from pydantic import (
     field_serializer,
 )
 
+__all__ = [
+    "PAID_FIELDS",
+    "FiniteReal",
+    "Item",
+    "Judgment",
+    "ListHash",
+    "Message",
+    "NonNegativeInt",
+    "PlainName",
+    "Port",
+    "PositiveInt",
+    "PositiveReal",
+    "Real",
+    "Seed",
+    "Share",
+    "Spend",
+    "StrictInt",
+    "ToolCall",
+    "UnscoredReason",
+    "Usage",
+    "WebAddress",
+    "all_unscored",
+    "canonical_json",
+    "cost_lines",
+    "flatten",
+    "spend_line",
+    "stable_hash",
+    "with_work",
+    "work_line",
+]
+
 UnscoredReason = Literal[
     "parse_error",
     "lm_error",
@@ -189,7 +220,7 @@ class Item(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @staticmethod
-    def content_id(request: str, response: str, transcript: Any = None) -> str:
+    def content_id(request: str, response: str, transcript: object = None) -> str:
         return stable_hash({"request": request, "response": response, "transcript": transcript})
 
 
@@ -255,7 +286,7 @@ PAID_FIELDS = (
 """The fields of a :class:`Usage` that say what a server was paid (the rest: time waited)."""
 
 
-def with_work(data: Any) -> Any:
+def with_work(data: object) -> object:
     """A result's fields (a summary holding ``usage``) with ``work``, its cost of the work,
     filled in from its usage when absent — a ``metrics.json`` written before it was kept. For
     a pydantic ``model_validator(mode="before")``."""

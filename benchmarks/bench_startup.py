@@ -42,7 +42,7 @@ run of the same work (``benchmarks/_jrh.py``: HarmBench, 10 items, the seven per
 and stochastic stability, one judge, HITL review off, 8 workers) from its command line on the
 same stub, read from the stub's spans exactly as assay's; its calls are counted by kind from
 the stub's requests. The stub then answers JRH's forced tool calls as tool calls (JRH calls its
-models through instructor's tools mode) and DSPy's requests as before.
+models through instructor's tools mode) and DSPy's requests as it does without ``--jrh``.
 
 Nothing is asserted: figures vary with the machine's load; repeat (``--repeat``) and read the
 medians.

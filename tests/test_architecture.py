@@ -1,7 +1,11 @@
 """The rules ARCHITECTURE.md states, checked on the source: imports point one way and no two
-packages reach each other, private modules and names stay inside their package, the library
-never imports the command line. Size is judged by cohesion in review (ARCHITECTURE.md), not by a
-line count.
+packages, folders or top-level packages, reach each other; private modules and names stay inside
+their package; every module and name loaded by string exists; the library never imports the
+command line or the integrations, and the review app reaches the runners only through the read
+sides it serves; the report and web packages, and a run up to its first LM call, load without
+what they do not need; no top-level package holds a third of the lines (one that big is several
+concepts under one name) and none is named like an API function. Below that bound, a module's
+size is judged by cohesion in review (ARCHITECTURE.md), never by a line count.
 
 Every import is read — at module level, inside functions, under ``TYPE_CHECKING`` — and every
 module loaded by string: the ``lazy_names`` maps of the packages whose names load on first use,
@@ -315,7 +319,8 @@ def test_no_top_level_package_holds_a_third_of_the_lines():
 
 def test_no_package_shadows_a_function_of_the_api():
     """``assay.<runner>(...)`` is the Python API; a subpackage of the same name replaces that
-    function on the package as soon as it is imported (``assay.toolemu`` once did)."""
+    function on the package as soon as it is imported (a package ``assay/toolemu/`` would hide
+    ``assay.toolemu(...)``)."""
     from assay.runners import known_runners
 
     names = {top_level(m).split(".")[1] for m in MODULES if m != "assay"}

@@ -1,9 +1,11 @@
 """The README and docs/ say what a user types: every `assay …` line in their code blocks parses
-with the CLI's own parser, every example config they name exists and loads, and every relative
-link points at a file of the repository."""
+with the CLI's own parser, every example config they name exists and loads, every relative link
+points at a file of the repository, and docs/extending.md's plug-ins run as written and import
+only names its table lists, from modules that export them."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import shlex
 from pathlib import Path
@@ -128,6 +130,40 @@ def test_the_architecture_page_names_paths():
 @pytest.mark.parametrize("path", NAMED_PATHS)
 def test_every_path_the_architecture_page_names_exists(path):
     assert (ROOT / path).exists(), f"ARCHITECTURE.md names {path}, which does not exist"
+
+
+# -- docs/extending.md: what a plug-in imports -------------------------------------------------
+
+
+def _import_table() -> dict[str, list[str]]:
+    """The page's table "What a plug-in imports": each module with the names its row lists."""
+    text = EXTENDING.read_text(encoding="utf-8")
+    section = text.split("## What a plug-in imports", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `([\w.]+)` \| (.+) \|$", section, flags=re.M)
+    return {module: re.findall(r"`(\w+)`", names) for module, names in rows}
+
+
+IMPORT_TABLE = _import_table()
+
+
+@pytest.mark.parametrize("module", IMPORT_TABLE)
+def test_every_module_the_import_table_lists_exports_its_names(module):
+    imported = importlib.import_module(module)
+    for name in IMPORT_TABLE[module]:
+        assert hasattr(imported, name), f"{module} has no {name}"
+        assert name in imported.__all__, f"{module} does not export {name} in its __all__"
+
+
+def test_the_import_table_lists_every_name_the_examples_import():
+    imports = [
+        (module, name.strip())
+        for block in _code_blocks(EXTENDING.read_text(encoding="utf-8"))
+        for module, names in re.findall(r"^from (assay[\w.]*) import (.+)$", block, flags=re.M)
+        for name in names.split(",")
+    ]
+    assert ("assay.runners", "runner") in imports and ("assay.types", "Item") in imports
+    missing = [f"{m}.{n}" for m, n in imports if n not in IMPORT_TABLE.get(m, [])]
+    assert not missing, f"the examples import names the table does not list: {missing}"
 
 
 # -- docs/extending.md: its files written, its commands run --------------------------------------

@@ -306,7 +306,7 @@ from pydantic import BaseModel
 from assay.inputs import RunConfig
 from assay.runners import Runner, RunOptions, argument, runner, write_report
 from assay.runs import Run, TrackedRun
-from assay.report import Report, Table
+from assay.report import Report, Table, report_markdown
 
 
 class WordsConfig(RunConfig):
@@ -334,6 +334,7 @@ class WordCount(Runner):
         with Run.open(config, key, command="wordcount", workdir=workdir, reports_aside=True) as run:
             summary = WordsSummary(words=len(config.words), longest=max(config.words, key=len))
             run.store.write_json("metrics.json", summary.model_dump(mode="json"))
+            run.store.write_text("report.md", report_markdown(self.report(run.dir)))
             run.at_end(f"{__name__}:write_page", run_dir=str(run.dir))  # the reports lane's
             tracked = TrackedRun(
                 name=config.name,
@@ -373,6 +374,9 @@ def test_a_runner_is_a_command_with_plugin_before_it_or_from_an_entry_point(tmp_
         "words": 3,
         "longest": "reliability",
     }
+    assert (run_dir / "report.md").read_text() == (
+        "# Word count\n\n- words: 3\n\n\n## Longest word\n\n| word |\n|---|\n| reliability |\n"
+    )
     assert "Longest word" in (run_dir / "report.html").read_text()
     run, _ = mlflow_runs(tmp_path, run_dir)
     assert run.data.params["longest"] == "reliability" and run.data.metrics["words"] == 3.0

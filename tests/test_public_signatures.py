@@ -1,7 +1,8 @@
-"""What crosses a package boundary is typed: every public name of every ``assay`` package (its
-``__all__``, the public methods of the classes it exports) and every registered runner's ``run``
-and ``print`` neither returns ``dict[str, Any]`` nor takes a parameter typed ``Any``, unless
-:data:`ALLOWED` lists it with the reason.
+"""What crosses a package boundary is typed: every public name of every public ``assay`` module
+(its ``__all__``, and the public functions and classes it defines itself, listed there or not),
+the public methods of those classes, and every registered runner's ``run`` and ``print`` neither
+returns ``dict[str, Any]`` nor takes a parameter typed ``Any``, unless :data:`ALLOWED` lists it
+with the reason.
 
 A value a function checks or converts whatever it is (a cell of a user's table, a JSON value)
 is typed ``object``: the honest type of "anything, narrowed here". Variadic ``*args: Any`` /
@@ -16,6 +17,7 @@ import pkgutil
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import assay
 
@@ -31,6 +33,17 @@ ALLOWED: dict[str, str] = {
     "assay.programs.Panel.inputs -> return": _SIGNATURE_INPUTS,
     "assay.programs.JudgeKind.inputs -> return": _SIGNATURE_INPUTS,
     "assay.programs.task_inputs -> return": _SIGNATURE_INPUTS,
+    "assay.programs.kinds.emulator_quality.EmulatorQualityKind.inputs -> return": (
+        _SIGNATURE_INPUTS
+    ),
+    "assay.programs.kinds.mlflow.MlflowKind.inputs -> return": _SIGNATURE_INPUTS,
+    "assay.programs.kinds.pairwise.PairwiseKind.inputs -> return": _SIGNATURE_INPUTS,
+    "assay.programs.kinds.response.ResponseKind.inputs -> return": _SIGNATURE_INPUTS,
+    "assay.programs.kinds.toolemu_helpfulness.ToolEmuHelpfulnessKind.inputs -> return": (
+        _SIGNATURE_INPUTS
+    ),
+    "assay.programs.kinds.toolemu_safety.ToolEmuSafetyKind.inputs -> return": _SIGNATURE_INPUTS,
+    "assay.programs.kinds.transcript.TranscriptKind.inputs -> return": _SIGNATURE_INPUTS,
     "assay.optimization.InvariantJudge.inputs -> return": _SIGNATURE_INPUTS,
     "assay.decisions.Certificate.signed_part -> return": _SIGNED_JSON,
     "assay.decisions.selective.Calibration.signed_part -> return": _SIGNED_JSON,
@@ -63,6 +76,20 @@ def _public_modules() -> Iterator[str]:
         if parts[0] == "cli" or any(p.startswith("_") for p in parts):
             continue
         yield info.name
+
+
+def _exports(module: ModuleType) -> list[str]:
+    """The names a module offers: its ``__all__``, then the public functions and classes it
+    defines itself — a module with no ``__all__`` (a runner's, a probe's, a judge kind's file),
+    or one that leaves a definition out, is walked all the same."""
+    exports = list(getattr(module, "__all__", ()))
+    for name, obj in vars(module).items():
+        defined_here = getattr(obj, "__module__", None) == module.__name__
+        if name.startswith("_") or name in exports or not defined_here:
+            continue
+        if inspect.isfunction(obj) or inspect.isclass(obj):
+            exports.append(name)
+    return exports
 
 
 def _functions(obj: object) -> Iterator[tuple[str, Callable]]:
@@ -107,19 +134,11 @@ def _loose(name: str, fn: Callable) -> Iterator[str]:
 
 
 def public_callables() -> dict[str, Callable]:
-    """Every public function and method, by the name its package exports it under (the first
-    package that does), and each registered runner's ``run`` and ``print`` (its result)."""
+    """Every public function and method, each registered runner's ``run`` and ``print`` (its
+    result) by the runner's name, the rest by the name the first module that offers it
+    (:func:`_exports`) gives it."""
     found: dict[str, Callable] = {}
     seen: set[object] = set()
-    for module_name in _public_modules():
-        module = importlib.import_module(module_name)
-        for export in getattr(module, "__all__", ()):
-            obj = getattr(module, export)
-            for suffix, fn in _functions(obj):
-                if fn in seen or not _written_in_assay(fn):
-                    continue
-                seen.add(fn)
-                found[f"{module_name}.{export}{suffix}"] = fn
     from assay.runners import get_runner, known_runners
 
     for runner in known_runners():
@@ -129,6 +148,15 @@ def public_callables() -> dict[str, Callable]:
             if fn is not None and fn not in seen:
                 seen.add(fn)
                 found[f"runner {runner}.{method}"] = fn
+    for module_name in _public_modules():
+        module = importlib.import_module(module_name)
+        for export in _exports(module):
+            obj = getattr(module, export)
+            for suffix, fn in _functions(obj):
+                if fn in seen or not _written_in_assay(fn):
+                    continue
+                seen.add(fn)
+                found[f"{module_name}.{export}{suffix}"] = fn
     return found
 
 
@@ -152,8 +180,8 @@ def test_the_allow_list_holds_only_what_is_still_loose():
 
 
 def test_the_walk_finds_the_names_it_must():
-    """The walk reaches packages' lazy names, class methods and runners (a walk that found
-    nothing would pass whatever the code does)."""
+    """The walk reaches packages' lazy names, class methods, runners, and the definitions of
+    modules with no ``__all__`` (a walk that found nothing would pass whatever the code does)."""
     names = public_callables()
     for expected in (
         "assay.runs.Run.open",
@@ -162,6 +190,15 @@ def test_the_walk_finds_the_names_it_must():
         "assay.metrics.inter_annotator_kappa",
         "assay.programs.JudgeKind.inputs",
         "assay.integrations.load_judge",
+        "assay.integrations.mlflow.scorer",
+        "assay.integrations.inspect.scorer",
+        "assay.types.with_work",
+        "assay.types.Item.content_id",
+        "assay.scale.Scale.index",
+        "assay.errors.DataError.__init__",
+        "assay.programs.kinds.response.ResponseKind.inputs",
+        "assay.reliability.probes.prompt_paraphrase.PromptParaphraseTest.generate",
+        "assay.reliability.scoring.stability.samples_needed",
         "runner evaluate.run",
         "runner rank.print",
     ):

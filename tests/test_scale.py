@@ -131,7 +131,7 @@ YES_NO = Scale(kind="binary", labels=["yes", "no"])
 @pytest.mark.parametrize(
     "scale, value, label",
     [
-        (TRUE_FALSE, "True", "True"),  # was 1, the name of False
+        (TRUE_FALSE, "True", "True"),  # its name, not true as 1 (the score of False here)
         (TRUE_FALSE, " false ", "False"),
         (TRUE_FALSE, True, "True"),  # a boolean is its word
         (TRUE_FALSE, "yes", "True"),  # a true/false word by meaning, names being such words
@@ -140,7 +140,7 @@ YES_NO = Scale(kind="binary", labels=["yes", "no"])
         (YES_NO, False, "no"),
         (YES_NO, "true", "yes"),
         (LABELLED, "true", "pass"),  # names that are no such word: true is 1, as in `binary`
-        (Scale.parse("False,True,Unsure"), False, "False"),  # was refused: False is no 0
+        (Scale.parse("False,True,Unsure"), False, "False"),  # its name, though False is no 0
         (Scale.parse("False,True,Unsure"), "true", "True"),
     ],
 )

@@ -32,7 +32,8 @@ COMMANDS = {"review": review, "schema": schema}
 """The commands that are not runners (each module has ``register(subparsers)``); every runner is
 a command of its own (:mod:`assay.runners._runner`: a new runner is one file and its
 registration, nothing here)."""
-_FOLLOWS = {"harness": "review"}  # ``assay --help`` lists review after harness, as it did
+# ``assay --help`` lists review right after harness: reviewing a harness's probes is its first use
+_FOLLOWS = {"harness": "review"}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -107,7 +107,7 @@ def replace_message(
     Only ``content`` and the arguments of its tool calls change: every tool call keeps its id
     and function (so every tool result still answers a call that exists), an argument set the
     editor did not give (or gave as something other than a JSON object where the original was
-    one) keeps the original. Every other message is the same object as before (byte-identical).
+    one) keeps the original. Every other message is the same object as in ``messages``.
     Raises :class:`EditError` for a non-assistant index or an edit that leaves the message
     empty (no text and no tool call).
     """

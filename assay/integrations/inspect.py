@@ -17,11 +17,13 @@ import math
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.scorer import NOANSWER, Metric, SampleScore, Score, Target, metric
+from inspect_ai.scorer import NOANSWER, Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.scorer import scorer as inspect_scorer
 from inspect_ai.solver import TaskState
 
 from assay.integrations._judge import PREFIX, JudgeSource, load_judge
+
+__all__ = ["scored_mean", "scorer", "unscored"]
 
 
 def scorer(
@@ -29,13 +31,13 @@ def scorer(
     *,
     harness: str | Path | None = None,
     judge: str | None = None,
-) -> Any:
+) -> Scorer:
     """An Inspect scorer judging with the assay judge of ``config_or_run`` (see
     :func:`assay.integrations.load_judge`), with the metrics ``scored_mean`` and ``unscored``."""
     measured = load_judge(config_or_run, harness=harness, judge=judge)
 
     @inspect_scorer(metrics=[scored_mean(), unscored()], name=measured.config.name)
-    def assay_judge() -> Any:
+    def assay_judge() -> Scorer:
         async def score(state: TaskState, target: Target) -> Score:
             response = state.output.completion
             judgment = await asyncio.to_thread(

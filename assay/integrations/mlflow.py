@@ -14,9 +14,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.integrations._judge import PREFIX, JudgeSource, MeasuredJudge, load_judge
+
+if TYPE_CHECKING:  # MLflow is imported when a scorer is made
+    from mlflow.entities import Feedback
+    from mlflow.genai.scorers import Scorer
+
+__all__ = ["at", "feedback", "scorer", "text"]
 
 
 def scorer(
@@ -27,7 +33,7 @@ def scorer(
     name: str | None = None,
     request: str | None = None,
     response: str | None = None,
-) -> Any:
+) -> Scorer:
     """An MLflow ``Scorer`` judging with the assay judge of ``config_or_run`` (a judge config,
     a YAML config with a ``judge``, or a finished evaluate or harness run directory); see
     :func:`assay.integrations.load_judge` for ``harness`` and ``judge``. ``name``: the
@@ -39,7 +45,7 @@ def scorer(
 
     measured = load_judge(config_or_run, harness=harness, judge=judge)
 
-    def assay_judge(inputs: Any = None, outputs: Any = None) -> Any:
+    def assay_judge(inputs: object = None, outputs: object = None) -> Feedback:
         row = {"inputs": inputs, "outputs": outputs}
         asked = at(row, request) if request else text(inputs)
         answered = at(row, response) if response else text(outputs)
@@ -48,7 +54,9 @@ def scorer(
     return mlflow_scorer(assay_judge, name=name or measured.config.name)
 
 
-def feedback(measured: MeasuredJudge, request: str, response: str, *, name: str | None = None):
+def feedback(
+    measured: MeasuredJudge, request: str, response: str, *, name: str | None = None
+) -> Feedback:
     """One verdict of ``measured`` as an MLflow ``Feedback``."""
     from mlflow.entities import AssessmentError, AssessmentSource, Feedback
 

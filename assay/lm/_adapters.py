@@ -88,7 +88,7 @@ class _SystemOnce:
 class _PlainText:
     """A text input goes into the user message as it is: DSPy's ``format_field_value`` gives
     a ``str`` back unchanged too, after building a pydantic ``TypeAdapter(str)`` for it — about
-    0.1 ms per field per call. Any other value is formatted by DSPy, as before."""
+    0.1 ms per field per call. Any other value is formatted by DSPy."""
 
     def format_user_message_content(
         self,

@@ -223,9 +223,9 @@ def configure_cache(workdir: Path) -> None:
 class _OpeningCache:
     """Stands for DSPy's cache until the background thread has opened it. Its settings are
     answered at once (a judge task's recipe reads them before the first call: waiting for the
-    shards there held up the first requests by up to a second). ``fresh``: the folder was
-    created by this process, so a lookup while it opens is a miss without waiting (measured:
-    the first requests of a run in a new folder left 0.07-0.1 s late, waiting on the shards)."""
+    shards there would hold up the first requests, by up to a second). ``fresh``: the folder was
+    created by this process, so nothing can be in it yet: a lookup while it opens is a miss
+    without waiting, and the first requests of a run in a new folder never wait on the shards."""
 
     def __init__(
         self, thread: Any, built: dict[str, Any], settings: dict[str, Any], *, fresh: bool = False

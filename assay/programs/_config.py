@@ -201,7 +201,8 @@ _NOT_IN_HASH: Any = {
     **dict.fromkeys(NOT_IN_IDENTITY, True),
     "members": {"__all__": {"name", *NOT_IN_IDENTITY}},
 }
-# a judge that is no MLflow judge hashes (and logs) as before the ``mlflow`` entry existed
+# a judge that is no MLflow judge leaves the ``mlflow`` entry out of its hash and logged params,
+# so runs made before the entry existed keep their hash
 _NOT_MLFLOW: Any = {"mlflow": True, "members": {"__all__": {"mlflow"}}}
 _NOT_IN_HASH_NOT_MLFLOW: Any = {
     **_NOT_IN_HASH,
@@ -318,7 +319,7 @@ class JudgeConfig(ModelSpec):
         "(default: read from the model string, e.g. openai/gpt-4o-mini → gpt; see "
         "assay.lm.FAMILIES)",
     )
-    # a confidence per judgment (selective evaluation); None: none, and the hash as before
+    # a confidence per judgment (selective evaluation); None: none, and left out of the hash
     confidence: ConfidenceConfig | None = Field(
         default=None,
         description=(

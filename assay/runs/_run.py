@@ -105,9 +105,8 @@ class Run:
 
         ``after_first_answer``: the runner's first LM call ends before any warm-up starts
         (:meth:`call_slots` says when, or the runner with :meth:`calls_flowing`). Before it,
-        this process is still reading data and sending the first requests, and loading MLflow
-        or matplotlib on the other core slowed that (JRH suite: first request 2.3-2.7 s ->
-        2.3 s, wall -0.25 s).
+        this process is still reading data and sending the first requests, which loading MLflow
+        or matplotlib on the other core would slow (docs/performance.md has the figures).
 
         ``kind``: the registered runner the run belongs to (default ``command``), written in
         ``run.json``; its report builds the run's report.html.
@@ -158,7 +157,7 @@ class Run:
                 tracking=run.tracking_enabled,
                 plugins=getattr(config, "plugins", None),
             )
-            if run.tracking_enabled:  # a failure is raised again by log, where it always was
+            if run.tracking_enabled:  # a failure here is raised again by log, not by open
                 run.execution.prepare_tracking(run._mlflow_where)
         return run
 

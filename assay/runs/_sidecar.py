@@ -130,10 +130,10 @@ class Sidecar:
         """Start the tracking lane's sidecar now, for the run a command is about to open (the
         command line calls this before its own imports); :meth:`start` hands it over, and one no
         run took is ended when the process exits. It loads only what the command asks of it
-        until the run's first LM answer: loading MLflow beside this process's own imports slowed
-        them (measured on the JRH suite: first request 1.6 -> 2.1-2.25 s, a zero-call re-run
-        1.2-1.3 -> 1.7-1.85 s). (A harness's reports sidecar waits for that answer anyway, so it
-        is started when its run opens: a zero-call re-run starts one interpreter, not two.)"""
+        until the run's first LM answer: loading MLflow beside this process's own imports would
+        slow them, and the first request with them (docs/performance.md has the figures). (A
+        harness's reports sidecar waits for that answer anyway, so it is started when its run
+        opens: a zero-call re-run starts one interpreter, not two.)"""
         global _spare
         if _spare is None and (car := cls._spawn()) is not None:
             atexit.register(car.close)

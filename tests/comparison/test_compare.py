@@ -351,7 +351,7 @@ def test_selftest_defect_judges_cannot_lead_the_default_reliability_leaderboard(
         "label_flip.consistency",
         False,
     )
-    # what the default was: the mean pass rate ranks a defect judge first and Pareto-optimal
+    # ranked by the mean pass rate instead, a defect judge comes first and Pareto-optimal
     mean = compare([run_id], tracking_uri=store["uri"], metric="mean_pass_rate", log=False)
     first = mean.leaderboard[0]
     assert first.judge != "clean" and first.pareto

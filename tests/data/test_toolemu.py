@@ -232,7 +232,7 @@ def test_label_maps_are_the_toolemu_ones_in_order():
         ),
         ({"Overall Qualitative Label": "Somewhat risky"}, None, (None, "Somewhat risky")),
         ({"Evaluator Thought": "nothing parsable"}, None, (None, None)),
-        # a boolean is no ToolEmu score (it used to be read as 1)
+        # a boolean is no ToolEmu score (not 1, though Python's True == 1)
         ({"eval_scores": {"ToolCallRisk": True}}, "ToolCallRisk", (None, None)),
         (
             {

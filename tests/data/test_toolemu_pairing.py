@@ -1,4 +1,4 @@
-"""Pairing ToolEmu evaluator lines never loses data (issue: concatenated multi-run files).
+"""Pairing ToolEmu evaluator lines never loses data, concatenated multi-run files included.
 
 ToolEmu restarts ``eval_id`` at 0 for every agent run, so evaluator outputs of several runs
 concatenated into one file repeat every id. The files here are built from the shared ones:

@@ -122,7 +122,7 @@ def test_a_limit_below_one_is_a_config_error_for_every_format(fmt, limit):
             path=str(EXAMPLES / "jrh/agentharm/agentharm.eval"), format="inspect"
         ),
     }[fmt]
-    # (limit 0 used to judge everything; -1 silently dropped the last item)
+    # (taken as a slice, 0 would judge everything and -1 silently drop the last item)
     with pytest.raises(ConfigError, match="limit must be a positive number"):
         load_items(data, Scale.parse("binary"), limit=limit)
 

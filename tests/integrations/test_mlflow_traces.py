@@ -421,7 +421,7 @@ def test_the_measured_judge_scores_the_same_traces_in_mlflow_genai_evaluate(
         cfg = judge_config(tmp_path, server.base_url, uri, name="export", expectation="harmful")
         assert main(["evaluate", str(cfg), "--quiet", "--json"]) == 0
         run_dir = Path(json.loads(capsys.readouterr().out.strip().splitlines()[-1])["run_dir"])
-        config, _ = load_config(run_dir / "config.yaml")  # was: "drop data.path"
+        config, _ = load_config(run_dir / "config.yaml")  # its data.path empty, not refused
         judge = scorer(run_dir, request=CHAT["request"], response=CHAT["response"], name="ours")
         mlflow.set_tracking_uri(uri)
         experiment = mlflow.set_experiment(EXPERIMENT)  # not another test's active one

@@ -50,7 +50,7 @@ def test_a_second_server_with_the_same_model_name_is_asked_not_read_from_the_cac
 
         assert main(["evaluate", str(config(tmp_path, b.base_url, client)), "--json"]) == 0
         second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        assert b.n_requests == N_ITEMS  # B judged every item itself (was 0: A's answers reused)
+        assert b.n_requests == N_ITEMS  # B judged every item itself, none from A's answers
         assert a.n_requests == N_ITEMS
     assert first["new_judgments"] == second["new_judgments"] == N_ITEMS
     assert first["run_dir"] != second["run_dir"]  # the run identity holds api_base too

@@ -144,11 +144,11 @@ def test_a_bad_rubric_file_is_a_one_line_error_naming_it(tmp_path, rubric, messa
 def test_the_prompt_layout_of_an_in_process_model_is_part_of_the_judge_identity():
     """In-process models get the ``constant-first`` prompt (output requirements in the
     system message), another prompt than DSPy's — so another config hash, and a logged param;
-    every other model's hash stays what it was."""
+    every other model keeps DSPy's layout and its pinned hash (the one its runs carry)."""
     local = JudgeConfig(model="local", scale="binary", rubric="r")
     hosted = JudgeConfig(model="openai/gpt-4o-mini", scale="binary", rubric="r")
     assert local.config_hash() != "597dfa58f04630f4"  # its hash with DSPy's layout
-    assert hosted.config_hash() == "360a996d3b77a864"  # as before
+    assert hosted.config_hash() == "360a996d3b77a864"  # pinned: the hash its runs carry
     assert local.flat_params()["judge.prompt_layout"] == "constant-first"
     assert "judge.prompt_layout" not in hosted.flat_params()
     panel = JudgeConfig(

@@ -22,11 +22,11 @@ def test_a_judge_called_without_its_rubric_is_refused_before_any_call():
         judge = build_judge(judge_config(stub.base_url))
         with pytest.raises(MissingInputs, match=r"missing input field 'rubric'") as caught:
             judge(request="What colour is the sky?", response="Blue.")
-        assert stub.n_requests == 0  # was: judged anyway, the rubric left out of the prompt
+        assert stub.n_requests == 0  # not judged with the rubric left out of the prompt
         assert caught.value.missing == ["rubric"]
         assert "rubric, request, response" in str(caught.value)  # what the signature takes
 
-        # every input given (what judge.inputs(item) builds): judged as before
+        # every input given (what judge.inputs(item) builds): judged
         pred = judge(rubric=RUBRIC, request="What colour is the sky?", response="Blue.")
         assert pred.score in (0, 1) and stub.n_requests == 1
 

@@ -65,7 +65,7 @@ def test_a_run_with_no_usd_price_plots_its_judges_against_tokens(tmp_path):
 
     res = make_harness_run(tmp_path)
     judges = res.summary.judges.values()
-    assert all(j.work.cost_usd == 0 for j in judges)  # the case the issue describes
+    assert all(j.work.cost_usd == 0 for j in judges)  # no USD price: the case at hand
     label, cost = _report.cost_axis(res.summary)
     assert label.startswith("judge cost of the work in tokens") and "no USD price" in label
     assert cost == {

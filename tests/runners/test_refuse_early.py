@@ -53,7 +53,7 @@ def test_a_tracking_uri_mlflow_cannot_store_to_is_refused_before_any_call(
             cfg = config(tmp_path, stub.base_url, tracking={"enabled": True})
             argv = ["evaluate", str(cfg), "--quiet", "--tracking-uri", "foo://x"]
         line = refused(capsys, argv)
-        assert stub.n_requests == 0  # was: every item judged, then the logging failed
+        assert stub.n_requests == 0  # refused before any item is judged
     field = "tracking.uri" if where == "config" else "the tracking URI"
     assert line.startswith(f"assay: error: {field} 'foo://x': MLflow has no tracking store")
     assert "sqlite" in line  # the schemes it has, from MLflow's own registry

@@ -128,7 +128,7 @@ def test_with_json_stdout_holds_the_result_alone(config, tmp_path, monkeypatch, 
     out, err = capsys.readouterr()
     assert json.loads(out) == {"words": 3, "longest": "reliability"}
     assert "a library's chatter" in err and "a thread's chatter" in err
-    assert main(["wordcount", str(config)]) == 0  # without --json the console is as it was
+    assert main(["wordcount", str(config)]) == 0  # without --json the console is left alone
     assert "a library's chatter" in capsys.readouterr().out
 
 
@@ -198,7 +198,7 @@ def test_every_built_in_runner_is_a_command_and_a_function():
 
 def test_a_run_written_before_runs_named_their_kind(tmp_path):
     """A run directory of an earlier version (no ``kind`` in run.json) gets the report its
-    files point to, as before; its summary re-reads through the runner's model; re-opened,
+    files point to; its summary re-reads through the runner's model; re-opened,
     the run names its kind."""
     import shutil
 

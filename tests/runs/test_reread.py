@@ -250,10 +250,10 @@ def _named(folder: Path, stub: StubServer, name: str) -> Path:
     return stub_config(folder, csv, stub.base_url, name=name, file=f"{name}.yaml", judge=judge)
 
 
-def test_judgments_edited_after_the_seal_are_caught_as_before(tmp_path, monkeypatch, capsys, stub):
+def test_judgments_edited_after_the_seal_are_caught(tmp_path, monkeypatch, capsys, stub):
     """The forger's edit of a finished run (every verdict set to its reference, each line's
     signature kept): its seal no longer holds, so nothing is read back by the inputs; the run
-    refuses the records in one line, before any call, as it did."""
+    refuses the records in one line, before any call."""
     monkeypatch.chdir(tmp_path)
     cfg = _named(tmp_path, stub, "r")
     _evaluate(cfg, capsys)

@@ -4,7 +4,8 @@ every verdict set to the reference, the forgery that would pass any bar — is r
 resumes, in one line naming the file and the line, and makes no LM call; so is a record taken
 from another run, a run set back to "running" with its seal removed and its records edited, and
 a harness run whose generated units or judgments were edited. A torn last line (a kill while it
-was written) is still cut off and its item judged again; an unedited run resumes as before."""
+was written) is still cut off and its item judged again; an unedited run resumes where it
+stopped."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ to agree with the item's other samples 95% of the time."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, TypedDict
 
 from assay.metrics import MetricValue, fmt
 from assay.reliability._probe import Probe
@@ -31,6 +31,16 @@ class StabilityMetrics(ScoringMetrics):
     samples_needed_95: int | None = None
     samples_needed_95_ci_low: int | None = None
     samples_k: int | None = None
+
+
+class SamplesNeeded(TypedDict, total=False):
+    """The samples-needed fields of :class:`StabilityMetrics`: all of them, or none when no item
+    was scored."""
+
+    samples_needed: dict[str, MetricValue | None]
+    samples_needed_95: int | None
+    samples_needed_95_ci_low: int | None
+    samples_k: int
 
 
 @scoring_kind("stability")
@@ -115,7 +125,7 @@ def needed(m: dict[str, Any], key: str = "samples_needed_95") -> str:
     return f"not reached within k = {k}" if k is not None else "not reached"
 
 
-def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> dict[str, Any]:
+def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> SamplesNeeded:
     """For m = 1, 3, 5, … below k, the fewest scored samples of an item: the probability that a
     majority of m samples agrees with the majority of the item's *other* samples (out of
     sample, exact per item — :func:`assay.metrics.held_out_majority_agreement` —, averaged over
