@@ -27,6 +27,18 @@ N = 30
 RUBRIC = "State the correct sum."
 
 
+def judge_metrics(uri: str, run_id: str) -> dict[str, float]:
+    """The metrics of the one judge's MLflow child run under the harness run ``run_id``."""
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    parent = client.get_run(run_id)
+    (child,) = client.search_runs(
+        [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{run_id}'"
+    )
+    return child.data.metrics
+
+
 def config(
     folder, judges: dict[str, str], tests: dict, n: int = N, instruction: str | None = None, **kw
 ) -> HarnessConfig:
@@ -179,15 +191,7 @@ def test_every_paraphrase_is_a_counted_call_and_the_figures_equal_a_count_by_han
     assert f"| wordy | {worst} (worst) | {N} |" in report
     assert "| prompt_paraphrase | wordy | p1 |" in report  # the effects against the placebo
     assert "Prompt paraphrase" in (run / "report.html").read_text()
-    import mlflow
-
-    client = mlflow.MlflowClient(tracking_uri=uri)
-    parent = client.get_run(res.mlflow_run_id)
-    (child,) = client.search_runs(
-        [parent.info.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{res.mlflow_run_id}'",
-    )
-    got = child.data.metrics
+    got = judge_metrics(uri, res.mlflow_run_id)
     assert got["prompt_paraphrase.paraphrases.p2.changed"] == pytest.approx(rates["p2"])
     assert got["prompt_paraphrase.placebo.p2.effect"] == pytest.approx(
         m.placebo.effects["p2"].effect
@@ -451,15 +455,7 @@ def test_scale_granularity_maps_back_and_reports_the_agreement_evaluate_would(tm
     assert "Scale granularity" in (res.run_dir / "report.html").read_text()
 
     # the judge's MLflow child run holds every granularity's agreement as metrics.json does
-    import mlflow
-
-    client = mlflow.MlflowClient(tracking_uri=uri)
-    parent = client.get_run(res.mlflow_run_id)
-    (child,) = client.search_runs(
-        [parent.info.experiment_id],
-        filter_string=f"tags.mlflow.parentRunId = '{res.mlflow_run_id}'",
-    )
-    logged = child.data.metrics
+    logged = judge_metrics(uri, res.mlflow_run_id)
     metrics = json.loads((res.run_dir / "metrics.json").read_text())
     recorded = metrics["judges"]["g"]["tests"]["scale_granularity"]["granularities"]
     assert set(recorded) == {"original", "3-point", "10-point"}
