@@ -115,16 +115,32 @@ _SORT_SLICE = 100_000  # items held at once while a stream's fingerprint is take
 
 def _sorted_fingerprint(items: ItemStream) -> tuple[str, int]:
     """:func:`data_fingerprint` of the stream's items sorted by id, holding ``_SORT_SLICE`` of
-    them at a time: the ids are sorted, then each slice of them is gathered in one reading."""
-    ids = sorted(it.id for it in items)
-    digest = ListHash()
-    for start in range(0, len(ids), _SORT_SLICE):
-        wanted = ids[start : start + _SORT_SLICE]
-        low, high = wanted[0], wanted[-1]  # ids are unique: the slice is every id in between
-        found = {it.id: dumps(it) for it in items if low <= it.id <= high}
-        for i in wanted:
-            digest.add_text(found.pop(i))
-    return digest.hexdigest(), len(ids)
+    them at a time: one reading of the stream into sorted runs of that many (a file each, in a
+    temporary folder), then the runs merged in id order into the digest — an external merge
+    sort, so neither the items nor their ids are ever held all at once."""
+    import heapq
+    import json
+
+    digest, n = ListHash(), 0
+    with tempfile.TemporaryDirectory(prefix="assay-ids-") as folder:
+        runs: list[Path] = []
+        stream = iter(items)
+        while rows := sorted((it.id, dumps(it)) for it in itertools.islice(stream, _SORT_SLICE)):
+            n += len(rows)
+            run = Path(folder) / f"{len(runs)}.jsonl"
+            with run.open("w", encoding="utf-8") as f:
+                f.writelines(json.dumps(row) + "\n" for row in rows)
+            runs.append(run)
+            del rows  # before the next slice is read
+        files = [run.open(encoding="utf-8") for run in runs]
+        try:
+            sorted_runs = [(json.loads(line) for line in f) for f in files]
+            for _, text in heapq.merge(*sorted_runs, key=lambda row: row[0]):
+                digest.add_text(text)
+        finally:
+            for f in files:
+                f.close()
+    return digest.hexdigest(), n
 
 
 def load_items(
