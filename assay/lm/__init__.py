@@ -12,6 +12,7 @@ from assay.lm._outputs import (
     StrictChatAdapter,
     StrictJSONAdapter,
     TruncatedOutput,
+    kept_nowhere,
     without_history,
 )
 from assay.lm._pricing import UNTALLIED, UsageRecords, cost_usd, usage_of_tracker
@@ -48,6 +49,7 @@ __all__ = [
     "gate_calls",
     "limiter_for",
     "track_limits",
+    "kept_nowhere",
     "without_history",
     "NOT_IN_IDENTITY",
     "AssayLM",

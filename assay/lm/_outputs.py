@@ -64,6 +64,16 @@ def without_history() -> Iterator[None]:
         _KEEP_HISTORY.reset(token)
 
 
+@contextlib.contextmanager
+def kept_nowhere() -> Iterator[None]:
+    """Calls made inside kept in no DSPy history (:func:`without_history`) and their
+    predictions in no DSPy trace: DSPy keeps the last 10,000 of each, with the item texts,
+    while every call is in the run's files and ledger already — so a run's memory does not
+    grow with its calls."""
+    with dspy.context(trace=None), without_history():
+        yield
+
+
 class OffScaleOutput(ValueError):
     """The model answered a ``Literal`` field with a value that is not one of its options."""
 

@@ -133,7 +133,7 @@ class GenerationContext:
     def _call(
         self, role, program, stage, temperature, rollout, inputs
     ) -> tuple[dspy.Prediction, Usage]:
-        from assay.lm import gate_calls, make_adapter, track_limits, usage_of_tracker
+        from assay.lm import gate_calls, kept_nowhere, make_adapter, track_limits, usage_of_tracker
 
         lm = self.lm(role, temperature=temperature, rollout=rollout)
         adapter = make_adapter(self.adapters.get(role, "json"))
@@ -159,7 +159,7 @@ class GenerationContext:
     def stage(self, name: str) -> Iterator[None]:
         """Count the tokens and cost of every LM call made inside under ``name`` (each holds one
         of the run's LM-call slots while on the wire)."""
-        from assay.lm import gate_calls, usage_of_tracker
+        from assay.lm import gate_calls, kept_nowhere, usage_of_tracker
 
         with (
             gate_calls(self.slots) if self.slots is not None else nullcontext(),
@@ -170,17 +170,6 @@ class GenerationContext:
         role = "validator" if name == "validate" else "generator"
         price = self.prices.get(role)
         self.usage[name] = self.usage.get(name, Usage()) + usage_of_tracker(tracker, price)
-
-
-@contextmanager
-def kept_nowhere() -> Iterator[None]:
-    """A generator's or validator's calls kept in no DSPy history and its predictions in no
-    DSPy trace (both keep the last 10,000, with the item texts): every call is in the run's
-    files and ledger already, and a harness's memory does not grow with its probes."""
-    from assay.lm import without_history
-
-    with dspy.context(trace=None), without_history():
-        yield
 
 
 def _call_key(model: Any, program: dspy.Module, temperature, rollout, inputs) -> str:

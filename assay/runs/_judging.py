@@ -9,7 +9,7 @@ from typing import Any
 
 import dspy
 
-from assay.lm import error_text, make_adapter, track_limits, usage_of_tracker, without_history
+from assay.lm import error_text, kept_nowhere, make_adapter, track_limits, usage_of_tracker
 from assay.programs import JudgeConfig, unscored_reason
 from assay.runs._pool import run_pool
 from assay.runs._ray import ExecutionConfig, ProgramRecipe
@@ -36,11 +36,8 @@ def judge_one(
         "config_hash": config_hash or config.config_hash(),
     }
     with (
-        # no call kept in DSPy's history, nor the prediction in its trace (a list of the last
-        # 10,000 predictions with their inputs, the item texts, unless told otherwise): a
-        # run's memory does not grow with its calls
-        dspy.context(adapter=make_adapter(config.adapter), trace=None),
-        without_history(),
+        dspy.context(adapter=make_adapter(config.adapter)),
+        kept_nowhere(),
         dspy.track_usage() as tracker,
         track_limits() as waits,
     ):
