@@ -134,8 +134,22 @@ def _diff_texts(source: str, probe: str) -> Diff:
 
 def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
     """difflib's opcodes, with a lone run of whitespace kept between two changes folded into
-    them, so a rewritten sentence reads as one change, not as every word struck separately."""
-    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    them, so a rewritten sentence reads as one change, not as every word struck separately.
+
+    The tokens the two texts begin and end with alike are kept as they stand and only what lies
+    between them goes to difflib, as diff tools do: its matcher compares every occurrence of a
+    token with every other (the spaces of a long response: milliseconds a pair, seconds for a
+    harness run's probes), and a probe — a resample, a format change, a label flip — mostly
+    keeps its source's beginning and end. Texts alike throughout are one unchanged block."""
+    head = _common_length(a, b)
+    tail = _common_length(a[head:][::-1], b[head:][::-1])
+    ops = [("equal", 0, head, 0, head)] if head else []
+    inner = difflib.SequenceMatcher(
+        None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False
+    ).get_opcodes()
+    ops += [(op, i1 + head, i2 + head, j1 + head, j2 + head) for op, i1, i2, j1, j2 in inner]
+    if tail:
+        ops.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
     out: list[list] = []
     for k, (op, i1, i2, j1, j2) in enumerate(ops):
         between = 0 < k < len(ops) - 1 and ops[k - 1][0] != "equal" and ops[k + 1][0] != "equal"
@@ -146,3 +160,12 @@ def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]
         else:
             out.append([op, i1, i2, j1, j2])
     return [tuple(o) for o in out]
+
+
+def _common_length(a: list[str], b: list[str]) -> int:
+    """How many tokens ``a`` and ``b`` begin with alike."""
+    n = min(len(a), len(b))
+    k = 0
+    while k < n and a[k] == b[k]:
+        k += 1
+    return k
