@@ -140,13 +140,17 @@ def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]
     between them goes to difflib, as diff tools do: its matcher compares every occurrence of a
     token with every other (the spaces of a long response: milliseconds a pair, seconds for a
     harness run's probes), and a probe — a resample, a format change, a label flip — mostly
-    keeps its source's beginning and end. Texts alike throughout are one unchanged block."""
+    keeps its source's beginning and end. Texts alike throughout are one unchanged block; texts
+    whose words and punctuation are alike, in the same order, differ only in whitespace (what
+    the format tests change) and are aligned word for word (:func:`_whitespace_opcodes`)."""
     head = _common_length(a, b)
     tail = _common_length(a[head:][::-1], b[head:][::-1])
     ops = [("equal", 0, head, 0, head)] if head else []
-    inner = difflib.SequenceMatcher(
-        None, a[head : len(a) - tail], b[head : len(b) - tail], autojunk=False
-    ).get_opcodes()
+    a_in, b_in = a[head : len(a) - tail], b[head : len(b) - tail]
+    if _words(a_in) == _words(b_in):
+        inner = _whitespace_opcodes(a_in, b_in)
+    else:
+        inner = difflib.SequenceMatcher(None, a_in, b_in, autojunk=False).get_opcodes()
     ops += [(op, i1 + head, i2 + head, j1 + head, j2 + head) for op, i1, i2, j1, j2 in inner]
     if tail:
         ops.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
@@ -169,3 +173,35 @@ def _common_length(a: list[str], b: list[str]) -> int:
     while k < n and a[k] == b[k]:
         k += 1
     return k
+
+
+def _words(tokens: list[str]) -> list[str]:
+    """The tokens that are not whitespace, in order."""
+    return [t for t in tokens if not t.isspace()]
+
+
+def _whitespace_opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """Opcodes of two token lists with the same words and punctuation in the same order: each
+    word matches its counterpart, and the whitespace before it (at most one token: a run of
+    whitespace is one) is unchanged, changed, removed or added."""
+    ops: list[tuple[str, int, int, int, int]] = []
+
+    def put(op: str, i1: int, i2: int, j1: int, j2: int) -> None:
+        if ops and op == "equal" and ops[-1][0] == "equal":
+            ops[-1] = ("equal", ops[-1][1], i2, ops[-1][3], j2)
+        else:
+            ops.append((op, i1, i2, j1, j2))
+
+    i = j = 0
+    while i < len(a) or j < len(b):
+        space_a = i < len(a) and a[i].isspace()
+        space_b = j < len(b) and b[j].isspace()
+        if space_a and space_b and a[i] == b[j]:
+            put("equal", i, i + 1, j, j + 1)
+        elif space_a or space_b:
+            op = "replace" if space_a and space_b else "delete" if space_a else "insert"
+            put(op, i, i + space_a, j, j + space_b)
+        else:  # a word and its counterpart
+            put("equal", i, i + 1, j, j + 1)
+        i, j = i + (space_a or not space_b), j + (space_b or not space_a)
+    return ops

@@ -65,7 +65,7 @@ def _difflib_opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, in
     return [tuple(o) for o in out]
 
 
-def test_texts_that_begin_and_end_differently_are_aligned_by_difflib_alone():
+def test_texts_with_other_words_that_begin_and_end_differently_are_aligned_by_difflib():
     rng = random.Random(11)
     for _ in range(1000):
         body = "".join(rng.choice(WORDS) for _ in range(rng.randint(0, 25)))
@@ -86,3 +86,27 @@ def test_a_common_beginning_and_end_are_one_unchanged_block_each():
         inner = _difflib_opcodes(a[4:-4], b[4:-4])
         shifted = [(op, i1 + 4, i2 + 4, j1 + 4, j2 + 4) for op, i1, i2, j1, j2 in inner]
         assert ops[1:-1] == shifted
+
+
+def test_a_change_of_whitespace_alone_marks_each_changed_run_and_no_word():
+    """What the format tests make: the same words, spaced otherwise. Each word stays
+    unchanged on both sides, even where a passage repeats further on (difflib's matcher
+    aligned such a passage with its repeat and struck everything between)."""
+    passage = "The concept of race is a social construct used to categorize people. "
+    source = "Answer: " + passage + "More text follows here. " + passage + "End."
+    rng = random.Random(5)
+    tokens = _TOKEN.findall(source)
+    spaced = [rng.choice([" ", "  ", "\n", "   "]) if t == " " else t for t in tokens]
+    probe = "".join(spaced)
+    left, right = diff_texts(source, probe)
+    assert _text(left, "same", "del") == source and _text(right, "same", "ins") == probe
+    changed = [s for s in [*left, *right] if s.kind != "same"]
+    assert changed and all(not s.text.strip() and s.marker for s in changed)
+    words = [t for t in tokens if not t.isspace()]
+    assert _unchanged_words(left) == _unchanged_words(right) == words
+
+
+def _unchanged_words(segments: list[Segment]) -> list[str]:
+    return [
+        t for s in segments if s.kind == "same" for t in _TOKEN.findall(s.text) if not t.isspace()
+    ]
