@@ -3,6 +3,7 @@ stochastic_stability: every statistic against a hand computation and an independ
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 from collections import Counter
@@ -279,6 +280,10 @@ def test_samples_needed_on_a_scripted_sheet_equals_a_hand_computation(tmp_path):
     report = (res.run_dir / "report.md").read_text()
     assert "Samples needed" in report and (res.run_dir / "samples_needed.png").is_file()
     assert "not reached within k = 5" in report
+    # report.html shows the curve too, as the PNG the run wrote
+    page = (res.run_dir / "report.html").read_text()
+    png = base64.b64encode((res.run_dir / "samples_needed.png").read_bytes()).decode()
+    assert "Samples needed for a stable majority" in page and png in page
 
 
 def test_a_coin_flip_judge_never_reaches_the_target_and_a_steady_one_needs_one_sample(tmp_path):

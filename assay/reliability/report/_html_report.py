@@ -27,6 +27,7 @@ from assay.types import spend_line
 PLOTS = (
     ("Pass rate per test and judge", "heatmap.png"),
     ("Cost of the work vs accuracy per judge", "cost_accuracy.png"),
+    ("Samples needed for a stable majority", "samples_needed.png"),  # with stability only
 )
 PROBE_COLUMNS = (
     ("probe", "text"),
