@@ -43,8 +43,9 @@ def _merge(parts: list[Segment]) -> list[Segment]:
 def diff_texts(source: str, probe: str) -> tuple[list[Segment], list[Segment]]:
     """``(source segments, probe segments)``: deletions marked on the source side,
     insertions on the probe side, the rest ``same`` on both. Remembered per pair of texts (a
-    word diff of two long responses rewritten throughout takes milliseconds; the harness computes its
-    probes' diffs in the background while the judges run, see :func:`warm_diffs`)."""
+    word diff of two long responses rewritten throughout takes milliseconds; the harness
+    computes its probes' diffs in the background while the judges run, see
+    :func:`warm_diffs`)."""
     key = (source or "", probe or "")
     hit = _CACHE.get(key)
     if hit is None:
