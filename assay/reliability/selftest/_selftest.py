@@ -217,6 +217,7 @@ class SelftestResult(BaseModel):
     ok: bool
     run_dir: str
     pairwise_run_dir: str
+    prompt_run_dir: str
     agent_run_dir: str
     judges: dict[str, JudgeFlags]
 
@@ -224,12 +225,19 @@ class SelftestResult(BaseModel):
 def run_selftest(
     workdir: Path, *, progress: bool = False, tracking: bool = False
 ) -> SelftestResult:
-    """Run every suite (the response judges, the pairwise judges, the transcript judges) and
-    say whether each defect was flagged by the test meant for it and the clean judges by none."""
+    """Run every suite (the response judges, the pairwise judges, the judges asked their task
+    another way, the transcript judges) and say whether each defect was flagged by the test
+    meant for it and the clean judges by none."""
     from assay.reliability.engine import run_harness
     from assay.reliability.selftest._selftest_agent import AGENT
+    from assay.reliability.selftest._selftest_prompt import PROMPT  # reads this module's names
 
-    suites = {"run_dir": SUITE, "pairwise_run_dir": PAIRWISE, "agent_run_dir": AGENT}
+    suites = {
+        "run_dir": SUITE,
+        "pairwise_run_dir": PAIRWISE,
+        "prompt_run_dir": PROMPT,
+        "agent_run_dir": AGENT,
+    }
     for suite in suites.values():
         suite.register()
     folder = workdir / ".assay" / "selftest"
