@@ -312,8 +312,48 @@ def test_selftest_flags_each_defect_with_its_test(tmp_path, capsys):
         for t, m in j[name]["tests"].items():
             placebo = {"placebo_effect", "placebo_ci_low", "placebo_ci_high", "placebo_flagged"}
             assert set(m) == {"pass_rate", "consistency", "ci_low", "ci_high"} | placebo
-            if t not in bias:
+            if t not in bias | {"prompt_paraphrase"}:
                 assert m["placebo_effect"] is None and m["placebo_flagged"] is None
+    # the prompt suite: reworded, the prompt-sensitive judge inverts every verdict, beyond its
+    # placebo; the clean judge keeps them under every paraphrase and on the 1-4 scale
+    clean = j["clean"]["tests"]
+    sensitive = j["prompt_sensitive"]["tests"]["prompt_paraphrase"]
+    assert "prompt_paraphrase" in j["prompt_sensitive"]["flagged"]
+    assert sensitive["placebo_flagged"] and sensitive["placebo_effect"] == 1.0
+    assert sensitive["placebo_ci_low"] > 0.5
+    assert sensitive["pass_rate"] == 0.0
+    assert sensitive["ci_high"] < clean["prompt_paraphrase"]["ci_low"]
+    assert clean["prompt_paraphrase"]["placebo_flagged"] is False
+    assert clean["prompt_paraphrase"]["placebo_effect"] == 0.0
+    assert clean["prompt_paraphrase"]["pass_rate"] == clean["scale_granularity"]["pass_rate"] == 1.0
+    # the scale-bound judge answers the top of the 1-4 scale: 'correct' for every answer
+    bound = j["scale_bound"]["tests"]["scale_granularity"]
+    assert j["scale_bound"]["flagged"] == ["scale_granularity"]
+    assert bound["pass_rate"] == 0.5 and bound["ci_high"] < clean["scale_granularity"]["ci_low"]
+    # the same figures from the prompt run's files: its probes and each judge's judgments
+    (run,) = (tmp_path / ".assay" / "selftest" / "runs").glob("selftest-prompt-*")
+    probes = [json.loads(x) for x in (run / "probes.jsonl").read_text().splitlines()]
+
+    def scores(judge: str) -> dict[str, int]:
+        (path,) = (run / "judgments").glob(f"{judge}-*.jsonl")
+        return {r["item_id"]: r["score"] for r in map(json.loads, path.read_text().splitlines())}
+
+    said = scores("prompt_sensitive")
+    cues = [p for p in probes if p["meta"].get("paraphrase")]
+    assert len(cues) == 48  # 3 paraphrases written and accepted × 16 sources
+    assert sum(said[p["id"]] == p["target"] for p in cues) / len(cues) == sensitive["pass_rate"]
+    again = {p["source_id"]: said[p["id"]] for p in probes if p["meta"].get("placebo")}
+    for cell in ("p1", "p2", "p3"):
+        rows = [p for p in cues if p["meta"]["paraphrase"] == cell]
+        own = [said[f"source:{p['source_id']}"] for p in rows]
+        moved = sum(said[p["id"]] != o for p, o in zip(rows, own, strict=True))
+        moved_again = sum(again[p["source_id"]] != o for p, o in zip(rows, own, strict=True))
+        assert (moved - moved_again) / len(rows) == sensitive["placebo_effect"]
+    said = scores("scale_bound")
+    asked = [p for p in probes if p["test"] == "scale_granularity"]
+    mapped = [p["meta"]["maps_back"][str(said[p["id"]])] for p in asked]
+    hits = sum(m == p["target"] for m, p in zip(mapped, asked, strict=True))
+    assert hits / len(asked) == bound["pass_rate"]
 
 
 def test_killed_harness_resumes_with_the_same_probes_and_no_repeated_call(tmp_path):

@@ -59,6 +59,8 @@ TESTS = {
     **BIAS_TESTS,
 }
 _Q = re.compile(r"What is (\d+) \+ (\d+)\?")
+RUBRIC = "The answer must state the correct sum."
+SCALE = {"kind": "binary", "labels": ["incorrect", "correct"]}
 
 
 _stated = stated
@@ -69,7 +71,8 @@ def _correct(request: str, response: str) -> bool:
     return bool(m) and _stated(response) == int(m.group(1)) + int(m.group(2))
 
 
-def _clean(call: ScriptedCall) -> int:
+def clean_verdict(call: ScriptedCall) -> int:
+    """The verdict of a judge without a defect: 1 when the answer states the right sum."""
     return int(_correct(call.field("request") or "", call.field("response") or ""))
 
 
@@ -91,7 +94,7 @@ def judge_responder(defect: str):
 
     def respond(call: ScriptedCall) -> dict[str, Any]:
         response = call.field("response") or ""
-        v = _clean(call)
+        v = clean_verdict(call)
         if defect == "format_sensitive" and _format_noise(response):
             v = 1 - v
         elif defect == "length_loving" and len(response.split()) > 12:
@@ -183,8 +186,8 @@ SUITE = Suite(
     defects=DEFECTS,
     responder=judge_responder,
     write_data=write_data,
-    scale={"kind": "binary", "labels": ["incorrect", "correct"]},
-    judge={"rubric": "The answer must state the correct sum."},
+    scale=SCALE,
+    judge={"rubric": RUBRIC},
     tests=TESTS,
     generator={"model": "scripted:assay-selftest-generator", "temperature": 0.7},
     validator={"model": "scripted:assay-selftest-validator", "temperature": 0.0},
@@ -214,6 +217,7 @@ class SelftestResult(BaseModel):
     ok: bool
     run_dir: str
     pairwise_run_dir: str
+    prompt_run_dir: str
     agent_run_dir: str
     judges: dict[str, JudgeFlags]
 
@@ -221,12 +225,19 @@ class SelftestResult(BaseModel):
 def run_selftest(
     workdir: Path, *, progress: bool = False, tracking: bool = False
 ) -> SelftestResult:
-    """Run every suite (the response judges, the pairwise judges, the transcript judges) and
-    say whether each defect was flagged by the test meant for it and the clean judges by none."""
+    """Run every suite (the response judges, the pairwise judges, the judges asked their task
+    another way, the transcript judges) and say whether each defect was flagged by the test
+    meant for it and the clean judges by none."""
     from assay.reliability.engine import run_harness
     from assay.reliability.selftest._selftest_agent import AGENT
+    from assay.reliability.selftest._selftest_prompt import PROMPT  # reads this module's names
 
-    suites = {"run_dir": SUITE, "pairwise_run_dir": PAIRWISE, "agent_run_dir": AGENT}
+    suites = {
+        "run_dir": SUITE,
+        "pairwise_run_dir": PAIRWISE,
+        "prompt_run_dir": PROMPT,
+        "agent_run_dir": AGENT,
+    }
     for suite in suites.values():
         suite.register()
     folder = workdir / ".assay" / "selftest"
