@@ -4,6 +4,7 @@ traces), and the fingerprint of a set of items (part of a run's identity)."""
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import tempfile
 import weakref
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import assay
 from assay._json import read_lines
+from assay._sorted_runs import SortedRuns
 from assay.data import (
     TranscriptPrep,
     build_pairs,
@@ -114,33 +116,21 @@ _SORT_SLICE = 100_000  # items held at once while a stream's fingerprint is take
 
 
 def _sorted_fingerprint(items: ItemStream) -> tuple[str, int]:
-    """:func:`data_fingerprint` of the stream's items sorted by id, holding ``_SORT_SLICE`` of
-    them at a time: one reading of the stream into sorted runs of that many (a file each, in a
-    temporary folder), then the runs merged in id order into the digest — an external merge
-    sort, so neither the items nor their ids are ever held all at once."""
-    import heapq
-    import json
-
-    digest, n = ListHash(), 0
+    """:func:`data_fingerprint` of the stream's items sorted by id (stably, as a list's are),
+    holding ``_SORT_SLICE`` of them at a time: one reading of the stream into sorted runs of
+    that many ids and texts on disk, in a temporary folder, merged in id order into the digest
+    — an external merge sort, so neither the items nor their ids are ever held all at once."""
+    digest = ListHash()
     with tempfile.TemporaryDirectory(prefix="assay-ids-") as folder:
-        runs: list[Path] = []
-        stream = iter(items)
-        while rows := sorted((it.id, dumps(it)) for it in itertools.islice(stream, _SORT_SLICE)):
-            n += len(rows)
-            run = Path(folder) / f"{len(runs)}.jsonl"
-            with run.open("w", encoding="utf-8") as f:
-                f.writelines(json.dumps(row) + "\n" for row in rows)
-            runs.append(run)
-            del rows  # before the next slice is read
-        files = [run.open(encoding="utf-8") for run in runs]
-        try:
-            sorted_runs = [(json.loads(line) for line in f) for f in files]
-            for _, text in heapq.merge(*sorted_runs, key=lambda row: row[0]):
-                digest.add_text(text)
-        finally:
-            for f in files:
-                f.close()
-    return digest.hexdigest(), n
+        rows = SortedRuns(
+            ((it.id, dumps(it)) for it in items),
+            key=operator.itemgetter(0),
+            folder=Path(folder),
+            run_rows=_SORT_SLICE,
+        )
+        for _, text in rows:
+            digest.add_text(text)
+    return digest.hexdigest(), len(rows)
 
 
 def load_items(
