@@ -58,13 +58,14 @@ class ItemStream:
     — a local table through the items cache file it was read into, any other source (a hub
     data set, MLflow traces, an Inspect log, ToolEmu trajectories, labelled pairs built from a
     table) through the spool file it was written to, so a run of a million items holds none of
-    them whole."""
+    them whole. Each iteration holds its stream, so a spool file that goes with the stream
+    stays while it is read (``for it in stream_items(...)`` keeps no other reference)."""
 
     def __init__(self, read: Callable[[], Iterator[Item]]):
         self._read = read
 
     def __iter__(self) -> Iterator[Item]:
-        return self._read()
+        yield from self._read()  # this frame holds ``self``
 
 
 @dataclass

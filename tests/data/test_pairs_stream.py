@@ -300,6 +300,9 @@ def test_the_run_s_loader_streams_the_reference_s_pairs(table, tmp_path, small_r
         stream = stream_items(data, PAIRWISE, cache_dir=tmp_path / "hf", notes=notes)
         same(list(stream), want)
         same(list(stream), want)  # read again from the spool
+        loose = (it.id for it in stream_items(data, PAIRWISE, cache_dir=tmp_path / "hf"))
+        gc.collect()
+        assert list(loose) == [p.id for p in want]  # the reading holds its stream and spool
         assert notes["pairs"] == want_counts
         limited = stream_items(data, PAIRWISE, cache_dir=tmp_path / "hf", limit=3)
         same(list(limited), want[:3])
