@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -90,7 +91,7 @@ def iter_pairs(
     """:func:`build_pairs`' pairs in id order, built without holding the items or the pairs.
 
     The items are read once, as they come, into rows sorted by group and id on disk (a
-    temporary folder, removed when the pairs have been read); the groups are then read one at a
+    temporary folder, removed when the pairs have been read or the reading stops); the groups are then read one at a
     time, twice: first to count each group's candidates and pairs — what the cap's round-robin
     gives each group follows from those counts alone —, then to make the pairs the cap keeps,
     which are sorted by id on disk in turn. Memory is the largest group's rows and pairs, and a
@@ -120,7 +121,8 @@ def iter_pairs(
             run_rows=_RUN_ROWS,
             run_bytes=_RUN_BYTES,
         )
-        yield from pairs
+        for pair_id, request, response, expected, meta in pairs:
+            yield Item(id=pair_id, request=request, response=response, expected=expected, meta=meta)
 
 
 _COUNTS = (
@@ -134,10 +136,24 @@ _COUNTS = (
 )
 _RUN_ROWS, _RUN_BYTES = RUN_ROWS, RUN_BYTES  # of each sorted run on disk (rows, then pairs)
 
-_Row = tuple[str, str, int, float, Item]  # group, id, position read, score, item
-_Group = tuple[str, list[tuple[Item, float]]]  # key, members (item, score) by id
+
+class _Member(NamedTuple):
+    """What a pair takes of an item with a score."""
+
+    id: str
+    request: str
+    response: str
+    meta: dict[str, Any]
+    score: float
+
+
+# On disk as plain tuples (pickled many times faster than models): a row is its group, id,
+# position read and member's fields; a pair is its Item's id, request, response, expected, meta.
+_Row = tuple[str, str, int, tuple]
+_Pair = tuple[str, str, str, int, dict[str, Any]]
+_Group = tuple[str, list[_Member]]  # key, members by id
 _ROW_ORDER = operator.itemgetter(0, 1, 2)  # by group, then id (as read where ids repeat)
-_PAIR_ORDER = operator.attrgetter("id")
+_PAIR_ORDER = operator.itemgetter(0)
 
 
 def _scored(
@@ -159,13 +175,13 @@ def _scored(
             )
         else:
             key = str(it.meta[config.group_by])
-        yield key, it.id, position, score, it
+        yield key, it.id, position, (it.id, it.request, it.response, it.meta, score)
 
 
 def _groups(rows: Iterable[_Row]) -> Iterator[_Group]:
-    """Each group's key and its members (item, score) by id, from rows sorted by group."""
+    """Each group's key and its members by id, from rows sorted by group."""
     for key, run in itertools.groupby(rows, key=operator.itemgetter(0)):
-        yield key, [(it, score) for _, _, _, score, it in run]
+        yield key, [_Member._make(fields) for _, _, _, fields in run]
 
 
 def _sizes(groups: Iterator[_Group], counts: dict[str, int]) -> Counter[int]:
@@ -179,36 +195,37 @@ def _sizes(groups: Iterator[_Group], counts: dict[str, int]) -> Counter[int]:
     return sizes
 
 
-def _kept(group: _Group, counts: dict[str, int]) -> Iterator[tuple[Item, float, Item, float]]:
+def _kept(group: _Group, counts: dict[str, int]) -> Iterator[tuple[_Member, _Member]]:
     """The group's pairs of members that make a pair, in the order of their combinations; the
     candidates and those skipped are counted."""
-    for (a, sa), (b, sb) in itertools.combinations(group[1], 2):
+    for a, b in itertools.combinations(group[1], 2):
         counts["candidates"] += 1
-        if sa == sb:
+        if a.score == b.score:
             counts["skipped_equal_scores"] += 1
         elif " ".join(a.response.split()) == " ".join(b.response.split()):
             counts["skipped_identical_responses"] += 1
         elif a.request != b.request:
             counts["skipped_different_requests"] += 1
         else:
-            yield a, sa, b, sb
+            yield a, b
 
 
-def _pair(a: Item, sa: float, b: Item, sb: float, group: str, seed: int) -> Item:
-    """One pair; a seeded coin decides which response is A."""
+def _pair(a: _Member, b: _Member, group: str, seed: int) -> _Pair:
+    """One pair's fields; a seeded coin decides which response is A."""
     if random.Random(stable_hash([seed, a.id, b.id])).random() < 0.5:
-        (a, sa), (b, sb) = (b, sb), (a, sa)
+        a, b = b, a
     shared = {k: v for k, v in a.meta.items() if b.meta.get(k) == v}
-    return Item(
-        id=f"{a.id}~{b.id}",
-        request=a.request,
-        response=a.response,
-        expected=PREFER_A if sa > sb else PREFER_B,
-        meta={
-            **shared,
-            "response_b": b.response,
-            "pair": {"a": a.id, "b": b.id, "score_a": sa, "score_b": sb, "group": group},
-        },
+    meta = {
+        **shared,
+        "response_b": b.response,
+        "pair": {"a": a.id, "b": b.id, "score_a": a.score, "score_b": b.score, "group": group},
+    }
+    return (
+        f"{a.id}~{b.id}",
+        a.request,
+        a.response,
+        PREFER_A if a.score > b.score else PREFER_B,
+        meta,
     )
 
 
@@ -249,7 +266,7 @@ class _Rounds:
         return cls(full, extra, given(full) + extra)
 
 
-def _capped(groups: Iterator[_Group], config: PairsConfig, rounds: _Rounds) -> Iterator[Item]:
+def _capped(groups: Iterator[_Group], config: PairsConfig, rounds: _Rounds) -> Iterator[_Pair]:
     """The pairs the cap keeps (every pair without one), a group at a time in key order. Each
     group's pairs are shuffled with one generator seeded with ``seed``, in key order, and the
     round-robin takes from the end of the shuffled list; shuffling the pairs' positions instead
@@ -270,5 +287,4 @@ def _capped(groups: Iterator[_Group], config: PairsConfig, rounds: _Rounds) -> I
                 take, extra = take + 1, extra - 1
             chosen = sorted(order[len(order) - take :])
         for k in chosen:
-            a, sa, b, sb = kept[k]
-            yield _pair(a, sa, b, sb, group[0], config.seed)
+            yield _pair(*kept[k], group[0], config.seed)
