@@ -18,6 +18,14 @@ interleaved on the same items, so both see the machine's load of the same minute
 HarmBench example instead — N seeds, one judge, ``stochastic_stability`` at k = 2, every model on
 a stub that answers as generator, validator and judge (``bench_harness.respond``), concurrency
 16, no sidecar — and prints its LM calls with each row.
+
+``--pairs ROWS...`` (e.g. ``--pairs 200000``) measures building labelled pairs instead: a scored
+table of ROWS rows in groups of four responses to one prompt (``data.pairs: {score: score}``,
+about six pairs a group), its pairs read through ``assay.inputs.stream_items`` once in a
+subprocess (after a first reading that converts the table to ``datasets``' Arrow files), and a
+table of 100 rows for the imports alone. With ``--root`` each checkout in turn, and the peak
+beside the first one's (``--root before=<checkout> --root now=$PWD``: the pairs built in memory
+against streamed).
 """
 
 from __future__ import annotations
@@ -40,6 +48,86 @@ def write_items(path: Path, n: int) -> None:
         f.write("id,request,response,expected\n")
         for k in range(n):
             f.write(f"i{k},What colour is item {k}?,Item {k} is blue.,{k % 2}\n")
+
+
+def write_scored(path: Path, n: int) -> None:
+    """A scored table of ``n`` rows, four responses to each prompt, scores 1 to 6."""
+    with path.open("w", encoding="utf-8") as f:
+        f.write("id,request,response,score\n")
+        for k in range(n):
+            f.write(
+                f"e{k},Write an essay on topic {k // 4}.,"
+                f"Essay {k}: the topic {k // 4} seen from side {k % 4} at some length.,"
+                f"{(k * 7919) % 6 + 1}\n"
+            )
+
+
+PAIRS = """
+import sys
+from pathlib import Path
+
+from assay.data import ColumnMap, iter_table
+from assay.inputs import DataConfig, stream_items
+from assay.programs import PAIRWISE
+
+path, cache, what = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+if what == "table":  # the rows alone, as the pairs read them
+    print(sum(1 for _ in iter_table(path, columns=ColumnMap(id="id", expected=None), cache_dir=cache)))
+else:
+    data = DataConfig(path=path, columns={"id": "id"}, pairs={"score": "score"})
+    notes = {}
+    n = sum(1 for _ in stream_items(data, PAIRWISE, cache_dir=cache, notes=notes))
+    assert n == notes["pairs"]["pairs"]
+    print(n)
+"""
+
+
+def measure_pairs(n: int, root: Path, code: Path | None, what: str = "pairs") -> dict[str, float]:
+    """Wall seconds, peak RSS and pairs (rows: ``what="table"``) of one reading of a scored
+    table's pairs."""
+    where = root / f"pairs{n}"
+    where.mkdir(parents=True, exist_ok=True)
+    csv = where / "scored.csv"
+    if not csv.exists():
+        write_scored(csv, n)
+    env = {**os.environ, **({"PYTHONPATH": str(code)} if code is not None else {})}
+    cmd = [sys.executable, "-c", PAIRS, str(csv), str(where / "hf"), what]
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=where, env=env, stdout=subprocess.PIPE, text=True)
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status:
+        raise SystemExit(f"{n} rows: the pairs' reading exited with status {status}")
+    return {
+        "wall": time.monotonic() - started,
+        "rss": usage.ru_maxrss / 1024,
+        "pairs": int(out.split()[-1]),
+    }
+
+
+def pairs_table(sizes: list[int], keep: Path, roots: list[tuple]) -> None:
+    """``--pairs``: a row per size and checkout, the peak beside the first checkout's, the
+    imports' (a table of 100 rows) and the table's rows read alone."""
+    print(
+        f"{'code':>8} {'rows':>9} {'pairs':>9} {'wall s':>8} {'peak MB':>8} {'x first':>8} "
+        f"{'imports MB':>11} {'rows alone MB':>14} {'load':>5}"
+    )
+    for n in sizes:
+        first = None
+        for name, code in roots:
+            where = keep / name if name else keep
+            code = Path(code).resolve() if code else None
+            imports = measure_pairs(100, where, code)  # and the Arrow files of both tables
+            measure_pairs(n, where, code)
+            r = measure_pairs(n, where, code)
+            alone = measure_pairs(n, where, code, "table")
+            first = first or r["rss"]
+            print(
+                f"{name:>8} {n:>9,} {r['pairs']:>9,} {r['wall']:>8.1f} {r['rss']:>8.0f} "
+                f"{r['rss'] / first:>8.2f} {imports['rss']:>11.0f} {alone['rss']:>14.0f} "
+                f"{os.getloadavg()[0]:>5.1f}",
+                flush=True,
+            )
 
 
 def run_once(args: list[str], cwd: Path, root: Path | None = None) -> tuple[float, float, int]:
@@ -122,8 +210,11 @@ def main() -> None:
     )
     ap.add_argument("--harness", type=int, nargs="*", default=[], metavar="SEEDS",
                     help="assay harness of the HarmBench example on this many seeds")  # fmt: skip
+    ap.add_argument("--pairs", type=int, nargs="*", default=[], metavar="ROWS",
+                    help="labelled pairs built from a scored table of this many rows")  # fmt: skip
     args = ap.parse_args()
-    default = [] if args.harness else [5_000, 50_000]  # --harness alone: the harness alone
+    alone = args.harness or args.pairs  # --harness or --pairs alone: that alone
+    default = [] if alone else [5_000, 50_000]
     sizes = (default if args.sizes is None else args.sizes) + ([1_000_000] if args.million else [])
     roots = [tuple(r.split("=", 1)) for r in args.root] or [("", None)]
     if args.harness:
@@ -145,6 +236,9 @@ def main() -> None:
                         f"{os.getloadavg()[0]:>5.1f}",
                         flush=True,
                     )
+    if args.pairs:
+        with tempfile.TemporaryDirectory() as tmp:
+            pairs_table(args.pairs, args.keep or Path(tmp), roots)
     if not sizes:
         return
     with tempfile.TemporaryDirectory() as tmp, StubProcess(0.0) as stub:

@@ -30,6 +30,7 @@ _WHERE = {
     "write_feedback": "_mlflow",
     "PairsConfig": "_pairs",
     "build_pairs": "_pairs",
+    "iter_pairs": "_pairs",
     "CsvRows": "_reading",
     "csv_read_by": "_reading",
     "csv_rows": "_reading",
@@ -98,7 +99,7 @@ if TYPE_CHECKING:
         server_problem,
         write_feedback,
     )
-    from assay.data._pairs import PairsConfig, build_pairs
+    from assay.data._pairs import PairsConfig, build_pairs, iter_pairs
     from assay.data._reading import CsvRows, csv_read_by, csv_rows
     from assay.data._render import format_arguments, format_tool_call, render_transcript
     from assay.data._tables import ColumnMap, iter_table, load_table, missing_labels_error
@@ -175,6 +176,7 @@ __all__ = [
     "jsonable",
     "PairsConfig",
     "build_pairs",
+    "iter_pairs",
     "HELPFULNESS_KEY",
     "SAFETY_KEY",
     "AgreementFiles",

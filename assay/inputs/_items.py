@@ -4,6 +4,7 @@ traces), and the fingerprint of a set of items (part of a run's identity)."""
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import tempfile
 import weakref
@@ -13,15 +14,15 @@ from pathlib import Path
 
 import assay
 from assay._json import read_lines
+from assay._sorted_runs import SortedRuns
 from assay.data import (
     TranscriptPrep,
-    build_pairs,
     check_limit,
     iter_inspect_log,
     iter_mlflow_traces,
+    iter_pairs,
     iter_table,
     iter_toolemu_trajectories,
-    load_table,
     load_toolemu_evaluations,
     load_toolemu_toolkits,
     missing_labels_error,
@@ -55,15 +56,16 @@ def dumps(item: Item) -> str:
 class ItemStream:
     """A run's items, read again from their source each time they are iterated, one at a time
     — a local table through the items cache file it was read into, any other source (a hub
-    data set, MLflow traces, an Inspect log, ToolEmu trajectories) through the spool file it
-    was written to, so a run of a million items holds none of them whole. Labelled pairs are
-    built in memory once and iterated from there."""
+    data set, MLflow traces, an Inspect log, ToolEmu trajectories, labelled pairs built from a
+    table) through the spool file it was written to, so a run of a million items holds none of
+    them whole. Each iteration holds its stream, so a spool file that goes with the stream
+    stays while it is read (``for it in stream_items(...)`` keeps no other reference)."""
 
     def __init__(self, read: Callable[[], Iterator[Item]]):
         self._read = read
 
     def __iter__(self) -> Iterator[Item]:
-        return self._read()
+        yield from self._read()  # this frame holds ``self``
 
 
 @dataclass
@@ -114,33 +116,21 @@ _SORT_SLICE = 100_000  # items held at once while a stream's fingerprint is take
 
 
 def _sorted_fingerprint(items: ItemStream) -> tuple[str, int]:
-    """:func:`data_fingerprint` of the stream's items sorted by id, holding ``_SORT_SLICE`` of
-    them at a time: one reading of the stream into sorted runs of that many (a file each, in a
-    temporary folder), then the runs merged in id order into the digest — an external merge
-    sort, so neither the items nor their ids are ever held all at once."""
-    import heapq
-    import json
-
-    digest, n = ListHash(), 0
+    """:func:`data_fingerprint` of the stream's items sorted by id (stably, as a list's are),
+    holding ``_SORT_SLICE`` of them at a time: one reading of the stream into sorted runs of
+    that many ids and texts on disk, in a temporary folder, merged in id order into the digest
+    — an external merge sort, so neither the items nor their ids are ever held all at once."""
+    digest = ListHash()
     with tempfile.TemporaryDirectory(prefix="assay-ids-") as folder:
-        runs: list[Path] = []
-        stream = iter(items)
-        while rows := sorted((it.id, dumps(it)) for it in itertools.islice(stream, _SORT_SLICE)):
-            n += len(rows)
-            run = Path(folder) / f"{len(runs)}.jsonl"
-            with run.open("w", encoding="utf-8") as f:
-                f.writelines(json.dumps(row) + "\n" for row in rows)
-            runs.append(run)
-            del rows  # before the next slice is read
-        files = [run.open(encoding="utf-8") for run in runs]
-        try:
-            sorted_runs = [(json.loads(line) for line in f) for f in files]
-            for _, text in heapq.merge(*sorted_runs, key=lambda row: row[0]):
-                digest.add_text(text)
-        finally:
-            for f in files:
-                f.close()
-    return digest.hexdigest(), n
+        rows = SortedRuns(
+            ((it.id, dumps(it)) for it in items),
+            key=operator.itemgetter(0),
+            folder=Path(folder),
+            run_rows=_SORT_SLICE,
+        )
+        for _, text in rows:
+            digest.add_text(text)
+    return digest.hexdigest(), len(rows)
 
 
 def load_items(
@@ -173,16 +163,16 @@ def stream_items(
     its items cache file now; any other source — a hub data set, MLflow traces, an Inspect log,
     ToolEmu trajectories — into a spool file that goes with the stream (a batch of rows, a page,
     a few samples, a line at a time); the items are read from that file each time the stream is
-    iterated. Labelled pairs are built in memory now."""
+    iterated. Labelled pairs (``data.pairs``) are built from the table read row by row into a
+    spool file, in id order (:func:`assay.data.iter_pairs`: the largest group held)."""
     limit = check_limit(limit) if limit is not None else data.limit
-    if data.pairs is not None:
-        items = _pair_items(data, scale, cache_dir, notes)[:limit]
-        prepared = [_prepared(it, data.transcript) for it in items]
-        return _nonempty(ItemStream(lambda: iter(prepared)), data)
-    cached = _cached_table(data, scale, cache_dir, limit) if data.format == "table" else None
+    from_table = data.format == "table" and data.pairs is None
+    cached = _cached_table(data, scale, cache_dir, limit) if from_table else None
     if cached is not None:
         return _nonempty(ItemStream(lambda: _from_cache(cached, data, limit)), data)
-    if data.format == "mlflow":
+    if data.pairs is not None:
+        spool = _spooled_pairs(data, scale, cache_dir, notes)
+    elif data.format == "mlflow":
         spool = _spooled_traces(data, scale, cache_dir, limit, seed)
     else:  # a table not on disk (a hub data set), an Inspect log, ToolEmu's files
         folder = _spool_folder(cache_dir)
@@ -439,7 +429,12 @@ def _toolemu_items(data: DataConfig, scale: Scale) -> Iterator[Item]:
         yield it
 
 
-def _pair_items(data: DataConfig, scale: Scale, cache_dir: Path | None, notes: dict | None):
+def _spooled_pairs(
+    data: DataConfig, scale: Scale, cache_dir: Path | None, notes: dict | None
+) -> Path:
+    """Labelled pairs of the table, in a spool file beside the items cache in id order: the
+    table is read row by row and paired a group at a time (:func:`assay.data.iter_pairs`);
+    ``notes["pairs"]`` (when a dict is passed) gets what was built and skipped."""
     from assay.errors import ConfigError
     from assay.programs import is_pairwise
 
@@ -450,13 +445,15 @@ def _pair_items(data: DataConfig, scale: Scale, cache_dir: Path | None, notes: d
             f"data.pairs: pairs need the pairwise scale (task: pairwise; categorical A|B|tie), "
             f"not {scale.describe()}"
         )
-    rows = load_table(
+    rows = iter_table(
         data.path,
         columns=data.columns.model_copy(update={"expected": None}),
         split=data.split,
         cache_dir=cache_dir,
     )
-    items, counts = build_pairs(rows, data.pairs, path=data.path)  # type: ignore[arg-type]
+    counts: dict[str, int] = {}
+    pairs = iter_pairs(rows, data.pairs, path=data.path, counts=counts)  # type: ignore[arg-type]
+    spool = _spooled(pairs, _spool_file(_spool_folder(cache_dir), "pairs"))
     if notes is not None:
         notes["pairs"] = counts
-    return items
+    return spool
