@@ -91,12 +91,12 @@ def iter_pairs(
     """:func:`build_pairs`' pairs in id order, built without holding the items or the pairs.
 
     The items are read once, as they come, into rows sorted by group and id on disk (a
-    temporary folder, removed when the pairs have been read or the reading stops); the groups are then read one at a
-    time, twice: first to count each group's candidates and pairs — what the cap's round-robin
-    gives each group follows from those counts alone —, then to make the pairs the cap keeps,
-    which are sorted by id on disk in turn. Memory is the largest group's rows and pairs, and a
-    run of the sort. ``counts`` (when a dict is passed) gets what was counted before the first
-    pair comes; the errors come before it too."""
+    temporary folder, removed when the pairs have been read or the reading stops); the groups
+    are then read one at a time, twice: first to count each group's candidates and pairs — what
+    the cap's round-robin gives each group follows from those counts alone —, then to make the
+    pairs the cap keeps, which are sorted by id on disk in turn. Memory is the largest group's
+    rows and pairs, and a run of the sort. ``counts`` (when a dict is passed) gets what was
+    counted before the first pair comes; the errors come before it too."""
     tally = dict.fromkeys(_COUNTS, 0)
     with tempfile.TemporaryDirectory(prefix="assay-pairs-") as folder:
         rows = SortedRuns(
