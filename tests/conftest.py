@@ -53,6 +53,30 @@ def _one_embedded_model_at_a_time(request, tmp_path_factory):
         yield
 
 
+def pytest_collection_modifyitems(config, items):
+    """The order the suite's two workers take its files in (``--dist loadfile`` with
+    ``--no-loadscope-reorder``: each file whole on one worker, the next file to the first worker
+    free). The files with tests on the embedded model, which run one at a time across the
+    workers (:func:`_one_embedded_model_at_a_time`), are spread evenly among the others: taken
+    together — as xdist's own order, most tests first, put them, last — a worker sat waiting for
+    the other's model. The others keep that order."""
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    embedded = [
+        f for f, its in files.items() if any(i.get_closest_marker("local_model") for i in its)
+    ]
+    others = sorted((f for f in files if f not in embedded), key=lambda f: -len(files[f]))
+    gap = max(1, len(others) // (len(embedded) + 1))
+    order = []
+    for k, f in enumerate(others, start=1):
+        order.append(f)
+        if k % gap == 0 and embedded:
+            order.append(embedded.pop(0))
+    order += embedded
+    items[:] = [item for f in order for item in files[f]]
+
+
 @pytest.fixture
 def example_data() -> Path:
     """The real data sets copied into the repository (``examples/data``, with their licences)."""
