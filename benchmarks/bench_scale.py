@@ -92,17 +92,10 @@ def measure_pairs(n: int, root: Path, code: Path | None, what: str = "pairs") ->
         write_scored(csv, n)
     env = {**os.environ, **({"PYTHONPATH": str(code)} if code is not None else {})}
     cmd = [sys.executable, "-c", PAIRS, str(csv), str(where / "hf"), what]
-    started = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=where, env=env, stdout=subprocess.PIPE, text=True)
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    wall, rss, status, out = peak_of(cmd, where, env)
     if status:
         raise SystemExit(f"{n} rows: the pairs' reading exited with status {status}")
-    return {
-        "wall": time.monotonic() - started,
-        "rss": usage.ru_maxrss / 1024,
-        "pairs": int(out.split()[-1]),
-    }
+    return {"wall": wall, "rss": rss, "pairs": int(out.split()[-1])}
 
 
 def pairs_table(sizes: list[int], keep: Path, roots: list[tuple]) -> None:
@@ -136,11 +129,20 @@ def run_once(args: list[str], cwd: Path, root: Path | None = None) -> tuple[floa
     env = {**os.environ, "ASSAY_SIDECAR": "0"}
     if root is not None:
         env["PYTHONPATH"] = str(root)
-    started = time.monotonic()
     cmd = [sys.executable, "-m", "assay.cli", *args, "--quiet"]
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL)
+    wall, rss, status, _ = peak_of(cmd, cwd, env)
+    return wall, rss, status
+
+
+def peak_of(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int, str]:
+    """Wall seconds, peak RSS in MB (``os.wait4``), exit status and standard output of one run
+    of ``cmd``."""
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
-    return time.monotonic() - started, usage.ru_maxrss / 1024, status
+    return time.monotonic() - started, usage.ru_maxrss / 1024, status, out
 
 
 def measure(n: int, root: Path, base_url: str, code: Path | None = None) -> dict[str, float]:

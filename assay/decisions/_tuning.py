@@ -91,10 +91,11 @@ def record_tuning(
     its bytes digested, so a copy of it elsewhere is the tuned judge too."""
     seen = list(items)
     state = tuned.program_state
-    digest = state_file_digest(state)
     if state and is_mlflow_uri(state):
         digest = state_file_digest(resolve_program_state(state))
         uris = [*uris, state]
+    else:
+        digest = state_file_digest(state)
     key = stable_hash([tuned.config_hash(), digest, sorted(it.id for it in seen)])
     ident = f"{tuned.name}-{key[:12]}"
     folder = ledger / TUNING / ident
