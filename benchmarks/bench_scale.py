@@ -4,7 +4,8 @@ process.
 Each size gets a CSV of N items and a config judged by the loopback stub (zero latency, in its
 own process, concurrency 32, no sidecar, no MLflow); ``assay evaluate`` runs in a subprocess
 whose peak RSS is read with ``os.wait4``, then again on the finished run (no LM call).
-Prints a table: items, wall, peak RSS, MB per 1,000 items, the zero-call re-run's wall and RSS.
+Prints a table: items, wall, peak RSS, what each 1,000 items added to the peak since the size
+before (the slope), the zero-call re-run's wall and RSS.
 
     PYTHONPATH=$PWD python benchmarks/bench_scale.py              # 5,000 and 50,000 items
     PYTHONPATH=$PWD python benchmarks/bench_scale.py --million    # and 1,000,000
@@ -17,7 +18,9 @@ interleaved on the same items, so both see the machine's load of the same minute
 ``--harness SEEDS...`` (e.g. ``--harness 10 100 300``) measures ``assay harness`` of the
 HarmBench example instead — N seeds, one judge, ``stochastic_stability`` at k = 2, every model on
 a stub that answers as generator, validator and judge (``bench_harness.respond``), concurrency
-16, no sidecar — and prints its LM calls with each row.
+16, no sidecar — and prints its LM calls with each row, and the largest RSS sampled while the
+calls still arrived with what each call added to it (the judging's growth; the peak adds the
+end's: MLflow's logging, the reports, whose report.html shows every probe).
 
 ``--pairs ROWS...`` (e.g. ``--pairs 200000``) measures building labelled pairs instead: a scored
 table of ROWS rows in groups of four responses to one prompt (``data.pairs: {score: score}``,
@@ -36,8 +39,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import StubProcess  # noqa: E402
@@ -92,7 +97,7 @@ def measure_pairs(n: int, root: Path, code: Path | None, what: str = "pairs") ->
         write_scored(csv, n)
     env = {**os.environ, **({"PYTHONPATH": str(code)} if code is not None else {})}
     cmd = [sys.executable, "-c", PAIRS, str(csv), str(where / "hf"), what]
-    wall, rss, status, out = peak_of(cmd, where, env)
+    wall, rss, status, out, _ = peak_of(cmd, where, env)
     if status:
         raise SystemExit(f"{n} rows: the pairs' reading exited with status {status}")
     return {"wall": wall, "rss": rss, "pairs": int(out.split()[-1])}
@@ -123,26 +128,59 @@ def pairs_table(sizes: list[int], keep: Path, roots: list[tuple]) -> None:
             )
 
 
-def run_once(args: list[str], cwd: Path, root: Path | None = None) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS in MB and exit status of one ``assay <args> --quiet`` (of the code
-    in ``root`` when given)."""
+def run_once(
+    args: list[str], cwd: Path, root: Path | None = None, stub: StubProcess | None = None
+) -> tuple[float, float, int, float | None]:
+    """Wall seconds, peak RSS in MB, exit status of one ``assay <args> --quiet`` (of the code
+    in ``root`` when given), and with ``stub`` the largest RSS seen while its calls arrived."""
     env = {**os.environ, "ASSAY_SIDECAR": "0"}
     if root is not None:
         env["PYTHONPATH"] = str(root)
     cmd = [sys.executable, "-m", "assay.cli", *args, "--quiet"]
-    wall, rss, status, _ = peak_of(cmd, cwd, env)
-    return wall, rss, status
+    wall, rss, status, _, calling = peak_of(cmd, cwd, env, stub)
+    return wall, rss, status, calling
 
 
-def peak_of(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int, str]:
+def peak_of(
+    cmd: list[str], cwd: Path, env: dict[str, str], stub: StubProcess | None = None
+) -> tuple[float, float, int, str, float | None]:
     """Wall seconds, peak RSS in MB (``os.wait4``), exit status and standard output of one run
-    of ``cmd``."""
+    of ``cmd``; with ``stub``, also the largest RSS sampled (every 0.1 s) while the stub was
+    still receiving calls — the LM phase's, apart from what the end (reports, logging) adds.
+    None when no call came."""
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, text=True)
+    samples: list[tuple[int, float]] = []
+    sampler = None
+    if stub is not None:
+        first = stub.n_requests
+
+        def sample() -> None:
+            while proc.poll() is None:
+                try:
+                    status = Path(f"/proc/{proc.pid}/status").read_text()
+                except OSError:
+                    return
+                kb = next(
+                    (int(x.split()[1]) for x in status.splitlines() if x.startswith("VmRSS")), None
+                )
+                if kb is None:  # exited: a zombie has no memory
+                    return
+                samples.append((stub.n_requests - first, kb / 1024))
+                time.sleep(0.1)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
     assert proc.stdout is not None
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
-    return time.monotonic() - started, usage.ru_maxrss / 1024, status, out
+    wall = time.monotonic() - started
+    calling = None
+    if sampler is not None:
+        sampler.join()
+        calls = stub.n_requests - first
+        calling = max((rss for n, rss in samples if 0 < n < calls), default=None)
+    return wall, usage.ru_maxrss / 1024, status, out, calling
 
 
 def measure(n: int, root: Path, base_url: str, code: Path | None = None) -> dict[str, float]:
@@ -185,17 +223,45 @@ def measure_harness(seeds: int, root: Path, stub: StubProcess, code: Path | None
     raw["sample"]["n"] = seeds
     config.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     stub.reset()
-    r = twice(["harness", str(config), "--judges", "predict"], where, code, f"{seeds} seeds")
+    r = twice(["harness", str(config), "--judges", "predict"], where, code, f"{seeds} seeds", stub)
     return {**r, "calls": stub.n_requests}
 
 
-def twice(args: list[str], where: Path, code: Path | None, what: str) -> dict[str, float]:
+def twice(
+    args: list[str], where: Path, code: Path | None, what: str, stub: StubProcess | None = None
+) -> dict[str, Any]:
     """A command run, then run again on its finished run (no LM call)."""
-    wall, rss, status = run_once(args, where, code)
-    rerun_wall, rerun_rss, rerun_status = run_once(args, where, code)
+    wall, rss, status, calling = run_once(args, where, code, stub)
+    rerun_wall, rerun_rss, rerun_status, _ = run_once(args, where, code)
     if status or rerun_status:
         raise SystemExit(f"{what}: assay {args[0]} exited with status {status or rerun_status}")
-    return {"wall": wall, "rss": rss, "rerun_wall": rerun_wall, "rerun_rss": rerun_rss}
+    return {
+        "wall": wall,
+        "rss": rss,
+        "calling_rss": calling,
+        "rerun_wall": rerun_wall,
+        "rerun_rss": rerun_rss,
+    }
+
+
+def marginal(before: dict[str, tuple[int, float]], code: str, n: int, rss: float, per: int) -> str:
+    """What each unit (``per`` of them) added to the peak since the code's previous size: the
+    slope, not the peak over the size, which the imports and caches every run has, whatever
+    its size, would make large at small sizes. ``—`` at the first size."""
+    last = before.get(code)
+    before[code] = (n, rss)
+    if last is None or n == last[0]:
+        return "—"
+    return f"{(rss - last[1]) / (n - last[0]) * per:.2f}"
+
+
+def calling_columns(before: dict[str, tuple[int, float]], code: str, r: dict[str, Any]) -> str:
+    """The largest RSS while the calls arrived, and what each call added to it since the size
+    before (KB): the judging's own growth, apart from the reports' at the end."""
+    if r["calling_rss"] is None:
+        return f"{'—':>11} {'—':>9}"
+    per_call = marginal(before, code, r["calls"], r["calling_rss"], 1024)
+    return f"{r['calling_rss']:>11.0f} {per_call:>9}"
 
 
 def main() -> None:
@@ -226,16 +292,20 @@ def main() -> None:
             keep = args.keep or Path(tmp)
             print(
                 f"{'code':>8} {'seeds':>6} {'calls':>7} {'wall s':>8} {'peak MB':>8} "
-                f"{'MB/seed':>8} {'re-run s':>9} {'re-run MB':>10} {'load':>5}"
+                f"{'+MB/seed':>9} {'calling MB':>11} {'+KB/call':>9} {'re-run s':>9} "
+                f"{'re-run MB':>10} {'load':>5}"
             )
+            before: dict[str, tuple[int, float]] = {}
+            before_calls: dict[str, tuple[int, float]] = {}
             for n in args.harness:
                 for name, code in roots:
                     where = keep / name if name else keep
                     r = measure_harness(n, where, stub, Path(code).resolve() if code else None)
                     print(
                         f"{name:>8} {n:>6} {r['calls']:>7} {r['wall']:>8.1f} {r['rss']:>8.0f} "
-                        f"{r['rss'] / n:>8.2f} {r['rerun_wall']:>9.1f} {r['rerun_rss']:>10.0f} "
-                        f"{os.getloadavg()[0]:>5.1f}",
+                        f"{marginal(before, name, n, r['rss'], 1):>9} "
+                        f"{calling_columns(before_calls, name, r)} {r['rerun_wall']:>9.1f} "
+                        f"{r['rerun_rss']:>10.0f} {os.getloadavg()[0]:>5.1f}",
                         flush=True,
                     )
     if args.pairs:
@@ -246,17 +316,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, StubProcess(0.0) as stub:
         keep = args.keep or Path(tmp)
         print(
-            f"{'code':>8} {'items':>9} {'wall s':>8} {'peak MB':>8} {'MB/1k':>7} {'re-run s':>9} "
+            f"{'code':>8} {'items':>9} {'wall s':>8} {'peak MB':>8} {'+MB/1k':>7} {'re-run s':>9} "
             f"{'re-run MB':>10} {'load':>5}"
         )
+        before = {}
         for n in sizes:
             for name, code in roots:
                 where = keep / name if name else keep
                 r = measure(n, where, stub.base_url, Path(code).resolve() if code else None)
                 print(
                     f"{name:>8} {n:>9,} {r['wall']:>8.1f} {r['rss']:>8.0f} "
-                    f"{r['rss'] / n * 1000:>7.2f} {r['rerun_wall']:>9.1f} {r['rerun_rss']:>10.0f} "
-                    f"{os.getloadavg()[0]:>5.1f}",
+                    f"{marginal(before, name, n, r['rss'], 1000):>7} {r['rerun_wall']:>9.1f} "
+                    f"{r['rerun_rss']:>10.0f} {os.getloadavg()[0]:>5.1f}",
                     flush=True,
                 )
 

@@ -7,6 +7,7 @@ import base64
 import functools
 import hashlib
 import os
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -28,12 +29,17 @@ def _sha256(text: str) -> str:
 
 
 def render_html(report: Report) -> str:
+    return "".join(_pieces(report))
+
+
+def _pieces(report: Report) -> Iterator[str]:
+    """The page, piece by piece as the template makes it (its rows one at a time)."""
     css, js = _asset("report.css"), _asset("report.js")
     csp = (
         f"default-src 'none'; img-src data:; style-src {_sha256(css)}; script-src {_sha256(js)}; "
         "base-uri 'none'; form-action 'none'"
     )
-    return _template().render(r=report, css=css, js=js, csp=csp)
+    return _template().generate(r=report, css=css, js=js, csp=csp)
 
 
 @functools.cache
@@ -53,9 +59,11 @@ def preload_page() -> None:
 
 
 def write_html(report: Report, run_dir: Path) -> Path:
-    """Write ``report`` as ``run_dir/report.html`` (atomically); returns its path."""
+    """Write ``report`` as ``run_dir/report.html`` (atomically), as the template makes it: the
+    page is never one string in memory; returns its path."""
     out = Path(run_dir) / REPORT
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(render_html(report), encoding="utf-8")
+    with tmp.open("w", encoding="utf-8") as f:
+        f.writelines(_pieces(report))
     os.replace(tmp, out)
     return out

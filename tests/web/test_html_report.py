@@ -55,6 +55,62 @@ def test_harness_report_is_written_by_the_run(harness_run: Path):
     assert "My reasoning: &lt;script&gt;" in html  # the judge's reasoning, escaped
 
 
+def test_a_harness_report_lists_each_tests_first_probes_and_says_so(
+    harness_run: Path, tmp_path: Path, monkeypatch
+):
+    """Past ``PROBE_ROWS`` probes the page lists each test's first share of them, in the order
+    of probes.jsonl, and a note says how many of how many; the page written piece by piece is
+    the page rendered whole."""
+    import assay.reliability.report._shown as shown
+    from assay.reliability.report import build_report
+    from assay.report import render_html, write_html
+
+    tests = json.loads((harness_run / "metrics.json").read_text())["probes"]
+    probes = [json.loads(x) for x in (harness_run / "probes.jsonl").read_text().splitlines()]
+    monkeypatch.setattr(shown, "PROBE_ROWS", 2 * len(tests))  # two a test
+    expected = [
+        p["id"] for t in tests for p in [q for q in probes if q["test"] == t][:2]
+    ]  # each test's first two, read independently of the report's code
+    report = build_report(harness_run)
+    listed = [row.cells[0][0] for row in report.items.rows]
+    assert sorted(listed) == sorted(expected) and len(listed) < len(probes)
+    assert listed == [p["id"] for p in probes if p["id"] in set(expected)]  # the file's order
+    note = f"each test's first 2 probes, {len(expected)} of {len(probes)}"
+    assert note in report.items.note
+    page = write_html(report, tmp_path)
+    html = page.read_text(encoding="utf-8")
+    assert html == render_html(report)
+    assert html.count('<details class="row') == len(expected) and note in unescape(html)
+
+
+def test_the_reports_views_of_some_probes_are_the_review_apps_views_of_them(
+    harness_run: Path, tmp_path: Path
+):
+    """What the report reads of the probes it lists (line by line, those alone) equals what the
+    review app reads of the whole run, narrowed to them — with decisions recorded: an edited
+    probe and a rejected one."""
+    from assay.reliability.report import keeper, shown
+    from assay.reliability.review import ReviewRun, record_decision, run_scale
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(harness_run, run_dir)
+    probes = [json.loads(x) for x in (run_dir / "probes.jsonl").read_text().splitlines()]
+    scale = run_scale(run_dir)
+    for entry in (
+        {"probe_id": probes[0]["id"], "decision": "edit", "edited_text": "An edited text."},
+        {"probe_id": probes[5]["id"], "decision": "reject", "note": "off"},
+    ):
+        record_decision(run_dir, {"reviewer": "ana", **entry}, scale)
+    every = ReviewRun(run_dir).views()
+    assert every[0].probe.review.status == "edited" and every[5].probe.review.status == "rejected"
+    for tests in (1000, 500, 10):  # 1, 2 and 100 probes a test (1,000 rows ÷ tests)
+        some, total = ReviewRun(run_dir, read_now=False).some_views(keeper(lambda p: p.test, tests))
+        assert total == len(every) == len(probes)
+        assert some == shown(every, lambda v: v.probe.test, tests)
+        assert some[0] == every[0] and some[0].probe.response == "An edited text."
+    assert len(some) == len(every)  # 100 a test: all of them
+
+
 def test_evaluate_report_has_metrics_confusion_matrix_and_item_texts(tmp_path: Path):
     shutil.copytree(FIXTURE, tmp_path / "cfg")
     config, base = load_config(tmp_path / "cfg" / "config.yaml")

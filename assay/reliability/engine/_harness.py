@@ -38,6 +38,7 @@ from assay.reliability.engine._generation import (
     role_lm,
 )
 from assay.reliability.engine._judging import JudgePlan
+from assay.reliability.report import rows_per_test, shown
 from assay.reliability.review import (
     PROBES,
     SEEDS,
@@ -194,12 +195,12 @@ def _work(
     # scipy.stats, which no score needs, ~0.9 s): imported meanwhile, too
     special = run.preload("scipy.special")
     if not (store.path / "seeds.jsonl").exists():
-        store.write_text("seeds.jsonl", "".join(s.model_dump_json() + "\n" for s in seeds))
+        store.write_text("seeds.jsonl", (s.model_dump_json() + "\n" for s in seeds))
 
     # -- generate + validate (+ judge sources, and probes as their unit is committed) ---------
     slots = run.call_slots(config.concurrency)
     judging = JudgePlan(config, roles.judge_cfgs, roles.base_programs, store, config_dir, slots)
-    diffs = _Diffs(run, seeds)
+    diffs = _Diffs(run, seeds, len(instances))
     generated, probes, dropped = _generate_probes(
         config, instances, pool, seeds, run, roles.gen_lm, roles.val_lm, progress, deadline,
         judging, diffs,
@@ -306,7 +307,7 @@ def _generate_probes(
     wanted = {t.name for t in instances}
     probes = [p for r in generated.records if r.test in wanted for p in r.probes]
     dropped = [d for r in generated.records if r.test in wanted for d in r.dropped]
-    store.write_text("probes.jsonl", "".join(p.model_dump_json() + "\n" for p in probes))
+    store.write_text("probes.jsonl", (p.model_dump_json() + "\n" for p in probes))  # as made
     return generated, probes, dropped
 
 
@@ -326,23 +327,30 @@ class _Diffs:
     """The source/probe word diffs report.html shows (tens of ms each, pure-Python CPU), made
     while the run works and away from its LM calls: each committed unit's as it comes when the
     run can take work aside; the rest once generation (and review) is done, while the judges
-    run — aside, or else in a helper of their own (``assay.report.warm_diffs``)."""
+    run — aside, or else in a helper of their own (``assay.report.warm_diffs``). Only those of
+    the probes the page lists (each test's first ones)."""
 
-    def __init__(self, run: Run, seeds: list[Item]):
+    def __init__(self, run: Run, seeds: list[Item], tests: int):
         self._run = run
         self._responses = {s.id: s.response for s in seeds}
         self._sent: set[tuple[str, str]] = set()
         self._aside = True  # until the run says it cannot
+        self._tests = tests
+        self._share = rows_per_test(tests)
+        self._per_test: dict[str, int] = {}
 
     def unit(self, record: UnitRecord) -> None:
-        if record.probes and self._aside:
-            pairs = self._pairs(record.probes)
+        room = self._share - self._per_test.get(record.test, 0)
+        if record.probes and self._aside and room > 0:
+            pairs = self._pairs(record.probes[:room])
             self._aside = self._run.aside("assay.report:remember_diffs", pairs=pairs)
             if self._aside:
                 self._sent.update(pairs)
+                self._per_test[record.test] = self._share - room + len(pairs)
 
     def rest(self, probes: list[Probe]) -> None:
-        pairs = [pair for pair in self._pairs(probes) if pair not in self._sent]
+        listed = shown(probes, lambda p: p.test, self._tests)
+        pairs = [pair for pair in self._pairs(listed) if pair not in self._sent]
         if not pairs or self._run.aside("assay.report:remember_diffs", pairs=pairs):
             return
         self._run.ahead("assay.report:warm_diffs", pairs=pairs)

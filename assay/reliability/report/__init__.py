@@ -1,6 +1,7 @@
 """The harness's report: its tables built once from the summary (``_report``: per judge and
 test; ``_bias_report``: the bias probes and the samples-needed curve, through the scoring kinds'
-sections), rendered to ``report.md`` and, with the probes, to ``report.html`` (``_html_report``),
+sections), rendered to ``report.md`` and, with the probes (each test's first ones: ``_shown``), to
+``report.html`` (``_html_report``),
 and the plots. Names load on first use, so the report lane of a run imports only what it draws."""
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ _WHERE = {
     "bias_tables": "_bias_report",
     "samples_plot": "_bias_report",
     "build_report": "_html_report",
+    "PROBE_ROWS": "_shown",
+    "keeper": "_shown",
+    "rows_per_test": "_shown",
+    "shown": "_shown",
     "ci": "_report",
     "generation_models": "_report",
     "heatmap": "_report",
@@ -25,17 +30,21 @@ _WHERE = {
     "write_reports": "_report",
 }
 __all__ = [
+    "PROBE_ROWS",
     "bias_tables",
     "build_report",
     "ci",
     "generation_models",
     "headline",
     "heatmap",
+    "keeper",
     "other_metrics",
     "pass_rates",
     "preload_plotting",
     "report_tables",
+    "rows_per_test",
     "samples_plot",
+    "shown",
     "write_report",
     "write_reports",
 ]
@@ -59,3 +68,4 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         write_report,
         write_reports,
     )
+    from assay.reliability.report._shown import PROBE_ROWS, keeper, rows_per_test, shown

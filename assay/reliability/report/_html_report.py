@@ -1,6 +1,6 @@
 """report.html of a harness run, as a :class:`~assay.report.Report`: per judge and reliability
 test, pass rate and consistency with the judge's own source verdict; the cost of generation;
-every probe beside its source, with each judge's verdicts and the review."""
+each test's first probes beside their sources, with each judge's verdicts and the review."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from assay.reliability._results import HarnessSummary
 from assay.reliability.report._report import generation_models, report_tables
+from assay.reliability.report._shown import keeper, rows_per_test
 from assay.reliability.review import ProbeView, ReviewRun
 from assay.report import (
     Block,
@@ -41,7 +42,7 @@ PROBE_COLUMNS = (
 def build_report(run_dir: Path) -> Report:
     """The report of the harness run in ``run_dir``: read as the review app reads it."""
     run_dir = Path(run_dir)
-    run = ReviewRun(run_dir)
+    run = ReviewRun(run_dir, read_now=False)  # the probes listed are read, not the others
     m = load_summary(run_dir / "metrics.json", HarnessSummary)
     config = read_yaml(run_dir / "config.yaml")
     r = Report("harness", f"assay harness — {run.name}")
@@ -50,7 +51,7 @@ def build_report(run_dir: Path) -> Report:
     r.images += images(run_dir, PLOTS)
     r.tables = report_tables(m)  # the tables report.md shows, built once
     r.figures = figures(run_dir, r.tables)
-    r.items = _probes(run)
+    r.items = _probes(run, len(m.probes))
     return r
 
 
@@ -70,13 +71,23 @@ def _facts(run: ReviewRun, m: HarnessSummary, config: dict[str, Any]) -> list[tu
     ]
 
 
-def _probes(run: ReviewRun) -> Items:
-    views = run.views()
+def _probes(run: ReviewRun, tests: int) -> Items:
+    """The probes' table: each test's first :func:`rows_per_test` probes (all of a run with
+    up to :data:`PROBE_ROWS`), with a note saying how many of how many when it is not all.
+    Only those are read into memory."""
+    views, total = run.some_views(keeper(lambda p: p.test, tests))
     judges = sorted({v.judge for view in views for v in view.verdicts})
+    note = ""
+    if len(views) < total:
+        note = (
+            f"Listed: each test's first {rows_per_test(tests)} probes, {len(views)} of "
+            f"{total}. Every probe is in probes.jsonl, and in `assay review`."
+        )
     return Items(
         "Probes",
         [*PROBE_COLUMNS] + [(f"{j} on probe", "num") for j in judges],
         [_probe_row(run, view, judges) for view in views],
+        note,
     )
 
 

@@ -9,7 +9,7 @@ decision is ``_review_decisions.py``; the YAML review file, ``_review_files.py``
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ __all__ = [
     "SEEDS",
     "STATUSES",
     "apply_reviews",
+    "iter_probes",
     "read_probes",
     "read_reviews",
     "read_seeds",
@@ -42,17 +43,21 @@ STATUSES = ("pending", "accepted", "edited", "rejected")
 
 # -- reading the run directory ----------------------------------------------------------------
 def read_probes(run_dir: Path) -> list[Probe]:
+    return list(iter_probes(run_dir))
+
+
+def iter_probes(run_dir: Path) -> Iterator[Probe]:
+    """The run's generated probes, one at a time in file order (a DataError names a bad line)."""
     path = run_dir / PROBES
-    out: list[Probe] = []
     for _, lineno, record in iter_jsonl(path):
         try:
-            out.append(Probe.model_validate(record))
+            yield Probe.model_validate(record)
         except ValueError as exc:
             raise DataError(f"not a probe: {_first_error(exc)}", path=path, row=lineno) from None
-    return out
 
 
-def read_seeds(run_dir: Path) -> dict[str, Item]:
+def read_seeds(run_dir: Path, ids: Container[str] | None = None) -> dict[str, Item]:
+    """The run's seeds by id (those in ``ids`` alone when given; every line is checked)."""
     path = run_dir / SEEDS
     out: dict[str, Item] = {}
     for _, lineno, record in iter_jsonl(path):
@@ -60,7 +65,8 @@ def read_seeds(run_dir: Path) -> dict[str, Item]:
             item = Item.model_validate(record)
         except ValueError as exc:
             raise DataError(f"not an item: {_first_error(exc)}", path=path, row=lineno) from None
-        out[item.id] = item
+        if ids is None or item.id in ids:
+            out[item.id] = item
     return out
 
 

@@ -9,6 +9,7 @@ other reviewers and judgments written by a running harness show up on the next r
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from assay.reliability.review._review import (
     PROBES,
     SEEDS,
     apply_reviews,
+    iter_probes,
     read_probes,
     read_reviews,
     read_seeds,
@@ -92,15 +94,53 @@ def _signature(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-def _read_judgments(path: Path) -> dict[str, Judgment]:
-    """A judgments file by item id; a torn last line (a harness being killed) is skipped."""
+def _read_judgments(path: Path, ids: Container[str] | None = None) -> dict[str, Judgment]:
+    """A judgments file by item id (those in ``ids`` alone when given; every line is
+    checked); a torn last line (a harness being killed) is skipped."""
     out: dict[str, Judgment] = {}
     for lineno, record in _json.records(path):
         try:
             j = Judgment.model_validate(record)
         except ValueError:
             raise DataError("not a judgment", path=path, row=lineno) from None
-        out.setdefault(j.item_id, j)
+        if ids is None or j.item_id in ids:
+            out.setdefault(j.item_id, j)
+    return out
+
+
+def _judgment_files(run_dir: Path) -> dict[str, Path]:
+    """Each judge's judgments file by judge name (the file name without its config hash; a
+    second config of the same judge by its whole file name)."""
+    out: dict[str, Path] = {}
+    for f in sorted((run_dir / "judgments").glob("*.jsonl")):
+        name = f.stem.rsplit("-", 1)[0] if "-" in f.stem else f.stem
+        out[f.stem if name in out else name] = f
+    return out
+
+
+def _views(
+    probes: Iterable[Probe],
+    reviews: list[dict[str, Any]],
+    seeds: dict[str, Item],
+    judgments: dict[str, dict[str, Judgment]],
+) -> list[ProbeView]:
+    """``probes`` with the review decisions applied, their seeds and every judge's verdicts."""
+    by_probe: dict[str, list[dict[str, Any]]] = {}
+    for r in reviews:
+        by_probe.setdefault(r["probe_id"], []).append(r)
+    out = []
+    for probe in apply_reviews(list(probes), reviews):
+        history = by_probe.get(probe.id, [])
+        view = ProbeView(probe, seeds.get(probe.source_id), len(history), history)
+        for judge, js in judgments.items():
+            verdict = js.get(judged_id(probe))
+            on_generated = False
+            if verdict is None and probe.review.status == "edited":
+                verdict, on_generated = js.get(probe.id), probe.id in js
+            view.verdicts.append(
+                Verdict(judge, verdict, js.get(f"source:{probe.source_id}"), on_generated)
+            )
+        out.append(view)
     return out
 
 
@@ -108,7 +148,7 @@ class ReviewRun:
     """The probes of one harness run, ready to review. Raises a one-line error (RunError or
     DataError) when the directory is not a harness run or a file in it cannot be read."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, *, read_now: bool = True):
         self.path = Path(run_dir).resolve()
         if not self.path.is_dir():
             raise RunError(f"{run_dir}: not a directory")
@@ -125,9 +165,10 @@ class ReviewRun:
         self.name = str(config.get("name") or self.path.name)
         self.required = bool((config.get("review") or {}).get("required"))
         self._cache: dict[str, tuple[Any, Any]] = {}
-        self.probes()  # read everything once now: a corrupt file is reported at start
-        self.seeds()
-        self.judgments()
+        if read_now:  # read everything once now: a corrupt file is reported at start
+            self.probes()
+            self.seeds()
+            self.judgments()
 
     # -- cached file reads ---------------------------------------------------------------------
     def _cached(self, key: str, paths: list[Path], load):
@@ -153,43 +194,34 @@ class ReviewRun:
 
     def judgments(self) -> dict[str, dict[str, Judgment]]:
         """Judgments by judge (the file name without its config hash) and item id."""
-        files = sorted((self.path / "judgments").glob("*.jsonl"))
+        files = _judgment_files(self.path)
 
         def load() -> dict[str, dict[str, Judgment]]:
-            out: dict[str, dict[str, Judgment]] = {}
-            for f in files:
-                name = f.stem.rsplit("-", 1)[0] if "-" in f.stem else f.stem
-                if name in out:  # another config of the same judge: keep both, by file
-                    name = f.stem
-                out[name] = _read_judgments(f)
-            return out
+            return {name: _read_judgments(f) for name, f in files.items()}
 
-        return self._cached("judgments:" + ",".join(f.name for f in files), files, load)
+        paths = list(files.values())
+        return self._cached("judgments:" + ",".join(f.name for f in paths), paths, load)
 
     # -- views ---------------------------------------------------------------------------------
     def views(self) -> list[ProbeView]:
         """Every probe with its current state, in the order the harness wrote them."""
-        generated = self.probes()
-        reviews = self.reviews()
-        by_probe: dict[str, list[dict[str, Any]]] = {}
-        for r in reviews:
-            by_probe.setdefault(r["probe_id"], []).append(r)
-        seeds = self.seeds()
-        judgments = self.judgments()
-        out = []
-        for probe in apply_reviews(list(generated.values()), reviews):
-            history = by_probe.get(probe.id, [])
-            view = ProbeView(probe, seeds.get(probe.source_id), len(history), history)
-            for judge, js in judgments.items():
-                verdict = js.get(judged_id(probe))
-                on_generated = False
-                if verdict is None and probe.review.status == "edited":
-                    verdict, on_generated = js.get(probe.id), probe.id in js
-                view.verdicts.append(
-                    Verdict(judge, verdict, js.get(f"source:{probe.source_id}"), on_generated)
-                )
-            out.append(view)
-        return out
+        return _views(self.probes().values(), self.reviews(), self.seeds(), self.judgments())
+
+    def some_views(self, keep: Callable[[Probe], bool]) -> tuple[list[ProbeView], int]:
+        """The views of the probes ``keep`` says yes to (asked of each in file order), and how
+        many probes there are: the files read line by line and every line checked, but only what
+        those probes need kept (their seeds, their verdicts and their sources'): the memory of
+        the probes kept, whatever the run's size. Not cached."""
+        kept: list[Probe] = []
+        total = 0
+        for probe in iter_probes(self.path):
+            total += 1
+            if keep(probe):
+                kept.append(probe)
+        ids = {i for p in kept for i in (p.id, judged_id(p), f"source:{p.source_id}")}
+        seeds = read_seeds(self.path, {p.source_id for p in kept})
+        judgments = {n: _read_judgments(f, ids) for n, f in _judgment_files(self.path).items()}
+        return _views(kept, self.reviews(), seeds, judgments), total
 
     def counts(self, views: list[ProbeView]) -> dict[str, int]:
         return review_counts(v.probe for v in views)
