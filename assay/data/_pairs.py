@@ -18,7 +18,6 @@ import itertools
 import math
 import operator
 import random
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay._scratch import scratch_folder
 from assay._sorted_runs import RUN_BYTES, RUN_ROWS, SortedRuns
 from assay.data._common import is_missing
 from assay.errors import DataError
@@ -98,11 +98,11 @@ def iter_pairs(
     rows and pairs, and a run of the sort. ``counts`` (when a dict is passed) gets what was
     counted before the first pair comes; the errors come before it too."""
     tally = dict.fromkeys(_COUNTS, 0)
-    with tempfile.TemporaryDirectory(prefix="assay-pairs-") as folder:
+    with scratch_folder("assay-pairs") as folder:
         rows = SortedRuns(
             _scored(items, config, path, tally),
             key=_ROW_ORDER,
-            folder=Path(folder),
+            folder=folder,
             run_rows=_RUN_ROWS,
             run_bytes=_RUN_BYTES,
         )
@@ -117,7 +117,7 @@ def iter_pairs(
         pairs = SortedRuns(
             _capped(_groups(rows), config, rounds),
             key=_PAIR_ORDER,
-            folder=Path(folder),
+            folder=folder,
             run_rows=_RUN_ROWS,
             run_bytes=_RUN_BYTES,
         )

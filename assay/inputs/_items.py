@@ -14,6 +14,7 @@ from pathlib import Path
 
 import assay
 from assay._json import read_lines
+from assay._scratch import remove_orphans, scratch_folder
 from assay._sorted_runs import SortedRuns
 from assay.data import (
     TranscriptPrep,
@@ -121,11 +122,11 @@ def _sorted_fingerprint(items: ItemStream) -> tuple[str, int]:
     that many ids and texts on disk, in a temporary folder, merged in id order into the digest
     — an external merge sort, so neither the items nor their ids are ever held all at once."""
     digest = ListHash()
-    with tempfile.TemporaryDirectory(prefix="assay-ids-") as folder:
+    with scratch_folder("assay-ids") as folder:
         rows = SortedRuns(
             ((it.id, dumps(it)) for it in items),
             key=operator.itemgetter(0),
-            folder=Path(folder),
+            folder=folder,
             run_rows=_SORT_SLICE,
         )
         for _, text in rows:
@@ -359,23 +360,11 @@ def _spool_folder(cache_dir: Path | None) -> Path | None:
 def _spool_file(folder: Path | None, kind: str) -> Path:
     """A new spool file of ``kind`` (the source's format) named by this process's id; those
     of processes that are gone (a killed run leaves its spool behind) are removed first."""
-    for left in folder.glob(f"{kind}-*-*.jsonl") if folder is not None else ():
-        pid = left.name.split("-")[1]
-        if pid.isdigit() and not _alive(int(pid)):
-            left.unlink(missing_ok=True)
+    if folder is not None:
+        remove_orphans(folder, kind)
     fd, name = tempfile.mkstemp(prefix=f"{kind}-{os.getpid()}-", suffix=".jsonl", dir=folder)
     os.close(fd)
     return Path(name)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process: alive
-        return True
-    return True
 
 
 @dataclass

@@ -75,7 +75,7 @@ def test_a_harness_report_lists_each_tests_first_probes_and_says_so(
     listed = [row.cells[0][0] for row in report.items.rows]
     assert sorted(listed) == sorted(expected) and len(listed) < len(probes)
     assert listed == [p["id"] for p in probes if p["id"] in set(expected)]  # the file's order
-    note = f"each test's first 2 probes, {len(expected)} of {len(probes)}"
+    note = f"Each test's first 2 probes: {len(expected)} of {len(probes)}; every one is in"
     assert note in report.items.note
     page = write_html(report, tmp_path)
     html = page.read_text(encoding="utf-8")
@@ -89,6 +89,7 @@ def test_the_reports_views_of_some_probes_are_the_review_apps_views_of_them(
     """What the report reads of the probes it lists (line by line, those alone) equals what the
     review app reads of the whole run, narrowed to them — with decisions recorded: an edited
     probe and a rejected one."""
+    from assay.reliability import judged_id
     from assay.reliability.report import keeper, shown
     from assay.reliability.review import ReviewRun, record_decision, run_scale
 
@@ -103,6 +104,14 @@ def test_the_reports_views_of_some_probes_are_the_review_apps_views_of_them(
         record_decision(run_dir, {"reviewer": "ana", **entry}, scale)
     every = ReviewRun(run_dir).views()
     assert every[0].probe.review.status == "edited" and every[5].probe.review.status == "rejected"
+    # a judgment of the edited text, stored under the edited probe's own id
+    judgments = sorted((run_dir / "judgments").glob("*.jsonl"))[0]
+    record = json.loads(judgments.read_text().splitlines()[0])
+    record["item_id"] = judged_id(every[0].probe)
+    with judgments.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+    every = ReviewRun(run_dir).views()
+    assert any(v.probe is not None and not v.on_generated for v in every[0].verdicts)
     for tests in (1000, 500, 10):  # 1, 2 and 100 probes a test (1,000 rows ÷ tests)
         some, total = ReviewRun(run_dir, read_now=False).some_views(keeper(lambda p: p.test, tests))
         assert total == len(every) == len(probes)

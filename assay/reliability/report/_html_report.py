@@ -80,8 +80,8 @@ def _probes(run: ReviewRun, tests: int) -> Items:
     note = ""
     if len(views) < total:
         note = (
-            f"Listed: each test's first {rows_per_test(tests)} probes, {len(views)} of "
-            f"{total}. Every probe is in probes.jsonl, and in `assay review`."
+            f"Each test's first {rows_per_test(tests):,} probes: {len(views):,} of {total:,}; "
+            "every one is in probes.jsonl and in assay review."
         )
     return Items(
         "Probes",

@@ -218,10 +218,12 @@ class ReviewRun:
             total += 1
             if keep(probe):
                 kept.append(probe)
-        ids = {i for p in kept for i in (p.id, judged_id(p), f"source:{p.source_id}")}
+        reviews = self.reviews()
+        reviewed = apply_reviews(list(kept), reviews)  # an edited probe is judged by a new id
+        ids = {i for p in reviewed for i in (p.id, judged_id(p), f"source:{p.source_id}")}
         seeds = read_seeds(self.path, {p.source_id for p in kept})
         judgments = {n: _read_judgments(f, ids) for n, f in _judgment_files(self.path).items()}
-        return _views(kept, self.reviews(), seeds, judgments), total
+        return _views(kept, reviews, seeds, judgments), total
 
     def counts(self, views: list[ProbeView]) -> dict[str, int]:
         return review_counts(v.probe for v in views)
