@@ -37,16 +37,25 @@ def _no_dspy_cache():
 
 
 @pytest.fixture(autouse=True)
-def _one_embedded_model_at_a_time(request, tmp_path_factory):
+def _one_embedded_model_at_a_time(request, tmp_path_factory, monkeypatch):
     """The tests marked ``local_model`` run one at a time across the suite's workers: llama.cpp
     runs a thread per core and its threads wait on each other spinning, so two models sharing
     two cores each took two to three times as long (a ToolEmu case: 26-46 s, 83-99 s beside
-    another). A test waits for the other's end instead."""
+    another). A test waits for the other's end instead.
+
+    And on one llama.cpp thread (``ASSAY_LLAMA_THREADS=1``, unless set): the other worker's
+    tests keep the second core busy, and a model's two threads, meeting after every operation,
+    wait for the one that is not running — beside a process that kept one core busy, the ToolEmu
+    case took 47 s on two threads and 38 s on one, the AgentHarm harness 36 and 31 s. The
+    default thread count is what the README's first command and the local-model benchmarks
+    run (``benchmarks/bench_local.py``)."""
     if request.node.get_closest_marker("local_model") is None:
         yield
         return
     import fcntl
 
+    if not os.environ.get("ASSAY_LLAMA_THREADS"):
+        monkeypatch.setenv("ASSAY_LLAMA_THREADS", "1")
     shared = tmp_path_factory.getbasetemp().parent  # the workers' common folder
     with open(shared / "assay-local-model.lock", "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)

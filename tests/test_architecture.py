@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
         "assay._lazy",
         "assay._files",
         "assay._json",
+        "assay._scratch",
         "assay._sorted_runs",
         "assay._yaml",
         "assay._registry",
