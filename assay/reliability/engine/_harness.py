@@ -38,7 +38,7 @@ from assay.reliability.engine._generation import (
     role_lm,
 )
 from assay.reliability.engine._judging import JudgePlan
-from assay.reliability.report import rows_per_test, shown
+from assay.reliability.report import keeper, shown
 from assay.reliability.review import (
     PROBES,
     SEEDS,
@@ -336,17 +336,15 @@ class _Diffs:
         self._sent: set[tuple[str, str]] = set()
         self._aside = True  # until the run says it cannot
         self._tests = tests
-        self._share = rows_per_test(tests)
-        self._per_test: dict[str, int] = {}
+        self._first = keeper(lambda p: p.test, tests)  # each test's first, as units commit
 
     def unit(self, record: UnitRecord) -> None:
-        room = self._share - self._per_test.get(record.test, 0)
-        if record.probes and self._aside and room > 0:
-            pairs = self._pairs(record.probes[:room])
+        listed = [p for p in record.probes if self._first(p)] if self._aside else []
+        if listed:
+            pairs = self._pairs(listed)
             self._aside = self._run.aside("assay.report:remember_diffs", pairs=pairs)
             if self._aside:
                 self._sent.update(pairs)
-                self._per_test[record.test] = self._share - room + len(pairs)
 
     def rest(self, probes: list[Probe]) -> None:
         listed = shown(probes, lambda p: p.test, self._tests)

@@ -9,7 +9,7 @@ other reviewers and judgments written by a running harness show up on the next r
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,17 +119,18 @@ def _judgment_files(run_dir: Path) -> dict[str, Path]:
 
 
 def _views(
-    probes: Iterable[Probe],
+    reviewed: list[Probe],
     reviews: list[dict[str, Any]],
     seeds: dict[str, Item],
     judgments: dict[str, dict[str, Judgment]],
 ) -> list[ProbeView]:
-    """``probes`` with the review decisions applied, their seeds and every judge's verdicts."""
+    """Probes with the review decisions applied (``reviewed``), each with its decisions, its
+    seed and every judge's verdicts."""
     by_probe: dict[str, list[dict[str, Any]]] = {}
     for r in reviews:
         by_probe.setdefault(r["probe_id"], []).append(r)
     out = []
-    for probe in apply_reviews(list(probes), reviews):
+    for probe in reviewed:
         history = by_probe.get(probe.id, [])
         view = ProbeView(probe, seeds.get(probe.source_id), len(history), history)
         for judge, js in judgments.items():
@@ -205,7 +206,9 @@ class ReviewRun:
     # -- views ---------------------------------------------------------------------------------
     def views(self) -> list[ProbeView]:
         """Every probe with its current state, in the order the harness wrote them."""
-        return _views(self.probes().values(), self.reviews(), self.seeds(), self.judgments())
+        reviews = self.reviews()
+        reviewed = apply_reviews(list(self.probes().values()), reviews)
+        return _views(reviewed, reviews, self.seeds(), self.judgments())
 
     def some_views(self, keep: Callable[[Probe], bool]) -> tuple[list[ProbeView], int]:
         """The views of the probes ``keep`` says yes to (asked of each in file order), and how
@@ -223,7 +226,7 @@ class ReviewRun:
         ids = {i for p in reviewed for i in (p.id, judged_id(p), f"source:{p.source_id}")}
         seeds = read_seeds(self.path, {p.source_id for p in kept})
         judgments = {n: _read_judgments(f, ids) for n, f in _judgment_files(self.path).items()}
-        return _views(kept, reviews, seeds, judgments), total
+        return _views(reviewed, reviews, seeds, judgments), total
 
     def counts(self, views: list[ProbeView]) -> dict[str, int]:
         return review_counts(v.probe for v in views)
