@@ -60,10 +60,15 @@ def preload_page() -> None:
 
 def write_html(report: Report, run_dir: Path) -> Path:
     """Write ``report`` as ``run_dir/report.html`` (atomically), as the template makes it: the
-    page is never one string in memory; returns its path."""
+    page is never one string in memory; returns its path. A page that fails half-way leaves
+    the one before, and no temporary file."""
     out = Path(run_dir) / REPORT
     tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        f.writelines(_pieces(report))
-    os.replace(tmp, out)
+    try:
+        with tmp.open("w", encoding="utf-8") as f:
+            f.writelines(_pieces(report))
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return out

@@ -120,6 +120,26 @@ def test_the_reports_views_of_some_probes_are_the_review_apps_views_of_them(
     assert len(some) == len(every)  # 100 a test: all of them
 
 
+def test_a_page_that_fails_half_way_leaves_the_one_before_and_no_temporary_file(
+    harness_run: Path, tmp_path: Path
+):
+    from assay.reliability.report import build_report
+    from assay.report import write_html
+
+    report = build_report(harness_run)
+    before = write_html(report, tmp_path).read_text(encoding="utf-8")
+
+    class Broken:  # a row's cell that cannot be rendered, past the page's first pieces
+        def __str__(self) -> str:
+            raise RuntimeError("cannot render")
+
+    report.items.rows[-1].cells[0] = (Broken(), "x")
+    with pytest.raises(RuntimeError, match="cannot render"):
+        write_html(report, tmp_path)
+    assert (tmp_path / "report.html").read_text(encoding="utf-8") == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+
+
 def test_evaluate_report_has_metrics_confusion_matrix_and_item_texts(tmp_path: Path):
     shutil.copytree(FIXTURE, tmp_path / "cfg")
     config, base = load_config(tmp_path / "cfg" / "config.yaml")
