@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import assay.data._pairs as pairs_module
-from assay.data import ColumnMap, PairsConfig, build_pairs, is_missing, iter_pairs, load_table
+from assay.data import ColumnMap, PairsConfig, build_pairs, iter_pairs, load_table
 from assay.errors import DataError
 from assay.inputs import stream_items
 from assay.inputs._config import DataConfig
@@ -25,25 +25,6 @@ from assay.programs import PAIRWISE
 from assay.types import Item, stable_hash
 
 # --- the reference: the procedure as a list in, a list out, every pair held ----------------
-
-
-def reference_score(item: Item, column: str, path) -> float | None:
-    if column not in item.meta:
-        raise DataError(
-            f"no column '{column}' (data.pairs.score); columns: {', '.join(item.meta)}",
-            path=path,
-            field="pairs.score",
-        )
-    value = item.meta[column]
-    if is_missing(value):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise DataError(
-            f"item {item.id}: score {value!r} is not a number", path=path, field="pairs.score"
-        ) from None
-    return None if math.isnan(number) else number
 
 
 def reference_pairs(items: list[Item], config: PairsConfig, path="data"):
@@ -58,7 +39,7 @@ def reference_pairs(items: list[Item], config: PairsConfig, path="data"):
     }
     groups: dict[str, list] = defaultdict(list)
     for it in items:
-        score = reference_score(it, config.score, path)
+        score = pairs_module._score(it, config.score, path)  # a score read as it was
         if score is None:
             counts["skipped_missing_score"] += 1
             continue
