@@ -165,17 +165,21 @@ def _scored(
         if score is None:
             counts["skipped_missing_score"] += 1
             continue
-        if config.group_by is None:
-            key = it.request
-        elif config.group_by not in it.meta:
-            raise DataError(
-                f"no column '{config.group_by}' (data.pairs.group_by)",
-                path=path,
-                field="pairs.group_by",
-            )
-        else:
-            key = str(it.meta[config.group_by])
+        key = _group_of(it, config, path)
         yield key, it.id, position, (it.id, it.request, it.response, it.meta, score)
+
+
+def _group_of(item: Item, config: PairsConfig, path: str | Path) -> str:
+    """The group an item is paired within: its ``group_by`` column, or else its request."""
+    if config.group_by is None:
+        return item.request
+    if config.group_by not in item.meta:
+        raise DataError(
+            f"no column '{config.group_by}' (data.pairs.group_by)",
+            path=path,
+            field="pairs.group_by",
+        )
+    return str(item.meta[config.group_by])
 
 
 def _groups(rows: Iterable[_Row]) -> Iterator[_Group]:

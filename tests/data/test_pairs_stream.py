@@ -43,17 +43,7 @@ def reference_pairs(items: list[Item], config: PairsConfig, path="data"):
         if score is None:
             counts["skipped_missing_score"] += 1
             continue
-        if config.group_by is None:
-            key = it.request
-        elif config.group_by not in it.meta:
-            raise DataError(
-                f"no column '{config.group_by}' (data.pairs.group_by)",
-                path=path,
-                field="pairs.group_by",
-            )
-        else:
-            key = str(it.meta[config.group_by])
-        groups[key].append((it, score))
+        groups[pairs_module._group_of(it, config, path)].append((it, score))  # as it was
     by_group: dict[str, list[Item]] = {}
     for key in sorted(groups):
         members = sorted(groups[key], key=lambda m: m[0].id)
