@@ -7,6 +7,9 @@ request arrived, so the command's timeline is read from the server's side:
 
 - time to first request: command start → the first request reaching the stub;
 - wall and wall ÷ limit, where limit = calls × L ÷ C (start-up and the tail included);
+- for the JRH suite, its floor: what a fresh interpreter takes to import DSPy as the command
+  line does (measured beside each run) plus ⌈calls ÷ C⌉ waves of L — the least the wall could
+  be if assay's own start-up and tail took nothing — and wall − floor, assay's own share;
 - a zero-call re-run of the finished config: its wall time (the fixed cost of the command),
   the median of ``--reruns``.
 
@@ -234,6 +237,34 @@ def timeline(
     }
 
 
+def dspy_start(root: Path) -> float:
+    """Wall seconds of a fresh interpreter that only imports DSPy as the command line does
+    (IPython marked absent): what any command that builds a DSPy program spends before its
+    first request, whatever assay's own code does."""
+    env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    start = time.time()
+    subprocess.run(
+        [sys.executable, "-c", "import sys; sys.modules['IPython'] = None; import dspy"],
+        env=env,
+        check=True,
+    )
+    return time.time() - start
+
+
+def floor_line(m: dict[str, float], latency: float, concurrency: int) -> str:
+    """The least the suite's wall could be with assay's own start-up and tail at zero: a fresh
+    interpreter's DSPy import (median ``dspy_start_s``) and then the calls in ⌈calls ÷ C⌉
+    waves of L (at most C in flight, each at least L)."""
+    waves = -(-int(m["calls"]) // concurrency)
+    floor = m["dspy_start_s"] + waves * latency
+    return (
+        f"    floor {floor:.2f}s: interpreter + DSPy import {m['dspy_start_s']:.2f}s, then "
+        f"{waves} waves (⌈{m['calls']:.0f} ÷ {concurrency}⌉) × {latency}s; floor ÷ limit "
+        f"{floor / m['limit_s']:.2f}; wall − floor (assay's own start-up, waits and tail) "
+        f"{m['wall_s'] - floor:.2f}s"
+    )
+
+
 def jrh_python(checkout: Path, python: Path | None) -> Path:
     """JRH's interpreter: ``python`` if given, else the checkout's ``.venv`` (``uv sync``), else
     ``jrhvenv`` beside the checkout."""
@@ -282,9 +313,13 @@ def show(
     jrh: bool,
     note: str | None = None,
     budget: bool = False,
+    latency: float = 0.0,
+    concurrency: int = 1,
 ) -> dict[str, float]:
     """Print the medians of ``runs``; ``jrh``: beside the recorded JRH figures, with its targets,
-    or with ``note`` instead where the work is not JRH's (the example's own k)."""
+    or with ``note`` instead where the work is not JRH's (the example's own k); runs with a
+    ``dspy_start_s`` get the floor line (:func:`floor_line`, ``latency`` and ``concurrency``
+    the suite's)."""
     m = median_of(runs)
     print(f"\n{title} (median of {len(runs)})")
     print_timeline(m)
@@ -305,6 +340,8 @@ def show(
             f"{m['calls'] / JRH['calls']:.2f}× its calls{calls}" + (f"; {note}" if note else "")
         )
         print(f"    JRH's calls: {JRH_CALLS}")
+    if "dspy_start_s" in m:
+        print(floor_line(m, latency, concurrency))
     if budget:
         print(
             "    ÷ budget: "
@@ -478,6 +515,8 @@ def main() -> None:
                         )
                     finally:
                         shutil.rmtree(folder, ignore_errors=True)
+                    if kind == "jrh":  # the floor, measured beside each run
+                        got["dspy_start_s"] = dspy_start(root)
                     (runs if root == opts.root else before).append(got)
                 if key == "jrh" and measure_jrh:  # beside the run of JRH's work
                     folder = Path(tempfile.mkdtemp(prefix="jrh-startup-"))
@@ -486,9 +525,10 @@ def main() -> None:
                     finally:
                         shutil.rmtree(folder, ignore_errors=True)
             budget = key == "jrh" and k == 2
-            out[key] = show(title, runs, kind == "jrh" and not measure_jrh, note, budget)
+            timing = {"latency": opts.latency, "concurrency": opts.concurrency}
+            out[key] = show(title, runs, kind == "jrh" and not measure_jrh, note, budget, **timing)
             if before:
-                out[f"{key}_before"] = show(f"{title}, before", before, False)
+                out[f"{key}_before"] = show(f"{title}, before", before, False, **timing)
                 show_ratios(out[key], out[f"{key}_before"], opts.baseline)
             if jrh_runs:
                 out["jrh_measured"] = show_jrh(jrh_runs, out[key])
