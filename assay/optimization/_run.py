@@ -62,6 +62,19 @@ from assay.programs import (
 from assay.runs import Run, RunStore, TrackedRun, flatten_metrics, now
 from assay.types import Item, Usage, stable_hash
 
+SEALED = (
+    "config.yaml",
+    "split.json",
+    "baseline.json",
+    "baseline.jsonl",
+    "compile.json",
+    "program.json",
+    "optimized.jsonl",
+    "result.json",
+)
+"""What a finished optimize run's seal covers: what its re-run reads back and what the tuned
+program is (those of them the run wrote)."""
+
 
 def _program(
     judge: JudgeConfig,
@@ -162,6 +175,7 @@ def optimize(
                 out["mlflow_model"] = _log_dspy_model(config, run_id, run.dir / "program.json")
             run.store.write_json("result.json", out)
         _record_tuning(config, run.dir, splits, workdir, run_id)
+        run.seal_results(SEALED)  # what a re-run reads back: result.json, the tuned program
         run.update(status="finished", finished=now(), mlflow_run_id=run_id)
         return OptimizeResult.model_validate(out)
 

@@ -11,6 +11,7 @@ it to MLflow once at the end with one flattener.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,7 @@ from assay.runs._background import Background
 from assay.runs._execution import Execution
 from assay.runs._lock import RunLock
 from assay.runs._plugins import run_identity
-from assay.runs._seal import SEAL_TAG, SEALED, RunState, seal, seal_tag
+from assay.runs._seal import SEAL_TAG, SEALED, RunState, seal, seal_problem, seal_tag
 from assay.runs._sidecar import SidecarError
 from assay.runs._store import RunStore, now
 from assay.runs._tracking import (
@@ -50,6 +51,9 @@ def run_directory(workdir: Path, output_dir: str, name: str, run_hash: str) -> P
                 raise RunError(f"{folder}: output_dir is a file, not a directory")
             break
     return root / f"{name}-{run_hash[:10]}"
+
+
+_log = logging.getLogger(__name__)
 
 
 class Run:
@@ -139,7 +143,9 @@ class Run:
             raise RunError(f"{run.dir}: cannot create the run directory ({exc.strerror})") from None
         run._lock.acquire()
         try:
-            run.state = run.store.open(resolved or config.model_dump(mode="json"), kind or command)
+            resolved = resolved or config.model_dump(mode="json")
+            run.state = run.store.open(resolved, kind or command)
+            run._reopen_if_unsealed(resolved)
             run._record_calls()
         except BaseException:
             run._ledger.close()
@@ -239,6 +245,27 @@ class Run:
     def finished(self) -> bool:
         return self.state.get("status") == "finished"
 
+    def _reopen_if_unsealed(self, resolved: dict[str, Any]) -> None:
+        """A finished run whose files are no longer the ones it sealed (a file edited since, a
+        seal not signed by the key, a run finished before seals) is not shown as it is: said in
+        a warning, it is opened as unfinished — its ``config.yaml`` written again from this
+        command's config (``resolved``), its figures made again from its records (each judgment
+        signed: one edited is refused as it is read), and sealed anew at its finish. A run
+        killed after work was added to it once finished (``--retry-unscored``) is one: its
+        ``metrics.json`` did not count that work."""
+        if not self.finished:
+            return
+        problem = seal_problem(self.dir, self.state)
+        if problem is None:
+            return
+        _log.warning(
+            "%s: %s: its figures are made again from its records, not read back",
+            self.dir,
+            problem[0],
+        )
+        self.store.write_config(resolved)
+        self.update(status="running")
+
     @property
     def mlflow_run_id(self) -> str | None:
         return self.state.get("mlflow_run_id")
@@ -327,6 +354,12 @@ class Run:
             return self.execution.track(target, wait=False, run={**payload, "late": []}, **where)
         return log_tracked(tracked, **where)
 
+    def seal_results(self, sealed: Sequence[str] = SEALED) -> None:
+        """Seal the files a decision or a re-read reads (``sealed``: names or globs in the run
+        directory): their digests, signed, in ``run.json``."""
+        kind = self.state.get("kind", self.command)
+        self.update(seal=seal(self.dir, sealed, kind=kind, run_hash=self.run_hash))
+
     def finish(
         self,
         tracked: TrackedRun | None = None,
@@ -338,8 +371,7 @@ class Run:
         """Seal the files a decision reads (``sealed``: names or globs in the run directory;
         the seal in ``run.json`` and on the MLflow run), log to MLflow (if ``tracked``;
         ``meanwhile`` as in :meth:`log`) and mark the run finished; returns the MLflow run id."""
-        kind = self.state.get("kind", self.command)
-        self.update(seal=seal(self.dir, sealed, kind=kind, run_hash=self.run_hash))
+        self.seal_results(sealed)
         if tracked is not None:
             tracked.tags = {**tracked.tags, SEAL_TAG: seal_tag(self.state["seal"])}
         if tracked is None and meanwhile is not None:

@@ -120,12 +120,22 @@ def check_seal(
     is missing or not signed by the key, or whose sealed files differ from it. ``tag``: the
     seal logged on its MLflow run, which ``state``'s must be (a logged run read back). ``needs``:
     files the caller reads, which the seal must cover."""
+    problem = seal_problem(run_dir, state, tag=tag, needs=needs)
+    if problem is not None:
+        raise RunError(f"{where}: {problem[0]}{problem[1]}")
+
+
+def seal_problem(
+    run_dir: Path, state: RunState, *, tag: str | None = None, needs: Iterable[str] = ()
+) -> tuple[str, str] | None:
+    """Why the seal of the run in ``run_dir`` does not hold (:func:`check_seal`'s rules): what
+    is wrong and what to do about it, as two pieces of one line; None when it holds."""
     sealed = state.get("seal")
     if not isinstance(sealed, dict) or not isinstance(sealed.get("files"), dict):
-        raise RunError(
-            f"{where}: finished before runs were sealed (no seal in its run.json), so its files "
-            "cannot be checked: move it aside and run its config again to seal it (the LM cache "
-            "answers what it asked before)"
+        return (
+            "finished before runs were sealed (no seal in its run.json)",
+            ", so its files cannot be checked: move it aside and run its config again to seal "
+            "it (the LM cache answers what it asked before)",
         )
     files: dict[str, str] = sealed["files"]
     body = {
@@ -134,23 +144,22 @@ def check_seal(
         "files": files,
     }
     if not _signing.verify(body, sealed.get("signature")):
-        raise RunError(
-            f"{where}: its run.json's seal is not signed by the signing key "
-            f"({_signing.key_file()}): the seal was edited, or made with another key"
+        return (
+            "its run.json's seal is not signed by the signing key",
+            f" ({_signing.key_file()}): the seal was edited, or made with another key",
         )
     if tag is not None and tag.split(" ")[0] != _signing.digest(body):
-        raise RunError(
-            f"{where}: its run.json's seal is not the one its MLflow run was logged with"
-        )
+        return ("its run.json's seal is not the one its MLflow run was logged with", "")
     for name in needs:
         if name not in files:
-            raise RunError(f"{where}: its seal does not cover {name}: not a run to decide on")
+            return (f"its seal does not cover {name}", ": not a run to decide on")
     for name, want in files.items():
         path = run_dir / name
         if not path.is_file():
-            raise RunError(f"{where}: {name} is missing; the run's seal covers it")
+            return (f"{name} is missing", "; the run's seal covers it")
         if sha256_file(path) != want:
-            raise RunError(
-                f"{where}: {name} is not the file the run sealed when it finished (edited "
-                "since): no decision is made on it — run its config again in a new run directory"
+            return (
+                f"{name} is not the file the run sealed when it finished (edited since)",
+                ": no decision is made on it — run its config again in a new run directory",
             )
+    return None
