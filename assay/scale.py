@@ -232,7 +232,8 @@ class Scale(BaseModel):
            scale reads a CSV's ``False`` as its label ``False``;
         2. a score: an integer, an integral float or an ASCII digit string (``0``/``1`` on a
            binary scale: the labels' order, or ``positive``, says which name is 1); on a
-           categorical scale whose labels are numbers (``1,2,3``) the label it spells;
+           scale whose labels are numbers (``1,2,3``; a binary ``["1", "0"]``) the label it
+           spells, whether the table holds it as text or as a number;
         3. on a binary scale, a true/false word (``true``, ``false``, ``yes``, ``no``, any
            case) or a boolean that is not one of its names, where it cannot be confused with
            them: by meaning when the two names are themselves a true and a false word
@@ -300,10 +301,12 @@ class Scale(BaseModel):
 
     @property
     def _numbered_labels(self) -> bool:
-        """A categorical scale whose labels are integers (nominal codes such as ``1,2,3``)."""
-        return self.kind == "categorical" and any(
-            INTEGER_TEXT.fullmatch(label.strip()) for label in self.labels or []
-        )
+        """A scale with labels that are integers: nominal codes such as ``1,2,3``, a binary
+        ``["1", "0"]`` whose failure label is ``1``, an ordinal 0..2 named ``1,2,3``. A number
+        is then read as the label it spells, as its text is: a table's column of numbers read
+        as integers must not mean other scores than the same column read as text (or the
+        judge's verdict ``"1"``)."""
+        return any(INTEGER_TEXT.fullmatch(label.strip()) for label in self.labels or [])
 
     def label_of(self, score: int) -> str | None:
         """The first label that maps to ``score`` (None for unnamed scales)."""

@@ -102,6 +102,20 @@ def test_numbered_labels_read_a_number_as_its_label_never_as_a_position():
             scale.coerce(off)
 
 
+def test_numeral_names_on_any_scale_read_a_number_as_the_name_it_spells():
+    """A table's column of numbers arrives as integers, a JSONL's as text: on a binary
+    ``["1", "0"]`` (the failure label ``1``, score 0) or an ordinal 0..2 named ``1,2,3``, both
+    are the label they spell — as the judge's verdict ``"1"`` is."""
+    failure_first = Scale(kind="binary", labels=["1", "0"])
+    assert [failure_first.coerce(v) for v in (1, "1", 1.0, 0, " 0 ")] == [0, 0, 0, 1, 1]
+    assert failure_first.read_verdict("1") == failure_first.coerce(1) == 0
+    named = Scale(kind="ordinal", min=0, max=2, labels=["1", "2", "3"])
+    assert [named.coerce(v) for v in (1, "2", 3, 3.0)] == [0, 1, 2, 2]
+    for off in (0, "0", 4):  # a number there is a name, never a score
+        with pytest.raises(ValueError, match="is not on the ordinal"):
+            named.coerce(off)
+
+
 @pytest.mark.parametrize(
     "text, problem",
     [

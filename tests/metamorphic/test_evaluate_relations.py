@@ -86,11 +86,13 @@ class Persona:
 
     def __init__(self) -> None:
         self.wrong: dict[str, set[int]] = {}
+        self.names: dict[str, tuple[str, str]] = {}  # a model's words for False and True
 
     def __call__(self, body: dict) -> str:
         k = int(re.findall(r"item (\d+)\?", json.dumps(body["messages"]))[-1])
         out = json.loads(default_respond(body))
-        out["verdict"] = str((k % 2 == 1) != (k in self.wrong.get(body["model"], ())))
+        true = (k % 2 == 1) != (k in self.wrong.get(body["model"], ()))
+        out["verdict"] = self.names.get(body["model"], ("False", "True"))[true]
         return json.dumps(out)
 
 
@@ -148,6 +150,37 @@ def test_a_binary_scale_s_label_order_with_the_positive_named_does_not_matter(
     assert [mc["false_positive_rate"][f] for f in fields] == [
         ma["false_negative_rate"][f] for f in fields
     ]
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_numeral_label_names_read_the_same_from_a_csv_s_numbers_and_from_text(
+    stub, persona, tmp_path, seed
+):
+    """A binary scale named ``["1", "0"]`` (the failure label ``1``, score 0): a CSV's
+    reference column is read as integers, a JSONL's as text; both are the label they spell,
+    as the judge's verdict ``"1"`` is, so the figures are equal — and equal to the accuracy
+    counted from the files (every κ was inverted when a CSV's 1 was read as the score 1)."""
+    model = persona(seed, f"m-numerals-{seed}")
+    stub.persona.names[model.removeprefix("openai/")] = ("0", "1")  # True (k odd) says "1"
+    rows = rows_for(seed)  # expected: "1" for k odd, "0" else
+    scale = {"kind": "binary", "labels": ["1", "0"]}
+    a, _ = run(tmp_path / "csv", stub, rows, name="numerals", model=model, scale=scale)
+    folder = tmp_path / "jsonl"
+    folder.mkdir()
+    data = folder / "numerals.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = stub_config(
+        folder, data, stub.base_url, name="numerals", judge={"model": model, "scale": scale}
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        assert main(["evaluate", str(cfg), "--quiet"]) == 0
+    (b,) = (folder / "runs").glob("numerals-*")
+    assert metrics(a) == metrics(b)
+    said = {j: "1" if score == 0 else "0" for j, score in verdicts(a).items()}  # "1" is score 0
+    right = sum(said[r["id"]] == r["expected"] for r in rows)
+    assert metrics(a)["accuracy"]["value"] == pytest.approx(right / N)
+    assert metrics(a)["accuracy"]["count"] == right
 
 
 @pytest.mark.parametrize(
