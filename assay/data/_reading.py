@@ -135,7 +135,10 @@ def _check_header(path: Path, sep: str) -> None:
 
 
 def _csv_options(path: Path, sep: str, text_columns: tuple[str | None, ...]) -> dict[str, Any]:
-    """pandas options that keep id/request/response cells as written ("N/A", "None", "007")."""
+    """pandas options that keep id/request/response cells as written ("N/A", "None", "007");
+    in a table of one column, a blank line is a row whose cell is empty (a spreadsheet writes
+    an empty cell so), not a line to skip — skipped, it would move every later row up one, and
+    a table paired with another by position would pair every later row with the wrong one."""
     header = _header(path, sep)
     if not header:
         return {}
@@ -144,6 +147,7 @@ def _csv_options(path: Path, sep: str, text_columns: tuple[str | None, ...]) -> 
         "converters": {c: str for c in text},
         "keep_default_na": False,
         "na_values": {c: list(_PANDAS_NA) for c in header if c not in text},
+        "skip_blank_lines": len(header) > 1,
     }
 
 

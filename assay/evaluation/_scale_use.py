@@ -5,6 +5,8 @@ cannot tell items apart (discrimination near 0), with each item's latent quality
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping, Sequence
 
 from assay.evaluation._results import ItemQualitySpread, RaterModelReport, ScaleUseReport
@@ -196,7 +198,12 @@ def compression_reading(report: ScaleUseReport, human: str = "reference") -> str
     slope, ratio, shift = c.slope, c.sd_ratio, c.mean_difference
     below = lambda m, x: m.ci_high is not None and m.ci_high < x  # noqa: E731
     above = lambda m, x: m.ci_low is not None and m.ci_low > x  # noqa: E731
-    if not above(slope, 0):
+    if math.isnan(slope.value):  # the reference's scores do not vary: no slope, no SD ratio
+        follows = (
+            f"the {human} gave every item the same score, so whether the judge's scores follow "
+            "it cannot be told"
+        )
+    elif not above(slope, 0):
         follows = (
             f"the judge's scores do not follow the {human}'s (the slope's interval reaches 0): "
             "it cannot tell items apart as the humans do"

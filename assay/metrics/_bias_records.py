@@ -52,19 +52,21 @@ class ScaleCompression:
     categories. ``sd_ratio``, ``middle_share_difference`` and ``slope`` carry bootstrap
     intervals; the two middle shares carry exact (Clopper–Pearson) ones. ``middle`` lists the
     middle categories (0-based). ``mean_difference`` is judge − human in categories (below 0:
-    the judge is stricter), with a bootstrap interval."""
+    the judge is stricter), with a bootstrap interval. ``judge_sd`` and ``human_sd`` are None
+    with fewer than two items, ``intercept`` (of the judge's scores on the humans') where the
+    human scores do not vary."""
 
     n: int
     k: int
-    judge_sd: float
-    human_sd: float
+    judge_sd: float | None
+    human_sd: float | None
     sd_ratio: MetricValue
     middle: tuple[int, ...]
     judge_middle_share: MetricValue
     human_middle_share: MetricValue
     middle_share_difference: MetricValue
     slope: MetricValue
-    intercept: float
+    intercept: float | None
     mean_difference: MetricValue
 
 

@@ -91,8 +91,8 @@ def scale_compression(
     slope = with_ci(
         slope_value, bootstrap_ci(_slope_batched, j_f, h_f, **options), n, why_undefined=no_spread
     )
-    intercept = (
-        float(j_f.mean() - slope_value * h_f.mean()) if not math.isnan(slope_value) else math.nan
+    intercept = (  # None where undefined: JSON has no NaN
+        float(j_f.mean() - slope_value * h_f.mean()) if not math.isnan(slope_value) else None
     )
 
     j_mid = ((j > 0) & (j < k - 1)).astype(np.float64)
@@ -106,8 +106,8 @@ def scale_compression(
     return ScaleCompression(
         n=n,
         k=k,
-        judge_sd=float(j_f.std(ddof=1)) if n > 1 else math.nan,
-        human_sd=float(h_f.std(ddof=1)) if n > 1 else math.nan,
+        judge_sd=float(j_f.std(ddof=1)) if n > 1 else None,
+        human_sd=float(h_f.std(ddof=1)) if n > 1 else None,
         sd_ratio=sd_ratio,
         middle=tuple(range(1, k - 1)),
         judge_middle_share=binomial_rate(int(j_mid.sum()), n, confidence=confidence),

@@ -16,10 +16,16 @@ def fmt(v: object, digits: int = 3, *, percent: bool = False) -> str:
     if isinstance(v, float) and v != v:
         return "n/a"
     if percent and isinstance(v, int | float):
-        return f"{100 * v:.{max(digits - 2, 1)}f}%"
+        return _signless(f"{100 * v:.{max(digits - 2, 1)}f}") + "%"
     if isinstance(v, float):
-        return f"{v:.{digits}f}"
+        return _signless(f"{v:.{digits}f}")
     return str(v)
+
+
+def _signless(text: str) -> str:
+    """``-0.000`` (a value a rounding below 0, such as a κ of 0 computed as -2e-16) as
+    ``0.000``."""
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
 def fmt_ci(

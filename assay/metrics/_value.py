@@ -93,6 +93,12 @@ NO_WIDTH = (
 )
 
 
+def _no_width(low: float, high: float) -> bool:
+    """Whether an interval's ends are one value: equal, or a floating-point rounding apart (a
+    linear κ of exactly 0 in every replicate computes as ±2e-16, a Pearson r of 1 as 1 - 3e-16)."""
+    return math.isclose(low, high, rel_tol=1e-12, abs_tol=1e-12)
+
+
 def with_ci(
     value: float, ci: BootstrapCI, n: int, *, why_undefined: str, notes: Iterable[str] = ()
 ) -> MetricValue:
@@ -111,12 +117,14 @@ def with_ci(
             f"{ci.n_dropped} of {ci.n_resamples} bootstrap replicates were dropped as "
             f"undefined: {why_undefined}"
         )
-    if defined and ci.low == ci.high and not math.isnan(value):
+    low, high = ci.low, ci.high
+    if defined and not math.isnan(value) and _no_width(low, high):
         out.append(NO_WIDTH)
+        low = high = (low + high) / 2  # one value, not two a rounding apart ([-0.000, 0.000])
     return MetricValue(
         value=float(value),
-        ci_low=ci.low if defined else None,
-        ci_high=ci.high if defined else None,
+        ci_low=low if defined else None,
+        ci_high=high if defined else None,
         n=int(n),
         note="; ".join(out) or None,
         ci_method=(CLUSTER_BOOTSTRAP if ci.unit == "cluster" else BOOTSTRAP) if defined else None,

@@ -307,3 +307,77 @@ def test_a_label_off_the_nominal_scale_names_file_row_and_field(tmp_path, capsys
     )
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "judge.csv" in err and "row 61" in err and "'label'" in err, err
+
+
+def _agreement_json(capsys, *args: str) -> dict:
+    capsys.readouterr()
+    assert main(["agreement", "--json", *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_blank_line_in_a_one_column_table_is_an_empty_cell_not_a_shift(tmp_path, capsys):
+    """Paired by line, a one-column table's blank line (a spreadsheet's empty cell) is a row
+    with no score: skipped, every later row paired with the wrong one (8 pairs, κ 1)."""
+    (tmp_path / "a.csv").write_text("score\n1\n0\n\n1\n0\n1\n0\n1\n0\n")
+    (tmp_path / "b.csv").write_text("score\n1\n0\n1\n0\n1\n\n0\n1\n0\n")
+    out = _agreement_json(
+        capsys, str(tmp_path / "a.csv"), str(tmp_path / "b.csv"), "--score-column", "score"
+    )
+    a = [1, 0, None, 1, 0, 1, 0, 1, 0]  # the lines as written
+    b = [1, 0, 1, 0, 1, None, 0, 1, 0]
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    assert out["n"] == len(pairs) == 7
+    assert out["unscored"] == {"reference": 1, "candidate": 1}
+    ref, cand = zip(*pairs, strict=True)
+    assert out["metrics"]["accuracy"]["count"] == sum(x == y for x, y in pairs) == 5
+    assert out["metrics"]["kappa_categorical"]["value"] == pytest.approx(
+        cohen_kappa_score(ref, cand)
+    )
+
+
+def test_an_interval_a_rounding_wide_is_one_of_no_width(tmp_path, capsys):
+    """A judge always two points below the humans: linear κ is 0 and Pearson's r is 1 in every
+    replicate, computed as ±2e-16 and 1 − 3e-16; the intervals are said to have no width (and
+    κ does not print as -0.000)."""
+    rng = np.random.default_rng(1)
+    scores = rng.integers(3, 6, size=30)
+    (tmp_path / "r.csv").write_text(
+        "id,score\n" + "".join(f"i{k},{s}\n" for k, s in enumerate(scores))
+    )
+    (tmp_path / "c.csv").write_text(
+        "id,score\n" + "".join(f"i{k},{s - 2}\n" for k, s in enumerate(scores))
+    )
+    args = [str(tmp_path / "r.csv"), str(tmp_path / "c.csv"), "--id-column", "id"]
+    args += ["--score-column", "score", "--scale", "1-5"]
+    out = _agreement_json(capsys, *args)
+    for name in ("kappa_linear", "pearson", "spearman", "mae"):
+        m = out["metrics"][name]
+        assert m["ci_low"] == m["ci_high"] and "no width" in m["note"], name
+    assert out["metrics"]["kappa_linear"]["value"] == pytest.approx(
+        cohen_kappa_score(scores, scores - 2, weights="linear"), abs=1e-12
+    )
+    capsys.readouterr()
+    assert main(["agreement", *args]) == 0
+    assert "-0.000" not in capsys.readouterr().out
+
+
+def test_a_reference_of_one_score_says_so_and_writes_strict_json(tmp_path, capsys):
+    """Every reference 3: no slope and no SD ratio — the reading says the reference does not
+    vary (not that the judge fails to follow it), and the JSON has null, never NaN."""
+    (tmp_path / "r.csv").write_text("id,score\n" + "".join(f"i{k},3\n" for k in range(20)))
+    (tmp_path / "c.csv").write_text(
+        "id,score\n" + "".join(f"i{k},{1 + k % 5}\n" for k in range(20))
+    )
+    args = [str(tmp_path / "r.csv"), str(tmp_path / "c.csv"), "--id-column", "id"]
+    args += ["--score-column", "score", "--scale", "1-5"]
+    capsys.readouterr()
+    assert main(["agreement", "--json", *args]) == 0
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in the JSON")
+
+    json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert main(["agreement", *args]) == 0
+    text = capsys.readouterr().out
+    assert "the reference gave every item the same score" in text
+    assert "the slope's interval reaches 0" not in text
