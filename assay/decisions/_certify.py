@@ -11,7 +11,9 @@ items until one passes is choosing on the test set. An item is the text the judg
 (request, response, transcript), normalised (NFKC, case-folded, whitespace collapsed), so
 renaming, relabelling, re-spacing or re-casing it does not make it new. A judge's attempts under
 a policy are counted in the ledger too: each takes δ / ``attempts`` of the policy's error budget,
-and one past the budget is refused.
+and one past the budget is refused. What the ledger counts is its journal
+(:mod:`._ledger_journal`), which keeps a certificate's items and share of δ when its folder is
+deleted.
 
 ``evaluate``, ``harness`` and ``estimate`` take ``--require-certificate POLICY|CERTIFICATE``:
 :func:`require_certificates` checks, before any LM call, that the ledger holds an admitted,
@@ -35,7 +37,9 @@ import assay
 from assay import _signing
 from assay._json import loads as load_json
 from assay._yaml import read_input
+from assay.decisions import _ledger_journal as journal
 from assay.decisions._finished import judged_items, read_evaluate_run
+from assay.decisions._ledger_journal import entry_of
 from assay.errors import ConfigError, RunError
 from assay.evaluation import verdict_names
 from assay.inputs import data_fingerprint, first_error
@@ -208,6 +212,20 @@ def _entries(ledger: Path) -> list[tuple[Path, dict[str, Any]]]:
     return out
 
 
+def _counted(
+    ledger: Path, ledger_id: str
+) -> tuple[list[tuple[Path, dict[str, Any]]], list[tuple[Path, dict[str, Any]]]]:
+    """What the ledger counts — the items consumed and the attempts made: its journal's
+    entries (:mod:`._ledger_journal`: kept when a certificate's folder is deleted), and every
+    certificate folder the journal does not hold (one written before the journal, or put there
+    by hand), which the next certificate adds to it; and those folders."""
+    kept = journal.read(ledger, ledger_id)
+    known = {e.get("certificate") for e in kept}
+    unjournaled = [(p, d) for p, d in _entries(ledger) if d.get("certificate") not in known]
+    counted = [(ledger / str(e.get("certificate")) / CERTIFICATE, e) for e in kept]
+    return counted + unjournaled, unjournaled
+
+
 def _check_unused(entries: list[tuple[Path, dict[str, Any]]], items: list[Item]) -> None:
     """Refuse when a certificate in the ledger already consumed any of these items (compared
     under the fingerprint that certificate used)."""
@@ -376,16 +394,20 @@ def certify_run(
     staged = _stage_out(out)  # an --out that cannot be written stops it before any decision
     try:
         with file_lock(ledger / ".lock"):
-            entries = _entries(ledger)
+            ledger_id = _ledger_id(ledger, create=True)
+            assert ledger_id is not None
+            entries, unjournaled = _counted(ledger, ledger_id)
             _check_unused(entries, labelled)
             attempt = _attempt(entries, config.judge.name, pol, ledger)
-            ledger_id = _ledger_id(ledger, create=True)
             certificate = Certificate(**fields, attempt=attempt, ledger_id=ledger_id)
             certificate.signature = _signing.sign(certificate.signed_part())
             (ledger / ident).mkdir(parents=True, exist_ok=True)
             _write_reports(certificate)
             # the decision: once its certificate.json is in the ledger, the items are consumed
-            write_json(ledger / ident / CERTIFICATE, certificate.model_dump(mode="json"))
+            issued = certificate.model_dump(mode="json")
+            write_json(ledger / ident / CERTIFICATE, issued)
+            adopted = [entry_of(d) for _, d in unjournaled]  # folders the journal lacked
+            journal.append(ledger, ledger_id, [*adopted, entry_of(issued)])
     except BaseException:
         if staged is not None:
             staged.unlink(missing_ok=True)

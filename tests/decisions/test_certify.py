@@ -486,3 +486,77 @@ def test_an_unwritable_out_leaves_no_item_consumed(run, tmp_path, capsys):
     assert "cannot write the certificate there" in one_line_refusal(capsys, argv)
     assert not list((tmp_path / "runs" / "certificates").glob("*/certificate.json"))
     assert certify(tmp_path, run_dir, LAX, capsys, "--out", str(tmp_path / "ok.json"))[0] == 0
+
+
+# -- the ledger's journal: what a certificate consumed and spent outlives its folder -------------
+
+
+CERT = "certificate.json"
+PLANNED = {"name": "planned", "attempts": 3, "bars": {"tpr": 0.5, "tnr": 0.5}}
+
+
+def test_a_deleted_certificate_folder_frees_no_item_and_no_attempt(run, tmp_path, capsys):
+    """Cleaning up old certificates (``rm -rf runs/certificates/<id>``) does not make their items
+    new or give back the attempt's share of δ: the ledger's journal keeps both."""
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, STRICT, capsys)[0] == 1
+    ledger = tmp_path / "runs" / "certificates"
+    (folder,) = [d for d in ledger.iterdir() if d.is_dir()]
+    shutil.rmtree(folder)
+    lax = str(write(tmp_path / "lax.yaml", LAX))
+    line = one_line_refusal(capsys, ["certify", str(run_dir), "--policy", lax])
+    assert "were already consumed by certificate" in line and folder.name in line
+    second = fresh_run(tmp_path, cfg, range(100, 120), "second")
+    strict = str(write(tmp_path / "strict.yaml", STRICT))
+    line = one_line_refusal(capsys, ["certify", str(second), "--policy", strict])
+    assert "attempt 2 for judge stub-judge under policy strict" in line
+
+
+def test_a_journal_edited_cut_or_removed_is_refused(run, tmp_path, capsys):
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, PLANNED, capsys)[0] == 0
+    second = fresh_run(tmp_path, cfg, range(100, 120), "second")
+    assert certify(tmp_path, second, PLANNED, capsys)[0] == 0
+    third = fresh_run(tmp_path, cfg, range(120, 140), "third")
+    path = tmp_path / "runs" / "certificates" / "journal.jsonl"
+    written = path.read_text(encoding="utf-8")
+    first, last = written.splitlines(keepends=True)
+    argv = ["certify", str(third), "--policy", str(tmp_path / "planned.yaml")]
+    record = json.loads(first)
+    record["entry"]["item_fingerprints"] = []  # the first certificate's items set free
+    path.write_text(json.dumps(record) + "\n" + last, encoding="utf-8")
+    assert "line 1: not the line this ledger wrote there" in one_line_refusal(capsys, argv)
+    path.write_text(last, encoding="utf-8")  # the first line removed
+    assert "line 1: not the line this ledger wrote there" in one_line_refusal(capsys, argv)
+    path.write_text(first, encoding="utf-8")  # the last line removed
+    line = one_line_refusal(capsys, argv)
+    assert "the journal holds 1 certificates, but this ledger recorded 2" in line
+    path.unlink()
+    assert "the ledger's journal is gone, but it held 2 certificates" in one_line_refusal(
+        capsys, argv
+    )
+    path.write_text(written, encoding="utf-8")  # restored: the third attempt is the third
+    code, out = certify(tmp_path, third, PLANNED, capsys, "--json")
+    assert code == 0 and json.loads(out)["attempt"] == 3
+
+
+def test_a_ledger_written_before_the_journal_adopts_its_certificates(run, tmp_path, capsys):
+    from assay._signing import key_file
+
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, STRICT, capsys)[0] == 1
+    ledger = tmp_path / "runs" / "certificates"
+    ledger_id = (ledger / "ledger-id").read_text(encoding="utf-8").strip()
+    (ledger / "journal.jsonl").unlink()  # as an assay before the journal left it
+    (key_file().parent / "ledgers" / f"{ledger_id}.json").unlink()
+    second = fresh_run(tmp_path, cfg, range(100, 120), "second")
+    assert certify(tmp_path, second, PLANNED, capsys)[0] == 0
+    lines = (ledger / "journal.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["entry"]["decision"] for line in lines] == ["refused", "admitted"]
+    folders = [d for d in ledger.iterdir() if d.is_dir()]
+    (refused,) = [d for d in folders if json.loads((d / CERT).read_text())["decision"] == "refused"]
+    shutil.rmtree(refused)  # adopted: its items stay consumed without it
+    line = one_line_refusal(
+        capsys, ["certify", str(run_dir), "--policy", str(write(tmp_path / "lax.yaml", LAX))]
+    )
+    assert "were already consumed by certificate" in line

@@ -1,0 +1,152 @@
+"""The certificates ledger's journal: what each ``certify`` consumed and spent, one signed line
+per certificate, each line chained to the one before, its head kept beside the signing key.
+
+A certificate's folder (``certificate.json`` and its reports) is its record for people; the
+journal is what the ledger counts. The items a certificate consumed and the share of δ its
+attempt took stay consumed and spent when its folder is deleted — cleaning up old certificates
+must not free a validation set or reset an attempt budget. Each line is signed with the signing
+key and names the digest of the line before it: a line edited, removed from the middle or moved
+is refused. The number of lines and the last one's digest are kept beside the signing key
+(``ledgers/<ledger id>.json``), so a journal cut short, replaced or removed is refused on this
+machine. A ledger removed whole, its ``ledger-id`` with it, is a new ledger: nothing left on disk
+tells it from one never used. A ledger written before the journal existed adopts its
+certificate folders as they are, the first time it certifies.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from assay import _signing
+from assay._json import loads as load_json
+from assay.errors import RunError
+from assay.runs import write_atomic
+
+JOURNAL = "journal.jsonl"
+"""The journal's file in the ledger folder."""
+KEPT = (
+    "certificate",
+    "decision",
+    "issued",
+    "judge",
+    "config_hash",
+    "policy",
+    "delta_per_bar",
+    "results",
+    "fingerprint_rule",
+    "item_fingerprints",
+)
+"""What a journal line keeps of a certificate: what the ledger decides on (the items consumed,
+under which fingerprint rule; the judge, the policy's name and the δ the attempt took) and what
+a refusal names."""
+
+
+class JournalError(RunError):
+    """A journal that is not what this ledger wrote: one line naming it and what is wrong."""
+
+
+def entry_of(certificate: dict[str, Any]) -> dict[str, Any]:
+    """A certificate's journal entry (:data:`KEPT`): its policy kept by name, its results by
+    the bars they were (their number is the attempt's share of δ)."""
+    entry = {k: certificate.get(k) for k in KEPT}
+    policy = certificate.get("policy")
+    entry["policy"] = {"name": policy.get("name")} if isinstance(policy, dict) else None
+    entry["results"] = [
+        r.get("metric") if isinstance(r, dict) else None for r in certificate.get("results") or []
+    ]
+    return entry
+
+
+def read(ledger: Path, ledger_id: str | None) -> list[dict[str, Any]]:
+    """The journal's entries, each checked: signed by the key, chained to the one before, and
+    the whole as long as its head beside the key says (when this machine has seen it)."""
+    path = ledger / JOURNAL
+    head = _read_head(ledger_id)
+    if not path.exists():
+        if head is not None and head["entries"] > 0:
+            raise JournalError(
+                f"{path}: the ledger's journal is gone, but it held {head['entries']} "
+                f"certificates ({_head_file(ledger_id)}): the items they consumed stay "
+                "consumed — restore the journal"
+            )
+        return []
+    entries, previous = [], ""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JournalError(f"{path}: cannot read the ledger's journal ({exc})") from None
+    for n, line in enumerate(lines, start=1):
+        try:
+            record = load_json(line)
+            signature = record.pop("signature")
+        except (ValueError, AttributeError, KeyError, TypeError):
+            raise JournalError(f"{path}, line {n}: not a journal line") from None
+        if record.get("previous") != previous or not _signing.verify(record, signature):
+            raise JournalError(
+                f"{path}, line {n}: not the line this ledger wrote there (edited, moved, or a "
+                "line before it removed): the journal is what the ledger counts — restore it"
+            )
+        previous = _signing.digest(record)
+        entries.append(record["entry"])
+    if head is not None and (head["entries"], head["last"]) != (len(entries), previous):
+        raise JournalError(
+            f"{path}: the journal holds {len(entries)} certificates, but this ledger recorded "
+            f"{head['entries']} ({_head_file(ledger_id)}): lines were removed or the journal "
+            "replaced — restore it"
+        )
+    return entries
+
+
+def append(ledger: Path, ledger_id: str, entries: list[dict[str, Any]]) -> None:
+    """Add ``entries`` (:func:`entry_of`) to the journal and move its head; call under the
+    ledger's lock, after :func:`read`."""
+    path = ledger / JOURNAL
+    previous = ""
+    count = 0
+    if path.exists():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        count = len(lines)
+        if lines:
+            last = load_json(lines[-1])
+            last.pop("signature")
+            previous = _signing.digest(last)
+    with path.open("a", encoding="utf-8") as fh:
+        for entry in entries:
+            record = {"previous": previous, "entry": entry}
+            line = {**record, "signature": _signing.sign(record)}
+            fh.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+            previous = _signing.digest(record)
+            count += 1
+        fh.flush()
+    _write_head(ledger_id, count, previous)
+
+
+def _head_file(ledger_id: str | None) -> Path:
+    return _signing.key_file().parent / "ledgers" / f"{ledger_id}.json"
+
+
+def _read_head(ledger_id: str | None) -> dict[str, Any] | None:
+    """The head this machine recorded for the ledger (None when it has recorded none)."""
+    if ledger_id is None:
+        return None
+    path = _head_file(ledger_id)
+    try:
+        data = load_json(path.read_text(encoding="utf-8"))
+        body = {"ledger": ledger_id, "entries": data["entries"], "last": data["last"]}
+        ok = _signing.verify(body, data["signature"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise JournalError(f"{path}: not the head this ledger recorded (edited, or another key)")
+    return body
+
+
+def _write_head(ledger_id: str, entries: int, last: str) -> None:
+    path = _head_file(ledger_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {"ledger": ledger_id, "entries": entries, "last": last}
+    write_atomic(path, json.dumps({**body, "signature": _signing.sign(body)}) + "\n")
