@@ -6,7 +6,6 @@ cannot tell items apart (discrimination near 0), with each item's latent quality
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping, Sequence
 
 from assay.evaluation._results import ItemQualitySpread, RaterModelReport, ScaleUseReport

@@ -21,6 +21,7 @@ from assay.evaluation._results import (
 from assay.evaluation._verdicts import Verdicts
 from assay.metrics import (
     TRADE_OFFS,
+    MetricValue,
     agreement_confusion,
     agreement_metrics,
     calibration_metrics,
@@ -83,12 +84,37 @@ def agreement_summary(
         labels=verdict_names(scale),
     )
     return Agreement(
-        metrics=metrics,
+        metrics=_in_steps(metrics, scale),
         confusion_matrix=ConfusionMatrix(
             labels=scale.values, rows_reference=agreement_confusion(ref, cand, scale.k)
         ),
         note=one_verdict_note(candidate, metrics, scale),
     )
+
+
+IN_STEPS = ("kappa_linear", "kappa_quadratic", "ccc", "pearson", "mae")
+"""The metrics computed on the categories' positions (their distances are steps)."""
+
+
+def _in_steps(metrics: dict[str, Any], scale: Scale) -> dict[str, Any]:
+    """``metrics`` with a note on each :data:`IN_STEPS` metric where the scale's scores are not
+    one apart (a label → score map ``low: 0, medium: 1, high: 10``): it is computed on the
+    categories' positions 0..k-1, so an MAE of 0.65 is 0.65 steps between neighbouring
+    categories, not 0.65 points of score."""
+    values = scale.values
+    if all(b - a == 1 for a, b in zip(values, values[1:], strict=False)):
+        return metrics
+    steps = (
+        f"in steps between neighbouring categories (positions 0..{scale.k - 1}), not in the "
+        f"scale's scores {', '.join(map(str, values))}"
+    )
+    out = dict(metrics)
+    for name in IN_STEPS:
+        if name in out:
+            m = out[name]
+            note = "; ".join([*([m.note] if m.note else []), steps])
+            out[name] = MetricValue(**{**m.to_dict(), "note": note})
+    return out
 
 
 def verdict_names(scale: Scale) -> list[str]:

@@ -254,3 +254,25 @@ def test_permuting_the_labels_leaves_every_metric_unchanged(case):
         # with the positive class named, the order changes nothing at all
         explicit = measured(scale_of(order, positive=names[1]), refs, says)
         assert all(same(first[k], explicit[k]) for k in first)
+
+
+def test_metrics_in_steps_say_so_where_the_scores_are_not_one_apart():
+    """``low: 0, medium: 1, high: 10``: MAE, CCC, Pearson and the weighted κ are computed on the
+    categories' positions, which the note says; MAE is then the mean distance in positions."""
+    scale = Scale(
+        kind="categorical",
+        labels=["low", "medium", "high"],
+        scores={"low": 0, "medium": 1, "high": 10},
+    )
+    ref = [0, 1, 10, 10, 1, 0, 10, 1, 0, 10]
+    said = [1, 1, 0, 10, 10, 0, 1, 1, 0, 0]
+    metrics = agreement_summary(ref, said, scale, threshold=None, seed=3).metrics
+    position = {0: 0, 1: 1, 10: 2}
+    steps = sum(abs(position[a] - position[b]) for a, b in zip(ref, said, strict=True))
+    assert metrics["mae"].value == pytest.approx(steps / len(ref))
+    for name in ("mae", "ccc", "pearson", "kappa_linear", "kappa_quadratic"):
+        assert "in steps between neighbouring categories" in metrics[name].note, name
+    assert metrics["spearman"].note is None and metrics["accuracy"].note is None
+    consecutive = Scale(kind="categorical", labels=["a", "b", "c"], scores={"a": 1, "b": 2, "c": 3})
+    plain = agreement_summary([1, 2, 3, 3], [1, 3, 3, 2], consecutive, threshold=None).metrics
+    assert "in steps" not in (plain["mae"].note or "")
