@@ -200,6 +200,7 @@ class EvaluateResult(_Model):
     mlflow_run_id: str | None
     resumed: bool
     retried: int = 0
+    read_back: bool = False  # a finished run's metrics.json read back as it is (its seal holds)
     # data.write_back: Feedback written, updated and already there on the traces
     feedback: dict[str, int] | None = None
     _items: Iterable[Item] | Callable[[], Iterable[Item]] = PrivateAttr(default=())
@@ -237,6 +238,7 @@ class EvaluateResult(_Model):
             new_judgments=0,
             mlflow_run_id=mlflow_run_id,
             resumed=True,
+            read_back=True,
             items=items,
             ids=ids,
         )

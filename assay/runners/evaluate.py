@@ -111,8 +111,10 @@ class Evaluate(Runner):
                 res, {"new_judgments": res.new_judgments, **extra, **s.model_dump(mode="json")}
             )
             return exit_code(c)
-        if res.new_judgments == 0 and res.resumed:
+        if res.read_back:
             state = "re-read (finished before; no LM call)"
+        elif res.new_judgments == 0 and res.resumed:
+            state = "scored from its judgments (no LM call)"
         elif res.resumed:
             state = f"resumed, {res.new_judgments} new judgments"
         else:

@@ -85,6 +85,8 @@ def test_an_edited_metrics_json_is_made_again_not_printed(
     assert str(run_dir) in warning and "metrics.json is not the file the run sealed" in warning
     assert _seal_holds(run_dir)
     assert "r: re-read (finished before; no LM call)" in _evaluate(cfg, capsys)
+    _edit_metrics(run_dir, forge)  # said as what it is: scored again, not read back
+    assert "r: scored from its judgments (no LM call)" in _evaluate(cfg, capsys)
 
 
 def test_an_unscored_run_edited_to_count_as_scored_still_fails(tmp_path, monkeypatch, capsys):
