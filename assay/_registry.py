@@ -158,18 +158,22 @@ def plugin_of(cls: type) -> str | None:
 def plugin_identity(specs: Iterable[str]) -> list[list[str]]:
     """What the plug-ins contribute to a run's identity, in a stable order: a file by its
     content (as an ``@file`` text counts, not its path); a module by its name, its
-    distribution's version and its own file's content."""
+    distribution's version and the content of its source — every ``.py`` file of its
+    top-level package when it is in one (a plug-in of several files is a package; editing any
+    of them must make a new run), else its own file."""
     out = []
     for spec in dict.fromkeys(specs):
-        path = _plugin_file(spec)
-        try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest() if path else ""
-        except OSError as exc:
-            raise ConfigError(f"plugin {spec}: cannot read {path} ({exc.strerror})") from None
+        digest = hashlib.sha256()
+        for name, path in _plugin_sources(spec):
+            try:
+                content = path.read_bytes()
+            except OSError as exc:
+                raise ConfigError(f"plugin {spec}: cannot read {path} ({exc.strerror})") from None
+            digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
         if _is_file(spec):
-            out.append(["file", digest])
+            out.append(["file", digest.hexdigest()])
         else:
-            out.append(["module", spec, _version(spec), digest])
+            out.append(["module", spec, _version(spec), digest.hexdigest()])
     return sorted(out)
 
 
@@ -177,9 +181,29 @@ def _is_file(spec: str) -> bool:
     return spec.endswith(".py") or os.sep in spec or "/" in spec
 
 
-def _plugin_file(spec: str) -> Path | None:
+def _plugin_sources(spec: str) -> list[tuple[str, Path]]:
+    """The source files a plug-in's code comes from, each with a name relative to its package
+    (an empty list for a module with no file)."""
     if _is_file(spec):
-        return Path(spec)
+        return [("", Path(spec))]
+    top = spec.partition(".")[0]
+    found = importlib.util.find_spec(top) if top not in sys.modules else None
+    module = sys.modules.get(top)
+    folders = list(getattr(module, "__path__", None) or [])
+    if not folders and found is not None and found.submodule_search_locations:
+        folders = list(found.submodule_search_locations)
+    if folders:  # a package: every .py file in it
+        return sorted(
+            (f"{top}/{path.relative_to(folder).as_posix()}", path)
+            for folder in map(Path, folders)
+            for path in folder.rglob("*.py")
+            if path.is_file()
+        )
+    own = _plugin_file(spec)
+    return [("", own)] if own else []
+
+
+def _plugin_file(spec: str) -> Path | None:
     module = sys.modules.get(spec)
     origin = getattr(module, "__file__", None)
     if origin is None:

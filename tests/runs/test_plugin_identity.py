@@ -92,6 +92,23 @@ def test_a_module_counts_by_its_content_and_no_plugin_keeps_the_hash(tmp_path, m
     )
 
 
+def test_a_package_counts_by_every_file_in_it(tmp_path, monkeypatch):
+    """A plug-in of several files is a package named by its module: an edit to any of its
+    files, not only ``__init__.py``, makes another run."""
+    package = tmp_path / "lib" / "identity_package"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("from identity_package import kinds  # noqa: F401\n")
+    kinds = package / "kinds.py"
+    kinds.write_text(first_sentence_kind("identity_package_kind"))
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    config = project(tmp_path, "identity_package_kind", ["identity_package"])
+    first = evaluate(config, tmp_path)
+    assert first.new_judgments == 2
+    assert evaluate(config, tmp_path).run_dir == first.run_dir
+    kinds.write_text(first_sentence_kind("identity_package_kind") + "# v2\n")
+    assert evaluate(config, tmp_path).run_dir != first.run_dir
+
+
 def test_the_api_s_plugins_keyword_is_the_config_s_plugins(tmp_path, monkeypatch):
     """``assay.evaluate(config, plugins=[...])`` (a file relative to the current directory)
     imports the plug-in, records it in config.yaml and makes the run the config naming it
