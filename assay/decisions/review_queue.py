@@ -74,10 +74,18 @@ def _numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def latest_human_verdicts(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Each item's latest human verdict record (``score`` None: taken back, so pending)."""
+def latest_human_verdicts(run_dir: Path, scale: Scale | None = None) -> dict[str, dict[str, Any]]:
+    """Each item's latest human verdict record (``score`` None: taken back, so pending). With
+    ``scale``, a score off it — a line written by hand past ``assay review import``, which
+    refuses one — is a one-line DataError naming the file, the row and the field."""
+    path = Path(run_dir) / HUMAN_VERDICTS
     latest: dict[str, dict[str, Any]] = {}
-    for r in read_records(Path(run_dir) / HUMAN_VERDICTS):
+    for lineno, r in _numbered(path):
+        if scale is not None and r.get("score") is not None:
+            try:
+                scale.check(r["score"])
+            except ValueError as exc:
+                raise DataError(str(exc), path=path, row=lineno, field="score") from None
         latest[r["item_id"]] = r
     return {k: v for k, v in latest.items() if v.get("score") is not None}
 

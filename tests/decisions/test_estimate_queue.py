@@ -277,3 +277,23 @@ def test_a_queue_drawn_before_any_label(runs, tmp_path, capsys, monkeypatch):  #
     assert s["headline"] == "active_ppi++" and s["n_labelled"] == 0
     assert [e["method"] for e in s["estimates"]] == ["active_ppi++"]
     assert s["queue"]["labelled"] == s["queue"]["drawn"]
+
+
+def test_a_human_verdict_written_by_hand_off_the_scale_is_refused(tmp_path):
+    """A selective run's ``human_verdicts.jsonl`` line added past ``assay review import`` (which
+    refuses a verdict off the scale) is refused as the run reads it, naming file, row and field."""
+    from assay.decisions.review_queue import HUMAN_VERDICTS, latest_human_verdicts
+    from assay.errors import DataError
+    from assay.scale import Scale
+
+    lines = [
+        {"item_id": "i1", "score": 1, "label": "True", "reviewer": "ann", "timestamp": "t"},
+        {"item_id": "i2", "score": 7, "label": "Maybe", "reviewer": "eve", "timestamp": "t"},
+    ]
+    (tmp_path / HUMAN_VERDICTS).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    scale = Scale(kind="binary", labels=["False", "True"])
+    with pytest.raises(DataError, match=r"row 2, field 'score': 7 is not on the binary"):
+        latest_human_verdicts(tmp_path, scale)
+    lines[1]["score"] = 0
+    (tmp_path / HUMAN_VERDICTS).write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert set(latest_human_verdicts(tmp_path, scale)) == {"i1", "i2"}

@@ -119,3 +119,26 @@ def test_concurrent_writers_in_threads_and_processes_lose_and_interleave_nothing
     notes = [json.loads(line)["note"] for line in lines]  # every line is whole JSON
     # exactly one decision was accepted per version: no two writers decided on the same view
     assert notes == [f"v{i}" for i in range(100)]
+
+
+@pytest.mark.parametrize(
+    "fields, field, says",
+    [
+        ({"status": "edited", "target": 7}, "target", "7 is not on the ordinal 1..3"),
+        ({"status": "edited", "target": "good"}, "target", "'good' is not a score"),
+        ({"status": "edited", "target": True}, "target", "True is not a score"),
+        ({"status": "edited", "response": 5}, "response", "not text"),
+    ],
+)
+def test_a_decision_written_by_hand_is_read_by_the_rules_import_keeps(run, fields, field, says):
+    """``reviews.jsonl`` is appended by ``assay review`` and its import, which refuse an edited
+    target off the scale; a line written past them is refused as the run reads it, naming the
+    file, the line and the field — never a pass rate moved by a target no judge can give."""
+    good = {"probe_id": "p1", "status": "accepted", "reviewer": "ann", "timestamp": "t"}
+    bad = {"probe_id": "p2", "reviewer": "eve", "timestamp": "t", **fields}
+    (run / "reviews.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(DataError) as caught:
+        read_reviews(run, SCALE)
+    message = str(caught.value)
+    assert "reviews.jsonl" in message and "row 2" in message and f"field '{field}'" in message
+    assert says in message

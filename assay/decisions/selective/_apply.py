@@ -145,7 +145,7 @@ def apply(
             ),
         )
         machine = [_machine_verdict(it, stages, kept_by[it.id]) for it in items]
-        merged = merge_verdicts(machine, latest_human_verdicts(run.dir))
+        merged = merge_verdicts(machine, latest_human_verdicts(run.dir, config.scale))
         run.store.write_text(
             VERDICTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in merged)
         )

@@ -91,7 +91,7 @@ def refresh_verdicts(run_dir: Path) -> tuple[int, int] | None:
         return None
     rows = read_records(run_dir / VERDICTS)
     machine = [r if r.get("source") != HUMAN else {**r, "source": None} for r in rows]
-    merged = merge_verdicts(machine, latest_human_verdicts(run_dir))
+    merged = merge_verdicts(machine, latest_human_verdicts(run_dir, AbstentionQueue(run_dir).scale))
     write_atomic(
         run_dir / VERDICTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in merged)
     )

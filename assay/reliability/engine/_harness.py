@@ -317,7 +317,7 @@ def _apply_review(
     """The probes with the review decisions applied, their counts by status, and those to judge
     (accepted or edited ones when review is required; else all but the rejected). A placebo is
     the source unchanged: there is nothing in it to review, and it is always judged."""
-    probes = apply_reviews(probes, read_reviews(run_dir))
+    probes = apply_reviews(probes, read_reviews(run_dir, config.scale))
     judged = ("accepted", "edited") if config.review.required else ("pending", "accepted", "edited")
     to_judge = [p for p in probes if is_placebo(p) or p.review.status in judged]
     return probes, review_counts(p for p in probes if not is_placebo(p)), to_judge

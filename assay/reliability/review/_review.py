@@ -74,11 +74,14 @@ def _first_error(exc: ValueError) -> str:
     return str(exc).splitlines()[-1].strip() if str(exc) else type(exc).__name__
 
 
-def read_reviews(run_dir: Path) -> list[dict[str, Any]]:
+def read_reviews(run_dir: Path, scale: Scale | None = None) -> list[dict[str, Any]]:
     """The review decisions of a run, in the order they were made (empty if none yet).
 
     A final line cut short by a kill mid-write is ignored (it is dropped before the next
-    append); any other malformed line is a DataError naming its line.
+    append); any other malformed line — a probe id or a status missing, an edited response
+    that is not text, an edited target that is not a score (with ``scale``: one on it), as a
+    line written by hand past ``assay review import`` may be — is a DataError naming its line
+    and field.
     """
     path = Path(run_dir) / REVIEWS
     out: list[dict[str, Any]] = []
@@ -94,8 +97,25 @@ def read_reviews(run_dir: Path) -> list[dict[str, Any]]:
                 row=lineno,
                 field="status",
             )
+        _check_edit(record, scale, path, lineno)
         out.append(record)
     return out
+
+
+def _check_edit(record: dict[str, Any], scale: Scale | None, path: Path, lineno: int) -> None:
+    """An edited decision's fields are what :func:`apply_reviews` can apply."""
+    response, target = record.get("response"), record.get("target")
+    if response is not None and not isinstance(response, str):
+        raise DataError("not text", path=path, row=lineno, field="response")
+    if target is None:
+        return
+    try:
+        if isinstance(target, bool) or not isinstance(target, int):
+            raise ValueError(f"{target!r} is not a score (an integer)")
+        if scale is not None:
+            scale.check(target)
+    except ValueError as exc:
+        raise DataError(str(exc), path=path, row=lineno, field="target") from None
 
 
 # -- applying decisions -----------------------------------------------------------------------
