@@ -269,7 +269,8 @@ def tracked_run(result: Any, folder: Path) -> Any:
 
 
 def _nan(v: Any) -> bool:
-    return isinstance(v, float) and math.isnan(v)
+    """Undefined: nan, or ``null`` as JSON writes it."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def render_paired_console(

@@ -9,7 +9,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, RootModel, Tag
 
-from assay.metrics import DriftTest, EwmaChart, PairedComparison, ShiftDecomposition, Stability
+from assay.metrics import (
+    DriftTest,
+    EwmaChart,
+    PairedComparison,
+    Real,
+    ShiftDecomposition,
+    Stability,
+)
 
 
 class _Model(BaseModel):
@@ -97,7 +104,7 @@ class SeriesPoint(_Model):
     """One run of a series: its score over the items it scored."""
 
     run: PairedSide
-    score: float
+    score: Real
     scored: int
 
 

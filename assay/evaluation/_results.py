@@ -15,6 +15,7 @@ from assay.metrics import (
     ItemQuality,
     MetricValue,
     RaterParameters,
+    Real,
     ScaleCompression,
     SelfPreference,
 )
@@ -59,15 +60,15 @@ class RunUsage(Usage):
     model_config = ConfigDict(extra="forbid")
 
     cached_judgments: int = 0
-    mean_latency_s: float = 0.0
-    cost_per_accuracy_point_usd: float | None = None
+    mean_latency_s: Real = 0.0
+    cost_per_accuracy_point_usd: Real | None = None
 
 
 class ReliabilityBinRecord(_Model):
-    lower: float
-    upper: float
-    mean_predicted: float
-    observed: float
+    lower: Real
+    upper: Real
+    mean_predicted: Real
+    observed: Real
     count: int
 
 
@@ -93,7 +94,7 @@ class DisagreementRecord(_Model):
     id: str
     reference: int
     judge: int
-    distance: float
+    distance: Real
     reference_label: str | None = None
     judge_label: str | None = None
     request: str | None = None
@@ -124,10 +125,10 @@ class ItemQualitySpread(_Model):
     what the items look apart that is theirs, not the fit's uncertainty) and the ``lowest``
     quality (the hardest item's)."""
 
-    mean: float
-    sd: float
-    reliability: float
-    lowest: float
+    mean: Real
+    sd: Real
+    reliability: Real
+    lowest: Real
 
 
 class RaterModelReport(_Model):
@@ -143,7 +144,7 @@ class RaterModelReport(_Model):
     n_items: int
     n_items_dropped: int
     sampled_from: int | None = None  # items the fit's seeded sample was drawn from
-    log_likelihood: float
+    log_likelihood: Real
     converged: bool
     model: str
     hardest: list[ItemQuality]
@@ -267,11 +268,11 @@ class EvaluateResult(_Model):
 class AltTestOutcome(_Model):
     """The Alternative Annotator Test (Calderon et al. 2025): can the judge replace an annotator?"""
 
-    winning_rate: float
-    advantage_probability: float
+    winning_rate: Real
+    advantage_probability: Real
     passed: bool
-    epsilon: float
-    q: float
+    epsilon: Real
+    q: Real
     fdr: str
     scoring: str
     n_items: int
@@ -298,8 +299,8 @@ class PairExcess(_Model):
 
     judges: list[str]
     n: int
-    observed: float
-    predicted: float
+    observed: Real
+    predicted: Real
     excess: MetricValue
     p_value: float  # one-sided (excess ≤ 0), bootstrap, Holm-adjusted over the pairs
     flagged: bool

@@ -220,6 +220,7 @@ _NAMES = {
         "MetricDict",
         "MetricValue",
         "PlaceboEffect",
+        "Real",
         "Resamples",
         "WILSON",
     ),
@@ -276,6 +277,7 @@ __all__ = [
     "MetricKind",
     "MetricDict",
     "MetricValue",
+    "Real",
     "TRADE_OFFS",
     "BOOTSTRAP",
     "CLOPPER_PEARSON",
@@ -686,5 +688,6 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         MetricDict,
         MetricValue,
         PlaceboEffect,
+        Real,
         Resamples,
     )

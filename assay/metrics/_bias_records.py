@@ -9,7 +9,7 @@ from collections.abc import Hashable
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
-from assay.metrics._value import MetricValue
+from assay.metrics._value import MetricValue, Real
 
 RATER_MODEL = "graded response model with a rater facet (shared thresholds), marginal ML"
 _CONFIG = ConfigDict(ser_json_inf_nan="constants", arbitrary_types_allowed=True)
@@ -28,20 +28,20 @@ class SelfPreference:
 
     judge_family: str
     adjusted: bool
-    difference: float
-    ci_low: float
-    ci_high: float
-    confidence: float
+    difference: Real
+    ci_low: Real
+    ci_high: Real
+    confidence: Real
     interval: str
-    p_value: float
+    p_value: Real
     test: str
-    df: float
+    df: Real
     n_own: int
     n_other: int
-    judge_own: float
-    judge_other: float
-    reference_own: float | None
-    reference_other: float | None
+    judge_own: Real
+    judge_other: Real
+    reference_own: Real | None
+    reference_other: Real | None
     n_without_reference: int = 0
     note: str | None = None
 
@@ -58,15 +58,15 @@ class ScaleCompression:
 
     n: int
     k: int
-    judge_sd: float | None
-    human_sd: float | None
+    judge_sd: Real | None
+    human_sd: Real | None
     sd_ratio: MetricValue
     middle: tuple[int, ...]
     judge_middle_share: MetricValue
     human_middle_share: MetricValue
     middle_share_difference: MetricValue
     slope: MetricValue
-    intercept: float | None
+    intercept: Real | None
     mean_difference: MetricValue
 
 
@@ -80,7 +80,7 @@ class RaterParameters:
 
     rater: Hashable
     n: int
-    mean_score: float
+    mean_score: Real
     discrimination: MetricValue
     severity: MetricValue
     reading: str
@@ -93,8 +93,8 @@ class ItemQuality:
 
     item: Hashable
     n: int
-    quality: float
-    sd: float
+    quality: Real
+    sd: Real
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -107,9 +107,9 @@ class RaterModel:
     items: tuple[ItemQuality, ...]
     levels: tuple[float, ...]
     thresholds: tuple[float, ...]
-    log_likelihood: float
+    log_likelihood: Real
     converged: bool
-    confidence: float
+    confidence: Real
     n_items_dropped: int = 0
     model: str = RATER_MODEL
     note: str | None = None

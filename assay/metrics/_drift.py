@@ -20,17 +20,19 @@ from collections.abc import Iterable, Sequence
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
+from assay.metrics._value import Real
+
 
 @dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
 class Stability:
     """The change rate a judge's sampling noise predicts: its estimate, the upper bound the
     drift test uses (one-sided, ``1 − level/2``) and the items it was measured on."""
 
-    rate: float
-    upper: float
+    rate: Real
+    upper: Real
     items: int
     samples: int  # the most samples of one item (k)
-    level: float
+    level: Real
 
 
 @dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
@@ -39,10 +41,10 @@ class DriftTest:
 
     n: int
     changed: int
-    rate: float
+    rate: Real
     ci_low: float  # Clopper–Pearson at ``confidence``
-    ci_high: float
-    confidence: float
+    ci_high: Real
+    confidence: Real
     predicted: float  # the change rate stability predicts (0: none measured)
     tested_against: float  # its upper bound (or 0), the binomial test's rate
     p_value: float  # one-sided exact binomial: P(X ≥ changed | n, tested_against)
@@ -100,8 +102,8 @@ def drift_test(
     n: int,
     measured: Stability | None,
     *,
-    level: float = 0.05,
-    confidence: float = 0.95,
+    level: Real = 0.05,
+    confidence: Real = 0.95,
 ) -> DriftTest:
     """Is ``changed`` of ``n`` more than the judge's measured stability explains at ``level``?
     (``measured``: from :func:`stability` at the same level; ``None``: no change expected.)"""

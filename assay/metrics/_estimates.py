@@ -16,7 +16,7 @@ from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
 from assay.metrics._format import fmt
-from assay.metrics._value import MetricValue
+from assay.metrics._value import MetricValue, Real
 from assay.report import Table
 
 EstimateMethod = Literal[
@@ -43,12 +43,12 @@ class StratumEstimate:
     and unlabelled items, its own PPI++ estimate, standard error and λ."""
 
     stratum: str
-    weight: float
+    weight: Real
     n_labelled: int
     n_unlabelled: int
-    value: float
-    std_error: float
-    lam: float
+    value: Real
+    std_error: Real
+    lam: Real
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -67,16 +67,16 @@ class MeanEstimate:
     """
 
     method: EstimateMethod
-    value: float
-    ci_low: float
-    ci_high: float
-    alpha: float
+    value: Real
+    ci_low: Real
+    ci_high: Real
+    alpha: Real
     bound: Bound
-    std_error: float | None
+    std_error: Real | None
     n_labelled: int
     n_unlabelled: int
-    effective_labels: float | None
-    lam: float | None
+    effective_labels: Real | None
+    lam: Real | None
     prediction: str
     interval: str
     sampling: str

@@ -26,6 +26,7 @@ from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
 from assay.metrics._validate import as_scores
+from assay.metrics._value import Real
 
 FeatureKind = Literal["numeric", "categorical"]
 KS = "two-sample Kolmogorov–Smirnov"
@@ -40,8 +41,8 @@ class SampleComparison:
 
     what: str
     test: str
-    statistic: float
-    p_value: float
+    statistic: Real
+    p_value: Real
     n_labelled: int
     n_unlabelled: int
     note: str | None = None

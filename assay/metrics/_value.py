@@ -9,7 +9,15 @@ from dataclasses import asdict
 from dataclasses import dataclass as plain_dataclass
 from typing import Annotated, Any, TypedDict
 
-from pydantic import ConfigDict, Field, Strict, field_serializer, field_validator
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    Strict,
+    field_serializer,
+    field_validator,
+)
 from pydantic.dataclasses import dataclass
 
 # How an interval was computed, as ``MetricValue.ci_method`` names it.
@@ -31,14 +39,30 @@ Resamples = Annotated[int, Strict(), Field(ge=MIN_RESAMPLES, le=MAX_RESAMPLES)]
 :data:`MAX_RESAMPLES`."""
 
 
+def _nan_from_null(value: Any) -> Any:
+    return math.nan if value is None else value
+
+
+def _null_from_nan(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+Real = Annotated[
+    float, BeforeValidator(_nan_from_null), PlainSerializer(_null_from_nan, when_used="json")
+]
+"""A figure of a result that may be undefined (nan): ``null`` in JSON — ``metrics.json``,
+``--json`` — which has no NaN (a strict parser, JavaScript's, refuses the file), and nan again
+when the result is read back."""
+
+
 @plain_dataclass(frozen=True)
 class BootstrapCI:
     """A percentile bootstrap interval; ``low``/``high`` are nan when no replicate was defined.
     ``unit`` names what was resampled: ``"item"`` or, for :func:`cluster_bootstrap_ci`,
     ``"cluster"`` (whole source items with all their probes)."""
 
-    low: float
-    high: float
+    low: Real
+    high: Real
     n_resamples: int
     n_dropped: int  # replicates where the statistic was nan (e.g. κ of a one-category resample)
     unit: str = "item"
@@ -47,9 +71,9 @@ class BootstrapCI:
 class MetricDict(TypedDict):
     """A :class:`MetricValue` as a plain dict (:meth:`MetricValue.to_dict`)."""
 
-    value: float
-    ci_low: float | None
-    ci_high: float | None
+    value: Real
+    ci_low: Real | None
+    ci_high: Real | None
     n: int
     note: str | None
     count: int | None
@@ -65,9 +89,9 @@ class MetricValue:
     reference's negatives for a false positive rate), else the items; a rate also has its
     numerator, ``count`` (``value == count / n``)."""
 
-    value: float
-    ci_low: float | None
-    ci_high: float | None
+    value: Real
+    ci_low: Real | None
+    ci_high: Real | None
     n: int
     note: str | None = None
     count: int | None = None
@@ -150,19 +174,19 @@ class PlaceboEffect:
     both_flipped: int
     cue_only: int
     placebo_only: int
-    cue_rate: float
-    placebo_rate: float
-    effect: float
-    ci_low: float
-    ci_high: float
-    confidence: float
+    cue_rate: Real
+    placebo_rate: Real
+    effect: Real
+    ci_low: Real
+    ci_high: Real
+    confidence: Real
     interval: str
-    p_value: float
+    p_value: Real
     test: str
     cue_changes: int
     placebo_changes: int
-    directional_share: float
-    placebo_directional_share: float
-    p_adjusted: float | None = None
+    directional_share: Real
+    placebo_directional_share: Real
+    p_adjusted: Real | None = None
     flagged: bool | None = None
     note: str | None = None

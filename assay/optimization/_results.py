@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from assay.evaluation import EvaluateSummary
+from assay.metrics import Real
 from assay.types import Spend, Usage, all_unscored
 
 
@@ -20,11 +21,11 @@ class ObjectiveParts(_Model):
 
     metric: str
     n: int
-    label_agreement: float | None
-    consistency: float | None
+    label_agreement: Real | None
+    consistency: Real | None
     with_variants: int
-    weight: float
-    value: float | None
+    weight: Real
+    value: Real | None
 
 
 class Measurement(_Model):
@@ -65,7 +66,7 @@ class OptimizeResult(_Model):
     after: Measurement
     objective: dict[str, ObjectiveParts]
     demos: int
-    compile_seconds: float
+    compile_seconds: Real
     usage: OptimizeUsage
     program: str
     mlflow_run_id: str | None = None

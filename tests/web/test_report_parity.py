@@ -7,6 +7,7 @@ effects against the placebo, and the samples-needed curve of stochastic_stabilit
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 from html import unescape
@@ -291,10 +292,11 @@ def check_placebo(tables: Tables, judge: str, test: str, placebo: dict[str, Any]
     for cell, e in placebo["effects"].items():
         effect = (
             "undefined"
-            if e["effect"] != e["effect"]
+            if e["effect"] is None or e["effect"] != e["effect"]
             else f"{signed(e['effect'])} [{signed(e['ci_low'])}, {signed(e['ci_high'])}]"
         )
-        share = f"{fmt(e['directional_share'], 2)} / {fmt(e['placebo_directional_share'], 2)}"
+        shares = [e["directional_share"], e["placebo_directional_share"]]
+        share = " / ".join(fmt(math.nan if x is None else x, 2) for x in shares)  # null: undefined
         cells = {
             "sources that could move": f"{e['n']} (+{e['n_at_cue']} at the cue)",
             "effect [CI]": effect,
@@ -385,6 +387,16 @@ def test_position_bias_metrics_are_in_both_reports(tmp_path):
     # pass rate, consistency and 7 of its own; 7 figures of its one effect against the placebo
     assert check_every_metric(res.run_dir) == 2 * (9 + 7)
     assert_same_sections(res.run_dir)
+    # the placebo's directional share is undefined here (no placebo changed a verdict): null,
+    # as strict JSON has it, not NaN, which a strict parser (JavaScript's) refuses
+    text = (res.run_dir / "metrics.json").read_text(encoding="utf-8")
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in metrics.json")
+
+    data = json.loads(text, parse_constant=refuse)
+    effects = data["judges"]["pj"]["tests"]["position_bias"]["placebo"]["effects"]
+    assert None in [e["placebo_directional_share"] for e in effects.values()]
 
 
 @pytest.mark.parametrize("page", ["report.md", "report.html"])

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from assay.metrics import Real
 from assay.types import PlainName, Spend, Usage, all_unscored, with_work
 
 
@@ -21,12 +22,12 @@ class StageThreshold(BaseModel):
     judge: str
     config_hash: str
     confidence_source: str
-    threshold: float | None
-    delta: float
+    threshold: Real | None
+    delta: Real
     n: int
     kept: int
     disagreements: int
-    p_value: float | None
+    p_value: Real | None
     note: str = ""
 
 
@@ -37,8 +38,8 @@ class Calibration(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    alpha: float
-    delta: float
+    alpha: Real
+    delta: Real
     guarantee: str
     data: str  # the calibration items' fingerprint
     n_calibration: int
@@ -58,7 +59,7 @@ class StageCount(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     judge: str
-    threshold: float | None
+    threshold: Real | None
     reached: int
     judged: int
     unscored: int
@@ -80,10 +81,10 @@ class PartSummary(BaseModel):
     items: int
     kept: int
     abstained: int
-    coverage: float | None
+    coverage: Real | None
     stages: list[StageCount]
     labelled: int = 0
-    agreement_kept: float | None = None
+    agreement_kept: Real | None = None
     agreement_ci: tuple[float, float] | None = None
 
 
@@ -93,8 +94,8 @@ class SelectiveSummary(BaseModel):
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     mode: Literal["calibrate", "apply"]
-    alpha: float
-    delta: float
+    alpha: Real
+    delta: Real
     guarantee: str
     thresholds: list[StageThreshold]
     parts: list[PartSummary]
