@@ -40,7 +40,7 @@ from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.decisions.review_queue import LABEL_QUEUE, LabelQueue
 from assay.errors import ConfigError, DataError, RunError
 from assay.inputs import RunConfig
-from assay.metrics import LabelPlan, MeanEstimate, Real
+from assay.metrics import LabelPlan, MeanEstimate, Real, fmt
 from assay.runs import SEALED, Run, TrackedRun
 from assay.scale import Scale
 from assay.types import Item, Judgment, stable_hash
@@ -436,6 +436,32 @@ def headline_of(rows: list[MeanEstimate], strata_shifted: bool, queue_complete: 
     return "human_only" if "human_only" in methods else None
 
 
+def within_rates(e: MeanEstimate) -> MeanEstimate:
+    """A rate's normal interval cut to [0, 1], where every rate lies, the note saying so: with
+    few labels ``value ± z·se`` reaches past them (0.500 [-0.193, 1.193] on 2 labels). Cutting
+    changes no coverage — the true rate is inside both intervals or neither. An end left
+    infinite by a one-sided bound stays so."""
+    low, high = e.ci_low, e.ci_high
+    cut_low = math.isfinite(low) and low < 0
+    cut_high = math.isfinite(high) and high > 1
+    if not (cut_low or cut_high):
+        return e
+    said = (
+        f"its normal interval [{fmt(low)}, {fmt(high)}] reaches past the rates 0 to 1: cut to them"
+    )
+    return dataclasses.replace(
+        e,
+        ci_low=0.0 if cut_low else low,
+        ci_high=1.0 if cut_high else high,
+        note="; ".join(
+            [
+                *([e.note] if e.note else []),
+                said + " (with this few labels the normal approximation is rough)",
+            ]
+        ),
+    )
+
+
 def sampling_text(
     pool: Pool, headline: str | None, strata_column: str | None, validation: bool
 ) -> str:
@@ -523,6 +549,8 @@ def _summary(
     shifted = any(c.finding != "none" and c.what.endswith("(the strata)") for c in checks)
     headline = headline_of(rows, shifted, queue is not None and queue.complete)
     rows = sorted(rows, key=lambda e: (e.method != headline, _ORDER.index(e.method)))
+    if pool.target.rate:
+        rows = [within_rates(e) for e in rows]
     if headline is None:
         warnings = [
             *warnings,

@@ -49,7 +49,14 @@ def estimate_words(s: EstimateSummary) -> list[str]:
         lines.append("no estimate yet: " + "; ".join(s.warnings))
         return lines
     method = METHOD_NAMES[best.method]
-    lines.append(f"estimate ({method}): {_interval(best)}, {_level(s)}")
+    if best.std_error is not None and not best.std_error > 0:  # no interval to lead with
+        lines.append(
+            f"estimate ({method}): {fmt(best.value)}, with no {_level(s)}: its standard error "
+            "is 0 (every label the same), so its interval of zero width is none — label more "
+            "items"
+        )
+    else:
+        lines.append(f"estimate ({method}): {_interval(best)}, {_level(s)}")
     if best.method != "human_only":
         lines.append(
             f"prediction: {_prediction(s)} on every item, corrected by its errors on the "

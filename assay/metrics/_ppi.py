@@ -273,8 +273,9 @@ def normal_estimate(
     notes = list(notes)
     if not se > 0:
         notes.append(
-            "the labels and predictions show no spread, so the interval has zero width and is "
-            "not a confidence interval: label more items"
+            "its standard error is 0 — the labels, and the judge's errors on them as this "
+            "estimator weighs them, do not vary (every label the same) — so the interval has "
+            "zero width and is not a confidence interval: label more items"
         )
     return MeanEstimate(
         method=method,

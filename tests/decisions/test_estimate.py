@@ -668,3 +668,44 @@ def test_the_mean_score_of_an_ordinal_judge_equals_ppi_py_on_its_expected_scores
     e = row(s, "ppi++")
     assert (e["ci_low"], e["ci_high"]) == pytest.approx((low[0], high[0]), abs=1e-6)
     assert "rogan_gladen" not in [x["method"] for x in s["estimates"]]
+
+
+def test_two_labels_give_a_rate_interval_cut_to_0_and_1_and_say_so(tmp_path):
+    """Two labels (1 and 0): the labels alone are 0.500 ± 1.96 · 0.354 — past 0 and 1, where no
+    rate lies; the interval is cut to them and the note says so (ppi_py leaves it uncut)."""
+    rows = ["id,request,response,expected"]
+    labels = {7: "1", 41: "0"}
+    rows += [f"i{k},q,r{k:03d},{labels.get(k, '')}" for k in range(60)]
+
+    def says(call):
+        return {"verdict": "True" if call.field("response").endswith(("0", "3")) else "False"}
+
+    run_dir = scripted_run(tmp_path, "two", rows, says)
+    s = estimate(run_dir, workdir=tmp_path)
+    human = s.of("human_only")
+    low, high = ppi_py.classical_mean_ci(np.array([1.0, 0.0]), alpha=ALPHA)
+    assert float(low) < 0 and float(high) > 1  # what the normal interval gives
+    assert (human.ci_low, human.ci_high) == (0.0, 1.0)
+    assert "reaches past the rates 0 to 1: cut to them" in human.note
+    for e in s.estimates:  # each defined one within [0, 1]
+        assert e.value != e.value or 0 <= e.ci_low <= e.value <= e.ci_high <= 1, e.method
+
+
+def test_labels_all_one_class_lead_with_no_interval_not_a_zero_width_one(tmp_path, capsys):
+    """Twelve labels, all 0, the judge's verdicts varying: PPI++ puts λ = 0 and its standard
+    error is 0. The headline gives the value with no interval and says why, rather than
+    0.000 [0.000, 0.000] read as certain; the note names the labels, not the predictions."""
+    rows = ["id,request,response,expected"]
+    rows += [f"i{k},q,r{k:03d},{'0' if k % 7 == 3 else ''}" for k in range(84)]
+
+    def says(call):
+        return {"verdict": "True" if call.field("response").endswith(("1", "4", "7")) else "False"}
+
+    run_dir = scripted_run(tmp_path, "flat", rows, says)
+    capsys.readouterr()
+    assert main(["estimate", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "estimate (PPI++): 0.000, with no 95% CI: its standard error is 0" in out
+    assert "0.000 [0.000, 0.000], 95% CI" not in out
+    note = estimate(run_dir, workdir=tmp_path).of("ppi++").note
+    assert "every label the same" in note and "predictions" not in note
