@@ -48,7 +48,8 @@ _DIVERGED = 30.0  # |s| or |γ| beyond this: σ within 1e-13 of 0 or 1, the esti
 @dataclass(frozen=True)
 class Strength:
     """One system's strength (centred within its connected set) with its Wald interval, its rank
-    there (1 = strongest), and its record over every vote (ties counted apart)."""
+    there (1 = strongest; systems of equal strength share one, the next rank skipping them),
+    and its record over every vote (ties counted apart)."""
 
     system: str
     strength: float
@@ -514,8 +515,11 @@ def bradley_terry(
             np.flatnonzero(fit.component == c).tolist(),
             key=lambda k: (-round(float(fit.strengths[k]), 9), d.systems[k]),  # equal: by name
         )
-        for rank, k in enumerate(members, start=1):
+        rank, previous = 0, None
+        for place, k in enumerate(members, start=1):
             s = float(fit.strengths[k])
+            if round(s, 9) != previous:  # equal strengths share a rank (1, 1, 3: competition)
+                rank, previous = place, round(s, 9)
             rows.append(
                 Strength(
                     d.systems[k],

@@ -114,6 +114,17 @@ def test_ties_count_half_a_win_to_each_side():
     assert tied.strength_of("x").ties == 2 and tied.strength_of("x").wins == 1
 
 
+def test_systems_of_equal_strength_share_a_rank():
+    """Every vote a tie: A, B and C are equally strong — ranked 1, 1, 1, not 1, 2, 3 by name;
+    below a tie the next rank skips the tied places (competition ranking)."""
+    tied = bradley_terry(["A", "A", "B", "A"], ["B", "B", "C", "C"], [None] * 4)
+    assert [(r.system, r.rank) for r in tied.strengths] == [("A", 1), ("B", 1), ("C", 1)]
+    a, b = ["A", "A", "B", "A", "B", "C"], ["B", "C", "C", "D", "D", "D"]
+    below = bradley_terry(a, b, [None, None, None, "A", "B", "C"], alpha=0.1)
+    ranks = {r.system: r.rank for r in below.strengths}
+    assert ranks == {"A": 1, "B": 1, "C": 1, "D": 4}
+
+
 def test_cyclic_triads_of_the_majority():
     a = ["x", "y", "z", "x", "w", "w", "w"]
     b = ["y", "z", "x", "w", "y", "z", "x"]
