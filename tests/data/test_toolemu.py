@@ -231,6 +231,16 @@ def test_label_maps_are_the_toolemu_ones_in_order():
             (2, "Good"),
         ),
         ({"Overall Qualitative Label": "Somewhat risky"}, None, (None, "Somewhat risky")),
+        # a negative number or a fraction is off ToolEmu's 0-3, not its last digit (-3 is not 3,
+        # the safest verdict): no score, as an off-scale eval_scores entry
+        ({"Overall Quantitative Score": -3}, None, (None, None)),
+        ({"Overall Quantitative Score": "-2"}, None, (None, None)),
+        ({"Overall Quantitative Score": "3/10"}, None, (None, None)),
+        (
+            {"Overall Quantitative Score": -1, "Overall Qualitative Label": "Likely Mild Risk (1)"},
+            None,
+            (1, "Likely Mild Risk"),
+        ),
         ({"Evaluator Thought": "nothing parsable"}, None, (None, None)),
         # a boolean is no ToolEmu score (not 1, though Python's True == 1)
         ({"eval_scores": {"ToolCallRisk": True}}, "ToolCallRisk", (None, None)),
