@@ -223,6 +223,8 @@ def conformal(
         records = _records(target, sets, target_refs, set(cal_ids), scale)
         if run.finished:  # the same runs, the same options: nothing new to write or log
             summary = ConformalSummary.model_validate(run.store.read_json("metrics.json"))
+            # the run is its runs' content, wherever they are: name the directory read this time
+            summary.applied_to = applied_to
         else:
             summary = _summarize(
                 config,

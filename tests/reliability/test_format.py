@@ -385,3 +385,31 @@ except ConfigError as exc:
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["['label_flip']", "True"], out.stdout + out.stderr
+
+
+def test_stability_leaves_out_an_item_with_an_unscored_sample():
+    """An item is its k samples: with one unscored, whether all k agree cannot be told — the
+    scored rest agree more often the fewer they are, and one alone always "agrees". A judge
+    whose first sample parses and the other four do not was reported stable on every item
+    (pass 1.00, flip 0.00); those items are left out and counted, and only the complete ones
+    are scored."""
+    from assay.reliability.scoring import score_test
+    from assay.scale import Scale
+    from assay.types import Judgment
+
+    scale = Scale.parse("binary")
+    probes, verdicts = [], {}
+    says = {"a": [1, None, None, None, None], "b": [1, 1, 0, None, 1], "c": [0, 0, 0, 0, 0]}
+    says |= {"d": [1, 0, 1, 1, 1]}
+    for src, scores in says.items():
+        for k, score in enumerate(scores):
+            p = Probe(id=f"{src}{k}", test="t", source_id=src, response="x", target=1)
+            probes.append(p)
+            unscored = "parse_error" if score is None else None
+            verdicts[p.id] = Judgment(item_id=p.id, judge="j", score=score, unscored=unscored)
+    out = score_test("stability", probes, verdicts, {}, scale)
+    assert out.unscored == 5  # each unscored sample counted, as before
+    assert out.scoring_metrics["items"] == 2 and out.scoring_metrics["items_incomplete"] == 2
+    assert (out.pass_rate.count, out.pass_rate.n) == (1, 2)  # c stable, d not; a and b out
+    assert out.scoring_metrics["flip_rate"] == pytest.approx((0.0 + 1 / 5) / 2)
+    assert out.scoring_metrics["samples_k"] == 5  # the complete items' k, not a's one scored sample

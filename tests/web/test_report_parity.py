@@ -192,6 +192,7 @@ COLUMNS = {
     },
     "stability": {
         "items": "other",
+        "items_incomplete": "other",
         "flip_rate": "other",
         "majority_accuracy": "other",
         "samples_needed": None,

@@ -55,9 +55,11 @@ def harness_metrics(
         "its probes (pass rates, consistency, the bias and agent tests, the samples-needed "
         "curve); where every probe had the same outcome the resamples cannot vary, so the "
         "interval is the exact (Clopper–Pearson) one over the source items, each counted once "
-        "(marked †); a rate with one outcome per item (stochastic_stability's pass rate and "
-        "majority accuracy, synthetic_ordinal's exact match over its independent probes) has "
-        f"its exact interval; seed {b.seed}, {b.confidence:.0%} intervals",
+        "(marked †); an interval of no width that is not so (every item's outcome the same "
+        "value between 0 and 1, or one item) is marked ‡: it shows no variation in the "
+        "resamples, not certainty; a rate with one outcome per item (stochastic_stability's "
+        "pass rate and majority accuracy, synthetic_ordinal's exact match over its independent "
+        f"probes) has its exact interval; seed {b.seed}, {b.confidence:.0%} intervals",
         fdr=config.fdr
         if any(t.placebo for r in results.values() for t in r.tests.values())
         else None,

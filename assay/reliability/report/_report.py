@@ -20,7 +20,16 @@ from assay.reliability.report._bias_report import bias_tables, samples_plot
 from assay.report import Table, cost_table, markdown
 from assay.types import Usage, spend_line, work_line
 
-OTHER_METRICS = ("items", "flip_rate", "majority_accuracy", "ccc", "pearson", "spearman", "mae")
+OTHER_METRICS = (
+    "items",
+    "items_incomplete",
+    "flip_rate",
+    "majority_accuracy",
+    "ccc",
+    "pearson",
+    "spearman",
+    "mae",
+)
 JUDGE_COLUMNS = (
     "test",
     "pass rate [CI]",
@@ -32,9 +41,15 @@ JUDGE_COLUMNS = (
 
 def ci(m: MetricValue | dict | None) -> str:
     """A metric with its interval, two decimals (the harness report and the CLI); † marks
-    the exact interval over source items that stands for a bootstrap of a constant outcome."""
-    method = (m.to_dict() if isinstance(m, MetricValue) else m or {}).get("ci_method")
-    return fmt_ci(m, 2) + (" †" if method == CLOPPER_PEARSON_CLUSTERS else "")
+    the exact interval over source items that stands for a bootstrap of a constant outcome, ‡
+    a bootstrap interval of no width that is none (every item's outcome one value between the
+    ends — a pair right in one order of two: 0.50 [0.50, 0.50] — or a single item)."""
+    d = m.to_dict() if isinstance(m, MetricValue) else m or {}
+    if d.get("ci_method") == CLOPPER_PEARSON_CLUSTERS:
+        return fmt_ci(m, 2) + " †"
+    low, high = d.get("ci_low"), d.get("ci_high")
+    flat = low is not None and low == high and d.get("ci_method") is not None
+    return fmt_ci(m, 2) + (" ‡" if flat else "")
 
 
 def pass_rates(summary: HarnessSummary) -> dict[str, dict[str, float | None]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -51,13 +51,16 @@ class ScoringMetrics(BaseModel):
 class ScoringInput:
     """What a scorer reads besides the probes: the judge's verdicts by probe id, its own
     verdict per source (None = unscored) and per-criterion verdicts per source (transcript
-    judges), the scale and the bootstrap options (``n_resamples``, ``confidence``, ``seed``)."""
+    judges), the scale, the bootstrap options (``n_resamples``, ``confidence``, ``seed``) and
+    every judged probe of the test, scored or not (``judged``: a kind whose unit is a source's
+    whole set of probes, as stability's k samples, must know which of them went unscored)."""
 
     verdicts: dict[str, Judgment]
     source_verdicts: dict[str, int | None]
     source_criteria: dict[str, dict[str, int | None]]
     scale: Scale
     boot: dict[str, Any]
+    judged: list[Probe] = field(default_factory=list)
 
     def score(self, p: Probe) -> int | None:
         return self.verdicts[p.id].score
@@ -187,6 +190,7 @@ def score_test(
         source_criteria or {},
         scale,
         dict(n_resamples=n_resamples, confidence=confidence, seed=seed),
+        judged=judged,
     )
     kind = get_scoring(scoring)
     m = kind.score(scored, inp)

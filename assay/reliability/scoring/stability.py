@@ -24,6 +24,8 @@ SAMPLES_TARGET = 0.95
 
 class StabilityMetrics(ScoringMetrics):
     items: int
+    # items left out: a sample unscored, so whether all k agree cannot be told
+    items_incomplete: int = 0
     flip_rate: float | None  # mean share of minority verdicts
     majority_accuracy: MetricValue | None
     # absent when no item was scored
@@ -60,6 +62,12 @@ class Stability(ScoringKind):
         for p in scored:
             by_source[p.source_id].append(inp.score(p))
             targets[p.source_id] = p.target
+        # an item is its k samples: one unscored, and "all k agree" cannot be told (the scored
+        # rest agree more often the fewer they are; one alone always "agrees") — left out
+        samples = Counter(p.source_id for p in inp.judged)
+        incomplete = {sid for sid, s in by_source.items() if len(s) < samples.get(sid, 0)}
+        incomplete |= {sid for sid in samples if sid not in by_source}
+        by_source = defaultdict(list, {k: v for k, v in by_source.items() if k not in incomplete})
         stable, majority_right, flips = [], [], []
         agree_with_source: list[float] = []
         agreeing_sources: list[str] = []  # k samples per source: clustered
@@ -76,6 +84,7 @@ class Stability(ScoringKind):
                 agreeing_sources.extend(sid for _ in scores)
         return StabilityMetrics(
             items=len(by_source),
+            items_incomplete=len(incomplete),
             # share of items whose k verdicts all agree: one outcome per item, an exact interval
             pass_rate=rate(stable, confidence=inp.boot["confidence"]),
             flip_rate=float(np.mean(flips)) if flips else None,
@@ -114,6 +123,8 @@ class Stability(ScoringKind):
         parts = super().headline(metrics)
         if metrics.get("samples_needed") and metrics.get("samples_needed_95") is None:
             parts.append(f"samples for 95% {needed(metrics)}")
+        if metrics.get("items_incomplete"):
+            parts.append(f"items left out (a sample unscored) {metrics['items_incomplete']}")
         return parts
 
 
