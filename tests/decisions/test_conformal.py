@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -131,6 +132,13 @@ def test_calibrate_on_one_run_apply_to_another(runs, capsys, monkeypatch):
     text = capsys.readouterr().out
     assert "q̂ = " in text and "coverage " in text and "conformal_sets.jsonl" in text
     assert str(s["run_dir"]) in text and len(list((tmp / "runs").glob("cal-conformal-*"))) == 1
+    # the applied run copied elsewhere: the same sets (the run is its content), re-read, and
+    # the line names the directory read this time, not the first run's
+    copy = tmp / "copied-app"
+    shutil.copytree(app, copy)
+    assert main(["conformal", str(cal), "--alpha", "0.2", "--apply", str(copy)]) == 0
+    text = capsys.readouterr().out
+    assert f"applied to {copy}:" in text and f"applied to {app}:" not in text
 
 
 def test_holdout_of_one_run(runs, capsys, monkeypatch):
