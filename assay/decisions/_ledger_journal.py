@@ -72,9 +72,9 @@ def read(ledger: Path, ledger_id: str | None) -> list[dict[str, Any]]:
                 "consumed — restore the journal"
             )
         return []
-    entries, previous = [], ""
+    entries, previous, digests = [], "", [""]
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = _whole_lines(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise JournalError(f"{path}: cannot read the ledger's journal ({exc})") from None
     for n, line in enumerate(lines, start=1):
@@ -89,8 +89,15 @@ def read(ledger: Path, ledger_id: str | None) -> list[dict[str, Any]]:
                 "line before it removed): the journal is what the ledger counts — restore it"
             )
         previous = _signing.digest(record)
+        digests.append(previous)
         entries.append(record["entry"])
-    if head is not None and (head["entries"], head["last"]) != (len(entries), previous):
+    # the head may lag by the lines a kill left it behind (the journal is written first); it
+    # may not be ahead of the journal, nor name another line at its count
+    seen = head is None or (
+        head["entries"] <= len(entries) and digests[head["entries"]] == head["last"]
+    )
+    if not seen:
+        assert head is not None
         raise JournalError(
             f"{path}: the journal holds {len(entries)} certificates, but this ledger recorded "
             f"{head['entries']} ({_head_file(ledger_id)}): lines were removed or the journal "
@@ -101,12 +108,15 @@ def read(ledger: Path, ledger_id: str | None) -> list[dict[str, Any]]:
 
 def append(ledger: Path, ledger_id: str, entries: list[dict[str, Any]]) -> None:
     """Add ``entries`` (:func:`entry_of`) to the journal and move its head; call under the
-    ledger's lock, after :func:`read`."""
+    ledger's lock, after :func:`read`. A last line a kill cut short is cut off first (the
+    certificate it was writing is adopted from its folder: :func:`read` leaves it out)."""
     path = ledger / JOURNAL
     previous = ""
     count = 0
     if path.exists():
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = _whole_lines(path)
+        with path.open("r+b") as fh:  # drop a torn tail before appending after it
+            fh.truncate(sum(len(line.encode("utf-8")) + 1 for line in lines))
         count = len(lines)
         if lines:
             last = load_json(lines[-1])
@@ -121,6 +131,13 @@ def append(ledger: Path, ledger_id: str, entries: list[dict[str, Any]]) -> None:
             count += 1
         fh.flush()
     _write_head(ledger_id, count, previous)
+
+
+def _whole_lines(path: Path) -> list[str]:
+    """The journal's lines that end in a newline: a last one without (a write cut short by a
+    kill) is left out."""
+    text = path.read_text(encoding="utf-8")
+    return text.split("\n")[:-1]
 
 
 def _head_file(ledger_id: str | None) -> Path:

@@ -560,3 +560,39 @@ def test_a_ledger_written_before_the_journal_adopts_its_certificates(run, tmp_pa
         capsys, ["certify", str(run_dir), "--policy", str(write(tmp_path / "lax.yaml", LAX))]
     )
     assert "were already consumed by certificate" in line
+
+
+def test_a_kill_while_the_journal_is_written_leaves_a_ledger_that_counts(run, tmp_path, capsys):
+    """Killed half-way through a journal line, or between the line and its head beside the key:
+    the next certify reads on — the torn line cut off and its certificate adopted from its
+    folder, the lagging head moved — and the items stay consumed."""
+    from assay._signing import key_file
+
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, PLANNED, capsys)[0] == 0
+    ledger = tmp_path / "runs" / "certificates"
+    path = ledger / "journal.jsonl"
+    written = path.read_text(encoding="utf-8")
+    path.write_text(written[: len(written) // 2], encoding="utf-8")  # torn, no newline
+    head = key_file().parent / "ledgers" / f"{(ledger / 'ledger-id').read_text().strip()}.json"
+    head.unlink()  # as if this machine had not seen it: only the torn line is in question
+    second = fresh_run(tmp_path, cfg, range(100, 120), "second")
+    capsys.readouterr()
+    code, out = certify(tmp_path, second, PLANNED, capsys, "--json")
+    assert code == 0, out
+    assert json.loads(out)["attempt"] == 2  # the first counted, from its folder
+    assert len(path.read_text(encoding="utf-8").splitlines()) == 2
+    kept = head.read_text(encoding="utf-8")
+    third = fresh_run(tmp_path, cfg, range(120, 140), "third")
+    assert certify(tmp_path, third, PLANNED, capsys)[0] == 0
+    head.write_text(kept, encoding="utf-8")  # killed after the line, before the head moved
+    fourth = fresh_run(tmp_path, cfg, range(140, 160), "fourth")
+    capsys.readouterr()
+    line = one_line_refusal(
+        capsys, ["certify", str(fourth), "--policy", str(tmp_path / "planned.yaml")]
+    )
+    assert "attempt 4 for judge stub-judge under policy planned" in line  # counted, not refused
+    line = one_line_refusal(
+        capsys, ["certify", str(run_dir), "--policy", str(write(tmp_path / "lax.yaml", LAX))]
+    )
+    assert "were already consumed by certificate" in line
