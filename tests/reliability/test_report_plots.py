@@ -108,3 +108,18 @@ def test_the_cost_axis_is_usd_when_priced_and_calls_when_nothing_was_counted():
         ),
     )
     assert _report.cost_axis(cached)[1] == {"a": 0.02, "b": 0.02}
+
+
+def test_an_interval_of_no_width_is_marked_and_an_exact_one_daggered():
+    """``†``: the exact interval standing for a bootstrap of one outcome; ``‡``: a bootstrap
+    interval of no width that is none (every item's outcome 0.5, a pair right in one order of
+    two); a plain bootstrap interval, and one with no interval, unmarked."""
+    from assay.metrics import CLOPPER_PEARSON_CLUSTERS, MetricValue
+
+    flat = MetricValue(0.5, 0.5, 0.5, 10, ci_method="percentile bootstrap")
+    exact = MetricValue(1.0, 0.69, 1.0, 10, ci_method=CLOPPER_PEARSON_CLUSTERS)
+    wide = MetricValue(0.5, 0.2, 0.8, 10, ci_method="cluster bootstrap")
+    assert _report.ci(flat) == "0.50 [0.50, 0.50] ‡"
+    assert _report.ci(exact) == "1.00 [0.69, 1.00] †"
+    assert _report.ci(wide) == "0.50 [0.20, 0.80]" == _report.ci(wide.to_dict())
+    assert _report.ci(MetricValue(0.5, None, None, 1)) == "0.50"
