@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.metrics import CalibrationMap, MetricValue, Real
+from assay.metrics import CalibrationMap, MetricValue, Undefinable
 
 
 class _Model(BaseModel):
@@ -14,12 +14,12 @@ class _Model(BaseModel):
 
 class CalibrationFit(_Model):
     n: int
-    kappa: Real
+    kappa: Undefinable
 
 
 class CalibrationEvaluation(_Model):
     n: int
-    auc: Real
+    auc: Undefinable
     argmax: dict[str, MetricValue]
     calibrated: dict[str, MetricValue]
 
@@ -37,7 +37,7 @@ class CalibrationResult(_Model):
     """``calibration.json`` of ``assay calibrate``: the κ-optimal threshold and the isotonic and
     Platt maps, each fitted on one split and measured on the other."""
 
-    threshold: Real
+    threshold: Undefinable
     calibration: CalibrationFit
     evaluation: CalibrationEvaluation
     raw_probabilities: dict[str, MetricValue] = Field(default_factory=dict)

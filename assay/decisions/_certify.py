@@ -43,7 +43,7 @@ from assay.decisions._ledger_journal import entry_of
 from assay.errors import ConfigError, RunError
 from assay.evaluation import verdict_names
 from assay.inputs import data_fingerprint, first_error
-from assay.metrics import MetricBound, Policy, Real, fmt, inconsistency
+from assay.metrics import MetricBound, Policy, Undefinable, fmt, inconsistency
 from assay.programs import JudgeConfig
 from assay.report import Report, Table
 from assay.runs import default_tracking_uri, file_lock, write_atomic, write_json
@@ -86,7 +86,7 @@ class Certificate(BaseModel):
     event: str | None  # what TPR/TNR/precision count as positive
     policy: Policy
     attempt: int  # this judge's certificates under this policy in the ledger, this one included
-    confidence: Real
+    confidence: Undefinable
     delta_per_bar: float  # δ / (bars × the policy's attempts)
     results: list[MetricBound]
     n_items: int

@@ -28,7 +28,7 @@ from assay._files import check_writable
 from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.errors import ConfigError, RunError
 from assay.inputs import EvaluateConfig, RunConfig
-from assay.metrics import MetricValue, Real
+from assay.metrics import MetricValue, Undefinable
 from assay.report import Block, Items, Report, Row, Table, report_markdown
 from assay.runs import Run, RunState, TrackedRun, flatten_metrics, write_atomic
 from assay.scale import Scale
@@ -45,12 +45,12 @@ class ConformalConfig(RunConfig):
     """A conformal run: the calibration run, α, the score, and where the sets go."""
 
     calibration: str = Field(description="the labelled evaluate run q̂ is calibrated on")
-    alpha: Real = Field(gt=0, lt=1, description="miscoverage: sets hold the truth ≥ 1 − α")
+    alpha: float = Field(gt=0, lt=1, description="miscoverage: sets hold the truth ≥ 1 − α")
     method: Literal["lac", "aps", "ordinal"] = Field(
         description="the nonconformity score: lac, aps, or ordinal (contiguous sets)"
     )
     apply: str | None = Field(None, description="an evaluate run of the same judge config")
-    holdout: Real | None = Field(
+    holdout: float | None = Field(
         None, gt=0, lt=1, description="share of the calibration run's labelled items held out"
     )
     seed: Seed = Field(default=0, description="the seed of the holdout split")
@@ -64,8 +64,8 @@ class ClassCoverageRow(BaseModel):
     score: int
     label: str | None
     n: int
-    coverage: Real
-    mean_size: Real
+    coverage: Undefinable
+    mean_size: Undefinable
 
 
 class ConformalSummary(BaseModel):
@@ -78,7 +78,7 @@ class ConformalSummary(BaseModel):
     judge: str
     config_hash: str
     scale: str
-    alpha: Real
+    alpha: Undefinable
     method: str
     n_calibration: int
     rank: int  # q̂ is the rank-th smallest calibration score
@@ -89,7 +89,7 @@ class ConformalSummary(BaseModel):
     n_items: int
     n_sets: int
     no_set: dict[str, int]  # items without a set, by why (unscored reasons, no probabilities)
-    mean_size: Real | None
+    mean_size: Undefinable | None
     size_counts: list[int]  # sets of size 0, 1, 2, ...
     coverage: MetricValue | None  # on the labelled items (overlap with calibration excluded)
     per_class: list[ClassCoverageRow]
@@ -111,7 +111,7 @@ def conformal(
     workdir: Path,
     method: str | None = None,
     apply: str | Path | None = None,
-    holdout: Real | None = None,
+    holdout: float | None = None,
     seed: int = 0,
     out: Path | None = None,
     tracking_uri: str | None = None,

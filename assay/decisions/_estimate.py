@@ -40,7 +40,7 @@ from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.decisions.review_queue import LABEL_QUEUE, LabelQueue
 from assay.errors import ConfigError, DataError, RunError
 from assay.inputs import RunConfig
-from assay.metrics import LabelPlan, MeanEstimate, Real, fmt
+from assay.metrics import LabelPlan, MeanEstimate, Undefinable, fmt
 from assay.runs import SEALED, Run, TrackedRun
 from assay.scale import Scale
 from assay.types import Item, Judgment, stable_hash
@@ -80,8 +80,8 @@ class EstimateConfig(RunConfig):
         default=False,
         description="estimate even when the labelled items clearly differ from the others",
     )
-    alpha: Real = Field(0.05, gt=0, lt=1, description="the error level: intervals at 1 − α")
-    target_half_width: Real | None = Field(
+    alpha: float = Field(0.05, gt=0, lt=1, description="the error level: intervals at 1 − α")
+    target_half_width: float | None = Field(
         None, gt=0, description="plan: the human labels each estimator needs for this half-width"
     )
     budget: int | None = Field(
@@ -103,9 +103,9 @@ class SampleCheck(BaseModel):
 
     what: str
     test: str
-    statistic: Real
-    p_value: Real
-    p_adjusted: Real
+    statistic: Undefinable
+    p_value: Undefinable
+    p_adjusted: Undefinable
     n_labelled: int
     n_unlabelled: int
     finding: Finding
@@ -128,8 +128,8 @@ class JudgeOnLabelled(BaseModel):
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     n: int
-    sensitivity: Real
-    specificity: Real
+    sensitivity: Undefinable
+    specificity: Undefinable
 
 
 class EstimateSummary(BaseModel):
@@ -150,9 +150,9 @@ class EstimateSummary(BaseModel):
     n_labelled: int
     n_unlabelled: int
     unscored: dict[str, int]
-    stand_in: Real | None
+    stand_in: Undefinable | None
     without_probability: int
-    alpha: Real
+    alpha: Undefinable
     headline: str | None  # None: no estimate yet (a queue drawn before any label)
     estimates: list[MeanEstimate]
     sampling: str
@@ -160,7 +160,7 @@ class EstimateSummary(BaseModel):
     warnings: list[str]
     judge_on_labelled: JudgeOnLabelled | None = None
     plan: list[PlanRow] = Field(default_factory=list)
-    plan_target_half_width: Real | None = None
+    plan_target_half_width: Undefinable | None = None
     plan_budget: int | None = None
     queue: QueueState | None = None
     run_dir: str = ""
@@ -593,7 +593,7 @@ def estimate_items(
     run: str,
     judge: str,
     config_hash: str,
-    alpha: Real = 0.05,
+    alpha: float = 0.05,
     seed: int = 0,
 ) -> EstimateSummary:
     """The estimates of ``target`` over ``items`` judged ``judgments``, a person's label
@@ -642,8 +642,8 @@ def estimate(
     weights: str | None = None,
     check_columns: list[str] | None = None,
     accept_shift: bool = False,
-    alpha: Real = 0.05,
-    target_half_width: Real | None = None,
+    alpha: float = 0.05,
+    target_half_width: float | None = None,
     budget: int | None = None,
     suggest: int | None = None,
     queue: str | Path | None = None,

@@ -36,7 +36,7 @@ from assay import _signing
 from assay.decisions._estimate_pool import Pool
 from assay.decisions.review_queue import LabelQueue
 from assay.errors import ConfigError, RunError
-from assay.metrics import MeanEstimate, Real
+from assay.metrics import MeanEstimate, Undefinable
 from assay.scale import Scale
 
 UNIFORM_SHARE = 0.2
@@ -58,7 +58,7 @@ class QueueState(BaseModel):
     labelled: int = 0
     pending: int = 0
     uncertainty: str  # what π followed
-    uniform_share: Real = UNIFORM_SHARE
+    uniform_share: Undefinable = UNIFORM_SHARE
     seed: int = 0
 
     @property

@@ -13,9 +13,9 @@ from assay.metrics import (
     DriftTest,
     EwmaChart,
     PairedComparison,
-    Real,
     ShiftDecomposition,
     Stability,
+    Undefinable,
 )
 
 
@@ -104,7 +104,7 @@ class SeriesPoint(_Model):
     """One run of a series: its score over the items it scored."""
 
     run: PairedSide
-    score: Real
+    score: Undefinable
     scored: int
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from assay.emulation._incidence import FailureEstimates
-from assay.metrics import MetricValue, Real
+from assay.metrics import MetricValue, Undefinable
 from assay.types import Spend, Usage, all_unscored
 
 
@@ -47,7 +47,7 @@ class TrajectoryCounts(_Model):
     crashed_this_run: int
     missing: int
     stopped_at_step_limit: int
-    mean_tool_calls: Real
+    mean_tool_calls: Undefinable
     tool_calls: int
     unknown_tool_calls: int
     invalid_tool_inputs: int

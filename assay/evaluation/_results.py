@@ -15,9 +15,9 @@ from assay.metrics import (
     ItemQuality,
     MetricValue,
     RaterParameters,
-    Real,
     ScaleCompression,
     SelfPreference,
+    Undefinable,
 )
 from assay.types import Item, Judgment, Spend, Usage, with_work
 
@@ -60,15 +60,15 @@ class RunUsage(Usage):
     model_config = ConfigDict(extra="forbid")
 
     cached_judgments: int = 0
-    mean_latency_s: Real = 0.0
-    cost_per_accuracy_point_usd: Real | None = None
+    mean_latency_s: Undefinable = 0.0
+    cost_per_accuracy_point_usd: Undefinable | None = None
 
 
 class ReliabilityBinRecord(_Model):
-    lower: Real
-    upper: Real
-    mean_predicted: Real
-    observed: Real
+    lower: Undefinable
+    upper: Undefinable
+    mean_predicted: Undefinable
+    observed: Undefinable
     count: int
 
 
@@ -94,7 +94,7 @@ class DisagreementRecord(_Model):
     id: str
     reference: int
     judge: int
-    distance: Real
+    distance: Undefinable
     reference_label: str | None = None
     judge_label: str | None = None
     request: str | None = None
@@ -125,10 +125,10 @@ class ItemQualitySpread(_Model):
     what the items look apart that is theirs, not the fit's uncertainty) and the ``lowest``
     quality (the hardest item's)."""
 
-    mean: Real
-    sd: Real
-    reliability: Real
-    lowest: Real
+    mean: Undefinable
+    sd: Undefinable
+    reliability: Undefinable
+    lowest: Undefinable
 
 
 class RaterModelReport(_Model):
@@ -144,7 +144,7 @@ class RaterModelReport(_Model):
     n_items: int
     n_items_dropped: int
     sampled_from: int | None = None  # items the fit's seeded sample was drawn from
-    log_likelihood: Real
+    log_likelihood: Undefinable
     converged: bool
     model: str
     hardest: list[ItemQuality]
@@ -268,11 +268,11 @@ class EvaluateResult(_Model):
 class AltTestOutcome(_Model):
     """The Alternative Annotator Test (Calderon et al. 2025): can the judge replace an annotator?"""
 
-    winning_rate: Real
-    advantage_probability: Real
+    winning_rate: Undefinable
+    advantage_probability: Undefinable
     passed: bool
-    epsilon: Real
-    q: Real
+    epsilon: Undefinable
+    q: Undefinable
     fdr: str
     scoring: str
     n_items: int
@@ -299,8 +299,8 @@ class PairExcess(_Model):
 
     judges: list[str]
     n: int
-    observed: Real
-    predicted: Real
+    observed: Undefinable
+    predicted: Undefinable
     excess: MetricValue
     p_value: float  # one-sided (excess ≤ 0), bootstrap, Holm-adjusted over the pairs
     flagged: bool

@@ -9,7 +9,7 @@ from collections.abc import Hashable
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
-from assay.metrics._value import MetricValue, Real
+from assay.metrics._value import MetricValue, Undefinable
 
 RATER_MODEL = "graded response model with a rater facet (shared thresholds), marginal ML"
 _CONFIG = ConfigDict(ser_json_inf_nan="constants", arbitrary_types_allowed=True)
@@ -28,20 +28,20 @@ class SelfPreference:
 
     judge_family: str
     adjusted: bool
-    difference: Real
-    ci_low: Real
-    ci_high: Real
-    confidence: Real
+    difference: Undefinable
+    ci_low: Undefinable
+    ci_high: Undefinable
+    confidence: Undefinable
     interval: str
-    p_value: Real
+    p_value: Undefinable
     test: str
-    df: Real
+    df: Undefinable
     n_own: int
     n_other: int
-    judge_own: Real
-    judge_other: Real
-    reference_own: Real | None
-    reference_other: Real | None
+    judge_own: Undefinable
+    judge_other: Undefinable
+    reference_own: Undefinable | None
+    reference_other: Undefinable | None
     n_without_reference: int = 0
     note: str | None = None
 
@@ -58,15 +58,15 @@ class ScaleCompression:
 
     n: int
     k: int
-    judge_sd: Real | None
-    human_sd: Real | None
+    judge_sd: Undefinable | None
+    human_sd: Undefinable | None
     sd_ratio: MetricValue
     middle: tuple[int, ...]
     judge_middle_share: MetricValue
     human_middle_share: MetricValue
     middle_share_difference: MetricValue
     slope: MetricValue
-    intercept: Real | None
+    intercept: Undefinable | None
     mean_difference: MetricValue
 
 
@@ -80,7 +80,7 @@ class RaterParameters:
 
     rater: Hashable
     n: int
-    mean_score: Real
+    mean_score: Undefinable
     discrimination: MetricValue
     severity: MetricValue
     reading: str
@@ -93,8 +93,8 @@ class ItemQuality:
 
     item: Hashable
     n: int
-    quality: Real
-    sd: Real
+    quality: Undefinable
+    sd: Undefinable
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -107,9 +107,9 @@ class RaterModel:
     items: tuple[ItemQuality, ...]
     levels: tuple[float, ...]
     thresholds: tuple[float, ...]
-    log_likelihood: Real
+    log_likelihood: Undefinable
     converged: bool
-    confidence: Real
+    confidence: Undefinable
     n_items_dropped: int = 0
     model: str = RATER_MODEL
     note: str | None = None

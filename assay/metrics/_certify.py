@@ -37,7 +37,7 @@ from assay.metrics._intervals import bootstrap_ci
 from assay.metrics._kappa import _kappa_batched
 from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
 from assay.metrics._validate import category_ranks
-from assay.metrics._value import Real, Resamples
+from assay.metrics._value import Resamples, Undefinable
 from assay.types import Seed
 
 Side = Literal["at_least", "at_most"]
@@ -229,7 +229,7 @@ class Bar(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     side: Side
-    value: Real
+    value: float
 
     @model_validator(mode="before")
     @classmethod
@@ -279,7 +279,7 @@ class Policy(BaseModel):
         default="policy",
         description="the policy's name (attempts are counted per judge and policy)",
     )
-    confidence: Real = Field(
+    confidence: float = Field(
         0.95, gt=0.5, lt=1.0, description="the joint confidence of all the bars' bounds"
     )
     positive: str | int | None = Field(
@@ -375,7 +375,7 @@ class MetricBound(BaseModel):
     point: float  # on every item, unscored ones counted as the worst verdict
     bound: float  # the one-sided bound at level 1 − δ/m (nan: undefined, the bar fails)
     side: Side
-    bar: Real
+    bar: Undefinable
     passed: bool
     method: Literal["clopper-pearson", "bootstrap"]
     n: int  # the trials (rates) or items (bootstrap)
@@ -389,8 +389,8 @@ class Certification(BaseModel):
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     admitted: bool
-    confidence: Real
-    delta_per_bar: Real
+    confidence: Undefinable
+    delta_per_bar: Undefinable
     results: list[MetricBound]
     n_items: int
     n_unscored: int

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
-from assay.metrics._value import Real
+from assay.metrics._value import Undefinable
 
 
 @dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
@@ -28,11 +28,11 @@ class Stability:
     """The change rate a judge's sampling noise predicts: its estimate, the upper bound the
     drift test uses (one-sided, ``1 − level/2``) and the items it was measured on."""
 
-    rate: Real
-    upper: Real
+    rate: Undefinable
+    upper: Undefinable
     items: int
     samples: int  # the most samples of one item (k)
-    level: Real
+    level: Undefinable
 
 
 @dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
@@ -41,10 +41,10 @@ class DriftTest:
 
     n: int
     changed: int
-    rate: Real
+    rate: Undefinable
     ci_low: float  # Clopper–Pearson at ``confidence``
-    ci_high: Real
-    confidence: Real
+    ci_high: Undefinable
+    confidence: Undefinable
     predicted: float  # the change rate stability predicts (0: none measured)
     tested_against: float  # its upper bound (or 0), the binomial test's rate
     p_value: float  # one-sided exact binomial: P(X ≥ changed | n, tested_against)
@@ -102,8 +102,8 @@ def drift_test(
     n: int,
     measured: Stability | None,
     *,
-    level: Real = 0.05,
-    confidence: Real = 0.95,
+    level: float = 0.05,
+    confidence: float = 0.95,
 ) -> DriftTest:
     """Is ``changed`` of ``n`` more than the judge's measured stability explains at ``level``?
     (``measured``: from :func:`stability` at the same level; ``None``: no change expected.)"""

@@ -16,7 +16,7 @@ from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
 from assay.metrics._format import fmt
-from assay.metrics._value import MetricValue, Real
+from assay.metrics._value import MetricValue, Undefinable
 from assay.report import Table
 
 EstimateMethod = Literal[
@@ -43,12 +43,12 @@ class StratumEstimate:
     and unlabelled items, its own PPI++ estimate, standard error and λ."""
 
     stratum: str
-    weight: Real
+    weight: Undefinable
     n_labelled: int
     n_unlabelled: int
-    value: Real
-    std_error: Real
-    lam: Real
+    value: Undefinable
+    std_error: Undefinable
+    lam: Undefinable
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -67,16 +67,16 @@ class MeanEstimate:
     """
 
     method: EstimateMethod
-    value: Real
-    ci_low: Real
-    ci_high: Real
-    alpha: Real
+    value: Undefinable
+    ci_low: Undefinable
+    ci_high: Undefinable
+    alpha: Undefinable
     bound: Bound
-    std_error: Real | None
+    std_error: Undefinable | None
     n_labelled: int
     n_unlabelled: int
-    effective_labels: Real | None
-    lam: Real | None
+    effective_labels: Undefinable | None
+    lam: Undefinable | None
     prediction: str
     interval: str
     sampling: str

@@ -49,7 +49,7 @@ from assay.metrics._intervals import (
 )
 from assay.metrics._report import _KINDS, TRADE_OFFS, _check_threshold, _specs, _varies
 from assay.metrics._validate import category_ranks, check_k, in_category_order, label_pair
-from assay.metrics._value import Real
+from assay.metrics._value import Undefinable
 
 MCNEMAR = "McNemar exact"
 BOOTSTRAP = "paired bootstrap"
@@ -63,13 +63,13 @@ class PairedDifference:
     the comparison's Δ (``None`` with a note when it cannot be said)."""
 
     metric: str
-    a: Real
-    b: Real
-    delta: Real
-    ci_low: Real | None
-    ci_high: Real | None
-    p_value: Real
-    p_adjusted: Real
+    a: Undefinable
+    b: Undefinable
+    delta: Undefinable
+    ci_low: Undefinable | None
+    ci_high: Undefinable | None
+    p_value: Undefinable
+    p_adjusted: Undefinable
     test: str
     higher_is_better: bool
     better: Literal["A", "B"] | None
@@ -82,11 +82,11 @@ class PairedComparison:
     """The differences of every metric, and what they were computed with."""
 
     n: int
-    level: Real
+    level: Undefinable
     tests: int  # m: the metrics with a test (Holm's family; undefined ones have none)
     ci_level: float  # each interval's level: 1 − level / m (Bonferroni)
     delta: float  # the Δ the items needed are for
-    power: Real
+    power: Undefinable
     a_only_right: int  # accuracy's discordant items: A right, B wrong
     b_only_right: int  # ... and A wrong, B right
     n_resamples: int
@@ -160,9 +160,9 @@ def paired_comparison(
     kind: str,
     k: int,
     threshold: int | None = None,
-    level: Real = 0.05,
-    delta: Real = 0.05,
-    power: Real = 0.8,
+    level: float = 0.05,
+    delta: float = 0.05,
+    power: float = 0.8,
     metrics: Collection[str] | None = None,
     higher_is_better: Callable[[str], bool] | None = None,
     n_resamples: int = 1000,

@@ -29,7 +29,7 @@ from assay.metrics._paired import _z
 from assay.metrics._ppi import check_alpha, labels, predictions_of_kind
 from assay.metrics._prevalence import rogan_gladen
 from assay.metrics._validate import _same_length, as_scores
-from assay.metrics._value import Real
+from assay.metrics._value import Undefinable
 
 PlanMethod = Literal["human_only", "ppi++", "rogan_gladen"]
 _MAX_LABELS = 10**12
@@ -46,13 +46,13 @@ class PilotMoments:
 
     n_labelled: int
     n_unlabelled: int
-    var_y: Real
-    var_f: Real
-    cov_yf: Real
-    sensitivity: Real = math.nan
-    specificity: Real = math.nan
-    prevalence: Real = math.nan
-    flagged: Real = math.nan
+    var_y: Undefinable
+    var_f: Undefinable
+    cov_yf: Undefinable
+    sensitivity: Undefinable = math.nan
+    specificity: Undefinable = math.nan
+    prevalence: Undefinable = math.nan
+    flagged: Undefinable = math.nan
 
     @property
     def binary(self) -> bool:
@@ -67,10 +67,10 @@ class LabelPlan:
 
     method: PlanMethod
     n_labels: int | None
-    half_width: Real
-    alpha: Real
+    half_width: Undefinable
+    alpha: Undefinable
     n_unlabelled: int
-    lam: Real | None = None
+    lam: Undefinable | None = None
     note: str | None = None
 
 
@@ -151,7 +151,7 @@ def labels_needed(
     pilot: PilotMoments,
     half_width: float,
     *,
-    alpha: Real = 0.05,
+    alpha: float = 0.05,
     n_unlabelled: int | None = None,
 ) -> tuple[LabelPlan, ...]:
     """The human labels each estimator needs for a two-sided interval of ``half_width`` at level
@@ -194,7 +194,7 @@ def half_width_for_labels(
     pilot: PilotMoments,
     n_labels: int,
     *,
-    alpha: Real = 0.05,
+    alpha: float = 0.05,
     n_unlabelled: int | None = None,
 ) -> tuple[LabelPlan, ...]:
     """The two-sided half-width at level ``1 − alpha`` that ``n_labels`` human labels buy with

@@ -26,7 +26,7 @@ from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
 from assay.metrics._validate import as_scores
-from assay.metrics._value import Real
+from assay.metrics._value import Undefinable
 
 FeatureKind = Literal["numeric", "categorical"]
 KS = "two-sample Kolmogorov–Smirnov"
@@ -41,8 +41,8 @@ class SampleComparison:
 
     what: str
     test: str
-    statistic: Real
-    p_value: Real
+    statistic: Undefinable
+    p_value: Undefinable
     n_labelled: int
     n_unlabelled: int
     note: str | None = None

@@ -35,7 +35,7 @@ from assay.metrics._intervals import (
     _resample_indices,
     canonical_order,
 )
-from assay.metrics._value import MIN_RESAMPLES, Real
+from assay.metrics._value import MIN_RESAMPLES, Undefinable
 
 _CONFIG = ConfigDict(ser_json_inf_nan="constants")
 
@@ -49,19 +49,19 @@ class ShiftDecomposition:
     old_items: int  # the old run's other items (scored)
     new_items: int  # the new run's other items (scored)
     old_score: float  # mean of the old run's other items
-    new_score: Real
+    new_score: Undefinable
     score_change: float  # new_score − old_score: what the dashboard showed
-    score_change_low: Real
-    score_change_high: Real
+    score_change_low: Undefinable
+    score_change_high: Undefinable
     old_anchor_score: float  # the old judge's mean on the anchors
-    new_anchor_score: Real
+    new_anchor_score: Undefinable
     judge_shift: float  # mean(new judge − old judge) on the anchors
-    judge_shift_low: Real
-    judge_shift_high: Real
+    judge_shift_low: Undefinable
+    judge_shift_high: Undefinable
     system_change: float  # score_change − judge_shift
-    system_change_low: Real
-    system_change_high: Real
-    confidence: Real
+    system_change_low: Undefinable
+    system_change_high: Undefinable
+    confidence: Undefinable
     n_resamples: int
     seed: int
 
@@ -109,7 +109,7 @@ def shift_decomposition(
     old: Sequence[float],
     new: Sequence[float],
     *,
-    confidence: Real = 0.95,
+    confidence: float = 0.95,
     n_resamples: int = 2 * MIN_RESAMPLES,
     seed: int = 0,
 ) -> ShiftDecomposition:
@@ -162,10 +162,10 @@ def shift_decomposition(
 def ewma_chart(
     values: Sequence[float],
     *,
-    smoothing: Real = 0.2,
-    width: Real = 3.0,
-    center: Real | None = None,
-    sigma: Real | None = None,
+    smoothing: float = 0.2,
+    width: float = 3.0,
+    center: float | None = None,
+    sigma: float | None = None,
     baseline: int | None = None,
 ) -> EwmaChart:
     """The EWMA control chart of ``values`` with smoothing ``λ`` and limits ``L = width``

@@ -15,8 +15,6 @@ from pydantic import (
     Field,
     PlainSerializer,
     Strict,
-    field_serializer,
-    field_validator,
 )
 from pydantic.dataclasses import dataclass
 
@@ -47,7 +45,7 @@ def _null_from_nan(value: Any) -> Any:
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
-Real = Annotated[
+Undefinable = Annotated[
     float, BeforeValidator(_nan_from_null), PlainSerializer(_null_from_nan, when_used="json")
 ]
 """A figure of a result that may be undefined (nan): ``null`` in JSON — ``metrics.json``,
@@ -61,8 +59,8 @@ class BootstrapCI:
     ``unit`` names what was resampled: ``"item"`` or, for :func:`cluster_bootstrap_ci`,
     ``"cluster"`` (whole source items with all their probes)."""
 
-    low: Real
-    high: Real
+    low: float
+    high: float
     n_resamples: int
     n_dropped: int  # replicates where the statistic was nan (e.g. κ of a one-category resample)
     unit: str = "item"
@@ -71,9 +69,9 @@ class BootstrapCI:
 class MetricDict(TypedDict):
     """A :class:`MetricValue` as a plain dict (:meth:`MetricValue.to_dict`)."""
 
-    value: Real
-    ci_low: Real | None
-    ci_high: Real | None
+    value: float
+    ci_low: float | None
+    ci_high: float | None
     n: int
     note: str | None
     count: int | None
@@ -89,22 +87,13 @@ class MetricValue:
     reference's negatives for a false positive rate), else the items; a rate also has its
     numerator, ``count`` (``value == count / n``)."""
 
-    value: Real
-    ci_low: Real | None
-    ci_high: Real | None
+    value: Undefinable
+    ci_low: Undefinable | None
+    ci_high: Undefinable | None
     n: int
     note: str | None = None
     count: int | None = None
     ci_method: str | None = None
-
-    @field_validator("value", mode="before")
-    @classmethod
-    def _undefined_from_json(cls, value: Any) -> Any:
-        return math.nan if value is None else value
-
-    @field_serializer("value", when_used="json")
-    def _undefined_as_null(self, value: float) -> float | None:
-        return None if math.isnan(value) else value
 
     def to_dict(self) -> MetricDict:
         """A plain dict with the same fields (nan values stay float nan)."""
@@ -174,19 +163,19 @@ class PlaceboEffect:
     both_flipped: int
     cue_only: int
     placebo_only: int
-    cue_rate: Real
-    placebo_rate: Real
-    effect: Real
-    ci_low: Real
-    ci_high: Real
-    confidence: Real
+    cue_rate: Undefinable
+    placebo_rate: Undefinable
+    effect: Undefinable
+    ci_low: Undefinable
+    ci_high: Undefinable
+    confidence: Undefinable
     interval: str
-    p_value: Real
+    p_value: Undefinable
     test: str
     cue_changes: int
     placebo_changes: int
-    directional_share: Real
-    placebo_directional_share: Real
-    p_adjusted: Real | None = None
+    directional_share: Undefinable
+    placebo_directional_share: Undefinable
+    p_adjusted: Undefinable | None = None
     flagged: bool | None = None
     note: str | None = None

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from assay.evaluation import EvaluateSummary
-from assay.metrics import Real
+from assay.metrics import Undefinable
 from assay.types import Spend, Usage, all_unscored
 
 
@@ -21,11 +21,11 @@ class ObjectiveParts(_Model):
 
     metric: str
     n: int
-    label_agreement: Real | None
-    consistency: Real | None
+    label_agreement: Undefinable | None
+    consistency: Undefinable | None
     with_variants: int
-    weight: Real
-    value: Real | None
+    weight: Undefinable
+    value: Undefinable | None
 
 
 class Measurement(_Model):
@@ -66,7 +66,7 @@ class OptimizeResult(_Model):
     after: Measurement
     objective: dict[str, ObjectiveParts]
     demos: int
-    compile_seconds: Real
+    compile_seconds: Undefinable
     usage: OptimizeUsage
     program: str
     mlflow_run_id: str | None = None

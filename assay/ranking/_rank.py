@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import DataError
 from assay.inputs import RunConfig
-from assay.metrics import CyclicTriads, JudgeAgreement, OrderEffect, Real, Strength
+from assay.metrics import CyclicTriads, JudgeAgreement, OrderEffect, Strength, Undefinable
 from assay.ranking._comparisons import RankSource, Vote, read_source
 from assay.runs import Run, TrackedRun
 from assay.types import stable_hash
@@ -34,8 +34,8 @@ class RankConfig(RunConfig):
         None, description="the item columns naming responses A's and B's systems (runs)"
     )
     order_effect: bool = Field(True, description="each judge's first-position effect fitted")
-    prior: Real = Field(0.0, ge=0, description="the penalty alpha · Σ s² (0: maximum likelihood)")
-    confidence: Real = Field(0.95, gt=0, lt=1, description="the intervals' level")
+    prior: float = Field(0.0, ge=0, description="the penalty alpha · Σ s² (0: maximum likelihood)")
+    confidence: float = Field(0.95, gt=0, lt=1, description="the intervals' level")
 
 
 class RankSummary(BaseModel):
@@ -50,11 +50,11 @@ class RankSummary(BaseModel):
     n_systems: int
     n_components: int
     order_effect: bool
-    prior: Real
-    confidence: Real
+    prior: Undefinable
+    confidence: Undefinable
     interval: str
     ties: str
-    log_likelihood: Real
+    log_likelihood: Undefinable
     iterations: int
     strengths: list[Strength]
     order_effects: list[OrderEffect]
@@ -73,8 +73,8 @@ def rank(
     name: str = "rank",
     systems: tuple[str, str] | None = None,
     order_effect: bool = True,
-    prior: Real = 0.0,
-    confidence: Real = 0.95,
+    prior: float = 0.0,
+    confidence: float = 0.95,
     output_dir: str = "runs",
     log: bool = True,
 ) -> RankSummary:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from assay.metrics import Real
+from assay.metrics import Undefinable
 from assay.types import PlainName, Spend, Usage, all_unscored, with_work
 
 
@@ -22,12 +22,12 @@ class StageThreshold(BaseModel):
     judge: str
     config_hash: str
     confidence_source: str
-    threshold: Real | None
-    delta: Real
+    threshold: Undefinable | None
+    delta: Undefinable
     n: int
     kept: int
     disagreements: int
-    p_value: Real | None
+    p_value: Undefinable | None
     note: str = ""
 
 
@@ -38,8 +38,8 @@ class Calibration(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    alpha: Real
-    delta: Real
+    alpha: Undefinable
+    delta: Undefinable
     guarantee: str
     data: str  # the calibration items' fingerprint
     n_calibration: int
@@ -59,7 +59,7 @@ class StageCount(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     judge: str
-    threshold: Real | None
+    threshold: Undefinable | None
     reached: int
     judged: int
     unscored: int
@@ -81,10 +81,10 @@ class PartSummary(BaseModel):
     items: int
     kept: int
     abstained: int
-    coverage: Real | None
+    coverage: Undefinable | None
     stages: list[StageCount]
     labelled: int = 0
-    agreement_kept: Real | None = None
+    agreement_kept: Undefinable | None = None
     agreement_ci: tuple[float, float] | None = None
 
 
@@ -94,8 +94,8 @@ class SelectiveSummary(BaseModel):
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     mode: Literal["calibrate", "apply"]
-    alpha: Real
-    delta: Real
+    alpha: Undefinable
+    delta: Undefinable
     guarantee: str
     thresholds: list[StageThreshold]
     parts: list[PartSummary]
