@@ -21,7 +21,6 @@ from assay.evaluation._results import (
 from assay.evaluation._verdicts import Verdicts
 from assay.metrics import (
     TRADE_OFFS,
-    MetricValue,
     agreement_confusion,
     agreement_metrics,
     calibration_metrics,
@@ -108,13 +107,7 @@ def _in_steps(metrics: dict[str, Any], scale: Scale) -> dict[str, Any]:
         f"in steps between neighbouring categories (positions 0..{scale.k - 1}), not in the "
         f"scale's scores {', '.join(map(str, values))}"
     )
-    out = dict(metrics)
-    for name in IN_STEPS:
-        if name in out:
-            m = out[name]
-            note = "; ".join([*([m.note] if m.note else []), steps])
-            out[name] = MetricValue(**{**m.to_dict(), "note": note})
-    return out
+    return {k: m.with_notes([steps]) if k in IN_STEPS else m for k, m in metrics.items()}
 
 
 def verdict_names(scale: Scale) -> list[str]:

@@ -273,7 +273,7 @@ def agreement_metrics(
             )
             notes.append(single + trade)
         if spec.rate is not None:
-            results[spec.name] = _noted(spec.rate(confidence), notes)
+            results[spec.name] = spec.rate(confidence).with_notes(notes)
             continue
         value = float(spec.statistic(*(a[None, :] for a in spec.arrays))[0])
         ci = _percentile_ci(
@@ -312,12 +312,6 @@ def _counted(
         return binomial_rate(count, n, confidence=confidence, why_undefined=undefined)
 
     return rate
-
-
-def _noted(m: MetricValue, notes: Sequence[str]) -> MetricValue:
-    """``m`` with ``notes`` after its own note."""
-    note = "; ".join([*([m.note] if m.note else []), *notes]) or None
-    return MetricValue(**{**m.to_dict(), "note": note})
 
 
 def agreement_confusion(reference: ArrayLike, candidate: ArrayLike, k: int) -> list[list[int]]:

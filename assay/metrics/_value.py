@@ -99,6 +99,11 @@ class MetricValue:
         """A plain dict with the same fields (nan values stay float nan)."""
         return MetricDict(**asdict(self))
 
+    def with_notes(self, notes: Iterable[str]) -> MetricValue:
+        """This metric with ``notes`` after its own note."""
+        note = "; ".join([*([self.note] if self.note else []), *notes]) or None
+        return MetricValue(**{**self.to_dict(), "note": note})
+
 
 NO_WIDTH = (
     "every bootstrap replicate gave the same value: an interval of no width, which shows no "
