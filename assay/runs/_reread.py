@@ -109,6 +109,13 @@ def code_identity() -> dict[str, object]:
     return out
 
 
+def code_digest() -> str:
+    """:func:`code_identity` as one digest: what a finished run records as the code that made
+    its figures, so that other code (assay upgraded or edited) makes them again."""
+    text = json.dumps(code_identity(), sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def any_recorded(workdir: Path) -> bool:
     """Whether the working folder has recorded the inputs of any finished run (else there is
     nothing to look up, and no reason to digest the inputs before the run starts)."""

@@ -252,12 +252,22 @@ class Run:
         command's config (``resolved``), its figures made again from its records (each judgment
         signed: one edited is refused as it is read), and sealed anew at its finish. A run
         killed after work was added to it once finished (``--retry-unscored``) is one: its
-        ``metrics.json`` did not count that work."""
+        ``metrics.json`` did not count that work. So is a run whose figures other code made
+        (assay upgraded or edited since, another DSPy or pydantic, other installed plug-ins):
+        a fix to a figure reaches the runs that finished before it."""
         if not self.finished:
             return
         problem = seal_problem(self.dir, self.state)
         if problem is None:
-            return
+            from assay.runs._reread import code_digest
+
+            if self.state.get("code") == code_digest():
+                return
+            problem = (
+                "its figures were made by other code (assay, DSPy, pydantic or the "
+                "installed plug-ins changed since it finished)",
+                "",
+            )
         _log.warning(
             "%s: %s: its figures are made again from its records, not read back",
             self.dir,
@@ -357,8 +367,11 @@ class Run:
     def seal_results(self, sealed: Sequence[str] = SEALED) -> None:
         """Seal the files a decision or a re-read reads (``sealed``: names or globs in the run
         directory): their digests, signed, in ``run.json``."""
+        from assay.runs._reread import code_digest
+
         kind = self.state.get("kind", self.command)
-        self.update(seal=seal(self.dir, sealed, kind=kind, run_hash=self.run_hash))
+        sealed_now = seal(self.dir, sealed, kind=kind, run_hash=self.run_hash)
+        self.update(seal=sealed_now, code=code_digest())
 
     def finish(
         self,

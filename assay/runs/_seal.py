@@ -57,7 +57,9 @@ class RunState(TypedDict, total=False):
     """A run's ``run.json``: its hash, status (``running``, ``finished``), when it was created
     and finished, its runner (``kind``), its seal and MLflow run once finished, what its
     runner adds at the finish (the harness's and ToolEmu's ``finish_key``, ToolEmu's
-    ``n_cases``), and what a finished evaluate or harness run was made from (``inputs``)."""
+    ``n_cases``), the code that sealed its figures (``code``: assay's sources, DSPy's and
+    pydantic's versions and the installed plug-ins, as one digest) and what a finished
+    evaluate or harness run was made from (``inputs``)."""
 
     run_hash: str
     status: str
@@ -68,6 +70,7 @@ class RunState(TypedDict, total=False):
     mlflow_run_id: str | None
     finish_key: str
     n_cases: int
+    code: str
     inputs: InputsRecord
 
 

@@ -136,3 +136,55 @@ def test_an_edited_harness_pass_rate_is_made_again(tmp_path, monkeypatch, capsys
     assert {t: again[t]["pass_rate"]["value"] for t in honest} == honest
     assert any("metrics.json is not the file" in r.getMessage() for r in caplog.records)
     assert _seal_holds(run_dir)
+
+
+def _other_code(monkeypatch) -> None:
+    """What a run made by this code looks like to another assay (upgraded, or a checkout
+    edited): the code identity the fast path and the finished run's record compare."""
+    import assay.runs._reread as reread
+
+    real = reread.code_identity()
+    monkeypatch.setattr(reread, "code_identity", lambda: {**real, "assay": "another version"})
+
+
+def test_a_run_finished_by_other_code_is_scored_again(tmp_path, monkeypatch, capsys, caplog, stub):
+    """A fix to a figure reaches the runs finished before it: their figures are made again
+    from their judgments (no LM call), not read back from the metrics.json old code wrote."""
+    monkeypatch.chdir(tmp_path)
+    cfg = _config(tmp_path, stub)
+    code, first = _evaluate_json(cfg, capsys)
+    run_dir = _run_dir(tmp_path)
+    served = stub.n_requests
+    _other_code(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="assay.runs._run"):
+        assert "r: scored from its judgments (no LM call)" in _evaluate(cfg, capsys)
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "assay.runs._run"]
+    assert str(run_dir) in warning and "made by other code" in warning
+    assert stub.n_requests == served
+    assert _seal_holds(run_dir)
+    assert "r: re-read (finished before; no LM call)" in _evaluate(cfg, capsys)
+    code, again = _evaluate_json(cfg, capsys)
+    assert again["metrics"] == first["metrics"]
+
+
+def test_a_harness_run_finished_by_other_code_is_scored_again(
+    tmp_path, monkeypatch, capsys, caplog
+):
+    """The harness's own re-read (its finish_key: config, tests and files) does not cover the
+    code; the run's recorded code does."""
+    monkeypatch.chdir(tmp_path)
+    cfg = _harness(tmp_path)
+    capsys.readouterr()
+    assert main(["harness", str(cfg), *HARNESS, "--quiet", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    before = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    _other_code(monkeypatch)
+    with caplog.at_level(logging.WARNING, logger="assay.runs._run"):
+        assert main(["harness", str(cfg), *HARNESS, "--quiet", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert any("made by other code" in r.getMessage() for r in caplog.records)
+    after = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    assert after["code"] != before["code"] and after["finished"] != before["finished"]
+    assert again["judges"] == first["judges"]
+    assert _seal_holds(run_dir)
