@@ -56,6 +56,13 @@ def compare(
     if not compared:
         why = "; ".join(f"{x['run_id']} ({x['name']}): {x['reason']}" for x in left_out)
         raise RunError(f"nothing to compare in {tracking_uri}: {why or 'no judge run found'}")
+    if len(compared) == 1 and len(candidates) > 1:  # the runs asked for: one is no comparison
+        why = "; ".join(f"{x['run_id']} ({x['name']}): {x['reason']}" for x in left_out)
+        raise RunError(
+            f"nothing to compare: only {compared[0].info.run_id} ({compared[0].info.run_name}) "
+            f"is left, the others are not comparable with it — {why} (--force compares "
+            "across groups)"
+        )
     metric = metric or default_metric(compared)
     if not any(metric_value(r.data.metrics, metric) is not None for r in compared):
         known = sorted({m for r in compared for m in r.data.metrics if "_ci_" not in m})

@@ -169,6 +169,11 @@ def comparable(candidates: list, left_out: list, first, force: bool):
         for r in runs:
             if name == "items":
                 why = f"different items: {measured_on(r)}, the compared runs' {shown}"
+                if measured_on(r) == shown:  # as many: other texts or references
+                    why += (
+                        f" — as many, but other ones or other references (item fingerprint "
+                        f"{a[:10]}, the compared runs' {b[:10]})"
+                    )
                 if a.startswith(LEGACY):
                     why += " (logged without an item fingerprint: only runs of its own group match)"
             else:

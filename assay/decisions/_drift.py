@@ -16,8 +16,14 @@ from collections import defaultdict
 from pathlib import Path
 
 from assay import _json
-from assay.decisions._finished import JudgeRun, read_judge_run
-from assay.decisions._paired import check_same_items, paired_ids, side, write_outputs
+from assay.decisions._finished import JudgeRun, distinct_runs, read_judge_run
+from assay.decisions._paired import (
+    check_same_items,
+    paired_ids,
+    side,
+    unscored_shift,
+    write_outputs,
+)
 from assay.decisions._paired_results import DriftResult, ItemChange
 from assay.errors import ConfigError, RunError
 from assay.runs import RunStore, sealed_run
@@ -51,6 +57,7 @@ def drift(
     with tempfile.TemporaryDirectory(prefix="assay-drift-") as tmp:
         ro = read_judge_run(old, tracking_uri=tracking_uri, scratch=Path(tmp))
         rn = read_judge_run(new, tracking_uri=tracking_uri, scratch=Path(tmp))
+    distinct_runs([ro, rn], "drift")
     if ro.config_hash != rn.config_hash:
         raise RunError(
             f"{new}: judge config {rn.config_hash[:10]}, OLD's is {ro.config_hash[:10]}: drift "
@@ -81,8 +88,11 @@ def drift(
         if ro.judgments[i].score != rn.judgments[i].score
     ]
     test = drift_test(len(changes), len(ids), measured, level=level, confidence=confidence)
+    unscored = unscored_shift(ro, rn, [it.id for it in ro.items], level)
     said = f"{test.changed} of {test.n} verdicts changed ({test.rate:.1%})"
-    if test.drifted:
+    if unscored.moved:
+        verdict = f"drifted: {unscored.said()}; of the items both scored, {said}"
+    elif test.drifted:
         verdict = (
             f"drifted: {said}, more than stability explains ({test.tested_against:.3f}; "
             f"p = {test.p_value:.3g} < {test.test_level:g})"
@@ -92,6 +102,8 @@ def drift(
             f"within stability: {said}; stability explains up to {test.tested_against:.3f} "
             f"(p = {test.p_value:.3g} at {test.test_level:g})"
         )
+        if unscored.said():
+            verdict += f"; {unscored.said()}"
     result = DriftResult(
         old=side(ro),
         new=side(rn),
@@ -103,6 +115,7 @@ def drift(
         test=test,
         changes=changes,
         verdict=verdict,
+        unscored=unscored,
     )
     return write_outputs(result, out_dir, log, tracking_uri, workdir)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,6 +89,7 @@ class JudgeRun:
     config: EvaluateConfig
     items: list[Item]  # in the run's order; exactly the items it judged
     judgments: dict[str, Judgment]
+    seal: str = ""  # its seal's digest: a copy of a run has the run's
 
     @property
     def scale(self) -> Scale:
@@ -119,9 +120,26 @@ def read_judge_run(named: str | Path, *, tracking_uri: str, scratch: Path) -> Ju
         path, state = _download(run_id, tracking_uri, scratch)
         config, judgments, _ = read_evaluate_run(path, where=named, state=state)
     items = judged_items(named, config, judgments, state.get("run_hash"))
-    return JudgeRun(
-        str(named), path, run_id or state.get("mlflow_run_id"), config, items, judgments
-    )
+    run_id = run_id or state.get("mlflow_run_id")
+    digest = str(state.get("seal", {}).get("digest", ""))
+    return JudgeRun(str(named), path, run_id, config, items, judgments, digest)
+
+
+def distinct_runs(runs: Sequence[JudgeRun], command: str) -> None:
+    """Refuse, in one line, a run given twice — by name or as a copy (its files, and so its
+    seal, the same): compared with itself it shows no change whatever the judge did, and
+    counted twice its verdicts weigh double."""
+    seen: dict[str, JudgeRun] = {}
+    for run in runs:
+        key = run.seal or str(run.run_dir.resolve())
+        if key in seen:
+            first = seen[key]
+            how = "the same run" if first.named == run.named else "one run (the same sealed files)"
+            raise RunError(
+                f"{first.named} and {run.named} are {how}: {command} needs distinct runs "
+                "(a run compared with itself shows no change, and counted twice it weighs double)"
+            )
+        seen[key] = run
 
 
 def _download(run_id: str, tracking_uri: str, scratch: Path) -> tuple[Path, RunState]:

@@ -15,8 +15,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from assay.decisions._finished import JudgeRun, read_judge_run
-from assay.decisions._paired_results import LeftOutItem, PairedResult, PairedSide, SeriesResult
+from assay.decisions._finished import JudgeRun, distinct_runs, read_judge_run
+from assay.decisions._paired_results import (
+    LeftOutItem,
+    PairedResult,
+    PairedSide,
+    SeriesResult,
+    UnscoredShift,
+)
 from assay.decisions._tuning import refuse_tuned_items
 from assay.errors import ConfigError, RunError
 from assay.evaluation import metric_kind, verdict_names
@@ -50,6 +56,7 @@ def paired(
     with tempfile.TemporaryDirectory(prefix="assay-paired-") as tmp:
         ra = read_judge_run(a, tracking_uri=tracking_uri, scratch=Path(tmp))
         rb = read_judge_run(b, tracking_uri=tracking_uri, scratch=Path(tmp))
+    distinct_runs([ra, rb], "compare --paired")
     check_same_items(ra, rb, "A", "B")
     if ra.config.threshold != rb.config.threshold:
         raise RunError(
@@ -153,6 +160,19 @@ def paired_ids(a: JudgeRun, b: JudgeRun, *, need_reference: bool) -> tuple[list[
         else:
             ids.append(it.id)
     return ids, left
+
+
+def unscored_shift(old: JudgeRun, new: JudgeRun, ids: list[str], level: float) -> UnscoredShift:
+    """How many of ``ids`` NEW left unscored where OLD scored them and the other way round,
+    with the exact one-sided sign test (binomial, ½) that NEW fails more often."""
+    from math import comb
+
+    lost = sum(old.judgments[i].score is not None and new.judgments[i].score is None for i in ids)
+    gained = sum(old.judgments[i].score is None and new.judgments[i].score is not None for i in ids)
+    n = lost + gained
+    p = sum(comb(n, k) for k in range(lost, n + 1)) / 2**n if n else None
+    moved = p is not None and p < level
+    return UnscoredShift(lost=lost, gained=gained, p_value=p, level=level, moved=moved)
 
 
 def side(run: JudgeRun) -> PairedSide:

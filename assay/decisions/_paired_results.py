@@ -65,6 +65,28 @@ class ItemChange(_Model):
     new: str
 
 
+class UnscoredShift(_Model):
+    """Items of both runs the NEW judge left unscored where the OLD one scored them (``lost``)
+    and the other way round (``gained``), and the one-sided exact sign test that NEW fails more
+    often (``p_value``; None with no such item), at ``level``: a judge that stops answering is a
+    judge that changed, whatever its verdicts on the items it still scores."""
+
+    lost: int
+    gained: int
+    p_value: float | None
+    level: float
+    moved: bool
+
+    def said(self) -> str:
+        if not self.lost and not self.gained:
+            return ""
+        head = (
+            f"NEW left {self.lost} item{'s' if self.lost != 1 else ''} unscored that OLD scored "
+            f"({self.gained} the other way; exact sign test p = {self.p_value:.3g}"
+        )
+        return head + (f" < {self.level:g})" if self.moved else f", not below {self.level:g})")
+
+
 class DriftResult(_Model):
     """``drift OLD NEW`` (``drift.json``): the same judge config on the same anchors, twice."""
 
@@ -79,6 +101,7 @@ class DriftResult(_Model):
     test: DriftTest
     changes: list[ItemChange]
     verdict: str
+    unscored: UnscoredShift | None = None  # None: read from a drift.json written before it
     out_dir: str | None = None
     comparison_run_id: str | None = None
 
@@ -96,6 +119,7 @@ class ShiftResult(_Model):
     left_out: list[LeftOutItem]  # anchors not scored by both judges, other items unscored
     decomposition: ShiftDecomposition
     verdict: str
+    unscored: UnscoredShift | None = None  # on the anchors; None: an older drift.json
     out_dir: str | None = None
     comparison_run_id: str | None = None
 

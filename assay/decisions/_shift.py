@@ -15,12 +15,13 @@ scale: a mean score (a binary scale's: the rate of its positive label).
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from assay.decisions._finished import JudgeRun, read_judge_run
-from assay.decisions._paired import side, write_outputs
+from assay.decisions._finished import JudgeRun, distinct_runs, read_judge_run
+from assay.decisions._paired import side, unscored_shift, write_outputs
 from assay.decisions._paired_results import LeftOutItem, SeriesPoint, SeriesResult, ShiftResult
 from assay.errors import ConfigError, DataError, RunError
 from assay.scale import Scale
@@ -50,6 +51,7 @@ def anchor_shift(
     with tempfile.TemporaryDirectory(prefix="assay-drift-") as tmp:
         ro = read_judge_run(old, tracking_uri=tracking_uri, scratch=Path(tmp))
         rn = read_judge_run(new, tracking_uri=tracking_uri, scratch=Path(tmp))
+    distinct_runs([ro, rn], "drift --anchors")
     scale = _one_scale([ro, rn])
     ids = _anchors_in_both(anchors, wanted, ro, rn)
     is_anchor = set(ids)
@@ -93,6 +95,12 @@ def anchor_shift(
         )
     except ValueError as exc:
         raise ConfigError(f"drift --anchors: {exc}") from None
+    unscored = unscored_shift(ro, rn, ids, round(1 - confidence, 10))  # as the intervals
+    verdict = shift_verdict(d, same_judge=ro.config_hash == rn.config_hash)
+    if unscored.moved:  # the judge changed on the anchors: it stopped answering some
+        verdict = f"the judge moved on the anchors: {unscored.said()}; {verdict}"
+    elif unscored.said():
+        verdict += f"; on the anchors, {unscored.said()}"
     result = ShiftResult(
         old=side(ro),
         new=side(rn),
@@ -101,7 +109,8 @@ def anchor_shift(
         score=score_name(scale),
         left_out=left,
         decomposition=d,
-        verdict=shift_verdict(d, same_judge=ro.config_hash == rn.config_hash),
+        verdict=verdict,
+        unscored=unscored,
     )
     return write_outputs(result, out_dir, log, tracking_uri, workdir)
 
@@ -130,6 +139,7 @@ def score_series(
     with tempfile.TemporaryDirectory(prefix="assay-drift-") as tmp:
         for named in runs:
             read.append(read_judge_run(named, tracking_uri=tracking_uri, scratch=Path(tmp)))
+    distinct_runs(read, "drift --series")
     scale = _one_scale(read)
     points = []
     for run in read:
@@ -148,8 +158,10 @@ def score_series(
             sigma=sigma,
             baseline=baseline if center is None or sigma is None else None,
         )
-    except ValueError as exc:
-        raise ConfigError(f"drift --series: {exc}") from None
+    except ValueError as exc:  # the chart's arguments, as the command line names them
+        why = re.sub(r"\b(baseline|sigma|center|smoothing|width)\b", r"--\1", str(exc))
+        why = why.replace(" values", " runs")
+        raise ConfigError(f"drift --series: {why}") from None
     result = SeriesResult(
         scale=scale.describe(),
         score=score_name(scale),
@@ -253,11 +265,35 @@ def shift_verdict(d: ShiftDecomposition, *, same_judge: bool) -> str:
     if not d.system_change_low <= 0 <= d.system_change_high:
         moved.append("the system")
     head = f"{' and '.join(moved)} moved" if moved else "neither the judge nor the system moved"
+    flat = no_width_said(shift_intervals(d))
     return (
         f"{head}: score change {said(d.score_change, d.score_change_low, d.score_change_high)} "
         f"= judge shift {said(d.judge_shift, d.judge_shift_low, d.judge_shift_high)} on "
         f"{d.anchors} anchors + system change "
         f"{said(d.system_change, d.system_change_low, d.system_change_high)} ({pct} intervals)"
+        + (f"; {flat}" if flat else "")
+    )
+
+
+def shift_intervals(d: Any) -> dict[str, tuple[float, float]]:
+    """The decomposition's three intervals by name (``d``: the model or its dump)."""
+    get = d.get if isinstance(d, dict) else lambda k: getattr(d, k)
+    names = {"score change": "score_change", "judge shift": "judge_shift"}
+    names["system change"] = "system_change"
+    return {said: (get(f"{k}_low"), get(f"{k}_high")) for said, k in names.items()}
+
+
+def no_width_said(intervals: dict[str, tuple[float, float]]) -> str | None:
+    """Which of ``intervals`` print as one value, said as what that shows; None: none."""
+    from assay.metrics import NARROWER_THAN_SHOWN
+
+    flat = [name for name, (low, high) in intervals.items() if high - low < NARROWER_THAN_SHOWN]
+    if not flat:
+        return None
+    return (
+        f"the {' and '.join(flat)} interval{'s' if len(flat) > 1 else ''} "
+        f"{'have' if len(flat) > 1 else 'has'} no width at the printed digits: every resample "
+        "gave (about) the same value, which shows no variation in the resamples, not certainty"
     )
 
 

@@ -22,7 +22,10 @@ def _interval(low: float, high: float) -> str:
 
 
 def shift_tables(d: dict[str, Any]) -> list[Table]:
+    from assay.decisions._shift import no_width_said, shift_intervals
+
     x = d["decomposition"]
+    flat = no_width_said(shift_intervals(x))
     rows = [
         [
             "score change (other items)",
@@ -61,6 +64,7 @@ def shift_tables(d: dict[str, Any]) -> list[Table]:
                 f"Intervals: percentile bootstrap, {x['n_resamples']} replicates (seed "
                 f"{x['seed']}), each resampling the anchors in pairs and each run's other items "
                 "on their own; a replicate's system change is its score change less its shift."
+                + (f" {flat[0].upper()}{flat[1:]}." if flat else "")
             ),
         )
     ]

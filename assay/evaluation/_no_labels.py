@@ -119,11 +119,10 @@ def panel_over_run(
     stays so; a tie follows the config's ``tie_break``)."""
     assert config.scale is not None
     scale = config.scale
+    # every member's verdict is evidence of its reliability, on an item the quorum left
+    # unscored too (that item's panel verdict stays unscored: _with_verdict)
     rows = [
-        (j.item_id, str(m["judge"]), m.get("score"))
-        for j in judgments
-        if j.members and j.unscored != "panel_quorum"
-        for m in j.members
+        (j.item_id, str(m["judge"]), m.get("score")) for j in judgments for m in j.members or []
     ]
     majority = {
         j.item_id: aggregate_scores(

@@ -263,13 +263,20 @@ def _never_beaten(d: _Data, component: NDArray[np.int32]) -> str | None:
         if len(groups) > 1 and unbeaten:
             inside = np.flatnonzero(strong == unbeaten[0])
             names = sorted(d.systems[k] for k in inside)
-            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+            others = sorted(d.systems[k] for k in members if strong[k] != unbeaten[0])
             return (
-                f"{', '.join(names[:3])}{more} never lost nor tied against the "
-                f"{len(members) - len(inside)} other systems of their connected set: their "
-                "strengths have no finite maximum-likelihood estimate"
+                f"{_some(names)} never lost nor tied against the rest of "
+                f"{'its' if len(names) == 1 else 'their'} connected set ({_some(others)}), "
+                f"which never beat {'it' if len(names) == 1 else 'them'}: the strengths have no "
+                "finite maximum-likelihood estimate"
             )
     return None
+
+
+def _some(names: list[str]) -> str:
+    """Up to three names, and how many more."""
+    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+    return ", ".join(names[:3]) + more
 
 
 def _runaway_order(d: _Data) -> str | None:

@@ -366,9 +366,19 @@ def dawid_skene(
     def value(v: float, replicates: NDArray, count: int) -> MetricValue:
         return with_ci(float(v), _percentile_ci(replicates, confidence), count, why_undefined=why)
 
+    # a recall's n is its own denominator: the items of that class the judge rated, which
+    # the model knows only in expectation (the posteriors summed), not the judge's every item
+    in_class = np.einsum("i,ij,ik->jk", counts[0], onehot.sum(axis=2), point.posteriors[0])
+    about = "n: the items of this class the judge rated, as the model expects them (its "
+    about += "posteriors summed, rounded), not a count"
     judges = []
     for j, name in enumerate(m.annotator_ids):
-        recalls = tuple(value(recall[0, j, c], recall_b[:, j, c], int(judged[j])) for c in range(k))
+        recalls = tuple(
+            value(recall[0, j, c], recall_b[:, j, c], round(float(in_class[j, c]))).with_notes(
+                [about]
+            )
+            for c in range(k)
+        )
         judges.append(
             JudgeReliability(
                 judge=name,

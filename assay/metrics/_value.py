@@ -111,6 +111,14 @@ NO_WIDTH = (
 )
 
 
+NARROWER_THAN_SHOWN = 5e-4
+"""An interval this narrow prints as one value at three decimals ([1.000, 1.000])."""
+NARROW = (
+    "the bootstrap replicates differ only past the printed digits: an interval that shows "
+    "almost no variation in the resamples, not certainty"
+)
+
+
 def _no_width(low: float, high: float) -> bool:
     """Whether an interval's ends are one value: equal, or a floating-point rounding apart (a
     linear κ of exactly 0 in every replicate computes as ±2e-16, a Pearson r of 1 as 1 - 3e-16)."""
@@ -139,6 +147,8 @@ def with_ci(
     if defined and not math.isnan(value) and _no_width(low, high):
         out.append(NO_WIDTH)
         low = high = (low + high) / 2  # one value, not two a rounding apart ([-0.000, 0.000])
+    elif defined and not math.isnan(value) and abs(high - low) < NARROWER_THAN_SHOWN:
+        out.append(NARROW)
     return MetricValue(
         value=float(value),
         ci_low=low if defined else None,

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from assay._files import sha256_file
 from assay.data import ColumnMap, is_missing, load_table
 from assay.errors import DataError, RunError
 
@@ -56,6 +57,8 @@ class RankSource(BaseModel):
     left_out: dict[str, int]
     mlflow_run_id: str | None = None
     config_hash: str | None = None  # a run's judge config
+    # a run's seal digest, a table's SHA-256: one source given twice (or a copy) is refused
+    digest: str | None = None
 
 
 def read_source(
@@ -136,7 +139,8 @@ def read_table(path: Path) -> tuple[list[Vote], RankSource]:
         judge = cell("judge") or path.stem
         won = None if winner == TIE else winner
         votes.append(Vote(a, b, won, first, judge, str(path), f"row {row}"))
-    return votes, _summary(str(path), "table", votes, Counter())
+    digest = sha256_file(path)
+    return votes, _summary(str(path), "table", votes, Counter(), digest=digest)
 
 
 # -- a pairwise evaluate run ---------------------------------------------------------------
@@ -181,6 +185,7 @@ def read_run(
         left_out,
         mlflow_run_id=run.mlflow_run_id,
         config_hash=run.config_hash,
+        digest=run.seal or None,
     )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.errors import DataError
+from assay.errors import DataError, RunError
 from assay.inputs import RunConfig
 from assay.metrics import CyclicTriads, JudgeAgreement, OrderEffect, Strength, Undefinable
 from assay.ranking._comparisons import RankSource, Vote, read_source
@@ -89,6 +89,13 @@ def rank(
             got, summary = read_source(
                 named, tracking_uri=tracking_uri, scratch=Path(tmp), systems=systems
             )
+            twice = next((r for r in read if summary.digest and r.digest == summary.digest), None)
+            if twice is not None:
+                raise RunError(
+                    f"{twice.named} and {named} are one source (the same "
+                    f"{'sealed files' if summary.kind == 'run' else 'bytes'}): counted twice, "
+                    "its votes would weigh double; give each source once"
+                )
             votes += got
             read.append(summary)
     try:

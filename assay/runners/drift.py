@@ -154,10 +154,12 @@ class Drift(Runner):
         print(result.model_dump_json() if json else render_paired_console(result), end="")
         if result.mode == "anchors":
             d = result.decomposition
-            return 0 if d.judge_shift_low <= 0 <= d.judge_shift_high else 1
+            failing = result.unscored is not None and result.unscored.moved
+            return 0 if d.judge_shift_low <= 0 <= d.judge_shift_high and not failing else 1
         if result.mode == "series":
             return 0 if result.chart.first_out is None else 1
-        return 1 if result.test.drifted else 0
+        failing = result.unscored is not None and result.unscored.moved
+        return 1 if result.test.drifted or failing else 0
 
 
 def _check_mode(options: Drift.Options) -> None:

@@ -217,12 +217,10 @@ def test_other_data_set_is_left_out_with_a_reason_unless_forced(store):
     assert forced["left_out"] == [] and forced["group"] is None
     assert {r["run_id"] for r in forced["leaderboard"]} == {*three(store), ids["other"]}
     assert forced["leaderboard"][0]["value"] == pytest.approx(1.0)
-    # the first run named decides which group is compared
-    first_other = compare(
-        [ids["other"], *three(store)], tracking_uri=store["uri"], log=False
-    ).model_dump()
-    assert [r["run_id"] for r in first_other["leaderboard"]] == [ids["other"]]
-    assert len(first_other["left_out"]) == 3
+    # the first run named decides which group is compared: alone in its group, it is no
+    # comparison (a one-row leaderboard marked "Pareto yes" said it was)
+    with pytest.raises(RunError, match=r"nothing to compare: only .*perfect-other-data.*--force"):
+        compare([ids["other"], *three(store)], tracking_uri=store["uri"], log=False)
 
 
 def test_whole_experiment_compares_the_largest_group_and_logs_a_comparison_run(store, tmp_path):

@@ -78,7 +78,8 @@ def test_paired_refuses_other_items_references_and_scales(tmp_path, stub, capsys
     )
     assert "scale" in refused(capsys, ["compare", "--paired", str(a), str(three)])
     assert "two runs" in refused(capsys, ["compare", "--paired", str(a)])
-    line = refused(capsys, ["compare", "--paired", str(a), str(a), "--metrics", "ccc"])
+    b = evaluate(tmp_path / "b", stub, "stub-b")
+    line = refused(capsys, ["compare", "--paired", str(a), str(b), "--metrics", "ccc"])
     assert "unknown metrics ccc" in line
     line = refused(capsys, ["drift", str(a), str(a), "--level", "2"])
     assert "argument --level: must be less than 1, got 2.0" in line
@@ -224,3 +225,53 @@ def test_a_judge_with_one_verdict_does_not_headline_the_rate_it_wins(
     assert md.startswith("# assay compare --paired — A careful vs B alarmist\n")
     assert md.index("- A: careful") < md.index("- B: alarmist")
     assert "| kappa_categorical | 0.600 | undefined |" in md
+
+
+def test_a_run_is_not_compared_with_itself_nor_with_its_copy(tmp_path, stub, capsys, monkeypatch):
+    """The same run given as OLD and NEW (or a copy of it) shows no change whatever the judge
+    did: a CI gate on a misconfigured job would always pass. Refused in one line, by drift,
+    drift --series, drift --anchors and compare --paired."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    old = evaluate(tmp_path / "old", stub, "stub-model")
+    copy = tmp_path / "copy" / old.name
+    shutil.copytree(old, copy)
+    (tmp_path / "anchors.txt").write_text("i0\ni1\n")
+    capsys.readouterr()
+    line = refused(capsys, ["drift", str(old), str(old), "--no-log"])
+    assert f"{old} and {old} are the same run: drift needs distinct runs" in line
+    line = refused(capsys, ["drift", str(old), str(copy), "--no-log"])
+    assert "are one run (the same sealed files)" in line
+    series = ["drift", str(old), str(copy), str(old), "--series", "--sigma", "0.1", "--no-log"]
+    assert "drift --series needs distinct runs" in refused(capsys, series)
+    anchors = ["drift", str(old), str(copy), "--anchors", "anchors.txt", "--no-log"]
+    assert "drift --anchors needs distinct runs" in refused(capsys, anchors)
+    paired = ["compare", "--paired", str(old), str(copy), "--no-log"]
+    assert "compare --paired needs distinct runs" in refused(capsys, paired)
+
+
+def test_drift_flags_a_judge_that_stopped_answering(tmp_path, stub, capsys, monkeypatch):
+    """NEW leaves 8 of the 40 items unscored that OLD scored and changes no verdict it still
+    gives: the verdicts alone say "within stability"; the judge changed, and drift says so
+    (exit 1) with the exact sign test's p, equal to scipy's binomtest."""
+    from scipy.stats import binomtest
+
+    monkeypatch.chdir(tmp_path)
+    old = evaluate(tmp_path / "old", stub, "stub-model")
+    stub.personas.garbled = {"stub-model": set(range(0, 40, 5))}
+    new = evaluate(tmp_path / "new", stub, "stub-model")
+    capsys.readouterr()
+    assert main(["drift", str(old), str(new), "--no-log", "--json"]) == 1
+    res = json.loads(capsys.readouterr().out)
+    assert res["test"]["changed"] == 0 and not res["test"]["drifted"]
+    u = res["unscored"]
+    assert (u["lost"], u["gained"], u["moved"]) == (8, 0, True)
+    assert u["p_value"] == pytest.approx(binomtest(8, 8, 0.5, alternative="greater").pvalue)
+    assert res["verdict"].startswith("drifted: NEW left 8 items unscored that OLD scored")
+    # one item lost is no evidence: said, not flagged
+    stub.personas.garbled = {"stub-model": {3}}
+    one = evaluate(tmp_path / "one", stub, "stub-model")
+    assert main(["drift", str(old), str(one), "--no-log"]) == 0
+    out = capsys.readouterr().out
+    assert "within stability" in out and "NEW left 1 item unscored that OLD scored" in out

@@ -225,10 +225,10 @@ def test_the_control_chart_flags_the_first_run_of_a_shifted_judge(
     six = json.loads(capsys.readouterr().out)
     assert six["chart"]["first_out"] is None and six["chart"]["baseline"] is None
     assert six["chart"]["center"] == round(mu, 3) and six["verdict"].startswith("in control")
-    # a baseline of identical runs has no spread: refused in one line
+    # one run given thrice is no series: refused in one line (its spread would be 0)
     same = ["drift", str(runs[0]), str(runs[0]), str(runs[0]), "--series", "--baseline", "3"]
     assert main([*same, "--no-log"]) == 2
-    assert "standard deviation is 0" in capsys.readouterr().err
+    assert "drift --series needs distinct runs" in capsys.readouterr().err
 
 
 def test_on_a_binary_scale_the_shift_is_of_rates(tmp_path, personas, capsys, monkeypatch):
@@ -276,3 +276,25 @@ def test_the_example_essay_judge_has_the_offset_it_says():
             body = {"model": model, "messages": [{"content": f"Essay:\n{row['full_text']}"}]}
             assert json.loads(respond(body))["verdict"] == str(want)
     assert json.loads(respond({"model": "essay-judge-v2", "messages": []}))["verdict"] == "1"
+
+
+def test_an_anchor_shift_of_no_width_is_said_to_be_one(tmp_path, stub, capsys, monkeypatch):
+    """judge-v3 scores every anchor exactly one more than judge-v1: the shift is +1 in every
+    resample, an interval of no width that shows no variation, not certainty — said in the
+    verdict and under the table (it was printed bare: +1.000 [+1.000, +1.000])."""
+    data = items(tmp_path / "d1.csv", 1)
+    old = evaluate(tmp_path / "old", stub, "judge-v1", items=data, judge=ORDINAL)
+    new = evaluate(tmp_path / "new", stub, "judge-v3", items=data, judge=ORDINAL)
+    (tmp_path / "anchors.txt").write_text("\n".join(f"a{k}" for k in range(N_ANCHORS)) + "\n")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    argv = ["drift", str(old), str(new), "--anchors", "anchors.txt", "--no-log"]
+    assert main([*argv, "--json"]) == 1
+    res = json.loads(capsys.readouterr().out)
+    d = res["decomposition"]
+    assert d["judge_shift"] == d["judge_shift_low"] == d["judge_shift_high"] == 1.0
+    said = "the judge shift interval has no width at the printed digits"
+    assert said in res["verdict"] and "not certainty" in res["verdict"]
+    assert res["unscored"] == {"lost": 0, "gained": 0, "p_value": None, "level": 0.05, "moved": False}
+    assert main(argv) == 1
+    assert "The judge shift interval has no width" in capsys.readouterr().out

@@ -346,3 +346,57 @@ def test_a_panel_of_hosted_members_is_not_called_the_embedded_model(tmp_path, st
     assert "paired with reference" in printed
     assert "embedded model" not in printed
     assert "embedded local model" not in (run_dir / "report.md").read_text()
+
+
+def test_members_votes_on_items_the_quorum_left_unscored_are_counted():
+    """Every member's verdict is evidence of its reliability: on items where one member failed
+    and the panel's quorum left the item unscored, the others' votes still enter the fit (they
+    were dropped silently: 575 valid votes, 520 fitted). The fit equals crowd-kit's on every
+    valid vote; the items stay unscored; a recall's n is the class's expected size."""
+    from assay.evaluation import panel_over_run
+    from assay.programs import JudgeConfig
+    from assay.types import Judgment
+
+    rng = np.random.default_rng(3)
+    names = ["m0", "m1", "m2", "m3"]
+    members = [{"name": m, "model": "openai/x", "scale": "binary"} for m in names]
+    config = JudgeConfig(name="p", program="panel", aggregate="dawid_skene", members=members)
+    truth = rng.random(150) < 0.35
+    judgments, rows = [], []
+    for i, t in enumerate(truth):
+        votes = []
+        for a, m in enumerate(names):
+            failed = (a == 1 and i % 10 == 0) or (a == 2 and i % 15 == 0)
+            score = None if failed else int(t if rng.random() < 0.8 + 0.04 * a else not t)
+            votes.append({"judge": m, "score": score, "unscored": "parse_error" if failed else None})
+            if score is not None:
+                rows.append((f"i{i}", m, score))
+        quorum = all(v["score"] is not None for v in votes)
+        judgments.append(
+            Judgment(
+                item_id=f"i{i}",
+                judge="p",
+                score=int(np.mean([v["score"] for v in votes]) > 0.5) if quorum else None,
+                unscored=None if quorum else "panel_quorum",
+                members=votes,
+            )
+        )
+    out, panel = panel_over_run(config, judgments, seed=0, n_resamples=1000, confidence=0.95)
+    ds = panel.dawid_skene
+    assert ds is not None and ds.items == 150  # not the 130 the quorum scored
+    table = pd.DataFrame(rows, columns=["task", "worker", "label"])
+    assert len(table) == 575
+    theirs = DawidSkene(n_iter=100, tol=1e-5).fit(table)
+    posterior = theirs.probas_
+    for f in ds.judges:
+        errors = theirs.errors_.loc[f.judge]
+        assert f.sensitivity.value == pytest.approx(errors.loc[1, 1], abs=0.01)
+        assert f.specificity.value == pytest.approx(errors.loc[0, 0], abs=0.01)
+        rated = table[table.worker == f.judge].task
+        assert f.sensitivity.n == round(posterior.loc[rated, 1].sum())
+        assert f.specificity.n == round(posterior.loc[rated, 0].sum())
+        assert "as the model expects them" in (f.sensitivity.note or "")
+    assert ds.priors["1"] == pytest.approx(theirs.priors_[1], abs=0.01)
+    unscored = [j.item_id for j in judgments if j.unscored == "panel_quorum"]
+    assert len(unscored) == 20
+    assert all(o.score is None for o in out if o.item_id in unscored)

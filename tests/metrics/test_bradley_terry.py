@@ -198,7 +198,7 @@ def test_components_are_ranked_and_centred_apart():
         ),
         (
             {"a": ["x", "x", "y"], "b": ["y", "z", "z"], "winner": ["x", "x", "z"]},
-            r"x never lost nor tied against the 2 other systems .*alpha > 0",
+            r"x never lost nor tied against the rest of its connected set \(y, z\), which never beat it: .*alpha > 0",
         ),
         (
             {

@@ -244,3 +244,18 @@ def test_rate_is_a_count_of_n_with_its_exact_interval():
     assert rate([]) is None
     with pytest.raises(ValueError, match="one boolean"):
         rate([0.5, 1.0])
+
+
+def test_an_interval_narrower_than_its_printed_digits_is_said_to_be():
+    """Dawid–Skene's recall of a judge that is never wrong converges to 1 − 1e-11 in every
+    replicate: [1.000, 1.000] on the page, a width of 2e-11, past the rounding a 'no width'
+    interval allows. It is said to show (almost) no variation, not certainty; a real width is
+    said nothing of."""
+    from assay.metrics import NARROWER_THAN_SHOWN, BootstrapCI
+    from assay.metrics._value import with_ci
+
+    narrow = with_ci(1.0, BootstrapCI(1 - 3e-11, 1 - 1e-11, 1000, 0), 40, why_undefined="-")
+    assert narrow.ci_high - narrow.ci_low < NARROWER_THAN_SHOWN
+    assert "differ only past the printed digits" in narrow.note and "not certainty" in narrow.note
+    wide = with_ci(0.5, BootstrapCI(0.4, 0.6, 1000, 0), 40, why_undefined="-")
+    assert wide.note is None

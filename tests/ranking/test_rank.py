@@ -7,6 +7,7 @@ a run whose systems are named by item columns; bad input in one line each."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import importlib.util
 import json
 import shutil
@@ -197,7 +198,10 @@ def test_without_a_prior_an_unbeaten_system_is_one_line(tmp_path, capsys, monkey
     assert main(["rank", "pairs.csv", "--no-log"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err
-    assert err.startswith("assay: error: pairs.csv: x never lost nor tied against the 2 other")
+    assert err.startswith(
+        "assay: error: pairs.csv: x never lost nor tied against the rest of its connected set "
+        "(y, z), which never beat it"
+    )
     assert "--prior > 0" in err
     out = rank_json(capsys, "pairs.csv", "--prior", "0.5", "--no-log")
     reference = choix.opt_pairwise(3, [(0, 1), (0, 2), (2, 1), (1, 2)], alpha=0.5)
@@ -231,8 +235,15 @@ def test_a_table_of_pairs(tmp_path, capsys, monkeypatch):
             "left_out": {},
             "mlflow_run_id": None,
             "config_hash": None,
+            "digest": hashlib.sha256(table.read_bytes()).hexdigest(),
         }
     ]
+    # the same table twice (or a copy) would count its votes twice: refused in one line
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(table.read_bytes())
+    assert main(["rank", str(table), str(copy), "--no-log"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"{table} and {copy} are one source (the same bytes)" in err
 
 
 @pytest.mark.parametrize(
