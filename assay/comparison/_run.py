@@ -23,6 +23,7 @@ from assay.comparison._select import (
     comparable,
     default_metric,
     group_of,
+    no_width_note,
     notes,
     select,
 )
@@ -78,7 +79,7 @@ def compare(
         "leaderboard": rows,
         "differences": differences(compared, [r.run_id for r in rows]),
         "left_out": left_out,
-        "notes": notes(compared, metric) + paid_note(rows),
+        "notes": notes(compared, metric) + paid_note(rows) + no_width_note(rows, metric),
         "plots": {},
         "comparison_run_id": None,
     }

@@ -222,6 +222,27 @@ def notes(runs: list, metric: str) -> list[str]:
     ]
 
 
+def no_width_note(rows: list, metric: str) -> list[str]:
+    """The leaderboard rows whose interval prints as one value ([1.000, 1.000]): the runs' own
+    notes say so, but MLflow keeps the bounds, not the notes — said here, once."""
+    from assay.metrics import NARROWER_THAN_SHOWN
+
+    flat = [
+        r.judge
+        for r in rows
+        if r.ci_low is not None
+        and r.ci_high is not None
+        and r.ci_high - r.ci_low < NARROWER_THAN_SHOWN
+    ]
+    if not flat:
+        return []
+    return [
+        f"{metric} of {', '.join(flat)}: an interval of no width at the printed digits — every "
+        "bootstrap replicate gave (about) the same value, which shows no variation in the "
+        "resamples, not certainty"
+    ]
+
+
 def default_metric(runs: list) -> str:
     """kappa_categorical (else accuracy) for evaluate runs; for harness runs the worst test's
     rate (``worst_test_rate``), which a judge that ignores content cannot win — the mean pass

@@ -211,6 +211,12 @@ def test_other_data_set_is_left_out_with_a_reason_unless_forced(store):
     assert out["reason"] == "different items: 6 items, the compared runs' 8 items"
     assert res["group"]["measured_on"] == "8 items"
     assert [r["n"] for r in res["leaderboard"]] == [8, 8, 8]
+    # the perfect judge's κ is 1 in every replicate: said, as its run's own note says it
+    top = res["leaderboard"][0]
+    assert (top["judge"], top["ci_low"], top["ci_high"]) == ("perfect", 1.0, 1.0)
+    assert any(
+        n.startswith(f"{res['metric']} of perfect: an interval of no width") for n in res["notes"]
+    )
     forced = compare(
         [*three(store), ids["other"]], tracking_uri=store["uri"], force=True, log=False
     ).model_dump()

@@ -295,6 +295,12 @@ def test_an_anchor_shift_of_no_width_is_said_to_be_one(tmp_path, stub, capsys, m
     assert d["judge_shift"] == d["judge_shift_low"] == d["judge_shift_high"] == 1.0
     said = "the judge shift interval has no width at the printed digits"
     assert said in res["verdict"] and "not certainty" in res["verdict"]
-    assert res["unscored"] == {"lost": 0, "gained": 0, "p_value": None, "level": 0.05, "moved": False}
+    assert res["unscored"] == {
+        "lost": 0,
+        "gained": 0,
+        "p_value": None,
+        "level": 0.05,
+        "moved": False,
+    }
     assert main(argv) == 1
     assert "The judge shift interval has no width" in capsys.readouterr().out

@@ -368,7 +368,9 @@ def test_members_votes_on_items_the_quorum_left_unscored_are_counted():
         for a, m in enumerate(names):
             failed = (a == 1 and i % 10 == 0) or (a == 2 and i % 15 == 0)
             score = None if failed else int(t if rng.random() < 0.8 + 0.04 * a else not t)
-            votes.append({"judge": m, "score": score, "unscored": "parse_error" if failed else None})
+            votes.append(
+                {"judge": m, "score": score, "unscored": "parse_error" if failed else None}
+            )
             if score is not None:
                 rows.append((f"i{i}", m, score))
         quorum = all(v["score"] is not None for v in votes)
