@@ -123,3 +123,16 @@ def test_an_interval_of_no_width_is_marked_and_an_exact_one_daggered():
     assert _report.ci(exact) == "1.00 [0.69, 1.00] †"
     assert _report.ci(wide) == "0.50 [0.20, 0.80]" == _report.ci(wide.to_dict())
     assert _report.ci(MetricValue(0.5, None, None, 1)) == "0.50"
+
+
+def test_a_kinds_own_headline_marks_an_interval_of_no_width():
+    """The kinds' cells (position bias's ``first-position 0.50 [0.50, 0.50]``, stability's
+    samples-needed, polarity's agreement) are marked as the pass rate's are: they were printed
+    bare."""
+    from assay.metrics import MetricValue
+    from assay.reliability.scoring import get_scoring
+
+    position = get_scoring("position")
+    flat = MetricValue(0.5, 0.5, 0.5, 2, ci_method="cluster bootstrap").to_dict()
+    lines = position.headline({k: flat for k, _ in position.headlines})
+    assert lines and all(line.endswith("0.50 [0.50, 0.50] ‡") for line in lines)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from assay.metrics import CLOPPER_PEARSON_CLUSTERS, MetricValue, fmt, fmt_ci
+from assay.metrics import MetricValue, fmt, fmt_ci
 from assay.reliability._results import (
     CriterionScores,
     HarnessSummary,
@@ -44,12 +44,9 @@ def ci(m: MetricValue | dict | None) -> str:
     the exact interval over source items that stands for a bootstrap of a constant outcome, ‡
     a bootstrap interval of no width that is none (every item's outcome one value between the
     ends — a pair right in one order of two: 0.50 [0.50, 0.50] — or a single item)."""
-    d = m.to_dict() if isinstance(m, MetricValue) else m or {}
-    if d.get("ci_method") == CLOPPER_PEARSON_CLUSTERS:
-        return fmt_ci(m, 2) + " †"
-    low, high = d.get("ci_low"), d.get("ci_high")
-    flat = low is not None and low == high and d.get("ci_method") is not None
-    return fmt_ci(m, 2) + (" ‡" if flat else "")
+    from assay.reliability.scoring import cell
+
+    return cell(m) if m else fmt_ci(m, 2)
 
 
 def pass_rates(summary: HarnessSummary) -> dict[str, dict[str, float | None]]:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from assay._registry import Registry
 from assay.errors import ConfigError
-from assay.metrics import MetricValue, fmt, fmt_ci
+from assay.metrics import CLOPPER_PEARSON_CLUSTERS, MetricValue, fmt, fmt_ci
 from assay.reliability._probe import Probe, is_placebo
 from assay.reliability._results import HarnessSummary, ReliabilityScores
 from assay.scale import Scale
@@ -212,8 +212,19 @@ def score_test(
 
 
 def cell(m: object) -> str:
-    """A metric as a report cell: its value and CI, or a bare number."""
-    return fmt_ci(m, 2) if isinstance(m, MetricValue) else fmt(m, 2)
+    """A metric as a report cell (the harness's console, report.md and report.html): its value
+    and CI, or a bare number. † marks the exact interval over source items that stands for a
+    bootstrap of a constant outcome; ‡ a bootstrap interval of no width that is none (every
+    item's outcome one value between the ends — a pair right in one order of two: 0.50 [0.50,
+    0.50] — or a single item): it shows no variation in the resamples, not certainty."""
+    d = m.to_dict() if isinstance(m, MetricValue) else m
+    if not (isinstance(d, dict) and "value" in d):
+        return fmt(m, 2)  # type: ignore[arg-type]
+    if d.get("ci_method") == CLOPPER_PEARSON_CLUSTERS:
+        return fmt_ci(d, 2) + " †"
+    low, high = d.get("ci_low"), d.get("ci_high")
+    flat = low is not None and low == high and d.get("ci_method") is not None
+    return fmt_ci(d, 2) + (" ‡" if flat else "")
 
 
 def kind_of(test: str) -> str | None:
