@@ -268,11 +268,29 @@ class Usage(BaseModel):
     def __add__(self, other: Usage) -> Usage:
         return Usage.total((self, other))  # fsum of two floats is their IEEE sum
 
+    def known_cost(self) -> float | None:
+        """``cost_usd`` when it is the whole cost: None when an answer had no known price (a
+        model not in LiteLLM's price map) or no token count, whose cost it leaves out — a
+        figure built on it (the cost per accuracy point) would call that judge cheap."""
+        if self.unpriced_calls or self.untallied_calls:
+            return None
+        return self.cost_usd
+
     def work(self) -> Usage:
         """The cost of the work: every answer these calls used, whether the server answered it
         (paid) or the LM cache gave it (priced as the server first answered it) — the figure
         that compares judges and runs, which a warm cache does not make cheaper."""
         return Usage(**{k: getattr(self, k) + getattr(self, f"cached_{k}") for k in PAID_FIELDS})
+
+
+def cost_per_point(value: float | None, work: Usage) -> str:
+    """A cost per accuracy point as a report says it: in USD, or why it is unknown."""
+    if value is not None:
+        return f"{value:.6f} USD"
+    unknown = work.unpriced_calls + work.untallied_calls
+    if unknown:
+        return f"unknown ({unknown} of {work.calls} answers with no known price or token count)"
+    return "—"
 
 
 PAID_FIELDS = (

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from assay.evaluation._results import DisagreementRecord, EvaluateSummary
-from assay.metrics import fmt, metric_table
+from assay.metrics import metric_table
 from assay.report import Table, cost_table, markdown
-from assay.types import cost_lines
+from assay.types import cost_lines, cost_per_point
 
 RATES_LEAD = (
     "A rate is a count of its n (a false positive rate's n is the reference's negatives) with "
@@ -203,7 +203,7 @@ def cost_section(summary: EvaluateSummary) -> Table:
             "in LiteLLM's price map): their cost is not included; set `judge.price`"
         )
     notes.append(
-        f"cost per accuracy point (of the work): {fmt(u.cost_per_accuracy_point_usd, 6)} USD; "
+        f"cost per accuracy point (of the work): {cost_per_point(u.cost_per_accuracy_point_usd, summary.work)}; "
         f"mean latency {u.mean_latency_s:.3f} s"
     )
     return cost_table({"judge": u}, note="; ".join(notes) + ".")

@@ -203,8 +203,8 @@ def summarize_verdicts(
             **usage.model_dump(),
             cached_judgments=int(v.cached.sum()),
             mean_latency_s=float(np.mean(v.latency)) if len(v) else 0.0,
-            cost_per_accuracy_point_usd=cost_per_accuracy_point(usage.work().cost_usd, acc)
-            if acc
+            cost_per_accuracy_point_usd=cost_per_accuracy_point(usage.work().known_cost(), acc)
+            if acc and usage.work().known_cost() is not None
             else None,
         ),
         work=usage.work(),

@@ -322,3 +322,28 @@ def test_compare_ranks_a_run_on_a_warm_cache_at_the_cost_of_its_work(tmp_path, m
     assert len(rows) == 2 and rows[0]["paid_in"] == "usd"
     assert [r["cost_usd"] for r in rows] == [pytest.approx(cost)] * 2
     assert rows[0]["paid"] == rows[1]["paid"]
+
+
+def test_work_with_an_unpriced_answer_has_no_cost_per_accuracy_point(tmp_path, monkeypatch, capsys):
+    """The stub's model has no price (no ``price``, not in LiteLLM's map): its answers are
+    counted apart (unpriced), not free. The cost per accuracy point of that work is unknown
+    (null, and the report says why), not 0.000000 USD — which ranked an unpriced judge the
+    most cost-effective. With a price, the figure is the cost over the accuracy points."""
+    from tests.stub_judge import stub_config
+
+    monkeypatch.chdir(tmp_path)
+    csv = write_items(tmp_path)
+    with StubServer() as stub:
+        cfg = stub_config(tmp_path, csv, stub.base_url, name="unpriced")
+        res = cli_json(["evaluate", str(cfg)], capsys)
+        assert res["work"]["unpriced_calls"] == res["work"]["calls"] == N_ITEMS
+        assert res["work"]["cost_usd"] == 0 and res["metrics"]["accuracy"]["value"] > 0
+        assert res["usage"]["cost_per_accuracy_point_usd"] is None
+        report = (Path(res["run_dir"]) / "report.md").read_text(encoding="utf-8")
+        why = f"cost per accuracy point (of the work): unknown ({N_ITEMS} of {N_ITEMS} answers"
+        assert why in report
+        (tmp_path / "p").mkdir()
+        priced = write_config(tmp_path / "p", csv, stub.base_url, output_dir=str(tmp_path / "rp"))
+        res = cli_json(["evaluate", str(priced)], capsys)
+    point = res["work"]["cost_usd"] / (res["metrics"]["accuracy"]["value"] * 100)
+    assert res["usage"]["cost_per_accuracy_point_usd"] == pytest.approx(point)

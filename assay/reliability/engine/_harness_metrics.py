@@ -111,7 +111,11 @@ def _judge_metrics(
         usage=judge_usage,
         work=work,
         mean_pass_rate=mean_pass,
-        cost_per_accuracy_point_usd=(work.cost_usd / (mean_pass * 100)) if mean_pass else None,
+        cost_per_accuracy_point_usd=(
+            work.known_cost() / (mean_pass * 100)  # type: ignore[operator]
+            if mean_pass and work.known_cost() is not None
+            else None  # unknown: an answer with no price is not free
+        ),
     )
 
 

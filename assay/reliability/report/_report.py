@@ -18,7 +18,7 @@ from assay.reliability._results import (
 )
 from assay.reliability.report._bias_report import bias_tables, samples_plot
 from assay.report import Table, cost_table, markdown
-from assay.types import Usage, spend_line, work_line
+from assay.types import Usage, cost_per_point, spend_line, work_line
 
 OTHER_METRICS = (
     "items",
@@ -251,7 +251,7 @@ def report_tables(summary: HarnessSummary) -> list[Table]:
                 note=f"Judge cost of the work: {w.calls} answers, {w.prompt_tokens}+"
                 f"{w.completion_tokens} tokens, ${w.cost_usd:.6f} ({u.calls} answered by the "
                 f"server, {u.cached_calls} from the LM cache); cost per accuracy point "
-                f"{fmt(r.cost_per_accuracy_point_usd, 6)} USD; sources unscored "
+                f"{cost_per_point(r.cost_per_accuracy_point_usd, w)}; sources unscored "
                 f"{r.source_unscored}; waiting on rate limits {u.limit_wait_s:.1f} s, HTTP 429 "
                 f"answers {u.rate_limited}.",
             )
