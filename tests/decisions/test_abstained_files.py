@@ -68,7 +68,8 @@ def test_export_fill_in_and_import(finished, tmp_path, capsys):
     assert [e["item_id"] for e in yaml.safe_load(out.read_text())] == ["i111"]
     # recorded as the review app records (AbstentionQueue.record): a re-run of apply merges
     # it, as tests/web/test_abstained_review.py checks
-    assert set(record) == {"item_id", "score", "label", "reviewer", "note", "timestamp"}
+    fields = {"item_id", "score", "label", "reviewer", "note", "timestamp", "signature"}
+    assert set(record) == fields  # signed: a verdict edited or added by hand is refused
 
 
 @pytest.mark.parametrize(

@@ -106,6 +106,56 @@ def test_abstained_items_get_a_human_verdict_that_survives_a_restart_and_a_rerun
     assert _verdicts(run_dir)["i108"]["source"] is None
 
 
+def test_a_verdict_or_an_item_added_by_hand_is_refused(selective, tmp_path, monkeypatch, capsys):
+    """The human verdicts become final verdicts: a line written into human_verdicts.jsonl past
+    the review app (a hand-made verdict with no reviewer, an edited label) was merged as given;
+    an item appended to abstained.jsonl (one the cascade kept) was open to review. Each is
+    refused now, in one line naming the file (and the row)."""
+    from assay.cli import main
+
+    apply, original = selective
+    run_dir = tmp_path / "run"
+    shutil.copytree(original, run_dir)
+    (run_dir / "human_verdicts.jsonl").unlink(missing_ok=True)
+    client, csrf = _client(run_dir)
+    body = {"item_id": "i108", "verdict": "True", "reviewer": "ana"}
+    assert _post(client, csrf, **body, version=0).status_code == 200
+    path = run_dir / "human_verdicts.jsonl"
+    signed = path.read_text()
+    forged = {"item_id": "i111", "score": 0, "label": "True", "reviewer": "", "timestamp": "x"}
+    path.write_text(signed + json.dumps(forged) + "\n")
+    from assay.decisions.selective.review import refresh_verdicts
+
+    with pytest.raises(
+        Exception, match=r"human_verdicts.jsonl, row 2: verdict on item 'i111' is not signed"
+    ):
+        refresh_verdicts(run_dir)
+    path.write_text(
+        signed.replace('"label": "True"', '"label": "False"').replace('"score": 1', '"score": 0')
+    )
+    with pytest.raises(Exception, match=r"row 1: verdict on item 'i108' is not signed"):
+        refresh_verdicts(run_dir)
+    path.write_text(signed)
+    assert refresh_verdicts(run_dir) == (1, 2)
+    queue = run_dir / "abstained.jsonl"
+    kept = json.loads(queue.read_text().splitlines()[0]) | {"item_id": "i100"}
+    queue.write_text(queue.read_text() + json.dumps(kept) + "\n")
+    assert main(["review", "export", str(run_dir), "-o", str(tmp_path / "out.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "abstained.jsonl is not the file the run sealed" in err and "\n" not in err
+
+
+def _reseal(run_dir: Path) -> None:
+    """Seal ``run_dir`` again over its files as they now are (a test standing in for a run
+    that judged other texts)."""
+    from assay.decisions.selective._report import SEALED_FILES
+    from assay.runs._seal import seal
+
+    state = json.loads((run_dir / "run.json").read_text())
+    state["seal"] = seal(run_dir, SEALED_FILES, kind=state["kind"], run_hash=state["run_hash"])
+    (run_dir / "run.json").write_text(json.dumps(state))
+
+
 def test_judged_text_of_an_abstained_item_stays_text(selective, tmp_path):
     run_dir = tmp_path / "run"
     shutil.copytree(selective[1], run_dir)
@@ -114,6 +164,7 @@ def test_judged_text_of_an_abstained_item_stays_text(selective, tmp_path):
     records[0].update(request=XSS, response=XSS)
     records[0]["stages"][1]["reasoning"] = XSS
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    _reseal(run_dir)  # as if the judged texts had been these (the queue is sealed)
     client, _ = _client(run_dir)
     for url in ("/", "/item/i108"):
         html = client.get(url).text

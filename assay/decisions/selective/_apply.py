@@ -16,7 +16,6 @@ from assay.decisions.selective._stages import _Stage, _through_cascade
 from assay.decisions.selective.review import (
     ABSTAINED,
     VERDICTS,
-    latest_human_verdicts,
     merge_verdicts,
     refresh_verdicts,
 )
@@ -145,7 +144,9 @@ def apply(
             ),
         )
         machine = [_machine_verdict(it, stages, kept_by[it.id]) for it in items]
-        merged = merge_verdicts(machine, latest_human_verdicts(run.dir, config.scale))
+        # the machine's verdicts: people's, given on the queue once the run finished and its
+        # seal held, are merged in by refresh_verdicts (signed, on sealed abstained items)
+        merged = merge_verdicts(machine, {})
         run.store.write_text(
             VERDICTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in merged)
         )
@@ -159,10 +160,12 @@ def apply(
             usage=Usage.total(j.usage for s in stages for j in s.done.values()),
             run_hash=run.run_hash,
         )
-        humans = sum(r["source"] == "human" for r in merged)
-        return _finish(
-            run, config, summary, items, sum(s.new for s in stages), human_verdicts=humans
-        )
+        result = _finish(run, config, summary, items, sum(s.new for s in stages))
+        refreshed = refresh_verdicts(run.dir)  # verdicts given before a re-score, kept
+        result.human_verdicts = None if refreshed is None else refreshed[0]
+        if refreshed and refreshed[0]:
+            _write_report(run)
+        return result
 
 
 def _machine_verdict(item: Item, stages: list[_Stage], kept_by: int) -> dict[str, Any]:

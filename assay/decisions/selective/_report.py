@@ -14,9 +14,10 @@ from assay.runs import SEALED, Run, TrackedRun, flatten_metrics
 from assay.types import PAID_FIELDS, Item, cost_lines
 
 STAGE_JUDGMENTS = "judgments.*.jsonl"  # each stage's judgments file
-SEALED_FILES = (*SEALED, CALIBRATION, STAGE_JUDGMENTS)
-"""What a selective run's seal covers: the stages' judgments, the calibration (not the final
-verdicts, which take in the human verdicts given after the run)."""
+SEALED_FILES = (*SEALED, CALIBRATION, STAGE_JUDGMENTS, "abstained.jsonl")
+"""What a selective run's seal covers: the stages' judgments, the calibration, an apply run's
+abstained items (the queue people review: an item added to it by hand is refused) — not the
+final verdicts, which take in the human verdicts given after the run."""
 
 
 def _reread(run: Run, calibration_file: Path | None = None) -> SelectiveResult:

@@ -25,7 +25,7 @@ from assay.decisions.review_queue import (
     read_records,
 )
 from assay.errors import RunError
-from assay.runs import write_atomic
+from assay.runs import sealed_run, write_atomic
 from assay.scale import Scale
 
 ABSTAINED = "abstained.jsonl"
@@ -91,7 +91,7 @@ def refresh_verdicts(run_dir: Path) -> tuple[int, int] | None:
         return None
     rows = read_records(run_dir / VERDICTS)
     machine = [r if r.get("source") != HUMAN else {**r, "source": None} for r in rows]
-    merged = merge_verdicts(machine, latest_human_verdicts(run_dir, AbstentionQueue(run_dir).scale))
+    merged = merge_verdicts(machine, AbstentionQueue(run_dir).verdicts())
     write_atomic(
         run_dir / VERDICTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in merged)
     )
@@ -124,6 +124,7 @@ class AbstentionQueue(ReviewQueue):
     items_file = ABSTAINED
     noun = "abstained items"
     item_noun = "abstained item"
+    signed = True  # the verdicts become final verdicts: one edited or added by hand is refused
     detail_keys = ("stages",)
     file_header = _HEADER
 
@@ -142,7 +143,10 @@ class AbstentionQueue(ReviewQueue):
             raise RunError(
                 f"{run_dir}: not a selective run directory (no config.yaml with judges and a scale)"
             ) from None
-        super().__init__(path, scale, str(config.get("name") or path.resolve().name))
+        # the queue is the finished run's, as it sealed it: an item added by hand is no item
+        state = sealed_run(path, kind="selective_apply", needs=(ABSTAINED,))
+        name = str(config.get("name") or path.resolve().name)
+        super().__init__(path, scale, name, identity=str(state.get("run_hash") or ""))
 
     def entry_details(self, item: QueueItem) -> dict[str, Any]:
         """What every stage said of the item: its label, confidence and threshold."""
