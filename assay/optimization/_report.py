@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.metrics import fmt, fmt_ci
+from assay.optimization._config import USES_VALSET
 from assay.optimization._results import OptimizeResult
 from assay.types import Spend, spend_line
 
@@ -19,10 +20,18 @@ def render_result(result: OptimizeResult, confidence: float = 0.95) -> str:
         + (" · baseline reused" if out["before"].get("reused") else ""),
     ]
     pct = int(confidence * 100)
+    # an optimizer that selects among candidates on dev has seen it: its after is in-sample
+    seen = out["optimizer"]["name"] in USES_VALSET
+    held = {
+        "dev": " — the optimizer selected on these items: not held out, the after is optimistic"
+        if seen
+        else " — held out: the optimizer did not see them",
+        "test": " — held out: the optimizer did not see them",
+    }
     for part in ("dev", "test"):
         b, a = out["before"][part]["metrics"], out["after"][part]["metrics"]
         lines += [
-            f"\n{part} ({out['after'][part]['counts']['paired']} paired):",
+            f"\n{part} ({out['after'][part]['counts']['paired']} paired){held[part]}:",
             f"| metric | before [{pct}% CI] | after [{pct}% CI] | change |",
             "|---|---|---|---|",
         ]

@@ -126,6 +126,9 @@ def optimize(
         command="optimize",
         workdir=workdir,
         tracking_uri=tracking_uri,
+        # a baseline, compile or tuned program edited since it finished: what the optimizer
+        # made cannot be told from the files, so the run is refused, not rebuilt on them
+        rebuild_unsealed=False,
     ) as run:
         if run.finished and run.store.read_json("result.json") is not None:
             done = OptimizeResult.model_validate(
@@ -142,7 +145,7 @@ def optimize(
 
         # 1. baseline, saved before anything is optimized
         before, before_reused = _baseline(
-            config, program, splits, run.store, fingerprint, ids, progress
+            config, program, splits, run.store, fingerprint, ids, progress, again=bool(run.reopened)
         )
         nothing = Measurement.model_validate(before).measured_nothing()
         if nothing:  # no verdict to improve on, and the optimizer would call the same judge
@@ -211,8 +214,11 @@ def _baseline(
     fingerprint: str,
     ids: dict[str, list[str]],
     progress: bool,
+    *,
+    again: bool = False,
 ) -> tuple[dict[str, Any], bool]:
-    """The unoptimized judge on dev and test, measured once and kept in ``baseline.json``."""
+    """The unoptimized judge on dev and test, measured once and kept in ``baseline.json``
+    (``again``: measured anew from its judgments, as other code measures them: no LM call)."""
     key = stable_hash(
         {
             "judge": config.judge.config_hash(),
@@ -224,7 +230,7 @@ def _baseline(
         }
     )
     old = store.read_json("baseline.json")
-    if old and old.get("key") == key:
+    if old and old.get("key") == key and not again:
         return old["measure"], True
     before = measure(
         program(config.judge.program_state),

@@ -85,6 +85,9 @@ class Run:
         self._lock = RunLock(self.dir)
         self.state: RunState = {}
         self.execution = Execution()  # helper interpreters, warm-ups, preloads (_execution.py)
+        # why a finished run was opened as unfinished (its seal no longer holds; "code": other
+        # code made its figures); None: it was not (_reopen_if_unsealed)
+        self.reopened: str | None = None
         self._ledger = contextlib.ExitStack()  # calls.jsonl, recording while the run is open
 
     @classmethod
@@ -100,6 +103,7 @@ class Run:
         reports_aside: bool = False,
         after_first_answer: bool = False,
         kind: str | None = None,
+        rebuild_unsealed: bool = True,
     ) -> Run:
         """The run of ``config`` (an :class:`~assay.inputs.RunConfig`): directory created,
         locked against a second writer, resolved config written on first open. An unfinished
@@ -114,6 +118,11 @@ class Run:
 
         ``kind``: the registered runner the run belongs to (default ``command``), written in
         ``run.json``; its report builds the run's report.html.
+
+        ``rebuild_unsealed``: a finished run whose seal no longer holds is opened as unfinished,
+        its figures made again from its signed records (:meth:`_reopen_if_unsealed`); False,
+        for a run whose results its records cannot make again (an optimizer's compile), it is
+        refused in one line instead, and left as it is.
 
         The config's plug-ins are part of the run's identity: ``run_hash`` with theirs
         (:func:`~._plugins.run_identity`) names the directory and is ``run.run_hash``."""
@@ -145,7 +154,7 @@ class Run:
         try:
             resolved = resolved or config.model_dump(mode="json")
             run.state = run.store.open(resolved, kind or command)
-            run._reopen_if_unsealed(resolved)
+            run._reopen_if_unsealed(resolved, rebuild=rebuild_unsealed)
             run._record_calls()
         except BaseException:
             run._ledger.close()
@@ -245,7 +254,7 @@ class Run:
     def finished(self) -> bool:
         return self.state.get("status") == "finished"
 
-    def _reopen_if_unsealed(self, resolved: dict[str, Any]) -> None:
+    def _reopen_if_unsealed(self, resolved: dict[str, Any], *, rebuild: bool = True) -> None:
         """A finished run whose files are no longer the ones it sealed (a file edited since, a
         seal not signed by the key, a run finished before seals) is not shown as it is: said in
         a warning, it is opened as unfinished — its ``config.yaml`` written again from this
@@ -258,11 +267,19 @@ class Run:
         if not self.finished:
             return
         problem = seal_problem(self.dir, self.state)
+        self.reopened = "seal" if problem is not None else None
+        if problem is not None and not rebuild:
+            raise RunError(
+                f"{self.dir}: {problem[0]}: its results cannot be made again from its records; "
+                "move it aside and run its config again (the LM cache answers what it asked "
+                "before)"
+            )
         if problem is None:
             from assay.runs._reread import code_digest
 
             if self.state.get("code") == code_digest():
                 return
+            self.reopened = "code"
             problem = (
                 "its figures were made by other code (assay, DSPy, pydantic or the "
                 "installed plug-ins changed since it finished)",

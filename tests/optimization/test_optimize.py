@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from assay.errors import ConfigError
+from assay.errors import ConfigError, RunError
 from assay.inputs import load_config
 from assay.lm import ScriptedEngine, make_adapter, register_script
 from assay.optimization import (
@@ -533,10 +533,10 @@ def test_compare_ranks_the_optimize_children_only_beside_runs_on_their_test_item
     assert optimizers[column["opt/optimized"]] == "bootstrap_few_shot"
     assert optimizers[column["opt/baseline"]] == "none"
 
-    # naming the evaluate run on all items first compares its group: it alone, n = 24
-    alone = compare([everything, same_items], tracking_uri=mlflow_uri, log=False).model_dump()
-    assert [(r["run_id"], r["n"]) for r in alone["leaderboard"]] == [(everything, 24)]
-    assert [x["run_id"] for x in alone["left_out"]] == [same_items]
+    # naming the evaluate run on all items first compares its group: it alone — no comparison,
+    # refused in one line naming the run left out
+    with pytest.raises(RunError, match=f"nothing to compare: only {everything}.*{same_items}"):
+        compare([everything, same_items], tracking_uri=mlflow_uri, log=False)
 
     # the command line: n on every row, the reason in the list of runs left out
     monkeypatch.chdir(tmp_path)
@@ -574,3 +574,39 @@ def test_within_one_and_log_loss_objectives(tmp_path):
     assert metric(dspy.Example(expected=0), dspy.Prediction(score=1, expected_score=0.999)) == 0.0
     with pytest.raises(ValueError, match="metric 'log_loss' needs a binary judge"):
         make_config(tmp_path, "x", metric="log_loss")
+
+
+def test_a_finished_run_with_an_edited_file_is_refused_not_sealed_again(tmp_path):
+    """A verdict edited in baseline.jsonl, or a figure in baseline.json, of a finished run:
+    the re-run rebuilt the run on them and sealed it again — the seal then vouched for the
+    forged verdict. What the optimizer made cannot be told from the files: the run is refused
+    in one line, left as it is, every time."""
+    engine("needs-demos", needs_demos)
+    config = make_config(tmp_path, "needs-demos")
+    run_dir = Path(optimize(config, workdir=tmp_path, progress=False).run_dir)
+    state = (run_dir / "run.json").read_text()
+    path = run_dir / "baseline.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    lines[0]["score"] = 1 - lines[0]["score"]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    for _ in range(2):
+        with pytest.raises(RunError, match="baseline.jsonl is not the file the run sealed"):
+            optimize(config, workdir=tmp_path, progress=False)
+        assert (run_dir / "run.json").read_text() == state  # not reopened, not sealed again
+
+
+def test_the_dev_table_says_when_the_optimizer_selected_on_it(tmp_path):
+    """random_search, mipro and gepa select among candidates on dev: its after is in-sample, and
+    the dev table said nothing of it, in the held-out test table's very format."""
+    from assay.optimization import OptimizeResult
+    from assay.optimization._report import render_result
+
+    engine("needs-demos", needs_demos)
+    result = optimize(make_config(tmp_path, "needs-demos"), workdir=tmp_path, progress=False)
+    shown = render_result(result)
+    assert "dev (6 paired) — held out: the optimizer did not see them:" in shown
+    data = result.model_dump()
+    data["optimizer"]["name"] = "random_search"
+    shown = render_result(OptimizeResult.model_validate(data))
+    assert "dev (6 paired) — the optimizer selected on these items: not held out" in shown
+    assert "test (6 paired) — held out: the optimizer did not see them:" in shown
