@@ -227,3 +227,27 @@ def test_a_verdict_key_pressed_before_the_reviewer_is_named_types_nothing(
         assert page.input_value("#reviewer") == ""
         context.close()
     assert not (run_dir / "human_verdicts.jsonl").exists()
+
+
+@pytest.mark.browser
+def test_a_long_item_id_wraps_instead_of_widening_the_page(browser, selective, tmp_path):
+    """Ids come from the user's data: one of 300 letters made the queue 3,000 px wide, pushing
+    the request, judges and verdict columns off screen, and the item's heading past the edge."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(selective[1], run_dir)
+    (run_dir / "human_verdicts.jsonl").unlink(missing_ok=True)
+    path = run_dir / "abstained.jsonl"
+    long_id = "long" + "é" * 300
+    path.write_text(path.read_text().replace('"item_id": "i108"', f'"item_id": "{long_id}"'))
+    _reseal(run_dir)
+    with Server(run_dir) as server:
+        page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+        page.goto(server.login)
+        page.wait_for_selector("body[data-ready]")
+        assert long_id in page.content()
+        width = "document.documentElement.scrollWidth"
+        assert page.evaluate(width) <= 1200
+        with page.expect_navigation():
+            page.click('a[href*="/item/long"]')
+        page.wait_for_selector("body[data-ready]")
+        assert page.evaluate(width) <= 1200

@@ -137,6 +137,13 @@ def test_decisions_go_through_the_shared_validation_and_versions(run):
     r = decide(version=0, decision="edit", edited_text="2 plus 2 is 4.", edited_target="good")
     assert r.status_code == 422 and "nothing to edit" in r.json()["error"]
     assert decide(version=0, decision="accept", reviewer="").status_code == 422
+    for field, value in (("reviewer", {"a": 1}), ("note", {"x": 1}), ("reviewer", ["ana"])):
+        r = decide(version=0, decision="accept", **{field: value})  # was stored as "{'a': 1}"
+        assert (
+            r.status_code == 422
+            and r.json()["field"] == field
+            and "is not text" in r.json()["error"]
+        )
     assert (
         _post(client, csrf, probe_id="nope", version=0, decision="accept", reviewer="a").status_code
         == 422

@@ -207,6 +207,10 @@ def _decide(
         return None
     response, target, messages = _changes(edits, probe, fail) if decision == "edit" else _KEEP
 
+    for key in ("reviewer", "note"):  # a name and a note are text (a number read as one)
+        value = entry.get(key)
+        if isinstance(value, bool) or not isinstance(value, str | int | float | None):
+            raise fail(f"{value!r} is not text", key)
     name = _text_or_none(entry.get("reviewer")) or _text_or_none(reviewer)
     if name is None:
         raise fail(
