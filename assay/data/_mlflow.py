@@ -225,15 +225,15 @@ def _item(trace: Any, source: TraceSource, scale: Scale | None) -> Item:
 
 def trace_model(trace: Any) -> str | None:
     """The model that wrote a trace's response: the model named by its last model call (the
-    last span, in start order, whose ``mlflow.llm.model`` attribute MLflow's autologging set);
-    None when no span names one."""
+    last span, in start order then the trace's own order, whose ``mlflow.llm.model`` attribute
+    MLflow's autologging set); None when no span names one."""
     from mlflow.tracing.constant import SpanAttributeKey
 
     named = []
-    for span in trace.data.spans or []:
+    for position, span in enumerate(trace.data.spans or []):
         model = span.get_attribute(SpanAttributeKey.MODEL)
         if isinstance(model, str) and model.strip():
-            named.append((span.start_time_ns, span.span_id, model.strip()))
+            named.append((span.start_time_ns, position, model.strip()))
     return max(named)[2] if named else None
 
 
@@ -299,12 +299,14 @@ def _human_labels(trace: Any, source: TraceSource, scale: Scale | None) -> dict[
 
 def _transcript(trace: Any, request: str, response: str) -> list[Message] | None:
     """The agent run of a trace with TOOL spans (None without): the request, each tool call
-    with its result in start order, the response."""
+    with its result in start order, the response. Calls that started at the same clock tick (a
+    coarse clock or exporter) keep the order the trace recorded them in: a span id is random,
+    so ordering ties by it would show the judge "delete" before "login" on some traces."""
     from mlflow.entities import SpanStatusCode, SpanType
 
-    tools = sorted(
+    tools = sorted(  # stable: ties keep the trace's own order
         (s for s in trace.data.spans or [] if s.span_type == SpanType.TOOL),
-        key=lambda s: (s.start_time_ns, s.span_id),
+        key=lambda s: s.start_time_ns,
     )
     if not tools:
         return None

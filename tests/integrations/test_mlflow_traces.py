@@ -132,6 +132,38 @@ def test_an_agent_trace_becomes_a_transcript_of_its_tool_spans(local):
     assert t[5].content == "I could not book AF1." and [m.step for m in t] == [None, 0, 0, 1, 1, 2]
 
 
+def test_tool_spans_that_start_at_the_same_tick_keep_the_order_the_trace_recorded(tmp_path):
+    """A coarse clock gives every span one start time; span ids are random, so ordering the
+    ties by id showed the judge the calls shuffled ("delete" before "login")."""
+    import mlflow
+    from mlflow.entities import SpanType
+
+    from tests.integrations.traces import logging_to
+
+    uri = f"sqlite:///{tmp_path / 'ticks.db'}"
+    tick = 1_700_000_000_000_000_000
+    steps = ["login", "read", "delete", "report"]
+    with logging_to(uri):
+        mlflow.set_experiment("ticks")
+        for n in range(4):
+            root = mlflow.start_span_no_context(
+                "agent", inputs={"q": f"task {n}"}, start_time_ns=tick
+            )
+            for i, name in enumerate(steps):
+                span = mlflow.start_span_no_context(
+                    name, span_type=SpanType.TOOL, parent_span=root, inputs={"i": i},
+                    start_time_ns=tick,
+                )  # fmt: skip
+                span.set_outputs(f"out {i}")
+                span.end(end_time_ns=tick)
+            root.set_outputs({"a": "done"})
+            root.end(end_time_ns=tick)
+    items = load_mlflow_traces(TraceSource(uri, "ticks", request="inputs.q", response="outputs.a"))
+    assert len(items) == 4
+    for item in items:
+        assert [c.function for m in item.transcript for c in m.tool_calls] == steps
+
+
 def test_a_transcript_judge_judges_an_agent_trace(local, tmp_path, monkeypatch, capsys):
     uri, _ = local
     monkeypatch.chdir(tmp_path)
