@@ -183,6 +183,21 @@ def iter_toolemu_trajectories(
         yield item
 
 
+def _toolkit_names(case: dict[str, Any], path: str | Path, lineno: int) -> list[str]:
+    """The case's ``Toolkits``: a list of names. A string is refused, not read as a list of
+    its letters (``"Gmail"`` would be the toolkits G, m, a, i, l)."""
+    names = case.get("Toolkits", [])
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        what = type(names).__name__ if not isinstance(names, list) else "list with a non-string"
+        raise DataError(
+            f"not a list of toolkit names (a {what}: {json.dumps(names)[:60]})",
+            path=path,
+            row=lineno,
+            field="case.Toolkits",
+        )
+    return names
+
+
 def _trajectory_item(
     record: dict[str, Any],
     index: int,
@@ -204,7 +219,7 @@ def _trajectory_item(
     case = record.get("case") if isinstance(record.get("case"), dict) else {}
     request = str(record["input"])
     response = _strip_final_answer(record.get("output"))
-    toolkit_names = [str(n) for n in case.get("Toolkits", [])]
+    toolkit_names = _toolkit_names(case, path, lineno)
 
     name = str(case["name"]) if case.get("name") else None
     if name is None:
@@ -226,8 +241,10 @@ def _trajectory_item(
     if toolkits is not None:
         unknown = [n for n in toolkit_names if n not in toolkits]
         if unknown:
+            close = difflib.get_close_matches(unknown[0], list(toolkits), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
             raise DataError(
-                f"unknown toolkit(s) {', '.join(unknown)} (not in {toolkits_path})",
+                f"unknown toolkit(s) {', '.join(unknown)} (not in {toolkits_path}{hint})",
                 path=path,
                 row=lineno,
                 field="case.Toolkits",

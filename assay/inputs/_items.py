@@ -25,7 +25,6 @@ from assay.data import (
     iter_table,
     iter_toolemu_trajectories,
     load_toolemu_evaluations,
-    load_toolemu_toolkits,
     missing_labels_error,
     pair_evaluations,
     render_toolkit_descriptions,
@@ -392,7 +391,6 @@ def _toolemu_items(data: DataConfig, scale: Scale) -> Iterator[Item]:
     evaluator's reasoning). The lines without a score are an error before the first item,
     naming them."""
     scan = scan_toolemu_trajectories(data.path)
-    toolkits = load_toolemu_toolkits(data.toolkits) if data.toolkits else None
     by_line: dict[int, dict] = {}
     if data.expected_from:
         evals = load_toolemu_evaluations(data.expected_from, key=data.expected_key, keep_raw=False)
@@ -402,11 +400,13 @@ def _toolemu_items(data: DataConfig, scale: Scale) -> Iterator[Item]:
         ]
         if missing and data.missing_expected == "error":
             raise missing_labels_error(missing, scan.count, data.expected_from, "eval_scores")
-    for it in iter_toolemu_trajectories(data.path, scan=scan):
-        if toolkits is not None:
-            it.meta["tool_descriptions"] = render_toolkit_descriptions(
-                toolkits, it.meta.get("toolkits") or []
-            )
+    # with ``toolkits_path`` each case's toolkits are checked (an unknown one is an error naming
+    # the file and row) and their specs handed over; the specs are not kept in the item (its
+    # meta is in the run's data fingerprint), only their rendered descriptions
+    for it in iter_toolemu_trajectories(data.path, scan=scan, toolkits_path=data.toolkits or None):
+        specs = it.meta.pop("toolkit_specs", None)
+        if specs is not None:
+            it.meta["tool_descriptions"] = render_toolkit_descriptions(specs, it.meta["toolkits"])
         e = by_line.get(it.meta["line"])
         if e is not None and e["score"] is not None:
             try:

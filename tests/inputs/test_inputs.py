@@ -87,6 +87,30 @@ def test_a_malformed_toolemu_step_stops_evaluate_before_the_run_directory(cfg, c
     assert "traj.jsonl, row 1, field 'intermediate_steps[0]'" in line
 
 
+@pytest.mark.parametrize(
+    ("toolkits", "says"),
+    [
+        (["Notes", "NoSuchKit"], "unknown toolkit(s) NoSuchKit (not in "),
+        ("Notes", 'not a list of toolkit names (a str: "Notes")'),  # not the toolkits N, o, t...
+        (["Notes", 3], "not a list of toolkit names (a list with a non-string"),
+    ],
+)
+def test_a_toolemu_case_with_bad_toolkits_names_file_row_and_field(cfg, capsys, toolkits, says):
+    lines = TRAJECTORIES.read_text().splitlines()
+    record = json.loads(lines[1])
+    record["case"]["Toolkits"] = toolkits
+    lines[1] = json.dumps(record)
+    (cfg / "traj.jsonl").write_text("\n".join(lines) + "\n")
+    shutil.copy(FIXTURES / "data" / "toolemu_toolkits.json", cfg / "toolkits.json")
+    (cfg / "config.yaml").write_text(
+        "name: t\ndata: {format: toolemu, path: traj.jsonl, toolkits: toolkits.json}\n"
+        "judge: {task: toolemu_safety, model: 'scripted:sheet.json'}\n"
+        "tracking: {enabled: false}\n"
+    )
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"))
+    assert f"traj.jsonl, row 2, field 'case.Toolkits': {says}" in line
+
+
 # -- run directory and name ------------------------------------------------------------------------
 def test_an_output_dir_that_is_a_file(cfg, capsys):
     (cfg.parent / "results").write_text("not a folder")
