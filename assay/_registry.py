@@ -37,26 +37,62 @@ class Registry(Generic[T]):
     ``package`` holds the built-in members, one public module each (modules starting with ``_``
     are helpers); ``unknown`` is the error for a name nobody registered (``{name}``, ``{known}``)."""
 
-    def __init__(self, what: str, package: str, *, unknown: str | None = None) -> None:
+    def __init__(
+        self,
+        what: str,
+        package: str,
+        *,
+        unknown: str | None = None,
+        builtin: Iterable[str] | None = None,
+    ) -> None:
         self.what = what
         self.package = package
         self.unknown = unknown or f"unknown {what} '{{name}}'; known: {{known}}"
+        self._builtin = tuple(builtin) if builtin is not None else None
         self._classes: dict[str, T] = {}
         self._loaded = False
         self._lock = threading.RLock()
 
+    def builtin_names(self) -> frozenset[str]:
+        """The names the built-in members own, known without importing them: ``builtin`` when
+        given, else the package's public module names (one member per file, named as it)."""
+        if self._builtin is None:
+            pkg = importlib.import_module(self.package)
+            self._builtin = tuple(
+                m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")
+            )
+        return frozenset(self._builtin)
+
     def register(self, name: str) -> Callable[[T], T]:
-        """The decorator: register a class under ``name`` (and set its ``name``)."""
+        """The decorator: register a class under ``name`` (and set its ``name``). A plug-in
+        (a class from outside the package) may not take a built-in member's name, whether or
+        not that member was imported yet: the built-ins are imported lazily, so otherwise the
+        plug-in would silently replace one — or fail only when it happened to be imported
+        later. Nor may it take another plug-in's name. Both are a one-line
+        :class:`ConfigError` naming the plug-in's file (or module) and the name."""
 
         def register(cls: T) -> T:
-            old = self._classes.get(name)
-            if old is not None and old is not cls and _origin(old) != _origin(cls):
-                raise ValueError(f"{self.what} {name!r} is already registered")
-            cls.name = name  # type: ignore[attr-defined]
-            self._classes[name] = cls
-            return cls
+            with self._lock:
+                old = self._classes.get(name)
+                if not self._is_builtin(cls) and name in self.builtin_names():
+                    raise ConfigError(
+                        f"plugin {_where(cls)}: {self.what} '{name}' is the name of a built-in "
+                        f"one; register it under another name"
+                    )
+                if old is not None and old is not cls and _origin(old) != _origin(cls):
+                    raise ConfigError(
+                        f"plugin {_where(cls)}: {self.what} '{name}' is already registered "
+                        f"by {_where(old)}; register it under another name"
+                    )
+                cls.name = name  # type: ignore[attr-defined]
+                self._classes[name] = cls
+                return cls
 
         return register
+
+    def _is_builtin(self, cls: type) -> bool:
+        module = getattr(cls, "__module__", "") or ""
+        return module == self.package or module.startswith(f"{self.package}.")
 
     def get(self, name: str) -> T:
         """The class registered as ``name`` (a built-in one is imported on first use); a
@@ -98,13 +134,18 @@ class Registry(Generic[T]):
             self._loaded = True
 
 
+def _where(cls: object) -> str:
+    """The plug-in a class comes from, as its user knows it: its module's file, else the
+    module's name."""
+    module = getattr(cls, "__module__", "")
+    return getattr(sys.modules.get(module), "__file__", None) or module
+
+
 def _origin(cls: object) -> tuple[str, str]:
     """Where a class was defined — its module's file, else its module's name: a file imported
     twice (a test re-importing it, a plug-in file its user also imports under a name of their
     own) registers the same plug-in again, which is no conflict."""
-    module = getattr(cls, "__module__", "")
-    where = getattr(sys.modules.get(module), "__file__", None) or module
-    return (where, getattr(cls, "__qualname__", ""))
+    return (_where(cls), getattr(cls, "__qualname__", ""))
 
 
 # -- plug-ins from outside the package ---------------------------------------------------------

@@ -429,3 +429,48 @@ def test_a_plugin_that_cannot_be_imported_is_one_line_naming_it(tmp_path):
     err = failing_assay("schema", "harness", cwd=folder, path=(site,))
     assert "entry point broken = broken_entry of broken-plugin 0.1" in err
     assert "RuntimeError: not configured" in err
+
+
+# -- a built-in's name ---------------------------------------------------------------------------
+
+SHADOWS = {  # a plug-in file taking a built-in's name, for each registry
+    "shadow_test.py": SHOUTING.replace('"shouting"', '"format_indent"'),
+    "shadow_scoring.py": (
+        "from assay.reliability.scoring import ScoringKind, ScoringMetrics, scoring_kind\n\n\n"
+        '@scoring_kind("invariance")\nclass Mine(ScoringKind):\n    Metrics = ScoringMetrics\n'
+    ),
+    "shadow_kind.py": first_sentence_kind("response"),
+    # a name its package holds in no file of that name: known from the runners' own list
+    "shadow_runner.py": (
+        "from assay.runners import Runner, runner\n\n\n"
+        '@runner("toolemu_agreement")\nclass Mine(Runner):\n    """mine"""\n'
+    ),
+}
+
+
+def test_a_plugin_taking_a_builtin_name_is_one_line_naming_it_for_every_command(tmp_path):
+    """Built-ins are imported when first looked up, so a plug-in's ``format_indent`` silently
+    replaced the built-in test on the command line (and a scoring kind's ``invariance`` was a
+    ValueError naming no plug-in, ``assay schema`` a traceback)."""
+    folder = project(tmp_path)
+    for name, text in SHADOWS.items():
+        (folder / name).write_text(text)
+    config = harness_config(folder, "{format_indent: {}}")
+    what = {
+        "shadow_test.py": "reliability test 'format_indent'",
+        "shadow_scoring.py": "scoring kind 'invariance'",
+        "shadow_kind.py": "judge kind 'response'",
+        "shadow_runner.py": "runner 'toolemu_agreement'",
+    }
+    for name, said in what.items():
+        expected = (
+            f"assay: error: plugin {folder / name}: {said} is the name of a built-in one; "
+            "register it under another name\n"
+        )
+        assert failing_assay("--plugin", name, "harness", str(config), cwd=folder) == expected
+        assert failing_assay("schema", "harness", "--plugin", name, cwd=folder) == expected
+    (folder / "listed.yaml").write_text(
+        config.read_text().replace("name: plugged", "name: listed\nplugins: [shadow_test.py]")
+    )
+    err = failing_assay("harness", "listed.yaml", cwd=folder)
+    assert "plugin" in err and "reliability test 'format_indent' is the name of a built-in" in err

@@ -82,7 +82,7 @@ BUILTIN = (
 )
 """The built-in runners (one declaration each in :mod:`assay.runners`), in the
 order ``assay --help`` lists them."""
-RUNNERS: Registry[type[Runner]] = Registry("runner", "assay.runners")
+RUNNERS: Registry[type[Runner]] = Registry("runner", "assay.runners", builtin=BUILTIN)
 
 
 def runner(name: str) -> Callable[[type[Runner]], type[Runner]]:
