@@ -252,6 +252,36 @@ def test_a_scoring_kind_from_an_entry_point_has_its_section_metrics_and_mlflow(t
     assert "Verdicts moved (plug-in)" in rebuilt_report(run_dir, folder, path=(site,))
 
 
+def test_a_module_plugin_on_the_callers_sys_path_is_found_by_its_helper_interpreters(tmp_path):
+    """A module plug-in found through a folder the caller put on ``sys.path`` (a notebook's,
+    a script's): the helper interpreters, started with the environment's path, could not import
+    it, and the run failed at its very end — after its LM calls — and again on every re-run."""
+    folder = project(tmp_path)
+    package = tmp_path / "pkgs" / "mypkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "moved.py").write_text(MOVED)
+    config = harness_config(folder, "{loud: {}}", extra="tracking: {enabled: false}\n")
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import assay; "
+        "print(assay.harness(sys.argv[2], plugins=['mypkg.moved'], progress=False).run_dir)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ASSAY_SIDECAR"}  # helpers on, as by default
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "pkgs"), str(config)],
+        cwd=folder,
+        env={**env, "PYTHONPATH": str(REPO)},  # the package is on the caller's sys.path only
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    run_dir = Path(proc.stdout.strip().splitlines()[-1])
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
+    assert "Verdicts moved (plug-in)" in (run_dir / "report.md").read_text()
+    assert "Verdicts moved (plug-in)" in (run_dir / "report.html").read_text()
+
+
 # -- a judge kind -------------------------------------------------------------------------------
 
 TWO_SENTENCES = [

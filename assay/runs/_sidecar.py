@@ -15,7 +15,11 @@ it — the report, report.html, the MLflow run.
 Jobs are ``module:function`` with JSON keyword arguments and a JSON result; each carries the
 plug-ins of the run that took the sidecar (its config's ``plugins``), which the child imports
 before it runs the job, so a plug-in's test, scoring kind, judge kind or function is known there
-as here (one that fails to import there is the job's error). An error in a job
+as here (one that fails to import there is the job's error). It carries this process's
+``sys.path`` too, which the child adds to its own before it imports them: a module plug-in
+this process finds through a folder it put on ``sys.path`` (a notebook's, a script's) is found
+there as well — the child's own ``sys.path`` is the environment's, and the plug-in would fail
+only at the end of the run, after its LM calls. An error in a job
 is raised here as :class:`SidecarError` with its message. A sidecar that died (or never
 started) is not an error: :meth:`Sidecar.call` then runs the job in this process, so the work
 is done either way. The child exits when its stdin closes — when this process ends, however it
@@ -179,7 +183,12 @@ class Sidecar:
         """Queue ``target(**kwargs)``; the child runs jobs in the order they were submitted,
         each once it has imported the run's plug-ins."""
         pending = Pending()
-        job = {"target": target, "kwargs": kwargs, "plugins": self.plugins}
+        job = {
+            "target": target,
+            "kwargs": kwargs,
+            "plugins": self.plugins,
+            "path": [p for p in sys.path if isinstance(p, str)],
+        }
         line = json.dumps(job, default=str)
         with self._lock:
             if self._gone is not None:
@@ -260,6 +269,7 @@ def serve() -> None:
         job_id = json.loads(head)["id"]
         job = json.loads(body)
         try:
+            _extend_path(job.get("path", ()))
             load_plugins(job.get("plugins", ()))
             value = run_target(job["target"], job["kwargs"])
             line = json.dumps({"id": job_id, "value": value}, default=str)  # once: a table
@@ -272,3 +282,11 @@ def serve() -> None:
     replies.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _extend_path(caller: list[str]) -> None:
+    """Add the caller's ``sys.path`` entries this interpreter lacks, after its own (so this
+    checkout of assay, first here, stays the one imported)."""
+    for entry in caller:
+        if entry not in sys.path:
+            sys.path.append(entry)

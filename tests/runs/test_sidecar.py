@@ -40,29 +40,34 @@ def test_a_failing_job_raises_its_type_and_message_here(sidecar):
 
 def test_a_job_imports_the_run_s_plugins_first_and_only_those(sidecar, tmp_path, monkeypatch):
     """The run's plug-ins (the sidecar's ``plugins``) are imported before each job; a plug-in
-    this process imported for something else — here a module only its ``sys.path`` finds — is
-    not sent; one the child cannot import is the job's error, naming it."""
+    this process imported for something else is not sent; a module only this process's
+    ``sys.path`` finds is found there too (the job carries it); one the child cannot import is
+    the job's error, naming it."""
     from assay._registry import load_plugins
 
-    (tmp_path / "lib").mkdir()
-    (tmp_path / "lib" / "elsewhere_only.py").write_text("")
-    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
-    load_plugins(["elsewhere_only"])
-    plugin = tmp_path / "kind_plugin.py"
-    plugin.write_text(
+    kind = (
         "from assay.programs import JudgeKind, judge_kind\n"
         "from assay.signatures import JudgeResponse\n\n\n"
-        "@judge_kind('sidecar_only_kind')\n"
+        "@judge_kind({name!r})\n"
         "class Kind(JudgeKind):\n"
         "    signature = JudgeResponse\n"
         "    judged_field = 'response'\n"
     )
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "elsewhere_only.py").write_text(kind.format(name="elsewhere_kind"))
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    load_plugins(["elsewhere_only"])
+    plugin = tmp_path / "kind_plugin.py"
+    plugin.write_text(kind.format(name="sidecar_only_kind"))
     assert "sidecar_only_kind" not in sidecar.call("assay.programs:known_kinds")
     sidecar.plugins = [str(plugin)]
-    assert "sidecar_only_kind" in sidecar.call("assay.programs:known_kinds")
+    known = sidecar.call("assay.programs:known_kinds")
+    assert "sidecar_only_kind" in known and "elsewhere_kind" not in known
     sidecar.plugins = [str(plugin), "elsewhere_only"]
+    assert "elsewhere_kind" in sidecar.call("assay.programs:known_kinds")
+    sidecar.plugins = [str(plugin), "no_such_plugin_module"]
     with pytest.raises(
-        SidecarError, match="^ConfigError: plugin elsewhere_only cannot be imported"
+        SidecarError, match="^ConfigError: plugin no_such_plugin_module cannot be imported"
     ):
         sidecar.call("os:getpid")
 
