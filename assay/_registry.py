@@ -218,6 +218,30 @@ def plugin_identity(specs: Iterable[str]) -> list[list[str]]:
     return sorted(out)
 
 
+def code_identity(cls: type) -> list[list[str]] | None:
+    """What the code of a registered class is, for the identity of what it makes (a harness
+    test's probes): None for a class of assay's own; else :func:`plugin_identity` of the
+    plug-in it came from — its file, or the package (every ``.py`` file) of its module, which
+    covers an ``assay.plugins`` entry point, recorded nowhere else — or, for a class with no
+    source file (defined in a notebook), its source text's digest."""
+    module = getattr(cls, "__module__", "") or ""
+    if module == "assay" or module.startswith("assay."):
+        return None
+    spec = plugin_of(cls) or module
+    try:
+        if _plugin_sources(spec):
+            return plugin_identity([spec])
+    except (ConfigError, ImportError, ValueError):  # no spec: ``__main__`` of a notebook
+        pass
+    import inspect
+
+    try:
+        text = inspect.getsource(cls)
+    except (OSError, TypeError):
+        text = f"{module}:{getattr(cls, '__qualname__', '')}"
+    return [["source", hashlib.sha256(text.encode()).hexdigest()]]
+
+
 def _is_file(spec: str) -> bool:
     return spec.endswith(".py") or os.sep in spec or "/" in spec
 

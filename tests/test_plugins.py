@@ -282,6 +282,31 @@ def test_a_module_plugin_on_the_callers_sys_path_is_found_by_its_helper_interpre
     assert "Verdicts moved (plug-in)" in (run_dir / "report.html").read_text()
 
 
+def test_editing_an_installed_plugin_test_makes_its_probes_again(tmp_path):
+    """An entry point's test is in no run's identity (the same config, the same directory),
+    so its units' keys carry its code: an edit of its ``generate`` reused the old code's
+    probes ("probes reused from an earlier run (same inputs): 3 of 3")."""
+    folder = project(tmp_path)
+    site = entry_point(tmp_path / "site", "shouting-probes", "shouting", "shouting_installed")
+    module = site / "shouting_installed.py"
+    module.write_text(SHOUTING)
+    config = harness_config(folder, "{shouting: {}}")
+
+    def probes() -> list[str]:
+        lines = (the_run(folder) / "probes.jsonl").read_text().splitlines()
+        return sorted(json.loads(line)["response"] for line in lines)
+
+    run_assay("harness", str(config), cwd=folder, path=(site,))
+    assert probes() == sorted(r.upper() for _, r, _ in ITEMS)
+    again = run_assay("harness", str(config), cwd=folder, path=(site,))
+    assert "probes reused from an earlier run (same inputs): 3 of 3" in again
+
+    module.write_text(SHOUTING.replace(".upper()", ".swapcase()"))
+    edited = run_assay("harness", str(config), cwd=folder, path=(site,))
+    assert "probes reused" not in edited
+    assert probes() == sorted(r.swapcase() for _, r, _ in ITEMS)  # the same run directory
+
+
 # -- a judge kind -------------------------------------------------------------------------------
 
 TWO_SENTENCES = [

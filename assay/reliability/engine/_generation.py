@@ -23,6 +23,7 @@ import dspy
 from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
+from assay._registry import code_identity
 from assay.lm import ModelSpec, make_lm
 from assay.reliability._config import HarnessConfig
 from assay.reliability._files import UNITS
@@ -182,8 +183,14 @@ def run_inputs(config: HarnessConfig) -> dict[str, str]:
 def _test_identity(config: HarnessConfig, test: ReliabilityTest) -> dict[str, Any]:
     """What every unit of ``test`` is generated from besides the unit itself: the test, its
     settings, its programs' state as loaded (a ``*_state`` file's content, not its path), the
-    generator and validator, the scale and the sample seed."""
+    generator and validator, the scale and the sample seed — and, for a plug-in's test, its
+    plug-in's code (:func:`~assay._registry.code_identity`): an installed plug-in is no part
+    of the run's identity, so without it an edit of its ``generate`` reused the old code's
+    probes. A built-in test's code is not in it: each edit of assay would otherwise make every
+    probe again, at the generator's LM cost."""
+    code = code_identity(type(test))
     return {
+        **({"code": code} if code is not None else {}),
         "test": test.name,
         "settings": test.settings.model_dump(mode="json"),
         "programs": {role: p.dump_state() for role, p in test.programs().items()},
