@@ -146,3 +146,20 @@ def test_every_built_in_scoring_kind_is_registered(name):
     from assay.reliability.scoring import get_scoring, known_scorings
 
     assert name in known_scorings() and get_scoring(name).name == name
+
+
+def test_a_test_registered_nowhere_here_is_a_warning_naming_it_not_a_silent_gap(caplog):
+    """A test its user registered by hand in the process that ran it (not through the run's
+    ``plugins:``) is unknown to the helper that draws the report: its section was dropped with
+    no word; now a warning names the test and says to list its plug-in — once per process."""
+    from assay.reliability.scoring._kind import kind_of
+
+    with caplog.at_level("WARNING"):
+        assert kind_of("registered_by_hand_elsewhere") is None
+        assert kind_of("registered_by_hand_elsewhere") is None
+    said = [
+        r.getMessage() for r in caplog.records if "registered_by_hand_elsewhere" in r.getMessage()
+    ]
+    assert len(said) == 1
+    assert "test 'registered_by_hand_elsewhere'" in said[0] and "plugins:" in said[0]
+    assert kind_of("format_indent") == "invariance"

@@ -9,6 +9,7 @@ the kind adds is its :class:`ScoringMetrics` subclass, written flat into ``metri
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from assay.reliability._probe import Probe, is_placebo
 from assay.reliability._results import HarnessSummary, ReliabilityScores
 from assay.scale import Scale
 from assay.types import Judgment
+
+_log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from assay.report import Table
@@ -228,14 +231,28 @@ def cell(m: object) -> str:
 
 
 def kind_of(test: str) -> str | None:
-    """The scoring kind of the registered test ``test`` (None for a test nobody registered in
-    this process, e.g. a plug-in of the run that wrote the summary)."""
+    """The scoring kind of the registered test ``test``; None for a test nobody registered in
+    this process — a plug-in its user registered by hand in the process that ran it, not
+    through the run's ``plugins:``, which a helper interpreter or a later reader imports. Its
+    section and metrics are then left out, which is said once per process in a warning naming
+    the test, not silently."""
     from assay.reliability._registry import registered_test
 
     try:
         return registered_test(test).scoring
     except ConfigError:
+        if test not in _UNKNOWN_SAID:
+            _UNKNOWN_SAID.add(test)
+            _log.warning(
+                "test '%s' is registered by no plug-in this process imported: its scoring "
+                "kind's report section and metrics are left out; list the plug-in that "
+                "registers it in the config's plugins:",
+                test,
+            )
         return None
+
+
+_UNKNOWN_SAID: set[str] = set()  # the tests :func:`kind_of` warned of, in this process
 
 
 def section_rows(summary: HarnessSummary, kind: str) -> list[SectionRow]:
