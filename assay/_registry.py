@@ -218,7 +218,7 @@ def plugin_identity(specs: Iterable[str]) -> list[list[str]]:
     return sorted(out)
 
 
-def code_identity(cls: type) -> list[list[str]] | None:
+def plugin_code_of(cls: type) -> list[list[str]] | None:
     """What the code of a registered class is, for the identity of what it makes (a harness
     test's probes): None for a class of assay's own; else :func:`plugin_identity` of the
     plug-in it came from — its file, or the package (every ``.py`` file) of its module, which

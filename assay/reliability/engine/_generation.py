@@ -23,7 +23,7 @@ import dspy
 from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
-from assay._registry import code_identity
+from assay._registry import plugin_code_of
 from assay.lm import ModelSpec, make_lm
 from assay.reliability._config import HarnessConfig
 from assay.reliability._files import UNITS
@@ -184,11 +184,11 @@ def _test_identity(config: HarnessConfig, test: ReliabilityTest) -> dict[str, An
     """What every unit of ``test`` is generated from besides the unit itself: the test, its
     settings, its programs' state as loaded (a ``*_state`` file's content, not its path), the
     generator and validator, the scale and the sample seed — and, for a plug-in's test, its
-    plug-in's code (:func:`~assay._registry.code_identity`): an installed plug-in is no part
+    plug-in's code (:func:`~assay._registry.plugin_code_of`): an installed plug-in is no part
     of the run's identity, so without it an edit of its ``generate`` reused the old code's
     probes. A built-in test's code is not in it: each edit of assay would otherwise make every
     probe again, at the generator's LM cost."""
-    code = code_identity(type(test))
+    code = plugin_code_of(type(test))
     return {
         **({"code": code} if code is not None else {}),
         "test": test.name,
