@@ -490,11 +490,18 @@ def sampling_text(
 
 
 def plan_labels(
-    pool: Pool, *, alpha: float, target_half_width: float | None, budget: int | None
+    pool: Pool,
+    *,
+    alpha: float,
+    target_half_width: float | None,
+    budget: int | None,
+    separate_labels: bool = False,
 ) -> list[PlanRow]:
     """From the labelled items as a pilot: the labels each estimator needs for the target
     half-width, and the half-width the budget buys (human-only and PPI++ with the pool's
-    prediction; Rogan–Gladen with the verdicts, for a rate)."""
+    prediction; Rogan–Gladen with the verdicts, for a rate). The labels are drawn from the
+    pool's items, each one labelled leaving one prediction fewer; with ``separate_labels`` (a
+    --validation run) from another sample, next to all of the run's predictions."""
     from assay.metrics import half_width_for_labels, labels_needed, pilot_moments
 
     lab, unl = pool.labelled, pool.unlabelled
@@ -503,27 +510,36 @@ def plan_labels(
             "--target-half-width / --budget plan from a pilot: at least 2 labelled items and "
             "one unlabelled"
         )
+
+    def moments(y: list, f: Any, f_u: Any) -> tuple[Any, dict[str, int]]:
+        try:
+            pilot = pilot_moments(y, f, f_u)
+        except ValueError as exc:
+            raise DataError(f"--target-half-width / --budget: {exc}") from None
+        where = {"n_unlabelled": len(f_u)} if separate_labels else {"n_items": len(y) + len(f_u)}
+        return pilot, where
+
     f = np.asarray(pool.f, dtype=float)
     y = [pool.items[i].label for i in lab]
-    pilots = [(pilot_moments(y, f[lab], f[unl]), ("human_only", "ppi++"))]
+    pilots = [(*moments(y, f[lab], f[unl]), ("human_only", "ppi++"))]
     if pool.target.rate:
         scored_lab = [pool.items[i] for i in lab if pool.items[i].verdict is not None]
         scored_unl = [pool.items[i] for i in unl if pool.items[i].verdict is not None]
         if len(scored_lab) >= 2 and scored_unl:
-            verdict_pilot = pilot_moments(
+            verdict_pilot = moments(
                 [it.label for it in scored_lab],
                 [it.verdict for it in scored_lab],
                 [it.verdict for it in scored_unl],
             )
-            pilots.append((verdict_pilot, ("rogan_gladen",)))
+            pilots.append((*verdict_pilot, ("rogan_gladen",)))
     plans: list[PlanRow] = []
     if target_half_width is not None:
-        for pilot, methods in pilots:
-            needed = labels_needed(pilot, target_half_width, alpha=alpha)
+        for pilot, where, methods in pilots:
+            needed = labels_needed(pilot, target_half_width, alpha=alpha, **where)
             plans += [PlanRow(given="half-width", plan=p) for p in needed if p.method in methods]
     if budget is not None:
-        for pilot, methods in pilots:
-            bought = half_width_for_labels(pilot, budget, alpha=alpha)
+        for pilot, where, methods in pilots:
+            bought = half_width_for_labels(pilot, budget, alpha=alpha, **where)
             plans += [PlanRow(given="labels", plan=p) for p in bought if p.method in methods]
     return plans
 
@@ -714,7 +730,13 @@ def estimate(
         else:
             notes.append("active PPI++ not computed yet: fewer than 2 labels in")
     plans = (
-        plan_labels(pool, alpha=alpha, target_half_width=target_half_width, budget=budget)
+        plan_labels(
+            pool,
+            alpha=alpha,
+            target_half_width=target_half_width,
+            budget=budget,
+            separate_labels=validation is not None,
+        )
         if target_half_width is not None or budget is not None
         else []
     )

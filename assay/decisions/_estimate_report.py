@@ -171,8 +171,14 @@ def _plan_table(s: EstimateSummary) -> Table:
         ["plan for", "estimator", "human labels", "more than now", "half-width", "λ", "note"],
         rows,
         lead=f"Planned for {' and '.join(asked)} at {_level(s)}, from the "
-        f"{s.n_labelled} labelled items as a pilot, next to the {s.n_unlabelled} unlabelled "
-        "ones. A pilot of a few dozen labels gives a rough number: plan again once half are in.",
+        f"{s.n_labelled} labelled items as a pilot, "
+        + (
+            f"next to the run's {s.n_unlabelled} predictions (the labels another sample)"
+            if s.validation
+            else f"the labels drawn from the {s.n_items} items: n labelled leave {s.n_items} − n "
+            "predictions"
+        )
+        + ". A pilot of a few dozen labels gives a rough number: plan again once half are in.",
     )
 
 
@@ -185,6 +191,14 @@ def _plan_budget(s: EstimateSummary) -> int | None:
     if plan is None or plan.n_labels is None:
         return None
     return max(0, plan.n_labels - s.n_labelled)
+
+
+def _plan_out_of_reach(s: EstimateSummary) -> str | None:
+    """PPI++'s plan's note when no number of labels reaches the target half-width."""
+    plan = next(
+        (r.plan for r in s.plan if r.given == "half-width" and r.plan.method == "ppi++"), None
+    )
+    return plan.note if plan is not None and plan.n_labels is None else None
 
 
 def _plan_budget_row(s: EstimateSummary) -> tuple[list[object], str]:
@@ -226,6 +240,9 @@ def _queue_table(s: EstimateSummary) -> Table:
     if q.role == "drawn" and _plan_budget(s) is not None:
         row, planned = _plan_budget_row(s)
         rows.insert(4, row)
+    elif q.role == "drawn" and (unreachable := _plan_out_of_reach(s)) is not None:
+        rows.insert(4, [f"the plan's budget (PPI++ for ± {s.plan_target_half_width:g})", "—"])
+        planned = f"By the plan, ± {s.plan_target_half_width:g} is {unreachable}."
     if q.role == "read":
         rows += [["labelled", q.labelled], ["pending", q.pending]]
         note = (

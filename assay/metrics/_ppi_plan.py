@@ -2,22 +2,33 @@
 rest), the labels each estimator needs to reach a target half-width, and the half-width a
 budget of labels buys.
 
-The pilot gives the moments the variances are made of: ``Var(Y)``, ``Var(f)``, ``Cov(Y, f)``
-and, for 0/1 labels and verdicts, the judge's sensitivity and specificity. For ``n`` labels and
-``N`` unlabelled predictions, at the two-sided level ``1 − alpha``, the half-width is
-``z_{1−α/2} · √V`` with
+The pilot gives the moments the variances are made of: ``Var(Y)``, ``Cov(Y, f)`` and the
+residual ``Var(Y − λf)`` from the labelled items, ``Var(f)`` over every prediction and, for 0/1
+labels and verdicts, the judge's sensitivity and specificity. The labels are drawn from the
+pool's ``N`` items, so ``n`` labels leave ``N − n`` predictions unlabelled (``n_unlabelled``
+fixes that number instead, for labels drawn from another sample of the same population). At
+the two-sided level ``1 − alpha`` the half-width is ``z_{1−α/2} · √V`` with
 
 - human labels only: ``V = Var(Y) / n``;
-- PPI++: ``V = λ² Var(f) / N + (Var(Y) − 2λ Cov(Y, f) + λ² Var(f)) / n`` at its best
-  ``λ = Cov(Y, f) / ((1 + n/N) Var(f))``, clipped to [0, 1] (so never above human-only);
+- PPI++: ``V = λ² Var(f) / (N − n) + Var(Y − λf) / n`` at the ``λ = Cov(Y, f) / ((1 + n/(N −
+  n)) Var(f))`` PPI++ will use, clipped to [0, 1] — the variance of ``ppi_py``'s interval;
 - Rogan–Gladen (delta method, prevalence ``θ``, flagged share ``p``, Youden's ``J = TPR + TNR −
-  1``): ``V = [p(1 − p) / N + θ² TPR(1 − TPR) / (n θ) + (1 − θ)² TNR(1 − TNR) / (n (1 − θ))]
-  / J²``, whose first term more labels never remove: a target below it is out of reach.
+  1``): ``V = [p(1 − p) / (N − n) + θ TPR(1 − TPR) / n + (1 − θ) TNR(1 − TNR) / n] / J²`` — of
+  ``n`` uniform labels about ``nθ`` are positive, and TPR's variance ``TPR(1 − TPR)/(nθ)`` is
+  weighed by ``(∂θ/∂TPR)² = θ²/J²``; TNR's likewise.
+
+A target that no number of labels short of labelling every item reaches is out of reach, and
+the plan's note gives the narrowest half-width labelling can buy. A pilot whose labels are all
+alike has a sample variance of 0, which is no evidence of none: a rate is planned with a
+stand-in, the variance at the pilot's rule-of-three upper bound on the rare class (at most ½),
+and the note says so; a score with no spread in the pilot cannot be planned from.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -39,9 +50,12 @@ _MAX_LABELS = 10**12
 class PilotMoments:
     """What a pilot says about the labels and the judge's predictions (sample variances).
 
+    ``var_f`` is over every prediction, ``var_f_labelled`` over the labelled items' (the
+    residual ``Var(Y − λf)`` is the pilot's own, never negative; nan: ``var_f`` stands in).
     ``sensitivity``, ``specificity``, ``prevalence`` (the share of positive labels) and
     ``flagged`` (the share of positive verdicts among the unlabelled items) are nan unless the
-    labels and predictions are 0/1.
+    labels and predictions are 0/1. ``note`` says when ``var_y`` is a stand-in (labels all
+    alike).
     """
 
     n_labelled: int
@@ -53,6 +67,8 @@ class PilotMoments:
     specificity: Undefinable = math.nan
     prevalence: Undefinable = math.nan
     flagged: Undefinable = math.nan
+    var_f_labelled: Undefinable = math.nan
+    note: str | None = None
 
     @property
     def binary(self) -> bool:
@@ -74,22 +90,47 @@ class LabelPlan:
     note: str | None = None
 
 
+RULE_OF_THREE_LEVEL = 0.05
+"""The one-sided level of the upper bound on a rate none of a pilot's labels shows."""
+
+
 def pilot_moments(
     y: ArrayLike, predictions: ArrayLike, predictions_unlabelled: ArrayLike
 ) -> PilotMoments:
     """The moments of a pilot: the labelled items' ``y`` and ``predictions`` and the judge's
-    ``predictions_unlabelled``. ``Var(f)`` is taken over all predictions, labelled or not."""
+    ``predictions_unlabelled``. ``Var(f)`` is taken over all predictions, labelled or not.
+
+    0/1 labels all alike (12 zeros; 30 labels of a rare event, none positive) plan with the
+    variance ``b(1 − b)`` at ``b = 1 − 0.05^(1/n)``, the one-sided 95% upper bound on the rate
+    of the class the pilot did not see (the rule of three, ≈ 3/n), at most ½ — not the sample's
+    0, which would plan a half-width of 0 from one label. Scores all alike are refused."""
     y_arr = labels(y)
     f = as_scores(predictions, "predictions")
     _same_length(y_arr, f, ("y", "predictions"))
     f_u = as_scores(predictions_unlabelled, "predictions_unlabelled")
-    moments = {
-        "n_labelled": int(y_arr.size),
+    n = int(y_arr.size)
+    moments: dict = {
+        "n_labelled": n,
         "n_unlabelled": int(f_u.size),
         "var_y": float(np.var(y_arr, ddof=1)),
         "var_f": float(np.var(np.concatenate([f, f_u]), ddof=1)),
         "cov_yf": float(np.cov(y_arr, f)[0, 1]),
+        "var_f_labelled": float(np.var(f, ddof=1)),
     }
+    if not moments["var_y"] > 0:
+        value = float(y_arr[0])
+        if value not in (0.0, 1.0):
+            raise ValueError(
+                f"the pilot's {n} labels are all {value:g}: a variance of 0 from them is no "
+                "evidence of none, and a score has no stand-in for it: label more items"
+            )
+        bound = min(0.5, 1 - RULE_OF_THREE_LEVEL ** (1 / n))
+        moments["var_y"] = bound * (1 - bound)
+        moments["note"] = (
+            f"the pilot's {n} labels are all {value:g}: planned with Var(Y) = {bound * (1 - bound):.3g}"
+            f", a rate of {bound:.3g} (the {100 * (1 - RULE_OF_THREE_LEVEL):g}% upper bound when "
+            f"none of {n} labels is {1 - value:g}, at most ½), not the pilot's 0"
+        )
     named = [(y_arr, "y"), (f, "predictions"), (f_u, "predictions_unlabelled")]
     binary = predictions_of_kind(named, None)
     if binary == "verdict":
@@ -103,42 +144,77 @@ def pilot_moments(
     return PilotMoments(**moments)
 
 
-def _ppi_variance(m: PilotMoments, n: float, n_unlabelled: int) -> tuple[float, float]:
-    """PPI++'s variance with ``n`` labels at its best clipped ``λ``, and that ``λ``."""
+class _Pool:
+    """How many predictions stay unlabelled when ``n`` items are labelled: ``N − n`` of the
+    ``n_items`` items (the labels are drawn from them), or a fixed ``n_unlabelled``."""
+
+    def __init__(self, n_items: int | None, n_unlabelled: int | None) -> None:
+        self.n_items, self.fixed = n_items, n_unlabelled
+
+    def unlabelled(self, n: float) -> float:
+        return self.fixed if self.fixed is not None else self.n_items - n  # type: ignore[operator]
+
+    @property
+    def most(self) -> int:
+        """The most labels that leave a prediction unlabelled."""
+        return _MAX_LABELS if self.fixed is not None else self.n_items - 1  # type: ignore[operator]
+
+    def left(self, n: int) -> int:
+        return max(0, int(self.unlabelled(n)))
+
+
+def _ppi_variance(m: PilotMoments, n: float, n_unlabelled: float) -> tuple[float, float]:
+    """PPI++'s variance with ``n`` labels and ``n_unlabelled`` predictions at the clipped ``λ``
+    PPI++ will use (``ppi_py``'s), and that ``λ``. The residual ``Var(Y − λf)`` is the pilot's
+    own (its labelled predictions' variance): never negative, as ``Var(f)`` over every item
+    with the pilot's ``Cov(Y, f)`` can make it."""
     lam = 0.0
     if m.var_f > 0:
         lam = min(1.0, max(0.0, m.cov_yf / ((1 + n / n_unlabelled) * m.var_f)))
-    v = lam**2 * m.var_f / n_unlabelled + (m.var_y - 2 * lam * m.cov_yf + lam**2 * m.var_f) / n
-    return v, lam
+    var_f_labelled = m.var_f if math.isnan(m.var_f_labelled) else m.var_f_labelled
+    residual = max(0.0, m.var_y - 2 * lam * m.cov_yf + lam**2 * var_f_labelled)
+    return lam**2 * m.var_f / n_unlabelled + residual / n, lam
 
 
-def _rogan_gladen_terms(m: PilotMoments, n_unlabelled: int) -> tuple[float, float] | None:
-    """``(A, B)`` with Rogan–Gladen's variance ``A + B / n``; None when undefined."""
+def _rogan_gladen_terms(m: PilotMoments) -> tuple[float, float] | None:
+    """``(A, B)`` with Rogan–Gladen's variance ``A / n_unlabelled + B / n``; None when
+    undefined."""
     se, sp, prev = m.sensitivity, m.specificity, m.prevalence
     youden = se + sp - 1
     if not youden > 0 or not 0 < prev < 1:
         return None
     theta = min(1.0, max(0.0, float(rogan_gladen(m.flagged, se, sp))))
-    a = m.flagged * (1 - m.flagged) / n_unlabelled / youden**2
-    b = (
-        theta**2 * se * (1 - se) / prev + (1 - theta) ** 2 * sp * (1 - sp) / (1 - prev)
-    ) / youden**2
+    a = m.flagged * (1 - m.flagged) / youden**2
+    b = (theta * se * (1 - se) + (1 - theta) * sp * (1 - sp)) / youden**2
     return a, b
 
 
-def _check_pilot(pilot: PilotMoments, n_unlabelled: int | None) -> int:
+def _check_pilot(pilot: PilotMoments, n_unlabelled: int | None, n_items: int | None) -> _Pool:
     if not isinstance(pilot, PilotMoments):
         raise ValueError(
             f"pilot must be the PilotMoments of a pilot (pilot_moments), got {pilot!r}"
         )
-    n_unlabelled = pilot.n_unlabelled if n_unlabelled is None else n_unlabelled
-    if (
-        isinstance(n_unlabelled, bool)
-        or not isinstance(n_unlabelled, int | np.integer)
-        or n_unlabelled < 1
-    ):
-        raise ValueError(f"n_unlabelled must be a positive integer, got {n_unlabelled!r}")
-    return int(n_unlabelled)
+    if n_unlabelled is not None and n_items is not None:
+        raise ValueError(
+            "n_unlabelled and n_items: give one (a fixed number of unlabelled predictions, or "
+            "the items the labels are drawn from)"
+        )
+    for name, value, least in (("n_unlabelled", n_unlabelled, 1), ("n_items", n_items, 2)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least
+        ):
+            raise ValueError(f"{name} must be an integer of at least {least}, got {value!r}")
+    var_f_labelled = pilot.var_f if math.isnan(pilot.var_f_labelled) else pilot.var_f_labelled
+    if pilot.cov_yf**2 > pilot.var_y * var_f_labelled * (1 + 1e-9) + 1e-15:
+        raise ValueError(
+            f"the pilot's moments are inconsistent: Cov(Y, f)² = {pilot.cov_yf**2:.3g} exceeds "
+            f"Var(Y) · Var(f) = {pilot.var_y * var_f_labelled:.3g} on the labelled items"
+        )
+    if n_unlabelled is not None:
+        return _Pool(None, int(n_unlabelled))
+    return _Pool(
+        int(n_items) if n_items is not None else pilot.n_labelled + pilot.n_unlabelled, None
+    )
 
 
 _UNDEFINED_RG = (
@@ -147,47 +223,120 @@ _UNDEFINED_RG = (
 )
 
 
+def _fewest(variance: Callable[[int], float], target: float, high: int) -> int | None:
+    """The fewest labels in [1, ``high``] whose ``variance(n)`` reaches ``target``, the
+    variance falling with n on that range; None when even ``high`` does not."""
+    if variance(high) > target:
+        return None
+    low = 0
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if variance(mid) <= target else (mid, high)
+    return high
+
+
+def _rg_best(a: float, b: float, pool: _Pool) -> int:
+    """The labels at which Rogan–Gladen's variance ``a/(N − n) + b/n`` is least: more labels
+    shrink ``b/n`` but leave fewer unlabelled verdicts for the flagged rate."""
+    if pool.fixed is not None:
+        return _MAX_LABELS
+    big_n = pool.n_items
+    assert big_n is not None
+    root = big_n * math.sqrt(b) / (math.sqrt(a) + math.sqrt(b)) if a + b > 0 else big_n - 1
+    near = {min(big_n - 1, max(1, math.floor(root))), min(big_n - 1, max(1, math.ceil(root)))}
+    return min(near, key=lambda n: a / (big_n - n) + b / n)
+
+
 def labels_needed(
     pilot: PilotMoments,
     half_width: float,
     *,
     alpha: float = 0.05,
     n_unlabelled: int | None = None,
+    n_items: int | None = None,
 ) -> tuple[LabelPlan, ...]:
     """The human labels each estimator needs for a two-sided interval of ``half_width`` at level
-    ``1 − alpha`` (human-only, PPI++ and, for 0/1 labels and verdicts, Rogan–Gladen), next to
-    ``n_unlabelled`` predictions (default: the pilot's)."""
+    ``1 − alpha`` (human-only, PPI++ and, for 0/1 labels and verdicts, Rogan–Gladen). The labels
+    are drawn from ``n_items`` items (default: the pilot's, labelled and not), each one labelled
+    leaving one prediction fewer; ``n_unlabelled`` instead fixes the predictions' number (labels
+    from another sample)."""
     alpha = check_alpha(alpha)
-    n_u = _check_pilot(pilot, n_unlabelled)
+    pool = _check_pilot(pilot, n_unlabelled, n_items)
     if not 0 < half_width < math.inf:
         raise ValueError(f"half_width must be a positive number, got {half_width!r}")
-    target = (half_width / _z(1 - alpha / 2)) ** 2  # the variance to reach
+    z = _z(1 - alpha / 2)
+    target = (half_width / z) ** 2  # the variance to reach
     n_human = max(1, math.ceil(pilot.var_y / target))
-    # PPI++'s variance falls with n and never exceeds human-only's: bisect on [1, n_human].
-    low, high = 0, n_human
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (low, mid) if _ppi_variance(pilot, mid, n_u)[0] <= target else (mid, high)
-    plans = [
-        LabelPlan("human_only", n_human, half_width, alpha, n_u, 0.0),
-        LabelPlan("ppi++", high, half_width, alpha, n_u, _ppi_variance(pilot, high, n_u)[1]),
-    ]
+    plans = [LabelPlan("human_only", n_human, half_width, alpha, pool.left(n_human), 0.0)]
+
+    def ppi(n: float) -> float:
+        return _ppi_variance(pilot, n, pool.unlabelled(n))[0]
+
+    high = pool.most if pool.fixed is None else n_human
+    while pool.fixed is not None and ppi(high) > target and high < _MAX_LABELS:
+        high = min(_MAX_LABELS, 2 * high)  # the pilot's λ may leave PPI++ a hair over human
+    n_ppi = _fewest(ppi, target, high)
+    if n_ppi is None:
+        plans.append(
+            LabelPlan(
+                "ppi++",
+                None,
+                half_width,
+                alpha,
+                pool.left(high),
+                note=_out_of_reach(pool, high, z * math.sqrt(ppi(high))),
+            )
+        )
+    else:
+        lam = _ppi_variance(pilot, n_ppi, pool.unlabelled(n_ppi))[1]
+        plans.append(LabelPlan("ppi++", n_ppi, half_width, alpha, pool.left(n_ppi), lam))
     if pilot.binary:
-        terms = _rogan_gladen_terms(pilot, n_u)
-        if terms is None:
-            plans.append(
-                LabelPlan("rogan_gladen", None, half_width, alpha, n_u, note=_UNDEFINED_RG)
-            )
-        elif terms[0] >= target:
-            note = (
-                f"out of reach: the {n_u} unlabelled verdicts alone leave a half-width of "
-                f"{_z(1 - alpha / 2) * math.sqrt(terms[0]):.4f}"
-            )
-            plans.append(LabelPlan("rogan_gladen", None, half_width, alpha, n_u, note=note))
-        else:
-            n_rg = min(_MAX_LABELS, max(1, math.ceil(terms[1] / (target - terms[0]))))
-            plans.append(LabelPlan("rogan_gladen", n_rg, half_width, alpha, n_u))
+        plans.append(_rogan_gladen_needed(pilot, pool, target, half_width, alpha, z))
+    if pilot.note:
+        plans = [_with_note(p, pilot.note) for p in plans]
     return tuple(plans)
+
+
+def _out_of_reach(pool: _Pool, n: int, half_width: float) -> str:
+    if pool.fixed is not None:
+        return f"out of reach: {n} labels leave a half-width of {half_width:.4f}"
+    return (
+        f"out of reach short of labelling every item: {n} of the {pool.n_items} labelled leave "
+        f"± {half_width:.4f}"
+    )
+
+
+def _rogan_gladen_needed(
+    pilot: PilotMoments, pool: _Pool, target: float, half_width: float, alpha: float, z: float
+) -> LabelPlan:
+    terms = _rogan_gladen_terms(pilot)
+    if terms is None:
+        return LabelPlan("rogan_gladen", None, half_width, alpha, pool.left(1), note=_UNDEFINED_RG)
+    a, b = terms
+    if pool.fixed is not None:
+        floor = a / pool.fixed
+        if floor >= target:
+            note = (
+                f"out of reach: the {pool.fixed} unlabelled verdicts alone leave a half-width of "
+                f"{z * math.sqrt(floor):.4f}"
+            )
+            return LabelPlan("rogan_gladen", None, half_width, alpha, pool.fixed, note=note)
+        n_rg = min(_MAX_LABELS, max(1, math.ceil(b / (target - floor))))
+        return LabelPlan("rogan_gladen", n_rg, half_width, alpha, pool.fixed)
+    best = _rg_best(a, b, pool)
+    n_rg = _fewest(lambda n: a / pool.unlabelled(n) + b / n, target, best)
+    if n_rg is None:
+        hw = z * math.sqrt(a / pool.unlabelled(best) + b / best)
+        note = (
+            f"out of reach: at best, {best} of the {pool.n_items} labelled, ± {hw:.4f} (each "
+            "label takes a verdict from the flagged rate)"
+        )
+        return LabelPlan("rogan_gladen", None, half_width, alpha, pool.left(best), note=note)
+    return LabelPlan("rogan_gladen", n_rg, half_width, alpha, pool.left(n_rg))
+
+
+def _with_note(plan: LabelPlan, note: str) -> LabelPlan:
+    return dataclasses.replace(plan, note="; ".join(x for x in (plan.note, note) if x))
 
 
 def half_width_for_labels(
@@ -196,27 +345,47 @@ def half_width_for_labels(
     *,
     alpha: float = 0.05,
     n_unlabelled: int | None = None,
+    n_items: int | None = None,
 ) -> tuple[LabelPlan, ...]:
     """The two-sided half-width at level ``1 − alpha`` that ``n_labels`` human labels buy with
-    each estimator (human-only, PPI++ and, for 0/1 labels and verdicts, Rogan–Gladen)."""
+    each estimator (human-only, PPI++ and, for 0/1 labels and verdicts, Rogan–Gladen), drawn
+    from ``n_items`` items or next to a fixed ``n_unlabelled`` (see :func:`labels_needed`).
+    ``n_labels`` of ``n_items`` or more leave no prediction: PPI++ and Rogan–Gladen are nan,
+    the note says why."""
     alpha = check_alpha(alpha)
-    n_u = _check_pilot(pilot, n_unlabelled)
+    pool = _check_pilot(pilot, n_unlabelled, n_items)
     if isinstance(n_labels, bool) or not isinstance(n_labels, int | np.integer) or n_labels < 1:
         raise ValueError(f"n_labels must be a positive integer, got {n_labels!r}")
     n_labels = int(n_labels)
     z = _z(1 - alpha / 2)
-    v_ppi, lam = _ppi_variance(pilot, n_labels, n_u)
-    plans = [
-        LabelPlan("human_only", n_labels, z * math.sqrt(pilot.var_y / n_labels), alpha, n_u, 0.0),
-        LabelPlan("ppi++", n_labels, z * math.sqrt(v_ppi), alpha, n_u, lam),
-    ]
-    if pilot.binary:
-        terms = _rogan_gladen_terms(pilot, n_u)
-        if terms is None:
-            plans.append(
-                LabelPlan("rogan_gladen", n_labels, math.nan, alpha, n_u, note=_UNDEFINED_RG)
-            )
-        else:
-            hw = z * math.sqrt(terms[0] + terms[1] / n_labels)
-            plans.append(LabelPlan("rogan_gladen", n_labels, hw, alpha, n_u))
+    human = z * math.sqrt(pilot.var_y / n_labels)
+    if pool.fixed is None and n_labels >= pool.n_items:  # type: ignore[operator]
+        every = (
+            f"{n_labels} labels label every one of the {pool.n_items} items: no prediction is "
+            "left to add, the labels alone are the answer"
+        )
+        plans = [
+            LabelPlan("human_only", n_labels, human, alpha, 0, 0.0),
+            LabelPlan("ppi++", n_labels, math.nan, alpha, 0, note=every),
+        ]
+        if pilot.binary:
+            plans.append(LabelPlan("rogan_gladen", n_labels, math.nan, alpha, 0, note=every))
+    else:
+        n_u = pool.left(n_labels)
+        v_ppi, lam = _ppi_variance(pilot, n_labels, n_u)
+        plans = [
+            LabelPlan("human_only", n_labels, human, alpha, n_u, 0.0),
+            LabelPlan("ppi++", n_labels, z * math.sqrt(v_ppi), alpha, n_u, lam),
+        ]
+        if pilot.binary:
+            terms = _rogan_gladen_terms(pilot)
+            if terms is None:
+                plans.append(
+                    LabelPlan("rogan_gladen", n_labels, math.nan, alpha, n_u, note=_UNDEFINED_RG)
+                )
+            else:
+                hw = z * math.sqrt(terms[0] / n_u + terms[1] / n_labels)
+                plans.append(LabelPlan("rogan_gladen", n_labels, hw, alpha, n_u))
+    if pilot.note:
+        plans = [_with_note(p, pilot.note) for p in plans]
     return tuple(plans)

@@ -477,11 +477,14 @@ def test_the_label_plan_is_the_pilots_variance_formula(runs, capsys, monkeypatch
     fu = np.array([f[i] for i in sorted(refs) if refs[i] is None])
     var_y, var_f = np.var(y, ddof=1), np.var(np.concatenate([fl, fu]), ddof=1)
     cov = np.cov(y, fl)[0, 1]
-    n, big_n, z = 200, fu.size, 1.959963984540054
-    lam = min(1, max(0, cov / ((1 + n / big_n) * var_f)))
-    v = lam**2 * var_f / big_n + (var_y - 2 * lam * cov + lam**2 * var_f) / n
+    # 200 of the 400 items labelled leave 200 predictions; the residual is the pilot's own
+    n, z = 200, 1.959963984540054
+    left = fl.size + fu.size - n
+    lam = min(1, max(0, cov / ((1 + n / left) * var_f)))
+    v = lam**2 * var_f / left + np.var(y - lam * fl, ddof=1) / n
     plans = {(r["given"], r["plan"]["method"]): r["plan"] for r in s["plan"]}
     assert plans[("labels", "ppi++")]["half_width"] == pytest.approx(z * math.sqrt(v), rel=1e-9)
+    assert plans[("labels", "ppi++")]["n_unlabelled"] == left
     assert plans[("labels", "human_only")]["half_width"] == pytest.approx(
         z * math.sqrt(var_y / n), rel=1e-9
     )
@@ -489,6 +492,59 @@ def test_the_label_plan_is_the_pilots_variance_formula(runs, capsys, monkeypatch
     assert ("half-width", "rogan_gladen") in plans and ("labels", "rogan_gladen") in plans
     text = cli(["estimate", str(runs["main"]), "--budget", "200"], capsys)
     assert "### How many labels" in text and "| 200 labels | PPI++ | 200 | 120 |" in text
+
+
+def odd_items_true(call):
+    """Says True for the odd-numbered items (responses r0, r1, …)."""
+    return {"verdict": "True" if int((call.field("response") or "r0")[1:]) % 2 else "False"}
+
+
+def test_a_two_label_pilot_plans_without_a_negative_variance(tmp_path, capsys, monkeypatch):
+    """Two labels the judge gets right, 100 others: Var(f) over every item with the pilot's
+    Cov(Y, f) made Var(Y − λf) negative — a math domain error for --budget, "1 label, ±0.0100"
+    for --target-half-width. The residual is the pilot's own: never negative."""
+    monkeypatch.chdir(tmp_path)
+    rows = ["id,request,response,expected"] + [
+        f"i{k},q{k},r{k},{k if k < 2 else ''}" for k in range(102)
+    ]
+    run_dir = scripted_run(tmp_path, "two", rows, odd_items_true)
+    s = cli_json(["estimate", str(run_dir), "--budget", "50"], capsys)
+    plans = {p["plan"]["method"]: p["plan"] for p in s["plan"]}
+    assert all(p["half_width"] > 0 for p in plans.values() if math.isfinite(p["half_width"]))
+    assert plans["ppi++"]["n_unlabelled"] == 52
+    s = cli_json(["estimate", str(run_dir), "--target-half-width", "0.01"], capsys)
+    ppi = next(p["plan"] for p in s["plan"] if p["plan"]["method"] == "ppi++")
+    assert ppi["n_labels"] is None and ppi["note"].startswith(
+        "out of reach short of labelling every item: 101 of the 102 labelled leave ± "
+    )
+    queued = cli(
+        ["estimate", str(run_dir), "--target-half-width", "0.01", "--suggest", "9"], capsys
+    )
+    assert "By the plan, ± 0.01 is out of reach short of labelling every item" in queued
+
+
+@pytest.mark.parametrize("suggest", [False, True])
+def test_a_pilot_whose_labels_are_all_alike_plans_with_a_stand_in(
+    tmp_path, capsys, monkeypatch, suggest
+):
+    """12 labels, all 0: a sample variance of 0 is no evidence of none. The plan says which
+    stand-in it used, never plans ± 0 or one label, and a queue is not told the labels given
+    before reach the target already."""
+    monkeypatch.chdir(tmp_path)
+    rows = ["id,request,response,expected"] + [
+        f"i{k},q{k},r{k},{0 if k % 10 == 0 else ''}" for k in range(120)
+    ]
+    run_dir = scripted_run(tmp_path, "alike", rows, odd_items_true)
+    args = ["estimate", str(run_dir), "--target-half-width", "0.05", "--budget", "40"]
+    text = cli([*args, *(["--suggest", "20"] if suggest else [])], capsys)
+    assert "the pilot's 12 labels are all 0: planned with Var(Y) = 0.172" in text
+    assert "0.0000" not in text and "| PPI++ | 1 |" not in text
+    assert "reach that half-width already" not in text
+    s = cli_json([*args, *(["--suggest", "20"] if suggest else [])], capsys)
+    for row in s["plan"]:
+        plan = row["plan"]
+        assert plan["n_labels"] is None or plan["n_labels"] > 12
+        assert not plan["half_width"] < 0.05
 
 
 # -- two runs: --validation ----------------------------------------------------------------------
