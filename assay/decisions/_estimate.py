@@ -440,12 +440,18 @@ def within_rates(e: MeanEstimate) -> MeanEstimate:
     """A rate's normal interval cut to [0, 1], where every rate lies, the note saying so: with
     few labels ``value ± z·se`` reaches past them (0.500 [-0.193, 1.193] on 2 labels). Cutting
     changes no coverage — the true rate is inside both intervals or neither. An end left
-    infinite by a one-sided bound stays so."""
+    infinite by a one-sided bound stays so; one past them by a floating-point rounding is brought
+    in without a word."""
+    from assay.metrics import FLOAT_ROUNDING
+
     low, high = e.ci_low, e.ci_high
     cut_low = math.isfinite(low) and low < 0
     cut_high = math.isfinite(high) and high > 1
     if not (cut_low or cut_high):
         return e
+    if not (low < -FLOAT_ROUNDING or high > 1 + FLOAT_ROUNDING):  # past by a rounding
+        inside = [min(1.0, max(0.0, x)) for x in (e.value, low, high)]
+        return dataclasses.replace(e, value=inside[0], ci_low=inside[1], ci_high=inside[2])
     said = (
         f"its normal interval [{fmt(low)}, {fmt(high)}] reaches past the rates 0 to 1: cut to them"
     )

@@ -177,6 +177,7 @@ _NAMES = {
         "with_fdr",
     ),
     "_ppi": (
+        "FLOAT_ROUNDING",
         "PredictionKind",
         "human_only_mean",
         "mean_estimates",
@@ -340,6 +341,7 @@ __all__ = [
     "StratumEstimate",
     "effective_labels",
     "estimates_table",
+    "FLOAT_ROUNDING",
     "PredictionKind",
     "human_only_mean",
     "mean_estimates",
@@ -631,6 +633,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         with_fdr,
     )
     from assay.metrics._ppi import (
+        FLOAT_ROUNDING,
         PredictionKind,
         human_only_mean,
         mean_estimates,

@@ -249,6 +249,11 @@ def stratified_batched(
     return value, se, parts
 
 
+FLOAT_ROUNDING = 1e-12
+"""A standard error this small, relative to the estimate (or 1), is a 0 computed in floating
+point — labels all alike with a λ of 1e-34 left by the arithmetic — and is said as 0."""
+
+
 def normal_estimate(
     method: EstimateMethod,
     value: float,
@@ -269,6 +274,8 @@ def normal_estimate(
     against a human-only standard error ``human_se`` on the same ``n_labelled`` labels. A zero
     ``se`` (no spread in the labels or predictions) is said in the note: such an interval is
     not a confidence interval."""
+    if not se > FLOAT_ROUNDING * max(1.0, abs(value)):  # 4.5e-36: a 0 computed the long way round
+        se = 0.0
     low, high = interval(value, se, alpha, bound)
     notes = list(notes)
     if not se > 0:

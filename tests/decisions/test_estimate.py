@@ -765,3 +765,24 @@ def test_labels_all_one_class_lead_with_no_interval_not_a_zero_width_one(tmp_pat
     assert "0.000 [0.000, 0.000], 95% CI" not in out
     note = estimate(run_dir, workdir=tmp_path).of("ppi++").note
     assert "every label the same" in note and "predictions" not in note
+
+
+def test_a_standard_error_of_a_rounding_is_none_and_no_interval_is_cut():
+    """30 labels of a rare event, none positive, with the judge's probabilities: the arithmetic
+    left λ = 6e-34 and a standard error of 4.5e-36, an interval of width 1e-35 that escaped the
+    zero-width rule (0.000 [0.000, 0.000]) and whose note said it was cut to [0, 1]. A standard
+    error within a rounding of 0 is 0 — no interval, and the note says why — and an interval
+    past [0, 1] by a rounding is not said to be cut."""
+    from assay.decisions._estimate import within_rates
+    from assay.metrics._ppi import normal_estimate
+
+    kw = {"human_se": 0.0, "alpha": ALPHA, "bound": "two-sided", "n_labelled": 30}
+    kw |= {"n_unlabelled": 270, "lam": 5.6e-34, "prediction": "probability", "sampling": "uniform"}
+    e = normal_estimate("ppi++", -3.1e-36, 4.5e-36, **kw)
+    assert e.std_error == 0 and e.ci_low == e.ci_high == e.value
+    assert "its standard error is 0" in e.note
+    cut = within_rates(e)
+    assert (cut.ci_low, cut.ci_high) == (0.0, 0.0) and "cut to them" not in cut.note
+    wide = within_rates(normal_estimate("ppi++", 0.01, 0.02, **kw))
+    assert wide.ci_low == 0.0 and "reaches past the rates 0 to 1: cut to them" in wide.note
+    assert normal_estimate("ppi++", 0.5, 1e-9, **kw).std_error == 1e-9  # small, not a rounding
