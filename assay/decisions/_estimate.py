@@ -219,12 +219,15 @@ def sample_checks(
     strata_column: str | None,
     check_columns: list[str],
     accept_shift: bool,
+    unstratified: str | None = None,
 ) -> tuple[list[SampleCheck], list[str]]:
     """Compare the labelled items with the unlabelled ones on the text's length, the judge's
     prediction (scored items), the strata and each check column; Holm-adjust the p-values.
     Adjusted p < ``REFUSE_AT`` refuses (a DataError naming the feature) unless ``accept_shift``
-    or the feature is the strata column (stratified PPI++ allows any allocation); adjusted p <
-    ``WARN_AT`` warns. Returns the checks and the warnings in words."""
+    or the feature is the strata column and stratified PPI++, which allows any allocation, was
+    computed (``unstratified`` says why it was not: then every estimate left assumes a uniform
+    sample, and the strata refuse like any column); adjusted p < ``WARN_AT`` warns. Returns
+    the checks and the warnings in words."""
     from assay.metrics import compare_samples, holm
 
     lab, unl = pool.labelled, pool.unlabelled
@@ -244,7 +247,10 @@ def sample_checks(
         )
     )
     if strata is not None:
-        features.append((f"column {strata_column} (the strata)", "categorical", strata, False))
+        strata_refuse = unstratified is not None
+        features.append(
+            (f"column {strata_column} (the strata)", "categorical", strata, strata_refuse)
+        )
     for name in check_columns:
         values = pool.column(name, "--check-column")
         features.append((f"column {name}", _kind(values), values, True))
@@ -269,6 +275,11 @@ def sample_checks(
                 f"({c.test}, Holm-adjusted p = {p_adj:.2g}): they do not look like a random "
                 "sample of the same items; label a random sample, or pass --accept-shift to "
                 "estimate anyway"
+                + (
+                    f" ({unstratified}, which would allow a stratified sample)"
+                    if c.what.endswith("(the strata)")
+                    else ""
+                )
             )
         if p_adj < WARN_AT:
             finding = "warning"
@@ -703,13 +714,6 @@ def estimate(
     pool = pool_of(runs, target, scale, prediction)
     strata_values = pool.strata(strata) if strata is not None else None
     weight_values = pool.weights(weights) if weights is not None else None
-    checks, warnings = sample_checks(
-        pool,
-        strata=strata_values,
-        strata_column=strata,
-        check_columns=list(check_columns or []),
-        accept_shift=accept_shift,
-    )
     if (suggest is not None or queue is not None) and len(pool.labelled) < 2:
         # active labelling may start from no label: the queue's draws are the labels
         rows, judge = [], None
@@ -726,6 +730,20 @@ def estimate(
             seed=seed,
             n_resamples=n_resamples,
         )
+    unstratified = None
+    if strata is not None and not any(e.method == "stratified_ppi++" for e in rows):
+        unstratified = next(
+            (n for n in notes if n.startswith("stratified PPI++ not computed")),
+            "stratified PPI++ not computed",
+        )
+    checks, warnings = sample_checks(
+        pool,
+        strata=strata_values,
+        strata_column=strata,
+        check_columns=list(check_columns or []),
+        accept_shift=accept_shift,
+        unstratified=unstratified,
+    )
     queue_state, queue_records, queue_key = None, None, None
     if suggest is not None:
         queue_state, queue_records = draw_queue(pool, scale, suggest, seed, hashes[0])

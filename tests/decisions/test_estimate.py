@@ -20,7 +20,7 @@ import pytest
 
 from assay.cli import main
 from assay.decisions import estimate
-from assay.errors import RunError
+from assay.errors import DataError, RunError
 from assay.evaluation import evaluate
 from assay.inputs import EvaluateConfig
 from assay.lm import ScriptedEngine, StubServer, register_script
@@ -786,3 +786,32 @@ def test_a_standard_error_of_a_rounding_is_none_and_no_interval_is_cut():
     wide = within_rates(normal_estimate("ppi++", 0.01, 0.02, **kw))
     assert wide.ci_low == 0.0 and "reaches past the rates 0 to 1: cut to them" in wide.note
     assert normal_estimate("ppi++", 0.5, 1e-9, **kw).std_error == 1e-9  # small, not a rounding
+
+
+def test_strata_that_stratified_ppi_cannot_use_refuse_as_any_column(tmp_path):
+    """40 labels in stratum a, 1 in b: --check-column kind refuses (not a uniform sample), and
+    --strata kind led with PPI++ — which its own warnings called invalid ('PPI and PPI++ assume
+    a uniform sample'; 'stratified PPI++ not computed: stratum b has 1 labelled item'). With
+    no stratified PPI++ the strata refuse too, saying why; --accept-shift warns instead."""
+    rows = ["id,request,response,expected,kind"]
+    rng = np.random.default_rng(4)
+    chosen = set(rng.choice(range(0, 200, 2), 40, replace=False).tolist()) | {101}
+    for k in range(200):  # texts of one length, a judge blind to the stratum
+        label = int(rng.random() < 0.4) if k in chosen else ""
+        rows.append(f"i{k},q{k:04d},r{k:04d},{label},{'ab'[k % 2]}")
+
+    def thirds(call):
+        return {"verdict": "True" if int(call.field("response")[1:]) % 3 == 0 else "False"}
+
+    run_dir = scripted_run(tmp_path, "lopsided", rows, thirds)
+    with pytest.raises(DataError) as refused:
+        estimate(run_dir, strata="kind", workdir=tmp_path)
+    message = str(refused.value)
+    assert "differ from the 159 others in column kind (the strata)" in message
+    assert "stratified PPI++ not computed: stratum 'b' has 1 labelled item" in message
+    with pytest.raises(DataError, match="column kind"):
+        estimate(run_dir, check_columns=["kind"], workdir=tmp_path)
+    s = estimate(run_dir, strata="kind", accept_shift=True, workdir=tmp_path)
+    assert s.headline == "ppi++"
+    assert not any("stratified PPI++ allows that" in w for w in s.warnings)
+    assert any("column kind (the strata)" in w and "(--accept-shift)" in w for w in s.warnings)
