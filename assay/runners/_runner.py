@@ -37,9 +37,10 @@ import importlib
 import inspect
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext, redirect_stdout
+from contextlib import AbstractContextManager, nullcontext, redirect_stdout, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -592,7 +593,14 @@ class Runner:
                 from assay.runs import disconnect
 
                 disconnect()
-        return self.print(result, options, json=args.json)
+        try:
+            return self.print(result, options, json=args.json)
+        except BrokenPipeError:  # `| head`, `| true`: the reader has what it wanted, and the
+            # run is written already. Printed again to nowhere, for the exit code the printer
+            # gives (a drifted judge, a failed gate), without a traceback.
+            with suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return self.print(result, options, json=args.json)
 
 
 # -- what the printers share ---------------------------------------------------------------

@@ -815,3 +815,20 @@ def test_strata_that_stratified_ppi_cannot_use_refuse_as_any_column(tmp_path):
     assert s.headline == "ppi++"
     assert not any("stratified PPI++ allows that" in w for w in s.warnings)
     assert any("column kind (the strata)" in w and "(--accept-shift)" in w for w in s.warnings)
+
+
+def test_a_reader_that_closes_the_pipe_early_is_no_error(runs):
+    """`assay estimate RUN --budget 100 | true`: the run is written before anything is printed,
+    so a reader that stops early leaves nothing undone — exit 0, no BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    args = [sys.executable, "-m", "assay.cli", "estimate", str(runs["main"]), "--budget", "100"]
+    proc = subprocess.Popen(
+        args, cwd=runs["tmp"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    proc.stdout.close()  # no reader left: the first print meets a broken pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err
