@@ -231,9 +231,9 @@ def test_rogan_gladen_in_a_pool_is_out_of_reach_past_its_best_labels():
 def test_rogan_gladens_plan_weighs_each_error_rate_by_the_share_of_its_class():
     """Of n uniform labels about nθ are positive, θ the population's prevalence: TPR's variance
     is TPR(1 − TPR)/(nθ), weighed by (θ/J)². A pilot whose share of positive labels happens to be
-    0.5 while the verdicts say θ = 0.3 plans with θ, and the plan is the spread of Rogan–Gladen's
-    estimate over simulated labels (the pilot's 0.5 would plan 15% too narrow)."""
-    skewed = dataclasses.replace(TRUE, prevalence=0.5)
+    0.1 while the verdicts say θ = 0.3 plans with θ, and the plan is the spread of Rogan–Gladen's
+    estimate over simulated labels (dividing by the pilot's 0.1 planned it 15% too wide)."""
+    skewed = dataclasses.replace(TRUE, prevalence=0.1)
     n = 400
     planned = next(
         p
@@ -242,10 +242,10 @@ def test_rogan_gladens_plan_weighs_each_error_rate_by_the_share_of_its_class():
     )
     rng = np.random.default_rng(5)
     y, f = draw(rng, (4000, n))
-    _, f_u = draw(rng, (4000, N_UNLABELLED))
+    flagged = rng.binomial(N_UNLABELLED, FLAGGED, 4000) / N_UNLABELLED  # the unlabelled verdicts
     tpr = (f * y).sum(1) / y.sum(1)
     tnr = ((1 - f) * (1 - y)).sum(1) / (1 - y).sum(1)
-    values = (f_u.mean(1) + tnr - 1) / (tpr + tnr - 1)
+    values = (flagged + tnr - 1) / (tpr + tnr - 1)
     assert planned.half_width == pytest.approx(norm.ppf(0.975) * values.std(), rel=0.04)
 
 
