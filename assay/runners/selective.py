@@ -125,7 +125,8 @@ def print_selective(result: SelectiveResult, options: RunOptions, *, json: bool)
             lo, hi = part.agreement_ci
             print(
                 f"  agreement on kept items {part.agreement_kept:.3f} [{lo:.3f}, {hi:.3f}] "
-                f"(exact 95%; {part.labelled} labelled)"
+                f"(exact 95%; {_agreed(part)} of {_over(part)} kept items with a reference; "
+                f"{part.labelled} labelled in all)"
             )
     print("\n".join(cost_lines(s.usage, s.spend)))
     if result.calibration_file is not None:
@@ -149,3 +150,13 @@ def print_selective(result: SelectiveResult, options: RunOptions, *, json: bool)
             "items, a larger α or δ, or a better-calibrated confidence)"
         )
     return 0 if certified else 1
+
+
+def _over(part: Any) -> int:
+    """The kept items with a reference the agreement is over (a run written before it kept
+    the count: all its kept items were labelled)."""
+    return part.labelled_kept if part.labelled_kept is not None else part.kept
+
+
+def _agreed(part: Any) -> int:
+    return round(part.agreement_kept * _over(part))

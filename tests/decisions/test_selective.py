@@ -131,6 +131,16 @@ def test_calibrate_then_apply_keeps_escalates_and_abstains(tmp_path, monkeypatch
             n_unsure = part["stages"][0]["escalated"]
             assert part["stages"][1]["reached"] == part["stages"][1]["kept"] == n_unsure
             assert (part["abstained"], part["agreement_kept"]) == (0, 1.0)
+            # the exact interval is over the kept items with a reference, and says that n
+            from scipy.stats import beta
+
+            n = part["labelled_kept"]
+            assert n == part["kept"] and part["agreement_ci"][0] == pytest.approx(
+                beta.ppf(0.025, n, 1)
+            )
+        assert main(["selective", "calibrate", str(cfg), "--quiet"]) == 0
+        printed = capsys.readouterr().out
+        assert f"(exact 95%; {cal['kept']} of {cal['kept']} kept items with a reference;" in printed
         assert asked(stub, "stub-cheap") == list(range(60))
         assert asked(stub, "stub-strong") == [k for k in range(60) if k % 3 == 0]
         run_dir = Path(out["run_dir"])

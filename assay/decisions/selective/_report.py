@@ -189,7 +189,9 @@ def build_report(run_dir: Path) -> Any:
             lo, hi = part.agreement_ci
             note += (
                 f" · agreement with the reference on kept items {part.agreement_kept:.3f} "
-                f"[{lo:.3f}, {hi:.3f}] (exact 95% interval; the guarantee: ≥ {1 - s.alpha:g} "
+                f"[{lo:.3f}, {hi:.3f}] (exact 95% interval over the "
+                f"{part.labelled_kept if part.labelled_kept is not None else part.kept} kept "
+                f"items with a reference; the guarantee: ≥ {1 - s.alpha:g} "
                 f"with probability ≥ {1 - s.delta:g})"
             )
         tables.append(

@@ -84,6 +84,7 @@ class PartSummary(BaseModel):
     coverage: Undefinable | None
     stages: list[StageCount]
     labelled: int = 0
+    labelled_kept: int | None = None  # the kept items with a reference: the agreement's n
     agreement_kept: Undefinable | None = None
     agreement_ci: tuple[float, float] | None = None
 

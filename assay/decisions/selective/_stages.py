@@ -171,6 +171,7 @@ def _through_cascade(
     if labelled_kept:
         from assay.metrics import clopper_pearson_interval
 
+        summary.labelled_kept = labelled_kept
         summary.agreement_kept = agree / labelled_kept
         summary.agreement_ci = clopper_pearson_interval(agree, labelled_kept, 0.95)
     return summary, kept_by
