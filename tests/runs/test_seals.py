@@ -62,6 +62,14 @@ def judged(tmp_path_factory):
             )
             assert main(["evaluate", str(cfg), "--quiet"]) == 0
             runs.append(next((folder / "runs").glob(f"{name}-*")))
+        # a's judge again, later, in a run of its own: what drift compares a with
+        judge = {"rubric": "A good response names a colour.", "score_mode": "expected"}
+        cfg = stub_config(
+            folder, csv, stub.base_url, name="a", file="a-later.yaml", judge=judge,
+            output_dir=str(folder / "later"),
+        )  # fmt: skip
+        assert main(["evaluate", str(cfg), "--quiet", "--retry-unscored"]) == 0
+        runs.append(next((folder / "later").glob("a-*")))
         yield runs, stub
 
 
@@ -69,13 +77,22 @@ def judged(tmp_path_factory):
 def runs(judged, tmp_path, monkeypatch, capsys):
     """The module's runs copied into ``tmp_path/runs`` (a copy keeps its seal), run from
     there."""
-    (a, b), _ = judged
+    (a, b, _), _ = judged
     capsys.readouterr()
     monkeypatch.chdir(tmp_path)
     copies = [tmp_path / "runs" / d.name for d in (a, b)]
     for src, dst in zip((a, b), copies, strict=True):
         shutil.copytree(src, dst)
     return copies
+
+
+@pytest.fixture
+def later(judged, tmp_path):
+    """A's judge run again in a run of its own (a copy in ``tmp_path/later``)."""
+    (_, _, run), _ = judged
+    copy = tmp_path / "later" / run.name
+    shutil.copytree(run, copy)
+    return copy
 
 
 def set_verdicts_to_the_reference(run_dir: Path) -> None:
@@ -89,14 +106,14 @@ def set_verdicts_to_the_reference(run_dir: Path) -> None:
     (run_dir / "judgments.jsonl").write_text("\n".join(lines) + "\n")
 
 
-def commands(tmp_path: Path, a: Path, b: Path) -> dict[str, list[str]]:
+def commands(tmp_path: Path, a: Path, b: Path, later: Path | None = None) -> dict[str, list[str]]:
     policy = tmp_path / "lax.yaml"
     policy.write_text(json.dumps(LAX))
     return {
         "certify": ["certify", str(a), "--policy", str(policy)],
         "conformal": ["conformal", str(a), "--alpha", "0.2", "--out", str(tmp_path / "sets")],
         "compare --paired": ["compare", "--paired", str(b), str(a), "--no-log"],
-        "drift": ["drift", str(a), str(a), "--no-log"],
+        "drift": ["drift", str(a), str(later or a), "--no-log"],
         "estimate": ["estimate", str(a), "--validation", str(a)],
     }
 
@@ -111,9 +128,11 @@ def refusal(capsys, argv: list[str]) -> str:
 @pytest.mark.parametrize(
     "command", ["certify", "conformal", "compare --paired", "drift", "estimate"]
 )
-def test_edited_judgments_are_refused_by_every_deciding_command(runs, tmp_path, capsys, command):
+def test_edited_judgments_are_refused_by_every_deciding_command(
+    runs, later, tmp_path, capsys, command
+):
     a, b = runs
-    argv = commands(tmp_path, a, b)[command]
+    argv = commands(tmp_path, a, b, later)[command]
     original = (a / "judgments.jsonl").read_text()
     set_verdicts_to_the_reference(a)
     line = refusal(capsys, argv)
@@ -179,7 +198,7 @@ def test_a_logged_run_whose_artifacts_were_edited_is_refused(judged, tmp_path, c
     and checked against the seal the run was tagged with (the store's copy edited: refused)."""
     import mlflow
 
-    (_, _), stub = judged
+    (_, _, _), stub = judged
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     csv = write_items(tmp_path, N)
     ids = []
