@@ -113,13 +113,19 @@ def test_an_unscored_run_edited_to_count_as_scored_still_fails(tmp_path, monkeyp
         assert server.n_requests == served
 
 
-def test_an_edited_harness_pass_rate_is_made_again(tmp_path, monkeypatch, capsys, caplog):
+def _finished_harness(tmp_path: Path, monkeypatch, capsys) -> tuple[Path, dict, Path]:
+    """A finished harness run in ``tmp_path``: its config, its ``--json`` output, its directory."""
     monkeypatch.chdir(tmp_path)
     cfg = _harness(tmp_path)
     capsys.readouterr()
     assert main(["harness", str(cfg), *HARNESS, "--quiet", "--json"]) == 0
     first = json.loads(capsys.readouterr().out)
     (run_dir,) = (tmp_path / "runs").iterdir()
+    return cfg, first, run_dir
+
+
+def test_an_edited_harness_pass_rate_is_made_again(tmp_path, monkeypatch, capsys, caplog):
+    cfg, first, run_dir = _finished_harness(tmp_path, monkeypatch, capsys)
     tests = first["judges"]["clean"]["tests"]
     honest = {t: s["pass_rate"]["value"] for t, s in tests.items() if s.get("pass_rate")}
     assert honest
@@ -172,12 +178,7 @@ def test_a_harness_run_finished_by_other_code_is_scored_again(
 ):
     """The harness's own re-read (its finish_key: config, tests and files) does not cover the
     code; the run's recorded code does."""
-    monkeypatch.chdir(tmp_path)
-    cfg = _harness(tmp_path)
-    capsys.readouterr()
-    assert main(["harness", str(cfg), *HARNESS, "--quiet", "--json"]) == 0
-    first = json.loads(capsys.readouterr().out)
-    (run_dir,) = (tmp_path / "runs").iterdir()
+    cfg, first, run_dir = _finished_harness(tmp_path, monkeypatch, capsys)
     before = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     _other_code(monkeypatch)
     with caplog.at_level(logging.WARNING, logger="assay.runs._run"):
