@@ -41,7 +41,6 @@ __all__ = [
     "ReviewQueue",
     "VerdictConflict",
     "is_label_queue",
-    "latest_human_verdicts",
     "read_records",
 ]
 
@@ -72,22 +71,6 @@ def _numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
             raise DataError("not a record with an item_id", path=path, row=lineno)
         out.append((lineno, record))
     return out
-
-
-def latest_human_verdicts(run_dir: Path, scale: Scale | None = None) -> dict[str, dict[str, Any]]:
-    """Each item's latest human verdict record (``score`` None: taken back, so pending). With
-    ``scale``, a score off it — a line written by hand past ``assay review import``, which
-    refuses one — is a one-line DataError naming the file, the row and the field."""
-    path = Path(run_dir) / HUMAN_VERDICTS
-    latest: dict[str, dict[str, Any]] = {}
-    for lineno, r in _numbered(path):
-        if scale is not None and r.get("score") is not None:
-            try:
-                scale.check(r["score"])
-            except ValueError as exc:
-                raise DataError(str(exc), path=path, row=lineno, field="score") from None
-        latest[r["item_id"]] = r
-    return {k: v for k, v in latest.items() if v.get("score") is not None}
 
 
 class HumanVerdict(TypedDict):
@@ -256,7 +239,9 @@ class ReviewQueue:
     def verdicts(self) -> dict[str, dict[str, Any]]:
         """Each item's latest human verdict (taken-back ones left out); in a signed queue every
         record's signature is checked first, and one that does not hold — a verdict edited or
-        added by hand — is a DataError naming the file and the row."""
+        added by hand — is a DataError naming the file and the row. A score off the scale (a
+        line signed by hand with the key: ``record`` refuses one) is a DataError naming the
+        file, the row and the field."""
         path = self.path / HUMAN_VERDICTS
         latest: dict[str, dict[str, Any]] = {}
         for row, r in _numbered(path):
@@ -268,6 +253,11 @@ class ReviewQueue:
                     path=path,
                     row=row,
                 )
+            if r.get("score") is not None:
+                try:
+                    self.scale.check(r["score"])
+                except ValueError as exc:
+                    raise DataError(str(exc), path=path, row=row, field="score") from None
             latest[r["item_id"]] = r
         return {k: v for k, v in latest.items() if v.get("score") is not None}
 

@@ -279,21 +279,35 @@ def test_a_queue_drawn_before_any_label(runs, tmp_path, capsys, monkeypatch):  #
     assert s["queue"]["labelled"] == s["queue"]["drawn"]
 
 
-def test_a_human_verdict_written_by_hand_off_the_scale_is_refused(tmp_path):
-    """A selective run's ``human_verdicts.jsonl`` line added past ``assay review import`` (which
-    refuses a verdict off the scale) is refused as the run reads it, naming file, row and field."""
-    from assay.decisions.review_queue import HUMAN_VERDICTS, latest_human_verdicts
+def test_a_verdict_signed_by_hand_off_the_scale_is_refused(
+    runs,  # noqa: F811
+    suggested,
+    tmp_path,
+    capsys,
+    monkeypatch,
+):
+    """A ``human_verdicts.jsonl`` line off the scale, signed by hand with the key past
+    ``assay review import`` (which refuses one), is refused as the queue reads it, naming file,
+    row and field; on the scale, the same hand-signed line is read."""
+    from assay import _signing
+    from assay.decisions.review_queue import LabelQueue
     from assay.errors import DataError
-    from assay.scale import Scale
 
-    lines = [
-        {"item_id": "i1", "score": 1, "label": "True", "reviewer": "ann", "timestamp": "t"},
-        {"item_id": "i2", "score": 7, "label": "Maybe", "reviewer": "eve", "timestamp": "t"},
-    ]
-    (tmp_path / HUMAN_VERDICTS).write_text("".join(json.dumps(x) + "\n" for x in lines))
-    scale = Scale(kind="binary", labels=["False", "True"])
+    monkeypatch.chdir(runs["tmp"])
+    queue_dir = copy_of(suggested[0], tmp_path)
+    label_all(queue_dir, capsys)
+    queue = LabelQueue(queue_dir)
+    path = queue_dir / "human_verdicts.jsonl"
+    lines = path.read_text().splitlines()
+
+    def resign(score: int) -> None:
+        record = json.loads(lines[1])
+        record["score"] = score
+        record["signature"] = _signing.sign(queue._signed(record))
+        path.write_text("\n".join([lines[0], json.dumps(record), *lines[2:]]) + "\n")
+
+    resign(7)
     with pytest.raises(DataError, match=r"row 2, field 'score': 7 is not on the binary"):
-        latest_human_verdicts(tmp_path, scale)
-    lines[1]["score"] = 0
-    (tmp_path / HUMAN_VERDICTS).write_text("".join(json.dumps(x) + "\n" for x in lines))
-    assert set(latest_human_verdicts(tmp_path, scale)) == {"i1", "i2"}
+        queue.verdicts()
+    resign(0)
+    assert queue.verdicts()[json.loads(lines[1])["item_id"]]["score"] == 0

@@ -21,7 +21,6 @@ from assay.decisions.review_queue import (
     QueueItem,
     ReviewQueue,
     VerdictConflict,
-    latest_human_verdicts,
     read_records,
 )
 from assay.errors import RunError
@@ -41,7 +40,6 @@ __all__ = [
     "QueueItem",
     "VerdictConflict",
     "is_abstention_run",
-    "latest_human_verdicts",
     "merge_verdicts",
 ]
 
