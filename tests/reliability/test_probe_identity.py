@@ -175,6 +175,52 @@ def test_a_rubric_file_edit_regenerates_the_probes_that_read_it(tmp_path, monkey
     assert third["probes_reused"] == {"label_flip": flips, "paraphrase": 6}
 
 
+def test_an_assay_release_changing_a_tests_code_regenerates_its_probes_only(tmp_path, monkeypatch):
+    """A built-in test's probes carry its own modules' code: an assay release that changes how
+    ``paraphrase`` makes its probes (here: its module's source, as a new release would ship it)
+    makes paraphrase's probes again and reuses label_flip's, whose modules are unchanged."""
+    import sys
+
+    from assay.reliability.engine import _generation
+    from assay.runs import _reread
+
+    _engines("pi-c", rewrite.generator, rewrite.validator, {"j": rewrite.judge_responder("clean")})
+    monkeypatch.chdir(tmp_path)
+    rewrite.write_data(tmp_path / "data", n=4)
+    config = {
+        "name": "pc",
+        "data": {"path": "data/arithmetic.csv"},
+        "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
+        "generator": {"model": "scripted:pi-c-gen"},
+        "validator": {"model": "scripted:pi-c-val"},
+        "judges": [{"name": "j", "model": "scripted:pi-c-j", "rubric": "Is the sum right?"}],
+        "tests": {"label_flip": {}, "paraphrase": {}},
+        "retries": 0,
+        "tracking": {"enabled": False},
+    }
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump(config))
+    first, _ = _run(path)
+    assert first["probes_reused"] == {"label_flip": 0, "paraphrase": 0}
+    again, run_dir = _run(path)
+    before = _probe_ids(run_dir)
+    flips = again["probes_reused"]["label_flip"]
+    assert flips > 0 and again["probes_reused"]["paraphrase"] == 4
+
+    module = sys.modules["assay.reliability.probes.paraphrase"]
+    released = tmp_path / "paraphrase.py"
+    released.write_text(Path(module.__file__).read_text() + "\n# the next release\n")
+    monkeypatch.setattr(module, "__file__", str(released))
+    monkeypatch.setattr(_generation, "_builtin_code", _generation._builtin_code.__wrapped__)
+    monkeypatch.setattr(_reread, "code_identity", lambda: {"assay": "the next release"})
+    third, _ = _run(path)
+    assert third["probes_reused"] == {"label_flip": flips, "paraphrase": 0}
+    after = _probe_ids(run_dir)  # made again: new ids (the LM cache answers the same prompts)
+    assert after.keys() == before.keys()
+    changed = {k.split(":")[0] for k in after if after[k] != before[k]}
+    assert changed == {"paraphrase"}
+
+
 @pytest.mark.parametrize(
     "a, b",
     [

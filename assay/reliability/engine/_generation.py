@@ -14,6 +14,9 @@ the others are reused and counted (:class:`Generated`).
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -183,14 +186,14 @@ def run_inputs(config: HarnessConfig) -> dict[str, str]:
 def _test_identity(config: HarnessConfig, test: ReliabilityTest) -> dict[str, Any]:
     """What every unit of ``test`` is generated from besides the unit itself: the test, its
     settings, its programs' state as loaded (a ``*_state`` file's content, not its path), the
-    generator and validator, the scale and the sample seed — and, for a plug-in's test, its
-    plug-in's code (:func:`~assay._registry.plugin_code_of`): an installed plug-in is no part
-    of the run's identity, so without it an edit of its ``generate`` reused the old code's
-    probes. A built-in test's code is not in it: each edit of assay would otherwise make every
-    probe again, at the generator's LM cost."""
-    code = plugin_code_of(type(test))
+    generator and validator, the scale, the sample seed and the test's code: a plug-in's
+    (:func:`~assay._registry.plugin_code_of`: an installed plug-in is no part of the run's
+    identity, so without it an edit of its ``generate`` reused the old code's probes), or a
+    built-in test's own modules (:func:`_builtin_code`: an assay release that changes how a
+    test makes its probes makes that test's probes again, and only that test's)."""
+    code = plugin_code_of(type(test)) or _builtin_code(type(test))
     return {
-        **({"code": code} if code is not None else {}),
+        **({"code": code} if code else {}),
         "test": test.name,
         "settings": test.settings.model_dump(mode="json"),
         "programs": {role: p.dump_state() for role, p in test.programs().items()},
@@ -199,6 +202,36 @@ def _test_identity(config: HarnessConfig, test: ReliabilityTest) -> dict[str, An
         "scale": config.scale.model_dump(mode="json"),
         "seed": config.sample.seed if config.sample else 0,
     }
+
+
+PROBES_PACKAGE = "assay.reliability.probes"
+
+
+@functools.cache
+def _builtin_code(cls: type) -> list[list[str]]:
+    """A built-in test's code: the source of the modules of the probes package it is made
+    of — those defining it and its bases, and, transitively, those whose functions, classes or
+    constants they use — each by content. An edit elsewhere in assay (the engine, the CLI) or in
+    another test's module leaves its probes' keys as they were."""
+    inside = [c.__module__ for c in cls.__mro__ if c.__module__.startswith(PROBES_PACKAGE)]
+    seen: dict[str, None] = {}
+    while inside:
+        name = inside.pop()
+        module = sys.modules.get(name)
+        if name in seen or module is None or not getattr(module, "__file__", None):
+            continue
+        seen[name] = None
+        for value in vars(module).values():
+            used = (
+                value.__name__ if isinstance(value, type(sys)) else getattr(value, "__module__", "")
+            )
+            if isinstance(used, str) and used.startswith(PROBES_PACKAGE) and used not in seen:
+                inside.append(used)
+    digest = hashlib.sha256()
+    for name in sorted(seen):
+        source = Path(sys.modules[name].__file__).read_bytes()
+        digest.update(name.encode() + b"\0" + hashlib.sha256(source).digest())
+    return [["assay", digest.hexdigest()]] if seen else []
 
 
 def unit_key(test_identity: dict[str, Any], unit: Unit, read: dict[str, str]) -> str:
