@@ -189,6 +189,7 @@ def test_the_extending_page_runs_as_written(tmp_path):
             (folder / name).write_text(body, encoding="utf-8")
     path: tuple[Path, ...] = ()
     ran = 0
+    printed: list[str] = []
     for _, lang, body in blocks:
         if lang == "toml":  # the package's metadata, as pip installs it
             project = tomllib.loads(body)["project"]
@@ -222,4 +223,10 @@ def test_the_extending_page_runs_as_written(tmp_path):
             continue
         assert proc.returncode == 0, f"`{command}`: {err}"
         assert all(line in out.splitlines() for line in shown), (command, out)
+        printed += out.splitlines()
     assert ran == 6
+    # the prose's "The console line of `test` ends with `…`"
+    told = re.findall(r"console line of `(\w+)` ends with `([^`]+)`", EXTENDING.read_text())
+    assert told
+    for test, end in told:
+        assert any(line.split()[:1] == [test] and line.endswith(end) for line in printed), end
