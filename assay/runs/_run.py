@@ -325,16 +325,19 @@ class Run:
             meanwhile = None
         if not self.tracking_enabled:
             return None
+        # the reports start now, not once the tracking lane has its store (MLflow's import
+        # there may still be going on): the end of the run is the longer of the two
+        reports = None if meanwhile is None else Background(meanwhile, delay=0, name="assay-end")
         try:
-            logging = self._log(tracked, wait=meanwhile is None)
+            logging = self._log(tracked, wait=reports is None)
         except Exception as exc:
-            if meanwhile is not None:
-                meanwhile()  # the reports are written whatever MLflow says
+            if reports is not None:
+                reports.join()  # the reports are written whatever MLflow says
             raise self._log_error(exc) from exc
-        if meanwhile is None:
+        if reports is None:
             return logging
         try:
-            meanwhile()
+            reports.join()
         except BaseException:
             with contextlib.suppress(Exception):  # best effort: the files' error is the news
                 self.execution.track(
