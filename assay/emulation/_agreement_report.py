@@ -89,7 +89,7 @@ def _all_annotators(block: AnnotatorsReport, conf: float) -> list[str]:
         lines.append(
             f"Alt-Test of the evaluator (epsilon {t.epsilon}): winning rate "
             f"{t.winning_rate:.2f}, advantage probability {t.advantage_probability:.2f} "
-            f"— {verdict}"
+            f"— {verdict}" + ("" if t.note is None else f" ({t.note})")
         )
     if block.note:
         lines.append(block.note)

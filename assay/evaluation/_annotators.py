@@ -93,6 +93,7 @@ def annotators_report(
         },
         comparisons=[asdict(c) for c in result.comparisons],
         skipped_annotators=[str(a) for a in result.skipped_annotators],
+        note=_one_verdict(matrix, candidate, scale, level),
     )
     notes = [why_not] if why_not else []
     if unscored:
@@ -101,3 +102,20 @@ def annotators_report(
             "them out"
         )
     return report.model_copy(update={"alt_test": outcome, "note": "; ".join(notes) or None})
+
+
+def _one_verdict(
+    matrix: AnnotationMatrix, candidate: dict[str, int | None], scale: Scale, level: str
+) -> str | None:
+    """Why the Alt-Test says nothing of agreement when the judge gave one verdict on every
+    item it compared (None when it gave several): such a judge wins by matching most labels."""
+    pairable = [str(i) for i, c in zip(matrix.item_ids, matrix.counts, strict=True) if c >= 2]
+    compared = {candidate.get(i) for i in pairable} - {None}
+    if len(compared) != 1:
+        return None
+    name = verdict_names(scale)[scale.index(compared.pop())]
+    rewards = "matching the majority class" if level == "nominal" else "a score near most labels"
+    return (
+        f"the judge gave one verdict ({name}) on every item: the Alt-Test rewards {rewards}, "
+        "so a pass is not evidence of agreement"
+    )

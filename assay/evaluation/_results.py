@@ -279,6 +279,7 @@ class AltTestOutcome(_Model):
     n_items_dropped: int
     comparisons: list[dict[str, object]]
     skipped_annotators: list[str]
+    note: str | None = None  # a result that is no evidence of agreement (one verdict)
 
 
 class JudgeFigures(_Model):

@@ -115,10 +115,12 @@ def _print_annotators(a: Any) -> None:
     t = a.alt_test
     if t is not None:
         verdict = "passes" if t.passed else "does not pass"
+        caveat = "" if t.note is None else (", but " if t.passed else "; ") + t.note
         print(
             f"Alt-Test (epsilon {t.epsilon}, {t.fdr.upper()} q={t.q}, {t.scoring}): winning rate "
             f"{t.winning_rate:.2f}, advantage probability {t.advantage_probability:.2f} — the "
             f"judge {verdict} (can stand in for an annotator when the winning rate >= 0.5)"
+            f"{caveat}"
         )
     ds = a.dawid_skene
     if ds is not None:

@@ -381,3 +381,75 @@ def test_a_reference_of_one_score_says_so_and_writes_strict_json(tmp_path, capsy
     text = capsys.readouterr().out
     assert "the reference gave every item the same score" in text
     assert "the slope's interval reaches 0" not in text
+
+
+# -- several annotators: what the console says of the Alt-Test and of the labels -------------
+
+
+def _write_long(tmp_path, labels: dict[str, dict[str, str]], judge: dict[str, str]) -> list[str]:
+    """ann.csv (``{annotator: {item: label}}``) and judge.csv (an empty string: unscored); the
+    command's arguments for them."""
+    rows = [f"{i},{a},{x}" for a, items in labels.items() for i, x in items.items()]
+    (tmp_path / "ann.csv").write_text("item,annotator,label\n" + "\n".join(rows) + "\n")
+    (tmp_path / "judge.csv").write_text(
+        "item,label\n" + "".join(f"{i},{x}\n" for i, x in judge.items())
+    )
+    args = [str(tmp_path / "ann.csv"), str(tmp_path / "judge.csv"), "--id-column", "item"]
+    return [*args, "--score-column", "label", "--annotator-column", "annotator"]
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(["agreement", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _skewed(tmp_path) -> list[str]:
+    """100 items, 8 of them unsafe; five annotators each wrong on a tenth of the items; a judge
+    that calls every item safe."""
+    rng = np.random.default_rng(3)
+    truth = np.zeros(100, dtype=int)
+    truth[rng.choice(100, 8, replace=False)] = 1
+    names = ["safe", "unsafe"]
+    labels = {
+        f"h{a}": {
+            f"q{i}": names[int(x)]
+            for i, x in enumerate(np.where(rng.random(100) < 0.1, 1 - truth, truth))
+        }
+        for a in range(5)
+    }
+    return _write_long(tmp_path, labels, {f"q{i}": "safe" for i in range(100)})
+
+
+def test_a_judge_of_one_verdict_passes_the_alt_test_with_a_line_saying_it_is_no_evidence(
+    tmp_path, capsys
+):
+    """A judge that calls every item of an 8%-unsafe set safe wins the Alt-Test (ω 1.00: it
+    matches the majority class), while κ is undefined. The pass stands as computed, but the
+    verdict says the judge gave one verdict and that the pass is not evidence of agreement."""
+    from assay.metrics import AnnotationMatrix, alt_test
+
+    args = [*_skewed(tmp_path), "--scale", "safe,unsafe", "--disagreements", "0"]
+    code, out, _ = _run(capsys, "--json", *args)
+    assert code == 0
+    result = json.loads(out)
+    t = result["annotators"]["alt_test"]
+    rows = [line.split(",") for line in (tmp_path / "ann.csv").read_text().splitlines()[1:]]
+    direct = alt_test(
+        AnnotationMatrix.from_long(
+            [i for i, _, _ in rows], [a for _, a, _ in rows], [x == "unsafe" for *_, x in rows]
+        ),
+        {f"q{i}": 0.0 for i in range(100)},
+    )
+    assert (t["winning_rate"], t["passed"]) == (direct.winning_rate, direct.passed) == (1.0, True)
+    assert result["metrics"]["kappa_categorical"]["value"] is None
+    assert "one verdict (safe)" in t["note"] and "not evidence of agreement" in t["note"]
+
+    code, out, _ = _run(capsys, *args)
+    assert code == 0
+    [line] = [x for x in out.splitlines() if x.startswith("Alt-Test (")]
+    assert (
+        "the judge passes" in line and "but the judge gave one verdict (safe) on every item" in line
+    )
+    assert "not evidence of agreement" in line
