@@ -8,7 +8,7 @@ from assay.emulation._agreement_results import (
     ToolEmuAgreement,
 )
 from assay.emulation._annotations import FAILURE_MAX_SAFETY
-from assay.evaluation import AnnotatorsReport
+from assay.evaluation import AnnotatorsReport, alt_test_left_out
 from assay.metrics import KAPPAS, fmt_ci, metrics_table
 
 
@@ -91,6 +91,7 @@ def _all_annotators(block: AnnotatorsReport, conf: float) -> list[str]:
             f"{t.winning_rate:.2f}, advantage probability {t.advantage_probability:.2f} "
             f"— {verdict}" + ("" if t.note is None else f" ({t.note})")
         )
+        lines += alt_test_left_out(t, block.items)
     if block.note:
         lines.append(block.note)
     return lines

@@ -32,6 +32,7 @@ _WHERE = {
     "build_report": "_html_report",
     "agreement": "_agreement",
     "read_verdicts": "_agreement",
+    "alt_test_left_out": "_annotators",
     "annotators_report": "_annotators",
     "DawidSkeneReport": "_results",
     "JudgeFigures": "_results",
@@ -52,7 +53,7 @@ _WHERE = {
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
     from assay.evaluation._agreement import agreement, read_verdicts
-    from assay.evaluation._annotators import annotators_report
+    from assay.evaluation._annotators import alt_test_left_out, annotators_report
     from assay.evaluation._evaluate import evaluate, evaluate_metrics, run_items
     from assay.evaluation._html_report import build_report
     from assay.evaluation._no_labels import (
@@ -113,6 +114,7 @@ __all__ = [
     "SelfPreferenceReport",
     "agreement",
     "agreement_summary",
+    "alt_test_left_out",
     "annotators_report",
     "build_report",
     "dawid_skene_console",

@@ -72,7 +72,6 @@ def annotators_report(
                 f"{len(annotators)}"
             }
         )
-    unscored = sum(1 for i in matrix.item_ids if candidate.get(str(i)) is None)
     code = (lambda s: rank[scale.index(s)]) if level == "nominal" else scale.index
     judge = {i: float(code(v)) for i, v in candidate.items() if v is not None}
     try:
@@ -95,13 +94,7 @@ def annotators_report(
         skipped_annotators=[str(a) for a in result.skipped_annotators],
         note=_one_verdict(matrix, candidate, scale, level),
     )
-    notes = [why_not] if why_not else []
-    if unscored:
-        notes.append(
-            f"{unscored} annotated items have no judge verdict (unscored): the Alt-Test leaves "
-            "them out"
-        )
-    return report.model_copy(update={"alt_test": outcome, "note": "; ".join(notes) or None})
+    return report.model_copy(update={"alt_test": outcome, "note": why_not})
 
 
 def _one_verdict(
@@ -119,3 +112,28 @@ def _one_verdict(
         f"the judge gave one verdict ({name}) on every item: the Alt-Test rewards {rewards}, "
         "so a pass is not evidence of agreement"
     )
+
+
+def alt_test_left_out(t: AltTestOutcome, items: int) -> list[str]:
+    """The annotators and items the Alt-Test left out, and why: a line for each that has any."""
+    lines = []
+    if t.skipped_annotators:
+        lines.append(
+            f"Alt-Test skipped {', '.join(t.skipped_annotators)}: fewer than "
+            f"{t.min_items_per_annotator} usable items (items with "
+            f"{t.min_annotators_per_item}+ labels and a judge verdict), too few for its t-test"
+        )
+    if t.n_items_dropped:
+        few = t.min_annotators_per_item
+        why = []
+        if t.n_items_few_labels:
+            labels = "one label" if few == 2 else f"fewer than {few} labels"
+            why.append(f"{_have(t.n_items_few_labels)} {labels}")
+        if unjudged := t.n_items_dropped - t.n_items_few_labels:
+            why.append(f"{_have(unjudged)} no judge verdict")
+        lines.append(f"Alt-Test left out {t.n_items_dropped} of {items} items: {', '.join(why)}")
+    return lines
+
+
+def _have(n: int) -> str:
+    return f"{n} {'has' if n == 1 else 'have'}"

@@ -277,6 +277,9 @@ class AltTestOutcome(_Model):
     scoring: str
     n_items: int
     n_items_dropped: int
+    n_items_few_labels: int
+    min_annotators_per_item: int
+    min_items_per_annotator: int
     comparisons: list[dict[str, object]]
     skipped_annotators: list[str]
     note: str | None = None  # a result that is no evidence of agreement (one verdict)

@@ -53,6 +53,9 @@ class AltTestResult:
     skipped_annotators: tuple[Hashable, ...]  # fewer than min_items_per_annotator usable items
     n_items: int  # items used: enough annotators and a judge label
     n_items_dropped: int
+    n_items_few_labels: int  # of the dropped: fewer than min_annotators_per_item labels
+    min_annotators_per_item: int
+    min_items_per_annotator: int
     epsilon: float
     q: float
     fdr: str
@@ -149,6 +152,9 @@ def alt_test(
         skipped_annotators=tuple(skipped),
         n_items=int(keep.sum()),
         n_items_dropped=int((~keep).sum()),
+        n_items_few_labels=int((annotations.counts < min_annotators_per_item).sum()),
+        min_annotators_per_item=min_annotators_per_item,
+        min_items_per_annotator=min_items_per_annotator,
         epsilon=float(epsilon),
         q=float(q),
         fdr=fdr,

@@ -122,6 +122,10 @@ def _print_annotators(a: Any) -> None:
             f"judge {verdict} (can stand in for an annotator when the winning rate >= 0.5)"
             f"{caveat}"
         )
+        from assay.evaluation import alt_test_left_out
+
+        for line in alt_test_left_out(t, a.items):
+            print(line)
     ds = a.dawid_skene
     if ds is not None:
         from assay.evaluation import dawid_skene_console

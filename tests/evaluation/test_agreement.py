@@ -453,3 +453,35 @@ def test_a_judge_of_one_verdict_passes_the_alt_test_with_a_line_saying_it_is_no_
         "the judge passes" in line and "but the judge gave one verdict (safe) on every item" in line
     )
     assert "not evidence of agreement" in line
+
+
+def _lone_labels(tmp_path) -> list[str]:
+    """80 binary items: i0..i59 labelled by ann0, ann1 and ann2 (each wrong on 6, as often
+    0 → 1 as 1 → 0), i60..i79 by 'solo' alone (half of them 1, as in the others' labels); a
+    judge with no verdict on i5."""
+    truth = {f"i{i}": i % 2 for i in range(80)}
+    labels: dict[str, dict[str, str]] = {}
+    for a in range(3):
+        flips = {i for i in range(60) if (i // 2) % 10 == a}  # pairs (2m, 2m + 1): 0↔1
+        labels[f"ann{a}"] = {f"i{i}": str(truth[f"i{i}"] ^ (i in flips)) for i in range(60)}
+    labels["solo"] = {f"i{i}": str(truth[f"i{i}"]) for i in range(60, 80)}
+    judge = {i: str(x ^ (int(i[1:]) % 13 == 0)) for i, x in truth.items()}
+    judge["i5"] = ""
+    return _write_long(tmp_path, labels, judge)
+
+
+def test_the_alt_test_names_on_the_console_the_annotators_and_items_it_left_out(tmp_path, capsys):
+    """'solo' labelled only items no one else did: no item to compare on, so the Alt-Test skips
+    it; the items of one label (20) and the one without a judge verdict are dropped. --json
+    said so; the console says so too, each on its own line with why."""
+    args = [*_lone_labels(tmp_path), "--scale", "binary", "--disagreements", "0"]
+    code, out, _ = _run(capsys, "--json", *args)
+    t = json.loads(out)["annotators"]["alt_test"]
+    assert code == 0 and t["skipped_annotators"] == ["solo"] and t["n_items_dropped"] == 21
+
+    code, out, _ = _run(capsys, *args)
+    assert code == 0
+    [skipped] = [x for x in out.splitlines() if "solo" in x and "Alt-Test" in x]
+    assert "fewer than 30" in skipped
+    [dropped] = [x for x in out.splitlines() if "21 of 80 items" in x]
+    assert "20 have one label" in dropped and "1 has no judge verdict" in dropped
