@@ -228,7 +228,9 @@ def annotator_agreement(
 ) -> dict[str, MetricValue]:
     """Krippendorff's α (at ``level``) and, when the labels are category indices, Fleiss' κ,
     each with a seeded percentile bootstrap CI that resamples items (all of an item's labels
-    come along); both statistics see the same resamples. ``n`` counts the items."""
+    come along); both statistics see the same resamples. ``n`` counts the items with two or
+    more labels, the ones that make pairs; an item with one label counts in Fleiss' κ's chance
+    agreement only (Gwet's generalisation), and not at all in α, and a note says how many."""
     m, domain = _check_alpha_input(annotations, level, value_domain)
     n_resamples = _check_resamples(n_resamples)
     confidence = _check_confidence(confidence)
@@ -240,8 +242,9 @@ def annotator_agreement(
     m = AnnotationMatrix(
         m.values[kept], tuple(np.asarray(m.item_ids, dtype=object)[kept]), m.annotator_ids
     )
-    n = m.values.shape[0]
-    indices = _resample_indices(n, n_resamples, seed)
+    indices = _resample_indices(m.values.shape[0], n_resamples, seed)
+    n = int((m.counts >= 2).sum())
+    lone = m.values.shape[0] - n  # labelled once: no pair
     out: dict[str, MetricValue] = {}
 
     present = m.values[~np.isnan(m.values)]
@@ -250,11 +253,22 @@ def annotator_agreement(
         ci = _percentile_ci(_replicates(_fleiss_batched, [agree, shares], indices), confidence)
         why = "a single category, or no item with two ratings, in the (re)sample"
         point = float(_fleiss_batched(agree[None, :], shares[None, :, :])[0])
-        out["fleiss_kappa"] = with_ci(point, ci, n, why_undefined=why)
+        notes = _one_label(lone, "in the chance agreement only (Gwet's generalisation)")
+        out["fleiss_kappa"] = with_ci(point, ci, n, why_undefined=why, notes=notes)
 
     replicates = np.array([_reliability(m.values[rows], level, domain) for rows in indices])
     why = "fewer than two distinct pairable labels in the (re)sample"
     point = _reliability(m.values, level, domain)
     ci = _percentile_ci(replicates, confidence)
-    out[f"krippendorff_alpha_{level}"] = with_ci(point, ci, n, why_undefined=why)
+    notes = _one_label(lone, "no pair, left out")
+    out[f"krippendorff_alpha_{level}"] = with_ci(point, ci, n, why_undefined=why, notes=notes)
     return out
+
+
+def _one_label(lone: int, counted: str) -> list[str]:
+    """The note of a figure whose ``n`` leaves out ``lone`` items of one label, saying how
+    they are ``counted`` (none when there are none)."""
+    if not lone:
+        return []
+    which = "the item" if lone == 1 else f"the {lone} items"
+    return [f"n: the items with two or more labels; {which} with one label: {counted}"]

@@ -485,3 +485,37 @@ def test_the_alt_test_names_on_the_console_the_annotators_and_items_it_left_out(
     assert "fewer than 30" in skipped
     [dropped] = [x for x in out.splitlines() if "21 of 80 items" in x]
     assert "20 have one label" in dropped and "1 has no judge verdict" in dropped
+
+
+def test_the_annotators_agreement_counts_the_items_with_two_labels(tmp_path, capsys):
+    """Items with one label make no pair: Krippendorff's α leaves them out, and Fleiss' κ's
+    observed agreement is over the items with two or more labels (Gwet's generalisation counts
+    the others in its chance agreement only). Its n is those items: 60, not 80. The one-label
+    items here hold 1 as often as the others' labels, so Fleiss' κ over all 80 equals
+    statsmodels' over the 60."""
+    import krippendorff
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
+    args = [*_lone_labels(tmp_path), "--scale", "binary", "--disagreements", "0"]
+    code, out, _ = _run(capsys, "--json", *args)
+    agreement = json.loads(out)["annotators"]["agreement"]
+    rows = [line.split(",") for line in (tmp_path / "ann.csv").read_text().splitlines()[1:]]
+    items = sorted({i for i, _, _ in rows}, key=lambda i: int(i[1:]))
+    raters = sorted({a for _, a, _ in rows})
+    matrix = np.full((len(items), len(raters)), np.nan)
+    for i, a, x in rows:
+        matrix[items.index(i), raters.index(a)] = int(x)
+    paired = matrix[(~np.isnan(matrix)).sum(axis=1) >= 2]
+    assert len(items) == 80 and len(paired) == 60
+    counts = np.stack([(paired == 0).sum(axis=1), (paired == 1).sum(axis=1)], axis=1)
+
+    kappa, alpha = agreement["fleiss_kappa"], agreement["krippendorff_alpha_nominal"]
+    assert kappa["value"] == pytest.approx(fleiss_kappa(counts))
+    assert alpha["value"] == pytest.approx(
+        krippendorff.alpha(reliability_data=matrix.T, level_of_measurement="nominal")
+    )
+    assert alpha["value"] == pytest.approx(
+        krippendorff.alpha(reliability_data=paired.T, level_of_measurement="nominal")
+    )
+    assert kappa["n"] == alpha["n"] == 60
+    assert "20" in kappa["note"] and "one label" in kappa["note"]

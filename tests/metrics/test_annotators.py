@@ -181,6 +181,19 @@ def test_agreement_with_item_bootstrap_intervals():
     assert annotator_agreement(values, seed=1) == out  # seeded
 
 
+def test_agreement_n_counts_the_items_with_two_labels():
+    """Krippendorff's worked example has 12 units, one of them with a single label; one more
+    such item is added. α and Fleiss' κ measure agreement on the 11 with pairs: their n."""
+    lonely = np.vstack([KRIPPENDORFF_2011, [NAN, 4, NAN, NAN]])
+    out = annotator_agreement(lonely, n_resamples=1000)
+    alpha, kappa = out["krippendorff_alpha_nominal"], out["fleiss_kappa"]
+    assert alpha.value == pytest.approx(0.743, abs=5e-4)
+    assert alpha.n == kappa.n == 11
+    for m in (alpha, kappa):
+        assert "the 2 items with one label" in m.note
+    assert annotator_agreement(KRIPPENDORFF_2011[:9], n_resamples=1000)["fleiss_kappa"].note is None
+
+
 def test_interval_data_gets_alpha_only():
     values = noisy_annotations(k=5).astype(float) / 2  # half-points: not category indices
     out = annotator_agreement(values, level="interval")
