@@ -60,6 +60,7 @@ def annotators_report(
         annotators=annotators,
         items=len(matrix.item_ids),
         labels=len(labelled),
+        single_label_items=int((matrix.counts == 1).sum()),
         agreement=agreement,
         majority_ties=ties,
         majority_seed=seed,

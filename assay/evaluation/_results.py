@@ -346,6 +346,7 @@ class AnnotatorsReport(_Model):
     annotators: list[str]
     items: int
     labels: int
+    single_label_items: int = 0  # their reference is their one label
     agreement: dict[str, MetricValue]
     majority_ties: int
     majority_seed: int

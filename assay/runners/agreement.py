@@ -108,8 +108,7 @@ def _print_annotators(a: Any) -> None:
 
     print(
         f"\nannotators: {len(a.annotators)} ({', '.join(a.annotators)}), {a.items} items, "
-        f"{a.labels} labels; the reference is their majority ({a.majority_ties} ties broken "
-        f"at random, seed {a.majority_seed})"
+        f"{a.labels} labels; {_reference(a)}"
     )
     print(metrics_table(a.model_dump()["agreement"]))
     t = a.alt_test
@@ -133,3 +132,21 @@ def _print_annotators(a: Any) -> None:
         print(dawid_skene_console(ds))
     if a.note:
         print(f"note: {a.note}")
+
+
+def _reference(a: Any) -> str:
+    """What the judge was compared with: the annotators' majority, or on an item one annotator
+    labelled, that label."""
+    ties = f"({a.majority_ties} ties broken at random, seed {a.majority_seed})"
+    lone = a.single_label_items
+    if not lone:
+        return f"the reference is their majority {ties}"
+    which = (
+        "1 item has one label, which is its"
+        if lone == 1
+        else f"{lone} items have one label, which is their"
+    )
+    return (
+        f"the reference is the majority of the annotators who labelled the item {ties}; "
+        f"{which} reference"
+    )

@@ -519,3 +519,16 @@ def test_the_annotators_agreement_counts_the_items_with_two_labels(tmp_path, cap
     )
     assert kappa["n"] == alpha["n"] == 60
     assert "20" in kappa["note"] and "one label" in kappa["note"]
+
+
+def test_the_reference_of_an_item_with_one_label_is_said_to_be_that_label(tmp_path, capsys):
+    """20 items were labelled by one annotator: their reference is that label, not a majority,
+    and the annotators' line says so."""
+    args = [*_lone_labels(tmp_path), "--scale", "binary", "--disagreements", "0"]
+    code, out, _ = _run(capsys, "--json", *args)
+    assert code == 0 and json.loads(out)["annotators"]["single_label_items"] == 20
+    code, out, _ = _run(capsys, *args)
+    [line] = [x for x in out.splitlines() if x.startswith("annotators: ")]
+    assert "the reference is the majority of the annotators who labelled the item" in line
+    assert "20 items have one label, which is their reference" in line
+    assert "the reference is their majority" not in line
