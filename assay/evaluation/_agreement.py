@@ -242,13 +242,16 @@ def _annotations(
 ) -> list[tuple[str, str, int | None]]:
     if id_column is None or score_column is None:
         raise DataError("--annotator-column needs --id-column and --score-column", path=reference)
-    return read_annotations(
+    rows = read_annotations(
         reference,
         id_column=id_column,
         annotator_column=annotator_column,
         score_column=score_column,
         scale=scale,
     )
+    if all(score is None for *_, score in rows):
+        raise DataError("no annotator gave a label", path=reference, field=score_column)
+    return rows
 
 
 def _checked_scale(

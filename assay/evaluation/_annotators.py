@@ -15,6 +15,11 @@ from assay.inputs import AnnotationRows, majority
 from assay.metrics import AnnotationMatrix, alt_test, annotator_agreement, category_ranks
 from assay.scale import Scale
 
+NO_PAIR = (
+    "no item was labelled by two annotators: their agreement, the Alt-Test and Dawid–Skene "
+    "compare annotators on the items they share"
+)
+
 
 def annotators_report(
     rows: AnnotationRows,
@@ -39,6 +44,18 @@ def annotators_report(
     matrix = AnnotationMatrix.from_long(
         [i for i, _, _ in labelled], [a for _, a, _ in labelled], indices
     )
+    majority_labels, ties = majority(rows, seed=seed, scale=scale)
+    report = AnnotatorsReport(
+        annotators=annotators,
+        items=len(matrix.item_ids),
+        labels=len(labelled),
+        single_label_items=int((matrix.counts == 1).sum()),
+        agreement={},
+        majority_ties=ties,
+        majority_seed=seed,
+    )
+    if not (matrix.counts >= 2).any():
+        return report.model_copy(update={"note": NO_PAIR})
     agreement = annotator_agreement(
         matrix,
         level=level,
@@ -47,7 +64,6 @@ def annotators_report(
         confidence=confidence,
         seed=seed,
     )
-    majority_labels, ties = majority(rows, seed=seed, scale=scale)
     dawid_skene, _, why_not = dawid_skene_report(
         rows,
         scale,
@@ -56,16 +72,7 @@ def annotators_report(
         n_resamples=n_resamples,
         confidence=confidence,
     )
-    report = AnnotatorsReport(
-        annotators=annotators,
-        items=len(matrix.item_ids),
-        labels=len(labelled),
-        single_label_items=int((matrix.counts == 1).sum()),
-        agreement=agreement,
-        majority_ties=ties,
-        majority_seed=seed,
-        dawid_skene=dawid_skene,
-    )
+    report = report.model_copy(update={"agreement": agreement, "dawid_skene": dawid_skene})
     if len(annotators) < 3:
         return report.model_copy(
             update={

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from assay.metrics import Resamples
 from assay.runners._runner import Options as BaseOptions
-from assay.runners._runner import Runner, argument, option, runner
+from assay.runners._runner import Runner, argument, measured_nothing, option, runner
 from assay.types import NonNegativeInt, Seed
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ class Agreement(Runner):
         out = result
         if json:
             print(out.model_dump_json())
-            return 0
+            return measured_nothing(_nothing_measured(out))
         print(
             f"pairs scored on both sides: {out.n} (paired by {out.paired_by}; scale {out.scale}"
             + (f"; failure = score < {out.threshold}" if out.threshold is not None else "")
@@ -85,7 +85,10 @@ class Agreement(Runner):
             f"{out.unscored['candidate']} · only in reference {out.unpaired['reference']}, "
             f"only in candidate {out.unpaired['candidate']}"
         )
-        print(metrics_table(out.model_dump()["metrics"]))
+        if out.metrics:
+            print(metrics_table(out.model_dump()["metrics"]))
+        if out.note:
+            print(f"note: {out.note}")
         if out.annotators is not None:
             _print_annotators(out.annotators)
         if out.scale_use is not None:
@@ -100,7 +103,17 @@ class Agreement(Runner):
                     f"| {d.id} | {d.reference_label or d.reference} | {d.judge_label or d.judge} "
                     f"| {d.distance:g} |"
                 )
-        return 0
+        return measured_nothing(_nothing_measured(out))
+
+
+def _nothing_measured(out: AgreementResult) -> str | None:
+    """Why the comparison measured nothing (None when it measured something): no item has a
+    verdict on both sides, or no item has two annotators' labels."""
+    if out.n == 0:
+        return out.note
+    if out.annotators is not None and not out.annotators.agreement:
+        return out.annotators.note
+    return None
 
 
 def _print_annotators(a: Any) -> None:
@@ -110,7 +123,8 @@ def _print_annotators(a: Any) -> None:
         f"\nannotators: {len(a.annotators)} ({', '.join(a.annotators)}), {a.items} items, "
         f"{a.labels} labels; {_reference(a)}"
     )
-    print(metrics_table(a.model_dump()["agreement"]))
+    if a.agreement:
+        print(metrics_table(a.model_dump()["agreement"]))
     t = a.alt_test
     if t is not None:
         verdict = "passes" if t.passed else "does not pass"

@@ -532,3 +532,34 @@ def test_the_reference_of_an_item_with_one_label_is_said_to_be_that_label(tmp_pa
     assert "the reference is the majority of the annotators who labelled the item" in line
     assert "20 items have one label, which is their reference" in line
     assert "the reference is their majority" not in line
+
+
+def test_nothing_to_measure_prints_the_note_and_exits_non_zero(tmp_path, capsys):
+    """No item has both a judge verdict and an annotator's label, or no item has two
+    annotators' labels: the note that says so is printed (it was in --json only) and the command
+    exits 1 with the reason on stderr, as a run that measured nothing does."""
+    labels = {a: {f"i{i}": str(i % 2) for i in range(40)} for a in "abc"}
+    args = _write_long(tmp_path, labels, {f"x{i}": str(i % 2) for i in range(40)})
+    args += ["--scale", "binary"]
+    code, out, err = _run(capsys, *args)
+    assert code == 1, out
+    assert "note: no item was scored on both sides" in out
+    assert err.startswith("assay: error: ") and "no item was scored on both sides" in err
+    code, out, err = _run(capsys, "--json", *args)
+    assert code == 1 and json.loads(out)["n"] == 0 and err.startswith("assay: error: ")
+
+    lone = {a: {f"i{i}": str(i % 2) for i in range(40) if i % 3 == k} for k, a in enumerate("abc")}
+    args = _write_long(tmp_path, lone, {f"i{i}": str(i % 2) for i in range(40)})
+    args += ["--scale", "binary"]
+    code, out, err = _run(capsys, *args)
+    assert code == 1 and "Traceback" not in err, err
+    assert "note: no item was labelled by two annotators" in out
+    assert err.startswith("assay: error: ") and "no item was labelled by two annotators" in err
+    code, out, err = _run(capsys, "--json", *args)
+    assert code == 1 and json.loads(out)["annotators"]["agreement"] == {}
+
+    blank = {a: {f"i{i}": "" for i in range(40)} for a in "abc"}
+    args = _write_long(tmp_path, blank, {f"i{i}": str(i % 2) for i in range(40)})
+    code, out, err = _run(capsys, *args, "--scale", "binary")
+    assert code == 2 and err.count("\n") == 1 and "ann.csv" in err and "'label'" in err, err
+    assert "no annotator gave a label" in err
