@@ -281,7 +281,8 @@ def static(request: Request) -> Response:
 
 
 def _restore(decision: dict[str, Any] | None) -> dict[str, Any]:
-    """The entry that brings a probe back to the state ``decision`` left it in."""
+    """The entry that brings a probe back to the state ``decision`` left it in (an edit's
+    text, target and transcript messages)."""
     if decision is None or decision["status"] == "pending":
         return {"decision": "reset"}
     if decision["status"] == "edited":
@@ -289,6 +290,7 @@ def _restore(decision: dict[str, Any] | None) -> dict[str, Any]:
             "decision": "edit",
             "edited_text": decision.get("response"),
             "edited_target": decision.get("target"),
+            "edited_messages": decision.get("messages"),
         }
     return {"decision": {"accepted": "accept", "rejected": "reject"}[decision["status"]]}
 

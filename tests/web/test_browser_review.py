@@ -7,11 +7,16 @@ import json
 import shutil
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+import yaml
 
 from assay.reliability import run_harness
 from assay.reliability.review._review import read_reviews
+from assay.reliability.review._review_files import export_review, import_review
+from assay.scale import Scale
+from tests.agent_review_run import FINAL, LABELS, MISSED, write_agent_run
 from tests.web.conftest import Server, harness_config, make_harness_run, open_first_item
 
 pytestmark = pytest.mark.browser
@@ -153,4 +158,50 @@ def test_a_shortcut_pressed_before_the_reviewer_is_named_types_nothing(browser, 
     added = read_reviews(run_dir)[before:]
     assert [(r["probe_id"], r["reviewer"], r["status"]) for r in added] == [
         (probe, "ra", "accepted")
+    ]
+
+
+def test_undo_in_the_browser_brings_back_a_message_edited_in_the_review_file(browser, tmp_path):
+    """A message of an agent transcript edited through the review file, the probe then accepted
+    in the app: the undo key restores the edited message (it was refused with "edited_text and
+    edited_target are both empty", and the edit was lost to the accept)."""
+    run_dir = write_agent_run(tmp_path / "agent")
+    scale = Scale(kind="binary", labels=LABELS)
+    out = tmp_path / "review.yaml"
+    export_review(run_dir, out, scale)
+    entries = yaml.safe_load(out.read_text())
+    entries[0].update(decision="edit", edited_messages={FINAL: "The sum is 9."}, reviewer="ana")
+    out.write_text(yaml.safe_dump(entries))
+    import_review(run_dir, out, scale)
+    with Server(run_dir) as server:
+        context = browser.new_context()
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(server.login)
+        page.wait_for_selector("body[data-ready]")
+        page.fill("#reviewer", "bo")
+        page.press("#reviewer", "Escape")
+        page.goto(f"{server.base}/probe/{quote(MISSED)}")
+        page.wait_for_selector("body[data-ready]")
+
+        def probe_side() -> str:
+            return " ".join(page.locator(".transcript tbody tr td:nth-child(3)").all_inner_texts())
+
+        assert "The sum is 9." in probe_side()
+        with page.expect_navigation():
+            page.keyboard.press("a")  # accept: the generated transcript, and the next probe
+        page.wait_for_selector("body[data-ready]")
+        assert page.get_attribute("#decide", "data-probe") != MISSED
+        page.keyboard.press("u")
+        page.wait_for_url(f"**/probe/{quote(MISSED)}", timeout=10_000)
+        page.wait_for_selector("body[data-ready]")
+        assert page.text_content("#status").strip() == "edited"
+        assert "The sum is 9." in probe_side() and "The sum is 12." not in probe_side()
+        assert errors == []
+        context.close()
+    assert [(r["status"], r["reviewer"], r.get("messages")) for r in read_reviews(run_dir)] == [
+        ("edited", "ana", {str(FINAL): "The sum is 9."}),
+        ("accepted", "bo", None),
+        ("edited", "bo", {str(FINAL): "The sum is 9."}),
     ]

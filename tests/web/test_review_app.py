@@ -16,11 +16,14 @@ from starlette.testclient import TestClient
 from assay.cli import main
 from assay.reliability._probe import Probe
 from assay.reliability.review._review import read_reviews
+from assay.reliability.review._review_files import export_review, import_review
 from assay.report import diff_texts
+from assay.scale import Scale
 from assay.types import Item, Message
 from assay.web._app import create_app
 from assay.web._diff import diff_transcripts
 from assay.web._security import CSP
+from tests.agent_review_run import FINAL, LABELS, MISSED, write_agent_run
 from tests.web.conftest import XSS
 
 SEED = Item(
@@ -247,3 +250,46 @@ def test_assay_web_imports_first_without_a_cycle():
     for module in ("assay.web", "assay.web._app"):
         done = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=root)
         assert done.returncode == 0, module
+
+
+@pytest.fixture
+def agent_run(tmp_path: Path) -> Path:
+    return write_agent_run(tmp_path / "agent")
+
+
+def test_undo_after_a_decision_on_a_message_edit_restores_the_edited_message(agent_run, tmp_path):
+    """A message edited in the review file, then accepted in the app: undo brings the edited
+    message back (it was refused: the restoring edit carried no message)."""
+    out = tmp_path / "review.yaml"
+    export_review(agent_run, out, Scale(kind="binary", labels=LABELS))
+    entries = yaml.safe_load(out.read_text())
+    entries[0].update(decision="edit", edited_messages={FINAL: "The sum is 9."}, reviewer="ana")
+    out.write_text(yaml.safe_dump(entries))
+    import_review(agent_run, out, Scale(kind="binary", labels=LABELS))
+    client, csrf = _client(agent_run)
+
+    def transcript() -> str:  # the probe's side of the transcript table, as text
+        html = client.get(f"/probe/{quote(MISSED)}").text
+        rows = html.split('<section class="transcript">')[1].split("</section>")[0]
+        return re.sub(r"<[^>]+>", "", rows)
+
+    assert "The sum is 9." in transcript()
+
+    r = _post(client, csrf, probe_id=MISSED, version=1, decision="accept", reviewer="bo")
+    assert r.status_code == 200
+    assert "The sum is 9." not in transcript() and "The sum is 12." in transcript()
+    r = _post(client, csrf, "/api/undo", probe_id=MISSED, version=2, reviewer="bo")
+    assert r.status_code == 200, r.text
+    rec = r.json()["record"]
+    assert (rec["status"], rec["messages"], rec["undo_of"]) == (
+        "edited",
+        {str(FINAL): "The sum is 9."},
+        2,
+    )
+    assert "The sum is 9." in transcript()
+    assert 'id="status">edited<' in client.get(f"/probe/{quote(MISSED)}").text
+    assert [(x["status"], x.get("messages")) for x in read_reviews(agent_run)] == [
+        ("edited", {str(FINAL): "The sum is 9."}),
+        ("accepted", None),
+        ("edited", {str(FINAL): "The sum is 9."}),
+    ]
