@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.types import Item, Message, Usage, stable_hash
+from assay.types import Item, Judgment, Message, Usage, stable_hash
 
 TargetSource = Literal["human", "validator", "construction"]
 PLACEBO = "placebo"
@@ -144,6 +144,17 @@ def placebo_rollout(test: str) -> int:
     """The rollout id of ``test``'s placebo judgments: above the stability samples' and their
     retries' (``rollout + 1000 * attempt``), and distinct per test."""
     return 1_000_000 * (1 + int(stable_hash(["placebo", test], 6), 16))
+
+
+def criterion_verdict(probe: Probe, judgment: Judgment) -> int | None:
+    """The verdict of ``judgment`` (on the probe, or on its source) that the probe is about:
+    for a probe made for one rubric criterion (``meta["criterion"]``), the judgment's score on
+    that criterion — the source's overall score is the lowest of all its criteria — and the
+    overall score for any other probe (or a judgment with no score per criterion)."""
+    criterion = probe.meta.get("criterion")
+    if not criterion:
+        return judgment.score
+    return (judgment.criteria or {}).get(criterion, judgment.score)
 
 
 def judged_id(probe: Probe) -> str:

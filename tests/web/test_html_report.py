@@ -244,3 +244,19 @@ def test_a_runner_outside_the_package_builds_its_report_from_the_model(tmp_path:
     assert "echo run — e" in html and html.count('<details class="row') == 2
     assert "<del>blue</del>" in html and "<ins>" in html and XSS not in html  # escaped diff
     assert "| a | 1 |" in markdown(report.tables)  # the same table, for report.md
+
+
+def test_a_criterion_probes_row_shows_the_source_verdict_on_its_criterion(tmp_path: Path):
+    """The source passes the criterion the probe was made for and fails overall: its row in
+    report.html says what the judge said on that criterion (it said the overall verdict)."""
+    from assay.reliability.report._html_report import _probe_row
+    from assay.reliability.review import ReviewRun
+    from tests.agent_review_run import MISSED, RESULT, write_agent_run
+
+    run = ReviewRun(write_agent_run(tmp_path / "agent"))
+    view = next(v for v in run.views() if v.probe.id == MISSED)
+    row = _probe_row(run, view, ["j"])
+    assert row.cells[-1] == ("passes (1)", 1) and row.css == "bad"  # the target is fails
+    titles = [b.title for b in row.blocks]
+    assert f"j on the source ({RESULT}): passes (1)" in titles
+    assert f"j on the probe ({RESULT}): passes (1)" in titles

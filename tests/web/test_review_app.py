@@ -23,7 +23,15 @@ from assay.types import Item, Message
 from assay.web._app import create_app
 from assay.web._diff import diff_transcripts
 from assay.web._security import CSP
-from tests.agent_review_run import FINAL, LABELS, MISSED, write_agent_run
+from tests.agent_review_run import (
+    CAUGHT,
+    FINAL,
+    LABELS,
+    MISSED,
+    RESULT,
+    TOOL_EDIT,
+    write_agent_run,
+)
 from tests.web.conftest import XSS
 
 SEED = Item(
@@ -255,6 +263,34 @@ def test_assay_web_imports_first_without_a_cycle():
 @pytest.fixture
 def agent_run(tmp_path: Path) -> Path:
     return write_agent_run(tmp_path / "agent")
+
+
+def _verdict_cells(html: str) -> list[str]:
+    """The judges table of a probe page: its header and first row, as text."""
+    table = html.split('<section class="verdicts">')[1].split("</table>")[0]
+    cells = re.findall(r"<t[hd]>(.*?)</t[hd]>", table, re.S)
+    return [re.sub(r"<[^>]+>", "", c).strip() for c in cells]
+
+
+def test_a_criterion_probe_is_compared_with_the_source_verdict_on_its_criterion(agent_run):
+    """The source fails overall (it fails the recipient criterion) but passes the result
+    criterion: a probe of the result criterion the judge still passes has not changed its
+    verdict, one it now fails has."""
+    client, _ = _client(agent_run)
+    queue = client.get("/?flag=changed").text
+    assert "1 of 3 probes" in queue
+    assert CAUGHT in queue and MISSED not in queue and TOOL_EDIT not in queue
+    assert "1 of 3 probes" in client.get("/?flag=disagrees").text  # MISSED: passes, not fails
+    cells = _verdict_cells(client.get(f"/probe/{quote(MISSED)}").text)
+    assert cells[:4] == [
+        "judge",
+        f"on the source: {RESULT}",
+        f"on the probe: {RESULT}",
+        "vs target",
+    ]
+    source, probe, versus = cells[5:8]
+    assert source.startswith("passes (1)") and "overall fails (0)" in source
+    assert probe == "passes (1)" and versus == "disagrees"
 
 
 def test_undo_after_a_decision_on_a_message_edit_restores_the_edited_message(agent_run, tmp_path):

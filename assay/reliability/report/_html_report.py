@@ -23,7 +23,7 @@ from assay.report import (
     read_yaml,
     verdict,
 )
-from assay.types import spend_line
+from assay.types import Judgment, spend_line
 
 PLOTS = (
     ("Pass rate per test and judge", "heatmap.png"),
@@ -105,24 +105,34 @@ def _probe_row(run: ReviewRun, view: ProbeView, judges: list[str]) -> Row:
     blocks = _probe_blocks(view)
     by_judge = {v.judge: v for v in view.verdicts}
     css = ""
+    on = f" ({view.criterion})" if view.criterion else ""  # a probe of one rubric criterion
     for name in judges:
         v = by_judge.get(name)
-        shown, score = verdict(v.probe if v else None, run.label)
+        shown, score = _verdict(v.probe, v.probe_score, run) if v else verdict(None)
         if score is not None and p.target is not None and score != p.target:
             css = "bad"
         cells.append((shown, score))
         if v and v.source is not None:
             blocks.append(
                 Block(
-                    f"{name} on the source: {verdict(v.source, run.label)[0]}",
+                    f"{name} on the source{on}: {_verdict(v.source, v.source_score, run)[0]}",
                     v.source.reasoning or "(no reasoning)",
                 )
             )
         if v and v.probe is not None:
             blocks.append(
-                Block(f"{name} on the probe: {shown}", v.probe.reasoning or "(no reasoning)")
+                Block(f"{name} on the probe{on}: {shown}", v.probe.reasoning or "(no reasoning)")
             )
     return Row(cells, [b for b in blocks if b.text or b.segments], css)
+
+
+def _verdict(j: Judgment | None, score: int | None, run: ReviewRun) -> tuple[str, Any]:
+    """``(shown, sort key)`` of a judgment's verdict ``score`` on what the probe tests (its
+    criterion, for a probe made for one): as :func:`~assay.report.verdict` shows the overall
+    score."""
+    if j is None or j.score is None or score is None:
+        return verdict(j, run.label)
+    return run.label(score), score
 
 
 def _probe_blocks(view: ProbeView) -> list[Block]:

@@ -19,7 +19,7 @@ import yaml
 from assay import _json
 from assay._yaml import load as load_yaml
 from assay.errors import DataError, RunError
-from assay.reliability._probe import Probe, judged_id
+from assay.reliability._probe import Probe, criterion_verdict, judged_id
 from assay.reliability.review._review import (
     PROBES,
     SEEDS,
@@ -42,12 +42,29 @@ INTENT_KEYS = ("intent", "planner_intent", "plan", "goal")  # agent planners' no
 
 @dataclass
 class Verdict:
-    """One judge's verdicts on a probe and on its source."""
+    """One judge's verdicts on a probe and on its source; ``probe_score`` and ``source_score``
+    are the verdicts the probe is about: on its rubric criterion for a probe made for one."""
 
     judge: str
     probe: Judgment | None
     source: Judgment | None
     on_generated: bool = False  # the probe verdict is on the text before a later edit
+    probe_score: int | None = None
+    source_score: int | None = None
+
+    @classmethod
+    def of(
+        cls, judge: str, probe: Probe, on_probe: Judgment | None, on_source: Judgment | None, **kw
+    ) -> Verdict:
+        """``judge``'s verdicts on ``probe`` and on its source, scored as the probe asks."""
+        return cls(
+            judge,
+            on_probe,
+            on_source,
+            probe_score=None if on_probe is None else criterion_verdict(probe, on_probe),
+            source_score=None if on_source is None else criterion_verdict(probe, on_source),
+            **kw,
+        )
 
 
 @dataclass
@@ -59,21 +76,25 @@ class ProbeView:
     verdicts: list[Verdict] = field(default_factory=list)
 
     @property
+    def criterion(self) -> str | None:
+        """The rubric criterion the probe was made for (agent probes), or None."""
+        return self.probe.meta.get("criterion") or None
+
+    @property
     def disagrees(self) -> bool:
         t = self.probe.target
         return t is not None and any(
-            v.probe is not None and v.probe.score is not None and v.probe.score != t
-            for v in self.verdicts
+            v.probe_score is not None and v.probe_score != t for v in self.verdicts
         )
 
     @property
     def changed(self) -> bool:
+        """A judge's verdict on the probe is not its verdict on the source (on the probe's
+        criterion, for a probe made for one)."""
         return any(
-            v.probe is not None
-            and v.source is not None
-            and v.probe.score is not None
-            and v.source.score is not None
-            and v.probe.score != v.source.score
+            v.probe_score is not None
+            and v.source_score is not None
+            and v.probe_score != v.source_score
             for v in self.verdicts
         )
 
@@ -138,8 +159,9 @@ def _views(
             on_generated = False
             if verdict is None and probe.review.status == "edited":
                 verdict, on_generated = js.get(probe.id), probe.id in js
+            source = js.get(f"source:{probe.source_id}")
             view.verdicts.append(
-                Verdict(judge, verdict, js.get(f"source:{probe.source_id}"), on_generated)
+                Verdict.of(judge, probe, verdict, source, on_generated=on_generated)
             )
         out.append(view)
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.reliability._probe import Probe
+from assay.reliability._probe import Probe, criterion_verdict
 from assay.reliability._results import CriterionScores, TargetScores
 from assay.reliability.scoring._kind import (
     ScoringInput,
@@ -36,8 +36,7 @@ class Criterion(ScoringKind):
         source_unscored = 0
         for p in scored:
             c = p.meta.get("criterion")
-            j = inp.verdicts[p.id]
-            v = (j.criteria or {}).get(c, j.score) if c else j.score
+            v = criterion_verdict(p, inp.verdicts[p.id])
             per_source = inp.source_criteria.get(p.source_id) or {}
             own = per_source.get(c) if c in per_source else inp.source_verdicts.get(p.source_id)
             if v is None or p.target is None:
