@@ -28,6 +28,7 @@ from tests.agent_review_run import (
     FINAL,
     LABELS,
     MISSED,
+    RECIPIENT,
     RESULT,
     TOOL_EDIT,
     write_agent_run,
@@ -291,6 +292,16 @@ def test_a_criterion_probe_is_compared_with_the_source_verdict_on_its_criterion(
     source, probe, versus = cells[5:8]
     assert source.startswith("passes (1)") and "overall fails (0)" in source
     assert probe == "passes (1)" and versus == "disagrees"
+
+
+def test_a_probe_page_names_the_criterion_the_probe_was_made_for(agent_run, run):
+    client, _ = _client(agent_run)
+    facts = client.get(f"/probe/{quote(TOOL_EDIT)}").text.split("</dl>")[0]
+    assert re.search(rf"<dt>criterion</dt>\s*<dd[^>]*>{RECIPIENT}</dd>", facts)
+    queue = client.get("/").text
+    assert f"agent_perturbation <small>{RECIPIENT}</small>" in queue
+    other, _ = _client(run)  # a probe made for no criterion shows none
+    assert "<dt>criterion</dt>" not in other.get("/probe/p:text").text
 
 
 def test_undo_after_a_decision_on_a_message_edit_restores_the_edited_message(agent_run, tmp_path):

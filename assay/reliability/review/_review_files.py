@@ -33,6 +33,7 @@ _READ_ONLY = (
     "probe_id",
     "status",
     "test",
+    "criterion",  # agent probes: the rubric criterion the probe was made for
     "source_id",
     "target",
     "target_label",
@@ -57,6 +58,8 @@ _HEADER = """\
 #   reviewer:       your name (required for every decision; or pass a reviewer when importing)
 #   note:           optional: why
 #
+# An agent transcript probe names its `criterion`: the rubric criterion it was made for (its
+# target is a judge's verdict on that criterion).
 # The other keys are read-only: change the text in edited_text, not in probe_text.
 # Multi-line text uses YAML block literals: a line "key: |" followed by the text indented.
 # Nothing is written unless every entry is valid.
@@ -90,6 +93,7 @@ def export_review(run_dir: Path, out: Path, scale: Scale, *, include_reviewed: b
                 "probe_id": probe.id,
                 "status": probe.review.status,
                 "test": probe.test,
+                **({"criterion": probe.meta["criterion"]} if probe.meta.get("criterion") else {}),
                 "source_id": probe.source_id,
                 "target": probe.target,
                 "target_label": None if probe.target is None else scale.label_of(probe.target),
