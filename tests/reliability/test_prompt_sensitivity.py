@@ -17,7 +17,7 @@ from html import unescape
 import pytest
 
 from assay.cli import main
-from assay.errors import ConfigError
+from assay.errors import ConfigError, DataError
 from assay.reliability import HarnessConfig, get_test, run_harness
 from assay.scale import Scale
 from tests.reliability.test_bias_probes import truth
@@ -346,6 +346,11 @@ def test_paraphrase_probes_are_reviewable_like_any_probe(tmp_path):
     entries = yaml.safe_load(out.read_text())
     assert entries[0]["judge_task"]["rubric"] == "Rewording 1: is it right?"
     entries[0].update(decision="reject", reviewer="ana")
+    # the task the judge is asked is read-only: a rewording changed here would not be asked
+    task = entries[0]["judge_task"]
+    out.write_text(yaml.safe_dump([{**entries[0], "judge_task": {**task, "rubric": "Right?"}}]))
+    with pytest.raises(DataError, match=r"row 1, field 'judge_task': is read-only"):
+        import_review(res.run_dir, out, scale)
     out.write_text(yaml.safe_dump(entries))
     assert import_review(res.run_dir, out, scale)["rejected"] == 1
 

@@ -2,7 +2,7 @@
 
 The file lists each probe next to its seed's response with blank fields to fill in; importing
 records them through :func:`record_decisions` (the browser's path too), after checking that no
-read-only field was edited in place, where the edit would be lost.
+read-only field was changed in place (:class:`ReadOnlyCheck`), where the change would be lost.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from assay.reliability.review._review import (
 )
 from assay.reliability.review._review_decisions import Fail, record_decisions
 from assay.scale import Scale
+from assay.types import Item
 
 __all__ = ["export_review", "import_review"]
 
@@ -60,7 +61,8 @@ _HEADER = """\
 #
 # An agent transcript probe names its `criterion`: the rubric criterion it was made for (its
 # target is a judge's verdict on that criterion).
-# The other keys are read-only: change the text in edited_text, not in probe_text.
+# The other keys are read-only (an import that finds one changed is refused): change the text
+# in edited_text, not in probe_text.
 # Multi-line text uses YAML block literals: a line "key: |" followed by the text indented.
 # Nothing is written unless every entry is valid.
 """
@@ -166,7 +168,12 @@ def import_review(
                 field=str(unknown[0]),
             )
     records = record_decisions(
-        run_dir, entries, scale, reviewer=reviewer, source=file, check=_check_read_only
+        run_dir,
+        entries,
+        scale,
+        reviewer=reviewer,
+        source=file,
+        check=ReadOnlyCheck(read_seeds(run_dir)),
     )
     counts = {"accepted": 0, "edited": 0, "rejected": 0, "skipped": 0}
     for record in records:
@@ -191,56 +198,166 @@ def _normalize(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
-def _check_read_only(
-    entry: dict[str, Any],
-    probe: Probe,
-    history: list[dict[str, Any]],
-    scale: Scale,
-    fail: Fail,
-) -> None:
-    """Catch an edit made in place (in probe_text or target), which would otherwise be lost.
+def _same(read: Any, exported: Any) -> bool:
+    """Whether a read-only value read back from the file is the one exported (text compared
+    as :func:`_normalize` leaves it, mappings and lists item by item)."""
+    if isinstance(read, str) and isinstance(exported, str):
+        return _normalize(read) == _normalize(exported)
+    if isinstance(read, dict) and isinstance(exported, dict):
+        return read.keys() == exported.keys() and all(_same(read[k], exported[k]) for k in read)
+    if isinstance(read, list) and isinstance(exported, list):
+        return len(read) == len(exported) and all(map(_same, read, exported))
+    return read == exported and isinstance(read, bool) == isinstance(exported, bool)
 
-    The file may have been exported before or after earlier edits, so any text or target the
-    probe has had counts as unchanged.
-    """
-    earlier = [r for r in history if r["probe_id"] == probe.id and r["status"] == "edited"]
-    if "probe_text" in entry and entry["probe_text"] is not None:
-        texts = {_normalize(probe.response)}
-        texts |= {_normalize(r["response"]) for r in earlier if r.get("response") is not None}
-        # a hand-edited final message of a transcript probe is its text too
-        texts |= {_normalize(t) for r in earlier for t in (r.get("messages") or {}).values()}
-        if not isinstance(entry["probe_text"], str) or _normalize(entry["probe_text"]) not in texts:
+
+def _shown(value: Any) -> str:
+    """A value in an error message: on one line, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class ReadOnlyCheck:
+    """Refuses an entry whose read-only keys differ from what the run holds for its probe: an
+    edit made there (of the probe text, the target, a message) would be lost, and any other
+    change (its test, criterion, source, an edit's tool calls) is not what gets judged.
+
+    The file may have been exported before or after earlier decisions, so any status, text or
+    target the probe has had counts as unchanged. Called by :func:`record_decisions` on every
+    entry before anything is written."""
+
+    def __init__(self, seeds: dict[str, Item]):
+        self.seeds = seeds
+
+    def __call__(
+        self,
+        entry: dict[str, Any],
+        probe: Probe,
+        history: list[dict[str, Any]],
+        scale: Scale,
+        fail: Fail,
+    ) -> None:
+        mine = [r for r in history if r["probe_id"] == probe.id]
+        earlier = [r for r in mine if r["status"] == "edited"]
+        self._what_the_probe_is(entry, probe, fail)
+        had = {"pending"} | {r["status"] for r in mine}  # the statuses an export may show
+        if "status" in entry and (
+            not isinstance(entry["status"], str) or entry["status"] not in had
+        ):
             raise fail(
-                "is read-only: put the corrected text in edited_text (decision: edit)", "probe_text"
+                "is read-only: put the decision in decision (accept | edit | reject)", "status"
             )
-    if "target" in entry:
-        targets = {probe.target} | {r["target"] for r in earlier if r.get("target") is not None}
-        value = entry["target"]
-        try:
-            value = None if value is None else scale.coerce(value)
-        except ValueError:
-            value = object()  # off the scale: certainly not what was exported
-        if value not in targets:
-            raise fail(
-                "is read-only: put the corrected target in edited_target (decision: edit)", "target"
-            )
-    rows = entry.get("edits")
-    if isinstance(rows, list) and probe.transcript:
-        for row in rows:
-            if not isinstance(row, dict) or not isinstance(row.get("edited"), str):
-                continue
-            i = row.get("message_index")
-            if not isinstance(i, int) or not 0 <= i < len(probe.transcript):
-                continue
-            texts = {_normalize(probe.transcript[i].content)}
-            texts |= {
-                _normalize(r["messages"][str(i)])
-                for r in earlier
-                if str(i) in (r.get("messages") or {})
-            }
-            if _normalize(row["edited"]) not in texts:
+        self._text_and_target(entry, probe, earlier, scale, fail)
+        if "edits" in entry:
+            self._edits(entry["edits"], probe, earlier, fail)
+
+    def _what_the_probe_is(self, entry: dict[str, Any], probe: Probe, fail: Fail) -> None:
+        """The test, criterion, source, source text and judge task: never changed by a review."""
+        fixed: dict[str, Any] = {
+            "test": probe.test,
+            "criterion": probe.meta.get("criterion"),
+            "source_id": probe.source_id,
+            "judge_task": probe.meta.get("judge_task"),
+        }
+        seed = self.seeds.get(probe.source_id)
+        if seed is not None:
+            fixed["source_text"] = seed.response
+        for key, value in fixed.items():
+            if key in entry and not _same(entry[key], value):
                 raise fail(
-                    f"is read-only: put the corrected text of message {i} in edited_messages "
-                    "(decision: edit)",
-                    "edits",
+                    f"is read-only: the run has {_shown(value)} here (put back what was exported)",
+                    key,
                 )
+
+    @staticmethod
+    def _text_and_target(
+        entry: dict[str, Any],
+        probe: Probe,
+        earlier: list[dict[str, Any]],
+        scale: Scale,
+        fail: Fail,
+    ) -> None:
+        """The probe text, target and target label: an edit made there would be lost."""
+        if "probe_text" in entry and entry["probe_text"] is not None:
+            texts = {_normalize(probe.response)}
+            texts |= {_normalize(r["response"]) for r in earlier if r.get("response") is not None}
+            # a hand-edited final message of a transcript probe is its text too
+            texts |= {_normalize(t) for r in earlier for t in (r.get("messages") or {}).values()}
+            text = entry["probe_text"]
+            if not isinstance(text, str) or _normalize(text) not in texts:
+                raise fail(
+                    "is read-only: put the corrected text in edited_text (decision: edit)",
+                    "probe_text",
+                )
+        targets = {probe.target} | {r["target"] for r in earlier if r.get("target") is not None}
+        if "target" in entry:
+            value = entry["target"]
+            try:
+                value = None if value is None else scale.coerce(value)
+            except ValueError:
+                value = object()  # off the scale: certainly not what was exported
+            if value not in targets:
+                raise fail(
+                    "is read-only: put the corrected target in edited_target (decision: edit)",
+                    "target",
+                )
+        if "target_label" in entry:
+            labels = {None if t is None else scale.label_of(t) for t in targets}
+            value = entry["target_label"]
+            shown = {str(x) for x in labels if x is not None}
+            if not (value is None and None in labels) and str(value).strip() not in shown:
+                raise fail(
+                    "is read-only: put the corrected target in edited_target (decision: edit)",
+                    "target_label",
+                )
+
+    @staticmethod
+    def _edits(rows: Any, probe: Probe, earlier: list[dict[str, Any]], fail: Fail) -> None:
+        """A transcript probe's edits, row by row and key by key as exported; an ``edited``
+        text may be one a person gave the message since."""
+        exported = _edits_entry(probe).get("edits", [])
+        if (
+            not isinstance(rows, list)
+            or len(rows) != len(exported)
+            or not all(isinstance(r, dict) for r in rows)
+        ):
+            raise fail(
+                f"is read-only: the probe has {len(exported)} edit(s), to list as exported "
+                "(put the corrected text of a message in edited_messages, decision: edit)",
+                "edits",
+            )
+        for row, shown in zip(rows, exported, strict=True):
+            i = shown["message_index"]
+            for key in row:
+                if key not in shown:
+                    raise fail(
+                        f"is not a key of the edit of message {i} (edits are read-only)",
+                        f"edits.{key}",
+                    )
+            for key, value in shown.items():
+                if key not in row:
+                    continue
+                if key == "edited":
+                    texts = {_normalize(value)} if isinstance(value, str) else set()
+                    if probe.transcript and isinstance(i, int) and 0 <= i < len(probe.transcript):
+                        texts.add(_normalize(probe.transcript[i].content))
+                    texts |= {
+                        _normalize(r["messages"][str(i)])
+                        for r in earlier
+                        if str(i) in (r.get("messages") or {})
+                    }
+                    if isinstance(row[key], str) and _normalize(row[key]) in texts:
+                        continue
+                    raise fail(
+                        f"is read-only: put the corrected text of message {i} in edited_messages "
+                        "(decision: edit)",
+                        "edits.edited",
+                    )
+                if not _same(row[key], value):
+                    raise fail(
+                        f"is read-only: a review does not edit tool calls (message {i}: edit its "
+                        "text in edited_messages, or reject the probe)"
+                        if key.endswith("tool_calls")
+                        else f"is read-only: the edit of message {i} has {_shown(value)} (put "
+                        "back what was exported)",
+                        f"edits.{key}",
+                    )
