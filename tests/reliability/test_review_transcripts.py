@@ -1,14 +1,20 @@
-"""Review of agent-transcript probes in the YAML file: each probe's criterion is listed, and a
-read-only field changed in an imported file is refused (never accepted and ignored)."""
+"""Review of agent-transcript probes in the YAML file and in ``reviews.jsonl``: each probe's
+criterion is listed, a read-only field changed in an imported file is refused (never accepted
+and ignored), and a decision line written by hand that edits a message the probe cannot have
+edited is a one-line error naming the file, its line and the field."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from assay.cli import main
 from assay.errors import DataError
+from assay.reliability.review import ReviewRun
+from assay.reliability.review._review import apply_reviews, read_probes, read_reviews
 from assay.reliability.review._review_files import export_review, import_review
 from assay.scale import Scale
 from tests.agent_review_run import (
@@ -122,3 +128,57 @@ def test_read_only_fields_of_a_file_exported_before_later_decisions_still_import
     _row(old, MISSED).update(decision="reject", reviewer="cy")
     _write(out, old)
     assert import_review(run, out, SCALE)["rejected"] == 1
+
+
+def _line(probe_id: str, messages) -> str:
+    return json.dumps(
+        {
+            "probe_id": probe_id,
+            "status": "edited",
+            "reviewer": "eve",
+            "note": None,
+            "response": None,
+            "target": None,
+            "messages": messages,
+            "timestamp": "2026-01-01T00:00:00+00:00",
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("messages", "says"),
+    [
+        ({"99": "The sum is 9."}, "out of range"),
+        ({"2": "The sum is 9."}, "is a tool message, not an assistant one"),
+        ({"-1": "The sum is 9."}, "'-1' is not a message index"),
+        ({"last": "The sum is 9."}, "'last' is not a message index"),
+        ({"5": ""}, "message 5: must be non-empty text"),
+        ({"5": 9}, "message 5: must be non-empty text"),
+        (["The sum is 9."], "not a mapping"),
+    ],
+)
+def test_a_hand_written_decision_with_a_bad_message_is_a_one_line_error(run, messages, says):
+    good = json.dumps(
+        {"probe_id": CAUGHT, "status": "accepted", "reviewer": "ana", "timestamp": "t"}
+    )
+    (run / "reviews.jsonl").write_text(good + "\n" + _line(MISSED, messages) + "\n")
+    where = f"{run / 'reviews.jsonl'}, row 2, field 'messages': "
+
+    def refused(read) -> str:
+        with pytest.raises(DataError) as err:
+            read()
+        message = str(err.value)
+        assert message.startswith(where) and says in message and "\n" not in message
+        return message
+
+    refused(lambda: apply_reviews(read_probes(run), read_reviews(run)))
+    refused(lambda: ReviewRun(run))  # `assay review serve` refuses it at start
+    refused(lambda: export_review(run, run / "review.yaml", SCALE))
+
+
+def test_the_command_line_names_the_bad_line(run, capsys):
+    (run / "reviews.jsonl").write_text(_line(MISSED, {"99": "The sum is 9."}) + "\n")
+    assert main(["review", "export", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("assay: error: ") and "\n" not in err
+    assert "reviews.jsonl, row 1, field 'messages'" in err and "out of range" in err

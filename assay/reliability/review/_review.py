@@ -17,7 +17,7 @@ import yaml
 
 from assay import _json
 from assay._yaml import load as load_yaml
-from assay.data import iter_jsonl, last_assistant_text_index, replace_message
+from assay.data import EditError, iter_jsonl, last_assistant_text_index, replace_message
 from assay.errors import DataError
 from assay.reliability._files import PROBES, REVIEWS, SEEDS
 from assay.reliability._probe import Probe, Review
@@ -39,6 +39,16 @@ __all__ = [
 ]
 
 STATUSES = ("pending", "accepted", "edited", "rejected")
+
+
+class DecisionLine(dict):
+    """A decision as :func:`read_reviews` read it — the mapping written on a line of
+    ``reviews.jsonl`` — that knows where it was read (``path``, ``line``): an error found when
+    it is applied to its probe names them."""
+
+    def __init__(self, record: dict[str, Any], path: Path, line: int):
+        super().__init__(record)
+        self.path, self.line = path, line
 
 
 # -- reading the run directory ----------------------------------------------------------------
@@ -75,13 +85,15 @@ def _first_error(exc: ValueError) -> str:
 
 
 def read_reviews(run_dir: Path, scale: Scale | None = None) -> list[dict[str, Any]]:
-    """The review decisions of a run, in the order they were made (empty if none yet).
+    """The review decisions of a run, in the order they were made (empty if none yet), each a
+    :class:`DecisionLine`.
 
     A final line cut short by a kill mid-write is ignored (it is dropped before the next
     append); any other malformed line — a probe id or a status missing, an edited response
-    that is not text, an edited target that is not a score (with ``scale``: one on it), as a
-    line written by hand past ``assay review import`` may be — is a DataError naming its line
-    and field.
+    that is not text, an edited target that is not a score (with ``scale``: one on it), edited
+    messages that are not message indices with text, as a line written by hand past ``assay
+    review import`` may be — is a DataError naming its line and field (a message its probe
+    has not got, when :func:`apply_reviews` applies it).
     """
     path = Path(run_dir) / REVIEWS
     out: list[dict[str, Any]] = []
@@ -98,7 +110,7 @@ def read_reviews(run_dir: Path, scale: Scale | None = None) -> list[dict[str, An
                 field="status",
             )
         _check_edit(record, scale, path, lineno)
-        out.append(record)
+        out.append(DecisionLine(record, path, lineno))
     return out
 
 
@@ -107,6 +119,7 @@ def _check_edit(record: dict[str, Any], scale: Scale | None, path: Path, lineno:
     response, target = record.get("response"), record.get("target")
     if response is not None and not isinstance(response, str):
         raise DataError("not text", path=path, row=lineno, field="response")
+    _check_messages(record.get("messages"), path, lineno)
     if target is None:
         return
     try:
@@ -116,6 +129,29 @@ def _check_edit(record: dict[str, Any], scale: Scale | None, path: Path, lineno:
             scale.check(target)
     except ValueError as exc:
         raise DataError(str(exc), path=path, row=lineno, field="target") from None
+
+
+def _check_messages(messages: Any, path: Path, lineno: int) -> None:
+    """Edited messages are a mapping of message indices (numbers from 0, as JSON keys) to
+    their text, never empty (whether the probe has those messages is :func:`_decided`'s)."""
+    if messages is None:
+        return
+    if not isinstance(messages, dict):
+        raise DataError(
+            "not a mapping  <message index>: <text>", path=path, row=lineno, field="messages"
+        )
+    for key, text in messages.items():
+        if not (key.isascii() and key.isdigit()):
+            raise DataError(
+                f"{key!r} is not a message index (a number from 0)",
+                path=path,
+                row=lineno,
+                field="messages",
+            )
+        if not isinstance(text, str) or not text.strip():
+            raise DataError(
+                f"message {key}: must be non-empty text", path=path, row=lineno, field="messages"
+            )
 
 
 # -- applying decisions -----------------------------------------------------------------------
@@ -155,17 +191,38 @@ def _decided(probe: Probe, decision: dict[str, Any]) -> Probe:
             review.original_target = probe.target
             copy.target = decision["target"]
             copy.target_source = "human"
-        if decision.get("messages") and copy.transcript:
-            review.original_messages = {}
-            for key, text in decision["messages"].items():
-                i = int(key)
-                review.original_messages[i] = copy.transcript[i].content
-                copy.transcript = replace_message(copy.transcript, i, content=text)
-            final = last_assistant_text_index(copy.transcript)
-            if final is not None:
-                copy.response = copy.transcript[final].content
+        if decision.get("messages"):
+            _edit_messages(copy, review, decision)
     copy.review = review
     return copy
+
+
+def _edit_messages(copy: Probe, review: Review, decision: dict[str, Any]) -> None:
+    """``decision``'s edited messages applied to ``copy``'s transcript, the originals kept in
+    ``review``; a message the probe has not got (or cannot have edited: not the agent's) is a
+    DataError naming the decision's line (a :class:`DecisionLine`'s) and ``messages``."""
+
+    def error(message: str) -> DataError:
+        where = {"path": getattr(decision, "path", None), "row": getattr(decision, "line", None)}
+        return DataError(f"{message} (probe {copy.id!r})", **where, field="messages")
+
+    if not copy.transcript:
+        raise error("only agent transcript probes have messages to edit")
+    review.original_messages = {}
+    for key, text in decision["messages"].items():
+        try:
+            i = int(key)
+        except (ValueError, TypeError):
+            raise error(f"{key!r} is not a message index") from None
+        try:
+            edited = replace_message(copy.transcript, i, content=text)
+        except EditError as exc:  # not a message of the transcript, or not the agent's
+            raise error(str(exc)) from None
+        review.original_messages[i] = copy.transcript[i].content
+        copy.transcript = edited
+    final = last_assistant_text_index(copy.transcript)
+    if final is not None:
+        copy.response = copy.transcript[final].content
 
 
 def review_counts(probes_with_reviews: Iterable[Probe]) -> dict[str, int]:

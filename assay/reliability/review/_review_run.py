@@ -189,7 +189,7 @@ class ReviewRun:
         self.required = bool((config.get("review") or {}).get("required"))
         self._cache: dict[str, tuple[Any, Any]] = {}
         if read_now:  # read everything once now: a corrupt file is reported at start
-            self.probes()
+            apply_reviews(list(self.probes().values()), self.reviews())
             self.seeds()
             self.judgments()
 
