@@ -196,7 +196,16 @@ class ReviewApp:
             k: body.get(k)
             for k in ("probe_id", "decision", "edited_text", "edited_target", "reviewer", "note")
         }
+        if entry["decision"] == "edit":  # the page edits no message: it keeps those edited
+            entry["edited_messages"] = await run_in_threadpool(self._edited_messages, entry)
         return await run_in_threadpool(self._record, entry, body.get("version"))
+
+    def _edited_messages(self, entry: dict[str, Any]) -> dict[str, str] | None:
+        """The transcript messages the probe's latest decision edited (None: none), which an
+        edit made on the page — its text or target — keeps."""
+        history = [r for r in self.run.reviews() if r["probe_id"] == entry["probe_id"]]
+        latest = history[-1] if history else None
+        return latest.get("messages") if latest and latest["status"] == "edited" else None
 
     async def undo(self, request: Request) -> Response:
         body = await _json(request)

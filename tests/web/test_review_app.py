@@ -304,6 +304,27 @@ def test_a_probe_page_names_the_criterion_the_probe_was_made_for(agent_run, run)
     assert "<dt>criterion</dt>" not in other.get("/probe/p:text").text
 
 
+def test_a_target_edit_in_the_app_keeps_the_messages_edited_before(agent_run, tmp_path):
+    """A message edited in the review file, then the target edited in the app (whose edit box
+    has no messages): the new decision keeps the edited message (it carried none: the edit was
+    lost, silently)."""
+    out = tmp_path / "review.yaml"
+    export_review(agent_run, out, Scale(kind="binary", labels=LABELS))
+    entries = yaml.safe_load(out.read_text())
+    entries[0].update(decision="edit", edited_messages={FINAL: "The sum is 9."}, reviewer="ana")
+    out.write_text(yaml.safe_dump(entries))
+    import_review(agent_run, out, Scale(kind="binary", labels=LABELS))
+    client, csrf = _client(agent_run)
+    r = _post(
+        client, csrf, probe_id=MISSED, version=1, decision="edit", edited_target="passes",
+        reviewer="bo",
+    )  # fmt: skip
+    assert r.status_code == 200, r.text
+    rec = r.json()["record"]
+    assert (rec["status"], rec["target"]) == ("edited", 1)  # the generated probe's: 0
+    assert rec["messages"] == {str(FINAL): "The sum is 9."}
+
+
 def test_undo_after_a_decision_on_a_message_edit_restores_the_edited_message(agent_run, tmp_path):
     """A message edited in the review file, then accepted in the app: undo brings the edited
     message back (it was refused: the restoring edit carried no message)."""

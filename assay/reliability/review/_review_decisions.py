@@ -274,9 +274,8 @@ def _changes(
     """What an ``edit`` decision changes: response, target and messages (by index), each None
     when it is the generated probe's; an edit that changes nothing is refused."""
     if edits.text is None and edits.target is None and edits.messages is None:
-        raise fail(
-            "decision is 'edit' but edited_text and edited_target are both empty", "decision"
-        )
+        edited = "edited_messages" if probe.transcript else "edited_text"
+        raise fail(f"decision is 'edit' but {edited} and edited_target are both empty", "decision")
     response = target = None
     messages: dict[str, str] | None = None
     if edits.messages:
