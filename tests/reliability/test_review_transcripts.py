@@ -182,3 +182,30 @@ def test_the_command_line_names_the_bad_line(run, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("assay: error: ") and "\n" not in err
     assert "reviews.jsonl, row 1, field 'messages'" in err and "out of range" in err
+
+
+def test_a_hand_written_response_on_a_transcript_probe_is_refused(run):
+    """A transcript probe's response is its transcript's final answer: a hand-written line
+    setting ``response`` on one (the import refuses it) would change the text the judges see
+    but not the transcript the page shows; refused, naming the line and field."""
+    line = json.loads(_line(MISSED, None))
+    line["response"] = "The sum is 9."
+    (run / "reviews.jsonl").write_text(json.dumps(line) + "\n")
+    with pytest.raises(DataError) as err:
+        apply_reviews(read_probes(run), read_reviews(run))
+    message = str(err.value)
+    assert message.startswith(f"{run / 'reviews.jsonl'}, row 1, field 'response': ")
+    assert "message by message" in message and "\n" not in message
+
+
+def test_a_hand_written_target_off_the_scale_is_refused_by_serve_and_export(run):
+    """A target off the run's scale, written by hand in ``reviews.jsonl``: `assay harness`
+    refused it, but the review app showed it and the export listed it; now both refuse it at
+    start, naming the line and field."""
+    line = json.loads(_line(MISSED, None))
+    line["target"] = 7
+    (run / "reviews.jsonl").write_text(json.dumps(line) + "\n")
+    for read in (lambda: ReviewRun(run), lambda: export_review(run, run / "r.yaml", SCALE)):
+        with pytest.raises(DataError) as err:
+            read()
+        assert str(err.value).startswith(f"{run / 'reviews.jsonl'}, row 1, field 'target': ")

@@ -185,6 +185,13 @@ def _decided(probe: Probe, decision: dict[str, Any]) -> Probe:
     )
     if decision["status"] == "edited":
         if decision.get("response") is not None:
+            if probe.transcript:  # its response is its transcript's final answer
+                raise _at(
+                    decision,
+                    copy,
+                    "response",
+                    "a transcript probe is edited message by message: use messages",
+                )
             review.original_response = probe.response
             copy.response = decision["response"]
         if decision.get("target") is not None:
@@ -203,8 +210,7 @@ def _edit_messages(copy: Probe, review: Review, decision: dict[str, Any]) -> Non
     DataError naming the decision's line (a :class:`DecisionLine`'s) and ``messages``."""
 
     def error(message: str) -> DataError:
-        where = {"path": getattr(decision, "path", None), "row": getattr(decision, "line", None)}
-        return DataError(f"{message} (probe {copy.id!r})", **where, field="messages")
+        return _at(decision, copy, "messages", message)
 
     if not copy.transcript:
         raise error("only agent transcript probes have messages to edit")
@@ -223,6 +229,13 @@ def _edit_messages(copy: Probe, review: Review, decision: dict[str, Any]) -> Non
     final = last_assistant_text_index(copy.transcript)
     if final is not None:
         copy.response = copy.transcript[final].content
+
+
+def _at(decision: dict[str, Any], probe: Probe, field: str, message: str) -> DataError:
+    """A decision that cannot apply to ``probe``, as a DataError naming the line it was read
+    from (a :class:`DecisionLine`'s) and ``field``."""
+    where = {"path": getattr(decision, "path", None), "row": getattr(decision, "line", None)}
+    return DataError(f"{message} (probe {probe.id!r})", **where, field=field)
 
 
 def review_counts(probes_with_reviews: Iterable[Probe]) -> dict[str, int]:

@@ -107,7 +107,7 @@ def record_decisions(
     if probes is None:
         probes = {p.id: p for p in read_probes(run_dir)}
     with review_lock(run_dir):
-        history = read_reviews(run_dir)
+        history = read_reviews(run_dir, scale)
         stamp = now()
         out: list[ReviewRecord | None] = []
         seen: dict[str, int] = {}

@@ -76,7 +76,7 @@ def export_review(run_dir: Path, out: Path, scale: Scale, *, include_reviewed: b
     has blank fields for the decision. Written atomically; returns how many probes it lists.
     """
     run_dir, out = Path(run_dir), Path(out)
-    probes = apply_reviews(read_probes(run_dir), read_reviews(run_dir))
+    probes = apply_reviews(read_probes(run_dir), read_reviews(run_dir, scale))
     seeds = read_seeds(run_dir)
     entries: list[dict[str, Any]] = []
     for row, probe in enumerate(probes, start=1):

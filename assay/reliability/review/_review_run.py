@@ -213,7 +213,7 @@ class ReviewRun:
 
     def reviews(self) -> list[dict[str, Any]]:
         path = self.path / "reviews.jsonl"
-        return self._cached("reviews", [path], lambda: read_reviews(self.path))
+        return self._cached("reviews", [path], lambda: read_reviews(self.path, self.scale))
 
     def judgments(self) -> dict[str, dict[str, Judgment]]:
         """Judgments by judge (the file name without its config hash) and item id."""
