@@ -24,10 +24,12 @@ named, or the very certificate named. A file never says where to look.
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import unicodedata
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -485,6 +487,20 @@ def _log(certificate: Certificate, tracking_uri: str) -> None:
 # -- its report ------------------------------------------------------------------------------
 
 
+def bound_text(r: MetricBound) -> str:
+    """A bound as printed beside its bar: to 3 decimals or the bar's, whichever has more, and
+    rounded away from the bar's side (a lower bound down, an upper one up), so that the printed
+    bound clears the printed bar exactly when the bound clears the bar (0.746577 against
+    ≥ 0.7466 prints 0.7465, not 0.747)."""
+    if r.bound != r.bound or math.isinf(r.bound):
+        return fmt(r.bound)
+    exponent = Decimal(repr(float(r.bar))).normalize().as_tuple().exponent
+    digits = max(3, -exponent if isinstance(exponent, int) else 0)
+    scaled = Decimal(repr(float(r.bound))).scaleb(digits)
+    rounded = math.floor(scaled) if r.side == "at_least" else math.ceil(scaled)
+    return fmt(float(Decimal(rounded).scaleb(-digits)), digits)
+
+
 def bounds_table(c: Certificate) -> Table:
     """The bars and the bounds behind the decision (the console, report.md and report.html)."""
     rows = []
@@ -494,7 +510,7 @@ def bounds_table(c: Certificate) -> Table:
             [
                 r.metric,
                 fmt(r.point),
-                f"{kind} {fmt(r.bound)}",
+                f"{kind} {bound_text(r)}",
                 f"{'≥' if r.side == 'at_least' else '≤'} {r.bar:g}",
                 f"{r.successes}/{r.n}" if r.successes is not None else str(r.n),
                 r.method,
@@ -687,6 +703,6 @@ def _admitted_under(judge: JudgeConfig, use: Policy, where: str, ledger: Path) -
 
 def _refusal(cert: Certificate, judge: JudgeConfig) -> str:
     failed = ", ".join(
-        f"{r.metric} bound {r.bound:.3f} vs bar {r.bar:g}" for r in cert.results if not r.passed
+        f"{r.metric} bound {bound_text(r)} vs bar {r.bar:g}" for r in cert.results if not r.passed
     )
     return f"refused judge {judge.name} ({failed}); a refused judge may not be used"

@@ -596,3 +596,31 @@ def test_a_kill_while_the_journal_is_written_leaves_a_ledger_that_counts(run, tm
         capsys, ["certify", str(run_dir), "--policy", str(write(tmp_path / "lax.yaml", LAX))]
     )
     assert "were already consumed by certificate" in line
+
+
+@pytest.mark.parametrize(
+    ("bound", "side", "bar", "shown"),
+    [
+        (0.746577, "at_least", 0.7466, "0.7465"),  # was "0.747": it seemed to clear the bar
+        (0.7467, "at_least", 0.7466, "0.7467"),
+        (0.7497, "at_least", 0.75, "0.749"),  # was "0.750" beside "≥ 0.75", NO
+        (0.75, "at_least", 0.75, "0.750"),
+        (-0.1904, "at_least", 0.6, "-0.191"),
+        (0.1001, "at_most", 0.1, "0.101"),  # an upper bound is rounded up
+        (0.1, "at_most", 0.1, "0.100"),
+    ],
+)
+def test_a_printed_bound_clears_the_printed_bar_exactly_when_it_clears_the_bar(
+    bound, side, bar, shown
+):
+    from assay.decisions._certify import bound_text
+    from assay.metrics import MetricBound
+
+    passed = bound >= bar if side == "at_least" else bound <= bar
+    r = MetricBound(
+        metric="tnr", point=0.8, bound=bound, side=side, bar=bar, passed=passed,
+        method="clopper-pearson", n=100, successes=80,
+    )  # fmt: skip
+    assert bound_text(r) == shown
+    printed = float(shown)
+    assert (printed >= bar if side == "at_least" else printed <= bar) == passed
