@@ -140,23 +140,26 @@ def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> Sam
     """For m = 1, 3, 5, … below k, the fewest scored samples of an item: the probability that a
     majority of m samples agrees with the majority of the item's *other* samples (out of
     sample, exact per item — :func:`assay.metrics.held_out_majority_agreement` —, averaged over
-    items, item bootstrap CI), and the smallest m whose estimate (and whose CI's lower bound)
-    reaches 95%: ``None`` when no m below k does ("not reached within k")."""
+    items, item bootstrap CI; where every item's agreement is 1 (or 0) the resamples cannot
+    vary, and the interval is the exact Clopper–Pearson one over the items, as for a pass
+    rate), and the smallest m whose estimate (and whose CI's lower bound) reaches 95%:
+    ``None`` when no m below k does ("not reached within k"). An interval of no width is no
+    lower bound: it does not decide the second."""
     if not by_source:
         return {}
-    from assay.metrics import held_out_majority_agreement, mean_ci
+    from assay.metrics import cluster_mean, held_out_majority_agreement
 
     k = min(len(s) for s in by_source.values())
     curve: dict[str, MetricValue | None] = {}
     for m in range(1, k, 2):
-        curve[f"m{m}"] = mean_ci(
-            [held_out_majority_agreement(s, m) for s in by_source.values()], **boot
-        )
+        agreement = [held_out_majority_agreement(s, m) for s in by_source.values()]
+        curve[f"m{m}"] = cluster_mean(agreement, list(by_source), **boot)
 
     def smallest(key: str) -> int | None:
         for name, mv in curve.items():
             bound = None if mv is None else getattr(mv, key)
-            if bound is not None and bound >= SAMPLES_TARGET:
+            no_width = mv is not None and mv.ci_low == mv.ci_high
+            if bound is not None and bound >= SAMPLES_TARGET and not (key == "ci_low" and no_width):
                 return int(name[1:])
         return None
 
