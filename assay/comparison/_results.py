@@ -16,6 +16,7 @@ class Group(_Model):
     kind: str
     items: str
     scale: str
+    threshold: str = "None"  # an evaluate run's failure threshold ("None": none, or no param)
     measured_on: str  # "60 items", "15 of 60 items (test split)", "24 probes of 6 source items"
     data: str
     probes: str
@@ -30,7 +31,8 @@ class LeaderboardRow(_Model):
     metric: str
     value: float | None
     worst_of: str | None  # worst_test_rate: the test metric that is the minimum
-    n: int | None  # items (harness: probes) the judge was measured on
+    n: int | None  # the metric's own n when logged (failure precision: the flagged), else the
+    # items (harness: probes) the judge was measured on
     measured_on: str
     items: str
     ci_low: float | None

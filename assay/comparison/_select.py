@@ -9,7 +9,7 @@ from assay.runs import search_runs
 
 JUDGE_COMMANDS = ("evaluate", "harness", "optimize")
 DEFAULT_EXPERIMENT = "assay"
-_GROUP_FIELDS = ("kind", "items", "scale")
+_GROUP_FIELDS = ("kind", "items", "scale", "threshold")
 # The default of a reliability leaderboard: a judge's weakest test (``worst_test`` in _tables),
 # computed from the per-test metrics a harness run logs, not logged itself.
 WORST_TEST = "worst_test_rate"
@@ -141,13 +141,18 @@ def shared_items(runs: list) -> str:
     return " = ".join(sorted({measured_on(r) for r in runs}))
 
 
-def _group_key(run) -> tuple[str, str, str]:
-    return (kind_of(run), item_set(run), run.data.tags.get("assay.scale", ""))
+def _group_key(run) -> tuple[str, str, str, str]:
+    """What decides whether two runs' figures compare: the kind, the items, the scale and the
+    failure threshold (an evaluate run's ``threshold``: failure = score below it; failure
+    precision and incidence at 3 and at 4 count other events)."""
+    threshold = run.data.params.get("threshold", "None")
+    return (kind_of(run), item_set(run), run.data.tags.get("assay.scale", ""), threshold)
 
 
 def comparable(candidates: list, left_out: list, first, force: bool):
     """The compared runs and their group key (``None`` when forced across groups): runs are
-    compared only on the same kind, the same items (:func:`item_set`) and the same scale."""
+    compared only on the same kind, the same items (:func:`item_set`), the same scale and the
+    same failure threshold."""
     if not candidates:
         return [], None
     groups: dict[tuple, list] = {}
@@ -191,6 +196,7 @@ def group_of(runs: list, key: tuple | None) -> dict[str, str] | None:
         "kind": key[0],
         "items": key[1],
         "scale": key[2],
+        "threshold": key[3],
         "measured_on": shared_items(runs),
         "data": t.get("assay.data", ""),
         "probes": t.get("assay.probes", ""),

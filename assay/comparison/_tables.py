@@ -123,7 +123,9 @@ def leaderboard(runs: list, metric: str) -> list[LeaderboardRow]:
     for r in runs:
         m, t, p = r.data.metrics, r.data.tags, _judge_params(r)
         worst = worst_test(m) if metric == WORST_TEST else None
-        n = t.get("assay.n_items") or m.get("n_items")  # tag; older agreement runs: the count
+        # the metric's own n (failure precision: the failures flagged), else the items'
+        own = _num(m, f"{worst[1] if worst else metric}_n")
+        n = own if own is not None else t.get("assay.n_items") or m.get("n_items")
         rows.append(
             {
                 "run_id": r.info.run_id,

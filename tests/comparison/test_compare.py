@@ -5,6 +5,7 @@ one-line errors for bad input."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import dspy
@@ -270,8 +271,15 @@ def test_harness_run_compares_its_judges_with_a_heatmap(store, tmp_path):
     assert rows[0]["value"] == pytest.approx(1.0)
     # the label-blind judge never moves its verdict: its label_flip consistency is exactly 0
     assert (rows[1]["value"], rows[1]["worst_of"]) == (0.0, "label_flip.consistency")
-    assert rows[0]["n"] == rows[1]["n"] > 0  # the probes judged
-    assert rows[0]["measured_on"] == f"{rows[0]['n']} probes of 6 source items"
+    assert rows[0]["measured_on"] == rows[1]["measured_on"]
+    assert re.fullmatch(r"\d+ probes of 6 source items", rows[0]["measured_on"])
+    # each row's n is its worst test's own n (that test's probes), as the run logged it
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=store["uri"])
+    for r in rows:
+        logged = client.get_run(r["run_id"]).data.metrics[f"{r['worst_of']}_n"]
+        assert r["n"] == logged > 0
     assert res["group"]["probes"] and res["left_out"] == []
     # scripted judges have no USD price: the Pareto front counts their cost of the work in LM
     # answers or tokens (never every judge tied at cost 0), and the plot and the notes say so
@@ -379,6 +387,39 @@ def test_worst_test_rate_says_when_no_test_requires_the_verdict_to_move():
     assert note.startswith("no compared run has a test whose verdict must move")
     assert notes([invariant, flips], "worst_test_rate") == []
     assert notes([invariant], "mean_pass_rate") == []
+
+
+def test_runs_at_another_failure_threshold_are_left_out_and_n_is_the_metrics_own():
+    """Failure precision at threshold 3 and at 4 counts other events (36 of 43 flagged items,
+    69 of 74): the same judge's two runs were ranked one above the other, "sharing every judge
+    param", each with n = 150 items. A run at another threshold is now left out with the
+    reason, and a leaderboard row's n is its metric's own n where the run logged it."""
+    from types import SimpleNamespace
+
+    from assay.comparison._select import comparable
+    from assay.comparison._tables import leaderboard
+
+    def run(rid: str, threshold: str, precision: float, n: int) -> SimpleNamespace:
+        return SimpleNamespace(
+            info=SimpleNamespace(run_id=rid, run_name=rid, experiment_id="1", start_time=0),
+            data=SimpleNamespace(
+                params={"threshold": threshold, "judge.model": "m"},
+                tags={"assay.items": "abc", "assay.scale": "ordinal 1-5", "assay.n_items": "150"},
+                metrics={"failure_precision": precision, "failure_precision_n": n},
+            ),
+        )
+
+    at3, at4, again3 = (
+        run("a", "3", 36 / 43, 43),
+        run("b", "4", 69 / 74, 74),
+        run("c", "3", 0.8, 40),
+    )
+    left: list = []
+    compared, key = comparable([at3, at4, again3], left, at3, force=False)
+    assert compared == [at3, again3] and key[3] == "3"
+    assert left == [{"run_id": "b", "name": "b", "reason": "threshold differs: 4 vs 3"}]
+    rows = leaderboard(compared, "failure_precision")
+    assert sorted(r.n for r in rows) == [40, 43]
 
 
 def test_runs_logged_without_an_item_fingerprint_stand_in_a_labelled_group(store):
