@@ -291,7 +291,9 @@ def panel_lead(panel: PanelReport) -> str:
 
 def panel_metrics(panel: PanelReport) -> dict[str, object]:
     """A panel's figures for MLflow: ``ds_accuracy.<member>`` (and sensitivity, specificity),
-    ``ds_excess.<a>.<b>``, ``changed`` and ``ds_differs_from_majority``."""
+    ``ds_excess.<a>.<b>``, ``changed``, ``ds_differs_from_majority``, ``ds_warning`` (1 when
+    the figures carry a warning: dependent judges, or too few judges to check) and
+    ``ds_dependence_flagged`` (the pairs whose excess agreement was flagged)."""
     out: dict[str, object] = {"changed": panel.changed}
     ds = panel.dawid_skene
     if ds is None:
@@ -302,7 +304,8 @@ def panel_metrics(panel: PanelReport) -> dict[str, object]:
             out[f"ds_{name}"] = {k: v.to_dict() for k, v in values.items()}
     out["ds_excess"] = {f"{p.judges[0]}.{p.judges[1]}": p.excess.to_dict() for p in ds.pairs}
     out["ds_differs_from_majority"] = ds.differs_from_majority
-    out["ds_warning"] = float(ds.warning is not None and any(p.flagged for p in ds.pairs))
+    out["ds_warning"] = float(ds.warning is not None)  # 1 when the console warns, for any reason
+    out["ds_dependence_flagged"] = float(sum(p.flagged for p in ds.pairs))
     return out
 
 

@@ -219,6 +219,10 @@ def test_a_dawid_skene_panel_gives_crowdkits_labels_and_reports_its_members(tmp_
     assert m["panel_ds_accuracy.contrarian"] == figures["contrarian"]["accuracy"]["value"]
     assert m["panel_changed"] == panel["changed"]
     assert "panel_ds_sensitivity.good_ci_low" in m
+    # three judges on two classes: the console warns (the model can fit any table), and so
+    # does MLflow (it logged 0: only a flagged pair counted)
+    assert panel["dawid_skene"]["warning"].startswith("with 3 judges on 2 classes")
+    assert m["panel_ds_warning"] == 1.0 and m["panel_ds_dependence_flagged"] == 0.0
 
     # re-read: the finished run's verdicts and figures, no refit needed
     again = panel_run(tmp_path, stub, "dawid_skene")
