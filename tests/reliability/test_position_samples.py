@@ -12,8 +12,8 @@ from math import comb
 from pathlib import Path
 
 import numpy as np
-import scipy.stats
 import pytest
+import scipy.stats
 
 from assay.lm import ScriptedEngine, register_script
 from assay.metrics import held_out_majority_agreement
