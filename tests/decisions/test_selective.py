@@ -232,3 +232,24 @@ def test_apply_refuses_an_edited_calibration_or_calibrate_run(tmp_path, monkeypa
         assert stub.n_requests == 0
         shutil.move(elsewhere / run_dir.name, run_dir)  # back: the calibration applies
         assert cli_json(["selective", "apply", str(cfg), "--calibration", str(calibration)])
+
+
+def test_mlflow_names_the_stages_as_the_reports_do(tmp_path, monkeypatch):
+    """The cascade's judge params in MLflow are stage1.* and stage2.*, as report.md counts its
+    stages (they were stage0.* and stage1.*: a stage 1 that was the reports' stage 2)."""
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+        cfg = write_config(tmp_path, stub.base_url, tracking={"enabled": True})
+        out = cli_json(["selective", "calibrate", str(cfg)])
+    params = (
+        mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+        .get_run(out["mlflow_run_id"])
+        .data.params
+    )
+    assert (params["stage1.judge.model"], params["stage2.judge.model"]) == (
+        "openai/stub-cheap",
+        "openai/stub-strong",
+    )
+    assert not any(k.startswith("stage0.") for k in params)
