@@ -8,6 +8,7 @@ import csv
 import json
 import re
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
@@ -148,7 +149,68 @@ def _csv_options(path: Path, sep: str, text_columns: tuple[str | None, ...]) -> 
         "keep_default_na": False,
         "na_values": {c: list(_PANDAS_NA) for c in header if c not in text},
         "skip_blank_lines": len(header) > 1,
+        # never the first field of rows longer than the header as an index (every column read
+        # one to the left): such a row is refused (:func:`_field_count_problem`)
+        "index_col": False,
     }
+
+
+@contextlib.contextmanager
+def _field_count_size(size: int) -> Iterator[None]:
+    """The csv module's bound on a field raised to ``size`` characters for the duration."""
+    bound = csv.field_size_limit()
+    csv.field_size_limit(max(bound, size))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(bound)
+
+
+def _field_count_problem(path: Path, sep: str) -> DataError | None:
+    """A DataError naming the first data row with another number of fields than the header,
+    or None. pandas pads a short row with empty cells (an empty response, judged) and drops
+    the fields of an over-long first row (or reads them as an index): its own parse cannot
+    tell. Rows are numbered as pandas numbers them: blank lines (only whitespace) are not rows
+    in a table of more than one column; the line named is the row's first."""
+    with _field_count_size(path.stat().st_size), path.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.reader(fh, delimiter=sep)
+        header = next(reader, [])
+        end, row = reader.line_num, 0
+        try:
+            for fields in reader:
+                line, end = end + 1, reader.line_num
+                blank = not fields or (len(fields) == 1 and fields[0] and not fields[0].strip())
+                if blank and len(header) > 1:
+                    continue
+                row += 1
+                if len(fields) in (len(header), 0):
+                    continue
+                problem = f"line {line} has {len(fields)} fields where the header has {len(header)}"
+                if len(fields) > len(header):
+                    return DataError(
+                        f"{problem}; a cell holding the separator is quoted", path=path, row=row
+                    )
+                missing = header[len(fields) :]
+                names = " and ".join(
+                    [", ".join(missing[:-1]), missing[-1]] if missing[:-1] else missing
+                )
+                verb = "is" if len(missing) == 1 else "are"
+                return DataError(
+                    f"{problem} ({names} {verb} missing); an empty cell is a field too",
+                    path=path,
+                    row=row,
+                    field=missing[0],
+                )
+        except csv.Error:
+            return None  # the table reader says what is wrong
+    return None
+
+
+def _may_lack_fields(last: Any) -> bool:
+    """Whether a table's last column (a pandas Series) has an empty cell — where a row short
+    of fields shows (pandas fills a missing field as an empty one): the one case the file is
+    read again, field by field (:func:`_field_count_problem`)."""
+    return bool((last.isna() | (last == "")).any())
 
 
 class _Rows:
@@ -184,9 +246,31 @@ def _read_csv(path: Path, kwargs: dict[str, Any]) -> _Rows:
     cells become None as in the Arrow round trip (they read as missing either way)."""
     import pandas as pd
 
-    frame = pd.read_csv(path, **kwargs)
+    try:
+        with _long_rows_fail():
+            frame = pd.read_csv(path, **kwargs)
+    except (pd.errors.ParserError, pd.errors.ParserWarning):
+        if (problem := _field_count_problem(path, kwargs["sep"])) is not None:
+            raise problem from None
+        raise
+    if len(frame.columns) > 1 and _may_lack_fields(frame.iloc[:, -1]):
+        if (problem := _field_count_problem(path, kwargs["sep"])) is not None:
+            raise problem
     rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
     return _Rows(rows, [str(c) for c in frame.columns])
+
+
+@contextlib.contextmanager
+def _long_rows_fail() -> Iterator[None]:
+    """pandas' warning that it dropped the fields of rows longer than the header (with
+    ``index_col=False``) raised as an error for the duration."""
+    import pandas as pd
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "error", "Length of header or names does not match", pd.errors.ParserWarning
+        )
+        yield
 
 
 CsvReader = Callable[..., dict[str, Any]]
@@ -333,19 +417,24 @@ def _load_local(
                 return rows
             try:
                 return _read_csv(path, kwargs)
+            except DataError:
+                raise
             except Exception:  # read it the datasets way, which reports what is wrong
                 pass
     with _quiet_datasets() as datasets, _cache(cache_dir) as cache:
         try:
-            return datasets.load_dataset(
-                builder,
-                data_files=str(path),
-                split="train",
-                cache_dir=cache,
-                keep_in_memory=True,
-                **kwargs,
-            )
+            with _long_rows_fail() if builder == "csv" else contextlib.nullcontext():
+                table = datasets.load_dataset(
+                    builder,
+                    data_files=str(path),
+                    split="train",
+                    cache_dir=cache,
+                    keep_in_memory=True,
+                    **kwargs,
+                )
         except Exception as exc:  # pandas, pyarrow and datasets each raise their own errors
+            if builder == "csv" and (problem := _field_count_problem(path, kwargs["sep"])):
+                raise problem from None
             if builder == "json":
                 bad = _first_bad_json_line(path)
                 if bad is not None:
@@ -364,6 +453,11 @@ def _load_local(
                 path=path,
                 row=int(line.group(1)) - 1 if line and int(line.group(1)) > 1 else None,
             ) from None
+    if builder == "csv" and len(table.column_names) > 1:
+        last = table.data.column(table.column_names[-1]).to_pandas()  # one column, not the table
+        if _may_lack_fields(last) and (problem := _field_count_problem(path, kwargs["sep"])):
+            raise problem
+    return table
 
 
 def _load_hub(name: str, split: str, cache_dir: str | Path | None) -> Any:

@@ -266,3 +266,79 @@ def test_a_hub_data_set_is_read_into_a_file_the_run_streams(tmp_path, monkeypatc
     del stream, streamed
     gc.collect()
     assert not spool.exists()
+
+
+# -- a row with another number of fields than the header -----------------------------------------
+ROWS = ColumnMap(id="id")
+
+
+@pytest.mark.parametrize("sep", [",", "\t"])
+@pytest.mark.parametrize(
+    ("rows", "says"),
+    [
+        # pandas padded a short row with empty cells: judged with an empty response
+        (["x1,q1,a1,1", "x2,q2"], "row 2, field 'response': line 3 has 2 fields where the "
+         "header has 4 (response and expected are missing)"),
+        # also when the missing cell is a text column's (kept as written: "" either way)
+        (["x1,q1,a1,1", "x2,q2,a2"], "row 2, field 'expected': line 3 has 3 fields where the "
+         "header has 4 (expected is missing)"),
+        # an over-long first row: pandas took its first field for an index, and read every
+        # row one column to the left (the ids were the requests)
+        (["x1,q1,a1,1,", "x2,q2,a2,0,"], "row 1: line 2 has 5 fields where the header has 4"),
+        (["x1,q1,a1,1", "x2,q2,a2,0,extra", "x3,q3,a3,1"],
+         "row 2: line 3 has 5 fields where the header has 4"),
+    ],
+)  # fmt: skip
+def test_a_row_with_other_than_the_headers_number_of_fields_is_refused(tmp_path, sep, rows, says):
+    path = tmp_path / ("t.csv" if sep == "," else "t.tsv")
+    lines = ["id,request,response,expected", *rows]
+    path.write_text("".join(line.replace(",", sep) + "\n" for line in lines), encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_table(str(path), columns=ROWS, missing_expected="keep")
+    assert str(err.value).startswith(f"{path}, {says}"), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_short_row_is_found_past_multi_line_cells_blank_lines_and_empty_cells(tmp_path):
+    """The line named is the row's first; blank lines are not rows (pandas skips them) and
+    empty cells are fields."""
+    path = tmp_path / "t.csv"
+    path.write_text(
+        'id,request,response\nx1,"two\nlines",a1\n\n   \nx2,,\nx3,q3,""\nx4,q4\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(DataError) as err:
+        load_table(str(path), columns=ColumnMap(id="id", expected=None))
+    assert str(err.value).startswith(
+        f"{path}, row 4, field 'response': line 8 has 2 fields where the header has 3"
+    )
+
+
+def test_a_table_whose_last_column_has_empty_cells_reads_as_before(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text('id,response,expected\nx1,a1,\nx2,a2,1\nx3,"",\n', encoding="utf-8")
+    items = load_table(str(path), columns=ColumnMap(id="id", request=None))
+    assert [(i.id, i.response, i.expected) for i in items] == [
+        ("x1", "a1", None),
+        ("x2", "a2", 1),
+        ("x3", "", None),
+    ]
+    one = tmp_path / "one.csv"  # one column: a blank line is a row with an empty cell
+    one.write_text("response\na\n\nb\n", encoding="utf-8")
+    items = load_table(str(one), columns=ColumnMap(request=None, expected=None, id="@row"))
+    assert [i.response for i in items] == ["a", "", "b"]
+
+
+def test_a_short_row_in_a_table_read_through_datasets_is_refused(tmp_path, monkeypatch):
+    """A file over the direct-read size is read by ``datasets`` (pandas in chunks): the same
+    check."""
+    from assay.data import _reading
+
+    monkeypatch.setattr(_reading, "_DIRECT_MAX_BYTES", 0)
+    path = tmp_path / "t.csv"
+    path.write_text("id,request,response,expected\nx1,q1,a1,1\nx2,q2\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"t\.csv, row 2, field 'response': line 3 has 2 fields"):
+        load_table(str(path), columns=ROWS, missing_expected="keep")
+    path.write_text("id,request,response,expected\nx1,q1,a1,1,\nx2,q2,a2,0,\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"t\.csv, row 1: line 2 has 5 fields"):
+        load_table(str(path), columns=ROWS, missing_expected="keep")

@@ -300,8 +300,20 @@ def test_a_ragged_csv_names_the_row(cfg, capsys):
     rows[2] += ",extra"
     (cfg / "items.csv").write_text("\n".join(rows) + "\n")
     line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"))
-    assert "items.csv, row 2: cannot read as csv (ParserError:" in line
-    assert "DatasetGenerationError" not in line
+    assert line.endswith("items.csv, row 2: line 3 has 5 fields where the header has 4; a cell "
+                         "holding the separator is quoted")  # fmt: skip
+
+
+def test_a_csv_row_short_of_fields_names_the_row_and_is_not_judged(cfg, capsys):
+    """pandas padded it with empty cells: the item was judged with an empty response."""
+    rows = (cfg / "items.csv").read_text().splitlines()
+    rows[3] = rows[3].split(",")[0] + ",only a question"
+    (cfg / "items.csv").write_text("\n".join(rows) + "\n")
+    line = one_line_error(capsys, "evaluate", str(cfg / "config.yaml"))
+    assert line == (
+        f"assay: error: {cfg / 'items.csv'}, row 3, field 'answer': line 4 has 2 fields where "
+        "the header has 4 (answer and label are missing); an empty cell is a field too"
+    )
 
 
 @pytest.mark.parametrize("limit", [0, -1])
