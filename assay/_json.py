@@ -70,15 +70,45 @@ def _too_deep_at(doc: str) -> int:
     return 0
 
 
-def loads(text: str | bytes) -> Any:
+class DuplicateKey(ValueError):
+    """An object of a document that gives a key twice (``json.loads`` keeps the last value):
+    raised by :func:`loads` with ``unique_keys``."""
+
+    def __init__(self, key: str):
+        self.key = key
+        super().__init__(f"key {key!r} given twice")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict, or :class:`DuplicateKey` naming the first key given twice."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+UNIQUE_KEYS = json.JSONDecoder(object_pairs_hook=_unique)
+"""A decoder that raises :class:`DuplicateKey` where an object gives a key twice (one decoder:
+``json.loads`` with a hook builds a decoder per call)."""
+
+
+def loads(text: str | bytes, *, unique_keys: bool = False) -> Any:
     """``json.loads(text)``; a document nested deeper than :data:`MAX_DEPTH` raises
     :class:`TooDeep`, an integer too long to convert :class:`TooManyDigits` (both are
-    ``json.JSONDecodeError``)."""
+    ``json.JSONDecodeError``); with ``unique_keys``, an object that gives a key twice
+    :class:`DuplicateKey` (else the last value is kept, as JSON parsers do)."""
     try:
-        value = json.loads(text)
+        if unique_keys:
+            value = UNIQUE_KEYS.decode(text if isinstance(text, str) else text.decode("utf-8"))
+        else:
+            value = json.loads(text)
     except RecursionError:
         raise TooDeep(text if isinstance(text, str) else "") from None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, DuplicateKey):
         raise
     except ValueError:  # int() of a number longer than Python converts
         doc = text if isinstance(text, str) else text.decode("utf-8", "replace")

@@ -357,15 +357,19 @@ def _check_json_rows(path: Path) -> None:
     except (OSError, UnicodeDecodeError):
         return  # an error the loader reports
     try:
-        value = _json.loads(text)
+        value = _json.loads(text, unique_keys=True)
     except _json.OverBound as exc:
         raise DataError(f"invalid JSON at line {exc.lineno}: {exc.msg}", path=path) from None
+    except _json.DuplicateKey as exc:
+        raise _duplicate_key(path, text, exc.key) from None
     except json.JSONDecodeError:
         for line in _json.split_lines(text):
             try:
-                _json.loads(line.text)
+                _json.loads(line.text, unique_keys=True)
             except _json.OverBound as exc:
                 raise DataError(exc.msg, path=path, row=line.number) from None
+            except _json.DuplicateKey as exc:
+                raise _duplicate_key_on(path, line.number, exc.key) from None
             except json.JSONDecodeError:
                 pass  # reported by the loader, with its line
         return  # JSON Lines
@@ -383,6 +387,54 @@ def _check_json_rows(path: Path) -> None:
                 raise DataError(
                     f"row is a JSON {type(row).__name__}, not an object", path=path, row=i
                 )
+
+
+def _duplicate_key_on(path: Path, line: int, key: str) -> DataError:
+    """The error for a JSON Lines row (``line``) that gives ``key`` twice: ``json`` keeps the
+    last value (a JSON table's row), pyarrow refuses the file without naming the line."""
+    return DataError(
+        f"line {line} gives key {key!r} twice; keep one", path=path, row=line, field=key
+    )
+
+
+def _duplicate_key(path: Path, text: str, key: str) -> DataError:
+    """The error for a file whose whole-file parse met ``key`` given twice — a list of rows, or
+    JSON Lines whose first row gives it — naming the row it is in (each row parsed on its own
+    to find it), or the file alone where there is no such row (a single object)."""
+    start = len(text) - len(text.lstrip())
+    if not text.startswith("[", start):  # JSON Lines whose first row gives it (or one object)
+        for line in _json.split_lines(text):
+            try:
+                _json.loads(line.text, unique_keys=True)
+            except _json.DuplicateKey as exc:
+                return _duplicate_key_on(path, line.number, exc.key)
+            except json.JSONDecodeError:
+                pass
+        return DataError(f"key {key!r} given twice; keep one", path=path, field=key)
+    at, row = start + 1, 0
+    blank = re.compile(r"[ \t\n\r]*")
+    try:
+        while True:
+            at = blank.match(text, at).end()  # type: ignore[union-attr]
+            if text.startswith("]", at):
+                break
+            row += 1
+            try:
+                _, at = _json.UNIQUE_KEYS.raw_decode(text, at)
+            except _json.DuplicateKey as exc:
+                line = text.count("\n", 0, at) + 1
+                return DataError(
+                    f"row {row} (from line {line}) gives key {exc.key!r} twice; keep one",
+                    path=path,
+                    row=row,
+                    field=exc.key,
+                )
+            at = blank.match(text, at).end()  # type: ignore[union-attr]
+            if text.startswith(",", at):
+                at += 1
+    except (ValueError, RecursionError):
+        pass
+    return DataError(f"key {key!r} given twice; keep one", path=path, field=key)
 
 
 def _root_cause(exc: BaseException) -> BaseException:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -342,3 +343,50 @@ def test_a_short_row_in_a_table_read_through_datasets_is_refused(tmp_path, monke
     path.write_text("id,request,response,expected\nx1,q1,a1,1,\nx2,q2,a2,0,\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"t\.csv, row 1: line 2 has 5 fields"):
         load_table(str(path), columns=ROWS, missing_expected="keep")
+
+
+# -- a key given twice in a JSON row -----------------------------------------------------------
+def test_a_key_given_twice_deep_in_json_lines_names_the_line_and_the_key(tmp_path):
+    """pyarrow refused the file, and the error named pandas' fallback instead: ``cannot read
+    as json (ValueError: Trailing data at position 62)`` — a position on line 1."""
+    rows = [{"id": f"r{i}", "request": f"q{i}", "response": f"a{i}"} for i in range(2000)]
+    lines = [json.dumps(r) for r in rows]
+    lines[1500] = lines[1500].replace('"response"', '"response": "dup", "response"')
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_table(str(path), columns=ColumnMap(id="id", expected=None))
+    assert str(err.value) == (
+        f"{path}, row 1501, field 'response': line 1501 gives key 'response' twice; keep one"
+    )
+    lines[0] = lines[0].replace('"id"', '"id": "x", "id"')  # the first line too
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"t\.jsonl, row 1, field 'id': line 1 gives key 'id'"):
+        load_table(str(path), columns=ColumnMap(id="id", expected=None))
+
+
+def test_a_key_given_twice_in_a_json_array_is_refused_not_read_as_the_last(tmp_path):
+    """Python's json (and so the array reader) kept the last value: the item was judged on
+    one of the two responses, silently."""
+    path = tmp_path / "t.json"
+    path.write_text(
+        '[{"id": "a", "response": "r"},\n {"id": "b",\n  "response": "first", "response": '
+        '"second"}]\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(DataError) as err:
+        load_table(str(path), columns=ColumnMap(id="id", request=None, expected=None))
+    assert str(err.value) == (
+        f"{path}, row 2, field 'response': row 2 (from line 2) gives key 'response' twice; keep one"
+    )
+
+
+def test_a_key_given_twice_in_a_nested_object_is_refused_too(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        '{"id": "a", "response": "r", "meta": {"k": 1}}\n'
+        '{"id": "b", "response": "r", "meta": {"k": 1, "k": 2}}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(DataError, match=r"row 2, field 'k': line 2 gives key 'k' twice"):
+        load_table(str(path), columns=ColumnMap(id="id", request=None, expected=None))
