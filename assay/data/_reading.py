@@ -37,11 +37,13 @@ def read_rows(
     text_columns: tuple[str | None, ...],
     split: str,
     cache_dir: str | Path | None,
+    suggest_format: bool = True,
 ) -> tuple[str | Path, Any]:
     """``(origin, table)``: a local file (resolved path) or a hub data set (``owner/name``).
 
     ``text_columns`` are kept as written ("N/A", "007"); the table has ``column_names``,
-    ``len``, ``select(range)`` and ``to_list()``."""
+    ``len``, ``select(range)`` and ``to_list()``. ``suggest_format``: an unknown extension's
+    error suggests passing ``format=`` (the caller has that option)."""
     path = Path(source).expanduser()
     if path.is_file() and split != "train":
         raise ConfigError(
@@ -49,7 +51,7 @@ def read_rows(
         )
     if path.is_file():
         return path.resolve(), _load_local(
-            path.resolve(), _format_of(path, format), text_columns, cache_dir
+            path.resolve(), _format_of(path, format, suggest_format), text_columns, cache_dir
         )
     if path.exists():
         raise DataError("not a file", path=path)
@@ -526,8 +528,10 @@ def _load_hub(name: str, split: str, cache_dir: str | Path | None) -> Any:
             ) from None
 
 
-def _format_of(path: Path, format: str | None) -> str:
-    """The table format: the ``format`` argument, else the file extension."""
+def _format_of(path: Path, format: str | None, suggest_format: bool) -> str:
+    """The table format: the ``format`` argument, else the file extension. An extension that
+    names none is an error saying to rename the file, and to pass ``format=`` where the caller
+    has that option (``suggest_format``: the Python API)."""
     if format is not None:
         fmt = _FORMAT_NAMES.get(format.lower())
         if fmt is None:
@@ -537,9 +541,17 @@ def _format_of(path: Path, format: str | None) -> str:
         return fmt
     fmt = _FORMATS.get(path.suffix.lower())
     if fmt is None:
+        which = f"the extension '{path.suffix}'" if path.suffix else "the file has no extension"
+        sep = " from " if path.suffix else ": "
+        option = f", or pass format= ({_either(sorted(_FORMAT_NAMES))})" if suggest_format else ""
         raise DataError(
-            f"cannot tell the format from the extension '{path.suffix}': use one of "
-            f"{', '.join(sorted(_FORMATS))} or pass format=",
+            f"cannot tell the table format{sep}{which}: rename the file to end in "
+            f"{_either(sorted(_FORMATS))}{option}",
             path=path,
         )
     return fmt
+
+
+def _either(names: list[str]) -> str:
+    """``a, b or c``."""
+    return f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]

@@ -89,6 +89,7 @@ def load_table(
     cache_dir: str | Path | None = None,
     format: str | None = None,
     missing_expected: Literal["keep", "error"] = "keep",
+    suggest_format: bool = True,
 ) -> list[Item]:
     """Read a CSV/TSV/JSON/JSONL/Parquet file or a hub data set (``owner/name``) into Items
     (:func:`iter_table`, as a list)."""
@@ -102,6 +103,7 @@ def load_table(
             cache_dir=cache_dir,
             format=format,
             missing_expected=missing_expected,
+            suggest_format=suggest_format,
         )
     )
 
@@ -116,6 +118,7 @@ def iter_table(
     cache_dir: str | Path | None = None,
     format: str | None = None,
     missing_expected: Literal["keep", "error"] = "keep",
+    suggest_format: bool = True,
 ) -> Iterator[Item]:
     """The Items of a CSV/TSV/JSON/JSONL/Parquet file or a hub data set (``owner/name``), made
     as they are read (the rows come from ``datasets``' memory-mapped Arrow files in batches),
@@ -129,6 +132,10 @@ def iter_table(
     every unmapped column goes to ``meta``. ``split`` applies to hub data sets only (a local
     file refuses any other than ``train``). Without a
     ``cache_dir`` the ``datasets`` cache lives in a temporary directory that is removed.
+    ``format`` names the table format where the extension does not (``csv``, ``tsv``,
+    ``json``, ``jsonl``, ``parquet``); an extension that names none is an error saying to
+    rename the file, and to pass ``format=`` unless ``suggest_format`` is False (a caller
+    reading a file named in a config or on the command line, which have no such option).
     """
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be a positive number of rows, not {limit}")
@@ -138,6 +145,7 @@ def iter_table(
         text_columns=(columns.id, columns.request, columns.response),
         split=split,
         cache_dir=cache_dir,
+        suggest_format=suggest_format,
     )
 
     available = list(dataset.column_names)

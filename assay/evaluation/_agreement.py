@@ -72,6 +72,7 @@ def read_verdicts(
             id=id_column or "@row", request=None, response=None, expected=score_column
         ),
         scale=scale,
+        suggest_format=False,
     )
     if id_column:
         return Verdicts(path, "id", [(it.id, it.expected) for it in items])

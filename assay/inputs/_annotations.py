@@ -27,6 +27,7 @@ def read_annotations(
         str(path),
         columns=ColumnMap(id="@row", request=None, response=None, expected=score_column),
         scale=scale,
+        suggest_format=False,
     )
     out: AnnotationRows = []
     seen: dict[tuple[str, str], int] = {}

@@ -200,6 +200,7 @@ def _read(
         limit=limit,
         cache_dir=cache_dir,
         missing_expected=data.missing_expected,
+        suggest_format=False,  # a config names a table by its extension
     )
 
 
@@ -439,6 +440,7 @@ def _spooled_pairs(
         columns=data.columns.model_copy(update={"expected": None}),
         split=data.split,
         cache_dir=cache_dir,
+        suggest_format=False,
     )
     counts: dict[str, int] = {}
     pairs = iter_pairs(rows, data.pairs, path=data.path, counts=counts)  # type: ignore[arg-type]

@@ -95,7 +95,9 @@ def read_table(path: Path) -> tuple[list[Vote], RankSource]:
     """The votes of a CSV/TSV/JSON Lines table (see the module); a bad cell is one line naming
     the file, the row and the column."""
     rows = load_table(
-        str(path), columns=ColumnMap(id="@row", request=None, response=None, expected=None)
+        str(path),
+        columns=ColumnMap(id="@row", request=None, response=None, expected=None),
+        suggest_format=False,
     )
     if not rows:
         raise DataError("no rows: a table of pairs has a row per vote", path=path)

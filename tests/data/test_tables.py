@@ -86,8 +86,17 @@ def test_format_argument_overrides_the_extension(tmp_path):
     columns = ColumnMap(request="question", response="answer", expected=None)
     items = load_table(str(path), columns=columns, format="jsonl")
     assert len(items) == 3 and all(i.expected is None for i in items)
-    with pytest.raises(DataError, match="extension '.txt'"):
+    with pytest.raises(DataError) as err:  # the Python API's own option is suggested
         load_table(str(path), columns=columns)
+    assert str(err.value) == (
+        f"{path}: cannot tell the table format from the extension '.txt': rename the file to "
+        "end in .csv, .json, .jsonl, .ndjson, .parquet, .pq or .tsv, or pass format= (csv, "
+        "json, jsonl, parquet or tsv)"
+    )
+    bare = tmp_path / "rows"
+    shutil.copy(FIXTURES / "answers.jsonl", bare)
+    with pytest.raises(DataError, match="cannot tell the table format: the file has no ext"):
+        load_table(str(bare), columns=columns)
     with pytest.raises(ConfigError, match="unknown table format"):
         load_table(str(path), columns=columns, format="xlsx")
 

@@ -304,6 +304,22 @@ def test_a_ragged_csv_names_the_row(cfg, capsys):
                          "holding the separator is quoted")  # fmt: skip
 
 
+@pytest.mark.parametrize("command", ["evaluate", "agreement"])
+def test_a_table_of_unknown_extension_names_what_its_user_can_do(cfg, capsys, command):
+    """It suggested ``format=``, an option of the Python API a config and the command line
+    have not got (a config's ``data.format`` is the kind of source)."""
+    (cfg / "items.csv").rename(cfg / "items.data")
+    edit(cfg / "config.yaml", "path: items.csv", "path: items.data")
+    args = [str(cfg / "config.yaml")]
+    if command == "agreement":
+        args = [str(cfg / "items.data"), str(cfg / "items.data"), "--score-column", "label"]
+    line = one_line_error(capsys, command, *args)
+    assert line == (
+        f"assay: error: {cfg / 'items.data'}: cannot tell the table format from the extension "
+        "'.data': rename the file to end in .csv, .json, .jsonl, .ndjson, .parquet, .pq or .tsv"
+    )
+
+
 def test_a_csv_row_short_of_fields_names_the_row_and_is_not_judged(cfg, capsys):
     """pandas padded it with empty cells: the item was judged with an empty response."""
     rows = (cfg / "items.csv").read_text().splitlines()
