@@ -9,7 +9,7 @@ import re
 import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from assay.data._common import as_int_label, check_file, is_missing, jsonable, resolve_dotted
 from assay.data._transcript import with_steps
@@ -132,22 +132,38 @@ def _in_log_order(key: tuple[Any, Any]) -> tuple[int, str]:
 SAMPLES_AT_ONCE = 256  # a .eval log's samples read together (one look-up of the archive's index)
 
 
-def _samples(path: Path) -> tuple[Any, bool, Iterator[Any]]:
-    """The log's header, whether it holds several epochs, and its samples in inspect_ai's order
-    of a whole log. A ``.eval`` log (a zip archive, a file per sample) is read a few samples at
-    a time (:data:`SAMPLES_AT_ONCE`) — its header and sample list first, the next samples when
-    those before them are done with; a ``.json`` log (one JSON document) a sample at a time
-    (:func:`_json_samples`, which says when it reads one whole). No step holds every
-    transcript."""
+class _Log(NamedTuple):
+    """A log opened for reading: its header, whether it holds several epochs, its samples (an
+    iterator, in inspect_ai's order of a whole log) and, where the log lists them without
+    reading the samples (a ``.eval`` log's sample list), the item ids and errors of the
+    samples that errored and how many samples it lists (else None and 0: the errored samples
+    are found as the samples are read)."""
+
+    header: Any
+    several_epochs: bool
+    samples: Iterator[Any]
+    errored: list[tuple[str, str]] | None = None  # (item id, error), where listed
+    total: int = 0  # the samples listed (with ``errored``)
+
+
+def _samples(path: Path) -> _Log:
+    """The log opened for reading. A ``.eval`` log (a zip archive, a file per sample) is read a
+    few samples at a time (:data:`SAMPLES_AT_ONCE`) — its header and sample list first (which
+    says which samples errored), the next samples when those before them are done with; a
+    ``.json`` log (one JSON document) a sample at a time (:func:`_json_samples`, which says
+    when it reads one whole). No step holds every transcript."""
     if path.suffix.lower() != ".eval":
-        return _json_samples(path)
+        return _Log(*_json_samples(path))
     from inspect_ai.log import read_eval_log_sample_summaries, read_eval_log_samples_by_id
 
     header = _read_log(path, header_only=True)
     with _read_errors(path):
-        keys = sorted({(s.id, s.epoch) for s in read_eval_log_sample_summaries(str(path))},
-                      key=_in_log_order)  # fmt: skip
-    several = any((epoch or 1) > 1 for _, epoch in keys)
+        summaries = read_eval_log_sample_summaries(str(path))
+    keys = sorted({(s.id, s.epoch) for s in summaries}, key=_in_log_order)
+    epochs = getattr(header.eval.config, "epochs", None) or 1
+    several = epochs > 1 or any((epoch or 1) > 1 for _, epoch in keys)
+    why = {(s.id, s.epoch): s.error for s in summaries if s.error}
+    errored = [(_item_id(i, e, several), why[i, e]) for i, e in keys if (i, e) in why]
 
     def read() -> Iterator[Any]:
         for start in range(0, len(keys), SAMPLES_AT_ONCE):
@@ -157,7 +173,7 @@ def _samples(path: Path) -> tuple[Any, bool, Iterator[Any]]:
                 )
             yield from samples
 
-    return header, several, read()
+    return _Log(header, several, read(), errored, len(keys))
 
 
 def _json_samples(path: Path) -> tuple[Any, bool, Iterator[Any]]:
@@ -224,6 +240,8 @@ def load_inspect_log(
     expected: str | None = None,
     scale: Scale | None = None,
     missing_expected: Literal["keep", "error"] = "error",
+    errored_samples: Literal["error", "skip"] = "error",
+    counts: dict[str, int] | None = None,
 ) -> list[Item]:
     """One Item per sample and epoch of an Inspect eval log, with the full transcript.
 
@@ -235,9 +253,21 @@ def load_inspect_log(
     boolean as 0/1); without it ``expected`` is None. A path that does not resolve is a
     DataError; an empty value is one too, naming the samples, unless ``missing_expected`` is
     ``"keep"`` (the item has no reference).
+
+    A sample that errored in the Inspect run (``sample.error``: no output, no scores — Inspect
+    leaves it out of its own metrics) is never an item: the log is a DataError naming the
+    samples that errored and why, or with ``errored_samples="skip"`` they are left out and
+    counted in ``counts["errored_samples"]`` (when a dict is passed).
     """
     return list(
-        iter_inspect_log(path, expected=expected, scale=scale, missing_expected=missing_expected)
+        iter_inspect_log(
+            path,
+            expected=expected,
+            scale=scale,
+            missing_expected=missing_expected,
+            errored_samples=errored_samples,
+            counts=counts,
+        )
     )
 
 
@@ -247,21 +277,31 @@ def iter_inspect_log(
     expected: str | None = None,
     scale: Scale | None = None,
     missing_expected: Literal["keep", "error"] = "error",
+    errored_samples: Literal["error", "skip"] = "error",
+    counts: dict[str, int] | None = None,
 ) -> Iterator[Item]:
     """:func:`load_inspect_log` an item at a time (the log read a few samples at a time).
-    Empty reference labels are an error once every sample is read, naming the first five."""
+    Samples that errored are an error before the first item where the log lists them (a
+    ``.eval`` log's sample list), else once every sample is read, as empty reference labels
+    are; each names the first five."""
     file = check_file(path)
-    log, several_epochs, samples = _samples(file)
-    epochs = getattr(log.eval.config, "epochs", None) or 1
-    several = epochs > 1 or several_epochs
+    log = _Log(*_samples(file))  # (header, several epochs, samples) will do
+    if log.errored and (errored_samples == "error" or len(log.errored) == log.total):
+        raise _errored_error(file, log.errored, log.total)  # before the first sample is read
+    epochs = getattr(log.header.eval.config, "epochs", None) or 1
+    several = epochs > 1 or log.several_epochs
     seen: set[str] = set()
     unlabelled: list[str] = []
-    for sample in samples:
-        item_id = f"{sample.id}#e{sample.epoch}" if several else f"{sample.id}"
+    errored: list[tuple[str, str]] = []
+    for sample in log.samples:
+        item_id = _item_id(sample.id, sample.epoch, several)
         if item_id in seen:
             raise DataError(f"duplicate sample '{item_id}'", path=file)
         seen.add(item_id)
-        item = _item(sample, item_id, log, expected, scale, file)
+        if sample.error is not None:  # no output, no scores: not a response to judge
+            errored.append((item_id, _error_text(sample.error)))
+            continue
+        item = _item(sample, item_id, log.header, expected, scale, file)
         if expected is not None and item.expected is None:
             unlabelled.append(item_id)
         yield item
@@ -269,14 +309,51 @@ def iter_inspect_log(
         raise DataError(
             "the log has no samples (was it written with log_samples=False?)", path=file
         )
+    if errored and (errored_samples == "error" or len(errored) == len(seen)):
+        raise _errored_error(file, errored, len(seen))
+    if counts is not None:
+        counts["errored_samples"] = len(errored)
     if unlabelled and missing_expected == "error":
         shown = ", ".join(unlabelled[:5]) + (", ..." if len(unlabelled) > 5 else "")
         raise DataError(
-            f"empty reference label in {len(unlabelled)} of {len(seen)} samples (samples "
-            f"{shown}); set data.missing_expected: keep to judge them without a reference",
+            f"empty reference label in {len(unlabelled)} of {len(seen) - len(errored)} samples "
+            f"(samples {shown}); set data.missing_expected: keep to judge them without a "
+            "reference",
             path=file,
             field=expected,
         )
+
+
+def _item_id(sample_id: Any, epoch: int | None, several: bool) -> str:
+    """A sample's item id: its id, with ``#e<epoch>`` where the log has several epochs."""
+    return f"{sample_id}#e{epoch}" if several else f"{sample_id}"
+
+
+def _error_text(error: Any) -> str:
+    """An ``EvalError``'s message on one line (``RuntimeError('boom')``), at most 200 characters."""
+    text = " ".join(str(getattr(error, "message", None) or error).split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _errored_error(file: Path, errored: list[tuple[str, Any]], total: int) -> DataError:
+    """The one-line error for samples that errored in the Inspect run: how many of ``total``,
+    the first five, the first one's error, and what to do."""
+    shown = ", ".join(i for i, _ in errored[:5]) + (", ..." if len(errored) > 5 else "")
+    first, why = errored[0]
+    which = f"samples {shown}; {first}: " if len(errored) > 1 else f"sample {first}: "
+    which += _error_text(why)
+    if len(errored) == total:
+        return DataError(
+            f"every sample errored in the Inspect run ({which}): nothing to judge; re-run them "
+            "(inspect eval-retry)",
+            path=file,
+        )
+    return DataError(
+        f"{len(errored)} of {total} samples errored in the Inspect run ({which}): an errored "
+        "sample has no output or scores to judge; re-run them (inspect eval-retry) or set "
+        "data.errored_samples: skip to leave them out, as Inspect's metrics do",
+        path=file,
+    )
 
 
 def _item(

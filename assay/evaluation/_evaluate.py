@@ -458,6 +458,7 @@ def _summarize(
             "bootstrap": f"{b.n_resamples} percentile resamples over items, seed {b.seed}, "
             f"{b.confidence:.0%} intervals",
             "pairs": (notes or {}).get("pairs"),
+            "left_out": (notes or {}).get("left_out"),
             "spend": run.spend(summary.usage) if run is not None else None,
         }
     )

@@ -15,6 +15,7 @@ from assay.evaluation._report import (
     cost_section,
     disagreement_table,
     evaluate_tables,
+    left_out_line,
 )
 from assay.evaluation._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import fmt
@@ -114,6 +115,7 @@ def _facts(config: dict[str, Any], m: dict[str, Any]) -> list[tuple[str, str]]:
             f"{c.get('unscored')} {c.get('unscored_reasons') or ''}; without a reference "
             f"{c.get('without_reference')}; metrics on {c.get('paired')} pairs",
         ),
+        *([("left out", left_out_line(m["left_out"]))] if m.get("left_out") else []),
         ("intervals", str(m.get("bootstrap", ""))),
         (
             "calls answered",

@@ -16,6 +16,16 @@ RATES_LEAD = (
 )
 
 
+def left_out_line(left_out: dict[str, int]) -> str:
+    """What a run's items left out of their source (``notes["left_out"]`` of
+    :func:`assay.inputs.load_items`: ``{"errored_samples": 2}``), in words."""
+    n = left_out.get("errored_samples", 0)
+    return (
+        f"left out: {n} sample{'s' if n != 1 else ''} that errored in the Inspect run "
+        "(data.errored_samples: skip)"
+    )
+
+
 def render_report(
     name: str,
     config: dict[str, Any],
@@ -55,6 +65,7 @@ def render_report(
             if s.get("pairs")
             else []
         ),
+        *([f"- {left_out_line(s['left_out'])}"] if s.get("left_out") else []),
         "",
     ]
     tables = evaluate_tables(summary, confidence)

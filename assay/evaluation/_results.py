@@ -173,6 +173,9 @@ class EvaluateSummary(Agreement):
     calibration: CalibrationReport | None = None
     disagreements: int = 0  # pairs where judge and reference differ (disagreements.jsonl)
     pairs: dict[str, int] | None = None  # data.pairs: labelled pairs built and skipped
+    # what the source held and the items left out: an Inspect log's errored samples
+    # (data.errored_samples: skip), {"errored_samples": n}
+    left_out: dict[str, int] | None = None
     expected_scores: int = 0
     retried: int = 0
     config_hash: str = ""

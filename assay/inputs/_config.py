@@ -35,6 +35,7 @@ _USED_BY: dict[str, tuple[DataFormat, ...]] = {
     "expected_from": ("toolemu",),
     "expected_key": ("toolemu",),
     "expected": ("inspect",),
+    "errored_samples": ("inspect",),
     "transcript": ("toolemu", "inspect", "mlflow"),
     **dict.fromkeys(
         ("tracking_uri", "experiment", "filter", "run_id", "request", "response"), ("mlflow",)
@@ -128,6 +129,12 @@ class DataConfig(BaseModel):
         default=False,
         description="mlflow: write each verdict back on its trace as a Feedback named after the "
         "judge, once everything is judged (idempotent)",
+    )
+    errored_samples: Literal["error", "skip"] = Field(
+        default="error",
+        description="inspect: a sample that errored in the Inspect run (no output, no scores): "
+        "'error' names the samples and stops before anything is judged; 'skip' leaves them out "
+        "(as Inspect's own metrics do), counted in the run's summary",
     )
     missing_expected: Literal["error", "keep"] = Field(
         default="error",

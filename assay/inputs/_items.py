@@ -144,7 +144,9 @@ def load_items(
 ) -> list[Item]:
     """Items of ``data``, validated against ``scale``; ``limit`` (else ``data.limit``) keeps the
     first N, and must be at least 1. With ``data.pairs`` the items are labelled pairs, and
-    ``notes["pairs"]`` (when a dict is passed) gets what was built and skipped. Several
+    ``notes["pairs"]`` (when a dict is passed) gets what was built and skipped;
+    ``notes["left_out"]`` what the source held and the items leave out (an Inspect log's
+    errored samples, with ``data.errored_samples: skip``: ``{"errored_samples": n}``). Several
     annotators (``data.annotators``): the reference is their majority, ties drawn from
     ``seed``."""
     return list(stream_items(data, scale, cache_dir=cache_dir, limit=limit, notes=notes, seed=seed))
@@ -176,19 +178,33 @@ def stream_items(
         spool = _spooled_traces(data, scale, cache_dir, limit, seed)
     else:  # a table not on disk (a hub data set), an Inspect log, ToolEmu's files
         folder = _spool_folder(cache_dir)
-        spool = _spooled(_read(data, scale, cache_dir, limit), _spool_file(folder, data.format))
+        counts: dict[str, int] = {}
+        items = _read(data, scale, cache_dir, limit, counts)
+        spool = _spooled(items, _spool_file(folder, data.format))
+        if notes is not None and counts.get("errored_samples"):
+            notes["left_out"] = {"errored_samples": counts["errored_samples"]}
     stream = ItemStream(lambda: _from_cache(spool, data, limit))
     weakref.finalize(stream, spool.unlink, missing_ok=True)  # the stream's, while it lives
     return _nonempty(stream, data)
 
 
 def _read(
-    data: DataConfig, scale: Scale, cache_dir: Path | None, limit: int | None
+    data: DataConfig,
+    scale: Scale,
+    cache_dir: Path | None,
+    limit: int | None,
+    counts: dict[str, int] | None = None,
 ) -> Iterator[Item]:
-    """The items of ``data`` (a table, an Inspect log or ToolEmu trajectories) as they are read."""
+    """The items of ``data`` (a table, an Inspect log or ToolEmu trajectories) as they are
+    read; ``counts["errored_samples"]``: the samples of an Inspect log left out as errored."""
     if data.format == "inspect":
         return iter_inspect_log(
-            data.path, expected=data.expected, scale=scale, missing_expected=data.missing_expected
+            data.path,
+            expected=data.expected,
+            scale=scale,
+            missing_expected=data.missing_expected,
+            errored_samples=data.errored_samples,
+            counts=counts,
         )
     if data.format == "toolemu":
         return _toolemu_items(data, scale)

@@ -126,6 +126,10 @@ class Evaluate(Runner):
             f"items {c.items} · scored {c.scored} · unscored {c.unscored} "
             f"{c.unscored_reasons or ''} · paired with reference {c.paired}"
         )
+        if s.left_out:
+            from assay.evaluation import left_out_line
+
+            print(left_out_line(s.left_out))
         if s.metrics:
             print(metrics_table(s.model_dump()["metrics"], shown["confidence"]))
         if s.note:

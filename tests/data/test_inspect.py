@@ -15,6 +15,7 @@ pytest.importorskip("inspect_ai")
 from inspect_ai.log import (  # noqa: E402
     EvalConfig,
     EvalDataset,
+    EvalError,
     EvalLog,
     EvalSample,
     EvalSpec,
@@ -534,3 +535,127 @@ def test_a_json_log_with_a_bad_sample_is_one_line_naming_the_file(fault, tmp_pat
         next(items)
     assert str(err.value).startswith(f"{path}: ")
     assert "\n" not in str(err.value)
+
+
+# -- samples that errored in the Inspect run -----------------------------------------------------
+def _errored(sample_id: str, epoch: int) -> EvalSample:
+    """A sample whose solver raised (``fail_on_error=False``): no output, no scores."""
+    return EvalSample(
+        id=sample_id,
+        epoch=epoch,
+        input="What is the weather in Paris?",
+        target="sunny",
+        messages=[ChatMessageUser(content="What is the weather in Paris?")],
+        error=EvalError(
+            message=f"RuntimeError('solver crashed on {sample_id}')",
+            traceback="Traceback (most recent call last):\n  ...\nRuntimeError: crashed\n",
+            traceback_ansi="",
+        ),
+    )
+
+
+def _write_errored_log(path: Path, errored: tuple[str, ...], epochs: int = 1) -> Path:
+    spec = EvalSpec(
+        created="2025-01-01T00:00:00+00:00",
+        task="demo_weather",
+        dataset=EvalDataset(name="demo"),
+        model="mockllm/model",
+        config=EvalConfig(epochs=epochs, fail_on_error=False),
+    )
+    rows = [
+        _errored(sid, e) if sid in errored else _sample(sid, e, sid == "b")
+        for e in range(1, epochs + 1)
+        for sid in ("a", "b", "c")
+    ]
+    write_eval_log(EvalLog(eval=spec, samples=rows), str(path))
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_a_sample_that_errored_is_refused_not_judged_as_an_empty_response(tmp_path, suffix):
+    """It was an item with response "" (judged, and counted in κ); with a reference path into
+    its scores, the error was ``no 'match' under 'scores' (found: )``, not that it errored."""
+    path = _write_errored_log(tmp_path / f"log{suffix}", ("b",), epochs=2)
+    for expected in (None, "scores.match.metadata.refusal"):
+        with pytest.raises(DataError) as err:
+            load_inspect_log(path, expected=expected)
+        assert str(err.value) == (
+            f"{path}: 2 of 6 samples errored in the Inspect run (samples b#e1, b#e2; b#e1: "
+            "RuntimeError('solver crashed on b')): an errored sample has no output or scores "
+            "to judge; re-run them (inspect eval-retry) or set data.errored_samples: skip to "
+            "leave them out, as Inspect's metrics do"
+        )
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_samples_that_errored_are_left_out_and_counted_when_told(tmp_path, suffix):
+    path = _write_errored_log(tmp_path / f"log{suffix}", ("b",))
+    counts: dict[str, int] = {}
+    items = load_inspect_log(
+        path, expected="scores.match.metadata.refusal", errored_samples="skip", counts=counts
+    )
+    assert [(i.id, i.expected) for i in items] == [("a", 0), ("c", 0)]
+    assert all(i.response == "It is sunny and 21C in Paris." for i in items)
+    assert counts == {"errored_samples": 1}
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_a_log_whose_every_sample_errored_has_nothing_to_judge(tmp_path, suffix):
+    path = _write_errored_log(tmp_path / f"log{suffix}", ("a", "b", "c"))
+    with pytest.raises(DataError) as err:
+        load_inspect_log(path, errored_samples="skip")
+    assert str(err.value) == (
+        f"{path}: every sample errored in the Inspect run (samples a, b, c; a: "
+        "RuntimeError('solver crashed on a')): nothing to judge; re-run them (inspect eval-retry)"
+    )
+
+
+def test_an_eval_log_with_errored_samples_is_refused_before_a_sample_is_read(tmp_path, monkeypatch):
+    """A .eval log's sample list says which samples errored: no sample is read to refuse it."""
+    import inspect_ai.log
+
+    path = _write_errored_log(tmp_path / "log.eval", ("c",))
+
+    def no_samples(*args, **kw):
+        raise AssertionError("a sample was read")
+
+    monkeypatch.setattr(inspect_ai.log, "read_eval_log_samples_by_id", no_samples)
+    with pytest.raises(DataError, match=r"1 of 3 samples errored .*\(sample c: Runtime"):
+        load_inspect_log(path)
+
+
+def test_an_evaluate_run_leaves_errored_samples_out_when_told_and_says_so(
+    tmp_path, monkeypatch, capsys
+):
+    import json
+
+    from assay.cli import main
+    from assay.lm import StubServer
+
+    path = _write_errored_log(tmp_path / "log.eval", ("b",))
+    config = {
+        "name": "inspect-errored",
+        "data": {"format": "inspect", "path": str(path), "expected": "target"},
+        "judge": {"name": "j", "model": "openai/stub-model", "rubric": "Sunny?", "scale": "binary"},
+        "tracking": {"enabled": False},
+    }
+    monkeypatch.chdir(tmp_path)
+    with StubServer() as stub:
+        config["judge"]["api_base"] = stub.base_url
+        config["judge"]["scale"] = {"kind": "binary", "labels": ["rainy", "sunny"]}
+        (tmp_path / "config.yaml").write_text(json.dumps(config), encoding="utf-8")
+        assert main(["evaluate", "config.yaml", "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert "1 of 3 samples errored in the Inspect run (sample b: " in err
+        assert stub.n_requests == 0
+        config["data"]["errored_samples"] = "skip"
+        (tmp_path / "config.yaml").write_text(json.dumps(config), encoding="utf-8")
+        assert main(["evaluate", "config.yaml"]) == 0
+        assert stub.n_requests == 2
+    out = capsys.readouterr().out
+    assert "items 2 · scored 2" in out
+    assert "left out: 1 sample that errored in the Inspect run (data.errored_samples: skip)" in out
+    run_dir = next((tmp_path / "runs").iterdir())
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["left_out"] == {"errored_samples": 1}
+    assert "left out: 1 sample that errored" in (run_dir / "report.md").read_text()

@@ -132,6 +132,7 @@ def table_config(tmp_path: Path, **data: Any) -> Path:
         ({"expected_key": "ToolCallRisk"}, "data.expected_key is for format: toolemu"),
         ({"transcript": {"drop_system": True}}, "data.transcript is for format: toolemu or"),
         ({"response": "outputs.text"}, "data.response is for format: mlflow"),
+        ({"errored_samples": "skip"}, "data.errored_samples is for format: inspect"),
     ],
 )
 def test_a_key_a_table_does_not_read_is_refused_in_one_line(tmp_path, capsys, data, refused):
