@@ -132,7 +132,8 @@ def check_limit(limit: object) -> int | None:
 def resolve_dotted(root: object, dotted: str, *, top: str = "meta") -> tuple[Any, str | None]:
     """Follow ``a.b.c`` through mappings and list indices (``-1``: the last element) from
     ``root`` (called ``top`` in messages); return the value and None, or None and what is
-    missing (``no 'x' under 'a.b' (found: ...)``, ``'a.b' has no element -1 (it has 0)``)."""
+    missing (``no 'x' under 'a.b' (found: ...)``, ``no 'x' under 'a.b' (it is empty)``,
+    ``'a.b' has no element -1 (it has 0)``)."""
     node: Any = root
     walked: list[str] = []
     for key in dotted.split("."):
@@ -143,6 +144,8 @@ def resolve_dotted(root: object, dotted: str, *, top: str = "meta") -> tuple[Any
             if not -len(node) <= int(key) < len(node):
                 return None, f"'{where}' has no element {key} (it has {len(node)})"
             node = node[int(key)]
+        elif isinstance(node, Mapping) and not node:
+            return None, f"no '{key}' under '{where}' (it is empty)"
         else:
             keys = ", ".join(map(str, node)) if isinstance(node, Mapping) else type(node).__name__
             return None, f"no '{key}' under '{where}' (found: {keys})"

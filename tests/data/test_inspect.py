@@ -659,3 +659,22 @@ def test_an_evaluate_run_leaves_errored_samples_out_when_told_and_says_so(
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["left_out"] == {"errored_samples": 1}
     assert "left out: 1 sample that errored" in (run_dir / "report.md").read_text()
+
+
+def test_a_reference_path_into_a_sample_without_scores_says_they_are_empty(tmp_path):
+    """A sample that was not scored (``inspect eval --no-score``): ``(found: )`` said nothing."""
+    spec = EvalSpec(
+        created="2025-01-01T00:00:00+00:00",
+        task="demo_weather",
+        dataset=EvalDataset(name="demo"),
+        model="mockllm/model",
+        config=EvalConfig(),
+    )
+    sample = _sample("a", 1, False).model_copy(update={"scores": None})
+    path = tmp_path / "log.eval"
+    write_eval_log(EvalLog(eval=spec, samples=[sample]), str(path))
+    with pytest.raises(DataError) as err:
+        load_inspect_log(path, expected="scores.match.value")
+    assert str(err.value) == (
+        f"{path}, field 'scores.match.value': sample 'a': no 'match' under 'scores' (it is empty)"
+    )
