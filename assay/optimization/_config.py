@@ -165,5 +165,4 @@ class OptimizeConfig(RunConfig):
                 "log_mlflow_model",
             },
         )
-        # the judge with the prices its cost is counted at (its config hash when unpriced)
-        return stable_hash({"judge": self.judge.results_hash(), "data": data_fingerprint, **dump})
+        return stable_hash({"judge": self.judge.config_hash(), "data": data_fingerprint, **dump})

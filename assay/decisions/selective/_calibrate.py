@@ -60,9 +60,7 @@ def calibrate(
     run_hash = stable_hash(
         {
             "mode": "calibrate",
-            # each judge with the prices its cost is counted at: at another price the cascade
-            # judges again, through the LM cache (its thresholds are the config hash's)
-            "judges": [j.results_hash() for j in config.judges],
+            "judges": hashes,
             "data": fingerprint,
             "alpha": config.alpha,
             "delta": config.delta,

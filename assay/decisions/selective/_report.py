@@ -47,7 +47,7 @@ def _finish(
     _write_report(run)
     mode = summary.mode
     params = {"mode": mode, "alpha": str(config.alpha), "delta": str(config.delta)}
-    for k, judge in enumerate(config.judges):
+    for k, judge in enumerate(config.judges, start=1):  # stage 1 first, as the reports count
         params.update({f"stage{k}.{key}": v for key, v in judge.flat_params().items()})
     params["holdout"] = str(config.holdout)
     run_id = run.finish(
