@@ -7,8 +7,8 @@ import json
 import math
 import re
 from array import array
-from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -25,6 +25,7 @@ __all__ = [
     "PAID_FIELDS",
     "FiniteReal",
     "Item",
+    "JudgeLike",
     "Judgment",
     "ListHash",
     "Message",
@@ -46,6 +47,7 @@ __all__ = [
     "canonical_json",
     "cost_lines",
     "flatten",
+    "model_shown",
     "spend_line",
     "stable_hash",
     "with_work",
@@ -465,3 +467,28 @@ def all_unscored(judged: int, reasons: Mapping[str, int], what: str = "judgments
         return None
     counted = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
     return f"all {judged} {what} unscored: {counted}"
+
+
+class JudgeLike(Protocol):
+    """What :func:`model_shown` reads of a judge config."""
+
+    @property
+    def program(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def members(self) -> Sequence[JudgeLike]: ...
+
+
+def model_shown(judge: JudgeLike | Mapping[str, object]) -> str:
+    """The model(s) a verdict of ``judge`` comes from, as reports, judgments and MLflow name
+    them — ``judge`` a judge config, or its dump as a run's ``config.yaml`` holds it: its
+    ``model``, or a panel's members' (a panel's own ``model`` is never called): ``panel of
+    scripted:a, scripted:b``."""
+    if isinstance(judge, Mapping):
+        program, model, members = judge.get("program"), judge.get("model"), judge.get("members")
+    else:
+        program, model, members = judge.program, judge.model, judge.members
+    if program != "panel" or not isinstance(members, Sequence) or not members:
+        return str(model)
+    return "panel of " + ", ".join(dict.fromkeys(model_shown(m) for m in members))

@@ -374,7 +374,7 @@ def certify_run(
         "issued": datetime.now(UTC).isoformat(timespec="seconds"),
         "assay_version": assay.__version__,
         "judge": config.judge.name,
-        "model": config.judge.model,
+        "model": config.judge.model_shown,
         "config_hash": config_hash,
         "run": str(run_dir.resolve()),
         "run_hash": state["run_hash"],

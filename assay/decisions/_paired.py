@@ -181,7 +181,7 @@ def side(run: JudgeRun) -> PairedSide:
         mlflow_run_id=run.mlflow_run_id,
         run_name=run.config.name,
         judge=run.config.judge.name,
-        model=run.config.judge.model,
+        model=run.config.judge.model_shown,
         config_hash=run.config_hash,
         items=len(run.items),
         unscored=sum(j.score is None for j in run.judgments.values()),

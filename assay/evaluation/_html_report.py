@@ -16,6 +16,7 @@ from assay.evaluation._report import (
     disagreement_table,
     evaluate_tables,
     left_out_line,
+    model_shown,
 )
 from assay.evaluation._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import fmt
@@ -103,7 +104,7 @@ def _facts(config: dict[str, Any], m: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         (
             "judge",
-            f"{judge.get('name')} · model {judge.get('model')} · program "
+            f"{judge.get('name')} · model {model_shown(judge)} · program "
             f"{judge.get('program')} · adapter {judge.get('adapter')} · temperature "
             f"{judge.get('temperature')}",
         ),

@@ -7,7 +7,7 @@ from typing import Any
 from assay.evaluation._results import DisagreementRecord, EvaluateSummary
 from assay.metrics import metric_table
 from assay.report import Table, cost_table, markdown
-from assay.types import cost_lines, cost_per_point
+from assay.types import cost_lines, cost_per_point, model_shown
 
 RATES_LEAD = (
     "A rate is a count of its n (a false positive rate's n is the reference's negatives) with "
@@ -40,7 +40,7 @@ def render_report(
     lines = [
         f"# assay evaluate — {name}",
         "",
-        f"- judge: `{judge.get('name')}` · model `{judge.get('model')}` · program `{judge.get('program')}` · "
+        f"- judge: `{judge.get('name')}` · model `{model_shown(judge)}` · program `{judge.get('program')}` · "
         f"adapter `{judge.get('adapter')}` · temperature {judge.get('temperature')} · config hash `{summary.config_hash}`",
         f"- data: `{config['data']['path']}` ({c['items']} items)",
         f"- judged {c['judged']}, scored {c['scored']}, **unscored {c['unscored']}**"

@@ -15,7 +15,7 @@ from assay.lm import NOT_IN_IDENTITY, ModelSpec, Real, StrictInt, model_family
 from assay.metrics import CalibrationMap
 from assay.programs._panel import RUN_LEVEL_AGGREGATES, RUN_LEVEL_MAX_CLASSES, Aggregate
 from assay.scale import Scale
-from assay.types import PlainName, flatten, stable_hash
+from assay.types import PlainName, flatten, model_shown, stable_hash
 
 ProgramKind = Literal["predict", "chain_of_thought", "panel"]
 
@@ -492,10 +492,22 @@ class JudgeConfig(ModelSpec):
             return families.pop() if len(families) == 1 else None
         return model_family(self.model)
 
+    @property
+    def model_shown(self) -> str:
+        """The model(s) a verdict of this judge comes from (:func:`assay.types.model_shown`):
+        its ``model``, or a panel's members'."""
+        return model_shown(self)
+
     def flat_params(self) -> dict[str, str]:
-        """The config flattened to ``key.sub → str`` for MLflow params."""
+        """The config flattened to ``key.sub → str`` for MLflow params; a panel's
+        ``judge.model`` is its members' (:attr:`model_shown`), with no runtime or prompt layout
+        of a model it never calls."""
         exclude = None if self.mlflow is not None else _NOT_MLFLOW
         out = flatten(self._with_layouts(self.model_dump(mode="json", exclude=exclude)), "judge")
+        if self.program == "panel" and self.members:
+            out["judge.model"] = self.model_shown
+            for key in ("judge.runtime", "judge.prompt_layout"):
+                out.pop(key, None)
         out["judge.config_hash"] = self.config_hash()
         return out
 

@@ -32,7 +32,7 @@ def judge_one(
     base: dict[str, Any] = {
         "item_id": item.id,
         "judge": config.name,
-        "model": config.model,
+        "model": config.model_shown,
         "config_hash": config_hash or config.config_hash(),
     }
     with (

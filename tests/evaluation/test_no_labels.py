@@ -223,6 +223,16 @@ def test_a_dawid_skene_panel_gives_crowdkits_labels_and_reports_its_members(tmp_
     # does MLflow (it logged 0: only a flagged pair counted)
     assert panel["dawid_skene"]["warning"].startswith("with 3 judges on 2 classes")
     assert m["panel_ds_warning"] == 1.0 and m["panel_ds_dependence_flagged"] == 0.0
+    # the panel's model is its members' (it was "local", the embedded model, never called)
+    shown = "panel of openai/good, openai/fair, openai/contrarian"
+    params = logged.data.params
+    assert params["judge.model"] == shown
+    assert "judge.runtime" not in params and "judge.prompt_layout" not in params
+    assert (
+        f"model `{shown}`" in report and f"model {shown}" in (run_dir / "report.html").read_text()
+    )
+    lines = (run_dir / "judgments.jsonl").read_text().splitlines()
+    assert {json.loads(line)["model"] for line in lines} == {shown}
 
     # re-read: the finished run's verdicts and figures, no refit needed
     again = panel_run(tmp_path, stub, "dawid_skene")

@@ -104,7 +104,7 @@ def _judge_metrics(
     pass_values = [m.pass_rate.value for m in per_test.values() if m.pass_rate]
     mean_pass = sum(pass_values) / len(pass_values) if pass_values else None
     return JudgeReliability(
-        model=cfg.model,
+        model=cfg.model_shown,
         config_hash=cfg.config_hash(),
         tests=per_test,
         source_unscored=sum(v is None for v in sources.values()),
