@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from assay.lm._pricing import CACHED, priced_entry
+from assay.lm._pricing import CACHED, PRICED_AT, priced_entry
 from assay.lm._redact import redact
 from assay.types import PAID_FIELDS, Usage
 
@@ -100,6 +100,9 @@ class _CallTracker:
       as DSPy accounts it;
     - given by the cache (:meth:`cached`, no usage from DSPy): no call, nothing noted; the
       enclosing tracker gets the usage the server first reported for it, under ``CACHED``.
+
+    Either way the entry the enclosing tracker gets names this LM's price (``PRICED_AT``), so
+    the answer is costed as the ledger costs it, whoever reads the tracker.
     """
 
     def __init__(self, parent: Any, model: str, price: tuple[float, float] | None):
@@ -110,7 +113,7 @@ class _CallTracker:
 
     def add_usage(self, lm: str, usage_entry: dict[str, Any]) -> None:
         if self.parent is not None:
-            self.parent.add_usage(lm, usage_entry)
+            self.parent.add_usage(lm, {**usage_entry, PRICED_AT: self._price})
         if self.noted:
             self.noted = False
         else:
@@ -125,7 +128,12 @@ class _CallTracker:
         """The call's answer came from the response cache (``usage_entry``: the usage the
         server first reported for it; None when the cache did not keep it)."""
         if self.parent is not None:
-            self.parent.add_usage(self.model, {CACHED: usage_entry or {}})
+            self.parent.add_usage(self.model, {CACHED: usage_entry or {}, PRICED_AT: self._price})
+
+    @property
+    def _price(self) -> list[float] | None:
+        """This LM's price as noted on the usage entries it hands on (:data:`PRICED_AT`)."""
+        return None if self.price is None else list(self.price)
 
     def _note(self, lm: str, usage_entry: dict[str, Any]) -> None:
         priced = priced_entry(lm, usage_entry, self.price)  # a call, as usage_of_tracker counts

@@ -65,6 +65,22 @@ CACHED = "assay_cached"
 usage the server reported when it first answered (empty when the cache did not keep it). Kept
 under its own key, so that DSPy's own token totals still count only calls."""
 
+PRICED_AT = "assay_price"
+"""The key of a DSPy usage entry holding the price of the LM that answered it: its spec's
+``[input, output]`` USD per million tokens, or None for LiteLLM's price map. An answer is costed
+at the price of the LM that asked for it — a panel member's, not the panel's — as the call
+ledger costs it; an entry without the key (an LM assay did not make) at the caller's price."""
+
+
+def entry_price(
+    entry: Mapping[str, Any], price: tuple[float, float] | None
+) -> tuple[float, float] | None:
+    """The price ``entry`` is costed at: the one its LM noted on it, else ``price``."""
+    if PRICED_AT not in entry:
+        return price
+    noted = entry[PRICED_AT]
+    return None if noted is None else (float(noted[0]), float(noted[1]))
+
 
 def priced_entry(
     model: str, entry: dict[str, Any], price: tuple[float, float] | None = None
@@ -87,20 +103,25 @@ def usage_of_tracker(
 
     A cache hit is no call: it is counted apart, in the ``cached_*`` fields, with the usage the
     server first reported for it (what :class:`~assay.lm.AssayLM` notes, see
-    :mod:`assay.lm._ledger`). ``price`` (USD per million input and output tokens) overrides
-    LiteLLM's price map; a call of a model with no known price is counted in
-    ``unpriced_calls``, never priced at zero. ``limits`` (from
-    :func:`~assay.lm.track_limits`) adds the time the calls waited on rate limits.
+    :mod:`assay.lm._ledger`). Each answer is costed at the price of the LM that answered it
+    (:data:`PRICED_AT`, which :class:`~assay.lm.AssayLM` notes on it: a panel's members each at
+    their own, as the call ledger costs them); ``price`` (USD per million input and output
+    tokens) costs the answers of an LM that noted none, in place of LiteLLM's price map. A call
+    of a model with no known price is counted in ``unpriced_calls``, never priced at zero.
+    ``limits`` (from :func:`~assay.lm.track_limits`) adds the time the calls waited on rate
+    limits.
     """
     paid, cached = _Tally(), _Tally()
     for model, entries in tracker.usage_data.items():
         for entry in entries:
             if entry.get(UNTALLIED):
                 paid.calls, paid.untallied = paid.calls + 1, paid.untallied + 1
-            elif CACHED in entry:
-                cached.add(priced_entry(model, entry[CACHED] or {}, price), answered=True)
+                continue
+            at = entry_price(entry, price)
+            if CACHED in entry:
+                cached.add(priced_entry(model, entry[CACHED] or {}, at), answered=True)
             else:
-                paid.add(priced_entry(model, entry, price), answered=False)
+                paid.add(priced_entry(model, entry, at), answered=False)
     return Usage(  # one model built per judgment: this runs once per LM call
         **paid.fields(""),
         **cached.fields("cached_"),
