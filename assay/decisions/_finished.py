@@ -68,7 +68,11 @@ def judged_items(
             f"{where}: {len(missing)} judged items are no longer in {config.data.path} "
             f"(e.g. {missing[0]}): the data changed since the run"
         )
-    if run_identity(config, config.run_hash(data_fingerprint(items))) != run_hash:
+    fingerprint = data_fingerprint(items)
+    # a run made before prices counted in its hash (a priced judge's): its hash without them
+    unpriced = config.model_copy(update={"judge": config.judge.without_prices()})
+    hashes = {run_identity(c, c.run_hash(fingerprint)) for c in (config, unpriced)}
+    if run_hash not in hashes:
         raise RunError(
             f"{where}: the data changed since the run judged it ({config.data.path}): its items "
             "differ from those the run judged (the run's hash no longer matches)"

@@ -368,9 +368,11 @@ class EvaluateConfig(RunConfig):
         return self
 
     def run_hash(self, data_fingerprint: str) -> str:
-        """Identity of a run: the judge config, the data and the measuring settings."""
+        """Identity of a run: the judge config and the prices its cost is counted at
+        (:meth:`~assay.programs.JudgeConfig.results_hash`), the data and the measuring
+        settings."""
         identity: dict[str, object] = {
-            "judge": self.judge.config_hash(),
+            "judge": self.judge.results_hash(),
             "data": data_fingerprint,
             "threshold": self.threshold,
             "bootstrap": self.bootstrap.model_dump(),

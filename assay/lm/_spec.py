@@ -39,7 +39,9 @@ ROLE_DEFAULTS: dict[str, dict[str, Any]] = {
 """Each role's sampling defaults — the only place they are set."""
 
 NOT_IN_IDENTITY = ("price", "timeout", "client", "rpm", "tpm")
-"""Settings of how a model is called that never change its outputs (left out of hashes)."""
+"""Settings of how a model is called that never change its outputs (left out of a model's and a
+judge's identity). The price changes what a run prints, though: it is part of the key of every
+stored result that holds a cost (:meth:`ModelSpec.price_identity`)."""
 
 CONSTANT_FIRST = "constant-first"
 """The prompt layout of in-process models (:mod:`assay.lm._adapters`): everything that is the
@@ -160,6 +162,15 @@ class ModelSpec(BaseModel):
         """What changes the model's outputs (the price, timeout, client and limits do not),
         with the prompt layout where it is not DSPy's (:func:`prompt_layout`)."""
         return self.with_layout(self.model_dump(mode="json", exclude=set(NOT_IN_IDENTITY)))
+
+    def price_identity(self) -> list[float] | None:
+        """The price this spec's answers are costed at (``[input, output]`` USD per million
+        tokens; None: LiteLLM's price map). No part of :meth:`identity` — a price changes no
+        output — but part of the key of every stored result that holds a cost: a result costed
+        at another price is made again (through the LM cache: no call), never shown at it."""
+        if self.price is None:
+            return None
+        return [float(self.price.input_per_mtok), float(self.price.output_per_mtok)]
 
     def with_layout(self, dump: dict[str, Any]) -> dict[str, Any]:
         """``dump`` (this spec's fields) with ``prompt_layout`` added when it is not DSPy's, and

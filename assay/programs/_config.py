@@ -458,6 +458,32 @@ class JudgeConfig(ModelSpec):
         dump = self._with_layouts(self.model_dump(mode="json", exclude=exclude))
         return stable_hash(self._with_state_content(dump))
 
+    def _prices(self) -> object:
+        """The prices this judge's answers are costed at: its own, and its members' where a
+        member has one (each member's answers are costed at its own price). None when no price
+        is set anywhere."""
+        own = self.price_identity()
+        members = [m._prices() for m in self.members]
+        if all(p is None for p in members):
+            return own
+        return {"price": own, "members": members}
+
+    def results_hash(self) -> str:
+        """The identity of this judge's stored results: :meth:`config_hash` (what its verdicts
+        are of) and the prices their cost is counted at (its own, its members'). A price
+        changes no verdict, so it is no part of the config hash — but every cost a run prints
+        is at its config's price, so judgments costed at another price are not reused: they
+        are made again, through the LM cache (no call). The config hash itself when no price
+        is set (such runs keep their hash)."""
+        judge, price = self.config_hash(), self._prices()
+        return judge if price is None else stable_hash({"judge": judge, "price": price})
+
+    def without_prices(self) -> JudgeConfig:
+        """This judge with no price anywhere (its own, its members'): how a run made before
+        prices counted in run hashes computed its hash."""
+        members = [m.without_prices() for m in self.members]
+        return self.model_copy(update={"price": None, "members": members})
+
     def _with_state_content(self, dump: dict[str, Any]) -> dict[str, Any]:
         """``dump`` with each program state file's content digest beside its reference (this
         judge's and its members'). An MLflow URI counts as written: pin a version
