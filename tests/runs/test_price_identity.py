@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 from assay.cli import main
 from assay.lm import StubServer
+from assay.lm._stub_server import default_respond
 from assay.programs import JudgeConfig
+from assay.reliability.review import record_decision
+from assay.reliability.selftest._selftest import write_data
+from assay.scale import Scale
 from tests.stub_judge import N_ITEMS, stub_config, write_items
 
 DEAR = {"input_per_mtok": 1000.0, "output_per_mtok": 1000.0}
@@ -184,3 +189,159 @@ def test_a_panel_costs_each_members_answers_at_that_members_price(tmp_path, monk
         second = cli_json(["evaluate", str(config(CHEAP))], capsys)
         assert stub.n_requests == served
         assert_cost(second["work"], want(CHEAP))
+
+
+# -- harness ----------------------------------------------------------------------------------
+def harness_config(folder: Path, api_base: str, *, judge: dict, gen: dict, tests: dict) -> Path:
+    """A harness on four arithmetic seeds, its judge (and generator, validator) on the stub."""
+    on_stub = {"model": "openai/stub-model", "api_base": api_base}
+    config = {
+        "name": "priced",
+        "data": {"path": str(write_data(folder / "data", n=4)), "columns": {"id": "id"}},
+        "scale": SCALE,
+        "generator": {**on_stub, **gen},
+        "validator": {**on_stub, **gen},
+        "judges": [{**on_stub, "name": "j", "rubric": "The answer states the sum.", **judge}],
+        "tests": tests,
+        "concurrency": 2,
+        "retries": 0,
+        "tracking": {"enabled": False},
+    }
+    path = folder / "harness.yaml"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return path
+
+
+def test_a_harness_judge_at_another_price_is_costed_at_that_price(tmp_path, monkeypatch, capsys):
+    """A deterministic test (no generator call), the judge priced dear then cheap: the second
+    run judges through the LM cache and costs the judge's work at the cheap price; the same
+    price again re-reads the run, no call."""
+    monkeypatch.chdir(tmp_path)
+    tests = {"format_vertical": {}}
+    with StubServer() as stub:
+
+        def config(price: dict[str, float]) -> Path:
+            return harness_config(
+                tmp_path, stub.base_url, judge={"price": price}, gen={}, tests=tests
+            )
+
+        dear = cli_json(["harness", str(config(DEAR))], capsys)
+        served = stub.n_requests
+        assert served > 0
+        p, c = tokens(stub.responses)
+        assert_cost(dear["judges"]["j"]["work"], at(DEAR, p, c))
+
+        cheap = cli_json(["harness", str(config(CHEAP))], capsys)
+        assert stub.n_requests == served
+        assert [cheap["judges"]["j"]["work"][k] for k in PAID] == [served, p, c]
+        assert_cost(cheap["judges"]["j"]["work"], at(CHEAP, p, c))
+        assert cheap["judges"]["j"]["usage"]["calls"] == 0
+        out = console(["harness", str(config(CHEAP))], capsys)  # unchanged: re-read
+        work = (
+            f"cost of the work: {served} LM answers · tokens {p}+{c} · cost ${at(CHEAP, p, c):.6f}"
+        )
+        assert f"judge j (openai/stub-model) · {work}" in out
+        assert stub.n_requests == served
+    # what was paid stays costed as it was paid: the dear run's calls, which no result uses now
+    unused = cheap["spend"]["paid_not_used"]
+    assert [unused[k] for k in PAID] == [served, p, c]
+    assert math.isclose(unused["cost_usd"], at(DEAR, p, c), rel_tol=1e-9)
+
+
+def test_a_harness_generator_at_another_price_is_costed_at_that_price(
+    tmp_path, monkeypatch, capsys
+):
+    """Paraphrases generated and validated at a dear price, then at a cheap one: the second
+    run makes them again through the LM cache — the same probes under the same ids, so the
+    review decision made on one still holds — and costs generation at the cheap price."""
+    monkeypatch.chdir(tmp_path)
+    tests = {"paraphrase": {}}
+    judge = {"price": DEAR}
+    with StubServer(respond=paraphrasing) as stub:
+
+        def config(price: dict[str, float]) -> Path:
+            gen = {"price": price}
+            return harness_config(tmp_path, stub.base_url, judge=judge, gen=gen, tests=tests)
+
+        dear = cli_json(["harness", str(config(DEAR))], capsys)
+        served = stub.n_requests
+        run_dir = Path(dear["run_dir"])
+        probes = made(run_dir)
+        generation = [r for r, q in zip(stub.responses, stub.requests, strict=True) if asks(q)]
+        p, c = tokens(generation)
+        assert p > 0
+        assert_cost(total(dear["generation_usage"]), at(DEAR, p, c))
+        first = next(iter(probes))
+        decision = {"probe_id": first, "decision": "accept", "reviewer": "me"}
+        record_decision(run_dir, decision, Scale.model_validate(SCALE))
+
+        cheap = cli_json(["harness", str(config(CHEAP))], capsys)
+        assert stub.n_requests == served  # through the LM cache
+        assert cheap["run_dir"] == dear["run_dir"]
+        assert made(run_dir) == probes
+        work = total(cheap["generation_usage"])
+        assert [work[k] for k in PAID] == [len(generation), p, c]
+        assert_cost(work, at(CHEAP, p, c))
+        assert cheap["review"]["accepted"] == 1
+        again = cli_json(["harness", str(config(CHEAP))], capsys)  # unchanged: no call
+        assert_cost(total(again["generation_usage"]), at(CHEAP, p, c))
+        assert stub.n_requests == served
+
+
+def paraphrasing(request: dict[str, Any]) -> str:
+    """The stub's answers, with a paraphrase where one is asked for (the response reworded),
+    and the validator's confirmation that it is one."""
+    asked = request["messages"][-1]["content"]
+    if "`equivalent`" in asked:
+        return json.dumps({"equivalent": True, "reason": "the same sum"})
+    response = re.search(r"\[\[ ## response ## \]\]\n(.*?)\n\n", asked, re.S)
+    if "`rewritten`" in asked and response:
+        return json.dumps({"rewritten": response.group(1).replace("I added", "Adding")})
+    return default_respond(request)
+
+
+def made(run_dir: Path) -> dict[str, tuple[str, str]]:
+    """The probes of a harness run: id → source and response."""
+    lines = (run_dir / "probes.jsonl").read_text(encoding="utf-8").splitlines()
+    return {p["id"]: (p["source_id"], p["response"]) for p in map(json.loads, lines)}
+
+
+def asks(request: dict[str, Any]) -> bool:
+    """Whether a request to the stub is the generator's or the validator's (not the judge's)."""
+    return "The answer states the sum." not in json.dumps(request["messages"])
+
+
+def total(usages: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The cost of the work of several usages (``generation_usage``, by stage and test)."""
+    keys = (*PAID, "cost_usd", "unpriced_calls")
+    return {k: sum(u[k] + u[f"cached_{k}"] for u in usages.values()) for k in keys}
+
+
+def test_a_unit_made_again_at_another_price_keeps_its_probe_ids_only_for_the_same_probes():
+    """A unit made again only because its prices changed: its probes keep the stored ids when
+    they are the same probes (whatever their usage), and get ids of their own when their text
+    differs (a cache that lost the answers), so that no judgment or review of the old text
+    carries over to the new one."""
+    from assay.reliability._probe import Generation, Probe
+    from assay.reliability.engine._generation import UnitRecord, _settled
+    from assay.types import Usage
+
+    def record(response: str, cost: float) -> UnitRecord:
+        usage = Usage(prompt_tokens=10, completion_tokens=2, cost_usd=cost, calls=1)
+        probe = Probe(
+            id="paraphrase:a1:0123456789.abcdef01",
+            test="paraphrase",
+            source_id="a1",
+            response=response,
+            generation=Generation(model="openai/m", usage=usage),
+        )
+        return UnitRecord(unit_id="paraphrase:a1", test="paraphrase", probes=[probe], key="k" * 32)
+
+    stored = _settled(record("It is 3.", 1.0), "dear", None)
+    assert stored.priced == "dear" and stored.probes[0].id.endswith(".abcdef01")
+    same = _settled(record("It is 3.", 0.001), "cheap", stored)
+    assert same.priced == "cheap" and same.probes[0].id == stored.probes[0].id
+    other = _settled(record("Three.", 0.001), "cheap", stored)
+    assert other.probes[0].id.startswith("paraphrase:a1:0123456789.")
+    assert other.probes[0].id != stored.probes[0].id
+    assert _settled(record("Three.", 0.001), "cheap", stored).probes[0].id == other.probes[0].id

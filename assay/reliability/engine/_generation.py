@@ -10,6 +10,12 @@ program states, the generator and validator, and the run's inputs it read — th
 rubric), and its probes' ids are bound to that key. Edit a rubric the generation read and its
 units are made again, under new probe ids (no judgment or review of the old text is reused);
 the others are reused and counted (:class:`Generated`).
+
+A unit's record also says the prices its usage was costed at (``priced``: the generator's and
+validator's). At another price the unit is made again — through the LM cache, no call — so that
+the run's cost of generation is at its config's price; its probes keep their ids when they are
+the same probes (from the cache they are: the judgments and review decisions made on them
+stand), and get ids of their own when they are not (:func:`_settled`).
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ class UnitRecord(BaseModel):
     finished: str = ""
     key: str = ""  # unit_key: what the unit was generated from ("": unknown, made again)
     read: list[str] = Field(default_factory=list)  # the context's inputs generation read
+    priced: str = ""  # _prices: what its usage is costed at ("": LiteLLM's price map, no LM)
 
 
 @dataclass
@@ -103,12 +110,20 @@ def generate_units(
     units = [(t, u) for t in instances for u in t.units(pool if t.pool_based else seeds)]
     inputs = run_inputs(config)
     keys = {t.name: _test_identity(config, t) for t in instances}
+    priced = {t.name: _prices(config, t) for t in instances}
 
     def key_of(test: ReliabilityTest, unit: Unit, read: list[str]) -> str:
         return unit_key(keys[test.name], unit, {n: inputs.get(n, "") for n in read})
 
+    def settled(test: ReliabilityTest, unit: Unit, record: UnitRecord) -> UnitRecord:
+        return _settled(record, priced[test.name], done.get(unit.id))
+
     reused = {
-        u.id for t, u in units if u.id in done and done[u.id].key == key_of(t, u, done[u.id].read)
+        u.id
+        for t, u in units
+        if u.id in done
+        and done[u.id].key == key_of(t, u, done[u.id].read)
+        and done[u.id].priced == priced[t.name]
     }
     work: list[Any] = [(t, u) for t, u in units if u.id not in reused]
     remote: list[tuple[ReliabilityTest, Unit]] = []
@@ -127,7 +142,8 @@ def generate_units(
             return judging.run(w)
         test, unit = w
         ctx = _context(config, lm, memo, judging.slots.hold, inputs)
-        return _generate_unit(test, unit, ctx, lambda read: key_of(test, unit, read))
+        record = _generate_unit(test, unit, ctx, lambda read: key_of(test, unit, read))
+        return settled(test, unit, record)
 
     def commit(w: Any, result: Any) -> None:
         if isinstance(w, JudgeTask):
@@ -165,7 +181,7 @@ def generate_units(
             keys,
             inputs,
             base=judging.config_dir,
-            commit=lambda unit, record: commit(unit, record),
+            commit=lambda unit, record: commit(unit, settled(*unit, record)),
             progress=progress,
             deadline=deadline,
         )
@@ -232,6 +248,46 @@ def _builtin_code(cls: type) -> list[list[str]]:
         source = Path(sys.modules[name].__file__).read_bytes()
         digest.update(name.encode() + b"\0" + hashlib.sha256(source).digest())
     return [["assay", digest.hexdigest()]] if seen else []
+
+
+def _prices(config: HarnessConfig, test: ReliabilityTest) -> str:
+    """What the usage of ``test``'s units is costed at: the generator's and validator's prices
+    — "" when neither has one (LiteLLM's price map), or when the test calls no LM."""
+    prices = [config.generator.price_identity(), config.validator.price_identity()]
+    if not test.uses_llm or prices == [None, None]:
+        return ""
+    return stable_hash(prices)
+
+
+def _settled(record: UnitRecord, priced: str, before: UnitRecord | None) -> UnitRecord:
+    """A unit's new ``record``, with the prices it was costed at. Made again only because they
+    changed (``before``, the unit's stored record, has the same key), it keeps ``before``'s
+    probe ids when its probes are the same (through the LM cache they are: the judgments and
+    review decisions made on them stand); otherwise — the cache lost the answers, the server
+    sampled anew — its probes get ids bound to their content, so that nothing decided on the
+    old text carries over to the new."""
+    record = record.model_copy(update={"priced": priced})
+    if before is None or before.key != record.key:
+        return record
+    new, old = [_content(p) for p in record.probes], [_content(p) for p in before.probes]
+    if new == old:
+        pairs = zip(record.probes, before.probes, strict=True)
+        probes = [p.model_copy(update={"id": b.id}) for p, b in pairs]
+    else:
+        bound = stable_hash([record.key, new], 8)
+        probes = [
+            p.model_copy(update={"id": f"{p.id.rsplit('.', 1)[0]}.{bound}"}) for p in record.probes
+        ]
+    return record.model_copy(update={"probes": probes})
+
+
+def _content(probe: Probe) -> dict[str, Any]:
+    """What a probe is, apart from its id, its review and the usage its making cost."""
+    dump = probe.model_dump(mode="json", exclude={"id", "review"})
+    for part in ("generation", "validation"):
+        if dump.get(part):
+            dump[part].pop("usage", None)
+    return dump
 
 
 def unit_key(test_identity: dict[str, Any], unit: Unit, read: dict[str, str]) -> str:

@@ -37,7 +37,10 @@ JUDGE_PRIORITY = 1  # generation calls (priority 0) go first
 
 
 def judgment_file(cfg: JudgeConfig) -> str:
-    return f"judgments/{cfg.name}-{cfg.config_hash()[:8]}.jsonl"
+    """The judge's judgments file, named by its config and the prices their cost is counted at
+    (:meth:`~assay.programs.JudgeConfig.results_hash`): at another price the judge's work is
+    done again into a file of its own, through the LM cache (no call)."""
+    return f"judgments/{cfg.name}-{cfg.results_hash()[:8]}.jsonl"
 
 
 def reuses_source(probe: Probe) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 
 from assay.inputs import item_set_tags
 from assay.reliability._results import HarnessSummary, JudgeReliability, PlaceboScores
+from assay.reliability.engine._judging import judgment_file
 from assay.reliability.scoring import get_scoring, kind_of
 from assay.runs import TrackedRun, flatten_metrics
 from assay.types import Item
@@ -150,7 +151,7 @@ def harness_tracked(
                 },
                 artifacts=[
                     (
-                        run_dir / "judgments" / f"{cfg.name}-{cfg.config_hash()[:8]}.jsonl",
+                        run_dir / judgment_file(cfg),
                         "judgments",
                     )
                 ],
