@@ -172,6 +172,55 @@ def test_calibrate_then_apply_keeps_escalates_and_abstains(tmp_path, monkeypatch
         assert stub.n_requests == 0
 
 
+DEAR = {"input_per_mtok": 1000.0, "output_per_mtok": 1000.0}
+CHEAP = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+
+
+def test_calibrate_and_apply_at_another_price_cost_the_cascade_at_that_price(
+    tmp_path, monkeypatch, capsys
+):
+    """The cascade's judges priced dear, then cheap: calibrate and apply each judge again from
+    the LM cache (no call) and cost the work at the cheap price — not the dear runs' costs read
+    back. A price is no part of a stage's config hash: a calibration made at one price applies
+    at another. The same price again re-reads, no call."""
+    monkeypatch.chdir(tmp_path)
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+
+        def config(price: dict[str, float]) -> str:
+            path = write_config(tmp_path, stub.base_url)
+            raw = json.loads(path.read_text())
+            for judge in raw["judges"]:
+                judge["price"] = price
+            path.write_text(json.dumps(raw))
+            return str(path)
+
+        def at(price: dict[str, float], responses: list[dict]) -> float:
+            p = sum(r["usage"]["prompt_tokens"] for r in responses)
+            c = sum(r["usage"]["completion_tokens"] for r in responses)
+            return (p * price["input_per_mtok"] + c * price["output_per_mtok"]) / 1e6
+
+        dear = cli_json(["selective", "calibrate", config(DEAR)])
+        calibrated = list(stub.responses)
+        assert dear["work"]["cost_usd"] == pytest.approx(at(DEAR, calibrated), rel=1e-9)
+        cheap = cli_json(["selective", "calibrate", config(CHEAP)])
+        assert stub.n_requests == len(calibrated)  # from the LM cache
+        assert cheap["work"]["cost_usd"] == pytest.approx(at(CHEAP, calibrated), rel=1e-9)
+        assert cheap["usage"]["calls"] == 0 and cheap["thresholds"] == dear["thresholds"]
+
+        calibration = str(Path(dear["run_dir"]) / "calibration.json")
+        applied = cli_json(["selective", "apply", config(DEAR), "--calibration", calibration])
+        served = stub.responses[len(calibrated) :]
+        assert applied["work"]["cost_usd"] == pytest.approx(at(DEAR, served), rel=1e-9)
+        again = ["selective", "apply", config(CHEAP), "--calibration", calibration]
+        cheap_apply = cli_json(again)
+        assert stub.n_requests == len(calibrated) + len(served)
+        assert cheap_apply["work"]["cost_usd"] == pytest.approx(at(CHEAP, served), rel=1e-9)
+        capsys.readouterr()
+        assert main(again) == 0  # unchanged: re-read, no call
+        assert f"${at(CHEAP, served):.6f}" in capsys.readouterr().out
+        assert stub.n_requests == len(calibrated) + len(served)
+
+
 def test_apply_refuses_a_calibration_of_another_judge_config(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:

@@ -106,13 +106,15 @@ def apply(
     items = load_items(
         config.unlabelled, config.scale, cache_dir=workdir / ".assay" / "hf", limit=limit
     )
-    run_hash = stable_hash(
-        {
-            "mode": "apply",
-            "calibration": calibration.model_dump(mode="json"),
-            "data": data_fingerprint(items),
-        }
-    )
+    identity: dict[str, object] = {
+        "mode": "apply",
+        "calibration": calibration.model_dump(mode="json"),
+        "data": data_fingerprint(items),
+    }
+    priced = [j.results_hash() for j in config.judges]
+    if priced != [j.config_hash() for j in config.judges]:  # a price set (unpriced: as before)
+        identity["judges"] = priced  # the prices the cascade's cost is counted at
+    run_hash = stable_hash(identity)
     fixed = [s.threshold for s in calibration.stages]
     with Run.open(
         config,

@@ -60,7 +60,9 @@ def calibrate(
     run_hash = stable_hash(
         {
             "mode": "calibrate",
-            "judges": hashes,
+            # each judge with the prices its cost is counted at: at another price the cascade
+            # judges again, through the LM cache (its thresholds are the config hash's)
+            "judges": [j.results_hash() for j in config.judges],
             "data": fingerprint,
             "alpha": config.alpha,
             "delta": config.delta,
