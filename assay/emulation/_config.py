@@ -119,14 +119,18 @@ class ToolEmuRunConfig(RunConfig):
 
     def trajectory_hash(self, data_fingerprint: str) -> str:
         """Identity of the run directory: what makes the trajectories (not the evaluators, not
-        the case selection — more cases or another evaluator reuse the trajectories made)."""
-        return stable_hash(
-            {
-                "agent": self.agent.identity(),
-                "emulator": self.emulator.identity(),
-                "data": data_fingerprint,
-            }
-        )
+        the case selection — more cases or another evaluator reuse the trajectories made), and
+        the agent's and emulator's prices where set (their cost is part of the run's: at another
+        price the trajectories are made again, through the LM cache)."""
+        identity: dict[str, object] = {
+            "agent": self.agent.identity(),
+            "emulator": self.emulator.identity(),
+            "data": data_fingerprint,
+        }
+        prices = [self.agent.price_identity(), self.emulator.price_identity()]
+        if prices != [None, None]:  # unpriced runs keep their hash
+            identity["prices"] = prices
+        return stable_hash(identity)
 
 
 def load_toolemu_config(

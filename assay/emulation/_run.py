@@ -170,8 +170,9 @@ def _run_agents(
 
 
 def judgments_file(cfg: JudgeConfig) -> str:
-    """Judgments of one judge config; another config (model, sampling...) gets another file."""
-    return f"judgments/{cfg.name}-{cfg.config_hash()[:8]}.jsonl"
+    """Judgments of one judge config; another config (model, sampling...) or another price gets
+    another file (:meth:`~assay.programs.JudgeConfig.results_hash`)."""
+    return f"judgments/{cfg.name}-{cfg.results_hash()[:8]}.jsonl"
 
 
 def _items(store: RunStore, cases: dict[int, Case], toolkits: dict[str, Toolkit]) -> list[Item]:
@@ -223,7 +224,7 @@ def _plan(
     finish_key = stable_hash(
         {
             "cases": chosen,
-            "judges": [jc.config_hash() for _, jc in judges],
+            "judges": [jc.results_hash() for _, jc in judges],
             "names": [jc.name for _, jc in judges],
             "bootstrap": config.bootstrap.model_dump(),
             # annotations added or edited: the summary is made again (no LM call)

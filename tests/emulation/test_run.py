@@ -214,3 +214,47 @@ def test_a_limit_below_one_is_refused_before_anything_runs(tmp_path, sandbox_fil
     with pytest.raises(ConfigError, match="limit must be a positive number"):
         run_toolemu(roles.config(*sandbox_files), workdir=tmp_path, limit=limit, progress=False)
     assert not (tmp_path / "runs").exists()
+
+
+DEAR = {"input_per_mtok": 1000.0, "output_per_mtok": 1000.0}
+CHEAP = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+
+
+def test_another_price_makes_the_run_again_from_the_lm_cache_at_that_price(
+    tmp_path, sandbox_files, roles
+):
+    """The agent, emulator and evaluator priced dear, then cheap: the cheap run makes its
+    trajectories and evaluations again from the LM cache (no call) and costs every stage at the
+    cheap price — not the dear run's costs read back; the same price again re-reads, no call."""
+    import dspy
+
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True)  # as a command has
+
+    def run(price: dict[str, float]):
+        cfg = roles.config(
+            *sandbox_files,
+            agent={"price": price},
+            emulator={"price": price},
+            evaluators=[{"name": "ev", "model": f"scripted:{roles.tag}-evaluator", "price": price}],
+        )
+        return run_toolemu(cfg, workdir=tmp_path, progress=False)
+
+    def cost(usage, price: dict[str, float]) -> float:
+        work = usage.work()
+        return (
+            work.prompt_tokens * price["input_per_mtok"]
+            + work.completion_tokens * price["output_per_mtok"]
+        ) / 1e6
+
+    dear = run(DEAR)
+    calls = roles.calls()
+    cheap = run(CHEAP)
+    assert roles.calls() == calls and not cheap.reread
+    for stage in ("agent", "emulator", "evaluators", "total"):
+        was, now = getattr(dear.summary.usage, stage), getattr(cheap.summary.usage, stage)
+        assert now.work().calls == was.work().calls > 0 and now.calls == 0, stage
+        assert now.work().cost_usd == pytest.approx(cost(now, CHEAP), rel=1e-9), stage
+        assert was.work().cost_usd == pytest.approx(cost(was, DEAR), rel=1e-9), stage
+    again = run(CHEAP)
+    assert again.reread and roles.calls() == calls
+    assert again.summary.usage.total.work().cost_usd == cheap.summary.usage.total.work().cost_usd
