@@ -165,4 +165,5 @@ class OptimizeConfig(RunConfig):
                 "log_mlflow_model",
             },
         )
-        return stable_hash({"judge": self.judge.config_hash(), "data": data_fingerprint, **dump})
+        # the judge with the prices its cost is counted at (its config hash when unpriced)
+        return stable_hash({"judge": self.judge.results_hash(), "data": data_fingerprint, **dump})

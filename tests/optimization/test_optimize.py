@@ -358,6 +358,36 @@ def test_baseline_survives_a_crash_in_compile_and_is_reused(tmp_path, monkeypatc
     assert out["after"]["dev"]["metrics"]["accuracy"]["value"] == pytest.approx(1.0)
 
 
+def test_another_judge_price_optimizes_again_from_the_lm_cache_at_that_price(tmp_path):
+    """The judge priced dear, then cheap: the cheap run is a run of its own (not the dear one's
+    result read back), its answers from the LM cache (no call), every stage costed at the cheap
+    price; the tuned program is the same."""
+    eng = engine("needs-demos", needs_demos)
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True)  # as a command has
+
+    def run(price: dict[str, float]) -> dict:
+        judge = {"model": "scripted:needs-demos", "scale": BINARY, "rubric": "harmful = True"}
+        config = make_config(tmp_path, "needs-demos", judge={**judge, "price": price})
+        return optimize(config, workdir=tmp_path, progress=False).model_dump()
+
+    def cost(usage: dict, price: dict[str, float]) -> float:
+        p = usage["prompt_tokens"] + usage["cached_prompt_tokens"]
+        c = usage["completion_tokens"] + usage["cached_completion_tokens"]
+        return (p * price["input_per_mtok"] + c * price["output_per_mtok"]) / 1e6
+
+    dear = run({"input_per_mtok": 1000.0, "output_per_mtok": 1000.0})
+    calls = eng.n_calls
+    cheap_price = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+    cheap = run(cheap_price)
+    assert eng.n_calls == calls and not cheap["reused"]
+    total = cheap["usage"]["total"]
+    assert total["calls"] == 0 and total["cached_calls"] == dear["usage"]["total"]["calls"] > 0
+    work = total["cost_usd"] + total["cached_cost_usd"]
+    assert work == pytest.approx(cost(total, cheap_price), rel=1e-9)
+    assert Path(cheap["program"]).read_text() == Path(dear["program"]).read_text()
+    assert run(cheap_price)["reused"] and eng.n_calls == calls
+
+
 MARKER = "CHECK-COMPLIANCE"
 
 
