@@ -320,10 +320,12 @@ def with_work(data: object) -> object:
 class Spend(BaseModel):
     """What a run's calls cost as the server answered them (its call ledger, ``calls.jsonl``),
     next to what its results use: ``paid`` is every answered call, ``paid_not_used`` the part
-    no result of the run holds (a result replaced by ``--retry-unscored``, answers a killed run
-    kept in no result — its resume may take those from the LM cache, where its results count
-    them as cached), ``failed_attempts`` the requests answered with an error status (429, 5xx)
-    or lost in transit and retried — no usage, not paid, counted apart."""
+    no result of the run holds (a result replaced by ``--retry-unscored``, or by the same work
+    at another price — a harness judge's, say, whose answers its results then take from the LM
+    cache —, answers a killed run kept in no result — its resume may take those from the LM
+    cache, where its results count them as cached), ``failed_attempts`` the requests answered
+    with an error status (429, 5xx) or lost in transit and retried — no usage, not paid, counted
+    apart. Each call is costed at the price it was paid at."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -358,8 +360,9 @@ def spend_line(spend: Spend | None) -> str:
     n, p = spend.paid_not_used, spend.paid
     line = (
         f"paid, not used: {n.calls} calls · tokens {n.prompt_tokens}+{n.completion_tokens} · "
-        f"cost ${n.cost_usd:.6f} (results replaced by a retry, answers a stopped run kept in no "
-        f"result: a resume may take those from the LM cache) · paid in all: {p.calls} calls · "
+        f"cost ${n.cost_usd:.6f} (results replaced by a retry or by the same work at another "
+        "price, answers a stopped run kept in no result: a resume may take those from the LM "
+        f"cache) · paid in all: {p.calls} calls · "
         f"tokens {p.prompt_tokens}+"
         f"{p.completion_tokens} · cost ${p.cost_usd:.6f}"
     )
