@@ -86,14 +86,19 @@ def _sample(sample_id: str, epoch: int, refusal: bool) -> EvalSample:
     )
 
 
-def _write_log(path: Path, *, epochs: int = 1, samples: bool = True) -> Path:
-    spec = EvalSpec(
+def _spec(config: EvalConfig) -> EvalSpec:
+    """The header of a demo_weather log run with ``config`` on ``mockllm/model``."""
+    return EvalSpec(
         created="2025-01-01T00:00:00+00:00",
         task="demo_weather",
         dataset=EvalDataset(name="demo"),
         model="mockllm/model",
-        config=EvalConfig(epochs=epochs),
+        config=config,
     )
+
+
+def _write_log(path: Path, *, epochs: int = 1, samples: bool = True) -> Path:
+    spec = _spec(EvalConfig(epochs=epochs))
     rows = [_sample(sid, e, sid == "b") for sid in ("a", "b") for e in range(1, epochs + 1)]
     write_eval_log(EvalLog(eval=spec, samples=rows if samples else None), str(path))
     return path
@@ -403,13 +408,7 @@ def _write_condensed_log(path: Path) -> Path:
         )
         sample.attachments["report"] = f"sunny, 21C ({sample_id}) " + LONG_TEXT
         samples.append(sample)
-    spec = EvalSpec(
-        created="2025-01-01T00:00:00+00:00",
-        task="demo_weather",
-        dataset=EvalDataset(name="demo"),
-        model="mockllm/model",
-        config=EvalConfig(),
-    )
+    spec = _spec(EvalConfig())
     write_eval_log(EvalLog(eval=spec, samples=samples), str(path))
     return path
 
@@ -555,13 +554,7 @@ def _errored(sample_id: str, epoch: int) -> EvalSample:
 
 
 def _write_errored_log(path: Path, errored: tuple[str, ...], epochs: int = 1) -> Path:
-    spec = EvalSpec(
-        created="2025-01-01T00:00:00+00:00",
-        task="demo_weather",
-        dataset=EvalDataset(name="demo"),
-        model="mockllm/model",
-        config=EvalConfig(epochs=epochs, fail_on_error=False),
-    )
+    spec = _spec(EvalConfig(epochs=epochs, fail_on_error=False))
     rows = [
         _errored(sid, e) if sid in errored else _sample(sid, e, sid == "b")
         for e in range(1, epochs + 1)
@@ -663,13 +656,7 @@ def test_an_evaluate_run_leaves_errored_samples_out_when_told_and_says_so(
 
 def test_a_reference_path_into_a_sample_without_scores_says_they_are_empty(tmp_path):
     """A sample that was not scored (``inspect eval --no-score``): ``(found: )`` said nothing."""
-    spec = EvalSpec(
-        created="2025-01-01T00:00:00+00:00",
-        task="demo_weather",
-        dataset=EvalDataset(name="demo"),
-        model="mockllm/model",
-        config=EvalConfig(),
-    )
+    spec = _spec(EvalConfig())
     sample = _sample("a", 1, False).model_copy(update={"scores": None})
     path = tmp_path / "log.eval"
     write_eval_log(EvalLog(eval=spec, samples=[sample]), str(path))

@@ -121,6 +121,25 @@ def _rubric_reader(call):
     return out
 
 
+def _rewrite_config(folder: Path, prefix: str, judges: list[dict]) -> Path:
+    """``folder/h.yaml``: label_flip and paraphrase on the self-test's arithmetic items, by the
+    scripted generator and validator ``<prefix>-gen`` and ``<prefix>-val``."""
+    config = {
+        "name": prefix,
+        "data": {"path": "data/arithmetic.csv"},
+        "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
+        "generator": {"model": f"scripted:{prefix}-gen"},
+        "validator": {"model": f"scripted:{prefix}-val"},
+        "judges": judges,
+        "tests": {"label_flip": {}, "paraphrase": {}},
+        "retries": 0,
+        "tracking": {"enabled": False},
+    }
+    path = folder / "h.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
 def test_a_rubric_file_edit_regenerates_the_probes_that_read_it(tmp_path, monkeypatch, capsys):
     engines = _engines(
         "pi-r",
@@ -131,23 +150,15 @@ def test_a_rubric_file_edit_regenerates_the_probes_that_read_it(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     rewrite.write_data(tmp_path / "data", n=6)
     (tmp_path / "rubric.txt").write_text("State the correct sum.\n")
-    config = {
-        "name": "pr",
-        "data": {"path": "data/arithmetic.csv"},
-        "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
-        "generator": {"model": "scripted:pi-r-gen"},
-        "validator": {"model": "scripted:pi-r-val"},
-        "judges": [
+    # label_flip's generator and validator read the first judge's rubric; paraphrase not
+    path = _rewrite_config(
+        tmp_path,
+        "pi-r",
+        [
             {"name": "j", "model": "scripted:pi-r-j", "rubric": "@rubric.txt"},
             {"name": "k", "model": "scripted:pi-r-k", "rubric": "Is the sum right?"},
         ],
-        # label_flip's generator and validator read the first judge's rubric; paraphrase not
-        "tests": {"label_flip": {}, "paraphrase": {}},
-        "retries": 0,
-        "tracking": {"enabled": False},
-    }
-    path = tmp_path / "h.yaml"
-    path.write_text(yaml.safe_dump(config))
+    )
     first, run_dir = _run(path)
     assert first["probes_reused"] == {"label_flip": 0, "paraphrase": 0}
     gen_before, k_before = len(engines["gen"].calls), engines["k"].n_calls
@@ -187,19 +198,9 @@ def test_an_assay_release_changing_a_tests_code_regenerates_its_probes_only(tmp_
     _engines("pi-c", rewrite.generator, rewrite.validator, {"j": rewrite.judge_responder("clean")})
     monkeypatch.chdir(tmp_path)
     rewrite.write_data(tmp_path / "data", n=4)
-    config = {
-        "name": "pc",
-        "data": {"path": "data/arithmetic.csv"},
-        "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
-        "generator": {"model": "scripted:pi-c-gen"},
-        "validator": {"model": "scripted:pi-c-val"},
-        "judges": [{"name": "j", "model": "scripted:pi-c-j", "rubric": "Is the sum right?"}],
-        "tests": {"label_flip": {}, "paraphrase": {}},
-        "retries": 0,
-        "tracking": {"enabled": False},
-    }
-    path = tmp_path / "h.yaml"
-    path.write_text(yaml.safe_dump(config))
+    path = _rewrite_config(
+        tmp_path, "pi-c", [{"name": "j", "model": "scripted:pi-c-j", "rubric": "Is the sum right?"}]
+    )
     first, _ = _run(path)
     assert first["probes_reused"] == {"label_flip": 0, "paraphrase": 0}
     again, run_dir = _run(path)

@@ -304,17 +304,23 @@ def test_a_probe_page_names_the_criterion_the_probe_was_made_for(agent_run, run)
     assert "<dt>criterion</dt>" not in other.get("/probe/p:text").text
 
 
+def _message_edited_in_the_file(run: Path, tmp_path: Path) -> tuple[TestClient, str]:
+    """The missed probe's final message edited in an exported review file and imported (by
+    ana); the app's client on the run."""
+    out = tmp_path / "review.yaml"
+    export_review(run, out, Scale(kind="binary", labels=LABELS))
+    entries = yaml.safe_load(out.read_text())
+    entries[0].update(decision="edit", edited_messages={FINAL: "The sum is 9."}, reviewer="ana")
+    out.write_text(yaml.safe_dump(entries))
+    import_review(run, out, Scale(kind="binary", labels=LABELS))
+    return _client(run)
+
+
 def test_a_target_edit_in_the_app_keeps_the_messages_edited_before(agent_run, tmp_path):
     """A message edited in the review file, then the target edited in the app (whose edit box
     has no messages): the new decision keeps the edited message (it carried none: the edit was
     lost, silently)."""
-    out = tmp_path / "review.yaml"
-    export_review(agent_run, out, Scale(kind="binary", labels=LABELS))
-    entries = yaml.safe_load(out.read_text())
-    entries[0].update(decision="edit", edited_messages={FINAL: "The sum is 9."}, reviewer="ana")
-    out.write_text(yaml.safe_dump(entries))
-    import_review(agent_run, out, Scale(kind="binary", labels=LABELS))
-    client, csrf = _client(agent_run)
+    client, csrf = _message_edited_in_the_file(agent_run, tmp_path)
     r = _post(
         client, csrf, probe_id=MISSED, version=1, decision="edit", edited_target="passes",
         reviewer="bo",
@@ -328,13 +334,7 @@ def test_a_target_edit_in_the_app_keeps_the_messages_edited_before(agent_run, tm
 def test_undo_after_a_decision_on_a_message_edit_restores_the_edited_message(agent_run, tmp_path):
     """A message edited in the review file, then accepted in the app: undo brings the edited
     message back (it was refused: the restoring edit carried no message)."""
-    out = tmp_path / "review.yaml"
-    export_review(agent_run, out, Scale(kind="binary", labels=LABELS))
-    entries = yaml.safe_load(out.read_text())
-    entries[0].update(decision="edit", edited_messages={FINAL: "The sum is 9."}, reviewer="ana")
-    out.write_text(yaml.safe_dump(entries))
-    import_review(agent_run, out, Scale(kind="binary", labels=LABELS))
-    client, csrf = _client(agent_run)
+    client, csrf = _message_edited_in_the_file(agent_run, tmp_path)
 
     def transcript() -> str:  # the probe's side of the transcript table, as text
         html = client.get(f"/probe/{quote(MISSED)}").text
