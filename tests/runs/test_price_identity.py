@@ -337,11 +337,14 @@ def test_a_unit_made_again_at_another_price_keeps_its_probe_ids_only_for_the_sam
         )
         return UnitRecord(unit_id="paraphrase:a1", test="paraphrase", probes=[probe], key="k" * 32)
 
-    stored = _settled(record("It is 3.", 1.0), "dear", None)
+    stored = _settled(record("It is 3.", 1.0), "dear", "code", None)
     assert stored.priced == "dear" and stored.probes[0].id.endswith(".abcdef01")
-    same = _settled(record("It is 3.", 0.001), "cheap", stored)
+    same = _settled(record("It is 3.", 0.001), "cheap", "code", stored)
     assert same.priced == "cheap" and same.probes[0].id == stored.probes[0].id
-    other = _settled(record("Three.", 0.001), "cheap", stored)
+    other = _settled(record("Three.", 0.001), "cheap", "code", stored)
     assert other.probes[0].id.startswith("paraphrase:a1:0123456789.")
     assert other.probes[0].id != stored.probes[0].id
-    assert _settled(record("Three.", 0.001), "cheap", stored).probes[0].id == other.probes[0].id
+    assert (
+        _settled(record("Three.", 0.001), "cheap", "code", stored).probes[0].id
+        == other.probes[0].id
+    )

@@ -12,10 +12,11 @@ units are made again, under new probe ids (no judgment or review of the old text
 the others are reused and counted (:class:`Generated`).
 
 A unit's record also says the prices its usage was costed at (``priced``: the generator's and
-validator's). At another price the unit is made again — through the LM cache, no call — so that
-the run's cost of generation is at its config's price; its probes keep their ids when they are
-the same probes (from the cache they are: the judgments and review decisions made on them
-stand), and get ids of their own when they are not (:func:`_settled`).
+validator's) and the code of the test that made it (``code``). At another price, or by other
+code (an assay release, an edited plug-in), the unit is made again — through the LM cache where
+its prompts are the same: no call, the cost at the config's price —; its probes keep their ids
+when they are the same probes (the judgments and review decisions made on them stand), and get
+ids of their own when they are not (:func:`_settled`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class UnitRecord(BaseModel):
     key: str = ""  # unit_key: what the unit was generated from ("": unknown, made again)
     read: list[str] = Field(default_factory=list)  # the context's inputs generation read
     priced: str = ""  # _prices: what its usage is costed at ("": LiteLLM's price map, no LM)
+    code: str = ""  # _test_code: the code of the test that made it ("": unknown, made again)
 
 
 @dataclass
@@ -111,12 +113,13 @@ def generate_units(
     inputs = run_inputs(config)
     keys = {t.name: _test_identity(config, t) for t in instances}
     priced = {t.name: _prices(config, t) for t in instances}
+    code = {t.name: _test_code(t) for t in instances}
 
     def key_of(test: ReliabilityTest, unit: Unit, read: list[str]) -> str:
         return unit_key(keys[test.name], unit, {n: inputs.get(n, "") for n in read})
 
     def settled(test: ReliabilityTest, unit: Unit, record: UnitRecord) -> UnitRecord:
-        return _settled(record, priced[test.name], done.get(unit.id))
+        return _settled(record, priced[test.name], code[test.name], done.get(unit.id))
 
     reused = {
         u.id
@@ -124,6 +127,7 @@ def generate_units(
         if u.id in done
         and done[u.id].key == key_of(t, u, done[u.id].read)
         and done[u.id].priced == priced[t.name]
+        and done[u.id].code == code[t.name]
     }
     work: list[Any] = [(t, u) for t, u in units if u.id not in reused]
     remote: list[tuple[ReliabilityTest, Unit]] = []
@@ -200,16 +204,11 @@ def run_inputs(config: HarnessConfig) -> dict[str, str]:
 
 
 def _test_identity(config: HarnessConfig, test: ReliabilityTest) -> dict[str, Any]:
-    """What every unit of ``test`` is generated from besides the unit itself: the test, its
-    settings, its programs' state as loaded (a ``*_state`` file's content, not its path), the
-    generator and validator, the scale, the sample seed and the test's code: a plug-in's
-    (:func:`~assay._registry.plugin_code_of`: an installed plug-in is no part of the run's
-    identity, so without it an edit of its ``generate`` reused the old code's probes), or a
-    built-in test's own modules (:func:`_builtin_code`: an assay release that changes how a
-    test makes its probes makes that test's probes again, and only that test's)."""
-    code = plugin_code_of(type(test)) or _builtin_code(type(test))
+    """What every unit of ``test`` is generated from besides the unit itself and the test's
+    code (:func:`_test_code`, kept beside the key): the test, its settings, its programs' state
+    as loaded (a ``*_state`` file's content, not its path), the generator and validator, the
+    scale and the sample seed."""
     return {
-        **({"code": code} if code else {}),
         "test": test.name,
         "settings": test.settings.model_dump(mode="json"),
         "programs": {role: p.dump_state() for role, p in test.programs().items()},
@@ -221,6 +220,17 @@ def _test_identity(config: HarnessConfig, test: ReliabilityTest) -> dict[str, An
 
 
 PROBES_PACKAGE = "assay.reliability.probes"
+
+
+def _test_code(test: ReliabilityTest) -> str:
+    """The code a test makes its probes with: a plug-in's
+    (:func:`~assay._registry.plugin_code_of`: an installed plug-in is no part of the run's
+    identity, so without it an edit of its ``generate`` reused the old code's probes), or a
+    built-in test's own modules (:func:`_builtin_code`: an assay release that changes how a
+    test makes its probes makes that test's probes again, and only that test's). Other code
+    makes a unit again over its stored record, keeping the probes' ids (and the review
+    decisions on them) where the probes come out the same (:func:`_settled`)."""
+    return stable_hash(plugin_code_of(type(test)) or _builtin_code(type(test)))
 
 
 @functools.cache
@@ -259,14 +269,15 @@ def _prices(config: HarnessConfig, test: ReliabilityTest) -> str:
     return stable_hash(prices)
 
 
-def _settled(record: UnitRecord, priced: str, before: UnitRecord | None) -> UnitRecord:
-    """A unit's new ``record``, with the prices it was costed at. Made again only because they
-    changed (``before``, the unit's stored record, has the same key), it keeps ``before``'s
-    probe ids when its probes are the same (through the LM cache they are: the judgments and
-    review decisions made on them stand); otherwise — the cache lost the answers, the server
-    sampled anew — its probes get ids bound to their content, so that nothing decided on the
-    old text carries over to the new."""
-    record = record.model_copy(update={"priced": priced})
+def _settled(record: UnitRecord, priced: str, code: str, before: UnitRecord | None) -> UnitRecord:
+    """A unit's new ``record``, with the prices it was costed at and the test's code. Made
+    again only because they changed (``before``, the unit's stored record, has the same key),
+    it keeps ``before``'s probe ids when its probes are the same (through the LM cache they
+    are when the prompts are: the judgments and review decisions made on them stand);
+    otherwise — another code's probes, the cache lost the answers, the server sampled anew —
+    its probes get ids bound to their content, so that nothing decided on the old text carries
+    over to the new."""
+    record = record.model_copy(update={"priced": priced, "code": code})
     if before is None or before.key != record.key:
         return record
     new, old = [_content(p) for p in record.probes], [_content(p) for p in before.probes]
