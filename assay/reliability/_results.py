@@ -142,6 +142,7 @@ class JudgeReliability(_Model):
     model: str
     config_hash: str
     tests: dict[str, ReliabilityScores]
+    judgments: str = ""  # its judgments file in the run directory ("": written before it was kept)
     source_unscored: int  # sources the judge left unscored (their probes have no consistency)
     usage: Usage  # the answers its judgments hold: served (paid) and from the LM cache
     work: Usage  # the cost of the work: usage.work(), every answer priced as a call

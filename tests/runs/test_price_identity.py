@@ -246,6 +246,13 @@ def test_a_harness_judge_at_another_price_is_costed_at_that_price(tmp_path, monk
     unused = cheap["spend"]["paid_not_used"]
     assert [unused[k] for k in PAID] == [served, p, c]
     assert math.isclose(unused["cost_usd"], at(DEAR, p, c), rel_tol=1e-9)
+    # the review app and report.html show the run's judge once: the dear price's judgments
+    # file, left in the directory, is no judge of the run (it was a second column, j-<hash>)
+    from assay.reliability.review import ReviewRun
+
+    run_dir = Path(cheap["run_dir"])
+    assert len(list((run_dir / "judgments").glob("*.jsonl"))) == 2
+    assert list(ReviewRun(run_dir).judgments()) == ["j"]
 
 
 def test_a_harness_generator_at_another_price_is_costed_at_that_price(

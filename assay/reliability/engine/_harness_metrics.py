@@ -10,7 +10,7 @@ from assay.reliability._probe import Dropped, Probe
 from assay.reliability._registry import ReliabilityTest
 from assay.reliability._results import HarnessSummary, JudgeReliability, ReviewCounts
 from assay.reliability.engine._generation import UnitRecord
-from assay.reliability.engine._judging import judged_id
+from assay.reliability.engine._judging import judged_id, judgment_file
 from assay.reliability.scoring import flag_placebo_effects, score_test
 from assay.types import Item, Judgment, Usage
 
@@ -107,6 +107,7 @@ def _judge_metrics(
         model=cfg.model_shown,
         config_hash=cfg.config_hash(),
         tests=per_test,
+        judgments=judgment_file(cfg),
         source_unscored=sum(v is None for v in sources.values()),
         usage=judge_usage,
         work=work,

@@ -130,13 +130,30 @@ def _read_judgments(path: Path, ids: Container[str] | None = None) -> dict[str, 
 
 
 def _judgment_files(run_dir: Path) -> dict[str, Path]:
-    """Each judge's judgments file by judge name (the file name without its config hash; a
-    second config of the same judge by its whole file name)."""
+    """Each judge's judgments file by judge name: the files of the run's judges as its last
+    finish named them in ``metrics.json`` — a file a judge's earlier config (another rubric,
+    another price) left in the directory is no judge of the run —, else (a run not finished,
+    or finished before the files were named) every file, by the file name without its config
+    hash (a second config of the same judge by its whole file name)."""
+    named = _named_judgment_files(run_dir)
+    if named is not None:
+        return named
     out: dict[str, Path] = {}
     for f in sorted((run_dir / "judgments").glob("*.jsonl")):
         name = f.stem.rsplit("-", 1)[0] if "-" in f.stem else f.stem
         out[f.stem if name in out else name] = f
     return out
+
+
+def _named_judgment_files(run_dir: Path) -> dict[str, Path] | None:
+    """The judgments file of each judge ``metrics.json`` names (None: none named, or one
+    missing)."""
+    try:
+        judges = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))["judges"]
+        named = {name: run_dir / j["judgments"] for name, j in judges.items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return named if named and all(f.is_file() for f in named.values()) else None
 
 
 def _views(
