@@ -4,6 +4,7 @@ traces), and the fingerprint of a set of items (part of a run's identity)."""
 from __future__ import annotations
 
 import itertools
+import logging
 import operator
 import os
 import tempfile
@@ -37,6 +38,8 @@ from assay.runs import (
 )
 from assay.scale import Scale
 from assay.types import Item, ListHash, canonical_json, stable_hash
+
+_log = logging.getLogger(__name__)
 
 
 def data_fingerprint(items: Iterable[Item]) -> str:
@@ -181,8 +184,18 @@ def stream_items(
         counts: dict[str, int] = {}
         items = _read(data, scale, cache_dir, limit, counts)
         spool = _spooled(items, _spool_file(folder, data.format))
-        if notes is not None and counts.get("errored_samples"):
-            notes["left_out"] = {"errored_samples": counts["errored_samples"]}
+        if counts.get("errored_samples"):
+            if notes is not None:  # the run says it (console, metrics.json, reports)
+                notes["left_out"] = {"errored_samples": counts["errored_samples"]}
+            else:  # a runner with no line for it: said here, once
+                n = counts["errored_samples"]
+                _log.warning(
+                    "%s: left out %d sample%s that errored in the Inspect run "
+                    "(data.errored_samples: skip)",
+                    data.path,
+                    n,
+                    "" if n == 1 else "s",
+                )
     stream = ItemStream(lambda: _from_cache(spool, data, limit))
     weakref.finalize(stream, spool.unlink, missing_ok=True)  # the stream's, while it lives
     return _nonempty(stream, data)

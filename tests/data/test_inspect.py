@@ -665,3 +665,30 @@ def test_a_reference_path_into_a_sample_without_scores_says_they_are_empty(tmp_p
     assert str(err.value) == (
         f"{path}, field 'scores.match.value': sample 'a': no 'match' under 'scores' (it is empty)"
     )
+
+
+def test_a_runner_with_no_line_for_left_out_samples_still_says_how_many(tmp_path, caplog):
+    """``load_items`` called without ``notes`` — as selective, optimize and certify's re-check
+    call it — left the errored samples out silently; it now says how many, in a warning."""
+    import logging
+
+    from assay.inputs import load_items
+    from assay.inputs._config import DataConfig
+    from assay.scale import Scale
+
+    path = _write_errored_log(tmp_path / "log.eval", ("b",))
+    data = DataConfig.model_validate(
+        {"format": "inspect", "path": str(path), "expected": "target", "errored_samples": "skip"}
+    )
+    scale = Scale(kind="binary", labels=["rainy", "sunny"])
+    with caplog.at_level(logging.WARNING):
+        items = load_items(data, scale, cache_dir=tmp_path / "hf")
+    assert len(items) == 2
+    (said,) = [r.getMessage() for r in caplog.records if "errored" in r.getMessage()]
+    assert said == f"{path}: left out 1 sample that errored in the Inspect run " + (
+        "(data.errored_samples: skip)"
+    )
+    notes: dict = {}
+    caplog.clear()
+    load_items(data, scale, cache_dir=tmp_path / "hf", notes=notes)  # the run says it
+    assert notes["left_out"] == {"errored_samples": 1} and not caplog.records
