@@ -7,7 +7,7 @@ from typing import Any
 from assay.metrics import fmt, fmt_ci
 from assay.optimization._config import USES_VALSET
 from assay.optimization._results import OptimizeResult
-from assay.types import Spend, spend_line
+from assay.types import Spend, Usage, spend_line, work_line
 
 
 def render_result(result: OptimizeResult, confidence: float = 0.95) -> str:
@@ -53,7 +53,8 @@ def render_result(result: OptimizeResult, confidence: float = 0.95) -> str:
     lines.append(f"| objective | {fmt(ob['value'])} | {fmt(oa['value'])} |")
     u = out["usage"]
     lines.append(
-        "\nLM calls: baseline {b} · optimizer {o} · after {a} · total cost ${c:.6f}".format(
+        "\nLM calls answered by the server: baseline {b} · optimizer {o} · after {a} · "
+        "paid ${c:.6f}".format(
             b=u["baseline"]["calls"],
             o=u["optimization"]["calls"],
             a=u["after"]["calls"],
@@ -65,6 +66,7 @@ def render_result(result: OptimizeResult, confidence: float = 0.95) -> str:
             else ""
         )
     )
+    lines.append(work_line(Usage.model_validate(u["total"])))  # what a warm cache hides
     lines.append(spend_line(Spend.model_validate(out["spend"]) if out.get("spend") else None))
     lines.append(f"optimized program ({out['demos']} demos): {out['program']}")
     if out.get("mlflow_run_id"):

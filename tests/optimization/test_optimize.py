@@ -386,6 +386,22 @@ def test_another_judge_price_optimizes_again_from_the_lm_cache_at_that_price(tmp
     assert work == pytest.approx(cost(total, cheap_price), rel=1e-9)
     assert Path(cheap["program"]).read_text() == Path(dear["program"]).read_text()
     assert run(cheap_price)["reused"] and eng.n_calls == calls
+    # the console says what was paid (nothing) and the cost of the work, as evaluate does: it
+    # printed "LM calls: baseline 0 · optimizer 0 · after 0 · total cost $0.000000" alone
+    from assay.optimization import OptimizeResult
+    from assay.optimization._report import render_result
+
+    shown = render_result(OptimizeResult.model_validate(cheap))
+    assert (
+        "LM calls answered by the server: baseline 0 · optimizer 0 · after 0 · paid $0.000000"
+        in (shown)
+    )
+    assert (
+        f"cost of the work: {total['cached_calls']} LM answers · tokens "
+        f"{total['cached_prompt_tokens']}+{total['cached_completion_tokens']} · cost ${work:.6f} "
+        f"(0 answered by the server for these results, {total['cached_calls']} taken from the LM "
+        "cache" in shown
+    )
 
 
 MARKER = "CHECK-COMPLIANCE"
