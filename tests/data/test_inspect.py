@@ -644,7 +644,9 @@ def test_an_evaluate_run_leaves_errored_samples_out_when_told_and_says_so(
         config["data"]["errored_samples"] = "skip"
         (tmp_path / "config.yaml").write_text(json.dumps(config), encoding="utf-8")
         assert main(["evaluate", "config.yaml"]) == 0
-        assert stub.n_requests == 2
+        # a and c are the same text: the second may be answered by the LM cache, as the calls
+        # happen to overlap or not; the errored b is never sent
+        assert 1 <= stub.n_requests <= 2
     out = capsys.readouterr().out
     assert "items 2 · scored 2" in out
     assert "left out: 1 sample that errored in the Inspect run (data.errored_samples: skip)" in out
