@@ -168,9 +168,8 @@ class ModelSpec(BaseModel):
         tokens; None: LiteLLM's price map). No part of :meth:`identity` — a price changes no
         output — but part of the key of every stored result that holds a cost: a result costed
         at another price is made again (through the LM cache: no call), never shown at it."""
-        if self.price is None:
-            return None
-        return [float(self.price.input_per_mtok), float(self.price.output_per_mtok)]
+        pair = self.price_pair
+        return None if pair is None else [float(x) for x in pair]
 
     def with_layout(self, dump: dict[str, Any]) -> dict[str, Any]:
         """``dump`` (this spec's fields) with ``prompt_layout`` added when it is not DSPy's, and

@@ -216,10 +216,7 @@ def _edit_messages(copy: Probe, review: Review, decision: dict[str, Any]) -> Non
         raise error("only agent transcript probes have messages to edit")
     review.original_messages = {}
     for key, text in decision["messages"].items():
-        try:
-            i = int(key)
-        except (ValueError, TypeError):
-            raise error(f"{key!r} is not a message index") from None
+        i = int(key)  # a number: read_reviews checked every key
         try:
             edited = replace_message(copy.transcript, i, content=text)
         except EditError as exc:  # not a message of the transcript, or not the agent's
