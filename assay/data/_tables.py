@@ -79,6 +79,24 @@ def _text_cell(value: Any) -> str:
     return str(value)
 
 
+def _text(row: dict[str, Any], column: str | None, origin: str, row_no: int) -> str:
+    """A row's request or response ("" when the role is mapped to no column). A JSON null, a
+    key the row lacks or a Parquet null is refused: judged as "", a response the table does
+    not have would get a verdict of its own (an empty cell of a CSV file, or ``""`` in JSON, is
+    an empty text and read as one)."""
+    if not column:
+        return ""
+    value = row[column]
+    if value is None:
+        raise DataError(
+            'no value (null, or the key is missing); an empty text is written ""',
+            path=origin,
+            row=row_no,
+            field=column,
+        )
+    return _text_cell(value)
+
+
 def load_table(
     path_or_name: str,
     *,
@@ -169,8 +187,8 @@ def iter_table(
     first_row: dict[str, int] = {}
     unlabelled: list[int] = []
     for row_no, row in enumerate(_rows(dataset), start=1):
-        request = _text_cell(row[columns.request]) if columns.request else ""
-        response = _text_cell(row[columns.response]) if columns.response else ""
+        request = _text(row, columns.request, origin, row_no)
+        response = _text(row, columns.response, origin, row_no)
         item_id = _item_id(row, columns, row_no, origin, request, response)
         named = item_id if columns.id not in (None, ROW_ID) else None
         expected = _expected(row, columns.expected, scale, origin, row_no, named)

@@ -65,7 +65,7 @@ def test_parquet_file_written_with_pyarrow(tmp_path):
         {
             "n": [10, 11, 12],
             "request": ["Say hi.", "Say bye.", "Say thanks."],
-            "response": ["Hi!", None, "Thanks!"],
+            "response": ["Hi!", "", "Thanks!"],
             "expected": [1, 0, 1],
             "tags": [["a"], [], ["b", "c"]],
             "weight": [0.5, 1.0, 2.0],
@@ -78,6 +78,33 @@ def test_parquet_file_written_with_pyarrow(tmp_path):
     assert items[1].response == ""
     assert [i.expected for i in items] == [1, 0, 1]
     assert items[2].meta == {"tags": ["b", "c"], "weight": 2.0}
+
+
+def _null_response_tables(tmp_path: Path) -> dict[str, Path]:
+    """The same second row without a response, as each format spells it."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = [{"id": "a", "request": "Say hi.", "response": "Hi!"}, {"id": "b", "request": "Bye?"}]
+    lines = tmp_path / "missing_key.jsonl"
+    lines.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    nulls = tmp_path / "null.json"
+    nulls.write_text(json.dumps([rows[0], {**rows[1], "response": None}]))
+    parquet = tmp_path / "null.parquet"
+    pq.write_table(pa.table({k: [rows[0][k], rows[1].get(k)] for k in rows[0]}), parquet)
+    return {"jsonl": lines, "json": nulls, "parquet": parquet}
+
+
+def test_a_response_the_table_lacks_is_refused_not_judged_as_empty(tmp_path):
+    """A null or a missing key is no text: judged as "", a response that does not exist would
+    get a verdict. The error names the file, the row and the field; "" itself is read as an
+    empty response (the Parquet test above)."""
+    for path in _null_response_tables(tmp_path).values():
+        with pytest.raises(DataError) as err:
+            load_table(str(path), columns=ColumnMap(expected=None))
+        assert str(err.value) == (
+            f"{path}, row 2, field 'response': no value (null, or the key is missing); "
+            'an empty text is written ""'
+        )
 
 
 def test_format_argument_overrides_the_extension(tmp_path):
