@@ -365,15 +365,7 @@ def _check_json_rows(path: Path) -> None:
     except _json.DuplicateKey as exc:
         raise _duplicate_key(path, text, exc.key) from None
     except json.JSONDecodeError:
-        for line in _json.split_lines(text):
-            try:
-                _json.loads(line.text, unique_keys=True)
-            except _json.OverBound as exc:
-                raise DataError(exc.msg, path=path, row=line.number) from None
-            except _json.DuplicateKey as exc:
-                raise _duplicate_key_on(path, line.number, exc.key) from None
-            except json.JSONDecodeError:
-                pass  # reported by the loader, with its line
+        _check_json_lines(path, text)
         return  # JSON Lines
     lines = len(_json.split_lines(text))
     one_record = path.suffix.lower() in (".jsonl", ".ndjson") and lines == 1
@@ -391,6 +383,21 @@ def _check_json_rows(path: Path) -> None:
                 )
 
 
+def _check_json_lines(path: Path, text: str) -> None:
+    """Each line of a JSON Lines file parsed on its own: one over the bounds of
+    :mod:`assay._json`, or giving a key twice, is refused naming its line; a line that does not
+    parse is left to the loader, which names it."""
+    for line in _json.split_lines(text):
+        try:
+            _json.loads(line.text, unique_keys=True)
+        except _json.OverBound as exc:
+            raise DataError(exc.msg, path=path, row=line.number) from None
+        except _json.DuplicateKey as exc:
+            raise _duplicate_key_on(path, line.number, exc.key) from None
+        except json.JSONDecodeError:
+            pass
+
+
 def _duplicate_key_on(path: Path, line: int, key: str) -> DataError:
     """The error for a JSON Lines row (``line``) that gives ``key`` twice: ``json`` keeps the
     last value (a JSON table's row), pyarrow refuses the file without naming the line."""
@@ -405,13 +412,10 @@ def _duplicate_key(path: Path, text: str, key: str) -> DataError:
     to find it), or the file alone where there is no such row (a single object)."""
     start = len(text) - len(text.lstrip())
     if not text.startswith("[", start):  # JSON Lines whose first row gives it (or one object)
-        for line in _json.split_lines(text):
-            try:
-                _json.loads(line.text, unique_keys=True)
-            except _json.DuplicateKey as exc:
-                return _duplicate_key_on(path, line.number, exc.key)
-            except json.JSONDecodeError:
-                pass
+        try:
+            _check_json_lines(path, text)
+        except DataError as line_error:
+            return line_error
         return DataError(f"key {key!r} given twice; keep one", path=path, field=key)
     at, row = start + 1, 0
     blank = re.compile(r"[ \t\n\r]*")
