@@ -203,7 +203,7 @@ class ReviewApp:
     def _edited_messages(self, entry: dict[str, Any]) -> dict[str, str] | None:
         """The transcript messages the probe's latest decision edited (None: none), which an
         edit made on the page — its text or target — keeps."""
-        history = [r for r in self.run.reviews() if r["probe_id"] == entry["probe_id"]]
+        history = self.run.history(entry["probe_id"])
         latest = history[-1] if history else None
         return latest.get("messages") if latest and latest["status"] == "edited" else None
 
@@ -251,7 +251,7 @@ class ReviewApp:
 
     def probe_state(self, request: Request) -> Response:
         pid = request.path_params["probe_id"]
-        history = [r for r in self.run.reviews() if r["probe_id"] == pid]
+        history = self.run.history(pid)
         latest = history[-1] if history else None
         return JSONResponse({"probe_id": pid, "version": len(history), "latest": latest})
 

@@ -232,6 +232,10 @@ class ReviewRun:
         path = self.path / "reviews.jsonl"
         return self._cached("reviews", [path], lambda: read_reviews(self.path, self.scale))
 
+    def history(self, probe_id: str) -> list[dict[str, Any]]:
+        """One probe's decisions, oldest first (its version is their number)."""
+        return [r for r in self.reviews() if r["probe_id"] == probe_id]
+
     def judgments(self) -> dict[str, dict[str, Judgment]]:
         """Judgments by judge (the file name without its config hash) and item id."""
         files = _judgment_files(self.path)
