@@ -174,6 +174,8 @@ _NAMES = {
         "flips_toward",
         "one_sided_mcnemar",
         "placebo_effect",
+        "two_sided_mcnemar",
+        "two_sided_placebo_effect",
         "with_fdr",
     ),
     "_ppi": (
@@ -432,6 +434,8 @@ __all__ = [
     "newcombe_paired_interval",
     "one_sided_mcnemar",
     "placebo_effect",
+    "two_sided_mcnemar",
+    "two_sided_placebo_effect",
     "with_fdr",
     "SelfPreference",
     "self_preference",
@@ -630,6 +634,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         flips_toward,
         one_sided_mcnemar,
         placebo_effect,
+        two_sided_mcnemar,
+        two_sided_placebo_effect,
         with_fdr,
     )
     from assay.metrics._ppi import (

@@ -26,6 +26,15 @@ The directional share says where the verdicts that changed went: of the items wh
 changed under the cue, the share that moved toward it (the placebo's share beside it is what
 noise alone gives). A family of effects (a run's tests × judges) is flagged by
 Benjamini–Hochberg at a false discovery rate ``q`` (:func:`with_fdr`).
+
+A cue with two poles and no direction known in advance (the order of a pair: a judge may prefer
+the answer shown first or the one shown second, and both are a position bias) is measured by
+:func:`two_sided_placebo_effect`: per item, did the cue move the verdict further toward one pole
+than the placebo did? The signed effect is the share of items where the cue moved it further
+toward the ``toward`` pole minus the share where it moved it further toward the ``away`` pole
+(positive: ``toward`` is favoured), with Newcombe's interval and the exact two-sided McNemar
+p-value (under no effect the cue and placebo verdicts are exchangeable, so each such item goes
+either way with probability one half).
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ from assay.metrics._value import PlaceboEffect
 Kind = Literal["binary", "categorical", "ordinal"]
 NEWCOMBE = "Newcombe paired score interval (method 10)"
 EXACT_MCNEMAR = "exact McNemar, one-sided"
+EXACT_MCNEMAR_TWO_SIDED = "exact McNemar, two-sided"
 
 
 def flips_toward(
@@ -139,6 +149,97 @@ def placebo_effect(
     )
 
 
+def two_sided_placebo_effect(
+    baseline: ArrayLike,
+    cue: ArrayLike,
+    placebo: ArrayLike,
+    toward: ArrayLike,
+    away: ArrayLike,
+    *,
+    poles: tuple[str, str] = ("toward", "away"),
+    confidence: float = 0.95,
+) -> PlaceboEffect:
+    """The effect of a cue with two poles (``toward`` and ``away``, a verdict index each, per
+    item) and no direction known in advance, against the placebo; signed, tested two-sided.
+
+    Per item the verdict's place on the axis from ``away`` (0) to ``toward`` (1; any other
+    verdict, a tie, ½) gives each move from the baseline a sign. The cue moved the verdict
+    *further toward* a pole than the placebo when its sign is past the placebo's that way.
+    ``effect`` = P(further toward ``toward``) − P(further toward ``away``) over every item,
+    Newcombe's paired interval, the exact two-sided McNemar p-value of ``effect = 0``, and
+    ``favoured``: the name in ``poles`` of the pole the effect points to (None at 0). The
+    counts face the favoured pole (``toward`` at 0): ``cue_flips`` / ``placebo_flips`` the
+    moves to it under the cue / the placebo, ``cue_only`` / ``placebo_only`` the items where
+    the cue / the placebo moved further toward it than the other; ``n_at_cue`` is 0, as every
+    item can move one way or the other."""
+    confidence = _check_confidence(confidence)
+    v0 = as_labels(baseline, "baseline")
+    v_cue = as_labels(cue, "cue")
+    v_placebo = as_labels(placebo, "placebo")
+    _same_length(v0, v_cue, ("baseline", "cue"))
+    _same_length(v0, v_placebo, ("baseline", "placebo"))
+    up, down = _toward(toward, v0.size), _toward(away, v0.size)
+    if np.any(up == down):
+        raise ValueError("toward and away must be two different verdicts on every item")
+
+    def place(v: NDArray[np.int64]) -> NDArray[np.float64]:
+        return np.where(v == up, 1.0, np.where(v == down, 0.0, 0.5))
+
+    start = place(v0)
+    cue_move = np.sign(place(v_cue) - start)
+    placebo_move = np.sign(place(v_placebo) - start)
+    further_up = int(np.sum(cue_move > placebo_move))
+    further_down = int(np.sum(cue_move < placebo_move))
+    n = int(v0.size)
+    sign = 1 if further_up >= further_down else -1
+    favoured = None if further_up == further_down else poles[0 if sign > 0 else 1]
+    cue_flips = int(np.sum(cue_move == sign))
+    placebo_flips = int(np.sum(placebo_move == sign))
+    cue_changes = int(np.sum(v_cue != v0))
+    placebo_changes = int(np.sum(v_placebo != v0))
+    counts = dict(
+        n=n,
+        n_at_cue=0,
+        cue_flips=cue_flips,
+        placebo_flips=placebo_flips,
+        both_flipped=int(np.sum((cue_move == sign) & (placebo_move == sign))),
+        cue_only=max(further_up, further_down),
+        placebo_only=min(further_up, further_down),
+        confidence=confidence,
+        interval=NEWCOMBE,
+        test=EXACT_MCNEMAR_TWO_SIDED,
+        cue_changes=cue_changes,
+        placebo_changes=placebo_changes,
+        directional_share=_share(cue_flips, cue_changes),
+        placebo_directional_share=_share(placebo_flips, placebo_changes),
+        alternative="two-sided",
+        favoured=favoured,
+    )
+    if n == 0:
+        nan = math.nan
+        return PlaceboEffect(
+            **counts,
+            cue_rate=nan,
+            placebo_rate=nan,
+            effect=nan,
+            ci_low=nan,
+            ci_high=nan,
+            p_value=nan,
+            note="undefined: no item",
+        )
+    neither = n - further_up - further_down
+    low, high = newcombe_paired_interval(0, further_up, further_down, neither, confidence)
+    return PlaceboEffect(
+        **counts,
+        cue_rate=cue_flips / n,
+        placebo_rate=placebo_flips / n,
+        effect=(further_up - further_down) / n,
+        ci_low=low,
+        ci_high=high,
+        p_value=two_sided_mcnemar(further_up, further_down),
+    )
+
+
 def one_sided_mcnemar(first_only: int, second_only: int) -> float:
     """Exact one-sided McNemar p-value of ``H0: P(first) ≤ P(second)`` on paired binary
     outcomes: ``P(X ≥ first_only)`` for ``X ~ Bin(first_only + second_only, 1/2)``; 1 without a
@@ -151,6 +252,15 @@ def one_sided_mcnemar(first_only: int, second_only: int) -> float:
     from scipy.special import bdtrc
 
     return float(bdtrc(first_only - 1, discordant, 0.5))
+
+
+def two_sided_mcnemar(first_only: int, second_only: int) -> float:
+    """Exact two-sided McNemar p-value of ``H0: P(first) = P(second)`` on paired binary
+    outcomes: twice the smaller binomial tail of ``Bin(first_only + second_only, 1/2)``, at most
+    1; 1 without a discordant pair."""
+    return min(
+        1.0, 2 * one_sided_mcnemar(max(first_only, second_only), min(first_only, second_only))
+    )
 
 
 def with_fdr(effects: Sequence[PlaceboEffect], q: float = 0.05) -> tuple[PlaceboEffect, ...]:

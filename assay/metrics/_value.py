@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict
 from dataclasses import dataclass as plain_dataclass
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import (
     BeforeValidator,
@@ -169,7 +169,12 @@ class PlaceboEffect:
     is 0) is ``cue_rate − placebo_rate`` with its interval at ``confidence``; ``p_value`` tests
     ``effect ≤ 0``. ``directional_share`` is ``cue_flips / cue_changes``: of all items whose
     verdict changed under the cue, the share that moved toward it (nan without a change).
-    ``p_adjusted`` and ``flagged`` are set by :func:`with_fdr` across a family of effects."""
+    ``p_adjusted`` and ``flagged`` are set by :func:`with_fdr` across a family of effects.
+
+    ``alternative`` is ``greater`` for a cue that points to a verdict (``p_value`` tests
+    ``effect ≤ 0``) and ``two-sided`` for a cue with two poles and no direction known in
+    advance (:func:`two_sided_placebo_effect`: the effect is signed, ``p_value`` tests
+    ``effect = 0`` and ``favoured`` names the pole it points to)."""
 
     n: int
     n_at_cue: int
@@ -194,3 +199,5 @@ class PlaceboEffect:
     p_adjusted: Undefinable | None = None
     flagged: bool | None = None
     note: str | None = None
+    alternative: Literal["greater", "two-sided"] = "greater"
+    favoured: str | None = None

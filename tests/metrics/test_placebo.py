@@ -298,3 +298,75 @@ def test_the_one_sided_mcnemar_p_value_is_scipys_exact_binomial_test():
         for first in range(discordant + 1):
             exact = binomtest(first, discordant, 0.5, alternative="greater").pvalue
             assert one_sided_mcnemar(first, discordant - first) == pytest.approx(exact, rel=1e-15)
+
+
+# -- a cue with two poles (position): signed, two-sided ----------------------------------------
+
+
+def test_the_two_sided_mcnemar_p_value_is_scipys_exact_binomial_test():
+    from assay.metrics import two_sided_mcnemar
+
+    assert two_sided_mcnemar(0, 0) == 1.0
+    for discordant in [*range(1, 40), 300]:
+        for first in range(discordant + 1):
+            exact = binomtest(first, discordant, 0.5, alternative="two-sided").pvalue
+            assert two_sided_mcnemar(first, discordant - first) == pytest.approx(exact, rel=1e-12)
+
+
+def by_loop(base, cue, again, toward, away):
+    """Per item, by explicit cases on a binary scale (toward / away only): the cue moved the
+    verdict further toward ``toward`` than the placebo when it moved there and the placebo did
+    not, or the placebo moved to ``away`` and the cue did not; and the other way round."""
+    up = down = 0
+    for b, c, a, t, w in zip(base, cue, again, toward, away, strict=True):
+        cue_to_t, again_to_t = b == w and c == t, b == w and a == t
+        cue_to_w, again_to_w = b == t and c == w, b == t and a == w
+        up += (cue_to_t and not again_to_t) or (again_to_w and not cue_to_w)
+        down += (cue_to_w and not again_to_w) or (again_to_t and not cue_to_t)
+    return up, down
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_two_sided_effect_equals_statsmodels_exact_mcnemar_on_the_table_by_hand(seed):
+    """A judge with a recency preference (seeds 0–2) or a primacy one (3–5), with a noisy
+    placebo: the signed effect, its interval and its p-value equal the McNemar table counted by
+    explicit cases, statsmodels' exact McNemar test and Newcombe's interval written out."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    from assay.metrics import two_sided_placebo_effect
+
+    rng = np.random.default_rng(seed)
+    n = 40
+    toward = rng.integers(0, 2, n)  # the answer the swap shows first, per pair
+    away = 1 - toward
+    base = rng.integers(0, 2, n)
+    prefers = away if seed < 3 else toward
+    cue = np.where(rng.random(n) < 0.4, prefers, base)
+    again = np.where(rng.random(n) < 0.1, 1 - base, base)
+    up, down = by_loop(base, cue, again, toward, away)
+    e = two_sided_placebo_effect(base, cue, again, toward, away, poles=("first", "second"))
+    assert e.effect == pytest.approx((up - down) / n)
+    assert (e.ci_low, e.ci_high) == pytest.approx(by_hand(0, up, down, n - up - down))
+    table = [[0, up], [down, n - up - down]]
+    assert e.p_value == pytest.approx(mcnemar(table, exact=True).pvalue, rel=1e-12)
+    assert e.p_value == pytest.approx(binomtest(up, up + down, 0.5).pvalue, rel=1e-12)
+    assert e.favoured == ("second" if seed < 3 else "first")
+    assert (e.cue_only, e.placebo_only) == (max(up, down), min(up, down))
+    assert e.alternative == "two-sided" and e.n_at_cue == 0
+
+
+def test_a_recency_judge_has_a_negative_effect_that_favours_the_second_pole():
+    """The adversarial case: the swap moved 9 of 30 verdicts to the answer it shows second, the
+    placebo none; exact McNemar on [[0, 9], [0, 21]] gives p = 2 / 2**9."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    from assay.metrics import two_sided_placebo_effect
+
+    toward, away = [1] * 30, [0] * 30  # the swap shows answer 1 first
+    base = [1] * 9 + [0] * 21  # the second shown in the source order: answer 1
+    cue = [0] * 30  # the second shown in the swap: answer 0
+    e = two_sided_placebo_effect(base, cue, base, toward, away, poles=("first", "second"))
+    assert e.effect == pytest.approx(-9 / 30) and e.ci_high < 0
+    assert e.p_value == pytest.approx(mcnemar([[0, 9], [0, 21]], exact=True).pvalue)
+    assert e.p_value == pytest.approx(2 / 2**9)
+    assert (e.favoured, e.cue_flips, e.placebo_flips) == ("second", 9, 0)

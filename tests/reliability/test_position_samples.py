@@ -140,18 +140,86 @@ def test_position_bias_statistics_equal_a_hand_computation(tmp_path, sheet_judge
     assert all(
         placebos[p["source_id"]]["meta"]["order"] == p["meta"]["source_order"] for p in swapped
     )
-    # against the placebo: a flip toward the answer the swap puts first, by hand (the sheet's
-    # judge is deterministic, so its placebo never moves)
+    # against the placebo, by hand (the sheet's judge is deterministic, so its placebo never
+    # moves): over every pair, the swap's moves toward the answer it shows first minus those
+    # toward the one it shows second (a tie halfway between)
     base = {i: SHEET[i][0 if swapped[i]["meta"]["source_order"] == "AB" else 1] for i in SHEET}
     cue = {i: SHEET[i][0 if swapped[i]["meta"]["order"] == "AB" else 1] for i in SHEET}
     first = {i: "A" if swapped[i]["meta"]["order"] == "AB" else "B" for i in SHEET}
-    movable = [i for i in SHEET if base[i] != first[i]]
-    flipped = [i for i in movable if cue[i] == first[i]]
+    place = {i: {first[i]: 1.0, "tie": 0.5}.get(cue[i], 0.0) for i in SHEET}
+    start = {i: {first[i]: 1.0, "tie": 0.5}.get(base[i], 0.0) for i in SHEET}
+    up = [i for i in SHEET if place[i] > start[i]]
+    down = [i for i in SHEET if place[i] < start[i]]
     (e,) = scores.placebo.effects.values()
-    assert (e.n, e.cue_flips, e.placebo_flips) == (len(movable), len(flipped), 0)
-    assert e.effect == pytest.approx(len(flipped) / len(movable))
+    assert (e.n, e.cue_only, e.placebo_only, e.placebo_flips) == (
+        6,
+        *sorted((len(up), len(down)), reverse=True),
+        0,
+    )
+    assert e.effect == pytest.approx((len(up) - len(down)) / 6)
     report = (res.run_dir / "report.md").read_text()
     assert "position_bias" in report and "first-position" in report
+
+
+LEANING = (
+    10  # pairs where the leaning judge picks by position; two more it answers "A" in either order
+)
+
+
+@pytest.fixture
+def leaning_judge(request):
+    """A pairwise judge that picks the answer shown ``first`` or ``second`` (the test's
+    parameter) on pairs 0–9 and answers the right one, X, on pairs 10 and 11."""
+
+    def respond(call):
+        shown_a = call.field("response_a") or ""
+        if int(shown_a[1:]) >= LEANING:
+            return {"verdict": "A" if shown_a.startswith("X") else "B"}
+        return {"verdict": "A" if request.param == "first" else "B"}
+
+    engine = ScriptedEngine(respond=respond)
+    register_script("pos-lean", lambda: engine)
+    return request.param
+
+
+@pytest.mark.parametrize("leaning_judge", ["first", "second"], indirect=True)
+def test_a_judge_preferring_either_position_is_flagged_with_the_position_it_favours(
+    tmp_path, leaning_judge
+):
+    """Both a primacy and a recency preference are a position bias: the swap's effect against
+    the placebo is signed, tested two-sided (statsmodels' exact McNemar test on the table
+    counted from the probes), flagged, and names the favoured position."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    pairs = tmp_path / "pairs.csv"
+    rows = [f"p{i},Which is better ({i})?,X{i},Y{i},A" for i in range(LEANING + 2)]
+    pairs.write_text("\n".join(["id,request,response,response_b,expected", *rows]) + "\n")
+    judge = {"name": "pj", "task": "pairwise", "model": "scripted:pos-lean", "rubric": "r"}
+    res = run_harness(
+        harness(tmp_path, pairs, {"position_bias": {}}, [judge]), workdir=tmp_path, progress=False
+    )
+    placebo = res.summary.judges["pj"].tests["position_bias"].placebo
+    e = placebo.effects["swapped"]
+
+    # by hand from the probes: where the swap moved the verdict (the judge is deterministic,
+    # so its placebo never moves)
+    probes = [json.loads(x) for x in (res.run_dir / "probes.jsonl").read_text().splitlines()]
+    up = down = 0
+    for p in probes:
+        if p["meta"].get("placebo") or int(p["source_id"][1:]) >= LEANING:
+            continue  # the two pairs answered on content never move
+        # the leaning judge picks the answer the swap shows first (or second): it moved there
+        up, down = (up + 1, down) if leaning_judge == "first" else (up, down + 1)
+    n = LEANING + 2
+    assert (up + down, e.n) == (LEANING, n)
+    assert e.effect == pytest.approx((up - down) / n)
+    assert e.favoured == leaning_judge and e.placebo_flips == 0
+    table = [[0, up], [down, n - up - down]]
+    assert e.p_value == pytest.approx(mcnemar(table, exact=True).pvalue, rel=1e-12)
+    assert (e.ci_low > 0) if leaning_judge == "first" else (e.ci_high < 0)
+    assert e.flagged and placebo.flagged
+    report = (res.run_dir / "report.md").read_text()
+    assert f"({leaning_judge} favoured)" in report
 
 
 def test_position_bias_reaches_the_mlflow_child_run_of_its_judge(tmp_path, sheet_judge):

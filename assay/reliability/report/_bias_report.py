@@ -96,9 +96,13 @@ def placebo_table(summary: HarnessSummary) -> Table | None:
         "cache bypassed (the placebo). Effect = P(flip toward the cue under the cue) − P(flip "
         "toward it on the placebo), over the sources whose verdict was not already the cue's; "
         "a cue that claims no verdict counts any change. Newcombe's paired interval, exact "
-        "one-sided McNemar p-value, Benjamini–Hochberg over every bias test × judge of the run.",
-        note=f"Flagged: adjusted p ≤ {fmt(summary.fdr, 2)} and the interval above 0. An "
-        "interval around 0 says the cue moved verdicts no more than asking again does.",
+        "one-sided McNemar p-value, Benjamini–Hochberg over every bias test × judge of the run. "
+        "The swap of position_bias has no direction known in advance: its effect is signed "
+        "(+ the answer shown first favoured, − the one shown second), over every pair, tested "
+        "two-sided, and its flips are toward the favoured position.",
+        note=f"Flagged: adjusted p ≤ {fmt(summary.fdr, 2)} and the interval above 0 (a "
+        "two-sided effect: on either side of 0). An interval around 0 says the cue moved "
+        "verdicts no more than asking again does.",
     )
 
 
@@ -108,10 +112,12 @@ def p_cell(p: float | None) -> str:
 
 
 def effect_cell(e: Any) -> str:
-    """An effect against the placebo with its interval, signed."""
+    """An effect against the placebo with its interval, signed, and for a two-sided effect the
+    pole it favours."""
     if e.effect != e.effect:
         return "undefined"
-    return f"{e.effect:+.2f} [{e.ci_low:+.2f}, {e.ci_high:+.2f}]"
+    favoured = f" ({e.favoured} favoured)" if e.favoured else ""
+    return f"{e.effect:+.2f} [{e.ci_low:+.2f}, {e.ci_high:+.2f}]{favoured}"
 
 
 def placebo_headline(m: ReliabilityScores) -> str:

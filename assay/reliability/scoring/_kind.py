@@ -130,6 +130,15 @@ class ScoringKind:
         then on any change of verdict)."""
         return None
 
+    # a cue with two poles and no direction known in advance names them here (position: the
+    # answer shown first or second); its effect is signed and tested two-sided, ``cue_toward``
+    # giving the first pole's verdict and ``cue_away`` the second's
+    poles: ClassVar[tuple[str, str] | None] = None
+
+    def cue_away(self, probe: Probe, scale: Scale) -> int | None:
+        """The verdict of the cue's second pole (``poles``); None for a one-way cue."""
+        return None
+
     def as_asked(self, verdict: int, probe: Probe, scale: Scale) -> int:
         """``verdict`` on ``probe`` as a verdict on its source's question (polarity mirrors)."""
         return verdict

@@ -9,13 +9,18 @@ with Newcombe's paired interval and the exact one-sided McNemar p-value. A cell 
 per source, so its rows are independent; the cells of a test share the placebo and are reported
 apart, never pooled (several cues of one source are not independent rows).
 
+A cue with two poles and no direction known in advance (the swap of ``position_bias``: a judge
+may favour the answer shown first or the one shown second) has a signed effect tested two-sided
+(:func:`assay.metrics.two_sided_placebo_effect`), positive toward the first pole; it is flagged
+when its interval lies on either side of 0, and names the pole it favours.
+
 A cue that claims no verdict (a distraction, the inverted question of ``polarity``) has no
 direction: its effect is on any change of verdict, ``P(changed under the cue) − P(changed on
 the placebo)``, with the same interval and test, and no directional share.
 
 The family of a run is every cell of every bias test × every judge: Benjamini–Hochberg adjusts
 their p-values, and a cell is flagged when its adjusted p-value is at most the run's ``fdr`` and
-its interval lies above 0; a test is flagged for a judge when one of its cells is.
+its interval lies above 0 (for a two-sided effect: on either side of 0); a test is flagged for a judge when one of its cells is.
 """
 
 from __future__ import annotations
@@ -39,8 +44,9 @@ UNDIRECTED = (
     "cue) − P(changed on the placebo)"
 )
 
-# (baseline, verdict under the cue, placebo verdict, the cue's verdict or None)
-Row = tuple[int, int, int, int | None]
+# (baseline, verdict under the cue, placebo verdict, the cue's verdict or None, the verdict of
+# its other pole or None)
+Row = tuple[int, int, int, int | None, int | None]
 
 
 def placebo_scores(
@@ -61,7 +67,8 @@ def placebo_scores(
             left_out += 1
             continue
         row = (baseline, kind.as_asked(verdict, p, inp.scale), placebo)
-        cells[kind.cue_cell(p)].append((*row, kind.cue_toward(p, inp.scale)))
+        poles = (kind.cue_toward(p, inp.scale), kind.cue_away(p, inp.scale))
+        cells[kind.cue_cell(p)].append((*row, *poles))
     return PlaceboScores(
         probes=len(placebos),
         judged=len(judged),
@@ -69,19 +76,25 @@ def placebo_scores(
         unscored_reasons=dict(unscored),
         left_out=left_out,
         effects={
-            cell: cell_effect(rows, inp.scale, inp.boot["confidence"])
+            cell: cell_effect(rows, inp.scale, inp.boot["confidence"], kind.poles)
             for cell, rows in cells.items()
         },
     )
 
 
-def cell_effect(rows: list[Row], scale: Scale, confidence: float) -> PlaceboEffect:
-    """The effect of one cue cell: directed (toward the cue's verdict, on the scale's indices)
-    when its cue claims a verdict, else on any change of verdict (:data:`UNDIRECTED`)."""
-    from assay.metrics import placebo_effect  # NumPy: loaded while the calls are in flight
+def cell_effect(
+    rows: list[Row],
+    scale: Scale,
+    confidence: float,
+    poles: tuple[str, str] | None = None,
+) -> PlaceboEffect:
+    """The effect of one cue cell: signed and two-sided when its cue has two ``poles``
+    (position), directed (toward the cue's verdict, on the scale's indices) when its cue claims
+    a verdict, else on any change of verdict (:data:`UNDIRECTED`)."""
+    from assay.metrics import placebo_effect, two_sided_placebo_effect  # NumPy: loaded late
 
     if all(r[3] is None for r in rows):
-        changed = [(int(cue != base), int(again != base)) for base, cue, again, _ in rows]
+        changed = [(int(cue != base), int(again != base)) for base, cue, again, *_ in rows]
         effect = placebo_effect(
             [0] * len(rows),
             [c for c, _ in changed],
@@ -97,7 +110,10 @@ def cell_effect(rows: list[Row], scale: Scale, confidence: float) -> PlaceboEffe
             note=UNDIRECTED if effect.note is None else f"{UNDIRECTED}; {effect.note}",
         )
     at = {v: i for i, v in enumerate(scale.values)}
-    directed = [(at[b], at[c], at[a], at[t]) for b, c, a, t in rows if t is not None]
+    if poles is not None:
+        columns = list(zip(*[[at[v] for v in r] for r in rows], strict=True))
+        return two_sided_placebo_effect(*columns, poles=poles, confidence=confidence)
+    directed = [(at[b], at[c], at[a], at[t]) for b, c, a, t, _ in rows if t is not None]
     columns = list(zip(*directed, strict=True))
     return placebo_effect(*columns[:3], columns[3], kind=effect_kind(scale), confidence=confidence)
 
@@ -112,7 +128,8 @@ def effect_kind(scale: Scale) -> str:
 
 def flag_placebo_effects(judges: Iterable[JudgeReliability], q: float) -> None:
     """Flag the effects of a run's family (every cell of every bias test × every judge) in
-    place: Benjamini–Hochberg adjusted p-value at most ``q`` and the interval above 0."""
+    place: Benjamini–Hochberg adjusted p-value at most ``q`` and the interval above 0 (for a
+    two-sided effect: on either side of 0)."""
     from assay.metrics import with_fdr
 
     family = [
@@ -124,7 +141,8 @@ def flag_placebo_effects(judges: Iterable[JudgeReliability], q: float) -> None:
     ]
     adjusted = with_fdr([s.effects[c] for s, c in family], q)
     for (scores, cell), e in zip(family, adjusted, strict=True):
-        scores.effects[cell] = dataclasses.replace(e, flagged=bool(e.flagged and e.ci_low > 0))
+        clear = e.ci_low > 0 or (e.alternative == "two-sided" and e.ci_high < 0)
+        scores.effects[cell] = dataclasses.replace(e, flagged=bool(e.flagged and clear))
     for scores in {id(s): s for s, _ in family}.values():
         defined = [e for e in scores.effects.values() if not math.isnan(e.p_value)]
         scores.flagged = any(e.flagged for e in defined) if defined else None

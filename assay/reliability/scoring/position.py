@@ -86,9 +86,17 @@ class Position(ScoringKind):
     def cue_cell(self, probe: Probe) -> str:
         return "swapped"
 
+    # a judge may prefer the answer shown first or the one shown second: both are a position
+    # bias, so the swap's effect is signed and tested two-sided
+    poles = ("first", "second")
+
     def cue_toward(self, probe: Probe, scale: Scale) -> int | None:
-        """The answer shown first in the swapped order: where a position bias pushes."""
+        """The answer shown first in the swapped order (a primacy bias pushes toward it)."""
         return scale.label_scores["A" if probe.meta["order"] == "AB" else "B"]
+
+    def cue_away(self, probe: Probe, scale: Scale) -> int | None:
+        """The answer shown second in the swapped order (a recency bias pushes toward it)."""
+        return scale.label_scores["B" if probe.meta["order"] == "AB" else "A"]
 
     def section(self, rows: list[SectionRow]) -> Table | None:
         if not rows:
