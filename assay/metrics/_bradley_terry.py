@@ -14,6 +14,11 @@ systems never linked by a chain of comparisons have no common scale, so each con
 ranked on its own. ``alpha > 0`` adds choix's penalty ``alpha · Σ s²`` (a Gaussian prior), which
 gives finite strengths where the maximum likelihood has none (a system that won every comparison
 it was in); ``alpha = 0`` is the plain maximum likelihood and refuses such data in one line.
+A judge's ``γ`` is identified only by pairs shown both ways round (or orders that do not line up
+with a shift of the strengths): when the design's rank falls short of its parameters — every
+pair a judge saw shown in one order only — the fit is refused in one line naming the judge and
+the systems, with or without a penalty, rather than split arbitrarily between ``γ`` and the
+strengths.
 
 Intervals are Wald intervals from the observed Fisher information (the inverse Hessian of the
 penalised log-likelihood at the estimate, projected on the centred strengths): they assume the
@@ -296,6 +301,41 @@ def _runaway_order(d: _Data) -> str | None:
     return None
 
 
+def _confounded(
+    d: _Data, x: NDArray[np.float64], basis: NDArray[np.float64], judge_of: dict[int, int]
+) -> str | None:
+    """Why the votes cannot tell some order effects from the strengths, or None: the design
+    (one row per comparison: strength contrasts, then the judges' order-effect columns) has
+    fewer independent columns than parameters — e.g. every pair a judge saw was shown in one
+    order only, so a first-position advantage and a stronger first system predict the same
+    votes. The check is the design's numerical rank; the judges and systems named are those
+    the design's null space moves (``judge_of``: order-effect column → judge index)."""
+    rows = np.unique(x, axis=0)
+    if rows.shape[0] < x.shape[1]:
+        rows = np.vstack([rows, np.zeros((x.shape[1] - rows.shape[0], x.shape[1]))])
+    upper = np.linalg.qr(rows, mode="r")  # the same null space as x, square
+    _, sv, vt = np.linalg.svd(upper)
+    tol = sv.max(initial=0.0) * max(rows.shape) * np.finfo(float).eps
+    null = vt[int(np.sum(sv > tol)) :]
+    if not null.size:
+        return None
+    free = basis.shape[1]
+    moved = np.max(np.abs(null), axis=0) > 1e-8
+    judges = [d.judges[judge_of[c]] for c in sorted(judge_of) if moved[c]]
+    systems = sorted(
+        d.systems[k]
+        for k in np.flatnonzero(np.max(np.abs(basis @ null[:, :free].T), axis=1) > 1e-8)
+    )
+    whose = ", ".join(f"'{j}'" for j in judges)
+    return (
+        f"the votes cannot tell the order effect of judge{'s' if len(judges) > 1 else ''} "
+        f"{whose} from the strengths of {_some(systems)}: in the orders the pairs were shown, a "
+        "first-position advantage and stronger first-shown systems predict the same votes "
+        "(each pair shown in one order only); show pairs in both orders, or fit without an "
+        "order effect (any first-position advantage is then folded into the strengths)"
+    )
+
+
 def _basis(component: NDArray[np.int32]) -> NDArray[np.float64]:
     """An orthonormal basis (systems × free parameters) of the strengths summing to 0 within
     each connected set: strengths = basis @ θ."""
@@ -397,6 +437,9 @@ def _fit(d: _Data, *, order_effect: bool, alpha: float) -> _Fit:
     ordered = sorted({int(k) for k in d.judge[d.order != 0]}) if order_effect else []
     gamma_of = {k: basis.shape[1] + col for col, k in enumerate(ordered)}
     x = _design(d, basis, {k: col for col, k in enumerate(ordered)})
+    why = _confounded(d, x, basis, {col: k for k, col in gamma_of.items()})
+    if why is not None:
+        raise ValueError(why)
     penalty = np.concatenate([np.full(basis.shape[1], float(alpha)), np.zeros(len(ordered))])
     theta, hess, loglik, iterations = _newton(x, d.y, penalty)
     free = basis.shape[1]

@@ -6,6 +6,8 @@ the other judges' ranking; bad input in one line each."""
 
 from __future__ import annotations
 
+import math
+
 import choix
 import numpy as np
 import pytest
@@ -222,3 +224,113 @@ def test_a_prior_gives_finite_strengths_where_the_likelihood_has_none():
     reference = choix.opt_pairwise(3, [(0, 1), (0, 2), (2, 1)], alpha=0.5)
     got = [fit.strength_of(s).strength for s in "xyz"]
     np.testing.assert_allclose(got, reference - reference.mean(), atol=1e-6)
+
+
+# -- an order effect the votes cannot tell from the strengths ---------------------------------
+
+
+def naive_design(a, b, first, judges, systems, judge_names):
+    """The textbook design, built apart from the fit's: one column per system but the last (its
+    strength fixed at 0), +1 for the first shown and −1 for the second, then one column per
+    judge, 1 on its votes (the outcome: the first shown won)."""
+    rows = []
+    for x, y, f, j in zip(a, b, first, judges, strict=True):
+        second = y if f == x else x
+        row = [float(s == f) - float(s == second) for s in systems[:-1]]
+        rows.append(row + [float(j == k) for k in judge_names])
+    return np.array(rows)
+
+
+def one_order_votes():
+    """60 votes of X against Y, X always shown first and winning 40: only s_X − s_Y + γ is
+    identified."""
+    return ["X"] * 60, ["Y"] * 60, ["X"] * 40 + ["Y"] * 20, ["X"] * 60, ["J"] * 60
+
+
+def star_votes():
+    """Four candidates each against one baseline, the candidate always shown first."""
+    rng = np.random.default_rng(7)
+    truth = {"cand1": 1.0, "cand2": 0.6, "cand3": 0.3, "cand4": -0.2, "baseline": 0.0}
+    a, b, winner = [], [], []
+    for c in ("cand1", "cand2", "cand3", "cand4"):
+        for _ in range(50):
+            p = 1 / (1 + np.exp(-(truth[c] - truth["baseline"])))
+            a.append(c), b.append("baseline"), winner.append(c if rng.random() < p else "baseline")
+    return a, b, winner, list(a), ["gpt-judge"] * len(a)
+
+
+@pytest.mark.parametrize(
+    ("votes", "named"),
+    [(one_order_votes, "'J' from the strengths of X, Y"), (star_votes, "'gpt-judge'")],
+)
+def test_an_order_effect_the_votes_cannot_separate_is_refused_in_one_line(votes, named):
+    """The design's rank falls short of its parameters (statsmodels' Logit on the textbook
+    design finds it singular): refused, naming the judge and what to do, not fitted to an
+    arbitrary split of the strengths and the order effect."""
+    import statsmodels.api as sm
+
+    a, b, winner, first, judges = votes()
+    systems = sorted(set(a) | set(b))
+    x = naive_design(a, b, first, judges, systems, sorted(set(judges)))
+    assert np.linalg.matrix_rank(x) < x.shape[1]
+    y = np.array([float(w == f) for w, f in zip(winner, first, strict=True)])
+    with pytest.raises(np.linalg.LinAlgError):
+        sm.Logit(y, x).fit(disp=0, method="newton")
+    with pytest.raises(ValueError, match="cannot tell the order effect of judge") as info:
+        bradley_terry(a, b, winner, first=first, judges=judges)
+    message = str(info.value)
+    assert named in message and "\n" not in message
+    assert "show pairs in both orders" in message
+    assert "folded into the strengths" in message
+    # without the order effect the same votes are a plain Bradley–Terry fit: choix's
+    fit = bradley_terry(a, b, winner, first=first, judges=judges, order_effect=False)
+    index = {s: k for k, s in enumerate(systems)}
+    reference = choix_strengths(
+        len(systems),
+        [f"s{index[s]}" for s in a],
+        [f"s{index[s]}" for s in b],
+        [f"s{index[s]}" for s in winner],
+        0.0,
+    )
+    got = [fit.strength_of(s).strength for s in systems]
+    np.testing.assert_allclose(got, reference, atol=1e-4)
+
+
+def test_order_effects_and_strengths_on_separable_votes_equal_statsmodels_glm():
+    """Votes shown in both orders (two judges, one of them first-biased) are fitted as before:
+    the strengths' differences, the order effects and their standard errors equal a statsmodels
+    binomial GLM on the textbook design."""
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(5)
+    truth = np.array([0.9, 0.2, -0.3, -0.8])
+    a, b, winner, first, judges = simulate(rng, truth, 600, gammas={"fair": 0.0, "lean": 0.9})
+    fit = bradley_terry(a, b, winner, first=first, judges=judges)
+    systems = sorted(set(a) | set(b))
+    x = naive_design(a, b, first, judges, systems, ["fair", "lean"])
+    y = np.array([float(w == f) for w, f in zip(winner, first, strict=True)])
+    glm = sm.GLM(y, x, family=sm.families.Binomial()).fit()
+    last = fit.strength_of(systems[-1]).strength
+    for k, s in enumerate(systems[:-1]):
+        assert fit.strength_of(s).strength - last == pytest.approx(glm.params[k], abs=1e-6)
+    effects = {e.judge: e for e in fit.order_effects}
+    for k, name in enumerate(["fair", "lean"], start=len(systems) - 1):
+        assert effects[name].gamma == pytest.approx(glm.params[k], abs=1e-6)
+        assert effects[name].se == pytest.approx(glm.bse[k], rel=1e-5)
+
+
+def test_two_connected_sets_each_shown_in_both_orders_are_still_centred_apart():
+    """Two sets of systems never compared with each other: not an order effect the votes cannot
+    separate (each set is centred on its own), fitted with finite intervals."""
+    rng = np.random.default_rng(4)
+    a, b, winner, first, _ = simulate(rng, np.array([0.8, 0.0, -0.8]), 300)
+    p, q, w2, f2, _ = simulate(rng, np.array([0.5, -0.5]), 200)
+    rename = {"s0": "p0", "s1": "p1"}
+    a, b = a + [rename[v] for v in p], b + [rename[v] for v in q]
+    winner, first = winner + [rename[v] for v in w2], first + [rename[v] for v in f2]
+    fit = bradley_terry(a, b, winner, first=first)
+    by = {s.system: s for s in fit.strengths}
+    assert fit.n_components == 2 and len(fit.order_effects) == 1
+    assert sum(by[k].strength for k in ("s0", "s1", "s2")) == pytest.approx(0, abs=1e-9)
+    assert by["p0"].strength + by["p1"].strength == pytest.approx(0, abs=1e-9)
+    assert all(math.isfinite(s.se) and s.se < 1 for s in fit.strengths)

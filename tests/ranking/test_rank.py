@@ -367,3 +367,37 @@ def test_the_docs_run_prints_what_the_page_shows(tmp_path, capsys, monkeypatch):
         if line.startswith(("| … |", "run: ", "MLflow run: ")):
             continue
         assert any(line == out for out in printed), line
+
+
+@pytest.mark.parametrize(
+    ("rows", "named"),
+    [
+        # 60 votes of X against Y, X always shown first and winning 40
+        ([f"X,Y,{'X' if k < 40 else 'Y'},X,J" for k in range(60)], "judge 'J' from the strengths"),
+        # four candidates each against one baseline, the candidate always shown first
+        (
+            [
+                f"c{c},base,{'base' if k % 3 == 0 else f'c{c}'},c{c},gpt"
+                for c in range(4)
+                for k in range(30)
+            ],
+            "judge 'gpt' from the strengths of base, c0, c1 and 2 more",
+        ),
+    ],
+)
+def test_an_order_effect_the_votes_cannot_separate_is_one_line(
+    tmp_path, capsys, monkeypatch, rows, named
+):
+    """Only the sum of the first system's strength and the judge's order effect is measured:
+    refused (the exit code of bad data), naming the judge and what to do; with
+    --no-order-effect the same votes are ranked."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pairs.csv").write_text("\n".join(["a,b,winner,first,judge", *rows]) + "\n")
+    assert main(["rank", "pairs.csv", "--no-log"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err
+    assert err.startswith("assay: error: pairs.csv: the votes cannot tell the order effect of")
+    assert named in err and "show pairs in both orders" in err
+    assert "rank with --no-order-effect (any first-position advantage is then folded" in err
+    out = rank_json(capsys, "pairs.csv", "--no-order-effect", "--no-log")
+    assert out["order_effects"] == [] and all(abs(r["strength"]) < 5 for r in out["strengths"])
