@@ -167,9 +167,9 @@ def rank(
 
 def _tracked(config: RankConfig, s: RankSummary, run_hash: str) -> TrackedRun:
     """The MLflow run: the options as params; each system's strength and interval, each judge's
-    order effect and agreement, the triads as metrics."""
-    from assay.runs import mlflow_key
-
+    order effect and agreement, the triads as metrics — keyed by the system's or judge's name,
+    which the logger makes a valid key that no other name shares (``m+1`` →
+    ``strength.m_1_<hash>``, listed with its name in the run's ``mlflow_keys.json``)."""
     metrics: dict[str, float] = {
         "n_votes": float(s.n_votes),
         "n_systems": float(s.n_systems),
@@ -179,7 +179,7 @@ def _tracked(config: RankConfig, s: RankSummary, run_hash: str) -> TrackedRun:
         "log_likelihood": s.log_likelihood,
     }
     for row in s.strengths:
-        key = mlflow_key(row.system)
+        key = row.system
         metrics |= {
             f"strength.{key}": row.strength,
             f"strength.{key}.ci_low": row.ci_low,
@@ -187,7 +187,7 @@ def _tracked(config: RankConfig, s: RankSummary, run_hash: str) -> TrackedRun:
             f"rank.{key}": float(row.rank),
         }
     for e in s.order_effects:
-        key = mlflow_key(e.judge)
+        key = e.judge
         metrics |= {
             f"order_effect.{key}": e.gamma,
             f"order_effect.{key}.ci_low": e.ci_low,
@@ -195,7 +195,7 @@ def _tracked(config: RankConfig, s: RankSummary, run_hash: str) -> TrackedRun:
         }
     for j in s.judges:
         if j.agreement is not None:
-            metrics[f"agreement.{mlflow_key(j.judge)}"] = j.agreement
+            metrics[f"agreement.{j.judge}"] = j.agreement
     return TrackedRun(
         name=config.name,
         params={

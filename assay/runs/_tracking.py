@@ -150,9 +150,38 @@ class TrackedRun:
     late: list[Path] = field(default_factory=list)
 
 
+KEYS_FILE = "mlflow_keys.json"  # a logged run's key → the name it stands for, where they differ
+_KEY_LENGTH = 250
+
+
 def mlflow_key(name: str) -> str:
-    """MLflow keys allow alphanumerics, ``_ - . space /`` only."""
-    return re.sub(r"[^A-Za-z0-9_\-. /]", "_", name)[:250]
+    """``name`` as an MLflow key, which allows alphanumerics and ``_ - . space /`` only and 250
+    characters: unchanged when it is one; else each ``.``-separated part that had another
+    character has it replaced by ``_`` and a short hash of the part appended (``m+1`` →
+    ``m_1_4a1c03f2``), so two names that clean to the same text (``m+1``, ``m_1``) keep two
+    keys; a key still too long keeps its start and a hash of the whole name."""
+    if _VALID_KEY.fullmatch(name) and len(name) <= _KEY_LENGTH:
+        return name
+    key = ".".join(
+        part if _VALID_KEY.fullmatch(part) else _cleaned(part) for part in name.split(".")
+    )
+    if len(key) > _KEY_LENGTH:
+        key = f"{key[: _KEY_LENGTH - 9]}_{_digest(name)}"
+    return key
+
+
+_VALID_KEY = re.compile(r"[A-Za-z0-9_\-. /]*")
+_NOT_IN_A_KEY = re.compile(r"[^A-Za-z0-9_\-. /]")
+
+
+def _cleaned(part: str) -> str:
+    return _NOT_IN_A_KEY.sub("_", part) + "_" + _digest(part)
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
 
 
 def _store_lock(uri: str) -> Path | None:
@@ -321,6 +350,9 @@ def _log(run: TrackedRun, exp_id: str, *, nested: bool) -> str:
             mlflow.log_params({mlflow_key(k): str(v)[:6000] for k, v in run.params.items()})
         if run.metrics:
             mlflow.log_metrics({mlflow_key(k): v for k, v in run.metrics.items()})
+        renamed = {mlflow_key(k): k for k in [*run.params, *run.metrics] if mlflow_key(k) != k}
+        if renamed:  # where a key is not the name it stands for, the run says which name
+            mlflow.log_dict(dict(sorted(renamed.items())), KEYS_FILE)
         for art in [*run.artifacts, *run.late]:
             path, where = art if isinstance(art, tuple) else (art, None)
             for file, folder in _artifact_files(path, where):

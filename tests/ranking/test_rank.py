@@ -401,3 +401,53 @@ def test_an_order_effect_the_votes_cannot_separate_is_one_line(
     assert "rank with --no-order-effect (any first-position advantage is then folded" in err
     out = rank_json(capsys, "pairs.csv", "--no-order-effect", "--no-log")
     assert out["order_effects"] == [] and all(abs(r["strength"]) < 5 for r in out["strengths"])
+
+
+def test_systems_whose_names_clean_to_one_key_keep_a_key_each_in_mlflow(
+    tmp_path, capsys, monkeypatch
+):
+    """MLflow keys allow few characters: 'm+1' and 'm_1', 'модель-а' and 'модель-б', 'gpt-4o
+    (v2)' and 'gpt-4o [v2]' cleaned to one key each, and one system's figures overwrote the
+    other's. Each now has its own key, every figure is in the store, and mlflow_keys.json says
+    which name each cleaned key stands for."""
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    names = ["m+1", "m_1", "модель-а", "модель-б", "gpt-4o (v2)", "gpt-4o [v2]"]
+    judges = ["judge:a", "judge;a"]
+    rng = np.random.default_rng(1)
+    rows = ["a,b,winner,first,judge"]
+    for k in range(600):
+        a, b = rng.choice(len(names), 2, replace=False)
+        winner = names[a] if rng.random() < 1 / (1 + np.exp(0.3 * (a - b))) else names[b]
+        first = names[a] if k % 2 else names[b]
+        rows.append(f'"{names[a]}","{names[b]}","{winner}","{first}",{judges[k % 2]}')
+    (tmp_path / "pairs.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = rank_json(capsys, "pairs.csv", "--tracking-uri", uri)
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    logged = client.get_run(out["mlflow_run_id"]).data.metrics
+    by_name = json.loads(
+        Path(
+            client.download_artifacts(out["mlflow_run_id"], "mlflow_keys.json", tmp_path)
+        ).read_text()
+    )
+    strength = {
+        v.removeprefix("strength."): k
+        for k, v in by_name.items()
+        if v.startswith("strength.") and v.count(".") == 1
+    }
+    assert set(strength) == set(names) - {"m_1"}  # 'm_1' is a valid key: kept as it is
+    strength["m_1"] = "strength.m_1"
+    assert len(set(strength.values())) == len(names)
+    for row in out["strengths"]:
+        key = strength[row["system"]]
+        assert logged[key] == pytest.approx(row["strength"])
+        assert logged[f"{key}.ci_low"] == pytest.approx(row["ci_low"])
+        assert logged[key.replace("strength.", "rank.")] == row["rank"]
+    for e in out["order_effects"]:
+        key = next((k for k, v in by_name.items() if v == f"order_effect.{e['judge']}"))
+        assert logged[key] == pytest.approx(e["gamma"])
+    assert sum(k.startswith("strength.") and k.count(".") == 1 for k in logged) == len(names)
+    assert sum(k.startswith("order_effect.") and k.count(".") == 1 for k in logged) == 2
