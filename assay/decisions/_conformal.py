@@ -221,10 +221,12 @@ def conformal(
         config, run_hash, command="conformal", workdir=workdir, tracking_uri=tracking_uri
     ) as run:
         records = _records(target, sets, target_refs, set(cal_ids), scale)
-        if run.finished:  # the same runs, the same options: nothing new to write or log
+        if run.finished:  # the same runs, the same options: nothing new to write
             summary = ConformalSummary.model_validate(run.store.read_json("metrics.json"))
             # the run is its runs' content, wherever they are: name the directory read this time
             summary.applied_to = applied_to
+            # logged now if an earlier call left it out (tracking off) and this one logs
+            run.log_finished(lambda: _tracked(config, summary, run.run_hash))
         else:
             summary = _summarize(
                 config,

@@ -815,9 +815,10 @@ def estimate(
     with Run.open(
         est_config, run_hash, command="estimate", workdir=workdir, tracking_uri=tracking_uri
     ) as out:
-        if out.finished:  # the same runs and options: nothing new to write or log
+        if out.finished:  # the same runs and options: nothing new to write
             done = EstimateSummary.model_validate(out.store.read_json("metrics.json"))
-            done.mlflow_run_id = out.mlflow_run_id
+            # logged now if an earlier call left it out (tracking off) and this one logs
+            done.mlflow_run_id = out.log_finished(lambda: _tracked(est_config, done, out.run_hash))
             return done
         summary.run_dir = str(out.dir)
         if queue_state is not None and queue_state.role == "drawn":

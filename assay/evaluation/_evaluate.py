@@ -114,7 +114,14 @@ def _judge_and_measure(
             work, retried = work + len(todo), retried + again
         lazy = {"items": items, "ids": index.ids}
         if not work and run.finished:
-            return EvaluateResult.reread(run.dir, run.mlflow_run_id, **lazy)
+            done = EvaluateResult.reread(run.dir, run.mlflow_run_id, **lazy)
+            # logged now if an earlier call left it out (tracking off) and this one logs
+            done.mlflow_run_id = run.log_finished(
+                lambda: _tracked(
+                    config, items, len(index), index.fingerprint, run_hash, done.summary
+                )
+            )
+            return done
         resumed = seen.any
         scoring = run.preload("assay.evaluation._scoring")  # NumPy, the bootstrap: the end's
         # the statistics the end needs, imported meanwhile too (see _statistics_module)

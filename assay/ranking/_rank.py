@@ -130,8 +130,10 @@ def rank(
     with Run.open(
         config, run_hash, command="rank", workdir=workdir, tracking_uri=tracking_uri
     ) as run:
-        if run.finished:  # the same votes, the same options: nothing new to write or log
+        if run.finished:  # the same votes, the same options: nothing new to write
             summary = RankSummary.model_validate(run.store.read_json("metrics.json"))
+            # logged now if an earlier call left it out (--no-log) and this one logs
+            run.log_finished(lambda: _tracked(config, summary, run.run_hash))
         else:
             summary = RankSummary(
                 name=name,

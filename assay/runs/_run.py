@@ -384,6 +384,19 @@ class Run:
             return self.execution.track(target, wait=False, run={**payload, "late": []}, **where)
         return log_tracked(tracked, **where)
 
+    def log_finished(self, tracked: Callable[[], TrackedRun]) -> str | None:
+        """A finished run found again by a call that logs, which was never logged (a first call
+        with tracking off): ``tracked()`` logged now, with its seal's tag, and its MLflow run
+        id recorded, so a later call finds it logged and logs nothing; returns the run id (the
+        one recorded, when it was logged before or tracking is off)."""
+        if not self.finished or not self.tracking_enabled or self.mlflow_run_id is not None:
+            return self.mlflow_run_id
+        run = tracked()
+        run.tags = {**run.tags, SEAL_TAG: seal_tag(self.state["seal"])}
+        run_id = self.log(run)
+        self.update(mlflow_run_id=run_id)
+        return run_id
+
     def seal_results(self, sealed: Sequence[str] = SEALED) -> None:
         """Seal the files a decision or a re-read reads (``sealed``: names or globs in the run
         directory): their digests, signed, in ``run.json``."""

@@ -168,6 +168,28 @@ def test_mlflow_run_has_params_metrics_and_artifacts(project: Path):
     assert {"judgments.jsonl", "metrics.json", "report.md", "program.json"} <= artifacts
 
 
+def test_a_run_made_without_tracking_is_logged_once_by_a_later_run_that_tracks(project: Path):
+    """The run's name leaves out whether it logs: a run first made with tracking off was found
+    finished by the same config with tracking on, and never logged. It is logged then, once."""
+    import mlflow
+
+    config, base = load_config(project / "cfg" / "config.yaml")
+    uri = f"sqlite:///{project / 'mlflow.db'}"
+    config.tracking.enabled = False
+    quiet = evaluate(config, workdir=project, config_dir=base, progress=False, tracking_uri=uri)
+    assert quiet.mlflow_run_id is None
+    config.tracking.enabled = True
+    logged = evaluate(config, workdir=project, config_dir=base, progress=False, tracking_uri=uri)
+    assert logged.run_dir == quiet.run_dir and logged.new_judgments == 0
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    run = client.get_run(logged.mlflow_run_id)
+    assert run.data.metrics["accuracy"] == pytest.approx(10 / 12)
+    assert "assay.seal" in run.data.tags
+    again = evaluate(config, workdir=project, config_dir=base, progress=False, tracking_uri=uri)
+    assert again.mlflow_run_id == logged.mlflow_run_id
+    assert len(client.search_runs([run.info.experiment_id])) == 1
+
+
 def test_disagreements_are_written_with_texts_and_shown_in_the_report(project: Path):
     config, base = load_config(project / "cfg" / "config.yaml")
     res = evaluate(config, workdir=project, config_dir=base, progress=False)

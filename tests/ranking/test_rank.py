@@ -451,3 +451,32 @@ def test_systems_whose_names_clean_to_one_key_keep_a_key_each_in_mlflow(
         assert logged[key] == pytest.approx(e["gamma"])
     assert sum(k.startswith("strength.") and k.count(".") == 1 for k in logged) == len(names)
     assert sum(k.startswith("order_effect.") and k.count(".") == 1 for k in logged) == 2
+
+
+def test_a_ranking_made_with_no_log_is_logged_once_by_a_later_call_that_logs(
+    tmp_path, capsys, monkeypatch
+):
+    """The run's name leaves out whether it logs, so a call after --no-log found the finished
+    run and logged nothing. It now logs it, once: a third call finds it logged."""
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    rows = ["a,b,winner,first"]
+    rows += [f"x,y,{'x' if k % 3 else 'y'},{'x' if k % 2 else 'y'}" for k in range(40)]
+    rows += [f"y,z,{'y' if k % 3 else 'z'},{'y' if k % 2 else 'z'}" for k in range(40)]
+    (tmp_path / "pairs.csv").write_text("\n".join(rows) + "\n")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    quiet = rank_json(capsys, "pairs.csv", "--no-log", "--tracking-uri", uri)
+    assert quiet["mlflow_run_id"] is None
+    logged = rank_json(capsys, "pairs.csv", "--tracking-uri", uri)
+    assert logged["run_dir"] == quiet["run_dir"] and logged["mlflow_run_id"] is not None
+    state = json.loads((Path(logged["run_dir"]) / "run.json").read_text())
+    assert state["mlflow_run_id"] == logged["mlflow_run_id"]
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    run = client.get_run(logged["mlflow_run_id"])
+    best = logged["strengths"][0]
+    assert run.data.metrics[f"strength.{best['system']}"] == pytest.approx(best["strength"])
+    assert run.data.tags["assay.command"] == "rank" and "assay.seal" in run.data.tags
+    again = rank_json(capsys, "pairs.csv", "--tracking-uri", uri)
+    assert again["mlflow_run_id"] == logged["mlflow_run_id"]
+    assert len(client.search_runs([run.info.experiment_id])) == 1

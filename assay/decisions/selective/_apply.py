@@ -125,7 +125,7 @@ def apply(
         resolved={**config.model_dump(mode="json"), "calibration": str(calibration_file)},
     ) as run:
         if run.finished:  # re-read, with the human verdicts given since on abstained items
-            result = _reread(run)
+            result = _reread(run, config, items)
             refreshed = refresh_verdicts(run.dir)
             result.human_verdicts = None if refreshed is None else refreshed[0]
             _write_report(run)

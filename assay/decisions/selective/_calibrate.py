@@ -75,7 +75,7 @@ def calibrate(
         config, run_hash, command="selective_calibrate", workdir=workdir, tracking_uri=tracking_uri
     ) as run:
         if run.finished:  # re-read: no LM call, nothing logged again
-            return _reread(run, calibration_file=run.dir / CALIBRATION)
+            return _reread(run, config, items, calibration_file=run.dir / CALIBRATION)
         stages = [_Stage(run, j, config, config_dir) for j in config.judges]
         thresholds: list[StageThreshold] = []
 

@@ -20,14 +20,34 @@ abstained items (the queue people review: an item added to it by hand is refused
 final verdicts, which take in the human verdicts given after the run."""
 
 
-def _reread(run: Run, calibration_file: Path | None = None) -> SelectiveResult:
+def _reread(
+    run: Run, config: SelectiveConfig, items: list[Item], calibration_file: Path | None = None
+) -> SelectiveResult:
+    """A finished run read back; logged now if an earlier call left it out (tracking off) and
+    this one logs."""
     summary = SelectiveSummary.model_validate(run.store.read_json("metrics.json"))
     return SelectiveResult(
         run_dir=run.dir,
         summary=summary,
         new_judgments=0,
-        mlflow_run_id=run.mlflow_run_id,
+        mlflow_run_id=run.log_finished(lambda: _tracked(config, summary, items)),
         calibration_file=calibration_file,
+    )
+
+
+def _tracked(config: SelectiveConfig, summary: SelectiveSummary, items: list[Item]) -> TrackedRun:
+    """The MLflow run: the mode, the risk settings and every stage's judge as params, the
+    cascade's figures as metrics."""
+    mode = summary.mode
+    params = {"mode": mode, "alpha": str(config.alpha), "delta": str(config.delta)}
+    for k, judge in enumerate(config.judges, start=1):  # stage 1 first, as the reports count
+        params.update({f"stage{k}.{key}": v for key, v in judge.flat_params().items()})
+    params["holdout"] = str(config.holdout)
+    return TrackedRun(
+        name=config.name,
+        params=params,
+        metrics=selective_metrics(summary),
+        tags={"assay.selective": mode, **item_set_tags(items, split="all")},
     )
 
 
@@ -45,20 +65,7 @@ def _finish(
     summary = summary.model_copy(update={"spend": run.spend(summary.usage)})
     run.store.write_json("metrics.json", summary.model_dump(mode="json"))
     _write_report(run)
-    mode = summary.mode
-    params = {"mode": mode, "alpha": str(config.alpha), "delta": str(config.delta)}
-    for k, judge in enumerate(config.judges, start=1):  # stage 1 first, as the reports count
-        params.update({f"stage{k}.{key}": v for key, v in judge.flat_params().items()})
-    params["holdout"] = str(config.holdout)
-    run_id = run.finish(
-        TrackedRun(
-            name=config.name,
-            params=params,
-            metrics=selective_metrics(summary),
-            tags={"assay.selective": mode, **item_set_tags(items, split="all")},
-        ),
-        sealed=SEALED_FILES,
-    )
+    run_id = run.finish(_tracked(config, summary, items), sealed=SEALED_FILES)
     return SelectiveResult(
         run_dir=run.dir,
         summary=summary,
