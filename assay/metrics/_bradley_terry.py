@@ -336,6 +336,65 @@ def _confounded(
     )
 
 
+def _separated(
+    d: _Data,
+    x: NDArray[np.float64],
+    basis: NDArray[np.float64],
+    judge_of: dict[int, int],
+    strengths_free: bool,
+) -> str | None:
+    """Why the likelihood has no maximum although no system went unbeaten and no judge gave
+    every ordered vote to one position, or None. Some votes can *separate* the parameters in
+    combination — e.g. strengths and an order effect that together put every decisive vote on
+    the side it went and leave every tie even — and then moving along that direction raises the
+    likelihood forever: Newton's method stops somewhere along it (strengths of ±15 with standard
+    errors of 10⁶) and that point means nothing. The check is the linear programme of Albert and
+    Anderson (1984): a direction ``δ`` with ``x·δ ≥ 0`` on every vote the first-listed system
+    won, ``≤ 0`` on every one it lost, ``= 0`` on every tie, strictly somewhere, exists exactly
+    when the maximum does not. ``strengths_free``: the strengths may move (no prior; a prior
+    bounds them, so only the order effects are checked)."""
+    from scipy.optimize import linprog
+
+    rows, inverse = np.unique(x, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    won = np.bincount(inverse, weights=(d.y == 1.0), minlength=len(rows)) > 0
+    lost = np.bincount(inverse, weights=(d.y == 0.0), minlength=len(rows)) > 0
+    tied = np.bincount(inverse, weights=(d.y > 0.0) & (d.y < 1.0), minlength=len(rows)) > 0
+    even = tied | (won & lost)
+    sign = np.where(even, 0.0, np.where(won, 1.0, -1.0))
+    one_way = sign != 0.0
+    free = basis.shape[1]
+    bounds = [(-1.0, 1.0) if strengths_free else (0.0, 0.0)] * free + [(-1.0, 1.0)] * (
+        x.shape[1] - free
+    )
+    if all(b == (0.0, 0.0) for b in bounds) or not one_way.any():
+        return None
+    answer = linprog(
+        -(sign[one_way] @ rows[one_way]),
+        A_ub=-(sign[one_way, None] * rows[one_way]),
+        b_ub=np.zeros(int(one_way.sum())),
+        A_eq=rows[even] if even.any() else None,
+        b_eq=np.zeros(int(even.sum())) if even.any() else None,
+        bounds=bounds,
+        method="highs",
+    )
+    if answer.status != 0 or -answer.fun <= 1e-7:
+        return None
+    direction = answer.x
+    judges = [d.judges[judge_of[c]] for c in sorted(judge_of) if abs(direction[c]) > 1e-7]
+    systems = sorted(d.systems[k] for k in np.flatnonzero(np.abs(basis @ direction[:free]) > 1e-7))
+    moved = []
+    if systems:
+        moved.append(f"the strengths of {_some(systems)}")
+    if judges:
+        whose = ", ".join(f"'{j}'" for j in judges)
+        moved.append(f"the order effect of judge{'s' if len(judges) > 1 else ''} {whose}")
+    return (
+        f"the votes separate {' and '.join(moved)}: moved together, they make no vote less "
+        "likely and some more likely, so the likelihood has no maximum (no finite estimate)"
+    )
+
+
 def _basis(component: NDArray[np.int32]) -> NDArray[np.float64]:
     """An orthonormal basis (systems × free parameters) of the strengths summing to 0 within
     each connected set: strengths = basis @ θ."""
@@ -437,9 +496,16 @@ def _fit(d: _Data, *, order_effect: bool, alpha: float) -> _Fit:
     ordered = sorted({int(k) for k in d.judge[d.order != 0]}) if order_effect else []
     gamma_of = {k: basis.shape[1] + col for col, k in enumerate(ordered)}
     x = _design(d, basis, {k: col for col, k in enumerate(ordered)})
-    why = _confounded(d, x, basis, {col: k for k, col in gamma_of.items()})
+    judge_of = {col: k for k, col in gamma_of.items()}
+    why = _confounded(d, x, basis, judge_of)
     if why is not None:
         raise ValueError(why)
+    why = _separated(d, x, basis, judge_of, strengths_free=alpha == 0)
+    if why is not None:
+        remedy = "a prior (alpha > 0) gives finite strengths" if alpha == 0 else ""
+        if gamma_of:
+            remedy += ("; or " if remedy else "") + "fit without an order effect"
+        raise ValueError(f"{why}; {remedy}")
     penalty = np.concatenate([np.full(basis.shape[1], float(alpha)), np.zeros(len(ordered))])
     theta, hess, loglik, iterations = _newton(x, d.y, penalty)
     free = basis.shape[1]

@@ -334,3 +334,59 @@ def test_two_connected_sets_each_shown_in_both_orders_are_still_centred_apart():
     assert sum(by[k].strength for k in ("s0", "s1", "s2")) == pytest.approx(0, abs=1e-9)
     assert by["p0"].strength + by["p1"].strength == pytest.approx(0, abs=1e-9)
     assert all(math.isfinite(s.se) and s.se < 1 for s in fit.strengths)
+
+
+# Eight votes of one judge: no system unbeaten, not every ordered vote to one position — yet the
+# strengths and the order effect together separate them (Newton stopped at A +14.5, C −15.0,
+# γ −14.8, each with a standard error of 1.3 million, printed as a ranking).
+SEPARATED = [
+    ("B", "C", "B"),
+    ("A", "B", "A"),
+    ("C", "B", "B"),
+    ("B", "C", "C"),
+    ("C", "B", "B"),
+    ("A", "B", "B"),
+    ("A", "B", "B"),
+    ("B", "C", "B"),
+]
+
+
+def _best_within(radius: float) -> float:
+    """The largest log-likelihood of SEPARATED (first-listed shown first) with every parameter
+    within ``radius``: s_A, s_C (s_B = 0) and γ, by scipy's bounded optimiser from several
+    starts — computed here, apart from the fit's own algebra."""
+    from scipy.optimize import minimize
+
+    index = {"A": 0, "B": None, "C": 1}
+
+    def loglik(t: np.ndarray) -> float:
+        total = 0.0
+        for a, b, winner in SEPARATED:
+            sa = t[index[a]] if index[a] is not None else 0.0
+            sb = t[index[b]] if index[b] is not None else 0.0
+            eta = sa - sb + t[2]  # a is shown first
+            total += -np.logaddexp(0.0, -eta) if winner == a else -np.logaddexp(0.0, eta)
+        return total
+
+    starts = [np.zeros(3), np.array([1.0, -1.0, -1.0]), np.array([-1.0, 1.0, 1.0])]
+    return max(
+        -minimize(lambda t: -loglik(t), x0, bounds=[(-radius, radius)] * 3).fun for x0 in starts
+    )
+
+
+def test_votes_that_separate_strengths_and_order_effect_together_are_refused():
+    a, b, winner = zip(*SEPARATED, strict=True)
+    # independently: the likelihood's supremum is not attained — it still grows with the bound
+    best = [_best_within(r) for r in (2.0, 5.0, 10.0)]
+    assert best[0] < best[1] - 1e-3 and best[1] < best[2] - 1e-6
+    with pytest.raises(ValueError) as err:
+        bradley_terry(a, b, winner, first=a, judges=["j"] * len(a))
+    assert str(err.value) == (
+        "the votes separate the strengths of A, C and the order effect of judge 'j': moved "
+        "together, they make no vote less likely and some more likely, so the likelihood has no "
+        "maximum (no finite estimate); a prior (alpha > 0) gives finite strengths; or fit "
+        "without an order effect"
+    )
+    # a prior bounds the strengths: the fit exists, and γ is finite
+    fit = bradley_terry(a, b, winner, first=a, judges=["j"] * len(a), alpha=0.1)
+    assert max(s.se for s in fit.strengths) < 5 and abs(fit.order_effects[0].gamma) < 5
