@@ -448,28 +448,36 @@ def headline_of(rows: list[MeanEstimate], strata_shifted: bool, queue_complete: 
 
 
 def within_rates(e: MeanEstimate) -> MeanEstimate:
-    """A rate's normal interval cut to [0, 1], where every rate lies, the note saying so: with
-    few labels ``value ± z·se`` reaches past them (0.500 [-0.193, 1.193] on 2 labels). Cutting
-    changes no coverage — the true rate is inside both intervals or neither. An end left
-    infinite by a one-sided bound stays so; one past them by a floating-point rounding is brought
-    in without a word."""
+    """A rate's estimate and normal interval cut to [0, 1], where every rate lies, the note
+    giving what was cut: with few labels ``value ± z·se`` reaches past them (0.500 [-0.193,
+    1.193] on 2 labels), and PPI's correction can put the value itself past them (1.001 when
+    every label is 1 and the judge was unsure). The value is cut with its interval, so the
+    report never prints an estimate outside its own interval. Cutting changes no coverage —
+    the true rate is inside both intervals or neither —; ``std_error`` and ``half_width`` stay
+    the normal interval's. An end left infinite by a one-sided bound stays so; one past them by
+    a floating-point rounding is brought in without a word."""
     from assay.metrics import FLOAT_ROUNDING
 
-    low, high = e.ci_low, e.ci_high
-    cut_low = math.isfinite(low) and low < 0
-    cut_high = math.isfinite(high) and high > 1
-    if not (cut_low or cut_high):
+    value, low, high = e.value, e.ci_low, e.ci_high
+    past = [x for x in (value, low, high) if math.isfinite(x) and not 0 <= x <= 1]
+    if not past:
         return e
-    if not (low < -FLOAT_ROUNDING or high > 1 + FLOAT_ROUNDING):  # past by a rounding
-        inside = [min(1.0, max(0.0, x)) for x in (e.value, low, high)]
-        return dataclasses.replace(e, value=inside[0], ci_low=inside[1], ci_high=inside[2])
-    said = (
-        f"its normal interval [{fmt(low)}, {fmt(high)}] reaches past the rates 0 to 1: cut to them"
-    )
+    inside = [x if not math.isfinite(x) else min(1.0, max(0.0, x)) for x in (value, low, high)]
+    cut = dataclasses.replace(e, value=inside[0], ci_low=inside[1], ci_high=inside[2])
+    if all(-FLOAT_ROUNDING <= x <= 1 + FLOAT_ROUNDING for x in past):  # past by a rounding
+        return cut
+    if not 0 <= value <= 1:
+        said = (
+            f"its estimate {value:.4f} and normal interval [{fmt(low)}, {fmt(high)}] reach past "
+            f"the rates 0 to 1: the estimate is cut to {fmt(inside[0])} with its interval"
+        )
+    else:
+        said = (
+            f"its normal interval [{fmt(low)}, {fmt(high)}] reaches past the rates 0 to 1: "
+            "cut to them"
+        )
     return dataclasses.replace(
-        e,
-        ci_low=0.0 if cut_low else low,
-        ci_high=1.0 if cut_high else high,
+        cut,
         note="; ".join(
             [
                 *([e.note] if e.note else []),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 from typing import Any, Literal
 
 from pydantic import ConfigDict
@@ -90,7 +91,13 @@ class MeanEstimate:
 
     @property
     def half_width(self) -> float:
-        """Half the interval's width, or the distance to its one bound when one-sided."""
+        """The interval's half-width: ``z · std_error`` for a normal interval — as computed,
+        before a rate's interval is cut to [0, 1] (a cut end says where no rate lies, not how
+        precise the estimate is) —, else half the interval's width, or the distance to its one
+        bound when one-sided."""
+        if self.std_error is not None and math.isfinite(self.std_error):
+            level = 1 - self.alpha / 2 if self.bound == "two-sided" else 1 - self.alpha
+            return NormalDist().inv_cdf(level) * self.std_error
         if self.bound == "lower":
             return self.value - self.ci_low
         if self.bound == "upper":

@@ -265,9 +265,11 @@ def test_a_labelled_sample_that_is_not_random_is_refused_or_warned_of(runs, caps
 BINARY = {"kind": "binary", "labels": ["False", "True"]}
 
 
-def scripted_run(tmp_path: Path, name: str, rows: list[str], respond, scale=BINARY) -> Path:
+def scripted_run(
+    tmp_path: Path, name: str, rows: list[str], respond, scale=BINARY, **judge_extra
+) -> Path:
     """An evaluate run of a scripted judge (``respond(call)``; binary unless ``scale`` says
-    otherwise) on CSV ``rows``."""
+    otherwise; ``judge_extra``: more of the judge's config) on CSV ``rows``."""
     register_script(f"est-{name}", lambda: ScriptedEngine(respond=respond))
     (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
     cfg = EvaluateConfig.model_validate(
@@ -281,6 +283,7 @@ def scripted_run(tmp_path: Path, name: str, rows: list[str], respond, scale=BINA
             "judge": {
                 "model": f"scripted:est-{name}",
                 "scale": scale,
+                **judge_extra,
             },
             "tracking": {"enabled": False},
         }
@@ -745,6 +748,41 @@ def test_two_labels_give_a_rate_interval_cut_to_0_and_1_and_say_so(tmp_path):
     assert "reaches past the rates 0 to 1: cut to them" in human.note
     for e in s.estimates:  # each defined one within [0, 1]
         assert e.value != e.value or 0 <= e.ci_low <= e.value <= e.ci_high <= 1, e.method
+
+
+def test_a_rate_estimated_past_1_is_cut_with_its_interval_and_keeps_its_half_width(tmp_path):
+    """A rare negative: 39 of 40 labels are 1 and the judge is unsure on the unlabelled items,
+    so PPI's correction puts the estimate itself past 1 (ppi_py: 1.0013 [0.959, 1.044]). The
+    value is cut with its interval — never printed outside it — the note gives the uncut
+    figures, and the half-width logged stays the normal interval's z · SE."""
+    rng = np.random.default_rng(222)
+    n = 200
+    y = (rng.random(n) < 0.97).astype(int)
+    p = np.clip(0.6 + 0.3 * y + rng.normal(0, 0.15, n), 0.01, 0.99)
+    labelled = set(rng.choice(n, 40, replace=False).tolist())
+    rows = ["id,request,response,expected"]
+    rows += [f"i{k},q,r{k:03d},{y[k] if k in labelled else ''}" for k in range(n)]
+
+    def says(call):
+        k = int(call.field("response")[1:])
+        probs = {"True": float(p[k]), "False": 1 - float(p[k])}
+        return {"verdict": "True" if p[k] > 0.5 else "False", "_probs": probs}
+
+    run_dir = scripted_run(tmp_path, "past1", rows, says, score_mode="expected")
+    s = estimate(run_dir, workdir=tmp_path)
+    lab = sorted(labelled)
+    unl = [k for k in range(n) if k not in labelled]
+    args = (y[lab].astype(float), p[lab], p[unl])
+    value = float(ppi_py.ppi_mean_pointestimate(*args)[0])
+    low, high = (float(x[0]) for x in ppi_py.ppi_mean_ci(*args, alpha=ALPHA))
+    assert value > 1 and high > 1  # what the normal interval gives
+    e = s.of("ppi++")
+    assert (e.value, e.ci_low, e.ci_high) == pytest.approx((1.0, low, 1.0), abs=1e-6)
+    assert f"its estimate {value:.4f} and normal interval [{low:.3f}, {high:.3f}]" in e.note
+    assert e.half_width == pytest.approx((high - low) / 2, rel=1e-6)
+    assert e.half_width == pytest.approx(1.959964 * e.std_error, rel=1e-6)
+    for e in s.estimates:  # every rate's value inside its own interval
+        assert 0 <= e.ci_low <= e.value <= e.ci_high <= 1, e.method
 
 
 def test_labels_all_one_class_lead_with_no_interval_not_a_zero_width_one(tmp_path, capsys):
