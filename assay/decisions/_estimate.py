@@ -34,6 +34,7 @@ from assay.decisions._estimate_pool import (
     pool_from,
     pool_item,
     pool_of,
+    same_texts,
     target_of,
 )
 from assay.decisions._finished import judged_items, read_evaluate_run
@@ -149,6 +150,7 @@ class EstimateSummary(BaseModel):
     n_items: int
     n_labelled: int
     n_unlabelled: int
+    n_validation: int = 0  # the labelled items that are the --validation run's
     unscored: dict[str, int]
     stand_in: Undefinable | None
     without_probability: int
@@ -610,6 +612,7 @@ def _summary(
         n_items=len(pool.items),
         n_labelled=len(pool.labelled),
         n_unlabelled=len(pool.unlabelled),
+        n_validation=sum(it.run == validation for it in pool.items),
         unscored=pool.unscored,
         stand_in=pool.stand_in,
         without_probability=pool.without_probability,
@@ -720,6 +723,15 @@ def estimate(
     assert scale is not None
     target = target_of(scale, positive, threshold if threshold is not None else config.threshold)
     pool = pool_of(runs, target, scale, prediction)
+    twice = []
+    if validation is not None:
+        shared = same_texts(pool, str(validation))
+        if shared:
+            twice.append(
+                f"{shared} of the --validation run's labelled items have the texts of items of "
+                f"{run}: each counts twice, its label among the validation's and its prediction "
+                "among the run's (two runs are two samples, never merged)"
+            )
     strata_values = pool.strata(strata) if strata is not None else None
     weight_values = pool.weights(weights) if weights is not None else None
     if (suggest is not None or queue is not None) and len(pool.labelled) < 2:
@@ -795,7 +807,7 @@ def estimate(
         pool,
         rows,
         checks,
-        warnings + notes,
+        warnings + twice + notes,
         run=str(run),
         judge=config.judge.name,
         config_hash=config.judge.config_hash(),

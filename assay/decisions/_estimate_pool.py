@@ -305,21 +305,33 @@ def pool_of(
 ) -> Pool:
     """The pool of the runs given, each ``(name, config, items, judgments, labelled_only)``, the
     items' references their labels: a run marked ``labelled_only`` (a ``--validation`` run)
-    gives its labelled items alone, and an item already in the pool is not added twice.
+    gives its labelled items alone. Each run's items are its own: two runs are two samples,
+    never merged by id (two runs that both number their rows from 0 share ids, not items),
+    and an item whose texts are in both counts in both (:func:`same_texts` counts them).
     ``choice``: the prediction asked for (None: the probability when any judgment carries
     one)."""
     items: list[PoolItem] = []
-    seen: set[str] = set()
     data: dict[str, str] = {}
     for name, config, run_items, judged, labelled_only in runs:
         data[name] = str(data_file(config))
         for it in run_items:
-            if it.id in seen or (labelled_only and it.expected is None):
+            if labelled_only and it.expected is None:
                 continue
-            seen.add(it.id)
             label = None if it.expected is None else target.of(it.expected)
             items.append(pool_item(it, judged[it.id], label, target, scale, name))
     return pool_from(items, target, choice, data)
+
+
+def same_texts(pool: Pool, run: str) -> int:
+    """How many of ``run``'s items in the pool have the texts (request, response, transcript)
+    of an item of another run in it: the same item in two runs, counted in both."""
+
+    def texts(it: PoolItem) -> tuple[Any, ...]:
+        transcript = tuple(m.model_dump_json() for m in it.item.transcript or [])
+        return it.item.request, it.item.response, transcript
+
+    others = {texts(it) for it in pool.items if it.run != run}
+    return sum(texts(it) in others for it in pool.items if it.run == run)
 
 
 def pool_from(

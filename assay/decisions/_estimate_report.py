@@ -38,10 +38,11 @@ def estimate_words(s: EstimateSummary) -> list[str]:
     prediction it used, the human labels alone beside it and what the judge was worth in labels,
     and the assumption."""
     what = "the mean score" if s.mean_score else f"the rate of {s.target}"
+    validation = f", {s.n_validation} of them the --validation run's" if s.n_validation else ""
     items = f"{s.n_items} items" + (
-        f" ({s.n_labelled} with a human label, {s.n_unlabelled} without)"
+        f" ({s.n_labelled} with a human label{validation}, {s.n_unlabelled} without)"
         if s.n_unlabelled
-        else ", every one with a human label"
+        else f", every one with a human label{validation}"
     )
     lines = [f"{what} over {items}, judged by {s.judge}"]
     best = s.best

@@ -600,8 +600,16 @@ def two_runs(tmp_path):
         "validation": run("validation", val),
         "other": run("other", val, rubric="another"),
         "wrong": run("wrong", wrong),
+        # the same items, each run numbering its rows from 0: ids shared, items not
+        "numbered_unlabelled": run("numbered_unlabelled", renumbered(unl)),
+        "numbered_validation": run("numbered_validation", renumbered(val)),
         "tmp": tmp_path,
     }
+
+
+def renumbered(rows: list[str]) -> list[str]:
+    """CSV rows with their ids replaced by 0, 1, 2, …"""
+    return [f"{k},{r.split(',', 1)[1]}" for k, r in enumerate(rows)]
 
 
 def test_validation_run_gives_rogan_gladen_by_hand_beside_ppi(two_runs, capsys, monkeypatch):
@@ -627,6 +635,34 @@ def test_validation_run_gives_rogan_gladen_by_hand_beside_ppi(two_runs, capsys, 
     assert (ppi.ci_low, ppi.ci_high) == pytest.approx((low[0], high[0]), abs=1e-9)
     out = cli_json(["estimate", str(unl), "--validation", str(val), "--accept-shift"], capsys)
     assert row(out, "rogan_gladen")["value"] == pytest.approx(0.3)
+
+
+def test_ids_a_validation_run_shares_with_the_run_are_two_items_not_one(
+    two_runs, capsys, monkeypatch
+):
+    """Both runs number their rows from 0: the validation's item 7 is not the run's item 7.
+    Matched by id, the 40 labelled items took the place of 40 of the run's 100 (its count
+    said 100 items, 60 without a label); each run's items are its own, so the figures are
+    those of distinct ids — ppi_py on all 100 of the run's predictions."""
+    monkeypatch.chdir(two_runs["tmp"])
+    unl, val = two_runs["numbered_unlabelled"], two_runs["numbered_validation"]
+    s = estimate(unl, val, accept_shift=True)
+    assert (s.n_items, s.n_labelled, s.n_unlabelled, s.n_validation) == (140, 40, 100, 40)
+    y = [1] * 20 + [0] * 20
+    f = [0] * 4 + [1] * 16 + [1] * 2 + [0] * 18
+    fu = [0] * 6 + [1] * 24 + [1] * 7 + [0] * 63
+    low, high = ppi_py.ppi_mean_ci(
+        np.array(y, float), np.array(f, float), np.array(fu, float), alpha=ALPHA
+    )
+    ppi = s.of("ppi++")
+    assert (ppi.ci_low, ppi.ci_high) == pytest.approx((low[0], high[0]), abs=1e-9)
+    assert s.of("rogan_gladen").value == pytest.approx(0.3)
+    # the texts repeat across the two runs here (every item says one of four things): said
+    assert any(
+        "40 of the --validation run's labelled items have the texts" in w for w in s.warnings
+    )
+    out = cli(["estimate", str(unl), "--validation", str(val), "--accept-shift"], capsys)
+    assert "over 140 items (40 with a human label, 40 of them the --validation run's, 100 " in out
 
 
 def test_a_validation_run_of_another_judge_is_refused(two_runs, capsys, monkeypatch):
