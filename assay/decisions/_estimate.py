@@ -675,6 +675,35 @@ def estimate_items(
 # -- the command -------------------------------------------------------------------------------
 
 
+def refuse_options(
+    *,
+    alpha: float,
+    validation: str | Path | None,
+    queue: str | Path | None,
+    suggest: int | None,
+    strata: str | None,
+    weights: str | None,
+) -> None:
+    """Refuse, in one line each, an ``--alpha`` outside (0, 1) and the options that do not go
+    together."""
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
+        raise ConfigError(f"--alpha {alpha}: an error level strictly between 0 and 1 (e.g. 0.05)")
+    if strata is not None and weights is not None:
+        raise ConfigError("--weights with --strata: stratified PPI++ takes no observation weights")
+    if queue is not None and (suggest is not None or validation is not None):
+        raise ConfigError(
+            "--queue reads a label queue's verdicts: without --suggest or --validation"
+        )
+    if suggest is not None and validation is not None:
+        raise ConfigError(
+            "--suggest with --validation: a queue weighs each label by the chance its item of "
+            "RUN had of being labelled, and the --validation run's labels are of other items; "
+            "draw the queue without --validation (RUN's own labels are its first phase)"
+        )
+    if weights is not None and (suggest is not None or queue is not None):
+        raise ConfigError("--weights with active labelling (--suggest, --queue): not supported")
+
+
 def estimate(
     run: str | Path,
     validation: str | Path | None = None,
@@ -704,16 +733,14 @@ def estimate(
     from assay.decisions._estimate_report import write_reports
 
     workdir = Path(workdir or Path.cwd())
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
-        raise ConfigError(f"--alpha {alpha}: an error level strictly between 0 and 1 (e.g. 0.05)")
-    if strata is not None and weights is not None:
-        raise ConfigError("--weights with --strata: stratified PPI++ takes no observation weights")
-    if queue is not None and (suggest is not None or validation is not None):
-        raise ConfigError(
-            "--queue reads a label queue's verdicts: without --suggest or --validation"
-        )
-    if weights is not None and (suggest is not None or queue is not None):
-        raise ConfigError("--weights with active labelling (--suggest, --queue): not supported")
+    refuse_options(
+        alpha=alpha,
+        validation=validation,
+        queue=queue,
+        suggest=suggest,
+        strata=strata,
+        weights=weights,
+    )
     runs, config, hashes = _read(run, validation, require_certificate, workdir)
     label_queue = None
     if queue is not None:

@@ -4,7 +4,10 @@ weighted estimate (``--queue DIR``) — Zrnic & Candès' active inference
 (:mod:`assay.metrics._active`).
 
 Two phases. The items labelled before the draw (``n`` of the run's ``N``) are the first: a
-uniform random sample, each item in it with probability ``p₁ = n / N``. The queue is the second:
+uniform random sample, each item in it with probability ``p₁ = n / N``, recorded with the queue
+and read back from it. A ``--validation`` run's labels are of other items, with no chance of
+being drawn from the run's: a queue is drawn from the run alone, and one that is not read back
+over the very items it was drawn from is refused. The queue is the second:
 every item gets ``π₂ ∝ √(the judge's variance)``, mixed with a uniform share, scaled so that
 the unlabelled ones sum to N (the budget, in expectation), and the unlabelled items are drawn
 independently with it, all at once from a seed. An item's chance of being labelled in either
@@ -53,6 +56,7 @@ class QueueState(BaseModel):
     scale: dict[str, Any]
     pool: int  # the unlabelled items it was drawn from
     labelled_before: int = 0  # the first phase: items labelled before the draw
+    first_phase: Undefinable | None = None  # p₁ = labelled_before / every item (None: older queue)
     budget: float  # the expected number of new labels, Σπ₂ over the unlabelled items
     drawn: int
     labelled: int = 0
@@ -158,6 +162,7 @@ def draw_queue(
         scale=scale.model_dump(mode="json"),
         pool=len(unlabelled),
         labelled_before=len(pool.labelled),
+        first_phase=len(pool.labelled) / len(pool.items),
         budget=float(pi[unlabelled].sum()),
         drawn=len(drawn),
         pending=len(drawn),
@@ -184,6 +189,42 @@ def _judge_said(pool: Pool, i: int, scale: Scale) -> dict[str, str]:
     }
 
 
+def first_phase(queue: LabelQueue) -> float:
+    """The first phase's ``p₁`` the queue was drawn with, as its sealed state records it (a
+    queue drawn before it was recorded: ``labelled_before`` over every item it was drawn
+    from — the same number)."""
+    state = queue.state
+    if state.get("first_phase") is not None:
+        return float(state["first_phase"])
+    before = int(state.get("labelled_before") or 0)
+    return before / (int(state["pool"]) + before)
+
+
+def drawn_from(pool: Pool, queue: LabelQueue) -> dict[str, dict[str, Any]]:
+    """The queue's record of each of the pool's items, by id; a pool that is not the one the
+    queue was drawn from — an item missing from either, or labelled before in one and not the
+    other (a queue drawn with another run's labels beside it) — is a one-line RunError: its
+    probabilities would weigh other items."""
+    records = {r["item_id"]: r for r in queue.pool()}
+    ids = {it.id for it in pool.items}
+    problems = (
+        *(f"item {it.id} of the run is not in it" for it in pool.items if it.id not in records),
+        *(f"its item {k} is not in the run" for k in records if k not in ids),
+        *(
+            f"item {it.id} is labelled before the draw in one and not in the other"
+            for it in pool.items
+            if it.id in records and bool(records[it.id].get("labelled_before")) != it.labelled
+        ),
+    )
+    if problems:
+        raise RunError(
+            f"{queue.path}: not drawn from these items ({problems[0]}): its probabilities are "
+            "another pool's (a queue drawn beside a --validation run's labels, which is no "
+            "longer allowed); draw a new queue from the run alone"
+        )
+    return records
+
+
 def active_estimate(
     pool: Pool, queue: LabelQueue, run_hash: str, alpha: float
 ) -> tuple[MeanEstimate | None, QueueState, str]:
@@ -194,15 +235,13 @@ def active_estimate(
     from assay.metrics import active_ppi_mean
 
     queue.check_source(run_hash)
-    records = {r["item_id"]: r for r in queue.pool()}
+    records = drawn_from(pool, queue)
     verdicts = queue.verdicts()
-    first = int(queue.state.get("labelled_before") or 0) / len(pool.items)  # p₁
+    first = first_phase(queue)
     second, labels, positions = [], [], []
     drawn = pending = 0
     for i, it in enumerate(pool.items):
-        r = records.get(it.id)
-        if r is None:
-            raise RunError(f"{queue.path}: item {it.id} of the run is not in its label queue")
+        r = records[it.id]
         second.append(float(r["inclusion"]))
         if it.labelled:
             labels.append(it.label)
