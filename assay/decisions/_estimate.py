@@ -164,6 +164,7 @@ class EstimateSummary(BaseModel):
     plan: list[PlanRow] = Field(default_factory=list)
     plan_target_half_width: Undefinable | None = None
     plan_budget: int | None = None
+    plan_weights: str | None = None  # the --weights column the plan is weighted by
     queue: QueueState | None = None
     run_dir: str = ""
     mlflow_run_id: str | None = None
@@ -523,12 +524,15 @@ def plan_labels(
     target_half_width: float | None,
     budget: int | None,
     separate_labels: bool = False,
+    weights: list[float] | None = None,
 ) -> list[PlanRow]:
     """From the labelled items as a pilot: the labels each estimator needs for the target
     half-width, and the half-width the budget buys (human-only and PPI++ with the pool's
-    prediction; Rogan–Gladen with the verdicts, for a rate). The labels are drawn from the
-    pool's items, each one labelled leaving one prediction fewer; with ``separate_labels`` (a
-    --validation run) from another sample, next to all of the run's predictions."""
+    prediction; Rogan–Gladen with the verdicts, for a rate, unless weighted). The labels are
+    drawn from the pool's items, each one labelled leaving one prediction fewer; with
+    ``separate_labels`` (a --validation run) from another sample, next to all of the run's
+    predictions. With observation ``weights`` the pilot is weighted as the estimates are (its
+    moments those of ``w·y`` and ``w·f``), the labels to come weighted like the pilot's."""
     from assay.metrics import half_width_for_labels, labels_needed, pilot_moments
 
     lab, unl = pool.labelled, pool.unlabelled
@@ -538,9 +542,11 @@ def plan_labels(
             "one unlabelled"
         )
 
-    def moments(y: list, f: Any, f_u: Any) -> tuple[Any, dict[str, int]]:
+    w = None if weights is None else np.asarray(weights, dtype=float)
+
+    def moments(y: list, f: Any, f_u: Any, **weighted: Any) -> tuple[Any, dict[str, int]]:
         try:
-            pilot = pilot_moments(y, f, f_u)
+            pilot = pilot_moments(y, f, f_u, **weighted)
         except ValueError as exc:
             raise DataError(f"--target-half-width / --budget: {exc}") from None
         where = {"n_unlabelled": len(f_u)} if separate_labels else {"n_items": len(y) + len(f_u)}
@@ -548,8 +554,9 @@ def plan_labels(
 
     f = np.asarray(pool.f, dtype=float)
     y = [pool.items[i].label for i in lab]
-    pilots = [(*moments(y, f[lab], f[unl]), ("human_only", "ppi++"))]
-    if pool.target.rate:
+    by_weight = {} if w is None else {"weights": w[lab], "weights_unlabelled": w[unl]}
+    pilots = [(*moments(y, f[lab], f[unl], **by_weight), ("human_only", "ppi++"))]
+    if pool.target.rate and w is None:  # Rogan–Gladen takes no weights: not computed, not planned
         scored_lab = [pool.items[i] for i in lab if pool.items[i].verdict is not None]
         scored_unl = [pool.items[i] for i in unl if pool.items[i].verdict is not None]
         if len(scored_lab) >= 2 and scored_unl:
@@ -807,6 +814,7 @@ def estimate(
             target_half_width=target_half_width,
             budget=budget,
             separate_labels=validation is not None,
+            weights=weight_values,
         )
         if target_half_width is not None or budget is not None
         else []
@@ -848,6 +856,7 @@ def estimate(
     summary.plan = plans
     summary.plan_target_half_width = target_half_width
     summary.plan_budget = budget
+    summary.plan_weights = weights if plans else None
     run_hash = stable_hash(
         {
             "runs": hashes,

@@ -179,6 +179,12 @@ def _plan_table(s: EstimateSummary) -> Table:
             else f"the labels drawn from the {s.n_items} items: n labelled leave {s.n_items} − n "
             "predictions"
         )
+        + (
+            f"; weighted by column {s.plan_weights} as the estimates are, the labels to come "
+            "weighted like the pilot's (Rogan–Gladen, which takes no weights, is not planned)"
+            if s.plan_weights
+            else ""
+        )
         + ". A pilot of a few dozen labels gives a rough number: plan again once half are in.",
     )
 

@@ -37,7 +37,7 @@ from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
 from assay.metrics._paired import _z
-from assay.metrics._ppi import check_alpha, labels, predictions_of_kind
+from assay.metrics._ppi import _weights, check_alpha, labels, predictions_of_kind
 from assay.metrics._prevalence import rogan_gladen
 from assay.metrics._validate import _same_length, as_scores
 from assay.metrics._value import Undefinable
@@ -95,10 +95,21 @@ RULE_OF_THREE_LEVEL = 0.05
 
 
 def pilot_moments(
-    y: ArrayLike, predictions: ArrayLike, predictions_unlabelled: ArrayLike
+    y: ArrayLike,
+    predictions: ArrayLike,
+    predictions_unlabelled: ArrayLike,
+    *,
+    weights: ArrayLike | None = None,
+    weights_unlabelled: ArrayLike | None = None,
 ) -> PilotMoments:
     """The moments of a pilot: the labelled items' ``y`` and ``predictions`` and the judge's
     ``predictions_unlabelled``. ``Var(f)`` is taken over all predictions, labelled or not.
+
+    With observation ``weights`` (and ``weights_unlabelled``), the moments are those of the
+    weighted terms the estimators average — ``w·y`` and ``w·f``, the weights normalised to mean 1
+    among the labelled and among the unlabelled items, as ``ppi_py`` weighs —, so the plan's
+    half-widths are the weighted estimators'; Rogan–Gladen, which takes no weights, is left out
+    (its moments are nan).
 
     0/1 labels all alike (12 zeros; 30 labels of a rare event, none positive) plan with the
     variance ``b(1 − b)`` at ``b = 1 − 0.05^(1/n)``, the one-sided 95% upper bound on the rate
@@ -109,15 +120,19 @@ def pilot_moments(
     _same_length(y_arr, f, ("y", "predictions"))
     f_u = as_scores(predictions_unlabelled, "predictions_unlabelled")
     n = int(y_arr.size)
+    weighted = weights is not None or weights_unlabelled is not None
+    w = _weights(weights, n, "weights")
+    w_u = _weights(weights_unlabelled, f_u.size, "weights_unlabelled")
+    wy, wf, wf_u = w * y_arr, w * f, w_u * f_u
     moments: dict = {
         "n_labelled": n,
         "n_unlabelled": int(f_u.size),
-        "var_y": float(np.var(y_arr, ddof=1)),
-        "var_f": float(np.var(np.concatenate([f, f_u]), ddof=1)),
-        "cov_yf": float(np.cov(y_arr, f)[0, 1]),
-        "var_f_labelled": float(np.var(f, ddof=1)),
+        "var_y": float(np.var(wy, ddof=1)),
+        "var_f": float(np.var(np.concatenate([wf, wf_u]), ddof=1)),
+        "cov_yf": float(np.cov(wy, wf)[0, 1]),
+        "var_f_labelled": float(np.var(wf, ddof=1)),
     }
-    if not moments["var_y"] > 0:
+    if not np.var(y_arr) > 0:
         value = float(y_arr[0])
         if value not in (0.0, 1.0):
             raise ValueError(
@@ -125,12 +140,18 @@ def pilot_moments(
                 "evidence of none, and a score has no stand-in for it: label more items"
             )
         bound = min(0.5, 1 - RULE_OF_THREE_LEVEL ** (1 / n))
-        moments["var_y"] = bound * (1 - bound)
+        # Var(w·Y) for a Y of rate r apart from the weights (mean 1): E[w²] r − r², which is
+        # b(1 − b) unweighted, whichever class is the rare one
+        rate = bound if value == 0 else 1 - bound
+        stand_in = float(np.mean(w**2)) * rate - rate**2
+        moments["var_y"], moments["cov_yf"] = stand_in, 0.0
         moments["note"] = (
-            f"the pilot's {n} labels are all {value:g}: planned with Var(Y) = {bound * (1 - bound):.3g}"
+            f"the pilot's {n} labels are all {value:g}: planned with Var(Y) = {stand_in:.3g}"
             f", a rate of {bound:.3g} (the {100 * (1 - RULE_OF_THREE_LEVEL):g}% upper bound when "
             f"none of {n} labels is {1 - value:g}, at most ½), not the pilot's 0"
         )
+    if weighted:  # Rogan–Gladen takes no weights: its moments stay nan
+        return PilotMoments(**moments)
     named = [(y_arr, "y"), (f, "predictions"), (f_u, "predictions_unlabelled")]
     binary = predictions_of_kind(named, None)
     if binary == "verdict":
