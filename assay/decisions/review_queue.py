@@ -10,8 +10,9 @@ back), so nothing is rewritten and a restart loses nothing. A verdict recorded o
 (the item got another verdict since it was loaded) is refused with :class:`VerdictConflict`.
 
 A queue whose verdicts decide a number (:class:`LabelQueue`: each verdict is a label an estimate
-weighs by its sampling probability) signs each verdict with the signing key, over its fields and
-the queue's run hash, and reads back only verdicts whose signature holds; the queue itself —
+weighs by its sampling probability) signs each verdict with the signing key, over its fields,
+the queue's run hash and the line before it, and reads back only a history that holds as a whole
+(:mod:`assay.decisions._verdict_chain`: no line edited, added, moved, removed or cut off); the queue itself —
 which items were drawn, with which probabilities — is covered by its run's seal, so an edited
 probability is refused before anyone reviews.
 """
@@ -21,9 +22,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, NotRequired, TypedDict
+from typing import Any, ClassVar, NotRequired, TypedDict, cast
 
-from assay import _json, _signing
+from assay import _json
+from assay.decisions import _verdict_chain as chain
 from assay.errors import DataError, RunError
 from assay.runs import append_lines, file_lock, now, sealed_run
 from assay.scale import Scale
@@ -75,7 +77,8 @@ def _numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 class HumanVerdict(TypedDict):
     """One line of ``human_verdicts.jsonl``: a person's verdict on a queued item (``score``
-    None: a verdict taken back), when, and in a signed queue its ``signature``."""
+    None: a verdict taken back), when, and in a signed queue its ``signature`` and the
+    signature of the line before it (``previous``)."""
 
     item_id: str
     score: int | None
@@ -83,6 +86,7 @@ class HumanVerdict(TypedDict):
     reviewer: str
     note: str | None
     timestamp: str
+    previous: NotRequired[str]
     signature: NotRequired[str]
 
 
@@ -218,6 +222,7 @@ class ReviewQueue:
         :class:`VerdictConflict`)."""
         score = self.check(item_id, verdict, reviewer=reviewer, note=note)
         with file_lock(self.path / LOCK):
+            earlier, last = self._chain() if self.signed else ([], "")
             mine = [r for r in self.history() if r["item_id"] == item_id]
             if version is not None and len(mine) != version:
                 raise VerdictConflict(item_id, version, mine[-1] if mine else None, len(mine))
@@ -232,27 +237,28 @@ class ReviewQueue:
                 timestamp=now(),
             )
             if self.signed:
-                record["signature"] = _signing.sign(self._signed(record))
+                record = cast(HumanVerdict, chain.link(dict(record), self.identity, last))
             append_lines(self.path / HUMAN_VERDICTS, json.dumps(record, ensure_ascii=False) + "\n")
+            if self.signed:  # after the line: a kill between the two leaves the head behind
+                chain.write_head(self.path, self.identity, len(earlier) + 1, record["signature"])
         return record
 
     def verdicts(self) -> dict[str, dict[str, Any]]:
-        """Each item's latest human verdict (taken-back ones left out); in a signed queue every
-        record's signature is checked first, and one that does not hold — a verdict edited or
-        added by hand — is a DataError naming the file and the row. A score off the scale (a
-        line signed by hand with the key: ``record`` refuses one) is a DataError naming the
-        file, the row and the field."""
+        """Each item's latest human verdict (taken-back ones left out); in a signed queue the
+        history is checked as a whole first (:mod:`assay.decisions._verdict_chain`): a verdict
+        edited or added by hand, lines moved, removed or copied, or the end cut off is a
+        DataError naming the file and the first bad row. A score off the scale (a line signed
+        by hand with the key: ``record`` refuses one) is a DataError naming the file, the row
+        and the field."""
         path = self.path / HUMAN_VERDICTS
+        numbered = _numbered(path)
+        if self.signed and not chain.chained(numbered):
+            with file_lock(self.path / LOCK):
+                numbered = self._chain()[0]
+        elif self.signed:
+            chain.check(path, numbered, self.identity, self.path)
         latest: dict[str, dict[str, Any]] = {}
-        for row, r in _numbered(path):
-            if self.signed and not _signing.verify(self._signed(r), r.get("signature")):
-                raise DataError(
-                    f"verdict on item {r['item_id']!r} is not signed by the signing key "
-                    f"({_signing.key_file()}): edited or added since it was recorded, or "
-                    "recorded with another key",
-                    path=path,
-                    row=row,
-                )
+        for row, r in numbered:
             if r.get("score") is not None:
                 try:
                     self.scale.check(r["score"])
@@ -261,9 +267,15 @@ class ReviewQueue:
             latest[r["item_id"]] = r
         return {k: v for k, v in latest.items() if v.get("score") is not None}
 
-    def _signed(self, record: dict[str, Any]) -> dict[str, Any]:
-        body = {k: v for k, v in record.items() if k != "signature"}
-        return {**body, "queue": self.identity}
+    def _chain(self) -> tuple[list[tuple[int, dict[str, Any]]], str]:
+        """The signed history checked as a whole, an older unchained one adopted first, and
+        its last signature; call under the lock."""
+        path = self.path / HUMAN_VERDICTS
+        numbered = _numbered(path)
+        if not chain.chained(numbered):
+            chain.adopt(path, numbered, self.identity, self.path)
+            numbered = _numbered(path)
+        return numbered, chain.check(path, numbered, self.identity, self.path)
 
 
 def is_label_queue(run_dir: Path) -> bool:

@@ -69,7 +69,9 @@ def test_export_fill_in_and_import(finished, tmp_path, capsys):
     # recorded as the review app records (AbstentionQueue.record): a re-run of apply merges
     # it, as tests/web/test_abstained_review.py checks
     fields = {"item_id", "score", "label", "reviewer", "note", "timestamp", "signature"}
-    assert set(record) == fields  # signed: a verdict edited or added by hand is refused
+    # signed, and chained to the line before (""): a verdict edited, added, moved or removed by
+    # hand is refused
+    assert set(record) == fields | {"previous"} and record["previous"] == ""
 
 
 @pytest.mark.parametrize(

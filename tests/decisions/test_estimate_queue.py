@@ -25,6 +25,7 @@ from tests.decisions.test_estimate import (  # noqa: F401  (the module's fixture
     judgments,
     probability_predictions,
     references,
+    row,
     runs,
     truth,
 )
@@ -88,16 +89,17 @@ def test_the_draw_follows_the_judges_uncertainty(runs, suggested):  # noqa: F811
     assert "label_queue.jsonl" in state["seal"]["files"]
 
 
-def label_all(queue_dir: Path, capsys, *, skip: int = 0) -> list[str]:
-    """Export the queue, give every drawn item but the first ``skip`` its true label, import."""
+def label_all(queue_dir: Path, capsys, *, skip: int = 0, wrong: bool = False) -> list[str]:
+    """Export the queue, give every drawn item but the first ``skip`` its true label (the
+    other one with ``wrong``), import."""
     out = queue_dir / "review.yaml"
-    text = cli(["review", "export", str(queue_dir), "-o", str(out)], capsys)
+    text = cli(["review", "export", str(queue_dir), "-o", str(out), "--all"], capsys)
     assert "items to label written to" in text
     entries = yaml.safe_load(out.read_text())
     assert "# Items to label, drawn by `assay estimate --suggest`" in out.read_text()
     assert all(set(e) >= {"inclusion", "judge", "verdict", "reviewer"} for e in entries)
     for e in entries[skip:]:
-        e["verdict"] = "True" if truth(int(e["item_id"][1:])) else "False"
+        e["verdict"] = "True" if truth(int(e["item_id"][1:])) != wrong else "False"
     out.write_text(yaml.safe_dump(entries, sort_keys=False))
     done = cli(["review", "import", str(queue_dir), str(out), "--reviewer", "ana"], capsys)
     assert f"recorded {len(entries) - skip} verdicts ({skip} entries left blank)" in done
@@ -319,7 +321,7 @@ def test_a_verdict_signed_by_hand_off_the_scale_is_refused(
     """A ``human_verdicts.jsonl`` line off the scale, signed by hand with the key past
     ``assay review import`` (which refuses one), is refused as the queue reads it, naming file,
     row and field; on the scale, the same hand-signed line is read."""
-    from assay import _signing
+    from assay.decisions import _verdict_chain as chain
     from assay.decisions.review_queue import LabelQueue
     from assay.errors import DataError
 
@@ -330,14 +332,103 @@ def test_a_verdict_signed_by_hand_off_the_scale_is_refused(
     path = queue_dir / "human_verdicts.jsonl"
     lines = path.read_text().splitlines()
 
-    def resign(score: int) -> None:
-        record = json.loads(lines[1])
-        record["score"] = score
-        record["signature"] = _signing.sign(queue._signed(record))
-        path.write_text("\n".join([lines[0], json.dumps(record), *lines[2:]]) + "\n")
+    def resign(score: int) -> None:  # the line and every one after it, and the head
+        records = [json.loads(x) for x in lines]
+        records[1]["score"] = score
+        last = records[0]["signature"]
+        for k in range(1, len(records)):
+            body = {f: v for f, v in records[k].items() if f not in ("signature", "previous")}
+            records[k] = chain.link(body, queue.identity, last)
+            last = records[k]["signature"]
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        chain.write_head(queue_dir, queue.identity, len(records), last)
 
     resign(7)
     with pytest.raises(DataError, match=r"row 2, field 'score': 7 is not on the binary"):
         queue.verdicts()
     resign(0)
     assert queue.verdicts()[json.loads(lines[1])["item_id"]]["score"] == 0
+
+
+def test_the_verdict_history_is_refused_moved_cut_or_copied_and_read_whole(
+    runs,  # noqa: F811
+    suggested,
+    tmp_path,
+    capsys,
+    monkeypatch,
+):
+    """Every drawn item labelled wrong, then corrected: the last line of an item is its verdict,
+    so the file's order and end decide the estimate (the corrections moved above the originals,
+    or deleted, read 0.637 where the truth is 0.265). Each line is signed over the one before it
+    and the count kept beside the key: moving lines, removing one from the middle, cutting the
+    end off and appending a copied line are each refused in one line naming the file and the
+    first bad row; the genuine history gives the estimate of labelling once with the truth."""
+    monkeypatch.chdir(runs["tmp"])
+    once = copy_of(suggested[0], tmp_path / "once")
+    label_all(once, capsys)
+    queue_dir = copy_of(suggested[0], tmp_path / "twice")
+    label_all(queue_dir, capsys, wrong=True)
+    label_all(queue_dir, capsys)
+    args = ["estimate", str(runs["main"]), "--queue", str(queue_dir)]
+    want = row(
+        cli_json(["estimate", str(runs["main"]), "--queue", str(once)], capsys), "active_ppi++"
+    )
+    got = row(cli_json(args, capsys), "active_ppi++")
+    assert (got["value"], got["ci_low"], got["ci_high"]) == pytest.approx(
+        (want["value"], want["ci_low"], want["ci_high"]), abs=1e-12
+    )
+    path = queue_dir / "human_verdicts.jsonl"
+    genuine = path.read_text().splitlines(keepends=True)
+    half = len(genuine) // 2
+    tampered = {
+        "corrections moved above the originals": (genuine[half:] + genuine[:half], "row 1"),
+        "a middle line removed": (genuine[:5] + genuine[6:], "row 6"),
+        "the corrections cut off": (genuine[:half], f"holds {half} verdicts, but {2 * half}"),
+        "the last line cut off": (genuine[:-1], f"but {len(genuine)} were recorded"),
+        "a line copied to the end": (genuine + [genuine[3]], f"row {len(genuine) + 1}"),
+    }
+    for what, (lines, where) in tampered.items():
+        path.write_text("".join(lines))
+        err = cli(args, capsys, code=2)
+        assert err.count("\n") == 1 and "human_verdicts.jsonl" in err and where in err, what
+    path.write_text("".join(genuine))
+    assert row(cli_json(args, capsys), "active_ppi++")["value"] == got["value"]
+
+
+def test_a_history_written_before_the_chain_is_adopted_once_then_guarded(
+    runs,  # noqa: F811
+    suggested,
+    tmp_path,
+    capsys,
+    monkeypatch,
+):
+    """A human_verdicts.jsonl of the earlier format (each line signed alone, no ``previous``,
+    no head) is read as it is, its lines chained in place the first time, and guarded from
+    then on; a line of it edited by hand is still refused, not adopted."""
+    from assay import _signing
+    from assay.decisions import _verdict_chain as chain
+    from assay.decisions.review_queue import LabelQueue
+
+    monkeypatch.chdir(runs["tmp"])
+    queue_dir = copy_of(suggested[0], tmp_path)
+    label_all(queue_dir, capsys)
+    args = ["estimate", str(runs["main"]), "--queue", str(queue_dir)]
+    want = row(cli_json(args, capsys), "active_ppi++")["value"]
+    identity = LabelQueue(queue_dir).identity
+    path = queue_dir / "human_verdicts.jsonl"
+    old = []
+    for line in path.read_text().splitlines():
+        r = {k: v for k, v in json.loads(line).items() if k not in ("previous", "signature")}
+        old.append({**r, "signature": _signing.sign({**r, "queue": identity})})
+    chain.head_file(queue_dir, identity).unlink()
+    edited = [dict(r) for r in old]
+    edited[2]["score"] = 1 - edited[2]["score"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in edited))
+    err = cli(args, capsys, code=2)
+    assert "row 3" in err and "not signed by the signing key" in err
+    path.write_text("".join(json.dumps(r) + "\n" for r in old))
+    assert row(cli_json(args, capsys), "active_ppi++")["value"] == pytest.approx(want, abs=1e-12)
+    assert all("previous" in json.loads(x) for x in path.read_text().splitlines())
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]))
+    assert "were recorded" in cli(args, capsys, code=2)
