@@ -98,6 +98,12 @@ def adopt(
     """Rewrite an older, unchained history as it is, each line chained to the one before and
     signed, and record its head; call under the queue's lock. Each line's own signature is
     checked first: a line edited or added by hand is refused, not adopted."""
+    if read_head(queue_dir, identity) is not None:  # it was chained here: this file is not it
+        raise DataError(
+            "holds no chained verdicts, but this queue's were chained "
+            f"({head_file(queue_dir, identity)}): the file was replaced; restore it",
+            path=path,
+        )
     for row, r in numbered:
         _check_signature(path, row, r, identity)
     previous, lines = "", []

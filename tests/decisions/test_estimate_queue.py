@@ -432,3 +432,8 @@ def test_a_history_written_before_the_chain_is_adopted_once_then_guarded(
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:-1]))
     assert "were recorded" in cli(args, capsys, code=2)
+    # once chained, an older-format file put back in its place is not adopted again: the queue
+    # has a head, so the unchained file (its lines reordered, each still signed alone) is refused
+    path.write_text("".join(json.dumps(r) + "\n" for r in reversed(old)))
+    err = cli(args, capsys, code=2)
+    assert err.count("\n") == 1 and "holds no chained verdicts" in err
