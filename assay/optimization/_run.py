@@ -131,11 +131,13 @@ def optimize(
         rebuild_unsealed=False,
     ) as run:
         if run.finished and run.store.read_json("result.json") is not None:
-            done = OptimizeResult.model_validate(
-                {**run.store.read_json("result.json"), "reused": True}
-            )
-            _record_tuning(config, run.dir, splits, workdir, done.mlflow_run_id)
-            return done
+            out = run.store.read_json("result.json")
+            if out.get("mlflow_run_id") is None and run.tracking_enabled:
+                # made with tracking off: logged now by this call, which logs, once
+                out = _log_and_seal(run, config, out, ids, fingerprint, splits, workdir)
+            else:
+                _record_tuning(config, run.dir, splits, workdir, out.get("mlflow_run_id"))
+            return OptimizeResult.model_validate({**out, "reused": True})
         run.store.write_json("split.json", split_record)
 
         def program(state_ref: str | None) -> dspy.Module:
@@ -170,17 +172,35 @@ def optimize(
         out = _result(config, run.dir, split_record, before, before_reused, after, compiled)
         out["spend"] = (spend := run.spend(Usage(**out["usage"]["total"]))) and spend.model_dump()
         run.store.write_json("result.json", out)
-        run_id = run.log(_tracked(config, out, ids, fingerprint, splits["test"]))
-        if run_id:
-            out["mlflow_run_id"] = run_id
-            out["use"] = {"judge": {"program_state": f"runs:/{run_id}/program.json"}}
-            if config.log_mlflow_model:
-                out["mlflow_model"] = _log_dspy_model(config, run_id, run.dir / "program.json")
-            run.store.write_json("result.json", out)
-        _record_tuning(config, run.dir, splits, workdir, run_id)
-        run.seal_results(SEALED)  # what a re-run reads back: result.json, the tuned program
-        run.update(status="finished", finished=now(), mlflow_run_id=run_id)
+        out = _log_and_seal(run, config, out, ids, fingerprint, splits, workdir)
+        run.update(status="finished", finished=now())
         return OptimizeResult.model_validate(out)
+
+
+def _log_and_seal(
+    run: Run,
+    config: OptimizeConfig,
+    out: dict[str, Any],
+    ids: dict[str, list[str]],
+    fingerprint: str,
+    splits: dict[str, list[Item]],
+    workdir: Path,
+) -> dict[str, Any]:
+    """Log the result ``out`` to MLflow (when tracking is on), write its run id and how to use
+    the tuned program into ``result.json``, record the tuning in the ledger and seal what a
+    re-run reads back: at the end of a run, or for a finished run made with tracking off that a
+    later call, which logs, finds (then logged once: the run id is in its result from then)."""
+    run_id = run.log(_tracked(config, out, ids, fingerprint, splits["test"]))
+    if run_id:
+        out["mlflow_run_id"] = run_id
+        out["use"] = {"judge": {"program_state": f"runs:/{run_id}/program.json"}}
+        if config.log_mlflow_model:
+            out["mlflow_model"] = _log_dspy_model(config, run_id, run.dir / "program.json")
+        run.store.write_json("result.json", out)
+    _record_tuning(config, run.dir, splits, workdir, run_id)
+    run.seal_results(SEALED)  # what a re-run reads back: result.json, the tuned program
+    run.update(mlflow_run_id=run_id)
+    return out
 
 
 def _record_tuning(

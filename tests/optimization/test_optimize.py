@@ -185,6 +185,36 @@ def _items(config: OptimizeConfig) -> list[Item]:
     return load_items(config.data, config.judge.scale)
 
 
+def test_a_run_optimized_without_tracking_is_logged_once_by_a_later_call_that_tracks(
+    tmp_path, mlflow_uri
+):
+    """The same run made with tracking off, then asked again with it on: read back (no call),
+    logged now — the parent and its two judge entries — with its run id and the tuned program's
+    reference in its result; a third call finds it logged and logs nothing more."""
+    eng = engine("needs-demos", needs_demos)
+    first = optimize(make_config(tmp_path, "needs-demos"), workdir=tmp_path, progress=False)
+    assert first.mlflow_run_id is None
+    calls = eng.n_calls
+    tracked = make_config(
+        tmp_path, "needs-demos", tracking={"enabled": True, "experiment": "opt-late"}
+    )
+    again = optimize(tracked, workdir=tmp_path, progress=False, tracking_uri=mlflow_uri)
+    assert again.reused and eng.n_calls == calls and again.run_dir == first.run_dir
+    assert again.mlflow_run_id is not None
+    assert again.use == {"judge": {"program_state": f"runs:/{again.mlflow_run_id}/program.json"}}
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=mlflow_uri)
+    experiment = client.get_experiment_by_name("opt-late").experiment_id
+    assert len(client.search_runs([experiment])) == 3  # the parent and its two judge entries
+    logged = client.get_run(again.mlflow_run_id).data.metrics
+    after = again.model_dump()["after"]["dev"]["metrics"]
+    assert logged["after.dev.accuracy"] == after["accuracy"]["value"]
+    third = optimize(tracked, workdir=tmp_path, progress=False, tracking_uri=mlflow_uri)
+    assert third.mlflow_run_id == again.mlflow_run_id
+    assert len(client.search_runs([experiment])) == 3
+
+
 def test_build_judge_with_program_state_keeps_its_lm(tmp_path):
     engine("needs-demos", needs_demos)
     out = optimize(
