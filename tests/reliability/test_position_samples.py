@@ -355,6 +355,42 @@ def test_samples_needed_on_a_scripted_sheet_equals_a_hand_computation(tmp_path):
     assert "Samples needed for a stable majority" in page and png in page
 
 
+TIES = {"t0": [1, 1], "t1": [1, 1], "t2": [0, 1], "t3": [1, 0], "t4": [0, 0], "t5": [0, 1]}
+
+
+def test_an_item_whose_samples_tie_has_no_majority_and_counts_as_not_right(tmp_path):
+    """k = 2, every reference 1: two items right, one wrong, three split 1–1. The tied items
+    have no majority verdict: majority accuracy is 2 of 6 (they were left out: 2 of 3, and the
+    more a judge's samples split, the better it looked), with the exact interval over 6 and the
+    ties counted in the reports."""
+    served: Counter = Counter()
+
+    def respond(call):
+        item = (call.field("response") or "").split()[-1]
+        if not call.temperature:
+            return {"verdict": "1"}
+        k = served[item]
+        served[item] += 1
+        return {"verdict": str(TIES[item][k])}
+
+    register_script("ties-sheet", lambda: ScriptedEngine(respond=respond))
+    res = run_harness(
+        stability_config(tmp_path, "scripted:ties-sheet", 2, list(TIES)),
+        workdir=tmp_path,
+        progress=False,
+    )
+    assert {i: sorted(v) for i, v in sampled(res).items()} == {
+        i: sorted(v) for i, v in TIES.items()
+    }
+    m = res.summary.judges["j"].tests["stochastic_stability"].scoring_metrics
+    acc = m["majority_accuracy"]
+    assert (acc.value, acc.n, m["majority_ties"]) == (pytest.approx(2 / 6), 6, 3)
+    low, high = scipy.stats.beta.ppf(0.025, 2, 5), scipy.stats.beta.ppf(0.975, 3, 4)
+    assert (acc.ci_low, acc.ci_high) == pytest.approx((low, high))
+    for page in ("report.md", "report.html"):
+        assert "majority_ties 3" in (res.run_dir / page).read_text()
+
+
 def test_a_coin_flip_judge_never_reaches_the_target_and_a_steady_one_needs_one_sample(tmp_path):
     """A judge answering at random (seeded) through the harness: no m below k reaches 95%, in
     the metrics, the report and report.html; every point of its curve equals a brute force over

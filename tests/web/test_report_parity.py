@@ -195,6 +195,7 @@ COLUMNS = {
         "items_incomplete": "other",
         "flip_rate": "other",
         "majority_accuracy": "other",
+        "majority_ties": "other",
         "samples_needed": None,
         "samples_needed_95": "smallest m ≥ 95%",
         "samples_needed_95_ci_low": "smallest m with CI low ≥ 95%",
@@ -219,7 +220,7 @@ def text_of(v: Any, key: str, m: dict[str, Any]) -> str:
         return f"k = {v}"
     if key.startswith("samples_needed_95") and v is None:
         return f"not reached within k = {m['samples_k']}"
-    if key in ("items", "flip_rate", "majority_accuracy"):
+    if key in ("items", "flip_rate", "majority_accuracy", "majority_ties"):
         return f"{key} {fmt(v, 2)}"
     if key == "decisive_pairs":
         return f"(of {v})"

@@ -25,6 +25,7 @@ OTHER_METRICS = (
     "items_incomplete",
     "flip_rate",
     "majority_accuracy",
+    "majority_ties",
     "ccc",
     "pearson",
     "spearman",

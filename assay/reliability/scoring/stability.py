@@ -27,7 +27,10 @@ class StabilityMetrics(ScoringMetrics):
     # items left out: a sample unscored, so whether all k agree cannot be told
     items_incomplete: int = 0
     flip_rate: float | None  # mean share of minority verdicts
+    # share of the items with a target whose majority verdict is the target; an item whose k
+    # verdicts tie (no majority) counts as not right, and how many did is ``majority_ties``
     majority_accuracy: MetricValue | None
+    majority_ties: int = 0
     # absent when no item was scored
     samples_needed: dict[str, MetricValue | None] | None = None
     samples_needed_95: int | None = None
@@ -50,7 +53,13 @@ class Stability(ScoringKind):
     Metrics = StabilityMetrics
     order = 50
     headlines = (("flip_rate", "flip"), ("samples_needed_95", "samples for 95%"))
-    tracked = ("majority_accuracy", "flip_rate", "samples_needed", "samples_needed_95")
+    tracked = (
+        "majority_accuracy",
+        "majority_ties",
+        "flip_rate",
+        "samples_needed",
+        "samples_needed_95",
+    )
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> StabilityMetrics:
         import numpy as np  # not on the way to a run's first LM call (this file's ``needed`` is)
@@ -68,7 +77,7 @@ class Stability(ScoringKind):
         incomplete = {sid for sid, s in by_source.items() if len(s) < samples.get(sid, 0)}
         incomplete |= {sid for sid in samples if sid not in by_source}
         by_source = defaultdict(list, {k: v for k, v in by_source.items() if k not in incomplete})
-        stable, majority_right, flips = [], [], []
+        stable, majority_right, flips, ties = [], [], [], 0
         agree_with_source: list[float] = []
         agreeing_sources: list[str] = []  # k samples per source: clustered
         for sid, scores in by_source.items():
@@ -76,8 +85,12 @@ class Stability(ScoringKind):
             stable.append(len(counts) == 1)
             flips.append(1.0 - counts.most_common(1)[0][1] / len(scores))
             top = counts.most_common()
-            if targets[sid] is not None and (len(top) == 1 or top[0][1] > top[1][1]):
-                majority_right.append(top[0][0] == targets[sid])
+            if targets[sid] is not None:
+                # a tie has no majority verdict: not right (left out, the rate rose with the
+                # judge's instability — with k = 2, every item whose two samples differ)
+                tied = len(top) > 1 and top[0][1] == top[1][1]
+                ties += tied
+                majority_right.append(not tied and top[0][0] == targets[sid])
             own = inp.source_verdicts.get(sid)
             if own is not None:
                 agree_with_source.extend(float(s == own) for s in scores)
@@ -89,6 +102,7 @@ class Stability(ScoringKind):
             pass_rate=rate(stable, confidence=inp.boot["confidence"]),
             flip_rate=float(np.mean(flips)) if flips else None,
             majority_accuracy=rate(majority_right, confidence=inp.boot["confidence"]),
+            majority_ties=ties,
             consistency=inp.mean(agree_with_source, agreeing_sources),
             **samples_needed(by_source, inp.boot),
         )
