@@ -3,6 +3,7 @@ traces), and the fingerprint of a set of items (part of a run's identity)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import operator
@@ -33,11 +34,12 @@ from assay.data import (
 )
 from assay.errors import DataError
 from assay.inputs._config import DataConfig
+from assay.inputs._items_cache import cached_items
 from assay.runs import (
     write_atomic,
 )
 from assay.scale import Scale
-from assay.types import Item, ListHash, canonical_json, stable_hash
+from assay.types import Item, ListHash, canonical_json
 
 _log = logging.getLogger(__name__)
 
@@ -258,45 +260,23 @@ def _prepared(item: Item, prep: TranscriptPrep) -> Item:
 def _cached_table(
     data: DataConfig, scale: Scale, cache_dir: Path | None, limit: int | None
 ) -> Path | None:
-    """A local table's items, read once per version of the file: reading a table goes through
-    ``datasets`` (pandas, pyarrow: a second or two of imports), so the items are kept in
-    ``<cache_dir>/../items/<key>.jsonl``, keyed by the file's path, size and modification time,
-    the column map, scale and limit, and the assay version (a changed file is read again).
-    None without a ``cache_dir``, or for a table that is not a file (a hub data set)."""
+    """A local table's items, read once per content of the file into its items cache
+    (:mod:`._items_cache`: keyed by the file's bytes, used only while its signature holds),
+    with the column map, scale and limit. None without a ``cache_dir``, or for a table that
+    is not a file (a hub data set)."""
     path = Path(data.path).expanduser()
     if cache_dir is None or not path.is_file():
         return None
-    st = path.stat()
-    key = stable_hash(
-        [
-            str(path.resolve()),
-            st.st_size,
-            st.st_mtime_ns,
-            data.columns.model_dump(),
-            scale.model_dump(mode="json"),
-            limit,
-            data.missing_expected,
-            assay.__version__,
-            _ITEMS_FORMAT,
-        ]
-    )
-    cached = Path(cache_dir).parent / "items" / f"{key}.jsonl"
-    if cached.is_file() and _readable(cached):
-        return cached
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    items = _read(data, scale, cache_dir, limit)
-    write_atomic(cached, (it.model_dump_json() + "\n" for it in items))  # row by row
-    return cached
-
-
-def _readable(path: Path) -> bool:
-    """Whether every line of an items cache file is an item (a damaged one is read again)."""
-    try:
-        for line in read_lines(path):
-            Item.model_validate_json(line.text)
-    except (ValueError, DataError):
-        return False
-    return True
+    made_by = [
+        data.columns.model_dump(),
+        scale.model_dump(mode="json"),
+        limit,
+        data.missing_expected,
+        assay.__version__,
+        _ITEMS_FORMAT,
+    ]
+    read = functools.partial(_read, data, scale, cache_dir, limit)
+    return cached_items(path, made_by, read, Path(cache_dir).parent / "items")
 
 
 _ITEMS_FORMAT = 2  # bump when reading a table changes what its items are
