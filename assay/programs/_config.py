@@ -540,7 +540,6 @@ class JudgeConfig(ModelSpec):
 
 MLFLOW_SCHEMES = ("runs:/", "models:/", "mlflow-artifacts:/")
 """A ``program_state`` starting with one of these is an MLflow artifact URI, not a file."""
-_DIGESTS: dict[tuple[str, int, int], str] = {}  # (path, mtime, size) → content digest
 
 
 def moving_model_uri(ref: str) -> bool:
@@ -554,19 +553,15 @@ def moving_model_uri(ref: str) -> bool:
 
 def state_file_digest(ref: str | None) -> str | None:
     """The SHA-256 of a program state file's bytes (``None``: no state, an MLflow URI, or no
-    such file yet — loading it then says so). Read once per version of the file."""
+    such file yet — loading it then says so). Read each time it is asked for (a few times a
+    run): never remembered by the file's size and modification time, which an edit can keep."""
     if not ref or ref.startswith(MLFLOW_SCHEMES):
         return None
     path = Path(ref).expanduser()
-    try:
-        stat = path.stat()
-    except OSError:
+    if not path.exists():
         return None
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in _DIGESTS:  # a FIFO or a device is refused here, not read
-        data = read_bytes(path, limit=_json.MAX_BYTES, what="program state file")
-        _DIGESTS[key] = hashlib.sha256(data).hexdigest()
-    return _DIGESTS[key]
+    data = read_bytes(path, limit=_json.MAX_BYTES, what="program state file")  # a FIFO refused
+    return hashlib.sha256(data).hexdigest()
 
 
 def _with_confidence(config: JudgeConfig, dump: dict[str, Any]) -> dict[str, Any]:

@@ -87,3 +87,27 @@ def test_a_file_reference_in_a_config_built_in_python_is_refused(tmp_path):
     config = stub_config(tmp_path, csv, "http://127.0.0.1:9/v1", name="f", judge=judge)
     loaded, _ = load_config(config)  # from YAML: the file's text
     assert loaded.judge.rubric == "A good response names a colour."
+
+
+def test_a_program_state_edited_with_its_size_and_time_kept_is_another_judge(tmp_path):
+    """In one process (a notebook, the API): the state's digest is read from its bytes each
+    time, never remembered by the file's size and modification time, which an edit can keep."""
+    import os
+
+    state = tmp_path / "program.json"
+    judge = JudgeConfig.model_validate(
+        {
+            "model": "openai/stub-model",
+            "api_base": "http://127.0.0.1:9/v1",
+            "scale": "binary",
+            "program_state": str(state),
+        }
+    )
+    save_program(build_judge(judge.model_copy(update={"program_state": None})), state)
+    first = judge.config_hash()
+    text, st = state.read_text(), state.stat()
+    edited = text.replace('"instructions": "', '"instructions": "X', 1).replace("  ", " ", 1)
+    assert len(edited) == len(text) and edited != text
+    state.write_text(edited)
+    os.utime(state, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert judge.config_hash() != first
