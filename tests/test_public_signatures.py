@@ -49,6 +49,7 @@ ALLOWED: dict[str, str] = {
     "assay.decisions.selective.Calibration.signed_part -> return": _SIGNED_JSON,
     "assay.lm.ModelSpec.identity -> return": _SIGNED_JSON,
     "assay.lm.ModelSpec.with_layout -> return": _SIGNED_JSON,
+    "assay.lm.ModelSpec.resolved -> return": _SIGNED_JSON,
     "assay.emulation.Case.to_toolemu -> return": _FOREIGN_JSON,
     "assay.emulation.toolemu_record -> return": _FOREIGN_JSON,
     "assay.decisions.ReviewQueue.entry_details -> return": _QUEUED_RECORD,

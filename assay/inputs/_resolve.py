@@ -38,8 +38,9 @@ class ResolvedConfig:
 
 def resolve_config(path: str | Path, overrides: dict | None = None) -> ResolvedConfig:
     """Read the YAML config at ``path``: apply ``overrides`` (dotted keys), make the plug-ins'
-    and the data's paths absolute and the judges' ``program_state`` too, and read every
-    ``@file`` text (an instruction, a rubric, a criteria file) into it."""
+    and the data's paths absolute and the judges' ``program_state`` and scripted answer sheets
+    (``model: scripted:<sheet.json>``) too, and read every ``@file`` text (an instruction, a
+    rubric, a criteria file) into it."""
     path = Path(path)
     raw = read_input(path, ConfigError, what="config file")
     if not isinstance(raw, dict):
@@ -53,6 +54,7 @@ def resolve_config(path: str | Path, overrides: dict | None = None) -> ResolvedC
         except ConfigError as exc:
             raise ConfigError(f"{path}: field 'plugins': {exc}") from None
     files: dict[Location, Path] = {}
+    _resolve_answer_sheets(raw, base)
     _resolve_judge_text(raw.get("judge"), base, ("judge",), files)
     for i, judge in enumerate(raw.get("judges") or []):
         _resolve_judge_text(judge, base, ("judges", i), files)
@@ -90,7 +92,41 @@ def named_files(resolved: ResolvedConfig) -> dict[str, str] | None:
     for ref in _states(resolved.raw):
         if ref is None or _add(digests, ref, resolved.base) is None:
             return None
+    for spec in _model_specs(resolved.raw):
+        sheet = _answer_sheet(spec["model"], resolved.base)
+        if sheet is not None:
+            _add(digests, str(sheet), resolved.base)
     return digests
+
+
+def _model_specs(node: object) -> Iterator[dict[str, Any]]:
+    """Every mapping in the config with a text ``model`` (a judge, a member, a generator …)."""
+    if isinstance(node, dict):
+        if isinstance(node.get("model"), str):
+            yield node
+        for value in node.values():
+            yield from _model_specs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _model_specs(value)
+
+
+def _answer_sheet(model: str, base: Path) -> Path | None:
+    """The file a ``scripted:<sheet.json>`` model reads, against ``base`` when relative (None:
+    another model, or a registered script's name that no file there has)."""
+    if not model.startswith("scripted:"):
+        return None
+    path = base / Path(model.split(":", 1)[1]).expanduser()
+    return path if path.is_file() else None
+
+
+def _resolve_answer_sheets(raw: dict[str, Any], base: Path) -> None:
+    """Name each scripted answer sheet by its absolute path: its content is part of the model's
+    identity (:meth:`assay.lm.ModelSpec.resolved`), read wherever the command runs from."""
+    for spec in _model_specs(raw):
+        sheet = _answer_sheet(spec["model"], base)
+        if sheet is not None:
+            spec["model"] = f"scripted:{resolve(sheet)}"
 
 
 def _states(node: object) -> Iterator[str | None]:

@@ -32,11 +32,14 @@ SCOPE_KEY = "_assay_lm"
 def cache_scope(spec: ModelSpec, engine: str) -> str:
     """The scope of the LM ``make_lm`` builds for ``spec`` on ``engine`` (``native``,
     ``litellm``, ``local:<path>``, ``scripted:<name>``): the spec's fields that can change an
-    answer (a judge config's rubric and name are its program's, not its model's)."""
+    answer (a judge config's rubric and name are its program's, not its model's), what they
+    name counted by what it holds (:meth:`ModelSpec.resolved`: a scripted answer sheet's
+    content)."""
     from assay.types import stable_hash
 
     fields = set(ModelSpec.model_fields) - set(NOT_IN_IDENTITY)
-    return stable_hash({"spec": spec.model_dump(mode="json", include=fields), "engine": engine})
+    dump = spec.resolved(spec.model_dump(mode="json", include=fields))
+    return stable_hash({"spec": dump, "engine": engine})
 
 
 @contextlib.contextmanager

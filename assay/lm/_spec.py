@@ -7,10 +7,12 @@ Every setting is explicit and typed; the defaults of each role are written once,
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from assay._files import sha256_file
 from assay.types import Real, StrictInt, WebAddress
 
 
@@ -66,6 +68,16 @@ def prompt_layout(model: str) -> str | None:
     models (``local``, ``local:...``) get :data:`CONSTANT_FIRST`. Part of a model's identity and
     of a judge's config hash — another prompt is another judge."""
     return CONSTANT_FIRST if model == "local" or model.startswith("local:") else None
+
+
+def answer_sheet(model: str) -> Path | None:
+    """The answer sheet file a ``scripted:<sheet.json>`` model reads (a relative name against
+    the current folder; a config file's are made absolute against its folder when it is read),
+    None for any other model, a registered script's name, or no such file."""
+    if not model.startswith("scripted:"):
+        return None
+    path = Path(model.split(":", 1)[1]).expanduser()
+    return path if path.is_file() else None
 
 
 class ModelSpec(BaseModel):
@@ -172,12 +184,24 @@ class ModelSpec(BaseModel):
         return None if pair is None else [float(x) for x in pair]
 
     def with_layout(self, dump: dict[str, Any]) -> dict[str, Any]:
-        """``dump`` (this spec's fields) with ``prompt_layout`` added when it is not DSPy's, and
-        an in-process model's ``runtime`` — both left out otherwise, so the hashes of other
-        models stay what they were."""
+        """``dump`` (this spec's fields) :meth:`resolved`, with ``prompt_layout`` added when it
+        is not DSPy's and an in-process model's ``runtime`` — each left out otherwise, so the
+        hashes of other models stay what they were."""
         layout, runtime = prompt_layout(self.model), local_runtime(self.model)
         extra = {"prompt_layout": layout, "runtime": runtime}
-        return {**dump, **{k: v for k, v in extra.items() if v}}
+        return {**self.resolved(dump), **{k: v for k, v in extra.items() if v}}
+
+    def resolved(self, dump: dict[str, Any]) -> dict[str, Any]:
+        """``dump`` (this spec's fields) with what they only name counted by what it holds: a
+        scripted answer sheet by its file name and the SHA-256 of its bytes (``script_content``),
+        not by the folder it lies in — an edited sheet is another model, the same sheet
+        elsewhere the same. Part of the model's identity and of its LM cache scope; ``dump``
+        as it is for a model that names nothing."""
+        sheet = answer_sheet(self.model)
+        if sheet is None:
+            return dump
+        named = {"model": f"scripted:{sheet.name}"} if "model" in dump else {}
+        return {**dump, **named, "script_content": sha256_file(sheet)}
 
     @property
     def resolved_client(self) -> Literal["native", "litellm"]:

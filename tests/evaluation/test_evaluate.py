@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from assay._files import sha256_file
 from assay.evaluation import evaluate
 from assay.inputs import load_config
 from assay.lm import ScriptedEngine
@@ -161,6 +162,7 @@ def test_mlflow_run_has_params_metrics_and_artifacts(project: Path):
     client = mlflow.MlflowClient(tracking_uri=uri)
     run = client.get_run(res.mlflow_run_id)
     assert run.data.params["judge.model"] == "scripted:sheet.json"
+    assert run.data.params["judge.script_content"] == sha256_file(base / "sheet.json")
     assert run.data.params["judge.config_hash"] == config.judge.config_hash()
     assert run.data.metrics["accuracy"] == pytest.approx(10 / 12)
     assert "accuracy_ci_low" in run.data.metrics and "kappa_categorical_ci_high" in run.data.metrics

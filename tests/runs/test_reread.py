@@ -393,3 +393,35 @@ def test_a_review_decision_added_after_a_harness_run_is_folded_in(tmp_path, monk
     assert _answers(tmp_path) == answers  # scored again from the run's files: no LM call
     assert main(["harness", str(cfg), *HARNESS, "--quiet", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == again
+
+
+def test_an_answer_sheet_edited_judges_again(tmp_path, monkeypatch, capsys):
+    """A scripted model (``scripted:<sheet.json>``) counts by its sheet's content, as an
+    ``@file`` rubric does: the sheet edited is another model, judged again — its answers not
+    taken from the LM cache of the old sheet's — and the old sheet back finds its run again."""
+    monkeypatch.chdir(tmp_path)
+    write_items(tmp_path, N)
+    sheet = tmp_path / "sheet.json"
+    every_true = json.dumps({"rules": [], "default": {"verdict": "True"}})
+    sheet.write_text(every_true)
+    judge = {"name": "j", "model": "scripted:sheet.json", "rubric": "Names a colour."}
+    judge["scale"] = {"kind": "binary", "labels": ["False", "True"]}
+    data = {"path": "items.csv", "columns": {"id": "id"}}
+    cfg = tmp_path / "w.yaml"
+    cfg.write_text(json.dumps({"name": "w", "data": data, "judge": judge}))
+
+    def evaluate() -> dict:
+        capsys.readouterr()
+        assert main(["evaluate", str(cfg), "--quiet", "--json"]) == 0
+        return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    first = evaluate()
+    assert first["metrics"]["accuracy"]["value"] == pytest.approx(0.5)
+    rule = {"match": "Item 0 is blue", "output": {"verdict": "False"}}
+    sheet.write_text(json.dumps({"rules": [rule], "default": {"verdict": "True"}}))
+    edited = evaluate()
+    assert edited["run_dir"] != first["run_dir"] and edited["new_judgments"] == N
+    assert edited["metrics"]["accuracy"]["value"] == pytest.approx(4 / 6)
+    sheet.write_text(every_true)
+    again = evaluate()
+    assert again["run_dir"] == first["run_dir"] and again["new_judgments"] == 0
