@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
         "assay._yaml",
         "assay._registry",
         "assay._signing",
+        "assay._endpoints",
         "assay.errors",
         "assay.types",
     ),

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from assay import _endpoints
 from assay._files import sha256_file
 from assay.types import Real, StrictInt, WebAddress
 
@@ -192,16 +193,23 @@ class ModelSpec(BaseModel):
         return {**self.resolved(dump), **{k: v for k, v in extra.items() if v}}
 
     def resolved(self, dump: dict[str, Any]) -> dict[str, Any]:
-        """``dump`` (this spec's fields) with what they only name counted by what it holds: a
-        scripted answer sheet by its file name and the SHA-256 of its bytes (``script_content``),
-        not by the folder it lies in — an edited sheet is another model, the same sheet
-        elsewhere the same. Part of the model's identity and of its LM cache scope; ``dump``
-        as it is for a model that names nothing."""
+        """``dump`` (this spec's fields) with what they only name counted by what it is: the
+        endpoint a LiteLLM call goes to when the config names none, taken from the environment
+        as LiteLLM takes it (``OPENAI_BASE_URL`` …: :mod:`assay._endpoints`) as ``api_base``;
+        a scripted answer sheet by its file name and the SHA-256 of its bytes
+        (``script_content``), not by the folder it lies in — an edited sheet is another model,
+        the same sheet elsewhere the same. Part of the model's identity and of its LM cache
+        scope; ``dump`` as it is for a model whose fields say it all (no endpoint variable set,
+        the native client, which reads none)."""
+        out = dict(dump)
+        if "api_base" in out and self.api_base is None and self.calls_litellm:
+            out["api_base"] = _endpoints.from_environment(self.model)
         sheet = answer_sheet(self.model)
-        if sheet is None:
-            return dump
-        named = {"model": f"scripted:{sheet.name}"} if "model" in dump else {}
-        return {**dump, **named, "script_content": sha256_file(sheet)}
+        if sheet is not None:
+            if "model" in out:
+                out["model"] = f"scripted:{sheet.name}"
+            out["script_content"] = sha256_file(sheet)
+        return out
 
     @property
     def resolved_client(self) -> Literal["native", "litellm"]:
@@ -209,6 +217,13 @@ class ModelSpec(BaseModel):
         if self.client != "auto":
             return self.client
         return "native" if self.model.startswith("openai/") else "litellm"
+
+    @property
+    def calls_litellm(self) -> bool:
+        """Whether the calls go through LiteLLM (a hosted or served model on the LiteLLM
+        client), which may take their endpoint from the environment."""
+        in_process = self.model == "local" or self.model.startswith(("local:", "scripted:"))
+        return self.resolved_client == "litellm" and "/" in self.model and not in_process
 
     @property
     def price_pair(self) -> tuple[float, float] | None:

@@ -390,10 +390,12 @@ class Runner:
 
     def inputs(self, options: ConfigOptions) -> RunInputs | None:
         """What a run of ``options`` is made from, as JSON values: the config file as read, the
-        content of the files it names, its plug-ins, the options. None when there is no
-        finished run to look for first: a config object (not a file), a config that reads what
-        no local file holds (:func:`~assay.inputs.named_files`), or a certificate to require
-        (checked before any run is read)."""
+        content of the files it names, its plug-ins, the options, and the base URLs LiteLLM
+        may take from the environment (:func:`assay._endpoints.every_variable`). None when
+        there is no finished run to look for first: a config object (not a file), a config
+        that reads what no local file holds (:func:`~assay.inputs.named_files`), or a
+        certificate to require (checked before any run is read)."""
+        from assay._endpoints import every_variable
         from assay.inputs import named_files
 
         if getattr(options, "require_certificate", None):
@@ -410,6 +412,7 @@ class Runner:
             "files": files,
             "plugins": plugin_identity([*plugins, *options.plugins]),
             "options": options.model_dump(mode="json", exclude={"config", "tracking_uri"}),
+            "endpoints": every_variable(),
         }
 
     def reread(self, found: FinishedRun, options: ConfigOptions, *, workdir: Path) -> object:

@@ -46,7 +46,9 @@ RECORD = "inputs"
 class RunInputs(TypedDict):
     """What a run of a config file is made from (a runner's ``inputs``), as JSON values: the
     command, the config file as read (``config``, its relative paths against ``base``), the
-    SHA-256 of each file it names by path, its plug-ins' identity, and the options."""
+    SHA-256 of each file it names by path, its plug-ins' identity, the options, and the base
+    URLs set in the environment (``endpoints``: where a LiteLLM model with no ``api_base``
+    calls)."""
 
     command: str
     config: dict[str, object]
@@ -54,6 +56,7 @@ class RunInputs(TypedDict):
     files: dict[str, str]
     plugins: list[list[str]]
     options: dict[str, object]
+    endpoints: dict[str, str]
 
 
 @dataclass

@@ -76,3 +76,70 @@ def test_the_same_server_again_is_read_from_the_cache(tmp_path, monkeypatch, cap
         out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
         assert a.n_requests == N_ITEMS  # no new call: every answer came from the cache
         assert out["new_judgments"] == N_ITEMS
+
+
+def test_an_endpoint_from_the_environment_is_the_model_s_endpoint(tmp_path, monkeypatch, capsys):
+    """``client: litellm`` and no ``api_base``: LiteLLM sends the calls where
+    ``OPENAI_BASE_URL`` says. That address is the model's endpoint — in the run's identity, the
+    finished run's inputs and the LM cache scope — as a config's ``api_base`` is: another
+    server is asked, never read from the first one's run or answers; the first found again."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    cfg = stub_config(
+        tmp_path, write_items(tmp_path), None, name="env", judge={"client": "litellm"}
+    )
+
+    def evaluate(server: StubServer) -> dict:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        assert main(["evaluate", str(cfg), "--json", "--quiet"]) == 0
+        return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+    with StubServer(respond=always("True")) as a, StubServer(respond=always("False")) as b:
+        first = evaluate(a)
+        assert a.n_requests == N_ITEMS
+        second = evaluate(b)
+        assert b.n_requests == N_ITEMS  # none of A's answers, from its run or the cache
+        assert second["run_dir"] != first["run_dir"]
+        assert _scores(second) == [0] * N_ITEMS and _scores(first) == [1] * N_ITEMS
+        again = evaluate(a)
+        assert again["run_dir"] == first["run_dir"] and a.n_requests == N_ITEMS
+
+
+def _scores(summary: dict) -> list[int]:
+    lines = (Path(summary["run_dir"]) / "judgments.jsonl").read_text().splitlines()
+    return [json.loads(line)["score"] for line in lines]
+
+
+def test_with_no_endpoint_in_the_environment_a_model_s_identity_is_its_fields(monkeypatch):
+    """The endpoint is taken from the environment only where LiteLLM would take it, so a
+    model's identity — and the hash of every run made before it counted — stays what its
+    fields say when no such variable is set, for a native client (which reads none), for a
+    config's own ``api_base`` and for the in-process models."""
+    from assay._endpoints import every_variable
+    from assay.lm import NOT_IN_IDENTITY, ModelSpec
+    from assay.lm._cache import cache_scope
+    from assay.types import stable_hash
+
+    for name in every_variable():
+        monkeypatch.delenv(name)
+    specs = [
+        ModelSpec(model="openai/gpt-4o-mini", client="litellm"),
+        ModelSpec(model="anthropic/claude-3-5-haiku-latest"),
+        ModelSpec(model="openai/gpt-4o-mini"),
+        ModelSpec(model="local"),
+    ]
+    for spec in specs:
+        fields = spec.model_dump(mode="json", exclude=set(NOT_IN_IDENTITY))
+        assert spec.resolved(fields) == fields
+        scope = stable_hash({"spec": fields, "engine": "hosted"})
+        assert cache_scope(spec, "hosted") == scope
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:8/v1")
+    litellm, anthropic, native, local = specs
+    assert litellm.identity()["api_base"] == "http://127.0.0.1:9/v1"
+    assert anthropic.identity()["api_base"] == "http://127.0.0.1:8/v1"
+    assert native.identity()["api_base"] is None  # the native client reads no variable
+    assert "api_base" not in local.identity() or local.identity()["api_base"] is None
+    given = litellm.model_copy(update={"api_base": "http://127.0.0.1:7/v1"})
+    assert given.identity()["api_base"] == "http://127.0.0.1:7/v1"  # the config's, as LiteLLM
