@@ -9,6 +9,7 @@ from assay.reliability.scoring._kind import (
     ScoringKind,
     ScoringMetrics,
     scoring_kind,
+    toward,
 )
 
 
@@ -19,7 +20,8 @@ class TargetMetrics(ScoringMetrics):
 @scoring_kind("invariance")
 class Invariance(ScoringKind):
     Metrics = TargetMetrics
-    # consistency: the verdict differs from the own source verdict (``flip``) or equals it
+    # consistency: the verdict moved from the own source verdict toward the probe's target
+    # (``flip``: on an ordinal scale closer to it — a step the other way is no flip) or equals it
     moves: bool = False
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> TargetMetrics:
@@ -32,8 +34,11 @@ class Invariance(ScoringKind):
             if own is None:
                 source_unscored += 1
                 continue
-            same = inp.score(p) == own
-            consistent.append(not same if self.moves else same)
+            verdict = inp.score(p)
+            if self.moves and p.target is not None:  # moved toward the target, not anywhere
+                consistent.append(toward(verdict, own, p.target, inp.scale))
+            else:
+                consistent.append((verdict != own) if self.moves else (verdict == own))
             consistent_sources.append(p.source_id)
         # several probes of one source are not independent: the bootstrap resamples sources
         return TargetMetrics(
