@@ -53,6 +53,10 @@ ALLOWED: dict[str, str] = {
     "assay.emulation.Case.to_toolemu -> return": _FOREIGN_JSON,
     "assay.emulation.toolemu_record -> return": _FOREIGN_JSON,
     "assay.decisions.ReviewQueue.entry_details -> return": _QUEUED_RECORD,
+    "assay.runs.SignedHistory.link -> return": (
+        "a line of a history with its link and signature: its kind types it (HumanVerdict, "
+        "ReviewRecord)"
+    ),
     "assay.decisions.selective.AbstentionQueue.entry_details -> return": _QUEUED_RECORD,
     "assay.reliability.scoring.ScoringMetrics.added -> return": (
         "a scoring kind's own fields past the envelope: each kind declares their types"

@@ -12,9 +12,9 @@ back), so nothing is rewritten and a restart loses nothing. A verdict recorded o
 A queue whose verdicts decide a number (:class:`LabelQueue`: each verdict is a label an estimate
 weighs by its sampling probability) signs each verdict with the signing key, over its fields,
 the queue's run hash and the line before it, and reads back only a history that holds as a whole
-(:mod:`assay.decisions._verdict_chain`: no line edited, added, moved, removed or cut off); the queue itself —
-which items were drawn, with which probabilities — is covered by its run's seal, so an edited
-probability is refused before anyone reviews.
+(:class:`assay.runs.SignedHistory`: no line edited, added, moved, removed or cut off); the queue
+itself — which items were drawn, with which probabilities — is covered by its run's seal, so an
+edited probability is refused before anyone reviews.
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any, ClassVar, NotRequired, TypedDict, cast
 
 from assay import _json
-from assay.decisions import _verdict_chain as chain
 from assay.errors import DataError, RunError
-from assay.runs import append_lines, file_lock, now, sealed_run
+from assay.runs import HistoryKind, SignedHistory, append_lines, file_lock, now, sealed_run
 from assay.scale import Scale
 
 HUMAN_VERDICTS = "human_verdicts.jsonl"
@@ -73,6 +72,16 @@ def _numbered(path: Path) -> list[tuple[int, dict[str, Any]]]:
             raise DataError("not a record with an item_id", path=path, row=lineno)
         out.append((lineno, record))
     return out
+
+
+VERDICTS = HistoryKind(
+    bound_to="queue",
+    lines="verdicts",
+    heads="label-queues",
+    line=lambda r: f"verdict on item {r['item_id']!r}",
+    signed_before=True,  # before the chain, each verdict of a signed queue was signed alone
+)
+"""A signed queue's verdict history, as :class:`assay.runs.SignedHistory` chains it."""
 
 
 class HumanVerdict(TypedDict):
@@ -222,7 +231,7 @@ class ReviewQueue:
         :class:`VerdictConflict`)."""
         score = self.check(item_id, verdict, reviewer=reviewer, note=note)
         with file_lock(self.path / LOCK):
-            earlier, last = self._chain() if self.signed else ([], "")
+            settled = self.signed_history().settled() if self.signed else None
             mine = [r for r in self.history() if r["item_id"] == item_id]
             if version is not None and len(mine) != version:
                 raise VerdictConflict(item_id, version, mine[-1] if mine else None, len(mine))
@@ -236,27 +245,35 @@ class ReviewQueue:
                 note=str(note or "").strip() or None,
                 timestamp=now(),
             )
-            if self.signed:
-                record = cast(HumanVerdict, chain.link(dict(record), self.identity, last))
-            append_lines(self.path / HUMAN_VERDICTS, json.dumps(record, ensure_ascii=False) + "\n")
-            if self.signed:  # after the line: a kill between the two leaves the head behind
-                chain.write_head(self.path, self.identity, len(earlier) + 1, record["signature"])
+            path = self.path / HUMAN_VERDICTS
+            if settled is None:
+                append_lines(path, json.dumps(record, ensure_ascii=False) + "\n")
+            else:
+                (linked,) = self.signed_history().append(
+                    [dict(record)], settled, lambda text: append_lines(path, text)
+                )
+                record = cast(HumanVerdict, linked)
         return record
+
+    def signed_history(self) -> SignedHistory:
+        """The verdicts of a signed queue as one chain, bound to the queue's run hash."""
+        return SignedHistory(
+            VERDICTS,
+            self.path / HUMAN_VERDICTS,
+            self.identity,
+            read=_numbered,
+            lock=lambda: file_lock(self.path / LOCK),
+        )
 
     def verdicts(self) -> dict[str, dict[str, Any]]:
         """Each item's latest human verdict (taken-back ones left out); in a signed queue the
-        history is checked as a whole first (:mod:`assay.decisions._verdict_chain`): a verdict
+        history is checked as a whole first (:class:`assay.runs.SignedHistory`): a verdict
         edited or added by hand, lines moved, removed or copied, or the end cut off is a
         DataError naming the file and the first bad row. A score off the scale (a line signed
         by hand with the key: ``record`` refuses one) is a DataError naming the file, the row
         and the field."""
         path = self.path / HUMAN_VERDICTS
-        numbered = _numbered(path)
-        if self.signed and not chain.chained(numbered):
-            with file_lock(self.path / LOCK):
-                numbered = self._chain()[0]
-        elif self.signed:
-            chain.check(path, numbered, self.identity, self.path)
+        numbered = self.signed_history().lines() if self.signed else _numbered(path)
         latest: dict[str, dict[str, Any]] = {}
         for row, r in numbered:
             if r.get("score") is not None:
@@ -266,16 +283,6 @@ class ReviewQueue:
                     raise DataError(str(exc), path=path, row=row, field="score") from None
             latest[r["item_id"]] = r
         return {k: v for k, v in latest.items() if v.get("score") is not None}
-
-    def _chain(self) -> tuple[list[tuple[int, dict[str, Any]]], str]:
-        """The signed history checked as a whole, an older unchained one adopted first, and
-        its last signature; call under the lock."""
-        path = self.path / HUMAN_VERDICTS
-        numbered = _numbered(path)
-        if not chain.chained(numbered):
-            chain.adopt(path, numbered, self.identity, self.path)
-            numbered = _numbered(path)
-        return numbered, chain.check(path, numbered, self.identity, self.path)
 
 
 def is_label_queue(run_dir: Path) -> bool:

@@ -1,7 +1,9 @@
 """The run lifecycle shared by every runner: run directory, lock, store, worker pool, MLflow,
 the seal a finished run is checked against (``_seal.py``), a finished run found again by its
-inputs (``_reread.py``), and what may overlap the LM calls (``_execution.py``: helper
-interpreters, warm-ups, preloads; a runner reaches them through its :class:`Run` only).
+inputs (``_reread.py``), the signed chain of what people add to a finished run
+(``_signed_history.py``: a queue's verdicts, a harness run's review decisions), and what may
+overlap the LM calls (``_execution.py``: helper interpreters, warm-ups, preloads; a runner
+reaches them through its :class:`Run` only).
 
 Names load on first use (PEP 562): the command line starts the MLflow helper interpreter
 before anything heavy is imported, and that helper itself needs none of DSPy to load MLflow."""
@@ -56,6 +58,8 @@ _WHERE = {
     "SEALED": "_seal",
     "check_seal": "_seal",
     "sealed_run": "_seal",
+    "HistoryKind": "_signed_history",
+    "SignedHistory": "_signed_history",
     "JUDGMENTS": "_store",
     "RunStore": "_store",
     "now": "_store",
@@ -109,6 +113,7 @@ if TYPE_CHECKING:
         sealed_run,
     )
     from assay.runs._settings import RunSettings, TrackingSettings
+    from assay.runs._signed_history import HistoryKind, SignedHistory
     from assay.runs._store import JUDGMENTS, RunStore, now
     from assay.runs._tracking import (
         TrackedRun,
@@ -123,6 +128,7 @@ __all__ = [
     "Execution",
     "ExecutionConfig",
     "FinishedRun",
+    "HistoryKind",
     "InputsRecord",
     "JUDGMENTS",
     "JudgeTask",
@@ -138,6 +144,7 @@ __all__ = [
     "SEAL_TAG",
     "SEALED",
     "Seal",
+    "SignedHistory",
     "TrackedRun",
     "TrackingSettings",
     "Worker",

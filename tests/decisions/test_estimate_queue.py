@@ -321,7 +321,6 @@ def test_a_verdict_signed_by_hand_off_the_scale_is_refused(
     """A ``human_verdicts.jsonl`` line off the scale, signed by hand with the key past
     ``assay review import`` (which refuses one), is refused as the queue reads it, naming file,
     row and field; on the scale, the same hand-signed line is read."""
-    from assay.decisions import _verdict_chain as chain
     from assay.decisions.review_queue import LabelQueue
     from assay.errors import DataError
 
@@ -329,6 +328,7 @@ def test_a_verdict_signed_by_hand_off_the_scale_is_refused(
     queue_dir = copy_of(suggested[0], tmp_path)
     label_all(queue_dir, capsys)
     queue = LabelQueue(queue_dir)
+    chain = queue.signed_history()
     path = queue_dir / "human_verdicts.jsonl"
     lines = path.read_text().splitlines()
 
@@ -338,10 +338,10 @@ def test_a_verdict_signed_by_hand_off_the_scale_is_refused(
         last = records[0]["signature"]
         for k in range(1, len(records)):
             body = {f: v for f, v in records[k].items() if f not in ("signature", "previous")}
-            records[k] = chain.link(body, queue.identity, last)
+            records[k] = chain.link(body, last)
             last = records[k]["signature"]
         path.write_text("".join(json.dumps(r) + "\n" for r in records))
-        chain.write_head(queue_dir, queue.identity, len(records), last)
+        chain.write_head(len(records), last)
 
     resign(7)
     with pytest.raises(DataError, match=r"row 2, field 'score': 7 is not on the binary"):
@@ -406,7 +406,6 @@ def test_a_history_written_before_the_chain_is_adopted_once_then_guarded(
     no head) is read as it is, its lines chained in place the first time, and guarded from
     then on; a line of it edited by hand is still refused, not adopted."""
     from assay import _signing
-    from assay.decisions import _verdict_chain as chain
     from assay.decisions.review_queue import LabelQueue
 
     monkeypatch.chdir(runs["tmp"])
@@ -414,13 +413,14 @@ def test_a_history_written_before_the_chain_is_adopted_once_then_guarded(
     label_all(queue_dir, capsys)
     args = ["estimate", str(runs["main"]), "--queue", str(queue_dir)]
     want = row(cli_json(args, capsys), "active_ppi++")["value"]
-    identity = LabelQueue(queue_dir).identity
+    chain = LabelQueue(queue_dir).signed_history()
+    identity = chain.identity
     path = queue_dir / "human_verdicts.jsonl"
     old = []
     for line in path.read_text().splitlines():
         r = {k: v for k, v in json.loads(line).items() if k not in ("previous", "signature")}
         old.append({**r, "signature": _signing.sign({**r, "queue": identity})})
-    chain.head_file(queue_dir, identity).unlink()
+    chain.head_file().unlink()
     edited = [dict(r) for r in old]
     edited[2]["score"] = 1 - edited[2]["score"]
     path.write_text("".join(json.dumps(r) + "\n" for r in edited))
