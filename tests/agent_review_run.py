@@ -15,6 +15,7 @@ import yaml
 from assay.data import message_changes, replace_message
 from assay.reliability._probe import Probe
 from assay.types import Item, Message, ToolCall
+from tests.review_runs import name_run
 
 LABELS = ["fails", "passes"]
 RESULT, RECIPIENT = "reports_result", "right_recipient"
@@ -98,6 +99,7 @@ def write_agent_run(run_dir: Path) -> Path:
     (run_dir / "config.yaml").write_text(
         yaml.safe_dump({"name": "agent", "scale": {"kind": "binary", "labels": LABELS}})
     )
+    name_run(run_dir)
     (run_dir / "seeds.jsonl").write_text(SOURCE.model_dump_json() + "\n")
     (run_dir / "probes.jsonl").write_text("".join(p.model_dump_json() + "\n" for p in PROBES))
     (run_dir / "judgments" / "j-0123abcd.jsonl").write_text(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from assay.cli import main
+from tests.review_runs import name_run
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "evaluate"
 
@@ -169,6 +170,7 @@ def test_review_import_of_a_bad_file(tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.yaml").write_text("scale: binary\n")
+    name_run(run)
     (run / "seeds.jsonl").write_text("")
     (run / "probes.jsonl").write_text("")
     bad = tmp_path / "review.yaml"

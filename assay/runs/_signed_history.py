@@ -108,7 +108,7 @@ class SignedHistory:
         return numbered, last
 
     def _check(self, numbered: Numbered, head: Head | None) -> str:
-        key = _signing.key(create=False)
+        key = _signing.key(create=False) if numbered else b""  # nothing to check: no key needed
         previous, signatures = "", [""]
         for row, r in numbered:
             self._check_signature(key, row, r)
@@ -179,6 +179,9 @@ class SignedHistory:
         """Rewrite an older, unchained history as it is, each line chained to the one before
         and signed, and record its head (see the module's docstring for what is checked)."""
         if head is not None:  # it was chained here: this file is not it
+            key = _signing.key(create=False)
+            for row, r in numbered:  # a line added by hand is named as such
+                self._check_signature(key, row, r)
             raise DataError(
                 f"holds no chained {self.kind.lines}, but this folder's were chained "
                 f"({self.head_file()}): the file was replaced; restore it",

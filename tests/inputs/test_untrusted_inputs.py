@@ -12,6 +12,7 @@ import pytest
 
 from assay.cli import main
 from assay.data import load_toolemu_trajectories
+from tests.review_runs import name_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DEEP = 20_000
@@ -156,6 +157,7 @@ def test_a_review_file_alias_bomb_is_one_line(tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
     run.mkdir()
     (run / "config.yaml").write_text("scale: binary\n")
+    name_run(run)
     (run / "seeds.jsonl").write_text("")
     (run / "probes.jsonl").write_text("")
     review = tmp_path / "review.yaml"

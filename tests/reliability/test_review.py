@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 
@@ -12,9 +11,11 @@ import yaml
 from assay.errors import DataError
 from assay.reliability._probe import Probe
 from assay.reliability.review._review import apply_reviews, read_reviews, review_counts
+from assay.reliability.review._review_decisions import record_decision
 from assay.reliability.review._review_files import export_review, import_review
 from assay.scale import Scale
 from assay.types import Item
+from tests.review_runs import name_run
 
 SCALE = Scale(kind="ordinal", min=1, max=3, labels=["poor", "fair", "good"])
 
@@ -49,16 +50,8 @@ def run(tmp_path: Path) -> Path:
     (run_dir / "probes.jsonl").write_text(
         "".join(_probe(pid).model_dump_json() + "\n" for pid in PROBE_TEXTS)
     )
-    earlier = {
-        "probe_id": "p6",
-        "status": "accepted",
-        "reviewer": "ana",
-        "note": None,
-        "timestamp": "2024-01-01T00:00:00+00:00",
-        "response": None,
-        "target": None,
-    }
-    (run_dir / "reviews.jsonl").write_text(json.dumps(earlier) + "\n")
+    name_run(run_dir)
+    record_decision(run_dir, {"probe_id": "p6", "decision": "accept", "reviewer": "ana"}, SCALE)
     return run_dir
 
 

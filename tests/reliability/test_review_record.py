@@ -20,6 +20,7 @@ from assay.reliability.review._review_decisions import (
     record_decision,
 )
 from assay.scale import Scale
+from tests.review_runs import name_run, sign_by_hand
 
 SCALE = Scale(kind="ordinal", min=1, max=3, labels=["poor", "fair", "good"])
 
@@ -33,6 +34,7 @@ def run(tmp_path: Path) -> Path:
         for i in range(40)
     ]
     (run_dir / "probes.jsonl").write_text("".join(p.model_dump_json() + "\n" for p in probes))
+    name_run(run_dir)
     return run_dir
 
 
@@ -130,13 +132,16 @@ def test_concurrent_writers_in_threads_and_processes_lose_and_interleave_nothing
         ({"status": "edited", "response": 5}, "response", "not text"),
     ],
 )
-def test_a_decision_written_by_hand_is_read_by_the_rules_import_keeps(run, fields, field, says):
+def test_a_decision_signed_past_the_import_is_read_by_the_rules_import_keeps(
+    run, fields, field, says
+):
     """``reviews.jsonl`` is appended by ``assay review`` and its import, which refuse an edited
-    target off the scale; a line written past them is refused as the run reads it, naming the
+    target off the scale; a line signed with the key past them (a line written by hand is
+    refused before: ``test_review_chain.py``) is refused as the run reads it, naming the
     file, the line and the field — never a pass rate moved by a target no judge can give."""
     good = {"probe_id": "p1", "status": "accepted", "reviewer": "ann", "timestamp": "t"}
     bad = {"probe_id": "p2", "reviewer": "eve", "timestamp": "t", **fields}
-    (run / "reviews.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    sign_by_hand(run, good, bad)
     with pytest.raises(DataError) as caught:
         read_reviews(run, SCALE)
     message = str(caught.value)

@@ -1,7 +1,7 @@
 """Review of agent-transcript probes in the YAML file and in ``reviews.jsonl``: each probe's
 criterion is listed, a read-only field changed in an imported file is refused (never accepted
-and ignored), and a decision line written by hand that edits a message the probe cannot have
-edited is a one-line error naming the file, its line and the field."""
+and ignored), and a decision line signed with the key past the import that edits a message the
+probe cannot have edited is a one-line error naming the file, its line and the field."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from tests.agent_review_run import (
     TOOL_EDIT,
     write_agent_run,
 )
+from tests.review_runs import sign_by_hand
 
 SCALE = Scale(kind="binary", labels=LABELS)
 
@@ -157,11 +158,13 @@ def _line(probe_id: str, messages) -> str:
         (["The sum is 9."], "not a mapping"),
     ],
 )
-def test_a_hand_written_decision_with_a_bad_message_is_a_one_line_error(run, messages, says):
+def test_a_decision_signed_past_the_import_with_a_bad_message_is_a_one_line_error(
+    run, messages, says
+):
     good = json.dumps(
         {"probe_id": CAUGHT, "status": "accepted", "reviewer": "ana", "timestamp": "t"}
     )
-    (run / "reviews.jsonl").write_text(good + "\n" + _line(MISSED, messages) + "\n")
+    sign_by_hand(run, json.loads(good), json.loads(_line(MISSED, messages)))
     where = f"{run / 'reviews.jsonl'}, row 2, field 'messages': "
 
     def refused(read) -> str:
@@ -177,20 +180,21 @@ def test_a_hand_written_decision_with_a_bad_message_is_a_one_line_error(run, mes
 
 
 def test_the_command_line_names_the_bad_line(run, capsys):
-    (run / "reviews.jsonl").write_text(_line(MISSED, {"99": "The sum is 9."}) + "\n")
+    sign_by_hand(run, json.loads(_line(MISSED, {"99": "The sum is 9."})))
     assert main(["review", "export", str(run)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("assay: error: ") and "\n" not in err
     assert "reviews.jsonl, row 1, field 'messages'" in err and "out of range" in err
 
 
-def test_a_hand_written_response_on_a_transcript_probe_is_refused(run):
-    """A transcript probe's response is its transcript's final answer: a hand-written line
+def test_a_response_signed_past_the_import_on_a_transcript_probe_is_refused(run):
+    """A transcript probe's response is its transcript's final answer: a line signed with the
+    key past the import (one written by hand is refused before: ``test_review_chain.py``)
     setting ``response`` on one (the import refuses it) would change the text the judges see
     but not the transcript the page shows; refused, naming the line and field."""
     line = json.loads(_line(MISSED, None))
     line["response"] = "The sum is 9."
-    (run / "reviews.jsonl").write_text(json.dumps(line) + "\n")
+    sign_by_hand(run, line)
     with pytest.raises(DataError) as err:
         apply_reviews(read_probes(run), read_reviews(run))
     message = str(err.value)
@@ -198,13 +202,13 @@ def test_a_hand_written_response_on_a_transcript_probe_is_refused(run):
     assert "message by message" in message and "\n" not in message
 
 
-def test_a_hand_written_target_off_the_scale_is_refused_by_serve_and_export(run):
-    """A target off the run's scale, written by hand in ``reviews.jsonl``: `assay harness`
-    refused it, but the review app showed it and the export listed it; now both refuse it at
-    start, naming the line and field."""
+def test_a_target_off_the_scale_signed_past_the_import_is_refused_by_serve_and_export(run):
+    """A target off the run's scale, signed with the key past the import in ``reviews.jsonl``:
+    `assay harness` refused it, but the review app showed it and the export listed it; now both
+    refuse it at start, naming the line and field."""
     line = json.loads(_line(MISSED, None))
     line["target"] = 7
-    (run / "reviews.jsonl").write_text(json.dumps(line) + "\n")
+    sign_by_hand(run, line)
     for read in (lambda: ReviewRun(run), lambda: export_review(run, run / "r.yaml", SCALE)):
         with pytest.raises(DataError) as err:
             read()

@@ -33,6 +33,7 @@ from tests.agent_review_run import (
     TOOL_EDIT,
     write_agent_run,
 )
+from tests.review_runs import name_run
 from tests.web.conftest import XSS
 
 SEED = Item(
@@ -68,6 +69,7 @@ def run(tmp_path: Path) -> Path:
     (d / "config.yaml").write_text(
         yaml.safe_dump({"name": "t", "scale": {"kind": "binary", "labels": ["bad", "good"]}})
     )
+    name_run(d)
     (d / "seeds.jsonl").write_text(SEED.model_dump_json() + "\n")
     (d / "probes.jsonl").write_text("".join(p.model_dump_json() + "\n" for p in PROBES))
     judgments = [

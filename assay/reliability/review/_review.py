@@ -2,9 +2,10 @@
 
 A person accepts, edits (text and/or target) or rejects each probe before judging. Decisions are
 appended to the run's ``reviews.jsonl`` (one JSON object a line; the latest line for a probe wins)
-with reviewer, note and time; ``probes.jsonl`` is never rewritten, so the generated probe is always
-the original and :func:`apply_reviews` rebuilds the reviewed state from the two files. Recording a
-decision is ``_review_decisions.py``; the YAML review file, ``_review_files.py``.
+with reviewer, note and time, each signed and chained to the one before (``_review_chain.py``);
+``probes.jsonl`` is never rewritten, so the generated probe is always the original and
+:func:`apply_reviews` rebuilds the reviewed state from the two files. Recording a decision is
+``_review_decisions.py``; the YAML review file, ``_review_files.py``.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from typing import Any
 
 import yaml
 
-from assay import _json
 from assay._yaml import load as load_yaml
 from assay.data import EditError, iter_jsonl, last_assistant_text_index, replace_message
 from assay.errors import DataError
 from assay.reliability._files import PROBES, REVIEWS, SEEDS
 from assay.reliability._probe import Probe, Review
+from assay.reliability.review._review_chain import review_history
 from assay.scale import Scale
 from assay.types import Item
 
@@ -30,6 +31,7 @@ __all__ = [
     "SEEDS",
     "STATUSES",
     "apply_reviews",
+    "checked_decisions",
     "iter_probes",
     "read_probes",
     "read_reviews",
@@ -86,20 +88,29 @@ def _first_error(exc: ValueError) -> str:
 
 def read_reviews(run_dir: Path, scale: Scale | None = None) -> list[dict[str, Any]]:
     """The review decisions of a run, in the order they were made (empty if none yet), each a
-    :class:`DecisionLine`.
+    :class:`DecisionLine`, read from the history checked as a whole (``_review_chain``): a
+    line written by hand past ``assay review import`` and the review app, edited, moved,
+    removed or copied, or the end cut off is a one-line DataError naming the file and the first
+    bad row. A final line cut short by a kill mid-write is ignored (it is dropped before the
+    next append).
 
-    A final line cut short by a kill mid-write is ignored (it is dropped before the next
-    append); any other malformed line — a probe id or a status missing, an edited response
-    that is not text, an edited target that is not a score (with ``scale``: one on it), edited
-    messages that are not message indices with text, as a line written by hand past ``assay
-    review import`` may be — is a DataError naming its line and field (a message its probe
-    has not got, when :func:`apply_reviews` applies it).
+    Each signed line's fields are then checked (:func:`checked_decisions`); a decision off the
+    run's scale (with ``scale``) cannot have been recorded by assay, and is refused too.
     """
     path = Path(run_dir) / REVIEWS
+    return checked_decisions(review_history(run_dir).lines(), path, scale)
+
+
+def checked_decisions(
+    numbered: list[tuple[int, dict[str, Any]]], path: Path, scale: Scale | None
+) -> list[dict[str, Any]]:
+    """The lines (row, record) of ``path``, each a :class:`DecisionLine` with its fields
+    checked: a probe id or a status missing, an edited response that is not text, an edited
+    target that is not a score (with ``scale``: one on it), edited messages that are not
+    message indices with text are DataErrors naming the line and field (a message its probe
+    has not got, when :func:`apply_reviews` applies it)."""
     out: list[dict[str, Any]] = []
-    for lineno, record in _json.records(path):
-        if not isinstance(record, dict):
-            raise DataError("not a JSON object", path=path, row=lineno)
+    for lineno, record in numbered:
         if not isinstance(record.get("probe_id"), str):
             raise DataError("missing or not text", path=path, row=lineno, field="probe_id")
         if record.get("status") not in STATUSES:

@@ -1,22 +1,28 @@
 """Recording review decisions: the one path for the YAML import and the browser.
 
 Every decision is validated against its probe before anything is written, and appended to
-``reviews.jsonl`` under a file lock, so concurrent reviewers never lose or interleave one and a
-decision made on a stale view is refused (:class:`ReviewConflict`).
+``reviews.jsonl`` under a file lock, signed and chained after the history it was checked against
+(``_review_chain.py``), so concurrent reviewers never lose or interleave one, a decision made on
+a stale view is refused (:class:`ReviewConflict`), and a line added past this path is refused
+by every reader.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict, cast
 
 from assay.errors import DataError
 from assay.reliability._probe import Probe
-from assay.reliability.review._review import PROBES, REVIEWS, read_probes, read_reviews
+from assay.reliability.review._review import (
+    PROBES,
+    REVIEWS,
+    checked_decisions,
+    read_probes,
+    read_reviews,
+)
+from assay.reliability.review._review_chain import review_history, review_lock
 from assay.runs import append_lines, now
 from assay.scale import Scale
 
@@ -32,7 +38,6 @@ __all__ = [
 ]
 
 DECISIONS = {"accept": "accepted", "edit": "edited", "reject": "rejected"}
-LOCK = "reviews.lock"
 
 Fail = Callable[..., DataError]  # builds the error for the current entry: fail(message, field)
 
@@ -50,23 +55,11 @@ class ReviewConflict(DataError):
         )
 
 
-@contextmanager
-def review_lock(run_dir: Path) -> Iterator[None]:
-    """Exclusive lock on the run's review log (``fcntl.flock`` on ``reviews.lock``): every
-    writer holds it from reading the history to the end of its append, so concurrent
-    reviewers (processes or threads) never lose or interleave a decision."""
-    with open(Path(run_dir) / LOCK, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
 class ReviewRecord(TypedDict):
     """One line of ``reviews.jsonl``: a decision on a probe (``status``: accepted, edited,
     rejected, or pending again), who made it and when, and an edit's new response, target or
-    messages (None: unchanged); ``undo_of``: the decision a browser's undo reverts."""
+    messages (None: unchanged); ``undo_of``: the decision a browser's undo reverts; its
+    ``signature`` and the signature of the line before it (``previous``)."""
 
     probe_id: str
     status: str
@@ -77,6 +70,8 @@ class ReviewRecord(TypedDict):
     messages: NotRequired[dict[int, str]]
     undo_of: NotRequired[int]
     timestamp: str
+    previous: NotRequired[str]
+    signature: NotRequired[str]
 
 
 def record_decisions(
@@ -91,7 +86,8 @@ def record_decisions(
     check: Callable[..., None] | None = None,
     allow_reset: bool = False,
 ) -> list[ReviewRecord | None]:
-    """Validate decisions and append them to ``reviews.jsonl`` in one write, under the lock.
+    """Validate decisions and append them to ``reviews.jsonl`` in one write, under the lock,
+    each signed and chained after the history they were checked against.
 
     Each entry is a mapping with ``probe_id``, ``decision`` (accept / edit / reject, or empty
     to skip; ``reset`` back to pending with ``allow_reset``), ``edited_text``,
@@ -101,13 +97,15 @@ def record_decisions(
     its entry number and the field. ``versions`` maps probe ids to the number of decisions
     the caller saw for them: a different count raises :class:`ReviewConflict`. ``check(entry,
     probe, history, scale, fail)`` adds caller-specific checks. Returns the appended records
-    (``None`` for skipped entries), in entry order.
+    as written, signed (``None`` for skipped entries), in entry order.
     """
     run_dir = Path(run_dir)
     if probes is None:
         probes = {p.id: p for p in read_probes(run_dir)}
+    chain = review_history(run_dir)
     with review_lock(run_dir):
-        history = read_reviews(run_dir, scale)
+        settled = chain.settled()
+        history = checked_decisions(settled[0], chain.path, scale)
         stamp = now()
         out: list[ReviewRecord | None] = []
         seen: dict[str, int] = {}
@@ -137,10 +135,9 @@ def record_decisions(
                 check(entry, probe, history, scale, fail)
             record = _decide(entry, probe, scale, reviewer, fail, allow_reset=allow_reset)
             out.append(None if record is None else ReviewRecord(**record, timestamp=stamp))
-        lines = [json.dumps(r, ensure_ascii=False) + "\n" for r in out if r is not None]
-        if lines:
-            _append(run_dir / REVIEWS, "".join(lines))
-    return out
+        new = [dict(r) for r in out if r is not None]
+        linked = iter(chain.append(new, settled, lambda text: _append(run_dir / REVIEWS, text)))
+    return [None if r is None else cast(ReviewRecord, next(linked)) for r in out]
 
 
 def record_decision(

@@ -1,0 +1,89 @@
+"""A harness run's review decisions as one signed chain (:class:`assay.runs.SignedHistory`):
+which decision counts is the latest line of a probe, and decisions gate which probes are judged
+and edited targets change the figures, so ``reviews.jsonl`` is checked as a whole before
+anything reads it — each line signed with the signing key over its fields, the run's identity
+and the line before it, the count and last signature kept beside the key (``review-runs/``).
+A line written by hand (past ``assay review import`` and the review app), edited, moved,
+removed, copied, or the end cut off is refused in one line naming the file and the first bad row.
+
+The identity a decision is bound to is the run's hash as ``run.json`` names it: the run folder's
+own (its name ends with it). A harness re-run of another config that only adds or changes a
+judge opens the same folder with the same hash, so its decisions carry over and stay valid;
+a config that makes other probes is another folder. Decisions written before they were signed
+are adopted as they stand, once (their lines could not be checked; from then on they are).
+"""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from assay import _json
+from assay.errors import DataError, RunError
+from assay.reliability._files import REVIEWS
+from assay.runs import HistoryKind, SignedHistory
+
+__all__ = ["DECISIONS_CHAIN", "LOCK", "review_history", "review_lock", "run_identity"]
+
+LOCK = "reviews.lock"
+
+DECISIONS_CHAIN = HistoryKind(
+    bound_to="run",
+    lines="decisions",
+    heads="review-runs",
+    line=lambda r: f"decision on probe {r.get('probe_id')!r}",
+    signed_before=False,  # before the chain, review decisions were not signed at all
+)
+"""A harness run's review decisions, as :class:`assay.runs.SignedHistory` chains them."""
+
+
+@contextmanager
+def review_lock(run_dir: Path) -> Iterator[None]:
+    """Exclusive lock on the run's review log (``fcntl.flock`` on ``reviews.lock``): every
+    writer holds it from reading the history to the end of its append, so concurrent
+    reviewers (processes or threads) never lose or interleave a decision."""
+    with open(Path(run_dir) / LOCK, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def run_identity(run_dir: Path) -> str:
+    """The run's hash, as its ``run.json`` names it: what every review decision is bound to."""
+    path = Path(run_dir) / "run.json"
+    try:
+        run_hash = _json.loads(path.read_text(encoding="utf-8")).get("run_hash")
+    except (OSError, ValueError, AttributeError):
+        run_hash = None
+    if not isinstance(run_hash, str) or not run_hash:
+        raise RunError(f"{run_dir}: not a harness run directory (no run.json naming its run)")
+    return run_hash
+
+
+def review_history(run_dir: Path) -> SignedHistory:
+    """The run's ``reviews.jsonl`` as one signed chain, bound to the run's hash."""
+    run_dir = Path(run_dir)
+    return SignedHistory(
+        DECISIONS_CHAIN,
+        run_dir / REVIEWS,
+        run_identity(run_dir),
+        read=_objects,
+        lock=lambda: review_lock(run_dir),
+    )
+
+
+def _objects(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The file's lines as (row, JSON object); a torn last line (a killed writer) is skipped,
+    a line that is not an object is a one-line DataError (each decision's own fields are
+    checked once its signature holds: ``read_reviews``)."""
+    out = []
+    for lineno, record in _json.records(path):
+        if not isinstance(record, dict):
+            raise DataError("not a JSON object", path=path, row=lineno)
+        out.append((lineno, record))
+    return out
