@@ -94,6 +94,7 @@ class JudgeRun:
     items: list[Item]  # in the run's order; exactly the items it judged
     judgments: dict[str, Judgment]
     seal: str = ""  # its seal's digest: a copy of a run has the run's
+    instance: str = ""  # its run instance (run.json): a copy of a run, re-sealed or not, has it
 
     @property
     def scale(self) -> Scale:
@@ -126,24 +127,31 @@ def read_judge_run(named: str | Path, *, tracking_uri: str, scratch: Path) -> Ju
     items = judged_items(named, config, judgments, state.get("run_hash"))
     run_id = run_id or state.get("mlflow_run_id")
     digest = str(state.get("seal", {}).get("digest", ""))
-    return JudgeRun(str(named), path, run_id, config, items, judgments, digest)
+    instance = str(state.get("instance") or "")
+    return JudgeRun(str(named), path, run_id, config, items, judgments, digest, instance)
 
 
 def distinct_runs(runs: Sequence[JudgeRun], command: str) -> None:
-    """Refuse, in one line, a run given twice — by name or as a copy (its files, and so its
-    seal, the same): compared with itself it shows no change whatever the judge did, and
-    counted twice its verdicts weigh double."""
+    """Refuse, in one line, a run given twice — by name or as a copy (its instance the same, or,
+    for runs created before instances existed, its files and so its seal): compared with itself
+    it shows no change whatever the judge did, and counted twice its verdicts weigh double."""
     seen: dict[str, JudgeRun] = {}
     for run in runs:
-        key = run.seal or str(run.run_dir.resolve())
-        if key in seen:
-            first = seen[key]
-            how = "the same run" if first.named == run.named else "one run (the same sealed files)"
+        keys = {f"instance {run.instance}", f"seal {run.seal}", f"dir {run.run_dir.resolve()}"}
+        keys -= {"instance ", "seal "}  # a run with none of these: its directory alone
+        first = next((seen[key] for key in sorted(keys) if key in seen), None)
+        if first is not None:
+            if first.named == run.named:
+                how = "the same run"
+            elif run.seal and first.seal == run.seal:
+                how = "one run (the same sealed files)"
+            else:
+                how = "one run (a copy of it: the same run instance)"
             raise RunError(
                 f"{first.named} and {run.named} are {how}: {command} needs distinct runs "
                 "(a run compared with itself shows no change, and counted twice it weighs double)"
             )
-        seen[key] = run
+        seen.update(dict.fromkeys(keys, run))
 
 
 def _download(run_id: str, tracking_uri: str, scratch: Path) -> tuple[Path, RunState]:

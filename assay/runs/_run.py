@@ -403,7 +403,8 @@ class Run:
         from assay.runs._reread import code_digest
 
         kind = self.state.get("kind", self.command)
-        sealed_now = seal(self.dir, sealed, kind=kind, run_hash=self.run_hash)
+        instance = self.state.get("instance")
+        sealed_now = seal(self.dir, sealed, kind=kind, run_hash=self.run_hash, instance=instance)
         self.update(seal=sealed_now, code=code_digest())
 
     def finish(

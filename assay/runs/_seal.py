@@ -2,7 +2,8 @@
 
 When a run finishes, the files a later decision reads — its resolved config, its judgments,
 its metrics (a runner names more) — are hashed, and the list is signed with the signing key
-(:mod:`assay._signing`) together with the run's kind and hash. The seal goes into ``run.json``
+(:mod:`assay._signing`) together with the run's kind, hash and instance (the random id its
+records are signed with, :mod:`assay.runs._signed`). The seal goes into ``run.json``
 and, as the tag ``assay.seal``, into the run's MLflow run. A command that decides on a run
 (certify, conformal, compare --paired, drift, estimate, the integrations' measured figures)
 reads it through :func:`sealed_run` or :func:`check_seal`: a file edited since, a seal edited
@@ -34,7 +35,7 @@ SEALED = ("config.yaml", "metrics.json", "judgments.jsonl")
 
 class Seal(TypedDict):
     """A run's seal in its ``run.json``: each sealed file's SHA-256, the digest of that list
-    (with the run's kind and hash) and its signature."""
+    (with the run's kind, hash and instance) and its signature."""
 
     files: dict[str, str]
     digest: str
@@ -54,14 +55,16 @@ class InputsRecord(TypedDict):
 
 
 class RunState(TypedDict, total=False):
-    """A run's ``run.json``: its hash, status (``running``, ``finished``), when it was created
-    and finished, its runner (``kind``), its seal and MLflow run once finished, what its
+    """A run's ``run.json``: its hash, its instance (the random id drawn when its directory was
+    created, which its records are signed with; none in a run created before instances
+    existed), status (``running``, ``finished``), when it was created and finished, its runner (``kind``), its seal and MLflow run once finished, what its
     runner adds at the finish (the harness's and ToolEmu's ``finish_key``, ToolEmu's
     ``n_cases``), the code that sealed its figures (``code``: assay's sources, DSPy's and
     pydantic's versions and the installed plug-ins, as one digest) and what a finished
     evaluate or harness run was made from (``inputs``)."""
 
     run_hash: str
+    instance: str
     status: str
     created: str
     finished: str
@@ -74,16 +77,33 @@ class RunState(TypedDict, total=False):
     inputs: InputsRecord
 
 
-def seal(run_dir: Path, patterns: Sequence[str], *, kind: str, run_hash: str) -> Seal:
+def seal(
+    run_dir: Path,
+    patterns: Sequence[str],
+    *,
+    kind: str,
+    run_hash: str,
+    instance: str | None = None,
+) -> Seal:
     """The seal of ``run_dir``: the SHA-256 of each file ``patterns`` match (names or globs,
-    relative to the run directory), with the digest of that list and its signature."""
+    relative to the run directory), with the digest of that list and its signature (over the
+    run's ``kind``, ``run_hash`` and ``instance`` too)."""
     files = {}
     for pattern in patterns:
         for name in sorted(glob.glob(pattern, root_dir=run_dir)):
             if (run_dir / name).is_file():
                 files[Path(name).as_posix()] = sha256_file(run_dir / name)
-    body = {"kind": kind, "run_hash": run_hash, "files": files}
+    body = _sealed_body(kind, run_hash, instance, files)
     return Seal(files=files, digest=_signing.digest(body), signature=_signing.sign(body))
+
+
+def _sealed_body(
+    kind: object, run_hash: object, instance: object, files: dict[str, str]
+) -> dict[str, object]:
+    """What a seal's digest and signature cover; a run with no instance (created before
+    instances existed) has the body its seal was made over then."""
+    body = {"kind": kind, "run_hash": run_hash, "files": files}
+    return body if instance is None else {**body, "instance": instance}
 
 
 def seal_tag(sealed: Seal) -> str:
@@ -141,11 +161,9 @@ def seal_problem(
             "it (the LM cache answers what it asked before)",
         )
     files: dict[str, str] = sealed["files"]
-    body = {
-        "kind": state.get("kind", "evaluate"),
-        "run_hash": state.get("run_hash"),
-        "files": files,
-    }
+    body = _sealed_body(
+        state.get("kind", "evaluate"), state.get("run_hash"), state.get("instance"), files
+    )
     if not _signing.verify(body, sealed.get("signature")):
         return (
             "its run.json's seal is not signed by the signing key",

@@ -3,17 +3,25 @@ another run is refused when the run reads it back — on a resume as much as aft
 
 Each JSON line a run appends (a judgment, a generated unit, a ToolEmu case) ends with a field
 ``"_mac"``: the HMAC-SHA256, under the signing key (:mod:`assay._signing`), of the run's hash,
-the file's name within the run and the line without that field. A run that resumes reads every
-record it keeps through :meth:`RecordSeal.open`: a record whose signature is missing or wrong
-is refused in one line naming the file and line — never judged again in silence, which would
-hide the edit. The call ledger is not signed: it is what the server answered, kept for
-accounting, and no decision rests on it.
+its instance, the file's name within the run and the line without that field. The instance is
+a random id drawn when the run directory is created (``run.json``'s ``instance``): two runs of
+the same config and data — another folder, another machine with the same key — share a hash,
+never an instance, so neither is a source of records for the other; the run's own resume,
+re-score and re-run keep it, and so does a copy of the whole run directory (its ``run.json``
+with it). A run created before instances existed has none: its records are signed over its hash
+alone, as they were, and one signed so is refused in a run that has one.
+
+A run that resumes reads every record it keeps through :meth:`RecordSeal.open`: a record whose
+signature is missing or wrong is refused in one line naming the file and line — never judged
+again in silence, which would hide the edit. The call ledger is not signed: it is what the
+server answered, kept for accounting, and no decision rests on it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 from pathlib import Path
 
 from assay import _signing
@@ -25,19 +33,27 @@ _HEX = 64  # SHA-256, hex
 _SUFFIX = len(_HEAD) + _HEX + len(_TAIL)
 
 
-class RecordSeal:
-    """Signs and checks the records of one run (its hash) under a key read once."""
+def new_instance() -> str:
+    """A run instance's id, drawn once when its directory is created: 128 random bits, hex."""
+    return secrets.token_hex(16)
 
-    def __init__(self, run_dir: Path, run_hash: str, *, create: bool):
+
+class RecordSeal:
+    """Signs and checks the records of one run instance (its hash and ``instance``, None for a
+    run created before instances existed) under a key read once."""
+
+    def __init__(self, run_dir: Path, run_hash: str, instance: str | None, *, create: bool):
         self.run_dir = run_dir
         self.run_hash = run_hash
+        self.instance = instance
         self._key = _signing.key(create=create)
         self._keyed: dict[str, hmac.HMAC] = {}  # per file: the HMAC with the key and prefix in
 
     def _tag(self, name: str, body: str) -> str:
         keyed = self._keyed.get(name)
         if keyed is None:  # the key schedule and the prefix once per file, not once per record
-            keyed = hmac.new(self._key, f"{self.run_hash}\n{name}\n".encode(), hashlib.sha256)
+            run = self.run_hash if self.instance is None else f"{self.run_hash}\n{self.instance}"
+            keyed = hmac.new(self._key, f"{run}\n{name}\n".encode(), hashlib.sha256)
             self._keyed[name] = keyed
         mac = keyed.copy()
         mac.update(body.encode("utf-8"))
@@ -64,7 +80,7 @@ class RecordSeal:
         if not hmac.compare_digest(self._tag(name, body), tail[len(_HEAD) : -len(_TAIL)]):
             raise RunError(
                 f"{self.run_dir / name}: line {row} is not the record this run wrote there "
-                "(edited since, or taken from another run or file): no result is taken from "
-                "it; move the run directory aside and run its config again"
+                "(edited since, or taken from another run — of this config too — or file): no "
+                "result is taken from it; move the run directory aside and run its config again"
             )
         return body

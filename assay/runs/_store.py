@@ -23,7 +23,7 @@ from assay._json import Line, read_lines
 from assay.errors import DataError, RunError
 from assay.runs._files import append_lines, cannot_write, write_atomic, write_json
 from assay.runs._seal import RunState
-from assay.runs._signed import RecordSeal
+from assay.runs._signed import RecordSeal, new_instance
 from assay.types import Judgment
 
 T = TypeVar("T", bound=BaseModel)
@@ -47,16 +47,21 @@ class RunStore:
         self._seals: dict[bool, RecordSeal] = {}
 
     def _seal(self, *, create: bool) -> RecordSeal:
-        """The run's record signer; the key is read once (made only by a writer)."""
+        """The run's record signer, bound to its instance (``run.json``'s); the key is read
+        once (made only by a writer)."""
         seal = self._seals.get(create) or self._seals.get(True)
         if seal is None:
-            seal = self._seals[create] = RecordSeal(self.path, self.run_hash, create=create)
+            instance = self.state().get("instance")
+            seal = RecordSeal(self.path, self.run_hash, instance, create=create)
+            self._seals[create] = seal
         return seal
 
     # -- state ------------------------------------------------------------------------------
     def open(self, resolved_config: dict[str, Any], kind: str | None = None) -> RunState:
         """Create or reopen the run; refuses a directory that belongs to another run. ``kind``
-        (the runner's name) is written in ``run.json``: the report dispatch reads it there."""
+        (the runner's name) is written in ``run.json``: the report dispatch reads it there. A
+        run created here draws its instance (:mod:`~._signed`), which its records are signed
+        with; a run reopened keeps the one it has (none: created before instances existed)."""
         self.path.mkdir(parents=True, exist_ok=True)
         state = self.state()
         if state and state.get("run_hash") != self.run_hash:
@@ -64,11 +69,14 @@ class RunStore:
                 f"{self.path}: belongs to another run (hash {state.get('run_hash')}); choose another output_dir"
             )
         if not state:
-            state = RunState(run_hash=self.run_hash, status="running", created=now())
+            state = RunState(
+                run_hash=self.run_hash, instance=new_instance(), status="running", created=now()
+            )
             if kind:
                 state["kind"] = kind
             self.write_config(resolved_config)  # first: a run.json is a run with its config
             self.write_json(STATE, state)
+            self._seals.clear()  # a signer made before run.json was: bound to no instance
         elif kind and "kind" not in state:  # a run written before runs named their kind
             state["kind"] = kind
             self.write_json(STATE, state)

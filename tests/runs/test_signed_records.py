@@ -203,3 +203,135 @@ def test_a_harness_run_resumes_only_from_its_own_records(tmp_path, edited):
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(RunError, match=r"line 1 is not the record this run wrote there"):
         run_harness(harness_config(tmp_path), workdir=tmp_path, progress=False)
+
+
+class _Flipping:
+    """The stub's judge, truthful (item k's verdict is its reference, k % 2) until ``flip`` is
+    set, then wrong on every item."""
+
+    def __init__(self) -> None:
+        self.flip = False
+
+    def __call__(self, body: dict) -> str:
+        from assay.lm._stub_server import default_respond
+
+        k = int(re.search(r"Item (\d+) is blue", json.dumps(body["messages"])).group(1))
+        out = json.loads(default_respond(body))
+        out["verdict"] = ["False", "True"][(k + self.flip) % 2]
+        return json.dumps(out)
+
+
+def _same_config_in(folders: list[Path], flipping: _Flipping, stub: StubServer) -> list[Path]:
+    """``evaluate ../config.yaml`` in each folder — one config and data, so one run hash —, the
+    judge truthful in the first and flipped in the others; their judgments files."""
+    csv = write_items(folders[0].parent, N)
+    cfg = stub_config(folders[0].parent, csv, stub.base_url, name="same")
+    out = []
+    for k, folder in enumerate(folders):
+        folder.mkdir()
+        flipping.flip = k > 0
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(folder)
+            assert main(["evaluate", str(cfg), "--quiet"]) == 0
+        out.append(_judgments(folder, "same"))
+    assert out[0].parent.name == out[-1].parent.name  # one hash
+    return out
+
+
+def test_judgments_of_another_run_of_the_same_config_do_not_fake_a_drift(
+    tmp_path, monkeypatch, capsys
+):
+    """Two runs of one config in two folders, the judge truthful in the first and wrong on
+    every item in the second: drift says so. The second's judgments replaced by the first's
+    (reordered): evaluate refuses to re-score them, naming the file and line, and drift still
+    refuses the second run — it never reads 'within stability'. A record is bound to the run
+    instance that wrote it, not to its config."""
+    monkeypatch.chdir(tmp_path)
+    flipping = _Flipping()
+    with StubServer(respond=flipping) as stub:
+        old, new = _same_config_in([tmp_path / "old", tmp_path / "new"], flipping, stub)
+        capsys.readouterr()
+        assert main(["drift", str(old.parent), str(new.parent), "--no-log"]) == 1  # drifted
+        assert f"drifted: {N} of {N}" in capsys.readouterr().out
+        lines = old.read_text(encoding="utf-8").splitlines()
+        new.write_text("\n".join(reversed(lines)) + "\n", encoding="utf-8")
+        served = stub.n_requests
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(tmp_path / "new")
+            assert main(["evaluate", str(tmp_path / "config.yaml"), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert f"{new}: line 1 is not the record this run wrote there" in err
+        assert stub.n_requests == served
+        assert main(["drift", str(old.parent), str(new.parent), "--no-log"]) == 2
+        out = capsys.readouterr()
+        assert "within stability" not in out.out and str(new.parent) in out.err
+
+
+def test_a_line_from_another_run_of_the_same_config_is_refused(tmp_path, capsys):
+    """A stopped run of a config, and a line of another run of that config (another folder,
+    the same hash) appended to it: the resume refuses that line, before any LM call."""
+    flipping = _Flipping()
+    with StubServer(respond=flipping) as stub:
+        ours, theirs = _same_config_in([tmp_path / "a", tmp_path / "b"], flipping, stub)
+        _stopped_part_way(ours)
+        lines = ours.read_text(encoding="utf-8").splitlines()
+        other = theirs.read_text(encoding="utf-8").splitlines()[-1]
+        ours.write_text("\n".join([*lines, other]) + "\n", encoding="utf-8")
+        served = stub.n_requests
+        capsys.readouterr()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(tmp_path / "a")
+            assert main(["evaluate", str(tmp_path / "config.yaml"), "--quiet"]) == 2
+        assert f"{ours}: line 7 is not the record this run wrote there" in capsys.readouterr().err
+        assert stub.n_requests == served
+
+
+def _as_made_before_instances(run_dir: Path) -> None:
+    """A run as assay wrote it before runs had an instance: no ``instance`` in its run.json,
+    each record signed over the run's hash, the file's name and the line alone; stopped
+    part-way (no seal)."""
+    from assay.runs._signed import RecordSeal
+
+    state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    del state["instance"]
+    before = RecordSeal(run_dir, state["run_hash"], None, create=False)
+    path = run_dir / "judgments.jsonl"
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        body = re.sub(r',"_mac":"[0-9a-f]{64}"\}$', "}", line)
+        lines.append(before.sign("judgments.jsonl", body))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run_dir / "run.json").write_text(json.dumps(state), encoding="utf-8")
+    _stopped_part_way(path)
+
+
+def test_a_run_made_before_instances_resumes_as_it_was(tmp_path, monkeypatch, stub):
+    """A run with no instance reads its records as they were signed (over its hash) and
+    finishes; its records cannot be moved into a run that has an instance."""
+    monkeypatch.chdir(tmp_path)
+    assert _evaluate(tmp_path, stub) == 0
+    path = _judgments(tmp_path)
+    _as_made_before_instances(path.parent)
+    kept = path.read_text(encoding="utf-8").splitlines()
+    assert _evaluate(tmp_path, stub) == 0
+    state = json.loads((path.parent / "run.json").read_text(encoding="utf-8"))
+    assert "instance" not in state and state["status"] == "finished"
+    assert path.read_text(encoding="utf-8").splitlines()[:6] == kept
+
+
+def test_a_record_signed_before_instances_is_refused_in_a_run_that_has_one(
+    tmp_path, monkeypatch, capsys, stub
+):
+    monkeypatch.chdir(tmp_path)
+    assert _evaluate(tmp_path, stub) == 0
+    path = _judgments(tmp_path)
+    ours = path.read_text(encoding="utf-8").splitlines()
+    elsewhere = tmp_path / "before"
+    shutil.copytree(path.parent, elsewhere)
+    _as_made_before_instances(elsewhere)
+    theirs = (elsewhere / "judgments.jsonl").read_text(encoding="utf-8").splitlines()
+    _stopped_part_way(path)
+    path.write_text("\n".join([*ours[:6], theirs[-1]]) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    assert _evaluate(tmp_path, stub) == 2
+    assert f"{path}: line 7 is not the record this run wrote there" in capsys.readouterr().err
