@@ -8,8 +8,9 @@ Every certificate, admitted or refused, is kept in the ledger of the command's o
 ``report.html``). A validation set is used once: a later ``certify`` on any item a certificate
 consumed is refused, whatever the judge config — trying configs one after another on the same
 items until one passes is choosing on the test set. An item is the text the judge read
-(request, response, transcript), normalised (NFKC, case-folded, whitespace collapsed), so
-renaming, relabelling, re-spacing or re-casing it does not make it new. A judge's attempts under
+(request, response, transcript), normalised (:mod:`._item_text`: invisible characters dropped,
+NFKC, case-folded, whitespace collapsed), so renaming, relabelling, re-spacing, re-casing it or
+slipping a zero-width space into it does not make it new. A judge's attempts under
 a policy are counted in the ledger too: each takes δ / ``attempts`` of the policy's error budget,
 and one past the budget is refused. What the ledger counts is its journal
 (:mod:`._ledger_journal`), which keeps a certificate's items and share of δ when its folder is
@@ -27,7 +28,6 @@ import json
 import math
 import os
 import secrets
-import unicodedata
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -41,6 +41,13 @@ from assay._json import loads as load_json
 from assay._yaml import read_input
 from assay.decisions import _ledger_journal as journal
 from assay.decisions._finished import judged_items, read_evaluate_run
+from assay.decisions._item_text import (
+    NORMALISED,
+    VISIBLE,
+    Rule,
+    fingerprints_under,
+    item_fingerprint,
+)
 from assay.decisions._ledger_journal import entry_of
 from assay.errors import ConfigError, RunError
 from assay.evaluation import verdict_names
@@ -50,13 +57,12 @@ from assay.programs import JudgeConfig
 from assay.report import Report, Table
 from assay.runs import default_tracking_uri, file_lock, write_atomic, write_json
 from assay.scale import Scale
-from assay.types import Item, PlainName, all_unscored, stable_hash
+from assay.types import Item, PlainName, all_unscored
 
 LEDGER = "certificates"
 """The folder, in a runs folder, that holds every certificate issued from there."""
 CERTIFICATE = "certificate.json"
 LEDGER_ID = "ledger-id"  # a ledger's random name: a certificate says which ledger issued it
-NORMALISED = "nfkc-casefold-whitespace"  # how consumed items are fingerprinted
 
 
 class CertificateError(RunError):
@@ -84,7 +90,8 @@ class Certificate(BaseModel):
     data_fingerprint: str  # the item set consumed (as MLflow's assay.items tag, in full)
     items: list[str]  # the ids of the items consumed (labelled and judged)
     item_fingerprints: list[str]  # the ledger's keys: each item's judged text, normalised
-    fingerprint_rule: Literal["nfkc-casefold-whitespace"] = NORMALISED
+    # the rule they were made under (_item_text); a certificate that names none reads as before
+    fingerprint_rule: Rule = NORMALISED
     event: str | None  # what TPR/TNR/precision count as positive
     policy: Policy
     attempt: int  # this judge's certificates under this policy in the ledger, this one included
@@ -138,36 +145,6 @@ def _policy(data: Any, where: str) -> Policy:
         return Policy.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{where}: {first_error(exc)}") from None
-
-
-def normalised(value: Any) -> Any:
-    """``value`` with every string in it normalised as a person reads it: NFKC, case-folded,
-    whitespace runs collapsed to one space and stripped (so ``"Item 3 "`` and ``"item 3"``, or
-    an NFC and an NFD spelling, are one text)."""
-    if isinstance(value, str):
-        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", value).casefold())
-        return " ".join(folded.split())
-    if isinstance(value, dict):
-        return {normalised(k): normalised(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [normalised(v) for v in value]
-    return value
-
-
-def item_fingerprint(item: Item) -> str:
-    """What makes a validation item the same item: the text the judge read, normalised (not
-    its id or its reference: renamed, relabelled, re-spaced or re-cased, it has been seen)."""
-    return stable_hash(normalised(_judged_text(item)), n=32)
-
-
-def _raw_fingerprint(item: Item) -> str:
-    """The fingerprint certificates had before it was normalised: their items are consumed
-    under it."""
-    return stable_hash(_judged_text(item), n=32)
-
-
-def _judged_text(item: Item) -> dict[str, Any]:
-    return item.model_dump(mode="json", include={"request", "response", "transcript"})
 
 
 def _event(
@@ -230,16 +207,17 @@ def _counted(
 
 def _check_unused(entries: list[tuple[Path, dict[str, Any]]], items: list[Item]) -> None:
     """Refuse when a certificate in the ledger already consumed any of these items (compared
-    under the fingerprint that certificate used)."""
-    mine = {NORMALISED: {item_fingerprint(it) for it in items}}
+    under the fingerprint rule that certificate used: :func:`~._item_text.fingerprints_under`)."""
+    mine: dict[object, list[set[str]]] = {}
     for path, earlier in entries:
         rule = earlier.get("fingerprint_rule")
         if rule not in mine:
-            mine[rule] = {_raw_fingerprint(it) for it in items}
-        used = mine[rule] & set(earlier.get("item_fingerprints") or [])
+            mine[rule] = fingerprints_under(rule, items)
+        consumed = set(earlier.get("item_fingerprints") or [])
+        used = sum(bool(fps & consumed) for fps in mine[rule])
         if used:
             raise CertificateError(
-                f"{len(used)} of these {len(items)} items were already consumed by certificate "
+                f"{used} of these {len(items)} items were already consumed by certificate "
                 f"{path} ({earlier.get('decision')}, issued {earlier.get('issued')}, judge "
                 f"config {earlier.get('config_hash')}): a validation set is used once — "
                 "certify on newly labelled items"
@@ -382,6 +360,7 @@ def certify_run(
         "data_fingerprint": items_fp,
         "items": [it.id for it in labelled],
         "item_fingerprints": [item_fingerprint(it) for it in labelled],
+        "fingerprint_rule": VISIBLE,
         "event": event[0] if event else None,
         "policy": pol,
         "confidence": cert.confidence,

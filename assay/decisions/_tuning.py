@@ -5,8 +5,8 @@ or GEPA) agrees with those labels because it was fitted to them; measured on the
 agreement, a paired comparison with the judge it came from and a certificate all overstate it.
 So every tuning is recorded — the tuned judge (its config hash, its program state's content
 digest and the MLflow URIs it can be loaded by) and the items it saw (ids, and the text the
-judge read normalised as a certificate's consumed items are: NFKC, case-folded, whitespace
-collapsed) — in the ledger of the runs folder it was tuned from, signed with the signing key.
+judge read normalised as a certificate's consumed items are: :mod:`._item_text`, invisible
+characters dropped, NFKC, case-folded, whitespace collapsed) — in the ledger of the runs folder it was tuned from, signed with the signing key.
 ``assay certify`` and ``compare --paired`` look up the judge they measure in that ledger (the
 command's own runs folder, never a path a file names) and refuse items that reached its tuning,
 matched by id or by normalised text.
@@ -17,13 +17,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from assay import _signing
 from assay._json import loads as load_json
-from assay.decisions._certify import NORMALISED, item_fingerprint, ledger_of
+from assay.decisions._certify import ledger_of
+from assay.decisions._item_text import (
+    NORMALISED,
+    VISIBLE,
+    Rule,
+    fingerprints_under,
+    item_fingerprint,
+)
 from assay.errors import RunError
 from assay.programs import JudgeConfig, is_mlflow_uri, resolve_program_state, state_file_digest
 from assay.runs import file_lock, write_json
@@ -54,7 +60,8 @@ class TuningRecord(BaseModel):
     program_state_uris: list[str] = []  # MLflow URIs the tuned state is loaded by
     items: list[str]  # ids of the items the tuning saw
     item_fingerprints: list[str]  # the same items' judged texts, normalised
-    fingerprint_rule: Literal["nfkc-casefold-whitespace"] = NORMALISED
+    # the rule they were made under (_item_text); a record that names none reads as before
+    fingerprint_rule: Rule = NORMALISED
     signature: str = ""
 
     def signed_part(self) -> dict[str, object]:
@@ -114,6 +121,7 @@ def record_tuning(
             program_state_uris=sorted({*known, *uris}),
             items=[it.id for it in seen],
             item_fingerprints=[item_fingerprint(it) for it in seen],
+            fingerprint_rule=VISIBLE,
         )
         if old is not None and old.model_dump(exclude={"signature"}) == record.model_dump(
             exclude={"signature"}
@@ -146,14 +154,15 @@ def refuse_tuned_items(
     if not (ledger / TUNING).is_dir():
         return
     ids = {it.id for it in items}
-    texts = {item_fingerprint(it) for it in items}
     for path, record in tunings(ledger):
         if not record.tunes(judge):
             continue
         by_id = ids & set(record.items)
-        by_text = texts & set(record.item_fingerprints)
+        seen = set(record.item_fingerprints)
+        fingerprints = fingerprints_under(record.fingerprint_rule, items)
+        by_text = {it.id for it, fps in zip(items, fingerprints, strict=True) if fps & seen}
         if by_id or by_text:
-            n = len(by_id | {it.id for it in items if item_fingerprint(it) in by_text})
+            n = len(by_id | by_text)
             raise TunedItemsError(
                 f"{what}: {n} of these {len(items)} items reached the tuning of judge "
                 f"{judge.name!r} ({record.source}, {record.run}; {len(by_id)} by id, "

@@ -416,11 +416,17 @@ def test_a_laxer_policy_does_not_admit_a_judge_for_a_stricter_use(run, tmp_path,
         pytest.param(str.upper, id="case"),
         pytest.param(lambda t: unicodedata.normalize("NFD", t), id="NFD"),
         pytest.param(lambda t: t.replace(" ", "  "), id="double spaces"),
+        pytest.param(lambda t: t.replace("bleu", "bl\u200beu"), id="zero-width space"),
+        pytest.param(lambda t: t.replace("bleu", "bl\u00adeu"), id="soft hyphen"),
+        pytest.param(lambda t: "\ufeff" + t, id="leading byte-order mark"),
+        pytest.param(lambda t: t.replace("café", "café\u2060\u200d"), id="joiners"),
+        pytest.param(lambda t: t.replace("au", "a\u034fu\ufe0f"), id="CGJ and selector"),
     ],
 )
 def test_the_same_items_respelled_are_still_consumed(run, tmp_path, capsys, respell):
-    """The items are fingerprinted on their normalised text (NFKC, case-folded, whitespace
-    collapsed and stripped): respelled, they are the same 40 items, refused."""
+    """The items are fingerprinted on their normalised text (invisible characters dropped,
+    NFKC, case-folded, whitespace collapsed and stripped): respelled, they are the same 40
+    items, refused."""
     _, cfg, _ = run
     text = "Item {} is bleu café au lait."  # é composed (NFC)
     first = fresh_run(tmp_path, cfg, range(300, 340), "first", text=text.format)
@@ -435,6 +441,42 @@ def test_the_same_items_respelled_are_still_consumed(run, tmp_path, capsys, resp
     pol = write(tmp_path / "lax.yaml", LAX)
     line = one_line_refusal(capsys, ["certify", str(again), "--policy", str(pol)])
     assert "40 of these 40 items were already consumed by certificate" in line
+
+
+def test_items_consumed_under_the_previous_rule_are_still_consumed(
+    run, tmp_path, capsys, monkeypatch
+):
+    """A certificate issued before invisible characters were dropped recorded its items under
+    the previous rule (invisible characters kept): those items with a zero-width space slipped
+    in, and the same items verbatim, are still consumed."""
+    from assay.decisions import _certify
+    from assay.decisions._item_text import NORMALISED, normalised
+    from assay.types import stable_hash
+
+    _, cfg, _ = run
+    text = "Item {} is bleu.".format
+    first = fresh_run(tmp_path, cfg, range(300, 340), "first", text=text)
+    with monkeypatch.context() as before:  # what certify wrote before
+        before.setattr(_certify, "VISIBLE", NORMALISED)
+        before.setattr(
+            _certify,
+            "item_fingerprint",
+            lambda it: stable_hash(normalised(_certify_text(it), keep_invisible=True), n=32),
+        )
+        assert certify(tmp_path, first, LAX, capsys)[0] == 0
+    (cert,) = (tmp_path / "runs" / "certificates").glob("*/certificate.json")
+    assert json.loads(cert.read_text())["fingerprint_rule"] == NORMALISED
+    pol = write(tmp_path / "lax.yaml", LAX)
+    for name, respell in (("hidden", "\u200b{}".format), ("verbatim", str)):
+        again = fresh_run(
+            tmp_path, cfg, range(300, 340), name, text=lambda k, r=respell: r(text(k))
+        )
+        line = one_line_refusal(capsys, ["certify", str(again), "--policy", str(pol)])
+        assert "40 of these 40 items were already consumed by certificate" in line
+
+
+def _certify_text(item: Any) -> dict[str, Any]:
+    return item.model_dump(mode="json", include={"request", "response", "transcript"})
 
 
 def test_attempts_are_counted_and_each_takes_its_share_of_delta(run, tmp_path, capsys):

@@ -116,8 +116,13 @@ def test_certify_and_compare_refuse_items_the_tuned_judge_was_tuned_on(
 
 @pytest.mark.parametrize(
     "respell",
-    [lambda t: t + "  ", str.upper, lambda t: t.replace(" ", "\u00a0")],
-    ids=["trailing-spaces", "upper-case", "no-break-spaces"],
+    [
+        lambda t: t + "  ",
+        str.upper,
+        lambda t: t.replace(" ", "\u00a0"),
+        lambda t: t.replace("blue", "bl\u200bu\u00ade"),
+    ],
+    ids=["trailing-spaces", "upper-case", "no-break-spaces", "invisible-characters"],
 )
 def test_a_tuning_item_renamed_and_respelled_is_still_refused(
     tuned, tmp_path, monkeypatch, capsys, respell
