@@ -11,6 +11,10 @@ judge's honest uncertainty about that item; coverage is measured where reference
 is called: the runs are read back, and the result is a run of its own (``conformal_sets.jsonl``,
 ``metrics.json``, report.md / report.html, MLflow).
 
+An applied item that is a calibration item — by id, or by the text the judge read, normalised
+as a certificate's consumed items are (:mod:`._item_text`) — gets its set but is left out of the
+coverage (``overlap``): measured on the items q̂ was fitted to, coverage would be in-sample.
+
 The guarantee is for items exchangeable with the calibration items *that got probabilities*:
 items left unscored (or without logprobs) are counted and get no set, never a made-up one.
 """
@@ -26,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay._files import check_writable
 from assay.decisions._finished import judged_items, read_evaluate_run
+from assay.decisions._item_text import item_fingerprint
 from assay.errors import ConfigError, RunError
 from assay.inputs import EvaluateConfig, RunConfig
 from assay.metrics import MetricValue, Undefinable
@@ -142,7 +147,7 @@ def conformal(
         raise RunError(
             f"run {cal_dir} has no verdict probabilities; judge with score_mode: expected"
         )
-    references = _references(cal_dir, cal_config, cal_judged, cal_state)
+    references, cal_texts = _labelled(cal_dir, cal_config, cal_judged, cal_state)
     usable = sorted(i for i, j in cal_judged.items() if j.probabilities and i in references)
     excluded = {
         "no_reference": sum(i not in references for i in cal_judged),
@@ -156,7 +161,7 @@ def conformal(
     if not usable:
         raise RunError(f"run {cal_dir}: no item with both a reference and verdict probabilities")
 
-    cal_ids, in_sample = usable, False
+    cal_ids, in_sample, target_texts = usable, False, cal_texts
     if holdout is not None:
         cal_ids, held = _split(usable, holdout, seed)
         target, target_refs, applied_to = (
@@ -172,7 +177,7 @@ def conformal(
                 f"{target_config.judge.config_hash()[:10]} vs {judge.config_hash()[:10]}): "
                 "conformal sets only transfer to the judge config they were calibrated for"
             )
-        target_refs = _references(Path(apply), target_config, target, target_state)
+        target_refs, target_texts = _labelled(Path(apply), target_config, target, target_state)
         applied_to = str(apply)
     else:
         target, target_refs, applied_to, in_sample = cal_judged, references, str(cal_dir), True
@@ -220,7 +225,8 @@ def conformal(
     with Run.open(
         config, run_hash, command="conformal", workdir=workdir, tracking_uri=tracking_uri
     ) as run:
-        records = _records(target, sets, target_refs, set(cal_ids), scale)
+        calibrated = _calibration_items(target, target_texts, cal_ids, cal_texts)
+        records = _records(target, sets, target_refs, calibrated, scale)
         if run.finished:  # the same runs, the same options: nothing new to write
             summary = ConformalSummary.model_validate(run.store.read_json("metrics.json"))
             # the run is its runs' content, wherever they are: name the directory read this time
@@ -254,13 +260,28 @@ def conformal(
         return summary
 
 
-def _references(
+def _labelled(
     run_dir: Path, config: EvaluateConfig, judged: dict[str, Judgment], state: RunState
-) -> dict[str, int]:
-    """The reference score of each judged item that has one: the run's data read again, and
+) -> tuple[dict[str, int], dict[str, str]]:
+    """The reference score of each judged item that has one, and each judged item's text
+    fingerprint (:func:`~._item_text.item_fingerprint`): the run's data read again, and
     refused unless it is the data the run judged (``judged_items``)."""
     items = judged_items(run_dir, config, judged, state.get("run_hash"))
-    return {it.id: it.expected for it in items if it.id in judged and it.expected is not None}
+    refs = {it.id: it.expected for it in items if it.id in judged and it.expected is not None}
+    return refs, {it.id: item_fingerprint(it) for it in items}
+
+
+def _calibration_items(
+    target: dict[str, Judgment],
+    target_texts: dict[str, str],
+    cal_ids: list[str],
+    cal_texts: dict[str, str],
+) -> set[str]:
+    """The target items that are calibration items — by id, or by the text the judge read
+    (normalised as a certificate's consumed items are: renamed, they are the same items)."""
+    ids = set(cal_ids)
+    texts = {cal_texts[i] for i in ids}
+    return {i for i in target if i in ids or target_texts.get(i) in texts}
 
 
 def _split(ids: list[str], holdout: float, seed: int) -> tuple[list[str], list[str]]:
@@ -285,7 +306,7 @@ def _records(
     target: dict[str, Judgment],
     sets: dict[str, list[int]],
     refs: dict[str, int],
-    calibration_ids: set[str],
+    calibration_items: set[str],
     scale: Scale,
 ) -> list[dict[str, Any]]:
     """One line of ``conformal_sets.jsonl`` per target item: its set (or why it has none)."""
@@ -303,7 +324,7 @@ def _records(
             rec |= {"set": None, "size": None, "reason": reason}
         rec |= {"verdict": j.score, "reference": ref, "probabilities": j.probabilities}
         rec["covered"] = None if ref is None or i not in sets else ref in sets[i]
-        rec["calibration"] = i in calibration_ids
+        rec["calibration"] = i in calibration_items
         out.append(rec)
     return out
 

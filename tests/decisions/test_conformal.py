@@ -141,6 +141,47 @@ def test_calibrate_on_one_run_apply_to_another(runs, capsys, monkeypatch):
     assert f"applied to {copy}:" in text and f"applied to {app}:" not in text
 
 
+def test_calibration_items_under_new_ids_are_overlap_not_coverage(tmp_path, capsys, monkeypatch):
+    """The calibration items judged again under other ids (the same texts, one of them with a
+    zero-width space slipped in), beside ten new items: the renamed ones are counted as
+    overlap, by the text the judge read, and the coverage is over the ten new items alone."""
+    monkeypatch.chdir(tmp_path)
+    ordinal = {"scale": {"kind": "ordinal", "min": 1, "max": 5}, "score_mode": "expected"}
+    rows = ["id,request,response,expected"]
+    renamed = [
+        *rows,
+        *(f"x{k},What colour is item {k}?,Item {k} is blue.,{reference(k)}" for k in range(20)),
+    ]
+    renamed[1] = renamed[1].replace("blue", "bl\u200bue")
+    renamed += [
+        f"i{k},What colour is item {k}?,Item {k} is blue.,{reference(k)}" for k in range(20, 30)
+    ]
+    (tmp_path / "renamed.csv").write_text("\n".join(renamed) + "\n", encoding="utf-8")
+    with StubServer(verdict_probs=from_request) as stub:
+        for name, csv in (
+            ("cal", write_items(tmp_path / "cal.csv", range(20))),
+            ("renamed", tmp_path / "renamed.csv"),
+        ):
+            cfg = stub_config(
+                tmp_path,
+                csv,
+                stub.base_url,
+                name="same",
+                file=f"{name}.yaml",
+                judge=ordinal,
+                output_dir=name,
+            )
+            assert main(["evaluate", str(cfg), "--quiet"]) == 0
+    (cal,) = (tmp_path / "cal").glob("same-*")
+    (app,) = (tmp_path / "renamed").glob("same-*")
+    capsys.readouterr()
+    assert main(["conformal", str(cal), "--alpha", "0.2", "--apply", str(app), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert (s["n_items"], s["overlap"], s["coverage"]["n"]) == (30, 20, 10)
+    lines = [json.loads(x) for x in (Path(s["run_dir"]) / "conformal_sets.jsonl").open()]
+    assert {x["item_id"] for x in lines if x["calibration"]} == {f"x{k}" for k in range(20)}
+
+
 def test_holdout_of_one_run(runs, capsys, monkeypatch):
     monkeypatch.chdir(runs["tmp"])
     argv = ["conformal", str(runs["cal"]), "--holdout", "0.25", "--seed", "3", "--json"]
