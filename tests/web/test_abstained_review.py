@@ -152,7 +152,13 @@ def _reseal(run_dir: Path) -> None:
     from assay.runs._seal import seal
 
     state = json.loads((run_dir / "run.json").read_text())
-    state["seal"] = seal(run_dir, SEALED_FILES, kind=state["kind"], run_hash=state["run_hash"])
+    state["seal"] = seal(
+        run_dir,
+        SEALED_FILES,
+        kind=state["kind"],
+        run_hash=state["run_hash"],
+        instance=state.get("instance"),
+    )
     (run_dir / "run.json").write_text(json.dumps(state))
 
 
