@@ -26,7 +26,15 @@ from typing import Any, ClassVar, NotRequired, TypedDict, cast
 
 from assay import _json
 from assay.errors import DataError, RunError
-from assay.runs import HistoryKind, SignedHistory, append_lines, file_lock, now, sealed_run
+from assay.runs import (
+    HistoryKind,
+    SignedHistory,
+    append_lines,
+    file_lock,
+    now,
+    sealed_run,
+    signed_run,
+)
 from assay.scale import Scale
 
 HUMAN_VERDICTS = "human_verdicts.jsonl"
@@ -144,7 +152,7 @@ class ReviewQueue:
         self.path = Path(run_dir).resolve()
         self.scale = scale
         self.name = name
-        self.identity = identity  # the run's hash: what a signed verdict is bound to
+        self.identity = identity  # the run instance a signed verdict is bound to (signed_run)
         self.items()  # read everything once now: a corrupt file is reported at start
 
     def queued(self) -> list[dict[str, Any]]:
@@ -336,7 +344,8 @@ class LabelQueue(ReviewQueue):
         self.state: dict[str, Any] = queue  # how the queue was drawn (its QueueState)
         self.source_run_hash: str = queue.get("source_run_hash") or ""
         self.source_run: str = str(summary.get("run") or "RUN")
-        super().__init__(path, scale, path.name, identity=str(state.get("run_hash") or ""))
+        identity = signed_run(str(state.get("run_hash") or ""), state.get("instance"))
+        super().__init__(path, scale, path.name, identity=identity)
 
     def queued(self) -> list[dict[str, Any]]:
         return [r for r in read_records(self.path / self.items_file) if r.get("drawn")]

@@ -60,6 +60,7 @@ _WHERE = {
     "sealed_run": "_seal",
     "HistoryKind": "_signed_history",
     "SignedHistory": "_signed_history",
+    "signed_run": "_signed",
     "JUDGMENTS": "_store",
     "RunStore": "_store",
     "now": "_store",
@@ -114,6 +115,7 @@ if TYPE_CHECKING:
     )
     from assay.runs._settings import RunSettings, TrackingSettings
     from assay.runs._signed_history import HistoryKind, SignedHistory
+    from assay.runs._signed import signed_run
     from assay.runs._store import JUDGMENTS, RunStore, now
     from assay.runs._tracking import (
         TrackedRun,
@@ -174,6 +176,7 @@ __all__ = [
     "run_tasks",
     "search_runs",
     "sealed_run",
+    "signed_run",
     "to_judge",
     "write_atomic",
     "write_json",

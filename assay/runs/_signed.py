@@ -38,6 +38,13 @@ def new_instance() -> str:
     return secrets.token_hex(16)
 
 
+def signed_run(run_hash: str, instance: str | None) -> str:
+    """What a record signed for a run is bound to (its records here, the human verdicts of its
+    review queue): the run's hash and its instance — the hash alone for a run created before
+    instances existed."""
+    return run_hash if instance is None else f"{run_hash}\n{instance}"
+
+
 class RecordSeal:
     """Signs and checks the records of one run instance (its hash and ``instance``, None for a
     run created before instances existed) under a key read once."""
@@ -52,7 +59,7 @@ class RecordSeal:
     def _tag(self, name: str, body: str) -> str:
         keyed = self._keyed.get(name)
         if keyed is None:  # the key schedule and the prefix once per file, not once per record
-            run = self.run_hash if self.instance is None else f"{self.run_hash}\n{self.instance}"
+            run = signed_run(self.run_hash, self.instance)
             keyed = hmac.new(self._key, f"{run}\n{name}\n".encode(), hashlib.sha256)
             self._keyed[name] = keyed
         mac = keyed.copy()

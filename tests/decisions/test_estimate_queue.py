@@ -234,6 +234,29 @@ def test_a_queue_of_another_run_is_refused(runs, suggested, capsys, monkeypatch)
     assert "a label queue drawn from another run" in err and err.count("\n") == 1
 
 
+def test_verdicts_of_another_queue_of_the_same_run_are_refused(
+    runs,  # noqa: F811
+    suggested,
+    tmp_path,
+    capsys,
+    monkeypatch,
+):
+    """The same draw made again in another folder (the same run hash): the verdicts labelled in
+    one queue, copied into the other, are not that queue's — each is bound to the queue's run
+    instance, not only to its hash."""
+    from assay.decisions import estimate
+
+    monkeypatch.chdir(runs["tmp"])
+    ours = copy_of(suggested[0], tmp_path / "ours")
+    label_all(ours, capsys)
+    theirs = Path(estimate(runs["main"], suggest=BUDGET, seed=1, workdir=tmp_path).run_dir)
+    assert theirs.name == ours.name and theirs != ours  # one hash, two instances
+    shutil.copy(ours / "human_verdicts.jsonl", theirs / "human_verdicts.jsonl")
+    err = cli(["estimate", str(runs["main"]), "--queue", str(theirs)], capsys, code=2)
+    assert err.count("\n") == 1 and "human_verdicts.jsonl, row 1" in err
+    assert "not signed by the signing key" in err
+
+
 def test_the_review_app_serves_the_queue_and_signs_each_verdict(
     runs,  # noqa: F811
     suggested,

@@ -24,7 +24,7 @@ from assay.decisions.review_queue import (
     read_records,
 )
 from assay.errors import RunError
-from assay.runs import sealed_run, write_atomic
+from assay.runs import sealed_run, signed_run, write_atomic
 from assay.scale import Scale
 
 ABSTAINED = "abstained.jsonl"
@@ -144,7 +144,8 @@ class AbstentionQueue(ReviewQueue):
         # the queue is the finished run's, as it sealed it: an item added by hand is no item
         state = sealed_run(path, kind="selective_apply", needs=(ABSTAINED,))
         name = str(config.get("name") or path.resolve().name)
-        super().__init__(path, scale, name, identity=str(state.get("run_hash") or ""))
+        identity = signed_run(str(state.get("run_hash") or ""), state.get("instance"))
+        super().__init__(path, scale, name, identity=identity)
 
     def entry_details(self, item: QueueItem) -> dict[str, Any]:
         """What every stage said of the item: its label, confidence and threshold."""
