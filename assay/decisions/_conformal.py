@@ -458,6 +458,11 @@ def conformal_headline(s: ConformalSummary) -> list[str]:
         f"applied to {s.applied_to}: {s.n_sets} sets of {s.n_items} items, mean size "
         f"{_fmt(s.mean_size)} on a scale of {len(s.size_counts) - 1}",
     ]
+    if s.overlap:
+        lines.append(
+            f"{s.overlap} of these items are calibration items (by id, or by the text the judge "
+            "read): left out of the coverage, which would be in-sample on them"
+        )
     if s.coverage is not None:
         c = s.coverage
         lines.append(

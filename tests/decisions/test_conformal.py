@@ -180,6 +180,9 @@ def test_calibration_items_under_new_ids_are_overlap_not_coverage(tmp_path, caps
     assert (s["n_items"], s["overlap"], s["coverage"]["n"]) == (30, 20, 10)
     lines = [json.loads(x) for x in (Path(s["run_dir"]) / "conformal_sets.jsonl").open()]
     assert {x["item_id"] for x in lines if x["calibration"]} == {f"x{k}" for k in range(20)}
+    assert main(["conformal", str(cal), "--alpha", "0.2", "--apply", str(app)]) == 0
+    text = capsys.readouterr().out
+    assert "20 of these items are calibration items" in text and "on 10 labelled items" in text
 
 
 def test_holdout_of_one_run(runs, capsys, monkeypatch):
