@@ -154,6 +154,7 @@ class Run:
         try:
             resolved = resolved or config.model_dump(mode="json")
             run.state = run.store.open(resolved, kind or command)
+            run._refuse_unbound_records()
             run._reopen_if_unsealed(resolved, rebuild=rebuild_unsealed)
             run._record_calls()
         except BaseException:
@@ -253,6 +254,23 @@ class Run:
     @property
     def finished(self) -> bool:
         return self.state.get("status") == "finished"
+
+    def _refuse_unbound_records(self) -> None:
+        """A run created before runs had an instance signed its records over its hash alone:
+        another run of the same config could have written them. It is read as it sealed them —
+        read back, decided on, its sealed judgments scored again by newer code — but records
+        its seal does not vouch for (a run not finished, or whose seal no longer holds) are
+        neither resumed nor scored again: refused in one line."""
+        if self.state.get("instance") is not None:
+            return
+        problem = seal_problem(self.dir, self.state)
+        if problem is not None:
+            why = problem[0] if self.finished or "seal" in self.state else "it did not finish"
+            raise RunError(
+                f"{self.dir}: created before runs had an instance, and {why}: its "
+                "records cannot be told from another run's of this config; move it aside and "
+                "run its config again (the LM cache answers what it asked before)"
+            )
 
     def _reopen_if_unsealed(self, resolved: dict[str, Any], *, rebuild: bool = True) -> None:
         """A finished run whose files are no longer the ones it sealed (a file edited since, a

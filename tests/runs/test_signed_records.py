@@ -287,9 +287,10 @@ def test_a_line_from_another_run_of_the_same_config_is_refused(tmp_path, capsys)
 
 
 def _as_made_before_instances(run_dir: Path) -> None:
-    """A run as assay wrote it before runs had an instance: no ``instance`` in its run.json,
-    each record signed over the run's hash, the file's name and the line alone; stopped
-    part-way (no seal)."""
+    """A finished run as assay wrote it before runs had an instance: no ``instance`` in its
+    run.json, each record signed over the run's hash, the file's name and the line alone, its
+    seal made over its kind, hash and files."""
+    from assay.runs._seal import SEALED, seal
     from assay.runs._signed import RecordSeal
 
     state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
@@ -301,22 +302,56 @@ def _as_made_before_instances(run_dir: Path) -> None:
         body = re.sub(r',"_mac":"[0-9a-f]{64}"\}$', "}", line)
         lines.append(before.sign("judgments.jsonl", body))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    state["seal"] = seal(run_dir, SEALED, kind=state["kind"], run_hash=state["run_hash"])
     (run_dir / "run.json").write_text(json.dumps(state), encoding="utf-8")
-    _stopped_part_way(path)
 
 
-def test_a_run_made_before_instances_resumes_as_it_was(tmp_path, monkeypatch, stub):
-    """A run with no instance reads its records as they were signed (over its hash) and
-    finishes; its records cannot be moved into a run that has an instance."""
+def test_a_run_made_before_instances_is_read_as_it_sealed_it(tmp_path, monkeypatch, stub):
+    """A finished run with no instance is read back, and its sealed judgments scored again by
+    newer code, as before — no LM call, still no instance."""
     monkeypatch.chdir(tmp_path)
     assert _evaluate(tmp_path, stub) == 0
-    path = _judgments(tmp_path)
-    _as_made_before_instances(path.parent)
-    kept = path.read_text(encoding="utf-8").splitlines()
+    run_dir = _judgments(tmp_path).parent
+    _as_made_before_instances(run_dir)
+    served = stub.n_requests
     assert _evaluate(tmp_path, stub) == 0
-    state = json.loads((path.parent / "run.json").read_text(encoding="utf-8"))
+    state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    state["code"] = "made by other code"
+    state.pop("inputs", None)  # not found again by its inputs: opened, and its code compared
+    (run_dir / "run.json").write_text(json.dumps(state), encoding="utf-8")
+    assert _evaluate(tmp_path, stub) == 0  # scored again from its sealed judgments
+    state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     assert "instance" not in state and state["status"] == "finished"
-    assert path.read_text(encoding="utf-8").splitlines()[:6] == kept
+    assert state["code"] != "made by other code" and stub.n_requests == served
+
+
+@pytest.mark.parametrize("how", ["judgments of another run", "stopped part-way"])
+def test_a_run_made_before_instances_is_not_rebuilt_from_unsealed_records(
+    tmp_path, monkeypatch, capsys, stub, how
+):
+    """A run with no instance whose records its seal does not vouch for — its judgments
+    replaced by another such run's of the same config (the drift forgery, on a run made
+    before instances), or the run stopped part-way — is refused, not scored again or resumed:
+    its records cannot be told from another run's."""
+    monkeypatch.chdir(tmp_path)
+    assert _evaluate(tmp_path, stub) == 0
+    run_dir = _judgments(tmp_path).parent
+    other = tmp_path / "other"
+    shutil.copytree(run_dir, other)
+    _as_made_before_instances(run_dir)
+    _as_made_before_instances(other)
+    path = run_dir / "judgments.jsonl"
+    if how == "stopped part-way":
+        _stopped_part_way(path)
+    else:
+        theirs = (other / "judgments.jsonl").read_text(encoding="utf-8").splitlines()
+        path.write_text("\n".join(reversed(theirs)) + "\n", encoding="utf-8")
+    served = stub.n_requests
+    capsys.readouterr()
+    assert _evaluate(tmp_path, stub) == 2
+    err = capsys.readouterr().err
+    assert f"{run_dir}: created before runs had an instance, and " in err
+    assert "move it aside and run its config again" in err and stub.n_requests == served
 
 
 def test_a_record_signed_before_instances_is_refused_in_a_run_that_has_one(
