@@ -9,7 +9,9 @@ the same config and data — another folder, another machine with the same key �
 never an instance, so neither is a source of records for the other; the run's own resume,
 re-score and re-run keep it, and so does a copy of the whole run directory (its ``run.json``
 with it). A run created before instances existed has none: its records are signed over its hash
-alone, as they were, and one signed so is refused in a run that has one.
+alone, as they were, and one signed so is refused in a run that has one; such a run is read as
+it sealed them, never resumed or rebuilt from records its seal does not vouch for
+(:meth:`assay.runs.Run.open`).
 
 A run that resumes reads every record it keeps through :meth:`RecordSeal.open`: a record whose
 signature is missing or wrong is refused in one line naming the file and line — never judged
