@@ -114,8 +114,8 @@ if TYPE_CHECKING:
         sealed_run,
     )
     from assay.runs._settings import RunSettings, TrackingSettings
-    from assay.runs._signed_history import HistoryKind, SignedHistory
     from assay.runs._signed import signed_run
+    from assay.runs._signed_history import HistoryKind, SignedHistory
     from assay.runs._store import JUDGMENTS, RunStore, now
     from assay.runs._tracking import (
         TrackedRun,

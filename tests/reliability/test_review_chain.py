@@ -225,3 +225,20 @@ def test_a_copied_run_folder_adopts_no_hand_written_decisions(folder, tmp_path, 
     append_by_hand(run, *(_line(i) for i in _probe_ids(run)))
     err = _refused(capsys, ["review", "export", str(run)], str(run / "reviews.jsonl"), "not signed")
     assert "signed in another folder on this machine" in err
+
+
+def test_a_run_folder_deleted_and_run_again_has_a_history_of_its_own(folder, capsys):
+    """A run folder deleted and made again is a new instance of the run: its decisions start
+    empty (no refusal against the old folder's count), and the old folder's decisions, signed
+    for the old instance, are refused if copied into it."""
+    _harness(capsys)
+    run = _run_dir(folder)
+    accept = {"decision": "accept", "reviewer": "ana"}
+    _import(run, folder, capsys, {i: accept for i in _probe_ids(run)})
+    old = (run / "reviews.jsonl").read_bytes()
+    shutil.rmtree(run)
+    _harness(capsys)
+    again = _run_dir(folder)
+    assert again == run and _metrics(again)[0]["pending"] == 3
+    (again / "reviews.jsonl").write_bytes(old)
+    _refused(capsys, ["harness", "h.yaml"], "reviews.jsonl, row 1:", "not signed")

@@ -6,10 +6,12 @@ and the line before it, the count and last signature kept beside the key (``revi
 A line written by hand (past ``assay review import`` and the review app), edited, moved,
 removed, copied, or the end cut off is refused in one line naming the file and the first bad row.
 
-The identity a decision is bound to is the run's hash as ``run.json`` names it: the run folder's
-own (its name ends with it). A harness re-run of another config that only adds or changes a
-judge opens the same folder with the same hash, so its decisions carry over and stay valid;
-a config that makes other probes is another folder. Decisions written before they were signed
+The identity a decision is bound to is the run's hash and instance as ``run.json`` names them:
+the run folder's own (its name ends with the hash; the instance is drawn when the folder is
+made). A harness re-run of another config that only adds or changes a judge opens the same
+folder, so its decisions carry over and stay valid; a config that makes other probes is another
+folder; decisions copied from another folder of the same run are refused, and a folder deleted
+and made again is a new instance, with a history of its own. Decisions written before they were signed
 are adopted as they stand, once (their lines could not be checked; from then on they are).
 """
 
@@ -24,7 +26,7 @@ from typing import Any
 from assay import _json
 from assay.errors import DataError, RunError
 from assay.reliability._files import REVIEWS
-from assay.runs import HistoryKind, SignedHistory
+from assay.runs import HistoryKind, SignedHistory, signed_run
 
 __all__ = ["DECISIONS_CHAIN", "LOCK", "review_history", "review_lock", "run_identity"]
 
@@ -54,19 +56,22 @@ def review_lock(run_dir: Path) -> Iterator[None]:
 
 
 def run_identity(run_dir: Path) -> str:
-    """The run's hash, as its ``run.json`` names it: what every review decision is bound to."""
+    """The run's hash and instance, as its ``run.json`` names them: what every review decision
+    is bound to (:func:`assay.runs.signed_run`; the hash alone for a run created before runs
+    had an instance)."""
     path = Path(run_dir) / "run.json"
     try:
-        run_hash = _json.loads(path.read_text(encoding="utf-8")).get("run_hash")
+        state = _json.loads(path.read_text(encoding="utf-8"))
+        run_hash, instance = state.get("run_hash"), state.get("instance")
     except (OSError, ValueError, AttributeError):
-        run_hash = None
+        run_hash, instance = None, None
     if not isinstance(run_hash, str) or not run_hash:
         raise RunError(f"{run_dir}: not a harness run directory (no run.json naming its run)")
-    return run_hash
+    return signed_run(run_hash, instance if isinstance(instance, str) else None)
 
 
 def review_history(run_dir: Path) -> SignedHistory:
-    """The run's ``reviews.jsonl`` as one signed chain, bound to the run's hash."""
+    """The run's ``reviews.jsonl`` as one signed chain, bound to the run's instance."""
     run_dir = Path(run_dir)
     return SignedHistory(
         DECISIONS_CHAIN,
