@@ -860,7 +860,9 @@ def test_a_rate_estimated_past_1_is_cut_with_its_interval_and_keeps_its_half_wid
         assert 0 <= e.ci_low <= e.value <= e.ci_high <= 1, e.method
 
 
-def test_labels_all_one_class_lead_with_no_interval_not_a_zero_width_one(tmp_path, capsys):
+def test_labels_all_one_class_lead_with_no_interval_not_a_zero_width_one(
+    tmp_path, capsys, monkeypatch
+):
     """Twelve labels, all 0, the judge's verdicts varying: PPI++ puts λ = 0 and its standard
     error is 0. The headline gives the value with no interval and says why, rather than
     0.000 [0.000, 0.000] read as certain; the note names the labels, not the predictions."""
@@ -872,6 +874,7 @@ def test_labels_all_one_class_lead_with_no_interval_not_a_zero_width_one(tmp_pat
 
     run_dir = scripted_run(tmp_path, "flat", rows, says)
     capsys.readouterr()
+    monkeypatch.chdir(tmp_path)  # the command's runs folder, not the checkout's
     assert main(["estimate", str(run_dir)]) == 0
     out = capsys.readouterr().out
     assert "estimate (PPI++): 0.000, with no 95% CI: its standard error is 0" in out
