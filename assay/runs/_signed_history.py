@@ -86,8 +86,11 @@ class SignedHistory:
         or copied, or the end cut off is a one-line DataError naming the file and the first
         bad row. A file without a head yet (or of the earlier, unchained format) is settled
         under the lock first (:meth:`settled`)."""
-        numbered = self._read(self.path)
+        # the head first, then the lines: a writer appends its lines before it moves the head,
+        # so a head read before the file never counts lines the file read after lacks (read the
+        # other way round, a decision recorded in between looked like lines cut off)
         head = self.read_head()
+        numbered = self._read(self.path)
         if head is not None and chained(numbered):
             self._check(numbered, head)
             return numbered

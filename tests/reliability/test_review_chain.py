@@ -242,3 +242,32 @@ def test_a_run_folder_deleted_and_run_again_has_a_history_of_its_own(folder, cap
     assert again == run and _metrics(again)[0]["pending"] == 3
     (again / "reviews.jsonl").write_bytes(old)
     _refused(capsys, ["harness", "h.yaml"], "reviews.jsonl, row 1:", "not signed")
+
+
+def test_a_decision_recorded_while_the_history_is_read_is_not_lines_cut_off(
+    folder, capsys, monkeypatch
+):
+    """A reader takes no lock: a decision recorded between its reading of the file and of the
+    count kept beside the key looked like lines cut off ("holds 1 decisions, but 2 were
+    recorded", seen under load in the threads-and-processes test). The count is read first:
+    the writer appends its line before it moves the count, so the file read after is never
+    short of it."""
+    from assay.reliability import read_reviews
+    from assay.runs import SignedHistory
+
+    _harness(capsys)
+    run = _run_dir(folder)
+    ids = _probe_ids(run)
+    record_decision(run, {"probe_id": ids[0], "decision": "accept", "reviewer": "ana"}, SCALE)
+    original, fired = SignedHistory.read_head, []
+
+    def racing(self):  # another reviewer's decision lands just before the count is read
+        if not fired:
+            fired.append(True)
+            accept = {"probe_id": ids[1], "decision": "accept", "reviewer": "bo"}
+            record_decision(run, accept, SCALE)
+        return original(self)
+
+    monkeypatch.setattr(SignedHistory, "read_head", racing)
+    seen = [r["probe_id"] for r in read_reviews(run, SCALE)]
+    assert fired and seen == ids[:2]
