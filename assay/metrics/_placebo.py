@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -124,28 +124,11 @@ def placebo_effect(
         directional_share=_share(cue_flips, cue_changes),
         placebo_directional_share=_share(placebo_flips, placebo_changes),
     )
-    if n == 0:
-        return PlaceboEffect(
-            **counts,
-            cue_rate=math.nan,
-            placebo_rate=math.nan,
-            effect=math.nan,
-            ci_low=math.nan,
-            ci_high=math.nan,
-            p_value=math.nan,
-            note="undefined: every baseline verdict already is the cue's, so no verdict can "
-            "move toward it",
-        )
-    neither = n - both - cue_only - placebo_only
-    low, high = newcombe_paired_interval(both, cue_only, placebo_only, neither, confidence)
-    return PlaceboEffect(
-        **counts,
-        cue_rate=cue_flips / n,
-        placebo_rate=placebo_flips / n,
-        effect=(cue_only - placebo_only) / n,
-        ci_low=low,
-        ci_high=high,
-        p_value=one_sided_mcnemar(cue_only, placebo_only),
+    return _measured(
+        counts,
+        (both, cue_only, placebo_only),
+        one_sided_mcnemar,
+        undefined="every baseline verdict already is the cue's, so no verdict can move toward it",
     )
 
 
@@ -215,6 +198,21 @@ def two_sided_placebo_effect(
         alternative="two-sided",
         favoured=favoured,
     )
+    return _measured(counts, (0, further_up, further_down), two_sided_mcnemar, undefined="no item")
+
+
+def _measured(
+    counts: dict[str, Any],
+    pairs: tuple[int, int, int],
+    test: Callable[[int, int], float],
+    *,
+    undefined: str,
+) -> PlaceboEffect:
+    """The effect of ``counts`` (a :class:`PlaceboEffect`'s counts, ``n`` among them) from its
+    paired outcomes ``pairs`` — (both, the first side only, the second side only) —:
+    ``effect`` = (first only − second only) ÷ n with Newcombe's paired interval and ``test``'s
+    p-value; every figure undefined, with the note ``undefined``, when ``n`` is 0."""
+    n, confidence = counts["n"], counts["confidence"]
     if n == 0:
         nan = math.nan
         return PlaceboEffect(
@@ -225,18 +223,19 @@ def two_sided_placebo_effect(
             ci_low=nan,
             ci_high=nan,
             p_value=nan,
-            note="undefined: no item",
+            note=f"undefined: {undefined}",
         )
-    neither = n - further_up - further_down
-    low, high = newcombe_paired_interval(0, further_up, further_down, neither, confidence)
+    both, first_only, second_only = pairs
+    neither = n - both - first_only - second_only
+    low, high = newcombe_paired_interval(both, first_only, second_only, neither, confidence)
     return PlaceboEffect(
         **counts,
-        cue_rate=cue_flips / n,
-        placebo_rate=placebo_flips / n,
-        effect=(further_up - further_down) / n,
+        cue_rate=counts["cue_flips"] / n,
+        placebo_rate=counts["placebo_flips"] / n,
+        effect=(first_only - second_only) / n,
         ci_low=low,
         ci_high=high,
-        p_value=two_sided_mcnemar(further_up, further_down),
+        p_value=test(first_only, second_only),
     )
 
 
