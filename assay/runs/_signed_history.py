@@ -168,11 +168,7 @@ class SignedHistory:
         past them after: a kill between the two leaves the head behind, never ahead. Returns
         the lines as written."""
         numbered, previous = settled
-        out = []
-        for record in records:
-            linked = self.link(record, previous)
-            previous = linked[SIGNATURE]
-            out.append(linked)
+        out, previous = self._linked(records, previous)
         if out:
             write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out))
             self.write_head(len(numbered) + len(out), previous)
@@ -201,13 +197,21 @@ class SignedHistory:
                 "written by hand (past assay) are not adopted; record them with `assay review`",
                 path=self.path,
             )
-        lines, previous = [], ""
-        for _, r in numbered:
-            linked = self.link({k: v for k, v in r.items() if k != SIGNATURE}, previous)
-            previous = linked[SIGNATURE]
-            lines.append(json.dumps(linked, ensure_ascii=False) + "\n")
-        write_atomic(self.path, lines)
+        bodies = ({k: v for k, v in r.items() if k != SIGNATURE} for _, r in numbered)
+        linked, previous = self._linked(bodies, "")
+        write_atomic(self.path, [json.dumps(r, ensure_ascii=False) + "\n" for r in linked])
         self.write_head(len(numbered), previous)
+
+    def _linked(
+        self, records: Iterable[dict[str, Any]], previous: str
+    ) -> tuple[list[dict[str, Any]], str]:
+        """``records`` chained one after another from the line signed ``previous``, each signed
+        (:meth:`link`), and the last signature."""
+        out = []
+        for record in records:
+            out.append(self.link(record, previous))
+            previous = out[-1][SIGNATURE]
+        return out, previous
 
     # -- the head --------------------------------------------------------------------------------
     def head_file(self) -> Path:
