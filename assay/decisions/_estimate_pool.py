@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from assay.decisions._item_text import item_fingerprint
 from assay.errors import ConfigError, DataError
 from assay.inputs import EvaluateConfig
 from assay.metrics import MeanEstimate
@@ -324,14 +325,11 @@ def pool_of(
 
 def same_texts(pool: Pool, run: str) -> int:
     """How many of ``run``'s items in the pool have the texts (request, response, transcript)
-    of an item of another run in it: the same item in two runs, counted in both."""
-
-    def texts(it: PoolItem) -> tuple[Any, ...]:
-        transcript = tuple(m.model_dump_json() for m in it.item.transcript or [])
-        return it.item.request, it.item.response, transcript
-
-    others = {texts(it) for it in pool.items if it.run != run}
-    return sum(texts(it) in others for it in pool.items if it.run == run)
+    of an item of another run in it: the same item in two runs, counted in both. The same
+    texts as certify's consumed items are the same (:func:`item_fingerprint`): re-spaced,
+    re-cased or with invisible characters added, a copy is the item."""
+    others = {item_fingerprint(it.item) for it in pool.items if it.run != run}
+    return sum(item_fingerprint(it.item) in others for it in pool.items if it.run == run)
 
 
 def pool_from(

@@ -642,6 +642,10 @@ def two_runs(tmp_path):
         # the same items, each run numbering its rows from 0: ids shared, items not
         "numbered_unlabelled": run("numbered_unlabelled", renumbered(unl)),
         "numbered_validation": run("numbered_validation", renumbered(val)),
+        # the validation's items again, re-cased and re-spaced: the same texts as a person reads
+        "recased_validation": run(
+            "recased_validation", [r.replace(",q,", ",Q\u200b  ,") for r in val]
+        ),
         "tmp": tmp_path,
     }
 
@@ -702,6 +706,16 @@ def test_ids_a_validation_run_shares_with_the_run_are_two_items_not_one(
     )
     out = cli(["estimate", str(unl), "--validation", str(val), "--accept-shift"], capsys)
     assert "over 140 items (40 with a human label, 40 of them the --validation run's, 100 " in out
+
+
+def test_a_validation_run_whose_items_are_the_runs_recased_counts_them_twice(two_runs, monkeypatch):
+    """The warning counts the run's items the validation has, by the texts a person reads (as
+    certify's consumed items): a re-cased, re-spaced copy with a zero-width space is the item."""
+    monkeypatch.chdir(two_runs["tmp"])
+    s = estimate(two_runs["validation"], two_runs["recased_validation"], accept_shift=True)
+    assert any(
+        "40 of the --validation run's labelled items have the texts" in w for w in s.warnings
+    ), s.warnings
 
 
 def test_a_validation_run_of_another_judge_is_refused(two_runs, capsys, monkeypatch):
