@@ -17,7 +17,6 @@ are adopted as they stand, once (their lines could not be checked; from then on 
 
 from __future__ import annotations
 
-import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 from assay import _json
 from assay.errors import DataError, RunError
 from assay.reliability._files import REVIEWS
-from assay.runs import HistoryKind, SignedHistory, signed_run
+from assay.runs import HistoryKind, SignedHistory, file_lock, signed_run
 
 __all__ = ["DECISIONS_CHAIN", "LOCK", "review_history", "review_lock", "run_identity"]
 
@@ -44,15 +43,12 @@ DECISIONS_CHAIN = HistoryKind(
 
 @contextmanager
 def review_lock(run_dir: Path) -> Iterator[None]:
-    """Exclusive lock on the run's review log (``fcntl.flock`` on ``reviews.lock``): every
-    writer holds it from reading the history to the end of its append, so concurrent
-    reviewers (processes or threads) never lose or interleave a decision."""
-    with open(Path(run_dir) / LOCK, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    """Exclusive lock on the run's review log (:func:`assay.runs.file_lock` on
+    ``reviews.lock``): every writer holds it from reading the history to the end of its
+    append, so concurrent reviewers (processes or threads) never lose or interleave a
+    decision."""
+    with file_lock(Path(run_dir) / LOCK):
+        yield
 
 
 def run_identity(run_dir: Path) -> str:
