@@ -6,13 +6,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["AssayError", "ConfigError", "DataError", "ModelError", "RunError"]
+__all__ = ["AssayError", "ConfigError", "DataError", "ModelError", "RunError", "quoted"]
+
+SHOWN = 80
+"""The most characters of a value a message quotes (:func:`quoted`)."""
+MESSAGE_LIMIT = 2_000
+"""The most characters of a message printed (:meth:`AssayError.__str__`): a one-line error stays
+one readable line whatever it quotes."""
+
+
+def quoted(value: object, limit: int = SHOWN) -> str:
+    """``repr(value)`` for a message, its start alone when it is longer than ``limit``
+    characters, with its length: a 200 MB cell is named, not echoed."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}… ({len(value):,} characters)"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
 
 class AssayError(Exception):
     """A problem the user can fix (bad config, missing file, missing key...)."""
 
     exit_code = 2
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if len(text) <= MESSAGE_LIMIT:
+            return text
+        return f"{text[:MESSAGE_LIMIT]}… (the message's {len(text):,} characters cut)"
 
 
 class ConfigError(AssayError):

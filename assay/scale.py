@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
-from assay.errors import ConfigError
+from assay.errors import ConfigError, quoted
 
 __all__ = ["INTEGER_TEXT", "MAX_POINTS", "Scale", "ScaleError", "ScaleKind"]
 
@@ -219,7 +219,7 @@ class Scale(BaseModel):
         if isinstance(score, float) and score.is_integer():
             score = int(score)
         if isinstance(score, bool) or not isinstance(score, int) or score not in self.values:
-            raise ValueError(f"{score!r} is not on the {self.describe()} scale")
+            raise ValueError(f"{quoted(score)} is not on the {self.describe()} scale")
         return score
 
     def coerce(self, value: object) -> int:
@@ -252,7 +252,7 @@ class Scale(BaseModel):
             if truth is not None and self.kind == "binary":
                 return self._truth_score(truth, value)
         if isinstance(value, bool):
-            raise ValueError(f"{value!r} is not on the {self.describe()} scale")
+            raise ValueError(f"{quoted(value)} is not on the {self.describe()} scale")
         return self._read(value, labels_only=False)
 
     def _truth_score(self, truth: bool, value: Any) -> int:
@@ -263,7 +263,7 @@ class Scale(BaseModel):
         if names == "none":
             return int(truth)
         raise ValueError(
-            f"{value!r} is not on the {self.describe()} scale (its names are true/false words "
+            f"{quoted(value)} is not on the {self.describe()} scale (its names are true/false words "
             "other than this one)"
         )
 
@@ -293,10 +293,13 @@ class Scale(BaseModel):
             if _name(text) in table:
                 return table[_name(text)]
             if not (labels_only or self._numbered_labels) and INTEGER_TEXT.fullmatch(text):
-                return self.check(int(float(text)))
-            raise ValueError(f"{value!r} is not on the {self.describe()} scale")
+                try:
+                    return self.check(int(float(text)))
+                except OverflowError:  # more digits than a float holds: on no scale
+                    pass
+            raise ValueError(f"{quoted(value)} is not on the {self.describe()} scale")
         if labels_only:
-            raise ValueError(f"{value!r} is not on the {self.describe()} scale")
+            raise ValueError(f"{quoted(value)} is not on the {self.describe()} scale")
         return self.check(value)
 
     @property

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from assay import _json
-from assay.errors import ConfigError, DataError
+from assay.errors import ConfigError, DataError, quoted
 
 
 def jsonable(value: object) -> Any:
@@ -118,7 +118,7 @@ def as_int_label(value: object) -> int:
         else:
             if number.is_integer():
                 return int(number)
-    raise ValueError(f"{value!r} is not an integer label")
+    raise ValueError(f"{quoted(value)} is not an integer label")
 
 
 def check_limit(limit: object) -> int | None:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.data._common import as_int_label, is_missing, jsonable
 from assay.data._reading import read_rows
-from assay.errors import ConfigError, DataError
+from assay.errors import ConfigError, DataError, quoted
 from assay.scale import Scale
 from assay.types import Item
 
@@ -281,6 +281,6 @@ def _expected(
     try:
         return scale.coerce(value) if scale is not None else as_int_label(value)
     except ValueError as exc:
-        item = f"item '{item_id}': " if item_id is not None else ""
+        item = f"item {quoted(item_id)}: " if item_id is not None else ""
         hint = "" if scale is not None else " (pass a scale to read labels)"
         raise DataError(f"{item}{exc}{hint}", path=origin, row=row_no, field=column) from None

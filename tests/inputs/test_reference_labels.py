@@ -276,3 +276,26 @@ def test_metrics_in_steps_say_so_where_the_scores_are_not_one_apart():
     consecutive = Scale(kind="categorical", labels=["a", "b", "c"], scores={"a": 1, "b": 2, "c": 3})
     plain = agreement_summary([1, 2, 3, 3], [1, 3, 3, 2], consecutive, threshold=None).metrics
     assert "in steps" not in (plain["mae"].note or "")
+
+
+@pytest.mark.parametrize("scale", [[], ["--scale", "binary"]])
+def test_a_huge_cell_is_named_by_its_start_and_length_not_echoed(tmp_path, capsys, scale):
+    """A 100,000-character reference (a 200 MB one printed 200 MB of stderr and took 18 s):
+    the one-line error quotes its first characters and says how long it is."""
+    (tmp_path / "big.csv").write_text("id,score\na,1\nb," + "1" * 100_000 + "\n")
+    (tmp_path / "ok.csv").write_text("id,score\na,1\nb,0\n")
+    code = main(
+        ["agreement", "big.csv", "ok.csv", "--id-column", "id", "--score-column", "score", *scale]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.splitlines() == [err] and len(err) < 400, err[:500]
+    assert "big.csv, row 2, field 'score': item 'b': '1111" in err
+    assert "(100,000 characters)" in err
+
+
+def test_no_message_is_longer_than_a_readable_line() -> None:
+    from assay.errors import MESSAGE_LIMIT, DataError
+
+    text = str(DataError("x" * 1_000_000, path="f.csv", row=1, field="a"))
+    assert text.startswith("f.csv, row 1, field 'a': xxx") and len(text) < MESSAGE_LIMIT + 80
+    assert text.endswith("(the message's 1,000,025 characters cut)")
