@@ -245,20 +245,24 @@ def paired_comparison(
         value_b = float(spec_b.statistic(*(x[None, :] for x in spec_b.arrays))[0])
         reps = _replicates(diff, [*spec_a.arrays, *spec_b.arrays], indices)
         defined = reps[~np.isnan(reps)]
-        notes = [
+        undefined = [
             f"undefined for {who}: {spec.undefined}"
             for who, value, spec in (("A", value_a, spec_a), ("B", value_b, spec_b))
             if math.isnan(value)
         ]
+        notes = list(undefined)
         if spec_a.name == "accuracy":
             p, test = mcnemar_p, MCNEMAR
         else:
             p, test = bootstrap_p_value(reps), BOOTSTRAP
-            if defined.size < reps.size and not notes:
+            if defined.size < reps.size and not undefined:
+                # a resample without one of the classes leaves κ or a rate undefined: the test
+                # and the interval are those of the others (as the interval always was)
                 notes.append(
-                    f"{reps.size - defined.size} of {reps.size} replicates undefined for A or B"
+                    f"{reps.size - defined.size} of {reps.size} replicates undefined for A or "
+                    f"B: the p-value and interval from the other {defined.size}"
                 )
-        if notes:  # a metric undefined for a judge has no test
+        if undefined:  # a metric undefined for a judge has no test
             p = math.nan
         se = float(np.std(defined, ddof=1)) if defined.size > 1 else math.nan
         rows.append((spec_a.name, value_a, value_b, reps, p, test, se, notes))

@@ -87,6 +87,28 @@ def test_holm_equals_statsmodels_and_decides_the_verdict():
     assert "error_rate" not in [d.metric for d in res.differences]  # 1 - accuracy: once
 
 
+def test_a_metric_defined_for_both_judges_keeps_its_test_when_some_replicates_are_not():
+    """3 positives of 40: a few resamples hold none, so κ and the positive rates are undefined
+    there. Both judges' values are defined, so each metric keeps its bootstrap p-value (over the
+    defined replicates, as its interval) and its place in Holm's family: once one undefined
+    replicate took the test away and Holm adjusted over 2 metrics where statsmodels, given every
+    p-value, adjusts over all."""
+    ref = np.array([1] * 3 + [0] * 37)
+    a = ref.copy()
+    a[[0, 10, 11, 12, 13, 14, 15, 16]] ^= 1
+    b = ref.copy()
+    b[20] = 1
+    res = paired_comparison(ref, a, b, kind="binary", k=2, threshold=1, n_resamples=1000, seed=0)
+    assert res.tests == len(res.differences)  # every metric tested
+    for d in res.differences:
+        assert not np.isnan(d.p_value), d
+    kappa = next(d for d in res.differences if d.metric == "kappa_categorical")
+    assert "replicates undefined for A or B: the p-value and interval from the other" in kappa.note
+    raw = [d.p_value for d in res.differences]
+    want = multipletests(raw, alpha=0.05, method="holm")[1]
+    assert [d.p_adjusted for d in res.differences] == pytest.approx(list(want))
+
+
 def test_lower_is_better_turns_the_verdict():
     rng = np.random.default_rng(2)
     ref, a, b = judges(rng, 150, 0.6, 0.9)
