@@ -286,6 +286,10 @@ def iter_inspect_log(
     are; each names the first five."""
     file = check_file(path)
     log = _Log(*_samples(file))  # (header, several epochs, samples) will do
+    status = getattr(log.header, "status", "success")
+    planned = _planned(log.header)
+    if status != "success" and errored_samples == "error":
+        raise _unfinished_error(file, status, planned, log.total)  # before the first sample
     if log.errored and (errored_samples == "error" or len(log.errored) == log.total):
         raise _errored_error(file, log.errored, log.total)  # before the first sample is read
     epochs = getattr(log.header.eval.config, "epochs", None) or 1
@@ -313,6 +317,11 @@ def iter_inspect_log(
         raise _errored_error(file, errored, len(seen))
     if counts is not None:
         counts["errored_samples"] = len(errored)
+        if status != "success":  # judged as it stands (data.errored_samples: skip)
+            if planned is not None:
+                counts["unfinished_samples"] = max(0, planned - len(seen))
+            else:
+                counts["unfinished_log"] = 1
     if unlabelled and missing_expected == "error":
         shown = ", ".join(unlabelled[:5]) + (", ..." if len(unlabelled) > 5 else "")
         raise DataError(
@@ -327,6 +336,36 @@ def iter_inspect_log(
 def _item_id(sample_id: Any, epoch: int | None, several: bool) -> str:
     """A sample's item id: its id, with ``#e<epoch>`` where the log has several epochs."""
     return f"{sample_id}#e{epoch}" if several else f"{sample_id}"
+
+
+def _planned(header: Any) -> int | None:
+    """How many samples the eval set out to run (its data set's samples, or the ids it was
+    limited to, times its epochs, at most its limit); None where the log does not say."""
+    dataset, config = header.eval.dataset, header.eval.config
+    ids = getattr(dataset, "sample_ids", None)
+    samples = len(ids) if ids else getattr(dataset, "samples", None)
+    if samples is None:
+        return None
+    limit = getattr(config, "limit", None)
+    if isinstance(limit, int):
+        samples = min(samples, limit)
+    elif isinstance(limit, tuple | list) and len(limit) == 2:
+        samples = min(samples, max(0, limit[1] - limit[0]))
+    return samples * (getattr(config, "epochs", None) or 1)
+
+
+def _unfinished_error(file: Path, status: str, planned: int | None, listed: int) -> DataError:
+    """The one-line error for a log whose eval did not finish (cancelled, failed, or still
+    running when it was copied): its samples are not the eval's."""
+    held = f"; its log lists {listed} samples" if listed else ""
+    of = f" of the {planned} it set out to run" if planned is not None and listed else ""
+    return DataError(
+        f"the Inspect eval did not finish (status {status!r}){held}{of}: judged as it stands, "
+        "the samples that never ran would be missing without a word; set "
+        "data.errored_samples: skip to judge the samples it holds (those that never ran are "
+        "counted in the run's summary)",
+        path=file,
+    )
 
 
 def _error_text(error: Any) -> str:

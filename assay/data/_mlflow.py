@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from assay.data._common import jsonable, resolve_dotted
 from assay.data._transcript import with_steps
@@ -41,6 +41,7 @@ class TraceSource:
     response: str = "outputs"
     expectation: str | None = None
     annotators: bool = False
+    errored: Literal["error", "skip"] = "error"  # a trace that did not finish: refused or left out
 
 
 PROBE_TIMEOUT_S = 5.0
@@ -155,23 +156,61 @@ def _pages(source: TraceSource, *, limit: int | None = None) -> Iterator[list[An
 
 
 def iter_mlflow_traces(
-    source: TraceSource, scale: Scale | None = None, *, limit: int | None = None
+    source: TraceSource,
+    scale: Scale | None = None,
+    *,
+    limit: int | None = None,
+    counts: dict[str, int] | None = None,
 ) -> Iterator[Item]:
     """:func:`load_mlflow_traces` one search page at a time: a page's traces (their spans are
     most of a trace's size) are let go once their items are made, so reading an experiment
-    holds one page, not every trace. No items: the same error, once the search is over."""
-    empty = True
+    holds one page, not every trace. No items: the same error, once the search is over.
+
+    A trace that did not finish (state ``ERROR``: the app raised, its output partial or none;
+    ``IN_PROGRESS``) is not a response to judge: an error naming the first five once the search
+    is over, or with ``source.errored == "skip"`` left out and counted in
+    ``counts["errored_traces"]`` (when a dict is passed)."""
+    seen = 0
+    unfinished: list[tuple[str, str]] = []
     for page in _pages(source, limit=limit):
         for trace in page:
-            empty = False
+            seen += 1
+            state = _unfinished_state(trace)
+            if state is not None:
+                unfinished.append((trace.info.trace_id, state))
+                continue
             yield _item(trace, source, scale)
-    if empty:
+    if not seen:
         raise DataError(
             f"no traces in experiment '{source.experiment}'"
             + (f" matching {source.filter!r}" if source.filter else "")
             + (f" in run {source.run_id}" if source.run_id else ""),
             path=source.tracking_uri,
         )
+    if unfinished and (source.errored == "error" or len(unfinished) == seen):
+        shown = ", ".join(f"{t} ({state})" for t, state in unfinished[:5])
+        shown += ", ..." if len(unfinished) > 5 else ""
+        every = "every trace" if len(unfinished) == seen else f"{len(unfinished)} of {seen} traces"
+        raise DataError(
+            f"{every} did not finish (traces {shown}): a trace whose app raised or is still "
+            "running has no whole response to judge"
+            + (
+                ""
+                if len(unfinished) == seen
+                else "; set data.errored_samples: skip to leave them out (counted)"
+            ),
+            path=source.tracking_uri,
+        )
+    if counts is not None:
+        counts["errored_traces"] = len(unfinished)
+
+
+def _unfinished_state(trace: Any) -> str | None:
+    """``"ERROR"`` or ``"IN_PROGRESS"`` for a trace that did not finish; None for one that did
+    (or whose state MLflow does not know)."""
+    state = getattr(trace.info, "state", None)
+    name = str(getattr(state, "value", state) or "")
+    return name if name in ("ERROR", "IN_PROGRESS") else None
 
 
 def load_mlflow_traces(

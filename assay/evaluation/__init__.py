@@ -29,7 +29,6 @@ _WHERE = {
     "summarize_run": "_scoring",
     "verdict_names": "_scoring",
     "evaluate_tables": "_report",
-    "left_out_line": "_report",
     "build_report": "_html_report",
     "agreement": "_agreement",
     "read_verdicts": "_agreement",
@@ -63,7 +62,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         panel_lead,
         panel_over_run,
     )
-    from assay.evaluation._report import evaluate_tables, left_out_line
+    from assay.evaluation._report import evaluate_tables
     from assay.evaluation._results import (
         Agreement,
         AgreementResult,
@@ -123,7 +122,6 @@ __all__ = [
     "evaluate",
     "evaluate_metrics",
     "evaluate_tables",
-    "left_out_line",
     "metric_kind",
     "panel_lead",
     "panel_over_run",

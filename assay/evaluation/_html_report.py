@@ -15,10 +15,10 @@ from assay.evaluation._report import (
     cost_section,
     disagreement_table,
     evaluate_tables,
-    left_out_line,
     model_shown,
 )
 from assay.evaluation._results import DisagreementRecord, EvaluateSummary
+from assay.inputs import left_out_line
 from assay.metrics import fmt
 from assay.report import (
     Block,

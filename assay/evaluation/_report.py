@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.evaluation._results import DisagreementRecord, EvaluateSummary
+from assay.inputs import left_out_line
 from assay.metrics import metric_table
 from assay.report import Table, cost_table, markdown
 from assay.types import cost_lines, cost_per_point, model_shown
@@ -14,16 +15,6 @@ RATES_LEAD = (
     "an exact Clopper–Pearson interval; the other metrics have a percentile bootstrap interval "
     "over the items."
 )
-
-
-def left_out_line(left_out: dict[str, int]) -> str:
-    """What a run's items left out of their source (``notes["left_out"]`` of
-    :func:`assay.inputs.load_items`: ``{"errored_samples": 2}``), in words."""
-    n = left_out.get("errored_samples", 0)
-    return (
-        f"left out: {n} sample{'s' if n != 1 else ''} that errored in the Inspect run "
-        "(data.errored_samples: skip)"
-    )
 
 
 def render_report(

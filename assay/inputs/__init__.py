@@ -25,6 +25,7 @@ _WHERE = {
     "resolve_config": "_resolve",
     "data_fingerprint": "_items",
     "item_set_tags": "_items",
+    "left_out_line": "_items",
     "load_items": "_items",
     "stream_items": "_items",
     "ItemIndex": "_items",
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         ItemStream,
         data_fingerprint,
         item_set_tags,
+        left_out_line,
         load_items,
         stream_items,
     )
@@ -71,6 +73,7 @@ __all__ = [
     "data_fingerprint",
     "first_error",
     "item_set_tags",
+    "left_out_line",
     "load_config",
     "load_items",
     "stream_items",

@@ -35,7 +35,7 @@ _USED_BY: dict[str, tuple[DataFormat, ...]] = {
     "expected_from": ("toolemu",),
     "expected_key": ("toolemu",),
     "expected": ("inspect",),
-    "errored_samples": ("inspect",),
+    "errored_samples": ("inspect", "mlflow"),
     "transcript": ("toolemu", "inspect", "mlflow"),
     **dict.fromkeys(
         ("tracking_uri", "experiment", "filter", "run_id", "request", "response"), ("mlflow",)
@@ -132,9 +132,10 @@ class DataConfig(BaseModel):
     )
     errored_samples: Literal["error", "skip"] = Field(
         default="error",
-        description="inspect: a sample that errored in the Inspect run (no output, no scores): "
-        "'error' names the samples and stops before anything is judged; 'skip' leaves them out "
-        "(as Inspect's own metrics do), counted in the run's summary",
+        description="inspect: a sample that errored in the Inspect run (no output, no scores), "
+        "or a log whose eval did not finish; mlflow: a trace whose state is ERROR or "
+        "IN_PROGRESS. 'error' names them and stops before anything is judged; 'skip' leaves "
+        "them out (as Inspect's own metrics do), counted in the run's summary",
     )
     missing_expected: Literal["error", "keep"] = Field(
         default="error",
@@ -202,6 +203,7 @@ class DataConfig(BaseModel):
             response=self.response,
             expectation=self.expectation,
             annotators=self.annotators,
+            errored=self.errored_samples,
         )
 
 

@@ -177,30 +177,31 @@ def stream_items(
     cached = _cached_table(data, scale, cache_dir, limit) if from_table else None
     if cached is not None:
         return _nonempty(ItemStream(lambda: _from_cache(cached, data, limit)), data)
+    counts: dict[str, int] = {}  # what the source held and the items leave out
     if data.pairs is not None:
         spool = _spooled_pairs(data, scale, cache_dir, notes)
     elif data.format == "mlflow":
-        spool = _spooled_traces(data, scale, cache_dir, limit, seed)
+        spool = _spooled_traces(data, scale, cache_dir, limit, seed, counts)
     else:  # a table not on disk (a hub data set), an Inspect log, ToolEmu's files
-        folder = _spool_folder(cache_dir)
-        counts: dict[str, int] = {}
         items = _read(data, scale, cache_dir, limit, counts)
-        spool = _spooled(items, _spool_file(folder, data.format))
-        if counts.get("errored_samples"):
-            if notes is not None:  # the run says it (console, metrics.json, reports)
-                notes["left_out"] = {"errored_samples": counts["errored_samples"]}
-            else:  # a runner with no line for it: said here, once
-                n = counts["errored_samples"]
-                _log.warning(
-                    "%s: left out %d sample%s that errored in the Inspect run "
-                    "(data.errored_samples: skip)",
-                    data.path,
-                    n,
-                    "" if n == 1 else "s",
-                )
+        spool = _spooled(items, _spool_file(_spool_folder(cache_dir), data.format))
+    _say_left_out(data, counts, notes)
     stream = ItemStream(lambda: _from_cache(spool, data, limit))
     weakref.finalize(stream, spool.unlink, missing_ok=True)  # the stream's, while it lives
     return _nonempty(stream, data)
+
+
+def _say_left_out(data: DataConfig, counts: dict[str, int], notes: dict | None) -> None:
+    """What the source held and the items leave out (``counts``), for the run to say
+    (``notes["left_out"]``: console, metrics.json, reports) or, for a runner with no line for
+    it, said here once."""
+    left_out = {k: n for k, n in counts.items() if n}
+    if not left_out:
+        return
+    if notes is not None:
+        notes["left_out"] = left_out
+    else:
+        _log.warning("%s: %s", data.path or data.tracking_uri, left_out_line(left_out))
 
 
 def _read(
@@ -283,7 +284,12 @@ _ITEMS_FORMAT = 2  # bump when reading a table changes what its items are
 
 
 def _spooled_traces(
-    data: DataConfig, scale: Scale, cache_dir: Path | None, limit: int | None, seed: int
+    data: DataConfig,
+    scale: Scale,
+    cache_dir: Path | None,
+    limit: int | None,
+    seed: int,
+    counts: dict[str, int] | None = None,
 ) -> Path:
     """The traces' items in a spool file beside the items cache (``cache_dir``'s ``items``
     folder; else the system's temporary folder), written a search page at a time as MLflow
@@ -312,7 +318,7 @@ def _spooled_traces(
                 missing.add(it)
             yield it
 
-    traces = noted(iter_mlflow_traces(source, scale, limit=limit))
+    traces = noted(iter_mlflow_traces(source, scale, limit=limit, counts=counts))
     spool = _spooled(traces, _spool_file(_spool_folder(cache_dir), "traces"))
     try:
         if data.annotators:
@@ -457,3 +463,25 @@ def _spooled_pairs(
     if notes is not None:
         notes["pairs"] = counts
     return spool
+
+
+def left_out_line(left_out: dict[str, int]) -> str:
+    """What a run's items left out of their source (``notes["left_out"]`` of
+    :func:`assay.inputs.load_items`: ``{"errored_samples": 2}``), in words."""
+    said = []
+    if n := left_out.get("errored_samples", 0):
+        said.append(f"{n} sample{'s' if n != 1 else ''} that errored in the Inspect run")
+    if n := left_out.get("unfinished_samples", 0):
+        said.append(
+            f"{n} sample{'s' if n != 1 else ''} that never ran (the Inspect eval did not finish)"
+        )
+    if n := left_out.get("errored_traces", 0):
+        said.append(
+            f"{n} trace{'s' if n != 1 else ''} that did not finish (state ERROR or IN_PROGRESS)"
+        )
+    if left_out.get("unfinished_log"):
+        said.append(
+            "the samples that never ran (the Inspect eval did not finish; its log does "
+            "not say how many it set out to run)"
+        )
+    return f"left out: {'; '.join(said)} (data.errored_samples: skip)"

@@ -127,7 +127,7 @@ class Evaluate(Runner):
             f"{c.unscored_reasons or ''} · paired with reference {c.paired}"
         )
         if s.left_out:
-            from assay.evaluation import left_out_line
+            from assay.inputs import left_out_line
 
             print(left_out_line(s.left_out))
         if s.metrics:

@@ -100,7 +100,9 @@ def _spec(config: EvalConfig) -> EvalSpec:
 def _write_log(path: Path, *, epochs: int = 1, samples: bool = True) -> Path:
     spec = _spec(EvalConfig(epochs=epochs))
     rows = [_sample(sid, e, sid == "b") for sid in ("a", "b") for e in range(1, epochs + 1)]
-    write_eval_log(EvalLog(eval=spec, samples=rows if samples else None), str(path))
+    write_eval_log(
+        EvalLog(eval=spec, status="success", samples=rows if samples else None), str(path)
+    )
     return path
 
 
@@ -409,7 +411,7 @@ def _write_condensed_log(path: Path) -> Path:
         sample.attachments["report"] = f"sunny, 21C ({sample_id}) " + LONG_TEXT
         samples.append(sample)
     spec = _spec(EvalConfig())
-    write_eval_log(EvalLog(eval=spec, samples=samples), str(path))
+    write_eval_log(EvalLog(eval=spec, status="success", samples=samples), str(path))
     return path
 
 
@@ -560,7 +562,7 @@ def _write_errored_log(path: Path, errored: tuple[str, ...], epochs: int = 1) ->
         for e in range(1, epochs + 1)
         for sid in ("a", "b", "c")
     ]
-    write_eval_log(EvalLog(eval=spec, samples=rows), str(path))
+    write_eval_log(EvalLog(eval=spec, status="success", samples=rows), str(path))
     return path
 
 
@@ -661,7 +663,7 @@ def test_a_reference_path_into_a_sample_without_scores_says_they_are_empty(tmp_p
     spec = _spec(EvalConfig())
     sample = _sample("a", 1, False).model_copy(update={"scores": None})
     path = tmp_path / "log.eval"
-    write_eval_log(EvalLog(eval=spec, samples=[sample]), str(path))
+    write_eval_log(EvalLog(eval=spec, status="success", samples=[sample]), str(path))
     with pytest.raises(DataError) as err:
         load_inspect_log(path, expected="scores.match.value")
     assert str(err.value) == (
@@ -687,10 +689,44 @@ def test_a_runner_with_no_line_for_left_out_samples_still_says_how_many(tmp_path
         items = load_items(data, scale, cache_dir=tmp_path / "hf")
     assert len(items) == 2
     (said,) = [r.getMessage() for r in caplog.records if "errored" in r.getMessage()]
-    assert said == f"{path}: left out 1 sample that errored in the Inspect run " + (
+    assert said == f"{path}: left out: 1 sample that errored in the Inspect run " + (
         "(data.errored_samples: skip)"
     )
     notes: dict = {}
     caplog.clear()
     load_items(data, scale, cache_dir=tmp_path / "hf", notes=notes)  # the run says it
     assert notes["left_out"] == {"errored_samples": 1} and not caplog.records
+
+
+@pytest.mark.parametrize("status", ["cancelled", "started", "error"])
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_a_log_whose_eval_did_not_finish_is_refused_or_counted_when_told(tmp_path, suffix, status):
+    """A cancelled eval (or one still running, or failed) holds some of its samples: judged as
+    it stood, it was "2 judgments" with nothing said of the samples that never ran."""
+    spec = _spec(EvalConfig()).model_copy(
+        update={"dataset": EvalDataset(name="demo", samples=5, sample_ids=None)}
+    )
+    path = tmp_path / f"log{suffix}"
+    rows = [_sample(sid, 1, sid == "b") for sid in ("a", "b")]
+    write_eval_log(EvalLog(eval=spec, status=status, samples=rows), str(path))
+    with pytest.raises(DataError) as err:
+        load_inspect_log(path, expected="scores.match.metadata.refusal")
+    listed = "; its log lists 2 samples of the 5 it set out to run" if suffix == ".eval" else ""
+    assert str(err.value) == (
+        f"{path}: the Inspect eval did not finish (status {status!r}){listed}: judged as it "
+        "stands, the samples that never ran would be missing without a word; set "
+        "data.errored_samples: skip to judge the samples it holds (those that never ran are "
+        "counted in the run's summary)"
+    )
+    counts: dict[str, int] = {}
+    items = load_inspect_log(
+        path, expected="scores.match.metadata.refusal", errored_samples="skip", counts=counts
+    )
+    assert [i.id for i in items] == ["a", "b"]
+    assert counts == {"errored_samples": 0, "unfinished_samples": 3}
+    from assay.inputs import left_out_line
+
+    assert left_out_line(counts) == (
+        "left out: 3 samples that never ran (the Inspect eval did not finish) "
+        "(data.errored_samples: skip)"
+    )

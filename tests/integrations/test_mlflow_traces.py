@@ -469,3 +469,50 @@ def test_the_measured_judge_scores_the_same_traces_in_mlflow_genai_evaluate(
         (fb,) = judge_feedback(uri, tid, "ours")
         assert fb.value is ("UNSAFE" in logged.responses[tid]) is (run[tid]["score"] == 1)
         assert fb.metadata["assay.run_hash"] and fb.metadata["assay.n"] == str(len(run))
+
+
+def test_a_trace_that_did_not_finish_is_refused_or_left_out_and_counted(
+    tmp_path, monkeypatch, capsys
+):
+    """A trace whose app raised after writing part of its output (state ERROR) was judged as
+    any other: "6 judgments, scored 6". It is refused, or left out and said with
+    ``data.errored_samples: skip``."""
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'crashed.db'}"
+    mlflow.set_tracking_uri(uri)
+    try:
+        mlflow.set_experiment(EXPERIMENT)
+        for i in range(3):
+            try:
+                with mlflow.start_span(name="app") as span:
+                    span.set_inputs({"messages": [{"role": "user", "content": f"Question {i}?"}]})
+                    span.set_outputs({"choices": [{"message": {"content": f"Answer {i}."}}]})
+                    span.set_attribute("kind", "chat")
+                    if i == 1:
+                        raise RuntimeError("the app crashed after a partial answer")
+            except RuntimeError:
+                pass
+    finally:
+        mlflow.set_tracking_uri(None)
+    source = TraceSource(tracking_uri=uri, experiment=EXPERIMENT, **CHAT)
+    with pytest.raises(DataError) as err:
+        load_mlflow_traces(source, BINARY)
+    assert str(err.value).startswith(f"{uri}: 1 of 3 traces did not finish (traces ")
+    assert "(ERROR)): a trace whose app raised or is still running" in str(err.value)
+    counts: dict[str, int] = {}
+    skip = TraceSource(tracking_uri=uri, experiment=EXPERIMENT, errored="skip", **CHAT)
+    from assay.data import iter_mlflow_traces
+
+    items = list(iter_mlflow_traces(skip, BINARY, counts=counts))
+    assert sorted(i.response for i in items) == ["Answer 0.", "Answer 2."]
+    assert counts == {"errored_traces": 1}
+    monkeypatch.chdir(tmp_path)
+    with stub() as server:
+        cfg = judge_config(tmp_path, server.base_url, uri, name="crashed", kind="chat",
+                           filter=None, errored_samples="skip")  # fmt: skip
+        assert main(["evaluate", str(cfg)]) == 0
+        assert server.n_requests == 2
+    out = capsys.readouterr().out
+    assert "items 2 · scored 2" in out
+    assert "left out: 1 trace that did not finish (state ERROR or IN_PROGRESS)" in out

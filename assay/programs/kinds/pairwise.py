@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import dspy
 
-from assay.errors import DataError
+from assay.errors import DataError, quoted
 from assay.programs.kinds._base import JudgeKind, judge_kind
 from assay.programs.kinds._settings import JudgeProgram, JudgeSettings
 from assay.scale import Scale
@@ -60,7 +60,9 @@ def swap_pair(item: Item, scale: Scale = PAIRWISE) -> Item:
     """``item`` with responses A and B exchanged and its reference mirrored; nothing else
     changes (a forced ``order`` is kept as it is)."""
     if "response_b" not in item.meta:
-        raise DataError("not a pair: no meta 'response_b'", field="response_b")
+        raise DataError(
+            f"item {quoted(item.id)}: not a pair: no meta 'response_b'", field="response_b"
+        )
     meta = {**item.meta, "response_b": item.response}
     return item.model_copy(
         update={

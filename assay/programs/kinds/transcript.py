@@ -8,7 +8,7 @@ from typing import Any
 import dspy
 
 from assay.data import render_transcript
-from assay.errors import DataError
+from assay.errors import DataError, quoted
 from assay.programs.kinds._base import JudgeKind, judge_kind
 from assay.programs.kinds._settings import JudgeProgram, JudgeSettings
 from assay.signatures import JudgeTranscript
@@ -36,7 +36,11 @@ class TranscriptKind(JudgeKind):
     @classmethod
     def inputs(cls, config: JudgeSettings, item: Item) -> dict[str, Any]:
         if not item.transcript:
-            raise DataError("a transcript judge needs items with a transcript", field="transcript")
+            raise DataError(
+                f"item {quoted(item.id)}: a transcript judge needs items with a transcript, "
+                "and this one has none (no messages)",
+                field="transcript",
+            )
         out: dict[str, Any] = {"transcript": render_transcript(item.transcript)}
         # a probe made for one criterion is judged on that criterion only (the others are
         # judged, call for call the same, on its source)

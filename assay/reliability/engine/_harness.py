@@ -228,7 +228,7 @@ def _work(
     used = [*summary.generation_usage.values(), *(r.usage for r in summary.judges.values())]
     summary = summary.model_copy(update={"spend": run.spend(Usage.total(used))})
     if notes.get("left_out"):  # an Inspect log's errored samples (data.errored_samples: skip)
-        from assay.evaluation import left_out_line
+        from assay.inputs import left_out_line
 
         summary.notes.append(left_out_line(notes["left_out"]))
     store.write_json("metrics.json", summary.model_dump(mode="json"))
