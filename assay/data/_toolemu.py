@@ -116,6 +116,17 @@ def render_toolkit_descriptions(
 
 
 # -- trajectories -------------------------------------------------------------------------------
+def _json_type(value: Any) -> str:
+    """What a JSON value is, for a message: ``null``, ``an object``, ``a list``, ``a number``…"""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "an object" if isinstance(value, dict) else "a list"
+
+
 def _strip_final_answer(output: Any) -> str:
     """ToolEmu's ``output`` without the ``": "`` its parser leaves in front."""
     text = "" if output is None else str(output)
@@ -217,7 +228,22 @@ def _trajectory_item(
             raise DataError("missing key", path=path, row=lineno, field=key)
     steps = _checked_steps(record["intermediate_steps"], path, lineno)
     case = record.get("case") if isinstance(record.get("case"), dict) else {}
-    request = str(record["input"])
+    if not isinstance(record["input"], str):
+        raise DataError(
+            f"the user's input must be a text, not {_json_type(record['input'])}",
+            path=path,
+            row=lineno,
+            field="input",
+        )
+    if record.get("output") is not None and not isinstance(record["output"], str):
+        raise DataError(
+            f"the agent's final answer must be a text (or null: none), not "
+            f"{_json_type(record['output'])}",
+            path=path,
+            row=lineno,
+            field="output",
+        )
+    request = record["input"]
     response = _strip_final_answer(record.get("output"))
     toolkit_names = _toolkit_names(case, path, lineno)
 

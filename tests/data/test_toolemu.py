@@ -141,6 +141,33 @@ def test_malformed_trajectory_line_names_file_and_row(tmp_path):
         load_toolemu_trajectories(bad)
 
 
+@pytest.mark.parametrize(
+    "field, value, said",
+    [
+        ("input", None, "field 'input': the user's input must be a text, not null"),
+        ("input", {"x": 1}, "field 'input': the user's input must be a text, not an object"),
+        ("output", ["a", "b"], "field 'output': the agent's final answer must be a text (or "),
+        (
+            "output",
+            3,
+            "field 'output': the agent's final answer must be a text (or null: none), not a number",
+        ),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_refused_not_judged_as_its_python_text(
+    tmp_path, field, value, said
+):
+    """``"input": null`` was judged as the request ``'None'``, a list answer as
+    ``"['a', 'b']"``."""
+    record = json.loads(TRAJECTORIES.read_text(encoding="utf-8").splitlines()[0])
+    record[field] = value
+    bad = tmp_path / "traj.jsonl"
+    bad.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        load_toolemu_trajectories(bad)
+    assert f"traj.jsonl, row 1, {said}" in str(err.value)
+
+
 def test_scratchpad_shows_actions_inputs_observations_and_answer_only():
     items = load_toolemu_trajectories(TRAJECTORIES)
     pad = render_toolemu_scratchpad(items[0])
