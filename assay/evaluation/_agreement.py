@@ -1,11 +1,12 @@
 """``assay agreement``: agreement between two existing sets of verdicts, with no LM call.
 
-Reads assay ``judgments.jsonl`` (paired by item id), ToolEmu evaluator JSONL (read as
-``evaluate`` reads ``expected_from``: ``eval_scores``, the label, or the markdown of the thought;
-paired by ``eval_id`` where unique, else line by line where the files align) and tables with
-an id and a score column (or paired by row without one), read on the given scale (label names
-of a categorical scale too). ``unpaired`` counts the keys only one side has; ``paired_by`` says
-how the pairs were made.
+Reads assay ``judgments.jsonl`` (paired by item id; each verdict by its label, read on the
+scale the comparison uses: ``--scale``, else the run's own from the ``config.yaml`` of the run
+folder the file is in), ToolEmu evaluator JSONL (read as ``evaluate`` reads ``expected_from``:
+``eval_scores``, the label, or the markdown of the thought; paired by ``eval_id`` where unique,
+else line by line where the files align) and tables with an id and a score column (or paired by
+row without one), read on the given scale (label names of a categorical scale too).
+``unpaired`` counts the keys only one side has; ``paired_by`` says how the pairs were made.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
+
 from assay import _json
+from assay._yaml import load as load_yaml
 from assay.data import ColumnMap, is_toolemu_evaluation, load_table, load_toolemu_evaluations
 from assay.errors import DataError
 from assay.evaluation._annotators import annotators_report
@@ -41,23 +45,83 @@ class Verdicts:
     raw: list[dict[str, Any]] | None = None  # ToolEmu evaluator rows
 
 
+@dataclass(frozen=True)
+class ScaleSource:
+    """The scale a comparison reads its verdicts on, and where it came from (``--scale``, a
+    run folder's ``config.yaml``, or the scores themselves), as a message names it."""
+
+    scale: Scale | None
+    origin: str = "--scale"
+
+    def describe(self) -> str:
+        assert self.scale is not None
+        return f"the {self.scale.describe()} scale ({self.origin})"
+
+
+def is_judgments(path: str | Path) -> bool:
+    """Whether ``path`` is an assay judgments file (JSONL whose first record has ``item_id``
+    and ``judge``)."""
+    path = Path(path)
+    if path.suffix != ".jsonl" or not path.is_file():
+        return False
+    first = _first_record(path)
+    return first is not None and "item_id" in first and "judge" in first
+
+
+def run_scale(path: str | Path) -> ScaleSource | None:
+    """The scale of the run a judgments file is in: the judge's (``judge.scale``), or the
+    run's (``scale``: a harness or selective run, whose judgments are in ``judgments/``), from
+    the ``config.yaml`` of its run folder; None where there is no such file or it names no
+    scale. A scale there that cannot be read is a one-line error naming it."""
+    path = Path(path)
+    folders = [path.parent] + ([path.parent.parent] if path.parent.name == "judgments" else [])
+    for folder in folders:
+        config = folder / "config.yaml"
+        if not config.is_file():
+            continue
+        try:
+            raw = load_yaml(config.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        if not isinstance(raw, dict):
+            continue
+        judge = raw.get("judge")
+        spec = judge.get("scale") if isinstance(judge, dict) else None
+        spec = spec if spec is not None else raw.get("scale")
+        if spec is None:
+            continue
+        try:
+            return ScaleSource(Scale.parse(spec), f"its run's, from {config}")
+        except ValueError as exc:  # pydantic's: its first reason, on one line
+            reason = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+            raise DataError(
+                f"cannot read the run's scale: {reason}", path=config, field="scale"
+            ) from None
+    return None
+
+
 def read_verdicts(
     path: str | Path,
     *,
     id_column: str | None = None,
     score_column: str | None = None,
     key: str | None = None,
-    scale: Scale | None = None,
+    scale: Scale | ScaleSource | None = None,
 ) -> Verdicts:
-    """The verdicts of a judgments file, a ToolEmu evaluator file or a table (whose scores are
-    read on ``scale`` when one is given: label names, or numbers on the scale)."""
+    """The verdicts of a judgments file (each by its label, read on ``scale``: the one given,
+    else its run's own), a ToolEmu evaluator file or a table (whose scores are read on
+    ``scale`` when one is given: label names, or numbers on the scale)."""
     path = Path(path)
+    source = scale if isinstance(scale, ScaleSource) else ScaleSource(scale)
+    scale = source.scale
     if not path.is_file():
         raise DataError("file not found", path=path)
     if path.suffix == ".jsonl":
         first = _first_record(path)
         if first is not None and "item_id" in first and "judge" in first:
-            return Verdicts(path, "id", _read_judgments(path))
+            if source.scale is None:
+                source = run_scale(path) or source
+            return Verdicts(path, "id", _read_judgments(path, source))
         if is_toolemu_evaluation(first):
             rows = load_toolemu_evaluations(path, key=key)
             return Verdicts(path, "toolemu", [(str(r["line"]), r["score"]) for r in rows], rows)
@@ -66,14 +130,24 @@ def read_verdicts(
             "not an assay judgments or ToolEmu evaluator file; give --score-column (and --id-column)",
             path=path,
         )
-    items = load_table(
-        str(path),
-        columns=ColumnMap(
-            id=id_column or "@row", request=None, response=None, expected=score_column
-        ),
-        scale=scale,
-        suggest_format=False,
-    )
+    try:
+        items = load_table(
+            str(path),
+            columns=ColumnMap(
+                id=id_column or "@row", request=None, response=None, expected=score_column
+            ),
+            scale=scale,
+            suggest_format=False,
+        )
+    except DataError as exc:
+        if source.scale is None or source.origin == "--scale" or exc.field != score_column:
+            raise
+        raise DataError(
+            f"{exc.message} (the scale is {source.origin}; give --scale to read on another)",
+            path=exc.path,
+            row=exc.row,
+            field=exc.field,
+        ) from None
     if id_column:
         return Verdicts(path, "id", [(it.id, it.expected) for it in items])
     return Verdicts(path, "line", [(str(i), it.expected) for i, it in enumerate(items)])
@@ -91,18 +165,24 @@ def _first_record(path: Path) -> dict | None:
     raise DataError("empty file", path=path)
 
 
-def _read_judgments(path: Path) -> list[tuple[str, int | None]]:
-    """``(item, score)`` per item of a judgments file. A run's file is a journal: an item
-    judged again (a retried one, a panel's verdict fitted over the run) has a later line from
-    the same judge config, and the latest wins, as the run reads it. A second judgment from
-    another judge or config is an error (files concatenated by mistake)."""
+def _read_judgments(path: Path, source: ScaleSource) -> list[tuple[str, int | None]]:
+    """``(item, score)`` per item of a judgments file: its verdict by its ``label`` (a judge on a
+    scale without names has none: its ``score`` is its verdict), read on ``source``'s scale —
+    a run's ``score`` is its place on the run's own scale, which another scale (another label
+    order, another ``positive``) may number otherwise. A label not on the scale, or a label with
+    no scale to read it on, is a one-line error naming the file, row and field.
+
+    A run's file is a journal: an item judged again (a retried one, a panel's verdict fitted
+    over the run) has a later line from the same judge config, and the latest wins, as the run
+    reads it. A second judgment from another judge or config is an error (files concatenated
+    by mistake)."""
     out: dict[str, int | None] = {}
     seen: dict[str, tuple[int, object]] = {}
     for line in _json.read_lines(path):
         n = line.number
         try:
             rec = _json.loads(line.text)
-            item_id, score = str(rec["item_id"]), rec.get("score")
+            item_id, score, label = str(rec["item_id"]), rec.get("score"), rec.get("label")
             who = (rec.get("judge"), rec.get("config_hash"))
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
             raise DataError("malformed judgment line", path=path, row=n, field="item_id") from None
@@ -114,8 +194,42 @@ def _read_judgments(path: Path) -> list[tuple[str, int | None]]:
                 field="item_id",
             )
         seen.setdefault(item_id, (n, who))
-        out[item_id] = score
+        out[item_id] = None if score is None else _verdict(item_id, score, label, source, path, n)
     return list(out.items())
+
+
+def _verdict(
+    item_id: str, score: object, label: object, source: ScaleSource, path: Path, row: int
+) -> int:
+    """A scored judgment's verdict on ``source``'s scale: its label read on it, else (a judge
+    on a scale without names) its score."""
+    field, value = ("label", label) if label is not None else ("score", score)
+    if source.scale is None:
+        if field == "label":
+            raise DataError(
+                f"item '{item_id}': the label {label!r} needs a scale to be read on, and no "
+                "config.yaml of a run folder beside the file gives the run's: give --scale",
+                path=path,
+                row=row,
+                field=field,
+            )
+        if isinstance(score, bool) or not isinstance(score, int):
+            raise DataError(
+                f"item '{item_id}': score {score!r} is not an integer",
+                path=path,
+                row=row,
+                field=field,
+            )
+        return score
+    try:
+        return source.scale.coerce(value)
+    except ValueError:
+        raise DataError(
+            f"item '{item_id}': {field} {value!r} is not on {source.describe()}",
+            path=path,
+            row=row,
+            field=field,
+        ) from None
 
 
 def pair_verdicts(
@@ -176,7 +290,12 @@ def agreement(
     With ``annotator_column`` the reference is a long table of several annotators per item
     (``id_column``, ``annotator_column``, ``score_column``): the candidate is compared with the
     annotators' majority, and the report adds their own agreement and the Alt-Test."""
-    columns = {"id_column": id_column, "score_column": score_column, "key": key, "scale": scale}
+    source = ScaleSource(scale)
+    if scale is None:  # the scale of the run a judgments file is in (the reference's first)
+        runs = (run_scale(p) for p in (reference, candidate) if is_judgments(p))
+        source = next((s for s in runs if s is not None), source)
+        scale = source.scale
+    columns = {"id_column": id_column, "score_column": score_column, "key": key, "scale": source}
     annotations = None
     if annotator_column is not None:
         annotations = _annotations(reference, id_column, annotator_column, score_column, scale)
@@ -188,7 +307,9 @@ def agreement(
     pairs, unpaired, paired_by = pair_verdicts(ref_side, cand_side)
     scored = [(k, s, t) for k, s, t in pairs if s is not None and t is not None]
     ids, r, c = [k for k, _, _ in scored], [s for _, s, _ in scored], [t for _, _, t in scored]
-    scale = _checked_scale(scale, r, c, ids, (reference, candidate), threshold)
+    source = _checked_scale(source, r, c, ids, (reference, candidate), threshold)
+    scale = source.scale
+    assert scale is not None
     summary = agreement_summary(
         r, c, scale, threshold=threshold, n_resamples=n_resamples, seed=seed
     )
@@ -218,6 +339,7 @@ def agreement(
         unpaired=unpaired,
         paired_by=paired_by,
         scale=scale.describe(),
+        scale_origin=source.origin,
         threshold=threshold,
         disagreements=disagreement_records(ids, r, c, scale, top=disagreements),
         annotators=None
@@ -255,23 +377,29 @@ def _annotations(
     return rows
 
 
+INFERRED = "inferred from the scores"
+"""Where the scale of a comparison with no ``--scale`` and no run folder came from."""
+
+
 def _checked_scale(
-    scale: Scale | None,
+    source: ScaleSource,
     reference: list[int],
     candidate: list[int],
     ids: list[str],
     paths: tuple[str | Path, str | Path],
     threshold: int | None,
-) -> Scale:
-    """The given scale (default: the range of the observed scores), with every score and the
-    threshold checked against it (a one-line error naming the file and item)."""
-    if scale is None:
+) -> ScaleSource:
+    """The scale read on (default: inferred, the range of the observed scores), with every
+    score and the threshold checked against it (a one-line error naming the file and item)."""
+    if source.scale is None:
         seen = sorted(set(reference) | set(candidate))
         if not seen:
             raise DataError("no pair is scored on both sides", path=paths[1])
         scale = (
             Scale.parse(f"{seen[0]}-{seen[-1]}") if seen[0] != seen[-1] else Scale(kind="binary")
         )
+        source = ScaleSource(scale, INFERRED)
+    scale = source.scale
     for side, path, scores in (
         ("reference", paths[0], reference),
         ("candidate", paths[1], candidate),
@@ -282,5 +410,6 @@ def _checked_scale(
             except ValueError as exc:
                 raise DataError(f"{exc}", path=path, field=f"{side} score of {i}") from None
     if threshold is not None and threshold not in scale.values:
-        raise DataError(f"threshold {threshold} is not on the {scale.describe()} scale")
-    return scale
+        how = "; give the scale with --scale" if source.origin == INFERRED else ""
+        raise DataError(f"threshold {threshold} is not on {source.describe()}{how}")
+    return source

@@ -366,6 +366,9 @@ class AgreementResult(Agreement):
     unpaired: dict[str, int]
     paired_by: Literal["id", "eval_id", "line"]
     scale: str
+    # where the scale came from: "--scale", the run's (its config.yaml), or inferred from the
+    # scores
+    scale_origin: str = "--scale"
     threshold: int | None = None
     disagreements: list[DisagreementRecord] = Field(default_factory=list)
     annotators: AnnotatorsReport | None = None

@@ -27,8 +27,9 @@ class Agreement(Runner):
         candidate: str | Path = argument(help="candidate verdicts, same formats")
         scale: Any = option(
             help="'binary', 'MIN-MAX' (ordinal) or unordered labels 'a,b,c' (nominal: α "
-            "nominal, Alt-Test by accuracy; tables may give the label names); default: the "
-            "range of observed scores"
+            "nominal, Alt-Test by accuracy; tables may give the label names; judgments are read "
+            "by their labels); default: the scale of the run a judgments.jsonl is in (its "
+            "config.yaml), else the range of observed scores"
         )
         threshold: int | None = option(help="scores below it are failures (ToolEmu: 2)", type="int")
         id_column: str | None = option(help="tables: the id column (default: pair by row)")
@@ -77,6 +78,7 @@ class Agreement(Runner):
             return measured_nothing(_nothing_measured(out))
         print(
             f"pairs scored on both sides: {out.n} (paired by {out.paired_by}; scale {out.scale}"
+            + (f", {out.scale_origin}" if out.scale_origin != "--scale" else "")
             + (f"; failure = score < {out.threshold}" if out.threshold is not None else "")
             + ")"
         )

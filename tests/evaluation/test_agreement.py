@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -563,3 +564,122 @@ def test_nothing_to_measure_prints_the_note_and_exits_non_zero(tmp_path, capsys)
     code, out, err = _run(capsys, *args, "--scale", "binary")
     assert code == 2 and err.count("\n") == 1 and "ann.csv" in err and "'label'" in err, err
     assert "no annotator gave a label" in err
+
+
+# -- a run's judgments.jsonl is read by its labels ----------------------------------------------
+
+
+def _judge_run(folder, name: str, scale: dict, human: list[str], says: list[str]) -> Path:
+    """``assay evaluate`` as a user runs it, with a scripted judge that answers ``says[i]`` on
+    item i (whose reference is ``human[i]``); the run's judgments.jsonl."""
+    folder.mkdir(exist_ok=True)
+    rows = ["id,request,response,expected"] + [
+        f"x{i},Question {i}?,Answer {i} SAY-{s}-END.,{h}"
+        for i, (h, s) in enumerate(zip(human, says, strict=True))
+    ]
+    (folder / "items.csv").write_text("\n".join(rows) + "\n")
+    rules = [{"match": f"SAY-{s}-END", "output": {"verdict": s}} for s in sorted(set(says))]
+    (folder / "sheet.json").write_text(json.dumps({"rules": rules}))
+    config = {
+        "name": name,
+        "data": {"path": "items.csv", "columns": {"id": "id"}},
+        "judge": {"name": name, "model": "scripted:sheet.json", "rubric": "r", "scale": scale},
+        "concurrency": 4,
+        "tracking": {"enabled": False},
+    }
+    (folder / f"{name}.yaml").write_text(json.dumps(config))
+    assert main(["evaluate", str(folder / f"{name}.yaml"), "--quiet"]) == 0
+    (run,) = Path("runs").resolve().glob(f"{name}-*")  # the working folder's runs/
+    return run / "judgments.jsonl"
+
+
+def _labels(path) -> dict[str, str]:
+    return {j["item_id"]: j["label"] for j in map(json.loads, path.read_text().splitlines())}
+
+
+def test_a_runs_judgments_are_read_by_their_labels_as_evaluate_reads_them(
+    tmp_path, monkeypatch, capsys
+):
+    """A judge run with ``labels: [False, True], positive: False`` numbers True as 0: read by
+    its integer scores against a human table of True/False, it was κ −0.950 and accuracy 0.025
+    where ``evaluate`` says κ 0.950 and accuracy 0.975 (39 of 40), and two runs giving the same
+    label on all 40 items agreed at accuracy 0.000. Read by its labels, each figure is
+    scikit-learn's on the label texts, and without --scale (the run's own scale, from its run
+    folder) every figure is evaluate's own, the positive-class rates too."""
+    from sklearn.metrics import accuracy_score
+
+    monkeypatch.chdir(tmp_path)
+    human = ["True" if i % 2 else "False" for i in range(40)]
+    says = [("False" if h == "True" else "True") if i == 20 else h for i, h in enumerate(human)]
+    rev = _judge_run(
+        tmp_path / "rev",
+        "rev",
+        {"kind": "binary", "labels": ["False", "True"], "positive": "False"},
+        human,
+        says,
+    )
+    fwd = _judge_run(
+        tmp_path / "fwd", "fwd", {"kind": "binary", "labels": ["False", "True"]}, human, says
+    )
+    assert _labels(rev) == _labels(fwd) == {f"x{i}": s for i, s in enumerate(says)}
+    table = tmp_path / "human.csv"
+    table.write_text("id,label\n" + "".join(f"x{i},{h}\n" for i, h in enumerate(human)))
+    columns = ["--id-column", "id", "--score-column", "label"]
+
+    out = _agreement_json(capsys, str(table), str(rev), *columns, "--scale", "binary")
+    m = out["metrics"]
+    assert m["kappa_categorical"]["value"] == pytest.approx(cohen_kappa_score(human, says))
+    assert m["accuracy"]["value"] == pytest.approx(accuracy_score(human, says)) == 0.975
+    assert (m["accuracy"]["count"], m["accuracy"]["n"]) == (39, 40)
+
+    ran = json.loads((rev.parent / "metrics.json").read_text())["metrics"]
+    out = _agreement_json(capsys, str(table), str(rev), *columns)
+    assert out["scale"] == "binary 0/1 (True/False)" and "config.yaml" in out["scale_origin"]
+    assert out["metrics"] == ran  # every figure evaluate gave, false positive rate and all
+
+    out = _agreement_json(capsys, str(fwd), str(rev))  # two runs, the same 40 labels
+    m = out["metrics"]
+    fwd_says = [_labels(fwd)[f"x{i}"] for i in range(40)]
+    assert m["accuracy"]["value"] == accuracy_score(fwd_says, says) == 1.0
+    assert m["accuracy"]["count"] == 40
+    assert m["kappa_categorical"]["value"] == pytest.approx(1.0)
+
+
+def test_a_nominal_runs_labels_give_the_same_figures_in_any_order_of_the_scale(
+    tmp_path, monkeypatch, capsys
+):
+    """On an unordered scale the order of --scale's labels moves no figure: a judge that gives
+    the human label on 27 of 30 items was accuracy 1.000-or-0.333 by the order the labels were
+    listed in (its integer scores read on another numbering); now both orders give
+    scikit-learn's κ and accuracy on the label texts. A label the scale does not have is a
+    one-line error naming the file, row and field, and so is a label with no scale to read it
+    on (a judgments file with no run folder beside it)."""
+    from sklearn.metrics import accuracy_score
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(2)
+    kinds = ["safe", "unsafe", "unclear"]
+    human = [str(x) for x in rng.choice(kinds, 30)]
+    says = [kinds[(kinds.index(h) + 1) % 3] if i in (3, 11, 17) else h for i, h in enumerate(human)]
+    run = _judge_run(tmp_path, "nominal", {"kind": "categorical", "labels": kinds}, human, says)
+    table = tmp_path / "human.csv"
+    table.write_text("id,label\n" + "".join(f"x{i},{h}\n" for i, h in enumerate(human)))
+    columns = [str(table), str(run), "--id-column", "id", "--score-column", "label"]
+    for order in ("safe,unsafe,unclear", "unclear,unsafe,safe", "unsafe,unclear,safe"):
+        m = _agreement_json(capsys, *columns, "--scale", order)["metrics"]
+        assert m["accuracy"]["value"] == pytest.approx(accuracy_score(human, says)) == 0.9
+        assert m["kappa_categorical"]["value"] == pytest.approx(cohen_kappa_score(human, says))
+
+    capsys.readouterr()
+    assert main(["agreement", str(run), str(run), "--scale", "safe,unsafe"]) == 2
+    err = capsys.readouterr().err.strip()
+    row = 1 + [json.loads(x)["label"] for x in run.read_text().splitlines()].index("unclear")
+    assert err.count("\n") == 0, err
+    assert f"judgments.jsonl, row {row}, field 'label'" in err and "'unclear'" in err, err
+
+    bare = tmp_path / "elsewhere" / "judgments.jsonl"
+    bare.parent.mkdir()
+    bare.write_text(run.read_text())
+    assert main(["agreement", str(bare), str(bare)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "row 1, field 'label'" in err and "--scale" in err, err
