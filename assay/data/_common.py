@@ -100,17 +100,18 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, int, Any]]:
 
 
 def as_int_label(value: object) -> int:
-    """Read an integer label from an int, a bool, an integral float or a digit string; else ValueError."""
+    """Read an integer label from an int, an integral float or a digit string; else ValueError.
+    A boolean or a true/false word is no integer (``True`` is not the score 1): it is a label,
+    read only on a scale that places it (:meth:`assay.scale.Scale.coerce`), as a column of
+    scores 1..5 with a ``True`` in it is refused on ``--scale 1-5``."""
     if isinstance(value, bool):
-        return int(value)
+        raise ValueError(f"{value!r} is not an integer label")
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str):
         text = value.strip()
-        if text.lower() in ("true", "false"):
-            return int(text.lower() == "true")
         try:
             number = float(text)
         except ValueError:

@@ -426,7 +426,7 @@ def _item(
             raise DataError(f"sample '{item_id}': {problem}", path=file, field=expected)
         if not is_missing(value):
             try:
-                label = scale.coerce(value) if scale is not None else as_int_label(value)
+                label = scale.coerce(value) if scale is not None else _unscaled(value)
             except ValueError as exc:
                 raise DataError(f"sample '{item_id}': {exc}", path=file, field=expected) from None
     return Item(
@@ -437,3 +437,10 @@ def _item(
         expected=label,
         meta=meta,
     )
+
+
+def _unscaled(value: object) -> int:
+    """A reference read without a scale: an integer, or a JSON boolean of the log (an Inspect
+    score's metadata holds typed values: ``refusal: false`` is the binary 0), never a
+    true/false word in text, which only a scale places (:func:`as_int_label`)."""
+    return int(value) if isinstance(value, bool) else as_int_label(value)

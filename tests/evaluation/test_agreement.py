@@ -683,3 +683,31 @@ def test_a_nominal_runs_labels_give_the_same_figures_in_any_order_of_the_scale(
     assert main(["agreement", str(bare), str(bare)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "row 1, field 'label'" in err and "--scale" in err, err
+
+
+def test_a_true_in_a_column_of_scores_is_refused_with_or_without_a_scale(tmp_path, capsys):
+    """Without --scale a ``True`` among scores 2..5 was read as the score 1 (κ 1.000 against
+    scores 1..5) while --scale 1-5 refused the same file: both refuse it now, in one line
+    naming the file, row and field. A column of true/false words is read on a scale that
+    places them (--scale binary), as scikit-learn reads them."""
+    ref, cand = tmp_path / "ref.csv", tmp_path / "cand.csv"
+    ref.write_text("id,score\na,True\nb,2\nc,3\nd,4\ne,5\n")
+    cand.write_text("id,score\na,1\nb,2\nc,3\nd,4\ne,5\n")
+    argv = ["agreement", str(ref), str(cand), "--id-column", "id", "--score-column", "score"]
+    for scale in ([], ["--scale", "1-5"]):
+        capsys.readouterr()
+        assert main([*argv, *scale]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "ref.csv, row 1, field 'score'" in err, err
+        assert "'True'" in err, err
+
+    words = ["True", "False", "True", "True", "False", "False"]
+    judge = ["True", "False", "False", "True", "False", "True"]
+    ref.write_text("id,score\n" + "".join(f"i{k},{w}\n" for k, w in enumerate(words)))
+    cand.write_text("id,score\n" + "".join(f"i{k},{w}\n" for k, w in enumerate(judge)))
+    capsys.readouterr()
+    assert main(argv) == 2  # true/false words are labels: no scale, no reading
+    err = capsys.readouterr().err
+    assert "row 1, field 'score'" in err and "True is not an integer label" in err, err
+    m = _agreement_json(capsys, *argv[1:], "--scale", "binary")["metrics"]
+    assert m["kappa_categorical"]["value"] == pytest.approx(cohen_kappa_score(words, judge))
