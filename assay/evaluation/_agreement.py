@@ -395,6 +395,13 @@ def _checked_scale(
         seen = sorted(set(reference) | set(candidate))
         if not seen:
             raise DataError("no pair is scored on both sides", path=paths[1])
+        if seen[0] == seen[-1] and seen[0] not in (0, 1):
+            raise DataError(
+                f"every score on both sides is {seen[0]}: no scale can be inferred from one "
+                "value (without --scale the scale is the range of the scores seen); give it "
+                "with --scale, e.g. --scale 1-5",
+                path=paths[1],
+            )
         scale = (
             Scale.parse(f"{seen[0]}-{seen[-1]}") if seen[0] != seen[-1] else Scale(kind="binary")
         )

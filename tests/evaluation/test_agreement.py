@@ -711,3 +711,26 @@ def test_a_true_in_a_column_of_scores_is_refused_with_or_without_a_scale(tmp_pat
     assert "row 1, field 'score'" in err and "True is not an integer label" in err, err
     m = _agreement_json(capsys, *argv[1:], "--scale", "binary")["metrics"]
     assert m["kappa_categorical"]["value"] == pytest.approx(cohen_kappa_score(words, judge))
+
+
+def test_a_scale_cannot_be_inferred_from_one_score_and_the_error_says_how_to_give_it(
+    tmp_path, capsys
+):
+    """Every score 3 and no --scale: the inferred scale was binary and the error said "3 is not
+    on the binary 0/1 scale" — now it says the scale is inferred from the scores and to give
+    it with --scale, and with --scale 1-5 the two files agree on every item."""
+    c3 = tmp_path / "c3.csv"
+    c3.write_text("id,score\na,3\nb,3\n")
+    argv = [str(c3), str(c3), "--id-column", "id", "--score-column", "score"]
+    capsys.readouterr()
+    assert main(["agreement", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "c3.csv" in err, err
+    assert "every score on both sides is 3" in err and "inferred" in err, err
+    assert "--scale" in err and "binary" not in err, err
+    out = _agreement_json(capsys, *argv, "--scale", "1-5")
+    assert out["metrics"]["accuracy"]["value"] == 1.0 and out["scale_origin"] == "--scale"
+    # two scores seen: their range is the inferred scale, and the result says so
+    c3.write_text("id,score\na,3\nb,5\n")
+    out = _agreement_json(capsys, *argv)
+    assert (out["scale"], out["scale_origin"]) == ("ordinal 3..5", "inferred from the scores")
