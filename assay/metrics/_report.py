@@ -105,9 +105,15 @@ def _specs(
     ref: NDArray[np.int64],
     cand: NDArray[np.int64],
     names: tuple[str, str] = _RATERS,
+    labels: Sequence[str] | None = None,
 ) -> list[_Spec]:
     r, c = names
     pair = (ref, cand)
+
+    def shown(index: int) -> str:
+        """A category as a note names it: its label (the scale's own name or score), else its
+        index."""
+        return labels[index] if labels is not None else f"index {index}"
 
     def one_category(what: str) -> str:
         return f"{r} or {c} put every item {what} (κ is 0 by construction then)"
@@ -135,7 +141,7 @@ def _specs(
                 "balanced_accuracy",
                 _balanced_accuracy_batched,
                 pair,
-                f"{r} lacks a negative (index 0) or a positive (index 1)",
+                f"{r} lacks a negative ({shown(0)}) or a positive ({shown(1)})",
             ),
             _Spec(
                 "error_rate", _error_rate_batched, pair, "", rate=_counted(~agree, everything, "")
@@ -144,14 +150,14 @@ def _specs(
                 "false_positive_rate",
                 _false_positive_rate_batched,
                 pair,
-                no_negative := f"{r} has no negative (index 0)",
+                no_negative := f"{r} has no negative ({shown(0)})",
                 rate=_counted(negatives & (cand == 1), negatives, no_negative),
             ),
             _Spec(
                 "false_negative_rate",
                 _false_negative_rate_batched,
                 pair,
-                no_positive := f"{r} has no positive (index 1)",
+                no_positive := f"{r} has no positive ({shown(1)})",
                 rate=_counted(positives & (cand == 0), positives, no_positive),
             ),
         ]
@@ -159,9 +165,10 @@ def _specs(
         good = ((ref >= threshold).astype(np.int64), (cand >= threshold).astype(np.int64))
         true_failure, flagged = ref < threshold, cand < threshold
         fail = (true_failure, flagged)
+        below = f"below {shown(threshold)}" if labels is not None else f"index < {threshold}"
         why = {
-            "no_flag": f"{c} flagged no failure (index < {threshold})",
-            "no_failure": f"{r} has no failure (index < {threshold})",
+            "no_flag": f"{c} flagged no failure ({below})",
+            "no_failure": f"{r} has no failure ({below})",
         }
 
         def failures(confidence: float) -> FailureRates:
@@ -172,7 +179,7 @@ def _specs(
                 "kappa_binary",
                 partial(_kappa_defined, k=2),
                 good,
-                one_category(f"on the same side of index {threshold}"),
+                one_category(f"on the same side of {_threshold(threshold, labels)}"),
             ),
             _Spec(
                 "failure_precision",
@@ -264,7 +271,7 @@ def agreement_metrics(
     n = int(ref.shape[0])
     indices = _resample_indices(n, n_resamples, seed)
     results: dict[str, MetricValue] = {}
-    for spec in _specs(kind, k, threshold, ref, cand, names):
+    for spec in _specs(kind, k, threshold, ref, cand, names, labels):
         notes = []
         single = _one_verdict(spec.arrays[1], cand, threshold, names[1], labels)
         if single:
@@ -295,10 +302,17 @@ def _one_verdict(
     if _varies(spec_candidate):
         return None
     if _varies(candidate):  # one side of the threshold only
-        return f"{name} put every item on one side of index {threshold}"
+        return f"{name} put every item on one side of {_threshold(threshold, labels)}"
     v = int(candidate[0])
     shown = labels[v] if labels is not None else f"index {v}"
     return f"{name} gave one verdict ({shown}) on every item"
+
+
+def _threshold(threshold: int | None, labels: Sequence[str] | None) -> str:
+    """The failure threshold as a note names it: the scale's own label (``the threshold 3``:
+    failure is a verdict below it), else its index."""
+    assert threshold is not None
+    return f"the threshold {labels[threshold]}" if labels is not None else f"index {threshold}"
 
 
 def _counted(

@@ -734,3 +734,25 @@ def test_a_scale_cannot_be_inferred_from_one_score_and_the_error_says_how_to_giv
     c3.write_text("id,score\na,3\nb,5\n")
     out = _agreement_json(capsys, *argv)
     assert (out["scale"], out["scale_origin"]) == ("ordinal 3..5", "inferred from the scores")
+
+
+def test_the_threshold_notes_speak_the_scales_own_scores(tmp_path, capsys):
+    """--scale 1-5 --threshold 3: the header says "failure = score < 3" and the notes said
+    "index 2" (the threshold's place among the scores); they say "below 3" and "the threshold
+    3" now. The figures are scikit-learn's on the scores cut at 3."""
+    from sklearn.metrics import precision_score, recall_score
+
+    ref, judge = [1, 4, 5, 2, 3], [3, 4, 5, 4, 3]  # the judge flags no failure
+    r, c = tmp_path / "r.csv", tmp_path / "c.csv"
+    r.write_text("id,score\n" + "".join(f"i{k},{s}\n" for k, s in enumerate(ref)))
+    c.write_text("id,score\n" + "".join(f"i{k},{s}\n" for k, s in enumerate(judge)))
+    argv = [str(r), str(c), "--id-column", "id", "--score-column", "score", "--scale", "1-5"]
+    m = _agreement_json(capsys, *argv, "--threshold", "3")["metrics"]
+    failed, flagged = np.array(ref) < 3, np.array(judge) < 3
+    assert m["failure_incidence"]["value"] == recall_score(failed, flagged) == 0.0
+    assert m["failure_precision"]["value"] == precision_score(failed, flagged, zero_division=0)
+    assert m["kappa_binary"]["value"] is None  # the judge put every item on one side
+    notes = [v["note"] for v in m.values() if v["note"]]
+    assert "the judge flagged no failure (below 3)" in m["failure_precision"]["note"]
+    assert "on the same side of the threshold 3" in m["kappa_binary"]["note"]
+    assert not any("index" in n for n in notes), notes
