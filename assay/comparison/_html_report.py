@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from assay.comparison._report import group_line
 from assay.metrics import fmt
 from assay.report import Block, Items, Report, Row, Table, images, load_json, number
 
@@ -60,18 +61,9 @@ def build_report(run_dir: Path) -> Report:
 
 
 def _facts(c: dict[str, Any]) -> list[tuple[str, str]]:
-    g = c.get("group")
     return [
         ("runs compared", str(len(c.get("leaderboard") or []))),
-        (
-            "group",
-            (
-                f"the same {g.get('measured_on')} (items {g.get('items')}) · scale {g.get('scale')}"
-                + (f" · probes {g['probes']}" if g.get("probes") else "")
-            )
-            if g
-            else "forced across item sets/scales: not comparable, n per row",
-        ),
+        ("group", group_line(c).replace("`", "")),
         ("tracking", str(c.get("tracking_uri"))),
         *(("note", n) for n in c.get("notes") or []),
     ]

@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from assay.comparison._results import Comparison
 from assay.metrics import direction, fmt
+
+
+def group_line(result: dict[str, Any]) -> str:
+    """What the compared runs were measured on, as the leaderboard's header says it: "the same
+    40 items" only where every run's figure is over them all, else that they were given the
+    same items and the figure's n is each run's own."""
+    g = result["group"]
+    if not g:
+        return "forced across item sets/scales: not comparable, n per row"
+    if result.get("same_items", True):
+        items = f"the same {g['measured_on']} (items `{g['items']}`)"
+    else:
+        items = (
+            f"given the same {g['measured_on']} (items `{g['items']}`), {result['metric']} not "
+            "over the same ones: n per row"
+        )
+    return f"{items} · scale {g['scale']}" + (f" · probes `{g['probes']}`" if g["probes"] else "")
 
 
 def render_markdown(comparison: Comparison) -> str:
@@ -11,12 +30,7 @@ def render_markdown(comparison: Comparison) -> str:
     result = comparison.model_dump()
     metric = result["metric"]
     g = result["group"]
-    where = (
-        f"the same {g['measured_on']} (items `{g['items']}`) · scale {g['scale']}"
-        + (f" · probes `{g['probes']}`" if g["probes"] else "")
-        if g
-        else "forced across item sets/scales: not comparable, n per row"
-    )
+    where = group_line(result)
     lines = [
         f"## Leaderboard — {metric} ({direction(metric)})",
         "",

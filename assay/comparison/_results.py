@@ -31,8 +31,10 @@ class LeaderboardRow(_Model):
     metric: str
     value: float | None
     worst_of: str | None  # worst_test_rate: the test metric that is the minimum
-    n: int | None  # the metric's own n when logged (failure precision: the flagged), else the
-    # items (harness: probes) the judge was measured on
+    n: int | None  # what the metric is over, as the run recorded it (failure precision: the
+    # flagged failures; κ: the pairs scored on both sides); None where it recorded none
+    n_items: int | None = None  # the items it was given (harness: probes)
+    n_paired: int | None = None  # an evaluate run's items scored on both sides
     measured_on: str
     items: str
     ci_low: float | None
@@ -81,6 +83,9 @@ class Comparison(_Model):
     metric: str
     forced: bool
     group: Group | None
+    # whether every run's figure is over the same items (each scored every item it was given,
+    # the same n): what the header may claim
+    same_items: bool = True
     leaderboard: list[LeaderboardRow]
     differences: Differences
     left_out: list[LeftOut]

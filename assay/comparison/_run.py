@@ -27,7 +27,14 @@ from assay.comparison._select import (
     notes,
     select,
 )
-from assay.comparison._tables import differences, leaderboard, metric_value, paid_note
+from assay.comparison._tables import (
+    differences,
+    leaderboard,
+    metric_value,
+    n_note,
+    paid_note,
+    same_items,
+)
 from assay.errors import RunError
 from assay.runs import open_store
 
@@ -76,10 +83,14 @@ def compare(
         "metric": metric,
         "forced": force,
         "group": group_of(compared, key),
+        "same_items": same_items(rows),
         "leaderboard": rows,
         "differences": differences(compared, [r.run_id for r in rows]),
         "left_out": left_out,
-        "notes": notes(compared, metric) + paid_note(rows) + no_width_note(rows, metric),
+        "notes": notes(compared, metric)
+        + n_note(rows, metric)
+        + paid_note(rows)
+        + no_width_note(rows, metric),
         "plots": {},
         "comparison_run_id": None,
     }

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from assay.comparison._results import Differences, LeaderboardRow
-from assay.comparison._select import WORST_TEST, item_set, measured_on
+from assay.comparison._select import WORST_TEST, item_set, kind_of, measured_on
 from assay.metrics import goodness
 
 # Judge params shown first in the differences table, in this order; the rest follow by name.
@@ -116,6 +116,34 @@ def pareto_front(points: list[tuple[float | None, float | None]]) -> list:
     return out
 
 
+PAIRED = (
+    "kappa_categorical",
+    "kappa_linear",
+    "kappa_quadratic",
+    "kappa_binary",
+    "balanced_accuracy",
+    "ccc",
+    "pearson",
+    "spearman",
+    "mae",
+)
+"""The agreement metrics that are over every pair scored on both sides (``n_paired``): what
+an evaluate run logged before it logged each metric's own ``<metric>_n``."""
+
+
+def metric_n(run, metric: str, worst: tuple[float, str] | None = None) -> int | None:
+    """What ``metric`` of ``run`` is over, as the run recorded it: its own ``<metric>_n`` (a
+    rate's denominator — failure precision's the flagged failures —, a κ's pairs), else, for
+    an agreement metric of a run logged before it recorded that, the pairs it scored on both
+    sides (``n_paired``); None when the run recorded neither — never the items it was given,
+    of which an unscored item is no part."""
+    m = run.data.metrics
+    own = _num(m, f"{worst[1] if worst else metric}_n")
+    if own is None and metric in PAIRED and kind_of(run) == "agreement":
+        own = _num(m, "n_paired")
+    return None if own is None else int(own)
+
+
 def leaderboard(runs: list, metric: str) -> list[LeaderboardRow]:
     """One row per judge run, best first (ties: cheaper first, then the earlier run)."""
     labels = labels_of(runs)
@@ -123,9 +151,9 @@ def leaderboard(runs: list, metric: str) -> list[LeaderboardRow]:
     for r in runs:
         m, t, p = r.data.metrics, r.data.tags, _judge_params(r)
         worst = worst_test(m) if metric == WORST_TEST else None
-        # the metric's own n (failure precision: the failures flagged), else the items'
-        own = _num(m, f"{worst[1] if worst else metric}_n")
-        n = own if own is not None else t.get("assay.n_items") or m.get("n_items")
+        n_items, n_paired = _num(m, "n_items"), _num(m, "n_paired")
+        if n_items is None and str(t.get("assay.n_items", "")).isdigit():
+            n_items = float(t["assay.n_items"])
         rows.append(
             {
                 "run_id": r.info.run_id,
@@ -136,7 +164,9 @@ def leaderboard(runs: list, metric: str) -> list[LeaderboardRow]:
                 "metric": metric,
                 "value": metric_value(m, metric),
                 "worst_of": worst[1] if worst else None,
-                "n": None if n is None else int(n),
+                "n": metric_n(r, metric, worst),
+                "n_items": None if n_items is None else int(n_items),
+                "n_paired": None if n_paired is None else int(n_paired),
                 "measured_on": measured_on(r),
                 "items": item_set(r),
                 "ci_low": _num(m, f"{metric}_ci_low"),
@@ -246,3 +276,37 @@ def differences(runs: list, order: list[str]) -> Differences:
         if len(set(values)) > 1:
             rows[k] = [_shown(v) for v in values]
     return Differences(runs=order, columns=[labels[rid] for rid in order], rows=rows)
+
+
+def same_items(rows: list[LeaderboardRow]) -> bool:
+    """Whether every row's figure is over the same items: each run scored every item it was
+    given (``n_paired`` = ``n_items``, where it recorded them) and every figure's n is
+    recorded and the same."""
+    ns = {r.n for r in rows}
+    dropped = any(
+        r.n_paired is not None and r.n_items is not None and r.n_paired < r.n_items for r in rows
+    )
+    return len(ns) == 1 and None not in ns and not dropped
+
+
+def n_note(rows: list[LeaderboardRow], metric: str) -> list[str]:
+    """What the report says when the rows' figures are not over the same items: the runs
+    whose figures leave out items they were given (unscored, or without a reference), each
+    with how many it scored — a judge that could not parse half the items is ranked on the
+    other half — and those that recorded no n for the metric."""
+    if same_items(rows):
+        return []
+    why = []
+    for r in rows:
+        if r.n_paired is not None and r.n_items is not None and r.n_paired < r.n_items:
+            why.append(
+                f"{r.name} scored {r.n_paired} of its {r.n_items} items on both sides (judged, "
+                f"with a reference): its figures leave the other {r.n_items - r.n_paired} out"
+            )
+    unknown = [r.name for r in rows if r.n is None]
+    if unknown:
+        why.append(f"{', '.join(unknown)} recorded no n for {metric}")
+    return [
+        f"{metric} is not over the same items in every run (n is each run's own)"
+        + (f": {'; '.join(why)}" if why else "")
+    ]

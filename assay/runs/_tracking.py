@@ -107,9 +107,10 @@ def flatten_metrics(value: object, prefix: str = "") -> dict[str, float]:
     """Every number in a nested result, as MLflow metrics.
 
     A metric with an interval (``{value, ci_low, ci_high, ...}``) gives ``name``,
-    ``name_ci_low`` and ``name_ci_high`` (a rate also ``name_count`` and ``name_n``, its
-    numerator and denominator); nested mappings join their keys with ``.`` (after a
-    ``prefix`` ending in ``_`` or ``.``, directly); nan, booleans, text and lists are left out.
+    ``name_ci_low`` and ``name_ci_high``, and ``name_n``, what it is over (a rate's
+    denominator; a κ's items scored on both sides), and a rate also ``name_count``, its
+    numerator; nested mappings join their keys with ``.`` (after a ``prefix`` ending in ``_``
+    or ``.``, directly); nan, booleans, text and lists are left out.
     """
     out: dict[str, float] = {}
 
@@ -119,9 +120,9 @@ def flatten_metrics(value: object, prefix: str = "") -> dict[str, float]:
     def put(name: str, v: Any) -> None:
         v = _plain(v)
         if _is_metric_value(v):
-            keys = [("value", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high")]
-            if v.get("count") is not None:  # a rate: its numerator and denominator too
-                keys += [("count", "_count"), ("n", "_n")]
+            keys = [("value", ""), ("ci_low", "_ci_low"), ("ci_high", "_ci_high"), ("n", "_n")]
+            if v.get("count") is not None:  # a rate: its numerator too
+                keys += [("count", "_count")]
             for key, suffix in keys:
                 x = v.get(key)
                 if isinstance(x, int | float) and not isinstance(x, bool) and x == x:

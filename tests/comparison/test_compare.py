@@ -424,26 +424,30 @@ def test_runs_at_another_failure_threshold_are_left_out_and_n_is_the_metrics_own
 
 def test_runs_logged_without_an_item_fingerprint_stand_in_a_labelled_group(store):
     """Runs an older assay logged (a data tag, no ``assay.items``) are compared only with runs
-    of the same data tag and split, under a label that says so; n comes from their counts."""
+    of the same data tag and split, under a label that says so; a κ's n comes from their
+    counts of the pairs scored on both sides (``n_paired``: they logged no ``kappa_*_n``), not
+    from the items they were given."""
     import mlflow
 
     client = mlflow.MlflowClient(tracking_uri=store["uri"])
     exp = client.create_experiment("legacy")
     old = {"assay.command": "evaluate", "assay.data": "0123abcd", "assay.scale": "binary"}
 
-    def logged(name: str, kappa: float, n: int, **tags) -> str:
+    def logged(name: str, kappa: float, n: int, paired: int, **tags) -> str:
         run = client.create_run(exp, run_name=name, tags={**old, **tags})
         client.log_metric(run.info.run_id, "kappa_categorical", kappa)
         client.log_metric(run.info.run_id, "n_items", n)
+        client.log_metric(run.info.run_id, "n_paired", paired)
         client.set_terminated(run.info.run_id)
         return run.info.run_id
 
-    a, b = logged("old-a", 0.4, 60), logged("old-b", 0.6, 60)
+    a, b = logged("old-a", 0.4, 60, 60), logged("old-b", 0.6, 60, 52)
     child = logged(
-        "old-opt/optimized", 0.9, 15, **{"assay.command": "optimize", "assay.split": "test"}
+        "old-opt/optimized", 0.9, 15, 15, **{"assay.command": "optimize", "assay.split": "test"}
     )
     res = compare(["legacy"], tracking_uri=store["uri"], log=False).model_dump()
-    assert [(r["run_id"], r["n"]) for r in res["leaderboard"]] == [(b, 60), (a, 60)]
+    assert [(r["run_id"], r["n"]) for r in res["leaderboard"]] == [(b, 52), (a, 60)]
+    assert not res["same_items"] and "old-b scored 52 of its 60 items" in res["notes"][0]
     assert res["group"]["items"] == "no item fingerprint: data 0123abcd"
     (left,) = res["left_out"]
     assert left["run_id"] == child
@@ -528,3 +532,100 @@ def test_cli_reads_the_env_uri_and_prints_markdown_or_json(store, tmp_path, monk
     assert (tmp_path / "o" / "comparison.json").exists()
     with pytest.raises(ConfigError, match="--tag oops"):
         cli(["--tag", "oops", *ids])
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory) -> dict:
+    """Three judges run through the command line on the same 40 items, logged to one store: B
+    wrong on item 4, C unparseable ("no idea") on items 21..39, B50 as B at
+    bootstrap.confidence 0.5; their metrics.json by run name."""
+    from assay.cli import main
+
+    root = tmp_path_factory.mktemp("judged")
+    n = 40
+    truth = ["True" if i % 2 else "False" for i in range(n)]
+    (root / "items.csv").write_text(
+        "id,request,response,expected\n"
+        + "".join(f"x{i},Question ITEM{i}?,Answer {i}.,{t}\n" for i, t in enumerate(truth))
+    )
+    flip = {"True": "False", "False": "True"}
+    says = {
+        "B": [flip[t] if i == 4 else t for i, t in enumerate(truth)],
+        "C": [t if i < 21 else None for i, t in enumerate(truth)],  # None: "no idea"
+    }
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        for name, who, level in (("B", "B", 0.95), ("C", "C", 0.95), ("B50", "B", 0.5)):
+            rules = [
+                {"match": f"ITEM{i}?", "output": {"verdict": v} if v else "no idea"}
+                for i, v in enumerate(says[who])
+            ]
+            (root / f"{name}.json").write_text(json.dumps({"rules": rules}))
+            config = {
+                "name": f"run{name}",
+                "data": {"path": "items.csv", "columns": {"id": "id"}},
+                "judge": {
+                    "name": f"judge{name}",
+                    "model": f"scripted:{name}.json",
+                    "rubric": "r",
+                    "scale": SCALE,
+                },
+                "bootstrap": {"confidence": level},
+                "tracking": {"uri": uri},
+            }
+            (root / f"{name}.yaml").write_text(json.dumps(config))
+            main(["evaluate", str(root / f"{name}.yaml"), "--quiet"])
+    ran = {
+        d.name.split("-")[0]: json.loads((d / "metrics.json").read_text())["metrics"]
+        for d in (root / "runs").iterdir()
+    }
+    return {"uri": uri, "truth": truth, "says": says, "ran": ran}
+
+
+def _compare(capsys, judged: dict, *args: str) -> str:
+    from assay.cli import main
+
+    capsys.readouterr()
+    assert main(["compare", "--no-log", "--tracking-uri", judged["uri"], *args]) == 0
+    return capsys.readouterr().out
+
+
+def _rows(capsys, judged: dict, *args: str) -> tuple[dict, dict]:
+    out = json.loads(_compare(capsys, judged, "--json", *args))
+    return out, {r["name"]: r for r in out["leaderboard"]}
+
+
+def test_each_rows_n_is_what_its_metric_is_over_not_the_items_it_was_given(judged, capsys):
+    """C, unparseable on 19 of the 40 items, ranked first on κ 1.000 with "n 40" under a
+    header saying "the same 40 items", while its own metrics.json has κ over 21 (ranked by
+    accuracy it showed 21, by balanced accuracy 40 again). Each row's n is now what its metric
+    is over — scikit-learn's κ and balanced accuracy on exactly those pairs — and the header
+    says the runs were given the same items, not that their figures are over them."""
+    from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
+
+    truth, says, ran = judged["truth"], judged["says"], judged["ran"]
+    scored = [i for i, v in enumerate(says["C"]) if v is not None]
+    out, rows = _rows(capsys, judged)
+    assert rows["runC"]["n"] == len(scored) == ran["runC"]["kappa_categorical"]["n"] == 21
+    assert rows["runC"]["value"] == cohen_kappa_score(
+        [truth[i] for i in scored], [says["C"][i] for i in scored]
+    )
+    assert rows["runB"]["n"] == rows["runB50"]["n"] == 40
+    assert rows["runB"]["value"] == pytest.approx(cohen_kappa_score(truth, says["B"]))
+    assert out["same_items"] is False
+
+    for metric in ("accuracy", "balanced_accuracy"):
+        _, rows = _rows(capsys, judged, "--metric", metric)
+        assert rows["runC"]["n"] == 21 and rows["runB"]["n"] == 40, metric
+    assert rows["runB"]["value"] == pytest.approx(balanced_accuracy_score(truth, says["B"]))
+
+    text = _compare(capsys, judged)
+    assert "runs · the same 40 items" not in text
+    assert "given the same 40 items" in text and "kappa_categorical not over the same ones" in text
+    assert "runC scored 21 of its 40 items on both sides" in text
+    assert "| 1 | runC | 21 |" in text
+
+    both_scored = [rows["runB"]["run_id"], rows["runB50"]["run_id"]]
+    text = _compare(capsys, judged, *both_scored)
+    assert "runs · the same 40 items" in text and "not over the same" not in text
