@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assay.comparison._report import group_line
+from assay.comparison._report import ci_heading, group_line, row_ci
 from assay.metrics import fmt
 from assay.report import Block, Items, Report, Row, Table, images, load_json, number
 
@@ -49,13 +49,13 @@ def build_report(run_dir: Path) -> Report:
             ("run", "text"),
             ("n", "num"),
             ("model", "text"),
-            (f"{metric} [CI]", "num"),
+            (f"{metric} {ci_heading(c)}", "num"),
             ("accuracy", "num"),
             ("USD", "num"),
             ("USD per accuracy point", "num"),
             ("Pareto", "text"),
         ],
-        [_leaderboard_row(row, d) for row in c.get("leaderboard") or []],
+        [_leaderboard_row(row, d, c) for row in c.get("leaderboard") or []],
     )
     return r
 
@@ -69,15 +69,12 @@ def _facts(c: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def _leaderboard_row(row: dict[str, Any], d: dict[str, Any]) -> Row:
-    """One ranked run: its metric with the interval, accuracy, cost and place on the Pareto
-    front; expands to the run's record and its params that differ from the others'."""
+def _leaderboard_row(row: dict[str, Any], d: dict[str, Any], c: dict[str, Any]) -> Row:
+    """One ranked run: its metric with the interval (and its level, where the rows' differ),
+    accuracy, cost and place on the Pareto front; expands to the run's record and its params
+    that differ from the others'."""
     columns = d.get("columns") or []
-    ci = (
-        f" [{fmt(row.get('ci_low'))}, {fmt(row.get('ci_high'))}]"
-        if row.get("ci_low") is not None
-        else ""
-    )
+    ci = row_ci({"ci_low": None, "ci_high": None, **row}, c)
     params = "\n".join(
         f"{k}: {v[columns.index(row.get('name'))] if row.get('name') in columns else ''}"
         for k, v in (d.get("rows") or {}).items()

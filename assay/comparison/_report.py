@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.comparison._results import Comparison
+from assay.comparison._tables import level_text
 from assay.metrics import direction, fmt
 
 
@@ -25,6 +26,21 @@ def group_line(result: dict[str, Any]) -> str:
     return f"{items} · scale {g['scale']}" + (f" · probes `{g['probes']}`" if g["probes"] else "")
 
 
+def ci_heading(result: dict[str, Any]) -> str:
+    """The heading of the interval column: its level where every row shares one, else each
+    row shows its own."""
+    level = result.get("ci_level")
+    return f"[{level_text(level)} CI]" if level is not None else "[CI, level]"
+
+
+def row_ci(row: dict[str, Any], result: dict[str, Any]) -> str:
+    """A row's interval, with its level where the rows do not share one."""
+    if row["ci_low"] is None:
+        return ""
+    level = "" if result.get("ci_level") is not None else f" {level_text(row.get('ci_level'))}"
+    return f" [{fmt(row['ci_low'])}, {fmt(row['ci_high'])}]{level}"
+
+
 def render_markdown(comparison: Comparison) -> str:
     """The comparison as Markdown: leaderboard, differences, runs left out, where files went."""
     result = comparison.model_dump()
@@ -38,13 +54,14 @@ def render_markdown(comparison: Comparison) -> str:
         "",
         *[f"Note: {n}." for n in result["notes"]],
         *([""] if result["notes"] else []),
-        f"| # | run | n |{'' if g else ' items · scale |'} model | {metric} [CI] | accuracy "
+        f"| # | run | n |{'' if g else ' items · scale |'} model | {metric} {ci_heading(result)} "
+        "| accuracy "
         "| cost USD | USD per accuracy point | Pareto | program | adapter | temp. | rubric "
         "| optimized | config | run id |",
         "|---" * (16 if g else 17) + "|",
     ]
     for r in result["leaderboard"]:
-        ci = f" [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]" if r["ci_low"] is not None else ""
+        ci = row_ci(r, result)
         data = "" if g else f" {r['measured_on']} `{r['items']}` · {r['scale']} |"
         worst = f" ({r['worst_of']})" if r["worst_of"] else ""
         n = "—" if r["n"] is None else r["n"]

@@ -39,6 +39,7 @@ class LeaderboardRow(_Model):
     items: str
     ci_low: float | None
     ci_high: float | None
+    ci_level: float | None = None  # the interval's confidence level (None: not recorded)
     accuracy: float | None
     cost_usd: float | None
     cost_per_accuracy_point_usd: float | None
@@ -86,6 +87,9 @@ class Comparison(_Model):
     # whether every run's figure is over the same items (each scored every item it was given,
     # the same n): what the header may claim
     same_items: bool = True
+    # the confidence level of every interval shown, when they share one (None: they do not,
+    # or one is not recorded — each row has its own ``ci_level``)
+    ci_level: float | None = None
     leaderboard: list[LeaderboardRow]
     differences: Differences
     left_out: list[LeftOut]

@@ -30,10 +30,12 @@ from assay.comparison._select import (
 from assay.comparison._tables import (
     differences,
     leaderboard,
+    level_note,
     metric_value,
     n_note,
     paid_note,
     same_items,
+    shared_level,
 )
 from assay.errors import RunError
 from assay.runs import open_store
@@ -84,11 +86,13 @@ def compare(
         "forced": force,
         "group": group_of(compared, key),
         "same_items": same_items(rows),
+        "ci_level": shared_level(rows),
         "leaderboard": rows,
         "differences": differences(compared, [r.run_id for r in rows]),
         "left_out": left_out,
         "notes": notes(compared, metric)
         + n_note(rows, metric)
+        + level_note(rows, metric)
         + paid_note(rows)
         + no_width_note(rows, metric),
         "plots": {},

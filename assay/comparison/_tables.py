@@ -11,6 +11,7 @@ from typing import Any
 from assay.comparison._results import Differences, LeaderboardRow
 from assay.comparison._select import WORST_TEST, item_set, kind_of, measured_on
 from assay.metrics import goodness
+from assay.runs import CONFIDENCE_TAG
 
 # Judge params shown first in the differences table, in this order; the rest follow by name.
 _PARAM_ORDER = (
@@ -144,6 +145,15 @@ def metric_n(run, metric: str, worst: tuple[float, str] | None = None) -> int | 
     return None if own is None else int(own)
 
 
+def ci_level(run) -> float | None:
+    """The confidence level of a run's logged intervals (``assay.confidence``); None for a run
+    logged before assay recorded it."""
+    try:
+        return float(run.data.tags[CONFIDENCE_TAG])
+    except (KeyError, ValueError):
+        return None
+
+
 def leaderboard(runs: list, metric: str) -> list[LeaderboardRow]:
     """One row per judge run, best first (ties: cheaper first, then the earlier run)."""
     labels = labels_of(runs)
@@ -171,6 +181,7 @@ def leaderboard(runs: list, metric: str) -> list[LeaderboardRow]:
                 "items": item_set(r),
                 "ci_low": _num(m, f"{metric}_ci_low"),
                 "ci_high": _num(m, f"{metric}_ci_high"),
+                "ci_level": ci_level(r),
                 "accuracy": _num(m, "accuracy"),
                 "cost_usd": _work(m, "cost_usd"),
                 "tokens": _tokens(m),
@@ -276,6 +287,37 @@ def differences(runs: list, order: list[str]) -> Differences:
         if len(set(values)) > 1:
             rows[k] = [_shown(v) for v in values]
     return Differences(runs=order, columns=[labels[rid] for rid in order], rows=rows)
+
+
+def level_text(level: float | None) -> str:
+    """A confidence level as the tables show it: ``95%``; ``level not recorded`` for a run
+    logged before assay recorded it."""
+    return "level not recorded" if level is None else f"{level * 100:g}%"
+
+
+def shared_level(rows: list[LeaderboardRow]) -> float | None:
+    """The confidence level of every row's interval, when they share one (None when they do
+    not, or one's is not recorded): only then are the intervals shown under one heading."""
+    levels = {r.ci_level for r in rows if r.ci_low is not None}
+    return next(iter(levels)) if len(levels) == 1 else None
+
+
+def level_note(rows: list[LeaderboardRow], metric: str) -> list[str]:
+    """What the report says when the rows' intervals are at different confidence levels
+    (a 50% interval is narrower than the same run's 95% one): each row shows its level, and
+    their widths do not compare."""
+    shown = [r for r in rows if r.ci_low is not None]
+    levels: dict[str, list[str]] = {}
+    for r in shown:
+        levels.setdefault(level_text(r.ci_level), []).append(r.name)
+    if len(levels) < 2:
+        return []
+    each = "; ".join(f"{lvl}: {', '.join(names)}" for lvl, names in levels.items())
+    return [
+        f"the {metric} intervals are at different confidence levels ({each}): each row shows "
+        "its own, and their widths do not compare — run the judges at one bootstrap.confidence "
+        "to compare them"
+    ]
 
 
 def same_items(rows: list[LeaderboardRow]) -> bool:

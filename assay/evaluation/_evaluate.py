@@ -35,6 +35,7 @@ from assay.runs import (
     ProgramsByAttempt,
     Run,
     TrackedRun,
+    confidence_tag,
     flatten_metrics,
     run_tasks,
     to_judge,
@@ -502,6 +503,7 @@ def _tracked(
             "assay.scale": config.judge.scale.describe(),
             "assay.judge": config.judge.name,
             **item_set_tags(items, split="all"),
+            **confidence_tag(config.bootstrap.confidence),
         },
     )
 

@@ -59,7 +59,7 @@ from assay.programs import (
     load_program_state,
     save_program,
 )
-from assay.runs import Run, RunStore, TrackedRun, flatten_metrics, now
+from assay.runs import Run, RunStore, TrackedRun, confidence_tag, flatten_metrics, now
 from assay.types import Item, Usage, stable_hash
 
 SEALED = (
@@ -413,6 +413,7 @@ def _tracked(
                     **item_set_tags(test_items, split="test", of=sum(map(len, ids.values()))),
                     "assay.scale": scale.describe(),
                     "assay.judge": f"{config.judge.name} ({phase})",
+                    **confidence_tag(config.bootstrap.confidence),
                 },
                 artifacts=[Path(out["run_dir"]) / "result.json"],
             )

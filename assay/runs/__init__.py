@@ -64,7 +64,9 @@ _WHERE = {
     "JUDGMENTS": "_store",
     "RunStore": "_store",
     "now": "_store",
+    "CONFIDENCE_TAG": "_tracking",
     "TrackedRun": "_tracking",
+    "confidence_tag": "_tracking",
     "default_tracking_uri": "_tracking",
     "flatten_metrics": "_tracking",
     "log_tracked": "_tracking",
@@ -118,7 +120,9 @@ if TYPE_CHECKING:
     from assay.runs._signed_history import HistoryKind, SignedHistory
     from assay.runs._store import JUDGMENTS, RunStore, now
     from assay.runs._tracking import (
+        CONFIDENCE_TAG,
         TrackedRun,
+        confidence_tag,
         default_tracking_uri,
         flatten_metrics,
         log_tracked,
@@ -126,6 +130,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CONFIDENCE_TAG",
     "CallSlots",
     "Execution",
     "ExecutionConfig",
@@ -154,6 +159,7 @@ __all__ = [
     "append_lines",
     "check_seal",
     "command_started",
+    "confidence_tag",
     "default_tracking_uri",
     "disconnect",
     "driver_cache",

@@ -151,6 +151,16 @@ class TrackedRun:
     late: list[Path] = field(default_factory=list)
 
 
+CONFIDENCE_TAG = "assay.confidence"
+"""The tag of a judge run's MLflow run that holds its intervals' confidence level (``0.95``):
+the bounds it logs are at that level, which ``assay compare`` shows beside them."""
+
+
+def confidence_tag(confidence: float) -> dict[str, str]:
+    """The tag of a run whose intervals are at ``confidence``."""
+    return {CONFIDENCE_TAG: f"{confidence:g}"}
+
+
 KEYS_FILE = "mlflow_keys.json"  # a logged run's key → the name it stands for, where they differ
 _KEY_LENGTH = 250
 

@@ -629,3 +629,39 @@ def test_each_rows_n_is_what_its_metric_is_over_not_the_items_it_was_given(judge
     both_scored = [rows["runB"]["run_id"], rows["runB50"]["run_id"]]
     text = _compare(capsys, judged, *both_scored)
     assert "runs · the same 40 items" in text and "not over the same" not in text
+
+
+def test_intervals_at_different_confidence_levels_show_their_level(judged, capsys):
+    """B at the default 95% and B50 at bootstrap.confidence 0.5 stood in one column as
+    "0.950 [0.839, 1.000]" and "0.950 [0.939, 1.000]" with no level, and --json carried none.
+    Each row now has its level (``ci_level``, logged by the run), the column says the rows'
+    levels differ and a note says their widths do not compare; the 50% interval shown is the
+    one scipy gives at 50%, and runs at one level share the heading "[95% CI]"."""
+    from scipy.stats import binomtest
+
+    ran = judged["ran"]
+    out, rows = _rows(capsys, judged)
+    assert [rows[r]["ci_level"] for r in ("runB", "runC", "runB50")] == [0.95, 0.95, 0.5]
+    assert out["ci_level"] is None
+    for r in ("runB", "runB50"):
+        logged = ran[r]["kappa_categorical"]
+        assert [rows[r]["ci_low"], rows[r]["ci_high"]] == pytest.approx(
+            [logged["ci_low"], logged["ci_high"]]
+        )
+
+    _, rows = _rows(capsys, judged, "--metric", "accuracy")
+    for r, level in (("runB", 0.95), ("runB50", 0.5)):
+        cp = binomtest(39, 40).proportion_ci(confidence_level=level, method="exact")
+        assert (rows[r]["ci_low"], rows[r]["ci_high"]) == pytest.approx((cp.low, cp.high))
+
+    text = _compare(capsys, judged)
+    assert "| kappa_categorical [CI, level] |" in text
+    assert "different confidence levels (95%: runC, runB; 50%: runB50)" in text
+    b50 = ran["runB50"]["kappa_categorical"]
+    assert f"| 0.950 [{b50['ci_low']:.3f}, {b50['ci_high']:.3f}] 50% |" in text
+
+    one_level = [rows["runB"]["run_id"], rows["runC"]["run_id"]]
+    out, _ = _rows(capsys, judged, *one_level)
+    assert out["ci_level"] == 0.95
+    text = _compare(capsys, judged, *one_level)
+    assert "| kappa_categorical [95% CI] |" in text and "confidence levels" not in text

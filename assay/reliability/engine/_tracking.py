@@ -10,7 +10,7 @@ from assay.inputs import item_set_tags
 from assay.reliability._results import HarnessSummary, JudgeReliability, PlaceboScores
 from assay.reliability.engine._judging import judgment_file
 from assay.reliability.scoring import get_scoring, kind_of
-from assay.runs import TrackedRun, flatten_metrics
+from assay.runs import TrackedRun, confidence_tag, flatten_metrics
 from assay.types import Item
 
 # every test's envelope; what its scoring kind adds is the kind's ``tracked``
@@ -103,6 +103,7 @@ def harness_tracked(
         "assay.probes": run_dir.name,
         "assay.scale": config.scale.describe(),
         **item_set_tags(judged, split="probes", of=summary.seeds),
+        **confidence_tag(config.bootstrap.confidence),
     }
     params = {
         "data.path": config.data.path,
