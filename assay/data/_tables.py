@@ -282,5 +282,8 @@ def _expected(
         return scale.coerce(value) if scale is not None else as_int_label(value)
     except ValueError as exc:
         item = f"item {quoted(item_id)}: " if item_id is not None else ""
-        hint = "" if scale is not None else " (pass a scale to read labels)"
+        hint = "" if scale is not None else " (pass a scale to read labels"
+        if scale is None:
+            word = str(value).strip().lower() if isinstance(value, str | bool) else ""
+            hint += ", e.g. --scale binary)" if word in ("true", "false") else ")"
         raise DataError(f"{item}{exc}{hint}", path=origin, row=row_no, field=column) from None
