@@ -171,6 +171,11 @@ class StubServer:
     ``verdict_probs(request)`` → ``{verdict text: probability}`` (or ``None``): a request with
     ``logprobs: true`` gets the answer's token logprobs, its verdict token with those
     alternatives (:func:`verdict_token_logprobs`); without it ``logprobs`` is ``null``.
+
+    ``usage(counted, request)`` → the ``usage`` object an answer carries, given the one counted
+    above: another one (``prompt_tokens_details.cached_tokens``, as OpenAI reports its prompt
+    caching), or ``None`` for an answer with no ``usage`` at all, as some servers send.
+    ``responses`` holds each completion as sent.
     """
 
     def __init__(
@@ -185,6 +190,7 @@ class StubServer:
         verdict_probs: VerdictProbs | None = None,
         port: int = 0,
         echo_key: bool = False,
+        usage: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any] | None] | None = None,
     ):
         self.latency_s = latency_s
         self._port = port  # 0: an ephemeral port (``port``: a fixed one, for a script)
@@ -195,6 +201,7 @@ class StubServer:
         self.retry_after = retry_after
         self.model = model
         self.echo_key = echo_key
+        self.usage = usage
         self.requests: list[dict[str, Any]] = []  # bodies in arrival order (failed ones too)
         self.responses: list[dict[str, Any]] = []  # the completions it sent (with their usage)
         self.statuses: list[int] = []  # the HTTP status each request got, in arrival order
@@ -310,8 +317,11 @@ class StubServer:
             "choices": [
                 {"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}
             ],
-            "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
         }
+        counted = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+        reported = counted if self.usage is None else self.usage(counted, body)
+        if reported is not None:
+            completion["usage"] = reported
         with self._lock:
             self.responses.append(completion)
         return completion
