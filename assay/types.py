@@ -51,6 +51,8 @@ __all__ = [
     "spend_line",
     "stable_hash",
     "with_work",
+    "tokens_and_cost",
+    "usd",
     "work_line",
 ]
 
@@ -237,8 +239,9 @@ class Usage(BaseModel):
     cost_usd: float = 0.0
     calls: int = 0
     unpriced_calls: int = 0  # calls of a model with no known price (not counted in cost_usd)
-    # answered calls whose tokens the client never reported (an MLflow judge's unparseable
-    # answer: MLflow raises without its usage) — in ``calls``, not in the tokens or cost_usd
+    # answered calls whose tokens were never reported (a server answer without ``usage``, an
+    # MLflow judge's unparseable answer: MLflow raises without its usage) — in ``calls``, not in
+    # the tokens or cost_usd: their cost is unknown (known_cost() is None), not 0
     untallied_calls: int = 0
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
@@ -359,17 +362,15 @@ def spend_line(spend: Spend | None) -> str:
         )
     n, p = spend.paid_not_used, spend.paid
     line = (
-        f"paid, not used: {n.calls} calls · tokens {n.prompt_tokens}+{n.completion_tokens} · "
-        f"cost ${n.cost_usd:.6f} (results replaced by a retry or by the same work at another "
-        "price, answers a stopped run kept in no result: a resume may take those from the LM "
-        f"cache) · paid in all: {p.calls} calls · "
-        f"tokens {p.prompt_tokens}+"
-        f"{p.completion_tokens} · cost ${p.cost_usd:.6f}"
+        f"paid, not used: {n.calls} calls · {tokens_and_cost(n)} (results replaced by a retry or "
+        "by the same work at another price, answers a stopped run kept in no result: a resume "
+        f"may take those from the LM cache) · paid in all: {p.calls} calls · {tokens_and_cost(p)}"
     )
     if p.untallied_calls:
         line += (
             f" · {p.untallied_calls} of these calls with no token count (an MLflow judge's "
-            "unparseable answer: MLflow does not report its usage; not in the tokens or cost)"
+            "unparseable answer, which MLflow reports without its usage, or an answer the "
+            "server sent without usage: answered, so paid, at a cost not known)"
         )
     if spend.failed_attempts:
         line += (
@@ -379,13 +380,36 @@ def spend_line(spend: Spend | None) -> str:
     return line
 
 
+def tokens_and_cost(usage: Usage) -> str:
+    """The tokens and cost of ``usage``'s answers as a line says them. Answers whose tokens
+    were never reported (``untallied_calls``) are not in the figures and are said apart — their
+    cost is unknown, never $0: ``tokens 800+70 · cost $0.000870 · tokens and cost unknown for
+    2 answers without token counts``, or only the last part when no answer had a count."""
+    n = usage.untallied_calls
+    unknown = f"tokens and cost unknown for {n} answer{'s' if n != 1 else ''} without token counts"
+    if n and n >= usage.calls:
+        return unknown
+    known = f"tokens {usage.prompt_tokens}+{usage.completion_tokens} · cost ${usage.cost_usd:.6f}"
+    return f"{known} · {unknown}" if n else known
+
+
+def usd(usage: Usage, sign: str = "") -> str:
+    """``usage``'s cost in USD as a table cell (``sign="$"``: a sentence) says it: ``0.000870``;
+    with answers whose tokens were never reported, ``0.000870 + unknown (2 answers without
+    token counts)``, or ``unknown (10 answers without token counts)`` when no answer had a
+    count — never 0 for answers whose cost is not known."""
+    n = usage.untallied_calls
+    known = f"{sign}{usage.cost_usd:.6f}"
+    if not n:
+        return known
+    unknown = f"unknown ({n} answer{'s' if n != 1 else ''} without token counts)"
+    return unknown if n >= usage.calls else f"{known} + {unknown}"
+
+
 def work_line(usage: Usage) -> str:
     """The cost of the work of ``usage`` on one line, and how much of it the LM cache gave."""
     w = usage.work()
-    line = (
-        f"cost of the work: {w.calls} LM answers · tokens {w.prompt_tokens}+"
-        f"{w.completion_tokens} · cost ${w.cost_usd:.6f}"
-    )
+    line = f"cost of the work: {w.calls} LM answers · {tokens_and_cost(w)}"
     if usage.cached_calls:
         line += (
             f" ({usage.calls} answered by the server for these results, {usage.cached_calls} "

@@ -187,6 +187,7 @@ def leaderboard(runs: list, metric: str) -> list[LeaderboardRow]:
                 "tokens": _tokens(m),
                 "calls": _work(m, "calls"),
                 "unpriced_calls": _work(m, "unpriced_calls"),
+                "untallied_calls": _work(m, "untallied_calls"),
                 "cost_per_accuracy_point_usd": _num(m, "cost_per_accuracy_point_usd"),
                 "model": p.get("model", ""),
                 "program": p.get("program", ""),
@@ -205,7 +206,7 @@ def leaderboard(runs: list, metric: str) -> list[LeaderboardRow]:
     for row in rows:
         row["paid_in"] = paid_in
         row["paid"] = row["cost_usd"] if paid_in == "usd" else row[paid_in]
-        for key in ("tokens", "calls", "unpriced_calls"):
+        for key in ("tokens", "calls", "unpriced_calls", "untallied_calls"):
             del row[key]
     inf = math.inf
 
@@ -239,10 +240,14 @@ def paid_axis(rows: list[dict[str, Any]]) -> str:
     no judge look cheaper): ``usd`` when some run cost USD and every run's answers had a
     price; otherwise ``tokens``
     (local or unpriced models cost 0 USD, which would tie every judge at cost 0), or ``calls``
-    where no tokens were counted."""
+    where no tokens were counted — or where some answers' tokens were never reported (a server
+    that sends no usage): their USD and tokens are unknown, and would make that judge look
+    cheap."""
+    untallied = any(r.get("untallied_calls") for r in rows)
     if any(r["cost_usd"] for r in rows) and not any(r["unpriced_calls"] for r in rows):
-        return "usd"
-    if any(r["tokens"] for r in rows):
+        if not untallied:
+            return "usd"
+    if any(r["tokens"] for r in rows) and not untallied:
         return "tokens"
     return "calls"
 
@@ -255,6 +260,11 @@ def paid_note(rows: list[LeaderboardRow]) -> list[str]:
         f"the Pareto front counts each judge's cost of the work in {rows[0].paid_in}, not "
         "USD: some runs' models had no price (local or unpriced), which would tie every judge "
         "at cost 0"
+        + (
+            ", or some answers came without token counts (their tokens and cost unknown)"
+            if rows[0].paid_in == "calls"
+            else ""
+        )
     ]
 
 

@@ -10,7 +10,7 @@ from assay.emulation._html_report import FAILURE_NOTE, report_tables
 from assay.emulation._results import ToolEmuResult, ToolEmuSummary
 from assay.metrics import fmt_ci
 from assay.report import markdown
-from assay.types import spend_line
+from assay.types import spend_line, usd
 
 
 def render_report(config: Any, m: ToolEmuSummary) -> str:
@@ -70,9 +70,7 @@ def render_run_summary(config: ToolEmuRunConfig, res: ToolEmuResult) -> str:
             )
         lines.append(f"evaluator {name}: " + (" · ".join(parts) or "nothing scored"))
     u = m.usage.stages()
-    lines.append(
-        "LM calls: " + " · ".join(f"{k} {v.calls} (${v.cost_usd:.6f})" for k, v in u.items())
-    )
+    lines.append("LM calls: " + " · ".join(f"{k} {v.calls} ({usd(v, '$')})" for k, v in u.items()))
     lines.append(spend_line(m.spend))
     for c in res.crashed:
         lines.append(f"crashed: case {c.case_idx} ({c.case}): {c.error} — re-run to retry")

@@ -15,7 +15,7 @@ from assay.lm._outputs import (
     kept_nowhere,
     without_history,
 )
-from assay.lm._pricing import UNTALLIED, UsageRecords, cost_usd, usage_of_tracker
+from assay.lm._pricing import CACHED, UNTALLIED, UsageRecords, cost_usd, usage_of_tracker
 from assay.lm._redact import error_text, note_key_variable, redact
 from assay.lm._scripted import (
     ScriptedCall,
@@ -77,6 +77,7 @@ __all__ = [
     "note_key_variable",
     "redact",
     "UNTALLIED",
+    "CACHED",
     "make_adapter",
     "make_lm",
     "FAMILIES",

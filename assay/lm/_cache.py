@@ -77,13 +77,13 @@ class ScopedCache:
         return record
 
     def put(self, request: dict[str, Any], value: Any, *args: Any, **kwargs: Any) -> None:
-        """Store an answer; it is noted in the call ledger first, and its usage kept with it
-        (DSPy's cache hands a LiteLLM response back with its usage emptied)."""
+        """Store an answer; it is noted in the call ledger first — an answer the server sent
+        without usage too (a call, its tokens unknown) —, and its usage kept with it (DSPy's
+        cache hands a LiteLLM response back with its usage emptied)."""
         usage = _answer_usage(value)
-        if usage is not None:
-            note_stored(usage)
-            if not isinstance(value, dict):
-                _keep_usage(value, usage)
+        note_stored(usage or {})
+        if usage is not None and not isinstance(value, dict):
+            _keep_usage(value, usage)
         self.inner.put(self._keyed(request), value, *args, **kwargs)
 
     def cache_key(self, request: dict[str, Any], *args: Any, **kwargs: Any) -> str:

@@ -2,9 +2,11 @@
 
 A run's numbers say what its results cost (each judgment and probe carries its usage), but a
 run also pays for answers it never keeps: a result replaced by ``--retry-unscored``, calls in
-flight when the run was killed. So every answer with usage (one per HTTP 200, whatever engine
-made it: DSPy hands its usage to the usage tracker, and :class:`~assay.lm.AssayLM` passes each
-of its calls through :func:`ledger_tracker`) and every attempt answered with an error status or
+flight when the run was killed. So every answer the server served (one per HTTP 200, whatever
+engine made it: DSPy hands its usage to the usage tracker, and :class:`~assay.lm.AssayLM` passes
+each of its calls through :func:`ledger_tracker`; an answer whose usage reported no tokens is a
+call all the same, *untallied*: its tokens and cost unknown) and every attempt answered with an
+error status or
 lost in transit (the native client's retries of a 429 or a 500: no usage, not paid) goes to the
 sinks registered with :func:`record_calls` — a run's ``calls.jsonl`` — at once. An answer
 DSPy stores in its response cache is noted before the cache holds it. An answer taken from the
@@ -40,7 +42,9 @@ class CallRecord(BaseModel):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     unpriced_calls: int = 0  # calls of a model with no known price (not in cost_usd)
-    untallied_calls: int = 0  # answered calls whose tokens were never reported (see Usage)
+    # answered calls whose tokens were never reported (a server answer without usage, see
+    # Usage): a call, its tokens and cost unknown — not in prompt_tokens or cost_usd
+    untallied_calls: int = 0
     failed: str | None = None  # "HTTP 500", "no answer": an attempt with no answer to pay
     via: str | None = None  # "ray": counted from the result an actor sent back
 
@@ -94,10 +98,11 @@ class _CallTracker:
     """A DSPy usage tracker for one call of an :class:`~assay.lm.AssayLM`: what its answer
     was, handed on to the tracker of the enclosing ``dspy.track_usage`` block, if any.
 
-    - served (a usage DSPy accounts): priced and noted in the ledger — when DSPy stores the
-      answer in its response cache (:meth:`stored`), before the cache holds it, so that a kill
-      between the two never leaves a paid answer in the cache and none in the ledger; else
-      as DSPy accounts it;
+    - served (DSPy accounts its usage, tokens or none): a call, priced and noted in the ledger
+      (untallied when its usage reported no tokens) — when DSPy stores the answer in its
+      response cache (:meth:`stored`), before the cache holds it, so that a kill between the
+      two never leaves a paid answer in the cache and none in the ledger; else as DSPy
+      accounts it;
     - given by the cache (:meth:`cached`, no usage from DSPy): no call, nothing noted; the
       enclosing tracker gets the usage the server first reported for it, under ``CACHED``.
 
@@ -136,18 +141,23 @@ class _CallTracker:
         return None if self.price is None else list(self.price)
 
     def _note(self, lm: str, usage_entry: dict[str, Any]) -> None:
-        priced = priced_entry(lm, usage_entry, self.price)  # a call, as usage_of_tracker counts
-        if priced is not None and _SINKS:
-            p, c, cost = priced
-            _emit(
-                CallRecord.model_construct(  # the fields are known good: no validation per call
-                    model=lm,
-                    prompt_tokens=p,
-                    completion_tokens=c,
-                    cost_usd=cost or 0.0,
-                    unpriced_calls=int(cost is None),
-                )
+        """One answer the server served: a call, with or without its tokens (an answer whose
+        usage reported none is an untallied call — counted, its tokens and cost unknown — as
+        :func:`~assay.lm.usage_of_tracker` counts it)."""
+        if not _SINKS:
+            return
+        priced = priced_entry(lm, usage_entry, self.price)
+        if priced is None:
+            record = CallRecord.model_construct(model=lm, untallied_calls=1)
+        else:
+            record = CallRecord.model_construct(  # the fields are known good: no validation
+                model=lm,
+                prompt_tokens=priced.prompt,
+                completion_tokens=priced.completion,
+                cost_usd=priced.cost or 0.0,
+                unpriced_calls=int(priced.cost is None),
             )
+        _emit(record)
 
     def __getattr__(self, name: str) -> Any:  # anything else a tracker offers: the parent's
         parent = self.__dict__.get("parent")  # (absent while copy/pickle rebuild the object)

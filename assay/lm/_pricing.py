@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from assay.types import Usage
 
@@ -58,7 +58,8 @@ def _litellm_price(model: str) -> tuple[float, float] | None:
 
 UNTALLIED = "assay_untallied"
 """The key of a DSPy usage entry for an answered call whose tokens were never reported (see
-:attr:`assay.types.Usage.untallied_calls`): a call, with no tokens and no cost."""
+:attr:`assay.types.Usage.untallied_calls`): a call, its tokens and cost unknown. (An entry
+with no tokens is read the same way: a served answer without usage.)"""
 
 CACHED = "assay_cached"
 """The key of a DSPy usage entry for an answer the LM cache gave (no call): its value is the
@@ -82,16 +83,32 @@ def entry_price(
     return None if noted is None else (float(noted[0]), float(noted[1]))
 
 
+class Priced(NamedTuple):
+    """One answer's tokens as the server reported them, and its cost (None: no known price)."""
+
+    prompt: int
+    completion: int
+    cost: float | None
+
+
+def _count(value: object) -> int:
+    """A token count as reported (None, absent or not a number: 0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return max(int(value), 0)
+
+
 def priced_entry(
-    model: str, entry: dict[str, Any], price: tuple[float, float] | None = None
-) -> tuple[int, int, float | None] | None:
-    """``(prompt, completion, cost)`` of one DSPy usage entry — one call — or None for an
-    entry with no tokens (a cache hit: no call)."""
-    p = int(entry.get("prompt_tokens") or 0)
-    c = int(entry.get("completion_tokens") or 0)
+    model: str, entry: Mapping[str, Any], price: tuple[float, float] | None = None
+) -> Priced | None:
+    """The tokens and cost of one DSPy usage entry — one answer —, or None when its usage
+    reported no tokens: an answer all the same (a server that sends no ``usage``), whose tokens
+    and cost are unknown (an *untallied* call, never a free one)."""
+    p = _count(entry.get("prompt_tokens"))
+    c = _count(entry.get("completion_tokens"))
     if not p and not c:
         return None
-    return p, c, cost_usd(model, p, c, price)
+    return Priced(p, c, cost_usd(model, p, c, price))
 
 
 def usage_of_tracker(
@@ -101,13 +118,16 @@ def usage_of_tracker(
 ) -> Usage:
     """Tokens and cost of every LM call recorded by a ``dspy.track_usage`` tracker.
 
-    A cache hit is no call: it is counted apart, in the ``cached_*`` fields, with the usage the
-    server first reported for it (what :class:`~assay.lm.AssayLM` notes, see
-    :mod:`assay.lm._ledger`). Each answer is costed at the price of the LM that answered it
-    (:data:`PRICED_AT`, which :class:`~assay.lm.AssayLM` notes on it: a panel's members each at
-    their own, as the call ledger costs them); ``price`` (USD per million input and output
-    tokens) costs the answers of an LM that noted none, in place of LiteLLM's price map. A call
-    of a model with no known price is counted in ``unpriced_calls``, never priced at zero.
+    Every entry is an answer. One the server served is a call, whether or not its usage
+    reported tokens: without them it is counted in ``calls`` and ``untallied_calls``, its tokens
+    and cost unknown (never 0, see :meth:`~assay.types.Usage.known_cost`). A cache hit is no
+    call: it is counted apart, in the ``cached_*`` fields, with the usage the server first
+    reported for it (what :class:`~assay.lm.AssayLM` notes, see :mod:`assay.lm._ledger`). Each
+    answer is costed at the price of the LM that answered it (:data:`PRICED_AT`, which
+    :class:`~assay.lm.AssayLM` notes on it: a panel's members each at their own, as the call
+    ledger costs them); ``price`` (USD per million input and output tokens) costs the answers of
+    an LM that noted none, in place of LiteLLM's price map. A call of a model with no known
+    price is counted in ``unpriced_calls``, never priced at zero.
     ``limits`` (from :func:`~assay.lm.track_limits`) adds the time the calls waited on rate
     limits.
     """
@@ -115,13 +135,13 @@ def usage_of_tracker(
     for model, entries in tracker.usage_data.items():
         for entry in entries:
             if entry.get(UNTALLIED):
-                paid.calls, paid.untallied = paid.calls + 1, paid.untallied + 1
+                paid.add(None)
                 continue
             at = entry_price(entry, price)
             if CACHED in entry:
-                cached.add(priced_entry(model, entry[CACHED] or {}, at), answered=True)
+                cached.add(priced_entry(model, entry[CACHED] or {}, at))
             else:
-                paid.add(priced_entry(model, entry, at), answered=False)
+                paid.add(priced_entry(model, entry, at))
     return Usage(  # one model built per judgment: this runs once per LM call
         **paid.fields(""),
         **cached.fields("cached_"),
@@ -137,21 +157,16 @@ class _Tally:
         self.prompt = self.completion = self.calls = self.unpriced = self.untallied = 0
         self.cost = 0.0
 
-    def add(self, priced: tuple[int, int, float | None] | None, *, answered: bool) -> None:
-        """One entry; ``answered``: it is an answer even without tokens (a cached one whose
-        usage was not kept — untallied), where a served entry without tokens is no call."""
+    def add(self, priced: Priced | None) -> None:
+        """One answer; None: one whose tokens were never reported (untallied)."""
+        self.calls += 1
         if priced is None:
-            if answered:
-                self.calls, self.untallied = self.calls + 1, self.untallied + 1
+            self.untallied += 1
             return
-        p, c, cost = priced
-        self.prompt, self.completion, self.calls = (
-            self.prompt + p,
-            self.completion + c,
-            self.calls + 1,
-        )
-        self.cost += cost or 0.0
-        self.unpriced += cost is None
+        self.prompt += priced.prompt
+        self.completion += priced.completion
+        self.cost += priced.cost or 0.0
+        self.unpriced += priced.cost is None
 
     def fields(self, prefix: str) -> dict[str, Any]:
         return {

@@ -5,7 +5,7 @@ much the LM cache gave (no call made, priced as the server first answered it).""
 from __future__ import annotations
 
 from assay.report._model import Table
-from assay.types import Usage
+from assay.types import Usage, usd
 
 COST_COLUMNS = [
     "calls of",
@@ -29,9 +29,9 @@ def cost_table(parts: dict[str, Usage], *, title: str = "Cost", note: str = "") 
                 name,
                 w.calls,
                 f"{w.prompt_tokens}+{w.completion_tokens}",
-                f"{w.cost_usd:.6f}",
+                usd(w),
                 u.calls,
-                f"{u.cost_usd:.6f}",
+                usd(u),
                 u.cached_calls,
             ]
         )

@@ -94,7 +94,7 @@ def print_selective(result: SelectiveResult, options: RunOptions, *, json: bool)
     """The console: thresholds, each part through the cascade, the guarantee. Exit code 0;
     1 when no stage could be certified (the cascade keeps nothing), or when every judgment is
     unscored (then that, with the reasons, is the error: no threshold could be calibrated)."""
-    from assay.types import cost_lines
+    from assay.types import cost_lines, usd
 
     s = result.summary
     certified = any(t.threshold is not None for t in s.thresholds)
@@ -113,7 +113,7 @@ def print_selective(result: SelectiveResult, options: RunOptions, *, json: bool)
     for part in s.parts:
         stages = " · ".join(
             f"{c.judge}: kept {c.kept}, escalated {c.escalated}, "
-            f"${c.usage.work().cost_usd:.6f} (the work)"
+            f"{usd(c.usage.work(), '$')} (the work)"
             for c in part.stages
         )
         cov = "" if part.coverage is None else f" (coverage {part.coverage:.3f})"

@@ -71,7 +71,9 @@ def judge_one(
         usage=usage,
         latency_s=round(time.perf_counter() - start, 4),
         attempt=attempt,
-        cached=usage.calls == 0 and "error" not in result,
+        # taken whole from the LM cache: its lookups gave answers, and the server served none
+        # (an answer served without usage is a call too: never a cache hit)
+        cached=usage.cached_calls > 0 and usage.calls == 0 and "error" not in result,
     )
 
 

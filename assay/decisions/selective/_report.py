@@ -11,7 +11,7 @@ from assay.decisions.selective._results import SelectiveResult, SelectiveSummary
 from assay.decisions.selective.review import VERDICTS
 from assay.inputs import item_set_tags
 from assay.runs import SEALED, Run, TrackedRun, flatten_metrics
-from assay.types import PAID_FIELDS, Item, cost_lines
+from assay.types import PAID_FIELDS, Item, cost_lines, usd
 
 STAGE_JUDGMENTS = "judgments.*.jsonl"  # each stage's judgments file
 SEALED_FILES = (*SEALED, CALIBRATION, STAGE_JUDGMENTS, "abstained.jsonl")
@@ -182,7 +182,7 @@ def build_report(run_dir: Path) -> Any:
                 ""
                 if c.disagreements_kept is None or not c.kept
                 else f"{1 - c.disagreements_kept / c.kept:.3f}",
-                f"${c.usage.work().cost_usd:.6f} ({c.usage.work().calls} answers, "
+                f"{usd(c.usage.work(), '$')} ({c.usage.work().calls} answers, "
                 f"{c.usage.cached_calls} from the LM cache)",
             ]
             for k, c in enumerate(part.stages)

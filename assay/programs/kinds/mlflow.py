@@ -149,9 +149,10 @@ def _ask(
     if cache and dspy.cache is not None:
         hit = dspy.cache.get(request)
         if hit is not None:
-            return hit
+            _count_cached(config, hit.get(_KEPT_USAGE))
+            return {k: v for k, v in hit.items() if k != _KEPT_USAGE}
     feedback = _call(config, inputs)
-    _count(config, feedback.metadata or {})
+    usage = _count(config, feedback.metadata or {})
     if feedback.error is not None:
         message = getattr(feedback.error, "error_message", None) or str(feedback.error)
         raise JudgeCallFailed("lm_error", f"MLflow judge: {message}")
@@ -161,8 +162,23 @@ def _ask(
         "rationale": feedback.rationale,
     }
     if cache and dspy.cache is not None:
-        dspy.cache.put(request, answer)
+        dspy.cache.put(request, {**answer, _KEPT_USAGE: usage})
     return answer
+
+
+_KEPT_USAGE = "assay_usage"
+"""Where a cached MLflow answer keeps the tokens MLflow reported for it (an answer cached
+before it was kept has none: a cached answer whose tokens are unknown)."""
+
+
+def _count_cached(config: JudgeSettings, usage: dict[str, int] | None) -> None:
+    """An answer the LM cache gave: no call, counted apart in the judgment's usage (its
+    ``cached_*`` figures) with the tokens MLflow reported when it was first answered."""
+    from assay.lm import CACHED
+
+    tracker = dspy.settings.usage_tracker
+    if tracker is not None:
+        tracker.add_usage(config.model, {CACHED: usage or {}})
 
 
 def _call(config: JudgeSettings, inputs: dict[str, Any]) -> Any:
@@ -189,11 +205,12 @@ def _reason(exc: BaseException) -> Literal["parse_error", "lm_error"]:
     return "parse_error" if "parse" in str(exc).lower() else "lm_error"
 
 
-def _count(config: JudgeSettings, metadata: dict[str, Any]) -> None:
+def _count(config: JudgeSettings, metadata: dict[str, Any]) -> dict[str, int]:
     """One answered call, with its tokens as MLflow reports them, in the judgment's usage (the
     enclosing ``dspy.track_usage``) and in the run's call ledger (made by MLflow's client,
     which no assay LM saw). Without tokens — an unparseable answer MLflow raised on, or
-    metadata without them — it is an untallied call: counted, its tokens and cost unknown."""
+    metadata without them — it is an untallied call: counted, its tokens and cost unknown.
+    Returns the tokens counted (empty for an untallied call)."""
     from assay.lm import UNTALLIED, cost_usd, note_usage
 
     prompt = int(metadata.get(_INPUT_TOKENS) or 0)
@@ -203,9 +220,10 @@ def _count(config: JudgeSettings, metadata: dict[str, Any]) -> None:
         if tracker is not None:
             tracker.add_usage(config.model, {UNTALLIED: 1})
         note_usage(config.model, Usage(calls=1, untallied_calls=1), via="mlflow")
-        return
+        return {}
+    tokens = {"prompt_tokens": prompt, "completion_tokens": completion}
     if tracker is not None:
-        tracker.add_usage(config.model, {"prompt_tokens": prompt, "completion_tokens": completion})
+        tracker.add_usage(config.model, tokens)
     cost = cost_usd(config.model, prompt, completion, config.price_pair)
     usage = Usage(
         prompt_tokens=prompt,
@@ -215,6 +233,7 @@ def _count(config: JudgeSettings, metadata: dict[str, Any]) -> None:
         unpriced_calls=int(cost is None),
     )
     note_usage(config.model, usage, via="mlflow")
+    return tokens
 
 
 _JUDGES: dict[str, Any] = {}

@@ -29,7 +29,14 @@ def judge_metrics(r: JudgeReliability) -> dict[str, float]:
         tests[test] = {k: m[k] for k in keys if m.get(k) is not None}
         if scores.placebo is not None:
             tests[test]["placebo"] = placebo_metrics(scores.placebo)
-    figures = {"calls", "prompt_tokens", "completion_tokens", "cost_usd", "unpriced_calls"}
+    figures = {
+        "calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "unpriced_calls",
+        "untallied_calls",
+    }
     usage = r.usage.model_dump(include=figures | {f"cached_{k}" for k in figures})
     return {
         **flatten_metrics(tests),

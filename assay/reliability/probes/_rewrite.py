@@ -54,12 +54,9 @@ def guarded_call(
         if unscored_reason(exc) is None:
             raise
         spent = ctx.usage.get(stage, Usage())
-        used = Usage(
-            prompt_tokens=spent.prompt_tokens - before.prompt_tokens,
-            completion_tokens=spent.completion_tokens - before.completion_tokens,
-            cost_usd=spent.cost_usd - before.cost_usd,
-            calls=spent.calls - before.calls,
-        )
+        # every count the failed call added (an answer without token counts, one from the
+        # LM cache: each of them, not only the tokens and cost)
+        used = Usage(**{k: getattr(spent, k) - getattr(before, k) for k in Usage.model_fields})
         raise Failed(error_text(exc, 500), used) from None
 
 

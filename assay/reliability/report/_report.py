@@ -18,7 +18,7 @@ from assay.reliability._results import (
 )
 from assay.reliability.report._bias_report import bias_tables, samples_plot
 from assay.report import Table, cost_table, markdown
-from assay.types import Usage, cost_per_point, spend_line, work_line
+from assay.types import Usage, cost_per_point, spend_line, usd, work_line
 
 OTHER_METRICS = (
     "items",
@@ -131,15 +131,19 @@ def cost_axis(summary: HarnessSummary) -> tuple[str, dict[str, float]]:
     first answered them — a judge whose answers a warm cache gave is not cheaper for it). In
     USD when every judge's answers had a price; otherwise in tokens (local or unpriced models
     cost 0 USD, which would draw every judge at x = 0), or in answers where no tokens were
-    counted."""
+    counted or some answers' tokens were never reported (their cost unknown: a judge would
+    look cheap)."""
     work = {n: r.work for n, r in summary.judges.items() if r.mean_pass_rate is not None}
     what = "all probes and sources; cached answers priced as first answered"
-    if any(u.cost_usd > 0 for u in work.values()) and not any(
-        u.unpriced_calls for u in work.values()
+    untallied = any(u.untallied_calls for u in work.values())
+    if (
+        any(u.cost_usd > 0 for u in work.values())
+        and not any(u.unpriced_calls for u in work.values())
+        and not untallied
     ):
         return f"judge cost of the work (USD, {what})", {n: u.cost_usd for n, u in work.items()}
     tokens = {n: float(u.prompt_tokens + u.completion_tokens) for n, u in work.items()}
-    if any(tokens.values()):
+    if any(tokens.values()) and not untallied:
         return (
             f"judge cost of the work in tokens (prompt + completion, {what}; no USD price)",
             tokens,
@@ -250,7 +254,7 @@ def report_tables(summary: HarnessSummary) -> list[Table]:
                     for t, m in r.tests.items()
                 ],
                 note=f"Judge cost of the work: {w.calls} answers, {w.prompt_tokens}+"
-                f"{w.completion_tokens} tokens, ${w.cost_usd:.6f} ({u.calls} answered by the "
+                f"{w.completion_tokens} tokens, {usd(w, '$')} ({u.calls} answered by the "
                 f"server, {u.cached_calls} from the LM cache); cost per accuracy point "
                 f"{cost_per_point(r.cost_per_accuracy_point_usd, w)}; sources unscored "
                 f"{r.source_unscored}; waiting on rate limits {u.limit_wait_s:.1f} s, HTTP 429 "
