@@ -236,6 +236,11 @@ class Usage(BaseModel):
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # of ``prompt_tokens``: those the provider read from its prompt cache (OpenAI's
+    # ``prompt_tokens_details.cached_tokens``) and those it wrote to it (Anthropic's cache
+    # creation), priced at the price map's cached-input prices (see assay.lm.cost_usd)
+    prompt_cache_read_tokens: int = 0
+    prompt_cache_write_tokens: int = 0
     cost_usd: float = 0.0
     calls: int = 0
     unpriced_calls: int = 0  # calls of a model with no known price (not counted in cost_usd)
@@ -245,6 +250,8 @@ class Usage(BaseModel):
     untallied_calls: int = 0
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
+    cached_prompt_cache_read_tokens: int = 0
+    cached_prompt_cache_write_tokens: int = 0
     cached_cost_usd: float = 0.0
     cached_calls: int = 0
     cached_unpriced_calls: int = 0
@@ -302,6 +309,8 @@ PAID_FIELDS = (
     "calls",
     "prompt_tokens",
     "completion_tokens",
+    "prompt_cache_read_tokens",
+    "prompt_cache_write_tokens",
     "cost_usd",
     "unpriced_calls",
     "untallied_calls",
@@ -425,7 +434,22 @@ def work_line(usage: Usage) -> str:
             f" · {usage.cached_untallied_calls} answers from the cache whose tokens it did not "
             "keep (not in the tokens or cost)"
         )
+    if w.prompt_cache_read_tokens or w.prompt_cache_write_tokens:
+        line += f" · {_prompt_cache_note(w)}"
     return line
+
+
+def _prompt_cache_note(usage: Usage) -> str:
+    """How many of ``usage``'s prompt tokens the provider's prompt cache served (and took), and
+    how they were priced."""
+    read, write = usage.prompt_cache_read_tokens, usage.prompt_cache_write_tokens
+    parts = [f"{read} read from the provider's prompt cache"] if read else []
+    parts += [f"{write} written to it"] if write else []
+    return (
+        f"of the prompt tokens, {' and '.join(parts)}: priced at the model's cached-input "
+        "prices in LiteLLM's price map (at its input price where the map has none, or where "
+        "the config sets the price)"
+    )
 
 
 def cost_lines(usage: Usage, spend: Spend | None) -> list[str]:

@@ -22,6 +22,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from assay.lm._ledger import note_cached, note_stored
+from assay.lm._pricing import prompt_cache_tokens
 from assay.lm._spec import NOT_IN_IDENTITY, ModelSpec
 
 _SCOPE: ContextVar[str | None] = ContextVar("assay_cache_scope", default=None)
@@ -110,8 +111,25 @@ def _answer_usage(record: Any) -> dict[str, Any] | None:
     if usage is None:
         return None
     if not isinstance(usage, dict):
-        usage = {k: getattr(usage, k, None) for k in ("prompt_tokens", "completion_tokens")}
+        usage = _token_counts(usage)
     return usage or None
+
+
+def _token_counts(usage: Any) -> dict[str, Any]:
+    """What assay reads of a usage (a dict, or LiteLLM's ``Usage``): its prompt and completion
+    tokens, and the prompt tokens the provider read from or wrote to its prompt cache."""
+    if not isinstance(usage, dict):
+        usage = {
+            "prompt_tokens": getattr(usage, "prompt_tokens", None),
+            "completion_tokens": getattr(usage, "completion_tokens", None),
+            "prompt_tokens_details": getattr(usage, "prompt_tokens_details", None),
+            "cache_creation_input_tokens": getattr(usage, "cache_creation_input_tokens", None),
+        }
+    read, write = prompt_cache_tokens(usage)
+    kept = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens")}
+    if read or write:
+        kept["prompt_tokens_details"] = {"cached_tokens": read, "cache_creation_tokens": write}
+    return kept
 
 
 def _keep_usage(response: Any, usage: dict[str, Any]) -> None:
@@ -119,7 +137,7 @@ def _keep_usage(response: Any, usage: dict[str, Any]) -> None:
     params, stored and copied with it (DSPy reads its ``response_cost`` from there too)."""
     hidden = getattr(response, "_hidden_params", None)
     if isinstance(hidden, dict):
-        hidden[KEPT_USAGE] = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens")}
+        hidden[KEPT_USAGE] = _token_counts(usage)
 
 
 def _kept_usage(record: Any) -> dict[str, Any] | None:

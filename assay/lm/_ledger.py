@@ -40,6 +40,8 @@ class CallRecord(BaseModel):
     calls: int = 1
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    prompt_cache_read_tokens: int = 0  # of prompt_tokens: read from the provider's prompt cache
+    prompt_cache_write_tokens: int = 0  # of prompt_tokens: written to it
     cost_usd: float = 0.0
     unpriced_calls: int = 0  # calls of a model with no known price (not in cost_usd)
     # answered calls whose tokens were never reported (a server answer without usage, see
@@ -154,6 +156,8 @@ class _CallTracker:
                 model=lm,
                 prompt_tokens=priced.prompt,
                 completion_tokens=priced.completion,
+                prompt_cache_read_tokens=priced.cache_read,
+                prompt_cache_write_tokens=priced.cache_write,
                 cost_usd=priced.cost or 0.0,
                 unpriced_calls=int(priced.cost is None),
             )

@@ -3,6 +3,8 @@ offline copy of it: pricing never imports LiteLLM)."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -11,6 +13,8 @@ from assay.types import Usage
 
 if TYPE_CHECKING:
     from assay.lm._limits import LimitStats
+
+logger = logging.getLogger(__name__)
 
 
 class UsageRecords(Protocol):
@@ -21,21 +25,43 @@ class UsageRecords(Protocol):
 
 
 def cost_usd(
-    model: str, prompt_tokens: int, completion_tokens: int, price: tuple[float, float] | None = None
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    price: tuple[float, float] | None = None,
+    *,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
 ) -> float | None:
     """Cost of one call, or ``None`` when no price is known for ``model``.
 
     ``price`` is ``(input, output)`` USD per million tokens. ``local`` and ``scripted`` models
-    cost nothing unless a price is given.
+    cost nothing unless a price is given. ``cache_read_tokens`` / ``cache_write_tokens``: the
+    part of ``prompt_tokens`` the provider read from (wrote to) its prompt cache, priced as
+    LiteLLM prices them — at the price map's ``cache_read_input_token_cost`` /
+    ``cache_creation_input_token_cost``, at the input price where the map has none or
+    ``price`` is given (a warning says so, once per model).
     """
+    read = min(cache_read_tokens, prompt_tokens)
+    write = min(cache_write_tokens, prompt_tokens - read)
     if price is not None:
+        if read or write:
+            _fell_back(model, "the config sets its price: input and output only")
         return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1e6
     if _is_free(model):
         return 0.0
-    per_token = _litellm_price(model)
-    if per_token is None:
+    rates = _litellm_price(model)
+    if rates is None:
         return None
-    return prompt_tokens * per_token[0] + completion_tokens * per_token[1]
+    inp, out, read_rate, write_rate = rates
+    if (read and read_rate is None) or (write and write_rate is None):
+        _fell_back(model, "LiteLLM's price map has no cached-input price for it")
+    return (
+        (prompt_tokens - read - write) * inp
+        + read * (inp if read_rate is None else read_rate)
+        + write * (inp if write_rate is None else write_rate)
+        + completion_tokens * out
+    )
 
 
 def _is_free(model: str) -> bool:
@@ -43,7 +69,9 @@ def _is_free(model: str) -> bool:
 
 
 @lru_cache(maxsize=256)
-def _litellm_price(model: str) -> tuple[float, float] | None:
+def _litellm_price(model: str) -> tuple[float, float, float | None, float | None] | None:
+    """``(input, output, cache read, cache write)`` USD per token from the price map (the
+    cache prices None where the map has none), or None when it has no input or output price."""
     from dspy.clients.model_metadata import model_info
 
     provider, _, name = model.partition("/")
@@ -53,7 +81,33 @@ def _litellm_price(model: str) -> tuple[float, float] | None:
     inp, out = info.get("input_cost_per_token"), info.get("output_cost_per_token")
     if inp is None or out is None:
         return None
-    return float(inp), float(out)
+    read = info.get("cache_read_input_token_cost")
+    write = info.get("cache_creation_input_token_cost")
+    return (
+        float(inp),
+        float(out),
+        None if read is None else float(read),
+        None if write is None else float(write),
+    )
+
+
+_FELL_BACK: set[str] = set()
+_FELL_BACK_LOCK = threading.Lock()
+
+
+def _fell_back(model: str, why: str) -> None:
+    """``model``'s prompt-cache tokens were priced at its input price: said once per model and
+    process (a warning on the console)."""
+    with _FELL_BACK_LOCK:
+        if model in _FELL_BACK:
+            return
+        _FELL_BACK.add(model)
+    logger.warning(
+        "model %s: prompt tokens the provider read from (or wrote to) its prompt cache are "
+        "priced at its input price (%s)",
+        model,
+        why,
+    )
 
 
 UNTALLIED = "assay_untallied"
@@ -88,6 +142,8 @@ class Priced(NamedTuple):
 
     prompt: int
     completion: int
+    cache_read: int  # of ``prompt``: read from the provider's prompt cache
+    cache_write: int  # of ``prompt``: written to the provider's prompt cache
     cost: float | None
 
 
@@ -96,6 +152,28 @@ def _count(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
     return max(int(value), 0)
+
+
+def _detail(details: object, key: str) -> int:
+    """A count in a usage's ``prompt_tokens_details`` (a dict, or LiteLLM's object)."""
+    if isinstance(details, Mapping):
+        return _count(details.get(key))
+    return _count(getattr(details, key, None))
+
+
+def prompt_cache_tokens(entry: Mapping[str, Any]) -> tuple[int, int]:
+    """``(read, written)``: the prompt tokens of a usage entry the provider read from and wrote
+    to its prompt cache — ``prompt_tokens_details.cached_tokens`` and ``cache_creation_tokens``
+    (LiteLLM's and DSPy's names; Anthropic's ``cache_creation_input_tokens`` through LiteLLM),
+    both counted in ``prompt_tokens`` as LiteLLM and DSPy report it."""
+    details = entry.get("prompt_tokens_details")
+    read = _detail(details, "cached_tokens")
+    write = (
+        _detail(details, "cache_creation_tokens")
+        or _detail(details, "cache_write_tokens")
+        or _count(entry.get("cache_creation_input_tokens"))
+    )
+    return read, write
 
 
 def priced_entry(
@@ -108,7 +186,11 @@ def priced_entry(
     c = _count(entry.get("completion_tokens"))
     if not p and not c:
         return None
-    return Priced(p, c, cost_usd(model, p, c, price))
+    read, write = prompt_cache_tokens(entry)
+    read = min(read, p)
+    write = min(write, p - read)
+    cost = cost_usd(model, p, c, price, cache_read_tokens=read, cache_write_tokens=write)
+    return Priced(p, c, read, write, cost)
 
 
 def usage_of_tracker(
@@ -126,8 +208,9 @@ def usage_of_tracker(
     answer is costed at the price of the LM that answered it (:data:`PRICED_AT`, which
     :class:`~assay.lm.AssayLM` notes on it: a panel's members each at their own, as the call
     ledger costs them); ``price`` (USD per million input and output tokens) costs the answers of
-    an LM that noted none, in place of LiteLLM's price map. A call of a model with no known
-    price is counted in ``unpriced_calls``, never priced at zero.
+    an LM that noted none, in place of LiteLLM's price map. Prompt tokens the provider read from
+    its prompt cache are priced at the map's cached-input price (:func:`cost_usd`). A call of a
+    model with no known price is counted in ``unpriced_calls``, never priced at zero.
     ``limits`` (from :func:`~assay.lm.track_limits`) adds the time the calls waited on rate
     limits.
     """
@@ -155,6 +238,7 @@ class _Tally:
 
     def __init__(self) -> None:
         self.prompt = self.completion = self.calls = self.unpriced = self.untallied = 0
+        self.cache_read = self.cache_write = 0
         self.cost = 0.0
 
     def add(self, priced: Priced | None) -> None:
@@ -165,6 +249,8 @@ class _Tally:
             return
         self.prompt += priced.prompt
         self.completion += priced.completion
+        self.cache_read += priced.cache_read
+        self.cache_write += priced.cache_write
         self.cost += priced.cost or 0.0
         self.unpriced += priced.cost is None
 
@@ -172,6 +258,8 @@ class _Tally:
         return {
             f"{prefix}prompt_tokens": self.prompt,
             f"{prefix}completion_tokens": self.completion,
+            f"{prefix}prompt_cache_read_tokens": self.cache_read,
+            f"{prefix}prompt_cache_write_tokens": self.cache_write,
             f"{prefix}cost_usd": self.cost,
             f"{prefix}calls": self.calls,
             f"{prefix}unpriced_calls": self.unpriced,
