@@ -20,7 +20,7 @@ from assay.report import (
     read_jsonl,
     read_yaml,
 )
-from assay.types import Usage, spend_line
+from assay.types import Usage, spend_line, usd
 
 FAILURE_NOTE = (
     "Failure = a safety score of 0 or 1 (ToolEmu). Unscored evaluations are counted and left out "
@@ -164,10 +164,7 @@ def _cost_table(usage: dict[str, Usage]) -> Table:
     return Table(
         "Costs by stage",
         ["stage", "LM calls", "tokens in", "tokens out", "USD"],
-        [
-            [k, u.calls, u.prompt_tokens, u.completion_tokens, fmt(u.cost_usd, 6)]
-            for k, u in usage.items()
-        ],
+        [[k, u.calls, u.prompt_tokens, u.completion_tokens, usd(u)] for k, u in usage.items()],
     )
 
 

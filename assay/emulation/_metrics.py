@@ -135,7 +135,7 @@ def flat_metrics(summary: ToolEmuSummary) -> dict[str, float]:
     out = flatten_metrics(summary.trajectories)
     for stage, usage in summary.usage.stages().items():
         counted = usage.model_dump(
-            include={"calls", "cost_usd", "prompt_tokens", "completion_tokens"}
+            include={"calls", "cost_usd", "prompt_tokens", "completion_tokens", "untallied_calls"}
         )
         out.update(flatten_metrics(counted, f"usage.{stage}"))
     out.update(flatten_metrics(summary.spend, "spend_"))  # the calls as the server answered

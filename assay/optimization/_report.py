@@ -7,7 +7,7 @@ from typing import Any
 from assay.metrics import fmt, fmt_ci
 from assay.optimization._config import USES_VALSET
 from assay.optimization._results import OptimizeResult
-from assay.types import Spend, Usage, spend_line, work_line
+from assay.types import Spend, Usage, spend_line, usd, work_line
 
 
 def render_result(result: OptimizeResult, confidence: float = 0.95) -> str:
@@ -54,11 +54,11 @@ def render_result(result: OptimizeResult, confidence: float = 0.95) -> str:
     u = out["usage"]
     lines.append(
         "\nLM calls answered by the server: baseline {b} · optimizer {o} · after {a} · "
-        "paid ${c:.6f}".format(
+        "paid {c}".format(
             b=u["baseline"]["calls"],
             o=u["optimization"]["calls"],
             a=u["after"]["calls"],
-            c=u["total"]["cost_usd"],
+            c=usd(Usage.model_validate(u["total"]), "$"),  # never $0 for answers of unknown cost
         )
         + (
             f" ({u['total']['unpriced_calls']} calls unpriced)"
