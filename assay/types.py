@@ -275,7 +275,17 @@ class Usage(BaseModel):
                 values.append(getattr(u, k))
             for k in counts:
                 counts[k] += getattr(u, k)
-        return cls(**counts, **{k: math.fsum(values) for k, values in floats.items()})
+        return cls.of({**counts, **{k: math.fsum(values) for k, values in floats.items()}})
+
+    @classmethod
+    def of(cls, counts: Mapping[str, float]) -> Usage:
+        """The usage of ``counts`` (field name → value), those at zero left to their defaults:
+        the same usage, whose set of the fields given — which pydantic keeps in each model — is
+        then the few a call used. All sixteen given, that set took a 512-byte table besides
+        its 200 bytes, and a run holds one or more of these for every LM call until it scores
+        (the harness about 1.5: its judgments', its probes' and units'). A zero stays given
+        where its sign is negative (``-0.0``, which is written as such)."""
+        return cls(**{k: v for k, v in counts.items() if v or math.copysign(1.0, v) < 0})
 
     def __add__(self, other: Usage) -> Usage:
         return Usage.total((self, other))  # fsum of two floats is their IEEE sum

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 from assay.types import Usage
 
@@ -24,3 +25,22 @@ def test_usage_total_is_the_same_in_every_order_and_exact():
 
 def test_usage_total_of_nothing_is_zero_usage():
     assert Usage.total([]) == Usage()
+
+
+def test_a_total_gives_pydantic_only_its_nonzero_counts():
+    """pydantic keeps, in each model, the set of the fields it was given: all sixteen took a
+    512-byte table besides the set, for each of the one or more usages a run holds per LM call
+    until it scores. A total gives the counts that are not zero, and is the same usage."""
+    parts = [Usage(prompt_tokens=3, completion_tokens=1, cost_usd=0.25, calls=1)] * 2
+    total = Usage.total(parts)
+    assert total.model_fields_set == {"prompt_tokens", "completion_tokens", "cost_usd", "calls"}
+    assert total.model_dump() == {**Usage().model_dump(), **total.model_dump(exclude_unset=True)}
+    assert Usage.total([]).model_fields_set == set()
+
+
+def test_usage_of_counts_keeps_a_negative_zero_and_every_nonzero_value():
+    u = Usage.of({"prompt_tokens": 0, "cost_usd": -0.0, "cached_cost_usd": 0.0, "calls": 2})
+    assert u.model_fields_set == {"cost_usd", "calls"}
+    assert u.model_dump_json() == Usage(cost_usd=-0.0, calls=2).model_dump_json()
+    assert '"cost_usd":-0.0' in u.model_dump_json()
+    assert math.isnan(Usage.of({"limit_wait_s": math.nan}).limit_wait_s)

@@ -225,11 +225,13 @@ def usage_of_tracker(
                 cached.add(priced_entry(model, entry[CACHED] or {}, at))
             else:
                 paid.add(priced_entry(model, entry, at))
-    return Usage(  # one model built per judgment: this runs once per LM call
-        **paid.fields(""),
-        **cached.fields("cached_"),
-        limit_wait_s=round(limits.waited_s, 4) if limits is not None else 0.0,
-        rate_limited=limits.rate_limited if limits is not None else 0,
+    return Usage.of(  # one model built per judgment: this runs once per LM call
+        {
+            **paid.fields(""),
+            **cached.fields("cached_"),
+            "limit_wait_s": round(limits.waited_s, 4) if limits is not None else 0.0,
+            "rate_limited": limits.rate_limited if limits is not None else 0,
+        }
     )
 
 
