@@ -67,7 +67,10 @@ def judge_one(
         base["confidence_source"] = config.confidence.source
     return Judgment(
         **base,
-        **result,
+        # what the judge did not say is left to its default (None): the same judgment, whose
+        # set of the fields given (pydantic keeps one in each model, and a run holds every
+        # judgment until it scores) stays under the 19 names at which its table grows to 2 KB
+        **{k: v for k, v in result.items() if v is not None},
         usage=usage,
         latency_s=round(time.perf_counter() - start, 4),
         attempt=attempt,
