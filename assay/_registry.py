@@ -141,6 +141,16 @@ def _where(cls: object) -> str:
     return getattr(sys.modules.get(module), "__file__", None) or module
 
 
+def plugin_where(cls: object) -> str | None:
+    """The plug-in a class (a registered test, scoring kind, judge kind) comes from, as its
+    user knows it — its file, else its module's name —, for a message naming it; None for a
+    class of assay's own."""
+    module = getattr(cls, "__module__", "") or ""
+    if module == "assay" or module.startswith("assay."):
+        return None
+    return _where(cls)
+
+
 def _origin(cls: object) -> tuple[str, str]:
     """Where a class was defined — its module's file, else its module's name: a file imported
     twice (a test re-importing it, a plug-in file its user also imports under a name of their

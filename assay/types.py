@@ -66,6 +66,7 @@ UnscoredReason = Literal[
     "panel_quorum",
     "tie",
     "no_logprobs",
+    "plugin_error",
 ]
 
 

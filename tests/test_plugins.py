@@ -65,10 +65,12 @@ def harness_config(folder: Path, tests: str, *, judge: str = "", extra: str = ""
     return path
 
 
-def run_assay(*args: str, cwd: Path, path: tuple[Path, ...] = ()) -> str:
-    """``assay *args`` in a process of its own (helper interpreters as by default): its
-    standard output; the command must succeed."""
-    proc = assay_process(*args, cwd=cwd, path=path)
+def run_assay(
+    *args: str, cwd: Path, path: tuple[Path, ...] = (), env: dict[str, str] | None = None
+) -> str:
+    """``assay *args`` in a process of its own (helper interpreters as by default; ``env``:
+    variables set): its standard output; the command must succeed."""
+    proc = assay_process(*args, cwd=cwd, path=path, env=env)
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     return out
@@ -347,6 +349,112 @@ def test_a_judge_kind_named_in_the_config_gets_the_scale_and_runs_again(tmp_path
     out = run_assay("harness", str(config), "--json", cwd=folder)
     assert json.loads(out)["mlflow_run_id"] == child.data.tags["mlflow.parentRunId"]
     assert the_run(folder) == run_dir
+
+
+MISBEHAVING_KIND = '''
+"""``task: misbehaving``: a judge kind whose own code goes wrong on some items — a verdict off
+the scale, or not a number; an exception in ``inputs`` or ``forward`` —, and asks the judge's
+model on the rest. ``BROKEN`` (an environment variable, part of no identity) says whether it
+still raises: a fixed installation, retried in the same run."""
+
+import os
+
+import dspy
+
+from assay.programs import JudgeKind, judge_kind
+from assay.signatures import JudgeResponse
+
+OWN = {"seven": 7, "half": 0.5, "nan": float("nan"), "purple": 1}
+
+
+@judge_kind("misbehaving")
+class Misbehaving(JudgeKind):
+    signature = JudgeResponse
+    judged_field = "response"
+    scaled = True
+
+    @classmethod
+    def inputs(cls, config, item):
+        if "inputs-bug" in item.response and os.environ.get("BROKEN") == "1":
+            raise KeyError("a bug in inputs")
+        return {"rubric": config.rubric or "", "request": item.request, "response": item.response}
+
+    @classmethod
+    def forward(cls, judge, inputs):
+        word = inputs["response"].split()[0]
+        if word == "forward-bug:" and os.environ.get("BROKEN") == "1":
+            raise RuntimeError("a bug in forward")
+        if word in OWN:
+            label = "purple" if word == "purple" else "correct"
+            return dspy.Prediction(score=OWN[word], label=label, reasoning=None)
+        return None  # one call of the judge's model
+'''
+
+MISBEHAVING_ITEMS = {  # id: response (every reference: correct)
+    "seven": "seven is the answer",
+    "half": "half is the answer",
+    "nan": "nan is the answer",
+    "purple": "purple is the answer",
+    "inputs": "inputs-bug: the sky is blue",
+    "forward": "forward-bug: grass is green",
+    "model": "The sky is blue.",
+}
+
+
+def test_a_judge_kind_s_own_verdict_is_checked_and_its_errors_are_unscored_judgments(tmp_path):
+    """A plug-in kind's own prediction was written as it came: 7 on a binary scale a scored,
+    signed judgment (label "purple") and the run a traceback in its metrics, on every resume;
+    0.5 or nan a pydantic traceback; an exception in its ``inputs`` or ``forward`` a traceback.
+    Now a verdict off the scale (or a label naming another score) is an unscored ``off_scale``
+    judgment, as an LM's answer off the scale is, and the kind's exception an unscored
+    ``plugin_error`` naming the plug-in — counted, said, and judged again by
+    ``--retry-unscored`` once it no longer raises."""
+    folder = project(tmp_path)
+    rows = [f"{i},Q?,{r},correct" for i, r in MISBEHAVING_ITEMS.items()]
+    (folder / "items.csv").write_text("\n".join(["id,request,response,expected", *rows]) + "\n")
+    plugin = folder / "misbehaving.py"
+    plugin.write_text(MISBEHAVING_KIND)
+    (folder / "m.yaml").write_text(
+        "name: misbehaving\nplugins: [misbehaving.py]\n"
+        "data: {path: items.csv, columns: {id: id}}\n"
+        "judge: {name: j, task: misbehaving, model: 'scripted:sheet.json', "
+        f"scale: {{kind: binary, labels: [{', '.join(LABELS)}]}}}}\n"
+        "tracking: {enabled: false}\n"
+    )
+    out = run_assay("evaluate", "m.yaml", env={"BROKEN": "1"}, cwd=folder)
+
+    run_dir = the_run(folder)
+    by = latest_judgments(run_dir)
+    for word in ("seven", "half", "nan", "purple"):
+        assert by[word]["score"] is None and by[word]["unscored"] == "off_scale", by[word]
+        assert f"judge kind 'misbehaving' (plugin {plugin})" in by[word]["error"]
+    assert "gave the score 7: 7 is not on the binary 0/1" in by["seven"]["error"]
+    assert (
+        "score 1 with the label 'purple', which is not a name of that score"
+        in by["purple"]["error"]
+    )
+    for word in ("inputs", "forward"):
+        assert by[word]["score"] is None and by[word]["unscored"] == "plugin_error"
+        assert by[word]["error"].startswith(
+            f"PluginFailed: plugin {plugin}: judge kind 'misbehaving' {word} raised "
+        )
+    assert by["model"]["score"] == 1 and by["model"]["unscored"] is None  # the model's verdict
+    assert "unscored 6 {'off_scale': 4, 'plugin_error': 2}" in out
+    assert f"note: 2 items are unscored by errors of plugin {plugin}" in out
+
+    again = run_assay("evaluate", "m.yaml", "--retry-unscored", env={"BROKEN": "0"}, cwd=folder)
+    assert the_run(folder) == run_dir
+    assert "(2 unscored items judged again)" in again
+    assert "unscored 4 {'off_scale': 4}" in again
+    by = latest_judgments(run_dir)
+    assert by["inputs"]["score"] == 1 and by["inputs"]["attempt"] == 2
+    assert by["forward"]["score"] == 1 and by["forward"]["attempt"] == 2
+
+
+def latest_judgments(run_dir: Path) -> dict[str, dict]:
+    """Each item's latest judgment in the run's judgments.jsonl, by item id."""
+    lines = (run_dir / "judgments.jsonl").read_text().splitlines()
+    return {j["item_id"]: j for j in map(json.loads, lines)}
 
 
 # -- a runner -----------------------------------------------------------------------------------

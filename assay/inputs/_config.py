@@ -248,8 +248,10 @@ MAX_CONCURRENCY = 512
 MAX_RETRIES = 20
 """Most attempts after the first of one call (``retries``)."""
 
-TRANSIENT: tuple[UnscoredReason, ...] = ("lm_error", "timeout")
-"""Unscored reasons worth judging again once the cause is gone (``--retry-unscored``)."""
+TRANSIENT: tuple[UnscoredReason, ...] = ("lm_error", "timeout", "plugin_error")
+"""Unscored reasons worth judging again once the cause is gone (``--retry-unscored``): an LM
+error, a timeout, a plug-in judge kind's failing code (an installed plug-in is fixed under the
+same run; one that fails on some items only may fail for a cause outside it)."""
 
 
 class RetryConfig(BaseModel):

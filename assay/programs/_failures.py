@@ -8,7 +8,8 @@ from assay.types import UnscoredReason
 
 def unscored_reason(exc: BaseException) -> UnscoredReason | None:
     """``parse_error`` / ``truncated`` / ``off_scale`` / ``timeout`` / ``lm_error`` for grading
-    failures; ``None`` for anything else (a bug, which must keep its traceback).
+    failures, ``plugin_error`` for a plug-in judge kind's failing code (:class:`PluginFailed`);
+    ``None`` for anything else (a bug, which must keep its traceback).
 
     A timeout is ``timeout`` however it arrives: Python's ``TimeoutError``, or a provider
     client's timeout (LiteLLM's / httpx's ``Timeout``) wrapped in DSPy's LM error."""
@@ -20,12 +21,12 @@ def unscored_reason(exc: BaseException) -> UnscoredReason | None:
         LMError = ()  # type: ignore[assignment]
     from dspy.lm15 import LM15Error
 
-    from assay.programs._judge import MissingLogprobs
+    from assay.programs._judge import MissingLogprobs, OffScaleVerdict
     from assay.programs.kinds import JudgeCallFailed
 
     if isinstance(exc, TruncatedOutput):
         return "truncated"
-    if isinstance(exc, OffScaleOutput):
+    if isinstance(exc, OffScaleOutput | OffScaleVerdict):
         return "off_scale"
     if isinstance(exc, AdapterParseError):
         return "parse_error"

@@ -8,18 +8,25 @@ a panel does it per member (an unscored member is reported, never silently dropp
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import dspy
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
-from assay.lm import make_adapter, make_lm, redact
+from assay._registry import plugin_where
+from assay.errors import AssayError, quoted
+from assay.lm import error_text, make_adapter, make_lm, redact
 from assay.programs._config import JudgeConfig
 from assay.programs._expected import verdict_distribution
 from assay.programs._panel import aggregate_scores
-from assay.programs.kinds import get_kind
-from assay.types import Item
+from assay.programs.kinds import PluginFailed, get_kind
+from assay.scale import Scale
+from assay.types import Item, Judgment, UnscoredReason
 
 
 class MissingLogprobs(Exception):
@@ -50,11 +57,71 @@ class Judge(dspy.Module):
     # -- call -------------------------------------------------------------------------------
     def forward(self, **inputs: Any) -> dspy.Prediction:
         with dspy.context(adapter=make_adapter(self.config.adapter)):
-            own = self.kind.forward(self, inputs)
+            own = _plugin_call(self.kind, "forward", lambda: self.kind.forward(self, inputs))
             if own is not None:
-                return own
+                return self.own_verdict(own)
             pred = self.predict(**inputs)
         return self.prediction(pred)
+
+    def own_verdict(self, own: object) -> dspy.Prediction:
+        """A kind's own prediction (what its ``forward`` returned) held to what an LM's answer
+        is held to: its ``score`` on the judge's scale — anything else (7 on a binary scale,
+        0.5, nan) raises :class:`OffScaleVerdict`, an unscored ``off_scale`` judgment, never a
+        score —, its ``label`` a name of that score on the scale (one naming another score is
+        off the scale too; none given, the scale's), and its other fields of a judgment's types, finite numbers (else,
+        for a plug-in kind, :class:`PluginFailed` naming it). A ``score`` of None is unscored
+        for the prediction's ``unscored`` reason, which must be one of assay's."""
+        kind = self.kind
+        scale = self.config.scale
+        assert scale is not None
+        if not isinstance(own, dspy.Prediction):
+            raise _malformed(kind, f"returned {quoted(own)}, neither a dspy.Prediction nor None")
+        score, label, unscored = own.get("score"), own.get("label"), own.get("unscored")
+        if score is None:
+            if unscored not in get_args(UnscoredReason):
+                raise _malformed(
+                    kind,
+                    f"returned no score and unscored={quoted(unscored)}, not one of the "
+                    f"unscored reasons ({', '.join(get_args(UnscoredReason))})",
+                )
+            label = None
+        else:
+            if unscored is not None:
+                raise _malformed(kind, f"returned a score and unscored={quoted(unscored)}")
+            if isinstance(score, numbers.Integral) and not isinstance(score, bool):
+                score = int(score)  # a numpy integer
+            gave = f"{_kind_named(kind)} gave the score {quoted(score)}"
+            try:
+                score = scale.check(score)
+            except ValueError as exc:
+                raise OffScaleVerdict(f"{gave}: {exc}") from None
+            if label is not None and scale.labels and _names(scale, label) != score:
+                raise OffScaleVerdict(
+                    f"{gave} with the label {quoted(label)}, which is not a name of that score "
+                    f"on the {scale.describe()} scale"
+                )
+            if label is None or not scale.labels:  # as an LM's verdict: the name it gave
+                label = scale.label_of(score)
+        fields = {k: own.get(k) for k in _OWN_FIELDS}
+        try:
+            Judgment(
+                item_id="",
+                judge="",
+                score=score,
+                label=label,
+                unscored=unscored,
+                raw=fields.pop("outputs"),
+                **fields,
+            ).model_dump_json()
+        except (ValidationError, PydanticSerializationError) as exc:
+            raise _malformed(
+                kind, f"returned what is no judgment: {error_text(exc, 500)}"
+            ) from None
+        numbers_given = [fields[k] for k in ("expected_score", "calibrated_probability")]
+        numbers_given += [fields["confidence"], *(fields["probabilities"] or {}).values()]
+        if any(isinstance(x, float) and not math.isfinite(x) for x in numbers_given):
+            raise _malformed(kind, "returned a probability or an expected score that is not finite")
+        return dspy.Prediction(**{**dict(own.items()), "score": score, "label": label})
 
     def prediction(self, pred: dspy.Prediction) -> dspy.Prediction:
         """A predictor's raw output as a verdict: ``score`` on the scale (an answer off the
@@ -117,13 +184,76 @@ class Judge(dspy.Module):
         return float(cfg.calibration.transform([probability])[0]), verdict
 
 
+def _plugin_call(kind: type, method: str, call: Callable[[], Any]) -> Any:
+    """``call()`` — a judge kind's ``method`` — with what a plug-in kind's own code raises as
+    :class:`PluginFailed` naming the plug-in. A grading failure (an LM error, an answer off the
+    scale: :func:`~assay.programs.unscored_reason`) and an assay error it raises on purpose
+    (a :class:`~assay.errors.DataError` for an item it cannot judge) keep their meaning; a
+    built-in kind's exception is a bug and keeps its traceback."""
+    try:
+        return call()
+    except Exception as exc:
+        where = plugin_where(kind)
+        if where is None or isinstance(exc, AssayError):
+            raise
+        from assay.programs._failures import unscored_reason
+
+        if unscored_reason(exc) is not None:
+            raise
+        raise PluginFailed(
+            f"plugin {where}: judge kind '{kind.name}' {method} raised {error_text(exc, 500)}"
+        ) from exc
+
+
+class OffScaleVerdict(ValueError):
+    """A judge kind's own verdict (its ``forward``'s prediction) that is not on the judge's
+    scale: an unscored ``off_scale`` judgment, as an LM's answer off the scale is."""
+
+
+_OWN_FIELDS = (
+    "reasoning",
+    "expected_score",
+    "probabilities",
+    "calibrated_probability",
+    "confidence",
+    "members",
+    "criteria",
+    "outputs",
+)
+"""The fields of a kind's own prediction a judgment carries besides the verdict."""
+
+
+def _names(scale: Scale, label: object) -> int | None:
+    """The score a verdict's label names on ``scale`` (None: none)."""
+    try:
+        return scale.read_verdict(label)
+    except ValueError:
+        return None
+
+
+def _kind_named(kind: type) -> str:
+    where = plugin_where(kind)
+    return f"judge kind '{kind.name}'" + (f" (plugin {where})" if where else "")
+
+
+def _malformed(kind: type, what: str) -> Exception:
+    """A kind's ``forward`` returned what is no verdict: :class:`PluginFailed` naming a plug-in
+    kind (an unscored ``plugin_error`` judgment); a bug of a built-in kind (its traceback)."""
+    where = plugin_where(kind)
+    if where is None:
+        return TypeError(f"judge kind '{kind.name}' forward {what}")
+    return PluginFailed(f"plugin {where}: judge kind '{kind.name}' forward {what}")
+
+
 def _label(verdict: Any, scale) -> str | None:
     return str(verdict) if scale.labels else None
 
 
 def task_inputs(config: JudgeConfig, item: Item) -> dict[str, Any]:
-    """The signature inputs a judge of ``config``'s kind reads from an item."""
-    return get_kind(config.task).inputs(config, item)
+    """The signature inputs a judge of ``config``'s kind reads from an item (what a plug-in
+    kind's ``inputs`` raises is :class:`PluginFailed`, naming it)."""
+    kind = get_kind(config.task)
+    return _plugin_call(kind, "inputs", lambda: kind.inputs(config, item))
 
 
 class Panel(dspy.Module):

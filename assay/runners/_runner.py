@@ -283,9 +283,9 @@ class RunOptions(ConfigOptions):
     )
     retry_unscored: str | list[str] | None = option(
         help="judge again the items left unscored for these reasons "
-        "(default lm_error,timeout; e.g. lm_error,timeout,parse_error,truncated)",
+        "(default lm_error,timeout,plugin_error; e.g. lm_error,timeout,parse_error,truncated)",
         nargs="?",
-        const="lm_error,timeout",
+        const="lm_error,timeout,plugin_error",
         metavar="REASONS",
         override="retry.unscored",
         to_config=lambda reasons: split_names(reasons) or [],

@@ -23,6 +23,7 @@ from assay.types import all_unscored
 if TYPE_CHECKING:
     from assay.evaluation import Counts, EvaluateResult
     from assay.inputs import EvaluateConfig, ItemStream
+    from assay.programs import JudgeConfig
     from assay.runs import FinishedRun
 
 
@@ -92,6 +93,7 @@ class Evaluate(Runner):
             "confidence": config.bootstrap.confidence,
             "embedded_model": config.judge.uses_embedded_model,
             "traces_uri": config.data.tracking_uri,
+            "kind_plugins": kind_plugins(config.judge),
         }
 
     def report(self, run_dir: Path, **options: Any) -> Any:
@@ -165,9 +167,31 @@ class Evaluate(Runner):
                 f"note: {transient} items are unscored by LM errors or timeouts; once the cause "
                 "is fixed, re-run with --retry-unscored to judge them again."
             )
+        failed = c.unscored_reasons.get("plugin_error", 0)
+        if failed:
+            named = ", ".join(shown.get("kind_plugins") or []) or "the judge kind's plug-in"
+            print(
+                f"note: {failed} items are unscored by errors of {named} (plugin_error: each "
+                "error in judgments.jsonl); --retry-unscored judges them again."
+            )
         if shown["embedded_model"]:
             print("note: the embedded model is for trying assay, not for trustworthy verdicts.")
         return exit_code(c)
+
+
+def kind_plugins(judge: JudgeConfig) -> list[str]:
+    """The plug-ins of the judge kinds a judge (a panel: its members) runs, as the plug-in's
+    errors name them (``plugin FILE`` and its kind)."""
+    from assay._registry import plugin_where
+    from assay.programs.kinds import get_kind
+
+    out: dict[str, None] = {}
+    for config in (judge, *judge.members):
+        kind = get_kind(config.task)
+        where = plugin_where(kind)
+        if where is not None:
+            out[f"plugin {where} (judge kind '{kind.name}')"] = None
+    return list(out)
 
 
 def exit_code(counts: Counts) -> int:

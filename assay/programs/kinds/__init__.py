@@ -8,6 +8,7 @@ config as a :class:`JudgeSettings` and the judge it runs in as a :class:`JudgePr
 from assay.programs.kinds._base import (
     JudgeCallFailed,
     JudgeKind,
+    PluginFailed,
     get_kind,
     judge_kind,
     known_kinds,
@@ -42,6 +43,7 @@ __all__ = [
     "JudgeProgram",
     "JudgeSettings",
     "MlflowSettings",
+    "PluginFailed",
     "get_kind",
     "is_pairwise",
     "mirror_preference",

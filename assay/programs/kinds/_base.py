@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import dspy
 
 from assay._registry import Registry
+from assay.errors import AssayError
 from assay.programs.kinds._settings import JudgeProgram, JudgeSettings
 from assay.scale import Scale
 from assay.types import Item
@@ -25,6 +26,17 @@ class JudgeCallFailed(Exception):
     def __init__(self, reason: str, message: str):
         super().__init__(message)
         self.reason = reason
+
+
+class PluginFailed(JudgeCallFailed, AssayError):
+    """A plug-in judge kind's own code failed on an item — its ``inputs`` or ``forward`` raised,
+    or ``forward`` returned what is no verdict —: an unscored ``plugin_error`` judgment whose
+    error names the plug-in (retried by ``--retry-unscored``); outside a judgment (an optimizer
+    building its examples) one line naming it."""
+
+    def __init__(self, message: str):
+        Exception.__init__(self, message)
+        self.reason = "plugin_error"
 
 
 class JudgeKind:
