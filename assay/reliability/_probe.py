@@ -112,25 +112,31 @@ class Probe(BaseModel):
         )
 
 
+DropReason = Literal[
+    "generation_failed",
+    "validator_rejected",
+    "not_applicable",
+    "duplicate",
+    # agent tests: why a transcript yielded no probe
+    "no_assistant_message",
+    "empty_plan",
+    "planner_failed",
+    "editor_failed",
+    "summarizer_failed",
+    "verifier_failed",
+    # a plug-in test: its generate raised
+    "plugin_error",
+]
+"""Why a probe was not made or not confirmed (a :class:`Dropped`'s ``reason``)."""
+
+
 class Dropped(BaseModel):
     """A probe that could not be made or was not confirmed: counted, never judged."""
 
     test: str
     source_id: str
     variant: Any = None
-    reason: Literal[
-        "generation_failed",
-        "validator_rejected",
-        "not_applicable",
-        "duplicate",
-        # agent tests: why a transcript yielded no probe
-        "no_assistant_message",
-        "empty_plan",
-        "planner_failed",
-        "editor_failed",
-        "summarizer_failed",
-        "verifier_failed",
-    ]
+    reason: DropReason
     detail: str | None = None
     usage: Usage = Field(default_factory=Usage)
 

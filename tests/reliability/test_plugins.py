@@ -163,3 +163,99 @@ def test_a_test_registered_nowhere_here_is_a_warning_naming_it_not_a_silent_gap(
     assert len(said) == 1
     assert "test 'registered_by_hand_elsewhere'" in said[0] and "plugins:" in said[0]
     assert kind_of("format_indent") == "invariance"
+
+
+# -- a plug-in test whose code goes wrong --------------------------------------------------------
+
+FAILING_TESTS = '''
+"""``raising_copies``: a copy of each source, but its ``generate`` raises on one source and
+returns what is no list on another; ``off_target_copies``: a copy whose target is off a binary
+scale on one source."""
+
+from assay.reliability import Probe, ReliabilityTest, reliability_test
+
+
+@reliability_test("raising_copies")
+class RaisingCopies(ReliabilityTest):
+    scoring = "invariance"
+    uses_llm = False
+
+    def generate(self, unit, ctx):
+        src = unit.sources[0]
+        if src.id == "a":
+            raise RuntimeError("a bug in generate")
+        if src.id == "b":
+            return None
+        return [Probe.from_source(self.name, src, 0, {})]
+
+
+@reliability_test("off_target_copies")
+class OffTargetCopies(ReliabilityTest):
+    scoring = "invariance"
+    uses_llm = False
+
+    def generate(self, unit, ctx):
+        src = unit.sources[0]
+        target = 7 if src.id == "a" else src.expected
+        return [Probe.from_source(self.name, src, 0, {}, target=target)]
+'''
+
+
+@pytest.fixture(scope="module")
+def failing_tests(tmp_path_factory) -> Path:
+    """The failing plug-in tests' file, one for the module's tests (a process registers a
+    test's name once, from one file)."""
+    path = tmp_path_factory.mktemp("plugins") / "failing_tests.py"
+    path.write_text(FAILING_TESTS)
+    return path
+
+
+def failing_harness(tmp_path: Path, plugin: Path, tests: str) -> Path:
+    """A harness over three items (a, b, c) with the failing plug-in tests' file."""
+    register_script(
+        "copy-judge", lambda: ScriptedEngine(respond=lambda call: {"verdict": "correct"})
+    )
+    (tmp_path / "items.csv").write_text(
+        "id,request,response,expected\na,Q?,yes,1\nb,Q?,maybe,1\nc,Q?,no,0\n"
+    )
+    path = tmp_path / "h.yaml"
+    path.write_text(
+        "name: failing\n"
+        f"plugins: [{plugin}]\n"
+        "data: {path: items.csv, columns: {id: id}}\n"
+        "scale: {kind: binary, labels: [incorrect, correct]}\n"
+        "judges: [{name: j, model: 'scripted:copy-judge'}]\n"
+        f"tests: {tests}\n"
+        "tracking: {enabled: false}\n"
+    )
+    return path
+
+
+def dropped_in(run_dir: Path) -> list[dict]:
+    return [
+        d
+        for line in (run_dir / "units.jsonl").read_text().splitlines()
+        for d in json.loads(line)["dropped"]
+    ]
+
+
+def test_a_plugin_test_that_raises_in_generate_drops_its_unit_with_the_reason(
+    tmp_path, failing_tests, monkeypatch, capsys
+):
+    """A plug-in test whose ``generate`` raised (or returned None) ended the harness in a
+    traceback; its unit is now dropped as ``plugin_error`` with the error naming the plug-in,
+    as a generation the LM failed is dropped, and the run goes on with the other units."""
+    config = failing_harness(tmp_path, failing_tests, "{raising_copies: {}}")
+    monkeypatch.chdir(tmp_path)
+    assert main(["harness", str(config), "--quiet"]) == 0
+    out = capsys.readouterr().out
+
+    (run_dir,) = (tmp_path / "runs").glob("failing-*")
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert m["probes"] == {"raising_copies": 1}  # c's copy, judged
+    assert m["dropped"] == {"raising_copies": {"plugin_error": 2}}
+    assert "dropped (never judged): raising_copies: plugin_error 2" in out
+    where = f"plugin {failing_tests}: test 'raising_copies'"
+    details = {d["source_id"]: d["detail"] for d in dropped_in(run_dir)}
+    assert details["a"] == f"{where} generate raised RuntimeError: a bug in generate"
+    assert details["b"].startswith(f"{where} generate gave None")

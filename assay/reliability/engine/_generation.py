@@ -33,11 +33,12 @@ import dspy
 from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
-from assay._registry import plugin_code_of
-from assay.lm import ModelSpec, make_lm
+from assay._registry import plugin_code_of, plugin_where
+from assay.errors import quoted
+from assay.lm import ModelSpec, error_text, make_lm
 from assay.reliability._config import HarnessConfig
 from assay.reliability._files import UNITS
-from assay.reliability._probe import Dropped, Probe
+from assay.reliability._probe import Dropped, DropReason, Probe
 from assay.reliability._registry import (
     CallMemo,
     GenerationContext,
@@ -326,8 +327,12 @@ def _generate_unit(
     key_of: Callable[[list[str]], str],
 ) -> UnitRecord:
     """One unit's probes and dropped attempts, with the LM usage its context counted; its key
-    (``key_of`` the inputs it read) recorded, and its probes' ids bound to it."""
-    results = test.generate(unit, ctx)
+    (``key_of`` the inputs it read) recorded, and its probes' ids bound to it. A plug-in test's
+    output is checked (:func:`_plugin_results`)."""
+    if plugin_where(type(test)) is None:
+        results = test.generate(unit, ctx)
+    else:
+        results = _plugin_results(test, unit, ctx)
     read = sorted(ctx.read)
     key = key_of(read)
     return UnitRecord(
@@ -344,6 +349,43 @@ def _generate_unit(
         key=key,
         read=read,
     )
+
+
+_ALL_RIGHT = object()
+
+
+def _plugin_results(
+    test: ReliabilityTest, unit: Unit, ctx: GenerationContext
+) -> list[Probe | Dropped]:
+    """What a plug-in test's ``generate`` gave for ``unit``, as the harness can judge it: when
+    it raises (or returns what is no list of probes and dropped attempts), the unit's sources
+    dropped as ``plugin_error`` with the error naming the plug-in — ``generation_failed`` for
+    an LM failure it let through, as a built-in test's —, the run going on."""
+    where = f"plugin {plugin_where(type(test))}: test '{test.name}'"
+
+    def failed(reason: DropReason, detail: str) -> list[Probe | Dropped]:
+        sources = [s.id for s in unit.sources] or [unit.id]
+        return [Dropped(test=test.name, source_id=s, reason=reason, detail=detail) for s in sources]
+
+    try:
+        results = test.generate(unit, ctx)
+    except Exception as exc:
+        from assay.programs import unscored_reason
+
+        reason: DropReason = (
+            "generation_failed" if unscored_reason(exc) is not None else "plugin_error"
+        )
+        return failed(reason, f"{where} generate raised {error_text(exc, 500)}")
+    if not isinstance(results, list | tuple):
+        wrong: object = results
+    else:
+        wrong = next((r for r in results if not isinstance(r, Probe | Dropped)), _ALL_RIGHT)
+    if wrong is not _ALL_RIGHT:
+        return failed(
+            "plugin_error",
+            f"{where} generate gave {quoted(wrong)}: a list of Probe and Dropped is what it returns",
+        )
+    return list(results)
 
 
 def _context(
