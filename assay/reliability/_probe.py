@@ -124,8 +124,9 @@ DropReason = Literal[
     "editor_failed",
     "summarizer_failed",
     "verifier_failed",
-    # a plug-in test: its generate raised
+    # a plug-in test: its generate raised; a probe's target off the harness scale
     "plugin_error",
+    "off_scale_target",
 ]
 """Why a probe was not made or not confirmed (a :class:`Dropped`'s ``reason``)."""
 

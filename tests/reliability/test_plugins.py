@@ -259,3 +259,30 @@ def test_a_plugin_test_that_raises_in_generate_drops_its_unit_with_the_reason(
     details = {d["source_id"]: d["detail"] for d in dropped_in(run_dir)}
     assert details["a"] == f"{where} generate raised RuntimeError: a bug in generate"
     assert details["b"].startswith(f"{where} generate gave None")
+
+
+def test_a_plugin_probe_whose_target_is_off_the_scale_is_dropped_and_said(
+    tmp_path, failing_tests, monkeypatch, capsys
+):
+    """A plug-in test's probe with the target 7 on a binary scale was judged and scored as
+    failed ("pass 0.00", nothing said): no verdict can equal it. It is dropped as
+    ``off_scale_target`` with its target named, said in the summary, and the test's other
+    probes are scored."""
+    config = failing_harness(tmp_path, failing_tests, "{off_target_copies: {}}")
+    monkeypatch.chdir(tmp_path)
+    assert main(["harness", str(config), "--quiet"]) == 0
+    out = capsys.readouterr().out
+
+    (run_dir,) = (tmp_path / "runs").glob("failing-*")
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert m["dropped"] == {"off_target_copies": {"off_scale_target": 1}}
+    assert "dropped (never judged): off_target_copies: off_scale_target 1" in out
+    (dropped,) = dropped_in(run_dir)
+    assert dropped["source_id"] == "a" and dropped["detail"] == (
+        f"plugin {failing_tests}: test 'off_target_copies' gave the target 7, "
+        "not on the binary 0/1 (incorrect/correct) scale"
+    )
+    tests = m["judges"]["j"]["tests"]["off_target_copies"]
+    assert tests["probes"] == 2 and tests["pass_rate"]["value"] == 0.5  # b passes, c does not
+    probes = [json.loads(line) for line in (run_dir / "probes.jsonl").read_text().splitlines()]
+    assert sorted(p["target"] for p in probes) == [0, 1]

@@ -360,7 +360,9 @@ def _plugin_results(
     """What a plug-in test's ``generate`` gave for ``unit``, as the harness can judge it: when
     it raises (or returns what is no list of probes and dropped attempts), the unit's sources
     dropped as ``plugin_error`` with the error naming the plug-in — ``generation_failed`` for
-    an LM failure it let through, as a built-in test's —, the run going on."""
+    an LM failure it let through, as a built-in test's —, the run going on; a probe whose
+    ``target`` is not on the harness scale dropped as ``off_scale_target`` (its verdicts would
+    be scored against a reference no verdict can equal)."""
     where = f"plugin {plugin_where(type(test))}: test '{test.name}'"
 
     def failed(reason: DropReason, detail: str) -> list[Probe | Dropped]:
@@ -385,7 +387,19 @@ def _plugin_results(
             "plugin_error",
             f"{where} generate gave {quoted(wrong)}: a list of Probe and Dropped is what it returns",
         )
-    return list(results)
+    checked: list[Probe | Dropped] = []
+    for r in results:
+        if isinstance(r, Probe) and r.target is not None and r.target not in ctx.scale.values:
+            r = Dropped(
+                test=test.name,
+                source_id=r.source_id,
+                variant=r.id,
+                reason="off_scale_target",
+                detail=f"{where} gave the target {r.target}, not on the "
+                f"{ctx.scale.describe()} scale",
+            )
+        checked.append(r)
+    return checked
 
 
 def _context(
