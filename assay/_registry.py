@@ -19,7 +19,7 @@ import os
 import pkgutil
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -209,18 +209,20 @@ def plugin_of(cls: type) -> str | None:
 def plugin_identity(specs: Iterable[str]) -> list[list[str]]:
     """What the plug-ins contribute to a run's identity, in a stable order: a file by its
     content (as an ``@file`` text counts, not its path); a module by its name, its
-    distribution's version and the content of its source — every ``.py`` file of its
-    top-level package when it is in one (a plug-in of several files is a package; editing any
-    of them must make a new run), else its own file."""
+    distribution's version and the content of its source — every file of its top-level
+    package when it is in one (a plug-in of several files is a package, and the prompt or
+    table it reads from its folder is as much of it as its code: editing any of them must
+    make a new run; ``__pycache__`` and compiled ``.pyc`` files, which Python writes
+    itself, do not count), else its own file."""
     out = []
     for spec in dict.fromkeys(specs):
         digest = hashlib.sha256()
         for name, path in _plugin_sources(spec):
             try:
-                content = path.read_bytes()
+                content = _file_digest(path)
             except OSError as exc:
                 raise ConfigError(f"plugin {spec}: cannot read {path} ({exc.strerror})") from None
-            digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+            digest.update(name.encode() + b"\0" + content)
         if _is_file(spec):
             out.append(["file", digest.hexdigest()])
         else:
@@ -228,10 +230,33 @@ def plugin_identity(specs: Iterable[str]) -> list[list[str]]:
     return sorted(out)
 
 
+_DIGESTS: dict[str, tuple[tuple[int, ...], bytes]] = {}  # path → (its stat, its content's digest)
+_DIGESTS_LOCK = threading.Lock()
+
+
+def _file_digest(path: Path) -> bytes:
+    """The SHA-256 of a file's content, read in blocks (a package's data file may be large).
+    A process computes a run's plug-in identity several times (the run's key, its inputs, each
+    harness test's code): a file whose size, times and inode are those it had when it was read
+    last is not read again."""
+    st = path.stat()
+    stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    key = str(path)
+    with _DIGESTS_LOCK:
+        known = _DIGESTS.get(key)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    with path.open("rb") as f:
+        digest = hashlib.file_digest(f, "sha256").digest()
+    with _DIGESTS_LOCK:
+        _DIGESTS[key] = (stamp, digest)
+    return digest
+
+
 def plugin_code_of(cls: type) -> list[list[str]] | None:
     """What the code of a registered class is, for the identity of what it makes (a harness
     test's probes): None for a class of assay's own; else :func:`plugin_identity` of the
-    plug-in it came from — its file, or the package (every ``.py`` file) of its module, which
+    plug-in it came from — its file, or the package (every file) of its module, which
     covers an ``assay.plugins`` entry point, recorded nowhere else — or, for a class with no
     source file (defined in a notebook), its source text's digest."""
     module = getattr(cls, "__module__", "") or ""
@@ -267,15 +292,32 @@ def _plugin_sources(spec: str) -> list[tuple[str, Path]]:
     folders = list(getattr(module, "__path__", None) or [])
     if not folders and found is not None and found.submodule_search_locations:
         folders = list(found.submodule_search_locations)
-    if folders:  # a package: every .py file in it
+    if folders:  # a package: every file in it
         return sorted(
             (f"{top}/{path.relative_to(folder).as_posix()}", path)
             for folder in map(Path, folders)
-            for path in folder.rglob("*.py")
-            if path.is_file()
+            for path in _package_files(folder)
         )
     own = _plugin_file(spec)
     return [("", own)] if own else []
+
+
+def _package_files(folder: Path) -> Iterator[Path]:
+    """Every regular file under a package's folder, but what Python writes there itself
+    (``__pycache__`` folders, ``.pyc`` / ``.pyo`` files). A linked folder is followed, once (a
+    link back up the tree is no loop)."""
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            path = Path(root, name)
+            if not name.endswith((".pyc", ".pyo")) and path.is_file():
+                yield path
 
 
 def _plugin_file(spec: str) -> Path | None:

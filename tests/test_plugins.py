@@ -457,6 +457,73 @@ def latest_judgments(run_dir: Path) -> dict[str, dict]:
     return {j["item_id"]: j for j in map(json.loads, lines)}
 
 
+PROMPTED_KIND = '''
+"""``task: prompted``: the rubric is the text of ``prompt.txt``, a file of the package."""
+
+from pathlib import Path
+
+from assay.programs import JudgeKind, judge_kind
+from assay.signatures import JudgeResponse
+
+
+@judge_kind("prompted")
+class Prompted(JudgeKind):
+    signature = JudgeResponse
+    judged_field = "response"
+    scaled = True
+
+    @classmethod
+    def inputs(cls, config, item):
+        rubric = (Path(__file__).parent / "prompt.txt").read_text()
+        return {"rubric": rubric, "request": item.request, "response": item.response}
+'''
+
+
+def test_a_module_plugin_counts_by_every_file_of_its_package_but_python_s_bytecode(tmp_path):
+    """A judge kind reading its prompt from a file of its package: the prompt edited, the
+    finished run was read back with the old verdicts (no LM call) — only the package's ``.py``
+    files counted. Every file counts now; the bytecode Python writes beside them does not."""
+    folder = project(tmp_path)
+    (folder / "sheet.json").write_text(
+        json.dumps(
+            {
+                "rules": [{"match": "STRICT", "output": {"verdict": "incorrect"}}],
+                "default": {"verdict": "correct"},
+            }
+        )
+    )
+    package = tmp_path / "site" / "prompted_kind"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(PROMPTED_KIND)
+    (package / "prompt.txt").write_text("Lenient: any colour will do.\n")
+    (folder / "p.yaml").write_text(
+        "name: prompted\nplugins: [prompted_kind]\ndata: {path: items.csv}\n"
+        "judge: {name: j, task: prompted, model: 'scripted:sheet.json', "
+        f"scale: {{kind: binary, labels: [{', '.join(LABELS)}]}}}}\n"
+        "tracking: {enabled: false}\n"
+    )
+    site = (tmp_path / "site",)
+
+    def scores(run_dir: Path) -> list[int]:
+        return sorted(j["score"] for j in latest_judgments(run_dir).values())
+
+    run_assay("evaluate", "p.yaml", "--quiet", cwd=folder, path=site)
+    first = the_run(folder)
+    assert scores(first) == [1, 1, 1]
+    (package / "__pycache__").mkdir(exist_ok=True)
+    (package / "__pycache__" / "stray.cpython-311.pyc").write_bytes(b"bytecode")
+    (package / "old.pyc").write_bytes(b"bytecode")
+    again = run_assay("evaluate", "p.yaml", cwd=folder, path=site)
+    assert "re-read (finished before; no LM call)" in again and the_run(folder) == first
+
+    (package / "prompt.txt").write_text("STRICT: only the exact colour.\n")
+    run_assay("evaluate", "p.yaml", "--quiet", cwd=folder, path=site)
+    (edited,) = [
+        p for p in (folder / "runs").iterdir() if (p / "run.json").is_file() and p != first
+    ]
+    assert scores(edited) == [0, 0, 0]  # judged again, on the edited prompt
+
+
 # -- a runner -----------------------------------------------------------------------------------
 
 WORDCOUNT = '''

@@ -125,3 +125,24 @@ def test_the_api_s_plugins_keyword_is_the_config_s_plugins(tmp_path, monkeypatch
     assert f"plugins:\n- {tmp_path / 'kind.py'}\n" in recorded
     same = evaluate(named, tmp_path / "named")
     assert same.run_dir.name == res.run_dir.name
+
+
+def test_a_package_s_identity_reads_a_linked_folder_once_and_no_bytecode(tmp_path, monkeypatch):
+    """Every file of a module plug-in's package counts — its data as its code —, a linked
+    folder read once (a link back up the tree is no loop), Python's bytecode not at all."""
+    from assay._registry import plugin_identity
+
+    package = tmp_path / "lib" / "identity_data_package"
+    (package / "data").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "data" / "prompt.txt").write_text("lenient")
+    (package / "data" / "up").symlink_to(package, target_is_directory=True)
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    first = plugin_identity(["identity_data_package"])
+
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"bytecode")
+    (package / "data" / "old.pyc").write_bytes(b"bytecode")
+    assert plugin_identity(["identity_data_package"]) == first
+    (package / "data" / "prompt.txt").write_text("strict")
+    assert plugin_identity(["identity_data_package"]) != first
