@@ -306,14 +306,16 @@ class Usage(BaseModel):
         return Usage(**{k: getattr(self, k) + getattr(self, f"cached_{k}") for k in PAID_FIELDS})
 
 
-def cost_per_point(value: float | None, work: Usage) -> str:
-    """A cost per accuracy point as a report says it: in USD, or why it is unknown."""
-    if value is not None:
+def cost_per_point(value: float | None, work: Usage, undefined: str = "—") -> str:
+    """A cost per accuracy point as a report says it: in USD, or why it is unknown — an answer
+    with no price — or undefined (``undefined``: why there is no accuracy to divide by; never
+    "nan USD")."""
+    if value is not None and math.isfinite(value):
         return f"{value:.6f} USD"
     unknown = work.unpriced_calls + work.untallied_calls
     if unknown:
         return f"unknown ({unknown} of {work.calls} answers with no known price or token count)"
-    return "—"
+    return undefined
 
 
 PAID_FIELDS = (

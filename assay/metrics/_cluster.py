@@ -6,6 +6,7 @@ their units) keeps the within-item correlation, so the interval has its nominal 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -119,9 +120,23 @@ def cluster_mean(
     When every unit has the same 0/1 outcome, every replicate is that outcome and the bootstrap
     interval has no width, which would read as certainty: the interval is then the exact
     (Clopper–Pearson) one over the clusters, each cluster one trial (all 12 source items passed:
-    [0.735, 1] at 95%), as conservative as the clusters are few."""
+    [0.735, 1] at 95%), as conservative as the clusters are few.
+
+    A value that is no finite number (nan, infinite) leaves the mean undefined, its note
+    counting those units (``undefined: 3 of the 3 units' values are nan``), never "no units"."""
     arr = np.asarray(values, dtype=np.float64)
     n_clusters = _cluster_index(clusters, arr.shape[0])[1]
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        what = "/".join(sorted({"nan" if np.isnan(v) else "infinite" for v in arr[bad]}))
+        return MetricValue(
+            math.nan,
+            None,
+            None,
+            int(arr.size),
+            note=f"undefined: {int(bad.sum())} of the {arr.size} units' values are {what}, "
+            "not finite numbers",
+        )
     binary = bool(arr.size) and bool(np.isin(arr, (0.0, 1.0)).all())
     count = int(arr.sum()) if binary else None
     if binary and arr.size and (arr == arr[0]).all():

@@ -95,3 +95,13 @@ def test_the_interval_does_not_depend_on_cluster_names_or_row_order():
     renamed = np.array([f"source-{(7 * i) % 15}" for i in ids], dtype=object)
     again = cluster_bootstrap_ci(weighted_mean, values[perm], clusters=renamed[perm], seed=2)
     assert (again.low, again.high) == pytest.approx((ci.low, ci.high), rel=1e-12)  # sum order
+
+
+def test_a_mean_over_values_that_are_no_numbers_says_so_not_no_units():
+    """Three units whose values are nan: the mean is undefined because of them, which the
+    note said was "no units"."""
+    m = cluster_mean([np.nan, np.nan, 1.0], ["a", "b", "c"])
+    assert np.isnan(m.value) and m.n == 3 and m.ci_low is None and m.ci_high is None
+    assert m.note == "undefined: 2 of the 3 units' values are nan, not finite numbers"
+    m = cluster_mean([np.inf, 0.0], ["a", "b"])
+    assert m.note == "undefined: 1 of the 2 units' values are infinite, not finite numbers"

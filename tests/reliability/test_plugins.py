@@ -286,3 +286,68 @@ def test_a_plugin_probe_whose_target_is_off_the_scale_is_dropped_and_said(
     assert tests["probes"] == 2 and tests["pass_rate"]["value"] == 0.5  # b passes, c does not
     probes = [json.loads(line) for line in (run_dir / "probes.jsonl").read_text().splitlines()]
     assert sorted(p["target"] for p in probes) == [0, 1]
+
+
+NAN_SCORING = '''
+"""``nan_scores``: a scoring kind whose scorer gives nan, and ``nan_copies``, scored by it."""
+
+from assay.metrics import MetricValue
+from assay.reliability import Probe, ReliabilityTest, reliability_test
+from assay.reliability.scoring import ScoringKind, ScoringMetrics, scoring_kind
+
+
+class NanMetrics(ScoringMetrics):
+    odd: MetricValue | None
+
+
+@scoring_kind("nan_scores")
+class NanScores(ScoringKind):
+    Metrics = NanMetrics
+    headlines = (("odd", "odd"),)
+
+    def score(self, scored, inp):
+        rows, _ = inp.with_own(scored)
+        return NanMetrics(
+            pass_rate=inp.mean_of(rows, lambda r: float("nan")),
+            consistency=inp.mean_of(rows, lambda r: r[1] == r[2]),
+            odd=inp.mean_of(rows, lambda r: float("nan") if r[0].source_id == "a" else 1.0),
+        )
+
+
+@reliability_test("nan_copies")
+class NanCopies(ReliabilityTest):
+    scoring = "nan_scores"
+    uses_llm = False
+
+    def generate(self, unit, ctx):
+        return [Probe.from_source(self.name, unit.sources[0], 0, {})]
+'''
+
+
+def test_a_scorer_s_nan_is_said_as_what_it_is_and_no_cost_per_point_is_nan(
+    tmp_path, monkeypatch, capsys
+):
+    """A plug-in scorer's nan was reported "undefined: no units" over 3 units, and report.md
+    said "cost per accuracy point nan USD". The note now says the scoring kind gave nan, for
+    how many probes, in metrics.json, on the console and in report.md; the cost per point is
+    undefined, with why."""
+    (tmp_path / "nan_scoring.py").write_text(NAN_SCORING)
+    config = failing_harness(tmp_path, tmp_path / "nan_scoring.py", "{nan_copies: {}}")
+    monkeypatch.chdir(tmp_path)
+    assert main(["harness", str(config), "--quiet"]) == 0
+    out = capsys.readouterr().out
+
+    (run_dir,) = (tmp_path / "runs").glob("failing-*")
+    j = json.loads((run_dir / "metrics.json").read_text())["judges"]["j"]
+    m = j["tests"]["nan_copies"]
+    said = "undefined: the scoring kind 'nan_scores' gave nan for"
+    assert m["pass_rate"]["value"] is None and m["pass_rate"]["note"] == f"{said} 3 of the 3 probes"
+    assert m["odd"]["value"] is None and m["odd"]["note"] == f"{said} 1 of the 3 probes"
+    assert m["consistency"]["value"] == 1.0
+    assert j["mean_pass_rate"] is None and j["cost_per_accuracy_point_usd"] is None
+    report = (run_dir / "report.md").read_text()
+    for text in (out, report):
+        assert f"judge j, test nan_copies: pass_rate {said} 3 of the 3 probes" in text
+        assert f"judge j, test nan_copies: odd {said} 1 of the 3 probes" in text
+    assert "nan USD" not in report
+    assert "cost per accuracy point undefined (no test has a defined pass rate)" in report

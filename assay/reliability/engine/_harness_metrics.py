@@ -4,6 +4,8 @@ dropped, and the review."""
 
 from __future__ import annotations
 
+from math import isfinite
+
 from assay.programs import JudgeConfig
 from assay.reliability._config import HarnessConfig
 from assay.reliability._probe import Dropped, Probe
@@ -11,7 +13,7 @@ from assay.reliability._registry import ReliabilityTest
 from assay.reliability._results import HarnessSummary, JudgeReliability, ReviewCounts
 from assay.reliability.engine._generation import UnitRecord
 from assay.reliability.engine._judging import judged_id, judgment_file
-from assay.reliability.scoring import flag_placebo_effects, score_test
+from assay.reliability.scoring import flag_placebo_effects, score_test, scorer_notes
 from assay.types import Item, Judgment, Usage
 
 
@@ -44,7 +46,10 @@ def harness_metrics(
         lm_calls[f"judge:{name}"] = r.usage.calls
     return HarnessSummary(
         seeds=len(seeds),
-        notes=[n for t in instances for n in t.notes()],
+        notes=[n for t in instances for n in t.notes()]
+        + [
+            n for j, r in results.items() for t, m in r.tests.items() for n in scorer_notes(j, t, m)
+        ],
         probes={t.name: len(by_test.get(t.name, [])) for t in instances},
         dropped=_drop_counts(dropped),
         review=ReviewCounts(**reviewed, required=config.review.required),
@@ -101,7 +106,10 @@ def _judge_metrics(
     }
     judge_usage = Usage.total(j.usage for j in js.values())
     work = judge_usage.work()
-    pass_values = [m.pass_rate.value for m in per_test.values() if m.pass_rate]
+    # over the tests whose pass rate is defined (a scorer's nan is undefined, as no pass rate)
+    pass_values = [
+        m.pass_rate.value for m in per_test.values() if m.pass_rate and isfinite(m.pass_rate.value)
+    ]
     mean_pass = sum(pass_values) / len(pass_values) if pass_values else None
     return JudgeReliability(
         model=cfg.model_shown,

@@ -13,6 +13,7 @@ from assay.metrics import MetricValue, fmt, fmt_ci
 from assay.reliability._results import (
     CriterionScores,
     HarnessSummary,
+    JudgeReliability,
     ReliabilityScores,
     TargetScores,
 )
@@ -256,7 +257,7 @@ def report_tables(summary: HarnessSummary) -> list[Table]:
                 note=f"Judge cost of the work: {w.calls} answers, {w.prompt_tokens}+"
                 f"{w.completion_tokens} tokens, {usd(w, '$')} ({u.calls} answered by the "
                 f"server, {u.cached_calls} from the LM cache); cost per accuracy point "
-                f"{cost_per_point(r.cost_per_accuracy_point_usd, w)}; sources unscored "
+                f"{cost_per_point(r.cost_per_accuracy_point_usd, w, _no_point(r))}; sources unscored "
                 f"{r.source_unscored}; waiting on rate limits {u.limit_wait_s:.1f} s, HTTP 429 "
                 f"answers {u.rate_limited}.",
             )
@@ -274,6 +275,13 @@ def report_tables(summary: HarnessSummary) -> list[Table]:
         )
     )
     return out
+
+
+def _no_point(r: JudgeReliability) -> str:
+    """Why a judge has no cost per accuracy point, when its cost is known."""
+    if r.mean_pass_rate is None:
+        return "undefined (no test has a defined pass rate)"
+    return "undefined (a mean pass rate of 0)" if r.mean_pass_rate == 0 else "—"
 
 
 def _unscored(m: ReliabilityScores) -> str:

@@ -10,6 +10,7 @@ the kind adds is its :class:`ScoringMetrics` subclass, written flat into ``metri
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -64,6 +65,7 @@ class ScoringInput:
     scale: Scale
     boot: dict[str, Any]
     judged: list[Probe] = field(default_factory=list)
+    kind: str = ""  # the scoring kind's name, for a note on what it computed
 
     def score(self, p: Probe) -> int | None:
         return self.verdicts[p.id].score
@@ -82,16 +84,47 @@ class ScoringInput:
 
     def mean(self, values: list[float], clusters: list[str]) -> MetricValue | None:
         """The mean of ``values`` with a CI that resamples source items (all of a drawn
-        source's probes come along); None when there is nothing to average."""
+        source's probes come along); None when there is nothing to average. A value that is
+        no finite number (a scorer's nan) leaves it undefined, its note saying that the
+        scoring kind gave it, for how many of the probes."""
         if not values:
             return None
+        values = [float(v) for v in values]
+        bad = [v for v in values if not math.isfinite(v)]
+        if bad:
+            what = "/".join(sorted({"nan" if math.isnan(v) else "infinite" for v in bad}))
+            by = f" '{self.kind}'" if self.kind else ""
+            return MetricValue(
+                math.nan,
+                None,
+                None,
+                len(values),
+                note=f"{SCORER_GAVE_NO_NUMBER}{by} gave {what} for {len(bad)} of the "
+                f"{len(values)} probes",
+            )
         from assay.metrics import cluster_mean  # NumPy: not on the way to the first LM call
 
-        return cluster_mean([float(v) for v in values], clusters, **self.boot)
+        return cluster_mean(values, clusters, **self.boot)
 
     def mean_of(self, rows: list[tuple], fn: Callable[[tuple], Any]) -> MetricValue | None:
         """The share of ``rows`` (``(probe, ...)``) for which ``fn`` holds, clustered by source."""
         return self.mean([float(fn(r)) for r in rows], [r[0].source_id for r in rows])
+
+
+SCORER_GAVE_NO_NUMBER = "undefined: the scoring kind"
+"""How the note of a mean a scorer's nan left undefined begins (:meth:`ScoringInput.mean`)."""
+
+
+def scorer_notes(judge: str, test: str, scores: ReliabilityScores) -> list[str]:
+    """One note per metric of ``scores`` that its scorer's nan (or infinite) values left
+    undefined — what the console and the report say of it, beside ``undefined``."""
+    metrics = {"pass_rate": scores.pass_rate, "consistency": scores.consistency}
+    out = []
+    for name, m in {**metrics, **scores.scoring_metrics}.items():
+        note = m.note if isinstance(m, MetricValue) else None
+        if note and note.startswith(SCORER_GAVE_NO_NUMBER):
+            out.append(f"judge {judge}, test {test}: {name} {note}")
+    return out
 
 
 # One row of a report section: (test, judge, the judge's metrics on it as one flat dict).
@@ -203,6 +236,7 @@ def score_test(
         scale,
         dict(n_resamples=n_resamples, confidence=confidence, seed=seed),
         judged=judged,
+        kind=scoring,
     )
     kind = get_scoring(scoring)
     m = kind.score(scored, inp)
