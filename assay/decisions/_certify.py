@@ -167,6 +167,20 @@ def _event(
     return None
 
 
+def _policy_event(
+    scale: Scale, policy: Policy, threshold: int | None, where: str
+) -> tuple[str, list[int]] | None:
+    """:func:`_event` of ``policy`` on a run (or a use) with ``threshold``; a ``failure_*`` bar
+    needs a threshold and no ``positive`` (it counts failures below the threshold)."""
+    failure = [m for m in policy.bars if m.startswith("failure_")]
+    if failure and (threshold is None or policy.positive is not None):
+        raise ConfigError(
+            f"{where}: {failure[0]} counts failures below the run's threshold: for a run with "
+            "a threshold and no positive"
+        )
+    return _event(scale, policy.positive, threshold, where)
+
+
 # -- the ledger ------------------------------------------------------------------------------
 
 
@@ -317,13 +331,7 @@ def certify_run(
             f"{run_dir}: {nothing}: nothing to certify on (once the cause is fixed, "
             "`assay evaluate --retry-unscored` judges them again)"
         )
-    failure = [m for m in pol.bars if m.startswith("failure_")]
-    if failure and (config.threshold is None or pol.positive is not None):
-        raise ConfigError(
-            f"{where}: {failure[0]} counts failures below the run's threshold: for a run with "
-            "a threshold and no positive"
-        )
-    event = _event(scale, pol.positive, config.threshold, where)
+    event = _policy_event(scale, pol, config.threshold, where)
     try:
         cert = certify(
             [scale.index(it.expected) for it in labelled],  # type: ignore[arg-type]
@@ -585,13 +593,19 @@ def verified(path: Path, ledger: Path) -> Certificate:
 
 
 def require_certificates(
-    required: list[str | Path] | None, judges: list[JudgeConfig], *, ledger: Path
+    required: list[str | Path] | None,
+    judges: list[JudgeConfig],
+    *,
+    ledger: Path,
+    threshold: int | None = None,
 ) -> None:
     """With ``required`` given, refuse (one line) unless every judge in ``judges`` has an
     admitted certificate for its exact config hash in ``ledger`` — the ledger of the command's
     own runs folder, never one a file names. Each entry is a policy file (the use: a
     certificate under a policy at least as strict, :meth:`Policy.falls_short_of`) or a
     certificate file (that certificate, as the ledger holds it; one of them per judge).
+    ``threshold``: the use's (its run's: a score below it is a failure) — a bar counted on the
+    positive class counts only for the positive class the certificate counted it on.
     Nothing is checked when ``required`` is empty."""
     if not required:
         return
@@ -606,9 +620,9 @@ def require_certificates(
             policies.append((where, _policy(data, where)))
     for judge in judges:
         for where, use in policies:
-            _admitted_under(judge, use, where, ledger)
+            _admitted_under(judge, use, where, ledger, threshold)
         if named:
-            _admitted_by(judge, named)
+            _admitted_by(judge, named, threshold)
 
 
 def _as_kept(where: str, ledger: Path) -> Certificate:
@@ -630,13 +644,23 @@ def _as_kept(where: str, ledger: Path) -> Certificate:
     return kept_cert
 
 
-def _admitted_by(judge: JudgeConfig, named: list[tuple[str, Certificate]]) -> None:
-    """One of the certificates named admits ``judge``'s exact config (else: refused, or
-    stale)."""
+def _admitted_by(
+    judge: JudgeConfig, named: list[tuple[str, Certificate]], threshold: int | None
+) -> None:
+    """One of the certificates named admits ``judge``'s exact config, its bars on the positive
+    class counted on the use's (else: refused, another positive class, or stale)."""
     wanted = judge.config_hash()
     matching = [(p, c) for p, c in named if c.config_hash == wanted]
-    if any(c.admitted for _, c in matching):
-        return
+    for p, c in matching:
+        if c.admitted:
+            use_event = _use_event(judge, c.policy, threshold, p)
+            other = c.policy.falls_short_of(c.policy, event=c.event, use_event=use_event)
+            if other is None:
+                return
+            raise CertificateError(
+                f"{p}: certificate {c.certificate} admitted judge {judge.name} under policy "
+                f"{c.policy.name}, which does not hold for this use: {other}"
+            )
     if matching:
         p, c = matching[0]
         raise CertificateError(f"{p}: certificate {c.certificate} {_refusal(c, judge)}")
@@ -647,11 +671,23 @@ def _admitted_by(judge: JudgeConfig, named: list[tuple[str, Certificate]]) -> No
     )
 
 
-def _admitted_under(judge: JudgeConfig, use: Policy, where: str, ledger: Path) -> None:
+def _use_event(judge: JudgeConfig, policy: Policy, threshold: int | None, where: str) -> str | None:
+    """The positive class ``policy``'s bars count on in a use of ``judge`` with ``threshold``
+    (as :func:`certify_run` counted it on its run)."""
+    assert judge.scale is not None
+    event = _policy_event(judge.scale, policy, threshold, where)
+    return event[0] if event else None
+
+
+def _admitted_under(
+    judge: JudgeConfig, use: Policy, where: str, ledger: Path, threshold: int | None
+) -> None:
     """The ledger holds a verified certificate admitting ``judge``'s exact config under a
-    policy at least as strict as ``use`` — else one line: why the first certificate of that
-    config does not do (forged, refused, laxer), or that there is none."""
+    policy at least as strict as ``use``, on the same positive class — else one line: why the
+    first certificate of that config does not do (forged, refused, laxer, another positive
+    class), or that there is none."""
     wanted = judge.config_hash()
+    use_event = _use_event(judge, use, threshold, where)
     reasons = []
     for path, data in _entries(ledger):
         if data.get("config_hash") != wanted:
@@ -661,7 +697,7 @@ def _admitted_under(judge: JudgeConfig, use: Policy, where: str, ledger: Path) -
         except CertificateError as exc:
             reasons.append(str(exc))
             continue
-        short = cert.policy.falls_short_of(use)
+        short = cert.policy.falls_short_of(use, event=cert.event, use_event=use_event)
         if cert.admitted and short is None:
             return
         if not cert.admitted:

@@ -187,14 +187,17 @@ def _read(
     validation: str | Path | None,
     require_certificate: list[str] | None,
     workdir: Path,
+    threshold: int | None = None,
 ) -> tuple[list[tuple[str, Any, Any, Any, bool]], Any, list[str]]:
-    """The runs to pool (``pool_of``'s tuples), RUN's config and the run hashes read."""
+    """The runs to pool (``pool_of``'s tuples), RUN's config and the run hashes read
+    (``threshold``: the estimate's, when it names one)."""
     config, judged, state = read_evaluate_run(Path(run), where=run)
     if require_certificate:
         from assay.decisions._certify import ledger_of, require_certificates
 
         ledger = ledger_of(workdir, config.output_dir)
-        require_certificates(require_certificate, [config.judge], ledger=ledger)
+        use = threshold if threshold is not None else config.threshold
+        require_certificates(require_certificate, [config.judge], ledger=ledger, threshold=use)
     items = judged_items(run, config, judged, state.get("run_hash"))
     runs = [(str(run), config, items, judged, False)]
     hashes = [str(state.get("run_hash"))]
@@ -748,7 +751,7 @@ def estimate(
         strata=strata,
         weights=weights,
     )
-    runs, config, hashes = _read(run, validation, require_certificate, workdir)
+    runs, config, hashes = _read(run, validation, require_certificate, workdir, threshold)
     label_queue = None
     if queue is not None:
         label_queue = LabelQueue(Path(queue))

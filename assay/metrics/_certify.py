@@ -340,13 +340,27 @@ class Policy(BaseModel):
         bound is taken at."""
         return self.delta_per_attempt / len(self.bars)
 
-    def falls_short_of(self, use: Policy) -> str | None:
+    def falls_short_of(
+        self, use: Policy, *, event: str | None = None, use_event: str | None = None
+    ) -> str | None:
         """Why a judge admitted under this policy is not admitted for ``use`` (``None``: it
         is): every bar of ``use`` must be here, as strict or stricter, at a confidence as high,
         on the same positive class, with as many bootstrap resamples. A judge that clears
-        stricter bars jointly at a higher confidence clears ``use``'s bars at ``use``'s."""
+        stricter bars jointly at a higher confidence clears ``use``'s bars at ``use``'s.
+
+        ``event`` is the positive class this policy's bounds were counted on (a certificate's
+        ``event``: a label, or a failure below its run's threshold) and ``use_event`` the use's:
+        a bar of ``use`` that counts on the positive class (TPR, FNR, precision,
+        ``failure_incidence`` …) needs the same one — ``failure_incidence ≥ 0.8`` of failures
+        below 1 says nothing of failures below 3, with the same ``positive`` (none)."""
         if str(self.positive) != str(use.positive):
             return f"its positive class is {self.positive!r}, {use.name}'s {use.positive!r}"
+        counted = [m for m in use.bars if needs_event(m)]
+        if counted and event != use_event:
+            return (
+                f"its bounds counted {event or 'no positive class'} as positive, where "
+                f"{use.name}'s {counted[0]} counts {use_event or 'none'}"
+            )
         if self.confidence < use.confidence:
             return f"its confidence {self.confidence:g} is below {use.name}'s {use.confidence:g}"
         for metric, bar in use.bars.items():

@@ -57,7 +57,12 @@ class Evaluate(Runner):
             from assay.decisions import ledger_of, require_certificates
 
             ledger = ledger_of(workdir, config.output_dir)
-            require_certificates(options.require_certificate, [config.judge], ledger=ledger)
+            require_certificates(
+                options.require_certificate,
+                [config.judge],
+                ledger=ledger,
+                threshold=config.threshold,
+            )
         return evaluate(
             config,
             workdir=lm_cache(workdir),

@@ -1,0 +1,159 @@
+"""What ``certify`` and ``--require-certificate`` decide on is found by the command, never where a
+file says: the positive class a certificate's bars counted on is the use's (a certificate of
+failures below 1 is no certificate of failures below 3), the ledger is the one of the runs folder
+of the directory the command runs in (not the one a run's ``config.yaml`` names), and the
+journal's head is found by the signing key's identity (not the path it is read from). And a run
+certify refuses says what differs: the endpoint from the environment, a plug-in's code, the data.
+
+Every judge here is a scripted answer sheet (no server, no call), run through the command line
+as a user types it."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from assay.cli import main
+
+POLICY = {"name": "gate", "confidence": 0.9, "bars": {"accuracy": 0.8}}
+
+
+def write(path: Path, data: object) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")  # JSON is YAML
+    return path
+
+
+def one_line_refusal(capsys, argv: list[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1, err
+    return err[0]
+
+
+def colour_items(folder: Path, ks: range = range(60)) -> Path:
+    """Items whose reference the sheet of :func:`colour_config` gets right: "incorrect" for
+    the red ones."""
+    path = folder / "items.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, ["id", "request", "response", "expected"])
+        w.writeheader()
+        for k in ks:
+            red = k % 2 == 0
+            w.writerow(
+                {
+                    "id": f"q{k}",
+                    "request": f"Question {k}?",
+                    "response": f"Item {k}: the {'snow is red' if red else 'grass is green'}.",
+                    "expected": "incorrect" if red else "correct",
+                }
+            )
+    return path
+
+
+def colour_config(folder: Path, name: str = "colours", **extra: object) -> Path:
+    """A binary judge on an answer sheet: "incorrect" when the response says "is red"."""
+    sheet = folder / "sheet.json"
+    if not sheet.exists():
+        rules = [{"match": "is red", "output": {"verdict": "incorrect"}}]
+        write(sheet, {"rules": rules, "default": {"verdict": "correct"}})
+    config = {
+        "name": name,
+        "data": {"path": str(folder / "items.csv")},
+        "judge": {
+            "name": "colour-judge",
+            "model": f"scripted:{sheet}",
+            "rubric": "The response names the right colour.",
+            "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
+        },
+        "tracking": {"enabled": False},
+        **extra,
+    }
+    return write(folder / f"{name}.yaml", config)
+
+
+# -- 1. the positive class a certificate counted on is the use's -----------------------------------
+
+
+def severity_config(folder: Path, threshold: int) -> Path:
+    """A 0–3 judge on an answer sheet: right on levels 0 and 3, 3 on levels 1 and 2; a score
+    below ``threshold`` is a failure."""
+    items = folder / "items.csv"
+    if not items.exists():
+        with items.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, ["id", "request", "response", "expected"])
+            w.writeheader()
+            for k in range(120):
+                response = f"Case {k} severity level{k % 4} outcome."
+                w.writerow({"id": f"t{k}", "request": f"Case {k}", "response": response,
+                            "expected": k % 4})  # fmt: skip
+        rules = [{"match": "level0", "output": {"verdict": 0}}]
+        write(folder / "sheet.json", {"rules": rules, "default": {"verdict": 3}})
+    config = {
+        "name": f"severity{threshold}",
+        "data": {"path": str(items)},
+        "judge": {
+            "name": "severity-judge",
+            "model": f"scripted:{folder / 'sheet.json'}",
+            "rubric": "Rate the severity.",
+            "scale": {"kind": "ordinal", "min": 0, "max": 3},
+        },
+        "threshold": threshold,
+        "tracking": {"enabled": False},
+    }
+    return write(folder / f"severity{threshold}.yaml", config)
+
+
+def test_a_certificate_of_failures_below_one_threshold_admits_no_use_of_another(
+    tmp_path, monkeypatch, capsys
+):
+    """Certified on ``failure_incidence ≥ 0.8`` where a failure is a score below 1 (every one
+    caught: bound 0.926), the judge is refused for a run where a failure is a score below 3 (it
+    catches a third of those) — by the policy and by the certificate file — before any run
+    starts; the run with the certificate's threshold passes."""
+    monkeypatch.chdir(tmp_path)
+    at1, at3 = severity_config(tmp_path, 1), severity_config(tmp_path, 3)
+    policy = write(
+        tmp_path / "failgate.yaml",
+        {"name": "failgate", "confidence": 0.9, "bars": {"failure_incidence": 0.8}},
+    )
+    assert main(["evaluate", str(at1), "--quiet"]) == 0
+    (run,) = (tmp_path / "runs").glob("severity1-*")
+    out = tmp_path / "cert.json"
+    argv = ["certify", str(run), "--policy", str(policy), "--out", str(out)]
+    assert main(argv) == 0
+    assert json.loads(out.read_text())["event"] == "score < 1"
+    for required in (policy, out):
+        line = one_line_refusal(
+            capsys, ["evaluate", str(at3), "--quiet", "--require-certificate", str(required)]
+        )
+        assert "does not hold for" in line
+        assert "its bounds counted score < 1 as positive" in line
+        assert "failure_incidence counts score < 3" in line
+    assert not list((tmp_path / "runs").glob("severity3-*"))  # refused before the run
+    assert main(["evaluate", str(at1), "--quiet", "--require-certificate", str(policy)]) == 0
+    assert main(["evaluate", str(at1), "--quiet", "--require-certificate", str(out)]) == 0
+
+
+def test_a_tpr_certificate_of_one_label_admits_no_use_counting_failures(
+    tmp_path, monkeypatch, capsys
+):
+    """A binary judge certified on ``tpr`` without ``positive`` counted its second label
+    ("correct"); a use whose run has ``threshold: 1`` counts failures (score below 1:
+    "incorrect") — the other class — and is refused."""
+    monkeypatch.chdir(tmp_path)
+    colour_items(tmp_path)
+    plain = colour_config(tmp_path)
+    failing = colour_config(tmp_path, "failing", threshold=1)
+    policy = write(tmp_path / "tpr.yaml", {"name": "tpr", "confidence": 0.9, "bars": {"tpr": 0.8}})
+    assert main(["evaluate", str(plain), "--quiet"]) == 0
+    (run,) = (tmp_path / "runs").glob("colours-*")
+    assert main(["certify", str(run), "--policy", str(policy)]) == 0
+    line = one_line_refusal(
+        capsys, ["evaluate", str(failing), "--quiet", "--require-certificate", str(policy)]
+    )
+    assert "its bounds counted verdict correct as positive, where tpr's tpr counts score < 1" in (
+        line
+    )
+    assert main(["evaluate", str(plain), "--quiet", "--require-certificate", str(policy)]) == 0
