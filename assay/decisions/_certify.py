@@ -190,6 +190,31 @@ def ledger_of(workdir: Path, output_dir: str) -> Path:
     return (Path(workdir) / output_dir).resolve() / LEDGER
 
 
+RUNS = "runs"
+"""The runs folder ``certify`` counts in when its ``--output-dir`` names none (every config's
+default ``output_dir``)."""
+
+
+def runs_folder_of(workdir: Path, output_dir: str | None, run_dir: Path, made_for: str) -> str:
+    """The runs folder of ``workdir`` whose ledger ``certify`` counts in: ``output_dir`` (its
+    ``--output-dir``), else ``runs`` — never the one the run's own ``config.yaml`` names
+    (``made_for``): a run evaluated with its ``output_dir`` pointed at another ledger, then
+    copied here, would be certified there, on items this ledger consumed. Without
+    ``--output-dir``, a run made for another runs folder is refused: its items may be counted
+    in that folder's ledger, so which ledger counts them is the user's to say."""
+    if output_dir is not None:
+        return output_dir
+    here = (Path(workdir) / RUNS).resolve()
+    there = (Path(workdir) / made_for).resolve()
+    if there != here:
+        raise ConfigError(
+            f"{run_dir}: made for the runs folder {there} (its output_dir), and certify counts "
+            f"in the ledger of this folder's {here} — a ledger knows only the items certified "
+            "in it: give --output-dir DIR to say which runs folder's ledger counts them"
+        )
+    return RUNS
+
+
 def _entries(ledger: Path) -> list[tuple[Path, dict[str, Any]]]:
     """Every certificate in ``ledger`` as written (read as data: a forged or unsigned one
     still consumes its items and counts as an attempt)."""
@@ -299,16 +324,19 @@ def certify_run(
     out: str | Path | None = None,
     workdir: Path,
     tracking_uri: str | None = None,
+    output_dir: str | None = None,
 ) -> Certificate:
     """Issue the certificate of the finished, sealed evaluate run ``run`` under ``policy``:
-    signed, written to the ledger of ``workdir``'s runs folder (and to ``out``), logged on the
-    evaluate run's MLflow run. No LM call. Nothing is written unless everything can be."""
+    signed, written to the ledger of ``workdir``'s runs folder ``output_dir`` (default
+    ``runs``: :func:`runs_folder_of`; and to ``out``), logged on the evaluate run's MLflow
+    run. No LM call. Nothing is written unless everything can be."""
     from assay.metrics import certify
 
     pol = load_policy(policy)
     where = str(policy) if isinstance(policy, str | Path) else "policy"
     run_dir = Path(run)
     config, judgments, state = read_evaluate_run(run_dir)
+    runs = runs_folder_of(workdir, output_dir, run_dir, config.output_dir)
     scale = config.judge.scale
     assert scale is not None
     items = judged_items(run_dir, config, set(judgments), state["run_hash"])
@@ -317,9 +345,7 @@ def certify_run(
         raise RunError(f"{run_dir}: no judged item has a reference: nothing to certify on")
     from assay.decisions._tuning import refuse_tuned_items
 
-    refuse_tuned_items(
-        config.judge, labelled, workdir=workdir, output_dir=config.output_dir, what="certify"
-    )
+    refuse_tuned_items(config.judge, labelled, workdir=workdir, output_dir=runs, what="certify")
     unscored: dict[str, int] = {}
     for it in labelled:
         j = judgments[it.id]
@@ -353,7 +379,7 @@ def certify_run(
             f"{logged}: a run written by another version of assay, or edited; evaluate again"
         )
     ident = f"{config.judge.name}-{config_hash[:8]}-{items_fp[:8]}"
-    ledger = ledger_of(workdir, config.output_dir)
+    ledger = ledger_of(workdir, runs)
     fields = {
         "certificate": ident,
         "decision": "admitted" if cert.admitted else "refused",

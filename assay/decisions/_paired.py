@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from assay.decisions._certify import RUNS
 from assay.decisions._finished import JudgeRun, distinct_runs, read_judge_run
 from assay.decisions._paired_results import (
     LeftOutItem,
@@ -70,13 +71,16 @@ def paired(
     by_id = {it.id: it for it in ra.items}
     compared = [by_id[i] for i in ids]
     for run in (ra, rb):  # a tuned judge measured on the items it was tuned on wins by it
-        refuse_tuned_items(
-            run.config.judge,
-            compared,
-            workdir=workdir or Path.cwd(),
-            output_dir=run.config.output_dir,
-            what="compare --paired",
-        )
+        # the ledger of this folder's runs, whatever the run names; and the one it was made
+        # for (a tuning record only ever makes a measurement stricter)
+        for runs in dict.fromkeys((RUNS, run.config.output_dir)):
+            refuse_tuned_items(
+                run.config.judge,
+                compared,
+                workdir=workdir or Path.cwd(),
+                output_dir=runs,
+                what="compare --paired",
+            )
     ref = [scale.index(by_id[i].expected) for i in ids]
     va = [scale.index(ra.judgments[i].score) for i in ids]
     vb = [scale.index(rb.judgments[i].score) for i in ids]

@@ -8,8 +8,10 @@ digest and the MLflow URIs it can be loaded by) and the items it saw (ids, and t
 judge read normalised as a certificate's consumed items are: :mod:`._item_text`, invisible
 characters dropped, NFKC, case-folded, whitespace collapsed) — in the ledger of the runs folder it was tuned from, signed with the signing key.
 ``assay certify`` and ``compare --paired`` look up the judge they measure in that ledger (the
-command's own runs folder, never a path a file names) and refuse items that reached its tuning,
-matched by id or by normalised text.
+command's own runs folder — certify's ``--output-dir``, else ``runs`` —, never one a run's files
+name; ``compare --paired`` also in the one each run was made for, since a record only ever makes
+a measurement stricter) and refuse items that reached its tuning, matched by id or by
+normalised text.
 """
 
 from __future__ import annotations

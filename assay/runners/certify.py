@@ -25,6 +25,11 @@ class Certify(Runner):
             api_positional=True,
         )
         out: str | Path | None = option(help="also write the certificate (JSON) to this file")
+        output_dir: str | None = option(
+            help="the runs folder, here, whose ledger counts the certificate (default: runs; "
+            "never the one the run's config names — a run made for another needs it)",
+            metavar="DIR",
+        )
         tracking_uri: str | None = option(
             help="MLflow tracking URI (default: the run config's, else sqlite:///mlflow.db here)"
         )
@@ -43,6 +48,7 @@ class Certify(Runner):
             out=options.out,
             workdir=workdir,
             tracking_uri=options.tracking_uri,
+            output_dir=options.output_dir,
         )
 
     def report(self, run_dir: Path, **options: Any) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 from assay.cli import main
@@ -157,3 +158,79 @@ def test_a_tpr_certificate_of_one_label_admits_no_use_counting_failures(
         line
     )
     assert main(["evaluate", str(plain), "--quiet", "--require-certificate", str(policy)]) == 0
+
+
+# -- 2. the ledger is the runs folder's of the directory certify runs in ---------------------------
+
+
+def test_certify_counts_in_this_folders_ledger_not_the_one_the_run_names(
+    tmp_path, monkeypatch, capsys
+):
+    """Certified here, the items are consumed in ``./runs``'s ledger. The same config evaluated
+    with ``output_dir`` pointed at another folder, its run copied into ``./runs`` and certified
+    from here: refused (it was made for another runs folder — say which ledger counts it), and
+    with ``--output-dir runs`` refused as consumed; nothing is issued in the other ledger."""
+    monkeypatch.chdir(tmp_path)
+    colour_items(tmp_path)
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    here = colour_config(tmp_path)
+    there = colour_config(tmp_path, "there", output_dir=str(elsewhere))
+    policy = write(tmp_path / "gate.yaml", POLICY)
+    assert main(["evaluate", str(here), "--quiet"]) == 0
+    (run,) = (tmp_path / "runs").glob("colours-*")
+    assert main(["certify", str(run), "--policy", str(policy)]) == 0
+    assert main(["evaluate", str(there), "--quiet"]) == 0
+    (made,) = elsewhere.glob("there-*")
+    copy = tmp_path / "runs" / "copy"
+    shutil.copytree(made, copy)
+    line = one_line_refusal(capsys, ["certify", "runs/copy", "--policy", str(policy)])
+    assert f"runs/copy: made for the runs folder {elsewhere} (its output_dir)" in line
+    assert "give --output-dir DIR" in line
+    argv = ["certify", "runs/copy", "--policy", str(policy), "--output-dir", "runs"]
+    assert "60 of these 60 items were already consumed" in one_line_refusal(capsys, argv)
+    assert not (elsewhere / "certificates").exists()
+
+
+def test_a_runs_folder_of_its_own_is_named_with_output_dir(tmp_path, monkeypatch, capsys):
+    """A project whose runs go to ``results``: certify is told so (``--output-dir results``),
+    issues in ``results/certificates``, and the gate of a run of that config finds it there."""
+    monkeypatch.chdir(tmp_path)
+    colour_items(tmp_path)
+    config = colour_config(tmp_path, output_dir="results")
+    policy = write(tmp_path / "gate.yaml", POLICY)
+    assert main(["evaluate", str(config), "--quiet"]) == 0
+    (run,) = (tmp_path / "results").glob("colours-*")
+    line = one_line_refusal(capsys, ["certify", str(run), "--policy", str(policy)])
+    assert "made for the runs folder" in line and "give --output-dir DIR" in line
+    argv = ["certify", str(run), "--policy", str(policy), "--output-dir", "results"]
+    assert main(argv) == 0
+    assert list((tmp_path / "results" / "certificates").glob("*/certificate.json"))
+    assert not (tmp_path / "runs").exists()
+    assert main(["evaluate", str(config), "--quiet", "--require-certificate", str(policy)]) == 0
+
+
+def test_the_tuning_check_reads_this_folders_ledger_not_the_one_the_run_names(
+    tmp_path, monkeypatch, capsys
+):
+    """A judge tuned on these items (recorded in ``./runs``'s ledger), its run made with
+    ``output_dir`` elsewhere and copied here: certified into this folder's ledger, it is refused
+    for the tuning, whatever the run's config names."""
+    from assay.decisions import ledger_of, record_tuning
+    from assay.inputs._config import EvaluateConfig
+    from assay.inputs._items import load_items
+
+    monkeypatch.chdir(tmp_path)
+    colour_items(tmp_path)
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    there = colour_config(tmp_path, "there", output_dir=str(elsewhere))
+    assert main(["evaluate", str(there), "--quiet"]) == 0
+    (made,) = elsewhere.glob("there-*")
+    shutil.copytree(made, tmp_path / "runs" / "copy")
+    config = EvaluateConfig.model_validate_json(json.dumps(json.loads(there.read_text())))
+    items = load_items(config.data, config.judge.scale)
+    ledger = ledger_of(tmp_path, "runs")
+    record_tuning(config.judge, config.judge, items, source="test", run="t", ledger=ledger)
+    policy = write(tmp_path / "gate.yaml", POLICY)
+    argv = ["certify", "runs/copy", "--policy", str(policy), "--output-dir", "runs"]
+    assert "reached the tuning of judge 'colour-judge'" in one_line_refusal(capsys, argv)
+    assert not list((tmp_path / "runs" / "certificates").glob("*/certificate.json"))
