@@ -7,6 +7,15 @@ the runs folder — ``~/.config/assay/signing.key`` (``$XDG_CONFIG_HOME`` when s
 shares the file as it shares its tracking store; whoever holds it can sign, so it is guarded
 like a credential. The signature is over the canonical JSON of what it covers (keys sorted, no
 spaces), compared in constant time.
+
+What assay records of what it signed — the heads of a certificates ledger's journal and of a
+signed history (how many lines, the last one's digest) — is kept per key, found by the key's
+identity (:func:`key_id`: a fingerprint of its bytes), never by the path the key is read from:
+``$XDG_STATE_HOME/assay/keys/<key id>/`` (``~/.local/state`` when unset). The same key through a
+symlink, a hard link or a copy in another folder, or after its owner moved it, finds the same
+records; beside a key named through another folder there would have been none, and a journal
+cut short would have passed as one never seen. Records kept beside the key file before
+(``ledgers/``, ``review-runs/`` … in its folder) are still read where the key's own have none.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from typing import Any
 from assay.errors import ConfigError
 
 KEY_FILE_ENV = "ASSAY_SIGNING_KEY_FILE"
+STATE_ENV = "XDG_STATE_HOME"
 _MIN_KEY_BYTES = 32
 MAC_FIELD = "_mac"
 """The field a run's signed records end with (:mod:`assay.runs`); readers of those files drop it."""
@@ -36,6 +46,41 @@ def key_file() -> Path:
         return Path(named).expanduser()
     config = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
     return Path(config) / "assay" / "signing.key"
+
+
+def key_id() -> str | None:
+    """The signing key's identity: a fingerprint of its bytes (an HMAC under the key of a fixed
+    label, so it tells nothing of the key), the same whatever path the key is read from. None
+    when there is no key yet."""
+    path = key_file()
+    if not path.exists():
+        return None
+    return hmac.new(_read_key(path), b"assay key id", hashlib.sha256).hexdigest()[:32]
+
+
+def records_folder(kind: str) -> Path:
+    """The folder where what assay records of ``kind`` (``ledgers``, ``review-runs`` …) under
+    this key is written: ``<state>/assay/keys/<key id>/<kind>``, found by the key's identity.
+    The key must exist (a record is written after something was signed)."""
+    ident = key_id()
+    if ident is None:
+        _read_key(key_file())  # one line: no key
+    state = os.environ.get(STATE_ENV) or Path.home() / ".local" / "state"
+    return Path(state).expanduser() / "assay" / "keys" / str(ident) / kind
+
+
+def recorded(kind: str, name: str) -> Path | None:
+    """The record ``name`` of ``kind`` kept for this key, where it is: in the key's records
+    folder (:func:`records_folder`), else where records were kept before they were found by
+    the key's identity — beside the key file, as named or with its symlinks followed. None when
+    there is none (or no key)."""
+    if key_id() is None:
+        return None
+    named = key_file()
+    for folder in (records_folder(kind), named.parent / kind, named.resolve().parent / kind):
+        if (folder / name).exists():
+            return folder / name
+    return None
 
 
 def ensure_key() -> Path:

@@ -18,10 +18,13 @@ import assay  # noqa: F401  (offline-safe environment defaults)
 os.environ["ASSAY_SIDECAR"] = "0"
 
 # The signing key of the seals, certificates and calibrations the tests write: one for the
-# session (the processes tests start inherit it), never the user's own.
+# session (the processes tests start inherit it), never the user's own — and the key's records
+# (the heads of journals and signed histories, $XDG_STATE_HOME/assay/keys/<key id>) beside it,
+# never in the user's state folder.
 _KEYS = tempfile.mkdtemp(prefix="assay-test-key-")
 atexit.register(shutil.rmtree, _KEYS, ignore_errors=True)
 os.environ["ASSAY_SIGNING_KEY_FILE"] = str(Path(_KEYS) / "signing.key")
+os.environ["XDG_STATE_HOME"] = str(Path(_KEYS) / "state")
 
 EXAMPLE_DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 

@@ -19,7 +19,10 @@ deleted.
 ``evaluate``, ``harness`` and ``estimate`` take ``--require-certificate POLICY|CERTIFICATE``:
 :func:`require_certificates` checks, before any LM call, that the ledger holds an admitted,
 signed certificate of the judge's exact config — under a policy at least as strict as the one
-named, or the very certificate named. A file never says where to look.
+named, on the positive class the use counts, or the very certificate named — and that its
+journal holds it. A file never says where to look: ``certify`` counts in the ledger of the
+runs folder its ``--output-dir`` names in the directory it runs in (``runs`` by default),
+never the one a run's ``config.yaml`` names.
 """
 
 from __future__ import annotations
@@ -586,10 +589,14 @@ def read_certificate(path: str | Path) -> Certificate:
         raise CertificateError(f"{path}: not a certificate ({first_error(exc)})") from None
 
 
-def verified(path: Path, ledger: Path) -> Certificate:
+def verified(
+    path: Path, ledger: Path, journaled: dict[str, dict[str, Any]] | None = None
+) -> Certificate:
     """The certificate at ``path`` in ``ledger`` if assay issued it there: signed by the key, a
     certificate, consistent (each passed its bound against its bar, the decision every bar),
-    filed under its own id and issued by this ledger — else one line."""
+    filed under its own id, issued by this ledger and held by its journal as it was issued
+    (``journaled``: :func:`~._ledger_journal.journaled`, None for a ledger written before the
+    journal existed) — else one line."""
     try:
         raw = load_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -615,7 +622,38 @@ def verified(path: Path, ledger: Path) -> Certificate:
             f"{path}: certificate {cert.certificate} was issued by another ledger and copied "
             f"into {ledger}: a certificate counts in the ledger that issued it"
         )
+    if journaled is not None:
+        _in_journal(path, cert, journaled, ledger)
     return cert
+
+
+_JOURNAL_NAMES = ("decision", "issued", "judge", "config_hash")
+"""What a certificate's journal line must say as its folder does (every journal line holds them,
+one adopted from a certificate written before the journal too)."""
+
+
+def _in_journal(
+    path: Path, cert: Certificate, journaled: dict[str, dict[str, Any]], ledger: Path
+) -> None:
+    """Refuse a certificate the ledger's journal does not hold as it is: the journal is what
+    the ledger counts, so one missing from it was put in the folder past ``certify`` (or
+    issued by one killed before its line was written: the next ``certify`` here adopts it)."""
+    entry = journaled.get(cert.certificate)
+    if entry is None:
+        raise CertificateError(
+            f"{path}: certificate {cert.certificate} is not in the ledger's journal "
+            f"({ledger / journal.JOURNAL}), which is what the ledger counts: put there past "
+            "`assay certify`, or issued by one killed before it recorded it (the next certify "
+            "here adopts it)"
+        )
+    issued = cert.model_dump(mode="json")
+    if any(entry.get(k) != issued.get(k) for k in _JOURNAL_NAMES) or (
+        (entry.get("policy") or {}).get("name") != cert.policy.name
+    ):
+        raise CertificateError(
+            f"{path}: certificate {cert.certificate} is not the one the ledger's journal "
+            f"recorded under its id ({ledger / journal.JOURNAL}): replaced after it was issued"
+        )
 
 
 def require_certificates(
@@ -637,34 +675,36 @@ def require_certificates(
         return
     policies: list[tuple[str, Policy]] = []
     named: list[tuple[str, Certificate]] = []
+    # what the ledger counts, checked against its head (a journal cut or replaced is refused)
+    kept = journal.journaled(ledger, _ledger_id(ledger, create=False))
     for entry in required:
         where = str(entry)
         data = read_input(entry, CertificateError, what="certificate or policy file")
         if isinstance(data, dict) and "certificate" in data and "decision" in data:
-            named.append((where, _as_kept(where, ledger)))
+            named.append((where, _as_kept(where, ledger, kept)))
         else:
             policies.append((where, _policy(data, where)))
     for judge in judges:
         for where, use in policies:
-            _admitted_under(judge, use, where, ledger, threshold)
+            _admitted_under(judge, use, where, ledger, threshold, kept)
         if named:
             _admitted_by(judge, named, threshold)
 
 
-def _as_kept(where: str, ledger: Path) -> Certificate:
-    """The ledger's copy of the certificate file ``where``, verified; the file must say what
-    the copy says."""
+def _as_kept(where: str, ledger: Path, journaled: dict[str, dict[str, Any]] | None) -> Certificate:
+    """The ledger's copy of the certificate file ``where``, verified (``journaled``: what its
+    journal holds); the file must say what the copy says."""
     cert = read_certificate(where)
-    kept = ledger / cert.certificate / CERTIFICATE
-    if not kept.is_file():
+    copy = ledger / cert.certificate / CERTIFICATE
+    if not copy.is_file():
         raise CertificateError(
             f"{where}: certificate {cert.certificate} is not in the ledger {ledger}: a "
             "certificate counts only in the ledger of the runs folder that issued it"
         )
-    kept_cert = verified(kept, ledger)
+    kept_cert = verified(copy, ledger, journaled)
     if kept_cert.model_dump_json() != cert.model_dump_json():  # NaN bounds compare equal
         raise CertificateError(
-            f"{where}: certificate {cert.certificate} differs from the ledger's copy {kept}: "
+            f"{where}: certificate {cert.certificate} differs from the ledger's copy {copy}: "
             "edited after it was issued; use the ledger's copy or certify again on new items"
         )
     return kept_cert
@@ -706,7 +746,12 @@ def _use_event(judge: JudgeConfig, policy: Policy, threshold: int | None, where:
 
 
 def _admitted_under(
-    judge: JudgeConfig, use: Policy, where: str, ledger: Path, threshold: int | None
+    judge: JudgeConfig,
+    use: Policy,
+    where: str,
+    ledger: Path,
+    threshold: int | None,
+    journaled: dict[str, dict[str, Any]] | None,
 ) -> None:
     """The ledger holds a verified certificate admitting ``judge``'s exact config under a
     policy at least as strict as ``use``, on the same positive class — else one line: why the
@@ -719,7 +764,7 @@ def _admitted_under(
         if data.get("config_hash") != wanted:
             continue
         try:
-            cert = verified(path, ledger)
+            cert = verified(path, ledger, journaled)
         except CertificateError as exc:
             reasons.append(str(exc))
             continue

@@ -1,16 +1,19 @@
 """The certificates ledger's journal: what each ``certify`` consumed and spent, one signed line
-per certificate, each line chained to the one before, its head kept beside the signing key.
+per certificate, each line chained to the one before, its head kept with the signing key's
+records (found by the key's identity).
 
 A certificate's folder (``certificate.json`` and its reports) is its record for people; the
 journal is what the ledger counts. The items a certificate consumed and the share of δ its
 attempt took stay consumed and spent when its folder is deleted — cleaning up old certificates
 must not free a validation set or reset an attempt budget. Each line is signed with the signing
 key and names the digest of the line before it: a line edited, removed from the middle or moved
-is refused. The number of lines and the last one's digest are kept beside the signing key
-(``ledgers/<ledger id>.json``), so a journal cut short, replaced or removed is refused on this
-machine. A ledger removed whole, its ``ledger-id`` with it, is a new ledger: nothing left on disk
-tells it from one never used. A ledger written before the journal existed adopts its
-certificate folders as they are, the first time it certifies.
+is refused. The number of lines and the last one's digest (the *head*) are kept with the
+signing key's records (``ledgers/<ledger id>.json`` in :func:`assay._signing.records_folder`:
+found by the key's identity, not by the path it is read from — the same key through a symlink
+or a copy in another folder finds the same head), so a journal cut short, replaced or removed is
+refused on this machine. A ledger removed whole, its ``ledger-id`` with it, is a new ledger:
+nothing left on disk tells it from one never used. A ledger written before the journal existed
+adopts its certificate folders as they are, the first time it certifies.
 """
 
 from __future__ import annotations
@@ -59,16 +62,25 @@ def entry_of(certificate: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def journaled(ledger: Path, ledger_id: str | None) -> dict[str, dict[str, Any]] | None:
+    """The certificates the ledger's journal holds, by id (:func:`read`: checked); None for a
+    ledger that never had a journal — none on disk, no head on this machine: written before the
+    journal existed, its certificate folders not adopted yet."""
+    if not (ledger / JOURNAL).exists() and _head_path(ledger_id) is None:
+        return None
+    return {str(e.get("certificate")): e for e in read(ledger, ledger_id)}
+
+
 def read(ledger: Path, ledger_id: str | None) -> list[dict[str, Any]]:
     """The journal's entries, each checked: signed by the key, chained to the one before, and
-    the whole as long as its head beside the key says (when this machine has seen it)."""
+    the whole as long as its head says (when this machine has seen it)."""
     path = ledger / JOURNAL
     head = _read_head(ledger_id)
     if not path.exists():
         if head is not None and head["entries"] > 0:
             raise JournalError(
                 f"{path}: the ledger's journal is gone, but it held {head['entries']} "
-                f"certificates ({_head_file(ledger_id)}): the items they consumed stay "
+                f"certificates ({_head_path(ledger_id)}): the items they consumed stay "
                 "consumed — restore the journal"
             )
         return []
@@ -98,10 +110,13 @@ def read(ledger: Path, ledger_id: str | None) -> list[dict[str, Any]]:
     )
     if not seen:
         assert head is not None
+        if head["entries"] > len(entries):
+            held = f"holds {len(entries)} certificates, but this ledger recorded {head['entries']}"
+        else:  # as many lines or more, but not the ones recorded
+            held = f"does not hold the {head['entries']} certificates this ledger recorded"
         raise JournalError(
-            f"{path}: the journal holds {len(entries)} certificates, but this ledger recorded "
-            f"{head['entries']} ({_head_file(ledger_id)}): lines were removed or the journal "
-            "replaced — restore it"
+            f"{path}: the journal {held} ({_head_path(ledger_id)}): lines were removed or the "
+            "journal replaced — restore it"
         )
     return entries
 
@@ -140,15 +155,26 @@ def _whole_lines(path: Path) -> list[str]:
     return text.split("\n")[:-1]
 
 
-def _head_file(ledger_id: str | None) -> Path:
-    return _signing.key_file().parent / "ledgers" / f"{ledger_id}.json"
+HEADS = "ledgers"
+"""The kind of the signing key's records that the journals' heads are."""
+
+
+def head_file(ledger_id: str) -> Path:
+    """Where the ledger's head is written: with the signing key's records, by its identity."""
+    return _signing.records_folder(HEADS) / f"{ledger_id}.json"
+
+
+def _head_path(ledger_id: str | None) -> Path | None:
+    """Where the ledger's head is found (:func:`assay._signing.recorded`: the key's records, or
+    beside the key file where a head was written before), None when this machine has none."""
+    return None if ledger_id is None else _signing.recorded(HEADS, f"{ledger_id}.json")
 
 
 def _read_head(ledger_id: str | None) -> dict[str, Any] | None:
     """The head this machine recorded for the ledger (None when it has recorded none)."""
-    if ledger_id is None:
+    path = _head_path(ledger_id)
+    if path is None:
         return None
-    path = _head_file(ledger_id)
     try:
         data = load_json(path.read_text(encoding="utf-8"))
         body = {"ledger": ledger_id, "entries": data["entries"], "last": data["last"]}
@@ -163,7 +189,8 @@ def _read_head(ledger_id: str | None) -> dict[str, Any] | None:
 
 
 def _write_head(ledger_id: str, entries: int, last: str) -> None:
-    path = _head_file(ledger_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
     body = {"ledger": ledger_id, "entries": entries, "last": last}
-    write_atomic(path, json.dumps({**body, "signature": _signing.sign(body)}) + "\n")
+    signed = {**body, "signature": _signing.sign(body)}  # the key made first, if none yet
+    path = head_file(ledger_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(signed) + "\n")

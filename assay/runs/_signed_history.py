@@ -6,9 +6,10 @@ Each line is signed with the signing key over its fields, the identity of the ru
 and ``previous`` — the signature of the line before it ("" for the first) —, so a line edited
 or added by hand is refused, and a line moved, removed from the middle or copied breaks the
 chain at the first line after it. A file cannot vouch for its own end, so the number of lines
-and the last signature (the *head*) are kept beside the signing key (``<heads>/<name>.json``,
-signed, one per folder), as the certificates ledger keeps its journal's head: lines cut off the
-end, or the file replaced, are refused on this machine. The head may lag by the lines a kill
+and the last signature (the *head*) are kept with the signing key's records
+(``<heads>/<name>.json`` in :func:`assay._signing.records_folder`, signed, one per folder: found
+by the key's identity, not the path it is read from), as the certificates ledger keeps its
+journal's head: lines cut off the end, or the file replaced, are refused on this machine. The head may lag by the lines a kill
 left it behind (the file is written first), never lead. A folder without a head (new, or
 copied from elsewhere) gets one the first time its history is read.
 
@@ -57,7 +58,7 @@ class HistoryKind:
 
     bound_to: str  # the key naming the run's identity in each signature: "queue", "run"
     lines: str  # what the head counts and the errors say: "verdicts", "decisions"
-    heads: str  # the folder beside the signing key where the heads are kept
+    heads: str  # the kind of the signing key's records the heads are (their folder's name)
     line: Callable[[dict[str, Any]], str]  # one line as an error names it: "verdict on item 'x'"
     signed_before: bool  # lines written before the chain were each signed on their own
 
@@ -215,21 +216,30 @@ class SignedHistory:
 
     # -- the head --------------------------------------------------------------------------------
     def head_file(self) -> Path:
-        """Where the head of this folder's history is kept: beside the signing key."""
-        name = _signing.digest(
-            {self.kind.bound_to: self.identity, "folder": str(self.folder.resolve())}
-        )
-        return _signing.key_file().parent / self.kind.heads / f"{name[:32]}.json"
+        """Where the head of this folder's history is found: with the signing key's records
+        (:func:`assay._signing.recorded`, by the key's identity; beside the key file where one
+        was written before), else where it is written."""
+        name = f"{self._head_name()}.json"
+        found = _signing.recorded(self.kind.heads, name)
+        return found or _signing.records_folder(self.kind.heads) / name
+
+    def _head_name(self) -> str:
+        folder = str(self.folder.resolve())
+        return _signing.digest({self.kind.bound_to: self.identity, "folder": folder})[:32]
 
     def started_file(self) -> Path:
         """The mark that some folder on this machine chained this run's history (kept for a
-        kind whose older lines were not signed: such a file is adopted only before it)."""
-        name = _signing.digest({self.kind.bound_to: self.identity})
-        return _signing.key_file().parent / self.kind.heads / f"run-{name[:32]}.started"
+        kind whose older lines were not signed: such a file is adopted only before it), where
+        it is found or written (as :meth:`head_file`)."""
+        name = f"run-{_signing.digest({self.kind.bound_to: self.identity})[:32]}.started"
+        found = _signing.recorded(self.kind.heads, name)
+        return found or _signing.records_folder(self.kind.heads) / name
 
     def read_head(self) -> Head | None:
         """The head recorded for the folder (None when none was recorded on this machine)."""
-        path = self.head_file()
+        path = _signing.recorded(self.kind.heads, f"{self._head_name()}.json")
+        if path is None:
+            return None
         try:
             data = load_json(path.read_text(encoding="utf-8"))
             body = self._head_body(data[self.kind.lines], data["last"])
@@ -246,12 +256,13 @@ class SignedHistory:
         return Head(body[self.kind.lines], body["last"])
 
     def write_head(self, count: int, last: str) -> None:
-        path = self.head_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
         body = self._head_body(count, last)
-        write_atomic(path, json.dumps({**body, SIGNATURE: _signing.sign(body)}) + "\n")
+        signed = {**body, SIGNATURE: _signing.sign(body)}  # the key made first, if none yet
+        folder = _signing.records_folder(self.kind.heads)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_atomic(folder / f"{self._head_name()}.json", json.dumps(signed) + "\n")
         if not self.kind.signed_before:
-            self.started_file().touch()
+            (folder / self.started_file().name).touch()
 
     def _head_body(self, count: int, last: str) -> dict[str, Any]:
         return {self.kind.bound_to: self.identity, self.kind.lines: count, "last": last}

@@ -583,14 +583,14 @@ def test_a_journal_edited_cut_or_removed_is_refused(run, tmp_path, capsys):
 
 
 def test_a_ledger_written_before_the_journal_adopts_its_certificates(run, tmp_path, capsys):
-    from assay._signing import key_file
+    from assay.decisions._ledger_journal import head_file
 
     run_dir, cfg, _ = run
     assert certify(tmp_path, run_dir, STRICT, capsys)[0] == 1
     ledger = tmp_path / "runs" / "certificates"
     ledger_id = (ledger / "ledger-id").read_text(encoding="utf-8").strip()
     (ledger / "journal.jsonl").unlink()  # as an assay before the journal left it
-    (key_file().parent / "ledgers" / f"{ledger_id}.json").unlink()
+    head_file(ledger_id).unlink()
     second = fresh_run(tmp_path, cfg, range(100, 120), "second")
     assert certify(tmp_path, second, PLANNED, capsys)[0] == 0
     lines = (ledger / "journal.jsonl").read_text(encoding="utf-8").splitlines()
@@ -608,7 +608,7 @@ def test_a_kill_while_the_journal_is_written_leaves_a_ledger_that_counts(run, tm
     """Killed half-way through a journal line, or between the line and its head beside the key:
     the next certify reads on — the torn line cut off and its certificate adopted from its
     folder, the lagging head moved — and the items stay consumed."""
-    from assay._signing import key_file
+    from assay.decisions._ledger_journal import head_file
 
     run_dir, cfg, _ = run
     assert certify(tmp_path, run_dir, PLANNED, capsys)[0] == 0
@@ -616,7 +616,7 @@ def test_a_kill_while_the_journal_is_written_leaves_a_ledger_that_counts(run, tm
     path = ledger / "journal.jsonl"
     written = path.read_text(encoding="utf-8")
     path.write_text(written[: len(written) // 2], encoding="utf-8")  # torn, no newline
-    head = key_file().parent / "ledgers" / f"{(ledger / 'ledger-id').read_text().strip()}.json"
+    head = head_file((ledger / "ledger-id").read_text().strip())
     head.unlink()  # as if this machine had not seen it: only the torn line is in question
     second = fresh_run(tmp_path, cfg, range(100, 120), "second")
     capsys.readouterr()

@@ -15,6 +15,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from assay.cli import main
 
 POLICY = {"name": "gate", "confidence": 0.9, "bars": {"accuracy": 0.8}}
@@ -234,3 +236,115 @@ def test_the_tuning_check_reads_this_folders_ledger_not_the_one_the_run_names(
     argv = ["certify", "runs/copy", "--policy", str(policy), "--output-dir", "runs"]
     assert "reached the tuning of judge 'colour-judge'" in one_line_refusal(capsys, argv)
     assert not list((tmp_path / "runs" / "certificates").glob("*/certificate.json"))
+
+
+# -- 3. the journal's head is found by the key's identity; the gate reads the journal -------------
+
+
+def _certified(tmp_path: Path, monkeypatch) -> tuple[Path, Path, Path, Path]:
+    """An admitted certificate of the colour judge in ``./runs``: (config, run, policy,
+    ledger)."""
+    monkeypatch.chdir(tmp_path)
+    colour_items(tmp_path)
+    config = colour_config(tmp_path)
+    policy = write(tmp_path / "gate.yaml", POLICY)
+    assert main(["evaluate", str(config), "--quiet"]) == 0
+    (run,) = (tmp_path / "runs").glob("colours-*")
+    assert main(["certify", str(run), "--policy", str(policy)]) == 0
+    return config, run, policy, tmp_path / "runs" / "certificates"
+
+
+def _cut(ledger: Path) -> None:
+    """The journal emptied and the certificate's folder deleted: the items look new."""
+    (ledger / "journal.jsonl").write_text("", encoding="utf-8")
+    for folder in ledger.iterdir():
+        if folder.is_dir():
+            shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("how", ["symlink", "copy"])
+def test_a_cut_journal_is_refused_whatever_path_the_key_is_read_from(
+    tmp_path, monkeypatch, capsys, how
+):
+    """The journal's head is found by the key's identity: the same key through a symlink in
+    another folder, or a copy of it there, finds the head that says the journal held one
+    certificate — the cut journal is refused, the items stay consumed."""
+    from assay._signing import KEY_FILE_ENV, key_file
+
+    _, run, policy, ledger = _certified(tmp_path, monkeypatch)
+    _cut(ledger)
+    argv = ["certify", str(run), "--policy", str(policy)]
+    held = "the journal holds 0 certificates, but this ledger recorded 1"
+    assert held in one_line_refusal(capsys, argv)
+    other = tmp_path / "other-folder"
+    other.mkdir()
+    if how == "symlink":
+        (other / "signing.key").symlink_to(key_file())
+    else:
+        shutil.copy(key_file(), other / "signing.key")
+    monkeypatch.setenv(KEY_FILE_ENV, str(other / "signing.key"))
+    assert held in one_line_refusal(capsys, argv)
+    assert not [d for d in ledger.iterdir() if d.is_dir()]
+
+
+def test_a_head_kept_beside_the_key_before_still_counts(tmp_path, monkeypatch, capsys):
+    """A ledger whose head was written beside the key file (before heads were found by the
+    key's identity) is still guarded by it."""
+    from assay._signing import key_file
+    from assay.decisions._ledger_journal import head_file
+
+    _, run, policy, ledger = _certified(tmp_path, monkeypatch)
+    head = head_file((ledger / "ledger-id").read_text().strip())
+    before = key_file().parent / "ledgers" / head.name
+    before.parent.mkdir(exist_ok=True)
+    head.rename(before)  # where an earlier assay kept it
+    _cut(ledger)
+    line = one_line_refusal(capsys, ["certify", str(run), "--policy", str(policy)])
+    assert f"but this ledger recorded 1 ({before})" in line
+
+
+def test_the_gate_reads_the_ledgers_journal_not_only_its_folders(tmp_path, monkeypatch, capsys):
+    """The journal cut and the items certified again where this machine's records are not
+    found (another copy of the key, another state folder): the new certificate is admitted
+    there, but the gate here reads the journal against its head and refuses it, before any
+    run; and a certificate folder the journal does not hold (its line torn by a kill) admits
+    nothing until certify adopts it."""
+    from assay._signing import KEY_FILE_ENV, key_file
+
+    config, run, policy, ledger = _certified(tmp_path, monkeypatch)
+    require = ["evaluate", str(config), "--quiet", "--require-certificate", str(policy)]
+    assert main(require) == 0
+    _cut(ledger)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(key_file(), elsewhere / "signing.key")
+    with monkeypatch.context() as env:
+        env.setenv(KEY_FILE_ENV, str(elsewhere / "signing.key"))
+        env.setenv("XDG_STATE_HOME", str(elsewhere / "state"))
+        # under another policy's name (the same bars): another certificate than the one cut
+        again = write(tmp_path / "again.yaml", POLICY | {"name": "again"})
+        assert main(["certify", str(run), "--policy", str(again)]) == 0
+    line = one_line_refusal(capsys, require)
+    assert "journal.jsonl: the journal does not hold the 1 certificates this ledger recorded" in (
+        line
+    )
+    # a ledger this machine never saw, whose last line was torn by a kill: its folder is there,
+    # its journal line is not
+    from assay.decisions._ledger_journal import head_file
+
+    head_file((ledger / "ledger-id").read_text().strip()).unlink()
+    journal = ledger / "journal.jsonl"
+    journal.write_text(journal.read_text()[:-20], encoding="utf-8")
+    line = one_line_refusal(capsys, require)
+    assert "is not in the ledger's journal" in line and "the next certify here adopts it" in line
+
+
+def test_a_ledger_written_before_the_journal_still_admits(tmp_path, monkeypatch, capsys):
+    """A ledger with no journal and no head on this machine (written before the journal
+    existed): its certificates admit as they did."""
+    from assay.decisions._ledger_journal import head_file
+
+    config, _, policy, ledger = _certified(tmp_path, monkeypatch)
+    head_file((ledger / "ledger-id").read_text().strip()).unlink()
+    (ledger / "journal.jsonl").unlink()
+    assert main(["evaluate", str(config), "--quiet", "--require-certificate", str(policy)]) == 0

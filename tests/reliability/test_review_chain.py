@@ -184,6 +184,32 @@ def test_decisions_moved_removed_cut_or_copied_are_refused(folder, capsys):
     assert _metrics(run)[0]["accepted"] == 3
 
 
+@pytest.mark.parametrize("how", ["symlink", "copy"])
+def test_decisions_cut_off_are_refused_whatever_path_the_key_is_read_from(
+    folder, capsys, monkeypatch, how
+):
+    """The head that says how many decisions were recorded is found by the key's identity: the
+    same key through a symlink in another folder, or a copy of it there, still tells decisions
+    cut off the end."""
+    from assay._signing import KEY_FILE_ENV, key_file
+
+    _harness(capsys)
+    run = _run_dir(folder)
+    _import(
+        run, folder, capsys, {i: {"decision": "accept", "reviewer": "ana"} for i in _probe_ids(run)}
+    )
+    reviews = run / "reviews.jsonl"
+    reviews.write_text("".join(reviews.read_text().splitlines(keepends=True)[:-1]))
+    other = folder / "other-folder"
+    other.mkdir()
+    if how == "symlink":
+        (other / "signing.key").symlink_to(key_file())
+    else:
+        shutil.copy(key_file(), other / "signing.key")
+    monkeypatch.setenv(KEY_FILE_ENV, str(other / "signing.key"))
+    _refused(capsys, ["harness", "h.yaml"], str(reviews), "holds 2 decisions, but 3 were recorded")
+
+
 def test_decisions_written_before_they_were_signed_are_adopted_once(folder, capsys):
     """A run reviewed before decisions were signed (its lines plain JSON, no head recorded) is
     read as it stands the first time — its lines could not be checked — chained in place, and

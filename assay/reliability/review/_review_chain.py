@@ -2,7 +2,8 @@
 which decision counts is the latest line of a probe, and decisions gate which probes are judged
 and edited targets change the figures, so ``reviews.jsonl`` is checked as a whole before
 anything reads it — each line signed with the signing key over its fields, the run's identity
-and the line before it, the count and last signature kept beside the key (``review-runs/``).
+and the line before it, the count and last signature kept with the key's records
+(``review-runs/``: :func:`assay._signing.records_folder`).
 A line written by hand (past ``assay review import`` and the review app), edited, moved,
 removed, copied, or the end cut off is refused in one line naming the file and the first bad row.
 
