@@ -342,7 +342,7 @@ def certify_run(
     runs = runs_folder_of(workdir, output_dir, run_dir, config.output_dir)
     scale = config.judge.scale
     assert scale is not None
-    items = judged_items(run_dir, config, set(judgments), state["run_hash"])
+    items = judged_items(run_dir, config, set(judgments), state["run_hash"], run_dir=run_dir)
     labelled = [it for it in items if it.expected is not None]
     if not labelled:
         raise RunError(f"{run_dir}: no judged item has a reference: nothing to certify on")

@@ -266,7 +266,7 @@ def _labelled(
     """The reference score of each judged item that has one, and each judged item's text
     fingerprint (:func:`~._item_text.item_fingerprint`): the run's data read again, and
     refused unless it is the data the run judged (``judged_items``)."""
-    items = judged_items(run_dir, config, judged, state.get("run_hash"))
+    items = judged_items(run_dir, config, judged, state.get("run_hash"), run_dir=run_dir)
     refs = {it.id: it.expected for it in items if it.id in judged and it.expected is not None}
     return refs, {it.id: item_fingerprint(it) for it in items}
 

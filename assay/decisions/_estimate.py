@@ -198,7 +198,7 @@ def _read(
         ledger = ledger_of(workdir, config.output_dir)
         use = threshold if threshold is not None else config.threshold
         require_certificates(require_certificate, [config.judge], ledger=ledger, threshold=use)
-    items = judged_items(run, config, judged, state.get("run_hash"))
+    items = judged_items(run, config, judged, state.get("run_hash"), run_dir=Path(run))
     runs = [(str(run), config, items, judged, False)]
     hashes = [str(state.get("run_hash"))]
     if validation is not None:
@@ -209,7 +209,9 @@ def _read(
                 f"{v_config.judge.config_hash()[:10]} vs {config.judge.config_hash()[:10]}): "
                 "its errors say nothing about this judge"
             )
-        v_items = judged_items(validation, v_config, v_judged, v_state.get("run_hash"))
+        v_items = judged_items(
+            validation, v_config, v_judged, v_state.get("run_hash"), run_dir=Path(validation)
+        )
         runs.insert(0, (str(validation), v_config, v_items, v_judged, True))
         hashes.append(str(v_state.get("run_hash")))
     return runs, config, hashes

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import yaml
 
+from assay import _endpoints
 from assay._yaml import load as load_yaml
 from assay.errors import RunError
 from assay.inputs import EvaluateConfig, data_fingerprint, item_set_tags, load_items
+from assay.programs import JudgeConfig
 from assay.runs import (
     JUDGMENTS,
     SEAL_TAG,
@@ -54,12 +56,18 @@ def read_evaluate_run(
 
 
 def judged_items(
-    where: str | Path, config: EvaluateConfig, judged: Collection[str], run_hash: str | None
+    where: str | Path,
+    config: EvaluateConfig,
+    judged: Collection[str],
+    run_hash: str | None,
+    *,
+    run_dir: Path | None = None,
 ) -> list[Item]:
     """The items a finished evaluate run judged (``judged``: their ids), read again from its
     data set, in the data's order — refused in one line naming ``where`` unless they are the
     ones it judged: none gone, and the run's hash over them the same (texts or references
-    edited since would make a number about other items)."""
+    edited since would make a number about other items). The refusal says what differs, as far
+    as the run's files in ``run_dir`` tell (:func:`what_differs`)."""
     assert config.judge.scale is not None
     items = [it for it in load_items(config.data, config.judge.scale) if it.id in judged]
     missing = sorted(set(judged) - {it.id for it in items})
@@ -73,11 +81,88 @@ def judged_items(
     unpriced = config.model_copy(update={"judge": config.judge.without_prices()})
     hashes = {run_identity(c, c.run_hash(fingerprint)) for c in (config, unpriced)}
     if run_hash not in hashes:
-        raise RunError(
-            f"{where}: the data changed since the run judged it ({config.data.path}): its items "
-            "differ from those the run judged (the run's hash no longer matches)"
-        )
+        raise RunError(f"{where}: {what_differs(config, fingerprint, run_dir)}")
     return items
+
+
+def what_differs(config: EvaluateConfig, fingerprint: str, run_dir: Path | None) -> str:
+    """Why a finished run's hash, computed again from its config and its items as read now
+    (``fingerprint``), is not the one it ran under — what differs, as far as its files tell: the
+    items (the fingerprint ``run.json`` recorded), the judge as resolved now (the config hash
+    ``metrics.json`` recorded: an endpoint taken from the environment, an answer sheet or a
+    program state by its content), else the code of a plug-in it names. The hash decides; this
+    only names the cause (a run made before ``run.json`` recorded its items' fingerprint, with
+    plug-ins, names both the data and the plug-ins)."""
+    data = (
+        f"the data changed since the run judged it ({config.data.path}): its items differ from "
+        "those the run judged (the run's hash no longer matches)"
+    )
+    items, judge = _recorded(run_dir)
+    if items is not None and items != fingerprint:
+        return data
+    now = config.judge.config_hash()
+    if judge is not None and judge != now:
+        return _judge_differs(config.judge, now, judge, data_checked=items is not None)
+    if config.plugins:
+        named = ", ".join(config.plugins)
+        if items is None:
+            return (
+                f"the data ({config.data.path}) or the code of a plug-in the run names ({named}) "
+                "changed since the run judged it (the run's hash no longer matches)"
+            )
+        return (
+            f"the code of a plug-in the run names ({named}) is not the code it ran with — a "
+            "plug-in counts by its file's content, a module by its version and content (the "
+            "data and the judge are as they were; the run's hash no longer matches): put it "
+            "back as it was, or evaluate again"
+        )
+    if items is None:
+        return data
+    return (
+        "the run's hash no longer matches its config and its items, which are as they were: "
+        "a run made by another version of assay, or edited; evaluate again"
+    )
+
+
+def _recorded(run_dir: Path | None) -> tuple[str | None, str | None]:
+    """The items' fingerprint ``run.json`` recorded and the judge config hash ``metrics.json``
+    recorded (None each where the run has none): what :func:`what_differs` names a cause by."""
+    found: list[str | None] = []
+    for name, key in (("run.json", "data_fingerprint"), ("metrics.json", "config_hash")):
+        try:
+            value = json.loads((Path(run_dir) / name).read_text(encoding="utf-8")).get(key)
+        except (TypeError, OSError, ValueError, AttributeError):
+            value = None
+        found.append(value if isinstance(value, str) else None)
+    return found[0], found[1]
+
+
+def _judge_differs(judge: JudgeConfig, now: str, then: str, *, data_checked: bool) -> str:
+    """The judge resolves to another config hash than the run's: name what its identity takes
+    from outside its config — an endpoint from the environment, an answer sheet or a program
+    state by its content."""
+    causes = []
+    for spec in (judge, *judge.members):
+        if spec.api_base is None and spec.calls_litellm:
+            names = _endpoints.variables(spec.model)
+            shown = ", ".join(names[:2]) + (" …" if len(names) > 2 else "")
+            value = _endpoints.from_environment(spec.model)
+            here = f"{value} here" if value else "none set here"
+            causes.append(
+                f"the endpoint of {spec.model} comes from the environment ({shown}: {here}), "
+                "and the run's came from another — set it as the run had it"
+            )
+        if spec.model.startswith("scripted:"):  # an answer sheet, by its content
+            sheet = spec.model.split(":", 1)[1]
+            causes.append(f"its answer sheet {sheet} counts by its content: edited since?")
+        if spec.program_state:
+            causes.append(f"its program state {spec.program_state} counts by its content")
+    why = "; or ".join(dict.fromkeys(causes)) or "a run made by another version of assay, or edited"
+    data = "; the data are as they were" if data_checked else ""
+    return (
+        f"the judge is not the one the run judged with (config {now}, the run's {then}{data}): "
+        f"{why}"
+    )
 
 
 _BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
@@ -124,7 +209,7 @@ def read_judge_run(named: str | Path, *, tracking_uri: str, scratch: Path) -> Ju
         run_id = str(named)
         path, state = _download(run_id, tracking_uri, scratch)
         config, judgments, _ = read_evaluate_run(path, where=named, state=state)
-    items = judged_items(named, config, judgments, state.get("run_hash"))
+    items = judged_items(named, config, judgments, state.get("run_hash"), run_dir=path)
     run_id = run_id or state.get("mlflow_run_id")
     digest = str(state.get("seal", {}).get("digest", ""))
     instance = str(state.get("instance") or "")

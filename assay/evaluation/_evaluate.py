@@ -167,6 +167,7 @@ def _judge_and_measure(
         run_id = run.finish(
             _tracked(config, items, len(index), index.fingerprint, run_hash, summary),
             n_items=len(index),
+            data_fingerprint=index.fingerprint,  # what a refusal of a changed run names
         )
         return EvaluateResult.lazy(
             run_dir=run.dir,

@@ -59,7 +59,9 @@ class RunState(TypedDict, total=False):
     created, which its records are signed with; none in a run created before instances
     existed), status (``running``, ``finished``), when it was created and finished, its runner (``kind``), its seal and MLflow run once finished, what its
     runner adds at the finish (the harness's and ToolEmu's ``finish_key``, ToolEmu's
-    ``n_cases``), the code that sealed its figures (``code``: assay's sources, DSPy's and
+    ``n_cases``; evaluate's ``n_items`` and ``data_fingerprint``, the fingerprint of the items it
+    judged — unsigned, it only names what changed when the run's hash no longer matches), the
+    code that sealed its figures (``code``: assay's sources, DSPy's and
     pydantic's versions and the installed plug-ins, as one digest) and what a finished
     evaluate or harness run was made from (``inputs``)."""
 
@@ -73,6 +75,8 @@ class RunState(TypedDict, total=False):
     mlflow_run_id: str | None
     finish_key: str
     n_cases: int
+    n_items: int
+    data_fingerprint: str
     code: str
     inputs: InputsRecord
 

@@ -348,3 +348,89 @@ def test_a_ledger_written_before_the_journal_still_admits(tmp_path, monkeypatch,
     head_file((ledger / "ledger-id").read_text().strip()).unlink()
     (ledger / "journal.jsonl").unlink()
     assert main(["evaluate", str(config), "--quiet", "--require-certificate", str(policy)]) == 0
+
+
+# -- 4. a run certify refuses says what differs --------------------------------------------------
+
+
+def _colour_run(tmp_path: Path, monkeypatch, **extra: object) -> tuple[Path, Path, Path]:
+    monkeypatch.chdir(tmp_path)
+    colour_items(tmp_path)
+    config = colour_config(tmp_path, **extra)
+    assert main(["evaluate", str(config), "--quiet"]) == 0
+    (run,) = (tmp_path / "runs").glob("colours-*")
+    return config, run, write(tmp_path / "gate.yaml", POLICY)
+
+
+def test_an_endpoint_taken_from_the_environment_is_named_not_the_data(
+    tmp_path, monkeypatch, capsys
+):
+    """A judge called through ``OPENAI_BASE_URL``: certified from a shell without the variable
+    (or with another), the refusal names the endpoint, not the data; with the run's, it
+    certifies."""
+    from assay.lm import StubServer
+
+    def respond(request: dict) -> str:
+        red = "is red" in json.dumps(request["messages"])
+        return json.dumps({"verdict": "incorrect" if red else "correct"})
+
+    monkeypatch.chdir(tmp_path)
+    colour_items(tmp_path)
+    monkeypatch.setenv("STUB_KEY", "x")
+    with StubServer(respond=respond) as stub:
+        config = colour_config(tmp_path)
+        data = json.loads(config.read_text())
+        data["judge"] |= {"model": "openai/stub", "client": "litellm", "api_key_env": "STUB_KEY"}
+        write(config, data)
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        assert main(["evaluate", str(config), "--quiet"]) == 0
+        (run,) = (tmp_path / "runs").glob("colours-*")
+        policy = write(tmp_path / "gate.yaml", POLICY)
+        argv = ["certify", str(run), "--policy", str(policy)]
+        monkeypatch.delenv("OPENAI_BASE_URL")
+        line = one_line_refusal(capsys, argv)
+        assert "the data changed" not in line
+        assert "the judge is not the one the run judged with" in line
+        assert "the data are as they were" in line
+        assert "the endpoint of openai/stub comes from the environment (OPENAI_BASE_URL" in line
+        assert "none set here" in line
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        assert "http://127.0.0.1:9/v1 here" in one_line_refusal(capsys, argv)
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        calls = stub.n_requests
+        assert main(argv) == 0
+        assert stub.n_requests == calls
+
+
+def test_an_edited_answer_sheet_is_named_not_the_data(tmp_path, monkeypatch, capsys):
+    _, run, policy = _colour_run(tmp_path, monkeypatch)
+    sheet = tmp_path / "sheet.json"
+    sheet.write_text(sheet.read_text() + "\n", encoding="utf-8")
+    line = one_line_refusal(capsys, ["certify", str(run), "--policy", str(policy)])
+    assert "the data changed" not in line
+    assert f"its answer sheet {sheet} counts by its content: edited since?" in line
+
+
+def test_an_edited_plugin_is_named_not_the_data(tmp_path, monkeypatch, capsys):
+    """A comment edited in the run's plug-in file: the refusal names the plug-in."""
+    plugin = tmp_path / "noop_plugin.py"
+    plugin.write_text('"""A plug-in that registers nothing."""\n', encoding="utf-8")
+    _, run, policy = _colour_run(tmp_path, monkeypatch, plugins=[str(plugin)])
+    plugin.write_text('"""A plug-in that registers nothing."""\n# edited\n', encoding="utf-8")
+    line = one_line_refusal(capsys, ["certify", str(run), "--policy", str(policy)])
+    assert "the data changed" not in line
+    assert f"the code of a plug-in the run names ({plugin}) is not the code it ran with" in line
+    # a run finished before run.json recorded its items' fingerprint: either may have changed
+    state = json.loads((run / "run.json").read_text())
+    del state["data_fingerprint"]
+    write(run / "run.json", state)
+    line = one_line_refusal(capsys, ["certify", str(run), "--policy", str(policy)])
+    assert f"or the code of a plug-in the run names ({plugin}) changed since the run" in line
+
+
+def test_changed_data_is_still_named_as_such(tmp_path, monkeypatch, capsys):
+    _, run, policy = _colour_run(tmp_path, monkeypatch)
+    items = tmp_path / "items.csv"  # a reference changed (the ids are the texts' digests)
+    items.write_text(items.read_text().replace("green.,correct", "green.,incorrect", 1))
+    line = one_line_refusal(capsys, ["certify", str(run), "--policy", str(policy)])
+    assert "the data changed since the run judged it" in line
