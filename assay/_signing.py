@@ -83,6 +83,16 @@ def recorded(kind: str, name: str) -> Path | None:
     return None
 
 
+def record_path(kind: str, name: str) -> Path:
+    """Where the record ``name`` of ``kind`` is: where it is found (:func:`recorded`), else
+    where it is written (:func:`records_folder`; beside the key file while there is no key, and
+    so nothing recorded under it)."""
+    found = recorded(kind, name)
+    if found is not None:
+        return found
+    return (records_folder(kind) if key_id() else key_file().parent / kind) / name
+
+
 def ensure_key() -> Path:
     """The key file, created (mode 0600, in a folder of mode 0700) when there is none yet; a
     key that cannot be created or read is one line naming the file and the variable."""

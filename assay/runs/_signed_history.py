@@ -9,9 +9,10 @@ chain at the first line after it. A file cannot vouch for its own end, so the nu
 and the last signature (the *head*) are kept with the signing key's records
 (``<heads>/<name>.json`` in :func:`assay._signing.records_folder`, signed, one per folder: found
 by the key's identity, not the path it is read from), as the certificates ledger keeps its
-journal's head: lines cut off the end, or the file replaced, are refused on this machine. The head may lag by the lines a kill
-left it behind (the file is written first), never lead. A folder without a head (new, or
-copied from elsewhere) gets one the first time its history is read.
+journal's head: lines cut off the end, or the file replaced, are refused on this machine. The
+head may lag by the lines a kill left it behind (the file is written first), never lead. A
+folder without a head (new, or copied from elsewhere) gets one the first time its history is
+read.
 
 A file written before its lines were chained (no line has ``previous``) is adopted as it is,
 once, under the writers' lock, and chained from then on — as the ledger adopts certificate
@@ -219,9 +220,7 @@ class SignedHistory:
         """Where the head of this folder's history is found: with the signing key's records
         (:func:`assay._signing.recorded`, by the key's identity; beside the key file where one
         was written before), else where it is written."""
-        name = f"{self._head_name()}.json"
-        found = _signing.recorded(self.kind.heads, name)
-        return found or _signing.records_folder(self.kind.heads) / name
+        return _signing.record_path(self.kind.heads, f"{self._head_name()}.json")
 
     def _head_name(self) -> str:
         folder = str(self.folder.resolve())
@@ -232,8 +231,7 @@ class SignedHistory:
         kind whose older lines were not signed: such a file is adopted only before it), where
         it is found or written (as :meth:`head_file`)."""
         name = f"run-{_signing.digest({self.kind.bound_to: self.identity})[:32]}.started"
-        found = _signing.recorded(self.kind.heads, name)
-        return found or _signing.records_folder(self.kind.heads) / name
+        return _signing.record_path(self.kind.heads, name)
 
     def read_head(self) -> Head | None:
         """The head recorded for the folder (None when none was recorded on this machine)."""
