@@ -3,7 +3,10 @@ positive verdict, on a labelled calibration split, and measure it on a separate 
 
 Small local judges rarely *say* the minority label, yet their probability of it carries
 signal; a threshold fitted on labelled data turns that signal into verdicts. The threshold is
-never measured on the data it was fitted on.
+never measured on the data it was fitted on — here, nor later: the fit is a tuning, recorded in
+the runs folder's ledger (:mod:`._tuning`) with the items of the calibration split, so that
+``certify`` and ``compare --paired`` of a judge deciding by a threshold or a map from these
+probabilities refuse those items.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from assay.decisions._calibration_results import (
     CalibrationResult,
     MapOutcome,
 )
+from assay.decisions._certify import ledger_of
+from assay.decisions._tuning import RECORD, TUNING, record_tuning
 from assay.errors import ConfigError
 from assay.evaluation import agreement_summary, evaluate
 from assay.inputs import EvaluateConfig
@@ -67,7 +72,10 @@ def calibrate(
         raise ConfigError("calibrate needs a binary judge (scale: binary)")
     if not 0 < fraction < 1:
         raise ConfigError("--fraction must be between 0 and 1")
-    judge = config.judge.model_copy(update={"score_mode": "expected", "decision_threshold": None})
+    # the judge's own P(positive): no threshold or map of an earlier calibration in the way
+    judge = config.judge.model_copy(
+        update={"score_mode": "expected", "decision_threshold": None, "calibration": None}
+    )
     config = config.model_copy(update={"judge": judge})
     res = evaluate(
         config,
@@ -112,6 +120,21 @@ def calibrate(
         run_dir=str(res.run_dir),
         use={"judge": use},
     )
+    # the rule was fitted on the calibration split's labels: the judge using it is tuned there
+    # (recorded before calibration.json, which tells how to use it, is written)
+    rule = {"decision_threshold": round(t, 6)} if method == "threshold" else {"calibration": chosen}
+    fitted_on = set(cal)
+    ledger = ledger_of(workdir, config.output_dir)
+    record = record_tuning(
+        judge.model_copy(update=rule),
+        judge,
+        [it for it in res.items if it.id in fitted_on],
+        source=f"assay calibrate ({method})",
+        run=res.run_dir,
+        ledger=ledger,
+        decision_rule_of=judge,
+    )
+    out.tuning_record = str(ledger / TUNING / record.record / RECORD)
     write_json(res.run_dir / "calibration.json", out.model_dump(mode="json"))
     if config.tracking.enabled and res.mlflow_run_id:
         _log(

@@ -47,3 +47,5 @@ class CalibrationResult(_Model):
     split: dict[str, object]
     run_dir: str
     use: dict[str, dict[str, object]]
+    # the ledger's record of the fit as a tuning on the calibration split (none before it was)
+    tuning_record: str | None = None

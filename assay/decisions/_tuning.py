@@ -7,6 +7,10 @@ So every tuning is recorded — the tuned judge (its config hash, its program st
 digest and the MLflow URIs it can be loaded by) and the items it saw (ids, and the text the
 judge read normalised as a certificate's consumed items are: :mod:`._item_text`, invisible
 characters dropped, NFKC, case-folded, whitespace collapsed) — in the ledger of the runs folder it was tuned from, signed with the signing key.
+A decision rule fitted on labels is a tuning too (``assay calibrate``: a threshold, an isotonic
+or a Platt map on a judge's P(positive)): its record names the judge whose probabilities it was
+fitted on, and every judge that decides from those probabilities by a threshold or a map — the
+fitted one, a rounded or hand-moved threshold, another of the maps — is the tuned judge.
 ``assay certify`` and ``compare --paired`` look up the judge they measure in that ledger (the
 command's own runs folder — certify's ``--output-dir``, else ``runs`` —, never one a run's files
 name; ``compare --paired`` also in the one each run was made for, since a record only ever makes
@@ -64,16 +68,25 @@ class TuningRecord(BaseModel):
     item_fingerprints: list[str]  # the same items' judged texts, normalised
     # the rule they were made under (_item_text); a record that names none reads as before
     fingerprint_rule: Rule = NORMALISED
+    # a decision rule fitted on labels (assay calibrate): the config hash of the judge whose
+    # P(positive) it was fitted on, with no threshold or map; None for any other tuning
+    decision_rule_of: str | None = None
     signature: str = ""
 
     def signed_part(self) -> dict[str, object]:
-        return self.model_dump(mode="json", exclude={"signature"})
+        # a record of another tuning signs what it signed before the field existed
+        unset = set() if self.decision_rule_of is not None else {"decision_rule_of"}
+        return self.model_dump(mode="json", exclude={"signature", *unset})
 
     def tunes(self, judge: JudgeConfig) -> bool:
         """Whether ``judge`` is the judge this tuning produced: the same config hash, the same
-        program state bytes wherever the file now is, or an MLflow URI of the state."""
+        program state bytes wherever the file now is, or an MLflow URI of the state — or, for
+        a fitted decision rule, any judge deciding by a threshold or a map from the
+        probabilities it was fitted on."""
         if judge.config_hash() == self.config_hash:
             return True
+        if self.decision_rule_of is not None:
+            return _decides_from(judge) == self.decision_rule_of
         state = judge.program_state
         if not state:
             return False
@@ -92,15 +105,23 @@ def record_tuning(
     run: str | Path,
     ledger: Path,
     uris: Sequence[str] = (),
+    decision_rule_of: JudgeConfig | None = None,
 ) -> TuningRecord:
     """Record, signed, in ``ledger`` that ``tuned`` was tuned from ``base`` on ``items`` (the
     items its tuning saw: a train split and the validation split an optimizer selects on).
     Writing the same tuning again only adds URIs it had not named. A tuned state named by an
     MLflow URI (``runs:/<id>/program.json``: what an alignment logged) is downloaded once and
-    its bytes digested, so a copy of it elsewhere is the tuned judge too."""
+    its bytes digested, so a copy of it elsewhere is the tuned judge too.
+
+    ``decision_rule_of``: the tuning fitted a decision rule (a threshold or a calibration map)
+    on this judge's P(positive); every judge that decides from those probabilities by a
+    threshold or a map is then the tuned judge, and its program state alone is not (the judge
+    without the rule was not tuned on these items)."""
     seen = list(items)
     state = tuned.program_state
-    if state and is_mlflow_uri(state):
+    if decision_rule_of is not None:
+        digest = None
+    elif state and is_mlflow_uri(state):
         digest = state_file_digest(resolve_program_state(state))
         uris = [*uris, state]
     else:
@@ -124,6 +145,9 @@ def record_tuning(
             items=[it.id for it in seen],
             item_fingerprints=[item_fingerprint(it) for it in seen],
             fingerprint_rule=VISIBLE,
+            decision_rule_of=(
+                None if decision_rule_of is None else _without_rule(decision_rule_of).config_hash()
+            ),
         )
         if old is not None and old.model_dump(exclude={"signature"}) == record.model_dump(
             exclude={"signature"}
@@ -171,6 +195,18 @@ def refuse_tuned_items(
                 f"{len(by_text)} by normalised text — record {path}): a tuned judge is measured "
                 "on held-out items only"
             )
+
+
+def _decides_from(judge: JudgeConfig) -> str | None:
+    """The config hash of the judge whose P(positive) ``judge`` decides from by a threshold or a
+    calibration map (``judge`` without them); None when it has neither."""
+    if judge.decision_threshold is None and judge.calibration is None:
+        return None
+    return _without_rule(judge).config_hash()
+
+
+def _without_rule(judge: JudgeConfig) -> JudgeConfig:
+    return judge.model_copy(update={"decision_threshold": None, "calibration": None})
 
 
 def _read(path: Path) -> TuningRecord | None:

@@ -112,4 +112,10 @@ class Calibrate(Runner):
             print(f"\nuse it: add to the judge config (the {out.method} map):")
             print(_json.dumps(out.use["judge"]))
         print(f"details: {out.run_dir}/calibration.json")
+        if out.tuning_record:
+            print(
+                f"the fit is a tuning on the {out.calibration.n} items of the calibration split "
+                f"({out.tuning_record}): a judge deciding by a threshold or a map from these "
+                "probabilities is certified and compared on other items only"
+            )
         return 0

@@ -201,3 +201,92 @@ def test_calibrate_cli_says_which_items_it_left_out(tmp_path, monkeypatch, capsy
     assert "fitted on 20 items" in out and "evaluation split: 18 items" in out  # 40 − 2
     assert "left out of both splits: 2 item(s) without a token probability" in out
     assert "without a reference label" not in out
+
+
+# -- the fit is a tuning: the calibrated judge is certified and compared on other items only --
+LAX = {"name": "lax", "confidence": 0.9, "bars": {"tpr": 0.5, "tnr": 0.5}}
+
+
+def _judge_yaml(folder, name: str, data, **judge) -> str:
+    """A config of the timid judge on ``data``, with ``judge`` keys added (YAML flow values)."""
+    extra = "".join(f"  {k}: {v}\n" for k, v in judge.items())
+    path = folder / f"{name}.yaml"
+    path.write_text(
+        f"name: {name}\ndata: {{path: {data}}}\n"
+        "judge:\n  model: 'scripted:timid'\n  scale: {kind: binary, labels: ['False', 'True']}\n"
+        f"{extra}tracking: {{enabled: false}}\n"
+    )
+    return str(path)
+
+
+def _run_of(folder, name: str) -> str:
+    (run_dir,) = (folder / "runs").glob(f"{name}-*")
+    return str(run_dir)
+
+
+def _refused(capsys, argv: list[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err
+
+
+def test_a_calibrated_judge_is_refused_on_the_items_its_rule_was_fitted_on(
+    tmp_path, monkeypatch, capsys
+):
+    """``assay calibrate`` fits its threshold and maps on the calibration split's labels: the
+    judge that decides by any of them — the threshold as printed, rounded, or a fitted map — is
+    refused by ``certify`` and ``compare --paired`` on those items, as a judge ``assay optimize``
+    tuned is; on other items it is certified as any judge; the judge without a rule (argmax) was
+    not tuned."""
+    register_script("timid", lambda: ScriptedEngine(respond=timid_judge))
+    monkeypatch.chdir(tmp_path)
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+    data = make_data(tmp_path, n=60)
+    rows = data.read_text().splitlines()
+    (tmp_path / "first.csv").write_text("\n".join(rows[:41]) + "\n")  # c00..c39
+    (tmp_path / "new.csv").write_text("\n".join([rows[0], *rows[41:]]) + "\n")  # c40..c59
+    first, new = tmp_path / "first.csv", tmp_path / "new.csv"
+    assert main(["calibrate", _judge_yaml(tmp_path, "cal", first), "--quiet"]) == 0
+    assert "the fit is a tuning on the 20 items of the calibration split" in capsys.readouterr().out
+    (cal_run,) = (tmp_path / "runs").glob("cal-*")
+    fit = json.loads((cal_run / "calibration.json").read_text())
+    t, iso = fit["use"]["judge"]["decision_threshold"], fit["maps"]["isotonic"]["map"]
+    fitted = set(fit["split"]["calibration_ids"])
+    # the same fit, the isotonic map suggested: another tuned judge, on the same items
+    argv = ["calibrate", _judge_yaml(tmp_path, "cal", first), "--method", "isotonic", "--quiet"]
+    assert main(argv) == 0
+    policy = tmp_path / "lax.json"
+    policy.write_text(json.dumps(LAX))
+
+    base = {"score_mode": "expected"}
+    assert round(t, 2) != t  # a threshold moved by hand is another config, the same tuning
+    for name, rule in (
+        ("as-printed", {"decision_threshold": t}),
+        ("rounded", {"decision_threshold": round(t, 2)}),
+        ("isotonic", {"calibration": json.dumps(iso)}),
+    ):
+        config = _judge_yaml(tmp_path, name, first, **base, **rule)
+        assert main(["evaluate", config, "--quiet"]) == 0
+        err = _refused(capsys, ["certify", _run_of(tmp_path, name), "--policy", str(policy)])
+        assert f"certify: {len(fitted)} of these 40 items reached the tuning of judge" in err
+        assert "(assay calibrate (" in err and "held-out items only" in err
+    assert not list((tmp_path / "runs" / "certificates").glob("*/certificate.json"))
+    assert main(["evaluate", _judge_yaml(tmp_path, "argmax", first), "--quiet"]) == 0
+    err = _refused(
+        capsys, ["compare", "--paired", _run_of(tmp_path, "argmax"), _run_of(tmp_path, "rounded")]
+    )
+    assert "compare --paired: 20 of these 40 items reached the tuning" in err
+
+    # on items the fit never saw, the calibrated judge is certified as any judge
+    config = _judge_yaml(tmp_path, "held-out", new, **base, decision_threshold=t)
+    assert main(["evaluate", config, "--quiet"]) == 0
+    assert main(["certify", _run_of(tmp_path, "held-out"), "--policy", str(policy)]) == 0
+    # the judge without a rule (argmax: it says False on every item) was not tuned: its
+    # certificate is refused by its bars, not by the tuning
+    other = tmp_path / "lax-argmax.json"
+    other.write_text(json.dumps({**LAX, "name": "lax-argmax"}))
+    capsys.readouterr()
+    assert main(["certify", _run_of(tmp_path, "argmax"), "--policy", str(other)]) == 1
+    assert "reached the tuning" not in capsys.readouterr().err
