@@ -45,11 +45,11 @@ from assay._yaml import read_input
 from assay.decisions import _ledger_journal as journal
 from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.decisions._item_text import (
+    CONFUSABLES,
     NORMALISED,
-    VISIBLE,
     Rule,
     fingerprints_under,
-    item_fingerprint,
+    item_keys,
 )
 from assay.decisions._ledger_journal import entry_of
 from assay.errors import ConfigError, RunError
@@ -92,7 +92,8 @@ class Certificate(BaseModel):
     run_seal: str  # the digest of the run's seal: the judgments, metrics and config it read
     data_fingerprint: str  # the item set consumed (as MLflow's assay.items tag, in full)
     items: list[str]  # the ids of the items consumed (labelled and judged)
-    item_fingerprints: list[str]  # the ledger's keys: each item's judged text, normalised
+    # the ledger's keys: each item's judged text, normalised (one to three keys an item)
+    item_fingerprints: list[str]
     # the rule they were made under (_item_text); a certificate that names none reads as before
     fingerprint_rule: Rule = NORMALISED
     event: str | None  # what TPR/TNR/precision count as positive
@@ -396,8 +397,8 @@ def certify_run(
         "run_seal": state["seal"]["digest"],
         "data_fingerprint": items_fp,
         "items": [it.id for it in labelled],
-        "item_fingerprints": [item_fingerprint(it) for it in labelled],
-        "fingerprint_rule": VISIBLE,
+        "item_fingerprints": [key for it in labelled for key in item_keys(it)],
+        "fingerprint_rule": CONFUSABLES,
         "event": event[0] if event else None,
         "policy": pol,
         "confidence": cert.confidence,

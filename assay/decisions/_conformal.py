@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay._files import check_writable
 from assay.decisions._finished import judged_items, read_evaluate_run
-from assay.decisions._item_text import item_fingerprint
+from assay.decisions._item_text import item_keys
 from assay.errors import ConfigError, RunError
 from assay.inputs import EvaluateConfig, RunConfig
 from assay.metrics import MetricValue, Undefinable
@@ -262,26 +262,26 @@ def conformal(
 
 def _labelled(
     run_dir: Path, config: EvaluateConfig, judged: dict[str, Judgment], state: RunState
-) -> tuple[dict[str, int], dict[str, str]]:
+) -> tuple[dict[str, int], dict[str, frozenset[str]]]:
     """The reference score of each judged item that has one, and each judged item's text
-    fingerprint (:func:`~._item_text.item_fingerprint`): the run's data read again, and
-    refused unless it is the data the run judged (``judged_items``)."""
+    keys (:func:`~._item_text.item_keys`): the run's data read again, and refused unless it is
+    the data the run judged (``judged_items``)."""
     items = judged_items(run_dir, config, judged, state.get("run_hash"), run_dir=run_dir)
     refs = {it.id: it.expected for it in items if it.id in judged and it.expected is not None}
-    return refs, {it.id: item_fingerprint(it) for it in items}
+    return refs, {it.id: frozenset(item_keys(it)) for it in items}
 
 
 def _calibration_items(
     target: dict[str, Judgment],
-    target_texts: dict[str, str],
+    target_texts: dict[str, frozenset[str]],
     cal_ids: list[str],
-    cal_texts: dict[str, str],
+    cal_texts: dict[str, frozenset[str]],
 ) -> set[str]:
     """The target items that are calibration items — by id, or by the text the judge read
     (normalised as a certificate's consumed items are: renamed, they are the same items)."""
     ids = set(cal_ids)
-    texts = {cal_texts[i] for i in ids}
-    return {i for i in target if i in ids or target_texts.get(i) in texts}
+    texts = frozenset().union(*(cal_texts[i] for i in ids))
+    return {i for i in target if i in ids or not texts.isdisjoint(target_texts.get(i, ()))}
 
 
 def _split(ids: list[str], holdout: float, seed: int) -> tuple[list[str], list[str]]:

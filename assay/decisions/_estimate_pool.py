@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from assay.decisions._item_text import item_fingerprint
+from assay.decisions._item_text import item_keys
 from assay.errors import ConfigError, DataError
 from assay.inputs import EvaluateConfig
 from assay.metrics import MeanEstimate
@@ -326,10 +326,11 @@ def pool_of(
 def same_texts(pool: Pool, run: str) -> int:
     """How many of ``run``'s items in the pool have the texts (request, response, transcript)
     of an item of another run in it: the same item in two runs, counted in both. The same
-    texts as certify's consumed items are the same (:func:`item_fingerprint`): re-spaced,
-    re-cased or with invisible characters added, a copy is the item."""
-    others = {item_fingerprint(it.item) for it in pool.items if it.run != run}
-    return sum(item_fingerprint(it.item) in others for it in pool.items if it.run == run)
+    texts as certify's consumed items are the same (:func:`item_keys`): re-spaced, re-cased,
+    with invisible characters added or look-alike letters swapped in, a copy is the item."""
+    keys = [(it.run == run, item_keys(it.item)) for it in pool.items]
+    others = {key for mine, item in keys if not mine for key in item}
+    return sum(not others.isdisjoint(item) for mine, item in keys if mine)
 
 
 def pool_from(

@@ -1,37 +1,76 @@
 """When two labelled items are one item: the text the judge read (request, response,
 transcript), normalised as a person reads it — what a certificate's consumed items, a tuned
 judge's held-out check and conformal's overlap with its calibration items all compare, so that
-renaming, relabelling, re-spacing, re-casing or respelling an item does not make it new.
+renaming, relabelling, re-spacing, re-casing, respelling an item or writing it with look-alike
+letters of another script does not make it new.
 
-The normalisation (rule :data:`VISIBLE`): characters nobody sees dropped — every format
-character (Unicode category Cf: zero-width space and joiners, soft hyphen, byte-order mark,
-direction marks, tag characters…) and every other default-ignorable code point (variation
-selectors, the combining grapheme joiner, Hangul fillers, Mongolian free variation selectors,
-Khmer inherent vowels, musical-symbol formatting controls, the code points Unicode reserves as
-ignorable) —, then NFKC, case-folded, NFKC again, and whitespace runs collapsed to one space
-and stripped. (No visible character normalises to an invisible one, so dropping them first is
-dropping them everywhere.)
+Under the rule now (:data:`CONFUSABLES`) an item has up to three keys, and two items are one
+when they share a key:
+
+- *folded*: the text as :data:`VISIBLE` normalises it — characters nobody sees dropped (every
+  format character, Unicode category Cf: zero-width space and joiners, soft hyphen, byte-order
+  mark, direction marks, tag characters…, and every other default-ignorable code point:
+  variation selectors, the combining grapheme joiner, Hangul fillers, Mongolian free variation
+  selectors, Khmer inherent vowels, musical-symbol formatting controls, the code points Unicode
+  reserves as ignorable), then NFKC, case-folded, NFKC again, whitespace runs collapsed to one
+  space and stripped — with every character Unicode lists as confusable (UTS #39's
+  confusables) written as the ASCII character it imitates (Cyrillic ``е`` as ``e``, Greek
+  ``ι`` as ``i``), or as its class is written in a skeleton when it imitates none, and
+  normalised again. Two texts one case-fold apart share it.
+- *as written*: the same fold on the text before it is case-folded, each look-alike written as
+  the ASCII character of its own kind (Greek ``Τ`` as ``T``, a digit's look-alike as the
+  digit), then normalised: a capital letter of another script in place of a Latin one
+  (``Τhe``, ``ΗOME``), whose small letter imitates another (``τ``, ``η``).
+- *skeleton*: UTS #39's skeleton of the text with invisible characters dropped and whitespace
+  collapsed — NFD, every character mapped to the one its confusable class is written as, NFD
+  again; case kept: two texts Unicode calls confusable share it, ASCII look-alikes among
+  themselves too (``l``, ``I``, ``1`` and ``|``; ``rn`` and ``m``; ``0`` and ``O``).
+
+A text in ASCII has its :data:`VISIBLE` fingerprint among its keys (its folded and as-written
+keys are that one), so an item consumed under that rule is found again under this one, and the
+other way round. Keys of different kinds are compared too: each is a text the item reads as
+(up to case, for the folded ones), so two items sharing any are one. The
+confusable classes are Unicode's (``confusables.txt``), as the ``confusable-homoglyphs``
+package ships them (its data file, read once; never its loader, which an environment variable
+can point elsewhere).
 
 Records written before a rule keep theirs: an item is compared with one under the rule it was
-recorded under (:func:`fingerprints_under`). Under the previous rule, :data:`NORMALISED`
-(invisible characters kept), an item matches by its own text so normalised and by its text with
-the invisible characters dropped — an item consumed then without them is found again whatever
+recorded under (:func:`fingerprints_under`). Under :data:`VISIBLE` an item matches by its own
+text so normalised and by its keys now — an item consumed then in ASCII is found again with
+look-alike letters swapped in. Under :data:`NORMALISED` (invisible characters kept), it also
+matches by its text so normalised — an item consumed then without them is found again whatever
 invisible characters are added now; one consumed then with them is found again verbatim.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from assay.errors import AssayError
 from assay.types import Item, stable_hash
 
+CONFUSABLES = "confusables-visible-nfkc-casefold-whitespace"
+"""How items are fingerprinted now: :data:`VISIBLE`'s text with look-alike letters folded (two
+keys) and the UTS #39 skeleton (a third), an item's keys deduplicated."""
 VISIBLE = "visible-nfkc-casefold-whitespace"
-"""How items are fingerprinted now: invisible characters dropped, then :data:`NORMALISED`'s."""
+"""How items were fingerprinted before look-alikes were folded: invisible characters dropped,
+then :data:`NORMALISED`'s."""
 NORMALISED = "nfkc-casefold-whitespace"
 """How items were fingerprinted before invisible characters were dropped."""
-Rule = Literal["visible-nfkc-casefold-whitespace", "nfkc-casefold-whitespace"]
+Rule = Literal[
+    "confusables-visible-nfkc-casefold-whitespace",
+    "visible-nfkc-casefold-whitespace",
+    "nfkc-casefold-whitespace",
+]
+
+DATA = ("confusable_homoglyphs", "confusables.json")
+"""The package (``confusable-homoglyphs``) and the file in it that hold Unicode's confusable
+classes."""
 
 # default-ignorable code points that are not format characters (Unicode's
 # DerivedCoreProperties.txt, Default_Ignorable_Code_Point, less category Cf), inclusive ranges
@@ -58,46 +97,303 @@ def invisible(char: str) -> bool:
     return any(low <= code <= high for low, high in _IGNORABLE)
 
 
+class _Lazy(dict[int, "int | str | None"]):
+    """A ``str.translate`` table that works out a code point's entry the first time it meets
+    it (and keeps it): the characters a data set uses, not all of Unicode's."""
+
+    def __init__(self, entry: Callable[[str], int | str | None]) -> None:
+        super().__init__()
+        self._entry = entry
+
+    def __missing__(self, code: int) -> int | str | None:
+        value = self[code] = self._entry(chr(code))
+        return value
+
+
+_DROP = _Lazy(lambda c: None if invisible(c) else ord(c))
+
+
+def _seen(text: str) -> str:
+    """``text`` without the characters nobody sees."""
+    return text if text.isascii() else text.translate(_DROP)
+
+
+def _folded(text: str) -> str:
+    """NFKC, case-folded, NFKC again, whitespace collapsed (invisible characters already
+    dropped): :data:`VISIBLE`'s rule, and :data:`NORMALISED`'s on a text that keeps them."""
+    if text.isascii():
+        return " ".join(text.lower().split())
+    return " ".join(
+        unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).split()
+    )
+
+
 def normalised(value: Any, *, keep_invisible: bool = False) -> Any:
-    """``value`` with every string in it normalised as a person reads it (the module's rule):
-    ``"Item 3 "``, ``"item 3"``, ``"item\\u200b 3"`` and an NFD spelling are one text.
-    ``keep_invisible``: the previous rule (:data:`NORMALISED`), for records made under it."""
+    """``value`` with every string in it normalised as :data:`VISIBLE` reads it: ``"Item 3 "``,
+    ``"item 3"``, ``"item\\u200b 3"`` and an NFD spelling are one text. ``keep_invisible``: the
+    rule before (:data:`NORMALISED`), for records made under it."""
+    return _each_string(value, _folded if keep_invisible else lambda s: _folded(_seen(s)))
+
+
+def _each_string(value: Any, change: Callable[[str], Any]) -> Any:
     if isinstance(value, str):
-        if not keep_invisible and not value.isascii():
-            value = "".join(c for c in value if not invisible(c))
-        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", value).casefold())
-        return " ".join(folded.split())
+        return change(value)
     if isinstance(value, dict):
-        return {
-            normalised(k, keep_invisible=keep_invisible): normalised(
-                v, keep_invisible=keep_invisible
-            )
-            for k, v in value.items()
-        }
+        return {_each_string(k, change): _each_string(v, change) for k, v in value.items()}
     if isinstance(value, list):
-        return [normalised(v, keep_invisible=keep_invisible) for v in value]
+        return [_each_string(v, change) for v in value]
     return value
 
 
-def item_fingerprint(item: Item) -> str:
-    """What makes a labelled item the same item, under the rule now (:data:`VISIBLE`): the
-    text the judge read, normalised — not its id or its reference."""
-    return stable_hash(normalised(_judged_text(item)), n=32)
+# -- Unicode's confusable classes ------------------------------------------------------------
+
+
+@functools.cache
+def _classes() -> list[list[str]]:
+    """Unicode's confusable classes (``confusables.txt``: each source character with its
+    prototype), as the package's data file lists them: both ways, right-to-left characters
+    between left-to-right marks (dropped here)."""
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    package, name = DATA
+    try:
+        spec = find_spec(package)  # where it is, not imported
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(f"no package {package}")
+        path = Path(next(iter(spec.submodule_search_locations))) / name
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:
+        raise AssayError(
+            f"Unicode's confusable classes ({name} of the {package} package) cannot be read "
+            f"({type(exc).__name__}: {exc}): install assay's dependencies again"
+        ) from None
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for source, targets in data.items():
+        a = root(source.replace("\u200e", ""))
+        for target in targets:
+            b = root(target["c"].replace("\u200e", ""))
+            if a != b:
+                parent[b] = a
+    classes: dict[str, list[str]] = {}
+    for x in list(parent):
+        classes.setdefault(root(x), []).append(x)
+    return [sorted(c) for c in classes.values()]
+
+
+@functools.cache
+def _skeleton_table() -> dict[int, str]:
+    """Each confusable character's entry in a skeleton: what its class is written as — the
+    class's prototype when it is a sequence (``rn`` for ``m``), else one character of it (a
+    lowercase ASCII letter, any ASCII character, the lowest code point, in that order), each
+    character of a sequence written as its own class is. Only characters NFD leaves as they
+    are: a skeleton maps the text's NFD (UTS #39), which holds no other."""
+
+    def nfd(x: str) -> str:
+        return unicodedata.normalize("NFD", x)
+
+    one: dict[str, str] = {}
+    sequences: dict[str, str] = {}
+    for members in _classes():
+        singles = [x for x in members if len(x) == 1 and nfd(x) == x]
+        longer = [x for x in members if len(x) > 1]
+        if longer:
+            for x in singles:
+                sequences[x] = nfd(min(longer, key=lambda s: (len(s), s)))
+            continue
+        lower = [x for x in singles if x.isascii() and x.islower()]
+        ascii_ = [x for x in singles if x.isascii()]
+        for x in singles:
+            one[x] = min(lower or ascii_ or singles)
+    table = {ord(x): rep for x, rep in one.items() if x != rep}
+    for x, sequence in sequences.items():
+        table[ord(x)] = "".join(one.get(c, c) for c in sequence)
+    return table
+
+
+_SKELETON = _Lazy(lambda c: _skeleton_table().get(ord(c), ord(c)))
+
+
+@functools.cache
+def _ascii_skeleton() -> tuple[dict[int, int], tuple[tuple[str, str], ...]]:
+    """The skeleton of an ASCII text in two steps ``str.translate`` and ``str.replace`` take
+    fast: the ASCII characters written as another one (a table of every ASCII code point), and
+    those written as a sequence (``m`` as ``rn``)."""
+    table = {code: code for code in range(128)}
+    longer = []
+    for code in range(128):
+        entry = _skeleton_table().get(code)
+        if entry is None:
+            continue
+        if len(entry) == 1 and entry.isascii():
+            table[code] = ord(entry)
+        else:
+            longer.append((chr(code), entry))
+    # a sequence holds no character a skeleton maps (the table's entries are written as they
+    # are), so the replacements do not depend on their order
+    return table, tuple(longer)
+
+
+def _skeleton(text: str) -> str:
+    """UTS #39's skeleton of ``text`` (invisible characters already dropped), whitespace
+    collapsed: two texts with the same skeleton are confusable."""
+    if text.isascii():  # NFD leaves ASCII as it is
+        table, longer = _ascii_skeleton()
+        text = text.translate(table)
+        for char, sequence in longer:
+            if char in text:
+                text = text.replace(char, sequence)
+        return " ".join(text.split())
+    nfd = unicodedata.normalize("NFD", text).translate(_SKELETON)
+    return " ".join(unicodedata.normalize("NFD", nfd).split())
+
+
+_KINDS = ("upper", "lower", "digit", "other")
+_PREFERRED = {
+    "Lu": ("upper", "lower", "digit", "other"),
+    "Lt": ("upper", "lower", "digit", "other"),
+    "Ll": ("lower", "upper", "digit", "other"),
+    "L": ("lower", "upper", "digit", "other"),
+    "N": ("digit", "upper", "lower", "other"),
+}
+
+
+def _kind(char: str) -> str:
+    if char.isupper():
+        return "upper"
+    if char.islower():
+        return "lower"
+    return "digit" if char.isdigit() else "other"
+
+
+def _look_alike(char: str) -> int | str:
+    """The ASCII character ``char`` stands in for, of its own kind (a capital for a capital, a
+    digit for a digit…), when its confusable class has one; else what the class is written as
+    in a skeleton; ``char`` itself when it is confusable with nothing."""
+    if char.isascii():
+        return ord(char)
+    members = _members().get(char)
+    if members is None:
+        return ord(char)
+    ascii_ = [x for x in members if len(x) == 1 and x.isascii()]
+    if ascii_:
+        category = unicodedata.category(char)
+        order = _PREFERRED.get(category) or _PREFERRED.get(category[0]) or _KINDS[::-1]
+        return min(ascii_, key=lambda a: (order.index(_kind(a)), a))
+    sequences = sorted((x for x in members if len(x) > 1 and x.isascii()), key=len)
+    if sequences:
+        return sequences[0]
+    return _skeleton_table().get(ord(char), ord(char))
+
+
+@functools.cache
+def _members() -> dict[str, list[str]]:
+    """Each confusable character's class."""
+    return {x: members for members in _classes() for x in members if len(x) == 1}
+
+
+_LOOK_ALIKES = _Lazy(_look_alike)
+
+
+def _ascii_look_alikes(text: str) -> str:
+    """``text`` (invisible characters dropped) with each character confusable with an ASCII one
+    written as it, then normalised as :data:`VISIBLE` normalises."""
+    return _folded(unicodedata.normalize("NFD", text).translate(_LOOK_ALIKES))
+
+
+def _keys_of(text: str) -> tuple[str, str, str, str]:
+    """``text`` as :data:`VISIBLE` reads it, and its folded, as-written and skeleton keys'
+    texts (:data:`CONFUSABLES`)."""
+    if text.isascii():
+        visible = _folded(text)
+        return visible, visible, visible, _skeleton(text)
+    seen = _seen(text)
+    compatible = unicodedata.normalize("NFKC", seen)
+    visible = _folded(compatible)
+    return (
+        visible,
+        _ascii_look_alikes(visible),
+        _ascii_look_alikes(compatible),
+        _skeleton(seen),
+    )
+
+
+_NAMES: dict[str, tuple[str, str, str, str]] = {}
+
+
+def _name(key: str) -> tuple[str, str, str, str]:
+    """:func:`_keys_of` of a mapping's key: the same few names in every item (``request``,
+    ``role``…), worked out once."""
+    found = _NAMES.get(key)
+    if found is None:
+        found = _keys_of(key)
+        if len(_NAMES) < 4096:
+            _NAMES[key] = found
+    return found
+
+
+def _variants(value: Any) -> tuple[Any, Any, Any, Any]:
+    """``value`` with every string in it replaced by each of :func:`_keys_of`'s four texts."""
+    if isinstance(value, str):
+        return _keys_of(value)
+    if isinstance(value, dict):
+        outs: tuple[dict[Any, Any], ...] = ({}, {}, {}, {})
+        for k, v in value.items():
+            names = _name(k) if isinstance(k, str) else (k, k, k, k)
+            texts = _variants(v)
+            for n, out in enumerate(outs):
+                out[names[n]] = texts[n]
+        return outs  # type: ignore[return-value]
+    if isinstance(value, list):
+        parts = [_variants(v) for v in value]
+        return tuple([p[n] for p in parts] for n in range(4))  # type: ignore[return-value]
+    return value, value, value, value
+
+
+# stable_hash's JSON (sorted keys, as written), its encoder made once: a key is worked out for
+# every item of a run
+_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _hashes(texts: Sequence[Any]) -> list[str]:
+    """The distinct ones of ``texts``, hashed as :func:`~assay.types.stable_hash` hashes (32
+    hex digits), in order (equal texts hashed once)."""
+    out: list[Any] = []
+    for text in texts:
+        if text not in out:
+            out.append(text)
+    return [hashlib.sha256(_JSON.encode(t).encode("utf-8")).hexdigest()[:32] for t in out]
+
+
+def item_keys(item: Item) -> list[str]:
+    """What makes a labelled item the same item, under the rule now (:data:`CONFUSABLES`):
+    the text the judge read — not its id or its reference —, its keys (one to three): two
+    items sharing one are one item."""
+    _, folded, written, skeleton = _variants(_judged_text(item))
+    return _hashes((folded, written, skeleton))
 
 
 def fingerprints_under(rule: object, items: Sequence[Item]) -> list[set[str]]:
     """Each item's fingerprints to compare with a record made under ``rule``: under
-    :data:`VISIBLE`, its fingerprint now; under :data:`NORMALISED`, that of its text with
-    invisible characters kept and that of its text without them; under none (certificates
-    issued before items were normalised), that of its text as it is."""
+    :data:`CONFUSABLES`, its keys now; under :data:`VISIBLE`, those and its fingerprint then;
+    under :data:`NORMALISED`, those and that of its text with invisible characters kept; under
+    none (certificates issued before items were normalised), that of its text as it is."""
     out = []
     for item in items:
         text = _judged_text(item)
-        if rule == VISIBLE:
-            out.append({stable_hash(normalised(text), n=32)})
-        elif rule == NORMALISED:
-            kept = normalised(text, keep_invisible=True)
-            out.append({stable_hash(kept, n=32), stable_hash(normalised(text), n=32)})
+        if rule in (CONFUSABLES, VISIBLE, NORMALISED):
+            visible, *keys = _variants(text)
+            fingerprints = set(_hashes((visible, *keys) if rule != CONFUSABLES else keys))
+            if rule == NORMALISED:
+                fingerprints.add(stable_hash(normalised(text, keep_invisible=True), n=32))
+            out.append(fingerprints)
         else:
             out.append({stable_hash(text, n=32)})
     return out

@@ -6,7 +6,7 @@ agreement, a paired comparison with the judge it came from and a certificate all
 So every tuning is recorded — the tuned judge (its config hash, its program state's content
 digest and the MLflow URIs it can be loaded by) and the items it saw (ids, and the text the
 judge read normalised as a certificate's consumed items are: :mod:`._item_text`, invisible
-characters dropped, NFKC, case-folded, whitespace collapsed) — in the ledger of the runs folder it was tuned from, signed with the signing key.
+characters dropped, NFKC, case-folded, whitespace collapsed, look-alike letters folded) — in the ledger of the runs folder it was tuned from, signed with the signing key.
 A decision rule fitted on labels is a tuning too (``assay calibrate``: a threshold, an isotonic
 or a Platt map on a judge's P(positive)): its record names the judge whose probabilities it was
 fitted on, and every judge that decides from those probabilities by a threshold or a map — the
@@ -30,11 +30,11 @@ from assay import _signing
 from assay._json import loads as load_json
 from assay.decisions._certify import ledger_of
 from assay.decisions._item_text import (
+    CONFUSABLES,
     NORMALISED,
-    VISIBLE,
     Rule,
     fingerprints_under,
-    item_fingerprint,
+    item_keys,
 )
 from assay.errors import RunError
 from assay.programs import JudgeConfig, is_mlflow_uri, resolve_program_state, state_file_digest
@@ -65,7 +65,7 @@ class TuningRecord(BaseModel):
     program_state_digest: str | None = None  # SHA-256 of the tuned program state's bytes
     program_state_uris: list[str] = []  # MLflow URIs the tuned state is loaded by
     items: list[str]  # ids of the items the tuning saw
-    item_fingerprints: list[str]  # the same items' judged texts, normalised
+    item_fingerprints: list[str]  # the same items' judged texts, normalised (one to three keys)
     # the rule they were made under (_item_text); a record that names none reads as before
     fingerprint_rule: Rule = NORMALISED
     # a decision rule fitted on labels (assay calibrate): the config hash of the judge whose
@@ -143,8 +143,8 @@ def record_tuning(
             program_state_digest=digest,
             program_state_uris=sorted({*known, *uris}),
             items=[it.id for it in seen],
-            item_fingerprints=[item_fingerprint(it) for it in seen],
-            fingerprint_rule=VISIBLE,
+            item_fingerprints=[key for it in seen for key in item_keys(it)],
+            fingerprint_rule=CONFUSABLES,
             decision_rule_of=(
                 None if decision_rule_of is None else _without_rule(decision_rule_of).config_hash()
             ),

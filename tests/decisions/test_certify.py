@@ -421,12 +421,21 @@ def test_a_laxer_policy_does_not_admit_a_judge_for_a_stricter_use(run, tmp_path,
         pytest.param(lambda t: "\ufeff" + t, id="leading byte-order mark"),
         pytest.param(lambda t: t.replace("café", "café\u2060\u200d"), id="joiners"),
         pytest.param(lambda t: t.replace("au", "a\u034fu\ufe0f"), id="CGJ and selector"),
+        pytest.param(lambda t: t.replace("Item", "\u0399tem"), id="Greek capital iota for I"),
+        pytest.param(lambda t: t.replace("bleu", "bl\u0435u"), id="Cyrillic e"),
+        pytest.param(lambda t: t.replace("bleu", "b\u0399eu"), id="Greek capital iota for l"),
+        pytest.param(lambda t: t.replace("Item", "ltem"), id="lowercase L for I"),
+        pytest.param(
+            lambda t: t.upper().replace("E", "\u0415").replace("A", "\u0391"),
+            id="capitals, Cyrillic E and Greek A",
+        ),
+        pytest.param(lambda t: t.replace("café", "\u0441\u0430f\u0435\u0301"), id="Cyrillic c a e"),
     ],
 )
 def test_the_same_items_respelled_are_still_consumed(run, tmp_path, capsys, respell):
     """The items are fingerprinted on their normalised text (invisible characters dropped,
-    NFKC, case-folded, whitespace collapsed and stripped): respelled, they are the same 40
-    items, refused."""
+    NFKC, case-folded, whitespace collapsed and stripped, look-alike letters folded — Unicode's
+    confusables, UTS #39): respelled, they are the same 40 items, refused."""
     _, cfg, _ = run
     text = "Item {} is bleu café au lait."  # é composed (NFC)
     first = fresh_run(tmp_path, cfg, range(300, 340), "first", text=text.format)
@@ -457,11 +466,11 @@ def test_items_consumed_under_the_previous_rule_are_still_consumed(
     text = "Item {} is bleu.".format
     first = fresh_run(tmp_path, cfg, range(300, 340), "first", text=text)
     with monkeypatch.context() as before:  # what certify wrote before
-        before.setattr(_certify, "VISIBLE", NORMALISED)
+        before.setattr(_certify, "CONFUSABLES", NORMALISED)
         before.setattr(
             _certify,
-            "item_fingerprint",
-            lambda it: stable_hash(normalised(_certify_text(it), keep_invisible=True), n=32),
+            "item_keys",
+            lambda it: [stable_hash(normalised(_certify_text(it), keep_invisible=True), n=32)],
         )
         assert certify(tmp_path, first, LAX, capsys)[0] == 0
     (cert,) = (tmp_path / "runs" / "certificates").glob("*/certificate.json")
@@ -473,6 +482,43 @@ def test_items_consumed_under_the_previous_rule_are_still_consumed(
         )
         line = one_line_refusal(capsys, ["certify", str(again), "--policy", str(pol)])
         assert "40 of these 40 items were already consumed by certificate" in line
+
+
+def test_items_consumed_before_look_alikes_were_folded_are_still_consumed(
+    run, tmp_path, capsys, monkeypatch
+):
+    """A certificate issued before look-alike letters were folded recorded its items under the
+    rule before (:data:`VISIBLE`): those items verbatim, and with look-alikes of other scripts
+    swapped in (a Greek Ι for I, a Cyrillic е for e), are still consumed — and items the
+    certificate never saw are not."""
+    from assay.decisions import _certify
+    from assay.decisions._item_text import VISIBLE, normalised
+    from assay.types import stable_hash
+
+    _, cfg, _ = run
+    text = "Item {} is bleu.".format
+    first = fresh_run(tmp_path, cfg, range(300, 340), "first", text=text)
+    with monkeypatch.context() as before:  # what certify wrote before
+        before.setattr(_certify, "CONFUSABLES", VISIBLE)
+        before.setattr(
+            _certify, "item_keys", lambda it: [stable_hash(normalised(_certify_text(it)), n=32)]
+        )
+        assert certify(tmp_path, first, LAX, capsys)[0] == 0
+    (cert,) = (tmp_path / "runs" / "certificates").glob("*/certificate.json")
+    assert json.loads(cert.read_text())["fingerprint_rule"] == VISIBLE
+    pol = write(tmp_path / "lax.yaml", LAX)
+    for name, respell in (
+        ("verbatim", str),
+        ("look-alikes", lambda t: t.replace("Item", "\u0399tem").replace("bleu", "bl\u0435u")),
+        ("capital-look-alikes", lambda t: t.upper().replace("E", "\u0395")),
+    ):
+        again = fresh_run(
+            tmp_path, cfg, range(300, 340), name, text=lambda k, r=respell: r(text(k))
+        )
+        line = one_line_refusal(capsys, ["certify", str(again), "--policy", str(pol)])
+        assert "40 of these 40 items were already consumed by certificate" in line
+    other = fresh_run(tmp_path, cfg, range(400, 440), "other", text=text)
+    assert certify(tmp_path, other, {**LAX, "name": "lax-other"}, capsys)[0] == 0
 
 
 def _certify_text(item: Any) -> dict[str, Any]:

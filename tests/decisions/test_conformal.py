@@ -143,8 +143,9 @@ def test_calibrate_on_one_run_apply_to_another(runs, capsys, monkeypatch):
 
 def test_calibration_items_under_new_ids_are_overlap_not_coverage(tmp_path, capsys, monkeypatch):
     """The calibration items judged again under other ids (the same texts, one of them with a
-    zero-width space slipped in), beside ten new items: the renamed ones are counted as
-    overlap, by the text the judge read, and the coverage is over the ten new items alone."""
+    zero-width space slipped in, one with look-alike letters of other scripts), beside ten new
+    items: the renamed ones are counted as overlap, by the text the judge read, and the
+    coverage is over the ten new items alone."""
     monkeypatch.chdir(tmp_path)
     ordinal = {"scale": {"kind": "ordinal", "min": 1, "max": 5}, "score_mode": "expected"}
     rows = ["id,request,response,expected"]
@@ -153,6 +154,7 @@ def test_calibration_items_under_new_ids_are_overlap_not_coverage(tmp_path, caps
         *(f"x{k},What colour is item {k}?,Item {k} is blue.,{reference(k)}" for k in range(20)),
     ]
     renamed[1] = renamed[1].replace("blue", "bl\u200bue")
+    renamed[2] = renamed[2].replace("Item", "\u0399tem").replace("blue", "blu\u0435")
     renamed += [
         f"i{k},What colour is item {k}?,Item {k} is blue.,{reference(k)}" for k in range(20, 30)
     ]

@@ -121,8 +121,15 @@ def test_certify_and_compare_refuse_items_the_tuned_judge_was_tuned_on(
         str.upper,
         lambda t: t.replace(" ", "\u00a0"),
         lambda t: t.replace("blue", "bl\u200bu\u00ade"),
+        lambda t: t.replace("Item", "\u0399tem").replace("blue", "blu\u0435"),
     ],
-    ids=["trailing-spaces", "upper-case", "no-break-spaces", "invisible-characters"],
+    ids=[
+        "trailing-spaces",
+        "upper-case",
+        "no-break-spaces",
+        "invisible-characters",
+        "look-alike-letters",
+    ],
 )
 def test_a_tuning_item_renamed_and_respelled_is_still_refused(
     tuned, tmp_path, monkeypatch, capsys, respell
