@@ -17,13 +17,14 @@ def group_line(result: dict[str, Any]) -> str:
     if not g:
         return "forced across item sets/scales: not comparable, n per row"
     if result.get("same_items", True):
-        items = f"the same {g['measured_on']} (items `{g['items']}`)"
+        items = f"the same {g.get('measured_on')} (items `{g.get('items')}`)"
     else:
         items = (
-            f"given the same {g['measured_on']} (items `{g['items']}`), {result['metric']} not "
-            "over the same ones: n per row"
+            f"given the same {g.get('measured_on')} (items `{g.get('items')}`), "
+            f"{result['metric']} not over the same ones: n per row"
         )
-    return f"{items} · scale {g['scale']}" + (f" · probes `{g['probes']}`" if g["probes"] else "")
+    probes = f" · probes `{g['probes']}`" if g.get("probes") else ""
+    return f"{items} · scale {g.get('scale')}{probes}"
 
 
 def ci_heading(result: dict[str, Any]) -> str:
