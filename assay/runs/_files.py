@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -51,7 +51,16 @@ def write_json(path: Path, obj: object) -> Path:
     return write_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 
-_group: ContextVar[dict[Path, list[str]] | None] = ContextVar("assay_group_commit", default=None)
+class _Group:
+    """What a :func:`group_commit` block holds: the lines for each file, and what runs before
+    they are written (each callable once, in the order first given)."""
+
+    def __init__(self) -> None:
+        self.pending: dict[Path, list[str]] = {}
+        self.before: dict[Callable[[], None], None] = {}
+
+
+_group: ContextVar[_Group | None] = ContextVar("assay_group_commit", default=None)
 
 
 @contextmanager
@@ -59,28 +68,40 @@ def group_commit() -> Iterator[None]:
     """Appends made inside the block reach their files together at its end, one write and one
     fsync per file (a group commit): an fsync costs milliseconds, and a pool finishing hundreds
     of calls a second would otherwise wait on one per record. Nothing inside the block counts
-    as persisted before it ends; the block always writes what it holds, even on an error."""
+    as persisted before it ends; the block always writes what it holds, even on an error —
+    once what the appends asked to run first (``before``) has run: when that raises, nothing
+    is written."""
     if _group.get() is not None:  # already inside one: the outer block commits
         yield
         return
-    pending: dict[Path, list[str]] = {}
-    token = _group.set(pending)
+    group = _Group()
+    token = _group.set(group)
     try:
         yield
     finally:
         _group.reset(token)
-        for path, lines in pending.items():
+        for before in group.before:
+            before()
+        for path, lines in group.pending.items():
             _append(path, "".join(lines))
 
 
-def append_lines(path: Path, text: str) -> None:
+def append_lines(
+    path: Path, text: str, before: Callable[[], None] | None = None, *, now: bool = False
+) -> None:
     """Append whole lines (``text`` ends with a newline), flushed and fsynced (at the end of
-    the enclosing :func:`group_commit`, if any). A torn last line left by a killed writer is
-    cut off first, so it never glues onto the new record."""
-    pending = _group.get()
-    if pending is not None:
-        pending.setdefault(path, []).append(text)
+    the enclosing :func:`group_commit`, if any, unless ``now``). A torn last line left by a
+    killed writer is cut off first, so it never glues onto the new record. ``before`` runs
+    first — at the end of the group, once for the group however many appends named it; when it
+    raises, the lines are not written."""
+    group = None if now else _group.get()
+    if group is not None:
+        group.pending.setdefault(path, []).append(text)
+        if before is not None:
+            group.before[before] = None
         return
+    if before is not None:
+        before()
     _append(path, text)
 
 
