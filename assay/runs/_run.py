@@ -281,9 +281,18 @@ class Run:
         killed after work was added to it once finished (``--retry-unscored``) is one: its
         ``metrics.json`` did not count that work. So is a run whose figures other code made
         (assay upgraded or edited since, another DSPy or pydantic, other installed plug-ins):
-        a fix to a figure reaches the runs that finished before it."""
+        a fix to a figure reaches the runs that finished before it.
+
+        A run that goes on — unfinished, or opened so here — is refused first, in one line, when
+        records its heads beside the key count were removed from its files
+        (:meth:`~._store.RunStore.check_records`): they would be judged again, a new draw in
+        place of the one removed."""
         if not self.finished:
+            self.store.check_records()
             return
+        heads = self.store.recorded_heads()
+        if heads is not None and heads.pending:  # work added once it finished, then a kill
+            self.store.check_records()
         problem = seal_problem(self.dir, self.state)
         self.reopened = "seal" if problem is not None else None
         if problem is not None and not rebuild:
@@ -303,6 +312,7 @@ class Run:
                 "installed plug-ins changed since it finished)",
                 "",
             )
+        self.store.check_records()  # before anything is written
         _log.warning(
             "%s: %s: its figures are made again from its records, not read back",
             self.dir,
@@ -422,6 +432,7 @@ class Run:
 
         kind = self.state.get("kind", self.command)
         instance = self.state.get("instance")
+        self.store.settle_records()
         sealed_now = seal(self.dir, sealed, kind=kind, run_hash=self.run_hash, instance=instance)
         self.update(seal=sealed_now, code=code_digest())
 

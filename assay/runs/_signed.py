@@ -15,8 +15,10 @@ it sealed them, never resumed or rebuilt from records its seal does not vouch fo
 
 A run that resumes reads every record it keeps through :meth:`RecordSeal.open`: a record whose
 signature is missing or wrong is refused in one line naming the file and line — never judged
-again in silence, which would hide the edit. The call ledger is not signed: it is what the
-server answered, kept for accounting, and no decision rests on it.
+again in silence, which would hide the edit. A signature cannot vouch for a line that is gone:
+how many records each file holds, and which, is kept beside the key (:mod:`._record_heads`), so
+a record removed is refused too. The call ledger is not signed: it is what the server answered,
+kept for accounting, and no decision rests on it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,20 @@ _HEAD = f',"{_signing.MAC_FIELD}":"'
 _TAIL = '"}'
 _HEX = 64  # SHA-256, hex
 _SUFFIX = len(_HEAD) + _HEX + len(_TAIL)
+_HEAD_B, _TAIL_B = _HEAD.encode(), _TAIL.encode()  # ASCII: as many bytes as characters
+
+
+def mac_of(line: bytes) -> bytes | None:
+    """The signature a record's line (its bytes, without the newline) ends with; None for a line
+    that carries none."""
+    if len(line) > _SUFFIX and line.endswith(_TAIL_B) and line[-_SUFFIX:].startswith(_HEAD_B):
+        return line[-_HEX - len(_TAIL_B) : -len(_TAIL_B)]
+    return None
+
+
+def signature_of(signed: str) -> bytes:
+    """The signature of a line :meth:`RecordSeal.sign` made (as :func:`mac_of` reads it)."""
+    return signed[-_HEX - len(_TAIL) : -len(_TAIL)].encode()
 
 
 def new_instance() -> str:
@@ -55,14 +71,14 @@ class RecordSeal:
         self.run_dir = run_dir
         self.run_hash = run_hash
         self.instance = instance
-        self._key = _signing.key(create=create)
+        self.key = _signing.key(create=create)
         self._keyed: dict[str, hmac.HMAC] = {}  # per file: the HMAC with the key and prefix in
 
     def _tag(self, name: str, body: str) -> str:
         keyed = self._keyed.get(name)
         if keyed is None:  # the key schedule and the prefix once per file, not once per record
             run = signed_run(self.run_hash, self.instance)
-            keyed = hmac.new(self._key, f"{run}\n{name}\n".encode(), hashlib.sha256)
+            keyed = hmac.new(self.key, f"{run}\n{name}\n".encode(), hashlib.sha256)
             self._keyed[name] = keyed
         mac = keyed.copy()
         mac.update(body.encode("utf-8"))

@@ -3,7 +3,10 @@
 Records (judgments, generation units) are appended one JSON line at a time, flushed and
 fsynced, so a killed run keeps every finished record; a torn last line is dropped on the next
 read and its work done again. Each record is signed as it is written and checked when it is read
-back (:mod:`assay.runs._signed`): an edited record is refused, not resumed from.
+back (:mod:`assay.runs._signed`): an edited record is refused, not resumed from. How many records
+each file holds is kept beside the signing key as they are committed
+(:mod:`assay.runs._record_heads`): a run whose records were removed is refused before it goes on,
+not judged again.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from pydantic import BaseModel
 from assay._json import Line, read_lines
 from assay.errors import DataError, RunError
 from assay.runs._files import append_lines, cannot_write, write_atomic, write_json
+from assay.runs._record_heads import Heads, RecordHeads, Tally, tally_file
 from assay.runs._seal import RunState
-from assay.runs._signed import RecordSeal, new_instance
+from assay.runs._signed import RecordSeal, new_instance, signature_of
 from assay.types import Judgment
 
 T = TypeVar("T", bound=BaseModel)
@@ -43,8 +47,14 @@ class RunStore:
     def __init__(self, path: Path, run_hash: str):
         self.path = path
         self.run_hash = run_hash
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # reentrant: an append outside a group writes the heads
         self._seals: dict[bool, RecordSeal] = {}
+        # each records file's tally as this process writes it (:mod:`._record_heads`); None
+        # until the files the head names were checked
+        self._tallies: dict[str, Tally] | None = None
+        self._heads: RecordHeads | None = None
+        self._pending: dict[str, list[str]] = {}  # lines appended since the heads were written
+        self._unsettled = False  # the heads as recorded hold pending lines
 
     def _seal(self, *, create: bool) -> RecordSeal:
         """The run's record signer, bound to its instance (``run.json``'s); the key is read
@@ -77,6 +87,8 @@ class RunStore:
             self.write_config(resolved_config)  # first: a run.json is a run with its config
             self.write_json(STATE, state)
             self._seals.clear()  # a signer made before run.json was: bound to no instance
+            self._tallies = {}  # a new instance: no record written yet, none to check
+            self._heads = RecordHeads(self.path, self.run_hash, state["instance"])
         elif kind and "kind" not in state:  # a run written before runs named their kind
             state["kind"] = kind
             self.write_json(STATE, state)
@@ -152,10 +164,91 @@ class RunStore:
         self.write_text(name, (ln.text + "\n" for ln in lines if keep(ln)))
 
     def append_record(self, name: str, record: BaseModel) -> None:
-        """Append one record as a signed JSON line, flushed and fsynced (thread-safe)."""
-        line = self._seal(create=True).sign(name, record.model_dump_json()) + "\n"
+        """Append one record as a signed JSON line, flushed and fsynced (thread-safe), counted
+        in the run's heads beside the key before it is written (:mod:`._record_heads`: once
+        for a group commit)."""
+        signed = self._seal(create=True).sign(name, record.model_dump_json())
         with self._lock:
-            append_lines(self.path / name, line)
+            tallies = self.check_records()
+            if self._heads is None:  # a run with no instance: no heads
+                append_lines(self.path / name, signed + "\n")
+                return
+            tally = tallies.get(name)
+            if tally is None:  # a file its heads do not name yet: as it stands
+                tally = tallies[name] = tally_file(self.path / name)
+            tally.add(signature_of(signed))
+            self._pending.setdefault(name, []).append(signed)
+            append_lines(self.path / name, signed + "\n", self._write_ahead)
+
+    # -- how many records each file holds (_record_heads.py) ---------------------------------
+    def check_records(self) -> dict[str, Tally]:
+        """Refuse, in one line naming the run folder, a run whose records files hold fewer
+        records than its heads beside the key count, or others (records removed); write the
+        lines its last commit counted that a kill kept from their files. Once per store, before
+        the run goes on; returns the files' tallies."""
+        with self._lock:
+            if self._tallies is not None:
+                return self._tallies
+            tallies: dict[str, Tally] = {}
+            heads = self.recorded_heads() or Heads()
+            for name, head in sorted(heads.records.items()):
+                assert self._heads is not None  # heads recorded: the run has an instance
+                try:
+                    tallies[name], missing = self._heads.check(
+                        name, head, heads.pending.get(name, [])
+                    )
+                except RunError:
+                    self._check_signatures(name)  # a line edited or taken: named as such
+                    raise
+                if missing:  # counted, then the kill came before they were written
+                    text = "".join(ln + "\n" for ln in missing)
+                    append_lines(self.path / name, text, now=True)  # before any new record
+            self._tallies = tallies
+            self._unsettled = bool(heads.pending)
+            return tallies
+
+    def recorded_heads(self) -> Heads | None:
+        """The run's heads as recorded beside the key (None: a run with no instance, or none
+        recorded on this machine)."""
+        instance = self.state().get("instance")
+        if instance is None:
+            return None
+        if self._heads is None:
+            self._heads = RecordHeads(self.path, self.run_hash, instance)
+        return self._heads.read()
+
+    def settle_records(self) -> None:
+        """The run is being sealed, every record in its file: its heads keep no pending lines."""
+        with self._lock:
+            if self._unsettled and self._heads is not None and self._tallies is not None:
+                self._write_heads(Heads(self._values(), {}), compact=True)
+                self._unsettled = False
+
+    def _check_signatures(self, name: str) -> None:
+        """Each whole line of the records file ``name`` checked against its signature: the
+        first that is not this run's record is a one-line :class:`RunError` naming it."""
+        path = self.path / name
+        if path.exists():
+            seal = self._seal(create=False)
+            for line in read_lines(path):
+                if line.complete:
+                    seal.open(name, line.text, line.number)
+
+    def _write_ahead(self) -> None:
+        """The heads counting the records appended since the last commit, with their lines,
+        recorded beside the key before those lines are written."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+            self._write_heads(Heads(self._values(), pending))
+            self._unsettled = True
+
+    def _values(self) -> dict[str, tuple[int, str]]:
+        assert self._tallies is not None
+        return {name: t.value() for name, t in sorted(self._tallies.items())}
+
+    def _write_heads(self, heads: Heads, *, compact: bool = False) -> None:
+        assert self._heads is not None
+        self._heads.write(self._seal(create=True).key, heads, compact=compact)
 
     # -- judgments --------------------------------------------------------------------------
     def judgments(self, name: str = JUDGMENTS) -> dict[str, Judgment]:

@@ -11,6 +11,7 @@ from assay.emulation import ToolEmuSummary, run_toolemu
 from assay.errors import DataError
 from assay.evaluation._agreement import read_verdicts
 from tests.emulation.conftest import THREE_STEPS, agent_plan, evaluator, make_case
+from tests.killed_runs import left_by_a_kill
 from tests.web.test_report_parity import assert_same_sections
 
 
@@ -167,6 +168,7 @@ def test_torn_unit_line_is_dropped_and_that_case_runs_again(tmp_path, sandbox_fi
     lines = units.read_text().splitlines(keepends=True)
     killed = json.loads(lines[-1])["case_idx"]
     units.write_text(lines[0] + lines[1][: len(lines[1]) // 2])  # killed while writing it
+    left_by_a_kill(res.run_dir)  # which left the heads beside the key at the first line
     (res.run_dir / "run.json").write_text(
         json.dumps({**json.loads((res.run_dir / "run.json").read_text()), "status": "running"})
     )

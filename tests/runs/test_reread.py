@@ -273,15 +273,26 @@ def test_judgments_edited_after_the_seal_are_caught(tmp_path, monkeypatch, capsy
     assert stub.n_requests == served
 
 
-def test_a_judgment_removed_after_the_seal_is_judged_again(tmp_path, monkeypatch, capsys, stub):
+def test_a_judgment_removed_after_the_seal_is_refused_not_judged_again(
+    tmp_path, monkeypatch, capsys, stub
+):
+    """Its seal no longer holds, so nothing is read back by the inputs; judging the item again
+    would be a second draw in place of the one removed (tests/runs/test_removed_records.py):
+    refused in one line, before any call. The file restored, the run reads back again."""
     monkeypatch.chdir(tmp_path)
     cfg = _named(tmp_path, stub, "r")
     _evaluate(cfg, capsys)
     path = _run_dir(tmp_path) / "judgments.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     path.write_text("".join(lines[:-1]), encoding="utf-8")
-    assert "r: resumed, 1 new judgments" in _evaluate(cfg, capsys)
-    assert "re-read" in _evaluate(cfg, capsys)  # finished again, sealed again, recorded again
+    served = stub.n_requests
+    capsys.readouterr()
+    assert main(["evaluate", str(cfg), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"holds {N - 1} records, but this run wrote {N} there" in err[0]
+    assert stub.n_requests == served
+    path.write_text("".join(lines), encoding="utf-8")
+    assert "re-read" in _evaluate(cfg, capsys)
 
 
 def test_a_record_edited_or_a_pointer_moved_vouches_for_nothing(

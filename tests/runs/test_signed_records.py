@@ -18,6 +18,7 @@ import pytest
 
 from assay.cli import main
 from assay.lm import StubServer
+from tests.killed_runs import left_by_a_kill, made_before_heads
 from tests.stub_judge import stub_config, write_items
 
 N = 12
@@ -43,10 +44,11 @@ def _judgments(folder: Path, name: str = "r") -> Path:
 
 
 def _stopped_part_way(path: Path, keep: int = 6) -> None:
-    """What a kill after ``keep`` judgments leaves of a run: its first ``keep`` records, its
-    state still "running", no seal (and no metrics)."""
+    """What a kill after ``keep`` judgments leaves of a run: its first ``keep`` records (and
+    its heads beside the key at them), its state still "running", no seal (and no metrics)."""
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     path.write_text("".join(lines[:keep]), encoding="utf-8")
+    left_by_a_kill(path.parent)
     state_file = path.parent / "run.json"
     state = json.loads(state_file.read_text(encoding="utf-8"))
     state["status"] = "running"
@@ -133,6 +135,7 @@ def test_records_written_before_they_were_signed_are_refused(tmp_path, monkeypat
     for record in unsigned:
         record.pop("_mac")
     path.write_text("".join(json.dumps(r) + "\n" for r in unsigned), encoding="utf-8")
+    made_before_heads(path.parent)  # as a run written then: no count of its records either
     capsys.readouterr()
     assert _evaluate(tmp_path, stub) == 2
     err = capsys.readouterr().err
@@ -146,6 +149,7 @@ def test_a_torn_last_line_is_still_cut_off_and_judged_again(tmp_path, monkeypatc
     _stopped_part_way(path)
     text = path.read_text(encoding="utf-8")
     path.write_text(text[: len(text) - 40], encoding="utf-8")  # the sixth line cut short
+    left_by_a_kill(path.parent)  # killed while it was written: counted up to the fifth
     assert _evaluate(tmp_path, stub) == 0
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == N and all(json.loads(line)["_mac"] for line in lines)
