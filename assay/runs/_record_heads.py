@@ -9,8 +9,9 @@ the command again, and only lucky draws are kept — a coin-flip judge certified
 
 So the writer keeps, for each run instance (its hash and ``instance``, :func:`._signed.signed_run`)
 the *head* of each of its records files: how many records it wrote there and the SHA-256 of
-their signatures in order. The heads are kept in one signed log per instance beside the signing
-key (``run-heads/<id>.jsonl``, next to the key file with its links resolved: :class:`RecordHeads`)
+their signatures in order. The heads are kept in one signed log per instance under the signing
+key's identity (``run-heads/<id>.jsonl`` in ``$XDG_STATE_HOME/assay/keys/<key id>/``:
+:class:`RecordHeads`)
 — where the command finds them on its own, not in the run folder, which an edited ``run.json``
 could make look interrupted or new, and not by the folder's path, so a run moved or copied is
 the same run.
@@ -95,10 +96,12 @@ class Heads:
     pending: dict[str, list[str]] = field(default_factory=dict)
 
 
-def heads_folder() -> Path:
-    """``run-heads`` beside the signing key (the key file's links resolved: a link to the key
-    elsewhere finds the heads kept beside it)."""
-    return _signing.key_file().resolve().parent / HEADS
+def heads_file(name: str) -> Path:
+    """Where a run instance's heads log ``name`` is: among the records kept under the signing
+    key's identity (``$XDG_STATE_HOME/assay/keys/<key id>/run-heads/``, :func:`assay._signing.
+    record_path`), so that the same key read through a link or a copy elsewhere finds the same
+    heads, as the certificate journals and signed histories find theirs."""
+    return _signing.record_path(HEADS, name)
 
 
 class RecordHeads:
@@ -113,7 +116,7 @@ class RecordHeads:
         self.run_dir = run_dir
         self.identity = signed_run(run_hash, instance)
         name = _signing.digest({"run": self.identity})[:32]
-        self.file = heads_folder() / f"{name}.jsonl"
+        self.file = heads_file(f"{name}.jsonl")
         self._size: int | None = None  # the log's bytes, once this process has rewritten it
 
     def read(self) -> Heads | None:

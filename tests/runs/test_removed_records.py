@@ -361,3 +361,26 @@ def test_a_record_removed_after_a_real_kill_is_never_judged_again(tmp_path):
     assert now[0] == lines[0]  # written back where it was
     ids = [json.loads(x)["item_id"] for x in now]
     assert ids.count(removed) == 1 and sorted(ids) == sorted(set(ids))
+
+
+def test_the_key_read_through_a_copy_elsewhere_finds_the_same_heads(
+    tmp_path, monkeypatch, capsys, judge
+):
+    """Heads kept beside the key file would be missed by the same key copied to another folder
+    (a run with no heads there is taken as it stands): they are found by the key's identity."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    assert _evaluate(tmp_path, judge) == 0
+    run_dir = _run_dir(tmp_path)
+    assert _drop_the_wrong_lines(run_dir) == 8
+    copied = tmp_path / "elsewhere" / "signing.key"
+    copied.parent.mkdir()
+    shutil.copy2(os.environ["ASSAY_SIGNING_KEY_FILE"], copied)
+    monkeypatch.setenv("ASSAY_SIGNING_KEY_FILE", str(copied))
+    served = judge.n_requests
+    capsys.readouterr()
+    assert _evaluate(tmp_path, judge) == 2
+    _refused(
+        capsys.readouterr().err, run_dir, judge, served, "holds 16 records, but this run wrote 24"
+    )
