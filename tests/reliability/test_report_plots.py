@@ -136,3 +136,17 @@ def test_a_kinds_own_headline_marks_an_interval_of_no_width():
     flat = MetricValue(0.5, 0.5, 0.5, 2, ci_method="cluster bootstrap").to_dict()
     lines = position.headline({k: flat for k, _ in position.headlines})
     assert lines and all(line.endswith("0.50 [0.50, 0.50] ‡") for line in lines)
+
+
+def test_the_warm_up_loads_the_registries_the_reports_read(monkeypatch):
+    """The reports helper's warm-up (while the LM calls are in flight) loads every judge kind
+    and scoring kind — their modules and the installed plug-ins' entry points — which
+    ``write_reports`` reads (the config's validation, the report's sections) and would
+    otherwise load after the last answer."""
+    from assay.programs.kinds import _base
+    from assay.reliability.scoring import _kind
+
+    for registry in (_base._KINDS, _kind._KINDS):
+        monkeypatch.setattr(registry, "_loaded", False)
+    _report.preload_plotting()
+    assert _base._KINDS._loaded and _kind._KINDS._loaded

@@ -86,6 +86,15 @@ def preload_plotting() -> None:
     # and what write_reports reads the run with: the config model imports DSPy (~0.5 s)
     import assay.reliability._config  # noqa: F401
     import assay.reliability.report._html_report  # noqa: F401
+    from assay.programs import known_kinds
+    from assay.reliability.scoring import scoring_kinds
+
+    # and the registries it reads: every judge kind (the config's validation) and every scoring
+    # kind (the report's sections) — their modules and the installed plug-ins' entry points,
+    # otherwise loaded after the last answer (a fifth of what write_reports does besides the
+    # plots: docs/performance.md)
+    known_kinds()
+    scoring_kinds()
 
 
 def heatmap(rates: dict[str, dict[str, float | None]], tests: list[str], path: Path) -> Path:
