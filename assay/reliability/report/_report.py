@@ -91,7 +91,7 @@ def preload_plotting() -> None:
 
     # and the registries it reads: every judge kind (the config's validation) and every scoring
     # kind (the report's sections) — their modules and the installed plug-ins' entry points,
-    # otherwise loaded after the last answer (a fifth of what write_reports does besides the
+    # otherwise loaded after the last answer (a third of what write_reports does besides the
     # plots: docs/performance.md)
     known_kinds()
     scoring_kinds()
