@@ -15,7 +15,14 @@ from assay.lm._outputs import (
     kept_nowhere,
     without_history,
 )
-from assay.lm._pricing import CACHED, UNTALLIED, UsageRecords, cost_usd, usage_of_tracker
+from assay.lm._pricing import (
+    CACHED,
+    UNTALLIED,
+    UsageRecords,
+    cost_usd,
+    preload_price_map,
+    usage_of_tracker,
+)
 from assay.lm._redact import error_text, note_key_variable, redact
 from assay.lm._scripted import (
     ScriptedCall,
@@ -73,6 +80,7 @@ __all__ = [
     "check_api_key",
     "configure_cache",
     "cost_usd",
+    "preload_price_map",
     "error_text",
     "note_key_variable",
     "redact",

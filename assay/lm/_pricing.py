@@ -110,6 +110,33 @@ def _fell_back(model: str, why: str) -> None:
     )
 
 
+_price_map_read: list[threading.Thread] = []  # the one reading it ahead, once started
+_price_map_lock = threading.Lock()
+
+
+def preload_price_map() -> None:
+    """Read the price map (DSPy's model table, parsed on first use: ~0.03 s of CPU) in a
+    background thread now, for a caller about to wait on something else — the command line, on
+    its table from the helper interpreter — so that its first LM call, which looks the model up
+    there (a schema or JSON mode, its price), finds it read. Once per process: DSPy's loader
+    reads the map once, under its lock, whichever thread asks first."""
+    with _price_map_lock:
+        if _price_map_read:
+            return
+
+        def read() -> None:
+            from dspy.clients.model_metadata import source_info
+
+            try:
+                source_info()
+            except Exception:  # read again, and raised, where it is used
+                pass
+
+        thread = threading.Thread(target=read, name="assay-price-map", daemon=True)
+        _price_map_read.append(thread)
+        thread.start()
+
+
 UNTALLIED = "assay_untallied"
 """The key of a DSPy usage entry for an answered call whose tokens were never reported (see
 :attr:`assay.types.Usage.untallied_calls`): a call, its tokens and cost unknown. (An entry

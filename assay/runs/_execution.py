@@ -30,8 +30,9 @@ without them every job runs here — ``ahead`` jobs in background threads, ``at_
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 # light: the command line imports this module before anything heavy (see command_started)
@@ -199,6 +200,13 @@ def command_started() -> Iterator[None]:
 
     # pandas (~0.6 s) before it is asked; csv_rows alone of assay.data loads with the job
     car.submit("importlib:import_module", name="pandas")
-    reading: Callable[..., Any] = lambda **where: car.call("assay.data:csv_rows", **where)  # noqa: E731
+
+    def reading(**where: Any) -> Any:
+        if "assay.lm" in sys.modules:  # the first LM call's price map, read while this waits
+            from assay.lm import preload_price_map
+
+            preload_price_map()
+        return car.call("assay.data:csv_rows", **where)
+
     with csv_read_by(reading):
         yield

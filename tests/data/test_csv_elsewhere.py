@@ -118,3 +118,46 @@ def test_the_command_line_reads_its_table_in_the_mlflow_sidecar(monkeypatch):
     finally:
         if module._spare is not None:
             module._spare.close()
+
+
+def test_the_price_map_is_read_while_the_command_line_waits_for_its_table(monkeypatch):
+    """The first LM call looks its model up in the price map (parsed on first use): the command
+    line has it read in a thread while it waits for its table from the helper interpreter."""
+    import assay.lm
+    import assay.runs._sidecar as module
+    from assay.cli import _sidecar_started
+
+    monkeypatch.setenv("ASSAY_SIDECAR", "1")
+    monkeypatch.setattr(module, "_spare", None)
+    events: list[str] = []
+    call = Sidecar.call
+
+    def recording(self, target, **kwargs):
+        events.append(target)
+        return call(self, target, **kwargs)
+
+    monkeypatch.setattr(Sidecar, "call", recording)
+    monkeypatch.setattr(assay.lm, "preload_price_map", lambda: events.append("price map"))
+    path = REPO / "examples" / "data" / "jrh" / "persuade" / "persuade_sample.csv"
+    try:
+        with _sidecar_started():
+            _read(path, ())
+        assert events == ["price map", "assay.data:csv_rows"]
+    finally:
+        if module._spare is not None:
+            module._spare.close()
+
+
+def test_the_price_map_is_read_once_in_a_thread_of_its_own():
+    import threading
+
+    from assay.lm import _pricing
+
+    _pricing.preload_price_map()
+    _pricing.preload_price_map()
+    (thread,) = _pricing._price_map_read
+    thread.join(timeout=30)
+    assert not thread.is_alive() and thread is not threading.main_thread()
+    from dspy.clients.model_metadata import model_info
+
+    assert model_info("openai", "gpt-4o-mini")  # read, and read the same
