@@ -14,7 +14,7 @@
     and process CPU per call of each, and assay's calls/s ÷ the faster bare loop's (target
     ≥ 0.8).
 
-Stages are timed by wrapping the functions ``evaluate`` calls (load_items, build_judge,
+Stages are timed by wrapping the functions ``evaluate`` calls (stream_items, build_judge,
 run_tasks, summarize_run, write_html) — nothing in assay is changed. Nothing is asserted: the
 figures vary with the machine's load; read the medians (``--repeat``).
 
@@ -51,7 +51,7 @@ from assay.programs import JudgeConfig
 
 # What evaluate calls, in order: (module whose attribute is read at the call, function name).
 STAGES = (
-    (evaluate_module, "load_items"),
+    (evaluate_module, "stream_items"),
     (evaluate_module, "build_judge"),
     (evaluate_module, "run_tasks"),
     (scoring_module, "summarize_run"),
