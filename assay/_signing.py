@@ -117,7 +117,13 @@ def digest(payload: Any) -> str:
 
 def sign(payload: Any) -> str:
     """The HMAC-SHA256 of ``payload``'s canonical JSON under the key (created if missing)."""
-    return hmac.new(_read_key(ensure_key()), canonical(payload), hashlib.sha256).hexdigest()
+    return signed_with(_read_key(ensure_key()), payload)
+
+
+def signed_with(key_bytes: bytes, payload: Any) -> str:
+    """The HMAC-SHA256 of ``payload``'s canonical JSON under ``key_bytes`` (the key as a caller
+    that signs or checks many things read it once: :func:`key`)."""
+    return hmac.new(key_bytes, canonical(payload), hashlib.sha256).hexdigest()
 
 
 def key(*, create: bool) -> bytes:
@@ -131,7 +137,7 @@ def verify(payload: Any, signature: object) -> bool:
     key must exist: verifying never creates one."""
     if not isinstance(signature, str):
         return False
-    expected = hmac.new(_read_key(key_file()), canonical(payload), hashlib.sha256).hexdigest()
+    expected = signed_with(_read_key(key_file()), payload)
     return hmac.compare_digest(expected, signature)
 
 

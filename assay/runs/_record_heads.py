@@ -44,7 +44,6 @@ sealed it, never resumed); and whoever can write beside the key, who can also re
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import os
 from collections.abc import Iterator
@@ -162,7 +161,7 @@ class RecordHeads:
         pending = [line.encode("utf-8") for name in names for line in heads.pending[name]]
         counts = {name: len(heads.pending[name]) for name in names}
         body = self._body(heads.records, counts, _lines_digest(pending))
-        signature = hmac.new(key, _signing.canonical(body), hashlib.sha256).hexdigest()
+        signature = _signing.signed_with(key, body)
         header = {"records": heads.records, "pending": counts, "signature": signature}
         entry = b"\n".join([json.dumps(header).encode(), *pending]) + b"\n"
         try:

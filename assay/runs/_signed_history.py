@@ -26,7 +26,6 @@ place is refused, never adopted again.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 from collections.abc import Callable, Iterable
@@ -136,7 +135,7 @@ class SignedHistory:
         return previous
 
     def _check_signature(self, key: bytes, row: int, r: dict[str, Any]) -> None:
-        expected = hmac.new(key, _signing.canonical(self._payload(r)), hashlib.sha256).hexdigest()
+        expected = _signing.signed_with(key, self._payload(r))
         signature = r.get(SIGNATURE)
         if not (isinstance(signature, str) and hmac.compare_digest(expected, signature)):
             raise DataError(
