@@ -282,8 +282,9 @@ def _expected(
         return scale.coerce(value) if scale is not None else as_int_label(value)
     except ValueError as exc:
         item = f"item {quoted(item_id)}: " if item_id is not None else ""
-        hint = "" if scale is not None else " (pass a scale to read labels"
+        hint = ""
         if scale is None:
             word = str(value).strip().lower() if isinstance(value, str | bool) else ""
-            hint += ", e.g. --scale binary)" if word in ("true", "false") else ")"
+            binary = ", e.g. --scale binary" if word in ("true", "false") else ""
+            hint = f" (pass a scale to read labels{binary})"
         raise DataError(f"{item}{exc}{hint}", path=origin, row=row_no, field=column) from None
