@@ -479,6 +479,9 @@ def test_a_trace_that_did_not_finish_is_refused_or_left_out_and_counted(
     ``data.errored_samples: skip``."""
     import mlflow
 
+    monkeypatch.chdir(
+        tmp_path
+    )  # the store's trace artifacts go to ./mlruns: here, not the checkout
     uri = f"sqlite:///{tmp_path / 'crashed.db'}"
     mlflow.set_tracking_uri(uri)
     try:
@@ -507,7 +510,6 @@ def test_a_trace_that_did_not_finish_is_refused_or_left_out_and_counted(
     items = list(iter_mlflow_traces(skip, BINARY, counts=counts))
     assert sorted(i.response for i in items) == ["Answer 0.", "Answer 2."]
     assert counts == {"errored_traces": 1}
-    monkeypatch.chdir(tmp_path)
     with stub() as server:
         cfg = judge_config(tmp_path, server.base_url, uri, name="crashed", kind="chat",
                            filter=None, errored_samples="skip")  # fmt: skip
