@@ -72,6 +72,10 @@ def session_pids(sid: int) -> list[int]:
     return sorted(pids, key=lambda p: p == sid)
 
 
+class NodeExited(RuntimeError):
+    """A node's ``ray start`` ended before the node was up (or counted)."""
+
+
 class RayCluster:
     """``with RayCluster(cpus_per_node=1) as cluster:`` starts a head; :meth:`add_node` starts
     the others. ``cluster.address`` is the head's (``127.0.0.1:<port>``), ``cluster.client_env`` the
@@ -85,6 +89,7 @@ class RayCluster:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.nodes: dict[str, Node] = {}
+        self.started = 0  # nodes started, a failed start included (each its own temp dir)
         # what a client of the cluster (``ray status``, an ``assay`` command) is given: the
         # cluster's own token (a user's clusters take theirs from ``ray get-auth-token``)
         self.client_env = {
@@ -99,6 +104,9 @@ class RayCluster:
             # a killed node marked dead after 3 failed checks a second apart, not 5 at 3 s
             "RAY_health_check_period_ms": "1000",
             "RAY_health_check_failure_threshold": "3",
+            # a node's raylet registers with the head within this many seconds or its
+            # ``ray start`` gives up: Ray's 30 s is missed on a loaded 2-core machine
+            "RAY_raylet_start_wait_time_s": "180",
             "PYTHONPATH": str(REPO),
         }
         self.env.pop("RAY_ADDRESS", None)
@@ -118,7 +126,11 @@ class RayCluster:
         """One more node (``resources: {name: 1}``), joined to the head; returns once the
         cluster counts it, and no longer counts a killed node of the same name (Ray marks a
         node dead only when its health checks have failed, seconds after the kill)."""
-        node = self._start(name, [f"--address={self.address}"])
+        try:
+            node = self._start(name, [f"--address={self.address}"])
+        except NodeExited:  # once more: a node's start can time out on a loaded machine
+            self.nodes[name].signal(signal.SIGKILL)  # what the failed start left running
+            node = self._start(name, [f"--address={self.address}"])
         live = {n.name for n in self.nodes.values() if n.alive()}
         self._wait(
             lambda: (
@@ -130,9 +142,10 @@ class RayCluster:
         return node
 
     def _start(self, name: str, args: list[str]) -> Node:
-        temp_dir = self.root / f"n{len(self.nodes)}"
+        self.started += 1
+        temp_dir = self.root / f"n{self.started}"
         temp_dir.mkdir()
-        log = self.root / f"{name}.log"
+        log = self.root / f"{name}{self.started}.log"
         ports = [
             f"--node-manager-port={free_port()}",
             f"--object-manager-port={free_port()}",
@@ -171,7 +184,7 @@ class RayCluster:
         end = time.monotonic() + timeout
         while not ready():
             if node is not None and not node.alive():
-                raise RuntimeError(f"ray node {node.name} exited: {node.log.read_text()[-3000:]}")
+                raise NodeExited(f"ray node {node.name} exited: {node.log.read_text()[-3000:]}")
             if time.monotonic() > end:
                 raise RuntimeError(f"the Ray cluster did not {what} in {timeout:.0f} s")
             time.sleep(0.5)
