@@ -23,8 +23,16 @@ when they share a key:
   (``Τhe``, ``ΗOME``), whose small letter imitates another (``τ``, ``η``).
 - *skeleton*: UTS #39's skeleton of the text with invisible characters dropped and whitespace
   collapsed — NFD, every character mapped to the one its confusable class is written as, NFD
-  again; case kept: two texts Unicode calls confusable share it, ASCII look-alikes among
-  themselves too (``l``, ``I``, ``1`` and ``|``; ``rn`` and ``m``; ``0`` and ``O``).
+  again —, then case-folded and the skeleton taken again (a capital's small letter may have
+  a skeleton of its own: ``M``, ``m``, ``rn``) and case-folded: two texts Unicode calls
+  confusable share it, ASCII look-alikes among themselves too (``l``, ``I``, ``1`` and ``|``;
+  ``rn`` and ``m``; ``0`` and ``O``), and so do two such texts re-cased — ``hEΙΙo`` (a Greek
+  capital iota standing for each small ``l``) and ``Hello``, which neither the folded key
+  (``heiio``) nor the skeleton with its case kept (``hEllo``, the rule before) made one. A
+  letter whose case change takes it to another class of look-alikes (a capital ``I`` imitates
+  ``l``, its small ``i`` does not; ``O`` imitates ``0``, ``o`` does not) is not folded across:
+  ``fail`` and ``fall`` stay two — and so, the limit of folding case and look-alikes one after
+  the other, does ``HOME`` re-cased to ``home`` in a text with a look-alike elsewhere.
 
 A text in ASCII has its :data:`VISIBLE` fingerprint among its keys (its folded and as-written
 keys are that one), so an item consumed under that rule is found again under this one, and the
@@ -35,7 +43,8 @@ package ships them (its data file, read once; never its loader, which an environ
 can point elsewhere).
 
 Records written before a rule keep theirs: an item is compared with one under the rule it was
-recorded under (:func:`fingerprints_under`). Under :data:`VISIBLE` an item matches by its own
+recorded under (:func:`fingerprints_under`). Under :data:`SKELETON_CASED` (the skeleton kept
+its case) an item matches by that skeleton and by its keys now. Under :data:`VISIBLE` an item matches by its own
 text so normalised and by its keys now — an item consumed then in ASCII is found again with
 look-alike letters swapped in. Under :data:`NORMALISED` (invisible characters kept), it also
 matches by its text so normalised — an item consumed then without them is found again whatever
@@ -54,15 +63,18 @@ from typing import Any, Literal
 from assay.errors import AssayError
 from assay.types import Item, stable_hash
 
-CONFUSABLES = "confusables-visible-nfkc-casefold-whitespace"
+CONFUSABLES = "confusables-skeleton-casefold-visible-nfkc-casefold-whitespace"
 """How items are fingerprinted now: :data:`VISIBLE`'s text with look-alike letters folded (two
-keys) and the UTS #39 skeleton (a third), an item's keys deduplicated."""
+keys) and the UTS #39 skeleton case-folded (a third), an item's keys deduplicated."""
+SKELETON_CASED = "confusables-visible-nfkc-casefold-whitespace"
+"""How items were fingerprinted before the skeleton key was case-folded (its case kept)."""
 VISIBLE = "visible-nfkc-casefold-whitespace"
 """How items were fingerprinted before look-alikes were folded: invisible characters dropped,
 then :data:`NORMALISED`'s."""
 NORMALISED = "nfkc-casefold-whitespace"
 """How items were fingerprinted before invisible characters were dropped."""
 Rule = Literal[
+    "confusables-skeleton-casefold-visible-nfkc-casefold-whitespace",
     "confusables-visible-nfkc-casefold-whitespace",
     "visible-nfkc-casefold-whitespace",
     "nfkc-casefold-whitespace",
@@ -308,27 +320,42 @@ def _ascii_look_alikes(text: str) -> str:
     return _folded(unicodedata.normalize("NFD", text).translate(_LOOK_ALIKES))
 
 
-def _keys_of(text: str) -> tuple[str, str, str, str]:
-    """``text`` as :data:`VISIBLE` reads it, and its folded, as-written and skeleton keys'
-    texts (:data:`CONFUSABLES`)."""
+Keys = tuple[str, str, str, str, str]
+"""A text's :data:`VISIBLE` reading, its folded, as-written and case-folded skeleton keys
+(:data:`CONFUSABLES`), and its skeleton with its case kept (:data:`SKELETON_CASED`)."""
+
+
+def _keys_of(text: str) -> Keys:
+    """``text``'s :data:`Keys` texts."""
     if text.isascii():
         visible = _folded(text)
-        return visible, visible, visible, _skeleton(text)
+        skeleton = _skeleton(text)
+        return visible, visible, visible, _caseless(skeleton), skeleton
     seen = _seen(text)
     compatible = unicodedata.normalize("NFKC", seen)
     visible = _folded(compatible)
+    skeleton = _skeleton(seen)
     return (
         visible,
         _ascii_look_alikes(visible),
         _ascii_look_alikes(compatible),
-        _skeleton(seen),
+        _caseless(skeleton),
+        skeleton,
     )
 
 
-_NAMES: dict[str, tuple[str, str, str, str]] = {}
+def _caseless(skeleton: str) -> str:
+    """A skeleton case-folded, and the skeleton of that case-folded: case-folding a skeleton
+    can make letters that have one of their own (``M`` → ``m``, which a skeleton writes as
+    ``rn``), so a text re-cased and written with look-alikes (``The home`` with a Greek capital
+    iota for each ``l``) comes to the same key as its original (``The HOME``)."""
+    return _folded(_skeleton(_folded(skeleton)))
 
 
-def _name(key: str) -> tuple[str, str, str, str]:
+_NAMES: dict[str, Keys] = {}
+
+
+def _name(key: str) -> Keys:
     """:func:`_keys_of` of a mapping's key: the same few names in every item (``request``,
     ``role``…), worked out once."""
     found = _NAMES.get(key)
@@ -339,22 +366,22 @@ def _name(key: str) -> tuple[str, str, str, str]:
     return found
 
 
-def _variants(value: Any) -> tuple[Any, Any, Any, Any]:
-    """``value`` with every string in it replaced by each of :func:`_keys_of`'s four texts."""
+def _variants(value: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """``value`` with every string in it replaced by each of :func:`_keys_of`'s five texts."""
     if isinstance(value, str):
         return _keys_of(value)
     if isinstance(value, dict):
-        outs: tuple[dict[Any, Any], ...] = ({}, {}, {}, {})
+        outs: tuple[dict[Any, Any], ...] = ({}, {}, {}, {}, {})
         for k, v in value.items():
-            names = _name(k) if isinstance(k, str) else (k, k, k, k)
+            names = _name(k) if isinstance(k, str) else (k, k, k, k, k)
             texts = _variants(v)
             for n, out in enumerate(outs):
                 out[names[n]] = texts[n]
         return outs  # type: ignore[return-value]
     if isinstance(value, list):
         parts = [_variants(v) for v in value]
-        return tuple([p[n] for p in parts] for n in range(4))  # type: ignore[return-value]
-    return value, value, value, value
+        return tuple([p[n] for p in parts] for n in range(5))  # type: ignore[return-value]
+    return value, value, value, value, value
 
 
 # stable_hash's JSON (sorted keys, as written), its encoder made once: a key is worked out for
@@ -376,21 +403,27 @@ def item_keys(item: Item) -> list[str]:
     """What makes a labelled item the same item, under the rule now (:data:`CONFUSABLES`):
     the text the judge read — not its id or its reference —, its keys (one to three): two
     items sharing one are one item."""
-    _, folded, written, skeleton = _variants(_judged_text(item))
+    _, folded, written, skeleton, _ = _variants(_judged_text(item))
     return _hashes((folded, written, skeleton))
 
 
 def fingerprints_under(rule: object, items: Sequence[Item]) -> list[set[str]]:
     """Each item's fingerprints to compare with a record made under ``rule``: under
-    :data:`CONFUSABLES`, its keys now; under :data:`VISIBLE`, those and its fingerprint then;
-    under :data:`NORMALISED`, those and that of its text with invisible characters kept; under
-    none (certificates issued before items were normalised), that of its text as it is."""
+    :data:`CONFUSABLES`, its keys now; under :data:`SKELETON_CASED`, those and its skeleton
+    with its case kept; under :data:`VISIBLE`, those and its fingerprint then; under
+    :data:`NORMALISED`, those and that of its text with invisible characters kept; under none
+    (certificates issued before items were normalised), that of its text as it is."""
     out = []
     for item in items:
         text = _judged_text(item)
-        if rule in (CONFUSABLES, VISIBLE, NORMALISED):
+        if rule in (CONFUSABLES, SKELETON_CASED, VISIBLE, NORMALISED):
             visible, *keys = _variants(text)
-            fingerprints = set(_hashes((visible, *keys) if rule != CONFUSABLES else keys))
+            if rule == CONFUSABLES:
+                fingerprints = set(_hashes(keys[:3]))
+            elif rule == SKELETON_CASED:
+                fingerprints = set(_hashes(keys))
+            else:
+                fingerprints = set(_hashes((visible, *keys)))
             if rule == NORMALISED:
                 fingerprints.add(stable_hash(normalised(text, keep_invisible=True), n=32))
             out.append(fingerprints)

@@ -15,6 +15,7 @@ import pytest
 from assay.decisions._item_text import (
     CONFUSABLES,
     NORMALISED,
+    SKELETON_CASED,
     VISIBLE,
     fingerprints_under,
     invisible,
@@ -93,6 +94,9 @@ def test_an_item_recorded_under_the_previous_rule_matches_with_and_without_them(
         lambda t: t.lower().replace("i", "\u0456"),  # small letters, one of them Cyrillic
         lambda t: t.replace("a", "\u0430").replace(" ", "\u200b \u00a0"),  # with others
         lambda t: t.replace("Item", "\U0001d408\U0001d42d\U0001d41e\U0001d426"),  # math bold
+        # re-cased and a capital look-alike for a small letter: hEΙΙo for Hello
+        lambda t: t.replace("team", "TEAM").replace("l", "\u0399"),
+        lambda t: t.replace("e", "E").replace("l", "\u0399"),
     ],
     ids=[
         "Greek I",
@@ -106,6 +110,8 @@ def test_an_item_recorded_under_the_previous_rule_matches_with_and_without_them(
         "lower-cased",
         "with invisible",
         "math bold",
+        "re-cased, Greek I for l",
+        "E for e, Greek I for l",
     ],
 )
 def test_look_alike_letters_do_not_make_an_item_new(respell):
@@ -145,6 +151,26 @@ def test_an_ascii_text_has_the_fingerprint_it_had_before_look_alikes_were_folded
     # under the rule before, look-alikes swapped in are found by the text they imitate
     (swapped,) = fingerprints_under(VISIBLE, [item("\u0399t is Blu\u0435.")])
     assert visible in swapped
+
+
+def test_items_recorded_when_the_skeleton_kept_its_case_are_found_again():
+    """A record made under :data:`SKELETON_CASED` holds the folded, as-written and cased
+    skeleton keys: the item is found again verbatim and in the spellings that rule made one
+    with it (a record cannot say more than its keys: the rule now's new spellings are caught
+    for items recorded under it)."""
+    from assay.decisions._item_text import _hashes, _variants
+
+    def recorded_then(it: Item) -> set[str]:
+        _, folded, written, _, cased_skeleton = _variants(judged(it))
+        return set(_hashes((folded, written, cased_skeleton)))
+
+    text = "Item 7: The HOME team will fill the modern hall."
+    record = recorded_then(item(text))
+    for now in (text, text.replace("I", "\u0399"), text.replace("m", "rn"), text.upper()):
+        (keys,) = fingerprints_under(SKELETON_CASED, [item(now, id="b")])
+        assert keys & record, now
+    (keys,) = fingerprints_under(SKELETON_CASED, [item("It is green.", id="b")])
+    assert not keys & record
 
 
 def test_the_skeleton_is_unicodes():
