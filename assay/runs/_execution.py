@@ -180,9 +180,11 @@ class Execution:
         return self.tracker.submit(target, **kwargs)
 
     def close(self) -> None:
-        for car in (self.reports, self.tracker):
-            if car is not None:
-                car.close()
+        cars = [car for car in (self.reports, self.tracker) if car is not None]
+        for car in cars:  # both told at once, then waited for
+            car.kill()
+        for car in cars:
+            car.close()
 
 
 @contextlib.contextmanager

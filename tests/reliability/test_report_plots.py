@@ -1,5 +1,6 @@
-"""The report's plots made side by side in forked copies of the sidecar: the same files, and a
-copy that fails is made again here (which raises its error)."""
+"""The report's plots made side by side in forked copies of the sidecar while the report's text
+is made here: the same files, and a copy that fails is made again here (which raises its
+error)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,11 @@ def test_every_job_is_done_once_and_the_copies_are_other_processes(tmp_path, one
     def job(name):
         return lambda: (tmp_path / name).write_text(str(os.getpid()))
 
-    _report._side_by_side([job("a"), job("b"), job("c")])
-    pids = {n: int((tmp_path / n).read_text()) for n in "abc"}
-    assert pids["c"] == parent  # the last one here
-    assert pids["a"] != parent and pids["b"] != parent and pids["a"] != pids["b"]
+    _report._side_by_side([job("a"), job("b"), job("c")], here=job("text"))
+    pids = {n: int((tmp_path / n).read_text()) for n in ["a", "b", "c", "text"]}
+    assert pids["text"] == parent  # ``here`` here, while the copies work
+    assert parent not in (pids["a"], pids["b"], pids["c"])
+    assert len({pids["a"], pids["b"], pids["c"]}) == 3
 
 
 def test_a_copy_that_fails_is_done_again_here(tmp_path, one_thread):
@@ -38,21 +40,23 @@ def test_a_copy_that_fails_is_done_again_here(tmp_path, one_thread):
             raise RuntimeError("copy")
         (tmp_path / "made").write_text("here")
 
-    _report._side_by_side([flaky, lambda: None])
+    _report._side_by_side([flaky], here=lambda: None)
     assert (tmp_path / "made").read_text() == "here"
 
     def broken():
         raise ValueError("no data to plot")
 
     with pytest.raises(ValueError, match="no data to plot"):
-        _report._side_by_side([broken, lambda: None])
+        _report._side_by_side([broken], here=lambda: None)
 
 
 def test_with_other_threads_the_jobs_run_here_in_order(tmp_path, monkeypatch):
     monkeypatch.setattr(threading, "active_count", lambda: 3)
     order: list[int] = []
-    _report._side_by_side([lambda: order.append(os.getpid()), lambda: order.append(1)])
-    assert order == [os.getpid(), 1]
+    _report._side_by_side(
+        [lambda: order.append(os.getpid()), lambda: order.append(1)], here=lambda: order.append(2)
+    )
+    assert order == [os.getpid(), 1, 2]
 
 
 def test_a_run_with_no_usd_price_plots_its_judges_against_tokens(tmp_path):

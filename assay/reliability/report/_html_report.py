@@ -42,16 +42,28 @@ PROBE_COLUMNS = (
 def build_report(run_dir: Path) -> Report:
     """The report of the harness run in ``run_dir``: read as the review app reads it."""
     run_dir = Path(run_dir)
+    return with_plots(report_but_plots(run_dir), run_dir)
+
+
+def report_but_plots(run_dir: Path) -> Report:
+    """:func:`build_report` without the plots the run draws: what can be built while they are
+    drawn (:func:`with_plots` adds them once they are written)."""
     run = ReviewRun(run_dir, read_now=False)  # the probes listed are read, not the others
     m = load_summary(run_dir / "metrics.json", HarnessSummary)
     config = read_yaml(run_dir / "config.yaml")
     r = Report("harness", f"assay harness — {run.name}")
     r.facts = _facts(run, m, config)
     r.notes = list(m.notes)  # what the tests say about how they treated the items
-    r.images += images(run_dir, PLOTS)
     r.tables = report_tables(m)  # the tables report.md shows, built once
-    r.figures = figures(run_dir, r.tables)
     r.items = _probes(run, len(m.probes))
+    return r
+
+
+def with_plots(r: Report, run_dir: Path) -> Report:
+    """``r`` with the run's plots (``PLOTS``) and its tables' figures, as written in
+    ``run_dir``."""
+    r.images += images(run_dir, PLOTS)
+    r.figures = figures(run_dir, r.tables)
     return r
 
 

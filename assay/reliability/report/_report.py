@@ -18,7 +18,7 @@ from assay.reliability._results import (
     TargetScores,
 )
 from assay.reliability.report._bias_report import bias_tables, samples_plot
-from assay.report import Table, cost_table, markdown
+from assay.report import Report, Table, cost_table, markdown
 from assay.types import Usage, cost_per_point, spend_line, usd, work_line
 
 OTHER_METRICS = (
@@ -348,7 +348,7 @@ def write_reports(run_dir: str) -> None:
 
     from assay._yaml import load as load_yaml
     from assay.reliability._config import HarnessConfig
-    from assay.reliability.report._html_report import build_report
+    from assay.reliability.report._html_report import report_but_plots, with_plots
     from assay.report import write_html
 
     folder = Path(run_dir)
@@ -358,32 +358,46 @@ def write_reports(run_dir: str) -> None:
     summary = HarnessSummary.model_validate(
         json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
     )
-    write_report(folder, config, summary)
-    write_html(build_report(folder), folder)
+    pages: list[Report] = []
+
+    def text() -> None:  # while the plots are drawn: report.md, and report.html but its plots
+        _report_md(folder, config, summary)
+        pages.append(report_but_plots(folder))  # the probes listed read back, the tables
+
+    _side_by_side(_plots(folder, summary), here=text)
+    write_html(with_plots(pages[0], folder), folder)
 
 
 def write_report(run_dir: Path, config, summary: HarnessSummary) -> None:
-    _side_by_side(
-        [
-            lambda: heatmap(pass_rates(summary), list(summary.probes), run_dir / "heatmap.png"),
-            lambda: cost_plot(summary, run_dir / "cost_accuracy.png"),
-            lambda: samples_plot(summary, run_dir / "samples_needed.png"),
-        ]
-    )
+    """``report.md`` and its plots."""
+    _side_by_side(_plots(run_dir, summary), here=lambda: _report_md(run_dir, config, summary))
+
+
+def _plots(run_dir: Path, summary: HarnessSummary) -> list[Callable[[], Path]]:
+    return [
+        lambda: heatmap(pass_rates(summary), list(summary.probes), run_dir / "heatmap.png"),
+        lambda: cost_plot(summary, run_dir / "cost_accuracy.png"),
+        lambda: samples_plot(summary, run_dir / "samples_needed.png"),
+    ]
+
+
+def _report_md(run_dir: Path, config, summary: HarnessSummary) -> None:
     (run_dir / "report.md").write_text(render(config, summary), encoding="utf-8")
 
 
-def _side_by_side(jobs: list[Callable[[], Any]]) -> None:
-    """Run ``jobs`` (each writes its own file): in a process with no other thread (the run's
-    sidecar) every one but the last in a forked copy of it — matplotlib loaded and warm, the
-    three plots take ~0.2 s each, after the last LM answer — and the last here; elsewhere one
-    after another. A copy that fails is run again here, which raises its error."""
+def _side_by_side(jobs: list[Callable[[], Any]], here: Callable[[], Any]) -> None:
+    """Run ``jobs`` (each writes its own file) and ``here``: in a process with no other thread
+    (the run's sidecar) each job in a forked copy of it — matplotlib loaded and warm, a plot
+    takes ~0.1 s, after the last LM answer — while ``here`` runs in this process, which then
+    waits for the copies; elsewhere one after another. A copy that fails is run again here,
+    which raises its error."""
     if not hasattr(os, "fork") or threading.active_count() > 1:
         for job in jobs:
             job()
+        here()
         return
     children = {}
-    for job in jobs[:-1]:
+    for job in jobs:
         pid = os.fork()
         if pid == 0:  # the copy: do the job and leave without any of the parent's clean-up
             code = 1
@@ -393,8 +407,14 @@ def _side_by_side(jobs: list[Callable[[], Any]]) -> None:
             finally:
                 os._exit(code)
         children[pid] = job
-    jobs[-1]()
-    for pid, job in children.items():
-        _, status = os.waitpid(pid, 0)
-        if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-            job()
+    try:
+        here()
+    finally:  # the copies waited for, whatever ``here`` did
+        failed = [job for pid, job in children.items() if not _exited_well(pid)]
+    for job in failed:
+        job()
+
+
+def _exited_well(pid: int) -> bool:
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
