@@ -19,9 +19,9 @@ import os
 import pkgutil
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from assay.errors import ConfigError
 
@@ -330,15 +330,56 @@ def _plugin_file(spec: str) -> Path | None:
 
 
 def _version(module: str) -> str:
-    """The version of the installed distribution that provides ``module`` ("" if none)."""
-    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+    """The version of the installed distribution that provides ``module`` ("" if none): the
+    distribution of the module's top-level name when it provides that package (the usual
+    case, one distribution read), else the one :func:`importlib.metadata.packages_distributions`
+    names — a scan of every installed distribution's file list (0.3-1.4 s here), made once a
+    process for its import path."""
+    from importlib.metadata import PackageNotFoundError, distribution, version
 
-    for dist in packages_distributions().get(module.partition(".")[0], []):
+    top = module.partition(".")[0]
+    try:
+        named = distribution(top)
+    except PackageNotFoundError:
+        named = None
+    if named is not None and _provides(named, top):
+        return named.version
+    for dist in _distributions_of_packages().get(top, []):
         try:
             return version(dist)
         except PackageNotFoundError:
             continue
     return ""
+
+
+def _provides(dist: Any, top: str) -> bool:
+    """Whether the installed distribution ``dist`` holds the top-level package or module
+    ``top``, as :func:`importlib.metadata.packages_distributions` decides it: the names its
+    ``top_level.txt`` lists, else the first folder (or the module) of each ``.py`` file it
+    lists."""
+    declared = (dist.read_text("top_level.txt") or "").split()
+    if declared:
+        return top in declared
+    return any(
+        (f.parts[0] if len(f.parts) > 1 else f.with_suffix("").name) == top
+        for f in dist.files or []
+        if f.suffix == ".py"
+    )
+
+
+_PACKAGES: dict[tuple[str, ...], Mapping[str, list[str]]] = {}
+
+
+def _distributions_of_packages() -> Mapping[str, list[str]]:
+    """:func:`importlib.metadata.packages_distributions` for this process's import path, read
+    once for it."""
+    from importlib.metadata import packages_distributions
+
+    key = tuple(sys.path)
+    found = _PACKAGES.get(key)
+    if found is None:
+        found = _PACKAGES[key] = packages_distributions()
+    return found
 
 
 def _import_plugin(spec: str) -> str:

@@ -146,3 +146,38 @@ def test_a_package_s_identity_reads_a_linked_folder_once_and_no_bytecode(tmp_pat
     assert plugin_identity(["identity_data_package"]) == first
     (package / "data" / "prompt.txt").write_text("strict")
     assert plugin_identity(["identity_data_package"]) != first
+
+
+def test_a_module_s_version_is_its_distribution_s_as_importlib_names_it(monkeypatch):
+    """A module plug-in's identity holds the version of the distribution that provides it: for
+    every top-level name installed here, the one ``importlib.metadata.packages_distributions``
+    names (the independent computation); found without that scan of every distribution where
+    the distribution is named after the package, and the scan made once a process otherwise."""
+    from importlib import metadata
+
+    from assay import _registry
+
+    providers = metadata.packages_distributions()
+
+    def scanned(top: str) -> str:
+        for dist in providers.get(top, []):
+            try:
+                return metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                continue
+        return ""
+
+    assert len(providers) > 50
+    for top in providers:
+        assert _registry._version(top) == scanned(top), top
+
+    scans = []
+    monkeypatch.setattr(_registry, "_PACKAGES", {})
+    monkeypatch.setattr(
+        metadata, "packages_distributions", lambda: scans.append(1) or providers, raising=True
+    )
+    assert _registry._version("dspy") == metadata.version("dspy") and not scans
+    assert _registry._version("sklearn") == metadata.version("scikit-learn")  # named otherwise
+    assert _registry._version("no_such_module_here") == ""
+    assert _registry._version("yaml.constructor") == metadata.version("PyYAML")
+    assert len(scans) == 1
