@@ -199,21 +199,28 @@ RUNS = "runs"
 default ``output_dir``)."""
 
 
-def runs_folder_of(workdir: Path, output_dir: str | None, run_dir: Path, made_for: str) -> str:
-    """The runs folder of ``workdir`` whose ledger ``certify`` counts in: ``output_dir`` (its
-    ``--output-dir``), else ``runs`` — never the one the run's own ``config.yaml`` names
-    (``made_for``): a run evaluated with its ``output_dir`` pointed at another ledger, then
-    copied here, would be certified there, on items this ledger consumed. Without
-    ``--output-dir``, a run made for another runs folder is refused: its items may be counted
-    in that folder's ledger, so which ledger counts them is the user's to say."""
+def runs_folder_of(
+    workdir: Path,
+    output_dir: str | None,
+    run_dir: Path,
+    made_for: str,
+    what: str = "certify counts in",
+) -> str:
+    """The runs folder of ``workdir`` whose ledger ``certify`` counts in (and ``estimate
+    --require-certificate`` reads): ``output_dir`` (its ``--output-dir``), else ``runs`` —
+    never the one the run's own ``config.yaml`` names (``made_for``): a run evaluated with its
+    ``output_dir`` pointed at another ledger, then copied here, would be certified there, on
+    items this ledger consumed, or pass a gate on a certificate this ledger never issued.
+    Without ``--output-dir``, a run made for another runs folder is refused: which ledger
+    counts it is the user's to say (``what``: the command and what it does with the ledger)."""
     if output_dir is not None:
         return output_dir
     here = (Path(workdir) / RUNS).resolve()
     there = (Path(workdir) / made_for).resolve()
     if there != here:
         raise ConfigError(
-            f"{run_dir}: made for the runs folder {there} (its output_dir), and certify counts "
-            f"in the ledger of this folder's {here} — a ledger knows only the items certified "
+            f"{run_dir}: made for the runs folder {there} (its output_dir), and {what} "
+            f"the ledger of this folder's {here} — a ledger knows only the items certified "
             "in it: give --output-dir DIR to say which runs folder's ledger counts them"
         )
     return RUNS

@@ -188,14 +188,19 @@ def _read(
     require_certificate: list[str] | None,
     workdir: Path,
     threshold: int | None = None,
+    output_dir: str | None = None,
 ) -> tuple[list[tuple[str, Any, Any, Any, bool]], Any, list[str]]:
     """The runs to pool (``pool_of``'s tuples), RUN's config and the run hashes read
-    (``threshold``: the estimate's, when it names one)."""
+    (``threshold``: the estimate's, when it names one). The certificate is looked for in the
+    ledger of ``workdir``'s runs folder ``output_dir`` (default ``runs``), never the one RUN's
+    config names (:func:`~._certify.runs_folder_of`)."""
     config, judged, state = read_evaluate_run(Path(run), where=run)
     if require_certificate:
-        from assay.decisions._certify import ledger_of, require_certificates
+        from assay.decisions._certify import ledger_of, require_certificates, runs_folder_of
 
-        ledger = ledger_of(workdir, config.output_dir)
+        what = "estimate --require-certificate looks in"
+        runs = runs_folder_of(workdir, output_dir, Path(run), config.output_dir, what)
+        ledger = ledger_of(workdir, runs)
         use = threshold if threshold is not None else config.threshold
         require_certificates(require_certificate, [config.judge], ledger=ledger, threshold=use)
     items = judged_items(run, config, judged, state.get("run_hash"), run_dir=Path(run))
@@ -737,11 +742,14 @@ def estimate(
     require_certificate: list[str] | None = None,
     workdir: Path | None = None,
     tracking_uri: str | None = None,
+    output_dir: str | None = None,
 ) -> EstimateSummary:
     """The mean of the human label over ``run``'s items (a rate of the event ``positive`` /
     ``score < threshold``, or the mean score) from its labelled items (or ``validation``'s) and
     the judge's predictions on the rest; see the module. With ``require_certificate``, only for
-    a judge config with an admitted certificate in the ledger of ``workdir``'s runs folder."""
+    a judge config with an admitted certificate in the ledger of ``workdir``'s runs folder
+    ``output_dir`` (default ``runs``; a run made for another is refused without it). The
+    estimate run is written in ``output_dir``, else in the runs folder ``run``'s config names."""
     from assay.decisions._estimate_report import write_reports
 
     workdir = Path(workdir or Path.cwd())
@@ -753,7 +761,9 @@ def estimate(
         strata=strata,
         weights=weights,
     )
-    runs, config, hashes = _read(run, validation, require_certificate, workdir, threshold)
+    runs, config, hashes = _read(
+        run, validation, require_certificate, workdir, threshold, output_dir
+    )
     label_queue = None
     if queue is not None:
         label_queue = LabelQueue(Path(queue))
@@ -826,7 +836,7 @@ def estimate(
     )
     est_config = EstimateConfig(
         name=f"{config.name}-estimate",
-        output_dir=config.output_dir,
+        output_dir=output_dir or config.output_dir,
         tracking=config.tracking,
         run=str(run),
         validation=None if validation is None else str(validation),

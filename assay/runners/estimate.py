@@ -37,6 +37,7 @@ class Estimate(Runner):
             "queue",
             "seed",
             "require_certificate",
+            "output_dir",
             "tracking_uri",
             "json",
         )
@@ -112,6 +113,12 @@ class Estimate(Runner):
             0, help="seed of --suggest's draw and Rogan–Gladen's bootstrap", type="int"
         )
         require_certificate: list[str] | None = CERTIFICATE_OPTION
+        output_dir: str | None = option(
+            help="the runs folder, here, whose ledger --require-certificate reads (default: "
+            "runs; never the one the run's config names — a run made for another needs it); "
+            "the estimate is written there too (default: the run's runs folder)",
+            metavar="DIR",
+        )
         tracking_uri: str | None = option(
             help="MLflow tracking URI (default: the run's config, else sqlite:///mlflow.db here)"
         )

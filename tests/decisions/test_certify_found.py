@@ -211,6 +211,34 @@ def test_a_runs_folder_of_its_own_is_named_with_output_dir(tmp_path, monkeypatch
     assert main(["evaluate", str(config), "--quiet", "--require-certificate", str(policy)]) == 0
 
 
+def test_the_estimate_gate_reads_this_folders_ledger_not_the_one_the_run_names(
+    tmp_path, monkeypatch, capsys
+):
+    """The judge certified only in another folder's ledger; its run, made with ``output_dir``
+    pointed there, copied into ``./runs``: ``estimate --require-certificate`` from here is
+    refused (made for another runs folder), with ``--output-dir runs`` refused for want of a
+    certificate in this ledger, and passes only when ``--output-dir`` names the other folder."""
+    monkeypatch.chdir(tmp_path)
+    colour_items(tmp_path)
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
+    there = colour_config(tmp_path, "there", output_dir=str(elsewhere))
+    policy = write(tmp_path / "gate.yaml", POLICY)
+    assert main(["evaluate", str(there), "--quiet"]) == 0
+    (made,) = elsewhere.glob("there-*")
+    certify = ["certify", str(made), "--policy", str(policy), "--output-dir", str(elsewhere)]
+    assert main(certify) == 0
+    shutil.copytree(made, tmp_path / "runs" / "copy")
+    argv = ["estimate", "runs/copy", "--require-certificate", str(policy)]
+    line = one_line_refusal(capsys, argv)
+    assert f"runs/copy: made for the runs folder {elsewhere} (its output_dir)" in line
+    assert "estimate --require-certificate looks in" in line and "give --output-dir DIR" in line
+    line = one_line_refusal(capsys, [*argv, "--output-dir", "runs"])
+    assert "no certificate for judge colour-judge" in line
+    assert not list((tmp_path / "runs").glob("there-estimate-*"))
+    assert main([*argv, "--output-dir", str(elsewhere)]) == 0
+    assert list(elsewhere.glob("there-estimate-*"))
+
+
 def test_the_tuning_check_reads_this_folders_ledger_not_the_one_the_run_names(
     tmp_path, monkeypatch, capsys
 ):
