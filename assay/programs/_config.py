@@ -7,7 +7,15 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from assay import _json
 from assay._files import read_bytes
@@ -140,6 +148,15 @@ class ConfidenceConfig(BaseModel):
         if self.source != "samples" and "samples" in self.model_fields_set:
             raise ValueError("'samples' is only for source: samples")
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The sampling settings only where samples are drawn, so that a run's ``config.yaml``
+        reads back (``samples`` is refused for another source)."""
+        data = handler(self)
+        if self.source == "samples":
+            return data
+        return {k: v for k, v in data.items() if k not in ("samples", "temperature")}
 
     def identity(self) -> dict[str, Any]:
         """What changes a confidence (the sampling settings only where samples are drawn)."""

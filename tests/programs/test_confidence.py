@@ -50,6 +50,19 @@ def test_a_confidence_that_cannot_be_read_is_refused(judge, message):
         JudgeConfig(scale="binary", **judge)
 
 
+@pytest.mark.parametrize(
+    "confidence",
+    [{"source": "probability"}, {"source": "samples", "samples": 3, "temperature": 0.7}],
+)
+def test_a_judge_with_a_confidence_reads_back_as_a_run_writes_it(confidence):
+    """A run's ``config.yaml`` is the judge's full dump: it reads back as the same judge (the
+    sampling settings were dumped for every source, and refused on reading for all but
+    ``samples``: no run of a judge with a probability confidence could be certified)."""
+    judge = JudgeConfig(scale="binary", rubric="r", confidence=confidence)
+    again = JudgeConfig.model_validate(json.loads(json.dumps(judge.model_dump(mode="json"))))
+    assert again == judge and again.config_hash() == judge.config_hash()
+
+
 def judgments(folder: Path) -> list[dict]:
     (run_dir,) = (folder / "runs").iterdir()
     lines = (run_dir / "judgments.jsonl").read_text().splitlines()
@@ -82,6 +95,11 @@ def test_probability_confidence_is_the_verdicts_probability(tmp_path, monkeypatc
         for j in judgments(tmp_path)
     }
     assert got == {f"i{k}": (1, pytest.approx(0.6 + 0.1 * k), "probability") for k in range(4)}
+    from assay.decisions._finished import read_evaluate_run
+
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    config, _, _ = read_evaluate_run(run_dir)  # its config.yaml reads back
+    assert config.judge.confidence.source == "probability"
 
 
 def test_sampled_confidence_is_the_majoritys_share(tmp_path, monkeypatch):
