@@ -10,7 +10,9 @@ characters dropped, NFKC, case-folded, whitespace collapsed, look-alike letters 
 A decision rule fitted on labels is a tuning too (``assay calibrate``: a threshold, an isotonic
 or a Platt map on a judge's P(positive)): its record names the judge whose probabilities it was
 fitted on, and every judge that decides from those probabilities by a threshold or a map — the
-fitted one, a rounded or hand-moved threshold, another of the maps — is the tuned judge.
+fitted one, a rounded or hand-moved threshold, another of the maps — is the tuned judge; so are
+``assay selective calibrate``'s thresholds on each stage's confidence (the tuned judge: the
+stage's judge config, its ``confidence`` included).
 ``assay certify`` and ``compare --paired`` look up the judge they measure in that ledger (the
 command's own runs folder — certify's ``--output-dir``, else ``runs`` —, never one a run's files
 name; ``compare --paired`` also in the one each run was made for, since a record only ever makes

@@ -283,6 +283,52 @@ def test_apply_refuses_an_edited_calibration_or_calibrate_run(tmp_path, monkeypa
         assert cli_json(["selective", "apply", str(cfg), "--calibration", str(calibration)])
 
 
+def test_certify_refuses_a_stage_judge_on_the_items_its_threshold_was_fitted_on(
+    tmp_path, monkeypatch, capsys
+):
+    """``selective calibrate`` fits each stage's threshold on the calibration part's labels: a
+    tuning, recorded in the runs folder's ledger as ``assay calibrate`` records its fit. An
+    evaluate run of a stage's judge config (with its ``confidence``: the judge deciding by the
+    selective rule) on the labelled items is refused by ``certify`` on the 45 calibration items
+    (the 15 held out were not fitted on); the judge without a confidence was not tuned."""
+    monkeypatch.chdir(tmp_path)
+    lax = {"name": "lax", "confidence": 0.9, "bars": {"accuracy": 0.5}}
+    policy = tmp_path / "lax.json"
+    policy.write_text(json.dumps(lax), encoding="utf-8")
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+        raw = json.loads(write_config(tmp_path, stub.base_url).read_text())
+        out = cli_json(["selective", "calibrate", str(tmp_path / "selective.yaml")])
+        fitted = out["parts"][0]["items"]
+        cheap = raw["judges"][0]
+
+        def evaluated(name: str, judge: dict) -> str:
+            config = {
+                "name": name,
+                "data": raw["data"],
+                "judge": judge,
+                "tracking": raw["tracking"],
+            }
+            path = tmp_path / f"{name}.yaml"
+            path.write_text(json.dumps(config), encoding="utf-8")
+            assert main(["evaluate", str(path), "--quiet"]) == 0
+            (run_dir,) = (tmp_path / "runs").glob(f"{name}-*")
+            return str(run_dir)
+
+        staged = evaluated("staged", cheap)
+        plain = evaluated("plain", {k: v for k, v in cheap.items() if k != "confidence"})
+    capsys.readouterr()
+    assert main(["certify", staged, "--policy", str(policy)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"certify: {fitted} of these 60 items reached the tuning of judge 'cheap'" in err
+    assert "(assay selective calibrate," in err
+    assert not list((tmp_path / "runs" / "certificates").glob("*/certificate.json"))
+    assert main(["certify", plain, "--policy", str(policy)]) in (0, 1)
+    assert "reached the tuning" not in capsys.readouterr().err
+    records = list((tmp_path / "runs" / "certificates" / "tuning").glob("*/tuning.json"))
+    assert len(records) == 2  # one a stage
+
+
 def test_mlflow_names_the_stages_as_the_reports_do(tmp_path, monkeypatch):
     """The cascade's judge params in MLflow are stage1.* and stage2.*, as report.md counts its
     stages (they were stage0.* and stage1.*: a stage 1 that was the reports' stage 2)."""

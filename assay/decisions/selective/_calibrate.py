@@ -1,5 +1,10 @@
 """``selective calibrate``: each stage's threshold by fixed-sequence testing, on the labelled
-items the earlier stages did not keep; a seeded holdout measured through the result."""
+items the earlier stages did not keep; a seeded holdout measured through the result.
+
+The thresholds are fitted on the calibration part's labels: a tuning, recorded in the runs
+folder's ledger (:mod:`assay.decisions._tuning`) as ``assay calibrate`` records its fit, so that
+``certify`` and ``compare --paired`` of a stage's judge deciding by its confidence (the judge
+config with that ``confidence``) refuse those items."""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from assay import _signing
+from assay.decisions._certify import ledger_of
+from assay.decisions._tuning import record_tuning
 from assay.decisions.selective._config import CALIBRATION, SelectiveConfig
 from assay.decisions.selective._report import _finish, _reread
 from assay.decisions.selective._results import (
@@ -75,6 +82,7 @@ def calibrate(
         config, run_hash, command="selective_calibrate", workdir=workdir, tracking_uri=tracking_uri
     ) as run:
         if run.finished:  # re-read: no LM call, nothing logged again
+            _record_tunings(config, cal, run.dir, workdir)
             return _reread(run, config, items, calibration_file=run.dir / CALIBRATION)
         stages = [_Stage(run, j, config, config_dir) for j in config.judges]
         thresholds: list[StageThreshold] = []
@@ -120,6 +128,8 @@ def calibrate(
             run=run.dir.name,
         )
         calibration.signature = _signing.sign(calibration.signed_part())
+        # recorded before calibration.json, which tells how to use the thresholds, is written
+        _record_tunings(config, cal, run.dir, workdir)
         run.store.write_json(CALIBRATION, calibration.model_dump(mode="json"))
         summary = SelectiveSummary(
             mode="calibrate",
@@ -134,3 +144,22 @@ def calibrate(
         )
         new = sum(s.new for s in stages)
         return _finish(run, config, summary, items, new, calibration_file=run.dir / CALIBRATION)
+
+
+def _record_tunings(config: SelectiveConfig, cal: list[Item], run_dir: Path, workdir: Path) -> None:
+    """Record each stage's threshold as a tuning on the calibration part ``cal`` (every stage:
+    which items reach a stage depends on the thresholds before it): the tuned judge is the
+    stage's judge config, its ``confidence`` included, and, as for ``assay calibrate``'s rule,
+    one deciding by a threshold or a map from the same judge; the judge without a confidence
+    (or its program state alone) was not tuned."""
+    ledger = ledger_of(workdir, config.output_dir)
+    for judge in config.judges:
+        record_tuning(
+            judge,
+            judge.model_copy(update={"confidence": None}),
+            cal,
+            source="assay selective calibrate",
+            run=run_dir,
+            ledger=ledger,
+            decision_rule_of=judge,
+        )
