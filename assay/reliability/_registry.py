@@ -12,14 +12,15 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import dspy
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
-from assay._registry import Registry
-from assay.errors import ConfigError
+from assay._registry import Registry, plugin_where
+from assay.errors import AssayError, ConfigError
+from assay.lm import error_text
 from assay.programs import JudgeConfig
 from assay.reliability._probe import Dropped, Probe
 from assay.scale import Scale
@@ -306,3 +307,23 @@ def get_test(name: str, settings: dict[str, Any] | None = None) -> ReliabilityTe
         if isinstance(exc, ValidationError):
             raise ConfigError(f"tests.{name}: {first_error(exc)}") from None
         raise
+
+
+T = TypeVar("T")
+
+
+def plugin_call(test: ReliabilityTest, method: str, call: Callable[[], T]) -> T:
+    """``call()`` — ``test``'s ``method`` (``check``, ``units``) — with what a plug-in test's own
+    code raises as one line naming the plug-in (its file or module, the test's name) and the
+    exception: a :class:`ConfigError`, as a plug-in judge kind's failure is one line. An assay
+    error it raises on purpose (``check``'s :class:`ConfigError`) keeps its meaning; a built-in
+    test's exception is a bug and keeps its traceback."""
+    try:
+        return call()
+    except Exception as exc:
+        where = plugin_where(type(test))
+        if where is None or isinstance(exc, AssayError):
+            raise
+        raise ConfigError(
+            f"plugin {where}: test '{test.name}' {method} raised {error_text(exc, 500)}"
+        ) from exc

@@ -169,8 +169,9 @@ def test_a_test_registered_nowhere_here_is_a_warning_naming_it_not_a_silent_gap(
 
 FAILING_TESTS = '''
 """``raising_copies``: a copy of each source, but its ``generate`` raises on one source and
-returns what is no list on another; ``off_target_copies``: a copy whose target is off a binary
-scale on one source."""
+returns what is no list on another; ``raising_units``, ``raising_check``: their ``units``, their
+``check`` raise; ``off_target_copies``: a copy whose target is off a binary scale on one
+source."""
 
 from assay.reliability import Probe, ReliabilityTest, reliability_test
 
@@ -187,6 +188,30 @@ class RaisingCopies(ReliabilityTest):
         if src.id == "b":
             return None
         return [Probe.from_source(self.name, src, 0, {})]
+
+
+@reliability_test("raising_units")
+class RaisingUnits(ReliabilityTest):
+    scoring = "invariance"
+    uses_llm = False
+
+    def units(self, items):
+        raise RuntimeError("a bug in units")
+
+    def generate(self, unit, ctx):
+        return []
+
+
+@reliability_test("raising_check")
+class RaisingCheck(ReliabilityTest):
+    scoring = "invariance"
+    uses_llm = False
+
+    def check(self, items, scale):
+        raise KeyError("expected")
+
+    def generate(self, unit, ctx):
+        return []
 
 
 @reliability_test("off_target_copies")
@@ -259,6 +284,25 @@ def test_a_plugin_test_that_raises_in_generate_drops_its_unit_with_the_reason(
     details = {d["source_id"]: d["detail"] for d in dropped_in(run_dir)}
     assert details["a"] == f"{where} generate raised RuntimeError: a bug in generate"
     assert details["b"].startswith(f"{where} generate gave None")
+
+
+@pytest.mark.parametrize(
+    ("test", "error"),
+    [("raising_units", "units raised RuntimeError: a bug in units"),
+     ("raising_check", "check raised KeyError: 'expected'")],
+)  # fmt: skip
+def test_a_plugin_test_whose_units_or_check_raises_is_one_line_naming_it(
+    tmp_path, failing_tests, monkeypatch, capsys, test, error
+):
+    """A plug-in test whose ``units`` or ``check`` raised ended the harness in a traceback; it is
+    now one line, ``assay: error: plugin <its file>: test '<name>' <method> raised <the
+    exception>``, exit 2 as any config error, as a plug-in judge kind's failure is one line."""
+    config = failing_harness(tmp_path, failing_tests, f"{{{test}: {{}}}}")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["harness", str(config), "--quiet"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == [f"assay: error: plugin {failing_tests}: test '{test}' {error}"]
 
 
 def test_a_plugin_probe_whose_target_is_off_the_scale_is_dropped_and_said(

@@ -44,6 +44,7 @@ from assay.reliability._registry import (
     GenerationContext,
     ReliabilityTest,
     Unit,
+    plugin_call,
 )
 from assay.reliability.engine._judging import JudgePlan
 from assay.runs import JudgeTask, RunStore, now, run_pool
@@ -110,7 +111,11 @@ def generate_units(
     it is committed. A unit's record is appended when it finishes (the commit point of a resumed
     run), then given to ``on_unit``."""
     done = {r.unit_id: r for r in store.records(UNITS, UnitRecord)}
-    units = [(t, u) for t in instances for u in t.units(pool if t.pool_based else seeds)]
+    units = [
+        (t, u)
+        for t in instances
+        for u in plugin_call(t, "units", lambda t=t: t.units(pool if t.pool_based else seeds))
+    ]
     inputs = run_inputs(config)
     keys = {t.name: _test_identity(config, t) for t in instances}
     priced = {t.name: _prices(config, t) for t in instances}

@@ -28,7 +28,7 @@ from assay.programs import (
 )
 from assay.reliability._config import HarnessConfig
 from assay.reliability._probe import Dropped, Probe, is_placebo
-from assay.reliability._registry import ReliabilityTest, get_test
+from assay.reliability._registry import ReliabilityTest, get_test, plugin_call
 from assay.reliability._results import HarnessResult, HarnessSummary
 from assay.reliability.engine._generation import (
     Generated,
@@ -92,8 +92,8 @@ def prepare(
     names = select(tests, list(config.tests), "test(s)")
     instances = [get_test(n, config.tests[n]) for n in names]
     for t in instances:
-        t.check_judges(config.judges)
-        t.check(pool if t.pool_based else seeds, config.scale)
+        plugin_call(t, "check_judges", lambda t=t: t.check_judges(config.judges))
+        plugin_call(t, "check", lambda t=t: t.check(pool if t.pool_based else seeds, config.scale))
     return pool, seeds, instances
 
 
