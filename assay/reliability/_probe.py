@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, WrapValidator
 
 from assay.types import Item, Judgment, Message, Usage, stable_hash
 
@@ -47,6 +47,12 @@ class Review(BaseModel):
     original_messages: dict[int, str] | None = None
 
 
+def _bool_kept(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A bool target as given (pydantic would make ``True`` the score 1): a bool is no score,
+    and the harness drops a plug-in's probe with one as ``off_scale_target``, never scores it."""
+    return value if isinstance(value, bool) else handler(value)
+
+
 class Probe(BaseModel):
     """One probe. ``id`` is stable: a hash of the test, source, variant and test settings."""
 
@@ -58,7 +64,7 @@ class Probe(BaseModel):
     request: str = ""
     response: str = ""
     transcript: list[Message] | None = None
-    target: int | None = None
+    target: Annotated[int | None, WrapValidator(_bool_kept)] = None
     target_source: TargetSource = "construction"
     generation: Generation | None = None
     validation: Validation | None = None

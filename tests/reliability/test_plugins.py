@@ -171,7 +171,7 @@ FAILING_TESTS = '''
 """``raising_copies``: a copy of each source, but its ``generate`` raises on one source and
 returns what is no list on another; ``raising_units``, ``raising_check``: their ``units``, their
 ``check`` raise; ``off_target_copies``: a copy whose target is off a binary scale on one
-source."""
+source; ``bool_target_copies``: a copy whose target is ``True`` on one source."""
 
 from assay.reliability import Probe, ReliabilityTest, reliability_test
 
@@ -222,6 +222,17 @@ class OffTargetCopies(ReliabilityTest):
     def generate(self, unit, ctx):
         src = unit.sources[0]
         target = 7 if src.id == "a" else src.expected
+        return [Probe.from_source(self.name, src, 0, {}, target=target)]
+
+
+@reliability_test("bool_target_copies")
+class BoolTargetCopies(ReliabilityTest):
+    scoring = "invariance"
+    uses_llm = False
+
+    def generate(self, unit, ctx):
+        src = unit.sources[0]
+        target = True if src.id == "a" else src.expected
         return [Probe.from_source(self.name, src, 0, {}, target=target)]
 '''
 
@@ -330,6 +341,31 @@ def test_a_plugin_probe_whose_target_is_off_the_scale_is_dropped_and_said(
     assert tests["probes"] == 2 and tests["pass_rate"]["value"] == 0.5  # b passes, c does not
     probes = [json.loads(line) for line in (run_dir / "probes.jsonl").read_text().splitlines()]
     assert sorted(p["target"] for p in probes) == [0, 1]
+
+
+def test_a_plugin_probe_whose_target_is_a_bool_is_dropped_not_scored(
+    tmp_path, failing_tests, monkeypatch, capsys
+):
+    """A plug-in test's probe with the target ``True`` was made the score 1 by the Probe model,
+    then judged and scored: a bool is no score. It is dropped as ``off_scale_target``, its
+    target named as what it is, and the test's other probes are scored."""
+    config = failing_harness(tmp_path, failing_tests, "{bool_target_copies: {}}")
+    monkeypatch.chdir(tmp_path)
+    assert main(["harness", str(config), "--quiet"]) == 0
+    out = capsys.readouterr().out
+
+    (run_dir,) = (tmp_path / "runs").glob("failing-*")
+    m = json.loads((run_dir / "metrics.json").read_text())
+    assert m["dropped"] == {"bool_target_copies": {"off_scale_target": 1}}
+    assert "dropped (never judged): bool_target_copies: off_scale_target 1" in out
+    (dropped,) = dropped_in(run_dir)
+    assert dropped["source_id"] == "a" and dropped["detail"] == (
+        f"plugin {failing_tests}: test 'bool_target_copies' gave the target True (a bool, not "
+        "a score), not on the binary 0/1 (incorrect/correct) scale"
+    )
+    assert m["judges"]["j"]["tests"]["bool_target_copies"]["probes"] == 2
+    probes = [json.loads(line) for line in (run_dir / "probes.jsonl").read_text().splitlines()]
+    assert sorted(p["source_id"] for p in probes) == ["b", "c"]
 
 
 NAN_SCORING = '''

@@ -366,8 +366,9 @@ def _plugin_results(
     it raises (or returns what is no list of probes and dropped attempts), the unit's sources
     dropped as ``plugin_error`` with the error naming the plug-in — ``generation_failed`` for
     an LM failure it let through, as a built-in test's —, the run going on; a probe whose
-    ``target`` is not on the harness scale dropped as ``off_scale_target`` (its verdicts would
-    be scored against a reference no verdict can equal)."""
+    ``target`` is not on the harness scale — or is a bool, no score — dropped as
+    ``off_scale_target`` (its verdicts would be scored against a reference no verdict can
+    equal, or ``True`` as the score 1)."""
     where = f"plugin {plugin_where(type(test))}: test '{test.name}'"
 
     def failed(reason: DropReason, detail: str) -> list[Probe | Dropped]:
@@ -394,13 +395,18 @@ def _plugin_results(
         )
     checked: list[Probe | Dropped] = []
     for r in results:
-        if isinstance(r, Probe) and r.target is not None and r.target not in ctx.scale.values:
+        if (
+            isinstance(r, Probe)
+            and r.target is not None
+            and (isinstance(r.target, bool) or r.target not in ctx.scale.values)
+        ):
+            kind = " (a bool, not a score)" if isinstance(r.target, bool) else ""
             r = Dropped(
                 test=test.name,
                 source_id=r.source_id,
                 variant=r.id,
                 reason="off_scale_target",
-                detail=f"{where} gave the target {r.target}, not on the "
+                detail=f"{where} gave the target {r.target}{kind}, not on the "
                 f"{ctx.scale.describe()} scale",
             )
         checked.append(r)
