@@ -273,8 +273,10 @@ def test_selective_apply_prints_what_its_call_ledger_holds(tmp_path, monkeypatch
                 return "not JSON"
             if applying["n"] == 6:  # once every answer served so far is in the ledger
                 so_far = len(stub.responses)
-                runs = [
-                    d for d in (tmp_path / "runs").iterdir() if d.name != Path(calibration).name
+                runs = [  # the apply run (not the calibration run, nor the ledger's folder)
+                    d
+                    for d in (tmp_path / "runs").iterdir()
+                    if d.name != Path(calibration).name and (d / "run.json").exists()
                 ]
                 wait_for(lambda: len(ledger_rows(next(iter(runs), None))) == so_far, "ledger")
                 os.kill(proc["pid"], signal.SIGKILL)  # type: ignore[arg-type]
