@@ -150,6 +150,13 @@ class Line(NamedTuple):
 
 def _lines(fh: Iterable[bytes]) -> Iterator[Line]:
     """Iterating a binary file splits at b"\n" alone (no UTF-8 sequence holds that byte)."""
+    for _, line in _placed(fh):
+        yield line
+
+
+def _placed(fh: Iterable[bytes]) -> Iterator[tuple[int, Line]]:
+    """Each non-blank line with the byte offset it starts at."""
+    offset = 0
     for number, raw in enumerate(fh, start=1):
         complete = raw.endswith(b"\n")
         if complete:
@@ -157,16 +164,24 @@ def _lines(fh: Iterable[bytes]) -> Iterator[Line]:
         else:  # a line cut short by a kill may end inside a character
             text = raw.decode("utf-8", "replace")
         if text.strip(" \t\r"):  # JSON's whitespace: a line of nothing else is blank
-            yield Line(number, text, complete)
+            yield offset, Line(number, text, complete)
+        offset += len(raw)
 
 
 def read_lines(path: str | Path) -> Iterator[Line]:
     """The non-blank lines of the UTF-8 file at ``path``, split at ``"\n"`` only (a ``"\r"``
     before it is kept: JSON whitespace), read as it goes. A file that cannot be read, or is
     not UTF-8, is a :class:`~assay.errors.DataError` naming it."""
+    for _, line in placed_lines(path):
+        yield line
+
+
+def placed_lines(path: str | Path) -> Iterator[tuple[int, Line]]:
+    """:func:`read_lines` with the byte offset each line starts at (what a reader that comes
+    back to a line later keeps of it, instead of the line)."""
     try:
         with open(path, "rb") as fh:
-            yield from _lines(fh)
+            yield from _placed(fh)
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"cannot read: {exc}", path=path) from None
 

@@ -7,21 +7,13 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple, get_args
+from typing import get_args
 
 from assay.inputs import ItemIndex
-from assay.runs import RunStore
+from assay.runs import Latest, RunStore
 from assay.types import Judgment, UnscoredReason, Usage
 
 _REASONS: tuple[str, ...] = get_args(UnscoredReason)  # an unscored judgment's, by number
-
-
-class Latest(NamedTuple):
-    """What deciding whether to judge an item again reads of its latest judgment."""
-
-    score: int | None
-    unscored: str | None
-    attempt: int
 
 
 class Seen:

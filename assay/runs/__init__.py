@@ -21,6 +21,9 @@ _WHERE = {
     "Execution": "_execution",
     "command_started": "_execution",
     "JudgeTask": "_judging",
+    "JudgedSoFar": "_judging",
+    "Latest": "_judging",
+    "LatestJudgments": "_judging",
     "ProgramsByAttempt": "_judging",
     "judge_items": "_judging",
     "judge_one": "_judging",
@@ -77,7 +80,10 @@ if TYPE_CHECKING:
     from assay.runs._execution import Execution, command_started
     from assay.runs._files import append_lines, write_atomic, write_json
     from assay.runs._judging import (
+        JudgedSoFar,
         JudgeTask,
+        Latest,
+        LatestJudgments,
         ProgramsByAttempt,
         judge_items,
         judge_one,
@@ -139,6 +145,9 @@ __all__ = [
     "InputsRecord",
     "JUDGMENTS",
     "JudgeTask",
+    "JudgedSoFar",
+    "Latest",
+    "LatestJudgments",
     "ProgramRecipe",
     "ProgramsByAttempt",
     "RemoteWork",

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple, Protocol, get_args
 
 import dspy
 
@@ -13,7 +14,7 @@ from assay.lm import error_text, kept_nowhere, make_adapter, track_limits, usage
 from assay.programs import JudgeConfig, unscored_reason
 from assay.runs._pool import run_pool
 from assay.runs._ray import ExecutionConfig, ProgramRecipe
-from assay.types import Item, Judgment
+from assay.types import Item, Judgment, UnscoredReason
 
 
 def judge_one(
@@ -173,8 +174,71 @@ def judge_items(
     )
 
 
+class Latest(NamedTuple):
+    """What deciding whether to judge an item again reads of its latest judgment."""
+
+    score: int | None
+    unscored: str | None
+    attempt: int
+
+
+class JudgedSoFar(Protocol):
+    """The latest judgment of each item judged so far (or what :func:`to_judge` reads of it)."""
+
+    def get(self, item_id: str, /) -> Judgment | Latest | None: ...
+
+
+_REASONS: tuple[str, ...] = get_args(UnscoredReason)  # an unscored judgment's, by number
+
+
+class LatestJudgments:
+    """What :func:`to_judge` reads of each item's latest judgment in a judgments file (a
+    retried item's latest wins) — its score, unscored reason and attempt, a few bytes an item
+    in arrays —, read from the file once and told of each judgment appended after: a run that
+    decides what to judge again holds no judgment for it."""
+
+    def __init__(self, judgments: Iterable[Judgment] = ()):
+        self._position: dict[str, int] = {}
+        self._score = array("q")
+        self._scored = bytearray()
+        self._reason = array("h")  # an index into _REASONS, -1: scored
+        self._attempt = array("l")
+        for j in judgments:
+            self.add(j)
+
+    def add(self, j: Judgment) -> None:
+        p = self._position.get(j.item_id)
+        if p is None:
+            p = self._position[j.item_id] = len(self._scored)
+            self._score.append(0)
+            self._scored.append(0)
+            self._reason.append(-1)
+            self._attempt.append(0)
+        self._score[p] = j.score or 0
+        self._scored[p] = j.score is not None
+        self._reason[p] = -1 if j.unscored is None else _REASONS.index(j.unscored)
+        self._attempt[p] = j.attempt
+
+    def get(self, item_id: str, /) -> Latest | None:
+        p = self._position.get(item_id)
+        if p is None:
+            return None
+        r = self._reason[p]
+        return Latest(
+            self._score[p] if self._scored[p] else None,
+            None if r < 0 else _REASONS[r],
+            self._attempt[p],
+        )
+
+    def __contains__(self, item_id: str) -> bool:
+        return item_id in self._position
+
+    def __len__(self) -> int:
+        return len(self._position)
+
+
 def to_judge(
-    ids: Iterable[str], done: dict[str, Judgment], retry: Iterable[str] = ()
+    ids: Iterable[str], done: JudgedSoFar, retry: Iterable[str] = ()
 ) -> tuple[list[tuple[str, int]], int]:
     """``[(id, attempt)]`` to judge now and how many of them are retries: ids with no judgment
     yet (attempt 1), and ids whose judgment is unscored for a reason in ``retry`` (its attempt

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from assay._json import Line, read_lines
+from assay._json import Line, placed_lines, read_lines
 from assay.errors import DataError, RunError
 from assay.runs._files import append_lines, cannot_write, write_atomic, write_json
 from assay.runs._record_heads import Heads, RecordHeads, Tally, tally_file
@@ -134,13 +134,22 @@ class RunStore:
         """Records of an append-only JSONL file, read as they are used, each checked against
         its signature (unless ``signed`` is False: the call ledger); a torn final line (the run
         was killed while writing it) is discarded and removed from the file once read to it."""
+        for _, record in self.placed_records(name, model, signed=signed):
+            yield record
+
+    def placed_records(
+        self, name: str, model: type[T], *, signed: bool = True
+    ) -> Iterator[tuple[int, T]]:
+        """:meth:`iter_records` with the byte offset of each record's line: what a reader keeps
+        to read one record again (:meth:`record_at`) rather than the record."""
         p = self.path / name
         if not p.exists():
             return
         seal = None
-        lines = read_lines(p)
-        line = next(lines, None)
-        while line is not None:
+        lines = placed_lines(p)
+        placed = next(lines, None)
+        while placed is not None:
+            offset, line = placed
             after = next(lines, None)
             if after is None and not line.complete:  # torn: cut off, with nothing after it
                 self._keep_lines(name, lambda ln: ln.complete)
@@ -155,8 +164,29 @@ class RunStore:
                     self._keep_lines(name, lambda ln, bad=line.number: ln.number < bad)
                     return
                 raise DataError("malformed record", path=p, row=line.number) from None
-            yield record
-            line = after
+            yield offset, record
+            placed = after
+
+    def records_at(
+        self, name: str, offsets: Iterable[int], model: type[T], *, signed: bool = True
+    ) -> Iterator[T]:
+        """The records whose lines start at ``offsets`` of ``name`` (from
+        :meth:`placed_records`), in that order, each checked against its signature again
+        (unless ``signed`` is False: a file written whole, not appended to)."""
+        p = self.path / name
+        seal = self._seal(create=False) if signed else None
+        try:
+            with open(p, "rb") as fh:
+                for offset in offsets:
+                    fh.seek(offset)
+                    text = fh.readline().rstrip(b"\n").decode("utf-8")
+                    try:
+                        body = seal.open(name, text, 0) if seal else text
+                        yield model.model_validate_json(body)
+                    except ValueError:
+                        raise DataError(f"malformed record at byte {offset}", path=p) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DataError(f"cannot read: {exc}", path=p) from None
 
     def _keep_lines(self, name: str, keep: Callable[[Line], bool]) -> None:
         """Rewrite a records file with the lines ``keep`` keeps (one line at a time)."""
