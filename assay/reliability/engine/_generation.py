@@ -24,8 +24,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from array import array
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -79,16 +80,51 @@ class UnitRecord(BaseModel):
 
 @dataclass
 class Generated:
-    """Every unit's record, in unit order, and the ids of those reused from an earlier run
-    (their key unchanged) rather than generated now."""
+    """Where each unit's record is in ``units.jsonl`` (its latest line, in unit order), and the
+    ids of the units reused from an earlier run (their key unchanged) rather than generated
+    now. The records are read back from the file (:meth:`records`): a unit's probes are not
+    held once it is committed and its probes' judging begun."""
 
-    records: list[UnitRecord]
+    store: RunStore
+    offsets: array  # array("q"): a byte offset in units.jsonl per unit
     reused: set[str]
 
-    def count_reused(self, probes: list[Probe], tests: list[str]) -> dict[str, int]:
-        """Per test, how many of ``probes`` were taken unchanged from an earlier run."""
-        reused = {p.id for r in self.records if r.unit_id in self.reused for p in r.probes}
-        return {t: sum(p.test == t and p.id in reused for p in probes) for t in tests}
+    def records(self) -> Iterator[UnitRecord]:
+        """Every unit's record, in unit order, one at a time."""
+        return self.store.records_at(UNITS, self.offsets, UnitRecord)
+
+
+@dataclass
+class GenerationTotals:
+    """What generation made, summed over the units' records in unit order: the LM usage by
+    ``<stage>:<test>``, the dropped attempts by test and reason, the probes per test (the byte
+    offset of each one's line in ``probes.jsonl``), and the ids of the probes taken unchanged
+    from an earlier run."""
+
+    usage: dict[str, Usage] = field(default_factory=dict)
+    dropped: dict[str, dict[str, int]] = field(default_factory=dict)
+    probes: dict[str, array] = field(default_factory=dict)
+    reused: set[str] = field(default_factory=set)
+
+    def probe_lines(self, generated: Generated) -> Iterator[str]:
+        """The lines of ``probes.jsonl`` (every probe as made, in unit order), counting each
+        unit's record as it goes."""
+        offset = 0
+        for r in generated.records():
+            for stage, u in r.usage.items():
+                key = f"{stage}:{r.test}"
+                self.usage[key] = self.usage[key] + u if key in self.usage else u
+            for d in r.dropped:
+                by_reason = self.dropped.setdefault(d.test, {})
+                by_reason[d.reason] = by_reason.get(d.reason, 0) + 1
+            at = self.probes.setdefault(r.test, array("q"))
+            for p in r.probes:
+                line = p.model_dump_json() + "\n"
+                at.append(offset)
+                offset += len(line.encode("utf-8"))
+                if r.unit_id in generated.reused:
+                    self.reused.add(p.id)
+                yield line
 
 
 def generate_units(
@@ -110,7 +146,6 @@ def generate_units(
     does not wait for the rest: the sources at once and, with ``early``, each unit's probes when
     it is committed. A unit's record is appended when it finishes (the commit point of a resumed
     run), then given to ``on_unit``."""
-    done = {r.unit_id: r for r in store.records(UNITS, UnitRecord)}
     units = [
         (t, u)
         for t in instances
@@ -124,17 +159,23 @@ def generate_units(
     def key_of(test: ReliabilityTest, unit: Unit, read: list[str]) -> str:
         return unit_key(keys[test.name], unit, {n: inputs.get(n, "") for n in read})
 
-    def settled(test: ReliabilityTest, unit: Unit, record: UnitRecord) -> UnitRecord:
-        return _settled(record, priced[test.name], code[test.name], done.get(unit.id))
+    # what is kept of each stored unit: where its latest record is and whether it is reused;
+    # a record is read again only for a unit made again at another price or by other code
+    stored = _stored_units(store)
+    reused: set[str] = set()
+    for t, u in units:
+        at = stored.get(u.id)
+        if at is not None and at[1] == (key_of(t, u, list(at[2])), priced[t.name], code[t.name]):
+            reused.add(u.id)
 
-    reused = {
-        u.id
-        for t, u in units
-        if u.id in done
-        and done[u.id].key == key_of(t, u, done[u.id].read)
-        and done[u.id].priced == priced[t.name]
-        and done[u.id].code == code[t.name]
-    }
+    def before(unit: Unit) -> UnitRecord | None:
+        at = stored.get(unit.id)
+        return None if at is None else next(store.records_at(UNITS, [at[0]], UnitRecord))
+
+    def settled(test: ReliabilityTest, unit: Unit, record: UnitRecord) -> UnitRecord:
+        old = before(unit) if unit.id in stored and stored[unit.id][1][0] == record.key else None
+        return _settled(record, priced[test.name], code[test.name], old)
+
     work: list[Any] = [(t, u) for t, u in units if u.id not in reused]
     remote: list[tuple[ReliabilityTest, Unit]] = []
     if config.execution.engine == "ray":  # the LLM's units on the Ray actors, the rest here
@@ -160,7 +201,6 @@ def generate_units(
             judging.persist(w, result)
         else:
             store.append_record(UNITS, result)
-            done[result.unit_id] = result
             if on_unit is not None:
                 on_unit(result)
 
@@ -181,6 +221,7 @@ def generate_units(
         desc="generate+judge",
         unit="task",
         deadline=deadline,
+        keep=False,  # each unit's record and judgment is in its file: none is held here
     )
     if remote:
         from assay.reliability.engine._remote import generate_on_ray
@@ -195,11 +236,18 @@ def generate_units(
             progress=progress,
             deadline=deadline,
         )
-    order = {u.id: i for i, (_, u) in enumerate(units)}
-    records = sorted(
-        (r for r in done.values() if r.unit_id in order), key=lambda r: order[r.unit_id]
-    )
-    return Generated(records, reused)
+    latest = _stored_units(store)
+    offsets = array("q", (latest[u.id][0] for _, u in units if u.id in latest))
+    return Generated(store, offsets, reused)
+
+
+def _stored_units(store: RunStore) -> dict[str, tuple[int, tuple[str, str, str], tuple[str, ...]]]:
+    """Each unit's latest record in ``units.jsonl``: its line's byte offset, its (key, prices,
+    code) and the inputs it read — what deciding whether to reuse it reads."""
+    out: dict[str, tuple[int, tuple[str, str, str], tuple[str, ...]]] = {}
+    for offset, r in store.placed_records(UNITS, UnitRecord):
+        out[r.unit_id] = (offset, (r.key, r.priced, r.code), tuple(r.read))
+    return out
 
 
 def run_inputs(config: HarnessConfig) -> dict[str, str]:

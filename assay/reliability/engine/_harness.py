@@ -10,7 +10,9 @@ the metrics are ``_harness_metrics.py``.
 
 from __future__ import annotations
 
+import itertools
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,7 +20,7 @@ import dspy
 
 from assay.data import check_limit
 from assay.errors import ConfigError
-from assay.inputs import data_fingerprint, load_items, stratified_sample
+from assay.inputs import ItemStream, data_fingerprint, load_items, stratified_sample
 from assay.programs import (
     JudgeConfig,
     build_judge,
@@ -27,27 +29,22 @@ from assay.programs import (
     save_program,
 )
 from assay.reliability._config import HarnessConfig
-from assay.reliability._probe import Dropped, Probe, is_placebo
+from assay.reliability._probe import Probe
 from assay.reliability._registry import ReliabilityTest, get_test, plugin_call
 from assay.reliability._results import HarnessResult, HarnessSummary
 from assay.reliability.engine._generation import (
-    Generated,
+    GenerationTotals,
     RoleLM,
     UnitRecord,
     generate_units,
     role_lm,
 )
-from assay.reliability.engine._judging import JudgePlan
+from assay.reliability.engine._judging import JudgePlan, judgment_file
+from assay.reliability.engine._run_files import JudgmentFile, RunProbes
 from assay.reliability.report import keeper, shown
-from assay.reliability.review import (
-    PROBES,
-    SEEDS,
-    apply_reviews,
-    read_reviews,
-    review_counts,
-)
-from assay.runs import Run, TrackedRun, run_pool, run_tasks
-from assay.types import Item, Judgment, Usage
+from assay.reliability.review import PROBES, SEEDS, read_reviews
+from assay.runs import JudgeTask, Run, TrackedRun, run_pool, run_tasks
+from assay.types import Item, Usage
 
 SEALED = ("config.yaml", "metrics.json", SEEDS, PROBES, "judgments/*.jsonl")
 """What a harness run's seal covers: what its figures stand on (not the review decisions
@@ -201,30 +198,46 @@ def _work(
     slots = run.call_slots(config.concurrency)
     judging = JudgePlan(config, roles.judge_cfgs, roles.base_programs, store, config_dir, slots)
     diffs = _Diffs(run, seeds, len(instances))
-    generated, probes, dropped = _generate_probes(
+    generated = _generate_probes(
         config, instances, pool, seeds, run, roles.gen_lm, roles.val_lm, progress, deadline,
         judging, diffs,
     )  # fmt: skip
     # -- review, then judge (report.html's source/probe diffs computed meanwhile) --------------
-    probes, reviewed, to_judge = _apply_review(config, store.path, probes)
-    diffs.rest(probes)
-    judgments = _judge(config, judging, seeds, to_judge, progress, deadline)
+    # the probes are read back from probes.jsonl a test at a time, the review applied
+    tests = [t.name for t in instances]
+    probes = RunProbes(
+        store,
+        generated.probes,
+        read_reviews(store.path, config.scale),
+        required=config.review.required,
+    )
+    diffs.rest(p for t in tests for p in probes.of(t))
+    _judge(config, judging, seeds, tests, probes, progress, deadline)
+    reviewed = probes.counts(tests)
 
     # -- score ---------------------------------------------------------------------------------
     special.join()
+    reused = dict.fromkeys(tests, 0)
+
+    def judged(test: str) -> list[Probe]:
+        out = probes.judged(test)
+        reused[test] = sum(p.id in generated.reused for p in out)
+        return out
+
+    judgments = {cfg.name: JudgmentFile(store, judgment_file(cfg)) for cfg in roles.judge_cfgs}
     summary = scoring.join().harness_metrics(
         config,
         instances,
         roles.judge_cfgs,
         seeds,
-        to_judge,
+        judged,
         judgments,
-        generated.records,
-        dropped,
+        generated,
         reviewed,
         data_fingerprint=data_fingerprint(seeds),
         pairs=notes.get("pairs"),  # the pairs built from a score column, and those skipped
     )
+    del judgments
     used = [*summary.generation_usage.values(), *(r.usage for r in summary.judges.values())]
     summary = summary.model_copy(update={"spend": run.spend(Usage.total(used))})
     if notes.get("left_out"):  # an Inspect log's errored samples (data.errored_samples: skip)
@@ -234,9 +247,8 @@ def _work(
     store.write_json("metrics.json", summary.model_dump(mode="json"))
     from assay.reliability.engine._tracking import harness_tracked
 
-    reused = generated.count_reused(to_judge, list(summary.probes))
-    judged = [p.as_item() for p in to_judge]
-    tracked = harness_tracked(store.path, config, roles.judge_cfgs, summary, reused, judged=judged)
+    items = ItemStream(lambda: (p.as_item() for t in tests for p in probes.judged(t)))
+    tracked = harness_tracked(store.path, config, roles.judge_cfgs, summary, reused, judged=items)
     return summary, tracked, reused
 
 
@@ -281,8 +293,9 @@ def _generate_probes(
     deadline: float | None,
     judging: JudgePlan,
     diffs: _Diffs,
-) -> tuple[Generated, list[Probe], list[Dropped]]:
-    """Every unit generated (or reused), the programs saved and ``probes.jsonl`` written.
+) -> GenerationTotals:
+    """Every unit generated (or reused), the programs saved and ``probes.jsonl`` written from
+    the units' records read back in unit order; returns what they add up to.
 
     The judging that does not wait for generation runs in the same pool, unless the probes
     must be reviewed first (or were reviewed already), or the judges are Ray actors (which
@@ -308,23 +321,9 @@ def _generate_probes(
         on_unit=diffs.unit,
     )
     _save_programs(instances, store.path / "programs")
-    wanted = {t.name for t in instances}
-    probes = [p for r in generated.records if r.test in wanted for p in r.probes]
-    dropped = [d for r in generated.records if r.test in wanted for d in r.dropped]
-    store.write_text("probes.jsonl", (p.model_dump_json() + "\n" for p in probes))  # as made
-    return generated, probes, dropped
-
-
-def _apply_review(
-    config: HarnessConfig, run_dir: Path, probes: list[Probe]
-) -> tuple[list[Probe], dict[str, int], list[Probe]]:
-    """The probes with the review decisions applied, their counts by status, and those to judge
-    (accepted or edited ones when review is required; else all but the rejected). A placebo is
-    the source unchanged: there is nothing in it to review, and it is always judged."""
-    probes = apply_reviews(probes, read_reviews(run_dir, config.scale))
-    judged = ("accepted", "edited") if config.review.required else ("pending", "accepted", "edited")
-    to_judge = [p for p in probes if is_placebo(p) or p.review.status in judged]
-    return probes, review_counts(p for p in probes if not is_placebo(p)), to_judge
+    totals = GenerationTotals()
+    store.write_text(PROBES, totals.probe_lines(generated))  # as made
+    return totals
 
 
 class _Diffs:
@@ -350,7 +349,7 @@ class _Diffs:
             if self._aside:
                 self._sent.update(pairs)
 
-    def rest(self, probes: list[Probe]) -> None:
+    def rest(self, probes: Iterable[Probe]) -> None:
         listed = shown(probes, lambda p: p.test, self._tests)
         pairs = [pair for pair in self._pairs(listed) if pair not in self._sent]
         if not pairs or self._run.aside("assay.report:remember_diffs", pairs=pairs):
@@ -385,33 +384,43 @@ def _judge(
     config: HarnessConfig,
     judging: JudgePlan,
     seeds: list[Item],
-    probes: list[Probe],
+    tests: list[str],
+    probes: RunProbes,
     progress: bool,
     deadline: float | None = None,
-) -> dict[str, dict[str, Judgment]]:
+) -> None:
     """What is left to judge after generation (reviewed, edited or retried items; everything
-    when review is required), then the untouched agent probes' copies of their source's
-    verdict. Returns each judge's judgments by item id."""
-    tasks = judging.source_tasks(seeds) + judging.probe_tasks(probes)
-    if tasks and config.execution.engine == "ray":  # judged by Ray actors, persisted here
-        run_tasks(
-            tasks,
-            concurrency=config.concurrency,
-            on_judgment=judging.persist,
-            progress=progress,
-            desc="judge",
-            deadline=deadline,
-            execution=config.execution,
-        )
-    elif tasks:
+    when review is required), its tasks made a test at a time as the pool takes them, then the
+    untouched agent probes' copies of their source's verdict."""
+
+    def tasks() -> Iterator[JudgeTask]:
+        yield from judging.source_tasks(seeds)
+        for t in tests:
+            yield from judging.probe_tasks(probes.judged(t))
+
+    if config.execution.engine == "ray":  # judged by Ray actors, persisted here
+        listed = list(tasks())
+        if listed:
+            run_tasks(
+                listed,
+                concurrency=config.concurrency,
+                on_judgment=judging.persist,
+                progress=progress,
+                desc="judge",
+                deadline=deadline,
+                execution=config.execution,
+                keep=False,
+            )
+    elif (first := next(work := tasks(), None)) is not None:
         run_pool(
-            tasks,
+            itertools.chain([first], work),
             judging.run,
             concurrency=config.concurrency,
             on_result=judging.persist,
             progress=progress,
             desc="judge",
             deadline=deadline,
+            keep=False,
         )
-    judging.copy_untouched(probes)
-    return judging.done
+    for t in tests:
+        judging.copy_untouched(probes.judged(t))

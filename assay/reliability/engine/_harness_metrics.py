@@ -1,20 +1,28 @@
 """A harness run's ``metrics.json`` (:class:`HarnessSummary`): each judge's scores on every
 test (:func:`score_test`), its usage and cost per accuracy point, what generation spent and
-dropped, and the review."""
+dropped, and the review. Scored a test at a time from the run's files: one test's probes and,
+per judge, their judgments are held at once, besides each judge's verdicts on the seeds."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import isfinite
 
 from assay.programs import JudgeConfig
 from assay.reliability._config import HarnessConfig
-from assay.reliability._probe import Dropped, Probe
+from assay.reliability._probe import Probe
 from assay.reliability._registry import ReliabilityTest
-from assay.reliability._results import HarnessSummary, JudgeReliability, ReviewCounts
-from assay.reliability.engine._generation import UnitRecord
+from assay.reliability._results import (
+    HarnessSummary,
+    JudgeReliability,
+    ReliabilityScores,
+    ReviewCounts,
+)
+from assay.reliability.engine._generation import GenerationTotals
 from assay.reliability.engine._judging import judged_id, judgment_file
+from assay.reliability.engine._run_files import JudgmentFile
 from assay.reliability.scoring import flag_placebo_effects, score_test, scorer_notes
-from assay.types import Item, Judgment, Usage
+from assay.types import Item, Usage
 
 
 def harness_metrics(
@@ -22,36 +30,61 @@ def harness_metrics(
     instances: list[ReliabilityTest],
     judge_cfgs: list[JudgeConfig],
     seeds: list[Item],
-    probes: list[Probe],
-    judgments: dict[str, dict[str, Judgment]],
-    records: list[UnitRecord],
-    dropped: list[Dropped],
+    probes: Callable[[str], list[Probe]],
+    judgments: dict[str, JudgmentFile],
+    generated: GenerationTotals,
     reviewed: dict[str, int],
     *,
     data_fingerprint: str,
     pairs: dict[str, int] | None = None,
 ) -> HarnessSummary:
-    """The run's metrics from what it judged (``probes``: those sent to the judges);
-    ``pairs``: what building labelled pairs from a score column counted, if it did."""
+    """The run's metrics from what it judged, a test at a time: ``probes`` gives a test's
+    probes sent to the judges, ``judgments`` each judge's file of judgments (read back for
+    those probes alone); ``pairs``: what building labelled pairs from a score column counted,
+    if it did."""
     b = config.bootstrap
-    by_test = _by_test(probes)
+    sources = {cfg.name: _SourceVerdicts(seeds, judgments[cfg.name]) for cfg in judge_cfgs}
+    per_test: dict[str, dict[str, ReliabilityScores]] = {cfg.name: {} for cfg in judge_cfgs}
+    counts: dict[str, int] = {}
+    for t in instances:
+        test_probes = probes(t.name)
+        counts[t.name] = len(test_probes)
+        for cfg in judge_cfgs:
+            js = judgments[cfg.name].of(judged_id(p) for p in test_probes)
+            verdicts = {p.id: js[judged_id(p)] for p in test_probes if judged_id(p) in js}
+            del js
+            per_test[cfg.name][t.name] = score_test(
+                t.scoring,
+                test_probes,
+                verdicts,
+                sources[cfg.name].scores,
+                config.scale,
+                source_criteria=sources[cfg.name].criteria,
+                n_resamples=b.n_resamples,
+                confidence=b.confidence,
+                seed=b.seed,
+            )
+        del test_probes
     results = {
-        cfg.name: _judge_metrics(config, cfg, instances, seeds, probes, judgments[cfg.name])
+        cfg.name: _judge_metrics(
+            cfg, per_test[cfg.name], sources[cfg.name], judgments[cfg.name].usage()
+        )
         for cfg in judge_cfgs
     }
     flag_placebo_effects(results.values(), config.fdr)  # the family: tests × judges
-    gen_usage = _generation_usage(records)
+    gen_usage = generated.usage
     lm_calls = {k: v.calls for k, v in gen_usage.items()}
     for name, r in results.items():
         lm_calls[f"judge:{name}"] = r.usage.calls
+    wanted = {t.name for t in instances}
     return HarnessSummary(
         seeds=len(seeds),
         notes=[n for t in instances for n in t.notes()]
         + [
             n for j, r in results.items() for t, m in r.tests.items() for n in scorer_notes(j, t, m)
         ],
-        probes={t.name: len(by_test.get(t.name, [])) for t in instances},
-        dropped=_drop_counts(dropped),
+        probes=counts,
+        dropped={t: d for t, d in generated.dropped.items() if t in wanted},
         review=ReviewCounts(**reviewed, required=config.review.required),
         judges=results,
         generation_usage=gen_usage,
@@ -73,38 +106,29 @@ def harness_metrics(
     )
 
 
+class _SourceVerdicts:
+    """A judge's own verdict on each seed (None: unscored or not judged) and, for the seeds it
+    judged, its per-criterion verdicts (transcript judges): what every test is scored
+    against, a few numbers a seed."""
+
+    def __init__(self, seeds: list[Item], js: JudgmentFile):
+        read = js.of(f"source:{s.id}" for s in seeds)
+        self.scores = {
+            s.id: read[f"source:{s.id}"].score if f"source:{s.id}" in read else None for s in seeds
+        }
+        self.criteria = {
+            s.id: read[f"source:{s.id}"].criteria or {} for s in seeds if f"source:{s.id}" in read
+        }
+
+
 def _judge_metrics(
-    config: HarnessConfig,
     cfg: JudgeConfig,
-    instances: list[ReliabilityTest],
-    seeds: list[Item],
-    probes: list[Probe],
-    js: dict[str, Judgment],
+    per_test: dict[str, ReliabilityScores],
+    sources: _SourceVerdicts,
+    judge_usage: Usage,
 ) -> JudgeReliability:
-    """One judge (``js``: its judgments by id): every test scored against the probes' targets
-    and the judge's own verdicts on the sources."""
-    b = config.bootstrap
-    by_test = _by_test(probes)
-    sources = {s.id: js[f"source:{s.id}"].score if f"source:{s.id}" in js else None for s in seeds}
-    source_criteria = {
-        s.id: js[f"source:{s.id}"].criteria or {} for s in seeds if f"source:{s.id}" in js
-    }
-    verdicts = {p.id: js[judged_id(p)] for p in probes if judged_id(p) in js}
-    per_test = {
-        t.name: score_test(
-            t.scoring,
-            by_test.get(t.name, []),
-            verdicts,
-            sources,
-            config.scale,
-            source_criteria=source_criteria,
-            n_resamples=b.n_resamples,
-            confidence=b.confidence,
-            seed=b.seed,
-        )
-        for t in instances
-    }
-    judge_usage = Usage.total(j.usage for j in js.values())
+    """One judge: its scores on every test, its verdicts on the sources, its usage (every
+    latest judgment in its file) and the cost of an accuracy point."""
     work = judge_usage.work()
     # over the tests whose pass rate is defined (a scorer's nan is undefined, as no pass rate)
     pass_values = [
@@ -116,7 +140,7 @@ def _judge_metrics(
         config_hash=cfg.config_hash(),
         tests=per_test,
         judgments=judgment_file(cfg),
-        source_unscored=sum(v is None for v in sources.values()),
+        source_unscored=sum(v is None for v in sources.scores.values()),
         usage=judge_usage,
         work=work,
         mean_pass_rate=mean_pass,
@@ -126,29 +150,3 @@ def _judge_metrics(
             else None  # unknown: an answer with no price is not free
         ),
     )
-
-
-def _by_test(probes: list[Probe]) -> dict[str, list[Probe]]:
-    out: dict[str, list[Probe]] = {}
-    for p in probes:
-        out.setdefault(p.test, []).append(p)
-    return out
-
-
-def _generation_usage(records: list[UnitRecord]) -> dict[str, Usage]:
-    """LM usage of generation, summed by ``<stage>:<test>``."""
-    out: dict[str, Usage] = {}
-    for r in records:
-        for stage, u in r.usage.items():
-            key = f"{stage}:{r.test}"
-            out[key] = out[key] + u if key in out else u
-    return out
-
-
-def _drop_counts(dropped: list[Dropped]) -> dict[str, dict[str, int]]:
-    """How many attempts each test dropped, by reason."""
-    counts: dict[str, dict[str, int]] = {}
-    for d in dropped:
-        counts.setdefault(d.test, {}).setdefault(d.reason, 0)
-        counts[d.test][d.reason] += 1
-    return counts

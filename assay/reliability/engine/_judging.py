@@ -25,6 +25,7 @@ from assay.reliability._probe import Probe, judged_id
 from assay.runs import (
     CallSlots,
     JudgeTask,
+    LatestJudgments,
     ProgramRecipe,
     RunStore,
     judge_one,
@@ -50,7 +51,11 @@ def reuses_source(probe: Probe) -> bool:
 
 @dataclass
 class JudgePlan:
-    """The judges of a harness run, their stored judgments and the tasks made this run."""
+    """The judges of a harness run, what each has judged so far and the tasks made this run.
+
+    A judgment is appended to its judge's file as it comes and not kept: what deciding whether
+    to judge an item again reads of it is (``done``, a few bytes an item); the metrics read
+    the judgments back from the files (:mod:`._run_files`)."""
 
     config: Any  # HarnessConfig
     judges: list[JudgeConfig]
@@ -58,14 +63,16 @@ class JudgePlan:
     store: RunStore
     config_dir: Path | None
     slots: CallSlots
-    done: dict[str, dict[str, Judgment]] = field(default_factory=dict)
+    done: dict[str, LatestJudgments] = field(default_factory=dict)
     tasked: set[tuple[str, str]] = field(default_factory=set)
     seed_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     _programs: dict[tuple, dspy.Module] = field(default_factory=dict)
+    _sources: dict[str, dict[str, Judgment]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for cfg in self.judges:
-            self.done[cfg.name] = self.store.judgments(judgment_file(cfg))
+            stored = self.store.iter_records(judgment_file(cfg), Judgment)
+            self.done[cfg.name] = LatestJudgments(stored)
 
     # -- tasks -----------------------------------------------------------------------------
     def source_tasks(self, seeds: list[Item]) -> list[JudgeTask]:
@@ -171,16 +178,21 @@ class JudgePlan:
 
     def persist(self, task: JudgeTask, judgment: Judgment) -> None:
         self.store.append(judgment, task.key)
-        self.done[task.config.name][judgment.item_id] = judgment
+        self.done[task.config.name].add(judgment)
 
     def copy_untouched(self, probes: list[Probe]) -> None:
         """Judgments of untouched agent probes from their source's (no LM call); written
-        again only when the source's judgment changed (a retry)."""
+        again only when the source's judgment changed (a retry). Called once every source is
+        judged: the sources' judgments are read back from the judge's file then, once."""
+        untouched = [p for p in probes if reuses_source(p)]
+        if not untouched:
+            return
         for cfg in self.judges:
             done = self.done[cfg.name]
-            for p in probes:
-                src = done.get(f"source:{p.source_id}")
-                if not reuses_source(p) or src is None:
+            sources = self._source_judgments(cfg)
+            for p in untouched:
+                src = sources.get(f"source:{p.source_id}")
+                if src is None:
                     continue
                 c = p.meta.get("criterion")
                 score = (src.criteria or {}).get(c, src.score) if c else src.score
@@ -199,6 +211,15 @@ class JudgePlan:
                 old = done.get(p.id)
                 if old is None or old.attempt != copy.attempt or old.score != copy.score:
                     self.persist(JudgeTask(None, Item(id=p.id), cfg, judgment_file(cfg)), copy)
+
+    def _source_judgments(self, cfg: JudgeConfig) -> dict[str, Judgment]:
+        """The judge's latest judgment of each source, by item id (one per seed)."""
+        if cfg.name not in self._sources:
+            stored = self.store.iter_records(judgment_file(cfg), Judgment)
+            self._sources[cfg.name] = {
+                j.item_id: j for j in stored if j.item_id.startswith("source:")
+            }
+        return self._sources[cfg.name]
 
 
 def with_task(cfg: JudgeConfig, task: dict[str, Any]) -> JudgeConfig:

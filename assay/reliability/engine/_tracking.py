@@ -3,6 +3,7 @@ cost, artifacts) and a child run per judge (judge config, per-test metrics with 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +103,10 @@ def harness_tracked(
     summary: HarnessSummary,
     reused: dict[str, int],
     *,
-    judged: list[Item],
+    judged: Iterable[Item],
 ) -> TrackedRun:
-    """``judged``: the probes judged, as items (``assay.items``)."""
+    """``judged``: the probes judged, as items (``assay.items``; an
+    :class:`~assay.inputs.ItemStream` is read a slice at a time)."""
     tags = {
         "assay.data": summary.data_fingerprint[:16],
         "assay.probes": run_dir.name,

@@ -1,0 +1,126 @@
+"""The harness holds no record per LM call: its judgments are in their files, its probes and
+units too, and it scores a test at a time from them — with the very metrics that scoring every
+judgment held in lists gives."""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+
+import pytest
+
+from assay.lm import ScriptedEngine, register_script
+from assay.reliability import HarnessConfig, run_harness
+from assay.reliability._probe import Probe, judged_id
+from assay.reliability._registry import registered_test
+from assay.reliability.engine._generation import UnitRecord
+from assay.reliability.engine._judging import judgment_file
+from assay.reliability.scoring import score_test
+from assay.reliability.selftest._selftest import generator, judge_responder, validator, write_data
+from assay.runs import RunStore
+from assay.types import Judgment, Usage
+
+TESTS = {
+    "paraphrase": {},
+    "label_flip": {},
+    "verbosity_long": {},
+    "stochastic_stability": {"k": 3, "temperature": 0.9},
+}
+
+
+@pytest.fixture
+def two_judges(tmp_path: Path) -> HarnessConfig:
+    engines = {
+        "m-gen": ScriptedEngine(respond=generator),
+        "m-val": ScriptedEngine(respond=validator),
+        "m-clean": ScriptedEngine(respond=judge_responder("clean")),
+        "m-long": ScriptedEngine(respond=judge_responder("length_loving")),
+    }
+    for name, engine in engines.items():
+        register_script(name, lambda e=engine: e)
+    data = write_data(tmp_path / "data", n=8)
+    return HarnessConfig.model_validate(
+        {
+            "name": "mem",
+            "data": {"path": str(data)},
+            "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
+            "generator": {"model": "scripted:m-gen", "temperature": 0.7},
+            "validator": {"model": "scripted:m-val", "temperature": 0.0},
+            "judges": [
+                {"name": "clean", "model": "scripted:m-clean", "rubric": "the correct sum"},
+                {"name": "long", "model": "scripted:m-long", "rubric": "the correct sum"},
+            ],
+            "tests": TESTS,
+            "retries": 0,
+            "tracking": {"enabled": False},
+            "output_dir": str(tmp_path / "runs"),
+        }
+    )
+
+
+def _alive(*types: type) -> dict[str, int]:
+    gc.collect()
+    counts = dict.fromkeys((t.__name__ for t in types), 0)
+    for obj in gc.get_objects():
+        for t in types:
+            if type(obj) is t:
+                counts[t.__name__] += 1
+    return counts
+
+
+def test_no_judgment_probe_or_unit_is_held_when_scoring_starts(two_judges, tmp_path, monkeypatch):
+    """When the metrics start, every judgment, probe and unit record of the run is in its file
+    and none in memory (the metrics then read one test's back at a time)."""
+    import assay.reliability.engine._harness_metrics as metrics
+
+    at_scoring: list[dict[str, int]] = []
+    score = metrics.harness_metrics
+
+    def counted(*args, **kwargs):
+        at_scoring.append(_alive(Judgment, Probe, UnitRecord))
+        return score(*args, **kwargs)
+
+    monkeypatch.setattr(metrics, "harness_metrics", counted)
+    res = run_harness(two_judges, workdir=tmp_path, progress=False)
+    judged = sum(
+        len((res.run_dir / judgment_file(j)).read_text().splitlines()) for j in two_judges.judges
+    )
+    assert sum(res.summary.probes.values()) > 30 and judged > 60
+    assert at_scoring == [{"Judgment": 0, "Probe": 0, "UnitRecord": 0}]
+
+
+def test_scoring_a_test_at_a_time_gives_the_metrics_of_every_judgment_held(two_judges, tmp_path):
+    """Each judge's metrics on each test, and its usage, as scoring all of its judgments and
+    the run's probes held in lists gives them (what the harness did before it read them back
+    a test at a time)."""
+    res = run_harness(two_judges, workdir=tmp_path, progress=False)
+    written = json.loads((res.run_dir / "metrics.json").read_text())
+    run_hash = json.loads((res.run_dir / "run.json").read_text())["run_hash"]
+    store = RunStore(res.run_dir, run_hash=run_hash)
+    probes = store.records("probes.jsonl", Probe, signed=False)
+    seeds = [json.loads(x)["id"] for x in (res.run_dir / "seeds.jsonl").read_text().splitlines()]
+    b = two_judges.bootstrap
+    for cfg in two_judges.judges:
+        js = store.judgments(judgment_file(cfg))
+        sources = {s: js[f"source:{s}"].score if f"source:{s}" in js else None for s in seeds}
+        criteria = {s: js[f"source:{s}"].criteria or {} for s in seeds if f"source:{s}" in js}
+        verdicts = {p.id: js[judged_id(p)] for p in probes if judged_id(p) in js}
+        listed = res.summary.judges[cfg.name]
+        for name in TESTS:
+            scores = score_test(
+                registered_test(name).scoring,
+                [p for p in probes if p.test == name],
+                verdicts,
+                sources,
+                two_judges.scale,
+                source_criteria=criteria,
+                n_resamples=b.n_resamples,
+                confidence=b.confidence,
+                seed=b.seed,
+            )
+            # as JSON: a nan (a metric nothing defines) equals nothing
+            assert listed.tests[name].model_dump_json() == scores.model_dump_json()
+            assert written["judges"][cfg.name]["tests"][name]["probes"] == scores.probes
+        assert listed.usage == Usage.total(j.usage for j in js.values())
+        assert listed.source_unscored == sum(v is None for v in sources.values())
