@@ -135,7 +135,7 @@ def run_harness(
         store.write_config(config.model_dump(mode="json"))  # judges' edits: same directory
         # matplotlib's first import takes ~1 s: do it while the LM calls wait on the network
         run.ahead("assay.reliability.report:preload_plotting")
-        # the probes, units and judgments live in _work alone: gone before the end's reports
+        # the probes, units and judgments are in the run's files, read back a test at a time
         summary, tracked, reused = _work(
             config,
             instances,
@@ -184,8 +184,9 @@ def _work(
     notes: dict[str, Any],
 ) -> tuple[HarnessSummary, TrackedRun, dict[str, int]]:
     """Generate, review, judge and score; ``metrics.json`` written. Returns the summary, what
-    MLflow logs and the probes reused per test — small: the probes, units and judgments this
-    holds are released when it returns, before the reports and MLflow's logging start."""
+    MLflow logs and the probes reused per test — small: the probes, units and judgments are
+    not held past their writing (a few bytes an item are: where each line starts, what to
+    judge again), and a test's are read back from the files when they are used."""
     store = run.store
     scoring = run.preload("assay.reliability.engine._harness_metrics")  # NumPy
     # the intervals' exact quantiles and tails are scipy.special's (~0.25 s to import;
