@@ -59,13 +59,21 @@ def two_judges(tmp_path: Path) -> HarnessConfig:
     )
 
 
-def _alive(*types: type) -> dict[str, int]:
+def _live(*types: type) -> list[object]:
+    """Every object of ``types`` alive in this process (the test's worker may hold some from
+    the tests it ran before)."""
     gc.collect()
+    return [obj for obj in gc.get_objects() if type(obj) in types]
+
+
+def _alive(before: list[object], *types: type) -> dict[str, int]:
+    """How many objects of each of ``types`` are alive that were not in ``before`` (which the
+    caller keeps alive, so that none of their ids is taken by a new object)."""
+    old = {id(obj) for obj in before}
     counts = dict.fromkeys((t.__name__ for t in types), 0)
-    for obj in gc.get_objects():
-        for t in types:
-            if type(obj) is t:
-                counts[t.__name__] += 1
+    for obj in _live(*types):
+        if id(obj) not in old:
+            counts[type(obj).__name__] += 1
     return counts
 
 
@@ -77,8 +85,11 @@ def test_no_judgment_probe_or_unit_is_held_when_scoring_starts(two_judges, tmp_p
     at_scoring: list[dict[str, int]] = []
     score = metrics.harness_metrics
 
+    records = (Judgment, Probe, UnitRecord)
+    before = _live(*records)
+
     def counted(*args, **kwargs):
-        at_scoring.append(_alive(Judgment, Probe, UnitRecord))
+        at_scoring.append(_alive(before, *records))
         return score(*args, **kwargs)
 
     monkeypatch.setattr(metrics, "harness_metrics", counted)
