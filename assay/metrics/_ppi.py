@@ -415,8 +415,9 @@ def stratified_ppi_mean(
     ``θ̂ = Σ_k w_k θ̂_k``, ``SE² = Σ_k w_k² SE_k²`` (the weights treated as known).
 
     ``strata``/``strata_unlabelled`` name each labelled/unlabelled item's stratum (any hashable
-    value: a task category, a source). Every stratum needs at least two labelled items; a
-    stratum with no unlabelled item is estimated from its labels alone (``λ = 0``). The labelled
+    value: a task category, a source). Every stratum needs at least two labelled items, not all
+    equal (labels all alike estimate the stratum's variance as 0: at 2 labels a stratum so
+    estimated left a 95% interval covering half the time); a stratum with no unlabelled item is estimated from its labels alone (``λ = 0``). The labelled
     items may be allocated to strata in any proportion, but within a stratum they must be a
     uniform random sample of its items.
     """
@@ -431,6 +432,12 @@ def stratified_ppi_mean(
                 f"stratum {name!r} has {lab.size} labelled item{'s' * (lab.size != 1)}: "
                 f"stratified PPI needs at least {MIN_LABELLED} in every stratum (label more, "
                 "or merge it with another)"
+            )
+        if np.unique(s.y[lab]).size == 1:
+            raise ValueError(
+                f"stratum {name!r}: its {lab.size} labels are all {s.y[lab][0]:g}, so its "
+                "variance cannot be estimated (a standard error of 0 would narrow the interval "
+                "without cause): label more in it, or merge it with another"
             )
     value, se, by_stratum = stratified_batched(s, labelled, unlabelled)
     value, se = float(value), float(se)

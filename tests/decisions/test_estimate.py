@@ -291,21 +291,37 @@ def scripted_run(
     return evaluate(cfg, workdir=tmp_path, progress=False).run_dir
 
 
-def test_strata_labelled_in_other_proportions_lead_with_stratified_ppi(tmp_path):
+def stratified_run(tmp_path, seed: int) -> Path:
     """Half the items of stratum a labelled, a tenth of b and c: a stratified sample, not a
-    uniform one — stratified PPI++ leads, with the warning saying why."""
+    uniform one."""
     rows = ["id,request,response,expected,kind"]
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed)
     for k in range(300):
         kind = "abc"[k % 3]
         share = 0.5 if kind == "a" else 0.1
         label = int(rng.random() < 0.4) if rng.random() < share else ""
         rows.append(f"i{k},q{k},r{k},{label},{kind}")
-    run_dir = scripted_run(tmp_path, "strata", rows, lambda call: {"verdict": "True"})
-    s = estimate(run_dir, strata="kind", workdir=tmp_path)
+    return scripted_run(tmp_path, f"strata{seed}", rows, lambda call: {"verdict": "True"})
+
+
+def test_strata_labelled_in_other_proportions_lead_with_stratified_ppi(tmp_path):
+    """A stratified sample — stratified PPI++ leads, with the warning saying why."""
+    s = estimate(stratified_run(tmp_path, 4), strata="kind", workdir=tmp_path)
     assert s.headline == "stratified_ppi++" and s.estimates[0].method == "stratified_ppi++"
     assert any("stratified PPI++ allows that" in w for w in s.warnings)
     assert "within each stratum of kind" in s.sampling
+
+
+def test_a_stratum_whose_labels_are_all_equal_gives_no_stratified_interval(tmp_path):
+    """Stratum b's 7 labels are all 0 (seed 3): its standard error would be 0, so stratified
+    PPI++ is not given — the shifted allocation is refused, saying why, or with
+    ``--accept-shift`` PPI++ leads and a warning names the stratum."""
+    run_dir = stratified_run(tmp_path, 3)
+    with pytest.raises(DataError, match="stratum 'b': its 7 labels are all 0, so its variance"):
+        estimate(run_dir, strata="kind", workdir=tmp_path)
+    s = estimate(run_dir, strata="kind", workdir=tmp_path, accept_shift=True)
+    assert s.headline == "ppi++" and "stratified_ppi++" not in {e.method for e in s.estimates}
+    assert any("stratified PPI++ not computed: stratum 'b'" in w for w in s.warnings)
 
 
 def test_check_columns_refuse_a_clear_difference_and_warn_of_it_when_accepted(

@@ -203,6 +203,39 @@ def test_a_stratum_without_unlabelled_items_uses_its_labels_only(data):
     assert "stratum 'b': labels only" in est.note
 
 
+def test_a_stratum_whose_labels_are_all_equal_is_refused(data):
+    y, f, f_u = data["y"], data["f"], data["f_u"]
+    y = np.r_[y[:190], np.ones(10)]  # stratum b: ten labels, all 1
+    strata = ["a"] * 190 + ["b"] * 10
+    with pytest.raises(ValueError, match="stratum 'b': its 10 labels are all 1, so its variance"):
+        stratified_ppi_mean(y, f, f_u, strata, ["a", "b"] * (f_u.size // 2))
+
+
+@pytest.mark.parametrize("n_a", [2, 5])
+def test_stratified_ppi_covers_with_few_labels_in_a_stratum(n_a):
+    """Two strata of 100 items (prevalence 0.5 and 0.3, the judge right on 80% and 85%), 40
+    labels in b and ``n_a`` in a: labels all alike in a estimated a's standard error as 0, and
+    the 95% interval covered half the time at 2 labels. Refused then, the intervals given cover.
+    """
+    hits = []
+    for seed in range(400):
+        rng = np.random.default_rng(seed)
+        y = (rng.random(200) < np.r_[np.full(100, 0.5), np.full(100, 0.3)]).astype(float)
+        f = judged(rng, y, np.r_[np.full(100, 0.8), np.full(100, 0.85)])
+        lab = np.zeros(200, bool)
+        lab[rng.choice(100, n_a, replace=False)] = True
+        lab[100 + rng.choice(100, 40, replace=False)] = True
+        strata = np.repeat(["a", "b"], 100)
+        try:
+            est = stratified_ppi_mean(y[lab], f[lab], f[~lab], strata[lab], strata[~lab])
+        except ValueError as exc:
+            assert "stratum 'a'" in str(exc) and np.unique(y[lab][:n_a]).size == 1
+            continue
+        hits.append(est.ci_low <= y.mean() <= est.ci_high)
+    hits = np.array(hits)
+    assert hits.mean() >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / hits.size), hits.mean()
+
+
 # -- Rogan–Gladen beside them, one table -----------------------------------------------------
 
 
