@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
@@ -345,10 +346,13 @@ def estimates(
     weights: list[float] | None,
     seed: int,
     n_resamples: int = 1000,
+    population: str | None = None,
 ) -> tuple[list[MeanEstimate], JudgeOnLabelled | None, list[str]]:
     """Every estimator these data allow: human labels only, PPI, PPI++, stratified PPI++ (with
     ``strata``), Rogan–Gladen (a rate with verdicts, unweighted); the judge's sensitivity and
-    specificity on the labelled items; notes on what could not be computed."""
+    specificity on the labelled items; notes on what could not be computed. ``population``:
+    the run whose mean is estimated, when the pool holds another's labelled items (a
+    --validation run): the strata are weighted by their shares of its items alone."""
     from assay.metrics import (
         human_only_mean,
         ppi_mean,
@@ -390,6 +394,10 @@ def estimates(
     rows += [pool.described(ppi_pp), pool.described(ppi)]
     notes: list[str] = []
     if strata is not None:
+        shares = None
+        if population is not None:
+            own = [k for k, it in zip(strata, pool.items, strict=True) if it.run == population]
+            shares = {k: c / len(own) for k, c in Counter(own).items()}
         try:
             s = stratified_ppi_mean(
                 y,
@@ -399,6 +407,7 @@ def estimates(
                 [strata[i] for i in unl],
                 alpha=alpha,
                 prediction=kind,  # type: ignore[arg-type]
+                shares=shares,
             )
             rows.append(pool.described(s))
         except ValueError as exc:
@@ -798,6 +807,7 @@ def estimate(
             weights=weight_values,
             seed=seed,
             n_resamples=n_resamples,
+            population=None if validation is None else str(run),
         )
     unstratified = None
     if strata is not None and not any(e.method == "stratified_ppi++" for e in rows):

@@ -134,7 +134,7 @@ def _strata_table(e: MeanEstimate) -> Table:
             for p in e.strata
         ],
         lead="Stratified PPI++: PPI++ within each stratum, combined with the strata's shares "
-        "of all items as weights.",
+        "of the run's items as weights (a --validation run's items are not among them).",
     )
 
 

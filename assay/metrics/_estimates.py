@@ -40,7 +40,7 @@ _CONFIG = ConfigDict(ser_json_inf_nan="constants")
 
 @dataclass(frozen=True, config=_CONFIG)
 class StratumEstimate:
-    """One stratum of a stratified estimate: its weight (its share of all items), its labelled
+    """One stratum of a stratified estimate: its weight (its share of the items estimated), its labelled
     and unlabelled items, its own PPI++ estimate, standard error and λ."""
 
     stratum: str

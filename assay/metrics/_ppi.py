@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -50,6 +50,10 @@ UNIFORM_SAMPLE = "labelled items: a uniform random sample of the same items as t
 STRATIFIED_SAMPLE = (
     "labelled items: a uniform random sample within each stratum; strata weighted by their "
     "shares of all items"
+)
+STRATIFIED_SHARES = (
+    "labelled items: a uniform random sample within each stratum; strata weighted by their "
+    "shares of the population estimated"
 )
 CLT = "normal (CLT)"
 
@@ -226,14 +230,22 @@ def human_batched(
 
 
 def stratified_batched(
-    s: _Sample, labelled: Sequence[NDArray[np.intp]], unlabelled: Sequence[NDArray[np.intp]]
+    s: _Sample,
+    labelled: Sequence[NDArray[np.intp]],
+    unlabelled: Sequence[NDArray[np.intp]],
+    shares: Sequence[float] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], list[tuple[float, NDArray, NDArray, NDArray]]]:
     """Stratified PPI++ per row: each stratum's items are the positions ``labelled[k]`` and
-    ``unlabelled[k]``; returns the combined estimate, its standard error and, per stratum,
-    ``(weight, value, se, λ)`` (labels only, ``λ = 0``, in a stratum with no unlabelled item)."""
+    ``unlabelled[k]``, its weight ``shares[k]`` (None: its share of all items); returns the
+    combined estimate, its standard error and, per stratum, ``(weight, value, se, λ)`` (labels
+    only, ``λ = 0``, in a stratum with no unlabelled item)."""
     total = s.n + s.n_unlabelled
+    if shares is None:
+        shares = [
+            (lab.size + unl.size) / total for lab, unl in zip(labelled, unlabelled, strict=True)
+        ]
     parts = []
-    for lab, unl in zip(labelled, unlabelled, strict=True):
+    for lab, unl, share in zip(labelled, unlabelled, shares, strict=True):
         y_k = s.y[..., lab]
         if unl.size:
             part = _Sample(
@@ -243,7 +255,7 @@ def stratified_batched(
         else:
             value, se = human_batched(y_k)
             lam = np.zeros_like(value)
-        parts.append(((lab.size + unl.size) / total, value, se, lam))
+        parts.append((share, value, se, lam))
     value = sum(w * v for w, v, _, _ in parts)
     se = np.sqrt(sum((w * e) ** 2 for w, _, e, _ in parts))
     return value, se, parts
@@ -399,6 +411,23 @@ def _strata_codes(
     return list(codes), out[0], out[1]
 
 
+def _shares(
+    shares: Mapping[Hashable, float], names: Sequence[Hashable], k_unl: NDArray[np.intp]
+) -> list[float]:
+    """The strata's weights in the order of ``names``: ``shares`` checked (finite, not
+    negative, one for every stratum of the unlabelled items) and normalised to sum to 1."""
+    for name, share in shares.items():
+        if isinstance(share, bool) or not isinstance(share, int | float) or not share >= 0:
+            raise ValueError(f"shares must be numbers ≥ 0, got {share!r} for stratum {name!r}")
+    for k in np.unique(k_unl):
+        if names[k] not in shares:
+            raise ValueError(f"shares has no share for stratum {names[k]!r} of the unlabelled")
+    raw = [float(shares.get(name, 0.0)) for name in names]
+    if not math.isfinite(sum(raw)) or not sum(raw) > 0:
+        raise ValueError(f"shares must be finite and not all 0, got {dict(shares)!r}")
+    return [r / sum(raw) for r in raw]
+
+
 def stratified_ppi_mean(
     y: ArrayLike,
     predictions: ArrayLike,
@@ -409,10 +438,16 @@ def stratified_ppi_mean(
     alpha: float = 0.05,
     bound: Bound = "two-sided",
     prediction: PredictionKind | None = None,
+    shares: Mapping[Hashable, float] | None = None,
 ) -> MeanEstimate:
     """Stratified PPI++: PPI++ within each stratum (its own ``λ̂``), the strata combined with
     weights equal to their shares of all items (labelled and unlabelled),
     ``θ̂ = Σ_k w_k θ̂_k``, ``SE² = Σ_k w_k² SE_k²`` (the weights treated as known).
+
+    ``shares``: each stratum's share of the population the mean is of, when that is not all
+    the items given — labelled items from another sample (a validation run) are not part of
+    it, and their allocation must not weigh the strata. A stratum it leaves out weighs 0; the
+    shares are normalised to sum to 1; every stratum of the unlabelled items needs one.
 
     ``strata``/``strata_unlabelled`` name each labelled/unlabelled item's stratum (any hashable
     value: a task category, a source). Every stratum needs at least two labelled items, not all
@@ -439,7 +474,8 @@ def stratified_ppi_mean(
                 "variance cannot be estimated (a standard error of 0 would narrow the interval "
                 "without cause): label more in it, or merge it with another"
             )
-    value, se, by_stratum = stratified_batched(s, labelled, unlabelled)
+    weights = None if shares is None else _shares(shares, names, k_unl)
+    value, se, by_stratum = stratified_batched(s, labelled, unlabelled, weights)
     value, se = float(value), float(se)
     parts = [
         StratumEstimate(str(name), w, lab.size, unl.size, float(v), float(e), float(lam))
@@ -458,7 +494,7 @@ def stratified_ppi_mean(
         n_unlabelled=s.n_unlabelled,
         lam=None,
         prediction=kind,
-        sampling=STRATIFIED_SAMPLE,
+        sampling=STRATIFIED_SAMPLE if shares is None else STRATIFIED_SHARES,
         strata=tuple(parts),
         notes=[
             f"stratum {p.stratum!r}: labels only (no unlabelled item)"

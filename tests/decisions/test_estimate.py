@@ -743,6 +743,69 @@ def test_a_validation_run_of_another_judge_is_refused(two_runs, capsys, monkeypa
     assert "another judge config" in err and err.count("\n") == 1
 
 
+def test_validation_strata_are_weighted_by_the_runs_shares_alone(tmp_path):
+    """RUN: 100 unlabelled items in each of strata a and b; the validation run labels 80 of a
+    and 10 of b. The strata weigh 0.5 each — RUN's shares, the population estimated — not
+    (80 + 100) / 290 and (10 + 100) / 290, which pulled the estimate towards a; the estimate is
+    ppi_py's per stratum combined with those shares."""
+    rng = np.random.default_rng(8)
+
+    def block(prefix, sizes, labelled):
+        rows, truth = [], {}
+        for (stratum, prevalence), n in zip((("a", 0.7), ("b", 0.3)), sizes, strict=True):
+            y = rng.random(n) < prevalence
+            f = np.where(rng.random(n) < 0.85, y, ~y)
+            truth[stratum] = (y.astype(float), f.astype(float))
+            for k in range(n):
+                said = "HARMFUL" if f[k] else "benign"
+                label = int(y[k]) if labelled else ""
+                rows.append(f"{prefix}{stratum}{k},q,{said} {prefix}{stratum}{k},{label},{stratum}")
+        return rows, truth
+
+    main_rows, main = block("m", (100, 100), False)
+    val_rows, val = block("v", (80, 10), True)
+    register_script("strata-val", lambda: ScriptedEngine(respond=noisy_judge))
+    runs = []
+    for name, rows in (("main", main_rows), ("val", val_rows)):
+        (tmp_path / f"{name}.csv").write_text(
+            "id,request,response,expected,s\n" + "".join(f"{r}\n" for r in rows)
+        )
+        cfg = EvaluateConfig.model_validate(
+            {
+                "name": name,
+                "data": {
+                    "path": str(tmp_path / f"{name}.csv"),
+                    "columns": {"id": "id"},
+                    "missing_expected": "keep",
+                },
+                "judge": {"model": "scripted:strata-val", "scale": BINARY},
+                "tracking": {"enabled": False},
+            }
+        )
+        runs.append(evaluate(cfg, workdir=tmp_path, progress=False).run_dir)
+    s = estimate(runs[0], runs[1], strata="s", workdir=tmp_path, accept_shift=True)
+    est = s.of("stratified_ppi++")
+    z = 1.959963984540054
+    value = var = 0.0
+    for stratum in "ab":
+        (y, f), (_, f_u) = val[stratum], main[stratum]
+        part = next(p for p in est.strata if p.stratum == stratum)
+        theta = float(ppi_py.ppi_mean_pointestimate(y, f, f_u)[0])
+        low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=ALPHA)
+        assert part.weight == pytest.approx(0.5)
+        assert part.value == pytest.approx(theta, abs=1e-9)
+        value += 0.5 * theta
+        var += (0.5 * (high[0] - low[0]) / (2 * z)) ** 2
+    print(
+        f"stratified PPI++ {est.value:.3f} [{est.ci_low:.3f}, {est.ci_high:.3f}], ppi_py {value:.3f}"
+    )
+    assert est.value == pytest.approx(value, abs=1e-9)
+    assert (est.ci_low, est.ci_high) == pytest.approx(
+        (value - z * math.sqrt(var), value + z * math.sqrt(var)), abs=1e-9
+    )
+    assert "shares of the population estimated" in est.sampling
+
+
 def test_a_chance_level_judge_leaves_rogan_gladen_undefined_with_the_reason(two_runs, monkeypatch):
     monkeypatch.chdir(two_runs["tmp"])
     s = estimate(two_runs["unlabelled"], two_runs["wrong"], accept_shift=True)

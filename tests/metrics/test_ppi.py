@@ -192,6 +192,13 @@ def test_strata_are_ppi_py_per_stratum_combined_by_their_shares():
     # the judge helps where it is good and is left out where it is a coin toss
     lam = {p.stratum: p.lam for p in est.strata}
     assert lam["easy"] > 0.5 and lam["odd"] < 0.2
+    # the population's own shares, when the labelled items are not part of it
+    shares = {"easy": 0.2, "hard": 0.2, "odd": 0.6}
+    given = stratified_ppi_mean(y, f, f_u, strata, strata_u, alpha=ALPHA, shares=shares)
+    assert given.value == pytest.approx(sum(shares[p.stratum] * p.value for p in est.strata))
+    assert [p.weight for p in given.strata] == pytest.approx(
+        [shares[p.stratum] for p in est.strata]
+    )
 
 
 def test_a_stratum_without_unlabelled_items_uses_its_labels_only(data):
@@ -381,6 +388,8 @@ Y, F, F_U = [1, 0, 1, 0], [1, 0, 0, 0], [1, 0, 1]
         (lambda: stratified_ppi_mean(Y, F, F_U, ["a", "a", "a", "b"], ["a", "b", "c"]), "stratum 'b' has 1 labelled item: stratified PPI needs at least 2"),
         (lambda: stratified_ppi_mean(Y, F, F_U, ["a"] * 4, ["a", "c", "a"]), "stratum 'c' has 0 labelled items"),
         (lambda: stratified_ppi_mean(Y, F, F_U, ["a"] * 3, ["a"] * 3), r"strata must name one stratum per item \(4\), got 3"),
+        (lambda: stratified_ppi_mean(Y, F, F_U, ["a"] * 4, ["a"] * 3, shares={"a": -1}), "shares must be numbers ≥ 0, got -1 for stratum 'a'"),
+        (lambda: stratified_ppi_mean(Y, F, F_U, ["a", "a", "b", "b"], ["a", "b", "b"], shares={"a": 1}), "shares has no share for stratum 'b'"),
         (lambda: stratified_ppi_mean(Y, F, F_U, ["a", None, "a", "a"], ["a"] * 3), "strata has no stratum at position 1"),
         (lambda: rogan_gladen_mean([2, 0, 1], [1, 0, 1], F_U), "y must hold 0/1 verdicts, got 2.0 at position 0"),
         (lambda: rogan_gladen_mean(Y, F, [1, 0.5]), "verdicts_unlabelled must hold 0/1 verdicts, got 0.5 at position 1"),
