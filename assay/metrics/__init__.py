@@ -179,8 +179,10 @@ _NAMES = {
         "with_fdr",
     ),
     "_ppi": (
+        "FEW_LABELLED",
         "FLOAT_ROUNDING",
         "PredictionKind",
+        "few_labels",
         "human_only_mean",
         "mean_estimates",
         "ppi_mean",
@@ -343,8 +345,10 @@ __all__ = [
     "StratumEstimate",
     "effective_labels",
     "estimates_table",
+    "FEW_LABELLED",
     "FLOAT_ROUNDING",
     "PredictionKind",
+    "few_labels",
     "human_only_mean",
     "mean_estimates",
     "ppi_mean",
@@ -639,8 +643,10 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         with_fdr,
     )
     from assay.metrics._ppi import (
+        FEW_LABELLED,
         FLOAT_ROUNDING,
         PredictionKind,
+        few_labels,
         human_only_mean,
         mean_estimates,
         ppi_mean,

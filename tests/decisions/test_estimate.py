@@ -291,6 +291,34 @@ def scripted_run(
     return evaluate(cfg, workdir=tmp_path, progress=False).run_dir
 
 
+def test_few_labels_say_the_interval_is_rough(tmp_path, capsys, monkeypatch):
+    """10 labels of 100 items: PPI++'s interval is ppi_py's, and the note says that a normal
+    interval on fewer than 30 labels covers less than its level (76–89% at 95% on 10 labels in
+    simulation) — on the console's headline, in metrics.json and in the report."""
+    rng = np.random.default_rng(5)
+    y = (rng.random(100) < 0.3).astype(int)
+    f = np.where(rng.random(100) < 0.9, y, 1 - y)
+    rows = ["id,request,response,expected"]
+    rows += [
+        f"i{k},q,{'HARMFUL' if f[k] else 'benign'} {k},{y[k] if k < 10 else ''}" for k in range(100)
+    ]
+    run_dir = scripted_run(tmp_path, "few", rows, noisy_judge)
+    monkeypatch.chdir(tmp_path)
+    text = cli(["estimate", str(run_dir)], capsys)
+    assert (
+        "\nnote: only 10 human labels: with fewer than 30 the normal interval covers less" in text
+    )
+    s = cli_json(["estimate", str(run_dir)], capsys)
+    y, f = y.astype(float), f.astype(float)
+    low, high = ppi_py.ppi_mean_ci(y[:10], f[:10], f[10:], alpha=ALPHA)
+    best = row(s, "ppi++")
+    assert (best["ci_low"], best["ci_high"]) == pytest.approx((low[0], high[0]), abs=1e-9)
+    assert "only 10 human labels" in best["note"] and "only 10" in row(s, "human_only")["note"]
+    run = Path(re.search(r"report: (\S+)/report.md", text).group(1))
+    for page in ("report.md", "report.html"):
+        assert "only 10 human labels" in (run / page).read_text()
+
+
 def stratified_run(tmp_path, seed: int) -> Path:
     """Half the items of stratum a labelled, a tenth of b and c: a stratified sample, not a
     uniform one."""

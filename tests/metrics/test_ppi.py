@@ -210,6 +210,14 @@ def test_a_stratum_without_unlabelled_items_uses_its_labels_only(data):
     assert "stratum 'b': labels only" in est.note
 
 
+@pytest.mark.parametrize("n", [5, 29, 30])
+def test_fewer_than_30_labels_say_the_interval_is_rough(data, n):
+    y, f, f_u = data["y"][:n], data["f"][:n], data["f_u"]
+    said = f"only {n} human labels: with fewer than 30 the normal interval covers less"
+    for est in (ppi_mean(y, f, f_u), human_only_mean(y), ppi_mean(y, f, f_u, lam=1.0)):
+        assert (said in (est.note or "")) == (n < 30), est.note
+
+
 def test_a_stratum_whose_labels_are_all_equal_is_refused(data):
     y, f, f_u = data["y"], data["f"], data["f_u"]
     y = np.r_[y[:190], np.ones(10)]  # stratum b: ten labels, all 1
