@@ -76,7 +76,8 @@ class JudgeReliability:
     """One judge under the fitted model: its confusion matrix (``confusion[c][l]`` = P(verdict
     ``l`` | class ``c``)), its expected accuracy, the recall of every class and, on two classes,
     its sensitivity (recall of class 1) and specificity (recall of class 0), each with its
-    bootstrap interval. ``n`` counts the items it judged."""
+    bootstrap interval. ``n`` counts the items it judged; a judge with none (it abstained on
+    every item) has every figure undefined (nan, with the note saying why)."""
 
     judge: Hashable
     n: int
@@ -361,6 +362,11 @@ def dawid_skene(
     acc_b, recall_b, excess_b = _replicate_figures(onehot, resampled, max_iterations, tol)
 
     judged = (codes >= 0).sum(axis=0)
+    # a judge with no verdict in the (re)sample has a confusion matrix of floors alone (1/k
+    # each): its recall is undefined there, not 1/k
+    recall = np.where(judged[None, :, None] > 0, recall, np.nan)
+    judged_b = resampled @ onehot.sum(axis=2)  # (B, J): each judge's verdicts per replicate
+    recall_b = np.where(judged_b[:, :, None] > 0, recall_b, np.nan)
     why = "no item judged by this judge in the (re)sample"
 
     def value(v: float, replicates: NDArray, count: int) -> MetricValue:
@@ -383,7 +389,10 @@ def dawid_skene(
             JudgeReliability(
                 judge=name,
                 n=int(judged[j]),
-                confusion=tuple(tuple(float(x) for x in row) for row in point.confusion[0, j]),
+                confusion=tuple(
+                    tuple(float(x) if judged[j] else np.nan for x in row)
+                    for row in point.confusion[0, j]
+                ),
                 accuracy=value(accuracy[0, j], acc_b[:, j], int(judged[j])),
                 recall=recalls,
                 sensitivity=recalls[1] if k == 2 else None,

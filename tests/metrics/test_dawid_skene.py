@@ -172,6 +172,27 @@ def test_items_without_a_verdict_are_left_out_and_counted():
     assert fit.item_ids[0] == 5
 
 
+def test_a_judge_that_abstained_on_every_item_has_no_figures():
+    """Its confusion matrix is the floors alone: a recall of 0.5 [0.5, 0.5] over n = 0 is no
+    figure. Undefined, with the note; the other judges' are crowd-kit's on their own verdicts.
+    A judge with 3 verdicts is absent from some resamples: those replicates are dropped."""
+    verdicts, _ = simulate(np.random.default_rng(4), 200, BINARY, [0.6, 0.4])
+    sparse = np.full(200, np.nan)
+    sparse[:3] = verdicts[:3, 0]
+    fit = dawid_skene(np.c_[verdicts, np.full(200, np.nan), sparse])
+    mute = fit.judges[3]
+    assert mute.n == 0 and np.isnan(np.array(mute.confusion)).all()
+    for figure in (mute.accuracy, mute.sensitivity, mute.specificity, *mute.recall):
+        assert math.isnan(figure.value) and figure.ci_low is None and figure.n == 0
+        assert figure.note.startswith("undefined: no item judged by this judge")
+    dropped = fit.judges[4].sensitivity
+    assert "bootstrap replicates were dropped as undefined: no item judged" in dropped.note
+    theirs = crowdkit_fit(np.c_[verdicts, sparse])
+    for j in range(3):
+        errors = theirs.errors_.loc[j].sort_index()[sorted(theirs.errors_.columns)]
+        assert np.abs(errors.to_numpy().T - np.array(fit.judges[j].confusion)).max() < 0.01
+
+
 def test_a_class_nobody_gave_keeps_its_place():
     verdicts, _ = simulate(np.random.default_rng(6), 100, BINARY, [0.5, 0.5])
     fit = dawid_skene(verdicts, k=3)
