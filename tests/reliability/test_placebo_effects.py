@@ -240,3 +240,40 @@ def test_an_unscored_placebo_or_source_is_counted_and_left_out_never_scored(tmp_
     assert scores.judged == N and scores.unscored == 0  # the cue probes themselves scored
     left = f"{N} cue verdicts without a scored source, cue or placebo verdict"
     assert left in (res.run_dir / "report.md").read_text()
+
+
+def test_an_interval_that_excludes_0_where_the_exact_test_does_not_reject_says_so():
+    """20 pairs, the swap moving 7 further toward the first answer and 1 toward the second:
+    +0.30 [+0.03, +0.53] by Newcombe's interval, while the exact two-sided McNemar test gives
+    p = 0.0703 (statsmodels). Both figures stand; the flag needs both, so the cell is not
+    flagged and its note — on the console and in the report's flagged column — says why."""
+    from types import SimpleNamespace
+
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    from assay.metrics import two_sided_placebo_effect
+    from assay.reliability._results import PlaceboScores
+    from assay.reliability.report._bias_report import placebo_headline
+    from assay.reliability.scoring._placebo import flag_placebo_effects
+
+    # baseline: the second answer (0) on every pair; the swap moves 7 to the first (1), the
+    # placebo 1 other
+    baseline = [0] * 20
+    cue = [1] * 7 + [0] * 13
+    placebo = [0] * 7 + [1] + [0] * 12
+    e = two_sided_placebo_effect(baseline, cue, placebo, 1, 0, poles=("first", "second"))
+    exact = mcnemar([[0, 7], [1, 0]], exact=True).pvalue
+    assert (e.effect, e.p_value) == (pytest.approx(0.30), pytest.approx(exact))
+    assert round(e.ci_low, 2) == 0.03 and round(e.ci_high, 2) == 0.53 and exact > 0.05
+    scores = PlaceboScores(
+        probes=20, judged=20, unscored=0, unscored_reasons={}, left_out=0, effects={"swap": e}
+    )
+    flag_placebo_effects(
+        [SimpleNamespace(tests={"position_bias": SimpleNamespace(placebo=scores)})], 0.05
+    )
+    flagged = scores.effects["swap"]
+    assert flagged.flagged is False and scores.flagged is False
+    said = "not flagged: the interval excludes 0 but the exact McNemar test (two-sided, p = 0.0703"
+    assert flagged.note.startswith(said) and "does not reject at 0.05" in flagged.note
+    line = placebo_headline(SimpleNamespace(placebo=scores))
+    assert line.startswith("vs placebo +0.30 [+0.03, +0.53] (first favoured) (not flagged: the")

@@ -65,7 +65,8 @@ def placebo_table(summary: HarnessSummary) -> Table | None:
                         f"{fmt(e.directional_share, 2)} / {fmt(e.placebo_directional_share, 2)}",
                         p_cell(e.p_value),
                         p_cell(e.p_adjusted),
-                        {True: "yes", False: "no"}.get(e.flagged, "—"),
+                        {True: "yes", False: "no"}.get(e.flagged, "—")
+                        + (f" — {e.note}" if e.note and e.effect == e.effect else ""),
                     ]
                 )
             pl = m.placebo
@@ -101,8 +102,9 @@ def placebo_table(summary: HarnessSummary) -> Table | None:
         "(+ the answer shown first favoured, − the one shown second), over every pair, tested "
         "two-sided, and its flips are toward the favoured position.",
         note=f"Flagged: adjusted p ≤ {fmt(summary.fdr, 2)} and the interval above 0 (a "
-        "two-sided effect: on either side of 0). An interval around 0 says the cue moved "
-        "verdicts no more than asking again does.",
+        "two-sided effect: on either side of 0) — both; where only one holds, the flagged "
+        "column says which. An interval around 0 says the cue moved verdicts no more than "
+        "asking again does.",
     )
 
 
@@ -130,7 +132,8 @@ def placebo_headline(m: ReliabilityScores) -> str:
     cell, e = min(defined.items(), key=lambda ce: (ce[1].p_adjusted or ce[1].p_value, ce[0]))
     where = f" ({cell}, of {len(effects)})" if len(effects) > 1 else ""
     flag = " FLAGGED" if m.placebo and m.placebo.flagged else ""
-    return f"vs placebo {effect_cell(e)}{where}{flag}"
+    said = f" ({e.note})" if e.note else ""  # an interval and a test that disagree
+    return f"vs placebo {effect_cell(e)}{where}{flag}{said}"
 
 
 def samples_plot(summary: HarnessSummary, path: Path) -> Path | None:

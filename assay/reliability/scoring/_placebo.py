@@ -126,10 +126,24 @@ def effect_kind(scale: Scale) -> str:
     return "binary" if len(scale.values) == 2 else "categorical"
 
 
+def _disagreement(e: PlaceboEffect, clear: bool, q: float) -> str | None:
+    """Why an effect whose interval and test disagree is not flagged: Newcombe's interval can
+    exclude 0 where the exact McNemar test, on few discordant items, does not reject (and, more
+    rarely, the other way round); the flag needs both, so the note says which one held."""
+    if e.p_adjusted is None or e.flagged == clear:
+        return None
+    test = f"the exact McNemar test ({e.alternative}, p = {e.p_value:.4f}, BH-adjusted "
+    test += f"{e.p_adjusted:.4f})"
+    if clear:
+        return f"not flagged: the interval excludes 0 but {test} does not reject at {q:g}"
+    return f"not flagged: {test} rejects at {q:g} but the interval does not exclude 0"
+
+
 def flag_placebo_effects(judges: Iterable[JudgeReliability], q: float) -> None:
     """Flag the effects of a run's family (every cell of every bias test × every judge) in
     place: Benjamini–Hochberg adjusted p-value at most ``q`` and the interval above 0 (for a
-    two-sided effect: on either side of 0)."""
+    two-sided effect: on either side of 0). Both must hold; an effect with one and not the other
+    says so in its note."""
     from assay.metrics import with_fdr
 
     family = [
@@ -142,7 +156,12 @@ def flag_placebo_effects(judges: Iterable[JudgeReliability], q: float) -> None:
     adjusted = with_fdr([s.effects[c] for s, c in family], q)
     for (scores, cell), e in zip(family, adjusted, strict=True):
         clear = e.ci_low > 0 or (e.alternative == "two-sided" and e.ci_high < 0)
-        scores.effects[cell] = dataclasses.replace(e, flagged=bool(e.flagged and clear))
+        note = _disagreement(e, clear, q)
+        scores.effects[cell] = dataclasses.replace(
+            e,
+            flagged=bool(e.flagged and clear),
+            note="; ".join(x for x in (e.note, note) if x) or None,
+        )
     for scores in {id(s): s for s, _ in family}.values():
         defined = [e for e in scores.effects.values() if not math.isnan(e.p_value)]
         scores.flagged = any(e.flagged for e in defined) if defined else None
