@@ -7,13 +7,10 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Iterator
-from typing import get_args
 
 from assay.inputs import ItemIndex
-from assay.runs import Latest, RunStore
-from assay.types import Judgment, UnscoredReason, Usage
-
-_REASONS: tuple[str, ...] = get_args(UnscoredReason)  # an unscored judgment's, by number
+from assay.runs import Latest, LatestColumns, RunStore
+from assay.types import Judgment, Usage
 
 
 class Seen:
@@ -26,10 +23,7 @@ class Seen:
         self._index = index
         # a few bytes an item, as arrays (NumPy loads with the metrics, after the calls)
         self.last = array("q", [-1]) * n
-        self._score = array("q", [0]) * n
-        self._scored = bytearray(n)
-        self._reason = array("h", [-1]) * n  # an index into _REASONS
-        self._attempt = array("l", [0]) * n
+        self._latest = LatestColumns(n)
         self.records = 0
         for j in store.iter_records("judgments.jsonl", Judgment):
             self.add(j)
@@ -39,22 +33,14 @@ class Seen:
         p = self._index.position.get(j.item_id)
         if p is not None:
             self.last[p] = self.records
-            self._scored[p] = j.score is not None
-            self._score[p] = j.score or 0
-            self._reason[p] = -1 if j.unscored is None else _REASONS.index(j.unscored)
-            self._attempt[p] = j.attempt
+            self._latest.put(p, j)
         self.records += 1
 
     def get(self, item_id: str) -> Latest | None:
         p = self._index.position.get(item_id)
         if p is None or self.last[p] < 0:
             return None
-        r = self._reason[p]
-        return Latest(
-            self._score[p] if self._scored[p] else None,
-            None if r < 0 else _REASONS[r],
-            self._attempt[p],
-        )
+        return self._latest.latest(p)
 
     @property
     def any(self) -> bool:

@@ -191,6 +191,40 @@ class JudgedSoFar(Protocol):
 _REASONS: tuple[str, ...] = get_args(UnscoredReason)  # an unscored judgment's, by number
 
 
+class LatestColumns:
+    """:class:`Latest` of each item by its position, as columns: a few bytes an item in arrays
+    (``n`` positions to start with; :meth:`append` adds one)."""
+
+    def __init__(self, n: int = 0):
+        self._score = array("q", [0]) * n
+        self._scored = bytearray(n)
+        self._reason = array("h", [-1]) * n  # an index into _REASONS, -1: scored
+        self._attempt = array("l", [0]) * n
+
+    def append(self) -> int:
+        """One more position; returns it."""
+        self._score.append(0)
+        self._scored.append(0)
+        self._reason.append(-1)
+        self._attempt.append(0)
+        return len(self._scored) - 1
+
+    def put(self, p: int, j: Judgment) -> None:
+        """Position ``p``'s latest judgment is ``j``."""
+        self._score[p] = j.score or 0
+        self._scored[p] = j.score is not None
+        self._reason[p] = -1 if j.unscored is None else _REASONS.index(j.unscored)
+        self._attempt[p] = j.attempt
+
+    def latest(self, p: int) -> Latest:
+        r = self._reason[p]
+        return Latest(
+            self._score[p] if self._scored[p] else None,
+            None if r < 0 else _REASONS[r],
+            self._attempt[p],
+        )
+
+
 class LatestJudgments:
     """What :func:`to_judge` reads of each item's latest judgment in a judgments file (a
     retried item's latest wins) — its score, unscored reason and attempt, a few bytes an item
@@ -199,36 +233,19 @@ class LatestJudgments:
 
     def __init__(self, judgments: Iterable[Judgment] = ()):
         self._position: dict[str, int] = {}
-        self._score = array("q")
-        self._scored = bytearray()
-        self._reason = array("h")  # an index into _REASONS, -1: scored
-        self._attempt = array("l")
+        self._columns = LatestColumns()
         for j in judgments:
             self.add(j)
 
     def add(self, j: Judgment) -> None:
         p = self._position.get(j.item_id)
         if p is None:
-            p = self._position[j.item_id] = len(self._scored)
-            self._score.append(0)
-            self._scored.append(0)
-            self._reason.append(-1)
-            self._attempt.append(0)
-        self._score[p] = j.score or 0
-        self._scored[p] = j.score is not None
-        self._reason[p] = -1 if j.unscored is None else _REASONS.index(j.unscored)
-        self._attempt[p] = j.attempt
+            p = self._position[j.item_id] = self._columns.append()
+        self._columns.put(p, j)
 
     def get(self, item_id: str, /) -> Latest | None:
         p = self._position.get(item_id)
-        if p is None:
-            return None
-        r = self._reason[p]
-        return Latest(
-            self._score[p] if self._scored[p] else None,
-            None if r < 0 else _REASONS[r],
-            self._attempt[p],
-        )
+        return None if p is None else self._columns.latest(p)
 
     def __contains__(self, item_id: str) -> bool:
         return item_id in self._position

@@ -141,7 +141,7 @@ class RunStore:
         self, name: str, model: type[T], *, signed: bool = True
     ) -> Iterator[tuple[int, T]]:
         """:meth:`iter_records` with the byte offset of each record's line: what a reader keeps
-        to read one record again (:meth:`record_at`) rather than the record."""
+        to read one record again (:meth:`records_at`) rather than the record."""
         p = self.path / name
         if not p.exists():
             return
