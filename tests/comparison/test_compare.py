@@ -580,14 +580,15 @@ def judged(tmp_path_factory) -> dict:
         d.name.split("-")[0]: json.loads((d / "metrics.json").read_text())["metrics"]
         for d in (root / "runs").iterdir()
     }
-    return {"uri": uri, "truth": truth, "says": says, "ran": ran}
+    return {"uri": uri, "truth": truth, "says": says, "ran": ran, "root": root}
 
 
 def _compare(capsys, judged: dict, *args: str) -> str:
     from assay.cli import main
 
     capsys.readouterr()
-    assert main(["compare", "--no-log", "--tracking-uri", judged["uri"], *args]) == 0
+    out = ["--out", str(judged["root"] / "compare")]  # not ./compare in the checkout
+    assert main(["compare", "--no-log", "--tracking-uri", judged["uri"], *out, *args]) == 0
     return capsys.readouterr().out
 
 
