@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from assay.cli import main
+from tests.signing_keys import key_elsewhere
 
 POLICY = {"name": "gate", "confidence": 0.9, "bars": {"accuracy": 0.8}}
 
@@ -297,20 +298,13 @@ def test_a_cut_journal_is_refused_whatever_path_the_key_is_read_from(
     """The journal's head is found by the key's identity: the same key through a symlink in
     another folder, or a copy of it there, finds the head that says the journal held one
     certificate — the cut journal is refused, the items stay consumed."""
-    from assay._signing import KEY_FILE_ENV, key_file
 
     _, run, policy, ledger = _certified(tmp_path, monkeypatch)
     _cut(ledger)
     argv = ["certify", str(run), "--policy", str(policy)]
     held = "the journal holds 0 certificates, but this ledger recorded 1"
     assert held in one_line_refusal(capsys, argv)
-    other = tmp_path / "other-folder"
-    other.mkdir()
-    if how == "symlink":
-        (other / "signing.key").symlink_to(key_file())
-    else:
-        shutil.copy(key_file(), other / "signing.key")
-    monkeypatch.setenv(KEY_FILE_ENV, str(other / "signing.key"))
+    key_elsewhere(tmp_path / "other-folder", monkeypatch, how)
     assert held in one_line_refusal(capsys, argv)
     assert not [d for d in ledger.iterdir() if d.is_dir()]
 

@@ -20,6 +20,7 @@ from assay.cli import main
 from assay.reliability import record_decision
 from assay.scale import Scale
 from tests.review_runs import append_by_hand
+from tests.signing_keys import key_elsewhere
 
 CONFIG = {
     "name": "colours",
@@ -191,7 +192,6 @@ def test_decisions_cut_off_are_refused_whatever_path_the_key_is_read_from(
     """The head that says how many decisions were recorded is found by the key's identity: the
     same key through a symlink in another folder, or a copy of it there, still tells decisions
     cut off the end."""
-    from assay._signing import KEY_FILE_ENV, key_file
 
     _harness(capsys)
     run = _run_dir(folder)
@@ -200,13 +200,7 @@ def test_decisions_cut_off_are_refused_whatever_path_the_key_is_read_from(
     )
     reviews = run / "reviews.jsonl"
     reviews.write_text("".join(reviews.read_text().splitlines(keepends=True)[:-1]))
-    other = folder / "other-folder"
-    other.mkdir()
-    if how == "symlink":
-        (other / "signing.key").symlink_to(key_file())
-    else:
-        shutil.copy(key_file(), other / "signing.key")
-    monkeypatch.setenv(KEY_FILE_ENV, str(other / "signing.key"))
+    key_elsewhere(folder / "other-folder", monkeypatch, how)
     _refused(capsys, ["harness", "h.yaml"], str(reviews), "holds 2 decisions, but 3 were recorded")
 
 

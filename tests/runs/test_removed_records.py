@@ -25,6 +25,7 @@ from assay.cli import main
 from assay.lm import StubServer
 from assay.lm._stub_server import default_respond
 from tests.killed_runs import killed_mid_commit, left_by_a_kill, made_before_heads
+from tests.signing_keys import key_elsewhere
 from tests.stub_judge import stub_config, write_items
 
 N = 24
@@ -122,12 +123,7 @@ def test_a_seal_removed_so_the_run_looks_interrupted_does_not_hide_the_removal(
     assert _evaluate(tmp_path, judge) == 0
     run_dir = _run_dir(tmp_path)
     _drop_the_wrong_lines(run_dir)
-    state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    state["status"] = "running"
-    for sealed in ("seal", "finished", "inputs", "code"):
-        state.pop(sealed, None)
-    (run_dir / "run.json").write_text(json.dumps(state), encoding="utf-8")
-    (run_dir / "metrics.json").unlink()
+    _as_if_running(run_dir)
     served = judge.n_requests
     capsys.readouterr()
     assert _evaluate(tmp_path, judge) == 2
@@ -315,6 +311,12 @@ def _stopped_after(run_dir: Path, keep: int, *, heads: bool = True) -> None:
     path.write_text("".join(lines[:keep]), encoding="utf-8")
     if heads:
         left_by_a_kill(run_dir)
+    _as_if_running(run_dir)
+
+
+def _as_if_running(run_dir: Path) -> None:
+    """The run's state "running", its seal and metrics gone: a finished run made to look
+    interrupted."""
     state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     state["status"] = "running"
     for sealed in ("seal", "finished", "inputs", "code"):
@@ -368,16 +370,11 @@ def test_the_key_read_through_a_copy_elsewhere_finds_the_same_heads(
 ):
     """Heads kept beside the key file would be missed by the same key copied to another folder
     (a run with no heads there is taken as it stands): they are found by the key's identity."""
-    import os
-
     monkeypatch.chdir(tmp_path)
     assert _evaluate(tmp_path, judge) == 0
     run_dir = _run_dir(tmp_path)
     assert _drop_the_wrong_lines(run_dir) == 8
-    copied = tmp_path / "elsewhere" / "signing.key"
-    copied.parent.mkdir()
-    shutil.copy2(os.environ["ASSAY_SIGNING_KEY_FILE"], copied)
-    monkeypatch.setenv("ASSAY_SIGNING_KEY_FILE", str(copied))
+    key_elsewhere(tmp_path / "elsewhere", monkeypatch)
     served = judge.n_requests
     capsys.readouterr()
     assert _evaluate(tmp_path, judge) == 2
