@@ -302,11 +302,15 @@ def test_selftest_flags_each_defect_with_its_test(tmp_path, capsys):
     # quarter of the items moves under every cue, and as much when asked again unchanged
     bias = {"prompt_injection", "authority", "bandwagon", "distraction", "polarity"}
     assert j["noisy"]["flagged"] == [] and set(j["noisy"]["must_not_flag"]) == bias
-    for t in bias:
-        noisy = j["noisy"]["tests"][t]
-        assert noisy["placebo_flagged"] is False
-        assert noisy["placebo_ci_low"] <= 0 <= noisy["placebo_ci_high"]
-    assert j["noisy"]["tests"]["authority"]["consistency"] < 1  # it did move under the cue
+    # Its coin is one stream shared by calls made in thread order, so which verdicts move
+    # differs from run to run. Never flagged (each exact p-value is at least 1/16); each
+    # interval holds 0 but for a 0.06% chance (20,000 simulated runs), so at most one of the
+    # five may miss it; under a given cue all four coins keep their verdict with chance 1/16,
+    # under all five about once in a million runs.
+    noisy = [j["noisy"]["tests"][t] for t in sorted(bias)]
+    assert all(m["placebo_flagged"] is False for m in noisy)
+    assert sum(not (m["placebo_ci_low"] <= 0 <= m["placebo_ci_high"]) for m in noisy) <= 1
+    assert min(m["consistency"] for m in noisy) < 1  # it did move under a cue
     swayed = j["cue_swayed"]["tests"]["authority"]
     assert swayed["placebo_flagged"] and swayed["placebo_ci_low"] > 0
     for name in ("clean", "format_sensitive", "length_loving", "unstable", "label_blind"):
