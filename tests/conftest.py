@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -25,6 +26,13 @@ _KEYS = tempfile.mkdtemp(prefix="assay-test-key-")
 atexit.register(shutil.rmtree, _KEYS, ignore_errors=True)
 os.environ["ASSAY_SIGNING_KEY_FILE"] = str(Path(_KEYS) / "signing.key")
 os.environ["XDG_STATE_HOME"] = str(Path(_KEYS) / "state")
+
+# A suite started in the background of a script (`pytest &`, no job control) inherits Ctrl-C
+# ignored, and so would every command it starts — the Ctrl-C tests then waited 90 s on a command
+# that could not hear it. A handler set here is reset to the default in the processes it starts,
+# whose Python then turns Ctrl-C into KeyboardInterrupt as a user's shell would have it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 EXAMPLE_DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 

@@ -10,12 +10,11 @@ from pathlib import Path
 
 from assay.decisions._estimate import ITEMS, EstimateSummary
 from assay.metrics import (
-    FEW_LABELLED,
     METHOD_NAMES,
     MeanEstimate,
     estimates_table,
-    few_labels,
     fmt,
+    rough_note,
 )
 from assay.report import Block, Items, Report, Row, Table, report_markdown
 
@@ -65,8 +64,8 @@ def estimate_words(s: EstimateSummary) -> list[str]:
         )
     else:
         lines.append(f"estimate ({method}): {_interval(best)}, {_level(s)}")
-        if best.std_error is not None and best.n_labelled < FEW_LABELLED:
-            lines.append(f"note: {few_labels(best.n_labelled)}")
+        if best.std_error is not None and (rough := rough_note(best.n_labelled, best.strata)):
+            lines.append(f"note: {rough}")
     if best.method != "human_only":
         lines.append(
             f"prediction: {_prediction(s)} on every item, corrected by its errors on the "

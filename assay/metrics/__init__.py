@@ -187,6 +187,8 @@ _NAMES = {
         "mean_estimates",
         "ppi_mean",
         "rogan_gladen_mean",
+        "rough_note",
+        "strata_labels_worth",
         "stratified_ppi_mean",
     ),
     "_ppi_plan": (
@@ -353,6 +355,8 @@ __all__ = [
     "mean_estimates",
     "ppi_mean",
     "rogan_gladen_mean",
+    "rough_note",
+    "strata_labels_worth",
     "stratified_ppi_mean",
     "LabelPlan",
     "PilotMoments",
@@ -651,6 +655,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         mean_estimates,
         ppi_mean,
         rogan_gladen_mean,
+        rough_note,
+        strata_labels_worth,
         stratified_ppi_mean,
     )
     from assay.metrics._ppi_plan import (

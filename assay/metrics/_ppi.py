@@ -279,6 +279,42 @@ def few_labels(n_labelled: int) -> str:
     )
 
 
+def strata_labels_worth(strata: Sequence[StratumEstimate]) -> float | None:
+    """How many labels a stratified standard error rests on: the Welch–Satterthwaite effective
+    degrees of freedom of ``SE² = Σ_k (w_k SE_k)²``, ``(Σ v_k)² / Σ v_k² / (n_k − 1)`` with
+    ``v_k = (w_k SE_k)²``, plus one (a plain sample of ``n`` labels has ``n − 1``). A stratum
+    with few labels and much of the variance leaves it near its own count however many labels
+    the others have. None without a variance."""
+    v = [(p.weight * p.std_error) ** 2 for p in strata]
+    total = sum(v)
+    if not strata or not total > 0:
+        return None
+    return 1 + total**2 / sum(vk**2 / (p.n_labelled - 1) for vk, p in zip(v, strata, strict=True))
+
+
+def rough_note(n_labelled: int, strata: Sequence[StratumEstimate] = ()) -> str | None:
+    """The note a normal interval on too few labels carries, None when it has enough: fewer
+    than :data:`FEW_LABELLED` labels in all (:func:`few_labels`), or, stratified, a standard
+    error resting on fewer than that many labels' worth (:func:`strata_labels_worth`): a
+    stratified 95% interval on 45 labels, 5 of them in a stratum of half the items where the
+    judge is worse, covered 0.89 of the time in simulation, against 0.92 with 25 labels in each
+    (``tests/metrics/test_ppi.py``)."""
+    if n_labelled < FEW_LABELLED:
+        return few_labels(n_labelled)
+    worth = strata_labels_worth(strata)
+    if worth is None or worth >= FEW_LABELLED:
+        return None
+    most = max(strata, key=lambda p: (p.weight * p.std_error) ** 2)
+    return (
+        f"{n_labelled} human labels, but the strata's standard error rests on about "
+        f"{worth:.0f} labels' worth (Welch–Satterthwaite), most of it from stratum "
+        f"{most.stratum!r} with {most.n_labelled}: with fewer than {FEW_LABELLED} the normal "
+        "interval covers less than its level (a stratified 95% one with 5 of 45 labels in a "
+        "stratum of half the items covered 0.89 of the time in simulation, with 25 in each "
+        f"0.92): read it as rough, and label more in {most.stratum!r}"
+    )
+
+
 def normal_estimate(
     method: EstimateMethod,
     value: float,
@@ -299,13 +335,14 @@ def normal_estimate(
     against a human-only standard error ``human_se`` on the same ``n_labelled`` labels. A zero
     ``se`` (no spread in the labels or predictions) is said in the note: such an interval is
     not a confidence interval; so are fewer than :data:`FEW_LABELLED` labels, on which it
-    covers less than its level."""
+    covers less than its level, or a stratified standard error resting on fewer labels' worth
+    (:func:`rough_note`)."""
     if not se > FLOAT_ROUNDING * max(1.0, abs(value)):  # 4.5e-36: a 0 computed the long way round
         se = 0.0
     low, high = interval(value, se, alpha, bound)
     notes = list(notes)
-    if n_labelled < FEW_LABELLED:
-        notes.append(few_labels(n_labelled))
+    if rough := rough_note(n_labelled, strata):
+        notes.append(rough)
     if not se > 0:
         notes.append(
             "its standard error is 0 — the labels, and the judge's errors on them as this "

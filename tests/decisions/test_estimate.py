@@ -20,10 +20,12 @@ import pytest
 
 from assay.cli import main
 from assay.decisions import estimate
+from assay.decisions._estimate_report import estimate_words
 from assay.errors import DataError, RunError
 from assay.evaluation import evaluate
 from assay.inputs import EvaluateConfig
 from assay.lm import ScriptedEngine, StubServer, register_script
+from assay.metrics import rough_note, strata_labels_worth
 from assay.runners import write_report
 from tests.stub_judge import stub_config
 from tests.web.test_report_parity import assert_same_sections, both
@@ -832,6 +834,12 @@ def test_validation_strata_are_weighted_by_the_runs_shares_alone(tmp_path):
         (value - z * math.sqrt(var), value + z * math.sqrt(var)), abs=1e-9
     )
     assert "shares of the population estimated" in est.sampling
+    # 10 labels in b, half the population: the interval rests on them, and says so
+    worth = strata_labels_worth(est.strata)
+    assert worth < 30 and f"the strata's standard error rests on about {worth:.0f}" in est.note
+    assert "most of it from stratum 'b' with 10" in est.note
+    assert s.headline == "stratified_ppi++"
+    assert f"note: {rough_note(est.n_labelled, est.strata)}" in estimate_words(s)
 
 
 def test_a_chance_level_judge_leaves_rogan_gladen_undefined_with_the_reason(two_runs, monkeypatch):
