@@ -16,7 +16,8 @@ size — e.g. ``--root main=/tmp/main --root branch=$PWD``, the code before and 
 interleaved on the same items, so both see the machine's load of the same minutes.
 
 ``--harness SEEDS...`` (e.g. ``--harness 10 100 300``) measures ``assay harness`` of the
-HarmBench example instead — N seeds, one judge, ``stochastic_stability`` at k = 2, every model on
+HarmBench example instead — N seeds (past its 596 rows, the rows copied, each copy's texts
+marked with its number), one judge, ``stochastic_stability`` at k = 2, every model on
 a stub that answers as generator, validator and judge (``bench_harness.respond``), concurrency
 16, no sidecar — and prints its LM calls with each row, and the largest RSS sampled while the
 calls still arrived with what each call added to it (the judging's growth; the peak adds the
@@ -221,10 +222,40 @@ def measure_harness(seeds: int, root: Path, stub: StubProcess, code: Path | None
     config = jrh_config(where, stub.base_url, 16, None, 2)
     raw = yaml.safe_load(config.read_text(encoding="utf-8"))
     raw["sample"]["n"] = seeds
+    raw["data"]["path"] = str(_harness_data(Path(raw["data"]["path"]), seeds, where))
     config.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     stub.reset()
     r = twice(["harness", str(config), "--judges", "predict"], where, code, f"{seeds} seeds", stub)
     return {**r, "calls": stub.n_requests}
+
+
+def _harness_data(path: Path, seeds: int, where: Path) -> Path:
+    """The example's table, or, for more seeds than its rows, its rows copied as often as it
+    takes: each copy's id, request and response marked with the copy's number, so that no two
+    rows are one item (their keys are made of the texts)."""
+    import csv
+
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if seeds <= len(rows):
+        return path
+    copies = -(-seeds // len(rows))
+    out = where / f"{path.stem}_x{copies}.csv"
+    with out.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        for c in range(copies):
+            for row in rows:
+                mark = f" (copy {c})" if c else ""
+                w.writerow(
+                    {
+                        **row,
+                        "idx": f"{row['idx']}-{c}" if c else row["idx"],
+                        "test_case": row["test_case"] + mark,
+                        "generation": row["generation"] + mark,
+                    }
+                )
+    return out
 
 
 def twice(
