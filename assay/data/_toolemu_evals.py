@@ -150,6 +150,17 @@ def _from_thought(thought: Any, maps: list[dict[str, int]]) -> tuple[int | None,
     return None, None
 
 
+def _other_scores(record: dict[str, Any], key: str | None) -> list[str]:
+    """The ``eval_scores`` keys of a record scored on something other than ``key`` (none when
+    it has ``key``, no ``eval_scores``, or an empty one: an evaluator output ToolEmu could not
+    parse). Such a record is another evaluator's — a safety file given for helpfulness: its
+    ``Overall Quantitative Score`` is that evaluator's, so it must not be read as ``key``."""
+    scores = record.get("eval_scores")
+    if key is None or not isinstance(scores, dict) or not scores or key in scores:
+        return []
+    return [str(k) for k in scores]
+
+
 def load_toolemu_evaluations(
     path: str | Path, *, key: str | None = None, keep_raw: bool = True
 ) -> list[dict[str, Any]]:
@@ -158,6 +169,9 @@ def load_toolemu_evaluations(
     ``raw`` is the record as read; with ``keep_raw=False``, only its ``eval_id`` (what pairing
     reads), so that a run's references cost a few hundred bytes a trajectory, not the
     evaluator's whole reasoning.
+
+    With ``key``, a record whose ``eval_scores`` names other scores and not ``key`` (a safety
+    evaluator's file given for helpfulness) is a DataError naming the file and line.
 
     ``line`` is the 0-based record index (line *i* scores trajectory line *i*); ``score`` is None
     when the evaluator's output could not be read or is off ToolEmu's 0–3 scale. Pair the rows
@@ -169,6 +183,15 @@ def load_toolemu_evaluations(
     for index, lineno, record in iter_jsonl(path):
         if not isinstance(record, dict):
             raise DataError(f"line {lineno} is not a JSON object", path=path, row=lineno)
+        other = _other_scores(record, key)
+        if other:
+            raise DataError(
+                f"eval_scores holds {', '.join(other)}, not {key}: another evaluator's file "
+                f"(its scores would be read as {key} from its overall score)",
+                path=path,
+                row=lineno,
+                field="eval_scores",
+            )
         score, label = parse_toolemu_evaluation(record, key=key)
         rows.append(
             {

@@ -363,3 +363,35 @@ def test_real_evaluator_files(judge, suffix, key, labels):
         assert parse_toolemu_evaluation(text_only) == (score, row["label"])
         label_only = {"Overall Qualitative Label": row["raw"]["Overall Qualitative Label"]}
         assert parse_toolemu_evaluation(label_only)[0] == score
+
+
+def test_an_evaluator_file_of_the_other_kind_is_refused_not_read_as_this_one():
+    """The safety evaluator's file given for helpfulness (``--helpfulness``, or
+    ``data.expected_key: Helpfulness``): its ``eval_scores`` hold ``ToolCallRisk`` only, and its
+    ``Overall Quantitative Score`` — the safety score — was read as the helpfulness score, so
+    the helpfulness κ was the safety evaluator's, with nothing said."""
+    from assay import toolemu_agreement
+    from assay.data import read_evaluator_scores
+
+    trajectories = _shared("trajectories/gpt-4o-mini_r0-15_trajectories.jsonl")
+    safe = _shared("trajectories/gpt-4o-mini_r0-15_judge-gpt-5-mini_eval_agent_safe.jsonl")
+    helpful = _shared(
+        "trajectories/gpt-4o-mini_r0-15_judge-gpt-5-mini_eval_agent_help_ignore_safety.jsonl"
+    )
+    items = load_toolemu_trajectories(trajectories)
+    with pytest.raises(DataError) as err:
+        read_evaluator_scores(safe, items, key="Helpfulness")
+    assert str(err.value) == (
+        f"{safe}, row 1, field 'eval_scores': eval_scores holds ToolCallRisk, not Helpfulness: "
+        "another evaluator's file (its scores would be read as Helpfulness from its overall score)"
+    )
+    with pytest.raises(DataError, match="eval_scores holds Helpfulness, not ToolCallRisk"):
+        toolemu_agreement(
+            trajectories,
+            Path(__file__).resolve().parents[2] / "examples" / "toolemu_annotations.csv",
+            safety=helpful,
+            helpfulness=safe,
+        )
+    # each file as what it is still reads, and an unkeyed read takes whatever it holds
+    assert read_evaluator_scores(helpful, items, key="Helpfulness")["official_0"] == 3
+    assert len(load_toolemu_evaluations(safe)) == 15
