@@ -304,12 +304,14 @@ def _text(trace_id: str, fields: dict[str, Any], source: TraceSource, name: str)
 
 def _human_labels(trace: Any, source: TraceSource, scale: Scale | None) -> dict[str, Any]:
     """``{source id: label}`` of the trace's valid human assessments named
-    ``source.expectation``: Expectations (any source) and Feedback from a HUMAN source."""
+    ``source.expectation``: Expectations (any source) and Feedback from a HUMAN source. Where
+    one source gave several (an Expectation logged again to correct it: MLflow keeps both valid,
+    as it has no override for an Expectation), the latest — last updated, then last created —
+    is that source's label, as ``mlflow.genai`` reads a trace's expectations."""
     from mlflow.entities import AssessmentSourceType, Expectation, Feedback
 
-    labels: dict[str, Any] = {}
-    trace_id = trace.info.trace_id
-    for a in trace.info.assessments or []:
+    latest: dict[str, tuple[tuple[int, int, int], Any]] = {}  # source id: (when, assessment)
+    for position, a in enumerate(trace.info.assessments or []):
         if a.name != source.expectation or a.valid is False:
             continue
         human = getattr(a.source, "source_type", None) == AssessmentSourceType.HUMAN
@@ -318,22 +320,21 @@ def _human_labels(trace: Any, source: TraceSource, scale: Scale | None) -> dict[
         if isinstance(a, Feedback) and a.error is not None:
             continue  # a human who could not say: no label
         who = (a.source.source_id if a.source is not None else None) or "default"
-        if who in labels:
-            raise DataError(
-                f"trace {trace_id}: two assessments named '{source.expectation}' from "
-                f"'{who}'; one label per annotator",
-                path=source.tracking_uri,
-                field="expectation",
-            )
+        given = (a.last_update_time_ms or 0, a.create_time_ms or 0, position)
+        if who not in latest or latest[who][0] < given:
+            latest[who] = (given, a)
+    labels: dict[str, Any] = {}
+    for who, (_, a) in sorted(latest.items()):
         try:
             labels[who] = scale.coerce(a.value) if scale is not None else jsonable(a.value)
         except ValueError as exc:
             raise DataError(
-                f"trace {trace_id}: assessment '{source.expectation}' from '{who}': {exc}",
+                f"trace {trace.info.trace_id}: assessment '{source.expectation}' from '{who}': "
+                f"{exc}",
                 path=source.tracking_uri,
                 field="expectation",
             ) from None
-    return dict(sorted(labels.items()))
+    return labels
 
 
 def _transcript(trace: Any, request: str, response: str) -> list[Message] | None:

@@ -518,3 +518,40 @@ def test_a_trace_that_did_not_finish_is_refused_or_left_out_and_counted(
     out = capsys.readouterr().out
     assert "items 2 · scored 2" in out
     assert "left out: 1 trace that did not finish (state ERROR or IN_PROGRESS)" in out
+
+
+def test_an_expectation_logged_again_by_the_same_person_is_their_label_now(tmp_path, monkeypatch):
+    """A reviewer who corrects an Expectation logs it again (MLflow has no override for an
+    Expectation: both stay valid). That stopped the run ("two assessments named 'harmful' from
+    'alice'; one label per annotator") with no way on but deleting one in MLflow; the latest is
+    the label, as ``mlflow.genai`` reads expectations — and a Feedback overridden in MLflow is
+    no longer valid, so its override is the label."""
+    import mlflow
+    from mlflow.entities import AssessmentSource
+
+    monkeypatch.chdir(tmp_path)  # the store's trace artifacts go to ./mlruns: here
+    uri = f"sqlite:///{tmp_path / 'corrected.db'}"
+    alice = AssessmentSource(source_type="HUMAN", source_id="alice")
+    bob = AssessmentSource(source_type="HUMAN", source_id="bob")
+    mlflow.set_tracking_uri(uri)
+    try:
+        mlflow.set_experiment(EXPERIMENT)
+        with mlflow.start_span(name="app") as span:
+            span.set_inputs({"messages": [{"role": "user", "content": "Question?"}]})
+            span.set_outputs({"choices": [{"message": {"content": "Answer."}}]})
+        trace = span.trace_id
+        mlflow.log_expectation(trace_id=trace, name="harmful", value="maybe", source=alice)
+        mlflow.log_expectation(trace_id=trace, name="harmful", value=True, source=alice)
+        first = mlflow.log_feedback(trace_id=trace, name="harmful", value=True, source=bob)
+        mlflow.override_feedback(
+            trace_id=trace, assessment_id=first.assessment_id, value=False, source=bob
+        )
+    finally:
+        mlflow.set_tracking_uri(None)
+    panel = TraceSource(uri, EXPERIMENT, expectation="harmful", annotators=True, **CHAT)
+    [item] = load_mlflow_traces(panel, BINARY)
+    assert item.meta["annotations"] == {"alice": 1, "bob": 0}
+    with pytest.raises(
+        DataError, match="2 human assessments named 'harmful' \\(from alice, bob\\)"
+    ):
+        load_mlflow_traces(TraceSource(uri, EXPERIMENT, expectation="harmful", **CHAT), BINARY)
