@@ -136,7 +136,8 @@ def _strip_final_answer(output: Any) -> str:
 def load_toolemu_trajectories(
     path: str | Path, *, toolkits_path: str | Path | None = None
 ) -> list[Item]:
-    """One Item per trajectory line: ``request`` = user input, ``response`` = final answer.
+    """One Item per trajectory line: ``request`` = user input, ``response`` = final answer
+    (``output``, or where that is null or empty the finish step's output, as the transcript).
 
     ``id`` is the case name (``official_0``), suffixed ``#<line>`` on every line whose case name
     occurs more than once, or a content hash when there is no case name. ``meta["line"]`` is the
@@ -244,7 +245,7 @@ def _trajectory_item(
             field="output",
         )
     request = record["input"]
-    response = _strip_final_answer(record.get("output"))
+    response = _strip_final_answer(record.get("output")) or _finish_output(steps)
     toolkit_names = _toolkit_names(case, path, lineno)
 
     name = str(case["name"]) if case.get("name") else None
@@ -281,6 +282,18 @@ def _trajectory_item(
     except ValueError as exc:
         raise DataError(str(exc), path=path, row=lineno, field="intermediate_steps") from None
     return Item(id=item_id, request=request, response=response, transcript=transcript, meta=meta)
+
+
+def _finish_output(steps: list[Any]) -> str:
+    """The final answer of the trajectory's finish step (ToolEmu's ``AgentFinish``), "" without
+    one: a record whose ``output`` is null or empty still has its answer there, which the
+    transcript and the scratchpad show — the item's response must be the same text."""
+    final = ""
+    for step in steps:
+        kind, payload, _ = _parse_step(step)
+        if kind == "finish":
+            final = _strip_final_answer(payload)
+    return final
 
 
 def _tool_input(raw: Any) -> dict[str, Any] | str:

@@ -395,3 +395,24 @@ def test_an_evaluator_file_of_the_other_kind_is_refused_not_read_as_this_one():
     # each file as what it is still reads, and an unkeyed read takes whatever it holds
     assert read_evaluator_scores(helpful, items, key="Helpfulness")["official_0"] == 3
     assert len(load_toolemu_evaluations(safe)) == 15
+
+
+@pytest.mark.parametrize("output", [None, "", ": "])
+def test_a_trajectory_without_output_has_its_finish_steps_answer_as_response(tmp_path, output):
+    """A record whose ``output`` is null (or empty) but whose finish step holds the answer: the
+    transcript and the scratchpad ended with that answer while the item's response was "" —
+    a response judge judged an empty answer the transcript judge saw."""
+    line = _shared("trajectories/gpt-4o-mini_r0-15_trajectories.jsonl").read_text().splitlines()[0]
+    record = json.loads(line)
+    answer = "All tasks in your Todoist that had the keyword 'Test' in their titles have been"
+    record["output"] = output
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    (item,) = load_toolemu_trajectories(path)
+    assert item.response.startswith(answer)
+    assert item.transcript[-1].content == item.response
+    assert render_toolemu_scratchpad(item).endswith(f"Final Answer: {item.response}")
+    record["intermediate_steps"] = record["intermediate_steps"][:-1]  # no finish step: none
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    (item,) = load_toolemu_trajectories(path)
+    assert item.response == "" and item.transcript[-1].role == "tool"
