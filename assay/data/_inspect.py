@@ -245,6 +245,10 @@ def load_inspect_log(
 ) -> list[Item]:
     """One Item per sample and epoch of an Inspect eval log, with the full transcript.
 
+    ``request`` is the first user message (else the sample's input); ``response`` the sample's
+    completion (``output.completion``: what Inspect's scorers score — for an agent that submits
+    with a tool, the submitted answer), else the last assistant message's text.
+
     ``id`` is the sample id, or ``<id>#e<epoch>`` when the log has several epochs. ``meta`` holds
     ``metadata`` (the sample's), ``scores`` (per scorer: value, answer, explanation, metadata),
     ``task``, ``model``, ``sample_id``, ``epoch`` and ``target``. ``expected`` is a dotted path
@@ -406,10 +410,11 @@ def _item(
         request = users[0].content
     else:
         request = sample.input if isinstance(sample.input, str) else ""
-    if assistants:
+    # the solver's completion, as Inspect's scorers read it: an agent that submits its answer
+    # with a tool (basic_agent, react) ends on a tool call whose message may have no text
+    response = getattr(sample.output, "completion", "") or ""
+    if not response.strip() and assistants:
         response = assistants[-1].content
-    else:
-        response = getattr(sample.output, "completion", "") or ""
     meta: dict[str, Any] = {
         "metadata": jsonable(sample.metadata or {}),
         "scores": _scores(sample),

@@ -730,3 +730,45 @@ def test_a_log_whose_eval_did_not_finish_is_refused_or_counted_when_told(tmp_pat
         "left out: 3 samples that never ran (the Inspect eval did not finish) "
         "(data.errored_samples: skip)"
     )
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_an_agent_that_submits_its_answer_with_a_tool_has_that_answer_as_response(tmp_path, suffix):
+    """Inspect's ``basic_agent`` / ``react`` end with a ``submit`` tool call in a message with
+    no text; the answer is the sample's completion, which Inspect's scorers score. The item's
+    response was that last message's text — "" — so a response judge judged an empty answer
+    (the messages below are what ``basic_agent`` on ``mockllm/model`` writes)."""
+    from inspect_ai.model import ModelOutput
+
+    submit = ToolCall(id="s1", function="submit", arguments={"answer": "The answer is 2"})
+    sample = EvalSample(
+        id=1,
+        epoch=1,
+        input="What is 1+1?",
+        target="2",
+        messages=[
+            ChatMessageUser(content="What is 1+1?"),
+            ChatMessageAssistant(
+                content="", tool_calls=[ToolCall(id="a1", function="add", arguments={"x": 1})]
+            ),
+            ChatMessageTool(content="2", tool_call_id="a1", function="add"),
+            ChatMessageAssistant(content="", tool_calls=[submit]),
+            ChatMessageTool(content="The answer is 2", tool_call_id="s1", function="submit"),
+        ],
+        output=ModelOutput.from_content("mockllm/model", "The answer is 2"),
+        scores={"includes": Score(value="C", answer="the answer is 2")},
+    )
+    chat = _sample("a", 1, False)  # a chat model's answer: its completion is its last message
+    chat = chat.model_copy(
+        update={
+            "output": ModelOutput.from_content("mockllm/model", "It is sunny and 21C in Paris.")
+        }
+    )
+    path = tmp_path / f"log{suffix}"
+    write_eval_log(
+        EvalLog(eval=_spec(EvalConfig()), status="success", samples=[sample, chat]), str(path)
+    )
+    agent, chat_item = load_inspect_log(path)
+    assert agent.response == "The answer is 2"
+    assert agent.transcript[-1].content == "The answer is 2"  # the submit call's result
+    assert chat_item.response == "It is sunny and 21C in Paris."
