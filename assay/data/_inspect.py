@@ -5,6 +5,7 @@ sample at a time with ijson (two passes: the samples' epochs, then the samples).
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import zipfile
 from collections.abc import Iterator, Mapping
@@ -43,22 +44,53 @@ def _tool_call(call: Any) -> ToolCall:
     )
 
 
-def _message(message: Any) -> Message:
-    """An inspect_ai ``ChatMessage`` as an assay Message."""
+def _messages(message: Any) -> list[Message]:
+    """An inspect_ai ``ChatMessage`` as assay Messages: one, and for each tool the model's
+    provider ran itself within an assistant message (a ``ContentToolUse`` part: web search,
+    code execution, an MCP call) that call on the message and its result after it, as a tool
+    the solver ran is shown — else the agent's searches and their results were in no message."""
     role = message.role
     if role == "tool":
         error = getattr(message, "error", None)
-        return Message(
-            role="tool",
-            content=_text(message.content),
-            tool_call_id=getattr(message, "tool_call_id", None),
-            function=getattr(message, "function", None),
-            error=getattr(error, "message", None) or (str(error) if error else None),
+        return [
+            Message(
+                role="tool",
+                content=_text(message.content),
+                tool_call_id=getattr(message, "tool_call_id", None),
+                function=getattr(message, "function", None),
+                error=getattr(error, "message", None) or (str(error) if error else None),
+            )
+        ]
+    calls = [_tool_call(c) for c in getattr(message, "tool_calls", None) or []]
+    used = [p for p in _parts(message.content) if getattr(p, "type", None) == "tool_use"]
+    results = []
+    for part in used:
+        function = str(part.name or part.tool_type)
+        calls.append(ToolCall(id=part.id, function=function, arguments=_tool_use_arguments(part)))
+        results.append(
+            Message(
+                role="tool",
+                content=part.result or "",
+                tool_call_id=part.id,
+                function=function,
+                error=part.error or None,
+            )
         )
-    calls = getattr(message, "tool_calls", None) or []
-    return Message(
-        role=role, content=_text(message.content), tool_calls=[_tool_call(c) for c in calls]
-    )
+    return [Message(role=role, content=_text(message.content), tool_calls=calls), *results]
+
+
+def _parts(content: Any) -> list[Any]:
+    """The parts of a message's content (none for a plain string)."""
+    return [] if content is None or isinstance(content, str) else list(content)
+
+
+def _tool_use_arguments(part: Any) -> dict[str, Any] | str:
+    """A ``ContentToolUse``'s arguments (JSON text) as a JSON object where they are one."""
+    try:
+        value = json.loads(part.arguments or "{}")
+    except json.JSONDecodeError:
+        return part.arguments
+    return value if isinstance(value, dict) else part.arguments
 
 
 def _scores(sample: Any) -> dict[str, Any]:
@@ -403,7 +435,7 @@ def _item(
     sample: Any, item_id: str, log: Any, expected: str | None, scale: Scale | None, file: Path
 ) -> Item:
     """One sample as an Item: its transcript, request and response, meta and reference."""
-    transcript = with_steps(_message(m) for m in sample.messages or [])
+    transcript = with_steps(m for message in sample.messages or [] for m in _messages(message))
     users = [m for m in transcript if m.role == "user"]
     assistants = [m for m in transcript if m.role == "assistant"]
     if users:

@@ -772,3 +772,60 @@ def test_an_agent_that_submits_its_answer_with_a_tool_has_that_answer_as_respons
     assert agent.response == "The answer is 2"
     assert agent.transcript[-1].content == "The answer is 2"  # the submit call's result
     assert chat_item.response == "It is sunny and 21C in Paris."
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_a_search_the_models_provider_ran_is_a_tool_call_and_result_in_the_transcript(
+    tmp_path, suffix
+):
+    """A provider-run tool (web search, code execution, MCP: a ``ContentToolUse`` part of the
+    assistant message) was in no message of the transcript — the judge of an agent saw its
+    answer and none of the searches it was drawn from. It is a tool call on that message and
+    its result after it, as a tool the solver ran."""
+    from inspect_ai._util.content import ContentToolUse
+
+    search = ContentToolUse(
+        tool_type="web_search",
+        id="ws1",
+        name="web_search",
+        arguments='{"query": "weather Paris"}',
+        result="Paris: sunny, 21C (météo)",
+    )
+    failed = ContentToolUse(
+        tool_type="code_execution",
+        id="ce1",
+        name="",
+        arguments="print(",
+        result="",
+        error="SyntaxError",
+    )
+    sample = EvalSample(
+        id="a",
+        epoch=1,
+        input="What is the weather in Paris?",
+        target="sunny",
+        messages=[
+            ChatMessageUser(content="What is the weather in Paris?"),
+            ChatMessageAssistant(
+                content=[
+                    ContentText(text="Let me look."),
+                    search,
+                    failed,
+                    ContentText(text="Sunny."),
+                ]
+            ),
+        ],
+    )
+    path = tmp_path / f"log{suffix}"
+    write_eval_log(EvalLog(eval=_spec(EvalConfig()), status="success", samples=[sample]), str(path))
+    (item,) = load_inspect_log(path)
+    user, assistant, result, error = item.transcript
+    assert assistant.content == "Let me look.\nSunny."
+    assert [(c.id, c.function, c.arguments) for c in assistant.tool_calls] == [
+        ("ws1", "web_search", {"query": "weather Paris"}),
+        ("ce1", "code_execution", "print("),
+    ]
+    assert (result.role, result.tool_call_id, result.content) == ("tool", "ws1", search.result)
+    assert (error.tool_call_id, error.error) == ("ce1", "SyntaxError")
+    assert item.response == "Let me look.\nSunny."
+    assert "Paris: sunny, 21C (météo)" in render_transcript(item.transcript)
