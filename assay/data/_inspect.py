@@ -18,19 +18,30 @@ from assay.errors import DataError
 from assay.scale import Scale
 from assay.types import Item, Message, ToolCall
 
+_MEDIA = ("image", "audio", "video", "document")
+"""Content parts a text judge cannot read: each is a marker in the text, where it was."""
+
 
 def _text(content: Any) -> str:
-    """The text of a message's content: a string, or the text parts of a multi-part list."""
+    """The text of a message's content: a string, or the text parts of a multi-part list, with
+    ``[image not shown]`` (audio, video, document) where a part a text judge cannot read was —
+    else a question about a picture read as a question about nothing. The model's reasoning
+    parts are left out, as its private thoughts are; a provider-run tool is a tool call
+    (:func:`_messages`)."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     parts: list[str] = []
     for part in content:
+        kind = getattr(part, "type", None)
         if isinstance(part, str):
             parts.append(part)
-        elif getattr(part, "type", None) == "text":
+        elif kind == "text":
             parts.append(getattr(part, "text", "") or "")
+        elif kind in _MEDIA:
+            name = getattr(part, "filename", None)
+            parts.append(f"[{kind}{' ' + name if name else ''} not shown]")
     return "\n".join(p for p in parts if p)
 
 

@@ -829,3 +829,32 @@ def test_a_search_the_models_provider_ran_is_a_tool_call_and_result_in_the_trans
     assert (error.tool_call_id, error.error) == ("ce1", "SyntaxError")
     assert item.response == "Let me look.\nSunny."
     assert "Paris: sunny, 21C (météo)" in render_transcript(item.transcript)
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_an_image_in_a_message_is_a_marker_not_nothing(tmp_path, suffix):
+    """A user's picture (or audio, video, document) was dropped without a trace: the request
+    "What is in this picture?" read as a question about nothing, the answer "A cat." as made
+    up. The text says a part the judge cannot see was there."""
+    from inspect_ai._util.content import ContentDocument, ContentImage, ContentReasoning
+
+    picture = ContentImage(image="data:image/png;base64,iVBORw0KGgo=")
+    sample = EvalSample(
+        id="a",
+        epoch=1,
+        input="What is in this picture?",
+        target="a cat",
+        messages=[
+            ChatMessageUser(content=[ContentText(text="What is in this picture?"), picture]),
+            ChatMessageUser(content=[ContentDocument(document="/tmp/x.pdf", filename="x.pdf")]),
+            ChatMessageAssistant(
+                content=[ContentReasoning(reasoning="whiskers..."), ContentText(text="A cat.")]
+            ),
+        ],
+    )
+    path = tmp_path / f"log{suffix}"
+    write_eval_log(EvalLog(eval=_spec(EvalConfig()), status="success", samples=[sample]), str(path))
+    (item,) = load_inspect_log(path)
+    assert item.request == "What is in this picture?\n[image not shown]"
+    assert item.transcript[1].content == "[document x.pdf not shown]"
+    assert item.response == "A cat."  # the model's reasoning is its private thoughts: left out
