@@ -22,6 +22,11 @@ def cut_marker(n: int) -> str:
     return f"\n[… {n} more characters of tool output cut by preprocessing]"
 
 
+def steps_marker(n: int) -> str:
+    """The explicit marker that stands where ``last_turns`` removed the earlier agent steps."""
+    return f"[… {n} earlier agent step{'s' if n != 1 else ''} removed by preprocessing]"
+
+
 def with_steps(messages: Iterable[Message]) -> list[Message]:
     """Copies of ``messages`` with ``step`` set: each assistant message starts a new step (0, 1,
     …); tool results belong to the step that called them; a user message belongs to the step it
@@ -185,7 +190,8 @@ class TranscriptPrep(BaseModel):
       ``cap`` (cut after ``tool_output_chars`` characters, ending with a marker saying how many
       were cut);
     - ``last_turns``: keep the task (messages before the first assistant message) and only the
-      last N agent steps.
+      last N agent steps, with a system message saying how many steps were removed where they
+      were (:func:`steps_marker`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -223,6 +229,11 @@ class TranscriptPrep(BaseModel):
             if keep_from is not None:
                 counts["steps_dropped"] = len([s for s in steps if s < keep_from])
                 out = [m for m in out if m.step is None or m.step >= keep_from]
+                # where the steps were, a marker: else the judge reads the task answered by its
+                # last steps alone, as if the agent had done nothing before them
+                at = next(i for i, m in enumerate(out) if m.step is not None)
+                marker = Message(role="system", content=steps_marker(counts["steps_dropped"]))
+                out.insert(at, marker)
         if self.tool_output != "keep":
             changed: list[Message] = []
             for m in out:

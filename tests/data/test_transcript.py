@@ -200,6 +200,27 @@ def test_last_turns_keeps_the_task_and_the_last_steps_whole(example_data):
     assert out[-1].content == item.transcript[-1].content
 
 
+def test_the_steps_last_turns_removed_are_marked_where_they_were(example_data):
+    """``last_turns`` cut the earlier steps with nothing in their place: the judge read the
+    task answered by the last steps alone, as if the agent had done nothing before them (the
+    count was in the item's meta, which no judge reads). A system message says how many."""
+    from assay.data import render_transcript
+
+    item = next(i for i in _agentharm(example_data) if i.id == "37-3")
+    out, counts = TranscriptPrep(last_turns=2).apply(item.transcript)
+    assert counts["steps_dropped"] == 4
+    marker = out[2]
+    assert (marker.role, marker.content, marker.step) == (
+        "system",
+        "[… 4 earlier agent steps removed by preprocessing]",
+        None,
+    )
+    assert out[3].step == 4 and [m.role for m in out[:2]] == ["system", "user"]
+    assert "[system]\n[… 4 earlier agent steps removed by preprocessing]" in render_transcript(out)
+    out, counts = TranscriptPrep(last_turns=10).apply(item.transcript)  # nothing cut: no marker
+    assert counts["steps_dropped"] == 0 and len(out) == len(item.transcript)
+
+
 def test_preprocessing_is_part_of_the_data_config(tmp_path, example_data):
     from assay.inputs._config import DataConfig
     from assay.inputs._items import load_items
