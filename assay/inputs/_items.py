@@ -411,11 +411,8 @@ def _toolemu_items(data: DataConfig, scale: Scale) -> Iterator[Item]:
     if data.expected_from:
         evals = load_toolemu_evaluations(data.expected_from, key=data.expected_key, keep_raw=False)
         by_line, _ = pair_evaluations(evals, scan.count, path=data.expected_from)
-        missing = [
-            line + 1 for line in range(scan.count) if (by_line.get(line) or {}).get("score") is None
-        ]
-        if missing and data.missing_expected == "error":
-            raise missing_labels_error(missing, scan.count, data.expected_from, "eval_scores")
+        if data.missing_expected == "error":
+            _refuse_unscored(by_line, scan.count, data.expected_from)
     # with ``toolkits_path`` each case's toolkits are checked (an unknown one is an error naming
     # the file and row) and their specs handed over; the specs are not kept in the item (its
     # meta is in the run's data fingerprint), only their rendered descriptions
@@ -432,6 +429,26 @@ def _toolemu_items(data: DataConfig, scale: Scale) -> Iterator[Item]:
                     str(exc), path=data.expected_from, row=e["line"] + 1, field="eval_scores"
                 ) from None
         yield it
+
+
+def _refuse_unscored(by_line: dict[int, dict], trajectories: int, evaluations: str) -> None:
+    """The one-line error for trajectories without a reference: those the evaluator file has
+    no line for (named by their trajectory lines: its lines pair by ``eval_id``, so the
+    evaluator file's own line numbers would point at other trajectories' scores), else its
+    lines with no score it can read (named by their own line numbers)."""
+    unpaired = [line + 1 for line in range(trajectories) if line not in by_line]
+    if unpaired:
+        shown = ", ".join(map(str, unpaired[:5])) + (", ..." if len(unpaired) > 5 else "")
+        raise DataError(
+            f"no evaluator line for {len(unpaired)} of {trajectories} trajectories (trajectory "
+            f"lines {shown}); evaluate them, or set data.missing_expected: keep to judge those "
+            "items without a reference",
+            path=evaluations,
+            field="eval_id",
+        )
+    unscored = sorted(e["line"] + 1 for e in by_line.values() if e.get("score") is None)
+    if unscored:
+        raise missing_labels_error(unscored, trajectories, evaluations, "eval_scores")
 
 
 def _spooled_pairs(

@@ -275,6 +275,32 @@ def test_a_missing_toolemu_reference_score_is_named(tmp_path):
     assert kept[0].expected is None and kept[1].expected is not None
 
 
+def test_a_toolemu_reference_missing_from_a_file_paired_by_eval_id_names_the_right_lines(
+    tmp_path,
+):
+    """An evaluator file paired by ``eval_id`` in another order than the trajectories: a
+    trajectory with no evaluator line was reported as "empty reference label ... (rows 4)" of
+    the evaluator file — whose line 4 holds another trajectory's score. The trajectory line is
+    named; an unreadable score by its own line of the evaluator file."""
+    trajectories = EXAMPLES / "toolemu" / "trajectories" / "gpt-4o-mini_r0-15_trajectories.jsonl"
+    safe = trajectories.with_name("gpt-4o-mini_r0-15_judge-gpt-5-mini_eval_agent_safe.jsonl")
+    rows = [json.loads(line) for line in safe.read_text().splitlines()][::-1]  # eval_id 14..0
+    path = tmp_path / "evals.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["eval_id"] != 3))
+    data = DataConfig(path=str(trajectories), format="toolemu", expected_from=str(path))
+    with pytest.raises(DataError) as err:
+        load_items(data, Scale.parse("0-3"))
+    assert str(err.value) == (
+        f"{path}, field 'eval_id': no evaluator line for 1 of 15 trajectories (trajectory lines "
+        "4); evaluate them, or set data.missing_expected: keep to judge those items without a "
+        "reference"
+    )
+    rows[2] = {"eval_id": rows[2]["eval_id"], "eval_scores": {}}  # eval_id 12: no score
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DataError, match=r"evals\.jsonl, row 3, field 'eval_scores': empty"):
+        load_items(data, Scale.parse("0-3"))
+
+
 @pytest.mark.parametrize("name", ["one.json", "one_pretty.jsonl"])
 def test_a_single_json_object_is_not_a_one_row_table(tmp_path, name):
     path = tmp_path / name
