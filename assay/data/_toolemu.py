@@ -297,10 +297,13 @@ def _finish_output(steps: list[Any]) -> str:
 
 
 def _tool_input(raw: Any) -> dict[str, Any] | str:
-    """A ToolEmu action input as JSON arguments when it is a JSON object, else the text."""
+    """A ToolEmu action input as JSON arguments when it is a JSON object, else the text — a
+    list, number or boolean as its JSON text (as the scratchpad shows it), not Python's."""
     if isinstance(raw, dict):
         return raw
-    text = "" if raw is None else str(raw).strip()
+    if raw is not None and not isinstance(raw, str):
+        return json.dumps(raw, ensure_ascii=False)
+    text = "" if raw is None else raw.strip()
     try:
         value = _json.loads(text)
     except json.JSONDecodeError:

@@ -416,3 +416,24 @@ def test_a_trajectory_without_output_has_its_finish_steps_answer_as_response(tmp
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
     (item,) = load_toolemu_trajectories(path)
     assert item.response == "" and item.transcript[-1].role == "tool"
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "shown"),
+    [(["a@x.com", "b@x.com"], '["a@x.com", "b@x.com"]'), (True, "true"), ({"k": 1}, {"k": 1})],
+)
+def test_a_tool_input_that_is_not_text_is_its_json_in_the_transcript(tmp_path, tool_input, shown):
+    """An action input written as a JSON list (or a boolean) was Python's text in the
+    transcript — ``['a@x.com', 'b@x.com']``, ``True`` — where the scratchpad shows its JSON."""
+    record = {
+        "input": "Email both.",
+        "case": {"name": "c0", "Toolkits": []},
+        "intermediate_steps": [[["GmailSend", tool_input, "log"], ["sent"]]],
+        "output": "Done.",
+    }
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    (item,) = load_toolemu_trajectories(path)
+    assert item.transcript[1].tool_calls[0].arguments == shown
+    text = shown if isinstance(shown, str) else json.dumps(shown)
+    assert f"Action Input: {text}" in render_toolemu_scratchpad(item)
