@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay.metrics._intervals import bootstrap_ci
 from assay.metrics._kappa import KappaWeights, kappa_from_joint, weight_matrix
 from assay.metrics._report import agreement_metrics
-from assay.metrics._value import MetricValue
+from assay.metrics._value import MetricValue, with_ci
 
 KAPPAS: tuple[str, ...] = ("kappa_categorical", "kappa_linear", "kappa_quadratic", "kappa_binary")
 """The κ reported for every comparison of two raters on an ordinal field, in report order."""
@@ -85,7 +85,10 @@ def _masked_kappa_batched(
     k: int,
     weights: KappaWeights,
 ) -> NDArray[np.float64]:
-    """Row-wise κ of (B, n) label arrays over the positions where ``mask`` is set (nan if none).
+    """Row-wise κ of (B, n) label arrays over the positions where ``mask`` is set: nan where
+    there is none, or where either annotator put every masked item in one category — κ is 0
+    by construction there, and a pair's own κ (:func:`ordinal_kappas`) is undefined then, so a
+    replicate leaves the pair out of its mean as the point value does.
 
     A thin wrapper over assay's κ (:func:`kappa_from_joint`): only the joint proportions are
     built here, from the masked cells, because each pair of annotators overlaps on different
@@ -98,7 +101,9 @@ def _masked_kappa_batched(
     ).reshape(b, k, k)
     total = counts.sum(axis=(1, 2))
     joint = counts / np.maximum(total, 1.0)[:, None, None]
-    return np.where(total > 0, kappa_from_joint(joint, weight_matrix(k, weights)), np.nan)
+    varies = ((joint.sum(axis=2) > 0).sum(axis=1) > 1) & ((joint.sum(axis=1) > 0).sum(axis=1) > 1)
+    kappa = kappa_from_joint(joint, weight_matrix(k, weights))
+    return np.where((total > 0) & varies, kappa, np.nan)
 
 
 def _mean_pairwise_batched(
@@ -242,15 +247,11 @@ def _mean_kappa(
     notes = []
     if len(values) < len(pairs):
         notes.append(f"mean of {len(values)} of {len(pairs)} pairs (κ undefined for the others)")
-    if ci.n_dropped:
-        notes.append(
-            f"{ci.n_dropped} of {ci.n_resamples} bootstrap replicates were dropped as undefined"
-        )
-    defined = ci.n_dropped < ci.n_resamples
-    return MetricValue(
-        value=float(np.mean(values)) if values else math.nan,
-        ci_low=ci.low if defined else None,
-        ci_high=ci.high if defined else None,
-        n=n,
-        note="; ".join(notes) or None,
+    return with_ci(
+        float(np.mean(values)) if values else math.nan,
+        ci,
+        n,
+        why_undefined="every pair of annotators put every item they share in one category, "
+        "or shares none, in the (re)sample",
+        notes=notes,
     )

@@ -282,6 +282,29 @@ def test_inter_annotator_without_overlap():
     ]
 
 
+def test_the_mean_pairwise_interval_leaves_out_the_pairs_the_point_value_leaves_out():
+    """An annotator who gives one score everywhere has no κ with anyone (0 by construction):
+    the mean leaves those pairs out, and so must every bootstrap replicate. Adding such an
+    annotator leaves the mean and its interval as the other two alone give them (it pulled
+    every replicate toward 0: A-B's 0.80 was printed with [0.21, 0.31])."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 4, 40)
+    b = np.where(rng.random(40) < 0.8, a, rng.integers(0, 4, 40))
+    two = {f"t{i}": {"A": int(a[i]), "B": int(b[i])} for i in range(40)}
+    three = {t: {**by, "C": 3} for t, by in two.items()}
+    with_c, without = inter_annotator_kappa(three, **BOOT), inter_annotator_kappa(two, **BOOT)
+    for name, weights in zip(KAPPAS, (None, "linear", "quadratic", None), strict=True):
+        x, y = (a, b) if name != "kappa_binary" else (a >= GOOD, b >= GOOD)
+        mean = with_c["mean"][name]
+        assert mean["value"] == pytest.approx(cohen_kappa_score(x, y, weights=weights))
+        assert "mean of 1 of 3 pairs" in mean["note"]
+        assert mean["ci_low"] <= mean["value"] <= mean["ci_high"]
+        assert (mean["ci_low"], mean["ci_high"]) == (
+            without["mean"][name]["ci_low"],
+            without["mean"][name]["ci_high"],
+        )
+
+
 def test_mean_pairwise_ci_is_seeded_and_reproducible(annotations):
     a = report_for(annotations, seed=3)["inter_annotator"]["helpfulness"]["mean"]
     b = report_for(annotations, seed=3)["inter_annotator"]["helpfulness"]["mean"]
