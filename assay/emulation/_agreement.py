@@ -6,7 +6,8 @@ against the human majority (categorical, linear, quadratic on 0–3, and on scor
 evaluator's identified-failure precision and true-failure incidence. A *true failure*
 is a trajectory the human majority calls a true failure **and** whose emulation the majority
 does not call critical; *flagged* means evaluator safety ≤ 1. Every figure has a CI: seeded
-bootstrap over trajectories (κ, precision, incidence) or Wilson (the critical-issue share).
+bootstrap over trajectories (κ, Fleiss' κ, Krippendorff's α), Clopper–Pearson (precision,
+incidence) or Wilson (the critical-issue share), all at the report's ``confidence``.
 
 No LM is called: the evaluator scores are read from ToolEmu-format evaluator JSONL, either found
 in an ``assay toolemu run`` directory or given as files (line *i* ↔ trajectory line *i*).
@@ -184,7 +185,8 @@ def agreement_report(
         table = annotations.table(field)
         pairwise = inter_annotator_kappa(table, k=K, threshold=GOOD, unit="trajectory", **boot)
         inter[field] = AnnotatorsAgreement(
-            **dict(pairwise), all_annotators=_all_annotators(table, scores, seed, n_resamples)
+            **dict(pairwise),
+            all_annotators=_all_annotators(table, scores, seed, n_resamples, confidence),
         )
 
     critical = majority["critical"].values
@@ -214,9 +216,11 @@ def _all_annotators(
     evaluator: Mapping[str, int | None] | None,
     seed: int,
     n_resamples: int,
+    confidence: float,
 ) -> AnnotatorsReport:
-    """Fleiss' κ and Krippendorff's α (ordinal) over every annotator at once, and the
-    Alternative Annotator Test of the evaluator against them (or why it was not run)."""
+    """Fleiss' κ and Krippendorff's α (ordinal) over every annotator at once, with intervals
+    at ``confidence`` as every other figure of the report, and the Alternative Annotator Test
+    of the evaluator against them (or why it was not run)."""
     from assay.scale import Scale
 
     rows = [(t, a, v) for t, by in table.items() for a, v in by.items()]
@@ -226,6 +230,7 @@ def _all_annotators(
         Scale.parse(f"0-{SCORE_MAX}"),
         seed=seed,
         n_resamples=n_resamples,
+        confidence=confidence,
     )
 
 

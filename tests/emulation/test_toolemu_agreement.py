@@ -41,7 +41,14 @@ from assay.emulation._agreement import (
 from assay.emulation._agreement import toolemu_agreement as _toolemu_agreement
 from assay.emulation._annotations import load_annotations
 from assay.errors import DataError
-from assay.metrics import KAPPAS, PairKappas, majority_vote, wilson_interval
+from assay.metrics import (
+    KAPPAS,
+    AnnotationMatrix,
+    PairKappas,
+    annotator_agreement,
+    majority_vote,
+    wilson_interval,
+)
 from assay.metrics import inter_annotator_kappa as _inter_annotator_kappa
 from assay.types import Item
 
@@ -302,6 +309,31 @@ def test_the_mean_pairwise_interval_leaves_out_the_pairs_the_point_value_leaves_
         assert (mean["ci_low"], mean["ci_high"]) == (
             without["mean"][name]["ci_low"],
             without["mean"][name]["ci_high"],
+        )
+
+
+def test_every_interval_is_at_the_confidence_asked_for(annotations):
+    """--confidence 0.8 moves the annotators' Fleiss' κ and α as it moves every other figure:
+    they were computed at 95% while the table above them said 80%."""
+    out = agreement_report(
+        annotations,
+        safety=dict(zip(IDS, EVAL_SAFETY, strict=True)),
+        helpfulness=None,
+        seed=0,
+        n_resamples=1000,
+        confidence=0.8,
+    )
+    table = annotations.table("safety")
+    rows = [(t, a, v) for t, by in table.items() for a, v in by.items()]
+    matrix = AnnotationMatrix.from_long(*zip(*rows, strict=True))
+    expected = annotator_agreement(
+        matrix, level="ordinal", value_domain=range(K), n_resamples=1000, confidence=0.8
+    )
+    got = out.inter_annotator["safety"].all_annotators.agreement
+    assert set(got) == set(expected)
+    for name, metric in expected.items():
+        assert (got[name].ci_low, got[name].ci_high) == pytest.approx(
+            (metric.ci_low, metric.ci_high)
         )
 
 
