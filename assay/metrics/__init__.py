@@ -139,6 +139,7 @@ _NAMES = {
     "_intervals": (
         "bootstrap_ci",
         "clopper_pearson_interval",
+        "mean_of_two_rates_interval",
         "newcombe_paired_interval",
         "wilson_interval",
     ),
@@ -199,7 +200,7 @@ _NAMES = {
         "pilot_moments",
     ),
     "_prevalence": ("PrevalenceEstimate", "corrected_prevalence", "rogan_gladen"),
-    "_rates": ("binomial_rate", "mean_ci", "rate"),
+    "_rates": ("balanced_rate", "binomial_rate", "mean_ci", "rate"),
     "_robust_vote": ("capped_weights", "reliability_weights", "trimmed_mean", "weighted_vote"),
     "_report": ("TRADE_OFFS", "MetricKind", "agreement_confusion", "agreement_metrics"),
     "_sample_shift": ("FeatureKind", "SampleComparison", "compare_samples"),
@@ -245,6 +246,7 @@ __all__ = [
     "weight_matrix",
     "fit_threshold",
     "rate",
+    "balanced_rate",
     "binomial_rate",
     "mean_ci",
     # agreement
@@ -277,6 +279,7 @@ __all__ = [
     "Resamples",
     "bootstrap_ci",
     "clopper_pearson_interval",
+    "mean_of_two_rates_interval",
     "wilson_interval",
     "cluster_bootstrap_ci",
     "cluster_mean",
@@ -607,6 +610,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from assay.metrics._intervals import (
         bootstrap_ci,
         clopper_pearson_interval,
+        mean_of_two_rates_interval,
         newcombe_paired_interval,
         wilson_interval,
     )
@@ -667,7 +671,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         pilot_moments,
     )
     from assay.metrics._prevalence import PrevalenceEstimate, corrected_prevalence, rogan_gladen
-    from assay.metrics._rates import binomial_rate, mean_ci, rate
+    from assay.metrics._rates import balanced_rate, binomial_rate, mean_ci, rate
     from assay.metrics._report import (
         TRADE_OFFS,
         MetricKind,

@@ -1,4 +1,5 @@
 """A proportion over independent items (a pass rate, a false positive rate) with its exact
+interval, a balanced accuracy (the mean of two such proportions) with its MOVER–Wilson
 interval, and the mean of per-item values with a seeded bootstrap interval."""
 
 from __future__ import annotations
@@ -8,8 +9,12 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from assay.metrics._intervals import bootstrap_ci, clopper_pearson_interval
-from assay.metrics._value import CLOPPER_PEARSON, MetricValue, with_ci
+from assay.metrics._intervals import (
+    bootstrap_ci,
+    clopper_pearson_interval,
+    mean_of_two_rates_interval,
+)
+from assay.metrics._value import CLOPPER_PEARSON, MOVER_WILSON, MetricValue, with_ci
 
 
 def binomial_rate(
@@ -24,6 +29,29 @@ def binomial_rate(
         return MetricValue(math.nan, None, None, 0, note=f"undefined: {why_undefined}", count=0)
     low, high = clopper_pearson_interval(count, n, confidence)
     return MetricValue(count / n, low, high, n, count=count, ci_method=CLOPPER_PEARSON)
+
+
+def balanced_rate(
+    positives_found: int,
+    positives: int,
+    negatives_found: int,
+    negatives: int,
+    *,
+    confidence: float = 0.95,
+    why_undefined: str = "a group has no item",
+) -> MetricValue:
+    """A balanced accuracy, ``(positives_found / positives + negatives_found / negatives) / 2``
+    (the mean of the true positive and true negative rates), with its MOVER–Wilson interval
+    (:func:`mean_of_two_rates_interval`); ``n`` is the items of both groups. Undefined (nan,
+    no interval; the note says ``why_undefined``) when either group is empty."""
+    for value, name in ((positives_found, "positives_found"), (negatives_found, "negatives_found")):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    tp, pos, tn, neg = (int(x) for x in (positives_found, positives, negatives_found, negatives))
+    if pos == 0 or neg == 0:
+        return MetricValue(math.nan, None, None, pos + neg, note=f"undefined: {why_undefined}")
+    low, high = mean_of_two_rates_interval(tp, pos, tn, neg, confidence)
+    return MetricValue((tp / pos + tn / neg) / 2, low, high, pos + neg, ci_method=MOVER_WILSON)
 
 
 def rate(outcomes: ArrayLike, *, confidence: float = 0.95) -> MetricValue | None:

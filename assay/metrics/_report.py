@@ -3,8 +3,10 @@
 This is what a run report and MLflow log: a fixed, ordered set of named :class:`MetricValue`
 chosen by the scale kind. A rate over independent items (accuracy, error rate, FPR, FNR,
 failure precision and incidence) is a count of its denominator with an exact (Clopper–Pearson)
-interval; every other metric has a percentile bootstrap interval, all drawn from one seeded
-index matrix so that they are resampled over the same items.
+interval, and balanced accuracy, the mean of two such rates, has their MOVER–Wilson interval
+(a bootstrap's loses its width, and its coverage, when a class has few items); every other
+metric has a percentile bootstrap interval, all drawn from one seeded index matrix so that
+they are resampled over the same items.
 
 A rater that puts every item in one category makes κ zero by construction (chance agreement is
 all the agreement there is), so κ is reported as undefined then; a judge that gives one verdict
@@ -46,7 +48,7 @@ from assay.metrics._intervals import (
 )
 from assay.metrics._kappa import KappaWeights, _kappa_batched
 from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
-from assay.metrics._rates import binomial_rate
+from assay.metrics._rates import balanced_rate, binomial_rate
 from assay.metrics._validate import category_ranks, check_k, in_category_order, label_pair
 from assay.metrics._value import MetricValue, with_ci
 
@@ -79,8 +81,9 @@ class _Spec:
     # and to tell when ``statistic`` returned a conventional value instead of nan.
     strict: Callable[..., NDArray[np.float64]] | None = None
     # A proportion over independent items, reported exactly (a count of its denominator with a
-    # Clopper–Pearson interval at the given confidence), not with a bootstrap interval; the
-    # statistics above serve the paired comparison's bootstrap of differences.
+    # Clopper–Pearson interval at the given confidence), or the mean of two (balanced accuracy,
+    # with its MOVER–Wilson interval), not with a bootstrap interval; the statistics above
+    # serve the paired comparison's bootstrap of differences.
     rate: Callable[[float], MetricValue] | None = None
 
 
@@ -136,12 +139,21 @@ def _specs(
         ]
     if kind == "binary":
         negatives, positives = ref == 0, ref == 1
+        lacks = f"{r} lacks a negative ({shown(0)}) or a positive ({shown(1)})"
         specs += [
             _Spec(
                 "balanced_accuracy",
                 _balanced_accuracy_batched,
                 pair,
-                f"{r} lacks a negative ({shown(0)}) or a positive ({shown(1)})",
+                lacks,
+                rate=lambda confidence: balanced_rate(
+                    int((positives & (cand == 1)).sum()),
+                    int(positives.sum()),
+                    int((negatives & (cand == 0)).sum()),
+                    int(negatives.sum()),
+                    confidence=confidence,
+                    why_undefined=lacks,
+                ),
             ),
             _Spec(
                 "error_rate", _error_rate_batched, pair, "", rate=_counted(~agree, everything, "")
@@ -238,7 +250,9 @@ def agreement_metrics(
 
     The rates (accuracy, error rate, FPR, FNR, failure precision and incidence) are counts:
     ``count`` of ``n`` (FPR's ``n`` is the reference's negatives) with a Clopper–Pearson
-    interval at ``confidence``. The other metrics have a seeded percentile bootstrap CI;
+    interval at ``confidence``; balanced accuracy has the MOVER–Wilson interval of the mean of
+    its two rates (:func:`~assay.metrics.balanced_rate`). The other metrics have a seeded
+    percentile bootstrap CI;
     replicates where one is undefined are dropped (and the note counts them), and a CI of no
     width is said to be one. An undefined value is nan with a note — κ when either rater puts
     every item in one category; failure precision/incidence with a zero denominator are 0.0

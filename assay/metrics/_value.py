@@ -21,6 +21,7 @@ from pydantic.dataclasses import dataclass
 # How an interval was computed, as ``MetricValue.ci_method`` names it.
 CLOPPER_PEARSON = "Clopper–Pearson"
 WILSON = "Wilson"
+MOVER_WILSON = "MOVER–Wilson"
 BOOTSTRAP = "percentile bootstrap"
 CLUSTER_BOOTSTRAP = "cluster bootstrap"
 CLOPPER_PEARSON_CLUSTERS = "Clopper–Pearson over clusters"
@@ -82,7 +83,7 @@ class MetricDict(TypedDict):
 class MetricValue:
     """One reported metric. ``value`` is nan when the metric is undefined (``note`` says why;
     JSON writes it as ``null``); ``ci_low``/``ci_high`` are None when no interval could be
-    computed and ``ci_method`` says how they were (:data:`CLOPPER_PEARSON`, :data:`WILSON`, :data:`BOOTSTRAP`,
+    computed and ``ci_method`` says how they were (:data:`CLOPPER_PEARSON`, :data:`WILSON`, :data:`MOVER_WILSON`, :data:`BOOTSTRAP`,
     :data:`CLUSTER_BOOTSTRAP`, :data:`CLOPPER_PEARSON_CLUSTERS`). ``n`` counts what the metric is over: a rate's denominator (the
     reference's negatives for a false positive rate), else the items; a rate also has its
     numerator, ``count`` (``value == count / n``)."""

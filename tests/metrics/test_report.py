@@ -60,7 +60,9 @@ def test_names_and_order(kind, k, threshold, names):
         assert value.ci_low <= value.value <= value.ci_high
         if name not in RATES:  # a rate's n is its denominator (test_rates_are_counts_...)
             assert value.n == len(ref) and value.count is None
-            assert value.ci_method == "percentile bootstrap"
+            assert value.ci_method == (
+                "MOVER–Wilson" if name == "balanced_accuracy" else "percentile bootstrap"
+            )
 
 
 def test_ordinal_values_equal_the_public_functions():
@@ -156,8 +158,10 @@ def test_a_judge_with_one_verdict_has_no_kappa_and_honest_rates():
             "the judge gave one verdict (unsafe) on every item, so this rate is won or lost "
             "by construction"
         )
-    assert r["balanced_accuracy"].value == 0.5
-    assert "an interval of no width" in r["balanced_accuracy"].note
+    # balanced accuracy 0.5 by construction, with the width of its two rates' intervals
+    balanced = r["balanced_accuracy"]
+    assert balanced.value == 0.5 and balanced.ci_low < 0.5 < balanced.ci_high
+    assert balanced.note == "the judge gave one verdict (unsafe) on every item"
     # the reference in one category: κ undefined whatever the judge says
     one_class = agreement_metrics([1] * 6, [1, 0, 1, 1, 0, 1], kind="binary", k=2)
     assert math.isnan(one_class["kappa_categorical"].value)
@@ -196,7 +200,7 @@ def test_rates_are_counts_of_their_denominator_with_exact_intervals(seed):
 
 
 def test_dropped_replicates_are_counted_in_the_note():
-    ref, cand = [0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 1, 0]
+    ref, cand = [0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 1, 1]
     r = agreement_metrics(ref, cand, kind="binary", k=2)
     # the items are resampled in their canonical order (by their categories' counts)
     from assay.metrics._intervals import canonical_order
@@ -208,9 +212,9 @@ def test_dropped_replicates_are_counted_in_the_note():
     resampled = ref_[order][idx]
     one_class = int(((resampled == 0).all(axis=1) | (resampled == 1).all(axis=1)).sum())
     assert one_class > 0
-    assert r["balanced_accuracy"].note == (
+    assert r["kappa_categorical"].note.startswith(
         f"{one_class} of 1000 bootstrap replicates were dropped as undefined: "
-        "the reference lacks a negative (index 0) or a positive (index 1)"
+        "the reference or the candidate put every item in one category"
     )
 
 
@@ -275,3 +279,55 @@ def test_mismatched_lengths_name_the_arguments():
         agreement_metrics([0, 1, 2], [0, 1], kind="ordinal", k=3)
     with pytest.raises(ValueError, match="candidate has label 3"):
         agreement_confusion([0, 1], [0, 3], 3)
+
+
+def test_balanced_accuracy_has_the_mover_interval_of_its_two_rates():
+    """Balanced accuracy is the mean of the true positive rate over the reference's positives
+    and the true negative rate over its negatives: its interval combines their Wilson
+    intervals (statsmodels' ``proportion_confint(method="wilson")``) by MOVER (Zou & Donner
+    2008); sklearn gives the value."""
+    from sklearn.metrics import balanced_accuracy_score
+    from statsmodels.stats.proportion import proportion_confint
+
+    rng = np.random.default_rng(4)
+    ref = (rng.random(60) < 0.2).astype(int)
+    cand = np.where(rng.random(60) < 0.85, ref, 1 - ref)
+    m = agreement_metrics(ref, cand, kind="binary", k=2, confidence=0.9)["balanced_accuracy"]
+    tp, pos = int(((ref == 1) & (cand == 1)).sum()), int((ref == 1).sum())
+    tn, neg = int(((ref == 0) & (cand == 0)).sum()), int((ref == 0).sum())
+    (l1, u1), (l2, u2) = (
+        proportion_confint(c, t, alpha=0.1, method="wilson") for c, t in ((tp, pos), (tn, neg))
+    )
+    p1, p2 = tp / pos, tn / neg
+    assert m.value == pytest.approx(balanced_accuracy_score(ref, cand))
+    assert (m.ci_low, m.ci_high) == pytest.approx(
+        (
+            (p1 + p2) / 2 - math.hypot(p1 - l1, p2 - l2) / 2,
+            (p1 + p2) / 2 + math.hypot(u1 - p1, u2 - p2) / 2,
+        )
+    )
+    assert (m.n, m.ci_method) == (60, "MOVER–Wilson")
+    undefined = agreement_metrics([0, 0, 0], [0, 1, 0], kind="binary", k=2)["balanced_accuracy"]
+    assert math.isnan(undefined.value) and undefined.ci_low is None
+    assert (
+        undefined.note
+        == "undefined: the reference lacks a negative (index 0) or a positive (index 1)"
+    )
+
+
+def test_balanced_accuracy_s_interval_covers_with_a_rare_class():
+    """Seeded simulation: 20 items, 15% positives, a judge with true positive rate 0.8 and true
+    negative rate 0.9 (balanced accuracy 0.85). A percentile bootstrap over the items covered
+    0.85 in about 60% of draws at 95% (3 positives all found give a true positive rate of 1
+    in every resample); the interval must cover in at least 92%."""
+    rng = np.random.default_rng(1)
+    covered = drawn = 0
+    for draw in range(600):
+        ref = (rng.random(20) < 0.15).astype(int)
+        cand = np.where(ref == 1, rng.random(20) < 0.8, rng.random(20) < 0.1).astype(int)
+        if ref.min() == ref.max():
+            continue
+        m = agreement_metrics(ref, cand, kind="binary", k=2, seed=draw)["balanced_accuracy"]
+        drawn += 1
+        covered += m.ci_low <= 0.85 <= m.ci_high
+    assert covered / drawn >= 0.92
