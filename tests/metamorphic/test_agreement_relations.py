@@ -162,3 +162,68 @@ def test_renaming_the_items_keeps_the_figures_and_the_disagreements_carry_the_ne
         assert sorted((back[d["id"]], d["judge_label"]) for d in moved["disagreements"]) == sorted(
             (d["id"], d["judge_label"]) for d in base["disagreements"]
         )
+
+
+def two_tables(folder: Path, reference, judge, scale: str, capsys, *extra: str) -> dict:
+    """``assay agreement --json`` of two ``(item, score)`` tables on ``scale``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, rows in (("ref.csv", reference), ("judge.csv", judge)):
+        (folder / name).write_text("item,score\n" + "".join(f"{i},{s}\n" for i, s in rows))
+    argv = ["agreement", "--json", str(folder / "ref.csv"), str(folder / "judge.csv")]
+    argv += ["--id-column", "item", "--score-column", "score", "--scale", scale, *extra]
+    capsys.readouterr()
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def scores(seed: int, n: int, top: int) -> tuple[list[tuple], list[tuple]]:
+    """A reference on 1..top and a judge within a step of it, 70% of the time on it."""
+    rng = random.Random(seed)
+    ref = [rng.randint(1, top) for _ in range(n)]
+    judge = [r if rng.random() < 0.7 else min(top, max(1, r + rng.choice((-1, 1)))) for r in ref]
+    return [(f"i{i}", s) for i, s in enumerate(ref)], [(f"i{i}", s) for i, s in enumerate(judge)]
+
+
+@pytest.mark.parametrize(("scale", "top"), [("1-5", 5), ("binary", 2)])
+def test_the_data_set_twice_keeps_every_value_and_narrows_every_interval(
+    tmp_path, capsys, scale, top
+):
+    """Each item twice (as a new item): every figure is a share or a moment of the pairs, so
+    its value stays; its interval is over twice the items, so it narrows."""
+    ref, judge = scores(5, 60, top)
+    if scale == "binary":  # 1..2 as 0..1
+        ref, judge = ([(i, s - 1) for i, s in side] for side in (ref, judge))
+    twice = [*ref, *[(f"{i}-again", s) for i, s in ref]]
+    judge_twice = [*judge, *[(f"{i}-again", s) for i, s in judge]]
+    extra = ("--threshold", "3") if scale == "1-5" else ()
+    base = two_tables(tmp_path / "once", ref, judge, scale, capsys, *extra)
+    doubled = two_tables(tmp_path / "twice", twice, judge_twice, scale, capsys, *extra)
+    assert doubled["n"] == 2 * base["n"]
+    assert base["metrics"].keys() == doubled["metrics"].keys()
+    for name, m in base["metrics"].items():
+        d = doubled["metrics"][name]
+        assert d["value"] == pytest.approx(m["value"]), name
+        assert d["n"] == 2 * m["n"], name
+        assert d["ci_high"] - d["ci_low"] < m["ci_high"] - m["ci_low"], name
+
+
+def test_swapping_the_judge_and_the_reference_keeps_the_symmetric_figures(tmp_path, capsys):
+    """κ (every weighting), accuracy, CCC, the correlations and MAE do not say which side is
+    the reference: their values stay when the files swap places. Failure precision (true
+    failures among the flagged) and incidence (flagged among the true failures) trade places,
+    counts and intervals too."""
+    ref, judge = scores(8, 50, 5)
+    extra = ("--threshold", "3")
+    base = two_tables(tmp_path / "base", ref, judge, "1-5", capsys, *extra)
+    swapped = two_tables(tmp_path / "swapped", judge, ref, "1-5", capsys, *extra)
+    symmetric = ["kappa_categorical", "kappa_linear", "kappa_quadratic", "kappa_binary"]
+    symmetric += ["accuracy", "ccc", "pearson", "spearman", "mae"]
+    for name in symmetric:
+        assert swapped["metrics"][name]["value"] == pytest.approx(base["metrics"][name]["value"])
+    keys = ("value", "count", "n", "ci_low", "ci_high")
+    a, b = "failure_precision", "failure_incidence"
+    assert [swapped["metrics"][a][k] for k in keys] == [base["metrics"][b][k] for k in keys]
+    assert [swapped["metrics"][b][k] for k in keys] == [base["metrics"][a][k] for k in keys]
+    assert swapped["confusion_matrix"]["rows_reference"] == [
+        list(col) for col in zip(*base["confusion_matrix"]["rows_reference"], strict=True)
+    ]
