@@ -193,14 +193,16 @@ def paired_comparison(
         raise ValueError(f"a binary scale has k=2 categories, got k={k}")
     # the figures depend neither on the rows' order nor on how the scale lists or names
     # categories whose order means nothing
+    threshold = _check_threshold(threshold, k)
     ranks = None
     if kind == "categorical" and labels is not None:
-        labels, (ref, a_idx, b_idx) = in_category_order(labels, ref, a_idx, b_idx)
+        labels, (ref, a_idx, b_idx) = in_category_order(
+            labels, ref, a_idx, b_idx, threshold=threshold
+        )
     elif kind == "binary":
         ranks = category_ranks(labels or [str(i) for i in range(k)], ref, a_idx, b_idx)
     order = canonical_order(ref, a_idx, b_idx, ranks=ranks)
     ref, a_idx, b_idx = ref[order], a_idx[order], b_idx[order]
-    threshold = _check_threshold(threshold, k)
     n_resamples = _check_resamples(n_resamples)
     _check_confidence(1 - level)
     _check_confidence(power)

@@ -269,16 +269,16 @@ def agreement_metrics(
         raise ValueError(f"a binary scale has k=2 categories, got k={k}")
     # the figures depend neither on the rows' order nor on how the scale lists or names
     # categories whose order means nothing
+    if k < 2:
+        raise ValueError(f"agreement needs at least 2 categories, got k={k}")
+    threshold = _check_threshold(threshold, k)
     ranks = None
     if kind == "categorical" and labels is not None:
-        labels, (ref, cand) = in_category_order(labels, ref, cand)
+        labels, (ref, cand) = in_category_order(labels, ref, cand, threshold=threshold)
     elif kind == "binary":
         ranks = category_ranks(labels or [str(i) for i in range(k)], ref, cand)
     order = canonical_order(ref, cand, ranks=ranks)
     ref, cand = ref[order], cand[order]
-    if k < 2:
-        raise ValueError(f"agreement needs at least 2 categories, got k={k}")
-    threshold = _check_threshold(threshold, k)
     n_resamples = _check_resamples(n_resamples)
     confidence = _check_confidence(confidence)
 

@@ -100,13 +100,25 @@ def category_ranks(labels: Sequence[str], *arrays: NDArray[np.int64]) -> NDArray
 
 
 def in_category_order(
-    labels: Sequence[str], *arrays: NDArray[np.int64]
+    labels: Sequence[str], *arrays: NDArray[np.int64], threshold: int | None = None
 ) -> tuple[list[str], list[NDArray[np.int64]]]:
     """Unordered categories recoded in :func:`category_ranks`' order: the labels in that order
     and each array's indices into them. A statistic of unordered categories reads indices only
     as equal or not, so its value is the same; computed on these codes it is the same to the
-    last digit, and so is its interval, however the scale lists or names its labels."""
+    last digit, and so is its interval, however the scale lists or names its labels.
+
+    ``threshold`` (an index: failure = a category listed before it) splits the categories by
+    how the scale lists them, and that split must survive the recoding: the categories before
+    it stay before it and it keeps its place, so ``code < threshold`` is a failure exactly when
+    ``index < threshold`` was, and ``labels[threshold]`` still names it. Only the order within
+    each side is the data's."""
     rank = category_ranks(labels, *arrays)
+    if threshold is not None:
+        index = np.arange(len(labels))
+        side = np.where(index < threshold, 0, np.where(index == threshold, 1, 2))
+        order = np.lexsort((rank, side))
+        rank = np.empty(len(labels), dtype=np.int64)
+        rank[order] = index
     placed = [""] * len(labels)
     for i, r in enumerate(rank):
         placed[r] = str(labels[i])

@@ -203,3 +203,23 @@ def test_no_difference_gives_items_needed():
     )
     for d in res.differences:
         assert d.better is None and d.items_needed is not None and d.items_needed > 50
+
+
+def test_a_threshold_on_named_unordered_categories_fails_the_categories_listed_before_it():
+    """Categories listed ``zeta, mid, alpha, beta`` (recoded by their counts, which put them in
+    another order) with ``threshold=2``: each judge's failure figures are its flags below
+    ``alpha`` (zeta, mid) against the reference's, by hand, as in agreement_metrics."""
+    rng = np.random.default_rng(3)
+    ref = rng.choice(4, size=90, p=[0.4, 0.3, 0.2, 0.1])
+    a = np.where(rng.random(90) < 0.8, ref, rng.integers(0, 4, 90))
+    b = np.where(rng.random(90) < 0.6, ref, rng.integers(0, 4, 90))
+    labels = ["zeta", "mid", "alpha", "beta"]
+    res = paired_comparison(ref, a, b, kind="categorical", k=4, threshold=2, labels=labels)
+    by_metric = {d.metric: d for d in res.differences}
+    for judge, side in ((a, "a"), (b, "b")):
+        true_failure, flagged = ref < 2, judge < 2
+        hits = (true_failure & flagged).sum()
+        precision = getattr(by_metric["failure_precision"], side)
+        incidence = getattr(by_metric["failure_incidence"], side)
+        assert precision == pytest.approx(hits / flagged.sum())
+        assert incidence == pytest.approx(hits / true_failure.sum())

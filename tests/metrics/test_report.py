@@ -331,3 +331,31 @@ def test_balanced_accuracy_s_interval_covers_with_a_rare_class():
         drawn += 1
         covered += m.ci_low <= 0.85 <= m.ci_high
     assert covered / drawn >= 0.92
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_threshold_on_named_unordered_categories_fails_the_categories_listed_before_it(seed):
+    """``--scale zeta,mid,alpha --threshold 1``: failure is a verdict listed before ``mid``
+    (``zeta``). The categories are recoded in an order of their own so that the listing moves
+    no figure; the threshold was then read in the recoded order, which failed other categories
+    (on five items: 'flagged no failure', where 1 of 2 flags was a true failure). The failure
+    figures against their counts by hand and κ on the binarised pairs against scikit-learn."""
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(seed)
+    ref = rng.choice(4, size=80, p=[0.4, 0.3, 0.2, 0.1])  # recoded: beta, alpha, mid, zeta
+    cand = np.where(rng.random(80) < 0.7, ref, rng.integers(0, 4, size=80))
+    labels = ["zeta", "mid", "alpha", "beta"]
+    r = agreement_metrics(ref, cand, kind="categorical", k=4, threshold=2, labels=labels)
+    true_failure, flagged = ref < 2, cand < 2
+    precision, incidence = r["failure_precision"], r["failure_incidence"]
+    assert (precision.count, precision.n) == ((true_failure & flagged).sum(), flagged.sum())
+    assert (incidence.count, incidence.n) == ((true_failure & flagged).sum(), true_failure.sum())
+    assert r["kappa_binary"].value == pytest.approx(cohen_kappa_score(ref >= 2, cand >= 2))
+    assert r["kappa_categorical"].value == pytest.approx(cohen_kappa_score(ref, cand))
+    assert (
+        "the threshold alpha"
+        in agreement_metrics(
+            ref, np.full(80, 3), kind="categorical", k=4, threshold=2, labels=labels
+        )["kappa_binary"].note
+    )
