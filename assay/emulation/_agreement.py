@@ -138,7 +138,7 @@ def failure_metrics(
     ``assay evaluate`` reports them, on the trajectories.
 
     ``true_failure`` must already exclude emulations with critical issues. A zero denominator
-    gives 0 by convention with a note saying so, and no interval.
+    makes the rate undefined (nan, no interval), with a note saying why.
     """
     names = ("identified_failure_precision", "true_failure_incidence")
     if not len(true_failure):

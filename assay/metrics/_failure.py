@@ -60,16 +60,19 @@ def failure_rates(
     """Failure precision (true failures among the flagged) and incidence (flagged among the
     true failures), each ``count`` of ``n`` with its exact (Clopper–Pearson) interval.
 
-    A zero denominator gives 0.0 by convention, with no interval and a note saying so and why
-    (``no_flag`` when nothing was flagged, ``no_failure`` when there is no true failure).
+    A zero denominator makes the rate undefined (nan, no interval), with a note saying why
+    (``no_flag`` when nothing was flagged, ``no_failure`` when there is no true failure): a
+    judge that flags nothing has no failure precision, and the 0.0 of ToolEmu's convention
+    (:func:`failure_precision`'s ``zero_division``) read as a judge whose every flag was wrong
+    — in a table without its note, in MLflow, beside another judge's 0.0 of 0 of 12 flags.
     """
     t, f = bool_pair(true_failure, flagged, _NAMES)
     hits = int((t & f).sum())
 
     def rate(over: int, why: str) -> MetricValue:
-        if over == 0:
-            return MetricValue(0.0, None, None, 0, note=f"0.0 by convention: {why}", count=0)
-        return binomial_rate(hits, over, confidence=confidence)
+        return binomial_rate(
+            hits, over, confidence=confidence, why_undefined=f"{why} (ToolEmu's convention: 0.0)"
+        )
 
     return FailureRates(rate(int(f.sum()), no_flag), rate(int(t.sum()), no_failure))
 

@@ -236,11 +236,11 @@ def paired_comparison(
 
     rows = []
     for spec_a, spec_b in specs:
-        strict_a = spec_a.strict or spec_a.statistic
-        strict_b = spec_b.strict or spec_b.statistic
         split = len(spec_a.arrays)
 
-        def diff(*arrays, fa=strict_a, fb=strict_b, split=split) -> NDArray[np.float64]:
+        def diff(
+            *arrays, fa=spec_a.statistic, fb=spec_b.statistic, split=split
+        ) -> NDArray[np.float64]:
             return fb(*arrays[split:]) - fa(*arrays[:split])
 
         value_a = float(spec_a.statistic(*(x[None, :] for x in spec_a.arrays))[0])

@@ -74,12 +74,10 @@ class _Spec:
     """How to compute one reported metric from the paired arrays."""
 
     name: str
-    statistic: Callable[..., NDArray[np.float64]]  # batched; the value reported
+    # batched, nan where undefined (so the bootstrap drops the replicates where it is)
+    statistic: Callable[..., NDArray[np.float64]]
     arrays: tuple[NDArray, ...]
-    undefined: str  # why the strict statistic can be nan
-    # Batched and nan where undefined: used for the replicates (so undefined ones are dropped)
-    # and to tell when ``statistic`` returned a conventional value instead of nan.
-    strict: Callable[..., NDArray[np.float64]] | None = None
+    undefined: str  # why the statistic can be nan
     # A proportion over independent items, reported exactly (a count of its denominator with a
     # Clopper–Pearson interval at the given confidence), or the mean of two (balanced accuracy,
     # with its MOVER–Wilson interval), not with a bootstrap interval; the statistics above
@@ -195,18 +193,16 @@ def _specs(
             ),
             _Spec(
                 "failure_precision",
-                partial(_failure_precision_batched, zero_division=0.0),
+                partial(_failure_precision_batched, zero_division=np.nan),
                 fail,
                 why["no_flag"],
-                strict=partial(_failure_precision_batched, zero_division=np.nan),
                 rate=lambda confidence: failures(confidence).precision,
             ),
             _Spec(
                 "failure_incidence",
-                partial(_failure_incidence_batched, zero_division=0.0),
+                partial(_failure_incidence_batched, zero_division=np.nan),
                 fail,
                 why["no_failure"],
-                strict=partial(_failure_incidence_batched, zero_division=np.nan),
                 rate=lambda confidence: failures(confidence).incidence,
             ),
         ]
@@ -255,8 +251,8 @@ def agreement_metrics(
     percentile bootstrap CI;
     replicates where one is undefined are dropped (and the note counts them), and a CI of no
     width is said to be one. An undefined value is nan with a note — κ when either rater puts
-    every item in one category; failure precision/incidence with a zero denominator are 0.0
-    with a note. A candidate that gives one verdict on every item is named in every note.
+    every item in one category, failure precision when nothing was flagged and incidence when
+    there is no true failure (a zero denominator). A candidate that gives one verdict on every item is named in every note.
     ``names`` are the two raters as the notes name them (``("the reference", "the judge")``),
     ``labels`` the categories' names (default: their indices). How a scale lists or names
     categories whose order means nothing moves no figure: unordered categories are computed
@@ -297,9 +293,7 @@ def agreement_metrics(
             results[spec.name] = spec.rate(confidence).with_notes(notes)
             continue
         value = float(spec.statistic(*(a[None, :] for a in spec.arrays))[0])
-        ci = _percentile_ci(
-            _replicates(spec.strict or spec.statistic, list(spec.arrays), indices), confidence
-        )
+        ci = _percentile_ci(_replicates(spec.statistic, list(spec.arrays), indices), confidence)
         results[spec.name] = with_ci(value, ci, n, why_undefined=spec.undefined, notes=notes)
     return results
 

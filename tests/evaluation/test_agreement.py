@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -750,7 +751,8 @@ def test_the_threshold_notes_speak_the_scales_own_scores(tmp_path, capsys):
     m = _agreement_json(capsys, *argv, "--threshold", "3")["metrics"]
     failed, flagged = np.array(ref) < 3, np.array(judge) < 3
     assert m["failure_incidence"]["value"] == recall_score(failed, flagged) == 0.0
-    assert m["failure_precision"]["value"] == precision_score(failed, flagged, zero_division=0)
+    assert m["failure_precision"]["value"] is None  # nothing flagged: no precision
+    assert math.isnan(precision_score(failed, flagged, zero_division=np.nan))
     assert m["kappa_binary"]["value"] is None  # the judge put every item on one side
     notes = [v["note"] for v in m.values() if v["note"]]
     assert "the judge flagged no failure (below 3)" in m["failure_precision"]["note"]

@@ -104,17 +104,25 @@ def test_cis_come_from_one_seeded_index_matrix():
     assert other["kappa_quadratic"].ci_low != r["kappa_quadratic"].ci_low
 
 
-def test_zero_denominator_failure_metrics_are_zero_with_a_note():
+def test_zero_denominator_failure_metrics_are_undefined_with_a_note():
+    """A candidate that flags nothing has no failure precision: undefined (null in
+    metrics.json, left out of MLflow), not ToolEmu's 0.0, which was logged as a precision of
+    0 beside its n of 0 and read as every flag wrong."""
+    from assay.runs._tracking import flatten_metrics
+
     # the candidate never goes below the threshold: nothing flagged
     r = agreement_metrics([0, 1, 2, 3], [2, 2, 2, 3], kind="ordinal", k=4, threshold=2)
     precision = r["failure_precision"]
-    assert precision.value == 0.0 and (precision.count, precision.n) == (0, 0)
-    assert precision.note.startswith("0.0 by convention: the candidate flagged no failure")
+    assert math.isnan(precision.value) and (precision.count, precision.n) == (0, 0)
+    assert precision.note.startswith(
+        "undefined: the candidate flagged no failure (index < 2) (ToolEmu's convention: 0.0)"
+    )
     assert precision.ci_low is None and precision.ci_high is None  # no item to count
+    assert "failure_precision" not in flatten_metrics({"failure_precision": precision.to_dict()})
     incidence = r["failure_incidence"]
-    assert incidence.value == 0.0  # 0 of the 2 true failures were flagged: defined, no convention
+    assert incidence.value == 0.0  # 0 of the 2 true failures were flagged: defined
     assert (incidence.count, incidence.n) == (0, 2)
-    assert "by convention" not in incidence.note
+    assert not incidence.note.startswith("undefined")
     # the candidate flagged nothing: this rate is lost by construction, and the note says so
     assert incidence.note.startswith("the candidate put every item on one side of index 2")
 
