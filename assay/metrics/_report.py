@@ -9,7 +9,8 @@ metric has a percentile bootstrap interval, all drawn from one seeded index matr
 they are resampled over the same items.
 
 A rater that puts every item in one category makes κ zero by construction (chance agreement is
-all the agreement there is), so κ is reported as undefined then; a judge that gives one verdict
+all the agreement there is), and Lin's CCC too (it has no covariance), so both are reported as
+undefined then; a judge that gives one verdict
 everywhere is said so in each metric's note, and the rates it wins by construction (a judge
 that calls everything unsafe misses no unsafe item) are named in :data:`TRADE_OFFS`.
 """
@@ -99,6 +100,13 @@ def _kappa_defined(
     return np.where(_varies(y_true) & _varies(y_pred), kappa, np.nan)
 
 
+def _ccc_defined(y_true: NDArray, y_pred: NDArray) -> NDArray[np.float64]:
+    """Lin's CCC, nan where either rater put every item in one category: it is 0 there
+    whatever the constant (no covariance), or undefined (0/0) when both are the same one — as
+    κ, it measures nothing then, and 0.000 read as no concordance."""
+    return np.where(_varies(y_true) & _varies(y_pred), _ccc_batched(y_true, y_pred), np.nan)
+
+
 def _specs(
     kind: str,
     k: int,
@@ -116,8 +124,8 @@ def _specs(
         index."""
         return labels[index] if labels is not None else f"index {index}"
 
-    def one_category(what: str) -> str:
-        return f"{r} or {c} put every item {what} (κ is 0 by construction then)"
+    def one_category(what: str, metric: str = "κ") -> str:
+        return f"{r} or {c} put every item {what} ({metric} is 0 by construction then)"
 
     same = one_category("in one category")
     agree = ref == cand
@@ -130,7 +138,7 @@ def _specs(
         specs += [
             _Spec("kappa_linear", partial(_kappa_defined, k=k, weights="linear"), pair, same),
             _Spec("kappa_quadratic", partial(_kappa_defined, k=k, weights="quadratic"), pair, same),
-            _Spec("ccc", _ccc_batched, pair, f"{r} and {c} are the same constant"),
+            _Spec("ccc", _ccc_defined, pair, one_category("in one category", "CCC")),
             _Spec("pearson", _pearson_batched, pair, f"{r} or {c} is constant"),
             _Spec("spearman", _spearman_batched, pair, f"{r} or {c} is constant"),
             _Spec("mae", _mae_batched, pair, ""),
@@ -250,9 +258,10 @@ def agreement_metrics(
     its two rates (:func:`~assay.metrics.balanced_rate`). The other metrics have a seeded
     percentile bootstrap CI;
     replicates where one is undefined are dropped (and the note counts them), and a CI of no
-    width is said to be one. An undefined value is nan with a note — κ when either rater puts
-    every item in one category, failure precision when nothing was flagged and incidence when
-    there is no true failure (a zero denominator). A candidate that gives one verdict on every item is named in every note.
+    width is said to be one. An undefined value is nan with a note — κ and CCC when either
+    rater puts every item in one category (Pearson and Spearman too), failure precision when
+    nothing was flagged and incidence when there is no true failure (a zero denominator). A
+    candidate that gives one verdict on every item is named in every note.
     ``names`` are the two raters as the notes name them (``("the reference", "the judge")``),
     ``labels`` the categories' names (default: their indices). How a scale lists or names
     categories whose order means nothing moves no figure: unordered categories are computed

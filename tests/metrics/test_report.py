@@ -367,3 +367,33 @@ def test_a_threshold_on_named_unordered_categories_fails_the_categories_listed_b
             ref, np.full(80, 3), kind="categorical", k=4, threshold=2, labels=labels
         )["kappa_binary"].note
     )
+
+
+def test_ccc_of_a_judge_with_one_verdict_is_undefined_as_kappa_is():
+    """Lin's CCC of a judge that says 2 on every item is 0 by its formula (no covariance),
+    whatever the 2 — printed as '0.000 [0.000, 0.000]', which read as no concordance measured.
+    It is undefined with the reason, as κ, Pearson and Spearman are; elsewhere it is Lin's."""
+    ref = np.array([0, 1, 2, 3, 1, 2, 0, 3, 2, 1])
+    for constant in (0, 2, 3):
+        cand = np.full(10, constant)
+        by_hand = (
+            2
+            * np.cov(ref, cand, bias=True)[0, 1]
+            / (ref.var() + cand.var() + (ref.mean() - cand.mean()) ** 2)
+        )
+        assert by_hand == 0.0
+        m = agreement_metrics(ref, cand, kind="ordinal", k=4, names=("the reference", "the judge"))
+        for name in ("ccc", "pearson", "spearman", "kappa_linear"):
+            assert math.isnan(m[name].value) and m[name].ci_low is None, name
+        assert m["ccc"].note.startswith(
+            "undefined: the reference or the judge put every item in one category "
+            "(CCC is 0 by construction then)"
+        )
+    cand = np.array([0, 1, 2, 3, 2, 2, 0, 3, 1, 1])
+    m = agreement_metrics(ref, cand, kind="ordinal", k=4)["ccc"]
+    lin = (
+        2
+        * np.cov(ref, cand, bias=True)[0, 1]
+        / (ref.var() + cand.var() + (ref.mean() - cand.mean()) ** 2)
+    )
+    assert m.value == pytest.approx(lin) and m.ci_low <= m.value <= m.ci_high
