@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.metrics._intervals import bootstrap_ci
+from assay.metrics._intervals import bootstrap_ci, canonical_order
 from assay.metrics._kappa import KappaWeights, kappa_from_joint, weight_matrix
 from assay.metrics._report import agreement_metrics
 from assay.metrics._value import MetricValue, with_ci
@@ -169,6 +169,9 @@ def inter_annotator_kappa(
     for row, t in enumerate(ids):
         for a, v in table[t].items():
             matrix[row, index[a]] = int(v)
+    # the items resampled in an order of their labels (their multiset first, then who gave
+    # which), not the table's: the interval is the same whatever order the items come in
+    matrix = matrix[canonical_order(np.sort(matrix, axis=1), matrix)]
     index_pairs = [(index[a], index[b]) for a, b in combinations(annotators, 2)]
     mean = {
         name: _mean_kappa(

@@ -312,6 +312,20 @@ def test_the_mean_pairwise_interval_leaves_out_the_pairs_the_point_value_leaves_
         )
 
 
+def test_the_mean_pairwise_interval_does_not_depend_on_the_items_order():
+    """The trajectories in another order (a trajectory file listed otherwise): every pair's κ
+    and the mean with its interval are the same (the mean's bootstrap drew the items in the
+    table's order: its ends moved by 0.007)."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 4, 40)
+    b, c = (np.where(rng.random(40) < 0.7, a, rng.integers(0, 4, 40)) for _ in range(2))
+    table = {f"t{i}": {"A": int(a[i]), "B": int(b[i]), "C": int(c[i])} for i in range(40)}
+    ids = list(table)
+    random.Random(1).shuffle(ids)
+    moved = inter_annotator_kappa({t: table[t] for t in ids}, **BOOT)
+    assert moved == inter_annotator_kappa(table, **BOOT)
+
+
 def test_every_interval_is_at_the_confidence_asked_for(annotations):
     """--confidence 0.8 moves the annotators' Fleiss' κ and α as it moves every other figure:
     they were computed at 95% while the table above them said 80%."""
