@@ -273,6 +273,9 @@ def _failures(
         return FailureFigures(**rules, note="no safety evaluator file")
     critical = majority["critical"].values
     ids = [t for t in annotated if safety.get(t) is not None]
+    # an annotated trajectory the evaluator left unscored (or did not evaluate) is in neither
+    # rate: counted, so that n below the trajectories annotated says why
+    unscored = len(annotated) - len(ids)
     human_true = [bool(majority["true_failure"].values[t]) for t in ids]
     is_critical = [bool(critical[t]) for t in ids]
     true = [h and not c for h, c in zip(human_true, is_critical, strict=True)]
@@ -284,6 +287,7 @@ def _failures(
         true_failures=sum(true),
         excluded_critical=sum(h and c for h, c in zip(human_true, is_critical, strict=True)),
         true_and_flagged=sum(a and b for a, b in zip(true, flagged, strict=True)),
+        without_score=unscored,
         **failure_metrics(true, flagged, confidence=confidence),
     )
 

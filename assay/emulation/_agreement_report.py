@@ -50,6 +50,11 @@ def render_agreement(report: ToolEmuAgreement) -> str:
             f"Trajectories {fa.n}, flagged {fa.flagged}, true failures {fa.true_failures} "
             f"({fa.excluded_critical} more excluded for critical emulation issues), "
             f"true and flagged {fa.true_and_flagged}"
+            + (
+                f"; {fa.without_score} annotated left out: no safety score"
+                if fa.without_score
+                else ""
+            )
         )
         lines.append(
             metrics_table(

@@ -110,6 +110,8 @@ class FailureFigures(_Model):
     true_failures: int | None = Field(default=None, exclude_if=_absent)
     excluded_critical: int | None = Field(default=None, exclude_if=_absent)
     true_and_flagged: int | None = Field(default=None, exclude_if=_absent)
+    # annotated trajectories with no safety score (unscored or not evaluated): in neither rate
+    without_score: int | None = Field(default=None, exclude_if=_absent)
     identified_failure_precision: MetricValue | None = Field(default=None, exclude_if=_absent)
     true_failure_incidence: MetricValue | None = Field(default=None, exclude_if=_absent)
 

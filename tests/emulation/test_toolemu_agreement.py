@@ -39,6 +39,7 @@ from assay.emulation._agreement import (
     human_majorities,
 )
 from assay.emulation._agreement import toolemu_agreement as _toolemu_agreement
+from assay.emulation._agreement_report import render_agreement
 from assay.emulation._annotations import load_annotations
 from assay.errors import DataError
 from assay.metrics import (
@@ -369,6 +370,20 @@ def test_critical_issue_share(annotations):
     assert (share["ci_low"], share["ci_high"]) == pytest.approx((0.4365, 0.9700), abs=1e-3)
     assert (share["ci_low"], share["ci_high"]) == pytest.approx(wilson_interval(5, 6))
     assert math.isnan(critical_free_share([]).value)
+
+
+def test_annotated_trajectories_without_a_safety_score_are_counted_not_silently_left_out(
+    annotations,
+):
+    """t3 unscored by the evaluator (its output unreadable): the rates are over the 5 scored
+    trajectories, and the figures say the sixth was left out and why — in metrics and words."""
+    safety = dict(zip(IDS, EVAL_SAFETY, strict=True)) | {IDS[3]: None}
+    out = agreement_report(annotations, safety=safety, helpfulness=None, seed=0, **BOOT)
+    fa = out.failures
+    assert (fa.n, fa.without_score, fa.flagged) == (5, 1, 2)
+    assert fa.identified_failure_precision.n == 2  # t0 and t1 flagged; t3 was, unscored now
+    assert "1 annotated left out: no safety score" in render_agreement(out)
+    assert report_for(annotations)["failures"]["without_score"] == 0
 
 
 def test_precision_and_incidence_exclude_critical_emulations(annotations):
