@@ -530,6 +530,8 @@ def test_an_expectation_logged_again_by_the_same_person_is_their_label_now(tmp_p
     from mlflow.entities import AssessmentSource
 
     monkeypatch.chdir(tmp_path)  # the store's trace artifacts go to ./mlruns: here
+    # the trace written before the assessments are attached to it (not queued)
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
     uri = f"sqlite:///{tmp_path / 'corrected.db'}"
     alice = AssessmentSource(source_type="HUMAN", source_id="alice")
     bob = AssessmentSource(source_type="HUMAN", source_id="bob")
