@@ -68,6 +68,9 @@ TOLERANCE = 1e-5
 EXCESS_THRESHOLD = 0.03
 """Excess agreement of a pair of judges (observed − predicted share of items they agree on)
 from which, significantly above 0, their conditional independence visibly fails."""
+FLOATING_ZERO = 1e-6
+"""An excess agreement this small is EM's convergence left in the arithmetic (1e-10 where a
+pair agrees exactly as the model predicts), not agreement: counted as 0 by the p-value."""
 MIN_JUDGES = 3
 
 
@@ -401,7 +404,9 @@ def dawid_skene(
         )
     from assay.metrics._multitest import holm
 
-    tail = (excess_b <= 0).sum(axis=0)  # nan replicates count on neither side
+    # the replicates at or below 0 (a floating residue of 1e-10 is 0: FLOATING_ZERO — else a
+    # pair agreeing exactly as predicted had p = 0.003); nan ones count on neither side
+    tail = (excess_b <= FLOATING_ZERO).sum(axis=0)
     defined = (~np.isnan(excess_b)).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         p_values = holm(np.where(defined > 0, (tail + 1) / (defined + 1), np.nan))

@@ -219,3 +219,13 @@ def test_bad_input_is_one_line(call, message):
     with pytest.raises(ValueError, match=message) as exc:
         call()
     assert "\n" not in str(exc.value)
+
+
+def test_a_pair_agreeing_exactly_as_predicted_has_no_small_p_value():
+    """Three judges, three items: judges 0 and 2 agree exactly as the model predicts, an excess
+    of 1e-10 left by EM's convergence in every replicate — which the p-value counted as above 0
+    (p = 0.003, significant, for no excess at all). It is 0 there, so the p-value is 1."""
+    fit = dawid_skene(np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], dtype=float), k=2)
+    pair = next(d for d in fit.dependence if d.judges == (0, 2))
+    assert abs(pair.excess.value) < 1e-6
+    assert pair.p_value == 1.0 and not pair.flagged
