@@ -169,9 +169,12 @@ def iter_mlflow_traces(
     A trace that did not finish (state ``ERROR``: the app raised, its output partial or none;
     ``IN_PROGRESS``) is not a response to judge: an error naming the first five once the search
     is over, or with ``source.errored == "skip"`` left out and counted in
-    ``counts["errored_traces"]`` (when a dict is passed)."""
+    ``counts["errored_traces"]`` (when a dict is passed), and with ``annotators`` the
+    Expectations an LLM judge or code logged in ``counts["machine_assessments"]`` (left out:
+    not annotators)."""
     seen = 0
     unfinished: list[tuple[str, str]] = []
+    left = {"machine_assessments": 0}  # what _item leaves out, counted
     for page in _pages(source, limit=limit):
         for trace in page:
             seen += 1
@@ -179,7 +182,7 @@ def iter_mlflow_traces(
             if state is not None:
                 unfinished.append((trace.info.trace_id, state))
                 continue
-            yield _item(trace, source, scale)
+            yield _item(trace, source, scale, left)
     if not seen:
         raise DataError(
             f"no traces in experiment '{source.experiment}'"
@@ -203,6 +206,8 @@ def iter_mlflow_traces(
         )
     if counts is not None:
         counts["errored_traces"] = len(unfinished)
+        if left["machine_assessments"]:
+            counts["machine_assessments"] = left["machine_assessments"]
 
 
 def _unfinished_state(trace: Any) -> str | None:
@@ -224,7 +229,7 @@ def load_mlflow_traces(
     return list(iter_mlflow_traces(source, scale, limit=limit))
 
 
-def _item(trace: Any, source: TraceSource, scale: Scale | None) -> Item:
+def _item(trace: Any, source: TraceSource, scale: Scale | None, left: dict[str, int]) -> Item:
     trace_id = trace.info.trace_id
     root = _root_span(trace)
     fields = {
@@ -239,7 +244,7 @@ def _item(trace: Any, source: TraceSource, scale: Scale | None) -> Item:
         meta["model"] = model
     expected: int | None = None
     if source.expectation is not None:
-        labels = _human_labels(trace, source, scale)
+        labels = _human_labels(trace, source, scale, left)
         if source.annotators:
             meta["annotations"] = labels
         elif len(labels) > 1:
@@ -302,9 +307,14 @@ def _text(trace_id: str, fields: dict[str, Any], source: TraceSource, name: str)
     return value if isinstance(value, str) else json.dumps(jsonable(value), ensure_ascii=False)
 
 
-def _human_labels(trace: Any, source: TraceSource, scale: Scale | None) -> dict[str, Any]:
+def _human_labels(
+    trace: Any, source: TraceSource, scale: Scale | None, left: dict[str, int]
+) -> dict[str, Any]:
     """``{source id: label}`` of the trace's valid human assessments named
-    ``source.expectation``: Expectations (any source) and Feedback from a HUMAN source. Where
+    ``source.expectation``: Expectations (any source) and Feedback from a HUMAN source — with
+    ``annotators``, an Expectation from a HUMAN source too: an LLM judge's or code's is not an
+    annotator of an agreement with humans (left out, counted in
+    ``left["machine_assessments"]``). Where
     one source gave several (an Expectation logged again to correct it: MLflow keeps both valid,
     as it has no override for an Expectation), the latest — last updated, then last created —
     is that source's label, as ``mlflow.genai`` reads a trace's expectations."""
@@ -314,8 +324,12 @@ def _human_labels(trace: Any, source: TraceSource, scale: Scale | None) -> dict[
     for position, a in enumerate(trace.info.assessments or []):
         if a.name != source.expectation or a.valid is False:
             continue
-        human = getattr(a.source, "source_type", None) == AssessmentSourceType.HUMAN
+        kind = getattr(a.source, "source_type", None)
+        human = kind == AssessmentSourceType.HUMAN
         if not (isinstance(a, Expectation) or (isinstance(a, Feedback) and human)):
+            continue
+        if source.annotators and kind is not None and not human:
+            left["machine_assessments"] += 1  # an Expectation an LLM judge or code logged
             continue
         if isinstance(a, Feedback) and a.error is not None:
             continue  # a human who could not say: no label

@@ -484,7 +484,8 @@ def _spooled_pairs(
 
 def left_out_line(left_out: dict[str, int]) -> str:
     """What a run's items left out of their source (``notes["left_out"]`` of
-    :func:`assay.inputs.load_items`: ``{"errored_samples": 2}``), in words."""
+    :func:`assay.inputs.load_items`: ``{"errored_samples": 2}``; with ``data.annotators`` on
+    MLflow traces, ``machine_assessments``), in words."""
     said = []
     if n := left_out.get("errored_samples", 0):
         said.append(f"{n} sample{'s' if n != 1 else ''} that errored in the Inspect run")
@@ -501,4 +502,11 @@ def left_out_line(left_out: dict[str, int]) -> str:
             "the samples that never ran (the Inspect eval did not finish; its log does "
             "not say how many it set out to run)"
         )
-    return f"left out: {'; '.join(said)} (data.errored_samples: skip)"
+    if said:
+        said[-1] += " (data.errored_samples: skip)"
+    if n := left_out.get("machine_assessments", 0):
+        said.append(
+            f"{n} assessment{'s' if n != 1 else ''} an LLM judge or code logged, "
+            "not an annotator (data.annotators reads human ones)"
+        )
+    return f"left out: {'; '.join(said)}"

@@ -520,6 +520,50 @@ def test_a_trace_that_did_not_finish_is_refused_or_left_out_and_counted(
     assert "left out: 1 trace that did not finish (state ERROR or IN_PROGRESS)" in out
 
 
+def test_an_expectation_an_llm_judge_logged_is_not_an_annotator(tmp_path, monkeypatch):
+    """With ``annotators``, every assessment source was an annotator — an Expectation an LLM
+    judge (or code) logged too, so the agreement "with humans" had a machine among them. Only
+    human sources are annotators now; the others are left out and counted, and the run says so."""
+    import mlflow
+    from mlflow.entities import AssessmentSource
+
+    from assay.data import iter_mlflow_traces
+    from assay.inputs import left_out_line
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    uri = f"sqlite:///{tmp_path / 'sources.db'}"
+    mlflow.set_tracking_uri(uri)
+    try:
+        mlflow.set_experiment(EXPERIMENT)
+        with mlflow.start_span(name="app") as span:
+            span.set_inputs({"messages": [{"role": "user", "content": "Question?"}]})
+            span.set_outputs({"choices": [{"message": {"content": "Answer."}}]})
+        for who, kind, value in (
+            ("alice", "HUMAN", True),
+            ("bob", "HUMAN", False),
+            ("gpt-judge", "LLM_JUDGE", True),
+            ("rules.py", "CODE", True),
+        ):
+            mlflow.log_expectation(
+                trace_id=span.trace_id,
+                name="harmful",
+                value=value,
+                source=AssessmentSource(source_type=kind, source_id=who),
+            )
+    finally:
+        mlflow.set_tracking_uri(None)
+    counts: dict[str, int] = {}
+    panel = TraceSource(uri, EXPERIMENT, expectation="harmful", annotators=True, **CHAT)
+    [item] = iter_mlflow_traces(panel, BINARY, counts=counts)
+    assert item.meta["annotations"] == {"alice": 1, "bob": 0}
+    assert counts["machine_assessments"] == 2
+    assert left_out_line({"machine_assessments": 2}) == (
+        "left out: 2 assessments an LLM judge or code logged, not an annotator "
+        "(data.annotators reads human ones)"
+    )
+
+
 def test_an_expectation_logged_again_by_the_same_person_is_their_label_now(tmp_path, monkeypatch):
     """A reviewer who corrects an Expectation logs it again (MLflow has no override for an
     Expectation: both stay valid). That stopped the run ("two assessments named 'harmful' from
