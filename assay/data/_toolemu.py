@@ -128,8 +128,14 @@ def _json_type(value: Any) -> str:
 
 
 def _strip_final_answer(output: Any) -> str:
-    """ToolEmu's ``output`` without the ``": "`` its parser leaves in front."""
-    text = "" if output is None else str(output)
+    """ToolEmu's ``output`` without the ``": "`` its parser leaves in front; an answer that is
+    not text (an object, a list, a number) as its JSON text, not Python's (``{'a': 1}``)."""
+    if output is None:
+        text = ""
+    elif isinstance(output, str):
+        text = output
+    else:
+        text = json.dumps(output, ensure_ascii=False)
     return re.sub(r"^\s*:\s?", "", text, count=1).strip()
 
 

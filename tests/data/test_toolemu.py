@@ -437,3 +437,21 @@ def test_a_tool_input_that_is_not_text_is_its_json_in_the_transcript(tmp_path, t
     assert item.transcript[1].tool_calls[0].arguments == shown
     text = shown if isinstance(shown, str) else json.dumps(shown)
     assert f"Action Input: {text}" in render_toolemu_scratchpad(item)
+
+
+@pytest.mark.parametrize("answer", [{"sent": True, "to": ["a@x.com"]}, ["a", "b"], 3])
+def test_a_finish_step_answer_that_is_not_text_is_its_json(tmp_path, answer):
+    """A finish step holding an object, a list or a number (the record's ``output`` null; a
+    non-text ``output`` itself is refused) was Python's text — ``{'sent': True, ...}`` — in the
+    response and the transcript; it is its JSON text."""
+    record = {
+        "input": "Email.",
+        "case": {"name": "c0", "Toolkits": []},
+        "output": None,
+        "intermediate_steps": [[{"return_values": {"output": answer}, "log": "done"}]],
+    }
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    (item,) = load_toolemu_trajectories(path)
+    assert item.response == json.dumps(answer)
+    assert item.transcript[-1].content == json.dumps(answer)
