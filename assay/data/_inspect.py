@@ -294,7 +294,9 @@ def load_inspect_log(
 
     ``id`` is the sample id, or ``<id>#e<epoch>`` when the log has several epochs. ``meta`` holds
     ``metadata`` (the sample's), ``scores`` (per scorer: value, answer, explanation, metadata),
-    ``task``, ``model``, ``sample_id``, ``epoch`` and ``target``. ``expected`` is a dotted path
+    ``task``, ``model``, ``sample_id``, ``epoch``, ``target`` and, for a sample Inspect stopped at a
+    limit (messages, tokens, time…), ``limit`` (its ``type``, ``limit`` and ``reason``: the
+    transcript is cut off there). ``expected`` is a dotted path
     into ``meta`` (e.g. ``scores.combined_scorer.value.refusal``) whose value is the reference
     label, read with ``scale.coerce`` (its label names first; without a scale, an integer or a
     boolean as 0/1); without it ``expected`` is None. A path that does not resolve is a
@@ -467,6 +469,8 @@ def _item(
         "epoch": sample.epoch,
         "target": jsonable(sample.target),
     }
+    if sample.limit is not None:  # cut off by a message, token, time … limit: said, not unsaid
+        meta["limit"] = jsonable(sample.limit.model_dump(exclude_none=True))
     label: int | None = None
     if expected is not None:
         value, problem = resolve_dotted(meta, expected)

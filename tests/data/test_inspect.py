@@ -858,3 +858,21 @@ def test_an_image_in_a_message_is_a_marker_not_nothing(tmp_path, suffix):
     assert item.request == "What is in this picture?\n[image not shown]"
     assert item.transcript[1].content == "[document x.pdf not shown]"
     assert item.response == "A cat."  # the model's reasoning is its private thoughts: left out
+
+
+def test_a_sample_stopped_at_a_limit_says_so_in_its_meta(tmp_path):
+    """A sample Inspect stopped at its message limit was judged with nothing saying its
+    transcript was cut off there; ``meta["limit"]`` holds Inspect's record of it."""
+    from inspect_ai.log import EvalSampleLimit
+
+    cut = _sample("a", 1, False).model_copy(
+        update={"limit": EvalSampleLimit(type="message", limit=10)}
+    )
+    path = tmp_path / "log.eval"
+    write_eval_log(
+        EvalLog(eval=_spec(EvalConfig()), status="success", samples=[cut, _sample("b", 1, False)]),
+        str(path),
+    )
+    stopped, whole = load_inspect_log(path)
+    assert stopped.meta["limit"] == {"type": "message", "limit": 10}
+    assert "limit" not in whole.meta
