@@ -64,7 +64,9 @@ def estimate_words(s: EstimateSummary) -> list[str]:
         )
     else:
         lines.append(f"estimate ({method}): {_interval(best)}, {_level(s)}")
-        if best.std_error is not None and (rough := rough_note(best.n_labelled, best.strata)):
+        if best.std_error is not None and (
+            rough := rough_note(best.n_labelled, best.strata, best.rarer_class_labels)
+        ):
             lines.append(f"note: {rough}")
     if best.method != "human_only":
         lines.append(

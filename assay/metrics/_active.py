@@ -36,6 +36,7 @@ from assay.metrics._ppi import (
     labels,
     normal_estimate,
     predictions_of_kind,
+    rarer_class,
 )
 from assay.metrics._validate import _same_length, as_scores
 
@@ -198,5 +199,6 @@ def active_ppi_mean(
         lam=lam_used,
         prediction=kind,
         sampling=ACTIVE_SAMPLE,
+        rarer=rarer_class(y_arr),
         notes=[f"expected budget Σπ = {pi.sum():.1f} labels; {y_arr.size} drawn"],
     )

@@ -64,7 +64,8 @@ class MeanEstimate:
     (None when undefined). ``lam`` is PPI's weight on the predictions (0: human labels only,
     1: classical PPI). ``prediction`` says what the judge's prediction was (``verdict``,
     ``probability``, ``score``; ``none`` for human-only), ``interval`` how the interval was
-    built, ``sampling`` what it assumes about which items were labelled.
+    built, ``sampling`` what it assumes about which items were labelled,
+    ``rarer_class_labels`` how many 0/1 labels are of the rarer class (None for other labels).
     """
 
     method: EstimateMethod
@@ -82,6 +83,9 @@ class MeanEstimate:
     interval: str
     sampling: str
     strata: tuple[StratumEstimate, ...] = ()
+    # of 0/1 labels, how many are of the rarer class (None for other labels): under 10 the
+    # normal interval is rough however many labels there are
+    rarer_class_labels: int | None = None
     note: str | None = None
 
     @property

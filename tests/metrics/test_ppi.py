@@ -225,6 +225,32 @@ def test_fewer_than_30_labels_say_the_interval_is_rough(data, n):
         assert (said in (est.note or "")) == (n < 30), est.note
 
 
+def test_few_labels_of_the_rarer_class_say_the_interval_is_rough():
+    """Past 30 labels a rare class still leaves the normal interval short: a 95% PPI++ interval
+    on 50 labels of a 10% event (about 5 of them) covers less than on 150 (about 15) over the
+    same 4,000 seeded draws — and says so below 10 of the rarer class, not from 10 on."""
+    rng = np.random.default_rng(0)
+    draws, items = 4000, 1000
+    y = (rng.random((draws, items)) < 0.1).astype(float)
+    f = np.where(rng.random((draws, items)) < 0.9, y, 1 - y)
+    covered = {}
+    for n in (50, 150):
+        s = _Sample(y[:, :n], f[:, :n], f[:, n:], np.ones(n), np.ones(items - n))
+        value, se, _ = ppi_batched(s)
+        printed = se > 1e-12  # a draw whose labels are all alike prints no interval
+        hit = np.abs(value - y.mean(1)) <= norm.ppf(0.975) * se
+        covered[n] = hit[printed].mean()
+    assert covered[50] < 0.925 < covered[150], covered
+    for n, rarer in ((50, 4), (50, 10), (150, 9)):
+        labels_ = np.r_[np.ones(rarer), np.zeros(n - rarer)]
+        est = ppi_mean(labels_, labels_, np.zeros(500))
+        said = f"only {rarer} of the {n} human labels are of the rarer class"
+        assert (said in (est.note or "")) == (rarer < 10), est.note
+        assert est.rarer_class_labels == rarer
+        assert (rough_note(n, rarer=rarer) is not None) == (rarer < 10)
+    assert ppi_mean([0.2, 0.5] * 20, [0.1, 0.4] * 20, [0.3] * 9).rarer_class_labels is None
+
+
 def test_a_stratum_whose_labels_are_all_equal_is_refused(data):
     y, f, f_u = data["y"], data["f"], data["f_u"]
     y = np.r_[y[:190], np.ones(10)]  # stratum b: ten labels, all 1
