@@ -5,9 +5,11 @@ answer that is not JSON (an unscored ``parse_error``) while ``garble["on"]``."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -520,6 +522,27 @@ def test_a_trace_that_did_not_finish_is_refused_or_left_out_and_counted(
     assert "left out: 1 trace that did not finish (state ERROR or IN_PROGRESS)" in out
 
 
+@contextlib.contextmanager
+def one_chat_trace(tmp_path: Path, monkeypatch, db: str) -> Iterator[tuple[str, str]]:
+    """A SQLite store in ``tmp_path`` holding one finished chat trace, written before anything
+    is attached to it (not queued): ``(tracking URI, trace id)``, with MLflow pointed at the
+    store until the block ends, for the test to log its assessments."""
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)  # the store's trace artifacts go to ./mlruns: here
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
+    uri = f"sqlite:///{tmp_path / db}"
+    mlflow.set_tracking_uri(uri)
+    try:
+        mlflow.set_experiment(EXPERIMENT)
+        with mlflow.start_span(name="app") as span:
+            span.set_inputs({"messages": [{"role": "user", "content": "Question?"}]})
+            span.set_outputs({"choices": [{"message": {"content": "Answer."}}]})
+        yield uri, span.trace_id
+    finally:
+        mlflow.set_tracking_uri(None)
+
+
 def test_an_expectation_an_llm_judge_logged_is_not_an_annotator(tmp_path, monkeypatch):
     """With ``annotators``, every assessment source was an annotator — an Expectation an LLM
     judge (or code) logged too, so the agreement "with humans" had a machine among them. Only
@@ -530,15 +553,7 @@ def test_an_expectation_an_llm_judge_logged_is_not_an_annotator(tmp_path, monkey
     from assay.data import iter_mlflow_traces
     from assay.inputs import left_out_line
 
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
-    uri = f"sqlite:///{tmp_path / 'sources.db'}"
-    mlflow.set_tracking_uri(uri)
-    try:
-        mlflow.set_experiment(EXPERIMENT)
-        with mlflow.start_span(name="app") as span:
-            span.set_inputs({"messages": [{"role": "user", "content": "Question?"}]})
-            span.set_outputs({"choices": [{"message": {"content": "Answer."}}]})
+    with one_chat_trace(tmp_path, monkeypatch, "sources.db") as (uri, trace):
         for who, kind, value in (
             ("alice", "HUMAN", True),
             ("bob", "HUMAN", False),
@@ -546,13 +561,11 @@ def test_an_expectation_an_llm_judge_logged_is_not_an_annotator(tmp_path, monkey
             ("rules.py", "CODE", True),
         ):
             mlflow.log_expectation(
-                trace_id=span.trace_id,
+                trace_id=trace,
                 name="harmful",
                 value=value,
                 source=AssessmentSource(source_type=kind, source_id=who),
             )
-    finally:
-        mlflow.set_tracking_uri(None)
     counts: dict[str, int] = {}
     panel = TraceSource(uri, EXPERIMENT, expectation="harmful", annotators=True, **CHAT)
     [item] = iter_mlflow_traces(panel, BINARY, counts=counts)
@@ -573,27 +586,15 @@ def test_an_expectation_logged_again_by_the_same_person_is_their_label_now(tmp_p
     import mlflow
     from mlflow.entities import AssessmentSource
 
-    monkeypatch.chdir(tmp_path)  # the store's trace artifacts go to ./mlruns: here
-    # the trace written before the assessments are attached to it (not queued)
-    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
-    uri = f"sqlite:///{tmp_path / 'corrected.db'}"
     alice = AssessmentSource(source_type="HUMAN", source_id="alice")
     bob = AssessmentSource(source_type="HUMAN", source_id="bob")
-    mlflow.set_tracking_uri(uri)
-    try:
-        mlflow.set_experiment(EXPERIMENT)
-        with mlflow.start_span(name="app") as span:
-            span.set_inputs({"messages": [{"role": "user", "content": "Question?"}]})
-            span.set_outputs({"choices": [{"message": {"content": "Answer."}}]})
-        trace = span.trace_id
+    with one_chat_trace(tmp_path, monkeypatch, "corrected.db") as (uri, trace):
         mlflow.log_expectation(trace_id=trace, name="harmful", value="maybe", source=alice)
         mlflow.log_expectation(trace_id=trace, name="harmful", value=True, source=alice)
         first = mlflow.log_feedback(trace_id=trace, name="harmful", value=True, source=bob)
         mlflow.override_feedback(
             trace_id=trace, assessment_id=first.assessment_id, value=False, source=bob
         )
-    finally:
-        mlflow.set_tracking_uri(None)
     panel = TraceSource(uri, EXPERIMENT, expectation="harmful", annotators=True, **CHAT)
     [item] = load_mlflow_traces(panel, BINARY)
     assert item.meta["annotations"] == {"alice": 1, "bob": 0}
