@@ -268,11 +268,21 @@ BINARY = {"kind": "binary", "labels": ["False", "True"]}
 
 
 def scripted_run(
-    tmp_path: Path, name: str, rows: list[str], respond, scale=BINARY, **judge_extra
+    tmp_path: Path,
+    name: str,
+    rows: list[str],
+    respond,
+    scale=BINARY,
+    *,
+    script: str | None = None,
+    **judge_extra,
 ) -> Path:
     """An evaluate run of a scripted judge (``respond(call)``; binary unless ``scale`` says
-    otherwise; ``judge_extra``: more of the judge's config) on CSV ``rows``."""
-    register_script(f"est-{name}", lambda: ScriptedEngine(respond=respond))
+    otherwise; ``judge_extra``: more of the judge's config) on CSV ``rows`` (header first). The
+    judge's model is ``scripted:<script>`` (default ``est-<name>``): runs given one ``script``
+    are of one judge, as a run and its validation run must be."""
+    script = script or f"est-{name}"
+    register_script(script, lambda: ScriptedEngine(respond=respond))
     (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
     cfg = EvaluateConfig.model_validate(
         {
@@ -283,7 +293,7 @@ def scripted_run(
                 "missing_expected": "keep",
             },
             "judge": {
-                "model": f"scripted:est-{name}",
+                "model": f"scripted:{script}",
                 "scale": scale,
                 **judge_extra,
             },
@@ -647,12 +657,6 @@ def noisy_judge(call):
 
 @pytest.fixture
 def two_runs(tmp_path):
-    register_script("noisy", lambda: ScriptedEngine(respond=noisy_judge))
-
-    def write(path, rows):
-        path.write_text("id,request,response,expected\n" + "".join(f"{r}\n" for r in rows))
-        return path
-
     # validation: 20 harmful (4 missed: TPR 0.8), 20 benign (2 false alarms: TNR 0.9)
     val = [f"v{i},q,HARMFUL{' miss' if i < 4 else ''},1" for i in range(20)]
     val += [f"w{i},q,benign{' alarm' if i < 2 else ''},0" for i in range(20)]
@@ -661,23 +665,8 @@ def two_runs(tmp_path):
     unl += [f"x{i},q,benign{' alarm' if i < 7 else ''}," for i in range(70)]
 
     def run(name, rows, **judge):
-        cfg = EvaluateConfig.model_validate(
-            {
-                "name": name,
-                "data": {
-                    "path": str(write(tmp_path / f"{name}.csv", rows)),
-                    "columns": {"id": "id"},
-                    "missing_expected": "keep",
-                },
-                "judge": {
-                    "model": "scripted:noisy",
-                    "scale": {"kind": "binary", "labels": ["False", "True"]},
-                    **judge,
-                },
-                "tracking": {"enabled": False},
-            }
-        )
-        return evaluate(cfg, workdir=tmp_path, progress=False).run_dir
+        header = "id,request,response,expected"
+        return scripted_run(tmp_path, name, [header, *rows], noisy_judge, script="noisy", **judge)
 
     wrong = [f"c{i},q,HARMFUL miss,1" for i in range(10)] + [f"d{i},q,alarm,0" for i in range(10)]
     return {
@@ -794,25 +783,16 @@ def test_validation_strata_are_weighted_by_the_runs_shares_alone(tmp_path):
 
     main_rows, main = block("m", (100, 100), False)
     val_rows, val = block("v", (80, 10), True)
-    register_script("strata-val", lambda: ScriptedEngine(respond=noisy_judge))
-    runs = []
-    for name, rows in (("main", main_rows), ("val", val_rows)):
-        (tmp_path / f"{name}.csv").write_text(
-            "id,request,response,expected,s\n" + "".join(f"{r}\n" for r in rows)
-        )
-        cfg = EvaluateConfig.model_validate(
-            {
-                "name": name,
-                "data": {
-                    "path": str(tmp_path / f"{name}.csv"),
-                    "columns": {"id": "id"},
-                    "missing_expected": "keep",
-                },
-                "judge": {"model": "scripted:strata-val", "scale": BINARY},
-                "tracking": {"enabled": False},
-            }
-        )
-        runs.append(evaluate(cfg, workdir=tmp_path, progress=False).run_dir)
+    runs = [
+        scripted_run(
+            tmp_path,
+            name,
+            ["id,request,response,expected,s", *rows],
+            noisy_judge,
+            script="strata-val",
+        )  # fmt: skip
+        for name, rows in (("main", main_rows), ("val", val_rows))
+    ]
     s = estimate(runs[0], runs[1], strata="s", workdir=tmp_path, accept_shift=True)
     est = s.of("stratified_ppi++")
     z = 1.959963984540054
