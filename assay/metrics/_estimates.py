@@ -40,8 +40,8 @@ _CONFIG = ConfigDict(ser_json_inf_nan="constants")
 
 @dataclass(frozen=True, config=_CONFIG)
 class StratumEstimate:
-    """One stratum of a stratified estimate: its weight (its share of the items estimated), its labelled
-    and unlabelled items, its own PPI++ estimate, standard error and λ."""
+    """One stratum of a stratified estimate: its weight (its share of the items estimated), its
+    labelled and unlabelled items, its own PPI++ estimate, standard error and λ."""
 
     stratum: str
     weight: Undefinable

@@ -360,9 +360,10 @@ def normal_estimate(
     """A :class:`MeanEstimate` with the normal interval ``value ± z · se``; its effective labels
     against a human-only standard error ``human_se`` on the same ``n_labelled`` labels. A zero
     ``se`` (no spread in the labels or predictions) is said in the note: such an interval is
-    not a confidence interval; so are fewer than :data:`FEW_LABELLED` labels, on which it
-    covers less than its level, or a stratified standard error resting on fewer labels' worth
-    (:func:`rough_note`)."""
+    not a confidence interval; so are too few labels, on which it covers less than its level
+    (:func:`rough_note`: fewer than :data:`FEW_LABELLED` in all, fewer than
+    :data:`FEW_OF_A_CLASS` of the rarer class, or a stratified standard error resting on fewer
+    labels' worth)."""
     if not se > FLOAT_ROUNDING * max(1.0, abs(value)):  # 4.5e-36: a 0 computed the long way round
         se = 0.0
     low, high = interval(value, se, alpha, bound)
@@ -534,9 +535,10 @@ def stratified_ppi_mean(
     ``strata``/``strata_unlabelled`` name each labelled/unlabelled item's stratum (any hashable
     value: a task category, a source). Every stratum needs at least two labelled items, not all
     equal (labels all alike estimate the stratum's variance as 0: at 2 labels a stratum so
-    estimated left a 95% interval covering half the time); a stratum with no unlabelled item is estimated from its labels alone (``λ = 0``). The labelled
-    items may be allocated to strata in any proportion, but within a stratum they must be a
-    uniform random sample of its items.
+    estimated left a 95% interval covering half the time); a stratum with no unlabelled item
+    is estimated from its labels alone (``λ = 0``). The labelled items may be allocated to
+    strata in any proportion, but within a stratum they must be a uniform random sample of its
+    items.
     """
     alpha, bound = check_alpha(alpha), check_bound(bound)
     s, kind = _sample(y, predictions, predictions_unlabelled, None, None, prediction)

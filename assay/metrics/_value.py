@@ -83,10 +83,11 @@ class MetricDict(TypedDict):
 class MetricValue:
     """One reported metric. ``value`` is nan when the metric is undefined (``note`` says why;
     JSON writes it as ``null``); ``ci_low``/``ci_high`` are None when no interval could be
-    computed and ``ci_method`` says how they were (:data:`CLOPPER_PEARSON`, :data:`WILSON`, :data:`MOVER_WILSON`, :data:`BOOTSTRAP`,
-    :data:`CLUSTER_BOOTSTRAP`, :data:`CLOPPER_PEARSON_CLUSTERS`). ``n`` counts what the metric is over: a rate's denominator (the
-    reference's negatives for a false positive rate), else the items; a rate also has its
-    numerator, ``count`` (``value == count / n``)."""
+    computed and ``ci_method`` says how they were (:data:`CLOPPER_PEARSON`, :data:`WILSON`,
+    :data:`MOVER_WILSON`, :data:`BOOTSTRAP`, :data:`CLUSTER_BOOTSTRAP`,
+    :data:`CLOPPER_PEARSON_CLUSTERS`). ``n`` counts what the metric is over: a rate's
+    denominator (the reference's negatives for a false positive rate), else the items; a rate
+    also has its numerator, ``count`` (``value == count / n``)."""
 
     value: Undefinable
     ci_low: Undefinable | None
