@@ -87,12 +87,15 @@ def cluster_bootstrap_ci(
     n = units[0].shape[0]
     inverse, n_clusters = _cluster_index(clusters, n)
     inverse = _canonical_clusters(inverse, n_clusters, units)
-    drawn = np.random.default_rng(seed).integers(0, n_clusters, size=(n_resamples, n_clusters))
+    # the (n_resamples, n_clusters) draw, a slice of rows at a time from one generator: the
+    # same matrix as one draw (a generator's stream does not depend on how it is sliced), never
+    # held whole
+    rng = np.random.default_rng(seed)
     out = np.empty(n_resamples, dtype=np.float64)
     step = max(1, _CHUNK_ELEMENTS // max(n, n_clusters))
     for start in range(0, n_resamples, step):
-        rows = drawn[start : start + step]
-        b = rows.shape[0]
+        b = min(step, n_resamples - start)
+        rows = rng.integers(0, n_clusters, size=(b, n_clusters))
         offsets = (np.arange(b)[:, None] * n_clusters + rows).ravel()
         times = np.bincount(offsets, minlength=b * n_clusters).reshape(b, n_clusters)
         values = np.asarray(statistic(times[:, inverse].astype(np.float64), *units))
