@@ -1,6 +1,6 @@
 """The inputs of a run: its config (the models every runner's config builds on, the YAML loader,
 the config as read before it is validated), its items read from the data config, several
-annotators' labels, and stratified samples.
+annotators' labels, and stratified samples; the items by position, read from disk.
 
 Names load on first use (PEP 562): a command imports only what it reads."""
 
@@ -34,6 +34,7 @@ _WHERE = {
     "majority": "_annotations",
     "read_annotations": "_annotations",
     "stratified_sample": "_sample",
+    "StoredItems": "_stored",
 }
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
@@ -60,6 +61,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     )
     from assay.inputs._resolve import ResolvedConfig, named_files, resolve_config
     from assay.inputs._sample import stratified_sample
+    from assay.inputs._stored import StoredItems
 
 __all__ = [
     "AnnotationRows",
@@ -84,6 +86,7 @@ __all__ = [
     "read_annotations",
     "resolve_config",
     "stratified_sample",
+    "StoredItems",
     "without_write_back",
 ]
 assert sorted(__all__) == sorted(_WHERE)

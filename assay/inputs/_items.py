@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import assay
-from assay._json import read_lines
+from assay._json import placed_lines, read_lines
 from assay._scratch import remove_orphans, scratch_folder
 from assay._sorted_runs import SortedRuns
 from assay.data import (
@@ -64,13 +64,39 @@ class ItemStream:
     data set, MLflow traces, an Inspect log, ToolEmu trajectories, labelled pairs built from a
     table) through the spool file it was written to, so a run of a million items holds none of
     them whole. Each iteration holds its stream, so a spool file that goes with the stream
-    stays while it is read (``for it in stream_items(...)`` keeps no other reference)."""
+    stays while it is read (``for it in stream_items(...)`` keeps no other reference).
+    ``lines``: the file it reads (:func:`stream_items`'), for a reader that comes back to an
+    item by where its line starts (:class:`~assay.inputs.StoredItems`)."""
 
-    def __init__(self, read: Callable[[], Iterator[Item]]):
+    def __init__(self, read: Callable[[], Iterator[Item]], lines: ItemLines | None = None):
         self._read = read
+        self.lines = lines
 
     def __iter__(self) -> Iterator[Item]:
         yield from self._read()  # this frame holds ``self``
+
+
+@dataclass(frozen=True)
+class ItemLines:
+    """The file an :class:`ItemStream` of :func:`stream_items` reads: its first ``limit``
+    lines (None: all), each an item, its transcript prepared with ``transcript``."""
+
+    path: Path
+    transcript: TranscriptPrep
+    limit: int | None = None
+
+    def placed(self) -> Iterator[tuple[int, str]]:
+        """Each item's line with the byte offset it starts at, in the file's order."""
+        lines = itertools.islice(placed_lines(self.path), self.limit)
+        return ((offset, line.text) for offset, line in lines)
+
+    def item(self, line: str | bytes) -> Item:
+        """The item of one of the file's lines, as :func:`load_items` gives it."""
+        return _prepared(Item.model_validate_json(line), self.transcript)
+
+    def __iter__(self) -> Iterator[Item]:
+        for _, text in self.placed():
+            yield self.item(text)
 
 
 @dataclass
@@ -176,7 +202,8 @@ def stream_items(
     from_table = data.format == "table" and data.pairs is None
     cached = _cached_table(data, scale, cache_dir, limit) if from_table else None
     if cached is not None:
-        return _nonempty(ItemStream(lambda: _from_cache(cached, data, limit)), data)
+        lines = ItemLines(cached, data.transcript, limit)
+        return _nonempty(ItemStream(lines.__iter__, lines), data)
     counts: dict[str, int] = {}  # what the source held and the items leave out
     if data.pairs is not None:
         spool = _spooled_pairs(data, scale, cache_dir, notes)
@@ -186,7 +213,8 @@ def stream_items(
         items = _read(data, scale, cache_dir, limit, counts)
         spool = _spooled(items, _spool_file(_spool_folder(cache_dir), data.format))
     _say_left_out(data, counts, notes)
-    stream = ItemStream(lambda: _from_cache(spool, data, limit))
+    lines = ItemLines(spool, data.transcript, limit)
+    stream = ItemStream(lines.__iter__, lines)
     weakref.finalize(stream, spool.unlink, missing_ok=True)  # the stream's, while it lives
     return _nonempty(stream, data)
 
@@ -240,12 +268,6 @@ def _nonempty(items: ItemStream, data: DataConfig) -> ItemStream:
     if next(iter(items), None) is None:
         raise DataError("no items to judge", path=data.path)
     return items
-
-
-def _from_cache(path: Path, data: DataConfig, limit: int | None) -> Iterator[Item]:
-    lines = itertools.islice(read_lines(path), limit)
-    for line in lines:
-        yield _prepared(Item.model_validate_json(line.text), data.transcript)
 
 
 def _prepared(item: Item, prep: TranscriptPrep) -> Item:
