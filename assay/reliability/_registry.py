@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, overload
 
 import dspy
 from pydantic import BaseModel, ConfigDict
@@ -241,8 +241,11 @@ class ReliabilityTest(ABC):
     def __init__(self, settings: TestSettings | None = None):
         self.settings = settings or self.Settings()
 
-    def check(self, items: list[Item], scale: Scale) -> None:
-        """Raise :class:`ConfigError` when the test cannot run on these items/scale."""
+    def check(self, items: Sequence[Item], scale: Scale) -> None:
+        """Raise :class:`ConfigError` when the test cannot run on these items/scale. ``items``
+        (as :meth:`units`') may be a list or the run's seeds read from disk as they are used
+        (:class:`~assay.inputs.StoredItems`: ``len``, ``items[i]``, slices, iteration — again
+        as often as needed —, no ``+`` or ``.sort()``)."""
         if self.needs_labels and any(it.expected is None for it in items):
             missing = sum(it.expected is None for it in items)
             raise ConfigError(
@@ -263,14 +266,45 @@ class ReliabilityTest(ABC):
         loaded from the settings' ``*_state`` and saved with the run. None by default."""
         return {}
 
-    def units(self, items: list[Item]) -> list[Unit]:
-        """Independent pieces of work; by default one per seed item."""
-        return [Unit(id=f"{self.name}:{it.id}", sources=[it]) for it in items]
+    def units(self, items: Sequence[Item]) -> Iterable[Unit]:
+        """Independent pieces of work; by default one per seed item. A list, or any iterable
+        the harness can go through more than once, giving the same units each time (the
+        default: a sequence that makes each unit as it is read, holding none)."""
+        return _UnitPerItem(self.name, items)
 
     @abstractmethod
     def generate(self, unit: Unit, ctx: GenerationContext) -> list[Probe | Dropped]:
         """Probes (and dropped attempts) for one unit. Must not raise on LM failures: a failed
         generation is a :class:`Dropped` with reason ``generation_failed``."""
+
+
+class _UnitPerItem(Sequence[Unit]):
+    """A test's units, one per item (``<test>:<item id>``, the item its source), each made as
+    it is read: the items are not held here beyond their sequence's own."""
+
+    def __init__(self, test: str, items: Sequence[Item]):
+        self._test = test
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> Unit: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Unit]: ...
+
+    def __getitem__(self, index: int | slice) -> Unit | Sequence[Unit]:
+        if isinstance(index, slice):
+            return _UnitPerItem(self._test, self._items[index])
+        return self._unit(self._items[index])
+
+    def __iter__(self) -> Iterator[Unit]:
+        return (self._unit(it) for it in self._items)
+
+    def _unit(self, item: Item) -> Unit:
+        return Unit(id=f"{self._test}:{item.id}", sources=[item])
 
 
 _REGISTRY: Registry[type[ReliabilityTest]] = Registry(

@@ -135,3 +135,52 @@ def test_scoring_a_test_at_a_time_gives_the_metrics_of_every_judgment_held(two_j
             assert written["judges"][cfg.name]["tests"][name]["probes"] == scores.probes
         assert listed.usage == Usage.total(j.usage for j in js.values())
         assert listed.source_unscored == sum(v is None for v in sources.values())
+
+
+def _seeded(tmp_path: Path, n: int) -> HarnessConfig:
+    for name, respond in {"s-gen": generator, "s-val": validator}.items():
+        register_script(name, lambda r=respond: ScriptedEngine(respond=r))
+    register_script("s-judge", lambda: ScriptedEngine(respond=judge_responder("clean")))
+    return HarnessConfig.model_validate(
+        {
+            "name": f"seeds{n}",
+            "data": {"path": str(write_data(tmp_path / f"data{n}", n=n)), "columns": {"id": "id"}},
+            "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
+            "generator": {"model": "scripted:s-gen", "temperature": 0.7},
+            "validator": {"model": "scripted:s-val", "temperature": 0.0},
+            "judges": [{"name": "j", "model": "scripted:s-judge", "rubric": "the correct sum"}],
+            "tests": {"paraphrase": {}, "stochastic_stability": {"k": 2, "temperature": 0.9}},
+            "concurrency": 2,
+            "retries": 0,
+            "tracking": {"enabled": False},
+            "output_dir": str(tmp_path / "runs"),
+        }
+    )
+
+
+@pytest.mark.parametrize("n", [30, 90])
+def test_the_seeds_are_not_held_while_the_run_judges(tmp_path, monkeypatch, n):
+    """The seeds are read from the items cache by position as the tasks need them (a seed's
+    unit, its judging task, a probe's source meta): while the judges work, the items alive are
+    those of the tasks in the pool's window, however many seeds the run has."""
+    from assay.reliability.engine._judging import JudgePlan
+    from assay.types import Item
+
+    before = _live(Item)
+    run = JudgePlan.run
+    calls: list[str] = []
+    alive: list[int] = []
+
+    def counted(self, task):
+        calls.append(task.item.id)
+        if len(calls) % 10 == 0:  # every tenth task, to the last ones
+            alive.append(_alive(before, Item)["Item"])
+        return run(self, task)
+
+    monkeypatch.setattr(JudgePlan, "run", counted)
+    res = run_harness(_seeded(tmp_path, n), workdir=tmp_path, progress=False)
+    assert sum(res.summary.probes.values()) >= 2 * n and len(calls) >= 3 * n
+    assert sum(c.startswith("source:") for c in calls) == n
+    # the generation pool's window (twice its 4 workers) of tasks, and the judging tasks of
+    # the probes of the units that finished meanwhile (an item each): the seeds are not held
+    assert max(alive) <= 48, f"{max(alive)} items alive at once; {len(alive)} counts"

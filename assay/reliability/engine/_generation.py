@@ -25,7 +25,7 @@ import functools
 import hashlib
 import sys
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,8 +130,8 @@ class GenerationTotals:
 def generate_units(
     config: HarnessConfig,
     instances: list[ReliabilityTest],
-    pool: list[Item],
-    seeds: list[Item],
+    pool: Sequence[Item],
+    seeds: Sequence[Item],
     store: RunStore,
     gen_lm: RoleLM,
     val_lm: RoleLM,
@@ -145,12 +145,32 @@ def generate_units(
     """Every generation unit not stored with its current key, in one pool with the judging that
     does not wait for the rest: the sources at once and, with ``early``, each unit's probes when
     it is committed. A unit's record is appended when it finishes (the commit point of a resumed
-    run), then given to ``on_unit``."""
-    units = [
-        (t, u)
+    run), then given to ``on_unit``.
+
+    No list of the units is held (each holds its seeds): a built-in test's are made again from
+    the seeds each time they are gone through — the same units, made from the seeds alone —
+    and taken by the pool as it goes; a plug-in test's are asked for once, and kept as it gave
+    them (a sequence — the default ``units``' makes each unit as it is read —, else a list).
+    What is kept of each unit is its id. A pool-based test's units (each of which has every item of the pool
+    as its sources) are given the pool read once, as a list they share."""
+
+    def items(test: ReliabilityTest) -> Sequence[Item]:
+        return list(pool) if test.pool_based else seeds
+
+    def kept(units: Iterable[Unit]) -> Iterable[Unit]:
+        return units if isinstance(units, Sequence) else list(units)  # a generator: once
+
+    given = {
+        t.name: plugin_call(t, "units", lambda t=t: kept(t.units(items(t))))
         for t in instances
-        for u in plugin_call(t, "units", lambda t=t: t.units(pool if t.pool_based else seeds))
-    ]
+        if plugin_where(type(t)) is not None
+    }
+
+    def units() -> Iterator[tuple[ReliabilityTest, Unit]]:
+        for t in instances:
+            for u in given[t.name] if t.name in given else t.units(items(t)):
+                yield t, u
+
     inputs = run_inputs(config)
     keys = {t.name: _test_identity(config, t) for t in instances}
     priced = {t.name: _prices(config, t) for t in instances}
@@ -162,11 +182,17 @@ def generate_units(
     # what is kept of each stored unit: where its latest record is and whether it is reused;
     # a record is read again only for a unit made again at another price or by other code
     stored = _stored_units(store)
+    ray = config.execution.engine == "ray"  # the LLM's units on the Ray actors, the rest here
     reused: set[str] = set()
-    for t, u in units:
+    ids: list[str] = []  # every unit's, in order
+    local = 0  # the units made here
+    for t, u in units():
+        ids.append(u.id)
         at = stored.get(u.id)
         if at is not None and at[1] == (key_of(t, u, list(at[2])), priced[t.name], code[t.name]):
             reused.add(u.id)
+        elif not (ray and t.uses_llm):
+            local += 1
 
     def before(unit: Unit) -> UnitRecord | None:
         at = stored.get(unit.id)
@@ -176,13 +202,17 @@ def generate_units(
         old = before(unit) if unit.id in stored and stored[unit.id][1][0] == record.key else None
         return _settled(record, priced[test.name], code[test.name], old)
 
-    work: list[Any] = [(t, u) for t, u in units if u.id not in reused]
     remote: list[tuple[ReliabilityTest, Unit]] = []
-    if config.execution.engine == "ray":  # the LLM's units on the Ray actors, the rest here
-        remote = [(t, u) for t, u in work if t.uses_llm]
-        work = [(t, u) for t, u in work if not t.uses_llm]
-    if early:
-        work += judging.source_tasks(seeds)
+    if ray:
+        remote = [(t, u) for t, u in units() if u.id not in reused and t.uses_llm]
+
+    def work() -> Iterator[Any]:
+        for t, u in units():
+            if u.id not in reused and not (ray and t.uses_llm):
+                yield t, u
+        if early:
+            yield from judging.source_tasks()
+
     memo = CallMemo()
 
     def lm(role: str, temperature: float | None = None, rollout: int | None = None) -> dspy.LM:
@@ -210,7 +240,7 @@ def generate_units(
         return []
 
     run_pool(
-        work,
+        work(),
         run,
         # LM calls in flight are bounded by the slots; more workers keep them all busy while
         # units wait on their own earlier calls
@@ -222,6 +252,7 @@ def generate_units(
         unit="task",
         deadline=deadline,
         keep=False,  # each unit's record and judgment is in its file: none is held here
+        total=local + (judging.sources_left() if early else 0),
     )
     if remote:
         from assay.reliability.engine._remote import generate_on_ray
@@ -237,7 +268,7 @@ def generate_units(
             deadline=deadline,
         )
     latest = _stored_units(store)
-    offsets = array("q", (latest[u.id][0] for _, u in units if u.id in latest))
+    offsets = array("q", (latest[u][0] for u in ids if u in latest))
     return Generated(store, offsets, reused)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -20,7 +20,13 @@ import dspy
 
 from assay.data import check_limit
 from assay.errors import ConfigError
-from assay.inputs import ItemStream, data_fingerprint, load_items, stratified_sample
+from assay.inputs import (
+    ItemStream,
+    StoredItems,
+    data_fingerprint,
+    stratified_sample,
+    stream_items,
+)
 from assay.programs import (
     JudgeConfig,
     build_judge,
@@ -71,20 +77,26 @@ def prepare(
     notes: dict | None = None,
 ):
     """The seed pool, the seeds to perturb (the first ``limit`` of the pool) and the test
-    instances, validated before anything is written (``notes``: what loading counted)."""
+    instances, validated before anything is written (``notes``: what loading counted). The
+    pool and seeds are :class:`~assay.inputs.StoredItems`: read from the items cache or spool
+    file by position, none of them held."""
     check_limit(limit)  # before anything is read: 0 is not "every seed"
-    pool = load_items(config.data, config.scale, cache_dir=workdir / ".assay" / "hf", notes=notes)
+    items = stream_items(
+        config.data, config.scale, cache_dir=workdir / ".assay" / "hf", notes=notes
+    )
+    pool = StoredItems.read(items)
     if config.sample:
         pool = stratified_sample(
             pool, config.sample.n, stratify=config.sample.stratify, seed=config.sample.seed
         )
     seeds = pool[:limit] if limit else pool
-    for j in config.judges:  # refused now rather than stopping mid-run
-        missing = [s.id for s in seeds if j.task == "transcript" and not s.transcript]
+    reader = next((j for j in config.judges if j.task == "transcript"), None)
+    if reader is not None:  # refused now rather than stopping mid-run
+        missing = [s.id for s in seeds if not s.transcript]
         if missing:
             raise ConfigError(
-                f"judge '{j.name}' reads agent transcripts, but {len(missing)} seed items have "
-                f"none (e.g. {missing[0]}): use data.format inspect or toolemu"
+                f"judge '{reader.name}' reads agent transcripts, but {len(missing)} seed items "
+                f"have none (e.g. {missing[0]}): use data.format inspect or toolemu"
             )
     names = select(tests, list(config.tests), "test(s)")
     instances = [get_test(n, config.tests[n]) for n in names]
@@ -173,8 +185,8 @@ class _Roles(NamedTuple):
 def _work(
     config: HarnessConfig,
     instances: list[ReliabilityTest],
-    pool: list[Item],
-    seeds: list[Item],
+    pool: Sequence[Item],
+    seeds: Sequence[Item],
     run: Run,
     roles: _Roles,
     *,
@@ -197,8 +209,10 @@ def _work(
 
     # -- generate + validate (+ judge sources, and probes as their unit is committed) ---------
     slots = run.call_slots(config.concurrency)
-    judging = JudgePlan(config, roles.judge_cfgs, roles.base_programs, store, config_dir, slots)
-    diffs = _Diffs(run, seeds, len(instances))
+    judging = JudgePlan(
+        config, roles.judge_cfgs, roles.base_programs, store, config_dir, slots, seeds
+    )
+    diffs = _Diffs(run, judging.seed, len(instances))
     generated = _generate_probes(
         config, instances, pool, seeds, run, roles.gen_lm, roles.val_lm, progress, deadline,
         judging, diffs,
@@ -213,7 +227,7 @@ def _work(
         required=config.review.required,
     )
     diffs.rest(p for t in tests for p in probes.of(t))
-    _judge(config, judging, seeds, tests, probes, progress, deadline)
+    _judge(config, judging, tests, probes, progress, deadline)
     reviewed = probes.counts(tests)
 
     # -- score ---------------------------------------------------------------------------------
@@ -285,8 +299,8 @@ def _judges(
 def _generate_probes(
     config: HarnessConfig,
     instances: list[ReliabilityTest],
-    pool: list[Item],
-    seeds: list[Item],
+    pool: Sequence[Item],
+    seeds: Sequence[Item],
     run: Run,
     gen_lm: RoleLM,
     val_lm: RoleLM,
@@ -332,11 +346,12 @@ class _Diffs:
     while the run works and away from its LM calls: each committed unit's as it comes when the
     run can take work aside; the rest once generation (and review) is done, while the judges
     run — aside, or else in a helper of their own (``assay.report.warm_diffs``). Only those of
-    the probes the page lists (each test's first ones)."""
+    the probes the page lists (each test's first ones), their sources read from the seeds
+    (``seed``: a seed by its id) then."""
 
-    def __init__(self, run: Run, seeds: list[Item], tests: int):
+    def __init__(self, run: Run, seed: Callable[[str], Item | None], tests: int):
         self._run = run
-        self._responses = {s.id: s.response for s in seeds}
+        self._seed = seed
         self._sent: set[tuple[str, str]] = set()
         self._aside = True  # until the run says it cannot
         self._tests = tests
@@ -359,7 +374,11 @@ class _Diffs:
 
     def _pairs(self, probes: list[Probe]) -> list[tuple[str, str]]:
         """(source response, probe response) of each probe: the texts report.html diffs."""
-        return [(self._responses.get(p.source_id, ""), p.response or "") for p in probes]
+        return [(self._response(p.source_id), p.response or "") for p in probes]
+
+    def _response(self, source_id: str) -> str:
+        source = self._seed(source_id)
+        return "" if source is None else source.response
 
 
 def _load_programs(
@@ -384,7 +403,6 @@ def _save_programs(instances: list[ReliabilityTest], folder: Path) -> None:
 def _judge(
     config: HarnessConfig,
     judging: JudgePlan,
-    seeds: list[Item],
     tests: list[str],
     probes: RunProbes,
     progress: bool,
@@ -395,7 +413,7 @@ def _judge(
     untouched agent probes' copies of their source's verdict."""
 
     def tasks() -> Iterator[JudgeTask]:
-        yield from judging.source_tasks(seeds)
+        yield from judging.source_tasks()
         for t in tests:
             yield from judging.probe_tasks(probes.judged(t))
 

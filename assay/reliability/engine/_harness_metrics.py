@@ -5,7 +5,7 @@ per judge, their judgments are held at once, besides each judge's verdicts on th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from math import isfinite
 
 from assay.programs import JudgeConfig
@@ -29,7 +29,7 @@ def harness_metrics(
     config: HarnessConfig,
     instances: list[ReliabilityTest],
     judge_cfgs: list[JudgeConfig],
-    seeds: list[Item],
+    seeds: Sequence[Item],
     probes: Callable[[str], list[Probe]],
     judgments: dict[str, JudgmentFile],
     generated: GenerationTotals,
@@ -111,7 +111,7 @@ class _SourceVerdicts:
     judged, its per-criterion verdicts (transcript judges): what every test is scored
     against, a few numbers a seed."""
 
-    def __init__(self, seeds: list[Item], js: JudgmentFile):
+    def __init__(self, seeds: Sequence[Item], js: JudgmentFile):
         read = js.of(f"source:{s.id}" for s in seeds)
         self.scores = {
             s.id: read[f"source:{s.id}"].score if f"source:{s.id}" in read else None for s in seeds

@@ -14,6 +14,7 @@ again: its judgment is the source's verdict on the probe's criterion, copied wit
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,8 @@ class JudgePlan:
 
     A judgment is appended to its judge's file as it comes and not kept: what deciding whether
     to judge an item again reads of it is (``done``, a few bytes an item); the metrics read
-    the judgments back from the files (:mod:`._run_files`)."""
+    the judgments back from the files (:mod:`._run_files`). The ``seeds`` are read when a
+    task needs one (:meth:`seed`: by its id, its position kept)."""
 
     config: Any  # HarnessConfig
     judges: list[JudgeConfig]
@@ -63,9 +65,10 @@ class JudgePlan:
     store: RunStore
     config_dir: Path | None
     slots: CallSlots
+    seeds: Sequence[Item] = ()
     done: dict[str, LatestJudgments] = field(default_factory=dict)
     tasked: set[tuple[str, str]] = field(default_factory=set)
-    seed_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _at: dict[str, int] = field(default_factory=dict)  # a seed's position by its id
     _programs: dict[tuple, dspy.Module] = field(default_factory=dict)
     _sources: dict[str, dict[str, Judgment]] = field(default_factory=dict)
 
@@ -73,13 +76,29 @@ class JudgePlan:
         for cfg in self.judges:
             stored = self.store.iter_records(judgment_file(cfg), Judgment)
             self.done[cfg.name] = LatestJudgments(stored)
+        self._at = {s.id: k for k, s in enumerate(self.seeds)}
+
+    def seed(self, item_id: str) -> Item | None:
+        """The seed of that id, read from the seeds (None: no seed has it)."""
+        at = self._at.get(item_id)
+        return None if at is None else self.seeds[at]
 
     # -- tasks -----------------------------------------------------------------------------
-    def source_tasks(self, seeds: list[Item]) -> list[JudgeTask]:
-        self.seed_meta.update({s.id: s.meta for s in seeds})
-        return self.tasks(
-            {f"source:{it.id}": it.model_copy(update={"id": f"source:{it.id}"}) for it in seeds}
-        )
+    def source_tasks(self) -> Iterator[JudgeTask]:
+        """The seeds' tasks, made as they are taken: each judge's in turn, a seed at a time."""
+        for cfg in self.judges:
+            for it in self.seeds:
+                sid = f"source:{it.id}"
+                yield from self._tasks_of(cfg, {sid: it.model_copy(update={"id": sid})}, {}, {})
+
+    def sources_left(self) -> int:
+        """How many tasks :meth:`source_tasks` would make now (from the seeds' ids alone)."""
+        left = 0
+        for cfg in self.judges:
+            ids = (f"source:{i}" for i in self._at)
+            todo = (i for i in ids if (cfg.name, i) not in self.tasked)
+            left += len(to_judge(todo, self.done[cfg.name], self.config.retry.unscored)[0])
+        return left
 
     def probe_tasks(self, probes: list[Probe]) -> list[JudgeTask]:
         items: dict[str, Item] = {}
@@ -90,7 +109,8 @@ class JudgePlan:
                 continue
             pid = judged_id(p)
             item = p.as_item()  # a probe carries its source's meta (a pair's response B...)
-            meta = {**self.seed_meta.get(p.source_id, {}), **item.meta}
+            source = self.seed(p.source_id)
+            meta = {**(source.meta if source is not None else {}), **item.meta}
             items[pid] = item.model_copy(update={"id": pid, "meta": meta})
             if "rollout" in p.meta:  # a stability sample, or a placebo at the judge's sampling
                 sampled[pid] = (p.meta.get("temperature"), p.meta["rollout"])
@@ -110,38 +130,40 @@ class JudgePlan:
         sampling and its test's rollout id (a fresh sample); a retry is a fresh sample; a
         probe that asks another task (``meta["judge_task"]``) gets a judge configured for it."""
         sampled, asked = sampled or {}, asked or {}
-        out: list[JudgeTask] = []
-        for cfg in self.judges:
-            todo = {i: it for i, it in items.items() if (cfg.name, i) not in self.tasked}
-            work, _ = to_judge(todo, self.done[cfg.name], self.config.retry.unscored)
-            for item_id, attempt in work:
-                temperature, rollout = sampled.get(item_id, (None, None))
-                if attempt > 1:  # a fresh sample: a rollout id of its own
-                    rollout = (rollout or 0) + 1000 * attempt
-                self.tasked.add((cfg.name, item_id))
-                task = asked.get(item_id)
-                asked_cfg = with_task(cfg, task) if task else cfg
-                run_cfg = (
-                    asked_cfg
-                    if temperature is None
-                    else asked_cfg.model_copy(update={"temperature": temperature})
-                )
-                out.append(
-                    JudgeTask(
-                        self._program(cfg, temperature, rollout, task),
-                        items[item_id],
-                        asked_cfg,
-                        judgment_file(cfg),
-                        attempt,
-                        ProgramRecipe.of(
-                            run_cfg,
-                            rollout=rollout,
-                            retries=self.config.retries,
-                            base=self.config_dir,
-                        ),
-                    )
-                )
-        return out
+        return [task for cfg in self.judges for task in self._tasks_of(cfg, items, sampled, asked)]
+
+    def _tasks_of(
+        self,
+        cfg: JudgeConfig,
+        items: dict[str, Item],
+        sampled: dict[str, tuple[float | None, int]],
+        asked: dict[str, dict[str, Any]],
+    ) -> Iterator[JudgeTask]:
+        """:meth:`tasks` for one judge."""
+        todo = {i: it for i, it in items.items() if (cfg.name, i) not in self.tasked}
+        work, _ = to_judge(todo, self.done[cfg.name], self.config.retry.unscored)
+        for item_id, attempt in work:
+            temperature, rollout = sampled.get(item_id, (None, None))
+            if attempt > 1:  # a fresh sample: a rollout id of its own
+                rollout = (rollout or 0) + 1000 * attempt
+            self.tasked.add((cfg.name, item_id))
+            task = asked.get(item_id)
+            asked_cfg = with_task(cfg, task) if task else cfg
+            run_cfg = (
+                asked_cfg
+                if temperature is None
+                else asked_cfg.model_copy(update={"temperature": temperature})
+            )
+            yield JudgeTask(
+                self._program(cfg, temperature, rollout, task),
+                items[item_id],
+                asked_cfg,
+                judgment_file(cfg),
+                attempt,
+                ProgramRecipe.of(
+                    run_cfg, rollout=rollout, retries=self.config.retries, base=self.config_dir
+                ),
+            )
 
     def _program(
         self,
