@@ -267,9 +267,10 @@ class ReliabilityTest(ABC):
         return {}
 
     def units(self, items: Sequence[Item]) -> Iterable[Unit]:
-        """Independent pieces of work; by default one per seed item. A list, or any iterable
-        the harness can go through more than once, giving the same units each time (the
-        default: a sequence that makes each unit as it is read, holding none)."""
+        """Independent pieces of work; by default one per seed item, each made as it is read
+        (a sequence holding none). A plug-in's are asked for once and kept for the run: a list,
+        a sequence, or any iterable (made a list). A built-in test's are asked for again each
+        time the harness goes through them, and are the same units each time."""
         return _UnitPerItem(self.name, items)
 
     @abstractmethod

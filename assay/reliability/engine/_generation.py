@@ -151,8 +151,8 @@ def generate_units(
     the seeds each time they are gone through — the same units, made from the seeds alone —
     and taken by the pool as it goes; a plug-in test's are asked for once, and kept as it gave
     them (a sequence — the default ``units``' makes each unit as it is read —, else a list).
-    What is kept of each unit is its id. A pool-based test's units (each of which has every item of the pool
-    as its sources) are given the pool read once, as a list they share."""
+    What is kept of each unit is its id. A pool-based test (each of its units has the whole
+    pool as its sources) is given the pool read once, as a list its units share."""
 
     def items(test: ReliabilityTest) -> Sequence[Item]:
         return list(pool) if test.pool_based else seeds

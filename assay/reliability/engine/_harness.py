@@ -75,7 +75,7 @@ def prepare(
     limit: int | None,
     tests: list[str] | None,
     notes: dict | None = None,
-):
+) -> tuple[StoredItems, StoredItems, list[ReliabilityTest]]:
     """The seed pool, the seeds to perturb (the first ``limit`` of the pool) and the test
     instances, validated before anything is written (``notes``: what loading counted). The
     pool and seeds are :class:`~assay.inputs.StoredItems`: read from the items cache or spool
