@@ -43,7 +43,8 @@ def harness_metrics(
     those probes alone); ``pairs``: what building labelled pairs from a score column counted,
     if it did."""
     b = config.bootstrap
-    sources = {cfg.name: _SourceVerdicts(seeds, judgments[cfg.name]) for cfg in judge_cfgs}
+    seed_ids = [s.id for s in seeds]  # the seeds read once (from disk, when they are stored)
+    sources = {cfg.name: _SourceVerdicts(seed_ids, judgments[cfg.name]) for cfg in judge_cfgs}
     per_test: dict[str, dict[str, ReliabilityScores]] = {cfg.name: {} for cfg in judge_cfgs}
     counts: dict[str, int] = {}
     for t in instances:
@@ -78,7 +79,7 @@ def harness_metrics(
         lm_calls[f"judge:{name}"] = r.usage.calls
     wanted = {t.name for t in instances}
     return HarnessSummary(
-        seeds=len(seeds),
+        seeds=len(seed_ids),
         notes=[n for t in instances for n in t.notes()]
         + [
             n for j, r in results.items() for t, m in r.tests.items() for n in scorer_notes(j, t, m)
@@ -111,13 +112,13 @@ class _SourceVerdicts:
     judged, its per-criterion verdicts (transcript judges): what every test is scored
     against, a few numbers a seed."""
 
-    def __init__(self, seeds: Sequence[Item], js: JudgmentFile):
-        read = js.of(f"source:{s.id}" for s in seeds)
+    def __init__(self, seed_ids: list[str], js: JudgmentFile):
+        read = js.of(f"source:{i}" for i in seed_ids)
         self.scores = {
-            s.id: read[f"source:{s.id}"].score if f"source:{s.id}" in read else None for s in seeds
+            i: read[f"source:{i}"].score if f"source:{i}" in read else None for i in seed_ids
         }
         self.criteria = {
-            s.id: read[f"source:{s.id}"].criteria or {} for s in seeds if f"source:{s.id}" in read
+            i: read[f"source:{i}"].criteria or {} for i in seed_ids if f"source:{i}" in read
         }
 
 

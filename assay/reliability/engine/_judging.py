@@ -104,13 +104,16 @@ class JudgePlan:
         items: dict[str, Item] = {}
         sampled: dict[str, tuple[float | None, int]] = {}
         asked: dict[str, dict[str, Any]] = {}  # probe → another task (polarity's inverted rubric)
+        seed_meta: dict[str, dict[str, Any]] = {}  # each source read once for these probes
         for p in probes:
             if reuses_source(p):
                 continue
             pid = judged_id(p)
             item = p.as_item()  # a probe carries its source's meta (a pair's response B...)
-            source = self.seed(p.source_id)
-            meta = {**(source.meta if source is not None else {}), **item.meta}
+            if p.source_id not in seed_meta:
+                source = self.seed(p.source_id)
+                seed_meta[p.source_id] = source.meta if source is not None else {}
+            meta = {**seed_meta[p.source_id], **item.meta}
             items[pid] = item.model_copy(update={"id": pid, "meta": meta})
             if "rollout" in p.meta:  # a stability sample, or a placebo at the judge's sampling
                 sampled[pid] = (p.meta.get("temperature"), p.meta["rollout"])
