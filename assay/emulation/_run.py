@@ -249,9 +249,9 @@ def _file_digest(path: str | None) -> str | None:
     before anything runs."""
     if path is None:
         return None
-    import hashlib
+    from assay._files import sha256_file
 
-    return hashlib.sha256(check_file(path).read_bytes()).hexdigest()
+    return sha256_file(check_file(path))
 
 
 def _judge_programs(

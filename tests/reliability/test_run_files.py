@@ -184,3 +184,35 @@ def test_the_seeds_are_not_held_while_the_run_judges(tmp_path, monkeypatch, n):
     # the generation pool's window (twice its 4 workers) of tasks, and the judging tasks of
     # the probes of the units that finished meanwhile (an item each): the seeds are not held
     assert max(alive) <= 48, f"{max(alive)} items alive at once; {len(alive)} counts"
+
+
+def test_the_finish_key_hashes_the_run_s_files_a_block_at_a_time(tmp_path):
+    """A finished run's key digests its units and judgments (tens of MB at scale) without
+    reading a file whole, and moves with a byte of them."""
+    import tracemalloc
+    from types import SimpleNamespace
+
+    from assay.reliability.engine._rerun import finish_key
+
+    (tmp_path / "judgments").mkdir()
+    line = json.dumps({"item_id": "x" * 40, "score": 1, "text": "y" * 900}) + "\n"
+    with open(tmp_path / "judgments" / "j.jsonl", "w", encoding="utf-8") as fh:
+        fh.writelines(line for _ in range(30_000))  # ~28 MB
+    (tmp_path / "units.jsonl").write_text(line * 10, encoding="utf-8")
+    config = SimpleNamespace(model_dump=lambda mode: {"name": "c"})
+
+    def key() -> str:
+        return finish_key(config, tmp_path, tests=[], judges=["j"])
+
+    tracemalloc.start()
+    try:
+        first = key()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 5e6, f"{peak / 1e6:.0f} MB"
+    assert key() == first
+    with open(tmp_path / "judgments" / "j.jsonl", "r+b") as fh:
+        fh.seek(20_000_000)
+        fh.write(b"Z")
+    assert key() != first

@@ -9,10 +9,10 @@ scores again from its files, which makes no LM call either (units and judgments 
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
+from assay._files import sha256_file
 from assay.reliability._files import UNSEALED_READS
 from assay.reliability._results import HarnessSummary
 from assay.types import stable_hash
@@ -29,7 +29,7 @@ def finish_key(config: Any, run_dir: Path, *, tests: list[Any], judges: list[str
     digests = {}
     for path in files:
         if path.is_file():
-            digests[path.name] = hashlib.sha256(path.read_bytes()).hexdigest()
+            digests[path.name] = sha256_file(path)  # a block at a time: tens of MB at scale
     return stable_hash(
         {
             "config": config.model_dump(mode="json"),
