@@ -46,15 +46,7 @@ class StoredItems(Sequence[Item]):
     def __getitem__(self, index: int | slice) -> Item | StoredItems:
         if isinstance(index, slice):
             return StoredItems(self._stream, self._offsets[index])
-        offset = self._offsets[index]
-        path = self._lines.path
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(offset)
-                line = fh.readline()
-        except OSError as exc:
-            raise DataError(f"cannot read: {exc}", path=path) from None
-        return self._lines.item(line)
+        return next(self._at((self._offsets[index],)))
 
     def __iter__(self) -> Iterator[Item]:
         return self._at(self._offsets)
