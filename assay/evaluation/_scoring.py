@@ -62,9 +62,11 @@ def agreement_summary(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    clusters: list[str] | None = None,
 ) -> Agreement:
     """Every agreement metric for paired scores on ``scale``, each with its interval; the note
-    says when the judge gave one verdict on every item."""
+    says when the judge gave one verdict on every item. ``clusters``: the sample each pair
+    repeats (an Inspect log's epochs), resampled together."""
     if not reference:
         return Agreement(note="no item was scored on both sides")
     ref = np.array([scale.index(s) for s in reference])
@@ -81,6 +83,7 @@ def agreement_summary(
         seed=seed,
         names=("the reference", "the judge"),
         labels=verdict_names(scale),
+        clusters=clusters,
     )
     return Agreement(
         metrics=_in_steps(metrics, scale),
@@ -179,6 +182,7 @@ def summarize_verdicts(
         n_resamples=n_resamples,
         confidence=confidence,
         seed=seed,
+        clusters=v.paired_samples,
     )
     usage = v.usage
     accuracy = agreement.metrics.get("accuracy")

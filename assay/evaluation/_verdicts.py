@@ -65,6 +65,8 @@ class Verdicts:
         self.calibrated = np.full(n, math.nan)
         self.usage = Usage()
         self.paired: tuple[list[int], list[int]] = ([], [])
+        # the sample each pair repeats (an Inspect log's epochs), or None: independent pairs
+        self.paired_samples: list[str] | None = None
 
     def put(self, p: int, j: Judgment, reference: int | None) -> None:
         self.ids[p] = j.item_id
@@ -112,6 +114,15 @@ class Verdicts:
         for name in ("judged", "cached", "latency", "expected_score", "calibrated"):
             setattr(v, name, getattr(v, name)[keep])
         v.paired = _pairs(zip(v.references, v.scores, strict=True))
+        if index.samples is not None:
+            samples = [index.samples[p] for p in keep]
+            both = zip(v.references, v.scores, samples, strict=True)
+            # an item of no sample is one of its own: its position cannot be another's
+            v.paired_samples = [
+                s if s is not None else f"item {k}"
+                for k, (r, c, s) in enumerate(both)
+                if r is not None and c is not None
+            ]
         return v
 
     def __len__(self) -> int:

@@ -109,20 +109,39 @@ class ItemIndex:
     expected: list[int | None]
     fingerprint: str
     position: dict[str, int] = field(repr=False)
+    # the sample each item repeats (:func:`sample_of`), by position; None when no item does
+    samples: list[str | None] | None = field(default=None, repr=False)
 
     @classmethod
     def read(cls, items: Iterable[Item]) -> ItemIndex:
         digest = ListHash()
         ids: list[str] = []
         expected: list[int | None] = []
+        samples: list[str | None] | None = None
         for it in items:
             digest.add_text(dumps(it))
+            sample = sample_of(it)
+            if sample is not None and samples is None:  # kept only for items that have one
+                samples = [None] * len(ids)
+            if samples is not None:
+                samples.append(sample)
             ids.append(it.id)
             expected.append(it.expected)
-        return cls(ids, expected, digest.hexdigest(), {i: k for k, i in enumerate(ids)})
+        position = {i: k for k, i in enumerate(ids)}
+        return cls(ids, expected, digest.hexdigest(), position, samples)
 
     def __len__(self) -> int:
         return len(self.ids)
+
+
+def sample_of(item: Item) -> str | None:
+    """The sample ``item`` is one epoch of — an Inspect log's item, whose ``meta`` names its task,
+    sample and epoch: the epochs of a sample share its input and its reference, so they are
+    not independent items and an interval resamples them together. None for any other item."""
+    meta = item.meta
+    if "epoch" not in meta or "sample_id" not in meta:
+        return None
+    return canonical_json([meta.get("task"), meta["sample_id"]])
 
 
 def item_set_tags(items: Iterable[Item], *, split: str, of: int | None = None) -> dict[str, str]:

@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from assay.metrics._intervals import (
     _CHUNK_ELEMENTS,
+    BatchedStatistic,
     BootstrapCI,
     _as_item_arrays,
     _check_confidence,
@@ -106,6 +107,55 @@ def cluster_bootstrap_ci(
             )
         out[start : start + b] = values
     return _percentile_ci(out, confidence, unit="cluster")
+
+
+def cluster_replicates(
+    statistic: BatchedStatistic,
+    arrays: list[NDArray],
+    clusters: ArrayLike,
+    *,
+    n_resamples: int,
+    seed: int,
+) -> NDArray[np.float64]:
+    """A batched ``statistic`` (arrays of shape (B, m) in, shape (B,) out, as the agreement
+    metrics are) on every cluster resample: each replicate draws as many clusters as there are,
+    with replacement — the draw of :func:`cluster_bootstrap_ci`, from the same generator — and
+    takes every unit of each cluster drawn, as often as it was drawn. A replicate's units are
+    as many as its clusters hold, so replicates are computed in batches of equal size. For a
+    statistic that weights cannot express (κ, correlations); the clusters are numbered in the
+    order of their contents, so the replicates do not depend on the ids or the rows' order."""
+    n_resamples = _check_resamples(n_resamples)
+    n = arrays[0].shape[0]
+    inverse, n_clusters = _cluster_index(clusters, n)
+    inverse = _canonical_clusters(inverse, n_clusters, arrays)
+    by_cluster = np.argsort(inverse, kind="stable")  # each cluster's units side by side
+    grouped = [a[by_cluster] for a in arrays]
+    sizes = np.bincount(inverse, minlength=n_clusters)
+    starts = np.cumsum(sizes) - sizes
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_resamples, dtype=np.float64)
+    step = max(1, _CHUNK_ELEMENTS // max(n, n_clusters))
+    for start in range(0, n_resamples, step):
+        b = min(step, n_resamples - start)
+        drawn = rng.integers(0, n_clusters, size=(b, n_clusters))
+        totals = sizes[drawn].sum(axis=1)
+        for total in np.unique(totals):
+            rows = np.flatnonzero(totals == total)
+            picked = drawn[rows].ravel()
+            lengths = sizes[picked]
+            first = np.repeat(starts[picked], lengths)
+            within = np.arange(int(lengths.sum())) - np.repeat(
+                np.cumsum(lengths) - lengths, lengths
+            )
+            units = (first + within).reshape(rows.size, int(total))
+            values = np.asarray(statistic(*(g[units] for g in grouped)), dtype=np.float64)
+            if values.shape != (rows.size,):
+                raise ValueError(
+                    "statistic must be batched: take arrays of shape (B, n) and return shape "
+                    f"(B,); got shape {values.shape} for B={rows.size}"
+                )
+            out[start + rows] = values
+    return out
 
 
 def cluster_mean(

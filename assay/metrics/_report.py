@@ -33,6 +33,7 @@ from assay.metrics._classification import (
     _false_positive_rate_batched,
     confusion_matrix,
 )
+from assay.metrics._cluster import cluster_replicates
 from assay.metrics._failure import (
     FailureRates,
     _failure_incidence_batched,
@@ -46,12 +47,13 @@ from assay.metrics._intervals import (
     _replicates,
     _resample_indices,
     canonical_order,
+    clopper_pearson_interval,
 )
 from assay.metrics._kappa import KappaWeights, _kappa_batched
 from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
 from assay.metrics._rates import balanced_rate, binomial_rate
 from assay.metrics._validate import category_ranks, check_k, in_category_order, label_pair
-from assay.metrics._value import MetricValue, with_ci
+from assay.metrics._value import CLOPPER_PEARSON_CLUSTERS, MetricValue, with_ci
 
 MetricKind = Literal["binary", "ordinal", "categorical"]
 
@@ -241,6 +243,7 @@ def agreement_metrics(
     seed: int = 0,
     names: tuple[str, str] = _RATERS,
     labels: Sequence[str] | None = None,
+    clusters: ArrayLike | None = None,
 ) -> dict[str, MetricValue]:
     """Every agreement metric for ``kind``, in report order, each with its interval.
 
@@ -266,6 +269,13 @@ def agreement_metrics(
     ``labels`` the categories' names (default: their indices). How a scale lists or names
     categories whose order means nothing moves no figure: unordered categories are computed
     in :func:`category_ranks`' order, and a binary scale's items resampled in it.
+
+    ``clusters`` (one id per pair) groups pairs that are not independent — the epochs of one
+    Inspect sample share its input and reference. Where a cluster holds more than one pair,
+    every interval, the rates' too, resamples the clusters with all their pairs (a cluster
+    bootstrap: pairs resampled one by one would count an epoch as a new sample and draw the
+    interval too narrow); a rate every resample leaves at 0 or 1 has the exact interval over
+    the clusters its denominator holds, each counted once. The values are unchanged.
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
@@ -288,6 +298,7 @@ def agreement_metrics(
     confidence = _check_confidence(confidence)
 
     n = int(ref.shape[0])
+    grouped = _Clustered.of(clusters, order, n_resamples, seed)
     indices = _resample_indices(n, n_resamples, seed)
     results: dict[str, MetricValue] = {}
     for spec in _specs(kind, k, threshold, ref, cand, names, labels):
@@ -298,6 +309,9 @@ def agreement_metrics(
                 ", so this rate is won or lost by construction" if spec.name in TRADE_OFFS else ""
             )
             notes.append(single + trade)
+        if grouped is not None:
+            results[spec.name] = grouped.metric(spec, confidence, notes)
+            continue
         if spec.rate is not None:
             results[spec.name] = spec.rate(confidence).with_notes(notes)
             continue
@@ -305,6 +319,73 @@ def agreement_metrics(
         ci = _percentile_ci(_replicates(spec.statistic, list(spec.arrays), indices), confidence)
         results[spec.name] = with_ci(value, ci, n, why_undefined=spec.undefined, notes=notes)
     return results
+
+
+@dataclass(frozen=True)
+class _Clustered:
+    """The pairs' clusters, where one holds more than one pair: every interval of
+    :func:`agreement_metrics` is then a cluster bootstrap."""
+
+    ids: NDArray
+    n_clusters: int
+    n_resamples: int
+    seed: int
+
+    @classmethod
+    def of(
+        cls, clusters: ArrayLike | None, order: NDArray[np.intp], n_resamples: int, seed: int
+    ) -> _Clustered | None:
+        if clusters is None:
+            return None
+        ids = np.asarray(clusters)
+        if ids.ndim != 1 or ids.shape[0] != order.shape[0]:
+            raise ValueError(
+                f"clusters must give one cluster id per pair ({order.shape[0]}), got shape "
+                f"{ids.shape}"
+            )
+        ids = ids.astype(str)[order]
+        n_clusters = int(np.unique(ids).size)
+        if n_clusters == ids.size:  # each pair its own cluster: independent pairs
+            return None
+        return cls(ids, n_clusters, n_resamples, seed)
+
+    def metric(self, spec: _Spec, confidence: float, notes: list[str]) -> MetricValue:
+        """``spec``'s value (a rate's count too) with its cluster-bootstrap interval."""
+        arrays = list(spec.arrays)
+        n = int(arrays[0].shape[0])
+        value = float(spec.statistic(*(a[None, :] for a in arrays))[0])
+        replicates = cluster_replicates(
+            spec.statistic, arrays, self.ids, n_resamples=self.n_resamples, seed=self.seed
+        )
+        ci = _percentile_ci(replicates, confidence, unit="cluster")
+        resampled = (
+            f"bootstrap resampled {self.n_clusters} clusters (the pairs of one sample, as an "
+            f"Inspect log's epochs, together), not the {n} pairs"
+        )
+        out = with_ci(value, ci, n, why_undefined=spec.undefined, notes=[*notes, resampled])
+        if spec.rate is None:
+            return out
+        rate = spec.rate(confidence)  # its count and its denominator
+        defined = replicates[~np.isnan(replicates)]
+        if value in (0.0, 1.0) and defined.size and (defined == value).all():
+            # no resample can move it: the exact interval over the clusters, each counted once
+            alone = spec.statistic(*(a[:, None] for a in arrays))
+            over = int(np.unique(self.ids[~np.isnan(alone)]).size) or self.n_clusters
+            low, high = clopper_pearson_interval(int(value) * over, over, confidence)
+            every = (
+                f"every resample gives {value:.0f}, so the interval is the exact one over the "
+                f"{over} clusters, each counted once"
+            )
+            return MetricValue(
+                value,
+                low,
+                high,
+                rate.n,
+                note="; ".join([*notes, every]),
+                count=rate.count,
+                ci_method=CLOPPER_PEARSON_CLUSTERS,
+            )
+        return MetricValue(**{**out.to_dict(), "n": rate.n, "count": rate.count})
 
 
 def _one_verdict(

@@ -1,0 +1,136 @@
+"""Agreement metrics over pairs that come in clusters (an Inspect log's epochs of one sample):
+the cluster bootstrap against a loop over the same draws with scikit-learn's metrics, and the
+relations it must hold — epochs that repeat a sample add no information, a pair of its own is
+an independent pair, and neither the clusters' names nor the rows' order moves a figure."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.metrics import accuracy_score, cohen_kappa_score, mean_absolute_error
+
+from assay.metrics import clopper_pearson_interval
+from assay.metrics._cluster import cluster_replicates
+from assay.metrics._kappa import _kappa_batched
+from assay.metrics._report import agreement_metrics
+
+B = 1000
+
+
+def clustered(seed: int, n_clusters: int, k: int = 3):
+    """Pairs in clusters of 1 to 4 (an unequal number of scored epochs), numbered in the
+    order of their contents (each cluster's pairs, sorted), as the bootstrap numbers them."""
+    rng = np.random.default_rng(seed)
+    members = []
+    for _ in range(n_clusters):
+        truth = int(rng.integers(0, k))
+        size = int(rng.integers(1, 5))
+        pairs = [
+            (truth, int(truth if rng.random() < 0.7 else rng.integers(0, k))) for _ in range(size)
+        ]
+        members.append(sorted(pairs))
+    members.sort()
+    ref = np.array([r for m in members for r, _ in m])
+    cand = np.array([c for m in members for _, c in m])
+    ids = np.array([c for c, m in enumerate(members) for _ in m])
+    return ref, cand, ids, members
+
+
+def test_the_replicates_are_the_metric_on_each_draw_of_whole_clusters():
+    """Each replicate is scikit-learn's metric on the pairs of the clusters drawn (with
+    replacement, as many as there are, from ``default_rng(seed)``), a cluster's pairs as often
+    as it was drawn."""
+    ref, cand, ids, members = clustered(seed=3, n_clusters=25)
+    n_clusters = len(members)
+    draws = np.random.default_rng(11).integers(0, n_clusters, size=(B, n_clusters))
+    want_acc, want_kappa, want_mae = [], [], []
+    for row in draws:
+        r = [p[0] for c in row for p in members[c]]
+        c_ = [p[1] for c in row for p in members[c]]
+        want_acc.append(accuracy_score(r, c_))
+        want_mae.append(mean_absolute_error(r, c_))
+        varies = len(set(r)) > 1 and len(set(c_)) > 1
+        want_kappa.append(cohen_kappa_score(r, c_, labels=[0, 1, 2]) if varies else math.nan)
+
+    def accuracy(a, b):
+        return (a == b).mean(axis=1)
+
+    def mae(a, b):
+        return np.abs(a - b).mean(axis=1)
+
+    def kappa(a, b):
+        varies = (a != a[:, :1]).any(axis=1) & (b != b[:, :1]).any(axis=1)
+        return np.where(varies, _kappa_batched(a, b, k=3), np.nan)
+
+    got = {
+        name: cluster_replicates(fn, [ref, cand], ids, n_resamples=B, seed=11)
+        for name, fn in (("accuracy", accuracy), ("mae", mae), ("kappa", kappa))
+    }
+    np.testing.assert_allclose(got["accuracy"], want_acc, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got["mae"], want_mae, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got["kappa"], want_kappa, rtol=0, atol=1e-12, equal_nan=True)
+
+
+def metrics(ref, cand, **kw):
+    return agreement_metrics(ref, cand, n_resamples=B, seed=5, **kw)
+
+
+@pytest.mark.parametrize("kind,k", [("ordinal", 4), ("binary", 2)])
+def test_epochs_that_repeat_each_sample_add_no_information(kind, k):
+    """Each sample judged three times with the same verdict: every bootstrap interval is that
+    of the samples alone, where pairs resampled one by one would count each epoch as a new
+    sample and draw κ's interval narrower."""
+    rng = np.random.default_rng(7)
+    n = 40
+    ref = rng.integers(0, k, n)
+    cand = np.where(rng.random(n) < 0.7, ref, rng.integers(0, k, n))
+    samples = np.repeat([f"sample {i}" for i in range(n)], 3)
+    alone = metrics(ref, cand, kind=kind, k=k)
+    epochs = metrics(np.repeat(ref, 3), np.repeat(cand, 3), kind=kind, k=k, clusters=samples)
+    as_if_independent = metrics(np.repeat(ref, 3), np.repeat(cand, 3), kind=kind, k=k)
+    assert epochs.keys() == alone.keys()
+    for name, m in epochs.items():
+        assert m.value == pytest.approx(alone[name].value, abs=1e-12), name
+        assert m.ci_method == "cluster bootstrap", name
+        assert f"resampled {n} clusters" in (m.note or ""), name
+        if alone[name].ci_method == "bootstrap":
+            assert (m.ci_low, m.ci_high) == pytest.approx(
+                (alone[name].ci_low, alone[name].ci_high), abs=1e-12
+            ), name
+    kappa = "kappa_categorical"
+    width = epochs[kappa].ci_high - epochs[kappa].ci_low
+    assert as_if_independent[kappa].ci_high - as_if_independent[kappa].ci_low < 0.75 * width
+    assert epochs["accuracy"].n == 3 * n and epochs["accuracy"].count == 3 * alone["accuracy"].count
+
+
+def test_pairs_each_of_its_own_cluster_are_independent_pairs():
+    ref, cand, _, _ = clustered(seed=4, n_clusters=30)
+    own = metrics(ref, cand, kind="ordinal", k=3, clusters=[f"p{i}" for i in range(len(ref))])
+    assert own == metrics(ref, cand, kind="ordinal", k=3)
+
+
+def test_neither_the_clusters_names_nor_the_rows_order_moves_a_figure():
+    ref, cand, ids, _ = clustered(seed=9, n_clusters=30)
+    first = metrics(ref, cand, kind="ordinal", k=3, clusters=ids)
+    order = np.random.default_rng(2).permutation(len(ref))
+    renamed = np.array([f"zz-{(i * 7919) % 1000}" for i in ids])
+    again = metrics(ref[order], cand[order], kind="ordinal", k=3, clusters=renamed[order])
+    assert again == first
+
+
+def test_a_rate_no_resample_can_move_has_the_exact_interval_over_the_clusters():
+    """Five samples, three epochs each, every verdict right: accuracy 1 with the exact interval
+    over five samples, not over fifteen pairs."""
+    ref = np.repeat([0, 1, 1, 0, 1], 3)
+    samples = np.repeat(list("abcde"), 3)
+    got = metrics(ref, ref.copy(), kind="binary", k=2, clusters=samples)["accuracy"]
+    assert (got.value, got.n, got.count) == (1.0, 15, 15)
+    assert (got.ci_low, got.ci_high) == pytest.approx(clopper_pearson_interval(5, 5))
+    assert got.ci_low < clopper_pearson_interval(15, 15)[0]
+    assert got.ci_method == "Clopper–Pearson over clusters"
+    fpr = metrics(ref, ref.copy(), kind="binary", k=2, clusters=samples)["false_positive_rate"]
+    # its denominator is the reference's negatives: two samples
+    assert (fpr.value, fpr.n) == (0.0, 6)
+    assert (fpr.ci_low, fpr.ci_high) == pytest.approx(clopper_pearson_interval(0, 2))
