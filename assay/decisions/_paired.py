@@ -27,6 +27,7 @@ from assay.decisions._paired_results import (
 from assay.decisions._tuning import refuse_tuned_items
 from assay.errors import ConfigError, RunError
 from assay.evaluation import metric_kind, verdict_names
+from assay.inputs import samples_of
 from assay.metrics import higher_is_better
 
 PAIRED_FILE = "paired.json"
@@ -101,6 +102,7 @@ def paired(
             n_resamples=n_resamples,
             seed=seed,
             labels=verdict_names(scale),
+            clusters=samples_of(compared),
         )
     except ValueError as exc:
         raise ConfigError(f"compare --paired: {exc}") from None

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.metrics import fmt
+from assay.metrics import PAIRED_CLUSTER_BOOTSTRAP, fmt
 from assay.report import Report, Table, figures, load_json
 
 if TYPE_CHECKING:
@@ -113,22 +113,49 @@ def paired_tables(p: dict[str, Any]) -> list[Table]:
             f"items for Δ = {c['delta']:g}",
         ],
         rows,
-        lead=(
-            f"{p['n_paired']} items scored by both judges, with a reference. Accuracy: McNemar's "
-            f"exact test on the discordant items (A alone right: {c['a_only_right']}, B alone "
-            f"right: {c['b_only_right']}); the other metrics: a paired bootstrap "
-            f"({c['n_resamples']} resamples of the items, seed {c['seed']}). p-values "
-            f"Holm-adjusted over the {m} metrics with a test; intervals at the Bonferroni level "
-            f"{ci:.2%} (1 − {level:g}/{m}: they hold together)."
-        ),
-        note=(
-            f"Items needed: to detect Δ = {c['delta']:g} at level {level:g}/{m} with "
-            f"power {c['power']:g} — accuracy by Connor's (1987) normal approximation for "
-            "McNemar's test with the observed discordance rate, the others from the bootstrap "
-            "standard error scaled as 1/√n." + ("".join(f" Note — {n}." for n in notes))
-        ),
+        lead=_lead(p, m, ci, level),
+        note=_needed(c, m, level) + "".join(f" Note — {n}." for n in notes),
     )
     return [table]
+
+
+def _clustered(c: dict[str, Any]) -> bool:
+    """Whether the comparison resampled clusters (an Inspect log's epochs of one sample)."""
+    return any(d["test"] == PAIRED_CLUSTER_BOOTSTRAP for d in c["differences"])
+
+
+def _lead(p: dict[str, Any], m: int, ci: float, level: float) -> str:
+    c = p["comparison"]
+    holm = (
+        f" p-values Holm-adjusted over the {m} metrics with a test; intervals at the Bonferroni "
+        f"level {ci:.2%} (1 − {level:g}/{m}: they hold together)."
+    )
+    if _clustered(c):
+        return (
+            f"{p['n_paired']} items scored by both judges, with a reference, in samples of "
+            "several items (an Inspect log's epochs): every metric, accuracy too, by a paired "
+            f"cluster bootstrap ({c['n_resamples']} resamples of the samples with all their "
+            f"items, seed {c['seed']})." + holm
+        )
+    return (
+        f"{p['n_paired']} items scored by both judges, with a reference. Accuracy: McNemar's "
+        f"exact test on the discordant items (A alone right: {c['a_only_right']}, B alone "
+        f"right: {c['b_only_right']}); the other metrics: a paired bootstrap "
+        f"({c['n_resamples']} resamples of the items, seed {c['seed']})." + holm
+    )
+
+
+def _needed(c: dict[str, Any], m: int, level: float) -> str:
+    head = f"Items needed: to detect Δ = {c['delta']:g} at level {level:g}/{m} with power {c['power']:g} — "
+    if _clustered(c):
+        return head + (
+            "from the bootstrap standard error scaled as one over the root of the samples, "
+            "counted in samples of the mean size."
+        )
+    return head + (
+        "accuracy by Connor's (1987) normal approximation for McNemar's test with the "
+        "observed discordance rate, the others from the bootstrap standard error scaled as 1/√n."
+    )
 
 
 def _paired_report(p: dict[str, Any]) -> Report:

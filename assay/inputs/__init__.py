@@ -30,6 +30,8 @@ _WHERE = {
     "stream_items": "_items",
     "ItemIndex": "_items",
     "ItemStream": "_items",
+    "sample_of": "_items",
+    "samples_of": "_items",
     "AnnotationRows": "_annotations",
     "majority": "_annotations",
     "read_annotations": "_annotations",
@@ -57,6 +59,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         item_set_tags,
         left_out_line,
         load_items,
+        sample_of,
+        samples_of,
         stream_items,
     )
     from assay.inputs._resolve import ResolvedConfig, named_files, resolve_config
@@ -85,6 +89,8 @@ __all__ = [
     "named_files",
     "read_annotations",
     "resolve_config",
+    "sample_of",
+    "samples_of",
     "stratified_sample",
     "StoredItems",
     "without_write_back",

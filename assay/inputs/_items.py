@@ -144,6 +144,12 @@ def sample_of(item: Item) -> str | None:
     return canonical_json([meta.get("task"), meta["sample_id"]])
 
 
+def samples_of(items: Iterable[Item]) -> list[str]:
+    """What an interval or a test over ``items`` resamples together, by item: the sample each
+    repeats (:func:`sample_of`), else the item alone."""
+    return [sample_of(it) or f"item {it.id}" for it in items]
+
+
 def item_set_tags(items: Iterable[Item], *, split: str, of: int | None = None) -> dict[str, str]:
     """MLflow tags naming the exact items a judge was measured on: ``assay.items`` (the
     fingerprint of their ids, texts and references), ``assay.n_items``, ``assay.split`` and

@@ -156,6 +156,7 @@ _NAMES = {
     "_multitest": ("benjamini_hochberg", "holm"),
     "_ordinal": ("ccc", "mae", "pearson", "spearman"),
     "_paired": (
+        "PAIRED_CLUSTER_BOOTSTRAP",
         "PairedComparison",
         "PairedDifference",
         "bootstrap_p_value",
@@ -406,6 +407,7 @@ __all__ = [
     "risk_p_value",
     "selective_threshold",
     # two judges on the same items (paired comparison), one judge at two times (drift)
+    "PAIRED_CLUSTER_BOOTSTRAP",
     "PairedComparison",
     "PairedDifference",
     "bootstrap_p_value",
@@ -627,6 +629,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from assay.metrics._multitest import benjamini_hochberg, holm
     from assay.metrics._ordinal import ccc, mae, pearson, spearman
     from assay.metrics._paired import (
+        PAIRED_CLUSTER_BOOTSTRAP,
         PairedComparison,
         PairedDifference,
         bootstrap_p_value,

@@ -22,7 +22,7 @@ from functools import partial
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -33,7 +33,8 @@ from pydantic import (
     model_validator,
 )
 
-from assay.metrics._intervals import bootstrap_ci
+from assay.metrics._cluster import cluster_replicates, shared_clusters
+from assay.metrics._intervals import _percentile_ci, bootstrap_ci
 from assay.metrics._kappa import _kappa_batched
 from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
 from assay.metrics._validate import category_ranks
@@ -87,6 +88,20 @@ def clopper_pearson_upper(successes: int, trials: int, delta: float) -> float:
     return float(beta.ppf(1.0 - delta, successes + 1, trials - successes))
 
 
+def effective_clopper_pearson(successes: float, trials: float, delta: float, side: Side) -> float:
+    """Clopper–Pearson's one-sided bound at level 1 − ``delta`` for an effective number of
+    ``trials`` and ``successes`` (real numbers: Beta quantiles take them as they are): the lower
+    bound for ``at_least``, the upper for ``at_most``; 0 (1) when nothing succeeded (failed)."""
+    delta = _check_delta(delta)
+    from scipy.stats import beta
+
+    if side == "at_least":
+        return 0.0 if successes <= 0 else float(beta.ppf(delta, successes, trials - successes + 1))
+    if successes >= trials:
+        return 1.0
+    return float(beta.ppf(1.0 - delta, successes + 1, trials - successes))
+
+
 def bootstrap_bound(
     statistic: Callable[..., NDArray[np.float64]],
     *arrays: Any,
@@ -94,16 +109,25 @@ def bootstrap_bound(
     side: Side,
     n_resamples: int = 2000,
     seed: int = 0,
+    clusters: ArrayLike | None = None,
 ) -> tuple[float, int]:
     """A one-sided percentile bootstrap bound at level 1 − ``delta`` of a batched statistic
     over items: the δ quantile of the replicates (``at_least``: a lower bound) or the 1 − δ
     quantile (``at_most``: an upper bound). It is the matching end of the two-sided percentile
     interval at level 1 − 2δ, drawn by :func:`bootstrap_ci`. Returns the bound (nan when no
-    replicate is defined) and the number of replicates dropped as undefined."""
+    replicate is defined) and the number of replicates dropped as undefined. ``clusters`` (one
+    id per item): the clusters are resampled with all their items
+    (:func:`~assay.metrics.cluster_replicates`)."""
     delta = _check_delta(delta)
-    ci = bootstrap_ci(
-        statistic, *arrays, n_resamples=n_resamples, confidence=1.0 - 2.0 * delta, seed=seed
-    )
+    if clusters is not None:
+        reps = cluster_replicates(
+            statistic, [np.asarray(a) for a in arrays], clusters, n_resamples=n_resamples, seed=seed
+        )
+        ci = _percentile_ci(reps, 1.0 - 2.0 * delta, unit="cluster")
+    else:
+        ci = bootstrap_ci(
+            statistic, *arrays, n_resamples=n_resamples, confidence=1.0 - 2.0 * delta, seed=seed
+        )
     return (ci.low if side == "at_least" else ci.high), ci.n_dropped
 
 
@@ -391,7 +415,9 @@ class MetricBound(BaseModel):
     side: Side
     bar: Undefinable
     passed: bool
-    method: Literal["clopper-pearson", "bootstrap"]
+    # over clusters (an Inspect log's epochs of one sample): "clopper-pearson-clusters" at the
+    # trials' effective number, "cluster-bootstrap" resampling the samples
+    method: Literal["clopper-pearson", "bootstrap", "clopper-pearson-clusters", "cluster-bootstrap"]
     n: int  # the trials (rates) or items (bootstrap)
     successes: int | None = None  # rates only
     note: str | None = None
@@ -429,6 +455,7 @@ def certify(
     event: Sequence[int] | None = None,
     ordered: bool = True,
     labels: Sequence[str] | None = None,
+    clusters: Sequence[str] | None = None,
 ) -> Certification:
     """Certify a judge against ``policy`` on labelled items.
 
@@ -440,6 +467,14 @@ def certify(
     categories' names; on an unordered scale the indices are recoded in
     :func:`category_ranks`' order first, so neither a bootstrap bound nor the verdict an
     unscored item counts as depends on the order the scale lists its labels in.
+
+    ``clusters`` (one id per item) groups items that are not independent — the epochs of one
+    Inspect sample, which share its input and reference. Where a cluster holds more than one
+    item, a rate's bound is Clopper–Pearson's at the effective number of trials the worst
+    correlation within a cluster leaves — Kish's ``(Σ m)² / Σ m²`` over the clusters' trials
+    ``m`` (the number of clusters, when each holds as many), the successes in proportion (Korn
+    and Graubard's effective-size interval with the largest design effect: valid whatever the
+    epochs' correlation) — and a statistic's is a cluster bootstrap's.
     """
     ref = np.asarray(reference, dtype=np.int64)
     if ref.ndim != 1 or ref.size == 0:
@@ -465,6 +500,7 @@ def certify(
         ref_event = positive[ref]
         cand_event = np.where(unscored, ~ref_event, positive[np.maximum(given, 0)])
     delta = policy.delta_per_bar
+    grouped = None if clusters is None else shared_clusters(clusters, np.arange(ref.size))
     results = []
     for metric, bar in policy.bars.items():
         if needs_event(metric) and ref_event is None:
@@ -475,11 +511,12 @@ def certify(
         if metric in STATISTICS and STATISTICS[metric].ordinal_only and not ordered:
             raise ValueError(f"{metric} needs an ordinal scale")
         if metric in RATES:
-            results.append(_rate_bound(metric, bar, ref, cand, ref_event, cand_event, delta))
+            bound = _rate_bound(metric, bar, ref, cand, ref_event, cand_event, delta, grouped)
         else:
-            results.append(
-                _statistic_bound(metric, bar, ref, cand, ref_event, cand_event, k, delta, policy)
+            bound = _statistic_bound(
+                metric, bar, ref, cand, ref_event, cand_event, k, delta, policy, grouped
             )
+        results.append(bound)
     return Certification(
         admitted=all(r.passed for r in results),
         confidence=policy.confidence,
@@ -513,15 +550,25 @@ def inconsistency(results: list[MetricBound], bars: dict[str, Bar], admitted: bo
     return None
 
 
-def _rate_bound(metric, bar, ref, cand, ref_event, cand_event, delta) -> MetricBound:
+def _rate_bound(metric, bar, ref, cand, ref_event, cand_event, delta, grouped) -> MetricBound:
     spec = RATES[metric]
     if ref_event is None:  # accuracy / error rate: the event flags are not used
         ref_event = cand_event = np.zeros(ref.shape, dtype=bool)
     trials = spec.trials(ref, cand, ref_event, cand_event)
     hits = spec.successes(ref, cand, ref_event, cand_event) & trials
     n, x = int(trials.sum()), int(hits.sum())
+    method = "clopper-pearson"
     if n == 0:
         bound, point, note = math.nan, math.nan, f"undefined: no trial ({spec.about} has no item)"
+    elif grouped is not None:
+        point, method = x / n, "clopper-pearson-clusters"
+        sizes = np.unique(grouped[trials], return_counts=True)[1].astype(np.float64)
+        n_eff = float(sizes.sum() ** 2 / (sizes**2).sum())
+        bound = effective_clopper_pearson(point * n_eff, n_eff, delta, bar.side)
+        note = (
+            f"{x} of {n} trials in {sizes.size} samples (an Inspect log's epochs): bounded at "
+            f"{n_eff:.1f} effective trials, as if each sample's trials had one outcome"
+        )
     else:
         point, note = x / n, None
         side_fn = clopper_pearson_lower if bar.side == "at_least" else clopper_pearson_upper
@@ -533,7 +580,7 @@ def _rate_bound(metric, bar, ref, cand, ref_event, cand_event, delta) -> MetricB
         side=bar.side,
         bar=bar.value,
         passed=_passes(bound, bar),
-        method="clopper-pearson",
+        method=method,
         n=n,
         successes=x,
         note=note,
@@ -541,7 +588,7 @@ def _rate_bound(metric, bar, ref, cand, ref_event, cand_event, delta) -> MetricB
 
 
 def _statistic_bound(
-    metric, bar, ref, cand, ref_event, cand_event, k, delta, policy
+    metric, bar, ref, cand, ref_event, cand_event, k, delta, policy, grouped
 ) -> MetricBound:
     spec = STATISTICS[metric]
     if spec.on_event:
@@ -557,12 +604,19 @@ def _statistic_bound(
         side=bar.side,
         n_resamples=policy.n_resamples,
         seed=policy.seed,
+        clusters=grouped,
     )
-    note = None
+    notes = []
+    if grouped is not None:
+        notes.append(
+            f"bootstrap resampled {np.unique(grouped).size} samples (an Inspect log's epochs) "
+            "with all their items"
+        )
     if math.isnan(bound):
-        note = "undefined: no bootstrap replicate was defined"
+        notes.append("undefined: no bootstrap replicate was defined")
     elif dropped:
-        note = f"{dropped} of {policy.n_resamples} replicates undefined (dropped)"
+        notes.append(f"{dropped} of {policy.n_resamples} replicates undefined (dropped)")
+    note = "; ".join(notes) or None
     return MetricBound(
         metric=metric,
         point=point,
@@ -570,7 +624,7 @@ def _statistic_bound(
         side=bar.side,
         bar=bar.value,
         passed=_passes(bound, bar),
-        method="bootstrap",
+        method="bootstrap" if grouped is None else "cluster-bootstrap",
         n=int(ref.size),
         note=note,
     )

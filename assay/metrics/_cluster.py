@@ -109,6 +109,21 @@ def cluster_bootstrap_ci(
     return _percentile_ci(out, confidence, unit="cluster")
 
 
+def shared_clusters(clusters: ArrayLike | None, order: NDArray[np.intp]) -> NDArray | None:
+    """The cluster ids of the pairs (``clusters``, one per pair) in ``order``, as text, when a
+    cluster holds more than one pair; None when none does, or none was given: the pairs are
+    independent and their own intervals and tests hold."""
+    if clusters is None:
+        return None
+    ids = np.asarray(clusters)
+    if ids.ndim != 1 or ids.shape[0] != order.shape[0]:
+        raise ValueError(
+            f"clusters must give one cluster id per pair ({order.shape[0]}), got shape {ids.shape}"
+        )
+    ids = ids.astype(str)[order]
+    return None if np.unique(ids).size == ids.size else ids
+
+
 def cluster_replicates(
     statistic: BatchedStatistic,
     arrays: list[NDArray],

@@ -39,6 +39,7 @@ from numpy.typing import ArrayLike, NDArray
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
+from assay.metrics._cluster import cluster_replicates, shared_clusters
 from assay.metrics._intervals import (
     _check_confidence,
     _check_resamples,
@@ -53,6 +54,7 @@ from assay.metrics._value import Undefinable
 
 MCNEMAR = "McNemar exact"
 BOOTSTRAP = "paired bootstrap"
+PAIRED_CLUSTER_BOOTSTRAP = "paired cluster bootstrap"
 
 
 @dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
@@ -168,6 +170,7 @@ def paired_comparison(
     n_resamples: int = 1000,
     seed: int = 0,
     labels: Sequence[str] | None = None,
+    clusters: ArrayLike | None = None,
 ) -> PairedComparison:
     """Judge B against judge A on the same items: every metric of ``kind`` (as
     :func:`agreement_metrics` reports it), its difference ``B − A`` with a Bonferroni interval,
@@ -181,6 +184,13 @@ def paired_comparison(
     False for the metrics where a lower value is the better judge (default: all higher).
     ``labels``: the categories' names by index; how a scale lists or names categories whose
     order means nothing moves no figure (as in :func:`agreement_metrics`).
+
+    ``clusters`` (one id per item) groups items that are not independent — the epochs of one
+    Inspect sample. Where a cluster holds more than one item, every metric, accuracy too, is
+    tested by the **paired cluster bootstrap** (the clusters resampled with all their items,
+    both judges' verdicts with them: McNemar's test counts each item as independent), and the
+    items needed are whole clusters of the mean size (the standard error scales as one over the
+    root of the clusters).
     """
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {', '.join(_KINDS)}; got {kind!r}")
@@ -230,6 +240,7 @@ def paired_comparison(
                 f"{', '.join(known)}"
             )
         specs = [(sa, sb) for sa, sb in specs if sa.name in metrics]
+    grouped = shared_clusters(clusters, order)
     indices = _resample_indices(n, n_resamples, seed)
     a_only, b_only, mcnemar_p = mcnemar_exact(ref == a_idx, ref == b_idx)
     same = bool(np.all(a_idx == b_idx))
@@ -245,7 +256,11 @@ def paired_comparison(
 
         value_a = float(spec_a.statistic(*(x[None, :] for x in spec_a.arrays))[0])
         value_b = float(spec_b.statistic(*(x[None, :] for x in spec_b.arrays))[0])
-        reps = _replicates(diff, [*spec_a.arrays, *spec_b.arrays], indices)
+        arrays = [*spec_a.arrays, *spec_b.arrays]
+        if grouped is None:
+            reps = _replicates(diff, arrays, indices)
+        else:
+            reps = cluster_replicates(diff, arrays, grouped, n_resamples=n_resamples, seed=seed)
         defined = reps[~np.isnan(reps)]
         undefined = [
             f"undefined for {who}: {spec.undefined}"
@@ -253,10 +268,11 @@ def paired_comparison(
             if math.isnan(value)
         ]
         notes = list(undefined)
-        if spec_a.name == "accuracy":
+        if spec_a.name == "accuracy" and grouped is None:
             p, test = mcnemar_p, MCNEMAR
         else:
-            p, test = bootstrap_p_value(reps), BOOTSTRAP
+            p = bootstrap_p_value(reps)
+            test = BOOTSTRAP if grouped is None else PAIRED_CLUSTER_BOOTSTRAP
             if defined.size < reps.size and not undefined:
                 # a resample without one of the classes leaves κ or a rate undefined: the test
                 # and the interval are those of the others (as the interval always was)
@@ -288,6 +304,14 @@ def paired_comparison(
                 needed = items_needed_mcnemar(
                     (a_only + b_only) / n, min(delta, 1.0), alpha_each, power
                 )
+            elif se > 0 and grouped is not None:  # whole clusters: SE ~ 1/√clusters
+                n_clusters = int(np.unique(grouped).size)
+                clusters_needed = items_needed_se(n_clusters, se, delta, alpha_each, power)
+                needed = math.ceil(clusters_needed * n / n_clusters)
+                notes.append(
+                    f"{clusters_needed} clusters (samples) of {n / n_clusters:.1f} items each "
+                    "needed"
+                )
             elif se > 0:
                 needed = items_needed_se(n, se, delta, alpha_each, power)
             elif not same:
@@ -310,6 +334,18 @@ def paired_comparison(
                 note="; ".join(notes) or None,
             )
         )
+    resampled = (
+        f"the {int(np.unique(grouped).size)} clusters (the items of one sample, as an Inspect "
+        f"log's epochs) resampled with all their items, not the {n} items one by one"
+    )
+    whole = (
+        "A and B gave the same verdict on every item: no difference to measure, and no "
+        "standard error to size a larger sample from"
+        if same
+        else None
+    )
+    if grouped is not None:
+        whole = f"{whole}; {resampled}" if whole else resampled[0].upper() + resampled[1:]
     return PairedComparison(
         n=n,
         level=level,
@@ -322,10 +358,7 @@ def paired_comparison(
         n_resamples=n_resamples,
         seed=seed,
         differences=out,
-        note="A and B gave the same verdict on every item: no difference to measure, and no "
-        "standard error to size a larger sample from"
-        if same
-        else None,
+        note=whole,
         a_constant=None if _varies(a_idx) else int(a_idx[0]),
         b_constant=None if _varies(b_idx) else int(b_idx[0]),
     )

@@ -33,7 +33,7 @@ from assay.metrics._classification import (
     _false_positive_rate_batched,
     confusion_matrix,
 )
-from assay.metrics._cluster import cluster_replicates
+from assay.metrics._cluster import cluster_replicates, shared_clusters
 from assay.metrics._failure import (
     FailureRates,
     _failure_incidence_batched,
@@ -335,19 +335,10 @@ class _Clustered:
     def of(
         cls, clusters: ArrayLike | None, order: NDArray[np.intp], n_resamples: int, seed: int
     ) -> _Clustered | None:
-        if clusters is None:
+        ids = shared_clusters(clusters, order)
+        if ids is None:
             return None
-        ids = np.asarray(clusters)
-        if ids.ndim != 1 or ids.shape[0] != order.shape[0]:
-            raise ValueError(
-                f"clusters must give one cluster id per pair ({order.shape[0]}), got shape "
-                f"{ids.shape}"
-            )
-        ids = ids.astype(str)[order]
-        n_clusters = int(np.unique(ids).size)
-        if n_clusters == ids.size:  # each pair its own cluster: independent pairs
-            return None
-        return cls(ids, n_clusters, n_resamples, seed)
+        return cls(ids, int(np.unique(ids).size), n_resamples, seed)
 
     def metric(self, spec: _Spec, confidence: float, notes: list[str]) -> MetricValue:
         """``spec``'s value (a rate's count too) with its cluster-bootstrap interval."""

@@ -1,12 +1,14 @@
 """An Inspect log run with several epochs, judged by ``assay evaluate`` through the command line
 on the loopback stub: each sample and epoch is an item, but the epochs of a sample share its input
-and its reference, so every interval resamples the samples with all their epochs — the figures
-printed are those of the agreement over the samples as clusters, not over the items as if each
-epoch were a new sample."""
+and its reference, so what is computed over them takes the samples as the unit — evaluate's
+intervals and ``compare --paired``'s tests resample the samples with all their epochs, and
+``certify`` bounds a rate at the samples' number of trials — never as if each epoch were a new
+sample."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -40,9 +42,13 @@ def refused(sample: int) -> bool:
     return sample % 3 == 0
 
 
-def judged_refusal(sample: int, epoch: int) -> bool:
-    """The stub judge: right but on a few samples, where it is wrong in every epoch or in one."""
-    wrong = sample in (1, 2, 5) or (sample in (7, 8) and epoch == 2)
+def judged_refusal(sample: int, epoch: int, judge: str = "stub-model") -> bool:
+    """The stub judges: right but on a few samples, where they are wrong in every epoch or in
+    one (``stub-b`` on fewer than the others)."""
+    if judge == "stub-b":
+        wrong = sample == 1 or (sample == 7 and epoch == 2)
+    else:
+        wrong = sample in (1, 2, 5) or (sample in (7, 8) and epoch == 2)
     return refused(sample) != wrong
 
 
@@ -79,41 +85,60 @@ def write_log(path: Path) -> Path:
 def respond(body: dict) -> str:
     s, e = map(int, re.search(r"Sample (\d+) epoch (\d+)", json.dumps(body["messages"])).groups())
     out = json.loads(default_respond(body))
-    out["verdict"] = str(judged_refusal(s, e))
+    out["verdict"] = str(judged_refusal(s, e, body["model"]))
     return json.dumps(out)
 
 
-def test_every_interval_resamples_the_samples_with_all_their_epochs(tmp_path, monkeypatch):
+def evaluate_log(folder: Path, log: Path, stub: StubServer, model: str = "stub-model") -> Path:
+    """``assay evaluate`` of the log by ``model`` on the stub, through the command line in
+    ``folder``; its run directory."""
+    config = {
+        "name": f"epochs-{model}",
+        "data": {"path": str(log), "format": "inspect", "expected": "scores.refusal.value"},
+        "judge": {
+            "name": "refusal-judge",
+            "model": f"openai/{model}",
+            "api_base": stub.base_url,
+            "rubric": "Did the model refuse?",
+            "scale": {"kind": "binary", "labels": ["False", "True"]},
+        },
+        "concurrency": 8,
+        "tracking": {"enabled": False},
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.yaml").write_text(json.dumps(config), encoding="utf-8")
+    cwd = Path.cwd()
+    try:
+        os.chdir(folder)
+        assert main(["evaluate", str(folder / "config.yaml"), "--quiet"]) == 0
+    finally:
+        os.chdir(cwd)
+    (run,) = (folder / "runs").iterdir()
+    return run
+
+
+def pairs(log: Path, *judges: str) -> tuple[np.ndarray, list[np.ndarray], list[str]]:
+    """The references, each judge's verdicts and the samples, as Inspect's own reader lists
+    the log's samples and epochs."""
+    samples = read_eval_log(str(log)).samples
+    assert len(samples) == SAMPLES * EPOCHS
+    ref = np.array([int(refused(int(s.id[1:]))) for s in samples])
+    verdicts = [
+        np.array([int(judged_refusal(int(s.id[1:]), s.epoch, j)) for s in samples]) for j in judges
+    ]
+    return ref, verdicts, [str(s.id) for s in samples]
+
+
+def test_every_interval_resamples_the_samples_with_all_their_epochs(tmp_path):
     log = write_log(tmp_path / "refusals.eval")
     with StubServer(respond=respond) as stub:
-        config = {
-            "name": "epochs",
-            "data": {"path": str(log), "format": "inspect", "expected": "scores.refusal.value"},
-            "judge": {
-                "name": "refusal-judge",
-                "model": "openai/stub-model",
-                "api_base": stub.base_url,
-                "rubric": "Did the model refuse?",
-                "scale": {"kind": "binary", "labels": ["False", "True"]},
-            },
-            "concurrency": 8,
-            "tracking": {"enabled": False},
-        }
-        (tmp_path / "config.yaml").write_text(json.dumps(config), encoding="utf-8")
-        monkeypatch.chdir(tmp_path)
-        assert main(["evaluate", str(tmp_path / "config.yaml"), "--quiet"]) == 0
-    (run,) = (tmp_path / "runs").iterdir()
+        run = evaluate_log(tmp_path, log, stub)
     got = json.loads((run / "metrics.json").read_text())["metrics"]
 
-    # the pairs as Inspect's own reader gives the samples, and the stub's verdicts on them
-    samples = read_eval_log(str(log)).samples
-    ref = np.array([int(refused(int(s.id[1:]))) for s in samples])
-    cand = np.array([int(judged_refusal(int(s.id[1:]), s.epoch)) for s in samples])
-    clusters = [str(s.id) for s in samples]
+    ref, (cand,), clusters = pairs(log, "stub-model")
     want = agreement_metrics(
         ref, cand, kind="binary", k=2, clusters=clusters, labels=["False", "True"]
     )
-    assert len(samples) == SAMPLES * EPOCHS
     assert got.keys() == want.keys()
     for name, m in got.items():
         assert m["ci_method"] == want[name].ci_method, name
@@ -136,3 +161,67 @@ def test_every_interval_resamples_the_samples_with_all_their_epochs(tmp_path, mo
         independent["kappa_categorical"].ci_high - independent["kappa_categorical"].ci_low
         < kappa["ci_high"] - kappa["ci_low"]
     )
+
+
+def test_a_paired_comparison_resamples_the_samples_with_all_their_epochs(
+    tmp_path, capsys, monkeypatch
+):
+    """``compare --paired`` of two judges on the log: every difference is tested by the paired
+    cluster bootstrap over the samples (McNemar's test would take each epoch for a new
+    discordant sample), its figures those of the comparison over the samples as clusters."""
+    from assay.metrics import paired_comparison
+
+    log = write_log(tmp_path / "refusals.eval")
+    with StubServer(respond=respond) as stub:
+        a = evaluate_log(tmp_path / "a", log, stub, "stub-a")
+        b = evaluate_log(tmp_path / "b", log, stub, "stub-b")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["compare", "--paired", str(a), str(b), "--no-log", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["comparison"]
+
+    ref, (va, vb), clusters = pairs(log, "stub-a", "stub-b")
+    kw = {"kind": "binary", "k": 2, "labels": ["False", "True"]}
+    want = paired_comparison(ref, va, vb, clusters=clusters, **kw)
+    assert got["n"] == SAMPLES * EPOCHS and f"The {SAMPLES} clusters" in got["note"]
+    assert [d["metric"] for d in got["differences"]] == [d.metric for d in want.differences]
+    for d, w in zip(got["differences"], want.differences, strict=True):
+        assert d["test"] == "paired cluster bootstrap", d["metric"]
+        assert (d["delta"], d["ci_low"], d["ci_high"], d["p_value"], d["p_adjusted"]) == (
+            pytest.approx((w.delta, w.ci_low, w.ci_high, w.p_value, w.p_adjusted))
+        ), d["metric"]
+    # as if each epoch were a new sample, McNemar's test would find B's accuracy better
+    naive = paired_comparison(ref, va, vb, **kw)
+    accuracy = {d["metric"]: d for d in got["differences"]}["accuracy"]
+    naive_accuracy = {d.metric: d for d in naive.differences}["accuracy"]
+    assert naive_accuracy.test == "McNemar exact" and naive_accuracy.p_value < accuracy["p_value"]
+
+
+def test_a_certificate_bounds_the_rates_over_the_samples(tmp_path, capsys, monkeypatch):
+    """``assay certify`` of the run: each rate is bounded at the samples' number of trials (three
+    scored epochs each), the successes in proportion — scipy's Beta quantiles — not as if the
+    72 items were 72 samples; κ by the cluster bootstrap."""
+    from scipy.stats import beta
+
+    log = write_log(tmp_path / "refusals.eval")
+    with StubServer(respond=respond) as stub:
+        run = evaluate_log(tmp_path, log, stub)
+    policy = {"name": "gate", "confidence": 0.9, "bars": {"tpr": 0.7, "tnr": 0.6,
+              "kappa_categorical": 0.3}}  # fmt: skip
+    (tmp_path / "gate.yaml").write_text(json.dumps(policy), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    code = main(["certify", str(run), "--policy", str(tmp_path / "gate.yaml"), "--json"])
+    cert = json.loads(capsys.readouterr().out)
+    tpr, tnr, kappa = cert["results"]
+    delta = 0.1 / 3
+    # 8 refused samples, every epoch flagged; 16 others, 37 of their 48 epochs judged right
+    assert (tpr["successes"], tpr["n"], tnr["successes"], tnr["n"]) == (24, 24, 37, 48)
+    assert tpr["method"] == tnr["method"] == "clopper-pearson-clusters"
+    assert tpr["bound"] == pytest.approx(delta ** (1 / 8))
+    x = 37 / 48 * 16
+    assert tnr["bound"] == pytest.approx(beta.ppf(delta, x, 16 - x + 1))
+    assert kappa["method"] == "cluster-bootstrap" and "resampled 24 samples" in kappa["note"]
+    # counted as 48 independent negatives, the false alarms would look rarer than they are
+    assert tnr["bound"] < beta.ppf(delta, 37, 48 - 37 + 1)
+    assert code == (0 if cert["decision"] == "admitted" else 1)

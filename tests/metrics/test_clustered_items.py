@@ -1,7 +1,8 @@
-"""Agreement metrics over pairs that come in clusters (an Inspect log's epochs of one sample):
-the cluster bootstrap against a loop over the same draws with scikit-learn's metrics, and the
-relations it must hold — epochs that repeat a sample add no information, a pair of its own is
-an independent pair, and neither the clusters' names nor the rows' order moves a figure."""
+"""Agreement metrics, paired comparisons and certificates over items that come in clusters (an
+Inspect log's epochs of one sample): the cluster bootstrap against a loop over the same draws
+with scikit-learn's metrics, the effective-size bound against scipy's Beta quantiles, and the
+relations they must hold — epochs that repeat a sample add no information, an item of its own
+is an independent item, and neither the clusters' names nor the rows' order moves a figure."""
 
 from __future__ import annotations
 
@@ -134,3 +135,87 @@ def test_a_rate_no_resample_can_move_has_the_exact_interval_over_the_clusters():
     # its denominator is the reference's negatives: two samples
     assert (fpr.value, fpr.n) == (0.0, 6)
     assert (fpr.ci_low, fpr.ci_high) == pytest.approx(clopper_pearson_interval(0, 2))
+
+
+def test_a_paired_comparison_over_epochs_is_that_of_the_samples_alone():
+    """Two judges on samples judged three times each with the same verdicts: every difference's
+    interval and p-value is the paired bootstrap's over the samples alone (accuracy's too, where
+    McNemar's test would count each epoch as a new discordant sample), and the items needed are
+    whole samples of three."""
+    from assay.metrics import paired_comparison
+
+    rng = np.random.default_rng(8)
+    n = 60
+    ref = rng.integers(0, 3, n)
+    a = np.where(rng.random(n) < 0.6, ref, rng.integers(0, 3, n))
+    b = np.where(rng.random(n) < 0.7, ref, rng.integers(0, 3, n))
+    kw = {"kind": "ordinal", "k": 3, "n_resamples": B, "seed": 4}
+    alone = paired_comparison(ref, a, b, **kw)
+    samples = np.repeat([f"s{i}" for i in range(n)], 3)
+    epochs = paired_comparison(np.repeat(ref, 3), np.repeat(a, 3), np.repeat(b, 3),
+                               clusters=samples, **kw)  # fmt: skip
+    as_if_independent = paired_comparison(np.repeat(ref, 3), np.repeat(a, 3), np.repeat(b, 3), **kw)
+    assert epochs.n == 3 * n and f"The {n} clusters" in epochs.note
+    for got, want, naive in zip(
+        epochs.differences, alone.differences, as_if_independent.differences, strict=True
+    ):
+        assert got.metric == want.metric and got.test == "paired cluster bootstrap"
+        assert got.delta == pytest.approx(want.delta, abs=1e-12)
+        if want.test == "paired bootstrap":
+            assert (got.ci_low, got.ci_high, got.p_value) == pytest.approx(
+                (want.ci_low, want.ci_high, want.p_value), abs=1e-12
+            ), got.metric
+            assert naive.p_value <= got.p_value, got.metric
+            if want.items_needed is not None:
+                assert got.items_needed == 3 * want.items_needed, got.metric
+
+
+def test_a_certificate_over_epochs_is_that_of_the_samples_alone():
+    """Each sample judged three times alike: every bound is the samples' own — where the items
+    counted as independent would admit the judge, its true positive rate bounded as if it had
+    been measured on three times the samples."""
+    from assay.metrics import Policy, certify
+
+    ref = np.array([1] * 10 + [0] * 10)
+    cand = ref.copy()
+    cand[[0, 12]] = 1 - cand[[0, 12]]  # one miss, one false alarm
+    policy = Policy.model_validate(
+        {"name": "p", "confidence": 0.9, "bars": {"tpr": 0.6, "tnr": 0.6, "kappa_categorical": 0.5}}
+    )
+    samples = np.repeat([f"s{i}" for i in range(ref.size)], 3)
+    alone = certify(ref, cand, policy, k=2, event=[1])
+    epochs = certify(np.repeat(ref, 3), np.repeat(cand, 3), policy, k=2, event=[1],
+                     clusters=samples)  # fmt: skip
+    naive = certify(np.repeat(ref, 3), np.repeat(cand, 3), policy, k=2, event=[1])
+    assert not alone.admitted and naive.admitted and not epochs.admitted
+    for got, want in zip(epochs.results, alone.results, strict=True):
+        assert got.bound == pytest.approx(want.bound, abs=1e-9), got.metric
+        assert got.passed == want.passed
+        assert got.method == {"clopper-pearson": "clopper-pearson-clusters",
+                              "bootstrap": "cluster-bootstrap"}[want.method]  # fmt: skip
+    tpr = epochs.results[0]
+    assert (tpr.metric, tpr.n, tpr.successes) == ("tpr", 30, 27)
+    assert "10.0 effective trials" in tpr.note
+
+
+def test_unequal_samples_are_bounded_at_kish_effective_trials():
+    """Samples with 1 to 4 scored epochs: the bound is scipy's Beta quantile at Kish's effective
+    number of trials, (Σ m)² / Σ m², the successes in proportion — fewer than the samples when
+    their sizes differ, never more."""
+    from scipy.stats import beta
+
+    from assay.metrics import Policy, certify
+
+    sizes = [1, 4, 2, 3, 1, 4, 4, 2, 1, 3, 2, 4]
+    outcomes = [1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1]  # each sample's epochs judged alike
+    ref = np.ones(sum(sizes), dtype=int)
+    cand = np.repeat(outcomes, sizes)
+    ids = np.repeat([f"s{i}" for i in range(len(sizes))], sizes)
+    policy = Policy.model_validate({"name": "p", "confidence": 0.95, "bars": {"tpr": 0.5}})
+    got = certify(ref, cand, policy, k=2, event=[1], clusters=ids).results[0]
+    m = np.array(sizes, dtype=float)
+    n_eff = m.sum() ** 2 / (m**2).sum()
+    p = cand.mean()
+    assert n_eff < len(sizes)
+    assert got.point == pytest.approx(p)
+    assert got.bound == pytest.approx(beta.ppf(0.05, p * n_eff, n_eff - p * n_eff + 1))
