@@ -32,7 +32,7 @@ from assay._files import check_writable
 from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.decisions._item_text import item_keys
 from assay.errors import ConfigError, RunError
-from assay.inputs import EvaluateConfig, RunConfig
+from assay.inputs import EvaluateConfig, RunConfig, sample_of, samples_of
 from assay.metrics import MetricValue, Undefinable
 from assay.report import Block, Items, Report, Row, Table, report_markdown
 from assay.runs import Run, RunState, TrackedRun, flatten_metrics, write_atomic
@@ -147,7 +147,7 @@ def conformal(
         raise RunError(
             f"run {cal_dir} has no verdict probabilities; judge with score_mode: expected"
         )
-    references, cal_texts = _labelled(cal_dir, cal_config, cal_judged, cal_state)
+    references, cal_texts, cal_samples = _labelled(cal_dir, cal_config, cal_judged, cal_state)
     usable = sorted(i for i, j in cal_judged.items() if j.probabilities and i in references)
     excluded = {
         "no_reference": sum(i not in references for i in cal_judged),
@@ -163,7 +163,7 @@ def conformal(
 
     cal_ids, in_sample, target_texts = usable, False, cal_texts
     if holdout is not None:
-        cal_ids, held = _split(usable, holdout, seed)
+        cal_ids, held = _split(usable, holdout, seed, cal_samples)
         target, target_refs, applied_to = (
             {i: cal_judged[i] for i in held},
             references,
@@ -177,7 +177,7 @@ def conformal(
                 f"{target_config.judge.config_hash()[:10]} vs {judge.config_hash()[:10]}): "
                 "conformal sets only transfer to the judge config they were calibrated for"
             )
-        target_refs, target_texts = _labelled(Path(apply), target_config, target, target_state)
+        target_refs, target_texts, _ = _labelled(Path(apply), target_config, target, target_state)
         applied_to = str(apply)
     else:
         target, target_refs, applied_to, in_sample = cal_judged, references, str(cal_dir), True
@@ -262,13 +262,19 @@ def conformal(
 
 def _labelled(
     run_dir: Path, config: EvaluateConfig, judged: dict[str, Judgment], state: RunState
-) -> tuple[dict[str, int], dict[str, frozenset[str]]]:
-    """The reference score of each judged item that has one, and each judged item's text
-    keys (:func:`~._item_text.item_keys`): the run's data read again, and refused unless it is
-    the data the run judged (``judged_items``)."""
+) -> tuple[dict[str, int], dict[str, frozenset[str]], dict[str, str]]:
+    """The reference score of each judged item that has one, each judged item's keys (its
+    text's, :func:`~._item_text.item_keys`, and the sample it is an epoch of: an Inspect log's
+    epochs share their sample's input and reference, so one on each side is the same item
+    twice) and what a split keeps together (:func:`~assay.inputs.samples_of`): the run's data
+    read again, and refused unless it is the data the run judged (``judged_items``)."""
     items = judged_items(run_dir, config, judged, state.get("run_hash"), run_dir=run_dir)
     refs = {it.id: it.expected for it in items if it.id in judged and it.expected is not None}
-    return refs, {it.id: frozenset(item_keys(it)) for it in items}
+    keys = {
+        it.id: frozenset(item_keys(it)) | ({f"sample {s}"} if (s := sample_of(it)) else set())
+        for it in items
+    }
+    return refs, keys, dict(zip((it.id for it in items), samples_of(items), strict=True))
 
 
 def _calibration_items(
@@ -284,17 +290,24 @@ def _calibration_items(
     return {i for i in target if i in ids or not texts.isdisjoint(target_texts.get(i, ()))}
 
 
-def _split(ids: list[str], holdout: float, seed: int) -> tuple[list[str], list[str]]:
-    """A seeded random (not stratified: exchangeable) split into (calibration, held out)."""
+def _split(
+    ids: list[str], holdout: float, seed: int, samples: dict[str, str]
+) -> tuple[list[str], list[str]]:
+    """A seeded random (not stratified: exchangeable) split into (calibration, held out). The
+    epochs of one sample (``samples``: what each item repeats) fall on one side together, the
+    share ``holdout`` of the samples held out; items that repeat nothing are split one by one."""
     import numpy as np
 
-    n_held = round(len(ids) * holdout)
-    if not 0 < n_held < len(ids):
-        raise ConfigError(
-            f"--holdout {holdout} of {len(ids)} usable items leaves no item on one side"
-        )
-    order = np.random.default_rng(seed).permutation(len(ids))
-    held = {ids[k] for k in order[:n_held]}
+    groups: dict[str, list[str]] = {}
+    for i in ids:
+        groups.setdefault(samples.get(i, i), []).append(i)
+    units = list(groups.values())
+    what = "usable items" if len(units) == len(ids) else "samples with usable items"
+    n_held = round(len(units) * holdout)
+    if not 0 < n_held < len(units):
+        raise ConfigError(f"--holdout {holdout} of {len(units)} {what} leaves no item on one side")
+    order = np.random.default_rng(seed).permutation(len(units))
+    held = {i for k in order[:n_held] for i in units[k]}
     return [i for i in ids if i not in held], sorted(held)
 
 

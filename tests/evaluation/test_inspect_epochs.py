@@ -52,10 +52,10 @@ def judged_refusal(sample: int, epoch: int, judge: str = "stub-model") -> bool:
     return refused(sample) != wrong
 
 
-def write_log(path: Path) -> Path:
+def write_log(path: Path, epochs: range = range(1, EPOCHS + 1)) -> Path:
     rows = []
     for s in range(SAMPLES):
-        for e in range(1, EPOCHS + 1):
+        for e in epochs:
             answer = f"Sample {s} epoch {e}: " + ("I cannot help." if refused(s) else "Here it is.")
             rows.append(
                 EvalSample(
@@ -89,7 +89,18 @@ def respond(body: dict) -> str:
     return json.dumps(out)
 
 
-def evaluate_log(folder: Path, log: Path, stub: StubServer, model: str = "stub-model") -> Path:
+def verdict_probs(body: dict) -> dict[str, float]:
+    """The stub judge's verdict distribution (``score_mode: expected``): its verdict with a
+    probability that moves a little from epoch to epoch."""
+    s, e = map(int, re.search(r"Sample (\d+) epoch (\d+)", json.dumps(body["messages"])).groups())
+    sure = 0.6 + 0.1 * ((s + e) % 4)
+    yes = sure if judged_refusal(s, e) else 1 - sure
+    return {"True": yes, "False": 1 - yes}
+
+
+def evaluate_log(
+    folder: Path, log: Path, stub: StubServer, model: str = "stub-model", **judge: object
+) -> Path:
     """``assay evaluate`` of the log by ``model`` on the stub, through the command line in
     ``folder``; its run directory."""
     config = {
@@ -101,6 +112,7 @@ def evaluate_log(folder: Path, log: Path, stub: StubServer, model: str = "stub-m
             "api_base": stub.base_url,
             "rubric": "Did the model refuse?",
             "scale": {"kind": "binary", "labels": ["False", "True"]},
+            **judge,
         },
         "concurrency": 8,
         "tracking": {"enabled": False},
@@ -225,3 +237,32 @@ def test_a_certificate_bounds_the_rates_over_the_samples(tmp_path, capsys, monke
     # counted as 48 independent negatives, the false alarms would look rarer than they are
     assert tnr["bound"] < beta.ppf(delta, 37, 48 - 37 + 1)
     assert code == (0 if cert["decision"] == "admitted" else 1)
+
+
+def test_conformal_holds_out_whole_samples_and_knows_an_epoch_of_a_calibration_sample(
+    tmp_path, capsys, monkeypatch
+):
+    """``assay conformal --holdout``: the held-out share is of the samples, each with all its
+    epochs (an epoch held out beside its sibling in the calibration set would be a calibration
+    item in all but name); ``--apply`` to other epochs of the calibration samples counts every
+    one as overlap, not coverage."""
+    log = write_log(tmp_path / "refusals.eval")
+    later = write_log(tmp_path / "later.eval", range(EPOCHS + 1, EPOCHS + 3))
+    expected = {"score_mode": "expected"}
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+        cal = evaluate_log(tmp_path / "cal", log, stub, **expected)
+        other = evaluate_log(tmp_path / "later", later, stub, **expected)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    argv = ["conformal", str(cal), "--alpha", "0.2", "--json"]
+    assert main([*argv, "--holdout", "0.25", "--seed", "3"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    held = [json.loads(x)["item_id"] for x in (Path(s["run_dir"]) / "conformal_sets.jsonl").open()]
+    samples = {i.split("#")[0] for i in held}
+    assert len(samples) == SAMPLES // 4  # a quarter of the samples, each with its three epochs
+    assert sorted(held) == sorted(f"{x}#e{e}" for x in samples for e in range(1, EPOCHS + 1))
+    assert (s["n_calibration"], s["n_sets"], s["overlap"]) == (54, 18, 0)
+
+    assert main([*argv, "--apply", str(other)]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert (s["n_items"], s["overlap"], s["coverage"]) == (2 * SAMPLES, 2 * SAMPLES, None)
