@@ -49,7 +49,7 @@ from assay.decisions._item_text import (
     NORMALISED,
     Rule,
     fingerprints_under,
-    item_keys,
+    used_keys,
 )
 from assay.decisions._ledger_journal import entry_of
 from assay.errors import ConfigError, RunError
@@ -405,7 +405,7 @@ def certify_run(
         "run_seal": state["seal"]["digest"],
         "data_fingerprint": items_fp,
         "items": [it.id for it in labelled],
-        "item_fingerprints": [key for it in labelled for key in item_keys(it)],
+        "item_fingerprints": [key for it in labelled for key in used_keys(it)],
         "fingerprint_rule": CONFUSABLES,
         "event": event[0] if event else None,
         "policy": pol,

@@ -30,9 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay._files import check_writable
 from assay.decisions._finished import judged_items, read_evaluate_run
-from assay.decisions._item_text import item_keys
+from assay.decisions._item_text import used_keys
 from assay.errors import ConfigError, RunError
-from assay.inputs import EvaluateConfig, RunConfig, sample_of, samples_of
+from assay.inputs import EvaluateConfig, RunConfig, samples_of
 from assay.metrics import MetricValue, Undefinable
 from assay.report import Block, Items, Report, Row, Table, report_markdown
 from assay.runs import Run, RunState, TrackedRun, flatten_metrics, write_atomic
@@ -270,10 +270,7 @@ def _labelled(
     read again, and refused unless it is the data the run judged (``judged_items``)."""
     items = judged_items(run_dir, config, judged, state.get("run_hash"), run_dir=run_dir)
     refs = {it.id: it.expected for it in items if it.id in judged and it.expected is not None}
-    keys = {
-        it.id: frozenset(item_keys(it)) | ({f"sample {s}"} if (s := sample_of(it)) else set())
-        for it in items
-    }
+    keys = {it.id: frozenset(used_keys(it)) for it in items}
     return refs, keys, dict(zip((it.id for it in items), samples_of(items), strict=True))
 
 

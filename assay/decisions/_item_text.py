@@ -61,6 +61,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from assay.errors import AssayError
+from assay.inputs import sample_of
 from assay.types import Item, stable_hash
 
 CONFUSABLES = "confusables-skeleton-casefold-visible-nfkc-casefold-whitespace"
@@ -407,29 +408,50 @@ def item_keys(item: Item) -> list[str]:
     return _hashes((folded, written, skeleton))
 
 
+def sample_keys(item: Item) -> list[str]:
+    """The key an epoch of an Inspect sample shares with the sample's other epochs (its task,
+    model and sample: :func:`~assay.inputs.sample_of`), none for any other item. Each epoch is
+    judged on a transcript of its own, but all share the sample's input and reference, and a
+    judge's error on one recurs on the others: what consumes, or tunes on, one epoch uses them
+    all. Recorded and compared beside :func:`item_keys` where items are used up."""
+    sample = sample_of(item)
+    return [] if sample is None else [stable_hash(f"inspect sample {sample}", n=32)]
+
+
+def used_keys(item: Item) -> list[str]:
+    """What a record of used items (a certificate's consumed items, a tuning's) keeps of one:
+    its :func:`item_keys` and its :func:`sample_keys`."""
+    return item_keys(item) + sample_keys(item)
+
+
 def fingerprints_under(rule: object, items: Sequence[Item]) -> list[set[str]]:
     """Each item's fingerprints to compare with a record made under ``rule``: under
     :data:`CONFUSABLES`, its keys now; under :data:`SKELETON_CASED`, those and its skeleton
     with its case kept; under :data:`VISIBLE`, those and its fingerprint then; under
     :data:`NORMALISED`, those and that of its text with invisible characters kept; under none
-    (certificates issued before items were normalised), that of its text as it is."""
+    (certificates issued before items were normalised), that of its text as it is. And, under
+    every rule, its :func:`sample_keys` (which a record before them does not hold)."""
     out = []
     for item in items:
-        text = _judged_text(item)
-        if rule in (CONFUSABLES, SKELETON_CASED, VISIBLE, NORMALISED):
-            visible, *keys = _variants(text)
-            if rule == CONFUSABLES:
-                fingerprints = set(_hashes(keys[:3]))
-            elif rule == SKELETON_CASED:
-                fingerprints = set(_hashes(keys))
-            else:
-                fingerprints = set(_hashes((visible, *keys)))
-            if rule == NORMALISED:
-                fingerprints.add(stable_hash(normalised(text, keep_invisible=True), n=32))
-            out.append(fingerprints)
-        else:
-            out.append({stable_hash(text, n=32)})
+        out.append(_fingerprints(rule, item) | set(sample_keys(item)))
     return out
+
+
+def _fingerprints(rule: object, item: Item) -> set[str]:
+    """One item's text fingerprints under ``rule`` (:func:`fingerprints_under`)."""
+    text = _judged_text(item)
+    if rule not in (CONFUSABLES, SKELETON_CASED, VISIBLE, NORMALISED):
+        return {stable_hash(text, n=32)}
+    visible, *keys = _variants(text)
+    if rule == CONFUSABLES:
+        fingerprints = set(_hashes(keys[:3]))
+    elif rule == SKELETON_CASED:
+        fingerprints = set(_hashes(keys))
+    else:
+        fingerprints = set(_hashes((visible, *keys)))
+    if rule == NORMALISED:
+        fingerprints.add(stable_hash(normalised(text, keep_invisible=True), n=32))
+    return fingerprints
 
 
 def _judged_text(item: Item) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from assay.decisions._item_text import (
     NORMALISED,
     Rule,
     fingerprints_under,
-    item_keys,
+    used_keys,
 )
 from assay.errors import RunError
 from assay.programs import JudgeConfig, is_mlflow_uri, resolve_program_state, state_file_digest
@@ -145,7 +145,7 @@ def record_tuning(
             program_state_digest=digest,
             program_state_uris=sorted({*known, *uris}),
             items=[it.id for it in seen],
-            item_fingerprints=[key for it in seen for key in item_keys(it)],
+            item_fingerprints=[key for it in seen for key in used_keys(it)],
             fingerprint_rule=CONFUSABLES,
             decision_rule_of=(
                 None if decision_rule_of is None else _without_rule(decision_rule_of).config_hash()
@@ -194,8 +194,8 @@ def refuse_tuned_items(
             raise TunedItemsError(
                 f"{what}: {n} of these {len(items)} items reached the tuning of judge "
                 f"{judge.name!r} ({record.source}, {record.run}; {len(by_id)} by id, "
-                f"{len(by_text)} by normalised text — record {path}): a tuned judge is measured "
-                "on held-out items only"
+                f"{len(by_text)} by normalised text or Inspect sample — record {path}): a tuned "
+                "judge is measured on held-out items only"
             )
 
 

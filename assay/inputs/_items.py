@@ -136,12 +136,13 @@ class ItemIndex:
 
 def sample_of(item: Item) -> str | None:
     """The sample ``item`` is one epoch of — an Inspect log's item, whose ``meta`` names its task,
-    sample and epoch: the epochs of a sample share its input and its reference, so they are
-    not independent items and an interval resamples them together. None for any other item."""
+    model, sample and epoch: the epochs of a sample (the same task, model and sample) share its
+    input and its reference, so they are not independent items, and an interval resamples them
+    together. None for any other item."""
     meta = item.meta
     if "epoch" not in meta or "sample_id" not in meta:
         return None
-    return canonical_json([meta.get("task"), meta["sample_id"]])
+    return canonical_json([meta.get("task"), meta.get("model"), meta["sample_id"]])
 
 
 def samples_of(items: Iterable[Item]) -> list[str]:

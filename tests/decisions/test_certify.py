@@ -469,7 +469,7 @@ def test_items_consumed_under_the_previous_rule_are_still_consumed(
         before.setattr(_certify, "CONFUSABLES", NORMALISED)
         before.setattr(
             _certify,
-            "item_keys",
+            "used_keys",
             lambda it: [stable_hash(normalised(_certify_text(it), keep_invisible=True), n=32)],
         )
         assert certify(tmp_path, first, LAX, capsys)[0] == 0
@@ -501,7 +501,7 @@ def test_items_consumed_before_look_alikes_were_folded_are_still_consumed(
     with monkeypatch.context() as before:  # what certify wrote before
         before.setattr(_certify, "CONFUSABLES", VISIBLE)
         before.setattr(
-            _certify, "item_keys", lambda it: [stable_hash(normalised(_certify_text(it)), n=32)]
+            _certify, "used_keys", lambda it: [stable_hash(normalised(_certify_text(it)), n=32)]
         )
         assert certify(tmp_path, first, LAX, capsys)[0] == 0
     (cert,) = (tmp_path / "runs" / "certificates").glob("*/certificate.json")

@@ -266,3 +266,22 @@ def test_conformal_holds_out_whole_samples_and_knows_an_epoch_of_a_calibration_s
     assert main([*argv, "--apply", str(other)]) == 0
     s = json.loads(capsys.readouterr().out)
     assert (s["n_items"], s["overlap"], s["coverage"]) == (2 * SAMPLES, 2 * SAMPLES, None)
+
+
+def test_new_epochs_of_samples_a_certificate_consumed_are_consumed(tmp_path, capsys, monkeypatch):
+    """A validation set is used once: certified on the log's three epochs, the judge is refused a
+    second certificate on two new epochs of the same samples — new transcripts, new ids, but the
+    samples' inputs and references, on which its errors recur."""
+    log = write_log(tmp_path / "refusals.eval")
+    later = write_log(tmp_path / "later.eval", range(EPOCHS + 1, EPOCHS + 3))
+    with StubServer(respond=respond) as stub:
+        first = evaluate_log(tmp_path / "first", log, stub)
+        again = evaluate_log(tmp_path / "again", later, stub)
+    policy = {"name": "lax", "confidence": 0.9, "bars": {"tpr": 0.5}, "attempts": 2}
+    (tmp_path / "lax.yaml").write_text(json.dumps(policy), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["certify", str(first), "--policy", str(tmp_path / "lax.yaml")]) == 0
+    capsys.readouterr()
+    assert main(["certify", str(again), "--policy", str(tmp_path / "lax.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{2 * SAMPLES} of these {2 * SAMPLES} items were already consumed" in err
