@@ -187,14 +187,17 @@ class _Log(NamedTuple):
     samples: Iterator[Any]
     errored: list[tuple[str, str]] | None = None  # (item id, error), where listed
     total: int = 0  # the samples listed (with ``errored``)
+    later: int = 0  # the later epochs listed and left out (first epochs only)
 
 
-def _samples(path: Path) -> _Log:
+def _samples(path: Path, first_epochs: bool = False) -> _Log:
     """The log opened for reading. A ``.eval`` log (a zip archive, a file per sample) is read a
     few samples at a time (:data:`SAMPLES_AT_ONCE`) — its header and sample list first (which
     says which samples errored), the next samples when those before them are done with; a
     ``.json`` log (one JSON document) a sample at a time (:func:`_json_samples`, which says
-    when it reads one whole). No step holds every transcript."""
+    when it reads one whole). No step holds every transcript. ``first_epochs``: a ``.eval``
+    log's later epochs are neither read nor listed (counted in ``later``); a ``.json`` log's
+    are read and left to the caller."""
     if path.suffix.lower() != ".eval":
         return _Log(*_json_samples(path))
     from inspect_ai.log import read_eval_log_sample_summaries, read_eval_log_samples_by_id
@@ -202,9 +205,10 @@ def _samples(path: Path) -> _Log:
     header = _read_log(path, header_only=True)
     with _read_errors(path):
         summaries = read_eval_log_sample_summaries(str(path))
-    keys = sorted({(s.id, s.epoch) for s in summaries}, key=_in_log_order)
+    listed = sorted({(s.id, s.epoch) for s in summaries}, key=_in_log_order)
     epochs = getattr(header.eval.config, "epochs", None) or 1
-    several = epochs > 1 or any((epoch or 1) > 1 for _, epoch in keys)
+    several = epochs > 1 or any((epoch or 1) > 1 for _, epoch in listed)
+    keys = [k for k in listed if (k[1] or 1) == 1] if first_epochs else listed
     why = {(s.id, s.epoch): s.error for s in summaries if s.error}
     errored = [(_item_id(i, e, several), why[i, e]) for i, e in keys if (i, e) in why]
 
@@ -216,7 +220,7 @@ def _samples(path: Path) -> _Log:
                 )
             yield from samples
 
-    return _Log(header, several, read(), errored, len(keys))
+    return _Log(header, several, read(), errored, len(keys), len(listed) - len(keys))
 
 
 def _json_samples(path: Path) -> tuple[Any, bool, Iterator[Any]]:
@@ -285,6 +289,7 @@ def load_inspect_log(
     missing_expected: Literal["keep", "error"] = "error",
     errored_samples: Literal["error", "skip"] = "error",
     counts: dict[str, int] | None = None,
+    epochs: Literal["all", "first"] = "all",
 ) -> list[Item]:
     """One Item per sample and epoch of an Inspect eval log, with the full transcript.
 
@@ -307,6 +312,9 @@ def load_inspect_log(
     leaves it out of its own metrics) is never an item: the log is a DataError naming the
     samples that errored and why, or with ``errored_samples="skip"`` they are left out and
     counted in ``counts["errored_samples"]`` (when a dict is passed).
+
+    ``epochs="first"`` keeps each sample's first epoch alone (its id still ``<id>#e1``), the
+    later ones left out and counted in ``counts["later_epochs"]``.
     """
     return list(
         iter_inspect_log(
@@ -316,6 +324,7 @@ def load_inspect_log(
             missing_expected=missing_expected,
             errored_samples=errored_samples,
             counts=counts,
+            epochs=epochs,
         )
     )
 
@@ -328,26 +337,31 @@ def iter_inspect_log(
     missing_expected: Literal["keep", "error"] = "error",
     errored_samples: Literal["error", "skip"] = "error",
     counts: dict[str, int] | None = None,
+    epochs: Literal["all", "first"] = "all",
 ) -> Iterator[Item]:
     """:func:`load_inspect_log` an item at a time (the log read a few samples at a time).
     Samples that errored are an error before the first item where the log lists them (a
     ``.eval`` log's sample list), else once every sample is read, as empty reference labels
     are; each names the first five."""
     file = check_file(path)
-    log = _Log(*_samples(file))  # (header, several epochs, samples) will do
+    log = _Log(*_samples(file, first_epochs=epochs == "first"))
     status = getattr(log.header, "status", "success")
     planned = _planned(log.header)
     if status != "success" and errored_samples == "error":
         raise _unfinished_error(file, status, planned, log.total)  # before the first sample
     if log.errored and (errored_samples == "error" or len(log.errored) == log.total):
         raise _errored_error(file, log.errored, log.total)  # before the first sample is read
-    epochs = getattr(log.header.eval.config, "epochs", None) or 1
-    several = epochs > 1 or log.several_epochs
+    run_epochs = getattr(log.header.eval.config, "epochs", None) or 1
+    several = run_epochs > 1 or log.several_epochs
     seen: set[str] = set()
     unlabelled: list[str] = []
     errored: list[tuple[str, str]] = []
+    later = log.later
     for sample in log.samples:
         item_id = _item_id(sample.id, sample.epoch, several)
+        if epochs == "first" and (sample.epoch or 1) > 1:
+            later += 1  # a .json log's: read, not judged
+            continue
         if item_id in seen:
             raise DataError(f"duplicate sample '{item_id}'", path=file)
         seen.add(item_id)
@@ -358,7 +372,7 @@ def iter_inspect_log(
         if expected is not None and item.expected is None:
             unlabelled.append(item_id)
         yield item
-    if not seen:
+    if not seen and not later:
         raise DataError(
             "the log has no samples (was it written with log_samples=False?)", path=file
         )
@@ -366,6 +380,8 @@ def iter_inspect_log(
         raise _errored_error(file, errored, len(seen))
     if counts is not None:
         counts["errored_samples"] = len(errored)
+        if later:
+            counts["later_epochs"] = later
         if status != "success":  # judged as it stands (data.errored_samples: skip)
             if planned is not None:
                 counts["unfinished_samples"] = max(0, planned - len(seen))

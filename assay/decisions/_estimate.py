@@ -41,7 +41,7 @@ from assay.decisions._estimate_pool import (
 from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.decisions.review_queue import LABEL_QUEUE, LabelQueue
 from assay.errors import ConfigError, DataError, RunError
-from assay.inputs import RunConfig
+from assay.inputs import RunConfig, epochs_line, repeated_samples
 from assay.metrics import LabelPlan, MeanEstimate, Undefinable, fmt
 from assay.runs import SEALED, Run, TrackedRun
 from assay.scale import Scale
@@ -245,8 +245,10 @@ def sample_checks(
     from assay.metrics import compare_samples, holm
 
     lab, unl = pool.labelled, pool.unlabelled
+    repeats = repeated_samples(it.item for it in pool.items)
+    epochs = [epochs_line(*repeats, "every interval here")] if repeats[0] else []
     if not lab or not unl:
-        return [], []
+        return [], epochs
     features: list[tuple[str, str, list[Any], bool]] = [
         ("text length (characters)", "numeric", [it.length for it in pool.items], True)
     ]
@@ -320,7 +322,7 @@ def sample_checks(
                 note=c.note,
             )
         )
-    return checks, warnings
+    return checks, warnings + epochs
 
 
 def _kind(values: list[Any]) -> str:

@@ -36,6 +36,7 @@ _USED_BY: dict[str, tuple[DataFormat, ...]] = {
     "expected_key": ("toolemu",),
     "expected": ("inspect",),
     "errored_samples": ("inspect", "mlflow"),
+    "epochs": ("inspect",),
     "transcript": ("toolemu", "inspect", "mlflow"),
     **dict.fromkeys(
         ("tracking_uri", "experiment", "filter", "run_id", "request", "response"), ("mlflow",)
@@ -136,6 +137,13 @@ class DataConfig(BaseModel):
         "or a log whose eval did not finish; mlflow: a trace whose state is ERROR or "
         "IN_PROGRESS. 'error' names them and stops before anything is judged; 'skip' leaves "
         "them out (as Inspect's own metrics do), counted in the run's summary",
+    )
+    epochs: Literal["all", "first"] = Field(
+        default="all",
+        description="inspect: a log run with several epochs gives an item per sample and epoch "
+        "('all': intervals, paired tests and certificates take a sample's epochs as one "
+        "sample); 'first' judges each sample's first epoch only, one independent item a "
+        "sample, the others left out and counted",
     )
     missing_expected: Literal["error", "keep"] = Field(
         default="error",

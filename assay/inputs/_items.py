@@ -10,6 +10,7 @@ import operator
 import os
 import tempfile
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,24 @@ def samples_of(items: Iterable[Item]) -> list[str]:
     return [sample_of(it) or f"item {it.id}" for it in items]
 
 
+def repeated_samples(items: Iterable[Item]) -> tuple[int, int]:
+    """``(items, samples)``: how many of ``items`` are epochs of an Inspect sample with several
+    epochs among them, and how many such samples (``(0, 0)``: the items are independent)."""
+    counts = Counter(s for s in map(sample_of, items) if s is not None)
+    repeated = [n for n in counts.values() if n > 1]
+    return sum(repeated), len(repeated)
+
+
+def epochs_line(items: int, samples: int, what: str) -> str:
+    """What a command that takes its items as independent says of ``items`` epochs of
+    ``samples`` Inspect samples among them (``what``: the figure it computes)."""
+    return (
+        f"{items} of the items are epochs of {samples} Inspect samples (the same input and "
+        f"reference, judged again): {what} takes every item as independent, so it would be "
+        "surer than the samples allow; set data.epochs: first to judge one epoch a sample"
+    )
+
+
 def item_set_tags(items: Iterable[Item], *, split: str, of: int | None = None) -> dict[str, str]:
     """MLflow tags naming the exact items a judge was measured on: ``assay.items`` (the
     fingerprint of their ids, texts and references), ``assay.n_items``, ``assay.split`` and
@@ -275,6 +294,7 @@ def _read(
             missing_expected=data.missing_expected,
             errored_samples=data.errored_samples,
             counts=counts,
+            epochs=data.epochs,
         )
     if data.format == "toolemu":
         return _toolemu_items(data, scale)
@@ -552,6 +572,10 @@ def left_out_line(left_out: dict[str, int]) -> str:
         )
     if said:
         said[-1] += " (data.errored_samples: skip)"
+    if n := left_out.get("later_epochs", 0):
+        said.append(
+            f"{n} later epoch{'s' if n != 1 else ''} of the Inspect samples (data.epochs: first)"
+        )
     if n := left_out.get("machine_assessments", 0):
         said.append(
             f"{n} assessment{'s' if n != 1 else ''} an LLM judge or code logged, "

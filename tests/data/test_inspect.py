@@ -316,7 +316,11 @@ def _whole_read_items(path: Path, expected: str | None, monkeypatch) -> list:
     whole = inspect_log.read_eval_log(str(path), resolve_attachments=True)
     several = any((s.epoch or 1) > 1 for s in whole.samples)
     with monkeypatch.context() as patch:
-        patch.setattr(reading, "_samples", lambda file: (whole, several, iter(whole.samples)))
+        patch.setattr(
+            reading,
+            "_samples",
+            lambda file, first_epochs=False: (whole, several, iter(whole.samples)),
+        )
         return reading.load_inspect_log(path, expected=expected, scale=Scale(kind="binary"))
 
 

@@ -99,13 +99,23 @@ def verdict_probs(body: dict) -> dict[str, float]:
 
 
 def evaluate_log(
-    folder: Path, log: Path, stub: StubServer, model: str = "stub-model", **judge: object
+    folder: Path,
+    log: Path,
+    stub: StubServer,
+    model: str = "stub-model",
+    data: dict | None = None,
+    **judge: object,
 ) -> Path:
     """``assay evaluate`` of the log by ``model`` on the stub, through the command line in
     ``folder``; its run directory."""
     config = {
         "name": f"epochs-{model}",
-        "data": {"path": str(log), "format": "inspect", "expected": "scores.refusal.value"},
+        "data": {
+            "path": str(log),
+            "format": "inspect",
+            "expected": "scores.refusal.value",
+            **(data or {}),
+        },
         "judge": {
             "name": "refusal-judge",
             "model": f"openai/{model}",
@@ -285,3 +295,50 @@ def test_new_epochs_of_samples_a_certificate_consumed_are_consumed(tmp_path, cap
     assert main(["certify", str(again), "--policy", str(tmp_path / "lax.yaml")]) == 2
     err = capsys.readouterr().err.strip()
     assert f"{2 * SAMPLES} of these {2 * SAMPLES} items were already consumed" in err
+
+
+def test_the_first_epochs_alone_are_independent_items_and_the_others_are_counted(
+    tmp_path, capsys, monkeypatch
+):
+    """``data.epochs: first``: one item a sample (its first epoch), the later epochs left out
+    and said so, and the intervals those of independent items; ``estimate`` warns of the epochs
+    when they are all judged, and not then; ``selective calibrate`` refuses them before any call,
+    its guarantee being over independent items."""
+    log = write_log(tmp_path / "refusals.eval")
+    with StubServer(respond=respond) as stub:
+        every = evaluate_log(tmp_path / "all", log, stub)
+        first = evaluate_log(tmp_path / "first", log, stub, data={"epochs": "first"})
+        calls = stub.n_requests
+        selective = {
+            "name": "cascade",
+            "data": {"path": str(log), "format": "inspect", "expected": "scores.refusal.value"},
+            "judges": [{"name": "one", "model": "openai/stub-model", "api_base": stub.base_url,
+                        "scale": {"kind": "binary", "labels": ["False", "True"]},
+                        "confidence": {"source": "probability"}}],
+            "alpha": 0.2, "delta": 0.2, "tracking": {"enabled": False},
+        }  # fmt: skip
+        (tmp_path / "selective.yaml").write_text(json.dumps(selective), encoding="utf-8")
+        monkeypatch.chdir(tmp_path)
+        capsys.readouterr()
+        assert main(["selective", "calibrate", str(tmp_path / "selective.yaml"), "--quiet"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert stub.n_requests == calls and len(err.splitlines()) == 1
+        assert f"{SAMPLES * EPOCHS} of the items are epochs of {SAMPLES} Inspect samples" in err
+        assert "data.epochs: first" in err
+    m = json.loads((first / "metrics.json").read_text())
+    assert m["counts"]["items"] == SAMPLES and m["left_out"] == {"later_epochs": 2 * SAMPLES}
+    assert m["metrics"]["accuracy"]["ci_method"] == "Clopper–Pearson"
+    judged = [json.loads(x)["item_id"] for x in (first / "judgments.jsonl").open()]
+    assert sorted(judged) == sorted(f"s{s}#e1" for s in range(SAMPLES))
+    assert (
+        "48 later epochs of the Inspect samples (data.epochs: first)"
+        in (first / "report.md").read_text()
+    )
+
+    def warnings(run: Path) -> list[str]:
+        assert main(["estimate", str(run), "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["warnings"]
+
+    said = [w for w in warnings(every) if "Inspect samples" in w]
+    assert said and said[0].startswith(f"{SAMPLES * EPOCHS} of the items are epochs of {SAMPLES}")
+    assert not [w for w in warnings(first) if "Inspect samples" in w]

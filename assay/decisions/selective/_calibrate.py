@@ -27,7 +27,7 @@ from assay.decisions.selective._results import (
 )
 from assay.decisions.selective._stages import _Stage, _through_cascade
 from assay.errors import ConfigError
-from assay.inputs import data_fingerprint, load_items
+from assay.inputs import data_fingerprint, epochs_line, load_items, repeated_samples
 from assay.runs import Run
 from assay.types import Item, Usage, stable_hash
 
@@ -61,6 +61,11 @@ def calibrate(
     items = [it for it in loaded if it.expected is not None]
     if not items:
         raise ConfigError(f"{config.data.path}: no labelled item to calibrate on")
+    repeats = repeated_samples(items)
+    if repeats[0]:  # a guarantee over independent items: refused, not made up
+        raise ConfigError(
+            f"{config.data.path}: " + epochs_line(*repeats, "the thresholds' risk guarantee")
+        )
     cal, hold = split_holdout(items, config.holdout, config.seed)
     fingerprint = data_fingerprint(items)
     hashes = [j.config_hash() for j in config.judges]
