@@ -7,7 +7,7 @@ their units) keeps the within-item correlation, so the interval has its nominal 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -63,6 +63,19 @@ def _canonical_clusters(
     return position[inverse]
 
 
+def _cluster_draws(
+    n_clusters: int, n: int, n_resamples: int, seed: int
+) -> Iterator[tuple[int, NDArray[np.int64]]]:
+    """The (n_resamples, n_clusters) draw of clusters with replacement, ``(first row, rows)``
+    a slice at a time from one ``default_rng(seed)``: the same matrix as one draw (a
+    generator's stream does not depend on how it is sliced), never held whole — a slice is
+    about ``_CHUNK_ELEMENTS`` over the units and clusters."""
+    rng = np.random.default_rng(seed)
+    step = max(1, _CHUNK_ELEMENTS // max(n, n_clusters))
+    for start in range(0, n_resamples, step):
+        yield start, rng.integers(0, n_clusters, size=(min(step, n_resamples - start), n_clusters))
+
+
 def cluster_bootstrap_ci(
     statistic: WeightedStatistic,
     *arrays: ArrayLike,
@@ -88,15 +101,9 @@ def cluster_bootstrap_ci(
     n = units[0].shape[0]
     inverse, n_clusters = _cluster_index(clusters, n)
     inverse = _canonical_clusters(inverse, n_clusters, units)
-    # the (n_resamples, n_clusters) draw, a slice of rows at a time from one generator: the
-    # same matrix as one draw (a generator's stream does not depend on how it is sliced), never
-    # held whole
-    rng = np.random.default_rng(seed)
     out = np.empty(n_resamples, dtype=np.float64)
-    step = max(1, _CHUNK_ELEMENTS // max(n, n_clusters))
-    for start in range(0, n_resamples, step):
-        b = min(step, n_resamples - start)
-        rows = rng.integers(0, n_clusters, size=(b, n_clusters))
+    for start, rows in _cluster_draws(n_clusters, n, n_resamples, seed):
+        b = rows.shape[0]
         offsets = (np.arange(b)[:, None] * n_clusters + rows).ravel()
         times = np.bincount(offsets, minlength=b * n_clusters).reshape(b, n_clusters)
         values = np.asarray(statistic(times[:, inverse].astype(np.float64), *units))
@@ -147,12 +154,8 @@ def cluster_replicates(
     grouped = [a[by_cluster] for a in arrays]
     sizes = np.bincount(inverse, minlength=n_clusters)
     starts = np.cumsum(sizes) - sizes
-    rng = np.random.default_rng(seed)
     out = np.empty(n_resamples, dtype=np.float64)
-    step = max(1, _CHUNK_ELEMENTS // max(n, n_clusters))
-    for start in range(0, n_resamples, step):
-        b = min(step, n_resamples - start)
-        drawn = rng.integers(0, n_clusters, size=(b, n_clusters))
+    for start, drawn in _cluster_draws(n_clusters, n, n_resamples, seed):
         totals = sizes[drawn].sum(axis=1)
         for total in np.unique(totals):
             rows = np.flatnonzero(totals == total)
