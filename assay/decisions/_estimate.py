@@ -41,7 +41,7 @@ from assay.decisions._estimate_pool import (
 from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.decisions.review_queue import LABEL_QUEUE, LabelQueue
 from assay.errors import ConfigError, DataError, RunError
-from assay.inputs import RunConfig, epochs_line, repeated_samples
+from assay.inputs import RunConfig, epochs_line, repeated_samples, sample_of
 from assay.metrics import LabelPlan, MeanEstimate, Undefinable, fmt
 from assay.runs import SEALED, Run, TrackedRun
 from assay.scale import Scale
@@ -226,6 +226,13 @@ def _read(
 # -- the checks of the sample -------------------------------------------------------------------
 
 
+ROBUST_BUT = (
+    "the human-only, PPI and PPI++ intervals take the samples as the unit (cluster-robust), "
+    "but stratified PPI++, Rogan–Gladen, the active draw and the sample checks"
+)
+"""What an estimate over an Inspect log's epochs computes by the samples, and what not."""
+
+
 def sample_checks(
     pool: Pool,
     *,
@@ -246,7 +253,7 @@ def sample_checks(
 
     lab, unl = pool.labelled, pool.unlabelled
     repeats = repeated_samples(it.item for it in pool.items)
-    epochs = [epochs_line(*repeats, "every interval here")] if repeats[0] else []
+    epochs = [epochs_line(*repeats, ROBUST_BUT)] if repeats[0] else []
     if not lab or not unl:
         return [], epochs
     features: list[tuple[str, str, list[Any], bool]] = [
@@ -377,7 +384,14 @@ def estimates(
     f = np.asarray(pool.f, dtype=float)
     w = None if weights is None else np.asarray(weights, dtype=float)
     w_lab = None if w is None else w[lab]
-    rows = [human_only_mean(y, alpha=alpha, weights=w_lab)]
+    # an Inspect log's epochs of one sample: the human-only, PPI and PPI++ standard errors take
+    # the samples as the unit (sample_checks warns of the other estimates)
+    # (an item of no sample is one of its own: a --validation run's item under a run's id is
+    # another item, never merged)
+    samples = [sample_of(it.item) or f"position {k}" for k, it in enumerate(pool.items)]
+    by_sample = len(set(samples)) < len(samples)
+    clusters = [samples[i] for i in lab] if by_sample else None
+    rows = [human_only_mean(y, alpha=alpha, weights=w_lab, clusters=clusters)]
     if not unl:
         note = (
             f"every item is labelled: the {len(lab)} human labels are the answer, and the "
@@ -390,6 +404,8 @@ def estimates(
         "prediction": kind,
         "weights": w_lab,
         "weights_unlabelled": None if w is None else w[unl],
+        "clusters": clusters,
+        "clusters_unlabelled": [samples[i] for i in unl] if by_sample else None,
     }
     ppi = ppi_mean(y, f[lab], f[unl], lam=1.0, **common)  # type: ignore[arg-type]
     ppi_pp = ppi_mean(y, f[lab], f[unl], **common)  # type: ignore[arg-type]

@@ -67,6 +67,9 @@ STRATIFIED_SHARES = (
     "shares of the population estimated"
 )
 CLT = "normal (CLT)"
+CLUSTERED_CLT = "normal (CLT), cluster-robust"
+"""The normal interval whose standard error takes clusters of items (an Inspect log's epochs of
+one sample) as the unit: :func:`clustered_se`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,6 +235,44 @@ def ppi_batched(
     return value, se, lam_used
 
 
+def _codes(
+    clusters: ArrayLike | None, clusters_unlabelled: ArrayLike | None, n: int, n_unlabelled: int
+) -> tuple[NDArray[np.intp], NDArray[np.intp], int] | None:
+    """The labelled and unlabelled items' clusters as codes of one numbering, and how many
+    clusters; None when no cluster holds two items (or none were given): independent items."""
+    if clusters is None and clusters_unlabelled is None:
+        return None
+    lab = np.asarray([] if clusters is None else clusters, dtype=object).astype(str)
+    unl = np.asarray([] if clusters_unlabelled is None else clusters_unlabelled, dtype=object)
+    unl = unl.astype(str)
+    if lab.shape != (n,) or unl.shape != (n_unlabelled,):
+        raise ValueError(
+            f"clusters must give one cluster per labelled item ({n}) and clusters_unlabelled "
+            f"one per unlabelled item ({n_unlabelled}); got {lab.size} and {unl.size}"
+        )
+    names, codes = np.unique(np.concatenate([lab, unl]), return_inverse=True)
+    if names.size == n + n_unlabelled:
+        return None
+    return codes[:n], codes[n:], int(names.size)
+
+
+def clustered_se(
+    parts: Sequence[tuple[NDArray[np.float64], NDArray[np.intp]]], n_clusters: int
+) -> float:
+    """The standard error of a sum of means, ``Σ mean(z_k)``, over items in clusters: each part
+    ``(z_k, codes_k)`` the values averaged and each value's cluster. The clusters, not the items,
+    are independent, so the variance is the sum over clusters of the square of what each adds
+    to the estimate — ``Σ_c (Σ_k Σ_{i ∈ c} (z_ki − mean z_k) / n_k)²``, the sandwich (Liang and
+    Zeger) estimator without a small-sample factor, which is the population-variance standard
+    error of ppi_py when every cluster holds one item, and takes a cluster's items in both parts
+    (one epoch labelled, another not) with their covariance."""
+    total = np.zeros(n_clusters)
+    for z, codes in parts:
+        if z.size:
+            total += np.bincount(codes, weights=(z - z.mean()) / z.size, minlength=n_clusters)
+    return float(np.sqrt((total**2).sum()))
+
+
 def human_batched(
     y: NDArray[np.float64], w: NDArray[np.float64] | None = None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -356,8 +397,10 @@ def normal_estimate(
     strata: tuple[StratumEstimate, ...] = (),
     notes: Sequence[str] = (),
     rarer: int | None = None,
+    clusters: int | None = None,
 ) -> MeanEstimate:
-    """A :class:`MeanEstimate` with the normal interval ``value ± z · se``; its effective labels
+    """A :class:`MeanEstimate` with the normal interval ``value ± z · se`` (``clusters``: the
+    number of clusters a cluster-robust ``se`` takes as the unit, said in the interval's name); its effective labels
     against a human-only standard error ``human_se`` on the same ``n_labelled`` labels. A zero
     ``se`` (no spread in the labels or predictions) is said in the note: such an interval is
     not a confidence interval; so are too few labels, on which it covers less than its level
@@ -389,7 +432,7 @@ def normal_estimate(
         effective_labels=effective_labels(n_labelled, human_se, se),
         lam=lam,
         prediction=prediction,
-        interval=CLT,
+        interval=CLT if clusters is None else f"{CLUSTERED_CLT} over {clusters} clusters",
         sampling=sampling,
         strata=strata,
         rarer_class_labels=rarer,
@@ -403,12 +446,19 @@ def human_only_mean(
     alpha: float = 0.05,
     bound: Bound = "two-sided",
     weights: ArrayLike | None = None,
+    clusters: ArrayLike | None = None,
 ) -> MeanEstimate:
     """The mean of the human labels alone, with the classical normal interval (``ppi_py``'s
-    ``classical_mean_ci``): the baseline every prediction-powered estimate is compared with."""
+    ``classical_mean_ci``): the baseline every prediction-powered estimate is compared with.
+    ``clusters`` (one per label): where one holds two labels, the standard error is
+    :func:`clustered_se`'s."""
     alpha, bound = check_alpha(alpha), check_bound(bound)
     y_arr = labels(y)
-    value, se = map(float, human_batched(y_arr, _weights(weights, y_arr.size, "weights")))
+    w = _weights(weights, y_arr.size, "weights")
+    value, se = map(float, human_batched(y_arr, w))
+    grouped = _codes(clusters, None, y_arr.size, 0)
+    if grouped is not None:
+        se = clustered_se([(w * y_arr, grouped[0])], grouped[2])
     return normal_estimate(
         "human_only",
         value,
@@ -422,6 +472,7 @@ def human_only_mean(
         prediction="none",
         sampling="labelled items: a uniform random sample of the items",
         rarer=rarer_class(y_arr),
+        clusters=None if grouped is None else grouped[2],
     )
 
 
@@ -436,6 +487,8 @@ def ppi_mean(
     weights: ArrayLike | None = None,
     weights_unlabelled: ArrayLike | None = None,
     prediction: PredictionKind | None = None,
+    clusters: ArrayLike | None = None,
+    clusters_unlabelled: ArrayLike | None = None,
 ) -> MeanEstimate:
     """The prediction-powered mean of ``y``: PPI++ (``lam=None``: ``λ̂`` estimated, clipped to
     [0, 1]) or PPI with a fixed ``lam`` (1: classical PPI), with its normal interval.
@@ -448,6 +501,11 @@ def ppi_mean(
     ``weights_unlabelled`` are positive observation weights (normalised to sum to n and N, as
     ``ppi_py`` does). ``effective_labels`` compares the interval with the human-only one on the
     same labels (with the same weights).
+
+    ``clusters`` and ``clusters_unlabelled`` (one per labelled and unlabelled item): where a
+    cluster holds two items — an Inspect log's epochs of one sample, labelled or not — the
+    standard errors, this one's and the human-only one it is compared with, are
+    :func:`clustered_se`'s: the clusters as the unit, ``λ̂`` as without them.
     """
     alpha, bound = check_alpha(alpha), check_bound(bound)
     s, kind = _sample(
@@ -455,11 +513,19 @@ def ppi_mean(
     )
     check_lam(lam)
     value, se, lam_used = map(float, ppi_batched(s, lam))
+    human_se = float(human_batched(s.y, s.w)[1])
+    grouped = _codes(clusters, clusters_unlabelled, s.n, s.n_unlabelled)
+    if grouped is not None:
+        lab, unl, n_clusters = grouped
+        imputed = s.w_unlabelled * lam_used * s.f_unlabelled
+        rectifier = s.w * (s.y - lam_used * s.f)
+        se = clustered_se([(imputed, unl), (rectifier, lab)], n_clusters)
+        human_se = clustered_se([(s.w * s.y, lab)], n_clusters)
     return normal_estimate(
         "ppi++" if lam is None else "ppi",
         value,
         se,
-        human_se=float(human_batched(s.y, s.w)[1]),
+        human_se=human_se,
         alpha=alpha,
         bound=bound,
         n_labelled=s.n,
@@ -468,6 +534,7 @@ def ppi_mean(
         prediction=kind,
         sampling=UNIFORM_SAMPLE,
         rarer=rarer_class(s.y),
+        clusters=None if grouped is None else grouped[2],
     )
 
 

@@ -52,7 +52,11 @@ def judged_refusal(sample: int, epoch: int, judge: str = "stub-model") -> bool:
     return refused(sample) != wrong
 
 
-def write_log(path: Path, epochs: range = range(1, EPOCHS + 1)) -> Path:
+def write_log(
+    path: Path, epochs: range = range(1, EPOCHS + 1), unlabelled: frozenset[int] = frozenset()
+) -> Path:
+    """The log: ``SAMPLES`` samples, each run in ``epochs``; a sample in ``unlabelled`` has an
+    empty refusal score (no reference)."""
     rows = []
     for s in range(SAMPLES):
         for e in epochs:
@@ -68,7 +72,7 @@ def write_log(path: Path, epochs: range = range(1, EPOCHS + 1)) -> Path:
                         ChatMessageAssistant(content=answer),
                     ],
                     output=ModelOutput.from_content("mockllm/model", answer),
-                    scores={"refusal": Score(value=1 if refused(s) else 0)},
+                    scores={"refusal": Score(value="" if s in unlabelled else int(refused(s)))},
                 )
             )
     spec = EvalSpec(
@@ -342,3 +346,43 @@ def test_the_first_epochs_alone_are_independent_items_and_the_others_are_counted
     said = [w for w in warnings(every) if "Inspect samples" in w]
     assert said and said[0].startswith(f"{SAMPLES * EPOCHS} of the items are epochs of {SAMPLES}")
     assert not [w for w in warnings(first) if "Inspect samples" in w]
+
+
+def test_an_estimate_from_some_labelled_samples_takes_the_samples_as_the_unit(
+    tmp_path, capsys, monkeypatch
+):
+    """``assay estimate`` of the refusal rate from the labels of two samples in three (every
+    epoch of a labelled sample labelled): PPI's and the human-only standard errors are the sum
+    over samples of what each adds — computed here from Inspect's own reading of the log — and
+    the warning names what does not take the samples as the unit."""
+    unlabelled = frozenset(range(0, SAMPLES, 3))
+    log = write_log(tmp_path / "refusals.eval", unlabelled=unlabelled)
+    with StubServer(respond=respond) as stub:
+        run = evaluate_log(tmp_path, log, stub, data={"missing_expected": "keep"})
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["estimate", str(run), "--json", "--accept-shift"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    got = {e["method"]: e for e in out["estimates"]}
+    (said,) = [w for w in out["warnings"] if "Inspect samples" in w]
+    assert "PPI++ intervals take the samples as the unit (cluster-robust)" in said
+    samples = read_eval_log(str(log)).samples
+    is_lab = np.array([int(s.id[1:]) not in unlabelled for s in samples])
+    ids = np.array([int(s.id[1:]) for s in samples])
+    y = np.array([refused(i) for i in ids], dtype=float)[is_lab]
+    f = np.array([judged_refusal(int(s.id[1:]), s.epoch) for s in samples], dtype=float)
+
+    def sandwich(*parts):
+        per_sample = np.zeros(SAMPLES)
+        for z, where in parts:
+            np.add.at(per_sample, ids[where], (z - z.mean()) / z.size)
+        return float(np.sqrt((per_sample**2).sum()))
+
+    ppi = got["ppi"]
+    assert ppi["interval"] == f"normal (CLT), cluster-robust over {SAMPLES} clusters"
+    assert ppi["std_error"] == pytest.approx(
+        sandwich((f[~is_lab], ~is_lab), (y - f[is_lab], is_lab))
+    )
+    human = got["human_only"]
+    assert human["std_error"] == pytest.approx(sandwich((y, is_lab)))
+    assert human["value"] == pytest.approx(y.mean())

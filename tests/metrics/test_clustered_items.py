@@ -219,3 +219,60 @@ def test_unequal_samples_are_bounded_at_kish_effective_trials():
     assert n_eff < len(sizes)
     assert got.point == pytest.approx(p)
     assert got.bound == pytest.approx(beta.ppf(0.05, p * n_eff, n_eff - p * n_eff + 1))
+
+
+def test_prediction_powered_means_over_epochs_are_ppi_py_over_the_samples():
+    """Each sample, labelled or not, judged three times alike: PPI's interval and the human-only
+    one over the epochs equal ppi_py's over the samples alone, where over the items as if
+    independent they would be √3 narrower."""
+    import ppi_py
+
+    from assay.metrics import human_only_mean, ppi_mean
+
+    rng = np.random.default_rng(12)
+    n, big = 40, 160
+    y = (rng.random(n) < 0.3).astype(float)
+    f = np.clip(y * 0.7 + rng.random(n) * 0.4, 0, 1)
+    f_u = np.clip((rng.random(big) < 0.3) * 0.7 + rng.random(big) * 0.4, 0, 1)
+    lab = np.repeat([f"l{i}" for i in range(n)], 3)
+    unl = np.repeat([f"u{i}" for i in range(big)], 3)
+    got = ppi_mean(np.repeat(y, 3), np.repeat(f, 3), np.repeat(f_u, 3), lam=1.0,
+                   clusters=lab, clusters_unlabelled=unl)  # fmt: skip
+    low, high = ppi_py.ppi_mean_ci(y, f, f_u, alpha=0.05, lam=1.0)
+    assert (got.ci_low, got.ci_high) == pytest.approx((float(low[0]), float(high[0])), abs=1e-12)
+    assert got.interval == f"normal (CLT), cluster-robust over {n + big} clusters"
+    naive = ppi_mean(np.repeat(y, 3), np.repeat(f, 3), np.repeat(f_u, 3), lam=1.0)
+    assert naive.std_error == pytest.approx(got.std_error / math.sqrt(3), rel=1e-9)
+    human = human_only_mean(np.repeat(y, 3), clusters=lab)
+    low, high = ppi_py.classical_mean_ci(y, alpha=0.05)
+    assert (human.ci_low, human.ci_high) == pytest.approx((float(low), float(high)), abs=1e-12)
+
+
+def test_the_clustered_standard_error_is_statsmodels_cluster_robust_one():
+    """Epochs that differ, some samples labelled in one epoch and not in another: the human-only
+    standard error is statsmodels' cluster-robust one of a mean (no small-sample factor), and
+    PPI's is the sum over samples of what each adds to the estimate, its labelled and unlabelled
+    epochs together."""
+    import statsmodels.api as sm
+
+    from assay.metrics import human_only_mean, ppi_mean
+
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 5, 50)
+    ids = np.repeat(np.arange(50), sizes)
+    y = (rng.random(ids.size) < 0.4).astype(float)
+    fit = sm.OLS(y, np.ones(y.size)).fit(
+        cov_type="cluster", cov_kwds={"groups": ids, "use_correction": False}
+    )
+    assert human_only_mean(y, clusters=ids).std_error == pytest.approx(fit.bse[0], rel=1e-10)
+
+    labelled = rng.random(ids.size) < 0.3
+    f = np.clip(y * 0.6 + rng.random(ids.size) * 0.5, 0, 1)
+    got = ppi_mean(y[labelled], f[labelled], f[~labelled], lam=1.0,
+                   clusters=ids[labelled], clusters_unlabelled=ids[~labelled])  # fmt: skip
+    rect, imp = y[labelled] - f[labelled], f[~labelled]
+    per_sample = np.zeros(50)
+    np.add.at(per_sample, ids[labelled], (rect - rect.mean()) / rect.size)
+    np.add.at(per_sample, ids[~labelled], (imp - imp.mean()) / imp.size)
+    assert got.std_error == pytest.approx(math.sqrt((per_sample**2).sum()), rel=1e-10)
+    assert got.value == pytest.approx(imp.mean() + rect.mean())
