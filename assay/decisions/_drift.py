@@ -12,7 +12,7 @@ The test is :func:`assay.metrics.drift_test`'s.
 from __future__ import annotations
 
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from assay import _json
@@ -26,6 +26,7 @@ from assay.decisions._paired import (
 )
 from assay.decisions._paired_results import DriftResult, ItemChange
 from assay.errors import ConfigError, RunError
+from assay.inputs import repeated_samples, samples_of
 from assay.runs import RunStore, sealed_run
 
 STABILITY_TEST = "stochastic_stability"
@@ -87,9 +88,24 @@ def drift(
         for i in ids
         if ro.judgments[i].score != rn.judgments[i].score
     ]
-    test = drift_test(len(changes), len(ids), measured, level=level, confidence=confidence)
+    by_id = {it.id: it for it in ro.items}
+    epochs = repeated_samples(by_id[i] for i in ids)
+    sizes = Counter(samples_of(by_id[i] for i in ids)).values()
+    test = drift_test(
+        len(changes),
+        len(ids),
+        measured,
+        level=level,
+        confidence=confidence,
+        effective_n=sum(sizes) ** 2 / sum(m * m for m in sizes) if epochs[0] else None,
+    )
     unscored = unscored_shift(ro, rn, [it.id for it in ro.items], level)
     said = f"{test.changed} of {test.n} verdicts changed ({test.rate:.1%})"
+    if test.effective_n is not None:  # an Inspect log's epochs: tested as the samples allow
+        said += (
+            f"; {epochs[0]} of the anchors are epochs of {epochs[1]} Inspect samples, tested "
+            f"as {test.effective_n:.1f} independent anchors"
+        )
     if unscored.moved:
         verdict = f"drifted: {unscored.said()}; of the items both scored, {said}"
     elif test.drifted:

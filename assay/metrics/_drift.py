@@ -51,6 +51,9 @@ class DriftTest:
     level: float  # the family's: a false alarm at most this
     test_level: float  # the binomial test's own: level / 2 with a measured stability
     drifted: bool
+    # the anchors' effective number when they are epochs of Inspect samples (None: independent):
+    # the test and the interval at it, the changes in proportion
+    effective_n: float | None = None
 
 
 def item_change_rates(samples: Iterable[Sequence[int]]) -> list[float]:
@@ -104,10 +107,17 @@ def drift_test(
     *,
     level: float = 0.05,
     confidence: float = 0.95,
+    effective_n: float | None = None,
 ) -> DriftTest:
     """Is ``changed`` of ``n`` more than the judge's measured stability explains at ``level``?
-    (``measured``: from :func:`stability` at the same level; ``None``: no change expected.)"""
-    from scipy.stats import binom
+    (``measured``: from :func:`stability` at the same level; ``None``: no change expected.)
+
+    ``effective_n``: the anchors' effective number when they are not independent (an Inspect
+    log's epochs of one sample: Kish's ``(Σm)²/Σm²`` over the samples, the worst correlation
+    within one); the binomial test and the Clopper–Pearson interval are then taken at it, with
+    the changes in proportion (real numbers: the Beta function's forms of both)."""
+    from scipy.special import betainc
+    from scipy.stats import beta, binom
 
     from assay.metrics._intervals import clopper_pearson_interval
 
@@ -120,8 +130,19 @@ def drift_test(
         raise ValueError(f"stability bound at level {measured.level}, the test at {level}")
     against = measured.upper if measured is not None else 0.0
     test_level = level / 2 if measured is not None else level
-    p = float(binom.sf(changed - 1, n, against)) if changed else 1.0
-    low, high = clopper_pearson_interval(changed, n, confidence)
+    if effective_n is not None and effective_n < n:
+        trials = float(effective_n)
+        x = changed / n * trials
+        # P(X ≥ x | trials, against) = I_against(x, trials − x + 1), and Clopper–Pearson's
+        # ends as Beta quantiles: the binomial's forms that take real counts
+        p = float(betainc(x, trials - x + 1, against)) if changed else 1.0
+        tail = (1 - confidence) / 2
+        low = float(beta.ppf(tail, x, trials - x + 1)) if changed else 0.0
+        high = float(beta.ppf(1 - tail, x + 1, trials - x)) if changed < n else 1.0
+    else:
+        effective_n = None
+        p = float(binom.sf(changed - 1, n, against)) if changed else 1.0
+        low, high = clopper_pearson_interval(changed, n, confidence)
     return DriftTest(
         n=n,
         changed=changed,
@@ -135,4 +156,5 @@ def drift_test(
         level=level,
         test_level=test_level,
         drifted=p < test_level,
+        effective_n=effective_n,
     )

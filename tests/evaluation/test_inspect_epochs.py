@@ -386,3 +386,32 @@ def test_an_estimate_from_some_labelled_samples_takes_the_samples_as_the_unit(
     human = got["human_only"]
     assert human["std_error"] == pytest.approx(sandwich((y, is_lab)))
     assert human["value"] == pytest.approx(y.mean())
+
+
+def test_drift_over_epochs_is_tested_at_the_samples_effective_number(tmp_path, capsys, monkeypatch):
+    """``assay drift`` of the judge re-run after its provider changed it on two samples (every
+    epoch's verdict flipped): 6 of 72 anchors changed, tested and bounded as 2 of 24 samples."""
+    from assay.metrics import clopper_pearson_interval
+
+    log = write_log(tmp_path / "refusals.eval")
+    flipped: set[int] = set()
+
+    def changing(body: dict) -> str:
+        s = int(re.search(r"Sample (\d+) epoch", json.dumps(body["messages"])).group(1))
+        out = json.loads(respond(body))
+        if s in flipped:
+            out["verdict"] = str(out["verdict"] != "True")
+        return json.dumps(out)
+
+    with StubServer(respond=changing) as stub:
+        old = evaluate_log(tmp_path / "old", log, stub)
+        flipped.update({3, 4})
+        new = evaluate_log(tmp_path / "new", log, stub)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["drift", str(old), str(new), "--no-log", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    test = out["test"]
+    assert (test["changed"], test["n"], test["effective_n"]) == (6, 72, 24.0)
+    assert (test["ci_low"], test["ci_high"]) == pytest.approx(clopper_pearson_interval(2, 24))
+    assert "72 of the anchors are epochs of 24 Inspect samples" in out["verdict"]

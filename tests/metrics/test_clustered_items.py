@@ -276,3 +276,21 @@ def test_the_clustered_standard_error_is_statsmodels_cluster_robust_one():
     np.add.at(per_sample, ids[~labelled], (imp - imp.mean()) / imp.size)
     assert got.std_error == pytest.approx(math.sqrt((per_sample**2).sum()), rel=1e-10)
     assert got.value == pytest.approx(imp.mean() + rect.mean())
+
+
+def test_a_drift_test_over_epochs_is_that_of_the_samples_alone():
+    """Anchors that are three epochs each of 20 samples, whose verdicts change together: at
+    the anchors' effective number (Kish's, 20 here) the binomial test and the change rate's
+    interval are those of the 20 samples alone, where the 60 anchors taken as independent
+    flag a drift the samples do not show."""
+    from assay.metrics import drift_test
+    from assay.metrics._drift import Stability
+
+    measured = Stability(rate=0.1, upper=0.15, items=30, samples=5, level=0.05)
+    alone = drift_test(6, 20, measured)
+    epochs = drift_test(18, 60, measured, effective_n=20.0)
+    naive = drift_test(18, 60, measured)
+    assert epochs.p_value == pytest.approx(alone.p_value, rel=1e-9)
+    assert (epochs.ci_low, epochs.ci_high) == pytest.approx((alone.ci_low, alone.ci_high))
+    assert (epochs.rate, epochs.n, epochs.effective_n) == (0.3, 60, 20.0)
+    assert not alone.drifted and not epochs.drifted and naive.drifted
