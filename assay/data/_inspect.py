@@ -348,7 +348,8 @@ def iter_inspect_log(
     status = getattr(log.header, "status", "success")
     planned = _planned(log.header)
     if status != "success" and errored_samples == "error":
-        raise _unfinished_error(file, status, planned, log.total)  # before the first sample
+        # before the first sample; the log's samples counted whatever data.epochs leaves out
+        raise _unfinished_error(file, status, planned, log.total + log.later)
     if log.errored and (errored_samples == "error" or len(log.errored) == log.total):
         raise _errored_error(file, log.errored, log.total)  # before the first sample is read
     run_epochs = getattr(log.header.eval.config, "epochs", None) or 1
@@ -384,7 +385,7 @@ def iter_inspect_log(
             counts["later_epochs"] = later
         if status != "success":  # judged as it stands (data.errored_samples: skip)
             if planned is not None:
-                counts["unfinished_samples"] = max(0, planned - len(seen))
+                counts["unfinished_samples"] = max(0, planned - len(seen) - later)
             else:
                 counts["unfinished_log"] = 1
     if unlabelled and missing_expected == "error":

@@ -880,3 +880,21 @@ def test_a_sample_stopped_at_a_limit_says_so_in_its_meta(tmp_path):
     stopped, whole = load_inspect_log(path)
     assert stopped.meta["limit"] == {"type": "message", "limit": 10}
     assert "limit" not in whole.meta
+
+
+@pytest.mark.parametrize("suffix", [".eval", ".json"])
+def test_first_epochs_of_an_unfinished_log_count_the_later_ones_apart(tmp_path, suffix):
+    """``data.epochs: first`` on a cancelled eval of 5 samples × 2 epochs that ran 2 samples
+    twice and one once: the later epochs it ran are left out as such, not counted again among
+    the samples that never ran (10 planned − 3 first epochs judged − 2 later ones = 5)."""
+    spec = _spec(EvalConfig(epochs=2)).model_copy(
+        update={"dataset": EvalDataset(name="demo", samples=5, sample_ids=None)}
+    )
+    path = tmp_path / f"log{suffix}"
+    rows = [_sample(sid, e, sid == "b") for sid in ("a", "b") for e in (1, 2)]
+    rows.append(_sample("c", 1, False))
+    write_eval_log(EvalLog(eval=spec, status="cancelled", samples=rows), str(path))
+    counts: dict[str, int] = {}
+    items = load_inspect_log(path, errored_samples="skip", counts=counts, epochs="first")
+    assert [i.id for i in items] == ["a#e1", "b#e1", "c#e1"]
+    assert counts == {"errored_samples": 0, "later_epochs": 2, "unfinished_samples": 5}
