@@ -228,7 +228,7 @@ def _read(
 
 ROBUST_BUT = (
     "the human-only, PPI and PPI++ intervals take the samples as the unit (cluster-robust), "
-    "but stratified PPI++, Rogan–Gladen, the active draw and the sample checks"
+    "but stratified PPI++, Rogan–Gladen, the active draw and the sample checks take"
 )
 """What an estimate over an Inspect log's epochs computes by the samples, and what not."""
 

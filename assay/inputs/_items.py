@@ -160,13 +160,14 @@ def repeated_samples(items: Iterable[Item]) -> tuple[int, int]:
     return sum(repeated), len(repeated)
 
 
-def epochs_line(items: int, samples: int, what: str) -> str:
+def epochs_line(items: int, samples: int, taking: str) -> str:
     """What a command that takes its items as independent says of ``items`` epochs of
-    ``samples`` Inspect samples among them (``what``: the figure it computes)."""
+    ``samples`` Inspect samples among them (``taking``: what takes them so, with its verb —
+    "the thresholds' risk guarantee takes")."""
     return (
         f"{items} of the items are epochs of {samples} Inspect samples (the same input and "
-        f"reference, judged again): {what} takes every item as independent, so it would be "
-        "surer than the samples allow; set data.epochs: first to judge one epoch a sample"
+        f"reference, judged again): {taking} every item as independent, surer than the samples "
+        "allow; set data.epochs: first to judge one epoch a sample"
     )
 
 

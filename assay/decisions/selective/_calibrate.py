@@ -64,7 +64,8 @@ def calibrate(
     repeats = repeated_samples(items)
     if repeats[0]:  # a guarantee over independent items: refused, not made up
         raise ConfigError(
-            f"{config.data.path}: " + epochs_line(*repeats, "the thresholds' risk guarantee")
+            f"{config.data.path}: "
+            + epochs_line(*repeats, "the thresholds' risk guarantee would take")
         )
     cal, hold = split_holdout(items, config.holdout, config.seed)
     fingerprint = data_fingerprint(items)
