@@ -12,7 +12,7 @@ The test is :func:`assay.metrics.drift_test`'s.
 from __future__ import annotations
 
 import tempfile
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 from assay import _json
@@ -89,19 +89,19 @@ def drift(
         if ro.judgments[i].score != rn.judgments[i].score
     ]
     by_id = {it.id: it for it in ro.items}
-    epochs = repeated_samples(by_id[i] for i in ids)
-    sizes = Counter(samples_of(by_id[i] for i in ids)).values()
+    anchors = [by_id[i] for i in ids]
     test = drift_test(
         len(changes),
         len(ids),
         measured,
         level=level,
         confidence=confidence,
-        effective_n=sum(sizes) ** 2 / sum(m * m for m in sizes) if epochs[0] else None,
+        clusters=samples_of(anchors),
     )
     unscored = unscored_shift(ro, rn, [it.id for it in ro.items], level)
     said = f"{test.changed} of {test.n} verdicts changed ({test.rate:.1%})"
     if test.effective_n is not None:  # an Inspect log's epochs: tested as the samples allow
+        epochs = repeated_samples(anchors)
         said += (
             f"; {epochs[0]} of the anchors are epochs of {epochs[1]} Inspect samples, tested "
             f"as {test.effective_n:.1f} independent anchors"

@@ -75,7 +75,13 @@ _NAMES = {
         "clopper_pearson_upper",
         "inconsistency",
     ),
-    "_cluster": ("WeightedStatistic", "cluster_bootstrap_ci", "cluster_mean", "weighted_mean"),
+    "_cluster": (
+        "WeightedStatistic",
+        "cluster_bootstrap_ci",
+        "cluster_mean",
+        "effective_trials",
+        "weighted_mean",
+    ),
     "_bias_records": (
         "ItemQuality",
         "RaterModel",
@@ -139,6 +145,7 @@ _NAMES = {
     "_intervals": (
         "bootstrap_ci",
         "clopper_pearson_interval",
+        "effective_clopper_pearson_interval",
         "mean_of_two_rates_interval",
         "newcombe_paired_interval",
         "wilson_interval",
@@ -280,6 +287,8 @@ __all__ = [
     "Resamples",
     "bootstrap_ci",
     "clopper_pearson_interval",
+    "effective_clopper_pearson_interval",
+    "effective_trials",
     "mean_of_two_rates_interval",
     "wilson_interval",
     "cluster_bootstrap_ci",
@@ -555,6 +564,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         WeightedStatistic,
         cluster_bootstrap_ci,
         cluster_mean,
+        effective_trials,
         weighted_mean,
     )
     from assay.metrics._compression import scale_compression
@@ -612,6 +622,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from assay.metrics._intervals import (
         bootstrap_ci,
         clopper_pearson_interval,
+        effective_clopper_pearson_interval,
         mean_of_two_rates_interval,
         newcombe_paired_interval,
         wilson_interval,

@@ -33,8 +33,12 @@ from pydantic import (
     model_validator,
 )
 
-from assay.metrics._cluster import cluster_replicates, shared_clusters
-from assay.metrics._intervals import _percentile_ci, bootstrap_ci
+from assay.metrics._cluster import cluster_replicates, effective_trials, shared_clusters
+from assay.metrics._intervals import (
+    _percentile_ci,
+    bootstrap_ci,
+    effective_clopper_pearson_interval,
+)
 from assay.metrics._kappa import _kappa_batched
 from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
 from assay.metrics._validate import category_ranks
@@ -85,20 +89,6 @@ def clopper_pearson_upper(successes: int, trials: int, delta: float) -> float:
         return 1.0
     from scipy.stats import beta
 
-    return float(beta.ppf(1.0 - delta, successes + 1, trials - successes))
-
-
-def effective_clopper_pearson(successes: float, trials: float, delta: float, side: Side) -> float:
-    """Clopper–Pearson's one-sided bound at level 1 − ``delta`` for an effective number of
-    ``trials`` and ``successes`` (real numbers: Beta quantiles take them as they are): the lower
-    bound for ``at_least``, the upper for ``at_most``; 0 (1) when nothing succeeded (failed)."""
-    delta = _check_delta(delta)
-    from scipy.stats import beta
-
-    if side == "at_least":
-        return 0.0 if successes <= 0 else float(beta.ppf(delta, successes, trials - successes + 1))
-    if successes >= trials:
-        return 1.0
     return float(beta.ppf(1.0 - delta, successes + 1, trials - successes))
 
 
@@ -562,12 +552,14 @@ def _rate_bound(metric, bar, ref, cand, ref_event, cand_event, delta, grouped) -
         bound, point, note = math.nan, math.nan, f"undefined: no trial ({spec.about} has no item)"
     elif grouped is not None:
         point, method = x / n, "clopper-pearson-clusters"
-        sizes = np.unique(grouped[trials], return_counts=True)[1].astype(np.float64)
-        n_eff = float(sizes.sum() ** 2 / (sizes**2).sum())
-        bound = effective_clopper_pearson(point * n_eff, n_eff, delta, bar.side)
+        n_eff = effective_trials(grouped[trials])
+        # a one-sided bound at δ is the matching end of the two-sided interval at 1 − 2δ
+        low, high = effective_clopper_pearson_interval(point * n_eff, n_eff, 1.0 - 2.0 * delta)
+        bound = low if bar.side == "at_least" else high
         note = (
-            f"{x} of {n} trials in {sizes.size} samples (an Inspect log's epochs): bounded at "
-            f"{n_eff:.1f} effective trials, as if each sample's trials had one outcome"
+            f"{x} of {n} trials in {np.unique(grouped[trials]).size} samples (an Inspect log's "
+            f"epochs): bounded at {n_eff:.1f} effective trials, as if each sample's trials had "
+            "one outcome"
         )
     else:
         point, note = x / n, None

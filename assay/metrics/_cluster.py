@@ -131,6 +131,15 @@ def shared_clusters(clusters: ArrayLike | None, order: NDArray[np.intp]) -> NDAr
     return None if np.unique(ids).size == ids.size else ids
 
 
+def effective_trials(clusters: ArrayLike) -> float:
+    """Kish's effective number of independent units among units in clusters (one cluster id
+    per unit), ``(Σ m)² / Σ m²`` over the clusters' sizes ``m``: what the units count for if
+    those of a cluster are wholly correlated — the number of clusters when all are of one size,
+    fewer when their sizes differ, the units' number when each is alone."""
+    sizes = np.unique(np.asarray(clusters), return_counts=True)[1].astype(np.float64)
+    return float(sizes.sum() ** 2 / (sizes**2).sum())
+
+
 def cluster_replicates(
     statistic: BatchedStatistic,
     arrays: list[NDArray],

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+from numpy.typing import ArrayLike
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
@@ -107,19 +109,24 @@ def drift_test(
     *,
     level: float = 0.05,
     confidence: float = 0.95,
-    effective_n: float | None = None,
+    clusters: ArrayLike | None = None,
 ) -> DriftTest:
     """Is ``changed`` of ``n`` more than the judge's measured stability explains at ``level``?
     (``measured``: from :func:`stability` at the same level; ``None``: no change expected.)
 
-    ``effective_n``: the anchors' effective number when they are not independent (an Inspect
-    log's epochs of one sample: Kish's ``(Σm)²/Σm²`` over the samples, the worst correlation
-    within one); the binomial test and the Clopper–Pearson interval are then taken at it, with
-    the changes in proportion (real numbers: the Beta function's forms of both)."""
+    ``clusters`` (one per anchor): where one holds several anchors (an Inspect log's epochs of
+    one sample), the binomial test and the Clopper–Pearson interval are taken at the anchors'
+    effective number (:func:`~assay.metrics.effective_trials`: the worst correlation within a
+    cluster), with the changes in proportion (real numbers: the Beta function's forms of
+    both)."""
     from scipy.special import betainc
-    from scipy.stats import beta, binom
+    from scipy.stats import binom
 
-    from assay.metrics._intervals import clopper_pearson_interval
+    from assay.metrics._cluster import effective_trials, shared_clusters
+    from assay.metrics._intervals import (
+        clopper_pearson_interval,
+        effective_clopper_pearson_interval,
+    )
 
     if n < 1 or not 0 <= changed <= n:
         raise ValueError(f"need 0 <= changed <= n and n >= 1, got changed={changed}, n={n}")
@@ -130,17 +137,15 @@ def drift_test(
         raise ValueError(f"stability bound at level {measured.level}, the test at {level}")
     against = measured.upper if measured is not None else 0.0
     test_level = level / 2 if measured is not None else level
-    if effective_n is not None and effective_n < n:
-        trials = float(effective_n)
-        x = changed / n * trials
-        # P(X ≥ x | trials, against) = I_against(x, trials − x + 1), and Clopper–Pearson's
-        # ends as Beta quantiles: the binomial's forms that take real counts
-        p = float(betainc(x, trials - x + 1, against)) if changed else 1.0
-        tail = (1 - confidence) / 2
-        low = float(beta.ppf(tail, x, trials - x + 1)) if changed else 0.0
-        high = float(beta.ppf(1 - tail, x + 1, trials - x)) if changed < n else 1.0
+    grouped = shared_clusters(clusters, np.arange(n))
+    effective_n = None if grouped is None else effective_trials(grouped)
+    if effective_n is not None:
+        x = changed / n * effective_n
+        # P(X ≥ x | trials, against) = I_against(x, trials − x + 1): the binomial's tail in
+        # the form that takes real counts
+        p = float(betainc(x, effective_n - x + 1, against)) if changed else 1.0
+        low, high = effective_clopper_pearson_interval(x, effective_n, confidence)
     else:
-        effective_n = None
         p = float(binom.sf(changed - 1, n, against)) if changed else 1.0
         low, high = clopper_pearson_interval(changed, n, confidence)
     return DriftTest(

@@ -180,12 +180,27 @@ def clopper_pearson_interval(
     without its root finding). Its coverage is at least ``confidence`` for every true rate,
     at 0 or n successes too."""
     _check_counts(successes, n)
-    tail = (1.0 - _check_confidence(confidence)) / 2.0
+    return _clopper_pearson_ends(successes, n, (1.0 - _check_confidence(confidence)) / 2.0)
+
+
+def effective_clopper_pearson_interval(
+    successes: float, trials: float, confidence: float = 0.95
+) -> tuple[float, float]:
+    """:func:`clopper_pearson_interval` at an effective number of ``trials`` with the
+    ``successes`` in proportion — real numbers, which the Beta quantiles take as they are: the
+    interval of a proportion over items in clusters, at the trials the clusters' correlation
+    leaves (:func:`~assay.metrics.effective_trials`)."""
+    if not 0 < trials or not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials and trials > 0, got {successes}, {trials}")
+    return _clopper_pearson_ends(successes, trials, (1.0 - _check_confidence(confidence)) / 2.0)
+
+
+def _clopper_pearson_ends(successes: float, n: float, tail: float) -> tuple[float, float]:
     # the Beta quantile scipy.stats.beta.ppf computes (the same Boost routine, equal to the
     # last bit), from scipy.special: a tenth of scipy.stats's import, which a run's end waits on
     from scipy.special import betaincinv
 
-    low = float(betaincinv(successes, n - successes + 1, tail)) if successes else 0.0
+    low = float(betaincinv(successes, n - successes + 1, tail)) if successes > 0 else 0.0
     high = float(betaincinv(successes + 1, n - successes, 1.0 - tail)) if successes < n else 1.0
     return low, high
 

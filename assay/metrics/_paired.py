@@ -241,6 +241,7 @@ def paired_comparison(
             )
         specs = [(sa, sb) for sa, sb in specs if sa.name in metrics]
     grouped = shared_clusters(clusters, order)
+    n_clusters = 0 if grouped is None else int(np.unique(grouped).size)
     indices = _resample_indices(n, n_resamples, seed)
     a_only, b_only, mcnemar_p = mcnemar_exact(ref == a_idx, ref == b_idx)
     same = bool(np.all(a_idx == b_idx))
@@ -305,7 +306,6 @@ def paired_comparison(
                     (a_only + b_only) / n, min(delta, 1.0), alpha_each, power
                 )
             elif se > 0 and grouped is not None:  # whole clusters: SE ~ 1/√clusters
-                n_clusters = int(np.unique(grouped).size)
                 clusters_needed = items_needed_se(n_clusters, se, delta, alpha_each, power)
                 needed = math.ceil(clusters_needed * n / n_clusters)
                 notes.append(
@@ -334,18 +334,19 @@ def paired_comparison(
                 note="; ".join(notes) or None,
             )
         )
-    resampled = (
-        f"the {int(np.unique(grouped).size)} clusters (the items of one sample, as an Inspect "
-        f"log's epochs) resampled with all their items, not the {n} items one by one"
-    )
-    whole = (
-        "A and B gave the same verdict on every item: no difference to measure, and no "
-        "standard error to size a larger sample from"
-        if same
-        else None
-    )
+    said = []
+    if same:
+        said.append(
+            "A and B gave the same verdict on every item: no difference to measure, and no "
+            "standard error to size a larger sample from"
+        )
     if grouped is not None:
-        whole = f"{whole}; {resampled}" if whole else resampled[0].upper() + resampled[1:]
+        said.append(
+            f"the {n_clusters} clusters (the items of one sample, as an Inspect log's epochs) "
+            f"resampled with all their items, not the {n} items one by one"
+        )
+    whole = "; ".join(said)
+    whole = whole[:1].upper() + whole[1:] if whole else None
     return PairedComparison(
         n=n,
         level=level,

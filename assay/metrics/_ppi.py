@@ -32,6 +32,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from assay.metrics._cluster import shared_clusters
 from assay.metrics._estimates import (
     Bound,
     EstimateMethod,
@@ -242,17 +243,17 @@ def _codes(
     clusters; None when no cluster holds two items (or none were given): independent items."""
     if clusters is None and clusters_unlabelled is None:
         return None
-    lab = np.asarray([] if clusters is None else clusters, dtype=object).astype(str)
-    unl = np.asarray([] if clusters_unlabelled is None else clusters_unlabelled, dtype=object)
-    unl = unl.astype(str)
-    if lab.shape != (n,) or unl.shape != (n_unlabelled,):
+    lab = [] if clusters is None else list(clusters)
+    unl = [] if clusters_unlabelled is None else list(clusters_unlabelled)
+    if len(lab) != n or len(unl) != n_unlabelled:
         raise ValueError(
             f"clusters must give one cluster per labelled item ({n}) and clusters_unlabelled "
-            f"one per unlabelled item ({n_unlabelled}); got {lab.size} and {unl.size}"
+            f"one per unlabelled item ({n_unlabelled}); got {len(lab)} and {len(unl)}"
         )
-    names, codes = np.unique(np.concatenate([lab, unl]), return_inverse=True)
-    if names.size == n + n_unlabelled:
+    ids = shared_clusters(lab + unl, np.arange(n + n_unlabelled))
+    if ids is None:
         return None
+    names, codes = np.unique(ids, return_inverse=True)
     return codes[:n], codes[n:], int(names.size)
 
 

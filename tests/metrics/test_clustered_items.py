@@ -288,7 +288,7 @@ def test_a_drift_test_over_epochs_is_that_of_the_samples_alone():
 
     measured = Stability(rate=0.1, upper=0.15, items=30, samples=5, level=0.05)
     alone = drift_test(6, 20, measured)
-    epochs = drift_test(18, 60, measured, effective_n=20.0)
+    epochs = drift_test(18, 60, measured, clusters=np.repeat([f"s{i}" for i in range(20)], 3))
     naive = drift_test(18, 60, measured)
     assert epochs.p_value == pytest.approx(alone.p_value, rel=1e-9)
     assert (epochs.ci_low, epochs.ci_high) == pytest.approx((alone.ci_low, alone.ci_high))
