@@ -192,10 +192,11 @@ def cluster_mean(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    what: str = "source items",
 ) -> MetricValue:
     """The mean of per-unit ``values`` (a pass rate for 0/1 outcomes) with a cluster-bootstrap
     CI; ``n`` counts the units (a 0/1 outcome's ``count`` the ones) and the note says how many
-    clusters were resampled.
+    clusters were resampled (``what`` they are).
 
     When every unit has the same 0/1 outcome, every replicate is that outcome and the bootstrap
     interval has no width, which would read as certainty: the interval is then the exact
@@ -227,7 +228,7 @@ def cluster_mean(
             high,
             int(arr.size),
             note=f"every one of the {arr.size} units has the same outcome, so the interval is "
-            f"the exact one over the {n_clusters} clusters (source items), each counted once",
+            f"the exact one over the {n_clusters} clusters ({what}), each counted once",
             count=count,
             ci_method=CLOPPER_PEARSON_CLUSTERS,
         )
@@ -239,6 +240,6 @@ def cluster_mean(
         confidence=confidence,
         seed=seed,
     )
-    note = f"bootstrap resampled {n_clusters} clusters (source items), not the {arr.size} units"
+    note = f"bootstrap resampled {n_clusters} clusters ({what}), not the {arr.size} units"
     out = with_ci(float(arr.mean()), ci, arr.size, why_undefined="no units", notes=[note])
     return MetricValue(**{**out.to_dict(), "count": count})

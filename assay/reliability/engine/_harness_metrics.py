@@ -5,9 +5,11 @@ per judge, their judgments are held at once, besides each judge's verdicts on th
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from math import isfinite
 
+from assay.inputs import sample_of
 from assay.programs import JudgeConfig
 from assay.reliability._config import HarnessConfig
 from assay.reliability._probe import Probe
@@ -44,6 +46,7 @@ def harness_metrics(
     if it did."""
     b = config.bootstrap
     seed_ids = [s.id for s in seeds]  # the seeds read once (from disk, when they are stored)
+    samples = repeated_sample_of(seeds)
     sources = {cfg.name: _SourceVerdicts(seed_ids, judgments[cfg.name]) for cfg in judge_cfgs}
     per_test: dict[str, dict[str, ReliabilityScores]] = {cfg.name: {} for cfg in judge_cfgs}
     counts: dict[str, int] = {}
@@ -61,6 +64,7 @@ def harness_metrics(
                 sources[cfg.name].scores,
                 config.scale,
                 source_criteria=sources[cfg.name].criteria,
+                samples=samples,
                 n_resamples=b.n_resamples,
                 confidence=b.confidence,
                 seed=b.seed,
@@ -78,12 +82,13 @@ def harness_metrics(
     for name, r in results.items():
         lm_calls[f"judge:{name}"] = r.usage.calls
     wanted = {t.name for t in instances}
+    placebos = any(t.placebo for r in results.values() for t in r.tests.values())
+    epochs = _epochs_clause(seeds, samples, placebos)
     return HarnessSummary(
         seeds=len(seed_ids),
         notes=[n for t in instances for n in t.notes()]
-        + [
-            n for j, r in results.items() for t, m in r.tests.items() for n in scorer_notes(j, t, m)
-        ],
+        + [n for j, r in results.items() for t, m in r.tests.items() for n in scorer_notes(j, t, m)]
+        + ([epochs] if epochs else []),
         probes=counts,
         dropped={t: d for t, d in generated.dropped.items() if t in wanted},
         review=ReviewCounts(**reviewed, required=config.review.required),
@@ -98,12 +103,33 @@ def harness_metrics(
         "value between 0 and 1, or one item) is marked ‡: it shows no variation in the "
         "resamples, not certainty; a rate with one outcome per item (stochastic_stability's "
         "pass rate and majority accuracy, synthetic_ordinal's exact match over its independent "
-        f"probes) has its exact interval; seed {b.seed}, {b.confidence:.0%} intervals",
-        fdr=config.fdr
-        if any(t.placebo for r in results.values() for t in r.tests.values())
-        else None,
+        f"probes) has its exact interval{'; ' + epochs if epochs else ''}; seed {b.seed}, "
+        f"{b.confidence:.0%} intervals",
+        fdr=config.fdr if placebos else None,
         data_fingerprint=data_fingerprint,
         pairs=pairs,
+    )
+
+
+def repeated_sample_of(seeds: Sequence[Item]) -> dict[str, str]:
+    """Each seed that is one of several epochs of an Inspect sample among the seeds, mapped
+    to that sample (:func:`~assay.inputs.sample_of`); empty when no sample repeats."""
+    of = {s.id: sample for s in seeds if (sample := sample_of(s)) is not None}
+    counts = Counter(of.values())
+    return {i: sample for i, sample in of.items() if counts[sample] > 1}
+
+
+def _epochs_clause(seeds: Sequence[Item], samples: dict[str, str], placebos: bool) -> str:
+    """What the bootstrap line says of seeds that are epochs of one Inspect sample."""
+    if not samples:
+        return ""
+    n = len(set(samples.values()))
+    but = ", but the placebo effects, whose tests take each source item as independent"
+    return (
+        f"{len(samples)} of the {len(seeds)} source items are epochs of {n} Inspect samples "
+        "(the same input and reference, judged again): every interval resamples a sample's "
+        "epochs together, as one cluster (a rate with one outcome per item too, by the cluster "
+        f"bootstrap){but if placebos else ''}"
     )
 
 

@@ -29,7 +29,7 @@ from assay.reliability._registry import (
     TestSettings,
     Unit,
 )
-from assay.types import Item, StrictInt
+from assay.types import Item, Message, StrictInt
 
 T = TypeVar("T")
 
@@ -161,7 +161,10 @@ def whitespace_probes(
     perturb: Callable[[str, random.Random], str],
 ) -> list[Probe | Dropped]:
     """``variants`` probes of ``src`` with ``perturb`` applied to its response, or to every
-    message of its transcript (copied; the response is kept as is).
+    message of its transcript (copied) — and then the response is the transcript's answer as
+    perturbed there (its last assistant message that was the response), so that a judge of the
+    request and response sees the reformatted answer as a transcript judge does; a response no
+    message holds is perturbed on its own.
 
     A variant that leaves the text unchanged is ``Dropped(not_applicable)``; one identical to an
     earlier variant is ``Dropped(duplicate)``, so no text is judged twice.
@@ -176,8 +179,9 @@ def whitespace_probes(
                 m.model_copy(update={"content": perturb(m.content, rng)}, deep=True)
                 for m in src.transcript
             ]
-            key = tuple(m.content for m in transcript)
-            changed = key != tuple(m.content for m in src.transcript)
+            response = _answer_as_perturbed(src, transcript, perturb, rng)
+            key = (*(m.content for m in transcript), response)
+            changed = key != (*(m.content for m in src.transcript), src.response)
         else:
             response = perturb(src.response, rng)
             key = (response,)
@@ -208,6 +212,20 @@ def whitespace_probes(
                 )
             )
     return out
+
+
+def _answer_as_perturbed(
+    src: Item,
+    perturbed: list[Message],
+    perturb: Callable[[str, random.Random], str],
+    rng: random.Random,
+) -> str:
+    """``src``'s response as its transcript's ``perturbed`` copy holds it: the last assistant
+    message whose content was the response; else the response perturbed on its own."""
+    for before, after in zip(reversed(src.transcript or []), reversed(perturbed), strict=True):
+        if before.role == "assistant" and before.content == src.response:
+            return after.content
+    return perturb(src.response, rng)
 
 
 class FormatTest(ReliabilityTest):

@@ -57,7 +57,12 @@ class ScoringInput:
     verdict per source (None = unscored) and per-criterion verdicts per source (transcript
     judges), the scale, the bootstrap options (``n_resamples``, ``confidence``, ``seed``) and
     every judged probe of the test, scored or not (``judged``: a kind whose unit is a source's
-    whole set of probes, as stability's k samples, must know which of them went unscored)."""
+    whole set of probes, as stability's k samples, must know which of them went unscored).
+
+    ``samples`` maps a source to the Inspect sample it is one epoch of, for the sources whose
+    sample has several epochs among the seeds (empty otherwise): the epochs of a sample share
+    its input and reference, so every interval resamples a sample's sources together
+    (:meth:`cluster`), as it resamples a source's probes together."""
 
     verdicts: dict[str, Judgment]
     source_verdicts: dict[str, int | None]
@@ -66,6 +71,21 @@ class ScoringInput:
     boot: dict[str, Any]
     judged: list[Probe] = field(default_factory=list)
     kind: str = ""  # the scoring kind's name, for a note on what it computed
+    samples: dict[str, str] = field(default_factory=dict)
+
+    def cluster(self, source_id: str) -> str:
+        """What an interval resamples ``source_id``'s probes with: its Inspect sample's other
+        epochs (:attr:`samples`), else the source alone."""
+        sample = self.samples.get(source_id)
+        return source_id if sample is None else f"inspect sample {sample}"
+
+    def repeat_samples(self, source_ids: list[str]) -> bool:
+        """Whether two of ``source_ids`` (distinct sources) are epochs of one Inspect sample
+        (else each source is its own cluster: items independent)."""
+        if not self.samples:
+            return False
+        seen = Counter(self.samples[s] for s in set(source_ids) if s in self.samples)
+        return any(n > 1 for n in seen.values())
 
     def score(self, p: Probe) -> int | None:
         return self.verdicts[p.id].score
@@ -83,8 +103,9 @@ class ScoringInput:
         return rows, source_unscored
 
     def mean(self, values: list[float], clusters: list[str]) -> MetricValue | None:
-        """The mean of ``values`` with a CI that resamples source items (all of a drawn
-        source's probes come along); None when there is nothing to average. A value that is
+        """The mean of ``values`` with a CI that resamples source items (``clusters``: each
+        value's source; all of a drawn source's probes come along, and the other epochs of its
+        Inspect sample: :meth:`cluster`); None when there is nothing to average. A value that is
         no finite number (a scorer's nan) leaves it undefined, its note saying that the
         scoring kind gave it, for how many of the probes."""
         if not values:
@@ -104,12 +125,22 @@ class ScoringInput:
             )
         from assay.metrics import cluster_mean  # NumPy: not on the way to the first LM call
 
-        return cluster_mean(values, clusters, **self.boot)
+        return cluster_mean(values, **self.clustered(clusters), **self.boot)
+
+    def clustered(self, sources: list[str]) -> dict[str, Any]:
+        """``clusters`` and ``what`` of :func:`~assay.metrics.cluster_mean` for values of
+        ``sources``: each source with the other epochs of its Inspect sample."""
+        if not self.repeat_samples(sources):
+            return {"clusters": sources}
+        return {"clusters": [self.cluster(s) for s in sources], "what": SAMPLE_CLUSTERS}
 
     def mean_of(self, rows: list[tuple], fn: Callable[[tuple], Any]) -> MetricValue | None:
         """The share of ``rows`` (``(probe, ...)``) for which ``fn`` holds, clustered by source."""
         return self.mean([float(fn(r)) for r in rows], [r[0].source_id for r in rows])
 
+
+SAMPLE_CLUSTERS = "source items, the epochs of an Inspect sample together"
+"""What an interval resamples where sources are epochs of one Inspect sample."""
 
 SCORER_GAVE_NO_NUMBER = "undefined: the scoring kind"
 """How the note of a mean a scorer's nan left undefined begins (:meth:`ScoringInput.mean`)."""
@@ -215,13 +246,15 @@ def score_test(
     scale: Scale,
     *,
     source_criteria: dict[str, dict[str, int | None]] | None = None,
+    samples: dict[str, str] | None = None,
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> ReliabilityScores:
     """Metrics of one test for one judge. ``verdicts`` maps probe id → judgment,
     ``source_verdicts`` maps source id → the judge's score on the source (None = unscored),
-    ``source_criteria`` source id → its per-criterion scores (transcript judges). A bias
+    ``source_criteria`` source id → its per-criterion scores (transcript judges), ``samples``
+    source id → the Inspect sample it repeats (:attr:`ScoringInput.samples`). A bias
     test's placebos are scored apart: its effects against them (``placebo``, not yet flagged:
     :func:`flag_placebo_effects` does that over the run)."""
     placebos = [p for p in probes if is_placebo(p)]
@@ -237,6 +270,7 @@ def score_test(
         dict(n_resamples=n_resamples, confidence=confidence, seed=seed),
         judged=judged,
         kind=scoring,
+        samples=samples or {},
     )
     kind = get_scoring(scoring)
     m = kind.score(scored, inp)

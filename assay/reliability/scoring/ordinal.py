@@ -38,7 +38,9 @@ class Ordinal(ScoringKind):
         scale = inp.scale
         ref = np.array([scale.index(p.target) for p in with_target])
         cand = np.array([scale.index(inp.score(p)) for p in with_target])
-        m = agreement_metrics(ref, cand, kind="ordinal", k=scale.k, **inp.boot)
+        sources = [p.source_id for p in with_target]
+        clusters = inp.clustered(sources)["clusters"] if inp.repeat_samples(sources) else None
+        m = agreement_metrics(ref, cand, kind="ordinal", k=scale.k, clusters=clusters, **inp.boot)
         metrics = {
             k: v
             for k, v in m.items()

@@ -64,8 +64,6 @@ class Stability(ScoringKind):
     def score(self, scored: list[Probe], inp: ScoringInput) -> StabilityMetrics:
         import numpy as np  # not on the way to a run's first LM call (this file's ``needed`` is)
 
-        from assay.metrics import rate
-
         by_source: dict[str, list] = defaultdict(list)
         targets: dict[str, int | None] = {}
         for p in scored:
@@ -78,6 +76,7 @@ class Stability(ScoringKind):
         incomplete |= {sid for sid in samples if sid not in by_source}
         by_source = defaultdict(list, {k: v for k, v in by_source.items() if k not in incomplete})
         stable, majority_right, flips, ties = [], [], [], 0
+        labelled: list[str] = []  # the sources of majority_right
         agree_with_source: list[float] = []
         agreeing_sources: list[str] = []  # k samples per source: clustered
         for sid, scores in by_source.items():
@@ -91,6 +90,7 @@ class Stability(ScoringKind):
                 tied = len(top) > 1 and top[0][1] == top[1][1]
                 ties += tied
                 majority_right.append(not tied and top[0][0] == targets[sid])
+                labelled.append(sid)
             own = inp.source_verdicts.get(sid)
             if own is not None:
                 agree_with_source.extend(float(s == own) for s in scores)
@@ -99,12 +99,12 @@ class Stability(ScoringKind):
             items=len(by_source),
             items_incomplete=len(incomplete),
             # share of items whose k verdicts all agree: one outcome per item, an exact interval
-            pass_rate=rate(stable, confidence=inp.boot["confidence"]),
+            pass_rate=per_item_rate(stable, list(by_source), inp),
             flip_rate=float(np.mean(flips)) if flips else None,
-            majority_accuracy=rate(majority_right, confidence=inp.boot["confidence"]),
+            majority_accuracy=per_item_rate(majority_right, labelled, inp),
             majority_ties=ties,
             consistency=inp.mean(agree_with_source, agreeing_sources),
-            **samples_needed(by_source, inp.boot),
+            **samples_needed(by_source, {**inp.boot, **inp.clustered(list(by_source))}),
         )
 
     def section(self, rows: list[SectionRow]) -> Table | None:
@@ -150,6 +150,22 @@ def needed(m: dict[str, Any], key: str = "samples_needed_95") -> str:
     return f"not reached within k = {k}" if k is not None else "not reached"
 
 
+def per_item_rate(
+    outcomes: list[bool], sources: list[str], inp: ScoringInput
+) -> MetricValue | None:
+    """The share of true ``outcomes``, one per source item (``sources``): its exact interval
+    over independent items; where sources are epochs of one Inspect sample
+    (:meth:`ScoringInput.repeat_samples`), the cluster bootstrap over the samples instead (the
+    exact interval over the samples where every outcome is one value), as every other rate."""
+    if not (outcomes and inp.repeat_samples(sources)):
+        from assay.metrics import rate
+
+        return rate(outcomes, confidence=inp.boot["confidence"])
+    from assay.metrics import cluster_mean
+
+    return cluster_mean([float(o) for o in outcomes], **inp.clustered(sources), **inp.boot)
+
+
 def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> SamplesNeeded:
     """For m = 1, 3, 5, … below k, the fewest scored samples of an item: the probability that a
     majority of m samples agrees with the majority of the item's *other* samples (out of
@@ -158,7 +174,9 @@ def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> Sam
     vary, and the interval is the exact Clopper–Pearson one over the items, as for a pass
     rate), and the smallest m whose estimate (and whose CI's lower bound) reaches 95%:
     ``None`` when no m below k does ("not reached within k"). An interval of no width is no
-    lower bound: it does not decide the second."""
+    lower bound: it does not decide the second. ``boot``: the bootstrap's options, and where
+    items are epochs of an Inspect sample the ``clusters`` that resample them together (and
+    ``what`` those are: :meth:`ScoringInput.clustered`)."""
     if not by_source:
         return {}
     from assay.metrics import cluster_mean, held_out_majority_agreement
@@ -167,7 +185,7 @@ def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> Sam
     curve: dict[str, MetricValue | None] = {}
     for m in range(1, k, 2):
         agreement = [held_out_majority_agreement(s, m) for s in by_source.values()]
-        curve[f"m{m}"] = cluster_mean(agreement, list(by_source), **boot)
+        curve[f"m{m}"] = cluster_mean(agreement, **{"clusters": list(by_source), **boot})
 
     def smallest(key: str) -> int | None:
         for name, mv in curve.items():

@@ -1,0 +1,181 @@
+"""The harness on an Inspect log run with several epochs: each sample and epoch is a source item,
+but the epochs of a sample share its input and its reference, so every interval resamples a
+sample's epochs together — never as if each epoch were a new sample. A log whose epochs repeat
+each sample word for word gives exactly the intervals of the samples alone (metamorphic); epochs
+that differ give intervals no narrower than the samples allow, and the report says why."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assay.lm import ScriptedEngine, register_script
+from assay.metrics import cluster_mean
+from assay.reliability import HarnessConfig, run_harness
+
+pytest.importorskip("inspect_ai")
+
+from inspect_ai.log import (  # noqa: E402
+    EvalConfig,
+    EvalDataset,
+    EvalLog,
+    EvalSample,
+    EvalSpec,
+    write_eval_log,
+)
+from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput  # noqa: E402
+from inspect_ai.scorer import Score  # noqa: E402
+
+SAMPLES = 12
+TESTS = {"format_intraline": {}, "stochastic_stability": {"k": 2}}
+
+
+def write_log(path: Path, epochs: int, same: bool) -> Path:
+    """``SAMPLES`` samples run ``epochs`` times; ``same``: every epoch's answer word for word
+    the first's (else each epoch's answer names it)."""
+    rows = []
+    for s in range(SAMPLES):
+        for e in range(1, epochs + 1):
+            answer = f"Sample {s} answer {1 if same else e}: " + ("no" if s % 3 else "yes")
+            answer += " because" + " it is so" * 10  # gaps enough for every reformatting
+            rows.append(
+                EvalSample(
+                    id=f"s{s}",
+                    epoch=e,
+                    input=f"Request {s}",
+                    target="",
+                    messages=[
+                        ChatMessageUser(content=f"Request {s}"),
+                        ChatMessageAssistant(content=answer),
+                    ],
+                    output=ModelOutput.from_content("mockllm/model", answer),
+                    scores={"ok": Score(value=int(s % 2 == 0))},
+                )
+            )
+    spec = EvalSpec(
+        created="2025-01-01T00:00:00+00:00",
+        task="answers",
+        dataset=EvalDataset(name="demo"),
+        model="mockllm/model",
+        config=EvalConfig(epochs=epochs),
+    )
+    write_eval_log(EvalLog(eval=spec, status="success", samples=rows), str(path))
+    return path
+
+
+def verdict(call) -> dict[str, str]:
+    """Right on most samples; wrong on a reformatted answer of a few, in some epochs; at
+    temperature, every third sample's answer judged by its length's parity (an unstable
+    judge, the same on identical answers)."""
+    s, e = map(int, re.search(r"Sample\s+(\d+)\s+answer\s+(\d+)", call.prompt).groups())
+    right = s % 2 == 0
+    if "  " in (call.field("response") or ""):  # the answer reformatted
+        right = right != (s in (1, 4, 7) or (s == 10 and e == 2))
+    if (call.temperature or 0) > 0 and s % 3 == 0:
+        right = right != bool(len(call.prompt) % 2)
+    return {"verdict": "correct" if right else "incorrect"}
+
+
+@pytest.fixture
+def judge():
+    """The scripted judge."""
+    register_script("ep-judge", lambda: ScriptedEngine(respond=verdict))
+
+
+def harness(folder: Path, log: Path):
+    cfg = HarnessConfig.model_validate(
+        {
+            "name": "ep",
+            "data": {"path": str(log), "format": "inspect", "expected": "scores.ok.value"},
+            "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
+            "generator": {"model": "scripted:ep-judge"},
+            "validator": {"model": "scripted:ep-judge"},
+            "judges": [{"name": "j", "model": "scripted:ep-judge"}],
+            "tests": TESTS,
+            "retries": 0,
+            "tracking": {"enabled": False},
+            "output_dir": str(folder / "runs"),
+        }
+    )
+    return run_harness(cfg, workdir=folder, progress=False).summary
+
+
+def figures(summary) -> dict[str, tuple]:
+    tests = summary.judges["j"].tests
+    out = {}
+    for test, m in tests.items():
+        for name, v in [("pass_rate", m.pass_rate), ("consistency", m.consistency)]:
+            if v is not None:
+                out[f"{test}.{name}"] = (v.value, v.ci_low, v.ci_high)
+    curve = tests["stochastic_stability"].scoring_metrics["samples_needed"]
+    out["m1"] = (curve["m1"].value, curve["m1"].ci_low, curve["m1"].ci_high)
+    return out
+
+
+def test_identical_epochs_give_the_samples_own_intervals(tmp_path, judge):
+    one = harness(tmp_path / "one", write_log(tmp_path / "one.eval", epochs=1, same=True))
+    three = harness(tmp_path / "three", write_log(tmp_path / "three.eval", epochs=3, same=True))
+    assert one.seeds == SAMPLES and three.seeds == 3 * SAMPLES
+    for run in (one, three):
+        assert not any(m.unscored for m in run.judges["j"].tests.values())
+    a, b = figures(one), figures(three)
+    # the bootstrapped figures: the samples' own, to the last digit
+    for key in ("format_intraline.pass_rate", "format_intraline.consistency", "m1"):
+        assert np.allclose(a[key], b[key], rtol=0, atol=1e-12), key
+    # stability's pass rate: one outcome per item, exact over 12 samples; over their epochs a
+    # cluster bootstrap over the same 12 — the value the same, the interval never the one of 36
+    value, low, high = b["stochastic_stability.pass_rate"]
+    assert value == a["stochastic_stability.pass_rate"][0]
+    m = three.judges["j"].tests["stochastic_stability"].pass_rate
+    assert "12 clusters" in m.note and "Inspect sample" in m.note
+    assert any(
+        "36 of the 36 source items are epochs of 12 Inspect samples" in n for n in three.notes
+    )
+    assert "epochs of 12 Inspect samples" in three.bootstrap
+    assert not any("Inspect samples" in n for n in one.notes)
+
+
+def test_epochs_that_differ_are_resampled_by_sample_not_by_epoch(tmp_path, judge):
+    summary = harness(tmp_path / "run", write_log(tmp_path / "differ.eval", epochs=3, same=False))
+    m = summary.judges["j"].tests["format_intraline"]
+    assert m.judged == 3 * SAMPLES and m.unscored == 0
+    rate = m.pass_rate
+    # the judge is wrong on the reformatted answer of samples 1, 4, 7 (every epoch) and of
+    # sample 10 in epoch 2: 26 of 36 probes pass
+    outcomes = [
+        float(not (s in (1, 4, 7) or (s == 10 and e == 2)))
+        for s in range(SAMPLES)
+        for e in (1, 2, 3)
+    ]
+    assert (rate.value, rate.n, rate.count) == (26 / 36, 36, 26)
+    assert rate.note == (
+        "bootstrap resampled 12 clusters (source items, the epochs of an Inspect sample "
+        "together), not the 36 units"
+    )
+    by_sample = cluster_mean(outcomes, [s for s in range(SAMPLES) for _ in (1, 2, 3)])
+    by_epoch = cluster_mean(outcomes, list(range(3 * SAMPLES)))
+    assert (rate.ci_low, rate.ci_high) == (by_sample.ci_low, by_sample.ci_high)
+    # as 36 independent items the interval would be narrower than the 12 samples allow
+    assert by_epoch.ci_high - by_epoch.ci_low < rate.ci_high - rate.ci_low
+    report = next((tmp_path / "run" / "runs").iterdir()) / "report.md"
+    assert "36 of the 36 source items are epochs of 12 Inspect samples" in report.read_text()
+
+
+def test_a_text_judge_sees_the_reformatted_answer_of_a_transcript(tmp_path, judge):
+    """A format test on a transcript reformats every message; the probe's response is the
+    answer as reformatted there, so a judge of request and response sees it changed too."""
+    summary = harness(tmp_path / "run", write_log(tmp_path / "one.eval", epochs=1, same=True))
+    probes = [
+        json.loads(line)
+        for line in next((tmp_path / "run" / "runs").iterdir()).joinpath("probes.jsonl").open()
+    ]
+    formatted = [p for p in probes if p["test"] == "format_intraline"]
+    assert len(formatted) == SAMPLES
+    for p in formatted:
+        assert "  " in p["response"] and p["response"] == p["transcript"][-1]["content"]
+    # the judge, wrong on reformatted answers of three samples, is caught on them
+    assert summary.judges["j"].tests["format_intraline"].pass_rate.value == 9 / 12
