@@ -125,14 +125,16 @@ class ScoringInput:
             )
         from assay.metrics import cluster_mean  # NumPy: not on the way to the first LM call
 
-        return cluster_mean(values, **self.clustered(clusters), **self.boot)
+        ids, what = self.clustered(clusters)
+        return cluster_mean(values, ids, what=what, **self.boot)
 
-    def clustered(self, sources: list[str]) -> dict[str, Any]:
-        """``clusters`` and ``what`` of :func:`~assay.metrics.cluster_mean` for values of
-        ``sources``: each source with the other epochs of its Inspect sample."""
+    def clustered(self, sources: list[str]) -> tuple[list[str], str]:
+        """The clusters of values of ``sources`` — each source with the other epochs of its
+        Inspect sample — and what they are (``clusters`` and ``what`` of
+        :func:`~assay.metrics.cluster_mean`)."""
         if not self.repeat_samples(sources):
-            return {"clusters": sources}
-        return {"clusters": [self.cluster(s) for s in sources], "what": SAMPLE_CLUSTERS}
+            return list(sources), "source items"
+        return [self.cluster(s) for s in sources], SAMPLE_CLUSTERS
 
     def mean_of(self, rows: list[tuple], fn: Callable[[tuple], Any]) -> MetricValue | None:
         """The share of ``rows`` (``(probe, ...)``) for which ``fn`` holds, clustered by source."""

@@ -39,7 +39,7 @@ class Ordinal(ScoringKind):
         ref = np.array([scale.index(p.target) for p in with_target])
         cand = np.array([scale.index(inp.score(p)) for p in with_target])
         sources = [p.source_id for p in with_target]
-        clusters = inp.clustered(sources)["clusters"] if inp.repeat_samples(sources) else None
+        clusters = inp.clustered(sources)[0] if inp.repeat_samples(sources) else None
         m = agreement_metrics(ref, cand, kind="ordinal", k=scale.k, clusters=clusters, **inp.boot)
         metrics = {
             k: v

@@ -104,7 +104,7 @@ class Stability(ScoringKind):
             majority_accuracy=per_item_rate(majority_right, labelled, inp),
             majority_ties=ties,
             consistency=inp.mean(agree_with_source, agreeing_sources),
-            **samples_needed(by_source, {**inp.boot, **inp.clustered(list(by_source))}),
+            **samples_needed(by_source, inp.boot, inp.clustered(list(by_source))),
         )
 
     def section(self, rows: list[SectionRow]) -> Table | None:
@@ -163,10 +163,15 @@ def per_item_rate(
         return rate(outcomes, confidence=inp.boot["confidence"])
     from assay.metrics import cluster_mean
 
-    return cluster_mean([float(o) for o in outcomes], **inp.clustered(sources), **inp.boot)
+    clusters, what = inp.clustered(sources)
+    return cluster_mean([float(o) for o in outcomes], clusters, what=what, **inp.boot)
 
 
-def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> SamplesNeeded:
+def samples_needed(
+    by_source: dict[str, list[int]],
+    boot: dict[str, Any],
+    clustered: tuple[list[str], str] | None = None,
+) -> SamplesNeeded:
     """For m = 1, 3, 5, … below k, the fewest scored samples of an item: the probability that a
     majority of m samples agrees with the majority of the item's *other* samples (out of
     sample, exact per item — :func:`assay.metrics.held_out_majority_agreement` —, averaged over
@@ -174,18 +179,19 @@ def samples_needed(by_source: dict[str, list[int]], boot: dict[str, Any]) -> Sam
     vary, and the interval is the exact Clopper–Pearson one over the items, as for a pass
     rate), and the smallest m whose estimate (and whose CI's lower bound) reaches 95%:
     ``None`` when no m below k does ("not reached within k"). An interval of no width is no
-    lower bound: it does not decide the second. ``boot``: the bootstrap's options, and where
-    items are epochs of an Inspect sample the ``clusters`` that resample them together (and
-    ``what`` those are: :meth:`ScoringInput.clustered`)."""
+    lower bound: it does not decide the second. ``clustered``: the items' clusters and what
+    they are, where items are epochs of one Inspect sample (:meth:`ScoringInput.clustered`;
+    default: each item alone)."""
     if not by_source:
         return {}
     from assay.metrics import cluster_mean, held_out_majority_agreement
 
+    clusters, what = clustered or (list(by_source), "source items")
     k = min(len(s) for s in by_source.values())
     curve: dict[str, MetricValue | None] = {}
     for m in range(1, k, 2):
         agreement = [held_out_majority_agreement(s, m) for s in by_source.values()]
-        curve[f"m{m}"] = cluster_mean(agreement, **{"clusters": list(by_source), **boot})
+        curve[f"m{m}"] = cluster_mean(agreement, clusters, what=what, **boot)
 
     def smallest(key: str) -> int | None:
         for name, mv in curve.items():
