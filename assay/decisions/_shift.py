@@ -24,6 +24,7 @@ from assay.decisions._finished import JudgeRun, distinct_runs, read_judge_run
 from assay.decisions._paired import side, unscored_shift, write_outputs
 from assay.decisions._paired_results import LeftOutItem, SeriesPoint, SeriesResult, ShiftResult
 from assay.errors import ConfigError, DataError, RunError
+from assay.inputs import samples_of
 from assay.scale import Scale
 from assay.types import Item, stable_hash
 
@@ -57,6 +58,8 @@ def anchor_shift(
     is_anchor = set(ids)
     left: list[LeftOutItem] = []
     pairs = []
+    sample = {it.id: cluster for it, cluster in zip(ro.items, samples_of(ro.items), strict=True)}
+    anchor_samples: list[str] = []
     for i in ids:
         why = [
             f"anchor unscored by {name} ({run.judgments[i].unscored})"
@@ -67,10 +70,12 @@ def anchor_shift(
             left.append(LeftOutItem(item_id=i, why="; ".join(why)))
         else:
             pairs.append((ro.judgments[i].score, rn.judgments[i].score))
+            anchor_samples.append(sample[i])
     rest: dict[str, list[int]] = {}
+    rest_samples: dict[str, list[str]] = {}
     for name, run in (("OLD", ro), ("NEW", rn)):
-        rest[name] = []
-        for it in run.items:
+        rest[name], rest_samples[name] = [], []
+        for it, cluster in zip(run.items, samples_of(run.items), strict=True):
             if it.id in is_anchor:
                 continue
             j = run.judgments[it.id]
@@ -78,6 +83,7 @@ def anchor_shift(
                 left.append(LeftOutItem(item_id=it.id, why=f"unscored by {name} ({j.unscored})"))
             else:
                 rest[name].append(j.score)
+                rest_samples[name].append(cluster)
     for what, n in (
         ("anchors scored by both judges", len(pairs)),
         ("other items scored in OLD", len(rest["OLD"])),
@@ -92,6 +98,7 @@ def anchor_shift(
             rest["OLD"],
             rest["NEW"],
             confidence=confidence,
+            clusters=(anchor_samples, rest_samples["OLD"], rest_samples["NEW"]),
         )
     except ValueError as exc:
         raise ConfigError(f"drift --anchors: {exc}") from None

@@ -64,6 +64,7 @@ def shift_tables(d: dict[str, Any]) -> list[Table]:
                 f"Intervals: percentile bootstrap, {x['n_resamples']} replicates (seed "
                 f"{x['seed']}), each resampling the anchors in pairs and each run's other items "
                 "on their own; a replicate's system change is its score change less its shift."
+                + (f" {x['clusters'][0].upper()}{x['clusters'][1:]}." if x.get("clusters") else "")
                 + (f" {flat[0].upper()}{flat[1:]}." if flat else "")
             ),
         )

@@ -64,6 +64,8 @@ class ShiftDecomposition:
     confidence: Undefinable
     n_resamples: int
     seed: int
+    # where items are epochs of one Inspect sample: what the bootstrap resampled instead
+    clusters: str | None = None
 
 
 @dataclass(frozen=True, config=_CONFIG)
@@ -95,9 +97,18 @@ def _scores(values: Sequence[float], name: str, least: int) -> np.ndarray:
     return out
 
 
-def _means(values: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+def _means(
+    values: np.ndarray, n_resamples: int, seed: int, clusters: Sequence[str] | None = None
+) -> np.ndarray:
     """The mean of every bootstrap resample of ``values`` (in their canonical order, so that
-    the replicates do not depend on the items' order)."""
+    the replicates do not depend on the items' order); where ``clusters`` (one per value)
+    repeat, of every resample of whole clusters (:func:`~assay.metrics.cluster_replicates`)."""
+    if clusters is not None and len(set(clusters)) < len(clusters):
+        from assay.metrics._cluster import cluster_replicates
+
+        return cluster_replicates(
+            lambda x: x.mean(axis=1), [values], clusters, n_resamples=n_resamples, seed=seed
+        )
     ordered = values[canonical_order(values)]
     indices = _resample_indices(ordered.shape[0], n_resamples, seed)
     return _replicates(lambda x: x.mean(axis=1), [ordered], indices)
@@ -112,13 +123,17 @@ def shift_decomposition(
     confidence: float = 0.95,
     n_resamples: int = 2 * MIN_RESAMPLES,
     seed: int = 0,
+    clusters: tuple[Sequence[str], Sequence[str], Sequence[str]] | None = None,
 ) -> ShiftDecomposition:
     """The judge's shift and the system's change behind ``mean(new) − mean(old)``.
 
     ``old_anchors[i]`` and ``new_anchors[i]``: the old and the new judge's scores of anchor
     ``i`` (the same inputs); ``old`` and ``new``: each run's scores of its other items. The
     anchors are resampled in pairs, ``old`` and ``new`` each on their own (three seeded streams
-    from ``seed``); every replicate's system change is its score change less its shift."""
+    from ``seed``); every replicate's system change is its score change less its shift.
+    ``clusters``: the sample each anchor, old item and new item repeats (an Inspect log's
+    epochs: the same input and reference); a set of them where two share one is resampled a
+    whole sample at a time."""
     confidence = _check_confidence(confidence)
     n_resamples = _check_resamples(n_resamples)
     a_old = _scores(old_anchors, "old_anchors", 2)
@@ -130,8 +145,18 @@ def shift_decomposition(
         )
     r_old, r_new = _scores(old, "old", 2), _scores(new, "new", 2)
     diff = a_new - a_old
-    shift_b = _means(diff, n_resamples, seed)
-    change_b = _means(r_new, n_resamples, seed + 1) - _means(r_old, n_resamples, seed + 2)
+    c_anchor, c_old, c_new = clusters if clusters is not None else (None, None, None)
+    for name, values, ids in (
+        ("anchors", diff, c_anchor),
+        ("old", r_old, c_old),
+        ("new", r_new, c_new),
+    ):
+        if ids is not None and len(ids) != values.shape[0]:
+            raise ValueError(f"clusters: {len(ids)} for {values.shape[0]} {name} scores")
+    shift_b = _means(diff, n_resamples, seed, c_anchor)
+    change_b = _means(r_new, n_resamples, seed + 1, c_new) - _means(
+        r_old, n_resamples, seed + 2, c_old
+    )
     shift, change = float(diff.mean()), float(r_new.mean() - r_old.mean())
     s = _percentile_ci(shift_b, confidence)
     c = _percentile_ci(change_b, confidence)
@@ -156,7 +181,20 @@ def shift_decomposition(
         confidence=confidence,
         n_resamples=n_resamples,
         seed=seed,
+        clusters=_clusters_said((c_anchor, c_old, c_new)),
     )
+
+
+def _clusters_said(clusters: tuple[Sequence[str] | None, ...]) -> str | None:
+    """What the bootstrap resampled where some scores are epochs of one sample, else None."""
+    said = [
+        f"the {len(ids)} {name} in {len(set(ids))} samples"
+        for name, ids in zip(("anchors", "old items", "new items"), clusters, strict=True)
+        if ids is not None and len(set(ids)) < len(ids)
+    ]
+    if not said:
+        return None
+    return "resampled by Inspect sample, a sample's epochs together: " + ", ".join(said)
 
 
 def ewma_chart(

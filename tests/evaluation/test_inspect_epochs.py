@@ -415,3 +415,42 @@ def test_drift_over_epochs_is_tested_at_the_samples_effective_number(tmp_path, c
     assert (test["changed"], test["n"], test["effective_n"]) == (6, 72, 24.0)
     assert (test["ci_low"], test["ci_high"]) == pytest.approx(clopper_pearson_interval(2, 24))
     assert "72 of the anchors are epochs of 24 Inspect samples" in out["verdict"]
+
+
+def test_drift_anchors_resample_the_samples_with_all_their_epochs(tmp_path, capsys, monkeypatch):
+    """``assay drift --anchors`` between two judges of the same log: the judge's shift on the
+    anchors (8 samples, 24 epochs) and the change on the other items resample whole samples —
+    the figures of the decomposition over Inspect's own listing of the samples, wider than
+    over the epochs as if each were a new sample."""
+    from assay.metrics import shift_decomposition
+
+    log = write_log(tmp_path / "refusals.eval")
+    with StubServer(respond=respond) as stub:
+        old = evaluate_log(tmp_path / "old", log, stub, model="stub-model")
+        new = evaluate_log(tmp_path / "new", log, stub, model="stub-b")
+    anchored = {f"s{s}" for s in range(8)}
+    (tmp_path / "anchors.txt").write_text(
+        "".join(f"s{s}#e{e}\n" for s in range(8) for e in range(1, EPOCHS + 1))
+    )
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    main(["drift", str(old), str(new), "--anchors", "anchors.txt", "--no-log", "--json"])
+    got = json.loads(capsys.readouterr().out)["decomposition"]
+
+    _, (a, b), samples = pairs(log, "stub-model", "stub-b")
+    at = [k for k, s in enumerate(samples) if s in anchored]
+    rest = [k for k, s in enumerate(samples) if s not in anchored]
+    ids = np.array(samples)
+    want = shift_decomposition(
+        a[at], b[at], a[rest], b[rest], clusters=(ids[at], ids[rest], ids[rest])
+    )
+    naive = shift_decomposition(a[at], b[at], a[rest], b[rest])
+    for key in ("judge_shift", "score_change", "system_change"):
+        for end in ("", "_low", "_high"):
+            assert got[key + end] == pytest.approx(getattr(want, key + end)), key + end
+    assert got["clusters"] == (
+        "resampled by Inspect sample, a sample's epochs together: the 24 anchors in 8 samples, "
+        "the 48 old items in 16 samples, the 48 new items in 16 samples"
+    )
+    width = want.system_change_high - want.system_change_low
+    assert width > naive.system_change_high - naive.system_change_low
