@@ -34,6 +34,7 @@ _WHERE = {
     "CsvRows": "_reading",
     "csv_read_by": "_reading",
     "csv_rows": "_reading",
+    "read_ahead": "_reading",
     "format_arguments": "_render",
     "format_tool_call": "_render",
     "render_transcript": "_render",
@@ -100,7 +101,7 @@ if TYPE_CHECKING:
         write_feedback,
     )
     from assay.data._pairs import PairsConfig, build_pairs, iter_pairs
-    from assay.data._reading import CsvRows, csv_read_by, csv_rows
+    from assay.data._reading import CsvRows, csv_read_by, csv_rows, read_ahead
     from assay.data._render import format_arguments, format_tool_call, render_transcript
     from assay.data._tables import ColumnMap, iter_table, load_table, missing_labels_error
     from assay.data._toolemu import (
@@ -154,6 +155,7 @@ __all__ = [
     "CsvRows",
     "csv_read_by",
     "csv_rows",
+    "read_ahead",
     "format_arguments",
     "format_tool_call",
     "is_missing",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from assay import _json
+from assay._files import sha256_file
 from assay.errors import ConfigError, DataError
 
 _FORMATS = {
@@ -294,26 +295,51 @@ def csv_read_by(reader: CsvReader) -> Iterator[None]:
         _CSV_READER.reset(token)
 
 
+def read_ahead(path: Path, text_columns: tuple[str | None, ...]) -> None:
+    """Tell the :func:`csv_read_by` reader that the table at ``path`` (a local CSV/TSV, read
+    with these ``text_columns``) will be read: a reader that can (``reader.read_ahead``) starts
+    reading it now, elsewhere, while this process imports what its run needs; the read itself
+    then takes those rows if the file still holds the bytes they were read from. Anything else
+    (another format, a file too large or not there, no such reader) is left to the read."""
+    reader = getattr(_CSV_READER.get(), "read_ahead", None)
+    fmt = _FORMATS.get(path.suffix.lower())
+    if reader is None or fmt not in ("csv", "tsv"):
+        return
+    try:
+        if not path.is_file() or path.stat().st_size > _DIRECT_MAX_BYTES:
+            return
+    except OSError:
+        return
+    sep = "\t" if fmt == "tsv" else ","
+    reader(path=str(path.resolve()), sep=sep, text_columns=list(text_columns))
+
+
 class CsvRows(TypedDict):
-    """A CSV/TSV's rows (column → cell: text, a number, a bool or None) and its columns, as
-    :func:`csv_rows` sends them from another process (plain JSON)."""
+    """A CSV/TSV's rows (column → cell: text, a number, a bool or None), its columns and the
+    SHA-256 of the bytes they were read from, as :func:`csv_rows` sends them from another
+    process (plain JSON)."""
 
     rows: list[dict[str, str | int | float | bool | None]]
     columns: list[str]
+    sha256: str
 
 
 def csv_rows(path: str, sep: str, text_columns: list[str | None]) -> CsvRows:
-    """``{"rows", "columns"}`` of a CSV/TSV read with pandas as :func:`read_rows` reads it —
-    the job a :func:`csv_read_by` reader runs. Refuses (``TypeError``) a cell that would not
-    survive a JSON round trip unchanged, so that the caller reads the file itself."""
+    """``{"rows", "columns", "sha256"}`` of a CSV/TSV read with pandas as :func:`read_rows`
+    reads it — the job a :func:`csv_read_by` reader runs. Refuses (``TypeError``) a cell that
+    would not survive a JSON round trip unchanged, so that the caller reads the file itself,
+    and (``OSError``) a file whose bytes changed while it was read."""
     file = Path(path)
+    before = sha256_file(file)
     table = _read_csv(file, {"sep": sep, **_csv_options(file, sep, tuple(text_columns))})
     rows = table.to_list()
     for row in rows:
         for value in row.values():
             if value is not None and type(value) not in (str, int, float, bool):
                 raise TypeError(f"a {type(value).__name__} cell")
-    return CsvRows(rows=rows, columns=table.column_names)
+    if sha256_file(file) != before:
+        raise OSError(f"{file} changed while it was read")
+    return CsvRows(rows=rows, columns=table.column_names, sha256=before)
 
 
 def _read_csv_elsewhere(path: Path, sep: str, text_columns: tuple[str | None, ...]) -> _Rows | None:

@@ -13,6 +13,7 @@ from assay._lazy import lazy_names
 _WHERE = {
     "BootstrapConfig": "_config",
     "DataConfig": "_config",
+    "read_table_ahead": "_read_ahead",
     "EvaluateConfig": "_config",
     "RetryConfig": "_config",
     "RunConfig": "_config",
@@ -67,6 +68,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         samples_of,
         stream_items,
     )
+    from assay.inputs._read_ahead import read_table_ahead
     from assay.inputs._resolve import ResolvedConfig, named_files, resolve_config
     from assay.inputs._sample import stratified_sample
     from assay.inputs._stored import StoredItems
@@ -75,6 +77,7 @@ __all__ = [
     "AnnotationRows",
     "BootstrapConfig",
     "DataConfig",
+    "read_table_ahead",
     "EvaluateConfig",
     "ResolvedConfig",
     "RetryConfig",

@@ -479,6 +479,7 @@ class Runner:
         here = work_directory(workdir)
         if self.watched is None:
             with started():
+                _read_ahead(options)
                 return self.run(options, workdir=here, progress=progress)
         from assay.runs import any_recorded, finished_run
 
@@ -493,6 +494,7 @@ class Runner:
         with started():
             if not looked:  # before the run reads anything, as the files it reads are now
                 digest = self._inputs_digest(options)
+            _read_ahead(options)
             result = self.run(options, workdir=here, progress=progress)
         options._shown = self.shown(options.loaded)
         if digest is not None:
@@ -811,3 +813,18 @@ __all__ = [
     "work_directory",
     "write_report",
 ]
+
+
+def _read_ahead(options: object) -> None:
+    """The local table a config file names, read ahead where the command line can (its helper
+    reads it while this process imports what the run needs: :func:`assay.inputs.read_table_ahead`);
+    nothing for options without a config file."""
+    try:
+        resolved = options.resolved() if isinstance(options, ConfigOptions) else None
+    except AssayError:  # the run reads the config again and says what is wrong
+        return
+    data = resolved.raw.get("data") if resolved is not None else None
+    if isinstance(data, dict):
+        from assay.inputs import read_table_ahead
+
+        read_table_ahead(data)

@@ -30,12 +30,14 @@ without them every job runs here — ``ahead`` jobs in background threads, ``at_
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 # light: the command line imports this module before anything heavy (see command_started)
+from assay._files import sha256_file
 from assay.runs._background import Background, preload
 from assay.runs._sidecar import Sidecar, SidecarGone, run_target
 
@@ -143,7 +145,7 @@ class Execution:
         if self.tracker is not None:
             self._send(
                 self.tracker,
-                "assay.runs._tracking:prepare_store",
+                "assay.runs._tracking:prepare_lane",
                 where,
                 keep=lambda pending: setattr(self, "_store_ready", pending),
             )
@@ -202,13 +204,40 @@ def command_started() -> Iterator[None]:
 
     # pandas (~0.6 s) before it is asked; csv_rows alone of assay.data loads with the job
     car.submit("importlib:import_module", name="pandas")
+    Sidecar.reaped = False  # the command exits once its run is done: its helpers not waited for
+    try:
+        with csv_read_by(_ReadInHelper(car)):
+            yield
+    finally:
+        Sidecar.reaped = True
 
-    def reading(**where: Any) -> Any:
+
+class _ReadInHelper:
+    """The command line's CSV reader (:func:`~assay.data.csv_read_by`): the tracking lane
+    reads the table with pandas, which it imports anyway. Told ahead (``read_ahead``: the
+    runner knows the table once its config is read, before its own imports), the lane reads it
+    then, and the run's read takes those rows while the file holds the bytes they came from."""
+
+    def __init__(self, car: Sidecar):
+        self._car = car
+        self._ahead: dict[str, Any] = {}
+
+    def read_ahead(self, **where: Any) -> None:
+        key = json.dumps(where, sort_keys=True)
+        if key not in self._ahead:
+            self._ahead[key] = self._car.submit("assay.data:csv_rows", **where)
+
+    def __call__(self, **where: Any) -> Any:
         if "assay.lm" in sys.modules:  # the first LM call's price map, read while this waits
             from assay.lm import preload_price_map
 
             preload_price_map()
-        return car.call("assay.data:csv_rows", **where)
-
-    with csv_read_by(reading):
-        yield
+        ahead = self._ahead.pop(json.dumps(where, sort_keys=True), None)
+        if ahead is not None:
+            try:
+                table = ahead.result()
+            except Exception:  # read again below (a helper gone, a cell JSON cannot carry)
+                table = None
+            if table is not None and table["sha256"] == sha256_file(where["path"]):
+                return table
+        return self._car.call("assay.data:csv_rows", **where)

@@ -161,3 +161,41 @@ def test_the_price_map_is_read_once_in_a_thread_of_its_own():
     from dspy.clients.model_metadata import model_info
 
     assert model_info("openai", "gpt-4o-mini")  # read, and read the same
+
+
+def test_a_table_read_ahead_is_taken_while_the_file_holds_the_same_bytes(monkeypatch, tmp_path):
+    """The command line's helper reads the config's table as soon as the config is read
+    (``read_ahead``), while the command imports what its run needs; the run's read takes those
+    rows — unless the file changed in between: then it is read again, never the old rows."""
+    import assay.runs._sidecar as module
+    from assay.cli import _sidecar_started
+    from assay.data import read_ahead
+
+    monkeypatch.setenv("ASSAY_SIDECAR", "1")
+    monkeypatch.setattr(module, "_spare", None)
+    sent: list[str] = []
+    submit = Sidecar.submit
+
+    def recording(self, target, **kwargs):
+        sent.append(target)
+        return submit(self, target, **kwargs)
+
+    monkeypatch.setattr(Sidecar, "submit", recording)
+    path = tmp_path / "t.csv"
+    path.write_text("id,text\na,old\n", encoding="utf-8")
+    try:
+        with _sidecar_started():
+            read_ahead(path, ("id",))
+            assert sent[-1] == "assay.data:csv_rows"
+            rows, _ = _read(path, ("id",))
+            assert rows == [{"id": "a", "text": "old"}]
+            assert sent.count("assay.data:csv_rows") == 1  # the rows read ahead were taken
+            read_ahead(path, ("id",))
+            module._spare.call("os:getpid")  # jobs run in order: the old rows are read by now
+            path.write_text("id,text\na,new\n", encoding="utf-8")  # edited after the read ahead
+            rows, _ = _read(path, ("id",))
+            assert rows == [{"id": "a", "text": "new"}]
+            assert sent.count("assay.data:csv_rows") == 3  # read again
+    finally:
+        if module._spare is not None:
+            module._spare.close()
