@@ -204,12 +204,8 @@ def command_started() -> Iterator[None]:
 
     # pandas (~0.6 s) before it is asked; csv_rows alone of assay.data loads with the job
     car.submit("importlib:import_module", name="pandas")
-    Sidecar.reaped = False  # the command exits once its run is done: its helpers not waited for
-    try:
-        with csv_read_by(_ReadInHelper(car)):
-            yield
-    finally:
-        Sidecar.reaped = True
+    with csv_read_by(_ReadInHelper(car)):
+        yield
 
 
 class _ReadInHelper:

@@ -43,7 +43,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from assay._registry import load_plugins
 from assay.errors import RunError
@@ -113,12 +113,6 @@ class Pending:
 
 class Sidecar:
     """One helper interpreter; see the module's docstring."""
-
-    # whether closing one waits for the child to be gone: a command line that exits (os._exit)
-    # right after its run does not (:func:`~assay.runs.command_started`) — the child is
-    # killed, has answered every job, and the kernel frees its memory (~20 ms a helper, which
-    # the command's last lines and its exit waited for) after the command is gone
-    reaped: ClassVar[bool] = True
 
     def __init__(self, proc: subprocess.Popen):
         self._proc = proc
@@ -264,8 +258,6 @@ class Sidecar:
             self._proc.kill()
         except OSError:
             pass
-        if not Sidecar.reaped:  # the reader thread waits for it, if this process lives on
-            return
         self._proc.wait()
         self._writer.join(timeout=5)
         self._reader.join(timeout=5)
