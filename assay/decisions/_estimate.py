@@ -228,7 +228,8 @@ def _read(
 
 ROBUST_BUT = (
     "the human-only, PPI and PPI++ intervals take the samples as the unit (cluster-robust), "
-    "but stratified PPI++, Rogan–Gladen, the active draw and the sample checks take"
+    "and Rogan–Gladen's bootstrap draws whole samples, but stratified PPI++, the active draw "
+    "and the sample checks take"
 )
 """What an estimate over an Inspect log's epochs computes by the samples, and what not."""
 
@@ -432,7 +433,13 @@ def estimates(
             notes.append(f"stratified PPI++ not computed: {exc}")
     judge = None
     if pool.target.rate:
-        rg, judge, note = _rogan_gladen(pool, alpha=alpha, seed=seed, n_resamples=n_resamples)
+        rg, judge, note = _rogan_gladen(
+            pool,
+            alpha=alpha,
+            seed=seed,
+            n_resamples=n_resamples,
+            samples=samples if by_sample else None,
+        )
         if rg is not None and w is None:
             rows.append(rg)
         elif w is not None:
@@ -443,14 +450,22 @@ def estimates(
 
 
 def _rogan_gladen(
-    pool: Pool, *, alpha: float, seed: int, n_resamples: int
+    pool: Pool, *, alpha: float, seed: int, n_resamples: int, samples: list[str] | None = None
 ) -> tuple[MeanEstimate | None, JudgeOnLabelled | None, str | None]:
     """Rogan–Gladen on the scored items, the judge's sensitivity and specificity on the
-    labelled ones, and a note on what it left out or why it is missing."""
+    labelled ones, and a note on what it left out or why it is missing. ``samples``: each pool
+    item's Inspect sample, where some hold several epochs (the bootstrap draws whole samples)."""
     from assay.metrics import rogan_gladen_mean
 
-    lab = [it for it in pool.items if it.labelled and it.verdict is not None]
-    unl = [it for it in pool.items if not it.labelled and it.verdict is not None]
+    scored = [k for k, it in enumerate(pool.items) if it.verdict is not None]
+    lab = [pool.items[k] for k in scored if pool.items[k].labelled]
+    unl = [pool.items[k] for k in scored if not pool.items[k].labelled]
+    by_sample: dict[str, list[str] | None] = {"clusters": None, "clusters_unlabelled": None}
+    if samples is not None:
+        by_sample["clusters"] = [samples[k] for k in scored if pool.items[k].labelled]
+        by_sample["clusters_unlabelled"] = [
+            samples[k] for k in scored if not pool.items[k].labelled
+        ]
     if len(lab) < 2 or not unl:
         return None, None, "Rogan–Gladen not computed: too few scored items on one side"
     y = [it.label for it in lab]
@@ -463,7 +478,13 @@ def _rogan_gladen(
         specificity=1 - sum(negatives) / len(negatives) if negatives else math.nan,
     )
     rg = rogan_gladen_mean(
-        y, v, [it.verdict for it in unl], alpha=alpha, seed=seed, n_resamples=n_resamples
+        y,
+        v,
+        [it.verdict for it in unl],
+        alpha=alpha,
+        seed=seed,
+        n_resamples=n_resamples,
+        **by_sample,  # type: ignore[arg-type]
     )
     left = sum(it.verdict is None for it in pool.items)
     if left:

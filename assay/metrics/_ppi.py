@@ -666,12 +666,16 @@ def rogan_gladen_mean(
     bound: Bound = "two-sided",
     n_resamples: int = 1000,
     seed: int = 0,
+    clusters: ArrayLike | None = None,
+    clusters_unlabelled: ArrayLike | None = None,
 ) -> MeanEstimate:
     """The Rogan–Gladen prevalence (:func:`corrected_prevalence`: the judge's flagged rate on the
     unlabelled items corrected by its sensitivity and specificity on the labelled ones) in the
     shape of the other estimates, so that one table holds them all. Its interval is the
     percentile bootstrap (a one-sided bound: one end of the two-sided interval at ``1 − 2α``);
-    ``y`` and the verdicts are 0/1."""
+    ``y`` and the verdicts are 0/1. ``clusters`` / ``clusters_unlabelled``: each labelled and
+    unlabelled item's cluster (an Inspect sample); where one holds two items the bootstrap draws
+    whole clusters, and the human labels it is compared with have :func:`clustered_se`."""
     alpha, bound = check_alpha(alpha), check_bound(bound)
     y_arr = labels(y)
     named = [
@@ -683,6 +687,7 @@ def rogan_gladen_mean(
     confidence = 1 - alpha if bound == "two-sided" else 1 - 2 * alpha
     if not 0 < confidence < 1:
         raise ValueError(f"a one-sided bound needs alpha below 0.5, got {alpha!r}")
+    both = clusters is not None and clusters_unlabelled is not None
     est = corrected_prevalence(
         verdicts_unlabelled,
         y_arr,
@@ -690,6 +695,7 @@ def rogan_gladen_mean(
         n_resamples=n_resamples,
         confidence=confidence,
         seed=seed,
+        clusters=(clusters_unlabelled, clusters) if both else None,
     )
     c = est.corrected
     low = math.nan if c.ci_low is None else c.ci_low
@@ -715,9 +721,11 @@ def rogan_gladen_mean(
         sampling=UNIFORM_SAMPLE,
         note=c.note,
     )
-    human = float(human_batched(y_arr)[1]) * (
-        _z(1 - alpha / 2) if bound == "two-sided" else _z(1 - alpha)
-    )
+    grouped = _codes(clusters, None, y_arr.size, 0) if both else None
+    human_se = float(human_batched(y_arr)[1])
+    if grouped is not None:
+        human_se = clustered_se([(y_arr, grouped[0])], grouped[2])
+    human = human_se * (_z(1 - alpha / 2) if bound == "two-sided" else _z(1 - alpha))
     touches = c.ci_low is not None and c.ci_high is not None and (c.ci_low <= 0 or c.ci_high >= 1)
     if est.clipped or touches:
         # Clipping at 0 or 1 narrows the interval without any information behind it: a width

@@ -59,6 +59,37 @@ def _rates(tp, fn, fp, tn) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         return tp / (tp + fn), tn / (tn + fp)
 
 
+def _cluster_counts(
+    flags: np.ndarray,
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    clusters: tuple[ArrayLike, ArrayLike],
+) -> np.ndarray | None:
+    """Per cluster, in the order of their contents (so that a seeded draw does not depend on
+    the clusters' names or the items' order): the flagged and all unlabelled items, and the
+    validation items' four cells (tp, fn, fp, tn) — shape (clusters, 6); None when no two
+    items share a cluster."""
+    on_flags = np.asarray(clusters[0]).astype(str)
+    on_validation = np.asarray(clusters[1]).astype(str)
+    if on_flags.shape != flags.shape or on_validation.shape != y_true.shape:
+        raise ValueError(
+            f"clusters must give one cluster per flagged item ({flags.size}) and per validation "
+            f"item ({y_true.size}), got {on_flags.size} and {on_validation.size}"
+        )
+    names, inverse = np.unique(np.concatenate([on_flags, on_validation]), return_inverse=True)
+    if names.size == flags.size + y_true.size:
+        return None
+    k = names.size
+    side_u, side_v = inverse[: flags.size], inverse[flags.size :]
+    counts = np.zeros((k, 6), dtype=np.float64)
+    np.add.at(counts[:, 0], side_u, flags.astype(np.float64))
+    np.add.at(counts[:, 1], side_u, 1.0)
+    for column, cell in enumerate(((1, 1), (1, 0), (0, 1), (0, 0)), start=2):
+        np.add.at(counts[:, column], side_v, ((y_true == cell[0]) & (y_pred == cell[1])) * 1.0)
+    order = np.lexsort(counts.T[::-1])  # by content: the first column first
+    return counts[order]
+
+
 def corrected_prevalence(
     flags: ArrayLike,
     y_true: ArrayLike,
@@ -67,6 +98,7 @@ def corrected_prevalence(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    clusters: tuple[ArrayLike, ArrayLike] | None = None,
 ) -> PrevalenceEstimate:
     """Rogan–Gladen prevalence of positives in an unlabelled run, with a bootstrap CI.
 
@@ -78,6 +110,13 @@ def corrected_prevalence(
     four cell counts, which is how it is done here: the same distribution as index resampling,
     at O(1) cost per replicate. Replicates where TPR + TNR ≤ 1 (or the resample has no positive
     or no negative validation item) are undefined, dropped and counted in the note.
+
+    ``clusters``: the cluster of each flagged item and of each validation item (an Inspect
+    sample, whose epochs share its input and reference — the unlabelled epochs of a sample and
+    its labelled ones alike). Where two items share one, each replicate draws as many clusters
+    as there are, with replacement, and takes every item of each drawn cluster on both sides
+    (:func:`_cluster_counts`): the two sides' sizes then vary with the draw, as the samples
+    behind them do; where none does, the stratified draw above.
     """
     u = as_labels(flags, "flags")
     if u.max() > 1:
@@ -97,9 +136,17 @@ def corrected_prevalence(
     p_obs = k_obs / n_u
     estimate = float(rogan_gladen(p_obs, se, sp))
 
+    grouped = _cluster_counts(u, t, p, clusters) if clusters is not None else None
     rng = np.random.default_rng(seed)
-    p_b = rng.binomial(n_u, p_obs, size=n_resamples) / n_u
-    tp, fn, fp, tn = rng.multinomial(n_v, cells / n_v, size=n_resamples).T.astype(np.float64)
+    if grouped is None:
+        p_b = rng.binomial(n_u, p_obs, size=n_resamples) / n_u
+        tp, fn, fp, tn = rng.multinomial(n_v, cells / n_v, size=n_resamples).T.astype(np.float64)
+    else:  # whole clusters: the counts of every drawn cluster, as often as it was drawn
+        k = grouped.shape[0]
+        drawn = rng.multinomial(k, np.full(k, 1.0 / k), size=n_resamples).astype(np.float64)
+        flagged, units, tp, fn, fp, tn = (drawn @ grouped).T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_b = np.where(units > 0, flagged / units, np.nan)
     se_b, sp_b = _rates(tp, fn, fp, tn)
     corrected_b = np.clip(rogan_gladen(p_b, se_b, sp_b), 0.0, 1.0)  # clip keeps nan
 
@@ -110,6 +157,11 @@ def corrected_prevalence(
         why = f"the validation run has no {missing} item, so TPR/TNR is unknown"
     else:
         why = f"TPR + TNR = {se + sp:.4g} ≤ 1: the judge is no better than chance"
+    if grouped is not None:
+        notes.append(
+            f"the bootstrap resampled {grouped.shape[0]} clusters (a sample's epochs together), "
+            f"not the {n_u} unlabelled and {n_v} validation items"
+        )
     defined = not math.isnan(estimate)
     clipped = defined and not 0.0 <= estimate <= 1.0
     if clipped:

@@ -386,6 +386,7 @@ def test_an_estimate_from_some_labelled_samples_takes_the_samples_as_the_unit(
     human = got["human_only"]
     assert human["std_error"] == pytest.approx(sandwich((y, is_lab)))
     assert human["value"] == pytest.approx(y.mean())
+    assert "Rogan–Gladen's bootstrap draws whole samples" in said
 
 
 def test_drift_over_epochs_is_tested_at_the_samples_effective_number(tmp_path, capsys, monkeypatch):

@@ -294,3 +294,47 @@ def test_a_drift_test_over_epochs_is_that_of_the_samples_alone():
     assert (epochs.ci_low, epochs.ci_high) == pytest.approx((alone.ci_low, alone.ci_high))
     assert (epochs.rate, epochs.n, epochs.effective_n) == (0.3, 60, 20.0)
     assert not alone.drifted and not epochs.drifted and naive.drifted
+
+
+def test_rogan_gladen_over_epochs_draws_whole_samples_as_a_plain_cluster_bootstrap_does():
+    """Rogan–Gladen's bootstrap over items that are epochs of samples (some epochs labelled,
+    others not, within one sample too): its percentile interval agrees, within Monte Carlo
+    error, with a plain loop that draws sample ids with replacement, takes every epoch of each
+    on both sides and corrects the flagged rate by the drawn sensitivity and specificity."""
+    from assay.metrics import corrected_prevalence
+
+    rng = np.random.default_rng(7)
+    n_samples, epochs = 40, 3
+    truth = rng.random(n_samples) < 0.3
+    sample = np.repeat(np.arange(n_samples), epochs)
+    label = truth[sample].astype(int)
+    # the judge: right with a per-sample chance, so a sample's epochs agree more than chance
+    sure = rng.uniform(0.6, 0.98, n_samples)[sample]
+    verdict = np.where(rng.random(sample.size) < sure, label, 1 - label)
+    labelled = rng.random(sample.size) < 0.5
+    got = corrected_prevalence(
+        verdict[~labelled],
+        label[labelled],
+        verdict[labelled],
+        n_resamples=20_000,
+        seed=1,
+        clusters=(sample[~labelled], sample[labelled]),
+    ).corrected
+
+    draws = np.random.default_rng(2).integers(0, n_samples, size=(20_000, n_samples))
+    ends = []
+    for drawn in draws:
+        take = np.concatenate([np.flatnonzero(sample == s) for s in drawn])
+        lab, unl = take[labelled[take]], take[~labelled[take]]
+        y, v = label[lab], verdict[lab]
+        tpr, tnr = v[y == 1].mean(), 1 - v[y == 0].mean()
+        ends.append(np.clip((verdict[unl].mean() + tnr - 1) / (tpr + tnr - 1), 0, 1))
+    low, high = np.nanpercentile(ends, [2.5, 97.5])
+    assert got.ci_low == pytest.approx(low, abs=0.01)
+    assert got.ci_high == pytest.approx(high, abs=0.01)
+    assert "resampled 40 clusters" in got.note
+    # the same items taken as independent: a narrower interval than the samples allow
+    naive = corrected_prevalence(
+        verdict[~labelled], label[labelled], verdict[labelled], n_resamples=20_000, seed=1
+    ).corrected
+    assert naive.ci_high - naive.ci_low < got.ci_high - got.ci_low
