@@ -227,8 +227,8 @@ def _read(
 
 
 ROBUST_BUT = (
-    "the human-only, PPI and PPI++ intervals take the samples as the unit (cluster-robust), "
-    "and Rogan–Gladen's bootstrap draws whole samples, but stratified PPI++, the active draw "
+    "the human-only, PPI, PPI++ and stratified PPI++ intervals take the samples as the unit "
+    "(cluster-robust), and Rogan–Gladen's bootstrap draws whole samples, but the active draw "
     "and the sample checks take"
 )
 """What an estimate over an Inspect log's epochs computes by the samples, and what not."""
@@ -427,6 +427,8 @@ def estimates(
                 alpha=alpha,
                 prediction=kind,  # type: ignore[arg-type]
                 shares=shares,
+                clusters=common["clusters"],
+                clusters_unlabelled=common["clusters_unlabelled"],
             )
             rows.append(pool.described(s))
         except ValueError as exc:

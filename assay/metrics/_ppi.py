@@ -590,10 +590,18 @@ def stratified_ppi_mean(
     bound: Bound = "two-sided",
     prediction: PredictionKind | None = None,
     shares: Mapping[Hashable, float] | None = None,
+    clusters: ArrayLike | None = None,
+    clusters_unlabelled: ArrayLike | None = None,
 ) -> MeanEstimate:
     """Stratified PPI++: PPI++ within each stratum (its own ``λ̂``), the strata combined with
     weights equal to their shares of all items (labelled and unlabelled),
     ``θ̂ = Σ_k w_k θ̂_k``, ``SE² = Σ_k w_k² SE_k²`` (the weights treated as known).
+
+    ``clusters`` / ``clusters_unlabelled`` (one per labelled and unlabelled item): where one
+    holds two items (an Inspect log's epochs of one sample), the standard error is
+    :func:`clustered_se`'s over every stratum's imputed and rectifying means at once — the
+    clusters as the unit, a sample's epochs in two strata with their covariance — and each
+    stratum's ``λ̂`` is as without them.
 
     ``shares``: each stratum's share of the population the mean is of, when that is not all
     the items given — labelled items from another sample (a validation run) are not part of
@@ -629,6 +637,17 @@ def stratified_ppi_mean(
     weights = None if shares is None else _shares(shares, names, k_unl)
     value, se, by_stratum = stratified_batched(s, labelled, unlabelled, weights)
     value, se = float(value), float(se)
+    human_se = float(human_batched(s.y)[1])
+    grouped = _codes(clusters, clusters_unlabelled, s.n, s.n_unlabelled)
+    if grouped is not None:
+        c_lab, c_unl, n_clusters = grouped
+        sums = []
+        for lab, unl, (w, _, _, lam) in zip(labelled, unlabelled, by_stratum, strict=True):
+            lam = float(lam)
+            sums.append((w * lam * s.f_unlabelled[unl], c_unl[unl]))
+            sums.append((w * (s.y[lab] - lam * s.f[lab]), c_lab[lab]))
+        se = clustered_se(sums, n_clusters)
+        human_se = clustered_se([(s.y, c_lab)], n_clusters)
     parts = [
         StratumEstimate(str(name), w, lab.size, unl.size, float(v), float(e), float(lam))
         for name, lab, unl, (w, v, e, lam) in zip(
@@ -639,7 +658,7 @@ def stratified_ppi_mean(
         "stratified_ppi++",
         value,
         se,
-        human_se=float(human_batched(s.y)[1]),
+        human_se=human_se,
         alpha=alpha,
         bound=bound,
         n_labelled=s.n,
@@ -649,6 +668,7 @@ def stratified_ppi_mean(
         sampling=STRATIFIED_SAMPLE if shares is None else STRATIFIED_SHARES,
         strata=tuple(parts),
         rarer=rarer_class(s.y),
+        clusters=None if grouped is None else grouped[2],
         notes=[
             f"stratum {p.stratum!r}: labels only (no unlabelled item)"
             for p in parts

@@ -338,3 +338,39 @@ def test_rogan_gladen_over_epochs_draws_whole_samples_as_a_plain_cluster_bootstr
         verdict[~labelled], label[labelled], verdict[labelled], n_resamples=20_000, seed=1
     ).corrected
     assert naive.ci_high - naive.ci_low < got.ci_high - got.ci_low
+
+
+def test_stratified_ppi_over_identical_epochs_is_that_of_the_samples_alone():
+    """Two strata, each sample labelled or not judged three times alike: stratified PPI++ over
+    the epochs, clustered by sample, is the estimate over the samples alone — the same λ̂ in
+    each stratum, the same interval — where over the items as if independent it would be √3
+    narrower."""
+    from assay.metrics import stratified_ppi_mean
+
+    rng = np.random.default_rng(5)
+    n, big = 30, 90
+    y = (rng.random(n) < 0.4).astype(float)
+    f = np.clip(y * 0.6 + rng.random(n) * 0.5, 0, 1)
+    f_u = np.clip((rng.random(big) < 0.4) * 0.6 + rng.random(big) * 0.5, 0, 1)
+    s_lab, s_unl = np.arange(n) % 2, np.arange(big) % 2
+    alone = stratified_ppi_mean(y, f, f_u, s_lab, s_unl)
+    three = {"y": np.repeat(y, 3), "f": np.repeat(f, 3), "f_u": np.repeat(f_u, 3)}
+    lab = np.repeat([f"l{i}" for i in range(n)], 3)
+    unl = np.repeat([f"u{i}" for i in range(big)], 3)
+    args = (three["y"], three["f"], three["f_u"], np.repeat(s_lab, 3), np.repeat(s_unl, 3))
+    got = stratified_ppi_mean(*args, clusters=lab, clusters_unlabelled=unl)
+    # λ̂ moves a hair with the items' number (sample covariances); at the λ̂ each stratum used,
+    # the standard error is ppi_py's population-variance one over the samples alone
+    assert [p.lam for p in got.strata] == pytest.approx([p.lam for p in alone.strata], rel=0.02)
+    variance = 0.0
+    for k, part in enumerate(got.strata):
+        imputed = part.lam * f_u[s_unl == k]
+        rectifier = y[s_lab == k] - part.lam * f[s_lab == k]
+        assert part.weight == pytest.approx(((s_lab == k).sum() + (s_unl == k).sum()) / (n + big))
+        variance += part.weight**2 * (
+            imputed.var() / imputed.size + rectifier.var() / rectifier.size
+        )
+    assert got.std_error == pytest.approx(math.sqrt(variance), rel=1e-12)
+    assert got.interval == f"normal (CLT), cluster-robust over {n + big} clusters"
+    naive = stratified_ppi_mean(*args)
+    assert naive.std_error == pytest.approx(got.std_error / math.sqrt(3), rel=1e-9)
