@@ -76,6 +76,28 @@ def _kappa_batched(
     return _kappa_from_joint(joint, _weight_matrix(k, weights))
 
 
+def _kappa_jackknife(
+    y_true: NDArray[np.integer],
+    y_pred: NDArray[np.integer],
+    *,
+    k: int,
+    weights: KappaWeights = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """κ with each item left out in turn, as its distinct values and how many items give each:
+    κ depends on the items only through their cells of the k × k table, so leaving out any
+    item of one cell gives one value — k² evaluations, whatever the number of items. nan where
+    a rater is then left with one category (as :func:`_kappa_batched` of a resample)."""
+    n = y_true.shape[0]
+    counts = np.bincount(y_true * k + y_pred, minlength=k * k).astype(np.float64)
+    cells = np.flatnonzero(counts)
+    table = np.broadcast_to(counts, (cells.size, k * k)).copy()
+    table[np.arange(cells.size), cells] -= 1
+    joint = table.reshape(cells.size, k, k) / max(n - 1, 1)
+    values = _kappa_from_joint(joint, _weight_matrix(k, weights))
+    varies = ((joint.sum(-1) > 0).sum(-1) > 1) & ((joint.sum(-2) > 0).sum(-1) > 1)
+    return np.where(varies, values, np.nan), counts[cells]
+
+
 def _binarize(scores: ArrayLike, threshold: float, name: str) -> NDArray[np.int64]:
     arr = as_scores(scores, name)
     if isinstance(threshold, bool) or not isinstance(threshold, int | float | np.number):

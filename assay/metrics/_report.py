@@ -41,6 +41,7 @@ from assay.metrics._failure import (
     failure_rates,
 )
 from assay.metrics._intervals import (
+    _bca_ci,
     _check_confidence,
     _check_resamples,
     _percentile_ci,
@@ -49,7 +50,7 @@ from assay.metrics._intervals import (
     canonical_order,
     clopper_pearson_interval,
 )
-from assay.metrics._kappa import KappaWeights, _kappa_batched
+from assay.metrics._kappa import KappaWeights, _kappa_batched, _kappa_jackknife
 from assay.metrics._ordinal import _ccc_batched, _mae_batched, _pearson_batched, _spearman_batched
 from assay.metrics._rates import balanced_rate, binomial_rate
 from assay.metrics._validate import category_ranks, check_k, in_category_order, label_pair
@@ -86,6 +87,11 @@ class _Spec:
     # with its MOVER–Wilson interval), not with a bootstrap interval; the statistics above
     # serve the paired comparison's bootstrap of differences.
     rate: Callable[[float], MetricValue] | None = None
+    # The statistic with each item left out (its distinct values, and how many items give
+    # each): its interval is then BCa, not the plain percentile one (κ: a 95% percentile
+    # interval covered 90.8-94.1% at 20 and 40 items in simulation, BCa 92.1-97.1%, nearer
+    # its level in three settings of four: benchmarks/bench_coverage.py)
+    jackknife: Callable[[], tuple[NDArray[np.float64], NDArray[np.float64]]] | None = None
 
 
 def _varies(x: NDArray) -> NDArray[np.bool_]:
@@ -132,14 +138,36 @@ def _specs(
     same = one_category("in one category")
     agree = ref == cand
     everything = np.ones_like(agree)
+
+    def jackknife(arrays: tuple[NDArray, NDArray], kk: int, weights: KappaWeights = None):
+        return partial(_kappa_jackknife, *arrays, k=kk, weights=weights)
+
     specs = [
-        _Spec("kappa_categorical", partial(_kappa_defined, k=k), pair, same),
+        _Spec(
+            "kappa_categorical",
+            partial(_kappa_defined, k=k),
+            pair,
+            same,
+            jackknife=jackknife(pair, k),
+        ),
         _Spec("accuracy", _accuracy_batched, pair, "", rate=_counted(agree, everything, "")),
     ]
     if kind == "ordinal":
         specs += [
-            _Spec("kappa_linear", partial(_kappa_defined, k=k, weights="linear"), pair, same),
-            _Spec("kappa_quadratic", partial(_kappa_defined, k=k, weights="quadratic"), pair, same),
+            _Spec(
+                "kappa_linear",
+                partial(_kappa_defined, k=k, weights="linear"),
+                pair,
+                same,
+                jackknife=jackknife(pair, k, "linear"),
+            ),
+            _Spec(
+                "kappa_quadratic",
+                partial(_kappa_defined, k=k, weights="quadratic"),
+                pair,
+                same,
+                jackknife=jackknife(pair, k, "quadratic"),
+            ),
             _Spec("ccc", _ccc_defined, pair, one_category("in one category", "CCC")),
             _Spec("pearson", _pearson_batched, pair, f"{r} or {c} is constant"),
             _Spec("spearman", _spearman_batched, pair, f"{r} or {c} is constant"),
@@ -200,6 +228,7 @@ def _specs(
                 partial(_kappa_defined, k=2),
                 good,
                 one_category(f"on the same side of {_threshold(threshold, labels)}"),
+                jackknife=jackknife(good, 2),
             ),
             _Spec(
                 "failure_precision",
@@ -316,7 +345,11 @@ def agreement_metrics(
             results[spec.name] = spec.rate(confidence).with_notes(notes)
             continue
         value = float(spec.statistic(*(a[None, :] for a in spec.arrays))[0])
-        ci = _percentile_ci(_replicates(spec.statistic, list(spec.arrays), indices), confidence)
+        replicates = _replicates(spec.statistic, list(spec.arrays), indices)
+        if spec.jackknife is not None:
+            ci = _bca_ci(replicates, value, spec.jackknife(), confidence)
+        else:
+            ci = _percentile_ci(replicates, confidence)
         results[spec.name] = with_ci(value, ci, n, why_undefined=spec.undefined, notes=notes)
     return results
 

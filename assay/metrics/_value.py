@@ -23,6 +23,7 @@ CLOPPER_PEARSON = "Clopper–Pearson"
 WILSON = "Wilson"
 MOVER_WILSON = "MOVER–Wilson"
 BOOTSTRAP = "percentile bootstrap"
+BCA_BOOTSTRAP = "BCa bootstrap"
 CLUSTER_BOOTSTRAP = "cluster bootstrap"
 CLOPPER_PEARSON_CLUSTERS = "Clopper–Pearson over clusters"
 
@@ -65,6 +66,7 @@ class BootstrapCI:
     n_resamples: int
     n_dropped: int  # replicates where the statistic was nan (e.g. κ of a one-category resample)
     unit: str = "item"
+    bca: bool = False  # the ends are the bias-corrected and accelerated percentiles
 
 
 class MetricDict(TypedDict):
@@ -157,8 +159,14 @@ def with_ci(
         ci_high=high if defined else None,
         n=int(n),
         note="; ".join(out) or None,
-        ci_method=(CLUSTER_BOOTSTRAP if ci.unit == "cluster" else BOOTSTRAP) if defined else None,
+        ci_method=_bootstrap_method(ci) if defined else None,
     )
+
+
+def _bootstrap_method(ci: BootstrapCI) -> str:
+    if ci.unit == "cluster":
+        return CLUSTER_BOOTSTRAP
+    return BCA_BOOTSTRAP if ci.bca else BOOTSTRAP
 
 
 @dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))

@@ -1,6 +1,5 @@
 import dataclasses
 import math
-from functools import partial
 
 import numpy as np
 import pytest
@@ -23,7 +22,7 @@ from assay.metrics import (
     pearson,
     spearman,
 )
-from assay.metrics._kappa import _kappa_batched
+from assay.metrics._ordinal import _ccc_batched
 
 ALWAYS = ["kappa_categorical", "accuracy"]
 ORDINAL = ["kappa_linear", "kappa_quadratic", "ccc", "pearson", "spearman", "mae"]
@@ -61,7 +60,11 @@ def test_names_and_order(kind, k, threshold, names):
         if name not in RATES:  # a rate's n is its denominator (test_rates_are_counts_...)
             assert value.n == len(ref) and value.count is None
             assert value.ci_method == (
-                "MOVER–Wilson" if name == "balanced_accuracy" else "percentile bootstrap"
+                "MOVER–Wilson"
+                if name == "balanced_accuracy"
+                else "BCa bootstrap"
+                if name.startswith("kappa")
+                else "percentile bootstrap"
             )
 
 
@@ -95,13 +98,11 @@ def test_binary_values_equal_the_public_functions():
 def test_cis_come_from_one_seeded_index_matrix():
     ref, cand = pair()
     r = agreement_metrics(ref, cand, kind="ordinal", k=4, seed=9, confidence=0.9)
-    ci = bootstrap_ci(
-        partial(_kappa_batched, k=4, weights="quadratic"), ref, cand, seed=9, confidence=0.9
-    )
-    assert (r["kappa_quadratic"].ci_low, r["kappa_quadratic"].ci_high) == (ci.low, ci.high)
+    ci = bootstrap_ci(_ccc_batched, ref, cand, seed=9, confidence=0.9)
+    assert (r["ccc"].ci_low, r["ccc"].ci_high) == pytest.approx((ci.low, ci.high), abs=1e-12)
     assert agreement_metrics(ref, cand, kind="ordinal", k=4, seed=9, confidence=0.9) == r
     other = agreement_metrics(ref, cand, kind="ordinal", k=4, seed=10, confidence=0.9)
-    assert other["kappa_quadratic"].ci_low != r["kappa_quadratic"].ci_low
+    assert other["ccc"].ci_low != r["ccc"].ci_low
 
 
 def test_zero_denominator_failure_metrics_are_undefined_with_a_note():
