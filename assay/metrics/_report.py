@@ -139,35 +139,26 @@ def _specs(
     agree = ref == cand
     everything = np.ones_like(agree)
 
-    def jackknife(arrays: tuple[NDArray, NDArray], kk: int, weights: KappaWeights = None):
-        return partial(_kappa_jackknife, *arrays, k=kk, weights=weights)
+    def kappa(
+        name: str, arrays: tuple[NDArray, NDArray], kk: int, why: str, weights: KappaWeights = None
+    ) -> _Spec:
+        """A κ: its statistic, nan where a rater has one category, and its jackknife (BCa)."""
+        return _Spec(
+            name,
+            partial(_kappa_defined, k=kk, weights=weights),
+            arrays,
+            why,
+            jackknife=partial(_kappa_jackknife, *arrays, k=kk, weights=weights),
+        )
 
     specs = [
-        _Spec(
-            "kappa_categorical",
-            partial(_kappa_defined, k=k),
-            pair,
-            same,
-            jackknife=jackknife(pair, k),
-        ),
+        kappa("kappa_categorical", pair, k, same),
         _Spec("accuracy", _accuracy_batched, pair, "", rate=_counted(agree, everything, "")),
     ]
     if kind == "ordinal":
         specs += [
-            _Spec(
-                "kappa_linear",
-                partial(_kappa_defined, k=k, weights="linear"),
-                pair,
-                same,
-                jackknife=jackknife(pair, k, "linear"),
-            ),
-            _Spec(
-                "kappa_quadratic",
-                partial(_kappa_defined, k=k, weights="quadratic"),
-                pair,
-                same,
-                jackknife=jackknife(pair, k, "quadratic"),
-            ),
+            kappa("kappa_linear", pair, k, same, "linear"),
+            kappa("kappa_quadratic", pair, k, same, "quadratic"),
             _Spec("ccc", _ccc_defined, pair, one_category("in one category", "CCC")),
             _Spec("pearson", _pearson_batched, pair, f"{r} or {c} is constant"),
             _Spec("spearman", _spearman_batched, pair, f"{r} or {c} is constant"),
@@ -223,12 +214,11 @@ def _specs(
             return failure_rates(true_failure, flagged, confidence=confidence, **why)
 
         specs += [
-            _Spec(
+            kappa(
                 "kappa_binary",
-                partial(_kappa_defined, k=2),
                 good,
+                2,
                 one_category(f"on the same side of {_threshold(threshold, labels)}"),
-                jackknife=jackknife(good, 2),
             ),
             _Spec(
                 "failure_precision",

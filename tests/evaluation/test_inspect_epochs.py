@@ -23,17 +23,9 @@ from assay.metrics._report import agreement_metrics
 
 pytest.importorskip("inspect_ai")
 
-from inspect_ai.log import (  # noqa: E402
-    EvalConfig,
-    EvalDataset,
-    EvalLog,
-    EvalSample,
-    EvalSpec,
-    read_eval_log,
-    write_eval_log,
-)
-from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput  # noqa: E402
-from inspect_ai.scorer import Score  # noqa: E402
+from inspect_ai.log import read_eval_log  # noqa: E402
+
+from tests.inspect_logs import Epoch, write_inspect_log  # noqa: E402
 
 SAMPLES, EPOCHS = 24, 3
 
@@ -57,33 +49,18 @@ def write_log(
 ) -> Path:
     """The log: ``SAMPLES`` samples, each run in ``epochs``; a sample in ``unlabelled`` has an
     empty refusal score (no reference)."""
-    rows = []
-    for s in range(SAMPLES):
-        for e in epochs:
-            answer = f"Sample {s} epoch {e}: " + ("I cannot help." if refused(s) else "Here it is.")
-            rows.append(
-                EvalSample(
-                    id=f"s{s}",
-                    epoch=e,
-                    input=f"Request {s}",
-                    target="",
-                    messages=[
-                        ChatMessageUser(content=f"Request {s}"),
-                        ChatMessageAssistant(content=answer),
-                    ],
-                    output=ModelOutput.from_content("mockllm/model", answer),
-                    scores={"refusal": Score(value="" if s in unlabelled else int(refused(s)))},
-                )
-            )
-    spec = EvalSpec(
-        created="2025-01-01T00:00:00+00:00",
-        task="refusals",
-        dataset=EvalDataset(name="demo"),
-        model="mockllm/model",
-        config=EvalConfig(epochs=EPOCHS),
-    )
-    write_eval_log(EvalLog(eval=spec, status="success", samples=rows), str(path))
-    return path
+    rows = [
+        Epoch(
+            f"s{s}",
+            e,
+            f"Request {s}",
+            f"Sample {s} epoch {e}: " + ("I cannot help." if refused(s) else "Here it is."),
+            {"refusal": "" if s in unlabelled else int(refused(s))},
+        )
+        for s in range(SAMPLES)
+        for e in epochs
+    ]
+    return write_inspect_log(path, rows, task="refusals", epochs=EPOCHS)
 
 
 def respond(body: dict) -> str:

@@ -19,16 +19,7 @@ from assay.reliability import HarnessConfig, run_harness
 
 pytest.importorskip("inspect_ai")
 
-from inspect_ai.log import (  # noqa: E402
-    EvalConfig,
-    EvalDataset,
-    EvalLog,
-    EvalSample,
-    EvalSpec,
-    write_eval_log,
-)
-from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput  # noqa: E402
-from inspect_ai.scorer import Score  # noqa: E402
+from tests.inspect_logs import Epoch, write_inspect_log  # noqa: E402
 
 SAMPLES = 12
 TESTS = {"format_intraline": {}, "stochastic_stability": {"k": 2}}
@@ -37,34 +28,21 @@ TESTS = {"format_intraline": {}, "stochastic_stability": {"k": 2}}
 def write_log(path: Path, epochs: int, same: bool) -> Path:
     """``SAMPLES`` samples run ``epochs`` times; ``same``: every epoch's answer word for word
     the first's (else each epoch's answer names it)."""
-    rows = []
-    for s in range(SAMPLES):
-        for e in range(1, epochs + 1):
-            answer = f"Sample {s} answer {1 if same else e}: " + ("no" if s % 3 else "yes")
-            answer += " because" + " it is so" * 10  # gaps enough for every reformatting
-            rows.append(
-                EvalSample(
-                    id=f"s{s}",
-                    epoch=e,
-                    input=f"Request {s}",
-                    target="",
-                    messages=[
-                        ChatMessageUser(content=f"Request {s}"),
-                        ChatMessageAssistant(content=answer),
-                    ],
-                    output=ModelOutput.from_content("mockllm/model", answer),
-                    scores={"ok": Score(value=int(s % 2 == 0))},
-                )
-            )
-    spec = EvalSpec(
-        created="2025-01-01T00:00:00+00:00",
-        task="answers",
-        dataset=EvalDataset(name="demo"),
-        model="mockllm/model",
-        config=EvalConfig(epochs=epochs),
-    )
-    write_eval_log(EvalLog(eval=spec, status="success", samples=rows), str(path))
-    return path
+    rows = [
+        Epoch(
+            f"s{s}",
+            e,
+            f"Request {s}",
+            f"Sample {s} answer {1 if same else e}: "
+            + ("no" if s % 3 else "yes")
+            + " because"
+            + " it is so" * 10,  # gaps enough for every reformatting
+            {"ok": int(s % 2 == 0)},
+        )
+        for s in range(SAMPLES)
+        for e in range(1, epochs + 1)
+    ]
+    return write_inspect_log(path, rows, task="answers", epochs=epochs)
 
 
 def verdict(call) -> dict[str, str]:
