@@ -240,7 +240,31 @@ def calibration_metrics(
         value = float(statistic(y[None, :], p[None, :])[0])
         ci = _percentile_ci(_replicates(statistic, [y, p], indices), confidence)
         out[name] = with_ci(value, ci, y.shape[0], why_undefined="no items")
+        if name == "ece" and out[name].ci_low is not None and not ci.low <= value <= ci.high:
+            out[name] = _without_interval(out[name], ci.low, ci.high)
     return out
+
+
+def _without_interval(m: MetricValue, low: float, high: float) -> MetricValue:
+    """An ECE whose percentile interval does not hold it, without that interval: the ECE of a
+    resample is biased upward (a resample repeats items, and the bins, rebuilt on it, hold
+    them unevenly), so on few items a bin its replicates can lie wholly above the estimate —
+    a range that says nothing about the true ECE, which the estimate itself overstates."""
+    note = (
+        f"no interval: the resamples' ECE lies above the estimate ({low:.3f} to {high:.3f}: "
+        "a resample repeats items, and its bins hold them unevenly), so their percentile "
+        "interval says nothing of the true ECE — which the estimate, with few items a bin, "
+        "overstates as well"
+    )
+    return MetricValue(
+        value=m.value,
+        ci_low=None,
+        ci_high=None,
+        n=m.n,
+        note="; ".join(x for x in (m.note, note) if x),
+        count=m.count,
+        ci_method=None,
+    )
 
 
 def plot_reliability_diagram(

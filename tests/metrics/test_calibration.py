@@ -309,3 +309,29 @@ def test_reliability_diagram_png(tmp_path):
     assert matplotlib.get_backend() == backend  # no global backend switch
     with pytest.raises(ValueError, match="at least one bin"):
         plot_reliability_diagram([], tmp_path / "empty.png")
+
+
+def test_an_ece_interval_that_does_not_hold_the_estimate_is_withheld():
+    """Calibrated probabilities on 80 items, ten bins of eight: every resample's ECE lies above
+    the estimate (a resample repeats items, its bins hold them unevenly), so the percentile
+    interval — computed here by a loop over the same resamples — excludes the ECE it is of;
+    it is not reported, and the note says why. On 400 items it holds the estimate: reported."""
+    from assay.metrics._intervals import canonical_order
+
+    rng = np.random.default_rng(3)
+    p = rng.random(80)
+    y = (rng.random(80) < p).astype(float)
+    order = canonical_order(y, p)
+    ys, ps = y[order], p[order]
+    idx = np.random.default_rng(0).integers(0, 80, size=(1000, 80))
+    low, high = np.percentile([expected_calibration_error(ys[r], ps[r]) for r in idx], [2.5, 97.5])
+    value = expected_calibration_error(y, p)
+    assert value < low  # the interval lies above its own estimate
+    ece = calibration_metrics(y, p)["ece"]
+    assert ece.value == pytest.approx(value, abs=1e-15) and ece.ci_low is None is ece.ci_high
+    assert ece.ci_method is None and ece.note.startswith("no interval: the resamples' ECE lies")
+    assert f"({low:.3f} to {high:.3f}" in ece.note
+    p = rng.random(400)
+    y = (rng.random(400) < p).astype(float)
+    held = calibration_metrics(y, p)["ece"]
+    assert held.ci_low <= held.value <= held.ci_high
