@@ -12,8 +12,8 @@ from assay.types import cost_lines, cost_per_point, model_shown
 
 RATES_LEAD = (
     "A rate is a count of its n (a false positive rate's n is the reference's negatives) with "
-    "an exact Clopper–Pearson interval; the other metrics have a percentile bootstrap interval "
-    "over the items."
+    "an exact Clopper–Pearson interval; κ has a BCa bootstrap interval over the items, the "
+    "other metrics a percentile bootstrap one (each row names its method)."
 )
 
 
