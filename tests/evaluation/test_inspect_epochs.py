@@ -432,3 +432,45 @@ def test_drift_anchors_resample_the_samples_with_all_their_epochs(tmp_path, caps
     )
     width = want.system_change_high - want.system_change_low
     assert width > naive.system_change_high - naive.system_change_low
+
+
+def test_the_sample_checks_compare_one_epoch_of_each_sample(tmp_path, capsys, monkeypatch):
+    """``assay estimate`` checks that the labelled items look like the others. Samples 0-15
+    labelled, 16-23 not, the unlabelled ones' answers somewhat longer: over the 24 samples the
+    text lengths differ at Kolmogorov–Smirnov p = 0.058 (no refusal), but their 72 epochs,
+    counted as 72 items, would differ at p = 4e-5 — a refusal without --accept-shift. The checks
+    compare one epoch of each sample."""
+    from assay.metrics import compare_samples
+
+    lengths = [100 + 9 * i for i in range(16)] + [175 + 12 * i for i in range(8)]
+    rows = [
+        Epoch(
+            f"s{s}",
+            e,
+            f"Request {s}",
+            f"Sample {s} epoch {e}: " + "y" * lengths[s],
+            {"refusal": "" if s >= 16 else int(s % 2 == 0)},
+        )
+        for s in range(SAMPLES)
+        for e in range(1, EPOCHS + 1)
+    ]
+    log = write_inspect_log(tmp_path / "shift.eval", rows, task="refusals", epochs=EPOCHS)
+
+    def half(body: dict) -> str:  # refusals on even samples: the same share on both sides
+        s = int(re.search(r"Sample (\d+) epoch", json.dumps(body["messages"])).group(1))
+        out = json.loads(default_respond(body))
+        out["verdict"] = str(s % 2 == 0)
+        return json.dumps(out)
+
+    with StubServer(respond=half) as stub:
+        run = evaluate_log(tmp_path, log, stub, data={"missing_expected": "keep"})
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["estimate", str(run), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (length,) = [c for c in out["checks"] if c["what"].startswith("text length")]
+    assert (length["n_labelled"], length["n_unlabelled"]) == (16, 8)
+    alone = compare_samples(lengths[:16], lengths[16:], what="", kind="numeric")
+    assert length["p_value"] == pytest.approx(alone.p_value)
+    as_items = compare_samples(lengths[:16] * 3, lengths[16:] * 3, what="", kind="numeric")
+    assert as_items.p_value < 1e-4 < 0.05 < length["p_value"]
