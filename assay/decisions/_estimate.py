@@ -41,7 +41,7 @@ from assay.decisions._estimate_pool import (
 from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.decisions.review_queue import LABEL_QUEUE, LabelQueue
 from assay.errors import ConfigError, DataError, RunError
-from assay.inputs import RunConfig, epochs_line, repeated_samples, sample_of
+from assay.inputs import RunConfig, epochs_line, repeated_samples
 from assay.metrics import LabelPlan, MeanEstimate, Undefinable, fmt
 from assay.runs import SEALED, Run, TrackedRun
 from assay.scale import Scale
@@ -240,7 +240,7 @@ def _one_epoch_a_sample(pool: Pool, indices: list[int]) -> list[int]:
     seen: set[str] = set()
     kept = []
     for i in indices:
-        sample = sample_of(pool.items[i].item)
+        sample = pool.samples[i]
         if sample is not None:
             if sample in seen:
                 continue
@@ -408,7 +408,7 @@ def estimates(
     # the samples as the unit (sample_checks warns of the other estimates)
     # (an item of no sample is one of its own: a --validation run's item under a run's id is
     # another item, never merged)
-    samples = [sample_of(it.item) or f"position {k}" for k, it in enumerate(pool.items)]
+    samples = [sample or f"position {k}" for k, sample in enumerate(pool.samples)]
     by_sample = len(set(samples)) < len(samples)
     clusters = [samples[i] for i in lab] if by_sample else None
     rows = [human_only_mean(y, alpha=alpha, weights=w_lab, clusters=clusters)]

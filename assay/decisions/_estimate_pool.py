@@ -14,6 +14,7 @@ about it, which PPI's correction on the labelled items then treats like any wron
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from typing import Any, Literal
 
 from assay.decisions._item_text import item_keys
 from assay.errors import ConfigError, DataError
-from assay.inputs import EvaluateConfig
+from assay.inputs import EvaluateConfig, sample_of
 from assay.metrics import MeanEstimate
 from assay.scale import Scale
 from assay.types import Item, Judgment
@@ -122,6 +123,12 @@ class Pool:
     @property
     def labelled(self) -> list[int]:
         return [i for i, it in enumerate(self.items) if it.labelled]
+
+    @functools.cached_property
+    def samples(self) -> list[str | None]:
+        """The Inspect sample each item is an epoch of (:func:`~assay.inputs.sample_of`), else
+        None, by position."""
+        return [sample_of(it.item) for it in self.items]
 
     @property
     def unlabelled(self) -> list[int]:

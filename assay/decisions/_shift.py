@@ -58,7 +58,11 @@ def anchor_shift(
     is_anchor = set(ids)
     left: list[LeftOutItem] = []
     pairs = []
-    sample = {it.id: cluster for it, cluster in zip(ro.items, samples_of(ro.items), strict=True)}
+    # what each item is resampled with: the Inspect sample it is an epoch of, else itself
+    sample = {
+        name: dict(zip((it.id for it in run.items), samples_of(run.items), strict=True))
+        for name, run in (("OLD", ro), ("NEW", rn))
+    }
     anchor_samples: list[str] = []
     for i in ids:
         why = [
@@ -70,12 +74,12 @@ def anchor_shift(
             left.append(LeftOutItem(item_id=i, why="; ".join(why)))
         else:
             pairs.append((ro.judgments[i].score, rn.judgments[i].score))
-            anchor_samples.append(sample[i])
+            anchor_samples.append(sample["OLD"][i])
     rest: dict[str, list[int]] = {}
     rest_samples: dict[str, list[str]] = {}
     for name, run in (("OLD", ro), ("NEW", rn)):
         rest[name], rest_samples[name] = [], []
-        for it, cluster in zip(run.items, samples_of(run.items), strict=True):
+        for it in run.items:
             if it.id in is_anchor:
                 continue
             j = run.judgments[it.id]
@@ -83,7 +87,7 @@ def anchor_shift(
                 left.append(LeftOutItem(item_id=it.id, why=f"unscored by {name} ({j.unscored})"))
             else:
                 rest[name].append(j.score)
-                rest_samples[name].append(cluster)
+                rest_samples[name].append(sample[name][it.id])
     for what, n in (
         ("anchors scored by both judges", len(pairs)),
         ("other items scored in OLD", len(rest["OLD"])),

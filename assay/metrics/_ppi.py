@@ -274,6 +274,18 @@ def clustered_se(
     return float(np.sqrt((total**2).sum()))
 
 
+def _human_se(
+    y: NDArray[np.float64],
+    w: NDArray[np.float64] | None,
+    grouped: tuple[NDArray[np.intp], NDArray[np.intp], int] | None,
+) -> float:
+    """The human labels' standard error: :func:`human_batched`'s, or over clusters
+    (``grouped``, from :func:`_codes`: the labels' codes first) :func:`clustered_se`'s."""
+    if grouped is None:
+        return float(human_batched(y, w)[1])
+    return clustered_se([(y if w is None else w * y, grouped[0])], grouped[2])
+
+
 def human_batched(
     y: NDArray[np.float64], w: NDArray[np.float64] | None = None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -456,10 +468,9 @@ def human_only_mean(
     alpha, bound = check_alpha(alpha), check_bound(bound)
     y_arr = labels(y)
     w = _weights(weights, y_arr.size, "weights")
-    value, se = map(float, human_batched(y_arr, w))
+    value = float(human_batched(y_arr, w)[0])
     grouped = _codes(clusters, None, y_arr.size, 0)
-    if grouped is not None:
-        se = clustered_se([(w * y_arr, grouped[0])], grouped[2])
+    se = _human_se(y_arr, w, grouped)
     return normal_estimate(
         "human_only",
         value,
@@ -514,14 +525,13 @@ def ppi_mean(
     )
     check_lam(lam)
     value, se, lam_used = map(float, ppi_batched(s, lam))
-    human_se = float(human_batched(s.y, s.w)[1])
     grouped = _codes(clusters, clusters_unlabelled, s.n, s.n_unlabelled)
+    human_se = _human_se(s.y, s.w, grouped)
     if grouped is not None:
         lab, unl, n_clusters = grouped
         imputed = s.w_unlabelled * lam_used * s.f_unlabelled
         rectifier = s.w * (s.y - lam_used * s.f)
         se = clustered_se([(imputed, unl), (rectifier, lab)], n_clusters)
-        human_se = clustered_se([(s.w * s.y, lab)], n_clusters)
     return normal_estimate(
         "ppi++" if lam is None else "ppi",
         value,
@@ -637,8 +647,8 @@ def stratified_ppi_mean(
     weights = None if shares is None else _shares(shares, names, k_unl)
     value, se, by_stratum = stratified_batched(s, labelled, unlabelled, weights)
     value, se = float(value), float(se)
-    human_se = float(human_batched(s.y)[1])
     grouped = _codes(clusters, clusters_unlabelled, s.n, s.n_unlabelled)
+    human_se = _human_se(s.y, None, grouped)
     if grouped is not None:
         c_lab, c_unl, n_clusters = grouped
         sums = []
@@ -647,7 +657,6 @@ def stratified_ppi_mean(
             sums.append((w * lam * s.f_unlabelled[unl], c_unl[unl]))
             sums.append((w * (s.y[lab] - lam * s.f[lab]), c_lab[lab]))
         se = clustered_se(sums, n_clusters)
-        human_se = clustered_se([(s.y, c_lab)], n_clusters)
     parts = [
         StratumEstimate(str(name), w, lab.size, unl.size, float(v), float(e), float(lam))
         for name, lab, unl, (w, v, e, lam) in zip(
@@ -741,10 +750,7 @@ def rogan_gladen_mean(
         sampling=UNIFORM_SAMPLE,
         note=c.note,
     )
-    grouped = _codes(clusters, None, y_arr.size, 0) if both else None
-    human_se = float(human_batched(y_arr)[1])
-    if grouped is not None:
-        human_se = clustered_se([(y_arr, grouped[0])], grouped[2])
+    human_se = _human_se(y_arr, None, _codes(clusters, None, y_arr.size, 0) if both else None)
     human = human_se * (_z(1 - alpha / 2) if bound == "two-sided" else _z(1 - alpha))
     touches = c.ci_low is not None and c.ci_high is not None and (c.ci_low <= 0 or c.ci_high >= 1)
     if est.clipped or touches:

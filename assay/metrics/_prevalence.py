@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from assay.metrics._cluster import shared_clusters
 from assay.metrics._intervals import _check_confidence, _check_resamples, _percentile_ci
 from assay.metrics._validate import as_labels, binary_pair
 from assay.metrics._value import MetricValue, with_ci
@@ -76,9 +77,11 @@ def _cluster_counts(
             f"clusters must give one cluster per flagged item ({flags.size}) and per validation "
             f"item ({y_true.size}), got {on_flags.size} and {on_validation.size}"
         )
-    names, inverse = np.unique(np.concatenate([on_flags, on_validation]), return_inverse=True)
-    if names.size == flags.size + y_true.size:
+    both = np.concatenate([on_flags, on_validation])
+    ids = shared_clusters(both, np.arange(both.size))
+    if ids is None:
         return None
+    names, inverse = np.unique(ids, return_inverse=True)
     k = names.size
     side_u, side_v = inverse[: flags.size], inverse[flags.size :]
     counts = np.zeros((k, 6), dtype=np.float64)

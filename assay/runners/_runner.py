@@ -785,6 +785,21 @@ def write_report(run_dir: Path, **options: Any) -> Path:
     return write_html(report, run_dir)
 
 
+def _read_ahead(options: object) -> None:
+    """The local table a config file names, read ahead where the command line can (its helper
+    reads it while this process imports what the run needs: :func:`assay.inputs.read_table_ahead`);
+    nothing for options without a config file."""
+    try:
+        resolved = options.resolved() if isinstance(options, ConfigOptions) else None
+    except AssayError:  # the run reads the config again and says what is wrong
+        return
+    data = resolved.raw.get("data") if resolved is not None else None
+    if isinstance(data, dict):
+        from assay.inputs import read_table_ahead
+
+        read_table_ahead(data)
+
+
 __all__ = [
     "CERTIFICATE_OPTION",
     "Cli",
@@ -813,18 +828,3 @@ __all__ = [
     "work_directory",
     "write_report",
 ]
-
-
-def _read_ahead(options: object) -> None:
-    """The local table a config file names, read ahead where the command line can (its helper
-    reads it while this process imports what the run needs: :func:`assay.inputs.read_table_ahead`);
-    nothing for options without a config file."""
-    try:
-        resolved = options.resolved() if isinstance(options, ConfigOptions) else None
-    except AssayError:  # the run reads the config again and says what is wrong
-        return
-    data = resolved.raw.get("data") if resolved is not None else None
-    if isinstance(data, dict):
-        from assay.inputs import read_table_ahead
-
-        read_table_ahead(data)

@@ -79,14 +79,6 @@ class ScoringInput:
         sample = self.samples.get(source_id)
         return source_id if sample is None else f"inspect sample {sample}"
 
-    def repeat_samples(self, source_ids: list[str]) -> bool:
-        """Whether two of ``source_ids`` (distinct sources) are epochs of one Inspect sample
-        (else each source is its own cluster: items independent)."""
-        if not self.samples:
-            return False
-        seen = Counter(self.samples[s] for s in set(source_ids) if s in self.samples)
-        return any(n > 1 for n in seen.values())
-
     def score(self, p: Probe) -> int | None:
         return self.verdicts[p.id].score
 
@@ -125,15 +117,17 @@ class ScoringInput:
             )
         from assay.metrics import cluster_mean  # NumPy: not on the way to the first LM call
 
-        ids, what = self.clustered(clusters)
+        ids, what = self.clustered(clusters) or (clusters, "source items")
         return cluster_mean(values, ids, what=what, **self.boot)
 
-    def clustered(self, sources: list[str]) -> tuple[list[str], str]:
+    def clustered(self, sources: list[str]) -> tuple[list[str], str] | None:
         """The clusters of values of ``sources`` — each source with the other epochs of its
         Inspect sample — and what they are (``clusters`` and ``what`` of
-        :func:`~assay.metrics.cluster_mean`)."""
-        if not self.repeat_samples(sources):
-            return list(sources), "source items"
+        :func:`~assay.metrics.cluster_mean`); None when no two of the sources are epochs of one
+        sample (each source its own cluster: items independent)."""
+        seen = Counter(self.samples[s] for s in set(sources) if s in self.samples)
+        if not any(n > 1 for n in seen.values()):
+            return None
         return [self.cluster(s) for s in sources], SAMPLE_CLUSTERS
 
     def mean_of(self, rows: list[tuple], fn: Callable[[tuple], Any]) -> MetricValue | None:

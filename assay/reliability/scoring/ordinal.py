@@ -38,8 +38,8 @@ class Ordinal(ScoringKind):
         scale = inp.scale
         ref = np.array([scale.index(p.target) for p in with_target])
         cand = np.array([scale.index(inp.score(p)) for p in with_target])
-        sources = [p.source_id for p in with_target]
-        clusters = inp.clustered(sources)[0] if inp.repeat_samples(sources) else None
+        clustered = inp.clustered([p.source_id for p in with_target])
+        clusters = None if clustered is None else clustered[0]
         m = agreement_metrics(ref, cand, kind="ordinal", k=scale.k, clusters=clusters, **inp.boot)
         metrics = {
             k: v

@@ -155,15 +155,16 @@ def per_item_rate(
 ) -> MetricValue | None:
     """The share of true ``outcomes``, one per source item (``sources``): its exact interval
     over independent items; where sources are epochs of one Inspect sample
-    (:meth:`ScoringInput.repeat_samples`), the cluster bootstrap over the samples instead (the
+    (:meth:`ScoringInput.clustered`), the cluster bootstrap over the samples instead (the
     exact interval over the samples where every outcome is one value), as every other rate."""
-    if not (outcomes and inp.repeat_samples(sources)):
+    clustered = inp.clustered(sources) if outcomes else None
+    if clustered is None:
         from assay.metrics import rate
 
         return rate(outcomes, confidence=inp.boot["confidence"])
     from assay.metrics import cluster_mean
 
-    clusters, what = inp.clustered(sources)
+    clusters, what = clustered
     return cluster_mean([float(o) for o in outcomes], clusters, what=what, **inp.boot)
 
 
