@@ -14,6 +14,7 @@ from assay.lm import StubServer
 from assay.runs import RunStore
 from assay.runs._pool import window
 from assay.types import Judgment
+from tests.live_objects import live_objects
 
 N_ITEMS = 300
 CONCURRENCY = 4
@@ -101,8 +102,6 @@ def test_judging_holds_a_slice_of_items_not_the_data_set(tmp_path, monkeypatch):
     judged, never more than that slice and the pool's window of them are alive (not every
     item read up front, which held a run's first 100,000 items with their texts), and DSPy's
     trace keeps none of their predictions."""
-    import gc
-
     import dspy
 
     from assay.types import Item
@@ -116,7 +115,7 @@ def test_judging_holds_a_slice_of_items_not_the_data_set(tmp_path, monkeypatch):
         with lock:
             judged[0] += 1
             if judged[0] % 250 == 0:
-                live[0] = max(live[0], sum(isinstance(o, Item) for o in gc.get_objects()))
+                live[0] = max(live[0], len(live_objects(Item, collect=False)))
         return out
 
     monkeypatch.setattr(judging, "judge_one", judge_one)

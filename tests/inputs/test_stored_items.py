@@ -14,6 +14,7 @@ from assay.data import TranscriptPrep
 from assay.inputs import DataConfig, StoredItems, load_items, stratified_sample, stream_items
 from assay.scale import Scale
 from assay.types import Item
+from tests.live_objects import live_objects
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "data"
 BINARY = Scale(kind="binary", labels=["incorrect", "correct"])
@@ -38,8 +39,7 @@ def _toolemu() -> tuple[DataConfig, Scale]:
 
 
 def _live_items() -> int:
-    gc.collect()
-    return sum(type(obj) is Item for obj in gc.get_objects())
+    return len(live_objects(Item))
 
 
 def _same(stored: StoredItems, listed: list[Item]) -> None:

@@ -4,7 +4,6 @@ judgment held in lists gives."""
 
 from __future__ import annotations
 
-import gc
 import json
 import threading
 from pathlib import Path
@@ -21,6 +20,7 @@ from assay.reliability.scoring import score_test
 from assay.reliability.selftest._selftest import generator, judge_responder, validator, write_data
 from assay.runs import RunStore
 from assay.types import Judgment, Usage
+from tests.live_objects import live_objects
 
 TESTS = {
     "paraphrase": {},
@@ -63,8 +63,7 @@ def two_judges(tmp_path: Path) -> HarnessConfig:
 def _live(*types: type) -> list[object]:
     """Every object of ``types`` alive in this process (the test's worker may hold some from
     the tests it ran before)."""
-    gc.collect()
-    return [obj for obj in gc.get_objects() if type(obj) in types]
+    return live_objects(*types)
 
 
 def _alive(before: list[object], *types: type) -> dict[str, int]:
