@@ -64,6 +64,36 @@ def test_injected_and_cue_probes_differ_from_the_source_only_by_the_inserted_spa
                 assert 0 < off < len(text) and text[off - 1].isspace()
 
 
+def test_on_a_transcript_the_block_is_in_the_judged_response_too():
+    """On a transcript the block goes into its last assistant message; a judge of request and
+    response (any text judge on an Inspect log) must see it there as well: the probe's response
+    is that message when it was the response, else the response with the block of its own.
+    (The response was left as the source's: a judge swayed by every citation moved 0 of 6.)"""
+    from assay.types import Message
+
+    answer = "The sky is blue. It scatters short wavelengths."
+    said = [Message(role="user", content="Why is the sky blue?")]
+    for response, last in ((answer, answer), ("Blue.", answer + " Anything else?")):
+        item = Item(
+            id="s",
+            request="Why is the sky blue?",
+            response=response,
+            expected=1,
+            transcript=[*said, Message(role="assistant", content=last)],
+        )
+        for test in ("prompt_injection", "authority", "bandwagon", "distraction"):
+            for p in probes_of(test, item, positions=["start", "end"]):
+                if p.meta.get("placebo"):
+                    assert p.response == response and p.transcript in (None, item.transcript)
+                    continue
+                span = p.meta["inserted"].strip()
+                assert span in p.transcript[-1].content and span in p.response, (test, p.variant)
+                if response == last:
+                    assert p.response == p.transcript[-1].content
+                else:
+                    assert p.response.replace(p.meta["inserted"], "", 1) != p.response
+
+
 def test_prompt_injection_makes_every_variant_and_position_asking_the_opposite_label():
     item = Item(id="s", request="q", response="One. Two.\nThree four.", expected=1)
     *probes, placebo = probes_of("prompt_injection", item)

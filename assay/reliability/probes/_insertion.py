@@ -27,7 +27,7 @@ from assay.reliability._registry import (
     Unit,
 )
 from assay.scale import Scale
-from assay.types import Item
+from assay.types import Item, Message
 
 Position = Literal["start", "middle", "end"]
 POSITIONS: tuple[Position, ...] = ("start", "middle", "end")
@@ -167,7 +167,7 @@ class InsertionTest(ReliabilityTest):
                         )
                     )
                     continue
-                response, transcript = _with_text(src, where, ins.text)
+                response, transcript = _with_text(src, where, ins.text, block, position)
                 out.append(
                     Probe.from_source(
                         self.name,
@@ -202,9 +202,19 @@ def _judged_text(src: Item) -> tuple[str | None, int | None]:
     return (src.response if src.response.strip() else None), None
 
 
-def _with_text(src: Item, where: int | None, text: str):
+def _with_text(
+    src: Item, where: int | None, text: str, block: str, position: Position
+) -> tuple[str, list[Message] | None]:
+    """The probe's response and transcript: ``text`` (the judged text with the block in it) as
+    the response, or as the transcript's message ``where`` — and then as the response too when
+    that message was the response (a judge of request and response on a transcript sees the
+    block: an Inspect log's answer is its last assistant message), else the block put into the
+    response on its own, at the same position (the response as it is if it has no room)."""
     if where is None:
         return text, None
     transcript = [m.model_copy(deep=True) for m in src.transcript or []]
     transcript[where] = transcript[where].model_copy(update={"content": text})
-    return src.response, transcript
+    if src.transcript[where].content == src.response:
+        return text, transcript
+    alone = insert_block(src.response, block, position) if src.response.strip() else None
+    return (src.response if alone is None else alone.text), transcript
