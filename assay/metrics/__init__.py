@@ -80,6 +80,7 @@ _NAMES = {
         "cluster_bootstrap_ci",
         "cluster_mean",
         "effective_trials",
+        "paired_design_effect",
         "weighted_mean",
     ),
     "_bias_records": (
@@ -293,6 +294,7 @@ __all__ = [
     "wilson_interval",
     "cluster_bootstrap_ci",
     "cluster_mean",
+    "paired_design_effect",
     "weighted_mean",
     "WeightedStatistic",
     # report
@@ -565,6 +567,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         cluster_bootstrap_ci,
         cluster_mean,
         effective_trials,
+        paired_design_effect,
         weighted_mean,
     )
     from assay.metrics._compression import scale_compression

@@ -140,6 +140,36 @@ def effective_trials(clusters: ArrayLike) -> float:
     return float(sizes.sum() ** 2 / (sizes**2).sum())
 
 
+def paired_design_effect(differences: ArrayLike, clusters: ArrayLike) -> float:
+    """How many times fewer independent pairs a paired comparison has than it has pairs, when
+    pairs come in clusters (the epochs of one Inspect sample, each judged under the cue and on
+    the placebo); at least 1.
+
+    ``differences``: per pair, +1 where only the first outcome holds, −1 where only the second,
+    0 where both or neither do; ``clusters``: each pair's cluster id. With ``D_k`` the sum of
+    cluster ``k``'s differences, the design effect is ``Σ D_k² ÷ Σ d²`` — the clustered
+    variance of the discordant difference over its variance with pairs independent (``Σ d²``
+    counts the discordant pairs). McNemar's statistic ``(b − c)² ÷ (b + c)`` divided by it is
+    Durkalski et al.'s clustered McNemar statistic (2003, "Analysis of clustered matched-pair
+    data", ``(b − c)² ÷ Σ D_k²``); dividing the paired table's counts by it (Rao and Scott's
+    effective counts) gives that statistic and a paired interval that count each cluster for
+    what it holds. With no discordant pair the variance ratio is undefined: Kish's design
+    effect of the clusters' sizes (:func:`effective_trials`), as if a cluster's pairs were
+    wholly alike. Never below 1: pairs of a cluster that cancel do not make the comparison
+    surer than independent pairs would."""
+    d = np.asarray(differences, dtype=np.float64)
+    if d.ndim != 1:
+        raise ValueError(f"differences must be one value per pair, got shape {d.shape}")
+    if d.size == 0:
+        return 1.0
+    inverse, n_clusters = _cluster_index(clusters, d.size)
+    discordant = float(np.sum(d * d))
+    if discordant == 0.0:
+        return max(1.0, d.size / effective_trials(inverse))
+    by_cluster = np.bincount(inverse, weights=d, minlength=n_clusters)
+    return max(1.0, float(np.sum(by_cluster**2)) / discordant)
+
+
 def cluster_replicates(
     statistic: BatchedStatistic,
     arrays: list[NDArray],

@@ -254,10 +254,19 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     Unlike the normal (Wald) interval it stays inside [0, 1] and behaves at 0 or n successes.
     """
     _check_counts(successes, n)
-    confidence = _check_confidence(confidence)
-    from scipy.special import ndtri  # the normal quantile norm.ppf computes, without its checks
+    return _wilson(successes, n, _z(_check_confidence(confidence)))
 
-    z = float(ndtri(1.0 - (1.0 - confidence) / 2.0))
+
+def _z(confidence: float) -> float:
+    """The two-sided normal quantile of ``confidence`` (norm.ppf's value, without its checks)."""
+    from scipy.special import ndtri
+
+    return float(ndtri(1.0 - (1.0 - confidence) / 2.0))
+
+
+def _wilson(successes: float, n: float, z: float) -> tuple[float, float]:
+    """Wilson's bounds of ``successes / n`` at the normal quantile ``z``; the counts may be
+    effective ones (divided by a design effect), not whole numbers."""
     p = successes / n
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
@@ -295,7 +304,12 @@ def mean_of_two_rates_interval(
 
 
 def newcombe_paired_interval(
-    both: int, first_only: int, second_only: int, neither: int, confidence: float = 0.95
+    both: int,
+    first_only: int,
+    second_only: int,
+    neither: int,
+    confidence: float = 0.95,
+    design_effect: float = 1.0,
 ) -> tuple[float, float]:
     """Interval of ``p₁ − p₂`` for two binary outcomes observed on the same ``n`` items
     (Newcombe 1998, "Improved confidence intervals for the difference between binomial
@@ -310,7 +324,14 @@ def newcombe_paired_interval(
     ``C = second_only``, ``D = neither``, corrected as the method prescribes: ``AD − BC`` is
     replaced by ``max(AD − BC − n/2, 0)`` when it is positive, and ``φ = 0`` when a total is 0.
     Unlike the Wald interval it stays inside [−1, 1] and keeps a width with no discordant pair.
+
+    ``design_effect`` (at least 1): pairs that are not independent — several from one cluster
+    — count for fewer; the four counts are divided by it before the interval is computed (Rao
+    and Scott's effective counts; :func:`assay.metrics.paired_design_effect`). At 1, the
+    counts as they are.
     """
+    if not (isinstance(design_effect, int | float) and design_effect >= 1.0):
+        raise ValueError(f"design_effect must be a number at least 1, got {design_effect!r}")
     counts = (both, first_only, second_only, neither)
     for value, name in zip(counts, ("both", "first_only", "second_only", "neither"), strict=True):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
@@ -318,13 +339,15 @@ def newcombe_paired_interval(
     n = sum(int(c) for c in counts)
     if n == 0:
         raise ValueError("the paired table is empty: an interval needs at least one item")
+    z = _z(_check_confidence(confidence))
     a, b, c, d = (int(x) for x in counts)
     p1, p2 = (a + b) / n, (a + c) / n
-    l1, u1 = wilson_interval(a + b, n, confidence)
-    l2, u2 = wilson_interval(a + c, n, confidence)
-    totals = (a + b) * (c + d) * (a + c) * (b + d)
-    cross = a * d - b * c
-    corrected = max(cross - n / 2, 0.0) if cross > 0 else float(cross)
+    de = float(design_effect)  # the counts' sums are divided, so p₁ = 1 stays exactly 1
+    l1, u1 = _wilson((a + b) / de, n / de, z)
+    l2, u2 = _wilson((a + c) / de, n / de, z)
+    totals = (a + b) * (c + d) * (a + c) * (b + d) / de**4
+    cross = (a * d - b * c) / de**2
+    corrected = max(cross - n / de / 2, 0.0) if cross > 0 else float(cross)
     phi = corrected / math.sqrt(totals) if totals > 0 else 0.0
     low = (p1 - p2) - math.sqrt(
         max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)

@@ -35,6 +35,17 @@ toward the ``toward`` pole minus the share where it moved it further toward the 
 (positive: ``toward`` is favoured), with Newcombe's interval and the exact two-sided McNemar
 p-value (under no effect the cue and placebo verdicts are exchangeable, so each such item goes
 either way with probability one half).
+
+Items in clusters (``clusters``: the epochs of one Inspect sample, each judged with the cue and
+on the placebo) are not independent: a sample whose verdict moved under the cue moves in every
+epoch, and counting its epochs as items makes the test and the interval surer than the samples
+allow. Where a cluster holds several items, the paired table's counts are divided by the
+design effect of the clusters (:func:`~assay.metrics.paired_design_effect`: the clustered
+variance of the discordant difference over its independent one), and the same interval and
+test are computed on those effective counts — the exact binomial tail taken at non-integer
+counts through the regularized incomplete beta function. Its normal approximation is
+Durkalski et al.'s clustered McNemar statistic; epochs that repeat each sample's verdicts
+exactly give the samples' own interval and p-value.
 """
 
 from __future__ import annotations
@@ -47,6 +58,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from assay.metrics._cluster import _cluster_index, paired_design_effect, shared_clusters
 from assay.metrics._intervals import _check_confidence, newcombe_paired_interval
 from assay.metrics._multitest import benjamini_hochberg
 from assay.metrics._validate import _same_length, as_labels
@@ -77,6 +89,8 @@ def placebo_effect(
     *,
     kind: Kind,
     confidence: float = 0.95,
+    clusters: ArrayLike | None = None,
+    what: str = "clusters",
 ) -> PlaceboEffect:
     """The effect of a cue on the judge's verdicts against the placebo, with Newcombe's paired
     interval and the exact one-sided McNemar p-value of ``effect ≤ 0``.
@@ -87,7 +101,10 @@ def placebo_effect(
     unscored are the caller's to drop and count. ``toward``: the cue's verdict, one index for
     every item or one per item (e.g. the opposite of each item's reference label). ``kind``:
     ``binary``, ``categorical`` (a flip is a move to the cue's label) or ``ordinal`` (a move in
-    the cue's direction)."""
+    the cue's direction). ``clusters``: each item's cluster id, where items come in clusters
+    (the epochs of an Inspect sample): the interval and the test on the counts divided by the
+    clusters' design effect (see the module's docstring); ``what``: what the clusters are, for
+    the note."""
     if kind not in ("binary", "categorical", "ordinal"):
         raise ValueError(f"kind must be 'binary', 'categorical' or 'ordinal', got {kind!r}")
     confidence = _check_confidence(confidence)
@@ -129,6 +146,10 @@ def placebo_effect(
         (both, cue_only, placebo_only),
         one_sided_mcnemar,
         undefined="every baseline verdict already is the cue's, so no verdict can move toward it",
+        clustered=_clustered(
+            cue_toward.astype(np.int64) - placebo_toward.astype(np.int64), clusters, eligible
+        ),
+        what=what,
     )
 
 
@@ -141,6 +162,8 @@ def two_sided_placebo_effect(
     *,
     poles: tuple[str, str] = ("toward", "away"),
     confidence: float = 0.95,
+    clusters: ArrayLike | None = None,
+    what: str = "clusters",
 ) -> PlaceboEffect:
     """The effect of a cue with two poles (``toward`` and ``away``, a verdict index each, per
     item) and no direction known in advance, against the placebo; signed, tested two-sided.
@@ -154,7 +177,7 @@ def two_sided_placebo_effect(
     counts face the favoured pole (``toward`` at 0): ``cue_flips`` / ``placebo_flips`` the
     moves to it under the cue / the placebo, ``cue_only`` / ``placebo_only`` the items where
     the cue / the placebo moved further toward it than the other; ``n_at_cue`` is 0, as every
-    item can move one way or the other."""
+    item can move one way or the other. ``clusters``, ``what``: as for :func:`placebo_effect`."""
     confidence = _check_confidence(confidence)
     v0 = as_labels(baseline, "baseline")
     v_cue = as_labels(cue, "cue")
@@ -198,20 +221,62 @@ def two_sided_placebo_effect(
         alternative="two-sided",
         favoured=favoured,
     )
-    return _measured(counts, (0, further_up, further_down), two_sided_mcnemar, undefined="no item")
+    return _measured(
+        counts,
+        (0, further_up, further_down),
+        two_sided_mcnemar,
+        undefined="no item",
+        clustered=_clustered(
+            np.sign(cue_move - placebo_move).astype(np.int64), clusters, np.ones(n, dtype=bool)
+        ),
+        what=what,
+    )
+
+
+def _clustered(
+    differences: NDArray[np.int64], clusters: ArrayLike | None, counted: NDArray[np.bool_]
+) -> tuple[int, float] | None:
+    """``(clusters, design effect)`` of the ``counted`` items when a cluster holds several of
+    them; None when none does (or no clusters were given): the items are independent."""
+    if clusters is None:
+        return None
+    ids = np.asarray(clusters)
+    if ids.ndim != 1 or ids.shape[0] != counted.shape[0]:
+        raise ValueError(
+            f"clusters must give one cluster id per item ({counted.shape[0]}), got shape "
+            f"{ids.shape}"
+        )
+    ids = ids[counted]
+    if shared_clusters(ids, np.arange(ids.shape[0])) is None:
+        return None
+    return _cluster_index(ids, ids.shape[0])[1], paired_design_effect(differences[counted], ids)
 
 
 def _measured(
     counts: dict[str, Any],
     pairs: tuple[int, int, int],
-    test: Callable[[int, int], float],
+    test: Callable[[float, float], float],
     *,
     undefined: str,
+    clustered: tuple[int, float] | None = None,
+    what: str = "clusters",
 ) -> PlaceboEffect:
     """The effect of ``counts`` (a :class:`PlaceboEffect`'s counts, ``n`` among them) from its
     paired outcomes ``pairs`` — (both, the first side only, the second side only) —:
     ``effect`` = (first only − second only) ÷ n with Newcombe's paired interval and ``test``'s
-    p-value; every figure undefined, with the note ``undefined``, when ``n`` is 0."""
+    p-value; every figure undefined, with the note ``undefined``, when ``n`` is 0.
+    ``clustered``: ``(clusters, design effect)`` of items in clusters — the interval and the
+    test on the counts divided by the design effect, and the note says so (``what``: what the
+    clusters are)."""
+    if clustered is not None:
+        n_clusters, design_effect = clustered
+        counts = dict(
+            counts,
+            clusters=n_clusters,
+            design_effect=design_effect,
+            interval=f"{counts['interval']}, counts ÷ the design effect of the clusters",
+            test=f"{counts['test']}, counts ÷ the design effect of the clusters",
+        )
     n, confidence = counts["n"], counts["confidence"]
     if n == 0:
         nan = math.nan
@@ -227,7 +292,18 @@ def _measured(
         )
     both, first_only, second_only = pairs
     neither = n - both - first_only - second_only
-    low, high = newcombe_paired_interval(both, first_only, second_only, neither, confidence)
+    de = 1.0 if clustered is None else clustered[1]
+    low, high = newcombe_paired_interval(
+        both, first_only, second_only, neither, confidence, design_effect=de
+    )
+    note = None
+    if clustered is not None:
+        note = (
+            f"{n} items in {clustered[0]} clusters"
+            + ("" if what == "clusters" else f" ({what})")
+            + ", not independent: interval and test on the "
+            f"counts ÷ their design effect {de:.2f}, as {n / de:.1f} independent items"
+        )
     return PlaceboEffect(
         **counts,
         cue_rate=counts["cue_flips"] / n,
@@ -235,16 +311,26 @@ def _measured(
         effect=(first_only - second_only) / n,
         ci_low=low,
         ci_high=high,
-        p_value=test(first_only, second_only),
+        p_value=test(first_only, second_only)
+        if de == 1.0
+        else test(first_only / de, second_only / de),
+        note=note,
     )
 
 
-def one_sided_mcnemar(first_only: int, second_only: int) -> float:
+def one_sided_mcnemar(first_only: float, second_only: float) -> float:
     """Exact one-sided McNemar p-value of ``H0: P(first) ≤ P(second)`` on paired binary
     outcomes: ``P(X ≥ first_only)`` for ``X ~ Bin(first_only + second_only, 1/2)``; 1 without a
-    discordant pair."""
-    if first_only == 0:  # P(X ≥ 0), with or without a discordant pair
+    discordant pair. Effective counts (divided by a design effect) need not be whole: the tail
+    is then the regularized incomplete beta function ``I_½(first_only, second_only + 1)``,
+    which is ``P(X ≥ first_only)`` at whole counts."""
+    if first_only <= 0:  # P(X ≥ 0), with or without a discordant pair
         return 1.0
+    if not (float(first_only).is_integer() and float(second_only).is_integer()):
+        from scipy.special import betainc
+
+        return float(betainc(first_only, second_only + 1.0, 0.5))
+    first_only, second_only = int(first_only), int(second_only)
     discordant = first_only + second_only
     # P(X > first_only − 1), the binomial tail of scipy.special (scipy.stats.binom.sf's value to
     # within 1e-15, relative; a tenth of scipy.stats's import, which a run's end waits on)
@@ -253,7 +339,7 @@ def one_sided_mcnemar(first_only: int, second_only: int) -> float:
     return float(bdtrc(first_only - 1, discordant, 0.5))
 
 
-def two_sided_mcnemar(first_only: int, second_only: int) -> float:
+def two_sided_mcnemar(first_only: float, second_only: float) -> float:
     """Exact two-sided McNemar p-value of ``H0: P(first) = P(second)`` on paired binary
     outcomes: twice the smaller binomial tail of ``Bin(first_only + second_only, 1/2)``, at most
     1; 1 without a discordant pair."""

@@ -184,7 +184,12 @@ class PlaceboEffect:
     ``alternative`` is ``greater`` for a cue that points to a verdict (``p_value`` tests
     ``effect ≤ 0``) and ``two-sided`` for a cue with two poles and no direction known in
     advance (:func:`two_sided_placebo_effect`: the effect is signed, ``p_value`` tests
-    ``effect = 0`` and ``favoured`` names the pole it points to)."""
+    ``effect = 0`` and ``favoured`` names the pole it points to).
+
+    ``clusters`` and ``design_effect`` are set where the items come in clusters (the epochs of
+    one Inspect sample): how many clusters the items form, and how many times fewer
+    independent items they count for (:func:`paired_design_effect`); the interval and the test
+    then take the paired table's counts divided by it. None where every item is its own."""
 
     n: int
     n_at_cue: int
@@ -211,3 +216,5 @@ class PlaceboEffect:
     note: str | None = None
     alternative: Literal["greater", "two-sided"] = "greater"
     favoured: str | None = None
+    clusters: int | None = None
+    design_effect: float | None = None

@@ -23,6 +23,7 @@ from tests.inspect_logs import Epoch, write_inspect_log  # noqa: E402
 
 SAMPLES = 12
 TESTS = {"format_intraline": {}, "stochastic_stability": {"k": 2}}
+SWAYED = (1, 3, 5, 7, 9)  # samples whose verdict a fabricated citation moves to "correct"
 
 
 def write_log(path: Path, epochs: int, same: bool) -> Path:
@@ -55,6 +56,8 @@ def verdict(call) -> dict[str, str]:
         right = right != (s in (1, 4, 7) or (s == 10 and e == 2))
     if (call.temperature or 0) > 0 and s % 3 == 0:
         right = right != bool(len(call.prompt) % 2)
+    if "Harrington" in (call.field("response") or "") and s in SWAYED:  # authority's citation
+        right = True
     return {"verdict": "correct" if right else "incorrect"}
 
 
@@ -64,7 +67,7 @@ def judge():
     register_script("ep-judge", lambda: ScriptedEngine(respond=verdict))
 
 
-def harness(folder: Path, log: Path):
+def harness(folder: Path, log: Path, tests: dict = TESTS):
     cfg = HarnessConfig.model_validate(
         {
             "name": "ep",
@@ -73,7 +76,7 @@ def harness(folder: Path, log: Path):
             "generator": {"model": "scripted:ep-judge"},
             "validator": {"model": "scripted:ep-judge"},
             "judges": [{"name": "j", "model": "scripted:ep-judge"}],
-            "tests": TESTS,
+            "tests": tests,
             "retries": 0,
             "tracking": {"enabled": False},
             "output_dir": str(folder / "runs"),
@@ -115,6 +118,38 @@ def test_identical_epochs_give_the_samples_own_intervals(tmp_path, judge):
     )
     assert "epochs of 12 Inspect samples" in three.bootstrap
     assert not any("Inspect samples" in n for n in one.notes)
+
+
+def test_a_placebo_effect_over_identical_epochs_is_the_samples_own(tmp_path, judge):
+    """A bias test's effect against its placebo has no bootstrap to resample: over epochs its
+    paired counts are divided by the samples' design effect, so epochs that repeat each sample
+    give the samples' own interval and exact p-value — not those of three times the items."""
+    from assay.metrics import newcombe_paired_interval, one_sided_mcnemar
+
+    tests = {"authority": {}}
+    one = harness(tmp_path / "one", write_log(tmp_path / "one.eval", 1, same=True), tests)
+    three = harness(tmp_path / "three", write_log(tmp_path / "three.eval", 3, same=True), tests)
+    a = one.judges["j"].tests["authority"].placebo.effects
+    b = three.judges["j"].tests["authority"].placebo.effects
+    assert set(a) == set(b) and a
+    for cell, e in a.items():
+        f = b[cell]
+        # the odd samples are "incorrect" and could move up; 5 of the 6 do under the citation
+        assert (e.n, e.cue_only, e.placebo_only) == (6, 5, 0)
+        assert (f.n, f.cue_only, f.placebo_only) == (18, 15, 0)
+        assert (f.clusters, f.design_effect) == (6, 3.0) and e.clusters is None
+        assert (f.effect, f.ci_low, f.ci_high, f.p_value) == (
+            e.effect,
+            e.ci_low,
+            e.ci_high,
+            e.p_value,
+        )
+        assert e.p_value == one_sided_mcnemar(5, 0) == 1 / 32
+        assert "18 items in 6 clusters" in f.note and "design effect 3.00" in f.note
+        # as 18 independent items: p = 1/2^15 and an interval far narrower
+        low, high = newcombe_paired_interval(0, 15, 0, 3)
+        assert high - low < f.ci_high - f.ci_low
+    assert "placebo effects' intervals and tests take their counts divided" in three.bootstrap
 
 
 def test_epochs_that_differ_are_resampled_by_sample_not_by_epoch(tmp_path, judge):

@@ -124,12 +124,15 @@ def _epochs_clause(seeds: Sequence[Item], samples: dict[str, str], placebos: boo
     if not samples:
         return ""
     n = len(set(samples.values()))
-    but = ", but the placebo effects, whose tests take each source item as independent"
+    and_ = (
+        "; the placebo effects' intervals and tests take their counts divided by the samples' "
+        "design effect"
+    )
     return (
         f"{len(samples)} of the {len(seeds)} source items are epochs of {n} Inspect samples "
         "(the same input and reference, judged again): every interval resamples a sample's "
         "epochs together, as one cluster (a rate with one outcome per item too, by the cluster "
-        f"bootstrap){but if placebos else ''}"
+        f"bootstrap){and_ if placebos else ''}"
     )
 
 

@@ -6,8 +6,10 @@ pair, an inverted question) and the source again, unchanged, with the LM cache b
 placebo). The effect of a cell is :func:`assay.metrics.placebo_effect` over the sources whose
 three verdicts are scored: flips toward the cue's verdict under the cue minus under the placebo,
 with Newcombe's paired interval and the exact one-sided McNemar p-value. A cell has one probe
-per source, so its rows are independent; the cells of a test share the placebo and are reported
-apart, never pooled (several cues of one source are not independent rows).
+per source, so its rows are independent — unless sources are epochs of one Inspect sample: the
+interval and test then take the cell's counts divided by the samples' design effect (see
+:mod:`assay.metrics._placebo`). The cells of a test share the placebo and are reported apart,
+never pooled (several cues of one source are not independent rows).
 
 A cue with two poles and no direction known in advance (the swap of ``position_bias``: a judge
 may favour the answer shown first or the one shown second) has a signed effect tested two-sided
@@ -58,6 +60,7 @@ def placebo_scores(
     unscored = Counter(inp.verdicts[p.id].unscored for p in judged if inp.score(p) is None)
     again = {p.source_id: inp.score(p) for p in judged}
     cells: dict[str, list[Row]] = defaultdict(list)
+    sources: dict[str, list[str]] = defaultdict(list)  # each row's source, for its cluster
     left_out = 0
     for p in cues:
         verdict = inp.score(p)
@@ -69,6 +72,7 @@ def placebo_scores(
         row = (baseline, kind.as_asked(verdict, p, inp.scale), placebo)
         poles = (kind.cue_toward(p, inp.scale), kind.cue_away(p, inp.scale))
         cells[kind.cue_cell(p)].append((*row, *poles))
+        sources[kind.cue_cell(p)].append(p.source_id)
     return PlaceboScores(
         probes=len(placebos),
         judged=len(judged),
@@ -76,7 +80,9 @@ def placebo_scores(
         unscored_reasons=dict(unscored),
         left_out=left_out,
         effects={
-            cell: cell_effect(rows, inp.scale, inp.boot["confidence"], kind.poles)
+            cell: cell_effect(
+                rows, inp.scale, inp.boot["confidence"], kind.poles, inp.clustered(sources[cell])
+            )
             for cell, rows in cells.items()
         },
     )
@@ -87,11 +93,16 @@ def cell_effect(
     scale: Scale,
     confidence: float,
     poles: tuple[str, str] | None = None,
+    clustered: tuple[list[str], str] | None = None,
 ) -> PlaceboEffect:
     """The effect of one cue cell: signed and two-sided when its cue has two ``poles``
     (position), directed (toward the cue's verdict, on the scale's indices) when its cue claims
-    a verdict, else on any change of verdict (:data:`UNDIRECTED`)."""
+    a verdict, else on any change of verdict (:data:`UNDIRECTED`). ``clustered``: each row's
+    cluster and what the clusters are (:meth:`ScoringInput.clustered`), where rows are epochs
+    of one Inspect sample — the interval and test then count each sample for what it holds."""
     from assay.metrics import placebo_effect, two_sided_placebo_effect  # NumPy: loaded late
+
+    clusters, what = clustered or (None, "clusters")
 
     if all(r[3] is None for r in rows):
         changed = [(int(cue != base), int(again != base)) for base, cue, again, *_ in rows]
@@ -102,6 +113,8 @@ def cell_effect(
             1,
             kind="binary",
             confidence=confidence,
+            clusters=clusters,
+            what=what,
         )
         return dataclasses.replace(
             effect,
@@ -112,10 +125,20 @@ def cell_effect(
     at = {v: i for i, v in enumerate(scale.values)}
     if poles is not None:
         columns = list(zip(*[[at[v] for v in r] for r in rows], strict=True))
-        return two_sided_placebo_effect(*columns, poles=poles, confidence=confidence)
-    directed = [(at[b], at[c], at[a], at[t]) for b, c, a, t, _ in rows if t is not None]
+        return two_sided_placebo_effect(
+            *columns, poles=poles, confidence=confidence, clusters=clusters, what=what
+        )
+    kept = [k for k, r in enumerate(rows) if r[3] is not None]
+    directed = [tuple(at[v] for v in rows[k][:4]) for k in kept]
     columns = list(zip(*directed, strict=True))
-    return placebo_effect(*columns[:3], columns[3], kind=effect_kind(scale), confidence=confidence)
+    return placebo_effect(
+        *columns[:3],
+        columns[3],
+        kind=effect_kind(scale),
+        confidence=confidence,
+        clusters=None if clusters is None else [clusters[k] for k in kept],
+        what=what,
+    )
 
 
 def effect_kind(scale: Scale) -> str:
@@ -132,7 +155,10 @@ def _disagreement(e: PlaceboEffect, clear: bool, q: float) -> str | None:
     rarely, the other way round); the flag needs both, so the note says which one held."""
     if e.p_adjusted is None or e.flagged == clear:
         return None
-    test = f"the exact McNemar test ({e.alternative}, p = {e.p_value:.4f}, BH-adjusted "
+    test = "the exact McNemar test"
+    if e.design_effect is not None:
+        test += f" on the counts ÷ the design effect {e.design_effect:.2f}"
+    test += f" ({e.alternative}, p = {e.p_value:.4f}, BH-adjusted "
     test += f"{e.p_adjusted:.4f})"
     if clear:
         return f"not flagged: the interval excludes 0 but {test} does not reject at {q:g}"
