@@ -34,6 +34,13 @@ os.environ["XDG_STATE_HOME"] = str(Path(_KEYS) / "state")
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# The suite starts some 300 interpreters (commands as users run them, their helper interpreters,
+# reports drawn apart). Under PYTHONDONTWRITEBYTECODE each compiled assay's modules again from
+# source — a third of a second of CPU apiece, a minute of the suite's — where Python by default
+# writes their bytecode once beside the sources (``__pycache__``, which git ignores) and reads it
+# after. The processes the tests start do that.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 EXAMPLE_DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
 
 
