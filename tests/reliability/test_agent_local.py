@@ -1,6 +1,6 @@
 """Both agent examples end to end on the embedded llama.cpp model (marked; still run in CI).
 
-Short outputs and one transcript keep each run near a minute: the tiny model's probes are
+Short outputs and one transcript keep each run under a minute: the tiny model's probes are
 mostly dropped (a truncated edit does not parse), which is what these tests check — the run
 completes, every unit ends as a probe or a counted drop, every stage's calls are counted, and
 only confirmed probes are judged.
@@ -64,10 +64,20 @@ def _check(res, tests: list[str]) -> None:
 
 
 def test_agentharm_example_on_the_embedded_model(tmp_path, example_data):
+    """The AgentHarm example's positives (its transcripts, rubric and verifier on the embedded
+    model); the perturbation's planner, summarizer and editor run in the ToolEmu example's test
+    below — on AgentHarm's ~1,500-token prompts they were half of this test's 35-46 s."""
     config, base = _load("agentharm_harness.yaml")
     config.output_dir = str(tmp_path / "runs")
-    res = run_harness(config, workdir=tmp_path, config_dir=base, limit=1, progress=False)
-    _check(res, ["agent_perturbation", "agent_positives"])
+    res = run_harness(
+        config,
+        workdir=tmp_path,
+        config_dir=base,
+        limit=1,
+        tests=["agent_positives"],
+        progress=False,
+    )
+    _check(res, ["agent_positives"])
     judged = res.summary.judges["agentharm-judge"]
     assert judged.source_unscored == 0  # grammar-constrained: the verdict always parses
 
