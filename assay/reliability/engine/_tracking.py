@@ -49,7 +49,8 @@ def judge_metrics(r: JudgeReliability) -> dict[str, float]:
 
 def placebo_metrics(p: PlaceboScores) -> dict[str, Any]:
     """A bias test's effects against its placebo, per cue cell (``<cell>.effect`` with its
-    interval, the two flip rates and directional shares, the p-values, ``flagged`` as 0 or 1),
+    interval, the two flip rates and directional shares, the p-values, the design effect of
+    epochs, ``flagged`` as 0 or 1),
     the test's flag and how many placebo verdicts are unscored."""
     cells: dict[str, Any] = {}
     for cell, e in p.effects.items():
@@ -65,6 +66,7 @@ def placebo_metrics(p: PlaceboScores) -> dict[str, Any]:
                     "placebo_directional_share",
                     "p_value",
                     "p_adjusted",
+                    "design_effect",  # None where the items are independent
                 )
             },
             "flagged": None if e.flagged is None else float(e.flagged),
