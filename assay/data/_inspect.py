@@ -290,6 +290,7 @@ def load_inspect_log(
     errored_samples: Literal["error", "skip"] = "error",
     counts: dict[str, int] | None = None,
     epochs: Literal["all", "first"] = "all",
+    errored: list[tuple[str, str]] | None = None,
 ) -> list[Item]:
     """One Item per sample and epoch of an Inspect eval log, with the full transcript.
 
@@ -310,8 +311,9 @@ def load_inspect_log(
 
     A sample that errored in the Inspect run (``sample.error``: no output, no scores — Inspect
     leaves it out of its own metrics) is never an item: the log is a DataError naming the
-    samples that errored and why, or with ``errored_samples="skip"`` they are left out and
-    counted in ``counts["errored_samples"]`` (when a dict is passed).
+    samples that errored and why, or with ``errored_samples="skip"`` they are left out,
+    counted in ``counts["errored_samples"]`` (when a dict is passed) and listed in ``errored``
+    (when a list is passed: each sample's item id and its error, one line).
 
     ``epochs="first"`` keeps each sample's first epoch alone (its id still ``<id>#e1``), the
     later ones left out and counted in ``counts["later_epochs"]``.
@@ -325,6 +327,7 @@ def load_inspect_log(
             errored_samples=errored_samples,
             counts=counts,
             epochs=epochs,
+            errored=errored,
         )
     )
 
@@ -338,11 +341,13 @@ def iter_inspect_log(
     errored_samples: Literal["error", "skip"] = "error",
     counts: dict[str, int] | None = None,
     epochs: Literal["all", "first"] = "all",
+    errored: list[tuple[str, str]] | None = None,
 ) -> Iterator[Item]:
     """:func:`load_inspect_log` an item at a time (the log read a few samples at a time).
     Samples that errored are an error before the first item where the log lists them (a
     ``.eval`` log's sample list), else once every sample is read, as empty reference labels
-    are; each names the first five."""
+    are; each names the first five. With ``errored_samples="skip"``, ``errored`` (a list,
+    when given) receives each sample left out: its item id and its error, one line."""
     file = check_file(path)
     log = _Log(*_samples(file, first_epochs=epochs == "first"))
     status = getattr(log.header, "status", "success")
@@ -356,7 +361,7 @@ def iter_inspect_log(
     several = run_epochs > 1 or log.several_epochs
     seen: set[str] = set()
     unlabelled: list[str] = []
-    errored: list[tuple[str, str]] = []
+    failed: list[tuple[str, str]] = []
     later = log.later
     for sample in log.samples:
         item_id = _item_id(sample.id, sample.epoch, several)
@@ -367,7 +372,7 @@ def iter_inspect_log(
             raise DataError(f"duplicate sample '{item_id}'", path=file)
         seen.add(item_id)
         if sample.error is not None:  # no output, no scores: not a response to judge
-            errored.append((item_id, _error_text(sample.error)))
+            failed.append((item_id, _error_text(sample.error)))
             continue
         item = _item(sample, item_id, log.header, expected, scale, file)
         if expected is not None and item.expected is None:
@@ -377,10 +382,12 @@ def iter_inspect_log(
         raise DataError(
             "the log has no samples (was it written with log_samples=False?)", path=file
         )
-    if errored and (errored_samples == "error" or len(errored) == len(seen)):
-        raise _errored_error(file, errored, len(seen))
+    if failed and (errored_samples == "error" or len(failed) == len(seen)):
+        raise _errored_error(file, failed, len(seen))
+    if errored is not None:
+        errored.extend(failed)
     if counts is not None:
-        counts["errored_samples"] = len(errored)
+        counts["errored_samples"] = len(failed)
         if later:
             counts["later_epochs"] = later
         if status != "success":  # judged as it stands (data.errored_samples: skip)
@@ -391,7 +398,7 @@ def iter_inspect_log(
     if unlabelled and missing_expected == "error":
         shown = ", ".join(unlabelled[:5]) + (", ..." if len(unlabelled) > 5 else "")
         raise DataError(
-            f"empty reference label in {len(unlabelled)} of {len(seen) - len(errored)} samples "
+            f"empty reference label in {len(unlabelled)} of {len(seen) - len(failed)} samples "
             f"(samples {shown}); set data.missing_expected: keep to judge them without a "
             "reference",
             path=file,

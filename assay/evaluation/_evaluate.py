@@ -468,6 +468,7 @@ def _summarize(
             f"{b.confidence:.0%} intervals",
             "pairs": (notes or {}).get("pairs"),
             "left_out": (notes or {}).get("left_out"),
+            "errored_samples": (notes or {}).get("errored_samples"),
             "spend": run.spend(summary.usage) if run is not None else None,
         }
     )

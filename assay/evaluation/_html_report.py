@@ -116,7 +116,11 @@ def _facts(config: dict[str, Any], m: dict[str, Any]) -> list[tuple[str, str]]:
             f"{c.get('unscored')} {c.get('unscored_reasons') or ''}; without a reference "
             f"{c.get('without_reference')}; metrics on {c.get('paired')} pairs",
         ),
-        *([("left out", left_out_line(m["left_out"]))] if m.get("left_out") else []),
+        *(
+            [("left out", left_out_line(m["left_out"], m.get("errored_samples")))]
+            if m.get("left_out")
+            else []
+        ),
         ("intervals", str(m.get("bootstrap", ""))),
         (
             "calls answered",

@@ -56,7 +56,11 @@ def render_report(
             if s.get("pairs")
             else []
         ),
-        *([f"- {left_out_line(s['left_out'])}"] if s.get("left_out") else []),
+        *(
+            [f"- {left_out_line(s['left_out'], s.get('errored_samples'))}"]
+            if s.get("left_out")
+            else []
+        ),
         "",
     ]
     tables = evaluate_tables(summary, confidence)

@@ -176,6 +176,7 @@ class EvaluateSummary(Agreement):
     # what the source held and the items left out: an Inspect log's errored samples
     # (data.errored_samples: skip), {"errored_samples": n}
     left_out: dict[str, int] | None = None
+    errored_samples: list[str] | None = None  # the first five of those, each with its error
     expected_scores: int = 0
     retried: int = 0
     config_hash: str = ""

@@ -251,31 +251,51 @@ def stream_items(
         lines = ItemLines(cached, data.transcript, limit)
         return _nonempty(ItemStream(lines.__iter__, lines), data)
     counts: dict[str, int] = {}  # what the source held and the items leave out
+    errored: list[tuple[str, str]] = []  # an Inspect log's samples left out: (id, error)
     if data.pairs is not None:
         spool = _spooled_pairs(data, scale, cache_dir, notes)
     elif data.format == "mlflow":
         spool = _spooled_traces(data, scale, cache_dir, limit, seed, counts)
     else:  # a table not on disk (a hub data set), an Inspect log, ToolEmu's files
-        items = _read(data, scale, cache_dir, limit, counts)
+        items = _read(data, scale, cache_dir, limit, counts, errored)
         spool = _spooled(items, _spool_file(_spool_folder(cache_dir), data.format))
-    _say_left_out(data, counts, notes)
+    _say_left_out(data, counts, notes, errored)
     lines = ItemLines(spool, data.transcript, limit)
     stream = ItemStream(lines.__iter__, lines)
     weakref.finalize(stream, spool.unlink, missing_ok=True)  # the stream's, while it lives
     return _nonempty(stream, data)
 
 
-def _say_left_out(data: DataConfig, counts: dict[str, int], notes: dict | None) -> None:
-    """What the source held and the items leave out (``counts``), for the run to say
-    (``notes["left_out"]``: console, metrics.json, reports) or, for a runner with no line for
-    it, said here once."""
+def _say_left_out(
+    data: DataConfig,
+    counts: dict[str, int],
+    notes: dict | None,
+    errored: list[tuple[str, str]] | None = None,
+) -> None:
+    """What the source held and the items leave out (``counts``; ``errored``: an Inspect log's
+    samples left out, each with its error), for the run to say (``notes["left_out"]`` and
+    ``notes["errored_samples"]``, the first five of those named: console, metrics.json,
+    reports) or, for a runner with no line for it, said here once."""
     left_out = {k: n for k, n in counts.items() if n}
     if not left_out:
         return
+    named = errored_names(errored or [])
     if notes is not None:
         notes["left_out"] = left_out
+        if named:
+            notes["errored_samples"] = named
     else:
-        _log.warning("%s: %s", data.path or data.tracking_uri, left_out_line(left_out))
+        _log.warning("%s: %s", data.path or data.tracking_uri, left_out_line(left_out, named))
+
+
+def errored_names(errored: list[tuple[str, str]], shown: int = 5) -> list[str]:
+    """The first ``shown`` samples left out as errored, each ``<id>: <its error>`` (the error
+    cut to a line of 120 characters)."""
+    out = []
+    for item_id, why in errored[:shown]:
+        line = " ".join(str(why).split())
+        out.append(f"{item_id}: {line[:117] + '...' if len(line) > 120 else line}")
+    return out
 
 
 def _read(
@@ -284,9 +304,11 @@ def _read(
     cache_dir: Path | None,
     limit: int | None,
     counts: dict[str, int] | None = None,
+    errored: list[tuple[str, str]] | None = None,
 ) -> Iterator[Item]:
     """The items of ``data`` (a table, an Inspect log or ToolEmu trajectories) as they are
-    read; ``counts["errored_samples"]``: the samples of an Inspect log left out as errored."""
+    read; ``counts["errored_samples"]``: the samples of an Inspect log left out as errored,
+    ``errored`` each of them with its error."""
     if data.format == "inspect":
         return iter_inspect_log(
             data.path,
@@ -296,6 +318,7 @@ def _read(
             errored_samples=data.errored_samples,
             counts=counts,
             epochs=data.epochs,
+            errored=errored,
         )
     if data.format == "toolemu":
         return _toolemu_items(data, scale)
@@ -551,13 +574,17 @@ def _spooled_pairs(
     return spool
 
 
-def left_out_line(left_out: dict[str, int]) -> str:
+def left_out_line(left_out: dict[str, int], errored: list[str] | None = None) -> str:
     """What a run's items left out of their source (``notes["left_out"]`` of
     :func:`assay.inputs.load_items`: ``{"errored_samples": 2}``; with ``data.annotators`` on
-    MLflow traces, ``machine_assessments``), in words."""
+    MLflow traces, ``machine_assessments``), in words; ``errored``: the first errored samples
+    named, each with its error (``notes["errored_samples"]``)."""
     said = []
     if n := left_out.get("errored_samples", 0):
         said.append(f"{n} sample{'s' if n != 1 else ''} that errored in the Inspect run")
+        if errored:
+            more = ", ..." if n > len(errored) else ""
+            said[-1] += f" ({'; '.join(errored)}{more})"
     if n := left_out.get("unfinished_samples", 0):
         said.append(
             f"{n} sample{'s' if n != 1 else ''} that never ran (the Inspect eval did not finish)"

@@ -136,7 +136,7 @@ class Evaluate(Runner):
         if s.left_out:
             from assay.inputs import left_out_line
 
-            print(left_out_line(s.left_out))
+            print(left_out_line(s.left_out, s.errored_samples))
         if s.metrics:
             print(metrics_table(s.model_dump()["metrics"], shown["confidence"]))
         if s.note:

@@ -590,12 +590,18 @@ def test_a_sample_that_errored_is_refused_not_judged_as_an_empty_response(tmp_pa
 def test_samples_that_errored_are_left_out_and_counted_when_told(tmp_path, suffix):
     path = _write_errored_log(tmp_path / f"log{suffix}", ("b",))
     counts: dict[str, int] = {}
+    errored: list[tuple[str, str]] = []
     items = load_inspect_log(
-        path, expected="scores.match.metadata.refusal", errored_samples="skip", counts=counts
+        path,
+        expected="scores.match.metadata.refusal",
+        errored_samples="skip",
+        counts=counts,
+        errored=errored,
     )
     assert [(i.id, i.expected) for i in items] == [("a", 0), ("c", 0)]
     assert all(i.response == "It is sunny and 21C in Paris." for i in items)
     assert counts == {"errored_samples": 1}
+    assert errored == [("b", "RuntimeError('solver crashed on b')")]
 
 
 @pytest.mark.parametrize("suffix", [".eval", ".json"])
@@ -655,11 +661,18 @@ def test_an_evaluate_run_leaves_errored_samples_out_when_told_and_says_so(
         assert 1 <= stub.n_requests <= 2
     out = capsys.readouterr().out
     assert "items 2 · scored 2" in out
-    assert "left out: 1 sample that errored in the Inspect run (data.errored_samples: skip)" in out
+    # which sample, and why: the errored samples were counted, not named
+    said = (
+        "left out: 1 sample that errored in the Inspect run (b: RuntimeError('solver crashed on "
+        "b')) (data.errored_samples: skip)"
+    )
+    assert said in out
     run_dir = next((tmp_path / "runs").iterdir())
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["left_out"] == {"errored_samples": 1}
-    assert "left out: 1 sample that errored" in (run_dir / "report.md").read_text()
+    assert metrics["errored_samples"] == ["b: RuntimeError('solver crashed on b')"]
+    assert said in (run_dir / "report.md").read_text()
+    assert "solver crashed on b" in (run_dir / "report.html").read_text()
 
 
 def test_a_reference_path_into_a_sample_without_scores_says_they_are_empty(tmp_path):
@@ -694,12 +707,13 @@ def test_a_runner_with_no_line_for_left_out_samples_still_says_how_many(tmp_path
     assert len(items) == 2
     (said,) = [r.getMessage() for r in caplog.records if "errored" in r.getMessage()]
     assert said == f"{path}: left out: 1 sample that errored in the Inspect run " + (
-        "(data.errored_samples: skip)"
+        "(b: RuntimeError('solver crashed on b')) (data.errored_samples: skip)"
     )
     notes: dict = {}
     caplog.clear()
     load_items(data, scale, cache_dir=tmp_path / "hf", notes=notes)  # the run says it
     assert notes["left_out"] == {"errored_samples": 1} and not caplog.records
+    assert notes["errored_samples"] == ["b: RuntimeError('solver crashed on b')"]
 
 
 @pytest.mark.parametrize("status", ["cancelled", "started", "error"])
@@ -898,3 +912,50 @@ def test_first_epochs_of_an_unfinished_log_count_the_later_ones_apart(tmp_path, 
     items = load_inspect_log(path, errored_samples="skip", counts=counts, epochs="first")
     assert [i.id for i in items] == ["a#e1", "b#e1", "c#e1"]
     assert counts == {"errored_samples": 0, "later_epochs": 2, "unfinished_samples": 5}
+
+
+def test_the_left_out_line_names_the_first_five_errored_samples_each_with_its_error():
+    from assay.inputs import left_out_line
+    from assay.inputs._items import errored_names
+
+    errored = [(f"s{k}", f"RuntimeError('crash {k}')") for k in range(7)]
+    errored[0] = ("s0", "ValueError(" + "x" * 200 + "\n)")
+    named = errored_names(errored)
+    assert len(named) == 5 and named[1] == "s1: RuntimeError('crash 1')"
+    assert len(named[0]) == len("s0: ") + 120 and named[0].endswith("...")
+    line = left_out_line({"errored_samples": 7}, named)
+    assert line.startswith("left out: 7 samples that errored in the Inspect run (s0: ValueError(")
+    assert line.endswith("s4: RuntimeError('crash 4'), ...) (data.errored_samples: skip)")
+    assert left_out_line({"errored_samples": 2}) == (
+        "left out: 2 samples that errored in the Inspect run (data.errored_samples: skip)"
+    )
+
+
+def test_a_harness_run_names_the_errored_samples_it_left_out(tmp_path):
+    from assay.lm import ScriptedEngine, register_script
+    from assay.reliability import HarnessConfig, run_harness
+
+    register_script("errored-judge", lambda: ScriptedEngine(respond={"verdict": "sunny"}))
+    path = _write_errored_log(tmp_path / "log.eval", ("b",))
+    config = HarnessConfig.model_validate(
+        {
+            "name": "errored",
+            "data": {
+                "format": "inspect",
+                "path": str(path),
+                "expected": "target",
+                "errored_samples": "skip",
+            },
+            "scale": {"kind": "binary", "labels": ["rainy", "sunny"]},
+            "judges": [{"name": "j", "model": "scripted:errored-judge"}],
+            "tests": {"format_intraline": {}},
+            "tracking": {"enabled": False},
+            "output_dir": str(tmp_path / "runs"),
+        }
+    )
+    summary = run_harness(config, workdir=tmp_path, progress=False).summary
+    assert summary.seeds == 2
+    assert (
+        "left out: 1 sample that errored in the Inspect run (b: RuntimeError('solver crashed on "
+        "b')) (data.errored_samples: skip)"
+    ) in summary.notes

@@ -258,7 +258,7 @@ def _work(
     if notes.get("left_out"):  # an Inspect log's errored samples (data.errored_samples: skip)
         from assay.inputs import left_out_line
 
-        summary.notes.append(left_out_line(notes["left_out"]))
+        summary.notes.append(left_out_line(notes["left_out"], notes.get("errored_samples")))
     store.write_json("metrics.json", summary.model_dump(mode="json"))
     from assay.reliability.engine._tracking import harness_tracked
 
