@@ -238,16 +238,9 @@ def _clustered(
 ) -> tuple[int, float] | None:
     """``(clusters, design effect)`` of the ``counted`` items when a cluster holds several of
     them; None when none does (or no clusters were given): the items are independent."""
-    if clusters is None:
-        return None
-    ids = np.asarray(clusters)
-    if ids.ndim != 1 or ids.shape[0] != counted.shape[0]:
-        raise ValueError(
-            f"clusters must give one cluster id per item ({counted.shape[0]}), got shape "
-            f"{ids.shape}"
-        )
-    ids = ids[counted]
-    if shared_clusters(ids, np.arange(ids.shape[0])) is None:
+    every = shared_clusters(clusters, np.arange(counted.shape[0]))
+    ids = None if every is None else shared_clusters(every[counted], np.arange(int(counted.sum())))
+    if ids is None:
         return None
     return _cluster_index(ids, ids.shape[0])[1], paired_design_effect(differences[counted], ids)
 
