@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import pkgutil
@@ -21,6 +22,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from types import CodeType
 from typing import Any, Generic, TypeVar
 
 from assay.errors import ConfigError
@@ -399,7 +401,8 @@ def _import_plugin(spec: str) -> str:
         tag = hashlib.sha256(spec.encode()).hexdigest()[:8]
         stem = "".join(c if c.isalnum() else "_" for c in path.stem)
         name = f"assay_plugin_{stem}_{tag}"
-        loader_spec = importlib.util.spec_from_file_location(name, path)
+        loader = _SourceLoader(name, str(path))
+        loader_spec = importlib.util.spec_from_file_location(name, path, loader=loader)
         assert loader_spec is not None and loader_spec.loader is not None
         module = importlib.util.module_from_spec(loader_spec)
         sys.modules[name] = module  # its classes resolve their annotations through it
@@ -413,6 +416,17 @@ def _import_plugin(spec: str) -> str:
         raise
     except Exception as exc:
         raise ConfigError(f"plugin {spec} cannot be imported: {_one_line(exc)}") from None
+
+
+class _SourceLoader(importlib.machinery.SourceFileLoader):
+    """A plug-in file run from its text as it is now, never from bytecode Python cached for it
+    (``__pycache__``): a cached ``.pyc`` is trusted while the source's size and modification
+    time, to the second, are those it was compiled from — so an edit of the same length within
+    that second (``reliability_tset`` put right) ran the old code, under the hash of the new
+    text that the run's identity holds."""
+
+    def get_code(self, fullname: str) -> CodeType:
+        return compile(self.get_data(self.path), self.path, "exec", dont_inherit=True)
 
 
 def _same_file(a: str, b: Path) -> bool:

@@ -181,3 +181,42 @@ def test_a_module_s_version_is_its_distribution_s_as_importlib_names_it(monkeypa
     assert _registry._version("no_such_module_here") == ""
     assert _registry._version("yaml.constructor") == metadata.version("PyYAML")
     assert len(scans) == 1
+
+
+def test_a_plugin_file_runs_as_its_text_is_not_as_bytecode_cached_for_it(tmp_path):
+    """Python trusts a cached ``.pyc`` while the source's size and modification time, to the
+    second, match: a plug-in put right by an edit of the same length within that second
+    (``reliability_tset`` → ``reliability_test``, as the extending page's test does) ran the old
+    code in the next command — under the hash of the new text, which the run's identity holds.
+    A plug-in file is compiled from its text each time it is imported."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.processes import REPO
+
+    plugin = tmp_path / "value.py"
+    plugin.write_text('VALUE = "old"\n')
+    stamp = plugin.stat().st_mtime_ns
+    code = (
+        "import sys; from assay._registry import _import_plugin; "
+        "print(sys.modules[_import_plugin(sys.argv[1])].VALUE)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(REPO)
+
+    def imported() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(plugin)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert imported() == "old"
+    plugin.write_text('VALUE = "new"\n')  # the same length
+    os.utime(plugin, ns=(stamp, stamp))  # within the same second
+    assert imported() == "new"
