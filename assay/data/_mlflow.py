@@ -161,6 +161,7 @@ def iter_mlflow_traces(
     *,
     limit: int | None = None,
     counts: dict[str, int] | None = None,
+    errored: list[tuple[str, str]] | None = None,
 ) -> Iterator[Item]:
     """:func:`load_mlflow_traces` one search page at a time: a page's traces (their spans are
     most of a trace's size) are let go once their items are made, so reading an experiment
@@ -171,7 +172,8 @@ def iter_mlflow_traces(
     is over, or with ``source.errored == "skip"`` left out and counted in
     ``counts["errored_traces"]`` (when a dict is passed), and with ``annotators`` the
     Expectations an LLM judge or code logged in ``counts["machine_assessments"]`` (left out:
-    not annotators)."""
+    not annotators); ``errored`` (a list, when given) receives each trace left out: its id and
+    its state."""
     seen = 0
     unfinished: list[tuple[str, str]] = []
     left = {"machine_assessments": 0}  # what _item leaves out, counted
@@ -204,6 +206,8 @@ def iter_mlflow_traces(
             ),
             path=source.tracking_uri,
         )
+    if errored is not None:
+        errored.extend(unfinished)
     if counts is not None:
         counts["errored_traces"] = len(unfinished)
         if left["machine_assessments"]:

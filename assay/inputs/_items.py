@@ -251,11 +251,12 @@ def stream_items(
         lines = ItemLines(cached, data.transcript, limit)
         return _nonempty(ItemStream(lines.__iter__, lines), data)
     counts: dict[str, int] = {}  # what the source held and the items leave out
-    errored: list[tuple[str, str]] = []  # an Inspect log's samples left out: (id, error)
+    # an Inspect log's samples, MLflow's traces left out as errored: (id, error or state)
+    errored: list[tuple[str, str]] = []
     if data.pairs is not None:
         spool = _spooled_pairs(data, scale, cache_dir, notes)
     elif data.format == "mlflow":
-        spool = _spooled_traces(data, scale, cache_dir, limit, seed, counts)
+        spool = _spooled_traces(data, scale, cache_dir, limit, seed, counts, errored)
     else:  # a table not on disk (a hub data set), an Inspect log, ToolEmu's files
         items = _read(data, scale, cache_dir, limit, counts, errored)
         spool = _spooled(items, _spool_file(_spool_folder(cache_dir), data.format))
@@ -273,7 +274,7 @@ def _say_left_out(
     errored: list[tuple[str, str]] | None = None,
 ) -> None:
     """What the source held and the items leave out (``counts``; ``errored``: an Inspect log's
-    samples left out, each with its error), for the run to say (``notes["left_out"]`` and
+    samples or MLflow's traces left out, each with its error or state), for the run to say (``notes["left_out"]`` and
     ``notes["errored_samples"]``, the first five of those named: console, metrics.json,
     reports) or, for a runner with no line for it, said here once."""
     left_out = {k: n for k, n in counts.items() if n}
@@ -289,8 +290,8 @@ def _say_left_out(
 
 
 def errored_names(errored: list[tuple[str, str]], shown: int = 5) -> list[str]:
-    """The first ``shown`` samples left out as errored, each ``<id>: <its error>`` (the error
-    cut to a line of 120 characters)."""
+    """The first ``shown`` samples (or traces) left out as errored, each ``<id>: <its error>``
+    (the error cut to a line of 120 characters)."""
     out = []
     for item_id, why in errored[:shown]:
         line = " ".join(str(why).split())
@@ -382,6 +383,7 @@ def _spooled_traces(
     limit: int | None,
     seed: int,
     counts: dict[str, int] | None = None,
+    errored: list[tuple[str, str]] | None = None,
 ) -> Path:
     """The traces' items in a spool file beside the items cache (``cache_dir``'s ``items``
     folder; else the system's temporary folder), written a search page at a time as MLflow
@@ -410,7 +412,7 @@ def _spooled_traces(
                 missing.add(it)
             yield it
 
-    traces = noted(iter_mlflow_traces(source, scale, limit=limit, counts=counts))
+    traces = noted(iter_mlflow_traces(source, scale, limit=limit, counts=counts, errored=errored))
     spool = _spooled(traces, _spool_file(_spool_folder(cache_dir), "traces"))
     try:
         if data.annotators:
@@ -578,13 +580,16 @@ def left_out_line(left_out: dict[str, int], errored: list[str] | None = None) ->
     """What a run's items left out of their source (``notes["left_out"]`` of
     :func:`assay.inputs.load_items`: ``{"errored_samples": 2}``; with ``data.annotators`` on
     MLflow traces, ``machine_assessments``), in words; ``errored``: the first errored samples
-    named, each with its error (``notes["errored_samples"]``)."""
+    or traces named, each with its error or state (``notes["errored_samples"]``)."""
     said = []
+
+    def named(n: int) -> str:
+        more = ", ..." if n > len(errored or []) else ""
+        return f" ({'; '.join(errored)}{more})" if errored else ""
+
     if n := left_out.get("errored_samples", 0):
         said.append(f"{n} sample{'s' if n != 1 else ''} that errored in the Inspect run")
-        if errored:
-            more = ", ..." if n > len(errored) else ""
-            said[-1] += f" ({'; '.join(errored)}{more})"
+        said[-1] += named(n)
     if n := left_out.get("unfinished_samples", 0):
         said.append(
             f"{n} sample{'s' if n != 1 else ''} that never ran (the Inspect eval did not finish)"
@@ -592,6 +597,7 @@ def left_out_line(left_out: dict[str, int], errored: list[str] | None = None) ->
     if n := left_out.get("errored_traces", 0):
         said.append(
             f"{n} trace{'s' if n != 1 else ''} that did not finish (state ERROR or IN_PROGRESS)"
+            + named(n)
         )
     if left_out.get("unfinished_log"):
         said.append(

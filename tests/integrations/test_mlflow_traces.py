@@ -509,9 +509,12 @@ def test_a_trace_that_did_not_finish_is_refused_or_left_out_and_counted(
     skip = TraceSource(tracking_uri=uri, experiment=EXPERIMENT, errored="skip", **CHAT)
     from assay.data import iter_mlflow_traces
 
-    items = list(iter_mlflow_traces(skip, BINARY, counts=counts))
+    errored: list[tuple[str, str]] = []
+    items = list(iter_mlflow_traces(skip, BINARY, counts=counts, errored=errored))
     assert sorted(i.response for i in items) == ["Answer 0.", "Answer 2."]
     assert counts == {"errored_traces": 1}
+    ((crashed, state),) = errored  # which trace, not only how many
+    assert state == "ERROR" and crashed.startswith("tr-")
     with stub() as server:
         cfg = judge_config(tmp_path, server.base_url, uri, name="crashed", kind="chat",
                            filter=None, errored_samples="skip")  # fmt: skip
@@ -519,7 +522,10 @@ def test_a_trace_that_did_not_finish_is_refused_or_left_out_and_counted(
         assert server.n_requests == 2
     out = capsys.readouterr().out
     assert "items 2 · scored 2" in out
-    assert "left out: 1 trace that did not finish (state ERROR or IN_PROGRESS)" in out
+    assert (
+        f"left out: 1 trace that did not finish (state ERROR or IN_PROGRESS) ({crashed}: ERROR)"
+        in out
+    )
 
 
 @contextlib.contextmanager
