@@ -41,7 +41,7 @@ from assay.decisions._estimate_pool import (
 from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.decisions.review_queue import LABEL_QUEUE, LabelQueue
 from assay.errors import ConfigError, DataError, RunError
-from assay.inputs import RunConfig, epochs_line, repeated_samples
+from assay.inputs import RunConfig, repeated_samples
 from assay.metrics import LabelPlan, MeanEstimate, Undefinable, fmt
 from assay.runs import SEALED, Run, TrackedRun
 from assay.scale import Scale
@@ -226,12 +226,22 @@ def _read(
 # -- the checks of the sample -------------------------------------------------------------------
 
 
-ROBUST_BUT = (
-    "the human-only, PPI, PPI++ and stratified PPI++ intervals take the samples as the unit "
-    "(cluster-robust), Rogan–Gladen's bootstrap draws whole samples and the sample checks "
-    "compare one epoch of each, but the active draw takes"
+BY_SAMPLE = (
+    "the human-only, PPI, PPI++, stratified PPI++ and active PPI++ intervals take the samples as "
+    "the unit (cluster-robust), Rogan–Gladen's bootstrap draws whole samples and the sample "
+    "checks compare one epoch of each"
 )
-"""What an estimate over an Inspect log's epochs computes by the samples, and what not."""
+"""What an estimate over an Inspect log's epochs computes by the samples: every figure."""
+
+
+def _by_sample_line(items: int, samples: int) -> str:
+    """What ``assay estimate`` says of ``items`` epochs of ``samples`` Inspect samples among the
+    pool's items: how it takes them (no figure takes them as independent items)."""
+    return (
+        f"{items} of the items are epochs of {samples} Inspect samples (the same input and "
+        f"reference, judged again): {BY_SAMPLE}; set data.epochs: first to judge one epoch a "
+        "sample"
+    )
 
 
 def _one_epoch_a_sample(pool: Pool, indices: list[int]) -> list[int]:
@@ -268,7 +278,7 @@ def sample_checks(
     from assay.metrics import compare_samples, holm
 
     repeats = repeated_samples(it.item for it in pool.items)
-    epochs = [epochs_line(*repeats, ROBUST_BUT)] if repeats[0] else []
+    epochs = [_by_sample_line(*repeats)] if repeats[0] else []
     # an Inspect sample's epochs (the same input, the same reference) are one item to a test of
     # the two sides' distributions: each side's first epoch of each sample (the others, counted
     # as new samples, would make a small difference look certain)
@@ -404,13 +414,9 @@ def estimates(
     f = np.asarray(pool.f, dtype=float)
     w = None if weights is None else np.asarray(weights, dtype=float)
     w_lab = None if w is None else w[lab]
-    # an Inspect log's epochs of one sample: the human-only, PPI and PPI++ standard errors take
-    # the samples as the unit (sample_checks warns of the other estimates)
-    # (an item of no sample is one of its own: a --validation run's item under a run's id is
-    # another item, never merged)
-    samples = [sample or f"position {k}" for k, sample in enumerate(pool.samples)]
-    by_sample = len(set(samples)) < len(samples)
-    clusters = [samples[i] for i in lab] if by_sample else None
+    # an Inspect log's epochs of one sample: every standard error takes the samples as the unit
+    samples = pool.clusters
+    clusters = None if samples is None else [samples[i] for i in lab]
     rows = [human_only_mean(y, alpha=alpha, weights=w_lab, clusters=clusters)]
     if not unl:
         note = (
@@ -425,7 +431,7 @@ def estimates(
         "weights": w_lab,
         "weights_unlabelled": None if w is None else w[unl],
         "clusters": clusters,
-        "clusters_unlabelled": [samples[i] for i in unl] if by_sample else None,
+        "clusters_unlabelled": None if samples is None else [samples[i] for i in unl],
     }
     ppi = ppi_mean(y, f[lab], f[unl], lam=1.0, **common)  # type: ignore[arg-type]
     ppi_pp = ppi_mean(y, f[lab], f[unl], **common)  # type: ignore[arg-type]
@@ -459,7 +465,7 @@ def estimates(
             alpha=alpha,
             seed=seed,
             n_resamples=n_resamples,
-            samples=samples if by_sample else None,
+            samples=samples,
         )
         if rg is not None and w is None:
             rows.append(rg)

@@ -277,6 +277,7 @@ def active_estimate(
         either_phase(first, second),
         alpha=alpha,
         prediction=kind,  # type: ignore[arg-type]
+        clusters=pool.clusters,  # an Inspect sample's epochs: one unit
     )
     est = pool.described(est)
     if pending:

@@ -130,6 +130,14 @@ class Pool:
         None, by position."""
         return [sample_of(it.item) for it in self.items]
 
+    @functools.cached_property
+    def clusters(self) -> list[str] | None:
+        """Each item's cluster for a standard error — the Inspect sample it is an epoch of, an
+        item of no sample one of its own (by position: a --validation run's item under a run's
+        id is another item, never merged) — by position; None when no sample holds two."""
+        ids = [sample or f"position {k}" for k, sample in enumerate(self.samples)]
+        return ids if len(set(ids)) < len(ids) else None
+
     @property
     def unlabelled(self) -> list[int]:
         return [i for i, it in enumerate(self.items) if not it.labelled]

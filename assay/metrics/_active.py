@@ -30,9 +30,11 @@ from numpy.typing import ArrayLike, NDArray
 from assay.metrics._estimates import Bound, MeanEstimate
 from assay.metrics._ppi import (
     PredictionKind,
+    _codes,
     check_alpha,
     check_bound,
     check_lam,
+    clustered_se,
     labels,
     normal_estimate,
     predictions_of_kind,
@@ -159,6 +161,7 @@ def active_ppi_mean(
     alpha: float = 0.05,
     bound: Bound = "two-sided",
     prediction: PredictionKind | None = None,
+    clusters: ArrayLike | None = None,
 ) -> MeanEstimate:
     """The inverse-probability-weighted PPI estimate of the pool's mean label after active
     labelling, with its normal interval (fixed budget: see the module's stopping rule).
@@ -168,7 +171,10 @@ def active_ppi_mean(
     positions drawn (:func:`draw_active_sample`) and ``y`` their human labels, in that order.
     ``lam=None`` is PPI++ (``λ̂`` estimated); ``lam=1`` plain active PPI. ``effective_labels``:
     the human labels a uniform human-only interval would need to be as narrow, with the labels'
-    variance estimated from the weighted sample.
+    variance estimated from the weighted sample. ``clusters``: each pool item's cluster (the
+    Inspect sample it is an epoch of), where some hold several items: the standard error is then
+    the cluster-robust one over them (:func:`~assay.metrics._ppi.clustered_se`: the sum over
+    clusters of the square of what each adds to the mean of ``Z``), as the other estimators'.
     """
     alpha, bound = check_alpha(alpha), check_bound(bound)
     y_arr = labels(y)
@@ -184,6 +190,10 @@ def active_ppi_mean(
     y_pool = np.zeros(f.size)
     y_pool[drawn] = y_arr
     value, se, lam_used = map(float, active_batched(y_pool, weight, f, lam))
+    grouped = _codes(clusters, None, f.size, 0) if clusters is not None else None
+    if grouped is not None:  # the clusters, not the items, are independent
+        z = lam_used * f * (1 - weight) + y_pool * weight
+        se = clustered_se([(z, grouped[0])], grouped[2])
     # The labels' variance in the pool, each drawn label weighted by 1/π (Hájek).
     w = 1 / pi[drawn]
     label_var = np.average((y_arr - np.average(y_arr, weights=w)) ** 2, weights=w)
@@ -201,4 +211,5 @@ def active_ppi_mean(
         sampling=ACTIVE_SAMPLE,
         rarer=rarer_class(y_arr),
         notes=[f"expected budget Σπ = {pi.sum():.1f} labels; {y_arr.size} drawn"],
+        clusters=None if grouped is None else grouped[2],
     )

@@ -474,3 +474,63 @@ def test_the_sample_checks_compare_one_epoch_of_each_sample(tmp_path, capsys, mo
     assert length["p_value"] == pytest.approx(alone.p_value)
     as_items = compare_samples(lengths[:16] * 3, lengths[16:] * 3, what="", kind="numeric")
     assert as_items.p_value < 1e-4 < 0.05 < length["p_value"]
+
+
+def test_an_active_estimate_over_epochs_takes_the_samples_as_the_unit(
+    tmp_path, capsys, monkeypatch
+):
+    """``assay estimate --suggest`` over a log of 24 samples × 3 epochs with no human label,
+    the drawn epochs labelled through ``assay review``, then ``--queue``: the active PPI++
+    standard error is the sum over samples of what each sample's epochs add to the mean of the
+    weighted ``Z`` — computed here from Inspect's own reading of the log and the queue's
+    recorded probabilities — not the items' (the draw took epochs, which share their sample's
+    label, as separate items)."""
+    import yaml
+
+    log = write_log(tmp_path / "refusals.eval", unlabelled=frozenset(range(SAMPLES)))
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+        run = evaluate_log(
+            tmp_path, log, stub, data={"missing_expected": "keep"}, score_mode="expected"
+        )
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["estimate", str(run), "--suggest", "30", "--seed", "1", "--json"]) == 0
+    queue = Path(json.loads(capsys.readouterr().out)["run_dir"])
+    out = queue / "review.yaml"
+    assert main(["review", "export", str(queue), "-o", str(out), "--all"]) == 0
+    entries = yaml.safe_load(out.read_text())
+    for e in entries:
+        e["verdict"] = str(refused(int(e["item_id"][1:].split("#")[0])))
+    out.write_text(yaml.safe_dump(entries, sort_keys=False))
+    assert main(["review", "import", str(queue), str(out), "--reviewer", "ana"]) == 0
+    capsys.readouterr()
+    assert main(["estimate", str(run), "--queue", str(queue), "--json", "--accept-shift"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    active = s["estimates"][0]
+    assert active["method"] == "active_ppi++"
+    assert active["interval"] == f"normal (CLT), cluster-robust over {SAMPLES} clusters"
+
+    records = {
+        r["item_id"]: r
+        for r in map(json.loads, (queue / "label_queue.jsonl").read_text().splitlines())
+    }
+    samples = read_eval_log(str(log)).samples
+    keys = [f"{s.id}#e{s.epoch}" for s in samples]
+    ids = np.array([int(s.id[1:]) for s in samples])
+    pi = np.array([records[k]["inclusion"] for k in keys])
+    xi = np.array([bool(records[k]["drawn"]) for k in keys], float)
+    y = np.array([refused(i) for i in ids], float)
+    judged = {
+        j["item_id"]: j["expected_score"]
+        for j in map(json.loads, (run / "judgments.jsonl").read_text().splitlines())
+    }
+    f = np.array([judged[k] for k in keys])
+    a, b = f * (1 - xi / pi), y * xi / pi
+    z = active["lam"] * a + b
+    assert active["value"] == pytest.approx(z.mean(), abs=1e-12)
+    per_sample = np.zeros(SAMPLES)
+    np.add.at(per_sample, ids, (z - z.mean()) / z.size)
+    assert active["std_error"] == pytest.approx(float(np.sqrt((per_sample**2).sum())), rel=1e-9)
+    assert active["std_error"] > z.std() / np.sqrt(z.size)  # the epochs as items: narrower
+    (said,) = [w for w in s["warnings"] if "Inspect samples" in w]
+    assert "active PPI++ intervals take the samples as the unit" in said

@@ -216,3 +216,33 @@ def test_bad_input_is_one_line(call, message):
     with pytest.raises(ValueError, match=message) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_over_epochs_the_standard_error_is_statsmodels_cluster_robust_one_over_the_samples():
+    """Items that are epochs of one Inspect sample share its label and, near enough, its
+    prediction: the mean of ``Z`` over the pool then varies by the samples, not the items. The
+    cluster-robust standard error equals statsmodels' (a mean's OLS, clusters, no small-sample
+    factor) over the same ``Z``; items each of their own cluster keep the items' standard
+    error; epochs that repeat each sample widen it."""
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(5)
+    samples, epochs = 120, 4
+    ids = np.repeat(np.arange(samples), epochs)
+    y_all = (rng.uniform(size=samples) < 0.3).astype(float)[ids]
+    f = np.clip(y_all * 0.6 + 0.2 + rng.normal(0, 0.05, ids.size), 0.01, 0.99)
+    pi = active_sampling_probabilities(f * (1 - f), 150)
+    drawn = draw_active_sample(pi, seed=2)
+    alone = active_ppi_mean(y_all[drawn], drawn, f, pi)
+    assert active_ppi_mean(y_all[drawn], drawn, f, pi, clusters=range(ids.size)) == alone
+    est = active_ppi_mean(y_all[drawn], drawn, f, pi, clusters=[f"s{i}" for i in ids])
+    assert est.value == alone.value and est.lam == alone.lam
+    weight = np.zeros(ids.size)
+    weight[drawn] = 1 / pi[drawn]
+    z = est.lam * f * (1 - weight) + y_all * weight
+    fit = sm.OLS(z, np.ones(ids.size)).fit(
+        cov_type="cluster", cov_kwds={"groups": ids, "use_correction": False}
+    )
+    assert est.std_error == pytest.approx(float(fit.bse[0]), rel=1e-9)
+    assert est.std_error > alone.std_error
+    assert est.interval.endswith(f"cluster-robust over {samples} clusters")
