@@ -274,9 +274,9 @@ def _say_left_out(
     errored: list[tuple[str, str]] | None = None,
 ) -> None:
     """What the source held and the items leave out (``counts``; ``errored``: an Inspect log's
-    samples or MLflow's traces left out, each with its error or state), for the run to say (``notes["left_out"]`` and
-    ``notes["errored_samples"]``, the first five of those named: console, metrics.json,
-    reports) or, for a runner with no line for it, said here once."""
+    samples or MLflow's traces left out, each with its error or state), for the run to say
+    (``notes["left_out"]`` and ``notes["errored_samples"]``, the first five of those named:
+    console, metrics.json, reports) or, for a runner with no line for it, said here once."""
     left_out = {k: n for k, n in counts.items() if n}
     if not left_out:
         return

@@ -138,8 +138,7 @@ def active_batched(
     ``ξ/π`` (0 for an item not drawn) and ``y_pool`` the labels (anything where not drawn).
     PPI++'s ``λ̂ = −Cov(A, B) / Var(A)`` minimises ``Var(Z)``, clipped to [0, 1]; 0 when ``A``
     does not vary (every item labelled, or constant predictions)."""
-    a = predictions * (1 - weight)
-    b = np.where(weight > 0, y_pool, 0.0) * weight
+    a, b = _parts(y_pool, weight, predictions)
     if lam is None:
         var = a.var(-1)
         centred = (a - a.mean(-1, keepdims=True)) * (b - b.mean(-1, keepdims=True))
@@ -149,6 +148,13 @@ def active_batched(
         lam_used = np.full(a.shape[:-1], float(lam))
     z = lam_used[..., None] * a + b
     return z.mean(-1), z.std(-1) / math.sqrt(z.shape[-1]), lam_used
+
+
+def _parts(
+    y_pool: NDArray[np.float64], weight: NDArray[np.float64], predictions: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(A, B)`` of ``Z = λ A + B``: ``A = f · (1 − ξ/π)``, ``B = Y · ξ/π`` (0 where not drawn)."""
+    return predictions * (1 - weight), np.where(weight > 0, y_pool, 0.0) * weight
 
 
 def active_ppi_mean(
@@ -192,7 +198,8 @@ def active_ppi_mean(
     value, se, lam_used = map(float, active_batched(y_pool, weight, f, lam))
     grouped = _codes(clusters, None, f.size, 0) if clusters is not None else None
     if grouped is not None:  # the clusters, not the items, are independent
-        z = lam_used * f * (1 - weight) + y_pool * weight
+        a, b = _parts(y_pool, weight, f)
+        z = lam_used * a + b
         se = clustered_se([(z, grouped[0])], grouped[2])
     # The labels' variance in the pool, each drawn label weighted by 1/π (Hájek).
     w = 1 / pi[drawn]

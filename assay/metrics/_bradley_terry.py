@@ -42,7 +42,7 @@ from itertools import combinations
 import numpy as np
 from numpy.typing import NDArray
 
-from assay.metrics._intervals import wilson_interval
+from assay.metrics._intervals import _z, wilson_interval
 
 WALD = "Wald (observed Fisher information)"
 HALF_WINS = "half a win to each side"
@@ -613,9 +613,7 @@ def bradley_terry(
     _check(alpha, confidence)
     d = _data(a, b, winner, first, judges)
     fit = _fit(d, order_effect=order_effect, alpha=float(alpha))
-    from scipy.special import ndtri
-
-    z = float(ndtri(1.0 - (1.0 - confidence) / 2.0))
+    z = _z(confidence)
     record: dict[int, Counter[str]] = defaultdict(Counter)
     for x, y, o in zip(d.a.tolist(), d.b.tolist(), d.y.tolist(), strict=True):
         if o == 0.5:

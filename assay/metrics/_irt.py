@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 
 from assay.metrics._annotators import AnnotationMatrix
 from assay.metrics._bias_records import ItemQuality, RaterModel, RaterParameters
-from assay.metrics._intervals import _check_confidence
+from assay.metrics._intervals import _check_confidence, _z
 from assay.metrics._value import MetricValue
 
 WALD = "Wald (observed information)"
@@ -315,12 +315,6 @@ def _standard_errors(
     jacobian = np.vstack([np.eye(n_raters - 1), -np.ones(n_raters - 1)])
     s_var = np.diag(jacobian @ free @ jacobian.T)
     return np.sqrt(np.maximum(a_var, 0.0)), np.sqrt(np.maximum(s_var, 0.0))
-
-
-def _z(confidence: float) -> float:
-    from scipy.stats import norm
-
-    return float(norm.ppf(1 - (1 - confidence) / 2))
 
 
 def _wald(value: float, se: float, z: float, n: int) -> MetricValue:

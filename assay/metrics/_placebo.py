@@ -304,9 +304,7 @@ def _measured(
         effect=(first_only - second_only) / n,
         ci_low=low,
         ci_high=high,
-        p_value=test(first_only, second_only)
-        if de == 1.0
-        else test(first_only / de, second_only / de),
+        p_value=test(first_only / de, second_only / de),  # whole counts: the exact binomial
         note=note,
     )
 
