@@ -228,8 +228,9 @@ def _read(
 
 BY_SAMPLE = (
     "the human-only, PPI, PPI++, stratified PPI++ and active PPI++ intervals take the samples as "
-    "the unit (cluster-robust), Rogan–Gladen's bootstrap draws whole samples and the sample "
-    "checks compare one epoch of each"
+    "the unit (cluster-robust), Rogan–Gladen's bootstrap draws whole samples, the sample "
+    "checks compare one epoch of each and the label plan takes its pilot's variances over the "
+    "samples"
 )
 """What an estimate over an Inspect log's epochs computes by the samples: every figure."""
 
@@ -617,10 +618,22 @@ def plan_labels(
     drawn from the pool's items, each one labelled leaving one prediction fewer; with
     ``separate_labels`` (a --validation run) from another sample, next to all of the run's
     predictions. With observation ``weights`` the pilot is weighted as the estimates are (its
-    moments those of ``w·y`` and ``w·f``), the labels to come weighted like the pilot's."""
+    moments those of ``w·y`` and ``w·f``), the labels to come weighted like the pilot's. Over an
+    Inspect log's epochs the pilot's variances are those over the samples, as the estimates'
+    standard errors are (:func:`~assay.metrics.pilot_moments`'s clusters)."""
     from assay.metrics import half_width_for_labels, labels_needed, pilot_moments
 
     lab, unl = pool.labelled, pool.unlabelled
+    samples = pool.clusters
+
+    def clusters(lab: list[int], unl: list[int]) -> dict[str, Any]:
+        if samples is None:
+            return {}
+        return {
+            "clusters": [samples[i] for i in lab],
+            "clusters_unlabelled": [samples[i] for i in unl],
+        }
+
     if len(lab) < 2 or not unl:
         raise DataError(
             "--target-half-width / --budget plan from a pilot: at least 2 labelled items and "
@@ -640,15 +653,17 @@ def plan_labels(
     f = np.asarray(pool.f, dtype=float)
     y = [pool.items[i].label for i in lab]
     by_weight = {} if w is None else {"weights": w[lab], "weights_unlabelled": w[unl]}
+    by_weight |= clusters(lab, unl)
     pilots = [(*moments(y, f[lab], f[unl], **by_weight), ("human_only", "ppi++"))]
     if pool.target.rate and w is None:  # Rogan–Gladen takes no weights: not computed, not planned
-        scored_lab = [pool.items[i] for i in lab if pool.items[i].verdict is not None]
-        scored_unl = [pool.items[i] for i in unl if pool.items[i].verdict is not None]
+        scored_lab = [i for i in lab if pool.items[i].verdict is not None]
+        scored_unl = [i for i in unl if pool.items[i].verdict is not None]
         if len(scored_lab) >= 2 and scored_unl:
             verdict_pilot = moments(
-                [it.label for it in scored_lab],
-                [it.verdict for it in scored_lab],
-                [it.verdict for it in scored_unl],
+                [pool.items[i].label for i in scored_lab],
+                [pool.items[i].verdict for i in scored_lab],
+                [pool.items[i].verdict for i in scored_unl],
+                **clusters(scored_lab, scored_unl),
             )
             pilots.append((*verdict_pilot, ("rogan_gladen",)))
     plans: list[PlanRow] = []

@@ -148,9 +148,21 @@ def _strata_table(e: MeanEstimate) -> Table:
     )
 
 
+def _pilot_notes(s: EstimateSummary) -> tuple[list[str], list[str]]:
+    """Each plan's note, less what every plan's note ends with (what the pilot says of itself:
+    its stand-in variance, its clusters), which is said once; and that."""
+    notes = [(r.plan.note or "").split("; ") for r in s.plan]
+    shared: list[str] = []
+    while len(notes) > 1 and all(n[-1] and n[-1] == notes[0][-1] for n in notes):
+        shared.insert(0, notes[0][-1])
+        notes = [n[:-1] or [""] for n in notes]
+    return ["; ".join(n) for n in notes], shared
+
+
 def _plan_table(s: EstimateSummary) -> Table:
     rows = []
-    for row in s.plan:
+    notes, shared = _pilot_notes(s)
+    for row, note in zip(s.plan, notes, strict=True):
         p = row.plan
         asked = (
             f"{s.plan_budget} labels"
@@ -158,7 +170,6 @@ def _plan_table(s: EstimateSummary) -> Table:
             else f"± {s.plan_target_half_width:g}"
         )
         more = "—" if p.n_labels is None else max(0, p.n_labels - s.n_labelled)
-        note = p.note or ""
         if p.n_labels is not None and p.n_labels > s.n_items:
             note = "; ".join(x for x in (note, f"more than the {s.n_items} items") if x)
         rows.append(
@@ -195,6 +206,7 @@ def _plan_table(s: EstimateSummary) -> Table:
             if s.plan_weights
             else ""
         )
+        + "".join(f"; {note}" for note in shared)
         + ". A pilot of a few dozen labels gives a rough number: plan again once half are in.",
     )
 

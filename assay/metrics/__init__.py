@@ -202,6 +202,7 @@ _NAMES = {
         "stratified_ppi_mean",
     ),
     "_ppi_plan": (
+        "ClusteredMoments",
         "LabelPlan",
         "PilotMoments",
         "half_width_for_labels",
@@ -373,6 +374,7 @@ __all__ = [
     "rough_note",
     "strata_labels_worth",
     "stratified_ppi_mean",
+    "ClusteredMoments",
     "LabelPlan",
     "PilotMoments",
     "half_width_for_labels",
@@ -681,6 +683,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         stratified_ppi_mean,
     )
     from assay.metrics._ppi_plan import (
+        ClusteredMoments,
         LabelPlan,
         PilotMoments,
         half_width_for_labels,

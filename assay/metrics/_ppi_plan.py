@@ -17,6 +17,17 @@ the two-sided level ``1 − alpha`` the half-width is ``z_{1−α/2} · √V`` w
   ``n`` uniform labels about ``nθ`` are positive, and TPR's variance ``TPR(1 − TPR)/(nθ)`` is
   weighed by ``(∂θ/∂TPR)² = θ²/J²``; TNR's likewise.
 
+Items in clusters (an Inspect log's epochs of one sample: the same input and reference, judged
+again) are not independent, and the estimators' standard errors take the clusters as the unit.
+A pilot given its clusters plans with the variances those standard errors show: each moment a
+variance term is made of is replaced by its clustered counterpart, ``G/(G − 1) · Σ_c S_c(a) S_c(b)
+/ n`` over the ``G`` clusters (``S_c`` the sum of a cluster's centred values) — the sample
+variance when every cluster holds one item, ``m`` times it for ``m`` identical epochs of each
+sample — so that ``V`` at the pilot's own ``n`` is the clustered standard error's square (its
+small-sample factor ``G/(G − 1)`` as the sample variance's ``n/(n − 1)``). The labels to come are
+taken to fall into clusters as the pilot's did; ``λ`` stays the one PPI++ computes from the plain
+moments.
+
 A target that no number of labels short of labelling every item reaches is out of reach, and
 the plan's note gives the narrowest half-width labelling can buy. A pilot whose labels are all
 alike has a sample variance of 0, which is no evidence of none: a rate is planned with a
@@ -32,18 +43,42 @@ from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
+from assay.metrics._cluster import effective_trials
 from assay.metrics._paired import _z
-from assay.metrics._ppi import _weights, check_alpha, labels, predictions_of_kind
+from assay.metrics._ppi import _codes, _weights, check_alpha, labels, predictions_of_kind
 from assay.metrics._prevalence import rogan_gladen
 from assay.metrics._validate import _same_length, as_scores
 from assay.metrics._value import Undefinable
 
 PlanMethod = Literal["human_only", "ppi++", "rogan_gladen"]
 _MAX_LABELS = 10**12
+
+
+@dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
+class ClusteredMoments:
+    """A pilot's moments with its items in clusters, each per item: ``G/(G − 1) · Σ_c S_c(a)
+    S_c(b) / n`` over its ``G`` clusters (``S_c``: the sum of cluster ``c``'s centred values), the
+    sample (co)variance when no cluster holds two items. ``var_y``, ``cov_yf`` and
+    ``var_f_labelled`` over the labelled items, ``var_f_unlabelled`` over the unlabelled ones.
+    The design effects — each clustered variance over the plain one — of the labels
+    (``design_effect_labelled``), of the unlabelled predictions (``design_effect_unlabelled``,
+    which also scales Rogan–Gladen's flagged-rate term) and, for 0/1 labels and verdicts, of
+    the verdicts about their class's rate (``design_effect_errors``: ``f − TPR·y − (1 − TNR)(1
+    − y)``, which scales Rogan–Gladen's label term; nan otherwise)."""
+
+    clusters_labelled: int
+    clusters_unlabelled: int
+    var_y: Undefinable
+    cov_yf: Undefinable
+    var_f_labelled: Undefinable
+    var_f_unlabelled: Undefinable
+    design_effect_labelled: Undefinable
+    design_effect_unlabelled: Undefinable
+    design_effect_errors: Undefinable = math.nan
 
 
 @dataclass(frozen=True, config=ConfigDict(ser_json_inf_nan="constants"))
@@ -55,7 +90,8 @@ class PilotMoments:
     ``sensitivity``, ``specificity``, ``prevalence`` (the share of positive labels) and
     ``flagged`` (the share of positive verdicts among the unlabelled items) are nan unless the
     labels and predictions are 0/1. ``note`` says when ``var_y`` is a stand-in (labels all
-    alike).
+    alike). ``clustered``: the variances with the items in clusters (:class:`ClusteredMoments`),
+    None when no cluster holds two items.
     """
 
     n_labelled: int
@@ -69,6 +105,7 @@ class PilotMoments:
     flagged: Undefinable = math.nan
     var_f_labelled: Undefinable = math.nan
     note: str | None = None
+    clustered: ClusteredMoments | None = None
 
     @property
     def binary(self) -> bool:
@@ -101,9 +138,15 @@ def pilot_moments(
     *,
     weights: ArrayLike | None = None,
     weights_unlabelled: ArrayLike | None = None,
+    clusters: ArrayLike | None = None,
+    clusters_unlabelled: ArrayLike | None = None,
 ) -> PilotMoments:
     """The moments of a pilot: the labelled items' ``y`` and ``predictions`` and the judge's
     ``predictions_unlabelled``. ``Var(f)`` is taken over all predictions, labelled or not.
+
+    ``clusters`` and ``clusters_unlabelled`` (one id per labelled and unlabelled item, as the
+    estimators take them): where a cluster holds two items, the pilot's ``clustered`` moments
+    are computed too (:class:`ClusteredMoments`), and the plans use them.
 
     With observation ``weights`` (and ``weights_unlabelled``), the moments are those of the
     weighted terms the estimators average — ``w·y`` and ``w·f``, the weights normalised to mean 1
@@ -150,10 +193,13 @@ def pilot_moments(
             f", a rate of {bound:.3g} (the {100 * (1 - RULE_OF_THREE_LEVEL):g}% upper bound when "
             f"none of {n} labels is {1 - value:g}, at most ½), not the pilot's 0"
         )
+    grouped = _codes(clusters, clusters_unlabelled, n, f_u.size)
+    terms = (wy, wf, wf_u, moments)
     if weighted:  # Rogan–Gladen takes no weights: its moments stay nan
-        return PilotMoments(**moments)
+        return _with_clusters(PilotMoments(**moments), terms, grouped)
     named = [(y_arr, "y"), (f, "predictions"), (f_u, "predictions_unlabelled")]
     binary = predictions_of_kind(named, None)
+    errors = None
     if binary == "verdict":
         positives, negatives = y_arr == 1, y_arr == 0
         moments |= {
@@ -162,7 +208,67 @@ def pilot_moments(
             "prevalence": float(y_arr.mean()),
             "flagged": float(f_u.mean()),
         }
-    return PilotMoments(**moments)
+        # each verdict about its class's rate: Rogan–Gladen's label term (nan rates: 0 of it)
+        tpr, tnr = np.nan_to_num(moments["sensitivity"]), np.nan_to_num(moments["specificity"])
+        errors = f - tpr * y_arr - (1 - tnr) * (1 - y_arr)
+    return _with_clusters(PilotMoments(**moments), terms, grouped, errors)
+
+
+def _with_clusters(
+    pilot: PilotMoments,
+    terms: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], dict],
+    grouped: tuple[NDArray[np.intp], NDArray[np.intp], int] | None,
+    errors: NDArray[np.float64] | None = None,
+) -> PilotMoments:
+    """``pilot`` with its :class:`ClusteredMoments` (``terms``: the weighted labels, labelled
+    and unlabelled predictions the moments were taken of, and the moments); as it is when
+    ``grouped`` is None (no cluster holds two items)."""
+    if grouped is None:
+        return pilot
+    wy, wf, wf_u, moments = terms
+    lab, unl, _ = grouped
+    for codes, which in ((lab, "labelled"), (unl, "unlabelled")):
+        if np.unique(codes).size < 2:
+            raise ValueError(
+                f"the pilot's {which} items are all in one cluster (the epochs of one sample): "
+                "their variance over clusters is undefined; the pilot needs items of at least two"
+            )
+    var_y, cov_yf = _over_clusters(wy, wy, lab), _over_clusters(wy, wf, lab)
+    var_f_u = _over_clusters(wf_u, wf_u, unl)
+    if moments.get("note"):  # labels all alike: the stand-in, as if a cluster's were one label
+        var_y, cov_yf = pilot.var_y * wy.size / effective_trials(lab), 0.0
+    plain_f_u = float(np.var(wf_u, ddof=1)) if wf_u.size > 1 else math.nan
+    design_errors = math.nan
+    if errors is not None:
+        plain = float(np.var(errors, ddof=1))
+        design_errors = _over_clusters(errors, errors, lab) / plain if plain > 0 else 1.0
+    clustered = ClusteredMoments(
+        clusters_labelled=int(np.unique(lab).size),
+        clusters_unlabelled=int(np.unique(unl).size),
+        var_y=var_y,
+        cov_yf=cov_yf,
+        var_f_labelled=_over_clusters(wf, wf, lab),
+        var_f_unlabelled=var_f_u,
+        design_effect_labelled=var_y / pilot.var_y if pilot.var_y > 0 else math.nan,
+        design_effect_unlabelled=var_f_u / plain_f_u if plain_f_u > 0 else math.nan,
+        design_effect_errors=design_errors,
+    )
+    return dataclasses.replace(pilot, clustered=clustered)
+
+
+def _over_clusters(
+    a: NDArray[np.float64], b: NDArray[np.float64], codes: NDArray[np.intp]
+) -> float:
+    """The per-item covariance of ``a`` and ``b`` over the clusters ``codes``: ``G/(G − 1) ·
+    Σ_c S_c(a) S_c(b) / n`` (``S_c`` the sum of cluster ``c``'s centred values; ``G`` the
+    clusters present) — ``n`` times the square of :func:`~assay.metrics._ppi.clustered_se`'s
+    standard error of the mean for ``a = b``, with the small-sample factor the sample variance
+    has; the sample covariance when every cluster holds one item."""
+    present, inverse = np.unique(codes, return_inverse=True)
+    g = present.size
+    sums_a = np.bincount(inverse, weights=a - a.mean(), minlength=g)
+    sums_b = np.bincount(inverse, weights=b - b.mean(), minlength=g)
+    return g / (g - 1) * float(np.sum(sums_a * sums_b)) / a.size
 
 
 class _Pool:
@@ -192,9 +298,18 @@ def _ppi_variance(m: PilotMoments, n: float, n_unlabelled: float) -> tuple[float
     lam = 0.0
     if m.var_f > 0:
         lam = min(1.0, max(0.0, m.cov_yf / ((1 + n / n_unlabelled) * m.var_f)))
+    c = m.clustered
+    if c is not None:  # the variances over the clusters, λ as PPI++ computes it
+        residual = max(0.0, c.var_y - 2 * lam * c.cov_yf + lam**2 * c.var_f_labelled)
+        return lam**2 * c.var_f_unlabelled / n_unlabelled + residual / n, lam
     var_f_labelled = m.var_f if math.isnan(m.var_f_labelled) else m.var_f_labelled
     residual = max(0.0, m.var_y - 2 * lam * m.cov_yf + lam**2 * var_f_labelled)
     return lam**2 * m.var_f / n_unlabelled + residual / n, lam
+
+
+def _var_y(m: PilotMoments) -> float:
+    """The labels' variance the human-only estimate has: over the clusters, if any."""
+    return m.var_y if m.clustered is None else m.clustered.var_y
 
 
 def _rogan_gladen_terms(m: PilotMoments) -> tuple[float, float] | None:
@@ -207,6 +322,10 @@ def _rogan_gladen_terms(m: PilotMoments) -> tuple[float, float] | None:
     theta = min(1.0, max(0.0, float(rogan_gladen(m.flagged, se, sp))))
     a = m.flagged * (1 - m.flagged) / youden**2
     b = (theta * se * (1 - se) + (1 - theta) * sp * (1 - sp)) / youden**2
+    c = m.clustered
+    if c is not None:  # each term times its design effect over the clusters
+        a *= 1.0 if math.isnan(c.design_effect_unlabelled) else c.design_effect_unlabelled
+        b *= 1.0 if math.isnan(c.design_effect_errors) else c.design_effect_errors
     return a, b
 
 
@@ -287,7 +406,7 @@ def labels_needed(
         raise ValueError(f"half_width must be a positive number, got {half_width!r}")
     z = _z(1 - alpha / 2)
     target = (half_width / z) ** 2  # the variance to reach
-    n_human = max(1, math.ceil(pilot.var_y / target))
+    n_human = max(1, math.ceil(_var_y(pilot) / target))
     plans = [LabelPlan("human_only", n_human, half_width, alpha, pool.left(n_human), 0.0)]
 
     def ppi(n: float) -> float:
@@ -313,9 +432,7 @@ def labels_needed(
         plans.append(LabelPlan("ppi++", n_ppi, half_width, alpha, pool.left(n_ppi), lam))
     if pilot.binary:
         plans.append(_rogan_gladen_needed(pilot, pool, target, half_width, alpha, z))
-    if pilot.note:
-        plans = [_with_note(p, pilot.note) for p in plans]
-    return tuple(plans)
+    return _with_pilot_notes(plans, pilot)
 
 
 def _out_of_reach(pool: _Pool, n: int, half_width: float) -> str:
@@ -360,6 +477,35 @@ def _with_note(plan: LabelPlan, note: str) -> LabelPlan:
     return dataclasses.replace(plan, note="; ".join(x for x in (plan.note, note) if x))
 
 
+def _with_pilot_notes(plans: list[LabelPlan], pilot: PilotMoments) -> tuple[LabelPlan, ...]:
+    """``plans`` with what the pilot says of itself: its stand-in variance, its clusters."""
+    for note in (pilot.note, _clusters_note(pilot.clustered)):
+        if note:
+            plans = [_with_note(p, note) for p in plans]
+    return tuple(plans)
+
+
+def _clusters_note(c: ClusteredMoments | None) -> str | None:
+    """What a plan over clusters says: how many, their design effects, and that the labels to
+    come are taken to fall into clusters as the pilot's did."""
+    if c is None:
+        return None
+    effects = [
+        f"{name} {value:.2f}"
+        for name, value in (
+            ("on the labels", c.design_effect_labelled),
+            ("on the predictions", c.design_effect_unlabelled),
+        )
+        if not math.isnan(value)
+    ]
+    return (
+        f"the pilot's items are in clusters ({c.clusters_labelled} labelled, "
+        f"{c.clusters_unlabelled} unlabelled, not independent): planned with the variances over "
+        f"the clusters (design effect {', '.join(effects) or 'undefined'}), for labels to come "
+        "that fall into clusters as the pilot's did"
+    )
+
+
 def half_width_for_labels(
     pilot: PilotMoments,
     n_labels: int,
@@ -379,7 +525,7 @@ def half_width_for_labels(
         raise ValueError(f"n_labels must be a positive integer, got {n_labels!r}")
     n_labels = int(n_labels)
     z = _z(1 - alpha / 2)
-    human = z * math.sqrt(pilot.var_y / n_labels)
+    human = z * math.sqrt(_var_y(pilot) / n_labels)
     if pool.fixed is None and n_labels >= pool.n_items:  # type: ignore[operator]
         every = (
             f"{n_labels} labels label every one of the {pool.n_items} items: no prediction is "
@@ -407,6 +553,4 @@ def half_width_for_labels(
             else:
                 hw = z * math.sqrt(terms[0] / n_u + terms[1] / n_labels)
                 plans.append(LabelPlan("rogan_gladen", n_labels, hw, alpha, n_u))
-    if pilot.note:
-        plans = [_with_note(p, pilot.note) for p in plans]
-    return tuple(plans)
+    return _with_pilot_notes(plans, pilot)

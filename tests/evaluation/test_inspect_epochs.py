@@ -8,9 +8,11 @@ sample."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -364,6 +366,40 @@ def test_an_estimate_from_some_labelled_samples_takes_the_samples_as_the_unit(
     assert human["std_error"] == pytest.approx(sandwich((y, is_lab)))
     assert human["value"] == pytest.approx(y.mean())
     assert "Rogan–Gladen's bootstrap draws whole samples" in said
+    assert "the label plan takes its pilot's variances over the samples" in said
+
+
+def test_the_label_plan_over_epochs_takes_the_samples_as_the_unit(tmp_path, capsys, monkeypatch):
+    """``assay estimate --budget`` from the labels of two samples in three: at the pilot's own
+    number of labels the human-only half-width is the by-sample standard error's (with the sample
+    variance's ``G/(G − 1)``), computed here from Inspect's own reading of the log; the pilot's
+    epochs taken as independent items promised one about √3 narrower."""
+    unlabelled = frozenset(range(1, SAMPLES, 3))
+    log = write_log(tmp_path / "refusals.eval", unlabelled=unlabelled)
+    with StubServer(respond=respond) as stub:
+        run = evaluate_log(tmp_path, log, stub, data={"missing_expected": "keep"})
+    monkeypatch.chdir(tmp_path)
+    samples = read_eval_log(str(log)).samples
+    ids = np.array([int(s.id[1:]) for s in samples])
+    is_lab = np.array([i not in unlabelled for i in ids])
+    y = np.array([refused(i) for i in ids[is_lab]], dtype=float)
+    n_lab, g = int(is_lab.sum()), len(set(ids[is_lab]))
+    capsys.readouterr()
+    assert main(["estimate", str(run), "--json", "--accept-shift", "--budget", str(n_lab)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    planned = {row["plan"]["method"]: row["plan"] for row in out["plan"]}
+    per_sample = np.zeros(SAMPLES)
+    np.add.at(per_sample, ids[is_lab], (y - y.mean()) / n_lab)
+    by_sample = float(np.sqrt((per_sample**2).sum()))
+    z = NormalDist().inv_cdf(0.975)
+    assert planned["human_only"]["half_width"] == pytest.approx(
+        z * by_sample * math.sqrt(g / (g - 1))
+    )
+    assert out["estimates"][0]["method"] in planned
+    human = next(e for e in out["estimates"] if e["method"] == "human_only")
+    assert human["std_error"] == pytest.approx(by_sample)
+    assert f"in clusters ({g} labelled, " in planned["ppi++"]["note"]
+    assert planned["human_only"]["half_width"] > 1.5 * z * y.std(ddof=1) / math.sqrt(n_lab)
 
 
 def test_drift_over_epochs_is_tested_at_the_samples_effective_number(tmp_path, capsys, monkeypatch):

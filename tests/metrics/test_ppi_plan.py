@@ -275,3 +275,118 @@ def test_a_two_label_pilot_never_plans_a_negative_variance():
         assert plan.half_width > 0
     ppi = next(p for p in labels_needed(pilot, 0.01) if p.method == "ppi++")
     assert ppi.n_labels is None or ppi.n_labels > 1
+
+
+# -- a pilot whose items are in clusters (an Inspect log's epochs of one sample) ----------------
+
+
+def epochs(rng, samples, m, accuracy=0.85):
+    """``samples`` samples of ``m`` epochs each: one label a sample (its reference), a verdict
+    per epoch (judged again), and each epoch's sample."""
+    y = np.repeat((rng.random(samples) < PREVALENCE).astype(float), m)
+    f = np.where(rng.random(samples * m) < accuracy, y, 1 - y)
+    return y, f, np.repeat(np.arange(samples), m)
+
+
+def test_clusters_of_one_item_each_keep_every_plan():
+    rng = np.random.default_rng(5)
+    y, f = draw(rng, 120)
+    _, f_u = draw(rng, 600)
+    plain = pilot_moments(y, f, f_u)
+    alone = pilot_moments(y, f, f_u, clusters=range(120), clusters_unlabelled=range(120, 720))
+    assert alone == plain and alone.clustered is None
+    assert labels_needed(alone, 0.04) == labels_needed(plain, 0.04)
+    assert half_width_for_labels(alone, 200) == half_width_for_labels(plain, 200)
+
+
+@pytest.mark.parametrize("m", [2, 3, 5])
+def test_identical_epochs_plan_the_samples_own_labels(m):
+    """Each item written as m identical epochs: the plan in epochs is m times the samples' —
+    the same samples labelled — and m × n epochs buy the half-width n samples do."""
+    rng = np.random.default_rng(m)
+    y, f = draw(rng, 80)
+    _, f_u = draw(rng, 400)
+    once = pilot_moments(y, f, f_u)
+    copies = pilot_moments(
+        np.repeat(y, m),
+        np.repeat(f, m),
+        np.repeat(f_u, m),
+        clusters=np.repeat(np.arange(80), m),
+        clusters_unlabelled=np.repeat(np.arange(80, 480), m),
+    )
+    # the clustered variance is m times the samples' sample variance; the plain one over m·80
+    # epochs has m·80 − 1 degrees of freedom
+    assert copies.clustered.design_effect_labelled == pytest.approx((m * 80 - 1) / 79)
+    for alone, epoch in zip(labels_needed(once, 0.05), labels_needed(copies, 0.05), strict=True):
+        assert epoch.method == alone.method and "in clusters (80 labelled, 400" in epoch.note
+        if alone.n_labels is not None:
+            assert abs(epoch.n_labels - m * alone.n_labels) <= m  # within one sample
+    for alone, epoch in zip(
+        half_width_for_labels(once, 150), half_width_for_labels(copies, 150 * m), strict=True
+    ):
+        assert epoch.half_width == pytest.approx(alone.half_width, rel=0.01)
+    human = {p.method: p for p in half_width_for_labels(copies, 150 * m)}["human_only"]
+    assert human.half_width == pytest.approx(
+        half_width_for_labels(once, 150)[0].half_width, rel=1e-12
+    )
+
+
+def test_the_planned_half_width_at_the_pilots_labels_is_the_clustered_standard_errors():
+    """At the pilot's own labels, the human-only plan is the estimate's cluster-robust interval
+    (statsmodels' OLS on a constant, ``cov_type="cluster"`` without its correction) with the
+    sample variance's small-sample factor ``G/(G − 1)``; PPI++'s is ppi_mean's over the same
+    clusters, whole samples labelled."""
+    import statsmodels.api as sm
+
+    from assay.metrics import human_only_mean, ppi_mean
+
+    rng = np.random.default_rng(8)
+    y, f, samples = epochs(rng, 150, 3)
+    lab, unl = slice(0, 120), slice(120, None)  # 40 samples labelled, 110 not
+    pilot = pilot_moments(
+        y[lab], f[lab], f[unl], clusters=samples[lab], clusters_unlabelled=samples[unl]
+    )
+    plans = {p.method: p for p in half_width_for_labels(pilot, 120)}
+    z, g = norm.ppf(0.975), 40
+    fit = sm.OLS(y[lab], np.ones(120)).fit(
+        cov_type="cluster", cov_kwds={"groups": samples[lab], "use_correction": False}
+    )
+    assert plans["human_only"].half_width == pytest.approx(
+        z * fit.bse[0] * math.sqrt(g / (g - 1)), rel=1e-9
+    )
+    human = human_only_mean(y[lab], clusters=samples[lab])
+    assert plans["human_only"].half_width == pytest.approx(
+        human.half_width * math.sqrt(g / (g - 1)), rel=1e-9
+    )
+    ppi = ppi_mean(y[lab], f[lab], f[unl], clusters=samples[lab], clusters_unlabelled=samples[unl])
+    assert plans["ppi++"].half_width == pytest.approx(ppi.half_width, rel=0.05)
+
+
+def test_planned_labels_over_epochs_reach_the_target_in_simulation():
+    """Samples of 4 epochs (one label a sample, a verdict per epoch), labels drawn by whole
+    samples: the human-only estimate on the planned epochs spreads by the target half-width;
+    the pilot taken as independent items plans about a quarter of them, whose estimate spreads
+    twice as wide — the figure the plan printed before. (A pilot of 500 samples: its moments
+    near the pool's, so the check is of the plan, not of a small pilot's luck.)"""
+    rng = np.random.default_rng(21)
+    m, pool_samples = 4, 4000
+    y, f, samples = epochs(rng, pool_samples, m)
+    lab, unl = slice(0, 500 * m), slice(500 * m, None)
+    args = (y[lab], f[lab], f[unl])
+    clustered = pilot_moments(*args, clusters=samples[lab], clusters_unlabelled=samples[unl])
+    plain = pilot_moments(*args)
+    target = 0.05
+    planned = labels_needed(clustered, target)[0].n_labels
+    independent = labels_needed(plain, target)[0].n_labels
+    assert planned == pytest.approx(m * independent, rel=0.15)
+    z = norm.ppf(0.975)
+
+    def spread(n_epochs):
+        means = []
+        for _ in range(400):
+            drawn = rng.choice(pool_samples, size=max(1, n_epochs // m), replace=False)
+            means.append(y[np.isin(samples, drawn)].mean())
+        return z * np.std(means)
+
+    assert spread(planned) == pytest.approx(target, rel=0.12)
+    assert spread(independent) > 1.6 * target
