@@ -90,17 +90,21 @@ class Calibrate(Runner):
             print(f"\n{side}:")
             print(metrics_table({k: v for k, v in ev[side].items() if k in shown}))
         print("\nheld-out, by map (fitted on the calibration split):")
-        rows = ["| map | kappa | accuracy | ECE | Brier |", "|---|---|---|---|---|"]
+        rows = [
+            "| map | kappa | accuracy | ECE | ℓ2 error, debiased | Brier |",
+            "|---|---|---|---|---|---|",
+        ]
+
+        def calibration(probs: dict) -> str:
+            keys = ("ece", "l2_ce_debiased", "brier")
+            return " | ".join(fmt_ci(probs.get(k)) for k in keys)
+
         raw = out.model_dump()["raw_probabilities"]
-        rows.append(
-            f"| none (raw P) | — | — | {fmt_ci(raw.get('ece'))} | {fmt_ci(raw.get('brier'))} |"
-        )
+        rows.append(f"| none (raw P) | — | — | {calibration(raw)} |")
         for kind, m in out.model_dump()["maps"].items():
-            probs = m["probabilities"] or {}
             rows.append(
                 f"| {kind} | {fmt_ci(m['verdicts'].get('kappa_categorical'))} "
-                f"| {fmt_ci(m['verdicts'].get('accuracy'))} | {fmt_ci(probs.get('ece'))} "
-                f"| {fmt_ci(probs.get('brier'))} |"
+                f"| {fmt_ci(m['verdicts'].get('accuracy'))} | {calibration(m['probabilities'] or {})} |"
             )
         print("\n".join(rows))
         if out.method == "threshold":
