@@ -7,6 +7,7 @@ import math
 import random
 
 import dspy
+import numpy as np
 import pytest
 
 from assay.cli import main
@@ -149,6 +150,16 @@ def test_evaluate_reports_the_calibration_of_the_judges_probabilities(tmp_path, 
     assert cal.metrics["log_loss"].value == pytest.approx(sk_log_loss(y, p))
     m = cal.metrics["ece"]
     assert m.ci_low <= m.value <= m.ci_high and m.value > 0.2  # P(True) of 0.3 on harmful items
+    # the debiased ℓ2 error: Kumar et al.'s own code on the run's probabilities and bins
+    from calibration.utils import bin as kumar_bins
+    from calibration.utils import unbiased_l2_ce
+
+    edges = [b.upper for b in cal.reliability][:-1] + [np.inf]
+    theirs = unbiased_l2_ce(kumar_bins(list(zip(p, y, strict=True)), edges))
+    assert cal.metrics["l2_ce_debiased"].value == pytest.approx(theirs, abs=1e-12)
+    assert (
+        res.summary.model_dump()["calibration"]["metrics"]["l2_ce_debiased"]["ci_low"] is not None
+    )
     assert sum(b.count for b in cal.reliability) == 40
     assert (res.run_dir / "reliability.png").stat().st_size > 0
     assert "## Calibration of the judge's probabilities" in (res.run_dir / "report.md").read_text()
