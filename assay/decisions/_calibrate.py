@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -27,27 +28,46 @@ from assay.decisions._certify import ledger_of
 from assay.decisions._tuning import RECORD, TUNING, record_tuning
 from assay.errors import ConfigError
 from assay.evaluation import agreement_summary, evaluate
-from assay.inputs import EvaluateConfig
+from assay.inputs import EvaluateConfig, sample_of
 from assay.metrics import MetricValue, calibration_metrics, fit_calibration, fit_threshold
 from assay.runs import default_tracking_uri, flatten_metrics, write_json
-from assay.types import Judgment
+from assay.types import Item, Judgment
 
 
-def split_ids(labels: dict[str, int], fraction: float, seed: int) -> tuple[list[str], list[str]]:
-    """Stratified, seeded split of item ids into (calibration, evaluation)."""
+def split_ids(
+    labels: dict[str, int],
+    fraction: float,
+    seed: int,
+    samples: dict[str, str] | None = None,
+) -> tuple[list[str], list[str]]:
+    """Stratified, seeded split of item ids into (calibration, evaluation). ``samples`` (item id
+    → its cluster, :func:`sample_keys`) keeps the epochs of one Inspect sample on one side: a
+    map fitted on one epoch and measured on another of the same input and reference would be
+    measured on what it was fitted on, in all but name. The samples are split as the items are
+    (stratified by the label, which is the sample's), so items of no sample split as before."""
+    members: dict[str, list[str]] = defaultdict(list)
+    for i in sorted(labels):
+        members[(samples or {}).get(i, f"item {i}")].append(i)
     by_label: dict[int, list[str]] = defaultdict(list)
-    for i, y in sorted(labels.items()):
-        by_label[y].append(i)
+    for key, ids in members.items():  # in the order of their first item
+        by_label[labels[ids[0]]].append(key)
     rng = random.Random(seed)
     cal: list[str] = []
     ev: list[str] = []
     for y in sorted(by_label):
-        ids = by_label[y]
-        rng.shuffle(ids)
-        n = round(len(ids) * fraction)
-        cal += ids[:n]
-        ev += ids[n:]
+        keys = by_label[y]
+        rng.shuffle(keys)
+        n = round(len(keys) * fraction)
+        cal += [i for key in keys[:n] for i in members[key]]
+        ev += [i for key in keys[n:] for i in members[key]]
     return sorted(cal), sorted(ev)
+
+
+def sample_keys(items: Iterable[Item]) -> dict[str, str] | None:
+    """Each item's cluster — the Inspect sample it is an epoch of, an item of no sample one of
+    its own — by id; None when no sample holds two items (the items are independent)."""
+    keys = {it.id: sample_of(it) or f"item {it.id}" for it in items}
+    return keys if len(set(keys.values())) < len(keys) else None
 
 
 def calibrate(
@@ -90,13 +110,14 @@ def calibrate(
     usable = {
         i: y for i, y in labels.items() if by_id.get(i) and by_id[i].expected_score is not None
     }
-    cal, ev = split_ids(usable, fraction, seed)
+    samples = sample_keys(res.items)
+    cal, ev = split_ids(usable, fraction, seed, samples)
     if len({usable[i] for i in cal}) < 2 or len({usable[i] for i in ev}) < 2:
         raise ConfigError(
             "each split needs both labels: use more items (--limit) or another --fraction"
         )
     t, cal_kappa = fit_threshold([by_id[i].expected_score for i in cal], [usable[i] for i in cal])
-    maps = {kind: _fit(kind, cal, ev, usable, by_id, config) for kind in METHODS}
+    maps = {kind: _fit(kind, cal, ev, usable, by_id, config, samples) for kind in METHODS}
     chosen = maps[method].map
     use: dict[str, object] = (
         {"score_mode": "expected", "decision_threshold": round(t, 6)}
@@ -106,9 +127,12 @@ def calibrate(
     out = CalibrationResult(
         threshold=t,
         calibration=CalibrationFit(n=len(cal), kappa=cal_kappa),
-        evaluation=_measure(config, ev, usable, by_id, t),
+        evaluation=_measure(config, ev, usable, by_id, t, samples),
         raw_probabilities=_probability_metrics(
-            config, [usable[i] for i in ev], [by_id[i].expected_score for i in ev]
+            config,
+            [usable[i] for i in ev],
+            [by_id[i].expected_score for i in ev],
+            _clusters(ev, samples),
         ),
         maps=maps,
         method=method,
@@ -151,8 +175,10 @@ def _measure(
     labels: dict[str, int],
     by_id: dict[str, Judgment],
     threshold: float,
+    samples: dict[str, str] | None = None,
 ) -> CalibrationEvaluation:
-    """Agreement on the evaluation split by argmax and by the threshold, and the AUC of P."""
+    """Agreement on the evaluation split by argmax and by the threshold, and the AUC of P (the
+    intervals over ``samples``' clusters, where one holds two items)."""
     from sklearn.metrics import roc_auc_score
 
     assert config.judge.scale is not None
@@ -165,6 +191,7 @@ def _measure(
         [by_id[i].score for i in scored],  # type: ignore[misc]
         config.judge.scale,
         threshold=None,
+        clusters=_clusters(scored, samples),
         **boot,
     )
     thresholded = agreement_summary(
@@ -172,6 +199,7 @@ def _measure(
         [int(by_id[i].expected_score >= threshold) for i in ids],  # type: ignore[operator]
         config.judge.scale,
         threshold=None,
+        clusters=_clusters(ids, samples),
         **boot,
     )
     probs = np.array([by_id[i].expected_score for i in ids])
@@ -187,7 +215,10 @@ METHODS = ("threshold", "isotonic", "platt")
 
 
 def _probability_metrics(
-    config: EvaluateConfig, labels: list[int], probabilities: list[float | None]
+    config: EvaluateConfig,
+    labels: list[int],
+    probabilities: list[float | None],
+    clusters: list[str] | None = None,
 ) -> dict[str, MetricValue]:
     b = config.bootstrap
     return calibration_metrics(
@@ -196,7 +227,12 @@ def _probability_metrics(
         n_resamples=b.n_resamples,
         confidence=b.confidence,
         seed=b.seed,
+        clusters=clusters,
     )
+
+
+def _clusters(ids: list[str], samples: dict[str, str] | None) -> list[str] | None:
+    return None if samples is None else [samples[i] for i in ids]
 
 
 def _fit(
@@ -206,8 +242,10 @@ def _fit(
     labels: dict[str, int],
     by_id: dict[str, Judgment],
     config: EvaluateConfig,
+    samples: dict[str, str] | None = None,
 ) -> MapOutcome:
-    """One map fitted on ``cal`` and measured on ``ev`` (never on what it was fitted on)."""
+    """One map fitted on ``cal`` and measured on ``ev`` (never on what it was fitted on; the
+    intervals over ``samples``' clusters)."""
     assert config.judge.scale is not None
     fitted = fit_calibration(
         [labels[i] for i in cal],
@@ -225,11 +263,14 @@ def _fit(
         n_resamples=b.n_resamples,
         confidence=b.confidence,
         seed=b.seed,
+        clusters=_clusters(ev, samples),
     ).metrics
     probabilities = (
         None
         if kind == "threshold"
-        else _probability_metrics(config, ref, list(fitted.transform(probs)))
+        else _probability_metrics(
+            config, ref, list(fitted.transform(probs)), _clusters(ev, samples)
+        )
     )
     return MapOutcome(map=fitted, verdicts=verdicts, probabilities=probabilities)
 

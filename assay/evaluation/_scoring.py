@@ -238,7 +238,8 @@ def calibration_report(
     """ECE (equal-mass bins), Brier score and log loss of the judge's probabilities against the
     reference, with CIs, and the reliability-diagram bins — for a binary judge's P(positive)
     or an ordinal judge's expected score rescaled to [0, 1]. None when no judgment carries a
-    probability (``score_mode: argmax``)."""
+    probability (``score_mode: argmax``). Over an Inspect log's epochs the intervals resample
+    the samples with all their epochs."""
     labelled = [p for p, r in enumerate(v.references) if r is not None]
     with_p = [p for p in labelled if not math.isnan(v.expected_score[p])]
     if not with_p or scale.kind == "categorical" or len(scale.values) < 2:
@@ -254,6 +255,8 @@ def calibration_report(
         y_prob = list(to_unit_interval(probability, lo, hi))
         what = f"expected score rescaled from {lo}..{hi} to [0, 1]"
     boot = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+    if v.samples is not None:
+        boot["clusters"] = [v.samples[p] for p in with_p]
     bins = reliability_bins(y_true, y_prob, n_bins=CALIBRATION_BINS)
     calibrated = v.calibrated[with_p]
     return CalibrationReport(

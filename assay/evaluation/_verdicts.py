@@ -67,6 +67,8 @@ class Verdicts:
         self.paired: tuple[list[int], list[int]] = ([], [])
         # the sample each pair repeats (an Inspect log's epochs), or None: independent pairs
         self.paired_samples: list[str] | None = None
+        # the sample each judged item repeats, by position (an item of no sample its own)
+        self.samples: list[str] | None = None
 
     def put(self, p: int, j: Judgment, reference: int | None) -> None:
         self.ids[p] = j.item_id
@@ -116,6 +118,7 @@ class Verdicts:
         v.paired = _pairs(zip(v.references, v.scores, strict=True))
         if index.samples is not None:
             samples = [index.samples[p] for p in keep]
+            v.samples = [s if s is not None else f"item {k}" for k, s in enumerate(samples)]
             both = zip(v.references, v.scores, samples, strict=True)
             # an item of no sample is one of its own: its position cannot be another's
             v.paired_samples = [

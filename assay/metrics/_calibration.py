@@ -17,6 +17,13 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from assay.metrics._cluster import (
+    _canonical_clusters,
+    _cluster_draws,
+    _cluster_index,
+    cluster_replicates,
+    shared_clusters,
+)
 from assay.metrics._intervals import (
     _check_confidence,
     _check_resamples,
@@ -178,6 +185,67 @@ def _debiased_l2_batched(
     return np.sqrt(np.maximum(per_bin.sum(axis=1) / y_prob.shape[1], 0.0))
 
 
+def _debiased_l2_clustered(
+    y_true: NDArray[np.float64],
+    y_prob: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    *,
+    n_bins: int,
+    strategy: str,
+) -> float:
+    """:func:`_debiased_l2_batched` of one row whose items are in clusters (``codes``): each
+    bin's noise term is the clustered variance of its outcomes' mean, ``G_b/(G_b − 1) · Σ_c
+    (Σ_{i ∈ c} (y_i − ȳ_b))² / n_b²`` over the ``G_b`` clusters in the bin — ``s²_b / n_b`` when
+    each cluster holds one item, the samples' own when every sample's epochs are alike; a bin
+    with items of one cluster adds 0."""
+    cells, _ = _cells(y_prob[None, :], n_bins, strategy)
+    count = np.bincount(cells, minlength=n_bins).astype(np.float64)
+    sum_y = np.bincount(cells, weights=y_true, minlength=n_bins)
+    sum_p = np.bincount(cells, weights=y_prob, minlength=n_bins)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_y = sum_y / count
+        # each (bin, cluster)'s sum of centred outcomes, and how many clusters each bin holds
+        pairs, inverse = np.unique(cells * (codes.max() + 1) + codes, return_inverse=True)
+        centred = np.bincount(inverse, weights=y_true - mean_y[cells])
+        bins_of = pairs // (codes.max() + 1)
+        squares = np.bincount(bins_of, weights=centred**2, minlength=n_bins)
+        g = np.bincount(bins_of, minlength=n_bins).astype(np.float64)
+        noise = g / (g - 1) * squares / count**2
+        gap = (sum_y - sum_p) / count
+        per_bin = np.where(g >= 2, count * (gap * gap - noise), 0.0)
+    return float(np.sqrt(max(per_bin.sum() / y_prob.size, 0.0)))
+
+
+def _debiased_over_clusters(
+    y: NDArray[np.float64],
+    p: NDArray[np.float64],
+    ids: NDArray,
+    *,
+    n_bins: int,
+    strategy: str,
+    n_resamples: int,
+    seed: int,
+) -> tuple[float, NDArray[np.float64]]:
+    """The debiased ℓ2 error over clusters and its cluster-bootstrap replicates (the draws of
+    :func:`~assay.metrics._cluster.cluster_replicates`, each drawn copy of a cluster a cluster
+    of its own)."""
+    inverse, n_clusters = _cluster_index(ids, y.size)
+    inverse = _canonical_clusters(inverse, n_clusters, [y, p])
+    by_cluster = np.argsort(inverse, kind="stable")
+    sizes = np.bincount(inverse, minlength=n_clusters)
+    starts = np.cumsum(sizes) - sizes
+    members = [by_cluster[a : a + m] for a, m in zip(starts, sizes, strict=True)]
+    kw = {"n_bins": n_bins, "strategy": strategy}
+    value = _debiased_l2_clustered(y, p, inverse, **kw)
+    out = np.empty(n_resamples, dtype=np.float64)
+    for start, rows in _cluster_draws(n_clusters, y.size, n_resamples, seed):
+        for r, drawn in enumerate(rows):
+            idx = np.concatenate([members[c] for c in drawn])
+            codes = np.repeat(np.arange(drawn.size), sizes[drawn])
+            out[start + r] = _debiased_l2_clustered(y[idx], p[idx], codes, **kw)
+    return value, out
+
+
 def _brier_batched(y_true: NDArray[np.float64], y_prob: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.mean((y_prob - y_true) ** 2, axis=1)
 
@@ -276,17 +344,26 @@ def calibration_metrics(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    clusters: ArrayLike | None = None,
 ) -> dict[str, MetricValue]:
     """ECE, the debiased ℓ2 calibration error (``l2_ce_debiased``: :func:`debiased_calibration_error`),
     Brier score and (for 0/1 outcomes) log loss, each with a seeded percentile bootstrap CI over
-    items (the bins are rebuilt in every replicate, as they would be on new data)."""
+    items (the bins are rebuilt in every replicate, as they would be on new data).
+
+    ``clusters`` (one id per item) groups items that are not independent — the epochs of one
+    Inspect sample share its input and reference. Where a cluster holds more than one item,
+    every interval resamples the clusters with all their items (the note says how many); the
+    values are unchanged but the debiased ℓ2 error's, whose noise term is then the clustered
+    variance of each bin's outcomes (a sample's epochs are not that many independent outcomes:
+    :func:`_debiased_l2_clustered`)."""
     n_bins = _check_bins(n_bins, strategy)
     y, p = _outcomes_and_probs(y_true, y_prob)
     n_resamples = _check_resamples(n_resamples)
     confidence = _check_confidence(confidence)
     order = canonical_order(y, p)  # the intervals do not depend on the rows' order
     y, p = y[order], p[order]
-    indices = _resample_indices(y.shape[0], n_resamples, seed)
+    ids = shared_clusters(clusters, order)
+    indices = _resample_indices(y.shape[0], n_resamples, seed) if ids is None else None
 
     def ece(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
         return _ece_batched(a, b, n_bins=n_bins, strategy=strategy)
@@ -298,10 +375,27 @@ def calibration_metrics(
     if np.isin(y, (0.0, 1.0)).all():
         statistics["log_loss"] = _log_loss_batched
     out = {}
+    notes = []
+    if ids is not None:
+        notes.append(
+            f"bootstrap resampled {np.unique(ids).size} clusters (the items of one sample, as "
+            f"an Inspect log's epochs, together), not the {y.shape[0]} items"
+        )
     for name, statistic in statistics.items():
         value = float(statistic(y[None, :], p[None, :])[0])
-        ci = _percentile_ci(_replicates(statistic, [y, p], indices), confidence)
-        out[name] = with_ci(value, ci, y.shape[0], why_undefined="no items")
+        if ids is None:
+            ci = _percentile_ci(_replicates(statistic, [y, p], indices), confidence)
+        elif name == "l2_ce_debiased":  # its noise term is the clusters' own
+            value, replicates = _debiased_over_clusters(
+                y, p, ids, n_bins=n_bins, strategy=strategy, n_resamples=n_resamples, seed=seed
+            )
+            ci = _percentile_ci(replicates, confidence, unit="cluster")
+        else:
+            replicates = cluster_replicates(
+                statistic, [y, p], ids, n_resamples=n_resamples, seed=seed
+            )
+            ci = _percentile_ci(replicates, confidence, unit="cluster")
+        out[name] = with_ci(value, ci, y.shape[0], why_undefined="no items", notes=notes)
         if name == "ece" and out[name].ci_low is not None and not ci.low <= value <= ci.high:
             out[name] = _without_interval(out[name], ci.low, ci.high)
     return out

@@ -402,6 +402,46 @@ def test_the_label_plan_over_epochs_takes_the_samples_as_the_unit(tmp_path, caps
     assert planned["human_only"]["half_width"] > 1.5 * z * y.std(ddof=1) / math.sqrt(n_lab)
 
 
+def test_calibration_over_epochs_takes_the_samples_as_the_unit(tmp_path, monkeypatch):
+    """``score_mode: expected`` over the epochs: evaluate's calibration intervals resample the
+    samples with all their epochs — its figures are calibration_metrics' over Inspect's own
+    reading of the log, clustered by sample —; ``assay calibrate`` splits whole samples (no
+    sample on both sides: a map fitted on one epoch would be measured on its siblings) and its
+    held-out intervals resample the samples too."""
+    from assay.decisions import calibrate
+    from assay.inputs import load_config
+    from assay.metrics import calibration_metrics
+
+    log = write_log(tmp_path / "refusals.eval")
+    with StubServer(respond=respond, verdict_probs=verdict_probs) as stub:
+        run = evaluate_log(tmp_path, log, stub, score_mode="expected")
+        monkeypatch.chdir(tmp_path)
+        config, base = load_config(tmp_path / "config.yaml")
+        out = calibrate(config, workdir=tmp_path, config_dir=base, progress=False)
+    got = json.loads((run / "metrics.json").read_text())["calibration"]["metrics"]
+    samples = read_eval_log(str(log)).samples
+    y = [int(refused(int(s.id[1:]))) for s in samples]
+    p = [
+        verdict_probs({"messages": [f"Sample {s.id[1:]} epoch {s.epoch}"]})["True"] for s in samples
+    ]
+    want = calibration_metrics(y, p, n_bins=10, clusters=[str(s.id) for s in samples])
+    assert got.keys() == want.keys()
+    for name, m in got.items():
+        assert (
+            m["ci_method"] == "cluster bootstrap" and f"resampled {SAMPLES} clusters" in m["note"]
+        )
+        assert m["value"] == pytest.approx(want[name].value)
+        assert (m["ci_low"], m["ci_high"]) == pytest.approx((want[name].ci_low, want[name].ci_high))
+
+    cal = {i.split("#")[0] for i in out.split["calibration_ids"]}
+    held = {i.split("#")[0] for i in out.split["evaluation_ids"]}
+    assert cal and held and not cal & held
+    assert len(out.split["evaluation_ids"]) == EPOCHS * len(held)
+    assert out.evaluation.calibrated["accuracy"].ci_method == "cluster bootstrap"
+    assert out.raw_probabilities["brier"].ci_method == "cluster bootstrap"
+    assert out.maps["isotonic"].probabilities["ece"].note.count(f"resampled {len(held)} clusters")
+
+
 def test_drift_over_epochs_is_tested_at_the_samples_effective_number(tmp_path, capsys, monkeypatch):
     """``assay drift`` of the judge re-run after its provider changed it on two samples (every
     epoch's verdict flipped): 6 of 72 anchors changed, tested and bounded as 2 of 24 samples."""

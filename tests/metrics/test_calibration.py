@@ -221,6 +221,29 @@ def test_calibration_metrics_bootstrap_equals_a_loop_over_the_same_resamples():
         assert m.n == 40 and m.ci_low <= m.value <= m.ci_high
 
 
+@pytest.mark.parametrize("m", [2, 3])
+def test_identical_epochs_as_clusters_give_the_samples_own_figures(m):
+    """Each item written as m identical epochs of one sample: every figure — the debiased ℓ2
+    error's too, whose noise term is then the samples' — and every interval is the items'
+    own (the clusters drawn from the same generator as the items were); clusters of one item
+    each change nothing."""
+    y, p = miscalibrated(n=60, seed=m)
+    alone = calibration_metrics(y, p)
+    assert calibration_metrics(y, p, clusters=[f"s{k}" for k in range(60)]) == alone
+    epochs = calibration_metrics(np.repeat(y, m), np.repeat(p, m), clusters=np.repeat(range(60), m))
+    assert epochs.keys() == alone.keys()
+    for name, got in epochs.items():
+        want = alone[name]
+        assert got.value == pytest.approx(want.value, abs=1e-12), name
+        assert (got.ci_low, got.ci_high) == pytest.approx((want.ci_low, want.ci_high), abs=1e-12)
+        assert got.ci_method == "cluster bootstrap" and "resampled 60 clusters" in got.note
+    # the copies taken as independent items: every interval about √m too narrow
+    flat = calibration_metrics(np.repeat(y, m), np.repeat(p, m))
+    assert flat["brier"].ci_high - flat["brier"].ci_low < 0.8 * (
+        alone["brier"].ci_high - alone["brier"].ci_low
+    )
+
+
 # --- calibration maps ------------------------------------------------------------------------
 
 
