@@ -22,8 +22,14 @@ strengths.
 
 Intervals are Wald intervals from the observed Fisher information (the inverse Hessian of the
 penalised log-likelihood at the estimate, projected on the centred strengths): they assume the
-comparisons independent given the strengths — several judges' votes on the same pair are counted
-as independent evidence.
+comparisons independent given the strengths. Votes that share an item — several judges on the
+same pair of answers, an item's epochs — are not: given ``clusters`` (one id per comparison),
+where one holds two comparisons the covariance is the cluster-robust sandwich ``H⁻¹ (Σ_c g_c
+g_cᵀ) H⁻¹`` (``g_c`` the sum of cluster ``c``'s score contributions ``(y − p) x``; Liang and
+Zeger, without a small-sample factor — statsmodels' ``cov_type="cluster"`` of the same logistic
+fit), each variance the wider of it and the model's own (the sandwich alone is narrower where
+a system's votes are near-certain: a system that never lost leaves residuals near 0), and the
+interval is named so.
 
 A judge's reliability, when several judges vote, is its agreement with the ranking the *other*
 judges' votes give: the model refitted without that judge, and the share of its decisive votes
@@ -42,6 +48,7 @@ from itertools import combinations
 import numpy as np
 from numpy.typing import NDArray
 
+from assay.metrics._cluster import shared_clusters
 from assay.metrics._intervals import _z, wilson_interval
 
 WALD = "Wald (observed Fisher information)"
@@ -150,6 +157,7 @@ class _Data:
     y: NDArray[np.float64]
     order: NDArray[np.float64]
     judge: NDArray[np.intp]
+    cluster: NDArray[np.intp] | None = None  # each comparison's cluster, where one holds two
 
     def subset(self, keep: NDArray[np.bool_]) -> _Data:
         return _Data(
@@ -160,6 +168,7 @@ class _Data:
             self.y[keep],
             self.order[keep],
             self.judge[keep],
+            None if self.cluster is None else self.cluster[keep],
         )
 
 
@@ -178,9 +187,11 @@ def _data(
     winner: Sequence[Hashable | None],
     first: Sequence[Hashable | None] | None,
     judges: Sequence[Hashable] | None,
+    clusters: Sequence[Hashable] | None = None,
 ) -> _Data:
     n = len(a)
-    for name, seq in (("b", b), ("winner", winner), ("first", first), ("judges", judges)):
+    named = (("b", b), ("winner", winner), ("first", first), ("judges", judges))
+    for name, seq in (*named, ("clusters", clusters)):
         if seq is not None and len(seq) != n:
             raise ValueError(f"a has {n} comparisons, {name} has {len(seq)}")
     if n == 0:
@@ -208,6 +219,10 @@ def _data(
                 raise ValueError(f"comparison {i}: first '{f}' is neither '{x}' nor '{y}'")
             order[i] = 1.0 if str(f) == x else -1.0
     jindex = {j: k for k, j in enumerate(judge_names)}
+    cluster = None
+    if clusters is not None:
+        ids = shared_clusters([str(c) for c in clusters], np.arange(n))
+        cluster = None if ids is None else np.unique(ids, return_inverse=True)[1].astype(np.intp)
     return _Data(
         systems,
         judge_names,
@@ -216,6 +231,7 @@ def _data(
         outcome,
         order,
         np.array([jindex[j] for j in who], dtype=np.intp),
+        cluster,
     )
 
 
@@ -472,7 +488,7 @@ def _newton(
 @dataclass(frozen=True)
 class _Fit:
     strengths: NDArray[np.float64]
-    strength_cov: NDArray[np.float64]
+    strength_var: NDArray[np.float64]  # each strength's variance
     gammas: dict[int, tuple[float, float]]  # judge index → (γ, se)
     component: NDArray[np.int32]
     log_likelihood: float
@@ -516,14 +532,45 @@ def _fit(d: _Data, *, order_effect: bool, alpha: float) -> _Fit:
             "systems); a prior (alpha > 0) gives finite strengths"
         )
     cov = np.linalg.pinv(hess)
-    strength_cov = basis @ cov[:free, :free] @ basis.T
+    variances = [np.diag(cov)]
+    strength_var = [np.diag(basis @ cov[:free, :free] @ basis.T)]
+    if d.cluster is not None:  # the sandwich over the clusters: votes of one item together
+        robust = _sandwich(x, d.y, theta, cov, d.cluster)
+        variances.append(np.diag(robust))
+        strength_var.append(np.diag(basis @ robust[:free, :free] @ basis.T))
+    # the wider of the two: near-certain votes (a system that never lost) leave the sandwich's
+    # residuals near 0, and it narrower than the model's own
+    var = np.max(variances, axis=0)
     gammas = {
-        k: (float(theta[col]), math.sqrt(max(float(cov[col, col]), 0.0)))
-        for k, col in gamma_of.items()
+        k: (float(theta[col]), math.sqrt(max(float(var[col]), 0.0))) for k, col in gamma_of.items()
     }
     if any(abs(g) > _DIVERGED for g, _ in gammas.values()):
         raise ValueError("an order effect has no finite estimate (the votes separate it)")
-    return _Fit(strengths, strength_cov, gammas, component, loglik, iterations)
+    return _Fit(strengths, np.max(strength_var, axis=0), gammas, component, loglik, iterations)
+
+
+def _clustered_wald(n_clusters: int) -> str:
+    return (
+        f"Wald (observed Fisher information or, where wider, cluster-robust over {n_clusters} "
+        "clusters)"
+    )
+
+
+def _sandwich(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    theta: NDArray[np.float64],
+    bread: NDArray[np.float64],
+    cluster: NDArray[np.intp],
+) -> NDArray[np.float64]:
+    """The cluster-robust covariance ``H⁻¹ (Σ_c g_c g_cᵀ) H⁻¹`` of the logistic fit (``bread``:
+    ``H⁻¹``; ``g_c`` the sum of cluster ``c``'s score contributions ``(y − p) x``)."""
+    from scipy.special import expit
+
+    scores = x * (y - expit(x @ theta))[:, None]
+    by_cluster = np.zeros((int(cluster.max()) + 1, x.shape[1]))
+    np.add.at(by_cluster, cluster, scores)
+    return bread @ (by_cluster.T @ by_cluster) @ bread
 
 
 # -- the majority's cycles -------------------------------------------------------------------
@@ -601,6 +648,7 @@ def bradley_terry(
     order_effect: bool = True,
     alpha: float = 0.0,
     confidence: float = 0.95,
+    clusters: Sequence[Hashable] | None = None,
 ) -> BradleyTerry:
     """Bradley–Terry strengths of the systems compared in ``a[i]`` vs ``b[i]`` (see the module).
 
@@ -608,10 +656,11 @@ def bradley_terry(
     (None: unknown); ``judges[i]``: who voted (default: one judge). ``order_effect``: estimate
     each judge's first-position effect from its comparisons of known order. ``alpha``: the
     penalty ``alpha · Σ s²`` (0: maximum likelihood). Intervals at ``confidence``: Wald for
-    strengths and order effects, Wilson for agreement.
+    strengths and order effects — cluster-robust where ``clusters[i]`` (the item compared)
+    puts two comparisons together —, Wilson for agreement.
     """
     _check(alpha, confidence)
-    d = _data(a, b, winner, first, judges)
+    d = _data(a, b, winner, first, judges, clusters)
     fit = _fit(d, order_effect=order_effect, alpha=float(alpha))
     z = _z(confidence)
     record: dict[int, Counter[str]] = defaultdict(Counter)
@@ -622,7 +671,7 @@ def bradley_terry(
         else:
             record[x]["wins" if o == 1.0 else "losses"] += 1
             record[y]["losses" if o == 1.0 else "wins"] += 1
-    se = np.sqrt(np.clip(np.diag(fit.strength_cov), 0.0, None))
+    se = np.sqrt(np.clip(fit.strength_var, 0.0, None))
     rows = []
     for c in np.unique(fit.component):
         members = sorted(
@@ -679,4 +728,5 @@ def bradley_terry(
         iterations=fit.iterations,
         alpha=float(alpha),
         confidence=float(confidence),
+        interval=WALD if d.cluster is None else _clustered_wald(int(d.cluster.max()) + 1),
     )

@@ -108,6 +108,7 @@ def rank(
             order_effect=order_effect,
             alpha=prior,
             confidence=confidence,
+            clusters=_items(votes, read),
         )
     except ValueError as exc:  # the votes cannot be fitted as asked: say which option helps
         why = str(exc).replace("alpha > 0", "--prior > 0")
@@ -125,7 +126,13 @@ def rank(
     )
     records = [dataclasses.asdict(v) for v in votes]
     run_hash = stable_hash(
-        {"votes": records, "order_effect": order_effect, "prior": prior, "confidence": confidence}
+        {
+            "votes": records,
+            "order_effect": order_effect,
+            "prior": prior,
+            "confidence": confidence,
+            "intervals": CLUSTERED_BY_ITEM,  # a ranking made before took the votes apart
+        }
     )
     with Run.open(
         config, run_hash, command="rank", workdir=workdir, tracking_uri=tracking_uri
@@ -165,6 +172,22 @@ def rank(
             run.finish(_tracked(config, summary, run.run_hash))
         summary.mlflow_run_id = run.mlflow_run_id
         return summary
+
+
+CLUSTERED_BY_ITEM = "cluster-robust by item"
+"""How the strengths' intervals take votes that share an item (a panel's members, several runs
+of one data set): together, as one cluster."""
+
+
+def _items(votes: list[Vote], sources: list[RankSource]) -> list[str]:
+    """Each vote's item, the cluster its interval takes it in: a run's item id — one item's
+    votes by a panel's members, or by the judges of several runs over the same data, go
+    together —, a table's row (a row is one vote: its own)."""
+    kinds = {s.named: s.kind for s in sources}
+    return [
+        f"item {v.where}" if kinds.get(v.source) == "run" else f"{v.source} {v.where}"
+        for v in votes
+    ]
 
 
 def _tracked(config: RankConfig, s: RankSummary, run_hash: str) -> TrackedRun:
