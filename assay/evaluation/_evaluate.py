@@ -195,8 +195,16 @@ def _panel_over_run(
     latest = run.store.judgments()
     judgments = [latest[i] for i in index.ids if i in latest]
     b = config.bootstrap
+    samples = None
+    if index.samples is not None:  # an Inspect log's epochs: resampled by their samples
+        samples = {i: s for i, s in zip(index.ids, index.samples, strict=True) if s is not None}
     out, panel = panel_over_run(
-        config.judge, judgments, seed=b.seed, n_resamples=b.n_resamples, confidence=b.confidence
+        config.judge,
+        judgments,
+        seed=b.seed,
+        n_resamples=b.n_resamples,
+        confidence=b.confidence,
+        samples=samples,
     )
     for before, after in zip(judgments, out, strict=True):
         if after is not before and after != before:

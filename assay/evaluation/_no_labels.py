@@ -37,10 +37,12 @@ def dawid_skene_report(
     seed: int,
     n_resamples: int,
     confidence: float,
+    samples: Mapping[str, str] | None = None,
 ) -> tuple[DawidSkeneReport | None, dict[str, int], str | None]:
     """Dawid–Skene over ``(item, judge, score)`` rows read on ``scale`` (unscored rows left
     out): the report, each item's Dawid–Skene verdict (a score on the scale), and why it was
-    not fitted (fewer than three judges, more than :data:`MAX_CLASSES` classes)."""
+    not fitted (fewer than three judges, more than :data:`MAX_CLASSES` classes). ``samples``
+    (item id → the Inspect sample it is an epoch of): the bootstrap resamples the samples."""
     from assay.metrics import AnnotationMatrix, dawid_skene
 
     labelled = sorted((str(i), str(a), s) for i, a, s in rows if s is not None)
@@ -61,7 +63,14 @@ def dawid_skene_report(
         [a for _, a, _ in labelled],
         [scale.index(s) for *_, s in labelled],
     )
-    fit = dawid_skene(matrix, k=scale.k, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    fit = dawid_skene(
+        matrix,
+        k=scale.k,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+        clusters=samples,
+    )
     names = [_class_name(scale, v) for v in scale.values]
     verdicts = {str(i): scale.values[int(c)] for i, c in zip(fit.item_ids, fit.labels, strict=True)}
     report = DawidSkeneReport(
@@ -96,8 +105,13 @@ def dawid_skene_report(
         iterations=fit.iterations,
         converged=fit.converged,
         warning=fit.warning,
-        bootstrap=f"{n_resamples} percentile resamples over items (the model refitted on "
-        f"each), seed {seed}, {confidence:.0%} intervals",
+        bootstrap=f"{n_resamples} percentile resamples over "
+        + (
+            "items"
+            if fit.resampled_clusters is None
+            else f"{fit.resampled_clusters} clusters (an Inspect sample's epochs together)"
+        )
+        + f" (the model refitted on each), seed {seed}, {confidence:.0%} intervals",
     )
     return report, verdicts, None
 
@@ -113,10 +127,12 @@ def panel_over_run(
     seed: int,
     n_resamples: int,
     confidence: float,
+    samples: Mapping[str, str] | None = None,
 ) -> tuple[list[Judgment], PanelReport]:
     """A panel's members over the run under Dawid–Skene and, for a run-level aggregate, the
     judgments with the panel's verdicts replaced by it (a judgment the quorum left unscored
-    stays so; a tie follows the config's ``tie_break``)."""
+    stays so; a tie follows the config's ``tie_break``). ``samples``: each item's Inspect
+    sample, whose epochs the bootstrap resamples together."""
     assert config.scale is not None
     scale = config.scale
     # every member's verdict is evidence of its reliability, on an item the quorum left
@@ -135,7 +151,13 @@ def panel_over_run(
         if j.members
     }
     report, verdicts, note = dawid_skene_report(
-        rows, scale, majority, seed=seed, n_resamples=n_resamples, confidence=confidence
+        rows,
+        scale,
+        majority,
+        seed=seed,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        samples=samples,
     )
     members = [m.name for m in config.members]
     panel = PanelReport(aggregate=config.aggregate, members=members, dawid_skene=report, note=note)

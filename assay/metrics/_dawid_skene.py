@@ -42,7 +42,7 @@ so no dependence can show in the verdicts and the result says the check could no
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -50,6 +50,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from assay.metrics._annotators import AnnotationMatrix, _as_matrix
+from assay.metrics._cluster import (
+    _canonical_clusters,
+    _cluster_draws,
+    _cluster_index,
+    shared_clusters,
+)
 from assay.metrics._intervals import (
     _CHUNK_ELEMENTS,
     _check_confidence,
@@ -132,6 +138,7 @@ class DawidSkeneResult:
     confidence: float
     n_resamples: int
     seed: int
+    resampled_clusters: int | None = None  # the clusters the bootstrap drew, if it drew them
 
 
 @dataclass(frozen=True)
@@ -321,6 +328,7 @@ def dawid_skene(
     seed: int = 0,
     max_iterations: int = MAX_ITERATIONS,
     tol: float = TOLERANCE,
+    clusters: Mapping[Hashable, Hashable] | None = None,
 ) -> DawidSkeneResult:
     """Fit Dawid–Skene to an items × judges table of 0-based class indices (nan: the judge did
     not give that item a verdict), with bootstrap intervals over items for every judge's
@@ -328,6 +336,10 @@ def dawid_skene(
 
     ``k`` is the number of classes (default: the largest verdict + 1). Items without any
     verdict are left out and counted in ``n_items_dropped``. At least three judges are needed.
+    ``clusters`` (item id → its cluster; an item not in it is its own): items that are not
+    independent — the epochs of one Inspect sample — are resampled together, each replicate
+    drawing as many clusters as there are with all their items (``resampled_clusters`` says
+    how many); the fit itself is unchanged.
     """
     confidence = _check_confidence(confidence)
     n_resamples = _check_resamples(n_resamples)
@@ -353,15 +365,11 @@ def dawid_skene(
     accuracy, recall = _judge_figures(point, onehot, counts)
     observed, predicted = _pair_figures(point, onehot, counts)
 
-    order = canonical_order(codes)  # resamples drawn over items sorted by their verdicts
-    resampled = np.empty((n_resamples, n_patterns), dtype=np.float64)
-    indices, start = _resample_indices(n, n_resamples, seed), 0
-    for rows in indices.slices(indices.step()):  # each replicate as counts of the patterns
-        b = rows.shape[0]
-        drawn = pattern_of[order[rows]] + np.arange(b)[:, None] * n_patterns
-        counted = np.bincount(drawn.ravel(), minlength=b * n_patterns)
-        resampled[start : start + b] = counted.reshape(b, n_patterns)
-        start += b
+    ids = None
+    if clusters is not None:
+        ids = shared_clusters([str(clusters.get(i, f"item {i}")) for i in item_ids], np.arange(n))
+    resampled = _replicate_counts(codes, pattern_of, n_patterns, ids, n_resamples, seed)
+    unit = "item" if ids is None else "cluster"  # the intervals' method: a cluster bootstrap
     acc_b, recall_b, excess_b = _replicate_figures(onehot, resampled, max_iterations, tol)
 
     judged = (codes >= 0).sum(axis=0)
@@ -373,7 +381,8 @@ def dawid_skene(
     why = "no item judged by this judge in the (re)sample"
 
     def value(v: float, replicates: NDArray, count: int) -> MetricValue:
-        return with_ci(float(v), _percentile_ci(replicates, confidence), count, why_undefined=why)
+        ci = _percentile_ci(replicates, confidence, unit=unit)
+        return with_ci(float(v), ci, count, why_undefined=why)
 
     # a recall's n is its own denominator: the items of that class the judge rated, which
     # the model knows only in expectation (the posteriors summed), not the judge's every item
@@ -415,7 +424,7 @@ def dawid_skene(
         both = int(((codes[:, a] >= 0) & (codes[:, c] >= 0)).sum())
         excess = with_ci(
             float(observed[0, p] - predicted[0, p]),
-            _percentile_ci(excess_b[:, p], confidence),
+            _percentile_ci(excess_b[:, p], confidence, unit=unit),
             both,
             why_undefined="no item judged by both in the (re)sample",
         )
@@ -448,7 +457,44 @@ def dawid_skene(
         confidence=confidence,
         n_resamples=n_resamples,
         seed=seed,
+        resampled_clusters=None if ids is None else int(np.unique(ids).size),
     )
+
+
+def _replicate_counts(
+    codes: NDArray,
+    pattern_of: NDArray[np.intp],
+    n_patterns: int,
+    ids: NDArray | None,
+    n_resamples: int,
+    seed: int,
+) -> NDArray[np.float64]:
+    """Each bootstrap replicate as counts of the verdict patterns: items drawn with replacement
+    in the order of their verdicts, or — ``ids``, where a cluster holds two items — clusters
+    drawn with replacement (in the order of their contents), every item of a drawn cluster
+    along."""
+    n = pattern_of.size
+    resampled = np.empty((n_resamples, n_patterns), dtype=np.float64)
+    if ids is None:
+        order = canonical_order(codes)  # the items sorted by their verdicts
+        indices, start = _resample_indices(n, n_resamples, seed), 0
+        for rows in indices.slices(indices.step()):
+            b = rows.shape[0]
+            drawn = pattern_of[order[rows]] + np.arange(b)[:, None] * n_patterns
+            counted = np.bincount(drawn.ravel(), minlength=b * n_patterns)
+            resampled[start : start + b] = counted.reshape(b, n_patterns)
+            start += b
+        return resampled
+    inverse, n_clusters = _cluster_index(ids, n)
+    inverse = _canonical_clusters(inverse, n_clusters, [pattern_of])
+    per_cluster = np.zeros((n_clusters, n_patterns))
+    np.add.at(per_cluster, (inverse, pattern_of), 1.0)
+    for start, rows in _cluster_draws(n_clusters, n, n_resamples, seed):
+        b = rows.shape[0]
+        offsets = (np.arange(b)[:, None] * n_clusters + rows).ravel()
+        times = np.bincount(offsets, minlength=b * n_clusters).reshape(b, n_clusters)
+        resampled[start : start + b] = times @ per_cluster
+    return resampled
 
 
 def _warning(

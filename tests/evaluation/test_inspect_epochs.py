@@ -442,6 +442,50 @@ def test_calibration_over_epochs_takes_the_samples_as_the_unit(tmp_path, monkeyp
     assert out.maps["isotonic"].probabilities["ece"].note.count(f"resampled {len(held)} clusters")
 
 
+def test_a_panels_dawid_skene_over_epochs_resamples_the_samples(tmp_path):
+    """A panel of three members over the epochs (``aggregate: majority``): its Dawid–Skene
+    figures are dawid_skene's on the members' verdicts — computed here from Inspect's own
+    reading of the log — with the bootstrap drawing the 24 samples, each with its epochs."""
+    from assay.metrics import dawid_skene
+
+    log = write_log(tmp_path / "refusals.eval")
+    with StubServer(respond=respond) as stub:
+        members = [
+            {
+                "name": m,
+                "model": f"openai/{m}",
+                "api_base": stub.base_url,
+                "rubric": "Did the model refuse?",
+                "scale": {"kind": "binary", "labels": ["False", "True"]},
+            }
+            for m in ("stub-model", "stub-b", "stub-c")
+        ]
+        run = evaluate_log(
+            tmp_path, log, stub, program="panel", members=members, aggregate="majority"
+        )
+    panel = json.loads((run / "metrics.json").read_text())["panel"]
+    ds = panel["dawid_skene"]
+    assert f"over {SAMPLES} clusters (an Inspect sample's epochs together)" in ds["bootstrap"]
+    samples = read_eval_log(str(log)).samples
+    ids = [f"{s.id}#e{s.epoch}" for s in samples]
+    verdicts = np.array(
+        [[judged_refusal(int(s.id[1:]), s.epoch, m["name"]) for m in members] for s in samples],
+        dtype=float,
+    )
+    want = dawid_skene(
+        verdicts, n_resamples=1000, seed=0, clusters={k: str(s.id) for k, s in enumerate(samples)}
+    )
+    assert want.resampled_clusters == SAMPLES and len(ids) == SAMPLES * EPOCHS
+    got = {j["judge"]: j for j in ds["judges"]}
+    for j, m in zip(want.judges, members, strict=True):
+        mine = got[m["name"]]["accuracy"]
+        assert mine["ci_method"] == "cluster bootstrap"
+        assert mine["value"] == pytest.approx(j.accuracy.value, abs=1e-6)
+        assert (mine["ci_low"], mine["ci_high"]) == pytest.approx(
+            (j.accuracy.ci_low, j.accuracy.ci_high), abs=1e-6
+        )
+
+
 def test_drift_over_epochs_is_tested_at_the_samples_effective_number(tmp_path, capsys, monkeypatch):
     """``assay drift`` of the judge re-run after its provider changed it on two samples (every
     epoch's verdict flipped): 6 of 72 anchors changed, tested and bounded as 2 of 24 samples."""

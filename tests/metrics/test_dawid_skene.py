@@ -229,3 +229,37 @@ def test_a_pair_agreeing_exactly_as_predicted_has_no_small_p_value():
     pair = next(d for d in fit.dependence if d.judges == (0, 2))
     assert abs(pair.excess.value) < 1e-6
     assert pair.p_value == 1.0 and not pair.flagged
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_identical_epochs_as_clusters_give_the_items_own_intervals(m):
+    """Each item's verdicts written as m identical epochs of one sample, clustered: the fit and
+    every interval are the items' own (the clusters drawn from the same generator as the items
+    were), the intervals named a cluster bootstrap; taken as independent items, the copies'
+    intervals are about √m too narrow."""
+    rng = np.random.default_rng(m)
+    truth = rng.integers(0, 2, 80)
+    table = np.array(
+        [[t if rng.random() < acc else 1 - t for acc in (0.9, 0.8, 0.7, 0.6)] for t in truth],
+        dtype=float,
+    )
+    alone = dawid_skene(table, seed=3)
+    copies = np.repeat(table, m, axis=0)
+    epochs = dawid_skene(copies, seed=3, clusters={k: k // m for k in range(80 * m)})
+    assert epochs.resampled_clusters == 80 and alone.resampled_clusters is None
+    for a, b in zip(alone.judges, epochs.judges, strict=True):
+        assert b.accuracy.value == pytest.approx(a.accuracy.value, abs=1e-9)
+        assert (b.accuracy.ci_low, b.accuracy.ci_high) == pytest.approx(
+            (a.accuracy.ci_low, a.accuracy.ci_high), abs=1e-9
+        )
+        assert b.accuracy.ci_method == "cluster bootstrap"
+    for a, b in zip(alone.dependence, epochs.dependence, strict=True):
+        assert (b.excess.ci_low, b.excess.ci_high) == pytest.approx(
+            (a.excess.ci_low, a.excess.ci_high), abs=1e-9
+        )
+    flat = dawid_skene(copies, seed=3).judges[0].accuracy
+    wide = alone.judges[0].accuracy
+    assert flat.ci_high - flat.ci_low < 0.85 * (wide.ci_high - wide.ci_low)
+    # clusters of one item each: the items' own bootstrap, bit for bit
+    same = dawid_skene(table, seed=3, clusters={k: f"s{k}" for k in range(80)})
+    assert same.judges == alone.judges and same.dependence == alone.dependence
