@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -28,10 +27,10 @@ from assay.decisions._certify import ledger_of
 from assay.decisions._tuning import RECORD, TUNING, record_tuning
 from assay.errors import ConfigError
 from assay.evaluation import agreement_summary, evaluate
-from assay.inputs import EvaluateConfig, sample_of
+from assay.inputs import EvaluateConfig, samples_of
 from assay.metrics import MetricValue, calibration_metrics, fit_calibration, fit_threshold
 from assay.runs import default_tracking_uri, flatten_metrics, write_json
-from assay.types import Item, Judgment
+from assay.types import Judgment
 
 
 def split_ids(
@@ -41,7 +40,7 @@ def split_ids(
     samples: dict[str, str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Stratified, seeded split of item ids into (calibration, evaluation). ``samples`` (item id
-    → its cluster, :func:`sample_keys`) keeps the epochs of one Inspect sample on one side: a
+    → its cluster, :func:`~assay.inputs.samples_of`) keeps the epochs of one Inspect sample on one side: a
     map fitted on one epoch and measured on another of the same input and reference would be
     measured on what it was fitted on, in all but name. The samples are split as the items are
     (stratified by the label, which is the sample's), so items of no sample split as before."""
@@ -61,13 +60,6 @@ def split_ids(
         cal += [i for key in keys[:n] for i in members[key]]
         ev += [i for key in keys[n:] for i in members[key]]
     return sorted(cal), sorted(ev)
-
-
-def sample_keys(items: Iterable[Item]) -> dict[str, str] | None:
-    """Each item's cluster — the Inspect sample it is an epoch of, an item of no sample one of
-    its own — by id; None when no sample holds two items (the items are independent)."""
-    keys = {it.id: sample_of(it) or f"item {it.id}" for it in items}
-    return keys if len(set(keys.values())) < len(keys) else None
 
 
 def calibrate(
@@ -110,7 +102,9 @@ def calibrate(
     usable = {
         i: y for i, y in labels.items() if by_id.get(i) and by_id[i].expected_score is not None
     }
-    samples = sample_keys(res.items)
+    # each item's Inspect sample, whose epochs go to one side and are resampled together (an
+    # item of no sample its own: the split and the intervals as for independent items)
+    samples = dict(zip((it.id for it in res.items), samples_of(res.items), strict=True))
     cal, ev = split_ids(usable, fraction, seed, samples)
     if len({usable[i] for i in cal}) < 2 or len({usable[i] for i in ev}) < 2:
         raise ConfigError(

@@ -48,7 +48,7 @@ from itertools import combinations
 import numpy as np
 from numpy.typing import NDArray
 
-from assay.metrics._cluster import shared_clusters
+from assay.metrics._cluster import _cluster_index, shared_clusters
 from assay.metrics._intervals import _z, wilson_interval
 
 WALD = "Wald (observed Fisher information)"
@@ -222,7 +222,7 @@ def _data(
     cluster = None
     if clusters is not None:
         ids = shared_clusters([str(c) for c in clusters], np.arange(n))
-        cluster = None if ids is None else np.unique(ids, return_inverse=True)[1].astype(np.intp)
+        cluster = None if ids is None else _cluster_index(ids, n)[0]
     return _Data(
         systems,
         judge_names,

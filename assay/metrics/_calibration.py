@@ -18,9 +18,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from assay.metrics._cluster import (
-    _canonical_clusters,
-    _cluster_draws,
     _cluster_index,
+    _cluster_resamples,
     cluster_replicates,
     shared_clusters,
 )
@@ -179,10 +178,8 @@ def _debiased_l2_batched(
     sum_y = _per_bin(cells, y_true, y_prob.shape, n_bins)
     sum_y2 = _per_bin(cells, y_true * y_true, y_prob.shape, n_bins)
     with np.errstate(divide="ignore", invalid="ignore"):
-        gap = (sum_y - sum_p) / count
         noise = (sum_y2 - sum_y * sum_y / count) / (count - 1) / count
-        per_bin = np.where(count >= 2, count * (gap * gap - noise), 0.0)
-    return np.sqrt(np.maximum(per_bin.sum(axis=1) / y_prob.shape[1], 0.0))
+    return _debiased(count, sum_y - sum_p, noise, count >= 2)
 
 
 def _debiased_l2_clustered(
@@ -198,22 +195,36 @@ def _debiased_l2_clustered(
     (Σ_{i ∈ c} (y_i − ȳ_b))² / n_b²`` over the ``G_b`` clusters in the bin — ``s²_b / n_b`` when
     each cluster holds one item, the samples' own when every sample's epochs are alike; a bin
     with items of one cluster adds 0."""
+    shape = (1, y_prob.size)
     cells, _ = _cells(y_prob[None, :], n_bins, strategy)
-    count = np.bincount(cells, minlength=n_bins).astype(np.float64)
-    sum_y = np.bincount(cells, weights=y_true, minlength=n_bins)
-    sum_p = np.bincount(cells, weights=y_prob, minlength=n_bins)
+    count = _per_bin(cells, None, shape, n_bins)[0]
+    sum_y = _per_bin(cells, y_true, shape, n_bins)[0]
+    sum_p = _per_bin(cells, y_prob, shape, n_bins)[0]
+    stride = int(codes.max()) + 1
     with np.errstate(divide="ignore", invalid="ignore"):
         mean_y = sum_y / count
         # each (bin, cluster)'s sum of centred outcomes, and how many clusters each bin holds
-        pairs, inverse = np.unique(cells * (codes.max() + 1) + codes, return_inverse=True)
+        pairs, inverse = np.unique(cells * stride + codes, return_inverse=True)
         centred = np.bincount(inverse, weights=y_true - mean_y[cells])
-        bins_of = pairs // (codes.max() + 1)
+        bins_of = pairs // stride
         squares = np.bincount(bins_of, weights=centred**2, minlength=n_bins)
         g = np.bincount(bins_of, minlength=n_bins).astype(np.float64)
         noise = g / (g - 1) * squares / count**2
-        gap = (sum_y - sum_p) / count
-        per_bin = np.where(g >= 2, count * (gap * gap - noise), 0.0)
-    return float(np.sqrt(max(per_bin.sum() / y_prob.size, 0.0)))
+    return float(_debiased(count[None, :], (sum_y - sum_p)[None, :], noise[None, :], g >= 2)[0])
+
+
+def _debiased(
+    count: NDArray[np.float64],
+    gap_sum: NDArray[np.float64],
+    noise: NDArray[np.float64],
+    counted: NDArray[np.bool_],
+) -> NDArray[np.float64]:
+    """``√max(0, Σ_b (n_b / n)·[(ȳ_b − p̄_b)² − noise_b])`` per row of (B, n_bins) bins
+    (``gap_sum``: ``Σ(y − p)`` in each bin); a bin not ``counted`` adds 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = gap_sum / count
+        per_bin = np.where(counted, count * (gap * gap - noise), 0.0)
+    return np.sqrt(np.maximum(per_bin.sum(axis=1) / count.sum(axis=1), 0.0))
 
 
 def _debiased_over_clusters(
@@ -229,20 +240,13 @@ def _debiased_over_clusters(
     """The debiased ℓ2 error over clusters and its cluster-bootstrap replicates (the draws of
     :func:`~assay.metrics._cluster.cluster_replicates`, each drawn copy of a cluster a cluster
     of its own)."""
-    inverse, n_clusters = _cluster_index(ids, y.size)
-    inverse = _canonical_clusters(inverse, n_clusters, [y, p])
-    by_cluster = np.argsort(inverse, kind="stable")
-    sizes = np.bincount(inverse, minlength=n_clusters)
-    starts = np.cumsum(sizes) - sizes
-    members = [by_cluster[a : a + m] for a, m in zip(starts, sizes, strict=True)]
     kw = {"n_bins": n_bins, "strategy": strategy}
-    value = _debiased_l2_clustered(y, p, inverse, **kw)
+    value = _debiased_l2_clustered(y, p, _cluster_index(ids, y.size)[0], **kw)
     out = np.empty(n_resamples, dtype=np.float64)
-    for start, rows in _cluster_draws(n_clusters, y.size, n_resamples, seed):
-        for r, drawn in enumerate(rows):
-            idx = np.concatenate([members[c] for c in drawn])
-            codes = np.repeat(np.arange(drawn.size), sizes[drawn])
-            out[start + r] = _debiased_l2_clustered(y[idx], p[idx], codes, **kw)
+    resamples = _cluster_resamples([y, p], ids, n_resamples=n_resamples, seed=seed)
+    for at, (ys, ps), draws in resamples:
+        for k, row in enumerate(at):
+            out[row] = _debiased_l2_clustered(ys[k], ps[k], draws[k], **kw)
     return value, out
 
 

@@ -76,6 +76,14 @@ def _cluster_draws(
         yield start, rng.integers(0, n_clusters, size=(min(step, n_resamples - start), n_clusters))
 
 
+def _drawn_times(rows: NDArray[np.int64], n_clusters: int) -> NDArray[np.int64]:
+    """How often each cluster was drawn in each replicate of ``rows`` ((B, n_clusters) draws of
+    :func:`_cluster_draws`), (B, n_clusters)."""
+    b = rows.shape[0]
+    offsets = (np.arange(b)[:, None] * n_clusters + rows).ravel()
+    return np.bincount(offsets, minlength=b * n_clusters).reshape(b, n_clusters)
+
+
 def cluster_bootstrap_ci(
     statistic: WeightedStatistic,
     *arrays: ArrayLike,
@@ -104,8 +112,7 @@ def cluster_bootstrap_ci(
     out = np.empty(n_resamples, dtype=np.float64)
     for start, rows in _cluster_draws(n_clusters, n, n_resamples, seed):
         b = rows.shape[0]
-        offsets = (np.arange(b)[:, None] * n_clusters + rows).ravel()
-        times = np.bincount(offsets, minlength=b * n_clusters).reshape(b, n_clusters)
+        times = _drawn_times(rows, n_clusters)
         values = np.asarray(statistic(times[:, inverse].astype(np.float64), *units))
         if values.shape != (b,):
             raise ValueError(
@@ -186,6 +193,28 @@ def cluster_replicates(
     statistic that weights cannot express (κ, correlations); the clusters are numbered in the
     order of their contents, so the replicates do not depend on the ids or the rows' order."""
     n_resamples = _check_resamples(n_resamples)
+    out = np.empty(n_resamples, dtype=np.float64)
+    for at, resampled, _ in _cluster_resamples(
+        arrays, clusters, n_resamples=n_resamples, seed=seed
+    ):
+        values = np.asarray(statistic(*resampled), dtype=np.float64)
+        if values.shape != (at.size,):
+            raise ValueError(
+                "statistic must be batched: take arrays of shape (B, n) and return shape "
+                f"(B,); got shape {values.shape} for B={at.size}"
+            )
+        out[at] = values
+    return out
+
+
+def _cluster_resamples(
+    arrays: list[NDArray], clusters: ArrayLike, *, n_resamples: int, seed: int
+) -> Iterator[tuple[NDArray[np.intp], list[NDArray], NDArray[np.intp]]]:
+    """The cluster resamples of :func:`cluster_replicates`, a batch of replicates of one size
+    at a time: which replicates they are (positions in ``n_resamples``), each array's values of
+    their units ((B, m): every unit of each cluster drawn, as often as it was drawn) and each
+    unit's draw ((B, m): the k-th cluster drawn in its replicate, so that a cluster drawn twice
+    is two clusters there) — for a statistic that needs the clusters as well as the units."""
     n = arrays[0].shape[0]
     inverse, n_clusters = _cluster_index(clusters, n)
     inverse = _canonical_clusters(inverse, n_clusters, arrays)
@@ -193,7 +222,6 @@ def cluster_replicates(
     grouped = [a[by_cluster] for a in arrays]
     sizes = np.bincount(inverse, minlength=n_clusters)
     starts = np.cumsum(sizes) - sizes
-    out = np.empty(n_resamples, dtype=np.float64)
     for start, drawn in _cluster_draws(n_clusters, n, n_resamples, seed):
         totals = sizes[drawn].sum(axis=1)
         for total in np.unique(totals):
@@ -205,14 +233,8 @@ def cluster_replicates(
                 np.cumsum(lengths) - lengths, lengths
             )
             units = (first + within).reshape(rows.size, int(total))
-            values = np.asarray(statistic(*(g[units] for g in grouped)), dtype=np.float64)
-            if values.shape != (rows.size,):
-                raise ValueError(
-                    "statistic must be batched: take arrays of shape (B, n) and return shape "
-                    f"(B,); got shape {values.shape} for B={rows.size}"
-                )
-            out[start + rows] = values
-    return out
+            draws = np.repeat(np.arange(picked.size) % n_clusters, lengths)
+            yield start + rows, [g[units] for g in grouped], draws.reshape(rows.size, int(total))
 
 
 def cluster_mean(

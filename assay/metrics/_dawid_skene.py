@@ -54,6 +54,7 @@ from assay.metrics._cluster import (
     _canonical_clusters,
     _cluster_draws,
     _cluster_index,
+    _drawn_times,
     shared_clusters,
 )
 from assay.metrics._intervals import (
@@ -490,10 +491,7 @@ def _replicate_counts(
     per_cluster = np.zeros((n_clusters, n_patterns))
     np.add.at(per_cluster, (inverse, pattern_of), 1.0)
     for start, rows in _cluster_draws(n_clusters, n, n_resamples, seed):
-        b = rows.shape[0]
-        offsets = (np.arange(b)[:, None] * n_clusters + rows).ravel()
-        times = np.bincount(offsets, minlength=b * n_clusters).reshape(b, n_clusters)
-        resampled[start : start + b] = times @ per_cluster
+        resampled[start : start + rows.shape[0]] = _drawn_times(rows, n_clusters) @ per_cluster
     return resampled
 
 

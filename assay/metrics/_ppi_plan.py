@@ -194,7 +194,7 @@ def pilot_moments(
             f"none of {n} labels is {1 - value:g}, at most ½), not the pilot's 0"
         )
     grouped = _codes(clusters, clusters_unlabelled, n, f_u.size)
-    terms = (wy, wf, wf_u, moments)
+    terms = (wy, wf, wf_u)
     if weighted:  # Rogan–Gladen takes no weights: its moments stay nan
         return _with_clusters(PilotMoments(**moments), terms, grouped)
     named = [(y_arr, "y"), (f, "predictions"), (f_u, "predictions_unlabelled")]
@@ -216,16 +216,16 @@ def pilot_moments(
 
 def _with_clusters(
     pilot: PilotMoments,
-    terms: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], dict],
+    terms: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
     grouped: tuple[NDArray[np.intp], NDArray[np.intp], int] | None,
     errors: NDArray[np.float64] | None = None,
 ) -> PilotMoments:
     """``pilot`` with its :class:`ClusteredMoments` (``terms``: the weighted labels, labelled
-    and unlabelled predictions the moments were taken of, and the moments); as it is when
-    ``grouped`` is None (no cluster holds two items)."""
+    and unlabelled predictions the moments were taken of); as it is when ``grouped`` is None
+    (no cluster holds two items)."""
     if grouped is None:
         return pilot
-    wy, wf, wf_u, moments = terms
+    wy, wf, wf_u = terms
     lab, unl, _ = grouped
     for codes, which in ((lab, "labelled"), (unl, "unlabelled")):
         if np.unique(codes).size < 2:
@@ -235,7 +235,7 @@ def _with_clusters(
             )
     var_y, cov_yf = _over_clusters(wy, wy, lab), _over_clusters(wy, wf, lab)
     var_f_u = _over_clusters(wf_u, wf_u, unl)
-    if moments.get("note"):  # labels all alike: the stand-in, as if a cluster's were one label
+    if pilot.note:  # labels all alike: the stand-in, as if a cluster's were one label
         var_y, cov_yf = pilot.var_y * wy.size / effective_trials(lab), 0.0
     plain_f_u = float(np.var(wf_u, ddof=1)) if wf_u.size > 1 else math.nan
     design_errors = math.nan
