@@ -258,6 +258,7 @@ def _judge_biases(config: EvaluateConfig, items: ItemStream, v: Verdicts) -> dic
             scale,
             judge=config.judge.name,
             annotations=annotations,
+            samples=v.samples,
             n_resamples=b.n_resamples,
             confidence=b.confidence,
             seed=b.seed,

@@ -38,6 +38,7 @@ def scale_use_report(
     *,
     judge: str,
     annotations: Mapping[str, Mapping[str, int | None]] | None = None,
+    samples: Sequence[str] | None = None,
     n_resamples: int,
     confidence: float,
     seed: int,
@@ -45,7 +46,9 @@ def scale_use_report(
     """Scale compression of the judge's ``scores`` against ``references`` (scale values, None
     where there is none) and the rater model of the judge with the humans — each annotator of
     ``annotations`` (``{item: {annotator: score}}``) where given, else the reference. None for
-    a scale that is not ordinal with at least three values, or without any reference."""
+    a scale that is not ordinal with at least three values, or without any reference.
+    ``samples``: the sample each item repeats (an Inspect log's epochs; by position, an item of
+    no sample its own), resampled together by the compression's intervals."""
     if metric_kind(scale) != "ordinal" or scale.k < 3:
         return None
     paired = [
@@ -53,6 +56,15 @@ def scale_use_report(
         for i, s, r in zip(ids, scores, references, strict=True)
         if r is not None and s is not None
     ]
+    clusters = (
+        None
+        if samples is None
+        else [
+            c
+            for c, s, r in zip(samples, scores, references, strict=True)
+            if r is not None and s is not None
+        ]
+    )
     if not paired and not annotations:
         return None
     humans = _humans(ids, references, annotations, scale)
@@ -67,7 +79,11 @@ def scale_use_report(
         from assay.metrics import scale_compression
 
         compression = scale_compression(
-            [h for _, h, _ in paired], [j for _, _, j in paired], k=scale.k, **options
+            [h for _, h, _ in paired],
+            [j for _, _, j in paired],
+            k=scale.k,
+            clusters=clusters,
+            **options,
         )
     except ValueError as exc:
         notes.append(f"scale compression not computed: {exc}")

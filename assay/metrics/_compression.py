@@ -2,7 +2,8 @@
 humans do on the same items?
 
 Three figures, each with a seeded percentile bootstrap interval over items (judge and human
-score of an item resampled together):
+score of an item resampled together; items in clusters — the epochs of one Inspect sample —
+resampled a cluster at a time):
 
 - the **SD ratio** ``sd(judge) / sd(human)``: below 1 the judge spreads its scores less than
   the humans (it compresses the scale), above 1 more;
@@ -27,11 +28,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from assay.metrics._bias_records import ScaleCompression
-from assay.metrics._intervals import bootstrap_ci
+from assay.metrics._cluster import cluster_mean, cluster_replicates, shared_clusters
+from assay.metrics._intervals import BatchedStatistic, BootstrapCI, _percentile_ci, bootstrap_ci
 from assay.metrics._ordinal import _centred
 from assay.metrics._rates import binomial_rate
 from assay.metrics._validate import check_k, label_pair
-from assay.metrics._value import with_ci
+from assay.metrics._value import MetricValue, with_ci
 
 MIN_CATEGORIES = 3  # a middle needs a category between the two ends
 
@@ -65,12 +67,19 @@ def scale_compression(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    clusters: ArrayLike | None = None,
 ) -> ScaleCompression:
     """The judge's use of a ``k``-category ordinal scale against the humans' on the same items.
 
     ``human``, ``judge``: 0-based category indices in ``0..k-1``, one pair per item (one human
     label per item: a mean of several labels has a smaller spread than any one rater's and
-    would make the judge look less compressed than it is). ``k`` must be at least 3."""
+    would make the judge look less compressed than it is). ``k`` must be at least 3.
+
+    ``clusters``: one id per item, for items that are not independent (the epochs of one
+    Inspect sample: the same input and reference, judged again). Every interval then resamples
+    whole clusters with all their items, and a middle share's is that bootstrap's (the exact
+    interval over the clusters, each counted once, where every item is on one side); the
+    figures themselves are unchanged. Clusters of one item each are independent items."""
     k = check_k(k)
     if k < MIN_CATEGORIES:
         raise ValueError(
@@ -80,16 +89,43 @@ def scale_compression(
     h, j, k = label_pair(human, judge, k, ("human", "judge"))
     h_f, j_f = h.astype(np.float64), j.astype(np.float64)
     n = int(h.size)
+    ids = shared_clusters(clusters, np.arange(n))
     options = dict(n_resamples=n_resamples, confidence=confidence, seed=seed)
     no_spread = "the human scores do not vary"
 
+    def interval(statistic: BatchedStatistic, *arrays: NDArray) -> BootstrapCI:
+        if ids is None:
+            return bootstrap_ci(statistic, *arrays, **options)
+        replicates = cluster_replicates(
+            statistic, list(arrays), ids, n_resamples=n_resamples, seed=seed
+        )
+        return _percentile_ci(replicates, confidence, unit="cluster")
+
+    notes = (
+        []
+        if ids is None
+        else [
+            f"bootstrap resampled {np.unique(ids).size} clusters (the items of one sample, as "
+            f"an Inspect log's epochs, together), not the {n} items"
+        ]
+    )
+
+    def share(middle: NDArray[np.float64]) -> MetricValue:
+        if ids is None:
+            return binomial_rate(int(middle.sum()), n, confidence=confidence)
+        return cluster_mean(middle, ids, **options, what="samples")
+
     ratio = float(_sd_ratio_batched(j_f, h_f))
     sd_ratio = with_ci(
-        ratio, bootstrap_ci(_sd_ratio_batched, j_f, h_f, **options), n, why_undefined=no_spread
+        ratio, interval(_sd_ratio_batched, j_f, h_f), n, why_undefined=no_spread, notes=notes
     )
     slope_value = float(_slope_batched(j_f, h_f))
     slope = with_ci(
-        slope_value, bootstrap_ci(_slope_batched, j_f, h_f, **options), n, why_undefined=no_spread
+        slope_value,
+        interval(_slope_batched, j_f, h_f),
+        n,
+        why_undefined=no_spread,
+        notes=notes,
     )
     intercept = (  # None where undefined: JSON has no NaN
         float(j_f.mean() - slope_value * h_f.mean()) if not math.isnan(slope_value) else None
@@ -99,9 +135,10 @@ def scale_compression(
     h_mid = ((h > 0) & (h < k - 1)).astype(np.float64)
     difference = with_ci(
         float(j_mid.mean() - h_mid.mean()),
-        bootstrap_ci(_mean_difference_batched, j_mid, h_mid, **options),
+        interval(_mean_difference_batched, j_mid, h_mid),
         n,
         why_undefined="no items",
+        notes=notes,
     )
     return ScaleCompression(
         n=n,
@@ -110,15 +147,16 @@ def scale_compression(
         human_sd=float(h_f.std(ddof=1)) if n > 1 else None,
         sd_ratio=sd_ratio,
         middle=tuple(range(1, k - 1)),
-        judge_middle_share=binomial_rate(int(j_mid.sum()), n, confidence=confidence),
-        human_middle_share=binomial_rate(int(h_mid.sum()), n, confidence=confidence),
+        judge_middle_share=share(j_mid),
+        human_middle_share=share(h_mid),
         middle_share_difference=difference,
         slope=slope,
         intercept=intercept,
         mean_difference=with_ci(
             float(j_f.mean() - h_f.mean()),
-            bootstrap_ci(_mean_difference_batched, j_f, h_f, **options),
+            interval(_mean_difference_batched, j_f, h_f),
             n,
             why_undefined="no items",
+            notes=notes,
         ),
     )

@@ -442,6 +442,63 @@ def test_calibration_over_epochs_takes_the_samples_as_the_unit(tmp_path, monkeyp
     assert out.maps["isotonic"].probabilities["ece"].note.count(f"resampled {len(held)} clusters")
 
 
+def quality(sample: int) -> int:
+    """A sample's human quality score on 1..5."""
+    return 1 + (sample * 7) % 5
+
+
+def judged_quality(sample: int, epoch: int) -> int:
+    """The stub judge's score: near the human's, pulled to the middle, moving by epoch."""
+    return min(5, max(1, round((quality(sample) + 3) / 2) + (epoch == 2) * (sample % 2)))
+
+
+def test_scale_compression_over_epochs_resamples_the_samples(tmp_path):
+    """An ordinal judge over the epochs: the scale-compression intervals resample the samples
+    with all their epochs — evaluate's figures are scale_compression's over Inspect's own
+    reading of the log, clustered by sample — not each epoch as an item of its own."""
+    from assay.metrics import scale_compression
+
+    rows = [
+        Epoch(f"s{s}", e, f"Request {s}", f"Sample {s} epoch {e}: an answer.", {"q": quality(s)})
+        for s in range(SAMPLES)
+        for e in range(1, EPOCHS + 1)
+    ]
+    log = write_inspect_log(tmp_path / "quality.eval", rows, task="quality", epochs=EPOCHS)
+
+    def score(body: dict) -> str:
+        s, e = map(
+            int, re.search(r"Sample (\d+) epoch (\d+)", json.dumps(body["messages"])).groups()
+        )
+        out = json.loads(default_respond(body))
+        out["verdict"] = str(judged_quality(s, e))
+        return json.dumps(out)
+
+    with StubServer(respond=score) as stub:
+        run = evaluate_log(
+            tmp_path,
+            log,
+            stub,
+            data={"expected": "scores.q.value"},
+            scale={"kind": "ordinal", "min": 1, "max": 5},
+        )
+    got = json.loads((run / "metrics.json").read_text())["scale_use"]["compression"]
+    samples = read_eval_log(str(log)).samples
+    human = [quality(int(x.id[1:])) - 1 for x in samples]
+    judge = [judged_quality(int(x.id[1:]), x.epoch) - 1 for x in samples]
+    want = scale_compression(human, judge, k=5, clusters=[str(x.id) for x in samples])
+    independent = scale_compression(human, judge, k=5)
+    assert got["n"] == SAMPLES * EPOCHS
+    for name in ("sd_ratio", "slope", "mean_difference", "middle_share_difference"):
+        m, w = got[name], getattr(want, name)
+        assert m["ci_method"] == "cluster bootstrap", name
+        assert f"resampled {SAMPLES} clusters" in m["note"]
+        assert m["value"] == pytest.approx(w.value)
+        assert (m["ci_low"], m["ci_high"]) == pytest.approx((w.ci_low, w.ci_high))
+    wide = got["mean_difference"]["ci_high"] - got["mean_difference"]["ci_low"]
+    narrow = independent.mean_difference.ci_high - independent.mean_difference.ci_low
+    assert narrow < wide  # as if each epoch were a new sample: surer than the samples allow
+
+
 def test_a_panels_dawid_skene_over_epochs_resamples_the_samples(tmp_path):
     """A panel of three members over the epochs (``aggregate: majority``): its Dawid–Skene
     figures are dawid_skene's on the members' verdicts — computed here from Inspect's own

@@ -85,6 +85,53 @@ def test_a_compressing_judge_is_below_one_and_a_faithful_one_is_covered_at_one()
     assert covered / draws >= 1 - ALPHA - 3 * math.sqrt(ALPHA * (1 - ALPHA) / draws)
 
 
+FIGURES = ("sd_ratio", "slope", "mean_difference", "middle_share_difference")
+
+
+def _rng_pairs(n: int = 30):
+    rng = np.random.default_rng(1)
+    human = rng.integers(0, 5, n)
+    return human, np.clip(human + rng.integers(-1, 2, n), 0, 4)
+
+
+def test_clusters_of_one_item_each_are_independent_items():
+    human, judge = _rng_pairs()
+    alone = scale_compression(human, judge, k=5, seed=3, clusters=[f"s{i}" for i in range(30)])
+    assert alone == scale_compression(human, judge, k=5, seed=3)
+
+
+@pytest.mark.parametrize("m", [2, 3, 5])
+def test_m_identical_epochs_of_each_sample_give_the_samples_own_intervals(m):
+    """An Inspect log whose samples were each judged m times alike: the figures and intervals
+    are the samples' own — the epochs add no evidence — where taken as independent items they
+    would be about √m narrower."""
+    human, judge = _rng_pairs()
+    samples = scale_compression(human, judge, k=5, seed=3)
+    epochs = np.repeat(np.arange(30), m)
+    got = scale_compression(
+        np.repeat(human, m), np.repeat(judge, m), k=5, seed=3, clusters=[f"s{c}" for c in epochs]
+    )
+    independent = scale_compression(np.repeat(human, m), np.repeat(judge, m), k=5, seed=3)
+    for name in FIGURES:
+        want, have, narrow = (getattr(r, name) for r in (samples, got, independent))
+        assert have.value == pytest.approx(want.value, abs=1e-12)
+        assert (have.ci_low, have.ci_high) == pytest.approx((want.ci_low, want.ci_high), abs=1e-12)
+        assert have.ci_method == "cluster bootstrap" and have.n == 30 * m
+        assert "bootstrap resampled 30 clusters" in have.note
+        assert narrow.ci_high - narrow.ci_low < 0.8 * (have.ci_high - have.ci_low), name
+    # a share: the bootstrap over the samples, each counted once where all are on one side
+    share = got.judge_middle_share
+    assert (share.value, share.n, share.count) == (
+        samples.judge_middle_share.value,
+        30 * m,
+        samples.judge_middle_share.count * m,
+    )
+    assert share.ci_method == "cluster bootstrap"
+    every = scale_compression([2, 1, 3] * m, [2, 2, 2] * m, k=5, clusters=[0, 1, 2] * m)
+    assert every.judge_middle_share.ci_method == "Clopper–Pearson over clusters"
+    assert every.judge_middle_share.ci_low == pytest.approx(binomtest(3, 3).proportion_ci().low)
+
+
 def test_humans_without_spread_leave_the_ratio_and_slope_undefined():
     res = scale_compression([2, 2, 2, 2], [1, 2, 3, 2], k=5)
     assert math.isnan(res.sd_ratio.value) and math.isnan(res.slope.value)
