@@ -26,6 +26,21 @@ def _name(text: str) -> str:
     return text.strip().lower()
 
 
+def _binary_digit(value: object) -> int | None:
+    """``value`` as 0 or 1 where it is one written as a number (an integer, an integral float,
+    an ASCII digit string such as ``"1"`` or ``"1.0"``); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not INTEGER_TEXT.fullmatch(text) or len(text) > 20:
+            return None
+        value = float(text)
+    if isinstance(value, int | float) and value in (0, 1):
+        return int(value)
+    return None
+
+
 class ScaleError(ConfigError, ValueError):
     """A scale that cannot be read. A ``ValueError`` too, so that inside a config model pydantic
     reports it with the field it came from (and ``load_config`` with the file)."""
@@ -231,14 +246,18 @@ class Scale(BaseModel):
            reads as its word, ``True`` as ``"True"``, so a categorical ``False|True|Unsure``
            scale reads a CSV's ``False`` as its label ``False``;
         2. a score: an integer, an integral float or an ASCII digit string (``0``/``1`` on a
-           binary scale: the labels' order, or ``positive``, says which name is 1); on a
-           scale whose labels are numbers (``1,2,3``; a binary ``["1", "0"]``) the label it
-           spells, whether the table holds it as text or as a number;
+           binary scale: the labels' order, or ``positive``, says which name is 1 — except
+           where the two names are a true and a false word, below); on a scale whose labels
+           are numbers (``1,2,3``; a binary ``["1", "0"]``) the label it spells, whether the
+           table holds it as text or as a number;
         3. on a binary scale, a true/false word (``true``, ``false``, ``yes``, ``no``, any
            case) or a boolean that is not one of its names, where it cannot be confused with
            them: by meaning when the two names are themselves a true and a false word
-           (``yes`` is the label ``True``), as 1/0 when no name is such a word (``pass/fail``,
-           or no names).
+           (``yes`` is the label ``True``) — and so is a ``1``/``0`` there (``1`` is the label
+           ``True`` of ``["True", "False"]``, never its score 1: a 0/1 column means true and
+           false, whatever order the names are listed in) —; the label ``1``/``0`` when the
+           names are those digits (``true`` is the label ``1`` of ``["1", "0"]``); as 1/0 when
+           no name is such a word (``pass/fail``, or no names).
 
         ``ValueError`` for anything else — a true/false word a scale with other such names
         cannot place (``true`` on ``yes|maybe``), a boolean on an ordinal or categorical scale
@@ -253,14 +272,22 @@ class Scale(BaseModel):
                 return self._truth_score(truth, value)
         if isinstance(value, bool):
             raise ValueError(f"{quoted(value)} is not on the {self.describe()} scale")
+        if self.kind == "binary" and self._truth_names == "pair":
+            digit = _binary_digit(value)
+            if digit is not None:  # 1 is true: the label that says so, not the score 1
+                return self._truth_score(bool(digit), value)
         return self._read(value, labels_only=False)
 
     def _truth_score(self, truth: bool, value: Any) -> int:
-        """The score of a true/false word that is none of a binary scale's names."""
+        """The score of a true/false word that is none of a binary scale's names (or of a
+        0/1 on a scale whose names are a true and a false word)."""
         names = self._truth_names
         if names == "pair":
             return next(v for k, v in self.label_scores.items() if _TRUTH[_name(k)] is truth)
         if names == "none":
+            digits = {_name(k): v for k, v in self.label_scores.items()}
+            if set(digits) == {"0", "1"}:  # the names are 0 and 1: true is the name 1
+                return digits[str(int(truth))]
             return int(truth)
         raise ValueError(
             f"{quoted(value)} is not on the {self.describe()} scale (its names are true/false words "

@@ -149,7 +149,13 @@ YES_NO = Scale(kind="binary", labels=["yes", "no"])
         (TRUE_FALSE, " false ", "False"),
         (TRUE_FALSE, True, "True"),  # a boolean is its word
         (TRUE_FALSE, "yes", "True"),  # a true/false word by meaning, names being such words
-        (TRUE_FALSE, "0", "True"),  # a number is a score
+        (TRUE_FALSE, "0", "False"),  # 0/1 by meaning, names being true/false words
+        (TRUE_FALSE, 1, "True"),
+        (TRUE_FALSE, " 1.0 ", "True"),
+        (YES_NO, 0.0, "no"),
+        (Scale(kind="binary", labels=["1", "0"]), "true", "1"),  # the name 1, not score 1
+        (Scale(kind="binary", labels=["1", "0"]), False, "0"),
+        (LABELLED, "1", "pass"),  # names that are no such word: 1 is the score 1
         (YES_NO, "YES", "yes"),
         (YES_NO, False, "no"),
         (YES_NO, "true", "yes"),

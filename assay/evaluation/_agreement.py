@@ -202,27 +202,28 @@ def _verdict(
     item_id: str, score: object, label: object, source: ScaleSource, path: Path, row: int
 ) -> int:
     """A scored judgment's verdict on ``source``'s scale: its label read on it, else (a judge
-    on a scale without names) its score."""
+    on a scale without names) its score — a score of that scale, never read as a reference
+    label is (a 1 on ``["True", "False"]`` is its score 1, the label ``False``)."""
     field, value = ("label", label) if label is not None else ("score", score)
+    if source.scale is None and field == "label":
+        raise DataError(
+            f"item '{item_id}': the label {label!r} needs a scale to be read on, and no "
+            "config.yaml of a run folder beside the file gives the run's: give --scale",
+            path=path,
+            row=row,
+            field=field,
+        )
+    if field == "score" and (isinstance(score, bool) or not isinstance(score, int)):
+        raise DataError(
+            f"item '{item_id}': score {score!r} is not an integer",
+            path=path,
+            row=row,
+            field=field,
+        )
     if source.scale is None:
-        if field == "label":
-            raise DataError(
-                f"item '{item_id}': the label {label!r} needs a scale to be read on, and no "
-                "config.yaml of a run folder beside the file gives the run's: give --scale",
-                path=path,
-                row=row,
-                field=field,
-            )
-        if isinstance(score, bool) or not isinstance(score, int):
-            raise DataError(
-                f"item '{item_id}': score {score!r} is not an integer",
-                path=path,
-                row=row,
-                field=field,
-            )
         return score
     try:
-        return source.scale.coerce(value)
+        return source.scale.coerce(value) if field == "label" else source.scale.check(score)
     except ValueError:
         raise DataError(
             f"item '{item_id}': {field} {value!r} is not on {source.describe()}",

@@ -201,6 +201,61 @@ def test_agreement_reads_an_annotation_table_by_the_same_names(tmp_path, names):
     assert out.metrics["kappa_categorical"].value == pytest.approx(cohen_kappa_score(REFS, SAYS))
 
 
+@pytest.mark.parametrize(
+    "labels",
+    [["False", "True"], ["True", "False"], ["no", "yes"], ["yes", "no"], ["True", "False", "1"]],
+)
+def test_a_0_1_column_means_true_and_false_whatever_the_order_of_true_false_names(
+    tmp_path, capsys, labels
+):
+    """References written 1/0 (1 true) against a judge answering in the scale's true/false
+    names: the same metrics as sklearn's on the truth, whichever name the scale lists first. A
+    ``["True", "False"]`` scale once read the 1 as its score 1, the label ``False``, and
+    turned a κ of 0.4 into −0.4 with no word said; ``positive`` changes nothing of it."""
+    labels, positive = labels[:2], (labels[0] if len(labels) == 3 else None)
+    word = {True: next(n for n in labels if n.lower() in ("true", "yes")), False: None}
+    word[False] = next(n for n in labels if n != word[True])
+    says = [word[s == "True"] for s in SAYS]
+    out, records = binary(
+        tmp_path / "run",
+        capsys,
+        labels,
+        ["1" if r == "True" else "0" for r in REFS],
+        says,
+        positive,
+    )
+    assert out["counts"]["paired"] == 10
+    assert value(out, "accuracy") == pytest.approx(accuracy_score(REFS, SAYS))
+    assert value(out, "kappa_categorical") == pytest.approx(cohen_kappa_score(REFS, SAYS))
+    assert {i: d["reference_label"] for i, d in records.items()} == {
+        f"i{n}": word[r == "True"]
+        for n, (r, s) in enumerate(zip(REFS, SAYS, strict=True))
+        if r != s
+    }
+
+
+def test_two_runs_with_the_same_verdicts_agree_whatever_their_scales_names(tmp_path, capsys):
+    """``assay agreement`` of two runs' judgments that gave the same verdict on every item,
+    one on ``["True", "False"]``, the other on ``["0", "1"]``: each reads the other's label by
+    what it means (1 is true), so they agree on every item (they agreed on none)."""
+    import assay
+
+    runs = {}
+    for name, labels in (("tf", ["True", "False"]), ("digits", ["0", "1"])):
+        word = {
+            "True": labels[0] if name == "tf" else "1",
+            "False": labels[1] if name == "tf" else "0",
+        }
+        out, _ = binary(
+            tmp_path / name, capsys, labels, [word[r] for r in REFS], [word[s] for s in SAYS]
+        )
+        runs[name] = Path(out["run_dir"]) / "judgments.jsonl"
+    for a, b in ((runs["tf"], runs["digits"]), (runs["digits"], runs["tf"])):
+        out = assay.agreement(str(a), str(b))
+        assert out.n == 10 and out.metrics["accuracy"].value == 1.0
+        assert out.metrics["kappa_categorical"].value == pytest.approx(1.0)
+
+
 # -- the property: the order of a scale's labels is no part of its metrics ----------------------
 NAMES = ["True", "False", "yes", "no", "pass", "fail", "Unsure", "A", "b"]
 

@@ -291,10 +291,11 @@ class ReadOnlyCheck:
         targets = {probe.target} | {r["target"] for r in earlier if r.get("target") is not None}
         if "target" in entry:
             value = entry["target"]
-            try:
-                value = None if value is None else scale.coerce(value)
-            except ValueError:
-                value = object()  # off the scale: certainly not what was exported
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                try:  # the score as exported; anything else read as a reference is
+                    value = scale.coerce(value)
+                except ValueError:
+                    value = object()  # off the scale: certainly not what was exported
             if value not in targets:
                 raise fail(
                     "is read-only: put the corrected target in edited_target (decision: edit)",
