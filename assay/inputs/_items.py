@@ -373,7 +373,8 @@ def _cached_table(
     return cached_items(path, made_by, read, Path(cache_dir).parent / "items")
 
 
-_ITEMS_FORMAT = 2  # bump when reading a table changes what its items are
+# bump when reading a table changes what its items are (3: a 0/1 on true/false names by meaning)
+_ITEMS_FORMAT = 3
 
 
 def _spooled_traces(
