@@ -12,7 +12,8 @@ when they share a key:
   mark, direction marks, tag characters…, and every other default-ignorable code point:
   variation selectors, the combining grapheme joiner, Hangul fillers, Mongolian free variation
   selectors, Khmer inherent vowels, musical-symbol formatting controls, the code points Unicode
-  reserves as ignorable), then NFKC, case-folded, NFKC again, whitespace runs collapsed to one
+  reserves as ignorable; and, since :data:`CONFUSABLES`, control characters that are no
+  whitespace and private-use ones, a braille blank read as a space: :func:`unseen`), then NFKC, case-folded, NFKC again, whitespace runs collapsed to one
   space and stripped — with every character Unicode lists as confusable (UTS #39's
   confusables) written as the ASCII character it imitates (Cyrillic ``е`` as ``e``, Greek
   ``ι`` as ``i``), or as its class is written in a skeleton when it imitates none, and
@@ -43,7 +44,8 @@ package ships them (its data file, read once; never its loader, which an environ
 can point elsewhere).
 
 Records written before a rule keep theirs: an item is compared with one under the rule it was
-recorded under (:func:`fingerprints_under`). Under :data:`SKELETON_CASED` (the skeleton kept
+recorded under (:func:`fingerprints_under`). Under :data:`CONTROLS_KEPT` an item matches by its
+keys as that rule read it (control characters kept) and by its keys now. Under :data:`SKELETON_CASED` (the skeleton kept
 its case) an item matches by that skeleton and by its keys now. Under :data:`VISIBLE` an item matches by its own
 text so normalised and by its keys now — an item consumed then in ASCII is found again with
 look-alike letters swapped in. Under :data:`NORMALISED` (invisible characters kept), it also
@@ -56,6 +58,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -64,9 +67,15 @@ from assay.errors import AssayError
 from assay.inputs import sample_of
 from assay.types import Item, stable_hash
 
-CONFUSABLES = "confusables-skeleton-casefold-visible-nfkc-casefold-whitespace"
-"""How items are fingerprinted now: :data:`VISIBLE`'s text with look-alike letters folded (two
-keys) and the UTS #39 skeleton case-folded (a third), an item's keys deduplicated."""
+CONFUSABLES = "confusables-skeleton-casefold-unseen-nfkc-casefold-whitespace"
+"""How items are fingerprinted now: :data:`CONTROLS_KEPT`'s keys with every character nobody
+sees dropped (:func:`unseen`: control characters that are no whitespace, private-use ones,
+beside :func:`invisible`'s) and a blank that is no whitespace (the braille blank) read as a
+space."""
+CONTROLS_KEPT = "confusables-skeleton-casefold-visible-nfkc-casefold-whitespace"
+"""How items were fingerprinted before control and private-use characters were dropped:
+:data:`VISIBLE`'s text with look-alike letters folded (two keys) and the UTS #39 skeleton
+case-folded (a third), an item's keys deduplicated."""
 SKELETON_CASED = "confusables-visible-nfkc-casefold-whitespace"
 """How items were fingerprinted before the skeleton key was case-folded (its case kept)."""
 VISIBLE = "visible-nfkc-casefold-whitespace"
@@ -75,6 +84,7 @@ then :data:`NORMALISED`'s."""
 NORMALISED = "nfkc-casefold-whitespace"
 """How items were fingerprinted before invisible characters were dropped."""
 Rule = Literal[
+    "confusables-skeleton-casefold-unseen-nfkc-casefold-whitespace",
     "confusables-skeleton-casefold-visible-nfkc-casefold-whitespace",
     "confusables-visible-nfkc-casefold-whitespace",
     "visible-nfkc-casefold-whitespace",
@@ -123,12 +133,41 @@ class _Lazy(dict[int, "int | str | None"]):
         return value
 
 
-_DROP = _Lazy(lambda c: None if invisible(c) else ord(c))
+BLANKS = frozenset("\u2800")
+"""Characters that show as a blank but are no whitespace (``str.isspace``): the braille
+pattern blank. Read as a space, so that one added, or standing for a space, changes nothing."""
+
+
+def unseen(char: str) -> bool:
+    """Whether ``char`` is one nobody sees in a text: :func:`invisible`, a control character
+    that is no whitespace (``\x07`` BEL, ``\x7f`` DEL, the C1 controls; a tab or a line break is
+    whitespace), or a private-use character (no agreed glyph: nothing, or an empty box). Code
+    points unassigned in this Python's Unicode are kept: which they are moves with the
+    interpreter's version, and a key must not."""
+    if invisible(char):
+        return True
+    category = unicodedata.category(char)
+    return (category == "Cc" and not char.isspace()) or category == "Co"
+
+
+_DROP_INVISIBLE = _Lazy(lambda c: None if invisible(c) else ord(c))
+_DROP_UNSEEN = _Lazy(lambda c: None if unseen(c) else 32 if c in BLANKS else ord(c))
+_ASCII_CONTROLS = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
+"""The ASCII characters :func:`unseen` drops: its controls less the whitespace ones."""
 
 
 def _seen(text: str) -> str:
-    """``text`` without the characters nobody sees."""
-    return text if text.isascii() else text.translate(_DROP)
+    """``text`` without the characters nobody sees (:func:`unseen`), a blank that is no
+    whitespace a space."""
+    if text.isascii():
+        return _ASCII_CONTROLS.sub("", text) if _ASCII_CONTROLS.search(text) else text
+    return text.translate(_DROP_UNSEEN)
+
+
+def _seen_before(text: str) -> str:
+    """``text`` without the characters :func:`invisible` names: what the rules before
+    :data:`CONFUSABLES` dropped (control and private-use characters kept)."""
+    return text if text.isascii() else text.translate(_DROP_INVISIBLE)
 
 
 def _folded(text: str) -> str:
@@ -145,7 +184,7 @@ def normalised(value: Any, *, keep_invisible: bool = False) -> Any:
     """``value`` with every string in it normalised as :data:`VISIBLE` reads it: ``"Item 3 "``,
     ``"item 3"``, ``"item\\u200b 3"`` and an NFD spelling are one text. ``keep_invisible``: the
     rule before (:data:`NORMALISED`), for records made under it."""
-    return _each_string(value, _folded if keep_invisible else lambda s: _folded(_seen(s)))
+    return _each_string(value, _folded if keep_invisible else lambda s: _folded(_seen_before(s)))
 
 
 def _each_string(value: Any, change: Callable[[str], Any]) -> Any:
@@ -326,13 +365,14 @@ Keys = tuple[str, str, str, str, str]
 (:data:`CONFUSABLES`), and its skeleton with its case kept (:data:`SKELETON_CASED`)."""
 
 
-def _keys_of(text: str) -> Keys:
-    """``text``'s :data:`Keys` texts."""
-    if text.isascii():
-        visible = _folded(text)
-        skeleton = _skeleton(text)
+def _keys_of(text: str, before: bool = False) -> Keys:
+    """``text``'s :data:`Keys` texts; ``before``: with the characters the rules before
+    :data:`CONFUSABLES` dropped (:func:`_seen_before`), not those nobody sees."""
+    seen = _seen_before(text) if before else _seen(text)
+    if seen.isascii():
+        visible = _folded(seen)
+        skeleton = _skeleton(seen)
         return visible, visible, visible, _caseless(skeleton), skeleton
-    seen = _seen(text)
     compatible = unicodedata.normalize("NFKC", seen)
     visible = _folded(compatible)
     skeleton = _skeleton(seen)
@@ -353,34 +393,34 @@ def _caseless(skeleton: str) -> str:
     return _folded(_skeleton(_folded(skeleton)))
 
 
-_NAMES: dict[str, Keys] = {}
+_NAMES: dict[tuple[str, bool], Keys] = {}
 
 
-def _name(key: str) -> Keys:
+def _name(key: str, before: bool) -> Keys:
     """:func:`_keys_of` of a mapping's key: the same few names in every item (``request``,
     ``role``…), worked out once."""
-    found = _NAMES.get(key)
+    found = _NAMES.get((key, before))
     if found is None:
-        found = _keys_of(key)
+        found = _keys_of(key, before)
         if len(_NAMES) < 4096:
-            _NAMES[key] = found
+            _NAMES[key, before] = found
     return found
 
 
-def _variants(value: Any) -> tuple[Any, Any, Any, Any, Any]:
+def _variants(value: Any, before: bool = False) -> tuple[Any, Any, Any, Any, Any]:
     """``value`` with every string in it replaced by each of :func:`_keys_of`'s five texts."""
     if isinstance(value, str):
-        return _keys_of(value)
+        return _keys_of(value, before)
     if isinstance(value, dict):
         outs: tuple[dict[Any, Any], ...] = ({}, {}, {}, {}, {})
         for k, v in value.items():
-            names = _name(k) if isinstance(k, str) else (k, k, k, k, k)
-            texts = _variants(v)
+            names = _name(k, before) if isinstance(k, str) else (k, k, k, k, k)
+            texts = _variants(v, before)
             for n, out in enumerate(outs):
                 out[names[n]] = texts[n]
         return outs  # type: ignore[return-value]
     if isinstance(value, list):
-        parts = [_variants(v) for v in value]
+        parts = [_variants(v, before) for v in value]
         return tuple([p[n] for p in parts] for n in range(5))  # type: ignore[return-value]
     return value, value, value, value, value
 
@@ -440,15 +480,20 @@ def fingerprints_under(rule: object, items: Sequence[Item]) -> list[set[str]]:
 def _fingerprints(rule: object, item: Item) -> set[str]:
     """One item's text fingerprints under ``rule`` (:func:`fingerprints_under`)."""
     text = _judged_text(item)
-    if rule not in (CONFUSABLES, SKELETON_CASED, VISIBLE, NORMALISED):
+    if rule not in (CONFUSABLES, CONTROLS_KEPT, SKELETON_CASED, VISIBLE, NORMALISED):
         return {stable_hash(text, n=32)}
-    visible, *keys = _variants(text)
+    now = set(_hashes(_variants(text)[1:4]))
     if rule == CONFUSABLES:
-        fingerprints = set(_hashes(keys[:3]))
+        return now
+    # a record made before: its item as that rule read it (verbatim, control characters
+    # and all), or as read now (one recorded without them, found again with them added)
+    visible, *keys = _variants(text, before=True)
+    if rule == CONTROLS_KEPT:
+        fingerprints = now | set(_hashes(keys[:3]))
     elif rule == SKELETON_CASED:
-        fingerprints = set(_hashes(keys))
+        fingerprints = now | set(_hashes(keys))
     else:
-        fingerprints = set(_hashes((visible, *keys)))
+        fingerprints = now | set(_hashes((visible, *keys)))
     if rule == NORMALISED:
         fingerprints.add(stable_hash(normalised(text, keep_invisible=True), n=32))
     return fingerprints

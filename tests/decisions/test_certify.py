@@ -430,6 +430,10 @@ def test_a_laxer_policy_does_not_admit_a_judge_for_a_stricter_use(run, tmp_path,
             id="capitals, Cyrillic E and Greek A",
         ),
         pytest.param(lambda t: t.replace("café", "\u0441\u0430f\u0435\u0301"), id="Cyrillic c a e"),
+        pytest.param(lambda t: t + "\x07", id="trailing BEL"),
+        pytest.param(lambda t: t.replace("bleu", "bl\x7feu\x01"), id="DEL and SOH"),
+        pytest.param(lambda t: t + "\ue000", id="private-use character"),
+        pytest.param(lambda t: t.replace(" is ", " is\u2800"), id="braille blank"),
     ],
 )
 def test_the_same_items_respelled_are_still_consumed(run, tmp_path, capsys, respell):

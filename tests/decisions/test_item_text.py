@@ -14,6 +14,7 @@ import pytest
 
 from assay.decisions._item_text import (
     CONFUSABLES,
+    CONTROLS_KEPT,
     NORMALISED,
     SKELETON_CASED,
     VISIBLE,
@@ -21,6 +22,7 @@ from assay.decisions._item_text import (
     invisible,
     item_keys,
     normalised,
+    unseen,
 )
 from assay.types import Item, stable_hash
 
@@ -41,12 +43,26 @@ def item(response: str, id: str = "a") -> Item:
         "\ufe0f\U000e0101",  # variation selectors
         "\u3164\u115f",  # Hangul fillers
         "\U000e0041",  # a tag character
+        "\x07\x7f\x01",  # control characters (BEL, DEL, SOH)
+        "\x9f",  # a C1 control
+        "\ue000\U000f0000",  # private-use characters
     ],
 )
 def test_invisible_characters_do_not_make_an_item_new(hidden):
     plain = item("It is blue.")
     assert item_keys(item(f"{hidden}It is bl{hidden}ue.", id="b")) == item_keys(plain)
     assert not same(item("It is green."), plain)
+
+
+def test_a_blank_that_is_no_whitespace_reads_as_a_space():
+    plain = item("It is blue.")
+    assert item_keys(item("It is\u2800blue.\u2800", id="b")) == item_keys(plain)
+    assert not same(item("It is bl\u2800ue."), plain)  # a gap a reader sees
+
+
+def test_whitespace_controls_still_separate_words():
+    assert same(item("It is\tblue.\r\n"), item("It is blue."))
+    assert not same(item("It is\tblue."), item("It isblue."))
 
 
 def same(a: Item, b: Item) -> bool:
@@ -57,10 +73,28 @@ def same(a: Item, b: Item) -> bool:
 def test_no_visible_character_normalises_to_an_invisible_one():
     for code in range(sys.maxunicode + 1):
         char = chr(code)
-        if invisible(char) or unicodedata.category(char) == "Cs":
+        if unseen(char) or unicodedata.category(char) == "Cs":
             continue
         text = normalised(char, keep_invisible=True)
-        assert not any(invisible(c) for c in text), hex(code)
+        assert not any(unseen(c) for c in text), hex(code)
+        assert invisible(char) or not any(invisible(c) for c in text), hex(code)
+
+
+def test_items_recorded_before_control_characters_were_dropped_are_found_again():
+    """A record made under :data:`CONTROLS_KEPT` (control and private-use characters kept):
+    its item is found again verbatim, an item recorded without them is found with them added,
+    and an item it never saw is not."""
+    from assay.decisions._item_text import _hashes, _variants
+
+    def recorded_then(it: Item) -> set[str]:
+        return set(_hashes(_variants(judged(it), before=True)[1:4]))
+
+    with_bell, plain = item("It is blue.\x07"), item("It is blue.")
+    for recorded, now in ((with_bell, with_bell), (plain, with_bell), (plain, plain)):
+        (keys,) = fingerprints_under(CONTROLS_KEPT, [now])
+        assert keys & recorded_then(recorded)
+    (keys,) = fingerprints_under(CONTROLS_KEPT, [item("It is green.\x07")])
+    assert not keys & recorded_then(plain)
 
 
 def judged(it: Item) -> dict:
