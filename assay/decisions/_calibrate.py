@@ -24,10 +24,11 @@ from assay.decisions._calibration_results import (
     MapOutcome,
 )
 from assay.decisions._certify import ledger_of
+from assay.decisions._item_text import same_items
 from assay.decisions._tuning import RECORD, TUNING, record_tuning
 from assay.errors import ConfigError
 from assay.evaluation import agreement_summary, evaluate
-from assay.inputs import EvaluateConfig, samples_of
+from assay.inputs import EvaluateConfig
 from assay.metrics import MetricValue, calibration_metrics, fit_calibration, fit_threshold
 from assay.runs import default_tracking_uri, flatten_metrics, write_json
 from assay.types import Judgment
@@ -40,9 +41,10 @@ def split_ids(
     samples: dict[str, str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Stratified, seeded split of item ids into (calibration, evaluation). ``samples`` (item id
-    → its cluster, :func:`~assay.inputs.samples_of`) keeps the epochs of one Inspect sample on one side: a
-    map fitted on one epoch and measured on another of the same input and reference would be
-    measured on what it was fitted on, in all but name. The samples are split as the items are
+    → its cluster: :func:`~._item_text.same_items`) keeps the items that are one item on one
+    side — the epochs of one Inspect sample, one text under several ids: a map fitted on one and
+    measured on another of the same input and reference would be measured on what it was
+    fitted on, in all but name. The samples are split as the items are
     (stratified by the label, which is the sample's), so items of no sample split as before."""
     members: dict[str, list[str]] = defaultdict(list)
     for i in sorted(labels):
@@ -102,9 +104,11 @@ def calibrate(
     usable = {
         i: y for i, y in labels.items() if by_id.get(i) and by_id[i].expected_score is not None
     }
-    # each item's Inspect sample, whose epochs go to one side and are resampled together (an
-    # item of no sample its own: the split and the intervals as for independent items)
-    samples = dict(zip((it.id for it in res.items), samples_of(res.items), strict=True))
+    # the items that are one item — an Inspect sample's epochs, one text under several ids —
+    # go to one side and are resampled together (an item alone is its own: the split and the
+    # intervals as for independent items)
+    groups = same_items(res.items)
+    samples = {it.id: g or f"item {it.id}" for it, g in zip(res.items, groups, strict=True)}
     cal, ev = split_ids(usable, fraction, seed, samples)
     if len({usable[i] for i in cal}) < 2 or len({usable[i] for i in ev}) < 2:
         raise ConfigError(

@@ -49,12 +49,13 @@ from assay.decisions._item_text import (
     NORMALISED,
     Rule,
     fingerprints_under,
+    same_items,
     used_keys,
 )
 from assay.decisions._ledger_journal import entry_of
 from assay.errors import ConfigError, RunError
 from assay.evaluation import verdict_names
-from assay.inputs import data_fingerprint, first_error, samples_of
+from assay.inputs import data_fingerprint, first_error
 from assay.metrics import MetricBound, Policy, Undefinable, fmt, inconsistency
 from assay.programs import JudgeConfig
 from assay.report import Report, Table
@@ -378,7 +379,9 @@ def certify_run(
             event=event[1] if event else None,
             ordered=scale.kind != "categorical",
             labels=verdict_names(scale),
-            clusters=samples_of(labelled),
+            clusters=[
+                g or f"item {it.id}" for it, g in zip(labelled, same_items(labelled), strict=True)
+            ],
         )
     except ValueError as exc:  # a metric the scale cannot give (TPR without a positive class)
         raise ConfigError(f"{where}: {exc}") from None

@@ -41,7 +41,7 @@ from assay.decisions._estimate_pool import (
 from assay.decisions._finished import judged_items, read_evaluate_run
 from assay.decisions.review_queue import LABEL_QUEUE, LabelQueue
 from assay.errors import ConfigError, DataError, RunError
-from assay.inputs import RunConfig, repeated_samples
+from assay.inputs import RunConfig
 from assay.metrics import LabelPlan, MeanEstimate, Undefinable, fmt
 from assay.runs import SEALED, Run, TrackedRun
 from assay.scale import Scale
@@ -233,6 +233,13 @@ BY_SAMPLE = (
     "samples"
 )
 """What an estimate over an Inspect log's epochs computes by the samples: every figure."""
+BY_REPEAT = (
+    "each counts once — the human-only, PPI, PPI++, stratified PPI++ and active PPI++ "
+    "intervals take the repeated item as the unit (cluster-robust), Rogan–Gladen's bootstrap "
+    "draws it whole, the sample checks compare one copy of each and the label plan takes its "
+    "pilot's variances over them"
+)
+"""What an estimate over items repeated under other ids computes by the repeated item."""
 
 
 def _by_sample_line(items: int, samples: int) -> str:
@@ -245,9 +252,25 @@ def _by_sample_line(items: int, samples: int) -> str:
     )
 
 
+def _repeats_lines(pool: Pool) -> list[str]:
+    """What ``assay estimate`` says of the pool's items that are one item with another: the
+    epochs of Inspect samples (:func:`_by_sample_line`), or the same text under several ids —
+    labelled or judged again, it is no new evidence, and each figure takes it once."""
+    items, groups, inspect = pool.repeats
+    if not items:
+        return []
+    if inspect:
+        return [_by_sample_line(items, groups)]
+    return [
+        f"{items} of the items are {groups} items repeated (the same text under other ids, or "
+        f"the epochs of an Inspect sample): {BY_REPEAT}"
+    ]
+
+
 def _one_epoch_a_sample(pool: Pool, indices: list[int]) -> list[int]:
-    """``indices`` with only the first of the epochs of each Inspect sample among them (an item
-    of no sample is kept)."""
+    """``indices`` with only the first of the items that are one item among them (the epochs of
+    an Inspect sample, one text under several ids: :attr:`Pool.samples`; an item alone is
+    kept)."""
     seen: set[str] = set()
     kept = []
     for i in indices:
@@ -278,8 +301,7 @@ def sample_checks(
     the checks and the warnings in words."""
     from assay.metrics import compare_samples, holm
 
-    repeats = repeated_samples(it.item for it in pool.items)
-    epochs = [_by_sample_line(*repeats)] if repeats[0] else []
+    epochs = _repeats_lines(pool)
     # an Inspect sample's epochs (the same input, the same reference) are one item to a test of
     # the two sides' distributions: each side's first epoch of each sample (the others, counted
     # as new samples, would make a small difference look certain)
@@ -319,7 +341,14 @@ def sample_checks(
             continue
         done.append((compare_samples(left, right, what=what, kind=kind), may_refuse))  # type: ignore[arg-type]
     adjusted = holm([c.p_value for c, _ in done]) if done else []
-    unit = "items" if not repeats[0] else "items (one epoch of each Inspect sample)"
+    items, _, inspect = pool.repeats
+    unit = (
+        "items"
+        if not items
+        else "items (one epoch of each Inspect sample)"
+        if inspect
+        else "items (one copy of each repeated item)"
+    )
     checks, warnings = [], []
     for (c, may_refuse), p_adj in zip(done, adjusted, strict=True):
         finding: Finding = "none"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from assay.decisions._item_text import item_keys
+from assay.decisions._item_text import item_keys, same_items
 from assay.errors import ConfigError, DataError
 from assay.inputs import EvaluateConfig, sample_of
 from assay.metrics import MeanEstimate
@@ -126,15 +126,35 @@ class Pool:
 
     @functools.cached_property
     def samples(self) -> list[str | None]:
-        """The Inspect sample each item is an epoch of (:func:`~assay.inputs.sample_of`), else
-        None, by position."""
-        return [sample_of(it.item) for it in self.items]
+        """The items each item is one item with, by position: its run's items that share its
+        text or its Inspect sample (:func:`~._item_text.same_items`: the same text under other
+        ids, the epochs of one sample), named by run and group; None for an item alone. Never
+        across runs: a --validation run's copy of an item is counted by :func:`same_texts`."""
+        by_run: dict[str, list[int]] = {}
+        for k, it in enumerate(self.items):
+            by_run.setdefault(it.run, []).append(k)
+        out: list[str | None] = [None] * len(self.items)
+        for run, positions in by_run.items():
+            groups = same_items([self.items[k].item for k in positions])
+            for k, group in zip(positions, groups, strict=True):
+                out[k] = None if group is None else f"{run}: {group}"
+        return out
+
+    @functools.cached_property
+    def repeats(self) -> tuple[int, int, bool]:
+        """``(items, groups, inspect)``: how many items are one item with another
+        (:attr:`samples`), in how many groups, and whether every group is an Inspect sample's
+        epochs (else some are one text under several ids)."""
+        grouped = [(s, it.item) for s, it in zip(self.samples, self.items, strict=True) if s]
+        groups = {s for s, _ in grouped}
+        epochs = {s for s, item in grouped if sample_of(item) is not None}
+        return len(grouped), len(groups), groups == epochs
 
     @functools.cached_property
     def clusters(self) -> list[str] | None:
-        """Each item's cluster for a standard error — the Inspect sample it is an epoch of, an
-        item of no sample one of its own (by position: a --validation run's item under a run's
-        id is another item, never merged) — by position; None when no sample holds two."""
+        """Each item's cluster for a standard error — the items it is one item with
+        (:attr:`samples`), an item alone one of its own (by position) — by position; None when
+        no cluster holds two."""
         ids = [sample or f"position {k}" for k, sample in enumerate(self.samples)]
         return ids if len(set(ids)) < len(ids) else None
 

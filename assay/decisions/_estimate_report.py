@@ -65,7 +65,9 @@ def estimate_words(s: EstimateSummary) -> list[str]:
     else:
         lines.append(f"estimate ({method}): {_interval(best)}, {_level(s)}")
         if best.std_error is not None and (
-            rough := rough_note(best.n_labelled, best.strata, best.rarer_class_labels)
+            rough := rough_note(
+                best.n_labelled, best.strata, best.rarer_class_labels, best.labelled_units
+            )
         ):
             lines.append(f"note: {rough}")
     if best.method != "human_only":

@@ -60,6 +60,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -501,3 +502,30 @@ def _fingerprints(rule: object, item: Item) -> set[str]:
 
 def _judged_text(item: Item) -> dict[str, Any]:
     return item.model_dump(mode="json", include={"request", "response", "transcript"})
+
+
+def same_items(items: Sequence[Item]) -> list[str | None]:
+    """Which of ``items`` are one item, by position: items that share a text key
+    (:func:`item_keys`: the same text under another id, re-spaced, re-cased, with look-alike
+    letters…) or an Inspect sample (:func:`sample_keys`: its epochs) are one group — and so,
+    step by step, are items that share a key with any of them —, named after its first item's
+    id; an item alone is None. What a figure over labelled items must take as one unit: the
+    same item repeated under new ids is no new evidence."""
+    parent = list(range(len(items)))
+
+    def root(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    first: dict[str, int] = {}
+    for k, it in enumerate(items):
+        for key in used_keys(it):
+            other = first.setdefault(key, k)
+            a, b = root(other), root(k)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    roots = [root(k) for k in range(len(items))]
+    sizes = Counter(roots)
+    return [f"item {items[r].id}" if sizes[r] > 1 else None for r in roots]

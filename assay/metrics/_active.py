@@ -217,6 +217,7 @@ def active_ppi_mean(
         prediction=kind,
         sampling=ACTIVE_SAMPLE,
         rarer=rarer_class(y_arr),
+        labelled_units=None if grouped is None else int(np.unique(grouped[0][drawn]).size),
         notes=[f"expected budget Σπ = {pi.sum():.1f} labels; {y_arr.size} drawn"],
         clusters=None if grouped is None else grouped[2],
     )

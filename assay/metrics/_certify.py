@@ -557,9 +557,9 @@ def _rate_bound(metric, bar, ref, cand, ref_event, cand_event, delta, grouped) -
         low, high = effective_clopper_pearson_interval(point * n_eff, n_eff, 1.0 - 2.0 * delta)
         bound = low if bar.side == "at_least" else high
         note = (
-            f"{x} of {n} trials in {np.unique(grouped[trials]).size} samples (an Inspect log's "
-            f"epochs): bounded at {n_eff:.1f} effective trials, as if each sample's trials had "
-            "one outcome"
+            f"{x} of {n} trials in {np.unique(grouped[trials]).size} clusters (items that are one "
+            f"item: an Inspect sample's epochs, one text under several ids): bounded at "
+            f"{n_eff:.1f} effective trials, as if each cluster's trials had one outcome"
         )
     else:
         point, note = x / n, None
@@ -601,8 +601,8 @@ def _statistic_bound(
     notes = []
     if grouped is not None:
         notes.append(
-            f"bootstrap resampled {np.unique(grouped).size} samples (an Inspect log's epochs) "
-            "with all their items"
+            f"bootstrap resampled {np.unique(grouped).size} clusters (items that are one item: "
+            "an Inspect sample's epochs, one text under several ids) with all their items"
         )
     if math.isnan(bound):
         notes.append("undefined: no bootstrap replicate was defined")

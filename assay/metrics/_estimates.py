@@ -87,6 +87,10 @@ class MeanEstimate:
     # normal interval is rough however many labels there are
     rarer_class_labels: int | None = None
     note: str | None = None
+    # how many independent units the labels are when some are one item (an Inspect sample's
+    # epochs, one text under several ids): the clusters among the labelled items; None: each
+    # label its own
+    labelled_units: int | None = None
 
     @property
     def name(self) -> str:

@@ -331,6 +331,12 @@ FLOAT_ROUNDING = 1e-12
 point — labels all alike with a λ of 1e-34 left by the arithmetic — and is said as 0."""
 
 
+def _units(grouped: tuple[NDArray[np.intp], NDArray[np.intp], int] | None) -> int | None:
+    """How many clusters the labelled items of :func:`_codes`' numbering are in (None: the
+    items are independent)."""
+    return None if grouped is None else int(np.unique(grouped[0]).size)
+
+
 def few_labels(n_labelled: int) -> str:
     """What a normal interval on fewer than :data:`FEW_LABELLED` labels is: rough."""
     return (
@@ -362,7 +368,10 @@ def rarer_class(y: NDArray[np.float64]) -> int | None:
 
 
 def rough_note(
-    n_labelled: int, strata: Sequence[StratumEstimate] = (), rarer: int | None = None
+    n_labelled: int,
+    strata: Sequence[StratumEstimate] = (),
+    rarer: int | None = None,
+    units: int | None = None,
 ) -> str | None:
     """The note a normal interval on too few labels carries, None when it has enough: fewer
     than :data:`FEW_LABELLED` labels in all (:func:`few_labels`), fewer than
@@ -370,9 +379,18 @@ def rough_note(
     error resting on fewer than that many labels' worth (:func:`strata_labels_worth`): a
     stratified 95% interval on 45 labels, 5 of them in a stratum of half the items where the
     judge is worse, covered 0.89 of the time in simulation, against 0.92 with 25 labels in each
-    (``tests/metrics/test_ppi.py``)."""
+    (``tests/metrics/test_ppi.py``). ``units``: how many independent units the labels are
+    where some are one item (the clusters among them): fewer than :data:`FEW_LABELLED` of them
+    is as rough, however many labels they hold."""
     if n_labelled < FEW_LABELLED:
         return few_labels(n_labelled)
+    if units is not None and units < FEW_LABELLED:
+        return (
+            f"the {n_labelled} human labels are {units} items' worth (labels of one item — an "
+            f"Inspect sample's epochs, one text under several ids — count once): with fewer "
+            f"than {FEW_LABELLED} the normal interval covers less than its level: read it as "
+            "rough, and label more items"
+        )
     if rarer is not None and rarer < FEW_OF_A_CLASS:
         return (
             f"only {rarer} of the {n_labelled} human labels are of the rarer class: with fewer "
@@ -411,6 +429,7 @@ def normal_estimate(
     notes: Sequence[str] = (),
     rarer: int | None = None,
     clusters: int | None = None,
+    labelled_units: int | None = None,
 ) -> MeanEstimate:
     """A :class:`MeanEstimate` with the normal interval ``value ± z · se`` (``clusters``: the
     number of clusters a cluster-robust ``se`` takes as the unit, said in the interval's name); its effective labels
@@ -424,7 +443,7 @@ def normal_estimate(
         se = 0.0
     low, high = interval(value, se, alpha, bound)
     notes = list(notes)
-    if rough := rough_note(n_labelled, strata, rarer):
+    if rough := rough_note(n_labelled, strata, rarer, labelled_units):
         notes.append(rough)
     if not se > 0:
         notes.append(
@@ -450,6 +469,7 @@ def normal_estimate(
         strata=strata,
         rarer_class_labels=rarer,
         note="; ".join(notes) or None,
+        labelled_units=labelled_units,
     )
 
 
@@ -485,6 +505,7 @@ def human_only_mean(
         sampling="labelled items: a uniform random sample of the items",
         rarer=rarer_class(y_arr),
         clusters=None if grouped is None else grouped[2],
+        labelled_units=_units(grouped),
     )
 
 
@@ -546,6 +567,7 @@ def ppi_mean(
         sampling=UNIFORM_SAMPLE,
         rarer=rarer_class(s.y),
         clusters=None if grouped is None else grouped[2],
+        labelled_units=_units(grouped),
     )
 
 
@@ -678,6 +700,7 @@ def stratified_ppi_mean(
         strata=tuple(parts),
         rarer=rarer_class(s.y),
         clusters=None if grouped is None else grouped[2],
+        labelled_units=_units(grouped),
         notes=[
             f"stratum {p.stratum!r}: labels only (no unlabelled item)"
             for p in parts

@@ -301,3 +301,30 @@ def test_a_calibrated_judge_is_refused_on_the_items_its_rule_was_fitted_on(
     capsys.readouterr()
     assert main(["certify", _run_of(tmp_path, "argmax"), "--policy", str(other)]) == 1
     assert "reached the tuning" not in capsys.readouterr().err
+
+
+def test_one_item_repeated_under_new_ids_stays_on_one_side_of_the_split(tmp_path, config):
+    """40 items and the same 40 again under other ids (re-cased, a zero-width space added):
+    each text's copies go to one side, so the held-out figures are never measured on a text
+    the threshold was fitted on (16 of 20 held-out texts were, split by id), and the held-out
+    intervals resample each text's copies together."""
+    rows = make_data(tmp_path).read_text().splitlines()
+    copies = []
+    for row in rows[1:]:
+        id_, request, response, label = row.split(",")
+        hidden = response.upper().replace(" ", " \u200b")
+        copies.append(f"d{id_[1:]},{request.upper()},{hidden},{label}")
+    (tmp_path / "twice.csv").write_text("\n".join([*rows, *copies]) + "\n")
+    data = {"path": str(tmp_path / "twice.csv"), "columns": {"id": "id"}}
+    twice = EvaluateConfig.model_validate({**config.model_dump(exclude_none=True), "data": data})
+    out = calibrate(twice, workdir=tmp_path, progress=False).model_dump()
+    cal, held = out["split"]["calibration_ids"], out["split"]["evaluation_ids"]
+    assert len(cal) + len(held) == 80
+
+    def texts(ids):
+        return {i[1:] for i in ids}  # c07 and d07 are one text
+
+    assert not texts(cal) & texts(held)
+    assert len(held) == 2 * len(texts(held))
+    kappa = out["evaluation"]["calibrated"]["kappa_categorical"]
+    assert f"resampled {len(texts(held))} clusters" in kappa["note"]

@@ -658,17 +658,19 @@ def noisy_judge(call):
 @pytest.fixture
 def two_runs(tmp_path):
     # validation: 20 harmful (4 missed: TPR 0.8), 20 benign (2 false alarms: TNR 0.9)
-    val = [f"v{i},q,HARMFUL{' miss' if i < 4 else ''},1" for i in range(20)]
-    val += [f"w{i},q,benign{' alarm' if i < 2 else ''},0" for i in range(20)]
+    # (each answer its own text: the same text under two ids would be one item repeated)
+    val = [f"v{i},q,HARMFUL{' miss' if i < 4 else ''} v{i},1" for i in range(20)]
+    val += [f"w{i},q,benign{' alarm' if i < 2 else ''} w{i},0" for i in range(20)]
     # unlabelled: 30 harmful of 100 (6 missed), 70 benign (7 alarms) -> flags 24 + 7 = 31
-    unl = [f"u{i},q,HARMFUL{' miss' if i < 6 else ''}," for i in range(30)]
-    unl += [f"x{i},q,benign{' alarm' if i < 7 else ''}," for i in range(70)]
+    unl = [f"u{i},q,HARMFUL{' miss' if i < 6 else ''} u{i}," for i in range(30)]
+    unl += [f"x{i},q,benign{' alarm' if i < 7 else ''} x{i}," for i in range(70)]
 
     def run(name, rows, **judge):
         header = "id,request,response,expected"
         return scripted_run(tmp_path, name, [header, *rows], noisy_judge, script="noisy", **judge)
 
-    wrong = [f"c{i},q,HARMFUL miss,1" for i in range(10)] + [f"d{i},q,alarm,0" for i in range(10)]
+    wrong = [f"c{i},q,HARMFUL miss c{i},1" for i in range(10)]
+    wrong += [f"d{i},q,alarm d{i},0" for i in range(10)]
     return {
         "unlabelled": run("unlabelled", unl),
         "validation": run("validation", val),
@@ -735,10 +737,8 @@ def test_ids_a_validation_run_shares_with_the_run_are_two_items_not_one(
     ppi = s.of("ppi++")
     assert (ppi.ci_low, ppi.ci_high) == pytest.approx((low[0], high[0]), abs=1e-9)
     assert s.of("rogan_gladen").value == pytest.approx(0.3)
-    # the texts repeat across the two runs here (every item says one of four things): said
-    assert any(
-        "40 of the --validation run's labelled items have the texts" in w for w in s.warnings
-    )
+    # the runs share ids, not texts: no item of one is in the other
+    assert not any("labelled items have the texts" in w for w in s.warnings)
     out = cli(["estimate", str(unl), "--validation", str(val), "--accept-shift"], capsys)
     assert "over 140 items (40 with a human label, 40 of them the --validation run's, 100 " in out
 
@@ -1057,3 +1057,40 @@ def test_a_reader_that_closes_the_pipe_early_is_no_error(runs):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0, err
     assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+def test_labels_of_one_item_repeated_under_new_ids_count_once(tmp_path, capsys, monkeypatch):
+    """20 labelled items, each five times under new ids, beside 100 unlabelled ones: 100
+    human labels, but 20 items' worth. Every interval takes the repeated item as the unit —
+    the human-only one is that of the 20 items themselves, to the last digit — the note says
+    the labels are too few to trust a normal interval, and the console says what repeats."""
+    rng = np.random.default_rng(8)
+    y = (rng.random(20) < 0.4).astype(int)
+    f = np.where(rng.random(20) < 0.85, y, 1 - y)
+    fu = (rng.random(100) < 0.4).astype(int)
+    said = lambda v, k: f"{'HARMFUL' if v else 'benign'} {k:03d}"  # noqa: E731
+    unlabelled = [f"u{k},q,{said(fu[k], 100 + k)}," for k in range(100)]
+    header = "id,request,response,expected"
+    once = [header, *(f"i{k},q,{said(f[k], k)},{y[k]}" for k in range(20)), *unlabelled]
+    five = [header]
+    five += [f"c{c}_{k},q,{said(f[k], k)},{y[k]}" for c in range(5) for k in range(20)]
+    five += unlabelled
+    monkeypatch.chdir(tmp_path)
+    runs = {
+        name: scripted_run(tmp_path, name, rows, noisy_judge, script="repeats")
+        for name, rows in (("once", once), ("five", five))
+    }
+    got = {name: cli_json(["estimate", str(run)], capsys) for name, run in runs.items()}
+    alone, repeated = row(got["once"], "human_only"), row(got["five"], "human_only")
+    assert repeated["n_labelled"] == 100 and repeated["labelled_units"] == 20
+    assert (repeated["ci_low"], repeated["ci_high"]) == pytest.approx(
+        (alone["ci_low"], alone["ci_high"]), abs=1e-12
+    )
+    for name in ("human_only", "ppi++"):
+        assert "the 100 human labels are 20 items' worth" in row(got["five"], name)["note"]
+    assert any(
+        "100 of the items are 20 items repeated (the same text under other ids" in w
+        for w in got["five"]["warnings"]
+    )
+    text = cli(["estimate", str(runs["five"])], capsys)
+    assert "\nnote: the 100 human labels are 20 items' worth" in text

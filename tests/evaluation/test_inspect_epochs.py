@@ -226,7 +226,7 @@ def test_a_certificate_bounds_the_rates_over_the_samples(tmp_path, capsys, monke
     assert tpr["bound"] == pytest.approx(delta ** (1 / 8))
     x = 37 / 48 * 16
     assert tnr["bound"] == pytest.approx(beta.ppf(delta, x, 16 - x + 1))
-    assert kappa["method"] == "cluster-bootstrap" and "resampled 24 samples" in kappa["note"]
+    assert kappa["method"] == "cluster-bootstrap" and "resampled 24 clusters" in kappa["note"]
     # counted as 48 independent negatives, the false alarms would look rarer than they are
     assert tnr["bound"] < beta.ppf(delta, 37, 48 - 37 + 1)
     assert code == (0 if cert["decision"] == "admitted" else 1)
