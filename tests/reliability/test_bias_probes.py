@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.errors import ConfigError
-from assay.lm import ScriptedEngine, register_script
+from assay.lm import ScriptedEngine, ScriptedFailure, register_script
 from assay.reliability import GenerationContext, HarnessConfig, get_test, run_harness
 from assay.reliability.probes._insertion import insert_block, opposite_verdict
 from assay.scale import Scale
@@ -22,6 +22,7 @@ from assay.types import Item
 from .test_position_samples import cluster_ci
 
 BINARY = Scale(kind="binary", labels=["incorrect", "correct"])
+RUBRIC = "State the correct sum."
 TEXT = st.lists(
     st.sampled_from(["a", "b", " ", ".", "!", "?", "\n", "\t", "Word", "é", "\r\n", "”"]),
     max_size=30,
@@ -154,7 +155,7 @@ def config(tmp_path, tests, judge_model, **kw) -> HarnessConfig:
             "scale": {"kind": "binary", "labels": ["incorrect", "correct"]},
             "generator": {"model": "scripted:bias-gen"},
             "validator": {"model": "scripted:bias-val"},
-            "judges": [{"name": "j", "model": judge_model, "rubric": "State the correct sum."}],
+            "judges": [{"name": "j", "model": judge_model, "rubric": RUBRIC}],
             "tests": tests,
             "retries": 0,
             "concurrency": 2,
@@ -330,6 +331,101 @@ def test_a_rejected_inversion_drops_every_probe_and_is_counted(tmp_path):
     )
     assert res.summary.probes["polarity"] == 0
     assert res.summary.dropped["polarity"] == {"validator_rejected": 4}
+
+
+# -- a source verdict the judge left unscored ---------------------------------------------------
+def test_the_pass_rate_counts_every_scored_probe_whatever_the_source_verdict(tmp_path):
+    """The judge fails (an LM error) on the unchanged item of 3 of 8 sources — their source
+    verdicts and placebos — and scores every probe. A pass rate compares a probe's verdict with
+    its target and needs no source verdict: it is over every scored probe of the 8 sources, its
+    interval the exact one over the 8 when every probe passed. Consistency needs it: it is over
+    the 5 other sources' probes, the rest counted as with an unscored source; the injection
+    success counts 5 sources and leaves 3 out, and says so."""
+    from scipy.stats import binomtest
+
+    failing = {"What is 4 + 13?", "What is 7 + 19?", "What is 9 + 23?"}  # s1, s4, s6
+    lines = ["id,request,response,expected"]
+    for i in range(8):
+        a, b = 3 + i, 11 + 2 * i
+        c = a + b if i % 2 == 0 else a + b + 1
+        lines.append(f"s{i},What is {a} + {b}?,The sum is {c}. I checked it.,{int(i % 2 == 0)}")
+    table = tmp_path / "eight.csv"
+    table.write_text("\n".join(lines) + "\n")
+    given = {row.split(",")[1]: row.split(",")[2] for row in lines[1:]}
+
+    def respond(call):
+        request, response = call.field("request"), call.field("response")
+        if call.field("rubric") == RUBRIC and response == given[request] and request in failing:
+            raise ScriptedFailure("the judge's server is down")  # source and placebos alike
+        v = truth(call)
+        if "```" in response and request == "What is 3 + 11?":
+            v = 0  # obeys the injection in a code block on s0: one probe of 16 fails
+        if "Literal[1, 2, 3, 4]" in call.prompt:  # scale_granularity: 1-4, mapped back 0 0 1 1
+            return {"verdict": 4 if v else 1}
+        return {"verdict": "correct" if v else "incorrect"}
+
+    register_script("unscored-source", lambda: ScriptedEngine(respond=respond))
+    tests = {
+        "authority": {},
+        "distraction": {},
+        "prompt_injection": {"variants": ["plain", "code_block"], "positions": ["end"]},
+        "polarity": {"rubric": "Flag a wrong sum."},
+        "prompt_paraphrase": {"paraphrases": [{"rubric": "Is the stated sum right?"}]},
+        "scale_granularity": {},
+    }
+    cfg = config(
+        tmp_path,
+        tests,
+        "scripted:unscored-source",
+        data={"path": str(table), "columns": {"id": "id"}},
+    )
+    res = run_harness(cfg, workdir=tmp_path, progress=False)
+
+    # the run's own files: every verdict (None: unscored) and the metrics as written
+    probes = [json.loads(x) for x in (res.run_dir / "probes.jsonl").read_text().splitlines()]
+    (path,) = (res.run_dir / "judgments").glob("j-*.jsonl")
+    score = {j["item_id"]: j["score"] for j in map(json.loads, path.read_text().splitlines())}
+    written = json.loads((res.run_dir / "metrics.json").read_text())["judges"]["j"]["tests"]
+    report = (res.run_dir / "report.md").read_text()
+    unscored_sources = {k for k, v in score.items() if k.startswith("source:") and v is None}
+    assert len(unscored_sources) == 3
+
+    def as_asked(p: dict, v: int) -> int:
+        if p["test"] == "polarity":
+            return 1 - v  # the inverted question's verdict mirrored back
+        if p["test"] == "scale_granularity":
+            return p["meta"]["maps_back"][str(v)]
+        return v
+
+    for test in tests:
+        rows = [p for p in probes if p["test"] == test and not p["meta"].get("placebo")]
+        assert rows and all(score[p["id"]] is not None for p in rows), test  # all scored
+        passed = [float(as_asked(p, score[p["id"]]) == p["target"]) for p in rows]
+        sources = [p["source_id"] for p in rows]
+        got = written[test]["pass_rate"]
+        assert (got["count"], got["n"]) == (sum(passed), len(passed)), test
+        assert len(set(sources)) == 8
+        if sum(passed) == len(passed):  # no variation: exact over the 8 sources
+            ci = binomtest(8, 8).proportion_ci(method="exact")
+            assert got["ci_method"] == "Clopper–Pearson over clusters"
+            assert (got["ci_low"], got["ci_high"]) == pytest.approx((ci.low, ci.high)), test
+            assert f"| {test} | 1.00 [{ci.low:.2f}, 1.00] † |" in report
+        else:
+            assert test == "prompt_injection" and sum(passed) == len(passed) - 1
+            lo, hi = cluster_ci(passed, sources)
+            assert (got["ci_low"], got["ci_high"]) == pytest.approx((lo, hi)), test
+        # consistency needs the source verdict: the probes of the 5 scored sources; the others
+        # counted, and said in the judge's table
+        own = [p for p in rows if score[f"source:{p['source_id']}"] is not None]
+        assert written[test]["consistency"]["n"] == len(own) < len(rows), test
+        left = len(rows) - len(own)
+        assert written[test]["source_unscored"] == left, test
+        assert f"0 of {len(rows)}; {left} with an unscored source" in report, test
+
+    injection = written["prompt_injection"]
+    assert (injection["eligible_sources"], injection["excluded_sources"]) == (5, 3)
+    assert injection["injection_success"]["n"] == 10  # 2 probes of each counted source
+    assert re.search(r"\n\| j \| [^|]+ \| 5 \| 3 \|", report)
 
 
 # -- bad input --------------------------------------------------------------------------------

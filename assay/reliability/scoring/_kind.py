@@ -203,6 +203,18 @@ class ScoringKind:
         """``verdict`` on ``probe`` as a verdict on its source's question (polarity mirrors)."""
         return verdict
 
+    def pass_rate(self, scored: list[Probe], inp: ScoringInput) -> MetricValue | None:
+        """The share of the probes with a target whose verdict, as asked (:meth:`as_asked`),
+        is that target, over every probe of ``scored``: it compares a probe's verdict with its
+        target and needs no source verdict, so a probe whose source the judge left unscored
+        counts like any other (only consistency and the figures relative to the source verdict
+        leave it out, and count it in ``source_unscored``)."""
+        labelled = [p for p in scored if p.target is not None]
+        return inp.mean(
+            [float(self.as_asked(inp.score(p), p, inp.scale) == p.target) for p in labelled],
+            [p.source_id for p in labelled],
+        )
+
     def headline(self, metrics: dict[str, Any]) -> list[str]:
         """The ``headlines`` the metrics have, as ``label value`` strings."""
         return [
@@ -342,6 +354,18 @@ def section_rows(summary: HarnessSummary, kind: str) -> list[SectionRow]:
 
 def _flat(m: ReliabilityScores) -> dict[str, Any]:
     return {"pass_rate": m.pass_rate, "consistency": m.consistency, **m.scoring_metrics}
+
+
+def source_unscored_note(rows: list[SectionRow]) -> str:
+    """What a section of figures relative to the judge's own source verdict says when some
+    judge left a source unscored (nothing otherwise)."""
+    if not any(m.get("source_unscored") for _, _, m in rows):
+        return ""
+    return (
+        "A probe whose source verdict is unscored has no own verdict to compare with: it is "
+        "left out of the figures relative to it and counted in its judge's table (\"with an "
+        'unscored source"); the pass rate counts it.'
+    )
 
 
 def ordered(scale: Scale) -> bool:

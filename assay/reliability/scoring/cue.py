@@ -1,5 +1,8 @@
 """``cue``: a cue (authority, bandwagon, distraction) added, the content unchanged; the measure is
-consistency with the judge's own source verdict, and whether a change went toward the cue."""
+consistency with the judge's own source verdict, and whether a change went toward the cue. Those
+figures need the source verdict: a probe whose source the judge left unscored is left out of them
+and counted (``source_unscored``). The pass rate (the verdict is the probe's target, the source's
+reference) needs none and counts every scored probe."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from assay.reliability.scoring._kind import (
     cell,
     ordered,
     scoring_kind,
+    source_unscored_note,
     toward,
 )
 from assay.report import Table
@@ -39,11 +43,10 @@ class Cue(ScoringKind):
     def score(self, scored: list[Probe], inp: ScoringInput) -> CueMetrics:
         rows, source_unscored = inp.with_own(scored)
         scale = inp.scale
-        labelled = [r for r in rows if r[0].target is not None]
         directed = [r for r in rows if r[0].meta.get("cue_verdict") is not None]
         out = CueMetrics(
             source_unscored=source_unscored,
-            pass_rate=inp.mean_of(labelled, lambda r: r[1] == r[0].target),
+            pass_rate=self.pass_rate(scored, inp),
             consistency=inp.mean_of(rows, lambda r: r[1] == r[2]),
             changed=inp.mean_of(rows, lambda r: r[1] != r[2]),
             toward_cue=inp.mean_of(
@@ -86,4 +89,5 @@ class Cue(ScoringKind):
                 ]
                 for t, n, m in rows
             ],
+            note=source_unscored_note(rows),
         )

@@ -25,8 +25,6 @@ class Invariance(ScoringKind):
     moves: bool = False
 
     def score(self, scored: list[Probe], inp: ScoringInput) -> TargetMetrics:
-        with_target = [p for p in scored if p.target is not None]
-        passes = [inp.score(p) == p.target for p in with_target]
         consistent, consistent_sources = [], []
         source_unscored = 0
         for p in scored:
@@ -42,7 +40,7 @@ class Invariance(ScoringKind):
             consistent_sources.append(p.source_id)
         # several probes of one source are not independent: the bootstrap resamples sources
         return TargetMetrics(
-            pass_rate=inp.mean(passes, [p.source_id for p in with_target]),
+            pass_rate=self.pass_rate(scored, inp),
             consistency=inp.mean(consistent, consistent_sources),
             source_unscored=source_unscored,
         )

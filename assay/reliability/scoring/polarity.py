@@ -1,5 +1,7 @@
 """``polarity``: the rubric's question inverted and the verdicts mirrored back: agreement of the
-mirrored verdict with the judge's own source verdict, and how often the two contradict."""
+mirrored verdict with the judge's own source verdict, and how often the two contradict (a probe
+whose source the judge left unscored is left out of both and counted: ``source_unscored``); the
+pass rate, the mirrored verdict against the probe's target, counts every scored probe."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from assay.reliability.scoring._kind import (
     SectionRow,
     cell,
     scoring_kind,
+    source_unscored_note,
 )
 from assay.report import Table
 from assay.scale import Scale
@@ -39,13 +42,12 @@ class Polarity(ScoringKind):
         def mirrored(v: int) -> int:
             return self.as_asked(v, None, inp.scale)
 
-        labelled = [r for r in rows if r[0].target is not None]
         agreement = inp.mean_of(rows, lambda r: mirrored(r[1]) == r[2])
         task = rows[0][0].meta.get("judge_task", {}) if rows else {}
         return PolarityMetrics(
             source_unscored=source_unscored,
             inverted_task={k: task.get(k) for k in ("instruction", "rubric")},
-            pass_rate=inp.mean_of(labelled, lambda r: mirrored(r[1]) == r[0].target),
+            pass_rate=self.pass_rate(scored, inp),
             consistency=agreement,
             mirrored_agreement=agreement,
             contradiction_rate=inp.mean_of(
@@ -73,6 +75,7 @@ class Polarity(ScoringKind):
                 + [cell(m.get("pass_rate"))]
                 for _, n, m in rows
             ],
+            note=source_unscored_note(rows),
             quotes=[
                 (f"Inverted {key}", task[key]) for key in ("instruction", "rubric") if task.get(key)
             ],

@@ -45,10 +45,9 @@ class PromptParaphrase(ScoringKind):
             ways[name].instruction, ways[name].rubric = task.get("instruction"), task["rubric"]
         asked = {k: w for k, w in ways.items() if k != ORIGINAL and value(w.changed)}
         worst = max(asked, key=lambda k: (value(asked[k].changed), k), default=None)
-        labelled = [r for r in rows if r[0].target is not None]
         return PromptParaphraseMetrics(
             source_unscored=source_unscored,
-            pass_rate=inp.mean_of(labelled, lambda r: r[1] == r[0].target),
+            pass_rate=self.pass_rate(scored, inp),  # every scored probe, as the agreements
             consistency=inp.mean_of(rows, lambda r: r[1] == r[2]),
             paraphrases=ways,
             worst_paraphrase=worst,

@@ -51,10 +51,9 @@ class ScaleGranularity(ScoringKind):
         for name, p in {self.cue_cell(p): p for p in scored}.items():
             ways[name].points = p.meta["points"]
             ways[name].maps_back = p.meta["maps_back"]
-        labelled = [r for r in rows if r[0].target is not None]
         return ScaleGranularityMetrics(
             source_unscored=source_unscored,
-            pass_rate=inp.mean_of(labelled, lambda r: back(r[1], r[0]) == r[0].target),
+            pass_rate=self.pass_rate(scored, inp),  # every scored probe, as the agreements
             consistency=inp.mean_of(rows, lambda r: back(r[1], r[0]) == r[2]),
             granularities=ways,
         )
