@@ -14,11 +14,17 @@ or a copy in another folder finds the same head), so a journal cut short, replac
 refused on this machine. A ledger removed whole, its ``ledger-id`` with it, is a new ledger:
 nothing left on disk tells it from one never used. A ledger written before the journal existed
 adopts its certificate folders as they are, the first time it certifies.
+
+The ledger's tuning records (:mod:`._tuning`) are journaled the same way, in a journal of their
+own (:data:`TUNINGS`: ``tuning.jsonl`` beside the certificates' journal, its head
+``ledgers/<ledger id>-tuning.json``): a record folder deleted leaves its items refused to the
+judge it tuned, and a tuning journal removed, cut back or edited is refused.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +34,34 @@ from assay.errors import RunError
 from assay.runs import write_atomic
 
 JOURNAL = "journal.jsonl"
-"""The journal's file in the ledger folder."""
+"""The certificates' journal's file in the ledger folder."""
+
+
+@dataclass(frozen=True)
+class Journal:
+    """One of a ledger's journals: its file, its head's name, and what its lines are."""
+
+    file: str  # in the ledger folder
+    head: str  # the head's name after the ledger id (signed in the head: one is not the other)
+    name: str  # what a refusal calls it
+    lines: str  # what its lines are, as a refusal counts them
+    kept: str  # what stays when their folders are deleted, as a refusal says it
+
+
+CERTIFICATES = Journal(
+    file=JOURNAL,
+    head="",
+    name="journal",
+    lines="certificates",
+    kept="the items they consumed stay consumed",
+)
+TUNINGS = Journal(
+    file="tuning.jsonl",
+    head="-tuning",
+    name="tuning journal",
+    lines="tuning records",
+    kept="the items they were fitted on stay refused to the judges they tuned",
+)
 KEPT = (
     "certificate",
     "decision",
@@ -66,29 +99,31 @@ def journaled(ledger: Path, ledger_id: str | None) -> dict[str, dict[str, Any]] 
     """The certificates the ledger's journal holds, by id (:func:`read`: checked); None for a
     ledger that never had a journal — none on disk, no head on this machine: written before the
     journal existed, its certificate folders not adopted yet."""
-    if not (ledger / JOURNAL).exists() and _head_path(ledger_id) is None:
+    if not (ledger / JOURNAL).exists() and _head_path(ledger_id, CERTIFICATES) is None:
         return None
     return {str(e.get("certificate")): e for e in read(ledger, ledger_id)}
 
 
-def read(ledger: Path, ledger_id: str | None) -> list[dict[str, Any]]:
+def read(
+    ledger: Path, ledger_id: str | None, journal: Journal = CERTIFICATES
+) -> list[dict[str, Any]]:
     """The journal's entries, each checked: signed by the key, chained to the one before, and
     the whole as long as its head says (when this machine has seen it)."""
-    path = ledger / JOURNAL
-    head = _read_head(ledger_id)
+    path = ledger / journal.file
+    head = _read_head(ledger_id, journal)
     if not path.exists():
         if head is not None and head["entries"] > 0:
             raise JournalError(
-                f"{path}: the ledger's journal is gone, but it held {head['entries']} "
-                f"certificates ({_head_path(ledger_id)}): the items they consumed stay "
-                "consumed — restore the journal"
+                f"{path}: the ledger's {journal.name} is gone, but it held {head['entries']} "
+                f"{journal.lines} ({_head_path(ledger_id, journal)}): {journal.kept} — "
+                "restore the journal"
             )
         return []
     entries, previous, digests = [], "", [""]
     try:
         lines = _whole_lines(path)
     except (OSError, UnicodeDecodeError) as exc:
-        raise JournalError(f"{path}: cannot read the ledger's journal ({exc})") from None
+        raise JournalError(f"{path}: cannot read the ledger's {journal.name} ({exc})") from None
     for n, line in enumerate(lines, start=1):
         try:
             record = load_json(line)
@@ -110,22 +145,25 @@ def read(ledger: Path, ledger_id: str | None) -> list[dict[str, Any]]:
     )
     if not seen:
         assert head is not None
-        if head["entries"] > len(entries):
-            held = f"holds {len(entries)} certificates, but this ledger recorded {head['entries']}"
+        n, lines = head["entries"], journal.lines
+        if n > len(entries):
+            held = f"holds {len(entries)} {lines}, but this ledger recorded {n}"
         else:  # as many lines or more, but not the ones recorded
-            held = f"does not hold the {head['entries']} certificates this ledger recorded"
+            held = f"does not hold the {n} {lines} this ledger recorded"
         raise JournalError(
-            f"{path}: the journal {held} ({_head_path(ledger_id)}): lines were removed or the "
-            "journal replaced — restore it"
+            f"{path}: the {journal.name} {held} ({_head_path(ledger_id, journal)}): lines were "
+            "removed or the journal replaced — restore it"
         )
     return entries
 
 
-def append(ledger: Path, ledger_id: str, entries: list[dict[str, Any]]) -> None:
-    """Add ``entries`` (:func:`entry_of`) to the journal and move its head; call under the
-    ledger's lock, after :func:`read`. A last line a kill cut short is cut off first (the
-    certificate it was writing is adopted from its folder: :func:`read` leaves it out)."""
-    path = ledger / JOURNAL
+def append(
+    ledger: Path, ledger_id: str, entries: list[dict[str, Any]], journal: Journal = CERTIFICATES
+) -> None:
+    """Add ``entries`` (:func:`entry_of`, for the certificates) to ``journal`` and move its
+    head; call under the ledger's lock, after :func:`read`. A last line a kill cut short is cut
+    off first (what it was writing is adopted from its folder: :func:`read` leaves it out)."""
+    path = ledger / journal.file
     previous = ""
     count = 0
     if path.exists():
@@ -145,7 +183,7 @@ def append(ledger: Path, ledger_id: str, entries: list[dict[str, Any]]) -> None:
             previous = _signing.digest(record)
             count += 1
         fh.flush()
-    _write_head(ledger_id, count, previous)
+    _write_head(ledger_id, journal, count, previous)
 
 
 def _whole_lines(path: Path) -> list[str]:
@@ -159,25 +197,38 @@ HEADS = "ledgers"
 """The kind of the signing key's records that the journals' heads are."""
 
 
-def head_file(ledger_id: str) -> Path:
-    """Where the ledger's head is written: with the signing key's records, by its identity."""
-    return _signing.records_folder(HEADS) / f"{ledger_id}.json"
+def head_file(ledger_id: str, journal: Journal = CERTIFICATES) -> Path:
+    """Where the head of the ledger's ``journal`` is written: with the signing key's records,
+    by its identity."""
+    return _signing.records_folder(HEADS) / f"{ledger_id}{journal.head}.json"
 
 
-def _head_path(ledger_id: str | None) -> Path | None:
-    """Where the ledger's head is found (:func:`assay._signing.recorded`: the key's records, or
-    beside the key file where a head was written before), None when this machine has none."""
-    return None if ledger_id is None else _signing.recorded(HEADS, f"{ledger_id}.json")
+def _head_path(ledger_id: str | None, journal: Journal) -> Path | None:
+    """Where the head of the ledger's ``journal`` is found (:func:`assay._signing.recorded`: the
+    key's records, or beside the key file where a head was written before), None when this
+    machine has none."""
+    if ledger_id is None:
+        return None
+    return _signing.recorded(HEADS, f"{ledger_id}{journal.head}.json")
 
 
-def _read_head(ledger_id: str | None) -> dict[str, Any] | None:
-    """The head this machine recorded for the ledger (None when it has recorded none)."""
-    path = _head_path(ledger_id)
+def _head_body(ledger_id: str, journal: Journal, entries: object, last: object) -> dict[str, Any]:
+    """What a head's signature covers: a tuning journal's names its journal, so that the
+    certificates' head cannot stand for it (the certificates' is as it was before)."""
+    body = {"ledger": ledger_id, "entries": entries, "last": last}
+    return body if journal == CERTIFICATES else {**body, "journal": journal.file}
+
+
+def _read_head(ledger_id: str | None, journal: Journal) -> dict[str, Any] | None:
+    """The head this machine recorded for the ledger's ``journal`` (None when it has recorded
+    none)."""
+    path = _head_path(ledger_id, journal)
     if path is None:
         return None
+    assert ledger_id is not None
     try:
         data = load_json(path.read_text(encoding="utf-8"))
-        body = {"ledger": ledger_id, "entries": data["entries"], "last": data["last"]}
+        body = _head_body(ledger_id, journal, data["entries"], data["last"])
         ok = _signing.verify(body, data["signature"])
     except FileNotFoundError:
         return None
@@ -188,9 +239,9 @@ def _read_head(ledger_id: str | None) -> dict[str, Any] | None:
     return body
 
 
-def _write_head(ledger_id: str, entries: int, last: str) -> None:
-    body = {"ledger": ledger_id, "entries": entries, "last": last}
+def _write_head(ledger_id: str, journal: Journal, entries: int, last: str) -> None:
+    body = _head_body(ledger_id, journal, entries, last)
     signed = {**body, "signature": _signing.sign(body)}  # the key made first, if none yet
-    path = head_file(ledger_id)
+    path = head_file(ledger_id, journal)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(signed) + "\n")

@@ -6,7 +6,13 @@ agreement, a paired comparison with the judge it came from and a certificate all
 So every tuning is recorded — the tuned judge (its config hash, its program state's content
 digest and the MLflow URIs it can be loaded by) and the items it saw (ids, and the text the
 judge read normalised as a certificate's consumed items are: :mod:`._item_text`, invisible
-characters dropped, NFKC, case-folded, whitespace collapsed, look-alike letters folded) — in the ledger of the runs folder it was tuned from, signed with the signing key.
+characters dropped, NFKC, case-folded, whitespace collapsed, look-alike letters folded) — in the
+ledger of the runs folder it was tuned from, signed with the signing key. Each record is added
+through the ledger's tuning journal (:data:`._ledger_journal.TUNINGS`: signed lines chained to
+one another, their head kept with the signing key's records, found by the key's identity), as a
+certificate is through the certificates' journal: what is refused is what the journal holds,
+and every record folder besides — a record's folder deleted leaves its items refused, and a
+journal removed, cut back or edited is refused in one line.
 A decision rule fitted on labels is a tuning too (``assay calibrate``: a threshold, an isotonic
 or a Platt map on a judge's P(positive)): its record names the judge whose probabilities it was
 fitted on, and every judge that decides from those probabilities by a threshold or a map — the
@@ -30,7 +36,8 @@ from pydantic import BaseModel, ConfigDict
 
 from assay import _signing
 from assay._json import loads as load_json
-from assay.decisions._certify import ledger_of
+from assay.decisions import _ledger_journal as journal
+from assay.decisions._certify import _ledger_id, ledger_of
 from assay.decisions._item_text import (
     CONFUSABLES,
     NORMALISED,
@@ -38,6 +45,7 @@ from assay.decisions._item_text import (
     fingerprints_under,
     used_keys,
 )
+from assay.decisions._ledger_journal import TUNINGS
 from assay.errors import RunError
 from assay.programs import JudgeConfig, is_mlflow_uri, resolve_program_state, state_file_digest
 from assay.runs import file_lock, write_json
@@ -132,7 +140,11 @@ def record_tuning(
     ident = f"{tuned.name}-{key[:12]}"
     folder = ledger / TUNING / ident
     with file_lock(ledger / ".lock"):
-        old = _read(folder / RECORD)
+        ledger_id = _ledger_id(ledger, create=True)
+        assert ledger_id is not None
+        held = _held(ledger, ledger_id)  # a journal cut or replaced is refused
+        unjournaled = [r for _, r in _folders(ledger) if r not in held]  # written before it
+        old = _read(folder / RECORD) or next((r for r in held if r.record == ident), None)
         known = old.program_state_uris if old is not None else []
         record = TuningRecord(
             record=ident,
@@ -151,25 +163,34 @@ def record_tuning(
                 None if decision_rule_of is None else _without_rule(decision_rule_of).config_hash()
             ),
         )
-        if old is not None and old.model_dump(exclude={"signature"}) == record.model_dump(
+        same = old is not None and old.model_dump(exclude={"signature"}) == record.model_dump(
             exclude={"signature"}
-        ):
-            return old
-        record.signature = _signing.sign(record.signed_part())
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json(folder / RECORD, record.model_dump(mode="json"))
+        )
+        if same:
+            assert old is not None
+            record = old
+        else:
+            record.signature = _signing.sign(record.signed_part())
+        adds = [*unjournaled, *([] if record in [*held, *unjournaled] else [record])]
+        if not same or not (folder / RECORD).is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            write_json(folder / RECORD, record.model_dump(mode="json"))
+        if adds:  # the folders the journal lacked, and this record
+            journal.append(ledger, ledger_id, [r.model_dump(mode="json") for r in adds], TUNINGS)
     return record
 
 
 def tunings(ledger: Path) -> list[tuple[Path, TuningRecord]]:
-    """Every tuning record in ``ledger``. Its signature says assay wrote it; one that does not
-    match is counted all the same: a record only ever makes a measurement stricter."""
-    out = []
-    for path in sorted((ledger / TUNING).glob(f"*/{RECORD}")):
-        record = _read(path)
-        if record is not None:
-            out.append((path, record))
-    return out
+    """Every tuning record in ``ledger``: each its tuning journal holds (checked against its
+    head: a journal removed, cut back or edited is refused — a record's folder deleted is not
+    a tuning undone), and every record folder besides, where it is. A folder's signature says
+    assay wrote it; one that does not match is counted all the same: a record only ever makes a
+    measurement stricter."""
+    held = _held(ledger, _ledger_id(ledger, create=False))
+    folders = _folders(ledger)
+    where = {r.record: p for p, r in folders if r in held}  # its folder, while it is there
+    kept = [(where.get(r.record, ledger / TUNINGS.file), r) for r in held]
+    return [*kept, *((p, r) for p, r in folders if r not in held)]
 
 
 def refuse_tuned_items(
@@ -179,8 +200,6 @@ def refuse_tuned_items(
     ``"certify"``) when any of them reached a tuning of that judge recorded in the ledger of
     ``workdir``'s runs folder ``output_dir``: matched by id or by the normalised judged text."""
     ledger = ledger_of(workdir, output_dir)
-    if not (ledger / TUNING).is_dir():
-        return
     ids = {it.id for it in items}
     for path, record in tunings(ledger):
         if not record.tunes(judge):
@@ -191,11 +210,12 @@ def refuse_tuned_items(
         by_text = {it.id for it, fps in zip(items, fingerprints, strict=True) if fps & seen}
         if by_id or by_text:
             n = len(by_id | by_text)
+            where = path if path.name == RECORD else f"{record.record} in {path}"
             raise TunedItemsError(
                 f"{what}: {n} of these {len(items)} items reached the tuning of judge "
                 f"{judge.name!r} ({record.source}, {record.run}; {len(by_id)} by id, "
-                f"{len(by_text)} by normalised text or Inspect sample — record {path}): a tuned "
-                "judge is measured on held-out items only"
+                f"{len(by_text)} by normalised text or Inspect sample — record {where}): a "
+                "tuned judge is measured on held-out items only"
             )
 
 
@@ -209,6 +229,29 @@ def _decides_from(judge: JudgeConfig) -> str | None:
 
 def _without_rule(judge: JudgeConfig) -> JudgeConfig:
     return judge.model_copy(update={"decision_threshold": None, "calibration": None})
+
+
+def _held(ledger: Path, ledger_id: str | None) -> list[TuningRecord]:
+    """The tuning records the ledger's tuning journal holds (:func:`._ledger_journal.read`:
+    checked against its head)."""
+    path = ledger / TUNINGS.file
+    out = []
+    for n, entry in enumerate(journal.read(ledger, ledger_id, TUNINGS), start=1):
+        try:
+            out.append(TuningRecord.model_validate(entry))
+        except ValueError:
+            raise RunError(f"{path}, entry {n}: not a tuning record") from None
+    return out
+
+
+def _folders(ledger: Path) -> list[tuple[Path, TuningRecord]]:
+    """The tuning records in ``ledger``'s record folders, as they are."""
+    out = []
+    for path in sorted((ledger / TUNING).glob(f"*/{RECORD}")):
+        record = _read(path)
+        if record is not None:
+            out.append((path, record))
+    return out
 
 
 def _read(path: Path) -> TuningRecord | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
 
 import dspy
 import numpy as np
@@ -328,3 +329,85 @@ def test_one_item_repeated_under_new_ids_stays_on_one_side_of_the_split(tmp_path
     assert len(held) == 2 * len(texts(held))
     kappa = out["evaluation"]["calibrated"]["kappa_categorical"]
     assert f"resampled {len(texts(held))} clusters" in kappa["note"]
+
+
+def _calibrated(tmp_path, monkeypatch) -> tuple[list[str], list[str]]:
+    """Two fits of the timid judge on c00..c39 (a threshold, then an isotonic map), and the
+    judge deciding by the fitted threshold evaluated on those items: (certify's argv, the
+    calibration split's ids)."""
+    register_script("timid", lambda: ScriptedEngine(respond=timid_judge))
+    monkeypatch.chdir(tmp_path)
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+    first = make_data(tmp_path, n=40)
+    assert main(["calibrate", _judge_yaml(tmp_path, "cal", first), "--quiet"]) == 0
+    (cal_run,) = (tmp_path / "runs").glob("cal-*")
+    fit = json.loads((cal_run / "calibration.json").read_text())
+    argv = ["calibrate", _judge_yaml(tmp_path, "cal", first), "--method", "isotonic", "--quiet"]
+    assert main(argv) == 0
+    t = fit["use"]["judge"]["decision_threshold"]
+    tuned = _judge_yaml(tmp_path, "tuned", first, score_mode="expected", decision_threshold=t)
+    assert main(["evaluate", tuned, "--quiet"]) == 0
+    policy = tmp_path / "lax.json"
+    policy.write_text(json.dumps(LAX))
+    certify = ["certify", _run_of(tmp_path, "tuned"), "--policy", str(policy)]
+    return certify, fit["split"]["calibration_ids"]
+
+
+def test_tuning_records_moved_removed_or_rolled_back_are_refused(tmp_path, monkeypatch, capsys):
+    """Each tuning record is added through the ledger's tuning journal, whose head is kept with
+    the signing key's records: with the record folders moved away the calibrated judge is still
+    refused on the items its threshold was fitted on (the journal holds them); the journal
+    removed, cut back to the first fit, or a line of it edited is refused in one line naming
+    it — by ``certify``, ``compare --paired`` and the next ``calibrate``; restored, it counts."""
+    certify, fitted = _calibrated(tmp_path, monkeypatch)
+    ledger = tmp_path / "runs" / "certificates"
+    journal = ledger / "tuning.jsonl"
+    written = journal.read_text(encoding="utf-8")
+    first, second = written.splitlines(keepends=True)
+    shutil.move(ledger / "tuning", tmp_path / "elsewhere")  # every record folder gone
+    err = _refused(capsys, certify)
+    assert f"certify: {len(fitted)} of these 40 items reached the tuning of judge" in err
+    assert "(assay calibrate (threshold)" in err and f" in {journal})" in err
+
+    journal.write_text(first, encoding="utf-8")  # rolled back to before the second fit
+    err = _refused(capsys, certify)
+    assert "the tuning journal holds 1 tuning records, but this ledger recorded 2" in err
+    assert str(journal) in err
+    journal.unlink()
+    err = _refused(capsys, certify)
+    assert "the ledger's tuning journal is gone, but it held 2 tuning records" in err
+    shutil.move(tmp_path / "elsewhere", ledger / "tuning")  # the folders back, not the journal
+    err = _refused(capsys, ["compare", "--paired", _run_of(tmp_path, "cal"), certify[1]])
+    assert "tuning journal is gone, but it held 2 tuning records" in err
+    argv = ["calibrate", str(tmp_path / "cal.yaml"), "--quiet"]
+    assert "tuning journal is gone" in _refused(capsys, argv)
+    record = json.loads(first)
+    record["entry"]["items"] = record["entry"]["item_fingerprints"] = []  # its items set free
+    journal.write_text(json.dumps(record) + "\n" + second, encoding="utf-8")
+    assert "line 1: not the line this ledger wrote there" in _refused(capsys, certify)
+
+    journal.write_text(written, encoding="utf-8")  # restored: the tuning counts again
+    assert "reached the tuning of judge" in _refused(capsys, certify)
+    assert not list(ledger.glob("*/certificate.json"))
+
+
+def test_tuning_records_written_before_the_journal_count_and_are_adopted(
+    tmp_path, monkeypatch, capsys
+):
+    """A ledger whose tuning records were written before the journal existed (folders, no
+    journal, no head) still refuses the tuned judge; the next tuning adopts them into the
+    journal, after which deleting their folders frees nothing."""
+    from assay.decisions._ledger_journal import TUNINGS, head_file
+
+    certify, _ = _calibrated(tmp_path, monkeypatch)
+    ledger = tmp_path / "runs" / "certificates"
+    ledger_id = (ledger / "ledger-id").read_text(encoding="utf-8").strip()
+    (ledger / "tuning.jsonl").unlink()  # as an assay before the journal left it
+    head_file(ledger_id, TUNINGS).unlink()
+    assert "reached the tuning of judge" in _refused(capsys, certify)
+    again = _judge_yaml(tmp_path, "again", make_data(tmp_path, n=40))
+    assert main(["calibrate", again, "--method", "platt", "--quiet"]) == 0
+    lines = (ledger / "tuning.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 3  # the two folders adopted, the new fit
+    shutil.rmtree(ledger / "tuning")
+    assert "reached the tuning of judge" in _refused(capsys, certify)
