@@ -276,12 +276,23 @@ def _check_unused(entries: list[tuple[Path, dict[str, Any]]], items: list[Item])
 
 
 def _attempt(
-    entries: list[tuple[Path, dict[str, Any]]], judge: str, policy: Policy, ledger: Path
+    entries: list[tuple[Path, dict[str, Any]]],
+    judge: str,
+    config_hash: str,
+    policy: Policy,
+    ledger: Path,
 ) -> int:
-    """This judge's attempt number under ``policy`` (by the judge's and the policy's names:
-    a config tweaked after a refusal is the same judge tried again); refused when the δ its
-    earlier certificates took leaves less than this one needs."""
-    earlier = [e for _, e in entries if e.get("judge") == judge and _policy_name(e) == policy.name]
+    """This judge's attempt number under ``policy``; refused when the δ its earlier
+    certificates took leaves less than this one needs. An earlier certificate is of this judge
+    by its name (a config tweaked after a refusal is the same judge tried again) or by its
+    config hash (the same judge renamed), and under this policy by its name or by what it asks
+    (its confidence, positive class and bars: the same policy renamed)."""
+    earlier = [
+        e
+        for _, e in entries
+        if (e.get("judge") == judge or e.get("config_hash") == config_hash)
+        and _same_policy(e, policy)
+    ]
     spent = sum(_spent(e, policy) for e in earlier)
     share = policy.delta_per_attempt
     if spent + share > policy.delta * (1 + 1e-9):
@@ -295,9 +306,17 @@ def _attempt(
     return len(earlier) + 1
 
 
-def _policy_name(entry: dict[str, Any]) -> Any:
-    policy = entry.get("policy")
-    return policy.get("name") if isinstance(policy, dict) else None
+def _same_policy(entry: dict[str, Any], policy: Policy) -> bool:
+    """Whether an earlier certificate was issued under ``policy``: its name, or the same claim
+    under another name (:data:`._ledger_journal.POLICY_CLAIM`; a journal line written before
+    the claim was kept matches by name only)."""
+    earlier = entry.get("policy")
+    if not isinstance(earlier, dict):
+        return False
+    if earlier.get("name") == policy.name:
+        return True
+    asked = policy.model_dump(mode="json", include=set(journal.POLICY_CLAIM))
+    return all(k in earlier for k in asked) and {k: earlier[k] for k in asked} == asked
 
 
 def _spent(entry: dict[str, Any], policy: Policy) -> float:
@@ -428,7 +447,7 @@ def certify_run(
             assert ledger_id is not None
             entries, unjournaled = _counted(ledger, ledger_id)
             _check_unused(entries, labelled)
-            attempt = _attempt(entries, config.judge.name, pol, ledger)
+            attempt = _attempt(entries, config.judge.name, config_hash, pol, ledger)
             certificate = Certificate(**fields, attempt=attempt, ledger_id=ledger_id)
             certificate.signature = _signing.sign(certificate.signed_part())
             (ledger / ident).mkdir(parents=True, exist_ok=True)

@@ -83,12 +83,20 @@ class JournalError(RunError):
     """A journal that is not what this ledger wrote: one line naming it and what is wrong."""
 
 
+POLICY_CLAIM = ("confidence", "positive", "bars")
+"""What a policy asks of a judge, whatever it is called (its planned attempts and resamples are
+how the claim is tested, not what it is)."""
+
+
 def entry_of(certificate: dict[str, Any]) -> dict[str, Any]:
-    """A certificate's journal entry (:data:`KEPT`): its policy kept by name, its results by
-    the bars they were (their number is the attempt's share of δ)."""
+    """A certificate's journal entry (:data:`KEPT`): its policy kept by name and by what it
+    asks (:data:`POLICY_CLAIM`: the same claim under another name counts the same attempts), its
+    results by the bars they were (their number is the attempt's share of δ)."""
     entry = {k: certificate.get(k) for k in KEPT}
     policy = certificate.get("policy")
-    entry["policy"] = {"name": policy.get("name")} if isinstance(policy, dict) else None
+    entry["policy"] = (
+        {k: policy.get(k) for k in ("name", *POLICY_CLAIM)} if isinstance(policy, dict) else None
+    )
     entry["results"] = [
         r.get("metric") if isinstance(r, dict) else None for r in certificate.get("results") or []
     ]

@@ -522,7 +522,9 @@ def test_items_consumed_before_look_alikes_were_folded_are_still_consumed(
         line = one_line_refusal(capsys, ["certify", str(again), "--policy", str(pol)])
         assert "40 of these 40 items were already consumed by certificate" in line
     other = fresh_run(tmp_path, cfg, range(400, 440), "other", text=text)
-    assert certify(tmp_path, other, {**LAX, "name": "lax-other"}, capsys)[0] == 0
+    assert (
+        certify(tmp_path, other, {**LAX, "name": "lax-other", "confidence": 0.85}, capsys)[0] == 0
+    )
 
 
 def _certify_text(item: Any) -> dict[str, Any]:
@@ -752,3 +754,24 @@ def test_one_item_repeated_under_new_ids_counts_once(run, tmp_path, capsys):
         )
         assert "in 15 clusters (items that are one item" in result["note"]
         assert "bounded at 15.0 effective trials" in result["note"]
+
+
+def test_a_renamed_judge_or_policy_is_the_same_attempt_count(run, tmp_path, capsys):
+    """Refused once under the default single attempt, the same judge config under another name
+    — or the same bars under another policy name — is the same judge tried again: refused as
+    attempt 2 (each was admitted on a fresh count before)."""
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, STRICT, capsys)[0] == 1
+    again = json.loads(cfg.read_text())
+    again["judge"]["name"] = "stub-judge-again"  # the same config hash: the name is not in it
+    renamed = fresh_run(tmp_path, write(tmp_path / "again.yaml", again), range(100, 120), "renamed")
+    line = one_line_refusal(
+        capsys, ["certify", str(renamed), "--policy", str(write(tmp_path / "s.yaml", STRICT))]
+    )
+    assert "attempt 2 for judge stub-judge-again under policy strict" in line
+    second = fresh_run(tmp_path, cfg, range(120, 140), "second")
+    copy = write(tmp_path / "v2.yaml", {**STRICT, "name": "strict-v2", "attempts": 2})
+    line = one_line_refusal(capsys, ["certify", str(second), "--policy", str(copy)])
+    assert "attempt 2 for judge stub-judge under policy strict-v2" in line
+    other_bars = {"name": "lenient", "bars": {"tpr": 0.5}}
+    assert certify(tmp_path, second, other_bars, capsys)[0] == 0  # another claim: its own count

@@ -108,8 +108,10 @@ def test_certify_and_compare_refuse_items_the_tuned_judge_was_tuned_on(
     err = refusal(capsys, ["compare", "--paired", str(before), str(after)])
     assert f"compare --paired: {n} of these 40 items reached the tuning" in err
     # the judge it was tuned from is not the tuned judge: its own certificate is its business
-    other = folder / "lax-base.json"  # a policy of its own: attempts count per judge name
-    other.write_text(json.dumps({**LAX, "name": "lax-base"}))
+    other = (
+        folder / "lax-base.json"
+    )  # another claim (a policy of its own): attempts count per judge and claim
+    other.write_text(json.dumps({**LAX, "name": "lax-base", "confidence": 0.85}))
     capsys.readouterr()
     assert main(["certify", str(before), "--policy", str(other)]) == 0
 
