@@ -80,9 +80,11 @@ class ScopedCache:
     def put(self, request: dict[str, Any], value: Any, *args: Any, **kwargs: Any) -> None:
         """Store an answer; it is noted in the call ledger first — an answer the server sent
         without usage too (a call, its tokens unknown) —, and its usage kept with it (DSPy's
-        cache hands a LiteLLM response back with its usage emptied)."""
+        cache hands a LiteLLM response back with its usage emptied). An answer whose run has
+        closed its ledger (a call abandoned in flight) is not stored: a resume asks again."""
         usage = _answer_usage(value)
-        note_stored(usage or {})
+        if not note_stored(usage or {}):
+            return
         if usage is not None and not isinstance(value, dict):
             _keep_usage(value, usage)
         self.inner.put(self._keyed(request), value, *args, **kwargs)

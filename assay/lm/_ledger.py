@@ -15,18 +15,26 @@ enclosing usage tracker, apart (the ``cached_*`` fields of :class:`~assay.types.
 
 The sinks are process-wide, like the rate limiters of :mod:`~assay.lm._limits`: the calls are
 made on the threads of a pool (and by DSPy's retry loop inside them), which share nothing else
-with the run that opened the ledger.
+with the run that opened the ledger. A call belongs to the sinks recording when it began, and is
+in flight for them until it ends: a run stopped with calls in flight (Ctrl-C, a deadline, a bug
+— its pool does not wait for them) waits for them as it closes its ledger, a bounded while, so
+their answers are noted before the cache keeps them; a call still in flight after that is noted
+as abandoned (:data:`ABANDONED`), and its answer, when it comes, goes to no cache: the resume
+asks for it again. Never is an answer in the cache and not in the ledger.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from pydantic import BaseModel
 
+from assay.errors import RunError
 from assay.lm._pricing import CACHED, PRICED_AT, priced_entry
 from assay.lm._redact import redact
 from assay.types import PAID_FIELDS, Usage
@@ -52,46 +60,115 @@ class CallRecord(BaseModel):
 
 
 Sink = Callable[[CallRecord], None]
-_SINKS: list[Sink] = []
-_SINKS_LOCK = threading.Lock()
+ABANDONED = "abandoned in flight: the run closed first"
+"""The ``failed`` of a call still in flight when its run stopped waiting for it: sent, its
+answer (if the server gives one) kept nowhere — not in the ledger, not in the LM cache."""
+
+_log = logging.getLogger(__name__)
+
+
+class _Recording:
+    """A sink while it records: the calls begun meanwhile that have not ended, and whether it
+    still takes records (closed: an answer to one of its calls is kept in no LM cache)."""
+
+    def __init__(self, sink: Sink):
+        self.sink = sink
+        self.changed = threading.Condition()
+        self.open = True
+        self.closing = False
+        self.in_flight: dict[_CallTracker, None] = {}  # in the order they began
+
+    def send(self, record: CallRecord) -> bool:
+        """``record`` to the sink; False (not sent) once closed."""
+        with self.changed:
+            if self.open:
+                self.sink(record)
+            return self.open
+
+    def begin(self, call: _CallTracker) -> None:
+        with self.changed:
+            if self.closing:
+                raise RunError(
+                    "the run this LM call was made for is closing: it starts no new call"
+                )
+            self.in_flight[call] = None
+
+    def end(self, call: _CallTracker) -> None:
+        with self.changed:
+            self.in_flight.pop(call, None)
+            self.changed.notify_all()
+
+    def close(self, settle_s: float) -> None:
+        """Stop recording once the calls in flight have ended, waiting ``settle_s`` at most (a
+        second Ctrl-C stops the wait); those still in flight then are abandoned, each noted
+        in the sink as such (:data:`ABANDONED`)."""
+        with self.changed:
+            self.closing = True
+            try:
+                if self.in_flight and settle_s > 0:
+                    _log.info(
+                        "waiting up to %s s for %d LM calls in flight: their answers are paid",
+                        settle_s,
+                        len(self.in_flight),
+                    )
+                    self.changed.wait_for(lambda: not self.in_flight, timeout=settle_s)
+            finally:
+                self.open = False
+                for call in self.in_flight:
+                    call.abandoned = True
+                    self.sink(CallRecord(model=call.model, calls=0, failed=ABANDONED))
+
+
+_RECORDINGS: list[_Recording] = []
+_RECORDINGS_LOCK = threading.Lock()
+# set in a thread (or task) once a call of its was abandoned: the rest of that work, which a
+# closed run no longer waits for, makes no further call
+_ABANDONED: ContextVar[bool] = ContextVar("assay_call_abandoned", default=False)
 
 
 @contextmanager
-def record_calls(sink: Sink) -> Iterator[None]:
+def record_calls(sink: Sink, settle_s: float = 0.0) -> Iterator[None]:
     """Send every call answered (and every attempt failed) in this process to ``sink`` while
-    the block runs."""
-    with _SINKS_LOCK:
-        _SINKS.append(sink)
+    the block runs. At its end, the calls begun meanwhile and still in flight are waited for
+    (``settle_s`` at most): the sink notes their answers before the LM cache keeps them; a call
+    still in flight after that is noted as abandoned, and its answer kept in no cache — so no
+    answer is ever in the cache and not in the sink, and a resume asks for it again."""
+    recording = _Recording(sink)
+    with _RECORDINGS_LOCK:
+        _RECORDINGS.append(recording)
     try:
         yield
     finally:
-        with _SINKS_LOCK:
-            _SINKS.remove(sink)
+        try:
+            recording.close(settle_s)
+        finally:
+            with _RECORDINGS_LOCK:
+                _RECORDINGS.remove(recording)
 
 
 def _emit(record: CallRecord) -> None:
-    for sink in list(_SINKS):
-        sink(record)
+    for recording in list(_RECORDINGS):
+        recording.send(record)
 
 
 def note_failed(model: str, reason: str) -> None:
     """An attempt answered with an error status (or lost in transit): sent, not paid. The
     reason is redacted, as every LM error's text is before it is stored."""
-    if _SINKS:
+    if _RECORDINGS:
         _emit(CallRecord(model=model, calls=0, failed=redact(reason)))
 
 
 def note_usage(model: str, usage: Usage, via: str) -> None:
     """The calls of a result made in another process (``via``: ``"ray"``), whose answers no
     sink of this one saw: counted as the result arrives."""
-    if _SINKS and usage.calls:
+    if _RECORDINGS and usage.calls:
         _emit(CallRecord(model=model, via=via, **usage.model_dump(include=set(PAID_FIELDS))))
 
 
 def note_calls(records: Iterable[CallRecord], via: str) -> None:
     """The ledger records of another process (``via``: ``"ray"``, an actor's answered calls
     and failed attempts), noted here as they arrive."""
-    if _SINKS:
+    if _RECORDINGS:
         for record in records:
             _emit(record.model_copy(update={"via": via}))
 
@@ -101,10 +178,11 @@ class _CallTracker:
     was, handed on to the tracker of the enclosing ``dspy.track_usage`` block, if any.
 
     - served (DSPy accounts its usage, tokens or none): a call, priced and noted in the ledger
-      (untallied when its usage reported no tokens) — when DSPy stores the answer in its
-      response cache (:meth:`stored`), before the cache holds it, so that a kill between the
-      two never leaves a paid answer in the cache and none in the ledger; else as DSPy
-      accounts it;
+      of each run recording when it began (untallied when its usage reported no tokens) — when
+      DSPy stores the answer in its response cache (:meth:`stored`), before the cache holds it,
+      so that a kill between the two never leaves a paid answer in the cache and none in the
+      ledger; an answer that comes after its run closed (abandoned in flight) is not stored at
+      all; else as DSPy accounts it;
     - given by the cache (:meth:`cached`, no usage from DSPy): no call, nothing noted; the
       enclosing tracker gets the usage the server first reported for it, under ``CACHED``.
 
@@ -112,11 +190,19 @@ class _CallTracker:
     the answer is costed as the ledger costs it, whoever reads the tracker.
     """
 
-    def __init__(self, parent: Any, model: str, price: tuple[float, float] | None):
+    def __init__(
+        self,
+        parent: Any,
+        model: str,
+        price: tuple[float, float] | None,
+        recordings: tuple[_Recording, ...] = (),
+    ):
         self.parent = parent
         self.model = model
         self.price = price
+        self.recordings = recordings  # the sinks recording when the call began
         self.noted = False  # this call's answer is in the ledger already (stored)
+        self.abandoned = False  # a recording closed while it was in flight
 
     def add_usage(self, lm: str, usage_entry: dict[str, Any]) -> None:
         if self.parent is not None:
@@ -126,10 +212,12 @@ class _CallTracker:
         else:
             self._note(lm, usage_entry)
 
-    def stored(self, usage_entry: dict[str, Any]) -> None:
-        """The call's answer, as DSPy is about to store it in the response cache."""
-        self._note(self.model, usage_entry)
-        self.noted = True
+    def stored(self, usage_entry: dict[str, Any]) -> bool:
+        """The call's answer, as DSPy is about to store it in the response cache: noted in
+        the ledger; False when a ledger it belongs in has closed — the cache must not keep it."""
+        kept = self._note(self.model, usage_entry)
+        self.noted = True  # wherever it could be: DSPy's accounting of it notes nothing more
+        return kept
 
     def cached(self, usage_entry: dict[str, Any] | None) -> None:
         """The call's answer came from the response cache (``usage_entry``: the usage the
@@ -142,12 +230,13 @@ class _CallTracker:
         """This LM's price as noted on the usage entries it hands on (:data:`PRICED_AT`)."""
         return None if self.price is None else list(self.price)
 
-    def _note(self, lm: str, usage_entry: dict[str, Any]) -> None:
+    def _note(self, lm: str, usage_entry: dict[str, Any]) -> bool:
         """One answer the server served: a call, with or without its tokens (an answer whose
         usage reported none is an untallied call — counted, its tokens and cost unknown — as
-        :func:`~assay.lm.usage_of_tracker` counts it)."""
-        if not _SINKS:
-            return
+        :func:`~assay.lm.usage_of_tracker` counts it). False when a recording of the call had
+        closed: the answer is in its ledger neither."""
+        if not self.recordings:
+            return True
         priced = priced_entry(lm, usage_entry, self.price)
         if priced is None:
             record = CallRecord.model_construct(model=lm, untallied_calls=1)
@@ -161,7 +250,7 @@ class _CallTracker:
                 cost_usd=priced.cost or 0.0,
                 unpriced_calls=int(priced.cost is None),
             )
-        _emit(record)
+        return all([recording.send(record) for recording in self.recordings])
 
     def __getattr__(self, name: str) -> Any:  # anything else a tracker offers: the parent's
         parent = self.__dict__.get("parent")  # (absent while copy/pickle rebuild the object)
@@ -173,15 +262,32 @@ class _CallTracker:
 @contextmanager
 def ledger_tracker(model: str, price: tuple[float, float] | None) -> Iterator[None]:
     """Around one LM call of ``model``: its answers are noted in the ledger (when one is
-    recording), and a cached answer's usage is handed to the enclosing usage tracker."""
+    recording: in flight for it until the block ends), and a cached answer's usage is handed
+    to the enclosing usage tracker. A call after one abandoned in this thread (or task) is
+    refused: its run has closed."""
     import dspy
 
+    if _ABANDONED.get():
+        raise RunError("the run this LM call was made for has closed: it makes no new call")
     parent = dspy.settings.usage_tracker
-    if not _SINKS and parent is None:
+    with _RECORDINGS_LOCK:
+        recordings = tuple(_RECORDINGS)
+    if not recordings and parent is None:
         yield
         return
-    with dspy.settings.context(usage_tracker=_CallTracker(parent, model, price)):
-        yield
+    call = _CallTracker(parent, model, price, recordings)
+    begun: list[_Recording] = []
+    try:
+        for recording in recordings:
+            recording.begin(call)
+            begun.append(recording)
+        with dspy.settings.context(usage_tracker=call):
+            yield
+    finally:
+        for recording in begun:
+            recording.end(call)
+        if call.abandoned:
+            _ABANDONED.set(True)
 
 
 def _current_call() -> _CallTracker | None:
@@ -191,11 +297,11 @@ def _current_call() -> _CallTracker | None:
     return tracker if isinstance(tracker, _CallTracker) else None
 
 
-def note_stored(usage_entry: dict[str, Any]) -> None:
-    """The answer of the LM call in progress is about to be stored in the response cache."""
+def note_stored(usage_entry: dict[str, Any]) -> bool:
+    """The answer of the LM call in progress is about to be stored in the response cache;
+    False: it must not be (its run has closed, its ledger did not note it)."""
     call = _current_call()
-    if call is not None:
-        call.stored(usage_entry)
+    return True if call is None else call.stored(usage_entry)
 
 
 def note_cached(usage_entry: dict[str, Any] | None) -> None:

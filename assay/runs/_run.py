@@ -55,6 +55,12 @@ def run_directory(workdir: Path, output_dir: str, name: str, run_hash: str) -> P
 
 _log = logging.getLogger(__name__)
 
+SETTLE_S = 10.0
+"""How long a run's close waits for the LM calls it left in flight (stopped by Ctrl-C, a
+deadline or a bug): their answers are paid, and noted in its ledger as they come; one still in
+flight then is noted as abandoned, and its answer kept in no LM cache (a second Ctrl-C stops
+the wait)."""
+
 
 class Run:
     """One run directory from open to finish. Use :meth:`open` as a context manager."""
@@ -235,12 +241,13 @@ class Run:
 
     # -- what the calls cost ----------------------------------------------------------------
     def _record_calls(self) -> None:
-        """Every LM call this process makes while the run is open goes to its call ledger."""
+        """Every LM call this process makes while the run is open goes to its call ledger;
+        the calls in flight when it closes are waited for (:data:`SETTLE_S` at most)."""
         from assay.lm import record_calls
 
         ledger = self.store.open_ledger()
         self._ledger.callback(ledger.close)
-        self._ledger.enter_context(record_calls(ledger.write))
+        self._ledger.enter_context(record_calls(ledger.write, settle_s=SETTLE_S))
 
     def spend(self, used: Usage) -> Spend | None:
         """What the run's calls cost as the server answered them (its ledger, across every

@@ -324,8 +324,8 @@ class CallLedger:
     def write(self, record: BaseModel) -> None:
         data = (record.model_dump_json() + "\n").encode()
         with self._lock:
-            if self._fd is None:  # a call that outlived its run: the run has closed
-                return
+            if self._fd is None:  # record_calls stops sending before the ledger closes
+                raise RuntimeError(f"{self.path}: a call noted after the ledger was closed")
             try:
                 os.write(self._fd, data)
                 if time.monotonic() - self._synced >= _LEDGER_FSYNC_S:

@@ -4,10 +4,13 @@ it served — under retries of unscored items, HTTP 500s and a kill mid-run — 
 
 from __future__ import annotations
 
+import _thread
 import json
+import logging
 import math
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +19,7 @@ import pytest
 from assay.cli import main
 from assay.evaluation._evaluate import evaluate_metrics
 from assay.lm import StubServer
+from assay.lm._ledger import ABANDONED
 from tests.processes import assay_process
 from tests.stub_judge import N_ITEMS, stub_config, write_items
 
@@ -166,6 +170,117 @@ def test_calls_answered_before_a_kill_are_paid_not_used_after_the_resume(
         spend = assert_spend_is_what_was_served(summary, stub)
     assert summary["counts"]["scored"] == n_items
     assert spend["paid_not_used"]["calls"] >= 1  # the first member's answer before the kill
+
+
+class CtrlCOnTheWire:
+    """A stub's answers: the first ``free`` at once; the next ``held`` wait on the wire until
+    :meth:`release`, and Ctrl-C reaches the command (in this process's main thread) once they
+    are all there — a run interrupted with ``held`` calls in flight."""
+
+    def __init__(self, free: int, held: int):
+        self.free, self.held = free, held
+        self.released = threading.Event()
+        self._lock = threading.Lock()
+        self._n = 0
+
+    def __call__(self, request: dict) -> str:
+        with self._lock:
+            self._n += 1
+            n = self._n
+        if n > self.free and not self.released.is_set():
+            if n == self.free + self.held:  # every slot holds a call on the wire
+                _thread.interrupt_main()  # as Ctrl-C in the terminal
+            self.released.wait()
+        return json.dumps({"verdict": "True"})
+
+    def release(self) -> None:
+        self.released.set()
+
+
+def pool_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("ThreadPoolExecutor")}
+
+
+def interrupted_run(tmp_path: Path, stub: StubServer, on_the_wire: CtrlCOnTheWire) -> Path:
+    """``assay evaluate`` of eight items, four at a time, Ctrl-C'd with ``on_the_wire.held``
+    calls in flight; their answers are released once the run's close waits for them (when it
+    does: else when the command has returned) and have reached it when this returns."""
+    cfg = write_config(tmp_path, write_items(tmp_path, 8), stub.base_url, retries=0, concurrency=4)
+    waiting = threading.Event()  # the run's close waits for its calls in flight
+
+    class Waits(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            waiting.set()
+
+    ledger_log = logging.getLogger("assay.lm._ledger")
+    handler, level = Waits(logging.INFO), ledger_log.level
+    ledger_log.addHandler(handler)
+    ledger_log.setLevel(logging.INFO)
+    threading.Thread(target=lambda: waiting.wait() and on_the_wire.release(), daemon=True).start()
+    before = pool_threads()
+    try:
+        assert main(["evaluate", str(cfg), "--quiet"]) == 130  # interrupted
+    finally:
+        ledger_log.removeHandler(handler)
+        ledger_log.setLevel(level)
+        waiting.set()
+    for thread in pool_threads() - before:  # the calls the run left in flight, answered
+        thread.join()
+    return cfg
+
+
+def test_answers_in_flight_at_ctrl_c_are_paid_before_the_lm_cache_keeps_them(
+    tmp_path, monkeypatch, capsys
+):
+    """Ctrl-C with four calls on the wire: the run's close waits for them, and their answers
+    are in its call ledger before the LM cache keeps them. The resume takes them from the cache,
+    and what the run paid is every answer the stub served: none in the cache unpaid."""
+    monkeypatch.chdir(tmp_path)  # the CLI keeps DSPy's response cache on, under ./.assay
+    # the answers are released once the close waits: the bound only stops a test that fails
+    monkeypatch.setattr("assay.runs._run.SETTLE_S", 600.0)
+    on_the_wire = CtrlCOnTheWire(free=2, held=4)
+    with StubServer(respond=on_the_wire) as stub:
+        cfg = interrupted_run(tmp_path, stub, on_the_wire)
+        assert len(stub.responses) == 6
+        capsys.readouterr()
+        assert main(["evaluate", str(cfg), "--json", "--quiet"]) == 0  # the resume
+        summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        spend = assert_spend_is_what_was_served(summary, stub)
+    kept = 8 - summary["new_judgments"]  # of the free answers, those judged before the Ctrl-C
+    assert kept <= 2
+    assert len(stub.responses) == 8  # the two items never sent, and nothing asked again
+    assert summary["counts"]["scored"] == 8
+    # the answers the interrupted run paid and kept in no judgment: the four held, and the
+    # free ones the Ctrl-C came before writing
+    assert summary["usage"]["cached_calls"] == spend["paid_not_used"]["calls"] == 6 - kept
+    assert spend["failed_attempts"] == 0
+
+
+def test_answers_that_outlive_the_close_of_a_run_are_not_kept_in_the_lm_cache(
+    tmp_path, monkeypatch, capsys
+):
+    """A run closed without waiting for its calls in flight (their wait bounded at 0 s): each
+    is in the ledger as an attempt without an answer, their answers, come later, are kept in
+    no cache, and the resume asks for them again — what it reports paid is what it holds."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("assay.runs._run.SETTLE_S", 0.0)
+    on_the_wire = CtrlCOnTheWire(free=2, held=4)
+    with StubServer(respond=on_the_wire) as stub:
+        cfg = interrupted_run(tmp_path, stub, on_the_wire)
+        assert len(stub.responses) == 6  # four answered after the run closed
+        capsys.readouterr()
+        assert main(["evaluate", str(cfg), "--json", "--quiet"]) == 0
+        summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        kept = 8 - summary["new_judgments"]
+        assert len(stub.responses) == 12  # the four asked again: none from the cache
+        # from the cache: only the free answers the Ctrl-C came before writing (paid)
+        assert summary["usage"]["cached_calls"] == 2 - kept
+        spend = summary["spend"]
+        assert spend["paid"]["calls"] == 8 and spend["paid_not_used"]["calls"] == 2 - kept
+        assert spend["failed_attempts"] == 4  # the calls abandoned in flight, said apart
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    rows = [json.loads(x) for x in (run_dir / "calls.jsonl").read_text().splitlines()]
+    assert [r["failed"] for r in rows if r["failed"]] == [ABANDONED] * 4
 
 
 HARNESS_SCRIPT = """
