@@ -55,6 +55,15 @@ def _no_dspy_cache():
 
 
 @pytest.fixture(autouse=True)
+def _a_machine_of_its_own(tmp_path_factory, monkeypatch):
+    """Each test its own records of the signing key ($XDG_STATE_HOME: the journals' heads, and
+    the key's journal of every certificate it signed, which spans every ledger on a machine):
+    tests certify the same fixture run in ledgers of their own, as if each were another
+    machine. Fixtures of a wider scope keep the session's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
+@pytest.fixture(autouse=True)
 def _one_embedded_model_at_a_time(request, tmp_path_factory, monkeypatch):
     """The tests marked ``local_model`` run one at a time across the suite's workers: llama.cpp
     runs a thread per core and its threads wait on each other spinning, so two models sharing

@@ -256,6 +256,27 @@ def _counted(
     return counted + unjournaled, unjournaled
 
 
+def _signed_elsewhere(
+    signed: Path, ledger_id: str
+) -> tuple[list[tuple[Path, dict[str, Any]]], set[object]]:
+    """The certificates the signing key's journal (:data:`._ledger_journal.SIGNED`) holds from
+    other ledgers, each with where its certificate is, and the ids of this ledger's it holds."""
+    elsewhere, known = [], set()
+    for e in journal.read(signed, journal.SIGNED_ID, journal.SIGNED):
+        if e.get("ledger_id") == ledger_id:
+            known.add(e.get("certificate"))
+        else:
+            folder = Path(str(e.get("ledger_folder") or signed))
+            elsewhere.append((folder / str(e.get("certificate")) / CERTIFICATE, e))
+    return elsewhere, known
+
+
+def _signed_entry(entry: dict[str, Any], ledger_id: str, ledger: Path) -> dict[str, Any]:
+    """A ledger's journal entry as the signing key's journal keeps it: with the ledger's id and
+    folder."""
+    return {**entry, "ledger_id": ledger_id, "ledger_folder": str(ledger)}
+
+
 def _check_unused(entries: list[tuple[Path, dict[str, Any]]], items: list[Item]) -> None:
     """Refuse when a certificate in the ledger already consumed any of these items (compared
     under the fingerprint rule that certificate used: :func:`~._item_text.fingerprints_under`)."""
@@ -299,7 +320,8 @@ def _attempt(
         raise CertificateError(
             f"attempt {len(earlier) + 1} for judge {judge} under policy {policy.name}: its error "
             f"budget δ = {policy.delta:g} is spent ({len(earlier)} earlier certificates in "
-            f"{ledger} took {spent:g}; this one would take δ/attempts = {share:g}) — certifying "
+            f"{ledger} or, signed by this key, another ledger took {spent:g}; this one would take "
+            f"δ/attempts = {share:g}) — certifying "
             "again until one passes is trying until lucky: a policy plans its attempts before "
             "the first (attempts: N takes each at δ/N)"
         )
@@ -446,17 +468,31 @@ def certify_run(
             ledger_id = _ledger_id(ledger, create=True)
             assert ledger_id is not None
             entries, unjournaled = _counted(ledger, ledger_id)
-            _check_unused(entries, labelled)
-            attempt = _attempt(entries, config.judge.name, config_hash, pol, ledger)
-            certificate = Certificate(**fields, attempt=attempt, ledger_id=ledger_id)
-            certificate.signature = _signing.sign(certificate.signed_part())
-            (ledger / ident).mkdir(parents=True, exist_ok=True)
-            _write_reports(certificate)
-            # the decision: once its certificate.json is in the ledger, the items are consumed
-            issued = certificate.model_dump(mode="json")
-            write_json(ledger / ident / CERTIFICATE, issued)
-            adopted = [entry_of(d) for _, d in unjournaled]  # folders the journal lacked
-            journal.append(ledger, ledger_id, [*adopted, entry_of(issued)])
+            _signing.key(create=True)  # the signed journal is kept with the key's records
+            signed = journal.signed_folder()
+            signed.mkdir(parents=True, exist_ok=True)
+            with file_lock(signed / ".lock"):
+                elsewhere, known = _signed_elsewhere(signed, ledger_id)
+                _check_unused(entries + elsewhere, labelled)
+                attempt = _attempt(entries + elsewhere, config.judge.name, config_hash, pol, ledger)
+                certificate = Certificate(**fields, attempt=attempt, ledger_id=ledger_id)
+                certificate.signature = _signing.sign(certificate.signed_part())
+                (ledger / ident).mkdir(parents=True, exist_ok=True)
+                _write_reports(certificate)
+                # the decision: once its certificate.json is in the ledger, the items are
+                # consumed — in the key's journal first (a kill before the ledger's journal
+                # line leaves the folder, which the next certificate adopts)
+                issued = certificate.model_dump(mode="json")
+                write_json(ledger / ident / CERTIFICATE, issued)
+                adopted = [entry_of(d) for _, d in unjournaled]  # folders the journal lacked
+                mine = [e for _, e in entries if e.get("certificate") not in known]
+                journal.append(
+                    signed,
+                    journal.SIGNED_ID,
+                    [_signed_entry(e, ledger_id, ledger) for e in [*mine, entry_of(issued)]],
+                    journal.SIGNED,
+                )
+                journal.append(ledger, ledger_id, [*adopted, entry_of(issued)])
     except BaseException:
         if staged is not None:
             staged.unlink(missing_ok=True)

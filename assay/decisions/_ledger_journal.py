@@ -83,6 +83,29 @@ class JournalError(RunError):
     """A journal that is not what this ledger wrote: one line naming it and what is wrong."""
 
 
+SIGNED = Journal(
+    file="signed.jsonl",
+    head="",
+    name="journal of every certificate this signing key signed",
+    lines="certificates",
+    kept="the items they consumed stay consumed, in every ledger",
+)
+"""The signing key's own journal of every certificate it signed, in whichever ledger (kept with
+the key's records, :func:`signed_folder`): what a certificate consumed stays consumed when the
+next one is issued in another runs folder — ``--output-dir`` elsewhere, the data copied to a
+new project — on this machine. Its lines are the ledgers' entries, with the ledger's id and
+folder."""
+SIGNED_ID = "signed"
+"""The name of :data:`SIGNED`'s head among the ledgers' heads (a ledger's id is 32 hex
+digits: never this)."""
+
+
+def signed_folder() -> Path:
+    """Where the signing key keeps :data:`SIGNED` (its records, found by the key's identity;
+    the key must exist)."""
+    return _signing.records_folder("certificates")
+
+
 POLICY_CLAIM = ("confidence", "positive", "bars")
 """What a policy asks of a judge, whatever it is called (its planned attempts and resamples are
 how the claim is tested, not what it is)."""

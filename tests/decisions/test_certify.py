@@ -370,11 +370,16 @@ def test_a_forged_certificate_is_refused_whatever_it_says(run, tmp_path, capsys,
     assert "does not match its signature" in require(write(tmp_path / "swapped.json", swapped))
     write(ledger / b["certificate"] / "certificate.json", b)
     # a genuine certificate of this judge on these items, issued by another runs folder's
-    # ledger (where the items were never consumed) and copied over this ledger's
+    # ledger — on this machine refused, the items consumed; on another machine with the same
+    # key (its own records of the key), where they never were — and copied over this ledger's
     elsewhere = tmp_path / "elsewhere"
     shutil.copytree(run_dir, elsewhere / "runs" / run_dir.name)
     monkeypatch.chdir(elsewhere)
-    assert certify(elsewhere, elsewhere / "runs" / run_dir.name, LAX, capsys)[0] == 0
+    argv = ["certify", str(elsewhere / "runs" / run_dir.name), "--policy", str(lax)]
+    assert "were already consumed by certificate" in one_line_refusal(capsys, argv)
+    with monkeypatch.context() as another_machine:
+        another_machine.setenv("XDG_STATE_HOME", str(elsewhere / "state"))
+        assert certify(elsewhere, elsewhere / "runs" / run_dir.name, LAX, capsys)[0] == 0
     monkeypatch.chdir(tmp_path)
     shutil.rmtree(kept.parent)
     shutil.copytree(elsewhere / "runs" / "certificates" / a["certificate"], kept.parent)
@@ -775,3 +780,61 @@ def test_a_renamed_judge_or_policy_is_the_same_attempt_count(run, tmp_path, caps
     assert "attempt 2 for judge stub-judge under policy strict-v2" in line
     other_bars = {"name": "lenient", "bars": {"tpr": 0.5}}
     assert certify(tmp_path, second, other_bars, capsys)[0] == 0  # another claim: its own count
+
+
+def test_items_consumed_in_one_ledger_are_consumed_in_every_other(run, tmp_path, capsys):
+    """The signing key keeps its own journal of every certificate it signed: the same items
+    certified again in another runs folder — a new project, ``--output-dir`` elsewhere — are
+    refused as consumed, naming the certificate where it is; and a judge refused in one ledger
+    is on its second attempt in the other. A certificate's items consumed nowhere else are
+    certified there as anywhere."""
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, LAX, capsys)[0] == 0
+    first = next((tmp_path / "runs" / "certificates").glob("*/certificate.json"))
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    copy = elsewhere / "runs" / run_dir.name
+    shutil.copytree(run_dir, copy)
+    pol = write(tmp_path / "lax.yaml", LAX)
+    argv = ["certify", str(copy), "--policy", str(pol), "--output-dir", str(elsewhere / "runs")]
+    line = one_line_refusal(capsys, argv)
+    assert f"already consumed by certificate {first}" in line
+    assert not list((elsewhere / "runs" / "certificates").glob("*/certificate.json"))
+
+    strict = write(tmp_path / "strict.yaml", STRICT)
+    second = fresh_run(tmp_path, cfg, range(100, 120), "second")
+    assert main(["certify", str(second), "--policy", str(strict)]) == 1  # refused by its bars
+    third = fresh_run(tmp_path, cfg, range(120, 140), "third")
+    moved = elsewhere / "runs" / third.name
+    shutil.copytree(third, moved)
+    capsys.readouterr()
+    argv = ["certify", str(moved), "--policy", str(strict), "--output-dir", str(elsewhere / "runs")]
+    assert "attempt 2 for judge stub-judge under policy strict" in one_line_refusal(capsys, argv)
+    fourth = fresh_run(tmp_path, cfg, range(140, 160), "fourth")
+    shutil.copytree(fourth, elsewhere / "runs" / fourth.name)
+    other = {"name": "elsewhere", "confidence": 0.85, "bars": {"tpr": 0.5}}
+    argv = [
+        "certify",
+        str(elsewhere / "runs" / fourth.name),
+        "--policy",
+        str(write(tmp_path / "elsewhere.yaml", other)),
+        "--output-dir",
+        str(elsewhere / "runs"),
+    ]
+    assert main(argv) == 0
+
+
+def test_the_signing_keys_journal_removed_is_refused(run, tmp_path, capsys):
+    """The key's journal of the certificates it signed cannot be removed to free their items
+    in another ledger: its head, kept with the key's records, says what it held."""
+    from assay.decisions._ledger_journal import signed_folder
+
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, LAX, capsys)[0] == 0
+    (signed_folder() / "signed.jsonl").unlink()
+    fresh = fresh_run(tmp_path, cfg, range(300, 320), "fresh")
+    pol = write(
+        tmp_path / "other.yaml", {"name": "other", "confidence": 0.85, "bars": {"tpr": 0.5}}
+    )
+    line = one_line_refusal(capsys, ["certify", str(fresh), "--policy", str(pol)])
+    assert "journal of every certificate this signing key signed is gone, but it held 1" in line

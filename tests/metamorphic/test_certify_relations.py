@@ -112,6 +112,10 @@ def certify(folder: Path, run_dir: Path, policy: dict, capsys) -> tuple[int, dic
     capsys.readouterr()
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(folder)
+        # each folder's certificates on a machine of its own: the signing key's journal of the
+        # certificates it signed spans every ledger, and these compare two ledgers' decisions
+        # on the same items
+        mp.setenv("XDG_STATE_HOME", str(folder / "state"))
         code = main(["certify", str(run_dir), "--policy", str(pol), "--json"])
     out = capsys.readouterr()
     return code, json.loads(out.out) if code in (0, 1) else out.err
