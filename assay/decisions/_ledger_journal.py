@@ -95,6 +95,15 @@ the key's records, :func:`signed_folder`): what a certificate consumed stays con
 next one is issued in another runs folder — ``--output-dir`` elsewhere, the data copied to a
 new project — on this machine. Its lines are the ledgers' entries, with the ledger's id and
 folder."""
+SIGNED_TUNINGS = Journal(
+    file="signed-tunings.jsonl",
+    head="-tunings",
+    name="journal of every tuning record this signing key signed",
+    lines="tuning records",
+    kept="the items they were fitted on stay refused to the judges they tuned, in every ledger",
+)
+"""The signing key's own journal of every tuning record it signed, in whichever ledger (beside
+:data:`SIGNED`): a threshold fitted in one runs folder is refused on its items in every other."""
 SIGNED_ID = "signed"
 """The name of :data:`SIGNED`'s head among the ledgers' heads (a ledger's id is 32 hex
 digits: never this)."""

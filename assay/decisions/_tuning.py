@@ -177,20 +177,59 @@ def record_tuning(
             write_json(folder / RECORD, record.model_dump(mode="json"))
         if adds:  # the folders the journal lacked, and this record
             journal.append(ledger, ledger_id, [r.model_dump(mode="json") for r in adds], TUNINGS)
+        _sign_everywhere([*held, *adds])
     return record
+
+
+def _sign_everywhere(records: list[TuningRecord]) -> None:
+    """Add to the signing key's journal of tuning records
+    (:data:`._ledger_journal.SIGNED_TUNINGS`) those of ``records`` it does not hold yet: what a
+    ledger's tunings fitted on is refused in every other ledger of the machine."""
+    folder = journal.signed_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    with file_lock(folder / ".lock"):
+        known = {r.record for r in _signed_records()}
+        new = [r for r in records if r.record not in known]
+        if new:
+            dumped = [r.model_dump(mode="json") for r in new]
+            journal.append(folder, journal.SIGNED_ID, dumped, journal.SIGNED_TUNINGS)
+
+
+def _signed_records() -> list[TuningRecord]:
+    """The tuning records the signing key's journal holds (checked against its head; none
+    without a key)."""
+    if _signing.key_id() is None:
+        return []
+    folder = journal.signed_folder()
+    path = folder / journal.SIGNED_TUNINGS.file
+    out = []
+    entries = journal.read(folder, journal.SIGNED_ID, journal.SIGNED_TUNINGS)
+    for n, entry in enumerate(entries, start=1):
+        try:
+            out.append(TuningRecord.model_validate(entry))
+        except ValueError:
+            raise RunError(f"{path}, entry {n}: not a tuning record") from None
+    return out
 
 
 def tunings(ledger: Path) -> list[tuple[Path, TuningRecord]]:
     """Every tuning record in ``ledger``: each its tuning journal holds (checked against its
     head: a journal removed, cut back or edited is refused — a record's folder deleted is not
-    a tuning undone), and every record folder besides, where it is. A folder's signature says
-    assay wrote it; one that does not match is counted all the same: a record only ever makes a
-    measurement stricter."""
+    a tuning undone), and every record folder besides, where it is; and every tuning record
+    the signing key's journal holds from another ledger of the machine
+    (:data:`._ledger_journal.SIGNED_TUNINGS`). A folder's signature says assay wrote it; one
+    that does not match is counted all the same: a record only ever makes a measurement
+    stricter."""
     held = _held(ledger, _ledger_id(ledger, create=False))
     folders = _folders(ledger)
     where = {r.record: p for p, r in folders if r in held}  # its folder, while it is there
     kept = [(where.get(r.record, ledger / TUNINGS.file), r) for r in held]
-    return [*kept, *((p, r) for p, r in folders if r not in held)]
+    here = [*kept, *((p, r) for p, r in folders if r not in held)]
+    if _signing.key_id() is None:  # no key: nothing was ever recorded on this machine
+        return here
+    ids = {r.record for _, r in here}
+    signed = journal.signed_folder() / journal.SIGNED_TUNINGS.file
+    return here + [(signed, r) for r in _signed_records() if r.record not in ids]
 
 
 def refuse_tuned_items(

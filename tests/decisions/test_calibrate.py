@@ -411,3 +411,25 @@ def test_tuning_records_written_before_the_journal_count_and_are_adopted(
     assert len(lines) == 3  # the two folders adopted, the new fit
     shutil.rmtree(ledger / "tuning")
     assert "reached the tuning of judge" in _refused(capsys, certify)
+
+
+def test_a_tuning_in_one_runs_folder_refuses_its_items_in_every_other(
+    tmp_path, monkeypatch, capsys
+):
+    """The signing key keeps its own journal of the tuning records it signed: the judge with
+    the threshold fitted in one project, evaluated on the same items in another project (a runs
+    folder of its own, no tuning record in its ledger), is refused there too."""
+    _, fitted = _calibrated(tmp_path, monkeypatch)
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(tmp_path / "items.csv", other / "items.csv")
+    shutil.copy(tmp_path / "tuned.yaml", other / "tuned.yaml")
+    monkeypatch.chdir(other)
+    assert main(["evaluate", str(other / "tuned.yaml"), "--quiet"]) == 0
+    assert not (other / "runs" / "certificates" / "tuning").exists()
+    policy = other / "lax.json"
+    policy.write_text(json.dumps(LAX))
+    (run,) = (other / "runs").glob("tuned-*")
+    err = _refused(capsys, ["certify", str(run), "--policy", str(policy)])
+    assert f"certify: {len(fitted)} of these 40 items reached the tuning of judge" in err
+    assert "signed-tunings.jsonl" in err
