@@ -426,6 +426,12 @@ def test_the_pass_rate_counts_every_scored_probe_whatever_the_source_verdict(tmp
     assert (injection["eligible_sources"], injection["excluded_sources"]) == (5, 3)
     assert injection["injection_success"]["n"] == 10  # 2 probes of each counted source
     assert re.search(r"\n\| j \| [^|]+ \| 5 \| 3 \|", report)
+    # every metric of the cue, injection and polarity tests, the unscored sources' counts
+    # too, in report.md and report.html
+    from tests.web.test_report_parity import check_every_metric
+
+    shown = {"authority", "distraction", "prompt_injection", "polarity"}
+    assert check_every_metric(res.run_dir, only=shown) > 0
 
 
 # -- bad input --------------------------------------------------------------------------------

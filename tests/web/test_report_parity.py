@@ -227,19 +227,27 @@ def text_of(v: Any, key: str, m: dict[str, Any]) -> str:
     return fmt(v, 2) if v is not None else "—"
 
 
-def check_every_metric(run_dir: Path) -> int:
-    """Assert each judge's every metric of every test is in both reports; how many were."""
+def check_every_metric(run_dir: Path, only: set[str] | None = None) -> int:
+    """Assert each judge's every metric of every test (of ``only``, when given) is in both
+    reports; how many were."""
     metrics = json.loads((run_dir / "metrics.json").read_text())
     checked = 0
     for name, tables in both(run_dir).items():
         for judge, jr in metrics["judges"].items():
             for test, flat in jr["tests"].items():
+                if only is not None and test not in only:
+                    continue
                 kind, title = KIND[test]
                 for key, v in flat.items():
                     if key in ("probes", "judged", "unscored", "unscored_reasons"):
                         continue  # counts shown in the judge table's "unscored" cell below
-                    if key == "source_unscored" and not v:
-                        continue  # said only when some source is unscored
+                    if key == "source_unscored":  # said only when some source is unscored,
+                        # in the judge table's "unscored" cell of the test's row
+                        if v:
+                            text = f"; {v} with an unscored source"
+                            assert shown(tables, f"Judge {judge}", "unscored", text, (test,))
+                            checked += 1
+                        continue
                     if key == "placebo":  # the effects against the placebo: a table of their own
                         checked += check_placebo(tables, judge, test, v)
                         continue
