@@ -200,16 +200,7 @@ def _signed_records() -> list[TuningRecord]:
     without a key)."""
     if _signing.key_id() is None:
         return []
-    folder = journal.signed_folder()
-    path = folder / journal.SIGNED_TUNINGS.file
-    out = []
-    entries = journal.read(folder, journal.SIGNED_ID, journal.SIGNED_TUNINGS)
-    for n, entry in enumerate(entries, start=1):
-        try:
-            out.append(TuningRecord.model_validate(entry))
-        except ValueError:
-            raise RunError(f"{path}, entry {n}: not a tuning record") from None
-    return out
+    return _journaled(journal.signed_folder(), journal.SIGNED_ID, journal.SIGNED_TUNINGS)
 
 
 def tunings(ledger: Path) -> list[tuple[Path, TuningRecord]]:
@@ -273,9 +264,15 @@ def _without_rule(judge: JudgeConfig) -> JudgeConfig:
 def _held(ledger: Path, ledger_id: str | None) -> list[TuningRecord]:
     """The tuning records the ledger's tuning journal holds (:func:`._ledger_journal.read`:
     checked against its head)."""
-    path = ledger / TUNINGS.file
+    return _journaled(ledger, ledger_id, TUNINGS)
+
+
+def _journaled(folder: Path, ident: str | None, which: journal.Journal) -> list[TuningRecord]:
+    """The tuning records journal ``which`` in ``folder`` holds (its head found by ``ident``),
+    each checked against it."""
+    path = folder / which.file
     out = []
-    for n, entry in enumerate(journal.read(ledger, ledger_id, TUNINGS), start=1):
+    for n, entry in enumerate(journal.read(folder, ident, which), start=1):
         try:
             out.append(TuningRecord.model_validate(entry))
         except ValueError:
