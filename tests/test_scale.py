@@ -226,3 +226,15 @@ def test_a_verdict_as_other_tools_hold_it_reads_back_as_itself(scale):
         assert scale.coerce(held) == score
         if scale.label_of(score) in ("True", "False"):
             assert held is (scale.label_of(score) == "True")
+
+
+def test_a_typed_entry_reads_a_number_as_a_score_and_words_as_a_reference():
+    """A review file asks for "a label or a score": its 0 is the score 0 (``True (0)`` on
+    ``["True", "False"]``), where a reference's 0/1 reads by meaning."""
+    assert (TRUE_FALSE.read_entry("0"), TRUE_FALSE.read_entry(1)) == (0, 1)
+    assert (TRUE_FALSE.coerce("0"), TRUE_FALSE.coerce(1)) == (1, 0)
+    assert TRUE_FALSE.read_entry("yes") == TRUE_FALSE.read_entry(True) == 0  # the label True
+    numbered = Scale(kind="binary", labels=["1", "0"])
+    assert (numbered.read_entry("1"), numbered.read_entry(0)) == (0, 1)  # the labels they spell
+    with pytest.raises(ValueError, match="is not on the binary"):
+        TRUE_FALSE.read_entry("2")

@@ -217,7 +217,7 @@ class ReviewQueue:
         score = None
         if verdict is not None and verdict != "":
             try:
-                score = self.scale.coerce(verdict)
+                score = self.scale.read_entry(verdict)
             except (TypeError, ValueError):
                 raise DataError(
                     f"{verdict!r} is not on the {self.scale.describe()} scale", field="verdict"

@@ -240,7 +240,7 @@ def _read_edits(entry: dict[str, Any], probe: Probe, scale: Scale, fail: Fail) -
         edited_target = None
     if edited_target is not None:
         try:
-            edited_target = scale.coerce(edited_target)
+            edited_target = scale.read_entry(edited_target)
         except ValueError as exc:
             raise fail(str(exc), "edited_target") from None
 
