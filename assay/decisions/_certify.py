@@ -258,17 +258,18 @@ def _counted(
 
 def _signed_elsewhere(
     signed: Path, ledger_id: str
-) -> tuple[list[tuple[Path, dict[str, Any]]], set[object]]:
+) -> tuple[list[tuple[Path, dict[str, Any]]], dict[object, dict[str, Any]]]:
     """The certificates the signing key's journal (:data:`._ledger_journal.SIGNED`) holds from
-    other ledgers, each with where its certificate is, and the ids of this ledger's it holds."""
-    elsewhere, known = [], set()
+    other ledgers, each with where its certificate is, and those it holds of this ledger, by
+    id."""
+    elsewhere, here = [], {}
     for e in journal.read(signed, journal.SIGNED_ID, journal.SIGNED):
         if e.get("ledger_id") == ledger_id:
-            known.add(e.get("certificate"))
+            here[e.get("certificate")] = e
         else:
             folder = Path(str(e.get("ledger_folder") or signed))
             elsewhere.append((folder / str(e.get("certificate")) / CERTIFICATE, e))
-    return elsewhere, known
+    return elsewhere, here
 
 
 def _signed_entry(entry: dict[str, Any], ledger_id: str, ledger: Path) -> dict[str, Any]:
@@ -472,26 +473,41 @@ def certify_run(
             signed = journal.signed_folder()
             signed.mkdir(parents=True, exist_ok=True)
             with file_lock(signed / ".lock"):
-                elsewhere, known = _signed_elsewhere(signed, ledger_id)
-                _check_unused(entries + elsewhere, labelled)
-                attempt = _attempt(entries + elsewhere, config.judge.name, config_hash, pol, ledger)
+                elsewhere, here = _signed_elsewhere(signed, ledger_id)
+                # this ledger's certificates the key's journal lacks (issued before it existed,
+                # or a kill between a certificate's folder and its line there): counted in every
+                # ledger from now, whatever this certify decides
+                journaled = entries[: len(entries) - len(unjournaled)]
+                local = [e for _, e in journaled] + [entry_of(d) for _, d in unjournaled]
+                missing = [e for e in local if e.get("certificate") not in here]
+                if missing:
+                    signed_entries = [_signed_entry(e, ledger_id, ledger) for e in missing]
+                    journal.append(signed, journal.SIGNED_ID, signed_entries, journal.SIGNED)
+                # and those the key's journal holds of this ledger that it does not (a kill
+                # after the key's line, before the certificate was written): their items are
+                # consumed — but for the same certificate, issued again
+                ids = {e.get("certificate") for e in local}
+                unfinished = [
+                    (ledger / str(c) / CERTIFICATE, e)
+                    for c, e in here.items()
+                    if c not in ids and c != ident
+                ]
+                counted = entries + elsewhere + unfinished
+                _check_unused(counted, labelled)
+                attempt = _attempt(counted, config.judge.name, config_hash, pol, ledger)
                 certificate = Certificate(**fields, attempt=attempt, ledger_id=ledger_id)
                 certificate.signature = _signing.sign(certificate.signed_part())
                 (ledger / ident).mkdir(parents=True, exist_ok=True)
                 _write_reports(certificate)
-                # the decision: once its certificate.json is in the ledger, the items are
-                # consumed — in the key's journal first (a kill before the ledger's journal
-                # line leaves the folder, which the next certificate adopts)
+                # the decision: the items are consumed in the key's journal first (a kill
+                # before the certificate is written leaves them consumed, never free), then
+                # its certificate.json in the ledger (a kill before the ledger's journal line
+                # leaves the folder, which the next certificate adopts)
                 issued = certificate.model_dump(mode="json")
+                entry = _signed_entry(entry_of(issued), ledger_id, ledger)
+                journal.append(signed, journal.SIGNED_ID, [entry], journal.SIGNED)
                 write_json(ledger / ident / CERTIFICATE, issued)
                 adopted = [entry_of(d) for _, d in unjournaled]  # folders the journal lacked
-                mine = [e for _, e in entries if e.get("certificate") not in known]
-                journal.append(
-                    signed,
-                    journal.SIGNED_ID,
-                    [_signed_entry(e, ledger_id, ledger) for e in [*mine, entry_of(issued)]],
-                    journal.SIGNED,
-                )
                 journal.append(ledger, ledger_id, [*adopted, entry_of(issued)])
     except BaseException:
         if staged is not None:

@@ -838,3 +838,58 @@ def test_the_signing_keys_journal_removed_is_refused(run, tmp_path, capsys):
     )
     line = one_line_refusal(capsys, ["certify", str(fresh), "--policy", str(pol)])
     assert "journal of every certificate this signing key signed is gone, but it held 1" in line
+
+
+def test_a_ledger_older_than_the_keys_journal_joins_it_even_when_refused(run, tmp_path, capsys):
+    """A ledger whose certificates the key's journal never held (issued before it existed):
+    the next certify in that ledger adds them, whatever it decides, and from then on their
+    items are consumed in every other runs folder."""
+    from assay.decisions._ledger_journal import SIGNED_ID, head_file, signed_folder
+
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, LAX, capsys)[0] == 0
+    (signed_folder() / "signed.jsonl").unlink()  # as before the key kept a journal
+    head_file(SIGNED_ID).unlink()
+    again = fresh_run(tmp_path, cfg, range(100, 120), "again")
+    refused = ["certify", str(again), "--policy", str(write(tmp_path / "lax.yaml", LAX))]
+    assert "attempt 2" in one_line_refusal(capsys, refused)  # refused, and the ledger joined
+    elsewhere = tmp_path / "project"
+    shutil.copytree(run_dir, elsewhere / "runs" / run_dir.name)
+    other = write(tmp_path / "other.yaml", {"name": "o", "confidence": 0.85, "bars": {"tpr": 0.5}})
+    argv = [
+        "certify",
+        str(elsewhere / "runs" / run_dir.name),
+        "--policy",
+        str(other),
+        "--output-dir",
+        str(elsewhere / "runs"),
+    ]
+    assert "were already consumed by certificate" in one_line_refusal(capsys, argv)
+
+
+def test_a_kill_after_the_keys_line_leaves_the_items_consumed(run, tmp_path, capsys, monkeypatch):
+    """Killed after the key's journal took the certificate's line and before its folder was
+    written: the items are consumed — in another runs folder they are refused — and the same
+    certificate, issued again in its own ledger, completes."""
+    from assay.decisions import _certify
+
+    run_dir, _, _ = run
+    real = _certify.write_json
+
+    def killed(path, data):
+        if path.name == "certificate.json":
+            raise KeyboardInterrupt
+        real(path, data)
+
+    lax = write(tmp_path / "lax.yaml", LAX)
+    with monkeypatch.context() as kill:
+        kill.setattr(_certify, "write_json", killed)
+        assert main(["certify", str(run_dir), "--policy", str(lax)]) == 130
+    capsys.readouterr()
+    assert not list((tmp_path / "runs" / "certificates").glob("*/certificate.json"))
+    elsewhere = tmp_path / "project"
+    shutil.copytree(run_dir, elsewhere / "runs" / run_dir.name)
+    argv = ["certify", str(elsewhere / "runs" / run_dir.name), "--policy", str(lax)]
+    argv += ["--output-dir", str(elsewhere / "runs")]
+    assert "were already consumed by certificate" in one_line_refusal(capsys, argv)
+    assert certify(tmp_path, run_dir, LAX, capsys)[0] == 0  # the same certificate completes
