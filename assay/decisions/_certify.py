@@ -49,6 +49,7 @@ from assay.decisions._item_text import (
     NORMALISED,
     Rule,
     fingerprints_under,
+    item_keys,
     same_items,
     used_keys,
 )
@@ -256,6 +257,30 @@ def _counted(
     return counted + unjournaled, unjournaled
 
 
+def _refuse_repeats(run_dir: Path, items: list[Item]) -> None:
+    """Refuse items that repeat another's text under another id (:func:`~._item_text.item_keys`:
+    re-spaced, re-cased, an invisible character added…): a certificate's trials are distinct
+    items, and copies of the ones the judge gets right would raise its bounds. The epochs of an
+    Inspect sample are not copies (each judged on its own transcript): they are bounded as one
+    cluster each."""
+    first: dict[str, str] = {}
+    repeats = []
+    for it in items:
+        keys = item_keys(it)
+        earlier = next((first[k] for k in keys if k in first), None)
+        if earlier is not None:
+            repeats.append((it.id, earlier))
+        for k in keys:
+            first.setdefault(k, it.id)
+    if repeats:
+        copy, original = repeats[0]
+        raise CertificateError(
+            f"{run_dir}: {len(repeats)} of these {len(items)} items repeat the text of another "
+            f"under another id (item {copy!r} is item {original!r} again): a certificate's "
+            "items are distinct items — remove the copies from the data and evaluate again"
+        )
+
+
 def _signed_elsewhere(
     signed: Path, ledger_id: str
 ) -> tuple[list[tuple[Path, dict[str, Any]]], dict[object, dict[str, Any]]]:
@@ -397,6 +422,7 @@ def certify_run(
     labelled = [it for it in items if it.expected is not None]
     if not labelled:
         raise RunError(f"{run_dir}: no judged item has a reference: nothing to certify on")
+    _refuse_repeats(run_dir, labelled)
     from assay.decisions._tuning import refuse_tuned_items
 
     refuse_tuned_items(config.judge, labelled, workdir=workdir, output_dir=runs, what="certify")

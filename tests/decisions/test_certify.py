@@ -725,17 +725,15 @@ def test_a_printed_bound_clears_the_printed_bar_exactly_when_it_clears_the_bar(
     assert (printed >= bar if side == "at_least" else printed <= bar) == passed
 
 
-def test_one_item_repeated_under_new_ids_counts_once(run, tmp_path, capsys):
-    """30 items, each four times under new ids: 120 rows, but 30 items' evidence. The bounds
-    are taken at the items' effective number of trials (15 a class, each item's four copies
-    one outcome), so the bars that 60 of 60 would clear are refused: at δ = 0.05 shared by
-    the two bars, 15 of 15 bound TPR at 0.025^(1/15) = 0.782, not 0.025^(1/60) = 0.940."""
-    from scipy.stats import binomtest
-
+def test_one_item_repeated_under_new_ids_is_refused(run, tmp_path, capsys):
+    """30 items, each four times under new ids (one copy re-cased): 120 rows, but 30 items'
+    evidence — and copies of only the items a judge gets right would raise its bounds at will
+    (60 of 60 bound TPR at 0.940 where the 15 items' own 15 of 15 give 0.782). Refused in one
+    line naming a copy and its original, before anything is consumed."""
     _, cfg, _ = run
     rows = ["id,request,response,expected"]
     rows += [
-        f"d{copy}_{k},What colour is item {k}?,Item {k} is blue.,{k % 2}"
+        f"d{copy}_{k},What colour is item {k}?,{'ITEM' if copy == 3 else 'Item'} {k} is blue.,{k % 2}"
         for copy in range(4)
         for k in range(301, 331)
     ]
@@ -747,18 +745,11 @@ def test_one_item_repeated_under_new_ids_counts_once(run, tmp_path, capsys):
     assert main(["evaluate", str(config), "--quiet"]) == 0
     (repeated,) = (tmp_path / "runs").glob("repeated-*")
     capsys.readouterr()
-    sure = {"name": "sure", "confidence": 0.95, "bars": {"tpr": 0.9, "tnr": 0.9}}
-    code, out = certify(tmp_path, repeated, sure, capsys, "--json")
-    assert code == 1, out
-    cert = json.loads(out[out.index("{") :])
-    for result in cert["results"]:
-        assert (result["successes"], result["n"]) == (60, 60)
-        assert result["method"] == "clopper-pearson-clusters"
-        assert result["bound"] == pytest.approx(
-            binomtest(15, 15).proportion_ci(confidence_level=0.95, method="exact").low
-        )
-        assert "in 15 clusters (items that are one item" in result["note"]
-        assert "bounded at 15.0 effective trials" in result["note"]
+    sure = write(tmp_path / "sure.yaml", {"name": "sure", "bars": {"tpr": 0.9, "tnr": 0.9}})
+    line = one_line_refusal(capsys, ["certify", str(repeated), "--policy", str(sure)])
+    assert "90 of these 120 items repeat the text of another under another id" in line
+    assert "(item 'd1_301' is item 'd0_301' again)" in line
+    assert not list((tmp_path / "runs" / "certificates").glob("*/certificate.json"))
 
 
 def test_a_renamed_judge_or_policy_is_the_same_attempt_count(run, tmp_path, capsys):
