@@ -201,6 +201,7 @@ def active_ppi_mean(
         a, b = _parts(y_pool, weight, f)
         z = lam_used * a + b
         se = clustered_se([(z, grouped[0])], grouped[2])
+    units = None if grouped is None else int(np.unique(grouped[0][drawn]).size)
     # The labels' variance in the pool, each drawn label weighted by 1/π (Hájek).
     w = 1 / pi[drawn]
     label_var = np.average((y_arr - np.average(y_arr, weights=w)) ** 2, weights=w)
@@ -208,7 +209,7 @@ def active_ppi_mean(
         "active_ppi++" if lam is None else "active_ppi",
         value,
         se,
-        human_se=math.sqrt(label_var / y_arr.size),
+        human_se=math.sqrt(label_var / (units or y_arr.size)),  # labels of one item: once
         alpha=alpha,
         bound=bound,
         n_labelled=y_arr.size,
@@ -217,7 +218,7 @@ def active_ppi_mean(
         prediction=kind,
         sampling=ACTIVE_SAMPLE,
         rarer=rarer_class(y_arr),
-        labelled_units=None if grouped is None else int(np.unique(grouped[0][drawn]).size),
+        labelled_units=units,
         notes=[f"expected budget Σπ = {pi.sum():.1f} labels; {y_arr.size} drawn"],
         clusters=None if grouped is None else grouped[2],
     )

@@ -461,7 +461,8 @@ def normal_estimate(
         std_error=se,
         n_labelled=n_labelled,
         n_unlabelled=n_unlabelled,
-        effective_labels=effective_labels(n_labelled, human_se, se),
+        # labels of one item count once: the items' worth, not the copies'
+        effective_labels=effective_labels(labelled_units or n_labelled, human_se, se),
         lam=lam,
         prediction=prediction,
         interval=CLT if clusters is None else f"{CLUSTERED_CLT} over {clusters} clusters",

@@ -21,6 +21,7 @@ from assay.metrics._validate import as_labels, binary_pair
 from assay.metrics._value import MetricValue, with_ci
 
 RESAMPLED = "unlabelled items and validation items, independently"
+RESAMPLED_CLUSTERS = "whole clusters of items, each with its unlabelled and validation items"
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,8 @@ def corrected_prevalence(
         why = f"TPR + TNR = {se + sp:.4g} ≤ 1: the judge is no better than chance"
     if grouped is not None:
         notes.append(
-            f"the bootstrap resampled {grouped.shape[0]} clusters (a sample's epochs together), "
+            f"the bootstrap resampled {grouped.shape[0]} clusters (a sample's epochs, or one "
+            "item's copies, together), "
             f"not the {n_u} unlabelled and {n_v} validation items"
         )
     defined = not math.isnan(estimate)
@@ -191,4 +193,5 @@ def corrected_prevalence(
         n_validation=n_v,
         defined=defined,
         clipped=clipped,
+        resampled=RESAMPLED if grouped is None else RESAMPLED_CLUSTERS,
     )

@@ -512,3 +512,23 @@ def test_a_clipped_rogan_gladen_interval_is_worth_no_labels():
     assert row.ci_low == 0.0 or row.value == 0.0
     assert row.effective_labels is None
     assert "effective labels not given" in row.note
+
+
+def test_labels_of_one_item_repeated_are_worth_the_items_not_the_copies():
+    """Every labelled and unlabelled item written twice, the copies in one cluster each: the
+    intervals are those of the items (PPI++'s to λ̂'s ddof drift), and so are the effective
+    labels — 40 items are worth what they were, not twice it; the labels' units say 40."""
+    rng = np.random.default_rng(3)
+    y = (rng.random(40) < 0.4).astype(float)
+    f = np.where(rng.random(40) < 0.85, y, 1 - y)
+    fu = (rng.random(120) < 0.4).astype(float)
+    twice = {
+        "clusters": np.repeat(np.arange(40), 2),
+        "clusters_unlabelled": np.repeat(np.arange(40, 160), 2),
+    }
+    alone, copied = ppi_mean(y, f, fu), ppi_mean(*(np.repeat(a, 2) for a in (y, f, fu)), **twice)
+    assert copied.labelled_units == 40 and copied.n_labelled == 80
+    assert copied.effective_labels == pytest.approx(alone.effective_labels, rel=1e-3)
+    assert (copied.ci_low, copied.ci_high) == pytest.approx((alone.ci_low, alone.ci_high), abs=1e-3)
+    human = human_only_mean(np.repeat(y, 2), clusters=twice["clusters"])
+    assert human.effective_labels == pytest.approx(human_only_mean(y).effective_labels)
