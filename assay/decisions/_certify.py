@@ -327,18 +327,19 @@ def _attempt(
     judge: str,
     config_hash: str,
     policy: Policy,
+    event: str | None,
     ledger: Path,
 ) -> int:
     """This judge's attempt number under ``policy``; refused when the δ its earlier
     certificates took leaves less than this one needs. An earlier certificate is of this judge
     by its name (a config tweaked after a refusal is the same judge tried again) or by its
-    config hash (the same judge renamed), and under this policy by its name or by what it asks
-    (its confidence, positive class and bars: the same policy renamed)."""
+    config hash (the same judge renamed), and under this policy by its name or by a claim at
+    least as strict on the same event (:func:`_same_policy`)."""
     earlier = [
         e
         for _, e in entries
         if (e.get("judge") == judge or e.get("config_hash") == config_hash)
-        and _same_policy(e, policy)
+        and _same_policy(e, policy, event)
     ]
     spent = sum(_spent(e, policy) for e in earlier)
     share = policy.delta_per_attempt
@@ -354,17 +355,33 @@ def _attempt(
     return len(earlier) + 1
 
 
-def _same_policy(entry: dict[str, Any], policy: Policy) -> bool:
-    """Whether an earlier certificate was issued under ``policy``: its name, or the same claim
-    under another name (:data:`._ledger_journal.POLICY_CLAIM`; a journal line written before
-    the claim was kept matches by name only)."""
+def _same_policy(entry: dict[str, Any], policy: Policy, event: str | None) -> bool:
+    """Whether an earlier certificate counts against ``policy``'s attempts: issued under its
+    name, or on the same event (the positive class as resolved, however the policy wrote it)
+    with a bar on each of its metrics at least as strict — an earlier admission would have
+    admitted this claim too, so a laxer or renamed policy tried after a refusal is the same
+    claim tried again. A journal line written before the claim was kept matches by name only."""
     earlier = entry.get("policy")
     if not isinstance(earlier, dict):
         return False
     if earlier.get("name") == policy.name:
         return True
-    asked = policy.model_dump(mode="json", include=set(journal.POLICY_CLAIM))
-    return all(k in earlier for k in asked) and {k: earlier[k] for k in asked} == asked
+    bars = earlier.get("bars")
+    if not isinstance(bars, dict):
+        return False
+    if "event" in entry:
+        if entry["event"] != event:
+            return False
+    elif earlier.get("positive") != policy.positive:
+        return False
+    for metric, bar in policy.model_dump(mode="json")["bars"].items():
+        theirs = bars.get(metric)
+        ((side, value),) = bar.items()
+        if not isinstance(theirs, dict) or not isinstance(theirs.get(side), int | float):
+            return False
+        if (theirs[side] < value) if side == "at_least" else (theirs[side] > value):
+            return False
+    return True
 
 
 def _spent(entry: dict[str, Any], policy: Policy) -> float:
@@ -520,7 +537,9 @@ def certify_run(
                 ]
                 counted = entries + elsewhere + unfinished
                 _check_unused(counted, labelled)
-                attempt = _attempt(counted, config.judge.name, config_hash, pol, ledger)
+                attempt = _attempt(
+                    counted, config.judge.name, config_hash, pol, fields["event"], ledger
+                )
                 certificate = Certificate(**fields, attempt=attempt, ledger_id=ledger_id)
                 certificate.signature = _signing.sign(certificate.signed_part())
                 (ledger / ident).mkdir(parents=True, exist_ok=True)

@@ -73,6 +73,7 @@ KEPT = (
     "results",
     "fingerprint_rule",
     "item_fingerprints",
+    "event",
 )
 """What a journal line keeps of a certificate: what the ledger decides on (the items consumed,
 under which fingerprint rule; the judge, the policy's name and the δ the attempt took) and what

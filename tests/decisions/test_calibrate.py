@@ -298,7 +298,9 @@ def test_a_calibrated_judge_is_refused_on_the_items_its_rule_was_fitted_on(
     # the judge without a rule (argmax: it says False on every item) was not tuned: its
     # certificate is refused by its bars, not by the tuning
     other = tmp_path / "lax-argmax.json"
-    other.write_text(json.dumps({**LAX, "name": "lax-argmax", "confidence": 0.85}))
+    other.write_text(
+        json.dumps({"name": "lax-argmax", "confidence": 0.9, "bars": {"accuracy": 0.55}})
+    )
     capsys.readouterr()
     assert main(["certify", _run_of(tmp_path, "argmax"), "--policy", str(other)]) == 1
     assert "reached the tuning" not in capsys.readouterr().err

@@ -528,7 +528,7 @@ def test_items_consumed_before_look_alikes_were_folded_are_still_consumed(
         assert "40 of these 40 items were already consumed by certificate" in line
     other = fresh_run(tmp_path, cfg, range(400, 440), "other", text=text)
     assert (
-        certify(tmp_path, other, {**LAX, "name": "lax-other", "confidence": 0.85}, capsys)[0] == 0
+        certify(tmp_path, other, {"name": "lax-other", "bars": {"accuracy": 0.5}}, capsys)[0] == 0
     )
 
 
@@ -769,7 +769,7 @@ def test_a_renamed_judge_or_policy_is_the_same_attempt_count(run, tmp_path, caps
     copy = write(tmp_path / "v2.yaml", {**STRICT, "name": "strict-v2", "attempts": 2})
     line = one_line_refusal(capsys, ["certify", str(second), "--policy", str(copy)])
     assert "attempt 2 for judge stub-judge under policy strict-v2" in line
-    other_bars = {"name": "lenient", "bars": {"tpr": 0.5}}
+    other_bars = {"name": "accurate", "bars": {"accuracy": 0.5}}
     assert certify(tmp_path, second, other_bars, capsys)[0] == 0  # another claim: its own count
 
 
@@ -803,7 +803,7 @@ def test_items_consumed_in_one_ledger_are_consumed_in_every_other(run, tmp_path,
     assert "attempt 2 for judge stub-judge under policy strict" in one_line_refusal(capsys, argv)
     fourth = fresh_run(tmp_path, cfg, range(140, 160), "fourth")
     shutil.copytree(fourth, elsewhere / "runs" / fourth.name)
-    other = {"name": "elsewhere", "confidence": 0.85, "bars": {"tpr": 0.5}}
+    other = {"name": "elsewhere", "bars": {"accuracy": 0.5}}
     argv = [
         "certify",
         str(elsewhere / "runs" / fourth.name),
@@ -884,3 +884,37 @@ def test_a_kill_after_the_keys_line_leaves_the_items_consumed(run, tmp_path, cap
     argv += ["--output-dir", str(elsewhere / "runs")]
     assert "were already consumed by certificate" in one_line_refusal(capsys, argv)
     assert certify(tmp_path, run_dir, LAX, capsys)[0] == 0  # the same certificate completes
+
+
+@pytest.mark.parametrize(
+    "spelt",
+    [
+        pytest.param({"positive": "True"}, id="the positive class written out"),
+        pytest.param({"bars": {"tpr": 0.949, "kappa_categorical": 0.9}}, id="a bar a hair laxer"),
+        pytest.param({"bars": {"tpr": 0.9}}, id="one of its bars, laxer"),
+        pytest.param({"confidence": 0.9499999}, id="a confidence a hair lower"),
+    ],
+)
+def test_the_same_claim_spelt_otherwise_is_the_same_attempt_count(run, tmp_path, capsys, spelt):
+    """Refused under ``strict``, the judge tried again under a policy whose admission the
+    refused one's would have implied — the same event written out, a bar a hair laxer, fewer
+    bars, a hair less confidence — is on its second attempt: refused (each was attempt 1)."""
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, STRICT, capsys)[0] == 1
+    second = fresh_run(tmp_path, cfg, range(100, 120), "second")
+    policy = write(tmp_path / "again.yaml", {**STRICT, "name": "again", **spelt})
+    line = one_line_refusal(capsys, ["certify", str(second), "--policy", str(policy)])
+    assert "attempt 2 for judge stub-judge under policy again" in line
+
+
+def test_a_stricter_claim_or_another_event_is_a_count_of_its_own(run, tmp_path, capsys):
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, STRICT, capsys)[0] == 1
+    second = fresh_run(tmp_path, cfg, range(100, 120), "second")
+    stricter = {**STRICT, "name": "stricter", "bars": {"tpr": 0.97, "kappa_categorical": 0.9}}
+    code, out = certify(tmp_path, second, stricter, capsys)
+    assert code in (0, 1) and "attempt 2" not in out
+    third = fresh_run(tmp_path, cfg, range(120, 140), "third")
+    negatives = {**STRICT, "name": "negatives", "positive": "False"}
+    code, out = certify(tmp_path, third, negatives, capsys)
+    assert code in (0, 1) and "attempt 2" not in out
