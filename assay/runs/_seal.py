@@ -9,10 +9,11 @@ and, as the tag ``assay.seal``, into the run's MLflow run. A command that decide
 reads it through :func:`sealed_run` or :func:`check_seal`: a file edited since, a seal edited
 with it, or a run finished before seals existed is refused in one line naming the run.
 
-Not sealed: ``run.json`` (it holds the seal and the run's state), the call ledger (a call
-abandoned in flight may still land in it), the reports (drawn again at will), and what people
-add after the run (review decisions, human verdicts). The seal holds from the finish on: the
-records of a killed run are what its resume continues from.
+Not sealed: ``run.json`` (it holds the seal and the run's state), the call ledger (a run
+stopped with calls in flight writes their lines as it closes; a resume appends to it), the
+reports (drawn again at will), and what people add after the run (review decisions, human
+verdicts). The seal holds from the finish on: the records of a killed run are what its resume
+continues from.
 """
 
 from __future__ import annotations
