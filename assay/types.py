@@ -349,8 +349,9 @@ class Spend(BaseModel):
     at another price — a harness judge's, say, whose answers its results then take from the LM
     cache —, answers a killed run kept in no result — its resume may take those from the LM
     cache, where its results count them as cached), ``failed_attempts`` the requests answered
-    with an error status (429, 5xx) or lost in transit and retried — no usage, not paid, counted
-    apart. Each call is costed at the price it was paid at."""
+    with an error status (429, 5xx) or lost in transit and retried, and the calls a stopped run
+    abandoned in flight as it closed — no usage counted (an abandoned one the server may yet
+    bill), counted apart. Each call is costed at the price it was paid at."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -397,7 +398,8 @@ def spend_line(spend: Spend | None) -> str:
     if spend.failed_attempts:
         line += (
             f" · {spend.failed_attempts} failed attempts (answered with an HTTP error or "
-            "not at all; retried; no usage, not paid)"
+            "not at all and retried, or abandoned in flight as a stopped run closed: no usage "
+            "counted — an abandoned one the server may yet bill)"
         )
     return line
 
