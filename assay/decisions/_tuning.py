@@ -172,12 +172,14 @@ def record_tuning(
         else:
             record.signature = _signing.sign(record.signed_part())
         adds = [*unjournaled, *([] if record in [*held, *unjournaled] else [record])]
+        # the signing key's journal first: a kill before the ledger's leaves the items refused
+        # everywhere, never free elsewhere (the same record, written again, completes)
+        _sign_everywhere([*held, *adds])
         if not same or not (folder / RECORD).is_file():
             folder.mkdir(parents=True, exist_ok=True)
             write_json(folder / RECORD, record.model_dump(mode="json"))
         if adds:  # the folders the journal lacked, and this record
             journal.append(ledger, ledger_id, [r.model_dump(mode="json") for r in adds], TUNINGS)
-        _sign_everywhere([*held, *adds])
     return record
 
 
