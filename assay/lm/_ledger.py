@@ -106,8 +106,9 @@ class _Recording:
             self.closing = True
             try:
                 if self.in_flight and settle_s > 0:
-                    _log.info(
-                        "waiting up to %s s for %d LM calls in flight: their answers are paid",
+                    _log.warning(  # on the console: a Ctrl-C that seems ignored is pressed again
+                        "assay: stopping: waiting up to %g s for %d LM calls in flight, whose "
+                        "answers are paid (Ctrl-C again to stop waiting)",
                         settle_s,
                         len(self.in_flight),
                     )

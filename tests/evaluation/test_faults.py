@@ -129,7 +129,12 @@ def test_ctrl_c_ends_the_command_at_once_while_requests_hang(tmp_path, items_csv
     assert exited < 60, f"exited {exited:.1f} s after Ctrl-C"
     assert proc.returncode == 130
     lines = [ln for ln in err.splitlines() if ln.strip() and "LiteLLM" not in ln]
-    assert lines == ["assay: interrupted; re-run the same command to resume"], err
+    # the hung calls waited for a while (their answers would be paid), said as it waits
+    waiting = (
+        f"assay: stopping: waiting up to 10 s for {N_ITEMS} LM calls in flight, whose answers "
+        "are paid (Ctrl-C again to stop waiting)"
+    )
+    assert lines == [waiting, "assay: interrupted; re-run the same command to resume"], err
 
 
 @pytest.mark.slow
