@@ -20,7 +20,6 @@ from numpy.typing import ArrayLike, NDArray
 from assay.metrics._cluster import (
     _cluster_index,
     _cluster_resamples,
-    cluster_replicates,
     shared_clusters,
 )
 from assay.metrics._intervals import (
@@ -29,6 +28,7 @@ from assay.metrics._intervals import (
     _percentile_ci,
     _replicates,
     _resample_indices,
+    bootstrap_ci,
     canonical_order,
 )
 from assay.metrics._validate import _same_length, as_labels, as_probabilities, as_scores
@@ -395,10 +395,15 @@ def calibration_metrics(
             )
             ci = _percentile_ci(replicates, confidence, unit="cluster")
         else:
-            replicates = cluster_replicates(
-                statistic, [y, p], ids, n_resamples=n_resamples, seed=seed
+            ci = bootstrap_ci(
+                statistic,
+                y,
+                p,
+                n_resamples=n_resamples,
+                confidence=confidence,
+                seed=seed,
+                clusters=ids,
             )
-            ci = _percentile_ci(replicates, confidence, unit="cluster")
         out[name] = with_ci(value, ci, y.shape[0], why_undefined="no items", notes=notes)
         if name == "ece" and out[name].ci_low is not None and not ci.low <= value <= ci.high:
             out[name] = _without_interval(out[name], ci.low, ci.high)

@@ -33,9 +33,8 @@ from pydantic import (
     model_validator,
 )
 
-from assay.metrics._cluster import cluster_replicates, effective_trials, shared_clusters
+from assay.metrics._cluster import effective_trials, shared_clusters
 from assay.metrics._intervals import (
-    _percentile_ci,
     bootstrap_ci,
     effective_clopper_pearson_interval,
 )
@@ -109,15 +108,14 @@ def bootstrap_bound(
     id per item): the clusters are resampled with all their items
     (:func:`~assay.metrics.cluster_replicates`)."""
     delta = _check_delta(delta)
-    if clusters is not None:
-        reps = cluster_replicates(
-            statistic, [np.asarray(a) for a in arrays], clusters, n_resamples=n_resamples, seed=seed
-        )
-        ci = _percentile_ci(reps, 1.0 - 2.0 * delta, unit="cluster")
-    else:
-        ci = bootstrap_ci(
-            statistic, *arrays, n_resamples=n_resamples, confidence=1.0 - 2.0 * delta, seed=seed
-        )
+    ci = bootstrap_ci(
+        statistic,
+        *arrays,
+        n_resamples=n_resamples,
+        confidence=1.0 - 2.0 * delta,
+        seed=seed,
+        clusters=clusters,
+    )
     return (ci.low if side == "at_least" else ci.high), ci.n_dropped
 
 

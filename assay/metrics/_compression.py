@@ -22,14 +22,15 @@ reliability, below 1. The SD ratio has no such bias but grows with the humans' n
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from assay.metrics._bias_records import ScaleCompression
-from assay.metrics._cluster import cluster_mean, cluster_replicates, shared_clusters
-from assay.metrics._intervals import BatchedStatistic, BootstrapCI, _percentile_ci, bootstrap_ci
+from assay.metrics._cluster import cluster_mean, shared_clusters
+from assay.metrics._intervals import bootstrap_ci
 from assay.metrics._ordinal import _centred
 from assay.metrics._rates import binomial_rate
 from assay.metrics._validate import check_k, label_pair
@@ -92,14 +93,7 @@ def scale_compression(
     ids = shared_clusters(clusters, np.arange(n))
     options = dict(n_resamples=n_resamples, confidence=confidence, seed=seed)
     no_spread = "the human scores do not vary"
-
-    def interval(statistic: BatchedStatistic, *arrays: NDArray) -> BootstrapCI:
-        if ids is None:
-            return bootstrap_ci(statistic, *arrays, **options)
-        replicates = cluster_replicates(
-            statistic, list(arrays), ids, n_resamples=n_resamples, seed=seed
-        )
-        return _percentile_ci(replicates, confidence, unit="cluster")
+    interval = functools.partial(bootstrap_ci, clusters=ids, **options)
 
     notes = (
         []

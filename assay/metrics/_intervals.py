@@ -183,8 +183,11 @@ def bootstrap_ci(
     n_resamples: int = MIN_RESAMPLES,
     confidence: float = 0.95,
     seed: int = 0,
+    clusters: ArrayLike | None = None,
 ) -> BootstrapCI:
-    """Seeded percentile bootstrap CI of ``statistic`` over items.
+    """Seeded percentile bootstrap CI of ``statistic`` over items — or, given ``clusters`` (one
+    id per item), over whole clusters with all their items
+    (:func:`~assay.metrics.cluster_replicates`; the interval's ``unit`` is ``"cluster"``).
 
     The items (the same rows of every array) are resampled with replacement ``n_resamples``
     times from one (n_resamples, n) index matrix drawn with ``numpy.random.default_rng(seed)``
@@ -197,6 +200,13 @@ def bootstrap_ci(
     n_resamples = _check_resamples(n_resamples)
     confidence = _check_confidence(confidence)
     items = _as_item_arrays(arrays)
+    if clusters is not None:
+        from assay.metrics._cluster import cluster_replicates  # it draws on this module
+
+        replicates = cluster_replicates(
+            statistic, items, clusters, n_resamples=n_resamples, seed=seed
+        )
+        return _percentile_ci(replicates, confidence, unit="cluster")
     order = canonical_order(*items)
     items = [a[order] for a in items]
     indices = _resample_indices(items[0].shape[0], n_resamples, seed)
