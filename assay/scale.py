@@ -307,20 +307,12 @@ class Scale(BaseModel):
         """Read what a person types where a file asks for "a label or a score" of this scale (a
         review file's verdict, an edited target): a number is a score of the scale as the file
         lists them (``True (0)``: the 0 is the score 0, never read by meaning as a reference's
-        0/1 is); anything else as a reference is read (:meth:`coerce`: a label name, a true/false
-        word). ``ValueError`` for what is on neither."""
-        if isinstance(value, str) and INTEGER_TEXT.fullmatch(value.strip()):
-            text = value.strip()
-            if len(text) > 20:  # more digits than any score
-                raise ValueError(f"{quoted(value)} is not on the {self.describe()} scale")
-            names = {_name(k): v for k, v in self.label_scores.items()}
-            if _name(text) in names:  # a label that is a number (``1,2,3``): that label
-                return names[_name(text)]
-            return self.check(int(float(text)))
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if self._numbered_labels:
-                return self.read_entry(str(int(value)) if float(value).is_integer() else str(value))
-            return self.check(value)
+        0/1 is) or, where the labels are numbers, the label it spells (:meth:`_read`); anything
+        else as a reference is read (:meth:`coerce`: a label name, a true/false word).
+        ``ValueError`` for what is on neither."""
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number or isinstance(value, str) and INTEGER_TEXT.fullmatch(value.strip()):
+            return self._read(value, labels_only=False)
         return self.coerce(value)
 
     def read_verdict(self, value: object) -> int:

@@ -50,13 +50,12 @@ from assay.decisions._item_text import (
     Rule,
     fingerprints_under,
     item_keys,
-    same_items,
     used_keys,
 )
 from assay.decisions._ledger_journal import entry_of
 from assay.errors import ConfigError, RunError
 from assay.evaluation import verdict_names
-from assay.inputs import data_fingerprint, first_error
+from assay.inputs import data_fingerprint, first_error, samples_of
 from assay.metrics import MetricBound, Policy, Undefinable, fmt, inconsistency
 from assay.programs import JudgeConfig
 from assay.report import Report, Table
@@ -464,9 +463,9 @@ def certify_run(
             event=event[1] if event else None,
             ordered=scale.kind != "categorical",
             labels=verdict_names(scale),
-            clusters=[
-                g or f"item {it.id}" for it, g in zip(labelled, same_items(labelled), strict=True)
-            ],
+            # an Inspect sample's epochs (repeated texts were refused above: no other item is
+            # one with another here)
+            clusters=samples_of(labelled),
         )
     except ValueError as exc:  # a metric the scale cannot give (TPR without a positive class)
         raise ConfigError(f"{where}: {exc}") from None
