@@ -13,8 +13,8 @@ when they share a key:
   variation selectors, the combining grapheme joiner, Hangul fillers, Mongolian free variation
   selectors, Khmer inherent vowels, musical-symbol formatting controls, the code points Unicode
   reserves as ignorable; and, since :data:`CONFUSABLES`, control characters that are no
-  whitespace and private-use ones, a braille blank read as a space: :func:`unseen`), then NFKC, case-folded, NFKC again, whitespace runs collapsed to one
-  space and stripped — with every character Unicode lists as confusable (UTS #39's
+  whitespace and private-use ones, a braille blank read as a space: :func:`unseen`), then
+  NFKC, case-folded, NFKC again, whitespace runs collapsed to one space and stripped — with every character Unicode lists as confusable (UTS #39's
   confusables) written as the ASCII character it imitates (Cyrillic ``е`` as ``e``, Greek
   ``ι`` as ``i``), or as its class is written in a skeleton when it imitates none, and
   normalised again. Two texts one case-fold apart share it.
@@ -45,8 +45,9 @@ can point elsewhere).
 
 Records written before a rule keep theirs: an item is compared with one under the rule it was
 recorded under (:func:`fingerprints_under`). Under :data:`CONTROLS_KEPT` an item matches by its
-keys as that rule read it (control characters kept) and by its keys now. Under :data:`SKELETON_CASED` (the skeleton kept
-its case) an item matches by that skeleton and by its keys now. Under :data:`VISIBLE` an item matches by its own
+keys as that rule read it (control characters kept) and by its keys now. Under
+:data:`SKELETON_CASED` (the skeleton kept its case) an item matches by that skeleton and by its
+keys now. Under :data:`VISIBLE` an item matches by its own
 text so normalised and by its keys now — an item consumed then in ASCII is found again with
 look-alike letters swapped in. Under :data:`NORMALISED` (invisible characters kept), it also
 matches by its text so normalised — an item consumed then without them is found again whatever
