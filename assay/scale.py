@@ -332,10 +332,14 @@ class Scale(BaseModel):
             if _name(text) in table:
                 return table[_name(text)]
             if not (labels_only or self._numbered_labels) and INTEGER_TEXT.fullmatch(text):
+                # the integer written, digit for digit (read through a float, a long one was
+                # named in its error by a nearby float's digits)
                 try:
-                    return self.check(int(float(text)))
-                except OverflowError:  # more digits than a float holds: on no scale
-                    pass
+                    number = int(text.split(".", 1)[0])
+                except ValueError:  # past Python's 4,300 digits: on no scale either
+                    number = None
+                if number is not None:
+                    return self.check(number)
             raise ValueError(f"{quoted(value)} is not on the {self.describe()} scale")
         if labels_only:
             raise ValueError(f"{quoted(value)} is not on the {self.describe()} scale")

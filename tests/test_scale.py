@@ -3,6 +3,8 @@ boolean is a fine binary *label* but never a verdict, and never a score on an or
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from assay.errors import ConfigError
@@ -135,6 +137,19 @@ def test_only_ascii_digits_are_numbers(digit):
         Scale.parse("1-6").coerce(digit)
     with pytest.raises(ConfigError, match="cannot read scale"):
         Scale.parse(f"1-{digit}")
+
+
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("12345678901234567890", "12345678901234567890 is not"),  # read via a float: ...168
+        (" +20000000000000000001.00 ", "20000000000000000001 is not"),
+        ("9" * 5000, "'9999"),  # past int()'s 4,300 digits: on no scale either, one line
+    ],
+)
+def test_a_long_integer_is_named_by_the_digits_written(text, named):
+    with pytest.raises(ValueError, match=f"^{re.escape(named)}.* on the ordinal 1..6 scale$"):
+        Scale.parse("1-6").coerce(text)
 
 
 # -- a reference is read by the scale's names first -------------------------------------------
