@@ -2,16 +2,18 @@
 Annotator Test for LLM-as-a-Judge"; reference implementation ``nitaytech/AltTest``): can a judge
 replace the human annotators?
 
-Leave one annotator out at a time. On each item that annotator ``j`` labelled, score how well
-the judge and ``j`` each align with the *remaining* annotators' labels of that item (accuracy:
-share of them matched; neg_rmse: −root mean squared difference). ``ρ_j`` (judge) is the share of
-items where the judge aligns at least as well as ``j``; ``ρ^h_j`` the share where ``j`` aligns at
-least as well (ties count for both). The one-sided paired t-test of ``d = 1[j ≥ judge] −
-1[judge ≥ j]`` rejects ``H0_j: mean d ≥ ε`` when the judge is at least as good as ``j`` up to the
-cost-benefit allowance ``ε``. Benjamini–Yekutieli controls the false discovery rate over the
-annotators (as the reference does; Benjamini–Hochberg on request). The winning rate ω is the
-share of annotators whose ``H0_j`` is rejected; the judge passes when ω ≥ 0.5. The advantage
-probability ρ (the mean of ``ρ_j``) compares judges.
+Leave one annotator out at a time. On each item that annotator ``j`` labelled, score how well the
+judge and ``j`` each align with the *remaining* annotators' labels of that item (accuracy: share of
+them matched; neg_rmse: −root mean squared difference). ``ρ_j`` (judge) is the share of items where
+the judge aligns at least as well as ``j``; ``ρ^h_j`` the share where ``j`` aligns at least as well
+(ties count for both). The one-sided paired t-test of ``d = 1[j ≥ judge] − 1[judge ≥ j]`` rejects
+``H0_j: mean d ≥ ε`` when the judge is at least as good as ``j`` up to the cost-benefit allowance
+``ε``. Where ``d`` is the same on every item (the judge and ``j`` tie on each, or one aligns better
+on each) the t statistic is ±inf or 0/0 and scipy's p-value 0, 1 or nan: the test is undefined then
+(a nan p-value, never rejected), not infinite evidence from a few dozen items. Benjamini–Yekutieli
+controls the false discovery rate over the annotators (as the reference does; Benjamini–Hochberg on
+request). The winning rate ω is the share of annotators whose ``H0_j`` is rejected; the judge
+passes when ω ≥ 0.5. The advantage probability ρ (the mean of ``ρ_j``) compares judges.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ class AnnotatorComparison:
     n_items: int
     judge_advantage: float  # ρ_j: share of items where the judge aligns at least as well
     annotator_advantage: float  # share of items where the annotator aligns at least as well
-    p_value: float  # one-sided t-test of H0: annotator_advantage − judge_advantage ≥ ε
+    # one-sided t-test of H0: annotator_advantage − judge_advantage ≥ ε; nan when the per-item
+    # differences do not vary (no variance, no evidence: never a win)
+    p_value: float
     judge_wins: bool  # H0 rejected under FDR control
 
 
@@ -113,7 +117,10 @@ def alt_test(
     ``min_annotators_per_item`` labels or no judge label are dropped (counted in the result; an
     unscored judgment should be decided by the caller, not silently omitted), and annotators with
     fewer than ``min_items_per_annotator`` usable items (30 keeps the t-test's normal
-    approximation reasonable) are skipped. Fewer than 3 annotators raises a ValueError.
+    approximation reasonable) are skipped. Fewer than 3 annotators raises a ValueError. An
+    annotator against whom the per-item difference is the same on every item has no test (its
+    ``p_value`` nan): it stays among the annotators the winning rate and the FDR control count,
+    as one whose ``H0_j`` is not rejected.
     """
     _check_options(epsilon, q, fdr, min_annotators_per_item, min_items_per_annotator)
     score, scoring_name = _scoring_function(scoring)
@@ -228,10 +235,25 @@ def _leave_one_out(
         human_score = score(values[rows, j], values[rows], others)
         judge_ind = (judge_score >= human_score).astype(np.float64)
         human_ind = (human_score >= judge_score).astype(np.float64)
-        from scipy.stats import ttest_1samp  # a second to import: on first use
-
-        p = float(ttest_1samp(human_ind - judge_ind, epsilon, alternative="less").pvalue)
+        p = _one_sided_p(human_ind - judge_ind, epsilon)
         comparisons.append(
             (annotator, int(rows.sum()), float(judge_ind.mean()), float(human_ind.mean()), p)
         )
     return comparisons, skipped
+
+
+def _one_sided_p(d: NDArray[np.float64], epsilon: float) -> float:
+    """The one-sided t-test's p-value of ``H0: mean d ≥ ε``; nan when ``d`` does not vary.
+
+    The t statistic is the mean's distance from ``ε`` in standard errors. With every ``d`` the
+    same the standard error is 0: the statistic is −inf when the differences sit below ``ε``
+    (scipy's p-value exactly 0: a win claimed on infinite evidence from, say, 40 tied items),
+    +inf above it (p = 1) and 0/0 at it (nan). A t-test measures nothing without variance, so
+    the test is undefined, whichever side the differences sit on: :func:`_rejected` never
+    counts it a win, and the reports say why (the advantages tell which case it is: 1 and 1
+    when every item ties)."""
+    if np.ptp(d) == 0:
+        return math.nan
+    from scipy.stats import ttest_1samp  # a second to import: on first use
+
+    return float(ttest_1samp(d, epsilon, alternative="less").pvalue)

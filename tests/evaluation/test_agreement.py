@@ -489,6 +489,41 @@ def test_the_alt_test_names_on_the_console_the_annotators_and_items_it_left_out(
     assert "20 have one label" in dropped and "1 has no judge verdict" in dropped
 
 
+def test_an_alt_test_without_variation_says_n_a_not_a_win_on_infinite_evidence(tmp_path, capsys):
+    """h0 and h1 give the truth on all 40 items, h2 errs on 8, and the judge copies h0: against
+    h0 (and h1) every item is a tie, d = 0 throughout, and the t-test's p-value was exactly 0
+    — the judge passed with a winning rate of 1.00 on the strength of two tests of infinite
+    evidence. Those tests are undefined: p is null in --json, the console says n/a and why,
+    and only the test against h2 (whose d varies) is won: 0.33, no pass."""
+    truth = {f"i{i}": i % 2 for i in range(40)}
+    labels = {
+        "h0": {i: str(x) for i, x in truth.items()},
+        "h1": {i: str(x) for i, x in truth.items()},
+        "h2": {i: str(x ^ (int(i[1:]) < 8)) for i, x in truth.items()},
+    }
+    args = [*_write_long(tmp_path, labels, labels["h0"]), "--scale", "binary"]
+    code, out, _ = _run(capsys, "--json", *args, "--disagreements", "0")
+    assert code == 0
+    t = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    t = t["annotators"]["alt_test"]
+    assert [c["p_value"] for c in t["comparisons"][:2]] == [None, None]
+    assert 0 < t["comparisons"][2]["p_value"] < 1e-6
+    assert [c["judge_wins"] for c in t["comparisons"]] == [False, False, True]
+    assert (t["winning_rate"], t["passed"]) == (pytest.approx(1 / 3), False)
+
+    code, out, _ = _run(capsys, *args, "--disagreements", "0")
+    assert code == 0
+    [verdict] = [x for x in out.splitlines() if x.startswith("Alt-Test (")]
+    assert "winning rate 0.33" in verdict and "does not pass" in verdict
+    untested = [x for x in out.splitlines() if "p n/a" in x]
+    assert untested == [
+        f"Alt-Test against {a}: p n/a (no variation: the judge and {a} aligned with the others "
+        "equally well on all 40 items; a t-test has no evidence without variance), counted as "
+        "not won"
+        for a in ("h0", "h1")
+    ]
+
+
 def test_the_annotators_agreement_counts_the_items_with_two_labels(tmp_path, capsys):
     """Items with one label make no pair: Krippendorff's α leaves them out, and Fleiss' κ's
     observed agreement is over the items with two or more labels (Gwet's generalisation counts
