@@ -4,7 +4,6 @@ judge against them."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 
 import numpy as np
@@ -99,11 +98,7 @@ def annotators_report(
             for k, v in asdict(result).items()
             if k not in ("comparisons", "skipped_annotators")
         },
-        # an untested annotator's p-value is null in JSON, which has no NaN
-        comparisons=[
-            {**asdict(c), "p_value": None if math.isnan(c.p_value) else c.p_value}
-            for c in result.comparisons
-        ],
+        comparisons=[asdict(c) for c in result.comparisons],
         skipped_annotators=[str(a) for a in result.skipped_annotators],
         note=_one_verdict(matrix, candidate, scale, level),
     )
@@ -129,7 +124,7 @@ def _one_verdict(
 
 def alt_test_left_out(t: AltTestOutcome, items: int) -> list[str]:
     """The annotators and items the Alt-Test left out, and why: a line for each that has any;
-    and a line for each annotator it could not test (:func:`_untested`)."""
+    and a line for each annotator it could not t-test (:func:`_without_variation`)."""
     lines = []
     if t.skipped_annotators:
         lines.append(
@@ -146,26 +141,26 @@ def alt_test_left_out(t: AltTestOutcome, items: int) -> list[str]:
         if unjudged := t.n_items_dropped - t.n_items_few_labels:
             why.append(f"{_have(unjudged)} no judge verdict")
         lines.append(f"Alt-Test left out {t.n_items_dropped} of {items} items: {', '.join(why)}")
-    return lines + [line for c in t.comparisons if (line := _untested(c)) is not None]
+    return lines + [line for c in t.comparisons if (line := _without_variation(c)) is not None]
 
 
-def _untested(comparison: dict[str, object]) -> str | None:
-    """What the console says of an annotator the Alt-Test could not test — its per-item
-    difference the same on every item, so its p-value is undefined (None here, nan in
-    :class:`~assay.metrics.AnnotatorComparison`) — and why; None for an annotator it tested."""
-    p = comparison["p_value"]
-    if not (p is None or (isinstance(p, float) and math.isnan(p))):
+def _without_variation(comparison: dict[str, object]) -> str | None:
+    """What the console says of an annotator against whom the per-item difference was the same
+    on every item — both advantages 0 or 1 —, where the t-test is undefined and the p-value is
+    the exact bound of what those items show; None for an annotator the t-test compared."""
+    judge, human = comparison["judge_advantage"], comparison["annotator_advantage"]
+    if judge not in (0.0, 1.0) or human not in (0.0, 1.0):
         return None
     who, n = comparison["annotator"], comparison["n_items"]
-    if comparison["judge_advantage"] == comparison["annotator_advantage"]:
+    if judge == human:
         why = f"the judge and {who} aligned with the others equally well on all {n} items"
-    elif comparison["judge_advantage"] == 1.0:
+    elif judge == 1.0:
         why = f"the judge aligned better than {who} on all {n} items"
     else:
         why = f"{who} aligned better than the judge on all {n} items"
     return (
-        f"Alt-Test against {who}: p n/a (no variation: {why}; a t-test has no evidence "
-        "without variance), counted as not won"
+        f"Alt-Test against {who}: {why}: no t-test without variation; "
+        f"p = {comparison['p_value']:.2g}, the exact bound ((1 − ε) / (1 − d))^n"
     )
 
 

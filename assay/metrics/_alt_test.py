@@ -9,8 +9,8 @@ the judge aligns at least as well as ``j``; ``ρ^h_j`` the share where ``j`` ali
 (ties count for both). The one-sided paired t-test of ``d = 1[j ≥ judge] − 1[judge ≥ j]`` rejects
 ``H0_j: mean d ≥ ε`` when the judge is at least as good as ``j`` up to the cost-benefit allowance
 ``ε``. Where ``d`` is the same on every item (the judge and ``j`` tie on each, or one aligns better
-on each) the t statistic is ±inf or 0/0 and scipy's p-value 0, 1 or nan: the test is undefined then
-(a nan p-value, never rejected), not infinite evidence from a few dozen items. Benjamini–Yekutieli
+on each) the t-test is undefined and the exact bound ``((1 − ε) / (1 − d))^n`` is its p-value
+(:func:`_one_sided_p`), never scipy's 0 of infinite evidence. Benjamini–Yekutieli
 controls the false discovery rate over the annotators (as the reference does; Benjamini–Hochberg on
 request). The winning rate ω is the share of annotators whose ``H0_j`` is rejected; the judge
 passes when ω ≥ 0.5. The advantage probability ρ (the mean of ``ρ_j``) compares judges.
@@ -40,8 +40,8 @@ class AnnotatorComparison:
     n_items: int
     judge_advantage: float  # ρ_j: share of items where the judge aligns at least as well
     annotator_advantage: float  # share of items where the annotator aligns at least as well
-    # one-sided t-test of H0: annotator_advantage − judge_advantage ≥ ε; nan when the per-item
-    # differences do not vary (no variance, no evidence: never a win)
+    # one-sided t-test of H0: annotator_advantage − judge_advantage ≥ ε; where the per-item
+    # difference is the same on every item, the exact bound of _one_sided_p
     p_value: float
     judge_wins: bool  # H0 rejected under FDR control
 
@@ -117,10 +117,9 @@ def alt_test(
     ``min_annotators_per_item`` labels or no judge label are dropped (counted in the result; an
     unscored judgment should be decided by the caller, not silently omitted), and annotators with
     fewer than ``min_items_per_annotator`` usable items (30 keeps the t-test's normal
-    approximation reasonable) are skipped. Fewer than 3 annotators raises a ValueError. An
-    annotator against whom the per-item difference is the same on every item has no test (its
-    ``p_value`` nan): it stays among the annotators the winning rate and the FDR control count,
-    as one whose ``H0_j`` is not rejected.
+    approximation reasonable) are skipped. Fewer than 3 annotators raises a ValueError. Against an
+    annotator where the per-item difference is the same on every item the t-test is undefined:
+    its ``p_value`` is the exact bound of what those items show (:func:`_one_sided_p`).
     """
     _check_options(epsilon, q, fdr, min_annotators_per_item, min_items_per_annotator)
     score, scoring_name = _scoring_function(scoring)
@@ -243,17 +242,20 @@ def _leave_one_out(
 
 
 def _one_sided_p(d: NDArray[np.float64], epsilon: float) -> float:
-    """The one-sided t-test's p-value of ``H0: mean d ≥ ε``; nan when ``d`` does not vary.
+    """The p-value of ``H0: mean d ≥ ε`` against ``mean d < ε``: the one-sided t-test's where
+    ``d`` varies; where it does not, the exact bound of what the items show.
 
-    The t statistic is the mean's distance from ``ε`` in standard errors. With every ``d`` the
-    same the standard error is 0: the statistic is −inf when the differences sit below ``ε``
-    (scipy's p-value exactly 0: a win claimed on infinite evidence from, say, 40 tied items),
-    +inf above it (p = 1) and 0/0 at it (nan). A t-test measures nothing without variance, so
-    the test is undefined, whichever side the differences sit on: :func:`_rejected` never
-    counts it a win, and the reports say why (the advantages tell which case it is: 1 and 1
-    when every item ties)."""
+    With every ``d`` the same value ``c`` the standard error is 0 and the t statistic ±inf or
+    0/0: scipy's p-value is exactly 0 below ``ε`` (infinite evidence from, say, 40 tied items),
+    1 above it, nan at it. Those items do carry evidence, and it is exact: each ``d`` lies in
+    [−1, 1], so under H0 (a mean of at least ``ε``) a difference is at most ``c`` with chance
+    ``P ≤ (1 − ε) / (1 − c)`` (the mean is at most ``c·P + 1·(1 − P)``), and ``n`` independent
+    items all at most ``c`` have chance at most ``((1 − ε) / (1 − c))^n`` — the p-value when
+    ``c < ε`` (40 ties at ε = 0.2: 0.8^40 = 1.3e-4; a judge better on every one of 40 items:
+    0.4^40); 1 when ``c ≥ ε``, where the items are what H0 expects."""
     if np.ptp(d) == 0:
-        return math.nan
+        c, n = float(d[0]), len(d)
+        return 1.0 if c >= epsilon else ((1.0 - epsilon) / (1.0 - c)) ** n
     from scipy.stats import ttest_1samp  # a second to import: on first use
 
     return float(ttest_1samp(d, epsilon, alternative="less").pvalue)

@@ -489,12 +489,14 @@ def test_the_alt_test_names_on_the_console_the_annotators_and_items_it_left_out(
     assert "20 have one label" in dropped and "1 has no judge verdict" in dropped
 
 
-def test_an_alt_test_without_variation_says_n_a_not_a_win_on_infinite_evidence(tmp_path, capsys):
+def test_an_alt_test_without_variation_gives_the_exact_bound_not_infinite_evidence(
+    tmp_path, capsys
+):
     """h0 and h1 give the truth on all 40 items, h2 errs on 8, and the judge copies h0: against
-    h0 (and h1) every item is a tie, d = 0 throughout, and the t-test's p-value was exactly 0
-    — the judge passed with a winning rate of 1.00 on the strength of two tests of infinite
-    evidence. Those tests are undefined: p is null in --json, the console says n/a and why,
-    and only the test against h2 (whose d varies) is won: 0.33, no pass."""
+    h0 (and h1) every item is a tie, d = 0 throughout, and the t-test's p-value was exactly 0 —
+    infinite evidence from 40 items. Its p-value is now the exact bound of what 40 ties show at
+    ε = 0.2, 0.8^40 = 1.3e-4 (JSON has it as a number), the console says why; the judge still
+    wins all three (BY at q = 0.05) and passes, as a copy of two of the annotators should."""
     truth = {f"i{i}": i % 2 for i in range(40)}
     labels = {
         "h0": {i: str(x) for i, x in truth.items()},
@@ -506,20 +508,19 @@ def test_an_alt_test_without_variation_says_n_a_not_a_win_on_infinite_evidence(t
     assert code == 0
     t = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     t = t["annotators"]["alt_test"]
-    assert [c["p_value"] for c in t["comparisons"][:2]] == [None, None]
-    assert 0 < t["comparisons"][2]["p_value"] < 1e-6
-    assert [c["judge_wins"] for c in t["comparisons"]] == [False, False, True]
-    assert (t["winning_rate"], t["passed"]) == (pytest.approx(1 / 3), False)
+    p = [c["p_value"] for c in t["comparisons"]]
+    assert p[:2] == [pytest.approx(0.8**40, rel=1e-12)] * 2
+    assert 0 < p[2] < 1e-6
+    assert [c["judge_wins"] for c in t["comparisons"]] == [True, True, True]
+    assert (t["winning_rate"], t["passed"]) == (1.0, True)
 
     code, out, _ = _run(capsys, *args, "--disagreements", "0")
     assert code == 0
-    [verdict] = [x for x in out.splitlines() if x.startswith("Alt-Test (")]
-    assert "winning rate 0.33" in verdict and "does not pass" in verdict
-    untested = [x for x in out.splitlines() if "p n/a" in x]
-    assert untested == [
-        f"Alt-Test against {a}: p n/a (no variation: the judge and {a} aligned with the others "
-        "equally well on all 40 items; a t-test has no evidence without variance), counted as "
-        "not won"
+    said = [x for x in out.splitlines() if "no t-test without variation" in x]
+    assert said == [
+        f"Alt-Test against {a}: the judge and {a} aligned with the others equally well on all "
+        "40 items: no t-test without variation; p = 0.00013, the exact bound "
+        "((1 − ε) / (1 − d))^n"
         for a in ("h0", "h1")
     ]
 

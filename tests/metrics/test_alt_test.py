@@ -200,11 +200,14 @@ def constant_case(judge_flips: int, h2_flips: int, n=40):
     ],
 )
 @pytest.mark.filterwarnings("ignore:Precision loss occurred:RuntimeWarning")  # scipy, constant d
-def test_a_difference_that_does_not_vary_has_no_test(judge_flips, h2_flips, untested, advantages):
-    """Where d is the same on every item its standard error is 0 and the t statistic ±inf:
-    scipy's p-value is exactly 0 below ε (or 1 above it), infinite evidence from 40 items.
-    The test is undefined there — nan, never a win — and the annotators whose d varies keep
-    scipy's p-value; the winning rate counts the untested as not won."""
+def test_a_difference_that_does_not_vary_has_the_exact_bound_as_its_p_value(
+    judge_flips, h2_flips, untested, advantages
+):
+    """Where d is the same value c on every item its standard error is 0 and the t statistic
+    ±inf: scipy's p-value is exactly 0 below ε (or 1 above it), infinite evidence from 40 items.
+    The p-value there is the exact bound ((1 − ε) / (1 − c))^n (1 when c ≥ ε) — checked against
+    a linear program over every distribution of d on {−1, 0, 1} with a mean of at least ε —; the
+    annotators whose d varies keep scipy's p-value."""
     humans, judge = constant_case(judge_flips, h2_flips)
     got = alt_test(AnnotationMatrix.from_mapping(humans), judge)
     _, _, p_values, _ = reference_alt_test(humans, judge, "accuracy", 0.2)
@@ -212,12 +215,32 @@ def test_a_difference_that_does_not_vary_has_no_test(judge_flips, h2_flips, unte
     for c, scipy_p in zip(got.comparisons, p_values, strict=True):
         if c.annotator in untested:
             assert scipy_p in (0.0, 1.0)  # what the plain t-test claims of a constant d
-            assert math.isnan(c.p_value) and not c.judge_wins
+            d = c.annotator_advantage - c.judge_advantage  # every item's difference
+            assert c.p_value == pytest.approx(largest_chance_at_most(d, 0.2) ** 40, rel=1e-9)
         else:
             assert c.p_value == pytest.approx(scipy_p, rel=1e-12) and 0 < c.p_value < 1e-6
+    # BY over three annotators at q = 0.05: 0.8^40 = 1.3e-4 and 0.4^40 are wins, 1 is not
     wins = [c.judge_wins for c in got.comparisons]
-    assert got.winning_rate == sum(wins) / 3 == (1 / 3 if len(untested) == 2 else 0.0)
-    assert not got.passed
+    assert wins == [c.p_value < 1e-3 for c in got.comparisons]
+    assert got.passed == (judge_flips == 0)
+
+
+def largest_chance_at_most(c: float, epsilon: float) -> float:
+    """max P(d ≤ c) over the distributions of d on {−1, 0, 1} with E[d] ≥ ε (scipy's linprog):
+    the chance, under H0, that one item's difference is no greater than c."""
+    from scipy.optimize import linprog
+
+    values = np.array([-1.0, 0.0, 1.0])
+    res = linprog(
+        -(values <= c).astype(float),  # maximise the mass at or below c
+        A_ub=[-values],  # −E[d] ≤ −ε
+        b_ub=[-epsilon],
+        A_eq=[np.ones(3)],
+        b_eq=[1.0],
+        bounds=[(0, 1)] * 3,
+    )
+    assert res.status == 0
+    return -res.fun
 
 
 # --- dropped items, skipped annotators, bad input --------------------------------------------
