@@ -123,7 +123,8 @@ def _one_verdict(
 
 
 def alt_test_left_out(t: AltTestOutcome, items: int) -> list[str]:
-    """The annotators and items the Alt-Test left out, and why: a line for each that has any."""
+    """The annotators and items the Alt-Test left out, and why: a line for each that has any;
+    and a line for each annotator it could not t-test (:func:`_without_variation`)."""
     lines = []
     if t.skipped_annotators:
         lines.append(
@@ -140,7 +141,27 @@ def alt_test_left_out(t: AltTestOutcome, items: int) -> list[str]:
         if unjudged := t.n_items_dropped - t.n_items_few_labels:
             why.append(f"{_have(unjudged)} no judge verdict")
         lines.append(f"Alt-Test left out {t.n_items_dropped} of {items} items: {', '.join(why)}")
-    return lines
+    return lines + [line for c in t.comparisons if (line := _without_variation(c)) is not None]
+
+
+def _without_variation(comparison: dict[str, object]) -> str | None:
+    """What the console says of an annotator against whom the per-item difference was the same
+    on every item — both advantages 0 or 1 —, where the t-test is undefined and the p-value is
+    the exact bound of what those items show; None for an annotator the t-test compared."""
+    judge, human = comparison["judge_advantage"], comparison["annotator_advantage"]
+    if judge not in (0.0, 1.0) or human not in (0.0, 1.0):
+        return None
+    who, n = comparison["annotator"], comparison["n_items"]
+    if judge == human:
+        why = f"the judge and {who} aligned with the others equally well on all {n} items"
+    elif judge == 1.0:
+        why = f"the judge aligned better than {who} on all {n} items"
+    else:
+        why = f"{who} aligned better than the judge on all {n} items"
+    return (
+        f"Alt-Test against {who}: {why}: no t-test without variation; "
+        f"p = {comparison['p_value']:.2g}, the exact bound ((1 − ε) / (1 − d))^n"
+    )
 
 
 def _have(n: int) -> str:

@@ -2,16 +2,18 @@
 Annotator Test for LLM-as-a-Judge"; reference implementation ``nitaytech/AltTest``): can a judge
 replace the human annotators?
 
-Leave one annotator out at a time. On each item that annotator ``j`` labelled, score how well
-the judge and ``j`` each align with the *remaining* annotators' labels of that item (accuracy:
-share of them matched; neg_rmse: −root mean squared difference). ``ρ_j`` (judge) is the share of
-items where the judge aligns at least as well as ``j``; ``ρ^h_j`` the share where ``j`` aligns at
-least as well (ties count for both). The one-sided paired t-test of ``d = 1[j ≥ judge] −
-1[judge ≥ j]`` rejects ``H0_j: mean d ≥ ε`` when the judge is at least as good as ``j`` up to the
-cost-benefit allowance ``ε``. Benjamini–Yekutieli controls the false discovery rate over the
-annotators (as the reference does; Benjamini–Hochberg on request). The winning rate ω is the
-share of annotators whose ``H0_j`` is rejected; the judge passes when ω ≥ 0.5. The advantage
-probability ρ (the mean of ``ρ_j``) compares judges.
+Leave one annotator out at a time. On each item that annotator ``j`` labelled, score how well the
+judge and ``j`` each align with the *remaining* annotators' labels of that item (accuracy: share of
+them matched; neg_rmse: −root mean squared difference). ``ρ_j`` (judge) is the share of items where
+the judge aligns at least as well as ``j``; ``ρ^h_j`` the share where ``j`` aligns at least as well
+(ties count for both). The one-sided paired t-test of ``d = 1[j ≥ judge] − 1[judge ≥ j]`` rejects
+``H0_j: mean d ≥ ε`` when the judge is at least as good as ``j`` up to the cost-benefit allowance
+``ε``. Where ``d`` is the same on every item (the judge and ``j`` tie on each, or one aligns better
+on each) the t-test is undefined and the exact bound ``((1 − ε) / (1 − d))^n`` is its p-value
+(:func:`_one_sided_p`), never scipy's 0 of infinite evidence. Benjamini–Yekutieli
+controls the false discovery rate over the annotators (as the reference does; Benjamini–Hochberg on
+request). The winning rate ω is the share of annotators whose ``H0_j`` is rejected; the judge
+passes when ω ≥ 0.5. The advantage probability ρ (the mean of ``ρ_j``) compares judges.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ class AnnotatorComparison:
     n_items: int
     judge_advantage: float  # ρ_j: share of items where the judge aligns at least as well
     annotator_advantage: float  # share of items where the annotator aligns at least as well
-    p_value: float  # one-sided t-test of H0: annotator_advantage − judge_advantage ≥ ε
+    # one-sided t-test of H0: annotator_advantage − judge_advantage ≥ ε; where the per-item
+    # difference is the same on every item, the exact bound of _one_sided_p
+    p_value: float
     judge_wins: bool  # H0 rejected under FDR control
 
 
@@ -113,7 +117,9 @@ def alt_test(
     ``min_annotators_per_item`` labels or no judge label are dropped (counted in the result; an
     unscored judgment should be decided by the caller, not silently omitted), and annotators with
     fewer than ``min_items_per_annotator`` usable items (30 keeps the t-test's normal
-    approximation reasonable) are skipped. Fewer than 3 annotators raises a ValueError.
+    approximation reasonable) are skipped. Fewer than 3 annotators raises a ValueError. Against an
+    annotator where the per-item difference is the same on every item the t-test is undefined:
+    its ``p_value`` is the exact bound of what those items show (:func:`_one_sided_p`).
     """
     _check_options(epsilon, q, fdr, min_annotators_per_item, min_items_per_annotator)
     score, scoring_name = _scoring_function(scoring)
@@ -228,10 +234,28 @@ def _leave_one_out(
         human_score = score(values[rows, j], values[rows], others)
         judge_ind = (judge_score >= human_score).astype(np.float64)
         human_ind = (human_score >= judge_score).astype(np.float64)
-        from scipy.stats import ttest_1samp  # a second to import: on first use
-
-        p = float(ttest_1samp(human_ind - judge_ind, epsilon, alternative="less").pvalue)
+        p = _one_sided_p(human_ind - judge_ind, epsilon)
         comparisons.append(
             (annotator, int(rows.sum()), float(judge_ind.mean()), float(human_ind.mean()), p)
         )
     return comparisons, skipped
+
+
+def _one_sided_p(d: NDArray[np.float64], epsilon: float) -> float:
+    """The p-value of ``H0: mean d ≥ ε`` against ``mean d < ε``: the one-sided t-test's where
+    ``d`` varies; where it does not, the exact bound of what the items show.
+
+    With every ``d`` the same value ``c`` the standard error is 0 and the t statistic ±inf or
+    0/0: scipy's p-value is exactly 0 below ``ε`` (infinite evidence from, say, 40 tied items),
+    1 above it, nan at it. Those items do carry evidence, and it is exact: each ``d`` lies in
+    [−1, 1], so under H0 (a mean of at least ``ε``) a difference is at most ``c`` with chance
+    ``P ≤ (1 − ε) / (1 − c)`` (the mean is at most ``c·P + 1·(1 − P)``), and ``n`` independent
+    items all at most ``c`` have chance at most ``((1 − ε) / (1 − c))^n`` — the p-value when
+    ``c < ε`` (40 ties at ε = 0.2: 0.8^40 = 1.3e-4; a judge better on every one of 40 items:
+    0.4^40); 1 when ``c ≥ ε``, where the items are what H0 expects."""
+    if np.ptp(d) == 0:
+        c, n = float(d[0]), len(d)
+        return 1.0 if c >= epsilon else ((1.0 - epsilon) / (1.0 - c)) ** n
+    from scipy.stats import ttest_1samp  # a second to import: on first use
+
+    return float(ttest_1samp(d, epsilon, alternative="less").pvalue)

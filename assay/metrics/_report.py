@@ -6,7 +6,8 @@ failure precision and incidence) is a count of its denominator with an exact (Cl
 interval, and balanced accuracy, the mean of two such rates, has their MOVER–Wilson interval
 (a bootstrap's loses its width, and its coverage, when a class has few items); every other
 metric has a percentile bootstrap interval, all drawn from one seeded index matrix so that
-they are resampled over the same items.
+they are resampled over the same items, in an order of the items that neither the rows' order
+nor which rater is the reference decides.
 
 A rater that puts every item in one category makes κ zero by construction (chance agreement is
 all the agreement there is), and Lin's CCC too (it has no covariance), so both are reported as
@@ -92,6 +93,14 @@ class _Spec:
     # interval covered 90.8-94.1% at 20 and 40 items in simulation, BCa 92.1-97.1%, nearer
     # its level in three settings of four: benchmarks/bench_coverage.py)
     jackknife: Callable[[], tuple[NDArray[np.float64], NDArray[np.float64]]] | None = None
+    # The arrays are (candidate, reference): a symmetric metric computed with the raters in
+    # the order that makes its figures the same whichever of them is the reference
+    # (:func:`_arranged`)
+    flipped: bool = False
+
+    def candidate(self) -> NDArray:
+        """The candidate's values as the metric reads them."""
+        return self.arrays[0] if self.flipped else self.arrays[1]
 
 
 def _varies(x: NDArray) -> NDArray[np.bool_]:
@@ -123,9 +132,14 @@ def _specs(
     cand: NDArray[np.int64],
     names: tuple[str, str] = _RATERS,
     labels: Sequence[str] | None = None,
+    flipped: bool = False,
 ) -> list[_Spec]:
+    """The metrics of ``kind``; ``flipped``: the symmetric ones (every κ, accuracy and error
+    rate, CCC, Pearson, Spearman, MAE) are computed on ``(cand, ref)``, the others on ``(ref,
+    cand)`` as always."""
     r, c = names
     pair = (ref, cand)
+    both = (cand, ref) if flipped else pair  # the symmetric metrics' arrays
 
     def shown(index: int) -> str:
         """A category as a note names it: its label (the scale's own name or score), else its
@@ -149,20 +163,31 @@ def _specs(
             arrays,
             why,
             jackknife=partial(_kappa_jackknife, *arrays, k=kk, weights=weights),
+            flipped=flipped,
         )
 
+    def symmetric(name: str, statistic: Callable[..., NDArray[np.float64]], why: str) -> _Spec:
+        return _Spec(name, statistic, both, why, flipped=flipped)
+
     specs = [
-        kappa("kappa_categorical", pair, k, same),
-        _Spec("accuracy", _accuracy_batched, pair, "", rate=_counted(agree, everything, "")),
+        kappa("kappa_categorical", both, k, same),
+        _Spec(
+            "accuracy",
+            _accuracy_batched,
+            both,
+            "",
+            rate=_counted(agree, everything, ""),
+            flipped=flipped,
+        ),
     ]
     if kind == "ordinal":
         specs += [
-            kappa("kappa_linear", pair, k, same, "linear"),
-            kappa("kappa_quadratic", pair, k, same, "quadratic"),
-            _Spec("ccc", _ccc_defined, pair, one_category("in one category", "CCC")),
-            _Spec("pearson", _pearson_batched, pair, f"{r} or {c} is constant"),
-            _Spec("spearman", _spearman_batched, pair, f"{r} or {c} is constant"),
-            _Spec("mae", _mae_batched, pair, ""),
+            kappa("kappa_linear", both, k, same, "linear"),
+            kappa("kappa_quadratic", both, k, same, "quadratic"),
+            symmetric("ccc", _ccc_defined, one_category("in one category", "CCC")),
+            symmetric("pearson", _pearson_batched, f"{r} or {c} is constant"),
+            symmetric("spearman", _spearman_batched, f"{r} or {c} is constant"),
+            symmetric("mae", _mae_batched, ""),
         ]
     if kind == "binary":
         negatives, positives = ref == 0, ref == 1
@@ -183,7 +208,12 @@ def _specs(
                 ),
             ),
             _Spec(
-                "error_rate", _error_rate_batched, pair, "", rate=_counted(~agree, everything, "")
+                "error_rate",
+                _error_rate_batched,
+                both,
+                "",
+                rate=_counted(~agree, everything, ""),
+                flipped=flipped,
             ),
             _Spec(
                 "false_positive_rate",
@@ -201,7 +231,7 @@ def _specs(
             ),
         ]
     if threshold is not None:
-        good = ((ref >= threshold).astype(np.int64), (cand >= threshold).astype(np.int64))
+        good = ((both[0] >= threshold).astype(np.int64), (both[1] >= threshold).astype(np.int64))
         true_failure, flagged = ref < threshold, cand < threshold
         fail = (true_failure, flagged)
         below = f"below {shown(threshold)}" if labels is not None else f"index < {threshold}"
@@ -287,7 +317,11 @@ def agreement_metrics(
     ``names`` are the two raters as the notes name them (``("the reference", "the judge")``),
     ``labels`` the categories' names (default: their indices). How a scale lists or names
     categories whose order means nothing moves no figure: unordered categories are computed
-    in :func:`category_ranks`' order, and a binary scale's items resampled in it.
+    in :func:`category_ranks`' order, and a binary scale's items resampled in it. Nor does
+    which rater is the reference move a symmetric metric (every κ, accuracy and error rate,
+    CCC, Pearson, Spearman, MAE): swapped, its value and interval are the same to the last
+    digit (:func:`_arranged`). The one-sided rates (balanced accuracy, FPR, FNR, failure
+    precision and incidence) say which side is the reference, and are not symmetric.
 
     ``clusters`` (one id per pair) groups pairs that are not independent — the epochs of one
     Inspect sample share its input and reference. Where a cluster holds more than one pair,
@@ -306,13 +340,7 @@ def agreement_metrics(
     if k < 2:
         raise ValueError(f"agreement needs at least 2 categories, got k={k}")
     threshold = _check_threshold(threshold, k)
-    ranks = None
-    if kind == "categorical" and labels is not None:
-        labels, (ref, cand) = in_category_order(labels, ref, cand, threshold=threshold)
-    elif kind == "binary":
-        ranks = category_ranks(labels or [str(i) for i in range(k)], ref, cand)
-    order = canonical_order(ref, cand, ranks=ranks)
-    ref, cand = ref[order], cand[order]
+    flipped, labels, order, ref, cand = _arranged(kind, k, threshold, ref, cand, labels, clusters)
     n_resamples = _check_resamples(n_resamples)
     confidence = _check_confidence(confidence)
 
@@ -320,9 +348,9 @@ def agreement_metrics(
     grouped = _Clustered.of(clusters, order, n_resamples, seed)
     indices = _resample_indices(n, n_resamples, seed)
     results: dict[str, MetricValue] = {}
-    for spec in _specs(kind, k, threshold, ref, cand, names, labels):
+    for spec in _specs(kind, k, threshold, ref, cand, names, labels, flipped):
         notes = []
-        single = _one_verdict(spec.arrays[1], cand, threshold, names[1], labels)
+        single = _one_verdict(spec.candidate(), cand, threshold, names[1], labels)
         if single:
             trade = (
                 ", so this rate is won or lost by construction" if spec.name in TRADE_OFFS else ""
@@ -342,6 +370,75 @@ def agreement_metrics(
             ci = _percentile_ci(replicates, confidence)
         results[spec.name] = with_ci(value, ci, n, why_undefined=spec.undefined, notes=notes)
     return results
+
+
+def _arranged(
+    kind: str,
+    k: int,
+    threshold: int | None,
+    ref: NDArray[np.int64],
+    cand: NDArray[np.int64],
+    labels: Sequence[str] | None,
+    clusters: ArrayLike | None,
+) -> tuple[bool, Sequence[str] | None, NDArray[np.intp], NDArray[np.int64], NDArray[np.int64]]:
+    """The pairs as :func:`agreement_metrics` computes on them: ``(flipped, labels, order,
+    ref, cand)`` — ``ref`` and ``cand`` in ``order``, coded (unordered categories with
+    ``labels``) in :func:`in_category_order`'s order, ``labels`` in it.
+
+    Items are resampled in :func:`canonical_order` (sorted by their values), so that neither
+    the rows' order nor the items' names move an interval. Sorted by (reference, candidate),
+    the items land in another order than sorted by (candidate, reference), so a seeded
+    resample draws other pairs when the raters are swapped, and a symmetric metric's interval
+    moved (a κ's end by 0.0025 at 300 items; its value, summed in another order, in the last
+    digit).
+    Both orders are made here, each with its own coding of unordered categories, and the one
+    whose sorted pairs — with clusters, whose clusters' sorted pairs — come first is kept
+    (``flipped``: it is (candidate, reference)'s); swapping the raters swaps the two
+    candidates and keeps the same one. The symmetric metrics are computed with the raters in
+    that order (:func:`_specs`), so their figures are the same to the last digit whichever
+    rater is the reference; the others read the pairs as ever, the reference's first, in the
+    same order of items. Where both orders give the same pairs, either is kept: the figures
+    are the same."""
+    arrangements = []
+    for flipped, (a, b) in ((False, (ref, cand)), (True, (cand, ref))):
+        coded, ranks = labels, None
+        if kind == "categorical" and labels is not None:
+            coded, (a, b) = in_category_order(labels, a, b, threshold=threshold)
+        elif kind == "binary":
+            ranks = category_ranks(labels or [str(i) for i in range(k)], a, b)
+        order = canonical_order(a, b, ranks=ranks)
+        a, b = a[order], b[order]
+        keys = (a, b) if ranks is None else (ranks[a], ranks[b])
+        sorted_pairs = _sorted_pairs(keys, shared_clusters(clusters, order))
+        arrangements.append((sorted_pairs, flipped, coded, order, *((b, a) if flipped else (a, b))))
+    first, second = arrangements
+    _, flipped, labels, order, ref, cand = second if _precedes(second[0], first[0]) else first
+    return flipped, labels, order, ref, cand
+
+
+def _sorted_pairs(
+    keys: tuple[NDArray, NDArray], ids: NDArray | None
+) -> NDArray[np.int64] | list[tuple[tuple[int, int], ...]]:
+    """The pairs of ``keys`` (in sorted order already), one after the other in one array; where
+    clusters hold several pairs (``ids``: each pair's cluster), each cluster's sorted pairs,
+    the clusters sorted."""
+    if ids is None:
+        return np.column_stack(keys).ravel()
+    members: dict[str, list[tuple[int, int]]] = {}
+    for pair, cluster in zip(
+        zip(*(x.tolist() for x in keys), strict=True), ids.tolist(), strict=True
+    ):
+        members.setdefault(cluster, []).append(pair)
+    return sorted(tuple(sorted(m)) for m in members.values())
+
+
+def _precedes(x: NDArray[np.int64] | list, y: NDArray[np.int64] | list) -> bool:
+    """Whether ``x`` comes strictly before ``y`` (two :func:`_sorted_pairs` of one kind, of
+    the same length) in lexicographic order."""
+    if isinstance(x, list):
+        return x < y
+    differ = np.flatnonzero(x != y)
+    return bool(differ.size) and bool(x[differ[0]] < y[differ[0]])
 
 
 @dataclass(frozen=True)

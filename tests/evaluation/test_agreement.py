@@ -489,6 +489,42 @@ def test_the_alt_test_names_on_the_console_the_annotators_and_items_it_left_out(
     assert "20 have one label" in dropped and "1 has no judge verdict" in dropped
 
 
+def test_an_alt_test_without_variation_gives_the_exact_bound_not_infinite_evidence(
+    tmp_path, capsys
+):
+    """h0 and h1 give the truth on all 40 items, h2 errs on 8, and the judge copies h0: against
+    h0 (and h1) every item is a tie, d = 0 throughout, and the t-test's p-value was exactly 0 —
+    infinite evidence from 40 items. Its p-value is now the exact bound of what 40 ties show at
+    ε = 0.2, 0.8^40 = 1.3e-4 (JSON has it as a number), the console says why; the judge still
+    wins all three (BY at q = 0.05) and passes, as a copy of two of the annotators should."""
+    truth = {f"i{i}": i % 2 for i in range(40)}
+    labels = {
+        "h0": {i: str(x) for i, x in truth.items()},
+        "h1": {i: str(x) for i, x in truth.items()},
+        "h2": {i: str(x ^ (int(i[1:]) < 8)) for i, x in truth.items()},
+    }
+    args = [*_write_long(tmp_path, labels, labels["h0"]), "--scale", "binary"]
+    code, out, _ = _run(capsys, "--json", *args, "--disagreements", "0")
+    assert code == 0
+    t = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    t = t["annotators"]["alt_test"]
+    p = [c["p_value"] for c in t["comparisons"]]
+    assert p[:2] == [pytest.approx(0.8**40, rel=1e-12)] * 2
+    assert 0 < p[2] < 1e-6
+    assert [c["judge_wins"] for c in t["comparisons"]] == [True, True, True]
+    assert (t["winning_rate"], t["passed"]) == (1.0, True)
+
+    code, out, _ = _run(capsys, *args, "--disagreements", "0")
+    assert code == 0
+    said = [x for x in out.splitlines() if "no t-test without variation" in x]
+    assert said == [
+        f"Alt-Test against {a}: the judge and {a} aligned with the others equally well on all "
+        "40 items: no t-test without variation; p = 0.00013, the exact bound "
+        "((1 − ε) / (1 − d))^n"
+        for a in ("h0", "h1")
+    ]
+
+
 def test_the_annotators_agreement_counts_the_items_with_two_labels(tmp_path, capsys):
     """Items with one label make no pair: Krippendorff's α leaves them out, and Fleiss' κ's
     observed agreement is over the items with two or more labels (Gwet's generalisation counts

@@ -171,6 +171,78 @@ def test_fdr_control_equals_statsmodels(method):
     assert not _rejected(np.array([np.nan, 1e-9]), 0.05, "by")[0]  # nan is never a win
 
 
+# --- a difference that does not vary ---------------------------------------------------------
+
+
+def constant_case(judge_flips: int, h2_flips: int, n=40):
+    """h0 and h1 give the truth on all ``n`` items, h2 gets the first ``h2_flips`` wrong and the
+    judge the first ``judge_flips``."""
+    truth = np.arange(n) % 2
+    h2, judged = truth.copy(), truth.copy()
+    h2[:h2_flips] ^= 1
+    judged[:judge_flips] ^= 1
+    labels = {"h0": truth, "h1": truth, "h2": h2}
+    humans = {a: {f"i{i}": int(x[i]) for i in range(n)} for a, x in labels.items()}
+    return humans, {f"i{i}": float(judged[i]) for i in range(n)}
+
+
+@pytest.mark.parametrize(
+    ("judge_flips", "h2_flips", "untested", "advantages"),
+    [
+        # the judge copies h0 = h1: against each of them every item ties (d = 0 throughout);
+        # against h2, wrong on 8 items, the judge aligns better there (d = −1) and d varies
+        (0, 8, {"h0", "h1"}, [(1.0, 1.0), (1.0, 1.0), (1.0, 0.8)]),
+        # h2 wrong everywhere, the judge right: better than h2 on every item (d = −1 on all 40),
+        # and against h0 or h1 (the others half right, half wrong) a tie on every item
+        (0, 40, {"h0", "h1", "h2"}, [(1.0, 1.0), (1.0, 1.0), (1.0, 0.0)]),
+        # the judge wrong everywhere: every annotator aligns better on every item (d = +1)
+        (40, 0, {"h0", "h1", "h2"}, [(0.0, 1.0), (0.0, 1.0), (0.0, 1.0)]),
+    ],
+)
+@pytest.mark.filterwarnings("ignore:Precision loss occurred:RuntimeWarning")  # scipy, constant d
+def test_a_difference_that_does_not_vary_has_the_exact_bound_as_its_p_value(
+    judge_flips, h2_flips, untested, advantages
+):
+    """Where d is the same value c on every item its standard error is 0 and the t statistic
+    ±inf: scipy's p-value is exactly 0 below ε (or 1 above it), infinite evidence from 40 items.
+    The p-value there is the exact bound ((1 − ε) / (1 − c))^n (1 when c ≥ ε) — checked against
+    a linear program over every distribution of d on {−1, 0, 1} with a mean of at least ε —; the
+    annotators whose d varies keep scipy's p-value."""
+    humans, judge = constant_case(judge_flips, h2_flips)
+    got = alt_test(AnnotationMatrix.from_mapping(humans), judge)
+    _, _, p_values, _ = reference_alt_test(humans, judge, "accuracy", 0.2)
+    assert [(c.judge_advantage, c.annotator_advantage) for c in got.comparisons] == advantages
+    for c, scipy_p in zip(got.comparisons, p_values, strict=True):
+        if c.annotator in untested:
+            assert scipy_p in (0.0, 1.0)  # what the plain t-test claims of a constant d
+            d = c.annotator_advantage - c.judge_advantage  # every item's difference
+            assert c.p_value == pytest.approx(largest_chance_at_most(d, 0.2) ** 40, rel=1e-9)
+        else:
+            assert c.p_value == pytest.approx(scipy_p, rel=1e-12) and 0 < c.p_value < 1e-6
+    # BY over three annotators at q = 0.05: 0.8^40 = 1.3e-4 and 0.4^40 are wins, 1 is not
+    wins = [c.judge_wins for c in got.comparisons]
+    assert wins == [c.p_value < 1e-3 for c in got.comparisons]
+    assert got.passed == (judge_flips == 0)
+
+
+def largest_chance_at_most(c: float, epsilon: float) -> float:
+    """max P(d ≤ c) over the distributions of d on {−1, 0, 1} with E[d] ≥ ε (scipy's linprog):
+    the chance, under H0, that one item's difference is no greater than c."""
+    from scipy.optimize import linprog
+
+    values = np.array([-1.0, 0.0, 1.0])
+    res = linprog(
+        -(values <= c).astype(float),  # maximise the mass at or below c
+        A_ub=[-values],  # −E[d] ≤ −ε
+        b_ub=[-epsilon],
+        A_eq=[np.ones(3)],
+        b_eq=[1.0],
+        bounds=[(0, 1)] * 3,
+    )
+    assert res.status == 0
+    return -res.fun
+
+
 # --- dropped items, skipped annotators, bad input --------------------------------------------
 
 

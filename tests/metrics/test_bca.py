@@ -16,6 +16,7 @@ from scipy.stats._resampling import _bca_interval
 from assay.metrics._intervals import _bca_ci, _replicates, _resample_indices, canonical_order
 from assay.metrics._kappa import _kappa_jackknife
 from assay.metrics._report import _kappa_defined, agreement_metrics
+from assay.metrics._validate import category_ranks
 
 
 def data(n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -80,13 +81,22 @@ def test_evaluates_kappa_is_the_bca_interval_of_its_own_replicates():
     got = agreement_metrics(ref, cand, kind="binary", k=2, seed=4, confidence=0.9)
     kappa = got["kappa_categorical"]
     assert kappa.ci_method == "BCa bootstrap"
-    order = canonical_order(ref, cand, ranks=None)
-    r, c = ref[order], cand[order]
+    # the items sorted by their pairs, the raters in the order whose sorted pairs come first
+    # (in the categories' order of category_ranks): one of the two, whichever is the reference
+    arranged = []
+    for x, y in ((ref, cand), (cand, ref)):
+        ranks = category_ranks(["0", "1"], x, y)
+        order = canonical_order(x, y, ranks=ranks)
+        keys = list(zip(ranks[x[order]].tolist(), ranks[y[order]].tolist(), strict=True))
+        arranged.append((keys, x[order], y[order]))
+    _, r, c = min(arranged, key=lambda a: a[0])
     statistic = partial(_kappa_defined, k=2)
     replicates = _replicates(statistic, [r, c], _resample_indices(ref.size, 1000, 4))
     replicates = replicates[~np.isnan(replicates)]
     assert (kappa.ci_low, kappa.ci_high) == pytest.approx(
         tuple(scipy_bca(r, c, statistic, replicates, 0.9)), abs=1e-12
     )
+    swapped = agreement_metrics(cand, ref, kind="binary", k=2, seed=4, confidence=0.9)
+    assert swapped["kappa_categorical"] == kappa
     # the other bootstrapped figures keep the percentile interval
     assert got["accuracy"].ci_method == "Clopper–Pearson"
