@@ -254,6 +254,10 @@ def test_a_table_of_pairs(tmp_path, capsys, monkeypatch):
         ("a,b,winner,first\nx,y,x,w\n", "pairs.csv, row 1, field 'first': 'w' is neither"),
         ("a,b\nx,y\n", "pairs.csv: no column 'winner'"),
         ("a,b,winner\nx,x,x\n", "pairs.csv, row 1, field 'b': 'x' against itself"),
+        # a system named as the tie could never win (its wins were ties): refused, whatever
+        # the spaces around it, as every cell is read
+        ("a,b,winner\ntie,y,tie\n", "pairs.csv, row 1, field 'a': 'tie' is the winner column's"),
+        ("a,b,winner\nx,y,x\nx, tie ,x\n", "pairs.csv, row 2, field 'b': 'tie' is the winner"),
     ],
 )
 def test_a_bad_table_is_one_line(tmp_path, capsys, monkeypatch, text, message):
@@ -262,6 +266,16 @@ def test_a_bad_table_is_one_line(tmp_path, capsys, monkeypatch, text, message):
     assert main(["rank", "pairs.csv", "--no-log"]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and err.count("\n") == 0 and "Traceback" not in err
+
+
+def test_a_system_named_tie_in_another_case_is_a_system(tmp_path, capsys, monkeypatch):
+    """The tie is written ``tie`` and compared as written: ``Tie`` is a system's name, and its
+    wins count as wins."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pairs.csv").write_text("a,b,winner\nTie,y,Tie\nTie,y,Tie\ny,Tie,y\nTie,y,tie\n")
+    out = rank_json(capsys, "pairs.csv", "--prior", "0.5", "--no-log")
+    got = {r["system"]: (r["wins"], r["losses"], r["ties"]) for r in out["strengths"]}
+    assert got == {"Tie": (2, 1, 1), "y": (1, 2, 1)}
 
 
 def test_systems_named_by_item_columns(tmp_path, capsys, monkeypatch):
