@@ -17,6 +17,22 @@ def _share(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
+def _order_fitted(s: RankSummary) -> str:
+    """What the fit did with the position shown first: a γ for every judge, for some (a judge
+    with no vote of known order has none), or none — ``--no-order-effect``, or no order known."""
+    fitted, judges = len(s.order_effects), len(s.judges)
+    if not s.order_effect:
+        return "no order effect"
+    if not fitted:
+        return "no order effect (no vote's first position is known)"
+    if fitted == judges:
+        return "an order effect per judge"
+    return (
+        f"an order effect for {fitted} of {judges} judges (the others' votes have no known "
+        "first position)"
+    )
+
+
 def rank_headline(s: RankSummary) -> list[str]:
     """What the console and the report open with."""
     judges = len(s.judges)
@@ -25,7 +41,7 @@ def rank_headline(s: RankSummary) -> list[str]:
     lines = [
         f"{s.n_systems} systems ranked from {s.n_votes} votes of {judges} judge"
         f"{'s' * (judges != 1)}{sets}: Bradley–Terry {fit}, "
-        f"{'an order effect per judge' if s.order_effect else 'no order effect'}, ties "
+        f"{_order_fitted(s)}, ties "
         f"{s.ties}; {s.confidence:.0%} {s.interval} intervals",
         f"cyclic triads of the pairwise majority: {s.triads.cyclic} of {s.triads.triads}",
     ]

@@ -278,6 +278,38 @@ def test_a_system_named_tie_in_another_case_is_a_system(tmp_path, capsys, monkey
     assert got == {"Tie": (2, 1, 1), "y": (1, 2, 1)}
 
 
+def test_the_headline_says_which_order_effects_were_fitted(tmp_path, capsys, monkeypatch):
+    """A table without a ``first`` column has no vote of known order: no γ is fitted, and the
+    headline said "an order effect per judge" all the same. It says what was fitted: none, or
+    a γ for the judges with ordered votes only."""
+    monkeypatch.chdir(tmp_path)
+    rows = [("x", "y", "x"), ("y", "z", "y"), ("x", "z", "x"), ("y", "x", "y"), ("z", "x", "z")]
+    (tmp_path / "pairs.csv").write_text(
+        "a,b,winner,judge\n"
+        + "".join(f"{a},{b},{w},j{k % 2}\n" for k in range(40) for a, b, w in rows)
+    )
+    assert main(["rank", "pairs.csv", "--no-log"]) == 0
+    headline = capsys.readouterr().out.splitlines()[0]
+    assert "no order effect (no vote's first position is known), ties" in headline, headline
+    assert "per judge" not in headline
+    out = rank_json(capsys, "pairs.csv", "--no-log")
+    assert out["order_effect"] and out["order_effects"] == []
+    # j0 shows its pairs in both orders, j1 says nothing of the order: one γ, j0's
+    (tmp_path / "pairs.csv").write_text(
+        "a,b,winner,first,judge\n"
+        + "".join(
+            f"{a},{b},{w},{(a if k % 4 else b) if k % 2 == 0 else ''},j{k % 2}\n"
+            for k in range(40)
+            for a, b, w in rows
+        )
+    )
+    assert main(["rank", "pairs.csv", "--no-log"]) == 0
+    headline = capsys.readouterr().out.splitlines()[0]
+    assert "an order effect for 1 of 2 judges (the others' votes have no known first" in headline
+    assert main(["rank", "pairs.csv", "--no-log", "--no-order-effect"]) == 0
+    assert "maximum likelihood, no order effect, ties" in capsys.readouterr().out
+
+
 def test_systems_named_by_item_columns(tmp_path, capsys, monkeypatch):
     """Responses of models m1 > m2 > m3 (by how many 'good' words they hold), judged by a
     scripted pairwise judge: without --systems the run names no systems; with the columns, the
