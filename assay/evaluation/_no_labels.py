@@ -43,7 +43,7 @@ def dawid_skene_report(
     out): the report, each item's Dawid–Skene verdict (a score on the scale), and why it was
     not fitted (fewer than three judges, more than :data:`MAX_CLASSES` classes). ``samples``
     (item id → the Inspect sample it is an epoch of): the bootstrap resamples the samples."""
-    from assay.metrics import AnnotationMatrix, dawid_skene
+    from assay.metrics import AnnotationMatrix, dawid_skene, fmt_level
 
     labelled = sorted((str(i), str(a), s) for i, a, s in rows if s is not None)
     judges = sorted({a for _, a, _ in labelled})
@@ -114,7 +114,7 @@ def dawid_skene_report(
             if fit.resampled_clusters is None
             else f"{fit.resampled_clusters} clusters (an Inspect sample's epochs together)"
         )
-        + f" (the model refitted on each), seed {seed}, {confidence:.0%} intervals",
+        + f" (the model refitted on each), seed {seed}, {fmt_level(confidence)} intervals",
     )
     return report, verdicts, None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from assay.metrics import fmt_level
 from assay.ranking._rank import RankSummary
 from assay.report import Report, Table
 
@@ -42,7 +43,7 @@ def rank_headline(s: RankSummary) -> list[str]:
         f"{s.n_systems} systems ranked from {s.n_votes} votes of {judges} judge"
         f"{'s' * (judges != 1)}{sets}: Bradley–Terry {fit}, "
         f"{_order_fitted(s)}, ties "
-        f"{s.ties}; {s.confidence:.0%} {s.interval} intervals",
+        f"{s.ties}; {fmt_level(s.confidence)} {s.interval} intervals",
         f"cyclic triads of the pairwise majority: {s.triads.cyclic} of {s.triads.triads}",
     ]
     left = {}
@@ -55,7 +56,7 @@ def rank_headline(s: RankSummary) -> list[str]:
 
 
 def strengths_table(s: RankSummary) -> Table:
-    ci = f"{s.confidence:.0%} CI"
+    ci = f"{fmt_level(s.confidence)} CI"
     multi = s.n_components > 1
     return Table(
         "Strengths",
@@ -81,7 +82,7 @@ def strengths_table(s: RankSummary) -> Table:
 def order_table(s: RankSummary) -> Table:
     return Table(
         "Order effect (first position)",
-        ["judge", "γ", f"{s.confidence:.0%} CI", "votes of known order", "first shown won"],
+        ["judge", "γ", f"{fmt_level(s.confidence)} CI", "votes of known order", "first shown won"],
         [
             [
                 e.judge,
@@ -105,7 +106,7 @@ def judges_table(s: RankSummary) -> Table:
             "votes",
             "ties",
             "agrees with the others' ranking",
-            f"{s.confidence:.0%} CI",
+            f"{fmt_level(s.confidence)} CI",
             "n",
             "its cyclic triads",
         ],
@@ -166,7 +167,7 @@ def build_rank_report(run_dir: Path) -> Report:
     ]
     r.facts += [
         ("model", f"Bradley–Terry, ties {s.ties}, prior {s.prior:g}"),
-        ("intervals", f"{s.confidence:.0%} {s.interval}"),
+        ("intervals", f"{fmt_level(s.confidence)} {s.interval}"),
         ("fit", f"log-likelihood {s.log_likelihood:.3f} after {s.iterations} Newton steps"),
     ]
     r.notes = rank_headline(s)

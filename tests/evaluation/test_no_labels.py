@@ -512,3 +512,21 @@ def test_a_panel_on_two_named_labels_logs_and_prints_no_sensitivity():
     assert "| m0 sensitivity |" in printed
     for a, b in zip(named.dawid_skene.judges, binary.dawid_skene.judges, strict=True):
         assert a.recall["B"].value == pytest.approx(b.sensitivity.value, abs=1e-9)
+
+
+def test_the_bootstrap_line_says_a_level_of_97_5_percent():
+    """The Dawid–Skene bootstrap line said "98% intervals" of 97.5% ones (``:.0%``)."""
+    from assay.evaluation._no_labels import dawid_skene_report
+    from assay.scale import Scale
+
+    rng = np.random.default_rng(1)
+    truth = rng.random(60) < 0.5
+    rows = [
+        (f"i{i}", f"m{a}", int(t if rng.random() < 0.8 else not t))
+        for i, t in enumerate(truth)
+        for a in range(3)
+    ]
+    report, _, _ = dawid_skene_report(
+        rows, Scale(kind="binary"), {}, seed=0, n_resamples=1000, confidence=0.975
+    )
+    assert report is not None and report.bootstrap.endswith(", seed 0, 97.5% intervals")

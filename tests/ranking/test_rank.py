@@ -526,3 +526,22 @@ def test_a_ranking_made_with_no_log_is_logged_once_by_a_later_call_that_logs(
     again = rank_json(capsys, "pairs.csv", "--tracking-uri", uri)
     assert again["mlflow_run_id"] == logged["mlflow_run_id"]
     assert len(client.search_runs([run.info.experiment_id])) == 1
+
+
+def test_a_level_of_97_5_percent_is_labelled_so(tmp_path, capsys, monkeypatch):
+    """--confidence 0.975: the headline, every table and report.md said "98%" (``:.0%``); they
+    say 97.5% now, and the intervals are the 97.5% ones."""
+    monkeypatch.chdir(tmp_path)
+    rows = [("x", "y", "x"), ("y", "z", "y"), ("x", "z", "x"), ("y", "x", "y"), ("z", "x", "z")]
+    (tmp_path / "pairs.csv").write_text(
+        "a,b,winner,first\n"
+        + "".join(f"{a},{b},{w},{a if k % 2 else b}\n" for k in range(40) for a, b, w in rows)
+    )
+    assert main(["rank", "pairs.csv", "--no-log", "--confidence", "0.975"]) == 0
+    printed = capsys.readouterr().out
+    assert "98%" not in printed
+    assert printed.splitlines()[0].endswith("; 97.5% Wald (observed Fisher information) intervals")
+    assert printed.count("| 97.5% CI |") == 3  # strengths, order effect, judges
+    (run_dir,) = (tmp_path / "runs").glob("rank-*")
+    report = (run_dir / "report.md").read_text()
+    assert "98%" not in report and "97.5% Wald" in report
