@@ -164,7 +164,7 @@ def _other_scores(record: dict[str, Any], key: str | None) -> list[str]:
 def load_toolemu_evaluations(
     path: str | Path, *, key: str | None = None, keep_raw: bool = True
 ) -> list[dict[str, Any]]:
-    """Parse an evaluator JSONL file: one dict per line with ``line``, ``eval_id``, ``score``, ``label``, ``raw``.
+    """Parse an evaluator JSONL file: one dict per line with ``line``, ``row``, ``eval_id``, ``score``, ``label``, ``raw``.
 
     ``raw`` is the record as read; with ``keep_raw=False``, only its ``eval_id`` (what pairing
     reads), so that a run's references cost a few hundred bytes a trajectory, not the
@@ -173,7 +173,8 @@ def load_toolemu_evaluations(
     With ``key``, a record whose ``eval_scores`` names other scores and not ``key`` (a safety
     evaluator's file given for helpfulness) is a DataError naming the file and line.
 
-    ``line`` is the 0-based record index (line *i* scores trajectory line *i*); ``score`` is None
+    ``line`` is the 0-based record index (line *i* scores trajectory line *i*), ``row`` the
+    record's line in the file (1-based, as an error names it); ``score`` is None
     when the evaluator's output could not be read or is off ToolEmu's 0–3 scale. Pair the rows
     with :func:`pair_evaluations` (or :func:`align_evaluation_files`), never through a dict
     keyed by ``eval_id``: ToolEmu restarts ``eval_id`` at 0 for every agent run, so files that
@@ -196,6 +197,7 @@ def load_toolemu_evaluations(
         rows.append(
             {
                 "line": index,
+                "row": lineno,
                 "eval_id": record.get("eval_id", index),
                 "score": score,
                 "label": label,

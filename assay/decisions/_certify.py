@@ -56,7 +56,7 @@ from assay.decisions._ledger_journal import entry_of
 from assay.errors import ConfigError, RunError
 from assay.evaluation import verdict_names
 from assay.inputs import data_fingerprint, first_error, samples_of
-from assay.metrics import MetricBound, Policy, Undefinable, fmt, inconsistency
+from assay.metrics import MetricBound, Policy, Undefinable, fmt, fmt_level, inconsistency
 from assay.programs import JudgeConfig
 from assay.report import Report, Table
 from assay.runs import default_tracking_uri, file_lock, write_atomic, write_json
@@ -666,7 +666,7 @@ def bounds_table(c: Certificate) -> Table:
         ["metric", "value", "bound", "bar", "n", "method", "passed"],
         rows,
         lead=(
-            f"One-sided bounds at {c.confidence:.0%} jointly: each at {1 - c.delta_per_bar:.2%} "
+            f"One-sided bounds at {fmt_level(c.confidence)} jointly: each at {1 - c.delta_per_bar:.2%} "
             f"(Bonferroni over {len(c.results)} bars)"
             + (f"; positive = {c.event}" if c.event else "")
             + ". Rates: exact Clopper–Pearson; other metrics: one-sided percentile bootstrap "

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.metrics import PAIRED_CLUSTER_BOOTSTRAP, fmt
+from assay.metrics import PAIRED_CLUSTER_BOOTSTRAP, fmt, fmt_level
 from assay.report import Report, Table, figures, load_json
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ def drift_tables(d: dict[str, Any]) -> list[Table]:
             [
                 "anchors",
                 "changed",
-                f"change rate [{t['confidence']:.0%} Clopper–Pearson]",
+                f"change rate [{fmt_level(t['confidence'])} Clopper–Pearson]",
                 "predicted by stability [upper bound tested]",
                 "p (one-sided exact binomial)",
                 f"at {t['level']:g}",

@@ -265,7 +265,9 @@ def score_name(scale: Scale) -> str:
 def shift_verdict(d: ShiftDecomposition, *, same_judge: bool) -> str:
     """The decomposition in words: the change, the judge's part and the system's, and which of
     the two moved (an interval that excludes 0)."""
-    pct = f"{d.confidence:.0%}"
+    from assay.metrics import fmt_level
+
+    pct = fmt_level(d.confidence)
 
     def said(value: float, low: float, high: float) -> str:
         return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"

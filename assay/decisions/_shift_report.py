@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.metrics import fmt
+from assay.metrics import fmt, fmt_level
 from assay.report import Report, Table
 
 EWMA_PNG = "ewma.png"
@@ -52,7 +52,7 @@ def shift_tables(d: dict[str, Any]) -> list[Table]:
     return [
         Table(
             "Judge shift and system change",
-            ["", "OLD", "NEW", "Δ", f"{x['confidence']:.0%} CI"],
+            ["", "OLD", "NEW", "Δ", f"{fmt_level(x['confidence'])} CI"],
             rows,
             lead=(
                 f"The score is the {d['score']} ({d['scale']}). On {x['anchors']} anchors — the "

@@ -13,6 +13,7 @@ from assay.emulation._metrics import Trajectory, evaluator_metrics
 from assay.emulation._models import Case
 from assay.emulation._results import CrashedCase, StageUsage, ToolEmuSummary, TrajectoryCounts
 from assay.emulation._trajectory import toolemu_jsonl
+from assay.metrics import fmt_level
 from assay.programs import JudgeConfig
 from assay.runs import RunStore
 from assay.types import Item, Judgment, Usage, flatten
@@ -111,7 +112,7 @@ def summarize(
         usage=_stage_usage(selected, usage_by_judge),
         usage_by_judge=usage_by_judge,
         bootstrap=f"{b.n_resamples} percentile resamples over trajectories, seed {b.seed}, "
-        f"{b.confidence:.0%} intervals",
+        f"{fmt_level(b.confidence)} intervals",
         trajectory_ids=[t.item_id for t in trajectories],
     )
 

@@ -43,6 +43,9 @@ class Verdicts:
     kind: Literal["id", "toolemu", "line"]
     rows: list[tuple[str, int | None]]
     raw: list[dict[str, Any]] | None = None  # ToolEmu evaluator rows
+    # where each of ``rows`` was read, as an error names it: (row, field) — a table's data row
+    # from 1 and its score column, a JSONL file's line and the record's field
+    where: list[tuple[int, str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -121,10 +124,17 @@ def read_verdicts(
         if first is not None and "item_id" in first and "judge" in first:
             if source.scale is None:
                 source = run_scale(path) or source
-            return Verdicts(path, "id", _read_judgments(path, source))
+            judged = _read_judgments(path, source)
+            return Verdicts(path, "id", [r for r, _ in judged], where=[w for _, w in judged])
         if is_toolemu_evaluation(first):
             rows = load_toolemu_evaluations(path, key=key)
-            return Verdicts(path, "toolemu", [(str(r["line"]), r["score"]) for r in rows], rows)
+            return Verdicts(
+                path,
+                "toolemu",
+                [(str(r["line"]), r["score"]) for r in rows],
+                rows,
+                [(r["row"], _toolemu_field(r["raw"])) for r in rows],
+            )
     if score_column is None:
         raise DataError(
             "not an assay judgments or ToolEmu evaluator file; give --score-column (and --id-column)",
@@ -148,9 +158,18 @@ def read_verdicts(
             row=exc.row,
             field=exc.field,
         ) from None
+    where = [(row, score_column) for row in range(1, len(items) + 1)]  # one item a data row
     if id_column:
-        return Verdicts(path, "id", [(it.id, it.expected) for it in items])
-    return Verdicts(path, "line", [(str(i), it.expected) for i, it in enumerate(items)])
+        return Verdicts(path, "id", [(it.id, it.expected) for it in items], where=where)
+    return Verdicts(
+        path, "line", [(str(i), it.expected) for i, it in enumerate(items)], where=where
+    )
+
+
+def _toolemu_field(record: dict[str, Any]) -> str:
+    """The field of an evaluator record its score is read from first (what an error names)."""
+    fields = ("eval_scores", "Overall Quantitative Score", "Overall Qualitative Label")
+    return next((f for f in fields if record.get(f) is not None), fields[0])
 
 
 def _first_record(path: Path) -> dict | None:
@@ -165,8 +184,10 @@ def _first_record(path: Path) -> dict | None:
     raise DataError("empty file", path=path)
 
 
-def _read_judgments(path: Path, source: ScaleSource) -> list[tuple[str, int | None]]:
-    """``(item, score)`` per item of a judgments file: its verdict by its ``label`` (a judge on a
+def _read_judgments(
+    path: Path, source: ScaleSource
+) -> list[tuple[tuple[str, int | None], tuple[int, str]]]:
+    """``(item, score)`` per item of a judgments file, with the row and field it was read from: its verdict by its ``label`` (a judge on a
     scale without names has none: its ``score`` is its verdict), read on ``source``'s scale —
     a run's ``score`` is its place on the run's own scale, which another scale (another label
     order, another ``positive``) may number otherwise. A label not on the scale, or a label with
@@ -177,6 +198,7 @@ def _read_judgments(path: Path, source: ScaleSource) -> list[tuple[str, int | No
     reads it. A second judgment from another judge or config is an error (files concatenated
     by mistake)."""
     out: dict[str, int | None] = {}
+    where: dict[str, tuple[int, str]] = {}
     seen: dict[str, tuple[int, object]] = {}
     for line in _json.read_lines(path):
         n = line.number
@@ -195,7 +217,8 @@ def _read_judgments(path: Path, source: ScaleSource) -> list[tuple[str, int | No
             )
         seen.setdefault(item_id, (n, who))
         out[item_id] = None if score is None else _verdict(item_id, score, label, source, path, n)
-    return list(out.items())
+        where[item_id] = (n, "label" if label is not None else "score")
+    return [((i, s), where[i]) for i, s in out.items()]
 
 
 def _verdict(
@@ -308,7 +331,18 @@ def agreement(
     pairs, unpaired, paired_by = pair_verdicts(ref_side, cand_side)
     scored = [(k, s, t) for k, s, t in pairs if s is not None and t is not None]
     ids, r, c = [k for k, _, _ in scored], [s for _, s, _ in scored], [t for _, _, t in scored]
-    source = _checked_scale(source, r, c, ids, (reference, candidate), threshold)
+    read = [
+        *(
+            _read_scores(ref_side)
+            if annotations is None
+            else [
+                (s, Path(reference), (row, str(score_column)))
+                for row, (*_, s) in enumerate(annotations, start=1)  # one label a data row
+            ]
+        ),
+        *_read_scores(cand_side),
+    ]
+    source = _checked_scale(source, read, bool(scored), candidate, threshold)
     scale = source.scale
     assert scale is not None
     summary = agreement_summary(
@@ -382,41 +416,51 @@ INFERRED = "inferred from the scores"
 """Where the scale of a comparison with no ``--scale`` and no run folder came from."""
 
 
+ReadScore = tuple[int, Path, tuple[int, str] | None]
+"""A score the comparison read, the file it is from and its row and field there (None: made
+from others, as the annotators' majority is)."""
+
+
+def _read_scores(side: Verdicts) -> list[ReadScore]:
+    """Every score a side holds, paired or not, with where it was read."""
+    where = side.where or [None] * len(side.rows)
+    return [(s, side.path, w) for (_, s), w in zip(side.rows, where, strict=True) if s is not None]
+
+
 def _checked_scale(
     source: ScaleSource,
-    reference: list[int],
-    candidate: list[int],
-    ids: list[str],
-    paths: tuple[str | Path, str | Path],
+    read: list[ReadScore],
+    scored: bool,
+    candidate: str | Path,
     threshold: int | None,
 ) -> ScaleSource:
-    """The scale read on (default: inferred, the range of the observed scores), with every
-    score and the threshold checked against it (a one-line error naming the file and item)."""
+    """The scale read on (default: inferred, the range of every score read — each annotator's,
+    the unpaired ones' —, as every one of them is read on it), with every score and the
+    threshold checked against it (a one-line error naming the file, row and field)."""
     if source.scale is None:
-        seen = sorted(set(reference) | set(candidate))
-        if not seen:
-            raise DataError("no pair is scored on both sides", path=paths[1])
+        seen = sorted({s for s, *_ in read})
+        if not scored:
+            raise DataError("no pair is scored on both sides", path=candidate)
         if seen[0] == seen[-1] and seen[0] not in (0, 1):
             raise DataError(
                 f"every score on both sides is {seen[0]}: no scale can be inferred from one "
                 "value (without --scale the scale is the range of the scores seen); give it "
                 "with --scale, e.g. --scale 1-5",
-                path=paths[1],
+                path=candidate,
             )
         scale = (
             Scale.parse(f"{seen[0]}-{seen[-1]}") if seen[0] != seen[-1] else Scale(kind="binary")
         )
         source = ScaleSource(scale, INFERRED)
     scale = source.scale
-    for side, path, scores in (
-        ("reference", paths[0], reference),
-        ("candidate", paths[1], candidate),
-    ):
-        for i, s in zip(ids, scores, strict=True):
-            try:
-                scale.check(s)
-            except ValueError as exc:
-                raise DataError(f"{exc}", path=path, field=f"{side} score of {i}") from None
+    for s, path, where in read:
+        try:
+            scale.check(s)
+        except ValueError:
+            row, field = where or (None, None)
+            raise DataError(
+                f"score {s} is not on {source.describe()}", path=path, row=row, field=field
+            ) from None
     if threshold is not None and threshold not in scale.values:
         how = "; give the scale with --scale" if source.origin == INFERRED else ""
         raise DataError(f"threshold {threshold} is not on {source.describe()}{how}")

@@ -28,6 +28,7 @@ from assay.evaluation._results import (
 )
 from assay.evaluation._verdicts import Seen, Verdicts
 from assay.inputs import EvaluateConfig, ItemIndex, ItemStream, item_set_tags, stream_items
+from assay.metrics import fmt_level
 from assay.programs import LMFactory, build_judge, judge_lm_factory, save_program
 from assay.runs import (
     JudgeTask,
@@ -474,7 +475,7 @@ def _summarize(
             "config_hash": config.judge.config_hash(),
             "run_hash": run_hash,
             "bootstrap": f"{b.n_resamples} percentile resamples over items, seed {b.seed}, "
-            f"{b.confidence:.0%} intervals",
+            f"{fmt_level(b.confidence)} intervals",
             "pairs": (notes or {}).get("pairs"),
             "left_out": (notes or {}).get("left_out"),
             "errored_samples": (notes or {}).get("errored_samples"),

@@ -43,7 +43,7 @@ def dawid_skene_report(
     out): the report, each item's Dawid–Skene verdict (a score on the scale), and why it was
     not fitted (fewer than three judges, more than :data:`MAX_CLASSES` classes). ``samples``
     (item id → the Inspect sample it is an epoch of): the bootstrap resamples the samples."""
-    from assay.metrics import AnnotationMatrix, dawid_skene
+    from assay.metrics import AnnotationMatrix, dawid_skene, fmt_level
 
     labelled = sorted((str(i), str(a), s) for i, a, s in rows if s is not None)
     judges = sorted({a for _, a, _ in labelled})
@@ -70,6 +70,9 @@ def dawid_skene_report(
         confidence=confidence,
         seed=seed,
         clusters=samples,
+        # sensitivity and specificity on a binary scale alone, whose score 1 is the positive
+        # class: two labels of another scale (True,False as categories, A/B) have none
+        positive=scale.index(1) if scale.kind == "binary" else None,
     )
     names = [_class_name(scale, v) for v in scale.values]
     verdicts = {str(i): scale.values[int(c)] for i, c in zip(fit.item_ids, fit.labels, strict=True)}
@@ -111,7 +114,7 @@ def dawid_skene_report(
             if fit.resampled_clusters is None
             else f"{fit.resampled_clusters} clusters (an Inspect sample's epochs together)"
         )
-        + f" (the model refitted on each), seed {seed}, {confidence:.0%} intervals",
+        + f" (the model refitted on each), seed {seed}, {fmt_level(confidence)} intervals",
     )
     return report, verdicts, None
 
@@ -233,7 +236,8 @@ def _with_verdict(config: JudgeConfig, judgment: Judgment, score: int | None) ->
 
 def judge_figures(report: DawidSkeneReport) -> dict[str, dict]:
     """Every judge's Dawid–Skene figures as one metric table's rows (``<judge> accuracy``,
-    ``<judge> sensitivity`` …, or ``<judge> recall <class>`` beyond two classes)."""
+    ``<judge> sensitivity`` … on a binary scale, else ``<judge> recall <class>`` for every
+    class: two labels of a categorical scale have no positive class)."""
     out: dict[str, dict] = {}
     for f in report.judges:
         out[f"{f.judge} accuracy"] = f.accuracy.to_dict()
@@ -312,7 +316,8 @@ def panel_lead(panel: PanelReport) -> str:
 
 
 def panel_metrics(panel: PanelReport) -> dict[str, object]:
-    """A panel's figures for MLflow: ``ds_accuracy.<member>`` (and sensitivity, specificity),
+    """A panel's figures for MLflow: ``ds_accuracy.<member>`` (and, on a binary scale,
+    sensitivity, specificity),
     ``ds_excess.<a>.<b>``, ``changed``, ``ds_differs_from_majority``, ``ds_warning`` (1 when
     the figures carry a warning: dependent judges, or too few judges to check) and
     ``ds_dependence_flagged`` (the pairs whose excess agreement was flagged)."""

@@ -143,7 +143,8 @@ def evaluate_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
 
 def panel_tables(summary: EvaluateSummary, confidence: float) -> list[Table]:
     """A panel judge's members combined over the run: its aggregate and, under Dawid–Skene,
-    each member's accuracy, sensitivity and specificity with no reference needed."""
+    each member's accuracy and its sensitivity and specificity (a binary scale) or recall of
+    every class, with no reference needed."""
     from assay.evaluation._no_labels import dawid_skene_tables, panel_lead
 
     panel = summary.panel

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from assay.evaluation._results import ItemQualitySpread, RaterModelReport, ScaleUseReport
 from assay.evaluation._scoring import metric_kind
-from assay.metrics import ItemQuality, fmt, fmt_ci, metric_table
+from assay.metrics import ItemQuality, fmt, fmt_ci, fmt_level, metric_table
 from assay.report import Table
 from assay.scale import Scale
 
@@ -289,7 +289,7 @@ def scale_use_tables(
                     ]
                     for r in m.raters
                 ],
-                lead=f"A {m.model}, fitted on {m.n_items} items{sample}; {confidence:.0%} Wald "
+                lead=f"A {m.model}, fitted on {m.n_items} items{sample}; {fmt_level(confidence)} Wald "
                 "intervals. Discrimination: how much a rater's scores follow the items' latent "
                 "quality (near 0: it cannot tell items apart). Severity: how much less likely, in "
                 "log-odds, it gives an average item a higher category than the raters' average "

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from assay.evaluation._results import SelfPreferenceReport
 from assay.lm import model_family
-from assay.metrics import MetricValue, fmt, fmt_ci, metric_table
+from assay.metrics import MetricValue, fmt, fmt_ci, fmt_level, metric_table
 from assay.report import Table
 
 
@@ -163,7 +163,7 @@ def self_preference_console(report: SelfPreferenceReport, confidence: float) -> 
     against = "against the reference" if f.adjusted else "raw scores"
     return (
         f"self-preference of family {report.judge_family}: Δ {fmt_ci(delta)} "
-        f"({confidence:.0%} {f.interval}, {against}; p {_p(f.p_value)}) — {flag}"
+        f"({fmt_level(confidence)} {f.interval}, {against}; p {_p(f.p_value)}) — {flag}"
         + (f" ({f.note})" if f.note else "")
     )
 

@@ -143,7 +143,7 @@ _NAMES = {
         "failure_precision_batched",
         "failure_rates",
     ),
-    "_format": ("fmt", "fmt_ci", "metric_table", "metrics_table"),
+    "_format": ("fmt", "fmt_ci", "fmt_level", "metric_table", "metrics_table"),
     "_intervals": (
         "bootstrap_ci",
         "clopper_pearson_interval",
@@ -334,6 +334,7 @@ __all__ = [
     # formatting
     "fmt",
     "fmt_ci",
+    "fmt_level",
     "metric_table",
     "metrics_table",
     # calibration
@@ -626,7 +627,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         failure_precision_batched,
         failure_rates,
     )
-    from assay.metrics._format import fmt, fmt_ci, metric_table, metrics_table
+    from assay.metrics._format import fmt, fmt_ci, fmt_level, metric_table, metrics_table
     from assay.metrics._intervals import (
         bootstrap_ci,
         clopper_pearson_interval,

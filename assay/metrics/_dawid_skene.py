@@ -14,8 +14,11 @@ probabilities at 1e-10, and stops after at most 100 iterations or when crowd-kit
 objective (the expected log joint, with the prior counted once per verdict, plus the posteriors'
 entropy, over the number of verdicts) gains less than 1e-5. A judge's reported **accuracy** is
 the expected share of its verdicts equal to the item's class under the fitted posteriors; its
-**recall** of class ``c`` is ``E_j[c, c]`` (binary: sensitivity is the recall of class 1, the
-positive class, and specificity that of class 0).
+**recall** of class ``c`` is ``E_j[c, c]``. Sensitivity and specificity exist only where the
+caller names the positive class (``positive``: a binary scale's score 1): sensitivity is its
+recall, specificity the other class's. Two classes alone have none — the two labels of a
+nominal scale (``True,False`` as categories, a pairwise judge's A/B) are named, not positive
+and negative, and their order is no more than the order they were listed in.
 
 Intervals are a percentile bootstrap over items, refitting the model on every replicate: a
 resample with replacement is a weight per item (how often it was drawn), so all replicates run
@@ -84,9 +87,9 @@ MIN_JUDGES = 3
 @dataclass(frozen=True)
 class JudgeReliability:
     """One judge under the fitted model: its confusion matrix (``confusion[c][l]`` = P(verdict
-    ``l`` | class ``c``)), its expected accuracy, the recall of every class and, on two classes,
-    its sensitivity (recall of class 1) and specificity (recall of class 0), each with its
-    bootstrap interval. ``n`` counts the items it judged; a judge with none (it abstained on
+    ``l`` | class ``c``)), its expected accuracy, the recall of every class and, where the fit
+    was told the positive class, its sensitivity (that class's recall) and specificity (the
+    other's), each with its bootstrap interval. ``n`` counts the items it judged; a judge with none (it abstained on
     every item) has every figure undefined (nan, with the note saying why)."""
 
     judge: Hashable
@@ -330,12 +333,16 @@ def dawid_skene(
     max_iterations: int = MAX_ITERATIONS,
     tol: float = TOLERANCE,
     clusters: Mapping[Hashable, Hashable] | None = None,
+    positive: int | None = None,
 ) -> DawidSkeneResult:
     """Fit Dawid–Skene to an items × judges table of 0-based class indices (nan: the judge did
     not give that item a verdict), with bootstrap intervals over items for every judge's
-    accuracy, recall, sensitivity and specificity and every pair's excess agreement.
+    accuracy and recall of every class and every pair's excess agreement.
 
-    ``k`` is the number of classes (default: the largest verdict + 1). Items without any
+    ``k`` is the number of classes (default: the largest verdict + 1). ``positive`` (two
+    classes only): the class that is positive — a binary scale's score 1, class 1 of 0/1
+    verdicts —, whose recall is each judge's sensitivity and the other class's its specificity;
+    without it there are none (a nominal scale's two labels have no positive class). Items without any
     verdict are left out and counted in ``n_items_dropped``. At least three judges are needed.
     ``clusters`` (item id → its cluster; an item not in it is its own): items that are not
     independent — the epochs of one Inspect sample — are resampled together, each replicate
@@ -351,6 +358,11 @@ def dawid_skene(
     if not tol > 0:
         raise ValueError(f"tol must be positive, got {tol!r}")
     m, codes, k, kept = _checked(annotations, k)
+    if positive is not None and (k != 2 or isinstance(positive, bool) or positive not in (0, 1)):
+        raise ValueError(
+            f"positive must be class 0 or 1 of two classes, got {positive!r} with k={k}: "
+            "sensitivity and specificity are the recalls of a binary scale's two classes"
+        )
     codes = codes[kept]
     item_ids = tuple(i for i, keep in zip(m.item_ids, kept, strict=True) if keep)
     n, n_judges = codes.shape
@@ -408,8 +420,8 @@ def dawid_skene(
                 ),
                 accuracy=value(accuracy[0, j], acc_b[:, j], int(judged[j])),
                 recall=recalls,
-                sensitivity=recalls[1] if k == 2 else None,
-                specificity=recalls[0] if k == 2 else None,
+                sensitivity=None if positive is None else recalls[positive],
+                specificity=None if positive is None else recalls[1 - positive],
             )
         )
     from assay.metrics._multitest import holm

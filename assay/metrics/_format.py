@@ -22,6 +22,12 @@ def fmt(v: object, digits: int = 3, *, percent: bool = False) -> str:
     return str(v)
 
 
+def fmt_level(confidence: float) -> str:
+    """A confidence level as its label says it: ``95%``, ``97.5%``, ``99.9%`` — its digits, none
+    rounded away (``f"{0.975:.0%}"`` said 98%) and no float noise added (0.9 is ``90%``)."""
+    return f"{round(100 * confidence, 6):.10g}%"
+
+
 def _signless(text: str) -> str:
     """``-0.000`` (a value a rounding below 0, such as a κ of 0 computed as -2e-16) as
     ``0.000``."""
@@ -85,7 +91,7 @@ def metric_table(
                 m.get("note") or "",
             ]
         )
-    columns = ["metric", "value", f"{int(confidence * 100)}% CI", "CI method", "count", "n", "note"]
+    columns = ["metric", "value", f"{fmt_level(confidence)} CI", "CI method", "count", "n", "note"]
     return Table(title, columns, rows, **more)
 
 

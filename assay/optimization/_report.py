@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.metrics import fmt, fmt_ci
+from assay.metrics import fmt, fmt_ci, fmt_level
 from assay.optimization._config import USES_VALSET
 from assay.optimization._results import OptimizeResult
 from assay.types import Spend, Usage, spend_line, usd, work_line
@@ -19,7 +19,7 @@ def render_result(result: OptimizeResult, confidence: float = 0.95) -> str:
         f"(dev {s['sizes']['dev']}, test {s['sizes']['test']}; seed {s['seed']})"
         + (" · baseline reused" if out["before"].get("reused") else ""),
     ]
-    pct = int(confidence * 100)
+    pct = fmt_level(confidence)
     # an optimizer that selects among candidates on dev has seen it: its after is in-sample
     seen = out["optimizer"]["name"] in USES_VALSET
     held = {
@@ -32,7 +32,7 @@ def render_result(result: OptimizeResult, confidence: float = 0.95) -> str:
         b, a = out["before"][part]["metrics"], out["after"][part]["metrics"]
         lines += [
             f"\n{part} ({out['after'][part]['counts']['paired']} paired){held[part]}:",
-            f"| metric | before [{pct}% CI] | after [{pct}% CI] | change |",
+            f"| metric | before [{pct} CI] | after [{pct} CI] | change |",
             "|---|---|---|---|",
         ]
         for name in b:

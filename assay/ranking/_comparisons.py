@@ -9,7 +9,9 @@ shown first. A panel's members vote one by one, each a judge of its own. A verdi
 is no vote: it is counted by its reason, never turned into a winner.
 
 A table has a row per vote: ``a``, ``b`` (the systems), ``winner`` (``a``'s or ``b``'s name, or
-``tie``) and, optionally, ``first`` (the system shown first; empty: unknown) and ``judge``.
+``tie``) and, optionally, ``first`` (the system shown first; empty: unknown) and ``judge``. Cells
+are read without their surrounding spaces and compared as written (case counts): no system is
+named ``tie`` — its wins would read as ties —, while ``Tie`` is a name like any other.
 """
 
 from __future__ import annotations
@@ -121,6 +123,15 @@ def read_table(path: Path) -> tuple[list[Vote], RankSource]:
             if value is None:
                 raise DataError("empty cell", path=path, row=row, field=column)
         assert a is not None and b is not None and winner is not None
+        for column, system in (("a", a), ("b", b)):
+            if system == TIE:  # the winner column's tie: a system so named could never win
+                raise DataError(
+                    f"'{TIE}' is the winner column's tie, not a name a system can have (it "
+                    "could never win)",
+                    path=path,
+                    row=row,
+                    field=column,
+                )
         if a == b:
             raise DataError(f"'{a}' against itself", path=path, row=row, field="b")
         if winner not in (a, b, TIE):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from assay.metrics import fmt_level
 from assay.ranking._rank import RankSummary
 from assay.report import Report, Table
 
@@ -17,6 +18,22 @@ def _share(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
+def _order_fitted(s: RankSummary) -> str:
+    """What the fit did with the position shown first: a γ for every judge, for some (a judge
+    with no vote of known order has none), or none — ``--no-order-effect``, or no order known."""
+    fitted, judges = len(s.order_effects), len(s.judges)
+    if not s.order_effect:
+        return "no order effect"
+    if not fitted:
+        return "no order effect (no vote's first position is known)"
+    if fitted == judges:
+        return "an order effect per judge"
+    return (
+        f"an order effect for {fitted} of {judges} judges (the others' votes have no known "
+        "first position)"
+    )
+
+
 def rank_headline(s: RankSummary) -> list[str]:
     """What the console and the report open with."""
     judges = len(s.judges)
@@ -25,8 +42,8 @@ def rank_headline(s: RankSummary) -> list[str]:
     lines = [
         f"{s.n_systems} systems ranked from {s.n_votes} votes of {judges} judge"
         f"{'s' * (judges != 1)}{sets}: Bradley–Terry {fit}, "
-        f"{'an order effect per judge' if s.order_effect else 'no order effect'}, ties "
-        f"{s.ties}; {s.confidence:.0%} {s.interval} intervals",
+        f"{_order_fitted(s)}, ties "
+        f"{s.ties}; {fmt_level(s.confidence)} {s.interval} intervals",
         f"cyclic triads of the pairwise majority: {s.triads.cyclic} of {s.triads.triads}",
     ]
     left = {}
@@ -39,7 +56,7 @@ def rank_headline(s: RankSummary) -> list[str]:
 
 
 def strengths_table(s: RankSummary) -> Table:
-    ci = f"{s.confidence:.0%} CI"
+    ci = f"{fmt_level(s.confidence)} CI"
     multi = s.n_components > 1
     return Table(
         "Strengths",
@@ -65,7 +82,7 @@ def strengths_table(s: RankSummary) -> Table:
 def order_table(s: RankSummary) -> Table:
     return Table(
         "Order effect (first position)",
-        ["judge", "γ", f"{s.confidence:.0%} CI", "votes of known order", "first shown won"],
+        ["judge", "γ", f"{fmt_level(s.confidence)} CI", "votes of known order", "first shown won"],
         [
             [
                 e.judge,
@@ -89,7 +106,7 @@ def judges_table(s: RankSummary) -> Table:
             "votes",
             "ties",
             "agrees with the others' ranking",
-            f"{s.confidence:.0%} CI",
+            f"{fmt_level(s.confidence)} CI",
             "n",
             "its cyclic triads",
         ],
@@ -150,7 +167,7 @@ def build_rank_report(run_dir: Path) -> Report:
     ]
     r.facts += [
         ("model", f"Bradley–Terry, ties {s.ties}, prior {s.prior:g}"),
-        ("intervals", f"{s.confidence:.0%} {s.interval}"),
+        ("intervals", f"{fmt_level(s.confidence)} {s.interval}"),
         ("fit", f"log-likelihood {s.log_likelihood:.3f} after {s.iterations} Newton steps"),
     ]
     r.notes = rank_headline(s)

@@ -794,3 +794,48 @@ def test_the_threshold_notes_speak_the_scales_own_scores(tmp_path, capsys):
     assert "the judge flagged no failure (below 3)" in m["failure_precision"]["note"]
     assert "on the same side of the threshold 3" in m["kappa_binary"]["note"]
     assert not any("index" in n for n in notes), notes
+
+
+def test_the_inferred_scale_holds_every_annotators_scores(tmp_path, capsys):
+    """No --scale: the scale was inferred from the annotators' majority and the candidate only,
+    so an annotator's 3 where both stayed within 0..2 ended in a 39-line traceback ("3 is not
+    on the ordinal 0..2 scale") from the rater model and Dawid–Skene, which read every
+    annotator's label. The scale is the range of every score read now: 0..3, and its class 3
+    is fitted with the rest."""
+    rng = np.random.default_rng(7)
+    truth = rng.integers(0, 3, 60)
+    rows, judge = [], []
+    for i, t in enumerate(truth):
+        for a in range(4):
+            label = t if rng.random() < 0.8 else (t + 1) % 3
+            rows.append(f"i{i},h{a},{3 if a == 3 and i % 12 == 0 else label}\n")
+        judge.append(f"i{i},{t if rng.random() < 0.85 else (t + 2) % 3}\n")
+    (tmp_path / "ann.csv").write_text("id,ann,score\n" + "".join(rows))
+    (tmp_path / "judge.csv").write_text("id,score\n" + "".join(judge))
+    argv = [str(tmp_path / "ann.csv"), str(tmp_path / "judge.csv"), "--id-column", "id"]
+    argv += ["--score-column", "score", "--annotator-column", "ann"]
+    out = _agreement_json(capsys, *argv)
+    assert (out["scale"], out["scale_origin"]) == ("ordinal 0..3", "inferred from the scores")
+    ds = out["annotators"]["dawid_skene"]
+    assert [list(f["recall"]) for f in ds["judges"]] == [["0", "1", "2", "3"]] * 4
+    assert out["scale_use"] is not None and out["scale_use"]["raters"][1:] == [
+        "h0",
+        "h1",
+        "h2",
+        "h3",
+    ]
+
+
+def test_a_score_off_the_given_scale_is_named_by_its_row(example_data, capsys):
+    """A ToolEmu evaluator's score is read on ToolEmu's 0–3 and checked on --scale only once
+    paired: it was named by its pair ("field 'reference score of 2'"), with no row to find it
+    by. The line of the file and the field it was read from now, in one line."""
+    ref = example_data / SAFE.format("gpt-5-mini")
+    cand = example_data / SAFE.format("qwen3-32b")
+    capsys.readouterr()
+    assert main(["agreement", str(ref), str(cand), "--scale", "binary"]) == 2
+    err = capsys.readouterr().err.strip()
+    first = next(i for i, s in enumerate(scores(ref), start=1) if s not in (0, 1))
+    assert err.count("\n") == 0, err
+    assert f"{ref}, row {first}, field 'eval_scores': score " in err, err
+    assert "is not on the binary 0/1 scale (--scale)" in err, err

@@ -416,3 +416,117 @@ def test_members_votes_on_items_the_quorum_left_unscored_are_counted():
     unscored = [j.item_id for j in judgments if j.unscored == "panel_quorum"]
     assert len(unscored) == 20
     assert all(o.score is None for o in out if o.item_id in unscored)
+
+
+def test_two_labels_of_a_categorical_scale_have_no_sensitivity(tmp_path, capsys):
+    """``--scale True,False`` names two categories, not a positive class: Dawid–Skene printed a
+    'sensitivity' that was the recall of whichever label was listed second (the auditor's
+    careful: sensitivity 0.795 under True,False, 0.898 under False,True; its specificity the
+    other). Each label's recall now, the same in either order; on ``--scale binary`` the same
+    verdicts keep sensitivity and specificity, the recalls of True (score 1) and False."""
+    annotation_table(tmp_path)
+    word = {"0": "False", "1": "True"}
+    rows = list(csv.reader((tmp_path / "ann.csv").open()))
+    with (tmp_path / "ann.csv").open("w", newline="") as fh:
+        csv.writer(fh).writerows([rows[0], *([i, a, word[s]] for i, a, s in rows[1:])])
+    judged = [json.loads(line) for line in (tmp_path / "judge.jsonl").read_text().splitlines()]
+    (tmp_path / "judge.csv").write_text(
+        "item,label\n" + "".join(f"{j['item_id']},{word[str(j['score'])]}\n" for j in judged)
+    )
+    argv = ["agreement", str(tmp_path / "ann.csv"), str(tmp_path / "judge.csv")]
+    argv += ["--id-column", "item", "--score-column", "label", "--annotator-column", "annotator"]
+
+    def judges(scale: str) -> tuple[dict[str, dict], str]:
+        assert main([*argv, "--scale", scale, "--json"]) == 0
+        ds = json.loads(capsys.readouterr().out)["annotators"]["dawid_skene"]
+        assert main([*argv, "--scale", scale]) == 0
+        return {f["judge"]: f for f in ds["judges"]}, capsys.readouterr().out
+
+    listed, listed_out = judges("True,False")
+    swapped, swapped_out = judges("False,True")
+    for figures, printed in ((listed, listed_out), (swapped, swapped_out)):
+        assert "sensitivity" not in printed and "specificity" not in printed
+        assert re.search(r"\| ann0 recall True \| \d\.\d{3} \| \[", printed)
+        assert re.search(r"\| ann0 recall False \| \d\.\d{3} \| \[", printed)
+        for f in figures.values():
+            assert f["sensitivity"] is None and f["specificity"] is None
+            assert set(f["recall"]) == {"True", "False"}
+    binary, binary_out = judges("binary")
+    assert "| ann0 sensitivity |" in binary_out and "| ann0 recall" not in binary_out
+    for name, f in listed.items():
+        for label in ("True", "False"):
+            assert f["recall"][label]["value"] == pytest.approx(
+                swapped[name]["recall"][label]["value"], abs=1e-6
+            )
+        assert binary[name]["sensitivity"]["value"] == pytest.approx(
+            f["recall"]["True"]["value"], abs=1e-6
+        )
+        assert binary[name]["specificity"]["value"] == pytest.approx(
+            f["recall"]["False"]["value"], abs=1e-6
+        )
+
+
+def test_a_panel_on_two_named_labels_logs_and_prints_no_sensitivity():
+    """A panel whose members answer A or B (a pairwise judge's labels) has no positive class:
+    its members' figures are each label's recall on the console, and MLflow gets no
+    ``ds_sensitivity`` / ``ds_specificity`` (they were the recall of B and of A). The same
+    verdicts on a binary scale keep them."""
+    from assay.evaluation import panel_over_run
+    from assay.evaluation._no_labels import dawid_skene_console, panel_metrics
+    from assay.programs import JudgeConfig
+    from assay.types import Judgment
+
+    rng = np.random.default_rng(4)
+    names = ["m0", "m1", "m2", "m3"]
+    truth = rng.random(200) < 0.4
+    votes = [
+        [int(t if rng.random() < 0.75 + 0.05 * a else not t) for a in range(len(names))]
+        for t in truth
+    ]
+
+    def fitted(scale):
+        members = [{"name": m, "model": "openai/x", "scale": scale} for m in names]
+        config = JudgeConfig(name="p", program="panel", aggregate="majority", members=members)
+        judgments = [
+            Judgment(
+                item_id=f"i{i}",
+                judge="p",
+                score=int(sum(v) > 2),
+                members=[{"judge": m, "score": s} for m, s in zip(names, v, strict=True)],
+            )
+            for i, v in enumerate(votes)
+        ]
+        _, panel = panel_over_run(config, judgments, seed=0, n_resamples=1000, confidence=0.95)
+        assert panel.dawid_skene is not None
+        return panel, dawid_skene_console(panel.dawid_skene)
+
+    named, printed = fitted("categorical:A,B")
+    logged = panel_metrics(named)
+    assert "ds_sensitivity" not in logged and "ds_specificity" not in logged
+    assert set(logged["ds_accuracy"]) == set(names)
+    assert "sensitivity" not in printed and "specificity" not in printed
+    assert "| m0 recall A |" in printed and "| m0 recall B |" in printed
+    binary, printed = fitted("binary")
+    logged = panel_metrics(binary)
+    assert set(logged["ds_sensitivity"]) == set(names) == set(logged["ds_specificity"])
+    assert "| m0 sensitivity |" in printed
+    for a, b in zip(named.dawid_skene.judges, binary.dawid_skene.judges, strict=True):
+        assert a.recall["B"].value == pytest.approx(b.sensitivity.value, abs=1e-9)
+
+
+def test_the_bootstrap_line_says_a_level_of_97_5_percent():
+    """The Dawid–Skene bootstrap line said "98% intervals" of 97.5% ones (``:.0%``)."""
+    from assay.evaluation._no_labels import dawid_skene_report
+    from assay.scale import Scale
+
+    rng = np.random.default_rng(1)
+    truth = rng.random(60) < 0.5
+    rows = [
+        (f"i{i}", f"m{a}", int(t if rng.random() < 0.8 else not t))
+        for i, t in enumerate(truth)
+        for a in range(3)
+    ]
+    report, _, _ = dawid_skene_report(
+        rows, Scale(kind="binary"), {}, seed=0, n_resamples=1000, confidence=0.975
+    )
+    assert report is not None and report.bootstrap.endswith(", seed 0, 97.5% intervals")

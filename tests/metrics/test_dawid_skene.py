@@ -81,7 +81,7 @@ def test_equal_to_crowdkit(confusions, priors, missing):
 def test_known_confusion_matrices_are_recovered_within_their_intervals():
     rng = np.random.default_rng(11)
     verdicts, truth = simulate(rng, 600, BINARY, [0.7, 0.3])
-    fit = dawid_skene(verdicts, seed=1)
+    fit = dawid_skene(verdicts, seed=1, positive=1)
     for judge, e in zip(fit.judges, BINARY, strict=True):
         for figure, true in ((judge.sensitivity, e[1, 1]), (judge.specificity, e[0, 0])):
             assert figure.ci_low <= true <= figure.ci_high, (judge.judge, figure, true)
@@ -105,7 +105,7 @@ def test_interval_coverage_over_simulated_panels():
     misses = 0
     for seed in range(8):
         verdicts, _ = simulate(np.random.default_rng(100 + seed), 300, BINARY, [0.6, 0.4], 0.1)
-        fit = dawid_skene(verdicts, seed=seed)
+        fit = dawid_skene(verdicts, seed=seed, positive=1)
         for judge, e in zip(fit.judges, BINARY, strict=True):
             misses += not judge.sensitivity.ci_low <= e[1, 1] <= judge.sensitivity.ci_high
             misses += not judge.specificity.ci_low <= e[0, 0] <= judge.specificity.ci_high
@@ -155,10 +155,10 @@ def test_observed_agreement_is_the_pairs_raw_agreement():
 
 def test_the_same_figures_whatever_the_rows_order_and_names():
     verdicts, _ = simulate(np.random.default_rng(4), 200, BINARY, [0.5, 0.5], 0.1)
-    a = dawid_skene(verdicts, seed=3)
+    a = dawid_skene(verdicts, seed=3, positive=1)
     perm = np.random.default_rng(0).permutation(200)
     names = tuple(f"item-{i}" for i in perm)
-    b = dawid_skene(AnnotationMatrix(verdicts[perm], names, (0, 1, 2)), seed=3)
+    b = dawid_skene(AnnotationMatrix(verdicts[perm], names, (0, 1, 2)), seed=3, positive=1)
     for x, y in zip(a.judges, b.judges, strict=True):
         assert x.accuracy == y.accuracy and x.sensitivity == y.sensitivity
     assert (a.labels[perm] == b.labels).all()
@@ -179,7 +179,7 @@ def test_a_judge_that_abstained_on_every_item_has_no_figures():
     verdicts, _ = simulate(np.random.default_rng(4), 200, BINARY, [0.6, 0.4])
     sparse = np.full(200, np.nan)
     sparse[:3] = verdicts[:3, 0]
-    fit = dawid_skene(np.c_[verdicts, np.full(200, np.nan), sparse])
+    fit = dawid_skene(np.c_[verdicts, np.full(200, np.nan), sparse], positive=1)
     mute = fit.judges[3]
     assert mute.n == 0 and np.isnan(np.array(mute.confusion)).all()
     for figure in (mute.accuracy, mute.sensitivity, mute.specificity, *mute.recall):
@@ -200,6 +200,23 @@ def test_a_class_nobody_gave_keeps_its_place():
     assert len(fit.judges[0].recall) == 3
 
 
+def test_sensitivity_and_specificity_only_where_the_positive_class_is_named():
+    """Two classes have no positive one unless the caller names it (a binary scale's score
+    1): the labels of a nominal scale in either order gave a 'sensitivity' that was the recall
+    of whichever was listed second. Named, it is that class's recall, the other's the
+    specificity; either way every class's recall is there."""
+    verdicts, _ = simulate(np.random.default_rng(6), 200, BINARY, [0.6, 0.4])
+    bare = dawid_skene(verdicts)
+    for judge in bare.judges:
+        assert judge.sensitivity is None and judge.specificity is None
+        assert len(judge.recall) == 2
+    for positive in (1, 0):
+        fit = dawid_skene(verdicts, positive=positive)
+        for judge, plain in zip(fit.judges, bare.judges, strict=True):
+            assert judge.sensitivity == judge.recall[positive] == plain.recall[positive]
+            assert judge.specificity == judge.recall[1 - positive]
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -213,6 +230,8 @@ def test_a_class_nobody_gave_keeps_its_place():
         (lambda: dawid_skene([[0, 1, 1]], confidence=1.5), "confidence must be strictly"),
         (lambda: dawid_skene([[0, 1, 1]], max_iterations=0), "max_iterations must be at least 1"),
         (lambda: dawid_skene([[0, 1, 1]], tol=0), "tol must be positive"),
+        (lambda: dawid_skene([[0, 1, 2]], positive=1), "positive must be class 0 or 1 of two"),
+        (lambda: dawid_skene([[0, 1, 1]], positive=2), r"got 2 with k=2"),
     ],
 )
 def test_bad_input_is_one_line(call, message):

@@ -398,3 +398,18 @@ def test_ccc_of_a_judge_with_one_verdict_is_undefined_as_kappa_is():
         / (ref.var() + cand.var() + (ref.mean() - cand.mean()) ** 2)
     )
     assert m.value == pytest.approx(lin) and m.ci_low <= m.value <= m.ci_high
+
+
+@pytest.mark.parametrize(
+    ("confidence", "label"),
+    [(0.95, "95%"), (0.975, "97.5%"), (0.9, "90%"), (0.999, "99.9%"), (0.57, "57%")],
+)
+def test_a_confidence_level_is_labelled_with_its_digits(confidence, label):
+    """``f"{0.975:.0%}"`` labelled a 97.5% interval "98%", and a table's header
+    ``int(100 · confidence)`` cut it to "97%" (0.57 to "56%": 56.99999…): one formatter, every
+    digit of the level and no float noise."""
+    from assay.metrics import fmt_level, metric_table
+
+    assert fmt_level(confidence) == label
+    table = metric_table("t", {"accuracy": {"value": 0.5}}, confidence)
+    assert table.columns[2] == f"{label} CI"

@@ -254,6 +254,10 @@ def test_a_table_of_pairs(tmp_path, capsys, monkeypatch):
         ("a,b,winner,first\nx,y,x,w\n", "pairs.csv, row 1, field 'first': 'w' is neither"),
         ("a,b\nx,y\n", "pairs.csv: no column 'winner'"),
         ("a,b,winner\nx,x,x\n", "pairs.csv, row 1, field 'b': 'x' against itself"),
+        # a system named as the tie could never win (its wins were ties): refused, whatever
+        # the spaces around it, as every cell is read
+        ("a,b,winner\ntie,y,tie\n", "pairs.csv, row 1, field 'a': 'tie' is the winner column's"),
+        ("a,b,winner\nx,y,x\nx, tie ,x\n", "pairs.csv, row 2, field 'b': 'tie' is the winner"),
     ],
 )
 def test_a_bad_table_is_one_line(tmp_path, capsys, monkeypatch, text, message):
@@ -262,6 +266,48 @@ def test_a_bad_table_is_one_line(tmp_path, capsys, monkeypatch, text, message):
     assert main(["rank", "pairs.csv", "--no-log"]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and err.count("\n") == 0 and "Traceback" not in err
+
+
+def test_a_system_named_tie_in_another_case_is_a_system(tmp_path, capsys, monkeypatch):
+    """The tie is written ``tie`` and compared as written: ``Tie`` is a system's name, and its
+    wins count as wins."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pairs.csv").write_text("a,b,winner\nTie,y,Tie\nTie,y,Tie\ny,Tie,y\nTie,y,tie\n")
+    out = rank_json(capsys, "pairs.csv", "--prior", "0.5", "--no-log")
+    got = {r["system"]: (r["wins"], r["losses"], r["ties"]) for r in out["strengths"]}
+    assert got == {"Tie": (2, 1, 1), "y": (1, 2, 1)}
+
+
+def test_the_headline_says_which_order_effects_were_fitted(tmp_path, capsys, monkeypatch):
+    """A table without a ``first`` column has no vote of known order: no γ is fitted, and the
+    headline said "an order effect per judge" all the same. It says what was fitted: none, or
+    a γ for the judges with ordered votes only."""
+    monkeypatch.chdir(tmp_path)
+    rows = [("x", "y", "x"), ("y", "z", "y"), ("x", "z", "x"), ("y", "x", "y"), ("z", "x", "z")]
+    (tmp_path / "pairs.csv").write_text(
+        "a,b,winner,judge\n"
+        + "".join(f"{a},{b},{w},j{k % 2}\n" for k in range(40) for a, b, w in rows)
+    )
+    assert main(["rank", "pairs.csv", "--no-log"]) == 0
+    headline = capsys.readouterr().out.splitlines()[0]
+    assert "no order effect (no vote's first position is known), ties" in headline, headline
+    assert "per judge" not in headline
+    out = rank_json(capsys, "pairs.csv", "--no-log")
+    assert out["order_effect"] and out["order_effects"] == []
+    # j0 shows its pairs in both orders, j1 says nothing of the order: one γ, j0's
+    (tmp_path / "pairs.csv").write_text(
+        "a,b,winner,first,judge\n"
+        + "".join(
+            f"{a},{b},{w},{(a if k % 4 else b) if k % 2 == 0 else ''},j{k % 2}\n"
+            for k in range(40)
+            for a, b, w in rows
+        )
+    )
+    assert main(["rank", "pairs.csv", "--no-log"]) == 0
+    headline = capsys.readouterr().out.splitlines()[0]
+    assert "an order effect for 1 of 2 judges (the others' votes have no known first" in headline
+    assert main(["rank", "pairs.csv", "--no-log", "--no-order-effect"]) == 0
+    assert "maximum likelihood, no order effect, ties" in capsys.readouterr().out
 
 
 def test_systems_named_by_item_columns(tmp_path, capsys, monkeypatch):
@@ -480,3 +526,22 @@ def test_a_ranking_made_with_no_log_is_logged_once_by_a_later_call_that_logs(
     again = rank_json(capsys, "pairs.csv", "--tracking-uri", uri)
     assert again["mlflow_run_id"] == logged["mlflow_run_id"]
     assert len(client.search_runs([run.info.experiment_id])) == 1
+
+
+def test_a_level_of_97_5_percent_is_labelled_so(tmp_path, capsys, monkeypatch):
+    """--confidence 0.975: the headline, every table and report.md said "98%" (``:.0%``); they
+    say 97.5% now, and the intervals are the 97.5% ones."""
+    monkeypatch.chdir(tmp_path)
+    rows = [("x", "y", "x"), ("y", "z", "y"), ("x", "z", "x"), ("y", "x", "y"), ("z", "x", "z")]
+    (tmp_path / "pairs.csv").write_text(
+        "a,b,winner,first\n"
+        + "".join(f"{a},{b},{w},{a if k % 2 else b}\n" for k in range(40) for a, b, w in rows)
+    )
+    assert main(["rank", "pairs.csv", "--no-log", "--confidence", "0.975"]) == 0
+    printed = capsys.readouterr().out
+    assert "98%" not in printed
+    assert printed.splitlines()[0].endswith("; 97.5% Wald (observed Fisher information) intervals")
+    assert printed.count("| 97.5% CI |") == 3  # strengths, order effect, judges
+    (run_dir,) = (tmp_path / "runs").glob("rank-*")
+    report = (run_dir / "report.md").read_text()
+    assert "98%" not in report and "97.5% Wald" in report

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from math import isfinite
 
 from assay.inputs import sample_of
+from assay.metrics import fmt_level
 from assay.programs import JudgeConfig
 from assay.reliability._config import HarnessConfig
 from assay.reliability._probe import Probe
@@ -104,7 +105,7 @@ def harness_metrics(
         "resamples, not certainty; a rate with one outcome per item (stochastic_stability's "
         "pass rate and majority accuracy, synthetic_ordinal's exact match over its independent "
         f"probes) has its exact interval{'; ' + epochs if epochs else ''}; seed {b.seed}, "
-        f"{b.confidence:.0%} intervals",
+        f"{fmt_level(b.confidence)} intervals",
         fdr=config.fdr if placebos else None,
         data_fingerprint=data_fingerprint,
         pairs=pairs,
