@@ -66,7 +66,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from assay.errors import AssayError
-from assay.inputs import sample_of
+from assay.inputs._items import sample_of
 from assay.types import Item, stable_hash
 
 CONFUSABLES = "confusables-skeleton-casefold-unseen-nfkc-casefold-whitespace"

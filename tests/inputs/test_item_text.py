@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.decisions._item_text import (
+from assay.inputs._item_text import (
     CONFUSABLES,
     CONTROLS_KEPT,
     NORMALISED,
@@ -84,7 +84,7 @@ def test_items_recorded_before_control_characters_were_dropped_are_found_again()
     """A record made under :data:`CONTROLS_KEPT` (control and private-use characters kept):
     its item is found again verbatim, an item recorded without them is found with them added,
     and an item it never saw is not."""
-    from assay.decisions._item_text import _hashes, _variants
+    from assay.inputs._item_text import _hashes, _variants
 
     def recorded_then(it: Item) -> set[str]:
         return set(_hashes(_variants(judged(it), before=True)[1:4]))
@@ -192,7 +192,7 @@ def test_items_recorded_when_the_skeleton_kept_its_case_are_found_again():
     skeleton keys: the item is found again verbatim and in the spellings that rule made one
     with it (a record cannot say more than its keys: the rule now's new spellings are caught
     for items recorded under it)."""
-    from assay.decisions._item_text import _hashes, _variants
+    from assay.inputs._item_text import _hashes, _variants
 
     def recorded_then(it: Item) -> set[str]:
         _, folded, written, _, cased_skeleton = _variants(judged(it))
@@ -210,7 +210,7 @@ def test_items_recorded_when_the_skeleton_kept_its_case_are_found_again():
 def test_the_skeleton_is_unicodes():
     """UTS #39's own example, and a skeleton is its own skeleton (every entry of the table is
     written as it is, in NFD)."""
-    from assay.decisions._item_text import _SKELETON, _skeleton, _skeleton_table
+    from assay.inputs._item_text import _SKELETON, _skeleton, _skeleton_table
 
     assert _skeleton("\U0001d52d\U0001d4b6\u1eff\U0001d561\U0001d552\u2113") == _skeleton("paypal")
     for value in _skeleton_table().values():
@@ -225,7 +225,7 @@ def test_the_confusable_classes_are_those_records_were_made_with():
     from importlib import metadata
     from importlib.util import find_spec
 
-    from assay.decisions._item_text import DATA
+    from assay.inputs._item_text import DATA
 
     package, name = DATA
     assert metadata.version("confusable-homoglyphs") == "3.3.1"  # pyproject.toml pins it
