@@ -232,3 +232,22 @@ def test_the_confusable_classes_are_those_records_were_made_with():
     path = Path(next(iter(find_spec(package).submodule_search_locations))) / name
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert digest == "2d8b4774cd9dc6f233a18681bc00423ae270037437f276fc6a8b80630941fe7d"
+
+
+def test_a_pair_is_one_item_with_its_response_b_only():
+    """A pair's response B is read by the judge: pairs built from one prompt's responses share
+    the request and often response A, and were one item (same_items grouped them, certify
+    refused them as repeats); the same pair under another id is still one."""
+    from assay.inputs import same_items
+
+    def pair(id: str, b: str) -> Item:
+        return Item(id=id, request="Which is better?", response="one", meta={"response_b": b})
+
+    a, b, a2 = pair("a", "two"), pair("b", "three"), pair("a2", " Two ")
+    assert same_items([a, b]) == [None, None]
+    assert set(item_keys(a)).isdisjoint(item_keys(b))
+    assert same_items([a, b, a2]) == ["item a", None, "item a"]
+    # a record made before response B was read kept a pair as its request and response A
+    # alone: it still finds the pair it consumed
+    kept_before = set(item_keys(Item(id="x", request="Which is better?", response="one")))
+    assert all(kept_before & f for f in fingerprints_under(CONFUSABLES, [a, b]))
