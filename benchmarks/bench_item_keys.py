@@ -1,5 +1,5 @@
 """What working out an item's keys costs (certify's consumed items, tuning records, conformal's
-overlap, estimate's shared items: :mod:`assay.decisions._item_text`), per item, in CPU time.
+overlap, estimate's shared items: :mod:`assay.inputs._item_text`), per item, in CPU time.
 
 N two-field items (a request and a response of some 150 characters each) of four kinds: ASCII,
 accented Latin, Cyrillic, and ASCII with look-alike letters of other scripts swapped in. Each
@@ -18,7 +18,7 @@ import random
 import sys
 import time
 
-import assay.decisions._item_text as item_text
+import assay.inputs._item_text as item_text
 from assay.types import Item
 
 WORDS = "the snow is red green blue grass answer question item because of which".split()

@@ -24,11 +24,10 @@ from assay.decisions._calibration_results import (
     MapOutcome,
 )
 from assay.decisions._certify import ledger_of
-from assay.decisions._item_text import same_items
 from assay.decisions._tuning import RECORD, TUNING, record_tuning
 from assay.errors import ConfigError
 from assay.evaluation import agreement_summary, evaluate
-from assay.inputs import EvaluateConfig
+from assay.inputs import EvaluateConfig, same_items
 from assay.metrics import MetricValue, calibration_metrics, fit_calibration, fit_threshold
 from assay.runs import default_tracking_uri, flatten_metrics, write_json
 from assay.types import Judgment
@@ -41,7 +40,7 @@ def split_ids(
     samples: dict[str, str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Stratified, seeded split of item ids into (calibration, evaluation). ``samples`` (item id
-    → its cluster: :func:`~._item_text.same_items`) keeps the items that are one item on one
+    → its cluster: :func:`~assay.inputs.same_items`) keeps the items that are one item on one
     side — the epochs of one Inspect sample, one text under several ids: a map fitted on one and
     measured on another of the same input and reference would be measured on what it was
     fitted on, in all but name. The samples are split as the items are

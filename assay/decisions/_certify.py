@@ -8,11 +8,11 @@ Every certificate, admitted or refused, is kept in the ledger of the command's o
 ``report.html``). A validation set is used once: a later ``certify`` on any item a certificate
 consumed is refused, whatever the judge config — trying configs one after another on the same
 items until one passes is choosing on the test set. An item is the text the judge read
-(request, response, transcript), normalised (:mod:`._item_text`: invisible characters dropped,
-NFKC, case-folded, whitespace collapsed), so renaming, relabelling, re-spacing, re-casing it or
-slipping a zero-width space into it does not make it new. A judge's attempts under
-a policy are counted in the ledger too: each takes δ / ``attempts`` of the policy's error budget,
-and one past the budget is refused. What the ledger counts is its journal
+(request, response, transcript), normalised (:mod:`assay.inputs._item_text`: invisible
+characters dropped, NFKC, case-folded, whitespace collapsed), so renaming, relabelling,
+re-spacing, re-casing it or slipping a zero-width space into it does not make it new. A
+judge's attempts under a policy are counted in the ledger too: each takes δ / ``attempts`` of
+the policy's error budget, and one past the budget is refused. What the ledger counts is its journal
 (:mod:`._ledger_journal`), which keeps a certificate's items and share of δ when its folder is
 deleted.
 
@@ -44,18 +44,20 @@ from assay._json import loads as load_json
 from assay._yaml import read_input
 from assay.decisions import _ledger_journal as journal
 from assay.decisions._finished import judged_items, read_evaluate_run
-from assay.decisions._item_text import (
-    CONFUSABLES,
-    NORMALISED,
-    Rule,
-    fingerprints_under,
-    item_keys,
-    used_keys,
-)
 from assay.decisions._ledger_journal import entry_of
 from assay.errors import ConfigError, RunError
 from assay.evaluation import verdict_names
-from assay.inputs import data_fingerprint, first_error, samples_of
+from assay.inputs import (
+    CONFUSABLES,
+    NORMALISED,
+    Rule,
+    data_fingerprint,
+    fingerprints_under,
+    first_error,
+    item_keys,
+    samples_of,
+    used_keys,
+)
 from assay.metrics import MetricBound, Policy, Undefinable, fmt, fmt_level, inconsistency
 from assay.programs import JudgeConfig
 from assay.report import Report, Table
@@ -257,7 +259,7 @@ def _counted(
 
 
 def _refuse_repeats(run_dir: Path, items: list[Item]) -> None:
-    """Refuse items that repeat another's text under another id (:func:`~._item_text.item_keys`:
+    """Refuse items that repeat another's text under another id (:func:`~assay.inputs.item_keys`:
     re-spaced, re-cased, an invisible character added…): a certificate's trials are distinct
     items, and copies of the ones the judge gets right would raise its bounds. The epochs of an
     Inspect sample are not copies (each judged on its own transcript): they are bounded as one
@@ -304,7 +306,7 @@ def _signed_entry(entry: dict[str, Any], ledger_id: str, ledger: Path) -> dict[s
 
 def _check_unused(entries: list[tuple[Path, dict[str, Any]]], items: list[Item]) -> None:
     """Refuse when a certificate in the ledger already consumed any of these items (compared
-    under the fingerprint rule that certificate used: :func:`~._item_text.fingerprints_under`)."""
+    under the fingerprint rule that certificate used: :func:`~assay.inputs.fingerprints_under`)."""
     mine: dict[object, list[set[str]]] = {}
     for path, earlier in entries:
         rule = earlier.get("fingerprint_rule")

@@ -12,8 +12,9 @@ is called: the runs are read back, and the result is a run of its own (``conform
 ``metrics.json``, report.md / report.html, MLflow).
 
 An applied item that is a calibration item — by id, or by the text the judge read, normalised
-as a certificate's consumed items are (:mod:`._item_text`) — gets its set but is left out of the
-coverage (``overlap``): measured on the items q̂ was fitted to, coverage would be in-sample.
+as a certificate's consumed items are (:mod:`assay.inputs._item_text`) — gets its set but is
+left out of the coverage (``overlap``): measured on the items q̂ was fitted to, coverage would
+be in-sample.
 
 The guarantee is for items exchangeable with the calibration items *that got probabilities*:
 items left unscored (or without logprobs) are counted and get no set, never a made-up one.
@@ -30,9 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay._files import check_writable
 from assay.decisions._finished import judged_items, read_evaluate_run
-from assay.decisions._item_text import used_keys
 from assay.errors import ConfigError, RunError
-from assay.inputs import EvaluateConfig, RunConfig, samples_of
+from assay.inputs import EvaluateConfig, RunConfig, samples_of, used_keys
 from assay.metrics import MetricValue, Undefinable
 from assay.report import Block, Items, Report, Row, Table, report_markdown
 from assay.runs import Run, RunState, TrackedRun, flatten_metrics, write_atomic
@@ -264,7 +264,7 @@ def _labelled(
     run_dir: Path, config: EvaluateConfig, judged: dict[str, Judgment], state: RunState
 ) -> tuple[dict[str, int], dict[str, frozenset[str]], dict[str, str]]:
     """The reference score of each judged item that has one, each judged item's keys (its
-    text's, :func:`~._item_text.item_keys`, and the sample it is an epoch of: an Inspect log's
+    text's, :func:`~assay.inputs.item_keys`, and the sample it is an epoch of: an Inspect log's
     epochs share their sample's input and reference, so one on each side is the same item
     twice) and what a split keeps together (:func:`~assay.inputs.samples_of`): the run's data
     read again, and refused unless it is the data the run judged (``judged_items``)."""

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from assay.decisions._item_text import item_keys, same_items
 from assay.errors import ConfigError, DataError
-from assay.inputs import EvaluateConfig, sample_of
+from assay.inputs import EvaluateConfig, item_keys, same_items, sample_of
 from assay.metrics import MeanEstimate
 from assay.scale import Scale
 from assay.types import Item, Judgment
@@ -127,7 +126,7 @@ class Pool:
     @functools.cached_property
     def samples(self) -> list[str | None]:
         """The items each item is one item with, by position: its run's items that share its
-        text or its Inspect sample (:func:`~._item_text.same_items`: the same text under other
+        text or its Inspect sample (:func:`~assay.inputs.same_items`: the same text under other
         ids, the epochs of one sample), named by run and group; None for an item alone. Never
         across runs: a --validation run's copy of an item is counted by :func:`same_texts`."""
         by_run: dict[str, list[int]] = {}

@@ -5,14 +5,15 @@ or GEPA) agrees with those labels because it was fitted to them; measured on the
 agreement, a paired comparison with the judge it came from and a certificate all overstate it.
 So every tuning is recorded — the tuned judge (its config hash, its program state's content
 digest and the MLflow URIs it can be loaded by) and the items it saw (ids, and the text the
-judge read normalised as a certificate's consumed items are: :mod:`._item_text`, invisible
-characters dropped, NFKC, case-folded, whitespace collapsed, look-alike letters folded) — in the
-ledger of the runs folder it was tuned from, signed with the signing key. Each record is added
-through the ledger's tuning journal (:data:`._ledger_journal.TUNINGS`: signed lines chained to
-one another, their head kept with the signing key's records, found by the key's identity), as a
-certificate is through the certificates' journal: what is refused is what the journal holds,
-and every record folder besides — a record's folder deleted leaves its items refused, and a
-journal removed, cut back or edited is refused in one line.
+judge read normalised as a certificate's consumed items are:
+:mod:`assay.inputs._item_text`, invisible characters dropped, NFKC, case-folded, whitespace
+collapsed, look-alike letters folded) — in the ledger of the runs folder it was tuned from, signed
+with the signing key. Each record is added through the ledger's tuning journal
+(:data:`._ledger_journal.TUNINGS`: signed lines chained to one another, their head kept with the
+signing key's records, found by the key's identity), as a certificate is through the certificates'
+journal: what is refused is what the journal holds, and every record folder besides — a record's
+folder deleted leaves its items refused, and a journal removed, cut back or edited is refused in one
+line.
 A decision rule fitted on labels is a tuning too (``assay calibrate``: a threshold, an isotonic
 or a Platt map on a judge's P(positive)): its record names the judge whose probabilities it was
 fitted on, and every judge that decides from those probabilities by a threshold or a map — the
@@ -38,15 +39,15 @@ from assay import _signing
 from assay._json import loads as load_json
 from assay.decisions import _ledger_journal as journal
 from assay.decisions._certify import _ledger_id, ledger_of
-from assay.decisions._item_text import (
+from assay.decisions._ledger_journal import TUNINGS
+from assay.errors import RunError
+from assay.inputs import (
     CONFUSABLES,
     NORMALISED,
     Rule,
     fingerprints_under,
     used_keys,
 )
-from assay.decisions._ledger_journal import TUNINGS
-from assay.errors import RunError
 from assay.programs import JudgeConfig, is_mlflow_uri, resolve_program_state, state_file_digest
 from assay.runs import file_lock, write_json
 from assay.types import Item, PlainName, stable_hash

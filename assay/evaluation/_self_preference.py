@@ -123,7 +123,7 @@ def self_preference_tables(report: SelfPreferenceReport, confidence: float) -> l
     assert f is not None
     table = metric_table("Self-preference", {"self_preference Δ": delta.to_dict()}, confidence)
     note = (
-        f"{f.test}: p {_p(f.p_value)} (H0: Δ ≤ 0), Welch df {fmt(f.df, 1)}"
+        f"{f.test}: p {_p(f.p_value)} (H0: Δ = 0), Welch df {fmt(f.df, 1)}"
         + (
             f"; {f.n_without_reference} items without a reference left out"
             if f.n_without_reference
@@ -163,7 +163,7 @@ def self_preference_console(report: SelfPreferenceReport, confidence: float) -> 
     against = "against the reference" if f.adjusted else "raw scores"
     return (
         f"self-preference of family {report.judge_family}: Δ {fmt_ci(delta)} "
-        f"({fmt_level(confidence)} {f.interval}, {against}; p {_p(f.p_value)}) — {flag}"
+        f"({fmt_level(confidence)} {f.interval}, {against}; two-sided p {_p(f.p_value)}) — {flag}"
         + (f" ({f.note})" if f.note else "")
     )
 

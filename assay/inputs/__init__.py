@@ -1,6 +1,8 @@
 """The inputs of a run: its config (the models every runner's config builds on, the YAML loader,
 the config as read before it is validated), its items read from the data config, several
-annotators' labels, and stratified samples; the items by position, read from disk.
+annotators' labels, and stratified samples; the items by position, read from disk; and when two
+items are one item (the text the judge read, normalised as a person reads it, or one Inspect
+sample: :mod:`._item_text`), which every runner that counts items takes as one.
 
 Names load on first use (PEP 562): a command imports only what it reads."""
 
@@ -40,6 +42,13 @@ _WHERE = {
     "read_annotations": "_annotations",
     "stratified_sample": "_sample",
     "StoredItems": "_stored",
+    "CONFUSABLES": "_item_text",
+    "NORMALISED": "_item_text",
+    "Rule": "_item_text",
+    "fingerprints_under": "_item_text",
+    "item_keys": "_item_text",
+    "same_items": "_item_text",
+    "used_keys": "_item_text",
 }
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
@@ -54,6 +63,15 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         first_error,
         load_config,
         without_write_back,
+    )
+    from assay.inputs._item_text import (
+        CONFUSABLES,
+        NORMALISED,
+        Rule,
+        fingerprints_under,
+        item_keys,
+        same_items,
+        used_keys,
     )
     from assay.inputs._items import (
         ItemIndex,
@@ -103,6 +121,13 @@ __all__ = [
     "stratified_sample",
     "StoredItems",
     "without_write_back",
+    "CONFUSABLES",
+    "NORMALISED",
+    "Rule",
+    "fingerprints_under",
+    "item_keys",
+    "same_items",
+    "used_keys",
 ]
 assert sorted(__all__) == sorted(_WHERE)
 

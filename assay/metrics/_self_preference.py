@@ -14,7 +14,8 @@ that it confounds quality with preference.
 
 The two groups are different items, so the interval is Welch's (a t interval with the
 Welch–Satterthwaite degrees of freedom, the groups' variances not assumed equal) and the
-p-value is Welch's one-sided t-test of ``H0: Δ ≤ 0``.
+p-value is Welch's two-sided t-test of ``H0: Δ = 0`` — the test the interval inverts: p is
+below 1 − confidence exactly when the interval excludes 0 (a run flags an interval above 0).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from assay.metrics._intervals import _check_confidence
 from assay.metrics._validate import _as_1d, _same_length, as_scores
 
 WELCH = "Welch t"
-WELCH_TEST = "Welch t-test, one-sided"
+WELCH_TEST = "Welch t-test, two-sided"
 MIN_PER_GROUP = 2  # a variance needs two values
 CONFOUNDED = (
     "no human reference: the raw difference of the judge's scores confounds a preference for "
@@ -125,7 +126,7 @@ def _check_groups(own: NDArray[np.bool_], family: str, *, with_reference: bool) 
 def _welch(
     own: NDArray[np.float64], other: NDArray[np.float64], confidence: float
 ) -> tuple[float, float, float, float, float, str | None]:
-    """``(Δ, low, high, one-sided p, df, note)`` of Welch's interval and test of
+    """``(Δ, low, high, two-sided p, df, note)`` of Welch's interval and test of
     ``mean(own) − mean(other)``; nan interval and p-value when neither group varies."""
     difference = float(own.mean() - other.mean())
     v_own = float(own.var(ddof=1)) / own.size
@@ -145,5 +146,5 @@ def _welch(
 
     se = math.sqrt(se2)
     half = float(t.ppf(1 - (1 - confidence) / 2, df)) * se
-    p = float(t.sf(difference / se, df))
+    p = min(1.0, 2 * float(t.sf(abs(difference) / se, df)))
     return difference, difference - half, difference + half, p, float(df), None

@@ -103,6 +103,10 @@ class Probe(BaseModel):
         judge's own sampling and the LM cache bypassed (a rollout id of the test's own, so each
         test's placebo is a fresh sample, and a resumed run reuses it). A bias test's effect is
         measured against it: it moves only by the judge's noise."""
+        # a source whose text another repeats under another id asks the same prompt: its
+        # placebo is served the other's from the cache. Harmless: the two are one item, one
+        # cluster of every interval and test (ScoringInput.samples), so the copy adds nothing
+        # it could bias; sources of other texts never share a placebo's prompt
         meta = {"placebo": True, "rollout": placebo_rollout(test), **fields.pop("meta", {})}
         return cls.from_source(test, source, PLACEBO, settings, meta=meta, **fields)
 

@@ -468,7 +468,7 @@ def test_items_consumed_under_the_previous_rule_are_still_consumed(
     the previous rule (invisible characters kept): those items with a zero-width space slipped
     in, and the same items verbatim, are still consumed."""
     from assay.decisions import _certify
-    from assay.decisions._item_text import NORMALISED, normalised
+    from assay.inputs._item_text import NORMALISED, normalised
     from assay.types import stable_hash
 
     _, cfg, _ = run
@@ -501,7 +501,7 @@ def test_items_consumed_before_look_alikes_were_folded_are_still_consumed(
     swapped in (a Greek Ι for I, a Cyrillic е for e), are still consumed — and items the
     certificate never saw are not."""
     from assay.decisions import _certify
-    from assay.decisions._item_text import VISIBLE, normalised
+    from assay.inputs._item_text import VISIBLE, normalised
     from assay.types import stable_hash
 
     _, cfg, _ = run

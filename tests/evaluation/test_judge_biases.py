@@ -131,17 +131,16 @@ def test_a_judge_favouring_its_own_family_is_flagged_and_a_fair_one_is_not(famil
         # Δ against the reference: Welch's t-test of (judge − reference), own against others
         scores = scores_of(run_dir)
         error = np.array([scores[f"i{k}"] for k in range(N_FAMILY)]) - reference
-        welch = stats.ttest_ind(error[own], error[~own], equal_var=False, alternative="greater")
-        low, high = welch.confidence_interval(0.95)  # one-sided: the lower end
+        welch = stats.ttest_ind(error[own], error[~own], equal_var=False)  # two-sided
         f = sp["figures"]
         assert f["adjusted"] is True
         assert f["difference"] == pytest.approx(error[own].mean() - error[~own].mean())
         assert f["p_value"] == pytest.approx(welch.pvalue)
         assert f["df"] == pytest.approx(welch.df)
-        two_sided = stats.ttest_ind(error[own], error[~own], equal_var=False)
-        ci = two_sided.confidence_interval(0.95)
+        ci = welch.confidence_interval(0.95)
         assert (f["ci_low"], f["ci_high"]) == pytest.approx((ci.low, ci.high))
         assert (f["ci_low"] > 0) is flagged
+        assert (f["p_value"] < 0.05 and f["difference"] > 0) is flagged
 
         report = (run_dir / "report.md").read_text()
         assert "## Self-preference" in report

@@ -1,4 +1,4 @@
-"""Self-preference: Welch's interval and one-sided test against scipy and statsmodels, and by
+"""Self-preference: Welch's interval and two-sided test against scipy and statsmodels, and by
 seeded simulation a judge that adds +δ to its own family's outputs flagged, a fair judge
 covered at 0 — also when its family's outputs are really better, which the raw difference
 would take for a preference."""
@@ -28,7 +28,7 @@ def panel(rng, n: int, delta: float, quality_gap: float = 0.0):
     return judge, generators, human
 
 
-def test_welch_interval_and_one_sided_p_value_equal_scipy_and_statsmodels():
+def test_welch_interval_and_two_sided_p_value_equal_scipy_and_statsmodels():
     rng = np.random.default_rng(1)
     judge, generators, human = panel(rng, 90, 0.4)
     res = self_preference(judge, generators, "gpt", reference=human, confidence=0.9)
@@ -40,8 +40,8 @@ def test_welch_interval_and_one_sided_p_value_equal_scipy_and_statsmodels():
     ci = two_sided.confidence_interval(0.9)
     assert (res.ci_low, res.ci_high) == pytest.approx((ci.low, ci.high), abs=1e-12)
     assert res.df == pytest.approx(two_sided.df)
-    greater = ttest_ind(errors[own], errors[~own], equal_var=False, alternative="greater")
-    assert res.p_value == pytest.approx(greater.pvalue, abs=1e-12)
+    assert res.p_value == pytest.approx(two_sided.pvalue, abs=1e-12)
+    assert res.test == "Welch t-test, two-sided"
     compare = CompareMeans(DescrStatsW(errors[own]), DescrStatsW(errors[~own]))
     low, high = compare.tconfint_diff(alpha=0.1, usevar="unequal")
     assert (res.ci_low, res.ci_high) == pytest.approx((low, high), abs=1e-12)
@@ -147,3 +147,28 @@ def test_no_variation_in_either_group_has_no_interval():
     assert res.difference == 1.0
     assert math.isnan(res.ci_low) and math.isnan(res.p_value)
     assert "no variation" in res.note
+
+
+def test_the_p_value_is_below_one_minus_confidence_exactly_when_the_interval_excludes_0():
+    """One test: the printed p-value and the flag (an interval above 0) never disagree. The
+    audited case — errors whose one-sided p was 0.042 while the 95% interval held 0, printed
+    beside "not flagged" — now has scipy's two-sided p, 0.083."""
+    rng = np.random.default_rng(17)
+    n = 40
+    ref = rng.integers(1, 6, n).astype(float)
+    noise = rng.integers(-1, 2, n)
+    judge = np.clip(ref + noise + (np.arange(n) < 20) * (rng.random(n) < 0.25), 1, 5)
+    generators = np.array(["gpt"] * 20 + ["claude"] * 20)
+    res = self_preference(judge, generators, "gpt", reference=ref, confidence=0.95)
+    own = generators == "gpt"
+    errors = judge - ref
+    scipy_p = ttest_ind(errors[own], errors[~own], equal_var=False).pvalue
+    assert res.p_value == pytest.approx(scipy_p, abs=1e-12)
+    assert res.p_value == pytest.approx(0.0835, abs=1e-4) and res.ci_low < 0
+    for seed in range(200):
+        r = np.random.default_rng(seed)
+        judge, generators, human = panel(r, 30, float(r.choice([0.0, 0.3, 0.6, -0.4])))
+        for confidence in (0.9, 0.95):
+            res = self_preference(judge, generators, "gpt", reference=human, confidence=confidence)
+            excludes = res.ci_low > 0 or res.ci_high < 0
+            assert (res.p_value < 1 - confidence) is excludes, (seed, confidence)

@@ -166,8 +166,8 @@ def test_epochs_that_differ_are_resampled_by_sample_not_by_epoch(tmp_path, judge
     ]
     assert (rate.value, rate.n, rate.count) == (26 / 36, 36, 26)
     assert rate.note == (
-        "bootstrap resampled 12 clusters (source items, the epochs of an Inspect sample "
-        "together), not the 36 units"
+        "bootstrap resampled 12 clusters (source items, the epochs of an Inspect sample and "
+        "the repeats of a text together), not the 36 units"
     )
     by_sample = cluster_mean(outcomes, [s for s in range(SAMPLES) for _ in (1, 2, 3)])
     by_epoch = cluster_mean(outcomes, list(range(3 * SAMPLES)))

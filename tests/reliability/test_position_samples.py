@@ -467,3 +467,38 @@ def test_a_run_without_a_generator_does_not_name_one(tmp_path, sheet_judge, caps
     assert "no generator or validator" in md and "no generator or validator" in html
     assert "local" not in md, [line for line in md.splitlines() if "local" in line]
     assert "generator `" not in md and "embedded local model" not in md
+
+
+def test_the_position_note_does_not_promise_flip_rate_0_of_a_judge_that_samples(tmp_path):
+    """A fair judge answering a coin on 30% of calls flips pairs by chance with no position
+    bias (its placebo-corrected effect covers 0): the report's note says flip rate 0 holds for
+    a deterministic position-blind judge, and points a sampling one to the effect."""
+    import hashlib
+
+    seen: Counter = Counter()
+
+    def respond(call):
+        shown_a = call.field("response_a") or ""
+        seen[call.prompt] += 1
+        key = f"{call.prompt}{seen[call.prompt]}".encode()
+        u, coin = (b / 256 for b in hashlib.sha256(key).digest()[:2])
+        if u < 0.3:
+            return {"verdict": "A" if coin < 0.5 else "B"}
+        return {"verdict": "A" if shown_a.startswith("X") else "B"}  # X is the better
+
+    register_script("pos-fair-sampler", lambda: ScriptedEngine(respond=respond))
+    pairs = tmp_path / "pairs.csv"
+    rows = [f"p{i},Which is better ({i})?,X{i},Y{i},A" for i in range(80)]
+    pairs.write_text("\n".join(["id,request,response,response_b,expected", *rows]) + "\n")
+    judge = {"name": "pj", "task": "pairwise", "model": "scripted:pos-fair-sampler"}
+    res = run_harness(
+        harness(tmp_path, pairs, {"position_bias": {}}, [judge]), workdir=tmp_path, progress=False
+    )
+    m = res.summary.judges["pj"].tests["position_bias"]
+    effect = m.placebo.effects["swapped"]
+    assert m.scoring_metrics["flip_rate"].value > 0.1  # it flips, by chance
+    assert effect.ci_low < 0 < effect.ci_high and not effect.flagged
+    report = (res.run_dir / "report.md").read_text()
+    assert "A position-blind judge has first-position preference 0.5 and flip rate 0." not in report
+    assert "A deterministic judge that is blind to position" in report
+    assert "the placebo-corrected effect against its own flips" in report

@@ -5,11 +5,10 @@ per judge, their judgments are held at once, besides each judge's verdicts on th
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Sequence
 from math import isfinite
 
-from assay.inputs import sample_of
+from assay.inputs import repeated_samples, same_items, sample_of
 from assay.metrics import fmt_level
 from assay.programs import JudgeConfig
 from assay.reliability._config import HarnessConfig
@@ -113,27 +112,46 @@ def harness_metrics(
 
 
 def repeated_sample_of(seeds: Sequence[Item]) -> dict[str, str]:
-    """Each seed that is one of several epochs of an Inspect sample among the seeds, mapped
-    to that sample (:func:`~assay.inputs.sample_of`); empty when no sample repeats."""
-    of = {s.id: sample for s in seeds if (sample := sample_of(s)) is not None}
-    counts = Counter(of.values())
-    return {i: sample for i, sample in of.items() if counts[sample] > 1}
+    """Each seed that is one item with other seeds, mapped to the cluster of them
+    (:func:`~assay.inputs.same_items`): the epochs of an Inspect sample, and an item whose text
+    another repeats under another id (re-spaced, re-cased… as a person reads it) — the same
+    item judged again is no new evidence; empty when every seed is an item of its own."""
+    return {s.id: group for s, group in zip(seeds, same_items(seeds), strict=True) if group}
 
 
 def _epochs_clause(seeds: Sequence[Item], samples: dict[str, str], placebos: bool) -> str:
-    """What the bootstrap line says of seeds that are epochs of one Inspect sample."""
+    """What the bootstrap line says of seeds that are one item: epochs of one Inspect sample,
+    and repeats of one text under other ids."""
     if not samples:
         return ""
-    n = len(set(samples.values()))
+    epochs, n = repeated_samples(seeds)
+    # a cluster holds a repeated text when it has more than one unit: an epoch's sample, or
+    # an item that is no epoch
+    units: dict[str, set[str]] = {}
+    for s in seeds:
+        if s.id in samples:
+            units.setdefault(samples[s.id], set()).add(sample_of(s) or f"item {s.id}")
+    texts = [g for g, u in units.items() if len(u) > 1]
+    repeats = sum(1 for s in seeds if samples.get(s.id) in texts)
+    said = []
+    if epochs:
+        said.append(
+            f"{epochs} of the {len(seeds)} source items are epochs of {n} Inspect samples (the "
+            "same input and reference, judged again)"
+        )
+    if repeats:
+        said.append(
+            f"{repeats} of the {len(seeds)} source items are {len(texts)} texts written more "
+            "than once under other ids (the same text as a person reads it, judged again)"
+        )
     and_ = (
-        "; the placebo effects' intervals and tests take their counts divided by the samples' "
-        "design effect"
+        "; the placebo effects' intervals and tests take their counts divided by the "
+        f"{'samples' if not repeats else 'clusters'}' design effect"
     )
+    what = "a sample's epochs" if not repeats else "each such cluster's items"
     return (
-        f"{len(samples)} of the {len(seeds)} source items are epochs of {n} Inspect samples "
-        "(the same input and reference, judged again): every interval resamples a sample's "
-        "epochs together, as one cluster (a rate with one outcome per item too, by the cluster "
-        f"bootstrap){and_ if placebos else ''}"
+        f"{' and '.join(said)}: every interval resamples {what} together, as one cluster (a "
+        f"rate with one outcome per item too, by the cluster bootstrap){and_ if placebos else ''}"
     )
 
 

@@ -59,10 +59,11 @@ class ScoringInput:
     every judged probe of the test, scored or not (``judged``: a kind whose unit is a source's
     whole set of probes, as stability's k samples, must know which of them went unscored).
 
-    ``samples`` maps a source to the Inspect sample it is one epoch of, for the sources whose
-    sample has several epochs among the seeds (empty otherwise): the epochs of a sample share
-    its input and reference, so every interval resamples a sample's sources together
-    (:meth:`cluster`), as it resamples a source's probes together."""
+    ``samples`` maps a source to the cluster of sources it is one item with (empty otherwise):
+    the epochs of an Inspect sample, which share its input and reference, and sources whose
+    text another repeats under another id (:func:`~assay.inputs.same_items`). Every interval
+    resamples a cluster's sources together (:meth:`cluster`), as it resamples a source's probes
+    together: duplicating every source leaves every interval and p-value as they were."""
 
     verdicts: dict[str, Judgment]
     source_verdicts: dict[str, int | None]
@@ -74,10 +75,11 @@ class ScoringInput:
     samples: dict[str, str] = field(default_factory=dict)
 
     def cluster(self, source_id: str) -> str:
-        """What an interval resamples ``source_id``'s probes with: its Inspect sample's other
-        epochs (:attr:`samples`), else the source alone."""
+        """What an interval resamples ``source_id``'s probes with: the other sources it is one
+        item with (its Inspect sample's other epochs, its text's repeats: :attr:`samples`),
+        else the source alone."""
         sample = self.samples.get(source_id)
-        return source_id if sample is None else f"inspect sample {sample}"
+        return source_id if sample is None else f"one item: {sample}"
 
     def score(self, p: Probe) -> int | None:
         return self.verdicts[p.id].score
@@ -121,10 +123,10 @@ class ScoringInput:
         return cluster_mean(values, ids, what=what, **self.boot)
 
     def clustered(self, sources: list[str]) -> tuple[list[str], str] | None:
-        """The clusters of values of ``sources`` — each source with the other epochs of its
-        Inspect sample — and what they are (``clusters`` and ``what`` of
-        :func:`~assay.metrics.cluster_mean`); None when no two of the sources are epochs of one
-        sample (each source its own cluster: items independent)."""
+        """The clusters of values of ``sources`` — each source with the others it is one item
+        with: the other epochs of its Inspect sample, its text's repeats — and what they are (``clusters`` and ``what`` of
+        :func:`~assay.metrics.cluster_mean`); None when no two of the sources are one item
+        (each source its own cluster: items independent)."""
         seen = Counter(self.samples[s] for s in set(sources) if s in self.samples)
         if not any(n > 1 for n in seen.values()):
             return None
@@ -135,8 +137,9 @@ class ScoringInput:
         return self.mean([float(fn(r)) for r in rows], [r[0].source_id for r in rows])
 
 
-SAMPLE_CLUSTERS = "source items, the epochs of an Inspect sample together"
-"""What an interval resamples where sources are epochs of one Inspect sample."""
+SAMPLE_CLUSTERS = "source items, the epochs of an Inspect sample and the repeats of a text together"
+"""What an interval resamples where sources are one item: epochs of one Inspect sample, or
+one text under several ids."""
 
 SCORER_GAVE_NO_NUMBER = "undefined: the scoring kind"
 """How the note of a mean a scorer's nan left undefined begins (:meth:`ScoringInput.mean`)."""
@@ -262,7 +265,7 @@ def score_test(
     """Metrics of one test for one judge. ``verdicts`` maps probe id → judgment,
     ``source_verdicts`` maps source id → the judge's score on the source (None = unscored),
     ``source_criteria`` source id → its per-criterion scores (transcript judges), ``samples``
-    source id → the Inspect sample it repeats (:attr:`ScoringInput.samples`). A bias
+    source id → the cluster of sources it is one item with (:attr:`ScoringInput.samples`). A bias
     test's placebos are scored apart: its effects against them (``placebo``, not yet flagged:
     :func:`flag_placebo_effects` does that over the run)."""
     placebos = [p for p in probes if is_placebo(p)]

@@ -6,8 +6,9 @@ pair, an inverted question) and the source again, unchanged, with the LM cache b
 placebo). The effect of a cell is :func:`assay.metrics.placebo_effect` over the sources whose
 three verdicts are scored: flips toward the cue's verdict under the cue minus under the placebo,
 with Newcombe's paired interval and the exact one-sided McNemar p-value. A cell has one probe
-per source, so its rows are independent — unless sources are epochs of one Inspect sample: the
-interval and test then take the cell's counts divided by the samples' design effect (see
+per source, so its rows are independent — unless sources are one item (epochs of one Inspect
+sample, one text under several ids: :func:`~assay.inputs.same_items`): the interval and test
+then take the cell's counts divided by the clusters' design effect (see
 :mod:`assay.metrics._placebo`). The cells of a test share the placebo and are reported apart,
 never pooled (several cues of one source are not independent rows).
 

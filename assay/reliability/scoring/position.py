@@ -29,6 +29,16 @@ class PositionMetrics(ScoringMetrics):
     accuracy_order_averaged: MetricValue | None
 
 
+POSITION_NOTE = (
+    "A deterministic judge that is blind to position has first-position preference 0.5 and "
+    "flip rate 0; one that samples its verdicts also flips pairs by chance (a fair judge "
+    "answering a coin on 30% of pairs flips about a quarter of them), so its flip rate is no "
+    "measure of position bias — the placebo-corrected effect against its own flips on an "
+    "unchanged pair is."
+)
+"""The position table's note: what a position-blind judge shows, deterministic or not."""
+
+
 @scoring_kind("position")
 class Position(ScoringKind):
     Metrics = PositionMetrics
@@ -99,6 +109,8 @@ class Position(ScoringKind):
         return scale.label_scores["B" if probe.meta["order"] == "AB" else "A"]
 
     def section(self, rows: list[SectionRow]) -> Table | None:
+        """The report's position-bias table; its note says what a position-blind judge shows
+        (:data:`POSITION_NOTE`)."""
         if not rows:
             return None
         return Table(
@@ -126,5 +138,5 @@ class Position(ScoringKind):
                 ]
                 for _, n, m in rows
             ],
-            note="A position-blind judge has first-position preference 0.5 and flip rate 0.",
+            note=POSITION_NOTE,
         )

@@ -1,5 +1,5 @@
 """When two labelled items are one item: the text the judge read (request, response,
-transcript), normalised as a person reads it — what a certificate's consumed items, a tuned
+transcript, a pair's response B), normalised as a person reads it — what a certificate's consumed items, a tuned
 judge's held-out check and conformal's overlap with its calibration items all compare, so that
 renaming, relabelling, re-spacing, re-casing, respelling an item or writing it with look-alike
 letters of another script does not make it new.
@@ -66,7 +66,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from assay.errors import AssayError
-from assay.inputs import sample_of
+from assay.inputs._items import sample_of
 from assay.types import Item, stable_hash
 
 CONFUSABLES = "confusables-skeleton-casefold-unseen-nfkc-casefold-whitespace"
@@ -472,16 +472,22 @@ def fingerprints_under(rule: object, items: Sequence[Item]) -> list[set[str]]:
     with its case kept; under :data:`VISIBLE`, those and its fingerprint then; under
     :data:`NORMALISED`, those and that of its text with invisible characters kept; under none
     (certificates issued before items were normalised), that of its text as it is. And, under
-    every rule, its :func:`sample_keys` (which a record before them does not hold)."""
+    every rule, its :func:`sample_keys` (which a record before them does not hold); and, for a
+    pair, the fingerprints of the pair without its response B (which records before it was read
+    kept: such a record still finds its pair, and any pair with its request and response A)."""
     out = []
     for item in items:
-        out.append(_fingerprints(rule, item) | set(sample_keys(item)))
+        fingerprints = _fingerprints(rule, item) | set(sample_keys(item))
+        if isinstance(item.meta.get("response_b"), str):
+            # a record made before a pair's response B was read kept the pair without it
+            fingerprints |= _fingerprints(rule, item, pair=False)
+        out.append(fingerprints)
     return out
 
 
-def _fingerprints(rule: object, item: Item) -> set[str]:
+def _fingerprints(rule: object, item: Item, *, pair: bool = True) -> set[str]:
     """One item's text fingerprints under ``rule`` (:func:`fingerprints_under`)."""
-    text = _judged_text(item)
+    text = _judged_text(item, pair=pair)
     if rule not in (CONFUSABLES, CONTROLS_KEPT, SKELETON_CASED, VISIBLE, NORMALISED):
         return {stable_hash(text, n=32)}
     now = set(_hashes(_variants(text)[1:4]))
@@ -501,8 +507,14 @@ def _fingerprints(rule: object, item: Item) -> set[str]:
     return fingerprints
 
 
-def _judged_text(item: Item) -> dict[str, Any]:
-    return item.model_dump(mode="json", include={"request", "response", "transcript"})
+def _judged_text(item: Item, *, pair: bool = True) -> dict[str, Any]:
+    """The text the judge read: request, response, transcript, and a pair's response B
+    (``meta["response_b"]``: two pairs with one request and one response A are two items unless
+    their B is one too). ``pair=False``: without response B, as every rule read a pair before."""
+    text = item.model_dump(mode="json", include={"request", "response", "transcript"})
+    if pair and isinstance(b := item.meta.get("response_b"), str):
+        text["response_b"] = b
+    return text
 
 
 def same_items(items: Sequence[Item]) -> list[str | None]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.decisions._item_text import (
+from assay.inputs._item_text import (
     CONFUSABLES,
     CONTROLS_KEPT,
     NORMALISED,
@@ -84,7 +84,7 @@ def test_items_recorded_before_control_characters_were_dropped_are_found_again()
     """A record made under :data:`CONTROLS_KEPT` (control and private-use characters kept):
     its item is found again verbatim, an item recorded without them is found with them added,
     and an item it never saw is not."""
-    from assay.decisions._item_text import _hashes, _variants
+    from assay.inputs._item_text import _hashes, _variants
 
     def recorded_then(it: Item) -> set[str]:
         return set(_hashes(_variants(judged(it), before=True)[1:4]))
@@ -192,7 +192,7 @@ def test_items_recorded_when_the_skeleton_kept_its_case_are_found_again():
     skeleton keys: the item is found again verbatim and in the spellings that rule made one
     with it (a record cannot say more than its keys: the rule now's new spellings are caught
     for items recorded under it)."""
-    from assay.decisions._item_text import _hashes, _variants
+    from assay.inputs._item_text import _hashes, _variants
 
     def recorded_then(it: Item) -> set[str]:
         _, folded, written, _, cased_skeleton = _variants(judged(it))
@@ -210,7 +210,7 @@ def test_items_recorded_when_the_skeleton_kept_its_case_are_found_again():
 def test_the_skeleton_is_unicodes():
     """UTS #39's own example, and a skeleton is its own skeleton (every entry of the table is
     written as it is, in NFD)."""
-    from assay.decisions._item_text import _SKELETON, _skeleton, _skeleton_table
+    from assay.inputs._item_text import _SKELETON, _skeleton, _skeleton_table
 
     assert _skeleton("\U0001d52d\U0001d4b6\u1eff\U0001d561\U0001d552\u2113") == _skeleton("paypal")
     for value in _skeleton_table().values():
@@ -225,10 +225,29 @@ def test_the_confusable_classes_are_those_records_were_made_with():
     from importlib import metadata
     from importlib.util import find_spec
 
-    from assay.decisions._item_text import DATA
+    from assay.inputs._item_text import DATA
 
     package, name = DATA
     assert metadata.version("confusable-homoglyphs") == "3.3.1"  # pyproject.toml pins it
     path = Path(next(iter(find_spec(package).submodule_search_locations))) / name
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert digest == "2d8b4774cd9dc6f233a18681bc00423ae270037437f276fc6a8b80630941fe7d"
+
+
+def test_a_pair_is_one_item_with_its_response_b_only():
+    """A pair's response B is read by the judge: pairs built from one prompt's responses share
+    the request and often response A, and were one item (same_items grouped them, certify
+    refused them as repeats); the same pair under another id is still one."""
+    from assay.inputs import same_items
+
+    def pair(id: str, b: str) -> Item:
+        return Item(id=id, request="Which is better?", response="one", meta={"response_b": b})
+
+    a, b, a2 = pair("a", "two"), pair("b", "three"), pair("a2", " Two ")
+    assert same_items([a, b]) == [None, None]
+    assert set(item_keys(a)).isdisjoint(item_keys(b))
+    assert same_items([a, b, a2]) == ["item a", None, "item a"]
+    # a record made before response B was read kept a pair as its request and response A
+    # alone: it still finds the pair it consumed
+    kept_before = set(item_keys(Item(id="x", request="Which is better?", response="one")))
+    assert all(kept_before & f for f in fingerprints_under(CONFUSABLES, [a, b]))
