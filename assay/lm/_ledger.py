@@ -76,6 +76,7 @@ class _Recording:
         self.changed = threading.Condition()
         self.open = True
         self.closing = False
+        self.hurried = False  # a close waits no longer for the calls in flight
         self.in_flight: dict[_CallTracker, None] = {}  # in the order they began
 
     def send(self, record: CallRecord) -> bool:
@@ -100,24 +101,36 @@ class _Recording:
 
     def close(self, settle_s: float) -> None:
         """Stop recording once the calls in flight have ended, waiting ``settle_s`` at most (a
-        second Ctrl-C stops the wait); those still in flight then are abandoned, each noted
-        in the sink as such (:data:`ABANDONED`)."""
+        second Ctrl-C, or :meth:`stop_waiting`, stops the wait); those still in flight then are
+        abandoned, each noted in the sink as such (:data:`ABANDONED`). Once closed, it refuses
+        every new call (until :func:`record_calls` ends) and closing it again does nothing."""
         with self.changed:
+            if not self.open:
+                return
             self.closing = True
             try:
-                if self.in_flight and settle_s > 0:
+                if self.in_flight and settle_s > 0 and not self.hurried:
                     _log.warning(  # on the console: a Ctrl-C that seems ignored is pressed again
                         "assay: stopping: waiting up to %g s for %d LM calls in flight, whose "
                         "answers are paid (Ctrl-C again to stop waiting)",
                         settle_s,
                         len(self.in_flight),
                     )
-                    self.changed.wait_for(lambda: not self.in_flight, timeout=settle_s)
+                    self.changed.wait_for(
+                        lambda: not self.in_flight or self.hurried, timeout=settle_s
+                    )
             finally:
                 self.open = False
                 for call in self.in_flight:
                     call.abandoned = True
                     self.sink(CallRecord(model=call.model, calls=0, failed=ABANDONED))
+
+    def stop_waiting(self) -> None:
+        """A :meth:`close` waiting for the calls in flight (or one to come) abandons them now:
+        the second Ctrl-C of a run whose close waits in another process (a Ray actor's)."""
+        with self.changed:
+            self.hurried = True
+            self.changed.notify_all()
 
 
 _RECORDINGS: list[_Recording] = []
@@ -128,17 +141,21 @@ _ABANDONED: ContextVar[bool] = ContextVar("assay_call_abandoned", default=False)
 
 
 @contextmanager
-def record_calls(sink: Sink, settle_s: float = 0.0) -> Iterator[None]:
+def record_calls(sink: Sink, settle_s: float = 0.0) -> Iterator[_Recording]:
     """Send every call answered (and every attempt failed) in this process to ``sink`` while
     the block runs. At its end, the calls begun meanwhile and still in flight are waited for
     (``settle_s`` at most): the sink notes their answers before the LM cache keeps them; a call
     still in flight after that is noted as abandoned, and its answer kept in no cache — so no
-    answer is ever in the cache and not in the sink, and a resume asks for it again."""
+    answer is ever in the cache and not in the sink, and a resume asks for it again.
+
+    The block gets the recording, which a process that stops on another's word (a Ray actor)
+    closes before the block ends — ``close(settle_s)``, the same wait, after which every new
+    call is refused — and whose wait it can cut short (``stop_waiting()``)."""
     recording = _Recording(sink)
     with _RECORDINGS_LOCK:
         _RECORDINGS.append(recording)
     try:
-        yield
+        yield recording
     finally:
         try:
             recording.close(settle_s)

@@ -19,11 +19,12 @@ Ray is an optional dependency (``pip install 'assay[ray]'``), imported only here
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,6 +35,8 @@ from assay.errors import ConfigError, RunError
 
 if TYPE_CHECKING:
     from assay.programs import JudgeConfig
+
+_log = logging.getLogger(__name__)
 
 
 class ExecutionConfig(BaseModel):
@@ -155,7 +158,13 @@ class Worker:
     (``max_concurrency``) and returns its value with the call ledger's records of this process
     since the last result — every answered call and failed attempt reaches the driver's ledger
     with some result, whichever thread made it. What a function builds (a judge program, a
-    test's programs and LMs) it keeps here with :meth:`built`, once per key."""
+    test's programs and LMs) it keeps here with :meth:`built`, once per key.
+
+    A run that stops early (Ctrl-C, its deadline, an error) closes each actor (:meth:`close`)
+    before it kills it, from a thread of its own (the ``control`` concurrency group: the pool's
+    threads may all be on the wire): the actor's ledger closes as a local run's does, waiting
+    for the calls in flight (:data:`~assay.runs._run.SETTLE_S` at most), and refuses every call
+    after, until the actor is gone; the records no result took reach the driver's ledger then."""
 
     def __init__(self) -> None:
         import threading
@@ -168,18 +177,47 @@ class Worker:
         self._lock = threading.Lock()
         self._calls: list[Any] = []
         self._calls_lock = threading.Lock()
+        self._stopping = False  # closing: no work starts, no result takes records
+        self._returned = 0  # results that took their records with them
         self._ledger = record_calls(self._note)  # for the actor's life
-        self._ledger.__enter__()
+        self._recording = self._ledger.__enter__()  # closed by close
 
     def _note(self, record: Any) -> None:
         with self._calls_lock:
             self._calls.append(record)
 
-    def run(self, fn: Callable[..., Any], *args: Any) -> tuple[Any, list[Any]]:
+    def run(self, fn: Callable[..., Any], *args: Any) -> tuple[Any, list[Any] | None]:
+        """``(fn's value, the records since the last result)``; once the actor is closing, work
+        that had not started does nothing (``(None, None)``) and a result that comes takes no
+        records (``(value, None)``): they go to the driver with :meth:`close`'s."""
+        if self._stopping:
+            return None, None
         value = fn(self, *args)
         with self._calls_lock:
+            if self._stopping:
+                return value, None
             calls, self._calls = self._calls, []
+            self._returned += 1
         return value, calls
+
+    def close(self, settle_s: float) -> tuple[list[Any], int]:
+        """The run stopped: no work starts here any more, and the actor's ledger closes — it
+        refuses new calls, waits for those in flight (``settle_s`` at most, or until
+        :meth:`hurry`: their answers noted before the LM cache keeps them) and notes those still
+        in flight then as abandoned (:data:`~assay.lm.ABANDONED`, their answers kept in no
+        cache). Returns the records no result took, and how many results took theirs
+        (:meth:`run`): the driver fetches those it has not, which are finished already."""
+        with self._calls_lock:
+            self._stopping = True
+        self._recording.close(settle_s)
+        with self._calls_lock:
+            calls, self._calls = self._calls, []
+            return calls, self._returned
+
+    def hurry(self) -> None:
+        """:meth:`close` waits no longer (a second Ctrl-C in the driver): the calls still in
+        flight are abandoned now."""
+        self._recording.stop_waiting()
 
     def built(
         self,
@@ -303,19 +341,24 @@ def run_remote(
     """Do ``work`` on a pool of Ray actors spread over the cluster's nodes; ``on_result(i,
     value)`` runs here, in the driver, as each result arrives, and the calls it made go to this
     process's call ledger. An actor lost with its node (or its process) is replaced, and its
-    unfinished work sent to the new one; Ctrl-C or the deadline stops at once: the actors are
-    killed, calls in flight abandoned, everything finished already persisted."""
+    unfinished work sent to the new one. Ctrl-C, the deadline or an error stops the run:
+    everything finished is persisted already, and before the actors are killed their calls in
+    flight are waited for, as a local run's are (:data:`~assay.runs._run.SETTLE_S` at most;
+    :meth:`_Actors.stop`) — every answer they were served is in the ledger, the calls still in
+    flight then noted as abandoned."""
     from tqdm import tqdm
 
-    from assay.lm import note_calls  # the actors' calls, in the run's call ledger
+    from assay.runs import _run
 
     ray = _connect(execution)
     cpus = int(ray.cluster_resources().get("CPU", 1))
     n_actors = max(1, min(execution.actors or cpus, concurrency, len(work) or 1))
-    pool = _Actors(ray, n_actors, per_actor=max(1, math.ceil(concurrency / n_actors)))
+    per_actor = max(1, math.ceil(concurrency / n_actors))
+    pool = _Actors(ray, n_actors, per_actor=per_actor, settle_s=_run.SETTLE_S)
     out: list[Any] = [None] * len(work)
     finished = 0
     bar = tqdm(total=len(work), desc=desc, unit=unit, disable=not progress, dynamic_ncols=True)
+    stopped = True
     try:
         index = {pool.send(w, i): i for i, w in enumerate(work)}
         waiting = list(index)
@@ -335,8 +378,7 @@ def run_remote(
                     index[again] = i
                     waiting.append(again)
                     continue
-                value, calls = result
-                note_calls(calls, via="ray")
+                value, _ = result  # its calls are in the ledger already
                 if on_result is not None:
                     on_result(i, value)
                 out[i] = value
@@ -344,10 +386,20 @@ def run_remote(
                 if postfix is not None:
                     bar.set_postfix(**postfix(value), refresh=False)
                 bar.update(1)
+        stopped = False
     finally:
-        pool.close()  # nothing waits on a hung call: the actors go with their calls
         bar.close()
+        try:
+            if stopped:
+                pool.stop()  # the calls in flight waited for, their records noted
+        finally:
+            pool.close()  # nothing waits on a hung call: the actors go with their calls
     return out
+
+
+ANSWER_S = 5.0
+"""How long past its wait for the calls in flight a stopping run waits for an actor's answer
+(:meth:`_Actors.stop`): an actor hung or lost meanwhile is skipped, its records with it."""
 
 
 REPLACEMENTS = 3
@@ -361,16 +413,19 @@ class _Actors:
     actor of its affinity (or its turn), and a lost actor is replaced once for all the work it
     held."""
 
-    def __init__(self, ray: Any, n: int, per_actor: int) -> None:
+    def __init__(self, ray: Any, n: int, per_actor: int, settle_s: float = 0.0) -> None:
         self.ray = ray
         self.per_actor = per_actor
-        self.cls = ray.remote(num_cpus=0)(Worker)
+        self.settle_s = settle_s  # how long a stopping actor waits for its calls in flight
+        # "control": threads for close and hurry, while the pool's may all be busy
+        self.cls = ray.remote(num_cpus=0, concurrency_groups={"control": 2})(Worker)
         places = _places(ray.nodes())
         # hard placement first: Ray's view of a node that just joined may lag, and a soft
         # placement would then fall back to the driver's node
         self.nodes = [places[k % len(places)] if places else None for k in range(n)]
         self.actors = [self._start(node, soft=False) for node in self.nodes]
         self.generation = [0] * n  # how many times each actor was replaced
+        self.fetched = [0] * n  # the results of each actor (this generation) the driver got
         self.sent: dict[Any, tuple[int, int]] = {}  # ref → (actor, its generation then)
 
     def _start(self, node: str | None, *, soft: bool) -> Any:
@@ -391,18 +446,34 @@ class _Actors:
         return ref
 
     def result(self, ref: Any, unfinished: int) -> tuple[Any, list[Any]] | None:
-        """``(value, calls)`` of ``ref``; None when its actor was lost (then replaced, once
-        for all the work it held). An actor lost more than :data:`REPLACEMENTS` times ends the
-        run with one line — everything finished is already saved."""
+        """``(value, calls)`` of ``ref``, its calls noted in this process's call ledger; None
+        when its actor was lost (then replaced, once for all the work it held). An actor lost
+        more than :data:`REPLACEMENTS` times ends the run with one line — everything finished
+        is already saved."""
         from ray.exceptions import RayActorError
 
-        k, generation = self.sent.pop(ref)
+        k, generation = self.sent[ref]
         try:
-            return self.ray.get(ref)
+            result = self.ray.get(ref)
         except RayActorError as exc:
+            del self.sent[ref]
             if generation == self.generation[k]:
                 self._replace(k, exc, unfinished)
             return None
+        self._take(ref, result[1])
+        return result
+
+    def _take(self, ref: Any, calls: list[Any]) -> None:
+        """The records of a result that took them (``ref``'s, which is sent no more), noted in
+        this process's call ledger — whole, a Ctrl-C meanwhile raised after: a result's records
+        are noted once, here or by :meth:`stop`, which takes every result still sent."""
+        from assay.lm import note_calls
+
+        with _whole():
+            k, generation = self.sent.pop(ref)
+            if generation == self.generation[k]:
+                self.fetched[k] += 1
+            note_calls(calls, via="ray")
 
     def _replace(self, k: int, exc: Exception, unfinished: int) -> None:
         cause = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -421,10 +492,97 @@ class _Actors:
         self.nodes[k] = places[k % len(places)] if places else None
         self.actors[k] = self._start(self.nodes[k], soft=True)
         self.generation[k] += 1
+        self.fetched[k] = 0
+
+    def stop(self) -> None:
+        """The run stopped early: each actor closes (:meth:`Worker.close`: no work starts, its
+        calls in flight are waited for, ``settle_s`` at most, those still in flight then noted
+        as abandoned), and the records it held reach this process's ledger, with those of the
+        results that arrive meanwhile — and of every result an actor says took its records,
+        finished already. Their values are not kept: the run is stopping, and a local pool keeps
+        none once it is. A second Ctrl-C stops the wait (:meth:`Worker.hurry`): the actors'
+        calls still in flight are abandoned at once. An actor lost, or silent :data:`ANSWER_S`
+        past the wait, is skipped."""
+        from ray.exceptions import RayError
+
+        from assay.lm import note_calls
+
+        ray = self.ray
+
+        def control(actor: Any, method: str, *args: Any) -> Any:
+            return getattr(actor, method).options(concurrency_group="control").remote(*args)
+
+        closing: dict[Any, int] = {}  # close's answer → its actor
+        returned: dict[int, int] = {}  # actor → the results that took records, as it said
+
+        def owed() -> bool:  # a result that took records has not reached this process yet
+            return any(n > self.fetched[k] for k, n in returned.items())
+
+        def settle(end: float) -> None:
+            """The records of the closes and results that come, until ``end`` at most."""
+            while (closing or owed()) and (left := end - time.monotonic()) > 0:
+                pending = [*closing, *self.sent]
+                ready, rest = ray.wait(pending, num_returns=1, timeout=left)
+                if rest and ready:  # and whatever else is in already
+                    ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+                for ref in ready:
+                    try:
+                        answer = ray.get(ref)
+                    except RayError:  # its actor lost, or its work raised: nothing taken
+                        answer = None
+                    if ref not in closing:
+                        if answer is None or answer[1] is None:  # with its actor's close
+                            self.sent.pop(ref)
+                        else:
+                            self._take(ref, answer[1])
+                        continue
+                    with _whole():
+                        k = closing.pop(ref)
+                        if answer is not None:
+                            returned[k] = answer[1]
+                            note_calls(answer[0], via="ray")
+
+        try:
+            for k, actor in enumerate(self.actors):
+                closing[control(actor, "close", self.settle_s)] = k
+            if self.sent and self.settle_s > 0:
+                _log.warning(  # on the console: a Ctrl-C that seems ignored is pressed again
+                    "assay: stopping: waiting up to %g s for the LM calls in flight on %d Ray "
+                    "actors, whose answers are paid (Ctrl-C again to stop waiting)",
+                    self.settle_s,
+                    len(self.actors),
+                )
+            settle(time.monotonic() + self.settle_s + ANSWER_S)
+        except KeyboardInterrupt:  # the second: the actors wait no longer
+            for k in closing.values():
+                control(self.actors[k], "hurry")
+            settle(time.monotonic() + ANSWER_S)
+            raise
 
     def close(self) -> None:
         for actor in self.actors:
             self.ray.kill(actor)
+
+
+@contextlib.contextmanager
+def _whole() -> Iterator[None]:
+    """The block done whole: a Ctrl-C that comes meanwhile is raised once it has run (in the
+    main thread, where Python handles it; a handler set outside Python is left alone)."""
+    import signal
+    import threading
+
+    before = signal.getsignal(signal.SIGINT)
+    if before is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+        if came:
+            signal.raise_signal(signal.SIGINT)
 
 
 def _places(nodes: list[dict[str, Any]]) -> list[str]:
