@@ -1,8 +1,9 @@
 """When two labelled items are one item: the text the judge read (request, response,
-transcript, a pair's response B), normalised as a person reads it — what a certificate's consumed items, a tuned
-judge's held-out check and conformal's overlap with its calibration items all compare, so that
-renaming, relabelling, re-spacing, re-casing, respelling an item or writing it with look-alike
-letters of another script does not make it new.
+transcript, a pair's response B), normalised as a person reads it — what a certificate's
+consumed items, a tuned judge's held-out check, conformal's overlap with its calibration items
+and the harness's and estimate's clusters all compare, so that renaming, relabelling,
+re-spacing, re-casing, respelling an item or writing it with look-alike letters of another
+script does not make it new.
 
 Under the rule now (:data:`CONFUSABLES`) an item has up to three keys, and two items are one
 when they share a key:
