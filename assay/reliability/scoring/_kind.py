@@ -124,9 +124,9 @@ class ScoringInput:
 
     def clustered(self, sources: list[str]) -> tuple[list[str], str] | None:
         """The clusters of values of ``sources`` — each source with the others it is one item
-        with: the other epochs of its Inspect sample, its text's repeats — and what they are (``clusters`` and ``what`` of
-        :func:`~assay.metrics.cluster_mean`); None when no two of the sources are one item
-        (each source its own cluster: items independent)."""
+        with: the other epochs of its Inspect sample, its text's repeats — and what they are
+        (``clusters`` and ``what`` of :func:`~assay.metrics.cluster_mean`); None when no two of
+        the sources are one item (each source its own cluster: items independent)."""
         seen = Counter(self.samples[s] for s in set(sources) if s in self.samples)
         if not any(n > 1 for n in seen.values()):
             return None
