@@ -71,6 +71,25 @@ def wait_for(predicate, what: str, timeout: float = 120.0) -> None:
         time.sleep(0.02)
 
 
+def cold_warm_panel(base_url: str) -> dict:
+    """A panel judge of two members on the stub, each item two calls: ``cold`` at temperature
+    0 and ``warm`` at 0.7 (another request, so no answer of one is the other's cache hit)."""
+    member = {
+        "model": "openai/stub-model",
+        "api_base": base_url,
+        "price": PRICE,
+        "rubric": "A good response names a colour.",
+        "scale": {"kind": "binary", "labels": ["False", "True"]},
+    }
+    return {
+        "program": "panel",
+        "members": [
+            {**member, "name": "cold", "temperature": 0.0},
+            {**member, "name": "warm", "temperature": 0.7},
+        ],
+    }
+
+
 def test_results_replaced_by_retry_unscored_stay_paid_not_used(tmp_path, monkeypatch, capsys):
     """Four unparseable answers (paid), judged again with ``--retry-unscored``: the report holds
     4 used calls, 4 paid and not used, and 8 in all — what the server answered."""
@@ -139,20 +158,7 @@ def test_calls_answered_before_a_kill_are_paid_not_used_after_the_resume(
         return json.dumps({"verdict": "True"})
 
     with StubServer(respond=respond) as stub:
-        member = {
-            "model": "openai/stub-model",
-            "api_base": stub.base_url,
-            "price": PRICE,
-            "rubric": "A good response names a colour.",
-            "scale": {"kind": "binary", "labels": ["False", "True"]},
-        }
-        panel = {
-            "program": "panel",
-            "members": [
-                {**member, "name": "cold", "temperature": 0.0},
-                {**member, "name": "warm", "temperature": 0.7},  # another request: no cache hit
-            ],
-        }
+        panel = cold_warm_panel(stub.base_url)
         cfg = write_config(
             tmp_path, write_items(tmp_path, n_items), stub.base_url, retries=0, judge=panel
         )

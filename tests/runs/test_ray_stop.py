@@ -20,7 +20,7 @@ from assay.evaluation import evaluate
 from assay.inputs import EvaluateConfig
 from assay.lm import StubServer
 from assay.lm._ledger import ABANDONED
-from tests.runs.test_accounting import PRICE, wait_for, write_config
+from tests.runs.test_accounting import cold_warm_panel, wait_for, write_config
 from tests.runs.test_ray import local_ray  # noqa: F401  (the fixture)
 from tests.stub_judge import write_items
 
@@ -170,20 +170,7 @@ def test_calls_made_in_ray_work_not_yet_returned_are_paid_and_those_left_in_flig
     monkeypatch.setattr("assay.runs._run.SETTLE_S", 0.0)
     wire = CtrlCOnTheWire(held=lambda request: request.get("temperature") == 0.7)
     with StubServer(respond=wire) as stub:
-        member = {
-            "model": "openai/stub-model",
-            "api_base": stub.base_url,
-            "price": PRICE,
-            "rubric": "A good response names a colour.",
-            "scale": {"kind": "binary", "labels": ["False", "True"]},
-        }
-        panel = {
-            "program": "panel",
-            "members": [
-                {**member, "name": "cold", "temperature": 0.0},
-                {**member, "name": "warm", "temperature": 0.7},  # another request: no cache hit
-            ],
-        }
+        panel = cold_warm_panel(stub.base_url)
         said: list[str] = []
         cfg = interrupted_ray_run(tmp_path, stub, wire, said, **panel)
         assert said == []  # no wait: the calls in flight are abandoned at once
