@@ -46,10 +46,16 @@ from assay.metrics._intervals import (
     _percentile_ci,
     _replicates,
     _resample_indices,
-    canonical_order,
 )
-from assay.metrics._report import _KINDS, TRADE_OFFS, _check_threshold, _specs, _varies
-from assay.metrics._validate import category_ranks, check_k, in_category_order, label_pair
+from assay.metrics._report import (
+    _KINDS,
+    TRADE_OFFS,
+    _check_threshold,
+    _first_arrangement,
+    _specs,
+    _varies,
+)
+from assay.metrics._validate import check_k, label_pair
 from assay.metrics._value import Undefinable
 
 MCNEMAR = "McNemar exact"
@@ -183,7 +189,17 @@ def paired_comparison(
     the correction). ``higher_is_better(name)``:
     False for the metrics where a lower value is the better judge (default: all higher).
     ``labels``: the categories' names by index; how a scale lists or names categories whose
-    order means nothing moves no figure (as in :func:`agreement_metrics`).
+    order means nothing moves no figure (as in :func:`agreement_metrics`). Nor does which
+    judge is A: swapped, each judge keeps its figures and every difference is the mirror
+    image, to the last digit — its value and its interval's ends negated (the ends
+    exchanged), the p-values the same. The items are resampled sorted with the judges in the
+    order whose sorted rows come first (:func:`_first_arrangement`), A's or B's, and the
+    figures computed with them in that order, then given back to their names. Where both
+    orders sort to the same rows — B's verdicts are A's in a mirror: for each reference, as many
+    items where A says x and B says y as where A says y and B says x (clusters too), B
+    identical to A among them — A and B swapped are the same data: each judge's value is
+    the other's, every difference 0 and its interval the percentile interval and its mirror
+    image together (whichever reaches further on each side), its own mirror image.
 
     ``clusters`` (one id per item) groups items that are not independent — the epochs of one
     Inspect sample. Where a cluster holds more than one item, every metric, accuracy too, is
@@ -201,18 +217,21 @@ def paired_comparison(
     ref, b_idx, k = label_pair(reference, b, k, (names[0], names[2]))
     if kind == "binary" and k != 2:
         raise ValueError(f"a binary scale has k=2 categories, got k={k}")
-    # the figures depend neither on the rows' order nor on how the scale lists or names
-    # categories whose order means nothing
+    # the figures depend neither on the rows' order, nor on how the scale lists or names
+    # categories whose order means nothing, nor on which judge is A: the items sorted with the
+    # judges in the order whose sorted rows come first, and computed with them in that order
+    # (``flipped``: B's first), each judge's figures then given back to it and the
+    # difference's negated, so that A and B swapped give the mirror image to the last digit
     threshold = _check_threshold(threshold, k)
-    ranks = None
-    if kind == "categorical" and labels is not None:
-        labels, (ref, a_idx, b_idx) = in_category_order(
-            labels, ref, a_idx, b_idx, threshold=threshold
-        )
-    elif kind == "binary":
-        ranks = category_ranks(labels or [str(i) for i in range(k)], ref, a_idx, b_idx)
-    order = canonical_order(ref, a_idx, b_idx, ranks=ranks)
-    ref, a_idx, b_idx = ref[order], a_idx[order], b_idx[order]
+    kept, _, order, (ref, first, second), mirror = _first_arrangement(
+        kind, k, threshold, ((ref, a_idx, b_idx), (ref, b_idx, a_idx)), labels, clusters
+    )
+    flipped = kept == 1
+    a_idx, b_idx = (second, first) if flipped else (first, second)
+    judges = ("B", "A") if flipped else ("A", "B")  # the first and the second judge computed
+    # ``mirror``: (reference, B, A) sorts to the rows of (reference, A, B), clusters too — B's
+    # verdicts are A's seen in a mirror, and A and B swapped are the same data: each judge's
+    # value is the other's, the difference 0 and its interval its own mirror image
     n_resamples = _check_resamples(n_resamples)
     _check_confidence(1 - level)
     _check_confidence(power)
@@ -222,8 +241,8 @@ def paired_comparison(
 
     specs = list(
         zip(
-            _specs(kind, k, threshold, ref, a_idx, ("the reference", "judge A")),
-            _specs(kind, k, threshold, ref, b_idx, ("the reference", "judge B")),
+            _specs(kind, k, threshold, ref, first, ("the reference", f"judge {judges[0]}")),
+            _specs(kind, k, threshold, ref, second, ("the reference", f"judge {judges[1]}")),
             strict=True,
         )
     )
@@ -243,33 +262,39 @@ def paired_comparison(
     grouped = shared_clusters(clusters, order)
     n_clusters = 0 if grouped is None else int(np.unique(grouped).size)
     indices = _resample_indices(n, n_resamples, seed)
-    a_only, b_only, mcnemar_p = mcnemar_exact(ref == a_idx, ref == b_idx)
+    # the discordant counts of the judges as computed (first, second); the test is symmetric
+    first_only, second_only, mcnemar_p = mcnemar_exact(ref == first, ref == second)
+    a_only, b_only = (second_only, first_only) if flipped else (first_only, second_only)
     same = bool(np.all(a_idx == b_idx))
 
     rows = []
-    for spec_a, spec_b in specs:
-        split = len(spec_a.arrays)
+    for spec_1, spec_2 in specs:  # the first judge computed, the second
+        split = len(spec_1.arrays)
 
         def diff(
-            *arrays, fa=spec_a.statistic, fb=spec_b.statistic, split=split
+            *arrays, fa=spec_1.statistic, fb=spec_2.statistic, split=split
         ) -> NDArray[np.float64]:
             return fb(*arrays[split:]) - fa(*arrays[:split])
 
-        value_a = float(spec_a.statistic(*(x[None, :] for x in spec_a.arrays))[0])
-        value_b = float(spec_b.statistic(*(x[None, :] for x in spec_b.arrays))[0])
-        arrays = [*spec_a.arrays, *spec_b.arrays]
+        value_1 = float(spec_1.statistic(*(x[None, :] for x in spec_1.arrays))[0])
+        value_2 = float(spec_2.statistic(*(x[None, :] for x in spec_2.arrays))[0])
+        if mirror:  # the same value, summed over the items in another order
+            value_2 = value_1
+        arrays = [*spec_1.arrays, *spec_2.arrays]
         if grouped is None:
             reps = _replicates(diff, arrays, indices)
         else:
             reps = cluster_replicates(diff, arrays, grouped, n_resamples=n_resamples, seed=seed)
         defined = reps[~np.isnan(reps)]
+        computed = {judges[0]: (value_1, spec_1), judges[1]: (value_2, spec_2)}
+        value_a, value_b = computed["A"][0], computed["B"][0]
         undefined = [
             f"undefined for {who}: {spec.undefined}"
-            for who, value, spec in (("A", value_a, spec_a), ("B", value_b, spec_b))
+            for who, (value, spec) in sorted(computed.items())
             if math.isnan(value)
         ]
         notes = list(undefined)
-        if spec_a.name == "accuracy" and grouped is None:
+        if spec_1.name == "accuracy" and grouped is None:
             p, test = mcnemar_p, MCNEMAR
         else:
             p = bootstrap_p_value(reps)
@@ -284,7 +309,7 @@ def paired_comparison(
         if undefined:  # a metric undefined for a judge has no test
             p = math.nan
         se = float(np.std(defined, ddof=1)) if defined.size > 1 else math.nan
-        rows.append((spec_a.name, value_a, value_b, reps, p, test, se, notes))
+        rows.append((spec_1.name, value_a, value_b, reps, p, test, se, notes))
 
     # the family: the metrics with a test (one undefined for A or B has none)
     m = max(1, sum(not math.isnan(r[4]) for r in rows))
@@ -294,6 +319,10 @@ def paired_comparison(
     out = []
     for (name, va, vb, reps, p, test, se, notes), p_adj in zip(rows, adjusted, strict=True):
         ci = _percentile_ci(reps, ci_level)
+        # the replicates are of the second judge's figure less the first's: flipped, of A − B
+        low, high = (0.0 - ci.high, 0.0 - ci.low) if flipped else (ci.low, ci.high)
+        if mirror:  # the interval and its mirror image: they are equally the data's
+            low, high = min(low, 0.0 - high), max(high, 0.0 - low)
         higher = higher_is_better(name) if higher_is_better is not None else True
         d = vb - va
         better = None
@@ -323,8 +352,8 @@ def paired_comparison(
                 a=va,
                 b=vb,
                 delta=d,
-                ci_low=ci.low if defined_ci else None,
-                ci_high=ci.high if defined_ci else None,
+                ci_low=low if defined_ci else None,
+                ci_high=high if defined_ci else None,
                 p_value=p,
                 p_adjusted=p_adj,
                 test=test,

@@ -399,32 +399,78 @@ def _arranged(
     rater is the reference; the others read the pairs as ever, the reference's first, in the
     same order of items. Where both orders give the same pairs, either is kept: the figures
     are the same."""
-    arrangements = []
-    for flipped, (a, b) in ((False, (ref, cand)), (True, (cand, ref))):
-        coded, ranks = labels, None
-        if kind == "categorical" and labels is not None:
-            coded, (a, b) = in_category_order(labels, a, b, threshold=threshold)
-        elif kind == "binary":
-            ranks = category_ranks(labels or [str(i) for i in range(k)], a, b)
-        order = canonical_order(a, b, ranks=ranks)
-        a, b = a[order], b[order]
-        keys = (a, b) if ranks is None else (ranks[a], ranks[b])
-        sorted_pairs = _sorted_pairs(keys, shared_clusters(clusters, order))
-        arrangements.append((sorted_pairs, flipped, coded, order, *((b, a) if flipped else (a, b))))
-    first, second = arrangements
-    _, flipped, labels, order, ref, cand = second if _precedes(second[0], first[0]) else first
+    kept, labels, order, (a, b), _ = _first_arrangement(
+        kind, k, threshold, ((ref, cand), (cand, ref)), labels, clusters
+    )
+    flipped = kept == 1
+    ref, cand = (b, a) if flipped else (a, b)
     return flipped, labels, order, ref, cand
 
 
+def _first_arrangement(
+    kind: str,
+    k: int,
+    threshold: int | None,
+    arrangements: Sequence[tuple[NDArray[np.int64], ...]],
+    labels: Sequence[str] | None,
+    clusters: ArrayLike | None,
+) -> tuple[int, Sequence[str] | None, NDArray[np.intp], tuple[NDArray[np.int64], ...], bool]:
+    """Of ``arrangements`` — the same raters' arrays, the raters in different orders — the
+    one whose rows, sorted, come first: ``(kept, labels, order, arrays, tied)``, ``kept`` its
+    place in ``arrangements`` (the first of those that tie), ``arrays`` its arrays in
+    ``order`` (:func:`canonical_order` of the arrangement), coded (unordered categories with
+    ``labels``) in :func:`in_category_order`'s order of that arrangement, ``labels`` in it;
+    ``tied``: another arrangement sorts to the same rows (the same values, not only the same
+    ranks), so that its figures are the kept one's. Each arrangement is sorted with its own
+    coding; its rows are compared as the items are sorted (by :func:`category_ranks` on a
+    binary scale, then, where those tie, by the indices) and, with clusters, as each
+    cluster's sorted rows, the clusters sorted (:func:`_sorted_pairs`). Swapping the raters
+    permutes the arrangements, so the same one is kept: :func:`_arranged` (a reference and a
+    candidate) and the paired comparison (a reference and two judges) compute on the same
+    arrays whichever rater is named first."""
+    best = None
+    tied = False
+    for place, arrays in enumerate(arrangements):
+        coded, ranks = labels, None
+        if kind == "categorical" and labels is not None:
+            coded, arrays = in_category_order(labels, *arrays, threshold=threshold)
+        elif kind == "binary":
+            ranks = category_ranks(labels or [str(i) for i in range(k)], *arrays)
+        order = canonical_order(*arrays, ranks=ranks)
+        arrays = tuple(x[order] for x in arrays)
+        ids = shared_clusters(clusters, order)
+        rows = [_sorted_pairs(arrays, ids)]
+        if ranks is not None:  # the ranks first
+            rows.insert(0, _sorted_pairs(tuple(ranks[x] for x in arrays), ids))
+        if best is None or _before(rows, best[0]):
+            best, tied = (rows, place, coded, order, arrays), False
+        elif not _before(best[0], rows):
+            tied = True
+    assert best is not None
+    _, kept, coded, order, arrays = best
+    return kept, coded, order, arrays, tied
+
+
+def _before(x: list, y: list) -> bool:
+    """Whether the keys ``x`` come strictly before ``y`` (lists of :func:`_sorted_pairs`, the
+    first deciding, the next where it ties)."""
+    for a, b in zip(x, y, strict=True):
+        if _precedes(a, b):
+            return True
+        if _precedes(b, a):
+            return False
+    return False
+
+
 def _sorted_pairs(
-    keys: tuple[NDArray, NDArray], ids: NDArray | None
-) -> NDArray[np.int64] | list[tuple[tuple[int, int], ...]]:
-    """The pairs of ``keys`` (in sorted order already), one after the other in one array; where
-    clusters hold several pairs (``ids``: each pair's cluster), each cluster's sorted pairs,
-    the clusters sorted."""
+    keys: tuple[NDArray, ...], ids: NDArray | None
+) -> NDArray[np.int64] | list[tuple[tuple[int, ...], ...]]:
+    """The pairs of ``keys`` (in sorted order already; rows of three with two judges), one
+    after the other in one array; where clusters hold several pairs (``ids``: each pair's
+    cluster), each cluster's sorted pairs, the clusters sorted."""
     if ids is None:
         return np.column_stack(keys).ravel()
-    members: dict[str, list[tuple[int, int]]] = {}
+    members: dict[str, list[tuple[int, ...]]] = {}
     for pair, cluster in zip(
         zip(*(x.tolist() for x in keys), strict=True), ids.tolist(), strict=True
     ):

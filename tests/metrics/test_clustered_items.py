@@ -165,7 +165,11 @@ def test_a_paired_comparison_over_epochs_is_that_of_the_samples_alone():
             assert (got.ci_low, got.ci_high, got.p_value) == pytest.approx(
                 (want.ci_low, want.ci_high, want.p_value), abs=1e-12
             ), got.metric
-            assert naive.p_value <= got.p_value, got.metric
+            # the epochs counted as samples make a difference look surer, up to the noise of
+            # 1000 replicates: κ's difference of 0.008 has p = 1.000 counted so and 0.995 over
+            # the samples (a few replicates apart: the items are resampled in the order whose
+            # sorted rows come first, here B's, and the two draws are other draws)
+            assert naive.p_value <= got.p_value + 0.01, got.metric
             if want.items_needed is not None:
                 assert got.items_needed == 3 * want.items_needed, got.metric
 
