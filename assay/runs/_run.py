@@ -188,6 +188,12 @@ class Run:
         """``module`` imported while the calls run (what only the end needs); ``join()``."""
         return self.execution.preload(module)
 
+    def meanwhile(self, fn: Callable[[], Any]) -> Background:
+        """``fn()`` in a background thread while the LM calls are in flight — work only the end
+        of the run needs, too slow for the way to the first request; ``join()`` returns its
+        value (or raises its error)."""
+        return Background(fn, name="assay-meanwhile")
+
     def ahead(self, target: str, **kwargs: Any) -> None:
         """``module:function(**kwargs)`` the end of the run needs, done while the calls run
         (before :meth:`at_end`): away from them with ``reports_aside``, else in a thread."""

@@ -204,6 +204,9 @@ def _work(
     # the intervals' exact quantiles and tails are scipy.special's (~0.25 s to import;
     # scipy.stats, which no score needs, ~0.9 s): imported meanwhile, too
     special = run.preload("scipy.special")
+    # which seeds are one item — an Inspect sample's epochs, a text written again under another
+    # id: the text keys' tables take ~0.05 s to build on first use, built meanwhile too
+    clusters = run.meanwhile(lambda: scoring.join().repeated_sample_of(seeds))
     if not (store.path / "seeds.jsonl").exists():
         store.write_text("seeds.jsonl", (s.model_dump_json() + "\n" for s in seeds))
 
@@ -250,6 +253,7 @@ def _work(
         generated,
         reviewed,
         data_fingerprint=data_fingerprint(seeds),
+        samples=clusters.join(),
         pairs=notes.get("pairs"),  # the pairs built from a score column, and those skipped
     )
     del judgments

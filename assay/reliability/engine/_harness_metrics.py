@@ -39,14 +39,15 @@ def harness_metrics(
     *,
     data_fingerprint: str,
     pairs: dict[str, int] | None = None,
+    samples: dict[str, str] | None = None,
 ) -> HarnessSummary:
     """The run's metrics from what it judged, a test at a time: ``probes`` gives a test's
     probes sent to the judges, ``judgments`` each judge's file of judgments (read back for
     those probes alone); ``pairs``: what building labelled pairs from a score column counted,
-    if it did."""
+    if it did; ``samples``: :func:`repeated_sample_of` the seeds, when it is known already."""
     b = config.bootstrap
     seed_ids = [s.id for s in seeds]  # the seeds read once (from disk, when they are stored)
-    samples = repeated_sample_of(seeds)
+    samples = repeated_sample_of(seeds) if samples is None else samples
     sources = {cfg.name: _SourceVerdicts(seed_ids, judgments[cfg.name]) for cfg in judge_cfgs}
     per_test: dict[str, dict[str, ReliabilityScores]] = {cfg.name: {} for cfg in judge_cfgs}
     counts: dict[str, int] = {}
