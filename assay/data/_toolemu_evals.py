@@ -164,7 +164,8 @@ def _other_scores(record: dict[str, Any], key: str | None) -> list[str]:
 def load_toolemu_evaluations(
     path: str | Path, *, key: str | None = None, keep_raw: bool = True
 ) -> list[dict[str, Any]]:
-    """Parse an evaluator JSONL file: one dict per line with ``line``, ``row``, ``eval_id``, ``score``, ``label``, ``raw``.
+    """Parse an evaluator JSONL file: one dict per line with ``line``, ``row``, ``eval_id``,
+    ``score``, ``label``, ``raw``.
 
     ``raw`` is the record as read; with ``keep_raw=False``, only its ``eval_id`` (what pairing
     reads), so that a run's references cost a few hundred bytes a trajectory, not the

@@ -668,7 +668,8 @@ def bounds_table(c: Certificate) -> Table:
         ["metric", "value", "bound", "bar", "n", "method", "passed"],
         rows,
         lead=(
-            f"One-sided bounds at {fmt_level(c.confidence)} jointly: each at {1 - c.delta_per_bar:.2%} "
+            f"One-sided bounds at {fmt_level(c.confidence)} jointly: each at "
+            f"{1 - c.delta_per_bar:.2%} "
             f"(Bonferroni over {len(c.results)} bars)"
             + (f"; positive = {c.event}" if c.event else "")
             + ". Rates: exact Clopper–Pearson; other metrics: one-sided percentile bootstrap "

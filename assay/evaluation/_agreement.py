@@ -187,8 +187,9 @@ def _first_record(path: Path) -> dict | None:
 def _read_judgments(
     path: Path, source: ScaleSource
 ) -> list[tuple[tuple[str, int | None], tuple[int, str]]]:
-    """``(item, score)`` per item of a judgments file, with the row and field it was read from: its verdict by its ``label`` (a judge on a
-    scale without names has none: its ``score`` is its verdict), read on ``source``'s scale —
+    """``(item, score)`` per item of a judgments file, with the row and field it was read
+    from: its verdict by its ``label`` (a judge on a scale without names has none: its
+    ``score`` is its verdict), read on ``source``'s scale —
     a run's ``score`` is its place on the run's own scale, which another scale (another label
     order, another ``positive``) may number otherwise. A label not on the scale, or a label with
     no scale to read it on, is a one-line error naming the file, row and field.

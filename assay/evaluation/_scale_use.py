@@ -289,8 +289,8 @@ def scale_use_tables(
                     ]
                     for r in m.raters
                 ],
-                lead=f"A {m.model}, fitted on {m.n_items} items{sample}; {fmt_level(confidence)} Wald "
-                "intervals. Discrimination: how much a rater's scores follow the items' latent "
+                lead=f"A {m.model}, fitted on {m.n_items} items{sample}; "
+                f"{fmt_level(confidence)} Wald intervals. Discrimination: how much a rater's scores follow the items' latent "
                 "quality (near 0: it cannot tell items apart). Severity: how much less likely, in "
                 "log-odds, it gives an average item a higher category than the raters' average "
                 "(they sum to 0; positive strict, negative lenient). Mean scores are 0-based scale "

@@ -15,8 +15,8 @@ when they share a key:
   selectors, Khmer inherent vowels, musical-symbol formatting controls, the code points Unicode
   reserves as ignorable; and, since :data:`CONFUSABLES`, control characters that are no
   whitespace and private-use ones, a braille blank read as a space: :func:`unseen`), then
-  NFKC, case-folded, NFKC again, whitespace runs collapsed to one space and stripped — with every character Unicode lists as confusable (UTS #39's
-  confusables) written as the ASCII character it imitates (Cyrillic ``е`` as ``e``, Greek
+  NFKC, case-folded, NFKC again, whitespace runs collapsed to one space and stripped — with
+  every character Unicode lists as confusable (UTS #39's confusables) written as the ASCII character it imitates (Cyrillic ``е`` as ``e``, Greek
   ``ι`` as ``i``), or as its class is written in a skeleton when it imitates none, and
   normalised again. Two texts one case-fold apart share it.
 - *as written*: the same fold on the text before it is case-folded, each look-alike written as

@@ -89,8 +89,9 @@ class JudgeReliability:
     """One judge under the fitted model: its confusion matrix (``confusion[c][l]`` = P(verdict
     ``l`` | class ``c``)), its expected accuracy, the recall of every class and, where the fit
     was told the positive class, its sensitivity (that class's recall) and specificity (the
-    other's), each with its bootstrap interval. ``n`` counts the items it judged; a judge with none (it abstained on
-    every item) has every figure undefined (nan, with the note saying why)."""
+    other's), each with its bootstrap interval. ``n`` counts the items it judged; a judge with
+    none (it abstained on every item) has every figure undefined (nan, with the note saying
+    why)."""
 
     judge: Hashable
     n: int
@@ -342,8 +343,8 @@ def dawid_skene(
     ``k`` is the number of classes (default: the largest verdict + 1). ``positive`` (two
     classes only): the class that is positive — a binary scale's score 1, class 1 of 0/1
     verdicts —, whose recall is each judge's sensitivity and the other class's its specificity;
-    without it there are none (a nominal scale's two labels have no positive class). Items without any
-    verdict are left out and counted in ``n_items_dropped``. At least three judges are needed.
+    without it there are none (a nominal scale's two labels have no positive class). Items
+    without any verdict are left out and counted in ``n_items_dropped``. At least three judges are needed.
     ``clusters`` (item id → its cluster; an item not in it is its own): items that are not
     independent — the epochs of one Inspect sample — are resampled together, each replicate
     drawing as many clusters as there are with all their items (``resampled_clusters`` says

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -166,19 +166,15 @@ def _specs(
             flipped=flipped,
         )
 
-    def symmetric(name: str, statistic: Callable[..., NDArray[np.float64]], why: str) -> _Spec:
-        return _Spec(name, statistic, both, why, flipped=flipped)
+    def symmetric(
+        name: str, statistic: Callable[..., NDArray[np.float64]], why: str, **more: Any
+    ) -> _Spec:
+        """A metric that reads both raters alike: computed on ``both``."""
+        return _Spec(name, statistic, both, why, flipped=flipped, **more)
 
     specs = [
         kappa("kappa_categorical", both, k, same),
-        _Spec(
-            "accuracy",
-            _accuracy_batched,
-            both,
-            "",
-            rate=_counted(agree, everything, ""),
-            flipped=flipped,
-        ),
+        symmetric("accuracy", _accuracy_batched, "", rate=_counted(agree, everything, "")),
     ]
     if kind == "ordinal":
         specs += [
@@ -207,14 +203,7 @@ def _specs(
                     why_undefined=lacks,
                 ),
             ),
-            _Spec(
-                "error_rate",
-                _error_rate_batched,
-                both,
-                "",
-                rate=_counted(~agree, everything, ""),
-                flipped=flipped,
-            ),
+            symmetric("error_rate", _error_rate_batched, "", rate=_counted(~agree, everything, "")),
             _Spec(
                 "false_positive_rate",
                 _false_positive_rate_batched,
