@@ -138,6 +138,10 @@ _RECORDINGS_LOCK = threading.Lock()
 # set in a thread (or task) once a call of its was abandoned: the rest of that work, which a
 # closed run no longer waits for, makes no further call
 _ABANDONED: ContextVar[bool] = ContextVar("assay_call_abandoned", default=False)
+# the recordings open where the work began (a run's pool threads run in a copy of its
+# context): once one has closed, that work makes no further call — else a thread still busy
+# after its run closed would make a call no ledger notes, its answer kept in the LM cache
+_BEGUN_UNDER: ContextVar[tuple[_Recording, ...]] = ContextVar("assay_recordings", default=())
 
 
 @contextmanager
@@ -154,6 +158,7 @@ def record_calls(sink: Sink, settle_s: float = 0.0) -> Iterator[_Recording]:
     recording = _Recording(sink)
     with _RECORDINGS_LOCK:
         _RECORDINGS.append(recording)
+    under = _BEGUN_UNDER.set((*_BEGUN_UNDER.get(), recording))
     try:
         yield recording
     finally:
@@ -162,6 +167,10 @@ def record_calls(sink: Sink, settle_s: float = 0.0) -> Iterator[_Recording]:
         finally:
             with _RECORDINGS_LOCK:
                 _RECORDINGS.remove(recording)
+            try:
+                _BEGUN_UNDER.reset(under)
+            except ValueError:  # closed from another thread (a Ray actor's control group)
+                pass
 
 
 def _emit(record: CallRecord) -> None:
@@ -281,11 +290,13 @@ class _CallTracker:
 def ledger_tracker(model: str, price: tuple[float, float] | None) -> Iterator[None]:
     """Around one LM call of ``model``: its answers are noted in the ledger (when one is
     recording: in flight for it until the block ends), and a cached answer's usage is handed
-    to the enclosing usage tracker. A call after one abandoned in this thread (or task) is
-    refused: its run has closed."""
+    to the enclosing usage tracker. A call after one abandoned in this thread (or task), or
+    begun by work whose run's recording has closed since (a pool thread still busy after its
+    run stopped: :func:`~assay.runs.run_pool` runs each task in a copy of the run's context), is
+    refused: no ledger would note it."""
     import dspy
 
-    if _ABANDONED.get():
+    if _ABANDONED.get() or not all(r.open for r in _BEGUN_UNDER.get()):
         raise RunError("the run this LM call was made for has closed: it makes no new call")
     parent = dspy.settings.usage_tracker
     with _RECORDINGS_LOCK:

@@ -4,6 +4,7 @@ and an exit that never waits on a hung request."""
 
 from __future__ import annotations
 
+import contextvars
 import heapq
 import itertools
 import queue
@@ -83,8 +84,11 @@ def run_pool(
             key = (results is mores, len(results))
             results.append(None)
             submitted[key] = w
-            # a completion queue: O(1) per result (waiting on a set of futures is O(pending))
-            pool.submit(fn, w).add_done_callback(lambda f, key=key: finished.put((key, f)))
+            # in a copy of this thread's context: the call ledger knows the run a call is for
+            # (a call after that run closed is refused, not made unrecorded); a completion
+            # queue: O(1) per result (waiting on a set of futures is O(pending))
+            future = pool.submit(contextvars.copy_context().run, fn, w)
+            future.add_done_callback(lambda f, key=key: finished.put((key, f)))
 
     try:
         submit()

@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 from assay.cli import main
+from assay.errors import RunError
 from assay.evaluation._evaluate import evaluate_metrics
 from assay.lm import StubServer
-from assay.lm._ledger import ABANDONED
+from assay.lm._ledger import ABANDONED, ledger_tracker, record_calls
+from assay.runs import run_pool
 from tests.processes import assay_process
 from tests.stub_judge import N_ITEMS, stub_config, write_items
 
@@ -435,6 +437,39 @@ def test_selective_apply_prints_what_its_call_ledger_holds(tmp_path, monkeypatch
 
     s = SelectiveSummary.model_validate(summary)
     assert all(line in out.splitlines() for line in cost_lines(s.usage, s.spend))
+
+
+def test_work_still_busy_after_its_run_closed_makes_no_call_the_ledger_misses():
+    """From the Python API a stopped run's pool does not wait for its tasks: one whose LM call
+    ended while the run's ledger closed, and which then begins another call, is refused — the
+    call would be noted in no ledger (its run's is closed) and its answer kept in the LM cache,
+    where a resume would take it as "no call made"."""
+    noted: list = []
+    closed, done = threading.Event(), threading.Event()
+    second: list[str] = []
+    recording: list = []
+
+    def task(_: int) -> None:
+        with ledger_tracker("openai/stub", None):  # the first call, in flight at Ctrl-C
+            _thread.interrupt_main()
+            while not recording[0].closing:  # the run's close waits for it
+                time.sleep(0.01)
+        closed.wait()  # the run has closed: its ledger takes no more records
+        try:
+            with ledger_tracker("openai/stub", None):
+                second.append("made")
+        except RunError as e:
+            second.append(str(e))
+        done.set()
+
+    with pytest.raises(KeyboardInterrupt):
+        with record_calls(noted.append, settle_s=600.0) as rec:
+            recording.append(rec)
+            run_pool([0], task, concurrency=1, progress=False)
+    closed.set()
+    done.wait()
+    assert second == ["the run this LM call was made for has closed: it makes no new call"]
+    assert noted == []  # the first call ended before its close without an answer to note
 
 
 def test_the_call_ledger_is_read_as_it_streams_past(tmp_path):
