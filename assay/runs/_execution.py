@@ -5,6 +5,7 @@ A runner says *what* may overlap its LM calls; this module decides how:
 
     with Run.open(config, h, ..., reports_aside=True, after_first_answer=True) as run:
         scoring = run.preload("pkg.stats")         # needed at the end: imported meanwhile
+        keys = run.meanwhile(lambda: index(items))  # the end's work on this process's data
         run.ahead("pkg.report:warm_up")              # the end needs it: done while calls run
         run.aside("pkg.web:remember", pairs=...)     # worth doing only away from the calls
         slots = run.call_slots(8)                     # the first call's end releases warm-ups
@@ -33,7 +34,7 @@ import contextlib
 import json
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 # light: the command line imports this module before anything heavy (see command_started)
@@ -81,6 +82,12 @@ class Execution:
         """``module`` imported in the background while the LM calls are in flight (what only
         the end of the run needs); ``join()`` returns the module."""
         return preload(module)
+
+    def meanwhile(self, fn: Callable[[], Any]) -> Background:
+        """``fn()`` in a background thread of this process while the LM calls are in flight
+        (work the end needs, on objects a helper interpreter does not have); ``join()``
+        returns its value."""
+        return Background(fn, name="assay-meanwhile")
 
     def ahead(self, target: str, **kwargs: Any) -> None:
         """``module:function(**kwargs)`` (JSON arguments), which the end of the run needs, done

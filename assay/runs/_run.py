@@ -192,7 +192,7 @@ class Run:
         """``fn()`` in a background thread while the LM calls are in flight — work only the end
         of the run needs, too slow for the way to the first request; ``join()`` returns its
         value (or raises its error)."""
-        return Background(fn, name="assay-meanwhile")
+        return self.execution.meanwhile(fn)
 
     def ahead(self, target: str, **kwargs: Any) -> None:
         """``module:function(**kwargs)`` the end of the run needs, done while the calls run
