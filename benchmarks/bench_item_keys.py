@@ -1,9 +1,10 @@
 """What working out an item's keys costs (certify's consumed items, tuning records, conformal's
 overlap, estimate's shared items: :mod:`assay.inputs._item_text`), per item, in CPU time.
 
-N two-field items (a request and a response of some 150 characters each) of four kinds: ASCII,
-accented Latin, Cyrillic, and ASCII with look-alike letters of other scripts swapped in. Each
-kind is timed once over all N items, after one item has built the confusable tables.
+N two-field items (a request and a response of some 150 characters each) of five kinds: ASCII,
+accented Latin, Cyrillic, ASCII with look-alike letters of other scripts swapped in, and ASCII
+with a third of its words in a terminal's colours (escape sequences). Each kind is timed once
+over all N items, after one item has built the confusable tables.
 
     PYTHONPATH=$PWD python benchmarks/bench_item_keys.py            # 100,000 items a kind
     PYTHONPATH=$PWD python benchmarks/bench_item_keys.py 20000
@@ -27,6 +28,7 @@ KINDS = {
     "accented": [*WORDS, "café", "naïve", "résumé"],
     "cyrillic": ["снег", "красный", "трава", "зелёная", "ответ"],
     "look-alikes": [w.replace("e", "\u0435").replace("o", "\u03bf") for w in WORDS],
+    "in colour": [f"\x1b[1;3{k % 8}m{w}\x1b[0m" if k % 3 == 0 else w for k, w in enumerate(WORDS)],
 }
 
 

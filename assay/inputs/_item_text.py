@@ -2,18 +2,20 @@
 transcript, a pair's response B), normalised as a person reads it — what a certificate's
 consumed items, a tuned judge's held-out check, conformal's overlap with its calibration items
 and the harness's and estimate's clusters all compare, so that renaming, relabelling,
-re-spacing, re-casing, respelling an item or writing it with look-alike letters of another
-script does not make it new.
+re-spacing, re-casing, respelling an item, writing it with look-alike letters of another
+script or in a terminal's colours does not make it new.
 
 Under the rule now (:data:`CONFUSABLES`) an item has up to three keys, and two items are one
 when they share a key:
 
-- *folded*: the text as :data:`VISIBLE` normalises it — characters nobody sees dropped (every
-  format character, Unicode category Cf: zero-width space and joiners, soft hyphen, byte-order
-  mark, direction marks, tag characters…, and every other default-ignorable code point:
+- *folded*: the text as :data:`VISIBLE` normalises it — since :data:`CONFUSABLES`, a
+  terminal's escape sequences dropped first, each whole (below: :data:`ESCAPES`); characters
+  nobody sees dropped (every format character, Unicode category Cf: zero-width space and
+  joiners, soft hyphen, byte-order mark, direction marks, tag characters…, and every other
+  default-ignorable code point:
   variation selectors, the combining grapheme joiner, Hangul fillers, Mongolian free variation
   selectors, Khmer inherent vowels, musical-symbol formatting controls, the code points Unicode
-  reserves as ignorable; and, since :data:`CONFUSABLES`, control characters that are no
+  reserves as ignorable; and, since :data:`ESCAPES_KEPT`, control characters that are no
   whitespace and private-use ones, a braille blank read as a space: :func:`unseen`), then
   NFKC, case-folded, NFKC again, whitespace runs collapsed to one space and stripped — with
   every character Unicode lists as confusable (UTS #39's confusables) written as the ASCII character it imitates (Cyrillic ``е`` as ``e``, Greek
@@ -36,6 +38,35 @@ when they share a key:
   ``fail`` and ``fall`` stay two — and so, the limit of folding case and look-alikes one after
   the other, does ``HOME`` re-cased to ``home`` in a text with a look-alike elsewhere.
 
+*Escape sequences.* A terminal shows ``"\\x1b[1mHow do I pick a lock?\\x1b[0m"`` as ``How do
+I pick a lock?`` in bold: the ESC is a control character, dropped with the others, but the rest
+of its sequence (``[1m``) is no text either, and kept it made the item new. Each sequence is
+dropped whole, before anything else, where ECMA-48 (and ECMA-35 for escape sequences) says one
+is, as terminals read it (their DEC parser):
+
+- a control sequence (CSI: colours, cursor moves, erasing): ESC ``[`` or its 8-bit form U+009B,
+  parameter bytes 0x30–0x3F, intermediate bytes 0x20–0x2F, a final byte 0x40–0x7E;
+- a control string, with what it holds: OSC (ESC ``]``: a window title, a hyperlink's target)
+  up to BEL or ST (ESC ``\\``, or U+009C); DCS, SOS, PM and APC (ESC ``P``, ``X``, ``^``,
+  ``_``) up to ST — ``\\x1b]8;;http://x\\x1b\\\\text\\x1b]8;;\\x1b\\\\`` (a link) reads ``text``;
+- any other escape sequence: ESC, intermediate bytes 0x20–0x2F, a final byte 0x30–0x7E — ESC
+  and one byte (0x40–0x5F: a C1 control written in 7 bits; 0x60–0x7E: ``ESC c`` resets the
+  terminal; 0x30–0x3F: ``ESC 7`` saves the cursor), or with intermediates (``ESC ( B`` selects
+  a character set). A terminal shows none of these bytes: ``\\x1bHi`` reads ``i``.
+
+A terminal reads a text as it comes, and never shows what it took into a sequence, even one
+that breaks off: at the end of the text, at another ESC or a C1 control (where the next one
+begins), at CAN or SUB (which cancel it) — so that part goes too, and a control string never
+ended runs to the end of the text. A control character inside a sequence (not a string) is
+acted on where it stands, the sequence going on after it: a line break or a tab inside one
+still separates words. Only what these forms take is dropped: a character beyond ASCII is no
+part of a sequence — it ends one and is shown (``\\x1bé`` reads ``é``), as is everything after
+a sequence's final byte; a lone ESC is just dropped. The 8-bit openers of control strings
+(U+0090, U+0098, U+009D, U+009E, U+009F) are dropped as the C1 controls they are, what follows
+them kept: U+0080–U+009F are also what text in UTF-8 misread as Latin-1 is full of (``Н`` read
+as ``Ð`` and U+009D), where strings read to the end would fold whole texts away. Texts with no
+ESC and no U+009B have the keys they had under :data:`ESCAPES_KEPT`, to the bit.
+
 A text in ASCII has its :data:`VISIBLE` fingerprint among its keys (its folded and as-written
 keys are that one), so an item consumed under that rule is found again under this one, and the
 other way round. Keys of different kinds are compared too: each is a text the item reads as
@@ -45,8 +76,12 @@ package ships them (its data file, read once; never its loader, which an environ
 can point elsewhere).
 
 Records written before a rule keep theirs: an item is compared with one under the rule it was
-recorded under (:func:`fingerprints_under`). Under :data:`CONTROLS_KEPT` an item matches by its
-keys as that rule read it (control characters kept) and by its keys now. Under
+recorded under (:func:`fingerprints_under`). Under :data:`ESCAPES_KEPT` an item matches by its
+keys as that rule read it (an escape sequence's ESC dropped, the rest of it kept: an item
+consumed then in colour is found again verbatim) and by its keys now (one consumed then
+without colour is found in colour); under every rule before it, by those too. Under
+:data:`CONTROLS_KEPT` an item matches by its keys as that rule read it (control characters
+kept) and by its keys now. Under
 :data:`SKELETON_CASED` (the skeleton kept its case) an item matches by that skeleton and by its
 keys now. Under :data:`VISIBLE` an item matches by its own
 text so normalised and by its keys now — an item consumed then in ASCII is found again with
@@ -70,11 +105,15 @@ from assay.errors import AssayError
 from assay.inputs._items import sample_of
 from assay.types import Item, stable_hash
 
-CONFUSABLES = "confusables-skeleton-casefold-unseen-nfkc-casefold-whitespace"
-"""How items are fingerprinted now: :data:`CONTROLS_KEPT`'s keys with every character nobody
-sees dropped (:func:`unseen`: control characters that are no whitespace, private-use ones,
-beside :func:`invisible`'s) and a blank that is no whitespace (the braille blank) read as a
-space."""
+CONFUSABLES = "confusables-skeleton-casefold-escapes-unseen-nfkc-casefold-whitespace"
+"""How items are fingerprinted now: :data:`ESCAPES_KEPT`'s keys with a terminal's escape
+sequences dropped whole first (:data:`ESCAPES`: ``\\x1b[1m``, not its ESC alone)."""
+ESCAPES_KEPT = "confusables-skeleton-casefold-unseen-nfkc-casefold-whitespace"
+"""How items were fingerprinted before escape sequences were dropped whole (their ESC dropped
+as a control, the rest of them read as text): :data:`CONTROLS_KEPT`'s keys with every
+character nobody sees dropped (:func:`unseen`: control characters that are no whitespace,
+private-use ones, beside :func:`invisible`'s) and a blank that is no whitespace (the braille
+blank) read as a space."""
 CONTROLS_KEPT = "confusables-skeleton-casefold-visible-nfkc-casefold-whitespace"
 """How items were fingerprinted before control and private-use characters were dropped:
 :data:`VISIBLE`'s text with look-alike letters folded (two keys) and the UTS #39 skeleton
@@ -87,6 +126,7 @@ then :data:`NORMALISED`'s."""
 NORMALISED = "nfkc-casefold-whitespace"
 """How items were fingerprinted before invisible characters were dropped."""
 Rule = Literal[
+    "confusables-skeleton-casefold-escapes-unseen-nfkc-casefold-whitespace",
     "confusables-skeleton-casefold-unseen-nfkc-casefold-whitespace",
     "confusables-skeleton-casefold-visible-nfkc-casefold-whitespace",
     "confusables-visible-nfkc-casefold-whitespace",
@@ -159,9 +199,61 @@ _ASCII_CONTROLS = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
 """The ASCII characters :func:`unseen` drops: its controls less the whitespace ones."""
 
 
+_IN_SEQUENCE = r"\x00-\x17\x19\x1c-\x1f\x7f"
+"""The control characters a terminal acts on inside an escape or control sequence, which goes
+on after them (DEL: ignored there): every C0 control but CAN and SUB (which cancel it) and ESC
+(which begins another)."""
+ESCAPES = re.compile(
+    rf"\x1b(?:[{_IN_SEQUENCE}]*"
+    # a control sequence (CSI): ESC [ (or U+009B, below), parameter bytes 0x30-0x3F and
+    # intermediate bytes 0x20-0x2F (in any order: a terminal ignores one out of place), a final
+    # byte 0x40-0x7E
+    rf"(?:\[[{_IN_SEQUENCE}\x20-\x3f]*[\x40-\x7e]?"
+    # a control string: OSC (ESC ]) up to BEL or ST (ESC \, whose ESC ends the string and is
+    # read next, or U+009C), DCS, SOS, PM, APC (ESC P, X, ^, _) up to ST; CAN, SUB and every
+    # C1 control end one too; a control character in one is part of it
+    rf"|\](?P<osc>[^\x07\x18\x1a\x1b\x80-\x9f]*\x07?)"
+    rf"|[PX^_](?P<string>[^\x18\x1a\x1b\x80-\x9f]*))"
+    # any other escape sequence: intermediate bytes 0x20-0x2F, a final byte 0x30-0x7E
+    rf"|[{_IN_SEQUENCE}\x20-\x2f]*[\x30-\x7e]?)"
+    rf"|\x9b[{_IN_SEQUENCE}\x20-\x3f]*[\x40-\x7e]?"
+)
+"""A terminal's escape sequences (ECMA-48's control sequences and control strings, ECMA-35's
+escape sequences) as a terminal reads them: each up to where it breaks off, if it does (the end
+of the text, CAN, SUB, another ESC, a C1 control, a character beyond ASCII) — what a terminal
+took into a sequence it never shows."""
+_ACTED_ON = {c: None for c in range(128) if c == 0x20 or not chr(c).isspace()} | {0x9B: None}
+"""A sequence's characters less those to keep in its place: the whitespace controls a
+terminal acts on inside one (a line break in a colour code still breaks the line; a space
+there is an intermediate byte, part of the sequence)."""
+_ACTED_ON_IN = re.compile(rf"[\x1b\x9b][{_IN_SEQUENCE}\x20-\x3f\[]*?[\t-\r\x1c-\x1f]")
+"""Where a whitespace control may stand inside a sequence (or before a control string's
+opener), and more: found nowhere in a text, as in most, its sequences are all dropped with
+nothing kept, without a call for each (:func:`_without_escape`)."""
+
+
+def _without_escape(match: re.Match[str]) -> str:
+    """What a terminal shows of one of :data:`ESCAPES`: the whitespace controls it acted on
+    inside it (none inside a control string, which holds them)."""
+    sequence = match.group()
+    body = max(match.start("osc"), match.start("string"))
+    if body >= 0:
+        sequence = sequence[: body - match.start()]
+    return sequence.translate(_ACTED_ON)
+
+
 def _seen(text: str) -> str:
+    """``text`` as a terminal shows it, with no escape sequence (:data:`ESCAPES`), without the
+    characters nobody sees (:func:`unseen`), a blank that is no whitespace a space."""
+    if "\x1b" in text or "\x9b" in text:
+        text = ESCAPES.sub(_without_escape if _ACTED_ON_IN.search(text) else "", text)
+    return _seen_escapes_kept(text)
+
+
+def _seen_escapes_kept(text: str) -> str:
     """``text`` without the characters nobody sees (:func:`unseen`), a blank that is no
-    whitespace a space."""
+    whitespace a space: what :data:`ESCAPES_KEPT` dropped (an escape sequence's ESC, the rest of
+    it kept)."""
     if text.isascii():
         return _ASCII_CONTROLS.sub("", text) if _ASCII_CONTROLS.search(text) else text
     return text.translate(_DROP_UNSEEN)
@@ -169,7 +261,7 @@ def _seen(text: str) -> str:
 
 def _seen_before(text: str) -> str:
     """``text`` without the characters :func:`invisible` names: what the rules before
-    :data:`CONFUSABLES` dropped (control and private-use characters kept)."""
+    :data:`ESCAPES_KEPT` dropped (control and private-use characters kept)."""
     return text if text.isascii() else text.translate(_DROP_INVISIBLE)
 
 
@@ -368,10 +460,11 @@ Keys = tuple[str, str, str, str, str]
 (:data:`CONFUSABLES`), and its skeleton with its case kept (:data:`SKELETON_CASED`)."""
 
 
-def _keys_of(text: str, before: bool = False) -> Keys:
-    """``text``'s :data:`Keys` texts; ``before``: with the characters the rules before
-    :data:`CONFUSABLES` dropped (:func:`_seen_before`), not those nobody sees."""
-    seen = _seen_before(text) if before else _seen(text)
+def _keys_of(text: str, read: Callable[[str], str] = _seen) -> Keys:
+    """``text``'s :data:`Keys` texts; ``read``: what is dropped from it first — as now
+    (:func:`_seen`), or as a rule before did (:func:`_seen_escapes_kept`,
+    :func:`_seen_before`)."""
+    seen = read(text)
     if seen.isascii():
         visible = _folded(seen)
         skeleton = _skeleton(seen)
@@ -396,34 +489,34 @@ def _caseless(skeleton: str) -> str:
     return _folded(_skeleton(_folded(skeleton)))
 
 
-_NAMES: dict[tuple[str, bool], Keys] = {}
+_NAMES: dict[tuple[str, Callable[[str], str]], Keys] = {}
 
 
-def _name(key: str, before: bool) -> Keys:
+def _name(key: str, read: Callable[[str], str]) -> Keys:
     """:func:`_keys_of` of a mapping's key: the same few names in every item (``request``,
     ``role``…), worked out once."""
-    found = _NAMES.get((key, before))
+    found = _NAMES.get((key, read))
     if found is None:
-        found = _keys_of(key, before)
+        found = _keys_of(key, read)
         if len(_NAMES) < 4096:
-            _NAMES[key, before] = found
+            _NAMES[key, read] = found
     return found
 
 
-def _variants(value: Any, before: bool = False) -> tuple[Any, Any, Any, Any, Any]:
+def _variants(value: Any, read: Callable[[str], str] = _seen) -> tuple[Any, Any, Any, Any, Any]:
     """``value`` with every string in it replaced by each of :func:`_keys_of`'s five texts."""
     if isinstance(value, str):
-        return _keys_of(value, before)
+        return _keys_of(value, read)
     if isinstance(value, dict):
         outs: tuple[dict[Any, Any], ...] = ({}, {}, {}, {}, {})
         for k, v in value.items():
-            names = _name(k, before) if isinstance(k, str) else (k, k, k, k, k)
-            texts = _variants(v, before)
+            names = _name(k, read) if isinstance(k, str) else (k, k, k, k, k)
+            texts = _variants(v, read)
             for n, out in enumerate(outs):
                 out[names[n]] = texts[n]
         return outs  # type: ignore[return-value]
     if isinstance(value, list):
-        parts = [_variants(v, before) for v in value]
+        parts = [_variants(v, read) for v in value]
         return tuple([p[n] for p in parts] for n in range(5))  # type: ignore[return-value]
     return value, value, value, value, value
 
@@ -469,13 +562,16 @@ def used_keys(item: Item) -> list[str]:
 
 def fingerprints_under(rule: object, items: Sequence[Item]) -> list[set[str]]:
     """Each item's fingerprints to compare with a record made under ``rule``: under
-    :data:`CONFUSABLES`, its keys now; under :data:`SKELETON_CASED`, those and its skeleton
-    with its case kept; under :data:`VISIBLE`, those and its fingerprint then; under
-    :data:`NORMALISED`, those and that of its text with invisible characters kept; under none
-    (certificates issued before items were normalised), that of its text as it is. And, under
-    every rule, its :func:`sample_keys` (which a record before them does not hold); and, for a
-    pair, the fingerprints of the pair without its response B (which records before it was read
-    kept: such a record still finds its pair, and any pair with its request and response A)."""
+    :data:`CONFUSABLES`, its keys now; under :data:`ESCAPES_KEPT`, those and its keys as that
+    rule read it (an escape sequence's ESC dropped, the rest of it kept), and so under every
+    rule before; under :data:`CONTROLS_KEPT`, those and its keys with control characters kept;
+    under :data:`SKELETON_CASED`, those and its skeleton with its case kept; under
+    :data:`VISIBLE`, those and its fingerprint then; under :data:`NORMALISED`, those and that of
+    its text with invisible characters kept; under none (certificates issued before items were
+    normalised), that of its text as it is. And, under every rule, its :func:`sample_keys`
+    (which a record before them does not hold); and, for a pair, the fingerprints of the pair
+    without its response B (which records before it was read kept: such a record still finds
+    its pair, and any pair with its request and response A)."""
     out = []
     for item in items:
         fingerprints = _fingerprints(rule, item) | set(sample_keys(item))
@@ -486,17 +582,30 @@ def fingerprints_under(rule: object, items: Sequence[Item]) -> list[set[str]]:
     return out
 
 
+RULES = (CONFUSABLES, ESCAPES_KEPT, CONTROLS_KEPT, SKELETON_CASED, VISIBLE, NORMALISED)
+"""Every rule items were fingerprinted under, the one now first."""
+
+
 def _fingerprints(rule: object, item: Item, *, pair: bool = True) -> set[str]:
     """One item's text fingerprints under ``rule`` (:func:`fingerprints_under`)."""
     text = _judged_text(item, pair=pair)
-    if rule not in (CONFUSABLES, CONTROLS_KEPT, SKELETON_CASED, VISIBLE, NORMALISED):
+    if rule not in RULES:
         return {stable_hash(text, n=32)}
     now = set(_hashes(_variants(text)[1:4]))
     if rule == CONFUSABLES:
         return now
-    # a record made before: its item as that rule read it (verbatim, control characters
-    # and all), or as read now (one recorded without them, found again with them added)
-    visible, *keys = _variants(text, before=True)
+    # a record made before escape sequences were dropped whole: its item as that rule read it
+    # (verbatim, ``[1m`` and all), or as read now (one recorded without them, found again in
+    # colour); every rule before it matched an item by those keys too (its keys now, then), and
+    # still does
+    if _escaped(text):
+        now |= set(_hashes(_variants(text, _seen_escapes_kept)[1:4]))
+    if rule == ESCAPES_KEPT:
+        return now
+    # a record made before control characters were dropped: its item as that rule read it
+    # (verbatim, control characters and all), or as read now (one recorded without them, found
+    # again with them added)
+    visible, *keys = _variants(text, _seen_before)
     if rule == CONTROLS_KEPT:
         fingerprints = now | set(_hashes(keys[:3]))
     elif rule == SKELETON_CASED:
@@ -506,6 +615,18 @@ def _fingerprints(rule: object, item: Item, *, pair: bool = True) -> set[str]:
     if rule == NORMALISED:
         fingerprints.add(stable_hash(normalised(text, keep_invisible=True), n=32))
     return fingerprints
+
+
+def _escaped(value: Any) -> bool:
+    """Whether a string in ``value`` (a mapping's keys too) holds an ESC or a U+009B (CSI): the
+    texts :data:`ESCAPES_KEPT` gave other keys."""
+    if isinstance(value, str):
+        return "\x1b" in value or "\x9b" in value
+    if isinstance(value, dict):
+        return any(_escaped(k) or _escaped(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_escaped(v) for v in value)
+    return False
 
 
 def _judged_text(item: Item, *, pair: bool = True) -> dict[str, Any]:

@@ -439,6 +439,8 @@ def test_a_laxer_policy_does_not_admit_a_judge_for_a_stricter_use(run, tmp_path,
         pytest.param(lambda t: t.replace("bleu", "bl\x7feu\x01"), id="DEL and SOH"),
         pytest.param(lambda t: t + "\ue000", id="private-use character"),
         pytest.param(lambda t: t.replace(" is ", " is\u2800"), id="braille blank"),
+        pytest.param(lambda t: f"\x1b[1;31m{t}\x1b[0m", id="ANSI colours"),
+        pytest.param(lambda t: f"\x1b]8;;http://x\x1b\\{t}\x1b]8;;\x1b\\", id="OSC 8 link"),
     ],
 )
 def test_the_same_items_respelled_are_still_consumed(run, tmp_path, capsys, respell):
@@ -530,6 +532,44 @@ def test_items_consumed_before_look_alikes_were_folded_are_still_consumed(
     assert (
         certify(tmp_path, other, {"name": "lax-other", "bars": {"accuracy": 0.5}}, capsys)[0] == 0
     )
+
+
+def test_items_consumed_before_escape_sequences_were_dropped_are_still_consumed(
+    run, tmp_path, capsys, monkeypatch
+):
+    """Certificates issued before a terminal's escape sequences were dropped whole recorded
+    their items under the rule before (:data:`ESCAPES_KEPT`: an ESC dropped, ``[1m`` kept):
+    items consumed then in colour are still consumed verbatim, and items consumed then without
+    colour are still consumed in colour."""
+    from assay.decisions import _certify
+    from assay.inputs._item_text import ESCAPES_KEPT, _hashes, _seen_escapes_kept, _variants
+
+    _, cfg, _ = run
+    plain = "Item {} is bleu.".format
+
+    def coloured(k: int) -> str:
+        return f"\x1b[1m{plain(k)}\x1b[0m"
+
+    def keys_then(it: Any) -> list[str]:  # what certify recorded under that rule
+        return _hashes(_variants(_certify_text(it), _seen_escapes_kept)[1:4])
+
+    consumed = [
+        (range(300, 340), plain, LAX),
+        (range(400, 440), coloured, {"name": "lax-other", "bars": {"accuracy": 0.5}}),
+    ]
+    with monkeypatch.context() as before:  # what certify wrote before
+        before.setattr(_certify, "CONFUSABLES", ESCAPES_KEPT)
+        before.setattr(_certify, "used_keys", keys_then)
+        for ks, text, policy in consumed:
+            first = fresh_run(tmp_path, cfg, ks, f"first-{ks[0]}", text=text)
+            assert certify(tmp_path, first, policy, capsys)[0] == 0
+    for cert in (tmp_path / "runs" / "certificates").glob("*/certificate.json"):
+        assert json.loads(cert.read_text())["fingerprint_rule"] == ESCAPES_KEPT
+    pol = write(tmp_path / "lax.yaml", LAX)
+    for ks in (range(300, 340), range(400, 440)):  # in colour: the first in colour now
+        again = fresh_run(tmp_path, cfg, ks, f"again-{ks[0]}", text=coloured)
+        line = one_line_refusal(capsys, ["certify", str(again), "--policy", str(pol)])
+        assert "40 of these 40 items were already consumed by certificate" in line
 
 
 def _certify_text(item: Any) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """What makes two labelled items one item (certify's consumed items, a tuned judge's held-out
-check, conformal's overlap): the text the judge read with invisible characters dropped, NFKC,
-case-folded, whitespace collapsed, look-alike letters folded (Unicode's confusables, UTS #39) —
+check, conformal's overlap): the text the judge read with a terminal's escape sequences and
+invisible characters dropped, NFKC, case-folded, whitespace collapsed, look-alike letters folded
+(Unicode's confusables, UTS #39) —
 and the property the module rests on, that no visible character normalises to an invisible one
 (so dropping them first drops them everywhere)."""
 
@@ -65,6 +66,189 @@ def test_whitespace_controls_still_separate_words():
     assert not same(item("It is\tblue."), item("It isblue."))
 
 
+@pytest.mark.parametrize(
+    "dress",
+    [
+        lambda t: f"\x1b[1m{t}\x1b[0m",
+        lambda t: f"\x1b[38;5;196m{t}\x1b[39m",
+        lambda t: t.replace("blue", "\x1b[1;34mblue\x1b[22;39m"),
+        lambda t: f"\x1b]8;;http://x\x1b\\{t}\x1b]8;;\x1b\\",
+        lambda t: f"\x1b]0;a title\x07{t}",
+        lambda t: f"\x1b(B\x1b)0\x1b7{t}\x1b8\x1bc",
+        lambda t: f"\x9b1m{t}\x9b0m",
+        lambda t: f"\x1bPq#0;2;0;0;0\x1b\\{t}\x1b_an APC string\x1b\\",
+        lambda t: t.replace(" is ", " is\x1b[\n0m"),
+        lambda t: f"\x1b[12\x1b[1m{t}\x1b[0",
+    ],
+    ids=[
+        "bold",
+        "256 colours",
+        "a word in colour",
+        "hyperlink (OSC 8, ST)",
+        "window title (OSC, BEL)",
+        "charset, cursor saved, reset",
+        "8-bit CSI",
+        "DCS and APC strings",
+        "a line break inside a sequence",
+        "broken off",
+    ],
+)
+def test_terminal_escape_sequences_do_not_make_an_item_new(dress):
+    """A terminal shows the text without its escape sequences (ECMA-48): an item in colour,
+    behind a hyperlink or under a window title is the item — the whole sequence goes, not its
+    ESC alone (which left ``[1m`` as text)."""
+    plain = item("It is blue.")
+    assert item_keys(item(dress("It is blue."), id="b")) == item_keys(plain)
+    assert not same(item(dress("It is green.")), plain)
+
+
+def test_what_a_terminal_shows_beside_an_escape_sequence_is_kept():
+    """Only what a sequence takes is dropped: a sequence written out without its ESC is text, a
+    character beyond ASCII ends a sequence and is shown, and what follows a final byte is
+    shown."""
+    coloured = item("\x1b[31mIt is red.\x1b[0m")
+    assert not same(coloured, item("[31mIt is red.[0m", id="b"))  # typed out: no colour
+    assert same(coloured, item("It is red.", id="b"))
+    assert same(item("It is \x1b[1\u00e9bleu."), item("It is \u00e9bleu.", id="b"))
+    assert not same(item("It is \x1b[1\u00e9bleu."), item("It is bleu.", id="b"))
+    assert same(item("\x1b(BIt is blue."), item("It is blue.", id="b"))  # ESC ( B, then text
+    assert same(item("It is blue.\x1b"), item("It is blue.", id="b"))  # a lone ESC
+    # the 8-bit openers of control strings are C1 controls alone (text misread as Latin-1 is
+    # full of them): what follows is kept
+    assert same(item("It is \x9dblue."), item("It is blue.", id="b"))
+
+
+def test_escape_sequences_are_read_as_a_terminal_reads_them():
+    """The fold drops what a terminal's parser (ECMA-48 as DEC terminals read it, one character
+    at a time: :func:`terminal_reading`) never shows, on seeded random texts of sequences'
+    pieces, broken ones too: the texts the fold reads with a terminal's state machine."""
+    import random
+
+    from assay.inputs._item_text import _seen, _seen_escapes_kept
+
+    rng = random.Random(5)
+    pool = [*"ab [];m0P^_X\\(B7c~\x07\x18\x1a\t\n\r\x1c\x7f\x01\u00e9\x85\x9c\x9d\x90"]
+    pool += ["\x1b", "\x1b", "\x9b", "\x1b[", "\x1b]", "1;31m", "\x1b\\"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 30)))
+        assert _seen(text) == _seen_escapes_kept(terminal_reading(text)), repr(text)
+
+
+def terminal_reading(text: str) -> str:
+    """What a terminal shows of ``text``, its controls left in place (the fold drops them): a
+    state machine after the DEC parser — ESC begins an escape sequence, ``[`` after it (or
+    U+009B) a control sequence, ``]`` an OSC string, ``P``, ``X``, ``^``, ``_`` the other
+    control strings. A whitespace control inside a sequence is acted on (shown), any other
+    dropped; CAN, SUB, a C1 control or a character beyond ASCII ends a sequence and is shown
+    (U+009B beginning a new one); ESC ends one and begins another; a string swallows all else,
+    an OSC ending at BEL too."""
+    out, state = [], "ground"
+    for c in text:
+        code = ord(c)
+        if state in ("osc", "string"):
+            if c == "\x1b" or (c == "\x07" and state == "osc"):
+                state = "escape" if c == "\x1b" else "ground"
+                continue
+            if not (c in "\x18\x1a" or 0x80 <= code <= 0x9F):
+                continue
+            state = "ground"
+        elif state != "ground":
+            if c == "\x1b":
+                state = "escape"
+                continue
+            if code < 0x20 and c not in "\x18\x1a" or code == 0x7F:
+                out.extend(c for _ in range(c.isspace()))
+                continue
+            if code < 0x80 and c not in "\x18\x1a":
+                if state == "escape":
+                    opener = {"[": "csi", "]": "osc"}.get(c, "string" if c in "PX^_" else "")
+                    state = opener or ("intermediate" if code <= 0x2F else "ground")
+                elif state == "intermediate":
+                    state = "intermediate" if code <= 0x2F else "ground"
+                else:  # a control sequence: parameter and intermediate bytes, then its final
+                    state = "csi" if code <= 0x3F else "ground"
+                continue
+            state = "ground"
+        if c == "\x1b" or c == "\x9b":
+            state = "escape" if c == "\x1b" else "csi"
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def test_items_recorded_before_escape_sequences_were_dropped_are_found_again():
+    """A record made under :data:`ESCAPES_KEPT` (an escape sequence's ESC dropped, the rest of
+    it read as text): its item in colour is found again verbatim, an item recorded without
+    colour is found in colour — under that rule and every one before it — and an item it never
+    saw is not; every fingerprint that rule gave an item is among those it has now."""
+    from assay.inputs._item_text import (
+        ESCAPES_KEPT,
+        _hashes,
+        _seen_escapes_kept,
+        _variants,
+    )
+
+    def recorded_then(it: Item) -> set[str]:
+        return set(_hashes(_variants(judged(it), _seen_escapes_kept)[1:4]))
+
+    coloured, plain = item("\x1b[1mIt is blue.\x1b[0m"), item("It is blue.")
+    for recorded, now in ((coloured, coloured), (plain, coloured), (plain, plain)):
+        (keys,) = fingerprints_under(ESCAPES_KEPT, [now])
+        assert keys & recorded_then(recorded)
+    (keys,) = fingerprints_under(ESCAPES_KEPT, [item("\x1b[1mIt is green.\x1b[0m")])
+    assert not keys & (recorded_then(coloured) | recorded_then(plain))
+    for rule in (ESCAPES_KEPT, CONTROLS_KEPT, SKELETON_CASED, VISIBLE, NORMALISED):
+        (keys,) = fingerprints_under(rule, [coloured])
+        assert recorded_then(coloured) <= keys, rule  # what the rule before gave
+        assert set(item_keys(plain)) & keys, rule
+
+
+def test_texts_without_an_escape_keep_their_keys_to_the_bit():
+    """Dropping escape sequences changes the keys of texts with an ESC or a U+009B only: the
+    examples' HarmBench and Persuade items and random texts of every kind the fold reads (C1
+    controls, invisible and private-use characters, look-alikes, other scripts) have the keys
+    :data:`ESCAPES_KEPT` gave them (a digest of them all, taken under it) — and in colour they
+    have them too."""
+    import hashlib
+    import json
+
+    items = varied_items()
+    assert len(items) == 393
+    assert not any("\x1b" in t or "\x9b" in t for it in items for t in (it.request, it.response))
+    keys = [item_keys(it) for it in items]
+    digest = hashlib.sha256(json.dumps(keys).encode()).hexdigest()
+    assert digest == "f873cba87f3deddc5b5515d8259d20b8ca7dc85430cd1358f2043a93f76f05ec"
+    for it, its_keys in zip(items, keys, strict=True):
+        dressed = it.model_copy(update={"response": f"\x1b[1;31m{it.response}\x1b[0m"})
+        assert item_keys(dressed) == its_keys, it.id
+
+
+def varied_items() -> list[Item]:
+    """The examples' HarmBench held-out items and Persuade essays, and 200 seeded random texts
+    of characters every step of the fold reads."""
+    import csv
+    import random
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "data" / "jrh"
+    items = []
+    with (root / "harmbench" / "harmbench_heldout.csv").open(newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            items.append(Item(id=row["idx"], request=row["test_case"], response=row["generation"]))
+    with (root / "persuade" / "persuade_sample.csv").open(newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            items.append(
+                Item(id=row["essay_id"], request=row["prompt_name"], response=row["full_text"])
+            )
+    rng = random.Random(2024)
+    pool = [*"abcdeIlO0 m\t\n.,;[]()", "\x07", "\x7f", "\x01", "\x85", "\x90", "\x9d", "\x9c"]
+    pool += ["\u200b", "\u00ad", "\ue000", "\u2800", "\u0435", "\u0399", "\u00e9", "\u00df"]
+    pool += ["\ufb01", "\u0416", "\u4e2d", "\U0001d408", "\u0301", "\u2060"]
+    for k in range(200):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 60)))
+        items.append(Item(id=f"r{k}", request=f"Question {k}", response=text))
+    return items
+
+
 def same(a: Item, b: Item) -> bool:
     """Whether ``a`` and ``b`` are one item: they share a key."""
     return bool(set(item_keys(a)) & set(item_keys(b)))
@@ -84,10 +268,10 @@ def test_items_recorded_before_control_characters_were_dropped_are_found_again()
     """A record made under :data:`CONTROLS_KEPT` (control and private-use characters kept):
     its item is found again verbatim, an item recorded without them is found with them added,
     and an item it never saw is not."""
-    from assay.inputs._item_text import _hashes, _variants
+    from assay.inputs._item_text import _hashes, _seen_before, _variants
 
     def recorded_then(it: Item) -> set[str]:
-        return set(_hashes(_variants(judged(it), before=True)[1:4]))
+        return set(_hashes(_variants(judged(it), _seen_before)[1:4]))
 
     with_bell, plain = item("It is blue.\x07"), item("It is blue.")
     for recorded, now in ((with_bell, with_bell), (plain, with_bell), (plain, plain)):

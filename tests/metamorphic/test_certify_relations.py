@@ -2,8 +2,8 @@
 and the items' names, and the order a scale lists its labels in (a binary scale with its
 positive named; an unordered one), leave the decision and every bound as they were — the
 certificate carries the new ids; and the items it consumed are matched on their normalised
-text, so the same items shuffled, renamed and re-encoded (NFD, CRLF, trailing spaces) are
-refused as consumed in one line.
+text, so the same items shuffled, renamed and re-encoded (NFD, CRLF, trailing spaces, in a
+terminal's colours or behind a hyperlink) are refused as consumed in one line.
 
 Each run has its own runs folder (its own ledger) unless a relation is about the ledger."""
 
@@ -182,6 +182,8 @@ def test_an_unordered_scale_s_label_order_does_not_matter(stub, tmp_path, capsys
         pytest.param(lambda t: unicodedata.normalize("NFD", t), id="NFD"),
         pytest.param(lambda t: t.replace(" ", "\r\n", 1), id="CRLF"),
         pytest.param(lambda t: t + "  ", id="trailing spaces"),
+        pytest.param(lambda t: f"\x1b[1;32m{t}\x1b[0m", id="ANSI colours"),
+        pytest.param(lambda t: f"\x1b]8;;https://x.example\x07{t}\x1b]8;;\x07", id="OSC 8 link"),
     ],
 )
 def test_the_same_items_shuffled_renamed_and_re_encoded_are_consumed(
