@@ -47,6 +47,7 @@ _WHERE = {
     "Rule": "_item_text",
     "fingerprints_under": "_item_text",
     "item_keys": "_item_text",
+    "key_groups": "_item_text",
     "same_items": "_item_text",
     "used_keys": "_item_text",
 }
@@ -70,6 +71,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         Rule,
         fingerprints_under,
         item_keys,
+        key_groups,
         same_items,
         used_keys,
     )
@@ -126,6 +128,7 @@ __all__ = [
     "Rule",
     "fingerprints_under",
     "item_keys",
+    "key_groups",
     "same_items",
     "used_keys",
 ]

@@ -98,7 +98,7 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 from assay.errors import AssayError
@@ -646,7 +646,17 @@ def same_items(items: Sequence[Item]) -> list[str | None]:
     step by step, are items that share a key with any of them —, named after its first item's
     id; an item alone is None. What a figure over labelled items must take as one unit: the
     same item repeated under new ids is no new evidence."""
-    parent = list(range(len(items)))
+    roots = key_groups([used_keys(it) for it in items])
+    sizes = Counter(roots)
+    return [f"item {items[r].id}" if sizes[r] > 1 else None for r in roots]
+
+
+def key_groups(keys: Sequence[Iterable[str]]) -> list[int]:
+    """Units that share a key are one group, and so, step by step, are units that share a key
+    with any of them: each unit's group, by position, as the position of the group's first
+    unit (a unit alone: its own). ``keys``: each unit's keys — an item's :func:`used_keys`, say,
+    with anything else that makes two units one."""
+    parent = list(range(len(keys)))
 
     def root(k: int) -> int:
         while parent[k] != k:
@@ -655,12 +665,9 @@ def same_items(items: Sequence[Item]) -> list[str | None]:
         return k
 
     first: dict[str, int] = {}
-    for k, it in enumerate(items):
-        for key in used_keys(it):
-            other = first.setdefault(key, k)
-            a, b = root(other), root(k)
+    for k, unit in enumerate(keys):
+        for key in unit:
+            a, b = root(first.setdefault(key, k)), root(k)
             if a != b:
                 parent[max(a, b)] = min(a, b)
-    roots = [root(k) for k in range(len(items))]
-    sizes = Counter(roots)
-    return [f"item {items[r].id}" if sizes[r] > 1 else None for r in roots]
+    return [root(k) for k in range(len(keys))]

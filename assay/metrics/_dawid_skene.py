@@ -29,9 +29,12 @@ depend on the rows' order).
 family or a prompt break. Two judges that err together agree more often than their confusion
 matrices predict: for every pair, on the items both judged, the observed agreement minus the
 agreement the model predicts (``Σ_c π_c Σ_l E_a[c, l] E_b[c, l]``, with the classes' shares
-among those items) is the pair's **excess agreement**, with its bootstrap interval. A pair whose
-excess is at least :data:`EXCESS_THRESHOLD` (three points of agreement) and significantly
-above 0 (the share of bootstrap replicates at or below 0, Holm-adjusted over the pairs, under
+among those items) is the pair's **excess agreement**, with its bootstrap interval — exactly 0,
+in the estimate and in every replicate, where it is within what the probability floors and the
+rounding leave of an excess of 0, or within a tenth of EM's stopping tolerance
+(:func:`_zero_band`): no sign, interval or p-value is a residue's. A pair whose excess is at
+least :data:`EXCESS_THRESHOLD` (three points of agreement) and significantly above 0 (the
+share of bootstrap replicates at or below 0, Holm-adjusted over the pairs, under
 1 − confidence) raises the warning. In simulations of five judges on 600 items, independent judges' excess
 stayed within about a point and was never flagged; one judge copying another on 70% of the
 items was flagged in 9 of 10 panels, on half of them in 7 of 10, and at 200 items rarely: no
@@ -78,9 +81,17 @@ TOLERANCE = 1e-5
 EXCESS_THRESHOLD = 0.03
 """Excess agreement of a pair of judges (observed − predicted share of items they agree on)
 from which, significantly above 0, their conditional independence visibly fails."""
-FLOATING_ZERO = 1e-6
-"""An excess agreement this small is EM's convergence left in the arithmetic (1e-10 where a
-pair agrees exactly as the model predicts), not agreement: counted as 0 by the p-value."""
+EM_RESIDUE = 0.1
+"""An excess agreement within this share of EM's stopping tolerance (1e-6 at the default
+``tol``) is 0. Where a judge's verdicts are, or nearly are, the classes (a judge right on every
+item), the excess EM converges to is 0 but the one it stops at is not: in simulated panels'
+bootstrap replicates whose excess converges to 0, EM stopped within 1e-6 of it in 78% (counted
+above 0, such residues gave a panel of 119 items with a judge right on every one p = 0.09 for
+an excess of 5e-7 [0, 1.4e-6]), further off in the rest. Scaled with ``tol``: EM run to a
+tighter tolerance stops nearer. No bound — EM stops where its objective gains less than
+``tol``, which can leave the excess further off —: what it leaves is the fit's, as in every
+figure of it."""
+_EPS = float(np.finfo(np.float64).eps)
 MIN_JUDGES = 3
 
 
@@ -287,13 +298,17 @@ def _judge_figures(
 
 
 def _pair_figures(
-    fit: _Fit, onehot: NDArray[np.float64], weights: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per replicate and pair of judges: the observed and predicted agreement (B, P)."""
+    fit: _Fit, onehot: NDArray[np.float64], weights: NDArray[np.float64], tol: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Per replicate and pair of judges: the observed and predicted agreement and the excess
+    (observed − predicted; exactly 0 within :func:`_zero_band` of it) (B, P). ``tol``: the
+    tolerance EM stopped at."""
+    n_patterns, _, k = onehot.shape
     judged = onehot.sum(axis=2)
     pairs = list(combinations(range(onehot.shape[1]), 2))
     observed = np.empty((weights.shape[0], len(pairs)))
     predicted = np.empty_like(observed)
+    band = np.empty_like(observed)
     for p, (a, c) in enumerate(pairs):
         both = weights * (judged[:, a] * judged[:, c])  # (B, n)
         total = both.sum(axis=1)
@@ -303,7 +318,45 @@ def _pair_figures(
         with np.errstate(invalid="ignore", divide="ignore"):
             observed[:, p] = (both @ same) / total
             predicted[:, p] = (shares * agree_given_class).sum(axis=1) / total
-    return observed, predicted
+            band[:, p] = _zero_band(total, k, n_patterns, tol)
+    excess = observed - predicted
+    # nan (no item judged by both in the replicate) is within no band: it stays nan
+    return observed, predicted, np.where(np.abs(excess) <= band, 0.0, excess)
+
+
+def _zero_band(
+    total: NDArray[np.float64], k: int, n_patterns: int, tol: float
+) -> NDArray[np.float64]:
+    """How near 0 an excess agreement on ``total`` items both judged is 0: the wider of what
+    the arithmetic leaves of an excess of 0 (:func:`_arithmetic_residue`) and
+    :data:`EM_RESIDUE` · ``tol``. The point estimate, every replicate (so the interval) and the
+    p-value take an excess within it as 0 alike, so that none of them has the sign of a
+    residue."""
+    return np.maximum(_arithmetic_residue(total, k, n_patterns), EM_RESIDUE * tol)
+
+
+def _arithmetic_residue(total: NDArray[np.float64], k: int, n_patterns: int) -> NDArray[np.float64]:
+    """The most the floors and the rounding can leave in an excess agreement that is 0 in
+    exact arithmetic, on ``total`` items both judged, ``k`` classes and ``n_patterns`` verdict
+    patterns. A pair agrees exactly as predicted by construction where one judge gives one
+    verdict throughout (its predicted agreement with a judge of the same items, Σ_c π_c
+    E_b[c, l], is that judge's share of verdict l) or where all judges agree on every item;
+    computed, its excess was ±1e-16 or 1e-13 to 1e-10, of either sign as the table was written
+    (a judge of one verdict with another on 60 items: +3.1e-13 as written, −2.7e-13 with the
+    judges in reverse order).
+
+    - The floors (:data:`FLOOR`, put under every confusion count before a row is normalised)
+      move a judge's confusion row, summed over the verdicts, by at most 2·k·FLOOR / N_c (N_c
+      its expected items of class c); the pair's agreement given class c by at most
+      2·k·FLOOR · (1/N_ac + 1/N_bc), weighted by the expected items of class c both judged (at
+      most N_ac and N_bc): 4·k·FLOOR per class, 4·k²·FLOOR over the classes, over ``total`` as
+      a share. (Judges that all agree leave 2·k·(k − 1)·FLOOR / total of it.)
+    - The rounding: observed and predicted are shares (at most 1), sums over the patterns and
+      the classes, each sum of m terms within m·ε (ε: float64's epsilon) of its exact value;
+      4·(patterns + k)·ε covers them and the M-step's sums they rest on.
+
+    A real excess is a share of the items: 1e-3 on a thousand, far above this."""
+    return 4.0 * k * k * FLOOR / total + 4.0 * (n_patterns + k) * _EPS
 
 
 def _replicate_figures(
@@ -319,8 +372,7 @@ def _replicate_figures(
         weights = counts[start : start + step]
         fit = _em(onehot, weights, max_iterations, tol)
         accuracy, recall = _judge_figures(fit, onehot, weights)
-        observed, predicted = _pair_figures(fit, onehot, weights)
-        parts.append((accuracy, recall, observed - predicted))
+        parts.append((accuracy, recall, _pair_figures(fit, onehot, weights, tol)[2]))
     return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
 
 
@@ -377,7 +429,7 @@ def dawid_skene(
 
     point = _em(onehot, counts, max_iterations, tol)
     accuracy, recall = _judge_figures(point, onehot, counts)
-    observed, predicted = _pair_figures(point, onehot, counts)
+    observed, predicted, point_excess = _pair_figures(point, onehot, counts, tol)
 
     ids = None
     if clusters is not None:
@@ -427,9 +479,9 @@ def dawid_skene(
         )
     from assay.metrics._multitest import holm
 
-    # the replicates at or below 0 (a floating residue of 1e-10 is 0: FLOATING_ZERO — else a
-    # pair agreeing exactly as predicted had p = 0.003); nan ones count on neither side
-    tail = (excess_b <= FLOATING_ZERO).sum(axis=0)
+    # the replicates at or below 0 (an excess within _zero_band of 0 is exactly 0 there, as in
+    # the point estimate and the interval); nan ones count on neither side
+    tail = (excess_b <= 0.0).sum(axis=0)
     defined = (~np.isnan(excess_b)).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         p_values = holm(np.where(defined > 0, (tail + 1) / (defined + 1), np.nan))
@@ -437,7 +489,7 @@ def dawid_skene(
     for p, (a, c) in enumerate(combinations(range(n_judges), 2)):
         both = int(((codes[:, a] >= 0) & (codes[:, c] >= 0)).sum())
         excess = with_ci(
-            float(observed[0, p] - predicted[0, p]),
+            float(point_excess[0, p]),
             _percentile_ci(excess_b[:, p], confidence, unit=unit),
             both,
             why_undefined="no item judged by both in the (re)sample",

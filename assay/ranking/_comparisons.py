@@ -16,6 +16,7 @@ named ``tie`` — its wins would read as ties —, while ``Tie`` is a name like 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,9 @@ COLUMNS = ("a", "b", "winner", "first", "judge")
 class Vote:
     """One judge's verdict on systems ``a`` and ``b``: ``winner`` one of them or None (a tie),
     ``first`` the one shown first (None: unknown); where it was read (``source``, ``where``: the
-    item id or the table's row)."""
+    item id or the table's row) and, for a run's, what makes its item the same item as another
+    (``item_keys``: :func:`~assay.inputs.used_keys` — the text the judge read, or the Inspect
+    sample —; a table's row reads no text and has none)."""
 
     a: str
     b: str
@@ -45,6 +48,13 @@ class Vote:
     judge: str
     source: str
     where: str
+    item_keys: tuple[str, ...] = ()
+
+    def record(self) -> dict[str, str | None]:
+        """The vote as ``comparisons.jsonl`` keeps it: every field but its item keys (hashes,
+        which say nothing read back)."""
+        fields = (f.name for f in dataclasses.fields(self) if f.name != "item_keys")
+        return {name: getattr(self, name) for name in fields}
 
 
 class RankSource(BaseModel):
@@ -164,6 +174,7 @@ def read_run(
 ) -> tuple[list[Vote], RankSource]:
     """The votes of a finished pairwise evaluate run, read back through its seal."""
     from assay.decisions import read_judge_run
+    from assay.inputs import used_keys
     from assay.programs import is_pairwise
 
     run = read_judge_run(named, tracking_uri=tracking_uri, scratch=scratch)
@@ -177,6 +188,7 @@ def read_run(
     left_out: Counter[str] = Counter()
     for item in run.items:
         x, y = _systems(named, item.id, item.meta, systems)
+        keys = tuple(used_keys(item))
         j = run.judgments[item.id]
         ballots = j.members if j.members is not None else [_ballot(j)]
         for ballot in ballots:
@@ -187,7 +199,7 @@ def read_run(
             winner = {"A": x, "B": y}.get(label or "")
             order = ballot.get("order")
             first = {"AB": x, "BA": y}.get(order) if isinstance(order, str) else None
-            votes.append(Vote(x, y, winner, first, str(ballot["judge"]), named, item.id))
+            votes.append(Vote(x, y, winner, first, str(ballot["judge"]), named, item.id, keys))
     if not votes:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(left_out.items()))
         raise RunError(f"{named}: no verdict to rank on ({reasons or 'no items'})")

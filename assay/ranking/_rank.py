@@ -9,7 +9,6 @@ of its votes and options, so the same sources and options find the finished run 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import DataError, RunError
-from assay.inputs import RunConfig
+from assay.inputs import RunConfig, key_groups
 from assay.metrics import CyclicTriads, JudgeAgreement, OrderEffect, Strength, Undefinable
 from assay.ranking._comparisons import RankSource, Vote, read_source
 from assay.runs import Run, TrackedRun
@@ -108,7 +107,7 @@ def rank(
             order_effect=order_effect,
             alpha=prior,
             confidence=confidence,
-            clusters=_items(votes, read),
+            clusters=_vote_clusters(votes, read),
         )
     except ValueError as exc:  # the votes cannot be fitted as asked: say which option helps
         why = str(exc).replace("alpha > 0", "--prior > 0")
@@ -124,7 +123,7 @@ def rank(
         prior=prior,
         confidence=confidence,
     )
-    records = [dataclasses.asdict(v) for v in votes]
+    records = [v.record() for v in votes]
     run_hash = stable_hash(
         {
             "votes": records,
@@ -174,20 +173,50 @@ def rank(
         return summary
 
 
-CLUSTERED_BY_ITEM = "cluster-robust by item"
+CLUSTERED_BY_ITEM = "cluster-robust by item: its text, in one run or several"
 """How the strengths' intervals take votes that share an item (a panel's members, several runs
-of one data set): together, as one cluster."""
+of one data set): together, as one cluster. In a ranking's hash: one made before took two runs'
+items under one id for one item, and one item under two ids for two."""
 
 
-def _items(votes: list[Vote], sources: list[RankSource]) -> list[str]:
-    """Each vote's item, the cluster its interval takes it in: a run's item id — one item's
-    votes by a panel's members, or by the judges of several runs over the same data, go
-    together —, a table's row (a row is one vote: its own)."""
+def _vote_clusters(votes: list[Vote], sources: list[RankSource]) -> list[str]:
+    """Each vote's cluster, the votes its interval takes together: a run's votes on one item —
+    the same text the judge read, or one Inspect sample (its votes' ``item_keys``), in one run
+    or several, under one id or two —; a table's row, which names no item, is a vote of its
+    own. Two runs' different items under one id are two clusters. The clusters keep the names
+    a ranking of one run gave them (``item <id>``, a table's ``<file> row <k>``), on which the
+    order the intervals sum them in rests: a second item under an id already named is named
+    with its run too."""
     kinds = {s.named: s.kind for s in sources}
-    return [
-        f"item {v.where}" if kinds.get(v.source) == "run" else f"{v.source} {v.where}"
-        for v in votes
-    ]
+    groups = key_groups([_unit_keys(v, kinds.get(v.source)) for v in votes])
+    names: dict[int, str] = {}
+    taken: set[str] = set()
+    for vote, group in zip(votes, groups, strict=True):
+        if group not in names:
+            names[group] = _cluster_name(vote, kinds.get(vote.source), taken)
+            taken.add(names[group])
+    return [names[g] for g in groups]
+
+
+def _unit_keys(vote: Vote, kind: str | None) -> list[str]:
+    """What makes a vote's item one with another's: its run and item id, and its item's text
+    keys; a table's row, its file and row alone."""
+    if kind == "run":
+        return [f"run {vote.source} item {vote.where}", *vote.item_keys]
+    return [f"table {vote.source} {vote.where}"]
+
+
+def _cluster_name(vote: Vote, kind: str | None, taken: set[str]) -> str:
+    """The name of the cluster whose first vote is ``vote``: ``item <id>`` (a table's row:
+    ``<file> row <k>``), with its run where another cluster has that name — a different item
+    under the same id in another run — (and a number where even that is taken)."""
+    name = f"item {vote.where}" if kind == "run" else f"{vote.source} {vote.where}"
+    if name in taken:
+        name = f"{name} of {vote.source}"
+    unique, k = name, 2
+    while unique in taken:
+        unique, k = f"{name} ({k})", k + 1
+    return unique
 
 
 def _tracked(config: RankConfig, s: RankSummary, run_hash: str) -> TrackedRun:

@@ -91,6 +91,27 @@ def test_agreement_warns_when_two_annotators_err_together(tmp_path, capsys):
     assert "**Warning:** the judges' errors are not independent" in agreement(tmp_path, capsys)
 
 
+def test_an_annotator_of_one_label_has_no_excess_agreement_with_the_others(tmp_path, capsys):
+    """ann4 labels every item 0: its agreement with another annotator is that one's share of
+    0s, which is what the model predicts — an excess of 0 in exact arithmetic, reported as 0
+    with an interval of [0, 0] and p = 1, on the console as in the JSON (it was the
+    rounding's: −3.3e-16 for ann0 · ann4, its interval's ends about 1e-15)."""
+    annotation_table(tmp_path)
+    rows = (tmp_path / "ann.csv").read_text().splitlines()
+    (tmp_path / "ann.csv").write_text(
+        "\n".join(r[: r.rindex(",")] + ",0" if ",ann4," in r else r for r in rows) + "\n"
+    )
+    ds = json.loads(agreement(tmp_path, capsys, "--json"))["annotators"]["dawid_skene"]
+    with_ann4 = [p for p in ds["pairs"] if "ann4" in p["judges"]]
+    assert len(with_ann4) == 4
+    for p in with_ann4:
+        excess = p["excess"]
+        assert (excess["value"], excess["ci_low"], excess["ci_high"]) == (0.0, 0.0, 0.0)
+        assert p["p_value"] == 1.0 and not p["flagged"]
+    printed = agreement(tmp_path, capsys)
+    assert re.search(r"\| ann0 · ann4 \| 0\.000 \| \[0\.000, 0\.000\] \|.*; p = 1\.000", printed)
+
+
 # -- a panel in an evaluate run ---------------------------------------------------------------
 class Personas:
     """The stub as three judges, one per served model name: item k's truth is k odd; ``good``

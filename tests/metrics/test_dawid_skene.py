@@ -282,3 +282,114 @@ def test_identical_epochs_as_clusters_give_the_items_own_intervals(m):
     # clusters of one item each: the items' own bootstrap, bit for bit
     same = dawid_skene(table, seed=3, clusters={k: f"s{k}" for k in range(80)})
     assert same.judges == alone.judges and same.dependence == alone.dependence
+
+
+def one_verdict_judge_table(n: int = 60, seed: int = 21) -> np.ndarray:
+    """Five binary judges on ``n`` items: judge 0 says 0 on every item, judges 1–4 are right
+    with probability .9, .8, .75, .7. Judge 0's agreement with any judge is that judge's share
+    of 0s, and so is the agreement the model predicts (Σ_c π_c E_b[c, 0]): their excess is 0 in
+    exact arithmetic."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, n)
+    noisy = [np.where(rng.random(n) < a, truth, 1 - truth) for a in (0.9, 0.8, 0.75, 0.7)]
+    return np.stack([np.zeros(n), *noisy], axis=1).astype(float)
+
+
+def crowdkit_excess(verdicts: np.ndarray) -> dict[tuple[int, int], float]:
+    """Every pair's observed − predicted agreement under crowd-kit's fit, computed with numpy
+    from its posteriors and confusion matrices (a verdict a judge never gave: probability 0)."""
+    theirs = crowdkit_fit(verdicts)
+    classes = sorted(theirs.probas_.columns)
+    posteriors = theirs.probas_.loc[range(verdicts.shape[0]), classes].to_numpy()
+    shares = posteriors.sum(axis=0)
+
+    def confusion(j):  # rows: the true class
+        errors = theirs.errors_.loc[j].reindex(index=classes, fill_value=0.0)[classes]
+        return errors.to_numpy().T
+
+    out = {}
+    for a in range(verdicts.shape[1]):
+        for b in range(a + 1, verdicts.shape[1]):
+            predicted = (shares * (confusion(a) * confusion(b)).sum(axis=1)).sum()
+            observed = (verdicts[:, a] == verdicts[:, b]).sum()
+            out[a, b] = float((observed - predicted) / verdicts.shape[0])
+    return out
+
+
+def test_a_judge_of_one_verdict_has_an_excess_of_exactly_0_with_the_others():
+    """crowd-kit's fit, read with numpy, gives judge 0's pairs an excess of 0 (to 1e-9), the
+    other pairs a real one. Ours is 0.0 there — the estimate and both ends of the interval —
+    with p = 1: judges 0 and 1 had −6.1e-13 [−2.3e-12, −1.1e-13], an interval below 0, beside
+    a p-value that took every replicate as 0."""
+    verdicts = one_verdict_judge_table()
+    theirs = crowdkit_excess(verdicts)
+    fit = dawid_skene(verdicts, seed=2)
+    for d in fit.dependence:
+        if 0 in d.judges:
+            assert abs(theirs[d.judges]) < 1e-9
+            assert d.excess.value == 0.0 and (d.excess.ci_low, d.excess.ci_high) == (0.0, 0.0)
+            assert d.p_value == 1.0 and not d.flagged
+        else:
+            assert d.excess.value == pytest.approx(theirs[d.judges], abs=0.01)
+            assert d.excess.value != 0.0
+
+
+@pytest.mark.parametrize("n", [13, 36, 60])
+def test_an_excess_of_0_is_the_same_however_the_table_is_written(n):
+    """The table written twice, its judges in reverse order, its rows shuffled: the same
+    verdicts, the same figures for judge 0's pairs (excess 0 in exact arithmetic). Their
+    estimate was the rounding's, and so was its sign: judges 0 and 1 on 60 items +3.1e-13 as
+    written, −2.7e-13 with the judges reversed (on 13 items the replicates at or below 0, which
+    the p-value would count without a cut-off, were 532 of 1000 as written, 453 written
+    twice)."""
+    verdicts = one_verdict_judge_table(n, seed=n)
+    rows = np.random.default_rng(0).permutation(n)
+    tables = {
+        "as is": (verdicts, lambda a: a),
+        "twice": (np.r_[verdicts, verdicts], lambda a: a),
+        "judges reversed": (verdicts[:, ::-1], lambda a: 4 - a),
+        "rows shuffled": (verdicts[rows], lambda a: a),
+    }
+    seen = {}
+    for name, (table, judge) in tables.items():
+        fit = dawid_skene(table, seed=5)
+        seen[name] = {
+            tuple(sorted(judge(j) for j in d.judges)): (
+                d.excess.value,
+                d.excess.ci_low,
+                d.excess.ci_high,
+                d.excess.note,
+                d.p_value,
+            )
+            for d in fit.dependence
+            if judge(d.judges[0]) == 0 or judge(d.judges[1]) == 0
+        }
+    for name, figures in seen.items():
+        for pair, (value, low, high, note, p) in figures.items():
+            assert (value, low, high, p) == (0.0, 0.0, 0.0, 1.0), (name, pair)
+            assert note == seen["as is"][pair][3], (name, pair)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_judges_that_agree_on_every_item_have_no_excess(k):
+    """Three judges giving the same verdict on every item: each pair agrees on every item and
+    the model, taking them for right, predicts it — 1 − 4·FLOOR / n under the floors, computed
+    8e-12 [8e-12, 8e-12] on 50 items, an interval above 0 beside p = 1. Exactly 0 now."""
+    truth = np.random.default_rng(k).integers(0, k, 50)
+    fit = dawid_skene(np.stack([truth] * 3, axis=1).astype(float), k=k)
+    for d in fit.dependence:
+        assert d.observed == 1.0
+        assert (d.excess.value, d.excess.ci_low, d.excess.ci_high, d.p_value) == (0, 0, 0, 1)
+
+
+def test_the_floors_and_the_rounding_are_0_whatever_em_stops_at():
+    """EM run to a tolerance of 1e-13 leaves no room for its own residue: what is left of an
+    excess of 0 is the floors' and the rounding's (1e-13 to 1e-10 here), which are 0 on their
+    own bound."""
+    verdicts = one_verdict_judge_table()
+    fit = dawid_skene(verdicts, tol=1e-13, max_iterations=500)
+    for d in fit.dependence:
+        if 0 in d.judges:
+            assert (d.excess.value, d.excess.ci_low, d.excess.ci_high, d.p_value) == (0, 0, 0, 1)
+        else:
+            assert abs(d.excess.value) > 1e-4

@@ -7,6 +7,7 @@ a run whose systems are named by item columns; bad input in one line each."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -545,3 +546,137 @@ def test_a_level_of_97_5_percent_is_labelled_so(tmp_path, capsys, monkeypatch):
     (run_dir,) = (tmp_path / "runs").glob("rank-*")
     report = (run_dir / "report.md").read_text()
     assert "98%" not in report and "97.5% Wald" in report
+
+
+# -- votes of several runs: which are one item ----------------------------------------------
+
+QUALITY = {"m1": 3, "m2": 2, "m3": 1}  # how many 'good' words each model's responses hold
+
+
+def models_data(path: Path, topic: str, ids: str = "p") -> None:
+    """Every ordered pair of m1, m2, m3 on four questions of ``topic``: 24 items named
+    ``<ids>0`` … ``<ids>23`` in the same order whatever the topic."""
+    lines = ["id,request,response,response_b,model_a,model_b"]
+    k = 0
+    for a in QUALITY:
+        for b in QUALITY:
+            if a != b:
+                for r in range(4):
+                    ra = " ".join(["good"] * QUALITY[a]) + f" {topic} answer {r}"
+                    rb = " ".join(["good"] * QUALITY[b]) + f" {topic} reply {r}"
+                    lines.append(f"{ids}{k},{topic} question {r}?,{ra},{rb},{a},{b}")
+                    k += 1
+    path.write_text("\n".join(lines) + "\n")
+
+
+def hashing_judge(salt: str):
+    """A pairwise judge preferring the response with more 'good' words, wrong on the pairs
+    (one in three) a hash of ``salt`` and the texts picks."""
+
+    def respond(call):
+        first, second = call.field("response_a"), call.field("response_b")
+        digest = hashlib.sha256(f"{salt}:{first}:{second}".encode()).hexdigest()
+        wrong = int(digest, 16) % 3 == 0
+        better = first.count("good") > second.count("good")
+        return {"verdict": "A" if better != wrong else "B"}
+
+    return respond
+
+
+def models_run(tmp_path: Path, name: str, topic: str, judge: str, ids: str = "p") -> str:
+    """A finished pairwise run named ``name`` of the scripted judge ``judge`` on
+    :func:`models_data`; its directory, relative to ``tmp_path``."""
+    models_data(tmp_path / f"{name}.csv", topic, ids)
+    register_script(judge, lambda: ScriptedEngine(respond=hashing_judge(judge)))
+    config = {
+        "name": name,
+        "data": {"path": f"{name}.csv", "columns": {"id": "id", "expected": None}},
+        "judge": {"name": judge, "task": "pairwise", "model": f"scripted:{judge}"},
+        "tracking": {"enabled": False},
+    }
+    (tmp_path / f"{name}.yaml").write_text(json.dumps(config))
+    assert main(["evaluate", f"{name}.yaml", "--quiet"]) in (0, 1)
+    (run_dir,) = (tmp_path / "runs").glob(f"{name}-*")
+    return f"runs/{run_dir.name}"
+
+
+def as_table(comparisons: Path, table: Path) -> None:
+    """A ranking's votes (its comparisons.jsonl) written as a table of pairs: a row each."""
+    with table.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["a", "b", "winner", "first", "judge"])
+        for line in comparisons.read_text().splitlines():
+            v = json.loads(line)
+            writer.writerow([v["a"], v["b"], v["winner"] or "tie", v["first"] or "", v["judge"]])
+
+
+RANK = ("--systems", "model_a,model_b", "--prior", "0.1", "--no-log")
+
+
+def test_two_runs_different_items_under_the_same_ids_are_two_items(tmp_path, capsys, monkeypatch):
+    """One judge over cats (p0 … p23), then over dogs under the same ids: 48 items, a vote
+    each. Pooled, the votes were clustered by id — "cluster-robust over 24 clusters", each a
+    cat and a dog —, m1's interval [-0.125, +1.192] where its votes, independent, give
+    [-0.001, +1.068]. Each vote is now an item of its own: the ranking is that of the same 48
+    votes as a table of pairs, whose rows are votes of their own, to the last bit."""
+    monkeypatch.chdir(tmp_path)
+    cats = models_run(tmp_path, "cats", "Cats", "pairer")
+    dogs = models_run(tmp_path, "dogs", "Dogs", "pairer")
+    capsys.readouterr()
+    pooled = rank_json(capsys, cats, dogs, *RANK)
+    assert pooled["n_votes"] == 48
+    assert pooled["interval"] == "Wald (observed Fisher information)"
+    as_table(Path(pooled["run_dir"]) / "comparisons.jsonl", tmp_path / "votes.csv")
+    table = rank_json(capsys, "votes.csv", "--prior", "0.1", "--no-log")
+    assert table["interval"] == pooled["interval"]
+    assert table["strengths"] == pooled["strengths"]
+    assert table["order_effects"] == pooled["order_effects"]
+
+
+def test_one_item_under_two_ids_in_two_runs_is_one_item(tmp_path, capsys, monkeypatch):
+    """Two judges over the same 24 cat items: their votes on an item are one cluster whether
+    the second run names the items as the first (p0 …) or anew (q0 …). They were clustered by
+    id: renamed, they were 48 votes of their own, m3's interval [-0.831, +0.135] where the
+    items' clusters give [-0.866, +0.170]."""
+    monkeypatch.chdir(tmp_path)
+    first = models_run(tmp_path, "first", "Cats", "pairer")
+    same_ids = models_run(tmp_path, "again", "Cats", "other")
+    new_ids = models_run(tmp_path, "renamed", "Cats", "other", ids="q")
+    capsys.readouterr()
+    by_id = rank_json(capsys, first, same_ids, *RANK)
+    by_text = rank_json(capsys, first, new_ids, *RANK)
+    clustered = (
+        "Wald (observed Fisher information or, where wider, cluster-robust over 24 clusters)"
+    )
+    assert by_id["interval"] == by_text["interval"] == clustered
+    assert by_text["strengths"] == by_id["strengths"]
+    assert by_text["order_effects"] == by_id["order_effects"]
+
+
+def test_a_single_run_is_clustered_by_item_id_as_before(panel_run, tmp_path, capsys, monkeypatch):
+    """One run, three members voting on each of 66 items: the clusters are the items, named by
+    their ids as before items' texts were read — the strengths and intervals are
+    bradley_terry's with the votes (as comparisons.jsonl keeps them) clustered by item id, bit
+    for bit."""
+    from assay.metrics import bradley_terry
+
+    monkeypatch.chdir(tmp_path)
+    out = rank_json(capsys, str(panel_run), "--prior", "0.05", "--no-log")
+    votes = [
+        json.loads(line)
+        for line in (Path(out["run_dir"]) / "comparisons.jsonl").read_text().splitlines()
+    ]
+    assert "item_keys" not in votes[0]
+    fit = bradley_terry(
+        [v["a"] for v in votes],
+        [v["b"] for v in votes],
+        [v["winner"] for v in votes],
+        first=[v["first"] for v in votes],
+        judges=[v["judge"] for v in votes],
+        alpha=0.05,
+        clusters=[f"item {v['where']}" for v in votes],
+    )
+    assert out["interval"] == fit.interval and "over 66 clusters" in fit.interval
+    assert out["strengths"] == [
+        json.loads(json.dumps(dataclasses.asdict(s))) for s in fit.strengths
+    ]
