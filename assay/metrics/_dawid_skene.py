@@ -22,8 +22,11 @@ and negative, and their order is no more than the order they were listed in.
 
 Intervals are a percentile bootstrap over items, refitting the model on every replicate: a
 resample with replacement is a weight per item (how often it was drawn), so all replicates run
-as one batched EM (the items are resampled in :func:`canonical_order`, so the interval does not
-depend on the rows' order).
+as one batched EM. The model is fitted, and the items resampled in :func:`canonical_order`,
+on the table arranged by :func:`arranged_judges` — the judges and the classes in an order
+their verdicts decide —, and the figures given back to the judges and classes as named: no
+figure depends on the rows' order, the judges' order or names, or the order the classes are
+coded in; permuted, each judge, pair and class keeps its figures to the last digit.
 
 **Conditional independence** is what the model rests on, and what LLM judges sharing a model
 family or a prompt break. Two judges that err together agree more often than their confusion
@@ -71,8 +74,9 @@ from assay.metrics._intervals import (
     _resample_indices,
     canonical_order,
 )
+from assay.metrics._judge_order import JudgeArrangement, arranged_judges
 from assay.metrics._validate import check_k
-from assay.metrics._value import MIN_RESAMPLES, MetricValue, with_ci
+from assay.metrics._value import MIN_RESAMPLES, BootstrapCI, MetricValue, with_ci
 
 FLOOR = 1e-10
 """Probabilities (priors, confusion entries, posteriors) are floored here, as crowd-kit does."""
@@ -401,6 +405,14 @@ def dawid_skene(
     independent — the epochs of one Inspect sample — are resampled together, each replicate
     drawing as many clusters as there are with all their items (``resampled_clusters`` says
     how many); the fit itself is unchanged.
+
+    The judges' columns and the classes' codes may come in any order: each judge, pair and
+    class has the same figures, intervals and p-values to the last digit (computed on the
+    table in an order the verdicts decide, :func:`arranged_judges`). Judges whose verdicts
+    are one another's mirror image (a permutation of the judges, and of the classes, maps the
+    table onto itself) are the same data: each has the value, and an interval that holds
+    both their intervals (:class:`_GivenBack`). Only an exact tie of two classes' posteriors
+    is decided by their codes (the lowest).
     """
     confidence = _check_confidence(confidence)
     n_resamples = _check_resamples(n_resamples)
@@ -419,9 +431,17 @@ def dawid_skene(
     codes = codes[kept]
     item_ids = tuple(i for i, keep in zip(m.item_ids, kept, strict=True) if keep)
     n, n_judges = codes.shape
+    cluster_of = None
+    if clusters is not None:
+        cluster_of = [str(clusters.get(i, f"item {i}")) for i in item_ids]
+    # fitted with the judges and classes in an order their verdicts decide, every figure then
+    # given back to its judge, pair and class: the same however they are ordered or named
+    arrangements = arranged_judges(codes, k=k, clusters=cluster_of)
+    back = _GivenBack(arrangements)
+    table = arrangements[0].codes
     # items with the same verdicts have the same posterior: EM runs on the distinct verdict
     # patterns, each weighted by how many items (in a resample: draws) show it
-    patterns, pattern_of = np.unique(codes, axis=0, return_inverse=True)
+    patterns, pattern_of = np.unique(table, axis=0, return_inverse=True)
     pattern_of = pattern_of.reshape(-1)
     onehot = _onehot(patterns, k)
     n_patterns = patterns.shape[0]
@@ -431,36 +451,37 @@ def dawid_skene(
     accuracy, recall = _judge_figures(point, onehot, counts)
     observed, predicted, point_excess = _pair_figures(point, onehot, counts, tol)
 
-    ids = None
-    if clusters is not None:
-        ids = shared_clusters([str(clusters.get(i, f"item {i}")) for i in item_ids], np.arange(n))
-    resampled = _replicate_counts(codes, pattern_of, n_patterns, ids, n_resamples, seed)
+    ids = None if cluster_of is None else shared_clusters(cluster_of, np.arange(n))
+    resampled = _replicate_counts(table, pattern_of, n_patterns, ids, n_resamples, seed)
     unit = "item" if ids is None else "cluster"  # the intervals' method: a cluster bootstrap
     acc_b, recall_b, excess_b = _replicate_figures(onehot, resampled, max_iterations, tol)
 
     judged = (codes >= 0).sum(axis=0)
     # a judge with no verdict in the (re)sample has a confusion matrix of floors alone (1/k
     # each): its recall is undefined there, not 1/k
-    recall = np.where(judged[None, :, None] > 0, recall, np.nan)
+    recall = np.where((table >= 0).sum(axis=0)[None, :, None] > 0, recall, np.nan)
     judged_b = resampled @ onehot.sum(axis=2)  # (B, J): each judge's verdicts per replicate
     recall_b = np.where(judged_b[:, :, None] > 0, recall_b, np.nan)
-    why = "no item judged by this judge in the (re)sample"
-
-    def value(v: float, replicates: NDArray, count: int) -> MetricValue:
-        ci = _percentile_ci(replicates, confidence, unit=unit)
-        return with_ci(float(v), ci, count, why_undefined=why)
-
     # a recall's n is its own denominator: the items of that class the judge rated, which
     # the model knows only in expectation (the posteriors summed), not the judge's every item
-    in_class = np.einsum("i,ij,ik->jk", counts[0], onehot.sum(axis=2), point.posteriors[0])
+    in_class = back.value(
+        np.einsum("i,ij,ik->jk", counts[0], onehot.sum(axis=2), point.posteriors[0]), "jc"
+    )
+    accuracy, recall = back.value(accuracy[0], "j"), back.value(recall[0], "jc")
+    acc_ci = back.interval(_Intervals.of(acc_b, confidence, unit), "j")
+    recall_ci = back.interval(_Intervals.of(recall_b, confidence, unit), "jc")
+    confusion = back.value(point.confusion[0], "jcc")
+    why = "no item judged by this judge in the (re)sample"
+
+    def value(v: float, ci: BootstrapCI, count: int) -> MetricValue:
+        return with_ci(float(v), ci, count, why_undefined=why)
+
     about = "n: the items of this class the judge rated, as the model expects them (its "
     about += "posteriors summed, rounded), not a count"
     judges = []
     for j, name in enumerate(m.annotator_ids):
         recalls = tuple(
-            value(recall[0, j, c], recall_b[:, j, c], round(float(in_class[j, c]))).with_notes(
-                [about]
-            )
+            value(recall[j, c], recall_ci[j, c], round(float(in_class[j, c]))).with_notes([about])
             for c in range(k)
         )
         judges.append(
@@ -468,10 +489,9 @@ def dawid_skene(
                 judge=name,
                 n=int(judged[j]),
                 confusion=tuple(
-                    tuple(float(x) if judged[j] else np.nan for x in row)
-                    for row in point.confusion[0, j]
+                    tuple(float(x) if judged[j] else np.nan for x in row) for row in confusion[j]
                 ),
-                accuracy=value(accuracy[0, j], acc_b[:, j], int(judged[j])),
+                accuracy=value(accuracy[j], acc_ci[j], int(judged[j])),
                 recall=recalls,
                 sensitivity=None if positive is None else recalls[positive],
                 specificity=None if positive is None else recalls[1 - positive],
@@ -484,13 +504,18 @@ def dawid_skene(
     tail = (excess_b <= 0.0).sum(axis=0)
     defined = (~np.isnan(excess_b)).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        p_values = holm(np.where(defined > 0, (tail + 1) / (defined + 1), np.nan))
+        p_values = holm(
+            back.largest(np.where(defined > 0, (tail + 1) / (defined + 1), np.nan), "p")
+        )
+    excess = back.value(point_excess[0], "p")  # 0 within _zero_band, as each replicate
+    excess_ci = back.interval(_Intervals.of(excess_b, confidence, unit), "p")
+    observed, predicted = back.value(observed[0], "p"), back.value(predicted[0], "p")
     dependence = []
     for p, (a, c) in enumerate(combinations(range(n_judges), 2)):
         both = int(((codes[:, a] >= 0) & (codes[:, c] >= 0)).sum())
-        excess = with_ci(
-            float(point_excess[0, p]),
-            _percentile_ci(excess_b[:, p], confidence, unit=unit),
+        pair_excess = with_ci(
+            float(excess[p]),
+            excess_ci[p],
             both,
             why_undefined="no item judged by both in the (re)sample",
         )
@@ -498,19 +523,22 @@ def dawid_skene(
             PairDependence(
                 judges=(m.annotator_ids[a], m.annotator_ids[c]),
                 n=both,
-                observed=float(observed[0, p]),
-                predicted=float(predicted[0, p]),
-                excess=excess,
+                observed=float(observed[p]),
+                predicted=float(predicted[p]),
+                excess=pair_excess,
                 p_value=float(p_values[p]),
-                flagged=bool(excess.value >= EXCESS_THRESHOLD and p_values[p] < 1.0 - confidence),
+                flagged=bool(
+                    pair_excess.value >= EXCESS_THRESHOLD and p_values[p] < 1.0 - confidence
+                ),
             )
         )
+    posteriors = back.posteriors(point.posteriors[0], patterns)
     checkable = n_judges * k * (k - 1) + (k - 1) < k**n_judges - 1
     return DawidSkeneResult(
         item_ids=item_ids,
-        labels=point.posteriors[0].argmax(axis=1).astype(np.int64)[pattern_of],
-        posteriors=point.posteriors[0][pattern_of],
-        priors=tuple(float(x) for x in point.priors[0]),
+        labels=posteriors.argmax(axis=1).astype(np.int64),
+        posteriors=posteriors,
+        priors=tuple(float(x) for x in back.value(point.priors[0], "c")),
         judges=tuple(judges),
         dependence=tuple(dependence),
         iterations=int(point.iterations[0]),
@@ -525,6 +553,86 @@ def dawid_skene(
         seed=seed,
         resampled_clusters=None if ids is None else int(np.unique(ids).size),
     )
+
+
+@dataclass(frozen=True)
+class _Intervals:
+    """Figures' percentile intervals, one per figure (the replicates' axes after the first):
+    their ends and how many replicates were undefined (nan) and dropped."""
+
+    low: NDArray[np.float64]
+    high: NDArray[np.float64]
+    dropped: NDArray[np.int64]
+    n_resamples: int
+    unit: str
+
+    @classmethod
+    def of(cls, replicates: NDArray[np.float64], confidence: float, unit: str) -> _Intervals:
+        shape = replicates.shape[1:]
+        flat = replicates.reshape(replicates.shape[0], -1)
+        cis = [_percentile_ci(flat[:, f], confidence) for f in range(flat.shape[1])]
+        return cls(
+            np.array([ci.low for ci in cis]).reshape(shape),
+            np.array([ci.high for ci in cis]).reshape(shape),
+            np.array([ci.n_dropped for ci in cis], dtype=np.int64).reshape(shape),
+            replicates.shape[0],
+            unit,
+        )
+
+    def __getitem__(self, index: int | tuple[int, ...]) -> BootstrapCI:
+        return BootstrapCI(
+            float(self.low[index]),
+            float(self.high[index]),
+            self.n_resamples,
+            int(self.dropped[index]),
+            self.unit,
+        )
+
+
+@dataclass(frozen=True)
+class _GivenBack:
+    """Figures computed on the arranged table given back to the judges, pairs and classes as
+    given (:meth:`JudgeArrangement.given`). Where other arrangements sort to the same rows —
+    a permutation of the judges (and classes) maps the table onto itself —, each gives a
+    figure back from another place, and all are equally the data's: a value is the least of
+    them (the same value, summed in another order), an interval the narrowest that holds
+    them all (as a paired comparison's mirror image is), its dropped replicates and a p-value
+    the most of them; so that neither which arrangement is kept nor the order the judges and
+    classes came in decides a figure."""
+
+    arrangements: list[JudgeArrangement]
+
+    def _each(self, values: NDArray, axes: str) -> NDArray:
+        return np.stack([a.given(values, axes) for a in self.arrangements])
+
+    def value(self, values: NDArray, axes: str) -> NDArray:
+        return self._each(values, axes).min(axis=0)
+
+    def largest(self, values: NDArray, axes: str) -> NDArray:
+        return self._each(values, axes).max(axis=0)
+
+    def interval(self, ci: _Intervals, axes: str) -> _Intervals:
+        return _Intervals(
+            self.value(ci.low, axes),
+            self.largest(ci.high, axes),
+            self.largest(ci.dropped, axes),
+            ci.n_resamples,
+            ci.unit,
+        )
+
+    def posteriors(
+        self, posteriors: NDArray[np.float64], patterns: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
+        """Each item's posteriors (items × classes) from those of the verdict patterns: an
+        item's pattern is its row in each arrangement (another row, in another that sorts to
+        the same rows)."""
+        place = {tuple(p): i for i, p in enumerate(patterns.tolist())}
+        return np.stack(
+            [
+                a.given(posteriors[[place[tuple(row)] for row in a.codes.tolist()]], ".c")
+                for a in self.arrangements
+            ]
+        ).min(axis=0)
 
 
 def _replicate_counts(

@@ -56,10 +56,24 @@ def cohen_kappa(
     ``0..k-1``. Unused categories do not change κ: the weights' ``1/(k−1)`` scale cancels.
     Returns ``nan`` when the expected disagreement is 0 — both raters put every item in the
     same single category, so chance agreement is total and κ is undefined (scikit-learn agrees).
+    The raters swapped give the same κ to the last digit (:func:`_either_way`).
     """
     t, p, k = label_pair(y_true, y_pred, k)
-    joint = np.bincount(t * k + p, minlength=k * k).reshape(k, k) / t.size
-    return float(_kappa_from_joint(joint, _weight_matrix(k, weights)))
+    counts = _either_way(np.bincount(t * k + p, minlength=k * k).reshape(k, k))
+    return float(_kappa_from_joint(counts / t.size, _weight_matrix(k, weights)))
+
+
+def _either_way(counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The k × k table of counts or its transpose — the raters named the other way round —,
+    whichever comes first read row by row. κ is the same for both (its weights are
+    symmetric), and computed on the one that comes first it is the same to the last digit
+    whichever rater is named first: summed over the transposed table, it moved in its last
+    digit (in 40-64% of random pairs on five categories, the weighted κ the fewer)."""
+    differ = np.flatnonzero(counts != counts.T)
+    if differ.size and counts.T.flat[differ[0]] < counts.flat[differ[0]]:
+        # a copy in row order: summed over a transposed view, κ came out otherwise again
+        return np.ascontiguousarray(counts.T)
+    return counts
 
 
 def _kappa_batched(

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.metrics._intervals import bootstrap_ci, canonical_order
+from assay.metrics._judge_order import arranged_judges
 from assay.metrics._kappa import KappaWeights, kappa_from_joint, weight_matrix
 from assay.metrics._report import agreement_metrics
 from assay.metrics._value import MetricValue, with_ci
@@ -149,9 +150,13 @@ def inter_annotator_kappa(
     pair over the items both annotated; ``threshold`` binarises for ``kappa_binary``.
 
     ``table`` is ``{item: {annotator: label}}``. Returns the ``annotators``, the ``pairs`` (one
-    per pair of annotators, sorted: its ``n`` and :data:`KAPPAS`) and the ``mean``: for each κ, the mean of the pairs' defined values, with a bootstrap CI that
-    resamples the items annotated at least twice (``n``) and recomputes every pair on its overlap
-    within the resample (the item is the resampling unit).
+    per pair of annotators, sorted: its ``n`` and :data:`KAPPAS`) and the ``mean``: for each
+    κ, the mean of the pairs' defined values, with a bootstrap CI that resamples the items
+    annotated at least twice (``n``) and recomputes every pair on its overlap within the
+    resample (the item is the resampling unit). The mean and its interval are the same to the
+    last digit whatever the annotators are called or the order they come in: the pairs'
+    values are summed smallest first, and the items resampled (each replicate's pairs summed)
+    with the annotators in an order their labels decide (:func:`arranged_judges`).
     """
     annotators = sorted({a for by in table.values() for a in by})
     boot = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
@@ -169,10 +174,14 @@ def inter_annotator_kappa(
     for row, t in enumerate(ids):
         for a, v in table[t].items():
             matrix[row, index[a]] = int(v)
-    # the items resampled in an order of their labels (their multiset first, then who gave
-    # which), not the table's: the interval is the same whatever order the items come in
-    matrix = matrix[canonical_order(np.sort(matrix, axis=1), matrix)]
-    index_pairs = [(index[a], index[b]) for a, b in combinations(annotators, 2)]
+    # the annotators' columns in an order their labels decide, not their names' (the order the
+    # items are resampled in, and each replicate's sum over the pairs, with them), and the
+    # items in an order of their labels (their multiset first, then who gave which), not the
+    # table's: the interval is the same whatever the annotators are called or the items' order
+    # (where several arrangements sort to the same rows, they are the same matrix)
+    arranged = arranged_judges(matrix)[0].codes
+    matrix = arranged[canonical_order(np.sort(arranged, axis=1), arranged)]
+    index_pairs = list(combinations(range(len(annotators)), 2))
     mean = {
         name: _mean_kappa(
             name, pair_values[name], matrix, index_pairs, k=k, threshold=threshold, **boot
@@ -251,7 +260,7 @@ def _mean_kappa(
     if len(values) < len(pairs):
         notes.append(f"mean of {len(values)} of {len(pairs)} pairs (κ undefined for the others)")
     return with_ci(
-        float(np.mean(values)) if values else math.nan,
+        float(np.mean(sorted(values))) if values else math.nan,  # in no annotators' order
         ci,
         n,
         why_undefined="every pair of annotators put every item they share in one category, "

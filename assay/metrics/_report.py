@@ -417,14 +417,36 @@ def _first_arrangement(
     permutes the arrangements, so the same one is kept: :func:`_arranged` (a reference and a
     candidate) and the paired comparison (a reference and two judges) compute on the same
     arrays whichever rater is named first."""
-    best = None
-    tied = False
-    for place, arrays in enumerate(arrangements):
-        coded, ranks = labels, None
+    coded = []
+    for arrays in arrangements:
+        names, ranks = labels, None
         if kind == "categorical" and labels is not None:
-            coded, arrays = in_category_order(labels, *arrays, threshold=threshold)
+            names, arrays = in_category_order(labels, *arrays, threshold=threshold)
         elif kind == "binary":
             ranks = category_ranks(labels or [str(i) for i in range(k)], *arrays)
+        coded.append((names, tuple(arrays), ranks))
+    kept, order, arrays, ties = first_sorted([(a, r) for _, a, r in coded], clusters)
+    return kept, coded[kept][0], order, arrays, bool(ties)
+
+
+def first_sorted(
+    arrangements: Sequence[tuple[tuple[NDArray[np.int64], ...], NDArray[np.int64] | None]],
+    clusters: ArrayLike | None,
+) -> tuple[int, NDArray[np.intp], tuple[NDArray[np.int64], ...], list[int]]:
+    """Of ``arrangements`` — the same data's arrays, each ``(arrays, ranks)``: coded and
+    ordered one way, ``ranks`` each category's place where the codes are of categories whose
+    order means nothing (:func:`canonical_order`), else None — the one whose rows, sorted,
+    come first: ``(kept, order, arrays, ties)``, ``kept`` its place in ``arrangements`` (the
+    first of those that tie), ``arrays`` its arrays in ``order`` (its
+    :func:`canonical_order`); ``ties``: the places of the others that sort to the same rows,
+    so that their figures are the kept one's. The rows are compared as the items are sorted
+    (by the ranks, then, where those tie, by the codes) and, with clusters, as each cluster's
+    sorted rows, the clusters sorted (:func:`_sorted_pairs`). Whichever order the
+    arrangements come in, the same rows are kept: a figure computed on them does not depend
+    on that order."""
+    best = None
+    ties: list[int] = []
+    for place, (arrays, ranks) in enumerate(arrangements):
         order = canonical_order(*arrays, ranks=ranks)
         arrays = tuple(x[order] for x in arrays)
         ids = shared_clusters(clusters, order)
@@ -432,12 +454,12 @@ def _first_arrangement(
         if ranks is not None:  # the ranks first
             rows.insert(0, _sorted_pairs(tuple(ranks[x] for x in arrays), ids))
         if best is None or _before(rows, best[0]):
-            best, tied = (rows, place, coded, order, arrays), False
+            best, ties = (rows, place, order, arrays), []
         elif not _before(best[0], rows):
-            tied = True
+            ties.append(place)
     assert best is not None
-    _, kept, coded, order, arrays = best
-    return kept, coded, order, arrays, tied
+    _, kept, order, arrays = best
+    return kept, order, arrays, ties
 
 
 def _before(x: list, y: list) -> bool:

@@ -11,7 +11,8 @@ which side is the reference and are not symmetric: their figures are those they 
 
 Drawn from seeded generators: a few hundred items on a five-point, a binary and a four-category
 scale; pairs whose multiset is its own swap (the two orders of the raters tie); a rater of one
-verdict."""
+verdict. The standalone symmetric metrics (``cohen_kappa``, ``pearson`` …) swapped are the same
+to the last digit too."""
 
 from __future__ import annotations
 
@@ -22,7 +23,20 @@ import pytest
 import scipy.stats
 from sklearn.metrics import cohen_kappa_score
 
-from assay.metrics import AnnotationMatrix, MetricValue, agreement_metrics, annotator_agreement
+from assay.metrics import (
+    AnnotationMatrix,
+    MetricValue,
+    accuracy,
+    agreement_metrics,
+    annotator_agreement,
+    ccc,
+    cohen_kappa,
+    error_rate,
+    kappa_binary,
+    mae,
+    pearson,
+    spearman,
+)
 
 SYMMETRIC = {
     "kappa_categorical",
@@ -160,3 +174,44 @@ def test_two_annotators_swapped_keep_alpha_and_fleiss_kappa(level):
     assert base.keys() == swapped.keys() == {"fleiss_kappa", f"krippendorff_alpha_{level}"}
     for name in base:
         assert figures(swapped[name]) == figures(base[name]), name
+
+
+STANDALONE = {
+    "cohen_kappa": lambda a, b: cohen_kappa(a, b, k=5),
+    "cohen_kappa linear": lambda a, b: cohen_kappa(a, b, k=5, weights="linear"),
+    "cohen_kappa quadratic": lambda a, b: cohen_kappa(a, b, k=5, weights="quadratic"),
+    "kappa_binary": lambda a, b: kappa_binary(a, b, 2),
+    "accuracy": accuracy,
+    "error_rate": error_rate,
+    "ccc": ccc,
+    "pearson": pearson,
+    "spearman": spearman,
+    "mae": mae,
+}
+
+
+def bits(x: float) -> float | None:
+    """A figure as a swap must keep it (nan as None, so that it equals itself)."""
+    return None if math.isnan(x) else x
+
+
+def test_the_standalone_symmetric_metrics_are_the_same_swapped_to_the_last_digit():
+    """``cohen_kappa(a, b)`` summed the k × k table's cells in the other order than
+    ``cohen_kappa(b, a)``: on these 200 pairs, 64% of the unweighted κ (51% linear, 40%
+    quadratic) differed in their last digit. It is computed on the table or its transpose,
+    whichever comes first. The others were symmetric already, on real-valued scores too: their
+    sums over the items are taken in the same order whichever rater comes first."""
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        n = int(rng.integers(5, 200))
+        ref = rng.integers(0, 5, n)
+        cand = np.clip(ref + rng.integers(-2, 3, n), 0, 4)
+        for name, metric in STANDALONE.items():
+            assert bits(metric(cand, ref)) == bits(metric(ref, cand)), name
+        assert cohen_kappa(ref, cand, k=5, weights="linear") == pytest.approx(
+            cohen_kappa_score(ref, cand, labels=list(range(5)), weights="linear"), abs=1e-12
+        )
+        x = rng.normal(size=n) * 3 + 1
+        y = 0.5 * x + rng.normal(size=n)
+        for metric in (ccc, pearson, spearman, mae):
+            assert metric(x, y) == metric(y, x), metric.__name__
