@@ -183,7 +183,7 @@ pattern blank. Read as a space, so that one added, or standing for a space, chan
 
 def unseen(char: str) -> bool:
     """Whether ``char`` is one nobody sees in a text: :func:`invisible`, a control character
-    that is no whitespace (``\x07`` BEL, ``\x7f`` DEL, the C1 controls; a tab or a line break is
+    that is no whitespace (``\\x07`` BEL, ``\\x7f`` DEL, the C1 controls; a tab or a line break is
     whitespace), or a private-use character (no agreed glyph: nothing, or an empty box). Code
     points unassigned in this Python's Unicode are kept: which they are moves with the
     interpreter's version, and a key must not."""
