@@ -35,7 +35,7 @@ from pydantic import (
 
 from assay.metrics._cluster import effective_trials, shared_clusters
 from assay.metrics._intervals import (
-    bootstrap_ci,
+    bootstrap_replicates,
     effective_clopper_pearson_interval,
 )
 from assay.metrics._kappa import _kappa_batched
@@ -102,21 +102,68 @@ def bootstrap_bound(
 ) -> tuple[float, int]:
     """A one-sided percentile bootstrap bound at level 1 − ``delta`` of a batched statistic
     over items: the δ quantile of the replicates (``at_least``: a lower bound) or the 1 − δ
-    quantile (``at_most``: an upper bound). It is the matching end of the two-sided percentile
-    interval at level 1 − 2δ, drawn by :func:`bootstrap_ci`. Returns the bound (nan when no
-    replicate is defined) and the number of replicates dropped as undefined. ``clusters`` (one
-    id per item): the clusters are resampled with all their items
+    quantile (``at_most``: an upper bound) — the matching end of the two-sided percentile
+    interval at level 1 − 2δ that :func:`bootstrap_ci` draws, where every replicate is defined.
+    Returns the bound and the number of replicates undefined; the bound is nan where the
+    bootstrap cannot give one (:func:`percentile_bound`: no variation, or too many replicates
+    undefined). ``clusters`` (one id per item): the clusters are resampled with all their items
     (:func:`~assay.metrics.cluster_replicates`)."""
     delta = _check_delta(delta)
-    ci = bootstrap_ci(
-        statistic,
-        *arrays,
-        n_resamples=n_resamples,
-        confidence=1.0 - 2.0 * delta,
-        seed=seed,
-        clusters=clusters,
+    replicates = bootstrap_replicates(
+        statistic, *arrays, n_resamples=n_resamples, seed=seed, clusters=clusters
     )
-    return (ci.low if side == "at_least" else ci.high), ci.n_dropped
+    bound, dropped, _ = percentile_bound(replicates, delta, side)
+    return bound, dropped
+
+
+def percentile_bound(
+    replicates: NDArray[np.float64], delta: float, side: Side
+) -> tuple[float, int, str | None]:
+    """The one-sided bound at level 1 − ``delta`` from bootstrap ``replicates`` (nan where
+    undefined): the bound, how many replicates were undefined, and why there is no bound
+    (None when there is one). A bound that decides a certificate must not rest on what the
+    bootstrap cannot see:
+
+    - a replicate undefined (a resample with one class, where κ is 0 / 0) counts as failing —
+      below every other for a lower bound, above for an upper one — not dropped: two items
+      in perfect agreement gave κ's lower bound 1.000 from the half of the replicates that were
+      defined, and a certificate "κ ≥ 0.99 at 95 %". Where more than δ of them are undefined,
+      there is no bound;
+    - replicates that never vary (every one the same value) bound nothing: the resamples
+      cannot show how far the metric may be from what the items show (a judge right on every
+      item of a handful). A rate's exact (Clopper–Pearson) bound is the one to certify there.
+
+    With every replicate defined, the bound is the percentile :func:`bootstrap_ci` takes."""
+    defined = replicates[~np.isnan(replicates)]
+    total, dropped = int(replicates.size), int(replicates.size - defined.size)
+    if defined.size == 0:
+        return math.nan, dropped, "no bootstrap replicate was defined"
+    if defined.min() == defined.max():
+        return (
+            math.nan,
+            dropped,
+            f"every defined bootstrap replicate is {float(defined[0]):.3f}: no variation, which "
+            "bounds nothing (too few items, or every item agreeing; a rate's exact bound can "
+            "be certified instead)",
+        )
+    if dropped == 0:  # the end of bootstrap_ci's interval at 1 − 2δ, to the last digit
+        alpha = 1.0 - (1.0 - 2.0 * delta)
+        q = 100 * alpha / 2 if side == "at_least" else 100 * (1 - alpha / 2)
+        return float(np.percentile(defined, q)), 0, None
+    # numpy's linear percentile of all replicates, the undefined ones at the failing end: its
+    # position among them, then among the defined ones
+    position = (total - 1) * (delta if side == "at_least" else 1.0 - delta)
+    if side == "at_least":
+        position -= dropped
+    if position < 0 or position > defined.size - 1:
+        return (
+            math.nan,
+            dropped,
+            f"{dropped} of {total} bootstrap replicates undefined, each counted as failing: "
+            f"more than the {delta:g} the bound may leave out",
+        )
+    share = position / (defined.size - 1) if defined.size > 1 else 0.0
+    return float(np.quantile(defined, share)), dropped, None
 
 
 # -- the metrics a policy may name ---------------------------------------------------------
@@ -587,25 +634,20 @@ def _statistic_bound(
         arrays = (ref, cand)
     statistic = partial(spec.statistic, k=k) if spec.takes_k else spec.statistic
     point = float(statistic(*(a[None, :] for a in arrays))[0])
-    bound, dropped = bootstrap_bound(
-        statistic,
-        *arrays,
-        delta=delta,
-        side=bar.side,
-        n_resamples=policy.n_resamples,
-        seed=policy.seed,
-        clusters=grouped,
+    replicates = bootstrap_replicates(
+        statistic, *arrays, n_resamples=policy.n_resamples, seed=policy.seed, clusters=grouped
     )
+    bound, dropped, why = percentile_bound(replicates, delta, bar.side)
     notes = []
     if grouped is not None:
         notes.append(
             f"bootstrap resampled {np.unique(grouped).size} clusters (items that are one item: "
             "an Inspect sample's epochs, one text under several ids) with all their items"
         )
-    if math.isnan(bound):
-        notes.append("undefined: no bootstrap replicate was defined")
+    if why is not None:
+        notes.append(f"undefined: {why}")
     elif dropped:
-        notes.append(f"{dropped} of {policy.n_resamples} replicates undefined (dropped)")
+        notes.append(f"{dropped} of {policy.n_resamples} replicates undefined, counted as failing")
     note = "; ".join(notes) or None
     return MetricBound(
         metric=metric,

@@ -197,20 +197,32 @@ def bootstrap_ci(
     ``n_dropped``; if all are, ``low``/``high`` are nan. The same seed gives the same interval,
     whatever the items' order (they are resampled in :func:`canonical_order`).
     """
-    n_resamples = _check_resamples(n_resamples)
     confidence = _check_confidence(confidence)
+    replicates = bootstrap_replicates(
+        statistic, *arrays, n_resamples=n_resamples, seed=seed, clusters=clusters
+    )
+    return _percentile_ci(replicates, confidence, unit="item" if clusters is None else "cluster")
+
+
+def bootstrap_replicates(
+    statistic: BatchedStatistic,
+    *arrays: ArrayLike,
+    n_resamples: int = MIN_RESAMPLES,
+    seed: int = 0,
+    clusters: ArrayLike | None = None,
+) -> NDArray[np.float64]:
+    """The ``n_resamples`` replicates :func:`bootstrap_ci` takes its percentiles of (nan where
+    ``statistic`` is undefined on a resample), drawn as it draws them."""
+    n_resamples = _check_resamples(n_resamples)
     items = _as_item_arrays(arrays)
     if clusters is not None:
         from assay.metrics._cluster import cluster_replicates  # it draws on this module
 
-        replicates = cluster_replicates(
-            statistic, items, clusters, n_resamples=n_resamples, seed=seed
-        )
-        return _percentile_ci(replicates, confidence, unit="cluster")
+        return cluster_replicates(statistic, items, clusters, n_resamples=n_resamples, seed=seed)
     order = canonical_order(*items)
     items = [a[order] for a in items]
     indices = _resample_indices(items[0].shape[0], n_resamples, seed)
-    return _percentile_ci(_replicates(statistic, items, indices), confidence)
+    return _replicates(statistic, items, indices)
 
 
 def _check_counts(successes: int, n: int) -> None:

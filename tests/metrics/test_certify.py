@@ -98,9 +98,60 @@ def test_the_bootstrap_lower_bound_of_kappa_is_conservative_within_slack():
     assert above / draws <= delta + slack(delta, draws) + 0.02
 
 
+def test_a_bootstrap_that_cannot_see_the_uncertainty_bounds_nothing():
+    """Two items in perfect agreement: κ is undefined on the resamples that draw one class
+    (about half) and 1 on the rest. Dropping the undefined ones gave a lower bound of 1.000 and
+    a certificate "κ ≥ 0.99 at 95 %"; counted as failing they leave no bound, and neither do
+    replicates that never vary (forty items, all agreeing)."""
+    kappa = lambda a, b: _kappa_batched(a, b, k=2)  # noqa: E731
+    for ref in (np.array([0, 1]), np.array([0, 1] * 20)):
+        bound, dropped = bootstrap_bound(kappa, ref, ref, delta=0.05, side="at_least")
+        assert math.isnan(bound), (ref.size, bound, dropped)
+        out = certify(ref, list(ref), Policy(bars={"kappa_categorical": 0.5}), k=2, event=[1])
+        assert not out.admitted and "undefined" in out.results[0].note
+    assert dropped == 0  # forty items: every replicate defined, each 1.0
+
+
+def test_undefined_replicates_count_as_failing_where_few_enough_to_bound():
+    """The bound is numpy's percentile of every replicate with the undefined ones at the
+    failing end (−∞ for a lower bound, +∞ for an upper one) — never beyond the one that drops
+    them —, and none where more than δ of them are undefined; with all defined it is the end
+    of bootstrap_ci's two-sided interval at 1 − 2δ."""
+    from assay.metrics import bootstrap_ci
+    from assay.metrics._certify import percentile_bound
+
+    rng = np.random.default_rng(5)
+    for undefined in (0, 1, 40, 99, 100, 101, 400):
+        reps = rng.normal(0.5, 0.1, 2000)
+        reps[rng.choice(2000, undefined, replace=False)] = np.nan
+        for side, worst, q in (("at_least", -np.inf, 5.0), ("at_most", np.inf, 95.0)):
+            bound, dropped, why = percentile_bound(reps, 0.05, side)
+            assert dropped == undefined
+            exact = float(np.percentile(np.where(np.isnan(reps), worst, reps), q))
+            if not np.isfinite(exact) or np.isnan(exact):  # an undefined one at the percentile
+                assert math.isnan(bound) and "counted as failing" in why
+                continue
+            assert why is None and bound == pytest.approx(exact, abs=1e-12)
+            dropping = float(np.percentile(reps[~np.isnan(reps)], q))
+            assert (bound <= dropping) if side == "at_least" else (bound >= dropping)
+    ref = np.array([0, 1] * 30)
+    cand = np.where(rng.random(60) < 0.8, ref, 1 - ref)
+    kappa = lambda a, b: _kappa_batched(a, b, k=2)  # noqa: E731
+    ci = bootstrap_ci(kappa, ref, cand, n_resamples=1000, confidence=0.9, seed=2)
+    low, _ = bootstrap_bound(
+        kappa, ref, cand, delta=0.05, side="at_least", n_resamples=1000, seed=2
+    )
+    high, _ = bootstrap_bound(
+        kappa, ref, cand, delta=0.05, side="at_most", n_resamples=1000, seed=2
+    )
+    assert (low, high) == (ci.low, ci.high)
+
+
 def test_a_perfect_judge_is_admitted_and_a_noisy_one_refused():
+    """On its rates, whose exact bounds see the uncertainty of 40 of 40 (its κ's bootstrap
+    does not vary: no bound, the test above)."""
     ref = np.array([0, 1] * 40)
-    lax = Policy(bars={"tpr": 0.8, "tnr": 0.8, "kappa_categorical": 0.7})
+    lax = Policy(bars={"tpr": 0.8, "tnr": 0.8, "accuracy": 0.7})
     out = certify(ref, list(ref), lax, k=2, event=[1])
     assert out.admitted
     tpr = out.results[0]
