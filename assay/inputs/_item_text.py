@@ -64,8 +64,12 @@ part of a sequence — it ends one and is shown (``\\x1bé`` reads ``é``), as i
 a sequence's final byte; a lone ESC is just dropped. The 8-bit openers of control strings
 (U+0090, U+0098, U+009D, U+009E, U+009F) are dropped as the C1 controls they are, what follows
 them kept: U+0080–U+009F are also what text in UTF-8 misread as Latin-1 is full of (``Н`` read
-as ``Ð`` and U+009D), where strings read to the end would fold whole texts away. Texts with no
-ESC and no U+009B have the keys they had under :data:`ESCAPES_KEPT`, to the bit.
+as ``Ð`` and U+009D), where strings read to the end would fold whole texts away.
+
+*Hangul fillers.* Since :data:`CONFUSABLES` too, the four Hangul fillers (:data:`FILLERS`),
+which most fonts draw as a blank, are read as a space where the rules before dropped them as
+ignorable: ``is\u3164blue`` is ``is blue``, not ``isblue``. Texts with no ESC, no U+009B and
+no Hangul filler have the keys they had under :data:`ESCAPES_KEPT`, to the bit.
 
 A text in ASCII has its :data:`VISIBLE` fingerprint among its keys (its folded and as-written
 keys are that one), so an item consumed under that rule is found again under this one, and the
@@ -107,7 +111,8 @@ from assay.types import Item, stable_hash
 
 CONFUSABLES = "confusables-skeleton-casefold-escapes-unseen-nfkc-casefold-whitespace"
 """How items are fingerprinted now: :data:`ESCAPES_KEPT`'s keys with a terminal's escape
-sequences dropped whole first (:data:`ESCAPES`: ``\\x1b[1m``, not its ESC alone)."""
+sequences dropped whole first (:data:`ESCAPES`: ``\\x1b[1m``, not its ESC alone) and the
+Hangul fillers read as a space (:data:`FILLERS`), not dropped."""
 ESCAPES_KEPT = "confusables-skeleton-casefold-unseen-nfkc-casefold-whitespace"
 """How items were fingerprinted before escape sequences were dropped whole (their ESC dropped
 as a control, the rest of them read as text): :data:`CONTROLS_KEPT`'s keys with every
@@ -179,6 +184,12 @@ class _Lazy(dict[int, "int | str | None"]):
 BLANKS = frozenset("\u2800")
 """Characters that show as a blank but are no whitespace (``str.isspace``): the braille
 pattern blank. Read as a space, so that one added, or standing for a space, changes nothing."""
+FILLERS = frozenset("\u115f\u1160\u3164\uffa0")
+"""The Hangul fillers (choseong, jungseong, the filler and its halfwidth form): default-
+ignorable, so dropped until :data:`CONFUSABLES` took escape sequences apart — but most fonts
+draw them as a blank as wide as a letter, and one standing for a space (``is\u3164blue``)
+made ``isblue`` of the text, a new item that reads as the old one. Since then read as a space,
+like :data:`BLANKS`: one added between words changes nothing, one standing for a space neither."""
 
 
 def unseen(char: str) -> bool:
@@ -195,6 +206,8 @@ def unseen(char: str) -> bool:
 
 _DROP_INVISIBLE = _Lazy(lambda c: None if invisible(c) else ord(c))
 _DROP_UNSEEN = _Lazy(lambda c: None if unseen(c) else 32 if c in BLANKS else ord(c))
+_SEEN_NOW = _Lazy(lambda c: 32 if c in BLANKS | FILLERS else None if unseen(c) else ord(c))
+"""What :func:`_seen` keeps of a character: :data:`_DROP_UNSEEN`'s, a Hangul filler a space."""
 _ASCII_CONTROLS = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
 """The ASCII characters :func:`unseen` drops: its controls less the whitespace ones."""
 
@@ -244,10 +257,13 @@ def _without_escape(match: re.Match[str]) -> str:
 
 def _seen(text: str) -> str:
     """``text`` as a terminal shows it, with no escape sequence (:data:`ESCAPES`), without the
-    characters nobody sees (:func:`unseen`), a blank that is no whitespace a space."""
+    characters nobody sees (:func:`unseen`), a blank that is no whitespace — a Hangul filler
+    too (:data:`FILLERS`) — a space."""
     if "\x1b" in text or "\x9b" in text:
         text = ESCAPES.sub(_without_escape if _ACTED_ON_IN.search(text) else "", text)
-    return _seen_escapes_kept(text)
+    if text.isascii():
+        return _ASCII_CONTROLS.sub("", text) if _ASCII_CONTROLS.search(text) else text
+    return text.translate(_SEEN_NOW)
 
 
 def _seen_escapes_kept(text: str) -> str:

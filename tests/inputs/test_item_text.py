@@ -42,7 +42,6 @@ def item(response: str, id: str = "a") -> Item:
         "\u202e\u2066",  # direction overrides and isolates
         "\u034f",  # combining grapheme joiner
         "\ufe0f\U000e0101",  # variation selectors
-        "\u3164\u115f",  # Hangul fillers
         "\U000e0041",  # a tag character
         "\x07\x7f\x01",  # control characters (BEL, DEL, SOH)
         "\x9f",  # a C1 control
@@ -59,6 +58,16 @@ def test_a_blank_that_is_no_whitespace_reads_as_a_space():
     plain = item("It is blue.")
     assert item_keys(item("It is\u2800blue.\u2800", id="b")) == item_keys(plain)
     assert not same(item("It is bl\u2800ue."), plain)  # a gap a reader sees
+
+
+@pytest.mark.parametrize("filler", ["\u3164", "\uffa0", "\u115f", "\u1160"])
+def test_a_hangul_filler_reads_as_the_blank_fonts_draw(filler):
+    """Default-ignorable, but drawn as a blank as wide as a letter: one standing for a space
+    is that space (it was dropped, and ``is<filler>blue`` read ``isblue``, a new item)."""
+    plain = item("It is blue.")
+    assert item_keys(item(f"It is{filler}blue.{filler}", id="b")) == item_keys(plain)
+    assert not same(item(f"It is bl{filler}ue."), plain)  # a gap a reader sees
+    assert not same(item("It isblue."), item(f"It is{filler}blue."))
 
 
 def test_whitespace_controls_still_separate_words():

@@ -184,6 +184,7 @@ def test_an_unordered_scale_s_label_order_does_not_matter(stub, tmp_path, capsys
         pytest.param(lambda t: t + "  ", id="trailing spaces"),
         pytest.param(lambda t: f"\x1b[1;32m{t}\x1b[0m", id="ANSI colours"),
         pytest.param(lambda t: f"\x1b]8;;https://x.example\x07{t}\x1b]8;;\x07", id="OSC 8 link"),
+        pytest.param(lambda t: t.replace(" ", "\u3164", 1), id="Hangul filler for a space"),
     ],
 )
 def test_the_same_items_shuffled_renamed_and_re_encoded_are_consumed(
