@@ -359,9 +359,14 @@ def _attempt(
 def _same_policy(entry: dict[str, Any], policy: Policy, event: str | None) -> bool:
     """Whether an earlier certificate counts against ``policy``'s attempts: issued under its
     name, or on the same event (the positive class as resolved, however the policy wrote it)
-    with a bar on each of its metrics at least as strict — an earlier admission would have
-    admitted this claim too, so a laxer or renamed policy tried after a refusal is the same
-    claim tried again. A journal line written before the claim was kept matches by name only."""
+    with bars comparable to its own either way, whatever either's confidence — a bar on each
+    of this policy's metrics at least as strict (an earlier admission would have admitted this
+    claim too, so a laxer or renamed policy tried after a refusal is the same claim tried
+    again), or a bar here on each of its metrics at least as strict (this admission would admit
+    the earlier claim, so a stricter policy, or the same bars and one more, tried after a
+    refusal would be the earlier claim's second try: its gate admits a use through the
+    stricter certificate). Either way both admit the laxer bars at the lower confidence, one
+    use tried twice. A journal line written before the claim was kept matches by name only."""
     earlier = entry.get("policy")
     if not isinstance(earlier, dict):
         return False
@@ -375,10 +380,21 @@ def _same_policy(entry: dict[str, Any], policy: Policy, event: str | None) -> bo
             return False
     elif earlier.get("positive") != policy.positive:
         return False
-    for metric, bar in policy.model_dump(mode="json")["bars"].items():
-        theirs = bars.get(metric)
+    mine = policy.model_dump(mode="json")["bars"]
+    return _as_strict(bars, mine) or _as_strict(mine, bars)
+
+
+def _as_strict(these: dict[str, Any], those: dict[str, Any]) -> bool:
+    """Whether ``these`` bars (as written: metric → ``{side: value}``) hold a bar on each of
+    ``those``'s metrics, on the same side, at least as strict."""
+    for metric, bar in those.items():
+        theirs = these.get(metric)
+        if not isinstance(bar, dict) or len(bar) != 1:
+            return False
         ((side, value),) = bar.items()
         if not isinstance(theirs, dict) or not isinstance(theirs.get(side), int | float):
+            return False
+        if not isinstance(value, int | float):
             return False
         if (theirs[side] < value) if side == "at_least" else (theirs[side] > value):
             return False
@@ -799,8 +815,10 @@ def require_certificates(
     certificate under a policy at least as strict, :meth:`Policy.falls_short_of`) or a
     certificate file (that certificate, as the ledger holds it; one of them per judge).
     ``threshold``: the use's (its run's: a score below it is a failure) — a bar counted on the
-    positive class counts only for the positive class the certificate counted it on.
-    Nothing is checked when ``required`` is empty."""
+    positive class counts only for the positive class the certificate counted it on. Either way
+    the use is refused when the judge's certificates that would admit it, admitted or refused,
+    took more than its δ (:func:`_within_budget`). Nothing is checked when ``required`` is
+    empty."""
     if not required:
         return
     policies: list[tuple[str, Policy]] = []
@@ -818,7 +836,7 @@ def require_certificates(
         for where, use in policies:
             _admitted_under(judge, use, where, ledger, threshold, kept)
         if named:
-            _admitted_by(judge, named, threshold)
+            _admitted_by(judge, named, threshold, ledger, kept)
 
 
 def _as_kept(where: str, ledger: Path, journaled: dict[str, dict[str, Any]] | None) -> Certificate:
@@ -841,10 +859,15 @@ def _as_kept(where: str, ledger: Path, journaled: dict[str, dict[str, Any]] | No
 
 
 def _admitted_by(
-    judge: JudgeConfig, named: list[tuple[str, Certificate]], threshold: int | None
+    judge: JudgeConfig,
+    named: list[tuple[str, Certificate]],
+    threshold: int | None,
+    ledger: Path,
+    journaled: dict[str, dict[str, Any]] | None,
 ) -> None:
     """One of the certificates named admits ``judge``'s exact config, its bars on the positive
-    class counted on the use's (else: refused, another positive class, or stale)."""
+    class counted on the use's, within its policy's error budget (else: refused, another
+    positive class, overspent, or stale)."""
     wanted = judge.config_hash()
     matching = [(p, c) for p, c in named if c.config_hash == wanted]
     for p, c in matching:
@@ -852,6 +875,7 @@ def _admitted_by(
             use_event = _use_event(judge, c.policy, threshold, p)
             other = c.policy.falls_short_of(c.policy, event=c.event, use_event=use_event)
             if other is None:
+                _within_budget(judge, c.policy, p, use_event, ledger, journaled)
                 return
             raise CertificateError(
                 f"{p}: certificate {c.certificate} admitted judge {judge.name} under policy "
@@ -900,6 +924,7 @@ def _admitted_under(
             continue
         short = cert.policy.falls_short_of(use, event=cert.event, use_event=use_event)
         if cert.admitted and short is None:
+            _within_budget(judge, use, where, use_event, ledger, journaled)
             return
         if not cert.admitted:
             reasons.append(f"{path}: certificate {cert.certificate} {_refusal(cert, judge)}")
@@ -915,6 +940,57 @@ def _admitted_under(
         f"{ledger}: certify this judge config under this policy first (a config changed since "
         "it was certified is another judge)"
     )
+
+
+def _within_budget(
+    judge: JudgeConfig,
+    use: Policy,
+    where: str,
+    use_event: str | None,
+    ledger: Path,
+    journaled: dict[str, dict[str, Any]] | None,
+) -> None:
+    """Refuse a use whose error budget the ledger's certificates of ``judge`` overspent: each
+    one, admitted or refused, whose admission admits the use (:meth:`Policy.falls_short_of`)
+    was an attempt at it, and together they may take no more than its δ — else a refusal under
+    the use's bars, then an admission under bars a hair stricter, would pass the gate on the
+    second try (a ledger written before ``certify`` counted such claims together)."""
+    wanted = judge.config_hash()
+    kept = list((journaled or {}).values())
+    known = {e.get("certificate") for e in kept}
+    entries = kept + [d for _, d in _entries(ledger) if d.get("certificate") not in known]
+    tried = [
+        e
+        for e in entries
+        if (e.get("judge") == judge.name or e.get("config_hash") == wanted)
+        and _admits(e, use, use_event)
+    ]
+    spent = sum(_spent(e, use) for e in tried)
+    if spent > use.delta * (1 + 1e-9):
+        raise CertificateError(
+            f"{where}: {len(tried)} certificates of judge {judge.name} in {ledger} would admit "
+            f"this use, and together took {spent:g} of its error budget δ = {use.delta:g}: it "
+            "was tried again until one passed (a refusal under its bars, then an admission "
+            "under bars as strict or stricter) — certify on new items under a policy that "
+            "plans its attempts (attempts: N)"
+        )
+
+
+def _admits(entry: dict[str, Any], use: Policy, use_event: str | None) -> bool:
+    """Whether the certificate ``entry`` (as the ledger keeps it), had it been admitted, would
+    admit ``use``: its claim at least as strict, at a confidence at least as high, on the same
+    positive class. A line that does not say its claim counts by the use's name."""
+    policy = entry.get("policy")
+    if not isinstance(policy, dict):
+        return False
+    claim = {k: policy.get(k) for k in journal.POLICY_CLAIM if policy.get(k) is not None}
+    try:
+        theirs = Policy.model_validate(
+            {**claim, "name": str(policy.get("name")), "n_resamples": use.n_resamples}
+        )
+    except ValidationError:
+        return policy.get("name") == use.name
+    return theirs.falls_short_of(use, event=entry.get("event"), use_event=use_event) is None
 
 
 def _refusal(cert: Certificate, judge: JudgeConfig) -> str:

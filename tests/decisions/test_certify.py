@@ -949,14 +949,124 @@ def test_the_same_claim_spelt_otherwise_is_the_same_attempt_count(run, tmp_path,
     assert "attempt 2 for judge stub-judge under policy again" in line
 
 
-def test_a_stricter_claim_or_another_event_is_a_count_of_its_own(run, tmp_path, capsys):
+def test_another_event_or_other_metrics_are_a_count_of_their_own(run, tmp_path, capsys):
+    """Refused under ``strict``, the judge certified on another positive class, or on metrics
+    ``strict`` does not name, is on a count of its own (neither admission admits the other)."""
     run_dir, cfg, _ = run
     assert certify(tmp_path, run_dir, STRICT, capsys)[0] == 1
     second = fresh_run(tmp_path, cfg, range(100, 120), "second")
-    stricter = {**STRICT, "name": "stricter", "bars": {"tpr": 0.97, "kappa_categorical": 0.9}}
-    code, out = certify(tmp_path, second, stricter, capsys)
+    negatives = {**STRICT, "name": "negatives", "positive": "False"}
+    code, out = certify(tmp_path, second, negatives, capsys)
     assert code in (0, 1) and "attempt 2" not in out
     third = fresh_run(tmp_path, cfg, range(120, 140), "third")
-    negatives = {**STRICT, "name": "negatives", "positive": "False"}
-    code, out = certify(tmp_path, third, negatives, capsys)
+    others = {**STRICT, "name": "others", "bars": {"tnr": 0.5}}
+    code, out = certify(tmp_path, third, others, capsys)
     assert code in (0, 1) and "attempt 2" not in out
+
+
+TPR_90 = {"name": "A", "confidence": 0.95, "bars": {"tpr": 0.9}}
+TPR_91 = {"name": "B", "confidence": 0.95, "bars": {"tpr": 0.91}}
+TPR_90_PLUS = {"name": "A-plus", "confidence": 0.95, "bars": {"tpr": 0.9, "tnr": 0.0}}
+
+
+def clopper_pearson_all_right(n: int, delta: float) -> float:
+    """The one-sided Clopper–Pearson lower bound of n successes in n trials at 1 − δ."""
+    from scipy.stats import beta
+
+    return float(beta.ppf(delta, n, 1))
+
+
+@pytest.mark.parametrize(
+    ("first", "then"),
+    [
+        pytest.param(TPR_90, TPR_91, id="refused, then a bar a hair stricter"),
+        pytest.param(TPR_90, TPR_90_PLUS, id="refused, then the same bar and one more"),
+        pytest.param(TPR_91, TPR_90, id="refused, then a bar a hair laxer"),
+    ],
+)
+def test_a_claim_comparable_to_a_refused_one_is_its_second_attempt(
+    run, tmp_path, capsys, first, then
+):
+    """Refused under a claim, the judge tried again on fresh items under one whose admission
+    would admit it (bars as strict or stricter, more bars, more confidence) — or one it would
+    have admitted — is on its second attempt: refused before anything is written. Each was
+    attempt 1 before, and the stricter certificate then admitted the judge at the gate for the
+    refused claim: that use tried twice at its whole δ."""
+    run_dir, cfg, _ = run
+    code, out = certify(tmp_path, run_dir, first, capsys, "--json")
+    assert code == 1, out
+    (tpr,) = [r for r in json.loads(out)["results"] if r["metric"] == "tpr"]
+    assert tpr["bound"] == pytest.approx(clopper_pearson_all_right(20, 0.05))  # 20/20 positives
+    # on 40 positives each of these claims would pass its bars (tpr at δ/2 at worst): only the
+    # count refuses it
+    assert clopper_pearson_all_right(40, 0.05 / 2) > 0.91
+    second = fresh_run(tmp_path, cfg, range(100, 180), "second")
+    folders = set((tmp_path / "runs" / "certificates").glob("*/certificate.json"))
+    policy = write(tmp_path / "then.yaml", then)
+    line = one_line_refusal(capsys, ["certify", str(second), "--policy", str(policy)])
+    assert f"attempt 2 for judge stub-judge under policy {then['name']}: its error" in line
+    assert set((tmp_path / "runs" / "certificates").glob("*/certificate.json")) == folders
+
+
+def test_the_gate_refuses_a_use_tried_again_under_a_stricter_claim(
+    run, tmp_path, capsys, monkeypatch
+):
+    """A ledger written before a stricter claim counted a refused laxer one (the refusal under
+    ``tpr ≥ 0.9``, then an admission under ``tpr ≥ 0.91`` as attempt 1 of its own): the gate
+    admits neither ``tpr ≥ 0.9`` through the stricter certificate (the two took twice its δ)
+    nor ``tpr ≥ 0.8``; it still admits ``tpr ≥ 0.91``, whose one attempt it was."""
+    from assay.decisions import _certify
+
+    run_dir, cfg, _ = run
+    assert certify(tmp_path, run_dir, TPR_90, capsys)[0] == 1
+    second = fresh_run(tmp_path, cfg, range(100, 180), "second")
+
+    def by_stricter_claims_only(entry, policy, event):  # how attempts were counted before
+        bars = (entry.get("policy") or {}).get("bars") or {}
+        mine = policy.model_dump(mode="json")["bars"]
+        stricter = all(
+            side == "at_least" and bars.get(metric, {}).get(side, -1) >= value
+            for metric, bar in mine.items()
+            for side, value in bar.items()
+        )
+        return entry["policy"]["name"] == policy.name or (entry.get("event") == event and stricter)
+
+    capsys.readouterr()
+    with monkeypatch.context() as before:
+        before.setattr(_certify, "_same_policy", by_stricter_claims_only)
+        code, out = certify(tmp_path, second, TPR_91, capsys, "--json")
+    assert code == 0, out
+    cert = json.loads(out)
+    assert cert["attempt"] == 1
+    assert cert["results"][0]["bound"] == pytest.approx(clopper_pearson_all_right(40, 0.05))
+    laxer = {**TPR_90, "name": "laxer", "bars": {"tpr": 0.8}}
+    for use in (TPR_90, laxer):
+        argv = ["evaluate", str(cfg), "--require-certificate", str(write(tmp_path / "u.yaml", use))]
+        line = one_line_refusal(capsys, argv)
+        assert "2 certificates of judge stub-judge" in line and "δ = 0.05" in line, line
+    argv = ["evaluate", str(cfg), "--require-certificate", str(write(tmp_path / "b.yaml", TPR_91))]
+    assert main([*argv, "--quiet"]) == 0
+
+
+def test_the_gate_refuses_a_use_two_claims_counted_apart_both_admit(run, tmp_path, capsys):
+    """Refused under ``tpr ≥ 0.9, tnr ≥ 0.5``, the judge admitted under ``tpr ≥ 0.9, fpr ≤ 0.1``
+    (neither claim admits the other: a count of its own) is admitted for that claim's use, not
+    for ``tpr ≥ 0.9``, which both certificates would admit: they took twice its δ."""
+    run_dir, cfg, _ = run
+    with_tnr = {"name": "with-tnr", "bars": {"tpr": 0.9, "tnr": 0.5}}
+    assert certify(tmp_path, run_dir, with_tnr, capsys)[0] == 1
+    second = fresh_run(tmp_path, cfg, range(100, 180), "second")
+    capsys.readouterr()
+    with_fpr = {"name": "with-fpr", "bars": {"tpr": 0.9, "fpr": 0.1}}
+    code, out = certify(tmp_path, second, with_fpr, capsys, "--json")
+    assert code == 0, out
+    cert = json.loads(out)
+    assert cert["attempt"] == 1
+    tpr, fpr = cert["results"]
+    assert tpr["bound"] == pytest.approx(clopper_pearson_all_right(40, 0.05 / 2))
+    assert fpr["bound"] == pytest.approx(1 - clopper_pearson_all_right(40, 0.05 / 2))
+    use = write(tmp_path / "use.yaml", TPR_90)
+    line = one_line_refusal(capsys, ["evaluate", str(cfg), "--require-certificate", str(use)])
+    assert "2 certificates of judge stub-judge" in line and "δ = 0.05" in line, line
+    own = write(tmp_path / "own.yaml", with_fpr)
+    assert main(["evaluate", str(cfg), "--quiet", "--require-certificate", str(own)]) == 0

@@ -211,3 +211,41 @@ def test_the_same_items_shuffled_renamed_and_re_encoded_are_consumed(
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and f"{N} of these {N} items were already consumed" in lines[0]
     assert sorted((tmp_path / "runs" / "certificates").iterdir()) == ledger
+
+
+def _not_in(rows: list[dict[str, str]], seed: int) -> list[dict[str, str]]:
+    """Items of ``rows_for(seed)`` whose text none of ``rows`` has (fresh items)."""
+    taken = {r["request"] for r in rows}
+    return [r for r in rows_for(seed) if r["request"] not in taken]
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param({"tpr": 0.51, "tnr": 0.5, "kappa_categorical": 0.3}, id="a bar stricter"),
+        pytest.param(
+            {"tpr": 0.5, "tnr": 0.5, "kappa_categorical": 0.3, "accuracy": 0.5}, id="one more bar"
+        ),
+    ],
+)
+def test_two_comparable_claims_count_together_in_either_order(stub, tmp_path, capsys, other):
+    """Two claims one of which admits the other are tried on fresh items, one after the other,
+    in both orders (each order in a ledger of its own): whichever comes second is the judge's
+    second attempt at one claim — refused in one line and not written — so the second's fate
+    does not depend on which of the two the judge was tried under first."""
+    stricter = {**POLICY, "name": "stricter", "bars": other}
+    first_rows = rows_for(6)
+    second_rows = _not_in(first_rows, 7)
+    outcomes = []
+    for folder, order in (
+        (tmp_path / "a", (POLICY, stricter)),
+        (tmp_path / "b", (stricter, POLICY)),
+    ):
+        one = evaluate(folder, stub, first_rows, name="one")
+        two = evaluate(folder, stub, second_rows, name="two")
+        assert certify(folder, one, order[0], capsys)[0] in (0, 1)
+        ledger = sorted((folder / "runs" / "certificates").iterdir())
+        code, err = certify(folder, two, order[1], capsys)
+        unchanged = sorted((folder / "runs" / "certificates").iterdir()) == ledger
+        outcomes.append((code, isinstance(err, str) and "attempt 2 for judge" in err, unchanged))
+    assert outcomes[0] == outcomes[1] == (2, True, True)
