@@ -83,9 +83,13 @@ def run_once(n: int, keep: Path, base_url: str, stub: StubProcess, code: Path | 
     stub.reset()
     cmd = [sys.executable, "-c", DRIVER, str(csv), base_url, str(where)]
     proc = subprocess.run(cmd, cwd=where, env=env, capture_output=True, text=True)
-    if proc.returncode:
-        raise SystemExit(f"{n} items: the driver exited {proc.returncode}\n{proc.stderr[-3000:]}")
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    said = proc.stdout.strip().splitlines()
+    if proc.returncode or not said:
+        raise SystemExit(
+            f"{n} items: the driver exited {proc.returncode}\n{proc.stdout[-2000:]}\n"
+            f"{proc.stderr[-3000:]}"
+        )
+    out = json.loads(said[-1])
     spans = stub.stats()["spans"]
     if out["judged"] != n or len(spans) != n:
         raise SystemExit(f"{n} items: {out['judged']} judged, {len(spans)} calls")
