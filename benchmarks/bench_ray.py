@@ -5,9 +5,10 @@ latency, in its own process).
 Each run is a process of its own that calls :func:`assay.evaluation.evaluate` (tracking off,
 DSPy's response cache off, so every item is a call, concurrency 32, no sidecar): the engine
 starts a Ray instance on this machine (``ray.init`` as it does for ``address: local``, one CPU
-a worker), judges on its actors, and the process prints its wall time — the whole run, Ray's
-start included, and the judging alone (the first call to the last) — and its own peak RSS
-(``getrusage(RUSAGE_SELF)``: the driver, not Ray's daemons or actors).
+a worker), judges on its actors, and the process prints its wall time (the whole run, Ray's
+start included; items/s is over it) and its own peak RSS (``getrusage(RUSAGE_SELF)``: the
+driver, not Ray's daemons or actors). Beside them, the calls' span: the stub's first arrival to
+its last answer — the actors' pace; a driver slow to take the results in finishes after it.
 
     PYTHONPATH=$PWD python benchmarks/bench_ray.py                     # 2,000 and 10,000 items
     PYTHONPATH=$PWD python benchmarks/bench_ray.py --sizes 500 2000 --repeat 2
@@ -71,7 +72,7 @@ print(json.dumps({
 
 def run_once(n: int, keep: Path, base_url: str, stub: StubProcess, code: Path | None) -> dict:
     """One ``evaluate`` of ``n`` items on Ray in a fresh process and run folder: its wall
-    seconds, the judging's (the stub's first arrival to its last answer), the driver's peak RSS
+    seconds, the calls' (the stub's first arrival to its last answer), the driver's peak RSS
     in MB."""
     csv = keep / f"items{n}.csv"
     if not csv.exists():
@@ -93,7 +94,7 @@ def run_once(n: int, keep: Path, base_url: str, stub: StubProcess, code: Path | 
     spans = stub.stats()["spans"]
     if out["judged"] != n or len(spans) != n:
         raise SystemExit(f"{n} items: {out['judged']} judged, {len(spans)} calls")
-    out["judging"] = max(end for _, end in spans) - min(start for start, _ in spans)
+    out["calls"] = max(end for _, end in spans) - min(start for start, _ in spans)
     return out
 
 
@@ -115,7 +116,7 @@ def main() -> None:
         keep = args.keep or Path(tmp)
         keep.mkdir(parents=True, exist_ok=True)
         print(
-            f"{'code':>8} {'items':>7} {'round':>5} {'wall s':>7} {'judging s':>9} "
+            f"{'code':>8} {'items':>7} {'round':>5} {'wall s':>7} {'calls s':>8} "
             f"{'items/s':>8} {'driver MB':>9} {'load':>5}"
         )
         for n in args.sizes:
@@ -124,7 +125,7 @@ def main() -> None:
                     res = run_once(n, keep, stub.base_url, stub, Path(code) if code else None)
                     print(
                         f"{name:>8} {n:>7,} {r + 1:>5} {res['wall']:>7.1f} "
-                        f"{res['judging']:>9.1f} {n / res['judging']:>8.0f} {res['rss']:>9.0f} "
+                        f"{res['calls']:>8.1f} {n / res['wall']:>8.0f} {res['rss']:>9.0f} "
                         f"{os.getloadavg()[0]:>5.1f}",
                         flush=True,
                     )
