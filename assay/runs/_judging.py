@@ -110,7 +110,7 @@ def run_tasks(
     dozen tasks at a time; ``total`` sizes the progress bar); ``keep=False`` returns no
     judgment (``on_judgment`` has seen each), so a long run holds none of them.
     ``execution.engine: ray`` judges on Ray actors instead (each task's ``recipe`` rebuilds
-    its program there); ``on_judgment`` still runs here."""
+    its program there), reading ``tasks`` as they go too; ``on_judgment`` still runs here."""
     unscored = [0]
 
     def count(j: Judgment) -> dict[str, Any]:
@@ -120,9 +120,6 @@ def run_tasks(
     if execution is not None and execution.engine == "ray":
         from assay.runs._ray import run_on_ray
 
-        tasks = list(tasks)
-        if not tasks:
-            return []
         return run_on_ray(
             tasks,
             execution=execution,
@@ -132,6 +129,8 @@ def run_tasks(
             desc=desc,
             deadline=deadline,
             postfix=count,
+            total=total,
+            keep=keep,
         )
 
     hashes: dict[int, str] = {}  # per config (alive as long as its tasks): once, not per item

@@ -5,7 +5,9 @@ a pool of Ray actors, the results persisted by the driver.
 Ray cluster. The pool (:func:`run_remote`) places its actors over the nodes in proportion to
 their CPUs, runs module-level functions there (:class:`RemoteWork`) and hands each result to
 the driver as it finishes, with the call-ledger records of the calls made for it; an actor lost
-with its node is replaced on another and its unfinished work sent again. Judging
+with its node is replaced on another and its unfinished work sent again. The driver reads the
+work as it goes and keeps a window of it sent (twice the actors' threads), as a local pool does,
+so what it holds and waits on is the window's, however long the run. Judging
 (:func:`run_on_ray`): each actor rebuilds every judge program it needs from the judge's config
 (:class:`ProgramRecipe`: the same config, rollout and retries as the local run), judges its
 share with a thread per call, and the driver writes each judgment through the same run store, in
@@ -20,11 +22,13 @@ Ray is an optional dependency (``pip install 'assay[ray]'``), imported only here
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -293,7 +297,7 @@ class RemoteWork:
 
 
 def run_on_ray(
-    tasks: list[Any],
+    tasks: Iterable[Any],
     *,
     execution: ExecutionConfig,
     concurrency: int,
@@ -302,19 +306,33 @@ def run_on_ray(
     desc: str,
     deadline: float | None,
     postfix: Callable[[Any], dict[str, Any]] | None = None,
+    total: int | None = None,
+    keep: bool = True,
 ) -> list[Any]:
     """Judge ``tasks`` (each with a ``recipe``) on Ray actors; ``on_judgment`` runs here, in the
-    driver, as each judgment arrives."""
-    missing = [t for t in tasks if t.recipe is None]
-    if missing:
-        raise ConfigError(
-            "execution engine ray rebuilds each judge from its config in the workers; this run "
-            "judges with programs it cannot rebuild (a custom LM factory): run it locally"
-        )
-    work = [RemoteWork(judge_remote, (t.recipe, t.item, t.config, t.attempt)) for t in tasks]
-    seen = (lambda i, j: on_judgment(tasks[i], j)) if on_judgment is not None else None
+    driver, as each judgment arrives. ``tasks`` may be an iterator, read as the pool goes
+    (``total`` sizes the progress bar); ``keep=False`` returns no judgment."""
+    if total is None and isinstance(tasks, Sized):
+        total = len(tasks)
+    stream = iter(tasks)
+    first = next(stream, None)
+    if first is None:
+        return []
+    _rebuildable(first)  # before the cluster is joined: a run that cannot go there says so
+    sent: dict[int, Any] = {}  # the tasks read and not yet judged, by position
+
+    def work() -> Iterator[RemoteWork]:
+        for i, t in enumerate(itertools.chain([first], stream)):
+            sent[i] = _rebuildable(t)
+            yield RemoteWork(judge_remote, (t.recipe, t.item, t.config, t.attempt))
+
+    def seen(i: int, judgment: Any) -> None:
+        task = sent.pop(i)
+        if on_judgment is not None:
+            on_judgment(task, judgment)
+
     out = run_remote(
-        work,
+        work(),
         execution=execution,
         concurrency=concurrency,
         on_result=seen,
@@ -322,12 +340,24 @@ def run_on_ray(
         desc=desc,
         deadline=deadline,
         postfix=postfix,
+        total=total,
+        keep=keep,
     )
     return [j for j in out if j is not None]
 
 
+def _rebuildable(task: Any) -> Any:
+    """``task``, which has the recipe an actor rebuilds its program from; ConfigError if not."""
+    if task.recipe is None:
+        raise ConfigError(
+            "execution engine ray rebuilds each judge from its config in the workers; this run "
+            "judges with programs it cannot rebuild (a custom LM factory): run it locally"
+        )
+    return task
+
+
 def run_remote(
-    work: list[RemoteWork],
+    work: Iterable[RemoteWork],
     *,
     execution: ExecutionConfig,
     concurrency: int,
@@ -337,55 +367,66 @@ def run_remote(
     deadline: float | None,
     postfix: Callable[[Any], dict[str, Any]] | None = None,
     unit: str = "call",
+    total: int | None = None,
+    keep: bool = True,
 ) -> list[Any]:
     """Do ``work`` on a pool of Ray actors spread over the cluster's nodes; ``on_result(i,
-    value)`` runs here, in the driver, as each result arrives, and the calls it made go to this
-    process's call ledger. An actor lost with its node (or its process) is replaced, and its
-    unfinished work sent to the new one. Ctrl-C, the deadline or an error stops the run:
-    everything finished is persisted already, and before the actors are killed their calls in
-    flight are waited for, as a local run's are (:data:`~assay.runs._run.SETTLE_S` at most;
-    :meth:`_Actors.stop`) — every answer they were served is in the ledger, the calls still in
-    flight then noted as abandoned."""
+    value)`` runs here, in the driver, as each result arrives (``i``: the work's position), and
+    the calls it made go to this process's call ledger; the values are returned in ``work``'s
+    order (none with ``keep=False``).
+
+    ``work`` is read as the pool goes, as a local pool reads it (:class:`_Window`): each actor
+    has at most twice its threads' worth sent and unfinished — every thread busy and as much
+    queued behind, so a thread that finishes finds its next work there — and the driver waits
+    only on that window, taking every result in at once. ``total`` sizes the progress bar when
+    ``work`` has no length.
+
+    An actor lost with its node (or its process) is replaced, and its unfinished work sent to
+    the new one. Ctrl-C, the deadline or an error stops the run: everything finished is
+    persisted already, and before the actors are killed their calls in flight are waited for,
+    as a local run's are (:data:`~assay.runs._run.SETTLE_S` at most; :meth:`_Actors.stop`) —
+    every answer they were served is in the ledger, the calls still in flight then noted as
+    abandoned."""
     from tqdm import tqdm
 
     from assay.runs import _run
 
+    if total is None and isinstance(work, Sized):
+        total = len(work)
     ray = _connect(execution)
     cpus = int(ray.cluster_resources().get("CPU", 1))
-    n_actors = max(1, min(execution.actors or cpus, concurrency, len(work) or 1))
+    at_most = concurrency if total is None else max(1, total)
+    n_actors = max(1, min(execution.actors or cpus, concurrency, at_most))
     per_actor = max(1, math.ceil(concurrency / n_actors))
     pool = _Actors(ray, n_actors, per_actor=per_actor, settle_s=_run.SETTLE_S)
-    out: list[Any] = [None] * len(work)
+    window = _Window(work, pool)
+    out: list[Any] = []
     finished = 0
-    bar = tqdm(total=len(work), desc=desc, unit=unit, disable=not progress, dynamic_ncols=True)
+    bar = tqdm(total=total, desc=desc, unit=unit, disable=not progress, dynamic_ncols=True)
     stopped = True
     try:
-        index = {pool.send(w, i): i for i, w in enumerate(work)}
-        waiting = list(index)
-        while waiting:
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            done, waiting = ray.wait(waiting, num_returns=1, timeout=timeout)
-            if not done:
+        window.fill()
+        while window.in_flight:
+            ready = window.wait(deadline)
+            if not ready:
                 raise RunError(
-                    f"deadline reached with {len(work) - finished} of {len(work)} calls "
-                    "unfinished; everything finished is saved: re-run to resume"
+                    f"deadline reached with {_unfinished(total, finished)} calls unfinished; "
+                    "everything finished is saved: re-run to resume"
                 )
-            for ref in done:
-                i = index.pop(ref)
-                result = pool.result(ref, unfinished=len(work) - finished)
-                if result is None:  # its actor was lost: the work goes to the one in its place
-                    again = pool.send(work[i], i)
-                    index[again] = i
-                    waiting.append(again)
+            for ref in ready:
+                i, value = window.take(ref, unfinished=_unfinished(total, finished, of=False))
+                if i is None:  # its actor was lost: the work goes to the one in its place
                     continue
-                value, _ = result  # its calls are in the ledger already
                 if on_result is not None:
                     on_result(i, value)
-                out[i] = value
+                if keep:
+                    out.extend([None] * (i + 1 - len(out)))
+                    out[i] = value
                 finished += 1
                 if postfix is not None:
                     bar.set_postfix(**postfix(value), refresh=False)
                 bar.update(1)
+            window.fill()
         stopped = False
     finally:
         bar.close()
@@ -395,6 +436,78 @@ def run_remote(
         finally:
             pool.close()  # nothing waits on a hung call: the actors go with their calls
     return out
+
+
+def _unfinished(total: int | None, finished: int, *, of: bool = True) -> str:
+    """How many of the run's calls are unfinished, as an error says it: ``3 of 10`` (``3``
+    without ``of``), ``some`` when the work's length is not known."""
+    if total is None:
+        return "some"
+    return f"{total - finished} of {total}" if of else str(total - finished)
+
+
+class _Window:
+    """The work of a :func:`run_remote`, read as the pool goes: what the actors have been sent
+    and not finished (:attr:`in_flight`, at most :attr:`_Actors.room` per actor) and what was
+    read for an actor whose room is full (:attr:`held`, in order, at most the pool's whole
+    window). Work of no affinity goes to the actor with the least of it; work of an affinity
+    waits for its own actor, while the work behind it goes on to the others. An actor lost
+    with its node leaves its unfinished work here, sent again before anything new is read."""
+
+    def __init__(self, work: Iterable[RemoteWork], pool: _Actors) -> None:
+        self.pool = pool
+        self.source = enumerate(work)
+        self.exhausted = False
+        self.in_flight: dict[Any, tuple[int, RemoteWork]] = {}  # ref → (position, work)
+        self.held: deque[tuple[int, RemoteWork]] = deque()
+
+    @property
+    def limit(self) -> int:
+        """The most work in flight over the pool: each actor's room."""
+        return self.pool.room * len(self.pool.actors)
+
+    def fill(self) -> None:
+        """Send what waits for an actor with room (in order), then read and send more work,
+        until every actor's room is full, the work held reaches :attr:`limit` or the work runs
+        out."""
+        if self.held:
+            waiting, self.held = self.held, deque()
+            for i, w in waiting:
+                self._send_or_hold(i, w)
+        while not self.exhausted and len(self.held) < self.limit and self.pool.has_room():
+            nxt = next(self.source, None)
+            if nxt is None:
+                self.exhausted = True
+                return
+            self._send_or_hold(*nxt)
+
+    def _send_or_hold(self, i: int, w: RemoteWork) -> None:
+        k = self.pool.actor_for(w)
+        if k is None:
+            self.held.append((i, w))
+            return
+        self.in_flight[self.pool.send(w, k)] = (i, w)
+
+    def wait(self, deadline: float | None) -> list[Any]:
+        """The refs in flight that are ready: the first waited for (until ``deadline``, a
+        ``time.monotonic()`` value: none ready then), with every other one ready by then."""
+        ray = self.pool.ray
+        refs = list(self.in_flight)
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, rest = ray.wait(refs, num_returns=1, timeout=timeout)
+        if ready and rest:
+            ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+        return ready
+
+    def take(self, ref: Any, unfinished: str) -> tuple[int | None, Any]:
+        """``(position, value)`` of a ready ref, its calls noted in the ledger; ``(None,
+        None)`` when its actor was lost — the work then held to be sent again."""
+        i, w = self.in_flight.pop(ref)
+        result = self.pool.result(ref, unfinished)
+        if result is None:
+            self.held.appendleft((i, w))
+            return None, None
+        return i, result[0]
 
 
 ANSWER_S = 5.0
@@ -410,8 +523,8 @@ flight, not the run."""
 
 class _Actors:
     """The pool's actors, placed over the cluster's nodes (:func:`_places`); work goes to the
-    actor of its affinity (or its turn), and a lost actor is replaced once for all the work it
-    held."""
+    actor of its affinity (or the one with the least work), each actor with :attr:`room` for
+    twice its threads' worth, and a lost actor is replaced once for all the work it held."""
 
     def __init__(self, ray: Any, n: int, per_actor: int, settle_s: float = 0.0) -> None:
         self.ray = ray
@@ -427,6 +540,7 @@ class _Actors:
         self.generation = [0] * n  # how many times each actor was replaced
         self.fetched = [0] * n  # the results of each actor (this generation) the driver got
         self.sent: dict[Any, tuple[int, int]] = {}  # ref → (actor, its generation then)
+        self.load = [0] * n  # the work each actor was sent and has not finished (in ``sent``)
 
     def _start(self, node: str | None, *, soft: bool) -> Any:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -436,16 +550,41 @@ class _Actors:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=soft)
         return self.cls.options(**options).remote()
 
-    def send(self, work: RemoteWork, i: int) -> Any:
+    @property
+    def room(self) -> int:
+        """The most work an actor is sent and has not finished: a call for each of its threads
+        and as many queued behind them, so a thread that finishes finds its next work there
+        (the driver's window, as :func:`~assay.runs._pool.window` is a local pool's)."""
+        return 2 * self.per_actor
+
+    def has_room(self) -> bool:
+        return min(self.load) < self.room
+
+    def actor_for(self, work: RemoteWork) -> int | None:
+        """The actor ``work`` goes to now — its affinity's, else the one with the least work —,
+        or None when that actor has no room."""
         from assay.types import stable_hash
 
-        n = len(self.actors)
-        k = i % n if work.affinity is None else int(stable_hash(work.affinity), 16) % n
+        if work.affinity is None:
+            k = min(range(len(self.load)), key=self.load.__getitem__)
+        else:
+            k = int(stable_hash(work.affinity), 16) % len(self.actors)
+        return k if self.load[k] < self.room else None
+
+    def send(self, work: RemoteWork, k: int) -> Any:
+        """``work`` sent to actor ``k``; its ref, which the driver waits on."""
         ref = self.actors[k].run.remote(work.fn, *work.args)
         self.sent[ref] = (k, self.generation[k])
+        self.load[k] += 1
         return ref
 
-    def result(self, ref: Any, unfinished: int) -> tuple[Any, list[Any]] | None:
+    def _forget(self, ref: Any) -> tuple[int, int]:
+        """``ref``'s ``(actor, generation)``: finished, it is sent no more."""
+        k, generation = self.sent.pop(ref)
+        self.load[k] -= 1
+        return k, generation
+
+    def result(self, ref: Any, unfinished: str) -> tuple[Any, list[Any]] | None:
         """``(value, calls)`` of ``ref``, its calls noted in this process's call ledger; None
         when its actor was lost (then replaced, once for all the work it held). An actor lost
         more than :data:`REPLACEMENTS` times ends the run with one line — everything finished
@@ -456,7 +595,7 @@ class _Actors:
         try:
             result = self.ray.get(ref)
         except RayActorError as exc:
-            del self.sent[ref]
+            self._forget(ref)
             if generation == self.generation[k]:
                 self._replace(k, exc, unfinished)
             return None
@@ -470,12 +609,12 @@ class _Actors:
         from assay.lm import note_calls
 
         with _whole():
-            k, generation = self.sent.pop(ref)
+            k, generation = self._forget(ref)
             if generation == self.generation[k]:
                 self.fetched[k] += 1
             note_calls(calls, via="ray")
 
-    def _replace(self, k: int, exc: Exception, unfinished: int) -> None:
+    def _replace(self, k: int, exc: Exception, unfinished: str) -> None:
         cause = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         if self.generation[k] >= REPLACEMENTS:
             raise RunError(
@@ -532,7 +671,7 @@ class _Actors:
                         answer = None
                     if ref not in closing:
                         if answer is None or answer[1] is None:  # with its actor's close
-                            self.sent.pop(ref)
+                            self._forget(ref)
                         else:
                             self._take(ref, answer[1])
                         continue

@@ -113,6 +113,38 @@ def test_ray_run_gives_the_judgments_and_metrics_of_a_local_run(tmp_path, items_
     )
 
 
+def test_a_ray_run_keeps_a_window_of_work_in_flight_not_all_of_it(tmp_path, local_ray, monkeypatch):
+    """Forty items at concurrency 4 (two actors of two threads): the driver sends an actor
+    twice its threads' worth and no more until results come back — at most
+    ``window(concurrency)`` items sent and unfinished at any time, as a local pool holds —,
+    and the run's judgments and metrics are a local run's. Before, every item was sent at once
+    (40 unfinished) and the driver waited on all of them for each result."""
+    from assay.runs._pool import window
+    from assay.runs._ray import _Actors
+
+    unfinished: list[int] = []  # after each send, the items sent and not yet finished
+    send = _Actors.send
+
+    def counted(self, *args):
+        ref = send(self, *args)
+        unfinished.append(len(self.sent))
+        return ref
+
+    monkeypatch.setattr(_Actors, "send", counted)
+    n = 40
+    csv = write_items(tmp_path, n)
+    with StubServer(respond=verdict) as stub:
+        local = evaluate(config(csv, stub, "local", "local"), workdir=tmp_path, progress=False)
+        remote = evaluate(config(csv, stub, "ray", "ray"), workdir=tmp_path, progress=False)
+        assert stub.n_requests == 2 * n
+
+    assert len(unfinished) == n  # each item sent once
+    assert max(unfinished) == window(4) == 8  # every thread busy and as many queued: no more
+    assert remote.new_judgments == n
+    assert comparable(remote.judgments) == comparable(local.judgments)
+    assert without_timing(remote.summary) == without_timing(local.summary)
+
+
 def test_a_ray_run_resumes_and_re_runs_like_a_local_one(tmp_path, items_csv, local_ray):
     with StubServer(respond=verdict) as stub:
         cfg = config(items_csv, stub, "runs", "ray")

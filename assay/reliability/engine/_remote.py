@@ -140,14 +140,14 @@ def generate_on_ray(
 
     tests = list({t.name: t for t, _ in units}.values())
     recipe = GenerationRecipe.of(config, tests, identities, inputs, base)
-    work = [
+    work = (
         RemoteWork(
             generate_remote, (recipe, t.name, u), affinity=u.sources[0].id if u.sources else u.id
         )
         for t, u in units
-    ]
+    )
     run_remote(
-        work,
+        work,  # made as the pool reads it
         execution=config.execution,
         concurrency=config.concurrency,
         on_result=lambda i, record: commit(units[i], record),
@@ -155,4 +155,6 @@ def generate_on_ray(
         desc="generate",
         deadline=deadline,
         unit="unit",
+        total=len(units),
+        keep=False,  # each record is committed as it arrives: none is held here
     )
