@@ -115,13 +115,19 @@ def entry_point(site: Path, dist: str, name: str, module: str) -> Path:
 
 def rebuilt_report(run_dir: Path, cwd: Path, path: tuple[Path, ...] = ()) -> str:
     """report.html written again from the finished run by a fresh interpreter that was told
-    nothing about plug-ins (the Python API, as a notebook calls it)."""
+    nothing about plug-ins (the Python API, as a notebook calls it), with the signing key the
+    run was sealed with: the seal is checked before the report is drawn again."""
     (run_dir / "report.html").unlink()
     code = "import sys, assay.api; assay.api.write_html_report(sys.argv[1])"
+    key = {"ASSAY_SIGNING_KEY_FILE": os.environ["ASSAY_SIGNING_KEY_FILE"]}
     proc = subprocess.run(
         [sys.executable, "-c", code, str(run_dir)],
         cwd=cwd,
-        env={"PYTHONPATH": os.pathsep.join(map(str, (REPO, *path))), "PATH": "/usr/bin:/bin"},
+        env={
+            "PYTHONPATH": os.pathsep.join(map(str, (REPO, *path))),
+            "PATH": "/usr/bin:/bin",
+            **key,
+        },
         capture_output=True,
         text=True,
         timeout=600,

@@ -23,6 +23,7 @@ items left unscored (or without logprobs) are counted and get no set, never a ma
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,7 +36,16 @@ from assay.errors import ConfigError, RunError
 from assay.inputs import EvaluateConfig, RunConfig, samples_of, used_keys
 from assay.metrics import MetricValue, Undefinable
 from assay.report import Block, Items, Report, Row, Table, report_markdown
-from assay.runs import Run, RunState, TrackedRun, flatten_metrics, write_atomic
+from assay.runs import (
+    SEALED,
+    Run,
+    RunState,
+    TrackedRun,
+    finished_state,
+    flatten_metrics,
+    vouches_for,
+    write_atomic,
+)
 from assay.scale import Scale
 from assay.types import Judgment, Seed, stable_hash
 
@@ -44,6 +54,15 @@ if TYPE_CHECKING:
 
 SETS = "conformal_sets.jsonl"
 NO_PROBABILITIES = "no verdict probabilities"
+SEALED_FILES = (*SEALED, SETS)
+"""What a conformal run's seal covers: its config, its figures and every item's set."""
+UNSEALED_SETS = (
+    f"{SETS} is not vouched for: the run was sealed before conformal runs sealed their sets "
+    "(its seal covers its config and figures only); run it in a new directory to seal them"
+)
+"""Said where the sets of a run sealed before its sets were are shown: nothing checks them."""
+
+_log = logging.getLogger(__name__)
 
 
 class ConformalConfig(RunConfig):
@@ -229,6 +248,7 @@ def conformal(
         records = _records(target, sets, target_refs, calibrated, scale)
         if run.finished:  # the same runs, the same options: nothing new to write
             summary = ConformalSummary.model_validate(run.store.read_json("metrics.json"))
+            _warn_if_sets_unsealed(run)
             # the run is its runs' content, wherever they are: name the directory read this time
             summary.applied_to = applied_to
             # logged now if an earlier call left it out (tracking off) and this one logs
@@ -253,11 +273,27 @@ def conformal(
             from assay.report import write_html
 
             write_html(report, run.dir)
-            run.finish(_tracked(config, summary, run.run_hash))
+            run.finish(_tracked(config, summary, run.run_hash), sealed=SEALED_FILES)
         summary.mlflow_run_id = run.mlflow_run_id
         if out is not None:
             _write_out(out, summary, records)
         return summary
+
+
+def _warn_if_sets_unsealed(run: Run) -> None:
+    """A finished run read back whose seal does not list its sets (sealed before conformal runs
+    sealed them; an edited sets file is otherwise caught as the run is opened): said in one
+    line, since the console names the file."""
+    if not vouches_for(run.state, SETS):
+        _log.warning("%s: %s", run.dir, UNSEALED_SETS)
+
+
+def sets_note(run_dir: Path) -> str | None:
+    """What the report says of the sets of the finished run in ``run_dir`` whose seal does not
+    list them (:data:`UNSEALED_SETS`); None while the run goes on or when its seal vouches for
+    them (a redrawn report checks the seal first: :func:`~assay.runs.check_redrawn`)."""
+    state = finished_state(run_dir)
+    return None if state is None or vouches_for(state, SETS) else UNSEALED_SETS
 
 
 def _labelled(
@@ -574,6 +610,7 @@ def build_conformal_report(run_dir: Path) -> Report:
             )
             for x in records
         ],
+        sets_note(run_dir) or "",
     )
     return r
 

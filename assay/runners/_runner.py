@@ -772,11 +772,14 @@ def run_kind(run_dir: Path) -> str:
 
 def write_report(run_dir: Path, **options: Any) -> Path:
     """``run_dir/report.html``, built by the report of the runner whose kind the run is (the
-    run's plug-ins imported first: the runner, or what its report looks up, may be one)."""
+    run's plug-ins imported first: the runner, or what its report looks up, may be one). A
+    finished run whose files are not the ones it sealed is refused in one line first
+    (:func:`~assay.runs.check_redrawn`), as a decision on it is."""
     from assay.report import write_html
-    from assay.runs import load_run_plugins
+    from assay.runs import check_redrawn, load_run_plugins
 
     run_dir = Path(run_dir)
+    check_redrawn(run_dir)
     load_run_plugins(run_dir)
     kind = run_kind(run_dir)
     report = get_runner(kind).report(run_dir, **options)

@@ -60,8 +60,11 @@ _WHERE = {
     "Seal": "_seal",
     "SEAL_TAG": "_seal",
     "SEALED": "_seal",
+    "check_redrawn": "_seal",
     "check_seal": "_seal",
+    "finished_state": "_seal",
     "sealed_run": "_seal",
+    "vouches_for": "_seal",
     "HistoryKind": "_signed_history",
     "SignedHistory": "_signed_history",
     "signed_run": "_signed",
@@ -120,8 +123,11 @@ if TYPE_CHECKING:
         InputsRecord,
         RunState,
         Seal,
+        check_redrawn,
         check_seal,
+        finished_state,
         sealed_run,
+        vouches_for,
     )
     from assay.runs._settings import RunSettings, TrackingSettings
     from assay.runs._signed import signed_run
@@ -169,6 +175,7 @@ __all__ = [
     "Worker",
     "any_recorded",
     "append_lines",
+    "check_redrawn",
     "check_seal",
     "command_started",
     "confidence_tag",
@@ -177,6 +184,7 @@ __all__ = [
     "driver_cache",
     "file_lock",
     "finished_run",
+    "finished_state",
     "flatten_metrics",
     "inputs_digest",
     "judge_items",
@@ -196,6 +204,7 @@ __all__ = [
     "sealed_run",
     "signed_run",
     "to_judge",
+    "vouches_for",
     "write_atomic",
     "write_json",
 ]

@@ -7,12 +7,13 @@ records are signed with, :mod:`assay.runs._signed`). The seal goes into ``run.js
 and, as the tag ``assay.seal``, into the run's MLflow run. A command that decides on a run
 (certify, conformal, compare --paired, drift, estimate, the integrations' measured figures)
 reads it through :func:`sealed_run` or :func:`check_seal`: a file edited since, a seal edited
-with it, or a run finished before seals existed is refused in one line naming the run.
+with it, or a run finished before seals existed is refused in one line naming the run. A
+finished run's report drawn again (:func:`check_redrawn`) is refused the same way.
 
 Not sealed: ``run.json`` (it holds the seal and the run's state), the call ledger (a run
 stopped with calls in flight writes their lines as it closes; a resume appends to it), the
-reports (drawn again at will), and what people add after the run (review decisions, human
-verdicts). The seal holds from the finish on: the records of a killed run are what its resume
+reports (drawn again from the sealed files only), and what people add after the run (review
+decisions, human verdicts). The seal holds from the finish on: the records of a killed run are what its resume
 continues from.
 """
 
@@ -134,6 +135,36 @@ def sealed_run(
         raise RunError(f"{where}: the run has not finished (run its command again to finish it)")
     check_seal(run_dir, state, where=where, needs=needs)
     return state
+
+
+def check_redrawn(run_dir: Path) -> None:
+    """Refuse, as :func:`check_seal` does, to draw a finished run's report again from files
+    that are not the ones it sealed: a report redrawn from an edited file would show what the
+    run never measured beside the figures it sealed. A run still going (its runner draws its
+    report before it finishes) and a directory with no ``run.json`` (written before runs had
+    one) have no seal to check, and are drawn as they are."""
+    state = finished_state(run_dir)
+    if state is not None:
+        check_seal(run_dir, state, where=run_dir)
+
+
+def finished_state(run_dir: Path) -> RunState | None:
+    """The ``run.json`` of the finished run in ``run_dir``, unchecked; None for a run still
+    going and for a directory with no readable ``run.json``."""
+    try:
+        state = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict) or state.get("status") != "finished":
+        return None
+    return state
+
+
+def vouches_for(state: RunState, name: str) -> bool:
+    """Whether the seal in ``state`` (a run's ``run.json``) lists ``name``: a file a runner came
+    to seal later is, in a run sealed before, not vouched for by anything."""
+    sealed = state.get("seal")
+    return isinstance(sealed, dict) and name in (sealed.get("files") or {})
 
 
 def check_seal(

@@ -5,6 +5,7 @@ for the second; and the refusals (no probabilities, another judge config)."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 from pathlib import Path
@@ -13,9 +14,11 @@ import numpy as np
 import pytest
 
 from assay.cli import main
+from assay.errors import RunError
 from assay.lm import StubServer
 from assay.metrics import calibrate_conformal, conformal_rank, probability_matrix
 from assay.runners import write_report
+from assay.runs._seal import seal
 from tests.stub_judge import stub_config
 from tests.web.test_report_parity import assert_same_sections, both
 
@@ -236,3 +239,76 @@ def test_refuses_a_run_whose_data_changed_since(runs, capsys, monkeypatch):
         assert "changed since the run judged it" in err and len(err.strip().splitlines()) == 1
     finally:
         csv.write_text(before)
+
+
+def conformal_run(runs, capsys, alpha: str) -> tuple[list[str], Path]:
+    """A conformal run of the module's calibration run applied to its apply run (each test its
+    own ``alpha``: its own run directory), and the arguments that made it."""
+    args = ["conformal", str(runs["cal"]), "--alpha", alpha, "--apply", str(runs["app"])]
+    assert main([*args, "--json"]) == 0
+    return args, Path(json.loads(capsys.readouterr().out)["run_dir"])
+
+
+def forge_uncovered(sets: Path) -> int:
+    """The items the sets left uncovered, edited to covered with the whole scale as their set
+    (as an auditor did): how many."""
+    lines = [json.loads(x) for x in sets.open()]
+    forged = [x for x in lines if x["covered"] is False]
+    for x in forged:
+        x.update(covered=True, set=SCORES, size=len(SCORES))
+    sets.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return len(forged)
+
+
+def test_the_sets_are_sealed_and_an_edited_set_is_neither_drawn_nor_kept(
+    runs, capsys, monkeypatch, caplog
+):
+    """The sets are sealed with the run: edited once it finished, the report is not drawn
+    again from them (one line naming the file, as an edited judgments.jsonl is), and the same
+    command again makes them again from the runs they came from, saying why."""
+    monkeypatch.chdir(runs["tmp"])
+    args, run_dir = conformal_run(runs, capsys, "0.15")
+    sets = run_dir / "conformal_sets.jsonl"
+    seal = json.loads((run_dir / "run.json").read_text())["seal"]
+    assert set(seal["files"]) == {"config.yaml", "metrics.json", "conformal_sets.jsonl"}
+    made = sets.read_text()
+    assert write_report(run_dir).is_file()  # untouched: drawn again
+    assert forge_uncovered(sets) > 0
+    with pytest.raises(RunError) as refused:
+        write_report(run_dir)
+    said = str(refused.value)
+    assert said.startswith(f"{run_dir}: conformal_sets.jsonl is not the file the run sealed")
+    assert "\n" not in said
+    with caplog.at_level(logging.WARNING):
+        assert main(args) == 0
+    warned = [r.getMessage() for r in caplog.records if "conformal_sets.jsonl" in r.getMessage()]
+    assert len(warned) == 1 and "is not the file the run sealed" in warned[0]
+    assert sets.read_text() == made  # made again from the evaluate runs, and sealed anew
+    assert write_report(run_dir).is_file()
+
+
+def test_a_run_sealed_before_its_sets_were_is_read_and_drawn_and_says_so(
+    runs, capsys, monkeypatch, caplog
+):
+    """A conformal run sealed before its sets were (its seal lists config.yaml and metrics.json
+    only) is read back and drawn again as before; where its sets are shown — its report's
+    items, the console that names the file — one line says nothing vouches for them."""
+    monkeypatch.chdir(runs["tmp"])
+    args, run_dir = conformal_run(runs, capsys, "0.35")
+    state = json.loads((run_dir / "run.json").read_text())
+    state["seal"] = seal(
+        run_dir,
+        ("config.yaml", "metrics.json"),
+        kind=state["kind"],
+        run_hash=state["run_hash"],
+        instance=state.get("instance"),
+    )
+    (run_dir / "run.json").write_text(json.dumps(state))
+    html = write_report(run_dir).read_text()
+    assert html.count("conformal_sets.jsonl is not vouched for") == 1
+    with caplog.at_level(logging.WARNING):
+        assert main(args) == 0
+    warned = [r.getMessage() for r in caplog.records if "not vouched for" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith(f"{run_dir}: conformal_sets.jsonl")
+    assert "coverage " in capsys.readouterr().out
+    assert json.loads((run_dir / "run.json").read_text())["seal"] == state["seal"]

@@ -156,6 +156,26 @@ def test_evaluate_report_has_metrics_confusion_matrix_and_item_texts(tmp_path: P
     assert "Question number 3" in (res.run_dir / "report.html").read_text()
 
 
+def test_a_report_is_not_redrawn_from_a_judgment_edited_since_the_seal(tmp_path: Path):
+    """An evaluate run whose judgments.jsonl was edited once it finished is refused in the one
+    line certify refuses it with, and its report.html is left as the run drew it: redrawn, its
+    item table would show the edited verdict under the headline the run sealed."""
+    shutil.copytree(FIXTURE, tmp_path / "cfg")
+    config, base = load_config(tmp_path / "cfg" / "config.yaml")
+    res = evaluate(config, workdir=tmp_path, config_dir=base, progress=False)
+    drawn = (res.run_dir / "report.html").read_text()
+    assert write_html_report(res.run_dir).read_text() == drawn  # untouched: redrawn the same
+    path = res.run_dir / "judgments.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[0]["score"] = 1 - lines[0]["score"]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(RunError) as refused:
+        write_html_report(res.run_dir)
+    assert str(refused.value).startswith(f"{res.run_dir}: judgments.jsonl is not the file the run")
+    assert "\n" not in str(refused.value)
+    assert (res.run_dir / "report.html").read_text() == drawn
+
+
 def test_toolemu_report_has_evaluators_and_trajectories(tmp_path, sandbox_files, roles):  # noqa: F811
     res = run_toolemu(roles.config(*sandbox_files), workdir=tmp_path, progress=False)
     html = (res.run_dir / "report.html").read_text()
