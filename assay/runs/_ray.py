@@ -127,8 +127,9 @@ def _connect(execution: ExecutionConfig) -> Any:
     import ray
 
     if not ray.is_initialized():
-        # workers import assay from where this process does (a checkout, an editable install)
-        here = str(Path(__file__).resolve().parents[3])
+        # workers import assay from where this process does (a checkout, an editable install):
+        # the folder that holds the package (this file is <there>/assay/runs/_ray.py)
+        here = str(Path(__file__).resolve().parents[2])
         path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
         address = None if execution.address in (None, "local") else execution.address
         try:
