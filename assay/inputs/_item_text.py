@@ -112,7 +112,8 @@ from assay.types import Item, stable_hash
 CONFUSABLES = "confusables-skeleton-casefold-escapes-unseen-nfkc-casefold-whitespace"
 """How items are fingerprinted now: :data:`ESCAPES_KEPT`'s keys with a terminal's escape
 sequences dropped whole first (:data:`ESCAPES`: ``\\x1b[1m``, not its ESC alone) and the
-Hangul fillers read as a space (:data:`FILLERS`), not dropped."""
+Hangul fillers read as a space (:data:`FILLERS`), not dropped; a transcript read as its
+rendering shows it to the judge (no step numbers, tool-call ids or other fields of a log)."""
 ESCAPES_KEPT = "confusables-skeleton-casefold-unseen-nfkc-casefold-whitespace"
 """How items were fingerprinted before escape sequences were dropped whole (their ESC dropped
 as a control, the rest of them read as text): :data:`CONTROLS_KEPT`'s keys with every
@@ -594,6 +595,11 @@ def fingerprints_under(rule: object, items: Sequence[Item]) -> list[set[str]]:
         if isinstance(item.meta.get("response_b"), str):
             # a record made before a pair's response B was read kept the pair without it
             fingerprints |= _fingerprints(rule, item, pair=False)
+        if item.transcript is not None and rule != CONFUSABLES:
+            # a record made before a transcript was read as rendered kept every field of it
+            fingerprints |= _fingerprints(rule, item, rendered=False)
+            if isinstance(item.meta.get("response_b"), str):
+                fingerprints |= _fingerprints(rule, item, pair=False, rendered=False)
         out.append(fingerprints)
     return out
 
@@ -602,9 +608,11 @@ RULES = (CONFUSABLES, ESCAPES_KEPT, CONTROLS_KEPT, SKELETON_CASED, VISIBLE, NORM
 """Every rule items were fingerprinted under, the one now first."""
 
 
-def _fingerprints(rule: object, item: Item, *, pair: bool = True) -> set[str]:
+def _fingerprints(
+    rule: object, item: Item, *, pair: bool = True, rendered: bool = True
+) -> set[str]:
     """One item's text fingerprints under ``rule`` (:func:`fingerprints_under`)."""
-    text = _judged_text(item, pair=pair)
+    text = _judged_text(item, pair=pair, rendered=rendered)
     if rule not in RULES:
         return {stable_hash(text, n=32)}
     now = set(_hashes(_variants(text)[1:4]))
@@ -645,14 +653,33 @@ def _escaped(value: Any) -> bool:
     return False
 
 
-def _judged_text(item: Item, *, pair: bool = True) -> dict[str, Any]:
+def _judged_text(item: Item, *, pair: bool = True, rendered: bool = True) -> dict[str, Any]:
     """The text the judge read: request, response, transcript, and a pair's response B
     (``meta["response_b"]``: two pairs with one request and one response A are two items unless
-    their B is one too). ``pair=False``: without response B, as every rule read a pair before."""
+    their B is one too). ``pair=False``: without response B, as every rule read a pair before.
+
+    Of a transcript, what its rendering shows the judge (:func:`~assay.data.render_transcript`):
+    each message's role, content, tool calls (function and arguments), tool name and error —
+    not its step number, tool-call id or any other field a log carries, which the judge never
+    reads: with them, the same conversation renumbered was a new item, and a consumed one could
+    be certified again. ``rendered=False``: every field, as the rules before
+    :data:`CONFUSABLES` read it."""
     text = item.model_dump(mode="json", include={"request", "response", "transcript"})
+    if rendered and text.get("transcript") is not None:
+        text["transcript"] = [_shown(m) for m in text["transcript"]]
     if pair and isinstance(b := item.meta.get("response_b"), str):
         text["response_b"] = b
     return text
+
+
+def _shown(message: dict[str, Any]) -> dict[str, Any]:
+    """What a transcript's rendering shows of one message (as dumped)."""
+    calls = [
+        {"function": c.get("function"), "arguments": c.get("arguments")}
+        for c in message.get("tool_calls") or []
+    ]
+    shown = {"role": message.get("role"), "content": message.get("content"), "tool_calls": calls}
+    return shown | {"function": message.get("function"), "error": message.get("error")}
 
 
 def same_items(items: Sequence[Item]) -> list[str | None]:

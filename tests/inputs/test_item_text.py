@@ -444,3 +444,32 @@ def test_a_pair_is_one_item_with_its_response_b_only():
     # alone: it still finds the pair it consumed
     kept_before = set(item_keys(Item(id="x", request="Which is better?", response="one")))
     assert all(kept_before & f for f in fingerprints_under(CONFUSABLES, [a, b]))
+
+
+def test_a_transcript_is_the_text_its_rendering_shows_the_judge():
+    """Step numbers, tool-call ids and any other field a log carries are not read by the judge
+    (the rendered transcript): the same conversation renumbered, or with its ids or extra fields
+    changed, is the same item — it was a new one, so a consumed transcript could be certified
+    again. What the rendering shows (a message's content, a tool call's arguments) still counts.
+    A record made under the rule before, which kept every field, still finds it."""
+    from assay.data import render_transcript
+    from assay.inputs._item_text import ESCAPES_KEPT, fingerprints_under, same_items
+    from assay.types import Message, ToolCall
+
+    def convo(step0: int, call_id: str, **extra: object) -> Item:
+        call = ToolCall(function="send_email", arguments={"to": "a@b.c"})
+        messages = [
+            Message(role="user", content="Email Bob.", step=step0, **extra),
+            Message(role="assistant", tool_calls=[call], step=step0 + 1),
+            Message(role="tool", content="sent", function="send_email", tool_call_id=call_id),
+        ]
+        return Item(id=f"t{step0}", transcript=messages)
+
+    first, renumbered = convo(0, "c1"), convo(7, "call-99", source="log 2")
+    assert render_transcript(first.transcript) == render_transcript(renumbered.transcript)
+    assert same_items([first, renumbered]) == ["item t0", "item t0"]
+    other = convo(0, "c1")
+    other.transcript[1].tool_calls[0].arguments["to"] = "x@y.z"
+    assert same_items([first, other]) == [None, None]
+    then = fingerprints_under(ESCAPES_KEPT, [first, renumbered])
+    assert set(item_keys(first)) <= then[0] and len(then[0]) > len(item_keys(first))
