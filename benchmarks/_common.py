@@ -8,6 +8,7 @@ traffic on its own timeline: when the first request arrived, how many were in fl
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import threading
 import time
@@ -110,3 +111,15 @@ def _serve_stub(
                 stats["bodies"] = list(stub.requests)
             conn.send(stats)
         conn.send(None)
+
+
+def add_root_option(ap: argparse.ArgumentParser) -> None:
+    """``--root NAME=PATH`` (repeatable): the checkouts whose assay a benchmark runs, each in
+    turn at every size."""
+    ap.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="a checkout whose assay to run (repeatable: each in turn at every size)",
+    )

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import StubProcess  # noqa: E402
+from _common import StubProcess, add_root_option  # noqa: E402
 from bench_scale import write_items  # noqa: E402
 
 DRIVER = """
@@ -103,13 +103,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="*", default=[2_000, 10_000], help="items")
     ap.add_argument("--repeat", type=int, default=1, help="rounds (each size, each checkout)")
     ap.add_argument("--keep", type=Path, help="a folder to keep the runs in (default: temporary)")
-    ap.add_argument(
-        "--root",
-        action="append",
-        default=[],
-        metavar="NAME=PATH",
-        help="a checkout whose assay to run (repeatable: each in turn at every size)",
-    )
+    add_root_option(ap)
     args = ap.parse_args()
     roots = [tuple(r.split("=", 1)) for r in args.root] or [("", None)]
     with tempfile.TemporaryDirectory() as tmp, StubProcess(0.0) as stub:

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import StubProcess  # noqa: E402
+from _common import StubProcess, add_root_option  # noqa: E402
 
 
 def write_items(path: Path, n: int) -> None:
@@ -300,13 +300,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="*", help="items (default: 5,000 and 50,000)")
     ap.add_argument("--million", action="store_true", help="also 1,000,000 items")
     ap.add_argument("--keep", type=Path, help="a folder to keep the runs in (default: temporary)")
-    ap.add_argument(
-        "--root",
-        action="append",
-        default=[],
-        metavar="NAME=PATH",
-        help="a checkout whose assay to run (repeatable: each in turn at every size)",
-    )
+    add_root_option(ap)
     ap.add_argument("--harness", type=int, nargs="*", default=[], metavar="SEEDS",
                     help="assay harness of the HarmBench example on this many seeds")  # fmt: skip
     ap.add_argument("--pairs", type=int, nargs="*", default=[], metavar="ROWS",
