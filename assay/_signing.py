@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 from pathlib import Path
@@ -34,6 +35,8 @@ from assay.errors import ConfigError
 KEY_FILE_ENV = "ASSAY_SIGNING_KEY_FILE"
 STATE_ENV = "XDG_STATE_HOME"
 _MIN_KEY_BYTES = 32
+_log = logging.getLogger(__name__)
+_SHARED_KEYS: set[Path] = set()  # the key files already said to be open to others
 MAC_FIELD = "_mac"
 """The field a run's signed records end with (:mod:`assay.runs`); readers of those files drop it."""
 
@@ -158,7 +161,28 @@ def _read_key(path: Path) -> bytes:
         raise ConfigError(
             f"{path}: a signing key of {len(key)} bytes; a key has at least {_MIN_KEY_BYTES}"
         )
+    _warn_if_shared(path)
     return key
+
+
+def _warn_if_shared(path: Path) -> None:
+    """Say once (a warning on the console) when the key file can be read or written by others
+    than its owner: whoever reads it can sign runs, certificates and calibrations as assay, and
+    whoever writes it can swap it — the key assay creates is its owner's alone (mode 0600)."""
+    if os.name != "posix" or path in _SHARED_KEYS:
+        return
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        return
+    if mode & 0o077:
+        _SHARED_KEYS.add(path)
+        _log.warning(
+            "assay: %s: the signing key is open to others than its owner (mode %03o): whoever "
+            "can read it can sign as assay, whoever can write it can replace it — chmod 600 it",
+            path,
+            mode,
+        )
 
 
 def _create(path: Path) -> None:

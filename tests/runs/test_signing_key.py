@@ -77,3 +77,24 @@ def test_a_key_that_cannot_be_created_is_one_line(tmp_path, monkeypatch):
         ConfigError, match=r"cannot create the signing key .*ASSAY_SIGNING_KEY_FILE"
     ):
         signing.ensure_key()
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o660, 0o606, 0o600, 0o400])
+def test_a_key_open_to_others_is_said_once(tmp_path, monkeypatch, caplog, mode):
+    """A key file others can read (and so sign as assay) or write (and so replace) is used,
+    with one warning naming it; the owner's own key (0600, as assay creates it) says nothing."""
+    key = tmp_path / "team.key"
+    key.write_text("k" * 64 + "\n")
+    key.chmod(mode)
+    monkeypatch.setenv(signing.KEY_FILE_ENV, str(key))
+    monkeypatch.setattr(signing, "_SHARED_KEYS", set())
+    with caplog.at_level("WARNING", logger="assay._signing"):
+        first = signing.sign({"a": 1})
+        assert signing.verify({"a": 1}, first)
+    said = [r.getMessage() for r in caplog.records if r.name == "assay._signing"]
+    if mode & 0o077:
+        assert said == [f"assay: {key}: the signing key is open to others than its owner (mode "
+                        f"{mode:03o}): whoever can read it can sign as assay, whoever can write it "
+                        "can replace it — chmod 600 it"]  # fmt: skip
+    else:
+        assert said == []
