@@ -95,14 +95,24 @@ def pytest_collection_modifyitems(config, items):
     free). The files with tests on the embedded model, which run one at a time across the
     workers (:func:`_one_embedded_model_at_a_time`), are spread evenly among the others: taken
     together — as xdist's own order, most tests first, put them, last — a worker sat waiting for
-    the other's model. The others keep that order."""
+    the other's model. The others go longest first, as far as the markers tell: a test that
+    starts processes, waits on purpose or starts Ray (``slow``, ``ray``) weighs as twenty —
+    taken by their number of tests alone, the two-node Ray cluster's three (~2 minutes) came
+    among the last files, and one worker ran them while the other had nothing left."""
     files: dict[str, list] = {}
     for item in items:
         files.setdefault(item.nodeid.split("::")[0], []).append(item)
     embedded = [
         f for f, its in files.items() if any(i.get_closest_marker("local_model") for i in its)
     ]
-    others = sorted((f for f in files if f not in embedded), key=lambda f: -len(files[f]))
+
+    def weight(f: str) -> int:
+        slow = sum(
+            1 for i in files[f] if i.get_closest_marker("slow") or i.get_closest_marker("ray")
+        )
+        return len(files[f]) + 19 * slow
+
+    others = sorted((f for f in files if f not in embedded), key=lambda f: -weight(f))
     gap = max(1, len(others) // (len(embedded) + 1))
     order = []
     for k, f in enumerate(others, start=1):
