@@ -317,18 +317,7 @@ def test_systems_named_by_item_columns(tmp_path, capsys, monkeypatch):
     models are ranked, the verdicts left unscored counted apart, and the run read by its MLflow
     run id gives the same ranking."""
     monkeypatch.chdir(tmp_path)
-    quality = {"m1": 3, "m2": 2, "m3": 1}
-    lines = ["id,request,response,response_b,model_a,model_b"]
-    k = 0
-    for a in quality:
-        for b in quality:
-            if a != b:
-                for r in range(4):
-                    ra = " ".join(["good"] * quality[a]) + f" answer {r}"
-                    rb = " ".join(["good"] * quality[b]) + f" reply {r}"
-                    lines.append(f"p{k},Question {r}?,{ra},{rb},{a},{b}")
-                    k += 1
-    (tmp_path / "pairs.csv").write_text("\n".join(lines) + "\n")
+    models_data(tmp_path / "pairs.csv", "sample")
 
     def respond(call):
         first, second = call.field("response_a"), call.field("response_b")
