@@ -105,6 +105,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
+from assay.data import render_transcript
 from assay.errors import AssayError
 from assay.inputs._items import sample_of
 from assay.types import Item, stable_hash
@@ -665,21 +666,11 @@ def _judged_text(item: Item, *, pair: bool = True, rendered: bool = True) -> dic
     be certified again. ``rendered=False``: every field, as the rules before
     :data:`CONFUSABLES` read it."""
     text = item.model_dump(mode="json", include={"request", "response", "transcript"})
-    if rendered and text.get("transcript") is not None:
-        text["transcript"] = [_shown(m) for m in text["transcript"]]
+    if rendered and item.transcript is not None:
+        text["transcript"] = render_transcript(item.transcript)
     if pair and isinstance(b := item.meta.get("response_b"), str):
         text["response_b"] = b
     return text
-
-
-def _shown(message: dict[str, Any]) -> dict[str, Any]:
-    """What a transcript's rendering shows of one message (as dumped)."""
-    calls = [
-        {"function": c.get("function"), "arguments": c.get("arguments")}
-        for c in message.get("tool_calls") or []
-    ]
-    shown = {"role": message.get("role"), "content": message.get("content"), "tool_calls": calls}
-    return shown | {"function": message.get("function"), "error": message.get("error")}
 
 
 def same_items(items: Sequence[Item]) -> list[str | None]:
